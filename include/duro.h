@@ -1,0 +1,457 @@
+/* duro.h - the public API of duro, a durable execution runtime: a registry of
+ * orchestrations and activities, the runtime that runs them, the contexts
+ * their code receives, and the client that starts, signals, cancels and
+ * watches instances. Every function documents who owns what it returns and
+ * from which thread it may be called. */
+#ifndef DURO_H
+#define DURO_H
+
+#include "duro/common.h"
+#include "duro/provider.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DURO_VERSION_STRING "0.1.0"
+
+/* ========================================================================
+ * Results
+ * ======================================================================== */
+
+/* What an orchestration or activity function produced. Filled through
+ * duro_ok() / duro_fail*() / duro_continue_as_new(); opaque otherwise. */
+typedef struct duro_result duro_result;
+
+/** Success with @p output (copied; NULL means no output).
+ * @return DURO_OK, so a function may `return duro_ok(out, s);`
+ * @note Only inside the callback that received @p out. */
+DURO_API int duro_ok(duro_result *out, const char *output);
+
+/** Failure of category application with @p message (copied).
+ * @return DURO_FAILED. @note Only inside the callback. */
+DURO_API int duro_fail(duro_result *out, const char *message);
+
+/** Failure with an explicit duro_category. @return DURO_FAILED. */
+DURO_API int duro_fail_with(duro_result *out, int category,
+                            const char *message);
+
+/** printf-style duro_fail(). @return DURO_FAILED. */
+DURO_API int duro_failf(duro_result *out, const char *fmt, ...)
+    DURO_PRINTF(2, 3);
+
+/* A function that returns without calling any of these succeeds with no
+ * output when it returns DURO_OK and fails (application, duro_strerror of
+ * its return value) otherwise. */
+
+/* ========================================================================
+ * Registry
+ * ======================================================================== */
+
+typedef struct duro_registry duro_registry;
+typedef struct duro_orch duro_orch;         /* orchestration context */
+typedef struct duro_task duro_task;         /* a durable task */
+typedef struct duro_activity duro_activity; /* activity context */
+
+/** An orchestration: deterministic code that coordinates tasks. It runs on a
+ * fiber; every await may suspend it and it may be replayed from history, so
+ * it must make the same calls in the same order given the same results, and
+ * must not hold locks or heap memory across an await.
+ * @param input borrowed; valid until the function returns. */
+typedef int (*duro_orchestration_fn)(duro_orch *o, const char *input,
+                                     duro_result *out);
+
+/** An activity: ordinary code that does the work, on a worker thread. It runs
+ * at least once per scheduling; make it idempotent.
+ * @param input borrowed; valid until the function returns. */
+typedef int (*duro_activity_fn)(duro_activity *a, const char *input,
+                                duro_result *out);
+
+/** A new empty registry; free with duro_registry_destroy().
+ * @note Any thread; a registry is used by one thread at a time. */
+DURO_API int duro_registry_create(duro_registry **out);
+DURO_API void duro_registry_destroy(duro_registry *r); /* NULL ok */
+
+/** Registers orchestration @p name at @p version (NULL or "" = the default
+ * version "") with a user pointer reachable through duro_orch_user().
+ * Starting without a version picks the highest version registered
+ * (strverscmp order). DURO_ALREADY_EXISTS for a duplicate (name, version),
+ * DURO_INVALID for an empty name. Strings are copied. */
+DURO_API int duro_registry_add_orchestration(duro_registry *r,
+                                             const char *name,
+                                             const char *version,
+                                             duro_orchestration_fn fn,
+                                             void *user);
+
+/** Registers activity @p name. DURO_ALREADY_EXISTS for a duplicate name. */
+DURO_API int duro_registry_add_activity(duro_registry *r, const char *name,
+                                        duro_activity_fn fn, void *user);
+
+/* ========================================================================
+ * Orchestration context. Every function here is "only inside the
+ * orchestration function, on its fiber": called from any other thread or
+ * after the function returned, it does nothing harmful and reports
+ * DURO_MISUSE (task functions return a task that failed with DURO_MISUSE).
+ * Strings returned are borrowed from the context: valid until the
+ * orchestration function returns.
+ * ======================================================================== */
+
+/** Schedules activity @p name with @p input (copied; NULL allowed). */
+DURO_API duro_task *duro_call_activity(duro_orch *o, const char *name,
+                                       const char *input);
+
+enum duro_backoff {
+    DURO_BACKOFF_EXPONENTIAL = 0, /* delay = initial * coefficient^(n-1) */
+    DURO_BACKOFF_LINEAR = 1,      /* delay = initial * n */
+    DURO_BACKOFF_FIXED = 2        /* delay = initial */
+};
+
+typedef struct duro_retry_policy {
+    int version;
+    uint32_t max_attempts;      /* attempts in all, first included; >= 1 */
+    int backoff;                /* enum duro_backoff */
+    int64_t initial_delay_ms;   /* delay before the second attempt */
+    double coefficient;         /* exponential growth factor */
+    int64_t max_delay_ms;       /* cap on one delay; 0 = no cap */
+    int64_t attempt_timeout_ms; /* 0 = none; a timed-out attempt is
+                                   cancelled and counts as failed */
+    int64_t total_timeout_ms;   /* 0 = none; no attempt starts past it */
+} duro_retry_policy;
+
+/** Defaults: 3 attempts, exponential from 1 s by 2.0 up to 60 s, no
+ * timeouts. @note Any thread. */
+DURO_API void duro_retry_policy_init(duro_retry_policy *p);
+
+/** Schedules an activity retried under @p policy (copied). Only application
+ * and timeout failures are retried. The task fails with the last attempt's
+ * error, or with category timeout when a timeout ends it. */
+DURO_API duro_task *duro_call_activity_with_retry(
+    duro_orch *o, const char *name, const char *input,
+    const duro_retry_policy *policy);
+
+/** A durable timer firing @p delay_ms after duro_now(o). */
+DURO_API duro_task *duro_timer(duro_orch *o, int64_t delay_ms);
+
+/** Waits for external event @p name. Events raised before anyone waits are
+ * kept in order and matched to waits in order: the n-th wait for a name
+ * receives the n-th event of that name not yet consumed. The output is the
+ * event's payload. */
+DURO_API duro_task *duro_wait_event(duro_orch *o, const char *name);
+
+/** Starts child orchestration @p name (@p version NULL = default) with id
+ * @p instance_id (NULL: "<parent id>:<event id>", deterministic) and returns
+ * a task that completes with the child. Cancelling the parent cancels it. */
+DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o,
+                                                const char *name,
+                                                const char *version,
+                                                const char *instance_id,
+                                                const char *input);
+
+/** Starts an independent orchestration, fire-and-forget: nothing comes back
+ * and it is not cancelled with this one. @return DURO_OK or DURO_MISUSE. */
+DURO_API int duro_start_orchestration(duro_orch *o, const char *name,
+                                      const char *version,
+                                      const char *instance_id,
+                                      const char *input);
+
+/** Suspends until @p t is done. @return DURO_OK when it succeeded,
+ * DURO_FAILED when it failed, DURO_CANCELLED when it was cancelled. */
+DURO_API int duro_await(duro_orch *o, duro_task *t);
+
+/** Suspends until the first of @p tasks is done, returns it, and cancels
+ * every other one (activities and children durably; timers and event waits
+ * are dropped). The winner is decided by the order of history, never by
+ * wall-clock or polling order. NULL when n is 0. */
+DURO_API duro_task *duro_select_n(duro_orch *o, duro_task *const *tasks,
+                                  size_t n);
+
+/** Like duro_select_n() but leaves the other tasks running. */
+DURO_API duro_task *duro_wait_any_n(duro_orch *o, duro_task *const *tasks,
+                                    size_t n);
+
+/** Suspends until every task is done. @return DURO_OK when all succeeded,
+ * otherwise the duro_await() code of the first (in argument order) that did
+ * not. Results are read per task, in order. */
+DURO_API int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n);
+
+#define DURO__TASKS(...) ((duro_task *const[]){__VA_ARGS__})
+#define DURO__NTASKS(...)                                                      \
+    (sizeof(DURO__TASKS(__VA_ARGS__)) / sizeof(duro_task *))
+/** duro_select(o, a, b, ...) */
+#define duro_select(o, ...)                                                    \
+    duro_select_n((o), DURO__TASKS(__VA_ARGS__), DURO__NTASKS(__VA_ARGS__))
+/** duro_wait_any(o, a, b, ...) */
+#define duro_wait_any(o, ...)                                                  \
+    duro_wait_any_n((o), DURO__TASKS(__VA_ARGS__), DURO__NTASKS(__VA_ARGS__))
+/** duro_join(o, a, b, ...) */
+#define duro_join(o, ...)                                                      \
+    duro_join_n((o), DURO__TASKS(__VA_ARGS__), DURO__NTASKS(__VA_ARGS__))
+
+/** Abandons @p t: an activity or child still outstanding is cancelled
+ * durably (reason "task_cancelled"); a timer or event wait is dropped. The
+ * task then reports DURO_CANCELLED. Done tasks are left as they are. */
+DURO_API void duro_cancel_task(duro_orch *o, duro_task *t);
+
+/** 1 when the task is done (succeeded, failed or cancelled). */
+DURO_API int duro_task_done(const duro_task *t);
+/** 1 when the task failed or was cancelled. */
+DURO_API int duro_task_failed(const duro_task *t);
+/** Output of a succeeded task; NULL otherwise. Borrowed from the context. */
+DURO_API const char *duro_task_output(const duro_task *t);
+/** Error text of a failed task; NULL otherwise. Borrowed from the context. */
+DURO_API const char *duro_task_error(const duro_task *t);
+/** duro_category of a failed task, DURO_CATEGORY_NONE otherwise. */
+DURO_API int duro_task_category(const duro_task *t);
+
+/** Ends this execution and starts the next one with @p input (copied) and a
+ * fresh history; outstanding activities of this execution are cancelled and
+ * external events it received but did not consume are carried over.
+ * @return DURO_OK; use as `return duro_continue_as_new(o, out, next);` */
+DURO_API int duro_continue_as_new(duro_orch *o, duro_result *out,
+                                  const char *input);
+
+/** Deterministic time: when the turn that recorded the latest history event
+ * consumed so far began (ms since the epoch). Same value on replay. */
+DURO_API int64_t duro_now(duro_orch *o);
+
+/** A deterministic GUID ("8-4-4-4-12" hex), the same on replay. Borrowed. */
+DURO_API const char *duro_new_guid(duro_orch *o);
+
+/** Sets the custom status (copied; NULL clears it), stored when the turn
+ * commits and shown by duro_client_get_status(). */
+DURO_API void duro_set_custom_status(duro_orch *o, const char *status);
+
+/** Logs through the runtime's sink, but never while replaying. */
+DURO_API void duro_log(duro_orch *o, int level, const char *fmt, ...)
+    DURO_PRINTF(3, 4);
+
+/** printf into the context's arena; borrowed. */
+DURO_API const char *duro_sprintf(duro_orch *o, const char *fmt, ...)
+    DURO_PRINTF(2, 3);
+
+DURO_API const char *duro_instance_id(duro_orch *o);
+DURO_API uint64_t duro_execution_id(duro_orch *o);
+DURO_API const char *duro_input(duro_orch *o);
+/** 1 while the code is re-executing history recorded by an earlier turn. */
+DURO_API int duro_is_replaying(duro_orch *o);
+/** The user pointer given at registration. */
+DURO_API void *duro_orch_user(duro_orch *o);
+
+/* ========================================================================
+ * Activity context. Accessors: only inside the activity function (any
+ * thread it hands the context to, while the function runs). Strings are
+ * borrowed until the function returns.
+ * ======================================================================== */
+
+DURO_API const char *duro_activity_instance_id(duro_activity *a);
+DURO_API uint64_t duro_activity_execution_id(duro_activity *a);
+DURO_API const char *duro_activity_name(duro_activity *a);
+/** The event id of the ActivityScheduled this run belongs to. */
+DURO_API uint64_t duro_activity_id(duro_activity *a);
+/** Retry-policy attempt, 1 for the first (and for calls without policy). */
+DURO_API uint32_t duro_activity_attempt(duro_activity *a);
+/** How many times this scheduling was delivered to a worker, 1 normally;
+ * more after a crash or an expired lock (at-least-once). */
+DURO_API uint32_t duro_activity_delivery(duro_activity *a);
+DURO_API const char *duro_activity_input(duro_activity *a);
+DURO_API void *duro_activity_user(duro_activity *a);
+
+/* Cancellation of a running activity. duro cancels an activity when nobody
+ * will wait for its result (its instance was cancelled, failed, completed or
+ * continued as new, or it lost a select or its retry attempt timed out).
+ * The activity learns it through these calls, then has a grace period
+ * (duro_runtime_options.cancel_grace_ms) to return; whatever it returns is
+ * discarded. See docs/cancellable-activities.md. */
+
+/** A reference-counted cancellation token that outlives the activity call,
+ * for threads the activity starts. */
+typedef struct duro_cancel_token duro_cancel_token;
+
+/** 1 once cancellation was requested. Non-blocking. @note Any thread. */
+DURO_API int duro_activity_cancelled(duro_activity *a);
+
+/** Blocks until cancellation or @p timeout_ms (< 0: forever).
+ * @return 1 when cancelled, 0 on timeout. @note Any thread. */
+DURO_API int duro_activity_wait_cancelled(duro_activity *a,
+                                          int64_t timeout_ms);
+
+/** A file descriptor that becomes readable (POLLIN) on cancellation, for
+ * code that waits in poll/epoll. Owned by duro: do not read or close it.
+ * -1 with duro_errmsg() set when no descriptor can be made.
+ * @note Any thread. */
+DURO_API int duro_activity_cancel_fd(duro_activity *a);
+
+/** Why it was cancelled ("instance_cancelled", "select_loser", "lock_lost",
+ * "shutdown", ...); NULL while not cancelled or when unknown. Borrowed. */
+DURO_API const char *duro_activity_cancel_reason(duro_activity *a);
+
+/** A new reference to the activity's token. @note Any thread. */
+DURO_API duro_cancel_token *duro_activity_cancel_token(duro_activity *a);
+DURO_API int duro_cancel_token_cancelled(duro_cancel_token *t);
+DURO_API int duro_cancel_token_wait(duro_cancel_token *t, int64_t timeout_ms);
+DURO_API int duro_cancel_token_fd(duro_cancel_token *t);
+/** Drops a reference; NULL is a no-op. @note Any thread. */
+DURO_API void duro_cancel_token_release(duro_cancel_token *t);
+
+/* ========================================================================
+ * Runtime
+ * ======================================================================== */
+
+typedef struct duro_runtime duro_runtime;
+
+typedef struct duro_runtime_options {
+    int version;
+    int orchestration_concurrency;  /* turn threads; default 2 */
+    int worker_concurrency;         /* activity slots; default 8 */
+    int64_t orchestration_lock_timeout_ms; /* default 30000 */
+    int64_t worker_lock_timeout_ms; /* default 30000 */
+    int64_t lock_renewal_ms;        /* renew in-flight activity locks this
+                                       often; cross-process cancellation is
+                                       noticed within it; default 2000 */
+    int64_t poll_interval_ms;       /* fallback poll across processes;
+                                       default 200 */
+    uint32_t max_attempts;          /* deliveries before a message is
+                                       poison; default 10 */
+    uint64_t max_history_events;    /* 0: the provider's cap */
+    size_t fiber_stack_size;        /* bytes; default 256 KiB */
+    size_t fiber_cache_size;        /* suspended orchestrations kept;
+                                       default 1024 */
+    int64_t cancel_grace_ms;        /* default 10000 */
+    int64_t unknown_name_retry_ms;  /* first backoff for unregistered names;
+                                       doubles per attempt; default 1000 */
+    int log_level;                  /* default DURO_LOG_WARN */
+    duro_log_fn log_fn;             /* default: stderr */
+    void *log_user;
+} duro_runtime_options;
+
+/** Sets version and every default. @note Any thread. */
+DURO_API void duro_runtime_options_init(duro_runtime_options *o);
+
+/** Opens the store at @p url and prepares a runtime for the orchestrations
+ * and activities of @p reg (copied; the registry may be destroyed after).
+ * @p opts NULL = defaults. Nothing runs until duro_runtime_start().
+ * @note Any thread; the runtime is then used by one thread at a time. */
+DURO_API int duro_runtime_create(const char *url, const duro_registry *reg,
+                                 const duro_runtime_options *opts,
+                                 duro_runtime **out);
+
+/** Like duro_runtime_create() on an open provider, which stays the caller's
+ * and must outlive the runtime. */
+DURO_API int duro_runtime_create_with_provider(
+    duro_provider *p, const duro_registry *reg,
+    const duro_runtime_options *opts, duro_runtime **out);
+
+/** Starts the dispatcher threads. DURO_INVALID_STATE when already started. */
+DURO_API int duro_runtime_start(duro_runtime *rt);
+
+/** Stops taking work and waits up to @p timeout_ms for in-flight work:
+ * turns finish; activities that do not return in time get their tokens
+ * fired (reason "shutdown") and their rows are abandoned back to the queue
+ * so nothing is lost. @return DURO_OK, or DURO_TIMEOUT when activities had
+ * to be abandoned. */
+DURO_API int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms);
+
+/** Shuts down (if needed, with the grace period as deadline) and frees.
+ * NULL is a no-op. */
+DURO_API void duro_runtime_destroy(duro_runtime *rt);
+
+typedef struct duro_metrics {
+    uint64_t turns;                  /* committed orchestration turns */
+    uint64_t replays;                /* turns that replayed from history */
+    uint64_t fiber_cache_hits;       /* turns that resumed a kept fiber */
+    uint64_t orchestrations_completed;
+    uint64_t orchestrations_failed;
+    uint64_t orchestrations_cancelled;
+    uint64_t activities_completed;   /* acked with a completion */
+    uint64_t activities_failed;
+    uint64_t activities_cancelled;   /* observed cancelled by this runtime */
+    uint64_t activities_cancel_requested; /* rows deleted by our turns */
+    uint64_t activities_abandoned;   /* ignored cancellation past grace */
+    uint64_t poison_messages;
+    uint64_t lock_renewal_failures;  /* non-retryable */
+    uint64_t storage_retries;        /* retryable storage errors */
+    uint64_t nondeterminism_errors;
+} duro_metrics;
+
+/** Copies the counters. @note Any thread. */
+DURO_API void duro_runtime_metrics(duro_runtime *rt, duro_metrics *out);
+
+/* ========================================================================
+ * Client: usable from this process or another on the same database.
+ * A client may be used from any thread, concurrently.
+ * ======================================================================== */
+
+typedef struct duro_client duro_client;
+
+DURO_API int duro_client_create(const char *url, duro_client **out);
+/** On an open provider, which stays the caller's and must outlive it. */
+DURO_API int duro_client_create_with_provider(duro_provider *p,
+                                              duro_client **out);
+DURO_API void duro_client_destroy(duro_client *c); /* NULL ok */
+
+typedef struct duro_start_options {
+    int version;
+    const char *orchestration_version; /* NULL: highest registered */
+    int idempotent;     /* 1: an existing instance id is not an error */
+    int64_t delay_ms;   /* start later */
+} duro_start_options;
+
+DURO_API void duro_start_options_init(duro_start_options *o);
+
+/** Creates instance @p instance_id of @p orchestration (Pending until its
+ * first turn). DURO_ALREADY_EXISTS when the id exists (unless idempotent),
+ * DURO_INVALID for an empty id or name, DURO_TOO_LARGE for oversized input.
+ * Unknown orchestration names are noticed by the runtime (the instance fails
+ * with a configuration error after its retries). @p opts may be NULL. */
+DURO_API int duro_client_start(duro_client *c, const char *instance_id,
+                               const char *orchestration, const char *input,
+                               const duro_start_options *opts);
+
+/** Raises external event @p name on a running instance.
+ * DURO_NOT_FOUND for an unknown instance, DURO_INVALID_STATE when finished. */
+DURO_API int duro_client_raise_event(duro_client *c, const char *instance_id,
+                                     const char *name, const char *payload);
+
+/** Requests cancellation with a reason and who asked (both may be NULL).
+ * Cancelling a cancelled instance (or one with a cancel pending) is DURO_OK
+ * and the first reason is kept; a completed or failed one is
+ * DURO_INVALID_STATE and nothing changes; an unknown one DURO_NOT_FOUND. */
+DURO_API int duro_client_cancel(duro_client *c, const char *instance_id,
+                                const char *reason, const char *requested_by);
+
+/** Status of @p instance_id; status DURO_STATUS_NOT_FOUND (and DURO_OK) when
+ * it does not exist. Continue-as-new chains report the latest execution.
+ * Caller-owned: free with duro_free(). */
+DURO_API int duro_client_get_status(duro_client *c, const char *instance_id,
+                                    duro_instance_info **out);
+
+/** Waits until the instance is Completed, Failed or Cancelled, or
+ * @p timeout_ms passes (DURO_TIMEOUT; *out then holds the latest status).
+ * Caller-owned *out: free with duro_free(). */
+DURO_API int duro_client_wait(duro_client *c, const char *instance_id,
+                              int64_t timeout_ms, duro_instance_info **out);
+
+/** History of an execution (0: the current one). Free with
+ * duro_history_free(). */
+DURO_API int duro_client_read_history(duro_client *c, const char *instance_id,
+                                      uint64_t execution_id,
+                                      duro_history **out);
+
+/** Instances matching @p filter (NULL: all). Free with
+ * duro_instance_list_free(). */
+DURO_API int duro_client_list(duro_client *c,
+                              const duro_instance_filter *filter,
+                              duro_instance_list **out);
+
+/** Deletes an instance and its children (a running one only with force). */
+DURO_API int duro_client_delete(duro_client *c, const char *instance_id,
+                                int force, size_t *deleted);
+
+/** Deletes all but the last @p keep_last executions of an instance. */
+DURO_API int duro_client_prune(duro_client *c, const char *instance_id,
+                               uint64_t keep_last, size_t *pruned);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,512 @@
+/* duro/provider.h - the storage provider interface: a versioned methods table
+ * (like sqlite3_vfs) through which the runtime and the client reach queues,
+ * locks and history. Everything a provider must guarantee is written here, per
+ * method: its transaction, who calls it, and whether it may block. */
+#ifndef DURO_PROVIDER_H
+#define DURO_PROVIDER_H
+
+#include "duro/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * Errors. Every method takes a duro_error out-parameter as its last argument,
+ * clears it on entry and fills it on failure. The return value equals
+ * err->code. `retryable` tells the caller whether the same call may succeed
+ * later (database busy or locked, connection lost) or never will (lock lost,
+ * row gone, bad input). */
+
+#define DURO_ERROR_MESSAGE_MAX 512
+
+typedef struct duro_error {
+    int code;       /* DURO_OK or a DURO_* code */
+    int retryable;  /* 1: the same call may succeed later */
+    char message[DURO_ERROR_MESSAGE_MAX]; /* detail, "" when none */
+} duro_error;
+
+/** Clears @p err (code DURO_OK, not retryable, empty message). NULL is a
+ * no-op. @note Any thread. */
+DURO_API void duro_error_clear(duro_error *err);
+
+/** Fills @p err (NULL is allowed) and returns @p code.
+ * @note Any thread. */
+DURO_API int duro_error_set(duro_error *err, int code, int retryable,
+                            const char *fmt, ...) DURO_PRINTF(4, 5);
+
+/* ------------------------------------------------------------------------
+ * Arenas. Every item a provider returns lives in one arena, freed at once
+ * with the item's free function. Providers build items with these helpers so
+ * the runtime can free them without knowing the provider. */
+
+typedef struct duro_arena duro_arena;
+
+/** A new arena, NULL when out of memory. Free with duro_arena_destroy().
+ * @note Any thread; an arena is used by one thread at a time. */
+DURO_API duro_arena *duro_arena_create(void);
+DURO_API void duro_arena_destroy(duro_arena *a); /* NULL is a no-op */
+/** Zeroed, 16-byte aligned memory owned by @p a; NULL when out of memory. */
+DURO_API void *duro_arena_alloc(duro_arena *a, size_t size);
+/** A copy of @p s owned by @p a; NULL when @p s is NULL or out of memory. */
+DURO_API char *duro_arena_strdup(duro_arena *a, const char *s);
+
+/* ------------------------------------------------------------------------
+ * Work items: messages on the two queues. One struct for every kind; each
+ * kind uses the fields its comment names and leaves the rest zero or NULL.
+ * Strings are NUL-terminated and borrowed for the duration of a call. */
+
+typedef enum duro_work_kind {
+    /* orchestrator queue */
+    DURO_WORK_START = 1,              /* instance_id, name, version, payload
+                                         (input), parent_*; execution 1 */
+    DURO_WORK_ACTIVITY_COMPLETED = 2, /* instance_id, execution_id,
+                                         source_id (activity id), payload */
+    DURO_WORK_ACTIVITY_FAILED = 3,    /* ... error, category */
+    DURO_WORK_TIMER_FIRED = 4,        /* instance_id, execution_id,
+                                         source_id (timer id), fire_at_ms */
+    DURO_WORK_EXTERNAL_EVENT = 5,     /* instance_id, name, payload; routed
+                                         to the current execution */
+    DURO_WORK_CHILD_COMPLETED = 6,    /* instance_id = parent, execution_id,
+                                         source_id (parent's scheduling
+                                         event), payload */
+    DURO_WORK_CHILD_FAILED = 7,       /* ... error, category */
+    DURO_WORK_CANCEL_INSTANCE = 8,    /* instance_id, reason, requested_by */
+    DURO_WORK_CONTINUE_AS_NEW = 9,    /* instance_id, execution_id (the new
+                                         one), name, version, payload */
+    /* worker queue */
+    DURO_WORK_ACTIVITY_EXECUTE = 10   /* instance_id, execution_id,
+                                         source_id (activity id), name,
+                                         payload (input), attempt */
+} duro_work_kind;
+
+/* Flags of a DURO_WORK_START item. */
+#define DURO_START_IDEMPOTENT 0x1u /* an existing instance is not an error */
+#define DURO_START_DETACHED 0x2u   /* child started fire-and-forget: no
+                                      completion goes back to the parent */
+
+typedef struct duro_work_item {
+    duro_work_kind kind;
+    const char *instance_id;  /* the instance the item is for */
+    uint64_t execution_id;    /* 0: the current execution */
+    uint64_t source_id;       /* event id of the scheduling event */
+    const char *name;         /* orchestration, activity or event name */
+    const char *version;      /* orchestration version, NULL = default */
+    const char *payload;      /* input, output or event data, may be NULL */
+    const char *error;        /* failure message */
+    int category;             /* duro_category of a failure */
+    const char *reason;       /* cancel reason */
+    const char *requested_by; /* who asked for a cancel */
+    const char *parent_instance; /* start: the parent, NULL if none */
+    uint64_t parent_execution;   /* start: the parent's execution */
+    uint64_t parent_event_id;    /* start: the parent's scheduling event */
+    int64_t fire_at_ms;          /* timer fired: when it was due */
+    uint32_t attempt;            /* activity execute: retry-policy attempt */
+    uint32_t flags;              /* DURO_START_* */
+} duro_work_item;
+
+/* An item to put on the orchestrator queue, visible after delay_ms. */
+typedef struct duro_outbound {
+    duro_work_item item;
+    int64_t delay_ms; /* 0: visible at once; timers and delayed retries > 0 */
+} duro_outbound;
+
+/* ------------------------------------------------------------------------
+ * History events. event_id is the 1-based position in its execution's
+ * history; completions point at their scheduling event by source_event_id.
+ * Providers store these fields in typed columns. */
+
+typedef enum duro_event_kind {
+    DURO_EVENT_ORCHESTRATION_STARTED = 1,   /* name, version, payload
+                                               (input), parent link */
+    DURO_EVENT_ORCHESTRATION_COMPLETED = 2, /* payload (output) */
+    DURO_EVENT_ORCHESTRATION_FAILED = 3,    /* error, category */
+    DURO_EVENT_CONTINUED_AS_NEW = 4,        /* payload (next input) */
+    DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED = 5, /* reason, requested_by */
+    DURO_EVENT_ORCHESTRATION_CANCELLED = 6, /* reason */
+    DURO_EVENT_ACTIVITY_SCHEDULED = 7,      /* name, payload (input),
+                                               attempt */
+    DURO_EVENT_ACTIVITY_COMPLETED = 8,      /* source, payload (output) */
+    DURO_EVENT_ACTIVITY_FAILED = 9,         /* source, error, category */
+    DURO_EVENT_ACTIVITY_CANCEL_REQUESTED = 10, /* source, reason */
+    DURO_EVENT_TIMER_CREATED = 11,          /* fire_at_ms */
+    DURO_EVENT_TIMER_FIRED = 12,            /* source, fire_at_ms */
+    DURO_EVENT_EVENT_SUBSCRIBED = 13,       /* name */
+    DURO_EVENT_EVENT_RAISED = 14,           /* name, payload */
+    DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED = 15, /* name, version,
+                                                    ref_instance (child id),
+                                                    payload (input), flags */
+    DURO_EVENT_SUB_ORCHESTRATION_COMPLETED = 16, /* source, payload */
+    DURO_EVENT_SUB_ORCHESTRATION_FAILED = 17,    /* source, error, category */
+    DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED = 18 /* source, reason */
+} duro_event_kind;
+
+#define DURO_EVENT_KIND_MAX 18
+
+/** "ActivityScheduled", ...; never NULL. @note Any thread. */
+DURO_API const char *duro_event_kind_name(int kind);
+
+/* Reasons recorded in ActivityCancelRequested and
+ * SubOrchestrationCancelRequested. A small stable set: tools match on them. */
+#define DURO_REASON_SELECT_LOSER "select_loser"
+#define DURO_REASON_INSTANCE_CANCELLED "instance_cancelled"
+#define DURO_REASON_INSTANCE_FAILED "instance_failed"
+#define DURO_REASON_INSTANCE_COMPLETED "instance_completed"
+#define DURO_REASON_CONTINUED_AS_NEW "continued_as_new"
+#define DURO_REASON_TASK_CANCELLED "task_cancelled"
+
+typedef struct duro_event {
+    uint64_t event_id;        /* 1-based position in the execution */
+    duro_event_kind kind;
+    uint64_t source_event_id; /* completions: the scheduling event */
+    int64_t timestamp_ms;     /* when the turn that wrote it began */
+    const char *name;         /* activity, orchestration or event name */
+    const char *version;      /* orchestration version */
+    const char *payload;      /* input, output or event data */
+    const char *error;        /* failure message */
+    int category;             /* duro_category of a failure */
+    const char *reason;       /* cancel reason */
+    const char *requested_by; /* who asked for an instance cancel */
+    const char *ref_instance; /* child id, or the parent on Started */
+    uint64_t ref_execution;   /* the parent's execution on Started */
+    uint64_t ref_event_id;    /* the parent's scheduling event on Started */
+    int64_t fire_at_ms;       /* timers */
+    uint32_t attempt;         /* activity scheduled: retry attempt */
+    uint32_t flags;           /* sub-orchestration: DURO_START_DETACHED */
+} duro_event;
+
+/* ------------------------------------------------------------------------
+ * Instances. */
+
+typedef struct duro_instance_info {
+    const char *instance_id;
+    const char *name;
+    const char *version;
+    int status;                /* duro_status of the current execution */
+    uint64_t execution_id;     /* current execution, 0 before the first */
+    int64_t created_ms;
+    int64_t updated_ms;
+    const char *output;        /* completed */
+    const char *error;         /* failed: message; cancelled: reason */
+    int category;              /* failed / cancelled: duro_category */
+    const char *custom_status; /* NULL when never set */
+    const char *parent_instance;
+    uint64_t history_count;    /* events in the current execution */
+} duro_instance_info;
+
+/* What a turn writes to the instance and execution rows. */
+typedef struct duro_instance_meta {
+    int status;             /* new duro_status of the acked execution */
+    const char *name;       /* set on the first turn of an execution */
+    const char *version;
+    const char *output;     /* completed / continued-as-new: NULL ok */
+    const char *error;      /* failed: message; cancelled: reason */
+    int category;
+    const char *custom_status;
+    int custom_status_set;  /* 1: write custom_status (NULL clears it) */
+    const char *parent_instance;
+    uint64_t parent_execution;
+    uint64_t parent_event_id;
+} duro_instance_meta;
+
+/* Filter of list_instances. Zero / NULL fields do not filter. */
+typedef struct duro_instance_filter {
+    uint32_t status_mask;    /* bit (1u << status); 0 = any */
+    const char *name;        /* exact orchestration name */
+    int64_t created_after_ms;  /* inclusive; 0 = no bound */
+    int64_t created_before_ms; /* exclusive; 0 = no bound */
+    size_t limit;            /* 0 = no limit */
+    const char *after_instance; /* paging: ids greater than this */
+} duro_instance_filter;
+
+/* ------------------------------------------------------------------------
+ * Items handed to the runtime. Each lives in its arena; free it with
+ * duro_orch_item_free() / duro_worker_item_free() / duro_history_free(). */
+
+typedef struct duro_orch_item {
+    duro_arena *arena;
+    const char *instance_id;
+    const char *lock_token;
+    uint32_t attempt;          /* highest fetch count among the messages,
+                                  this fetch included (first fetch = 1) */
+    duro_work_item *messages;  /* every visible message, oldest first */
+    size_t message_count;
+    /* metadata of the instance; status is NOT_FOUND when no instance row
+       exists (messages for a never-started or deleted instance) */
+    int status;
+    uint64_t execution_id;     /* current execution, 0 if none yet */
+    const char *name;
+    const char *version;
+    const char *parent_instance;
+    uint64_t parent_execution;
+    uint64_t parent_event_id;
+    const char *custom_status;
+    /* history of the current execution: events history_offset+1 ..
+       history_offset+history_count, where history_offset is what the
+       caller's history cache already holds (see duro_history_cache) */
+    uint64_t history_total;    /* events stored for the execution */
+    uint64_t history_offset;
+    duro_event *history;
+    size_t history_count;
+} duro_orch_item;
+
+typedef struct duro_worker_item {
+    duro_arena *arena;
+    duro_work_item item;       /* DURO_WORK_ACTIVITY_EXECUTE */
+    const char *lock_token;
+    uint32_t attempt;          /* fetch count, this fetch included */
+} duro_worker_item;
+
+typedef struct duro_history {
+    duro_arena *arena;
+    const char *instance_id;
+    uint64_t execution_id;
+    duro_event *events;
+    size_t count;
+} duro_history;
+
+DURO_API void duro_orch_item_free(duro_orch_item *item);     /* NULL ok */
+DURO_API void duro_worker_item_free(duro_worker_item *item); /* NULL ok */
+DURO_API void duro_history_free(duro_history *h);            /* NULL ok */
+
+/* A list of instance infos, all in one arena. */
+typedef struct duro_instance_list {
+    duro_arena *arena;
+    duro_instance_info *items;
+    size_t count;
+} duro_instance_list;
+
+DURO_API void duro_instance_list_free(duro_instance_list *list); /* NULL ok */
+
+/* Lets a fetch skip history the caller already holds. The provider calls
+ * cached_events() once per fetch, inside its fetch transaction, after it has
+ * chosen the instance; it must be fast and must not call the provider. It
+ * returns how many leading events of (instance, execution) the caller holds;
+ * the provider then returns only later events and sets history_offset. */
+typedef struct duro_history_cache {
+    uint64_t (*cached_events)(void *user, const char *instance_id,
+                              uint64_t execution_id);
+    void *user;
+} duro_history_cache;
+
+/* An activity to cancel: its worker row is identified by these columns. */
+typedef struct duro_activity_ref {
+    const char *instance_id;
+    uint64_t execution_id;
+    uint64_t activity_id; /* event id of its ActivityScheduled */
+} duro_activity_ref;
+
+/* Everything one turn commits. */
+typedef struct duro_orch_ack {
+    uint64_t execution_id;            /* the execution the turn ran; a new
+                                         one when it exceeds the current */
+    const duro_event *history_delta;  /* appended in order */
+    size_t history_delta_count;
+    const duro_work_item *worker_items; /* DURO_WORK_ACTIVITY_EXECUTE */
+    size_t worker_item_count;
+    const duro_outbound *orchestrator_items;
+    size_t orchestrator_item_count;
+    const duro_instance_meta *meta;   /* NULL: leave the rows as they are */
+    const duro_activity_ref *cancelled_activities;
+    size_t cancelled_activity_count;
+} duro_orch_ack;
+
+typedef enum duro_queue {
+    DURO_QUEUE_ORCHESTRATOR = 0,
+    DURO_QUEUE_WORKER = 1
+} duro_queue;
+
+/* ------------------------------------------------------------------------
+ * The methods table. `version` is the first field; methods are only ever
+ * appended; callers use a version-N method only when version >= N and the
+ * pointer is set. A provider's own struct embeds duro_provider as its first
+ * member.
+ *
+ * Threads: every method may be called from any thread, concurrently, unless
+ * it says otherwise; methods block on storage I/O. Strings passed in are
+ * borrowed for the call. Times are milliseconds.
+ *
+ * Input rules, for every method: a NULL or empty instance id, lock token or
+ * required name fails DURO_INVALID; a payload, error, name or id longer than
+ * the provider's configured maximum (payload: max_payload bytes; names and
+ * ids: 1024 bytes) fails DURO_TOO_LARGE. Such failures are not retryable and
+ * change nothing. A token the provider never issued is DURO_LOCK_LOST. */
+
+#define DURO_PROVIDER_VERSION 1
+
+typedef struct duro_provider duro_provider;
+
+struct duro_provider {
+    int version;      /* DURO_PROVIDER_VERSION this provider implements */
+    const char *name; /* "sqlite", "postgres", ... */
+
+    /* Releases everything. No other method may be running or called after.
+     * NULL-safe through duro_provider_close(). */
+    void (*close)(duro_provider *p);
+
+    /* --- orchestrator queue ------------------------------------------- */
+
+    /* One transaction: picks the instance whose oldest visible message is
+     * oldest among instances that are not locked (or whose lock expired),
+     * locks it for lock_timeout_ms with a fresh token, raises the fetch
+     * count of every visible message of that instance, and returns them all
+     * (oldest first) with the instance metadata and the current execution's
+     * history (minus what `cache` says the caller holds; cache may be NULL).
+     * Messages whose visibility lies in the future stay invisible and are
+     * not returned. The instance lock is exclusive across threads and
+     * processes until ack, abandon or expiry. Messages that arrive while the
+     * instance is locked are not part of the item and stay queued.
+     * *out = NULL (and DURO_OK) when nothing is visible. */
+    int (*fetch_orchestration_item)(duro_provider *p, int64_t lock_timeout_ms,
+                                    const duro_history_cache *cache,
+                                    duro_orch_item **out, duro_error *err);
+
+    /* One transaction, all or nothing:
+     *  1. verifies that lock_token still holds the instance lock (unexpired);
+     *     otherwise fails DURO_LOCK_LOST (not retryable) and changes nothing;
+     *  2. appends history_delta to ack->execution_id (creating the execution
+     *     when it is new and making it current); a duplicate event id fails
+     *     the whole ack; history past the configured cap fails it with
+     *     DURO_HISTORY_LIMIT (not retryable);
+     *  3. inserts worker_items;
+     *  4. deletes the worker rows of cancelled_activities, set-based on the
+     *     indexed (instance_id, execution_id, activity_id) columns, after the
+     *     inserts, so an activity scheduled and cancelled in one turn is never
+     *     fetchable; rows already gone are not an error;
+     *  5. enqueues orchestrator_items with their delays. A START item creates
+     *     its instance row (status Pending); when that instance already
+     *     exists the START is dropped and, if the item names a parent and is
+     *     not detached, a CHILD_FAILED (DURO_ALREADY_EXISTS, configuration)
+     *     goes to that parent instead;
+     *  6. writes meta to the instance and execution rows (NULL: untouched);
+     *  7. deletes the messages this item fetched and releases the lock.
+     * A message for an instance that has no instance row can be consumed by
+     * an ack with no delta and NULL meta; that creates nothing. */
+    int (*ack_orchestration_item)(duro_provider *p, const char *lock_token,
+                                  const duro_orch_ack *ack, duro_error *err);
+
+    /* Releases the lock without consuming the messages; the instance becomes
+     * fetchable again after delay_ms. Fetch counts stay raised. Fails
+     * DURO_LOCK_LOST when the token no longer holds the lock. */
+    int (*abandon_orchestration_item)(duro_provider *p, const char *lock_token,
+                                      int64_t delay_ms, duro_error *err);
+
+    /* Extends the lock to now + extend_ms. Fails DURO_LOCK_LOST (not
+     * retryable) when the token is unknown or the lock already expired. */
+    int (*renew_orchestration_item_lock)(duro_provider *p,
+                                         const char *lock_token,
+                                         int64_t extend_ms, duro_error *err);
+
+    /* For clients and tools: one transaction that enqueues item, visible
+     * after delay_ms. A START creates the instance row (status Pending) in
+     * the same transaction and fails DURO_ALREADY_EXISTS when the instance
+     * exists, unless the item carries DURO_START_IDEMPOTENT (then DURO_OK,
+     * nothing changed). Other kinds are enqueued as they are. */
+    int (*enqueue_for_orchestrator)(duro_provider *p,
+                                    const duro_work_item *item,
+                                    int64_t delay_ms, duro_error *err);
+
+    /* --- worker queue -------------------------------------------------- */
+
+    /* One transaction: locks the oldest visible, unlocked (or lock-expired)
+     * activity row for lock_timeout_ms with a fresh token and raises its
+     * fetch count. Concurrent fetches never return the same row while its
+     * lock holds. *out = NULL when nothing is visible. */
+    int (*fetch_work_item)(duro_provider *p, int64_t lock_timeout_ms,
+                           duro_worker_item **out, duro_error *err);
+
+    /* Extends the row's lock to now + extend_ms. Fails DURO_LOCK_LOST, not
+     * retryable, when the row is gone (acked or cancelled), the token differs
+     * (stolen after expiry) or the lock has expired. Busy storage fails
+     * retryably; callers must not treat that as cancellation. */
+    int (*renew_work_item_lock)(duro_provider *p, const char *lock_token,
+                                int64_t extend_ms, duro_error *err);
+
+    /* One transaction: deletes the row held by lock_token and, when
+     * completion is not NULL, enqueues it on the orchestrator queue. When no
+     * row was deleted (gone, stolen or expired-and-refetched) it fails
+     * DURO_LOCK_LOST, not retryable, and enqueues nothing. */
+    int (*ack_work_item)(duro_provider *p, const char *lock_token,
+                         const duro_work_item *completion, duro_error *err);
+
+    /* Releases the row's lock; visible again after delay_ms. The fetch count
+     * stays raised. Fails DURO_LOCK_LOST when the token no longer holds it. */
+    int (*abandon_work_item)(duro_provider *p, const char *lock_token,
+                             int64_t delay_ms, duro_error *err);
+
+    /* --- reads and management ------------------------------------------ */
+
+    /* History of one execution (execution_id 0: the current one), oldest
+     * first. DURO_NOT_FOUND when the instance or execution does not exist. */
+    int (*read_history)(duro_provider *p, const char *instance_id,
+                        uint64_t execution_id, duro_history **out,
+                        duro_error *err);
+
+    /* Current execution id; DURO_NOT_FOUND when the instance does not
+     * exist. 0 for a Pending instance that has not run yet. */
+    int (*latest_execution_id)(duro_provider *p, const char *instance_id,
+                               uint64_t *out, duro_error *err);
+
+    /* The instance as a list of one. DURO_NOT_FOUND when there is no such
+     * instance. */
+    int (*get_instance)(duro_provider *p, const char *instance_id,
+                        duro_instance_list **out, duro_error *err);
+
+    /* Instances matching filter, ordered by instance id. */
+    int (*list_instances)(duro_provider *p, const duro_instance_filter *filter,
+                          duro_instance_list **out, duro_error *err);
+
+    /* Number of messages queued on `queue` (visible or not, locked or not),
+     * for one instance or, with instance_id NULL, for all. */
+    int (*count_messages)(duro_provider *p, duro_queue queue,
+                          const char *instance_id, uint64_t *out,
+                          duro_error *err);
+
+    /* One transaction: deletes the instance, its executions, history, queued
+     * messages and worker rows, then the same for every instance whose parent
+     * it is, recursively. A non-terminal instance (or child) is deleted only
+     * with force; otherwise DURO_INVALID_STATE and nothing changes.
+     * *deleted (may be NULL) receives how many instances went. */
+    int (*delete_instance)(duro_provider *p, const char *instance_id,
+                           int force, size_t *deleted, duro_error *err);
+
+    /* One transaction: deletes the history and rows of finished executions
+     * of instance_id, keeping the current one and the keep_last - 1 before it
+     * (keep_last 0 behaves as 1). *pruned (may be NULL) receives how many
+     * executions went. */
+    int (*prune_executions)(duro_provider *p, const char *instance_id,
+                            uint64_t keep_last, size_t *pruned,
+                            duro_error *err);
+
+    /* --- wake-up --------------------------------------------------------- */
+
+    /* Blocks until work may be visible on `queue` or max_wait_ms passes:
+     * returns early when this process enqueues onto that queue, when the
+     * earliest delayed message on it becomes due, or when wake() is called.
+     * Work from other processes is noticed by polling at most every
+     * max_wait_ms (the caller's fallback interval). Spurious returns are
+     * allowed. Returns DURO_OK in every case but failure of the store. */
+    int (*wait_for_work)(duro_provider *p, duro_queue queue,
+                         int64_t max_wait_ms, duro_error *err);
+
+    /* Makes every current and next wait_for_work of this provider return at
+     * once until wake(p, 0) resets it; wake(p, 1) is used at shutdown.
+     * Never blocks. */
+    void (*wake)(duro_provider *p, int sticky);
+};
+
+/** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",
+ * "sqlite:path?synchronous=full&busy_timeout_ms=5000&max_history=100000"
+ * (see README). On failure *out is NULL and err says why (DURO_BAD_URL for a
+ * malformed URL).
+ * @note Any thread; the provider may then be used from any thread. */
+DURO_API int duro_provider_open(const char *url, duro_provider **out,
+                                duro_error *err);
+
+/** Closes a provider; NULL is a no-op. @note One thread, nothing running. */
+DURO_API void duro_provider_close(duro_provider *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,73 @@
+/* base.h - internal helpers shared by every layer: the one allocator (with an
+ * out-of-memory injection hook for tests), thread-local error detail, clocks,
+ * logging and small string utilities. Everything here is thread-safe. */
+#ifndef DURO_BASE_H
+#define DURO_BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "duro/common.h"
+#include "duro/provider.h"
+
+/* Allocation. Every allocation of the library goes through these, so tests
+ * can make the n-th one fail. */
+void *duro__malloc(size_t size);
+void *duro__calloc(size_t count, size_t size);
+void *duro__realloc(void *p, size_t size);
+void duro__free(void *p);
+char *duro__strdup(const char *s);          /* NULL in, NULL out */
+char *duro__strndup(const char *s, size_t n);
+char *duro__sprintf(const char *fmt, ...) DURO_PRINTF(1, 2);
+char *duro__vsprintf(const char *fmt, va_list ap);
+
+/* Makes the allocation `n` calls from now fail (n >= 1), and every one after
+ * it when `sticky`; n == 0 turns injection off. For tests. */
+void duro__alloc_fail_after(uint64_t n, int sticky);
+uint64_t duro__alloc_count(void); /* allocations so far, for tests */
+
+/* Thread-local detail of the last failure, read by duro_errmsg(). Returns rc
+ * so a failing call can `return duro__fail(rc, "...")`. */
+int duro__fail(int rc, const char *fmt, ...) DURO_PRINTF(2, 3);
+/* Copies a provider error into the thread-local detail; returns err->code. */
+int duro__fail_from(const duro_error *err);
+void duro__errmsg_clear(void);
+
+/* Clocks. */
+int64_t duro__wall_ms(void);      /* CLOCK_REALTIME, ms since the epoch */
+int64_t duro__mono_ms(void);      /* CLOCK_MONOTONIC, ms */
+int64_t duro__mono_ns(void);
+void duro__sleep_ms(int64_t ms);
+/* An absolute CLOCK_MONOTONIC timespec `ms` from now, for
+ * pthread_cond_timedwait on condition variables created with
+ * duro__cond_init_monotonic(). */
+struct timespec;
+void duro__deadline_ts(struct timespec *ts, int64_t ms);
+#include <pthread.h>
+int duro__cond_init_monotonic(pthread_cond_t *c);
+
+/* Logging: one process-wide default sink (stderr) unless a runtime sets its
+ * own. A duro__logger is embedded in the handles that log. */
+typedef struct duro__logger {
+    int level;
+    duro_log_fn fn;
+    void *user;
+} duro__logger;
+
+void duro__log(const duro__logger *lg, int level, const char *fmt, ...)
+    DURO_PRINTF(3, 4);
+void duro__vlog(const duro__logger *lg, int level, const char *fmt,
+                va_list ap);
+void duro__log_stderr(void *user, int level, const char *message);
+
+/* 64-bit random numbers from a thread-local generator seeded from the OS. */
+uint64_t duro__random_u64(void);
+/* A fresh random token of 32 hex characters (+ NUL) in buf[33]. */
+void duro__random_token(char buf[33]);
+
+#define DURO__ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define DURO__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define DURO__MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif

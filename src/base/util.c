@@ -1,0 +1,154 @@
+/* util.c - clocks, sleeping, logging to a sink, and random tokens. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+int64_t duro__wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t duro_now_ms(void)
+{
+    return duro__wall_ms();
+}
+
+int64_t duro__mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t duro__mono_ms(void)
+{
+    return duro__mono_ns() / 1000000;
+}
+
+void duro__sleep_ms(int64_t ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts = {.tv_sec = ms / 1000,
+                          .tv_nsec = (long)(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+void duro__deadline_ts(struct timespec *ts, int64_t ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    if (ms < 0)
+        ms = 0;
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000;
+    if (ts->tv_nsec >= 1000000000) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000;
+    }
+}
+
+int duro__cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(c, &attr);
+    pthread_condattr_destroy(&attr);
+    return rc;
+}
+
+static const char *level_name(int level)
+{
+    static const char *const names[] = {"trace", "debug", "info",
+                                        "warn",  "error", "off"};
+    if (level < 0 || level > DURO_LOG_OFF)
+        return "?";
+    return names[level];
+}
+
+void duro__log_stderr(void *user, int level, const char *message)
+{
+    (void)user;
+    fprintf(stderr, "duro %s: %s\n", level_name(level), message);
+}
+
+void duro__vlog(const duro__logger *lg, int level, const char *fmt,
+                va_list ap)
+{
+    if (lg == NULL || level < lg->level || level >= DURO_LOG_OFF)
+        return;
+    char buf[1024];
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    if (lg->fn != NULL)
+        lg->fn(lg->user, level, buf);
+    else
+        duro__log_stderr(NULL, level, buf);
+}
+
+void duro__log(const duro__logger *lg, int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    duro__vlog(lg, level, fmt, ap);
+    va_end(ap);
+}
+
+/* xoshiro256** seeded per thread from getrandom(). */
+static _Thread_local uint64_t rng_state[4];
+static _Thread_local int rng_seeded;
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t duro__random_u64(void)
+{
+    if (!rng_seeded) {
+        if (getrandom(rng_state, sizeof(rng_state), 0) !=
+            (ssize_t)sizeof(rng_state)) {
+            uint64_t seed = (uint64_t)duro__mono_ns() ^
+                            ((uint64_t)getpid() << 32) ^
+                            (uint64_t)(uintptr_t)&rng_state;
+            for (int i = 0; i < 4; i++) {
+                seed += 0x9E3779B97F4A7C15ull;
+                uint64_t z = seed;
+                z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+                z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+                rng_state[i] = z ^ (z >> 31);
+            }
+        }
+        rng_seeded = 1;
+    }
+    uint64_t *s = rng_state;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+void duro__random_token(char buf[33])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t a = duro__random_u64(), b = duro__random_u64();
+    for (int i = 0; i < 16; i++) {
+        buf[i] = hex[(a >> (i * 4)) & 15];
+        buf[16 + i] = hex[(b >> (i * 4)) & 15];
+    }
+    buf[32] = '\0';
+}

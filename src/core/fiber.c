@@ -1,0 +1,2 @@
+/* fiber.c - placeholder until the fiber module lands. */
+#include "core/fiber.h"

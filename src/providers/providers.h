@@ -1,0 +1,12 @@
+/* providers.h - constructors of the built-in providers, behind
+ * duro_provider_open()'s URL dispatch. */
+#ifndef DURO_PROVIDERS_H
+#define DURO_PROVIDERS_H
+
+#include "duro/provider.h"
+
+/* `spec` is what follows "sqlite:" in the URL: a path or ":memory:",
+ * optionally followed by "?key=value&...". */
+int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err);
+
+#endif

@@ -1,0 +1,1 @@
+# provider validation suite: see tests/provider_validation/README.md

@@ -1,0 +1,120 @@
+/* test_base.c - the base layer: error tables, arena, allocator fault
+ * injection, thread-local error detail, random tokens. */
+#include <stdlib.h>
+
+#include "base/base.h"
+#include "test.h"
+
+TEST(error_names_cover_every_code)
+{
+#define X(name, value, text)                                                   \
+    CHECK_STR(duro_errname(value), #name);                                     \
+    CHECK_STR(duro_strerror(value), text);
+    DURO_ERROR_TABLE(X)
+#undef X
+    CHECK_STR(duro_errname(9999), "DURO_UNKNOWN_CODE");
+    CHECK_STR(duro_strerror(-5), "unknown error code");
+}
+
+TEST(status_names_round_trip)
+{
+    for (int s = DURO_STATUS_NOT_FOUND; s <= DURO_STATUS_CONTINUED_AS_NEW;
+         s++)
+        CHECK_EQ(duro_status_parse(duro_status_name(s)), s);
+    CHECK_EQ(duro_status_parse("running"), DURO_STATUS_RUNNING);
+    CHECK_EQ(duro_status_parse("nonsense"), -1);
+    CHECK_EQ(duro_status_parse(NULL), -1);
+    CHECK(duro_status_is_terminal(DURO_STATUS_CANCELLED));
+    CHECK(!duro_status_is_terminal(DURO_STATUS_CONTINUED_AS_NEW));
+}
+
+TEST(event_kind_names)
+{
+    CHECK_STR(duro_event_kind_name(DURO_EVENT_ACTIVITY_CANCEL_REQUESTED),
+              "ActivityCancelRequested");
+    CHECK_STR(duro_event_kind_name(DURO_EVENT_KIND_MAX),
+              "SubOrchestrationCancelRequested");
+    CHECK_STR(duro_event_kind_name(DURO_EVENT_KIND_MAX + 1), "Unknown");
+}
+
+TEST(arena_allocates_aligned_zeroed_memory)
+{
+    duro_arena *a = duro_arena_create();
+    CHECK(a != NULL);
+    for (int i = 0; i < 1000; i++) {
+        unsigned char *p = duro_arena_alloc(a, (size_t)(i % 37) + 1);
+        CHECK(p != NULL);
+        CHECK_EQ((uintptr_t)p % 16, 0);
+        CHECK_EQ(p[0], 0);
+    }
+    char *big = duro_arena_alloc(a, 100000);
+    CHECK(big != NULL);
+    CHECK_EQ(big[99999], 0);
+    CHECK_STR(duro_arena_strdup(a, "hello"), "hello");
+    CHECK(duro_arena_strdup(a, NULL) == NULL);
+    duro_arena_destroy(a);
+    duro_arena_destroy(NULL);
+}
+
+TEST(allocation_failure_injection)
+{
+    duro__alloc_fail_after(1, 0);
+    void *p = duro__malloc(10);
+    CHECK(p == NULL);
+    p = duro__malloc(10);
+    CHECK(p != NULL);
+    duro__free(p);
+    duro__alloc_fail_after(2, 1);
+    p = duro__malloc(10);
+    CHECK(p != NULL);
+    CHECK(duro__malloc(10) == NULL);
+    CHECK(duro__strdup("x") == NULL);
+    duro__alloc_fail_after(0, 0);
+    duro__free(p);
+    char *s = duro__sprintf("%d-%s", 42, "x");
+    CHECK_STR(s, "42-x");
+    duro__free(s);
+}
+
+TEST(error_set_and_thread_local_detail)
+{
+    duro_error e;
+    duro_error_clear(&e);
+    CHECK_EQ(e.code, DURO_OK);
+    CHECK_EQ(duro_error_set(&e, DURO_BUSY, 1, "db %s", "busy"), DURO_BUSY);
+    CHECK_EQ(e.retryable, 1);
+    CHECK_STR(e.message, "db busy");
+    CHECK_EQ(duro__fail_from(&e), DURO_BUSY);
+    CHECK_STR(duro_errmsg(), "db busy");
+    CHECK_EQ(duro__fail(DURO_INVALID, "bad %d", 7), DURO_INVALID);
+    CHECK_STR(duro_errmsg(), "bad 7");
+    duro__errmsg_clear();
+    CHECK_STR(duro_errmsg(), "");
+}
+
+TEST(random_tokens_differ)
+{
+    char a[33], b[33];
+    duro__random_token(a);
+    duro__random_token(b);
+    CHECK_EQ(strlen(a), 32);
+    CHECK(strcmp(a, b) != 0);
+}
+
+TEST(provider_open_rejects_bad_urls)
+{
+    duro_provider *p = (duro_provider *)1;
+    duro_error e;
+    CHECK_PRC(duro_provider_open("", &p, &e), DURO_BAD_URL, &e);
+    CHECK(p == NULL);
+    CHECK_PRC(duro_provider_open(NULL, &p, &e), DURO_BAD_URL, &e);
+    CHECK_PRC(duro_provider_open("mysql://x", &p, &e), DURO_BAD_URL, &e);
+    CHECK(strstr(e.message, "mysql://x") != NULL);
+    duro_provider_close(NULL);
+}
+
+TEST_MAIN(T(error_names_cover_every_code), T(status_names_round_trip),
+          T(event_kind_names), T(arena_allocates_aligned_zeroed_memory),
+          T(allocation_failure_injection),
+          T(error_set_and_thread_local_detail), T(random_tokens_differ),
+          T(provider_open_rejects_bad_urls))
