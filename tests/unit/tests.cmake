@@ -1,1 +1,2 @@
 duro_add_test(test_base LABELS unit tsan SOURCES unit/test_base.c)
+include(${CMAKE_CURRENT_LIST_DIR}/fiber.cmake)

@@ -1,0 +1,1 @@
+# SQLite-specific tests (URL parsing, schema, pragmas, query plans).

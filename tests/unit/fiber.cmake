@@ -1,0 +1,1 @@
+# fiber unit tests
