@@ -20,7 +20,7 @@ void duro__free(void *p);
 char *duro__strdup(const char *s);          /* NULL in, NULL out */
 char *duro__strndup(const char *s, size_t n);
 char *duro__sprintf(const char *fmt, ...) DURO_PRINTF(1, 2);
-char *duro__vsprintf(const char *fmt, va_list ap);
+char *duro__vsprintf(const char *fmt, va_list ap) DURO_PRINTF(1, 0);
 
 /* Makes the allocation `n` calls from now fail (n >= 1), and every one after
  * it when `sticky`; n == 0 turns injection off. For tests. */
@@ -58,7 +58,7 @@ typedef struct duro__logger {
 void duro__log(const duro__logger *lg, int level, const char *fmt, ...)
     DURO_PRINTF(3, 4);
 void duro__vlog(const duro__logger *lg, int level, const char *fmt,
-                va_list ap);
+                va_list ap) DURO_PRINTF(3, 0);
 void duro__log_stderr(void *user, int level, const char *message);
 
 /* 64-bit random numbers from a thread-local generator seeded from the OS. */

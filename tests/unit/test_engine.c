@@ -1,0 +1,1208 @@
+/* test_engine.c - the pure core: the replay engine, tracker and turn plan,
+ * driven with histories and messages, without threads or a database. Every
+ * scenario that spans turns runs twice, once with one engine kept across
+ * turns (warm, like the fiber cache) and once with a fresh engine replaying
+ * the whole history each turn (cold); both must produce the same history. */
+#include <stdlib.h>
+
+#include "core/core.h"
+#include "core/fiber.h"
+#include "test.h"
+
+/* ------------------------------------------------------------------------
+ * a tiny simulated store: the history of one execution */
+
+typedef struct sim {
+    duro_arena *arena;
+    duro_event events[1024];
+    size_t count;
+} sim;
+
+static void sim_init(sim *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->arena = duro_arena_create();
+}
+
+static void sim_free(sim *s)
+{
+    duro_arena_destroy(s->arena);
+}
+
+static const char *sdup(sim *s, const char *p)
+{
+    return duro_arena_strdup(s->arena, p);
+}
+
+static void sim_record(sim *s, const duro__turn *t)
+{
+    for (size_t i = 0; i < t->delta_count; i++) {
+        duro_event e = t->delta[i];
+        e.name = sdup(s, e.name);
+        e.version = sdup(s, e.version);
+        e.payload = sdup(s, e.payload);
+        e.error = sdup(s, e.error);
+        e.reason = sdup(s, e.reason);
+        e.requested_by = sdup(s, e.requested_by);
+        e.ref_instance = sdup(s, e.ref_instance);
+        CHECK_EQ(e.event_id, s->count + 1);
+        s->events[s->count++] = e;
+    }
+}
+
+static int count_kind(const sim *s, int kind)
+{
+    int n = 0;
+    for (size_t i = 0; i < s->count; i++)
+        n += (int)s->events[i].kind == kind;
+    return n;
+}
+
+static const duro_event *find_kind(const sim *s, int kind, int nth)
+{
+    for (size_t i = 0; i < s->count; i++)
+        if ((int)s->events[i].kind == kind && nth-- == 0)
+            return &s->events[i];
+    return NULL;
+}
+
+static duro_work_item msg_done(uint64_t exec, uint64_t source,
+                               const char *out)
+{
+    duro_work_item m = {.kind = DURO_WORK_ACTIVITY_COMPLETED,
+                        .instance_id = "i1",
+                        .execution_id = exec,
+                        .source_id = source,
+                        .payload = out};
+    return m;
+}
+
+static duro_work_item msg_failed(uint64_t exec, uint64_t source,
+                                 const char *err, int category)
+{
+    duro_work_item m = {.kind = DURO_WORK_ACTIVITY_FAILED,
+                        .instance_id = "i1",
+                        .execution_id = exec,
+                        .source_id = source,
+                        .error = err,
+                        .category = category};
+    return m;
+}
+
+static duro_work_item msg_timer(uint64_t exec, uint64_t source)
+{
+    duro_work_item m = {.kind = DURO_WORK_TIMER_FIRED,
+                        .instance_id = "i1",
+                        .execution_id = exec,
+                        .source_id = source};
+    return m;
+}
+
+static duro_work_item msg_event(const char *name, const char *payload)
+{
+    duro_work_item m = {.kind = DURO_WORK_EXTERNAL_EVENT,
+                        .instance_id = "i1",
+                        .name = name,
+                        .payload = payload};
+    return m;
+}
+
+static duro_work_item msg_cancel(const char *reason)
+{
+    duro_work_item m = {.kind = DURO_WORK_CANCEL_INSTANCE,
+                        .instance_id = "i1",
+                        .reason = reason,
+                        .requested_by = "tester"};
+    return m;
+}
+
+static const duro_work_item start_msg = {.kind = DURO_WORK_START,
+                                         .instance_id = "i1",
+                                         .name = "orch",
+                                         .payload = "in"};
+
+static duro_orch *last_cold;
+
+/* One turn. warm: *e is kept and only new messages are given; cold: a new
+ * engine replays the whole recorded history. */
+static int run_turn(duro_orchestration_fn fn, void *user, duro_orch **warm,
+                    sim *s, const duro_work_item *msgs, size_t n,
+                    int64_t now, duro__turn *out)
+{
+    duro__engine_config cfg = {.fn = fn, .user = user, .max_payload = 4096};
+    duro_orch *e = warm ? *warm : NULL;
+    if (e == NULL) {
+        CHECK_OK(duro__engine_create(&cfg, "i1", 1, &e));
+        if (warm)
+            *warm = e;
+    }
+    duro__turn_reset(out);
+    duro__turn_input in = {.now_ms = now,
+                           .messages = msgs,
+                           .message_count = n,
+                           .start = s->count == 0 ? &start_msg : NULL};
+    uint64_t known = duro__engine_events(e);
+    in.history = s->events + known;
+    in.history_count = s->count - known;
+    int rc = duro__engine_turn(e, &in, out);
+    if (rc == DURO_OK)
+        sim_record(s, out);
+    if (warm == NULL) {
+        /* the turn's strings may point into the engine: keep it until the
+         * next cold turn, as the runtime keeps it until the ack */
+        duro__engine_destroy(last_cold);
+        last_cold = e;
+    }
+    return rc;
+}
+
+static int has_worker(const duro__turn *t, const char *name)
+{
+    for (size_t i = 0; i < t->worker_count; i++)
+        if (strcmp(t->worker_items[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static const duro_outbound *find_outbound(const duro__turn *t, int kind)
+{
+    for (size_t i = 0; i < t->outbound_count; i++)
+        if (t->outbound[i].item.kind == (duro_work_kind)kind)
+            return &t->outbound[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * orchestrations used by the tests */
+
+static int orch_chain(duro_orch *o, const char *input, duro_result *out)
+{
+    duro_task *a = duro_call_activity(o, "A", input);
+    if (duro_await(o, a) != DURO_OK)
+        return duro_fail(out, duro_task_error(a));
+    duro_task *b = duro_call_activity(o, "B", duro_task_output(a));
+    if (duro_await(o, b) != DURO_OK)
+        return duro_fail(out, duro_task_error(b));
+    return duro_ok(out, duro_task_output(b));
+}
+
+static int orch_chain_changed(duro_orch *o, const char *input,
+                              duro_result *out)
+{
+    duro_task *a = duro_call_activity(o, "A", input);
+    duro_await(o, a);
+    duro_task *c = duro_call_activity(o, "C", "x"); /* was B */
+    duro_await(o, c);
+    return duro_ok(out, "changed");
+}
+
+static int orch_select(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    duro_task *work = duro_call_activity(o, "Slow", "x");
+    duro_task *limit = duro_timer(o, 1000);
+    duro_task *w = duro_select(o, work, limit);
+    if (w == limit)
+        return duro_fail(out, "timed out");
+    return duro_ok(out, duro_task_output(work));
+}
+
+static int orch_events(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    duro_await(o, duro_timer(o, 10));
+    duro_task *a = duro_wait_event(o, "go");
+    duro_task *b = duro_wait_event(o, "go");
+    duro_join(o, a, b);
+    return duro_ok(out, duro_sprintf(o, "%s+%s", duro_task_output(a),
+                                     duro_task_output(b)));
+}
+
+static int orch_fanout(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    duro_task *t[5];
+    for (int i = 0; i < 5; i++)
+        t[i] = duro_call_activity(o, "Work", duro_sprintf(o, "%d", i));
+    int rc = duro_join_n(o, t, 5);
+    if (rc != DURO_OK)
+        return duro_fail(out, "a task failed");
+    return duro_ok(out, duro_sprintf(o, "%s%s%s%s%s", duro_task_output(t[0]),
+                                     duro_task_output(t[1]),
+                                     duro_task_output(t[2]),
+                                     duro_task_output(t[3]),
+                                     duro_task_output(t[4])));
+}
+
+static int orch_fail_early(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    duro_call_activity(o, "Left", "1");
+    duro_call_activity(o, "Right", "2");
+    return duro_fail(out, "boom");
+}
+
+static int orch_complete_early(duro_orch *o, const char *input,
+                               duro_result *out)
+{
+    (void)input;
+    duro_call_activity(o, "Orphan", "1");
+    return duro_ok(out, "done");
+}
+
+static int orch_can(duro_orch *o, const char *input, duro_result *out)
+{
+    duro_call_activity(o, "Pending", input);
+    duro_await(o, duro_timer(o, 5));
+    return duro_continue_as_new(o, out, "next");
+}
+
+static int orch_wait_forever(duro_orch *o, const char *input,
+                             duro_result *out)
+{
+    (void)input;
+    duro_task *a = duro_call_activity(o, "Long", "1");
+    duro_task *c = duro_call_sub_orchestration(o, "Child", NULL, NULL, "c");
+    duro_join(o, a, c);
+    return duro_ok(out, "never");
+}
+
+static int orch_retry(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    duro_retry_policy p;
+    duro_retry_policy_init(&p);
+    p.max_attempts = 3;
+    p.initial_delay_ms = 100;
+    p.attempt_timeout_ms = 50;
+    duro_task *t = duro_call_activity_with_retry(o, "Flaky", "x", &p);
+    if (duro_await(o, t) != DURO_OK)
+        return duro_fail_with(out, duro_task_category(t), duro_task_error(t));
+    return duro_ok(out, duro_task_output(t));
+}
+
+static int orch_child(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    duro_task *c = duro_call_sub_orchestration(o, "Child", "2", NULL, "cin");
+    if (duro_await(o, c) != DURO_OK)
+        return duro_fail(out, duro_task_error(c));
+    duro_start_orchestration(o, "Other", NULL, "free-1", "f");
+    return duro_ok(out, duro_task_output(c));
+}
+
+typedef struct det_probe {
+    int64_t now[4];
+    const char *guid[4];
+    int replaying[4];
+    int calls;
+} det_probe;
+
+static int orch_deterministic(duro_orch *o, const char *input,
+                              duro_result *out)
+{
+    (void)input;
+    det_probe *p = duro_orch_user(o);
+    int k = 0;
+    p->now[k] = duro_now(o);
+    p->guid[k] = duro_new_guid(o);
+    p->replaying[k++] = duro_is_replaying(o);
+    duro_log(o, DURO_LOG_INFO, "before await");
+    duro_await(o, duro_call_activity(o, "A", "1"));
+    p->now[k] = duro_now(o);
+    p->guid[k] = duro_new_guid(o);
+    p->replaying[k++] = duro_is_replaying(o);
+    duro_log(o, DURO_LOG_INFO, "after await");
+    duro_set_custom_status(o, "half way");
+    duro_await(o, duro_call_activity(o, "B", "2"));
+    p->calls++;
+    return duro_ok(out, "ok");
+}
+
+/* ------------------------------------------------------------------------
+ * tests */
+
+TEST(plan_turn_cases)
+{
+    duro__plan plan;
+    duro_work_item start = {.kind = DURO_WORK_START, .instance_id = "x"};
+    duro_work_item cancel = {.kind = DURO_WORK_CANCEL_INSTANCE};
+    duro_work_item can = {.kind = DURO_WORK_CONTINUE_AS_NEW,
+                          .execution_id = 4};
+    duro_work_item done = {.kind = DURO_WORK_ACTIVITY_COMPLETED};
+    duro_orch_item item = {.status = DURO_STATUS_NOT_FOUND,
+                           .messages = &cancel,
+                           .message_count = 1};
+    duro__plan_turn(&item, &plan);
+    CHECK_EQ(plan.action, DURO__PLAN_DROP);
+
+    item.status = DURO_STATUS_PENDING;
+    item.messages = &start;
+    duro__plan_turn(&item, &plan);
+    CHECK_EQ(plan.action, DURO__PLAN_START);
+    CHECK_EQ(plan.execution_id, 1);
+    CHECK(plan.start == &start);
+
+    item.messages = &done;
+    duro__plan_turn(&item, &plan);
+    CHECK_EQ(plan.action, DURO__PLAN_WAIT);
+
+    item.messages = &cancel;
+    duro__plan_turn(&item, &plan);
+    CHECK_EQ(plan.action, DURO__PLAN_START);
+    CHECK(plan.start == NULL);
+
+    item.status = DURO_STATUS_RUNNING;
+    item.execution_id = 3;
+    item.messages = &can;
+    duro__plan_turn(&item, &plan);
+    CHECK_EQ(plan.action, DURO__PLAN_CONTINUE);
+    CHECK_EQ(plan.execution_id, 4);
+
+    can.execution_id = 3; /* stale */
+    duro__plan_turn(&item, &plan);
+    CHECK_EQ(plan.action, DURO__PLAN_RUN);
+    CHECK_EQ(plan.execution_id, 3);
+
+    item.status = DURO_STATUS_COMPLETED;
+    duro__plan_turn(&item, &plan);
+    CHECK_EQ(plan.action, DURO__PLAN_DROP);
+}
+
+/* Runs the chain orchestration through three turns, warm or cold. */
+static void chain_scenario(int warm_mode, sim *s)
+{
+    duro_orch *e = NULL;
+    duro__turn t;
+    CHECK_OK(duro__turn_init(&t));
+    duro_orch **w = warm_mode ? &e : NULL;
+    CHECK_OK(run_turn(orch_chain, NULL, w, s, NULL, 0, 1000, &t));
+    CHECK_EQ(t.status, DURO_STATUS_RUNNING);
+    CHECK_EQ(t.worker_count, 1);
+    CHECK(has_worker(&t, "A"));
+    CHECK_STR(t.worker_items[0].payload, "in");
+    CHECK_EQ(t.worker_items[0].source_id, 2);
+
+    duro_work_item m = msg_done(1, 2, "a-out");
+    CHECK_OK(run_turn(orch_chain, NULL, w, s, &m, 1, 2000, &t));
+    CHECK(has_worker(&t, "B"));
+    CHECK_STR(t.worker_items[0].payload, "a-out");
+    CHECK_EQ(t.replayed, warm_mode ? 0 : 1);
+
+    m = msg_done(1, 4, "b-out");
+    CHECK_OK(run_turn(orch_chain, NULL, w, s, &m, 1, 3000, &t));
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_EQ(t.meta.status, DURO_STATUS_COMPLETED);
+    CHECK_STR(t.meta.output, "b-out");
+    CHECK_STR(t.meta.name, "orch");
+    CHECK_EQ(t.cancelled_count, 0);
+    duro__turn_free(&t);
+    duro__engine_destroy(e);
+}
+
+TEST(chain_warm_and_cold_give_the_same_history)
+{
+    sim warm, cold;
+    sim_init(&warm);
+    sim_init(&cold);
+    chain_scenario(1, &warm);
+    chain_scenario(0, &cold);
+    CHECK_EQ(warm.count, 6);
+    CHECK_EQ(cold.count, warm.count);
+    for (size_t i = 0; i < warm.count; i++) {
+        CHECK_EQ(warm.events[i].kind, cold.events[i].kind);
+        CHECK_STR(warm.events[i].name, cold.events[i].name);
+        CHECK_STR(warm.events[i].payload, cold.events[i].payload);
+        CHECK_EQ(warm.events[i].source_event_id,
+                 cold.events[i].source_event_id);
+        CHECK_EQ(warm.events[i].timestamp_ms, cold.events[i].timestamp_ms);
+    }
+    const int kinds[] = {DURO_EVENT_ORCHESTRATION_STARTED,
+                         DURO_EVENT_ACTIVITY_SCHEDULED,
+                         DURO_EVENT_ACTIVITY_COMPLETED,
+                         DURO_EVENT_ACTIVITY_SCHEDULED,
+                         DURO_EVENT_ACTIVITY_COMPLETED,
+                         DURO_EVENT_ORCHESTRATION_COMPLETED};
+    for (size_t i = 0; i < 6; i++)
+        CHECK_EQ(warm.events[i].kind, kinds[i]);
+    sim_free(&warm);
+    sim_free(&cold);
+}
+
+TEST(nondeterminism_different_command)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_chain, NULL, NULL, &s, NULL, 0, 1, &t));
+    duro_work_item m = msg_done(1, 2, "a");
+    CHECK_OK(run_turn(orch_chain, NULL, NULL, &s, &m, 1, 2, &t));
+    /* history: Started, Scheduled A, Completed A, Scheduled B. The changed
+     * code schedules C where history has B. */
+    m = msg_done(1, 4, "b");
+    CHECK_OK(run_turn(orch_chain_changed, NULL, NULL, &s, &m, 1, 3, &t));
+    CHECK_EQ(t.status, DURO_STATUS_FAILED);
+    CHECK_EQ(t.nondeterminism, 1);
+    CHECK_EQ(t.meta.category, DURO_CATEGORY_CONFIGURATION);
+    CHECK_MSG(strstr(t.meta.error, "event 4") != NULL &&
+                  strstr(t.meta.error, "'C'") != NULL &&
+                  strstr(t.meta.error, "'B'") != NULL,
+              "error names the position and both sides: %s", t.meta.error);
+    /* B is still outstanding in history: the failure cancels it. */
+    CHECK_EQ(t.cancelled_count, 1);
+    CHECK_EQ(t.cancelled[0].activity_id, 4);
+    const duro_event *c =
+        find_kind(&s, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 0);
+    CHECK(c != NULL);
+    CHECK_STR(c->reason, DURO_REASON_INSTANCE_FAILED);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+static int orch_waits_on_timer(duro_orch *o, const char *input,
+                               duro_result *out)
+{
+    (void)input;
+    duro_await(o, duro_timer(o, 5));
+    return duro_ok(out, "t");
+}
+
+TEST(nondeterminism_waiting_where_history_has_a_command)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_chain, NULL, NULL, &s, NULL, 0, 1, &t));
+    /* replay with code that creates a timer where history has an
+     * ActivityScheduled */
+    duro_work_item m = msg_done(1, 2, "a");
+    CHECK_OK(run_turn(orch_waits_on_timer, NULL, NULL, &s, &m, 1, 2, &t));
+    CHECK_EQ(t.nondeterminism, 1);
+    CHECK(strstr(t.meta.error, "TimerCreated") != NULL);
+    CHECK(strstr(t.meta.error, "ActivityScheduled 'A'") != NULL);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+static int orch_returns_at_once(duro_orch *o, const char *input,
+                                duro_result *out)
+{
+    (void)o;
+    (void)input;
+    return duro_ok(out, "quick");
+}
+
+TEST(nondeterminism_returned_while_history_continues)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_chain, NULL, NULL, &s, NULL, 0, 1, &t));
+    duro_work_item m = msg_done(1, 2, "a");
+    CHECK_OK(run_turn(orch_returns_at_once, NULL, NULL, &s, &m, 1, 2, &t));
+    CHECK_EQ(t.nondeterminism, 1);
+    CHECK(strstr(t.meta.error, "returned") != NULL);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+static void select_scenario(int warm_mode, sim *s)
+{
+    duro_orch *e = NULL;
+    duro_orch **w = warm_mode ? &e : NULL;
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_select, NULL, w, s, NULL, 0, 1000, &t));
+    CHECK_EQ(t.worker_count, 1);
+    const duro_outbound *timer = find_outbound(&t, DURO_WORK_TIMER_FIRED);
+    CHECK(timer != NULL);
+    CHECK_EQ(timer->delay_ms, 1000);
+    CHECK_EQ(timer->item.fire_at_ms, 2000);
+    duro_work_item m = msg_timer(1, 3);
+    CHECK_OK(run_turn(orch_select, NULL, w, s, &m, 1, 2000, &t));
+    CHECK_EQ(t.status, DURO_STATUS_FAILED);
+    CHECK_STR(t.meta.error, "timed out");
+    CHECK_EQ(t.cancelled_count, 1);
+    CHECK_EQ(t.cancelled[0].activity_id, 2);
+    CHECK_STR(t.cancelled[0].instance_id, "i1");
+    duro__turn_free(&t);
+    duro__engine_destroy(e);
+}
+
+TEST(select_loser_activity_is_cancelled_once)
+{
+    sim a, b;
+    sim_init(&a);
+    sim_init(&b);
+    select_scenario(1, &a);
+    select_scenario(0, &b);
+    CHECK_EQ(a.count, b.count);
+    CHECK_EQ(count_kind(&a, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED), 1);
+    const duro_event *c =
+        find_kind(&a, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 0);
+    CHECK_STR(c->reason, DURO_REASON_SELECT_LOSER);
+    CHECK_EQ(c->source_event_id, 2);
+    /* cancel recorded before the terminal event */
+    CHECK_EQ(a.events[a.count - 1].kind, DURO_EVENT_ORCHESTRATION_FAILED);
+    sim_free(&a);
+    sim_free(&b);
+}
+
+static int orch_select_then_wait(duro_orch *o, const char *input,
+                                 duro_result *out)
+{
+    (void)input;
+    duro_task *work = duro_call_activity(o, "Slow", "x");
+    duro_task *limit = duro_timer(o, 1000);
+    duro_select(o, work, limit);
+    duro_await(o, duro_timer(o, 5000));
+    return duro_ok(out, duro_task_error(work));
+}
+
+TEST(select_loser_replay_adds_no_second_cancel)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_select_then_wait, NULL, NULL, &s, NULL, 0, 1000,
+                      &t));
+    duro_work_item m = msg_timer(1, 3);
+    CHECK_OK(run_turn(orch_select_then_wait, NULL, NULL, &s, &m, 1, 2000,
+                      &t));
+    CHECK_EQ(t.cancelled_count, 1);
+    /* the losing activity completes late, then the second timer fires; the
+     * cold replays must not cancel it again */
+    m = msg_done(1, 2, "late");
+    CHECK_OK(run_turn(orch_select_then_wait, NULL, NULL, &s, &m, 1, 2500,
+                      &t));
+    CHECK_EQ(t.cancelled_count, 0);
+    CHECK_EQ(t.delta_count, 1); /* the late completion, recorded */
+    CHECK_EQ(t.delta[0].kind, DURO_EVENT_ACTIVITY_COMPLETED);
+    m = msg_timer(1, 6);
+    CHECK_OK(run_turn(orch_select_then_wait, NULL, NULL, &s, &m, 1, 7000,
+                      &t));
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_STR(t.meta.output, "cancelled: select_loser");
+    CHECK_EQ(t.cancelled_count, 0);
+    CHECK_EQ(count_kind(&s, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED), 1);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+static void events_scenario(int warm_mode, sim *s)
+{
+    duro_orch *e = NULL;
+    duro_orch **w = warm_mode ? &e : NULL;
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_events, NULL, w, s, NULL, 0, 1000, &t));
+    /* both events arrive while the code still waits on its timer */
+    duro_work_item m[2] = {msg_event("go", "first"), msg_event("go", "second")};
+    CHECK_OK(run_turn(orch_events, NULL, w, s, m, 2, 1001, &t));
+    CHECK_EQ(t.status, DURO_STATUS_RUNNING);
+    duro_work_item f = msg_timer(1, 2);
+    CHECK_OK(run_turn(orch_events, NULL, w, s, &f, 1, 1020, &t));
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_STR(t.meta.output, "first+second");
+    duro__turn_free(&t);
+    duro__engine_destroy(e);
+}
+
+TEST(events_raised_before_waiting_are_kept_in_order)
+{
+    sim a, b;
+    sim_init(&a);
+    sim_init(&b);
+    events_scenario(1, &a);
+    events_scenario(0, &b);
+    CHECK_EQ(a.count, b.count);
+    CHECK_EQ(count_kind(&a, DURO_EVENT_EVENT_RAISED), 2);
+    CHECK_EQ(count_kind(&a, DURO_EVENT_EVENT_SUBSCRIBED), 2);
+    sim_free(&a);
+    sim_free(&b);
+}
+
+TEST(fanout_join_keeps_argument_order)
+{
+    sim s;
+    sim_init(&s);
+    duro_orch *e = NULL;
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_fanout, NULL, &e, &s, NULL, 0, 1, &t));
+    CHECK_EQ(t.worker_count, 5);
+    /* completions arrive in reverse order, in two batches */
+    duro_work_item m1[3] = {msg_done(1, 6, "4"), msg_done(1, 5, "3"),
+                            msg_done(1, 4, "2")};
+    CHECK_OK(run_turn(orch_fanout, NULL, &e, &s, m1, 3, 2, &t));
+    CHECK_EQ(t.status, DURO_STATUS_RUNNING);
+    duro_work_item m2[3] = {msg_done(1, 3, "1"), msg_done(1, 2, "0"),
+                            msg_done(1, 2, "dup")};
+    CHECK_OK(run_turn(orch_fanout, NULL, &e, &s, m2, 3, 3, &t));
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_STR(t.meta.output, "01234");
+    /* the duplicate completion was dropped, not recorded */
+    CHECK_EQ(count_kind(&s, DURO_EVENT_ACTIVITY_COMPLETED), 5);
+    duro__engine_destroy(e);
+    /* a cold replay of the same history reaches the same result */
+    sim cold;
+    sim_init(&cold);
+    for (size_t i = 0; i + 1 < s.count; i++)
+        cold.events[cold.count++] = s.events[i];
+    cold.count--; /* drop the last completion so it comes as a message */
+    duro_work_item last = msg_done(1, 2, "0");
+    CHECK_OK(run_turn(orch_fanout, NULL, NULL, &cold, &last, 1, 3, &t));
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_STR(t.meta.output, "01234");
+    duro__turn_free(&t);
+    sim_free(&s);
+    sim_free(&cold);
+}
+
+TEST(stale_and_unknown_messages_are_dropped)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_chain, NULL, NULL, &s, NULL, 0, 1, &t));
+    duro_work_item m[3] = {msg_done(7, 2, "other execution"),
+                           msg_done(1, 99, "unknown source"),
+                           msg_timer(1, 2) /* kind mismatch */};
+    CHECK_OK(run_turn(orch_chain, NULL, NULL, &s, m, 3, 2, &t));
+    CHECK_EQ(t.delta_count, 0);
+    CHECK_EQ(t.status, DURO_STATUS_RUNNING);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+TEST(failure_cancels_every_outstanding_activity)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_fail_early, NULL, NULL, &s, NULL, 0, 1, &t));
+    CHECK_EQ(t.status, DURO_STATUS_FAILED);
+    CHECK_EQ(t.worker_count, 2);  /* scheduled in this turn ... */
+    CHECK_EQ(t.cancelled_count, 2); /* ... and cancelled in the same ack */
+    CHECK_EQ(count_kind(&s, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED), 2);
+    CHECK_STR(find_kind(&s, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 1)->reason,
+              DURO_REASON_INSTANCE_FAILED);
+    CHECK_EQ(s.events[s.count - 1].kind, DURO_EVENT_ORCHESTRATION_FAILED);
+    CHECK_EQ(s.events[s.count - 1].category, DURO_CATEGORY_APPLICATION);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+TEST(completion_with_outstanding_activity_cancels_it)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_complete_early, NULL, NULL, &s, NULL, 0, 1, &t));
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_EQ(t.cancelled_count, 1);
+    CHECK_STR(find_kind(&s, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 0)->reason,
+              DURO_REASON_INSTANCE_COMPLETED);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+TEST(continue_as_new_cancels_and_carries_events_over)
+{
+    sim s;
+    sim_init(&s);
+    duro_orch *e = NULL;
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_can, NULL, &e, &s, NULL, 0, 1, &t));
+    duro_work_item m[2] = {msg_event("later", "p1"), msg_timer(1, 3)};
+    CHECK_OK(run_turn(orch_can, NULL, &e, &s, m, 2, 10, &t));
+    CHECK_EQ(t.status, DURO_STATUS_CONTINUED_AS_NEW);
+    CHECK_EQ(t.meta.status, DURO_STATUS_CONTINUED_AS_NEW);
+    CHECK_EQ(t.cancelled_count, 1);
+    CHECK_STR(find_kind(&s, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 0)->reason,
+              DURO_REASON_CONTINUED_AS_NEW);
+    const duro_outbound *next = find_outbound(&t, DURO_WORK_CONTINUE_AS_NEW);
+    CHECK(next != NULL);
+    CHECK_EQ(next->item.execution_id, 2);
+    CHECK_STR(next->item.payload, "next");
+    CHECK_STR(next->item.name, "orch");
+    const duro_outbound *carried = find_outbound(&t, DURO_WORK_EXTERNAL_EVENT);
+    CHECK(carried != NULL);
+    CHECK_STR(carried->item.name, "later");
+    CHECK_STR(carried->item.payload, "p1");
+    CHECK(carried > next); /* after the CONTINUE_AS_NEW message */
+    CHECK_EQ(s.events[s.count - 1].kind, DURO_EVENT_CONTINUED_AS_NEW);
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+static int must_not_run(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)o;
+    (void)input;
+    (void)out;
+    abort();
+}
+
+TEST(cancel_decided_from_history_without_running_code)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_wait_forever, NULL, NULL, &s, NULL, 0, 1, &t));
+    CHECK_EQ(t.worker_count, 1);
+    const duro_outbound *child = find_outbound(&t, DURO_WORK_START);
+    CHECK(child != NULL);
+    CHECK_STR(child->item.instance_id, "i1:1:3");
+    CHECK_STR(child->item.parent_instance, "i1");
+    CHECK_EQ(child->item.parent_event_id, 3);
+    /* cold engine whose code would abort if run: the cancel is decided from
+     * history alone; a completion earlier in the batch is recorded first */
+    duro_work_item m[2] = {msg_done(1, 2, "finished"),
+                           msg_cancel("user asked")};
+    CHECK_OK(run_turn(must_not_run, NULL, NULL, &s, m, 2, 2, &t));
+    CHECK_EQ(t.status, DURO_STATUS_CANCELLED);
+    CHECK_EQ(t.ran_code, 0);
+    CHECK_EQ(t.cancelled_count, 0); /* the activity had completed */
+    const duro_outbound *cc = find_outbound(&t, DURO_WORK_CANCEL_INSTANCE);
+    CHECK(cc != NULL);
+    CHECK_STR(cc->item.instance_id, "i1:1:3");
+    CHECK_STR(cc->item.requested_by, "parent:i1");
+    const duro_event *req =
+        find_kind(&s, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED, 0);
+    CHECK(req != NULL);
+    CHECK_STR(req->reason, "user asked");
+    CHECK_STR(req->requested_by, "tester");
+    CHECK_EQ(count_kind(&s, DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED), 1);
+    CHECK_EQ(s.events[s.count - 1].kind, DURO_EVENT_ORCHESTRATION_CANCELLED);
+    CHECK_STR(t.meta.error, "user asked");
+    CHECK_EQ(t.meta.category, DURO_CATEGORY_CANCELLED);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+TEST(cancel_of_outstanding_activity_on_warm_engine)
+{
+    sim s;
+    sim_init(&s);
+    duro_orch *e = NULL;
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_wait_forever, NULL, &e, &s, NULL, 0, 1, &t));
+    duro_work_item m = msg_cancel("stop");
+    CHECK_OK(run_turn(orch_wait_forever, NULL, &e, &s, &m, 1, 2, &t));
+    CHECK_EQ(t.status, DURO_STATUS_CANCELLED);
+    CHECK_EQ(t.cancelled_count, 1);
+    CHECK_EQ(t.cancelled[0].activity_id, 2);
+    CHECK(duro__engine_terminal(e));
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+TEST(terminate_without_code_for_poison)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_wait_forever, NULL, NULL, &s, NULL, 0, 1, &t));
+    duro__engine_config cfg = {.fn = NULL};
+    duro_orch *e;
+    CHECK_OK(duro__engine_create(&cfg, "i1", 1, &e));
+    duro__turn_reset(&t);
+    duro__turn_input in = {.now_ms = 5,
+                           .history = s.events,
+                           .history_count = s.count,
+                           .terminate_status = DURO_STATUS_FAILED,
+                           .terminate_error = "poison",
+                           .terminate_category =
+                               DURO_CATEGORY_INFRASTRUCTURE};
+    CHECK_OK(duro__engine_turn(e, &in, &t));
+    CHECK_EQ(t.status, DURO_STATUS_FAILED);
+    CHECK_EQ(t.meta.category, DURO_CATEGORY_INFRASTRUCTURE);
+    CHECK_EQ(t.cancelled_count, 1);
+    CHECK(find_outbound(&t, DURO_WORK_CANCEL_INSTANCE) != NULL);
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+TEST(retry_with_attempt_timeout_and_backoff)
+{
+    sim s;
+    sim_init(&s);
+    duro_orch *e = NULL;
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_retry, NULL, &e, &s, NULL, 0, 1000, &t));
+    CHECK_EQ(t.worker_count, 1);
+    CHECK_EQ(t.worker_items[0].attempt, 1);
+    /* attempt 1 times out: its timer (event 3) fires first */
+    duro_work_item m = msg_timer(1, 3);
+    CHECK_OK(run_turn(orch_retry, NULL, &e, &s, &m, 1, 1050, &t));
+    CHECK_EQ(t.cancelled_count, 1);
+    CHECK_EQ(t.cancelled[0].activity_id, 2);
+    CHECK_STR(find_kind(&s, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 0)->reason,
+              DURO_REASON_SELECT_LOSER);
+    const duro_outbound *backoff = find_outbound(&t, DURO_WORK_TIMER_FIRED);
+    CHECK(backoff != NULL);
+    CHECK_EQ(backoff->delay_ms, 100);
+    uint64_t backoff_id = backoff->item.source_id;
+    /* backoff fires: attempt 2 is scheduled */
+    m = msg_timer(1, backoff_id);
+    CHECK_OK(run_turn(orch_retry, NULL, &e, &s, &m, 1, 1150, &t));
+    CHECK_EQ(t.worker_count, 1);
+    CHECK_EQ(t.worker_items[0].attempt, 2);
+    uint64_t attempt2 = t.worker_items[0].source_id;
+    /* attempt 2 fails with an application error: backoff 200 ms */
+    m = msg_failed(1, attempt2, "nope", DURO_CATEGORY_APPLICATION);
+    CHECK_OK(run_turn(orch_retry, NULL, &e, &s, &m, 1, 1160, &t));
+    backoff = find_outbound(&t, DURO_WORK_TIMER_FIRED);
+    CHECK(backoff != NULL);
+    CHECK_EQ(backoff->delay_ms, 200);
+    m = msg_timer(1, backoff->item.source_id);
+    CHECK_OK(run_turn(orch_retry, NULL, &e, &s, &m, 1, 1360, &t));
+    CHECK_EQ(t.worker_items[0].attempt, 3);
+    uint64_t attempt3 = t.worker_items[0].source_id;
+    m = msg_done(1, attempt3, "third time");
+    CHECK_OK(run_turn(orch_retry, NULL, &e, &s, &m, 1, 1370, &t));
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_STR(t.meta.output, "third time");
+    duro__engine_destroy(e);
+    /* the whole history replays cold to the same decisions */
+    sim cold;
+    sim_init(&cold);
+    for (size_t i = 0; i + 2 < s.count; i++)
+        cold.events[cold.count++] = s.events[i];
+    CHECK_EQ(cold.events[cold.count - 1].kind, DURO_EVENT_TIMER_CREATED);
+    duro_work_item last = msg_done(1, attempt3, "third time");
+    CHECK_OK(run_turn(orch_retry, NULL, NULL, &cold, &last, 1, 1370, &t));
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_EQ(t.nondeterminism, 0);
+    duro__turn_free(&t);
+    sim_free(&s);
+    sim_free(&cold);
+}
+
+TEST(retry_exhausted_and_configuration_errors)
+{
+    sim s;
+    sim_init(&s);
+    duro_orch *e = NULL;
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_retry, NULL, &e, &s, NULL, 0, 1000, &t));
+    duro_work_item m = msg_failed(1, 2, "no such activity",
+                                  DURO_CATEGORY_CONFIGURATION);
+    CHECK_OK(run_turn(orch_retry, NULL, &e, &s, &m, 1, 1001, &t));
+    CHECK_EQ(t.status, DURO_STATUS_FAILED);
+    CHECK_EQ(t.meta.category, DURO_CATEGORY_CONFIGURATION);
+    CHECK_STR(t.meta.error, "no such activity");
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+TEST(child_orchestration_round_trip)
+{
+    sim s;
+    sim_init(&s);
+    duro_orch *e = NULL;
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_child, NULL, &e, &s, NULL, 0, 1, &t));
+    const duro_outbound *st = find_outbound(&t, DURO_WORK_START);
+    CHECK(st != NULL);
+    CHECK_STR(st->item.name, "Child");
+    CHECK_STR(st->item.version, "2");
+    CHECK_STR(st->item.payload, "cin");
+    duro_work_item m = {.kind = DURO_WORK_CHILD_COMPLETED,
+                        .instance_id = "i1",
+                        .execution_id = 1,
+                        .source_id = st->item.parent_event_id,
+                        .payload = "child-out"};
+    CHECK_OK(run_turn(orch_child, NULL, &e, &s, &m, 1, 2, &t));
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_STR(t.meta.output, "child-out");
+    st = find_outbound(&t, DURO_WORK_START);
+    CHECK(st != NULL);
+    CHECK_STR(st->item.instance_id, "free-1");
+    CHECK(st->item.flags & DURO_START_DETACHED);
+    CHECK(st->item.parent_instance == NULL);
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+TEST(child_reports_to_parent)
+{
+    sim s;
+    sim_init(&s);
+    duro__engine_config cfg = {.fn = orch_complete_early};
+    duro_orch *e;
+    CHECK_OK(duro__engine_create(&cfg, "child-1", 1, &e));
+    duro__turn t;
+    duro__turn_init(&t);
+    duro_work_item st = {.kind = DURO_WORK_START,
+                         .instance_id = "child-1",
+                         .name = "Child",
+                         .parent_instance = "parent",
+                         .parent_execution = 3,
+                         .parent_event_id = 9};
+    duro__turn_input in = {.now_ms = 1, .start = &st};
+    CHECK_OK(duro__engine_turn(e, &in, &t));
+    const duro_outbound *back = find_outbound(&t, DURO_WORK_CHILD_COMPLETED);
+    CHECK(back != NULL);
+    CHECK_STR(back->item.instance_id, "parent");
+    CHECK_EQ(back->item.execution_id, 3);
+    CHECK_EQ(back->item.source_id, 9);
+    CHECK_STR(back->item.payload, "done");
+    CHECK_STR(t.meta.parent_instance, "parent");
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+static int logged;
+static void count_log(void *user, int level, const char *message)
+{
+    (void)user;
+    (void)level;
+    (void)message;
+    logged++;
+}
+
+TEST(now_guid_replaying_and_log_are_replay_safe)
+{
+    duro__logger lg = {.level = DURO_LOG_INFO, .fn = count_log};
+    det_probe live = {0}, replay = {0};
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    duro__engine_config cfg = {.fn = orch_deterministic,
+                               .user = &live,
+                               .logger = &lg};
+    duro_orch *e;
+    CHECK_OK(duro__engine_create(&cfg, "i1", 1, &e));
+    duro__turn_input in = {.now_ms = 5000, .start = &start_msg};
+    logged = 0;
+    CHECK_OK(duro__engine_turn(e, &in, &t));
+    sim_record(&s, &t);
+    duro_work_item m = msg_done(1, 2, "x");
+    duro__turn_reset(&t);
+    in = (duro__turn_input){.now_ms = 9000, .messages = &m,
+                            .message_count = 1};
+    CHECK_OK(duro__engine_turn(e, &in, &t));
+    sim_record(&s, &t);
+    CHECK_EQ(logged, 2);
+    CHECK(t.meta.custom_status_set);
+    CHECK_STR(t.meta.custom_status, "half way");
+    CHECK_EQ(live.now[0], 5000);
+    CHECK_EQ(live.now[1], 9000);
+    CHECK_EQ(live.replaying[0], 0);
+    CHECK_EQ(live.replaying[1], 0);
+    char g0[40], g1[40];
+    snprintf(g0, sizeof(g0), "%s", live.guid[0]);
+    snprintf(g1, sizeof(g1), "%s", live.guid[1]);
+    CHECK(strcmp(g0, g1) != 0);
+    CHECK_EQ(strlen(g0), 36);
+    duro__engine_destroy(e);
+
+    /* cold replay of the same history: same values, marked replaying, no
+     * log lines for the replayed part */
+    cfg.user = &replay;
+    CHECK_OK(duro__engine_create(&cfg, "i1", 1, &e));
+    duro__turn_reset(&t);
+    duro_work_item m2 = msg_done(1, 4, "y");
+    in = (duro__turn_input){.now_ms = 12000,
+                            .history = s.events,
+                            .history_count = s.count,
+                            .messages = &m2,
+                            .message_count = 1};
+    logged = 0;
+    CHECK_OK(duro__engine_turn(e, &in, &t));
+    CHECK_EQ(logged, 0);
+    CHECK_EQ(replay.now[0], 5000);
+    CHECK_EQ(replay.now[1], 9000);
+    CHECK_EQ(replay.replaying[0], 1);
+    CHECK_EQ(replay.replaying[1], 1);
+    CHECK_STR(replay.guid[0], g0);
+    CHECK_STR(replay.guid[1], g1);
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+/* Results observed on the fiber, checked on the main stack afterwards (a
+ * failed CHECK must not longjmp off a fiber). */
+static struct {
+    int big_failed, big_rc, big_category, empty_rc;
+} seen;
+
+static int orch_escape(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    char big[5000];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    duro_task *t = duro_call_activity(o, "A", big);
+    seen.big_failed = duro_task_failed(t);
+    seen.big_rc = duro_await(o, t);
+    seen.big_category = duro_task_category(t);
+    seen.empty_rc = duro_await(o, duro_call_activity(o, "", "x"));
+    return duro_ok(out, "fine");
+}
+
+TEST(misuse_and_bad_input_fail_tasks_not_the_process)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_escape, NULL, NULL, &s, NULL, 0, 1, &t));
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_EQ(t.worker_count, 0);
+    CHECK_EQ(seen.big_failed, 1);
+    CHECK_RC(seen.big_rc, DURO_TOO_LARGE);
+    CHECK_EQ(seen.big_category, DURO_CATEGORY_CONFIGURATION);
+    CHECK_RC(seen.empty_rc, DURO_INVALID);
+    /* the context used outside its fiber (here: after the engine is gone
+     * would be use-after-free, so use a live engine from the main stack) */
+    duro__engine_config cfg = {.fn = orch_wait_forever};
+    duro_orch *e;
+    CHECK_OK(duro__engine_create(&cfg, "i1", 1, &e));
+    duro__turn_input in = {.now_ms = 1, .start = &start_msg};
+    duro__turn_reset(&t);
+    CHECK_OK(duro__engine_turn(e, &in, &t));
+    duro_task *bad = duro_call_activity(e, "A", "x");
+    CHECK(duro_task_failed(bad));
+    CHECK_EQ(duro_await(e, bad), DURO_MISUSE);
+    CHECK(duro_timer(e, 5) == bad);
+    CHECK_RC(duro_start_orchestration(e, "X", NULL, NULL, NULL), DURO_MISUSE);
+    CHECK(duro_instance_id(e) == NULL);
+    CHECK_EQ(duro__engine_events(e), 3);
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+static int orch_big_output(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)o;
+    (void)input;
+    static char big[5000];
+    memset(big, 'y', sizeof(big) - 1);
+    return duro_ok(out, big);
+}
+
+TEST(orchestration_output_over_limit_fails_clearly)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_big_output, NULL, NULL, &s, NULL, 0, 1, &t));
+    CHECK_EQ(t.status, DURO_STATUS_FAILED);
+    CHECK_EQ(t.meta.category, DURO_CATEGORY_CONFIGURATION);
+    CHECK(strstr(t.meta.error, "over the limit of 4096") != NULL);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+TEST(tracker_classifies_completions)
+{
+    duro__tracker tr;
+    duro__tracker_init(&tr);
+    duro_arena *a = duro_arena_create();
+    duro_event ev[] = {
+        {.event_id = 1, .kind = DURO_EVENT_ORCHESTRATION_STARTED},
+        {.event_id = 2, .kind = DURO_EVENT_ACTIVITY_SCHEDULED},
+        {.event_id = 3, .kind = DURO_EVENT_ACTIVITY_SCHEDULED},
+        {.event_id = 4,
+         .kind = DURO_EVENT_ACTIVITY_CANCEL_REQUESTED,
+         .source_event_id = 3},
+    };
+    for (size_t i = 0; i < 4; i++)
+        CHECK_OK(duro__tracker_apply(&tr, &ev[i], a));
+    duro_event done2 = {.event_id = 5,
+                        .kind = DURO_EVENT_ACTIVITY_COMPLETED,
+                        .source_event_id = 2};
+    duro_event done3 = {.event_id = 5,
+                        .kind = DURO_EVENT_ACTIVITY_COMPLETED,
+                        .source_event_id = 3};
+    duro_event fired2 = {.event_id = 5,
+                         .kind = DURO_EVENT_TIMER_FIRED,
+                         .source_event_id = 2};
+    CHECK_EQ(duro__tracker_classify(&tr, &done2), DURO__MSG_APPLY);
+    CHECK_EQ(duro__tracker_classify(&tr, &done3), DURO__MSG_LATE);
+    CHECK_EQ(duro__tracker_classify(&tr, &fired2), DURO__MSG_UNKNOWN);
+    CHECK_OK(duro__tracker_apply(&tr, &done2, a));
+    done2.event_id = 6;
+    CHECK_EQ(duro__tracker_classify(&tr, &done2), DURO__MSG_DUPLICATE);
+    duro_event gap = {.event_id = 9, .kind = DURO_EVENT_TIMER_CREATED};
+    CHECK_RC(duro__tracker_apply(&tr, &gap, a), DURO_INVALID);
+    duro__tracker_free(&tr);
+    duro_arena_destroy(a);
+}
+
+TEST(engine_rejects_history_that_does_not_fit)
+{
+    duro__engine_config cfg = {.fn = orch_chain};
+    duro_orch *e;
+    CHECK_OK(duro__engine_create(&cfg, "i1", 1, &e));
+    duro__turn t;
+    duro__turn_init(&t);
+    duro_event h = {.event_id = 2, .kind = DURO_EVENT_ACTIVITY_SCHEDULED};
+    duro__turn_input in = {.now_ms = 1, .history = &h, .history_count = 1};
+    CHECK_RC(duro__engine_turn(e, &in, &t), DURO_INVALID);
+    duro_event h1 = {.event_id = 1, .kind = DURO_EVENT_TIMER_CREATED};
+    in.history = &h1;
+    CHECK_RC(duro__engine_turn(e, &in, &t), DURO_INVALID);
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+}
+
+TEST(release_last_cold_engine)
+{
+    duro__engine_destroy(last_cold);
+    last_cold = NULL;
+    CHECK(last_cold == NULL);
+}
+
+TEST_MAIN(T(plan_turn_cases), T(chain_warm_and_cold_give_the_same_history),
+          T(nondeterminism_different_command),
+          T(nondeterminism_waiting_where_history_has_a_command),
+          T(nondeterminism_returned_while_history_continues),
+          T(select_loser_activity_is_cancelled_once),
+          T(select_loser_replay_adds_no_second_cancel),
+          T(events_raised_before_waiting_are_kept_in_order),
+          T(fanout_join_keeps_argument_order),
+          T(stale_and_unknown_messages_are_dropped),
+          T(failure_cancels_every_outstanding_activity),
+          T(completion_with_outstanding_activity_cancels_it),
+          T(continue_as_new_cancels_and_carries_events_over),
+          T(cancel_decided_from_history_without_running_code),
+          T(cancel_of_outstanding_activity_on_warm_engine),
+          T(terminate_without_code_for_poison),
+          T(retry_with_attempt_timeout_and_backoff),
+          T(retry_exhausted_and_configuration_errors),
+          T(child_orchestration_round_trip), T(child_reports_to_parent),
+          T(now_guid_replaying_and_log_are_replay_safe),
+          T(misuse_and_bad_input_fail_tasks_not_the_process),
+          T(orchestration_output_over_limit_fails_clearly),
+          T(tracker_classifies_completions),
+          T(engine_rejects_history_that_does_not_fit),
+          T(release_last_cold_engine))
