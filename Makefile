@@ -28,6 +28,14 @@ tsan:
 deps:
 	./.ci/install-deps
 
+# Installs what is missing, builds, and runs examples/demo.c on a fresh
+# SQLite file in the build directory.
+demo:
+	./.ci/install-deps
+	$(MAKE) build
+	rm -f $(BUILD)/demo.db $(BUILD)/demo.db-wal $(BUILD)/demo.db-shm
+	$(BUILD)/examples/demo sqlite:$(BUILD)/demo.db
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 

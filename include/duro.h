@@ -225,6 +225,12 @@ DURO_API void duro_set_custom_status(duro_orch *o, const char *status);
 DURO_API void duro_log(duro_orch *o, int level, const char *fmt, ...)
     DURO_PRINTF(3, 4);
 
+/** @p size bytes of zeroed memory from the context's arena, for data that
+ * must live across awaits (an array of tasks for a fan-out). Borrowed: valid
+ * until the orchestration function returns; never free it. NULL when out of
+ * memory or misused. */
+DURO_API void *duro_orch_alloc(duro_orch *o, size_t size);
+
 /** printf into the context's arena; borrowed. */
 DURO_API const char *duro_sprintf(duro_orch *o, const char *fmt, ...)
     DURO_PRINTF(2, 3);
@@ -301,8 +307,10 @@ typedef struct duro_runtime duro_runtime;
 
 typedef struct duro_runtime_options {
     int version;
-    int orchestration_concurrency;  /* turn threads; default 2 */
-    int worker_concurrency;         /* activity slots; default 8 */
+    int orchestration_concurrency;  /* turn threads; default 2; 0: this
+                                       runtime runs activities only */
+    int worker_concurrency;         /* activity slots; default 8; 0: this
+                                       runtime runs orchestrations only */
     int64_t orchestration_lock_timeout_ms; /* default 30000 */
     int64_t worker_lock_timeout_ms; /* default 30000 */
     int64_t lock_renewal_ms;        /* renew in-flight activity locks this
@@ -312,13 +320,17 @@ typedef struct duro_runtime_options {
                                        default 200 */
     uint32_t max_attempts;          /* deliveries before a message is
                                        poison; default 10 */
-    uint64_t max_history_events;    /* 0: the provider's cap */
+    uint64_t max_history_events;    /* events per execution before the
+                                       instance fails; 0: only the store's
+                                       cap; default 50000 */
     size_t fiber_stack_size;        /* bytes; default 256 KiB */
     size_t fiber_cache_size;        /* suspended orchestrations kept;
                                        default 1024 */
     int64_t cancel_grace_ms;        /* default 10000 */
     int64_t unknown_name_retry_ms;  /* first backoff for unregistered names;
                                        doubles per attempt; default 1000 */
+    size_t max_payload;             /* bytes of an input, output or error;
+                                       keep <= the store's; default 1 MiB */
     int log_level;                  /* default DURO_LOG_WARN */
     duro_log_fn log_fn;             /* default: stderr */
     void *log_user;
@@ -407,7 +419,8 @@ DURO_API int duro_client_start(duro_client *c, const char *instance_id,
                                const char *orchestration, const char *input,
                                const duro_start_options *opts);
 
-/** Raises external event @p name on a running instance.
+/** Raises external event @p name on a Pending or Running instance (events
+ * raised before the orchestration waits are kept, see duro_wait_event()).
  * DURO_NOT_FOUND for an unknown instance, DURO_INVALID_STATE when finished. */
 DURO_API int duro_client_raise_event(duro_client *c, const char *instance_id,
                                      const char *name, const char *payload);

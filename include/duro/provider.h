@@ -194,7 +194,11 @@ typedef struct duro_instance_info {
     uint64_t history_count;    /* events in the current execution */
 } duro_instance_info;
 
-/* What a turn writes to the instance and execution rows. */
+/* What a turn writes to the instance and execution rows. NULL strings and
+ * custom_status_set == 0 keep what is stored. The execution row takes
+ * `status` as is; the instance row takes it too, except that
+ * DURO_STATUS_CONTINUED_AS_NEW leaves the instance Running (its next
+ * execution is on its way). */
 typedef struct duro_instance_meta {
     int status;             /* new duro_status of the acked execution */
     const char *name;       /* set on the first turn of an execution */
@@ -326,6 +330,8 @@ typedef enum duro_queue {
  * it says otherwise; methods block on storage I/O. Strings passed in are
  * borrowed for the call. Times are milliseconds.
  *
+ * Outputs: a method that fails leaves its out-parameters NULL / zero.
+ *
  * Input rules, for every method: a NULL or empty instance id, lock token or
  * required name fails DURO_INVALID; a payload, error, name or id longer than
  * the provider's configured maximum (payload: max_payload bytes; names and
@@ -366,15 +372,17 @@ struct duro_provider {
      *     otherwise fails DURO_LOCK_LOST (not retryable) and changes nothing;
      *  2. appends history_delta to ack->execution_id (creating the execution
      *     when it is new and making it current); a duplicate event id fails
-     *     the whole ack; history past the configured cap fails it with
-     *     DURO_HISTORY_LIMIT (not retryable);
+     *     the whole ack with DURO_ALREADY_EXISTS (not retryable); an
+     *     execution may hold exactly the configured cap of events, one more
+     *     fails the whole ack with DURO_HISTORY_LIMIT (not retryable);
      *  3. inserts worker_items;
      *  4. deletes the worker rows of cancelled_activities, set-based on the
      *     indexed (instance_id, execution_id, activity_id) columns, after the
      *     inserts, so an activity scheduled and cancelled in one turn is never
      *     fetchable; rows already gone are not an error;
      *  5. enqueues orchestrator_items with their delays. A START item creates
-     *     its instance row (status Pending); when that instance already
+     *     its instance row (status Pending, with the item's parent link,
+     *     which delete_instance follows); when that instance already
      *     exists the START is dropped and, if the item names a parent and is
      *     not detached, a CHILD_FAILED (DURO_ALREADY_EXISTS, configuration)
      *     goes to that parent instead;

@@ -1708,6 +1708,16 @@ void duro_log(duro_orch *o, int level, const char *fmt, ...)
               (unsigned long long)o->execution_id, buf);
 }
 
+void *duro_orch_alloc(duro_orch *o, size_t size)
+{
+    if (!on_fiber(o))
+        return NULL;
+    void *p = duro_arena_alloc(o->arena, size);
+    if (p == NULL)
+        o->oom = 1;
+    return p;
+}
+
 const char *duro_sprintf(duro_orch *o, const char *fmt, ...)
 {
     if (!on_fiber(o))

@@ -1,10 +1,361 @@
-/* sqlite_provider.c - placeholder until the SQLite provider lands. */
-#include "base/base.h"
+/* sqlite_provider.c - opens and closes the SQLite provider (URL, writer and
+ * reader connections, schema), fills its methods table, and implements the
+ * in-process wake-up (wait_for_work / wake) and the test hooks. Threading
+ * model: one writer connection used under write_lock for every write
+ * transaction, a pool of read-only connections for pure reads (WAL lets them
+ * run beside the writer); any method may be called from any thread. */
+#include <errno.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
 #include "providers/providers.h"
+#include "providers/sqlite/sqlite_internal.h"
+#include "providers/sqlite/sqlite_provider.h"
+
+/* ---- the shared notifier --------------------------------------------------
+ * One per database file per process (keyed by device and inode; every
+ * :memory: database has its own), reference-counted by the providers that
+ * use it, found through a process-wide list. */
+
+typedef struct duro__sqlite_notifier {
+    char key[64];     /* "dev:ino", or "" for a private one */
+    int refs;         /* under registry_lock */
+    uint64_t serial;  /* unique, for the thread-local wait state */
+    pthread_mutex_t lock;
+    pthread_cond_t cond[2];         /* per duro_queue */
+    _Atomic uint64_t generation[2]; /* raised after each commit that adds or
+                                       releases work, and by wake() */
+    struct duro__sqlite_notifier *next;
+} notifier;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static notifier *registry;
+static _Atomic uint64_t next_serial = 1;
+
+static notifier *notifier_new(const char *key)
+{
+    notifier *n = duro__calloc(1, sizeof(*n));
+    if (n == NULL)
+        return NULL;
+    snprintf(n->key, sizeof(n->key), "%s", key);
+    n->refs = 1;
+    n->serial = atomic_fetch_add(&next_serial, 1);
+    pthread_mutex_init(&n->lock, NULL);
+    duro__cond_init_monotonic(&n->cond[0]);
+    duro__cond_init_monotonic(&n->cond[1]);
+    return n;
+}
+
+/* The notifier for this provider's database file. */
+static notifier *notifier_attach(duro__sqlite_provider *p)
+{
+    char key[64] = "";
+    const char *file = sqlite3_db_filename(p->writer.db, "main");
+    struct stat st;
+    if (file != NULL && file[0] != '\0' && stat(file, &st) == 0)
+        snprintf(key, sizeof(key), "%llu:%llu",
+                 (unsigned long long)st.st_dev,
+                 (unsigned long long)st.st_ino);
+    if (key[0] == '\0')
+        return notifier_new("");
+    pthread_mutex_lock(&registry_lock);
+    notifier *n = registry;
+    while (n != NULL && strcmp(n->key, key) != 0)
+        n = n->next;
+    if (n != NULL) {
+        n->refs++;
+    } else if ((n = notifier_new(key)) != NULL) {
+        n->next = registry;
+        registry = n;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return n;
+}
+
+static void notifier_detach(notifier *n)
+{
+    if (n == NULL)
+        return;
+    pthread_mutex_lock(&registry_lock);
+    int last = --n->refs == 0;
+    if (last && n->key[0] != '\0') {
+        notifier **pp = &registry;
+        while (*pp != NULL && *pp != n)
+            pp = &(*pp)->next;
+        if (*pp == n)
+            *pp = n->next;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&n->lock);
+    pthread_cond_destroy(&n->cond[0]);
+    pthread_cond_destroy(&n->cond[1]);
+    duro__free(n);
+}
+
+/* The wake generation each thread saw at its last fetch per queue, so a wait
+ * after an empty fetch returns at once when work was committed in between.
+ */
+static _Thread_local struct {
+    uint64_t serial; /* notifier the values belong to */
+    uint64_t generation[2];
+    int valid[2];
+} fetch_seen;
+
+static duro__sqlite_provider *sqlite_of(duro_provider *p)
+{
+    return (duro__sqlite_provider *)p;
+}
+
+void duro__sqlite_note_fetch(duro__sqlite_provider *p, duro_queue queue)
+{
+    notifier *n = p->notifier;
+    if (n == NULL)
+        return;
+    if (fetch_seen.serial != n->serial) {
+        fetch_seen.serial = n->serial;
+        fetch_seen.valid[0] = fetch_seen.valid[1] = 0;
+    }
+    fetch_seen.generation[queue] = atomic_load(&n->generation[queue]);
+    fetch_seen.valid[queue] = 1;
+}
+
+void duro__sqlite_signal(duro__sqlite_provider *p, duro_queue queue)
+{
+    notifier *n = p->notifier;
+    if (n == NULL)
+        return;
+    pthread_mutex_lock(&n->lock);
+    atomic_fetch_add(&n->generation[queue], 1);
+    pthread_cond_broadcast(&n->cond[queue]);
+    pthread_mutex_unlock(&n->lock);
+}
+
+static int sqlite_wait_for_work(duro_provider *base, duro_queue queue,
+                                int64_t max_wait_ms, duro_error *err)
+{
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    if (queue != DURO_QUEUE_ORCHESTRATOR && queue != DURO_QUEUE_WORKER)
+        return duro_error_set(err, DURO_INVALID, 0, "unknown queue %d",
+                              (int)queue);
+    duro__sqlite_provider *p = sqlite_of(base);
+    notifier *n = p->notifier;
+
+    /* Baseline: what this thread's last fetch saw, else the current
+     * generation. Any commit after it ends the wait. */
+    pthread_mutex_lock(&n->lock);
+    uint64_t now_generation = atomic_load(&n->generation[queue]);
+    uint64_t seen = now_generation;
+    if (fetch_seen.serial == n->serial && fetch_seen.valid[queue])
+        seen = fetch_seen.generation[queue];
+    int done = atomic_load(&p->wake_sticky) || seen != now_generation ||
+               max_wait_ms <= 0;
+    pthread_mutex_unlock(&n->lock);
+
+    int64_t wait_ms = max_wait_ms;
+    if (!done) {
+        /* Wait no longer than until the earliest delayed item (or expiring
+         * lock) on the queue becomes due. */
+        int64_t due;
+        int rc = duro__sqlite_next_due(p, queue, &due, err);
+        if (rc != DURO_OK)
+            return rc;
+        if (due != INT64_MAX) {
+            int64_t until_due = due - duro__wall_ms();
+            if (until_due <= 0)
+                done = 1;
+            else if (until_due < wait_ms)
+                wait_ms = until_due;
+        }
+    }
+
+    pthread_mutex_lock(&n->lock);
+    if (!done) {
+        struct timespec deadline;
+        duro__deadline_ts(&deadline, wait_ms);
+        while (!atomic_load(&p->wake_sticky) &&
+               atomic_load(&n->generation[queue]) == seen) {
+            if (pthread_cond_timedwait(&n->cond[queue], &n->lock,
+                                       &deadline) == ETIMEDOUT)
+                break;
+        }
+    }
+    /* The next wait needs a newer commit than the ones seen now. */
+    fetch_seen.serial = n->serial;
+    fetch_seen.generation[queue] = atomic_load(&n->generation[queue]);
+    fetch_seen.valid[queue] = 1;
+    pthread_mutex_unlock(&n->lock);
+    return DURO_OK;
+}
+
+static void sqlite_wake(duro_provider *base, int sticky)
+{
+    duro__sqlite_provider *p = sqlite_of(base);
+    notifier *n = p->notifier;
+    atomic_store(&p->wake_sticky, sticky != 0);
+    /* Other providers on the same file see a spurious return, which the
+     * contract allows. */
+    pthread_mutex_lock(&n->lock);
+    for (int q = 0; q < 2; q++) {
+        atomic_fetch_add(&n->generation[q], 1);
+        pthread_cond_broadcast(&n->cond[q]);
+    }
+    pthread_mutex_unlock(&n->lock);
+}
+
+/* ---- open and close ----------------------------------------------------- */
+
+static void sqlite_close(duro_provider *base)
+{
+    duro__sqlite_provider *p = sqlite_of(base);
+    if (p == NULL)
+        return;
+    for (int i = 0; i < p->reader_count; i++)
+        duro__sqlite_conn_close(&p->readers[i]);
+    duro__free(p->readers);
+    duro__free(p->free_readers);
+    /* The writer closes last: as the last connection it checkpoints the WAL
+     * into the database file. */
+    duro__sqlite_conn_close(&p->writer);
+    pthread_mutex_destroy(&p->write_lock);
+    pthread_mutex_destroy(&p->pool_lock);
+    pthread_cond_destroy(&p->pool_cond);
+    notifier_detach(p->notifier);
+    duro__sqlite_config_free(&p->cfg);
+    duro__free(p);
+}
+
+static void fill_methods(duro_provider *m)
+{
+    m->version = DURO_PROVIDER_VERSION;
+    m->name = "sqlite";
+    m->close = sqlite_close;
+    m->fetch_orchestration_item = duro__sqlite_fetch_orchestration_item;
+    m->ack_orchestration_item = duro__sqlite_ack_orchestration_item;
+    m->abandon_orchestration_item = duro__sqlite_abandon_orchestration_item;
+    m->renew_orchestration_item_lock =
+        duro__sqlite_renew_orchestration_item_lock;
+    m->enqueue_for_orchestrator = duro__sqlite_enqueue_for_orchestrator;
+    m->fetch_work_item = duro__sqlite_fetch_work_item;
+    m->renew_work_item_lock = duro__sqlite_renew_work_item_lock;
+    m->ack_work_item = duro__sqlite_ack_work_item;
+    m->abandon_work_item = duro__sqlite_abandon_work_item;
+    m->read_history = duro__sqlite_read_history;
+    m->latest_execution_id = duro__sqlite_latest_execution_id;
+    m->get_instance = duro__sqlite_get_instance;
+    m->list_instances = duro__sqlite_list_instances;
+    m->count_messages = duro__sqlite_count_messages;
+    m->delete_instance = duro__sqlite_delete_instance;
+    m->prune_executions = duro__sqlite_prune_executions;
+    m->wait_for_work = sqlite_wait_for_work;
+    m->wake = sqlite_wake;
+}
+
+static int open_readers(duro__sqlite_provider *p, duro_error *err)
+{
+    int n = p->cfg.pool;
+    if (n == 0)
+        return DURO_OK;
+    p->readers = duro__calloc((size_t)n, sizeof(*p->readers));
+    p->free_readers = duro__calloc((size_t)n, sizeof(*p->free_readers));
+    if (p->readers == NULL || p->free_readers == NULL)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    for (int i = 0; i < n; i++) {
+        int rc = duro__sqlite_conn_open(p, &p->readers[i], 1, err);
+        if (rc != DURO_OK)
+            return rc;
+        p->reader_count++;
+        p->free_readers[p->free_count++] = &p->readers[i];
+    }
+    return DURO_OK;
+}
 
 int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
 {
-    (void)spec;
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    if (out == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
     *out = NULL;
-    return duro_error_set(err, DURO_UNSUPPORTED, 0, "not implemented yet");
+    duro__sqlite_config cfg;
+    int rc = duro__sqlite_parse_url(spec, &cfg, err);
+    if (rc != DURO_OK) {
+        duro__sqlite_config_free(&cfg);
+        return rc;
+    }
+    duro__sqlite_provider *p = duro__calloc(1, sizeof(*p));
+    if (p == NULL) {
+        duro__sqlite_config_free(&cfg);
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    }
+    p->cfg = cfg;
+    fill_methods(&p->base);
+    pthread_mutex_init(&p->write_lock, NULL);
+    pthread_mutex_init(&p->pool_lock, NULL);
+    pthread_cond_init(&p->pool_cond, NULL);
+
+    rc = duro__sqlite_conn_open(p, &p->writer, 0, err);
+    if (rc == DURO_OK)
+        rc = duro__sqlite_migrate(p, err);
+    if (rc == DURO_OK)
+        rc = open_readers(p, err);
+    if (rc == DURO_OK && (p->notifier = notifier_attach(p)) == NULL)
+        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    if (rc != DURO_OK) {
+        sqlite_close(&p->base);
+        return rc;
+    }
+    *out = &p->base;
+    return DURO_OK;
+}
+
+/* ---- test hooks ------------------------------------------------------------
+ */
+
+static duro__sqlite_provider *hook_target(duro_provider *p)
+{
+    if (p == NULL || p->name == NULL || strcmp(p->name, "sqlite") != 0 ||
+        p->close != sqlite_close)
+        return NULL;
+    return sqlite_of(p);
+}
+
+uint64_t duro__sqlite_statements_prepared(duro_provider *base)
+{
+    duro__sqlite_provider *p = hook_target(base);
+    return p != NULL ? atomic_load(&p->statements_prepared) : 0;
+}
+
+void duro__sqlite_inject_fault(duro_provider *base, uint64_t nth_step,
+                               int retryable)
+{
+    duro__sqlite_provider *p = hook_target(base);
+    if (p == NULL)
+        return;
+    atomic_store(&p->fault_retryable, retryable != 0);
+    atomic_store(&p->fault_at,
+                 nth_step == 0 ? 0 : atomic_load(&p->steps) + nth_step);
+}
+
+int duro__sqlite_pragma_int(duro_provider *base, const char *name, int64_t *out)
+{
+    duro__sqlite_provider *p = hook_target(base);
+    if (p == NULL || name == NULL || out == NULL)
+        return -1;
+    char sql[128];
+    snprintf(sql, sizeof(sql), "PRAGMA %s", name);
+    pthread_mutex_lock(&p->write_lock);
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(p->writer.db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+        *out = sqlite3_column_int64(s, 0);
+    else
+        rc = SQLITE_ERROR;
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&p->write_lock);
+    return rc == SQLITE_OK ? 0 : -1;
 }

@@ -1,0 +1,446 @@
+/* store_bench.c - throughput of the storage provider's hot paths: work-item
+ * round trips (fetch + ack with completion), orchestration round trips
+ * (fetch + ack with a small turn), and the time of one ack that cancels 1000
+ * activities. Prints one JSON object per line. Not a timed test: CTest runs
+ * it once with a tiny N as a smoke test.
+ *
+ * store_bench [--workload work_roundtrip|orch_roundtrip|mass_cancel|all]
+ *             [--n N] [--threads T] [--url sqlite:PATH] */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "duro/provider.h"
+
+#define MASS_CANCEL_ACTIVITIES 1000
+#define MASS_CANCEL_RUNS 5
+#define BATCH 1000
+
+static const char *provider_name = "sqlite";
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, int rc, const duro_error *e)
+{
+    fprintf(stderr, "store_bench: %s: %s (%s)\n", what, duro_errname(rc),
+            e != NULL ? e->message : "");
+    exit(1);
+}
+
+#define MUST(what, expr, e)                                                    \
+    do {                                                                       \
+        int rc_ = (expr);                                                      \
+        if (rc_ != DURO_OK)                                                    \
+            die(what, rc_, e);                                                 \
+    } while (0)
+
+static duro_provider *open_store(const char *url)
+{
+    duro_provider *p = NULL;
+    duro_error e;
+    MUST(url, duro_provider_open(url, &p, &e), &e);
+    return p;
+}
+
+static duro_orch_item *fetch_one(duro_provider *p)
+{
+    duro_error e;
+    duro_orch_item *item = NULL;
+    MUST("fetch_orchestration_item",
+         p->fetch_orchestration_item(p, 60000, NULL, &item, &e), &e);
+    if (item == NULL) {
+        fprintf(stderr, "store_bench: nothing to fetch\n");
+        exit(1);
+    }
+    return item;
+}
+
+/* Starts `id` and runs its first turn, scheduling `activities` activities
+ * (ids 2..activities+1) in batches of BATCH per turn. */
+static void schedule_activities(duro_provider *p, const char *id,
+                                size_t activities)
+{
+    duro_error e;
+    duro_work_item start = {
+        .kind = DURO_WORK_START, .instance_id = id, .name = "bench"};
+    MUST("enqueue start", p->enqueue_for_orchestrator(p, &start, 0, &e), &e);
+    duro_event *events = calloc(BATCH + 1, sizeof(*events));
+    duro_work_item *work = calloc(BATCH, sizeof(*work));
+    uint64_t next_event = 1;
+    size_t left = activities;
+    int first = 1;
+    do {
+        if (!first) {
+            duro_work_item go = {.kind = DURO_WORK_EXTERNAL_EVENT,
+                                 .instance_id = id,
+                                 .name = "more"};
+            MUST("enqueue event", p->enqueue_for_orchestrator(p, &go, 0, &e),
+                 &e);
+        }
+        duro_orch_item *item = fetch_one(p);
+        size_t n_events = 0, n_work = left < BATCH ? left : BATCH;
+        if (first)
+            events[n_events++] =
+                (duro_event){.event_id = next_event++,
+                             .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                             .name = "bench"};
+        for (size_t i = 0; i < n_work; i++) {
+            uint64_t event_id = next_event++;
+            events[n_events++] =
+                (duro_event){.event_id = event_id,
+                             .kind = DURO_EVENT_ACTIVITY_SCHEDULED,
+                             .name = "work",
+                             .payload = "{\"n\":1}"};
+            work[i] = (duro_work_item){.kind = DURO_WORK_ACTIVITY_EXECUTE,
+                                       .instance_id = id,
+                                       .execution_id = 1,
+                                       .source_id = event_id,
+                                       .name = "work",
+                                       .payload = "{\"n\":1}"};
+        }
+        duro_instance_meta meta = {.status = DURO_STATUS_RUNNING,
+                                   .name = "bench"};
+        duro_orch_ack ack = {.execution_id = 1,
+                             .history_delta = events,
+                             .history_delta_count = n_events,
+                             .worker_items = work,
+                             .worker_item_count = n_work,
+                             .meta = &meta};
+        MUST("ack (schedule)",
+             p->ack_orchestration_item(p, item->lock_token, &ack, &e), &e);
+        duro_orch_item_free(item);
+        left -= n_work;
+        first = 0;
+    } while (left > 0);
+    free(events);
+    free(work);
+}
+
+static void delete_instance(duro_provider *p, const char *id)
+{
+    duro_error e;
+    MUST("delete_instance", p->delete_instance(p, id, 1, NULL, &e), &e);
+}
+
+/* ---- work_roundtrip ------------------------------------------------------ */
+
+typedef struct work_thread {
+    duro_provider *p;
+    _Atomic long *done;
+} work_thread;
+
+static void *work_loop(void *arg)
+{
+    work_thread *t = arg;
+    duro_error e;
+    for (;;) {
+        duro_worker_item *w = NULL;
+        MUST("fetch_work_item", t->p->fetch_work_item(t->p, 60000, &w, &e), &e);
+        if (w == NULL)
+            break;
+        duro_work_item done = {.kind = DURO_WORK_ACTIVITY_COMPLETED,
+                               .instance_id = w->item.instance_id,
+                               .execution_id = w->item.execution_id,
+                               .source_id = w->item.source_id,
+                               .payload = "{\"ok\":true}"};
+        MUST("ack_work_item",
+             t->p->ack_work_item(t->p, w->lock_token, &done, &e), &e);
+        duro_worker_item_free(w);
+        atomic_fetch_add(t->done, 1);
+    }
+    return NULL;
+}
+
+static void work_roundtrip(const char *url, long n, int threads)
+{
+    duro_provider *p = open_store(url);
+    const char *id = "bench-work";
+    schedule_activities(p, id, (size_t)n);
+    _Atomic long done = 0;
+    pthread_t tids[64];
+    work_thread t = {p, &done};
+    double t0 = now_s();
+    for (int i = 0; i < threads; i++)
+        pthread_create(&tids[i], NULL, work_loop, &t);
+    for (int i = 0; i < threads; i++)
+        pthread_join(tids[i], NULL);
+    double elapsed = now_s() - t0;
+    if (atomic_load(&done) != n) {
+        fprintf(stderr, "store_bench: %ld of %ld work items done\n",
+                atomic_load(&done), n);
+        exit(1);
+    }
+    printf("{\"bench\":\"store\",\"workload\":\"work_roundtrip\","
+           "\"provider\":\"%s\",\"threads\":%d,\"n\":%ld,"
+           "\"ops_per_s\":%.1f}\n",
+           provider_name, threads, n, (double)n / elapsed);
+    fflush(stdout);
+    delete_instance(p, id);
+    duro_provider_close(p);
+}
+
+/* ---- orch_roundtrip ------------------------------------------------------ */
+
+typedef struct orch_thread {
+    duro_provider *p;
+    _Atomic long *done;
+} orch_thread;
+
+static void *orch_loop(void *arg)
+{
+    orch_thread *t = arg;
+    duro_provider *p = t->p;
+    duro_error e;
+    for (;;) {
+        duro_orch_item *item = NULL;
+        MUST("fetch_orchestration_item",
+             p->fetch_orchestration_item(p, 60000, NULL, &item, &e), &e);
+        if (item == NULL)
+            break;
+        /* A small first turn: Started, one activity scheduled. */
+        duro_event events[2] = {{.event_id = 1,
+                                 .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                                 .name = "bench",
+                                 .payload = item->messages[0].payload},
+                                {.event_id = 2,
+                                 .kind = DURO_EVENT_ACTIVITY_SCHEDULED,
+                                 .name = "work",
+                                 .payload = "{\"n\":1}"}};
+        duro_work_item work = {.kind = DURO_WORK_ACTIVITY_EXECUTE,
+                               .instance_id = item->instance_id,
+                               .execution_id = 1,
+                               .source_id = 2,
+                               .name = "work",
+                               .payload = "{\"n\":1}"};
+        duro_instance_meta meta = {.status = DURO_STATUS_RUNNING,
+                                   .name = "bench"};
+        duro_orch_ack ack = {.execution_id = 1,
+                             .history_delta = events,
+                             .history_delta_count = 2,
+                             .worker_items = &work,
+                             .worker_item_count = 1,
+                             .meta = &meta};
+        MUST("ack_orchestration_item",
+             p->ack_orchestration_item(p, item->lock_token, &ack, &e), &e);
+        duro_orch_item_free(item);
+        atomic_fetch_add(t->done, 1);
+    }
+    return NULL;
+}
+
+static void orch_roundtrip(const char *url, long n, int threads)
+{
+    duro_provider *p = open_store(url);
+    duro_error e;
+    char id[64];
+    for (long i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "bench-orch-%ld", i);
+        duro_work_item start = {.kind = DURO_WORK_START,
+                                .instance_id = id,
+                                .name = "bench",
+                                .payload = "{\"input\":42}"};
+        MUST("enqueue start", p->enqueue_for_orchestrator(p, &start, 0, &e),
+             &e);
+    }
+    _Atomic long done = 0;
+    pthread_t tids[64];
+    orch_thread t = {p, &done};
+    double t0 = now_s();
+    for (int i = 0; i < threads; i++)
+        pthread_create(&tids[i], NULL, orch_loop, &t);
+    for (int i = 0; i < threads; i++)
+        pthread_join(tids[i], NULL);
+    double elapsed = now_s() - t0;
+    if (atomic_load(&done) != n) {
+        fprintf(stderr, "store_bench: %ld of %ld turns done\n",
+                atomic_load(&done), n);
+        exit(1);
+    }
+    printf("{\"bench\":\"store\",\"workload\":\"orch_roundtrip\","
+           "\"provider\":\"%s\",\"threads\":%d,\"n\":%ld,"
+           "\"ops_per_s\":%.1f}\n",
+           provider_name, threads, n, (double)n / elapsed);
+    fflush(stdout);
+    for (long i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "bench-orch-%ld", i);
+        delete_instance(p, id);
+    }
+    duro_provider_close(p);
+}
+
+/* ---- mass_cancel --------------------------------------------------------- */
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One ack that records the cancellation of an instance with 1000 running
+ * activities and deletes their worker rows; `n` rows of another instance
+ * stay queued around them. */
+static void mass_cancel(const char *url, long n)
+{
+    duro_provider *p = open_store(url);
+    duro_error e;
+    const size_t k = MASS_CANCEL_ACTIVITIES;
+    schedule_activities(p, "bench-background", (size_t)n);
+    duro_event *events = calloc(k + 2, sizeof(*events));
+    duro_activity_ref *refs = calloc(k, sizeof(*refs));
+    double ms[MASS_CANCEL_RUNS];
+    char id[64];
+    for (int run = 0; run < MASS_CANCEL_RUNS; run++) {
+        snprintf(id, sizeof(id), "bench-mass-%d", run);
+        schedule_activities(p, id, k);
+        duro_work_item cancel = {.kind = DURO_WORK_CANCEL_INSTANCE,
+                                 .instance_id = id,
+                                 .reason = "bench",
+                                 .requested_by = "store_bench"};
+        MUST("enqueue cancel", p->enqueue_for_orchestrator(p, &cancel, 0, &e),
+             &e);
+        duro_orch_item *item = fetch_one(p);
+        /* Events 1..k+1 exist (Started + k scheduled). */
+        uint64_t next = k + 2;
+        size_t m = 0;
+        events[m++] =
+            (duro_event){.event_id = next++,
+                         .kind = DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED,
+                         .reason = "bench",
+                         .requested_by = "store_bench"};
+        for (size_t i = 0; i < k; i++) {
+            events[m++] =
+                (duro_event){.event_id = next++,
+                             .kind = DURO_EVENT_ACTIVITY_CANCEL_REQUESTED,
+                             .source_event_id = i + 2,
+                             .reason = "instance_cancelled"};
+            refs[i] = (duro_activity_ref){id, 1, i + 2};
+        }
+        events[m++] = (duro_event){.event_id = next++,
+                                   .kind = DURO_EVENT_ORCHESTRATION_CANCELLED,
+                                   .reason = "bench"};
+        duro_instance_meta meta = {.status = DURO_STATUS_CANCELLED,
+                                   .error = "bench",
+                                   .category = DURO_CATEGORY_CANCELLED};
+        duro_orch_ack ack = {.execution_id = 1,
+                             .history_delta = events,
+                             .history_delta_count = m,
+                             .meta = &meta,
+                             .cancelled_activities = refs,
+                             .cancelled_activity_count = k};
+        double t0 = now_s();
+        MUST("ack (mass cancel)",
+             p->ack_orchestration_item(p, item->lock_token, &ack, &e), &e);
+        ms[run] = (now_s() - t0) * 1000.0;
+        duro_orch_item_free(item);
+        uint64_t left = 1;
+        MUST("count_messages",
+             p->count_messages(p, DURO_QUEUE_WORKER, id, &left, &e), &e);
+        if (left != 0) {
+            fprintf(stderr, "store_bench: %llu activities survived\n",
+                    (unsigned long long)left);
+            exit(1);
+        }
+        delete_instance(p, id);
+    }
+    qsort(ms, MASS_CANCEL_RUNS, sizeof(ms[0]), compare_double);
+    printf("{\"bench\":\"store\",\"workload\":\"mass_cancel\","
+           "\"provider\":\"%s\",\"threads\":1,\"n\":%ld,"
+           "\"activities\":%zu,\"runs\":%d,\"ms\":%.3f,\"min_ms\":%.3f,"
+           "\"max_ms\":%.3f}\n",
+           provider_name, n, k, MASS_CANCEL_RUNS, ms[MASS_CANCEL_RUNS / 2],
+           ms[0], ms[MASS_CANCEL_RUNS - 1]);
+    fflush(stdout);
+    free(events);
+    free(refs);
+    delete_instance(p, "bench-background");
+    duro_provider_close(p);
+}
+
+/* ---- main -----------------------------------------------------------------
+ */
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: store_bench [--workload work_roundtrip|orch_roundtrip|"
+            "mass_cancel|all] [--n N] [--threads T] [--url sqlite:PATH]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *workload = "all";
+    const char *url = NULL;
+    long n = 0;
+    int threads = 0;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 >= argc)
+            usage();
+        if (strcmp(argv[i], "--workload") == 0)
+            workload = argv[++i];
+        else if (strcmp(argv[i], "--n") == 0)
+            n = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--threads") == 0)
+            threads = (int)strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--url") == 0)
+            url = argv[++i];
+        else
+            usage();
+    }
+    int all = strcmp(workload, "all") == 0;
+    if (!all && strcmp(workload, "work_roundtrip") != 0 &&
+        strcmp(workload, "orch_roundtrip") != 0 &&
+        strcmp(workload, "mass_cancel") != 0)
+        usage();
+    if (n < 0 || threads < 0 || threads > 64)
+        usage();
+
+    char dir[256] = "", url_buf[512];
+    if (url == NULL) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof(dir), "%s/store-bench-XXXXXX",
+                 tmp != NULL ? tmp : "/tmp");
+        if (mkdtemp(dir) == NULL) {
+            perror("mkdtemp");
+            return 1;
+        }
+        snprintf(url_buf, sizeof(url_buf), "sqlite:%s/bench.db", dir);
+        url = url_buf;
+    }
+    if (strncmp(url, "postgres", 8) == 0)
+        provider_name = "postgres";
+
+    int thread_counts[2] = {1, 4}, counts = 2;
+    if (threads > 0) {
+        thread_counts[0] = threads;
+        counts = 1;
+    }
+    if (all || strcmp(workload, "work_roundtrip") == 0)
+        for (int i = 0; i < counts; i++)
+            work_roundtrip(url, n > 0 ? n : 20000, thread_counts[i]);
+    if (all || strcmp(workload, "orch_roundtrip") == 0)
+        for (int i = 0; i < counts; i++)
+            orch_roundtrip(url, n > 0 ? n : 5000, thread_counts[i]);
+    if (all || strcmp(workload, "mass_cancel") == 0)
+        mass_cancel(url, n > 0 ? n : 10000);
+
+    if (dir[0] != '\0') {
+        static const char *const suffixes[] = {"", "-wal", "-shm"};
+        char path[600];
+        for (int i = 0; i < 3; i++) {
+            snprintf(path, sizeof(path), "%s/bench.db%s", dir, suffixes[i]);
+            unlink(path);
+        }
+        rmdir(dir);
+    }
+    return 0;
+}

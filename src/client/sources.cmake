@@ -1,0 +1,2 @@
+list(APPEND DURO_SOURCES
+  src/client/client.c)

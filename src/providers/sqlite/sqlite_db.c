@@ -1,0 +1,591 @@
+/* sqlite_db.c - the SQLite provider's plumbing: the statement table, opening
+ * connections, the schema and its migrations, running statements through the
+ * fault hook, mapping SQLite errors, write transactions on the one writer
+ * connection and the pool of reader connections. Thread-safe: the writer is
+ * used under write_lock, a reader by the one thread that took it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "providers/sqlite/sqlite_internal.h"
+#include "providers/sqlite/sqlite_provider.h"
+
+static const char *const statement_sql[] = {
+#define DURO__X(id, sql) sql,
+    DURO__SQLITE_STATEMENTS(DURO__X)
+#undef DURO__X
+};
+
+static const char *const statement_names[] = {
+#define DURO__X(id, sql) #id,
+    DURO__SQLITE_STATEMENTS(DURO__X)
+#undef DURO__X
+};
+
+size_t duro__sqlite_statement_count(void)
+{
+    return DURO__SQL_COUNT;
+}
+
+const char *duro__sqlite_statement_name(size_t i)
+{
+    return i < DURO__SQL_COUNT ? statement_names[i] : NULL;
+}
+
+const char *duro__sqlite_statement_sql(size_t i)
+{
+    return i < DURO__SQL_COUNT ? statement_sql[i] : NULL;
+}
+
+/* ---- schema ----------------------------------------------------------- */
+
+/* Migration n brings a database from version n - 1 to n. Append only; never
+ * edit a migration that has shipped. */
+static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
+    /* 1: the initial schema. */
+    "CREATE TABLE instances("
+    " instance_id TEXT PRIMARY KEY NOT NULL,"
+    " name TEXT NOT NULL,"
+    " version TEXT,"
+    " status INTEGER NOT NULL,"
+    " execution_id INTEGER NOT NULL DEFAULT 0,"
+    " created_ms INTEGER NOT NULL,"
+    " updated_ms INTEGER NOT NULL,"
+    " output TEXT,"
+    " error TEXT,"
+    " category INTEGER NOT NULL DEFAULT 0,"
+    " custom_status TEXT,"
+    " parent_instance TEXT,"
+    " parent_execution INTEGER NOT NULL DEFAULT 0,"
+    " parent_event_id INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX instances_parent ON instances(parent_instance);"
+    "CREATE INDEX instances_status ON instances(status, instance_id);"
+    "CREATE INDEX instances_name ON instances(name, instance_id);"
+    "CREATE TABLE executions("
+    " instance_id TEXT NOT NULL,"
+    " execution_id INTEGER NOT NULL,"
+    " status INTEGER NOT NULL,"
+    " name TEXT,"
+    " version TEXT,"
+    " started_ms INTEGER NOT NULL,"
+    " completed_ms INTEGER,"
+    " output TEXT,"
+    " error TEXT,"
+    " category INTEGER NOT NULL DEFAULT 0,"
+    " event_count INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY(instance_id, execution_id));"
+    "CREATE TABLE history("
+    " instance_id TEXT NOT NULL,"
+    " execution_id INTEGER NOT NULL,"
+    " event_id INTEGER NOT NULL,"
+    " kind INTEGER NOT NULL,"
+    " source_event_id INTEGER NOT NULL DEFAULT 0,"
+    " timestamp_ms INTEGER NOT NULL,"
+    " name TEXT,"
+    " version TEXT,"
+    " payload TEXT,"
+    " error TEXT,"
+    " category INTEGER NOT NULL DEFAULT 0,"
+    " reason TEXT,"
+    " requested_by TEXT,"
+    " ref_instance TEXT,"
+    " ref_execution INTEGER NOT NULL DEFAULT 0,"
+    " ref_event_id INTEGER NOT NULL DEFAULT 0,"
+    " fire_at_ms INTEGER NOT NULL DEFAULT 0,"
+    " attempt INTEGER NOT NULL DEFAULT 0,"
+    " flags INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY(instance_id, execution_id, event_id)) WITHOUT ROWID;"
+    "CREATE TABLE orchestrator_queue("
+    " id INTEGER PRIMARY KEY,"
+    " instance_id TEXT NOT NULL,"
+    " kind INTEGER NOT NULL,"
+    " execution_id INTEGER NOT NULL DEFAULT 0,"
+    " source_id INTEGER NOT NULL DEFAULT 0,"
+    " name TEXT,"
+    " version TEXT,"
+    " payload TEXT,"
+    " error TEXT,"
+    " category INTEGER NOT NULL DEFAULT 0,"
+    " reason TEXT,"
+    " requested_by TEXT,"
+    " parent_instance TEXT,"
+    " parent_execution INTEGER NOT NULL DEFAULT 0,"
+    " parent_event_id INTEGER NOT NULL DEFAULT 0,"
+    " fire_at_ms INTEGER NOT NULL DEFAULT 0,"
+    " attempt INTEGER NOT NULL DEFAULT 0,"
+    " flags INTEGER NOT NULL DEFAULT 0,"
+    " enqueued_ms INTEGER NOT NULL,"
+    " visible_at INTEGER NOT NULL,"
+    " lock_token TEXT,"
+    " fetch_count INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX orchestrator_queue_instance"
+    " ON orchestrator_queue(instance_id, visible_at);"
+    "CREATE TABLE orchestrator_ready("
+    " instance_id TEXT PRIMARY KEY NOT NULL,"
+    " ready_at INTEGER NOT NULL,"
+    " lock_token TEXT,"
+    " locked_until INTEGER);"
+    "CREATE INDEX orchestrator_ready_at ON orchestrator_ready(ready_at);"
+    "CREATE TABLE worker_queue("
+    " id INTEGER PRIMARY KEY,"
+    " instance_id TEXT NOT NULL,"
+    " execution_id INTEGER NOT NULL,"
+    " activity_id INTEGER NOT NULL,"
+    " name TEXT NOT NULL,"
+    " version TEXT,"
+    " payload TEXT,"
+    " attempt INTEGER NOT NULL DEFAULT 0,"
+    " enqueued_ms INTEGER NOT NULL,"
+    " available_at INTEGER NOT NULL,"
+    " lock_token TEXT,"
+    " locked_until INTEGER,"
+    " fetch_count INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX worker_queue_available ON worker_queue(available_at);"
+    "CREATE INDEX worker_queue_activity"
+    " ON worker_queue(instance_id, execution_id, activity_id);"};
+
+/* Runs SQL text that returns no rows, outside the statement cache (open and
+ * migration only). */
+static int exec_sql(duro__sqlite_conn *c, const char *sql, const char *op,
+                    duro_error *err)
+{
+    int rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return duro__sqlite_error(c, rc, op, err);
+    return DURO_OK;
+}
+
+/* Reads the recorded schema version: 0 for a database without duro tables.
+ */
+static int read_schema_version(duro__sqlite_conn *c, int64_t *version,
+                               duro_error *err)
+{
+    static const char sql[] =
+        "SELECT CASE WHEN EXISTS(SELECT 1 FROM sqlite_master "
+        "WHERE type = 'table' AND name = 'duro_schema') THEN 1 ELSE 0 END";
+    sqlite3_stmt *s = NULL;
+    *version = 0;
+    int rc = sqlite3_prepare_v2(c->db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(s);
+        int exists = rc == SQLITE_ROW && sqlite3_column_int(s, 0) != 0;
+        rc = rc == SQLITE_ROW ? SQLITE_OK : rc;
+        sqlite3_finalize(s);
+        s = NULL;
+        if (rc == SQLITE_OK && exists) {
+            rc = sqlite3_prepare_v2(
+                c->db, "SELECT IFNULL(MAX(version), 0) FROM duro_schema", -1,
+                &s, NULL);
+            if (rc == SQLITE_OK) {
+                rc = sqlite3_step(s);
+                if (rc == SQLITE_ROW) {
+                    *version = sqlite3_column_int64(s, 0);
+                    rc = SQLITE_OK;
+                }
+            }
+        }
+    }
+    if (rc != SQLITE_OK) {
+        duro__sqlite_error(c, rc, "open: reading the schema version", err);
+        sqlite3_finalize(s);
+        return err != NULL ? err->code : DURO_STORAGE;
+    }
+    sqlite3_finalize(s);
+    return DURO_OK;
+}
+
+static int newer_schema(const duro__sqlite_provider *p, int64_t version,
+                        duro_error *err)
+{
+    return duro_error_set(err, DURO_SCHEMA, 0,
+                          "database %s has schema version %lld; this duro "
+                          "knows versions up to %d (upgrade duro)",
+                          p->cfg.path, (long long)version,
+                          DURO__SQLITE_SCHEMA_VERSION);
+}
+
+/* Sets the writer's journal mode and synchronous level. Runs only after the
+ * schema version check, so a database from a newer duro is left as it was.
+ */
+static int configure_writer(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                            duro_error *err)
+{
+    static const char *const sync_names[] = {"OFF", "NORMAL", "FULL", "EXTRA"};
+    if (!p->cfg.memory) {
+        /* The journal mode persists in the file; WAL lets the readers run
+         * beside the one writer. */
+        sqlite3_stmt *s = NULL;
+        int rc = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode = WAL", -1, &s,
+                                    NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            const char *mode = (const char *)sqlite3_column_text(s, 0);
+            if (mode == NULL || strcmp(mode, "wal") != 0) {
+                duro_error_set(err, DURO_STORAGE, 0,
+                               "sqlite open %s: cannot use WAL journal mode "
+                               "(got %s)",
+                               p->cfg.path, mode != NULL ? mode : "nothing");
+                sqlite3_finalize(s);
+                return DURO_STORAGE;
+            }
+            rc = SQLITE_OK;
+        }
+        if (rc != SQLITE_OK) {
+            duro__sqlite_error(c, rc, "open: setting WAL journal mode", err);
+            sqlite3_finalize(s);
+            return err->code;
+        }
+        sqlite3_finalize(s);
+    }
+    char sql[64];
+    snprintf(sql, sizeof(sql), "PRAGMA synchronous = %s",
+             sync_names[p->cfg.synchronous]);
+    return exec_sql(c, sql, "open: setting synchronous", err);
+}
+
+int duro__sqlite_migrate(duro__sqlite_provider *p, duro_error *err)
+{
+    duro__sqlite_conn *c = &p->writer;
+    int64_t version = 0;
+    int rc = read_schema_version(c, &version, err);
+    if (rc != DURO_OK)
+        return rc;
+    if (version > DURO__SQLITE_SCHEMA_VERSION)
+        return newer_schema(p, version, err);
+    if ((rc = configure_writer(p, c, err)) != DURO_OK)
+        return rc;
+    if (version == DURO__SQLITE_SCHEMA_VERSION)
+        return DURO_OK;
+
+    /* Re-read inside the write transaction: another process may have
+     * migrated in between. */
+    rc = exec_sql(c, "BEGIN IMMEDIATE", "open: migrating the schema", err);
+    if (rc != DURO_OK)
+        return rc;
+    rc = read_schema_version(c, &version, err);
+    if (rc == DURO_OK && version > DURO__SQLITE_SCHEMA_VERSION)
+        rc = newer_schema(p, version, err);
+    if (rc == DURO_OK && version == 0)
+        rc = exec_sql(c,
+                      "CREATE TABLE duro_schema(version INTEGER PRIMARY KEY,"
+                      " applied_ms INTEGER NOT NULL)",
+                      "open: creating the schema", err);
+    for (int64_t v = version + 1;
+         rc == DURO_OK && v <= DURO__SQLITE_SCHEMA_VERSION; v++) {
+        rc = exec_sql(c, migrations[v - 1], "open: migrating the schema", err);
+        if (rc == DURO_OK) {
+            char sql[128];
+            snprintf(sql, sizeof(sql),
+                     "INSERT INTO duro_schema(version, applied_ms) "
+                     "VALUES(%lld, %lld)",
+                     (long long)v, (long long)duro__wall_ms());
+            rc = exec_sql(c, sql, "open: recording the schema version", err);
+        }
+    }
+    if (rc == DURO_OK)
+        rc = exec_sql(c, "COMMIT", "open: migrating the schema", err);
+    if (rc != DURO_OK && !sqlite3_get_autocommit(c->db))
+        sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* ---- connections ------------------------------------------------------ */
+
+int duro__sqlite_conn_open(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                           int readonly, duro_error *err)
+{
+    memset(c, 0, sizeof(*c));
+    int flags = SQLITE_OPEN_NOMUTEX |
+                (readonly ? SQLITE_OPEN_READONLY
+                          : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    int rc = sqlite3_open_v2(p->cfg.path, &c->db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        if (c->db == NULL)
+            return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        duro_error_set(err, DURO_STORAGE, 0, "sqlite open %s: %s", p->cfg.path,
+                       sqlite3_errmsg(c->db));
+        sqlite3_close(c->db);
+        c->db = NULL;
+        return DURO_STORAGE;
+    }
+    sqlite3_extended_result_codes(c->db, 1);
+    sqlite3_busy_timeout(c->db, p->cfg.busy_timeout_ms);
+    return DURO_OK;
+}
+
+void duro__sqlite_conn_close(duro__sqlite_conn *c)
+{
+    if (c->db == NULL)
+        return;
+    for (size_t i = 0; i < DURO__SQL_COUNT; i++) {
+        sqlite3_finalize(c->stmts[i]);
+        c->stmts[i] = NULL;
+    }
+    sqlite3_close(c->db);
+    c->db = NULL;
+}
+
+/* ---- statements and errors -------------------------------------------- */
+
+sqlite3_stmt *duro__sqlite_stmt(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                                duro__sqlite_stmt_id id, const char *op,
+                                duro_error *err)
+{
+    sqlite3_stmt *s = c->stmts[id];
+    if (s == NULL) {
+        int rc = sqlite3_prepare_v3(c->db, statement_sql[id], -1,
+                                    SQLITE_PREPARE_PERSISTENT, &s, NULL);
+        if (rc != SQLITE_OK) {
+            duro__sqlite_error(c, rc, op, err);
+            return NULL;
+        }
+        c->stmts[id] = s;
+        atomic_fetch_add(&p->statements_prepared, 1);
+    } else {
+        sqlite3_reset(s);
+        sqlite3_clear_bindings(s);
+    }
+    c->used[id / 64] |= (uint64_t)1 << (id % 64);
+    c->bind_rc = SQLITE_OK;
+    return s;
+}
+
+int duro__sqlite_step(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                      sqlite3_stmt *s)
+{
+    if (c->bind_rc != SQLITE_OK) {
+        int rc = c->bind_rc;
+        c->bind_rc = SQLITE_OK;
+        return rc;
+    }
+    uint64_t n = atomic_fetch_add(&p->steps, 1) + 1;
+    uint64_t at = atomic_load(&p->fault_at);
+    if (at != 0 && n == at) {
+        atomic_store(&p->fault_at, 0);
+        c->injected_rc =
+            atomic_load(&p->fault_retryable) ? SQLITE_BUSY : SQLITE_IOERR;
+        return c->injected_rc;
+    }
+    return sqlite3_step(s);
+}
+
+int duro__sqlite_run(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                     sqlite3_stmt *s, const char *op, duro_error *err)
+{
+    int rc;
+    while ((rc = duro__sqlite_step(p, c, s)) == SQLITE_ROW) {
+    }
+    if (rc != SQLITE_DONE)
+        return duro__sqlite_error(c, rc, op, err);
+    return DURO_OK;
+}
+
+int duro__sqlite_error(duro__sqlite_conn *c, int rc, const char *op,
+                       duro_error *err)
+{
+    int primary = rc & 0xff;
+    const char *detail;
+    if (c->injected_rc != 0 && c->injected_rc == rc) {
+        detail = "injected fault";
+        c->injected_rc = 0;
+    } else if (c->db != NULL && sqlite3_extended_errcode(c->db) == rc) {
+        detail = sqlite3_errmsg(c->db);
+    } else {
+        detail = sqlite3_errstr(rc);
+    }
+    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
+        return duro_error_set(err, DURO_BUSY, 1, "sqlite %s: %s (%s)", op,
+                              detail, sqlite3_errstr(rc));
+    if (primary == SQLITE_NOMEM)
+        return duro_error_set(err, DURO_NOMEM, 0, "sqlite %s: %s", op, detail);
+    return duro_error_set(err, DURO_STORAGE, 0, "sqlite %s: %s (%s, code %d)",
+                          op, detail, sqlite3_errstr(rc), rc);
+}
+
+void duro__sqlite_bind_text(duro__sqlite_conn *c, sqlite3_stmt *s, int i,
+                            const char *v)
+{
+    int rc = v != NULL ? sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC)
+                       : sqlite3_bind_null(s, i);
+    if (rc != SQLITE_OK && c->bind_rc == SQLITE_OK)
+        c->bind_rc = rc;
+}
+
+void duro__sqlite_bind_i64(duro__sqlite_conn *c, sqlite3_stmt *s, int i,
+                           int64_t v)
+{
+    int rc = sqlite3_bind_int64(s, i, v);
+    if (rc != SQLITE_OK && c->bind_rc == SQLITE_OK)
+        c->bind_rc = rc;
+}
+
+void duro__sqlite_bind_u64(duro__sqlite_conn *c, sqlite3_stmt *s, int i,
+                           uint64_t v)
+{
+    /* Stored as the same 64 bits; read back with a cast. */
+    duro__sqlite_bind_i64(c, s, i, (int64_t)v);
+}
+
+int duro__sqlite_column_text(duro_arena *a, sqlite3_stmt *s, int col,
+                             const char **out)
+{
+    const unsigned char *text = sqlite3_column_text(s, col);
+    if (text == NULL) {
+        *out = NULL;
+        return sqlite3_column_type(s, col) == SQLITE_NULL ? 0 : -1;
+    }
+    size_t n = (size_t)sqlite3_column_bytes(s, col);
+    char *copy = duro_arena_alloc(a, n + 1);
+    if (copy == NULL)
+        return -1;
+    memcpy(copy, text, n);
+    copy[n] = '\0';
+    *out = copy;
+    return 0;
+}
+
+/* Resets every statement used since the last release, so none holds a read
+ * snapshot or a borrowed binding past the call. */
+static void reset_used(duro__sqlite_conn *c)
+{
+    for (size_t w = 0; w < DURO__ARRAY_LEN(c->used); w++) {
+        uint64_t bits = c->used[w];
+        while (bits != 0) {
+            int b = __builtin_ctzll(bits);
+            bits &= bits - 1;
+            sqlite3_reset(c->stmts[w * 64 + (size_t)b]);
+        }
+        c->used[w] = 0;
+    }
+    c->bind_rc = SQLITE_OK;
+    c->injected_rc = 0;
+}
+
+/* Ends the connection's transaction, if any. Not counted by the fault hook:
+ * a rollback must always run. */
+static void rollback(duro__sqlite_provider *p, duro__sqlite_conn *c)
+{
+    reset_used(c);
+    if (sqlite3_get_autocommit(c->db))
+        return;
+    sqlite3_stmt *s =
+        duro__sqlite_stmt(p, c, DURO__SQL_ROLLBACK, "rollback", NULL);
+    if (s != NULL)
+        sqlite3_step(s);
+    reset_used(c);
+    if (!sqlite3_get_autocommit(c->db))
+        sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* ---- transactions ----------------------------------------------------- */
+
+int duro__sqlite_write_begin(duro__sqlite_provider *p, const char *op,
+                             duro__sqlite_conn **out, duro_error *err)
+{
+    pthread_mutex_lock(&p->write_lock);
+    duro__sqlite_conn *c = &p->writer;
+    sqlite3_stmt *s = duro__sqlite_stmt(p, c, DURO__SQL_BEGIN_WRITE, op, err);
+    int rc = s != NULL ? duro__sqlite_run(p, c, s, op, err) : err->code;
+    if (rc != DURO_OK) {
+        rollback(p, c);
+        pthread_mutex_unlock(&p->write_lock);
+        return rc;
+    }
+    *out = c;
+    return DURO_OK;
+}
+
+int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                              const char *op, duro_error *err)
+{
+    /* Reset every statement first: a statement still holding a row would
+     * keep the transaction from committing cleanly. */
+    for (size_t w = 0; w < DURO__ARRAY_LEN(c->used); w++) {
+        uint64_t bits = c->used[w];
+        while (bits != 0) {
+            int b = __builtin_ctzll(bits);
+            bits &= bits - 1;
+            sqlite3_reset(c->stmts[w * 64 + (size_t)b]);
+        }
+    }
+    sqlite3_stmt *s = duro__sqlite_stmt(p, c, DURO__SQL_COMMIT, op, err);
+    int rc = s != NULL ? duro__sqlite_run(p, c, s, op, err) : err->code;
+    if (rc != DURO_OK) {
+        rollback(p, c);
+        pthread_mutex_unlock(&p->write_lock);
+        return rc;
+    }
+    reset_used(c);
+    pthread_mutex_unlock(&p->write_lock);
+    return DURO_OK;
+}
+
+void duro__sqlite_write_rollback(duro__sqlite_provider *p, duro__sqlite_conn *c)
+{
+    rollback(p, c);
+    pthread_mutex_unlock(&p->write_lock);
+}
+
+duro__sqlite_conn *duro__sqlite_reader_acquire(duro__sqlite_provider *p)
+{
+    if (p->reader_count == 0) {
+        pthread_mutex_lock(&p->write_lock);
+        return &p->writer;
+    }
+    pthread_mutex_lock(&p->pool_lock);
+    while (p->free_count == 0)
+        pthread_cond_wait(&p->pool_cond, &p->pool_lock);
+    duro__sqlite_conn *c = p->free_readers[--p->free_count];
+    pthread_mutex_unlock(&p->pool_lock);
+    return c;
+}
+
+void duro__sqlite_reader_release(duro__sqlite_provider *p, duro__sqlite_conn *c)
+{
+    rollback(p, c);
+    if (c == &p->writer) {
+        pthread_mutex_unlock(&p->write_lock);
+        return;
+    }
+    pthread_mutex_lock(&p->pool_lock);
+    p->free_readers[p->free_count++] = c;
+    pthread_cond_signal(&p->pool_cond);
+    pthread_mutex_unlock(&p->pool_lock);
+}
+
+/* ---- input checks ----------------------------------------------------- */
+
+int duro__sqlite_check_id(const char *what, const char *s, duro_error *err)
+{
+    if (s == NULL || s[0] == '\0')
+        return duro_error_set(err, DURO_INVALID, 0, "%s is NULL or empty",
+                              what);
+    if (strnlen(s, DURO__SQLITE_NAME_MAX + 1) > DURO__SQLITE_NAME_MAX)
+        return duro_error_set(err, DURO_TOO_LARGE, 0,
+                              "%s is longer than %d bytes", what,
+                              DURO__SQLITE_NAME_MAX);
+    return DURO_OK;
+}
+
+int duro__sqlite_check_name(const char *what, const char *s, int required,
+                            duro_error *err)
+{
+    if (required)
+        return duro__sqlite_check_id(what, s, err);
+    if (s != NULL &&
+        strnlen(s, DURO__SQLITE_NAME_MAX + 1) > DURO__SQLITE_NAME_MAX)
+        return duro_error_set(err, DURO_TOO_LARGE, 0,
+                              "%s is longer than %d bytes", what,
+                              DURO__SQLITE_NAME_MAX);
+    return DURO_OK;
+}
+
+int duro__sqlite_check_payload(const duro__sqlite_provider *p, const char *what,
+                               const char *s, duro_error *err)
+{
+    if (s != NULL && strnlen(s, p->cfg.max_payload + 1) > p->cfg.max_payload)
+        return duro_error_set(err, DURO_TOO_LARGE, 0,
+                              "%s is larger than max_payload (%zu bytes)", what,
+                              p->cfg.max_payload);
+    return DURO_OK;
+}

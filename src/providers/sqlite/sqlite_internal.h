@@ -1,0 +1,413 @@
+/* sqlite_internal.h - shared by the SQLite provider's files: the provider
+ * struct, its connections, the table of every SQL statement it runs, and the
+ * helpers that run statements and transactions. Threading: the writer
+ * connection is used only under write_lock; a reader connection by one thread
+ * at a time (taken from the pool). Not installed. */
+#ifndef DURO_SQLITE_INTERNAL_H
+#define DURO_SQLITE_INTERNAL_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+
+#include "base/base.h"
+
+#define DURO__SQLITE_SCHEMA_VERSION 1 /* what this code creates and reads */
+#define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
+#define DURO__SQLITE_POOL_MAX 64      /* most reader connections */
+
+/* What the URL configures. */
+typedef struct duro__sqlite_config {
+    char *path;           /* file path as given to sqlite3_open_v2 */
+    int memory;           /* 1 for ":memory:" */
+    int synchronous;      /* 0 off, 1 normal, 2 full, 3 extra */
+    int busy_timeout_ms;  /* busy handler wait for other processes */
+    uint64_t max_history; /* events per execution */
+    size_t max_payload;   /* bytes of a payload, error or custom status */
+    int pool;             /* reader connections; 0 for :memory: */
+} duro__sqlite_config;
+
+/* Parses `spec` (the URL after "sqlite:") into cfg; DURO_BAD_URL with the
+ * problem named when it is malformed. Touches nothing on disk. */
+int duro__sqlite_parse_url(const char *spec, duro__sqlite_config *cfg,
+                           duro_error *err);
+void duro__sqlite_config_free(duro__sqlite_config *cfg);
+
+/* ---- statements ----------------------------------------------------------
+ * Every statement the provider runs, prepared at most once per connection
+ * (on first use) and reused with sqlite3_reset. X(ID, sql) */
+
+#define DURO__SQLITE_INFO_COLUMNS                                              \
+    "SELECT i.instance_id, i.name, i.version, i.status, i.execution_id, "      \
+    "i.created_ms, i.updated_ms, i.output, i.error, i.category, "              \
+    "i.custom_status, i.parent_instance, IFNULL(e.event_count, 0) "            \
+    "FROM instances AS i LEFT JOIN executions AS e "                           \
+    "ON e.instance_id = i.instance_id AND e.execution_id = i.execution_id "
+
+#define DURO__SQLITE_LIST_FILTER                                               \
+    "WHERE i.instance_id > ?1 AND (?2 = 0 OR ((?2 >> i.status) & 1)) "         \
+    "AND (?3 = 0 OR i.created_ms >= ?3) AND (?4 = 0 OR i.created_ms < ?4) "
+
+#define DURO__SQLITE_LIST_ORDER " ORDER BY i.instance_id LIMIT ?7"
+
+/* The instance and every descendant through instances.parent_instance. */
+#define DURO__SQLITE_TREE                                                      \
+    "WITH RECURSIVE tree(id) AS (SELECT ?1 UNION SELECT c.instance_id "        \
+    "FROM instances AS c JOIN tree ON c.parent_instance = tree.id) "
+
+#define DURO__SQLITE_QUEUE_COLUMNS                                             \
+    "kind, instance_id, execution_id, source_id, name, version, payload, "     \
+    "error, category, reason, requested_by, parent_instance, "                 \
+    "parent_execution, parent_event_id, fire_at_ms, attempt, flags"
+
+#define DURO__SQLITE_HISTORY_COLUMNS                                           \
+    "event_id, kind, source_event_id, timestamp_ms, name, version, payload, "  \
+    "error, category, reason, requested_by, ref_instance, ref_execution, "     \
+    "ref_event_id, fire_at_ms, attempt, flags"
+
+#define DURO__SQLITE_STATEMENTS(X)                                             \
+    X(BEGIN_WRITE, "BEGIN IMMEDIATE")                                          \
+    X(BEGIN_READ, "BEGIN")                                                     \
+    X(COMMIT, "COMMIT")                                                        \
+    X(ROLLBACK, "ROLLBACK")                                                    \
+    /* instances */                                                            \
+    X(INSTANCE_CREATE,                                                         \
+      "INSERT INTO instances(instance_id, name, version, status, "             \
+      "execution_id, created_ms, updated_ms, category, parent_instance, "      \
+      "parent_execution, parent_event_id) "                                    \
+      "VALUES(?1, ?2, ?3, 1, 0, ?4, ?4, 0, ?5, ?6, ?7) "                       \
+      "ON CONFLICT(instance_id) DO NOTHING")                                   \
+    X(INSTANCE_CURRENT,                                                        \
+      "SELECT execution_id, status FROM instances WHERE instance_id = ?1")     \
+    X(INSTANCE_SET_CURRENT,                                                    \
+      "UPDATE instances SET execution_id = ?2, updated_ms = ?3 "               \
+      "WHERE instance_id = ?1")                                                \
+    X(INSTANCE_WRITE_META,                                                     \
+      "UPDATE instances SET status = ?2, name = COALESCE(?3, name), "          \
+      "version = COALESCE(?4, version), output = ?5, error = ?6, "             \
+      "category = ?7, "                                                        \
+      "custom_status = CASE WHEN ?8 THEN ?9 ELSE custom_status END, "          \
+      "parent_instance = COALESCE(?10, parent_instance), "                     \
+      "parent_execution = CASE WHEN ?10 IS NULL THEN parent_execution "        \
+      "ELSE ?11 END, "                                                         \
+      "parent_event_id = CASE WHEN ?10 IS NULL THEN parent_event_id "          \
+      "ELSE ?12 END, updated_ms = ?13 WHERE instance_id = ?1")                 \
+    X(INSTANCE_FETCH_META,                                                     \
+      "SELECT status, execution_id, name, version, parent_instance, "          \
+      "parent_execution, parent_event_id, custom_status FROM instances "       \
+      "WHERE instance_id = ?1")                                                \
+    X(INSTANCE_INFO, DURO__SQLITE_INFO_COLUMNS "WHERE i.instance_id = ?1")     \
+    X(LIST_ALL, DURO__SQLITE_INFO_COLUMNS DURO__SQLITE_LIST_FILTER             \
+                    DURO__SQLITE_LIST_ORDER)                                   \
+    X(LIST_NAME, DURO__SQLITE_INFO_COLUMNS DURO__SQLITE_LIST_FILTER            \
+      "AND i.name = ?5" DURO__SQLITE_LIST_ORDER)                               \
+    X(LIST_STATUS, DURO__SQLITE_INFO_COLUMNS DURO__SQLITE_LIST_FILTER          \
+      "AND i.status = ?6" DURO__SQLITE_LIST_ORDER)                             \
+    X(LIST_NAME_STATUS, DURO__SQLITE_INFO_COLUMNS DURO__SQLITE_LIST_FILTER     \
+      "AND i.name = ?5 AND i.status = ?6" DURO__SQLITE_LIST_ORDER)             \
+    /* executions and history */                                               \
+    X(EXEC_EVENT_COUNT, "SELECT event_count FROM executions "                  \
+                        "WHERE instance_id = ?1 AND execution_id = ?2")        \
+    X(EXEC_CREATE,                                                             \
+      "INSERT INTO executions(instance_id, execution_id, status, name, "       \
+      "version, started_ms, category, event_count) VALUES(?1, ?2, 2, "         \
+      "COALESCE(?3, (SELECT name FROM instances WHERE instance_id = ?1)), "    \
+      "COALESCE(?4, (SELECT version FROM instances WHERE instance_id = ?1)), " \
+      "?5, 0, 0)")                                                             \
+    X(EXEC_ADD_EVENTS, "UPDATE executions SET event_count = event_count + ?3 " \
+                       "WHERE instance_id = ?1 AND execution_id = ?2")         \
+    X(EXEC_WRITE_META,                                                         \
+      "UPDATE executions SET status = ?3, name = COALESCE(?4, name), "         \
+      "version = COALESCE(?5, version), output = ?6, error = ?7, "             \
+      "category = ?8, completed_ms = ?9 "                                      \
+      "WHERE instance_id = ?1 AND execution_id = ?2")                          \
+    X(HISTORY_INSERT, "INSERT INTO history(instance_id, "                      \
+                      "execution_id, " DURO__SQLITE_HISTORY_COLUMNS            \
+                      ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "              \
+                      "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "                \
+                      "?17, ?18, ?19)")                                        \
+    X(HISTORY_READ,                                                            \
+      "SELECT " DURO__SQLITE_HISTORY_COLUMNS " FROM history "                  \
+      "WHERE instance_id = ?1 AND execution_id = ?2 AND event_id > ?3 "        \
+      "ORDER BY event_id")                                                     \
+    /* orchestrator queue and its per-instance readiness/lock rows */          \
+    X(OQ_INSERT,                                                               \
+      "INSERT INTO orchestrator_queue(" DURO__SQLITE_QUEUE_COLUMNS             \
+      ", enqueued_ms, visible_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " \
+      "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)")                     \
+    X(OQ_TAG, "UPDATE orchestrator_queue SET lock_token = ?2, "                \
+              "fetch_count = fetch_count + 1 "                                 \
+              "WHERE instance_id = ?1 AND visible_at <= ?3")                   \
+    X(OQ_FETCHED,                                                              \
+      "SELECT " DURO__SQLITE_QUEUE_COLUMNS ", fetch_count "                    \
+      "FROM orchestrator_queue WHERE instance_id = ?1 AND visible_at <= ?2 "   \
+      "AND lock_token = ?3 ORDER BY visible_at, id")                           \
+    X(OQ_DELETE_TAGGED, "DELETE FROM orchestrator_queue "                      \
+                        "WHERE instance_id = ?1 AND lock_token = ?2")          \
+    X(OQ_UNTAG, "UPDATE orchestrator_queue SET lock_token = NULL "             \
+                "WHERE instance_id = ?1 AND lock_token = ?2")                  \
+    X(OQ_MIN_VISIBLE, "SELECT MIN(visible_at) FROM orchestrator_queue "        \
+                      "WHERE instance_id = ?1")                                \
+    X(OQ_COUNT, "SELECT COUNT(*) FROM orchestrator_queue")                     \
+    X(OQ_COUNT_INSTANCE,                                                       \
+      "SELECT COUNT(*) FROM orchestrator_queue WHERE instance_id = ?1")        \
+    X(READY_ENQUEUE,                                                           \
+      "INSERT INTO orchestrator_ready(instance_id, ready_at) VALUES(?1, ?2) "  \
+      "ON CONFLICT(instance_id) DO UPDATE SET ready_at = "                     \
+      "MAX(excluded.ready_at, IFNULL(locked_until, 0)) "                       \
+      "WHERE lock_token IS NULL AND excluded.ready_at < ready_at")             \
+    X(READY_NEXT, "SELECT rowid, instance_id FROM orchestrator_ready "         \
+                  "WHERE ready_at <= ?1 ORDER BY ready_at LIMIT 1")            \
+    X(READY_LOCK, "UPDATE orchestrator_ready SET lock_token = ?2, "            \
+                  "locked_until = ?3, ready_at = ?3 WHERE rowid = ?1")         \
+    X(READY_HOLDER, "SELECT instance_id, locked_until FROM "                   \
+                    "orchestrator_ready WHERE rowid = ?1 AND lock_token = ?2") \
+    X(READY_RENEW,                                                             \
+      "UPDATE orchestrator_ready SET locked_until = ?3, ready_at = ?3 "        \
+      "WHERE rowid = ?1 AND lock_token = ?2 AND locked_until > ?4")            \
+    X(READY_SET, "UPDATE orchestrator_ready SET lock_token = NULL, "           \
+                 "locked_until = ?2, ready_at = ?3 WHERE rowid = ?1")          \
+    X(READY_DELETE, "DELETE FROM orchestrator_ready WHERE rowid = ?1")         \
+    X(READY_MIN, "SELECT MIN(ready_at) FROM orchestrator_ready")               \
+    /* worker queue */                                                         \
+    X(WQ_INSERT,                                                               \
+      "INSERT INTO worker_queue(instance_id, execution_id, activity_id, "      \
+      "name, version, payload, attempt, enqueued_ms, available_at) "           \
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)")                            \
+    X(WQ_FETCH,                                                                \
+      "UPDATE worker_queue SET lock_token = 'w' || id || '.' || ?1, "          \
+      "locked_until = ?2, available_at = ?2, fetch_count = fetch_count + 1 "   \
+      "WHERE id = (SELECT id FROM worker_queue WHERE available_at <= ?3 "      \
+      "ORDER BY available_at, id LIMIT 1) "                                    \
+      "RETURNING instance_id, execution_id, activity_id, name, version, "      \
+      "payload, attempt, fetch_count, lock_token")                             \
+    X(WQ_ACK, "DELETE FROM worker_queue WHERE id = ?1 AND lock_token = ?2")    \
+    X(WQ_RENEW,                                                                \
+      "UPDATE worker_queue SET locked_until = ?3, available_at = ?3 "          \
+      "WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?4")               \
+    X(WQ_ABANDON,                                                              \
+      "UPDATE worker_queue SET lock_token = NULL, locked_until = NULL, "       \
+      "available_at = ?3 "                                                     \
+      "WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?4")               \
+    X(WQ_CANCEL,                                                               \
+      "DELETE FROM worker_queue WHERE instance_id = ?1 AND execution_id = ?2 " \
+      "AND activity_id IN (SELECT value FROM json_each(?3))")                  \
+    X(WQ_MIN, "SELECT MIN(available_at) FROM worker_queue")                    \
+    X(WQ_COUNT, "SELECT COUNT(*) FROM worker_queue")                           \
+    X(WQ_COUNT_INSTANCE,                                                       \
+      "SELECT COUNT(*) FROM worker_queue WHERE instance_id = ?1")              \
+    /* management */                                                           \
+    X(DELETE_CHECK, DURO__SQLITE_TREE                                          \
+      "SELECT COUNT(*), IFNULL(SUM(status NOT IN (3, 4, 5)), 0) "              \
+      "FROM instances WHERE instance_id IN tree")                              \
+    X(DELETE_HISTORY,                                                          \
+      DURO__SQLITE_TREE "DELETE FROM history WHERE instance_id IN tree")       \
+    X(DELETE_EXECUTIONS,                                                       \
+      DURO__SQLITE_TREE "DELETE FROM executions WHERE instance_id IN tree")    \
+    X(DELETE_MESSAGES, DURO__SQLITE_TREE "DELETE FROM orchestrator_queue "     \
+                                         "WHERE instance_id IN tree")          \
+    X(DELETE_READY, DURO__SQLITE_TREE "DELETE FROM orchestrator_ready "        \
+                                      "WHERE instance_id IN tree")             \
+    X(DELETE_WORK,                                                             \
+      DURO__SQLITE_TREE "DELETE FROM worker_queue WHERE instance_id IN tree")  \
+    X(DELETE_INSTANCES,                                                        \
+      DURO__SQLITE_TREE "DELETE FROM instances WHERE instance_id IN tree")     \
+    X(PRUNE_HISTORY,                                                           \
+      "DELETE FROM history WHERE instance_id = ?1 AND execution_id IN "        \
+      "(SELECT execution_id FROM executions WHERE instance_id = ?1 "           \
+      "AND execution_id <= ?2 AND status IN (3, 4, 5, 6))")                    \
+    X(PRUNE_EXECUTIONS, "DELETE FROM executions WHERE instance_id = ?1 "       \
+                        "AND execution_id <= ?2 AND status IN (3, 4, 5, 6)")
+
+typedef enum duro__sqlite_stmt_id {
+#define DURO__X(id, sql) DURO__SQL_##id,
+    DURO__SQLITE_STATEMENTS(DURO__X)
+#undef DURO__X
+        DURO__SQL_COUNT
+} duro__sqlite_stmt_id;
+
+/* ---- connections and the provider ---------------------------------------- */
+
+typedef struct duro__sqlite_conn {
+    sqlite3 *db;
+    sqlite3_stmt *stmts[DURO__SQL_COUNT];       /* prepared on first use */
+    uint64_t used[(DURO__SQL_COUNT + 63) / 64]; /* reset when released */
+    int bind_rc;     /* first failed bind since the last step */
+    int injected_rc; /* the fault hook's code, until reported */
+} duro__sqlite_conn;
+
+typedef struct duro__sqlite_provider {
+    duro_provider base; /* first member */
+    duro__sqlite_config cfg;
+
+    /* Lock order: write_lock, then pool_lock or the notifier's lock; the
+     * notifier's lock is never held while taking another lock. */
+    pthread_mutex_t write_lock; /* held for every use of `writer` */
+    duro__sqlite_conn writer;
+
+    pthread_mutex_t pool_lock; /* guards free_readers */
+    pthread_cond_t pool_cond;  /* a reader was returned */
+    duro__sqlite_conn *readers;
+    duro__sqlite_conn **free_readers; /* stack of idle readers */
+    int reader_count;
+    int free_count;
+
+    /* In-process wake-up, shared by every provider of this process that
+     * has the same database file open (a client and a runtime each open
+     * their own provider; an enqueue through one must wake the other). */
+    struct duro__sqlite_notifier *notifier;
+    _Atomic int wake_sticky; /* wake(p, 1) until wake(p, 0) */
+
+    _Atomic uint64_t statements_prepared;
+    _Atomic uint64_t steps;    /* sqlite3_step calls, for the fault hook */
+    _Atomic uint64_t fault_at; /* fail when `steps` reaches it; 0: off */
+    _Atomic int fault_retryable;
+} duro__sqlite_provider;
+
+/* Connections. conn_open applies busy_timeout; conn_close finalizes the
+ * connection's statements. */
+int duro__sqlite_conn_open(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                           int readonly, duro_error *err);
+void duro__sqlite_conn_close(duro__sqlite_conn *c);
+/* Checks the schema version (DURO_SCHEMA for a newer database, left
+ * untouched), then sets the writer's journal mode and synchronous level and
+ * creates or migrates the schema. */
+int duro__sqlite_migrate(duro__sqlite_provider *p, duro_error *err);
+
+/* The statement `id` on c, reset and with bindings cleared; NULL with err
+ * set when it cannot be prepared. */
+sqlite3_stmt *duro__sqlite_stmt(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                                duro__sqlite_stmt_id id, const char *op,
+                                duro_error *err);
+/* sqlite3_step through the fault hook. */
+int duro__sqlite_step(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                      sqlite3_stmt *s);
+/* Steps a statement that returns no rows to completion: DURO_OK or err. */
+int duro__sqlite_run(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                     sqlite3_stmt *s, const char *op, duro_error *err);
+/* Maps a failed SQLite result to a DURO code in err: BUSY/LOCKED become
+ * DURO_BUSY (retryable), the rest DURO_STORAGE with SQLite's message. */
+int duro__sqlite_error(duro__sqlite_conn *c, int rc, const char *op,
+                       duro_error *err);
+
+/* Bindings record their first failure in c->bind_rc; the next step reports
+ * it. Text is bound SQLITE_STATIC: inputs are borrowed for the call and every
+ * statement is reset before the call returns. NULL binds SQL NULL. */
+void duro__sqlite_bind_text(duro__sqlite_conn *c, sqlite3_stmt *s, int i,
+                            const char *v);
+void duro__sqlite_bind_i64(duro__sqlite_conn *c, sqlite3_stmt *s, int i,
+                           int64_t v);
+void duro__sqlite_bind_u64(duro__sqlite_conn *c, sqlite3_stmt *s, int i,
+                           uint64_t v);
+
+/* A copy of a text column in the arena (NULL for SQL NULL); returns -1 when
+ * out of memory. */
+int duro__sqlite_column_text(duro_arena *a, sqlite3_stmt *s, int col,
+                             const char **out);
+
+/* Transactions on the writer connection. write_begin takes write_lock and
+ * runs BEGIN IMMEDIATE; write_commit commits and releases it (rolling back on
+ * failure); write_rollback rolls back and releases it. */
+int duro__sqlite_write_begin(duro__sqlite_provider *p, const char *op,
+                             duro__sqlite_conn **out, duro_error *err);
+int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                              const char *op, duro_error *err);
+void duro__sqlite_write_rollback(duro__sqlite_provider *p,
+                                 duro__sqlite_conn *c);
+
+/* Reader connections: a pooled read-only one, or the writer (under
+ * write_lock) when the database is :memory: or pool=0. release resets the
+ * statements used and ends any read transaction. */
+duro__sqlite_conn *duro__sqlite_reader_acquire(duro__sqlite_provider *p);
+void duro__sqlite_reader_release(duro__sqlite_provider *p,
+                                 duro__sqlite_conn *c);
+
+/* Wakes wait_for_work on `queue` (after a commit). */
+void duro__sqlite_signal(duro__sqlite_provider *p, duro_queue queue);
+/* Records the wake generation of `queue` before a fetch, so a wait after an
+ * empty fetch notices work committed in between. */
+void duro__sqlite_note_fetch(duro__sqlite_provider *p, duro_queue queue);
+
+/* Input checks of provider.h's "Input rules"; each returns DURO_OK or fills
+ * err (not retryable). */
+int duro__sqlite_check_id(const char *what, const char *s, duro_error *err);
+int duro__sqlite_check_name(const char *what, const char *s, int required,
+                            duro_error *err);
+int duro__sqlite_check_payload(const duro__sqlite_provider *p, const char *what,
+                               const char *s, duro_error *err);
+
+/* Clears err on entry, pointing it at `local` when the caller passed NULL. */
+#define DURO__SQLITE_ERR_INIT(err, local)                                      \
+    do {                                                                       \
+        if ((err) == NULL)                                                     \
+            (err) = &(local);                                                  \
+        duro_error_clear(err);                                                 \
+    } while (0)
+
+/* A larger copy of an arena array of `count` elements (capacity doubled);
+ * NULL when out of memory. */
+void *duro__sqlite_arena_grow(duro_arena *a, void *old, size_t count,
+                              size_t *cap, size_t elem);
+
+/* Reads events after `after` of (instance, execution) into the arena, oldest
+ * first. */
+int duro__sqlite_read_events(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                             duro_arena *a, const char *instance_id,
+                             uint64_t execution_id, uint64_t after,
+                             duro_event **events, size_t *count, const char *op,
+                             duro_error *err);
+
+/* Methods, by file. */
+int duro__sqlite_fetch_orchestration_item(duro_provider *p,
+                                          int64_t lock_timeout_ms,
+                                          const duro_history_cache *cache,
+                                          duro_orch_item **out,
+                                          duro_error *err);
+int duro__sqlite_ack_orchestration_item(duro_provider *p,
+                                        const char *lock_token,
+                                        const duro_orch_ack *ack,
+                                        duro_error *err);
+int duro__sqlite_abandon_orchestration_item(duro_provider *p,
+                                            const char *lock_token,
+                                            int64_t delay_ms, duro_error *err);
+int duro__sqlite_renew_orchestration_item_lock(duro_provider *p,
+                                               const char *lock_token,
+                                               int64_t extend_ms,
+                                               duro_error *err);
+int duro__sqlite_enqueue_for_orchestrator(duro_provider *p,
+                                          const duro_work_item *item,
+                                          int64_t delay_ms, duro_error *err);
+int duro__sqlite_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
+                                 duro_worker_item **out, duro_error *err);
+int duro__sqlite_renew_work_item_lock(duro_provider *p, const char *lock_token,
+                                      int64_t extend_ms, duro_error *err);
+int duro__sqlite_ack_work_item(duro_provider *p, const char *lock_token,
+                               const duro_work_item *completion,
+                               duro_error *err);
+int duro__sqlite_abandon_work_item(duro_provider *p, const char *lock_token,
+                                   int64_t delay_ms, duro_error *err);
+
+int duro__sqlite_read_history(duro_provider *p, const char *instance_id,
+                              uint64_t execution_id, duro_history **out,
+                              duro_error *err);
+int duro__sqlite_latest_execution_id(duro_provider *p, const char *instance_id,
+                                     uint64_t *out, duro_error *err);
+int duro__sqlite_get_instance(duro_provider *p, const char *instance_id,
+                              duro_instance_list **out, duro_error *err);
+int duro__sqlite_list_instances(duro_provider *p,
+                                const duro_instance_filter *filter,
+                                duro_instance_list **out, duro_error *err);
+int duro__sqlite_count_messages(duro_provider *p, duro_queue queue,
+                                const char *instance_id, uint64_t *out,
+                                duro_error *err);
+int duro__sqlite_delete_instance(duro_provider *p, const char *instance_id,
+                                 int force, size_t *deleted, duro_error *err);
+int duro__sqlite_prune_executions(duro_provider *p, const char *instance_id,
+                                  uint64_t keep_last, size_t *pruned,
+                                  duro_error *err);
+/* The earliest time (wall ms) at which something on `queue` becomes
+ * fetchable, INT64_MAX when the queue is empty. */
+int duro__sqlite_next_due(duro__sqlite_provider *p, duro_queue queue,
+                          int64_t *out, duro_error *err);
+
+#endif

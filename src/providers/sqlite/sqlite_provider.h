@@ -1,0 +1,36 @@
+/* sqlite_provider.h - test hooks of the SQLite provider: statement-reuse
+ * counter, step fault injection, pragma and SQL introspection. For tests and
+ * the validation suite only; every function takes a provider opened with a
+ * "sqlite:" URL (any other provider is ignored). Any thread. */
+#ifndef DURO_SQLITE_PROVIDER_H
+#define DURO_SQLITE_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "duro/provider.h"
+
+/* How many statements the provider has prepared so far, over all its
+ * connections. Flat once every statement in use has been prepared. */
+uint64_t duro__sqlite_statements_prepared(duro_provider *p);
+
+/* Makes the nth_step-th sqlite3_step call from now (counting every step on
+ * any connection of this provider) fail as if SQLite had returned
+ * SQLITE_BUSY (retryable = 1) or SQLITE_IOERR (retryable = 0). The operation
+ * then rolls back completely and reports DURO_BUSY (retryable) or
+ * DURO_STORAGE (not retryable). nth_step 0 disables injection. */
+void duro__sqlite_inject_fault(duro_provider *p, uint64_t nth_step,
+                               int retryable);
+
+/* Runs "PRAGMA <name>" on the writer connection and stores its integer
+ * result (per-connection settings such as synchronous or busy_timeout are
+ * not visible from another connection). Returns 0, or -1 on failure. */
+int duro__sqlite_pragma_int(duro_provider *p, const char *name, int64_t *out);
+
+/* The statements the provider runs, for EXPLAIN QUERY PLAN checks:
+ * statement i's name ("WQ_FETCH") and SQL, for i < the count. */
+size_t duro__sqlite_statement_count(void);
+const char *duro__sqlite_statement_name(size_t i);
+const char *duro__sqlite_statement_sql(size_t i);
+
+#endif

@@ -1,0 +1,397 @@
+/* orchestrator.c - the orchestration dispatcher: each turn thread fetches one
+ * instance's batch under the instance lock, runs the turn on a kept or
+ * replayed engine, and commits everything it decided in one
+ * ack_orchestration_item. After the commit it fires the tokens of cancelled
+ * activities running in this process. Runs user orchestration code (on
+ * fibers); holds no lock while doing so. */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+typedef struct turn_ctx {
+    duro_runtime *rt;
+    duro_provider *p;
+    duro_orch_item *item;
+    duro__turn *turn;
+    duro__plan plan;
+    duro_work_item start;      /* copy of the start message, version fixed */
+    int has_start;
+    const duro__orch_entry *entry;
+    duro_history *full;        /* full history, when it had to be read */
+} turn_ctx;
+
+static int64_t unknown_name_delay(const duro_runtime *rt, uint32_t attempt)
+{
+    int64_t d = rt->opts.unknown_name_retry_ms;
+    for (uint32_t i = 1; i < attempt && d < 60000; i++)
+        d *= 2;
+    return DURO__MIN(d, 60000);
+}
+
+static void abandon(turn_ctx *c, int64_t delay_ms)
+{
+    duro_error err;
+    if (c->p->abandon_orchestration_item(c->p, c->item->lock_token, delay_ms,
+                                         &err) != DURO_OK)
+        duro__log(&c->rt->logger, DURO_LOG_DEBUG,
+                  "abandon of instance '%s' failed: %s (its lock will "
+                  "expire)",
+                  c->item->instance_id, err.message);
+}
+
+/* Consumes the batch without changing the instance. */
+static void drop_batch(turn_ctx *c, const char *why)
+{
+    duro_orch_ack ack = {.execution_id = c->item->execution_id};
+    duro_error err;
+    duro__log(&c->rt->logger, DURO_LOG_DEBUG,
+              "dropping %zu message(s) for instance '%s': %s",
+              c->item->message_count, c->item->instance_id, why);
+    if (c->p->ack_orchestration_item(c->p, c->item->lock_token, &ack, &err) !=
+        DURO_OK)
+        duro__log(&c->rt->logger, DURO_LOG_WARN,
+                  "could not drop messages of instance '%s': %s",
+                  c->item->instance_id, err.message);
+}
+
+static int batch_has_cancel(const duro_orch_item *item)
+{
+    for (size_t i = 0; i < item->message_count; i++)
+        if (item->messages[i].kind == DURO_WORK_CANCEL_INSTANCE)
+            return 1;
+    return 0;
+}
+
+/* The execution's whole history when the item carries only its tail. */
+static int load_full_history(turn_ctx *c, const duro_event **hist,
+                             size_t *count)
+{
+    if (c->full == NULL) {
+        duro_error err;
+        int rc = c->p->read_history(c->p, c->item->instance_id,
+                                    c->plan.execution_id, &c->full, &err);
+        if (rc != DURO_OK) {
+            duro__log(&c->rt->logger, DURO_LOG_WARN,
+                      "reading history of '%s' failed: %s",
+                      c->item->instance_id, err.message);
+            return rc;
+        }
+    }
+    *hist = c->full->events;
+    *count = c->full->count;
+    return DURO_OK;
+}
+
+/* Gets the engine for this turn: the kept one when it matches, otherwise a
+ * new one with the history it must replay. */
+static int get_engine(turn_ctx *c, duro_orchestration_fn fn, void *user,
+                      duro_orch **out, const duro_event **hist,
+                      size_t *hist_count, int *warm)
+{
+    duro_runtime *rt = c->rt;
+    duro_orch_item *item = c->item;
+    *out = NULL;
+    *warm = 0;
+    *hist = NULL;
+    *hist_count = 0;
+    if (c->plan.action == DURO__PLAN_RUN) {
+        duro_orch *e = duro__cache_take(rt->cache, item->instance_id,
+                                        c->plan.execution_id);
+        if (e != NULL && duro__engine_events(e) == item->history_offset &&
+            (fn != NULL || duro__engine_terminal(e) == 0)) {
+            *out = e;
+            *warm = 1;
+            *hist = item->history;
+            *hist_count = item->history_count;
+            return DURO_OK;
+        }
+        duro__engine_destroy(e);
+        if (item->history_offset > 0) {
+            int rc = load_full_history(c, hist, hist_count);
+            if (rc != DURO_OK)
+                return rc;
+        } else {
+            *hist = item->history;
+            *hist_count = item->history_count;
+        }
+    }
+    duro__engine_config cfg = {.fn = fn,
+                               .user = user,
+                               .stack_size = rt->opts.fiber_stack_size,
+                               .max_payload = rt->opts.max_payload,
+                               .logger = &rt->logger};
+    return duro__engine_create(&cfg, item->instance_id, c->plan.execution_id,
+                               out);
+}
+
+static void count_outcome(duro_runtime *rt, const duro__turn *t)
+{
+    switch (t->status) {
+    case DURO_STATUS_COMPLETED:
+        DURO__COUNT(rt, m_orch_completed);
+        break;
+    case DURO_STATUS_FAILED:
+        DURO__COUNT(rt, m_orch_failed);
+        break;
+    case DURO_STATUS_CANCELLED:
+        DURO__COUNT(rt, m_orch_cancelled);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Runs the turn and acks it. terminate_* set: no code runs, the execution
+ * fails with that error. Returns the ack's result (DURO_HISTORY_LIMIT tells
+ * the caller to end the instance instead). */
+static int run_and_ack(turn_ctx *c, int terminate_status,
+                       const char *terminate_error, int terminate_category)
+{
+    duro_runtime *rt = c->rt;
+    duro__turn *turn = c->turn;
+    duro_orch *e = NULL;
+    const duro_event *hist;
+    size_t hist_count;
+    int warm;
+    duro_orchestration_fn fn =
+        terminate_status == 0 && c->entry ? c->entry->fn : NULL;
+    void *user = c->entry ? c->entry->user : NULL;
+    int rc = get_engine(c, fn, user, &e, &hist, &hist_count, &warm);
+    if (rc != DURO_OK) {
+        abandon(c, 1000);
+        return rc;
+    }
+    duro__turn_reset(turn);
+    duro__turn_input in = {.now_ms = duro__wall_ms(),
+                           .history = hist,
+                           .history_count = hist_count,
+                           .start = c->has_start ? &c->start : NULL,
+                           .messages = c->item->messages,
+                           .message_count = c->item->message_count,
+                           .terminate_status = terminate_status,
+                           .terminate_error = terminate_error,
+                           .terminate_category = terminate_category};
+    rc = duro__engine_turn(e, &in, turn);
+    if (rc == DURO_INVALID && warm) {
+        /* The kept engine does not fit the stored history: replay. */
+        duro__engine_destroy(e);
+        e = NULL;
+        c->plan.action = DURO__PLAN_RUN;
+        rc = load_full_history(c, &hist, &hist_count);
+        if (rc == DURO_OK) {
+            c->item->history_offset = 0;
+            rc = get_engine(c, fn, user, &e, &hist, &hist_count, &warm);
+        }
+        if (rc == DURO_OK) {
+            in.history = c->full->events;
+            in.history_count = c->full->count;
+            duro__turn_reset(turn);
+            rc = duro__engine_turn(e, &in, turn);
+        }
+    }
+    if (rc != DURO_OK) {
+        duro__log(&rt->logger, DURO_LOG_ERROR,
+                  "turn of instance '%s' could not run: %s",
+                  c->item->instance_id, duro_strerror(rc));
+        duro__engine_destroy(e);
+        abandon(c, 1000);
+        return rc;
+    }
+    uint64_t stored = c->plan.action == DURO__PLAN_RUN
+                          ? c->item->history_total
+                          : 0;
+    if (terminate_status == 0 && rt->opts.max_history_events > 0 &&
+        stored + turn->delta_count > rt->opts.max_history_events) {
+        duro__engine_destroy(e);
+        return DURO_HISTORY_LIMIT;
+    }
+    duro_orch_ack ack = {.execution_id = c->plan.execution_id,
+                         .history_delta = turn->delta,
+                         .history_delta_count = turn->delta_count,
+                         .worker_items = turn->worker_items,
+                         .worker_item_count = turn->worker_count,
+                         .orchestrator_items = turn->outbound,
+                         .orchestrator_item_count = turn->outbound_count,
+                         .meta = &turn->meta,
+                         .cancelled_activities = turn->cancelled,
+                         .cancelled_activity_count = turn->cancelled_count};
+    duro_error err;
+    rc = c->p->ack_orchestration_item(c->p, c->item->lock_token, &ack, &err);
+    if (rc != DURO_OK) {
+        duro__engine_destroy(e);
+        if (rc == DURO_HISTORY_LIMIT)
+            return rc;
+        if (rc == DURO_LOCK_LOST) {
+            duro__log(&rt->logger, DURO_LOG_WARN,
+                      "turn of instance '%s' discarded: %s",
+                      c->item->instance_id, err.message);
+        } else {
+            if (err.retryable)
+                DURO__COUNT(rt, m_storage_retries);
+            duro__log(&rt->logger,
+                      err.retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
+                      "ack of instance '%s' failed: %s", c->item->instance_id,
+                      err.message);
+            abandon(c, err.retryable ? 10 : 1000);
+        }
+        return rc;
+    }
+    DURO__COUNT(rt, m_turns);
+    if (warm)
+        DURO__COUNT(rt, m_cache_hits);
+    if (turn->replayed)
+        DURO__COUNT(rt, m_replays);
+    if (turn->nondeterminism) {
+        DURO__COUNT(rt, m_nondeterminism);
+        duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s' failed: %s",
+                  c->item->instance_id, turn->meta.error);
+    }
+    count_outcome(rt, turn);
+    if (turn->cancelled_count > 0) {
+        DURO__COUNT_N(rt, m_act_cancel_requested, turn->cancelled_count);
+        duro__workers_cancel_local(rt, turn->cancelled, turn->cancel_reasons,
+                                   turn->cancelled_count);
+    }
+    if (duro__engine_terminal(e) || fn == NULL)
+        duro__engine_destroy(e);
+    else
+        duro__cache_put(rt->cache, e);
+    return DURO_OK;
+}
+
+static void process_item(duro_runtime *rt, duro_orch_item *item,
+                         duro__turn *turn)
+{
+    turn_ctx c = {.rt = rt, .p = rt->provider, .item = item, .turn = turn};
+    duro__plan_turn(item, &c.plan);
+    if (c.plan.action == DURO__PLAN_DROP) {
+        drop_batch(&c, c.plan.why);
+        return;
+    }
+    if (c.plan.action == DURO__PLAN_WAIT) {
+        abandon(&c, 1000);
+        return;
+    }
+    const char *name = c.plan.start ? c.plan.start->name : item->name;
+    const char *version = c.plan.start ? c.plan.start->version : item->version;
+    c.entry = duro__registry_find_orch(rt->registry, name, version);
+    if (c.plan.action != DURO__PLAN_RUN) {
+        if (c.plan.start != NULL) {
+            c.start = *c.plan.start;
+        } else { /* cancelled before its delayed START became visible */
+            memset(&c.start, 0, sizeof(c.start));
+            c.start.kind = DURO_WORK_START;
+            c.start.instance_id = item->instance_id;
+            c.start.name = item->name;
+            c.start.version = item->version;
+        }
+        if (c.entry != NULL)
+            c.start.version = c.entry->version; /* the one that will run */
+        c.has_start = 1;
+    }
+
+    char why[512];
+    int rc;
+    if (item->attempt > rt->opts.max_attempts) {
+        DURO__COUNT(rt, m_poison);
+        snprintf(why, sizeof(why),
+                 "poison message: a batch of instance '%s' was delivered %u "
+                 "times without a committed turn (max_attempts %u)",
+                 item->instance_id, item->attempt, rt->opts.max_attempts);
+        duro__log(&rt->logger, DURO_LOG_ERROR, "%s", why);
+        rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
+                         DURO_CATEGORY_INFRASTRUCTURE);
+    } else if (c.entry == NULL && !batch_has_cancel(item)) {
+        snprintf(why, sizeof(why),
+                 "orchestration '%s' version '%s' is not registered", name,
+                 version && version[0] ? version : "(default)");
+        if (item->attempt < rt->opts.max_attempts) {
+            int64_t delay = unknown_name_delay(rt, item->attempt);
+            duro__log(&rt->logger, DURO_LOG_WARN,
+                      "%s (instance '%s'); retrying in %lld ms", why,
+                      item->instance_id, (long long)delay);
+            abandon(&c, delay);
+            duro_history_free(c.full);
+            return;
+        }
+        rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
+                         DURO_CATEGORY_CONFIGURATION);
+    } else {
+        rc = run_and_ack(&c, 0, NULL, 0);
+    }
+    if (rc == DURO_HISTORY_LIMIT) {
+        snprintf(why, sizeof(why),
+                 "history limit reached: the execution would exceed %llu "
+                 "events",
+                 (unsigned long long)(rt->opts.max_history_events
+                                          ? rt->opts.max_history_events
+                                          : item->history_total));
+        duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s': %s",
+                  item->instance_id, why);
+        rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
+                         DURO_CATEGORY_INFRASTRUCTURE);
+        if (rc == DURO_HISTORY_LIMIT) {
+            /* Not even the failure fits: record the status alone. */
+            duro_instance_meta meta = {.status = DURO_STATUS_FAILED,
+                                       .name = item->name,
+                                       .version = item->version,
+                                       .error = why,
+                                       .category =
+                                           DURO_CATEGORY_INFRASTRUCTURE};
+            duro_orch_ack ack = {.execution_id = c.plan.execution_id,
+                                 .meta = &meta};
+            duro_error err;
+            if (c.p->ack_orchestration_item(c.p, item->lock_token, &ack,
+                                            &err) != DURO_OK)
+                duro__log(&rt->logger, DURO_LOG_ERROR,
+                          "could not fail instance '%s': %s",
+                          item->instance_id, err.message);
+        }
+    }
+    duro_history_free(c.full);
+}
+
+void *duro__orchestration_thread(void *arg)
+{
+    duro_runtime *rt = arg;
+    duro__mark_runtime_thread();
+    duro_provider *p = rt->provider;
+    duro__turn turn;
+    if (duro__turn_init(&turn) != DURO_OK) {
+        duro__log(&rt->logger, DURO_LOG_ERROR,
+                  "orchestration thread: out of memory");
+        return NULL;
+    }
+    duro_history_cache hc = {.cached_events = duro__cache_cached_events,
+                             .user = rt->cache};
+    int64_t backoff = 0;
+    while (!atomic_load(&rt->stop_flag)) {
+        duro_orch_item *item = NULL;
+        duro_error err;
+        int rc = p->fetch_orchestration_item(
+            p, rt->opts.orchestration_lock_timeout_ms, &hc, &item, &err);
+        if (rc != DURO_OK) {
+            if (err.retryable)
+                DURO__COUNT(rt, m_storage_retries);
+            backoff = backoff == 0 ? 10 : DURO__MIN(backoff * 2, 1000);
+            duro__log(&rt->logger,
+                      err.retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
+                      "fetch of orchestration work failed: %s; retrying in "
+                      "%lld ms",
+                      err.message, (long long)backoff);
+            duro__runtime_pause(rt, backoff);
+            continue;
+        }
+        backoff = 0;
+        if (item == NULL) {
+            p->wait_for_work(p, DURO_QUEUE_ORCHESTRATOR,
+                             rt->opts.poll_interval_ms, &err);
+            continue;
+        }
+        process_item(rt, item, &turn);
+        duro_orch_item_free(item);
+    }
+    duro__turn_free(&turn);
+    return NULL;
+}

@@ -1,0 +1,155 @@
+/* registry.c - the names of orchestrations (by name and version) and
+ * activities a runtime can run. A registry is used by one thread at a time;
+ * the runtime keeps its own deep copy, read-only, shared by its threads. */
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+int duro_registry_create(duro_registry **out)
+{
+    if (out == NULL)
+        return duro__fail(DURO_INVALID, "out is NULL");
+    *out = duro__calloc(1, sizeof(duro_registry));
+    return *out != NULL ? DURO_OK : duro__fail(DURO_NOMEM, "out of memory");
+}
+
+void duro_registry_destroy(duro_registry *r)
+{
+    if (r == NULL)
+        return;
+    for (size_t i = 0; i < r->orch_count; i++) {
+        duro__free(r->orchs[i].name);
+        duro__free(r->orchs[i].version);
+    }
+    for (size_t i = 0; i < r->act_count; i++)
+        duro__free(r->acts[i].name);
+    duro__free(r->orchs);
+    duro__free(r->acts);
+    duro__free(r);
+}
+
+static int check_name(const char *what, const char *name)
+{
+    if (name == NULL || name[0] == '\0')
+        return duro__fail(DURO_INVALID, "%s name is empty", what);
+    if (strlen(name) > 1024)
+        return duro__fail(DURO_TOO_LARGE, "%s name is longer than 1024 bytes",
+                          what);
+    return DURO_OK;
+}
+
+int duro_registry_add_orchestration(duro_registry *r, const char *name,
+                                    const char *version,
+                                    duro_orchestration_fn fn, void *user)
+{
+    if (r == NULL || fn == NULL)
+        return duro__fail(DURO_INVALID, "registry or function is NULL");
+    int rc = check_name("orchestration", name);
+    if (rc != DURO_OK)
+        return rc;
+    if (version == NULL)
+        version = "";
+    for (size_t i = 0; i < r->orch_count; i++)
+        if (strcmp(r->orchs[i].name, name) == 0 &&
+            strcmp(r->orchs[i].version, version) == 0)
+            return duro__fail(DURO_ALREADY_EXISTS,
+                              "orchestration '%s' version '%s' is already "
+                              "registered",
+                              name, version);
+    duro__orch_entry *e = duro__vec_push((void **)&r->orchs, &r->orch_count,
+                                         &r->orch_cap, sizeof(*e));
+    if (e == NULL)
+        return duro__fail(DURO_NOMEM, "out of memory");
+    e->name = duro__strdup(name);
+    e->version = duro__strdup(version);
+    e->fn = fn;
+    e->user = user;
+    if (e->name == NULL || e->version == NULL) {
+        duro__free(e->name);
+        duro__free(e->version);
+        r->orch_count--;
+        return duro__fail(DURO_NOMEM, "out of memory");
+    }
+    return DURO_OK;
+}
+
+int duro_registry_add_activity(duro_registry *r, const char *name,
+                               duro_activity_fn fn, void *user)
+{
+    if (r == NULL || fn == NULL)
+        return duro__fail(DURO_INVALID, "registry or function is NULL");
+    int rc = check_name("activity", name);
+    if (rc != DURO_OK)
+        return rc;
+    if (duro__registry_find_activity(r, name) != NULL)
+        return duro__fail(DURO_ALREADY_EXISTS,
+                          "activity '%s' is already registered", name);
+    duro__activity_entry *e = duro__vec_push((void **)&r->acts, &r->act_count,
+                                             &r->act_cap, sizeof(*e));
+    if (e == NULL)
+        return duro__fail(DURO_NOMEM, "out of memory");
+    e->name = duro__strdup(name);
+    e->fn = fn;
+    e->user = user;
+    if (e->name == NULL) {
+        r->act_count--;
+        return duro__fail(DURO_NOMEM, "out of memory");
+    }
+    return DURO_OK;
+}
+
+int duro__registry_copy(const duro_registry *src, duro_registry **out)
+{
+    duro_registry *r;
+    int rc = duro_registry_create(&r);
+    if (rc != DURO_OK)
+        return rc;
+    for (size_t i = 0; src != NULL && i < src->orch_count && rc == DURO_OK;
+         i++)
+        rc = duro_registry_add_orchestration(r, src->orchs[i].name,
+                                             src->orchs[i].version,
+                                             src->orchs[i].fn,
+                                             src->orchs[i].user);
+    for (size_t i = 0; src != NULL && i < src->act_count && rc == DURO_OK;
+         i++)
+        rc = duro_registry_add_activity(r, src->acts[i].name,
+                                        src->acts[i].fn, src->acts[i].user);
+    if (rc != DURO_OK) {
+        duro_registry_destroy(r);
+        return rc;
+    }
+    *out = r;
+    return DURO_OK;
+}
+
+const duro__orch_entry *duro__registry_find_orch(const duro_registry *r,
+                                                 const char *name,
+                                                 const char *version)
+{
+    const duro__orch_entry *best = NULL;
+    if (name == NULL)
+        return NULL;
+    for (size_t i = 0; i < r->orch_count; i++) {
+        const duro__orch_entry *e = &r->orchs[i];
+        if (strcmp(e->name, name) != 0)
+            continue;
+        if (version != NULL && version[0] != '\0') {
+            if (strcmp(e->version, version) == 0)
+                return e;
+        } else if (best == NULL || strverscmp(e->version, best->version) > 0) {
+            best = e;
+        }
+    }
+    return best;
+}
+
+const duro__activity_entry *duro__registry_find_activity(
+    const duro_registry *r, const char *name)
+{
+    if (name == NULL)
+        return NULL;
+    for (size_t i = 0; i < r->act_count; i++)
+        if (strcmp(r->acts[i].name, name) == 0)
+            return &r->acts[i];
+    return NULL;
+}

@@ -1,0 +1,269 @@
+/* runtime.c - the runtime handle: options, creation on a store, starting and
+ * stopping the dispatcher threads, metrics. A runtime is driven by one
+ * thread at a time; its own threads are marked so that calls which would
+ * deadlock from them (shutdown, destroy) are refused with DURO_MISUSE. */
+#include <string.h>
+
+#include "core/fiber.h"
+#include "runtime/runtime.h"
+
+static _Thread_local int runtime_thread;
+
+int duro__on_runtime_thread(void)
+{
+    return runtime_thread;
+}
+
+void duro__mark_runtime_thread(void)
+{
+    runtime_thread = 1;
+}
+
+void duro_runtime_options_init(duro_runtime_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->version = 1;
+    o->orchestration_concurrency = 2;
+    o->worker_concurrency = 8;
+    o->orchestration_lock_timeout_ms = 30000;
+    o->worker_lock_timeout_ms = 30000;
+    o->lock_renewal_ms = 2000;
+    o->poll_interval_ms = 200;
+    o->max_attempts = 10;
+    o->max_history_events = 50000;
+    o->fiber_stack_size = 256 * 1024;
+    o->fiber_cache_size = 1024;
+    o->cancel_grace_ms = 10000;
+    o->unknown_name_retry_ms = 1000;
+    o->max_payload = 1048576;
+    o->log_level = DURO_LOG_WARN;
+}
+
+static int check_options(const duro_runtime_options *o)
+{
+    if (o->version < 1)
+        return duro__fail(DURO_INVALID,
+                          "options.version is not set: call "
+                          "duro_runtime_options_init() first");
+    if (o->orchestration_concurrency < 0 || o->orchestration_concurrency > 256)
+        return duro__fail(DURO_INVALID,
+                          "orchestration_concurrency must be 0..256");
+    if (o->worker_concurrency < 0 || o->worker_concurrency > 4096)
+        return duro__fail(DURO_INVALID, "worker_concurrency must be 0..4096");
+    if (o->orchestration_concurrency == 0 && o->worker_concurrency == 0)
+        return duro__fail(DURO_INVALID,
+                          "orchestration_concurrency and worker_concurrency "
+                          "are both 0: the runtime would run nothing");
+    if (o->orchestration_lock_timeout_ms < 10 || o->worker_lock_timeout_ms < 10)
+        return duro__fail(DURO_INVALID, "lock timeouts must be >= 10 ms");
+    if (o->lock_renewal_ms < 1 ||
+        o->lock_renewal_ms >= o->worker_lock_timeout_ms)
+        return duro__fail(DURO_INVALID,
+                          "lock_renewal_ms must be >= 1 and below "
+                          "worker_lock_timeout_ms");
+    if (o->poll_interval_ms < 1)
+        return duro__fail(DURO_INVALID, "poll_interval_ms must be >= 1");
+    if (o->max_attempts < 1)
+        return duro__fail(DURO_INVALID, "max_attempts must be >= 1");
+    if (o->cancel_grace_ms < 0 || o->unknown_name_retry_ms < 0)
+        return duro__fail(DURO_INVALID,
+                          "cancel_grace_ms and unknown_name_retry_ms must "
+                          "be >= 0");
+    if (o->max_payload < 1)
+        return duro__fail(DURO_INVALID, "max_payload must be >= 1");
+    return DURO_OK;
+}
+
+static int create(duro_provider *p, int owns, const duro_registry *reg,
+                  const duro_runtime_options *opts, duro_runtime **out)
+{
+    duro_runtime_options defaults;
+    if (opts == NULL) {
+        duro_runtime_options_init(&defaults);
+        opts = &defaults;
+    }
+    int rc = check_options(opts);
+    if (rc != DURO_OK)
+        return rc;
+    duro_runtime *rt = duro__calloc(1, sizeof(*rt));
+    if (rt == NULL)
+        return duro__fail(DURO_NOMEM, "out of memory");
+    rt->opts = *opts;
+    rt->logger.level = opts->log_level;
+    rt->logger.fn = opts->log_fn;
+    rt->logger.user = opts->log_user;
+    rt->provider = p;
+    rt->owns_provider = owns;
+    pthread_mutex_init(&rt->lock, NULL);
+    duro__cond_init_monotonic(&rt->slots_cond);
+    rc = duro__registry_copy(reg, &rt->registry);
+    if (rc == DURO_OK)
+        rc = duro__cache_create(opts->fiber_cache_size, &rt->cache);
+    if (rc != DURO_OK) {
+        rt->owns_provider = 0;
+        duro_runtime_destroy(rt);
+        return duro__fail(rc, "out of memory");
+    }
+    *out = rt;
+    return DURO_OK;
+}
+
+int duro_runtime_create(const char *url, const duro_registry *reg,
+                        const duro_runtime_options *opts, duro_runtime **out)
+{
+    if (out == NULL)
+        return duro__fail(DURO_INVALID, "out is NULL");
+    *out = NULL;
+    if (reg == NULL)
+        return duro__fail(DURO_INVALID, "registry is NULL");
+    duro_provider *p;
+    duro_error err;
+    int rc = duro_provider_open(url, &p, &err);
+    if (rc != DURO_OK)
+        return duro__fail_from(&err);
+    rc = create(p, 1, reg, opts, out);
+    if (rc != DURO_OK)
+        duro_provider_close(p);
+    return rc;
+}
+
+int duro_runtime_create_with_provider(duro_provider *p,
+                                      const duro_registry *reg,
+                                      const duro_runtime_options *opts,
+                                      duro_runtime **out)
+{
+    if (out == NULL)
+        return duro__fail(DURO_INVALID, "out is NULL");
+    *out = NULL;
+    if (p == NULL || reg == NULL)
+        return duro__fail(DURO_INVALID, "provider or registry is NULL");
+    if (p->version < 1)
+        return duro__fail(DURO_UNSUPPORTED, "provider version %d < 1",
+                          p->version);
+    return create(p, 0, reg, opts, out);
+}
+
+int duro_runtime_start(duro_runtime *rt)
+{
+    if (rt == NULL)
+        return duro__fail(DURO_INVALID, "runtime is NULL");
+    if (duro__fiber_current() != NULL)
+        return duro__fail(DURO_MISUSE,
+                          "duro_runtime_start called from orchestration code");
+    pthread_mutex_lock(&rt->lock);
+    if (rt->started) {
+        pthread_mutex_unlock(&rt->lock);
+        return duro__fail(DURO_INVALID_STATE, "runtime already started");
+    }
+    rt->started = 1;
+    pthread_mutex_unlock(&rt->lock);
+    rt->provider->wake(rt->provider, 0);
+    int rc = duro__workers_start(rt);
+    if (rc != DURO_OK) {
+        duro_runtime_shutdown(rt, 0);
+        return rc;
+    }
+    rt->orch_threads = duro__calloc((size_t)rt->opts.orchestration_concurrency,
+                                    sizeof(pthread_t));
+    if (rt->orch_threads == NULL) {
+        duro_runtime_shutdown(rt, 0);
+        return duro__fail(DURO_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < rt->opts.orchestration_concurrency; i++) {
+        if (pthread_create(&rt->orch_threads[i], NULL,
+                           duro__orchestration_thread, rt) != 0) {
+            duro_runtime_shutdown(rt, 0);
+            return duro__fail(DURO_ERROR,
+                              "could not start orchestration threads");
+        }
+        rt->orch_thread_count++;
+    }
+    return DURO_OK;
+}
+
+void duro__runtime_pause(duro_runtime *rt, int64_t ms)
+{
+    int64_t end = duro__mono_ms() + ms;
+    while (!atomic_load(&rt->stop_flag)) {
+        int64_t left = end - duro__mono_ms();
+        if (left <= 0)
+            return;
+        duro__sleep_ms(DURO__MIN(left, 10));
+    }
+}
+
+int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms)
+{
+    if (rt == NULL)
+        return duro__fail(DURO_INVALID, "runtime is NULL");
+    if (duro__on_runtime_thread() || duro__fiber_current() != NULL)
+        return duro__fail(DURO_MISUSE,
+                          "duro_runtime_shutdown called from a thread of the "
+                          "runtime (an activity or orchestration); it would "
+                          "wait for itself");
+    pthread_mutex_lock(&rt->lock);
+    if (!rt->started || rt->stopping) {
+        pthread_mutex_unlock(&rt->lock);
+        return DURO_OK;
+    }
+    rt->stopping = 1;
+    atomic_store(&rt->stop_flag, 1);
+    pthread_mutex_unlock(&rt->lock);
+    rt->provider->wake(rt->provider, 1);
+    int64_t start = duro__mono_ms();
+    for (int i = 0; i < rt->orch_thread_count; i++)
+        pthread_join(rt->orch_threads[i], NULL);
+    rt->orch_thread_count = 0;
+    int64_t left = timeout_ms - (duro__mono_ms() - start);
+    int rc = duro__workers_stop(rt, left > 0 ? left : 0);
+    if (rc != DURO_OK)
+        duro__fail(rc, "activities still running at the shutdown deadline "
+                       "were returned to the queue");
+    return rc;
+}
+
+void duro_runtime_destroy(duro_runtime *rt)
+{
+    if (rt == NULL)
+        return;
+    if (duro__on_runtime_thread() || duro__fiber_current() != NULL) {
+        duro__fail(DURO_MISUSE, "duro_runtime_destroy called from a runtime "
+                                "thread; ignored");
+        return;
+    }
+    if (rt->started)
+        duro_runtime_shutdown(rt, rt->opts.cancel_grace_ms);
+    duro__workers_free(rt);
+    duro__cache_destroy(rt->cache);
+    duro_registry_destroy(rt->registry);
+    if (rt->owns_provider)
+        duro_provider_close(rt->provider);
+    duro__free(rt->orch_threads);
+    pthread_cond_destroy(&rt->slots_cond);
+    pthread_mutex_destroy(&rt->lock);
+    duro__free(rt);
+}
+
+void duro_runtime_metrics(duro_runtime *rt, duro_metrics *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (rt == NULL)
+        return;
+#define LOAD(f) atomic_load_explicit(&rt->f, memory_order_relaxed)
+    out->turns = LOAD(m_turns);
+    out->replays = LOAD(m_replays);
+    out->fiber_cache_hits = LOAD(m_cache_hits);
+    out->orchestrations_completed = LOAD(m_orch_completed);
+    out->orchestrations_failed = LOAD(m_orch_failed);
+    out->orchestrations_cancelled = LOAD(m_orch_cancelled);
+    out->activities_completed = LOAD(m_act_completed);
+    out->activities_failed = LOAD(m_act_failed);
+    out->activities_cancelled = LOAD(m_act_cancelled);
+    out->activities_cancel_requested = LOAD(m_act_cancel_requested);
+    out->activities_abandoned = LOAD(m_act_abandoned);
+    out->poison_messages = LOAD(m_poison);
+    out->lock_renewal_failures = LOAD(m_renew_failures);
+    out->storage_retries = LOAD(m_storage_retries);
+    out->nondeterminism_errors = LOAD(m_nondeterminism);
+#undef LOAD
+}

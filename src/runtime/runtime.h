@@ -1,0 +1,160 @@
+/* runtime.h - internals shared by the runtime's modules: the registry, the
+ * cancellation token, the activity context, the engine cache, the worker
+ * slots and activity manager, and the runtime struct that ties them together.
+ *
+ * Threads of a started runtime: orchestration_concurrency turn threads,
+ * worker_concurrency activity slot threads (plus replacements for slots whose
+ * activity ignored its cancellation past the grace period), and one activity
+ * manager thread. Lock order: runtime->lock, then cache->lock, then
+ * manager->lock; a token's lock is a leaf. No lock is held while user code or
+ * the provider runs, except that the history-cache callback takes
+ * cache->lock inside the provider's fetch. */
+#ifndef DURO_RUNTIME_INTERNAL_H
+#define DURO_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/core.h"
+
+/* ---- registry -------------------------------------------------------- */
+
+typedef struct duro__orch_entry {
+    char *name;
+    char *version; /* "" = the default version */
+    duro_orchestration_fn fn;
+    void *user;
+} duro__orch_entry;
+
+typedef struct duro__activity_entry {
+    char *name;
+    duro_activity_fn fn;
+    void *user;
+} duro__activity_entry;
+
+struct duro_registry {
+    duro__orch_entry *orchs;
+    size_t orch_count, orch_cap;
+    duro__activity_entry *acts;
+    size_t act_count, act_cap;
+};
+
+/* A deep copy; DURO_NOMEM. */
+int duro__registry_copy(const duro_registry *src, duro_registry **out);
+/* version NULL or "": the highest registered version (strverscmp). */
+const duro__orch_entry *duro__registry_find_orch(const duro_registry *r,
+                                                 const char *name,
+                                                 const char *version);
+const duro__activity_entry *duro__registry_find_activity(
+    const duro_registry *r, const char *name);
+
+/* ---- cancellation token ------------------------------------------------ */
+
+struct duro_cancel_token {
+    _Atomic int refs;
+    _Atomic int fired;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int efd;          /* eventfd, -1 until asked for; under lock */
+    char reason[64];  /* first reason; written once before fired is set */
+    int64_t fired_mono_ns; /* when it fired, for latency figures */
+};
+
+duro_cancel_token *duro__token_create(void); /* refs = 1; NULL on OOM */
+void duro__token_retain(duro_cancel_token *t);
+/* Fires the token once (later calls keep the first reason). Returns 1 when
+ * this call fired it. */
+int duro__token_fire(duro_cancel_token *t, const char *reason);
+
+/* ---- activity context -------------------------------------------------- */
+
+struct duro_activity {
+    char *instance_id;
+    uint64_t execution_id;
+    char *name;
+    uint64_t activity_id;
+    uint32_t attempt;
+    uint32_t delivery;
+    char *input;
+    void *user;
+    duro_cancel_token *token;
+};
+
+/* ---- the runtime ---------------------------------------------------------- */
+
+typedef struct duro__engine_cache duro__engine_cache;
+typedef struct duro__manager duro__manager;
+typedef struct duro__inflight duro__inflight;
+
+struct duro_runtime {
+    duro_runtime_options opts;
+    duro__logger logger;
+    duro_provider *provider;
+    int owns_provider;
+    duro_registry *registry;
+    duro__engine_cache *cache;
+    duro__manager *manager;
+
+    pthread_mutex_t lock;
+    int started;
+    int stopping;          /* dispatchers stop taking work */
+    _Atomic int stop_flag; /* mirror of stopping for lock-free checks */
+    pthread_t *orch_threads;
+    int orch_thread_count;
+    /* worker slots (see worker.c) */
+    struct duro__slot_ctx **slots;
+    int slot_count;
+    _Atomic int live_slot_threads; /* slot threads not yet exited */
+    pthread_cond_t slots_cond;     /* signalled when a slot thread exits */
+
+    /* metrics, updated with relaxed atomics */
+    _Atomic uint64_t m_turns, m_replays, m_cache_hits, m_orch_completed,
+        m_orch_failed, m_orch_cancelled, m_act_completed, m_act_failed,
+        m_act_cancelled, m_act_cancel_requested, m_act_abandoned, m_poison,
+        m_renew_failures, m_storage_retries, m_nondeterminism;
+};
+
+#define DURO__COUNT(rt, field) atomic_fetch_add_explicit(&(rt)->field, 1, memory_order_relaxed)
+#define DURO__COUNT_N(rt, field, n) atomic_fetch_add_explicit(&(rt)->field, (n), memory_order_relaxed)
+
+/* 1 on a thread the runtime started (turn threads, slots, manager). */
+int duro__on_runtime_thread(void);
+void duro__mark_runtime_thread(void);
+
+/* ---- engine cache (engine_cache.c) --------------------------------------- */
+
+int duro__cache_create(size_t capacity, duro__engine_cache **out);
+void duro__cache_destroy(duro__engine_cache *c); /* destroys the engines */
+/* Takes the engine of (instance, execution) out of the cache; NULL if none.
+ * Engines of other executions of the instance are destroyed. */
+duro_orch *duro__cache_take(duro__engine_cache *c, const char *instance_id,
+                            uint64_t execution_id);
+/* Puts an engine back (the cache owns it); may evict and destroy the least
+ * recently used one. */
+void duro__cache_put(duro__engine_cache *c, duro_orch *e);
+/* The duro_history_cache callback (user = the cache). */
+uint64_t duro__cache_cached_events(void *user, const char *instance_id,
+                                   uint64_t execution_id);
+size_t duro__cache_size(duro__engine_cache *c);
+
+/* ---- orchestration dispatcher (orchestrator.c) ---------------------------- */
+
+void *duro__orchestration_thread(void *arg); /* arg: the runtime */
+
+/* ---- worker slots and the activity manager (worker.c) -------------------- */
+
+int duro__workers_start(duro_runtime *rt);
+/* Stops fetching, waits up to timeout_ms for in-flight activities, then
+ * fires and abandons what is left. Returns DURO_OK or DURO_TIMEOUT. */
+int duro__workers_stop(duro_runtime *rt, int64_t timeout_ms);
+void duro__workers_free(duro_runtime *rt);
+/* After a turn committed: fires the tokens of the cancelled activities that
+ * run in this process. */
+void duro__workers_cancel_local(duro_runtime *rt,
+                                const duro_activity_ref *refs,
+                                const char **reasons, size_t count);
+
+/* Sleeps up to ms unless the runtime is stopping (returns early). */
+void duro__runtime_pause(duro_runtime *rt, int64_t ms);
+
+#endif

@@ -1,0 +1,707 @@
+/* worker.c - the worker dispatcher and the activity manager. Each worker slot
+ * is a thread that fetches one ActivityExecute, runs the activity with its
+ * context and acks the completion. One activity manager thread renews the
+ * locks of every in-flight activity of this runtime before they expire,
+ * fires an activity's cancellation token when its lock is gone (or at once
+ * when a turn of this runtime cancelled it), and, when a cancelled activity
+ * has not returned within the grace period, frees its slot: a new thread
+ * takes the slot and the old one is abandoned (its result is discarded).
+ *
+ * Lock order: runtime->lock before manager->lock. The manager lock guards
+ * the in-flight list and the slots' thread handles; it is never held while
+ * user code or the provider runs. An abandoned thread touches only its own
+ * context and its reference-counted in-flight record, so it may outlive the
+ * runtime. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/runtime.h"
+
+struct duro__inflight {
+    _Atomic int refs;        /* slot thread + manager list */
+    char *lock_token;
+    char *instance_id;
+    uint64_t execution_id;
+    uint64_t activity_id;
+    char *name;
+    duro_cancel_token *token;
+    int64_t next_renew_ms;   /* monotonic; INT64_MAX: stop renewing */
+    int64_t grace_deadline_ms; /* monotonic; 0: not cancelled */
+    int renewing;            /* a renewal call is in progress */
+    _Atomic int phase;       /* PHASE_*: RUNNING until the function returns
+                                (DONE) or the runtime gives up (ABANDONED);
+                                decided by one compare-and-swap, so an
+                                abandoned thread never takes a runtime lock */
+    int in_list;
+    struct duro__slot_ctx *slot;
+    duro__inflight *next;
+};
+
+typedef struct duro__slot_ctx {
+    duro_runtime *rt;
+    int index;
+    pthread_t thread;        /* under manager->lock */
+    int thread_valid;
+} slot_ctx;
+
+enum { PHASE_RUNNING = 0, PHASE_DONE = 1, PHASE_ABANDONED = 2 };
+
+static int running(duro__inflight *f)
+{
+    return atomic_load(&f->phase) == PHASE_RUNNING;
+}
+
+/* Claims a running activity for abandonment; 0 when it already returned. */
+static int claim_abandon(duro__inflight *f)
+{
+    int expected = PHASE_RUNNING;
+    return atomic_compare_exchange_strong(&f->phase, &expected,
+                                          PHASE_ABANDONED);
+}
+
+struct duro__manager {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    duro__inflight *head;
+    int stop;
+    pthread_t thread;
+    int running;
+};
+
+static void inflight_release(duro__inflight *f)
+{
+    if (f == NULL || atomic_fetch_sub(&f->refs, 1) != 1)
+        return;
+    duro_cancel_token_release(f->token);
+    duro__free(f->lock_token);
+    duro__free(f->instance_id);
+    duro__free(f->name);
+    duro__free(f);
+}
+
+static void list_remove(duro__manager *m, duro__inflight *f)
+{
+    for (duro__inflight **pp = &m->head; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == f) {
+            *pp = f->next;
+            f->next = NULL;
+            f->in_list = 0;
+            return;
+        }
+    }
+}
+
+static int64_t renew_interval(const duro_runtime *rt)
+{
+    return rt->opts.lock_renewal_ms;
+}
+
+/* ------------------------------------------------------------------------
+ * slot threads */
+
+static void *slot_main(void *arg);
+
+static int spawn_slot_thread(duro_runtime *rt, slot_ctx *s)
+{
+    pthread_t t;
+    atomic_fetch_add(&rt->live_slot_threads, 1);
+    if (pthread_create(&t, NULL, slot_main, s) != 0) {
+        atomic_fetch_sub(&rt->live_slot_threads, 1);
+        return DURO_ERROR;
+    }
+    s->thread = t;
+    s->thread_valid = 1;
+    return DURO_OK;
+}
+
+static void slot_exited(duro_runtime *rt)
+{
+    pthread_mutex_lock(&rt->lock);
+    atomic_fetch_sub(&rt->live_slot_threads, 1);
+    pthread_cond_broadcast(&rt->slots_cond);
+    pthread_mutex_unlock(&rt->lock);
+}
+
+static void fill_failure(duro_work_item *c, const duro_work_item *x,
+                         const char *error, int category)
+{
+    memset(c, 0, sizeof(*c));
+    c->kind = DURO_WORK_ACTIVITY_FAILED;
+    c->instance_id = x->instance_id;
+    c->execution_id = x->execution_id;
+    c->source_id = x->source_id;
+    c->error = error;
+    c->category = category;
+}
+
+/* Acks with retries on retryable errors. Returns the final code. */
+static int ack_with_retries(duro_runtime *rt, const char *token,
+                            const duro_work_item *completion,
+                            duro_error *err)
+{
+    duro_provider *p = rt->provider;
+    int64_t delay = 5;
+    for (int i = 0;; i++) {
+        int rc = p->ack_work_item(p, token, completion, err);
+        if (rc == DURO_OK || !err->retryable || i >= 20)
+            return rc;
+        DURO__COUNT(rt, m_storage_retries);
+        duro__sleep_ms(delay);
+        delay = DURO__MIN(delay * 2, 500);
+    }
+}
+
+static void abandon_row(duro_runtime *rt, const char *token, int64_t delay)
+{
+    duro_error err;
+    rt->provider->abandon_work_item(rt->provider, token, delay, &err);
+}
+
+static duro_activity *make_context(const duro_worker_item *w, void *user,
+                                   duro_cancel_token *token)
+{
+    duro_activity *a = duro__calloc(1, sizeof(*a));
+    if (a == NULL)
+        return NULL;
+    a->instance_id = duro__strdup(w->item.instance_id);
+    a->name = duro__strdup(w->item.name);
+    a->input = duro__strdup(w->item.payload);
+    a->execution_id = w->item.execution_id;
+    a->activity_id = w->item.source_id;
+    a->attempt = w->item.attempt ? w->item.attempt : 1;
+    a->delivery = w->attempt;
+    a->user = user;
+    a->token = token;
+    if (a->instance_id == NULL || a->name == NULL ||
+        (w->item.payload != NULL && a->input == NULL)) {
+        duro__free(a->instance_id);
+        duro__free(a->name);
+        duro__free(a->input);
+        duro__free(a);
+        return NULL;
+    }
+    return a;
+}
+
+static void free_context(duro_activity *a)
+{
+    duro__free(a->instance_id);
+    duro__free(a->name);
+    duro__free(a->input);
+    duro__free(a);
+}
+
+/* Runs one fetched activity. Returns 1 when this thread was abandoned while
+ * the activity ran: it must then exit without touching the runtime. */
+static int run_item(slot_ctx *s, duro_worker_item *w)
+{
+    duro_runtime *rt = s->rt;
+    duro__manager *m = rt->manager;
+    const duro_work_item *x = &w->item;
+    duro_work_item completion;
+    duro_error err;
+    char why[512];
+
+    if (w->attempt > rt->opts.max_attempts) {
+        DURO__COUNT(rt, m_poison);
+        snprintf(why, sizeof(why),
+                 "poison message: activity '%s' was delivered %u times "
+                 "without completing (max_attempts %u)",
+                 x->name, w->attempt, rt->opts.max_attempts);
+        duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s': %s",
+                  x->instance_id, why);
+        fill_failure(&completion, x, why, DURO_CATEGORY_INFRASTRUCTURE);
+        ack_with_retries(rt, w->lock_token, &completion, &err);
+        return 0;
+    }
+    const duro__activity_entry *entry =
+        duro__registry_find_activity(rt->registry, x->name);
+    if (entry == NULL) {
+        if (w->attempt < rt->opts.max_attempts) {
+            int64_t d = rt->opts.unknown_name_retry_ms;
+            for (uint32_t i = 1; i < w->attempt && d < 60000; i++)
+                d *= 2;
+            d = DURO__MIN(d, 60000);
+            duro__log(&rt->logger, DURO_LOG_WARN,
+                      "activity '%s' is not registered (instance '%s'); "
+                      "retrying in %lld ms",
+                      x->name, x->instance_id, (long long)d);
+            abandon_row(rt, w->lock_token, d);
+            return 0;
+        }
+        snprintf(why, sizeof(why),
+                 "activity '%s' is not registered (gave up after %u "
+                 "attempts)",
+                 x->name, w->attempt);
+        fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
+        if (ack_with_retries(rt, w->lock_token, &completion, &err) ==
+            DURO_OK)
+            DURO__COUNT(rt, m_act_failed);
+        return 0;
+    }
+
+    duro_cancel_token *token = duro__token_create();
+    duro__inflight *f = token ? duro__calloc(1, sizeof(*f)) : NULL;
+    duro_activity *a = f ? make_context(w, entry->user, token) : NULL;
+    if (f != NULL) {
+        f->lock_token = duro__strdup(w->lock_token);
+        f->instance_id = duro__strdup(x->instance_id);
+        f->name = duro__strdup(x->name);
+    }
+    if (a == NULL || f->lock_token == NULL || f->instance_id == NULL ||
+        f->name == NULL) {
+        if (a != NULL)
+            free_context(a);
+        if (f != NULL) {
+            duro__free(f->lock_token);
+            duro__free(f->instance_id);
+            duro__free(f->name);
+            duro__free(f);
+        }
+        duro_cancel_token_release(token);
+        abandon_row(rt, w->lock_token, 1000);
+        return 0;
+    }
+    duro__token_retain(token); /* one for the context, one for f */
+    f->token = token;
+    f->execution_id = x->execution_id;
+    f->activity_id = x->source_id;
+    f->slot = s;
+    atomic_init(&f->refs, 2);
+
+    pthread_mutex_lock(&m->lock);
+    f->next_renew_ms = duro__mono_ms() + renew_interval(rt);
+    f->next = m->head;
+    m->head = f;
+    f->in_list = 1;
+    pthread_cond_signal(&m->cond);
+    pthread_mutex_unlock(&m->lock);
+
+    duro_result res;
+    duro__result_init(&res);
+    int rc = entry->fn(a, a->input, &res);
+    duro__result_finish(&res, rc);
+
+    if (atomic_exchange(&f->phase, PHASE_DONE) == PHASE_ABANDONED) {
+        /* The slot went to another thread: discard everything quietly. */
+        duro__result_clear(&res);
+        free_context(a);
+        duro_cancel_token_release(token);
+        inflight_release(f);
+        return 1;
+    }
+
+    if (duro_cancel_token_cancelled(token)) {
+        /* Nobody waits for this result. The row is gone when a turn
+         * cancelled it; when only the lock was lost it goes back to the
+         * queue. Either way no completion is enqueued. */
+        abandon_row(rt, f->lock_token, 0);
+        DURO__COUNT(rt, m_act_cancelled);
+        duro__log(&rt->logger, DURO_LOG_INFO,
+                  "activity '%s' (instance '%s', event %llu) was cancelled "
+                  "(%s); its result is discarded",
+                  f->name, f->instance_id, (unsigned long long)f->activity_id,
+                  token->reason);
+    } else {
+        memset(&completion, 0, sizeof(completion));
+        completion.instance_id = x->instance_id;
+        completion.execution_id = x->execution_id;
+        completion.source_id = x->source_id;
+        if (res.oom) {
+            fill_failure(&completion, x, "out of memory building the result",
+                         DURO_CATEGORY_INFRASTRUCTURE);
+        } else if (res.kind == DURO__RESULT_OK ||
+                   res.kind == DURO__RESULT_CONTINUE_AS_NEW) {
+            completion.kind = DURO_WORK_ACTIVITY_COMPLETED;
+            completion.payload = res.output;
+            if (res.output != NULL &&
+                strlen(res.output) > rt->opts.max_payload) {
+                snprintf(why, sizeof(why),
+                         "output of activity '%s' is %zu bytes, over the "
+                         "limit of %zu",
+                         x->name, strlen(res.output), rt->opts.max_payload);
+                fill_failure(&completion, x, why,
+                             DURO_CATEGORY_CONFIGURATION);
+            }
+        } else {
+            const char *e = res.error ? res.error : "failed";
+            if (strlen(e) > rt->opts.max_payload)
+                e = "activity error message over the payload limit";
+            fill_failure(&completion, x, e,
+                         res.category ? res.category
+                                      : DURO_CATEGORY_APPLICATION);
+        }
+        rc = ack_with_retries(rt, f->lock_token, &completion, &err);
+        if (rc == DURO_OK) {
+            if (completion.kind == DURO_WORK_ACTIVITY_COMPLETED)
+                DURO__COUNT(rt, m_act_completed);
+            else
+                DURO__COUNT(rt, m_act_failed);
+        } else if (rc == DURO_LOCK_LOST) {
+            DURO__COUNT(rt, m_act_cancelled);
+            duro__log(&rt->logger, DURO_LOG_INFO,
+                      "completion of activity '%s' (instance '%s', event "
+                      "%llu) dropped: its row is gone (cancelled) or its "
+                      "lock was lost",
+                      f->name, f->instance_id,
+                      (unsigned long long)f->activity_id);
+        } else {
+            duro__log(&rt->logger, DURO_LOG_ERROR,
+                      "ack of activity '%s' (instance '%s') failed: %s",
+                      f->name, f->instance_id, err.message);
+            abandon_row(rt, f->lock_token, 1000);
+        }
+    }
+    pthread_mutex_lock(&m->lock);
+    if (f->in_list)
+        list_remove(m, f);
+    pthread_mutex_unlock(&m->lock);
+    inflight_release(f); /* the list's reference */
+    duro__result_clear(&res);
+    free_context(a);
+    duro_cancel_token_release(token);
+    inflight_release(f);
+    return 0;
+}
+
+static void *slot_main(void *arg)
+{
+    slot_ctx *s = arg;
+    duro_runtime *rt = s->rt;
+    duro_provider *p = rt->provider;
+    duro__mark_runtime_thread();
+    int64_t backoff = 0;
+    while (!atomic_load(&rt->stop_flag)) {
+        duro_worker_item *w = NULL;
+        duro_error err;
+        int rc = p->fetch_work_item(p, rt->opts.worker_lock_timeout_ms, &w,
+                                    &err);
+        if (rc != DURO_OK) {
+            if (err.retryable)
+                DURO__COUNT(rt, m_storage_retries);
+            backoff = backoff == 0 ? 10 : DURO__MIN(backoff * 2, 1000);
+            duro__log(&rt->logger,
+                      err.retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
+                      "fetch of activity work failed: %s", err.message);
+            duro__runtime_pause(rt, backoff);
+            continue;
+        }
+        backoff = 0;
+        if (w == NULL) {
+            p->wait_for_work(p, DURO_QUEUE_WORKER, rt->opts.poll_interval_ms,
+                             &err);
+            continue;
+        }
+        int gone = run_item(s, w);
+        duro_worker_item_free(w);
+        if (gone)
+            return NULL; /* abandoned: the runtime may already be gone */
+    }
+    slot_exited(rt);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * the activity manager */
+
+typedef struct work_list {
+    duro__inflight **items;
+    size_t count, cap;
+} work_list;
+
+static int work_push(work_list *l, duro__inflight *f)
+{
+    duro__inflight **slot = duro__vec_push((void **)&l->items, &l->count,
+                                           &l->cap, sizeof(*slot));
+    if (slot == NULL)
+        return 0;
+    *slot = f;
+    return 1;
+}
+
+static void fire(duro__inflight *f, const char *reason, int64_t now,
+                 int64_t grace)
+{
+    if (duro__token_fire(f->token, reason))
+        f->grace_deadline_ms = now + grace;
+    f->next_renew_ms = INT64_MAX;
+}
+
+static void *manager_main(void *arg)
+{
+    duro_runtime *rt = arg;
+    duro__manager *m = rt->manager;
+    duro_provider *p = rt->provider;
+    duro__mark_runtime_thread();
+    work_list renew = {0}, give_up = {0};
+    pthread_mutex_lock(&m->lock);
+    while (!m->stop) {
+        int64_t now = duro__mono_ms();
+        renew.count = give_up.count = 0;
+        for (duro__inflight *f = m->head; f != NULL; f = f->next) {
+            if (!f->renewing && f->next_renew_ms <= now &&
+                work_push(&renew, f)) {
+                f->renewing = 1;
+                atomic_fetch_add(&f->refs, 1);
+            }
+            if (f->grace_deadline_ms > 0 && now >= f->grace_deadline_ms &&
+                running(f) && work_push(&give_up, f)) {
+                if (claim_abandon(f))
+                    atomic_fetch_add(&f->refs, 1);
+                else
+                    give_up.count--;
+            }
+        }
+        for (size_t i = 0; i < give_up.count; i++)
+            list_remove(m, give_up.items[i]);
+        pthread_mutex_unlock(&m->lock);
+
+        for (size_t i = 0; i < renew.count; i++) {
+            duro__inflight *f = renew.items[i];
+            duro_error err;
+            int rc = p->renew_work_item_lock(
+                p, f->lock_token, rt->opts.worker_lock_timeout_ms, &err);
+            int64_t t = duro__mono_ms();
+            pthread_mutex_lock(&m->lock);
+            f->renewing = 0;
+            if (rc == DURO_OK) {
+                if (f->next_renew_ms != INT64_MAX)
+                    f->next_renew_ms = t + renew_interval(rt);
+            } else if (err.retryable) {
+                /* Busy storage is not a lost lock: try again soon. */
+                DURO__COUNT(rt, m_storage_retries);
+                if (f->next_renew_ms != INT64_MAX)
+                    f->next_renew_ms =
+                        t + DURO__MIN(renew_interval(rt), (int64_t)250);
+            } else if (running(f)) {
+                DURO__COUNT(rt, m_renew_failures);
+                fire(f, "lock_lost", t, rt->opts.cancel_grace_ms);
+                duro__log(&rt->logger, DURO_LOG_INFO,
+                          "activity '%s' (instance '%s', event %llu): lock "
+                          "renewal failed (%s); signalling cancellation",
+                          f->name, f->instance_id,
+                          (unsigned long long)f->activity_id, err.message);
+            } else {
+                f->next_renew_ms = INT64_MAX;
+            }
+            pthread_mutex_unlock(&m->lock);
+            inflight_release(f);
+        }
+
+        for (size_t i = 0; i < give_up.count; i++) {
+            duro__inflight *f = give_up.items[i];
+            slot_ctx *s = f->slot;
+            DURO__COUNT(rt, m_act_abandoned);
+            duro__log(&rt->logger, DURO_LOG_WARN,
+                      "activity '%s' (instance '%s', event %llu) ignored its "
+                      "cancellation for %lld ms; its worker slot is freed "
+                      "and the thread abandoned",
+                      f->name, f->instance_id,
+                      (unsigned long long)f->activity_id,
+                      (long long)rt->opts.cancel_grace_ms);
+            pthread_mutex_lock(&m->lock);
+            pthread_t old = s->thread;
+            int had = s->thread_valid;
+            s->thread_valid = 0;
+            if (had)
+                pthread_detach(old);
+            /* The abandoned thread no longer counts as a slot thread. */
+            atomic_fetch_sub(&rt->live_slot_threads, 1);
+            if (!atomic_load(&rt->stop_flag) &&
+                spawn_slot_thread(rt, s) != DURO_OK)
+                duro__log(&rt->logger, DURO_LOG_ERROR,
+                          "could not start a replacement worker thread");
+            pthread_mutex_unlock(&m->lock);
+            pthread_mutex_lock(&rt->lock);
+            pthread_cond_broadcast(&rt->slots_cond);
+            pthread_mutex_unlock(&rt->lock);
+            inflight_release(f); /* the list's reference */
+            inflight_release(f); /* ours */
+        }
+
+        pthread_mutex_lock(&m->lock);
+        int64_t next = INT64_MAX;
+        for (duro__inflight *f = m->head; f != NULL; f = f->next) {
+            if (!f->renewing && f->next_renew_ms < next)
+                next = f->next_renew_ms;
+            if (f->grace_deadline_ms > 0 && running(f) &&
+                f->grace_deadline_ms < next)
+                next = f->grace_deadline_ms;
+        }
+        if (m->stop)
+            break;
+        int64_t wait = next == INT64_MAX ? 60000 : next - duro__mono_ms();
+        if (wait > 0) {
+            struct timespec ts;
+            duro__deadline_ts(&ts, wait);
+            pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    duro__free(renew.items);
+    duro__free(give_up.items);
+    return NULL;
+}
+
+void duro__workers_cancel_local(duro_runtime *rt,
+                                const duro_activity_ref *refs,
+                                const char **reasons, size_t count)
+{
+    duro__manager *m = rt->manager;
+    if (m == NULL || count == 0)
+        return;
+    int64_t now = duro__mono_ms();
+    int fired = 0;
+    pthread_mutex_lock(&m->lock);
+    for (duro__inflight *f = m->head; f != NULL; f = f->next) {
+        if (!running(f))
+            continue;
+        for (size_t i = 0; i < count; i++) {
+            if (refs[i].activity_id == f->activity_id &&
+                refs[i].execution_id == f->execution_id &&
+                strcmp(refs[i].instance_id, f->instance_id) == 0) {
+                fire(f, reasons ? reasons[i] : "cancelled", now,
+                     rt->opts.cancel_grace_ms);
+                fired = 1;
+                break;
+            }
+        }
+    }
+    if (fired)
+        pthread_cond_signal(&m->cond);
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* ------------------------------------------------------------------------
+ * start and stop */
+
+int duro__workers_start(duro_runtime *rt)
+{
+    duro__manager *m = duro__calloc(1, sizeof(*m));
+    if (m == NULL)
+        return DURO_NOMEM;
+    pthread_mutex_init(&m->lock, NULL);
+    duro__cond_init_monotonic(&m->cond);
+    rt->manager = m;
+    if (pthread_create(&m->thread, NULL, manager_main, rt) != 0)
+        return duro__fail(DURO_ERROR, "could not start the activity manager");
+    m->running = 1;
+    rt->slot_count = rt->opts.worker_concurrency;
+    rt->slots = duro__calloc((size_t)rt->slot_count, sizeof(slot_ctx *));
+    if (rt->slots == NULL)
+        return DURO_NOMEM;
+    for (int i = 0; i < rt->slot_count; i++) {
+        slot_ctx *s = duro__calloc(1, sizeof(*s));
+        if (s == NULL)
+            return DURO_NOMEM;
+        s->rt = rt;
+        s->index = i;
+        rt->slots[i] = s;
+        pthread_mutex_lock(&m->lock);
+        int rc = spawn_slot_thread(rt, s);
+        pthread_mutex_unlock(&m->lock);
+        if (rc != DURO_OK)
+            return duro__fail(DURO_ERROR, "could not start worker threads");
+    }
+    return DURO_OK;
+}
+
+int duro__workers_stop(duro_runtime *rt, int64_t timeout_ms)
+{
+    duro__manager *m = rt->manager;
+    if (m == NULL)
+        return DURO_OK;
+    int result = DURO_OK;
+    struct timespec deadline;
+    duro__deadline_ts(&deadline, timeout_ms);
+    pthread_mutex_lock(&rt->lock);
+    while (atomic_load(&rt->live_slot_threads) > 0) {
+        if (pthread_cond_timedwait(&rt->slots_cond, &rt->lock, &deadline) !=
+            0 &&
+            atomic_load(&rt->live_slot_threads) > 0) {
+            break;
+        }
+    }
+    pthread_mutex_unlock(&rt->lock);
+
+    if (atomic_load(&rt->live_slot_threads) > 0) {
+        /* Out of time: every activity still running is told to stop, its
+         * row goes back to the queue for another worker, and its thread is
+         * left behind. */
+        result = DURO_TIMEOUT;
+        work_list left = {0};
+        int64_t now = duro__mono_ms();
+        pthread_mutex_lock(&m->lock);
+        for (duro__inflight *f = m->head; f != NULL; f = f->next) {
+            if (!claim_abandon(f))
+                continue;
+            fire(f, "shutdown", now, rt->opts.cancel_grace_ms);
+            if (work_push(&left, f))
+                atomic_fetch_add(&f->refs, 1);
+            slot_ctx *s = f->slot;
+            if (s->thread_valid) {
+                pthread_detach(s->thread);
+                s->thread_valid = 0;
+                atomic_fetch_sub(&rt->live_slot_threads, 1);
+            }
+        }
+        for (size_t i = 0; i < left.count; i++) {
+            list_remove(m, left.items[i]);
+            inflight_release(left.items[i]); /* the list's reference */
+        }
+        pthread_mutex_unlock(&m->lock);
+        for (size_t i = 0; i < left.count; i++) {
+            abandon_row(rt, left.items[i]->lock_token, 0);
+            DURO__COUNT(rt, m_act_abandoned);
+            duro__log(&rt->logger, DURO_LOG_WARN,
+                      "shutdown: activity '%s' (instance '%s') did not "
+                      "finish in time; returned to the queue",
+                      left.items[i]->name, left.items[i]->instance_id);
+            inflight_release(left.items[i]);
+        }
+        duro__free(left.items);
+        /* Slot threads between items exit on their own; wait for them. */
+        pthread_mutex_lock(&rt->lock);
+        while (atomic_load(&rt->live_slot_threads) > 0)
+            pthread_cond_wait(&rt->slots_cond, &rt->lock);
+        pthread_mutex_unlock(&rt->lock);
+    }
+
+    pthread_mutex_lock(&m->lock);
+    m->stop = 1;
+    pthread_cond_signal(&m->cond);
+    pthread_mutex_unlock(&m->lock);
+    if (m->running) {
+        pthread_join(m->thread, NULL);
+        m->running = 0;
+    }
+    for (int i = 0; i < rt->slot_count; i++) {
+        slot_ctx *s = rt->slots ? rt->slots[i] : NULL;
+        if (s != NULL && s->thread_valid) {
+            pthread_join(s->thread, NULL);
+            s->thread_valid = 0;
+        }
+    }
+    return result;
+}
+
+void duro__workers_free(duro_runtime *rt)
+{
+    duro__manager *m = rt->manager;
+    if (m != NULL) {
+        while (m->head != NULL) {
+            duro__inflight *f = m->head;
+            list_remove(m, f);
+            inflight_release(f);
+        }
+        pthread_cond_destroy(&m->cond);
+        pthread_mutex_destroy(&m->lock);
+        duro__free(m);
+        rt->manager = NULL;
+    }
+    for (int i = 0; rt->slots != NULL && i < rt->slot_count; i++)
+        duro__free(rt->slots[i]);
+    duro__free(rt->slots);
+    rt->slots = NULL;
+}

@@ -1,0 +1,67 @@
+/* faulty_provider.h - a duro_provider that wraps another one, forwards every
+ * method to it and can be told to fail the N-th call from now (of one method
+ * or of any) retryably or permanently without reaching the inner provider.
+ * Counts calls per method. Any thread; the fault settings are shared. */
+#ifndef DURO_FAULTY_PROVIDER_H
+#define DURO_FAULTY_PROVIDER_H
+
+#include <stdint.h>
+
+#include "duro/provider.h"
+
+/* The wrapped methods that can fail, in table order. */
+typedef enum faulty_method {
+    FAULTY_FETCH_ORCHESTRATION_ITEM = 0,
+    FAULTY_ACK_ORCHESTRATION_ITEM,
+    FAULTY_ABANDON_ORCHESTRATION_ITEM,
+    FAULTY_RENEW_ORCHESTRATION_ITEM_LOCK,
+    FAULTY_ENQUEUE_FOR_ORCHESTRATOR,
+    FAULTY_FETCH_WORK_ITEM,
+    FAULTY_RENEW_WORK_ITEM_LOCK,
+    FAULTY_ACK_WORK_ITEM,
+    FAULTY_ABANDON_WORK_ITEM,
+    FAULTY_READ_HISTORY,
+    FAULTY_LATEST_EXECUTION_ID,
+    FAULTY_GET_INSTANCE,
+    FAULTY_LIST_INSTANCES,
+    FAULTY_COUNT_MESSAGES,
+    FAULTY_DELETE_INSTANCE,
+    FAULTY_PRUNE_EXECUTIONS,
+    FAULTY_WAIT_FOR_WORK,
+    FAULTY_WAKE, /* counted, never failed: wake() cannot report errors */
+    FAULTY_METHOD_COUNT
+} faulty_method;
+
+#define FAULTY_ANY_METHOD (-1)
+
+/** Wraps @p inner. With @p own_inner, closing the wrapper closes @p inner.
+ * @return the wrapper, NULL when out of memory. @note Any thread. */
+duro_provider *faulty_provider_wrap(duro_provider *inner, int own_inner);
+
+/** The provider @p wrapper forwards to. */
+duro_provider *faulty_provider_inner(duro_provider *wrapper);
+
+/** Makes the @p nth call from now (1 = the next one) of @p method (or of any
+ * failable method with FAULTY_ANY_METHOD) fail without calling the inner
+ * provider: DURO_BUSY, retryable, when @p retryable, else DURO_STORAGE, not
+ * retryable. The fault fires once. @p nth 0 disarms. @note Any thread. */
+void faulty_provider_fail_nth(duro_provider *wrapper, uint64_t nth, int method,
+                              int retryable);
+
+/** While @p on, fails every call of @p method (not FAULTY_ANY_METHOD)
+ * retryably or permanently, like faulty_provider_fail_nth(); @p on 0 turns
+ * it off. For "renewal keeps failing" scenarios. @note Any thread. */
+void faulty_provider_fail_always(duro_provider *wrapper, int method,
+                                 int retryable, int on);
+
+/** Calls of @p method so far, failed ones included (FAULTY_ANY_METHOD: of
+ * all methods). */
+uint64_t faulty_provider_calls(duro_provider *wrapper, int method);
+
+/** How many injected faults have fired so far. */
+uint64_t faulty_provider_faults_fired(duro_provider *wrapper);
+
+/** "fetch_orchestration_item", ...; "?" when out of range. */
+const char *faulty_method_name(int method);
+
+#endif

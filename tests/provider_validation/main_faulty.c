@@ -1,0 +1,326 @@
+/* main_faulty.c - runs the whole provider validation suite through the
+ * fault-injecting wrapper around SQLite with injection off (the wrapper must
+ * be transparent), plus the wrapper's own tests: every mutating method
+ * failed on its N-th call, retryably and permanently, must report exactly
+ * that and leave the store unchanged without reaching the inner provider.
+ * Main thread. */
+#include <stdlib.h>
+
+#include "faulty_provider.h"
+#include "providers/sqlite/sqlite_provider.h"
+#include "validation.h"
+
+static duro_provider *wrap_url(const char *test_name, const char *params)
+{
+    char url[1024];
+    snprintf(url, sizeof(url), "sqlite:%s.db%s", test_path(test_name), params);
+    duro_provider *inner = NULL;
+    duro_error e;
+    if (duro_provider_open(url, &inner, &e) != DURO_OK) {
+        fprintf(stderr, "  cannot open %s: %s (%s)\n", url,
+                duro_errname(e.code), e.message);
+        return NULL;
+    }
+    duro_provider *p = faulty_provider_wrap(inner, 1);
+    if (p == NULL)
+        duro_provider_close(inner);
+    return p;
+}
+
+static duro_provider *faulty_open(void *ctx, const char *test_name)
+{
+    (void)ctx;
+    return wrap_url(test_name, "");
+}
+
+static duro_provider *faulty_open_with_max_history(void *ctx,
+                                                   const char *test_name,
+                                                   uint64_t max_history)
+{
+    (void)ctx;
+    char params[64];
+    snprintf(params, sizeof(params), "?max_history=%llu",
+             (unsigned long long)max_history);
+    return wrap_url(test_name, params);
+}
+
+static duro_provider *faulty_open_same(void *ctx, const char *test_name)
+{
+    (void)ctx;
+    return wrap_url(test_name, "");
+}
+
+static void faulty_close(void *ctx, duro_provider *p)
+{
+    (void)ctx;
+    duro_provider_close(p); /* closes the inner provider too */
+}
+
+/* Storage-step faults go to the SQLite provider inside the wrapper, so the
+ * fault sweeps run through the wrapper as well. */
+static void faulty_inject_fault(void *ctx, duro_provider *p, uint64_t nth_step,
+                                int retryable)
+{
+    (void)ctx;
+    duro__sqlite_inject_fault(faulty_provider_inner(p), nth_step, retryable);
+}
+
+/* ---- the wrapper's own tests -------------------------------------------
+ * `outer` wraps the suite's store (itself a wrapper, `counted`) without
+ * owning it: faults are armed on outer, and counted's call counts show
+ * whether a call reached the provider below. */
+
+typedef struct rig {
+    duro_provider *counted; /* the suite's store */
+    duro_provider *outer;   /* where faults are armed */
+    pv_snapshot snap;
+} rig;
+
+/* Arms a fault on the next call of `method`, runs `call`, and checks the
+ * result: exactly the injected error, nothing reached below, store
+ * unchanged. */
+#define EXPECT_INJECTED(r, method, retryable, call)                            \
+    do {                                                                       \
+        duro_error e_;                                                         \
+        uint64_t below_ = faulty_provider_calls((r)->counted, method);         \
+        uint64_t fired_ = faulty_provider_faults_fired((r)->outer);            \
+        faulty_provider_fail_nth((r)->outer, 1, method, retryable);            \
+        CHECK_PFAIL(call, (retryable) ? DURO_BUSY : DURO_STORAGE, retryable,   \
+                    &e_);                                                      \
+        CHECK_MSG(strstr(e_.message, faulty_method_name(method)) != NULL,      \
+                  "message '%s' does not name %s", e_.message,                 \
+                  faulty_method_name(method));                                 \
+        CHECK_EQ(faulty_provider_calls((r)->counted, method), below_);         \
+        CHECK_EQ(faulty_provider_faults_fired((r)->outer), fired_ + 1);        \
+        PV_EXPECT_UNCHANGED((r)->counted, &(r)->snap);                         \
+    } while (0)
+
+PV_TEST(wrapper_fails_the_nth_call_of_each_mutating_method)
+{
+    rig r;
+    r.counted = pv_open();
+    r.outer = faulty_provider_wrap(r.counted, 0);
+    CHECK(r.outer != NULL);
+    duro_provider *o = r.outer;
+    duro_error e;
+
+    /* x running with two activities and a queued event; y pending. */
+    duro_work_item start = {0};
+    start.kind = DURO_WORK_START;
+    start.instance_id = "x";
+    start.name = "orch";
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &start, 0, &e), DURO_OK, &e);
+    duro_orch_item *a = NULL;
+    CHECK_PRC(o->fetch_orchestration_item(o, 60000, NULL, &a, &e), DURO_OK, &e);
+    CHECK(a != NULL);
+    duro_event d[3];
+    memset(d, 0, sizeof(d));
+    for (int i = 0; i < 3; i++) {
+        d[i].event_id = (uint64_t)i + 1;
+        d[i].kind = i == 0 ? DURO_EVENT_ORCHESTRATION_STARTED
+                           : DURO_EVENT_ACTIVITY_SCHEDULED;
+    }
+    duro_work_item acts[2];
+    memset(acts, 0, sizeof(acts));
+    for (int i = 0; i < 2; i++) {
+        acts[i].kind = DURO_WORK_ACTIVITY_EXECUTE;
+        acts[i].instance_id = "x";
+        acts[i].execution_id = 1;
+        acts[i].source_id = (uint64_t)i + 2;
+        acts[i].name = "act";
+    }
+    duro_instance_meta m = {0};
+    m.status = DURO_STATUS_RUNNING;
+    m.name = "orch";
+    duro_orch_ack ak = {0};
+    ak.execution_id = 1;
+    ak.history_delta = d;
+    ak.history_delta_count = 3;
+    ak.worker_items = acts;
+    ak.worker_item_count = 2;
+    ak.meta = &m;
+    CHECK_PRC(o->ack_orchestration_item(o, a->lock_token, &ak, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(a);
+    duro_work_item ev = {0};
+    ev.kind = DURO_WORK_EXTERNAL_EVENT;
+    ev.instance_id = "x";
+    ev.name = "poke";
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_OK, &e);
+    start.instance_id = "y";
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &start, 0, &e), DURO_OK, &e);
+
+    duro_event next = {0};
+    next.event_id = 4;
+    next.kind = DURO_EVENT_EVENT_RAISED;
+    duro_orch_ack ak2 = {0};
+    ak2.execution_id = 1;
+    ak2.history_delta = &next;
+    ak2.history_delta_count = 1;
+    duro_work_item done = {0};
+    done.kind = DURO_WORK_ACTIVITY_COMPLETED;
+    done.instance_id = "x";
+    done.execution_id = 1;
+    done.source_id = 2;
+
+    pv_snapshot_take(r.counted, &r.snap);
+    for (int retryable = 1; retryable >= 0; retryable--) {
+        duro_orch_item *item = (duro_orch_item *)&r; /* must be reset */
+        EXPECT_INJECTED(
+            &r, FAULTY_FETCH_ORCHESTRATION_ITEM, retryable,
+            o->fetch_orchestration_item(o, 60000, NULL, &item, &e_));
+        CHECK(item == NULL);
+        duro_worker_item *w = (duro_worker_item *)&r;
+        EXPECT_INJECTED(&r, FAULTY_FETCH_WORK_ITEM, retryable,
+                        o->fetch_work_item(o, 60000, &w, &e_));
+        CHECK(w == NULL);
+        EXPECT_INJECTED(&r, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, retryable,
+                        o->enqueue_for_orchestrator(o, &ev, 0, &e_));
+        size_t deleted = 0;
+        EXPECT_INJECTED(&r, FAULTY_DELETE_INSTANCE, retryable,
+                        o->delete_instance(o, "x", 1, &deleted, &e_));
+        size_t pruned = 0;
+        EXPECT_INJECTED(&r, FAULTY_PRUNE_EXECUTIONS, retryable,
+                        o->prune_executions(o, "x", 1, &pruned, &e_));
+
+        /* Token methods: hold x and one activity, then fail each. */
+        CHECK_PRC(o->fetch_orchestration_item(o, 60000, NULL, &item, &e),
+                  DURO_OK, &e);
+        CHECK(item != NULL);
+        CHECK_STR(item->instance_id, "x");
+        CHECK_PRC(o->fetch_work_item(o, 60000, &w, &e), DURO_OK, &e);
+        CHECK(w != NULL);
+        pv_snapshot_free(&r.snap);
+        pv_snapshot_take(r.counted, &r.snap);
+        EXPECT_INJECTED(
+            &r, FAULTY_ACK_ORCHESTRATION_ITEM, retryable,
+            o->ack_orchestration_item(o, item->lock_token, &ak2, &e_));
+        EXPECT_INJECTED(
+            &r, FAULTY_ABANDON_ORCHESTRATION_ITEM, retryable,
+            o->abandon_orchestration_item(o, item->lock_token, 0, &e_));
+        EXPECT_INJECTED(
+            &r, FAULTY_RENEW_ORCHESTRATION_ITEM_LOCK, retryable,
+            o->renew_orchestration_item_lock(o, item->lock_token, 60000, &e_));
+        EXPECT_INJECTED(&r, FAULTY_ACK_WORK_ITEM, retryable,
+                        o->ack_work_item(o, w->lock_token, &done, &e_));
+        EXPECT_INJECTED(&r, FAULTY_ABANDON_WORK_ITEM, retryable,
+                        o->abandon_work_item(o, w->lock_token, 0, &e_));
+        EXPECT_INJECTED(&r, FAULTY_RENEW_WORK_ITEM_LOCK, retryable,
+                        o->renew_work_item_lock(o, w->lock_token, 60000, &e_));
+        /* The locks are intact: the same calls now go through. */
+        CHECK_PRC(
+            o->renew_orchestration_item_lock(o, item->lock_token, 60000, &e),
+            DURO_OK, &e);
+        CHECK_PRC(o->renew_work_item_lock(o, w->lock_token, 60000, &e), DURO_OK,
+                  &e);
+        CHECK_PRC(o->abandon_orchestration_item(o, item->lock_token, 0, &e),
+                  DURO_OK, &e);
+        CHECK_PRC(o->abandon_work_item(o, w->lock_token, 0, &e), DURO_OK, &e);
+        duro_orch_item_free(item);
+        duro_worker_item_free(w);
+        pv_snapshot_free(&r.snap);
+        pv_snapshot_take(r.counted, &r.snap);
+    }
+    pv_snapshot_free(&r.snap);
+    /* Everything still works through both wrappers. */
+    duro_orch_item *item = NULL;
+    CHECK_PRC(o->fetch_orchestration_item(o, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    CHECK_STR(item->instance_id, "x");
+    CHECK_PRC(o->ack_orchestration_item(o, item->lock_token, &ak2, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+    uint64_t n = 0;
+    CHECK_PRC(o->count_messages(o, DURO_QUEUE_ORCHESTRATOR, "x", &n, &e),
+              DURO_OK, &e);
+    CHECK_EQ(n, 0);
+    duro_provider_close(o);
+}
+
+PV_TEST(wrapper_counts_calls_and_fires_once_on_the_nth_matching_call)
+{
+    duro_provider *counted = pv_open();
+    duro_provider *o = faulty_provider_wrap(counted, 0);
+    CHECK(o != NULL);
+    CHECK_EQ(o->version, counted->version);
+    CHECK(strstr(o->name, counted->name) != NULL);
+    duro_error e;
+    duro_work_item w = {0};
+    w.kind = DURO_WORK_EXTERNAL_EVENT;
+    w.name = "poke";
+    const char *ids[4] = {"a", "b", "c", "d"};
+    uint64_t n;
+
+    /* The 3rd enqueue fails; other methods do not count toward it. */
+    faulty_provider_fail_nth(o, 3, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, 1);
+    for (int i = 0; i < 3; i++) {
+        w.instance_id = ids[i];
+        CHECK_PRC(o->count_messages(o, DURO_QUEUE_ORCHESTRATOR, NULL, &n, &e),
+                  DURO_OK, &e);
+        int rc = o->enqueue_for_orchestrator(o, &w, 0, &e);
+        if (i < 2)
+            CHECK_PRC(rc, DURO_OK, &e);
+        else
+            CHECK_PFAIL(rc, DURO_BUSY, 1, &e);
+    }
+    /* It fired once: the retry goes through. */
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &w, 0, &e), DURO_OK, &e);
+    CHECK_EQ(faulty_provider_calls(o, FAULTY_ENQUEUE_FOR_ORCHESTRATOR), 4);
+    CHECK_EQ(faulty_provider_calls(counted, FAULTY_ENQUEUE_FOR_ORCHESTRATOR),
+             3);
+    CHECK_EQ(faulty_provider_calls(o, FAULTY_COUNT_MESSAGES), 3);
+    CHECK_EQ(faulty_provider_faults_fired(o), 1);
+    CHECK_PRC(
+        counted->count_messages(counted, DURO_QUEUE_ORCHESTRATOR, NULL, &n, &e),
+        DURO_OK, &e);
+    CHECK_EQ(n, 3);
+
+    /* Any method: the 2nd call of whatever kind fails permanently. */
+    faulty_provider_fail_nth(o, 2, FAULTY_ANY_METHOD, 0);
+    CHECK_PRC(o->count_messages(o, DURO_QUEUE_WORKER, NULL, &n, &e), DURO_OK,
+              &e);
+    duro_instance_list *l = (duro_instance_list *)&w;
+    CHECK_PFAIL(o->get_instance(o, "a", &l, &e), DURO_STORAGE, 0, &e);
+    CHECK(l == NULL);
+    CHECK_PRC(o->count_messages(o, DURO_QUEUE_WORKER, NULL, &n, &e), DURO_OK,
+              &e);
+
+    /* Disarming. */
+    faulty_provider_fail_nth(o, 1, FAULTY_ANY_METHOD, 1);
+    faulty_provider_fail_nth(o, 0, FAULTY_ANY_METHOD, 1);
+    w.instance_id = ids[3];
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &w, 0, &e), DURO_OK, &e);
+    CHECK_EQ(faulty_provider_faults_fired(o), 2);
+
+    /* wake() is forwarded and counted, never failed. */
+    faulty_provider_fail_nth(o, 1, FAULTY_ANY_METHOD, 1);
+    o->wake(o, 0);
+    CHECK_EQ(faulty_provider_calls(o, FAULTY_WAKE), 1);
+    CHECK_EQ(faulty_provider_calls(counted, FAULTY_WAKE), 1);
+    CHECK_EQ(faulty_provider_faults_fired(o), 2);
+    faulty_provider_fail_nth(o, 0, FAULTY_ANY_METHOD, 0);
+    CHECK(faulty_provider_inner(o) == counted);
+    CHECK_STR(faulty_method_name(FAULTY_ACK_WORK_ITEM), "ack_work_item");
+    duro_provider_close(o);
+}
+
+int main(int argc, char **argv)
+{
+    static const pv_factory factory = {
+        .name = "faulty(sqlite)",
+        .open = faulty_open,
+        .open_with_max_history = faulty_open_with_max_history,
+        .open_same = faulty_open_same,
+        .close = faulty_close,
+        .inject_fault = faulty_inject_fault,
+        .max_payload = 0,
+        .ctx = NULL,
+    };
+    static const test_case extra[] = {
+        T(wrapper_fails_the_nth_call_of_each_mutating_method),
+        T(wrapper_counts_calls_and_fires_once_on_the_nth_matching_call),
+    };
+    return pv_main(argc, argv, &factory, extra,
+                   sizeof(extra) / sizeof(extra[0]));
+}

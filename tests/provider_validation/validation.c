@@ -1,0 +1,4143 @@
+/* validation.c - the provider validation suite: one named test per clause of
+ * duro/provider.h, run against whatever provider the factory opens. Only
+ * provider methods are used (no SQL, no URLs), so the same file validates
+ * every provider. Tests run on the harness's main thread; the racing and
+ * wake-up tests start threads that report through the harness's CHECKs. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "validation.h"
+
+/* Lock timeouts. LOCK_LONG never expires during a test; LOCK_SHORT is the
+ * expiry under test (waited for with deadlines, never a fixed sleep). */
+#define LOCK_LONG 60000
+#define LOCK_SHORT 150
+/* Deadline of every wait for something that should happen within
+ * milliseconds; generous so sanitizer builds on a loaded machine pass. */
+#define DEADLINE_MS 5000
+/* Clock rounding allowed when checking that something did not happen
+ * before a due time (providers keep whole milliseconds). */
+#define CLOCK_SLACK_MS 2
+
+#define ORCH DURO_QUEUE_ORCHESTRATOR
+#define WORKER DURO_QUEUE_WORKER
+
+const char *pv_test_name = "";
+static const pv_factory *factory;
+
+/* ========================================================================
+ * Stores: every test gets a fresh one from the factory. Stores a failed test
+ * left open are closed before the next test starts and at exit. */
+
+#define MAX_OPEN_STORES 4
+static duro_provider *open_stores[MAX_OPEN_STORES];
+
+const pv_factory *pv_factory_get(void)
+{
+    return factory;
+}
+
+static void close_open_stores(void)
+{
+    for (int i = 0; i < MAX_OPEN_STORES; i++) {
+        if (open_stores[i] != NULL) {
+            factory->close(factory->ctx, open_stores[i]);
+            open_stores[i] = NULL;
+        }
+    }
+}
+
+void pv_begin(const char *test_name)
+{
+    close_open_stores();
+    pv_test_name = test_name;
+}
+
+void pv_end(void)
+{
+    close_open_stores();
+}
+
+void pv_close(duro_provider *p)
+{
+    for (int i = 0; i < MAX_OPEN_STORES; i++)
+        if (open_stores[i] == p)
+            open_stores[i] = NULL;
+    if (p != NULL)
+        factory->close(factory->ctx, p);
+}
+
+static uint64_t count(duro_provider *p, duro_queue q, const char *id);
+
+static duro_provider *track_store(duro_provider *p, int check_empty)
+{
+    CHECK_MSG(p != NULL, "factory '%s' could not open a store for %s",
+              factory->name, pv_test_name);
+    int slot = -1;
+    for (int i = 0; i < MAX_OPEN_STORES; i++)
+        if (open_stores[i] == NULL && slot < 0)
+            slot = i;
+    if (slot < 0) {
+        factory->close(factory->ctx, p);
+        test_fail(__FILE__, __LINE__, "more than %d stores open at once",
+                  MAX_OPEN_STORES);
+        return NULL;
+    }
+    open_stores[slot] = p;
+    CHECK_EQ(p->version, DURO_PROVIDER_VERSION);
+    CHECK(p->name != NULL);
+    if (!check_empty)
+        return p;
+    /* Every test starts from an empty store. */
+    CHECK_EQ(count(p, ORCH, NULL), 0);
+    CHECK_EQ(count(p, WORKER, NULL), 0);
+    duro_instance_filter all;
+    memset(&all, 0, sizeof(all));
+    duro_instance_list *list = NULL;
+    duro_error e;
+    CHECK_PRC(p->list_instances(p, &all, &list, &e), DURO_OK, &e);
+    CHECK(list != NULL);
+    CHECK_EQ(list->count, 0);
+    duro_instance_list_free(list);
+    return p;
+}
+
+duro_provider *pv_open(void)
+{
+    return track_store(factory->open(factory->ctx, pv_test_name), 1);
+}
+
+duro_provider *pv_open_same(void)
+{
+    CHECK(factory->open_same != NULL);
+    return track_store(factory->open_same(factory->ctx, pv_test_name), 0);
+}
+
+duro_provider *pv_open_with_max_history(uint64_t max_history)
+{
+    CHECK(factory->open_with_max_history != NULL);
+    return track_store(
+        factory->open_with_max_history(factory->ctx, pv_test_name, max_history),
+        1);
+}
+
+static size_t max_payload(void)
+{
+    return factory->max_payload ? factory->max_payload : (size_t)1 << 20;
+}
+
+/* ========================================================================
+ * Building items and events. */
+
+static duro_work_item work(duro_work_kind kind, const char *instance)
+{
+    duro_work_item w;
+    memset(&w, 0, sizeof(w));
+    w.kind = kind;
+    w.instance_id = instance;
+    return w;
+}
+
+static duro_event event(uint64_t id, duro_event_kind kind)
+{
+    duro_event e;
+    memset(&e, 0, sizeof(e));
+    e.event_id = id;
+    e.kind = kind;
+    e.timestamp_ms = duro_now_ms();
+    return e;
+}
+
+static duro_work_item activity(const char *instance, uint64_t execution,
+                               uint64_t activity_id)
+{
+    duro_work_item w = work(DURO_WORK_ACTIVITY_EXECUTE, instance);
+    w.execution_id = execution;
+    w.source_id = activity_id;
+    w.name = "act";
+    w.payload = "act-input";
+    w.attempt = 1;
+    return w;
+}
+
+static duro_activity_ref ref(const char *instance, uint64_t execution,
+                             uint64_t activity_id)
+{
+    duro_activity_ref r = {instance, execution, activity_id};
+    return r;
+}
+
+static duro_instance_meta meta(int status)
+{
+    duro_instance_meta m;
+    memset(&m, 0, sizeof(m));
+    m.status = status;
+    return m;
+}
+
+static duro_orch_ack ack_of(uint64_t execution, const duro_event *delta,
+                            size_t delta_count, const duro_instance_meta *m)
+{
+    duro_orch_ack a;
+    memset(&a, 0, sizeof(a));
+    a.execution_id = execution;
+    a.history_delta = delta;
+    a.history_delta_count = delta_count;
+    a.meta = m;
+    return a;
+}
+
+static char *xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d != NULL)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* A string of n copies of c (caller frees). */
+static char *repeat(char c, size_t n)
+{
+    char *s = malloc(n + 1);
+    if (s == NULL)
+        return NULL;
+    memset(s, c, n);
+    s[n] = '\0';
+    return s;
+}
+
+/* ========================================================================
+ * Calls that must succeed (on the main thread: a failure ends the test). */
+
+static void enqueue(duro_provider *p, const duro_work_item *w, int64_t delay)
+{
+    duro_error e;
+    CHECK_PRC(p->enqueue_for_orchestrator(p, w, delay, &e), DURO_OK, &e);
+}
+
+static void start_named(duro_provider *p, const char *id, const char *input)
+{
+    duro_work_item w = work(DURO_WORK_START, id);
+    w.name = "orch";
+    w.version = "1.0";
+    w.payload = input;
+    enqueue(p, &w, 0);
+}
+
+static void start(duro_provider *p, const char *id)
+{
+    start_named(p, id, "\"input\"");
+}
+
+static void raise_event(duro_provider *p, const char *id, const char *payload,
+                        int64_t delay)
+{
+    duro_work_item w = work(DURO_WORK_EXTERNAL_EVENT, id);
+    w.name = "poke";
+    w.payload = payload;
+    enqueue(p, &w, delay);
+}
+
+static uint64_t count(duro_provider *p, duro_queue q, const char *id)
+{
+    duro_error e;
+    uint64_t n = 999999;
+    CHECK_PRC(p->count_messages(p, q, id, &n, &e), DURO_OK, &e);
+    return n;
+}
+
+static duro_orch_item *fetch_orch(duro_provider *p, int64_t lock_ms)
+{
+    duro_error e;
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, lock_ms, NULL, &item, &e), DURO_OK,
+              &e);
+    if (item != NULL) {
+        CHECK(item->lock_token != NULL && item->lock_token[0] != '\0');
+        CHECK(item->instance_id != NULL);
+        CHECK(item->message_count > 0);
+        CHECK(item->attempt >= 1);
+    }
+    return item;
+}
+
+/* For WAIT_UNTIL: fetches once, returns 1 when something came back. */
+static int try_fetch_orch(duro_provider *p, int64_t lock_ms,
+                          duro_orch_item **out)
+{
+    *out = fetch_orch(p, lock_ms);
+    return *out != NULL;
+}
+
+/* Fetches the next item and fails unless it is for `id`. */
+static duro_orch_item *fetch_orch_expect(duro_provider *p, const char *id,
+                                         int64_t lock_ms)
+{
+    duro_orch_item *item = fetch_orch(p, lock_ms);
+    CHECK_MSG(item != NULL, "expected an item for '%s', fetched nothing", id);
+    CHECK_STR(item->instance_id, id);
+    return item;
+}
+
+/* Fetches until the item for `id` comes; items of other instances are
+ * abandoned at once (raising their fetch counts). */
+static duro_orch_item *fetch_orch_for(duro_provider *p, const char *id,
+                                      int64_t lock_ms)
+{
+    duro_orch_item *others[64];
+    size_t n = 0;
+    duro_orch_item *found = NULL;
+    while (found == NULL && n < 64) {
+        duro_orch_item *item = fetch_orch(p, lock_ms);
+        if (item == NULL)
+            break;
+        if (strcmp(item->instance_id, id) == 0)
+            found = item;
+        else
+            others[n++] = item;
+    }
+    duro_error e;
+    for (size_t i = 0; i < n; i++) {
+        CHECK_PRC(
+            p->abandon_orchestration_item(p, others[i]->lock_token, 0, &e),
+            DURO_OK, &e);
+        duro_orch_item_free(others[i]);
+    }
+    CHECK_MSG(found != NULL, "no fetchable item for '%s'", id);
+    return found;
+}
+
+static void expect_no_orch(duro_provider *p)
+{
+    duro_orch_item *item = fetch_orch(p, LOCK_LONG);
+    CHECK_MSG(item == NULL, "expected nothing fetchable, got an item for '%s'",
+              item ? item->instance_id : "");
+}
+
+static duro_worker_item *fetch_work(duro_provider *p, int64_t lock_ms)
+{
+    duro_error e;
+    duro_worker_item *w = NULL;
+    CHECK_PRC(p->fetch_work_item(p, lock_ms, &w, &e), DURO_OK, &e);
+    if (w != NULL) {
+        CHECK(w->lock_token != NULL && w->lock_token[0] != '\0');
+        CHECK_EQ(w->item.kind, DURO_WORK_ACTIVITY_EXECUTE);
+        CHECK(w->attempt >= 1);
+    }
+    return w;
+}
+
+static int try_fetch_work(duro_provider *p, int64_t lock_ms,
+                          duro_worker_item **out)
+{
+    *out = fetch_work(p, lock_ms);
+    return *out != NULL;
+}
+
+static void expect_no_work(duro_provider *p)
+{
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK_MSG(w == NULL,
+              "expected no fetchable work item, got %s activity %llu",
+              w ? w->item.instance_id : "",
+              w ? (unsigned long long)w->item.source_id : 0ULL);
+}
+
+static void ack(duro_provider *p, const char *token, const duro_orch_ack *a)
+{
+    duro_error e;
+    CHECK_PRC(p->ack_orchestration_item(p, token, a, &e), DURO_OK, &e);
+}
+
+static void abandon_orch(duro_provider *p, duro_orch_item *item, int64_t delay)
+{
+    duro_error e;
+    CHECK_PRC(p->abandon_orchestration_item(p, item->lock_token, delay, &e),
+              DURO_OK, &e);
+}
+
+static duro_instance_list *get(duro_provider *p, const char *id)
+{
+    duro_error e;
+    duro_instance_list *l = NULL;
+    CHECK_PRC(p->get_instance(p, id, &l, &e), DURO_OK, &e);
+    CHECK(l != NULL);
+    CHECK_EQ(l->count, 1);
+    CHECK_STR(l->items[0].instance_id, id);
+    return l;
+}
+
+static void expect_no_instance(duro_provider *p, const char *id)
+{
+    duro_error e;
+    duro_instance_list *l = NULL;
+    CHECK_PFAIL(p->get_instance(p, id, &l, &e), DURO_NOT_FOUND, 0, &e);
+    duro_instance_list_free(l);
+}
+
+static duro_history *history(duro_provider *p, const char *id,
+                             uint64_t execution)
+{
+    duro_error e;
+    duro_history *h = NULL;
+    CHECK_PRC(p->read_history(p, id, execution, &h, &e), DURO_OK, &e);
+    CHECK(h != NULL);
+    return h;
+}
+
+static size_t history_len(duro_provider *p, const char *id, uint64_t execution)
+{
+    duro_history *h = history(p, id, execution);
+    size_t n = h->count;
+    duro_history_free(h);
+    return n;
+}
+
+static uint64_t latest(duro_provider *p, const char *id)
+{
+    duro_error e;
+    uint64_t ex = 999999;
+    CHECK_PRC(p->latest_execution_id(p, id, &ex, &e), DURO_OK, &e);
+    return ex;
+}
+
+/* Starts `id` and runs its first turn: OrchestrationStarted plus
+ * `activities` ActivityScheduled events (ids 2 ..), one worker row each,
+ * status Running. The history then holds activities + 1 events. */
+static void begin(duro_provider *p, const char *id, size_t activities)
+{
+    start(p, id);
+    duro_orch_item *item = fetch_orch_for(p, id, LOCK_LONG);
+    CHECK_EQ(item->status, DURO_STATUS_PENDING);
+    duro_event *delta = calloc(activities + 1, sizeof(*delta));
+    duro_work_item *workers = calloc(activities + 1, sizeof(*workers));
+    CHECK(delta != NULL && workers != NULL);
+    delta[0] = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    delta[0].name = "orch";
+    delta[0].version = "1.0";
+    delta[0].payload = "\"input\"";
+    for (size_t i = 0; i < activities; i++) {
+        delta[i + 1] = event(i + 2, DURO_EVENT_ACTIVITY_SCHEDULED);
+        delta[i + 1].name = "act";
+        delta[i + 1].payload = "act-input";
+        delta[i + 1].attempt = 1;
+        workers[i] = activity(id, 1, i + 2);
+    }
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    m.name = "orch";
+    m.version = "1.0";
+    duro_orch_ack a = ack_of(1, delta, activities + 1, &m);
+    a.worker_items = workers;
+    a.worker_item_count = activities;
+    ack(p, item->lock_token, &a);
+    free(delta);
+    free(workers);
+    duro_orch_item_free(item);
+}
+
+/* Raises an event for `id` and fetches its item (others abandoned). */
+static duro_orch_item *poke(duro_provider *p, const char *id)
+{
+    raise_event(p, id, "\"poke\"", 0);
+    return fetch_orch_for(p, id, LOCK_LONG);
+}
+
+/* The EventRaised events for every message of `item`, numbered after its
+ * history (caller frees). */
+static duro_event *events_for(const duro_orch_item *item)
+{
+    duro_event *d = calloc(item->message_count, sizeof(*d));
+    CHECK(d != NULL);
+    for (size_t i = 0; i < item->message_count; i++) {
+        d[i] = event(item->history_total + 1 + i, DURO_EVENT_EVENT_RAISED);
+        d[i].name = "poke";
+        d[i].payload = item->messages[i].payload;
+    }
+    return d;
+}
+
+/* One turn of `id` that records its messages and cancels `refs`. */
+static void turn_cancel(duro_provider *p, const char *id,
+                        const duro_activity_ref *refs, size_t n)
+{
+    duro_orch_item *item = poke(p, id);
+    duro_event *d = events_for(item);
+    duro_orch_ack a = ack_of(item->execution_id, d, item->message_count, NULL);
+    a.cancelled_activities = refs;
+    a.cancelled_activity_count = n;
+    ack(p, item->lock_token, &a);
+    free(d);
+    duro_orch_item_free(item);
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Fetches and acks (no completion) every visible work item; returns their
+ * "instance:activity" ids sorted and comma-separated (caller frees). */
+static char *drain_work(duro_provider *p)
+{
+    size_t n = 0, cap = 16;
+    char **ids = malloc(cap * sizeof(*ids));
+    CHECK(ids != NULL);
+    duro_worker_item *w;
+    duro_error e;
+    while ((w = fetch_work(p, LOCK_LONG)) != NULL) {
+        if (n == cap) {
+            cap *= 2;
+            ids = realloc(ids, cap * sizeof(*ids));
+            CHECK(ids != NULL);
+        }
+        char buf[256];
+        snprintf(buf, sizeof(buf), "%s:%04llu", w->item.instance_id,
+                 (unsigned long long)w->item.source_id);
+        ids[n++] = xstrdup(buf);
+        CHECK_PRC(p->ack_work_item(p, w->lock_token, NULL, &e), DURO_OK, &e);
+        duro_worker_item_free(w);
+        CHECK_MSG(n < 100000, "fetch_work_item never runs dry");
+    }
+    qsort(ids, n, sizeof(*ids), compare_strings);
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(ids[i]) + 1;
+    char *out = malloc(len);
+    CHECK(out != NULL);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            strcat(out, ",");
+        strcat(out, ids[i]);
+        free(ids[i]);
+    }
+    free(ids);
+    return out;
+}
+
+#define CHECK_DRAIN(p, expected)                                               \
+    do {                                                                       \
+        char *got_ = drain_work(p);                                            \
+        CHECK_STR(got_, expected);                                             \
+        free(got_);                                                            \
+    } while (0)
+
+/* Waits until `flag` is set or timeout_ms passes, without failing (for the
+ * threaded tests, whose main thread must not leave while threads run). */
+static int wait_flag(_Atomic int *flag, int64_t timeout_ms)
+{
+    int64_t deadline = test_now_ms() + timeout_ms;
+    while (!atomic_load(flag)) {
+        if (test_now_ms() > deadline)
+            return 0;
+        test_sleep_ms(1);
+    }
+    return 1;
+}
+
+/* ========================================================================
+ * Snapshots. */
+
+typedef struct strbuf {
+    char *s;
+    size_t len, cap;
+} strbuf;
+
+static void sb_vprintf(strbuf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        return;
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (s == NULL)
+            abort();
+        b->s = s;
+        b->cap = cap;
+    }
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+
+static void sb_printf(strbuf *b, const char *fmt, ...) DURO_PRINTF(2, 3);
+static void sb_printf(strbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+/* A string field: NULL, short ones quoted, long ones by length and hash. */
+static void sb_str(strbuf *b, const char *key, const char *v)
+{
+    if (v == NULL) {
+        sb_printf(b, " %s=NULL", key);
+    } else if (strlen(v) > 80) {
+        uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+        for (const unsigned char *c = (const unsigned char *)v; *c; c++)
+            h = (h ^ *c) * 1099511628211ULL;
+        sb_printf(b, " %s=<%zu bytes %016llx>", key, strlen(v),
+                  (unsigned long long)h);
+    } else {
+        sb_printf(b, " %s=\"%s\"", key, v);
+    }
+}
+
+static void dump_event(strbuf *b, const duro_event *e)
+{
+    sb_printf(b, "    event id=%llu kind=%d source=%llu ts=%lld",
+              (unsigned long long)e->event_id, (int)e->kind,
+              (unsigned long long)e->source_event_id,
+              (long long)e->timestamp_ms);
+    sb_str(b, "name", e->name);
+    sb_str(b, "version", e->version);
+    sb_str(b, "payload", e->payload);
+    sb_str(b, "error", e->error);
+    sb_printf(b, " category=%d", e->category);
+    sb_str(b, "reason", e->reason);
+    sb_str(b, "requested_by", e->requested_by);
+    sb_str(b, "ref_instance", e->ref_instance);
+    sb_printf(b,
+              " ref_execution=%llu ref_event=%llu fire_at=%lld "
+              "attempt=%u flags=%u\n",
+              (unsigned long long)e->ref_execution,
+              (unsigned long long)e->ref_event_id, (long long)e->fire_at_ms,
+              e->attempt, e->flags);
+}
+
+static void dump_work(strbuf *b, const char *indent, const duro_work_item *w)
+{
+    sb_printf(b, "%swork kind=%d", indent, (int)w->kind);
+    sb_str(b, "instance", w->instance_id);
+    sb_printf(b, " execution=%llu source=%llu",
+              (unsigned long long)w->execution_id,
+              (unsigned long long)w->source_id);
+    sb_str(b, "name", w->name);
+    sb_str(b, "version", w->version);
+    sb_str(b, "payload", w->payload);
+    sb_str(b, "error", w->error);
+    sb_printf(b, " category=%d", w->category);
+    sb_str(b, "reason", w->reason);
+    sb_str(b, "requested_by", w->requested_by);
+    sb_str(b, "parent", w->parent_instance);
+    sb_printf(b,
+              " parent_execution=%llu parent_event=%llu fire_at=%lld "
+              "attempt=%u flags=%u\n",
+              (unsigned long long)w->parent_execution,
+              (unsigned long long)w->parent_event_id, (long long)w->fire_at_ms,
+              w->attempt, w->flags);
+}
+
+static void dump_counts(strbuf *b, duro_provider *p, const char *id)
+{
+    sb_printf(b, "  counts orchestrator=%llu worker=%llu\n",
+              (unsigned long long)count(p, ORCH, id),
+              (unsigned long long)count(p, WORKER, id));
+}
+
+typedef struct snap_entry {
+    strbuf text;
+    uint32_t attempt;
+} snap_entry;
+
+static int compare_entries(const void *a, const void *b)
+{
+    const snap_entry *x = a, *y = b;
+    int c = strcmp(x->text.s, y->text.s);
+    if (c != 0)
+        return c;
+    return (x->attempt > y->attempt) - (x->attempt < y->attempt);
+}
+
+#define SNAPSHOT_MAX_ITEMS 4096
+
+void pv_snapshot_take(duro_provider *p, pv_snapshot *s)
+{
+    memset(s, 0, sizeof(*s));
+    strbuf b = {NULL, 0, 0};
+    duro_error e;
+
+    /* Instances, latest executions, histories, per-instance counts. */
+    duro_instance_filter all;
+    memset(&all, 0, sizeof(all));
+    duro_instance_list *list = NULL;
+    CHECK_PRC(p->list_instances(p, &all, &list, &e), DURO_OK, &e);
+    for (size_t i = 0; i < list->count; i++) {
+        const duro_instance_info *in = &list->items[i];
+        sb_printf(&b, "instance");
+        sb_str(&b, "id", in->instance_id);
+        sb_str(&b, "name", in->name);
+        sb_str(&b, "version", in->version);
+        sb_printf(&b, " status=%d execution=%llu created=%lld updated=%lld",
+                  in->status, (unsigned long long)in->execution_id,
+                  (long long)in->created_ms, (long long)in->updated_ms);
+        sb_str(&b, "output", in->output);
+        sb_str(&b, "error", in->error);
+        sb_printf(&b, " category=%d", in->category);
+        sb_str(&b, "custom_status", in->custom_status);
+        sb_str(&b, "parent", in->parent_instance);
+        sb_printf(&b, " history_count=%llu\n",
+                  (unsigned long long)in->history_count);
+        uint64_t ex = 0;
+        int rc = p->latest_execution_id(p, in->instance_id, &ex, &e);
+        sb_printf(&b, "  latest rc=%s execution=%llu\n", duro_errname(rc),
+                  (unsigned long long)(rc == DURO_OK ? ex : 0));
+        for (uint64_t x = 1; x <= in->execution_id + 1; x++) {
+            duro_history *h = NULL;
+            rc = p->read_history(p, in->instance_id, x, &h, &e);
+            sb_printf(&b, "  history execution=%llu rc=%s",
+                      (unsigned long long)x, duro_errname(rc));
+            if (rc == DURO_OK && h != NULL) {
+                sb_printf(&b, " reported_execution=%llu count=%zu\n",
+                          (unsigned long long)h->execution_id, h->count);
+                for (size_t k = 0; k < h->count; k++)
+                    dump_event(&b, &h->events[k]);
+            } else {
+                sb_printf(&b, "\n");
+            }
+            duro_history_free(h);
+        }
+        dump_counts(&b, p, in->instance_id);
+    }
+    sb_printf(&b, "total orchestrator=%llu worker=%llu\n",
+              (unsigned long long)count(p, ORCH, NULL),
+              (unsigned long long)count(p, WORKER, NULL));
+
+    /* Visible orchestrator messages: fetch every instance, then abandon. */
+    snap_entry *entries = calloc(SNAPSHOT_MAX_ITEMS, sizeof(*entries));
+    duro_orch_item **items = calloc(SNAPSHOT_MAX_ITEMS, sizeof(*items));
+    duro_worker_item **rows = calloc(SNAPSHOT_MAX_ITEMS, sizeof(*rows));
+    CHECK(entries != NULL && items != NULL && rows != NULL);
+    size_t n_items = 0, n_rows = 0, n_entries = 0;
+    for (;;) {
+        duro_orch_item *it = NULL;
+        CHECK_PRC(p->fetch_orchestration_item(p, LOCK_LONG, NULL, &it, &e),
+                  DURO_OK, &e);
+        if (it == NULL)
+            break;
+        for (size_t k = 0; k < n_items; k++)
+            CHECK_MSG(strcmp(items[k]->instance_id, it->instance_id) != 0,
+                      "snapshot: instance '%s' fetched twice while locked",
+                      it->instance_id);
+        CHECK_MSG(n_items < SNAPSHOT_MAX_ITEMS, "snapshot: too many items");
+        items[n_items++] = it;
+        snap_entry *en = &entries[n_entries++];
+        en->attempt = it->attempt;
+        strbuf *t = &en->text;
+        sb_printf(t, "orchestrator item");
+        sb_str(t, "instance", it->instance_id);
+        sb_printf(t, " status=%d execution=%llu", it->status,
+                  (unsigned long long)it->execution_id);
+        sb_str(t, "name", it->name);
+        sb_str(t, "version", it->version);
+        sb_str(t, "parent", it->parent_instance);
+        sb_printf(t, " parent_execution=%llu parent_event=%llu",
+                  (unsigned long long)it->parent_execution,
+                  (unsigned long long)it->parent_event_id);
+        sb_str(t, "custom_status", it->custom_status);
+        sb_printf(t,
+                  " history_total=%llu history_offset=%llu "
+                  "history_count=%zu messages=%zu\n",
+                  (unsigned long long)it->history_total,
+                  (unsigned long long)it->history_offset, it->history_count,
+                  it->message_count);
+        for (size_t k = 0; k < it->message_count; k++)
+            dump_work(t, "  ", &it->messages[k]);
+        dump_counts(t, p, it->instance_id);
+    }
+    for (size_t k = 0; k < n_items; k++) {
+        CHECK_PRC(p->abandon_orchestration_item(p, items[k]->lock_token, 0, &e),
+                  DURO_OK, &e);
+        duro_orch_item_free(items[k]);
+    }
+
+    /* Visible worker rows: fetch every one, then abandon. */
+    for (;;) {
+        duro_worker_item *w = NULL;
+        CHECK_PRC(p->fetch_work_item(p, LOCK_LONG, &w, &e), DURO_OK, &e);
+        if (w == NULL)
+            break;
+        CHECK_MSG(n_entries < SNAPSHOT_MAX_ITEMS, "snapshot: too many items");
+        rows[n_rows++] = w;
+        snap_entry *en = &entries[n_entries++];
+        en->attempt = w->attempt;
+        dump_work(&en->text, "worker row ", &w->item);
+    }
+    for (size_t k = 0; k < n_rows; k++) {
+        CHECK_PRC(p->abandon_work_item(p, rows[k]->lock_token, 0, &e), DURO_OK,
+                  &e);
+        duro_worker_item_free(rows[k]);
+    }
+
+    qsort(entries, n_entries, sizeof(*entries), compare_entries);
+    s->attempts = calloc(n_entries + 1, sizeof(*s->attempts));
+    CHECK(s->attempts != NULL);
+    for (size_t k = 0; k < n_entries; k++) {
+        sb_printf(&b, "%s", entries[k].text.s);
+        s->attempts[k] = entries[k].attempt;
+        free(entries[k].text.s);
+    }
+    s->attempt_count = s->attempt_cap = n_entries;
+    free(entries);
+    free(items);
+    free(rows);
+    duro_instance_list_free(list);
+    s->text = b.s ? b.s : xstrdup("");
+    s->len = b.len;
+    s->cap = b.cap;
+}
+
+void pv_snapshot_free(pv_snapshot *s)
+{
+    free(s->text);
+    free(s->attempts);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Copies line `index` (0-based) of text into out. */
+static void line_of(const char *text, size_t index, char *out, size_t size)
+{
+    const char *l = text;
+    for (size_t i = 0; i < index && l != NULL; i++) {
+        l = strchr(l, '\n');
+        if (l != NULL)
+            l++;
+    }
+    if (l == NULL || *l == '\0') {
+        snprintf(out, size, "(end)");
+        return;
+    }
+    size_t n = strcspn(l, "\n");
+    if (n >= size)
+        n = size - 1;
+    memcpy(out, l, n);
+    out[n] = '\0';
+}
+
+void pv_expect_unchanged_at(duro_provider *p, pv_snapshot *s, const char *file,
+                            int line)
+{
+    pv_snapshot now;
+    pv_snapshot_take(p, &now);
+    pv_snapshot before = *s;
+    *s = now;
+    if (strcmp(before.text, now.text) != 0) {
+        size_t ln = 0;
+        for (size_t i = 0; before.text[i] && before.text[i] == now.text[i]; i++)
+            if (before.text[i] == '\n')
+                ln++;
+        char a[600], b[600];
+        line_of(before.text, ln, a, sizeof(a));
+        line_of(now.text, ln, b, sizeof(b));
+        pv_snapshot_free(&before);
+        test_fail(file, line,
+                  "store changed (first difference, line %zu):\n"
+                  "    before: %s\n    after:  %s",
+                  ln + 1, a, b);
+        return;
+    }
+    if (now.attempt_count != before.attempt_count) {
+        size_t was = before.attempt_count, is = now.attempt_count;
+        pv_snapshot_free(&before);
+        test_fail(file, line, "store changed: %zu queued items, was %zu", is,
+                  was);
+        return;
+    }
+    for (size_t k = 0; k < now.attempt_count; k++) {
+        if (now.attempts[k] != before.attempts[k] + 1) {
+            unsigned was = before.attempts[k], is = now.attempts[k];
+            pv_snapshot_free(&before);
+            test_fail(file, line,
+                      "fetch count of queued item %zu changed: %u, expected "
+                      "%u (only the snapshot's own fetch may raise it)",
+                      k + 1, is, was + 1);
+            return;
+        }
+    }
+    pv_snapshot_free(&before);
+}
+
+/* ========================================================================
+ * Activity cancellation by row deletion (lock stealing). */
+
+PV_TEST(ack_orchestration_item_deletes_cancelled_activities)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 6); /* activities 2..7 */
+    begin(p, "y", 2); /* the same execution and activity ids, elsewhere */
+    duro_activity_ref refs[] = {
+        ref("x", 1, 2),  ref("x", 1, 4),
+        ref("x", 1, 6),  ref("x", 2, 3), /* another execution: matches no row */
+        ref("x", 1, 99),                 /* never scheduled: not an error */
+    };
+    turn_cancel(p, "x", refs, 5);
+    CHECK_EQ(count(p, WORKER, "x"), 3);
+    CHECK_EQ(count(p, WORKER, "y"), 2);
+    CHECK_DRAIN(p, "x:0003,x:0005,x:0007,y:0002,y:0003");
+    CHECK_EQ(count(p, WORKER, NULL), 0);
+}
+
+PV_TEST(cancellation_of_locked_activity_causes_renewal_failure)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    CHECK_EQ(w->item.source_id, 2);
+    CHECK_PRC(p->renew_work_item_lock(p, w->lock_token, LOCK_LONG, &e), DURO_OK,
+              &e);
+    duro_activity_ref r = ref("x", 1, 2);
+    turn_cancel(p, "x", &r, 1);
+    CHECK_PFAIL(p->renew_work_item_lock(p, w->lock_token, LOCK_LONG, &e),
+                DURO_LOCK_LOST, 0, &e);
+    CHECK_EQ(count(p, WORKER, NULL), 0);
+    duro_worker_item_free(w);
+}
+
+PV_TEST(cancellation_of_unlocked_activity_removes_from_queue)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 3); /* 2, 3, 4 */
+    duro_activity_ref r = ref("x", 1, 3);
+    turn_cancel(p, "x", &r, 1);
+    CHECK_EQ(count(p, WORKER, "x"), 2);
+    CHECK_DRAIN(p, "x:0002,x:0004");
+    expect_no_work(p);
+}
+
+PV_TEST(ack_work_item_fails_on_cancelled_row)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    duro_activity_ref r = ref("x", 1, 2);
+    turn_cancel(p, "x", &r, 1);
+    CHECK_EQ(history_len(p, "x", 1), 3);
+    duro_work_item done = work(DURO_WORK_ACTIVITY_COMPLETED, "x");
+    done.execution_id = 1;
+    done.source_id = 2;
+    done.payload = "\"result\"";
+    CHECK_PFAIL(p->ack_work_item(p, w->lock_token, &done, &e), DURO_LOCK_LOST,
+                0, &e);
+    CHECK_PFAIL(p->ack_work_item(p, w->lock_token, NULL, &e), DURO_LOCK_LOST, 0,
+                &e);
+    /* Nothing reached the orchestrator queue. */
+    CHECK_EQ(count(p, ORCH, "x"), 0);
+    CHECK_EQ(count(p, ORCH, NULL), 0);
+    expect_no_orch(p);
+    CHECK_EQ(history_len(p, "x", 1), 3);
+    duro_worker_item_free(w);
+}
+
+PV_TEST(ack_work_item_succeeds_if_row_exists)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    CHECK_EQ(w->attempt, 1);
+    CHECK_STR(w->item.instance_id, "x");
+    CHECK_EQ(w->item.execution_id, 1);
+    CHECK_EQ(w->item.source_id, 2);
+    CHECK_STR(w->item.name, "act");
+    CHECK_STR(w->item.payload, "act-input");
+    duro_work_item done = work(DURO_WORK_ACTIVITY_COMPLETED, "x");
+    done.execution_id = 1;
+    done.source_id = 2;
+    done.payload = "\"result\"";
+    CHECK_PRC(p->ack_work_item(p, w->lock_token, &done, &e), DURO_OK, &e);
+    CHECK_EQ(count(p, WORKER, NULL), 0);
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    /* The row is gone: the same token cannot ack twice. */
+    CHECK_PFAIL(p->ack_work_item(p, w->lock_token, &done, &e), DURO_LOCK_LOST,
+                0, &e);
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    duro_orch_item *item = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(item->message_count, 1);
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_ACTIVITY_COMPLETED);
+    CHECK_EQ(item->messages[0].execution_id, 1);
+    CHECK_EQ(item->messages[0].source_id, 2);
+    CHECK_STR(item->messages[0].payload, "\"result\"");
+    duro_orch_item_free(item);
+    duro_worker_item_free(w);
+}
+
+PV_TEST(mass_cancellation_deletes_all_activities)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 50);
+    CHECK_EQ(count(p, WORKER, "x"), 50);
+    duro_activity_ref refs[50];
+    for (int i = 0; i < 50; i++)
+        refs[i] = ref("x", 1, (uint64_t)i + 2);
+    turn_cancel(p, "x", refs, 50);
+    CHECK_EQ(count(p, WORKER, NULL), 0);
+    expect_no_work(p);
+}
+
+PV_TEST(ack_work_item_none_deletes_without_enqueue)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    CHECK_PRC(p->ack_work_item(p, w->lock_token, NULL, &e), DURO_OK, &e);
+    CHECK_EQ(count(p, WORKER, NULL), 0);
+    CHECK_EQ(count(p, ORCH, NULL), 0);
+    expect_no_work(p);
+    expect_no_orch(p);
+    CHECK_EQ(history_len(p, "x", 1), 2);
+    duro_worker_item_free(w);
+}
+
+PV_TEST(activity_scheduled_and_cancelled_in_same_ack_never_fetchable)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 0);
+    duro_orch_item *item = poke(p, "x");
+    duro_event d[3] = {event(2, DURO_EVENT_EVENT_RAISED),
+                       event(3, DURO_EVENT_ACTIVITY_SCHEDULED),
+                       event(4, DURO_EVENT_ACTIVITY_SCHEDULED)};
+    d[0].name = "poke";
+    d[1].name = d[2].name = "act";
+    duro_work_item workers[2] = {activity("x", 1, 3), activity("x", 1, 4)};
+    duro_activity_ref r = ref("x", 1, 3);
+    duro_orch_ack a = ack_of(1, d, 3, NULL);
+    a.worker_items = workers;
+    a.worker_item_count = 2;
+    a.cancelled_activities = &r;
+    a.cancelled_activity_count = 1;
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+    CHECK_EQ(count(p, WORKER, "x"), 1);
+    CHECK_DRAIN(p, "x:0004");
+}
+
+PV_TEST(thousand_activities_cancelled_in_one_ack)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1000);
+    begin(p, "y", 3);
+    CHECK_EQ(count(p, WORKER, "x"), 1000);
+    duro_activity_ref *refs = calloc(1000, sizeof(*refs));
+    CHECK(refs != NULL);
+    for (int i = 0; i < 1000; i++)
+        refs[i] = ref("x", 1, (uint64_t)i + 2);
+    turn_cancel(p, "x", refs, 1000);
+    free(refs);
+    CHECK_EQ(count(p, WORKER, "x"), 0);
+    CHECK_EQ(count(p, WORKER, "y"), 3);
+    CHECK_DRAIN(p, "y:0002,y:0003,y:0004");
+}
+
+/* ========================================================================
+ * Locks and races. */
+
+#define RACE_THREADS 8
+#define RACE_INSTANCES 24
+#define RACE_EVENTS 8 /* per instance, after its START */
+#define RACE_MESSAGES (RACE_INSTANCES * (RACE_EVENTS + 1))
+#define RACE_DEADLINE_MS 60000
+
+/* Everything threads share is atomic: the provider's own synchronization
+ * may be invisible to ThreadSanitizer (file locks). */
+typedef struct orch_race {
+    duro_provider *handles[2]; /* racers use handles[id % 2] */
+    _Atomic int go, stop, producer_done;
+    _Atomic int holder[RACE_INSTANCES];         /* thread id + 1, or 0 */
+    _Atomic uint64_t committed[RACE_INSTANCES]; /* events in history */
+    _Atomic int next_event[RACE_INSTANCES];     /* next k expected */
+    _Atomic int seen[RACE_INSTANCES][RACE_EVENTS + 1];
+    _Atomic int acked, overlaps, abandons, retries, finished;
+} orch_race;
+
+typedef struct racer {
+    orch_race *race;
+    duro_provider *p; /* the handle this thread uses */
+    int id;
+    pthread_t thread;
+} racer;
+
+static void *orch_producer(void *arg)
+{
+    racer *me = arg;
+    orch_race *r = me->race;
+    duro_provider *p = me->p;
+    duro_error e;
+    char id[32], payload[32];
+    while (!atomic_load(&r->go))
+        sched_yield();
+    for (int i = 0; i < RACE_INSTANCES && !atomic_load(&r->stop); i++) {
+        snprintf(id, sizeof(id), "race-%02d", i);
+        snprintf(payload, sizeof(payload), "%d:0", i);
+        duro_work_item w = work(DURO_WORK_START, id);
+        w.name = "orch";
+        w.payload = payload;
+        int rc;
+        while ((rc = p->enqueue_for_orchestrator(p, &w, 0, &e)) != DURO_OK &&
+               e.retryable)
+            atomic_fetch_add(&r->retries, 1);
+        CHECK_PRC(rc, DURO_OK, &e);
+    }
+    for (int k = 1; k <= RACE_EVENTS && !atomic_load(&r->stop); k++) {
+        for (int i = 0; i < RACE_INSTANCES; i++) {
+            snprintf(id, sizeof(id), "race-%02d", i);
+            snprintf(payload, sizeof(payload), "%d:%d", i, k);
+            duro_work_item w = work(DURO_WORK_EXTERNAL_EVENT, id);
+            w.name = "poke";
+            w.payload = payload;
+            int rc;
+            while ((rc = p->enqueue_for_orchestrator(p, &w, 0, &e)) !=
+                       DURO_OK &&
+                   e.retryable)
+                atomic_fetch_add(&r->retries, 1);
+            CHECK_PRC(rc, DURO_OK, &e);
+        }
+    }
+    atomic_store(&r->producer_done, 1);
+    return NULL;
+}
+
+/* Processes one fetched item: checks exclusivity, order and history, then
+ * acks it (or, now and then, abandons it). Returns 0 on a fatal error. */
+static int orch_racer_turn(racer *me, duro_orch_item *it, unsigned *seed)
+{
+    orch_race *r = me->race;
+    duro_provider *p = me->p;
+    duro_error e;
+    int i = -1;
+    if (sscanf(it->instance_id, "race-%d", &i) != 1 || i < 0 ||
+        i >= RACE_INSTANCES) {
+        CHECK_MSG(0, "fetched an unknown instance '%s'", it->instance_id);
+        return 0;
+    }
+    int free_slot = 0;
+    if (!atomic_compare_exchange_strong(&r->holder[i], &free_slot,
+                                        me->id + 1)) {
+        atomic_fetch_add(&r->overlaps, 1);
+        CHECK_MSG(0,
+                  "instance %s fetched by thread %d while thread %d holds it",
+                  it->instance_id, me->id, free_slot - 1);
+        return 0;
+    }
+    CHECK_MSG(it->history_total == atomic_load(&r->committed[i]),
+              "%s: history_total %llu, but %llu events were committed",
+              it->instance_id, (unsigned long long)it->history_total,
+              (unsigned long long)atomic_load(&r->committed[i]));
+    CHECK_EQ(it->history_count, it->history_total);
+    if (rand_r(seed) % 8 == 0) {
+        atomic_store(&r->holder[i], 0);
+        int rc;
+        while ((rc = p->abandon_orchestration_item(p, it->lock_token, 0, &e)) !=
+                   DURO_OK &&
+               e.retryable)
+            atomic_fetch_add(&r->retries, 1);
+        CHECK_PRC(rc, DURO_OK, &e);
+        atomic_fetch_add(&r->abandons, 1);
+        return rc == DURO_OK;
+    }
+    duro_event *d = calloc(it->message_count, sizeof(*d));
+    if (d == NULL)
+        return 0;
+    for (size_t j = 0; j < it->message_count; j++) {
+        const duro_work_item *m = &it->messages[j];
+        int mi = -1, k = -1;
+        if (m->payload == NULL || sscanf(m->payload, "%d:%d", &mi, &k) != 2 ||
+            mi != i || k < 0 || k > RACE_EVENTS) {
+            CHECK_MSG(0, "%s: unexpected message payload '%s'", it->instance_id,
+                      m->payload ? m->payload : "(null)");
+            free(d);
+            return 0;
+        }
+        int expected = atomic_load(&r->next_event[i]);
+        CHECK_MSG(k == expected,
+                  "%s: message %d came while %d was the oldest (FIFO)",
+                  it->instance_id, k, expected);
+        atomic_store(&r->next_event[i], k + 1);
+        atomic_fetch_add(&r->seen[i][k], 1);
+        d[j] = event(it->history_total + 1 + j,
+                     k == 0 ? DURO_EVENT_ORCHESTRATION_STARTED
+                            : DURO_EVENT_EVENT_RAISED);
+        d[j].name = k == 0 ? "orch" : "poke";
+        d[j].payload = m->payload;
+    }
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    m.name = "orch";
+    duro_orch_ack a = ack_of(1, d, it->message_count,
+                             it->status == DURO_STATUS_PENDING ? &m : NULL);
+    atomic_store(&r->committed[i], it->history_total + it->message_count);
+    atomic_store(&r->holder[i], 0);
+    int rc;
+    while ((rc = p->ack_orchestration_item(p, it->lock_token, &a, &e)) !=
+               DURO_OK &&
+           e.retryable)
+        atomic_fetch_add(&r->retries, 1);
+    CHECK_PRC(rc, DURO_OK, &e);
+    if (rc == DURO_OK)
+        atomic_fetch_add(&r->acked, (int)it->message_count);
+    free(d);
+    return rc == DURO_OK;
+}
+
+static void *orch_racer(void *arg)
+{
+    racer *me = arg;
+    orch_race *r = me->race;
+    duro_provider *p = me->p;
+    unsigned seed = (unsigned)me->id * 7919u + 1u;
+    while (!atomic_load(&r->go))
+        sched_yield();
+    while (!atomic_load(&r->stop) && atomic_load(&r->acked) < RACE_MESSAGES) {
+        duro_error e;
+        duro_orch_item *it = NULL;
+        int rc = p->fetch_orchestration_item(p, LOCK_LONG, NULL, &it, &e);
+        if (rc != DURO_OK) {
+            if (e.retryable) {
+                atomic_fetch_add(&r->retries, 1);
+                continue;
+            }
+            CHECK_PRC(rc, DURO_OK, &e);
+            break;
+        }
+        if (it == NULL) {
+            p->wait_for_work(p, ORCH, 5, &e);
+            continue;
+        }
+        int ok = orch_racer_turn(me, it, &seed);
+        duro_orch_item_free(it);
+        if (!ok)
+            break;
+    }
+    atomic_fetch_add(&r->finished, 1);
+    return NULL;
+}
+
+/* Starts `count` threads running fn on racers[i]; on a failed start the
+ * ones started are told to stop (via *stop) and joined. Sets *go. */
+static int start_racers(racer *racers, int count, void *(*fn)(void *),
+                        void *(*last_fn)(void *), _Atomic int *go,
+                        _Atomic int *stop)
+{
+    int started = 0;
+    for (; started < count; started++) {
+        void *(*f)(void *) = started == count - 1 && last_fn ? last_fn : fn;
+        if (pthread_create(&racers[started].thread, NULL, f,
+                           &racers[started]) != 0)
+            break;
+    }
+    atomic_store(go, 1);
+    if (started == count)
+        return 1;
+    atomic_store(stop, 1);
+    for (int t = 0; t < started; t++)
+        pthread_join(racers[t].thread, NULL);
+    return 0;
+}
+
+/* 8 threads fetch and ack turns of 24 instances while a producer enqueues
+ * their messages; threads alternate between handles a and b. */
+static void run_orch_race(duro_provider *a, duro_provider *b)
+{
+    orch_race *r = calloc(1, sizeof(*r));
+    CHECK(r != NULL);
+    r->handles[0] = a;
+    r->handles[1] = b;
+    racer racers[RACE_THREADS + 1];
+    for (int t = 0; t <= RACE_THREADS; t++) {
+        racers[t].race = r;
+        racers[t].id = t;
+        racers[t].p = r->handles[t % 2];
+    }
+    if (!start_racers(racers, RACE_THREADS + 1, orch_racer, orch_producer,
+                      &r->go, &r->stop)) {
+        free(r);
+        CHECK_MSG(0, "cannot start threads");
+    }
+    /* No CHECK that could leave this function while threads run. */
+    int64_t deadline = test_now_ms() + RACE_DEADLINE_MS;
+    while (atomic_load(&r->acked) < RACE_MESSAGES && !test_failed() &&
+           atomic_load(&r->finished) < RACE_THREADS && test_now_ms() < deadline)
+        test_sleep_ms(5);
+    atomic_store(&r->stop, 1);
+    for (int t = 0; t <= RACE_THREADS; t++)
+        pthread_join(racers[t].thread, NULL);
+    duro_provider *p = a;
+
+    CHECK_EQ(atomic_load(&r->overlaps), 0);
+    CHECK_EQ(atomic_load(&r->producer_done), 1);
+    CHECK_EQ(atomic_load(&r->acked), RACE_MESSAGES);
+    for (int i = 0; i < RACE_INSTANCES; i++)
+        for (int k = 0; k <= RACE_EVENTS; k++)
+            CHECK_MSG(atomic_load(&r->seen[i][k]) == 1,
+                      "message %d:%d processed %d times", i, k,
+                      atomic_load(&r->seen[i][k]));
+    CHECK_EQ(count(p, ORCH, NULL), 0);
+    for (int i = 0; i < RACE_INSTANCES; i++) {
+        char id[32], want[32];
+        snprintf(id, sizeof(id), "race-%02d", i);
+        duro_history *h = history(p, id, 1);
+        CHECK_EQ(h->count, RACE_EVENTS + 1);
+        for (size_t k = 0; k < h->count; k++) {
+            snprintf(want, sizeof(want), "%d:%zu", i, k);
+            CHECK_EQ(h->events[k].event_id, k + 1);
+            CHECK_STR(h->events[k].payload, want);
+        }
+        duro_history_free(h);
+    }
+    fprintf(stderr, "  %d abandons, %d retryable errors retried\n",
+            atomic_load(&r->abandons), atomic_load(&r->retries));
+    free(r);
+}
+
+PV_TEST(instance_lock_is_exclusive_across_racing_fetchers)
+{
+    duro_provider *p = pv_open();
+    run_orch_race(p, p);
+}
+
+PV_TEST(instance_lock_is_exclusive_across_handles)
+{
+    duro_provider *p = pv_open();
+    duro_provider *q = pv_open_same();
+    run_orch_race(p, q);
+}
+
+#define WORK_RACE_INSTANCES 4
+#define WORK_RACE_PER_INSTANCE 500
+#define WORK_RACE_ROWS (WORK_RACE_INSTANCES * WORK_RACE_PER_INSTANCE)
+
+typedef struct work_race {
+    _Atomic int go, stop;
+    _Atomic int seen[WORK_RACE_ROWS];
+    _Atomic int fetched, acked, retries, finished;
+} work_race;
+
+typedef struct work_racer_arg {
+    work_race *race;
+    duro_provider *p;
+    int id;
+    pthread_t thread;
+} work_racer_arg;
+
+static void *work_racer(void *arg)
+{
+    work_racer_arg *me = arg;
+    work_race *r = me->race;
+    duro_provider *p = me->p;
+    while (!atomic_load(&r->go))
+        sched_yield();
+    while (!atomic_load(&r->stop)) {
+        duro_error e;
+        duro_worker_item *w = NULL;
+        int rc = p->fetch_work_item(p, LOCK_LONG, &w, &e);
+        if (rc != DURO_OK) {
+            if (e.retryable) {
+                atomic_fetch_add(&r->retries, 1);
+                continue;
+            }
+            CHECK_PRC(rc, DURO_OK, &e);
+            break;
+        }
+        if (w == NULL)
+            break; /* every row left is held by a thread that will ack it */
+        atomic_fetch_add(&r->fetched, 1);
+        int i = -1;
+        uint64_t a = w->item.source_id;
+        if (sscanf(w->item.instance_id, "w%d", &i) != 1 || i < 0 ||
+            i >= WORK_RACE_INSTANCES || a < 2 ||
+            a >= 2 + WORK_RACE_PER_INSTANCE) {
+            CHECK_MSG(0, "fetched an unknown row %s/%llu", w->item.instance_id,
+                      (unsigned long long)a);
+            duro_worker_item_free(w);
+            break;
+        }
+        atomic_fetch_add(&r->seen[i * WORK_RACE_PER_INSTANCE + (int)(a - 2)],
+                         1);
+        while ((rc = p->ack_work_item(p, w->lock_token, NULL, &e)) != DURO_OK &&
+               e.retryable)
+            atomic_fetch_add(&r->retries, 1);
+        CHECK_PRC(rc, DURO_OK, &e);
+        if (rc == DURO_OK)
+            atomic_fetch_add(&r->acked, 1);
+        duro_worker_item_free(w);
+    }
+    atomic_fetch_add(&r->finished, 1);
+    return NULL;
+}
+
+/* 8 threads, alternating between handles a and b, fetch and ack 2000
+ * rows; each must be fetched exactly once. */
+static void run_work_race(duro_provider *a, duro_provider *b)
+{
+    duro_provider *p = a;
+    for (int i = 0; i < WORK_RACE_INSTANCES; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "w%d", i);
+        begin(p, id, WORK_RACE_PER_INSTANCE);
+    }
+    CHECK_EQ(count(p, WORKER, NULL), WORK_RACE_ROWS);
+    work_race *r = calloc(1, sizeof(*r));
+    CHECK(r != NULL);
+    work_racer_arg args[RACE_THREADS];
+    int started = 0;
+    for (; started < RACE_THREADS; started++) {
+        args[started].race = r;
+        args[started].id = started;
+        args[started].p = started % 2 ? b : a;
+        if (pthread_create(&args[started].thread, NULL, work_racer,
+                           &args[started]) != 0)
+            break;
+    }
+    if (started < RACE_THREADS)
+        atomic_store(&r->stop, 1);
+    atomic_store(&r->go, 1);
+    int64_t deadline = test_now_ms() + RACE_DEADLINE_MS;
+    while (atomic_load(&r->acked) < WORK_RACE_ROWS && !test_failed() &&
+           atomic_load(&r->finished) < started && test_now_ms() < deadline)
+        test_sleep_ms(5);
+    atomic_store(&r->stop, 1);
+    for (int t = 0; t < started; t++)
+        pthread_join(args[t].thread, NULL);
+    if (started < RACE_THREADS) {
+        free(r);
+        CHECK_MSG(0, "cannot start threads");
+    }
+    CHECK_EQ(atomic_load(&r->fetched), WORK_RACE_ROWS);
+    CHECK_EQ(atomic_load(&r->acked), WORK_RACE_ROWS);
+    for (int k = 0; k < WORK_RACE_ROWS; k++)
+        CHECK_MSG(atomic_load(&r->seen[k]) == 1, "row w%d/%d fetched %d times",
+                  k / WORK_RACE_PER_INSTANCE, k % WORK_RACE_PER_INSTANCE + 2,
+                  atomic_load(&r->seen[k]));
+    CHECK_EQ(count(p, WORKER, NULL), 0);
+    if (atomic_load(&r->retries) > 0)
+        fprintf(stderr, "  %d retryable errors retried\n",
+                atomic_load(&r->retries));
+    free(r);
+}
+
+PV_TEST(racing_work_item_fetchers_never_share_a_row)
+{
+    duro_provider *p = pv_open();
+    run_work_race(p, p);
+}
+
+PV_TEST(racing_work_item_fetchers_never_share_a_row_across_handles)
+{
+    duro_provider *p = pv_open();
+    duro_provider *q = pv_open_same();
+    run_work_race(p, q);
+}
+
+/* Lock expiry. A refetch while the lock surely holds (the check ended
+ * before fetch start + timeout) must find nothing; after the timeout the
+ * item comes back with a higher fetch count, never before. */
+
+PV_TEST(orchestration_lock_expiry_redelivers_with_higher_attempt)
+{
+    duro_provider *p = pv_open();
+    start(p, "x");
+    raise_event(p, "x", "\"e1\"", 0);
+    duro_error e;
+    int64_t t0 = test_now_ms();
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_SHORT);
+    CHECK_EQ(a->attempt, 1);
+    CHECK_EQ(a->message_count, 2);
+    duro_orch_item *b = fetch_orch(p, LOCK_LONG);
+    if (b != NULL)
+        CHECK_MSG(test_now_ms() >= t0 + LOCK_SHORT,
+                  "'%s' fetched again while its lock held", b->instance_id);
+    else
+        WAIT_UNTIL(try_fetch_orch(p, LOCK_LONG, &b), DEADLINE_MS);
+    CHECK_MSG(test_now_ms() >= t0 + LOCK_SHORT - CLOCK_SLACK_MS,
+              "redelivered before its lock expired");
+    CHECK_STR(b->instance_id, "x");
+    CHECK_EQ(b->attempt, 2);
+    CHECK_EQ(b->message_count, 2);
+    CHECK_EQ(b->messages[0].kind, DURO_WORK_START);
+    CHECK_STR(b->messages[1].payload, "\"e1\"");
+    CHECK(strcmp(a->lock_token, b->lock_token) != 0);
+    CHECK_PFAIL(
+        p->renew_orchestration_item_lock(p, a->lock_token, LOCK_LONG, &e),
+        DURO_LOCK_LOST, 0, &e);
+    duro_event d = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    duro_orch_ack ak = ack_of(1, &d, 1, &m);
+    ack(p, b->lock_token, &ak);
+    CHECK_EQ(count(p, ORCH, NULL), 0);
+    duro_orch_item_free(a);
+    duro_orch_item_free(b);
+}
+
+PV_TEST(work_item_lock_expiry_redelivers_with_higher_attempt)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    int64_t t0 = test_now_ms();
+    duro_worker_item *a = fetch_work(p, LOCK_SHORT);
+    CHECK(a != NULL);
+    CHECK_EQ(a->attempt, 1);
+    duro_worker_item *b = fetch_work(p, LOCK_LONG);
+    if (b != NULL)
+        CHECK_MSG(test_now_ms() >= t0 + LOCK_SHORT,
+                  "work item fetched again while its lock held");
+    else
+        WAIT_UNTIL(try_fetch_work(p, LOCK_LONG, &b), DEADLINE_MS);
+    CHECK_MSG(test_now_ms() >= t0 + LOCK_SHORT - CLOCK_SLACK_MS,
+              "redelivered before its lock expired");
+    CHECK_EQ(b->attempt, 2);
+    CHECK_STR(b->item.instance_id, "x");
+    CHECK_EQ(b->item.source_id, 2);
+    CHECK_STR(b->item.payload, "act-input");
+    CHECK(strcmp(a->lock_token, b->lock_token) != 0);
+    /* The first holder lost the row: renew, abandon and ack all fail. */
+    CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
+                DURO_LOCK_LOST, 0, &e);
+    CHECK_PFAIL(p->abandon_work_item(p, a->lock_token, 0, &e), DURO_LOCK_LOST,
+                0, &e);
+    duro_work_item done = work(DURO_WORK_ACTIVITY_COMPLETED, "x");
+    done.execution_id = 1;
+    done.source_id = 2;
+    CHECK_PFAIL(p->ack_work_item(p, a->lock_token, &done, &e), DURO_LOCK_LOST,
+                0, &e);
+    CHECK_EQ(count(p, ORCH, NULL), 0);
+    CHECK_EQ(count(p, WORKER, "x"), 1);
+    CHECK_PRC(p->ack_work_item(p, b->lock_token, &done, &e), DURO_OK, &e);
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    CHECK_EQ(count(p, WORKER, NULL), 0);
+    duro_worker_item_free(a);
+    duro_worker_item_free(b);
+}
+
+/* Abandon. */
+
+#define ABANDON_DELAY 500
+
+PV_TEST(abandon_orchestration_item_with_delay_hides_it_until_due)
+{
+    duro_provider *p = pv_open();
+    start(p, "x");
+    duro_error e;
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    int64_t t0 = test_now_ms();
+    abandon_orch(p, a, ABANDON_DELAY);
+    duro_orch_item *b = fetch_orch(p, LOCK_LONG);
+    if (b != NULL)
+        CHECK_MSG(test_now_ms() >= t0 + ABANDON_DELAY - CLOCK_SLACK_MS,
+                  "visible before its abandon delay passed");
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    if (b == NULL)
+        WAIT_UNTIL(try_fetch_orch(p, LOCK_LONG, &b), DEADLINE_MS);
+    CHECK_MSG(test_now_ms() >= t0 + ABANDON_DELAY - CLOCK_SLACK_MS,
+              "visible before its abandon delay passed");
+    CHECK_STR(b->instance_id, "x");
+    CHECK_EQ(b->attempt, 2);
+    CHECK_EQ(b->message_count, 1);
+    CHECK_EQ(b->messages[0].kind, DURO_WORK_START);
+    /* The abandoned token no longer holds anything. */
+    CHECK_PFAIL(p->abandon_orchestration_item(p, a->lock_token, 0, &e),
+                DURO_LOCK_LOST, 0, &e);
+    duro_orch_ack empty = ack_of(1, NULL, 0, NULL);
+    CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &empty, &e),
+                DURO_LOCK_LOST, 0, &e);
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    duro_orch_item_free(a);
+    duro_orch_item_free(b);
+}
+
+PV_TEST(abandon_orchestration_item_without_delay_makes_it_fetchable_at_once)
+{
+    duro_provider *p = pv_open();
+    start(p, "x");
+    raise_event(p, "x", "\"e1\"", 0);
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    abandon_orch(p, a, 0);
+    duro_orch_item *b = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(b->attempt, 2);
+    CHECK_EQ(b->message_count, 2);
+    CHECK_EQ(b->messages[0].kind, DURO_WORK_START);
+    CHECK_STR(b->messages[1].payload, "\"e1\"");
+    duro_orch_item_free(a);
+    duro_orch_item_free(b);
+}
+
+PV_TEST(abandon_work_item_with_delay_hides_it_until_due)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *a = fetch_work(p, LOCK_LONG);
+    CHECK(a != NULL);
+    int64_t t0 = test_now_ms();
+    CHECK_PRC(p->abandon_work_item(p, a->lock_token, ABANDON_DELAY, &e),
+              DURO_OK, &e);
+    duro_worker_item *b = fetch_work(p, LOCK_LONG);
+    if (b != NULL)
+        CHECK_MSG(test_now_ms() >= t0 + ABANDON_DELAY - CLOCK_SLACK_MS,
+                  "visible before its abandon delay passed");
+    CHECK_EQ(count(p, WORKER, "x"), 1);
+    if (b == NULL)
+        WAIT_UNTIL(try_fetch_work(p, LOCK_LONG, &b), DEADLINE_MS);
+    CHECK_MSG(test_now_ms() >= t0 + ABANDON_DELAY - CLOCK_SLACK_MS,
+              "visible before its abandon delay passed");
+    CHECK_EQ(b->attempt, 2);
+    CHECK_EQ(b->item.source_id, 2);
+    CHECK_PFAIL(p->abandon_work_item(p, a->lock_token, 0, &e), DURO_LOCK_LOST,
+                0, &e);
+    CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
+                DURO_LOCK_LOST, 0, &e);
+    duro_worker_item_free(a);
+    duro_worker_item_free(b);
+}
+
+PV_TEST(abandon_work_item_without_delay_makes_it_fetchable_at_once)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *a = fetch_work(p, LOCK_LONG);
+    CHECK(a != NULL);
+    CHECK_PRC(p->abandon_work_item(p, a->lock_token, 0, &e), DURO_OK, &e);
+    duro_worker_item *b = fetch_work(p, LOCK_LONG);
+    CHECK(b != NULL);
+    CHECK_EQ(b->attempt, 2);
+    CHECK_EQ(b->item.source_id, 2);
+    duro_worker_item_free(a);
+    duro_worker_item_free(b);
+}
+
+/* Renewal. The lock is renewed every few milliseconds for several times
+ * its original timeout; nobody else may fetch meanwhile. */
+
+#define RENEW_LOCK 300
+#define RENEW_EXTEND 1500
+#define RENEW_SPAN (4 * RENEW_LOCK)
+
+PV_TEST(renewing_an_orchestration_lock_keeps_it)
+{
+    duro_provider *p = pv_open();
+    start(p, "x");
+    duro_error e;
+    int64_t t0 = test_now_ms();
+    duro_orch_item *a = fetch_orch_expect(p, "x", RENEW_LOCK);
+    int renewals = 0;
+    while (test_now_ms() < t0 + RENEW_SPAN) {
+        CHECK_PRC(p->renew_orchestration_item_lock(p, a->lock_token,
+                                                   RENEW_EXTEND, &e),
+                  DURO_OK, &e);
+        renewals++;
+        expect_no_orch(p);
+        test_sleep_ms(20);
+    }
+    CHECK(renewals > 1);
+    duro_event d = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    duro_orch_ack ak = ack_of(1, &d, 1, &m);
+    ack(p, a->lock_token, &ak);
+    CHECK_EQ(history_len(p, "x", 1), 1);
+    duro_orch_item_free(a);
+}
+
+PV_TEST(renewing_a_work_item_lock_keeps_it)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    int64_t t0 = test_now_ms();
+    duro_worker_item *a = fetch_work(p, RENEW_LOCK);
+    CHECK(a != NULL);
+    int renewals = 0;
+    while (test_now_ms() < t0 + RENEW_SPAN) {
+        CHECK_PRC(p->renew_work_item_lock(p, a->lock_token, RENEW_EXTEND, &e),
+                  DURO_OK, &e);
+        renewals++;
+        expect_no_work(p);
+        test_sleep_ms(20);
+    }
+    CHECK(renewals > 1);
+    CHECK_PRC(p->ack_work_item(p, a->lock_token, NULL, &e), DURO_OK, &e);
+    CHECK_EQ(count(p, WORKER, NULL), 0);
+    duro_worker_item_free(a);
+}
+
+/* Renewal after expiry. The lock was set to at most (fetch returned +
+ * timeout) by the provider's clock, so once that time has passed it has
+ * surely expired: waiting for it is a bound, not a guess. */
+
+static void wait_past(int64_t t)
+{
+    WAIT_UNTIL(test_now_ms() > t, DEADLINE_MS);
+}
+
+PV_TEST(renewing_an_expired_orchestration_lock_fails)
+{
+    duro_provider *p = pv_open();
+    start(p, "x");
+    duro_error e;
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_SHORT);
+    wait_past(test_now_ms() + LOCK_SHORT + CLOCK_SLACK_MS);
+    /* Expired, not yet refetched. */
+    CHECK_PFAIL(
+        p->renew_orchestration_item_lock(p, a->lock_token, LOCK_LONG, &e),
+        DURO_LOCK_LOST, 0, &e);
+    /* The failed renewal did not bring the lock back. */
+    duro_orch_item *b = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(b->attempt, 2);
+    /* Expired and taken by another caller. */
+    CHECK_PFAIL(
+        p->renew_orchestration_item_lock(p, a->lock_token, LOCK_LONG, &e),
+        DURO_LOCK_LOST, 0, &e);
+    CHECK_PRC(p->renew_orchestration_item_lock(p, b->lock_token, LOCK_LONG, &e),
+              DURO_OK, &e);
+    duro_event d = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    duro_orch_ack ak = ack_of(1, &d, 1, NULL);
+    ack(p, b->lock_token, &ak);
+    /* Released by the ack. */
+    CHECK_PFAIL(
+        p->renew_orchestration_item_lock(p, b->lock_token, LOCK_LONG, &e),
+        DURO_LOCK_LOST, 0, &e);
+    duro_orch_item_free(a);
+    duro_orch_item_free(b);
+}
+
+PV_TEST(renewing_an_expired_work_item_lock_fails)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *a = fetch_work(p, LOCK_SHORT);
+    CHECK(a != NULL);
+    wait_past(test_now_ms() + LOCK_SHORT + CLOCK_SLACK_MS);
+    CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
+                DURO_LOCK_LOST, 0, &e);
+    duro_worker_item *b = fetch_work(p, LOCK_LONG);
+    CHECK_MSG(b != NULL, "the failed renewal kept the expired row locked");
+    CHECK_EQ(b->attempt, 2);
+    CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
+                DURO_LOCK_LOST, 0, &e);
+    CHECK_PRC(p->renew_work_item_lock(p, b->lock_token, LOCK_LONG, &e), DURO_OK,
+              &e);
+    CHECK_PRC(p->ack_work_item(p, b->lock_token, NULL, &e), DURO_OK, &e);
+    CHECK_PFAIL(p->renew_work_item_lock(p, b->lock_token, LOCK_LONG, &e),
+                DURO_LOCK_LOST, 0, &e);
+    duro_worker_item_free(a);
+    duro_worker_item_free(b);
+}
+
+/* Stale, unknown and failing acks. */
+
+PV_TEST(ack_with_stale_token_fails_and_changes_nothing)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    begin(p, "y", 1);
+    raise_event(p, "x", "\"e1\"", 0);
+    duro_error e;
+    int64_t t0 = test_now_ms();
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_SHORT);
+    duro_orch_item *b = NULL;
+    WAIT_UNTIL(try_fetch_orch(p, LOCK_LONG, &b), DEADLINE_MS);
+    CHECK_MSG(test_now_ms() >= t0 + LOCK_SHORT - CLOCK_SLACK_MS,
+              "refetched before the lock expired");
+    CHECK_STR(b->instance_id, "x");
+    CHECK_EQ(b->attempt, 2);
+
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    duro_event d[2] = {event(3, DURO_EVENT_EVENT_RAISED),
+                       event(4, DURO_EVENT_ACTIVITY_SCHEDULED)};
+    duro_work_item w = activity("x", 1, 4);
+    duro_activity_ref r = ref("x", 1, 2);
+    duro_outbound child;
+    memset(&child, 0, sizeof(child));
+    child.item = work(DURO_WORK_START, "z");
+    child.item.name = "orch";
+    duro_instance_meta m = meta(DURO_STATUS_COMPLETED);
+    m.output = "\"stale\"";
+    duro_orch_ack ak = ack_of(1, d, 2, &m);
+    ak.worker_items = &w;
+    ak.worker_item_count = 1;
+    ak.cancelled_activities = &r;
+    ak.cancelled_activity_count = 1;
+    ak.orchestrator_items = &child;
+    ak.orchestrator_item_count = 1;
+    CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                DURO_LOCK_LOST, 0, &e);
+    CHECK_PFAIL(p->abandon_orchestration_item(p, a->lock_token, 0, &e),
+                DURO_LOCK_LOST, 0, &e);
+    CHECK_PFAIL(
+        p->renew_orchestration_item_lock(p, a->lock_token, LOCK_LONG, &e),
+        DURO_LOCK_LOST, 0, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    expect_no_instance(p, "z");
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    /* The current holder's ack still works, on the untouched history. */
+    duro_event d2 = event(3, DURO_EVENT_EVENT_RAISED);
+    duro_orch_ack ak2 = ack_of(1, &d2, 1, NULL);
+    ack(p, b->lock_token, &ak2);
+    CHECK_EQ(history_len(p, "x", 1), 3);
+    CHECK_EQ(count(p, WORKER, "x"), 1);
+    duro_orch_item_free(a);
+    duro_orch_item_free(b);
+}
+
+PV_TEST(unknown_lock_tokens_fail_lock_lost_and_change_nothing)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    raise_event(p, "x", "\"e1\"", 0);
+    duro_error e;
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    const char *tokens[] = {"no-such-token",
+                            "0123456789abcdef0123456789abcdef"};
+    duro_event d = event(3, DURO_EVENT_EVENT_RAISED);
+    duro_instance_meta m = meta(DURO_STATUS_COMPLETED);
+    duro_orch_ack ak = ack_of(1, &d, 1, &m);
+    duro_work_item done = work(DURO_WORK_ACTIVITY_COMPLETED, "x");
+    done.execution_id = 1;
+    done.source_id = 2;
+    for (size_t i = 0; i < 2; i++) {
+        const char *t = tokens[i];
+        CHECK_PFAIL(p->ack_orchestration_item(p, t, &ak, &e), DURO_LOCK_LOST, 0,
+                    &e);
+        CHECK_PFAIL(p->abandon_orchestration_item(p, t, 0, &e), DURO_LOCK_LOST,
+                    0, &e);
+        CHECK_PFAIL(p->renew_orchestration_item_lock(p, t, LOCK_LONG, &e),
+                    DURO_LOCK_LOST, 0, &e);
+        CHECK_PFAIL(p->ack_work_item(p, t, &done, &e), DURO_LOCK_LOST, 0, &e);
+        CHECK_PFAIL(p->ack_work_item(p, t, NULL, &e), DURO_LOCK_LOST, 0, &e);
+        CHECK_PFAIL(p->abandon_work_item(p, t, 0, &e), DURO_LOCK_LOST, 0, &e);
+        CHECK_PFAIL(p->renew_work_item_lock(p, t, LOCK_LONG, &e),
+                    DURO_LOCK_LOST, 0, &e);
+    }
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+}
+
+PV_TEST(failing_ack_leaves_no_partial_state)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 2); /* events 1..3, rows 2 and 3 */
+    begin(p, "y", 1);
+    raise_event(p, "x", "\"e1\"", 0);
+    duro_error e;
+    duro_orch_item *a = fetch_orch_for(p, "x", LOCK_LONG);
+    CHECK_EQ(a->history_total, 3);
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+
+    duro_event d[3] = {event(4, DURO_EVENT_EVENT_RAISED),
+                       event(5, DURO_EVENT_ACTIVITY_SCHEDULED),
+                       event(2, DURO_EVENT_TIMER_CREATED)};
+    d[0].name = "poke";
+    d[1].name = "act";
+    duro_work_item w = activity("x", 1, 5);
+    duro_activity_ref r = ref("x", 1, 2);
+    duro_outbound out[3];
+    memset(out, 0, sizeof(out));
+    out[0].item = work(DURO_WORK_START, "z");
+    out[0].item.name = "orch";
+    out[0].item.parent_instance = "x";
+    out[0].item.parent_execution = 1;
+    out[0].item.parent_event_id = 5;
+    out[1].item = work(DURO_WORK_TIMER_FIRED, "x");
+    out[1].item.execution_id = 1;
+    out[1].item.source_id = 6;
+    out[2].item = work(DURO_WORK_EXTERNAL_EVENT, "y");
+    out[2].item.name = "poke";
+    duro_instance_meta m = meta(DURO_STATUS_COMPLETED);
+    m.output = "\"done\"";
+    m.custom_status = "cs";
+    m.custom_status_set = 1;
+    duro_orch_ack ak = ack_of(1, d, 3, &m);
+    ak.worker_items = &w;
+    ak.worker_item_count = 1;
+    ak.cancelled_activities = &r;
+    ak.cancelled_activity_count = 1;
+    ak.orchestrator_items = out;
+    ak.orchestrator_item_count = 3;
+
+    /* The third event repeats event id 2, already stored. */
+    int rc = p->ack_orchestration_item(p, a->lock_token, &ak, &e);
+    CHECK_MSG(rc != DURO_OK, "an ack repeating stored event id 2 succeeded");
+    CHECK_EQ(e.code, rc);
+    CHECK_MSG(e.retryable == 0,
+              "duplicate event id failed with %s retryable (%s); the same "
+              "call can never succeed",
+              duro_errname(rc), e.message);
+    PV_EXPECT_UNCHANGED(p, &s);
+
+    /* Two events with the same id inside one delta. */
+    d[2] = event(4, DURO_EVENT_TIMER_CREATED);
+    rc = p->ack_orchestration_item(p, a->lock_token, &ak, &e);
+    CHECK_MSG(rc != DURO_OK, "an ack with event id 4 twice succeeded");
+    CHECK_MSG(e.retryable == 0, "duplicate event id failed retryably (%s)",
+              e.message);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    expect_no_instance(p, "z");
+
+    /* The token still holds the lock; the corrected ack commits it all. */
+    CHECK_PRC(p->renew_orchestration_item_lock(p, a->lock_token, LOCK_LONG, &e),
+              DURO_OK, &e);
+    d[2] = event(6, DURO_EVENT_TIMER_CREATED);
+    ack(p, a->lock_token, &ak);
+    CHECK_EQ(history_len(p, "x", 1), 6);
+    duro_instance_list *l = get(p, "x");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_COMPLETED);
+    CHECK_STR(l->items[0].output, "\"done\"");
+    CHECK_STR(l->items[0].custom_status, "cs");
+    duro_instance_list_free(l);
+    l = get(p, "z");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_PENDING);
+    duro_instance_list_free(l);
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    CHECK_EQ(count(p, ORCH, "y"), 1);
+    CHECK_EQ(count(p, ORCH, "z"), 1);
+    CHECK_DRAIN(p, "x:0003,x:0005,y:0002");
+    duro_orch_item_free(a);
+}
+
+PV_TEST(messages_arriving_while_locked_wait_for_the_next_fetch)
+{
+    duro_provider *p = pv_open();
+    start(p, "x");
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(a->message_count, 1);
+    raise_event(p, "x", "\"e1\"", 0);
+    raise_event(p, "x", "\"e2\"", 0);
+    CHECK_EQ(count(p, ORCH, "x"), 3);
+    expect_no_orch(p); /* x is locked and nothing else is queued */
+    duro_event d = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    duro_orch_ack ak = ack_of(1, &d, 1, &m);
+    ack(p, a->lock_token, &ak);
+    CHECK_EQ(count(p, ORCH, "x"), 2);
+    duro_orch_item *b = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(b->message_count, 2);
+    CHECK_STR(b->messages[0].payload, "\"e1\"");
+    CHECK_STR(b->messages[1].payload, "\"e2\"");
+    CHECK_EQ(b->attempt, 1); /* never fetched before */
+    CHECK_EQ(b->history_total, 1);
+    CHECK_EQ(b->status, DURO_STATUS_RUNNING);
+    duro_orch_item_free(a);
+    duro_orch_item_free(b);
+}
+
+/* ========================================================================
+ * Queues. */
+
+#define TIMER_DELAY 400
+
+PV_TEST(delayed_messages_stay_invisible_until_due)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 0);
+    begin(p, "y", 0);
+    /* x: a timer enqueued by a client call. */
+    int64_t due_x = test_now_ms() + TIMER_DELAY;
+    int64_t fire_x = duro_now_ms() + TIMER_DELAY;
+    duro_work_item t = work(DURO_WORK_TIMER_FIRED, "x");
+    t.execution_id = 1;
+    t.source_id = 2;
+    t.fire_at_ms = fire_x;
+    enqueue(p, &t, TIMER_DELAY);
+    /* y: a timer written by a turn. */
+    duro_orch_item *a = poke(p, "y");
+    duro_event d[2] = {event(2, DURO_EVENT_EVENT_RAISED),
+                       event(3, DURO_EVENT_TIMER_CREATED)};
+    d[1].fire_at_ms = duro_now_ms() + TIMER_DELAY;
+    duro_outbound out;
+    memset(&out, 0, sizeof(out));
+    out.item = work(DURO_WORK_TIMER_FIRED, "y");
+    out.item.execution_id = 1;
+    out.item.source_id = 3;
+    out.item.fire_at_ms = d[1].fire_at_ms;
+    out.delay_ms = TIMER_DELAY;
+    duro_orch_ack ak = ack_of(1, d, 2, NULL);
+    ak.orchestrator_items = &out;
+    ak.orchestrator_item_count = 1;
+    int64_t due_y = test_now_ms() + TIMER_DELAY;
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    CHECK_EQ(count(p, ORCH, "y"), 1);
+    /* A turn of x before its timer is due neither sees nor consumes it. */
+    duro_orch_item *now_item = poke(p, "x");
+    CHECK_EQ(now_item->message_count, 1);
+    CHECK_EQ(now_item->messages[0].kind, DURO_WORK_EXTERNAL_EVENT);
+    duro_event raised = event(2, DURO_EVENT_EVENT_RAISED);
+    duro_orch_ack now_ack = ack_of(1, &raised, 1, NULL);
+    ack(p, now_item->lock_token, &now_ack);
+    duro_orch_item_free(now_item);
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+
+    int got_x = 0, got_y = 0;
+    int64_t deadline = test_now_ms() + DEADLINE_MS;
+    while (!(got_x && got_y)) {
+        CHECK_MSG(test_now_ms() < deadline, "timers never became visible");
+        duro_orch_item *it = fetch_orch(p, LOCK_LONG);
+        if (it == NULL) {
+            test_sleep_ms(1);
+            continue;
+        }
+        int64_t now = test_now_ms();
+        int is_x = strcmp(it->instance_id, "x") == 0;
+        CHECK_MSG(now >= (is_x ? due_x : due_y) - CLOCK_SLACK_MS,
+                  "timer of %s returned %lld ms early", it->instance_id,
+                  (long long)((is_x ? due_x : due_y) - now));
+        CHECK_EQ(it->message_count, 1);
+        CHECK_EQ(it->attempt, 1); /* never part of an earlier fetch */
+        const duro_work_item *m = &it->messages[0];
+        CHECK_EQ(m->kind, DURO_WORK_TIMER_FIRED);
+        CHECK_EQ(m->execution_id, 1);
+        CHECK_EQ(m->source_id, is_x ? 2 : 3);
+        CHECK_EQ(m->fire_at_ms, is_x ? fire_x : d[1].fire_at_ms);
+        CHECK_MSG(!(is_x ? got_x : got_y), "timer of %s delivered twice",
+                  it->instance_id);
+        if (is_x)
+            got_x = 1;
+        else
+            got_y = 1;
+        duro_event fired = event(it->history_total + 1, DURO_EVENT_TIMER_FIRED);
+        duro_orch_ack done = ack_of(1, &fired, 1, NULL);
+        ack(p, it->lock_token, &done);
+        duro_orch_item_free(it);
+    }
+    CHECK_EQ(count(p, ORCH, NULL), 0);
+}
+
+PV_TEST(messages_of_one_instance_come_oldest_first)
+{
+    duro_provider *p = pv_open();
+    start(p, "x");
+    char payload[32];
+    for (int i = 0; i < 20; i++) {
+        snprintf(payload, sizeof(payload), "m%02d", i);
+        raise_event(p, "x", payload, 0);
+    }
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(a->message_count, 21);
+    CHECK_EQ(a->messages[0].kind, DURO_WORK_START);
+    for (size_t i = 1; i < a->message_count; i++) {
+        snprintf(payload, sizeof(payload), "m%02zu", i - 1);
+        CHECK_EQ(a->messages[i].kind, DURO_WORK_EXTERNAL_EVENT);
+        CHECK_STR(a->messages[i].payload, payload);
+    }
+    duro_orch_item_free(a);
+}
+
+PV_TEST(work_items_come_oldest_first)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 5); /* rows x/2 .. x/6, in that order */
+    begin(p, "y", 2); /* then y/2, y/3 */
+    const char *want[7] = {"x:2", "x:3", "x:4", "x:5", "x:6", "y:2", "y:3"};
+    duro_error e;
+    for (int i = 0; i < 7; i++) {
+        duro_worker_item *w = fetch_work(p, LOCK_LONG);
+        CHECK_MSG(w != NULL, "only %d of 7 rows fetchable", i);
+        char got[64];
+        snprintf(got, sizeof(got), "%s:%llu", w->item.instance_id,
+                 (unsigned long long)w->item.source_id);
+        CHECK_STR(got, want[i]);
+        CHECK_PRC(p->ack_work_item(p, w->lock_token, NULL, &e), DURO_OK, &e);
+        duro_worker_item_free(w);
+    }
+    expect_no_work(p);
+}
+
+PV_TEST(instances_are_fetched_oldest_first_and_independently)
+{
+    duro_provider *p = pv_open();
+    start(p, "c"); /* ids out of order: the oldest message wins */
+    start(p, "a");
+    start(p, "b");
+    duro_orch_item *ic = fetch_orch_expect(p, "c", LOCK_LONG);
+    duro_orch_item *ia = fetch_orch_expect(p, "a", LOCK_LONG);
+    raise_event(p, "c", "\"late\"", 0);
+    /* c's lock does not hold back b; acking a does not touch c. */
+    duro_event d = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    duro_orch_ack ak = ack_of(1, &d, 1, &m);
+    ack(p, ia->lock_token, &ak);
+    CHECK_EQ(count(p, ORCH, "c"), 2);
+    duro_orch_item *ib = fetch_orch_expect(p, "b", LOCK_LONG);
+    expect_no_orch(p);
+    abandon_orch(p, ic, 0);
+    duro_orch_item *ic2 = fetch_orch_expect(p, "c", LOCK_LONG);
+    CHECK_EQ(ic2->message_count, 2);
+    CHECK_EQ(ic2->messages[0].kind, DURO_WORK_START);
+    CHECK_STR(ic2->messages[1].payload, "\"late\"");
+    /* The highest fetch count among the messages: START's second fetch. */
+    CHECK_EQ(ic2->attempt, 2);
+    CHECK_EQ(ib->attempt, 1);
+    duro_orch_item_free(ia);
+    duro_orch_item_free(ib);
+    duro_orch_item_free(ic);
+    duro_orch_item_free(ic2);
+}
+
+PV_TEST(count_messages_counts_visible_delayed_and_locked)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 3);
+    start(p, "y");
+    raise_event(p, "y", "\"e\"", 0);
+    raise_event(p, "x", "\"later\"", 60000);
+    raise_event(p, "x", "\"now\"", 0);
+    CHECK_EQ(count(p, ORCH, "x"), 2);
+    CHECK_EQ(count(p, ORCH, "y"), 2);
+    CHECK_EQ(count(p, ORCH, NULL), 4);
+    CHECK_EQ(count(p, WORKER, "x"), 3);
+    CHECK_EQ(count(p, WORKER, "y"), 0);
+    CHECK_EQ(count(p, WORKER, NULL), 3);
+    duro_orch_item *a = fetch_orch_for(p, "x", LOCK_LONG);
+    CHECK_EQ(a->message_count, 1); /* the delayed one is not due */
+    CHECK_STR(a->messages[0].payload, "\"now\"");
+    CHECK_EQ(count(p, ORCH, "x"), 2);
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    CHECK_EQ(count(p, WORKER, "x"), 3);
+    duro_error e;
+    CHECK_PRC(p->ack_work_item(p, w->lock_token, NULL, &e), DURO_OK, &e);
+    CHECK_EQ(count(p, WORKER, "x"), 2);
+    raise_event(p, "ghost", "\"boo\"", 0);
+    CHECK_EQ(count(p, ORCH, "ghost"), 1);
+    CHECK_EQ(count(p, ORCH, NULL), 5);
+    CHECK_EQ(count(p, ORCH, "nobody"), 0);
+    CHECK_EQ(count(p, WORKER, "nobody"), 0);
+    duro_orch_item_free(a);
+    duro_worker_item_free(w);
+}
+
+PV_TEST(cancel_for_a_missing_instance_does_not_block_others)
+{
+    duro_provider *p = pv_open();
+    duro_work_item c = work(DURO_WORK_CANCEL_INSTANCE, "ghost");
+    c.reason = "stop";
+    c.requested_by = "test";
+    enqueue(p, &c, 0);
+    start(p, "real");
+    duro_orch_item *g = fetch_orch_expect(p, "ghost", LOCK_LONG);
+    CHECK_EQ(g->status, DURO_STATUS_NOT_FOUND);
+    CHECK_EQ(g->execution_id, 0);
+    CHECK_EQ(g->history_total, 0);
+    CHECK_EQ(g->history_count, 0);
+    CHECK_EQ(g->message_count, 1);
+    CHECK_EQ(g->messages[0].kind, DURO_WORK_CANCEL_INSTANCE);
+    /* "real" is fetchable while the ghost is locked. */
+    duro_orch_item *r = fetch_orch_expect(p, "real", LOCK_LONG);
+    duro_event d = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    duro_orch_ack ak = ack_of(1, &d, 1, &m);
+    ack(p, r->lock_token, &ak);
+    /* No delta, no meta: consumes the message and creates nothing. */
+    duro_orch_ack nothing = ack_of(0, NULL, 0, NULL);
+    ack(p, g->lock_token, &nothing);
+    expect_no_instance(p, "ghost");
+    CHECK_EQ(count(p, ORCH, "ghost"), 0);
+    CHECK_EQ(count(p, ORCH, NULL), 0);
+    duro_error e;
+    uint64_t ex = 0;
+    CHECK_PFAIL(p->latest_execution_id(p, "ghost", &ex, &e), DURO_NOT_FOUND, 0,
+                &e);
+    duro_instance_filter all;
+    memset(&all, 0, sizeof(all));
+    duro_instance_list *l = NULL;
+    CHECK_PRC(p->list_instances(p, &all, &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->count, 1);
+    CHECK_STR(l->items[0].instance_id, "real");
+    duro_instance_list_free(l);
+    duro_orch_item_free(g);
+    duro_orch_item_free(r);
+
+    /* Acked first, the ghost does not hold anything back either. */
+    c.instance_id = "ghost2";
+    enqueue(p, &c, 0);
+    start(p, "real2");
+    g = fetch_orch_expect(p, "ghost2", LOCK_LONG);
+    ack(p, g->lock_token, &nothing);
+    r = fetch_orch_expect(p, "real2", LOCK_LONG);
+    expect_no_instance(p, "ghost2");
+    duro_orch_item_free(g);
+    duro_orch_item_free(r);
+}
+
+/* ========================================================================
+ * History and executions. */
+
+/* Ends x's current execution with continue-as-new and runs the first turn
+ * of the next one (input "in-<next>"). */
+static void continue_as_new(duro_provider *p, const char *id, uint64_t next)
+{
+    char input[32];
+    snprintf(input, sizeof(input), "in-%llu", (unsigned long long)next);
+    duro_orch_item *a = poke(p, id);
+    CHECK_EQ(a->execution_id, next - 1);
+    duro_event d[2] = {
+        event(a->history_total + 1, DURO_EVENT_EVENT_RAISED),
+        event(a->history_total + 2, DURO_EVENT_CONTINUED_AS_NEW)};
+    d[1].payload = input;
+    duro_outbound out;
+    memset(&out, 0, sizeof(out));
+    out.item = work(DURO_WORK_CONTINUE_AS_NEW, id);
+    out.item.execution_id = next;
+    out.item.name = "orch";
+    out.item.version = "1.0";
+    out.item.payload = input;
+    duro_instance_meta m = meta(DURO_STATUS_CONTINUED_AS_NEW);
+    duro_orch_ack ak = ack_of(next - 1, d, 2, &m);
+    ak.orchestrator_items = &out;
+    ak.orchestrator_item_count = 1;
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+
+    duro_orch_item *b = fetch_orch_for(p, id, LOCK_LONG);
+    CHECK_EQ(b->message_count, 1);
+    CHECK_EQ(b->messages[0].kind, DURO_WORK_CONTINUE_AS_NEW);
+    CHECK_EQ(b->messages[0].execution_id, next);
+    CHECK_STR(b->messages[0].payload, input);
+    duro_event s = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    s.name = "orch";
+    s.payload = input;
+    duro_instance_meta m2 = meta(DURO_STATUS_RUNNING);
+    m2.name = "orch";
+    m2.version = "1.0";
+    duro_orch_ack ak2 = ack_of(next, &s, 1, &m2);
+    ack(p, b->lock_token, &ak2);
+    duro_orch_item_free(b);
+}
+
+PV_TEST(continue_as_new_keeps_executions_apart)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 0);
+    CHECK_EQ(latest(p, "x"), 1);
+    /* Execution 1 ends with continue-as-new: still the current one, and
+     * the instance as a whole is still running. */
+    duro_orch_item *a = poke(p, "x");
+    duro_event d[2] = {event(2, DURO_EVENT_EVENT_RAISED),
+                       event(3, DURO_EVENT_CONTINUED_AS_NEW)};
+    d[1].payload = "in-2";
+    duro_outbound out;
+    memset(&out, 0, sizeof(out));
+    out.item = work(DURO_WORK_CONTINUE_AS_NEW, "x");
+    out.item.execution_id = 2;
+    out.item.name = "orch";
+    out.item.payload = "in-2";
+    duro_instance_meta m = meta(DURO_STATUS_CONTINUED_AS_NEW);
+    m.output = "\"carried\"";
+    duro_orch_ack ak = ack_of(1, d, 2, &m);
+    ak.orchestrator_items = &out;
+    ak.orchestrator_item_count = 1;
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    duro_instance_list *l = get(p, "x");
+    CHECK_MSG(l->items[0].status == DURO_STATUS_RUNNING,
+              "after a CONTINUED_AS_NEW turn the instance is %s, expected "
+              "Running",
+              duro_status_name(l->items[0].status));
+    CHECK_EQ(l->items[0].execution_id, 1);
+    CHECK_EQ(l->items[0].history_count, 3);
+    duro_instance_list_free(l);
+    CHECK_EQ(latest(p, "x"), 1);
+
+    /* The next turn runs execution 2. */
+    duro_orch_item *b = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(b->execution_id, 1);
+    CHECK_EQ(b->history_total, 3);
+    CHECK_EQ(b->messages[0].kind, DURO_WORK_CONTINUE_AS_NEW);
+    duro_event s = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    s.payload = "in-2";
+    duro_instance_meta m2 = meta(DURO_STATUS_RUNNING);
+    duro_orch_ack ak2 = ack_of(2, &s, 1, &m2);
+    ack(p, b->lock_token, &ak2);
+    duro_orch_item_free(b);
+    CHECK_EQ(latest(p, "x"), 2);
+    l = get(p, "x");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_RUNNING);
+    CHECK_EQ(l->items[0].execution_id, 2);
+    CHECK_EQ(l->items[0].history_count, 1);
+    CHECK_STR(l->items[0].name, "orch");
+    /* The running execution has no output: the old one's is not kept. */
+    CHECK_STR(l->items[0].output, NULL);
+    duro_instance_list_free(l);
+
+    duro_history *h1 = history(p, "x", 1);
+    CHECK_EQ(h1->execution_id, 1);
+    CHECK_EQ(h1->count, 3);
+    CHECK_EQ(h1->events[2].kind, DURO_EVENT_CONTINUED_AS_NEW);
+    duro_history_free(h1);
+    duro_history *h2 = history(p, "x", 2);
+    CHECK_EQ(h2->execution_id, 2);
+    CHECK_EQ(h2->count, 1);
+    CHECK_STR(h2->events[0].payload, "in-2");
+    duro_history_free(h2);
+    duro_history *h0 = history(p, "x", 0); /* the current one */
+    CHECK_EQ(h0->execution_id, 2);
+    CHECK_EQ(h0->count, 1);
+    duro_history_free(h0);
+    duro_error e;
+    duro_history *none = NULL;
+    CHECK_PFAIL(p->read_history(p, "x", 3, &none, &e), DURO_NOT_FOUND, 0, &e);
+    duro_history_free(none);
+    none = NULL;
+    CHECK_PFAIL(p->read_history(p, "nobody", 0, &none, &e), DURO_NOT_FOUND, 0,
+                &e);
+    duro_history_free(none);
+    uint64_t ex = 0;
+    CHECK_PFAIL(p->latest_execution_id(p, "nobody", &ex, &e), DURO_NOT_FOUND, 0,
+                &e);
+
+    /* A fetch carries only the current execution's history. */
+    duro_orch_item *c = poke(p, "x");
+    CHECK_EQ(c->execution_id, 2);
+    CHECK_EQ(c->history_total, 1);
+    CHECK_EQ(c->history_count, 1);
+    CHECK_STR(c->history[0].payload, "in-2");
+    duro_event r = event(2, DURO_EVENT_EVENT_RAISED);
+    duro_orch_ack ak3 = ack_of(2, &r, 1, NULL);
+    ack(p, c->lock_token, &ak3);
+    duro_orch_item_free(c);
+    CHECK_EQ(history_len(p, "x", 1), 3);
+    CHECK_EQ(history_len(p, "x", 2), 2);
+}
+
+/* Which fields each event kind uses, beyond id, kind and timestamp. */
+enum {
+    F_SOURCE = 1 << 0,
+    F_NAME = 1 << 1,
+    F_VERSION = 1 << 2,
+    F_PAYLOAD = 1 << 3,
+    F_ERROR = 1 << 4, /* error and category */
+    F_REASON = 1 << 5,
+    F_REQUESTED_BY = 1 << 6,
+    F_REF = 1 << 7, /* ref_instance, ref_execution, ref_event_id */
+    F_FIRE_AT = 1 << 8,
+    F_ATTEMPT = 1 << 9,
+    F_FLAGS = 1 << 10,
+    F_REF_INSTANCE = 1 << 11 /* ref_instance only */
+};
+
+static const unsigned event_fields[DURO_EVENT_KIND_MAX + 1] = {
+    [DURO_EVENT_ORCHESTRATION_STARTED] = F_NAME | F_VERSION | F_PAYLOAD | F_REF,
+    [DURO_EVENT_ORCHESTRATION_COMPLETED] = F_PAYLOAD,
+    [DURO_EVENT_ORCHESTRATION_FAILED] = F_ERROR,
+    [DURO_EVENT_CONTINUED_AS_NEW] = F_PAYLOAD,
+    [DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED] = F_REASON | F_REQUESTED_BY,
+    [DURO_EVENT_ORCHESTRATION_CANCELLED] = F_REASON,
+    [DURO_EVENT_ACTIVITY_SCHEDULED] = F_NAME | F_PAYLOAD | F_ATTEMPT,
+    [DURO_EVENT_ACTIVITY_COMPLETED] = F_SOURCE | F_PAYLOAD,
+    [DURO_EVENT_ACTIVITY_FAILED] = F_SOURCE | F_ERROR,
+    [DURO_EVENT_ACTIVITY_CANCEL_REQUESTED] = F_SOURCE | F_REASON,
+    [DURO_EVENT_TIMER_CREATED] = F_FIRE_AT,
+    [DURO_EVENT_TIMER_FIRED] = F_SOURCE | F_FIRE_AT,
+    [DURO_EVENT_EVENT_SUBSCRIBED] = F_NAME,
+    [DURO_EVENT_EVENT_RAISED] = F_NAME | F_PAYLOAD,
+    [DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED] =
+        F_NAME | F_VERSION | F_REF_INSTANCE | F_PAYLOAD | F_FLAGS,
+    [DURO_EVENT_SUB_ORCHESTRATION_COMPLETED] = F_SOURCE | F_PAYLOAD,
+    [DURO_EVENT_SUB_ORCHESTRATION_FAILED] = F_SOURCE | F_ERROR,
+    [DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED] = F_SOURCE | F_REASON,
+};
+
+/* Strings live in a static table so expected events outlive the call. */
+static char field_text[DURO_EVENT_KIND_MAX + 1][8][32];
+
+static duro_event full_event(int kind)
+{
+    unsigned f = event_fields[kind];
+    char(*t)[32] = field_text[kind];
+    duro_event e = event((uint64_t)kind, (duro_event_kind)kind);
+    e.timestamp_ms = 1700000000000LL + kind;
+    for (int i = 0; i < 8; i++)
+        snprintf(t[i], 32, "k%d-f%d", kind, i);
+    if (f & F_SOURCE)
+        e.source_event_id = (uint64_t)kind - 1;
+    if (f & F_NAME)
+        e.name = t[0];
+    if (f & F_VERSION)
+        e.version = t[1];
+    if (f & F_PAYLOAD)
+        e.payload = t[2];
+    if (f & F_ERROR) {
+        e.error = t[3];
+        e.category = DURO_CATEGORY_APPLICATION + kind % 5;
+    }
+    if (f & F_REASON)
+        e.reason = t[4];
+    if (f & F_REQUESTED_BY)
+        e.requested_by = t[5];
+    if (f & (F_REF | F_REF_INSTANCE))
+        e.ref_instance = t[6];
+    if (f & F_REF) {
+        e.ref_execution = 3;
+        e.ref_event_id = 7;
+    }
+    if (f & F_FIRE_AT)
+        e.fire_at_ms = 1800000000000LL + kind;
+    if (f & F_ATTEMPT)
+        e.attempt = 4;
+    if (f & F_FLAGS)
+        e.flags = DURO_START_DETACHED;
+    return e;
+}
+
+static void check_event(const duro_event *got, const duro_event *want)
+{
+    CHECK_EQ(got->event_id, want->event_id);
+    CHECK_EQ(got->kind, want->kind);
+    CHECK_EQ(got->source_event_id, want->source_event_id);
+    CHECK_EQ(got->timestamp_ms, want->timestamp_ms);
+    CHECK_STR(got->name, want->name);
+    CHECK_STR(got->version, want->version);
+    CHECK_STR(got->payload, want->payload);
+    CHECK_STR(got->error, want->error);
+    CHECK_EQ(got->category, want->category);
+    CHECK_STR(got->reason, want->reason);
+    CHECK_STR(got->requested_by, want->requested_by);
+    CHECK_STR(got->ref_instance, want->ref_instance);
+    CHECK_EQ(got->ref_execution, want->ref_execution);
+    CHECK_EQ(got->ref_event_id, want->ref_event_id);
+    CHECK_EQ(got->fire_at_ms, want->fire_at_ms);
+    CHECK_EQ(got->attempt, want->attempt);
+    CHECK_EQ(got->flags, want->flags);
+}
+
+PV_TEST(history_events_round_trip_every_field)
+{
+    duro_provider *p = pv_open();
+    start(p, "x");
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    duro_event d[DURO_EVENT_KIND_MAX];
+    for (int k = 1; k <= DURO_EVENT_KIND_MAX; k++)
+        d[k - 1] = full_event(k);
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    duro_orch_ack ak = ack_of(1, d, DURO_EVENT_KIND_MAX, &m);
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+
+    duro_history *h = history(p, "x", 1);
+    CHECK_STR(h->instance_id, "x");
+    CHECK_EQ(h->count, DURO_EVENT_KIND_MAX);
+    for (size_t i = 0; i < h->count; i++)
+        check_event(&h->events[i], &d[i]);
+    duro_history_free(h);
+    duro_orch_item *b = poke(p, "x");
+    CHECK_EQ(b->history_total, DURO_EVENT_KIND_MAX);
+    CHECK_EQ(b->history_count, DURO_EVENT_KIND_MAX);
+    for (size_t i = 0; i < b->history_count; i++)
+        check_event(&b->history[i], &d[i]);
+    duro_orch_item_free(b);
+}
+
+/* Which work-item fields a kind names (beyond kind and instance_id). */
+enum {
+    W_EXECUTION = 1 << 0,
+    W_SOURCE = 1 << 1,
+    W_NAME = 1 << 2,
+    W_VERSION = 1 << 3,
+    W_PAYLOAD = 1 << 4,
+    W_ERROR = 1 << 5,  /* error and category */
+    W_REASON = 1 << 6, /* reason and requested_by */
+    W_PARENT = 1 << 7,
+    W_FIRE_AT = 1 << 8,
+    W_ATTEMPT = 1 << 9,
+    W_FLAGS = 1 << 10
+};
+
+static const unsigned work_fields[DURO_WORK_ACTIVITY_EXECUTE + 1] = {
+    [DURO_WORK_START] = W_NAME | W_VERSION | W_PAYLOAD | W_PARENT | W_FLAGS,
+    [DURO_WORK_ACTIVITY_COMPLETED] = W_EXECUTION | W_SOURCE | W_PAYLOAD,
+    [DURO_WORK_ACTIVITY_FAILED] = W_EXECUTION | W_SOURCE | W_ERROR,
+    [DURO_WORK_TIMER_FIRED] = W_EXECUTION | W_SOURCE | W_FIRE_AT,
+    [DURO_WORK_EXTERNAL_EVENT] = W_NAME | W_PAYLOAD,
+    [DURO_WORK_CHILD_COMPLETED] = W_EXECUTION | W_SOURCE | W_PAYLOAD,
+    [DURO_WORK_CHILD_FAILED] = W_EXECUTION | W_SOURCE | W_ERROR,
+    [DURO_WORK_CANCEL_INSTANCE] = W_REASON,
+    [DURO_WORK_CONTINUE_AS_NEW] = W_EXECUTION | W_NAME | W_VERSION | W_PAYLOAD,
+    [DURO_WORK_ACTIVITY_EXECUTE] =
+        W_EXECUTION | W_SOURCE | W_NAME | W_PAYLOAD | W_ATTEMPT,
+};
+
+static char work_text[DURO_WORK_ACTIVITY_EXECUTE + 1][8][32];
+
+static duro_work_item full_work(int kind, const char *instance)
+{
+    unsigned f = work_fields[kind];
+    char(*t)[32] = work_text[kind];
+    for (int i = 0; i < 8; i++)
+        snprintf(t[i], 32, "w%d-f%d", kind, i);
+    duro_work_item w = work((duro_work_kind)kind, instance);
+    if (f & W_EXECUTION)
+        w.execution_id = 1;
+    if (f & W_SOURCE)
+        w.source_id = 10 + (uint64_t)kind;
+    if (f & W_NAME)
+        w.name = t[0];
+    if (f & W_VERSION)
+        w.version = t[1];
+    if (f & W_PAYLOAD)
+        w.payload = t[2];
+    if (f & W_ERROR) {
+        w.error = t[3];
+        w.category = DURO_CATEGORY_INFRASTRUCTURE;
+    }
+    if (f & W_REASON) {
+        w.reason = t[4];
+        w.requested_by = t[5];
+    }
+    if (f & W_PARENT) {
+        w.parent_instance = t[6];
+        w.parent_execution = 2;
+        w.parent_event_id = 9;
+    }
+    if (f & W_FIRE_AT)
+        w.fire_at_ms = 1800000000000LL + kind;
+    if (f & W_ATTEMPT)
+        w.attempt = 3;
+    if (f & W_FLAGS)
+        w.flags = DURO_START_DETACHED;
+    return w;
+}
+
+/* Compares every field; execution_id only where the kind names it (START
+ * runs execution 1 and external events and cancels are routed to the
+ * current execution, so a provider may fill it in). */
+static void check_work(const duro_work_item *got, const duro_work_item *want)
+{
+    CHECK_EQ(got->kind, want->kind);
+    CHECK_STR(got->instance_id, want->instance_id);
+    if (work_fields[want->kind] & W_EXECUTION)
+        CHECK_EQ(got->execution_id, want->execution_id);
+    CHECK_EQ(got->source_id, want->source_id);
+    CHECK_STR(got->name, want->name);
+    CHECK_STR(got->version, want->version);
+    CHECK_STR(got->payload, want->payload);
+    CHECK_STR(got->error, want->error);
+    CHECK_EQ(got->category, want->category);
+    CHECK_STR(got->reason, want->reason);
+    CHECK_STR(got->requested_by, want->requested_by);
+    CHECK_STR(got->parent_instance, want->parent_instance);
+    CHECK_EQ(got->parent_execution, want->parent_execution);
+    CHECK_EQ(got->parent_event_id, want->parent_event_id);
+    CHECK_EQ(got->fire_at_ms, want->fire_at_ms);
+    CHECK_EQ(got->attempt, want->attempt);
+    CHECK_EQ(got->flags, want->flags);
+}
+
+PV_TEST(work_items_round_trip_every_field)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 0);
+    begin(p, "y", 0);
+    /* Through enqueue_for_orchestrator: every orchestrator kind but START
+     * to x, START to a new instance. */
+    duro_work_item want[DURO_WORK_CONTINUE_AS_NEW + 1];
+    for (int k = DURO_WORK_ACTIVITY_COMPLETED; k <= DURO_WORK_CONTINUE_AS_NEW;
+         k++) {
+        want[k] = full_work(k, "x");
+        enqueue(p, &want[k], 0);
+    }
+    want[DURO_WORK_START] = full_work(DURO_WORK_START, "kid");
+    enqueue(p, &want[DURO_WORK_START], 0);
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(a->message_count, DURO_WORK_CONTINUE_AS_NEW - 1);
+    for (size_t i = 0; i < a->message_count; i++)
+        check_work(&a->messages[i], &want[i + DURO_WORK_ACTIVITY_COMPLETED]);
+    duro_orch_item *kid = fetch_orch_expect(p, "kid", LOCK_LONG);
+    CHECK_EQ(kid->message_count, 1);
+    check_work(&kid->messages[0], &want[DURO_WORK_START]);
+    duro_orch_item_free(kid);
+
+    /* Through ack_orchestration_item: the same to y, START to "kid2", and
+     * an activity to the worker queue. */
+    duro_outbound out[DURO_WORK_CONTINUE_AS_NEW];
+    memset(out, 0, sizeof(out));
+    for (int k = DURO_WORK_ACTIVITY_COMPLETED; k <= DURO_WORK_CONTINUE_AS_NEW;
+         k++) {
+        want[k].instance_id = "y";
+        out[k - DURO_WORK_ACTIVITY_COMPLETED].item = want[k];
+    }
+    want[DURO_WORK_START].instance_id = "kid2";
+    out[DURO_WORK_CONTINUE_AS_NEW - 1].item = want[DURO_WORK_START];
+    duro_work_item act = full_work(DURO_WORK_ACTIVITY_EXECUTE, "x");
+    duro_event d[2] = {event(2, DURO_EVENT_EVENT_RAISED),
+                       event(3, DURO_EVENT_ACTIVITY_SCHEDULED)};
+    duro_orch_ack ak = ack_of(1, d, 2, NULL);
+    ak.orchestrator_items = out;
+    ak.orchestrator_item_count = DURO_WORK_CONTINUE_AS_NEW;
+    ak.worker_items = &act;
+    ak.worker_item_count = 1;
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    duro_orch_item *b = fetch_orch_expect(p, "y", LOCK_LONG);
+    CHECK_EQ(b->message_count, DURO_WORK_CONTINUE_AS_NEW - 1);
+    for (size_t i = 0; i < b->message_count; i++)
+        check_work(&b->messages[i], &want[i + DURO_WORK_ACTIVITY_COMPLETED]);
+    duro_orch_item_free(b);
+    kid = fetch_orch_expect(p, "kid2", LOCK_LONG);
+    check_work(&kid->messages[0], &want[DURO_WORK_START]);
+    duro_orch_item_free(kid);
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    check_work(&w->item, &act);
+    CHECK_EQ(w->attempt, 1); /* the fetch count, not the retry attempt */
+
+    /* Through ack_work_item. */
+    duro_work_item failed = full_work(DURO_WORK_ACTIVITY_FAILED, "x");
+    duro_error e;
+    CHECK_PRC(p->ack_work_item(p, w->lock_token, &failed, &e), DURO_OK, &e);
+    duro_worker_item_free(w);
+    duro_orch_item *c = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(c->message_count, 1);
+    check_work(&c->messages[0], &failed);
+    duro_orch_item_free(c);
+}
+
+typedef struct cache_probe {
+    uint64_t answer;
+    int calls;
+    char instance[64];
+    uint64_t execution;
+} cache_probe;
+
+static uint64_t probe_cached_events(void *user, const char *instance_id,
+                                    uint64_t execution_id)
+{
+    cache_probe *c = user;
+    c->calls++;
+    snprintf(c->instance, sizeof(c->instance), "%s",
+             instance_id ? instance_id : "(null)");
+    c->execution = execution_id;
+    return c->answer;
+}
+
+static duro_orch_item *fetch_cached(duro_provider *p, cache_probe *probe,
+                                    uint64_t answer)
+{
+    duro_history_cache cache = {probe_cached_events, probe};
+    memset(probe, 0, sizeof(*probe));
+    probe->answer = answer;
+    duro_error e;
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, LOCK_LONG, &cache, &item, &e),
+              DURO_OK, &e);
+    CHECK(item != NULL);
+    CHECK_EQ(probe->calls, 1);
+    CHECK_STR(probe->instance, item->instance_id);
+    CHECK_EQ(probe->execution, item->execution_id);
+    return item;
+}
+
+PV_TEST(history_cache_skips_events_the_caller_holds)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 4); /* events 1..5 */
+    raise_event(p, "x", "\"e\"", 0);
+    cache_probe probe;
+    uint64_t answers[] = {3, 0, 5};
+    for (size_t i = 0; i < 3; i++) {
+        uint64_t k = answers[i];
+        duro_orch_item *a = fetch_cached(p, &probe, k);
+        CHECK_STR(a->instance_id, "x");
+        CHECK_EQ(probe.execution, 1);
+        CHECK_EQ(a->history_total, 5);
+        CHECK_EQ(a->history_offset, k);
+        CHECK_EQ(a->history_count, 5 - k);
+        for (size_t j = 0; j < a->history_count; j++)
+            CHECK_EQ(a->history[j].event_id, k + 1 + j);
+        abandon_orch(p, a, 0);
+        duro_orch_item_free(a);
+    }
+    /* The cache follows the execution: after continue-as-new it is asked
+     * about execution 2. */
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    duro_event d = event(6, DURO_EVENT_EVENT_RAISED);
+    duro_orch_ack ak = ack_of(1, &d, 1, NULL);
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    continue_as_new(p, "x", 2);
+    raise_event(p, "x", "\"e2\"", 0);
+    a = fetch_cached(p, &probe, 1);
+    CHECK_EQ(probe.execution, 2);
+    CHECK_EQ(a->execution_id, 2);
+    CHECK_EQ(a->history_total, 1);
+    CHECK_EQ(a->history_offset, 1);
+    CHECK_EQ(a->history_count, 0);
+    duro_orch_item_free(a);
+}
+
+PV_TEST(history_cap_fails_with_history_limit_and_changes_nothing)
+{
+    duro_provider *p = pv_open_with_max_history(10);
+    begin(p, "x", 7); /* 8 events */
+    begin(p, "y", 0);
+    duro_error e;
+    duro_orch_item *a = poke(p, "x");
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    duro_event d[3] = {event(9, DURO_EVENT_EVENT_RAISED),
+                       event(10, DURO_EVENT_ACTIVITY_SCHEDULED),
+                       event(11, DURO_EVENT_ACTIVITY_SCHEDULED)};
+    duro_work_item w[2] = {activity("x", 1, 10), activity("x", 1, 11)};
+    duro_outbound out;
+    memset(&out, 0, sizeof(out));
+    out.item = work(DURO_WORK_EXTERNAL_EVENT, "y");
+    out.item.name = "poke";
+    duro_activity_ref r = ref("x", 1, 2);
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    m.custom_status = "over";
+    m.custom_status_set = 1;
+    duro_orch_ack ak = ack_of(1, d, 3, &m);
+    ak.worker_items = w;
+    ak.worker_item_count = 2;
+    ak.orchestrator_items = &out;
+    ak.orchestrator_item_count = 1;
+    ak.cancelled_activities = &r;
+    ak.cancelled_activity_count = 1;
+    CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                DURO_HISTORY_LIMIT, 0, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    /* Up to the cap is fine. */
+    ak.history_delta_count = 2;
+    ak.worker_item_count = 1;
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    CHECK_EQ(history_len(p, "x", 1), 10);
+    /* One past it is not. */
+    duro_orch_item *b = poke(p, "x");
+    pv_snapshot_take(p, &s);
+    duro_event one = event(11, DURO_EVENT_EVENT_RAISED);
+    duro_orch_ack ak2 = ack_of(1, &one, 1, NULL);
+    CHECK_PFAIL(p->ack_orchestration_item(p, b->lock_token, &ak2, &e),
+                DURO_HISTORY_LIMIT, 0, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    CHECK_EQ(history_len(p, "x", 1), 10);
+    duro_orch_item_free(b);
+}
+
+/* ========================================================================
+ * Instances. */
+
+PV_TEST(enqueued_start_creates_a_pending_instance)
+{
+    duro_provider *p = pv_open();
+    int64_t before = duro_now_ms();
+    duro_work_item w = work(DURO_WORK_START, "x");
+    w.name = "orch";
+    w.version = "2.0";
+    w.payload = "\"in\"";
+    enqueue(p, &w, 0);
+    int64_t after = duro_now_ms();
+    duro_instance_list *l = get(p, "x");
+    const duro_instance_info *in = &l->items[0];
+    CHECK_EQ(in->status, DURO_STATUS_PENDING);
+    CHECK_EQ(in->execution_id, 0);
+    CHECK_STR(in->name, "orch");
+    CHECK_STR(in->version, "2.0");
+    CHECK_MSG(in->created_ms >= before && in->created_ms <= after,
+              "created_ms %lld outside the enqueue call [%lld, %lld]",
+              (long long)in->created_ms, (long long)before, (long long)after);
+    CHECK(in->updated_ms >= in->created_ms);
+    CHECK_STR(in->output, NULL);
+    CHECK_STR(in->error, NULL);
+    CHECK_STR(in->custom_status, NULL);
+    CHECK_STR(in->parent_instance, NULL);
+    CHECK_EQ(in->history_count, 0);
+    duro_instance_list_free(l);
+    CHECK_EQ(latest(p, "x"), 0);
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(a->status, DURO_STATUS_PENDING);
+    CHECK_EQ(a->execution_id, 0);
+    CHECK_STR(a->name, "orch");
+    CHECK_STR(a->version, "2.0");
+    CHECK_EQ(a->history_total, 0);
+    CHECK_EQ(a->history_count, 0);
+    CHECK_EQ(a->message_count, 1);
+    CHECK_EQ(a->messages[0].kind, DURO_WORK_START);
+    CHECK_STR(a->messages[0].payload, "\"in\"");
+    duro_orch_item_free(a);
+}
+
+PV_TEST(duplicate_start_fails_and_idempotent_start_changes_nothing)
+{
+    duro_provider *p = pv_open();
+    start(p, "x");
+    duro_error e;
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    duro_work_item w = work(DURO_WORK_START, "x");
+    w.name = "orch";
+    w.payload = "\"other input\"";
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_ALREADY_EXISTS,
+                0, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+    w.flags = DURO_START_IDEMPOTENT;
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_OK, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    /* Still a duplicate once the instance has finished. */
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    duro_event d[2] = {event(1, DURO_EVENT_ORCHESTRATION_STARTED),
+                       event(2, DURO_EVENT_ORCHESTRATION_COMPLETED)};
+    duro_instance_meta m = meta(DURO_STATUS_COMPLETED);
+    duro_orch_ack ak = ack_of(1, d, 2, &m);
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    pv_snapshot_free(&s);
+    pv_snapshot_take(p, &s);
+    w.flags = 0;
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_ALREADY_EXISTS,
+                0, &e);
+    w.flags = DURO_START_IDEMPOTENT;
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_OK, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+}
+
+PV_TEST(start_in_ack_for_existing_instance_sends_child_failed_to_parent)
+{
+    duro_provider *p = pv_open();
+    begin(p, "parent", 0);
+    start_named(p, "child", "\"original\"");
+    start_named(p, "detached", "\"original\"");
+    duro_orch_item *a = poke(p, "parent");
+    duro_event d[4] = {event(2, DURO_EVENT_EVENT_RAISED),
+                       event(3, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED),
+                       event(4, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED),
+                       event(5, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED)};
+    const char *kids[3] = {"child", "detached", "newkid"};
+    duro_outbound out[3];
+    memset(out, 0, sizeof(out));
+    for (int i = 0; i < 3; i++) {
+        d[i + 1].name = "orch";
+        d[i + 1].ref_instance = kids[i];
+        out[i].item = work(DURO_WORK_START, kids[i]);
+        out[i].item.name = "orch";
+        out[i].item.payload = "\"from parent\"";
+        out[i].item.parent_instance = "parent";
+        out[i].item.parent_execution = 1;
+        out[i].item.parent_event_id = (uint64_t)i + 3;
+    }
+    out[1].item.flags = DURO_START_DETACHED;
+    duro_orch_ack ak = ack_of(1, d, 4, NULL);
+    ak.orchestrator_items = out;
+    ak.orchestrator_item_count = 3;
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+
+    /* The existing instances are untouched. */
+    for (int i = 0; i < 2; i++) {
+        duro_instance_list *l = get(p, kids[i]);
+        CHECK_EQ(l->items[0].status, DURO_STATUS_PENDING);
+        CHECK_STR(l->items[0].parent_instance, NULL);
+        duro_instance_list_free(l);
+        CHECK_EQ(count(p, ORCH, kids[i]), 1);
+    }
+    /* The new one exists, pending, with the parent link on its START. */
+    duro_instance_list *l = get(p, "newkid");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_PENDING);
+    duro_instance_list_free(l);
+    /* Exactly one CHILD_FAILED went to the parent (none for detached). */
+    CHECK_EQ(count(p, ORCH, "parent"), 1);
+    duro_orch_item *b = fetch_orch_for(p, "parent", LOCK_LONG);
+    CHECK_EQ(b->message_count, 1);
+    const duro_work_item *f = &b->messages[0];
+    CHECK_EQ(f->kind, DURO_WORK_CHILD_FAILED);
+    CHECK_EQ(f->execution_id, 1);
+    CHECK_EQ(f->source_id, 3);
+    CHECK_EQ(f->category, DURO_CATEGORY_CONFIGURATION);
+    CHECK(f->error != NULL && f->error[0] != '\0');
+    duro_orch_item_free(b);
+    for (int i = 0; i < 3; i++) {
+        duro_orch_item *c = fetch_orch_for(p, kids[i], LOCK_LONG);
+        CHECK_EQ(c->message_count, 1);
+        CHECK_EQ(c->messages[0].kind, DURO_WORK_START);
+        CHECK_STR(c->messages[0].payload,
+                  i < 2 ? "\"original\"" : "\"from parent\"");
+        if (i == 2) {
+            CHECK_STR(c->messages[0].parent_instance, "parent");
+            CHECK_EQ(c->messages[0].parent_execution, 1);
+            CHECK_EQ(c->messages[0].parent_event_id, 5);
+        }
+        duro_orch_item_free(c);
+    }
+}
+
+/* One turn of `id` recording its messages, writing `m` (NULL: none). */
+static void turn_meta(duro_provider *p, const char *id,
+                      const duro_instance_meta *m)
+{
+    duro_orch_item *a = poke(p, id);
+    duro_event *d = events_for(a);
+    duro_orch_ack ak = ack_of(a->execution_id, d, a->message_count, m);
+    ack(p, a->lock_token, &ak);
+    free(d);
+    duro_orch_item_free(a);
+}
+
+PV_TEST(ack_meta_is_visible_through_get_instance)
+{
+    duro_provider *p = pv_open();
+    start(p, "x");
+    duro_instance_list *l = get(p, "x");
+    int64_t created = l->items[0].created_ms;
+    int64_t last = l->items[0].updated_ms;
+    duro_instance_list_free(l);
+
+    /* First turn: name, version, parent link, custom status. */
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    duro_event d = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    m.name = "orch";
+    m.version = "3.1";
+    m.custom_status = "cs1";
+    m.custom_status_set = 1;
+    m.parent_instance = "pp";
+    m.parent_execution = 2;
+    m.parent_event_id = 9;
+    duro_orch_ack ak = ack_of(1, &d, 1, &m);
+    WAIT_UNTIL(duro_now_ms() > last, DEADLINE_MS);
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    l = get(p, "x");
+    const duro_instance_info *in = &l->items[0];
+    CHECK_EQ(in->status, DURO_STATUS_RUNNING);
+    CHECK_EQ(in->execution_id, 1);
+    CHECK_STR(in->name, "orch");
+    CHECK_STR(in->version, "3.1");
+    CHECK_STR(in->custom_status, "cs1");
+    CHECK_STR(in->parent_instance, "pp");
+    CHECK_EQ(in->history_count, 1);
+    CHECK_EQ(in->created_ms, created);
+    CHECK_MSG(in->updated_ms > last,
+              "updated_ms %lld did not advance past %lld",
+              (long long)in->updated_ms, (long long)last);
+    last = in->updated_ms;
+    duro_instance_list_free(l);
+
+    /* The next fetch carries the same metadata. */
+    a = poke(p, "x");
+    CHECK_EQ(a->status, DURO_STATUS_RUNNING);
+    CHECK_STR(a->name, "orch");
+    CHECK_STR(a->version, "3.1");
+    CHECK_STR(a->custom_status, "cs1");
+    CHECK_STR(a->parent_instance, "pp");
+    CHECK_EQ(a->parent_execution, 2);
+    CHECK_EQ(a->parent_event_id, 9);
+    abandon_orch(p, a, 0);
+    duro_orch_item_free(a);
+
+    /* custom_status_set 0 keeps it; a later turn without a name keeps the
+     * name; NULL meta leaves everything. */
+    duro_instance_meta keep = meta(DURO_STATUS_RUNNING);
+    keep.custom_status = "ignored";
+    turn_meta(p, "x", &keep);
+    turn_meta(p, "x", NULL);
+    l = get(p, "x");
+    in = &l->items[0];
+    CHECK_EQ(in->status, DURO_STATUS_RUNNING);
+    CHECK_STR(in->custom_status, "cs1");
+    CHECK_STR(in->name, "orch");
+    CHECK_STR(in->version, "3.1");
+    CHECK_EQ(in->history_count, 4);
+    CHECK(in->updated_ms >= last);
+    last = in->updated_ms;
+    duro_instance_list_free(l);
+
+    /* Set to NULL clears it. */
+    duro_instance_meta clear = meta(DURO_STATUS_RUNNING);
+    clear.custom_status_set = 1;
+    turn_meta(p, "x", &clear);
+    l = get(p, "x");
+    CHECK_STR(l->items[0].custom_status, NULL);
+    CHECK(l->items[0].updated_ms >= last);
+    duro_instance_list_free(l);
+
+    /* Terminal states: completed with output, failed and cancelled with
+     * error and category. */
+    duro_instance_meta done = meta(DURO_STATUS_COMPLETED);
+    done.output = "\"out\"";
+    turn_meta(p, "x", &done);
+    begin(p, "y", 0);
+    duro_instance_meta failed = meta(DURO_STATUS_FAILED);
+    failed.error = "boom";
+    failed.category = DURO_CATEGORY_APPLICATION;
+    turn_meta(p, "y", &failed);
+    begin(p, "z", 0);
+    duro_instance_meta cancelled = meta(DURO_STATUS_CANCELLED);
+    cancelled.error = "stop";
+    cancelled.category = DURO_CATEGORY_CANCELLED;
+    turn_meta(p, "z", &cancelled);
+    l = get(p, "x");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_COMPLETED);
+    CHECK_STR(l->items[0].output, "\"out\"");
+    CHECK_STR(l->items[0].error, NULL);
+    CHECK(l->items[0].updated_ms >= last);
+    CHECK(l->items[0].updated_ms >= l->items[0].created_ms);
+    duro_instance_list_free(l);
+    l = get(p, "y");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_FAILED);
+    CHECK_STR(l->items[0].error, "boom");
+    CHECK_EQ(l->items[0].category, DURO_CATEGORY_APPLICATION);
+    duro_instance_list_free(l);
+    l = get(p, "z");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_CANCELLED);
+    CHECK_STR(l->items[0].error, "stop");
+    CHECK_EQ(l->items[0].category, DURO_CATEGORY_CANCELLED);
+    duro_instance_list_free(l);
+}
+
+static void list_ids(duro_provider *p, const duro_instance_filter *f, char *out,
+                     size_t size)
+{
+    duro_error e;
+    duro_instance_list *l = NULL;
+    CHECK_PRC(p->list_instances(p, f, &l, &e), DURO_OK, &e);
+    out[0] = '\0';
+    for (size_t i = 0; i < l->count; i++) {
+        if (i > 0)
+            CHECK_MSG(strcmp(l->items[i - 1].instance_id,
+                             l->items[i].instance_id) < 0,
+                      "list not ordered by id: '%s' before '%s'",
+                      l->items[i - 1].instance_id, l->items[i].instance_id);
+        size_t len = strlen(out);
+        snprintf(out + len, size - len, "%s%s", i ? "," : "",
+                 l->items[i].instance_id + 3);
+    }
+    duro_instance_list_free(l);
+}
+
+#define CHECK_LIST(p, f, expected)                                             \
+    do {                                                                       \
+        char ids_[512];                                                        \
+        list_ids(p, f, ids_, sizeof(ids_));                                    \
+        CHECK_STR(ids_, expected);                                             \
+    } while (0)
+
+PV_TEST(list_instances_filters_orders_and_pages)
+{
+    duro_provider *p = pv_open();
+    /* li-00 .. li-11, created out of id order in two batches; even ids are
+     * "alpha", odd "beta"; status by id % 4: pending, running, completed,
+     * failed. */
+    const int order[12] = {7, 2, 11, 0, 5, 9, 1, 10, 3, 8, 6, 4};
+    int64_t first_batch_max = 0, second_batch_min = INT64_MAX;
+    for (int n = 0; n < 12; n++) {
+        int i = order[n];
+        char id[16];
+        snprintf(id, sizeof(id), "li-%02d", i);
+        if (n == 6)
+            WAIT_UNTIL(duro_now_ms() > first_batch_max, DEADLINE_MS);
+        duro_work_item w = work(DURO_WORK_START, id);
+        w.name = i % 2 == 0 ? "alpha" : "beta";
+        enqueue(p, &w, 0);
+        duro_instance_list *l = get(p, id);
+        int64_t c = l->items[0].created_ms;
+        duro_instance_list_free(l);
+        if (n < 6 && c > first_batch_max)
+            first_batch_max = c;
+        if (n >= 6 && c < second_batch_min)
+            second_batch_min = c;
+        if (i % 4 == 0)
+            continue;
+        static const int status[4] = {
+            0, DURO_STATUS_RUNNING, DURO_STATUS_COMPLETED, DURO_STATUS_FAILED};
+        duro_orch_item *a = fetch_orch_for(p, id, LOCK_LONG);
+        duro_event d = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+        duro_instance_meta m = meta(status[i % 4]);
+        m.name = w.name;
+        duro_orch_ack ak = ack_of(1, &d, 1, &m);
+        ack(p, a->lock_token, &ak);
+        duro_orch_item_free(a);
+    }
+    CHECK(second_batch_min > first_batch_max);
+    duro_instance_filter f;
+    memset(&f, 0, sizeof(f));
+    CHECK_LIST(p, &f, "00,01,02,03,04,05,06,07,08,09,10,11");
+    f.status_mask = 1u << DURO_STATUS_RUNNING;
+    CHECK_LIST(p, &f, "01,05,09");
+    f.status_mask = (1u << DURO_STATUS_PENDING) | (1u << DURO_STATUS_FAILED);
+    CHECK_LIST(p, &f, "00,03,04,07,08,11");
+    f.status_mask = 0;
+    f.name = "alpha";
+    CHECK_LIST(p, &f, "00,02,04,06,08,10");
+    f.status_mask = 1u << DURO_STATUS_COMPLETED;
+    CHECK_LIST(p, &f, "02,06,10");
+    f.status_mask = 0;
+    f.name = "nope";
+    CHECK_LIST(p, &f, "");
+    f.name = NULL;
+    /* created_after is inclusive, created_before exclusive. */
+    f.created_after_ms = second_batch_min;
+    CHECK_LIST(p, &f, "01,03,04,06,08,10");
+    f.created_after_ms = 0;
+    f.created_before_ms = second_batch_min;
+    CHECK_LIST(p, &f, "00,02,05,07,09,11");
+    f.created_before_ms = 0;
+    f.limit = 5;
+    CHECK_LIST(p, &f, "00,01,02,03,04");
+    /* Paging by after_instance visits everything once. */
+    f.after_instance = "li-04";
+    CHECK_LIST(p, &f, "05,06,07,08,09");
+    f.after_instance = "li-09";
+    CHECK_LIST(p, &f, "10,11");
+    f.after_instance = "li-11";
+    CHECK_LIST(p, &f, "");
+    f.limit = 0;
+    f.after_instance = "li-05";
+    CHECK_LIST(p, &f, "06,07,08,09,10,11");
+    /* Filters combine with paging. */
+    f.name = "beta";
+    f.limit = 2;
+    CHECK_LIST(p, &f, "07,09");
+    /* Each item carries its fields. */
+    duro_error e;
+    duro_instance_list *l = NULL;
+    memset(&f, 0, sizeof(f));
+    CHECK_PRC(p->list_instances(p, &f, &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->count, 12);
+    for (size_t i = 0; i < l->count; i++) {
+        static const int status[4] = {DURO_STATUS_PENDING, DURO_STATUS_RUNNING,
+                                      DURO_STATUS_COMPLETED,
+                                      DURO_STATUS_FAILED};
+        CHECK_EQ(l->items[i].status, status[i % 4]);
+        CHECK_STR(l->items[i].name, i % 2 == 0 ? "alpha" : "beta");
+        CHECK_EQ(l->items[i].execution_id, i % 4 == 0 ? 0 : 1);
+    }
+    duro_instance_list_free(l);
+}
+
+/* A turn of `parent` that starts `child` (a START with the parent link);
+ * returns the parent's scheduling event id. */
+static uint64_t start_child(duro_provider *p, const char *parent,
+                            const char *child)
+{
+    duro_orch_item *a = poke(p, parent);
+    duro_event d[2] = {
+        event(a->history_total + 1, DURO_EVENT_EVENT_RAISED),
+        event(a->history_total + 2, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED)};
+    d[1].ref_instance = child;
+    duro_outbound out;
+    memset(&out, 0, sizeof(out));
+    out.item = work(DURO_WORK_START, child);
+    out.item.name = "orch";
+    out.item.parent_instance = parent;
+    out.item.parent_execution = a->execution_id;
+    out.item.parent_event_id = d[1].event_id;
+    duro_orch_ack ak = ack_of(a->execution_id, d, 2, NULL);
+    ak.orchestrator_items = &out;
+    ak.orchestrator_item_count = 1;
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    return out.item.parent_event_id;
+}
+
+/* Starts `child` from a turn of `parent` and runs the child's first turn
+ * (Running, parent link in its meta, one activity). */
+static void begin_child(duro_provider *p, const char *parent, const char *child)
+{
+    uint64_t scheduled = start_child(p, parent, child);
+    duro_orch_item *b = fetch_orch_for(p, child, LOCK_LONG);
+    duro_event s[2] = {event(1, DURO_EVENT_ORCHESTRATION_STARTED),
+                       event(2, DURO_EVENT_ACTIVITY_SCHEDULED)};
+    duro_work_item w = activity(child, 1, 2);
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    m.name = "orch";
+    m.parent_instance = parent;
+    m.parent_execution = 1;
+    m.parent_event_id = scheduled;
+    duro_orch_ack ak2 = ack_of(1, s, 2, &m);
+    ak2.worker_items = &w;
+    ak2.worker_item_count = 1;
+    ack(p, b->lock_token, &ak2);
+    duro_orch_item_free(b);
+}
+
+static void finish(duro_provider *p, const char *id)
+{
+    duro_instance_meta m = meta(DURO_STATUS_COMPLETED);
+    turn_meta(p, id, &m);
+}
+
+PV_TEST(delete_instance_cascades_and_refuses_running_without_force)
+{
+    duro_provider *p = pv_open();
+    begin(p, "root", 1);
+    begin_child(p, "root", "kid");
+    begin_child(p, "kid", "grandkid");
+    /* A child that has not run yet: linked only by its START. */
+    start_child(p, "kid", "pending");
+    begin(p, "other", 1);
+    raise_event(p, "root", "\"queued\"", 0);
+    raise_event(p, "grandkid", "\"queued\"", 60000);
+    raise_event(p, "other", "\"queued\"", 0);
+    CHECK_EQ(count(p, WORKER, NULL), 4);
+    duro_error e;
+    size_t deleted = 99;
+
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    CHECK_PFAIL(p->delete_instance(p, "root", 0, &deleted, &e),
+                DURO_INVALID_STATE, 0, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    /* A finished root with a running descendant is still refused. */
+    finish(p, "root");
+    raise_event(p, "root", "\"queued\"", 0);
+    pv_snapshot_take(p, &s);
+    CHECK_PFAIL(p->delete_instance(p, "root", 0, &deleted, &e),
+                DURO_INVALID_STATE, 0, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+
+    deleted = 99;
+    CHECK_PRC(p->delete_instance(p, "root", 1, &deleted, &e), DURO_OK, &e);
+    CHECK_EQ(deleted, 4);
+    const char *gone[4] = {"root", "kid", "grandkid", "pending"};
+    for (int i = 0; i < 4; i++) {
+        expect_no_instance(p, gone[i]);
+        CHECK_EQ(count(p, ORCH, gone[i]), 0);
+        CHECK_EQ(count(p, WORKER, gone[i]), 0);
+        duro_history *h = NULL;
+        CHECK_PFAIL(p->read_history(p, gone[i], 1, &h, &e), DURO_NOT_FOUND, 0,
+                    &e);
+        duro_history_free(h);
+    }
+    /* The unrelated instance is intact. */
+    duro_instance_list *l = get(p, "other");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_RUNNING);
+    duro_instance_list_free(l);
+    CHECK_EQ(history_len(p, "other", 1), 2);
+    CHECK_EQ(count(p, ORCH, NULL), 1);
+    CHECK_EQ(count(p, WORKER, NULL), 1);
+    CHECK_DRAIN(p, "other:0002");
+
+    /* A finished tree goes without force. */
+    begin(p, "t1", 0);
+    begin_child(p, "t1", "t2");
+    finish(p, "t2");
+    finish(p, "t1");
+    CHECK_PRC(p->delete_instance(p, "t1", 0, &deleted, &e), DURO_OK, &e);
+    CHECK_EQ(deleted, 2);
+    expect_no_instance(p, "t1");
+    expect_no_instance(p, "t2");
+    CHECK_PRC(p->delete_instance(p, "other", 1, NULL, &e), DURO_OK, &e);
+    expect_no_instance(p, "other");
+}
+
+PV_TEST(prune_executions_keeps_the_last_k)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 0);
+    for (uint64_t ex = 2; ex <= 5; ex++)
+        continue_as_new(p, "x", ex);
+    begin(p, "y", 0);
+    continue_as_new(p, "y", 2);
+    CHECK_EQ(latest(p, "x"), 5);
+    duro_error e;
+    size_t pruned = 99;
+    CHECK_PRC(p->prune_executions(p, "x", 2, &pruned, &e), DURO_OK, &e);
+    CHECK_EQ(pruned, 3);
+    for (uint64_t ex = 1; ex <= 3; ex++) {
+        duro_history *h = NULL;
+        CHECK_PFAIL(p->read_history(p, "x", ex, &h, &e), DURO_NOT_FOUND, 0, &e);
+        duro_history_free(h);
+    }
+    duro_history *h = history(p, "x", 4);
+    CHECK_EQ(h->count, 3);
+    CHECK_STR(h->events[0].payload, "in-4");
+    duro_history_free(h);
+    h = history(p, "x", 5);
+    CHECK_EQ(h->count, 1);
+    CHECK_STR(h->events[0].payload, "in-5");
+    duro_history_free(h);
+    CHECK_EQ(latest(p, "x"), 5);
+    duro_instance_list *l = get(p, "x");
+    CHECK_EQ(l->items[0].execution_id, 5);
+    CHECK_EQ(l->items[0].status, DURO_STATUS_RUNNING);
+    duro_instance_list_free(l);
+    /* keep_last 0 behaves as 1: only the current execution stays. */
+    CHECK_PRC(p->prune_executions(p, "x", 0, &pruned, &e), DURO_OK, &e);
+    CHECK_EQ(pruned, 1);
+    CHECK_PFAIL(p->read_history(p, "x", 4, &h, &e), DURO_NOT_FOUND, 0, &e);
+    CHECK_EQ(history_len(p, "x", 5), 1);
+    CHECK_PRC(p->prune_executions(p, "x", 1, &pruned, &e), DURO_OK, &e);
+    CHECK_EQ(pruned, 0);
+    CHECK_PRC(p->prune_executions(p, "x", 1, NULL, &e), DURO_OK, &e);
+    /* Other instances are untouched. */
+    CHECK_EQ(history_len(p, "y", 1), 3);
+    CHECK_EQ(history_len(p, "y", 2), 1);
+}
+
+/* ========================================================================
+ * Bad input. */
+
+PV_TEST(null_and_empty_ids_and_tokens_fail_invalid_and_change_nothing)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    raise_event(p, "x", "\"e\"", 0);
+    duro_error e;
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    const char *bad[2] = {NULL, ""};
+    for (int i = 0; i < 2; i++) {
+        const char *id = bad[i];
+        duro_work_item w = work(DURO_WORK_EXTERNAL_EVENT, id);
+        w.name = "poke";
+        CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_INVALID, 0,
+                    &e);
+        w = work(DURO_WORK_START, id);
+        w.name = "orch";
+        CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_INVALID, 0,
+                    &e);
+        duro_history *h = NULL;
+        CHECK_PFAIL(p->read_history(p, id, 0, &h, &e), DURO_INVALID, 0, &e);
+        duro_history_free(h);
+        uint64_t ex;
+        CHECK_PFAIL(p->latest_execution_id(p, id, &ex, &e), DURO_INVALID, 0,
+                    &e);
+        duro_instance_list *l = NULL;
+        CHECK_PFAIL(p->get_instance(p, id, &l, &e), DURO_INVALID, 0, &e);
+        duro_instance_list_free(l);
+        CHECK_PFAIL(p->delete_instance(p, id, 1, NULL, &e), DURO_INVALID, 0,
+                    &e);
+        CHECK_PFAIL(p->prune_executions(p, id, 1, NULL, &e), DURO_INVALID, 0,
+                    &e);
+        /* A required name. */
+        w = work(DURO_WORK_START, "new");
+        w.name = id;
+        CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_INVALID, 0,
+                    &e);
+        w = work(DURO_WORK_EXTERNAL_EVENT, "x");
+        w.name = id;
+        CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_INVALID, 0,
+                    &e);
+        /* Tokens. */
+        const char *t = bad[i];
+        duro_orch_ack ak = ack_of(1, NULL, 0, NULL);
+        CHECK_PFAIL(p->ack_orchestration_item(p, t, &ak, &e), DURO_INVALID, 0,
+                    &e);
+        CHECK_PFAIL(p->abandon_orchestration_item(p, t, 0, &e), DURO_INVALID, 0,
+                    &e);
+        CHECK_PFAIL(p->renew_orchestration_item_lock(p, t, LOCK_LONG, &e),
+                    DURO_INVALID, 0, &e);
+        CHECK_PFAIL(p->ack_work_item(p, t, NULL, &e), DURO_INVALID, 0, &e);
+        CHECK_PFAIL(p->abandon_work_item(p, t, 0, &e), DURO_INVALID, 0, &e);
+        CHECK_PFAIL(p->renew_work_item_lock(p, t, LOCK_LONG, &e), DURO_INVALID,
+                    0, &e);
+    }
+    uint64_t n;
+    CHECK_PFAIL(p->count_messages(p, ORCH, "", &n, &e), DURO_INVALID, 0, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+
+    /* Inside an ack: bad ids in what it writes fail the whole ack, and the
+     * lock stays with the caller. */
+    duro_orch_item *a = fetch_orch_for(p, "x", LOCK_LONG);
+    pv_snapshot_free(&s);
+    pv_snapshot_take(p, &s);
+    duro_event d = event(3, DURO_EVENT_EVENT_RAISED);
+    for (int i = 0; i < 2; i++) {
+        duro_work_item w = activity(bad[i], 1, 4);
+        duro_orch_ack ak = ack_of(1, &d, 1, NULL);
+        ak.worker_items = &w;
+        ak.worker_item_count = 1;
+        CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                    DURO_INVALID, 0, &e);
+        duro_outbound out;
+        memset(&out, 0, sizeof(out));
+        out.item = work(DURO_WORK_EXTERNAL_EVENT, bad[i]);
+        out.item.name = "poke";
+        ak = ack_of(1, &d, 1, NULL);
+        ak.orchestrator_items = &out;
+        ak.orchestrator_item_count = 1;
+        CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                    DURO_INVALID, 0, &e);
+        duro_activity_ref r = ref(bad[i], 1, 2);
+        ak = ack_of(1, &d, 1, NULL);
+        ak.cancelled_activities = &r;
+        ak.cancelled_activity_count = 1;
+        CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                    DURO_INVALID, 0, &e);
+    }
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    CHECK_PRC(p->renew_orchestration_item_lock(p, a->lock_token, LOCK_LONG, &e),
+              DURO_OK, &e);
+    CHECK_EQ(history_len(p, "x", 1), 2);
+    duro_orch_item_free(a);
+}
+
+PV_TEST(oversized_input_fails_too_large_and_changes_nothing)
+{
+    duro_provider *p = pv_open();
+    size_t max = max_payload();
+    char *big = repeat('p', max + 1);
+    char *exact = repeat('q', max);
+    char *long_id = repeat('i', 1025);
+    char *max_id = repeat('j', 1024);
+    CHECK(big && exact && long_id && max_id);
+    begin(p, "x", 1);
+    raise_event(p, "x", "\"e\"", 0);
+    duro_error e;
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+
+    duro_work_item w = work(DURO_WORK_EXTERNAL_EVENT, "x");
+    w.name = "poke";
+    w.payload = big;
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_TOO_LARGE, 0,
+                &e);
+    w = work(DURO_WORK_START, long_id);
+    w.name = "orch";
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_TOO_LARGE, 0,
+                &e);
+    w = work(DURO_WORK_START, "new");
+    w.name = long_id;
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_TOO_LARGE, 0,
+                &e);
+    w = work(DURO_WORK_EXTERNAL_EVENT, "x");
+    w.name = long_id;
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_TOO_LARGE, 0,
+                &e);
+    duro_history *h = NULL;
+    CHECK_PFAIL(p->read_history(p, long_id, 0, &h, &e), DURO_TOO_LARGE, 0, &e);
+    duro_history_free(h);
+    duro_instance_list *l = NULL;
+    CHECK_PFAIL(p->get_instance(p, long_id, &l, &e), DURO_TOO_LARGE, 0, &e);
+    duro_instance_list_free(l);
+    uint64_t n;
+    CHECK_PFAIL(p->count_messages(p, ORCH, long_id, &n, &e), DURO_TOO_LARGE, 0,
+                &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+
+    /* Completions too large for the orchestrator queue: the row stays with
+     * its holder. */
+    duro_worker_item *wi = fetch_work(p, LOCK_LONG);
+    CHECK(wi != NULL);
+    pv_snapshot_free(&s);
+    pv_snapshot_take(p, &s);
+    duro_work_item done = work(DURO_WORK_ACTIVITY_COMPLETED, "x");
+    done.execution_id = 1;
+    done.source_id = 2;
+    done.payload = big;
+    CHECK_PFAIL(p->ack_work_item(p, wi->lock_token, &done, &e), DURO_TOO_LARGE,
+                0, &e);
+    duro_work_item failed = work(DURO_WORK_ACTIVITY_FAILED, "x");
+    failed.execution_id = 1;
+    failed.source_id = 2;
+    failed.error = big;
+    failed.category = DURO_CATEGORY_APPLICATION;
+    CHECK_PFAIL(p->ack_work_item(p, wi->lock_token, &failed, &e),
+                DURO_TOO_LARGE, 0, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+    CHECK_EQ(count(p, WORKER, "x"), 1);
+
+    /* Turns writing something too large fail whole. */
+    duro_orch_item *a = fetch_orch_for(p, "x", LOCK_LONG);
+    pv_snapshot_free(&s);
+    pv_snapshot_take(p, &s);
+    duro_event d = event(3, DURO_EVENT_EVENT_RAISED);
+    d.payload = big;
+    duro_orch_ack ak = ack_of(1, &d, 1, NULL);
+    CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                DURO_TOO_LARGE, 0, &e);
+    d.payload = NULL;
+    duro_instance_meta m = meta(DURO_STATUS_COMPLETED);
+    m.output = big;
+    ak = ack_of(1, &d, 1, &m);
+    CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                DURO_TOO_LARGE, 0, &e);
+    duro_work_item act = activity("x", 1, 4);
+    act.payload = big;
+    ak = ack_of(1, &d, 1, NULL);
+    ak.worker_items = &act;
+    ak.worker_item_count = 1;
+    CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                DURO_TOO_LARGE, 0, &e);
+    duro_outbound out;
+    memset(&out, 0, sizeof(out));
+    out.item = work(DURO_WORK_EXTERNAL_EVENT, "x");
+    out.item.name = "poke";
+    out.item.payload = big;
+    ak = ack_of(1, &d, 1, NULL);
+    ak.orchestrator_items = &out;
+    ak.orchestrator_item_count = 1;
+    CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                DURO_TOO_LARGE, 0, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    CHECK_EQ(history_len(p, "x", 1), 2);
+
+    /* The holders still hold; the maximum sizes themselves are accepted. */
+    done.payload = exact;
+    CHECK_PRC(p->ack_work_item(p, wi->lock_token, &done, &e), DURO_OK, &e);
+    d.payload = exact;
+    ak = ack_of(1, &d, 1, NULL);
+    ack(p, a->lock_token, &ak);
+    duro_history *hx = history(p, "x", 1);
+    CHECK_EQ(hx->count, 3);
+    CHECK(hx->events[2].payload != NULL &&
+          strcmp(hx->events[2].payload, exact) == 0);
+    duro_history_free(hx);
+    w = work(DURO_WORK_START, max_id);
+    w.name = max_id;
+    w.payload = exact;
+    enqueue(p, &w, 0);
+    duro_orch_item *b = fetch_orch_for(p, max_id, LOCK_LONG);
+    CHECK(b->messages[0].payload != NULL &&
+          strcmp(b->messages[0].payload, exact) == 0);
+    CHECK_STR(b->messages[0].name, max_id);
+    duro_orch_item_free(b);
+    duro_orch_item_free(a);
+    duro_worker_item_free(wi);
+    free(big);
+    free(exact);
+    free(long_id);
+    free(max_id);
+}
+
+/* ========================================================================
+ * Wake-up. A waiter thread blocks with a long max wait (WAIT_MAX); the
+ * main thread checks it returns within DEADLINE_MS, well before WAIT_MAX,
+ * and never asserts anything tighter. The main thread uses no CHECK while a
+ * waiter runs; a stuck waiter is released with a sticky wake. */
+
+#define WAIT_MAX 10000
+
+typedef struct waiter {
+    duro_provider *p;
+    duro_queue queue;
+    int waits;      /* waits in a row */
+    int until_item; /* then wait + fetch until an item comes */
+    _Atomic int started, done, stop;
+    int rc;               /* first failure, else DURO_OK */
+    duro_orch_item *item; /* what the fetch got */
+    int64_t fetched_at;
+    pthread_t thread;
+} waiter;
+
+static void *waiter_main(void *arg)
+{
+    waiter *w = arg;
+    duro_provider *p = w->p;
+    duro_error e;
+    atomic_store(&w->started, 1);
+    for (int i = 0; i < w->waits; i++) {
+        int rc = p->wait_for_work(p, w->queue, WAIT_MAX, &e);
+        if (rc != DURO_OK && w->rc == DURO_OK)
+            w->rc = rc;
+    }
+    while (w->until_item && !atomic_load(&w->stop)) {
+        int rc = p->fetch_orchestration_item(p, LOCK_LONG, NULL, &w->item, &e);
+        if (rc != DURO_OK) {
+            w->rc = rc;
+            break;
+        }
+        if (w->item != NULL) {
+            w->fetched_at = test_now_ms();
+            break;
+        }
+        rc = p->wait_for_work(p, w->queue, WAIT_MAX, &e);
+        if (rc != DURO_OK) {
+            w->rc = rc;
+            break;
+        }
+    }
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static void waiter_start(waiter *w, duro_provider *p, duro_queue q, int waits,
+                         int until_item)
+{
+    memset(w, 0, sizeof(*w));
+    w->p = p;
+    w->queue = q;
+    w->waits = waits;
+    w->until_item = until_item;
+    w->rc = DURO_OK;
+    CHECK_EQ(pthread_create(&w->thread, NULL, waiter_main, w), 0);
+    if (!wait_flag(&w->started, DEADLINE_MS)) {
+        /* Not started: nothing to release yet, but it must be joined. */
+        pthread_join(w->thread, NULL);
+        CHECK_MSG(0, "waiter thread did not start");
+    }
+}
+
+/* Joins the waiter; when it has not returned, releases it first with a
+ * sticky wake (then resets) and returns 0. */
+static int waiter_finish(waiter *w, int returned)
+{
+    if (!returned) {
+        atomic_store(&w->stop, 1);
+        w->p->wake(w->p, 1);
+    }
+    pthread_join(w->thread, NULL);
+    if (!returned)
+        w->p->wake(w->p, 0);
+    return returned;
+}
+
+/* A turn of x that schedules one more activity, with return codes instead
+ * of CHECKs (a waiter may be running). */
+static int add_worker_row(duro_provider *p, const char *id)
+{
+    duro_error e;
+    duro_work_item poke_item = work(DURO_WORK_EXTERNAL_EVENT, id);
+    poke_item.name = "poke";
+    int rc = p->enqueue_for_orchestrator(p, &poke_item, 0, &e);
+    if (rc != DURO_OK)
+        return rc;
+    duro_orch_item *a = NULL;
+    rc = p->fetch_orchestration_item(p, LOCK_LONG, NULL, &a, &e);
+    if (rc != DURO_OK || a == NULL)
+        return rc != DURO_OK ? rc : DURO_NOT_FOUND;
+    uint64_t next = a->history_total + a->message_count + 1;
+    duro_event *d = calloc(a->message_count + 1, sizeof(*d));
+    if (d == NULL) {
+        duro_orch_item_free(a);
+        return DURO_NOMEM;
+    }
+    for (size_t i = 0; i < a->message_count; i++)
+        d[i] = event(a->history_total + 1 + i, DURO_EVENT_EVENT_RAISED);
+    d[a->message_count] = event(next, DURO_EVENT_ACTIVITY_SCHEDULED);
+    duro_work_item w = activity(id, a->execution_id, next);
+    duro_orch_ack ak = ack_of(a->execution_id, d, a->message_count + 1, NULL);
+    ak.worker_items = &w;
+    ak.worker_item_count = 1;
+    rc = p->ack_orchestration_item(p, a->lock_token, &ak, &e);
+    free(d);
+    duro_orch_item_free(a);
+    return rc;
+}
+
+PV_TEST(wait_for_work_returns_after_an_enqueue_from_another_thread)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 0);
+    for (int q = 0; q < 2; q++) {
+        duro_queue queue = q == 0 ? ORCH : WORKER;
+        waiter w;
+        waiter_start(&w, p, queue, 1, 0);
+        /* Keep enqueueing until the waiter returns: the first enqueue may
+         * come before it blocks. */
+        int returned = 0, rc = DURO_OK;
+        int64_t deadline = test_now_ms() + DEADLINE_MS;
+        duro_error e;
+        while (!returned && rc == DURO_OK && test_now_ms() < deadline) {
+            if (queue == ORCH) {
+                duro_work_item it = work(DURO_WORK_EXTERNAL_EVENT, "x");
+                it.name = "poke";
+                rc = p->enqueue_for_orchestrator(p, &it, 0, &e);
+            } else {
+                rc = add_worker_row(p, "x");
+            }
+            returned = wait_flag(&w.done, 50);
+        }
+        returned = waiter_finish(&w, returned);
+        CHECK_PRC(rc, DURO_OK, &e);
+        CHECK_MSG(returned,
+                  "wait_for_work(%s, %d ms) did not return within %d ms of "
+                  "enqueues from another thread",
+                  queue == ORCH ? "orchestrator" : "worker", WAIT_MAX,
+                  DEADLINE_MS);
+        CHECK_RC(w.rc, DURO_OK);
+    }
+}
+
+PV_TEST(wait_for_work_returns_when_a_delayed_message_becomes_due)
+{
+    duro_provider *p = pv_open();
+    for (int order = 0; order < 2; order++) {
+        const char *id = order == 0 ? "x" : "y";
+        waiter w;
+        int64_t due = 0;
+        duro_work_item it = work(DURO_WORK_EXTERNAL_EVENT, id);
+        it.name = "poke";
+        duro_error e;
+        int rc;
+        if (order == 0) { /* the waiter blocks first */
+            waiter_start(&w, p, ORCH, 0, 1);
+            due = test_now_ms() + TIMER_DELAY;
+            rc = p->enqueue_for_orchestrator(p, &it, TIMER_DELAY, &e);
+        } else { /* the message is queued first */
+            due = test_now_ms() + TIMER_DELAY;
+            rc = p->enqueue_for_orchestrator(p, &it, TIMER_DELAY, &e);
+            waiter_start(&w, p, ORCH, 0, 1);
+        }
+        int returned = rc == DURO_OK && wait_flag(&w.done, DEADLINE_MS);
+        returned = waiter_finish(&w, returned);
+        CHECK_PRC(rc, DURO_OK, &e);
+        CHECK_MSG(returned,
+                  "a waiter (max wait %d ms) did not see a message due in "
+                  "%d ms within %d ms",
+                  WAIT_MAX, TIMER_DELAY, DEADLINE_MS);
+        CHECK_RC(w.rc, DURO_OK);
+        CHECK(w.item != NULL);
+        CHECK_STR(w.item->instance_id, id);
+        CHECK_MSG(w.fetched_at >= due - CLOCK_SLACK_MS,
+                  "delayed message fetched %lld ms early",
+                  (long long)(due - w.fetched_at));
+        duro_orch_item_free(w.item);
+    }
+}
+
+PV_TEST(sticky_wake_makes_waits_return_at_once_until_reset)
+{
+    duro_provider *p = pv_open();
+    waiter w;
+    /* A blocked wait returns on wake(p, 1). */
+    waiter_start(&w, p, ORCH, 1, 0);
+    p->wake(p, 1);
+    int returned = waiter_finish(&w, wait_flag(&w.done, DEADLINE_MS));
+    CHECK_MSG(returned, "a blocked wait_for_work ignored wake(p, 1)");
+    CHECK_RC(w.rc, DURO_OK);
+    /* While sticky, every later wait returns at once, on both queues. */
+    waiter_start(&w, p, ORCH, 3, 0);
+    returned = waiter_finish(&w, wait_flag(&w.done, DEADLINE_MS));
+    CHECK_MSG(returned, "waits after wake(p, 1) blocked");
+    waiter_start(&w, p, WORKER, 3, 0);
+    returned = waiter_finish(&w, wait_flag(&w.done, DEADLINE_MS));
+    CHECK_MSG(returned, "worker-queue waits after wake(p, 1) blocked");
+    /* After the reset a wait blocks again until woken; wake(p, 0) also
+     * wakes current waits (the contract's "when wake() is called"). */
+    p->wake(p, 0);
+    waiter_start(&w, p, ORCH, 1, 0);
+    returned = 0;
+    int64_t deadline = test_now_ms() + DEADLINE_MS;
+    while (!returned && test_now_ms() < deadline) {
+        p->wake(p, 0);
+        returned = wait_flag(&w.done, 50);
+    }
+    returned = waiter_finish(&w, returned);
+    CHECK_MSG(returned, "a blocked wait_for_work ignored wake(p, 0)");
+    CHECK_RC(w.rc, DURO_OK);
+}
+
+/* ========================================================================
+ * Fault sweeps through the factory's inject_fault: the operation is run
+ * with a fault armed at storage step 1, 2, 3, ... until it succeeds
+ * without the fault firing. Every failure must report exactly the injected
+ * code and flag, and leave the whole store as it was. */
+
+#define SWEEP_MAX_STEPS 500
+
+typedef int (*sweep_fn)(duro_provider *p, void *arg, duro_error *e);
+
+/* Returns the step at which the operation first succeeded. */
+static uint64_t fault_sweep(duro_provider *p, const char *what, sweep_fn fn,
+                            void *arg)
+{
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    uint64_t step;
+    int succeeded = 0;
+    for (step = 1; step <= SWEEP_MAX_STEPS && !succeeded; step++) {
+        /* Permanent first: a provider may absorb a retryable fault by
+         * retrying internally, which would end the sweep early. */
+        for (int retryable = 0; retryable < 2; retryable++) {
+            duro_error e;
+            duro_error_clear(&e);
+            factory->inject_fault(factory->ctx, p, step, retryable);
+            int rc = fn(p, arg, &e);
+            factory->inject_fault(factory->ctx, p, 0, 0);
+            if (rc == DURO_OK) {
+                CHECK_MSG(retryable == 0,
+                          "%s: step %llu failed permanently but succeeded "
+                          "with a retryable fault there (fault swallowed)",
+                          what, (unsigned long long)step);
+                succeeded = 1;
+                break;
+            }
+            int want = retryable ? DURO_BUSY : DURO_STORAGE;
+            if (rc != want || e.code != rc || e.retryable != retryable)
+                test_fail(__FILE__, __LINE__,
+                          "%s with a %s fault at step %llu: returned %s "
+                          "(err %s, retryable %d), expected %s retryable %d "
+                          "(%s)",
+                          what, retryable ? "retryable" : "permanent",
+                          (unsigned long long)step, duro_errname(rc),
+                          duro_errname(e.code), e.retryable, duro_errname(want),
+                          retryable, e.message);
+            pv_expect_unchanged_at(p, &s, __FILE__, __LINE__);
+        }
+    }
+    pv_snapshot_free(&s);
+    CHECK_MSG(succeeded, "%s: still failing after %d injected steps", what,
+              SWEEP_MAX_STEPS);
+    step--;
+    CHECK_MSG(step >= 2, "%s: the injected fault never fired", what);
+    fprintf(stderr, "  %s: %llu failing steps, each left the store unchanged\n",
+            what, (unsigned long long)(step - 1));
+    return step;
+}
+
+typedef struct sweep_ack {
+    const char *token;
+    const duro_orch_ack *ack;
+} sweep_ack;
+
+static int sweep_ack_orch(duro_provider *p, void *arg, duro_error *e)
+{
+    sweep_ack *s = arg;
+    return p->ack_orchestration_item(p, s->token, s->ack, e);
+}
+
+PV_TEST(fault_sweep_ack_orchestration_item)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 3); /* rows 2, 3, 4 */
+    begin(p, "y", 0);
+    raise_event(p, "y", "\"e\"", 0);
+    duro_orch_item *a = poke(p, "x");
+    duro_event d[4] = {event(5, DURO_EVENT_EVENT_RAISED),
+                       event(6, DURO_EVENT_ACTIVITY_SCHEDULED),
+                       event(7, DURO_EVENT_ACTIVITY_SCHEDULED),
+                       event(8, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED)};
+    d[0].payload = "\"poke\"";
+    d[3].ref_instance = "child";
+    duro_work_item w[2] = {activity("x", 1, 6), activity("x", 1, 7)};
+    duro_activity_ref r[2] = {ref("x", 1, 2), ref("x", 1, 3)};
+    duro_outbound out[3];
+    memset(out, 0, sizeof(out));
+    out[0].item = work(DURO_WORK_START, "child");
+    out[0].item.name = "orch";
+    out[0].item.parent_instance = "x";
+    out[0].item.parent_execution = 1;
+    out[0].item.parent_event_id = 8;
+    out[1].item = work(DURO_WORK_TIMER_FIRED, "x");
+    out[1].item.execution_id = 1;
+    out[1].item.source_id = 5;
+    out[1].delay_ms = 60000;
+    out[2].item = work(DURO_WORK_EXTERNAL_EVENT, "y");
+    out[2].item.name = "poke";
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    m.custom_status = "swept";
+    m.custom_status_set = 1;
+    duro_orch_ack ak = ack_of(1, d, 4, &m);
+    ak.worker_items = w;
+    ak.worker_item_count = 2;
+    ak.cancelled_activities = r;
+    ak.cancelled_activity_count = 2;
+    ak.orchestrator_items = out;
+    ak.orchestrator_item_count = 3;
+    sweep_ack arg = {a->lock_token, &ak};
+    fault_sweep(p, "ack_orchestration_item", sweep_ack_orch, &arg);
+    duro_orch_item_free(a);
+    /* Committed once, completely. */
+    CHECK_EQ(history_len(p, "x", 1), 8);
+    duro_instance_list *l = get(p, "x");
+    CHECK_STR(l->items[0].custom_status, "swept");
+    duro_instance_list_free(l);
+    l = get(p, "child");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_PENDING);
+    duro_instance_list_free(l);
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    CHECK_EQ(count(p, ORCH, "y"), 2);
+    CHECK_EQ(count(p, ORCH, "child"), 1);
+    CHECK_DRAIN(p, "x:0004,x:0006,x:0007");
+}
+
+typedef struct sweep_work {
+    const char *token;
+    const duro_work_item *completion;
+} sweep_work;
+
+static int sweep_ack_work(duro_provider *p, void *arg, duro_error *e)
+{
+    sweep_work *s = arg;
+    return p->ack_work_item(p, s->token, s->completion, e);
+}
+
+PV_TEST(fault_sweep_ack_work_item)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 2);
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    duro_work_item done = work(DURO_WORK_ACTIVITY_COMPLETED, "x");
+    done.execution_id = 1;
+    done.source_id = w->item.source_id;
+    done.payload = "\"result\"";
+    sweep_work arg = {w->lock_token, &done};
+    fault_sweep(p, "ack_work_item", sweep_ack_work, &arg);
+    CHECK_EQ(count(p, WORKER, "x"), 1);
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(a->message_count, 1);
+    CHECK_EQ(a->messages[0].source_id, w->item.source_id);
+    duro_orch_item_free(a);
+    duro_worker_item_free(w);
+}
+
+static int sweep_fetch_orch(duro_provider *p, void *arg, duro_error *e)
+{
+    duro_orch_item **out = arg;
+    *out = NULL;
+    int rc = p->fetch_orchestration_item(p, LOCK_LONG, NULL, out, e);
+    if (rc != DURO_OK && *out != NULL) {
+        test_fail(__FILE__, __LINE__,
+                  "fetch_orchestration_item failed (%s) but returned an item",
+                  duro_errname(rc));
+        duro_orch_item_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+PV_TEST(fault_sweep_fetch_orchestration_item)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 2);
+    raise_event(p, "x", "\"e1\"", 0);
+    raise_event(p, "x", "\"e2\"", 0);
+    start(p, "y");
+    duro_orch_item *item = NULL;
+    fault_sweep(p, "fetch_orchestration_item", sweep_fetch_orch, &item);
+    CHECK(item != NULL);
+    CHECK_STR(item->instance_id, "x");
+    CHECK_EQ(item->message_count, 2);
+    CHECK_EQ(item->history_total, 3);
+    CHECK_EQ(item->history_count, 3);
+    duro_orch_item *y = fetch_orch_expect(p, "y", LOCK_LONG);
+    expect_no_orch(p); /* x stays locked by the successful fetch */
+    duro_orch_item_free(y);
+    duro_orch_item_free(item);
+}
+
+static int sweep_fetch_work(duro_provider *p, void *arg, duro_error *e)
+{
+    duro_worker_item **out = arg;
+    *out = NULL;
+    int rc = p->fetch_work_item(p, LOCK_LONG, out, e);
+    if (rc != DURO_OK && *out != NULL) {
+        test_fail(__FILE__, __LINE__,
+                  "fetch_work_item failed (%s) but returned an item",
+                  duro_errname(rc));
+        duro_worker_item_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+PV_TEST(fault_sweep_fetch_work_item)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 3);
+    duro_worker_item *w = NULL;
+    fault_sweep(p, "fetch_work_item", sweep_fetch_work, &w);
+    CHECK(w != NULL);
+    CHECK_STR(w->item.instance_id, "x");
+    CHECK_EQ(count(p, WORKER, "x"), 3);
+    duro_worker_item *b = fetch_work(p, LOCK_LONG);
+    duro_worker_item *c = fetch_work(p, LOCK_LONG);
+    CHECK(b != NULL && c != NULL);
+    expect_no_work(p); /* the swept fetch holds the third row */
+    duro_worker_item_free(b);
+    duro_worker_item_free(c);
+    duro_worker_item_free(w);
+}
+
+static int sweep_enqueue(duro_provider *p, void *arg, duro_error *e)
+{
+    return p->enqueue_for_orchestrator(p, arg, 0, e);
+}
+
+PV_TEST(fault_sweep_enqueue_start)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    raise_event(p, "x", "\"e\"", 0);
+    duro_work_item w = work(DURO_WORK_START, "new");
+    w.name = "orch";
+    w.payload = "\"in\"";
+    fault_sweep(p, "enqueue_for_orchestrator(START)", sweep_enqueue, &w);
+    duro_instance_list *l = get(p, "new");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_PENDING);
+    duro_instance_list_free(l);
+    CHECK_EQ(count(p, ORCH, "new"), 1);
+}
+
+typedef struct sweep_delete {
+    const char *id;
+    size_t deleted;
+} sweep_delete;
+
+static int sweep_delete_fn(duro_provider *p, void *arg, duro_error *e)
+{
+    sweep_delete *s = arg;
+    return p->delete_instance(p, s->id, 1, &s->deleted, e);
+}
+
+PV_TEST(fault_sweep_delete_instance)
+{
+    duro_provider *p = pv_open();
+    begin(p, "root", 1);
+    begin_child(p, "root", "kid");
+    begin(p, "other", 1);
+    raise_event(p, "root", "\"e\"", 0);
+    sweep_delete arg = {"root", 0};
+    fault_sweep(p, "delete_instance", sweep_delete_fn, &arg);
+    CHECK_EQ(arg.deleted, 2);
+    expect_no_instance(p, "root");
+    expect_no_instance(p, "kid");
+    CHECK_DRAIN(p, "other:0002");
+}
+
+/* ========================================================================
+ * The table. */
+
+typedef enum needs {
+    NEEDS_NOTHING = 0,
+    NEEDS_MAX_HISTORY = 1,  /* factory->open_with_max_history */
+    NEEDS_INJECT = 2,       /* factory->inject_fault */
+    NEEDS_SECOND_HANDLE = 4 /* factory->open_same */
+} needs;
+
+typedef struct pv_case {
+    test_case tc;
+    needs needs;
+} pv_case;
+
+#define C(name)                                                                \
+    {                                                                          \
+        T(name), NEEDS_NOTHING                                                 \
+    }
+#define C_NEEDS(name, what)                                                    \
+    {                                                                          \
+        T(name), what                                                          \
+    }
+
+static const pv_case suite[] = {
+    /* activity cancellation (lock stealing) */
+    C(ack_orchestration_item_deletes_cancelled_activities),
+    C(cancellation_of_locked_activity_causes_renewal_failure),
+    C(cancellation_of_unlocked_activity_removes_from_queue),
+    C(ack_work_item_fails_on_cancelled_row),
+    C(ack_work_item_succeeds_if_row_exists),
+    C(mass_cancellation_deletes_all_activities),
+    C(ack_work_item_none_deletes_without_enqueue),
+    C(activity_scheduled_and_cancelled_in_same_ack_never_fetchable),
+    C(thousand_activities_cancelled_in_one_ack),
+    /* locks and races */
+    C(instance_lock_is_exclusive_across_racing_fetchers),
+    C(racing_work_item_fetchers_never_share_a_row),
+    C_NEEDS(instance_lock_is_exclusive_across_handles, NEEDS_SECOND_HANDLE),
+    C_NEEDS(racing_work_item_fetchers_never_share_a_row_across_handles,
+            NEEDS_SECOND_HANDLE),
+    C(orchestration_lock_expiry_redelivers_with_higher_attempt),
+    C(work_item_lock_expiry_redelivers_with_higher_attempt),
+    C(abandon_orchestration_item_with_delay_hides_it_until_due),
+    C(abandon_orchestration_item_without_delay_makes_it_fetchable_at_once),
+    C(abandon_work_item_with_delay_hides_it_until_due),
+    C(abandon_work_item_without_delay_makes_it_fetchable_at_once),
+    C(renewing_an_orchestration_lock_keeps_it),
+    C(renewing_a_work_item_lock_keeps_it),
+    C(renewing_an_expired_orchestration_lock_fails),
+    C(renewing_an_expired_work_item_lock_fails),
+    C(ack_with_stale_token_fails_and_changes_nothing),
+    C(unknown_lock_tokens_fail_lock_lost_and_change_nothing),
+    C(failing_ack_leaves_no_partial_state),
+    C(messages_arriving_while_locked_wait_for_the_next_fetch),
+    /* queues */
+    C(delayed_messages_stay_invisible_until_due),
+    C(messages_of_one_instance_come_oldest_first),
+    C(work_items_come_oldest_first),
+    C(instances_are_fetched_oldest_first_and_independently),
+    C(count_messages_counts_visible_delayed_and_locked),
+    C(cancel_for_a_missing_instance_does_not_block_others),
+    /* history and executions */
+    C(continue_as_new_keeps_executions_apart),
+    C(history_events_round_trip_every_field),
+    C(work_items_round_trip_every_field),
+    C(history_cache_skips_events_the_caller_holds),
+    C_NEEDS(history_cap_fails_with_history_limit_and_changes_nothing,
+            NEEDS_MAX_HISTORY),
+    /* instances */
+    C(enqueued_start_creates_a_pending_instance),
+    C(duplicate_start_fails_and_idempotent_start_changes_nothing),
+    C(start_in_ack_for_existing_instance_sends_child_failed_to_parent),
+    C(ack_meta_is_visible_through_get_instance),
+    C(list_instances_filters_orders_and_pages),
+    C(delete_instance_cascades_and_refuses_running_without_force),
+    C(prune_executions_keeps_the_last_k),
+    /* bad input */
+    C(null_and_empty_ids_and_tokens_fail_invalid_and_change_nothing),
+    C(oversized_input_fails_too_large_and_changes_nothing),
+    /* wake-up */
+    C(wait_for_work_returns_after_an_enqueue_from_another_thread),
+    C(wait_for_work_returns_when_a_delayed_message_becomes_due),
+    C(sticky_wake_makes_waits_return_at_once_until_reset),
+    /* storage faults */
+    C_NEEDS(fault_sweep_ack_orchestration_item, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_ack_work_item, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_fetch_orchestration_item, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_fetch_work_item, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_enqueue_start, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_delete_instance, NEEDS_INJECT),
+};
+
+int pv_main(int argc, char **argv, const pv_factory *f, const test_case *extra,
+            size_t extra_count)
+{
+    factory = f;
+    size_t n = sizeof(suite) / sizeof(suite[0]);
+    test_case *tests = calloc(n + extra_count + 1, sizeof(*tests));
+    if (tests == NULL)
+        return 2;
+    const char *filter = argc > 1 ? argv[1] : getenv("DURO_TEST_FILTER");
+    int listing = filter != NULL && strcmp(filter, "--list") == 0;
+    size_t count_tests = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *missing = NULL;
+        if ((suite[i].needs & NEEDS_MAX_HISTORY) &&
+            f->open_with_max_history == NULL)
+            missing = "open_with_max_history";
+        if ((suite[i].needs & NEEDS_INJECT) && f->inject_fault == NULL)
+            missing = "inject_fault";
+        if ((suite[i].needs & NEEDS_SECOND_HANDLE) && f->open_same == NULL)
+            missing = "open_same";
+        if (missing == NULL) {
+            tests[count_tests++] = suite[i].tc;
+        } else if (!listing &&
+                   (filter == NULL || strstr(suite[i].tc.name, filter))) {
+            /* Said out loud, never counted as a pass. */
+            fprintf(stderr, "[ SKIP ] %s (factory '%s' has no %s)\n",
+                    suite[i].tc.name, f->name, missing);
+        }
+    }
+    for (size_t i = 0; i < extra_count; i++)
+        tests[count_tests++] = extra[i];
+    if (!listing)
+        fprintf(stderr, "provider validation suite on '%s'\n", f->name);
+    int rc = test_run(argc, argv, tests, count_tests);
+    close_open_stores();
+    free(tests);
+    return rc;
+}

@@ -1,0 +1,1226 @@
+/* test_sqlite.c - what is specific to the SQLite provider: URL forms and
+ * errors, schema versioning, pragmas, query plans, statement reuse, busy
+ * mapping, size caps, fault-injected rollback, wake-ups, and a smoke test of
+ * every method. Behaviour common to all providers lives in
+ * tests/provider_validation. */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "duro/provider.h"
+#include "providers/sqlite/sqlite_provider.h"
+#include "test.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static duro_provider *open_url(const char *url)
+{
+    duro_provider *p = NULL;
+    duro_error e;
+    int rc = duro_provider_open(url, &p, &e);
+    CHECK_MSG(rc == DURO_OK, "open %s: %s (%s)", url, duro_errname(rc),
+              e.message);
+    return p;
+}
+
+static const char *url_with(const char *name, const char *query)
+{
+    static char buf[4][600];
+    static int next;
+    char *b = buf[next++ % 4];
+    snprintf(b, 600, "%s%s", test_sqlite_url(name), query);
+    return b;
+}
+
+static int file_exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+static sqlite3 *raw_open(const char *path)
+{
+    sqlite3 *db = NULL;
+    CHECK_EQ(sqlite3_open(path, &db), SQLITE_OK);
+    return db;
+}
+
+static int64_t raw_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *s = NULL;
+    int64_t v = -1;
+    CHECK_MSG(sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK, "%s: %s",
+              sql, sqlite3_errmsg(db));
+    if (sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+static void start(duro_provider *p, const char *id, const char *name)
+{
+    duro_error e;
+    duro_work_item it = {.kind = DURO_WORK_START,
+                         .instance_id = id,
+                         .name = name,
+                         .payload = "input"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_OK, &e);
+}
+
+static duro_orch_item *fetch_orch(duro_provider *p)
+{
+    duro_error e;
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 30000, NULL, &item, &e), DURO_OK,
+              &e);
+    return item;
+}
+
+static uint64_t count(duro_provider *p, duro_queue q, const char *id)
+{
+    duro_error e;
+    uint64_t n = 0;
+    CHECK_PRC(p->count_messages(p, q, id, &n, &e), DURO_OK, &e);
+    return n;
+}
+
+static duro_event event(uint64_t id, duro_event_kind kind, const char *name)
+{
+    duro_event ev = {
+        .event_id = id, .kind = kind, .name = name, .timestamp_ms = 1};
+    return ev;
+}
+
+/* Runs the first turn of `id`: Started + n ActivityScheduled, n worker items
+ * (activity ids 2..n+1). */
+static void first_turn(duro_provider *p, const char *id, size_t n)
+{
+    duro_orch_item *item = fetch_orch(p);
+    CHECK(item != NULL);
+    CHECK_STR(item->instance_id, id);
+    duro_event *events = calloc(n + 1, sizeof(*events));
+    duro_work_item *work = calloc(n + 1, sizeof(*work));
+    events[0] = event(1, DURO_EVENT_ORCHESTRATION_STARTED, "orch");
+    for (size_t i = 0; i < n; i++) {
+        events[i + 1] = event(i + 2, DURO_EVENT_ACTIVITY_SCHEDULED, "act");
+        work[i] = (duro_work_item){.kind = DURO_WORK_ACTIVITY_EXECUTE,
+                                   .instance_id = id,
+                                   .execution_id = 1,
+                                   .source_id = i + 2,
+                                   .name = "act",
+                                   .payload = "in"};
+    }
+    duro_instance_meta meta = {.status = DURO_STATUS_RUNNING, .name = "orch"};
+    duro_orch_ack ack = {.execution_id = 1,
+                         .history_delta = events,
+                         .history_delta_count = n + 1,
+                         .worker_items = work,
+                         .worker_item_count = n,
+                         .meta = &meta};
+    duro_error e;
+    int rc = p->ack_orchestration_item(p, item->lock_token, &ack, &e);
+    free(events);
+    free(work);
+    duro_orch_item_free(item);
+    CHECK_PRC(rc, DURO_OK, &e);
+}
+
+/* ---- URL ------------------------------------------------------------------
+ */
+
+TEST(url_forms_open)
+{
+    duro_error e;
+    duro_provider *p = open_url("sqlite::memory:");
+    start(p, "a", "orch");
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, NULL), 1);
+    duro_provider_close(p);
+
+    p = open_url(test_sqlite_url("plain.db"));
+    duro_provider_close(p);
+    CHECK(file_exists(test_path("plain.db")));
+
+    char url[600];
+    snprintf(url, sizeof(url), "sqlite://%s", test_path("triple.db"));
+    CHECK_EQ(strncmp(url, "sqlite:///", 10), 0);
+    p = open_url(url);
+    duro_provider_close(p);
+    CHECK(file_exists(test_path("triple.db")));
+
+    char cwd[512];
+    CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+    CHECK_EQ(chdir(test_tmpdir()), 0);
+    duro_provider *rel = NULL;
+    int rc = duro_provider_open("sqlite:relative.db?pool=1", &rel, &e);
+    int made = file_exists("relative.db");
+    duro_provider_close(rel);
+    CHECK_EQ(chdir(cwd), 0);
+    CHECK_PRC(rc, DURO_OK, &e);
+    CHECK(made);
+    CHECK(file_exists(test_path("relative.db")));
+}
+
+TEST(url_parameters_are_applied)
+{
+    int64_t v = -1;
+    duro_provider *p = open_url(test_sqlite_url("defaults.db"));
+    CHECK_EQ(duro__sqlite_pragma_int(p, "synchronous", &v), 0);
+    CHECK_EQ(v, 1); /* normal */
+    CHECK_EQ(duro__sqlite_pragma_int(p, "busy_timeout", &v), 0);
+    CHECK_EQ(v, 5000);
+    duro_provider_close(p);
+
+    static const char *const levels[] = {"off", "normal", "FULL", "extra"};
+    for (int i = 0; i < 4; i++) {
+        char q[64];
+        snprintf(q, sizeof(q), "?synchronous=%s&busy_timeout_ms=%d", levels[i],
+                 100 + i);
+        p = open_url(url_with("sync.db", q));
+        CHECK_EQ(duro__sqlite_pragma_int(p, "synchronous", &v), 0);
+        CHECK_EQ(v, i);
+        CHECK_EQ(duro__sqlite_pragma_int(p, "busy_timeout", &v), 0);
+        CHECK_EQ(v, 100 + i);
+        duro_provider_close(p);
+    }
+
+    /* max_payload, max_history and pool take effect (their behaviour is
+     * tested below); pool=0 sends reads through the writer. */
+    p = open_url(url_with("all.db", "?max_history=7&max_payload=100&pool=0&"
+                                    "synchronous=full&busy_timeout_ms=0"));
+    start(p, "x", "orch");
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "x"), 1);
+    duro_provider_close(p);
+}
+
+TEST(url_malformed_is_bad_url)
+{
+    static const struct {
+        const char *query;  /* appended to sqlite:<path> */
+        const char *expect; /* in the message */
+    } cases[] = {
+        {"?foo=1", "unknown sqlite URL parameter 'foo'"},
+        {"?pool", "has no value"},
+        {"?pool=", "bad value '' for sqlite URL parameter pool"},
+        {"?pool=abc", "parameter pool"},
+        {"?pool=65", "parameter pool"},
+        {"?pool=-1", "parameter pool"},
+        {"?busy_timeout_ms=99999999999", "busy_timeout_ms"},
+        {"?busy_timeout_ms=1.5", "busy_timeout_ms"},
+        {"?max_history=0", "max_history"},
+        {"?max_history=99999999999999999999999", "max_history"},
+        {"?max_payload=0", "max_payload"},
+        {"?max_payload=2000000000", "max_payload"},
+        {"?synchronous=sometimes", "synchronous"},
+        {"?synchronous=", "synchronous"},
+        {"?pool=1&pool=2", "'pool' given twice"},
+        {"?synchronous=off&synchronous=off", "given twice"},
+        {"?pool=1&", "empty parameter"},
+        {"?&pool=1", "empty parameter"},
+        {"?", "empty parameter"},
+        {"?pool=1?x=2", "parameter pool"},
+        {"?Pool=1", "unknown sqlite URL parameter 'Pool'"},
+    };
+    duro_error e;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "bad%zu.db", i);
+        duro_provider *p = (duro_provider *)&e;
+        int rc = duro_provider_open(url_with(name, cases[i].query), &p, &e);
+        CHECK_MSG(rc == DURO_BAD_URL, "%s: got %s", cases[i].query,
+                  duro_errname(rc));
+        CHECK(p == NULL);
+        CHECK_MSG(strstr(e.message, cases[i].expect) != NULL,
+                  "%s: message '%s' lacks '%s'", cases[i].query, e.message,
+                  cases[i].expect);
+        CHECK_EQ(e.retryable, 0);
+        CHECK_MSG(!file_exists(test_path(name)), "%s created a file",
+                  cases[i].query);
+    }
+    static const char *const empty[] = {"sqlite:", "sqlite:?pool=1",
+                                        "sqlite://", "sqlite://?pool=2"};
+    for (size_t i = 0; i < 4; i++) {
+        duro_provider *p = NULL;
+        CHECK_PRC(duro_provider_open(empty[i], &p, &e), DURO_BAD_URL, &e);
+        CHECK(strstr(e.message, "empty path") != NULL);
+    }
+}
+
+/* ---- schema and pragmas ---------------------------------------------------
+ */
+
+TEST(schema_version_recorded_and_newer_refused)
+{
+    const char *path = test_path("schema.db");
+    duro_provider *p = open_url(test_sqlite_url("schema.db"));
+    duro_provider_close(p);
+    sqlite3 *db = raw_open(path);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 1);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 1);
+    sqlite3_close(db);
+
+    /* Reopening an up-to-date database changes nothing. */
+    p = open_url(test_sqlite_url("schema.db"));
+    start(p, "kept", "orch");
+    duro_provider_close(p);
+    db = raw_open(path);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 1);
+    CHECK_EQ(sqlite3_exec(db,
+                          "PRAGMA journal_mode = DELETE;"
+                          "INSERT INTO duro_schema VALUES(99, 0);"
+                          "CREATE TABLE from_the_future(x)",
+                          NULL, NULL, NULL),
+             SQLITE_OK);
+    int64_t tables = raw_int(db, "SELECT COUNT(*) FROM sqlite_master");
+    sqlite3_close(db);
+
+    duro_error e;
+    p = (duro_provider *)&e;
+    CHECK_PRC(duro_provider_open(test_sqlite_url("schema.db"), &p, &e),
+              DURO_SCHEMA, &e);
+    CHECK(p == NULL);
+    CHECK(strstr(e.message, "99") != NULL);
+    db = raw_open(path);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 99);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master"), tables);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM instances"), 1);
+    sqlite3_stmt *s = NULL;
+    CHECK_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL),
+             SQLITE_OK);
+    CHECK_EQ(sqlite3_step(s), SQLITE_ROW);
+    CHECK_STR((const char *)sqlite3_column_text(s, 0), "delete");
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+}
+
+TEST(wal_mode_applied)
+{
+    duro_provider *p = open_url(test_sqlite_url("wal.db"));
+    sqlite3 *db = raw_open(test_path("wal.db"));
+    sqlite3_stmt *s = NULL;
+    CHECK_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL),
+             SQLITE_OK);
+    CHECK_EQ(sqlite3_step(s), SQLITE_ROW);
+    CHECK_STR((const char *)sqlite3_column_text(s, 0), "wal");
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    duro_provider_close(p);
+}
+
+/* Statements whose plan may scan: the whole-queue counts. */
+static int plan_may_scan(const char *name)
+{
+    static const char *const exempt[] = {"OQ_COUNT", "WQ_COUNT"};
+    for (size_t i = 0; i < sizeof(exempt) / sizeof(exempt[0]); i++)
+        if (strcmp(name, exempt[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static void plan_of(sqlite3 *db, const char *sql, char *out, size_t cap)
+{
+    char eqp[4096];
+    snprintf(eqp, sizeof(eqp), "EXPLAIN QUERY PLAN %s", sql);
+    sqlite3_stmt *s = NULL;
+    out[0] = '\0';
+    CHECK_MSG(sqlite3_prepare_v2(db, eqp, -1, &s, NULL) == SQLITE_OK, "%s: %s",
+              sql, sqlite3_errmsg(db));
+    size_t used = 0;
+    while (sqlite3_step(s) == SQLITE_ROW && used < cap) {
+        const char *d = (const char *)sqlite3_column_text(s, 3);
+        used += (size_t)snprintf(out + used, cap - used, "%s; ", d);
+    }
+    sqlite3_finalize(s);
+}
+
+TEST(query_plans_use_indexes)
+{
+    duro_provider *p = open_url(test_sqlite_url("plans.db"));
+    sqlite3 *db = raw_open(test_path("plans.db"));
+    /* No statement scans a table (json_each and the recursive CTE's own
+     * rows aside). */
+    static const char *const scans[] = {"SCAN orchestrator_queue",
+                                        "SCAN worker_queue",
+                                        "SCAN orchestrator_ready",
+                                        "SCAN history",
+                                        "SCAN executions",
+                                        "SCAN instances",
+                                        "SCAN c"};
+    char plan[4096];
+    for (size_t i = 0; i < duro__sqlite_statement_count(); i++) {
+        const char *name = duro__sqlite_statement_name(i);
+        const char *sql = duro__sqlite_statement_sql(i);
+        if (strncmp(sql, "BEGIN", 5) == 0 || strcmp(sql, "COMMIT") == 0 ||
+            strcmp(sql, "ROLLBACK") == 0 || plan_may_scan(name))
+            continue;
+        plan_of(db, sql, plan, sizeof(plan));
+        for (size_t k = 0; k < sizeof(scans) / sizeof(scans[0]); k++)
+            CHECK_MSG(strstr(plan, scans[k]) == NULL, "%s scans: %s", name,
+                      plan);
+    }
+    /* The fetch paths use their indexes and need no sort. */
+    static const struct {
+        const char *name, *index;
+    } expect[] = {
+        {"READY_NEXT", "orchestrator_ready_at"},
+        {"READY_MIN", "orchestrator_ready_at"},
+        {"OQ_FETCHED", "orchestrator_queue_instance"},
+        {"OQ_TAG", "orchestrator_queue_instance"},
+        {"OQ_MIN_VISIBLE", "orchestrator_queue_instance"},
+        {"OQ_DELETE_TAGGED", "orchestrator_queue_instance"},
+        {"WQ_FETCH", "worker_queue_available"},
+        {"WQ_MIN", "worker_queue_available"},
+        {"WQ_CANCEL", "worker_queue_activity"},
+        {"WQ_ACK", "INTEGER PRIMARY KEY"},
+        {"WQ_RENEW", "INTEGER PRIMARY KEY"},
+        {"LIST_NAME", "instances_name"},
+        {"LIST_STATUS", "instances_status"},
+        {"DELETE_INSTANCES", "instances_parent"},
+    };
+    for (size_t k = 0; k < sizeof(expect) / sizeof(expect[0]); k++) {
+        size_t i = 0;
+        while (i < duro__sqlite_statement_count() &&
+               strcmp(duro__sqlite_statement_name(i), expect[k].name) != 0)
+            i++;
+        CHECK(i < duro__sqlite_statement_count());
+        plan_of(db, duro__sqlite_statement_sql(i), plan, sizeof(plan));
+        CHECK_MSG(strstr(plan, expect[k].index) != NULL, "%s: %s",
+                  expect[k].name, plan);
+        CHECK_MSG(strstr(plan, "TEMP B-TREE") == NULL, "%s sorts: %s",
+                  expect[k].name, plan);
+    }
+    sqlite3_close(db);
+    duro_provider_close(p);
+}
+
+/* One round of every frequent operation. */
+static void workload_round(duro_provider *p, int i)
+{
+    duro_error e;
+    char id[32];
+    snprintf(id, sizeof(id), "reuse-%d", i);
+    start(p, id, "orch");
+    first_turn(p, id, 2);
+    duro_worker_item *w = NULL;
+    CHECK_PRC(p->fetch_work_item(p, 30000, &w, &e), DURO_OK, &e);
+    CHECK(w != NULL);
+    CHECK_PRC(p->renew_work_item_lock(p, w->lock_token, 30000, &e), DURO_OK,
+              &e);
+    duro_work_item done = {.kind = DURO_WORK_ACTIVITY_COMPLETED,
+                           .instance_id = id,
+                           .execution_id = 1,
+                           .source_id = w->item.source_id,
+                           .payload = "out"};
+    CHECK_PRC(p->ack_work_item(p, w->lock_token, &done, &e), DURO_OK, &e);
+    duro_worker_item_free(w);
+    duro_orch_item *item = fetch_orch(p);
+    CHECK(item != NULL);
+    CHECK_PRC(p->renew_orchestration_item_lock(p, item->lock_token, 30000, &e),
+              DURO_OK, &e);
+    duro_event ev = event(4, DURO_EVENT_ACTIVITY_COMPLETED, NULL);
+    duro_activity_ref cancel = {id, 1, 3};
+    duro_instance_meta meta = {.status = DURO_STATUS_COMPLETED,
+                               .output = "done"};
+    duro_orch_ack ack = {.execution_id = 1,
+                         .history_delta = &ev,
+                         .history_delta_count = 1,
+                         .cancelled_activities = &cancel,
+                         .cancelled_activity_count = 1,
+                         .meta = &meta};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+    duro_history *h = NULL;
+    CHECK_PRC(p->read_history(p, id, 0, &h, &e), DURO_OK, &e);
+    CHECK_EQ(h->count, 4);
+    duro_history_free(h);
+    duro_instance_list *list = NULL;
+    CHECK_PRC(p->get_instance(p, id, &list, &e), DURO_OK, &e);
+    duro_instance_list_free(list);
+    duro_instance_filter f = {.name = "orch", .limit = 5};
+    CHECK_PRC(p->list_instances(p, &f, &list, &e), DURO_OK, &e);
+    duro_instance_list_free(list);
+    uint64_t exec = 0;
+    CHECK_PRC(p->latest_execution_id(p, id, &exec, &e), DURO_OK, &e);
+    CHECK_EQ(count(p, DURO_QUEUE_WORKER, id), 0);
+    CHECK_PRC(p->delete_instance(p, id, 0, NULL, &e), DURO_OK, &e);
+}
+
+TEST(statements_are_reused)
+{
+    duro_provider *p = open_url(test_sqlite_url("reuse.db"));
+    for (int i = 0; i < 5; i++)
+        workload_round(p, i);
+    uint64_t prepared = duro__sqlite_statements_prepared(p);
+    CHECK(prepared > 10);
+    /* 100 rounds of 15 operations: 1500 operations. */
+    for (int i = 5; i < 105; i++)
+        workload_round(p, i);
+    CHECK_EQ(duro__sqlite_statements_prepared(p), prepared);
+    duro_provider_close(p);
+}
+
+TEST(busy_from_another_connection_is_retryable)
+{
+    duro_provider *p = open_url(url_with("busy.db", "?busy_timeout_ms=50"));
+    start(p, "before", "orch");
+    sqlite3 *db = raw_open(test_path("busy.db"));
+    CHECK_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    duro_error e;
+    duro_work_item it = {
+        .kind = DURO_WORK_START, .instance_id = "during", .name = "orch"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_BUSY, &e);
+    CHECK_EQ(e.retryable, 1);
+    duro_worker_item *w = NULL;
+    CHECK_PRC(p->fetch_work_item(p, 1000, &w, &e), DURO_BUSY, &e);
+    CHECK_EQ(e.retryable, 1);
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 1000, NULL, &item, &e), DURO_BUSY,
+              &e);
+    CHECK_EQ(e.retryable, 1);
+    /* WAL: reads go on beside the other writer. */
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, NULL), 1);
+    CHECK_EQ(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_OK, &e);
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, NULL), 2);
+    sqlite3_close(db);
+    duro_provider_close(p);
+}
+
+/* ---- caps and input rules -------------------------------------------------
+ */
+
+TEST(payload_cap_and_input_rules)
+{
+    duro_provider *p = open_url("sqlite::memory:?max_payload=16");
+    duro_error e;
+    char big_name[1100];
+    memset(big_name, 'n', sizeof(big_name) - 1);
+    big_name[sizeof(big_name) - 1] = '\0';
+    duro_work_item it = {.kind = DURO_WORK_START,
+                         .instance_id = "cap",
+                         .name = "orch",
+                         .payload = "12345678901234567"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_TOO_LARGE, &e);
+    CHECK_EQ(e.retryable, 0);
+    it.payload = "1234567890123456";
+    it.error = "12345678901234567";
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_TOO_LARGE, &e);
+    it.error = NULL;
+    it.name = big_name;
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_TOO_LARGE, &e);
+    it.name = "";
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_INVALID, &e);
+    it.name = "orch";
+    it.instance_id = "";
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_INVALID, &e);
+    it.instance_id = NULL;
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_INVALID, &e);
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, NULL), 0);
+    it.instance_id = "cap";
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_OK, &e);
+
+    /* An oversized custom status fails the ack and leaves the lock held. */
+    duro_orch_item *item = fetch_orch(p);
+    CHECK(item != NULL);
+    duro_instance_meta meta = {.status = DURO_STATUS_RUNNING,
+                               .custom_status = "12345678901234567",
+                               .custom_status_set = 1};
+    duro_orch_ack ack = {.execution_id = 1, .meta = &meta};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e),
+              DURO_TOO_LARGE, &e);
+    CHECK_PRC(p->ack_orchestration_item(p, "", &ack, &e), DURO_INVALID, &e);
+    CHECK_PRC(p->ack_orchestration_item(p, NULL, &ack, &e), DURO_INVALID, &e);
+    meta.custom_status = "fits";
+    CHECK_PRC(p->ack_orchestration_item(p, "made-up", &ack, &e), DURO_LOCK_LOST,
+              &e);
+    CHECK_PRC(p->ack_orchestration_item(
+                  p, "o1.0123456789abcdef0123456789abcdef", &ack, &e),
+              DURO_LOCK_LOST, &e);
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+    duro_instance_list *list = NULL;
+    CHECK_PRC(p->get_instance(p, "cap", &list, &e), DURO_OK, &e);
+    CHECK_STR(list->items[0].custom_status, "fits");
+    duro_instance_list_free(list);
+
+    CHECK_PRC(p->renew_work_item_lock(p, "w5.nothex", 10, &e), DURO_LOCK_LOST,
+              &e);
+    CHECK_PRC(p->ack_work_item(p, "", NULL, &e), DURO_INVALID, &e);
+    duro_provider_close(p);
+}
+
+TEST(history_cap)
+{
+    duro_provider *p = open_url("sqlite::memory:?max_history=4");
+    duro_error e;
+    start(p, "h", "orch");
+    first_turn(p, "h", 1); /* 2 events */
+    duro_work_item ev_item = {
+        .kind = DURO_WORK_EXTERNAL_EVENT, .instance_id = "h", .name = "go"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &ev_item, 0, &e), DURO_OK, &e);
+    duro_orch_item *item = fetch_orch(p);
+    CHECK(item != NULL);
+    CHECK_EQ(item->history_total, 2);
+    duro_event three[3] = {event(3, DURO_EVENT_EVENT_RAISED, "go"),
+                           event(4, DURO_EVENT_TIMER_CREATED, NULL),
+                           event(5, DURO_EVENT_TIMER_CREATED, NULL)};
+    duro_work_item more = {.kind = DURO_WORK_ACTIVITY_EXECUTE,
+                           .instance_id = "h",
+                           .source_id = 9,
+                           .name = "x"};
+    duro_orch_ack ack = {.execution_id = 1,
+                         .history_delta = three,
+                         .history_delta_count = 3,
+                         .worker_items = &more,
+                         .worker_item_count = 1};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e),
+              DURO_HISTORY_LIMIT, &e);
+    CHECK_EQ(e.retryable, 0);
+    CHECK(strstr(e.message, "max_history") != NULL);
+    CHECK_EQ(count(p, DURO_QUEUE_WORKER, "h"), 1); /* only the first turn's */
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "h"), 1);
+    /* A duplicate event id fails the whole ack. */
+    duro_event dup[2] = {event(3, DURO_EVENT_EVENT_RAISED, "go"),
+                         event(3, DURO_EVENT_EVENT_RAISED, "go")};
+    ack.history_delta = dup;
+    ack.history_delta_count = 2;
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e),
+              DURO_ALREADY_EXISTS, &e);
+    ack.history_delta_count = 1;
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+    duro_history *h = NULL;
+    CHECK_PRC(p->read_history(p, "h", 1, &h, &e), DURO_OK, &e);
+    CHECK_EQ(h->count, 3);
+    duro_history_free(h);
+    CHECK_EQ(count(p, DURO_QUEUE_WORKER, "h"), 2);
+    duro_provider_close(p);
+}
+
+/* ---- fault injection ------------------------------------------------------
+ */
+
+/* A digest of everything stored, to prove a failed operation changed
+ * nothing. */
+static void snapshot(duro_provider *p, char *out, size_t cap)
+{
+    duro_error e;
+    duro_instance_list *list = NULL;
+    CHECK_PRC(p->list_instances(p, NULL, &list, &e), DURO_OK, &e);
+    size_t used = (size_t)snprintf(
+        out, cap, "oq=%llu wq=%llu n=%zu",
+        (unsigned long long)count(p, DURO_QUEUE_ORCHESTRATOR, NULL),
+        (unsigned long long)count(p, DURO_QUEUE_WORKER, NULL), list->count);
+    for (size_t i = 0; i < list->count && used < cap; i++) {
+        const duro_instance_info *in = &list->items[i];
+        used += (size_t)snprintf(
+            out + used, cap - used, " [%s %d e%llu h%llu %s %s]",
+            in->instance_id, in->status, (unsigned long long)in->execution_id,
+            (unsigned long long)in->history_count,
+            in->output ? in->output : "-",
+            in->custom_status ? in->custom_status : "-");
+    }
+    duro_instance_list_free(list);
+}
+
+TEST(fault_at_every_step_rolls_back)
+{
+    duro_provider *p = open_url(test_sqlite_url("faults.db"));
+    duro_error e;
+    start(p, "f", "orch");
+    first_turn(p, "f", 3);
+    duro_work_item ev_item = {
+        .kind = DURO_WORK_EXTERNAL_EVENT, .instance_id = "f", .name = "go"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &ev_item, 0, &e), DURO_OK, &e);
+    duro_orch_item *item = fetch_orch(p);
+    CHECK(item != NULL);
+
+    duro_event delta[3] = {
+        event(5, DURO_EVENT_EVENT_RAISED, "go"),
+        event(6, DURO_EVENT_ACTIVITY_SCHEDULED, "b"),
+        event(7, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, NULL)};
+    duro_work_item work = {.kind = DURO_WORK_ACTIVITY_EXECUTE,
+                           .instance_id = "f",
+                           .execution_id = 1,
+                           .source_id = 6,
+                           .name = "b"};
+    duro_outbound out[2] = {{.item = {.kind = DURO_WORK_START,
+                                      .instance_id = "f-child",
+                                      .name = "child",
+                                      .parent_instance = "f",
+                                      .parent_execution = 1,
+                                      .parent_event_id = 6}},
+                            {.item = {.kind = DURO_WORK_TIMER_FIRED,
+                                      .instance_id = "f",
+                                      .execution_id = 1,
+                                      .source_id = 8},
+                             .delay_ms = 60000}};
+    duro_activity_ref cancel[2] = {{"f", 1, 2}, {"f", 1, 3}};
+    duro_instance_meta meta = {.status = DURO_STATUS_RUNNING,
+                               .custom_status = "turn2",
+                               .custom_status_set = 1};
+    duro_orch_ack ack = {.execution_id = 1,
+                         .history_delta = delta,
+                         .history_delta_count = 3,
+                         .worker_items = &work,
+                         .worker_item_count = 1,
+                         .orchestrator_items = out,
+                         .orchestrator_item_count = 2,
+                         .meta = &meta,
+                         .cancelled_activities = cancel,
+                         .cancelled_activity_count = 2};
+    char before[2048], after[2048];
+    snapshot(p, before, sizeof(before));
+    int rc = DURO_OK;
+    uint64_t k;
+    for (k = 1; k < 200; k++) {
+        int retryable = (int)(k % 2);
+        duro__sqlite_inject_fault(p, k, retryable);
+        rc = p->ack_orchestration_item(p, item->lock_token, &ack, &e);
+        duro__sqlite_inject_fault(p, 0, 0);
+        if (rc == DURO_OK)
+            break;
+        CHECK_MSG(rc == (retryable ? DURO_BUSY : DURO_STORAGE),
+                  "step %llu: %s (%s)", (unsigned long long)k, duro_errname(rc),
+                  e.message);
+        CHECK_EQ(e.retryable, retryable);
+        snapshot(p, after, sizeof(after));
+        CHECK_MSG(strcmp(before, after) == 0, "step %llu changed:\n%s\n%s",
+                  (unsigned long long)k, before, after);
+    }
+    CHECK_PRC(rc, DURO_OK, &e);
+    CHECK(k > 15); /* the ack runs many statements */
+    duro_orch_item_free(item);
+    snapshot(p, after, sizeof(after));
+    CHECK(strcmp(before, after) != 0);
+    CHECK_EQ(count(p, DURO_QUEUE_WORKER, "f"), 2); /* 4 of the first turn */
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "f-child"), 1);
+
+    /* The same for a work-item ack with a completion. */
+    duro_worker_item *w = NULL;
+    CHECK_PRC(p->fetch_work_item(p, 30000, &w, &e), DURO_OK, &e);
+    CHECK(w != NULL);
+    duro_work_item done = {.kind = DURO_WORK_ACTIVITY_COMPLETED,
+                           .instance_id = "f",
+                           .execution_id = 1,
+                           .source_id = w->item.source_id,
+                           .payload = "r"};
+    snapshot(p, before, sizeof(before));
+    for (k = 1; k < 50; k++) {
+        duro__sqlite_inject_fault(p, k, 1);
+        rc = p->ack_work_item(p, w->lock_token, &done, &e);
+        duro__sqlite_inject_fault(p, 0, 0);
+        if (rc == DURO_OK)
+            break;
+        CHECK_PRC(rc, DURO_BUSY, &e);
+        snapshot(p, after, sizeof(after));
+        CHECK_STR(before, after);
+    }
+    CHECK_PRC(rc, DURO_OK, &e);
+    duro_worker_item_free(w);
+    duro_provider_close(p);
+}
+
+/* ---- wake-up --------------------------------------------------------------
+ */
+
+typedef struct waiter {
+    duro_provider *p;
+    duro_queue queue;
+    int64_t max_wait_ms;
+    int64_t took_ms;
+    _Atomic int done;
+} waiter;
+
+static void *wait_thread(void *arg)
+{
+    waiter *w = arg;
+    duro_error e;
+    int64_t t0 = test_now_ms();
+    w->p->wait_for_work(w->p, w->queue, w->max_wait_ms, &e);
+    w->took_ms = test_now_ms() - t0;
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+TEST(wait_for_work_wakes)
+{
+    duro_provider *p = open_url(test_sqlite_url("wake.db"));
+    duro_error e;
+
+    /* An enqueue by this process wakes a waiter on that queue. */
+    waiter w = {.p = p, .queue = DURO_QUEUE_ORCHESTRATOR, .max_wait_ms = 60000};
+    pthread_t t;
+    pthread_create(&t, NULL, wait_thread, &w);
+    test_sleep_ms(20);
+    start(p, "w1", "orch");
+    WAIT_UNTIL(atomic_load(&w.done), 10000);
+    pthread_join(t, NULL);
+
+    /* Work committed between an empty fetch and the wait is not missed. */
+    first_turn(p, "w1", 0);
+    duro_worker_item *wi = NULL;
+    CHECK_PRC(p->fetch_work_item(p, 1000, &wi, &e), DURO_OK, &e);
+    CHECK(wi == NULL);
+    duro_work_item act = {.kind = DURO_WORK_ACTIVITY_EXECUTE,
+                          .instance_id = "w1",
+                          .source_id = 5,
+                          .name = "a"};
+    duro_work_item go = {
+        .kind = DURO_WORK_EXTERNAL_EVENT, .instance_id = "w1", .name = "go"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &go, 0, &e), DURO_OK, &e);
+    duro_orch_item *item = fetch_orch(p);
+    duro_orch_ack ack = {
+        .execution_id = 1, .worker_items = &act, .worker_item_count = 1};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+    int64_t t0 = test_now_ms();
+    CHECK_PRC(p->wait_for_work(p, DURO_QUEUE_WORKER, 60000, &e), DURO_OK, &e);
+    CHECK(test_now_ms() - t0 < 10000);
+
+    /* A delayed item ends the wait when it becomes due. */
+    duro_work_item timer = {.kind = DURO_WORK_TIMER_FIRED,
+                            .instance_id = "w1",
+                            .execution_id = 1,
+                            .source_id = 7};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &timer, 150, &e), DURO_OK, &e);
+    CHECK_PRC(p->fetch_orchestration_item(p, 1000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item == NULL);
+    t0 = test_now_ms();
+    while (item == NULL && test_now_ms() - t0 < 10000) {
+        CHECK_PRC(p->wait_for_work(p, DURO_QUEUE_ORCHESTRATOR, 60000, &e),
+                  DURO_OK, &e);
+        CHECK_PRC(p->fetch_orchestration_item(p, 1000, NULL, &item, &e),
+                  DURO_OK, &e);
+    }
+    CHECK(item != NULL);
+    CHECK(test_now_ms() - t0 < 10000);
+    CHECK_EQ(item->message_count, 1);
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_TIMER_FIRED);
+    duro_orch_item_free(item);
+
+    /* wake(p, 1) is sticky until wake(p, 0). */
+    p->wake(p, 1);
+    for (int i = 0; i < 3; i++) {
+        t0 = test_now_ms();
+        CHECK_PRC(p->wait_for_work(p, DURO_QUEUE_WORKER, 60000, &e), DURO_OK,
+                  &e);
+        CHECK(test_now_ms() - t0 < 10000);
+    }
+    waiter blocked = {.p = p, .queue = DURO_QUEUE_WORKER, .max_wait_ms = 60000};
+    p->wake(p, 0);
+    pthread_create(&t, NULL, wait_thread, &blocked);
+    test_sleep_ms(20);
+    p->wake(p, 1); /* ends a wait already in progress */
+    WAIT_UNTIL(atomic_load(&blocked.done), 10000);
+    pthread_join(t, NULL);
+    p->wake(p, 0);
+    duro_provider_close(p);
+}
+
+/* ---- smoke test of every method -------------------------------------------
+ */
+
+static uint64_t cached_two(void *user, const char *instance_id,
+                           uint64_t execution_id)
+{
+    (void)instance_id;
+    (void)execution_id;
+    *(int *)user += 1;
+    return 2;
+}
+
+TEST(every_method_smoke)
+{
+    duro_provider *p = open_url(url_with("smoke.db", "?pool=2"));
+    duro_error e;
+    CHECK_EQ(p->version, DURO_PROVIDER_VERSION);
+    CHECK_STR(p->name, "sqlite");
+
+    /* enqueue: START creates a Pending instance; duplicates refused unless
+     * idempotent. */
+    duro_work_item it = {.kind = DURO_WORK_START,
+                         .instance_id = "s",
+                         .name = "orch",
+                         .version = "1.0",
+                         .payload = "in"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_OK, &e);
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_ALREADY_EXISTS,
+              &e);
+    it.flags = DURO_START_IDEMPOTENT;
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_OK, &e);
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "s"), 1);
+    uint64_t exec = 99;
+    CHECK_PRC(p->latest_execution_id(p, "s", &exec, &e), DURO_OK, &e);
+    CHECK_EQ(exec, 0);
+    CHECK_PRC(p->latest_execution_id(p, "nope", &exec, &e), DURO_NOT_FOUND, &e);
+    duro_instance_list *list = NULL;
+    CHECK_PRC(p->get_instance(p, "s", &list, &e), DURO_OK, &e);
+    CHECK_EQ(list->count, 1);
+    CHECK_EQ(list->items[0].status, DURO_STATUS_PENDING);
+    CHECK_STR(list->items[0].version, "1.0");
+    duro_instance_list_free(list);
+    CHECK_PRC(p->get_instance(p, "nope", &list, &e), DURO_NOT_FOUND, &e);
+
+    /* fetch + abandon + fetch again: attempt counts fetches. */
+    duro_orch_item *item = fetch_orch(p);
+    CHECK(item != NULL);
+    CHECK_EQ(item->attempt, 1);
+    CHECK_EQ(item->status, DURO_STATUS_PENDING);
+    CHECK_EQ(item->message_count, 1);
+    CHECK_STR(item->messages[0].payload, "in");
+    CHECK_STR(item->messages[0].version, "1.0");
+    CHECK_PRC(p->abandon_orchestration_item(p, item->lock_token, 0, &e),
+              DURO_OK, &e);
+    CHECK_PRC(p->abandon_orchestration_item(p, item->lock_token, 0, &e),
+              DURO_LOCK_LOST, &e);
+    duro_orch_item_free(item);
+    item = fetch_orch(p);
+    CHECK(item != NULL);
+    CHECK_EQ(item->attempt, 2);
+    CHECK_PRC(p->renew_orchestration_item_lock(p, item->lock_token, 30000, &e),
+              DURO_OK, &e);
+    /* Locked: nothing else to fetch; a message arriving now waits. */
+    duro_work_item raise = {.kind = DURO_WORK_EXTERNAL_EVENT,
+                            .instance_id = "s",
+                            .name = "sig",
+                            .payload = "p"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &raise, 0, &e), DURO_OK, &e);
+    duro_orch_item *none = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 1000, NULL, &none, &e), DURO_OK,
+              &e);
+    CHECK(none == NULL);
+
+    /* ack: history, work, child start, meta. */
+    duro_event delta[3] = {
+        event(1, DURO_EVENT_ORCHESTRATION_STARTED, "orch"),
+        event(2, DURO_EVENT_ACTIVITY_SCHEDULED, "act"),
+        event(3, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED, "child")};
+    delta[1].payload = "a-in";
+    delta[1].attempt = 1;
+    delta[2].ref_instance = "s-child";
+    duro_work_item work = {.kind = DURO_WORK_ACTIVITY_EXECUTE,
+                           .instance_id = "s",
+                           .source_id = 2,
+                           .name = "act",
+                           .payload = "a-in",
+                           .attempt = 1};
+    duro_outbound child = {.item = {.kind = DURO_WORK_START,
+                                    .instance_id = "s-child",
+                                    .name = "child",
+                                    .parent_instance = "s",
+                                    .parent_execution = 1,
+                                    .parent_event_id = 3}};
+    duro_instance_meta meta = {.status = DURO_STATUS_RUNNING,
+                               .name = "orch",
+                               .custom_status = "working",
+                               .custom_status_set = 1};
+    duro_orch_ack ack = {.execution_id = 1,
+                         .history_delta = delta,
+                         .history_delta_count = 3,
+                         .worker_items = &work,
+                         .worker_item_count = 1,
+                         .orchestrator_items = &child,
+                         .orchestrator_item_count = 1,
+                         .meta = &meta};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e),
+              DURO_LOCK_LOST, &e);
+    CHECK_EQ(e.retryable, 0);
+    duro_orch_item_free(item);
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "s"), 1); /* the raise */
+    CHECK_EQ(count(p, DURO_QUEUE_WORKER, NULL), 1);
+
+    /* A second START of the same child from the parent turns into a
+     * CHILD_FAILED to the parent. */
+    item = fetch_orch(p);
+    CHECK(item != NULL);
+    if (strcmp(item->instance_id, "s-child") == 0) {
+        CHECK_PRC(p->abandon_orchestration_item(p, item->lock_token, 60000, &e),
+                  DURO_OK, &e);
+        duro_orch_item_free(item);
+        item = fetch_orch(p);
+        CHECK(item != NULL);
+    }
+    CHECK_STR(item->instance_id, "s");
+    CHECK_EQ(item->history_total, 3);
+    CHECK_EQ(item->history_count, 3);
+    CHECK_STR(item->custom_status, "working");
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_EXTERNAL_EVENT);
+    CHECK_STR(item->history[1].payload, "a-in");
+    CHECK_STR(item->history[2].ref_instance, "s-child");
+    duro_event raised = event(4, DURO_EVENT_EVENT_RAISED, "sig");
+    child.item.parent_event_id = 5;
+    duro_orch_ack ack2 = {.execution_id = 1,
+                          .history_delta = &raised,
+                          .history_delta_count = 1,
+                          .orchestrator_items = &child,
+                          .orchestrator_item_count = 1};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack2, &e),
+              DURO_OK, &e);
+    duro_orch_item_free(item);
+
+    /* With a history cache holding 2 events, only the rest comes back. */
+    int calls = 0;
+    duro_history_cache cache = {cached_two, &calls};
+    item = NULL;
+    for (int i = 0; i < 2; i++) {
+        CHECK_PRC(p->fetch_orchestration_item(p, 30000, &cache, &item, &e),
+                  DURO_OK, &e);
+        CHECK(item != NULL);
+        if (strcmp(item->instance_id, "s") == 0)
+            break;
+        CHECK_PRC(p->abandon_orchestration_item(p, item->lock_token, 60000, &e),
+                  DURO_OK, &e);
+        duro_orch_item_free(item);
+        item = NULL;
+    }
+    CHECK(item != NULL);
+    CHECK_STR(item->instance_id, "s");
+    CHECK(calls >= 1);
+    CHECK_EQ(item->history_offset, 2);
+    CHECK_EQ(item->history_total, 4);
+    CHECK_EQ(item->history_count, 2);
+    CHECK_EQ(item->history[0].event_id, 3);
+    CHECK_EQ(item->message_count, 1);
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_CHILD_FAILED);
+    CHECK_EQ(item->messages[0].source_id, 5);
+    CHECK_EQ(item->messages[0].category, DURO_CATEGORY_CONFIGURATION);
+    CHECK(strstr(item->messages[0].error, "s-child") != NULL);
+    duro_orch_ack consume = {.execution_id = 1};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &consume, &e),
+              DURO_OK, &e);
+    duro_orch_item_free(item);
+
+    /* worker queue: fetch, renew, abandon, fetch, ack with completion. */
+    duro_worker_item *w = NULL;
+    CHECK_PRC(p->fetch_work_item(p, 30000, &w, &e), DURO_OK, &e);
+    CHECK(w != NULL);
+    CHECK_EQ(w->attempt, 1);
+    CHECK_EQ(w->item.kind, DURO_WORK_ACTIVITY_EXECUTE);
+    CHECK_EQ(w->item.execution_id, 1);
+    CHECK_EQ(w->item.source_id, 2);
+    CHECK_EQ(w->item.attempt, 1);
+    CHECK_STR(w->item.payload, "a-in");
+    duro_worker_item *w2 = NULL;
+    CHECK_PRC(p->fetch_work_item(p, 30000, &w2, &e), DURO_OK, &e);
+    CHECK(w2 == NULL);
+    CHECK_PRC(p->renew_work_item_lock(p, w->lock_token, 30000, &e), DURO_OK,
+              &e);
+    CHECK_PRC(p->abandon_work_item(p, w->lock_token, 0, &e), DURO_OK, &e);
+    CHECK_PRC(p->renew_work_item_lock(p, w->lock_token, 30000, &e),
+              DURO_LOCK_LOST, &e);
+    CHECK_EQ(e.retryable, 0);
+    duro_worker_item_free(w);
+    CHECK_PRC(p->fetch_work_item(p, 30000, &w, &e), DURO_OK, &e);
+    CHECK(w != NULL);
+    CHECK_EQ(w->attempt, 2);
+    duro_work_item done = {.kind = DURO_WORK_ACTIVITY_COMPLETED,
+                           .instance_id = "s",
+                           .execution_id = 1,
+                           .source_id = 2,
+                           .payload = "a-out"};
+    CHECK_PRC(p->ack_work_item(p, w->lock_token, &done, &e), DURO_OK, &e);
+    CHECK_PRC(p->ack_work_item(p, w->lock_token, &done, &e), DURO_LOCK_LOST,
+              &e);
+    CHECK_EQ(e.retryable, 0);
+    duro_worker_item_free(w);
+
+    /* The completion; the turn completes the instance. */
+    item = fetch_orch(p);
+    if (item != NULL && strcmp(item->instance_id, "s") != 0) {
+        CHECK_PRC(p->abandon_orchestration_item(p, item->lock_token, 60000, &e),
+                  DURO_OK, &e);
+        duro_orch_item_free(item);
+        item = fetch_orch(p);
+    }
+    CHECK(item != NULL);
+    CHECK_STR(item->instance_id, "s");
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_ACTIVITY_COMPLETED);
+    CHECK_STR(item->messages[0].payload, "a-out");
+    duro_event fin[2] = {event(5, DURO_EVENT_ACTIVITY_COMPLETED, NULL),
+                         event(6, DURO_EVENT_ORCHESTRATION_COMPLETED, NULL)};
+    fin[0].source_event_id = 2;
+    duro_instance_meta meta_done = {.status = DURO_STATUS_COMPLETED,
+                                    .output = "result"};
+    duro_orch_ack ack3 = {.execution_id = 1,
+                          .history_delta = fin,
+                          .history_delta_count = 2,
+                          .meta = &meta_done};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack3, &e),
+              DURO_OK, &e);
+    duro_orch_item_free(item);
+
+    /* read_history, get_instance, list_instances. */
+    duro_history *h = NULL;
+    CHECK_PRC(p->read_history(p, "s", 0, &h, &e), DURO_OK, &e);
+    CHECK_EQ(h->count, 6);
+    CHECK_EQ(h->execution_id, 1);
+    CHECK_EQ(h->events[4].source_event_id, 2);
+    CHECK_EQ(h->events[5].kind, DURO_EVENT_ORCHESTRATION_COMPLETED);
+    duro_history_free(h);
+    CHECK_PRC(p->read_history(p, "s", 2, &h, &e), DURO_NOT_FOUND, &e);
+    CHECK_PRC(p->read_history(p, "nope", 0, &h, &e), DURO_NOT_FOUND, &e);
+    CHECK_PRC(p->get_instance(p, "s", &list, &e), DURO_OK, &e);
+    CHECK_EQ(list->items[0].status, DURO_STATUS_COMPLETED);
+    CHECK_STR(list->items[0].output, "result");
+    CHECK_STR(list->items[0].custom_status, "working");
+    CHECK_EQ(list->items[0].history_count, 6);
+    duro_instance_list_free(list);
+    CHECK_PRC(p->get_instance(p, "s-child", &list, &e), DURO_OK, &e);
+    CHECK_STR(list->items[0].parent_instance, "s");
+    duro_instance_list_free(list);
+
+    duro_instance_filter f = {0};
+    CHECK_PRC(p->list_instances(p, &f, &list, &e), DURO_OK, &e);
+    CHECK_EQ(list->count, 2);
+    CHECK_STR(list->items[0].instance_id, "s");
+    CHECK_STR(list->items[1].instance_id, "s-child");
+    duro_instance_list_free(list);
+    f.status_mask = 1u << DURO_STATUS_COMPLETED;
+    CHECK_PRC(p->list_instances(p, &f, &list, &e), DURO_OK, &e);
+    CHECK_EQ(list->count, 1);
+    duro_instance_list_free(list);
+    f.status_mask |= 1u << DURO_STATUS_PENDING;
+    f.limit = 1;
+    f.after_instance = "s";
+    CHECK_PRC(p->list_instances(p, &f, &list, &e), DURO_OK, &e);
+    CHECK_EQ(list->count, 1);
+    CHECK_STR(list->items[0].instance_id, "s-child");
+    duro_instance_list_free(list);
+    duro_instance_filter by_name = {
+        .name = "child", .created_after_ms = 1, .created_before_ms = INT64_MAX};
+    CHECK_PRC(p->list_instances(p, &by_name, &list, &e), DURO_OK, &e);
+    CHECK_EQ(list->count, 1);
+    duro_instance_list_free(list);
+    by_name.created_after_ms = INT64_MAX - 1;
+    CHECK_PRC(p->list_instances(p, &by_name, &list, &e), DURO_OK, &e);
+    CHECK_EQ(list->count, 0);
+    duro_instance_list_free(list);
+
+    /* delete: the Pending child makes it refuse without force. */
+    size_t deleted = 99;
+    CHECK_PRC(p->delete_instance(p, "s", 0, &deleted, &e), DURO_INVALID_STATE,
+              &e);
+    CHECK_EQ(deleted, 0);
+    CHECK_PRC(p->get_instance(p, "s", &list, &e), DURO_OK, &e);
+    duro_instance_list_free(list);
+    CHECK_PRC(p->delete_instance(p, "s", 1, &deleted, &e), DURO_OK, &e);
+    CHECK_EQ(deleted, 2);
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, NULL), 0);
+    CHECK_EQ(count(p, DURO_QUEUE_WORKER, NULL), 0);
+    CHECK_PRC(p->delete_instance(p, "s", 1, &deleted, &e), DURO_NOT_FOUND, &e);
+
+    /* prune: three executions by continue-as-new, keep the last two. */
+    start(p, "c", "chain");
+    for (uint64_t x = 1; x <= 3; x++) {
+        item = fetch_orch(p);
+        CHECK(item != NULL);
+        duro_event evs[2] = {
+            event(1, DURO_EVENT_ORCHESTRATION_STARTED, "chain"),
+            event(2, DURO_EVENT_CONTINUED_AS_NEW, NULL)};
+        duro_outbound next = {.item = {.kind = DURO_WORK_CONTINUE_AS_NEW,
+                                       .instance_id = "c",
+                                       .execution_id = x + 1,
+                                       .name = "chain"}};
+        duro_instance_meta m = {.status = DURO_STATUS_CONTINUED_AS_NEW};
+        duro_orch_ack a = {.execution_id = x,
+                           .history_delta = evs,
+                           .history_delta_count = 2,
+                           .orchestrator_items = &next,
+                           .orchestrator_item_count = 1,
+                           .meta = &m};
+        CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &a, &e),
+                  DURO_OK, &e);
+        duro_orch_item_free(item);
+        CHECK_PRC(p->get_instance(p, "c", &list, &e), DURO_OK, &e);
+        CHECK_EQ(list->items[0].status, DURO_STATUS_RUNNING);
+        CHECK_EQ(list->items[0].execution_id, x);
+        duro_instance_list_free(list);
+    }
+    CHECK_PRC(p->latest_execution_id(p, "c", &exec, &e), DURO_OK, &e);
+    CHECK_EQ(exec, 3);
+    size_t pruned = 0;
+    CHECK_PRC(p->prune_executions(p, "c", 2, &pruned, &e), DURO_OK, &e);
+    CHECK_EQ(pruned, 1);
+    CHECK_PRC(p->read_history(p, "c", 1, &h, &e), DURO_NOT_FOUND, &e);
+    CHECK_PRC(p->read_history(p, "c", 2, &h, &e), DURO_OK, &e);
+    CHECK_EQ(h->count, 2);
+    duro_history_free(h);
+    CHECK_PRC(p->prune_executions(p, "c", 0, &pruned, &e), DURO_OK, &e);
+    CHECK_EQ(pruned, 1);
+
+    /* An ack that only consumes messages of an instance that never existed
+     * creates nothing. */
+    duro_work_item stray = {.kind = DURO_WORK_CANCEL_INSTANCE,
+                            .instance_id = "ghost",
+                            .reason = "r"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &stray, 0, &e), DURO_OK, &e);
+    item = fetch_orch(p);
+    while (item != NULL && strcmp(item->instance_id, "ghost") != 0) {
+        CHECK_PRC(p->abandon_orchestration_item(p, item->lock_token, 60000, &e),
+                  DURO_OK, &e);
+        duro_orch_item_free(item);
+        item = fetch_orch(p);
+    }
+    CHECK(item != NULL);
+    CHECK_EQ(item->status, DURO_STATUS_NOT_FOUND);
+    CHECK_EQ(item->execution_id, 0);
+    duro_orch_ack nothing = {0};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &nothing, &e),
+              DURO_OK, &e);
+    duro_orch_item_free(item);
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "ghost"), 0);
+    CHECK_PRC(p->get_instance(p, "ghost", &list, &e), DURO_NOT_FOUND, &e);
+    duro_provider_close(p);
+}
+
+TEST(mass_cancellation)
+{
+    duro_provider *p = open_url(test_sqlite_url("mass.db"));
+    duro_error e;
+    start(p, "m", "orch");
+    start(p, "other", "orch");
+    first_turn(p, "m", 1000);
+    first_turn(p, "other", 10);
+    duro_work_item cancel_msg = {.kind = DURO_WORK_CANCEL_INSTANCE,
+                                 .instance_id = "m",
+                                 .reason = "stop"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &cancel_msg, 0, &e), DURO_OK, &e);
+    duro_orch_item *item = fetch_orch(p);
+    CHECK(item != NULL);
+    CHECK_STR(item->instance_id, "m");
+    duro_activity_ref *refs = calloc(1000, sizeof(*refs));
+    for (size_t i = 0; i < 1000; i++)
+        refs[i] = (duro_activity_ref){"m", i % 2 ? 1 : 0, i + 2};
+    duro_instance_meta meta = {.status = DURO_STATUS_CANCELLED,
+                               .error = "stop",
+                               .category = DURO_CATEGORY_CANCELLED};
+    duro_orch_ack ack = {.execution_id = 1,
+                         .meta = &meta,
+                         .cancelled_activities = refs,
+                         .cancelled_activity_count = 1000};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    free(refs);
+    duro_orch_item_free(item);
+    CHECK_EQ(count(p, DURO_QUEUE_WORKER, "m"), 0);
+    CHECK_EQ(count(p, DURO_QUEUE_WORKER, "other"), 10);
+    duro_provider_close(p);
+}
+
+TEST_MAIN(T(url_forms_open), T(url_parameters_are_applied),
+          T(url_malformed_is_bad_url),
+          T(schema_version_recorded_and_newer_refused), T(wal_mode_applied),
+          T(query_plans_use_indexes), T(statements_are_reused),
+          T(busy_from_another_connection_is_retryable),
+          T(payload_cap_and_input_rules), T(history_cap),
+          T(fault_at_every_step_rolls_back), T(wait_for_work_wakes),
+          T(every_method_smoke), T(mass_cancellation))
