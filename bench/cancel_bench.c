@@ -28,7 +28,7 @@ typedef struct shared {
     _Atomic int started;
     _Atomic int observed;
     _Atomic int stop;
-    int64_t observe_ns[MAX_SAMPLES];    /* CLOCK_MONOTONIC */
+    int64_t observe_ns[MAX_SAMPLES];      /* CLOCK_MONOTONIC */
     int64_t observe_wall_us[MAX_SAMPLES]; /* CLOCK_REALTIME */
     _Atomic int started_flag[MAX_SAMPLES];
 } shared;
@@ -104,10 +104,8 @@ static duro_registry *make_registry(int orchestrations, int activities)
         duro_registry_add_activity(r, "Wait", act_wait, NULL);
     if (orchestrations) {
         duro_registry_add_orchestration(r, "OneWait", NULL, orch_wait, NULL);
-        duro_registry_add_orchestration(r, "Select", NULL, orch_select,
-                                        NULL);
-        duro_registry_add_orchestration(r, "Fanout", NULL, orch_fanout,
-                                        NULL);
+        duro_registry_add_orchestration(r, "Select", NULL, orch_select, NULL);
+        duro_registry_add_orchestration(r, "Fanout", NULL, orch_fanout, NULL);
     }
     return r;
 }
@@ -118,8 +116,7 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void report(const char *workload, const char *variant, double *ms,
-                   int n)
+static void report(const char *workload, const char *variant, double *ms, int n)
 {
     qsort(ms, (size_t)n, sizeof(double), cmp_double);
     double p50 = n ? ms[n / 2] : 0, p99 = n ? ms[(n * 99) / 100] : 0,
@@ -233,8 +230,7 @@ static void bench_same_process(const char *dir, int samples)
 }
 
 /* Child: an activity-only runtime until told to stop. */
-static void activity_process(const char *url,
-                             const duro_runtime_options *o)
+static void activity_process(const char *url, const duro_runtime_options *o)
 {
     duro_registry *r = make_registry(0, 1);
     duro_runtime *rt;
@@ -285,8 +281,7 @@ static void bench_cross_process(const char *dir, int samples, int short_lock)
     char variant[160];
     snprintf(variant, sizeof(variant),
              "\"lock_timeout_ms\":%lld,\"renewal_ms\":%lld,",
-             (long long)o.worker_lock_timeout_ms,
-             (long long)o.lock_renewal_ms);
+             (long long)o.worker_lock_timeout_ms, (long long)o.lock_renewal_ms);
     report("cross_process", variant, ms, n);
     atomic_store(&sh->stop, 1);
     int status;
@@ -323,8 +318,7 @@ static void bench_select_loser(const char *dir, int samples)
         for (int i = 0; i < n; i++) {
             snprintf(id, sizeof(id), "sel-%d", done + i);
             snprintf(in, sizeof(in), "%d", done + i);
-            if ((rc = duro_client_start(c, id, "Select", in, NULL)) !=
-                DURO_OK)
+            if ((rc = duro_client_start(c, id, "Select", in, NULL)) != DURO_OK)
                 die("start", rc);
         }
         wait_for(&sh->observed, base + n, 120000);
@@ -401,8 +395,7 @@ static void bench_mass_cancel(const char *dir, int n)
     printf("{\"bench\":\"cancel\",\"workload\":\"mass_cancel\",\"provider\":"
            "\"sqlite\",\"samples\":%d,\"running\":%d,\"first_observed_ms\":"
            "%.3f,\"ms\":%.3f}\n",
-           n, n, (double)(first - t0) / 1e6,
-           (double)(all_observed - t0) / 1e6);
+           n, n, (double)(first - t0) / 1e6, (double)(all_observed - t0) / 1e6);
     fflush(stdout);
     duro_client_destroy(c);
     duro_runtime_destroy(rt);
@@ -415,8 +408,8 @@ int main(int argc, char **argv)
     const char *workload = "all";
     int samples = 1000, mass = 1000;
     char dir[256];
-    snprintf(dir, sizeof(dir), "%s", getenv("TMPDIR") ? getenv("TMPDIR")
-                                                      : "/tmp");
+    snprintf(dir, sizeof(dir), "%s",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--workload") == 0 && i + 1 < argc)
             workload = argv[++i];
@@ -427,10 +420,9 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
             snprintf(dir, sizeof(dir), "%s", argv[++i]);
         else {
-            fprintf(stderr,
-                    "usage: cancel_bench [--workload same_process|"
-                    "cross_process|select_loser|mass_cancel|all] "
-                    "[--samples N] [--mass N] [--dir PATH]\n");
+            fprintf(stderr, "usage: cancel_bench [--workload same_process|"
+                            "cross_process|select_loser|mass_cancel|all] "
+                            "[--samples N] [--mass N] [--dir PATH]\n");
             return 2;
         }
     }

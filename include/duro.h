@@ -77,8 +77,7 @@ DURO_API void duro_registry_destroy(duro_registry *r); /* NULL ok */
  * Starting without a version picks the highest version registered
  * (strverscmp order). DURO_ALREADY_EXISTS for a duplicate (name, version),
  * DURO_INVALID for an empty name. Strings are copied. */
-DURO_API int duro_registry_add_orchestration(duro_registry *r,
-                                             const char *name,
+DURO_API int duro_registry_add_orchestration(duro_registry *r, const char *name,
                                              const char *version,
                                              duro_orchestration_fn fn,
                                              void *user);
@@ -125,9 +124,9 @@ DURO_API void duro_retry_policy_init(duro_retry_policy *p);
 /** Schedules an activity retried under @p policy (copied). Only application
  * and timeout failures are retried. The task fails with the last attempt's
  * error, or with category timeout when a timeout ends it. */
-DURO_API duro_task *duro_call_activity_with_retry(
-    duro_orch *o, const char *name, const char *input,
-    const duro_retry_policy *policy);
+DURO_API duro_task *
+duro_call_activity_with_retry(duro_orch *o, const char *name, const char *input,
+                              const duro_retry_policy *policy);
 
 /** A durable timer firing @p delay_ms after duro_now(o). */
 DURO_API duro_task *duro_timer(duro_orch *o, int64_t delay_ms);
@@ -141,8 +140,7 @@ DURO_API duro_task *duro_wait_event(duro_orch *o, const char *name);
 /** Starts child orchestration @p name (@p version NULL = default) with id
  * @p instance_id (NULL: "<parent id>:<event id>", deterministic) and returns
  * a task that completes with the child. Cancelling the parent cancels it. */
-DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o,
-                                                const char *name,
+DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
                                                 const char *version,
                                                 const char *instance_id,
                                                 const char *input);
@@ -278,8 +276,7 @@ DURO_API int duro_activity_cancelled(duro_activity *a);
 
 /** Blocks until cancellation or @p timeout_ms (< 0: forever).
  * @return 1 when cancelled, 0 on timeout. @note Any thread. */
-DURO_API int duro_activity_wait_cancelled(duro_activity *a,
-                                          int64_t timeout_ms);
+DURO_API int duro_activity_wait_cancelled(duro_activity *a, int64_t timeout_ms);
 
 /** A file descriptor that becomes readable (POLLIN) on cancellation, for
  * code that waits in poll/epoll. Owned by duro: do not read or close it.
@@ -307,32 +304,32 @@ typedef struct duro_runtime duro_runtime;
 
 typedef struct duro_runtime_options {
     int version;
-    int orchestration_concurrency;  /* turn threads; default 2; 0: this
-                                       runtime runs activities only */
-    int worker_concurrency;         /* activity slots; default 8; 0: this
-                                       runtime runs orchestrations only */
+    int orchestration_concurrency;         /* turn threads; default 2; 0: this
+                                              runtime runs activities only */
+    int worker_concurrency;                /* activity slots; default 8; 0: this
+                                              runtime runs orchestrations only */
     int64_t orchestration_lock_timeout_ms; /* default 30000 */
-    int64_t worker_lock_timeout_ms; /* default 30000 */
-    int64_t lock_renewal_ms;        /* renew in-flight activity locks this
-                                       often; cross-process cancellation is
-                                       noticed within it; default 2000 */
-    int64_t poll_interval_ms;       /* fallback poll across processes;
-                                       default 200 */
-    uint32_t max_attempts;          /* deliveries before a message is
-                                       poison; default 10 */
-    uint64_t max_history_events;    /* events per execution before the
-                                       instance fails; 0: only the store's
-                                       cap; default 50000 */
-    size_t fiber_stack_size;        /* bytes; default 256 KiB */
-    size_t fiber_cache_size;        /* suspended orchestrations kept;
-                                       default 1024 */
-    int64_t cancel_grace_ms;        /* default 10000 */
-    int64_t unknown_name_retry_ms;  /* first backoff for unregistered names;
-                                       doubles per attempt; default 1000 */
-    size_t max_payload;             /* bytes of an input, output or error;
-                                       keep <= the store's; default 1 MiB */
-    int log_level;                  /* default DURO_LOG_WARN */
-    duro_log_fn log_fn;             /* default: stderr */
+    int64_t worker_lock_timeout_ms;        /* default 30000 */
+    int64_t lock_renewal_ms;       /* renew in-flight activity locks this
+                                      often; cross-process cancellation is
+                                      noticed within it; default 2000 */
+    int64_t poll_interval_ms;      /* fallback poll across processes;
+                                      default 200 */
+    uint32_t max_attempts;         /* deliveries before a message is
+                                      poison; default 10 */
+    uint64_t max_history_events;   /* events per execution before the
+                                      instance fails; 0: only the store's
+                                      cap; default 50000 */
+    size_t fiber_stack_size;       /* bytes; default 256 KiB */
+    size_t fiber_cache_size;       /* suspended orchestrations kept;
+                                      default 1024 */
+    int64_t cancel_grace_ms;       /* default 10000 */
+    int64_t unknown_name_retry_ms; /* first backoff for unregistered names;
+                                      doubles per attempt; default 1000 */
+    size_t max_payload;            /* bytes of an input, output or error;
+                                      keep <= the store's; default 1 MiB */
+    int log_level;                 /* default DURO_LOG_WARN */
+    duro_log_fn log_fn;            /* default: stderr */
     void *log_user;
 } duro_runtime_options;
 
@@ -349,9 +346,10 @@ DURO_API int duro_runtime_create(const char *url, const duro_registry *reg,
 
 /** Like duro_runtime_create() on an open provider, which stays the caller's
  * and must outlive the runtime. */
-DURO_API int duro_runtime_create_with_provider(
-    duro_provider *p, const duro_registry *reg,
-    const duro_runtime_options *opts, duro_runtime **out);
+DURO_API int duro_runtime_create_with_provider(duro_provider *p,
+                                               const duro_registry *reg,
+                                               const duro_runtime_options *opts,
+                                               duro_runtime **out);
 
 /** Starts the dispatcher threads. DURO_INVALID_STATE when already started. */
 DURO_API int duro_runtime_start(duro_runtime *rt);
@@ -368,20 +366,20 @@ DURO_API int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms);
 DURO_API void duro_runtime_destroy(duro_runtime *rt);
 
 typedef struct duro_metrics {
-    uint64_t turns;                  /* committed orchestration turns */
-    uint64_t replays;                /* turns that replayed from history */
-    uint64_t fiber_cache_hits;       /* turns that resumed a kept fiber */
+    uint64_t turns;            /* committed orchestration turns */
+    uint64_t replays;          /* turns that replayed from history */
+    uint64_t fiber_cache_hits; /* turns that resumed a kept fiber */
     uint64_t orchestrations_completed;
     uint64_t orchestrations_failed;
     uint64_t orchestrations_cancelled;
-    uint64_t activities_completed;   /* acked with a completion */
+    uint64_t activities_completed; /* acked with a completion */
     uint64_t activities_failed;
-    uint64_t activities_cancelled;   /* observed cancelled by this runtime */
+    uint64_t activities_cancelled; /* observed cancelled by this runtime */
     uint64_t activities_cancel_requested; /* rows deleted by our turns */
-    uint64_t activities_abandoned;   /* ignored cancellation past grace */
+    uint64_t activities_abandoned;        /* ignored cancellation past grace */
     uint64_t poison_messages;
-    uint64_t lock_renewal_failures;  /* non-retryable */
-    uint64_t storage_retries;        /* retryable storage errors */
+    uint64_t lock_renewal_failures; /* non-retryable */
+    uint64_t storage_retries;       /* retryable storage errors */
     uint64_t nondeterminism_errors;
 } duro_metrics;
 
@@ -404,8 +402,8 @@ DURO_API void duro_client_destroy(duro_client *c); /* NULL ok */
 typedef struct duro_start_options {
     int version;
     const char *orchestration_version; /* NULL: highest registered */
-    int idempotent;     /* 1: an existing instance id is not an error */
-    int64_t delay_ms;   /* start later */
+    int idempotent;   /* 1: an existing instance id is not an error */
+    int64_t delay_ms; /* start later */
 } duro_start_options;
 
 DURO_API void duro_start_options_init(duro_start_options *o);

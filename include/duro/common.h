@@ -35,7 +35,7 @@ extern "C" {
     X(DURO_ALREADY_EXISTS, 5, "already exists")                                \
     X(DURO_STORAGE, 6, "storage failure")                                      \
     X(DURO_BUSY, 7, "storage busy, retry")                                     \
-    X(DURO_LOCK_LOST, 8, "lock lost, expired or unknown token")               \
+    X(DURO_LOCK_LOST, 8, "lock lost, expired or unknown token")                \
     X(DURO_TOO_LARGE, 9, "payload too large")                                  \
     X(DURO_HISTORY_LIMIT, 10, "history size limit reached")                    \
     X(DURO_TIMEOUT, 11, "timed out")                                           \
@@ -87,8 +87,8 @@ DURO_API const char *duro_category_name(int category);
 
 /* Status of an instance (its current execution). Values are append-only. */
 typedef enum duro_status {
-    DURO_STATUS_NOT_FOUND = 0,       /* client only: no such instance */
-    DURO_STATUS_PENDING = 1,         /* created, first turn not run yet */
+    DURO_STATUS_NOT_FOUND = 0, /* client only: no such instance */
+    DURO_STATUS_PENDING = 1,   /* created, first turn not run yet */
     DURO_STATUS_RUNNING = 2,
     DURO_STATUS_COMPLETED = 3,
     DURO_STATUS_FAILED = 4,

@@ -21,8 +21,8 @@ extern "C" {
 #define DURO_ERROR_MESSAGE_MAX 512
 
 typedef struct duro_error {
-    int code;       /* DURO_OK or a DURO_* code */
-    int retryable;  /* 1: the same call may succeed later */
+    int code;      /* DURO_OK or a DURO_* code */
+    int retryable; /* 1: the same call may succeed later */
     char message[DURO_ERROR_MESSAGE_MAX]; /* detail, "" when none */
 } duro_error;
 
@@ -75,28 +75,29 @@ typedef enum duro_work_kind {
     DURO_WORK_CONTINUE_AS_NEW = 9,    /* instance_id, execution_id (the new
                                          one), name, version, payload */
     /* worker queue */
-    DURO_WORK_ACTIVITY_EXECUTE = 10   /* instance_id, execution_id,
-                                         source_id (activity id), name,
-                                         payload (input), attempt */
+    DURO_WORK_ACTIVITY_EXECUTE = 10 /* instance_id, execution_id,
+                                       source_id (activity id), name,
+                                       payload (input), attempt */
 } duro_work_kind;
 
 /* Flags of a DURO_WORK_START item. */
 #define DURO_START_IDEMPOTENT 0x1u /* an existing instance is not an error */
-#define DURO_START_DETACHED 0x2u   /* child started fire-and-forget: no
-                                      completion goes back to the parent */
+#define DURO_START_DETACHED                                                    \
+    0x2u /* child started fire-and-forget: no                                  \
+            completion goes back to the parent */
 
 typedef struct duro_work_item {
     duro_work_kind kind;
-    const char *instance_id;  /* the instance the item is for */
-    uint64_t execution_id;    /* 0: the current execution */
-    uint64_t source_id;       /* event id of the scheduling event */
-    const char *name;         /* orchestration, activity or event name */
-    const char *version;      /* orchestration version, NULL = default */
-    const char *payload;      /* input, output or event data, may be NULL */
-    const char *error;        /* failure message */
-    int category;             /* duro_category of a failure */
-    const char *reason;       /* cancel reason */
-    const char *requested_by; /* who asked for a cancel */
+    const char *instance_id;     /* the instance the item is for */
+    uint64_t execution_id;       /* 0: the current execution */
+    uint64_t source_id;          /* event id of the scheduling event */
+    const char *name;            /* orchestration, activity or event name */
+    const char *version;         /* orchestration version, NULL = default */
+    const char *payload;         /* input, output or event data, may be NULL */
+    const char *error;           /* failure message */
+    int category;                /* duro_category of a failure */
+    const char *reason;          /* cancel reason */
+    const char *requested_by;    /* who asked for a cancel */
     const char *parent_instance; /* start: the parent, NULL if none */
     uint64_t parent_execution;   /* start: the parent's execution */
     uint64_t parent_event_id;    /* start: the parent's scheduling event */
@@ -117,22 +118,22 @@ typedef struct duro_outbound {
  * Providers store these fields in typed columns. */
 
 typedef enum duro_event_kind {
-    DURO_EVENT_ORCHESTRATION_STARTED = 1,   /* name, version, payload
-                                               (input), parent link */
-    DURO_EVENT_ORCHESTRATION_COMPLETED = 2, /* payload (output) */
-    DURO_EVENT_ORCHESTRATION_FAILED = 3,    /* error, category */
-    DURO_EVENT_CONTINUED_AS_NEW = 4,        /* payload (next input) */
+    DURO_EVENT_ORCHESTRATION_STARTED = 1,          /* name, version, payload
+                                                      (input), parent link */
+    DURO_EVENT_ORCHESTRATION_COMPLETED = 2,        /* payload (output) */
+    DURO_EVENT_ORCHESTRATION_FAILED = 3,           /* error, category */
+    DURO_EVENT_CONTINUED_AS_NEW = 4,               /* payload (next input) */
     DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED = 5, /* reason, requested_by */
-    DURO_EVENT_ORCHESTRATION_CANCELLED = 6, /* reason */
-    DURO_EVENT_ACTIVITY_SCHEDULED = 7,      /* name, payload (input),
-                                               attempt */
-    DURO_EVENT_ACTIVITY_COMPLETED = 8,      /* source, payload (output) */
-    DURO_EVENT_ACTIVITY_FAILED = 9,         /* source, error, category */
-    DURO_EVENT_ACTIVITY_CANCEL_REQUESTED = 10, /* source, reason */
-    DURO_EVENT_TIMER_CREATED = 11,          /* fire_at_ms */
-    DURO_EVENT_TIMER_FIRED = 12,            /* source, fire_at_ms */
-    DURO_EVENT_EVENT_SUBSCRIBED = 13,       /* name */
-    DURO_EVENT_EVENT_RAISED = 14,           /* name, payload */
+    DURO_EVENT_ORCHESTRATION_CANCELLED = 6,        /* reason */
+    DURO_EVENT_ACTIVITY_SCHEDULED = 7,             /* name, payload (input),
+                                                      attempt */
+    DURO_EVENT_ACTIVITY_COMPLETED = 8,           /* source, payload (output) */
+    DURO_EVENT_ACTIVITY_FAILED = 9,              /* source, error, category */
+    DURO_EVENT_ACTIVITY_CANCEL_REQUESTED = 10,   /* source, reason */
+    DURO_EVENT_TIMER_CREATED = 11,               /* fire_at_ms */
+    DURO_EVENT_TIMER_FIRED = 12,                 /* source, fire_at_ms */
+    DURO_EVENT_EVENT_SUBSCRIBED = 13,            /* name */
+    DURO_EVENT_EVENT_RAISED = 14,                /* name, payload */
     DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED = 15, /* name, version,
                                                     ref_instance (child id),
                                                     payload (input), flags */
@@ -156,7 +157,7 @@ DURO_API const char *duro_event_kind_name(int kind);
 #define DURO_REASON_TASK_CANCELLED "task_cancelled"
 
 typedef struct duro_event {
-    uint64_t event_id;        /* 1-based position in the execution */
+    uint64_t event_id; /* 1-based position in the execution */
     duro_event_kind kind;
     uint64_t source_event_id; /* completions: the scheduling event */
     int64_t timestamp_ms;     /* when the turn that wrote it began */
@@ -182,8 +183,8 @@ typedef struct duro_instance_info {
     const char *instance_id;
     const char *name;
     const char *version;
-    int status;                /* duro_status of the current execution */
-    uint64_t execution_id;     /* current execution, 0 before the first */
+    int status;            /* duro_status of the current execution */
+    uint64_t execution_id; /* current execution, 0 before the first */
     int64_t created_ms;
     int64_t updated_ms;
     const char *output;        /* completed */
@@ -191,7 +192,7 @@ typedef struct duro_instance_info {
     int category;              /* failed / cancelled: duro_category */
     const char *custom_status; /* NULL when never set */
     const char *parent_instance;
-    uint64_t history_count;    /* events in the current execution */
+    uint64_t history_count; /* events in the current execution */
 } duro_instance_info;
 
 /* What a turn writes to the instance and execution rows. NULL strings and
@@ -200,14 +201,14 @@ typedef struct duro_instance_info {
  * DURO_STATUS_CONTINUED_AS_NEW leaves the instance Running (its next
  * execution is on its way). */
 typedef struct duro_instance_meta {
-    int status;             /* new duro_status of the acked execution */
-    const char *name;       /* set on the first turn of an execution */
+    int status;       /* new duro_status of the acked execution */
+    const char *name; /* set on the first turn of an execution */
     const char *version;
-    const char *output;     /* completed / continued-as-new: NULL ok */
-    const char *error;      /* failed: message; cancelled: reason */
+    const char *output; /* completed / continued-as-new: NULL ok */
+    const char *error;  /* failed: message; cancelled: reason */
     int category;
     const char *custom_status;
-    int custom_status_set;  /* 1: write custom_status (NULL clears it) */
+    int custom_status_set; /* 1: write custom_status (NULL clears it) */
     const char *parent_instance;
     uint64_t parent_execution;
     uint64_t parent_event_id;
@@ -215,11 +216,11 @@ typedef struct duro_instance_meta {
 
 /* Filter of list_instances. Zero / NULL fields do not filter. */
 typedef struct duro_instance_filter {
-    uint32_t status_mask;    /* bit (1u << status); 0 = any */
-    const char *name;        /* exact orchestration name */
-    int64_t created_after_ms;  /* inclusive; 0 = no bound */
-    int64_t created_before_ms; /* exclusive; 0 = no bound */
-    size_t limit;            /* 0 = no limit */
+    uint32_t status_mask;       /* bit (1u << status); 0 = any */
+    const char *name;           /* exact orchestration name */
+    int64_t created_after_ms;   /* inclusive; 0 = no bound */
+    int64_t created_before_ms;  /* exclusive; 0 = no bound */
+    size_t limit;               /* 0 = no limit */
     const char *after_instance; /* paging: ids greater than this */
 } duro_instance_filter;
 
@@ -231,14 +232,14 @@ typedef struct duro_orch_item {
     duro_arena *arena;
     const char *instance_id;
     const char *lock_token;
-    uint32_t attempt;          /* highest fetch count among the messages,
-                                  this fetch included (first fetch = 1) */
-    duro_work_item *messages;  /* every visible message, oldest first */
+    uint32_t attempt;         /* highest fetch count among the messages,
+                                 this fetch included (first fetch = 1) */
+    duro_work_item *messages; /* every visible message, oldest first */
     size_t message_count;
     /* metadata of the instance; status is NOT_FOUND when no instance row
        exists (messages for a never-started or deleted instance) */
     int status;
-    uint64_t execution_id;     /* current execution, 0 if none yet */
+    uint64_t execution_id; /* current execution, 0 if none yet */
     const char *name;
     const char *version;
     const char *parent_instance;
@@ -248,7 +249,7 @@ typedef struct duro_orch_item {
     /* history of the current execution: events history_offset+1 ..
        history_offset+history_count, where history_offset is what the
        caller's history cache already holds (see duro_history_cache) */
-    uint64_t history_total;    /* events stored for the execution */
+    uint64_t history_total; /* events stored for the execution */
     uint64_t history_offset;
     duro_event *history;
     size_t history_count;
@@ -256,9 +257,9 @@ typedef struct duro_orch_item {
 
 typedef struct duro_worker_item {
     duro_arena *arena;
-    duro_work_item item;       /* DURO_WORK_ACTIVITY_EXECUTE */
+    duro_work_item item; /* DURO_WORK_ACTIVITY_EXECUTE */
     const char *lock_token;
-    uint32_t attempt;          /* fetch count, this fetch included */
+    uint32_t attempt; /* fetch count, this fetch included */
 } duro_worker_item;
 
 typedef struct duro_history {
@@ -302,15 +303,15 @@ typedef struct duro_activity_ref {
 
 /* Everything one turn commits. */
 typedef struct duro_orch_ack {
-    uint64_t execution_id;            /* the execution the turn ran; a new
-                                         one when it exceeds the current */
-    const duro_event *history_delta;  /* appended in order */
+    uint64_t execution_id;           /* the execution the turn ran; a new
+                                        one when it exceeds the current */
+    const duro_event *history_delta; /* appended in order */
     size_t history_delta_count;
     const duro_work_item *worker_items; /* DURO_WORK_ACTIVITY_EXECUTE */
     size_t worker_item_count;
     const duro_outbound *orchestrator_items;
     size_t orchestrator_item_count;
-    const duro_instance_meta *meta;   /* NULL: leave the rows as they are */
+    const duro_instance_meta *meta; /* NULL: leave the rows as they are */
     const duro_activity_ref *cancelled_activities;
     size_t cancelled_activity_count;
 } duro_orch_ack;
@@ -475,8 +476,8 @@ struct duro_provider {
      * it is, recursively. A non-terminal instance (or child) is deleted only
      * with force; otherwise DURO_INVALID_STATE and nothing changes.
      * *deleted (may be NULL) receives how many instances went. */
-    int (*delete_instance)(duro_provider *p, const char *instance_id,
-                           int force, size_t *deleted, duro_error *err);
+    int (*delete_instance)(duro_provider *p, const char *instance_id, int force,
+                           size_t *deleted, duro_error *err);
 
     /* One transaction: deletes the history and rows of finished executions
      * of instance_id, keeping the current one and the keep_last - 1 before it

@@ -17,7 +17,7 @@ void *duro__malloc(size_t size);
 void *duro__calloc(size_t count, size_t size);
 void *duro__realloc(void *p, size_t size);
 void duro__free(void *p);
-char *duro__strdup(const char *s);          /* NULL in, NULL out */
+char *duro__strdup(const char *s); /* NULL in, NULL out */
 char *duro__strndup(const char *s, size_t n);
 char *duro__sprintf(const char *fmt, ...) DURO_PRINTF(1, 2);
 char *duro__vsprintf(const char *fmt, va_list ap) DURO_PRINTF(1, 0);
@@ -35,8 +35,8 @@ int duro__fail_from(const duro_error *err);
 void duro__errmsg_clear(void);
 
 /* Clocks. */
-int64_t duro__wall_ms(void);      /* CLOCK_REALTIME, ms since the epoch */
-int64_t duro__mono_ms(void);      /* CLOCK_MONOTONIC, ms */
+int64_t duro__wall_ms(void); /* CLOCK_REALTIME, ms since the epoch */
+int64_t duro__mono_ms(void); /* CLOCK_MONOTONIC, ms */
 int64_t duro__mono_ns(void);
 void duro__sleep_ms(int64_t ms);
 /* An absolute CLOCK_MONOTONIC timespec `ms` from now, for
@@ -57,8 +57,8 @@ typedef struct duro__logger {
 
 void duro__log(const duro__logger *lg, int level, const char *fmt, ...)
     DURO_PRINTF(3, 4);
-void duro__vlog(const duro__logger *lg, int level, const char *fmt,
-                va_list ap) DURO_PRINTF(3, 0);
+void duro__vlog(const duro__logger *lg, int level, const char *fmt, va_list ap)
+    DURO_PRINTF(3, 0);
 void duro__log_stderr(void *user, int level, const char *message);
 
 /* 64-bit random numbers from a thread-local generator seeded from the OS. */

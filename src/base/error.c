@@ -33,9 +33,9 @@ const char *duro_errname(int rc)
 
 const char *duro_category_name(int category)
 {
-    static const char *const names[] = {
-        "none",           "application", "configuration",
-        "infrastructure", "timeout",     "cancelled"};
+    static const char *const names[] = {"none",          "application",
+                                        "configuration", "infrastructure",
+                                        "timeout",       "cancelled"};
     if (category < 0 || (size_t)category >= DURO__ARRAY_LEN(names))
         return "unknown";
     return names[category];
@@ -70,26 +70,25 @@ int duro_status_is_terminal(int status)
 
 const char *duro_event_kind_name(int kind)
 {
-    static const char *const names[] = {
-        "Unknown",
-        "OrchestrationStarted",
-        "OrchestrationCompleted",
-        "OrchestrationFailed",
-        "ContinuedAsNew",
-        "OrchestrationCancelRequested",
-        "OrchestrationCancelled",
-        "ActivityScheduled",
-        "ActivityCompleted",
-        "ActivityFailed",
-        "ActivityCancelRequested",
-        "TimerCreated",
-        "TimerFired",
-        "EventSubscribed",
-        "EventRaised",
-        "SubOrchestrationScheduled",
-        "SubOrchestrationCompleted",
-        "SubOrchestrationFailed",
-        "SubOrchestrationCancelRequested"};
+    static const char *const names[] = {"Unknown",
+                                        "OrchestrationStarted",
+                                        "OrchestrationCompleted",
+                                        "OrchestrationFailed",
+                                        "ContinuedAsNew",
+                                        "OrchestrationCancelRequested",
+                                        "OrchestrationCancelled",
+                                        "ActivityScheduled",
+                                        "ActivityCompleted",
+                                        "ActivityFailed",
+                                        "ActivityCancelRequested",
+                                        "TimerCreated",
+                                        "TimerFired",
+                                        "EventSubscribed",
+                                        "EventRaised",
+                                        "SubOrchestrationScheduled",
+                                        "SubOrchestrationCompleted",
+                                        "SubOrchestrationFailed",
+                                        "SubOrchestrationCancelRequested"};
     if (kind < 0 || (size_t)kind >= DURO__ARRAY_LEN(names))
         return "Unknown";
     return names[kind];

@@ -82,8 +82,7 @@ void duro__log_stderr(void *user, int level, const char *message)
     fprintf(stderr, "duro %s: %s\n", level_name(level), message);
 }
 
-void duro__vlog(const duro__logger *lg, int level, const char *fmt,
-                va_list ap)
+void duro__vlog(const duro__logger *lg, int level, const char *fmt, va_list ap)
 {
     if (lg == NULL || level < lg->level || level >= DURO_LOG_OFF)
         return;

@@ -193,8 +193,8 @@ int duro_client_cancel(duro_client *c, const char *instance_id,
 /* A caller-owned copy of one info in a single allocation. */
 static duro_instance_info *copy_info(const duro_instance_info *src)
 {
-    const char *strs[] = {src->instance_id,   src->name,  src->version,
-                          src->output,        src->error, src->custom_status,
+    const char *strs[] = {src->instance_id,    src->name,  src->version,
+                          src->output,         src->error, src->custom_status,
                           src->parent_instance};
     size_t n = sizeof(duro_instance_info);
     for (size_t i = 0; i < DURO__ARRAY_LEN(strs); i++)
@@ -205,8 +205,8 @@ static duro_instance_info *copy_info(const duro_instance_info *src)
         return NULL;
     *d = *src;
     char *p = (char *)(d + 1);
-    const char **dst[] = {&d->instance_id, &d->name,  &d->version,
-                          &d->output,      &d->error, &d->custom_status,
+    const char **dst[] = {&d->instance_id,    &d->name,  &d->version,
+                          &d->output,         &d->error, &d->custom_status,
                           &d->parent_instance};
     for (size_t i = 0; i < DURO__ARRAY_LEN(strs); i++) {
         if (strs[i] == NULL) {
@@ -263,8 +263,7 @@ int duro_client_wait(duro_client *c, const char *instance_id,
             *out = info;
             return info->status == DURO_STATUS_NOT_FOUND
                        ? duro__fail(DURO_NOT_FOUND,
-                                    "instance '%s' does not exist",
-                                    instance_id)
+                                    "instance '%s' does not exist", instance_id)
                        : DURO_OK;
         }
         int64_t left = deadline - duro__mono_ms();

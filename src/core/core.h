@@ -22,11 +22,11 @@ enum {
 };
 
 struct duro_result {
-    int kind;       /* DURO__RESULT_* */
-    char *output;   /* ok: output; continue-as-new: next input */
-    char *error;    /* failed */
-    int category;   /* failed */
-    int oom;        /* a copy failed: the result is unusable */
+    int kind;     /* DURO__RESULT_* */
+    char *output; /* ok: output; continue-as-new: next input */
+    char *error;  /* failed */
+    int category; /* failed */
+    int oom;      /* a copy failed: the result is unusable */
 };
 
 void duro__result_init(duro_result *r);
@@ -39,15 +39,14 @@ void duro__result_finish(duro_result *r, int rc);
 
 /* Appends one zeroed element of elem_size to *data (count, cap updated);
  * returns it, or NULL when out of memory (nothing changed). */
-void *duro__vec_push(void **data, size_t *count, size_t *cap,
-                     size_t elem_size);
+void *duro__vec_push(void **data, size_t *count, size_t *cap, size_t elem_size);
 
 /* ---- tracker -------------------------------------------------------------
  * What each scheduling event of one execution is and whether it is still
  * outstanding. Slots are indexed by event id (dense, 1-based). */
 
 enum {
-    DURO__SLOT_NONE = 0,     /* not a scheduling event */
+    DURO__SLOT_NONE = 0, /* not a scheduling event */
     DURO__SLOT_ACTIVITY = 1,
     DURO__SLOT_TIMER = 2,
     DURO__SLOT_CHILD = 3,
@@ -74,8 +73,8 @@ typedef struct duro__slot {
 typedef struct duro__tracker {
     duro__slot *slots; /* slots[event_id], slots[0] unused */
     size_t cap;
-    uint64_t count;    /* events applied = last event id */
-    int terminal;      /* a terminal event was applied */
+    uint64_t count; /* events applied = last event id */
+    int terminal;   /* a terminal event was applied */
 } duro__tracker;
 
 /* How a completion message relates to what the tracker knows. */
@@ -122,10 +121,10 @@ typedef struct duro__turn {
     const char **cancel_reasons; /* parallel to cancelled */
     size_t reasons_count, reasons_cap;
     duro_instance_meta meta;
-    int status;          /* DURO_STATUS_* of the execution after the turn */
-    int nondeterminism;  /* 1 when the turn failed the instance for it */
-    int ran_code;        /* 1 when user code executed in this turn */
-    int replayed;        /* 1 when history was replayed through the code */
+    int status;         /* DURO_STATUS_* of the execution after the turn */
+    int nondeterminism; /* 1 when the turn failed the instance for it */
+    int ran_code;       /* 1 when user code executed in this turn */
+    int replayed;       /* 1 when history was replayed through the code */
 } duro__turn;
 
 int duro__turn_init(duro__turn *t);   /* DURO_OK or DURO_NOMEM */
@@ -145,10 +144,10 @@ enum {
 };
 
 typedef struct duro__plan {
-    int action;                     /* DURO__PLAN_* */
-    uint64_t execution_id;          /* the execution the turn runs */
-    const duro_work_item *start;    /* START / CONTINUE_AS_NEW message */
-    const char *why;                /* DROP / WAIT: for the log */
+    int action;                  /* DURO__PLAN_* */
+    uint64_t execution_id;       /* the execution the turn runs */
+    const duro_work_item *start; /* START / CONTINUE_AS_NEW message */
+    const char *why;             /* DROP / WAIT: for the log */
 } duro__plan;
 
 /* Decides the plan for a fetched item. Pure. */
@@ -157,7 +156,7 @@ void duro__plan_turn(const duro_orch_item *item, duro__plan *plan);
 /* ---- the engine ---------------------------------------------------------- */
 
 typedef struct duro__engine_config {
-    duro_orchestration_fn fn;   /* NULL: never run code (terminate only) */
+    duro_orchestration_fn fn; /* NULL: never run code (terminate only) */
     void *user;
     size_t stack_size;          /* fiber stack; 0 = default */
     size_t max_payload;         /* bytes; 0 = unlimited */
@@ -165,11 +164,11 @@ typedef struct duro__engine_config {
 } duro__engine_config;
 
 typedef struct duro__turn_input {
-    int64_t now_ms;              /* wall time when the turn began */
-    const duro_event *history;   /* events after duro__engine_events(e) */
+    int64_t now_ms;            /* wall time when the turn began */
+    const duro_event *history; /* events after duro__engine_events(e) */
     size_t history_count;
-    const duro_work_item *start; /* START / CONTINUE_AS_NEW that begins
-                                    this execution, NULL otherwise */
+    const duro_work_item *start;    /* START / CONTINUE_AS_NEW that begins
+                                       this execution, NULL otherwise */
     const duro_work_item *messages; /* the rest of the batch, in order */
     size_t message_count;
     /* Set by the runtime to end the execution without running code
@@ -181,9 +180,8 @@ typedef struct duro__turn_input {
 } duro__turn_input;
 
 /* A new engine for one execution. Strings are copied. */
-int duro__engine_create(const duro__engine_config *cfg,
-                        const char *instance_id, uint64_t execution_id,
-                        duro_orch **out);
+int duro__engine_create(const duro__engine_config *cfg, const char *instance_id,
+                        uint64_t execution_id, duro_orch **out);
 /* Destroys the engine and its fiber (suspended code is discarded without
  * unwinding). NULL is a no-op. */
 void duro__engine_destroy(duro_orch *e);

@@ -38,7 +38,7 @@ enum {
 typedef struct retry_state {
     duro_retry_policy policy;
     const char *input;
-    uint32_t attempt;          /* attempts started so far */
+    uint32_t attempt;           /* attempts started so far */
     struct duro_task *activity; /* the running attempt */
     struct duro_task *timeout;  /* its timeout timer, if any */
     struct duro_task *backoff;  /* the delay before the next attempt */
@@ -48,15 +48,15 @@ typedef struct retry_state {
 struct duro_task {
     uint8_t kind;
     uint8_t state;
-    int rc;                    /* duro_await code once done */
-    uint64_t event_id;         /* scheduling event */
-    uint64_t done_seq;         /* order of completion, 0 = at creation */
-    const char *name;          /* activity, child or event name */
+    int rc;            /* duro_await code once done */
+    uint64_t event_id; /* scheduling event */
+    uint64_t done_seq; /* order of completion, 0 = at creation */
+    const char *name;  /* activity, child or event name */
     const char *output;
     const char *error;
     int category;
     const char *child_instance;
-    struct duro_task *parent;  /* retry composite owning this attempt */
+    struct duro_task *parent; /* retry composite owning this attempt */
     retry_state *retry;
     struct duro_task *next_wait; /* event waits, in order */
 };
@@ -99,8 +99,8 @@ struct duro_orch {
     size_t replay_pos;
     int64_t turn_now;
 
-    int64_t now;       /* deterministic time */
-    uint64_t seq;      /* completion order */
+    int64_t now;  /* deterministic time */
+    uint64_t seq; /* completion order */
     uint64_t guid_counter;
 
     int code_started;
@@ -362,9 +362,8 @@ static duro_work_item *push_worker_item(duro_orch *e)
 static duro_outbound *push_outbound(duro_orch *e)
 {
     duro__turn *t = e->turn;
-    duro_outbound *o =
-        duro__vec_push((void **)&t->outbound, &t->outbound_count,
-                       &t->outbound_cap, sizeof(duro_outbound));
+    duro_outbound *o = duro__vec_push((void **)&t->outbound, &t->outbound_count,
+                                      &t->outbound_cap, sizeof(duro_outbound));
     if (o == NULL)
         e->oom = 1;
     return o;
@@ -530,8 +529,7 @@ static int over_limit(duro_orch *e, const char *s)
 }
 
 static struct duro_task *schedule_activity(duro_orch *e, const char *name,
-                                           const char *input,
-                                           uint32_t attempt)
+                                           const char *input, uint32_t attempt)
 {
     if (name == NULL || name[0] == '\0')
         return failed_task(e, DURO_INVALID, DURO_CATEGORY_CONFIGURATION,
@@ -644,12 +642,11 @@ static void retry_start_attempt(duro_orch *e, struct duro_task *rt)
     retry_state *r = rt->retry;
     r->attempt++;
     r->timeout = NULL;
-    struct duro_task *a = schedule_activity(e, rt->name, r->input,
-                                            r->attempt);
+    struct duro_task *a = schedule_activity(e, rt->name, r->input, r->attempt);
     r->activity = a;
     if (a->state != TASK_PENDING || a == &misuse_task) {
-        finish_task(e, rt, a->state == TASK_SUCCEEDED ? TASK_SUCCEEDED
-                                                       : TASK_FAILED,
+        finish_task(e, rt,
+                    a->state == TASK_SUCCEEDED ? TASK_SUCCEEDED : TASK_FAILED,
                     a->output, a->error, a->category);
         return;
     }
@@ -714,8 +711,7 @@ static void retry_on_subtask(duro_orch *e, struct duro_task *rt,
                    sub->category == DURO_CATEGORY_TIMEOUT) {
             retry_attempt_failed(e, rt, sub->error, sub->category);
         } else {
-            finish_task(e, rt, TASK_FAILED, NULL, sub->error,
-                        sub->category);
+            finish_task(e, rt, TASK_FAILED, NULL, sub->error, sub->category);
         }
     } else if (sub == r->timeout) {
         r->timeout = NULL;
@@ -973,11 +969,10 @@ static void terminate(duro_orch *e, int status, const char *output,
                       status == DURO_STATUS_CONTINUED_AS_NEW)
                          ? output
                          : NULL;
-    t->meta.error = status == DURO_STATUS_FAILED || status == DURO_STATUS_CANCELLED
-                        ? str_or(error, status == DURO_STATUS_CANCELLED
-                                            ? ""
-                                            : "failed")
-                        : NULL;
+    t->meta.error =
+        status == DURO_STATUS_FAILED || status == DURO_STATUS_CANCELLED
+            ? str_or(error, status == DURO_STATUS_CANCELLED ? "" : "failed")
+            : NULL;
     t->meta.category = status == DURO_STATUS_FAILED ? term.category
                        : status == DURO_STATUS_CANCELLED
                            ? DURO_CATEGORY_CANCELLED
@@ -1099,9 +1094,8 @@ static int load_started(duro_orch *e, const duro_event *ev)
 /* ------------------------------------------------------------------------
  * engine lifecycle and the turn */
 
-int duro__engine_create(const duro__engine_config *cfg,
-                        const char *instance_id, uint64_t execution_id,
-                        duro_orch **out)
+int duro__engine_create(const duro__engine_config *cfg, const char *instance_id,
+                        uint64_t execution_id, duro_orch **out)
 {
     *out = NULL;
     duro_orch *e = duro__calloc(1, sizeof(*e));
@@ -1205,8 +1199,7 @@ static int begin_execution(duro_orch *e, const duro__turn_input *in)
     return DURO_OK;
 }
 
-int duro__engine_turn(duro_orch *e, const duro__turn_input *in,
-                      duro__turn *out)
+int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
 {
     if (e->terminal)
         return DURO_INVALID;
@@ -1241,8 +1234,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in,
                 if (message_event(e, m, &ev))
                     append_event(e, &ev);
             }
-            duro_event req = {.kind =
-                                  DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED,
+            duro_event req = {.kind = DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED,
                               .reason = cancel->reason,
                               .requested_by = cancel->requested_by};
             append_event(e, &req);
@@ -1263,8 +1255,8 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in,
     if (!e->code_started) {
         if (e->cfg.fn == NULL)
             return DURO_INVALID;
-        int rc = duro__fiber_create(e->cfg.stack_size, fiber_main, e,
-                                    &e->fiber);
+        int rc =
+            duro__fiber_create(e->cfg.stack_size, fiber_main, e, &e->fiber);
         if (rc != DURO_OK)
             return rc;
         e->code_started = 1;
@@ -1307,8 +1299,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in,
         fill_meta(e);
         return DURO_OK;
     }
-    for (size_t i = 0; i < in->message_count && !e->code_done && !e->oom;
-         i++) {
+    for (size_t i = 0; i < in->message_count && !e->code_done && !e->oom; i++) {
         duro_event ev, stored;
         if (!message_event(e, &in->messages[i], &ev))
             continue;
@@ -1331,8 +1322,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in,
  * The orchestration-context API (on the engine's fiber)
  * ======================================================================== */
 
-duro_task *duro_call_activity(duro_orch *o, const char *name,
-                              const char *input)
+duro_task *duro_call_activity(duro_orch *o, const char *name, const char *input)
 {
     if (!on_fiber(o))
         return &misuse_task;
@@ -1425,8 +1415,8 @@ duro_task *duro_wait_event(duro_orch *o, const char *name)
 
 static struct duro_task *start_child(duro_orch *o, const char *name,
                                      const char *version,
-                                     const char *instance_id,
-                                     const char *input, int detached)
+                                     const char *instance_id, const char *input,
+                                     int detached)
 {
     if (name == NULL || name[0] == '\0')
         return failed_task(o, DURO_INVALID, DURO_CATEGORY_CONFIGURATION,
@@ -1612,8 +1602,7 @@ int duro_task_done(const duro_task *t)
 
 int duro_task_failed(const duro_task *t)
 {
-    return t != NULL &&
-           (t->state == TASK_FAILED || t->state == TASK_CANCELLED);
+    return t != NULL && (t->state == TASK_FAILED || t->state == TASK_CANCELLED);
 }
 
 const char *duro_task_output(const duro_task *t)
@@ -1623,8 +1612,7 @@ const char *duro_task_output(const duro_task *t)
 
 const char *duro_task_error(const duro_task *t)
 {
-    return t != NULL &&
-                   (t->state == TASK_FAILED || t->state == TASK_CANCELLED)
+    return t != NULL && (t->state == TASK_FAILED || t->state == TASK_CANCELLED)
                ? t->error
                : NULL;
 }
@@ -1669,12 +1657,11 @@ const char *duro_new_guid(duro_orch *o)
     /* RFC 9562 version 8 (custom), variant 10 */
     a = (a & ~0xF000ull) | 0x8000ull;
     b = (b & ~(3ull << 62)) | (2ull << 62);
-    return engine_sprintf(o, "%08llx-%04llx-%04llx-%04llx-%012llx",
-                          (unsigned long long)(a >> 32),
-                          (unsigned long long)((a >> 16) & 0xFFFF),
-                          (unsigned long long)(a & 0xFFFF),
-                          (unsigned long long)(b >> 48),
-                          (unsigned long long)(b & 0xFFFFFFFFFFFFull));
+    return engine_sprintf(
+        o, "%08llx-%04llx-%04llx-%04llx-%012llx", (unsigned long long)(a >> 32),
+        (unsigned long long)((a >> 16) & 0xFFFF),
+        (unsigned long long)(a & 0xFFFF), (unsigned long long)(b >> 48),
+        (unsigned long long)(b & 0xFFFFFFFFFFFFull));
 }
 
 void duro_set_custom_status(duro_orch *o, const char *status)

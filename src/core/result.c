@@ -45,8 +45,7 @@ int duro_ok(duro_result *out, const char *output)
 int duro_fail(duro_result *out, const char *message)
 {
     return set_result(out, DURO__RESULT_FAILED, NULL,
-                      message ? message : "failed",
-                      DURO_CATEGORY_APPLICATION);
+                      message ? message : "failed", DURO_CATEGORY_APPLICATION);
 }
 
 int duro_fail_with(duro_result *out, int category, const char *message)
@@ -63,8 +62,8 @@ int duro_failf(duro_result *out, const char *fmt, ...)
     va_start(ap, fmt);
     char *msg = duro__vsprintf(fmt, ap);
     va_end(ap);
-    int rc = set_result(out, DURO__RESULT_FAILED, NULL,
-                        msg ? msg : "failed", DURO_CATEGORY_APPLICATION);
+    int rc = set_result(out, DURO__RESULT_FAILED, NULL, msg ? msg : "failed",
+                        DURO_CATEGORY_APPLICATION);
     if (msg == NULL && out != NULL)
         out->oom = 1;
     duro__free(msg);
@@ -89,8 +88,7 @@ void duro__result_finish(duro_result *r, int rc)
                    DURO_CATEGORY_APPLICATION);
 }
 
-void *duro__vec_push(void **data, size_t *count, size_t *cap,
-                     size_t elem_size)
+void *duro__vec_push(void **data, size_t *count, size_t *cap, size_t elem_size)
 {
     if (*count == *cap) {
         size_t ncap = *cap ? *cap * 2 : 8;

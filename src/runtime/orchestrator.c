@@ -15,10 +15,10 @@ typedef struct turn_ctx {
     duro_orch_item *item;
     duro__turn *turn;
     duro__plan plan;
-    duro_work_item start;      /* copy of the start message, version fixed */
+    duro_work_item start; /* copy of the start message, version fixed */
     int has_start;
     const duro__orch_entry *entry;
-    duro_history *full;        /* full history, when it had to be read */
+    duro_history *full; /* full history, when it had to be read */
 } turn_ctx;
 
 static int64_t unknown_name_delay(const duro_runtime *rt, uint32_t attempt)
@@ -198,9 +198,8 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
         abandon(c, 1000);
         return rc;
     }
-    uint64_t stored = c->plan.action == DURO__PLAN_RUN
-                          ? c->item->history_total
-                          : 0;
+    uint64_t stored =
+        c->plan.action == DURO__PLAN_RUN ? c->item->history_total : 0;
     if (terminate_status == 0 && rt->opts.max_history_events > 0 &&
         stored + turn->delta_count > rt->opts.max_history_events) {
         duro__engine_destroy(e);
@@ -345,8 +344,8 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
             if (c.p->ack_orchestration_item(c.p, item->lock_token, &ack,
                                             &err) != DURO_OK)
                 duro__log(&rt->logger, DURO_LOG_ERROR,
-                          "could not fail instance '%s': %s",
-                          item->instance_id, err.message);
+                          "could not fail instance '%s': %s", item->instance_id,
+                          err.message);
         }
     }
     duro_history_free(c.full);

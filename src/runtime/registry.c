@@ -104,16 +104,13 @@ int duro__registry_copy(const duro_registry *src, duro_registry **out)
     int rc = duro_registry_create(&r);
     if (rc != DURO_OK)
         return rc;
-    for (size_t i = 0; src != NULL && i < src->orch_count && rc == DURO_OK;
-         i++)
-        rc = duro_registry_add_orchestration(r, src->orchs[i].name,
-                                             src->orchs[i].version,
-                                             src->orchs[i].fn,
-                                             src->orchs[i].user);
-    for (size_t i = 0; src != NULL && i < src->act_count && rc == DURO_OK;
-         i++)
-        rc = duro_registry_add_activity(r, src->acts[i].name,
-                                        src->acts[i].fn, src->acts[i].user);
+    for (size_t i = 0; src != NULL && i < src->orch_count && rc == DURO_OK; i++)
+        rc = duro_registry_add_orchestration(
+            r, src->orchs[i].name, src->orchs[i].version, src->orchs[i].fn,
+            src->orchs[i].user);
+    for (size_t i = 0; src != NULL && i < src->act_count && rc == DURO_OK; i++)
+        rc = duro_registry_add_activity(r, src->acts[i].name, src->acts[i].fn,
+                                        src->acts[i].user);
     if (rc != DURO_OK) {
         duro_registry_destroy(r);
         return rc;
@@ -143,8 +140,8 @@ const duro__orch_entry *duro__registry_find_orch(const duro_registry *r,
     return best;
 }
 
-const duro__activity_entry *duro__registry_find_activity(
-    const duro_registry *r, const char *name)
+const duro__activity_entry *duro__registry_find_activity(const duro_registry *r,
+                                                         const char *name)
 {
     if (name == NULL)
         return NULL;

@@ -42,9 +42,8 @@ void duro_runtime_options_init(duro_runtime_options *o)
 static int check_options(const duro_runtime_options *o)
 {
     if (o->version < 1)
-        return duro__fail(DURO_INVALID,
-                          "options.version is not set: call "
-                          "duro_runtime_options_init() first");
+        return duro__fail(DURO_INVALID, "options.version is not set: call "
+                                        "duro_runtime_options_init() first");
     if (o->orchestration_concurrency < 0 || o->orchestration_concurrency > 256)
         return duro__fail(DURO_INVALID,
                           "orchestration_concurrency must be 0..256");

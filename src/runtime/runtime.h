@@ -45,8 +45,8 @@ int duro__registry_copy(const duro_registry *src, duro_registry **out);
 const duro__orch_entry *duro__registry_find_orch(const duro_registry *r,
                                                  const char *name,
                                                  const char *version);
-const duro__activity_entry *duro__registry_find_activity(
-    const duro_registry *r, const char *name);
+const duro__activity_entry *duro__registry_find_activity(const duro_registry *r,
+                                                         const char *name);
 
 /* ---- cancellation token ------------------------------------------------ */
 
@@ -55,8 +55,8 @@ struct duro_cancel_token {
     _Atomic int fired;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int efd;          /* eventfd, -1 until asked for; under lock */
-    char reason[64];  /* first reason; written once before fired is set */
+    int efd;               /* eventfd, -1 until asked for; under lock */
+    char reason[64];       /* first reason; written once before fired is set */
     int64_t fired_mono_ns; /* when it fired, for latency figures */
 };
 
@@ -80,7 +80,8 @@ struct duro_activity {
     duro_cancel_token *token;
 };
 
-/* ---- the runtime ---------------------------------------------------------- */
+/* ---- the runtime ----------------------------------------------------------
+ */
 
 typedef struct duro__engine_cache duro__engine_cache;
 typedef struct duro__manager duro__manager;
@@ -114,8 +115,10 @@ struct duro_runtime {
         m_renew_failures, m_storage_retries, m_nondeterminism;
 };
 
-#define DURO__COUNT(rt, field) atomic_fetch_add_explicit(&(rt)->field, 1, memory_order_relaxed)
-#define DURO__COUNT_N(rt, field, n) atomic_fetch_add_explicit(&(rt)->field, (n), memory_order_relaxed)
+#define DURO__COUNT(rt, field)                                                 \
+    atomic_fetch_add_explicit(&(rt)->field, 1, memory_order_relaxed)
+#define DURO__COUNT_N(rt, field, n)                                            \
+    atomic_fetch_add_explicit(&(rt)->field, (n), memory_order_relaxed)
 
 /* 1 on a thread the runtime started (turn threads, slots, manager). */
 int duro__on_runtime_thread(void);
@@ -137,7 +140,8 @@ uint64_t duro__cache_cached_events(void *user, const char *instance_id,
                                    uint64_t execution_id);
 size_t duro__cache_size(duro__engine_cache *c);
 
-/* ---- orchestration dispatcher (orchestrator.c) ---------------------------- */
+/* ---- orchestration dispatcher (orchestrator.c) ----------------------------
+ */
 
 void *duro__orchestration_thread(void *arg); /* arg: the runtime */
 
@@ -150,8 +154,7 @@ int duro__workers_stop(duro_runtime *rt, int64_t timeout_ms);
 void duro__workers_free(duro_runtime *rt);
 /* After a turn committed: fires the tokens of the cancelled activities that
  * run in this process. */
-void duro__workers_cancel_local(duro_runtime *rt,
-                                const duro_activity_ref *refs,
+void duro__workers_cancel_local(duro_runtime *rt, const duro_activity_ref *refs,
                                 const char **reasons, size_t count);
 
 /* Sleeps up to ms unless the runtime is stopping (returns early). */

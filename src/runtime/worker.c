@@ -19,20 +19,20 @@
 #include "runtime/runtime.h"
 
 struct duro__inflight {
-    _Atomic int refs;        /* slot thread + manager list */
+    _Atomic int refs; /* slot thread + manager list */
     char *lock_token;
     char *instance_id;
     uint64_t execution_id;
     uint64_t activity_id;
     char *name;
     duro_cancel_token *token;
-    int64_t next_renew_ms;   /* monotonic; INT64_MAX: stop renewing */
+    int64_t next_renew_ms;     /* monotonic; INT64_MAX: stop renewing */
     int64_t grace_deadline_ms; /* monotonic; 0: not cancelled */
-    int renewing;            /* a renewal call is in progress */
-    _Atomic int phase;       /* PHASE_*: RUNNING until the function returns
-                                (DONE) or the runtime gives up (ABANDONED);
-                                decided by one compare-and-swap, so an
-                                abandoned thread never takes a runtime lock */
+    int renewing;              /* a renewal call is in progress */
+    _Atomic int phase;         /* PHASE_*: RUNNING until the function returns
+                                  (DONE) or the runtime gives up (ABANDONED);
+                                  decided by one compare-and-swap, so an
+                                  abandoned thread never takes a runtime lock */
     int in_list;
     struct duro__slot_ctx *slot;
     duro__inflight *next;
@@ -41,7 +41,7 @@ struct duro__inflight {
 typedef struct duro__slot_ctx {
     duro_runtime *rt;
     int index;
-    pthread_t thread;        /* under manager->lock */
+    pthread_t thread; /* under manager->lock */
     int thread_valid;
 } slot_ctx;
 
@@ -137,8 +137,7 @@ static void fill_failure(duro_work_item *c, const duro_work_item *x,
 
 /* Acks with retries on retryable errors. Returns the final code. */
 static int ack_with_retries(duro_runtime *rt, const char *token,
-                            const duro_work_item *completion,
-                            duro_error *err)
+                            const duro_work_item *completion, duro_error *err)
 {
     duro_provider *p = rt->provider;
     int64_t delay = 5;
@@ -235,8 +234,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w)
                  "attempts)",
                  x->name, w->attempt);
         fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
-        if (ack_with_retries(rt, w->lock_token, &completion, &err) ==
-            DURO_OK)
+        if (ack_with_retries(rt, w->lock_token, &completion, &err) == DURO_OK)
             DURO__COUNT(rt, m_act_failed);
         return 0;
     }
@@ -321,8 +319,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w)
                          "output of activity '%s' is %zu bytes, over the "
                          "limit of %zu",
                          x->name, strlen(res.output), rt->opts.max_payload);
-                fill_failure(&completion, x, why,
-                             DURO_CATEGORY_CONFIGURATION);
+                fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
             }
         } else {
             const char *e = res.error ? res.error : "failed";
@@ -375,8 +372,8 @@ static void *slot_main(void *arg)
     while (!atomic_load(&rt->stop_flag)) {
         duro_worker_item *w = NULL;
         duro_error err;
-        int rc = p->fetch_work_item(p, rt->opts.worker_lock_timeout_ms, &w,
-                                    &err);
+        int rc =
+            p->fetch_work_item(p, rt->opts.worker_lock_timeout_ms, &w, &err);
         if (rc != DURO_OK) {
             if (err.retryable)
                 DURO__COUNT(rt, m_storage_retries);
@@ -412,8 +409,8 @@ typedef struct work_list {
 
 static int work_push(work_list *l, duro__inflight *f)
 {
-    duro__inflight **slot = duro__vec_push((void **)&l->items, &l->count,
-                                           &l->cap, sizeof(*slot));
+    duro__inflight **slot =
+        duro__vec_push((void **)&l->items, &l->count, &l->cap, sizeof(*slot));
     if (slot == NULL)
         return 0;
     *slot = f;
@@ -544,8 +541,7 @@ static void *manager_main(void *arg)
     return NULL;
 }
 
-void duro__workers_cancel_local(duro_runtime *rt,
-                                const duro_activity_ref *refs,
+void duro__workers_cancel_local(duro_runtime *rt, const duro_activity_ref *refs,
                                 const char **reasons, size_t count)
 {
     duro__manager *m = rt->manager;
@@ -618,7 +614,7 @@ int duro__workers_stop(duro_runtime *rt, int64_t timeout_ms)
     pthread_mutex_lock(&rt->lock);
     while (atomic_load(&rt->live_slot_threads) > 0) {
         if (pthread_cond_timedwait(&rt->slots_cond, &rt->lock, &deadline) !=
-            0 &&
+                0 &&
             atomic_load(&rt->live_slot_threads) > 0) {
             break;
         }

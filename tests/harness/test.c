@@ -146,8 +146,7 @@ int test_run(int argc, char **argv, const test_case *tests, size_t count)
     }
     fprintf(stderr, "%zu tests, %zu failed\n", ran, failed);
     if (ran == 0) {
-        fprintf(stderr, "no test matched filter '%s'\n",
-                filter ? filter : "");
+        fprintf(stderr, "no test matched filter '%s'\n", filter ? filter : "");
         return 1;
     }
     return failed == 0 ? 0 : 1;

@@ -34,7 +34,10 @@ int64_t test_now_ms(void);
 void test_sleep_ms(int64_t ms);
 
 #define TEST(name) static void name(void)
-#define T(name) {#name, name}
+#define T(name)                                                                \
+    {                                                                          \
+#name, name                                                            \
+    }
 #define TEST_MAIN(...)                                                         \
     int main(int argc, char **argv)                                            \
     {                                                                          \
@@ -91,8 +94,9 @@ void test_sleep_ms(int64_t ms);
         const char *a_ = (a), *b_ = (b);                                       \
         if ((a_ == NULL) != (b_ == NULL) ||                                    \
             (a_ != NULL && strcmp(a_, b_) != 0))                               \
-            test_fail(__FILE__, __LINE__, "CHECK_STR(%s, %s): \"%s\" vs \"%s\"",\
-                      #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)");         \
+            test_fail(__FILE__, __LINE__,                                      \
+                      "CHECK_STR(%s, %s): \"%s\" vs \"%s\"", #a, #b,           \
+                      a_ ? a_ : "(null)", b_ ? b_ : "(null)");                 \
     } while (0)
 
 /* Polls `cond` every millisecond until it holds or timeout_ms passes; a

@@ -59,9 +59,9 @@ duro_instance_info *rt_wait(rt_fixture *f, const char *id, int64_t timeout_ms)
     if (rc != DURO_OK) {
         int status = info ? info->status : -1;
         duro_free(info);
-        test_fail(__FILE__, __LINE__,
-                  "waiting for '%s': %s (%s), status %s", id,
-                  duro_errname(rc), duro_errmsg(), duro_status_name(status));
+        test_fail(__FILE__, __LINE__, "waiting for '%s': %s (%s), status %s",
+                  id, duro_errname(rc), duro_errmsg(),
+                  duro_status_name(status));
     }
     return info;
 }

@@ -34,8 +34,7 @@ void rt_done(rt_fixture *f);
 void rt_start_instance(rt_fixture *f, const char *id, const char *orch,
                        const char *input);
 /* Waits for a terminal status; fails the test on timeout. Caller frees. */
-duro_instance_info *rt_wait(rt_fixture *f, const char *id,
-                            int64_t timeout_ms);
+duro_instance_info *rt_wait(rt_fixture *f, const char *id, int64_t timeout_ms);
 /* Status (DURO_STATUS_*) right now. */
 int rt_status(rt_fixture *f, const char *id);
 /* Waits until the instance has the given status. */

@@ -53,8 +53,7 @@ static void note_reason(duro_activity *a)
     const char *r = duro_activity_cancel_reason(a);
     pthread_mutex_lock(&seen.lock);
     if (seen.reason_count < MAX_SEEN)
-        snprintf(seen.reasons[seen.reason_count++], 32, "%s",
-                 r ? r : "(null)");
+        snprintf(seen.reasons[seen.reason_count++], 32, "%s", r ? r : "(null)");
     pthread_mutex_unlock(&seen.lock);
 }
 
@@ -94,8 +93,7 @@ static int act_block(duro_activity *a, const char *in, duro_result *out)
 }
 
 /* Cooperative but returns SUCCESS after cancellation: must be dropped. */
-static int act_succeed_late(duro_activity *a, const char *in,
-                            duro_result *out)
+static int act_succeed_late(duro_activity *a, const char *in, duro_result *out)
 {
     (void)in;
     on_start(a);
@@ -197,8 +195,7 @@ static int orch_select(duro_orch *o, const char *in, duro_result *out)
 
 /* retry: attempt 1 blocks until cancelled by its 200 ms timeout; attempt 2
  * is Quick (chosen through the attempt number in the activity). */
-static int act_first_blocks(duro_activity *a, const char *in,
-                            duro_result *out)
+static int act_first_blocks(duro_activity *a, const char *in, duro_result *out)
 {
     if (duro_activity_attempt(a) == 1)
         return act_block(a, in, out);
@@ -242,8 +239,7 @@ static int orch_fail_early(duro_orch *o, const char *in, duro_result *out)
 }
 
 /* schedules a Block, then completes without waiting for it */
-static int orch_complete_early(duro_orch *o, const char *in,
-                               duro_result *out)
+static int orch_complete_early(duro_orch *o, const char *in, duro_result *out)
 {
     (void)in;
     duro_call_activity(o, "Block", "x");
@@ -278,8 +274,7 @@ static int orch_tree(duro_orch *o, const char *in, duro_result *out)
 }
 
 /* a Block then a Quick in sequence */
-static int orch_block_then_quick(duro_orch *o, const char *in,
-                                 duro_result *out)
+static int orch_block_then_quick(duro_orch *o, const char *in, duro_result *out)
 {
     (void)in;
     duro_task *t = duro_call_activity(o, "Block", "x");
@@ -294,28 +289,27 @@ static void setup(rt_fixture *f, const char *db)
     rt_init(f, db);
     duro_registry *r = f->reg;
     CHECK_OK(duro_registry_add_activity(r, "Block", act_block, NULL));
-    CHECK_OK(duro_registry_add_activity(r, "SucceedLate", act_succeed_late,
-                                        NULL));
+    CHECK_OK(
+        duro_registry_add_activity(r, "SucceedLate", act_succeed_late, NULL));
     CHECK_OK(duro_registry_add_activity(r, "Ignore", act_ignore, NULL));
     CHECK_OK(duro_registry_add_activity(r, "Quick", act_quick, NULL));
     CHECK_OK(duro_registry_add_activity(r, "Poll", act_poll, NULL));
     CHECK_OK(duro_registry_add_activity(r, "Spawner", act_spawner, NULL));
-    CHECK_OK(duro_registry_add_activity(r, "FirstBlocks", act_first_blocks,
-                                        NULL));
+    CHECK_OK(
+        duro_registry_add_activity(r, "FirstBlocks", act_first_blocks, NULL));
     CHECK_OK(duro_registry_add_orchestration(r, "One", NULL, orch_one, NULL));
-    CHECK_OK(duro_registry_add_orchestration(r, "Select", NULL, orch_select,
-                                             NULL));
+    CHECK_OK(
+        duro_registry_add_orchestration(r, "Select", NULL, orch_select, NULL));
     CHECK_OK(duro_registry_add_orchestration(r, "RetryTimeout", NULL,
                                              orch_retry_timeout, NULL));
-    CHECK_OK(duro_registry_add_orchestration(r, "Fanout", NULL, orch_fanout,
-                                             NULL));
+    CHECK_OK(
+        duro_registry_add_orchestration(r, "Fanout", NULL, orch_fanout, NULL));
     CHECK_OK(duro_registry_add_orchestration(r, "FailEarly", NULL,
                                              orch_fail_early, NULL));
     CHECK_OK(duro_registry_add_orchestration(r, "CompleteEarly", NULL,
                                              orch_complete_early, NULL));
     CHECK_OK(duro_registry_add_orchestration(r, "Can", NULL, orch_can, NULL));
-    CHECK_OK(duro_registry_add_orchestration(r, "Tree", NULL, orch_tree,
-                                             NULL));
+    CHECK_OK(duro_registry_add_orchestration(r, "Tree", NULL, orch_tree, NULL));
     CHECK_OK(duro_registry_add_orchestration(r, "BlockThenQuick", NULL,
                                              orch_block_then_quick, NULL));
 }
@@ -429,8 +423,7 @@ TEST(cancel_instance_cancels_outstanding_activity)
         CHECK_STR(req->reason, "no longer needed");
         CHECK_STR(req->requested_by, "alice");
     }
-    CHECK_EQ(h->events[h->count - 1].kind,
-             DURO_EVENT_ORCHESTRATION_CANCELLED);
+    CHECK_EQ(h->events[h->count - 1].kind, DURO_EVENT_ORCHESTRATION_CANCELLED);
     duro_history_free(h);
     rt_done(&f);
 }
@@ -445,8 +438,7 @@ TEST(failure_cancels_outstanding_activity)
     CHECK_EQ(i->status, DURO_STATUS_FAILED);
     CHECK_STR(i->error, "gave up");
     duro_free(i);
-    CHECK_EQ(rt_count_events(&f, "x", DURO_EVENT_ACTIVITY_CANCEL_REQUESTED),
-             1);
+    CHECK_EQ(rt_count_events(&f, "x", DURO_EVENT_ACTIVITY_CANCEL_REQUESTED), 1);
     /* it either started and saw its token, or was deleted before start */
     WAIT_UNTIL(atomic_load(&seen.started) == atomic_load(&seen.cancel_seen),
                20000);
@@ -532,8 +524,7 @@ TEST(mass_cancellation_of_fanout_in_one_ack)
     }
     CHECK_EQ(cancels, 60);
     CHECK(same);
-    CHECK_EQ(h->events[h->count - 1].kind,
-             DURO_EVENT_ORCHESTRATION_CANCELLED);
+    CHECK_EQ(h->events[h->count - 1].kind, DURO_EVENT_ORCHESTRATION_CANCELLED);
     CHECK_EQ(h->events[h->count - 62].kind,
              DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED);
     duro_history_free(h);
@@ -678,8 +669,7 @@ TEST(activity_completed_before_cancel_is_processed_normally)
     CHECK_EQ(after->count, before->count);
     CHECK_EQ(rt_status(&f, "q"), DURO_STATUS_COMPLETED);
     CHECK_EQ(rt_count_events(&f, "q", DURO_EVENT_ACTIVITY_COMPLETED), 1);
-    CHECK_EQ(rt_count_events(&f, "q", DURO_EVENT_ACTIVITY_CANCEL_REQUESTED),
-             0);
+    CHECK_EQ(rt_count_events(&f, "q", DURO_EVENT_ACTIVITY_CANCEL_REQUESTED), 0);
     duro_history_free(before);
     duro_history_free(after);
     rt_done(&f);
@@ -726,8 +716,8 @@ TEST(pending_activity_whose_row_was_deleted_never_starts)
     rt_start_instance(&f, "busy", "One", "Block");
     WAIT_UNTIL(atomic_load(&seen.started) == 1, 20000);
     rt_start_instance(&f, "queued", "Fanout", "5 Quick");
-    WAIT_UNTIL(rt_count_events(&f, "queued",
-                               DURO_EVENT_ACTIVITY_SCHEDULED) == 5,
+    WAIT_UNTIL(rt_count_events(&f, "queued", DURO_EVENT_ACTIVITY_SCHEDULED) ==
+                   5,
                20000);
     CHECK_OK(duro_client_cancel(f.client, "queued", NULL, NULL));
     rt_wait_status(&f, "queued", DURO_STATUS_CANCELLED, 20000);
@@ -755,9 +745,8 @@ TEST(cancel_twice_keeps_the_first_reason)
     i = rt_wait(&f, "t", 20000);
     CHECK_STR(i->error, "first");
     duro_free(i);
-    CHECK_EQ(rt_count_events(&f, "t",
-                             DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED),
-             1);
+    CHECK_EQ(
+        rt_count_events(&f, "t", DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED), 1);
     rt_done(&f);
 }
 
@@ -852,8 +841,8 @@ TEST(cross_runtime_cancel_through_renewal)
     /* a runs orchestrations only */
     duro_registry_destroy(a.reg);
     CHECK_OK(duro_registry_create(&a.reg));
-    CHECK_OK(duro_registry_add_orchestration(a.reg, "One", NULL, orch_one,
-                                             NULL));
+    CHECK_OK(
+        duro_registry_add_orchestration(a.reg, "One", NULL, orch_one, NULL));
     a.opts.worker_concurrency = 0;
     rt_start(&a);
     rt_start(&b);
@@ -915,8 +904,8 @@ TEST(completion_versus_cancellation_race_stays_consistent)
                 if (h->events[g].source_event_id != src)
                     continue;
                 done += h->events[g].kind == DURO_EVENT_ACTIVITY_COMPLETED;
-                cancel += h->events[g].kind ==
-                          DURO_EVENT_ACTIVITY_CANCEL_REQUESTED;
+                cancel +=
+                    h->events[g].kind == DURO_EVENT_ACTIVITY_CANCEL_REQUESTED;
             }
             CHECK_MSG(done + cancel == 1,
                       "%s activity %llu: %d completions, %d cancels", id,
@@ -1001,8 +990,7 @@ TEST_MAIN(T(select_timeout_cancels_losing_activity),
           T(mass_cancellation_of_fanout_in_one_ack),
           T(token_not_set_at_start_and_reason_is_known),
           T(pollable_descriptor_becomes_readable),
-          T(child_threads_see_the_token),
-          T(activity_exits_within_grace_period),
+          T(child_threads_see_the_token), T(activity_exits_within_grace_period),
           T(ignored_cancellation_frees_the_slot_after_grace),
           T(result_after_cancellation_is_always_dropped),
           T(activity_completed_before_cancel_is_processed_normally),

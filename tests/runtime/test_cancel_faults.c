@@ -54,8 +54,8 @@ static void start_faulty(faulty_fixture *x, const char *db)
     memset(&seen, 0, sizeof(seen));
     rt_init(&x->f, db);
     CHECK_OK(duro_registry_add_activity(x->f.reg, "Hold", act_hold, NULL));
-    CHECK_OK(duro_registry_add_orchestration(x->f.reg, "One", NULL, orch_one,
-                                             NULL));
+    CHECK_OK(
+        duro_registry_add_orchestration(x->f.reg, "One", NULL, orch_one, NULL));
     x->f.opts.worker_lock_timeout_ms = 4000;
     x->f.opts.lock_renewal_ms = 50;
     duro_provider *inner;
@@ -63,8 +63,8 @@ static void start_faulty(faulty_fixture *x, const char *db)
     CHECK_PRC(duro_provider_open(x->f.url, &inner, &err), DURO_OK, &err);
     x->wrapper = faulty_provider_wrap(inner, 1);
     CHECK(x->wrapper != NULL);
-    CHECK_OK(duro_runtime_create_with_provider(x->wrapper, x->f.reg,
-                                               &x->f.opts, &x->f.rt));
+    CHECK_OK(duro_runtime_create_with_provider(x->wrapper, x->f.reg, &x->f.opts,
+                                               &x->f.rt));
     CHECK_OK(duro_runtime_start(x->f.rt));
     CHECK_OK(duro_client_create(x->f.url, &x->f.client));
 }
@@ -85,8 +85,7 @@ TEST(retryable_renewal_errors_do_not_cancel)
         faulty_provider_calls(x.wrapper, FAULTY_RENEW_WORK_ITEM_LOCK);
     faulty_provider_fail_always(x.wrapper, FAULTY_RENEW_WORK_ITEM_LOCK, 1, 1);
     /* at least 10 renewals fail as "busy" (well inside the lock timeout) */
-    WAIT_UNTIL(faulty_provider_calls(x.wrapper,
-                                     FAULTY_RENEW_WORK_ITEM_LOCK) >=
+    WAIT_UNTIL(faulty_provider_calls(x.wrapper, FAULTY_RENEW_WORK_ITEM_LOCK) >=
                    before + 10,
                20000);
     faulty_provider_fail_always(x.wrapper, FAULTY_RENEW_WORK_ITEM_LOCK, 1, 0);

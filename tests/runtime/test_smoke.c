@@ -102,9 +102,9 @@ static int orch_counter(duro_orch *o, const char *in, duro_result *out)
 {
     int n = atoi(in);
     if (n >= 5)
-        return duro_ok(out, duro_sprintf(o, "counted to %d in execution %llu",
-                                         n, (unsigned long long)
-                                                duro_execution_id(o)));
+        return duro_ok(out,
+                       duro_sprintf(o, "counted to %d in execution %llu", n,
+                                    (unsigned long long)duro_execution_id(o)));
     duro_await(o, duro_call_activity(o, "Echo", in));
     return duro_continue_as_new(o, out, duro_sprintf(o, "%d", n + 1));
 }
@@ -115,8 +115,8 @@ static void setup(rt_fixture *f, const char *db)
     CHECK_OK(duro_registry_add_activity(f->reg, "Echo", act_echo, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Upper", act_upper, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Slow", act_slow, NULL));
-    CHECK_OK(duro_registry_add_orchestration(f->reg, "Chain", NULL,
-                                             orch_chain, NULL));
+    CHECK_OK(duro_registry_add_orchestration(f->reg, "Chain", NULL, orch_chain,
+                                             NULL));
     CHECK_OK(duro_registry_add_orchestration(f->reg, "Fanout", NULL,
                                              orch_fanout, NULL));
     CHECK_OK(duro_registry_add_orchestration(f->reg, "TimerEvent", NULL,
@@ -184,8 +184,7 @@ TEST(select_loser_activity_sees_its_token)
     CHECK_STR(i->output, "timer won");
     duro_free(i);
     WAIT_UNTIL(atomic_load(&slow_saw_cancel) == 1, 10000);
-    CHECK_EQ(rt_count_events(&f, "sel",
-                             DURO_EVENT_ACTIVITY_CANCEL_REQUESTED),
+    CHECK_EQ(rt_count_events(&f, "sel", DURO_EVENT_ACTIVITY_CANCEL_REQUESTED),
              1);
     rt_done(&f);
 }

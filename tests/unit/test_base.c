@@ -18,8 +18,7 @@ TEST(error_names_cover_every_code)
 
 TEST(status_names_round_trip)
 {
-    for (int s = DURO_STATUS_NOT_FOUND; s <= DURO_STATUS_CONTINUED_AS_NEW;
-         s++)
+    for (int s = DURO_STATUS_NOT_FOUND; s <= DURO_STATUS_CONTINUED_AS_NEW; s++)
         CHECK_EQ(duro_status_parse(duro_status_name(s)), s);
     CHECK_EQ(duro_status_parse("running"), DURO_STATUS_RUNNING);
     CHECK_EQ(duro_status_parse("nonsense"), -1);
@@ -115,6 +114,5 @@ TEST(provider_open_rejects_bad_urls)
 
 TEST_MAIN(T(error_names_cover_every_code), T(status_names_round_trip),
           T(event_kind_names), T(arena_allocates_aligned_zeroed_memory),
-          T(allocation_failure_injection),
-          T(error_set_and_thread_local_detail), T(random_tokens_differ),
-          T(provider_open_rejects_bad_urls))
+          T(allocation_failure_injection), T(error_set_and_thread_local_detail),
+          T(random_tokens_differ), T(provider_open_rejects_bad_urls))

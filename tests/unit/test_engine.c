@@ -66,8 +66,7 @@ static const duro_event *find_kind(const sim *s, int kind, int nth)
     return NULL;
 }
 
-static duro_work_item msg_done(uint64_t exec, uint64_t source,
-                               const char *out)
+static duro_work_item msg_done(uint64_t exec, uint64_t source, const char *out)
 {
     duro_work_item m = {.kind = DURO_WORK_ACTIVITY_COMPLETED,
                         .instance_id = "i1",
@@ -126,8 +125,8 @@ static duro_orch *last_cold;
 /* One turn. warm: *e is kept and only new messages are given; cold: a new
  * engine replays the whole recorded history. */
 static int run_turn(duro_orchestration_fn fn, void *user, duro_orch **warm,
-                    sim *s, const duro_work_item *msgs, size_t n,
-                    int64_t now, duro__turn *out)
+                    sim *s, const duro_work_item *msgs, size_t n, int64_t now,
+                    duro__turn *out)
 {
     duro__engine_config cfg = {.fn = fn, .user = user, .max_payload = 4096};
     duro_orch *e = warm ? *warm : NULL;
@@ -186,8 +185,7 @@ static int orch_chain(duro_orch *o, const char *input, duro_result *out)
     return duro_ok(out, duro_task_output(b));
 }
 
-static int orch_chain_changed(duro_orch *o, const char *input,
-                              duro_result *out)
+static int orch_chain_changed(duro_orch *o, const char *input, duro_result *out)
 {
     duro_task *a = duro_call_activity(o, "A", input);
     duro_await(o, a);
@@ -227,11 +225,10 @@ static int orch_fanout(duro_orch *o, const char *input, duro_result *out)
     int rc = duro_join_n(o, t, 5);
     if (rc != DURO_OK)
         return duro_fail(out, "a task failed");
-    return duro_ok(out, duro_sprintf(o, "%s%s%s%s%s", duro_task_output(t[0]),
-                                     duro_task_output(t[1]),
-                                     duro_task_output(t[2]),
-                                     duro_task_output(t[3]),
-                                     duro_task_output(t[4])));
+    return duro_ok(
+        out, duro_sprintf(o, "%s%s%s%s%s", duro_task_output(t[0]),
+                          duro_task_output(t[1]), duro_task_output(t[2]),
+                          duro_task_output(t[3]), duro_task_output(t[4])));
 }
 
 static int orch_fail_early(duro_orch *o, const char *input, duro_result *out)
@@ -257,8 +254,7 @@ static int orch_can(duro_orch *o, const char *input, duro_result *out)
     return duro_continue_as_new(o, out, "next");
 }
 
-static int orch_wait_forever(duro_orch *o, const char *input,
-                             duro_result *out)
+static int orch_wait_forever(duro_orch *o, const char *input, duro_result *out)
 {
     (void)input;
     duro_task *a = duro_call_activity(o, "Long", "1");
@@ -298,8 +294,7 @@ typedef struct det_probe {
     int calls;
 } det_probe;
 
-static int orch_deterministic(duro_orch *o, const char *input,
-                              duro_result *out)
+static int orch_deterministic(duro_orch *o, const char *input, duro_result *out)
 {
     (void)input;
     det_probe *p = duro_orch_user(o);
@@ -327,8 +322,7 @@ TEST(plan_turn_cases)
     duro__plan plan;
     duro_work_item start = {.kind = DURO_WORK_START, .instance_id = "x"};
     duro_work_item cancel = {.kind = DURO_WORK_CANCEL_INSTANCE};
-    duro_work_item can = {.kind = DURO_WORK_CONTINUE_AS_NEW,
-                          .execution_id = 4};
+    duro_work_item can = {.kind = DURO_WORK_CONTINUE_AS_NEW, .execution_id = 4};
     duro_work_item done = {.kind = DURO_WORK_ACTIVITY_COMPLETED};
     duro_orch_item item = {.status = DURO_STATUS_NOT_FOUND,
                            .messages = &cancel,
@@ -417,12 +411,10 @@ TEST(chain_warm_and_cold_give_the_same_history)
                  cold.events[i].source_event_id);
         CHECK_EQ(warm.events[i].timestamp_ms, cold.events[i].timestamp_ms);
     }
-    const int kinds[] = {DURO_EVENT_ORCHESTRATION_STARTED,
-                         DURO_EVENT_ACTIVITY_SCHEDULED,
-                         DURO_EVENT_ACTIVITY_COMPLETED,
-                         DURO_EVENT_ACTIVITY_SCHEDULED,
-                         DURO_EVENT_ACTIVITY_COMPLETED,
-                         DURO_EVENT_ORCHESTRATION_COMPLETED};
+    const int kinds[] = {
+        DURO_EVENT_ORCHESTRATION_STARTED, DURO_EVENT_ACTIVITY_SCHEDULED,
+        DURO_EVENT_ACTIVITY_COMPLETED,    DURO_EVENT_ACTIVITY_SCHEDULED,
+        DURO_EVENT_ACTIVITY_COMPLETED,    DURO_EVENT_ORCHESTRATION_COMPLETED};
     for (size_t i = 0; i < 6; i++)
         CHECK_EQ(warm.events[i].kind, kinds[i]);
     sim_free(&warm);
@@ -568,23 +560,20 @@ TEST(select_loser_replay_adds_no_second_cancel)
     sim_init(&s);
     duro__turn t;
     duro__turn_init(&t);
-    CHECK_OK(run_turn(orch_select_then_wait, NULL, NULL, &s, NULL, 0, 1000,
-                      &t));
+    CHECK_OK(
+        run_turn(orch_select_then_wait, NULL, NULL, &s, NULL, 0, 1000, &t));
     duro_work_item m = msg_timer(1, 3);
-    CHECK_OK(run_turn(orch_select_then_wait, NULL, NULL, &s, &m, 1, 2000,
-                      &t));
+    CHECK_OK(run_turn(orch_select_then_wait, NULL, NULL, &s, &m, 1, 2000, &t));
     CHECK_EQ(t.cancelled_count, 1);
     /* the losing activity completes late, then the second timer fires; the
      * cold replays must not cancel it again */
     m = msg_done(1, 2, "late");
-    CHECK_OK(run_turn(orch_select_then_wait, NULL, NULL, &s, &m, 1, 2500,
-                      &t));
+    CHECK_OK(run_turn(orch_select_then_wait, NULL, NULL, &s, &m, 1, 2500, &t));
     CHECK_EQ(t.cancelled_count, 0);
     CHECK_EQ(t.delta_count, 1); /* the late completion, recorded */
     CHECK_EQ(t.delta[0].kind, DURO_EVENT_ACTIVITY_COMPLETED);
     m = msg_timer(1, 6);
-    CHECK_OK(run_turn(orch_select_then_wait, NULL, NULL, &s, &m, 1, 7000,
-                      &t));
+    CHECK_OK(run_turn(orch_select_then_wait, NULL, NULL, &s, &m, 1, 7000, &t));
     CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
     CHECK_STR(t.meta.output, "cancelled: select_loser");
     CHECK_EQ(t.cancelled_count, 0);
@@ -688,7 +677,7 @@ TEST(failure_cancels_every_outstanding_activity)
     duro__turn_init(&t);
     CHECK_OK(run_turn(orch_fail_early, NULL, NULL, &s, NULL, 0, 1, &t));
     CHECK_EQ(t.status, DURO_STATUS_FAILED);
-    CHECK_EQ(t.worker_count, 2);  /* scheduled in this turn ... */
+    CHECK_EQ(t.worker_count, 2);    /* scheduled in this turn ... */
     CHECK_EQ(t.cancelled_count, 2); /* ... and cancelled in the same ack */
     CHECK_EQ(count_kind(&s, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED), 2);
     CHECK_STR(find_kind(&s, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 1)->reason,
@@ -826,8 +815,7 @@ TEST(terminate_without_code_for_poison)
                            .history_count = s.count,
                            .terminate_status = DURO_STATUS_FAILED,
                            .terminate_error = "poison",
-                           .terminate_category =
-                               DURO_CATEGORY_INFRASTRUCTURE};
+                           .terminate_category = DURO_CATEGORY_INFRASTRUCTURE};
     CHECK_OK(duro__engine_turn(e, &in, &t));
     CHECK_EQ(t.status, DURO_STATUS_FAILED);
     CHECK_EQ(t.meta.category, DURO_CATEGORY_INFRASTRUCTURE);
@@ -903,8 +891,8 @@ TEST(retry_exhausted_and_configuration_errors)
     duro__turn t;
     duro__turn_init(&t);
     CHECK_OK(run_turn(orch_retry, NULL, &e, &s, NULL, 0, 1000, &t));
-    duro_work_item m = msg_failed(1, 2, "no such activity",
-                                  DURO_CATEGORY_CONFIGURATION);
+    duro_work_item m =
+        msg_failed(1, 2, "no such activity", DURO_CATEGORY_CONFIGURATION);
     CHECK_OK(run_turn(orch_retry, NULL, &e, &s, &m, 1, 1001, &t));
     CHECK_EQ(t.status, DURO_STATUS_FAILED);
     CHECK_EQ(t.meta.category, DURO_CATEGORY_CONFIGURATION);
@@ -991,9 +979,8 @@ TEST(now_guid_replaying_and_log_are_replay_safe)
     sim_init(&s);
     duro__turn t;
     duro__turn_init(&t);
-    duro__engine_config cfg = {.fn = orch_deterministic,
-                               .user = &live,
-                               .logger = &lg};
+    duro__engine_config cfg = {
+        .fn = orch_deterministic, .user = &live, .logger = &lg};
     duro_orch *e;
     CHECK_OK(duro__engine_create(&cfg, "i1", 1, &e));
     duro__turn_input in = {.now_ms = 5000, .start = &start_msg};
@@ -1002,8 +989,7 @@ TEST(now_guid_replaying_and_log_are_replay_safe)
     sim_record(&s, &t);
     duro_work_item m = msg_done(1, 2, "x");
     duro__turn_reset(&t);
-    in = (duro__turn_input){.now_ms = 9000, .messages = &m,
-                            .message_count = 1};
+    in = (duro__turn_input){.now_ms = 9000, .messages = &m, .message_count = 1};
     CHECK_OK(duro__engine_turn(e, &in, &t));
     sim_record(&s, &t);
     CHECK_EQ(logged, 2);
@@ -1143,9 +1129,8 @@ TEST(tracker_classifies_completions)
     duro_event done3 = {.event_id = 5,
                         .kind = DURO_EVENT_ACTIVITY_COMPLETED,
                         .source_event_id = 3};
-    duro_event fired2 = {.event_id = 5,
-                         .kind = DURO_EVENT_TIMER_FIRED,
-                         .source_event_id = 2};
+    duro_event fired2 = {
+        .event_id = 5, .kind = DURO_EVENT_TIMER_FIRED, .source_event_id = 2};
     CHECK_EQ(duro__tracker_classify(&tr, &done2), DURO__MSG_APPLY);
     CHECK_EQ(duro__tracker_classify(&tr, &done3), DURO__MSG_LATE);
     CHECK_EQ(duro__tracker_classify(&tr, &fired2), DURO__MSG_UNKNOWN);

@@ -20,9 +20,9 @@
  * use it, found through a process-wide list. */
 
 typedef struct duro__sqlite_notifier {
-    char key[64];     /* "dev:ino", or "" for a private one */
-    int refs;         /* under registry_lock */
-    uint64_t serial;  /* unique, for the thread-local wait state */
+    char key[64];    /* "dev:ino", or "" for a private one */
+    int refs;        /* under registry_lock */
+    uint64_t serial; /* unique, for the thread-local wait state */
     pthread_mutex_t lock;
     pthread_cond_t cond[2];         /* per duro_queue */
     _Atomic uint64_t generation[2]; /* raised after each commit that adds or
@@ -55,8 +55,7 @@ static notifier *notifier_attach(duro__sqlite_provider *p)
     const char *file = sqlite3_db_filename(p->writer.db, "main");
     struct stat st;
     if (file != NULL && file[0] != '\0' && stat(file, &st) == 0)
-        snprintf(key, sizeof(key), "%llu:%llu",
-                 (unsigned long long)st.st_dev,
+        snprintf(key, sizeof(key), "%llu:%llu", (unsigned long long)st.st_dev,
                  (unsigned long long)st.st_ino);
     if (key[0] == '\0')
         return notifier_new("");
@@ -179,8 +178,8 @@ static int sqlite_wait_for_work(duro_provider *base, duro_queue queue,
         duro__deadline_ts(&deadline, wait_ms);
         while (!atomic_load(&p->wake_sticky) &&
                atomic_load(&n->generation[queue]) == seen) {
-            if (pthread_cond_timedwait(&n->cond[queue], &n->lock,
-                                       &deadline) == ETIMEDOUT)
+            if (pthread_cond_timedwait(&n->cond[queue], &n->lock, &deadline) ==
+                ETIMEDOUT)
                 break;
         }
     }
