@@ -138,8 +138,9 @@ DURO_API duro_task *duro_timer(duro_orch *o, int64_t delay_ms);
 DURO_API duro_task *duro_wait_event(duro_orch *o, const char *name);
 
 /** Starts child orchestration @p name (@p version NULL = default) with id
- * @p instance_id (NULL: "<parent id>:<event id>", deterministic) and returns
- * a task that completes with the child. Cancelling the parent cancels it. */
+ * @p instance_id (NULL: "<parent id>:<execution id>:<event id>",
+ * deterministic and unique across continue-as-new) and returns a task that
+ * completes with the child. Cancelling the parent cancels it. */
 DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
                                                 const char *version,
                                                 const char *instance_id,
@@ -238,7 +239,10 @@ DURO_API uint64_t duro_execution_id(duro_orch *o);
 DURO_API const char *duro_input(duro_orch *o);
 /** 1 while the code is re-executing history recorded by an earlier turn. */
 DURO_API int duro_is_replaying(duro_orch *o);
-/** The user pointer given at registration. */
+/** The user pointer given at registration. It is shared by every instance
+ * and thread (and, briefly, by two engines of one instance when a lock is
+ * lost): treat what it points to as read-only configuration, never as a
+ * place to keep an instance's state. */
 DURO_API void *duro_orch_user(duro_orch *o);
 
 /* ========================================================================

@@ -80,11 +80,14 @@ typedef enum duro_work_kind {
                                        payload (input), attempt */
 } duro_work_kind;
 
-/* Flags of a DURO_WORK_START item. */
-#define DURO_START_IDEMPOTENT 0x1u /* an existing instance is not an error */
-#define DURO_START_DETACHED                                                    \
-    0x2u /* child started fire-and-forget: no                                  \
-            completion goes back to the parent */
+/* Flags of a DURO_WORK_START item: */
+/* an existing instance is not an error */
+#define DURO_START_IDEMPOTENT 0x1u
+/* a child started fire-and-forget: no completion goes back to the parent */
+#define DURO_START_DETACHED 0x2u
+/* Flag of a DURO_WORK_EXTERNAL_EVENT item: carried over by continue-as-new
+ * from the previous execution, delivered before the rest of the batch */
+#define DURO_EVENT_CARRIED 0x4u
 
 typedef struct duro_work_item {
     duro_work_kind kind;

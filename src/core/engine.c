@@ -104,6 +104,8 @@ struct duro_orch {
     uint64_t guid_counter;
 
     int code_started;
+    int replay_segment; /* the code is re-running what a recorded input (or
+                           a recorded start) made it run before */
     int code_done;
     duro_result result;
     int nondet;
@@ -111,6 +113,11 @@ struct duro_orch {
     int terminal;
 
     raised_event *raised_head, *raised_tail;
+    /* external-event messages of the batch that were not delivered because
+     * the code returned first; carried to the next execution on
+     * continue-as-new */
+    const duro_work_item **leftover;
+    size_t leftover_count, leftover_cap;
     struct duro_task *waits_head, *waits_tail;
     const char *custom_status;
     int custom_status_dirty;
@@ -345,6 +352,7 @@ static uint64_t issue(duro_orch *e, const duro_event *want, int *live)
     }
     uint64_t id = append_event(e, want);
     *live = id != 0;
+    e->replay_segment = 0;
     return id;
 }
 
@@ -844,6 +852,17 @@ static int message_event(const duro_orch *e, const duro_work_item *m,
     return cls == DURO__MSG_APPLY || cls == DURO__MSG_LATE;
 }
 
+static void note_leftover(duro_orch *e, const duro_work_item *m)
+{
+    const duro_work_item **slot =
+        duro__vec_push((void **)&e->leftover, &e->leftover_count,
+                       &e->leftover_cap, sizeof(*slot));
+    if (slot == NULL)
+        e->oom = 1;
+    else
+        *slot = m;
+}
+
 /* ------------------------------------------------------------------------
  * running the code */
 
@@ -853,6 +872,25 @@ static void fiber_main(void *arg)
     int rc = e->cfg.fn(e, e->input, &e->result);
     duro__result_finish(&e->result, rc);
     e->code_done = 1;
+}
+
+/* The engine whose code runs on this thread right now. API functions compare
+ * their context against it before touching it, so a stale or foreign
+ * context is refused without being dereferenced. Accessed only through
+ * these non-inlined functions: code on a fiber may continue on another
+ * thread after a wait, and must read the thread-local afresh. */
+static _Thread_local duro_orch *running_engine;
+
+__attribute__((noinline)) static duro_orch *running_get(void)
+{
+    __asm__ volatile("" ::: "memory");
+    return running_engine;
+}
+
+__attribute__((noinline)) static void running_set(duro_orch *e)
+{
+    __asm__ volatile("" ::: "memory");
+    running_engine = e;
 }
 
 static int can_run(const duro_orch *e)
@@ -865,7 +903,10 @@ static void resume_code(duro_orch *e)
     if (!can_run(e))
         return;
     e->turn->ran_code = 1;
+    duro_orch *outer = running_get();
+    running_set(e);
     duro__fiber_resume(e->fiber);
+    running_set(outer);
     if (duro__fiber_done(e->fiber))
         e->code_done = 1;
 }
@@ -873,7 +914,7 @@ static void resume_code(duro_orch *e)
 /* Called by API functions: 1 when called correctly on the engine's fiber. */
 static int on_fiber(duro_orch *o)
 {
-    return o != NULL && o->fiber != NULL && !o->code_done &&
+    return o != NULL && o == running_get() && !o->code_done &&
            duro__fiber_current() == o->fiber;
 }
 
@@ -1013,6 +1054,12 @@ static void terminate(duro_orch *e, int status, const char *output,
             o->item.parent_event_id = e->parent_event_id;
             o->item.flags = e->start_flags;
         }
+        /* Events this execution received but did not consume go to the
+         * next one, in the order they were raised: first those already in
+         * history, then those of this batch not yet delivered. Marked
+         * CARRIED, they are delivered before anything else in the new
+         * execution's batch (which may hold events raised during this
+         * turn, queued ahead of these). */
         for (raised_event *r = e->raised_head; r != NULL; r = r->next) {
             if (r->consumed)
                 continue;
@@ -1021,8 +1068,18 @@ static void terminate(duro_orch *e, int status, const char *output,
                 break;
             o->item.kind = DURO_WORK_EXTERNAL_EVENT;
             o->item.instance_id = e->instance_id;
+            o->item.execution_id = e->execution_id + 1;
             o->item.name = r->name;
             o->item.payload = r->payload;
+            o->item.flags = DURO_EVENT_CARRIED;
+        }
+        for (size_t i = 0; i < e->leftover_count; i++) {
+            o = push_outbound(e);
+            if (o == NULL)
+                break;
+            o->item = *e->leftover[i];
+            o->item.execution_id = e->execution_id + 1;
+            o->item.flags = DURO_EVENT_CARRIED;
         }
     }
     e->terminal = 1;
@@ -1122,6 +1179,7 @@ void duro__engine_destroy(duro_orch *e)
         return;
     duro__fiber_destroy(e->fiber);
     duro__tracker_free(&e->tracker);
+    duro__free(e->leftover);
     duro__result_clear(&e->result);
     duro_arena_destroy(e->arena);
     duro__free(e);
@@ -1147,6 +1205,55 @@ const char *duro__engine_instance(const duro_orch *e)
     return e->instance_id;
 }
 
+/* Copies every string the turn's output points at into the turn's arena,
+ * so the output outlives the engine and the fetched item: the runtime may
+ * put the engine back in its cache (where another thread may take or evict
+ * it) before the ack reads the output. */
+static void own(duro_orch *e, const char **p)
+{
+    if (*p != NULL && !e->oom)
+        *p = turn_strdup(e, *p);
+}
+
+static void own_item(duro_orch *e, duro_work_item *w)
+{
+    own(e, &w->instance_id);
+    own(e, &w->name);
+    own(e, &w->version);
+    own(e, &w->payload);
+    own(e, &w->error);
+    own(e, &w->reason);
+    own(e, &w->requested_by);
+    own(e, &w->parent_instance);
+}
+
+static void own_turn_strings(duro_orch *e)
+{
+    duro__turn *t = e->turn;
+    for (size_t i = 0; i < t->delta_count; i++) {
+        duro_event *ev = &t->delta[i];
+        own(e, &ev->name);
+        own(e, &ev->version);
+        own(e, &ev->payload);
+        own(e, &ev->error);
+        own(e, &ev->reason);
+        own(e, &ev->requested_by);
+        own(e, &ev->ref_instance);
+    }
+    for (size_t i = 0; i < t->worker_count; i++)
+        own_item(e, &t->worker_items[i]);
+    for (size_t i = 0; i < t->outbound_count; i++)
+        own_item(e, &t->outbound[i].item);
+    for (size_t i = 0; i < t->cancelled_count; i++)
+        own(e, &t->cancelled[i].instance_id);
+    own(e, &t->meta.name);
+    own(e, &t->meta.version);
+    own(e, &t->meta.output);
+    own(e, &t->meta.error);
+    own(e, &t->meta.custom_status);
+    own(e, &t->meta.parent_instance);
+}
+
 static void fill_meta(duro_orch *e)
 {
     duro__turn *t = e->turn;
@@ -1161,6 +1268,7 @@ static void fill_meta(duro_orch *e)
         t->meta.custom_status_set = 1;
         e->custom_status_dirty = 0;
     }
+    own_turn_strings(e);
 }
 
 static int begin_execution(duro_orch *e, const duro__turn_input *in)
@@ -1208,6 +1316,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     e->replay = in->history;
     e->replay_count = in->history_count;
     e->replay_pos = 0;
+    e->leftover_count = 0;
     out->status = DURO_STATUS_RUNNING;
     if (in->history_count > 0 &&
         in->history[0].event_id != e->tracker.count + 1)
@@ -1260,6 +1369,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
         if (rc != DURO_OK)
             return rc;
         e->code_started = 1;
+        e->replay_segment = in->history_count > 0;
         resume_code(e);
     }
     while (!e->nondet && !e->oom && e->replay_pos < e->replay_count) {
@@ -1284,8 +1394,10 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
         }
         e->replay_pos++;
         consume_input(e, h);
+        e->replay_segment = 1;
         resume_code(e);
     }
+    e->replay_segment = 0;
     if (e->oom)
         return DURO_NOMEM;
     if (e->nondet) {
@@ -1299,14 +1411,31 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
         fill_meta(e);
         return DURO_OK;
     }
-    for (size_t i = 0; i < in->message_count && !e->code_done && !e->oom; i++) {
-        duro_event ev, stored;
-        if (!message_event(e, &in->messages[i], &ev))
-            continue;
-        if (!push_delta(e, &ev, &stored))
-            break;
-        consume_input(e, &stored);
-        resume_code(e);
+    /* A new execution takes events carried over from the previous one
+     * first, then the rest of the batch in order. */
+    int carried_first =
+        in->start != NULL && in->start->kind == DURO_WORK_CONTINUE_AS_NEW;
+    for (int pass = carried_first ? 0 : 1; pass < 2; pass++) {
+        for (size_t i = 0; i < in->message_count && !e->oom; i++) {
+            const duro_work_item *m = &in->messages[i];
+            int carried = carried_first &&
+                          m->kind == DURO_WORK_EXTERNAL_EVENT &&
+                          (m->flags & DURO_EVENT_CARRIED);
+            if (carried != (pass == 0))
+                continue;
+            if (e->code_done) {
+                if (m->kind == DURO_WORK_EXTERNAL_EVENT)
+                    note_leftover(e, m);
+                continue;
+            }
+            duro_event ev, stored;
+            if (!message_event(e, m, &ev))
+                continue;
+            if (!push_delta(e, &ev, &stored))
+                break;
+            consume_input(e, &stored);
+            resume_code(e);
+        }
     }
     if (e->oom)
         return DURO_NOMEM;
@@ -1678,7 +1807,7 @@ int duro_is_replaying(duro_orch *o)
 {
     if (!on_fiber(o))
         return 0;
-    return o->replay_pos < o->replay_count;
+    return o->replay_segment || o->replay_pos < o->replay_count;
 }
 
 void duro_log(duro_orch *o, int level, const char *fmt, ...)

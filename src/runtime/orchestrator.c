@@ -215,10 +215,26 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
                          .meta = &turn->meta,
                          .cancelled_activities = turn->cancelled,
                          .cancelled_activity_count = turn->cancelled_count};
+    /* The turn's output owns its strings, so the engine can go back into the
+     * cache now: the next turn of this instance may be fetched by another
+     * thread the moment the ack releases the lock, and must find it there.
+     * If the ack fails, the engine (ahead of the store) is taken back out;
+     * should another thread already hold it, the mismatch of event counts
+     * makes that thread replay instead. */
+    int terminal = duro__engine_terminal(e) || fn == NULL;
+    const char *instance = c->item->instance_id;
+    if (terminal) {
+        duro__engine_destroy(e);
+    } else {
+        duro__cache_put(rt->cache, e);
+    }
+    e = NULL;
     duro_error err;
     rc = c->p->ack_orchestration_item(c->p, c->item->lock_token, &ack, &err);
     if (rc != DURO_OK) {
-        duro__engine_destroy(e);
+        if (!terminal)
+            duro__engine_destroy(
+                duro__cache_take(rt->cache, instance, c->plan.execution_id));
         if (rc == DURO_HISTORY_LIMIT)
             return rc;
         if (rc == DURO_LOCK_LOST) {
@@ -252,10 +268,6 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
         duro__workers_cancel_local(rt, turn->cancelled, turn->cancel_reasons,
                                    turn->cancelled_count);
     }
-    if (duro__engine_terminal(e) || fn == NULL)
-        duro__engine_destroy(e);
-    else
-        duro__cache_put(rt->cache, e);
     return DURO_OK;
 }
 

@@ -13,6 +13,26 @@ endfunction()
 duro_runtime_test(test_smoke ${CMAKE_CURRENT_LIST_DIR}/test_smoke.c)
 duro_runtime_test(test_cancel ${CMAKE_CURRENT_LIST_DIR}/test_cancel.c)
 
+# Crash recovery: test_crash SIGKILLs crash_worker (a separate process on the
+# same SQLite file) at random instants, then checks results and history.
+# Not labelled tsan: the interesting process is killed, not raced.
+add_executable(crash_worker ${CMAKE_CURRENT_LIST_DIR}/crash_worker.c)
+target_link_libraries(crash_worker PRIVATE duro_static)
+target_compile_definitions(crash_worker PRIVATE _GNU_SOURCE)
+target_compile_options(crash_worker PRIVATE ${DURO_WARNINGS})
+duro_add_test(test_crash LABELS runtime TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_crash.c)
+target_link_libraries(test_crash PRIVATE duro_rt_util)
+target_compile_definitions(test_crash PRIVATE
+  CRASH_WORKER_PATH="$<TARGET_FILE:crash_worker>")
+add_dependencies(test_crash crash_worker)
+duro_runtime_test(test_orch_api ${CMAKE_CURRENT_LIST_DIR}/test_orch_api.c)
+duro_runtime_test(test_orch_context ${CMAKE_CURRENT_LIST_DIR}/test_orch_context.c)
+duro_runtime_test(test_orch_replay ${CMAKE_CURRENT_LIST_DIR}/test_orch_replay.c)
 duro_runtime_test(test_cancel_faults ${CMAKE_CURRENT_LIST_DIR}/test_cancel_faults.c
                   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
 target_include_directories(test_cancel_faults PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
+duro_runtime_test(test_orch_faults ${CMAKE_CURRENT_LIST_DIR}/test_orch_faults.c
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
+target_include_directories(test_orch_faults PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)

@@ -211,6 +211,15 @@ static int configure_writer(duro__sqlite_provider *p, duro__sqlite_conn *c,
 {
     static const char *const sync_names[] = {"OFF", "NORMAL", "FULL", "EXTRA"};
     if (!p->cfg.memory) {
+        /* 2 KiB pages for a new database (an existing one keeps its own):
+         * a turn dirties a page or two in each of several tables and
+         * indexes, and every dirty page goes to the WAL whole, so smaller
+         * pages roughly halve the bytes written per commit compared with
+         * 4 KiB; rows of up to ~490 bytes still fit in a page. */
+        int prc =
+            exec_sql(c, "PRAGMA page_size = 2048", "open: page_size", err);
+        if (prc != DURO_OK)
+            return prc;
         /* The journal mode persists in the file; WAL lets the readers run
          * beside the one writer. */
         sqlite3_stmt *s = NULL;
@@ -236,6 +245,15 @@ static int configure_writer(duro__sqlite_provider *p, duro__sqlite_conn *c,
             return err->code;
         }
         sqlite3_finalize(s);
+    }
+    /* Checkpoint every 10,000 WAL pages (~20 MB) instead of 1,000: hot
+     * queue and index pages are copied back once per checkpoint however
+     * often they changed, and each checkpoint costs an fsync. */
+    if (!p->cfg.memory) {
+        int crc = exec_sql(c, "PRAGMA wal_autocheckpoint = 10000",
+                           "open: wal_autocheckpoint", err);
+        if (crc != DURO_OK)
+            return crc;
     }
     char sql[64];
     snprintf(sql, sizeof(sql), "PRAGMA synchronous = %s",

@@ -322,8 +322,11 @@ duro__sqlite_conn *duro__sqlite_reader_acquire(duro__sqlite_provider *p);
 void duro__sqlite_reader_release(duro__sqlite_provider *p,
                                  duro__sqlite_conn *c);
 
-/* Wakes wait_for_work on `queue` (after a commit). */
-void duro__sqlite_signal(duro__sqlite_provider *p, duro_queue queue);
+/* Wakes wait_for_work on `queue` after a commit that made `items` items
+ * fetchable: one waiter per item (all waiters when items > 1), so idle
+ * threads do not stampede for one item. */
+void duro__sqlite_signal(duro__sqlite_provider *p, duro_queue queue,
+                         size_t items);
 /* Records the wake generation of `queue` before a fetch, so a wait after an
  * empty fetch notices work committed in between. */
 void duro__sqlite_note_fetch(duro__sqlite_provider *p, duro_queue queue);

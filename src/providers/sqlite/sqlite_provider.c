@@ -122,14 +122,18 @@ void duro__sqlite_note_fetch(duro__sqlite_provider *p, duro_queue queue)
     fetch_seen.valid[queue] = 1;
 }
 
-void duro__sqlite_signal(duro__sqlite_provider *p, duro_queue queue)
+void duro__sqlite_signal(duro__sqlite_provider *p, duro_queue queue,
+                         size_t items)
 {
     notifier *n = p->notifier;
-    if (n == NULL)
+    if (n == NULL || items == 0)
         return;
     pthread_mutex_lock(&n->lock);
     atomic_fetch_add(&n->generation[queue], 1);
-    pthread_cond_broadcast(&n->cond[queue]);
+    if (items == 1)
+        pthread_cond_signal(&n->cond[queue]);
+    else
+        pthread_cond_broadcast(&n->cond[queue]);
     pthread_mutex_unlock(&n->lock);
 }
 

@@ -1025,10 +1025,9 @@ int duro__sqlite_ack_orchestration_item(duro_provider *base,
     }
     if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK)
         return rc;
-    if (ack->worker_item_count > 0)
-        duro__sqlite_signal(p, DURO_QUEUE_WORKER);
-    if (ack->orchestrator_item_count > 0 || queued)
-        duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR);
+    duro__sqlite_signal(p, DURO_QUEUE_WORKER, ack->worker_item_count);
+    duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR,
+                        ack->orchestrator_item_count + (queued ? 1 : 0));
     return DURO_OK;
 }
 
@@ -1075,7 +1074,7 @@ int duro__sqlite_abandon_orchestration_item(duro_provider *base,
     }
     if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK)
         return rc;
-    duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR);
+    duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, 1);
     return DURO_OK;
 }
 
@@ -1181,7 +1180,7 @@ int duro__sqlite_enqueue_for_orchestrator(duro_provider *base,
     }
     if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK)
         return rc;
-    duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR);
+    duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, 1);
     return DURO_OK;
 }
 
@@ -1318,7 +1317,7 @@ int duro__sqlite_ack_work_item(duro_provider *base, const char *lock_token,
     if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK)
         return rc;
     if (completion != NULL && !skip)
-        duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR);
+        duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, 1);
     return DURO_OK;
 }
 
@@ -1359,6 +1358,6 @@ int duro__sqlite_abandon_work_item(duro_provider *base, const char *lock_token,
     }
     if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK)
         return rc;
-    duro__sqlite_signal(p, DURO_QUEUE_WORKER);
+    duro__sqlite_signal(p, DURO_QUEUE_WORKER, 1);
     return DURO_OK;
 }

@@ -1,0 +1,504 @@
+/* orch_bench.c - end-to-end throughput and latency of orchestrations on a
+ * real runtime (default options) and a fresh SQLite file in WAL mode: many
+ * short chains at once, one wide fan-out, one long sequential chain. Each
+ * workload runs in its own forked process so its peak RSS is its own.
+ * Prints one JSON object per line. Not a timed test: CTest runs it once with
+ * a tiny N as a smoke test.
+ *
+ * orch_bench [--workload chain|fanout|long|all] [--n N] [--url sqlite:PATH]
+ *
+ * Methods (see bench/RESULTS.md):
+ *  chain   N instances (default 1000), each 5 sequential no-op activities.
+ *          All N are started through the client first, then the runtime is
+ *          started and the clock runs from duro_runtime_start() until the
+ *          runtime's completed-orchestrations counter reaches N (polled every
+ *          millisecond). orch_per_s = N / wall, act_per_s = 5N / wall.
+ *          p50/p99 latency per instance comes from its history: timestamp of
+ *          the terminal event minus that of OrchestrationStarted (both are
+ *          "when the turn that wrote it began", ms resolution), so it excludes
+ *          the time an instance waited in the queue for its first turn.
+ *  fanout  one instance joining N (default 1000) no-op activities; wall time
+ *          from duro_client_start() (runtime already running) to completion.
+ *  long    one instance of N (default 2000) sequential no-op activities.
+ *          Each activity records when it began (CLOCK_MONOTONIC, ns); the
+ *          interval between consecutive activities is one full step (the turn
+ *          that consumes a completion and schedules the next activity, plus
+ *          the activity's round trip). first_turn_ms / last_turn_ms are the
+ *          mean of the first and last `window` (100) intervals.
+ *  peak_rss_kb is getrusage(RUSAGE_SELF).ru_maxrss of the workload's process
+ *  at its end. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "duro.h"
+
+#define CHAIN_STEPS 5
+#define LONG_WINDOW 100
+#define DEADLINE_MS 600000 /* a workload that takes longer is broken */
+
+static const char *provider_name = "sqlite";
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static double ms_since(int64_t t0_ns)
+{
+    return (double)(mono_ns() - t0_ns) / 1e6;
+}
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000,
+                          .tv_nsec = (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "orch_bench: %s: %s (%s)\n", what, duro_errname(rc),
+            duro_errmsg());
+    exit(1);
+}
+
+#define MUST(what, expr)                                                       \
+    do {                                                                       \
+        int rc_ = (expr);                                                      \
+        if (rc_ != DURO_OK)                                                    \
+            die(what, rc_);                                                    \
+    } while (0)
+
+static long peak_rss_kb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+/* ---- user code ----------------------------------------------------------- */
+
+static int act_noop(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)a;
+    (void)in;
+    (void)out;
+    return DURO_OK;
+}
+
+/* long: records when activity number `in` began. */
+static int64_t *step_began_ns;
+static long step_count;
+
+static int act_stamp(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)a;
+    (void)out;
+    long i = strtol(in ? in : "-1", NULL, 10);
+    if (i >= 0 && i < step_count)
+        step_began_ns[i] = mono_ns();
+    return DURO_OK;
+}
+
+static int orch_chain(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    for (int i = 0; i < CHAIN_STEPS; i++) {
+        duro_task *t = duro_call_activity(o, "Noop", NULL);
+        if (duro_await(o, t) != DURO_OK)
+            return duro_fail(out, duro_task_error(t));
+    }
+    return DURO_OK;
+}
+
+/* The task array lives on the fiber's stack (8 bytes a task; the default
+ * stack is 256 KiB): orchestration code must not hold heap memory across an
+ * await, and memory shared between engines is unsafe because a runtime may
+ * briefly hold two engines of one instance (see bench/RESULTS.md). */
+#define FANOUT_MAX 8192
+
+static int orch_fanout(duro_orch *o, const char *in, duro_result *out)
+{
+    duro_task *tasks[FANOUT_MAX];
+    long n = in ? strtol(in, NULL, 10) : 0;
+    if (n < 1 || n > FANOUT_MAX)
+        return duro_fail(out, "fan-out width out of range");
+    for (long i = 0; i < n; i++)
+        tasks[i] = duro_call_activity(o, "Noop", NULL);
+    if (duro_join_n(o, tasks, (size_t)n) != DURO_OK)
+        return duro_fail(out, "a fanned-out activity failed");
+    return DURO_OK;
+}
+
+static int orch_long(duro_orch *o, const char *in, duro_result *out)
+{
+    long n = in ? strtol(in, NULL, 10) : 0;
+    for (long i = 0; i < n; i++) {
+        duro_task *t =
+            duro_call_activity(o, "Stamp", duro_sprintf(o, "%ld", i));
+        if (duro_await(o, t) != DURO_OK)
+            return duro_fail(out, duro_task_error(t));
+    }
+    return DURO_OK;
+}
+
+/* ---- harness ------------------------------------------------------------- */
+
+typedef struct bench_env {
+    duro_registry *reg;
+    duro_runtime *rt;
+    duro_client *client;
+} bench_env;
+
+static void env_init(bench_env *e, const char *url)
+{
+    memset(e, 0, sizeof(*e));
+    MUST("registry_create", duro_registry_create(&e->reg));
+    MUST("add Noop",
+         duro_registry_add_activity(e->reg, "Noop", act_noop, NULL));
+    MUST("add Stamp",
+         duro_registry_add_activity(e->reg, "Stamp", act_stamp, NULL));
+    MUST("add Chain", duro_registry_add_orchestration(e->reg, "Chain", NULL,
+                                                      orch_chain, NULL));
+    MUST("add Fanout", duro_registry_add_orchestration(e->reg, "Fanout", NULL,
+                                                       orch_fanout, NULL));
+    MUST("add Long", duro_registry_add_orchestration(e->reg, "Long", NULL,
+                                                     orch_long, NULL));
+    duro_runtime_options o;
+    duro_runtime_options_init(&o); /* the defaults are what is measured */
+    MUST("runtime_create", duro_runtime_create(url, e->reg, &o, &e->rt));
+    MUST("client_create", duro_client_create(url, &e->client));
+}
+
+static void env_done(bench_env *e)
+{
+    MUST("runtime_shutdown", duro_runtime_shutdown(e->rt, 10000));
+    duro_runtime_destroy(e->rt);
+    duro_client_destroy(e->client);
+    duro_registry_destroy(e->reg);
+}
+
+/* Waits until the runtime has completed `n` orchestrations (polled every
+ * millisecond); exits on failures or after DEADLINE_MS. */
+static void wait_completed(duro_runtime *rt, uint64_t n)
+{
+    int64_t t0 = mono_ns();
+    for (;;) {
+        duro_metrics m;
+        duro_runtime_metrics(rt, &m);
+        if (m.orchestrations_failed + m.orchestrations_cancelled > 0) {
+            fprintf(stderr, "orch_bench: %llu orchestration(s) failed\n",
+                    (unsigned long long)m.orchestrations_failed);
+            exit(1);
+        }
+        if (m.orchestrations_completed >= n)
+            return;
+        if (ms_since(t0) > DEADLINE_MS) {
+            fprintf(stderr, "orch_bench: %llu of %llu completed after %d s\n",
+                    (unsigned long long)m.orchestrations_completed,
+                    (unsigned long long)n, DEADLINE_MS / 1000);
+            exit(1);
+        }
+        sleep_ms(1);
+    }
+}
+
+/* Confirms completion through the client (the store, not the counter). */
+static void expect_completed(duro_client *c, const char *id)
+{
+    duro_instance_info *info = NULL;
+    MUST("get_status", duro_client_get_status(c, id, &info));
+    if (info->status != DURO_STATUS_COMPLETED) {
+        fprintf(stderr, "orch_bench: %s is %s (%s)\n", id,
+                duro_status_name(info->status), info->error ? info->error : "");
+        exit(1);
+    }
+    duro_free(info);
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted values. */
+static double percentile(const double *sorted, long n, double p)
+{
+    long rank = (long)(p / 100.0 * (double)n + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    return sorted[rank - 1];
+}
+
+/* ---- workloads ----------------------------------------------------------- */
+
+static void bench_chain(const char *url, long n)
+{
+    bench_env e;
+    env_init(&e, url);
+    char id[64];
+    int64_t t_enqueue = mono_ns();
+    for (long i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "chain-%ld", i);
+        MUST("client_start",
+             duro_client_start(e.client, id, "Chain", NULL, NULL));
+    }
+    double enqueue_ms = ms_since(t_enqueue);
+    int64_t t0 = mono_ns();
+    MUST("runtime_start", duro_runtime_start(e.rt));
+    wait_completed(e.rt, (uint64_t)n);
+    double wall_ms = ms_since(t0);
+    duro_metrics m;
+    duro_runtime_metrics(e.rt, &m);
+
+    double *lat = calloc((size_t)n, sizeof(*lat));
+    if (lat == NULL)
+        die("calloc", DURO_NOMEM);
+    for (long i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "chain-%ld", i);
+        expect_completed(e.client, id);
+        duro_history *h = NULL;
+        MUST("read_history", duro_client_read_history(e.client, id, 0, &h));
+        if (h->count < 2 ||
+            h->events[0].kind != DURO_EVENT_ORCHESTRATION_STARTED ||
+            h->events[h->count - 1].kind !=
+                DURO_EVENT_ORCHESTRATION_COMPLETED) {
+            fprintf(stderr, "orch_bench: unexpected history for %s\n", id);
+            exit(1);
+        }
+        lat[i] = (double)(h->events[h->count - 1].timestamp_ms -
+                          h->events[0].timestamp_ms);
+        duro_history_free(h);
+    }
+    qsort(lat, (size_t)n, sizeof(*lat), compare_double);
+    double p50 = percentile(lat, n, 50), p99 = percentile(lat, n, 99);
+    free(lat);
+    env_done(&e);
+    printf("{\"bench\":\"orch\",\"workload\":\"chain\",\"provider\":\"%s\","
+           "\"n\":%ld,\"activities\":%ld,\"orch_per_s\":%.1f,"
+           "\"act_per_s\":%.1f,\"p50_ms\":%.1f,\"p99_ms\":%.1f,"
+           "\"wall_ms\":%.1f,\"enqueue_ms\":%.1f,\"turns\":%llu,"
+           "\"peak_rss_kb\":%ld}\n",
+           provider_name, n, n * CHAIN_STEPS, (double)n * 1000.0 / wall_ms,
+           (double)(n * CHAIN_STEPS) * 1000.0 / wall_ms, p50, p99, wall_ms,
+           enqueue_ms, (unsigned long long)m.turns, peak_rss_kb());
+}
+
+static void bench_fanout(const char *url, long n)
+{
+    bench_env e;
+    env_init(&e, url);
+    MUST("runtime_start", duro_runtime_start(e.rt));
+    char input[32];
+    snprintf(input, sizeof(input), "%ld", n);
+    int64_t t0 = mono_ns();
+    MUST("client_start",
+         duro_client_start(e.client, "fanout", "Fanout", input, NULL));
+    wait_completed(e.rt, 1);
+    double wall_ms = ms_since(t0);
+    duro_metrics m;
+    duro_runtime_metrics(e.rt, &m);
+    expect_completed(e.client, "fanout");
+    env_done(&e);
+    printf("{\"bench\":\"orch\",\"workload\":\"fanout\",\"provider\":\"%s\","
+           "\"n\":%ld,\"act_per_s\":%.1f,\"wall_ms\":%.1f,\"turns\":%llu,"
+           "\"peak_rss_kb\":%ld}\n",
+           provider_name, n, (double)n * 1000.0 / wall_ms, wall_ms,
+           (unsigned long long)m.turns, peak_rss_kb());
+}
+
+/* Mean interval between the starts of activities [from, from + count]. */
+static double mean_step_ms(long from, long count)
+{
+    return (double)(step_began_ns[from + count] - step_began_ns[from]) /
+           (double)count / 1e6;
+}
+
+/* Median of the `count` intervals after activity `from`. */
+static double median_step_ms(long from, long count)
+{
+    double *d = calloc((size_t)count, sizeof(*d));
+    if (d == NULL)
+        die("calloc", DURO_NOMEM);
+    for (long i = 0; i < count; i++)
+        d[i] = (double)(step_began_ns[from + i + 1] - step_began_ns[from + i]) /
+               1e6;
+    qsort(d, (size_t)count, sizeof(*d), compare_double);
+    double m = percentile(d, count, 50);
+    free(d);
+    return m;
+}
+
+/* The longest interval between two consecutive activities. */
+static double max_step_ms(long n)
+{
+    double m = 0;
+    for (long i = 0; i + 1 < n; i++) {
+        double d = (double)(step_began_ns[i + 1] - step_began_ns[i]) / 1e6;
+        if (d > m)
+            m = d;
+    }
+    return m;
+}
+
+static void bench_long(const char *url, long n)
+{
+    step_count = n;
+    step_began_ns = calloc((size_t)n, sizeof(*step_began_ns));
+    if (step_began_ns == NULL)
+        die("calloc", DURO_NOMEM);
+    bench_env e;
+    env_init(&e, url);
+    MUST("runtime_start", duro_runtime_start(e.rt));
+    char input[32];
+    snprintf(input, sizeof(input), "%ld", n);
+    int64_t t0 = mono_ns();
+    MUST("client_start",
+         duro_client_start(e.client, "long", "Long", input, NULL));
+    wait_completed(e.rt, 1);
+    double wall_ms = ms_since(t0);
+    duro_metrics m;
+    duro_runtime_metrics(e.rt, &m);
+    expect_completed(e.client, "long");
+    env_done(&e); /* joins the worker threads: the stamps are complete */
+    long window = (n - 1) / 2 < LONG_WINDOW ? (n - 1) / 2 : LONG_WINDOW;
+    double first = 0, last = 0, first_p50 = 0, last_p50 = 0;
+    if (window > 0) {
+        first = mean_step_ms(0, window);
+        last = mean_step_ms(n - 1 - window, window);
+        first_p50 = median_step_ms(0, window);
+        last_p50 = median_step_ms(n - 1 - window, window);
+    }
+    double max_ms = max_step_ms(n);
+    free(step_began_ns);
+    step_began_ns = NULL;
+    printf("{\"bench\":\"orch\",\"workload\":\"long\",\"provider\":\"%s\","
+           "\"n\":%ld,\"act_per_s\":%.1f,\"wall_ms\":%.1f,"
+           "\"first_turn_ms\":%.3f,\"last_turn_ms\":%.3f,\"window\":%ld,"
+           "\"first_turn_p50_ms\":%.3f,\"last_turn_p50_ms\":%.3f,"
+           "\"max_turn_ms\":%.3f,\"turns\":%llu,\"replays\":%llu,"
+           "\"peak_rss_kb\":%ld}\n",
+           provider_name, n, (double)n * 1000.0 / wall_ms, wall_ms, first, last,
+           window, first_p50, last_p50, max_ms, (unsigned long long)m.turns,
+           (unsigned long long)m.replays, peak_rss_kb());
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: orch_bench [--workload chain|fanout|long|all] "
+                    "[--n N] [--url sqlite:PATH]\n");
+    exit(2);
+}
+
+/* Runs one workload in a child process on its own database file (or on the
+ * given URL); returns 0 when it succeeded. */
+static int run_child(const char *workload, const char *url_arg, const char *dir,
+                     long n)
+{
+    char url[600];
+    if (url_arg != NULL)
+        snprintf(url, sizeof(url), "%s", url_arg);
+    else
+        snprintf(url, sizeof(url), "sqlite:%s/%s.db", dir, workload);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        return 1;
+    }
+    if (pid == 0) {
+        if (strcmp(workload, "chain") == 0)
+            bench_chain(url, n > 0 ? n : 1000);
+        else if (strcmp(workload, "fanout") == 0)
+            bench_fanout(url, n > 0 ? n : 1000);
+        else
+            bench_long(url, n > 0 ? n : 2000);
+        /* exit(), not _exit(): LeakSanitizer checks the child at exit */
+        exit(0);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "orch_bench: workload %s failed (status 0x%x)\n",
+                workload, status);
+        return 1;
+    }
+    return 0;
+}
+
+static void remove_db(const char *dir, const char *workload)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    char path[600];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s.db%s", dir, workload, suffixes[i]);
+        unlink(path);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *workload = "all";
+    const char *url = NULL;
+    long n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 >= argc)
+            usage();
+        if (strcmp(argv[i], "--workload") == 0)
+            workload = argv[++i];
+        else if (strcmp(argv[i], "--n") == 0)
+            n = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--url") == 0)
+            url = argv[++i];
+        else
+            usage();
+    }
+    static const char *const workloads[] = {"chain", "fanout", "long"};
+    int all = strcmp(workload, "all") == 0;
+    int known = all;
+    for (int i = 0; i < 3; i++)
+        known |= strcmp(workload, workloads[i]) == 0;
+    if (!known || n < 0 ||
+        (n > FANOUT_MAX && (all || strcmp(workload, "fanout") == 0))) {
+        if (n > FANOUT_MAX)
+            fprintf(stderr, "orch_bench: fanout supports --n up to %d\n",
+                    FANOUT_MAX);
+        usage();
+    }
+    if (url != NULL && strncmp(url, "sqlite:", 7) != 0)
+        provider_name = "other";
+
+    char dir[256] = "";
+    if (url == NULL) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof(dir), "%s/orch-bench-XXXXXX",
+                 tmp != NULL ? tmp : "/tmp");
+        if (mkdtemp(dir) == NULL) {
+            perror("mkdtemp");
+            return 1;
+        }
+    }
+    int failed = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!all && strcmp(workload, workloads[i]) != 0)
+            continue;
+        failed |= run_child(workloads[i], url, dir, n);
+        if (dir[0] != '\0')
+            remove_db(dir, workloads[i]);
+    }
+    if (dir[0] != '\0')
+        rmdir(dir);
+    return failed;
+}
