@@ -32,11 +32,13 @@ DURO_API int duro_ok(duro_result *out, const char *output);
  * @return DURO_FAILED. @note Only inside the callback. */
 DURO_API int duro_fail(duro_result *out, const char *message);
 
-/** Failure with an explicit duro_category. @return DURO_FAILED. */
+/** Failure with an explicit duro_category. @return DURO_FAILED.
+ * @note Only inside the callback that received @p out. */
 DURO_API int duro_fail_with(duro_result *out, int category,
                             const char *message);
 
-/** printf-style duro_fail(). @return DURO_FAILED. */
+/** printf-style duro_fail(). @return DURO_FAILED.
+ * @note Only inside the callback that received @p out. */
 DURO_API int duro_failf(duro_result *out, const char *fmt, ...)
     DURO_PRINTF(2, 3);
 
@@ -70,19 +72,22 @@ typedef int (*duro_activity_fn)(duro_activity *a, const char *input,
 /** A new empty registry; free with duro_registry_destroy().
  * @note Any thread; a registry is used by one thread at a time. */
 DURO_API int duro_registry_create(duro_registry **out);
+/** @note One thread at a time per registry. */
 DURO_API void duro_registry_destroy(duro_registry *r); /* NULL ok */
 
 /** Registers orchestration @p name at @p version (NULL or "" = the default
  * version "") with a user pointer reachable through duro_orch_user().
  * Starting without a version picks the highest version registered
  * (strverscmp order). DURO_ALREADY_EXISTS for a duplicate (name, version),
- * DURO_INVALID for an empty name. Strings are copied. */
+ * DURO_INVALID for an empty name. Strings are copied.
+ * @note One thread at a time per registry. */
 DURO_API int duro_registry_add_orchestration(duro_registry *r, const char *name,
                                              const char *version,
                                              duro_orchestration_fn fn,
                                              void *user);
 
-/** Registers activity @p name. DURO_ALREADY_EXISTS for a duplicate name. */
+/** Registers activity @p name. DURO_ALREADY_EXISTS for a duplicate name.
+ * @note One thread at a time per registry. */
 DURO_API int duro_registry_add_activity(duro_registry *r, const char *name,
                                         duro_activity_fn fn, void *user);
 
@@ -95,7 +100,8 @@ DURO_API int duro_registry_add_activity(duro_registry *r, const char *name,
  * orchestration function returns.
  * ======================================================================== */
 
-/** Schedules activity @p name with @p input (copied; NULL allowed). */
+/** Schedules activity @p name with @p input (copied; NULL allowed).
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_call_activity(duro_orch *o, const char *name,
                                        const char *input);
 
@@ -123,54 +129,63 @@ DURO_API void duro_retry_policy_init(duro_retry_policy *p);
 
 /** Schedules an activity retried under @p policy (copied). Only application
  * and timeout failures are retried. The task fails with the last attempt's
- * error, or with category timeout when a timeout ends it. */
+ * error, or with category timeout when a timeout ends it.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *
 duro_call_activity_with_retry(duro_orch *o, const char *name, const char *input,
                               const duro_retry_policy *policy);
 
-/** A durable timer firing @p delay_ms after duro_now(o). */
+/** A durable timer firing @p delay_ms after duro_now(o).
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_timer(duro_orch *o, int64_t delay_ms);
 
 /** Waits for external event @p name. Events raised before anyone waits are
  * kept in order and matched to waits in order: the n-th wait for a name
  * receives the n-th event of that name not yet consumed. The output is the
- * event's payload. */
+ * event's payload.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_wait_event(duro_orch *o, const char *name);
 
 /** Starts child orchestration @p name (@p version NULL = default) with id
  * @p instance_id (NULL: "<parent id>:<execution id>:<event id>",
  * deterministic and unique across continue-as-new) and returns a task that
- * completes with the child. Cancelling the parent cancels it. */
+ * completes with the child. Cancelling the parent cancels it.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
                                                 const char *version,
                                                 const char *instance_id,
                                                 const char *input);
 
 /** Starts an independent orchestration, fire-and-forget: nothing comes back
- * and it is not cancelled with this one. @return DURO_OK or DURO_MISUSE. */
+ * and it is not cancelled with this one. @return DURO_OK or DURO_MISUSE.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_start_orchestration(duro_orch *o, const char *name,
                                       const char *version,
                                       const char *instance_id,
                                       const char *input);
 
 /** Suspends until @p t is done. @return DURO_OK when it succeeded,
- * DURO_FAILED when it failed, DURO_CANCELLED when it was cancelled. */
+ * DURO_FAILED when it failed, DURO_CANCELLED when it was cancelled.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_await(duro_orch *o, duro_task *t);
 
 /** Suspends until the first of @p tasks is done, returns it, and cancels
  * every other one (activities and children durably; timers and event waits
  * are dropped). The winner is decided by the order of history, never by
- * wall-clock or polling order. NULL when n is 0. */
+ * wall-clock or polling order. NULL when n is 0.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_select_n(duro_orch *o, duro_task *const *tasks,
                                   size_t n);
 
-/** Like duro_select_n() but leaves the other tasks running. */
+/** Like duro_select_n() but leaves the other tasks running.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_wait_any_n(duro_orch *o, duro_task *const *tasks,
                                     size_t n);
 
 /** Suspends until every task is done. @return DURO_OK when all succeeded,
  * otherwise the duro_await() code of the first (in argument order) that did
- * not. Results are read per task, in order. */
+ * not. Results are read per task, in order.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n);
 
 #define DURO__TASKS(...) ((duro_task *const[]){__VA_ARGS__})
@@ -188,61 +203,79 @@ DURO_API int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n);
 
 /** Abandons @p t: an activity or child still outstanding is cancelled
  * durably (reason "task_cancelled"); a timer or event wait is dropped. The
- * task then reports DURO_CANCELLED. Done tasks are left as they are. */
+ * task then reports DURO_CANCELLED. Done tasks are left as they are.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API void duro_cancel_task(duro_orch *o, duro_task *t);
 
-/** 1 when the task is done (succeeded, failed or cancelled). */
+/** 1 when the task is done (succeeded, failed or cancelled).
+ * @note Only inside the orchestration function that created the task. */
 DURO_API int duro_task_done(const duro_task *t);
-/** 1 when the task failed or was cancelled. */
+/** 1 when the task failed or was cancelled.
+ * @note Only inside the orchestration function that created the task. */
 DURO_API int duro_task_failed(const duro_task *t);
-/** Output of a succeeded task; NULL otherwise. Borrowed from the context. */
+/** Output of a succeeded task; NULL otherwise. Borrowed from the context.
+ * @note Only inside the orchestration function that created the task. */
 DURO_API const char *duro_task_output(const duro_task *t);
-/** Error text of a failed task; NULL otherwise. Borrowed from the context. */
+/** Error text of a failed task; NULL otherwise. Borrowed from the context.
+ * @note Only inside the orchestration function that created the task. */
 DURO_API const char *duro_task_error(const duro_task *t);
-/** duro_category of a failed task, DURO_CATEGORY_NONE otherwise. */
+/** duro_category of a failed task, DURO_CATEGORY_NONE otherwise.
+ * @note Only inside the orchestration function that created the task. */
 DURO_API int duro_task_category(const duro_task *t);
 
 /** Ends this execution and starts the next one with @p input (copied) and a
  * fresh history; outstanding activities of this execution are cancelled and
  * external events it received but did not consume are carried over.
- * @return DURO_OK; use as `return duro_continue_as_new(o, out, next);` */
+ * @return DURO_OK; use as `return duro_continue_as_new(o, out, next);`
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_continue_as_new(duro_orch *o, duro_result *out,
                                   const char *input);
 
 /** Deterministic time: when the turn that recorded the latest history event
- * consumed so far began (ms since the epoch). Same value on replay. */
+ * consumed so far began (ms since the epoch). Same value on replay.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API int64_t duro_now(duro_orch *o);
 
-/** A deterministic GUID ("8-4-4-4-12" hex), the same on replay. Borrowed. */
+/** A deterministic GUID ("8-4-4-4-12" hex), the same on replay. Borrowed.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API const char *duro_new_guid(duro_orch *o);
 
 /** Sets the custom status (copied; NULL clears it), stored when the turn
- * commits and shown by duro_client_get_status(). */
+ * commits and shown by duro_client_get_status().
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API void duro_set_custom_status(duro_orch *o, const char *status);
 
-/** Logs through the runtime's sink, but never while replaying. */
+/** Logs through the runtime's sink, but never while replaying.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API void duro_log(duro_orch *o, int level, const char *fmt, ...)
     DURO_PRINTF(3, 4);
 
 /** @p size bytes of zeroed memory from the context's arena, for data that
  * must live across awaits (an array of tasks for a fan-out). Borrowed: valid
  * until the orchestration function returns; never free it. NULL when out of
- * memory or misused. */
+ * memory or misused.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API void *duro_orch_alloc(duro_orch *o, size_t size);
 
-/** printf into the context's arena; borrowed. */
+/** printf into the context's arena; borrowed.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API const char *duro_sprintf(duro_orch *o, const char *fmt, ...)
     DURO_PRINTF(2, 3);
 
+/** @note Only inside the orchestration function, on its fiber. */
 DURO_API const char *duro_instance_id(duro_orch *o);
+/** @note Only inside the orchestration function, on its fiber. */
 DURO_API uint64_t duro_execution_id(duro_orch *o);
+/** @note Only inside the orchestration function, on its fiber. */
 DURO_API const char *duro_input(duro_orch *o);
-/** 1 while the code is re-executing history recorded by an earlier turn. */
+/** 1 while the code is re-executing history recorded by an earlier turn.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_is_replaying(duro_orch *o);
 /** The user pointer given at registration. It is shared by every instance
  * and thread (and, briefly, by two engines of one instance when a lock is
  * lost): treat what it points to as read-only configuration, never as a
- * place to keep an instance's state. */
+ * place to keep an instance's state.
+ * @note Only inside the orchestration function, on its fiber. */
 DURO_API void *duro_orch_user(duro_orch *o);
 
 /* ========================================================================
@@ -252,16 +285,27 @@ DURO_API void *duro_orch_user(duro_orch *o);
  * ======================================================================== */
 
 DURO_API const char *duro_activity_instance_id(duro_activity *a);
+/** @note Inside the activity function, or a thread it started, while it runs.
+ */
 DURO_API uint64_t duro_activity_execution_id(duro_activity *a);
+/** @note Inside the activity function, or a thread it started, while it runs.
+ */
 DURO_API const char *duro_activity_name(duro_activity *a);
-/** The event id of the ActivityScheduled this run belongs to. */
+/** The event id of the ActivityScheduled this run belongs to.
+ * @note Inside the activity function, or a thread it started, while it runs. */
 DURO_API uint64_t duro_activity_id(duro_activity *a);
-/** Retry-policy attempt, 1 for the first (and for calls without policy). */
+/** Retry-policy attempt, 1 for the first (and for calls without policy).
+ * @note Inside the activity function, or a thread it started, while it runs. */
 DURO_API uint32_t duro_activity_attempt(duro_activity *a);
 /** How many times this scheduling was delivered to a worker, 1 normally;
- * more after a crash or an expired lock (at-least-once). */
+ * more after a crash or an expired lock (at-least-once).
+ * @note Inside the activity function, or a thread it started, while it runs. */
 DURO_API uint32_t duro_activity_delivery(duro_activity *a);
+/** @note Inside the activity function, or a thread it started, while it runs.
+ */
 DURO_API const char *duro_activity_input(duro_activity *a);
+/** @note Inside the activity function, or a thread it started, while it runs.
+ */
 DURO_API void *duro_activity_user(duro_activity *a);
 
 /* Cancellation of a running activity. duro cancels an activity when nobody
@@ -289,13 +333,17 @@ DURO_API int duro_activity_wait_cancelled(duro_activity *a, int64_t timeout_ms);
 DURO_API int duro_activity_cancel_fd(duro_activity *a);
 
 /** Why it was cancelled ("instance_cancelled", "select_loser", "lock_lost",
- * "shutdown", ...); NULL while not cancelled or when unknown. Borrowed. */
+ * "shutdown", ...); NULL while not cancelled or when unknown. Borrowed.
+ * @note Any thread. */
 DURO_API const char *duro_activity_cancel_reason(duro_activity *a);
 
 /** A new reference to the activity's token. @note Any thread. */
 DURO_API duro_cancel_token *duro_activity_cancel_token(duro_activity *a);
+/** @note Any thread. */
 DURO_API int duro_cancel_token_cancelled(duro_cancel_token *t);
+/** @note Any thread. */
 DURO_API int duro_cancel_token_wait(duro_cancel_token *t, int64_t timeout_ms);
+/** @note Any thread. */
 DURO_API int duro_cancel_token_fd(duro_cancel_token *t);
 /** Drops a reference; NULL is a no-op. @note Any thread. */
 DURO_API void duro_cancel_token_release(duro_cancel_token *t);
@@ -349,24 +397,30 @@ DURO_API int duro_runtime_create(const char *url, const duro_registry *reg,
                                  duro_runtime **out);
 
 /** Like duro_runtime_create() on an open provider, which stays the caller's
- * and must outlive the runtime. */
+ * and must outlive the runtime.
+ * @note One thread at a time per runtime. */
 DURO_API int duro_runtime_create_with_provider(duro_provider *p,
                                                const duro_registry *reg,
                                                const duro_runtime_options *opts,
                                                duro_runtime **out);
 
-/** Starts the dispatcher threads. DURO_INVALID_STATE when already started. */
+/** Starts the dispatcher threads. DURO_INVALID_STATE when already started.
+ * @note One thread at a time per runtime. */
 DURO_API int duro_runtime_start(duro_runtime *rt);
 
 /** Stops taking work and waits up to @p timeout_ms for in-flight work:
  * turns finish; activities that do not return in time get their tokens
  * fired (reason "shutdown") and their rows are abandoned back to the queue
  * so nothing is lost. @return DURO_OK, or DURO_TIMEOUT when activities had
- * to be abandoned. */
+ * to be abandoned.
+ * @note One thread at a time per runtime; never from an activity or
+ * orchestration of that runtime (DURO_MISUSE). */
 DURO_API int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms);
 
 /** Shuts down (if needed, with the grace period as deadline) and frees.
- * NULL is a no-op. */
+ * NULL is a no-op.
+ * @note One thread at a time per runtime; never from an activity or
+ * orchestration of that runtime (DURO_MISUSE). */
 DURO_API void duro_runtime_destroy(duro_runtime *rt);
 
 typedef struct duro_metrics {
@@ -397,10 +451,13 @@ DURO_API void duro_runtime_metrics(duro_runtime *rt, duro_metrics *out);
 
 typedef struct duro_client duro_client;
 
+/** @note Any thread. */
 DURO_API int duro_client_create(const char *url, duro_client **out);
-/** On an open provider, which stays the caller's and must outlive it. */
+/** On an open provider, which stays the caller's and must outlive it.
+ * @note Any thread. */
 DURO_API int duro_client_create_with_provider(duro_provider *p,
                                               duro_client **out);
+/** @note One thread, with no other call on the client running. */
 DURO_API void duro_client_destroy(duro_client *c); /* NULL ok */
 
 typedef struct duro_start_options {
@@ -410,59 +467,69 @@ typedef struct duro_start_options {
     int64_t delay_ms; /* start later */
 } duro_start_options;
 
+/** @note Any thread. */
 DURO_API void duro_start_options_init(duro_start_options *o);
 
 /** Creates instance @p instance_id of @p orchestration (Pending until its
  * first turn). DURO_ALREADY_EXISTS when the id exists (unless idempotent),
  * DURO_INVALID for an empty id or name, DURO_TOO_LARGE for oversized input.
  * Unknown orchestration names are noticed by the runtime (the instance fails
- * with a configuration error after its retries). @p opts may be NULL. */
+ * with a configuration error after its retries). @p opts may be NULL.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_start(duro_client *c, const char *instance_id,
                                const char *orchestration, const char *input,
                                const duro_start_options *opts);
 
 /** Raises external event @p name on a Pending or Running instance (events
  * raised before the orchestration waits are kept, see duro_wait_event()).
- * DURO_NOT_FOUND for an unknown instance, DURO_INVALID_STATE when finished. */
+ * DURO_NOT_FOUND for an unknown instance, DURO_INVALID_STATE when finished.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_raise_event(duro_client *c, const char *instance_id,
                                      const char *name, const char *payload);
 
 /** Requests cancellation with a reason and who asked (both may be NULL).
  * Cancelling a cancelled instance (or one with a cancel pending) is DURO_OK
  * and the first reason is kept; a completed or failed one is
- * DURO_INVALID_STATE and nothing changes; an unknown one DURO_NOT_FOUND. */
+ * DURO_INVALID_STATE and nothing changes; an unknown one DURO_NOT_FOUND.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_cancel(duro_client *c, const char *instance_id,
                                 const char *reason, const char *requested_by);
 
 /** Status of @p instance_id; status DURO_STATUS_NOT_FOUND (and DURO_OK) when
  * it does not exist. Continue-as-new chains report the latest execution.
- * Caller-owned: free with duro_free(). */
+ * Caller-owned: free with duro_free().
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_get_status(duro_client *c, const char *instance_id,
                                     duro_instance_info **out);
 
 /** Waits until the instance is Completed, Failed or Cancelled, or
  * @p timeout_ms passes (DURO_TIMEOUT; *out then holds the latest status).
- * Caller-owned *out: free with duro_free(). */
+ * Caller-owned *out: free with duro_free().
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_wait(duro_client *c, const char *instance_id,
                               int64_t timeout_ms, duro_instance_info **out);
 
 /** History of an execution (0: the current one). Free with
- * duro_history_free(). */
+ * duro_history_free().
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_read_history(duro_client *c, const char *instance_id,
                                       uint64_t execution_id,
                                       duro_history **out);
 
 /** Instances matching @p filter (NULL: all). Free with
- * duro_instance_list_free(). */
+ * duro_instance_list_free().
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_list(duro_client *c,
                               const duro_instance_filter *filter,
                               duro_instance_list **out);
 
-/** Deletes an instance and its children (a running one only with force). */
+/** Deletes an instance and its children (a running one only with force).
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_delete(duro_client *c, const char *instance_id,
                                 int force, size_t *deleted);
 
-/** Deletes all but the last @p keep_last executions of an instance. */
+/** Deletes all but the last @p keep_last executions of an instance.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_prune(duro_client *c, const char *instance_id,
                                uint64_t keep_last, size_t *pruned);
 

@@ -103,7 +103,8 @@ DURO_API const char *duro_status_name(int status);
  * @note Any thread. */
 DURO_API int duro_status_parse(const char *name);
 
-/** 1 when @p status is final (completed, failed, cancelled). */
+/** 1 when @p status is final (completed, failed, cancelled).
+ * @note Any thread. */
 DURO_API int duro_status_is_terminal(int status);
 
 typedef enum duro_log_level {

@@ -45,10 +45,14 @@ typedef struct duro_arena duro_arena;
 /** A new arena, NULL when out of memory. Free with duro_arena_destroy().
  * @note Any thread; an arena is used by one thread at a time. */
 DURO_API duro_arena *duro_arena_create(void);
-DURO_API void duro_arena_destroy(duro_arena *a); /* NULL is a no-op */
-/** Zeroed, 16-byte aligned memory owned by @p a; NULL when out of memory. */
+/** Frees the arena and everything in it; NULL is a no-op.
+ * @note One thread at a time per arena. */
+DURO_API void duro_arena_destroy(duro_arena *a);
+/** Zeroed, 16-byte aligned memory owned by @p a; NULL when out of memory.
+ * @note One thread at a time per arena. */
 DURO_API void *duro_arena_alloc(duro_arena *a, size_t size);
-/** A copy of @p s owned by @p a; NULL when @p s is NULL or out of memory. */
+/** A copy of @p s owned by @p a; NULL when @p s is NULL or out of memory.
+ * @note One thread at a time per arena. */
 DURO_API char *duro_arena_strdup(duro_arena *a, const char *s);
 
 /* ------------------------------------------------------------------------
@@ -273,6 +277,8 @@ typedef struct duro_history {
     size_t count;
 } duro_history;
 
+/** Free an item, a history or a list with everything in it; NULL is a
+ * no-op. @note One thread, after the last use of the item. */
 DURO_API void duro_orch_item_free(duro_orch_item *item);     /* NULL ok */
 DURO_API void duro_worker_item_free(duro_worker_item *item); /* NULL ok */
 DURO_API void duro_history_free(duro_history *h);            /* NULL ok */
@@ -284,7 +290,9 @@ typedef struct duro_instance_list {
     size_t count;
 } duro_instance_list;
 
-DURO_API void duro_instance_list_free(duro_instance_list *list); /* NULL ok */
+/** Frees the list and its infos; NULL is a no-op.
+ * @note One thread, after the last use of the list. */
+DURO_API void duro_instance_list_free(duro_instance_list *list);
 
 /* Lets a fetch skip history the caller already holds. The provider calls
  * cached_events() once per fetch, inside its fetch transaction, after it has
