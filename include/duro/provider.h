@@ -193,7 +193,8 @@ typedef struct duro_instance_info {
     int status;            /* duro_status of the current execution */
     uint64_t execution_id; /* current execution, 0 before the first */
     int64_t created_ms;
-    int64_t updated_ms;
+    int64_t updated_ms;        /* last change of status, output, error or
+                                  custom status (not every turn) */
     const char *output;        /* completed */
     const char *error;         /* failed: message; cancelled: reason */
     int category;              /* failed / cancelled: duro_category */
@@ -350,7 +351,7 @@ typedef enum duro_queue {
  * ids: 1024 bytes) fails DURO_TOO_LARGE. Such failures are not retryable and
  * change nothing. A token the provider never issued is DURO_LOCK_LOST. */
 
-#define DURO_PROVIDER_VERSION 1
+#define DURO_PROVIDER_VERSION 2
 
 typedef struct duro_provider duro_provider;
 
@@ -513,6 +514,30 @@ struct duro_provider {
      * once until wake(p, 0) resets it; wake(p, 1) is used at shutdown.
      * Never blocks. */
     void (*wake)(duro_provider *p, int sticky);
+
+    /* --- version 2 ------------------------------------------------------
+     * A dispatcher that acks one item usually fetches the next at once;
+     * doing both in one transaction halves the commits on the hot path.
+     * Callers fall back to the two separate calls when a provider's version
+     * is 1 or the pointer is NULL. */
+
+    /* ack_orchestration_item, then fetch_orchestration_item, as ONE
+     * transaction: when the ack fails nothing is fetched and nothing
+     * changes (the error is the ack's); otherwise *next is the next locked
+     * item (possibly the same instance, when messages arrived for it) or
+     * NULL. */
+    int (*ack_and_fetch_orchestration_item)(
+        duro_provider *p, const char *lock_token, const duro_orch_ack *ack,
+        int64_t lock_timeout_ms, const duro_history_cache *cache,
+        duro_orch_item **next, duro_error *err);
+
+    /* ack_work_item, then fetch_work_item, as ONE transaction, with the same
+     * all-or-nothing rule: a failed ack (DURO_LOCK_LOST when the row is
+     * gone) enqueues and fetches nothing. */
+    int (*ack_and_fetch_work_item)(duro_provider *p, const char *lock_token,
+                                   const duro_work_item *completion,
+                                   int64_t lock_timeout_ms,
+                                   duro_worker_item **next, duro_error *err);
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

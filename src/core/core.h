@@ -122,6 +122,9 @@ typedef struct duro__turn {
     size_t reasons_count, reasons_cap;
     duro_instance_meta meta;
     int status;         /* DURO_STATUS_* of the execution after the turn */
+    int meta_changed;   /* 1 when `meta` must be written: the execution
+                           began or ended, or the custom status changed;
+                           0: the rows stay as they are (ack meta NULL) */
     int nondeterminism; /* 1 when the turn failed the instance for it */
     int ran_code;       /* 1 when user code executed in this turn */
     int replayed;       /* 1 when history was replayed through the code */

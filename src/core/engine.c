@@ -1257,6 +1257,10 @@ static void own_turn_strings(duro_orch *e)
 static void fill_meta(duro_orch *e)
 {
     duro__turn *t = e->turn;
+    if (t->status != DURO_STATUS_RUNNING || e->custom_status_dirty ||
+        (t->delta_count > 0 &&
+         t->delta[0].kind == DURO_EVENT_ORCHESTRATION_STARTED))
+        t->meta_changed = 1;
     t->meta.status = t->status;
     t->meta.name = e->name;
     t->meta.version = e->version;

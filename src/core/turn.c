@@ -37,6 +37,7 @@ void duro__turn_reset(duro__turn *t)
     t->reasons_count = 0;
     memset(&t->meta, 0, sizeof(t->meta));
     t->status = 0;
+    t->meta_changed = 0;
     t->nondeterminism = 0;
     t->ran_code = 0;
     t->replayed = 0;

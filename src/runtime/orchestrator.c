@@ -18,7 +18,9 @@ typedef struct turn_ctx {
     duro_work_item start; /* copy of the start message, version fixed */
     int has_start;
     const duro__orch_entry *entry;
-    duro_history *full; /* full history, when it had to be read */
+    duro_history *full;    /* full history, when it had to be read */
+    duro_orch_item **next; /* non-NULL: ack and fetch the next item in
+                              one transaction (provider version 2) */
 } turn_ctx;
 
 static int64_t unknown_name_delay(const duro_runtime *rt, uint32_t attempt)
@@ -212,7 +214,7 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
                          .worker_item_count = turn->worker_count,
                          .orchestrator_items = turn->outbound,
                          .orchestrator_item_count = turn->outbound_count,
-                         .meta = &turn->meta,
+                         .meta = turn->meta_changed ? &turn->meta : NULL,
                          .cancelled_activities = turn->cancelled,
                          .cancelled_activity_count = turn->cancelled_count};
     /* The turn's output owns its strings, so the engine can go back into the
@@ -230,7 +232,16 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
     }
     e = NULL;
     duro_error err;
-    rc = c->p->ack_orchestration_item(c->p, c->item->lock_token, &ack, &err);
+    if (c->next != NULL) {
+        duro_history_cache hc = {.cached_events = duro__cache_cached_events,
+                                 .user = rt->cache};
+        rc = c->p->ack_and_fetch_orchestration_item(
+            c->p, c->item->lock_token, &ack,
+            rt->opts.orchestration_lock_timeout_ms, &hc, c->next, &err);
+    } else {
+        rc =
+            c->p->ack_orchestration_item(c->p, c->item->lock_token, &ack, &err);
+    }
     if (rc != DURO_OK) {
         if (!terminal)
             duro__engine_destroy(
@@ -272,7 +283,7 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
 }
 
 static void process_item(duro_runtime *rt, duro_orch_item *item,
-                         duro__turn *turn)
+                         duro__turn *turn, duro_orch_item **next)
 {
     turn_ctx c = {.rt = rt, .p = rt->provider, .item = item, .turn = turn};
     duro__plan_turn(item, &c.plan);
@@ -329,7 +340,9 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_CONFIGURATION);
     } else {
+        c.next = next; /* the common path may fetch the next item at once */
         rc = run_and_ack(&c, 0, NULL, 0);
+        c.next = NULL;
     }
     if (rc == DURO_HISTORY_LIMIT) {
         snprintf(why, sizeof(why),
@@ -376,10 +389,18 @@ void *duro__orchestration_thread(void *arg)
     }
     duro_history_cache hc = {.cached_events = duro__cache_cached_events,
                              .user = rt->cache};
+    int combined = p->version >= 2 && p->ack_and_fetch_orchestration_item;
     int64_t backoff = 0;
+    duro_orch_item *item = NULL; /* fetched with the previous ack */
     while (!atomic_load(&rt->stop_flag)) {
-        duro_orch_item *item = NULL;
         duro_error err;
+        if (item != NULL) {
+            duro_orch_item *next = NULL;
+            process_item(rt, item, &turn, combined ? &next : NULL);
+            duro_orch_item_free(item);
+            item = next;
+            continue;
+        }
         int rc = p->fetch_orchestration_item(
             p, rt->opts.orchestration_lock_timeout_ms, &hc, &item, &err);
         if (rc != DURO_OK) {
@@ -395,12 +416,14 @@ void *duro__orchestration_thread(void *arg)
             continue;
         }
         backoff = 0;
-        if (item == NULL) {
+        if (item == NULL)
             p->wait_for_work(p, DURO_QUEUE_ORCHESTRATOR,
                              rt->opts.poll_interval_ms, &err);
-            continue;
-        }
-        process_item(rt, item, &turn);
+    }
+    if (item != NULL) {
+        /* Fetched with the last ack as the runtime stopped: let it go. */
+        duro_error err;
+        p->abandon_orchestration_item(p, item->lock_token, 0, &err);
         duro_orch_item_free(item);
     }
     duro__turn_free(&turn);

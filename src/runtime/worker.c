@@ -135,14 +135,22 @@ static void fill_failure(duro_work_item *c, const duro_work_item *x,
     c->category = category;
 }
 
-/* Acks with retries on retryable errors. Returns the final code. */
+/* Acks with retries on retryable errors; with `next` (and a version-2
+ * provider) the next item is fetched in the same transaction. Returns the
+ * final code. */
 static int ack_with_retries(duro_runtime *rt, const char *token,
-                            const duro_work_item *completion, duro_error *err)
+                            const duro_work_item *completion,
+                            duro_worker_item **next, duro_error *err)
 {
     duro_provider *p = rt->provider;
     int64_t delay = 5;
+    int combined =
+        next != NULL && p->version >= 2 && p->ack_and_fetch_work_item != NULL;
     for (int i = 0;; i++) {
-        int rc = p->ack_work_item(p, token, completion, err);
+        int rc = combined ? p->ack_and_fetch_work_item(
+                                p, token, completion,
+                                rt->opts.worker_lock_timeout_ms, next, err)
+                          : p->ack_work_item(p, token, completion, err);
         if (rc == DURO_OK || !err->retryable || i >= 20)
             return rc;
         DURO__COUNT(rt, m_storage_retries);
@@ -192,8 +200,9 @@ static void free_context(duro_activity *a)
 }
 
 /* Runs one fetched activity. Returns 1 when this thread was abandoned while
- * the activity ran: it must then exit without touching the runtime. */
-static int run_item(slot_ctx *s, duro_worker_item *w)
+ * the activity ran: it must then exit without touching the runtime. With
+ * `next`, a successful completion ack may hand back the next item. */
+static int run_item(slot_ctx *s, duro_worker_item *w, duro_worker_item **next)
 {
     duro_runtime *rt = s->rt;
     duro__manager *m = rt->manager;
@@ -211,7 +220,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w)
         duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s': %s",
                   x->instance_id, why);
         fill_failure(&completion, x, why, DURO_CATEGORY_INFRASTRUCTURE);
-        ack_with_retries(rt, w->lock_token, &completion, &err);
+        ack_with_retries(rt, w->lock_token, &completion, NULL, &err);
         return 0;
     }
     const duro__activity_entry *entry =
@@ -234,7 +243,8 @@ static int run_item(slot_ctx *s, duro_worker_item *w)
                  "attempts)",
                  x->name, w->attempt);
         fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
-        if (ack_with_retries(rt, w->lock_token, &completion, &err) == DURO_OK)
+        if (ack_with_retries(rt, w->lock_token, &completion, NULL, &err) ==
+            DURO_OK)
             DURO__COUNT(rt, m_act_failed);
         return 0;
     }
@@ -329,7 +339,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w)
                          res.category ? res.category
                                       : DURO_CATEGORY_APPLICATION);
         }
-        rc = ack_with_retries(rt, f->lock_token, &completion, &err);
+        rc = ack_with_retries(rt, f->lock_token, &completion, next, &err);
         if (rc == DURO_OK) {
             if (completion.kind == DURO_WORK_ACTIVITY_COMPLETED)
                 DURO__COUNT(rt, m_act_completed);
@@ -369,9 +379,18 @@ static void *slot_main(void *arg)
     duro_provider *p = rt->provider;
     duro__mark_runtime_thread();
     int64_t backoff = 0;
+    duro_worker_item *w = NULL; /* fetched with the previous ack */
     while (!atomic_load(&rt->stop_flag)) {
-        duro_worker_item *w = NULL;
         duro_error err;
+        if (w != NULL) {
+            duro_worker_item *next = NULL;
+            int gone = run_item(s, w, &next);
+            duro_worker_item_free(w);
+            w = next;
+            if (gone)
+                return NULL; /* abandoned: the runtime may already be gone */
+            continue;
+        }
         int rc =
             p->fetch_work_item(p, rt->opts.worker_lock_timeout_ms, &w, &err);
         if (rc != DURO_OK) {
@@ -385,15 +404,14 @@ static void *slot_main(void *arg)
             continue;
         }
         backoff = 0;
-        if (w == NULL) {
+        if (w == NULL)
             p->wait_for_work(p, DURO_QUEUE_WORKER, rt->opts.poll_interval_ms,
                              &err);
-            continue;
-        }
-        int gone = run_item(s, w);
+    }
+    if (w != NULL) {
+        /* Fetched with the last ack as the runtime stopped: let it go. */
+        abandon_row(rt, w->lock_token, 0);
         duro_worker_item_free(w);
-        if (gone)
-            return NULL; /* abandoned: the runtime may already be gone */
     }
     slot_exited(rt);
     return NULL;

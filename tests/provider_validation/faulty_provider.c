@@ -186,6 +186,35 @@ static int faulty_ack_work_item(duro_provider *p, const char *lock_token,
     return fp->inner->ack_work_item(fp->inner, lock_token, completion, err);
 }
 
+/* The version-2 combined methods count and fail as the ack they start
+ * with, so "fail the n-th ack" holds whichever form the caller uses. */
+static int faulty_ack_and_fetch_orchestration_item(
+    duro_provider *p, const char *lock_token, const duro_orch_ack *ack,
+    int64_t lock_timeout_ms, const duro_history_cache *cache,
+    duro_orch_item **next, duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    if (next != NULL)
+        *next = NULL;
+    if (injected(fp, FAULTY_ACK_ORCHESTRATION_ITEM, err))
+        return err->code;
+    return fp->inner->ack_and_fetch_orchestration_item(
+        fp->inner, lock_token, ack, lock_timeout_ms, cache, next, err);
+}
+
+static int faulty_ack_and_fetch_work_item(
+    duro_provider *p, const char *lock_token, const duro_work_item *completion,
+    int64_t lock_timeout_ms, duro_worker_item **next, duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    if (next != NULL)
+        *next = NULL;
+    if (injected(fp, FAULTY_ACK_WORK_ITEM, err))
+        return err->code;
+    return fp->inner->ack_and_fetch_work_item(fp->inner, lock_token, completion,
+                                              lock_timeout_ms, next, err);
+}
+
 static int faulty_abandon_work_item(duro_provider *p, const char *lock_token,
                                     int64_t delay_ms, duro_error *err)
 {
@@ -331,6 +360,11 @@ duro_provider *faulty_provider_wrap(duro_provider *inner, int own_inner)
     FORWARD(prune_executions);
     FORWARD(wait_for_work);
     FORWARD(wake);
+    /* version 2: only read when the inner struct has those fields */
+    if (inner->version >= 2) {
+        FORWARD(ack_and_fetch_orchestration_item);
+        FORWARD(ack_and_fetch_work_item);
+    }
     return &fp->base;
 }
 

@@ -1047,6 +1047,155 @@ PV_TEST(thousand_activities_cancelled_in_one_ack)
     CHECK_DRAIN(p, "y:0002,y:0003,y:0004");
 }
 
+/* ---- version 2: ack and fetch in one transaction -------------------------
+ * The suite validates DURO_PROVIDER_VERSION: a provider must implement
+ * these (callers fall back when it does not, but the suite does not). */
+
+static void require_v2(duro_provider *p)
+{
+    CHECK_MSG(p->version >= 2 && p->ack_and_fetch_orchestration_item != NULL &&
+                  p->ack_and_fetch_work_item != NULL,
+              "provider '%s' version %d lacks the version-2 methods", p->name,
+              p->version);
+}
+
+PV_TEST(ack_and_fetch_work_item_acks_and_locks_the_next)
+{
+    duro_provider *p = pv_open();
+    require_v2(p);
+    begin(p, "x", 2);
+    duro_error e;
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    duro_work_item done = work(DURO_WORK_ACTIVITY_COMPLETED, "x");
+    done.execution_id = 1;
+    done.source_id = w->item.source_id;
+    done.payload = "\"result\"";
+    duro_worker_item *next = NULL;
+    CHECK_PRC(p->ack_and_fetch_work_item(p, w->lock_token, &done, LOCK_LONG,
+                                         &next, &e),
+              DURO_OK, &e);
+    CHECK(next != NULL);
+    CHECK(next->item.source_id != w->item.source_id);
+    CHECK_EQ(next->attempt, 1);
+    /* the completion is queued, the acked row gone, the next row locked */
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    CHECK_EQ(count(p, WORKER, "x"), 1);
+    expect_no_work(p);
+    duro_work_item done2 = done;
+    done2.source_id = next->item.source_id;
+    duro_worker_item *none = (duro_worker_item *)&e; /* must become NULL */
+    CHECK_PRC(p->ack_and_fetch_work_item(p, next->lock_token, &done2, LOCK_LONG,
+                                         &none, &e),
+              DURO_OK, &e);
+    CHECK(none == NULL);
+    CHECK_EQ(count(p, WORKER, NULL), 0);
+    CHECK_EQ(count(p, ORCH, "x"), 2);
+    duro_worker_item_free(next);
+    duro_worker_item_free(w);
+}
+
+PV_TEST(ack_and_fetch_work_item_on_a_cancelled_row_changes_nothing)
+{
+    duro_provider *p = pv_open();
+    require_v2(p);
+    begin(p, "x", 2);
+    duro_error e;
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    duro_activity_ref r = ref("x", 1, w->item.source_id);
+    turn_cancel(p, "x", &r, 1);
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    duro_work_item done = work(DURO_WORK_ACTIVITY_COMPLETED, "x");
+    done.execution_id = 1;
+    done.source_id = w->item.source_id;
+    done.payload = "\"late\"";
+    duro_worker_item *next = (duro_worker_item *)&e;
+    CHECK_PFAIL(p->ack_and_fetch_work_item(p, w->lock_token, &done, LOCK_LONG,
+                                           &next, &e),
+                DURO_LOCK_LOST, 0, &e);
+    CHECK(next == NULL);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    CHECK_EQ(count(p, ORCH, "x"), 0);
+    /* the other activity was not taken by the failed call */
+    duro_worker_item *other = fetch_work(p, LOCK_LONG);
+    CHECK(other != NULL);
+    duro_worker_item_free(other);
+    duro_worker_item_free(w);
+}
+
+PV_TEST(ack_and_fetch_orchestration_item_acks_and_locks_the_next)
+{
+    duro_provider *p = pv_open();
+    require_v2(p);
+    start(p, "x");
+    start(p, "y");
+    duro_error e;
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    duro_event d = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    d.name = "orch";
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    m.name = "orch";
+    duro_orch_ack ak = ack_of(1, &d, 1, &m);
+    duro_orch_item *next = NULL;
+    CHECK_PRC(p->ack_and_fetch_orchestration_item(p, a->lock_token, &ak,
+                                                  LOCK_LONG, NULL, &next, &e),
+              DURO_OK, &e);
+    CHECK(next != NULL);
+    CHECK_STR(next->instance_id, "y");
+    CHECK_EQ(next->status, DURO_STATUS_PENDING);
+    CHECK_EQ(history_len(p, "x", 1), 1);
+    CHECK_EQ(count(p, ORCH, "x"), 0);
+    expect_no_orch(p); /* y is locked by the combined call */
+    /* messages that arrive for an acked instance make it the next one */
+    raise_event(p, "x", "\"again\"", 0);
+    duro_orch_ack empty = ack_of(0, NULL, 0, NULL);
+    duro_orch_item *third = NULL;
+    CHECK_PRC(p->ack_and_fetch_orchestration_item(p, next->lock_token, &empty,
+                                                  LOCK_LONG, NULL, &third, &e),
+              DURO_OK, &e);
+    CHECK(third != NULL);
+    CHECK_STR(third->instance_id, "x");
+    CHECK_EQ(third->message_count, 1);
+    CHECK_EQ(third->history_total, 1);
+    duro_orch_item_free(third);
+    duro_orch_item_free(next);
+    duro_orch_item_free(a);
+}
+
+PV_TEST(ack_and_fetch_orchestration_item_with_stale_token_changes_nothing)
+{
+    duro_provider *p = pv_open();
+    require_v2(p);
+    begin(p, "x", 1);
+    raise_event(p, "x", "\"e1\"", 0);
+    duro_error e;
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_SHORT);
+    duro_orch_item *b = NULL;
+    WAIT_UNTIL(try_fetch_orch(p, LOCK_LONG, &b), DEADLINE_MS);
+    CHECK_STR(b->instance_id, "x");
+    start(p, "y"); /* something the failed call must not take */
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    duro_event d = event(3, DURO_EVENT_EVENT_RAISED);
+    d.name = "poke";
+    duro_orch_ack ak = ack_of(1, &d, 1, NULL);
+    duro_orch_item *next = (duro_orch_item *)&e;
+    CHECK_PFAIL(p->ack_and_fetch_orchestration_item(p, a->lock_token, &ak,
+                                                    LOCK_LONG, NULL, &next, &e),
+                DURO_LOCK_LOST, 0, &e);
+    CHECK(next == NULL);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    /* y was not taken by the failed call */
+    duro_orch_item *y = fetch_orch_expect(p, "y", LOCK_LONG);
+    duro_orch_item_free(y);
+    duro_orch_item_free(b);
+    duro_orch_item_free(a);
+}
+
 /* ========================================================================
  * Locks and races. */
 
@@ -3896,6 +4045,103 @@ PV_TEST(fault_sweep_ack_work_item)
     duro_worker_item_free(w);
 }
 
+typedef struct ack_fetch_work_arg {
+    const char *token;
+    const duro_work_item *completion;
+    duro_worker_item *next;
+} ack_fetch_work_arg;
+
+static int sweep_ack_fetch_work(duro_provider *p, void *arg, duro_error *e)
+{
+    ack_fetch_work_arg *s = arg;
+    duro_worker_item_free(s->next);
+    s->next = NULL;
+    int rc = p->ack_and_fetch_work_item(p, s->token, s->completion, LOCK_LONG,
+                                        &s->next, e);
+    if (rc != DURO_OK && s->next != NULL) {
+        test_fail(__FILE__, __LINE__,
+                  "ack_and_fetch_work_item failed (%s) but returned an item",
+                  duro_errname(rc));
+        duro_worker_item_free(s->next);
+        s->next = NULL;
+    }
+    return rc;
+}
+
+PV_TEST(fault_sweep_ack_and_fetch_work_item)
+{
+    duro_provider *p = pv_open();
+    require_v2(p);
+    begin(p, "x", 2);
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    duro_work_item done = work(DURO_WORK_ACTIVITY_COMPLETED, "x");
+    done.execution_id = 1;
+    done.source_id = w->item.source_id;
+    done.payload = "\"result\"";
+    ack_fetch_work_arg arg = {w->lock_token, &done, NULL};
+    fault_sweep(p, "ack_and_fetch_work_item", sweep_ack_fetch_work, &arg);
+    CHECK(arg.next != NULL);
+    CHECK_EQ(count(p, ORCH, "x"), 1);
+    expect_no_work(p);
+    duro_worker_item_free(arg.next);
+    duro_worker_item_free(w);
+}
+
+typedef struct ack_fetch_orch_arg {
+    const char *token;
+    const duro_orch_ack *ack;
+    duro_orch_item *next;
+} ack_fetch_orch_arg;
+
+static int sweep_ack_fetch_orch(duro_provider *p, void *arg, duro_error *e)
+{
+    ack_fetch_orch_arg *s = arg;
+    duro_orch_item_free(s->next);
+    s->next = NULL;
+    int rc = p->ack_and_fetch_orchestration_item(p, s->token, s->ack, LOCK_LONG,
+                                                 NULL, &s->next, e);
+    if (rc != DURO_OK && s->next != NULL) {
+        test_fail(__FILE__, __LINE__,
+                  "ack_and_fetch_orchestration_item failed (%s) but returned "
+                  "an item",
+                  duro_errname(rc));
+        duro_orch_item_free(s->next);
+        s->next = NULL;
+    }
+    return rc;
+}
+
+PV_TEST(fault_sweep_ack_and_fetch_orchestration_item)
+{
+    duro_provider *p = pv_open();
+    require_v2(p);
+    begin(p, "x", 2);
+    start(p, "y");
+    duro_orch_item *a = poke(p, "x");
+    duro_event d[2] = {event(4, DURO_EVENT_EVENT_RAISED),
+                       event(5, DURO_EVENT_ACTIVITY_SCHEDULED)};
+    d[0].name = "poke";
+    d[0].payload = "\"poke\"";
+    d[1].name = "act";
+    duro_work_item w = activity("x", 1, 5);
+    duro_activity_ref r = ref("x", 1, 2);
+    duro_orch_ack ak = ack_of(1, d, 2, NULL);
+    ak.worker_items = &w;
+    ak.worker_item_count = 1;
+    ak.cancelled_activities = &r;
+    ak.cancelled_activity_count = 1;
+    ack_fetch_orch_arg arg = {a->lock_token, &ak, NULL};
+    fault_sweep(p, "ack_and_fetch_orchestration_item", sweep_ack_fetch_orch,
+                &arg);
+    CHECK(arg.next != NULL);
+    CHECK_STR(arg.next->instance_id, "y");
+    CHECK_EQ(history_len(p, "x", 1), 5);
+    CHECK_EQ(count(p, WORKER, "x"), 2);
+    duro_orch_item_free(arg.next);
+    duro_orch_item_free(a);
+}
+
 static int sweep_fetch_orch(duro_provider *p, void *arg, duro_error *e)
 {
     duro_orch_item **out = arg;
@@ -4045,6 +4291,10 @@ static const pv_case suite[] = {
     C(ack_work_item_none_deletes_without_enqueue),
     C(activity_scheduled_and_cancelled_in_same_ack_never_fetchable),
     C(thousand_activities_cancelled_in_one_ack),
+    C(ack_and_fetch_work_item_acks_and_locks_the_next),
+    C(ack_and_fetch_work_item_on_a_cancelled_row_changes_nothing),
+    C(ack_and_fetch_orchestration_item_acks_and_locks_the_next),
+    C(ack_and_fetch_orchestration_item_with_stale_token_changes_nothing),
     /* locks and races */
     C(instance_lock_is_exclusive_across_racing_fetchers),
     C(racing_work_item_fetchers_never_share_a_row),
@@ -4097,6 +4347,8 @@ static const pv_case suite[] = {
     /* storage faults */
     C_NEEDS(fault_sweep_ack_orchestration_item, NEEDS_INJECT),
     C_NEEDS(fault_sweep_ack_work_item, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_ack_and_fetch_work_item, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_ack_and_fetch_orchestration_item, NEEDS_INJECT),
     C_NEEDS(fault_sweep_fetch_orchestration_item, NEEDS_INJECT),
     C_NEEDS(fault_sweep_fetch_work_item, NEEDS_INJECT),
     C_NEEDS(fault_sweep_enqueue_start, NEEDS_INJECT),

@@ -71,7 +71,6 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
     " output TEXT,"
     " error TEXT,"
     " category INTEGER NOT NULL DEFAULT 0,"
-    " event_count INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY(instance_id, execution_id));"
     "CREATE TABLE history("
     " instance_id TEXT NOT NULL,"

@@ -40,9 +40,11 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
 #define DURO__SQLITE_INFO_COLUMNS                                              \
     "SELECT i.instance_id, i.name, i.version, i.status, i.execution_id, "      \
     "i.created_ms, i.updated_ms, i.output, i.error, i.category, "              \
-    "i.custom_status, i.parent_instance, IFNULL(e.event_count, 0) "            \
-    "FROM instances AS i LEFT JOIN executions AS e "                           \
-    "ON e.instance_id = i.instance_id AND e.execution_id = i.execution_id "
+    "i.custom_status, i.parent_instance, "                                     \
+    "(SELECT IFNULL(MAX(h.event_id), 0) FROM history AS h "                    \
+    "WHERE h.instance_id = i.instance_id AND h.execution_id = "                \
+    "i.execution_id) "                                                         \
+    "FROM instances AS i "
 
 #define DURO__SQLITE_LIST_FILTER                                               \
     "WHERE i.instance_id > ?1 AND (?2 = 0 OR ((?2 >> i.status) & 1)) "         \
@@ -106,16 +108,18 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(LIST_NAME_STATUS, DURO__SQLITE_INFO_COLUMNS DURO__SQLITE_LIST_FILTER     \
       "AND i.name = ?5 AND i.status = ?6" DURO__SQLITE_LIST_ORDER)             \
     /* executions and history */                                               \
-    X(EXEC_EVENT_COUNT, "SELECT event_count FROM executions "                  \
-                        "WHERE instance_id = ?1 AND execution_id = ?2")        \
+    /* events of an execution (no row when the execution does not exist):      \
+     * the last event id, found by one seek of history's primary key */        \
+    X(EXEC_EVENT_COUNT,                                                        \
+      "SELECT (SELECT IFNULL(MAX(event_id), 0) FROM history "                  \
+      "WHERE instance_id = ?1 AND execution_id = ?2) FROM executions "         \
+      "WHERE instance_id = ?1 AND execution_id = ?2")                          \
     X(EXEC_CREATE,                                                             \
       "INSERT INTO executions(instance_id, execution_id, status, name, "       \
-      "version, started_ms, category, event_count) VALUES(?1, ?2, 2, "         \
+      "version, started_ms, category) VALUES(?1, ?2, 2, "                      \
       "COALESCE(?3, (SELECT name FROM instances WHERE instance_id = ?1)), "    \
       "COALESCE(?4, (SELECT version FROM instances WHERE instance_id = ?1)), " \
-      "?5, 0, 0)")                                                             \
-    X(EXEC_ADD_EVENTS, "UPDATE executions SET event_count = event_count + ?3 " \
-                       "WHERE instance_id = ?1 AND execution_id = ?2")         \
+      "?5, 0)")                                                                \
     X(EXEC_WRITE_META,                                                         \
       "UPDATE executions SET status = ?3, name = COALESCE(?4, name), "         \
       "version = COALESCE(?5, version), output = ?6, error = ?7, "             \
@@ -380,6 +384,13 @@ int duro__sqlite_renew_orchestration_item_lock(duro_provider *p,
 int duro__sqlite_enqueue_for_orchestrator(duro_provider *p,
                                           const duro_work_item *item,
                                           int64_t delay_ms, duro_error *err);
+int duro__sqlite_ack_and_fetch_orchestration_item(
+    duro_provider *p, const char *lock_token, const duro_orch_ack *ack,
+    int64_t lock_timeout_ms, const duro_history_cache *cache,
+    duro_orch_item **next, duro_error *err);
+int duro__sqlite_ack_and_fetch_work_item(
+    duro_provider *p, const char *lock_token, const duro_work_item *completion,
+    int64_t lock_timeout_ms, duro_worker_item **next, duro_error *err);
 int duro__sqlite_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
                                  duro_worker_item **out, duro_error *err);
 int duro__sqlite_renew_work_item_lock(duro_provider *p, const char *lock_token,

@@ -246,6 +246,9 @@ static void fill_methods(duro_provider *m)
     m->fetch_work_item = duro__sqlite_fetch_work_item;
     m->renew_work_item_lock = duro__sqlite_renew_work_item_lock;
     m->ack_work_item = duro__sqlite_ack_work_item;
+    m->ack_and_fetch_orchestration_item =
+        duro__sqlite_ack_and_fetch_orchestration_item;
+    m->ack_and_fetch_work_item = duro__sqlite_ack_and_fetch_work_item;
     m->abandon_work_item = duro__sqlite_abandon_work_item;
     m->read_history = duro__sqlite_read_history;
     m->latest_execution_id = duro__sqlite_latest_execution_id;

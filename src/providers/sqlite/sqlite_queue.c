@@ -502,19 +502,16 @@ static int load_orch_item(duro__sqlite_provider *p, duro__sqlite_conn *c,
         &item->history, &item->history_count, op, err);
 }
 
-int duro__sqlite_fetch_orchestration_item(duro_provider *base,
-                                          int64_t lock_timeout_ms,
-                                          const duro_history_cache *cache,
-                                          duro_orch_item **out, duro_error *err)
+/* The body of fetch_orchestration_item inside an open write transaction:
+ * *out is the locked item, or NULL when nothing is visible. */
+static int fetch_orch_in_transaction(duro__sqlite_provider *p,
+                                     duro__sqlite_conn *c,
+                                     int64_t lock_timeout_ms,
+                                     const duro_history_cache *cache,
+                                     int64_t now, duro_orch_item **out,
+                                     const char *op, duro_error *err)
 {
-    static const char op[] = "fetch_orchestration_item";
-    duro_error local;
-    DURO__SQLITE_ERR_INIT(err, local);
-    if (out == NULL)
-        return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
     *out = NULL;
-    duro__sqlite_provider *p = sqlite_of(base);
-    duro__sqlite_note_fetch(p, DURO_QUEUE_ORCHESTRATOR);
     duro_arena *a = duro_arena_create();
     duro_orch_item *item =
         a != NULL ? duro_arena_alloc(a, sizeof(*item)) : NULL;
@@ -523,15 +520,8 @@ int duro__sqlite_fetch_orchestration_item(duro_provider *base,
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     }
     item->arena = a;
-
-    int64_t now = duro__wall_ms();
     int64_t until = after_ms(now, lock_timeout_ms);
-    duro__sqlite_conn *c;
-    int rc = duro__sqlite_write_begin(p, op, &c, err);
-    if (rc != DURO_OK) {
-        duro_arena_destroy(a);
-        return rc;
-    }
+    int rc = DURO_OK;
     int found = 0;
     for (int attempt = 0; rc == DURO_OK && !found && attempt < FETCH_ATTEMPTS;
          attempt++) {
@@ -593,14 +583,41 @@ int duro__sqlite_fetch_orchestration_item(duro_provider *base,
         rc = load_orch_item(p, c, item, now, cache, op, err);
         found = rc == DURO_OK;
     }
-    if (rc != DURO_OK) {
-        duro__sqlite_write_rollback(p, c);
+    if (rc != DURO_OK || !found) {
         duro_arena_destroy(a);
         return rc;
     }
-    rc = duro__sqlite_write_commit(p, c, op, err);
-    if (rc != DURO_OK || !found) {
-        duro_arena_destroy(a);
+    *out = item;
+    return DURO_OK;
+}
+
+int duro__sqlite_fetch_orchestration_item(duro_provider *base,
+                                          int64_t lock_timeout_ms,
+                                          const duro_history_cache *cache,
+                                          duro_orch_item **out, duro_error *err)
+{
+    static const char op[] = "fetch_orchestration_item";
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    if (out == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
+    *out = NULL;
+    duro__sqlite_provider *p = sqlite_of(base);
+    duro__sqlite_note_fetch(p, DURO_QUEUE_ORCHESTRATOR);
+    int64_t now = duro__wall_ms();
+    duro__sqlite_conn *c;
+    int rc = duro__sqlite_write_begin(p, op, &c, err);
+    if (rc != DURO_OK)
+        return rc;
+    duro_orch_item *item = NULL;
+    rc = fetch_orch_in_transaction(p, c, lock_timeout_ms, cache, now, &item, op,
+                                   err);
+    if (rc != DURO_OK) {
+        duro__sqlite_write_rollback(p, c);
+        return rc;
+    }
+    if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK) {
+        duro_orch_item_free(item);
         return rc;
     }
     *out = item;
@@ -912,20 +929,11 @@ static int append_history(duro__sqlite_provider *p, duro__sqlite_conn *c,
         if ((rc = duro__sqlite_run(p, c, s, op, err)) != DURO_OK)
             return rc;
     }
-    if (delta == 0)
-        return DURO_OK;
     for (size_t i = 0; i < ack->history_delta_count; i++)
         if ((rc = insert_history(p, c, instance_id, execution_id,
                                  &ack->history_delta[i], op, err)) != DURO_OK)
             return rc;
-    sqlite3_stmt *s =
-        duro__sqlite_stmt(p, c, DURO__SQL_EXEC_ADD_EVENTS, op, err);
-    if (s == NULL)
-        return err->code;
-    duro__sqlite_bind_text(c, s, 1, instance_id);
-    duro__sqlite_bind_u64(c, s, 2, execution_id);
-    duro__sqlite_bind_u64(c, s, 3, delta);
-    return duro__sqlite_run(p, c, s, op, err);
+    return DURO_OK;
 }
 
 /* The body of an ack inside its transaction; *queued says whether the
@@ -994,16 +1002,17 @@ static int ack_in_transaction(duro__sqlite_provider *p, duro__sqlite_conn *c,
     return settle_ready(p, c, rowid, instance_id, 0, queued, op, err);
 }
 
-int duro__sqlite_ack_orchestration_item(duro_provider *base,
-                                        const char *lock_token,
-                                        const duro_orch_ack *ack,
-                                        duro_error *err)
+/* ack_orchestration_item, and with `next` the fetch of the next item in
+ * the same transaction (ack_and_fetch_orchestration_item). */
+static int ack_orch(duro_provider *base, const char *lock_token,
+                    const duro_orch_ack *ack, int64_t lock_timeout_ms,
+                    const duro_history_cache *cache, duro_orch_item **next,
+                    const char *op, duro_error *err)
 {
-    static const char op[] = "ack_orchestration_item";
-    duro_error local;
-    DURO__SQLITE_ERR_INIT(err, local);
     duro__sqlite_provider *p = sqlite_of(base);
     int64_t rowid;
+    if (next != NULL)
+        *next = NULL;
     int rc = check_token(lock_token, err);
     if (rc == DURO_OK)
         rc = check_ack(p, ack, err);
@@ -1012,23 +1021,57 @@ int duro__sqlite_ack_orchestration_item(duro_provider *base,
     if (parse_token(lock_token, 'o', &rowid) != 0)
         return lock_lost(op, "not an orchestration lock token of this store",
                          err);
+    if (next != NULL)
+        duro__sqlite_note_fetch(p, DURO_QUEUE_ORCHESTRATOR);
     int64_t now = duro__wall_ms();
     duro__sqlite_conn *c;
     if ((rc = duro__sqlite_write_begin(p, op, &c, err)) != DURO_OK)
         return rc;
     int queued = 0;
+    duro_orch_item *item = NULL;
     rc =
         ack_in_transaction(p, c, rowid, lock_token, ack, now, &queued, op, err);
+    if (rc == DURO_OK && next != NULL)
+        rc = fetch_orch_in_transaction(p, c, lock_timeout_ms, cache, now, &item,
+                                       op, err);
     if (rc != DURO_OK) {
         duro__sqlite_write_rollback(p, c);
         return rc;
     }
-    if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK)
+    if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK) {
+        duro_orch_item_free(item);
         return rc;
+    }
     duro__sqlite_signal(p, DURO_QUEUE_WORKER, ack->worker_item_count);
     duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR,
                         ack->orchestrator_item_count + (queued ? 1 : 0));
+    if (next != NULL)
+        *next = item;
     return DURO_OK;
+}
+
+int duro__sqlite_ack_orchestration_item(duro_provider *base,
+                                        const char *lock_token,
+                                        const duro_orch_ack *ack,
+                                        duro_error *err)
+{
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    return ack_orch(base, lock_token, ack, 0, NULL, NULL,
+                    "ack_orchestration_item", err);
+}
+
+int duro__sqlite_ack_and_fetch_orchestration_item(
+    duro_provider *base, const char *lock_token, const duro_orch_ack *ack,
+    int64_t lock_timeout_ms, const duro_history_cache *cache,
+    duro_orch_item **next, duro_error *err)
+{
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    if (next == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "next is NULL");
+    return ack_orch(base, lock_token, ack, lock_timeout_ms, cache, next,
+                    "ack_and_fetch_orchestration_item", err);
 }
 
 /* ---- orchestrator queue: abandon, renew, enqueue ---------------------------
@@ -1205,28 +1248,20 @@ static int read_work_row(duro_arena *a, sqlite3_stmt *s, duro_worker_item *w)
     return 0;
 }
 
-int duro__sqlite_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
-                                 duro_worker_item **out, duro_error *err)
+/* The body of fetch_work_item inside an open write transaction. */
+static int fetch_work_in_transaction(duro__sqlite_provider *p,
+                                     duro__sqlite_conn *c,
+                                     int64_t lock_timeout_ms, int64_t now,
+                                     duro_worker_item **out, const char *op,
+                                     duro_error *err)
 {
-    static const char op[] = "fetch_work_item";
-    duro_error local;
-    DURO__SQLITE_ERR_INIT(err, local);
-    if (out == NULL)
-        return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
     *out = NULL;
-    duro__sqlite_provider *p = sqlite_of(base);
-    duro__sqlite_note_fetch(p, DURO_QUEUE_WORKER);
     char token_hex[33];
     duro__random_token(token_hex);
-    int64_t now = duro__wall_ms();
-    duro__sqlite_conn *c;
-    int rc = duro__sqlite_write_begin(p, op, &c, err);
-    if (rc != DURO_OK)
-        return rc;
     duro_arena *a = NULL;
     duro_worker_item *w = NULL;
     sqlite3_stmt *s = duro__sqlite_stmt(p, c, DURO__SQL_WQ_FETCH, op, err);
-    rc = s != NULL ? DURO_OK : err->code;
+    int rc = s != NULL ? DURO_OK : err->code;
     if (rc == DURO_OK) {
         duro__sqlite_bind_text(c, s, 1, token_hex);
         duro__sqlite_bind_i64(c, s, 2, after_ms(now, lock_timeout_ms));
@@ -1244,12 +1279,37 @@ int duro__sqlite_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
             rc = duro__sqlite_error(c, step, op, err);
     }
     if (rc != DURO_OK) {
-        duro__sqlite_write_rollback(p, c);
         duro_arena_destroy(a);
         return rc;
     }
+    *out = w;
+    return DURO_OK;
+}
+
+int duro__sqlite_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
+                                 duro_worker_item **out, duro_error *err)
+{
+    static const char op[] = "fetch_work_item";
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    if (out == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
+    *out = NULL;
+    duro__sqlite_provider *p = sqlite_of(base);
+    duro__sqlite_note_fetch(p, DURO_QUEUE_WORKER);
+    int64_t now = duro__wall_ms();
+    duro__sqlite_conn *c;
+    int rc = duro__sqlite_write_begin(p, op, &c, err);
+    if (rc != DURO_OK)
+        return rc;
+    duro_worker_item *w = NULL;
+    rc = fetch_work_in_transaction(p, c, lock_timeout_ms, now, &w, op, err);
+    if (rc != DURO_OK) {
+        duro__sqlite_write_rollback(p, c);
+        return rc;
+    }
     if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK) {
-        duro_arena_destroy(a);
+        duro_worker_item_free(w);
         return rc;
     }
     *out = w;
@@ -1273,15 +1333,16 @@ int duro__sqlite_renew_work_item_lock(duro_provider *base,
                       extend_ms, op, err);
 }
 
-int duro__sqlite_ack_work_item(duro_provider *base, const char *lock_token,
-                               const duro_work_item *completion,
-                               duro_error *err)
+/* ack_work_item, and with `next` the fetch of the next item in the same
+ * transaction (ack_and_fetch_work_item). */
+static int ack_work(duro_provider *base, const char *lock_token,
+                    const duro_work_item *completion, int64_t lock_timeout_ms,
+                    duro_worker_item **next, const char *op, duro_error *err)
 {
-    static const char op[] = "ack_work_item";
-    duro_error local;
-    DURO__SQLITE_ERR_INIT(err, local);
     duro__sqlite_provider *p = sqlite_of(base);
     int64_t id;
+    if (next != NULL)
+        *next = NULL;
     int rc = check_token(lock_token, err);
     if (rc == DURO_OK && completion != NULL)
         rc = check_work_item(p, completion, 0, err);
@@ -1289,6 +1350,8 @@ int duro__sqlite_ack_work_item(duro_provider *base, const char *lock_token,
         return rc;
     if (parse_token(lock_token, 'w', &id) != 0)
         return lock_lost(op, "not a work item lock token of this store", err);
+    if (next != NULL)
+        duro__sqlite_note_fetch(p, DURO_QUEUE_WORKER);
     int64_t now = duro__wall_ms();
     duro__sqlite_conn *c;
     if ((rc = duro__sqlite_write_begin(p, op, &c, err)) != DURO_OK)
@@ -1310,15 +1373,47 @@ int duro__sqlite_ack_work_item(duro_provider *base, const char *lock_token,
     int skip = 0;
     if (rc == DURO_OK && completion != NULL)
         rc = enqueue_in_transaction(p, c, completion, now, now, &skip, op, err);
+    duro_worker_item *w = NULL;
+    if (rc == DURO_OK && next != NULL)
+        rc = fetch_work_in_transaction(p, c, lock_timeout_ms, now, &w, op, err);
     if (rc != DURO_OK) {
         duro__sqlite_write_rollback(p, c);
         return rc;
     }
-    if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK)
+    if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK) {
+        duro_worker_item_free(w);
         return rc;
+    }
     if (completion != NULL && !skip)
         duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, 1);
+    if (next != NULL)
+        *next = w;
     return DURO_OK;
+}
+
+int duro__sqlite_ack_work_item(duro_provider *base, const char *lock_token,
+                               const duro_work_item *completion,
+                               duro_error *err)
+{
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    return ack_work(base, lock_token, completion, 0, NULL, "ack_work_item",
+                    err);
+}
+
+int duro__sqlite_ack_and_fetch_work_item(duro_provider *base,
+                                         const char *lock_token,
+                                         const duro_work_item *completion,
+                                         int64_t lock_timeout_ms,
+                                         duro_worker_item **next,
+                                         duro_error *err)
+{
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    if (next == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "next is NULL");
+    return ack_work(base, lock_token, completion, lock_timeout_ms, next,
+                    "ack_and_fetch_work_item", err);
 }
 
 int duro__sqlite_abandon_work_item(duro_provider *base, const char *lock_token,
