@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -458,6 +459,40 @@ TEST(statements_are_reused)
     for (int i = 5; i < 105; i++)
         workload_round(p, i);
     CHECK_EQ(duro__sqlite_statements_prepared(p), prepared);
+    duro_provider_close(p);
+}
+
+/* The writer's checkpoints run after its commits, off the write lock: with
+ * enough commits the WAL is copied into the database file while the
+ * provider is open, and the WAL stays bounded. */
+TEST(wal_is_checkpointed_while_open)
+{
+    const char *url = test_sqlite_url("checkpoint.db");
+    duro_provider *p = open_url(url);
+    duro_error e;
+    struct stat before;
+    CHECK_EQ(stat(test_path("checkpoint.db"), &before), 0);
+    char id[32];
+    int n = 0;
+    while (duro__sqlite_checkpoints(p) < 2 && n < 200000) {
+        snprintf(id, sizeof(id), "cp-%d", n++);
+        duro_work_item w = {.kind = DURO_WORK_START,
+                            .instance_id = id,
+                            .name = "orch",
+                            .payload = "some input to make rows bigger"};
+        CHECK_PRC(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_OK, &e);
+    }
+    CHECK_INT(duro__sqlite_checkpoints(p), >=, 2);
+    struct stat after, wal;
+    CHECK_EQ(stat(test_path("checkpoint.db"), &after), 0);
+    CHECK_INT(after.st_size, >, before.st_size * 10);
+    /* bounded: at most four checkpoint intervals of 2 KiB frames */
+    CHECK_EQ(stat(test_path("checkpoint.db-wal"), &wal), 0);
+    CHECK_INT(wal.st_size, <, 4 * 10000 * (2048 + 24) + 32768);
+    uint64_t queued = 0;
+    CHECK_PRC(p->count_messages(p, DURO_QUEUE_ORCHESTRATOR, NULL, &queued, &e),
+              DURO_OK, &e);
+    CHECK_EQ(queued, (uint64_t)n);
     duro_provider_close(p);
 }
 
@@ -1216,8 +1251,8 @@ TEST(mass_cancellation)
     duro_provider_close(p);
 }
 
-TEST_MAIN(T(url_forms_open), T(url_parameters_are_applied),
-          T(url_malformed_is_bad_url),
+TEST_MAIN(T(url_forms_open), T(wal_is_checkpointed_while_open),
+          T(url_parameters_are_applied), T(url_malformed_is_bad_url),
           T(schema_version_recorded_and_newer_refused), T(wal_mode_applied),
           T(query_plans_use_indexes), T(statements_are_reused),
           T(busy_from_another_connection_is_retryable),

@@ -260,7 +260,20 @@ typedef struct duro__sqlite_provider {
      * has the same database file open (a client and a runtime each open
      * their own provider; an enqueue through one must wake the other). */
     struct duro__sqlite_notifier *notifier;
-    _Atomic int wake_sticky; /* wake(p, 1) until wake(p, 0) */
+
+    /* WAL checkpoints off the writer's path (file databases). The writer's
+     * automatic checkpoint is replaced by a WAL hook that records the WAL's
+     * size; after a commit has released write_lock, the committing thread
+     * checkpoints on a connection of its own (one thread at a time) once
+     * enough new frames have accumulated. See duro__sqlite_checkpoint. */
+    duro__sqlite_conn checkpointer;
+    int has_checkpointer;
+    pthread_mutex_t checkpoint_lock;
+    _Atomic int wal_frames;       /* WAL size after the last commit */
+    _Atomic uint64_t checkpoints; /* run so far, for tests */
+    int checkpointed;             /* frames backfilled by the last
+                                     checkpoint (under checkpoint_lock) */
+    _Atomic int wake_sticky;      /* wake(p, 1) until wake(p, 0) */
 
     _Atomic uint64_t statements_prepared;
     _Atomic uint64_t steps;    /* sqlite3_step calls, for the fault hook */
@@ -325,6 +338,12 @@ void duro__sqlite_write_rollback(duro__sqlite_provider *p,
 duro__sqlite_conn *duro__sqlite_reader_acquire(duro__sqlite_provider *p);
 void duro__sqlite_reader_release(duro__sqlite_provider *p,
                                  duro__sqlite_conn *c);
+
+/* Checkpoints the WAL when enough frames accumulated since the last
+ * checkpoint. Call without write_lock held. */
+void duro__sqlite_checkpoint(duro__sqlite_provider *p);
+/* Installs the WAL hook on the writer (replacing SQLite's autocheckpoint). */
+int duro__sqlite_checkpoint_setup(duro__sqlite_provider *p, duro_error *err);
 
 /* Wakes wait_for_work on `queue` after a commit that made `items` items
  * fetchable: one waiter per item (all waiters when items > 1), so idle

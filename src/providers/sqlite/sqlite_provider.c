@@ -221,6 +221,8 @@ static void sqlite_close(duro_provider *base)
         duro__sqlite_conn_close(&p->readers[i]);
     duro__free(p->readers);
     duro__free(p->free_readers);
+    if (p->has_checkpointer)
+        duro__sqlite_conn_close(&p->checkpointer);
     /* The writer closes last: as the last connection it checkpoints the WAL
      * into the database file. */
     duro__sqlite_conn_close(&p->writer);
@@ -228,6 +230,7 @@ static void sqlite_close(duro_provider *base)
     pthread_mutex_destroy(&p->pool_lock);
     pthread_cond_destroy(&p->pool_cond);
     notifier_detach(p->notifier);
+    pthread_mutex_destroy(&p->checkpoint_lock);
     duro__sqlite_config_free(&p->cfg);
     duro__free(p);
 }
@@ -301,6 +304,7 @@ int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
     p->cfg = cfg;
     fill_methods(&p->base);
     pthread_mutex_init(&p->write_lock, NULL);
+    pthread_mutex_init(&p->checkpoint_lock, NULL);
     pthread_mutex_init(&p->pool_lock, NULL);
     pthread_cond_init(&p->pool_cond, NULL);
 
@@ -311,6 +315,13 @@ int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
         rc = open_readers(p, err);
     if (rc == DURO_OK && (p->notifier = notifier_attach(p)) == NULL)
         rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    if (rc == DURO_OK && !p->cfg.memory) {
+        rc = duro__sqlite_conn_open(p, &p->checkpointer, 0, err);
+        if (rc == DURO_OK) {
+            p->has_checkpointer = 1;
+            rc = duro__sqlite_checkpoint_setup(p, err);
+        }
+    }
     if (rc != DURO_OK) {
         sqlite_close(&p->base);
         return rc;
@@ -328,6 +339,12 @@ static duro__sqlite_provider *hook_target(duro_provider *p)
         p->close != sqlite_close)
         return NULL;
     return sqlite_of(p);
+}
+
+uint64_t duro__sqlite_checkpoints(duro_provider *base)
+{
+    duro__sqlite_provider *p = hook_target(base);
+    return p != NULL ? atomic_load(&p->checkpoints) : 0;
 }
 
 uint64_t duro__sqlite_statements_prepared(duro_provider *base)

@@ -14,6 +14,10 @@
  * connections. Flat once every statement in use has been prepared. */
 uint64_t duro__sqlite_statements_prepared(duro_provider *p);
 
+/* Checkpoints run by this provider off the writer's path (see
+ * duro__sqlite_checkpoint), for tests. */
+uint64_t duro__sqlite_checkpoints(duro_provider *p);
+
 /* Makes the nth_step-th sqlite3_step call from now (counting every step on
  * any connection of this provider) fail as if SQLite had returned
  * SQLITE_BUSY (retryable = 1) or SQLITE_IOERR (retryable = 0). The operation
