@@ -496,6 +496,74 @@ TEST(wal_is_checkpointed_while_open)
     duro_provider_close(p);
 }
 
+/* The provider coalesces its WAL writes (sqlite_vfs.c): a commit must still
+ * be in the WAL file, visible to an independent connection on SQLite's own
+ * VFS, the moment the provider call returns; and transactions far larger
+ * than one write must go out whole. */
+static int64_t raw_count(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    int64_t n = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_stmt *s = NULL;
+        if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK &&
+            sqlite3_step(s) == SQLITE_ROW)
+            n = sqlite3_column_int64(s, 0);
+        sqlite3_finalize(s);
+    }
+    sqlite3_close(db);
+    return n;
+}
+
+static void check_commits_visible(const char *name, const char *query)
+{
+    duro_provider *p = open_url(url_with(name, query));
+    const char *path = test_path(name);
+    duro_error e;
+    char id[32];
+    for (int i = 0; i < 200; i++) {
+        snprintf(id, sizeof(id), "v-%d", i);
+        duro_work_item w = {
+            .kind = DURO_WORK_START, .instance_id = id, .name = "orch"};
+        CHECK_PRC(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_OK, &e);
+        CHECK_EQ(raw_count(path, "SELECT count(*) FROM instances"), i + 1);
+    }
+    /* one transaction of ~1.4 MB of history: many chunks, one commit */
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    static duro_event ev[700];
+    static char payload[2000];
+    memset(payload, 'p', sizeof(payload) - 1);
+    for (int i = 0; i < 700; i++) {
+        memset(&ev[i], 0, sizeof(ev[i]));
+        ev[i].event_id = (uint64_t)i + 1;
+        ev[i].kind =
+            i == 0 ? DURO_EVENT_ORCHESTRATION_STARTED : DURO_EVENT_EVENT_RAISED;
+        ev[i].name = "big";
+        ev[i].payload = payload;
+    }
+    duro_instance_meta m = {.status = DURO_STATUS_RUNNING, .name = "orch"};
+    duro_orch_ack a = {.execution_id = 1,
+                       .history_delta = ev,
+                       .history_delta_count = 700,
+                       .meta = &m};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &a, &e), DURO_OK,
+              &e);
+    CHECK_EQ(raw_count(path, "SELECT count(*) FROM history"), 700);
+    CHECK_EQ(raw_count(path, "SELECT sum(length(payload)) FROM history"),
+             700 * 1999);
+    duro_orch_item_free(item);
+    duro_provider_close(p);
+}
+
+TEST(coalesced_wal_writes_are_visible_at_once)
+{
+    check_commits_visible("visible-normal.db", "");
+    check_commits_visible("visible-full.db", "?synchronous=full");
+}
+
 TEST(busy_from_another_connection_is_retryable)
 {
     duro_provider *p = open_url(url_with("busy.db", "?busy_timeout_ms=50"));
@@ -1252,6 +1320,7 @@ TEST(mass_cancellation)
 }
 
 TEST_MAIN(T(url_forms_open), T(wal_is_checkpointed_while_open),
+          T(coalesced_wal_writes_are_visible_at_once),
           T(url_parameters_are_applied), T(url_malformed_is_bad_url),
           T(schema_version_recorded_and_newer_refused), T(wal_mode_applied),
           T(query_plans_use_indexes), T(statements_are_reused),
