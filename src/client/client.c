@@ -35,6 +35,18 @@ static int check_id(const char *what, const char *id)
     return DURO_OK;
 }
 
+/* The checks every call starts with: a client, not called from
+ * orchestration code, and (with id_what) a well-formed instance id. */
+static int enter(duro_client *c, const char *id_what, const char *id)
+{
+    if (c == NULL)
+        return duro__fail(DURO_INVALID, "client is NULL");
+    int rc = misuse_check();
+    if (rc == DURO_OK && id_what != NULL)
+        rc = check_id(id_what, id);
+    return rc;
+}
+
 int duro_client_create(const char *url, duro_client **out)
 {
     if (out == NULL)
@@ -88,10 +100,7 @@ int duro_client_start(duro_client *c, const char *instance_id,
                       const duro_start_options *opts)
 {
     int rc;
-    if (c == NULL)
-        return duro__fail(DURO_INVALID, "client is NULL");
-    if ((rc = misuse_check()) != DURO_OK ||
-        (rc = check_id("instance id", instance_id)) != DURO_OK ||
+    if ((rc = enter(c, "instance id", instance_id)) != DURO_OK ||
         (rc = check_id("orchestration name", orchestration)) != DURO_OK)
         return rc;
     duro_work_item item = {.kind = DURO_WORK_START,
@@ -134,10 +143,7 @@ int duro_client_raise_event(duro_client *c, const char *instance_id,
                             const char *name, const char *payload)
 {
     int rc, status;
-    if (c == NULL)
-        return duro__fail(DURO_INVALID, "client is NULL");
-    if ((rc = misuse_check()) != DURO_OK ||
-        (rc = check_id("instance id", instance_id)) != DURO_OK ||
+    if ((rc = enter(c, "instance id", instance_id)) != DURO_OK ||
         (rc = check_id("event name", name)) != DURO_OK)
         return rc;
     if ((rc = instance_status(c, instance_id, &status)) != DURO_OK)
@@ -161,10 +167,7 @@ int duro_client_cancel(duro_client *c, const char *instance_id,
                        const char *reason, const char *requested_by)
 {
     int rc, status;
-    if (c == NULL)
-        return duro__fail(DURO_INVALID, "client is NULL");
-    if ((rc = misuse_check()) != DURO_OK ||
-        (rc = check_id("instance id", instance_id)) != DURO_OK)
+    if ((rc = enter(c, "instance id", instance_id)) != DURO_OK)
         return rc;
     if ((reason && strlen(reason) > ID_MAX) ||
         (requested_by && strlen(requested_by) > ID_MAX))
@@ -224,12 +227,11 @@ static duro_instance_info *copy_info(const duro_instance_info *src)
 int duro_client_get_status(duro_client *c, const char *instance_id,
                            duro_instance_info **out)
 {
-    int rc;
-    if (c == NULL || out == NULL)
-        return duro__fail(DURO_INVALID, "client or out is NULL");
+    if (out == NULL)
+        return duro__fail(DURO_INVALID, "out is NULL");
     *out = NULL;
-    if ((rc = misuse_check()) != DURO_OK ||
-        (rc = check_id("instance id", instance_id)) != DURO_OK)
+    int rc = enter(c, "instance id", instance_id);
+    if (rc != DURO_OK)
         return rc;
     duro_instance_list *list = NULL;
     duro_error err;
@@ -283,12 +285,11 @@ int duro_client_wait(duro_client *c, const char *instance_id,
 int duro_client_read_history(duro_client *c, const char *instance_id,
                              uint64_t execution_id, duro_history **out)
 {
-    int rc;
-    if (c == NULL || out == NULL)
-        return duro__fail(DURO_INVALID, "client or out is NULL");
+    if (out == NULL)
+        return duro__fail(DURO_INVALID, "out is NULL");
     *out = NULL;
-    if ((rc = misuse_check()) != DURO_OK ||
-        (rc = check_id("instance id", instance_id)) != DURO_OK)
+    int rc = enter(c, "instance id", instance_id);
+    if (rc != DURO_OK)
         return rc;
     duro_error err;
     if (c->provider->read_history(c->provider, instance_id, execution_id, out,
@@ -300,11 +301,11 @@ int duro_client_read_history(duro_client *c, const char *instance_id,
 int duro_client_list(duro_client *c, const duro_instance_filter *filter,
                      duro_instance_list **out)
 {
-    int rc;
-    if (c == NULL || out == NULL)
-        return duro__fail(DURO_INVALID, "client or out is NULL");
+    if (out == NULL)
+        return duro__fail(DURO_INVALID, "out is NULL");
     *out = NULL;
-    if ((rc = misuse_check()) != DURO_OK)
+    int rc = enter(c, NULL, NULL);
+    if (rc != DURO_OK)
         return rc;
     duro_instance_filter all = {0};
     duro_error err;
@@ -317,11 +318,8 @@ int duro_client_list(duro_client *c, const duro_instance_filter *filter,
 int duro_client_delete(duro_client *c, const char *instance_id, int force,
                        size_t *deleted)
 {
-    int rc;
-    if (c == NULL)
-        return duro__fail(DURO_INVALID, "client is NULL");
-    if ((rc = misuse_check()) != DURO_OK ||
-        (rc = check_id("instance id", instance_id)) != DURO_OK)
+    int rc = enter(c, "instance id", instance_id);
+    if (rc != DURO_OK)
         return rc;
     duro_error err;
     if (c->provider->delete_instance(c->provider, instance_id, force, deleted,
@@ -333,11 +331,8 @@ int duro_client_delete(duro_client *c, const char *instance_id, int force,
 int duro_client_prune(duro_client *c, const char *instance_id,
                       uint64_t keep_last, size_t *pruned)
 {
-    int rc;
-    if (c == NULL)
-        return duro__fail(DURO_INVALID, "client is NULL");
-    if ((rc = misuse_check()) != DURO_OK ||
-        (rc = check_id("instance id", instance_id)) != DURO_OK)
+    int rc = enter(c, "instance id", instance_id);
+    if (rc != DURO_OK)
         return rc;
     duro_error err;
     if (c->provider->prune_executions(c->provider, instance_id, keep_last,

@@ -356,6 +356,21 @@ static uint64_t issue(duro_orch *e, const duro_event *want, int *live)
     return id;
 }
 
+/* Issues task t's scheduling command and binds the task to its event.
+ * Returns 1 when the command was appended live, so the caller enqueues its
+ * side effects; 0 when it was replayed from history or the engine stopped
+ * (nondeterminism, out of memory). */
+static int issue_task(duro_orch *e, struct duro_task *t, const duro_event *ev)
+{
+    int live = 0;
+    uint64_t id = issue(e, ev, &live);
+    if (id == 0)
+        return 0;
+    t->event_id = id;
+    e->tracker.slots[id].task = t;
+    return live;
+}
+
 static duro_work_item *push_worker_item(duro_orch *e)
 {
     duro__turn *t = e->turn;
@@ -560,18 +575,15 @@ static struct duro_task *schedule_activity(duro_orch *e, const char *name,
                      .name = name,
                      .payload = input,
                      .attempt = attempt};
-    int live = 0;
     if (e->replay_pos >= e->replay_count) {
         /* live: the event's strings must outlive the caller's */
         ev.name = t->name;
         ev.payload = turn_strdup(e, input);
     }
-    uint64_t id = issue(e, &ev, &live);
-    if (id == 0)
-        return t; /* stays pending; the engine stops this code */
-    t->event_id = id;
-    e->tracker.slots[id].task = t;
-    if (live) {
+    /* Not live: replayed, or the engine stopped (the task stays pending
+     * and the code is not resumed). */
+    if (issue_task(e, t, &ev)) {
+        uint64_t id = t->event_id;
         duro_work_item *w = push_worker_item(e);
         if (w != NULL) {
             w->kind = DURO_WORK_ACTIVITY_EXECUTE;
@@ -595,19 +607,13 @@ static struct duro_task *schedule_timer(duro_orch *e, int64_t delay_ms)
         return t;
     duro_event ev = {.kind = DURO_EVENT_TIMER_CREATED,
                      .fire_at_ms = e->now + delay_ms};
-    int live = 0;
-    uint64_t id = issue(e, &ev, &live);
-    if (id == 0)
-        return t;
-    t->event_id = id;
-    e->tracker.slots[id].task = t;
-    if (live) {
+    if (issue_task(e, t, &ev)) {
         duro_outbound *o = push_outbound(e);
         if (o != NULL) {
             o->item.kind = DURO_WORK_TIMER_FIRED;
             o->item.instance_id = e->instance_id;
             o->item.execution_id = e->execution_id;
-            o->item.source_id = id;
+            o->item.source_id = t->event_id;
             o->item.fire_at_ms = ev.fire_at_ms;
             o->delay_ms = DURO__MAX(ev.fire_at_ms - e->turn_now, 0);
         }
@@ -1525,12 +1531,9 @@ duro_task *duro_wait_event(duro_orch *o, const char *name)
         return t;
     t->name = engine_strdup(o, name);
     duro_event ev = {.kind = DURO_EVENT_EVENT_SUBSCRIBED, .name = t->name};
-    int live = 0;
-    uint64_t id = issue(o, &ev, &live);
-    if (id == 0)
+    issue_task(o, t, &ev);
+    if (t->event_id == 0)
         return t;
-    t->event_id = id;
-    o->tracker.slots[id].task = t;
     for (raised_event *r = o->raised_head; r != NULL; r = r->next) {
         if (!r->consumed && str_eq(r->name, name)) {
             r->consumed = 1;
@@ -1581,17 +1584,12 @@ static struct duro_task *start_child(duro_orch *o, const char *name,
                      .ref_instance = t->child_instance,
                      .payload = input,
                      .flags = detached ? DURO_START_DETACHED : 0};
-    int live = 0;
     if (o->replay_pos >= o->replay_count) {
         ev.version = turn_strdup(o, version);
         ev.payload = turn_strdup(o, input);
     }
-    uint64_t id = issue(o, &ev, &live);
-    if (id == 0)
-        return t;
-    t->event_id = id;
-    o->tracker.slots[id].task = t;
-    if (live) {
+    if (issue_task(o, t, &ev)) {
+        uint64_t id = t->event_id;
         duro_outbound *ob = push_outbound(o);
         if (ob != NULL) {
             ob->item.kind = DURO_WORK_START;
@@ -1608,7 +1606,7 @@ static struct duro_task *start_child(duro_orch *o, const char *name,
             }
         }
     }
-    if (detached) {
+    if (detached && t->event_id != 0) {
         t->state = TASK_SUCCEEDED;
         t->done_seq = ++o->seq;
     }

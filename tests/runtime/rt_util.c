@@ -1,6 +1,7 @@
 /* rt_util.c - the runtime test fixture behind rt_util.h. */
 #include "rt_util.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 void rt_default_options(duro_runtime_options *o)
@@ -99,4 +100,53 @@ int rt_count_events(rt_fixture *f, const char *id, int kind)
         n += (int)h->events[i].kind == kind;
     duro_history_free(h);
     return n;
+}
+
+const duro_event *rt_find_event(const duro_history *h, int kind, int nth)
+{
+    for (size_t i = 0; h != NULL && i < h->count; i++)
+        if ((int)h->events[i].kind == kind && nth-- == 0)
+            return &h->events[i];
+    return NULL;
+}
+
+int rt_count_kind(const duro_history *h, int kind)
+{
+    int n = 0;
+    for (size_t i = 0; h != NULL && i < h->count; i++)
+        n += (int)h->events[i].kind == kind;
+    return n;
+}
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *log_lines[4096];
+static int log_count;
+
+void rt_log_sink(void *user, int level, const char *message)
+{
+    (void)user;
+    (void)level;
+    pthread_mutex_lock(&log_lock);
+    if (log_count < 4096)
+        log_lines[log_count++] = strdup(message);
+    pthread_mutex_unlock(&log_lock);
+}
+
+int rt_log_hits(const char *needle)
+{
+    int n = 0;
+    pthread_mutex_lock(&log_lock);
+    for (int i = 0; i < log_count; i++)
+        n += strstr(log_lines[i], needle) != NULL;
+    pthread_mutex_unlock(&log_lock);
+    return n;
+}
+
+void rt_log_reset(void)
+{
+    pthread_mutex_lock(&log_lock);
+    for (int i = 0; i < log_count; i++)
+        free(log_lines[i]);
+    log_count = 0;
+    pthread_mutex_unlock(&log_lock);
 }

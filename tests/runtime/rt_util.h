@@ -45,4 +45,15 @@ int rt_count_events(rt_fixture *f, const char *id, int kind);
 /* Reads the history (current execution); caller frees. */
 duro_history *rt_history(rt_fixture *f, const char *id);
 
+/* The nth event of `kind` in h (0 = first), NULL if none. */
+const duro_event *rt_find_event(const duro_history *h, int kind, int nth);
+/* Events of `kind` in h. */
+int rt_count_kind(const duro_history *h, int kind);
+
+/* A log sink (duro_runtime_options.log_fn) that keeps every line, and how
+ * many kept lines contain `needle`; rt_log_reset forgets them. */
+void rt_log_sink(void *user, int level, const char *message);
+int rt_log_hits(const char *needle);
+void rt_log_reset(void);
+
 #endif

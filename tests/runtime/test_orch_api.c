@@ -47,14 +47,6 @@ static int orch_call_echo(duro_orch *o, const char *in, duro_result *out)
 }
 
 /* The event of `kind` number `nth` (0-based) in h, or NULL. */
-static const duro_event *find_event(const duro_history *h, int kind, int nth)
-{
-    for (size_t i = 0; h != NULL && i < h->count; i++)
-        if ((int)h->events[i].kind == kind && nth-- == 0)
-            return &h->events[i];
-    return NULL;
-}
-
 static char *repeat_char(char c, size_t n)
 {
     char *s = malloc(n + 1);
@@ -159,7 +151,7 @@ TEST(version_highest_by_default_explicit_when_asked_and_recorded)
     duro_free(i);
     duro_history *h = rt_history(&f, "ver-default");
     const duro_event *started =
-        find_event(h, DURO_EVENT_ORCHESTRATION_STARTED, 0);
+        rt_find_event(h, DURO_EVENT_ORCHESTRATION_STARTED, 0);
     CHECK(started != NULL);
     CHECK_STR(started->version, "1.10");
     duro_history_free(h);
@@ -331,11 +323,11 @@ TEST(activity_results_outputs_failures_and_categories)
     duro_free(i);
     /* the failures are recorded as such in history, with their category */
     duro_history *h = rt_history(&f, "r");
-    const duro_event *e = find_event(h, DURO_EVENT_ACTIVITY_FAILED, 3);
+    const duro_event *e = rt_find_event(h, DURO_EVENT_ACTIVITY_FAILED, 3);
     CHECK(e != NULL);
     CHECK_EQ(e->category, DURO_CATEGORY_INFRASTRUCTURE);
     CHECK_STR(e->error, "broke as infrastructure");
-    e = find_event(h, DURO_EVENT_ACTIVITY_COMPLETED, 1);
+    e = rt_find_event(h, DURO_EVENT_ACTIVITY_COMPLETED, 1);
     CHECK(e != NULL);
     CHECK(e->payload == NULL);
     duro_history_free(h);

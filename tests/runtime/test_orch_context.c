@@ -15,22 +15,6 @@
 /* ------------------------------------------------------------------------
  * helpers */
 
-static const duro_event *find_event(const duro_history *h, int kind, int nth)
-{
-    for (size_t i = 0; h != NULL && i < h->count; i++)
-        if ((int)h->events[i].kind == kind && nth-- == 0)
-            return &h->events[i];
-    return NULL;
-}
-
-static int count_kind(const duro_history *h, int kind)
-{
-    int n = 0;
-    for (size_t i = 0; h != NULL && i < h->count; i++)
-        n += (int)h->events[i].kind == kind;
-    return n;
-}
-
 /* A gate activities wait on; opened by the main thread. */
 static _Atomic int gate_open, gated_started, gated_cancelled;
 
@@ -227,7 +211,8 @@ TEST(orchestration_and_activity_accessors)
 
     duro_history *h = rt_history(&f, "acc-1");
     CHECK_EQ(h->execution_id, 2);
-    const duro_event *sched = find_event(h, DURO_EVENT_ACTIVITY_SCHEDULED, 0);
+    const duro_event *sched =
+        rt_find_event(h, DURO_EVENT_ACTIVITY_SCHEDULED, 0);
     CHECK(sched != NULL);
     pthread_mutex_lock(&probe_lock);
     probe_record seen = probe;
@@ -342,11 +327,12 @@ static void check_retry_history(rt_fixture *f, const char *id,
                                 int failures)
 {
     duro_history *h = rt_history(f, id);
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_SCHEDULED), attempts);
-    CHECK_EQ(count_kind(h, DURO_EVENT_TIMER_CREATED), attempts - 1);
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_FAILED), failures);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_SCHEDULED), attempts);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_TIMER_CREATED), attempts - 1);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_FAILED), failures);
     for (int k = 0; k < attempts; k++) {
-        const duro_event *s = find_event(h, DURO_EVENT_ACTIVITY_SCHEDULED, k);
+        const duro_event *s =
+            rt_find_event(h, DURO_EVENT_ACTIVITY_SCHEDULED, k);
         CHECK(s != NULL);
         CHECK_EQ(s->attempt, k + 1);
         CHECK_STR(s->name, "Flaky");
@@ -365,7 +351,8 @@ static void check_retry_history(rt_fixture *f, const char *id,
                   "backoff %d: %lld ms, expected %lld", timer,
                   (long long)(e->fire_at_ms - prev->timestamp_ms),
                   (long long)delays[timer]);
-        const duro_event *fired = find_event(h, DURO_EVENT_TIMER_FIRED, timer);
+        const duro_event *fired =
+            rt_find_event(h, DURO_EVENT_TIMER_FIRED, timer);
         CHECK(fired != NULL);
         CHECK_EQ(fired->source_event_id, e->event_id);
         CHECK_INT(fired->timestamp_ms, >=, e->fire_at_ms);
@@ -479,12 +466,13 @@ TEST(retry_attempt_timeout_cancels_attempt_and_retries)
     CHECK_EQ(atomic_load(&flaky_attempts[0]), 1);
     CHECK_EQ(atomic_load(&flaky_attempts[1]), 2);
     duro_history *h = rt_history(&f, "r");
-    const duro_event *first = find_event(h, DURO_EVENT_ACTIVITY_SCHEDULED, 0);
+    const duro_event *first =
+        rt_find_event(h, DURO_EVENT_ACTIVITY_SCHEDULED, 0);
     const duro_event *cancel =
-        find_event(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 0);
+        rt_find_event(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 0);
     CHECK(first != NULL && cancel != NULL);
     CHECK_EQ(cancel->source_event_id, first->event_id);
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_SCHEDULED), 2);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_SCHEDULED), 2);
     /* the timed-out attempt never completed in history */
     for (size_t i = 0; i < h->count; i++)
         if (h->events[i].kind == DURO_EVENT_ACTIVITY_COMPLETED)
@@ -539,9 +527,9 @@ TEST(durable_timer_fires_not_before_its_time)
     expect_output(&f, "t", "fired");
     duro_history *h = rt_history(&f, "t");
     const duro_event *started =
-        find_event(h, DURO_EVENT_ORCHESTRATION_STARTED, 0);
-    const duro_event *created = find_event(h, DURO_EVENT_TIMER_CREATED, 0);
-    const duro_event *fired = find_event(h, DURO_EVENT_TIMER_FIRED, 0);
+        rt_find_event(h, DURO_EVENT_ORCHESTRATION_STARTED, 0);
+    const duro_event *created = rt_find_event(h, DURO_EVENT_TIMER_CREATED, 0);
+    const duro_event *fired = rt_find_event(h, DURO_EVENT_TIMER_FIRED, 0);
     CHECK(started && created && fired);
     CHECK_EQ(created->fire_at_ms, started->timestamp_ms + 300);
     CHECK_EQ(fired->source_event_id, created->event_id);
@@ -564,10 +552,10 @@ TEST(wait_event_receives_the_payload)
     CHECK_OK(duro_client_raise_event(f.client, "w", "go", "the payload"));
     expect_output(&f, "w", "the payload");
     duro_history *h = rt_history(&f, "w");
-    const duro_event *sub = find_event(h, DURO_EVENT_EVENT_SUBSCRIBED, 0);
+    const duro_event *sub = rt_find_event(h, DURO_EVENT_EVENT_SUBSCRIBED, 0);
     CHECK(sub != NULL);
     CHECK_STR(sub->name, "go");
-    CHECK_EQ(count_kind(h, DURO_EVENT_EVENT_RAISED), 2);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_EVENT_RAISED), 2);
     duro_history_free(h);
     rt_done(&f);
 }
@@ -611,7 +599,7 @@ TEST(events_raised_before_waiting_are_kept_in_order)
     duro_history *h = rt_history(&f, "fifo");
     static const char *order[] = {"1", "x", "2", "3"};
     for (int k = 0; k < 4; k++) {
-        const duro_event *e = find_event(h, DURO_EVENT_EVENT_RAISED, k);
+        const duro_event *e = rt_find_event(h, DURO_EVENT_EVENT_RAISED, k);
         CHECK(e != NULL);
         CHECK_STR(e ? e->payload : NULL, order[k]);
     }
@@ -660,9 +648,9 @@ TEST(child_with_generated_id_completes_into_the_parent)
     duro_free(i);
     duro_history *h = rt_history(&f, "pg");
     const duro_event *sched =
-        find_event(h, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED, 0);
+        rt_find_event(h, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED, 0);
     const duro_event *done =
-        find_event(h, DURO_EVENT_SUB_ORCHESTRATION_COMPLETED, 0);
+        rt_find_event(h, DURO_EVENT_SUB_ORCHESTRATION_COMPLETED, 0);
     CHECK(sched != NULL && done != NULL);
     CHECK_STR(sched->ref_instance, child);
     CHECK_STR(sched->name, "ChildEcho");
@@ -694,7 +682,7 @@ TEST(child_generated_id_is_parent_execution_and_event_id)
     duro_free(rt_wait(&f, "pf", 10000));
     duro_history *h = rt_history(&f, "pf");
     const duro_event *sched =
-        find_event(h, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED, 0);
+        rt_find_event(h, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED, 0);
     CHECK(sched != NULL);
     char want[64];
     snprintf(want, sizeof(want), "pf:1:%llu",
@@ -725,7 +713,7 @@ TEST(child_with_explicit_id_completion_and_failure_propagate)
     duro_free(i);
     duro_history *h = rt_history(&f, "p-fail");
     const duro_event *failed =
-        find_event(h, DURO_EVENT_SUB_ORCHESTRATION_FAILED, 0);
+        rt_find_event(h, DURO_EVENT_SUB_ORCHESTRATION_FAILED, 0);
     CHECK(failed != NULL);
     CHECK_STR(failed ? failed->error : NULL, "child broke");
     CHECK_EQ(failed ? failed->category : 0, DURO_CATEGORY_INFRASTRUCTURE);
@@ -756,7 +744,7 @@ TEST(child_with_an_existing_id_fails_the_task)
     duro_free(i);
     duro_history *h = rt_history(&f, "taken");
     CHECK_STR(h->events[0].payload, "original");
-    CHECK_EQ(count_kind(h, DURO_EVENT_ORCHESTRATION_STARTED), 1);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ORCHESTRATION_STARTED), 1);
     duro_history_free(h);
     CHECK_OK(duro_client_raise_event(f.client, "taken", "go", "still mine"));
     expect_output(&f, "taken", "still mine");
@@ -807,10 +795,11 @@ TEST(fire_and_forget_runs_independently_of_the_parent)
     expect_output(&f, "ffb-ff", "b-free");
     duro_history *h = rt_history(&f, "ffb");
     const duro_event *sched =
-        find_event(h, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED, 0);
+        rt_find_event(h, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED, 0);
     CHECK(sched != NULL);
     CHECK(sched && (sched->flags & DURO_START_DETACHED));
-    CHECK_EQ(count_kind(h, DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED), 0);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED),
+             0);
     duro_history_free(h);
     /* and nothing came back to the completed parent */
     CHECK_EQ(rt_count_events(&f, "ffa", DURO_EVENT_SUB_ORCHESTRATION_COMPLETED),
@@ -834,7 +823,7 @@ TEST(child_of_a_cancelled_parent_is_cancelled)
     duro_free(i);
     duro_history *h = rt_history(&f, "wc");
     const duro_event *req =
-        find_event(h, DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED, 0);
+        rt_find_event(h, DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED, 0);
     CHECK(req != NULL);
     CHECK_STR(req ? req->reason : NULL, DURO_REASON_INSTANCE_CANCELLED);
     duro_history_free(h);
@@ -914,7 +903,7 @@ TEST(select_activity_event_and_child_against_timers)
     /* child-fast's child id is generated: find it in history */
     duro_history *h = rt_history(&f, "child-fast");
     const duro_event *sched =
-        find_event(h, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED, 0);
+        rt_find_event(h, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED, 0);
     char want[160] = "";
     if (sched != NULL)
         snprintf(want, sizeof(want), "child:%s:c", sched->ref_instance);
@@ -927,18 +916,18 @@ TEST(select_activity_event_and_child_against_timers)
         0);
     h = rt_history(&f, "act-slow");
     const duro_event *req =
-        find_event(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 0);
+        rt_find_event(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 0);
     CHECK(req != NULL);
     CHECK_STR(req ? req->reason : NULL, DURO_REASON_SELECT_LOSER);
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED) +
-                 count_kind(h, DURO_EVENT_ACTIVITY_FAILED),
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED) +
+                 rt_count_kind(h, DURO_EVENT_ACTIVITY_FAILED),
              0);
     duro_history_free(h);
     WAIT_UNTIL(atomic_load(&blocker_cancelled) == 1, 10000);
     CHECK_STR(recorded_reason(), DURO_REASON_SELECT_LOSER);
 
     h = rt_history(&f, "child-slow");
-    req = find_event(h, DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED, 0);
+    req = rt_find_event(h, DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED, 0);
     CHECK(req != NULL);
     CHECK_STR(req ? req->reason : NULL, DURO_REASON_SELECT_LOSER);
     duro_history_free(h);

@@ -14,61 +14,12 @@
 /* ------------------------------------------------------------------------
  * helpers */
 
-static const duro_event *find_event(const duro_history *h, int kind, int nth)
-{
-    for (size_t i = 0; h != NULL && i < h->count; i++)
-        if ((int)h->events[i].kind == kind && nth-- == 0)
-            return &h->events[i];
-    return NULL;
-}
-
-static int count_kind(const duro_history *h, int kind)
-{
-    int n = 0;
-    for (size_t i = 0; h != NULL && i < h->count; i++)
-        n += (int)h->events[i].kind == kind;
-    return n;
-}
-
 static int starts_with(const char *s, const char *prefix)
 {
     return s != NULL && strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
 /* ---- log sink: keeps every line ---- */
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *log_lines[4096];
-static int log_count;
-
-static void log_sink(void *user, int level, const char *message)
-{
-    (void)user;
-    (void)level;
-    pthread_mutex_lock(&log_lock);
-    if (log_count < 4096)
-        log_lines[log_count++] = strdup(message);
-    pthread_mutex_unlock(&log_lock);
-}
-
-static int log_hits(const char *needle)
-{
-    int n = 0;
-    pthread_mutex_lock(&log_lock);
-    for (int i = 0; i < log_count; i++)
-        n += strstr(log_lines[i], needle) != NULL;
-    pthread_mutex_unlock(&log_lock);
-    return n;
-}
-
-static void log_reset(void)
-{
-    pthread_mutex_lock(&log_lock);
-    for (int i = 0; i < log_count; i++)
-        free(log_lines[i]);
-    log_count = 0;
-    pthread_mutex_unlock(&log_lock);
-}
 
 /* ---- activities and orchestrations ---- */
 
@@ -149,11 +100,11 @@ TEST(unregistered_activity_fails_with_a_configuration_error)
               "output: %s", i->output ? i->output : "(null)");
     duro_free(i);
     duro_history *h = rt_history(&f, "ua");
-    const duro_event *failed = find_event(h, DURO_EVENT_ACTIVITY_FAILED, 0);
+    const duro_event *failed = rt_find_event(h, DURO_EVENT_ACTIVITY_FAILED, 0);
     CHECK(failed != NULL);
     CHECK_EQ(failed ? failed->category : 0, DURO_CATEGORY_CONFIGURATION);
     CHECK(failed && failed->error && strstr(failed->error, "Nope"));
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_FAILED), 1);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_FAILED), 1);
     duro_history_free(h);
     rt_done(&f);
 }
@@ -192,7 +143,7 @@ TEST(unregistered_orchestration_fails_with_a_configuration_error)
 
 TEST(names_registered_by_a_later_runtime_proceed_normally)
 {
-    log_reset();
+    rt_log_reset();
     atomic_store(&late_act_delivery, 0);
     rt_fixture f;
     rt_init(&f, "faults_late_names.db");
@@ -200,11 +151,11 @@ TEST(names_registered_by_a_later_runtime_proceed_normally)
     f.opts.max_attempts = 50;
     f.opts.unknown_name_retry_ms = 20;
     f.opts.log_level = DURO_LOG_WARN;
-    f.opts.log_fn = log_sink;
+    f.opts.log_fn = rt_log_sink;
     rt_start(&f);
     rt_start_instance(&f, "late-orch", "LateOrch", "o-in");
     rt_start_instance(&f, "late-act", "CallNamed", "LateAct");
-    WAIT_UNTIL(log_hits("'LateOrch'") >= 1 && log_hits("'LateAct'") >= 1,
+    WAIT_UNTIL(rt_log_hits("'LateOrch'") >= 1 && rt_log_hits("'LateAct'") >= 1,
                10000);
     CHECK_EQ(rt_status(&f, "late-orch"), DURO_STATUS_PENDING);
     rt_stop(&f);
@@ -224,7 +175,7 @@ TEST(names_registered_by_a_later_runtime_proceed_normally)
     CHECK_INT(atomic_load(&late_act_delivery), >=, 2);
     CHECK_EQ(rt_count_events(&f, "late-act", DURO_EVENT_ACTIVITY_FAILED), 0);
     rt_done(&f);
-    log_reset();
+    rt_log_reset();
 }
 
 /* ------------------------------------------------------------------------
@@ -281,7 +232,7 @@ TEST(poison_orchestration_batch_fails_the_instance)
     CHECK(h->count >= 2);
     CHECK_EQ(h->events[0].kind, DURO_EVENT_ORCHESTRATION_STARTED);
     CHECK_EQ(h->events[h->count - 1].kind, DURO_EVENT_ORCHESTRATION_FAILED);
-    CHECK_EQ(count_kind(h, DURO_EVENT_ORCHESTRATION_COMPLETED), 0);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ORCHESTRATION_COMPLETED), 0);
     duro_history_free(h);
     duro_metrics m;
     duro_runtime_metrics(f.rt, &m);
@@ -316,8 +267,8 @@ TEST(poison_activity_fails_the_activity)
     duro_free(i);
     CHECK_EQ(atomic_load(&counted_runs), 3); /* one run per delivery */
     duro_history *h = rt_history(&f, "pa");
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_FAILED), 1);
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), 0);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_FAILED), 1);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), 0);
     duro_history_free(h);
     duro_metrics m;
     duro_runtime_metrics(f.rt, &m);
@@ -371,9 +322,9 @@ TEST(activity_run_twice_after_a_lost_lock_completes_once)
     CHECK_INT(atomic_load(&twice_runs), >=, 2);
     CHECK(atomic_load(&twice_second_started));
     duro_history *h = rt_history(&f, "tw");
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_SCHEDULED), 1);
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), 1);
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_FAILED), 0);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_SCHEDULED), 1);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), 1);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_FAILED), 0);
     duro_history_free(h);
     rt_done(&f);
 }
@@ -412,8 +363,9 @@ TEST(duplicate_stale_and_unknown_messages_are_ignored)
     WAIT_UNTIL(rt_count_events(&f, "dt", DURO_EVENT_EVENT_SUBSCRIBED) == 1,
                10000);
     duro_history *h = rt_history(&f, "dt");
-    const duro_event *sched = find_event(h, DURO_EVENT_ACTIVITY_SCHEDULED, 0);
-    const duro_event *timer = find_event(h, DURO_EVENT_TIMER_CREATED, 0);
+    const duro_event *sched =
+        rt_find_event(h, DURO_EVENT_ACTIVITY_SCHEDULED, 0);
+    const duro_event *timer = rt_find_event(h, DURO_EVENT_TIMER_CREATED, 0);
     uint64_t act_id = sched ? sched->event_id : 0;
     uint64_t timer_id = timer ? timer->event_id : 0;
     int64_t fire_at = timer ? timer->fire_at_ms : 0;
@@ -472,10 +424,10 @@ TEST(duplicate_stale_and_unknown_messages_are_ignored)
     CHECK_STR(i->output, "real|DURO_OK");
     duro_free(i);
     h = rt_history(&f, "dt");
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), 1);
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_FAILED), 0);
-    CHECK_EQ(count_kind(h, DURO_EVENT_TIMER_FIRED), 1);
-    CHECK_EQ(count_kind(h, DURO_EVENT_SUB_ORCHESTRATION_COMPLETED), 0);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), 1);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_FAILED), 0);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_TIMER_FIRED), 1);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_SUB_ORCHESTRATION_COMPLETED), 0);
     CHECK(!any_payload(h, "fake"));
     CHECK(!any_payload(h, "fake failure"));
     CHECK(!any_payload(h, "stale"));

@@ -14,22 +14,6 @@
 /* ------------------------------------------------------------------------
  * helpers */
 
-static const duro_event *find_event(const duro_history *h, int kind, int nth)
-{
-    for (size_t i = 0; h != NULL && i < h->count; i++)
-        if ((int)h->events[i].kind == kind && nth-- == 0)
-            return &h->events[i];
-    return NULL;
-}
-
-static int count_kind(const duro_history *h, int kind)
-{
-    int n = 0;
-    for (size_t i = 0; h != NULL && i < h->count; i++)
-        n += (int)h->events[i].kind == kind;
-    return n;
-}
-
 static duro_history *history_of(rt_fixture *f, const char *id, uint64_t exec)
 {
     duro_history *h = NULL;
@@ -187,39 +171,6 @@ static void register_common(rt_fixture *f)
 
 /* ---- log sink: keeps every line ---- */
 
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *log_lines[4096];
-static int log_count;
-
-static void log_sink(void *user, int level, const char *message)
-{
-    (void)user;
-    (void)level;
-    pthread_mutex_lock(&log_lock);
-    if (log_count < 4096)
-        log_lines[log_count++] = strdup(message);
-    pthread_mutex_unlock(&log_lock);
-}
-
-static int log_hits(const char *needle)
-{
-    int n = 0;
-    pthread_mutex_lock(&log_lock);
-    for (int i = 0; i < log_count; i++)
-        n += strstr(log_lines[i], needle) != NULL;
-    pthread_mutex_unlock(&log_lock);
-    return n;
-}
-
-static void log_reset(void)
-{
-    pthread_mutex_lock(&log_lock);
-    for (int i = 0; i < log_count; i++)
-        free(log_lines[i]);
-    log_count = 0;
-    pthread_mutex_unlock(&log_lock);
-}
-
 /* ---- observations made by orchestration code: one per (instance, step)
  * and pass, in the order made ---- */
 
@@ -348,7 +299,7 @@ TEST(continue_as_new_chain_has_separate_histories_and_latest_status)
         const duro_event *last = &h->events[h->count - 1];
         CHECK_EQ(last->kind, DURO_EVENT_CONTINUED_AS_NEW);
         CHECK_STR(last->payload, next);
-        CHECK_EQ(count_kind(h, DURO_EVENT_SUB_ORCHESTRATION_COMPLETED), 1);
+        CHECK_EQ(rt_count_kind(h, DURO_EVENT_SUB_ORCHESTRATION_COMPLETED), 1);
         for (size_t k = 0; k < h->count; k++)
             CHECK_EQ(h->events[k].event_id, k + 1);
         duro_history_free(h);
@@ -513,7 +464,7 @@ TEST(continue_as_new_cancels_outstanding_activities)
     expect_output(&f, "cc", "second", 10000);
     duro_history *h = history_of(&f, "cc", 1);
     const duro_event *req =
-        find_event(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 0);
+        rt_find_event(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 0);
     CHECK(req != NULL);
     CHECK_STR(req ? req->reason : NULL, DURO_REASON_CONTINUED_AS_NEW);
     duro_history_free(h);
@@ -611,12 +562,13 @@ static char *run_now_guid(const char *db, size_t cache, const char *tag)
     duro_history *h = rt_history(&f, "ng");
     /* duro_now: when the turn that recorded the latest consumed event
        began */
-    const duro_event *st = find_event(h, DURO_EVENT_ORCHESTRATION_STARTED, 0);
+    const duro_event *st =
+        rt_find_event(h, DURO_EVENT_ORCHESTRATION_STARTED, 0);
     CHECK(st != NULL);
     CHECK_EQ(nows[0], st->timestamp_ms);
     for (int k = 1; k < 5; k++) {
         const duro_event *c =
-            find_event(h, DURO_EVENT_ACTIVITY_COMPLETED, k - 1);
+            rt_find_event(h, DURO_EVENT_ACTIVITY_COMPLETED, k - 1);
         CHECK(c != NULL);
         CHECK_MSG(nows[k] == c->timestamp_ms,
                   "%s step %d: duro_now %lld, ActivityCompleted at %lld", tag,
@@ -684,14 +636,14 @@ static int orch_observed(duro_orch *o, const char *in, duro_result *out)
 static void run_observed(rt_fixture *f, const char *db)
 {
     observations_reset();
-    log_reset();
+    rt_log_reset();
     rt_init(f, db);
     register_common(f);
     CHECK_OK(duro_registry_add_orchestration(f->reg, "Observed", NULL,
                                              orch_observed, NULL));
     f->opts.fiber_cache_size = 0; /* every turn replays */
     f->opts.log_level = DURO_LOG_WARN;
-    f->opts.log_fn = log_sink;
+    f->opts.log_fn = rt_log_sink;
     rt_start(f);
     rt_start_instance(f, "obs", "Observed", NULL);
     WAIT_UNTIL(rt_count_events(f, "obs", DURO_EVENT_TIMER_FIRED) == 1, 10000);
@@ -718,12 +670,12 @@ TEST(log_is_written_once_per_logical_call_under_replay)
                                   "LOGMARK step 2", "LOGMARK after-timer",
                                   "LOGMARK after-event"};
     for (size_t k = 0; k < 5; k++)
-        CHECK_MSG(log_hits(marks[k]) == 1, "'%s' logged %d times", marks[k],
-                  log_hits(marks[k]));
-    CHECK_EQ(log_hits("LOGMARK below the level"), 0);
-    CHECK_EQ(log_hits("LOGMARK"), 5);
+        CHECK_MSG(rt_log_hits(marks[k]) == 1, "'%s' logged %d times", marks[k],
+                  rt_log_hits(marks[k]));
+    CHECK_EQ(rt_log_hits("LOGMARK below the level"), 0);
+    CHECK_EQ(rt_log_hits("LOGMARK"), 5);
     rt_done(&f);
-    log_reset();
+    rt_log_reset();
 }
 
 /* ------------------------------------------------------------------------
@@ -787,7 +739,7 @@ static void run_multi(const char *db, size_t cache, multi_run *r)
     duro_free(i);
     r->parent = rt_history(&f, "multi");
     const duro_event *s =
-        find_event(r->parent, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED, 0);
+        rt_find_event(r->parent, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED, 0);
     CHECK(s != NULL);
     r->child = rt_history(&f, s->ref_instance);
     duro_runtime_metrics(f.rt, &r->metrics);
@@ -803,7 +755,7 @@ TEST(cold_cache_gives_the_same_outputs_and_histories_as_warm)
     CHECK_STR(warm.output, cold.output);
     check_same_history(warm.parent, cold.parent, "parent");
     check_same_history(warm.child, cold.child, "child");
-    CHECK_INT(count_kind(warm.parent, DURO_EVENT_ACTIVITY_FAILED), ==, 1);
+    CHECK_INT(rt_count_kind(warm.parent, DURO_EVENT_ACTIVITY_FAILED), ==, 1);
     CHECK_INT(cold.metrics.replays, >, 0);
     CHECK_EQ(cold.metrics.fiber_cache_hits, 0);
     CHECK_INT(warm.metrics.fiber_cache_hits, >, 0);
@@ -997,10 +949,10 @@ TEST(history_cap_fails_the_instance_without_truncating_history)
     const duro_event *last = &h->events[h->count - 1];
     CHECK_EQ(last->kind, DURO_EVENT_ORCHESTRATION_FAILED);
     CHECK(last->error && strstr(last->error, "history limit") != NULL);
-    CHECK_INT(count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), >=, 5);
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_SCHEDULED),
-             count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED) +
-                 count_kind(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED));
+    CHECK_INT(rt_count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), >=, 5);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_SCHEDULED),
+             rt_count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED) +
+                 rt_count_kind(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED));
     CHECK_INT(h->count, <=, 20 + 2);
     duro_history_free(h);
     rt_done(&f);
@@ -1081,17 +1033,18 @@ TEST(sequential_fan_out_nested_and_timer_loop)
     expect_output(&f, "timers", "10", 30000);
 
     duro_history *h = rt_history(&f, "chain");
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), 20);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), 20);
     for (int k = 0; k < 20; k++) {
-        const duro_event *c = find_event(h, DURO_EVENT_ACTIVITY_COMPLETED, k);
+        const duro_event *c =
+            rt_find_event(h, DURO_EVENT_ACTIVITY_COMPLETED, k);
         char want[8];
         snprintf(want, sizeof(want), "%d", k + 1);
         CHECK_STR(c ? c->payload : NULL, want);
     }
     duro_history_free(h);
     h = rt_history(&f, "fan");
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_SCHEDULED), 100);
-    CHECK_EQ(count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), 100);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_SCHEDULED), 100);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), 100);
     duro_history_free(h);
 
     /* three instances, each the parent of the next */
@@ -1117,17 +1070,17 @@ TEST(sequential_fan_out_nested_and_timer_loop)
     duro_instance_list_free(l);
 
     h = rt_history(&f, "timers");
-    CHECK_EQ(count_kind(h, DURO_EVENT_TIMER_CREATED), 10);
-    CHECK_EQ(count_kind(h, DURO_EVENT_TIMER_FIRED), 10);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_TIMER_CREATED), 10);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_TIMER_FIRED), 10);
     for (int k = 0; k < 10; k++) {
-        const duro_event *c = find_event(h, DURO_EVENT_TIMER_CREATED, k);
-        const duro_event *x = find_event(h, DURO_EVENT_TIMER_FIRED, k);
+        const duro_event *c = rt_find_event(h, DURO_EVENT_TIMER_CREATED, k);
+        const duro_event *x = rt_find_event(h, DURO_EVENT_TIMER_FIRED, k);
         CHECK(c && x);
         CHECK_EQ(x->source_event_id, c->event_id);
         CHECK_INT(x->timestamp_ms, >=, c->fire_at_ms);
         if (k > 0) {
             const duro_event *prev =
-                find_event(h, DURO_EVENT_TIMER_FIRED, k - 1);
+                rt_find_event(h, DURO_EVENT_TIMER_FIRED, k - 1);
             CHECK_INT(c->fire_at_ms, >=, prev->timestamp_ms + 20);
         }
     }
@@ -1194,7 +1147,8 @@ TEST(select_losers_completing_later_replay_deterministically)
         rt_count_events(&f, "sl", DURO_EVENT_ACTIVITY_CANCEL_REQUESTED) == 1,
         10000);
     duro_history *h = rt_history(&f, "sl");
-    const duro_event *sched = find_event(h, DURO_EVENT_ACTIVITY_SCHEDULED, 0);
+    const duro_event *sched =
+        rt_find_event(h, DURO_EVENT_ACTIVITY_SCHEDULED, 0);
     uint64_t loser = sched ? sched->event_id : 0;
     duro_history_free(h);
     /* the loser's worker finished just as it lost: its completion is
@@ -1218,7 +1172,7 @@ TEST(select_losers_completing_later_replay_deterministically)
     expect_output(&f, "sl", "timer|after|1|DURO_CANCELLED", 10000);
     h = rt_history(&f, "sl");
     const duro_event *cancel =
-        find_event(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 0);
+        rt_find_event(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 0);
     CHECK(cancel != NULL);
     for (size_t k = 0; k < h->count; k++)
         if (h->events[k].kind == DURO_EVENT_ACTIVITY_COMPLETED &&

@@ -1121,10 +1121,11 @@ int duro__sqlite_abandon_orchestration_item(duro_provider *base,
     return DURO_OK;
 }
 
-/* Renews a lock with `renew` (READY_RENEW or WQ_RENEW: ?1 row, ?2 token,
- * ?3 new expiry, ?4 now). */
-static int renew_lock(duro__sqlite_provider *p, duro__sqlite_stmt_id renew,
-                      int64_t rowid, const char *token, int64_t extend_ms,
+/* Updates a row its token still holds, with `update` (READY_RENEW,
+ * WQ_RENEW or WQ_ABANDON: ?1 row, ?2 token, ?3 now + ms, ?4 now); fails
+ * DURO_LOCK_LOST when no row matched. */
+static int renew_lock(duro__sqlite_provider *p, duro__sqlite_stmt_id update,
+                      int64_t rowid, const char *token, int64_t ms,
                       const char *op, duro_error *err)
 {
     int64_t now = duro__wall_ms();
@@ -1132,12 +1133,12 @@ static int renew_lock(duro__sqlite_provider *p, duro__sqlite_stmt_id renew,
     int rc = duro__sqlite_write_begin(p, op, &c, err);
     if (rc != DURO_OK)
         return rc;
-    sqlite3_stmt *s = duro__sqlite_stmt(p, c, renew, op, err);
+    sqlite3_stmt *s = duro__sqlite_stmt(p, c, update, op, err);
     rc = s != NULL ? DURO_OK : err->code;
     if (rc == DURO_OK) {
         duro__sqlite_bind_i64(c, s, 1, rowid);
         duro__sqlite_bind_text(c, s, 2, token);
-        duro__sqlite_bind_i64(c, s, 3, after_ms(now, extend_ms));
+        duro__sqlite_bind_i64(c, s, 3, after_ms(now, ms));
         duro__sqlite_bind_i64(c, s, 4, now);
         rc = duro__sqlite_run(p, c, s, op, err);
     }
@@ -1429,30 +1430,8 @@ int duro__sqlite_abandon_work_item(duro_provider *base, const char *lock_token,
         return rc;
     if (parse_token(lock_token, 'w', &id) != 0)
         return lock_lost(op, "not a work item lock token of this store", err);
-    int64_t now = duro__wall_ms();
-    duro__sqlite_conn *c;
-    if ((rc = duro__sqlite_write_begin(p, op, &c, err)) != DURO_OK)
-        return rc;
-    sqlite3_stmt *s = duro__sqlite_stmt(p, c, DURO__SQL_WQ_ABANDON, op, err);
-    rc = s != NULL ? DURO_OK : err->code;
-    if (rc == DURO_OK) {
-        duro__sqlite_bind_i64(c, s, 1, id);
-        duro__sqlite_bind_text(c, s, 2, lock_token);
-        duro__sqlite_bind_i64(c, s, 3, after_ms(now, delay_ms));
-        duro__sqlite_bind_i64(c, s, 4, now);
-        rc = duro__sqlite_run(p, c, s, op, err);
-    }
-    if (rc == DURO_OK && sqlite3_changes(c->db) == 0)
-        rc = lock_lost(op,
-                       "the work item is gone, its token differs or its lock "
-                       "expired",
-                       err);
-    if (rc != DURO_OK) {
-        duro__sqlite_write_rollback(p, c);
-        return rc;
-    }
-    if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK)
-        return rc;
-    duro__sqlite_signal(p, DURO_QUEUE_WORKER, 1);
-    return DURO_OK;
+    rc = renew_lock(p, DURO__SQL_WQ_ABANDON, id, lock_token, delay_ms, op, err);
+    if (rc == DURO_OK)
+        duro__sqlite_signal(p, DURO_QUEUE_WORKER, 1);
+    return rc;
 }
