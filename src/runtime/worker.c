@@ -60,6 +60,20 @@ static int claim_abandon(duro__inflight *f)
                                           PHASE_ABANDONED);
 }
 
+/* A cancellation decided by a turn of this runtime for an activity that was
+ * not registered as running at that moment. A slot may have fetched it just
+ * before the turn deleted its row and not registered it yet; when it does,
+ * it finds the decision here and fires at once with the real reason instead
+ * of learning "lock_lost" at its next renewal. */
+#define RECENT_CANCELS 4096
+
+typedef struct recent_cancel {
+    char *instance_id; /* NULL: empty entry */
+    uint64_t execution_id;
+    uint64_t activity_id;
+    const char *reason; /* one of the static DURO_REASON_* strings */
+} recent_cancel;
+
 struct duro__manager {
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -67,7 +81,41 @@ struct duro__manager {
     int stop;
     pthread_t thread;
     int running;
+    recent_cancel recent[RECENT_CANCELS]; /* ring, oldest overwritten */
+    size_t recent_next;
 };
+
+static void fire(duro__inflight *f, const char *reason, int64_t now,
+                 int64_t grace);
+
+static void remember_cancel(duro__manager *m, const duro_activity_ref *r,
+                            const char *reason)
+{
+    recent_cancel *e = &m->recent[m->recent_next];
+    m->recent_next = (m->recent_next + 1) % RECENT_CANCELS;
+    duro__free(e->instance_id);
+    e->instance_id = duro__strdup(r->instance_id);
+    e->execution_id = r->execution_id;
+    e->activity_id = r->activity_id;
+    e->reason = reason;
+}
+
+/* The reason of a remembered cancellation of f (forgetting it), or NULL. */
+static const char *take_recent_cancel(duro__manager *m, duro__inflight *f)
+{
+    for (size_t i = 0; i < RECENT_CANCELS; i++) {
+        recent_cancel *e = &m->recent[i];
+        if (e->instance_id != NULL && e->activity_id == f->activity_id &&
+            e->execution_id == f->execution_id &&
+            strcmp(e->instance_id, f->instance_id) == 0) {
+            const char *reason = e->reason;
+            duro__free(e->instance_id);
+            e->instance_id = NULL;
+            return reason;
+        }
+    }
+    return NULL;
+}
 
 static void inflight_release(duro__inflight *f)
 {
@@ -283,12 +331,21 @@ static int run_item(slot_ctx *s, duro_worker_item *w, duro_worker_item **next)
     f->next = m->head;
     m->head = f;
     f->in_list = 1;
+    const char *cancelled = take_recent_cancel(m, f);
+    if (cancelled != NULL)
+        fire(f, cancelled, duro__mono_ms(), rt->opts.cancel_grace_ms);
     pthread_cond_signal(&m->cond);
     pthread_mutex_unlock(&m->lock);
 
     duro_result res;
     duro__result_init(&res);
-    int rc = entry->fn(a, a->input, &res);
+    int rc;
+    if (duro_cancel_token_cancelled(token)) {
+        /* Cancelled between its fetch and now: never start it. */
+        rc = duro_fail(&res, "cancelled before it started");
+    } else {
+        rc = entry->fn(a, a->input, &res);
+    }
     duro__result_finish(&res, rc);
 
     if (atomic_exchange(&f->phase, PHASE_DONE) == PHASE_ABANDONED) {
@@ -568,18 +625,18 @@ void duro__workers_cancel_local(duro_runtime *rt, const duro_activity_ref *refs,
     int64_t now = duro__mono_ms();
     int fired = 0;
     pthread_mutex_lock(&m->lock);
-    for (duro__inflight *f = m->head; f != NULL; f = f->next) {
-        if (!running(f))
-            continue;
-        for (size_t i = 0; i < count; i++) {
-            if (refs[i].activity_id == f->activity_id &&
-                refs[i].execution_id == f->execution_id &&
-                strcmp(refs[i].instance_id, f->instance_id) == 0) {
-                fire(f, reasons ? reasons[i] : "cancelled", now,
-                     rt->opts.cancel_grace_ms);
-                fired = 1;
-                break;
-            }
+    for (size_t i = 0; i < count; i++) {
+        const char *reason = reasons ? reasons[i] : "cancelled";
+        duro__inflight *f = m->head;
+        while (f != NULL && !(refs[i].activity_id == f->activity_id &&
+                              refs[i].execution_id == f->execution_id &&
+                              strcmp(refs[i].instance_id, f->instance_id) == 0))
+            f = f->next;
+        if (f == NULL) {
+            remember_cancel(m, &refs[i], reason);
+        } else if (running(f)) {
+            fire(f, reason, now, rt->opts.cancel_grace_ms);
+            fired = 1;
         }
     }
     if (fired)
@@ -709,6 +766,8 @@ void duro__workers_free(duro_runtime *rt)
             list_remove(m, f);
             inflight_release(f);
         }
+        for (size_t i = 0; i < RECENT_CANCELS; i++)
+            duro__free(m->recent[i].instance_id);
         pthread_cond_destroy(&m->cond);
         pthread_mutex_destroy(&m->lock);
         duro__free(m);

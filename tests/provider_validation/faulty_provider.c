@@ -18,7 +18,9 @@ typedef struct faulty_provider {
     uint64_t countdown;   /* matching calls until the fault; 0: disarmed */
     int fault_method;     /* faulty_method or FAULTY_ANY_METHOD */
     int fault_retryable;
-    int always[FAULTY_METHOD_COUNT]; /* 0: off, 1: retryable, 2: permanent */
+    int always[FAULTY_METHOD_COUNT];    /* 0: off, 1: retryable, 2: permanent */
+    void (*on_work_fetched)(void *arg); /* under lock */
+    void *on_work_fetched_arg;
     _Atomic uint64_t calls[FAULTY_METHOD_COUNT];
     _Atomic uint64_t fired;
 } faulty_provider;
@@ -163,7 +165,14 @@ static int faulty_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
             *out = NULL;
         return err->code;
     }
-    return fp->inner->fetch_work_item(fp->inner, lock_timeout_ms, out, err);
+    int rc = fp->inner->fetch_work_item(fp->inner, lock_timeout_ms, out, err);
+    pthread_mutex_lock(&fp->lock);
+    void (*fn)(void *) = fp->on_work_fetched;
+    void *arg = fp->on_work_fetched_arg;
+    pthread_mutex_unlock(&fp->lock);
+    if (rc == DURO_OK && out != NULL && *out != NULL && fn != NULL)
+        fn(arg);
+    return rc;
 }
 
 static int faulty_renew_work_item_lock(duro_provider *p, const char *lock_token,
@@ -392,6 +401,16 @@ void faulty_provider_fail_always(duro_provider *wrapper, int method,
         return;
     pthread_mutex_lock(&fp->lock);
     fp->always[method] = on ? (retryable ? 1 : 2) : 0;
+    pthread_mutex_unlock(&fp->lock);
+}
+
+void faulty_provider_on_work_fetched(duro_provider *wrapper,
+                                     void (*fn)(void *arg), void *arg)
+{
+    faulty_provider *fp = from(wrapper);
+    pthread_mutex_lock(&fp->lock);
+    fp->on_work_fetched = fn;
+    fp->on_work_fetched_arg = arg;
     pthread_mutex_unlock(&fp->lock);
 }
 

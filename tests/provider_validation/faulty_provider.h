@@ -54,6 +54,12 @@ void faulty_provider_fail_nth(duro_provider *wrapper, uint64_t nth, int method,
 void faulty_provider_fail_always(duro_provider *wrapper, int method,
                                  int retryable, int on);
 
+/** Calls @p fn(@p arg) on the calling thread each time fetch_work_item
+ * returns an item, before it returns (NULL turns it off). For tests that
+ * hold a worker between its fetch and its next step. @note Any thread. */
+void faulty_provider_on_work_fetched(duro_provider *wrapper,
+                                     void (*fn)(void *arg), void *arg);
+
 /** Calls of @p method so far, failed ones included (FAULTY_ANY_METHOD: of
  * all methods). */
 uint64_t faulty_provider_calls(duro_provider *wrapper, int method);

@@ -131,5 +131,60 @@ TEST(permanent_renewal_error_cancels_and_the_row_is_redelivered)
     done_faulty(&x);
 }
 
+/* Holds the first worker that fetches an item until the test lets it go. */
+static struct {
+    _Atomic int fetched, release, used;
+} hold;
+
+static void hold_after_fetch(void *arg)
+{
+    (void)arg;
+    if (atomic_exchange(&hold.used, 1))
+        return;
+    atomic_store(&hold.fetched, 1);
+    int64_t deadline = test_now_ms() + 30000;
+    while (!atomic_load(&hold.release) && test_now_ms() < deadline)
+        usleep(1000);
+}
+
+/* A slot has fetched the activity but not yet registered it when the
+ * cancelling turn commits: the runtime must still act at once, with the
+ * real reason, and must not start the activity (not wait for a renewal,
+ * which here is 20 s away). */
+TEST(cancel_between_fetch_and_start_is_not_missed)
+{
+    faulty_fixture x;
+    memset(&hold, 0, sizeof(hold));
+    memset(&seen, 0, sizeof(seen));
+    rt_init(&x.f, "f_window.db");
+    CHECK_OK(duro_registry_add_activity(x.f.reg, "Hold", act_hold, NULL));
+    CHECK_OK(
+        duro_registry_add_orchestration(x.f.reg, "One", NULL, orch_one, NULL));
+    x.f.opts.worker_lock_timeout_ms = 60000;
+    x.f.opts.lock_renewal_ms = 20000;
+    duro_provider *inner;
+    duro_error err;
+    CHECK_PRC(duro_provider_open(x.f.url, &inner, &err), DURO_OK, &err);
+    x.wrapper = faulty_provider_wrap(inner, 1);
+    faulty_provider_on_work_fetched(x.wrapper, hold_after_fetch, NULL);
+    CHECK_OK(duro_runtime_create_with_provider(x.wrapper, x.f.reg, &x.f.opts,
+                                               &x.f.rt));
+    CHECK_OK(duro_runtime_start(x.f.rt));
+    CHECK_OK(duro_client_create(x.f.url, &x.f.client));
+    rt_start_instance(&x.f, "w", "One", NULL);
+    WAIT_UNTIL(atomic_load(&hold.fetched), 20000);
+    CHECK_OK(duro_client_cancel(x.f.client, "w", "in the window", NULL));
+    rt_wait_status(&x.f, "w", DURO_STATUS_CANCELLED, 20000);
+    atomic_store(&hold.release, 1);
+    duro_metrics m;
+    WAIT_UNTIL((duro_runtime_metrics(x.f.rt, &m), m.activities_cancelled == 1),
+               10000);
+    CHECK_EQ(atomic_load(&seen.started), 0); /* never ran */
+    CHECK_EQ(m.lock_renewal_failures, 0);
+    CHECK_EQ(m.activities_completed + m.activities_failed, 0);
+    done_faulty(&x);
+}
+
 TEST_MAIN(T(retryable_renewal_errors_do_not_cancel),
+          T(cancel_between_fetch_and_start_is_not_missed),
           T(permanent_renewal_error_cancels_and_the_row_is_redelivered))
