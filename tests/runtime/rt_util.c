@@ -150,3 +150,9 @@ void rt_log_reset(void)
     log_count = 0;
     pthread_mutex_unlock(&log_lock);
 }
+
+void rt_final_metrics(rt_fixture *f, duro_metrics *m)
+{
+    duro_runtime_shutdown(f->rt, 10000);
+    duro_runtime_metrics(f->rt, m);
+}

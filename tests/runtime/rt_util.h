@@ -45,6 +45,11 @@ int rt_count_events(rt_fixture *f, const char *id, int kind);
 /* Reads the history (current execution); caller frees. */
 duro_history *rt_history(rt_fixture *f, const char *id);
 
+/* The runtime's counters once they are final: shuts the runtime down (its
+ * threads update counters just after the commits a test can observe), then
+ * reads them. The runtime may not be used afterwards except by rt_done. */
+void rt_final_metrics(rt_fixture *f, duro_metrics *m);
+
 /* The nth event of `kind` in h (0 = first), NULL if none. */
 const duro_event *rt_find_event(const duro_history *h, int kind, int nth);
 /* Events of `kind` in h. */

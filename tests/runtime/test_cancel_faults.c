@@ -97,7 +97,7 @@ TEST(retryable_renewal_errors_do_not_cancel)
     CHECK_EQ(atomic_load(&seen.cancel_seen), 0);
     CHECK_EQ(atomic_load(&seen.started), 1);
     duro_metrics m;
-    duro_runtime_metrics(x.f.rt, &m);
+    rt_final_metrics(&x.f, &m);
     CHECK_EQ(m.lock_renewal_failures, 0);
     CHECK_INT(m.storage_retries, >=, 10);
     CHECK_EQ(m.activities_completed, 1);
@@ -124,7 +124,7 @@ TEST(permanent_renewal_error_cancels_and_the_row_is_redelivered)
     CHECK_EQ(rt_count_events(&x.f, "p", DURO_EVENT_ACTIVITY_COMPLETED), 1);
     CHECK_EQ(rt_count_events(&x.f, "p", DURO_EVENT_ACTIVITY_FAILED), 0);
     duro_metrics m;
-    duro_runtime_metrics(x.f.rt, &m);
+    rt_final_metrics(&x.f, &m);
     CHECK_EQ(m.lock_renewal_failures, 1);
     CHECK_EQ(m.activities_cancelled, 1);
     CHECK_EQ(m.activities_completed, 1);

@@ -686,7 +686,7 @@ TEST(sequential_turns_do_not_replay)
     CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
     duro_free(i);
     duro_metrics m;
-    duro_runtime_metrics(f.rt, &m);
+    rt_final_metrics(&f, &m);
     rt_done(&f);
     fprintf(stderr, "  %llu turns, %llu replays, %llu fiber cache hits\n",
             (unsigned long long)m.turns, (unsigned long long)m.replays,

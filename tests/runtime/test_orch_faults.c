@@ -235,7 +235,7 @@ TEST(poison_orchestration_batch_fails_the_instance)
     CHECK_EQ(rt_count_kind(h, DURO_EVENT_ORCHESTRATION_COMPLETED), 0);
     duro_history_free(h);
     duro_metrics m;
-    duro_runtime_metrics(f.rt, &m);
+    rt_final_metrics(&f, &m);
     CHECK_EQ(m.poison_messages, 1);
     CHECK_EQ(faulty_provider_faults_fired(w), 3);
     rt_stop(&f);
@@ -271,7 +271,7 @@ TEST(poison_activity_fails_the_activity)
     CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), 0);
     duro_history_free(h);
     duro_metrics m;
-    duro_runtime_metrics(f.rt, &m);
+    rt_final_metrics(&f, &m);
     CHECK_EQ(m.poison_messages, 1);
     rt_stop(&f);
     duro_provider_close(w);

@@ -581,7 +581,7 @@ static char *run_now_guid(const char *db, size_t cache, const char *tag)
     }
     duro_history_free(h);
     duro_metrics m;
-    duro_runtime_metrics(f.rt, &m);
+    rt_final_metrics(&f, &m);
     if (cache == 0)
         CHECK_INT(m.replays, >, 0);
     rt_done(&f);
@@ -657,7 +657,7 @@ TEST(is_replaying_is_true_exactly_when_code_re_executes)
     run_observed(&f, "replay_is_replaying.db");
     CHECK_INT(check_observations("obs", 5), >=, 8);
     duro_metrics m;
-    duro_runtime_metrics(f.rt, &m);
+    rt_final_metrics(&f, &m);
     CHECK_INT(m.replays, >=, 4);
     rt_done(&f);
 }
@@ -742,7 +742,7 @@ static void run_multi(const char *db, size_t cache, multi_run *r)
         rt_find_event(r->parent, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED, 0);
     CHECK(s != NULL);
     r->child = rt_history(&f, s->ref_instance);
-    duro_runtime_metrics(f.rt, &r->metrics);
+    rt_final_metrics(&f, &r->metrics);
     rt_done(&f);
 }
 
@@ -849,7 +849,7 @@ static void run_nondeterminism(const char *db, duro_orchestration_fn changed,
     CHECK_STR(h->events[1].name, "A1");
     duro_history_free(h);
     duro_metrics m;
-    duro_runtime_metrics(f.rt, &m);
+    rt_final_metrics(&f, &m);
     CHECK_EQ(m.nondeterminism_errors, 1);
     rt_done(&f);
 }
@@ -908,7 +908,7 @@ TEST(nondeterminism_found_by_replay_without_restart)
           strstr(i->error, "'A1'"));
     duro_free(i);
     duro_metrics m;
-    duro_runtime_metrics(f.rt, &m);
+    rt_final_metrics(&f, &m);
     CHECK_EQ(m.nondeterminism_errors, 1);
     CHECK_EQ(m.orchestrations_failed, 1);
     rt_done(&f);
@@ -1180,7 +1180,7 @@ TEST(select_losers_completing_later_replay_deterministically)
             CHECK_INT(h->events[k].event_id, >, cancel->event_id);
     duro_history_free(h);
     duro_metrics m;
-    duro_runtime_metrics(f.rt, &m);
+    rt_final_metrics(&f, &m);
     CHECK_EQ(m.nondeterminism_errors, 0);
     CHECK_INT(m.replays, >, 0);
     rt_done(&f);
