@@ -1069,6 +1069,9 @@ TEST(client_and_runtime_calls_from_orchestration_are_misuse)
     atomic_store(&current_rt, f.rt);
     atomic_store(&current_client, f.client);
     rt_start_instance(&f, "other", "WaitGo", NULL);
+    /* "other" must be running (waiting for "go") before the misuse, so that
+     * still finding it running afterwards shows the cancel did nothing */
+    WAIT_UNTIL(rt_status(&f, "other") == DURO_STATUS_RUNNING, 10000);
     rt_start_instance(&f, "mis", "Misuse", NULL);
     duro_instance_info *i = rt_wait(&f, "mis", 10000);
     CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
