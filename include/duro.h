@@ -433,8 +433,10 @@ typedef struct duro_metrics {
     uint64_t activities_completed; /* acked with a completion */
     uint64_t activities_failed;
     uint64_t activities_cancelled; /* observed cancelled by this runtime */
-    uint64_t activities_cancel_requested; /* rows deleted by our turns */
-    uint64_t activities_abandoned;        /* ignored cancellation past grace */
+    /* rows deleted by our turns; counted after this runtime's own tokens
+     * for them are set */
+    uint64_t activities_cancel_requested;
+    uint64_t activities_abandoned; /* ignored cancellation past grace */
     uint64_t poison_messages;
     uint64_t lock_renewal_failures; /* non-retryable */
     uint64_t storage_retries;       /* retryable storage errors */

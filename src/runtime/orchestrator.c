@@ -275,9 +275,11 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
     }
     count_outcome(rt, turn);
     if (turn->cancelled_count > 0) {
-        DURO__COUNT_N(rt, m_act_cancel_requested, turn->cancelled_count);
+        /* Local tokens first: once the counter shows a cancellation, this
+         * runtime has already acted on it. */
         duro__workers_cancel_local(rt, turn->cancelled, turn->cancel_reasons,
                                    turn->cancelled_count);
+        DURO__COUNT_N(rt, m_act_cancel_requested, turn->cancelled_count);
     }
     return DURO_OK;
 }

@@ -67,14 +67,22 @@ static int reason_seen(const char *reason)
     return n;
 }
 
-/* After a cancellation decided while an activity may or may not have begun:
- * an activity the runtime had started sees its token and returns; one whose
- * cancellation came between its fetch and its start never runs (both are
- * right). Waits for the started ones to return and checks their reason. */
-static void started_ones_saw(const char *reason)
+/* After a turn cancelled `requested` activities while they may or may not
+ * have begun: an activity the runtime had started sees its token and returns;
+ * one whose cancellation came between its fetch and its start never runs; one
+ * never fetched never runs (all are right). Once the counter shows the
+ * cancellations this runtime has set its tokens, so a graceful shutdown now
+ * cannot change their reason; after it nothing is running and every started
+ * activity must have seen `reason`. */
+static void started_ones_saw(rt_fixture *f, uint64_t requested,
+                             const char *reason)
 {
-    WAIT_UNTIL(atomic_load(&seen.returned) == atomic_load(&seen.started),
+    duro_metrics m;
+    WAIT_UNTIL((duro_runtime_metrics(f->rt, &m),
+                m.activities_cancel_requested == requested),
                20000);
+    CHECK_OK(duro_runtime_shutdown(f->rt, 20000));
+    CHECK_EQ(atomic_load(&seen.returned), atomic_load(&seen.started));
     CHECK_EQ(atomic_load(&seen.cancel_seen), atomic_load(&seen.started));
     CHECK_EQ(reason_seen(reason), atomic_load(&seen.started));
 }
@@ -381,9 +389,7 @@ TEST(select_timeout_cancels_losing_activity)
     CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
     CHECK_STR(i->output, "timer won"); /* not blocked by the activity */
     duro_free(i);
-    duro_metrics m;
-    WAIT_UNTIL((metrics(&f, &m), m.activities_cancel_requested == 1), 10000);
-    started_ones_saw(DURO_REASON_SELECT_LOSER);
+    started_ones_saw(&f, 1, DURO_REASON_SELECT_LOSER);
     WAIT_UNTIL(worker_rows(&f) == 0, 20000);
     duro_history *h = rt_history(&f, "s");
     CHECK_EQ(count_kind_named(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED,
@@ -406,7 +412,7 @@ TEST(retry_attempt_timeout_cancels_timed_out_attempt)
     CHECK_STR(i->output, "attempt 2 ok");
     duro_free(i);
     CHECK_EQ(rt_count_events(&f, "r", DURO_EVENT_ACTIVITY_CANCEL_REQUESTED), 1);
-    started_ones_saw(DURO_REASON_SELECT_LOSER);
+    started_ones_saw(&f, 1, DURO_REASON_SELECT_LOSER);
     CHECK_EQ(atomic_load(&seen.quick_runs), 1);
     rt_done(&f);
 }
@@ -453,12 +459,8 @@ TEST(failure_cancels_outstanding_activity)
     CHECK_STR(i->error, "gave up");
     duro_free(i);
     CHECK_EQ(rt_count_events(&f, "x", DURO_EVENT_ACTIVITY_CANCEL_REQUESTED), 1);
-    /* it either started and saw its token, or was deleted before start */
-    WAIT_UNTIL(atomic_load(&seen.started) == atomic_load(&seen.cancel_seen),
-               20000);
+    started_ones_saw(&f, 1, DURO_REASON_INSTANCE_FAILED);
     CHECK_EQ(reason_seen(DURO_REASON_SELECT_LOSER), 0);
-    CHECK_EQ(reason_seen(DURO_REASON_INSTANCE_FAILED),
-             atomic_load(&seen.started));
     WAIT_UNTIL(worker_rows(&f) == 0, 20000);
     rt_done(&f);
 }
@@ -473,7 +475,7 @@ TEST(completion_cancels_outstanding_activity)
     CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
     duro_free(i);
     CHECK_EQ(rt_count_events(&f, "x", DURO_EVENT_ACTIVITY_CANCEL_REQUESTED), 1);
-    started_ones_saw(DURO_REASON_INSTANCE_COMPLETED);
+    started_ones_saw(&f, 1, DURO_REASON_INSTANCE_COMPLETED);
     WAIT_UNTIL(worker_rows(&f) == 0, 20000);
     rt_done(&f);
 }
@@ -489,10 +491,7 @@ TEST(continue_as_new_cancels_previous_execution_activity)
     CHECK_STR(i->output, "second execution");
     CHECK_EQ(i->execution_id, 2);
     duro_free(i);
-    WAIT_UNTIL(atomic_load(&seen.started) == atomic_load(&seen.cancel_seen),
-               20000);
-    CHECK_EQ(reason_seen(DURO_REASON_CONTINUED_AS_NEW),
-             atomic_load(&seen.started));
+    started_ones_saw(&f, 1, DURO_REASON_CONTINUED_AS_NEW);
     duro_history *h = NULL;
     CHECK_OK(duro_client_read_history(f.client, "x", 1, &h));
     CHECK_EQ(count_kind_named(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED,
@@ -957,11 +956,23 @@ TEST(high_concurrency_cancellation_and_recovery)
         snprintf(id, sizeof(id), "load-%d", k);
         rt_wait_status(&f, id, DURO_STATUS_CANCELLED, 30000);
     }
-    WAIT_UNTIL(atomic_load(&seen.returned) == atomic_load(&seen.started),
-               30000);
-    CHECK_EQ(atomic_load(&seen.cancel_seen), atomic_load(&seen.started));
-    WAIT_UNTIL(worker_rows(&f) == 0, 30000);
+    /* Every cancellation recorded in history has been acted on locally (the
+     * counter moves after the tokens are set); then every activity that
+     * started must return having seen its token. */
+    uint64_t recorded = 0;
+    for (int k = 0; k < N; k++) {
+        snprintf(id, sizeof(id), "load-%d", k);
+        recorded += (uint64_t)rt_count_events(
+            &f, id, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED);
+    }
+    CHECK(recorded >= 16);
     duro_metrics m;
+    WAIT_UNTIL((metrics(&f, &m), m.activities_cancel_requested == recorded),
+               30000);
+    WAIT_UNTIL(atomic_load(&seen.returned) == atomic_load(&seen.started) &&
+                   atomic_load(&seen.cancel_seen) == atomic_load(&seen.started),
+               30000);
+    WAIT_UNTIL(worker_rows(&f) == 0, 30000);
     metrics(&f, &m);
     CHECK_EQ(m.activities_completed, 0);
     CHECK_EQ(m.activities_abandoned, 0);
