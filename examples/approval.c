@@ -4,6 +4,7 @@
  * client and lets the second time out, which escalates it.
  * Run: ./approval [sqlite:path.db] */
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -60,7 +61,8 @@ static int wait_running(duro_client *c, const char *id, int64_t timeout_ms)
 }
 
 /* Waits for one instance and prints its outcome; 0 when it completed. */
-static int report(duro_client *c, const char *id)
+/* Prints how instance `id` ended; 1 unless it completed with `expected`. */
+static int report(duro_client *c, const char *id, const char *expected)
 {
     duro_instance_info *info = NULL;
     int rc = duro_client_wait(c, id, 10000, &info);
@@ -75,6 +77,10 @@ static int report(duro_client *c, const char *id)
            ok            ? info->output
            : info->error ? info->error
                          : "(none)");
+    if (ok && (info->output == NULL || strcmp(info->output, expected) != 0)) {
+        fprintf(stderr, "approval: %s: expected \"%s\"\n", id, expected);
+        ok = 0;
+    }
     duro_free(info);
     return ok ? 0 : 1;
 }
@@ -125,8 +131,8 @@ int main(int argc, char **argv)
     }
 
     /* Nobody answers request-2: its timer fires after 500 ms. */
-    failures += report(client, "request-1");
-    failures += report(client, "request-2");
+    failures += report(client, "request-1", "approved by alice");
+    failures += report(client, "request-2", "timed out: escalated");
     if (failures)
         rc = DURO_FAILED;
 

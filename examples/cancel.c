@@ -14,6 +14,7 @@
  * Run: ./cancel [sqlite:path.db] */
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "duro.h"
@@ -182,8 +183,14 @@ int main(int argc, char **argv)
                p.steps_done);
     print_cancel_events(client, "video-1");
 
-    if (info->status != DURO_STATUS_CANCELLED || !p.saw_cancel)
+    if (info->status != DURO_STATUS_CANCELLED || !p.saw_cancel ||
+        info->error == NULL ||
+        strcmp(info->error, "user pressed Cancel") != 0 ||
+        strcmp(p.reason, "instance_cancelled") != 0) {
+        fprintf(stderr, "cancel: expected Cancelled (\"user pressed Cancel\") "
+                        "seen by the activity as instance_cancelled\n");
         rc = DURO_FAILED;
+    }
 
 done:
     duro_free(info);

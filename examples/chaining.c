@@ -4,6 +4,7 @@
  * next run replays the recorded results and continues where it stopped.
  * Run: ./chaining [sqlite:path.db] */
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "duro.h"
@@ -110,6 +111,12 @@ int main(int argc, char **argv)
     printf("order-42: %s\n", duro_status_name(info->status));
     if (info->status == DURO_STATUS_COMPLETED) {
         printf("  %s\n", info->output);
+        if (info->output == NULL ||
+            strcmp(info->output, "order 42: 3 x widget shipped (RSV-42, "
+                                 "tracking TRK-00294)") != 0) {
+            fprintf(stderr, "chaining: unexpected output\n");
+            rc = DURO_FAILED;
+        }
     } else {
         printf("  error: %s\n", info->error ? info->error : "(none)");
         rc = DURO_FAILED;

@@ -228,6 +228,10 @@ static int print_summary(duro_client *c)
 {
     int expected[] = {DURO_STATUS_COMPLETED, DURO_STATUS_FAILED,
                       DURO_STATUS_COMPLETED, DURO_STATUS_CANCELLED};
+    /* output when completed, error or cancel reason otherwise */
+    const char *expected_text[] = {"3 items shipped, tracking TRK-1001",
+                                   "payment: card declined by the bank",
+                                   "approved by alice", "user pressed Cancel"};
     int failures = 0;
     printf("\n%-11s %-13s %-10s %6s  %s\n", "INSTANCE", "ORCHESTRATION",
            "STATUS", "EVENTS", "OUTPUT / ERROR");
@@ -245,8 +249,13 @@ static int print_summary(duro_client *c)
         print_cut(info->status == DURO_STATUS_COMPLETED ? info->output
                                                         : info->error,
                   60);
+        const char *text =
+            info->status == DURO_STATUS_COMPLETED ? info->output : info->error;
         if (info->status != expected[i]) {
             printf("  <- expected %s", duro_status_name(expected[i]));
+            failures++;
+        } else if (text == NULL || strcmp(text, expected_text[i]) != 0) {
+            printf("  <- expected \"%s\"", expected_text[i]);
             failures++;
         }
         printf("\n");

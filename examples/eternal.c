@@ -6,6 +6,7 @@
  * Run: ./eternal [sqlite:path.db] */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "duro.h"
@@ -112,8 +113,12 @@ int main(int argc, char **argv)
     printf("  pruned %zu finished executions, kept the last one\n", pruned);
 
     if (info->status != DURO_STATUS_COMPLETED ||
-        info->execution_id != GENERATIONS)
+        info->execution_id != GENERATIONS || info->output == NULL ||
+        strcmp(info->output, "10 generations, 155 items") != 0 ||
+        pruned != GENERATIONS - 1) {
+        fprintf(stderr, "eternal: unexpected outcome\n");
         rc = DURO_FAILED;
+    }
 
 done:
     duro_history_free(first);

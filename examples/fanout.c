@@ -119,6 +119,13 @@ int main(int argc, char **argv)
         printf("  %s\n", info->output);
         printf("  history: %llu events (20 scheduled, 20 completed, ...)\n",
                (unsigned long long)info->history_count);
+        if (info->output == NULL ||
+            strcmp(info->output, "20 chunks, 164 words") != 0 ||
+            info->history_count != 42) {
+            fprintf(stderr, "fanout: expected \"20 chunks, 164 words\" in "
+                            "42 events\n");
+            rc = DURO_FAILED;
+        }
     } else {
         printf("  error: %s\n", info->error ? info->error : "(none)");
         rc = DURO_FAILED;

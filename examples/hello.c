@@ -3,6 +3,7 @@
  * file. Run: ./hello [sqlite:path.db] */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "duro.h"
 
@@ -61,6 +62,13 @@ int main(int argc, char **argv)
         printf("instance hello-1: %s, output: %s\n",
                duro_status_name(info->status),
                info->output ? info->output : "(none)");
+        /* The example checks itself, so CTest notices when it breaks. */
+        if (info->status != DURO_STATUS_COMPLETED || info->output == NULL ||
+            strcmp(info->output, "Hello, duro!") != 0) {
+            fprintf(stderr, "hello-1: expected Completed with \"Hello, "
+                            "duro!\"\n");
+            rc = DURO_FAILED;
+        }
     }
     duro_free(info);
     duro_client_destroy(client);

@@ -9,6 +9,7 @@
  * Run: ./retry [sqlite:path.db] */
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "duro.h"
 
@@ -151,7 +152,10 @@ int main(int argc, char **argv)
         printf("  %s\n", log.lines[i]);
     printf("retry-1: %s: %s\n", duro_status_name(info->status),
            info->status == DURO_STATUS_COMPLETED ? info->output : info->error);
-    if (info->status != DURO_STATUS_COMPLETED) {
+    if (info->status != DURO_STATUS_COMPLETED || info->output == NULL ||
+        strcmp(info->output, "flaky result after 3 attempts; quick result "
+                             "on attempt 2") != 0) {
+        fprintf(stderr, "retry: unexpected outcome\n");
         rc = DURO_FAILED;
     } else if (!log.saw_cancel) {
         fprintf(stderr, "retry: SlowOnce attempt 1 did not see its "

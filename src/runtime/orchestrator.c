@@ -21,6 +21,8 @@ typedef struct turn_ctx {
     duro_history *full;    /* full history, when it had to be read */
     duro_orch_item **next; /* non-NULL: ack and fetch the next item in
                               one transaction (provider version 2) */
+    char limit_why[DURO_ERROR_MESSAGE_MAX]; /* which history cap applied,
+                                               when DURO_HISTORY_LIMIT */
 } turn_ctx;
 
 static int64_t unknown_name_delay(const duro_runtime *rt, uint32_t attempt)
@@ -204,6 +206,11 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
         c->plan.action == DURO__PLAN_RUN ? c->item->history_total : 0;
     if (terminate_status == 0 && rt->opts.max_history_events > 0 &&
         stored + turn->delta_count > rt->opts.max_history_events) {
+        snprintf(c->limit_why, sizeof(c->limit_why),
+                 "the execution would hold %llu events, more than the "
+                 "runtime's max_history_events (%llu)",
+                 (unsigned long long)(stored + turn->delta_count),
+                 (unsigned long long)rt->opts.max_history_events);
         duro__engine_destroy(e);
         return DURO_HISTORY_LIMIT;
     }
@@ -246,8 +253,11 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
         if (!terminal)
             duro__engine_destroy(
                 duro__cache_take(rt->cache, instance, c->plan.execution_id));
-        if (rc == DURO_HISTORY_LIMIT)
+        if (rc == DURO_HISTORY_LIMIT) {
+            snprintf(c->limit_why, sizeof(c->limit_why),
+                     "the store refused the turn: %.470s", err.message);
             return rc;
+        }
         if (rc == DURO_LOCK_LOST) {
             duro__log(&rt->logger, DURO_LOG_WARN,
                       "turn of instance '%s' discarded: %s",
@@ -347,12 +357,8 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
         c.next = NULL;
     }
     if (rc == DURO_HISTORY_LIMIT) {
-        snprintf(why, sizeof(why),
-                 "history limit reached: the execution would exceed %llu "
-                 "events",
-                 (unsigned long long)(rt->opts.max_history_events
-                                          ? rt->opts.max_history_events
-                                          : item->history_total));
+        snprintf(why, sizeof(why), "history limit reached: %.480s",
+                 c.limit_why);
         duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s': %s",
                   item->instance_id, why);
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,

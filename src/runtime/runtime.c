@@ -150,6 +150,12 @@ int duro_runtime_start(duro_runtime *rt)
         return duro__fail(DURO_MISUSE,
                           "duro_runtime_start called from orchestration code");
     pthread_mutex_lock(&rt->lock);
+    if (rt->stopping) {
+        pthread_mutex_unlock(&rt->lock);
+        return duro__fail(DURO_INVALID_STATE,
+                          "runtime was shut down and cannot start again; "
+                          "create a new runtime");
+    }
     if (rt->started) {
         pthread_mutex_unlock(&rt->lock);
         return duro__fail(DURO_INVALID_STATE, "runtime already started");

@@ -890,6 +890,8 @@ TEST(runtime_start_twice_is_invalid_state)
         duro_registry_add_orchestration(f.reg, "Echo", NULL, orch_echo, NULL));
     rt_start(&f);
     CHECK_RC(duro_runtime_start(f.rt), DURO_INVALID_STATE);
+    CHECK_MSG(strstr(duro_errmsg(), "already started") != NULL, "errmsg: %s",
+              duro_errmsg());
     /* and it still works */
     rt_start_instance(&f, "e", "Echo", "x");
     duro_instance_info *i = rt_wait(&f, "e", 10000);
@@ -897,6 +899,10 @@ TEST(runtime_start_twice_is_invalid_state)
     duro_free(i);
     CHECK_OK(duro_runtime_shutdown(f.rt, 5000));
     CHECK_OK(duro_runtime_shutdown(f.rt, 5000)); /* second: nothing to do */
+    /* a shut-down runtime says so instead of "already started" */
+    CHECK_RC(duro_runtime_start(f.rt), DURO_INVALID_STATE);
+    CHECK_MSG(strstr(duro_errmsg(), "shut down") != NULL, "errmsg: %s",
+              duro_errmsg());
     rt_done(&f);
 }
 

@@ -958,6 +958,49 @@ TEST(history_cap_fails_the_instance_without_truncating_history)
     rt_done(&f);
 }
 
+/* The failure names the cap that applied: the runtime's option above, the
+ * store's URL parameter here (the runtime's own cap is left far higher). */
+TEST(history_cap_of_the_store_is_named_in_the_failure)
+{
+    rt_fixture f;
+    rt_init(&f, "replay_store_cap.db");
+    char url[600];
+    snprintf(url, sizeof(url), "%s?max_history=3", f.url);
+    f.url = url;
+    register_common(&f);
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "Looper", NULL, orch_looper,
+                                             NULL));
+    rt_start(&f);
+    rt_start_instance(&f, "scap", "Looper", NULL);
+    duro_instance_info *i = rt_wait(&f, "scap", 15000);
+    CHECK_EQ(i->status, DURO_STATUS_FAILED);
+    CHECK(i->error != NULL);
+    CHECK_MSG(strstr(i->error, "max_history (3)") != NULL &&
+                  strstr(i->error, "50000") == NULL,
+              "error: %s", i->error);
+    duro_free(i);
+    rt_done(&f);
+}
+
+TEST(history_cap_of_the_runtime_is_named_in_the_failure)
+{
+    rt_fixture f;
+    rt_init(&f, "replay_rt_cap.db");
+    register_common(&f);
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "Looper", NULL, orch_looper,
+                                             NULL));
+    f.opts.max_history_events = 7;
+    rt_start(&f);
+    rt_start_instance(&f, "rcap", "Looper", NULL);
+    duro_instance_info *i = rt_wait(&f, "rcap", 15000);
+    CHECK_EQ(i->status, DURO_STATUS_FAILED);
+    CHECK(i->error != NULL);
+    CHECK_MSG(strstr(i->error, "max_history_events (7)") != NULL, "error: %s",
+              i->error);
+    duro_free(i);
+    rt_done(&f);
+}
+
 /* ------------------------------------------------------------------------
  * compositions */
 
@@ -1200,5 +1243,7 @@ TEST_MAIN(T(continue_as_new_chain_has_separate_histories_and_latest_status),
           T(nondeterminism_returning_early),
           T(nondeterminism_found_by_replay_without_restart),
           T(history_cap_fails_the_instance_without_truncating_history),
+          T(history_cap_of_the_store_is_named_in_the_failure),
+          T(history_cap_of_the_runtime_is_named_in_the_failure),
           T(sequential_fan_out_nested_and_timer_loop),
           T(select_losers_completing_later_replay_deterministically))

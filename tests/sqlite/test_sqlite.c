@@ -246,6 +246,18 @@ TEST(url_malformed_is_bad_url)
         CHECK_PRC(duro_provider_open(empty[i], &p, &e), DURO_BAD_URL, &e);
         CHECK(strstr(e.message, "empty path") != NULL);
     }
+    /* a non-empty authority is a host, which a file does not have */
+    static const char *const hosts[] = {"sqlite://host/x.db",
+                                        "sqlite://localhost/tmp/x.db",
+                                        "sqlite://host", "sqlite://h?pool=1"};
+    for (size_t i = 0; i < 4; i++) {
+        duro_provider *p = (duro_provider *)&e;
+        CHECK_PRC(duro_provider_open(hosts[i], &p, &e), DURO_BAD_URL, &e);
+        CHECK(p == NULL);
+        CHECK_MSG(strstr(e.message, "host") != NULL, "%s: %s", hosts[i],
+                  e.message);
+        CHECK(!file_exists("host/x.db") && !file_exists("host"));
+    }
 }
 
 /* ---- schema and pragmas ---------------------------------------------------

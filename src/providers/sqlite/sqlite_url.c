@@ -148,9 +148,20 @@ int duro__sqlite_parse_url(const char *spec, duro__sqlite_config *cfg,
     if (spec == NULL)
         return duro_error_set(err, DURO_BAD_URL, 0, "sqlite URL is NULL");
 
-    /* "sqlite:///abs/path": the authority part is empty, drop the "//". */
-    if (strncmp(spec, "//", 2) == 0)
+    /* "sqlite:///abs/path": the authority part is empty, drop the "//".
+     * A file has no host: "sqlite://host/x.db" would otherwise open the
+     * relative path "host/x.db", which is never what was meant. */
+    if (strncmp(spec, "//", 2) == 0) {
         spec += 2;
+        size_t authority = strcspn(spec, "/?");
+        if (authority > 0)
+            return duro_error_set(
+                err, DURO_BAD_URL, 0,
+                "sqlite URL names a host '%.*s': a SQLite file has none "
+                "(expected sqlite:PATH, sqlite:///abs/path or "
+                "sqlite::memory:)",
+                (int)DURO__MIN(authority, (size_t)200), spec);
+    }
     const char *query = strchr(spec, '?');
     size_t path_len = query != NULL ? (size_t)(query - spec) : strlen(spec);
     if (path_len == 0)
