@@ -5,10 +5,12 @@
  * Prints one JSON object per line. Not a timed test: CTest runs it once with
  * a tiny N as a smoke test.
  *
- * orch_bench [--workload chain|fanout|long|all] [--n N] [--url sqlite:PATH]
+ * orch_bench [--workload chain|fanout|long|long_cold|all] [--n N]
+ *            [--url sqlite:PATH]
  *
  * Methods (see bench/RESULTS.md):
- *  chain   N instances (default 1000), each 5 sequential no-op activities.
+ *  chain   N concurrent 5-step chains: N instances (default 1000), each 5
+ *          sequential no-op activities.
  *          All N are started through the client first, then the runtime is
  *          started and the clock runs from duro_runtime_start() until the
  *          runtime's completed-orchestrations counter reaches N (polled every
@@ -25,6 +27,10 @@
  *          that consumes a completion and schedules the next activity, plus
  *          the activity's round trip). first_turn_ms / last_turn_ms are the
  *          mean of the first and last `window` (100) intervals.
+ *  long_cold  the same with fiber_cache_size 0: no suspended orchestration
+ *          is kept, so every turn replays the whole history so far (turn k
+ *          re-executes k steps). Shows what replay costs, and what the fiber
+ *          cache saves, when instances outnumber the cache.
  *  peak_rss_kb is getrusage(RUSAGE_SELF).ru_maxrss of the workload's process
  *  at its end. */
 #include <stdio.h>
@@ -157,7 +163,8 @@ typedef struct bench_env {
     duro_client *client;
 } bench_env;
 
-static void env_init(bench_env *e, const char *url)
+/* fiber_cache_size: -1 keeps the default. */
+static void env_init(bench_env *e, const char *url, long fiber_cache_size)
 {
     memset(e, 0, sizeof(*e));
     MUST("registry_create", duro_registry_create(&e->reg));
@@ -173,6 +180,8 @@ static void env_init(bench_env *e, const char *url)
                                                      orch_long, NULL));
     duro_runtime_options o;
     duro_runtime_options_init(&o); /* the defaults are what is measured */
+    if (fiber_cache_size >= 0)
+        o.fiber_cache_size = (size_t)fiber_cache_size;
     MUST("runtime_create", duro_runtime_create(url, e->reg, &o, &e->rt));
     MUST("client_create", duro_client_create(url, &e->client));
 }
@@ -245,7 +254,7 @@ static double percentile(const double *sorted, long n, double p)
 static void bench_chain(const char *url, long n)
 {
     bench_env e;
-    env_init(&e, url);
+    env_init(&e, url, -1);
     char id[64];
     int64_t t_enqueue = mono_ns();
     for (long i = 0; i < n; i++) {
@@ -284,12 +293,15 @@ static void bench_chain(const char *url, long n)
     double p50 = percentile(lat, n, 50), p99 = percentile(lat, n, 99);
     free(lat);
     env_done(&e);
-    printf("{\"bench\":\"orch\",\"workload\":\"chain\",\"provider\":\"%s\","
-           "\"n\":%ld,\"activities\":%ld,\"orch_per_s\":%.1f,"
+    printf("{\"bench\":\"orch\",\"workload\":\"chain\",\"label\":\"%ld "
+           "concurrent %d-step "
+           "chains\",\"provider\":\"%s\",\"n\":%ld,\"activities\":%ld,\"orch_"
+           "per_s\":%.1f,"
            "\"act_per_s\":%.1f,\"p50_ms\":%.1f,\"p99_ms\":%.1f,"
            "\"wall_ms\":%.1f,\"enqueue_ms\":%.1f,\"turns\":%llu,"
            "\"peak_rss_kb\":%ld}\n",
-           provider_name, n, n * CHAIN_STEPS, (double)n * 1000.0 / wall_ms,
+           n, CHAIN_STEPS, provider_name, n, n * CHAIN_STEPS,
+           (double)n * 1000.0 / wall_ms,
            (double)(n * CHAIN_STEPS) * 1000.0 / wall_ms, p50, p99, wall_ms,
            enqueue_ms, (unsigned long long)m.turns, peak_rss_kb());
 }
@@ -297,7 +309,7 @@ static void bench_chain(const char *url, long n)
 static void bench_fanout(const char *url, long n)
 {
     bench_env e;
-    env_init(&e, url);
+    env_init(&e, url, -1);
     MUST("runtime_start", duro_runtime_start(e.rt));
     char input[32];
     snprintf(input, sizeof(input), "%ld", n);
@@ -351,14 +363,14 @@ static double max_step_ms(long n)
     return m;
 }
 
-static void bench_long(const char *url, long n)
+static void bench_long(const char *url, long n, int cold)
 {
     step_count = n;
     step_began_ns = calloc((size_t)n, sizeof(*step_began_ns));
     if (step_began_ns == NULL)
         die("calloc", DURO_NOMEM);
     bench_env e;
-    env_init(&e, url);
+    env_init(&e, url, cold ? 0 : -1);
     MUST("runtime_start", duro_runtime_start(e.rt));
     char input[32];
     snprintf(input, sizeof(input), "%ld", n);
@@ -382,23 +394,25 @@ static void bench_long(const char *url, long n)
     double max_ms = max_step_ms(n);
     free(step_began_ns);
     step_began_ns = NULL;
-    printf("{\"bench\":\"orch\",\"workload\":\"long\",\"provider\":\"%s\","
-           "\"n\":%ld,\"act_per_s\":%.1f,\"wall_ms\":%.1f,"
-           "\"first_turn_ms\":%.3f,\"last_turn_ms\":%.3f,\"window\":%ld,"
-           "\"first_turn_p50_ms\":%.3f,\"last_turn_p50_ms\":%.3f,"
-           "\"max_turn_ms\":%.3f,\"turns\":%llu,\"replays\":%llu,"
-           "\"peak_rss_kb\":%ld}\n",
-           provider_name, n, (double)n * 1000.0 / wall_ms, wall_ms, first, last,
-           window, first_p50, last_p50, max_ms, (unsigned long long)m.turns,
-           (unsigned long long)m.replays, peak_rss_kb());
+    printf(
+        "{\"bench\":\"orch\",\"workload\":\"%s\",\"fiber_cache_size\":"
+        "%s,\"provider\":\"%s\",\"n\":%ld,\"act_per_s\":%.1f,\"wall_ms\":%.1f,"
+        "\"first_turn_ms\":%.3f,\"last_turn_ms\":%.3f,\"window\":%ld,"
+        "\"first_turn_p50_ms\":%.3f,\"last_turn_p50_ms\":%.3f,"
+        "\"max_turn_ms\":%.3f,\"turns\":%llu,\"replays\":%llu,"
+        "\"peak_rss_kb\":%ld}\n",
+        cold ? "long_cold" : "long", cold ? "0" : "\"default\"", provider_name,
+        n, (double)n * 1000.0 / wall_ms, wall_ms, first, last, window,
+        first_p50, last_p50, max_ms, (unsigned long long)m.turns,
+        (unsigned long long)m.replays, peak_rss_kb());
 }
 
 /* ---- main ---------------------------------------------------------------- */
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: orch_bench [--workload chain|fanout|long|all] "
-                    "[--n N] [--url sqlite:PATH]\n");
+    fprintf(stderr, "usage: orch_bench [--workload chain|fanout|long|"
+                    "long_cold|all] [--n N] [--url sqlite:PATH]\n");
     exit(2);
 }
 
@@ -424,7 +438,8 @@ static int run_child(const char *workload, const char *url_arg, const char *dir,
         else if (strcmp(workload, "fanout") == 0)
             bench_fanout(url, n > 0 ? n : 1000);
         else
-            bench_long(url, n > 0 ? n : 2000);
+            bench_long(url, n > 0 ? n : 2000,
+                       strcmp(workload, "long_cold") == 0);
         /* exit(), not _exit(): LeakSanitizer checks the child at exit */
         exit(0);
     }
@@ -465,10 +480,12 @@ int main(int argc, char **argv)
         else
             usage();
     }
-    static const char *const workloads[] = {"chain", "fanout", "long"};
+    static const char *const workloads[] = {"chain", "fanout", "long",
+                                            "long_cold"};
+    const int workload_count = 4;
     int all = strcmp(workload, "all") == 0;
     int known = all;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < workload_count; i++)
         known |= strcmp(workload, workloads[i]) == 0;
     if (!known || n < 0 ||
         (n > FANOUT_MAX && (all || strcmp(workload, "fanout") == 0))) {
@@ -491,7 +508,7 @@ int main(int argc, char **argv)
         }
     }
     int failed = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < workload_count; i++) {
         if (!all && strcmp(workload, workloads[i]) != 0)
             continue;
         failed |= run_child(workloads[i], url, dir, n);

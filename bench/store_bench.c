@@ -1,8 +1,8 @@
 /* store_bench.c - throughput of the storage provider's hot paths: work-item
  * round trips (fetch + ack with completion), orchestration round trips
  * (fetch + ack with a small turn), and the time of one ack that cancels 1000
- * activities. Prints one JSON object per line. Not a timed test: CTest runs
- * it once with a tiny N as a smoke test.
+ * activities, queued or locked by running workers. Prints one JSON object per
+ * line. Not a timed test: CTest runs it once with a tiny N as a smoke test.
  *
  * store_bench [--workload work_roundtrip|orch_roundtrip|mass_cancel|all]
  *             [--n N] [--threads T] [--url sqlite:PATH] */
@@ -285,22 +285,44 @@ static int compare_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* One ack that records the cancellation of an instance with 1000 running
- * activities and deletes their worker rows; `n` rows of another instance
- * stay queued around them. */
-static void mass_cancel(const char *url, long n)
+/* Locks every visible worker row, as running workers would, for ten
+ * minutes; returns how many it locked. With `tokens`, keeps the tokens. */
+static size_t lock_all_work(duro_provider *p, char **tokens, size_t max)
 {
-    duro_provider *p = open_store(url);
+    duro_error e;
+    size_t locked = 0;
+    for (;;) {
+        duro_worker_item *w = NULL;
+        MUST("fetch_work_item", p->fetch_work_item(p, 600000, &w, &e), &e);
+        if (w == NULL)
+            return locked;
+        if (tokens != NULL && locked < max)
+            tokens[locked] = strdup(w->lock_token);
+        locked++;
+        duro_worker_item_free(w);
+    }
+}
+
+/* One ack that records the cancellation of an instance with 1000
+ * outstanding activities and deletes their worker rows; `n` rows of another
+ * instance stay in the queue around them. With `locked`, every row was
+ * first fetched (locked by a "running worker", as in a real cancel of busy
+ * work), and the bench checks that their workers' renewals then fail. */
+static void mass_cancel_runs(duro_provider *p, long n, int locked,
+                             duro_event *events, duro_activity_ref *refs)
+{
     duro_error e;
     const size_t k = MASS_CANCEL_ACTIVITIES;
-    schedule_activities(p, "bench-background", (size_t)n);
-    duro_event *events = calloc(k + 2, sizeof(*events));
-    duro_activity_ref *refs = calloc(k, sizeof(*refs));
     double ms[MASS_CANCEL_RUNS];
     char id[64];
+    char **tokens = locked ? calloc(k, sizeof(*tokens)) : NULL;
     for (int run = 0; run < MASS_CANCEL_RUNS; run++) {
-        snprintf(id, sizeof(id), "bench-mass-%d", run);
+        snprintf(id, sizeof(id), "bench-mass-%s-%d", locked ? "l" : "q", run);
         schedule_activities(p, id, k);
+        if (locked && lock_all_work(p, tokens, k) != k) {
+            fprintf(stderr, "store_bench: expected to lock %zu rows\n", k);
+            exit(1);
+        }
         duro_work_item cancel = {.kind = DURO_WORK_CANCEL_INSTANCE,
                                  .instance_id = id,
                                  .reason = "bench",
@@ -349,16 +371,43 @@ static void mass_cancel(const char *url, long n)
                     (unsigned long long)left);
             exit(1);
         }
+        for (size_t i = 0; locked && i < k; i++) {
+            /* the worker that held the row learns it is gone */
+            if (p->renew_work_item_lock(p, tokens[i], 60000, &e) == DURO_OK) {
+                fprintf(stderr, "store_bench: a cancelled row renewed\n");
+                exit(1);
+            }
+            free(tokens[i]);
+            tokens[i] = NULL;
+        }
         delete_instance(p, id);
     }
+    free(tokens);
     qsort(ms, MASS_CANCEL_RUNS, sizeof(ms[0]), compare_double);
     printf("{\"bench\":\"store\",\"workload\":\"mass_cancel\","
-           "\"provider\":\"%s\",\"threads\":1,\"n\":%ld,"
-           "\"activities\":%zu,\"runs\":%d,\"ms\":%.3f,\"min_ms\":%.3f,"
-           "\"max_ms\":%.3f}\n",
-           provider_name, n, k, MASS_CANCEL_RUNS, ms[MASS_CANCEL_RUNS / 2],
-           ms[0], ms[MASS_CANCEL_RUNS - 1]);
+           "\"provider\":\"%s\",\"rows\":\"%s\",\"threads\":1,"
+           "\"n\":%ld,\"activities\":%zu,\"runs\":%d,\"ms\":%.3f,"
+           "\"min_ms\":%.3f,\"max_ms\":%.3f}\n",
+           provider_name, locked ? "locked" : "queued", n, k, MASS_CANCEL_RUNS,
+           ms[MASS_CANCEL_RUNS / 2], ms[0], ms[MASS_CANCEL_RUNS - 1]);
     fflush(stdout);
+}
+
+/* Both variants: 1000 queued rows, then 1000 rows locked by workers (the
+ * background rows are locked too by then, as on a busy store). */
+static void mass_cancel(const char *url, long n)
+{
+    duro_provider *p = open_store(url);
+    const size_t k = MASS_CANCEL_ACTIVITIES;
+    schedule_activities(p, "bench-background", (size_t)n);
+    duro_event *events = calloc(k + 2, sizeof(*events));
+    duro_activity_ref *refs = calloc(k, sizeof(*refs));
+    mass_cancel_runs(p, n, 0, events, refs);
+    if (lock_all_work(p, NULL, 0) != (size_t)n) {
+        fprintf(stderr, "store_bench: background rows missing\n");
+        exit(1);
+    }
+    mass_cancel_runs(p, n, 1, events, refs);
     free(events);
     free(refs);
     delete_instance(p, "bench-background");
