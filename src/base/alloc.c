@@ -1,5 +1,6 @@
 /* alloc.c - the library's one allocator: malloc with a fault-injection hook
- * so tests can make any allocation fail. Thread-safe (atomic counters). */
+ * so tests can make any allocation fail, and the string and growable-array
+ * helpers built on it. Thread-safe (atomic counters). */
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -106,4 +107,20 @@ char *duro__sprintf(const char *fmt, ...)
     char *s = duro__vsprintf(fmt, ap);
     va_end(ap);
     return s;
+}
+
+void *duro__vec_push(void **data, size_t *count, size_t *cap, size_t elem_size)
+{
+    if (*count == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 8;
+        void *nd = duro__realloc(*data, ncap * elem_size);
+        if (nd == NULL)
+            return NULL;
+        *data = nd;
+        *cap = ncap;
+    }
+    void *p = (char *)*data + *count * elem_size;
+    memset(p, 0, elem_size);
+    (*count)++;
+    return p;
 }

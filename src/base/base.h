@@ -22,6 +22,10 @@ char *duro__strndup(const char *s, size_t n);
 char *duro__sprintf(const char *fmt, ...) DURO_PRINTF(1, 2);
 char *duro__vsprintf(const char *fmt, va_list ap) DURO_PRINTF(1, 0);
 
+/* Growable arrays: appends one zeroed element of elem_size to *data (count,
+ * cap updated); returns it, or NULL when out of memory (nothing changed). */
+void *duro__vec_push(void **data, size_t *count, size_t *cap, size_t elem_size);
+
 /* Makes the allocation `n` calls from now fail (n >= 1), and every one after
  * it when `sticky`; n == 0 turns injection off. For tests. */
 void duro__alloc_fail_after(uint64_t n, int sticky);

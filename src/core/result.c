@@ -87,19 +87,3 @@ void duro__result_finish(duro_result *r, int rc)
         set_result(r, DURO__RESULT_FAILED, NULL, duro_strerror(rc),
                    DURO_CATEGORY_APPLICATION);
 }
-
-void *duro__vec_push(void **data, size_t *count, size_t *cap, size_t elem_size)
-{
-    if (*count == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 8;
-        void *nd = duro__realloc(*data, ncap * elem_size);
-        if (nd == NULL)
-            return NULL;
-        *data = nd;
-        *cap = ncap;
-    }
-    void *p = (char *)*data + *count * elem_size;
-    memset(p, 0, elem_size);
-    (*count)++;
-    return p;
-}
