@@ -253,7 +253,9 @@ DURO_API void duro_log(duro_orch *o, int level, const char *fmt, ...)
 /** @p size bytes of zeroed memory from the context's arena, for data that
  * must live across awaits (an array of tasks for a fan-out). Borrowed: valid
  * until the orchestration function returns; never free it. NULL when out of
- * memory or misused.
+ * memory (the turn then fails and is retried), when misused, and when
+ * @p size is more than any allocation can hold (above PTRDIFF_MAX / 2:
+ * the same NULL on every replay, duro_errmsg() says why).
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API void *duro_orch_alloc(duro_orch *o, size_t size);
 

@@ -48,11 +48,12 @@ DURO_API duro_arena *duro_arena_create(void);
 /** Frees the arena and everything in it; NULL is a no-op.
  * @note One thread at a time per arena. */
 DURO_API void duro_arena_destroy(duro_arena *a);
-/** Zeroed, 16-byte aligned memory owned by @p a; NULL when out of memory.
- * @note One thread at a time per arena. */
+/** Zeroed, 16-byte aligned memory owned by @p a; NULL when out of memory,
+ * when @p a is NULL, or when @p size is above PTRDIFF_MAX / 2 (no size
+ * arithmetic wraps around). @note One thread at a time per arena. */
 DURO_API void *duro_arena_alloc(duro_arena *a, size_t size);
-/** A copy of @p s owned by @p a; NULL when @p s is NULL or out of memory.
- * @note One thread at a time per arena. */
+/** A copy of @p s owned by @p a; NULL when @p s or @p a is NULL or out of
+ * memory. @note One thread at a time per arena. */
 DURO_API char *duro_arena_strdup(duro_arena *a, const char *s);
 
 /* ------------------------------------------------------------------------

@@ -373,6 +373,15 @@ void *duro_orch_alloc(duro_orch *o, size_t size)
 {
     if (!duro__engine_on_fiber(o))
         return NULL;
+    /* A size no allocation can hold is refused the same way on every run,
+     * so it must not mark the engine out of memory (that retries the turn). */
+    if (size > DURO__ALLOC_MAX) {
+        duro__fail(DURO_TOO_LARGE,
+                   "duro_orch_alloc: %zu bytes is more than any allocation "
+                   "can hold",
+                   size);
+        return NULL;
+    }
     void *p = duro_arena_alloc(o->arena, size);
     if (p == NULL)
         o->oom = 1;
