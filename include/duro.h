@@ -98,6 +98,14 @@ DURO_API int duro_registry_add_activity(duro_registry *r, const char *name,
  * DURO_MISUSE (task functions return a task that failed with DURO_MISUSE).
  * Strings returned are borrowed from the context: valid until the
  * orchestration function returns.
+ *
+ * A task belongs to the context that created it. Every function that takes
+ * a task checks, by its address alone and without reading it, that it is
+ * one of the calling context's tasks; a task of another instance, or of an
+ * engine that no longer exists (a finished execution, a replaced engine),
+ * is refused with DURO_MISUSE and duro_errmsg() names the problem. (A stale
+ * pointer whose memory has since been reused for one of the caller's own
+ * tasks is that task: the check is exact for what the pointer is now.)
  * ======================================================================== */
 
 /** Schedules activity @p name with @p input (copied; NULL allowed).
@@ -165,26 +173,35 @@ DURO_API int duro_start_orchestration(duro_orch *o, const char *name,
                                       const char *input);
 
 /** Suspends until @p t is done. @return DURO_OK when it succeeded,
- * DURO_FAILED when it failed, DURO_CANCELLED when it was cancelled.
+ * DURO_FAILED when it failed, DURO_CANCELLED when it was cancelled;
+ * DURO_INVALID for a NULL @p t; DURO_MISUSE off the fiber, for a task that
+ * failed with DURO_MISUSE, and at once for a task of another context.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_await(duro_orch *o, duro_task *t);
 
 /** Suspends until the first of @p tasks is done, returns it, and cancels
  * every other one (activities and children durably; timers and event waits
  * are dropped). The winner is decided by the order of history, never by
- * wall-clock or polling order. NULL when n is 0.
+ * wall-clock or polling order. NULL entries are skipped. NULL when n is 0,
+ * when every entry is NULL, or when @p tasks is NULL (DURO_INVALID in
+ * duro_errmsg()). When an entry is a task of another context, returns at
+ * once, without waiting or cancelling, a task failed with DURO_MISUSE.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_select_n(duro_orch *o, duro_task *const *tasks,
                                   size_t n);
 
-/** Like duro_select_n() but leaves the other tasks running.
+/** Like duro_select_n() (including its NULL and misuse rules) but leaves
+ * the other tasks running.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_wait_any_n(duro_orch *o, duro_task *const *tasks,
                                     size_t n);
 
-/** Suspends until every task is done. @return DURO_OK when all succeeded,
- * otherwise the duro_await() code of the first (in argument order) that did
- * not. Results are read per task, in order.
+/** Suspends until every task is done. @return DURO_OK when all succeeded
+ * (and when n is 0), otherwise the duro_await() code of the first (in
+ * argument order) that did not; DURO_INVALID for a NULL entry (after the
+ * others are done) and, at once, for a NULL @p tasks with n > 0;
+ * DURO_MISUSE at once, waiting for nothing, when an entry is a task of
+ * another context. Results are read per task, in order.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n);
 
@@ -203,9 +220,17 @@ DURO_API int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n);
 
 /** Abandons @p t: an activity or child still outstanding is cancelled
  * durably (reason "task_cancelled"); a timer or event wait is dropped. The
- * task then reports DURO_CANCELLED. Done tasks are left as they are.
+ * task then reports DURO_CANCELLED. Done tasks are left as they are. NULL
+ * is a no-op; a task of another context is left alone (DURO_MISUSE in
+ * duro_errmsg()).
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API void duro_cancel_task(duro_orch *o, duro_task *t);
+
+/* Task accessors. A NULL task reads as not done, not failed, no output, no
+ * error, DURO_CATEGORY_NONE. A task of another context, or any task read
+ * outside orchestration code, reads without being dereferenced as a task
+ * that failed with DURO_MISUSE (done, failed, an error naming the problem,
+ * category configuration), and duro_errmsg() says so. */
 
 /** 1 when the task is done (succeeded, failed or cancelled).
  * @note Only inside the orchestration function that created the task. */

@@ -27,6 +27,17 @@ struct duro_task duro__misuse_task = {
     .category = DURO_CATEGORY_CONFIGURATION,
 };
 
+struct duro_task duro__foreign_task = {
+    .kind = TASK_STATIC,
+    .state = TASK_FAILED,
+    .rc = DURO_MISUSE,
+    .error = "duro API misuse: the task belongs to another orchestration "
+             "context (another instance, or an engine that no longer "
+             "exists); a task is only valid in the orchestration function "
+             "that created it",
+    .category = DURO_CATEGORY_CONFIGURATION,
+};
+
 /* ------------------------------------------------------------------------
  * small helpers */
 
@@ -311,11 +322,20 @@ static void push_cancelled(duro_orch *e, uint64_t activity_id,
 
 struct duro_task *duro__task_new(duro_orch *e, int kind)
 {
-    struct duro_task *t = duro_arena_alloc(e->arena, sizeof(*t));
-    if (t == NULL) {
-        e->oom = 1;
-        return &duro__misuse_task;
+    task_chunk *c = e->tasks;
+    if (c == NULL || c->used == c->cap) {
+        size_t cap = c == NULL ? 16 : DURO__MIN(c->cap * 2, (size_t)4096);
+        task_chunk *fresh = duro_arena_alloc(
+            e->arena, sizeof(task_chunk) + cap * sizeof(struct duro_task));
+        if (fresh == NULL) {
+            e->oom = 1;
+            return &duro__misuse_task;
+        }
+        fresh->cap = cap;
+        fresh->next = c;
+        e->tasks = c = fresh;
     }
+    struct duro_task *t = &c->tasks[c->used++];
     t->kind = (uint8_t)kind;
     t->state = TASK_PENDING;
     return t;
@@ -679,6 +699,25 @@ int duro__engine_on_fiber(duro_orch *o)
 {
     return o != NULL && o == running_get() && !o->code_done &&
            duro__fiber_current() == o->fiber;
+}
+
+duro_orch *duro__engine_current(void)
+{
+    duro_orch *e = running_get();
+    return duro__engine_on_fiber(e) ? e : NULL;
+}
+
+int duro__engine_owns_task(const duro_orch *e, const struct duro_task *t)
+{
+    /* Integer comparisons: relational operators on pointers into different
+     * objects are undefined. */
+    uintptr_t p = (uintptr_t)t;
+    for (const task_chunk *c = e->tasks; c != NULL; c = c->next) {
+        uintptr_t base = (uintptr_t)c->tasks;
+        if (p >= base && p < base + c->used * sizeof(struct duro_task))
+            return (p - base) % sizeof(struct duro_task) == 0;
+    }
+    return 0;
 }
 
 /* Suspends the code until the engine has consumed another input. */

@@ -54,6 +54,18 @@ struct duro_task {
     struct duro_task *next_wait; /* event waits, in order */
 };
 
+/* Task storage. Every task of an engine lives in one of its chunks (in the
+ * engine's arena), so whether a duro_task pointer is one of this engine's
+ * is decided by comparing addresses with the engine's own chunks, without
+ * reading what the pointer points at: a task of another engine, live or
+ * freed, is never dereferenced. Chunks double from 16 to 4096 tasks, so a
+ * lookup walks O(log n + n / 4096) chunks, newest first. */
+typedef struct task_chunk {
+    struct task_chunk *next; /* older chunk */
+    size_t used, cap;        /* tasks handed out, room */
+    struct duro_task tasks[];
+} task_chunk;
+
 typedef struct raised_event {
     const char *name;
     const char *payload;
@@ -75,6 +87,7 @@ struct duro_orch {
     uint32_t start_flags;
     duro__fiber *fiber;
     duro__tracker tracker;
+    task_chunk *tasks; /* every task of this engine, newest chunk first */
 
     /* the turn in progress */
     duro__turn *turn;
@@ -107,8 +120,17 @@ struct duro_orch {
     int custom_status_dirty;
 };
 
-/* The shared failed task returned for misuse; never written. */
+/* The shared failed tasks returned for misuse; never written. Code receives
+ * duro__misuse_task from a context function called off its fiber, and
+ * duro__foreign_task when it passes a task that is not its engine's. */
 extern struct duro_task duro__misuse_task;
+extern struct duro_task duro__foreign_task;
+
+/* 1 for the two static tasks above (compared by address only). */
+static inline int duro__task_is_static(const struct duro_task *t)
+{
+    return t == &duro__misuse_task || t == &duro__foreign_task;
+}
 
 int duro__result_set_continue(duro_result *out, const char *input);
 
@@ -166,6 +188,12 @@ struct duro_task *duro__engine_schedule_timer(duro_orch *e, int64_t delay_ms);
 
 /* 1 when called correctly on the engine's fiber while its code runs. */
 int duro__engine_on_fiber(duro_orch *o);
+/* The engine whose code is running on the calling thread's current fiber,
+ * NULL outside orchestration code. */
+duro_orch *duro__engine_current(void);
+/* 1 when t is one of e's tasks: t lies in one of e's task chunks, on a task
+ * boundary, among the tasks handed out. Reads only e's memory. */
+int duro__engine_owns_task(const duro_orch *e, const struct duro_task *t);
 /* Suspends the code until the engine has consumed another input. */
 void duro__engine_wait(duro_orch *o);
 

@@ -177,14 +177,43 @@ int duro_start_orchestration(duro_orch *o, const char *name,
     return DURO_OK;
 }
 
+/* Whether code running on o's fiber may use task t: one of o's own tasks,
+ * or one of the static failed tasks. Decided by address alone (see
+ * task_chunk), so the task of another engine, even a freed one, is never
+ * read. Sets duro_errmsg() when it may not. */
+static int usable_task(duro_orch *o, const duro_task *t, const char *fn)
+{
+    if (duro__task_is_static(t) || duro__engine_owns_task(o, t))
+        return 1;
+    duro__fail(DURO_MISUSE, "%s: %s", fn, duro__foreign_task.error);
+    return 0;
+}
+
+/* usable_task() for every non-NULL task of an array. */
+static int usable_tasks(duro_orch *o, duro_task *const *tasks, size_t n,
+                        const char *fn)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (tasks[i] == NULL || duro__task_is_static(tasks[i]) ||
+            duro__engine_owns_task(o, tasks[i]))
+            continue;
+        duro__fail(DURO_MISUSE, "%s: tasks[%zu]: %s", fn, i,
+                   duro__foreign_task.error);
+        return 0;
+    }
+    return 1;
+}
+
 int duro_await(duro_orch *o, duro_task *t)
 {
     if (t == NULL)
-        return duro__fail(DURO_INVALID, "task is NULL");
-    if (t->kind == TASK_STATIC)
-        return t->rc;
+        return duro__fail(DURO_INVALID, "duro_await: task is NULL");
+    if (duro__task_is_static(t))
+        return duro__fail(t->rc, "%s", t->error);
     if (!duro__engine_on_fiber(o))
         return duro__fail(DURO_MISUSE, "%s", duro__misuse_task.error);
+    if (!usable_task(o, t, "duro_await"))
+        return DURO_MISUSE;
     while (t->state == TASK_PENDING)
         duro__engine_wait(o);
     return t->rc;
@@ -205,12 +234,22 @@ static struct duro_task *first_done(duro_task *const *tasks, size_t n)
 }
 
 static duro_task *wait_first(duro_orch *o, duro_task *const *tasks, size_t n,
-                             int cancel_losers)
+                             int cancel_losers, const char *fn)
 {
-    if (n == 0 || tasks == NULL)
+    if (n == 0)
         return NULL;
-    if (!duro__engine_on_fiber(o))
+    if (tasks == NULL) {
+        duro__fail(DURO_INVALID, "%s: tasks is NULL (n is %zu)", fn, n);
+        return NULL;
+    }
+    if (!duro__engine_on_fiber(o)) {
+        duro__fail(DURO_MISUSE, "%s", duro__misuse_task.error);
         return &duro__misuse_task;
+    }
+    /* Checked before waiting or cancelling anything: a foreign task would
+     * never complete here, and must not be read. */
+    if (!usable_tasks(o, tasks, n, fn))
+        return &duro__foreign_task;
     for (;;) {
         struct duro_task *winner = first_done(tasks, n);
         if (winner != NULL) {
@@ -232,18 +271,25 @@ static duro_task *wait_first(duro_orch *o, duro_task *const *tasks, size_t n,
 
 duro_task *duro_select_n(duro_orch *o, duro_task *const *tasks, size_t n)
 {
-    return wait_first(o, tasks, n, 1);
+    return wait_first(o, tasks, n, 1, "duro_select_n");
 }
 
 duro_task *duro_wait_any_n(duro_orch *o, duro_task *const *tasks, size_t n)
 {
-    return wait_first(o, tasks, n, 0);
+    return wait_first(o, tasks, n, 0, "duro_wait_any_n");
 }
 
 int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n)
 {
     if (!duro__engine_on_fiber(o))
         return duro__fail(DURO_MISUSE, "%s", duro__misuse_task.error);
+    if (n == 0)
+        return DURO_OK;
+    if (tasks == NULL)
+        return duro__fail(DURO_INVALID, "duro_join_n: tasks is NULL (n is %zu)",
+                          n);
+    if (!usable_tasks(o, tasks, n, "duro_join_n"))
+        return DURO_MISUSE;
     for (;;) {
         int pending = 0;
         for (size_t i = 0; i < n; i++)
@@ -255,7 +301,8 @@ int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n)
     }
     for (size_t i = 0; i < n; i++) {
         if (tasks[i] == NULL)
-            return DURO_INVALID;
+            return duro__fail(DURO_INVALID, "duro_join_n: tasks[%zu] is NULL",
+                              i);
         if (tasks[i]->rc != DURO_OK)
             return tasks[i]->rc;
     }
@@ -264,28 +311,60 @@ int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n)
 
 void duro_cancel_task(duro_orch *o, duro_task *t)
 {
-    if (!duro__engine_on_fiber(o) || t == NULL)
+    if (t == NULL || duro__task_is_static(t))
+        return;
+    if (!duro__engine_on_fiber(o)) {
+        duro__fail(DURO_MISUSE, "%s", duro__misuse_task.error);
+        return;
+    }
+    if (!usable_task(o, t, "duro_cancel_task"))
         return;
     duro__task_cancel(o, t, DURO_REASON_TASK_CANCELLED);
 }
 
+/* The task an accessor may read: t itself when it is a static task or a
+ * task of the orchestration running on this fiber; otherwise, without
+ * reading t, duro__foreign_task (failed with DURO_MISUSE), with
+ * duro_errmsg() set. NULL stays NULL. */
+static const struct duro_task *readable(const duro_task *t, const char *fn)
+{
+    if (t == NULL || duro__task_is_static(t))
+        return t;
+    duro_orch *e = duro__engine_current();
+    if (e != NULL && duro__engine_owns_task(e, t))
+        return t;
+    if (e == NULL)
+        duro__fail(DURO_MISUSE,
+                   "%s: called outside orchestration code; a task can only "
+                   "be read by the orchestration function that created it, "
+                   "on its fiber",
+                   fn);
+    else
+        duro__fail(DURO_MISUSE, "%s: %s", fn, duro__foreign_task.error);
+    return &duro__foreign_task;
+}
+
 int duro_task_done(const duro_task *t)
 {
+    t = readable(t, "duro_task_done");
     return t != NULL && t->state != TASK_PENDING;
 }
 
 int duro_task_failed(const duro_task *t)
 {
+    t = readable(t, "duro_task_failed");
     return t != NULL && (t->state == TASK_FAILED || t->state == TASK_CANCELLED);
 }
 
 const char *duro_task_output(const duro_task *t)
 {
+    t = readable(t, "duro_task_output");
     return t != NULL && t->state == TASK_SUCCEEDED ? t->output : NULL;
 }
 
 const char *duro_task_error(const duro_task *t)
 {
+    t = readable(t, "duro_task_error");
     return t != NULL && (t->state == TASK_FAILED || t->state == TASK_CANCELLED)
                ? t->error
                : NULL;
@@ -293,7 +372,10 @@ const char *duro_task_error(const duro_task *t)
 
 int duro_task_category(const duro_task *t)
 {
-    return duro_task_failed(t) ? t->category : DURO_CATEGORY_NONE;
+    t = readable(t, "duro_task_category");
+    return t != NULL && (t->state == TASK_FAILED || t->state == TASK_CANCELLED)
+               ? t->category
+               : DURO_CATEGORY_NONE;
 }
 
 int duro_continue_as_new(duro_orch *o, duro_result *out, const char *input)
