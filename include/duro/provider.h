@@ -30,7 +30,8 @@ typedef struct duro_error {
  * no-op. @note Any thread. */
 DURO_API void duro_error_clear(duro_error *err);
 
-/** Fills @p err (NULL is allowed) and returns @p code.
+/** Fills @p err (NULL is allowed) and returns @p code. A NULL @p fmt
+ * leaves the message empty.
  * @note Any thread. */
 DURO_API int duro_error_set(duro_error *err, int code, int retryable,
                             const char *fmt, ...) DURO_PRINTF(4, 5);
@@ -544,7 +545,8 @@ struct duro_provider {
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",
  * "sqlite:path?synchronous=full&busy_timeout_ms=5000&max_history=100000"
  * (see README). On failure *out is NULL and err says why (DURO_BAD_URL for a
- * malformed URL).
+ * NULL or malformed URL, DURO_INVALID for a NULL @p out). @p err may be
+ * NULL.
  * @note Any thread; the provider may then be used from any thread. */
 DURO_API int duro_provider_open(const char *url, duro_provider **out,
                                 duro_error *err);

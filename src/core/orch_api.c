@@ -8,9 +8,20 @@
 
 #include "core/engine_internal.h"
 
+/* duro__engine_on_fiber(o); when not, duro_errmsg() names the call and
+ * the misuse (DURO_MISUSE). */
+static int entered(duro_orch *o, const char *fn)
+{
+    if (duro__engine_on_fiber(o))
+        return 1;
+    duro__fail(DURO_MISUSE, "%s: %s%s", fn, duro__misuse_task.error,
+               o == NULL ? " (the context is NULL)" : "");
+    return 0;
+}
+
 duro_task *duro_call_activity(duro_orch *o, const char *name, const char *input)
 {
-    if (!duro__engine_on_fiber(o))
+    if (!entered(o, __func__))
         return &duro__misuse_task;
     return duro__engine_schedule_activity(o, name, input, 1);
 }
@@ -19,8 +30,14 @@ duro_task *duro_call_activity_with_retry(duro_orch *o, const char *name,
                                          const char *input,
                                          const duro_retry_policy *policy)
 {
-    if (!duro__engine_on_fiber(o))
+    if (!entered(o, __func__))
         return &duro__misuse_task;
+    /* Checked here, as duro_call_activity does, so that a bad name fails
+     * the task with DURO_INVALID rather than as a failed first attempt. */
+    if (name == NULL || name[0] == '\0')
+        return duro__task_new_failed(o, DURO_INVALID,
+                                     DURO_CATEGORY_CONFIGURATION,
+                                     "activity name is empty");
     if (policy == NULL || policy->max_attempts < 1 ||
         policy->initial_delay_ms < 0 || policy->attempt_timeout_ms < 0 ||
         policy->total_timeout_ms < 0 ||
@@ -51,14 +68,14 @@ duro_task *duro_call_activity_with_retry(duro_orch *o, const char *name,
 
 duro_task *duro_timer(duro_orch *o, int64_t delay_ms)
 {
-    if (!duro__engine_on_fiber(o))
+    if (!entered(o, __func__))
         return &duro__misuse_task;
     return duro__engine_schedule_timer(o, delay_ms);
 }
 
 duro_task *duro_wait_event(duro_orch *o, const char *name)
 {
-    if (!duro__engine_on_fiber(o))
+    if (!entered(o, __func__))
         return &duro__misuse_task;
     if (name == NULL || name[0] == '\0')
         return duro__task_new_failed(o, DURO_INVALID,
@@ -160,7 +177,7 @@ duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
                                        const char *instance_id,
                                        const char *input)
 {
-    if (!duro__engine_on_fiber(o))
+    if (!entered(o, __func__))
         return &duro__misuse_task;
     return start_child(o, name, version, instance_id, input, 0);
 }
@@ -169,8 +186,8 @@ int duro_start_orchestration(duro_orch *o, const char *name,
                              const char *version, const char *instance_id,
                              const char *input)
 {
-    if (!duro__engine_on_fiber(o))
-        return duro__fail(DURO_MISUSE, "%s", duro__misuse_task.error);
+    if (!entered(o, __func__))
+        return DURO_MISUSE;
     struct duro_task *t = start_child(o, name, version, instance_id, input, 1);
     if (t->state == TASK_FAILED)
         return duro__fail(t->rc, "%s", str_or(t->error, "failed"));
@@ -210,8 +227,8 @@ int duro_await(duro_orch *o, duro_task *t)
         return duro__fail(DURO_INVALID, "duro_await: task is NULL");
     if (duro__task_is_static(t))
         return duro__fail(t->rc, "%s", t->error);
-    if (!duro__engine_on_fiber(o))
-        return duro__fail(DURO_MISUSE, "%s", duro__misuse_task.error);
+    if (!entered(o, __func__))
+        return DURO_MISUSE;
     if (!usable_task(o, t, "duro_await"))
         return DURO_MISUSE;
     while (t->state == TASK_PENDING)
@@ -242,10 +259,8 @@ static duro_task *wait_first(duro_orch *o, duro_task *const *tasks, size_t n,
         duro__fail(DURO_INVALID, "%s: tasks is NULL (n is %zu)", fn, n);
         return NULL;
     }
-    if (!duro__engine_on_fiber(o)) {
-        duro__fail(DURO_MISUSE, "%s", duro__misuse_task.error);
+    if (!entered(o, fn))
         return &duro__misuse_task;
-    }
     /* Checked before waiting or cancelling anything: a foreign task would
      * never complete here, and must not be read. */
     if (!usable_tasks(o, tasks, n, fn))
@@ -281,8 +296,8 @@ duro_task *duro_wait_any_n(duro_orch *o, duro_task *const *tasks, size_t n)
 
 int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n)
 {
-    if (!duro__engine_on_fiber(o))
-        return duro__fail(DURO_MISUSE, "%s", duro__misuse_task.error);
+    if (!entered(o, __func__))
+        return DURO_MISUSE;
     if (n == 0)
         return DURO_OK;
     if (tasks == NULL)
@@ -313,10 +328,8 @@ void duro_cancel_task(duro_orch *o, duro_task *t)
 {
     if (t == NULL || duro__task_is_static(t))
         return;
-    if (!duro__engine_on_fiber(o)) {
-        duro__fail(DURO_MISUSE, "%s", duro__misuse_task.error);
+    if (!entered(o, __func__))
         return;
-    }
     if (!usable_task(o, t, "duro_cancel_task"))
         return;
     duro__task_cancel(o, t, DURO_REASON_TASK_CANCELLED);
@@ -380,14 +393,14 @@ int duro_task_category(const duro_task *t)
 
 int duro_continue_as_new(duro_orch *o, duro_result *out, const char *input)
 {
-    if (!duro__engine_on_fiber(o))
-        return duro__fail(DURO_MISUSE, "%s", duro__misuse_task.error);
+    if (!entered(o, __func__))
+        return DURO_MISUSE;
     return duro__result_set_continue(out, input);
 }
 
 int64_t duro_now(duro_orch *o)
 {
-    if (!duro__engine_on_fiber(o))
+    if (!entered(o, __func__))
         return 0;
     return o->now;
 }
@@ -402,7 +415,7 @@ static uint64_t mix64(uint64_t z)
 
 const char *duro_new_guid(duro_orch *o)
 {
-    if (!duro__engine_on_fiber(o))
+    if (!entered(o, __func__))
         return NULL;
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the instance id */
     for (const char *p = o->instance_id; *p; p++)
@@ -422,7 +435,7 @@ const char *duro_new_guid(duro_orch *o)
 
 void duro_set_custom_status(duro_orch *o, const char *status)
 {
-    if (!duro__engine_on_fiber(o))
+    if (!entered(o, __func__))
         return;
     if (duro__engine_over_limit(o, status))
         status = "(custom status over the payload limit)";
@@ -432,15 +445,21 @@ void duro_set_custom_status(duro_orch *o, const char *status)
 
 int duro_is_replaying(duro_orch *o)
 {
-    if (!duro__engine_on_fiber(o))
+    if (!entered(o, __func__))
         return 0;
     return o->replay_segment || o->replay_pos < o->replay_count;
 }
 
 void duro_log(duro_orch *o, int level, const char *fmt, ...)
 {
-    if (!duro__engine_on_fiber(o) || duro_is_replaying(o) ||
-        o->cfg.logger == NULL || level < o->cfg.logger->level)
+    if (!entered(o, __func__))
+        return;
+    if (fmt == NULL) {
+        duro__fail(DURO_INVALID, "duro_log: fmt is NULL");
+        return;
+    }
+    if (duro_is_replaying(o) || o->cfg.logger == NULL ||
+        level < o->cfg.logger->level)
         return;
     char buf[900];
     va_list ap;
@@ -453,7 +472,7 @@ void duro_log(duro_orch *o, int level, const char *fmt, ...)
 
 void *duro_orch_alloc(duro_orch *o, size_t size)
 {
-    if (!duro__engine_on_fiber(o))
+    if (!entered(o, __func__))
         return NULL;
     /* A size no allocation can hold is refused the same way on every run,
      * so it must not mark the engine out of memory (that retries the turn). */
@@ -472,8 +491,14 @@ void *duro_orch_alloc(duro_orch *o, size_t size)
 
 const char *duro_sprintf(duro_orch *o, const char *fmt, ...)
 {
-    if (!duro__engine_on_fiber(o))
+    if (!entered(o, __func__))
         return NULL;
+    /* Refused before formatting: a NULL from the formatter means out of
+     * memory and fails the turn. */
+    if (fmt == NULL) {
+        duro__fail(DURO_INVALID, "duro_sprintf: fmt is NULL");
+        return NULL;
+    }
     va_list ap;
     va_start(ap, fmt);
     const char *s = duro__engine_vsprintf(o, fmt, ap);
@@ -483,20 +508,20 @@ const char *duro_sprintf(duro_orch *o, const char *fmt, ...)
 
 const char *duro_instance_id(duro_orch *o)
 {
-    return duro__engine_on_fiber(o) ? o->instance_id : NULL;
+    return entered(o, __func__) ? o->instance_id : NULL;
 }
 
 uint64_t duro_execution_id(duro_orch *o)
 {
-    return duro__engine_on_fiber(o) ? o->execution_id : 0;
+    return entered(o, __func__) ? o->execution_id : 0;
 }
 
 const char *duro_input(duro_orch *o)
 {
-    return duro__engine_on_fiber(o) ? o->input : NULL;
+    return entered(o, __func__) ? o->input : NULL;
 }
 
 void *duro_orch_user(duro_orch *o)
 {
-    return duro__engine_on_fiber(o) ? o->cfg.user : NULL;
+    return entered(o, __func__) ? o->cfg.user : NULL;
 }

@@ -58,6 +58,8 @@ int duro_fail_with(duro_result *out, int category, const char *message)
 
 int duro_failf(duro_result *out, const char *fmt, ...)
 {
+    if (fmt == NULL)
+        return duro_fail(out, NULL);
     va_list ap;
     va_start(ap, fmt);
     char *msg = duro__vsprintf(fmt, ap);

@@ -146,6 +146,8 @@ void duro__retry_on_subtask(duro_orch *e, struct duro_task *rt,
 
 void duro_retry_policy_init(duro_retry_policy *p)
 {
+    if (p == NULL)
+        return;
     memset(p, 0, sizeof(*p));
     p->version = 1;
     p->max_attempts = 3;
