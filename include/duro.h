@@ -227,6 +227,7 @@ DURO_API duro_task *duro_wait_any_n(duro_orch *o, duro_task *const *tasks,
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n);
 
+#ifndef __cplusplus
 #define DURO__TASKS(...) ((duro_task *const[]){__VA_ARGS__})
 #define DURO__NTASKS(...)                                                      \
     (sizeof(DURO__TASKS(__VA_ARGS__)) / sizeof(duro_task *))
@@ -239,6 +240,37 @@ DURO_API int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n);
 /** duro_join(o, a, b, ...) */
 #define duro_join(o, ...)                                                      \
     duro_join_n((o), DURO__TASKS(__VA_ARGS__), DURO__NTASKS(__VA_ARGS__))
+#else
+/* C++ has no compound literals. The same macros pass a braced list to a
+ * reference to an array, whose length is deduced; the temporary array lives
+ * until the end of the full expression, as the C compound literal lives
+ * until the end of its block. (C++11 and later.) */
+extern "C++" {
+namespace duro_detail
+{
+template <size_t N>
+inline duro_task *select(duro_orch *o, duro_task *const (&tasks)[N])
+{
+    return duro_select_n(o, tasks, N);
+}
+template <size_t N>
+inline duro_task *wait_any(duro_orch *o, duro_task *const (&tasks)[N])
+{
+    return duro_wait_any_n(o, tasks, N);
+}
+template <size_t N> inline int join(duro_orch *o, duro_task *const (&tasks)[N])
+{
+    return duro_join_n(o, tasks, N);
+}
+} /* namespace duro_detail */
+}
+/** duro_select(o, a, b, ...) */
+#define duro_select(o, ...) duro_detail::select((o), {__VA_ARGS__})
+/** duro_wait_any(o, a, b, ...) */
+#define duro_wait_any(o, ...) duro_detail::wait_any((o), {__VA_ARGS__})
+/** duro_join(o, a, b, ...) */
+#define duro_join(o, ...) duro_detail::join((o), {__VA_ARGS__})
+#endif
 
 /** Abandons @p t: an activity or child still outstanding is cancelled
  * durably (reason "task_cancelled"); a timer or event wait is dropped. The

@@ -20,3 +20,20 @@ duro_add_test(test_api_nulls LABELS api tsan
           ${CMAKE_CURRENT_BINARY_DIR}/api/api_functions.h)
 target_link_libraries(test_api_nulls PRIVATE duro_rt_util)
 target_include_directories(test_api_nulls PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/api)
+
+# The public headers compile as C++ (11, 17 and 20) with -Wall -Wextra
+# -Wpedantic -Werror, macros included, whatever DURO_WERROR says: the
+# compiler runs when the test runs.
+include(CheckLanguage)
+check_language(CXX)
+if(CMAKE_CXX_COMPILER)
+  foreach(std 11 17 20)
+    add_test(NAME cxx_headers_${std}
+      COMMAND ${CMAKE_CXX_COMPILER} -std=c++${std} -Wall -Wextra -Wpedantic
+              -Wshadow -Werror -fsyntax-only -I${PROJECT_SOURCE_DIR}/include
+              ${CMAKE_CURRENT_LIST_DIR}/cxx_headers.cpp)
+    set_tests_properties(cxx_headers_${std} PROPERTIES LABELS "api;unit")
+  endforeach()
+else()
+  message(WARNING "no C++ compiler found: the C++ header check is skipped")
+endif()
