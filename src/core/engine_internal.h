@@ -18,7 +18,8 @@ enum {
     TASK_EVENT = 3,
     TASK_CHILD = 4,
     TASK_RETRY = 5,
-    TASK_STATIC = 6 /* shared failed task for misuse; never written */
+    TASK_STATIC = 6 /* the static failed tasks (misuse, foreign); never
+                       written */
 };
 
 enum {

@@ -197,10 +197,16 @@ int duro_start_orchestration(duro_orch *o, const char *name,
 /* Whether code running on o's fiber may use task t: one of o's own tasks,
  * or one of the static failed tasks. Decided by address alone (see
  * task_chunk), so the task of another engine, even a freed one, is never
- * read. Sets duro_errmsg() when it may not. */
+ * read. */
+static int usable(duro_orch *o, const duro_task *t)
+{
+    return duro__task_is_static(t) || duro__engine_owns_task(o, t);
+}
+
+/* usable(), setting duro_errmsg() when not. */
 static int usable_task(duro_orch *o, const duro_task *t, const char *fn)
 {
-    if (duro__task_is_static(t) || duro__engine_owns_task(o, t))
+    if (usable(o, t))
         return 1;
     duro__fail(DURO_MISUSE, "%s: %s", fn, duro__foreign_task.error);
     return 0;
@@ -211,8 +217,7 @@ static int usable_tasks(duro_orch *o, duro_task *const *tasks, size_t n,
                         const char *fn)
 {
     for (size_t i = 0; i < n; i++) {
-        if (tasks[i] == NULL || duro__task_is_static(tasks[i]) ||
-            duro__engine_owns_task(o, tasks[i]))
+        if (tasks[i] == NULL || usable(o, tasks[i]))
             continue;
         duro__fail(DURO_MISUSE, "%s: tasks[%zu]: %s", fn, i,
                    duro__foreign_task.error);
