@@ -37,10 +37,10 @@ demo:
 	$(BUILD)/examples/demo sqlite:$(BUILD)/demo.db
 
 format:
-	clang-format -i $$(git ls-files '*.c' '*.h')
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.cpp')
 
 format-check:
-	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h' '*.cpp')
 
 clean:
 	rm -rf build build-asan build-tsan

@@ -2,7 +2,12 @@
  * orchestrations and activities, the runtime that runs them, the contexts
  * their code receives, and the client that starts, signals, cancels and
  * watches instances. Every function documents who owns what it returns and
- * from which thread it may be called. */
+ * from which thread it may be called.
+ *
+ * NULL arguments never crash: the doc of each function, or of its section,
+ * says what a NULL pointer argument means (a no-op, a default, DURO_INVALID
+ * or DURO_MISUSE). tests/api/test_api_nulls.c calls every function with
+ * each pointer argument NULL and holds it to its word. */
 #ifndef DURO_H
 #define DURO_H
 
@@ -24,20 +29,24 @@ extern "C" {
 typedef struct duro_result duro_result;
 
 /** Success with @p output (copied; NULL means no output).
- * @return DURO_OK, so a function may `return duro_ok(out, s);`
+ * @return DURO_OK, so a function may `return duro_ok(out, s);`;
+ * DURO_INVALID for a NULL @p out.
  * @note Only inside the callback that received @p out. */
 DURO_API int duro_ok(duro_result *out, const char *output);
 
-/** Failure of category application with @p message (copied).
- * @return DURO_FAILED. @note Only inside the callback. */
+/** Failure of category application with @p message (copied; NULL:
+ * "failed"). @return DURO_FAILED; DURO_INVALID for a NULL @p out.
+ * @note Only inside the callback. */
 DURO_API int duro_fail(duro_result *out, const char *message);
 
-/** Failure with an explicit duro_category. @return DURO_FAILED.
+/** Failure with an explicit duro_category (@p message NULL: "failed").
+ * @return DURO_FAILED; DURO_INVALID for a NULL @p out.
  * @note Only inside the callback that received @p out. */
 DURO_API int duro_fail_with(duro_result *out, int category,
                             const char *message);
 
-/** printf-style duro_fail(). @return DURO_FAILED.
+/** printf-style duro_fail() (@p fmt NULL: "failed"). @return DURO_FAILED;
+ * DURO_INVALID for a NULL @p out.
  * @note Only inside the callback that received @p out. */
 DURO_API int duro_failf(duro_result *out, const char *fmt, ...)
     DURO_PRINTF(2, 3);
@@ -69,7 +78,8 @@ typedef int (*duro_orchestration_fn)(duro_orch *o, const char *input,
 typedef int (*duro_activity_fn)(duro_activity *a, const char *input,
                                 duro_result *out);
 
-/** A new empty registry; free with duro_registry_destroy().
+/** A new empty registry; free with duro_registry_destroy(). DURO_INVALID
+ * for a NULL @p out.
  * @note Any thread; a registry is used by one thread at a time. */
 DURO_API int duro_registry_create(duro_registry **out);
 /** @note One thread at a time per registry. */
@@ -79,28 +89,42 @@ DURO_API void duro_registry_destroy(duro_registry *r); /* NULL ok */
  * version "") with a user pointer reachable through duro_orch_user().
  * Starting without a version picks the highest version registered
  * (strverscmp order). DURO_ALREADY_EXISTS for a duplicate (name, version),
- * DURO_INVALID for an empty name. Strings are copied.
+ * DURO_INVALID for an empty or NULL name, a NULL @p r or @p fn. Strings
+ * are copied; @p user may be NULL.
  * @note One thread at a time per registry. */
 DURO_API int duro_registry_add_orchestration(duro_registry *r, const char *name,
                                              const char *version,
                                              duro_orchestration_fn fn,
                                              void *user);
 
-/** Registers activity @p name. DURO_ALREADY_EXISTS for a duplicate name.
- * @note One thread at a time per registry. */
+/** Registers activity @p name. DURO_ALREADY_EXISTS for a duplicate name;
+ * DURO_INVALID for an empty or NULL name, a NULL @p r or @p fn; @p user may
+ * be NULL. @note One thread at a time per registry. */
 DURO_API int duro_registry_add_activity(duro_registry *r, const char *name,
                                         duro_activity_fn fn, void *user);
 
 /* ========================================================================
  * Orchestration context. Every function here is "only inside the
  * orchestration function, on its fiber": called from any other thread or
- * after the function returned, it does nothing harmful and reports
- * DURO_MISUSE (task functions return a task that failed with DURO_MISUSE).
+ * after the function returned, or with a NULL context, it does nothing
+ * harmful and reports DURO_MISUSE: functions that return a code return it,
+ * task functions return a task that failed with DURO_MISUSE, the others
+ * return 0 or NULL (or do nothing); all of them set duro_errmsg() to a
+ * message that names the function.
  * Strings returned are borrowed from the context: valid until the
  * orchestration function returns.
+ *
+ * A task belongs to the context that created it. Every function that takes
+ * a task checks, by its address alone and without reading it, that it is
+ * one of the calling context's tasks; a task of another instance, or of an
+ * engine that no longer exists (a finished execution, a replaced engine),
+ * is refused with DURO_MISUSE and duro_errmsg() names the problem. (A stale
+ * pointer whose memory has since been reused for one of the caller's own
+ * tasks is that task: the check is exact for what the pointer is now.)
  * ======================================================================== */
 
-/** Schedules activity @p name with @p input (copied; NULL allowed).
+/** Schedules activity @p name with @p input (copied; NULL allowed). A NULL
+ * or empty @p name gives a task failed with DURO_INVALID (configuration).
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_call_activity(duro_orch *o, const char *name,
                                        const char *input);
@@ -124,12 +148,14 @@ typedef struct duro_retry_policy {
 } duro_retry_policy;
 
 /** Defaults: 3 attempts, exponential from 1 s by 2.0 up to 60 s, no
- * timeouts. @note Any thread. */
+ * timeouts. NULL is a no-op. @note Any thread. */
 DURO_API void duro_retry_policy_init(duro_retry_policy *p);
 
 /** Schedules an activity retried under @p policy (copied). Only application
  * and timeout failures are retried. The task fails with the last attempt's
- * error, or with category timeout when a timeout ends it.
+ * error, or with category timeout when a timeout ends it. A NULL or empty
+ * @p name or a NULL or invalid @p policy gives a task failed with
+ * DURO_INVALID (configuration); @p input may be NULL.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *
 duro_call_activity_with_retry(duro_orch *o, const char *name, const char *input,
@@ -142,14 +168,16 @@ DURO_API duro_task *duro_timer(duro_orch *o, int64_t delay_ms);
 /** Waits for external event @p name. Events raised before anyone waits are
  * kept in order and matched to waits in order: the n-th wait for a name
  * receives the n-th event of that name not yet consumed. The output is the
- * event's payload.
+ * event's payload. A NULL or empty @p name gives a task failed with
+ * DURO_INVALID.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_wait_event(duro_orch *o, const char *name);
 
 /** Starts child orchestration @p name (@p version NULL = default) with id
  * @p instance_id (NULL: "<parent id>:<execution id>:<event id>",
  * deterministic and unique across continue-as-new) and returns a task that
- * completes with the child. Cancelling the parent cancels it.
+ * completes with the child. Cancelling the parent cancels it. @p input may
+ * be NULL; a NULL or empty @p name gives a task failed with DURO_INVALID.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
                                                 const char *version,
@@ -157,7 +185,9 @@ DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
                                                 const char *input);
 
 /** Starts an independent orchestration, fire-and-forget: nothing comes back
- * and it is not cancelled with this one. @return DURO_OK or DURO_MISUSE.
+ * and it is not cancelled with this one. @p version, @p instance_id and
+ * @p input may be NULL, as for duro_call_sub_orchestration().
+ * @return DURO_OK, DURO_MISUSE, or DURO_INVALID for a NULL or empty name.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_start_orchestration(duro_orch *o, const char *name,
                                       const char *version,
@@ -165,29 +195,39 @@ DURO_API int duro_start_orchestration(duro_orch *o, const char *name,
                                       const char *input);
 
 /** Suspends until @p t is done. @return DURO_OK when it succeeded,
- * DURO_FAILED when it failed, DURO_CANCELLED when it was cancelled.
+ * DURO_FAILED when it failed, DURO_CANCELLED when it was cancelled;
+ * DURO_INVALID for a NULL @p t; DURO_MISUSE off the fiber, for a task that
+ * failed with DURO_MISUSE, and at once for a task of another context.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_await(duro_orch *o, duro_task *t);
 
 /** Suspends until the first of @p tasks is done, returns it, and cancels
  * every other one (activities and children durably; timers and event waits
  * are dropped). The winner is decided by the order of history, never by
- * wall-clock or polling order. NULL when n is 0.
+ * wall-clock or polling order. NULL entries are skipped. NULL when n is 0,
+ * when every entry is NULL, or when @p tasks is NULL (DURO_INVALID in
+ * duro_errmsg()). When an entry is a task of another context, returns at
+ * once, without waiting or cancelling, a task failed with DURO_MISUSE.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_select_n(duro_orch *o, duro_task *const *tasks,
                                   size_t n);
 
-/** Like duro_select_n() but leaves the other tasks running.
+/** Like duro_select_n() (including its NULL and misuse rules) but leaves
+ * the other tasks running.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_wait_any_n(duro_orch *o, duro_task *const *tasks,
                                     size_t n);
 
-/** Suspends until every task is done. @return DURO_OK when all succeeded,
- * otherwise the duro_await() code of the first (in argument order) that did
- * not. Results are read per task, in order.
+/** Suspends until every task is done. @return DURO_OK when all succeeded
+ * (and when n is 0), otherwise the duro_await() code of the first (in
+ * argument order) that did not; DURO_INVALID for a NULL entry (after the
+ * others are done) and, at once, for a NULL @p tasks with n > 0;
+ * DURO_MISUSE at once, waiting for nothing, when an entry is a task of
+ * another context. Results are read per task, in order.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n);
 
+#ifndef __cplusplus
 #define DURO__TASKS(...) ((duro_task *const[]){__VA_ARGS__})
 #define DURO__NTASKS(...)                                                      \
     (sizeof(DURO__TASKS(__VA_ARGS__)) / sizeof(duro_task *))
@@ -200,12 +240,51 @@ DURO_API int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n);
 /** duro_join(o, a, b, ...) */
 #define duro_join(o, ...)                                                      \
     duro_join_n((o), DURO__TASKS(__VA_ARGS__), DURO__NTASKS(__VA_ARGS__))
+#else
+/* C++ has no compound literals. The same macros pass a braced list to a
+ * reference to an array, whose length is deduced; the temporary array lives
+ * until the end of the full expression, as the C compound literal lives
+ * until the end of its block. (C++11 and later.) */
+extern "C++" {
+namespace duro_detail
+{
+template <size_t N>
+inline duro_task *select(duro_orch *o, duro_task *const (&tasks)[N])
+{
+    return duro_select_n(o, tasks, N);
+}
+template <size_t N>
+inline duro_task *wait_any(duro_orch *o, duro_task *const (&tasks)[N])
+{
+    return duro_wait_any_n(o, tasks, N);
+}
+template <size_t N> inline int join(duro_orch *o, duro_task *const (&tasks)[N])
+{
+    return duro_join_n(o, tasks, N);
+}
+} /* namespace duro_detail */
+}
+/** duro_select(o, a, b, ...) */
+#define duro_select(o, ...) duro_detail::select((o), {__VA_ARGS__})
+/** duro_wait_any(o, a, b, ...) */
+#define duro_wait_any(o, ...) duro_detail::wait_any((o), {__VA_ARGS__})
+/** duro_join(o, a, b, ...) */
+#define duro_join(o, ...) duro_detail::join((o), {__VA_ARGS__})
+#endif
 
 /** Abandons @p t: an activity or child still outstanding is cancelled
  * durably (reason "task_cancelled"); a timer or event wait is dropped. The
- * task then reports DURO_CANCELLED. Done tasks are left as they are.
+ * task then reports DURO_CANCELLED. Done tasks are left as they are. NULL
+ * is a no-op; a task of another context is left alone (DURO_MISUSE in
+ * duro_errmsg()).
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API void duro_cancel_task(duro_orch *o, duro_task *t);
+
+/* Task accessors. A NULL task reads as not done, not failed, no output, no
+ * error, DURO_CATEGORY_NONE. A task of another context, or any task read
+ * outside orchestration code, reads without being dereferenced as a task
+ * that failed with DURO_MISUSE (done, failed, an error naming the problem,
+ * category configuration), and duro_errmsg() says so. */
 
 /** 1 when the task is done (succeeded, failed or cancelled).
  * @note Only inside the orchestration function that created the task. */
@@ -226,7 +305,9 @@ DURO_API int duro_task_category(const duro_task *t);
 /** Ends this execution and starts the next one with @p input (copied) and a
  * fresh history; outstanding activities of this execution are cancelled and
  * external events it received but did not consume are carried over.
+ * @p input may be NULL.
  * @return DURO_OK; use as `return duro_continue_as_new(o, out, next);`
+ * DURO_INVALID for a NULL @p out.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_continue_as_new(duro_orch *o, duro_result *out,
                                   const char *input);
@@ -245,7 +326,8 @@ DURO_API const char *duro_new_guid(duro_orch *o);
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API void duro_set_custom_status(duro_orch *o, const char *status);
 
-/** Logs through the runtime's sink, but never while replaying.
+/** Logs through the runtime's sink, but never while replaying. A NULL
+ * @p fmt logs nothing (DURO_INVALID in duro_errmsg()).
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API void duro_log(duro_orch *o, int level, const char *fmt, ...)
     DURO_PRINTF(3, 4);
@@ -253,11 +335,14 @@ DURO_API void duro_log(duro_orch *o, int level, const char *fmt, ...)
 /** @p size bytes of zeroed memory from the context's arena, for data that
  * must live across awaits (an array of tasks for a fan-out). Borrowed: valid
  * until the orchestration function returns; never free it. NULL when out of
- * memory or misused.
+ * memory (the turn then fails and is retried), when misused, and when
+ * @p size is more than any allocation can hold (above PTRDIFF_MAX / 2:
+ * the same NULL on every replay, duro_errmsg() says why).
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API void *duro_orch_alloc(duro_orch *o, size_t size);
 
-/** printf into the context's arena; borrowed.
+/** printf into the context's arena; borrowed. NULL when out of memory or
+ * misused, and for a NULL @p fmt (DURO_INVALID in duro_errmsg()).
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API const char *duro_sprintf(duro_orch *o, const char *fmt, ...)
     DURO_PRINTF(2, 3);
@@ -281,7 +366,9 @@ DURO_API void *duro_orch_user(duro_orch *o);
 /* ========================================================================
  * Activity context. Accessors: only inside the activity function (any
  * thread it hands the context to, while the function runs). Strings are
- * borrowed until the function returns.
+ * borrowed until the function returns. A NULL context reads as nothing: 0,
+ * NULL, not cancelled (duro_activity_wait_cancelled() returns 0 at once),
+ * and -1 with DURO_INVALID in duro_errmsg() from duro_activity_cancel_fd().
  * ======================================================================== */
 
 DURO_API const char *duro_activity_instance_id(duro_activity *a);
@@ -337,13 +424,16 @@ DURO_API int duro_activity_cancel_fd(duro_activity *a);
  * @note Any thread. */
 DURO_API const char *duro_activity_cancel_reason(duro_activity *a);
 
-/** A new reference to the activity's token. @note Any thread. */
+/** A new reference to the activity's token (NULL for a NULL @p a).
+ * @note Any thread. */
 DURO_API duro_cancel_token *duro_activity_cancel_token(duro_activity *a);
-/** @note Any thread. */
+/** Like duro_activity_cancelled(); 0 for a NULL token. @note Any thread. */
 DURO_API int duro_cancel_token_cancelled(duro_cancel_token *t);
-/** @note Any thread. */
+/** Like duro_activity_wait_cancelled(); 0 at once for a NULL token.
+ * @note Any thread. */
 DURO_API int duro_cancel_token_wait(duro_cancel_token *t, int64_t timeout_ms);
-/** @note Any thread. */
+/** Like duro_activity_cancel_fd(); -1 (DURO_INVALID in duro_errmsg()) for
+ * a NULL token. @note Any thread. */
 DURO_API int duro_cancel_token_fd(duro_cancel_token *t);
 /** Drops a reference; NULL is a no-op. @note Any thread. */
 DURO_API void duro_cancel_token_release(duro_cancel_token *t);
@@ -385,26 +475,30 @@ typedef struct duro_runtime_options {
     void *log_user;
 } duro_runtime_options;
 
-/** Sets version and every default. @note Any thread. */
+/** Sets version and every default. NULL is a no-op. @note Any thread. */
 DURO_API void duro_runtime_options_init(duro_runtime_options *o);
 
 /** Opens the store at @p url and prepares a runtime for the orchestrations
  * and activities of @p reg (copied; the registry may be destroyed after).
  * @p opts NULL = defaults. Nothing runs until duro_runtime_start().
+ * DURO_BAD_URL for a NULL or malformed @p url; DURO_INVALID for a NULL
+ * @p reg or @p out (*out is NULL on every failure).
  * @note Any thread; the runtime is then used by one thread at a time. */
 DURO_API int duro_runtime_create(const char *url, const duro_registry *reg,
                                  const duro_runtime_options *opts,
                                  duro_runtime **out);
 
 /** Like duro_runtime_create() on an open provider, which stays the caller's
- * and must outlive the runtime.
+ * and must outlive the runtime. DURO_INVALID for a NULL @p p, @p reg or
+ * @p out; @p opts NULL = defaults.
  * @note One thread at a time per runtime. */
 DURO_API int duro_runtime_create_with_provider(duro_provider *p,
                                                const duro_registry *reg,
                                                const duro_runtime_options *opts,
                                                duro_runtime **out);
 
-/** Starts the dispatcher threads. DURO_INVALID_STATE when already started.
+/** Starts the dispatcher threads. DURO_INVALID_STATE when already started,
+ * DURO_INVALID for a NULL @p rt.
  * @note One thread at a time per runtime. */
 DURO_API int duro_runtime_start(duro_runtime *rt);
 
@@ -412,7 +506,7 @@ DURO_API int duro_runtime_start(duro_runtime *rt);
  * turns finish; activities that do not return in time get their tokens
  * fired (reason "shutdown") and their rows are abandoned back to the queue
  * so nothing is lost. @return DURO_OK, or DURO_TIMEOUT when activities had
- * to be abandoned.
+ * to be abandoned; DURO_INVALID for a NULL @p rt.
  * @note One thread at a time per runtime; never from an activity or
  * orchestration of that runtime (DURO_MISUSE). */
 DURO_API int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms);
@@ -443,20 +537,25 @@ typedef struct duro_metrics {
     uint64_t nondeterminism_errors;
 } duro_metrics;
 
-/** Copies the counters. @note Any thread. */
+/** Copies the counters: all zero for a NULL @p rt; a NULL @p out is a
+ * no-op. @note Any thread. */
 DURO_API void duro_runtime_metrics(duro_runtime *rt, duro_metrics *out);
 
 /* ========================================================================
  * Client: usable from this process or another on the same database.
- * A client may be used from any thread, concurrently.
+ * A client may be used from any thread, concurrently. Every call below
+ * fails DURO_INVALID for a NULL client, a NULL or empty instance id or
+ * name, or a NULL out-parameter (which is set to NULL first when it can
+ * be); each says which other arguments may be NULL.
  * ======================================================================== */
 
 typedef struct duro_client duro_client;
 
-/** @note Any thread. */
+/** A client on the store at @p url. DURO_BAD_URL for a NULL or malformed
+ * @p url, DURO_INVALID for a NULL @p out. @note Any thread. */
 DURO_API int duro_client_create(const char *url, duro_client **out);
 /** On an open provider, which stays the caller's and must outlive it.
- * @note Any thread. */
+ * DURO_INVALID for a NULL @p p or @p out. @note Any thread. */
 DURO_API int duro_client_create_with_provider(duro_provider *p,
                                               duro_client **out);
 /** @note One thread, with no other call on the client running. */
@@ -469,14 +568,15 @@ typedef struct duro_start_options {
     int64_t delay_ms; /* start later */
 } duro_start_options;
 
-/** @note Any thread. */
+/** Sets version and every default. NULL is a no-op. @note Any thread. */
 DURO_API void duro_start_options_init(duro_start_options *o);
 
 /** Creates instance @p instance_id of @p orchestration (Pending until its
  * first turn). DURO_ALREADY_EXISTS when the id exists (unless idempotent),
  * DURO_INVALID for an empty id or name, DURO_TOO_LARGE for oversized input.
  * Unknown orchestration names are noticed by the runtime (the instance fails
- * with a configuration error after its retries). @p opts may be NULL.
+ * with a configuration error after its retries). @p input and @p opts may
+ * be NULL.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_start(duro_client *c, const char *instance_id,
                                const char *orchestration, const char *input,
@@ -485,6 +585,7 @@ DURO_API int duro_client_start(duro_client *c, const char *instance_id,
 /** Raises external event @p name on a Pending or Running instance (events
  * raised before the orchestration waits are kept, see duro_wait_event()).
  * DURO_NOT_FOUND for an unknown instance, DURO_INVALID_STATE when finished.
+ * @p payload may be NULL.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_raise_event(duro_client *c, const char *instance_id,
                                      const char *name, const char *payload);
@@ -526,11 +627,13 @@ DURO_API int duro_client_list(duro_client *c,
                               duro_instance_list **out);
 
 /** Deletes an instance and its children (a running one only with force).
+ * @p deleted (how many instances went) may be NULL.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_delete(duro_client *c, const char *instance_id,
                                 int force, size_t *deleted);
 
 /** Deletes all but the last @p keep_last executions of an instance.
+ * @p pruned (how many executions went) may be NULL.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_prune(duro_client *c, const char *instance_id,
                                uint64_t keep_last, size_t *pruned);

@@ -99,7 +99,8 @@ typedef enum duro_status {
 /** "Pending", "Running", ...; never NULL. @note Any thread. */
 DURO_API const char *duro_status_name(int status);
 
-/** Parses a status name (case-insensitive); returns -1 when unknown.
+/** Parses a status name (case-insensitive); returns -1 when unknown or
+ * NULL.
  * @note Any thread. */
 DURO_API int duro_status_parse(const char *name);
 

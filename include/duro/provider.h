@@ -30,7 +30,8 @@ typedef struct duro_error {
  * no-op. @note Any thread. */
 DURO_API void duro_error_clear(duro_error *err);
 
-/** Fills @p err (NULL is allowed) and returns @p code.
+/** Fills @p err (NULL is allowed) and returns @p code. A NULL @p fmt
+ * leaves the message empty.
  * @note Any thread. */
 DURO_API int duro_error_set(duro_error *err, int code, int retryable,
                             const char *fmt, ...) DURO_PRINTF(4, 5);
@@ -48,11 +49,12 @@ DURO_API duro_arena *duro_arena_create(void);
 /** Frees the arena and everything in it; NULL is a no-op.
  * @note One thread at a time per arena. */
 DURO_API void duro_arena_destroy(duro_arena *a);
-/** Zeroed, 16-byte aligned memory owned by @p a; NULL when out of memory.
- * @note One thread at a time per arena. */
+/** Zeroed, 16-byte aligned memory owned by @p a; NULL when out of memory,
+ * when @p a is NULL, or when @p size is above PTRDIFF_MAX / 2 (no size
+ * arithmetic wraps around). @note One thread at a time per arena. */
 DURO_API void *duro_arena_alloc(duro_arena *a, size_t size);
-/** A copy of @p s owned by @p a; NULL when @p s is NULL or out of memory.
- * @note One thread at a time per arena. */
+/** A copy of @p s owned by @p a; NULL when @p s or @p a is NULL or out of
+ * memory. @note One thread at a time per arena. */
 DURO_API char *duro_arena_strdup(duro_arena *a, const char *s);
 
 /* ------------------------------------------------------------------------
@@ -543,7 +545,8 @@ struct duro_provider {
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",
  * "sqlite:path?synchronous=full&busy_timeout_ms=5000&max_history=100000"
  * (see README). On failure *out is NULL and err says why (DURO_BAD_URL for a
- * malformed URL).
+ * NULL or malformed URL, DURO_INVALID for a NULL @p out). @p err may be
+ * NULL.
  * @note Any thread; the provider may then be used from any thread. */
 DURO_API int duro_provider_open(const char *url, duro_provider **out,
                                 duro_error *err);

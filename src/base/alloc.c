@@ -1,5 +1,6 @@
 /* alloc.c - the library's one allocator: malloc with a fault-injection hook
- * so tests can make any allocation fail. Thread-safe (atomic counters). */
+ * so tests can make any allocation fail, and the string and growable-array
+ * helpers built on it. Thread-safe (atomic counters). */
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -36,7 +37,7 @@ static int should_fail(void)
 
 void *duro__malloc(size_t size)
 {
-    if (should_fail())
+    if (should_fail() || size > DURO__ALLOC_MAX)
         return NULL;
     return malloc(size == 0 ? 1 : size);
 }
@@ -45,12 +46,14 @@ void *duro__calloc(size_t count, size_t size)
 {
     if (should_fail())
         return NULL;
+    if (size != 0 && count > DURO__ALLOC_MAX / size)
+        return NULL;
     return calloc(count == 0 ? 1 : count, size == 0 ? 1 : size);
 }
 
 void *duro__realloc(void *p, size_t size)
 {
-    if (should_fail())
+    if (should_fail() || size > DURO__ALLOC_MAX)
         return NULL;
     return realloc(p, size == 0 ? 1 : size);
 }
@@ -74,7 +77,7 @@ char *duro__strdup(const char *s)
 
 char *duro__strndup(const char *s, size_t n)
 {
-    if (s == NULL)
+    if (s == NULL || n > DURO__ALLOC_MAX)
         return NULL;
     char *d = duro__malloc(n + 1);
     if (d == NULL)
@@ -86,6 +89,8 @@ char *duro__strndup(const char *s, size_t n)
 
 char *duro__vsprintf(const char *fmt, va_list ap)
 {
+    if (fmt == NULL)
+        return NULL;
     va_list copy;
     va_copy(copy, ap);
     int n = vsnprintf(NULL, 0, fmt, copy);
@@ -106,4 +111,26 @@ char *duro__sprintf(const char *fmt, ...)
     char *s = duro__vsprintf(fmt, ap);
     va_end(ap);
     return s;
+}
+
+void *duro__vec_push(void **data, size_t *count, size_t *cap, size_t elem_size)
+{
+    if (*count == *cap) {
+        /* The doubled capacity, in elements and in bytes, must not pass
+         * DURO__ALLOC_MAX (which also keeps both products from wrapping). */
+        if (elem_size == 0 || *cap > DURO__ALLOC_MAX / 2 / elem_size)
+            return NULL;
+        size_t ncap = *cap ? *cap * 2 : 8;
+        if (ncap > DURO__ALLOC_MAX / elem_size)
+            return NULL;
+        void *nd = duro__realloc(*data, ncap * elem_size);
+        if (nd == NULL)
+            return NULL;
+        *data = nd;
+        *cap = ncap;
+    }
+    void *p = (char *)*data + *count * elem_size;
+    memset(p, 0, elem_size);
+    (*count)++;
+    return p;
 }

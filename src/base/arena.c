@@ -38,6 +38,10 @@ void duro_arena_destroy(duro_arena *a)
 
 void *duro_arena_alloc(duro_arena *a, size_t size)
 {
+    /* Checked before rounding: size + 15 and the block header must not
+     * wrap around. */
+    if (a == NULL || size > DURO__ALLOC_MAX)
+        return NULL;
     size = (size + 15) & ~(size_t)15;
     arena_block *b = a->head;
     if (b == NULL || b->size - b->used < size) {

@@ -12,7 +12,8 @@
 #include "duro/provider.h"
 
 /* Allocation. Every allocation of the library goes through these, so tests
- * can make the n-th one fail. */
+ * can make the n-th one fail. Sizes are overflow-checked: a request whose
+ * size arithmetic would wrap returns NULL. */
 void *duro__malloc(size_t size);
 void *duro__calloc(size_t count, size_t size);
 void *duro__realloc(void *p, size_t size);
@@ -21,6 +22,15 @@ char *duro__strdup(const char *s); /* NULL in, NULL out */
 char *duro__strndup(const char *s, size_t n);
 char *duro__sprintf(const char *fmt, ...) DURO_PRINTF(1, 2);
 char *duro__vsprintf(const char *fmt, va_list ap) DURO_PRINTF(1, 0);
+
+/* Growable arrays: appends one zeroed element of elem_size to *data (count,
+ * cap updated); returns it, or NULL when out of memory (nothing changed). */
+void *duro__vec_push(void **data, size_t *count, size_t *cap, size_t elem_size);
+
+/* The largest block any duro allocator hands out (half the address space).
+ * Larger requests can never succeed; they return NULL at once, before any
+ * size arithmetic that could wrap. */
+#define DURO__ALLOC_MAX ((size_t)PTRDIFF_MAX / 2)
 
 /* Makes the allocation `n` calls from now fail (n >= 1), and every one after
  * it when `sticky`; n == 0 turns injection off. For tests. */

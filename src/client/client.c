@@ -91,6 +91,8 @@ void duro_client_destroy(duro_client *c)
 
 void duro_start_options_init(duro_start_options *o)
 {
+    if (o == NULL)
+        return;
     memset(o, 0, sizeof(*o));
     o->version = 1;
 }

@@ -35,12 +35,6 @@ void duro__result_clear(duro_result *r); /* frees and re-inits */
  * output; otherwise failed (application, duro_strerror(rc)). */
 void duro__result_finish(duro_result *r, int rc);
 
-/* ---- growable arrays ---------------------------------------------------- */
-
-/* Appends one zeroed element of elem_size to *data (count, cap updated);
- * returns it, or NULL when out of memory (nothing changed). */
-void *duro__vec_push(void **data, size_t *count, size_t *cap, size_t elem_size);
-
 /* ---- tracker -------------------------------------------------------------
  * What each scheduling event of one execution is and whether it is still
  * outstanding. Slots are indexed by event id (dense, 1-based). */

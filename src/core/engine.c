@@ -1,10 +1,10 @@
 /* engine.c - the replay engine: runs one execution of an orchestration on a
  * fiber, matching every command the code issues against recorded history,
  * feeding recorded and new inputs to the code one at a time in history order,
- * and deciding what each turn appends, enqueues and cancels. Also implements
- * the orchestration-context API (duro_call_activity, duro_select, ...), whose
- * functions run on the engine's fiber. Pure: no threads, no I/O; one thread
- * at a time drives an engine.
+ * and deciding what each turn appends, enqueues and cancels. Owns the engine
+ * (its arena, tracker, fiber) and its tasks; the public context API is in
+ * orch_api.c, retry composites in retry.c. Pure: no threads, no I/O; one
+ * thread at a time drives an engine.
  *
  * The rule that makes replay exact: history is the trace of the code's
  * commands and of the inputs it consumed, in order. Inputs (completions,
@@ -16,52 +16,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/core.h"
-#include "core/fiber.h"
+#include "core/engine_internal.h"
 
-enum {
-    TASK_ACTIVITY = 1,
-    TASK_TIMER = 2,
-    TASK_EVENT = 3,
-    TASK_CHILD = 4,
-    TASK_RETRY = 5,
-    TASK_STATIC = 6 /* shared failed task for misuse; never written */
-};
-
-enum {
-    TASK_PENDING = 0,
-    TASK_SUCCEEDED = 1,
-    TASK_FAILED = 2,
-    TASK_CANCELLED = 3
-};
-
-typedef struct retry_state {
-    duro_retry_policy policy;
-    const char *input;
-    uint32_t attempt;           /* attempts started so far */
-    struct duro_task *activity; /* the running attempt */
-    struct duro_task *timeout;  /* its timeout timer, if any */
-    struct duro_task *backoff;  /* the delay before the next attempt */
-    int64_t deadline;           /* total timeout, 0 = none */
-} retry_state;
-
-struct duro_task {
-    uint8_t kind;
-    uint8_t state;
-    int rc;            /* duro_await code once done */
-    uint64_t event_id; /* scheduling event */
-    uint64_t done_seq; /* order of completion, 0 = at creation */
-    const char *name;  /* activity, child or event name */
-    const char *output;
-    const char *error;
-    int category;
-    const char *child_instance;
-    struct duro_task *parent; /* retry composite owning this attempt */
-    retry_state *retry;
-    struct duro_task *next_wait; /* event waits, in order */
-};
-
-static struct duro_task misuse_task = {
+struct duro_task duro__misuse_task = {
     .kind = TASK_STATIC,
     .state = TASK_FAILED,
     .rc = DURO_MISUSE,
@@ -70,77 +27,21 @@ static struct duro_task misuse_task = {
     .category = DURO_CATEGORY_CONFIGURATION,
 };
 
-typedef struct raised_event {
-    const char *name;
-    const char *payload;
-    int consumed;
-    struct raised_event *next;
-} raised_event;
-
-struct duro_orch {
-    duro__engine_config cfg;
-    duro_arena *arena; /* lives as long as the engine */
-    char *instance_id;
-    uint64_t execution_id;
-    const char *name;
-    const char *version;
-    const char *input;
-    const char *parent_instance;
-    uint64_t parent_execution;
-    uint64_t parent_event_id;
-    uint32_t start_flags;
-    duro__fiber *fiber;
-    duro__tracker tracker;
-
-    /* the turn in progress */
-    duro__turn *turn;
-    const duro_event *replay;
-    size_t replay_count;
-    size_t replay_pos;
-    int64_t turn_now;
-
-    int64_t now;  /* deterministic time */
-    uint64_t seq; /* completion order */
-    uint64_t guid_counter;
-
-    int code_started;
-    int replay_segment; /* the code is re-running what a recorded input (or
-                           a recorded start) made it run before */
-    int code_done;
-    duro_result result;
-    int nondet;
-    int oom;
-    int terminal;
-
-    raised_event *raised_head, *raised_tail;
-    /* external-event messages of the batch that were not delivered because
-     * the code returned first; carried to the next execution on
-     * continue-as-new */
-    const duro_work_item **leftover;
-    size_t leftover_count, leftover_cap;
-    struct duro_task *waits_head, *waits_tail;
-    const char *custom_status;
-    int custom_status_dirty;
+struct duro_task duro__foreign_task = {
+    .kind = TASK_STATIC,
+    .state = TASK_FAILED,
+    .rc = DURO_MISUSE,
+    .error = "duro API misuse: the task belongs to another orchestration "
+             "context (another instance, or an engine that no longer "
+             "exists); a task is only valid in the orchestration function "
+             "that created it",
+    .category = DURO_CATEGORY_CONFIGURATION,
 };
-
-int duro__result_set_continue(duro_result *out, const char *input);
 
 /* ------------------------------------------------------------------------
  * small helpers */
 
-static const char *str_or(const char *s, const char *fallback)
-{
-    return s != NULL ? s : fallback;
-}
-
-static int str_eq(const char *a, const char *b)
-{
-    if (a == NULL || b == NULL)
-        return a == b;
-    return strcmp(a, b) == 0;
-}
-
-static const char *engine_strdup(duro_orch *e, const char *s)
+const char *duro__engine_strdup(duro_orch *e, const char *s)
 {
     if (s == NULL)
         return NULL;
@@ -150,7 +51,7 @@ static const char *engine_strdup(duro_orch *e, const char *s)
     return d;
 }
 
-static const char *turn_strdup(duro_orch *e, const char *s)
+const char *duro__engine_turn_strdup(duro_orch *e, const char *s)
 {
     if (s == NULL)
         return NULL;
@@ -160,25 +61,23 @@ static const char *turn_strdup(duro_orch *e, const char *s)
     return d;
 }
 
-static const char *engine_vsprintf(duro_orch *e, const char *fmt, va_list ap)
+const char *duro__engine_vsprintf(duro_orch *e, const char *fmt, va_list ap)
 {
     char *tmp = duro__vsprintf(fmt, ap);
     if (tmp == NULL) {
         e->oom = 1;
         return NULL;
     }
-    const char *s = engine_strdup(e, tmp);
+    const char *s = duro__engine_strdup(e, tmp);
     duro__free(tmp);
     return s;
 }
 
-static const char *engine_sprintf(duro_orch *e, const char *fmt, ...)
-    DURO_PRINTF(2, 3);
-static const char *engine_sprintf(duro_orch *e, const char *fmt, ...)
+const char *duro__engine_sprintf(duro_orch *e, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    const char *s = engine_vsprintf(e, fmt, ap);
+    const char *s = duro__engine_vsprintf(e, fmt, ap);
     va_end(ap);
     return s;
 }
@@ -268,7 +167,7 @@ static void set_nondeterminism(duro_orch *e, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    const char *msg = engine_vsprintf(e, fmt, ap);
+    const char *msg = duro__engine_vsprintf(e, fmt, ap);
     va_end(ap);
     e->nondet = 1;
     e->result.kind = DURO__RESULT_FAILED;
@@ -360,7 +259,8 @@ static uint64_t issue(duro_orch *e, const duro_event *want, int *live)
  * Returns 1 when the command was appended live, so the caller enqueues its
  * side effects; 0 when it was replayed from history or the engine stopped
  * (nondeterminism, out of memory). */
-static int issue_task(duro_orch *e, struct duro_task *t, const duro_event *ev)
+int duro__engine_issue_task(duro_orch *e, struct duro_task *t,
+                            const duro_event *ev)
 {
     int live = 0;
     uint64_t id = issue(e, ev, &live);
@@ -382,7 +282,7 @@ static duro_work_item *push_worker_item(duro_orch *e)
     return w;
 }
 
-static duro_outbound *push_outbound(duro_orch *e)
+duro_outbound *duro__engine_push_outbound(duro_orch *e)
 {
     duro__turn *t = e->turn;
     duro_outbound *o = duro__vec_push((void **)&t->outbound, &t->outbound_count,
@@ -420,23 +320,32 @@ static void push_cancelled(duro_orch *e, uint64_t activity_id,
 /* ------------------------------------------------------------------------
  * tasks */
 
-static struct duro_task *new_task(duro_orch *e, int kind)
+struct duro_task *duro__task_new(duro_orch *e, int kind)
 {
-    struct duro_task *t = duro_arena_alloc(e->arena, sizeof(*t));
-    if (t == NULL) {
-        e->oom = 1;
-        return &misuse_task;
+    task_chunk *c = e->tasks;
+    if (c == NULL || c->used == c->cap) {
+        size_t cap = c == NULL ? 16 : DURO__MIN(c->cap * 2, (size_t)4096);
+        task_chunk *fresh = duro_arena_alloc(
+            e->arena, sizeof(task_chunk) + cap * sizeof(struct duro_task));
+        if (fresh == NULL) {
+            e->oom = 1;
+            return &duro__misuse_task;
+        }
+        fresh->cap = cap;
+        fresh->next = c;
+        e->tasks = c = fresh;
     }
+    struct duro_task *t = &c->tasks[c->used++];
     t->kind = (uint8_t)kind;
     t->state = TASK_PENDING;
     return t;
 }
 
-static struct duro_task *failed_task(duro_orch *e, int rc, int category,
-                                     const char *error)
+struct duro_task *duro__task_new_failed(duro_orch *e, int rc, int category,
+                                        const char *error)
 {
-    struct duro_task *t = new_task(e, TASK_ACTIVITY);
-    if (t == &misuse_task)
+    struct duro_task *t = duro__task_new(e, TASK_ACTIVITY);
+    if (t == &duro__misuse_task)
         return t;
     t->state = TASK_FAILED;
     t->rc = rc;
@@ -445,24 +354,21 @@ static struct duro_task *failed_task(duro_orch *e, int rc, int category,
     return t;
 }
 
-static void retry_on_subtask(duro_orch *e, struct duro_task *rt,
-                             struct duro_task *sub);
-
-static void finish_task(duro_orch *e, struct duro_task *t, int state,
-                        const char *output, const char *error, int category)
+void duro__task_finish(duro_orch *e, struct duro_task *t, int state,
+                       const char *output, const char *error, int category)
 {
     if (t == NULL || t->state != TASK_PENDING || t->kind == TASK_STATIC)
         return;
     t->state = (uint8_t)state;
-    t->output = engine_strdup(e, output);
-    t->error = engine_strdup(e, error);
+    t->output = duro__engine_strdup(e, output);
+    t->error = duro__engine_strdup(e, error);
     t->category = state == TASK_SUCCEEDED ? DURO_CATEGORY_NONE : category;
     t->rc = state == TASK_SUCCEEDED   ? DURO_OK
             : state == TASK_CANCELLED ? DURO_CANCELLED
                                       : DURO_FAILED;
     t->done_seq = ++e->seq;
     if (t->parent != NULL)
-        retry_on_subtask(e, t->parent, t);
+        duro__retry_on_subtask(e, t->parent, t);
 }
 
 static void remove_wait(duro_orch *e, struct duro_task *t)
@@ -485,7 +391,7 @@ static void remove_wait(duro_orch *e, struct duro_task *t)
 /* Cancels a pending task: activities and children durably (an event in
  * history plus the row deletion or cancel message), timers and event waits
  * by dropping them. */
-static void cancel_task(duro_orch *e, struct duro_task *t, const char *reason)
+void duro__task_cancel(duro_orch *e, struct duro_task *t, const char *reason)
 {
     if (t == NULL || t->state != TASK_PENDING || t->kind == TASK_STATIC)
         return;
@@ -508,14 +414,14 @@ static void cancel_task(duro_orch *e, struct duro_task *t, const char *reason)
         if (issue(e, &ev, &live) == 0)
             return;
         if (live) {
-            duro_outbound *o = push_outbound(e);
+            duro_outbound *o = duro__engine_push_outbound(e);
             if (o == NULL)
                 return;
             o->item.kind = DURO_WORK_CANCEL_INSTANCE;
             o->item.instance_id = t->child_instance;
             o->item.reason = reason;
             o->item.requested_by =
-                engine_sprintf(e, "parent:%s", e->instance_id);
+                duro__engine_sprintf(e, "parent:%s", e->instance_id);
         }
         break;
     }
@@ -524,9 +430,9 @@ static void cancel_task(duro_orch *e, struct duro_task *t, const char *reason)
         break;
     case TASK_RETRY: {
         retry_state *r = t->retry;
-        cancel_task(e, r->activity, reason);
-        cancel_task(e, r->timeout, reason);
-        cancel_task(e, r->backoff, reason);
+        duro__task_cancel(e, r->activity, reason);
+        duro__task_cancel(e, r->timeout, reason);
+        duro__task_cancel(e, r->backoff, reason);
         break;
     }
     default: /* timers are simply dropped */
@@ -538,39 +444,43 @@ static void cancel_task(duro_orch *e, struct duro_task *t, const char *reason)
     t->parent = NULL;
     char buf[96];
     snprintf(buf, sizeof(buf), "cancelled: %s", reason);
-    finish_task(e, t, TASK_CANCELLED, NULL, buf, DURO_CATEGORY_CANCELLED);
+    duro__task_finish(e, t, TASK_CANCELLED, NULL, buf, DURO_CATEGORY_CANCELLED);
     t->parent = parent;
 }
 
 /* ------------------------------------------------------------------------
  * issuing the primitive tasks (used by the API and by retry composites) */
 
-static int over_limit(duro_orch *e, const char *s)
+int duro__engine_over_limit(duro_orch *e, const char *s)
 {
     return s != NULL && e->cfg.max_payload > 0 &&
            strlen(s) > e->cfg.max_payload;
 }
 
-static struct duro_task *schedule_activity(duro_orch *e, const char *name,
-                                           const char *input, uint32_t attempt)
+struct duro_task *duro__engine_schedule_activity(duro_orch *e, const char *name,
+                                                 const char *input,
+                                                 uint32_t attempt)
 {
     if (name == NULL || name[0] == '\0')
-        return failed_task(e, DURO_INVALID, DURO_CATEGORY_CONFIGURATION,
-                           "activity name is empty");
+        return duro__task_new_failed(e, DURO_INVALID,
+                                     DURO_CATEGORY_CONFIGURATION,
+                                     "activity name is empty");
     if (strlen(name) > 1024)
-        return failed_task(e, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
-                           "activity name is longer than 1024 bytes");
-    if (over_limit(e, input))
-        return failed_task(
+        return duro__task_new_failed(e, DURO_TOO_LARGE,
+                                     DURO_CATEGORY_CONFIGURATION,
+                                     "activity name is longer than 1024 bytes");
+    if (duro__engine_over_limit(e, input))
+        return duro__task_new_failed(
             e, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
-            engine_sprintf(e,
-                           "input of activity '%s' is %zu bytes, over the "
-                           "limit of %zu",
-                           name, strlen(input), e->cfg.max_payload));
-    struct duro_task *t = new_task(e, TASK_ACTIVITY);
-    if (t == &misuse_task)
+            duro__engine_sprintf(
+                e,
+                "input of activity '%s' is %zu bytes, over the "
+                "limit of %zu",
+                name, strlen(input), e->cfg.max_payload));
+    struct duro_task *t = duro__task_new(e, TASK_ACTIVITY);
+    if (t == &duro__misuse_task)
         return t;
-    t->name = engine_strdup(e, name);
+    t->name = duro__engine_strdup(e, name);
     duro_event ev = {.kind = DURO_EVENT_ACTIVITY_SCHEDULED,
                      .name = name,
                      .payload = input,
@@ -578,11 +488,11 @@ static struct duro_task *schedule_activity(duro_orch *e, const char *name,
     if (e->replay_pos >= e->replay_count) {
         /* live: the event's strings must outlive the caller's */
         ev.name = t->name;
-        ev.payload = turn_strdup(e, input);
+        ev.payload = duro__engine_turn_strdup(e, input);
     }
     /* Not live: replayed, or the engine stopped (the task stays pending
      * and the code is not resumed). */
-    if (issue_task(e, t, &ev)) {
+    if (duro__engine_issue_task(e, t, &ev)) {
         uint64_t id = t->event_id;
         duro_work_item *w = push_worker_item(e);
         if (w != NULL) {
@@ -598,17 +508,17 @@ static struct duro_task *schedule_activity(duro_orch *e, const char *name,
     return t;
 }
 
-static struct duro_task *schedule_timer(duro_orch *e, int64_t delay_ms)
+struct duro_task *duro__engine_schedule_timer(duro_orch *e, int64_t delay_ms)
 {
     if (delay_ms < 0)
         delay_ms = 0;
-    struct duro_task *t = new_task(e, TASK_TIMER);
-    if (t == &misuse_task)
+    struct duro_task *t = duro__task_new(e, TASK_TIMER);
+    if (t == &duro__misuse_task)
         return t;
     duro_event ev = {.kind = DURO_EVENT_TIMER_CREATED,
                      .fire_at_ms = e->now + delay_ms};
-    if (issue_task(e, t, &ev)) {
-        duro_outbound *o = push_outbound(e);
+    if (duro__engine_issue_task(e, t, &ev)) {
+        duro_outbound *o = duro__engine_push_outbound(e);
         if (o != NULL) {
             o->item.kind = DURO_WORK_TIMER_FIRED;
             o->item.instance_id = e->instance_id;
@@ -622,140 +532,6 @@ static struct duro_task *schedule_timer(duro_orch *e, int64_t delay_ms)
 }
 
 /* ------------------------------------------------------------------------
- * retry composites */
-
-static int64_t backoff_delay(const duro_retry_policy *p, uint32_t failed)
-{
-    double d = (double)p->initial_delay_ms;
-    switch (p->backoff) {
-    case DURO_BACKOFF_LINEAR:
-        d *= failed;
-        break;
-    case DURO_BACKOFF_FIXED:
-        break;
-    default:
-        for (uint32_t i = 1; i < failed && d < 1e15; i++)
-            d *= p->coefficient;
-        break;
-    }
-    if (p->max_delay_ms > 0 && d > (double)p->max_delay_ms)
-        d = (double)p->max_delay_ms;
-    if (d < 0)
-        d = 0;
-    return (int64_t)d;
-}
-
-static void set_parent(struct duro_task *t, struct duro_task *parent)
-{
-    if (t->kind != TASK_STATIC)
-        t->parent = parent;
-}
-
-static void retry_start_attempt(duro_orch *e, struct duro_task *rt)
-{
-    retry_state *r = rt->retry;
-    r->attempt++;
-    r->timeout = NULL;
-    struct duro_task *a = schedule_activity(e, rt->name, r->input, r->attempt);
-    r->activity = a;
-    if (a->state != TASK_PENDING || a == &misuse_task) {
-        finish_task(e, rt,
-                    a->state == TASK_SUCCEEDED ? TASK_SUCCEEDED : TASK_FAILED,
-                    a->output, a->error, a->category);
-        return;
-    }
-    set_parent(a, rt);
-    rt->event_id = a->event_id;
-    int64_t timeout = r->policy.attempt_timeout_ms;
-    if (r->deadline > 0) {
-        int64_t remaining = DURO__MAX(r->deadline - e->now, 0);
-        if (timeout <= 0 || remaining < timeout)
-            timeout = remaining;
-    }
-    if (timeout > 0 || r->deadline > 0) {
-        r->timeout = schedule_timer(e, timeout);
-        set_parent(r->timeout, rt);
-    }
-}
-
-static void retry_attempt_failed(duro_orch *e, struct duro_task *rt,
-                                 const char *error, int category)
-{
-    retry_state *r = rt->retry;
-    if (r->attempt >= r->policy.max_attempts) {
-        finish_task(e, rt, TASK_FAILED, NULL, error, category);
-        return;
-    }
-    int64_t delay = backoff_delay(&r->policy, r->attempt);
-    if (r->deadline > 0 && e->now + delay >= r->deadline) {
-        finish_task(e, rt, TASK_FAILED, NULL,
-                    engine_sprintf(e,
-                                   "activity '%s' exceeded its total timeout "
-                                   "of %lld ms after %u attempts; last "
-                                   "error: %s",
-                                   rt->name,
-                                   (long long)r->policy.total_timeout_ms,
-                                   r->attempt, str_or(error, "")),
-                    DURO_CATEGORY_TIMEOUT);
-        return;
-    }
-    if (delay > 0) {
-        r->backoff = schedule_timer(e, delay);
-        set_parent(r->backoff, rt);
-    } else {
-        retry_start_attempt(e, rt);
-    }
-}
-
-static void retry_on_subtask(duro_orch *e, struct duro_task *rt,
-                             struct duro_task *sub)
-{
-    if (rt->state != TASK_PENDING)
-        return;
-    retry_state *r = rt->retry;
-    if (sub == r->activity) {
-        if (r->timeout != NULL) {
-            set_parent(r->timeout, NULL);
-            cancel_task(e, r->timeout, DURO_REASON_TASK_CANCELLED);
-            r->timeout = NULL;
-        }
-        if (sub->state == TASK_SUCCEEDED) {
-            finish_task(e, rt, TASK_SUCCEEDED, sub->output, NULL, 0);
-        } else if (sub->category == DURO_CATEGORY_APPLICATION ||
-                   sub->category == DURO_CATEGORY_TIMEOUT) {
-            retry_attempt_failed(e, rt, sub->error, sub->category);
-        } else {
-            finish_task(e, rt, TASK_FAILED, NULL, sub->error, sub->category);
-        }
-    } else if (sub == r->timeout) {
-        r->timeout = NULL;
-        struct duro_task *a = r->activity;
-        set_parent(a, NULL); /* its cancellation must not re-enter */
-        cancel_task(e, a, DURO_REASON_SELECT_LOSER);
-        int total = r->deadline > 0 && e->now >= r->deadline;
-        const char *msg =
-            total ? engine_sprintf(e,
-                                   "activity '%s' exceeded its total timeout "
-                                   "of %lld ms during attempt %u",
-                                   rt->name,
-                                   (long long)r->policy.total_timeout_ms,
-                                   r->attempt)
-                  : engine_sprintf(e,
-                                   "activity '%s' attempt %u timed out after "
-                                   "%lld ms",
-                                   rt->name, r->attempt,
-                                   (long long)r->policy.attempt_timeout_ms);
-        if (total)
-            finish_task(e, rt, TASK_FAILED, NULL, msg, DURO_CATEGORY_TIMEOUT);
-        else
-            retry_attempt_failed(e, rt, msg, DURO_CATEGORY_TIMEOUT);
-    } else if (sub == r->backoff) {
-        r->backoff = NULL;
-        retry_start_attempt(e, rt);
-    }
-}
-
-/* ------------------------------------------------------------------------
  * inputs */
 
 static void deliver_raised(duro_orch *e, const char *name, const char *payload)
@@ -765,8 +541,8 @@ static void deliver_raised(duro_orch *e, const char *name, const char *payload)
         e->oom = 1;
         return;
     }
-    r->name = engine_strdup(e, name);
-    r->payload = engine_strdup(e, payload);
+    r->name = duro__engine_strdup(e, name);
+    r->payload = duro__engine_strdup(e, payload);
     if (e->raised_tail != NULL)
         e->raised_tail->next = r;
     else
@@ -776,7 +552,7 @@ static void deliver_raised(duro_orch *e, const char *name, const char *payload)
         if (str_eq(w->name, name)) {
             r->consumed = 1;
             remove_wait(e, w);
-            finish_task(e, w, TASK_SUCCEEDED, payload, NULL, 0);
+            duro__task_finish(e, w, TASK_SUCCEEDED, payload, NULL, 0);
             return;
         }
     }
@@ -803,12 +579,13 @@ static void consume_input(duro_orch *e, const duro_event *ev)
     case DURO_EVENT_ACTIVITY_COMPLETED:
     case DURO_EVENT_SUB_ORCHESTRATION_COMPLETED:
     case DURO_EVENT_TIMER_FIRED:
-        finish_task(e, t, TASK_SUCCEEDED, ev->payload, NULL, 0);
+        duro__task_finish(e, t, TASK_SUCCEEDED, ev->payload, NULL, 0);
         break;
     case DURO_EVENT_ACTIVITY_FAILED:
     case DURO_EVENT_SUB_ORCHESTRATION_FAILED:
-        finish_task(e, t, TASK_FAILED, NULL, str_or(ev->error, "failed"),
-                    ev->category ? ev->category : DURO_CATEGORY_APPLICATION);
+        duro__task_finish(e, t, TASK_FAILED, NULL, str_or(ev->error, "failed"),
+                          ev->category ? ev->category
+                                       : DURO_CATEGORY_APPLICATION);
         break;
     default:
         break;
@@ -918,14 +695,33 @@ static void resume_code(duro_orch *e)
 }
 
 /* Called by API functions: 1 when called correctly on the engine's fiber. */
-static int on_fiber(duro_orch *o)
+int duro__engine_on_fiber(duro_orch *o)
 {
     return o != NULL && o == running_get() && !o->code_done &&
            duro__fiber_current() == o->fiber;
 }
 
+duro_orch *duro__engine_current(void)
+{
+    duro_orch *e = running_get();
+    return duro__engine_on_fiber(e) ? e : NULL;
+}
+
+int duro__engine_owns_task(const duro_orch *e, const struct duro_task *t)
+{
+    /* Integer comparisons: relational operators on pointers into different
+     * objects are undefined. */
+    uintptr_t p = (uintptr_t)t;
+    for (const task_chunk *c = e->tasks; c != NULL; c = c->next) {
+        uintptr_t base = (uintptr_t)c->tasks;
+        if (p >= base && p < base + c->used * sizeof(struct duro_task))
+            return (p - base) % sizeof(struct duro_task) == 0;
+    }
+    return 0;
+}
+
 /* Suspends the code until the engine has consumed another input. */
-static void wait_once(duro_orch *o)
+void duro__engine_wait(duro_orch *o)
 {
     (void)o;
     duro__fiber_yield();
@@ -973,19 +769,19 @@ static void terminate(duro_orch *e, int status, const char *output,
                              .reason = reason};
             if (append_event(e, &ev) == 0)
                 break;
-            duro_outbound *o = push_outbound(e);
+            duro_outbound *o = duro__engine_push_outbound(e);
             if (o == NULL)
                 break;
             o->item.kind = DURO_WORK_CANCEL_INSTANCE;
             o->item.instance_id = s.child_instance;
             o->item.reason = reason;
             o->item.requested_by =
-                engine_sprintf(e, "parent:%s", e->instance_id);
+                duro__engine_sprintf(e, "parent:%s", e->instance_id);
         }
         if (s.task != NULL && s.task->state == TASK_PENDING) {
             s.task->parent = NULL;
-            finish_task(e, s.task, TASK_CANCELLED, NULL, reason,
-                        DURO_CATEGORY_CANCELLED);
+            duro__task_finish(e, s.task, TASK_CANCELLED, NULL, reason,
+                              DURO_CATEGORY_CANCELLED);
         }
     }
     duro_event term = {0};
@@ -1027,7 +823,7 @@ static void terminate(duro_orch *e, int status, const char *output,
 
     if (e->parent_instance != NULL && !(e->start_flags & DURO_START_DETACHED) &&
         status != DURO_STATUS_CONTINUED_AS_NEW) {
-        duro_outbound *o = push_outbound(e);
+        duro_outbound *o = duro__engine_push_outbound(e);
         if (o != NULL) {
             o->item.instance_id = e->parent_instance;
             o->item.execution_id = e->parent_execution;
@@ -1038,16 +834,16 @@ static void terminate(duro_orch *e, int status, const char *output,
             } else {
                 o->item.kind = DURO_WORK_CHILD_FAILED;
                 o->item.category = t->meta.category;
-                o->item.error =
-                    status == DURO_STATUS_CANCELLED
-                        ? engine_sprintf(e, "child '%s' was cancelled: %s",
-                                         e->instance_id, str_or(error, ""))
-                        : t->meta.error;
+                o->item.error = status == DURO_STATUS_CANCELLED
+                                    ? duro__engine_sprintf(
+                                          e, "child '%s' was cancelled: %s",
+                                          e->instance_id, str_or(error, ""))
+                                    : t->meta.error;
             }
         }
     }
     if (status == DURO_STATUS_CONTINUED_AS_NEW) {
-        duro_outbound *o = push_outbound(e);
+        duro_outbound *o = duro__engine_push_outbound(e);
         if (o != NULL) {
             o->item.kind = DURO_WORK_CONTINUE_AS_NEW;
             o->item.instance_id = e->instance_id;
@@ -1069,7 +865,7 @@ static void terminate(duro_orch *e, int status, const char *output,
         for (raised_event *r = e->raised_head; r != NULL; r = r->next) {
             if (r->consumed)
                 continue;
-            o = push_outbound(e);
+            o = duro__engine_push_outbound(e);
             if (o == NULL)
                 break;
             o->item.kind = DURO_WORK_EXTERNAL_EVENT;
@@ -1080,7 +876,7 @@ static void terminate(duro_orch *e, int status, const char *output,
             o->item.flags = DURO_EVENT_CARRIED;
         }
         for (size_t i = 0; i < e->leftover_count; i++) {
-            o = push_outbound(e);
+            o = duro__engine_push_outbound(e);
             if (o == NULL)
                 break;
             o->item = *e->leftover[i];
@@ -1098,20 +894,21 @@ static void finish_from_code(duro_orch *e)
         e->oom = 1;
         return;
     }
-    const char *output = turn_strdup(e, r->output);
+    const char *output = duro__engine_turn_strdup(e, r->output);
     if (r->kind == DURO__RESULT_OK) {
-        if (over_limit(e, output)) {
-            terminate(e, DURO_STATUS_FAILED, NULL,
-                      engine_sprintf(e,
+        if (duro__engine_over_limit(e, output)) {
+            terminate(
+                e, DURO_STATUS_FAILED, NULL,
+                duro__engine_sprintf(e,
                                      "orchestration output is %zu bytes, over "
                                      "the limit of %zu",
                                      strlen(output), e->cfg.max_payload),
-                      DURO_CATEGORY_CONFIGURATION);
+                DURO_CATEGORY_CONFIGURATION);
             return;
         }
         terminate(e, DURO_STATUS_COMPLETED, output, NULL, 0);
     } else if (r->kind == DURO__RESULT_CONTINUE_AS_NEW) {
-        if (over_limit(e, output)) {
+        if (duro__engine_over_limit(e, output)) {
             terminate(e, DURO_STATUS_FAILED, NULL,
                       "continue-as-new input over the payload limit",
                       DURO_CATEGORY_CONFIGURATION);
@@ -1119,8 +916,8 @@ static void finish_from_code(duro_orch *e)
         }
         terminate(e, DURO_STATUS_CONTINUED_AS_NEW, output, NULL, 0);
     } else {
-        const char *err = turn_strdup(e, r->error);
-        if (err != NULL && over_limit(e, err))
+        const char *err = duro__engine_turn_strdup(e, r->error);
+        if (err != NULL && duro__engine_over_limit(e, err))
             err = "orchestration error message over the payload limit";
         terminate(e, DURO_STATUS_FAILED, NULL, err, r->category);
     }
@@ -1144,10 +941,10 @@ static int absorb_history(duro_orch *e)
 
 static int load_started(duro_orch *e, const duro_event *ev)
 {
-    e->name = engine_strdup(e, ev->name);
-    e->version = engine_strdup(e, ev->version);
-    e->input = engine_strdup(e, ev->payload);
-    e->parent_instance = engine_strdup(e, ev->ref_instance);
+    e->name = duro__engine_strdup(e, ev->name);
+    e->version = duro__engine_strdup(e, ev->version);
+    e->input = duro__engine_strdup(e, ev->payload);
+    e->parent_instance = duro__engine_strdup(e, ev->ref_instance);
     e->parent_execution = ev->ref_execution;
     e->parent_event_id = ev->ref_event_id;
     e->start_flags = ev->flags;
@@ -1218,7 +1015,7 @@ const char *duro__engine_instance(const duro_orch *e)
 static void own(duro_orch *e, const char **p)
 {
     if (*p != NULL && !e->oom)
-        *p = turn_strdup(e, *p);
+        *p = duro__engine_turn_strdup(e, *p);
 }
 
 static void own_item(duro_orch *e, duro_work_item *w)
@@ -1455,414 +1252,4 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
         return DURO_NOMEM;
     fill_meta(e);
     return DURO_OK;
-}
-
-/* ========================================================================
- * The orchestration-context API (on the engine's fiber)
- * ======================================================================== */
-
-duro_task *duro_call_activity(duro_orch *o, const char *name, const char *input)
-{
-    if (!on_fiber(o))
-        return &misuse_task;
-    return schedule_activity(o, name, input, 1);
-}
-
-void duro_retry_policy_init(duro_retry_policy *p)
-{
-    memset(p, 0, sizeof(*p));
-    p->version = 1;
-    p->max_attempts = 3;
-    p->backoff = DURO_BACKOFF_EXPONENTIAL;
-    p->initial_delay_ms = 1000;
-    p->coefficient = 2.0;
-    p->max_delay_ms = 60000;
-}
-
-duro_task *duro_call_activity_with_retry(duro_orch *o, const char *name,
-                                         const char *input,
-                                         const duro_retry_policy *policy)
-{
-    if (!on_fiber(o))
-        return &misuse_task;
-    if (policy == NULL || policy->max_attempts < 1 ||
-        policy->initial_delay_ms < 0 || policy->attempt_timeout_ms < 0 ||
-        policy->total_timeout_ms < 0 ||
-        (policy->backoff == DURO_BACKOFF_EXPONENTIAL &&
-         !(policy->coefficient >= 1.0)))
-        return failed_task(o, DURO_INVALID, DURO_CATEGORY_CONFIGURATION,
-                           "invalid retry policy (max_attempts >= 1, "
-                           "delays and timeouts >= 0, exponential "
-                           "coefficient >= 1)");
-    struct duro_task *rt = new_task(o, TASK_RETRY);
-    if (rt == &misuse_task)
-        return rt;
-    retry_state *r = duro_arena_alloc(o->arena, sizeof(*r));
-    if (r == NULL) {
-        o->oom = 1;
-        return &misuse_task;
-    }
-    rt->retry = r;
-    r->policy = *policy;
-    rt->name = engine_strdup(o, name);
-    r->input = engine_strdup(o, input);
-    if (policy->total_timeout_ms > 0)
-        r->deadline = o->now + policy->total_timeout_ms;
-    retry_start_attempt(o, rt);
-    return rt;
-}
-
-duro_task *duro_timer(duro_orch *o, int64_t delay_ms)
-{
-    if (!on_fiber(o))
-        return &misuse_task;
-    return schedule_timer(o, delay_ms);
-}
-
-duro_task *duro_wait_event(duro_orch *o, const char *name)
-{
-    if (!on_fiber(o))
-        return &misuse_task;
-    if (name == NULL || name[0] == '\0')
-        return failed_task(o, DURO_INVALID, DURO_CATEGORY_CONFIGURATION,
-                           "event name is empty");
-    struct duro_task *t = new_task(o, TASK_EVENT);
-    if (t == &misuse_task)
-        return t;
-    t->name = engine_strdup(o, name);
-    duro_event ev = {.kind = DURO_EVENT_EVENT_SUBSCRIBED, .name = t->name};
-    issue_task(o, t, &ev);
-    if (t->event_id == 0)
-        return t;
-    for (raised_event *r = o->raised_head; r != NULL; r = r->next) {
-        if (!r->consumed && str_eq(r->name, name)) {
-            r->consumed = 1;
-            finish_task(o, t, TASK_SUCCEEDED, r->payload, NULL, 0);
-            return t;
-        }
-    }
-    if (o->waits_tail != NULL)
-        o->waits_tail->next_wait = t;
-    else
-        o->waits_head = t;
-    o->waits_tail = t;
-    return t;
-}
-
-static struct duro_task *start_child(duro_orch *o, const char *name,
-                                     const char *version,
-                                     const char *instance_id, const char *input,
-                                     int detached)
-{
-    if (name == NULL || name[0] == '\0')
-        return failed_task(o, DURO_INVALID, DURO_CATEGORY_CONFIGURATION,
-                           "orchestration name is empty");
-    if (instance_id != NULL && instance_id[0] == '\0')
-        return failed_task(o, DURO_INVALID, DURO_CATEGORY_CONFIGURATION,
-                           "child instance id is empty");
-    if (strlen(name) > 1024 ||
-        (instance_id != NULL && strlen(instance_id) > 1024))
-        return failed_task(o, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
-                           "child name or id is longer than 1024 bytes");
-    if (over_limit(o, input))
-        return failed_task(o, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
-                           "child orchestration input over the payload "
-                           "limit");
-    struct duro_task *t = new_task(o, TASK_CHILD);
-    if (t == &misuse_task)
-        return t;
-    t->name = engine_strdup(o, name);
-    t->child_instance =
-        instance_id != NULL
-            ? engine_strdup(o, instance_id)
-            : engine_sprintf(o, "%s:%llu:%llu", o->instance_id,
-                             (unsigned long long)o->execution_id,
-                             (unsigned long long)(o->tracker.count + 1));
-    duro_event ev = {.kind = DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED,
-                     .name = t->name,
-                     .version = version,
-                     .ref_instance = t->child_instance,
-                     .payload = input,
-                     .flags = detached ? DURO_START_DETACHED : 0};
-    if (o->replay_pos >= o->replay_count) {
-        ev.version = turn_strdup(o, version);
-        ev.payload = turn_strdup(o, input);
-    }
-    if (issue_task(o, t, &ev)) {
-        uint64_t id = t->event_id;
-        duro_outbound *ob = push_outbound(o);
-        if (ob != NULL) {
-            ob->item.kind = DURO_WORK_START;
-            ob->item.instance_id = t->child_instance;
-            ob->item.name = t->name;
-            ob->item.version = ev.version;
-            ob->item.payload = ev.payload;
-            if (detached) {
-                ob->item.flags = DURO_START_DETACHED;
-            } else {
-                ob->item.parent_instance = o->instance_id;
-                ob->item.parent_execution = o->execution_id;
-                ob->item.parent_event_id = id;
-            }
-        }
-    }
-    if (detached && t->event_id != 0) {
-        t->state = TASK_SUCCEEDED;
-        t->done_seq = ++o->seq;
-    }
-    return t;
-}
-
-duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
-                                       const char *version,
-                                       const char *instance_id,
-                                       const char *input)
-{
-    if (!on_fiber(o))
-        return &misuse_task;
-    return start_child(o, name, version, instance_id, input, 0);
-}
-
-int duro_start_orchestration(duro_orch *o, const char *name,
-                             const char *version, const char *instance_id,
-                             const char *input)
-{
-    if (!on_fiber(o))
-        return duro__fail(DURO_MISUSE, "%s", misuse_task.error);
-    struct duro_task *t = start_child(o, name, version, instance_id, input, 1);
-    if (t->state == TASK_FAILED)
-        return duro__fail(t->rc, "%s", str_or(t->error, "failed"));
-    return DURO_OK;
-}
-
-int duro_await(duro_orch *o, duro_task *t)
-{
-    if (t == NULL)
-        return duro__fail(DURO_INVALID, "task is NULL");
-    if (t->kind == TASK_STATIC)
-        return t->rc;
-    if (!on_fiber(o))
-        return duro__fail(DURO_MISUSE, "%s", misuse_task.error);
-    while (t->state == TASK_PENDING)
-        wait_once(o);
-    return t->rc;
-}
-
-/* The done task that completed first in history order; NULL if none. */
-static struct duro_task *first_done(duro_task *const *tasks, size_t n)
-{
-    struct duro_task *best = NULL;
-    for (size_t i = 0; i < n; i++) {
-        struct duro_task *t = tasks[i];
-        if (t == NULL || t->state == TASK_PENDING)
-            continue;
-        if (best == NULL || t->done_seq < best->done_seq)
-            best = t;
-    }
-    return best;
-}
-
-static duro_task *wait_first(duro_orch *o, duro_task *const *tasks, size_t n,
-                             int cancel_losers)
-{
-    if (n == 0 || tasks == NULL)
-        return NULL;
-    if (!on_fiber(o))
-        return &misuse_task;
-    for (;;) {
-        struct duro_task *winner = first_done(tasks, n);
-        if (winner != NULL) {
-            if (cancel_losers)
-                for (size_t i = 0; i < n; i++)
-                    if (tasks[i] != NULL && tasks[i] != winner)
-                        cancel_task(o, tasks[i], DURO_REASON_SELECT_LOSER);
-            return winner;
-        }
-        int any = 0;
-        for (size_t i = 0; i < n; i++)
-            any |= tasks[i] != NULL;
-        if (!any)
-            return NULL;
-        wait_once(o);
-    }
-}
-
-duro_task *duro_select_n(duro_orch *o, duro_task *const *tasks, size_t n)
-{
-    return wait_first(o, tasks, n, 1);
-}
-
-duro_task *duro_wait_any_n(duro_orch *o, duro_task *const *tasks, size_t n)
-{
-    return wait_first(o, tasks, n, 0);
-}
-
-int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n)
-{
-    if (!on_fiber(o))
-        return duro__fail(DURO_MISUSE, "%s", misuse_task.error);
-    for (;;) {
-        int pending = 0;
-        for (size_t i = 0; i < n; i++)
-            if (tasks[i] != NULL && tasks[i]->state == TASK_PENDING)
-                pending = 1;
-        if (!pending)
-            break;
-        wait_once(o);
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (tasks[i] == NULL)
-            return DURO_INVALID;
-        if (tasks[i]->rc != DURO_OK)
-            return tasks[i]->rc;
-    }
-    return DURO_OK;
-}
-
-void duro_cancel_task(duro_orch *o, duro_task *t)
-{
-    if (!on_fiber(o) || t == NULL)
-        return;
-    cancel_task(o, t, DURO_REASON_TASK_CANCELLED);
-}
-
-int duro_task_done(const duro_task *t)
-{
-    return t != NULL && t->state != TASK_PENDING;
-}
-
-int duro_task_failed(const duro_task *t)
-{
-    return t != NULL && (t->state == TASK_FAILED || t->state == TASK_CANCELLED);
-}
-
-const char *duro_task_output(const duro_task *t)
-{
-    return t != NULL && t->state == TASK_SUCCEEDED ? t->output : NULL;
-}
-
-const char *duro_task_error(const duro_task *t)
-{
-    return t != NULL && (t->state == TASK_FAILED || t->state == TASK_CANCELLED)
-               ? t->error
-               : NULL;
-}
-
-int duro_task_category(const duro_task *t)
-{
-    return duro_task_failed(t) ? t->category : DURO_CATEGORY_NONE;
-}
-
-int duro_continue_as_new(duro_orch *o, duro_result *out, const char *input)
-{
-    if (!on_fiber(o))
-        return duro__fail(DURO_MISUSE, "%s", misuse_task.error);
-    return duro__result_set_continue(out, input);
-}
-
-int64_t duro_now(duro_orch *o)
-{
-    if (!on_fiber(o))
-        return 0;
-    return o->now;
-}
-
-/* splitmix64 finalizer */
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-const char *duro_new_guid(duro_orch *o)
-{
-    if (!on_fiber(o))
-        return NULL;
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the instance id */
-    for (const char *p = o->instance_id; *p; p++)
-        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-    uint64_t n = ++o->guid_counter;
-    uint64_t a = mix64(h ^ mix64(o->execution_id + 0x9E3779B97F4A7C15ull * n));
-    uint64_t b = mix64(a ^ (n * 0xD1B54A32D192ED03ull) ^ h);
-    /* RFC 9562 version 8 (custom), variant 10 */
-    a = (a & ~0xF000ull) | 0x8000ull;
-    b = (b & ~(3ull << 62)) | (2ull << 62);
-    return engine_sprintf(
-        o, "%08llx-%04llx-%04llx-%04llx-%012llx", (unsigned long long)(a >> 32),
-        (unsigned long long)((a >> 16) & 0xFFFF),
-        (unsigned long long)(a & 0xFFFF), (unsigned long long)(b >> 48),
-        (unsigned long long)(b & 0xFFFFFFFFFFFFull));
-}
-
-void duro_set_custom_status(duro_orch *o, const char *status)
-{
-    if (!on_fiber(o))
-        return;
-    if (over_limit(o, status))
-        status = "(custom status over the payload limit)";
-    o->custom_status = engine_strdup(o, status);
-    o->custom_status_dirty = 1;
-}
-
-int duro_is_replaying(duro_orch *o)
-{
-    if (!on_fiber(o))
-        return 0;
-    return o->replay_segment || o->replay_pos < o->replay_count;
-}
-
-void duro_log(duro_orch *o, int level, const char *fmt, ...)
-{
-    if (!on_fiber(o) || duro_is_replaying(o) || o->cfg.logger == NULL ||
-        level < o->cfg.logger->level)
-        return;
-    char buf[900];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    duro__log(o->cfg.logger, level, "[%s#%llu] %s", o->instance_id,
-              (unsigned long long)o->execution_id, buf);
-}
-
-void *duro_orch_alloc(duro_orch *o, size_t size)
-{
-    if (!on_fiber(o))
-        return NULL;
-    void *p = duro_arena_alloc(o->arena, size);
-    if (p == NULL)
-        o->oom = 1;
-    return p;
-}
-
-const char *duro_sprintf(duro_orch *o, const char *fmt, ...)
-{
-    if (!on_fiber(o))
-        return NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    const char *s = engine_vsprintf(o, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-const char *duro_instance_id(duro_orch *o)
-{
-    return on_fiber(o) ? o->instance_id : NULL;
-}
-
-uint64_t duro_execution_id(duro_orch *o)
-{
-    return on_fiber(o) ? o->execution_id : 0;
-}
-
-const char *duro_input(duro_orch *o)
-{
-    return on_fiber(o) ? o->input : NULL;
-}
-
-void *duro_orch_user(duro_orch *o)
-{
-    return on_fiber(o) ? o->cfg.user : NULL;
 }

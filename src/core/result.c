@@ -58,6 +58,8 @@ int duro_fail_with(duro_result *out, int category, const char *message)
 
 int duro_failf(duro_result *out, const char *fmt, ...)
 {
+    if (fmt == NULL)
+        return duro_fail(out, NULL);
     va_list ap;
     va_start(ap, fmt);
     char *msg = duro__vsprintf(fmt, ap);
@@ -86,20 +88,4 @@ void duro__result_finish(duro_result *r, int rc)
     else
         set_result(r, DURO__RESULT_FAILED, NULL, duro_strerror(rc),
                    DURO_CATEGORY_APPLICATION);
-}
-
-void *duro__vec_push(void **data, size_t *count, size_t *cap, size_t elem_size)
-{
-    if (*count == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 8;
-        void *nd = duro__realloc(*data, ncap * elem_size);
-        if (nd == NULL)
-            return NULL;
-        *data = nd;
-        *cap = ncap;
-    }
-    void *p = (char *)*data + *count * elem_size;
-    memset(p, 0, elem_size);
-    (*count)++;
-    return p;
 }

@@ -21,6 +21,8 @@ void duro__mark_runtime_thread(void)
 
 void duro_runtime_options_init(duro_runtime_options *o)
 {
+    if (o == NULL)
+        return;
     memset(o, 0, sizeof(*o));
     o->version = 1;
     o->orchestration_concurrency = 2;
@@ -251,6 +253,8 @@ void duro_runtime_destroy(duro_runtime *rt)
 
 void duro_runtime_metrics(duro_runtime *rt, duro_metrics *out)
 {
+    if (out == NULL)
+        return;
     memset(out, 0, sizeof(*out));
     if (rt == NULL)
         return;

@@ -28,6 +28,7 @@ target_compile_definitions(test_crash PRIVATE
 add_dependencies(test_crash crash_worker)
 duro_runtime_test(test_orch_api ${CMAKE_CURRENT_LIST_DIR}/test_orch_api.c)
 duro_runtime_test(test_orch_context ${CMAKE_CURRENT_LIST_DIR}/test_orch_context.c)
+duro_runtime_test(test_orch_foreign ${CMAKE_CURRENT_LIST_DIR}/test_orch_foreign.c)
 duro_runtime_test(test_orch_replay ${CMAKE_CURRENT_LIST_DIR}/test_orch_replay.c)
 duro_runtime_test(test_cancel_faults ${CMAKE_CURRENT_LIST_DIR}/test_cancel_faults.c
                   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)

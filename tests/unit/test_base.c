@@ -1,5 +1,6 @@
 /* test_base.c - the base layer: error tables, arena, allocator fault
  * injection, thread-local error detail, random tokens. */
+#include <stdarg.h>
 #include <stdlib.h>
 
 #include "base/base.h"
@@ -53,6 +54,88 @@ TEST(arena_allocates_aligned_zeroed_memory)
     CHECK(duro_arena_strdup(a, NULL) == NULL);
     duro_arena_destroy(a);
     duro_arena_destroy(NULL);
+}
+
+/* Sizes whose rounding or header arithmetic would wrap around must be
+ * refused, never turned into a small block. */
+TEST(arena_and_helpers_refuse_sizes_that_overflow)
+{
+    static const size_t ks[] = {0,  1,  2,  7,  15, 16,   17,   31,
+                                32, 40, 41, 48, 64, 4095, 4096, 4097};
+    duro_arena *a = duro_arena_create();
+    CHECK(a != NULL);
+    for (size_t i = 0; i < DURO__ARRAY_LEN(ks); i++) {
+        CHECK_MSG(duro_arena_alloc(a, SIZE_MAX - ks[i]) == NULL,
+                  "duro_arena_alloc(SIZE_MAX - %zu) returned a block", ks[i]);
+        CHECK_MSG(duro__malloc(SIZE_MAX - ks[i]) == NULL,
+                  "duro__malloc(SIZE_MAX - %zu) returned a block", ks[i]);
+        CHECK_MSG(duro__realloc(NULL, SIZE_MAX - ks[i]) == NULL,
+                  "duro__realloc(SIZE_MAX - %zu) returned a block", ks[i]);
+    }
+    CHECK(duro_arena_alloc(a, (size_t)PTRDIFF_MAX) == NULL);
+    CHECK(duro_arena_alloc(a, DURO__ALLOC_MAX + 1) == NULL);
+    CHECK(duro_arena_alloc(NULL, 16) == NULL);
+    CHECK(duro_arena_strdup(NULL, "x") == NULL);
+    CHECK(duro__calloc(SIZE_MAX / 2, 4) == NULL);
+    CHECK(duro__calloc(2, SIZE_MAX - 1) == NULL);
+    /* a string "longer" than memory */
+    CHECK(duro__strndup("abc", SIZE_MAX) == NULL);
+    CHECK(duro__strndup("abc", SIZE_MAX - 1) == NULL);
+    char *s = duro__strndup("abcdef", 3);
+    CHECK_STR(s, "abc");
+    duro__free(s);
+    /* the arena still works after refusing */
+    char *p = duro_arena_alloc(a, 100);
+    CHECK(p != NULL);
+    CHECK_EQ(p[99], 0);
+    duro_arena_destroy(a);
+}
+
+/* A growable array whose doubled capacity would wrap in elements or bytes
+ * is left as it is. */
+TEST(vec_push_refuses_growth_that_overflows)
+{
+    static const size_t elems[] = {1, 2, 8, 24, 4096};
+    for (size_t i = 0; i < DURO__ARRAY_LEN(elems); i++) {
+        size_t e = elems[i];
+        size_t starts[] = {SIZE_MAX / e, SIZE_MAX / e / 2 + 1,
+                           DURO__ALLOC_MAX / e / 2 + 1, SIZE_MAX};
+        for (size_t j = 0; j < DURO__ARRAY_LEN(starts); j++) {
+            void *data = NULL;
+            size_t count = starts[j], cap = starts[j];
+            CHECK_MSG(duro__vec_push(&data, &count, &cap, e) == NULL,
+                      "elem %zu, count %zu: grew", e, starts[j]);
+            CHECK(data == NULL);
+            CHECK(count == starts[j]);
+            CHECK(cap == starts[j]);
+        }
+    }
+    void *data = NULL;
+    size_t count = 0, cap = 0;
+    CHECK(duro__vec_push(&data, &count, &cap, 0) == NULL);
+    CHECK(duro__vec_push(&data, &count, &cap, SIZE_MAX / 4) == NULL);
+    CHECK(data == NULL);
+    for (int k = 0; k < 100; k++)
+        CHECK(duro__vec_push(&data, &count, &cap, sizeof(int)) != NULL);
+    CHECK_EQ(count, 100);
+    duro__free(data);
+}
+
+static char *vsprintf_of(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = duro__vsprintf(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+TEST(sprintf_refuses_a_null_format)
+{
+    CHECK(vsprintf_of(NULL, 1) == NULL);
+    char *s = vsprintf_of("%d", 5);
+    CHECK_STR(s, "5");
+    duro__free(s);
 }
 
 TEST(allocation_failure_injection)
@@ -115,4 +198,7 @@ TEST(provider_open_rejects_bad_urls)
 TEST_MAIN(T(error_names_cover_every_code), T(status_names_round_trip),
           T(event_kind_names), T(arena_allocates_aligned_zeroed_memory),
           T(allocation_failure_injection), T(error_set_and_thread_local_detail),
-          T(random_tokens_differ), T(provider_open_rejects_bad_urls))
+          T(random_tokens_differ), T(provider_open_rejects_bad_urls),
+          T(arena_and_helpers_refuse_sizes_that_overflow),
+          T(vec_push_refuses_growth_that_overflows),
+          T(sprintf_refuses_a_null_format))

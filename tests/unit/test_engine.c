@@ -1085,6 +1085,58 @@ TEST(misuse_and_bad_input_fail_tasks_not_the_process)
     sim_free(&s);
 }
 
+/* duro_orch_alloc with sizes whose arithmetic would wrap: each must be
+ * NULL (not a small block the code then overruns), and the engine must go
+ * on (a refused size is not out of memory). Observed on the fiber, checked
+ * on the main stack. */
+static const size_t huge_ks[] = {0, 1, 15, 16, 17, 40, 41, 4096, 4097};
+static struct {
+    int non_null; /* how many huge requests returned a block */
+    int too_large;
+    int small_ok;
+} huge_seen;
+
+static int orch_huge_alloc(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    for (size_t i = 0; i < sizeof(huge_ks) / sizeof(huge_ks[0]); i++) {
+        if (duro_orch_alloc(o, SIZE_MAX - huge_ks[i]) != NULL)
+            huge_seen.non_null++;
+        else if (strstr(duro_errmsg(), "duro_orch_alloc") != NULL)
+            huge_seen.too_large++;
+    }
+    if (duro_orch_alloc(o, (size_t)PTRDIFF_MAX + 1) != NULL)
+        huge_seen.non_null++;
+    unsigned char *p = duro_orch_alloc(o, 64);
+    huge_seen.small_ok = p != NULL && p[63] == 0;
+    duro_task *t = duro_call_activity(o, "A", "x");
+    duro_await(o, t);
+    return duro_ok(out, duro_task_output(t));
+}
+
+TEST(orch_alloc_refuses_sizes_that_overflow)
+{
+    memset(&huge_seen, 0, sizeof(huge_seen));
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    duro_orch *e = NULL;
+    CHECK_OK(run_turn(orch_huge_alloc, NULL, &e, &s, NULL, 0, 1, &t));
+    CHECK_EQ(huge_seen.non_null, 0);
+    CHECK_EQ(huge_seen.too_large, (int)(sizeof(huge_ks) / sizeof(huge_ks[0])));
+    CHECK(huge_seen.small_ok);
+    CHECK_EQ(t.status, DURO_STATUS_RUNNING);
+    CHECK(has_worker(&t, "A"));
+    duro_work_item done = msg_done(1, 2, "fine");
+    CHECK_OK(run_turn(orch_huge_alloc, NULL, &e, &s, &done, 1, 2, &t));
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_STR(t.meta.output, "fine");
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
 static int orch_big_output(duro_orch *o, const char *input, duro_result *out)
 {
     (void)o;
@@ -1188,6 +1240,7 @@ TEST_MAIN(T(plan_turn_cases), T(chain_warm_and_cold_give_the_same_history),
           T(now_guid_replaying_and_log_are_replay_safe),
           T(misuse_and_bad_input_fail_tasks_not_the_process),
           T(orchestration_output_over_limit_fails_clearly),
+          T(orch_alloc_refuses_sizes_that_overflow),
           T(tracker_classifies_completions),
           T(engine_rejects_history_that_does_not_fit),
           T(release_last_cold_engine))

@@ -1,0 +1,766 @@
+/* test_api_nulls.c - every public function (every DURO_API of duro.h,
+ * duro/common.h and duro/provider.h) called with each pointer argument NULL
+ * in turn, the others valid, checking the result its doc block promises: a
+ * no-op, a default, DURO_INVALID or DURO_MISUSE, never a crash.
+ * Orchestration-context functions run inside a real orchestration (a
+ * runtime on a temporary SQLite file) and from outside one. Calls go through
+ * C(), which records the function's name; the last test checks the record
+ * against api_functions.h, generated from the headers at build time, so a
+ * new DURO_API function fails this test until it is covered here. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "rt_util.h"
+
+/* ------------------------------------------------------------------------
+ * which public functions were called */
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static pthread_mutex_t cover_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char *covered[256];
+static size_t covered_count;
+
+static void cover(const char *name)
+{
+    pthread_mutex_lock(&cover_lock);
+    size_t i = 0;
+    while (i < covered_count && strcmp(covered[i], name) != 0)
+        i++;
+    if (i == covered_count && covered_count < ARRAY_LEN(covered))
+        covered[covered_count++] = name;
+    pthread_mutex_unlock(&cover_lock);
+}
+
+/* C(fn)(args): records "fn", then calls it. */
+#define C(fn) (cover(#fn), fn)
+
+#define CHECK_ERRMSG(needle)                                                   \
+    CHECK_MSG(strstr(duro_errmsg(), (needle)) != NULL,                         \
+              "duro_errmsg() is '%s'; expected it to contain '%s'",            \
+              duro_errmsg(), (needle))
+
+/* A NULL format string, past the compiler's format checks. */
+static const char *null_fmt(void)
+{
+    return NULL;
+}
+
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#pragma GCC diagnostic ignored "-Wformat-security"
+
+/* ------------------------------------------------------------------------
+ * common.h and the provider helpers */
+
+TEST(common_and_provider_helpers)
+{
+    CHECK_STR(C(duro_strerror)(DURO_NOT_FOUND), "not found");
+    CHECK_STR(C(duro_errname)(DURO_MISUSE), "DURO_MISUSE");
+    CHECK(C(duro_errmsg)() != NULL);
+    CHECK_STR(C(duro_category_name)(DURO_CATEGORY_TIMEOUT), "timeout");
+    CHECK_STR(C(duro_status_name)(DURO_STATUS_RUNNING), "Running");
+    CHECK_EQ(C(duro_status_parse)(NULL), -1);
+    CHECK_EQ(duro_status_parse("failed"), DURO_STATUS_FAILED);
+    CHECK_EQ(C(duro_status_is_terminal)(DURO_STATUS_FAILED), 1);
+    C(duro_free)(NULL);
+    CHECK(C(duro_now_ms)() > 0);
+    CHECK_STR(C(duro_event_kind_name)(DURO_EVENT_TIMER_FIRED), "TimerFired");
+
+    C(duro_error_clear)(NULL);
+    CHECK_EQ(C(duro_error_set)(NULL, DURO_BUSY, 1, "x %d", 1), DURO_BUSY);
+    duro_error e;
+    CHECK_EQ(duro_error_set(&e, DURO_BUSY, 1, null_fmt()), DURO_BUSY);
+    CHECK_STR(e.message, "");
+    CHECK_EQ(e.retryable, 1);
+
+    duro_arena *a = C(duro_arena_create)();
+    CHECK(a != NULL);
+    CHECK(C(duro_arena_alloc)(NULL, 8) == NULL);
+    CHECK(C(duro_arena_strdup)(NULL, "x") == NULL);
+    CHECK(duro_arena_strdup(a, NULL) == NULL);
+    CHECK_STR(duro_arena_strdup(a, "x"), "x");
+    C(duro_arena_destroy)(NULL);
+    duro_arena_destroy(a);
+
+    C(duro_orch_item_free)(NULL);
+    C(duro_worker_item_free)(NULL);
+    C(duro_history_free)(NULL);
+    C(duro_instance_list_free)(NULL);
+
+    duro_provider *p = (duro_provider *)&e;
+    CHECK_PRC(C(duro_provider_open)(NULL, &p, &e), DURO_BAD_URL, &e);
+    CHECK(p == NULL);
+    const char *url = test_sqlite_url("nulls_provider.db");
+    CHECK_PRC(duro_provider_open(url, NULL, &e), DURO_INVALID, &e);
+    CHECK_OK(duro_provider_open(url, &p, NULL));
+    CHECK(p != NULL);
+    C(duro_provider_close)(p);
+    C(duro_provider_close)(NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * registry and option initializers */
+
+static int orch_echo(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)o;
+    return duro_ok(out, in);
+}
+
+static int act_echo(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)a;
+    return duro_ok(out, in);
+}
+
+TEST(registry_and_initializers)
+{
+    CHECK_RC(C(duro_registry_create)(NULL), DURO_INVALID);
+    duro_registry *r = NULL;
+    CHECK_OK(duro_registry_create(&r));
+    CHECK_RC(
+        C(duro_registry_add_orchestration)(NULL, "O", NULL, orch_echo, NULL),
+        DURO_INVALID);
+    CHECK_RC(duro_registry_add_orchestration(r, NULL, "1", orch_echo, NULL),
+             DURO_INVALID);
+    CHECK_RC(duro_registry_add_orchestration(r, "O", "1", NULL, NULL),
+             DURO_INVALID);
+    CHECK_OK(duro_registry_add_orchestration(r, "O", NULL, orch_echo, NULL));
+    CHECK_OK(duro_registry_add_orchestration(r, "O", "1", orch_echo, NULL));
+    CHECK_RC(C(duro_registry_add_activity)(NULL, "A", act_echo, NULL),
+             DURO_INVALID);
+    CHECK_RC(duro_registry_add_activity(r, NULL, act_echo, NULL), DURO_INVALID);
+    CHECK_RC(duro_registry_add_activity(r, "A", NULL, NULL), DURO_INVALID);
+    CHECK_OK(duro_registry_add_activity(r, "A", act_echo, NULL));
+    C(duro_registry_destroy)(NULL);
+    duro_registry_destroy(r);
+
+    /* NULL is a no-op; a real struct gets its version and defaults */
+    C(duro_runtime_options_init)(NULL);
+    C(duro_start_options_init)(NULL);
+    C(duro_retry_policy_init)(NULL);
+    duro_runtime_options ro;
+    duro_runtime_options_init(&ro);
+    CHECK_EQ(ro.version, 1);
+    duro_start_options so;
+    duro_start_options_init(&so);
+    CHECK_EQ(so.version, 1);
+    duro_retry_policy rp;
+    duro_retry_policy_init(&rp);
+    CHECK_EQ(rp.max_attempts, 3);
+}
+
+/* ------------------------------------------------------------------------
+ * runtime */
+
+TEST(runtime_functions)
+{
+    duro_registry *reg = NULL;
+    CHECK_OK(duro_registry_create(&reg));
+    const char *url = test_sqlite_url("nulls_runtime.db");
+    duro_runtime *rt = (duro_runtime *)&reg; /* must be reset to NULL */
+    CHECK_RC(C(duro_runtime_create)(NULL, reg, NULL, &rt), DURO_BAD_URL);
+    CHECK(rt == NULL);
+    rt = (duro_runtime *)&reg;
+    CHECK_RC(duro_runtime_create(url, NULL, NULL, &rt), DURO_INVALID);
+    CHECK(rt == NULL);
+    CHECK_RC(duro_runtime_create(url, reg, NULL, NULL), DURO_INVALID);
+    CHECK_OK(duro_runtime_create(url, reg, NULL, &rt)); /* NULL: defaults */
+
+    duro_metrics m;
+    memset(&m, 0xab, sizeof(m));
+    C(duro_runtime_metrics)(NULL, &m);
+    CHECK(m.turns == 0 && m.nondeterminism_errors == 0);
+    C(duro_runtime_metrics)(rt, NULL);
+    CHECK_RC(C(duro_runtime_start)(NULL), DURO_INVALID);
+    CHECK_RC(C(duro_runtime_shutdown)(NULL, 0), DURO_INVALID);
+    C(duro_runtime_destroy)(NULL);
+    duro_runtime_destroy(rt);
+
+    duro_provider *p = NULL;
+    duro_error e;
+    CHECK_PRC(duro_provider_open(url, &p, &e), DURO_OK, &e);
+    rt = (duro_runtime *)&reg;
+    CHECK_RC(C(duro_runtime_create_with_provider)(NULL, reg, NULL, &rt),
+             DURO_INVALID);
+    CHECK(rt == NULL);
+    CHECK_RC(duro_runtime_create_with_provider(p, NULL, NULL, &rt),
+             DURO_INVALID);
+    CHECK_RC(duro_runtime_create_with_provider(p, reg, NULL, NULL),
+             DURO_INVALID);
+    CHECK_OK(duro_runtime_create_with_provider(p, reg, NULL, &rt));
+    duro_runtime_destroy(rt);
+    duro_provider_close(p);
+    duro_registry_destroy(reg);
+}
+
+/* ------------------------------------------------------------------------
+ * client */
+
+static int orch_wait_go(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    duro_task *e = duro_wait_event(o, "go");
+    duro_await(o, e);
+    return duro_ok(out, duro_task_output(e));
+}
+
+TEST(client_functions)
+{
+    rt_fixture f;
+    rt_init(&f, "nulls_client.db");
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Echo", NULL, orch_echo, NULL));
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "WaitGo", NULL,
+                                             orch_wait_go, NULL));
+    rt_start(&f);
+    duro_client *c = f.client;
+
+    duro_client *other = (duro_client *)&f;
+    CHECK_RC(C(duro_client_create)(NULL, &other), DURO_BAD_URL);
+    CHECK(other == NULL);
+    CHECK_RC(duro_client_create(f.url, NULL), DURO_INVALID);
+    CHECK_RC(C(duro_client_create_with_provider)(NULL, &other), DURO_INVALID);
+    duro_provider *p = NULL;
+    duro_error e;
+    CHECK_PRC(duro_provider_open(f.url, &p, &e), DURO_OK, &e);
+    CHECK_RC(duro_client_create_with_provider(p, NULL), DURO_INVALID);
+    CHECK_OK(duro_client_create_with_provider(p, &other));
+    duro_client_destroy(other);
+    duro_provider_close(p);
+    C(duro_client_destroy)(NULL);
+
+    /* start: client, id and name required; input and options optional */
+    CHECK_RC(C(duro_client_start)(NULL, "s1", "Echo", "x", NULL), DURO_INVALID);
+    CHECK_RC(duro_client_start(c, NULL, "Echo", "x", NULL), DURO_INVALID);
+    CHECK_RC(duro_client_start(c, "s1", NULL, "x", NULL), DURO_INVALID);
+    CHECK_OK(duro_client_start(c, "s1", "Echo", NULL, NULL));
+    duro_start_options so;
+    duro_start_options_init(&so);
+    CHECK_OK(duro_client_start(c, "s2", "Echo", "x", &so));
+    rt_start_instance(&f, "w1", "WaitGo", NULL);
+    rt_start_instance(&f, "w2", "WaitGo", NULL);
+    rt_start_instance(&f, "w3", "WaitGo", NULL);
+
+    /* raise: client, id and name required; payload optional */
+    CHECK_RC(C(duro_client_raise_event)(NULL, "w1", "go", "p"), DURO_INVALID);
+    CHECK_RC(duro_client_raise_event(c, NULL, "go", "p"), DURO_INVALID);
+    CHECK_RC(duro_client_raise_event(c, "w1", NULL, "p"), DURO_INVALID);
+    CHECK_OK(duro_client_raise_event(c, "w1", "go", NULL));
+
+    /* cancel: client and id required; reason and requested_by optional */
+    CHECK_RC(C(duro_client_cancel)(NULL, "w2", "r", "me"), DURO_INVALID);
+    CHECK_RC(duro_client_cancel(c, NULL, "r", "me"), DURO_INVALID);
+    CHECK_OK(duro_client_cancel(c, "w2", NULL, "me"));
+    CHECK_OK(duro_client_cancel(c, "w3", "r", NULL));
+
+    /* status and wait: client, id and out required */
+    duro_instance_info *i = (duro_instance_info *)&f;
+    CHECK_RC(C(duro_client_get_status)(NULL, "s1", &i), DURO_INVALID);
+    CHECK(i == NULL);
+    CHECK_RC(duro_client_get_status(c, NULL, &i), DURO_INVALID);
+    CHECK_RC(duro_client_get_status(c, "s1", NULL), DURO_INVALID);
+    CHECK_RC(C(duro_client_wait)(NULL, "s1", 10000, &i), DURO_INVALID);
+    CHECK(i == NULL);
+    CHECK_RC(duro_client_wait(c, NULL, 10000, &i), DURO_INVALID);
+    CHECK_RC(duro_client_wait(c, "s1", 10000, NULL), DURO_INVALID);
+    const char *ids[] = {"s1", "s2", "w1", "w2", "w3"};
+    for (size_t k = 0; k < ARRAY_LEN(ids); k++) {
+        CHECK_OK(duro_client_wait(c, ids[k], 15000, &i));
+        CHECK(duro_status_is_terminal(i->status));
+        duro_free(i);
+    }
+    CHECK_OK(duro_client_get_status(c, "w3", &i));
+    CHECK_EQ(i->status, DURO_STATUS_CANCELLED);
+    CHECK_STR(i->error, "r");
+    duro_free(i);
+
+    /* history and list: client, id and out required; filter optional */
+    duro_history *h = (duro_history *)&f;
+    CHECK_RC(C(duro_client_read_history)(NULL, "s1", 0, &h), DURO_INVALID);
+    CHECK(h == NULL);
+    CHECK_RC(duro_client_read_history(c, NULL, 0, &h), DURO_INVALID);
+    CHECK_RC(duro_client_read_history(c, "s1", 0, NULL), DURO_INVALID);
+    duro_instance_list *l = (duro_instance_list *)&f;
+    CHECK_RC(C(duro_client_list)(NULL, NULL, &l), DURO_INVALID);
+    CHECK(l == NULL);
+    duro_instance_filter filter = {0};
+    CHECK_RC(duro_client_list(c, &filter, NULL), DURO_INVALID);
+    CHECK_OK(duro_client_list(c, NULL, &l));
+    CHECK_EQ(l->count, 5);
+    duro_instance_list_free(l);
+
+    /* delete and prune: client and id required; the count is optional */
+    size_t n = 0;
+    CHECK_RC(C(duro_client_delete)(NULL, "s2", 0, &n), DURO_INVALID);
+    CHECK_RC(duro_client_delete(c, NULL, 0, &n), DURO_INVALID);
+    CHECK_OK(duro_client_delete(c, "s2", 0, NULL));
+    CHECK_EQ(rt_status(&f, "s2"), DURO_STATUS_NOT_FOUND);
+    CHECK_RC(C(duro_client_prune)(NULL, "s1", 1, &n), DURO_INVALID);
+    CHECK_RC(duro_client_prune(c, NULL, 1, &n), DURO_INVALID);
+    CHECK_OK(duro_client_prune(c, "s1", 1, NULL));
+    rt_done(&f);
+}
+
+/* ------------------------------------------------------------------------
+ * inside an activity */
+
+static int act_user_tag, orch_user_tag; /* registration user pointers */
+
+/* Fails or succeeds through a result function given a NULL text. */
+static int act_result_nulls(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)a;
+    CHECK_RC(C(duro_ok)(NULL, "x"), DURO_INVALID);
+    CHECK_RC(C(duro_fail)(NULL, "x"), DURO_INVALID);
+    CHECK_RC(C(duro_fail_with)(NULL, DURO_CATEGORY_APPLICATION, "x"),
+             DURO_INVALID);
+    CHECK_RC(C(duro_failf)(NULL, "%d", 1), DURO_INVALID);
+    if (strcmp(in, "fail") == 0)
+        return duro_fail(out, NULL);
+    if (strcmp(in, "fail_with") == 0)
+        return duro_fail_with(out, DURO_CATEGORY_CONFIGURATION, NULL);
+    if (strcmp(in, "failf") == 0)
+        return duro_failf(out, null_fmt());
+    return duro_ok(out, NULL);
+}
+
+static int act_context_nulls(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)in;
+    CHECK(C(duro_activity_instance_id)(NULL) == NULL);
+    CHECK_STR(duro_activity_instance_id(a), "nulls");
+    CHECK_EQ(C(duro_activity_execution_id)(NULL), 0);
+    CHECK_EQ(duro_activity_execution_id(a), 1);
+    CHECK(C(duro_activity_name)(NULL) == NULL);
+    CHECK_STR(duro_activity_name(a), "ContextNulls");
+    CHECK_EQ(C(duro_activity_id)(NULL), 0);
+    CHECK(duro_activity_id(a) > 0);
+    CHECK_EQ(C(duro_activity_attempt)(NULL), 0);
+    CHECK_EQ(duro_activity_attempt(a), 1);
+    CHECK_EQ(C(duro_activity_delivery)(NULL), 0);
+    CHECK_EQ(duro_activity_delivery(a), 1);
+    CHECK(C(duro_activity_input)(NULL) == NULL);
+    CHECK_STR(duro_activity_input(a), "in");
+    CHECK(C(duro_activity_user)(NULL) == NULL);
+    CHECK(duro_activity_user(a) == &act_user_tag);
+    CHECK_EQ(C(duro_activity_cancelled)(NULL), 0);
+    CHECK_EQ(duro_activity_cancelled(a), 0);
+    CHECK_EQ(C(duro_activity_wait_cancelled)(NULL, -1), 0);
+    CHECK_EQ(duro_activity_wait_cancelled(a, 0), 0);
+    CHECK_EQ(C(duro_activity_cancel_fd)(NULL), -1);
+    CHECK_ERRMSG("activity is NULL");
+    CHECK(duro_activity_cancel_fd(a) >= 0);
+    CHECK(C(duro_activity_cancel_reason)(NULL) == NULL);
+    CHECK(duro_activity_cancel_reason(a) == NULL);
+    CHECK(C(duro_activity_cancel_token)(NULL) == NULL);
+
+    duro_cancel_token *t = duro_activity_cancel_token(a);
+    CHECK(t != NULL);
+    CHECK_EQ(C(duro_cancel_token_cancelled)(NULL), 0);
+    CHECK_EQ(duro_cancel_token_cancelled(t), 0);
+    CHECK_EQ(C(duro_cancel_token_wait)(NULL, -1), 0);
+    CHECK_EQ(duro_cancel_token_wait(t, 0), 0);
+    CHECK_EQ(C(duro_cancel_token_fd)(NULL), -1);
+    CHECK_ERRMSG("token is NULL");
+    CHECK(duro_cancel_token_fd(t) >= 0);
+    C(duro_cancel_token_release)(NULL);
+    duro_cancel_token_release(t);
+    return duro_ok(out, "context-ok");
+}
+
+/* ------------------------------------------------------------------------
+ * inside an orchestration */
+
+static int orch_child(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)o;
+    return duro_ok(out, in ? in : "(none)");
+}
+
+static const char *outcome(duro_orch *o, duro_task *t)
+{
+    int rc = duro_await(o, t);
+    return duro_sprintf(o, "%s:%s:%s", duro_errname(rc),
+                        duro_task_output(t) ? duro_task_output(t) : "-",
+                        duro_task_error(t) ? duro_task_error(t) : "-");
+}
+
+/* A task from a call with a NULL context: failed with DURO_MISUSE, and
+ * duro_errmsg() names the call. */
+#define CHECK_MISUSE_TASK(o, call, fn)                                         \
+    do {                                                                       \
+        duro_task *t_ = (call);                                                \
+        CHECK_ERRMSG(fn ": duro API misuse");                                  \
+        CHECK(duro_task_failed(t_));                                           \
+        CHECK_RC(duro_await((o), t_), DURO_MISUSE);                            \
+    } while (0)
+
+/* A task that failed at once with DURO_INVALID. */
+#define CHECK_INVALID_TASK(o, call)                                            \
+    do {                                                                       \
+        duro_task *t_ = (call);                                                \
+        CHECK(duro_task_failed(t_));                                           \
+        CHECK_EQ(duro_task_category(t_), DURO_CATEGORY_CONFIGURATION);         \
+        CHECK_RC(duro_await((o), t_), DURO_INVALID);                           \
+    } while (0)
+
+static void context_functions_with_null_context(duro_orch *o, duro_result *out,
+                                                duro_task *done)
+{
+    duro_retry_policy pol;
+    duro_retry_policy_init(&pol);
+    duro_task *one[] = {done};
+    CHECK_MISUSE_TASK(o, C(duro_call_activity)(NULL, "Echo", "x"),
+                      "duro_call_activity");
+    CHECK_MISUSE_TASK(o,
+                      C(duro_call_activity_with_retry)(NULL, "Echo", "x", &pol),
+                      "duro_call_activity_with_retry");
+    CHECK_MISUSE_TASK(o, C(duro_timer)(NULL, 5), "duro_timer");
+    CHECK_MISUSE_TASK(o, C(duro_wait_event)(NULL, "e"), "duro_wait_event");
+    CHECK_MISUSE_TASK(
+        o, C(duro_call_sub_orchestration)(NULL, "Child", NULL, "nulls-c0", "x"),
+        "duro_call_sub_orchestration");
+    CHECK_RC(C(duro_start_orchestration)(NULL, "Child", NULL, "nulls-d0", "x"),
+             DURO_MISUSE);
+    CHECK_ERRMSG("duro_start_orchestration: ");
+    CHECK_RC(C(duro_await)(NULL, done), DURO_MISUSE);
+    CHECK_ERRMSG("duro_await: ");
+    CHECK_MISUSE_TASK(o, C(duro_select_n)(NULL, one, 1), "duro_select_n");
+    CHECK_MISUSE_TASK(o, C(duro_wait_any_n)(NULL, one, 1), "duro_wait_any_n");
+    CHECK_RC(C(duro_join_n)(NULL, one, 1), DURO_MISUSE);
+    CHECK_ERRMSG("duro_join_n: ");
+    C(duro_cancel_task)(NULL, done);
+    CHECK_ERRMSG("duro_cancel_task: ");
+    CHECK_RC(C(duro_continue_as_new)(NULL, out, "x"), DURO_MISUSE);
+    CHECK_ERRMSG("duro_continue_as_new: ");
+    CHECK_EQ(C(duro_now)(NULL), 0);
+    CHECK_ERRMSG("duro_now: ");
+    CHECK(C(duro_new_guid)(NULL) == NULL);
+    CHECK_ERRMSG("duro_new_guid: ");
+    C(duro_set_custom_status)(NULL, "s");
+    CHECK_ERRMSG("duro_set_custom_status: ");
+    C(duro_log)(NULL, DURO_LOG_ERROR, "x %d", 1);
+    CHECK_ERRMSG("duro_log: ");
+    CHECK(C(duro_orch_alloc)(NULL, 8) == NULL);
+    CHECK_ERRMSG("duro_orch_alloc: ");
+    CHECK(C(duro_sprintf)(NULL, "x %d", 1) == NULL);
+    CHECK_ERRMSG("duro_sprintf: ");
+    CHECK(C(duro_instance_id)(NULL) == NULL);
+    CHECK_ERRMSG("duro_instance_id: ");
+    CHECK_EQ(C(duro_execution_id)(NULL), 0);
+    CHECK_ERRMSG("duro_execution_id: ");
+    CHECK(C(duro_input)(NULL) == NULL);
+    CHECK_ERRMSG("duro_input: ");
+    CHECK_EQ(C(duro_is_replaying)(NULL), 0);
+    CHECK_ERRMSG("duro_is_replaying: ");
+    CHECK(C(duro_orch_user)(NULL) == NULL);
+    CHECK_ERRMSG("duro_orch_user: ");
+}
+
+static int orch_nulls(duro_orch *o, const char *in, duro_result *out)
+{
+    /* a completed task to pass where a task is needed */
+    duro_task *done = duro_call_activity(o, "Echo", "done");
+    CHECK_OK(duro_await(o, done));
+
+    context_functions_with_null_context(o, out, done);
+
+    /* the other pointer arguments NULL, the context valid */
+    CHECK_INVALID_TASK(o, duro_call_activity(o, NULL, "x"));
+    duro_task *no_input = duro_call_activity(o, "Echo", NULL);
+
+    duro_retry_policy pol;
+    duro_retry_policy_init(&pol);
+    pol.max_attempts = 1;
+    CHECK_INVALID_TASK(o, duro_call_activity_with_retry(o, NULL, "x", &pol));
+    CHECK_INVALID_TASK(o, duro_call_activity_with_retry(o, "Echo", "x", NULL));
+    duro_task *retry_no_input =
+        duro_call_activity_with_retry(o, "Echo", NULL, &pol);
+
+    CHECK_INVALID_TASK(o, duro_wait_event(o, NULL));
+
+    CHECK_INVALID_TASK(
+        o, duro_call_sub_orchestration(o, NULL, NULL, "nulls-c1", "x"));
+    duro_task *c_no_version =
+        duro_call_sub_orchestration(o, "Child", NULL, "nulls-c2", "v");
+    duro_task *c_no_id = duro_call_sub_orchestration(o, "Child", "", NULL, "i");
+    duro_task *c_no_input =
+        duro_call_sub_orchestration(o, "Child", "", "nulls-c3", NULL);
+
+    CHECK_RC(duro_start_orchestration(o, NULL, NULL, "nulls-d1", "x"),
+             DURO_INVALID);
+    CHECK_OK(duro_start_orchestration(o, "Child", NULL, "nulls-d2", "x"));
+    CHECK_OK(duro_start_orchestration(o, "Child", "", NULL, "x"));
+    CHECK_OK(duro_start_orchestration(o, "Child", "", "nulls-d3", NULL));
+
+    CHECK_RC(duro_await(o, NULL), DURO_INVALID);
+    CHECK_ERRMSG("task is NULL");
+
+    duro_task *with_null[] = {NULL, done};
+    CHECK(duro_select_n(o, NULL, 2) == NULL);
+    CHECK_ERRMSG("duro_select_n: tasks is NULL");
+    CHECK(duro_select_n(o, with_null, 2) == done);
+    CHECK(duro_select(o, done, NULL) == done);
+    CHECK(duro_wait_any_n(o, NULL, 2) == NULL);
+    CHECK_ERRMSG("duro_wait_any_n: tasks is NULL");
+    CHECK(duro_wait_any_n(o, with_null, 2) == done);
+    CHECK(duro_wait_any(o, NULL, done) == done);
+    CHECK_RC(duro_join_n(o, NULL, 2), DURO_INVALID);
+    CHECK_ERRMSG("duro_join_n: tasks is NULL");
+    CHECK_OK(duro_join_n(o, NULL, 0));
+    CHECK_RC(duro_join_n(o, with_null, 2), DURO_INVALID);
+    CHECK_ERRMSG("duro_join_n: tasks[0] is NULL");
+    CHECK_RC(duro_join(o, done, NULL), DURO_INVALID);
+
+    duro_cancel_task(o, NULL); /* a no-op */
+
+    CHECK_EQ(C(duro_task_done)(NULL), 0);
+    CHECK_EQ(C(duro_task_failed)(NULL), 0);
+    CHECK(C(duro_task_output)(NULL) == NULL);
+    CHECK(C(duro_task_error)(NULL) == NULL);
+    CHECK_EQ(C(duro_task_category)(NULL), DURO_CATEGORY_NONE);
+    CHECK_EQ(duro_task_done(done), 1);
+    CHECK_STR(duro_task_output(done), "done");
+
+    CHECK_RC(duro_continue_as_new(o, NULL, "x"), DURO_INVALID);
+    CHECK_OK(duro_continue_as_new(o, out, NULL)); /* replaced below */
+
+    duro_set_custom_status(o, "set");
+    duro_set_custom_status(o, NULL); /* clears it */
+    duro_log(o, DURO_LOG_ERROR, null_fmt());
+    CHECK_ERRMSG("duro_log: fmt is NULL");
+    CHECK(duro_sprintf(o, null_fmt()) == NULL);
+    CHECK_ERRMSG("duro_sprintf: fmt is NULL");
+    CHECK(duro_orch_alloc(o, 8) != NULL);
+    CHECK(duro_new_guid(o) != NULL);
+    CHECK(duro_now(o) > 0);
+    CHECK_STR(duro_instance_id(o), "nulls");
+    CHECK_EQ(duro_execution_id(o), 1);
+    CHECK_STR(duro_input(o), in);
+    CHECK(duro_orch_user(o) == &orch_user_tag);
+    (void)duro_is_replaying(o);
+
+    /* the valid calls did their work */
+    duro_task *act = duro_call_activity(o, "ContextNulls", "in");
+    duro_task *r_fail = duro_call_activity(o, "ResultNulls", "fail");
+    duro_task *r_with = duro_call_activity(o, "ResultNulls", "fail_with");
+    duro_task *r_failf = duro_call_activity(o, "ResultNulls", "failf");
+    duro_task *r_ok = duro_call_activity(o, "ResultNulls", "ok");
+    duro_task *results[] = {
+        no_input, retry_no_input, c_no_version, c_no_id, c_no_input,
+        act,      r_fail,         r_with,       r_failf, r_ok};
+    const char *report = "";
+    for (size_t k = 0; k < ARRAY_LEN(results); k++)
+        report = duro_sprintf(o, "%s%s|", report, outcome(o, results[k]));
+    report = duro_sprintf(o, "%s%s", report,
+                          duro_category_name(duro_task_category(r_with)));
+    return duro_ok(out, report);
+}
+
+TEST(orchestration_and_activity_contexts_inside)
+{
+    rt_fixture f;
+    rt_init(&f, "nulls_inside.db");
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "Nulls", NULL, orch_nulls,
+                                             &orch_user_tag));
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "Child", NULL, orch_child,
+                                             NULL));
+    CHECK_OK(duro_registry_add_activity(f.reg, "Echo", act_echo, NULL));
+    CHECK_OK(duro_registry_add_activity(f.reg, "ContextNulls",
+                                        act_context_nulls, &act_user_tag));
+    CHECK_OK(duro_registry_add_activity(f.reg, "ResultNulls", act_result_nulls,
+                                        NULL));
+    rt_start(&f);
+    rt_start_instance(&f, "nulls", "Nulls", "the input");
+    duro_instance_info *i = rt_wait(&f, "nulls", 30000);
+    CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+    CHECK_STR(i->output, "DURO_OK:-:-"
+                         "|DURO_OK:-:-"
+                         "|DURO_OK:v:-"
+                         "|DURO_OK:i:-"
+                         "|DURO_OK:(none):-"
+                         "|DURO_OK:context-ok:-"
+                         "|DURO_FAILED:-:failed"
+                         "|DURO_FAILED:-:failed"
+                         "|DURO_FAILED:-:failed"
+                         "|DURO_OK:-:-"
+                         "|configuration");
+    CHECK(i->custom_status == NULL);
+    duro_free(i);
+    /* the fire-and-forget children with NULL id, version or input ran */
+    const char *detached[] = {"nulls-d2", "nulls-d3"};
+    for (size_t k = 0; k < ARRAY_LEN(detached); k++) {
+        i = rt_wait(&f, detached[k], 15000);
+        CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+        duro_free(i);
+    }
+    /* nothing was started for the calls that were refused */
+    CHECK_EQ(rt_status(&f, "nulls-c0"), DURO_STATUS_NOT_FOUND);
+    CHECK_EQ(rt_status(&f, "nulls-c1"), DURO_STATUS_NOT_FOUND);
+    CHECK_EQ(rt_status(&f, "nulls-d0"), DURO_STATUS_NOT_FOUND);
+    CHECK_EQ(rt_status(&f, "nulls-d1"), DURO_STATUS_NOT_FOUND);
+    rt_done(&f);
+}
+
+/* ------------------------------------------------------------------------
+ * outside an orchestration: a parked context used from the test thread */
+
+static duro_orch *_Atomic parked_o;
+static duro_result *_Atomic parked_out;
+static duro_task *_Atomic parked_task;
+
+static int orch_park(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    duro_task *t = duro_call_activity(o, "Echo", "parked");
+    duro_await(o, t);
+    duro_task *go = duro_wait_event(o, "go");
+    atomic_store(&parked_task, t);
+    atomic_store(&parked_out, out);
+    atomic_store(&parked_o, o);
+    duro_await(o, go);
+    atomic_store(&parked_o, NULL);
+    return duro_ok(out, duro_task_output(go));
+}
+
+/* Every context function with a context that is not running on this
+ * thread's fiber, each pointer argument NULL in turn. */
+static void context_functions_outside(duro_orch *o, duro_result *out,
+                                      duro_task *t)
+{
+    duro_retry_policy pol;
+    duro_retry_policy_init(&pol);
+    duro_task *one[] = {t};
+    const char *names[] = {"Echo", NULL};
+    for (size_t k = 0; k < ARRAY_LEN(names); k++) {
+        const char *name = names[k];
+        CHECK_MISUSE_TASK(o, duro_call_activity(o, name, "x"),
+                          "duro_call_activity");
+        CHECK_MISUSE_TASK(o, duro_call_activity(o, name, NULL),
+                          "duro_call_activity");
+        CHECK_MISUSE_TASK(o, duro_call_activity_with_retry(o, name, "x", &pol),
+                          "duro_call_activity_with_retry");
+        CHECK_MISUSE_TASK(o, duro_call_activity_with_retry(o, name, "x", NULL),
+                          "duro_call_activity_with_retry");
+        CHECK_MISUSE_TASK(o, duro_call_activity_with_retry(o, name, NULL, &pol),
+                          "duro_call_activity_with_retry");
+        CHECK_MISUSE_TASK(o, duro_wait_event(o, name), "duro_wait_event");
+        CHECK_MISUSE_TASK(
+            o, duro_call_sub_orchestration(o, name, NULL, NULL, NULL),
+            "duro_call_sub_orchestration");
+        CHECK_RC(duro_start_orchestration(o, name, NULL, NULL, NULL),
+                 DURO_MISUSE);
+        CHECK_ERRMSG("duro_start_orchestration: ");
+    }
+    CHECK_MISUSE_TASK(o, duro_timer(o, 5), "duro_timer");
+    CHECK_RC(duro_await(o, t), DURO_MISUSE);
+    CHECK_ERRMSG("duro_await: ");
+    CHECK_RC(duro_await(o, NULL), DURO_INVALID);
+    CHECK_MISUSE_TASK(o, duro_select_n(o, one, 1), "duro_select_n");
+    CHECK(duro_select_n(o, NULL, 1) == NULL);
+    CHECK_MISUSE_TASK(o, duro_wait_any_n(o, one, 1), "duro_wait_any_n");
+    CHECK(duro_wait_any_n(o, NULL, 1) == NULL);
+    CHECK_RC(duro_join_n(o, one, 1), DURO_MISUSE);
+    CHECK_RC(duro_join_n(o, NULL, 1), DURO_MISUSE);
+    duro_cancel_task(o, t);
+    CHECK_ERRMSG("duro_cancel_task: ");
+    duro_cancel_task(o, NULL);
+    /* read from a plain thread: as a task failed with DURO_MISUSE */
+    CHECK_EQ(duro_task_done(t), 1);
+    CHECK_ERRMSG("duro_task_done: called outside orchestration code");
+    CHECK_EQ(duro_task_failed(t), 1);
+    CHECK(duro_task_output(t) == NULL);
+    CHECK(duro_task_error(t) != NULL);
+    CHECK_EQ(duro_task_category(t), DURO_CATEGORY_CONFIGURATION);
+    CHECK_RC(duro_continue_as_new(o, out, "x"), DURO_MISUSE);
+    CHECK_RC(duro_continue_as_new(o, NULL, "x"), DURO_MISUSE);
+    CHECK_RC(duro_continue_as_new(o, out, NULL), DURO_MISUSE);
+    CHECK_EQ(duro_now(o), 0);
+    CHECK(duro_new_guid(o) == NULL);
+    duro_set_custom_status(o, "outside");
+    duro_set_custom_status(o, NULL);
+    CHECK_ERRMSG("duro_set_custom_status: ");
+    duro_log(o, DURO_LOG_ERROR, "x");
+    duro_log(o, DURO_LOG_ERROR, null_fmt());
+    CHECK_ERRMSG("duro_log: duro API misuse");
+    CHECK(duro_orch_alloc(o, 8) == NULL);
+    CHECK(duro_sprintf(o, "x") == NULL);
+    CHECK(duro_sprintf(o, null_fmt()) == NULL);
+    CHECK_ERRMSG("duro_sprintf: duro API misuse");
+    CHECK(duro_instance_id(o) == NULL);
+    CHECK_EQ(duro_execution_id(o), 0);
+    CHECK(duro_input(o) == NULL);
+    CHECK_EQ(duro_is_replaying(o), 0);
+    CHECK(duro_orch_user(o) == NULL);
+    CHECK_ERRMSG("duro_orch_user: ");
+}
+
+TEST(orchestration_context_outside)
+{
+    atomic_store(&parked_o, NULL);
+    rt_fixture f;
+    rt_init(&f, "nulls_outside.db");
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Park", NULL, orch_park, NULL));
+    CHECK_OK(duro_registry_add_activity(f.reg, "Echo", act_echo, NULL));
+    rt_start(&f);
+    rt_start_instance(&f, "park", "Park", NULL);
+    WAIT_UNTIL(atomic_load(&parked_o) != NULL, 15000);
+    context_functions_outside(atomic_load(&parked_o), atomic_load(&parked_out),
+                              atomic_load(&parked_task));
+    /* and with no context at all */
+    context_functions_outside(NULL, NULL, atomic_load(&parked_task));
+    CHECK_OK(duro_client_raise_event(f.client, "park", "go", "went"));
+    duro_instance_info *i = rt_wait(&f, "park", 15000);
+    CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+    CHECK_STR(i->output, "went");
+    CHECK(i->custom_status == NULL);
+    duro_free(i);
+    /* none of the refused calls reached the instance */
+    CHECK_EQ(rt_count_events(&f, "park", DURO_EVENT_ACTIVITY_SCHEDULED), 1);
+    CHECK_EQ(rt_count_events(&f, "park", DURO_EVENT_TIMER_CREATED), 0);
+    CHECK_EQ(rt_count_events(&f, "park", DURO_EVENT_EVENT_SUBSCRIBED), 1);
+    CHECK_EQ(
+        rt_count_events(&f, "park", DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED), 0);
+    rt_done(&f);
+}
+
+/* ------------------------------------------------------------------------
+ * coverage: every DURO_API function of the headers was called above */
+
+static const char *const api_functions[] = {
+#define DURO_API_FUNCTION(name) #name,
+#include "api_functions.h"
+#undef DURO_API_FUNCTION
+};
+
+TEST(every_public_function_was_called)
+{
+    size_t missing = 0;
+    for (size_t i = 0; i < ARRAY_LEN(api_functions); i++) {
+        int found = 0;
+        pthread_mutex_lock(&cover_lock);
+        for (size_t k = 0; k < covered_count && !found; k++)
+            found = strcmp(covered[k], api_functions[i]) == 0;
+        pthread_mutex_unlock(&cover_lock);
+        if (!found) {
+            fprintf(stderr, "  not called with NULL arguments: %s\n",
+                    api_functions[i]);
+            missing++;
+        }
+    }
+    CHECK_MSG(missing == 0,
+              "%zu of %zu public functions are not covered by "
+              "test_api_nulls.c (when running a filtered subset, run the "
+              "whole binary: each test records what it calls)",
+              missing, ARRAY_LEN(api_functions));
+    /* and nothing was recorded that is not a public function */
+    CHECK_EQ(covered_count, ARRAY_LEN(api_functions));
+    CHECK_INT(ARRAY_LEN(api_functions), >=, 96);
+}
+
+TEST_MAIN(T(common_and_provider_helpers), T(registry_and_initializers),
+          T(runtime_functions), T(client_functions),
+          T(orchestration_and_activity_contexts_inside),
+          T(orchestration_context_outside), T(every_public_function_was_called))
