@@ -144,8 +144,10 @@ static void add_op(tracked *t, int truncate, sqlite3_int64 off, const void *b,
 
 /* The file as the power failure leaves it: the durable image, then each
  * pending operation in order, kept, dropped, or (writes) torn: each 512-byte
- * sector it touches kept or not on its own. `loss` is the percentage of
- * operations dropped, and again of those torn. */
+ * sector it touches left as it was (half of them), written, or written with
+ * garbage (the bytes a write was putting down when the power failed; SQLite
+ * assumes power-safe overwrite, so bytes outside the write stay intact).
+ * `loss` is the percentage of operations dropped, and again of those torn. */
 static void crash_image(tracked *t, unsigned loss, unsigned char **out,
                         size_t *out_len)
 {
@@ -169,8 +171,12 @@ static void crash_image(tracked *t, unsigned loss, unsigned char **out,
                  s += SECTOR) {
                 sqlite3_int64 from = s > op->off ? s : op->off;
                 sqlite3_int64 to = s + SECTOR < end ? s + SECTOR : end;
-                if (rng_next() & 1)
+                uint64_t part = rng_next() % 4;
+                if (part >= 2) /* written */
                     image_write(&buf, &len, &cap, op, from, to);
+                if (part == 3) /* written, then garbled as power failed */
+                    for (sqlite3_int64 b = from; b < to; b++)
+                        buf[b] = (unsigned char)rng_next();
             }
         }
     }

@@ -4,9 +4,10 @@
  * image that is durable (as of the file's last xSync) and the writes and
  * truncates made since. At a chosen call it "cuts the power": each file is
  * rewritten as its durable image plus a random subset of its pending writes
- * (each kept whole, dropped, or torn at 512-byte sector granularity; 2, 10
- * or 33% of them dropped and as many torn, chosen per cut), the -shm file is
- * deleted, and the process _exits. Never linked into libduro.
+ * (each kept whole, dropped, or torn at 512-byte sector granularity, a torn
+ * sector left old, written or garbled; 2, 10 or 33% of them dropped and as
+ * many torn, chosen per cut), the -shm file is deleted, and the process
+ * _exits. Never linked into libduro.
  * Process-wide; the state sits behind one mutex. */
 #ifndef DURO_POWERLOSS_VFS_H
 #define DURO_POWERLOSS_VFS_H
