@@ -5,5 +5,4 @@ list(APPEND DURO_SOURCES
   src/providers/sqlite/sqlite_manage.c
   src/providers/sqlite/sqlite_provider.c
   src/providers/sqlite/sqlite_queue.c
-  src/providers/sqlite/sqlite_url.c
-  src/providers/sqlite/sqlite_vfs.c)
+  src/providers/sqlite/sqlite_url.c)

@@ -306,8 +306,10 @@ int duro__sqlite_conn_open(duro__sqlite_provider *p, duro__sqlite_conn *c,
     int flags = SQLITE_OPEN_NOMUTEX |
                 (readonly ? SQLITE_OPEN_READONLY
                           : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    int rc = sqlite3_open_v2(p->cfg.path, &c->db, flags,
-                             p->cfg.memory ? NULL : duro__sqlite_vfs());
+    /* SQLite's own (default) VFS: no layer under SQLite may defer, reorder
+     * or merge its writes; its durability reasoning depends on every write
+     * reaching the OS when it is made. */
+    int rc = sqlite3_open_v2(p->cfg.path, &c->db, flags, NULL);
     if (rc != SQLITE_OK) {
         if (c->db == NULL)
             return duro_error_set(err, DURO_NOMEM, 0, "out of memory");

@@ -339,11 +339,6 @@ duro__sqlite_conn *duro__sqlite_reader_acquire(duro__sqlite_provider *p);
 void duro__sqlite_reader_release(duro__sqlite_provider *p,
                                  duro__sqlite_conn *c);
 
-/* The name of the WAL-write-coalescing VFS (sqlite_vfs.c), registered on
- * first use; NULL when it cannot be (then the default VFS is used). */
-#define DURO__SQLITE_VFS "duro-wal"
-const char *duro__sqlite_vfs(void);
-
 /* Checkpoints the WAL when enough frames accumulated since the last
  * checkpoint. Call without write_lock held. */
 void duro__sqlite_checkpoint(duro__sqlite_provider *p);
