@@ -136,6 +136,17 @@ static int report(faulty_provider *fp, const fault *f, faulty_method method,
         f->when == FAULTY_AFTER_COMMIT ? " after it committed" : "");
 }
 
+/* Re-arms an armed fault that did not strike after all. */
+static void give_back(faulty_provider *fp, const fault *f)
+{
+    pthread_mutex_lock(&fp->lock);
+    if (f->armed && f->generation == fp->generation) {
+        fp->remaining++;
+        fp->countdown = 1;
+    }
+    pthread_mutex_unlock(&fp->lock);
+}
+
 /* The result of a call whose inner call returned rc: an after-commit fault
  * turns a success into the injected failure; when the inner call failed,
  * the fault goes back to waiting for the next matching call. */
@@ -146,12 +157,7 @@ static int finish(faulty_provider *fp, const fault *f, faulty_method method,
         return rc;
     if (rc == DURO_OK)
         return report(fp, f, method, err);
-    pthread_mutex_lock(&fp->lock);
-    if (f->armed && f->generation == fp->generation) {
-        fp->remaining++;
-        fp->countdown = 1;
-    }
-    pthread_mutex_unlock(&fp->lock);
+    give_back(fp, f);
     return rc;
 }
 
@@ -226,6 +232,10 @@ static int faulty_fetch_orchestration_item(duro_provider *p,
     duro_history_cache tmp;
     int rc = fp->inner->fetch_orchestration_item(
         fp->inner, lock_timeout_ms, pass_cache(fp, cache, &tmp), out, err);
+    if (lost(&f, rc) && (out == NULL || *out == NULL)) {
+        give_back(fp, &f); /* nothing fetched, nothing to lose */
+        return rc;
+    }
     if (lost(&f, rc))
         discard_orch_item(fp, out);
     return finish(fp, &f, FAULTY_FETCH_ORCHESTRATION_ITEM, rc, err);
@@ -300,6 +310,10 @@ static int faulty_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
         return report(fp, &f, FAULTY_FETCH_WORK_ITEM, err);
     }
     int rc = fp->inner->fetch_work_item(fp->inner, lock_timeout_ms, out, err);
+    if (lost(&f, rc) && (out == NULL || *out == NULL)) {
+        give_back(fp, &f); /* nothing fetched, nothing to lose */
+        return rc;
+    }
     if (lost(&f, rc)) {
         discard_worker_item(fp, out);
         return finish(fp, &f, FAULTY_FETCH_WORK_ITEM, rc, err);

@@ -52,7 +52,8 @@ typedef enum faulty_when {
      * (fetch_*, the next item of ack_and_fetch_*) is freed unseen: its lock
      * is held by a token nobody has, so it comes back only when that lock
      * expires, with its delivery count raised - what a real lost reply
-     * does. When the inner call fails, its error is returned and the fault
+     * does. When the inner call fails, or a fetch_* call finds nothing to
+     * fetch (nothing to lose), the inner result is returned and the fault
      * stays armed for the next matching call. */
     FAULTY_AFTER_COMMIT = 1
 } faulty_when;
