@@ -115,11 +115,14 @@ static int before(const fault *f)
     return f->fire && f->when == FAULTY_BEFORE_CALL;
 }
 
-/* 1 when the inner call succeeded and its reply is to be lost: the caller
- * then clears its out-parameters and returns finish(). */
-static int lost(const fault *f, int rc)
+/* 1 when an after-commit fault strikes this call: the inner call succeeded
+ * and, for FAULTY_AFTER_COMMIT_WITH_ITEM, returned an item (`item`). The
+ * caller then clears its out-parameters and returns finish(). */
+static int lost(const fault *f, int rc, int item)
 {
-    return f->fire && f->when == FAULTY_AFTER_COMMIT && rc == DURO_OK;
+    return f->fire && rc == DURO_OK &&
+           (f->when == FAULTY_AFTER_COMMIT ||
+            (f->when == FAULTY_AFTER_COMMIT_WITH_ITEM && item));
 }
 
 /* Fills err with the injected failure and returns its code. */
@@ -133,7 +136,7 @@ static int report(faulty_provider *fp, const fault *f, faulty_method method,
         "faulty_provider: injected %s failure "
         "of %s%s",
         f->retryable ? "retryable" : "permanent", method_names[method],
-        f->when == FAULTY_AFTER_COMMIT ? " after it committed" : "");
+        f->when != FAULTY_BEFORE_CALL ? " after it committed" : "");
 }
 
 /* Re-arms an armed fault that did not strike after all. */
@@ -147,15 +150,16 @@ static void give_back(faulty_provider *fp, const fault *f)
     pthread_mutex_unlock(&fp->lock);
 }
 
-/* The result of a call whose inner call returned rc: an after-commit fault
- * turns a success into the injected failure; when the inner call failed,
- * the fault goes back to waiting for the next matching call. */
+/* The result of a call whose inner call returned rc: the injected failure
+ * when an after-commit fault `struck` (see lost()); otherwise rc, and an
+ * after-commit fault that did not strike waits for the next matching
+ * call. */
 static int finish(faulty_provider *fp, const fault *f, faulty_method method,
-                  int rc, duro_error *err)
+                  int rc, int struck, duro_error *err)
 {
-    if (!f->fire || f->when != FAULTY_AFTER_COMMIT)
+    if (!f->fire || f->when == FAULTY_BEFORE_CALL)
         return rc;
-    if (rc == DURO_OK)
+    if (struck)
         return report(fp, f, method, err);
     give_back(fp, f);
     return rc;
@@ -232,13 +236,10 @@ static int faulty_fetch_orchestration_item(duro_provider *p,
     duro_history_cache tmp;
     int rc = fp->inner->fetch_orchestration_item(
         fp->inner, lock_timeout_ms, pass_cache(fp, cache, &tmp), out, err);
-    if (lost(&f, rc) && (out == NULL || *out == NULL)) {
-        give_back(fp, &f); /* nothing fetched, nothing to lose */
-        return rc;
-    }
-    if (lost(&f, rc))
+    int struck = lost(&f, rc, out != NULL && *out != NULL);
+    if (struck)
         discard_orch_item(fp, out);
-    return finish(fp, &f, FAULTY_FETCH_ORCHESTRATION_ITEM, rc, err);
+    return finish(fp, &f, FAULTY_FETCH_ORCHESTRATION_ITEM, rc, struck, err);
 }
 
 static int faulty_ack_orchestration_item(duro_provider *p,
@@ -252,7 +253,8 @@ static int faulty_ack_orchestration_item(duro_provider *p,
     if (before(&f))
         return report(fp, &f, FAULTY_ACK_ORCHESTRATION_ITEM, err);
     int rc = fp->inner->ack_orchestration_item(fp->inner, lock_token, ack, err);
-    return finish(fp, &f, FAULTY_ACK_ORCHESTRATION_ITEM, rc, err);
+    return finish(fp, &f, FAULTY_ACK_ORCHESTRATION_ITEM, rc, lost(&f, rc, 0),
+                  err);
 }
 
 static int faulty_abandon_orchestration_item(duro_provider *p,
@@ -266,7 +268,8 @@ static int faulty_abandon_orchestration_item(duro_provider *p,
         return report(fp, &f, FAULTY_ABANDON_ORCHESTRATION_ITEM, err);
     int rc = fp->inner->abandon_orchestration_item(fp->inner, lock_token,
                                                    delay_ms, err);
-    return finish(fp, &f, FAULTY_ABANDON_ORCHESTRATION_ITEM, rc, err);
+    return finish(fp, &f, FAULTY_ABANDON_ORCHESTRATION_ITEM, rc,
+                  lost(&f, rc, 0), err);
 }
 
 static int faulty_renew_orchestration_item_lock(duro_provider *p,
@@ -281,7 +284,8 @@ static int faulty_renew_orchestration_item_lock(duro_provider *p,
         return report(fp, &f, FAULTY_RENEW_ORCHESTRATION_ITEM_LOCK, err);
     int rc = fp->inner->renew_orchestration_item_lock(fp->inner, lock_token,
                                                       extend_ms, err);
-    return finish(fp, &f, FAULTY_RENEW_ORCHESTRATION_ITEM_LOCK, rc, err);
+    return finish(fp, &f, FAULTY_RENEW_ORCHESTRATION_ITEM_LOCK, rc,
+                  lost(&f, rc, 0), err);
 }
 
 static int faulty_enqueue_for_orchestrator(duro_provider *p,
@@ -295,7 +299,8 @@ static int faulty_enqueue_for_orchestrator(duro_provider *p,
         return report(fp, &f, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, err);
     int rc =
         fp->inner->enqueue_for_orchestrator(fp->inner, item, delay_ms, err);
-    return finish(fp, &f, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, rc, err);
+    return finish(fp, &f, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, rc, lost(&f, rc, 0),
+                  err);
 }
 
 static int faulty_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
@@ -310,15 +315,10 @@ static int faulty_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
         return report(fp, &f, FAULTY_FETCH_WORK_ITEM, err);
     }
     int rc = fp->inner->fetch_work_item(fp->inner, lock_timeout_ms, out, err);
-    if (lost(&f, rc) && (out == NULL || *out == NULL)) {
-        give_back(fp, &f); /* nothing fetched, nothing to lose */
-        return rc;
-    }
-    if (lost(&f, rc)) {
+    int struck = lost(&f, rc, out != NULL && *out != NULL);
+    if (struck)
         discard_worker_item(fp, out);
-        return finish(fp, &f, FAULTY_FETCH_WORK_ITEM, rc, err);
-    }
-    rc = finish(fp, &f, FAULTY_FETCH_WORK_ITEM, rc, err);
+    rc = finish(fp, &f, FAULTY_FETCH_WORK_ITEM, rc, struck, err);
     pthread_mutex_lock(&fp->lock);
     void (*fn)(void *) = fp->on_work_fetched;
     void *arg = fp->on_work_fetched_arg;
@@ -338,7 +338,8 @@ static int faulty_renew_work_item_lock(duro_provider *p, const char *lock_token,
         return report(fp, &f, FAULTY_RENEW_WORK_ITEM_LOCK, err);
     int rc =
         fp->inner->renew_work_item_lock(fp->inner, lock_token, extend_ms, err);
-    return finish(fp, &f, FAULTY_RENEW_WORK_ITEM_LOCK, rc, err);
+    return finish(fp, &f, FAULTY_RENEW_WORK_ITEM_LOCK, rc, lost(&f, rc, 0),
+                  err);
 }
 
 static int faulty_ack_work_item(duro_provider *p, const char *lock_token,
@@ -351,7 +352,7 @@ static int faulty_ack_work_item(duro_provider *p, const char *lock_token,
     if (before(&f))
         return report(fp, &f, FAULTY_ACK_WORK_ITEM, err);
     int rc = fp->inner->ack_work_item(fp->inner, lock_token, completion, err);
-    return finish(fp, &f, FAULTY_ACK_WORK_ITEM, rc, err);
+    return finish(fp, &f, FAULTY_ACK_WORK_ITEM, rc, lost(&f, rc, 0), err);
 }
 
 /* The version-2 combined methods count and fail as the ack they start
@@ -375,9 +376,11 @@ static int faulty_ack_and_fetch_orchestration_item(
     int rc = fp->inner->ack_and_fetch_orchestration_item(
         fp->inner, lock_token, ack, lock_timeout_ms,
         pass_cache(fp, cache, &tmp), next, err);
-    if (lost(&f, rc))
+    int struck = lost(&f, rc, next != NULL && *next != NULL);
+    if (struck)
         discard_orch_item(fp, next);
-    return finish(fp, &f, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM, rc, err);
+    return finish(fp, &f, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM, rc, struck,
+                  err);
 }
 
 static int faulty_ack_and_fetch_work_item(
@@ -393,9 +396,10 @@ static int faulty_ack_and_fetch_work_item(
         return report(fp, &f, FAULTY_ACK_AND_FETCH_WORK_ITEM, err);
     int rc = fp->inner->ack_and_fetch_work_item(
         fp->inner, lock_token, completion, lock_timeout_ms, next, err);
-    if (lost(&f, rc))
+    int struck = lost(&f, rc, next != NULL && *next != NULL);
+    if (struck)
         discard_worker_item(fp, next);
-    return finish(fp, &f, FAULTY_ACK_AND_FETCH_WORK_ITEM, rc, err);
+    return finish(fp, &f, FAULTY_ACK_AND_FETCH_WORK_ITEM, rc, struck, err);
 }
 
 static int faulty_abandon_work_item(duro_provider *p, const char *lock_token,
@@ -407,7 +411,7 @@ static int faulty_abandon_work_item(duro_provider *p, const char *lock_token,
     if (before(&f))
         return report(fp, &f, FAULTY_ABANDON_WORK_ITEM, err);
     int rc = fp->inner->abandon_work_item(fp->inner, lock_token, delay_ms, err);
-    return finish(fp, &f, FAULTY_ABANDON_WORK_ITEM, rc, err);
+    return finish(fp, &f, FAULTY_ABANDON_WORK_ITEM, rc, lost(&f, rc, 0), err);
 }
 
 static int faulty_read_history(duro_provider *p, const char *instance_id,
@@ -424,11 +428,11 @@ static int faulty_read_history(duro_provider *p, const char *instance_id,
     }
     int rc =
         fp->inner->read_history(fp->inner, instance_id, execution_id, out, err);
-    if (lost(&f, rc) && out != NULL) {
+    if (lost(&f, rc, 0) && out != NULL) {
         duro_history_free(*out);
         *out = NULL;
     }
-    return finish(fp, &f, FAULTY_READ_HISTORY, rc, err);
+    return finish(fp, &f, FAULTY_READ_HISTORY, rc, lost(&f, rc, 0), err);
 }
 
 static int faulty_latest_execution_id(duro_provider *p, const char *instance_id,
@@ -440,9 +444,9 @@ static int faulty_latest_execution_id(duro_provider *p, const char *instance_id,
     if (before(&f))
         return report(fp, &f, FAULTY_LATEST_EXECUTION_ID, err);
     int rc = fp->inner->latest_execution_id(fp->inner, instance_id, out, err);
-    if (lost(&f, rc) && out != NULL)
+    if (lost(&f, rc, 0) && out != NULL)
         *out = 0;
-    return finish(fp, &f, FAULTY_LATEST_EXECUTION_ID, rc, err);
+    return finish(fp, &f, FAULTY_LATEST_EXECUTION_ID, rc, lost(&f, rc, 0), err);
 }
 
 static int faulty_get_instance(duro_provider *p, const char *instance_id,
@@ -457,11 +461,11 @@ static int faulty_get_instance(duro_provider *p, const char *instance_id,
         return report(fp, &f, FAULTY_GET_INSTANCE, err);
     }
     int rc = fp->inner->get_instance(fp->inner, instance_id, out, err);
-    if (lost(&f, rc) && out != NULL) {
+    if (lost(&f, rc, 0) && out != NULL) {
         duro_instance_list_free(*out);
         *out = NULL;
     }
-    return finish(fp, &f, FAULTY_GET_INSTANCE, rc, err);
+    return finish(fp, &f, FAULTY_GET_INSTANCE, rc, lost(&f, rc, 0), err);
 }
 
 static int faulty_list_instances(duro_provider *p,
@@ -477,11 +481,11 @@ static int faulty_list_instances(duro_provider *p,
         return report(fp, &f, FAULTY_LIST_INSTANCES, err);
     }
     int rc = fp->inner->list_instances(fp->inner, filter, out, err);
-    if (lost(&f, rc) && out != NULL) {
+    if (lost(&f, rc, 0) && out != NULL) {
         duro_instance_list_free(*out);
         *out = NULL;
     }
-    return finish(fp, &f, FAULTY_LIST_INSTANCES, rc, err);
+    return finish(fp, &f, FAULTY_LIST_INSTANCES, rc, lost(&f, rc, 0), err);
 }
 
 static int faulty_count_messages(duro_provider *p, duro_queue queue,
@@ -494,9 +498,9 @@ static int faulty_count_messages(duro_provider *p, duro_queue queue,
     if (before(&f))
         return report(fp, &f, FAULTY_COUNT_MESSAGES, err);
     int rc = fp->inner->count_messages(fp->inner, queue, instance_id, out, err);
-    if (lost(&f, rc) && out != NULL)
+    if (lost(&f, rc, 0) && out != NULL)
         *out = 0;
-    return finish(fp, &f, FAULTY_COUNT_MESSAGES, rc, err);
+    return finish(fp, &f, FAULTY_COUNT_MESSAGES, rc, lost(&f, rc, 0), err);
 }
 
 static int faulty_delete_instance(duro_provider *p, const char *instance_id,
@@ -509,9 +513,9 @@ static int faulty_delete_instance(duro_provider *p, const char *instance_id,
         return report(fp, &f, FAULTY_DELETE_INSTANCE, err);
     int rc =
         fp->inner->delete_instance(fp->inner, instance_id, force, deleted, err);
-    if (lost(&f, rc) && deleted != NULL)
+    if (lost(&f, rc, 0) && deleted != NULL)
         *deleted = 0;
-    return finish(fp, &f, FAULTY_DELETE_INSTANCE, rc, err);
+    return finish(fp, &f, FAULTY_DELETE_INSTANCE, rc, lost(&f, rc, 0), err);
 }
 
 static int faulty_prune_executions(duro_provider *p, const char *instance_id,
@@ -525,9 +529,9 @@ static int faulty_prune_executions(duro_provider *p, const char *instance_id,
         return report(fp, &f, FAULTY_PRUNE_EXECUTIONS, err);
     int rc = fp->inner->prune_executions(fp->inner, instance_id, keep_last,
                                          pruned, err);
-    if (lost(&f, rc) && pruned != NULL)
+    if (lost(&f, rc, 0) && pruned != NULL)
         *pruned = 0;
-    return finish(fp, &f, FAULTY_PRUNE_EXECUTIONS, rc, err);
+    return finish(fp, &f, FAULTY_PRUNE_EXECUTIONS, rc, lost(&f, rc, 0), err);
 }
 
 static int faulty_wait_for_work(duro_provider *p, duro_queue queue,
@@ -539,7 +543,7 @@ static int faulty_wait_for_work(duro_provider *p, duro_queue queue,
     if (before(&f))
         return report(fp, &f, FAULTY_WAIT_FOR_WORK, err);
     int rc = fp->inner->wait_for_work(fp->inner, queue, max_wait_ms, err);
-    return finish(fp, &f, FAULTY_WAIT_FOR_WORK, rc, err);
+    return finish(fp, &f, FAULTY_WAIT_FOR_WORK, rc, lost(&f, rc, 0), err);
 }
 
 static void faulty_wake(duro_provider *p, int sticky)

@@ -52,10 +52,14 @@ typedef enum faulty_when {
      * (fetch_*, the next item of ack_and_fetch_*) is freed unseen: its lock
      * is held by a token nobody has, so it comes back only when that lock
      * expires, with its delivery count raised - what a real lost reply
-     * does. When the inner call fails, or a fetch_* call finds nothing to
-     * fetch (nothing to lose), the inner result is returned and the fault
+     * does. When the inner call fails, its error is returned and the fault
      * stays armed for the next matching call. */
-    FAULTY_AFTER_COMMIT = 1
+    FAULTY_AFTER_COMMIT = 1,
+    /* Like FAULTY_AFTER_COMMIT, but only a call that returned an item (a
+     * fetch that found one, an ack-and-fetch with a next item) is struck;
+     * other matching calls go through and the fault stays armed. For tests
+     * that must lose an item, whatever the timing. */
+    FAULTY_AFTER_COMMIT_WITH_ITEM = 2
 } faulty_when;
 
 /** Wraps @p inner. With @p own_inner, closing the wrapper closes @p inner.

@@ -483,6 +483,26 @@ PV_TEST(wrapper_after_commit_faults_commit_and_lose_the_reply)
               &e);
     CHECK_EQ(item ? item->history_offset : 0, 4);
     duro_orch_item_free(item);
+
+    /* With-item faults let fetches that find nothing through. */
+    fired = faulty_provider_faults_fired(o);
+    faulty_provider_arm(o, FAULTY_FETCH_ORCHESTRATION_ITEM, 1, 1, 1,
+                        FAULTY_AFTER_COMMIT_WITH_ITEM);
+    CHECK_PRC(o->fetch_orchestration_item(o, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item == NULL);
+    CHECK_EQ(faulty_provider_faults_fired(o), fired);
+    start.instance_id = "d";
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &start, 0, &e), DURO_OK, &e);
+    item = (duro_orch_item *)&e;
+    CHECK_PFAIL(o->fetch_orchestration_item(o, 60000, NULL, &item, &e),
+                DURO_BUSY, 1, &e);
+    CHECK(item == NULL);
+    CHECK_EQ(faulty_provider_faults_fired(o), fired + 1);
+    CHECK_EQ(faulty_provider_items_discarded(o), 3);
+    CHECK_PRC(o->fetch_orchestration_item(o, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item == NULL); /* d is held by the lost reply */
     duro_provider_close(o);
 
     /* A wrapper presenting version 1 hides the combined methods. */
