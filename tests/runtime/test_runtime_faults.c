@@ -92,8 +92,8 @@ static int orch_steps(duro_orch *o, const char *in, duro_result *out)
             break;
         }
         case 1: {
-            duro_task *p = duro_call_activity(
-                o, "Ping", duro_sprintf(o, "%d|%s", i, acc));
+            duro_task *p =
+                duro_call_activity(o, "Ping", duro_sprintf(o, "%d|%s", i, acc));
             if (duro_await(o, p) != DURO_OK)
                 return duro_fail(out, duro_task_error(p));
             duro_task *ev = duro_wait_event(o, duro_sprintf(o, "ping-%d", i));
@@ -205,10 +205,9 @@ static void check_history_sane(const duro_history *h, const char *id)
                       (unsigned long long)e->event_id,
                       completions[e->event_id]);
         if (e->kind == DURO_EVENT_TIMER_CREATED)
-            CHECK_MSG(completions[e->event_id] <= 1,
-                      "%s: timer %llu fired %d times", id,
-                      (unsigned long long)e->event_id,
-                      completions[e->event_id]);
+            CHECK_MSG(
+                completions[e->event_id] <= 1, "%s: timer %llu fired %d times",
+                id, (unsigned long long)e->event_id, completions[e->event_id]);
     }
     free(completions);
 }
@@ -224,32 +223,31 @@ static void check_same_history(const duro_history *got,
     size_t n = got->count < want->count ? got->count : want->count;
     for (size_t i = 0; i < n; i++) {
         const duro_event *a = &got->events[i], *b = &want->events[i];
-        int same =
-            a->event_id == b->event_id && a->kind == b->kind &&
-            a->source_event_id == b->source_event_id &&
-            str_eq(a->name, b->name) && str_eq(a->version, b->version) &&
-            str_eq(a->payload, b->payload) && str_eq(a->error, b->error) &&
-            a->category == b->category && str_eq(a->reason, b->reason) &&
-            str_eq(a->requested_by, b->requested_by) &&
-            str_eq(a->ref_instance, b->ref_instance) &&
-            a->ref_execution == b->ref_execution &&
-            a->ref_event_id == b->ref_event_id && a->attempt == b->attempt &&
-            a->flags == b->flags &&
-            (a->kind != DURO_EVENT_TIMER_CREATED ||
-             a->fire_at_ms - a->timestamp_ms ==
-                 b->fire_at_ms - b->timestamp_ms);
+        int same = a->event_id == b->event_id && a->kind == b->kind &&
+                   a->source_event_id == b->source_event_id &&
+                   str_eq(a->name, b->name) && str_eq(a->version, b->version) &&
+                   str_eq(a->payload, b->payload) &&
+                   str_eq(a->error, b->error) && a->category == b->category &&
+                   str_eq(a->reason, b->reason) &&
+                   str_eq(a->requested_by, b->requested_by) &&
+                   str_eq(a->ref_instance, b->ref_instance) &&
+                   a->ref_execution == b->ref_execution &&
+                   a->ref_event_id == b->ref_event_id &&
+                   a->attempt == b->attempt && a->flags == b->flags &&
+                   (a->kind != DURO_EVENT_TIMER_CREATED ||
+                    a->fire_at_ms - a->timestamp_ms ==
+                        b->fire_at_ms - b->timestamp_ms);
         if (!same) {
             CHECK_MSG(same,
                       "%s: event %zu differs: %s(src %llu, name %s, payload "
                       "%s, error %s) vs expected %s(src %llu, name %s, "
                       "payload %s, error %s)",
                       id, i + 1, duro_event_kind_name(a->kind),
-                      (unsigned long long)a->source_event_id,
-                      or_null(a->name), or_null(a->payload), or_null(a->error),
+                      (unsigned long long)a->source_event_id, or_null(a->name),
+                      or_null(a->payload), or_null(a->error),
                       duro_event_kind_name(b->kind),
-                      (unsigned long long)b->source_event_id,
-                      or_null(b->name), or_null(b->payload),
-                      or_null(b->error));
+                      (unsigned long long)b->source_event_id, or_null(b->name),
+                      or_null(b->payload), or_null(b->error));
             return;
         }
     }
@@ -521,12 +519,10 @@ static void orchestration_ack_errors(int version, const char *db)
 
     char needle[160];
     snprintf(needle, sizeof(needle),
-             "failed: faulty_provider: injected retryable failure of %s",
-             name);
+             "failed: faulty_provider: injected retryable failure of %s", name);
     CHECK_EQ(rt_log_hits(needle), 2);
     snprintf(needle, sizeof(needle),
-             "failed: faulty_provider: injected permanent failure of %s",
-             name);
+             "failed: faulty_provider: injected permanent failure of %s", name);
     CHECK_EQ(rt_log_hits(needle), 1);
     CHECK_INT(calls(w, FAULTY_ABANDON_ORCHESTRATION_ITEM) - abandons, >=, 3);
     if (version < 2)
@@ -585,8 +581,8 @@ static void activity_ack_retries(int version, const char *db)
     rt_fixture f;
     init_faulty(&f, db);
     duro_provider *w = start_faulty(&f, version);
-    int method = version >= 2 ? FAULTY_ACK_AND_FETCH_WORK_ITEM
-                              : FAULTY_ACK_WORK_ITEM;
+    int method =
+        version >= 2 ? FAULTY_ACK_AND_FETCH_WORK_ITEM : FAULTY_ACK_WORK_ITEM;
     start_chains(&f, CHAIN_INSTANCES);
     uint64_t base = fired(w);
     faulty_provider_arm(w, method, 1, 3, 1, FAULTY_BEFORE_CALL);
@@ -595,8 +591,7 @@ static void activity_ack_retries(int version, const char *db)
     check_chains(&f, CHAIN_INSTANCES);
     CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
     /* every completion acked once, plus the three failed calls */
-    CHECK_EQ(calls(w, FAULTY_ACK_WORK_ITEM),
-             CHAIN_INSTANCES * CHAIN_STEPS + 3);
+    CHECK_EQ(calls(w, FAULTY_ACK_WORK_ITEM), CHAIN_INSTANCES * CHAIN_STEPS + 3);
     if (version < 2)
         CHECK_EQ(calls(w, FAULTY_ACK_AND_FETCH_WORK_ITEM), 0);
     CHECK_EQ(rt_log_hits("ack of activity"), 0);
@@ -701,8 +696,8 @@ TEST(dropping_a_batch_survives_ack_errors)
         uint64_t base = fired(w);
         faulty_provider_arm(w, FAULTY_ACK_ORCHESTRATION_ITEM, 1, 1, retryable,
                             FAULTY_BEFORE_CALL);
-        CHECK_PRC(inner->enqueue_for_orchestrator(inner, &ev, 0, &err),
-                  DURO_OK, &err);
+        CHECK_PRC(inner->enqueue_for_orchestrator(inner, &ev, 0, &err), DURO_OK,
+                  &err);
         uint64_t queued = 1;
         WAIT_UNTIL(inner->count_messages(inner, DURO_QUEUE_ORCHESTRATOR,
                                          "ghost", &queued, &err) == DURO_OK &&
@@ -841,8 +836,8 @@ static void committed_activity_acks(int version, const char *db)
     f.opts.lock_renewal_ms = 100;
     f.opts.worker_concurrency = 1; /* rows queue up behind the one slot */
     duro_provider *w = open_faulty(&f, version);
-    int method = version >= 2 ? FAULTY_ACK_AND_FETCH_WORK_ITEM
-                              : FAULTY_ACK_WORK_ITEM;
+    int method =
+        version >= 2 ? FAULTY_ACK_AND_FETCH_WORK_ITEM : FAULTY_ACK_WORK_ITEM;
     atomic_store(&held_once, 0);
     faulty_provider_on_work_fetched(w, hold_until_backlog,
                                     faulty_provider_inner(w));
@@ -906,10 +901,11 @@ TEST(committed_client_calls_reported_as_failed)
                      i == 0 ? DURO_BUSY : DURO_STORAGE);
             CHECK_RC(duro_client_start(c, id, "Chain", instance_input(i), NULL),
                      DURO_ALREADY_EXISTS);
-            CHECK_OK(duro_client_start(c, id, "Chain", instance_input(i),
-                                       &idem));
+            CHECK_OK(
+                duro_client_start(c, id, "Chain", instance_input(i), &idem));
         } else {
-            CHECK_OK(duro_client_start(c, id, "Chain", instance_input(i), NULL));
+            CHECK_OK(
+                duro_client_start(c, id, "Chain", instance_input(i), NULL));
         }
     }
     for (int i = 0; i < CHAIN_INSTANCES; i++) {
