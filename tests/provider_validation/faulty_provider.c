@@ -14,15 +14,13 @@
 typedef struct faulty_provider {
     duro_provider base; /* first member: a faulty_provider is a provider */
     duro_provider *inner;
-    int own_inner;        /* close() closes inner */
-    char name[64];        /* "faulty(<inner name>)" */
-    pthread_mutex_t lock; /* guards the fault settings below */
-    uint64_t countdown;   /* matching calls until the next fault; 0: off */
-    uint64_t remaining;   /* faults left to fire, the next one included */
-    uint64_t generation;  /* raised by every arming */
-    int fault_method;     /* faulty_method or FAULTY_ANY_METHOD */
-    int fault_retryable;
-    faulty_when fault_when;
+    int own_inner;                      /* close() closes inner */
+    char name[64];                      /* "faulty(<inner name>)" */
+    pthread_mutex_t lock;               /* guards the fault settings below */
+    faulty_fault plan[FAULTY_PLAN_MAX]; /* armed faults, in order */
+    size_t plan_head, plan_tail;        /* plan[plan_head] is current */
+    uint64_t countdown; /* matching calls until the current fault fires */
+    uint64_t remaining; /* its failures left, the next one included */
     int always[FAULTY_METHOD_COUNT];    /* 0: off, 1: retryable, 2: permanent */
     int understate;                     /* understate the history cache */
     void (*on_work_fetched)(void *arg); /* under lock */
@@ -67,35 +65,73 @@ static faulty_provider *from(duro_provider *p)
     return (faulty_provider *)p;
 }
 
-/* What decide() chose for one call. */
+/* ---- the plan of armed faults (under fp->lock) ---- */
+
+/* Makes the next fault of the plan current, if any. */
+static void plan_load(faulty_provider *fp)
+{
+    if (fp->plan_head < fp->plan_tail) {
+        const faulty_fault *c = &fp->plan[fp->plan_head];
+        fp->countdown = c->nth;
+        fp->remaining = c->count ? c->count : 1;
+    } else {
+        fp->countdown = fp->remaining = 0;
+    }
+}
+
+static const faulty_fault *plan_current(faulty_provider *fp)
+{
+    return fp->plan_head < fp->plan_tail ? &fp->plan[fp->plan_head] : NULL;
+}
+
+static int plan_matches(const faulty_fault *c, faulty_method method, int ack)
+{
+    return c->method == FAULTY_ANY_METHOD || c->method == (int)method ||
+           (ack >= 0 && c->method == ack);
+}
+
+/* One more matching call for the current fault; 1 when it fires now. */
+static int plan_tick(faulty_provider *fp)
+{
+    if (fp->countdown == 0 || --fp->countdown > 0)
+        return 0;
+    if (--fp->remaining > 0) {
+        fp->countdown = 1; /* the next matching call fails too */
+    } else {
+        fp->plan_head++;
+        plan_load(fp);
+    }
+    return 1;
+}
+
+/* What decide() and lost() chose for one call. */
 typedef struct fault {
-    int fire;            /* this call is to fail */
-    int retryable;       /* ... with DURO_BUSY (1) or DURO_STORAGE (0) */
-    faulty_when when;    /* before the inner call or after its commit */
-    int armed;           /* from the armed fault (not from fail_always) */
-    uint64_t generation; /* of that arming */
+    int fire;         /* this call is to fail */
+    int retryable;    /* ... with DURO_BUSY (1) or DURO_STORAGE (0) */
+    faulty_when when; /* before the inner call or after its commit */
+    faulty_method method;
+    int ack; /* the ack a combined call also counts as; -1: none */
 } fault;
 
 /* Counts the call (a combined call also as `ack`, -1: none) and decides
- * whether it is to fail and when. */
+ * whether it fails before reaching the inner provider. */
 static void decide(faulty_provider *fp, faulty_method method, int ack, fault *f)
 {
     memset(f, 0, sizeof(*f));
+    f->method = method;
+    f->ack = ack;
     atomic_fetch_add(&fp->calls[method], 1);
     if (ack >= 0)
         atomic_fetch_add(&fp->calls[ack], 1);
     pthread_mutex_lock(&fp->lock);
-    if (fp->countdown > 0 && (fp->fault_method == FAULTY_ANY_METHOD ||
-                              fp->fault_method == (int)method ||
-                              (ack >= 0 && fp->fault_method == ack))) {
-        if (--fp->countdown == 0) {
+    const faulty_fault *c = plan_current(fp);
+    if (c != NULL && c->when == FAULTY_BEFORE_CALL &&
+        plan_matches(c, method, ack)) {
+        int retryable = c->retryable;
+        if (plan_tick(fp)) {
             f->fire = 1;
-            f->retryable = fp->fault_retryable;
-            f->when = fp->fault_when;
-            f->armed = 1;
-            f->generation = fp->generation;
-            if (--fp->remaining > 0)
-                fp->countdown = 1; /* the next matching call fails too */
+            f->retryable = retryable;
+            f->when = FAULTY_BEFORE_CALL;
         }
     }
     int always = method == FAULTY_WAKE ? 0 : fp->always[method];
@@ -115,14 +151,30 @@ static int before(const fault *f)
     return f->fire && f->when == FAULTY_BEFORE_CALL;
 }
 
-/* 1 when an after-commit fault strikes this call: the inner call succeeded
- * and, for FAULTY_AFTER_COMMIT_WITH_ITEM, returned an item (`item`). The
- * caller then clears its out-parameters and returns finish(). */
-static int lost(const fault *f, int rc, int item)
+/* After the inner call returned rc (and `item`: whether it returned an
+ * item): 1 when the current after-commit fault strikes this call. Only
+ * calls that succeeded - and returned an item, for
+ * FAULTY_AFTER_COMMIT_WITH_ITEM - count toward it. The caller then clears
+ * its out-parameters and returns finish(). */
+static int lost(faulty_provider *fp, fault *f, int rc, int item)
 {
-    return f->fire && rc == DURO_OK &&
-           (f->when == FAULTY_AFTER_COMMIT ||
-            (f->when == FAULTY_AFTER_COMMIT_WITH_ITEM && item));
+    if (rc != DURO_OK)
+        return 0;
+    pthread_mutex_lock(&fp->lock);
+    const faulty_fault *c = plan_current(fp);
+    if (c != NULL && plan_matches(c, f->method, f->ack) &&
+        (c->when == FAULTY_AFTER_COMMIT ||
+         (c->when == FAULTY_AFTER_COMMIT_WITH_ITEM && item))) {
+        int retryable = c->retryable;
+        faulty_when when = c->when;
+        if (plan_tick(fp)) {
+            f->fire = 1;
+            f->retryable = retryable;
+            f->when = when;
+        }
+    }
+    pthread_mutex_unlock(&fp->lock);
+    return f->fire;
 }
 
 /* Fills err with the injected failure and returns its code. */
@@ -139,30 +191,12 @@ static int report(faulty_provider *fp, const fault *f, faulty_method method,
         f->when != FAULTY_BEFORE_CALL ? " after it committed" : "");
 }
 
-/* Re-arms an armed fault that did not strike after all. */
-static void give_back(faulty_provider *fp, const fault *f)
-{
-    pthread_mutex_lock(&fp->lock);
-    if (f->armed && f->generation == fp->generation) {
-        fp->remaining++;
-        fp->countdown = 1;
-    }
-    pthread_mutex_unlock(&fp->lock);
-}
-
 /* The result of a call whose inner call returned rc: the injected failure
- * when an after-commit fault `struck` (see lost()); otherwise rc, and an
- * after-commit fault that did not strike waits for the next matching
- * call. */
+ * when an after-commit fault `struck` (see lost()), otherwise rc. */
 static int finish(faulty_provider *fp, const fault *f, faulty_method method,
                   int rc, int struck, duro_error *err)
 {
-    if (!f->fire || f->when == FAULTY_BEFORE_CALL)
-        return rc;
-    if (struck)
-        return report(fp, f, method, err);
-    give_back(fp, f);
-    return rc;
+    return struck ? report(fp, f, method, err) : rc;
 }
 
 /* ---- understating the history cache ---- */
@@ -236,7 +270,7 @@ static int faulty_fetch_orchestration_item(duro_provider *p,
     duro_history_cache tmp;
     int rc = fp->inner->fetch_orchestration_item(
         fp->inner, lock_timeout_ms, pass_cache(fp, cache, &tmp), out, err);
-    int struck = lost(&f, rc, out != NULL && *out != NULL);
+    int struck = lost(fp, &f, rc, out != NULL && *out != NULL);
     if (struck)
         discard_orch_item(fp, out);
     return finish(fp, &f, FAULTY_FETCH_ORCHESTRATION_ITEM, rc, struck, err);
@@ -253,8 +287,8 @@ static int faulty_ack_orchestration_item(duro_provider *p,
     if (before(&f))
         return report(fp, &f, FAULTY_ACK_ORCHESTRATION_ITEM, err);
     int rc = fp->inner->ack_orchestration_item(fp->inner, lock_token, ack, err);
-    return finish(fp, &f, FAULTY_ACK_ORCHESTRATION_ITEM, rc, lost(&f, rc, 0),
-                  err);
+    return finish(fp, &f, FAULTY_ACK_ORCHESTRATION_ITEM, rc,
+                  lost(fp, &f, rc, 0), err);
 }
 
 static int faulty_abandon_orchestration_item(duro_provider *p,
@@ -269,7 +303,7 @@ static int faulty_abandon_orchestration_item(duro_provider *p,
     int rc = fp->inner->abandon_orchestration_item(fp->inner, lock_token,
                                                    delay_ms, err);
     return finish(fp, &f, FAULTY_ABANDON_ORCHESTRATION_ITEM, rc,
-                  lost(&f, rc, 0), err);
+                  lost(fp, &f, rc, 0), err);
 }
 
 static int faulty_renew_orchestration_item_lock(duro_provider *p,
@@ -285,7 +319,7 @@ static int faulty_renew_orchestration_item_lock(duro_provider *p,
     int rc = fp->inner->renew_orchestration_item_lock(fp->inner, lock_token,
                                                       extend_ms, err);
     return finish(fp, &f, FAULTY_RENEW_ORCHESTRATION_ITEM_LOCK, rc,
-                  lost(&f, rc, 0), err);
+                  lost(fp, &f, rc, 0), err);
 }
 
 static int faulty_enqueue_for_orchestrator(duro_provider *p,
@@ -299,8 +333,8 @@ static int faulty_enqueue_for_orchestrator(duro_provider *p,
         return report(fp, &f, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, err);
     int rc =
         fp->inner->enqueue_for_orchestrator(fp->inner, item, delay_ms, err);
-    return finish(fp, &f, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, rc, lost(&f, rc, 0),
-                  err);
+    return finish(fp, &f, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, rc,
+                  lost(fp, &f, rc, 0), err);
 }
 
 static int faulty_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
@@ -315,7 +349,7 @@ static int faulty_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
         return report(fp, &f, FAULTY_FETCH_WORK_ITEM, err);
     }
     int rc = fp->inner->fetch_work_item(fp->inner, lock_timeout_ms, out, err);
-    int struck = lost(&f, rc, out != NULL && *out != NULL);
+    int struck = lost(fp, &f, rc, out != NULL && *out != NULL);
     if (struck)
         discard_worker_item(fp, out);
     rc = finish(fp, &f, FAULTY_FETCH_WORK_ITEM, rc, struck, err);
@@ -338,7 +372,7 @@ static int faulty_renew_work_item_lock(duro_provider *p, const char *lock_token,
         return report(fp, &f, FAULTY_RENEW_WORK_ITEM_LOCK, err);
     int rc =
         fp->inner->renew_work_item_lock(fp->inner, lock_token, extend_ms, err);
-    return finish(fp, &f, FAULTY_RENEW_WORK_ITEM_LOCK, rc, lost(&f, rc, 0),
+    return finish(fp, &f, FAULTY_RENEW_WORK_ITEM_LOCK, rc, lost(fp, &f, rc, 0),
                   err);
 }
 
@@ -352,7 +386,7 @@ static int faulty_ack_work_item(duro_provider *p, const char *lock_token,
     if (before(&f))
         return report(fp, &f, FAULTY_ACK_WORK_ITEM, err);
     int rc = fp->inner->ack_work_item(fp->inner, lock_token, completion, err);
-    return finish(fp, &f, FAULTY_ACK_WORK_ITEM, rc, lost(&f, rc, 0), err);
+    return finish(fp, &f, FAULTY_ACK_WORK_ITEM, rc, lost(fp, &f, rc, 0), err);
 }
 
 /* The version-2 combined methods count and fail as the ack they start
@@ -376,7 +410,7 @@ static int faulty_ack_and_fetch_orchestration_item(
     int rc = fp->inner->ack_and_fetch_orchestration_item(
         fp->inner, lock_token, ack, lock_timeout_ms,
         pass_cache(fp, cache, &tmp), next, err);
-    int struck = lost(&f, rc, next != NULL && *next != NULL);
+    int struck = lost(fp, &f, rc, next != NULL && *next != NULL);
     if (struck)
         discard_orch_item(fp, next);
     return finish(fp, &f, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM, rc, struck,
@@ -396,7 +430,7 @@ static int faulty_ack_and_fetch_work_item(
         return report(fp, &f, FAULTY_ACK_AND_FETCH_WORK_ITEM, err);
     int rc = fp->inner->ack_and_fetch_work_item(
         fp->inner, lock_token, completion, lock_timeout_ms, next, err);
-    int struck = lost(&f, rc, next != NULL && *next != NULL);
+    int struck = lost(fp, &f, rc, next != NULL && *next != NULL);
     if (struck)
         discard_worker_item(fp, next);
     return finish(fp, &f, FAULTY_ACK_AND_FETCH_WORK_ITEM, rc, struck, err);
@@ -411,7 +445,8 @@ static int faulty_abandon_work_item(duro_provider *p, const char *lock_token,
     if (before(&f))
         return report(fp, &f, FAULTY_ABANDON_WORK_ITEM, err);
     int rc = fp->inner->abandon_work_item(fp->inner, lock_token, delay_ms, err);
-    return finish(fp, &f, FAULTY_ABANDON_WORK_ITEM, rc, lost(&f, rc, 0), err);
+    return finish(fp, &f, FAULTY_ABANDON_WORK_ITEM, rc, lost(fp, &f, rc, 0),
+                  err);
 }
 
 static int faulty_read_history(duro_provider *p, const char *instance_id,
@@ -428,11 +463,12 @@ static int faulty_read_history(duro_provider *p, const char *instance_id,
     }
     int rc =
         fp->inner->read_history(fp->inner, instance_id, execution_id, out, err);
-    if (lost(&f, rc, 0) && out != NULL) {
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL) {
         duro_history_free(*out);
         *out = NULL;
     }
-    return finish(fp, &f, FAULTY_READ_HISTORY, rc, lost(&f, rc, 0), err);
+    return finish(fp, &f, FAULTY_READ_HISTORY, rc, struck, err);
 }
 
 static int faulty_latest_execution_id(duro_provider *p, const char *instance_id,
@@ -444,9 +480,10 @@ static int faulty_latest_execution_id(duro_provider *p, const char *instance_id,
     if (before(&f))
         return report(fp, &f, FAULTY_LATEST_EXECUTION_ID, err);
     int rc = fp->inner->latest_execution_id(fp->inner, instance_id, out, err);
-    if (lost(&f, rc, 0) && out != NULL)
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL)
         *out = 0;
-    return finish(fp, &f, FAULTY_LATEST_EXECUTION_ID, rc, lost(&f, rc, 0), err);
+    return finish(fp, &f, FAULTY_LATEST_EXECUTION_ID, rc, struck, err);
 }
 
 static int faulty_get_instance(duro_provider *p, const char *instance_id,
@@ -461,11 +498,12 @@ static int faulty_get_instance(duro_provider *p, const char *instance_id,
         return report(fp, &f, FAULTY_GET_INSTANCE, err);
     }
     int rc = fp->inner->get_instance(fp->inner, instance_id, out, err);
-    if (lost(&f, rc, 0) && out != NULL) {
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL) {
         duro_instance_list_free(*out);
         *out = NULL;
     }
-    return finish(fp, &f, FAULTY_GET_INSTANCE, rc, lost(&f, rc, 0), err);
+    return finish(fp, &f, FAULTY_GET_INSTANCE, rc, struck, err);
 }
 
 static int faulty_list_instances(duro_provider *p,
@@ -481,11 +519,12 @@ static int faulty_list_instances(duro_provider *p,
         return report(fp, &f, FAULTY_LIST_INSTANCES, err);
     }
     int rc = fp->inner->list_instances(fp->inner, filter, out, err);
-    if (lost(&f, rc, 0) && out != NULL) {
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL) {
         duro_instance_list_free(*out);
         *out = NULL;
     }
-    return finish(fp, &f, FAULTY_LIST_INSTANCES, rc, lost(&f, rc, 0), err);
+    return finish(fp, &f, FAULTY_LIST_INSTANCES, rc, struck, err);
 }
 
 static int faulty_count_messages(duro_provider *p, duro_queue queue,
@@ -498,9 +537,10 @@ static int faulty_count_messages(duro_provider *p, duro_queue queue,
     if (before(&f))
         return report(fp, &f, FAULTY_COUNT_MESSAGES, err);
     int rc = fp->inner->count_messages(fp->inner, queue, instance_id, out, err);
-    if (lost(&f, rc, 0) && out != NULL)
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL)
         *out = 0;
-    return finish(fp, &f, FAULTY_COUNT_MESSAGES, rc, lost(&f, rc, 0), err);
+    return finish(fp, &f, FAULTY_COUNT_MESSAGES, rc, struck, err);
 }
 
 static int faulty_delete_instance(duro_provider *p, const char *instance_id,
@@ -513,9 +553,10 @@ static int faulty_delete_instance(duro_provider *p, const char *instance_id,
         return report(fp, &f, FAULTY_DELETE_INSTANCE, err);
     int rc =
         fp->inner->delete_instance(fp->inner, instance_id, force, deleted, err);
-    if (lost(&f, rc, 0) && deleted != NULL)
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && deleted != NULL)
         *deleted = 0;
-    return finish(fp, &f, FAULTY_DELETE_INSTANCE, rc, lost(&f, rc, 0), err);
+    return finish(fp, &f, FAULTY_DELETE_INSTANCE, rc, struck, err);
 }
 
 static int faulty_prune_executions(duro_provider *p, const char *instance_id,
@@ -529,9 +570,10 @@ static int faulty_prune_executions(duro_provider *p, const char *instance_id,
         return report(fp, &f, FAULTY_PRUNE_EXECUTIONS, err);
     int rc = fp->inner->prune_executions(fp->inner, instance_id, keep_last,
                                          pruned, err);
-    if (lost(&f, rc, 0) && pruned != NULL)
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && pruned != NULL)
         *pruned = 0;
-    return finish(fp, &f, FAULTY_PRUNE_EXECUTIONS, rc, lost(&f, rc, 0), err);
+    return finish(fp, &f, FAULTY_PRUNE_EXECUTIONS, rc, struck, err);
 }
 
 static int faulty_wait_for_work(duro_provider *p, duro_queue queue,
@@ -543,7 +585,7 @@ static int faulty_wait_for_work(duro_provider *p, duro_queue queue,
     if (before(&f))
         return report(fp, &f, FAULTY_WAIT_FOR_WORK, err);
     int rc = fp->inner->wait_for_work(fp->inner, queue, max_wait_ms, err);
-    return finish(fp, &f, FAULTY_WAIT_FOR_WORK, rc, lost(&f, rc, 0), err);
+    return finish(fp, &f, FAULTY_WAIT_FOR_WORK, rc, lost(fp, &f, rc, 0), err);
 }
 
 static void faulty_wake(duro_provider *p, int sticky)
@@ -568,7 +610,6 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
     fp->inner = inner;
     fp->own_inner = own_inner;
     pthread_mutex_init(&fp->lock, NULL);
-    fp->fault_method = FAULTY_ANY_METHOD;
     for (int i = 0; i < FAULTY_METHOD_COUNT; i++)
         atomic_init(&fp->calls[i], 0);
     atomic_init(&fp->fired, 0);
@@ -621,13 +662,33 @@ void faulty_provider_arm(duro_provider *wrapper, int method, uint64_t nth,
 {
     faulty_provider *fp = from(wrapper);
     pthread_mutex_lock(&fp->lock);
-    fp->generation++;
-    fp->countdown = nth;
-    fp->remaining = nth == 0 ? 0 : (count == 0 ? 1 : count);
-    fp->fault_method = method;
-    fp->fault_retryable = retryable != 0;
-    fp->fault_when = when;
+    fp->plan_head = fp->plan_tail = 0;
     pthread_mutex_unlock(&fp->lock);
+    if (nth > 0)
+        faulty_provider_queue(wrapper, method, nth, count, retryable, when);
+}
+
+int faulty_provider_queue(duro_provider *wrapper, int method, uint64_t nth,
+                          uint64_t count, int retryable, faulty_when when)
+{
+    faulty_provider *fp = from(wrapper);
+    if (nth == 0)
+        return 0;
+    pthread_mutex_lock(&fp->lock);
+    if (fp->plan_head == fp->plan_tail)
+        fp->plan_head = fp->plan_tail = 0; /* all fired: start over */
+    int ok = fp->plan_tail < FAULTY_PLAN_MAX;
+    if (ok) {
+        fp->plan[fp->plan_tail++] = (faulty_fault){.method = method,
+                                                   .nth = nth,
+                                                   .count = count,
+                                                   .retryable = retryable != 0,
+                                                   .when = when};
+        if (fp->plan_tail - fp->plan_head == 1)
+            plan_load(fp);
+    }
+    pthread_mutex_unlock(&fp->lock);
+    return ok;
 }
 
 void faulty_provider_fail_nth(duro_provider *wrapper, uint64_t nth, int method,

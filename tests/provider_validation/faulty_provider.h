@@ -52,8 +52,8 @@ typedef enum faulty_when {
      * (fetch_*, the next item of ack_and_fetch_*) is freed unseen: its lock
      * is held by a token nobody has, so it comes back only when that lock
      * expires, with its delivery count raised - what a real lost reply
-     * does. When the inner call fails, its error is returned and the fault
-     * stays armed for the next matching call. */
+     * does. A call whose inner call fails returns that error and does not
+     * count toward the fault. */
     FAULTY_AFTER_COMMIT = 1,
     /* Like FAULTY_AFTER_COMMIT, but only a call that returned an item (a
      * fetch that found one, an ack-and-fetch with a next item) is struck;
@@ -61,6 +61,21 @@ typedef enum faulty_when {
      * that must lose an item, whatever the timing. */
     FAULTY_AFTER_COMMIT_WITH_ITEM = 2
 } faulty_when;
+
+/* One armed fault: the nth matching call from the moment it becomes
+ * current, and the count - 1 matching calls after it (count 0 counts as
+ * 1), fail retryably or permanently, at the moment `when` says. For
+ * after-commit faults only calls that succeeded (and returned an item, for
+ * FAULTY_AFTER_COMMIT_WITH_ITEM) count as matching. */
+typedef struct faulty_fault {
+    int method; /* faulty_method or FAULTY_ANY_METHOD */
+    uint64_t nth;
+    uint64_t count;
+    int retryable;
+    faulty_when when;
+} faulty_fault;
+
+#define FAULTY_PLAN_MAX 32
 
 /** Wraps @p inner. With @p own_inner, closing the wrapper closes @p inner.
  * @return the wrapper, NULL when out of memory. @note Any thread. */
@@ -84,12 +99,19 @@ duro_provider *faulty_provider_inner(duro_provider *wrapper);
 void faulty_provider_fail_nth(duro_provider *wrapper, uint64_t nth, int method,
                               int retryable);
 
-/** The general form of faulty_provider_fail_nth(): the @p nth matching call
- * from now and the @p count - 1 matching calls after it fail (@p count 0
- * counts as 1), at the moment @p when says. @p nth 0 disarms. Replaces any
- * fault armed before. @note Any thread. */
+/** The general form of faulty_provider_fail_nth(): arms one fault (see
+ * faulty_fault), replacing the plan of faults armed before. @p nth 0 only
+ * disarms. @note Any thread. */
 void faulty_provider_arm(duro_provider *wrapper, int method, uint64_t nth,
                          uint64_t count, int retryable, faulty_when when);
+
+/** Appends a fault to the plan: it becomes current once every fault armed
+ * before it has fired all its failures (at once when none is left). Lets a
+ * test arm a whole sequence before the calls start, independent of its own
+ * timing. @return 1, or 0 when the plan is full (FAULTY_PLAN_MAX).
+ * @note Any thread. */
+int faulty_provider_queue(duro_provider *wrapper, int method, uint64_t nth,
+                          uint64_t count, int retryable, faulty_when when);
 
 /** While @p on, fails every call of @p method (not FAULTY_ANY_METHOD)
  * retryably or permanently, before it reaches the inner provider; @p on 0
