@@ -187,10 +187,10 @@ static void fill_failure(duro_work_item *c, const duro_work_item *x,
  * provider) the next item is fetched in the same transaction. Returns the
  * final code. A failed call may still have committed (provider.h): when a
  * retry after a retryable failure finds the row gone (DURO_LOCK_LOST), the
- * first attempt probably committed, and the result is DURO__ACK_UNKNOWN
+ * first attempt probably committed, and the result is ACK_OUTCOME_UNKNOWN
  * instead - the caller must neither count the activity as cancelled nor
  * run it again. */
-#define DURO__ACK_UNKNOWN (-1)
+#define ACK_OUTCOME_UNKNOWN (-1)
 
 static int ack_with_retries(duro_runtime *rt, const char *token,
                             const duro_work_item *completion,
@@ -206,7 +206,7 @@ static int ack_with_retries(duro_runtime *rt, const char *token,
                                 rt->opts.worker_lock_timeout_ms, next, err)
                           : p->ack_work_item(p, token, completion, err);
         if (rc == DURO_LOCK_LOST && i > 0)
-            return DURO__ACK_UNKNOWN;
+            return ACK_OUTCOME_UNKNOWN;
         if (rc == DURO_OK || !err->retryable || i >= 20)
             return rc;
         DURO__COUNT(rt, m_storage_retries);
@@ -410,7 +410,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, duro_worker_item **next)
                 DURO__COUNT(rt, m_act_completed);
             else
                 DURO__COUNT(rt, m_act_failed);
-        } else if (rc == DURO__ACK_UNKNOWN) {
+        } else if (rc == ACK_OUTCOME_UNKNOWN) {
             duro__log(&rt->logger, DURO_LOG_INFO,
                       "ack of activity '%s' (instance '%s', event %llu) "
                       "failed retryably and its retry found the row gone: "
