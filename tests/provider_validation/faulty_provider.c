@@ -108,6 +108,7 @@ static int plan_tick(faulty_provider *fp)
 typedef struct fault {
     int fire;         /* this call is to fail */
     int retryable;    /* ... with DURO_BUSY (1) or DURO_STORAGE (0) */
+    int code;         /* another code to report instead; 0: none */
     faulty_when when; /* before the inner call or after its commit */
     faulty_method method;
     int ack; /* the ack a combined call also counts as; -1: none */
@@ -127,10 +128,11 @@ static void decide(faulty_provider *fp, faulty_method method, int ack, fault *f)
     const faulty_fault *c = plan_current(fp);
     if (c != NULL && c->when == FAULTY_BEFORE_CALL &&
         plan_matches(c, method, ack)) {
-        int retryable = c->retryable;
+        int retryable = c->retryable, code = c->code;
         if (plan_tick(fp)) {
             f->fire = 1;
             f->retryable = retryable;
+            f->code = code;
             f->when = FAULTY_BEFORE_CALL;
         }
     }
@@ -165,11 +167,12 @@ static int lost(faulty_provider *fp, fault *f, int rc, int item)
     if (c != NULL && plan_matches(c, f->method, f->ack) &&
         (c->when == FAULTY_AFTER_COMMIT ||
          (c->when == FAULTY_AFTER_COMMIT_WITH_ITEM && item))) {
-        int retryable = c->retryable;
+        int retryable = c->retryable, code = c->code;
         faulty_when when = c->when;
         if (plan_tick(fp)) {
             f->fire = 1;
             f->retryable = retryable;
+            f->code = code;
             f->when = when;
         }
     }
@@ -184,7 +187,11 @@ static int report(faulty_provider *fp, const fault *f, faulty_method method,
     atomic_fetch_add(&fp->fired, 1);
     duro_error_clear(err);
     return duro_error_set(
-        err, f->retryable ? DURO_BUSY : DURO_STORAGE, f->retryable,
+        err,
+        f->code        ? f->code
+        : f->retryable ? DURO_BUSY
+                       : DURO_STORAGE,
+        f->retryable,
         "faulty_provider: injected %s failure "
         "of %s%s",
         f->retryable ? "retryable" : "permanent", method_names[method],
@@ -671,19 +678,27 @@ void faulty_provider_arm(duro_provider *wrapper, int method, uint64_t nth,
 int faulty_provider_queue(duro_provider *wrapper, int method, uint64_t nth,
                           uint64_t count, int retryable, faulty_when when)
 {
+    faulty_fault f = {.method = method,
+                      .nth = nth,
+                      .count = count,
+                      .retryable = retryable != 0,
+                      .when = when};
+    return faulty_provider_queue_fault(wrapper, &f);
+}
+
+int faulty_provider_queue_fault(duro_provider *wrapper, const faulty_fault *f)
+{
     faulty_provider *fp = from(wrapper);
-    if (nth == 0)
+    if (f->nth == 0)
         return 0;
     pthread_mutex_lock(&fp->lock);
     if (fp->plan_head == fp->plan_tail)
         fp->plan_head = fp->plan_tail = 0; /* all fired: start over */
     int ok = fp->plan_tail < FAULTY_PLAN_MAX;
     if (ok) {
-        fp->plan[fp->plan_tail++] = (faulty_fault){.method = method,
-                                                   .nth = nth,
-                                                   .count = count,
-                                                   .retryable = retryable != 0,
-                                                   .when = when};
+        fp->plan[fp->plan_tail] = *f;
+        fp->plan[fp->plan_tail].retryable = f->retryable != 0;
+        fp->plan_tail++;
         if (fp->plan_tail - fp->plan_head == 1)
             plan_load(fp);
     }

@@ -73,6 +73,9 @@ typedef struct faulty_fault {
     uint64_t count;
     int retryable;
     faulty_when when;
+    int code; /* 0: DURO_BUSY when retryable, else DURO_STORAGE; or the
+                 DURO_* code to report (DURO_LOCK_LOST, ...), with
+                 `retryable` as its flag */
 } faulty_fault;
 
 #define FAULTY_PLAN_MAX 32
@@ -112,6 +115,11 @@ void faulty_provider_arm(duro_provider *wrapper, int method, uint64_t nth,
  * @note Any thread. */
 int faulty_provider_queue(duro_provider *wrapper, int method, uint64_t nth,
                           uint64_t count, int retryable, faulty_when when);
+
+/** faulty_provider_queue() with every field of @p fault (a copy is kept),
+ * for faults that report another code. @note Any thread. */
+int faulty_provider_queue_fault(duro_provider *wrapper,
+                                const faulty_fault *fault);
 
 /** While @p on, fails every call of @p method (not FAULTY_ANY_METHOD)
  * retryably or permanently, before it reaches the inner provider; @p on 0

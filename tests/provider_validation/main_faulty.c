@@ -464,6 +464,19 @@ PV_TEST(wrapper_after_commit_faults_commit_and_lose_the_reply)
     CHECK_PFAIL(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_BUSY, 1, &e);
     CHECK_PRC(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_OK, &e);
     CHECK_EQ(messages_of(counted, DURO_QUEUE_ORCHESTRATOR, "b"), 4);
+    /* A queued plan, and a fault reporting another code. */
+    const faulty_fault lost = {.method = FAULTY_ENQUEUE_FOR_ORCHESTRATOR,
+                               .nth = 1,
+                               .code = DURO_LOCK_LOST};
+    CHECK(faulty_provider_queue(o, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, 2, 1, 1,
+                                FAULTY_BEFORE_CALL));
+    CHECK(faulty_provider_queue_fault(o, &lost));
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_OK, &e);
+    CHECK_PFAIL(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_BUSY, 1, &e);
+    CHECK_PFAIL(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_LOCK_LOST, 0,
+                &e);
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_OK, &e);
+    CHECK_EQ(messages_of(counted, DURO_QUEUE_ORCHESTRATOR, "b"), 6);
 
     /* Understated cache: b holds 4 events; the cache says 4, the provider
      * hears 3. */

@@ -734,6 +734,87 @@ TEST(history_read_errors_abandon_the_turn)
     done_faulty(&f, w);
 }
 
+/* An ack that reports DURO_LOCK_LOST: the turn is discarded without an
+ * abandon (the lock is not ours any more) and the batch comes back when the
+ * lock expires; an activity's completion is dropped and counted as
+ * cancelled, and the row (its lock never renewed again) comes back and runs
+ * a second time. */
+TEST(lock_lost_acks_discard_the_turn_or_the_completion)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_lock_lost.db");
+    f.opts.orchestration_lock_timeout_ms = 1000;
+    f.opts.worker_lock_timeout_ms = 1000;
+    f.opts.lock_renewal_ms = 100;
+    duro_provider *w = start_faulty(&f, 2);
+    const faulty_fault turn = {.method = FAULTY_ACK_ORCHESTRATION_ITEM,
+                               .nth = 1,
+                               .code = DURO_LOCK_LOST};
+    const faulty_fault row = {
+        .method = FAULTY_ACK_WORK_ITEM, .nth = 1, .code = DURO_LOCK_LOST};
+    CHECK(faulty_provider_queue_fault(w, &turn));
+    CHECK(faulty_provider_queue_fault(w, &row));
+    uint64_t abandons = calls(w, FAULTY_ABANDON_ORCHESTRATION_ITEM);
+    start_chains(&f, CHAIN_INSTANCES);
+    WAIT_UNTIL(fired(w) == 2, WAIT_MS);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS + 1);
+    CHECK_EQ(rt_log_hits("discarded: faulty_provider: injected permanent "
+                         "failure of ack_and_fetch_orchestration_item"),
+             1);
+    CHECK_EQ(rt_log_hits("dropped: its row is gone"), 1);
+    CHECK_EQ(calls(w, FAULTY_ABANDON_ORCHESTRATION_ITEM), abandons);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_EQ(m.activities_cancelled, 1);
+    done_faulty(&f, w);
+}
+
+/* An ack the store refuses with DURO_HISTORY_LIMIT (its own cap): the
+ * runtime fails the instance instead; when even that ack does not fit, it
+ * records the status alone; when that fails too, it logs it and the batch
+ * comes back when its lock expires (and here, the faults gone, the
+ * instance simply goes on). */
+TEST(history_limit_from_the_store_fails_the_instance)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_history_limit.db");
+    f.opts.orchestration_lock_timeout_ms = 1000;
+    duro_provider *w = start_faulty(&f, 2);
+    /* the third turn's ack and the failing turn's ack both hit the cap */
+    const faulty_fault limit = {.method = FAULTY_ACK_ORCHESTRATION_ITEM,
+                                .nth = 3,
+                                .count = 2,
+                                .code = DURO_HISTORY_LIMIT};
+    CHECK(faulty_provider_queue_fault(w, &limit));
+    rt_start_instance(&f, "capped", "Chain", "5");
+    duro_instance_info *info = rt_wait(&f, "capped", WAIT_MS);
+    CHECK_EQ(info->status, DURO_STATUS_FAILED);
+    CHECK_EQ(info->category, DURO_CATEGORY_INFRASTRUCTURE);
+    CHECK_MSG(info->error && strstr(info->error, "history limit reached"),
+              "error: %s", or_null(info->error));
+    duro_free(info);
+    CHECK_EQ(fired(w), 2);
+    duro_history *h = rt_history(&f, "capped");
+    /* two turns committed; the status was recorded without events */
+    CHECK_EQ(h->count, 4);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ORCHESTRATION_FAILED), 0);
+    duro_history_free(h);
+
+    /* the same, and the status-only ack fails as well */
+    CHECK(faulty_provider_queue_fault(w, &limit));
+    CHECK(faulty_provider_queue(w, FAULTY_ACK_ORCHESTRATION_ITEM, 1, 1, 0,
+                                FAULTY_BEFORE_CALL));
+    start_chains(&f, 1);
+    WAIT_UNTIL(fired(w) == 5, WAIT_MS);
+    finish_chains(&f, 1);
+    check_chains(&f, 1);
+    CHECK_EQ(rt_log_hits("could not fail instance 'i0'"), 1);
+    CHECK_EQ(rt_log_hits("history limit reached"), 2); /* one per instance */
+    done_faulty(&f, w);
+}
+
 /* ------------------------------------------------------------------------
  * 3. calls that commit but report failure (the reply was lost) */
 
@@ -1043,6 +1124,8 @@ TEST_MAIN(T(orchestration_fetch_errors_back_off_and_recover),
           T(abandon_after_failed_acks_and_failed_abandons),
           T(dropping_a_batch_survives_ack_errors),
           T(history_read_errors_abandon_the_turn),
+          T(lock_lost_acks_discard_the_turn_or_the_completion),
+          T(history_limit_from_the_store_fails_the_instance),
           T(committed_orchestration_ack_and_fetch_reported_as_failed),
           T(committed_orchestration_acks_reported_as_failed_version_1),
           T(committed_activity_ack_and_fetch_reported_as_failed),
