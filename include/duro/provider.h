@@ -16,7 +16,22 @@ extern "C" {
  * clears it on entry and fills it on failure. The return value equals
  * err->code. `retryable` tells the caller whether the same call may succeed
  * later (database busy or locked, connection lost) or never will (lock lost,
- * row gone, bad input). */
+ * row gone, bad input).
+ *
+ * A failed call may have committed: a store can commit and fail to say so
+ * (a connection lost after COMMIT was sent). Only the failures this header
+ * says change nothing (DURO_LOCK_LOST, DURO_ALREADY_EXISTS,
+ * DURO_HISTORY_LIMIT, DURO_INVALID_STATE, bad input) are certain; after any
+ * other failure of a writing method the change may stand, and the
+ * out-parameters are still NULL - an item such a call locked (a fetch, or
+ * the next item of an ack-and-fetch) is held by a token nobody has and comes
+ * back when its lock expires, its fetch count raised. Retrying a token
+ * method is safe: once a commit released a lock or deleted a row, that token
+ * never holds again, so the retry fails DURO_LOCK_LOST and changes nothing;
+ * callers read DURO_LOCK_LOST after a failed attempt as "probably
+ * committed", not as a lost lock. enqueue_for_orchestrator is not
+ * idempotent: a retried START fails DURO_ALREADY_EXISTS (retry with
+ * DURO_START_IDEMPOTENT), a retried event or cancel is enqueued twice. */
 
 #define DURO_ERROR_MESSAGE_MAX 512
 

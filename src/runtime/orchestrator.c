@@ -44,7 +44,9 @@ static void abandon(turn_ctx *c, int64_t delay_ms)
                   c->item->instance_id, err.message);
 }
 
-/* Consumes the batch without changing the instance. */
+/* Consumes the batch without changing the instance. When the ack fails,
+ * the batch is abandoned like a failed turn's, so it is dropped again soon
+ * rather than when its lock expires. */
 static void drop_batch(turn_ctx *c, const char *why)
 {
     duro_orch_ack ack = {.execution_id = c->item->execution_id};
@@ -52,11 +54,18 @@ static void drop_batch(turn_ctx *c, const char *why)
     duro__log(&c->rt->logger, DURO_LOG_DEBUG,
               "dropping %zu message(s) for instance '%s': %s",
               c->item->message_count, c->item->instance_id, why);
-    if (c->p->ack_orchestration_item(c->p, c->item->lock_token, &ack, &err) !=
-        DURO_OK)
-        duro__log(&c->rt->logger, DURO_LOG_WARN,
-                  "could not drop messages of instance '%s': %s",
-                  c->item->instance_id, err.message);
+    int rc =
+        c->p->ack_orchestration_item(c->p, c->item->lock_token, &ack, &err);
+    if (rc == DURO_OK)
+        return;
+    duro__log(&c->rt->logger, DURO_LOG_WARN,
+              "could not drop messages of instance '%s': %s",
+              c->item->instance_id, err.message);
+    if (rc != DURO_LOCK_LOST) {
+        if (err.retryable)
+            DURO__COUNT(c->rt, m_storage_retries);
+        abandon(c, err.retryable ? 10 : 1000);
+    }
 }
 
 static int batch_has_cancel(const duro_orch_item *item)
@@ -76,6 +85,8 @@ static int load_full_history(turn_ctx *c, const duro_event **hist,
         int rc = c->p->read_history(c->p, c->item->instance_id,
                                     c->plan.execution_id, &c->full, &err);
         if (rc != DURO_OK) {
+            if (err.retryable)
+                DURO__COUNT(c->rt, m_storage_retries);
             duro__log(&c->rt->logger, DURO_LOG_WARN,
                       "reading history of '%s' failed: %s",
                       c->item->instance_id, err.message);

@@ -185,7 +185,13 @@ static void fill_failure(duro_work_item *c, const duro_work_item *x,
 
 /* Acks with retries on retryable errors; with `next` (and a version-2
  * provider) the next item is fetched in the same transaction. Returns the
- * final code. */
+ * final code. A failed call may still have committed (provider.h): when a
+ * retry after a retryable failure finds the row gone (DURO_LOCK_LOST), the
+ * first attempt probably committed, and the result is ACK_OUTCOME_UNKNOWN
+ * instead - the caller must neither count the activity as cancelled nor
+ * run it again. */
+#define ACK_OUTCOME_UNKNOWN (-1)
+
 static int ack_with_retries(duro_runtime *rt, const char *token,
                             const duro_work_item *completion,
                             duro_worker_item **next, duro_error *err)
@@ -199,6 +205,8 @@ static int ack_with_retries(duro_runtime *rt, const char *token,
                                 p, token, completion,
                                 rt->opts.worker_lock_timeout_ms, next, err)
                           : p->ack_work_item(p, token, completion, err);
+        if (rc == DURO_LOCK_LOST && i > 0)
+            return ACK_OUTCOME_UNKNOWN;
         if (rc == DURO_OK || !err->retryable || i >= 20)
             return rc;
         DURO__COUNT(rt, m_storage_retries);
@@ -402,6 +410,14 @@ static int run_item(slot_ctx *s, duro_worker_item *w, duro_worker_item **next)
                 DURO__COUNT(rt, m_act_completed);
             else
                 DURO__COUNT(rt, m_act_failed);
+        } else if (rc == ACK_OUTCOME_UNKNOWN) {
+            duro__log(&rt->logger, DURO_LOG_INFO,
+                      "ack of activity '%s' (instance '%s', event %llu) "
+                      "failed retryably and its retry found the row gone: "
+                      "the failed attempt may have committed (or the "
+                      "activity was cancelled meanwhile); nothing more to do",
+                      f->name, f->instance_id,
+                      (unsigned long long)f->activity_id);
         } else if (rc == DURO_LOCK_LOST) {
             DURO__COUNT(rt, m_act_cancelled);
             duro__log(&rt->logger, DURO_LOG_INFO,

@@ -1,28 +1,33 @@
 /* faulty_provider.c - the fault-injecting wrapper provider: forwards every
- * method to an inner provider, counts calls, and fails the armed N-th call
- * itself (the inner provider never sees it). Any thread: counters are atomic,
- * the fault settings sit behind one mutex. */
+ * method to an inner provider, counts calls, and fails armed calls either
+ * itself (the inner provider never sees them) or after the inner provider
+ * committed them (the reply is lost). Any thread: counters are atomic, the
+ * fault settings sit behind one mutex. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "faulty_provider.h"
 
 typedef struct faulty_provider {
     duro_provider base; /* first member: a faulty_provider is a provider */
     duro_provider *inner;
-    int own_inner;        /* close() closes inner */
-    char name[64];        /* "faulty(<inner name>)" */
-    pthread_mutex_t lock; /* guards countdown, fault_method, fault_retryable */
-    uint64_t countdown;   /* matching calls until the fault; 0: disarmed */
-    int fault_method;     /* faulty_method or FAULTY_ANY_METHOD */
-    int fault_retryable;
+    int own_inner;                      /* close() closes inner */
+    char name[64];                      /* "faulty(<inner name>)" */
+    pthread_mutex_t lock;               /* guards the fault settings below */
+    faulty_fault plan[FAULTY_PLAN_MAX]; /* armed faults, in order */
+    size_t plan_head, plan_tail;        /* plan[plan_head] is current */
+    uint64_t countdown; /* matching calls until the current fault fires */
+    uint64_t remaining; /* its failures left, the next one included */
     int always[FAULTY_METHOD_COUNT];    /* 0: off, 1: retryable, 2: permanent */
+    int understate;                     /* understate the history cache */
     void (*on_work_fetched)(void *arg); /* under lock */
     void *on_work_fetched_arg;
     _Atomic uint64_t calls[FAULTY_METHOD_COUNT];
     _Atomic uint64_t fired;
+    _Atomic uint64_t discarded;
 } faulty_provider;
 
 static const char *const method_names[FAULTY_METHOD_COUNT] = {
@@ -44,6 +49,8 @@ static const char *const method_names[FAULTY_METHOD_COUNT] = {
     "prune_executions",
     "wait_for_work",
     "wake",
+    "ack_and_fetch_orchestration_item",
+    "ack_and_fetch_work_item",
 };
 
 const char *faulty_method_name(int method)
@@ -58,34 +65,173 @@ static faulty_provider *from(duro_provider *p)
     return (faulty_provider *)p;
 }
 
-/* Counts the call and decides whether it is the one to fail; when it is,
- * fills err and returns 1. */
-static int injected(faulty_provider *fp, faulty_method method, duro_error *err)
+/* ---- the plan of armed faults (under fp->lock) ---- */
+
+/* Makes the next fault of the plan current, if any. */
+static void plan_load(faulty_provider *fp)
 {
-    atomic_fetch_add(&fp->calls[method], 1);
-    int fire = 0, retryable = 0;
-    pthread_mutex_lock(&fp->lock);
-    if (fp->countdown > 0 && (fp->fault_method == FAULTY_ANY_METHOD ||
-                              fp->fault_method == (int)method)) {
-        if (--fp->countdown == 0) {
-            fire = 1;
-            retryable = fp->fault_retryable;
-        }
+    if (fp->plan_head < fp->plan_tail) {
+        const faulty_fault *c = &fp->plan[fp->plan_head];
+        fp->countdown = c->nth;
+        fp->remaining = c->count ? c->count : 1;
+    } else {
+        fp->countdown = fp->remaining = 0;
     }
-    if (!fire && method != FAULTY_WAKE && fp->always[method] != 0) {
-        fire = 1;
-        retryable = fp->always[method] == 1;
-    }
-    pthread_mutex_unlock(&fp->lock);
-    if (!fire)
+}
+
+static const faulty_fault *plan_current(faulty_provider *fp)
+{
+    return fp->plan_head < fp->plan_tail ? &fp->plan[fp->plan_head] : NULL;
+}
+
+static int plan_matches(const faulty_fault *c, faulty_method method, int ack)
+{
+    return c->method == FAULTY_ANY_METHOD || c->method == (int)method ||
+           (ack >= 0 && c->method == ack);
+}
+
+/* One more matching call for the current fault; 1 when it fires now. */
+static int plan_tick(faulty_provider *fp)
+{
+    if (fp->countdown == 0 || --fp->countdown > 0)
         return 0;
-    atomic_fetch_add(&fp->fired, 1);
-    duro_error_clear(err);
-    duro_error_set(err, retryable ? DURO_BUSY : DURO_STORAGE, retryable,
-                   "faulty_provider: injected %s failure of %s",
-                   retryable ? "retryable" : "permanent", method_names[method]);
+    if (--fp->remaining > 0) {
+        fp->countdown = 1; /* the next matching call fails too */
+    } else {
+        fp->plan_head++;
+        plan_load(fp);
+    }
     return 1;
 }
+
+/* What decide() and lost() chose for one call. */
+typedef struct fault {
+    int fire;         /* this call is to fail */
+    int retryable;    /* ... with DURO_BUSY (1) or DURO_STORAGE (0) */
+    int code;         /* another code to report instead; 0: none */
+    faulty_when when; /* before the inner call or after its commit */
+    faulty_method method;
+    int ack; /* the ack a combined call also counts as; -1: none */
+} fault;
+
+/* Counts the call (a combined call also as `ack`, -1: none) and decides
+ * whether it fails before reaching the inner provider. */
+static void decide(faulty_provider *fp, faulty_method method, int ack, fault *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->method = method;
+    f->ack = ack;
+    atomic_fetch_add(&fp->calls[method], 1);
+    if (ack >= 0)
+        atomic_fetch_add(&fp->calls[ack], 1);
+    pthread_mutex_lock(&fp->lock);
+    const faulty_fault *c = plan_current(fp);
+    if (c != NULL && c->when == FAULTY_BEFORE_CALL &&
+        plan_matches(c, method, ack)) {
+        int retryable = c->retryable, code = c->code;
+        if (plan_tick(fp)) {
+            f->fire = 1;
+            f->retryable = retryable;
+            f->code = code;
+            f->when = FAULTY_BEFORE_CALL;
+        }
+    }
+    int always = method == FAULTY_WAKE ? 0 : fp->always[method];
+    if (always == 0 && ack >= 0)
+        always = fp->always[ack];
+    if (!f->fire && always != 0) {
+        f->fire = 1;
+        f->retryable = always == 1;
+        f->when = FAULTY_BEFORE_CALL;
+    }
+    pthread_mutex_unlock(&fp->lock);
+}
+
+/* 1 when the fault strikes before the inner call. */
+static int before(const fault *f)
+{
+    return f->fire && f->when == FAULTY_BEFORE_CALL;
+}
+
+/* After the inner call returned rc (and `item`: whether it returned an
+ * item): 1 when the current after-commit fault strikes this call. Only
+ * calls that succeeded - and returned an item, for
+ * FAULTY_AFTER_COMMIT_WITH_ITEM - count toward it. The caller then clears
+ * its out-parameters and returns finish(). */
+static int lost(faulty_provider *fp, fault *f, int rc, int item)
+{
+    if (rc != DURO_OK)
+        return 0;
+    pthread_mutex_lock(&fp->lock);
+    const faulty_fault *c = plan_current(fp);
+    if (c != NULL && plan_matches(c, f->method, f->ack) &&
+        (c->when == FAULTY_AFTER_COMMIT ||
+         (c->when == FAULTY_AFTER_COMMIT_WITH_ITEM && item))) {
+        int retryable = c->retryable, code = c->code;
+        faulty_when when = c->when;
+        if (plan_tick(fp)) {
+            f->fire = 1;
+            f->retryable = retryable;
+            f->code = code;
+            f->when = when;
+        }
+    }
+    pthread_mutex_unlock(&fp->lock);
+    return f->fire;
+}
+
+/* Fills err with the injected failure and returns its code. */
+static int report(faulty_provider *fp, const fault *f, faulty_method method,
+                  duro_error *err)
+{
+    atomic_fetch_add(&fp->fired, 1);
+    duro_error_clear(err);
+    return duro_error_set(
+        err,
+        f->code        ? f->code
+        : f->retryable ? DURO_BUSY
+                       : DURO_STORAGE,
+        f->retryable,
+        "faulty_provider: injected %s failure "
+        "of %s%s",
+        f->retryable ? "retryable" : "permanent", method_names[method],
+        f->when != FAULTY_BEFORE_CALL ? " after it committed" : "");
+}
+
+/* The result of a call whose inner call returned rc: the injected failure
+ * when an after-commit fault `struck` (see lost()), otherwise rc. */
+static int finish(faulty_provider *fp, const fault *f, faulty_method method,
+                  int rc, int struck, duro_error *err)
+{
+    return struck ? report(fp, f, method, err) : rc;
+}
+
+/* ---- understating the history cache ---- */
+
+static uint64_t understated_events(void *user, const char *instance_id,
+                                   uint64_t execution_id)
+{
+    const duro_history_cache *real = user;
+    uint64_t n = real->cached_events(real->user, instance_id, execution_id);
+    return n > 0 ? n - 1 : 0;
+}
+
+/* The cache to pass on: `cache` itself, or `tmp` wrapping it. */
+static const duro_history_cache *pass_cache(faulty_provider *fp,
+                                            const duro_history_cache *cache,
+                                            duro_history_cache *tmp)
+{
+    pthread_mutex_lock(&fp->lock);
+    int understate = fp->understate;
+    pthread_mutex_unlock(&fp->lock);
+    if (!understate || cache == NULL || cache->cached_events == NULL)
+        return cache;
+    tmp->cached_events = understated_events;
+    tmp->user = (void *)cache;
+    return tmp;
+}
+
+/* ---- the methods ---- */
 
 static void faulty_close(duro_provider *p)
 {
@@ -96,6 +242,24 @@ static void faulty_close(duro_provider *p)
     free(fp);
 }
 
+static void discard_orch_item(faulty_provider *fp, duro_orch_item **item)
+{
+    if (item != NULL && *item != NULL) {
+        duro_orch_item_free(*item);
+        *item = NULL;
+        atomic_fetch_add(&fp->discarded, 1);
+    }
+}
+
+static void discard_worker_item(faulty_provider *fp, duro_worker_item **item)
+{
+    if (item != NULL && *item != NULL) {
+        duro_worker_item_free(*item);
+        *item = NULL;
+        atomic_fetch_add(&fp->discarded, 1);
+    }
+}
+
 static int faulty_fetch_orchestration_item(duro_provider *p,
                                            int64_t lock_timeout_ms,
                                            const duro_history_cache *cache,
@@ -103,13 +267,20 @@ static int faulty_fetch_orchestration_item(duro_provider *p,
                                            duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_FETCH_ORCHESTRATION_ITEM, err)) {
+    fault f;
+    decide(fp, FAULTY_FETCH_ORCHESTRATION_ITEM, -1, &f);
+    if (before(&f)) {
         if (out != NULL)
             *out = NULL;
-        return err->code;
+        return report(fp, &f, FAULTY_FETCH_ORCHESTRATION_ITEM, err);
     }
-    return fp->inner->fetch_orchestration_item(fp->inner, lock_timeout_ms,
-                                               cache, out, err);
+    duro_history_cache tmp;
+    int rc = fp->inner->fetch_orchestration_item(
+        fp->inner, lock_timeout_ms, pass_cache(fp, cache, &tmp), out, err);
+    int struck = lost(fp, &f, rc, out != NULL && *out != NULL);
+    if (struck)
+        discard_orch_item(fp, out);
+    return finish(fp, &f, FAULTY_FETCH_ORCHESTRATION_ITEM, rc, struck, err);
 }
 
 static int faulty_ack_orchestration_item(duro_provider *p,
@@ -118,9 +289,13 @@ static int faulty_ack_orchestration_item(duro_provider *p,
                                          duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_ACK_ORCHESTRATION_ITEM, err))
-        return err->code;
-    return fp->inner->ack_orchestration_item(fp->inner, lock_token, ack, err);
+    fault f;
+    decide(fp, FAULTY_ACK_ORCHESTRATION_ITEM, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_ACK_ORCHESTRATION_ITEM, err);
+    int rc = fp->inner->ack_orchestration_item(fp->inner, lock_token, ack, err);
+    return finish(fp, &f, FAULTY_ACK_ORCHESTRATION_ITEM, rc,
+                  lost(fp, &f, rc, 0), err);
 }
 
 static int faulty_abandon_orchestration_item(duro_provider *p,
@@ -128,10 +303,14 @@ static int faulty_abandon_orchestration_item(duro_provider *p,
                                              int64_t delay_ms, duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_ABANDON_ORCHESTRATION_ITEM, err))
-        return err->code;
-    return fp->inner->abandon_orchestration_item(fp->inner, lock_token,
-                                                 delay_ms, err);
+    fault f;
+    decide(fp, FAULTY_ABANDON_ORCHESTRATION_ITEM, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_ABANDON_ORCHESTRATION_ITEM, err);
+    int rc = fp->inner->abandon_orchestration_item(fp->inner, lock_token,
+                                                   delay_ms, err);
+    return finish(fp, &f, FAULTY_ABANDON_ORCHESTRATION_ITEM, rc,
+                  lost(fp, &f, rc, 0), err);
 }
 
 static int faulty_renew_orchestration_item_lock(duro_provider *p,
@@ -140,10 +319,14 @@ static int faulty_renew_orchestration_item_lock(duro_provider *p,
                                                 duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_RENEW_ORCHESTRATION_ITEM_LOCK, err))
-        return err->code;
-    return fp->inner->renew_orchestration_item_lock(fp->inner, lock_token,
-                                                    extend_ms, err);
+    fault f;
+    decide(fp, FAULTY_RENEW_ORCHESTRATION_ITEM_LOCK, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_RENEW_ORCHESTRATION_ITEM_LOCK, err);
+    int rc = fp->inner->renew_orchestration_item_lock(fp->inner, lock_token,
+                                                      extend_ms, err);
+    return finish(fp, &f, FAULTY_RENEW_ORCHESTRATION_ITEM_LOCK, rc,
+                  lost(fp, &f, rc, 0), err);
 }
 
 static int faulty_enqueue_for_orchestrator(duro_provider *p,
@@ -151,21 +334,32 @@ static int faulty_enqueue_for_orchestrator(duro_provider *p,
                                            int64_t delay_ms, duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, err))
-        return err->code;
-    return fp->inner->enqueue_for_orchestrator(fp->inner, item, delay_ms, err);
+    fault f;
+    decide(fp, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, err);
+    int rc =
+        fp->inner->enqueue_for_orchestrator(fp->inner, item, delay_ms, err);
+    return finish(fp, &f, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, rc,
+                  lost(fp, &f, rc, 0), err);
 }
 
 static int faulty_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
                                   duro_worker_item **out, duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_FETCH_WORK_ITEM, err)) {
+    fault f;
+    decide(fp, FAULTY_FETCH_WORK_ITEM, -1, &f);
+    if (before(&f)) {
         if (out != NULL)
             *out = NULL;
-        return err->code;
+        return report(fp, &f, FAULTY_FETCH_WORK_ITEM, err);
     }
     int rc = fp->inner->fetch_work_item(fp->inner, lock_timeout_ms, out, err);
+    int struck = lost(fp, &f, rc, out != NULL && *out != NULL);
+    if (struck)
+        discard_worker_item(fp, out);
+    rc = finish(fp, &f, FAULTY_FETCH_WORK_ITEM, rc, struck, err);
     pthread_mutex_lock(&fp->lock);
     void (*fn)(void *) = fp->on_work_fetched;
     void *arg = fp->on_work_fetched_arg;
@@ -179,10 +373,14 @@ static int faulty_renew_work_item_lock(duro_provider *p, const char *lock_token,
                                        int64_t extend_ms, duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_RENEW_WORK_ITEM_LOCK, err))
-        return err->code;
-    return fp->inner->renew_work_item_lock(fp->inner, lock_token, extend_ms,
-                                           err);
+    fault f;
+    decide(fp, FAULTY_RENEW_WORK_ITEM_LOCK, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_RENEW_WORK_ITEM_LOCK, err);
+    int rc =
+        fp->inner->renew_work_item_lock(fp->inner, lock_token, extend_ms, err);
+    return finish(fp, &f, FAULTY_RENEW_WORK_ITEM_LOCK, rc, lost(fp, &f, rc, 0),
+                  err);
 }
 
 static int faulty_ack_work_item(duro_provider *p, const char *lock_token,
@@ -190,13 +388,18 @@ static int faulty_ack_work_item(duro_provider *p, const char *lock_token,
                                 duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_ACK_WORK_ITEM, err))
-        return err->code;
-    return fp->inner->ack_work_item(fp->inner, lock_token, completion, err);
+    fault f;
+    decide(fp, FAULTY_ACK_WORK_ITEM, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_ACK_WORK_ITEM, err);
+    int rc = fp->inner->ack_work_item(fp->inner, lock_token, completion, err);
+    return finish(fp, &f, FAULTY_ACK_WORK_ITEM, rc, lost(fp, &f, rc, 0), err);
 }
 
 /* The version-2 combined methods count and fail as the ack they start
- * with, so "fail the n-th ack" holds whichever form the caller uses. */
+ * with too, so "fail the n-th ack" holds whichever form the caller uses. An
+ * after-commit fault loses the whole reply: the next item the inner call
+ * locked is freed unseen and comes back when its lock expires. */
 static int faulty_ack_and_fetch_orchestration_item(
     duro_provider *p, const char *lock_token, const duro_orch_ack *ack,
     int64_t lock_timeout_ms, const duro_history_cache *cache,
@@ -205,10 +408,20 @@ static int faulty_ack_and_fetch_orchestration_item(
     faulty_provider *fp = from(p);
     if (next != NULL)
         *next = NULL;
-    if (injected(fp, FAULTY_ACK_ORCHESTRATION_ITEM, err))
-        return err->code;
-    return fp->inner->ack_and_fetch_orchestration_item(
-        fp->inner, lock_token, ack, lock_timeout_ms, cache, next, err);
+    fault f;
+    decide(fp, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM,
+           FAULTY_ACK_ORCHESTRATION_ITEM, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM, err);
+    duro_history_cache tmp;
+    int rc = fp->inner->ack_and_fetch_orchestration_item(
+        fp->inner, lock_token, ack, lock_timeout_ms,
+        pass_cache(fp, cache, &tmp), next, err);
+    int struck = lost(fp, &f, rc, next != NULL && *next != NULL);
+    if (struck)
+        discard_orch_item(fp, next);
+    return finish(fp, &f, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM, rc, struck,
+                  err);
 }
 
 static int faulty_ack_and_fetch_work_item(
@@ -218,19 +431,29 @@ static int faulty_ack_and_fetch_work_item(
     faulty_provider *fp = from(p);
     if (next != NULL)
         *next = NULL;
-    if (injected(fp, FAULTY_ACK_WORK_ITEM, err))
-        return err->code;
-    return fp->inner->ack_and_fetch_work_item(fp->inner, lock_token, completion,
-                                              lock_timeout_ms, next, err);
+    fault f;
+    decide(fp, FAULTY_ACK_AND_FETCH_WORK_ITEM, FAULTY_ACK_WORK_ITEM, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_ACK_AND_FETCH_WORK_ITEM, err);
+    int rc = fp->inner->ack_and_fetch_work_item(
+        fp->inner, lock_token, completion, lock_timeout_ms, next, err);
+    int struck = lost(fp, &f, rc, next != NULL && *next != NULL);
+    if (struck)
+        discard_worker_item(fp, next);
+    return finish(fp, &f, FAULTY_ACK_AND_FETCH_WORK_ITEM, rc, struck, err);
 }
 
 static int faulty_abandon_work_item(duro_provider *p, const char *lock_token,
                                     int64_t delay_ms, duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_ABANDON_WORK_ITEM, err))
-        return err->code;
-    return fp->inner->abandon_work_item(fp->inner, lock_token, delay_ms, err);
+    fault f;
+    decide(fp, FAULTY_ABANDON_WORK_ITEM, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_ABANDON_WORK_ITEM, err);
+    int rc = fp->inner->abandon_work_item(fp->inner, lock_token, delay_ms, err);
+    return finish(fp, &f, FAULTY_ABANDON_WORK_ITEM, rc, lost(fp, &f, rc, 0),
+                  err);
 }
 
 static int faulty_read_history(duro_provider *p, const char *instance_id,
@@ -238,34 +461,56 @@ static int faulty_read_history(duro_provider *p, const char *instance_id,
                                duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_READ_HISTORY, err)) {
+    fault f;
+    decide(fp, FAULTY_READ_HISTORY, -1, &f);
+    if (before(&f)) {
         if (out != NULL)
             *out = NULL;
-        return err->code;
+        return report(fp, &f, FAULTY_READ_HISTORY, err);
     }
-    return fp->inner->read_history(fp->inner, instance_id, execution_id, out,
-                                   err);
+    int rc =
+        fp->inner->read_history(fp->inner, instance_id, execution_id, out, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL) {
+        duro_history_free(*out);
+        *out = NULL;
+    }
+    return finish(fp, &f, FAULTY_READ_HISTORY, rc, struck, err);
 }
 
 static int faulty_latest_execution_id(duro_provider *p, const char *instance_id,
                                       uint64_t *out, duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_LATEST_EXECUTION_ID, err))
-        return err->code;
-    return fp->inner->latest_execution_id(fp->inner, instance_id, out, err);
+    fault f;
+    decide(fp, FAULTY_LATEST_EXECUTION_ID, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_LATEST_EXECUTION_ID, err);
+    int rc = fp->inner->latest_execution_id(fp->inner, instance_id, out, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL)
+        *out = 0;
+    return finish(fp, &f, FAULTY_LATEST_EXECUTION_ID, rc, struck, err);
 }
 
 static int faulty_get_instance(duro_provider *p, const char *instance_id,
                                duro_instance_list **out, duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_GET_INSTANCE, err)) {
+    fault f;
+    decide(fp, FAULTY_GET_INSTANCE, -1, &f);
+    if (before(&f)) {
         if (out != NULL)
             *out = NULL;
-        return err->code;
+        return report(fp, &f, FAULTY_GET_INSTANCE, err);
     }
-    return fp->inner->get_instance(fp->inner, instance_id, out, err);
+    int rc = fp->inner->get_instance(fp->inner, instance_id, out, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL) {
+        duro_instance_list_free(*out);
+        *out = NULL;
+    }
+    return finish(fp, &f, FAULTY_GET_INSTANCE, rc, struck, err);
 }
 
 static int faulty_list_instances(duro_provider *p,
@@ -273,12 +518,20 @@ static int faulty_list_instances(duro_provider *p,
                                  duro_instance_list **out, duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_LIST_INSTANCES, err)) {
+    fault f;
+    decide(fp, FAULTY_LIST_INSTANCES, -1, &f);
+    if (before(&f)) {
         if (out != NULL)
             *out = NULL;
-        return err->code;
+        return report(fp, &f, FAULTY_LIST_INSTANCES, err);
     }
-    return fp->inner->list_instances(fp->inner, filter, out, err);
+    int rc = fp->inner->list_instances(fp->inner, filter, out, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL) {
+        duro_instance_list_free(*out);
+        *out = NULL;
+    }
+    return finish(fp, &f, FAULTY_LIST_INSTANCES, rc, struck, err);
 }
 
 static int faulty_count_messages(duro_provider *p, duro_queue queue,
@@ -286,19 +539,31 @@ static int faulty_count_messages(duro_provider *p, duro_queue queue,
                                  duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_COUNT_MESSAGES, err))
-        return err->code;
-    return fp->inner->count_messages(fp->inner, queue, instance_id, out, err);
+    fault f;
+    decide(fp, FAULTY_COUNT_MESSAGES, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_COUNT_MESSAGES, err);
+    int rc = fp->inner->count_messages(fp->inner, queue, instance_id, out, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL)
+        *out = 0;
+    return finish(fp, &f, FAULTY_COUNT_MESSAGES, rc, struck, err);
 }
 
 static int faulty_delete_instance(duro_provider *p, const char *instance_id,
                                   int force, size_t *deleted, duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_DELETE_INSTANCE, err))
-        return err->code;
-    return fp->inner->delete_instance(fp->inner, instance_id, force, deleted,
-                                      err);
+    fault f;
+    decide(fp, FAULTY_DELETE_INSTANCE, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_DELETE_INSTANCE, err);
+    int rc =
+        fp->inner->delete_instance(fp->inner, instance_id, force, deleted, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && deleted != NULL)
+        *deleted = 0;
+    return finish(fp, &f, FAULTY_DELETE_INSTANCE, rc, struck, err);
 }
 
 static int faulty_prune_executions(duro_provider *p, const char *instance_id,
@@ -306,19 +571,28 @@ static int faulty_prune_executions(duro_provider *p, const char *instance_id,
                                    duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_PRUNE_EXECUTIONS, err))
-        return err->code;
-    return fp->inner->prune_executions(fp->inner, instance_id, keep_last,
-                                       pruned, err);
+    fault f;
+    decide(fp, FAULTY_PRUNE_EXECUTIONS, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_PRUNE_EXECUTIONS, err);
+    int rc = fp->inner->prune_executions(fp->inner, instance_id, keep_last,
+                                         pruned, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && pruned != NULL)
+        *pruned = 0;
+    return finish(fp, &f, FAULTY_PRUNE_EXECUTIONS, rc, struck, err);
 }
 
 static int faulty_wait_for_work(duro_provider *p, duro_queue queue,
                                 int64_t max_wait_ms, duro_error *err)
 {
     faulty_provider *fp = from(p);
-    if (injected(fp, FAULTY_WAIT_FOR_WORK, err))
-        return err->code;
-    return fp->inner->wait_for_work(fp->inner, queue, max_wait_ms, err);
+    fault f;
+    decide(fp, FAULTY_WAIT_FOR_WORK, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_WAIT_FOR_WORK, err);
+    int rc = fp->inner->wait_for_work(fp->inner, queue, max_wait_ms, err);
+    return finish(fp, &f, FAULTY_WAIT_FOR_WORK, rc, lost(fp, &f, rc, 0), err);
 }
 
 static void faulty_wake(duro_provider *p, int sticky)
@@ -332,7 +606,8 @@ static void faulty_wake(duro_provider *p, int sticky)
  * "version >= N and the pointer is set" checks see the inner provider. */
 #define FORWARD(field) fp->base.field = inner->field ? faulty_##field : NULL
 
-duro_provider *faulty_provider_wrap(duro_provider *inner, int own_inner)
+duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
+                                            int version)
 {
     if (inner == NULL)
         return NULL;
@@ -342,13 +617,13 @@ duro_provider *faulty_provider_wrap(duro_provider *inner, int own_inner)
     fp->inner = inner;
     fp->own_inner = own_inner;
     pthread_mutex_init(&fp->lock, NULL);
-    fp->fault_method = FAULTY_ANY_METHOD;
     for (int i = 0; i < FAULTY_METHOD_COUNT; i++)
         atomic_init(&fp->calls[i], 0);
     atomic_init(&fp->fired, 0);
+    atomic_init(&fp->discarded, 0);
     snprintf(fp->name, sizeof(fp->name), "faulty(%s)",
              inner->name ? inner->name : "?");
-    fp->base.version = inner->version;
+    fp->base.version = version < inner->version ? version : inner->version;
     fp->base.name = fp->name;
     fp->base.close = faulty_close;
     FORWARD(fetch_orchestration_item);
@@ -370,11 +645,18 @@ duro_provider *faulty_provider_wrap(duro_provider *inner, int own_inner)
     FORWARD(wait_for_work);
     FORWARD(wake);
     /* version 2: only read when the inner struct has those fields */
-    if (inner->version >= 2) {
+    if (fp->base.version >= 2) {
         FORWARD(ack_and_fetch_orchestration_item);
         FORWARD(ack_and_fetch_work_item);
     }
     return &fp->base;
+}
+
+duro_provider *faulty_provider_wrap(duro_provider *inner, int own_inner)
+{
+    return inner == NULL
+               ? NULL
+               : faulty_provider_wrap_version(inner, own_inner, inner->version);
 }
 
 duro_provider *faulty_provider_inner(duro_provider *wrapper)
@@ -382,15 +664,52 @@ duro_provider *faulty_provider_inner(duro_provider *wrapper)
     return from(wrapper)->inner;
 }
 
-void faulty_provider_fail_nth(duro_provider *wrapper, uint64_t nth, int method,
-                              int retryable)
+void faulty_provider_arm(duro_provider *wrapper, int method, uint64_t nth,
+                         uint64_t count, int retryable, faulty_when when)
 {
     faulty_provider *fp = from(wrapper);
     pthread_mutex_lock(&fp->lock);
-    fp->countdown = nth;
-    fp->fault_method = method;
-    fp->fault_retryable = retryable != 0;
+    fp->plan_head = fp->plan_tail = 0;
     pthread_mutex_unlock(&fp->lock);
+    if (nth > 0)
+        faulty_provider_queue(wrapper, method, nth, count, retryable, when);
+}
+
+int faulty_provider_queue(duro_provider *wrapper, int method, uint64_t nth,
+                          uint64_t count, int retryable, faulty_when when)
+{
+    faulty_fault f = {.method = method,
+                      .nth = nth,
+                      .count = count,
+                      .retryable = retryable != 0,
+                      .when = when};
+    return faulty_provider_queue_fault(wrapper, &f);
+}
+
+int faulty_provider_queue_fault(duro_provider *wrapper, const faulty_fault *f)
+{
+    faulty_provider *fp = from(wrapper);
+    if (f->nth == 0)
+        return 0;
+    pthread_mutex_lock(&fp->lock);
+    if (fp->plan_head == fp->plan_tail)
+        fp->plan_head = fp->plan_tail = 0; /* all fired: start over */
+    int ok = fp->plan_tail < FAULTY_PLAN_MAX;
+    if (ok) {
+        fp->plan[fp->plan_tail] = *f;
+        fp->plan[fp->plan_tail].retryable = f->retryable != 0;
+        fp->plan_tail++;
+        if (fp->plan_tail - fp->plan_head == 1)
+            plan_load(fp);
+    }
+    pthread_mutex_unlock(&fp->lock);
+    return ok;
+}
+
+void faulty_provider_fail_nth(duro_provider *wrapper, uint64_t nth, int method,
+                              int retryable)
+{
+    faulty_provider_arm(wrapper, method, nth, 1, retryable, FAULTY_BEFORE_CALL);
 }
 
 void faulty_provider_fail_always(duro_provider *wrapper, int method,
@@ -401,6 +720,14 @@ void faulty_provider_fail_always(duro_provider *wrapper, int method,
         return;
     pthread_mutex_lock(&fp->lock);
     fp->always[method] = on ? (retryable ? 1 : 2) : 0;
+    pthread_mutex_unlock(&fp->lock);
+}
+
+void faulty_provider_understate_cache(duro_provider *wrapper, int on)
+{
+    faulty_provider *fp = from(wrapper);
+    pthread_mutex_lock(&fp->lock);
+    fp->understate = on != 0;
     pthread_mutex_unlock(&fp->lock);
 }
 
@@ -418,9 +745,12 @@ uint64_t faulty_provider_calls(duro_provider *wrapper, int method)
 {
     faulty_provider *fp = from(wrapper);
     if (method == FAULTY_ANY_METHOD) {
+        /* combined calls are already counted as their acks */
         uint64_t sum = 0;
         for (int i = 0; i < FAULTY_METHOD_COUNT; i++)
-            sum += atomic_load(&fp->calls[i]);
+            if (i != FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM &&
+                i != FAULTY_ACK_AND_FETCH_WORK_ITEM)
+                sum += atomic_load(&fp->calls[i]);
         return sum;
     }
     if (method < 0 || method >= FAULTY_METHOD_COUNT)
@@ -431,4 +761,9 @@ uint64_t faulty_provider_calls(duro_provider *wrapper, int method)
 uint64_t faulty_provider_faults_fired(duro_provider *wrapper)
 {
     return atomic_load(&from(wrapper)->fired);
+}
+
+uint64_t faulty_provider_items_discarded(duro_provider *wrapper)
+{
+    return atomic_load(&from(wrapper)->discarded);
 }

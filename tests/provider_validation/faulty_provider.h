@@ -1,7 +1,9 @@
 /* faulty_provider.h - a duro_provider that wraps another one, forwards every
- * method to it and can be told to fail the N-th call from now (of one method
- * or of any) retryably or permanently without reaching the inner provider.
- * Counts calls per method. Any thread; the fault settings are shared. */
+ * method to it and can be told to fail calls retryably or permanently:
+ * either before the call reaches the inner provider (nothing changes), or
+ * after the inner provider committed it (the reply is lost: the change
+ * stands, the caller sees an error). Counts calls per method and can present
+ * an older contract version. Any thread; the fault settings are shared. */
 #ifndef DURO_FAULTY_PROVIDER_H
 #define DURO_FAULTY_PROVIDER_H
 
@@ -9,7 +11,7 @@
 
 #include "duro/provider.h"
 
-/* The wrapped methods that can fail, in table order. */
+/* The wrapped methods that can fail, in table order. Append-only. */
 typedef enum faulty_method {
     FAULTY_FETCH_ORCHESTRATION_ITEM = 0,
     FAULTY_ACK_ORCHESTRATION_ITEM,
@@ -29,14 +31,65 @@ typedef enum faulty_method {
     FAULTY_PRUNE_EXECUTIONS,
     FAULTY_WAIT_FOR_WORK,
     FAULTY_WAKE, /* counted, never failed: wake() cannot report errors */
+    /* Version 2. A combined call also counts as the ack it starts with and
+     * is failed by faults armed on that ack, so "fail the n-th ack" holds
+     * whichever form the caller uses; a fault armed on one of these two
+     * matches the combined form only. */
+    FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM,
+    FAULTY_ACK_AND_FETCH_WORK_ITEM,
     FAULTY_METHOD_COUNT
 } faulty_method;
 
 #define FAULTY_ANY_METHOD (-1)
 
+/* When an armed fault strikes. Append-only. */
+typedef enum faulty_when {
+    /* The call fails without reaching the inner provider: nothing changes. */
+    FAULTY_BEFORE_CALL = 0,
+    /* The inner provider runs the call; when it succeeds (committed), the
+     * caller gets the failure anyway, as when a connection drops after
+     * COMMIT was sent. Out-parameters are cleared; an item the call fetched
+     * (fetch_*, the next item of ack_and_fetch_*) is freed unseen: its lock
+     * is held by a token nobody has, so it comes back only when that lock
+     * expires, with its delivery count raised - what a real lost reply
+     * does. A call whose inner call fails returns that error and does not
+     * count toward the fault. */
+    FAULTY_AFTER_COMMIT = 1,
+    /* Like FAULTY_AFTER_COMMIT, but only a call that returned an item (a
+     * fetch that found one, an ack-and-fetch with a next item) is struck;
+     * other matching calls go through and the fault stays armed. For tests
+     * that must lose an item, whatever the timing. */
+    FAULTY_AFTER_COMMIT_WITH_ITEM = 2
+} faulty_when;
+
+/* One armed fault: the nth matching call from the moment it becomes
+ * current, and the count - 1 matching calls after it (count 0 counts as
+ * 1), fail retryably or permanently, at the moment `when` says. For
+ * after-commit faults only calls that succeeded (and returned an item, for
+ * FAULTY_AFTER_COMMIT_WITH_ITEM) count as matching. */
+typedef struct faulty_fault {
+    int method; /* faulty_method or FAULTY_ANY_METHOD */
+    uint64_t nth;
+    uint64_t count;
+    int retryable;
+    faulty_when when;
+    int code; /* 0: DURO_BUSY when retryable, else DURO_STORAGE; or the
+                 DURO_* code to report (DURO_LOCK_LOST, ...), with
+                 `retryable` as its flag */
+} faulty_fault;
+
+#define FAULTY_PLAN_MAX 32
+
 /** Wraps @p inner. With @p own_inner, closing the wrapper closes @p inner.
  * @return the wrapper, NULL when out of memory. @note Any thread. */
 duro_provider *faulty_provider_wrap(duro_provider *inner, int own_inner);
+
+/** Like faulty_provider_wrap(), but the wrapper presents contract version
+ * @p version (at most the inner provider's): methods of later versions stay
+ * NULL, so callers take their fallback paths (version 1: separate ack and
+ * fetch calls). @note Any thread. */
+duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
+                                            int version);
 
 /** The provider @p wrapper forwards to. */
 duro_provider *faulty_provider_inner(duro_provider *wrapper);
@@ -44,15 +97,43 @@ duro_provider *faulty_provider_inner(duro_provider *wrapper);
 /** Makes the @p nth call from now (1 = the next one) of @p method (or of any
  * failable method with FAULTY_ANY_METHOD) fail without calling the inner
  * provider: DURO_BUSY, retryable, when @p retryable, else DURO_STORAGE, not
- * retryable. The fault fires once. @p nth 0 disarms. @note Any thread. */
+ * retryable. The fault fires once. @p nth 0 disarms. Replaces any fault
+ * armed before. @note Any thread. */
 void faulty_provider_fail_nth(duro_provider *wrapper, uint64_t nth, int method,
                               int retryable);
 
+/** The general form of faulty_provider_fail_nth(): arms one fault (see
+ * faulty_fault), replacing the plan of faults armed before. @p nth 0 only
+ * disarms. @note Any thread. */
+void faulty_provider_arm(duro_provider *wrapper, int method, uint64_t nth,
+                         uint64_t count, int retryable, faulty_when when);
+
+/** Appends a fault to the plan: it becomes current once every fault armed
+ * before it has fired all its failures (at once when none is left). Lets a
+ * test arm a whole sequence before the calls start, independent of its own
+ * timing. @return 1, or 0 when the plan is full (FAULTY_PLAN_MAX).
+ * @note Any thread. */
+int faulty_provider_queue(duro_provider *wrapper, int method, uint64_t nth,
+                          uint64_t count, int retryable, faulty_when when);
+
+/** faulty_provider_queue() with every field of @p fault (a copy is kept),
+ * for faults that report another code. @note Any thread. */
+int faulty_provider_queue_fault(duro_provider *wrapper,
+                                const faulty_fault *fault);
+
 /** While @p on, fails every call of @p method (not FAULTY_ANY_METHOD)
- * retryably or permanently, like faulty_provider_fail_nth(); @p on 0 turns
- * it off. For "renewal keeps failing" scenarios. @note Any thread. */
+ * retryably or permanently, before it reaches the inner provider; @p on 0
+ * turns it off. Independent of the armed fault. For "renewal keeps failing"
+ * scenarios. @note Any thread. */
 void faulty_provider_fail_always(duro_provider *wrapper, int method,
                                  int retryable, int on);
+
+/** While @p on, the history-cache callback that fetches pass to the inner
+ * provider answers one event less than the caller's cache holds (when it
+ * holds any), as if the caller's kept engine had been evicted between the
+ * fetch and its use: the caller must then read the whole history itself.
+ * @note Any thread. */
+void faulty_provider_understate_cache(duro_provider *wrapper, int on);
 
 /** Calls @p fn(@p arg) on the calling thread each time fetch_work_item
  * returns an item, before it returns (NULL turns it off). For tests that
@@ -61,11 +142,14 @@ void faulty_provider_on_work_fetched(duro_provider *wrapper,
                                      void (*fn)(void *arg), void *arg);
 
 /** Calls of @p method so far, failed ones included (FAULTY_ANY_METHOD: of
- * all methods). */
+ * all methods, each combined version-2 call counted once, as its ack). */
 uint64_t faulty_provider_calls(duro_provider *wrapper, int method);
 
-/** How many injected faults have fired so far. */
+/** How many injected faults have fired so far (both kinds). */
 uint64_t faulty_provider_faults_fired(duro_provider *wrapper);
+
+/** How many fetched items after-commit faults have freed unseen. */
+uint64_t faulty_provider_items_discarded(duro_provider *wrapper);
 
 /** "fetch_orchestration_item", ...; "?" when out of range. */
 const char *faulty_method_name(int method);

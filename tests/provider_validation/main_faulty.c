@@ -305,6 +305,232 @@ PV_TEST(wrapper_counts_calls_and_fires_once_on_the_nth_matching_call)
     duro_provider_close(o);
 }
 
+/* ---- after-commit faults, consecutive faults, version, cache ---------- */
+
+static uint64_t cached_four(void *user, const char *instance_id,
+                            uint64_t execution_id)
+{
+    (void)user;
+    (void)instance_id;
+    (void)execution_id;
+    return 4;
+}
+
+static uint64_t messages_of(duro_provider *p, duro_queue q, const char *id)
+{
+    uint64_t n = 0;
+    duro_error e;
+    CHECK_PRC(p->count_messages(p, q, id, &n, &e), DURO_OK, &e);
+    return n;
+}
+
+PV_TEST(wrapper_after_commit_faults_commit_and_lose_the_reply)
+{
+    duro_provider *counted = pv_open();
+    duro_provider *o = faulty_provider_wrap(counted, 0);
+    CHECK(o != NULL);
+    duro_error e;
+
+    /* enqueue: the START commits, the caller sees DURO_BUSY */
+    duro_work_item start = {0};
+    start.kind = DURO_WORK_START;
+    start.name = "orch";
+    start.instance_id = "b";
+    faulty_provider_arm(o, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, 1, 1, 1,
+                        FAULTY_AFTER_COMMIT);
+    CHECK_PFAIL(o->enqueue_for_orchestrator(o, &start, 0, &e), DURO_BUSY, 1,
+                &e);
+    CHECK(strstr(e.message, "after it committed") != NULL);
+    CHECK_EQ(faulty_provider_calls(counted, FAULTY_ENQUEUE_FOR_ORCHESTRATOR),
+             1);
+    CHECK_EQ(messages_of(counted, DURO_QUEUE_ORCHESTRATOR, "b"), 1);
+    start.instance_id = "c";
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &start, 0, &e), DURO_OK, &e);
+
+    /* ack_and_fetch_orchestration_item: b's turn commits (three
+     * activities), c comes back locked but is freed unseen */
+    duro_orch_item *item = NULL;
+    CHECK_PRC(o->fetch_orchestration_item(o, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    CHECK_STR(item->instance_id, "b");
+    duro_event d[4];
+    memset(d, 0, sizeof(d));
+    duro_work_item acts[3];
+    memset(acts, 0, sizeof(acts));
+    for (int i = 0; i < 4; i++) {
+        d[i].event_id = (uint64_t)i + 1;
+        d[i].kind = i == 0 ? DURO_EVENT_ORCHESTRATION_STARTED
+                           : DURO_EVENT_ACTIVITY_SCHEDULED;
+        if (i > 0) {
+            acts[i - 1].kind = DURO_WORK_ACTIVITY_EXECUTE;
+            acts[i - 1].instance_id = "b";
+            acts[i - 1].execution_id = 1;
+            acts[i - 1].source_id = (uint64_t)i + 1;
+            acts[i - 1].name = "act";
+        }
+    }
+    duro_instance_meta m = {0};
+    m.status = DURO_STATUS_RUNNING;
+    m.name = "orch";
+    duro_orch_ack ak = {0};
+    ak.execution_id = 1;
+    ak.history_delta = d;
+    ak.history_delta_count = 4;
+    ak.worker_items = acts;
+    ak.worker_item_count = 3;
+    ak.meta = &m;
+    faulty_provider_arm(o, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM, 1, 1, 0,
+                        FAULTY_AFTER_COMMIT);
+    duro_orch_item *next = (duro_orch_item *)&e; /* must be reset */
+    CHECK_PFAIL(o->ack_and_fetch_orchestration_item(o, item->lock_token, &ak,
+                                                    60000, NULL, &next, &e),
+                DURO_STORAGE, 0, &e);
+    CHECK(next == NULL);
+    CHECK_EQ(faulty_provider_items_discarded(o), 1);
+    CHECK_EQ(faulty_provider_calls(o, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM),
+             1);
+    CHECK_EQ(faulty_provider_calls(o, FAULTY_ACK_ORCHESTRATION_ITEM), 1);
+    duro_orch_item_free(item);
+    uint64_t exec = 0;
+    CHECK_PRC(counted->latest_execution_id(counted, "b", &exec, &e), DURO_OK,
+              &e);
+    CHECK_EQ(exec, 1);
+    CHECK_EQ(messages_of(counted, DURO_QUEUE_ORCHESTRATOR, "b"), 0);
+    CHECK_EQ(messages_of(counted, DURO_QUEUE_WORKER, "b"), 3);
+    /* c is held by a token nobody has */
+    item = (duro_orch_item *)&e;
+    CHECK_PRC(o->fetch_orchestration_item(o, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item == NULL);
+
+    /* ack_work_item: the completion is queued, the row is gone */
+    duro_worker_item *w = NULL;
+    CHECK_PRC(o->fetch_work_item(o, 60000, &w, &e), DURO_OK, &e);
+    CHECK(w != NULL);
+    duro_work_item done = {0};
+    done.kind = DURO_WORK_ACTIVITY_COMPLETED;
+    done.instance_id = "b";
+    done.execution_id = 1;
+    done.source_id = w->item.source_id;
+    faulty_provider_arm(o, FAULTY_ACK_WORK_ITEM, 1, 1, 1, FAULTY_AFTER_COMMIT);
+    CHECK_PFAIL(o->ack_work_item(o, w->lock_token, &done, &e), DURO_BUSY, 1,
+                &e);
+    CHECK_EQ(messages_of(counted, DURO_QUEUE_ORCHESTRATOR, "b"), 1);
+    CHECK_EQ(messages_of(counted, DURO_QUEUE_WORKER, "b"), 2);
+    /* a retry of the committed ack finds the row gone */
+    CHECK_PFAIL(o->ack_work_item(o, w->lock_token, &done, &e), DURO_LOCK_LOST,
+                0, &e);
+    duro_worker_item_free(w);
+
+    /* An after-commit fault whose inner call fails stays armed. */
+    CHECK_PRC(o->fetch_work_item(o, 60000, &w, &e), DURO_OK, &e);
+    CHECK(w != NULL);
+    done.source_id = w->item.source_id;
+    uint64_t fired = faulty_provider_faults_fired(o);
+    faulty_provider_arm(o, FAULTY_ACK_WORK_ITEM, 1, 1, 0, FAULTY_AFTER_COMMIT);
+    duro_worker_item *none = NULL;
+    CHECK_PFAIL(
+        o->ack_and_fetch_work_item(o, "no-such-token", &done, 60000, &none, &e),
+        DURO_LOCK_LOST, 0, &e);
+    CHECK(none == NULL);
+    CHECK_EQ(faulty_provider_faults_fired(o), fired);
+    /* ack_and_fetch_work_item: commits, the third row is freed unseen */
+    duro_worker_item *wn = (duro_worker_item *)&e;
+    duro_worker_item *held = w;
+    w = NULL;
+    CHECK_PFAIL(
+        o->ack_and_fetch_work_item(o, held->lock_token, &done, 60000, &wn, &e),
+        DURO_STORAGE, 0, &e);
+    CHECK(wn == NULL);
+    CHECK_EQ(faulty_provider_faults_fired(o), fired + 1);
+    CHECK_EQ(faulty_provider_items_discarded(o), 2);
+    CHECK_EQ(faulty_provider_calls(o, FAULTY_ACK_AND_FETCH_WORK_ITEM), 2);
+    duro_worker_item_free(held);
+    CHECK_EQ(messages_of(counted, DURO_QUEUE_ORCHESTRATOR, "b"), 2);
+    CHECK_EQ(messages_of(counted, DURO_QUEUE_WORKER, "b"), 1);
+    CHECK_PRC(o->fetch_work_item(o, 60000, &wn, &e), DURO_OK, &e);
+    CHECK(wn == NULL); /* locked by the lost reply */
+
+    /* Consecutive faults: the 2nd and 3rd enqueues fail, the 4th works. */
+    duro_work_item ev = {0};
+    ev.kind = DURO_WORK_EXTERNAL_EVENT;
+    ev.instance_id = "b";
+    ev.name = "poke";
+    faulty_provider_arm(o, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, 2, 2, 1,
+                        FAULTY_BEFORE_CALL);
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_OK, &e);
+    CHECK_PFAIL(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_BUSY, 1, &e);
+    CHECK_PFAIL(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_BUSY, 1, &e);
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_OK, &e);
+    CHECK_EQ(messages_of(counted, DURO_QUEUE_ORCHESTRATOR, "b"), 4);
+    /* A queued plan, and a fault reporting another code. */
+    const faulty_fault lost = {.method = FAULTY_ENQUEUE_FOR_ORCHESTRATOR,
+                               .nth = 1,
+                               .code = DURO_LOCK_LOST};
+    CHECK(faulty_provider_queue(o, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, 2, 1, 1,
+                                FAULTY_BEFORE_CALL));
+    CHECK(faulty_provider_queue_fault(o, &lost));
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_OK, &e);
+    CHECK_PFAIL(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_BUSY, 1, &e);
+    CHECK_PFAIL(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_LOCK_LOST, 0,
+                &e);
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &ev, 0, &e), DURO_OK, &e);
+    CHECK_EQ(messages_of(counted, DURO_QUEUE_ORCHESTRATOR, "b"), 6);
+
+    /* Understated cache: b holds 4 events; the cache says 4, the provider
+     * hears 3. */
+    duro_history_cache hc = {.cached_events = cached_four, .user = NULL};
+    faulty_provider_understate_cache(o, 1);
+    CHECK_PRC(o->fetch_orchestration_item(o, 60000, &hc, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    CHECK_STR(item ? item->instance_id : NULL, "b");
+    CHECK_EQ(item ? item->history_offset : 0, 3);
+    CHECK_EQ(item ? item->history_count : 0, 1);
+    CHECK_PRC(o->abandon_orchestration_item(o, item->lock_token, 0, &e),
+              DURO_OK, &e);
+    duro_orch_item_free(item);
+    faulty_provider_understate_cache(o, 0);
+    CHECK_PRC(o->fetch_orchestration_item(o, 60000, &hc, &item, &e), DURO_OK,
+              &e);
+    CHECK_EQ(item ? item->history_offset : 0, 4);
+    duro_orch_item_free(item);
+
+    /* With-item faults let fetches that find nothing through. */
+    fired = faulty_provider_faults_fired(o);
+    faulty_provider_arm(o, FAULTY_FETCH_ORCHESTRATION_ITEM, 1, 1, 1,
+                        FAULTY_AFTER_COMMIT_WITH_ITEM);
+    CHECK_PRC(o->fetch_orchestration_item(o, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item == NULL);
+    CHECK_EQ(faulty_provider_faults_fired(o), fired);
+    start.instance_id = "d";
+    CHECK_PRC(o->enqueue_for_orchestrator(o, &start, 0, &e), DURO_OK, &e);
+    item = (duro_orch_item *)&e;
+    CHECK_PFAIL(o->fetch_orchestration_item(o, 60000, NULL, &item, &e),
+                DURO_BUSY, 1, &e);
+    CHECK(item == NULL);
+    CHECK_EQ(faulty_provider_faults_fired(o), fired + 1);
+    CHECK_EQ(faulty_provider_items_discarded(o), 3);
+    CHECK_PRC(o->fetch_orchestration_item(o, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item == NULL); /* d is held by the lost reply */
+    duro_provider_close(o);
+
+    /* A wrapper presenting version 1 hides the combined methods. */
+    duro_provider *v1 = faulty_provider_wrap_version(counted, 0, 1);
+    CHECK(v1 != NULL);
+    CHECK_EQ(v1->version, 1);
+    CHECK(v1->ack_and_fetch_orchestration_item == NULL);
+    CHECK(v1->ack_and_fetch_work_item == NULL);
+    CHECK(v1->ack_orchestration_item != NULL);
+    duro_provider_close(v1);
+    v1 = faulty_provider_wrap_version(counted, 0, 99);
+    CHECK_EQ(v1->version, counted->version);
+    duro_provider_close(v1);
+}
+
 int main(int argc, char **argv)
 {
     static const pv_factory factory = {
@@ -320,6 +546,7 @@ int main(int argc, char **argv)
     static const test_case extra[] = {
         T(wrapper_fails_the_nth_call_of_each_mutating_method),
         T(wrapper_counts_calls_and_fires_once_on_the_nth_matching_call),
+        T(wrapper_after_commit_faults_commit_and_lose_the_reply),
     };
     return pv_main(argc, argv, &factory, extra,
                    sizeof(extra) / sizeof(extra[0]));

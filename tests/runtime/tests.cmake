@@ -37,3 +37,7 @@ duro_runtime_test(test_orch_faults ${CMAKE_CURRENT_LIST_DIR}/test_orch_faults.c
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
 target_include_directories(test_orch_faults PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
+duro_runtime_test(test_runtime_faults ${CMAKE_CURRENT_LIST_DIR}/test_runtime_faults.c
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
+target_include_directories(test_runtime_faults PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)

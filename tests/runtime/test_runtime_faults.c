@@ -1,0 +1,1135 @@
+/* test_runtime_faults.c - storage faults under a real runtime, through the
+ * fault-injecting wrapper around SQLite: retryable and permanent failures of
+ * every fetch, ack, combined ack-and-fetch, abandon and history read the
+ * dispatchers make, calls that commit but report failure (lost replies), and
+ * engine-cache eviction. Every scenario proves its branch was taken (faults
+ * fired, call counts, log lines, metrics) and that each instance ends exactly
+ * as in a fault-free run: same output, same history event by event, one
+ * completion per activity. Each test runs its own runtime on its own file. */
+#include <stdlib.h>
+
+#include "faulty_provider.h"
+#include "rt_util.h"
+
+#ifdef DURO_SANITIZE_BUILD
+#define CHAIN_INSTANCES 4
+#define EVICT_INSTANCES 20
+#else
+#define CHAIN_INSTANCES 6
+#define EVICT_INSTANCES 50
+#endif
+#define CHAIN_STEPS 4
+#define EVICT_STEPS 10
+#define WAIT_MS 60000
+
+/* ------------------------------------------------------------------------
+ * workloads */
+
+static _Atomic int add_runs;
+static duro_client *ping_client; /* the client of the running eviction test */
+
+/* Deterministic arithmetic on a decimal number. */
+static int act_add(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)a;
+    atomic_fetch_add(&add_runs, 1);
+    long long v = in ? strtoll(in, NULL, 10) : 0;
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%lld", (v * 7 + 3) % 1000003);
+    return duro_ok(out, buf);
+}
+
+/* Input "<step>|<payload>": raises "ping-<step>" with <payload> on its own
+ * instance before it returns, so the event is always recorded before this
+ * activity's completion. */
+static int act_ping(duro_activity *a, const char *in, duro_result *out)
+{
+    const char *bar = in ? strchr(in, '|') : NULL;
+    if (bar == NULL)
+        return duro_fail(out, "bad input");
+    char name[48];
+    snprintf(name, sizeof(name), "ping-%.*s", (int)(bar - in), in);
+    int rc = duro_client_raise_event(ping_client, duro_activity_instance_id(a),
+                                     name, bar + 1);
+    if (rc != DURO_OK)
+        return duro_failf(out, "raise failed: %s", duro_errname(rc));
+    return duro_ok(out, "pinged");
+}
+
+/* CHAIN_STEPS activities in a row with a 1 ms timer after every second one,
+ * then a wait for the event "finish" (the gate the tests open once every
+ * fault has fired). */
+static int orch_chain(duro_orch *o, const char *in, duro_result *out)
+{
+    const char *acc = in;
+    for (int i = 0; i < CHAIN_STEPS; i++) {
+        duro_task *t = duro_call_activity(o, "Add", acc);
+        if (duro_await(o, t) != DURO_OK)
+            return duro_fail(out, duro_task_error(t));
+        acc = duro_task_output(t);
+        if (i % 2 == 1)
+            duro_await(o, duro_timer(o, 1));
+    }
+    duro_task *gate = duro_wait_event(o, "finish");
+    duro_await(o, gate);
+    return duro_ok(out, duro_sprintf(o, "%s|%s", acc, duro_task_output(gate)));
+}
+
+/* EVICT_STEPS steps whose turns interleave with other instances': an
+ * activity; an activity that raises an event, then a wait for it; a select
+ * an activity wins; a select a timer wins. Every step's history is the same
+ * whatever the timing. */
+static int orch_steps(duro_orch *o, const char *in, duro_result *out)
+{
+    const char *acc = in;
+    for (int i = 0; i < EVICT_STEPS; i++) {
+        switch (i % 4) {
+        case 0: {
+            duro_task *t = duro_call_activity(o, "Add", acc);
+            if (duro_await(o, t) != DURO_OK)
+                return duro_fail(out, duro_task_error(t));
+            acc = duro_task_output(t);
+            break;
+        }
+        case 1: {
+            duro_task *p =
+                duro_call_activity(o, "Ping", duro_sprintf(o, "%d|%s", i, acc));
+            if (duro_await(o, p) != DURO_OK)
+                return duro_fail(out, duro_task_error(p));
+            duro_task *ev = duro_wait_event(o, duro_sprintf(o, "ping-%d", i));
+            if (duro_await(o, ev) != DURO_OK)
+                return duro_fail(out, "event wait failed");
+            acc = duro_sprintf(o, "%s+e", duro_task_output(ev));
+            break;
+        }
+        case 2: {
+            duro_task *a = duro_call_activity(o, "Add", acc);
+            duro_task *w = duro_select(o, a, duro_wait_event(o, "never"));
+            if (w != a || duro_task_failed(a))
+                return duro_fail(out, "the activity lost its select");
+            acc = duro_task_output(a);
+            break;
+        }
+        default: {
+            duro_task *t = duro_timer(o, 1);
+            duro_task *w = duro_select(o, duro_wait_event(o, "never"), t);
+            if (w != t)
+                return duro_fail(out, "the timer lost its select");
+            break;
+        }
+        }
+    }
+    return duro_ok(out, acc);
+}
+
+static void register_all(rt_fixture *f)
+{
+    CHECK_OK(duro_registry_add_activity(f->reg, "Add", act_add, NULL));
+    CHECK_OK(duro_registry_add_activity(f->reg, "Ping", act_ping, NULL));
+    CHECK_OK(duro_registry_add_orchestration(f->reg, "Chain", NULL, orch_chain,
+                                             NULL));
+    CHECK_OK(duro_registry_add_orchestration(f->reg, "Steps", NULL, orch_steps,
+                                             NULL));
+}
+
+/* ------------------------------------------------------------------------
+ * history checks */
+
+static int str_eq(const char *a, const char *b)
+{
+    return (a == NULL) == (b == NULL) && (a == NULL || strcmp(a, b) == 0);
+}
+
+static const char *or_null(const char *s)
+{
+    return s ? s : "(null)";
+}
+
+/* The scheduling kind a completion of `kind` points at; 0 when `kind` is
+ * not a completion. */
+static int scheduled_kind(int kind)
+{
+    switch (kind) {
+    case DURO_EVENT_ACTIVITY_COMPLETED:
+    case DURO_EVENT_ACTIVITY_FAILED:
+    case DURO_EVENT_ACTIVITY_CANCEL_REQUESTED:
+        return DURO_EVENT_ACTIVITY_SCHEDULED;
+    case DURO_EVENT_TIMER_FIRED:
+        return DURO_EVENT_TIMER_CREATED;
+    case DURO_EVENT_SUB_ORCHESTRATION_COMPLETED:
+    case DURO_EVENT_SUB_ORCHESTRATION_FAILED:
+    case DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED:
+        return DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED;
+    default:
+        return 0;
+    }
+}
+
+/* Dense event ids from 1, Started first and a terminal event last, every
+ * completion after the scheduling event it names and of the right kind,
+ * exactly one completion per activity and at most one per timer. */
+static void check_history_sane(const duro_history *h, const char *id)
+{
+    CHECK_MSG(h->count >= 2, "%s: %zu events", id, h->count);
+    if (h->count < 2)
+        return;
+    CHECK_EQ(h->events[0].kind, DURO_EVENT_ORCHESTRATION_STARTED);
+    int last = h->events[h->count - 1].kind;
+    CHECK_MSG(last == DURO_EVENT_ORCHESTRATION_COMPLETED ||
+                  last == DURO_EVENT_ORCHESTRATION_FAILED,
+              "%s: last event is %s", id, duro_event_kind_name(last));
+    int *completions = calloc(h->count + 1, sizeof(int));
+    for (size_t i = 0; i < h->count; i++) {
+        const duro_event *e = &h->events[i];
+        CHECK_MSG(e->event_id == i + 1, "%s: event %zu has id %llu", id, i + 1,
+                  (unsigned long long)e->event_id);
+        int want = scheduled_kind(e->kind);
+        if (want == 0)
+            continue;
+        uint64_t src = e->source_event_id;
+        CHECK_MSG(src >= 1 && src < e->event_id &&
+                      (int)h->events[src - 1].kind == want,
+                  "%s: event %llu (%s) names source %llu", id,
+                  (unsigned long long)e->event_id,
+                  duro_event_kind_name(e->kind), (unsigned long long)src);
+        if (src >= 1 && src <= h->count &&
+            e->kind != DURO_EVENT_ACTIVITY_CANCEL_REQUESTED &&
+            e->kind != DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED)
+            completions[src]++;
+    }
+    for (size_t i = 0; i < h->count; i++) {
+        const duro_event *e = &h->events[i];
+        if (e->kind == DURO_EVENT_ACTIVITY_SCHEDULED)
+            CHECK_MSG(completions[e->event_id] == 1,
+                      "%s: activity %llu has %d completions", id,
+                      (unsigned long long)e->event_id,
+                      completions[e->event_id]);
+        if (e->kind == DURO_EVENT_TIMER_CREATED)
+            CHECK_MSG(
+                completions[e->event_id] <= 1, "%s: timer %llu fired %d times",
+                id, (unsigned long long)e->event_id, completions[e->event_id]);
+    }
+    free(completions);
+}
+
+/* The same events in the same order: kind, source, name, version, payload,
+ * error, category, reason, references, attempt, flags, and a timer's delay;
+ * not timestamps. */
+static void check_same_history(const duro_history *got,
+                               const duro_history *want, const char *id)
+{
+    CHECK_MSG(got->count == want->count, "%s: %zu events, expected %zu", id,
+              got->count, want->count);
+    size_t n = got->count < want->count ? got->count : want->count;
+    for (size_t i = 0; i < n; i++) {
+        const duro_event *a = &got->events[i], *b = &want->events[i];
+        int same = a->event_id == b->event_id && a->kind == b->kind &&
+                   a->source_event_id == b->source_event_id &&
+                   str_eq(a->name, b->name) && str_eq(a->version, b->version) &&
+                   str_eq(a->payload, b->payload) &&
+                   str_eq(a->error, b->error) && a->category == b->category &&
+                   str_eq(a->reason, b->reason) &&
+                   str_eq(a->requested_by, b->requested_by) &&
+                   str_eq(a->ref_instance, b->ref_instance) &&
+                   a->ref_execution == b->ref_execution &&
+                   a->ref_event_id == b->ref_event_id &&
+                   a->attempt == b->attempt && a->flags == b->flags &&
+                   (a->kind != DURO_EVENT_TIMER_CREATED ||
+                    a->fire_at_ms - a->timestamp_ms ==
+                        b->fire_at_ms - b->timestamp_ms);
+        if (!same) {
+            CHECK_MSG(same,
+                      "%s: event %zu differs: %s(src %llu, name %s, payload "
+                      "%s, error %s) vs expected %s(src %llu, name %s, "
+                      "payload %s, error %s)",
+                      id, i + 1, duro_event_kind_name(a->kind),
+                      (unsigned long long)a->source_event_id, or_null(a->name),
+                      or_null(a->payload), or_null(a->error),
+                      duro_event_kind_name(b->kind),
+                      (unsigned long long)b->source_event_id, or_null(b->name),
+                      or_null(b->payload), or_null(b->error));
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * the chain workload: run, gate, check */
+
+static const char *instance_name(int i)
+{
+    static _Thread_local char buf[4][16];
+    static _Thread_local int next;
+    char *s = buf[next++ % 4];
+    snprintf(s, 16, "i%d", i);
+    return s;
+}
+
+static const char *instance_input(int i)
+{
+    static _Thread_local char buf[4][16];
+    static _Thread_local int next;
+    char *s = buf[next++ % 4];
+    snprintf(s, 16, "%d", 1000 + 17 * i);
+    return s;
+}
+
+static void start_chains(rt_fixture *f, int n)
+{
+    for (int i = 0; i < n; i++)
+        rt_start_instance(f, instance_name(i), "Chain", instance_input(i));
+}
+
+/* Opens every instance's gate once it waits there (an event raised any
+ * earlier would land elsewhere in history), then waits for all to end. */
+static void finish_chains(rt_fixture *f, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const char *id = instance_name(i);
+        WAIT_UNTIL(rt_count_events(f, id, DURO_EVENT_EVENT_SUBSCRIBED) == 1,
+                   WAIT_MS);
+        CHECK_OK(duro_client_raise_event(f->client, id, "finish", "done"));
+    }
+    for (int i = 0; i < n; i++)
+        duro_free(rt_wait(f, instance_name(i), WAIT_MS));
+}
+
+/* Outputs and histories of a fault-free run, computed once. */
+static struct {
+    int ready;
+    char *output[CHAIN_INSTANCES];
+    duro_history *history[CHAIN_INSTANCES];
+} baseline;
+
+static void baseline_get(void)
+{
+    if (baseline.ready)
+        return;
+    rt_fixture f;
+    rt_init(&f, "rtf_baseline.db");
+    register_all(&f);
+    rt_start(&f);
+    start_chains(&f, CHAIN_INSTANCES);
+    finish_chains(&f, CHAIN_INSTANCES);
+    for (int i = 0; i < CHAIN_INSTANCES; i++) {
+        duro_instance_info *info = rt_wait(&f, instance_name(i), WAIT_MS);
+        CHECK_EQ(info->status, DURO_STATUS_COMPLETED);
+        baseline.output[i] = strdup(info->output ? info->output : "");
+        duro_free(info);
+        baseline.history[i] = rt_history(&f, instance_name(i));
+        check_history_sane(baseline.history[i], instance_name(i));
+    }
+    rt_done(&f);
+    baseline.ready = !test_failed();
+}
+
+/* Every instance completed with the fault-free output and history. */
+static void check_chains(rt_fixture *f, int n)
+{
+    baseline_get();
+    for (int i = 0; i < n && baseline.ready; i++) {
+        const char *id = instance_name(i);
+        duro_instance_info *info = rt_wait(f, id, WAIT_MS);
+        CHECK_EQ(info->status, DURO_STATUS_COMPLETED);
+        CHECK_STR(info->output, baseline.output[i]);
+        duro_free(info);
+        duro_history *h = rt_history(f, id);
+        check_history_sane(h, id);
+        check_same_history(h, baseline.history[i], id);
+        duro_history_free(h);
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * a runtime on the wrapper */
+
+/* Options for fault runs: locks that do not expire unless a test shortens
+ * them, every log line kept (debug included) in the sink. */
+static void fault_options(rt_fixture *f)
+{
+    f->opts.orchestration_lock_timeout_ms = 30000;
+    f->opts.worker_lock_timeout_ms = 30000;
+    f->opts.lock_renewal_ms = 1000;
+    f->opts.log_level = DURO_LOG_DEBUG;
+    f->opts.log_fn = rt_log_sink;
+}
+
+static void init_faulty(rt_fixture *f, const char *db)
+{
+    baseline_get(); /* before add_runs is reset: it runs activities too */
+    rt_log_reset();
+    atomic_store(&add_runs, 0);
+    rt_init(f, db);
+    register_all(f);
+    fault_options(f);
+}
+
+/* The wrapper, presenting contract `version`, around a new handle on the
+ * fixture's store. */
+static duro_provider *open_faulty(rt_fixture *f, int version)
+{
+    duro_provider *inner = NULL;
+    duro_error err;
+    CHECK_PRC(duro_provider_open(f->url, &inner, &err), DURO_OK, &err);
+    duro_provider *w = faulty_provider_wrap_version(inner, 1, version);
+    CHECK(w != NULL);
+    CHECK_EQ(w->version, version);
+    return w;
+}
+
+/* Starts the runtime on the wrapper; the fixture's client uses its own,
+ * fault-free handle. */
+static void run_faulty(rt_fixture *f, duro_provider *w)
+{
+    CHECK_OK(duro_runtime_create_with_provider(w, f->reg, &f->opts, &f->rt));
+    CHECK_OK(duro_runtime_start(f->rt));
+    if (f->client == NULL)
+        CHECK_OK(duro_client_create(f->url, &f->client));
+}
+
+static duro_provider *start_faulty(rt_fixture *f, int version)
+{
+    duro_provider *w = open_faulty(f, version);
+    run_faulty(f, w);
+    return w;
+}
+
+static void done_faulty(rt_fixture *f, duro_provider *w)
+{
+    rt_done(f);
+    duro_provider_close(w);
+}
+
+static uint64_t fired(duro_provider *w)
+{
+    return faulty_provider_faults_fired(w);
+}
+
+static uint64_t calls(duro_provider *w, int method)
+{
+    return faulty_provider_calls(w, method);
+}
+
+/* Appends one fault (the next matching call) to the wrapper's plan. Tests
+ * arm their whole plan before the work starts, so that the faults strike
+ * whatever the timing of the test thread. */
+static void plan(duro_provider *w, int method, int retryable, faulty_when when)
+{
+    CHECK(faulty_provider_queue(w, method, 1, 1, retryable, when));
+}
+
+/* ------------------------------------------------------------------------
+ * 1. retryable and permanent errors of the dispatchers' calls */
+
+/* A turn thread whose fetch fails backs off 10, 20, 40 ... ms (retryable
+ * errors counted in storage_retries, permanent ones logged as errors and
+ * not counted) and carries on when the store recovers. */
+TEST(orchestration_fetch_errors_back_off_and_recover)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_fetch_orch.db");
+    duro_provider *w = start_faulty(&f, 2);
+    start_chains(&f, CHAIN_INSTANCES);
+
+    faulty_provider_fail_always(w, FAULTY_FETCH_ORCHESTRATION_ITEM, 1, 1);
+    /* the fourth failure in a row of one thread waits 80 ms */
+    WAIT_UNTIL(rt_log_hits("injected retryable failure of "
+                           "fetch_orchestration_item; retrying in 80 ms") >= 1,
+               WAIT_MS);
+    faulty_provider_fail_always(w, FAULTY_FETCH_ORCHESTRATION_ITEM, 1, 0);
+    faulty_provider_fail_always(w, FAULTY_FETCH_ORCHESTRATION_ITEM, 0, 1);
+    WAIT_UNTIL(rt_log_hits("injected permanent failure of "
+                           "fetch_orchestration_item; retrying in") >= 2,
+               WAIT_MS);
+    faulty_provider_fail_always(w, FAULTY_FETCH_ORCHESTRATION_ITEM, 0, 0);
+
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    /* each failure logged once; only the retryable ones count as retries */
+    int retryable = rt_log_hits("fetch of orchestration work failed: "
+                                "faulty_provider: injected retryable");
+    int permanent = rt_log_hits("fetch of orchestration work failed: "
+                                "faulty_provider: injected permanent");
+    CHECK_EQ(fired(w), (uint64_t)(retryable + permanent));
+    CHECK_EQ(m.storage_retries, retryable);
+    done_faulty(&f, w);
+}
+
+/* The same for a worker slot's fetch. */
+TEST(activity_fetch_errors_back_off_and_recover)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_fetch_work.db");
+    f.opts.worker_concurrency = 2;
+    duro_provider *w = start_faulty(&f, 2);
+    start_chains(&f, CHAIN_INSTANCES);
+
+    uint64_t base = fired(w);
+    faulty_provider_fail_always(w, FAULTY_FETCH_WORK_ITEM, 1, 1);
+    WAIT_UNTIL(fired(w) >= base + 8, WAIT_MS); /* about 4 per slot */
+    faulty_provider_fail_always(w, FAULTY_FETCH_WORK_ITEM, 1, 0);
+    base = fired(w);
+    faulty_provider_fail_always(w, FAULTY_FETCH_WORK_ITEM, 0, 1);
+    WAIT_UNTIL(fired(w) >= base + 4, WAIT_MS);
+    faulty_provider_fail_always(w, FAULTY_FETCH_WORK_ITEM, 0, 0);
+
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    int retryable = rt_log_hits("fetch of activity work failed: "
+                                "faulty_provider: injected retryable failure "
+                                "of fetch_work_item");
+    int permanent = rt_log_hits("fetch of activity work failed: "
+                                "faulty_provider: injected permanent failure "
+                                "of fetch_work_item");
+    CHECK_INT(retryable, >=, 8);
+    CHECK_INT(permanent, >=, 4);
+    CHECK_EQ(fired(w), (uint64_t)(retryable + permanent));
+    CHECK_EQ(m.storage_retries, retryable);
+    done_faulty(&f, w);
+}
+
+/* A turn whose ack fails (nothing committed) is abandoned - after 10 ms when
+ * the error is retryable, 1 s when not - and runs again from the same
+ * batch. With a version-2 store the ack is the combined ack-and-fetch; with
+ * version 1 it is ack_orchestration_item. The failed turn's activities were
+ * never committed, so each activity still runs exactly once. */
+static void orchestration_ack_errors(int version, const char *db)
+{
+    rt_fixture f;
+    init_faulty(&f, db);
+    duro_provider *w = start_faulty(&f, version);
+    int method = version >= 2 ? FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM
+                              : FAULTY_ACK_ORCHESTRATION_ITEM;
+    const char *name = faulty_method_name(method);
+    uint64_t abandons = calls(w, FAULTY_ABANDON_ORCHESTRATION_ITEM);
+    plan(w, method, 1, FAULTY_BEFORE_CALL);
+    plan(w, method, 0, FAULTY_BEFORE_CALL);
+    plan(w, method, 1, FAULTY_BEFORE_CALL);
+    start_chains(&f, CHAIN_INSTANCES);
+    WAIT_UNTIL(fired(w) == 3, WAIT_MS);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
+
+    char needle[160];
+    snprintf(needle, sizeof(needle),
+             "failed: faulty_provider: injected retryable failure of %s", name);
+    CHECK_EQ(rt_log_hits(needle), 2);
+    snprintf(needle, sizeof(needle),
+             "failed: faulty_provider: injected permanent failure of %s", name);
+    CHECK_EQ(rt_log_hits(needle), 1);
+    CHECK_INT(calls(w, FAULTY_ABANDON_ORCHESTRATION_ITEM) - abandons, >=, 3);
+    if (version < 2)
+        CHECK_EQ(calls(w, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM), 0);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_INT(m.storage_retries, >=, 2);
+    CHECK_EQ(m.poison_messages, 0);
+    done_faulty(&f, w);
+}
+
+TEST(orchestration_ack_and_fetch_errors_abandon_the_turn)
+{
+    orchestration_ack_errors(2, "rtf_ack_orch_v2.db");
+}
+
+TEST(orchestration_ack_errors_abandon_the_turn_version_1)
+{
+    orchestration_ack_errors(1, "rtf_ack_orch_v1.db");
+}
+
+/* Each delivery whose ack fails counts toward max_attempts, retryable or
+ * not: after max_attempts failed acks of one batch the instance fails as
+ * poison (the existing poison test covers permanent errors). */
+TEST(retryable_ack_errors_count_toward_poison)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_poison_retryable.db");
+    f.opts.max_attempts = 3;
+    duro_provider *w = start_faulty(&f, 2);
+    faulty_provider_arm(w, FAULTY_ACK_ORCHESTRATION_ITEM, 1, 3, 1,
+                        FAULTY_BEFORE_CALL);
+    rt_start_instance(&f, "p", "Chain", "1");
+    duro_instance_info *i = rt_wait(&f, "p", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_FAILED);
+    CHECK_EQ(i->category, DURO_CATEGORY_INFRASTRUCTURE);
+    CHECK(i->error && strstr(i->error, "poison") != NULL);
+    duro_free(i);
+    CHECK_EQ(fired(w), 3);
+    duro_history *h = rt_history(&f, "p");
+    check_history_sane(h, "p");
+    CHECK_EQ(h->count, 2); /* Started, Failed */
+    duro_history_free(h);
+    CHECK_EQ(atomic_load(&add_runs), 0);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_EQ(m.poison_messages, 1);
+    CHECK_INT(m.storage_retries, >=, 3);
+    done_faulty(&f, w);
+}
+
+/* A worker slot retries a failed ack in place (5, 10, 20 ... ms) while the
+ * error is retryable: the activity is not run again. */
+static void activity_ack_retries(int version, const char *db)
+{
+    rt_fixture f;
+    init_faulty(&f, db);
+    duro_provider *w = start_faulty(&f, version);
+    int method =
+        version >= 2 ? FAULTY_ACK_AND_FETCH_WORK_ITEM : FAULTY_ACK_WORK_ITEM;
+    faulty_provider_arm(w, method, 1, 3, 1, FAULTY_BEFORE_CALL);
+    start_chains(&f, CHAIN_INSTANCES);
+    WAIT_UNTIL(fired(w) == 3, WAIT_MS);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
+    /* every completion acked once, plus the three failed calls */
+    CHECK_EQ(calls(w, FAULTY_ACK_WORK_ITEM), CHAIN_INSTANCES * CHAIN_STEPS + 3);
+    if (version < 2)
+        CHECK_EQ(calls(w, FAULTY_ACK_AND_FETCH_WORK_ITEM), 0);
+    CHECK_EQ(rt_log_hits("ack of activity"), 0);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_INT(m.storage_retries, >=, 3);
+    CHECK_EQ(m.activities_completed, CHAIN_INSTANCES * CHAIN_STEPS);
+    done_faulty(&f, w);
+}
+
+TEST(activity_ack_errors_are_retried_in_place)
+{
+    activity_ack_retries(2, "rtf_ack_work_v2.db");
+    activity_ack_retries(1, "rtf_ack_work_v1.db");
+}
+
+/* After 21 failed attempts the slot gives up: the row is abandoned (back
+ * after 1 s) and the activity runs once more - at-least-once. */
+TEST(activity_ack_retries_run_out_and_the_row_is_abandoned)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_ack_work_exhausted.db");
+    f.opts.worker_concurrency = 1; /* all failed acks are one slot's */
+    duro_provider *w = start_faulty(&f, 2);
+    uint64_t abandons = calls(w, FAULTY_ABANDON_WORK_ITEM);
+    faulty_provider_arm(w, FAULTY_ACK_WORK_ITEM, 1, 21, 1, FAULTY_BEFORE_CALL);
+    start_chains(&f, 1);
+    WAIT_UNTIL(fired(w) == 21, WAIT_MS);
+    finish_chains(&f, 1);
+    check_chains(&f, 1);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_STEPS + 1);
+    CHECK_EQ(rt_log_hits("ack of activity 'Add' (instance 'i0') failed: "
+                         "faulty_provider: injected retryable"),
+             1);
+    CHECK_EQ(calls(w, FAULTY_ABANDON_WORK_ITEM) - abandons, 1);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_INT(m.storage_retries, >=, 20);
+    done_faulty(&f, w);
+}
+
+/* A permanent ack error abandons the row at once (back after 1 s; the
+ * activity runs again). When that abandon fails too, the row comes back
+ * when its lock expires. On the orchestration side, a turn whose ack and
+ * abandon both fail comes back when the instance lock expires. */
+TEST(abandon_after_failed_acks_and_failed_abandons)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_abandon.db");
+    f.opts.orchestration_lock_timeout_ms = 1000;
+    f.opts.worker_lock_timeout_ms = 1000;
+    f.opts.lock_renewal_ms = 100;
+    duro_provider *w = start_faulty(&f, 2);
+    /* activity: a permanent ack error, the abandon works; then a permanent
+     * ack error whose abandon fails too. orchestration: a retryable ack
+     * error whose abandon fails too. */
+    plan(w, FAULTY_ACK_WORK_ITEM, 0, FAULTY_BEFORE_CALL);
+    plan(w, FAULTY_ACK_WORK_ITEM, 0, FAULTY_BEFORE_CALL);
+    plan(w, FAULTY_ABANDON_WORK_ITEM, 0, FAULTY_BEFORE_CALL);
+    plan(w, FAULTY_ACK_ORCHESTRATION_ITEM, 1, FAULTY_BEFORE_CALL);
+    plan(w, FAULTY_ABANDON_ORCHESTRATION_ITEM, 1, FAULTY_BEFORE_CALL);
+    start_chains(&f, CHAIN_INSTANCES);
+    WAIT_UNTIL(fired(w) == 5, WAIT_MS);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(rt_log_hits("failed: faulty_provider: injected permanent failure "
+                         "of ack_and_fetch_work_item"),
+             2);
+    CHECK_EQ(calls(w, FAULTY_ABANDON_WORK_ITEM), 2);
+    CHECK_EQ(rt_log_hits("failed: faulty_provider: injected retryable failure "
+                         "of abandon_orchestration_item (its lock will "
+                         "expire)"),
+             1);
+    /* the two rows whose acks failed ran twice */
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS + 2);
+    done_faulty(&f, w);
+}
+
+/* Messages for an instance that does not exist are consumed by an empty
+ * ack; when that ack fails, the batch is abandoned and dropped next time. */
+TEST(dropping_a_batch_survives_ack_errors)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_drop.db");
+    duro_provider *w = start_faulty(&f, 2);
+    duro_provider *inner = faulty_provider_inner(w);
+    duro_work_item ev = {.kind = DURO_WORK_EXTERNAL_EVENT,
+                         .instance_id = "ghost",
+                         .name = "boo"};
+    duro_error err;
+    for (int retryable = 1; retryable >= 0; retryable--) {
+        uint64_t base = fired(w);
+        faulty_provider_arm(w, FAULTY_ACK_ORCHESTRATION_ITEM, 1, 1, retryable,
+                            FAULTY_BEFORE_CALL);
+        CHECK_PRC(inner->enqueue_for_orchestrator(inner, &ev, 0, &err), DURO_OK,
+                  &err);
+        uint64_t queued = 1;
+        WAIT_UNTIL(inner->count_messages(inner, DURO_QUEUE_ORCHESTRATOR,
+                                         "ghost", &queued, &err) == DURO_OK &&
+                       queued == 0,
+                   20000);
+        CHECK_EQ(fired(w), base + 1);
+    }
+    CHECK_EQ(rt_log_hits("could not drop messages of instance 'ghost'"), 2);
+    CHECK_INT(rt_log_hits("dropping 1 message(s) for instance 'ghost'"), >=, 4);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_INT(m.storage_retries, >=, 1);
+    done_faulty(&f, w);
+}
+
+/* When the kept engine no longer matches what the fetch skipped (evicted
+ * between the fetch and the turn; forced here by understating the cache),
+ * the turn reads the whole history. A failed read abandons the turn, which
+ * runs again. */
+TEST(history_read_errors_abandon_the_turn)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_read_history.db");
+    duro_provider *w = start_faulty(&f, 2);
+    faulty_provider_understate_cache(w, 1);
+    plan(w, FAULTY_READ_HISTORY, 1, FAULTY_BEFORE_CALL);
+    plan(w, FAULTY_READ_HISTORY, 0, FAULTY_BEFORE_CALL);
+    start_chains(&f, CHAIN_INSTANCES);
+    WAIT_UNTIL(fired(w) == 2, WAIT_MS);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
+    CHECK_EQ(rt_log_hits("failed: faulty_provider: injected retryable failure "
+                         "of read_history"),
+             1);
+    CHECK_EQ(rt_log_hits("failed: faulty_provider: injected permanent failure "
+                         "of read_history"),
+             1);
+    CHECK_INT(calls(w, FAULTY_READ_HISTORY), >, 2);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_INT(m.storage_retries, >=, 1);
+    CHECK_INT(m.replays, >, 0);
+    CHECK_EQ(m.fiber_cache_hits, 0); /* every kept engine was refused */
+    done_faulty(&f, w);
+}
+
+/* An ack that reports DURO_LOCK_LOST: the turn is discarded without an
+ * abandon (the lock is not ours any more) and the batch comes back when the
+ * lock expires; an activity's completion is dropped and counted as
+ * cancelled, and the row (its lock never renewed again) comes back and runs
+ * a second time. */
+TEST(lock_lost_acks_discard_the_turn_or_the_completion)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_lock_lost.db");
+    f.opts.orchestration_lock_timeout_ms = 1000;
+    f.opts.worker_lock_timeout_ms = 1000;
+    f.opts.lock_renewal_ms = 100;
+    duro_provider *w = start_faulty(&f, 2);
+    const faulty_fault turn = {.method = FAULTY_ACK_ORCHESTRATION_ITEM,
+                               .nth = 1,
+                               .code = DURO_LOCK_LOST};
+    const faulty_fault row = {
+        .method = FAULTY_ACK_WORK_ITEM, .nth = 1, .code = DURO_LOCK_LOST};
+    CHECK(faulty_provider_queue_fault(w, &turn));
+    CHECK(faulty_provider_queue_fault(w, &row));
+    uint64_t abandons = calls(w, FAULTY_ABANDON_ORCHESTRATION_ITEM);
+    start_chains(&f, CHAIN_INSTANCES);
+    WAIT_UNTIL(fired(w) == 2, WAIT_MS);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS + 1);
+    CHECK_EQ(rt_log_hits("discarded: faulty_provider: injected permanent "
+                         "failure of ack_and_fetch_orchestration_item"),
+             1);
+    CHECK_EQ(rt_log_hits("dropped: its row is gone"), 1);
+    CHECK_EQ(calls(w, FAULTY_ABANDON_ORCHESTRATION_ITEM), abandons);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_EQ(m.activities_cancelled, 1);
+    done_faulty(&f, w);
+}
+
+/* An ack the store refuses with DURO_HISTORY_LIMIT (its own cap): the
+ * runtime fails the instance instead; when even that ack does not fit, it
+ * records the status alone; when that fails too, it logs it and the batch
+ * comes back when its lock expires (and here, the faults gone, the
+ * instance simply goes on). */
+TEST(history_limit_from_the_store_fails_the_instance)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_history_limit.db");
+    f.opts.orchestration_lock_timeout_ms = 1000;
+    duro_provider *w = start_faulty(&f, 2);
+    /* the third turn's ack and the failing turn's ack both hit the cap */
+    const faulty_fault limit = {.method = FAULTY_ACK_ORCHESTRATION_ITEM,
+                                .nth = 3,
+                                .count = 2,
+                                .code = DURO_HISTORY_LIMIT};
+    CHECK(faulty_provider_queue_fault(w, &limit));
+    rt_start_instance(&f, "capped", "Chain", "5");
+    duro_instance_info *info = rt_wait(&f, "capped", WAIT_MS);
+    CHECK_EQ(info->status, DURO_STATUS_FAILED);
+    CHECK_EQ(info->category, DURO_CATEGORY_INFRASTRUCTURE);
+    CHECK_MSG(info->error && strstr(info->error, "history limit reached"),
+              "error: %s", or_null(info->error));
+    duro_free(info);
+    CHECK_EQ(fired(w), 2);
+    duro_history *h = rt_history(&f, "capped");
+    /* two turns committed; the status was recorded without events */
+    CHECK_EQ(h->count, 4);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ORCHESTRATION_FAILED), 0);
+    duro_history_free(h);
+
+    /* the same, and the status-only ack fails as well */
+    CHECK(faulty_provider_queue_fault(w, &limit));
+    CHECK(faulty_provider_queue(w, FAULTY_ACK_ORCHESTRATION_ITEM, 1, 1, 0,
+                                FAULTY_BEFORE_CALL));
+    start_chains(&f, 1);
+    WAIT_UNTIL(fired(w) == 5, WAIT_MS);
+    finish_chains(&f, 1);
+    check_chains(&f, 1);
+    CHECK_EQ(rt_log_hits("could not fail instance 'i0'"), 1);
+    CHECK_EQ(rt_log_hits("history limit reached"), 2); /* one per instance */
+    done_faulty(&f, w);
+}
+
+/* ------------------------------------------------------------------------
+ * 3. calls that commit but report failure (the reply was lost) */
+
+/* A committed turn reported as failed: the runtime drops its kept engine
+ * (the next turn replays from the store, which has the turn), and its
+ * abandon finds the lock already released. With the combined call, the
+ * next item the lost reply carried stays locked until its lock expires,
+ * then runs. Nothing is run twice: the lost next item had not run. */
+static void committed_orchestration_acks(int version, const char *db)
+{
+    rt_fixture f;
+    init_faulty(&f, db);
+    f.opts.orchestration_lock_timeout_ms = 1000; /* lost items come back */
+    duro_provider *w = open_faulty(&f, version);
+    int method = version >= 2 ? FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM
+                              : FAULTY_ACK_ORCHESTRATION_ITEM;
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    start_chains(&f, CHAIN_INSTANCES);
+    /* The STARTs are all queued before the runtime starts: the first turn's
+     * ack-and-fetch locks the next one, and its reply is lost. */
+    if (version >= 2)
+        plan(w, method, 1, FAULTY_AFTER_COMMIT_WITH_ITEM);
+    plan(w, method, 1, FAULTY_AFTER_COMMIT);
+    plan(w, method, 0, FAULTY_AFTER_COMMIT);
+    uint64_t faults = version >= 2 ? 3 : 2;
+    run_faulty(&f, w);
+    WAIT_UNTIL(fired(w) == faults, WAIT_MS);
+    /* the after-commit faults on combined calls may lose next items too */
+    CHECK_INT(faulty_provider_items_discarded(w), >=, version >= 2 ? 1 : 0);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
+    char needle[160];
+    snprintf(needle, sizeof(needle), "failure of %s after it committed",
+             faulty_method_name(method));
+    CHECK_EQ(rt_log_hits(needle), (int)faults);
+    /* each reported failure was followed by an abandon the store refused */
+    CHECK_EQ(rt_log_hits("(its lock will expire)"), (int)faults);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_INT(m.storage_retries, >=, version >= 2 ? 2 : 1); /* retryable */
+    CHECK_EQ(m.poison_messages, 0);
+    CHECK_EQ(m.orchestrations_failed, 0);
+    done_faulty(&f, w);
+}
+
+TEST(committed_orchestration_ack_and_fetch_reported_as_failed)
+{
+    committed_orchestration_acks(2, "rtf_committed_orch_v2.db");
+}
+
+TEST(committed_orchestration_acks_reported_as_failed_version_1)
+{
+    committed_orchestration_acks(1, "rtf_committed_orch_v1.db");
+}
+
+/* Holds the first activity a slot fetches until another row is queued, so
+ * that the slot's ack-and-fetch locks a next item. */
+static _Atomic int held_once;
+
+static void hold_until_backlog(void *arg)
+{
+    duro_provider *inner = arg;
+    if (atomic_exchange(&held_once, 1))
+        return;
+    int64_t end = test_now_ms() + WAIT_MS;
+    uint64_t n = 0;
+    duro_error err;
+    while (test_now_ms() < end &&
+           (inner->count_messages(inner, DURO_QUEUE_WORKER, NULL, &n, &err) !=
+                DURO_OK ||
+            n < 2))
+        test_sleep_ms(1);
+}
+
+/* A committed activity ack reported as failed: a retryable report makes
+ * the slot retry, which finds the row gone (DURO_LOCK_LOST) - the outcome
+ * is unknown to the runtime, and it must neither count the activity as
+ * cancelled nor run it again; a permanent report abandons a row that is
+ * already gone. The completion was enqueued exactly once either way. A lost
+ * next item (combined call) stays locked until its lock expires, then runs
+ * for the first time. */
+static void committed_activity_acks(int version, const char *db)
+{
+    rt_fixture f;
+    init_faulty(&f, db);
+    f.opts.worker_lock_timeout_ms = 1000; /* lost items come back */
+    f.opts.lock_renewal_ms = 100;
+    f.opts.worker_concurrency = 1; /* rows queue up behind the one slot */
+    duro_provider *w = open_faulty(&f, version);
+    int method =
+        version >= 2 ? FAULTY_ACK_AND_FETCH_WORK_ITEM : FAULTY_ACK_WORK_ITEM;
+    atomic_store(&held_once, 0);
+    faulty_provider_on_work_fetched(w, hold_until_backlog,
+                                    faulty_provider_inner(w));
+    if (version >= 2)
+        plan(w, method, 0, FAULTY_AFTER_COMMIT_WITH_ITEM);
+    plan(w, method, 1, FAULTY_AFTER_COMMIT);
+    plan(w, method, 0, FAULTY_AFTER_COMMIT);
+    uint64_t faults = version >= 2 ? 3 : 2;
+    run_faulty(&f, w);
+    start_chains(&f, CHAIN_INSTANCES);
+    WAIT_UNTIL(fired(w) == faults, WAIT_MS);
+    /* the after-commit faults on combined calls may lose next items too */
+    CHECK_INT(faulty_provider_items_discarded(w), >=, version >= 2 ? 1 : 0);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
+    CHECK_EQ(rt_log_hits("may have committed"), 1);
+    CHECK_EQ(rt_log_hits("injected permanent failure of"), (int)faults - 1);
+    CHECK_EQ(rt_log_hits("dropped: its row is gone"), 0);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_INT(m.storage_retries, >=, 1);
+    CHECK_EQ(m.activities_cancelled, 0);
+    /* a completion whose ack reply was lost is not counted */
+    CHECK_EQ(m.activities_completed + faults,
+             (uint64_t)(CHAIN_INSTANCES * CHAIN_STEPS));
+    done_faulty(&f, w);
+}
+
+TEST(committed_activity_ack_and_fetch_reported_as_failed)
+{
+    committed_activity_acks(2, "rtf_committed_work_v2.db");
+}
+
+TEST(committed_activity_acks_reported_as_failed_version_1)
+{
+    committed_activity_acks(1, "rtf_committed_work_v1.db");
+}
+
+/* A client start or raise that committed but reported failure: the start
+ * is there (a plain retry gets DURO_ALREADY_EXISTS, an idempotent retry
+ * DURO_OK) and the event was delivered (a caller that retried it would
+ * deliver it twice: events carry no identity the store could check). */
+TEST(committed_client_calls_reported_as_failed)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_committed_client.db");
+    duro_provider *w = start_faulty(&f, 2);
+    duro_client *c = NULL;
+    CHECK_OK(duro_client_create_with_provider(w, &c));
+    duro_start_options idem;
+    duro_start_options_init(&idem);
+    idem.idempotent = 1;
+    for (int i = 0; i < CHAIN_INSTANCES; i++) {
+        const char *id = instance_name(i);
+        if (i < 2) {
+            faulty_provider_arm(w, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, 1, 1,
+                                i == 0, FAULTY_AFTER_COMMIT);
+            CHECK_RC(duro_client_start(c, id, "Chain", instance_input(i), NULL),
+                     i == 0 ? DURO_BUSY : DURO_STORAGE);
+            CHECK_RC(duro_client_start(c, id, "Chain", instance_input(i), NULL),
+                     DURO_ALREADY_EXISTS);
+            CHECK_OK(
+                duro_client_start(c, id, "Chain", instance_input(i), &idem));
+        } else {
+            CHECK_OK(
+                duro_client_start(c, id, "Chain", instance_input(i), NULL));
+        }
+    }
+    for (int i = 0; i < CHAIN_INSTANCES; i++) {
+        const char *id = instance_name(i);
+        WAIT_UNTIL(rt_count_events(&f, id, DURO_EVENT_EVENT_SUBSCRIBED) == 1,
+                   WAIT_MS);
+        if (i < 2) {
+            faulty_provider_arm(w, FAULTY_ENQUEUE_FOR_ORCHESTRATOR, 1, 1,
+                                i == 0, FAULTY_AFTER_COMMIT);
+            CHECK_RC(duro_client_raise_event(c, id, "finish", "done"),
+                     i == 0 ? DURO_BUSY : DURO_STORAGE);
+        } else {
+            CHECK_OK(duro_client_raise_event(c, id, "finish", "done"));
+        }
+    }
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(fired(w), 4);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
+    duro_client_destroy(c);
+    done_faulty(&f, w);
+}
+
+/* A fetch that locked an item and lost its reply: the item comes back when
+ * its lock expires (delivery 2) and runs once. */
+TEST(lost_fetch_replies_come_back_after_the_lock_expires)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_lost_fetch.db");
+    f.opts.orchestration_lock_timeout_ms = 1000;
+    f.opts.worker_lock_timeout_ms = 1000;
+    f.opts.lock_renewal_ms = 100;
+    duro_provider *w = start_faulty(&f, 2);
+    plan(w, FAULTY_FETCH_ORCHESTRATION_ITEM, 1, FAULTY_AFTER_COMMIT_WITH_ITEM);
+    plan(w, FAULTY_FETCH_WORK_ITEM, 0, FAULTY_AFTER_COMMIT_WITH_ITEM);
+    start_chains(&f, CHAIN_INSTANCES);
+    WAIT_UNTIL(fired(w) == 2, WAIT_MS);
+    CHECK_EQ(faulty_provider_items_discarded(w), 2);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
+    CHECK_EQ(rt_log_hits("failure of fetch_orchestration_item after it "
+                         "committed"),
+             1);
+    CHECK_EQ(rt_log_hits("failure of fetch_work_item after it committed"), 1);
+    done_faulty(&f, w);
+}
+
+/* ------------------------------------------------------------------------
+ * 2. engine-cache eviction */
+
+typedef struct eviction_run {
+    size_t cache_size; /* (size_t)-1: the default */
+    duro_metrics m;
+    char *output[EVICT_INSTANCES];
+    duro_history *history[EVICT_INSTANCES];
+} eviction_run;
+
+/* Creates every instance before the runtime starts, so all first turns
+ * come before any second turn: with a cache of one or two engines, most
+ * instances find theirs evicted at their second turn. */
+static void run_steps(eviction_run *r, const char *db)
+{
+    rt_fixture f;
+    rt_init(&f, db);
+    register_all(&f);
+    f.opts.orchestration_lock_timeout_ms = 30000;
+    f.opts.worker_lock_timeout_ms = 30000;
+    f.opts.lock_renewal_ms = 1000;
+    if (r->cache_size != (size_t)-1)
+        f.opts.fiber_cache_size = r->cache_size;
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    ping_client = f.client;
+    for (int i = 0; i < EVICT_INSTANCES; i++)
+        rt_start_instance(&f, instance_name(i), "Steps", instance_input(i));
+    rt_start(&f);
+    for (int i = 0; i < EVICT_INSTANCES; i++) {
+        duro_instance_info *info = rt_wait(&f, instance_name(i), WAIT_MS);
+        CHECK_MSG(info->status == DURO_STATUS_COMPLETED, "%s: %s (%s)",
+                  instance_name(i), duro_status_name(info->status),
+                  or_null(info->error));
+        r->output[i] = strdup(info->output ? info->output : "");
+        duro_free(info);
+        r->history[i] = rt_history(&f, instance_name(i));
+        check_history_sane(r->history[i], instance_name(i));
+    }
+    rt_final_metrics(&f, &r->m);
+    rt_done(&f);
+    ping_client = NULL;
+}
+
+TEST(engine_cache_eviction_keeps_histories_identical)
+{
+    static eviction_run runs[4];
+    const size_t sizes[4] = {0, 1, 2, (size_t)-1};
+    const int n = EVICT_INSTANCES;
+    for (int r = 0; r < 4 && !test_failed(); r++) {
+        char db[64];
+        snprintf(db, sizeof(db), "rtf_evict_%d.db", r);
+        memset(&runs[r], 0, sizeof(runs[r]));
+        runs[r].cache_size = sizes[r];
+        run_steps(&runs[r], db);
+    }
+    for (int r = 0; r < 4 && !test_failed(); r++) {
+        const duro_metrics *m = &runs[r].m;
+        /* every turn but an instance's first resumes a kept engine or
+         * replays */
+        CHECK_MSG(m->fiber_cache_hits + m->replays + (uint64_t)n == m->turns,
+                  "cache %d: %llu hits + %llu replays + %d first turns != "
+                  "%llu turns",
+                  (int)sizes[r], (unsigned long long)m->fiber_cache_hits,
+                  (unsigned long long)m->replays, n,
+                  (unsigned long long)m->turns);
+        switch (r) {
+        case 0: /* nothing is kept */
+            CHECK_EQ(m->fiber_cache_hits, 0);
+            CHECK_INT(m->replays, >, 0);
+            break;
+        case 1:
+        case 2: /* all first turns come first: most second turns replay;
+                   the last instance's last turn finds its engine */
+            CHECK_INT(m->replays, >=, n / 2);
+            CHECK_INT(m->fiber_cache_hits, >=, 1);
+            break;
+        default: /* nothing is evicted */
+            CHECK_EQ(m->replays, 0);
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            CHECK_STR(runs[r].output[i], runs[0].output[i]);
+            check_same_history(runs[r].history[i], runs[0].history[i],
+                               instance_name(i));
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        for (int i = 0; i < n; i++) {
+            free(runs[r].output[i]);
+            duro_history_free(runs[r].history[i]);
+        }
+}
+
+TEST_MAIN(T(orchestration_fetch_errors_back_off_and_recover),
+          T(activity_fetch_errors_back_off_and_recover),
+          T(orchestration_ack_and_fetch_errors_abandon_the_turn),
+          T(orchestration_ack_errors_abandon_the_turn_version_1),
+          T(retryable_ack_errors_count_toward_poison),
+          T(activity_ack_errors_are_retried_in_place),
+          T(activity_ack_retries_run_out_and_the_row_is_abandoned),
+          T(abandon_after_failed_acks_and_failed_abandons),
+          T(dropping_a_batch_survives_ack_errors),
+          T(history_read_errors_abandon_the_turn),
+          T(lock_lost_acks_discard_the_turn_or_the_completion),
+          T(history_limit_from_the_store_fails_the_instance),
+          T(committed_orchestration_ack_and_fetch_reported_as_failed),
+          T(committed_orchestration_acks_reported_as_failed_version_1),
+          T(committed_activity_ack_and_fetch_reported_as_failed),
+          T(committed_activity_acks_reported_as_failed_version_1),
+          T(committed_client_calls_reported_as_failed),
+          T(lost_fetch_replies_come_back_after_the_lock_expires),
+          T(engine_cache_eviction_keeps_histories_identical))
