@@ -21,6 +21,8 @@ typedef struct faulty_provider {
     int always[FAULTY_METHOD_COUNT];    /* 0: off, 1: retryable, 2: permanent */
     void (*on_work_fetched)(void *arg); /* under lock */
     void *on_work_fetched_arg;
+    faulty_hook_fn hooks[FAULTY_METHOD_COUNT]; /* under lock */
+    void *hook_args[FAULTY_METHOD_COUNT];
     _Atomic uint64_t calls[FAULTY_METHOD_COUNT];
     _Atomic uint64_t fired;
 } faulty_provider;
@@ -44,6 +46,7 @@ static const char *const method_names[FAULTY_METHOD_COUNT] = {
     "prune_executions",
     "wait_for_work",
     "wake",
+    "read_activity_cancel_reason",
 };
 
 const char *faulty_method_name(int method)
@@ -87,6 +90,19 @@ static int injected(faulty_provider *fp, faulty_method method, duro_error *err)
     return 1;
 }
 
+/* Runs the hook of call->method, if any, without the lock held. */
+static void run_hook(faulty_provider *fp, faulty_call *call, int after, int rc)
+{
+    pthread_mutex_lock(&fp->lock);
+    faulty_hook_fn fn = fp->hooks[call->method];
+    void *arg = fp->hook_args[call->method];
+    pthread_mutex_unlock(&fp->lock);
+    call->after = after;
+    call->rc = rc;
+    if (fn != NULL)
+        fn(arg, call);
+}
+
 static void faulty_close(duro_provider *p)
 {
     faulty_provider *fp = from(p);
@@ -108,8 +124,13 @@ static int faulty_fetch_orchestration_item(duro_provider *p,
             *out = NULL;
         return err->code;
     }
-    return fp->inner->fetch_orchestration_item(fp->inner, lock_timeout_ms,
-                                               cache, out, err);
+    faulty_call call = {.method = FAULTY_FETCH_ORCHESTRATION_ITEM};
+    run_hook(fp, &call, 0, DURO_OK);
+    int rc = fp->inner->fetch_orchestration_item(fp->inner, lock_timeout_ms,
+                                                 cache, out, err);
+    call.orch_item = rc == DURO_OK && out != NULL ? *out : NULL;
+    run_hook(fp, &call, 1, rc);
+    return rc;
 }
 
 static int faulty_ack_orchestration_item(duro_provider *p,
@@ -120,7 +141,13 @@ static int faulty_ack_orchestration_item(duro_provider *p,
     faulty_provider *fp = from(p);
     if (injected(fp, FAULTY_ACK_ORCHESTRATION_ITEM, err))
         return err->code;
-    return fp->inner->ack_orchestration_item(fp->inner, lock_token, ack, err);
+    faulty_call call = {.method = FAULTY_ACK_ORCHESTRATION_ITEM,
+                        .lock_token = lock_token,
+                        .ack = ack};
+    run_hook(fp, &call, 0, DURO_OK);
+    int rc = fp->inner->ack_orchestration_item(fp->inner, lock_token, ack, err);
+    run_hook(fp, &call, 1, rc);
+    return rc;
 }
 
 static int faulty_abandon_orchestration_item(duro_provider *p,
@@ -165,7 +192,11 @@ static int faulty_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
             *out = NULL;
         return err->code;
     }
+    faulty_call call = {.method = FAULTY_FETCH_WORK_ITEM};
+    run_hook(fp, &call, 0, DURO_OK);
     int rc = fp->inner->fetch_work_item(fp->inner, lock_timeout_ms, out, err);
+    call.work_item = rc == DURO_OK && out != NULL ? *out : NULL;
+    run_hook(fp, &call, 1, rc);
     pthread_mutex_lock(&fp->lock);
     void (*fn)(void *) = fp->on_work_fetched;
     void *arg = fp->on_work_fetched_arg;
@@ -181,8 +212,13 @@ static int faulty_renew_work_item_lock(duro_provider *p, const char *lock_token,
     faulty_provider *fp = from(p);
     if (injected(fp, FAULTY_RENEW_WORK_ITEM_LOCK, err))
         return err->code;
-    return fp->inner->renew_work_item_lock(fp->inner, lock_token, extend_ms,
-                                           err);
+    faulty_call call = {.method = FAULTY_RENEW_WORK_ITEM_LOCK,
+                        .lock_token = lock_token};
+    run_hook(fp, &call, 0, DURO_OK);
+    int rc =
+        fp->inner->renew_work_item_lock(fp->inner, lock_token, extend_ms, err);
+    run_hook(fp, &call, 1, rc);
+    return rc;
 }
 
 static int faulty_ack_work_item(duro_provider *p, const char *lock_token,
@@ -192,7 +228,12 @@ static int faulty_ack_work_item(duro_provider *p, const char *lock_token,
     faulty_provider *fp = from(p);
     if (injected(fp, FAULTY_ACK_WORK_ITEM, err))
         return err->code;
-    return fp->inner->ack_work_item(fp->inner, lock_token, completion, err);
+    faulty_call call = {.method = FAULTY_ACK_WORK_ITEM,
+                        .lock_token = lock_token};
+    run_hook(fp, &call, 0, DURO_OK);
+    int rc = fp->inner->ack_work_item(fp->inner, lock_token, completion, err);
+    run_hook(fp, &call, 1, rc);
+    return rc;
 }
 
 /* The version-2 combined methods count and fail as the ack they start
@@ -207,8 +248,15 @@ static int faulty_ack_and_fetch_orchestration_item(
         *next = NULL;
     if (injected(fp, FAULTY_ACK_ORCHESTRATION_ITEM, err))
         return err->code;
-    return fp->inner->ack_and_fetch_orchestration_item(
+    faulty_call call = {.method = FAULTY_ACK_ORCHESTRATION_ITEM,
+                        .lock_token = lock_token,
+                        .ack = ack};
+    run_hook(fp, &call, 0, DURO_OK);
+    int rc = fp->inner->ack_and_fetch_orchestration_item(
         fp->inner, lock_token, ack, lock_timeout_ms, cache, next, err);
+    call.orch_item = rc == DURO_OK && next != NULL ? *next : NULL;
+    run_hook(fp, &call, 1, rc);
+    return rc;
 }
 
 static int faulty_ack_and_fetch_work_item(
@@ -220,8 +268,14 @@ static int faulty_ack_and_fetch_work_item(
         *next = NULL;
     if (injected(fp, FAULTY_ACK_WORK_ITEM, err))
         return err->code;
-    return fp->inner->ack_and_fetch_work_item(fp->inner, lock_token, completion,
-                                              lock_timeout_ms, next, err);
+    faulty_call call = {.method = FAULTY_ACK_WORK_ITEM,
+                        .lock_token = lock_token};
+    run_hook(fp, &call, 0, DURO_OK);
+    int rc = fp->inner->ack_and_fetch_work_item(
+        fp->inner, lock_token, completion, lock_timeout_ms, next, err);
+    call.work_item = rc == DURO_OK && next != NULL ? *next : NULL;
+    run_hook(fp, &call, 1, rc);
+    return rc;
 }
 
 static int faulty_abandon_work_item(duro_provider *p, const char *lock_token,
@@ -230,7 +284,12 @@ static int faulty_abandon_work_item(duro_provider *p, const char *lock_token,
     faulty_provider *fp = from(p);
     if (injected(fp, FAULTY_ABANDON_WORK_ITEM, err))
         return err->code;
-    return fp->inner->abandon_work_item(fp->inner, lock_token, delay_ms, err);
+    faulty_call call = {.method = FAULTY_ABANDON_WORK_ITEM,
+                        .lock_token = lock_token};
+    run_hook(fp, &call, 0, DURO_OK);
+    int rc = fp->inner->abandon_work_item(fp->inner, lock_token, delay_ms, err);
+    run_hook(fp, &call, 1, rc);
+    return rc;
 }
 
 static int faulty_read_history(duro_provider *p, const char *instance_id,
@@ -321,6 +380,25 @@ static int faulty_wait_for_work(duro_provider *p, duro_queue queue,
     return fp->inner->wait_for_work(fp->inner, queue, max_wait_ms, err);
 }
 
+static int faulty_read_activity_cancel_reason(
+    duro_provider *p, const char *instance_id, uint64_t execution_id,
+    uint64_t activity_id, char *reason, size_t reason_size, duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    if (injected(fp, FAULTY_READ_ACTIVITY_CANCEL_REASON, err)) {
+        if (reason != NULL && reason_size > 0)
+            reason[0] = '\0';
+        return err->code;
+    }
+    faulty_call call = {.method = FAULTY_READ_ACTIVITY_CANCEL_REASON};
+    run_hook(fp, &call, 0, DURO_OK);
+    int rc = fp->inner->read_activity_cancel_reason(fp->inner, instance_id,
+                                                    execution_id, activity_id,
+                                                    reason, reason_size, err);
+    run_hook(fp, &call, 1, rc);
+    return rc;
+}
+
 static void faulty_wake(duro_provider *p, int sticky)
 {
     faulty_provider *fp = from(p);
@@ -374,6 +452,8 @@ duro_provider *faulty_provider_wrap(duro_provider *inner, int own_inner)
         FORWARD(ack_and_fetch_orchestration_item);
         FORWARD(ack_and_fetch_work_item);
     }
+    if (inner->version >= 3)
+        FORWARD(read_activity_cancel_reason);
     return &fp->base;
 }
 
@@ -411,6 +491,18 @@ void faulty_provider_on_work_fetched(duro_provider *wrapper,
     pthread_mutex_lock(&fp->lock);
     fp->on_work_fetched = fn;
     fp->on_work_fetched_arg = arg;
+    pthread_mutex_unlock(&fp->lock);
+}
+
+void faulty_provider_set_hook(duro_provider *wrapper, int method,
+                              faulty_hook_fn fn, void *arg)
+{
+    faulty_provider *fp = from(wrapper);
+    if (method < 0 || method >= FAULTY_METHOD_COUNT)
+        return;
+    pthread_mutex_lock(&fp->lock);
+    fp->hooks[method] = fn;
+    fp->hook_args[method] = arg;
     pthread_mutex_unlock(&fp->lock);
 }
 

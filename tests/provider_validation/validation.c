@@ -901,8 +901,10 @@ PV_TEST(cancellation_of_locked_activity_causes_renewal_failure)
               &e);
     duro_activity_ref r = ref("x", 1, 2);
     turn_cancel(p, "x", &r, 1);
+    /* The row is gone, which renew tells apart from a lock taken by
+     * another fetch: NOT_FOUND, not retryable. */
     CHECK_PFAIL(p->renew_work_item_lock(p, w->lock_token, LOCK_LONG, &e),
-                DURO_LOCK_LOST, 0, &e);
+                DURO_NOT_FOUND, 0, &e);
     CHECK_EQ(count(p, WORKER, NULL), 0);
     duro_worker_item_free(w);
 }
@@ -1194,6 +1196,169 @@ PV_TEST(ack_and_fetch_orchestration_item_with_stale_token_changes_nothing)
     duro_orch_item_free(y);
     duro_orch_item_free(b);
     duro_orch_item_free(a);
+}
+
+/* ---- version 3: why a work item is gone -----------------------------------
+ * The suite validates DURO_PROVIDER_VERSION, so it requires the method. */
+
+static void require_v3(duro_provider *p)
+{
+    CHECK_MSG(p->version >= 3 && p->read_activity_cancel_reason != NULL,
+              "provider '%s' version %d lacks the version-3 method", p->name,
+              p->version);
+}
+
+/* One turn of `id` that cancels `activity_id` of its execution 1 with
+ * `reason`, as the runtime does: the ActivityCancelRequested event and the
+ * deletion of the row in one ack. */
+static void turn_cancel_with_reason(duro_provider *p, const char *id,
+                                    uint64_t activity_id, const char *reason)
+{
+    duro_orch_item *item = poke(p, id);
+    size_t n = item->message_count;
+    duro_event *d = calloc(n + 1, sizeof(*d));
+    CHECK(d != NULL);
+    duro_event *raised = events_for(item);
+    memcpy(d, raised, n * sizeof(*d));
+    free(raised);
+    d[n] = event(item->history_total + n + 1,
+                 DURO_EVENT_ACTIVITY_CANCEL_REQUESTED);
+    d[n].source_event_id = activity_id;
+    d[n].reason = reason;
+    duro_activity_ref r = ref(id, 1, activity_id);
+    duro_orch_ack a = ack_of(1, d, n + 1, NULL);
+    a.cancelled_activities = &r;
+    a.cancelled_activity_count = 1;
+    ack(p, item->lock_token, &a);
+    free(d);
+    duro_orch_item_free(item);
+}
+
+static int read_reason(duro_provider *p, const char *id, uint64_t execution,
+                       uint64_t activity, char *reason, size_t size,
+                       duro_error *e)
+{
+    return p->read_activity_cancel_reason(p, id, execution, activity, reason,
+                                          size, e);
+}
+
+PV_TEST(cancel_reason_is_read_from_the_cancel_event)
+{
+    duro_provider *p = pv_open();
+    require_v3(p);
+    begin(p, "x", 2); /* activities 2 and 3 */
+    begin(p, "y", 1); /* activity 2 */
+    duro_error e;
+    char reason[64];
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    CHECK_STR(w->item.instance_id, "x");
+    CHECK_EQ(w->item.source_id, 2);
+    CHECK_PFAIL(read_reason(p, "x", 1, 2, reason, sizeof(reason), &e),
+                DURO_NOT_FOUND, 0, &e);
+    CHECK_STR(reason, "");
+    turn_cancel_with_reason(p, "x", 2, DURO_REASON_SELECT_LOSER);
+    /* The row is gone and, from the same commit, the reason is there. */
+    CHECK_PFAIL(p->renew_work_item_lock(p, w->lock_token, LOCK_LONG, &e),
+                DURO_NOT_FOUND, 0, &e);
+    CHECK_PRC(read_reason(p, "x", 1, 2, reason, sizeof(reason), &e), DURO_OK,
+              &e);
+    CHECK_STR(reason, DURO_REASON_SELECT_LOSER);
+    /* Only that activity of that execution of that instance. */
+    CHECK_PFAIL(read_reason(p, "x", 1, 3, reason, sizeof(reason), &e),
+                DURO_NOT_FOUND, 0, &e);
+    CHECK_PFAIL(read_reason(p, "x", 2, 2, reason, sizeof(reason), &e),
+                DURO_NOT_FOUND, 0, &e);
+    CHECK_PFAIL(read_reason(p, "y", 1, 2, reason, sizeof(reason), &e),
+                DURO_NOT_FOUND, 0, &e);
+    CHECK_PFAIL(read_reason(p, "nobody", 1, 2, reason, sizeof(reason), &e),
+                DURO_NOT_FOUND, 0, &e);
+    /* An event id that is not a cancellation (the ActivityScheduled). */
+    CHECK_PFAIL(read_reason(p, "x", 1, 1, reason, sizeof(reason), &e),
+                DURO_NOT_FOUND, 0, &e);
+    /* Another activity, another reason. */
+    turn_cancel_with_reason(p, "x", 3, DURO_REASON_INSTANCE_CANCELLED);
+    CHECK_PRC(read_reason(p, "x", 1, 3, reason, sizeof(reason), &e), DURO_OK,
+              &e);
+    CHECK_STR(reason, DURO_REASON_INSTANCE_CANCELLED);
+    CHECK_PRC(read_reason(p, "x", 1, 2, reason, sizeof(reason), &e), DURO_OK,
+              &e);
+    CHECK_STR(reason, DURO_REASON_SELECT_LOSER);
+    /* Cut to the buffer, always terminated. */
+    char small[7];
+    CHECK_PRC(read_reason(p, "x", 1, 2, small, sizeof(small), &e), DURO_OK, &e);
+    CHECK_STR(small, "select");
+    char one[1] = {'z'};
+    CHECK_PRC(read_reason(p, "x", 1, 2, one, sizeof(one), &e), DURO_OK, &e);
+    CHECK_EQ(one[0], '\0');
+    /* Bad input. */
+    CHECK_PFAIL(read_reason(p, NULL, 1, 2, reason, sizeof(reason), &e),
+                DURO_INVALID, 0, &e);
+    CHECK_PFAIL(read_reason(p, "", 1, 2, reason, sizeof(reason), &e),
+                DURO_INVALID, 0, &e);
+    CHECK_PFAIL(read_reason(p, "x", 0, 2, reason, sizeof(reason), &e),
+                DURO_INVALID, 0, &e);
+    CHECK_PFAIL(read_reason(p, "x", 1, 2, NULL, 8, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(read_reason(p, "x", 1, 2, reason, 0, &e), DURO_INVALID, 0, &e);
+    duro_worker_item_free(w);
+}
+
+/* A cancelled row's id may go to a new row (SQLite reuses the highest
+ * rowid): the old token's renewal still fails, not retryably, without
+ * touching the new row, and the reason is still found. */
+PV_TEST(renewal_after_a_cancellation_fails_whatever_took_the_rows_place)
+{
+    duro_provider *p = pv_open();
+    require_v3(p);
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    turn_cancel_with_reason(p, "x", 2, DURO_REASON_INSTANCE_CANCELLED);
+    begin(p, "y", 1); /* a new row, perhaps with the cancelled row's id */
+    int rc = p->renew_work_item_lock(p, w->lock_token, LOCK_LONG, &e);
+    CHECK_MSG(rc == DURO_NOT_FOUND || rc == DURO_LOCK_LOST,
+              "renewing a cancelled row returned %s (%s)", duro_errname(rc),
+              e.message);
+    CHECK_EQ(e.retryable, 0);
+    char reason[64];
+    CHECK_PRC(read_reason(p, "x", 1, 2, reason, sizeof(reason), &e), DURO_OK,
+              &e);
+    CHECK_STR(reason, DURO_REASON_INSTANCE_CANCELLED);
+    /* The new row was not locked by the old token. */
+    duro_worker_item *y = fetch_work(p, LOCK_LONG);
+    CHECK(y != NULL);
+    CHECK_STR(y->item.instance_id, "y");
+    CHECK_EQ(y->attempt, 1);
+    CHECK_PFAIL(p->ack_work_item(p, w->lock_token, NULL, &e), DURO_LOCK_LOST, 0,
+                &e);
+    CHECK_EQ(count(p, WORKER, "y"), 1);
+    duro_worker_item_free(y);
+    duro_worker_item_free(w);
+}
+
+/* Another handle (as another process) sees the cancellation and its
+ * reason as soon as the cancelling ack has committed. */
+PV_TEST(cancel_reason_is_visible_to_another_handle)
+{
+    duro_provider *p = pv_open();
+    require_v3(p);
+    duro_provider *q = pv_open_same();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *w = fetch_work(q, LOCK_LONG);
+    CHECK(w != NULL);
+    CHECK_PRC(q->renew_work_item_lock(q, w->lock_token, LOCK_LONG, &e), DURO_OK,
+              &e);
+    turn_cancel_with_reason(p, "x", 2, DURO_REASON_INSTANCE_COMPLETED);
+    CHECK_PFAIL(q->renew_work_item_lock(q, w->lock_token, LOCK_LONG, &e),
+                DURO_NOT_FOUND, 0, &e);
+    char reason[64];
+    CHECK_PRC(read_reason(q, "x", 1, 2, reason, sizeof(reason), &e), DURO_OK,
+              &e);
+    CHECK_STR(reason, DURO_REASON_INSTANCE_COMPLETED);
+    duro_worker_item_free(w);
+    pv_close(q);
 }
 
 /* ========================================================================
@@ -1866,7 +2031,9 @@ PV_TEST(renewing_an_expired_orchestration_lock_fails)
     duro_orch_item_free(b);
 }
 
-PV_TEST(renewing_an_expired_work_item_lock_fails)
+/* A work item's lock ends when another fetch takes the row, not when its
+ * expiry passes: until then a late renewal extends it. */
+PV_TEST(renewing_an_expired_but_untaken_work_item_lock_extends_it)
 {
     duro_provider *p = pv_open();
     begin(p, "x", 1);
@@ -1874,18 +2041,93 @@ PV_TEST(renewing_an_expired_work_item_lock_fails)
     duro_worker_item *a = fetch_work(p, LOCK_SHORT);
     CHECK(a != NULL);
     wait_past(test_now_ms() + LOCK_SHORT + CLOCK_SLACK_MS);
-    CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
-                DURO_LOCK_LOST, 0, &e);
-    duro_worker_item *b = fetch_work(p, LOCK_LONG);
-    CHECK_MSG(b != NULL, "the failed renewal kept the expired row locked");
+    /* Expired, nobody took it: the renewal extends the lock. */
+    CHECK_PRC(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e), DURO_OK,
+              &e);
+    expect_no_work(p); /* held again, for LOCK_LONG */
+    /* A short extension: others get the row once it ends, never before. */
+    int64_t t0 = test_now_ms();
+    CHECK_PRC(p->renew_work_item_lock(p, a->lock_token, LOCK_SHORT, &e),
+              DURO_OK, &e);
+    duro_worker_item *b = NULL;
+    WAIT_UNTIL(try_fetch_work(p, LOCK_LONG, &b), DEADLINE_MS);
+    CHECK_MSG(test_now_ms() >= t0 + LOCK_SHORT - CLOCK_SLACK_MS,
+              "fetched before the renewed lock expired");
     CHECK_EQ(b->attempt, 2);
+    CHECK_EQ(b->item.source_id, 2);
+    /* Taken now: the first holder's token is dead for good. */
     CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
                 DURO_LOCK_LOST, 0, &e);
+    CHECK_PFAIL(p->abandon_work_item(p, a->lock_token, 0, &e), DURO_LOCK_LOST,
+                0, &e);
+    CHECK_PFAIL(p->ack_work_item(p, a->lock_token, NULL, &e), DURO_LOCK_LOST, 0,
+                &e);
+    CHECK_PRC(p->ack_work_item(p, b->lock_token, NULL, &e), DURO_OK, &e);
+    duro_worker_item_free(a);
+    duro_worker_item_free(b);
+}
+
+PV_TEST(renewing_an_expired_and_retaken_work_item_lock_fails_lock_lost)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *a = fetch_work(p, LOCK_SHORT);
+    CHECK(a != NULL);
+    duro_worker_item *b = NULL;
+    WAIT_UNTIL(try_fetch_work(p, LOCK_LONG, &b), DEADLINE_MS);
+    CHECK_EQ(b->attempt, 2);
+    /* The row is there under another token: LOCK_LOST, not NOT_FOUND. */
+    CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
+                DURO_LOCK_LOST, 0, &e);
+    /* The failed renewal took nothing from the new holder. */
+    expect_no_work(p);
     CHECK_PRC(p->renew_work_item_lock(p, b->lock_token, LOCK_LONG, &e), DURO_OK,
               &e);
     CHECK_PRC(p->ack_work_item(p, b->lock_token, NULL, &e), DURO_OK, &e);
+    /* Acked (here by the thief): the row is gone for both tokens. */
     CHECK_PFAIL(p->renew_work_item_lock(p, b->lock_token, LOCK_LONG, &e),
+                DURO_NOT_FOUND, 0, &e);
+    CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
+                DURO_NOT_FOUND, 0, &e);
+    duro_worker_item_free(a);
+    duro_worker_item_free(b);
+}
+
+PV_TEST(renewing_a_released_work_item_lock_fails_lock_lost)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *a = fetch_work(p, LOCK_LONG);
+    CHECK(a != NULL);
+    CHECK_PRC(p->abandon_work_item(p, a->lock_token, LOCK_LONG, &e), DURO_OK,
+              &e);
+    CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
                 DURO_LOCK_LOST, 0, &e);
+    CHECK_EQ(count(p, WORKER, "x"), 1);
+    duro_worker_item_free(a);
+}
+
+PV_TEST(abandoning_an_expired_but_untaken_work_item_applies_its_delay)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *a = fetch_work(p, LOCK_SHORT);
+    CHECK(a != NULL);
+    wait_past(test_now_ms() + LOCK_SHORT + CLOCK_SLACK_MS);
+    int64_t t0 = test_now_ms();
+    CHECK_PRC(p->abandon_work_item(p, a->lock_token, ABANDON_DELAY, &e),
+              DURO_OK, &e);
+    duro_worker_item *b = fetch_work(p, LOCK_LONG);
+    if (b == NULL)
+        WAIT_UNTIL(try_fetch_work(p, LOCK_LONG, &b), DEADLINE_MS);
+    CHECK_MSG(test_now_ms() >= t0 + ABANDON_DELAY - CLOCK_SLACK_MS,
+              "visible before its abandon delay passed");
+    CHECK_EQ(b->attempt, 2);
+    CHECK_PFAIL(p->abandon_work_item(p, a->lock_token, 0, &e), DURO_LOCK_LOST,
+                0, &e);
     duro_worker_item_free(a);
     duro_worker_item_free(b);
 }
@@ -4295,6 +4537,10 @@ static const pv_case suite[] = {
     C(ack_and_fetch_work_item_on_a_cancelled_row_changes_nothing),
     C(ack_and_fetch_orchestration_item_acks_and_locks_the_next),
     C(ack_and_fetch_orchestration_item_with_stale_token_changes_nothing),
+    /* version 3: why a work item is gone */
+    C(cancel_reason_is_read_from_the_cancel_event),
+    C(renewal_after_a_cancellation_fails_whatever_took_the_rows_place),
+    C_NEEDS(cancel_reason_is_visible_to_another_handle, NEEDS_SECOND_HANDLE),
     /* locks and races */
     C(instance_lock_is_exclusive_across_racing_fetchers),
     C(racing_work_item_fetchers_never_share_a_row),
@@ -4310,7 +4556,10 @@ static const pv_case suite[] = {
     C(renewing_an_orchestration_lock_keeps_it),
     C(renewing_a_work_item_lock_keeps_it),
     C(renewing_an_expired_orchestration_lock_fails),
-    C(renewing_an_expired_work_item_lock_fails),
+    C(renewing_an_expired_but_untaken_work_item_lock_extends_it),
+    C(renewing_an_expired_and_retaken_work_item_lock_fails_lock_lost),
+    C(renewing_a_released_work_item_lock_fails_lock_lost),
+    C(abandoning_an_expired_but_untaken_work_item_applies_its_delay),
     C(ack_with_stale_token_fails_and_changes_nothing),
     C(unknown_lock_tokens_fail_lock_lost_and_change_nothing),
     C(failing_ack_leaves_no_partial_state),

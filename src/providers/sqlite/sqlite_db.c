@@ -140,7 +140,13 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
     " fetch_count INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX worker_queue_available ON worker_queue(available_at);"
     "CREATE INDEX worker_queue_activity"
-    " ON worker_queue(instance_id, execution_id, activity_id);"};
+    " ON worker_queue(instance_id, execution_id, activity_id);",
+    /* 2: the cancellation of an activity in one probe (a worker that finds
+     * its row gone reads why); partial, so only ActivityCancelRequested
+     * events (kind 10) are indexed and other history inserts pay nothing. */
+    "CREATE INDEX history_activity_cancel"
+    " ON history(instance_id, execution_id, source_event_id)"
+    " WHERE kind = 10;"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */

@@ -12,7 +12,7 @@
 
 #include "base/base.h"
 
-#define DURO__SQLITE_SCHEMA_VERSION 1 /* what this code creates and reads */
+#define DURO__SQLITE_SCHEMA_VERSION 2 /* what this code creates and reads */
 #define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__SQLITE_POOL_MAX 64      /* most reader connections */
 
@@ -134,6 +134,14 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "SELECT " DURO__SQLITE_HISTORY_COLUMNS " FROM history "                  \
       "WHERE instance_id = ?1 AND execution_id = ?2 AND event_id > ?3 "        \
       "ORDER BY event_id")                                                     \
+    /* the ActivityCancelRequested (kind 10) of an activity: one probe of the  \
+     * partial index history_activity_cancel (schema version 2). Named: left   \
+     * to itself the planner prefers the primary key's (instance, execution)   \
+     * prefix, a scan of the execution's whole history. */                     \
+    X(HISTORY_CANCEL_REASON,                                                   \
+      "SELECT reason FROM history INDEXED BY history_activity_cancel "         \
+      "WHERE instance_id = ?1 AND execution_id = ?2 AND source_event_id = ?3 " \
+      "AND kind = 10 LIMIT 1")                                                 \
     /* orchestrator queue and its per-instance readiness/lock rows */          \
     X(OQ_INSERT,                                                               \
       "INSERT INTO orchestrator_queue(" DURO__SQLITE_QUEUE_COLUMNS             \
@@ -186,13 +194,15 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "RETURNING instance_id, execution_id, activity_id, name, version, "      \
       "payload, attempt, fetch_count, lock_token")                             \
     X(WQ_ACK, "DELETE FROM worker_queue WHERE id = ?1 AND lock_token = ?2")    \
+    /* renew and abandon need only the token: an expired lock that no other    \
+     * fetch took still holds the row (a fetch replaces the token) */          \
     X(WQ_RENEW,                                                                \
       "UPDATE worker_queue SET locked_until = ?3, available_at = ?3 "          \
-      "WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?4")               \
+      "WHERE id = ?1 AND lock_token = ?2")                                     \
     X(WQ_ABANDON,                                                              \
       "UPDATE worker_queue SET lock_token = NULL, locked_until = NULL, "       \
-      "available_at = ?3 "                                                     \
-      "WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?4")               \
+      "available_at = ?3 WHERE id = ?1 AND lock_token = ?2")                   \
+    X(WQ_EXISTS, "SELECT 1 FROM worker_queue WHERE id = ?1")                   \
     X(WQ_CANCEL,                                                               \
       "DELETE FROM worker_queue WHERE instance_id = ?1 AND execution_id = ?2 " \
       "AND activity_id IN (SELECT value FROM json_each(?3))")                  \
@@ -424,6 +434,9 @@ int duro__sqlite_ack_work_item(duro_provider *p, const char *lock_token,
                                duro_error *err);
 int duro__sqlite_abandon_work_item(duro_provider *p, const char *lock_token,
                                    int64_t delay_ms, duro_error *err);
+int duro__sqlite_read_activity_cancel_reason(
+    duro_provider *p, const char *instance_id, uint64_t execution_id,
+    uint64_t activity_id, char *reason, size_t reason_size, duro_error *err);
 
 int duro__sqlite_read_history(duro_provider *p, const char *instance_id,
                               uint64_t execution_id, duro_history **out,

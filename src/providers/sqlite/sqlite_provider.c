@@ -252,6 +252,7 @@ static void fill_methods(duro_provider *m)
     m->ack_and_fetch_orchestration_item =
         duro__sqlite_ack_and_fetch_orchestration_item;
     m->ack_and_fetch_work_item = duro__sqlite_ack_and_fetch_work_item;
+    m->read_activity_cancel_reason = duro__sqlite_read_activity_cancel_reason;
     m->abandon_work_item = duro__sqlite_abandon_work_item;
     m->read_history = duro__sqlite_read_history;
     m->latest_execution_id = duro__sqlite_latest_execution_id;

@@ -1121,8 +1121,8 @@ int duro__sqlite_abandon_orchestration_item(duro_provider *base,
     return DURO_OK;
 }
 
-/* Updates a row its token still holds, with `update` (READY_RENEW,
- * WQ_RENEW or WQ_ABANDON: ?1 row, ?2 token, ?3 now + ms, ?4 now); fails
+/* Updates a lock row its token still holds, unexpired, with `update`
+ * (READY_RENEW: ?1 row, ?2 token, ?3 now + ms, ?4 now); fails
  * DURO_LOCK_LOST when no row matched. */
 static int renew_lock(duro__sqlite_provider *p, duro__sqlite_stmt_id update,
                       int64_t rowid, const char *token, int64_t ms,
@@ -1317,6 +1317,66 @@ int duro__sqlite_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
     return DURO_OK;
 }
 
+/* Updates the worker row the token still holds (expired or not: only
+ * another fetch, which replaces the token, ends a work item's lock) with
+ * `update` (WQ_RENEW or WQ_ABANDON: ?1 row, ?2 token, ?3 now + ms). When
+ * no row matched, a probe by primary key tells a row that is gone
+ * (DURO_NOT_FOUND with `gone_not_found`, else DURO_LOCK_LOST) from one that
+ * another fetch took or that was released (DURO_LOCK_LOST). Row ids are
+ * rowids: after the row with the highest id is deleted, the next insert
+ * may reuse its id, so a gone row can read as taken (provider.h allows
+ * it). */
+static int update_work_row(duro__sqlite_provider *p,
+                           duro__sqlite_stmt_id update, int64_t id,
+                           const char *token, int64_t ms, int gone_not_found,
+                           const char *op, duro_error *err)
+{
+    int64_t now = duro__wall_ms();
+    duro__sqlite_conn *c;
+    int rc = duro__sqlite_write_begin(p, op, &c, err);
+    if (rc != DURO_OK)
+        return rc;
+    sqlite3_stmt *s = duro__sqlite_stmt(p, c, update, op, err);
+    rc = s != NULL ? DURO_OK : err->code;
+    if (rc == DURO_OK) {
+        duro__sqlite_bind_i64(c, s, 1, id);
+        duro__sqlite_bind_text(c, s, 2, token);
+        duro__sqlite_bind_i64(c, s, 3, after_ms(now, ms));
+        rc = duro__sqlite_run(p, c, s, op, err);
+    }
+    if (rc == DURO_OK && sqlite3_changes(c->db) == 0) {
+        s = duro__sqlite_stmt(p, c, DURO__SQL_WQ_EXISTS, op, err);
+        rc = s != NULL ? DURO_OK : err->code;
+        int step = SQLITE_DONE;
+        if (rc == DURO_OK) {
+            duro__sqlite_bind_i64(c, s, 1, id);
+            step = duro__sqlite_step(p, c, s);
+            if (step != SQLITE_ROW && step != SQLITE_DONE)
+                rc = duro__sqlite_error(c, step, op, err);
+        }
+        if (rc == DURO_OK && step == SQLITE_DONE && gone_not_found)
+            rc = duro_error_set(err, DURO_NOT_FOUND, 0,
+                                "sqlite %s: the work item is gone (cancelled "
+                                "by a turn, acked, or its instance deleted)",
+                                op);
+        else if (rc == DURO_OK && step == SQLITE_DONE)
+            rc = lock_lost(op,
+                           "the work item is gone (cancelled by a turn, "
+                           "acked, or its instance deleted)",
+                           err);
+        else if (rc == DURO_OK)
+            rc = lock_lost(op,
+                           "another fetch took the work item after the lock "
+                           "expired, or it was released",
+                           err);
+    }
+    if (rc != DURO_OK) {
+        duro__sqlite_write_rollback(p, c);
+        return rc;
+    }
+    return duro__sqlite_write_commit(p, c, op, err);
+}
+
 int duro__sqlite_renew_work_item_lock(duro_provider *base,
                                       const char *lock_token, int64_t extend_ms,
                                       duro_error *err)
@@ -1330,8 +1390,8 @@ int duro__sqlite_renew_work_item_lock(duro_provider *base,
         return rc;
     if (parse_token(lock_token, 'w', &id) != 0)
         return lock_lost(op, "not a work item lock token of this store", err);
-    return renew_lock(sqlite_of(base), DURO__SQL_WQ_RENEW, id, lock_token,
-                      extend_ms, op, err);
+    return update_work_row(sqlite_of(base), DURO__SQL_WQ_RENEW, id, lock_token,
+                           extend_ms, 1, op, err);
 }
 
 /* ack_work_item, and with `next` the fetch of the next item in the same
@@ -1430,7 +1490,8 @@ int duro__sqlite_abandon_work_item(duro_provider *base, const char *lock_token,
         return rc;
     if (parse_token(lock_token, 'w', &id) != 0)
         return lock_lost(op, "not a work item lock token of this store", err);
-    rc = renew_lock(p, DURO__SQL_WQ_ABANDON, id, lock_token, delay_ms, op, err);
+    rc = update_work_row(p, DURO__SQL_WQ_ABANDON, id, lock_token, delay_ms, 0,
+                         op, err);
     if (rc == DURO_OK)
         duro__sqlite_signal(p, DURO_QUEUE_WORKER, 1);
     return rc;
