@@ -2,8 +2,9 @@
  * is a thread that fetches one ActivityExecute, runs the activity with its
  * context and acks the completion. One activity manager thread renews the
  * locks of every in-flight activity of this runtime before they expire,
- * fires an activity's cancellation token when its lock is gone (or at once
- * when a turn of this runtime cancelled it), and, when a cancelled activity
+ * fires an activity's cancellation token when its row is gone or taken (with
+ * the reason the cancelling turn recorded, else "lock_lost"; at once when a
+ * turn of this runtime cancelled it), and, when a cancelled activity
  * has not returned within the grace period, frees its slot: a new thread
  * takes the slot and the old one is abandoned (its result is discarded).
  *
@@ -247,10 +248,12 @@ static void free_context(duro_activity *a)
     duro__free(a);
 }
 
-/* Runs one fetched activity. Returns 1 when this thread was abandoned while
- * the activity ran: it must then exit without touching the runtime. With
- * `next`, a successful completion ack may hand back the next item. */
-static int run_item(slot_ctx *s, duro_worker_item *w, duro_worker_item **next)
+/* Runs one fetched activity (fetched at monotonic time fetched_ms, which
+ * the first renewal counts from). Returns 1 when this thread was abandoned
+ * while the activity ran: it must then exit without touching the runtime.
+ * With `next`, a successful completion ack may hand back the next item. */
+static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
+                    duro_worker_item **next)
 {
     duro_runtime *rt = s->rt;
     duro__manager *m = rt->manager;
@@ -327,7 +330,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, duro_worker_item **next)
     atomic_init(&f->refs, 2);
 
     pthread_mutex_lock(&m->lock);
-    f->next_renew_ms = duro__mono_ms() + renew_interval(rt);
+    f->next_renew_ms = fetched_ms + renew_interval(rt);
     f->next = m->head;
     m->head = f;
     f->in_list = 1;
@@ -437,19 +440,22 @@ static void *slot_main(void *arg)
     duro__mark_runtime_thread();
     int64_t backoff = 0;
     duro_worker_item *w = NULL; /* fetched with the previous ack */
+    int64_t fetched_ms = 0;     /* when w was fetched (monotonic) */
     while (!atomic_load(&rt->stop_flag)) {
         duro_error err;
         if (w != NULL) {
             duro_worker_item *next = NULL;
-            int gone = run_item(s, w, &next);
+            int gone = run_item(s, w, fetched_ms, &next);
             duro_worker_item_free(w);
             w = next;
+            fetched_ms = duro__mono_ms();
             if (gone)
                 return NULL; /* abandoned: the runtime may already be gone */
             continue;
         }
         int rc =
             p->fetch_work_item(p, rt->opts.worker_lock_timeout_ms, &w, &err);
+        fetched_ms = duro__mono_ms();
         if (rc != DURO_OK) {
             if (err.retryable)
                 DURO__COUNT(rt, m_storage_retries);
@@ -500,6 +506,39 @@ static void fire(duro__inflight *f, const char *reason, int64_t now,
     f->next_renew_ms = INT64_MAX;
 }
 
+/* Why f's row is gone or no longer held (its renewal failed for good):
+ * the reason a turn recorded in ActivityCancelRequested when it cancelled
+ * the activity (read through a version-3 provider; the event commits with
+ * the deletion of the row, so it is there when the row is gone), else
+ * "lock_lost": another worker took the row after the lock expired (and may
+ * have acked it since). Asked after LOCK_LOST too: a provider may reuse a
+ * deleted row's id, and a row lost to another worker may have been
+ * cancelled since; the decided reason says more. Returns 0 when the lookup
+ * failed retryably: the caller tries again instead of guessing. */
+static int lost_row_reason(duro_runtime *rt, const duro__inflight *f,
+                           char *reason, size_t size)
+{
+    duro_provider *p = rt->provider;
+    snprintf(reason, size, "%s", "lock_lost");
+    if (p->version < 3 || p->read_activity_cancel_reason == NULL)
+        return 1;
+    duro_error err;
+    int rc = p->read_activity_cancel_reason(p, f->instance_id, f->execution_id,
+                                            f->activity_id, reason, size, &err);
+    if (rc == DURO_OK && reason[0] != '\0')
+        return 1;
+    if (rc != DURO_OK && err.retryable)
+        return 0;
+    if (rc != DURO_OK && rc != DURO_NOT_FOUND)
+        duro__log(&rt->logger, DURO_LOG_WARN,
+                  "activity '%s' (instance '%s', event %llu): reading its "
+                  "cancellation failed: %s",
+                  f->name, f->instance_id, (unsigned long long)f->activity_id,
+                  err.message);
+    snprintf(reason, size, "%s", "lock_lost");
+    return 1;
+}
+
 static void *manager_main(void *arg)
 {
     duro_runtime *rt = arg;
@@ -532,15 +571,27 @@ static void *manager_main(void *arg)
         for (size_t i = 0; i < renew.count; i++) {
             duro__inflight *f = renew.items[i];
             duro_error err;
+            /* The lock now runs from a moment after `start`; scheduling the
+             * next renewal from `start` keeps the margin before expiry at
+             * timeout - interval however long this call waited. */
+            int64_t start = duro__mono_ms();
             int rc = p->renew_work_item_lock(
                 p, f->lock_token, rt->opts.worker_lock_timeout_ms, &err);
+            /* The row is gone (NOT_FOUND) or held by another token
+             * (LOCK_LOST): find out whether a turn cancelled it. A turn of
+             * this runtime fires the token itself right after its commit;
+             * both paths give the decided reason, whichever comes first. */
+            char reason[64] = "lock_lost";
+            int known = 1;
+            if (rc != DURO_OK && !err.retryable && running(f))
+                known = lost_row_reason(rt, f, reason, sizeof(reason));
             int64_t t = duro__mono_ms();
             pthread_mutex_lock(&m->lock);
             f->renewing = 0;
             if (rc == DURO_OK) {
                 if (f->next_renew_ms != INT64_MAX)
-                    f->next_renew_ms = t + renew_interval(rt);
-            } else if (err.retryable) {
+                    f->next_renew_ms = start + renew_interval(rt);
+            } else if (err.retryable || !known) {
                 /* Busy storage is not a lost lock: try again soon. */
                 DURO__COUNT(rt, m_storage_retries);
                 if (f->next_renew_ms != INT64_MAX)
@@ -548,12 +599,13 @@ static void *manager_main(void *arg)
                         t + DURO__MIN(renew_interval(rt), (int64_t)250);
             } else if (running(f)) {
                 DURO__COUNT(rt, m_renew_failures);
-                fire(f, "lock_lost", t, rt->opts.cancel_grace_ms);
+                fire(f, reason, t, rt->opts.cancel_grace_ms);
                 duro__log(&rt->logger, DURO_LOG_INFO,
                           "activity '%s' (instance '%s', event %llu): lock "
-                          "renewal failed (%s); signalling cancellation",
+                          "renewal failed (%s); signalling cancellation (%s)",
                           f->name, f->instance_id,
-                          (unsigned long long)f->activity_id, err.message);
+                          (unsigned long long)f->activity_id, err.message,
+                          reason);
             } else {
                 f->next_renew_ms = INT64_MAX;
             }

@@ -36,3 +36,7 @@ duro_runtime_test(test_orch_faults ${CMAKE_CURRENT_LIST_DIR}/test_orch_faults.c
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
 target_include_directories(test_orch_faults PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
+duro_runtime_test(test_cancel_reasons ${CMAKE_CURRENT_LIST_DIR}/test_cancel_reasons.c
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
+target_include_directories(test_cancel_reasons PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
