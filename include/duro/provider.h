@@ -400,7 +400,18 @@ struct duro_provider {
      *     not detached, a CHILD_FAILED (DURO_ALREADY_EXISTS, configuration)
      *     goes to that parent instead;
      *  6. writes meta to the instance and execution rows (NULL: untouched);
-     *  7. deletes the messages this item fetched and releases the lock.
+     *  7. keeps only live work queued: when meta ends the instance
+     *     (Completed, Failed, Cancelled) it deletes every message still
+     *     queued for the instance (timers not yet due, a delayed START not
+     *     yet visible, messages that arrived during the turn, and any this
+     *     ack enqueued for the instance itself), which a finished instance
+     *     would only drop; when meta is ContinuedAsNew it deletes the
+     *     messages addressed to the ended execution (ACTIVITY_COMPLETED,
+     *     ACTIVITY_FAILED, TIMER_FIRED, CHILD_COMPLETED and CHILD_FAILED whose
+     *     execution_id is ack->execution_id), keeping the CONTINUE_AS_NEW
+     *     message, carried events and everything else for the instance;
+     *  8. deletes the messages this item fetched and releases the lock (the
+     *     instance stays ready for what remains queued, by its visibility).
      * A message for an instance that has no instance row can be consumed by
      * an ack with no delta and NULL meta; that creates nothing. */
     int (*ack_orchestration_item)(duro_provider *p, const char *lock_token,

@@ -2301,7 +2301,9 @@ PV_TEST(failing_ack_leaves_no_partial_state)
     l = get(p, "z");
     CHECK_EQ(l->items[0].status, DURO_STATUS_PENDING);
     duro_instance_list_free(l);
-    CHECK_EQ(count(p, ORCH, "x"), 1);
+    /* x completed: its own timer went with it (nothing queued for a
+     * finished instance is live); the others' messages are there. */
+    CHECK_EQ(count(p, ORCH, "x"), 0);
     CHECK_EQ(count(p, ORCH, "y"), 1);
     CHECK_EQ(count(p, ORCH, "z"), 1);
     CHECK_DRAIN(p, "x:0003,x:0005,y:0002");
@@ -2572,6 +2574,194 @@ PV_TEST(cancel_for_a_missing_instance_does_not_block_others)
     expect_no_instance(p, "ghost2");
     duro_orch_item_free(g);
     duro_orch_item_free(r);
+}
+
+/* Queues hold only live work: the ack that ends an instance deletes what is
+ * still queued for it; a continue-as-new deletes what names the ended
+ * execution. */
+
+#define THIRTY_DAYS_MS (30LL * 24 * 3600 * 1000)
+
+/* One turn of `id` (execution 1) that creates a timer due in 30 days. */
+static void turn_with_long_timer(duro_provider *p, const char *id)
+{
+    duro_orch_item *item = poke(p, id);
+    duro_event d[2] = {
+        event(item->history_total + 1, DURO_EVENT_EVENT_RAISED),
+        event(item->history_total + 2, DURO_EVENT_TIMER_CREATED)};
+    d[0].name = "poke";
+    d[1].fire_at_ms = duro_now_ms() + THIRTY_DAYS_MS;
+    duro_outbound timer;
+    memset(&timer, 0, sizeof(timer));
+    timer.item = work(DURO_WORK_TIMER_FIRED, id);
+    timer.item.execution_id = 1;
+    timer.item.source_id = d[1].event_id;
+    timer.item.fire_at_ms = d[1].fire_at_ms;
+    timer.delay_ms = THIRTY_DAYS_MS;
+    duro_orch_ack a = ack_of(1, d, 2, NULL);
+    a.orchestrator_items = &timer;
+    a.orchestrator_item_count = 1;
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+}
+
+PV_TEST(finished_instance_leaves_nothing_queued)
+{
+    duro_provider *p = pv_open();
+    begin(p, "other", 0);
+    turn_with_long_timer(p, "other"); /* must survive everything below */
+    static const int statuses[3] = {DURO_STATUS_COMPLETED, DURO_STATUS_FAILED,
+                                    DURO_STATUS_CANCELLED};
+    for (int k = 0; k < 3; k++) {
+        char id[32];
+        snprintf(id, sizeof(id), "done-%d", statuses[k]);
+        begin(p, id, 1); /* activity 2, still queued */
+        turn_with_long_timer(p, id);
+        CHECK_EQ(count(p, ORCH, id), 1);
+        CHECK_EQ(count(p, WORKER, id), 1);
+        /* The last turn: a message arrives while it runs; it cancels the
+         * outstanding activity and ends the instance. */
+        duro_orch_item *item = poke(p, id);
+        raise_event(p, id, "\"during\"", 0);
+        uint64_t h = item->history_total;
+        duro_event d[3] = {event(h + 1, DURO_EVENT_EVENT_RAISED),
+                           event(h + 2, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED),
+                           event(h + 3, DURO_EVENT_ORCHESTRATION_COMPLETED)};
+        d[0].name = "poke";
+        d[1].source_event_id = 2;
+        d[1].reason = DURO_REASON_INSTANCE_COMPLETED;
+        duro_instance_meta m = meta(statuses[k]);
+        if (statuses[k] == DURO_STATUS_FAILED) {
+            d[2].kind = DURO_EVENT_ORCHESTRATION_FAILED;
+            m.error = "failed";
+        } else if (statuses[k] == DURO_STATUS_CANCELLED) {
+            d[2].kind = DURO_EVENT_ORCHESTRATION_CANCELLED;
+            m.error = "cancelled";
+        }
+        duro_activity_ref r = ref(id, 1, 2);
+        duro_orch_ack a = ack_of(1, d, 3, &m);
+        a.cancelled_activities = &r;
+        a.cancelled_activity_count = 1;
+        ack(p, item->lock_token, &a);
+        duro_orch_item_free(item);
+        CHECK_EQ(count(p, ORCH, id), 0);
+        CHECK_EQ(count(p, WORKER, id), 0);
+        duro_instance_list *l = get(p, id);
+        CHECK_EQ(l->items[0].status, statuses[k]);
+        duro_instance_list_free(l);
+        expect_no_orch(p);
+        /* Nothing stale is left to block the instance: a later message is
+         * fetchable at once, alone. */
+        raise_event(p, id, "\"late\"", 0);
+        duro_orch_item *late = fetch_orch_expect(p, id, LOCK_LONG);
+        CHECK_EQ(late->message_count, 1);
+        CHECK_STR(late->messages[0].payload, "\"late\"");
+        CHECK_EQ(late->status, statuses[k]);
+        duro_orch_ack consume = ack_of(0, NULL, 0, NULL);
+        ack(p, late->lock_token, &consume);
+        duro_orch_item_free(late);
+        CHECK_EQ(count(p, ORCH, id), 0);
+    }
+    CHECK_EQ(count(p, ORCH, "other"), 1);
+    CHECK_EQ(count(p, ORCH, NULL), 1);
+    CHECK_EQ(count(p, WORKER, NULL), 0);
+}
+
+PV_TEST(cancelled_delayed_start_instance_leaves_nothing_queued)
+{
+    duro_provider *p = pv_open();
+    duro_work_item st = work(DURO_WORK_START, "late");
+    st.name = "orch";
+    enqueue(p, &st, THIRTY_DAYS_MS);
+    CHECK_EQ(count(p, ORCH, "late"), 1);
+    expect_no_orch(p);
+    duro_work_item cancel = work(DURO_WORK_CANCEL_INSTANCE, "late");
+    cancel.reason = "not needed";
+    enqueue(p, &cancel, 0);
+    duro_orch_item *item = fetch_orch_expect(p, "late", LOCK_LONG);
+    CHECK_EQ(item->status, DURO_STATUS_PENDING);
+    CHECK_EQ(item->execution_id, 0);
+    CHECK_EQ(item->message_count, 1); /* the START is not visible yet */
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_CANCEL_INSTANCE);
+    duro_event d[3] = {event(1, DURO_EVENT_ORCHESTRATION_STARTED),
+                       event(2, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED),
+                       event(3, DURO_EVENT_ORCHESTRATION_CANCELLED)};
+    d[0].name = "orch";
+    d[1].reason = d[2].reason = "not needed";
+    duro_instance_meta m = meta(DURO_STATUS_CANCELLED);
+    m.name = "orch";
+    m.error = "not needed";
+    m.category = DURO_CATEGORY_CANCELLED;
+    duro_orch_ack a = ack_of(1, d, 3, &m);
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+    CHECK_EQ(count(p, ORCH, "late"), 0);
+    CHECK_EQ(count(p, WORKER, "late"), 0);
+    CHECK_EQ(count(p, ORCH, NULL), 0);
+    duro_instance_list *l = get(p, "late");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_CANCELLED);
+    duro_instance_list_free(l);
+    expect_no_orch(p);
+}
+
+PV_TEST(continue_as_new_deletes_only_the_ended_executions_messages)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 0);
+    turn_with_long_timer(p, "x"); /* TIMER_FIRED for execution 1 */
+    duro_orch_item *a = poke(p, "x");
+    /* Arriving during the turn: a late completion for execution 1 (gone
+     * with it) and an event for the instance (kept for execution 2). */
+    duro_work_item stale = work(DURO_WORK_ACTIVITY_COMPLETED, "x");
+    stale.execution_id = 1;
+    stale.source_id = 9;
+    enqueue(p, &stale, 0);
+    raise_event(p, "x", "\"for-next\"", 0);
+    uint64_t h = a->history_total;
+    duro_event d[3] = {event(h + 1, DURO_EVENT_EVENT_RAISED),
+                       event(h + 2, DURO_EVENT_TIMER_CREATED),
+                       event(h + 3, DURO_EVENT_CONTINUED_AS_NEW)};
+    d[0].name = "poke";
+    d[2].payload = "in-2";
+    duro_outbound out[3];
+    memset(out, 0, sizeof(out));
+    out[0].item = work(DURO_WORK_CONTINUE_AS_NEW, "x");
+    out[0].item.execution_id = 2;
+    out[0].item.name = "orch";
+    out[0].item.payload = "in-2";
+    out[1].item = work(DURO_WORK_EXTERNAL_EVENT, "x");
+    out[1].item.name = "poke";
+    out[1].item.payload = "\"carried\"";
+    out[1].item.flags = DURO_EVENT_CARRIED;
+    /* a timer of the ending execution created in this very turn */
+    out[2].item = work(DURO_WORK_TIMER_FIRED, "x");
+    out[2].item.execution_id = 1;
+    out[2].item.source_id = h + 2;
+    out[2].delay_ms = THIRTY_DAYS_MS;
+    duro_instance_meta m = meta(DURO_STATUS_CONTINUED_AS_NEW);
+    duro_orch_ack ak = ack_of(1, d, 3, &m);
+    ak.orchestrator_items = out;
+    ak.orchestrator_item_count = 3;
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    CHECK_EQ(count(p, ORCH, "x"), 3);
+    duro_orch_item *b = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(b->message_count, 3);
+    int cont = 0, carried = 0, next = 0;
+    for (size_t i = 0; i < b->message_count; i++) {
+        const duro_work_item *w = &b->messages[i];
+        CHECK(w->kind == DURO_WORK_CONTINUE_AS_NEW ||
+              w->kind == DURO_WORK_EXTERNAL_EVENT);
+        cont += w->kind == DURO_WORK_CONTINUE_AS_NEW && w->execution_id == 2;
+        carried += w->kind == DURO_WORK_EXTERNAL_EVENT &&
+                   (w->flags & DURO_EVENT_CARRIED) != 0;
+        next += w->payload != NULL && strcmp(w->payload, "\"for-next\"") == 0;
+    }
+    CHECK_EQ(cont, 1);
+    CHECK_EQ(carried, 1);
+    CHECK_EQ(next, 1);
+    abandon_orch(p, b, 0);
+    duro_orch_item_free(b);
 }
 
 /* ========================================================================
@@ -4571,6 +4761,9 @@ static const pv_case suite[] = {
     C(instances_are_fetched_oldest_first_and_independently),
     C(count_messages_counts_visible_delayed_and_locked),
     C(cancel_for_a_missing_instance_does_not_block_others),
+    C(finished_instance_leaves_nothing_queued),
+    C(cancelled_delayed_start_instance_leaves_nothing_queued),
+    C(continue_as_new_deletes_only_the_ended_executions_messages),
     /* history and executions */
     C(continue_as_new_keeps_executions_apart),
     C(history_events_round_trip_every_field),

@@ -158,6 +158,13 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                         "WHERE instance_id = ?1 AND lock_token = ?2")          \
     X(OQ_UNTAG, "UPDATE orchestrator_queue SET lock_token = NULL "             \
                 "WHERE instance_id = ?1 AND lock_token = ?2")                  \
+    /* an ack that ends the instance: nothing queued for it is live */         \
+    X(OQ_DELETE_INSTANCE,                                                      \
+      "DELETE FROM orchestrator_queue WHERE instance_id = ?1")                 \
+    /* continue-as-new: timers and completions of the ended execution */       \
+    X(OQ_DELETE_EXECUTION,                                                     \
+      "DELETE FROM orchestrator_queue WHERE instance_id = ?1 "                 \
+      "AND execution_id = ?2 AND kind IN (2, 3, 4, 6, 7)")                     \
     X(OQ_MIN_VISIBLE, "SELECT MIN(visible_at) FROM orchestrator_queue "        \
                       "WHERE instance_id = ?1")                                \
     X(OQ_COUNT, "SELECT COUNT(*) FROM orchestrator_queue")                     \

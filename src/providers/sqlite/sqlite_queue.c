@@ -871,6 +871,32 @@ static int write_meta(duro__sqlite_provider *p, duro__sqlite_conn *c,
     return duro__sqlite_run(p, c, s, op, err);
 }
 
+/* Step 7 of an ack: queues hold only live work. An instance that ended
+ * would only drop what is still queued for it (a losing timer due in 30
+ * days, a delayed START of an instance cancelled before it began), so all
+ * of it goes, set-based through orchestrator_queue_instance; after a
+ * continue-as-new only what names the ended execution goes. The readiness
+ * row is recomputed from what remains when the lock is released. */
+static int drop_dead_messages(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                              const char *instance_id, uint64_t execution_id,
+                              int status, const char *op, duro_error *err)
+{
+    int continued = status == DURO_STATUS_CONTINUED_AS_NEW;
+    if (!continued && !duro_status_is_terminal(status))
+        return DURO_OK;
+    sqlite3_stmt *s =
+        duro__sqlite_stmt(p, c,
+                          continued ? DURO__SQL_OQ_DELETE_EXECUTION
+                                    : DURO__SQL_OQ_DELETE_INSTANCE,
+                          op, err);
+    if (s == NULL)
+        return err->code;
+    duro__sqlite_bind_text(c, s, 1, instance_id);
+    if (continued)
+        duro__sqlite_bind_u64(c, s, 2, execution_id);
+    return duro__sqlite_run(p, c, s, op, err);
+}
+
 /* Steps 2 (history, execution rows) of an ack. */
 static int append_history(duro__sqlite_provider *p, duro__sqlite_conn *c,
                           const char *instance_id, uint64_t current,
@@ -990,6 +1016,10 @@ static int ack_in_transaction(duro__sqlite_provider *p, duro__sqlite_conn *c,
     if (ack->meta != NULL &&
         (rc = write_meta(p, c, instance_id, execution_id, ack->meta, now, op,
                          err)) != DURO_OK)
+        return rc;
+    if (ack->meta != NULL &&
+        (rc = drop_dead_messages(p, c, instance_id, execution_id,
+                                 ack->meta->status, op, err)) != DURO_OK)
         return rc;
     sqlite3_stmt *s =
         duro__sqlite_stmt(p, c, DURO__SQL_OQ_DELETE_TAGGED, op, err);
