@@ -265,6 +265,14 @@ typedef struct duro__sqlite_provider {
      * notifier's lock is never held while taking another lock. */
     pthread_mutex_t write_lock; /* held for every use of `writer` */
     duro__sqlite_conn writer;
+    /* Urgent writes (work-item lock renewals: they have a deadline, the
+     * rest is throughput) go first: while one waits for write_lock, other
+     * writers wait on urgent_cond before taking it, so no fetch that began
+     * after the renewal (and may see the lock expired) gets in ahead of it.
+     * urgent_lock is taken only without write_lock. */
+    _Atomic int urgent_writers; /* urgent writes waiting for write_lock */
+    pthread_mutex_t urgent_lock;
+    pthread_cond_t urgent_cond;
 
     pthread_mutex_t pool_lock; /* guards free_readers */
     pthread_cond_t pool_cond;  /* a reader was returned */
@@ -344,6 +352,10 @@ int duro__sqlite_column_text(duro_arena *a, sqlite3_stmt *s, int col,
  * failure); write_rollback rolls back and releases it. */
 int duro__sqlite_write_begin(duro__sqlite_provider *p, const char *op,
                              duro__sqlite_conn **out, duro_error *err);
+/* write_begin for a write with a deadline: it takes write_lock before any
+ * writer that arrives while it waits. */
+int duro__sqlite_write_begin_urgent(duro__sqlite_provider *p, const char *op,
+                                    duro__sqlite_conn **out, duro_error *err);
 int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
                               const char *op, duro_error *err);
 void duro__sqlite_write_rollback(duro__sqlite_provider *p,

@@ -1349,23 +1349,26 @@ int duro__sqlite_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
 
 /* Updates the worker row the token still holds (expired or not: only
  * another fetch, which replaces the token, ends a work item's lock) with
- * `update` (WQ_RENEW or WQ_ABANDON: ?1 row, ?2 token, ?3 now + ms). When
- * no row matched, a probe by primary key tells a row that is gone
- * (DURO_NOT_FOUND with `gone_not_found`, else DURO_LOCK_LOST) from one that
+ * `update` (WQ_RENEW with `renewal`, or WQ_ABANDON: ?1 row, ?2 token, ?3
+ * now + ms). When no row matched, a probe by primary key tells a row that
+ * is gone (DURO_NOT_FOUND for a renewal, else DURO_LOCK_LOST) from one that
  * another fetch took or that was released (DURO_LOCK_LOST). Row ids are
  * rowids: after the row with the highest id is deleted, the next insert
  * may reuse its id, so a gone row can read as taken (provider.h allows
  * it). */
 static int update_work_row(duro__sqlite_provider *p,
                            duro__sqlite_stmt_id update, int64_t id,
-                           const char *token, int64_t ms, int gone_not_found,
+                           const char *token, int64_t ms, int renewal,
                            const char *op, duro_error *err)
 {
-    int64_t now = duro__wall_ms();
     duro__sqlite_conn *c;
-    int rc = duro__sqlite_write_begin(p, op, &c, err);
+    /* A renewal has a deadline: it goes ahead of writers that arrive while
+     * it waits, and extends from when it runs, not from when it asked. */
+    int rc = renewal ? duro__sqlite_write_begin_urgent(p, op, &c, err)
+                     : duro__sqlite_write_begin(p, op, &c, err);
     if (rc != DURO_OK)
         return rc;
+    int64_t now = duro__wall_ms();
     sqlite3_stmt *s = duro__sqlite_stmt(p, c, update, op, err);
     rc = s != NULL ? DURO_OK : err->code;
     if (rc == DURO_OK) {
@@ -1384,7 +1387,7 @@ static int update_work_row(duro__sqlite_provider *p,
             if (step != SQLITE_ROW && step != SQLITE_DONE)
                 rc = duro__sqlite_error(c, step, op, err);
         }
-        if (rc == DURO_OK && step == SQLITE_DONE && gone_not_found)
+        if (rc == DURO_OK && step == SQLITE_DONE && renewal)
             rc = duro_error_set(err, DURO_NOT_FOUND, 0,
                                 "sqlite %s: the work item is gone (cancelled "
                                 "by a turn, acked, or its instance deleted)",
