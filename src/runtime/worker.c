@@ -559,38 +559,36 @@ static void publish_next_due(duro__manager *m)
     atomic_store(&m->next_due_ms, next);
 }
 
-/* Renews every lock that is due, most overdue first, and acts on the
- * outcomes. Runs on the manager every round, and on a slot thread that is
- * about to fetch while a renewal is overdue (renew_overdue): whichever
- * thread of the runtime has the CPU keeps its locks, so a slot of this
- * runtime never takes a row whose lock expired only because the manager
- * was not scheduled in time. Takes m->lock; calls the provider without it. */
-static void renew_due(duro_runtime *rt, work_list *renew)
+/* Renews every lock that is due, most overdue first, one at a time, and
+ * acts on the outcomes. Runs on the manager every round, and on a slot
+ * thread that is about to fetch while a renewal is overdue (renew_overdue):
+ * whichever thread of the runtime has the CPU keeps its locks, so a slot of
+ * this runtime never takes a row whose lock expired only because the
+ * manager was not scheduled in time. A renewal is claimed just before it
+ * runs, so one that waits (for the store, or for the CPU) never holds back
+ * the others: another thread takes them. Takes m->lock; calls the provider
+ * without it. */
+static void renew_due(duro_runtime *rt)
 {
     duro__manager *m = rt->manager;
     duro_provider *p = rt->provider;
-    renew->count = 0;
-    pthread_mutex_lock(&m->lock);
-    int64_t now = duro__mono_ms();
-    for (duro__inflight *f = m->head; f != NULL; f = f->next) {
-        if (!f->renewing && f->next_renew_ms <= now && work_push(renew, f)) {
+    for (;;) {
+        pthread_mutex_lock(&m->lock);
+        int64_t now = duro__mono_ms();
+        duro__inflight *f = NULL;
+        for (duro__inflight *g = m->head; g != NULL; g = g->next)
+            if (!g->renewing && g->next_renew_ms <= now &&
+                (f == NULL || g->next_renew_ms < f->next_renew_ms))
+                f = g;
+        if (f != NULL) {
             f->renewing = 1;
             atomic_fetch_add(&f->refs, 1);
         }
-    }
-    for (size_t i = 1; i < renew->count; i++) {
-        duro__inflight *f = renew->items[i];
-        size_t j = i;
-        for (; j > 0 && renew->items[j - 1]->next_renew_ms > f->next_renew_ms;
-             j--)
-            renew->items[j] = renew->items[j - 1];
-        renew->items[j] = f;
-    }
-    publish_next_due(m);
-    pthread_mutex_unlock(&m->lock);
+        publish_next_due(m);
+        pthread_mutex_unlock(&m->lock);
+        if (f == NULL)
+            return;
 
-    for (size_t i = 0; i < renew->count; i++) {
-        duro__inflight *f = renew->items[i];
         duro_error err;
         /* The lock now runs from a moment after `start`; scheduling the
          * next renewal from `start` keeps the margin before expiry at
@@ -631,8 +629,9 @@ static void renew_due(duro_runtime *rt, work_list *renew)
         }
         if (f->next_renew_ms < atomic_load(&m->next_due_ms))
             atomic_store(&m->next_due_ms, f->next_renew_ms);
-        if (f->grace_deadline_ms > 0)
-            pthread_cond_signal(&m->cond); /* the manager keeps the grace */
+        /* a retry may be due before the manager's next wake-up, and a
+         * fired token's grace period is the manager's to watch */
+        pthread_cond_signal(&m->cond);
         pthread_mutex_unlock(&m->lock);
         inflight_release(f);
     }
@@ -646,9 +645,7 @@ static void renew_overdue(duro_runtime *rt)
     duro__manager *m = rt->manager;
     if (duro__mono_ms() < atomic_load(&m->next_due_ms))
         return;
-    work_list renew = {0};
-    renew_due(rt, &renew);
-    duro__free(renew.items);
+    renew_due(rt);
 }
 
 static void *manager_main(void *arg)
@@ -656,7 +653,7 @@ static void *manager_main(void *arg)
     duro_runtime *rt = arg;
     duro__manager *m = rt->manager;
     duro__mark_runtime_thread();
-    work_list renew = {0}, give_up = {0};
+    work_list give_up = {0};
     pthread_mutex_lock(&m->lock);
     while (!m->stop) {
         int64_t now = duro__mono_ms();
@@ -674,7 +671,7 @@ static void *manager_main(void *arg)
             list_remove(m, give_up.items[i]);
         pthread_mutex_unlock(&m->lock);
 
-        renew_due(rt, &renew);
+        renew_due(rt);
 
         for (size_t i = 0; i < give_up.count; i++) {
             duro__inflight *f = give_up.items[i];
@@ -725,7 +722,6 @@ static void *manager_main(void *arg)
         }
     }
     pthread_mutex_unlock(&m->lock);
-    duro__free(renew.items);
     duro__free(give_up.items);
     return NULL;
 }
