@@ -520,7 +520,10 @@ static int fetch_orch_in_transaction(duro__sqlite_provider *p,
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     }
     item->arena = a;
-    int64_t until = after_ms(now, lock_timeout_ms);
+    /* `now` (the caller's, read before it waited for the write lock) decides
+     * what is visible: nothing that became fetchable while it waited. The
+     * lock runs from this moment, so a wait never shortens it. */
+    int64_t until = after_ms(duro__wall_ms(), lock_timeout_ms);
     int rc = DURO_OK;
     int found = 0;
     for (int attempt = 0; rc == DURO_OK && !found && attempt < FETCH_ATTEMPTS;
@@ -1295,7 +1298,11 @@ static int fetch_work_in_transaction(duro__sqlite_provider *p,
     int rc = s != NULL ? DURO_OK : err->code;
     if (rc == DURO_OK) {
         duro__sqlite_bind_text(c, s, 1, token_hex);
-        duro__sqlite_bind_i64(c, s, 2, after_ms(now, lock_timeout_ms));
+        /* visible by the caller's `now` (read before it waited for the
+         * write lock), locked from this moment: a wait never shortens the
+         * lock (a lock born expired was taken by the next fetch) */
+        duro__sqlite_bind_i64(c, s, 2,
+                              after_ms(duro__wall_ms(), lock_timeout_ms));
         duro__sqlite_bind_i64(c, s, 3, now);
         int step = duro__sqlite_step(p, c, s);
         if (step == SQLITE_ROW) {
