@@ -40,3 +40,7 @@ duro_runtime_test(test_cancel_reasons ${CMAKE_CURRENT_LIST_DIR}/test_cancel_reas
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
 target_include_directories(test_cancel_reasons PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
+duro_runtime_test(test_locks ${CMAKE_CURRENT_LIST_DIR}/test_locks.c
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
+target_include_directories(test_locks PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
