@@ -262,7 +262,8 @@ typedef struct duro__sqlite_provider {
     duro__sqlite_config cfg;
 
     /* Lock order: write_lock, then pool_lock or the notifier's lock; the
-     * notifier's lock is never held while taking another lock. */
+     * notifier's lock is never held while taking another lock; urgent_lock
+     * and checkpoint_lock are taken only without write_lock. */
     pthread_mutex_t write_lock; /* held for every use of `writer` */
     duro__sqlite_conn writer;
     /* Urgent writes (work-item lock renewals: they have a deadline, the
