@@ -229,7 +229,8 @@ static int faulty_ack_work_item(duro_provider *p, const char *lock_token,
     if (injected(fp, FAULTY_ACK_WORK_ITEM, err))
         return err->code;
     faulty_call call = {.method = FAULTY_ACK_WORK_ITEM,
-                        .lock_token = lock_token};
+                        .lock_token = lock_token,
+                        .completion = completion};
     run_hook(fp, &call, 0, DURO_OK);
     int rc = fp->inner->ack_work_item(fp->inner, lock_token, completion, err);
     run_hook(fp, &call, 1, rc);
@@ -269,7 +270,8 @@ static int faulty_ack_and_fetch_work_item(
     if (injected(fp, FAULTY_ACK_WORK_ITEM, err))
         return err->code;
     faulty_call call = {.method = FAULTY_ACK_WORK_ITEM,
-                        .lock_token = lock_token};
+                        .lock_token = lock_token,
+                        .completion = completion};
     run_hook(fp, &call, 0, DURO_OK);
     int rc = fp->inner->ack_and_fetch_work_item(
         fp->inner, lock_token, completion, lock_timeout_ms, next, err);

@@ -68,6 +68,7 @@ typedef struct faulty_call {
     int rc;                            /* after: what the inner call returned */
     const char *lock_token;            /* acks, renewals, abandons */
     const duro_orch_ack *ack;          /* ack_orchestration_item, both forms */
+    const duro_work_item *completion;  /* ack_work_item, both forms */
     const duro_orch_item *orch_item;   /* after: the item fetched (either form),
                                           NULL when none */
     const duro_worker_item *work_item; /* after: likewise for work items */

@@ -40,7 +40,8 @@ static struct {
  * have started (0: at once); see gate_cancels. */
 static _Atomic int gate_started;
 
-static void close_wrappers(void);
+static duro_provider *wrappers[4];
+static int wrapper_count;
 
 static void reset_seen(void)
 {
@@ -326,7 +327,7 @@ static int orch_block_then_quick(duro_orch *o, const char *in, duro_result *out)
 static void setup(rt_fixture *f, const char *db)
 {
     reset_seen();
-    close_wrappers(); /* left by a test that failed */
+    wrapper_count = 0; /* a failed test's: leaked with its runtime */
     rt_init(f, db);
     /* A cooperative activity returns as soon as its token fires; a grace
      * period a slow machine could exceed would make that a race. The test
@@ -375,9 +376,6 @@ static void gate_cancels(void *arg, const faulty_call *call)
     while (atomic_load(&seen.started) < want && test_now_ms() < end)
         usleep(1000);
 }
-
-static duro_provider *wrappers[4];
-static int wrapper_count;
 
 /* rt_start on the wrapper, with the gate installed. */
 static void start(rt_fixture *f)
@@ -976,10 +974,10 @@ TEST(cross_runtime_cancel_through_renewal)
 
 /* Completion and cancellation race: whichever commits first wins; history
  * never holds both a completion and a cancel request for one activity.
- * Rounds run until both sides have won at least once (a completion
- * recorded in an instance that was then cancelled, and an activity whose
- * result was dropped because the cancellation came first), so the race was
- * really run; the consistency checks hold in every round. */
+ * Many instances are cancelled while their activities run and complete, in
+ * whatever interleaving the machine gives; the two orderings of one
+ * activity's completion and cancellation are forced in the two tests that
+ * follow, so both are run whatever the machine does. */
 static int act_jitter(duro_activity *a, const char *in, duro_result *out)
 {
     (void)a;
@@ -994,66 +992,189 @@ TEST(completion_versus_cancellation_race_stays_consistent)
     CHECK_OK(duro_registry_add_activity(f.reg, "Jitter", act_jitter, NULL));
     f.opts.worker_concurrency = 8;
     start(&f);
-    enum { N = 40, MAX_ROUNDS = 25 };
+    enum { N = 40 };
     char id[32];
-    int completion_won = 0, round = 0;
-    duro_metrics m;
-    memset(&m, 0, sizeof(m));
-    for (;
-         round < MAX_ROUNDS && (!completion_won || m.activities_cancelled == 0);
-         round++) {
-        for (int k = 0; k < N; k++) {
-            snprintf(id, sizeof(id), "race-%d-%d", round, k);
-            rt_start_instance(&f, id, "Fanout", "4 Jitter");
-        }
-        for (int k = 0; k < N; k++) {
-            snprintf(id, sizeof(id), "race-%d-%d", round, k);
-            usleep((useconds_t)(k % 5) * 1000);
-            int rc = duro_client_cancel(f.client, id, "race", NULL);
-            CHECK_MSG(rc == DURO_OK || rc == DURO_INVALID_STATE, "cancel: %s",
-                      duro_errname(rc));
-        }
-        for (int k = 0; k < N; k++) {
-            snprintf(id, sizeof(id), "race-%d-%d", round, k);
-            duro_instance_info *i = rt_wait(&f, id, 30000);
-            int cancelled = i->status == DURO_STATUS_CANCELLED;
-            CHECK(cancelled || i->status == DURO_STATUS_COMPLETED);
-            duro_free(i);
-            duro_history *h = rt_history(&f, id);
-            /* per activity: exactly one of completed / cancel requested */
-            for (size_t e = 0; e < h->count; e++) {
-                if (h->events[e].kind != DURO_EVENT_ACTIVITY_SCHEDULED)
-                    continue;
-                uint64_t src = h->events[e].event_id;
-                int done = 0, cancel = 0;
-                for (size_t g = 0; g < h->count; g++) {
-                    if (h->events[g].source_event_id != src)
-                        continue;
-                    done += h->events[g].kind == DURO_EVENT_ACTIVITY_COMPLETED;
-                    cancel += h->events[g].kind ==
-                              DURO_EVENT_ACTIVITY_CANCEL_REQUESTED;
-                }
-                CHECK_MSG(done + cancel == 1,
-                          "%s activity %llu: %d completions, %d cancels", id,
-                          (unsigned long long)src, done, cancel);
-                completion_won |= cancelled && done == 1;
-            }
-            /* event ids dense: no duplicate history */
-            for (size_t e = 0; e < h->count; e++)
-                CHECK_EQ(h->events[e].event_id, e + 1);
-            duro_history_free(h);
-        }
-        WAIT_UNTIL(worker_rows(&f) == 0, 20000);
-        /* activities_cancelled: results dropped because the cancellation
-         * committed first (token fired, or the ack found the row gone) */
-        metrics(&f, &m);
+    for (int k = 0; k < N; k++) {
+        snprintf(id, sizeof(id), "race-%d", k);
+        rt_start_instance(&f, id, "Fanout", "4 Jitter");
     }
-    CHECK_MSG(completion_won && m.activities_cancelled > 0,
-              "in %d rounds the race was never run both ways (completion "
-              "before cancellation: %d, cancellation before a result: %llu)",
-              round, completion_won,
-              (unsigned long long)m.activities_cancelled);
+    for (int k = 0; k < N; k++) {
+        snprintf(id, sizeof(id), "race-%d", k);
+        usleep((useconds_t)(k % 5) * 1000);
+        int rc = duro_client_cancel(f.client, id, "race", NULL);
+        CHECK_MSG(rc == DURO_OK || rc == DURO_INVALID_STATE, "cancel: %s",
+                  duro_errname(rc));
+    }
+    for (int k = 0; k < N; k++) {
+        snprintf(id, sizeof(id), "race-%d", k);
+        duro_instance_info *i = rt_wait(&f, id, 30000);
+        CHECK(i->status == DURO_STATUS_CANCELLED ||
+              i->status == DURO_STATUS_COMPLETED);
+        duro_free(i);
+        duro_history *h = rt_history(&f, id);
+        /* per activity: exactly one of completed / cancel requested */
+        for (size_t e = 0; e < h->count; e++) {
+            if (h->events[e].kind != DURO_EVENT_ACTIVITY_SCHEDULED)
+                continue;
+            uint64_t src = h->events[e].event_id;
+            int done = 0, cancel = 0;
+            for (size_t g = 0; g < h->count; g++) {
+                if (h->events[g].source_event_id != src)
+                    continue;
+                done += h->events[g].kind == DURO_EVENT_ACTIVITY_COMPLETED;
+                cancel +=
+                    h->events[g].kind == DURO_EVENT_ACTIVITY_CANCEL_REQUESTED;
+            }
+            CHECK_MSG(done + cancel == 1,
+                      "%s activity %llu: %d completions, %d cancels", id,
+                      (unsigned long long)src, done, cancel);
+        }
+        /* event ids dense: no duplicate history */
+        for (size_t e = 0; e < h->count; e++)
+            CHECK_EQ(h->events[e].event_id, e + 1);
+        duro_history_free(h);
+    }
+    WAIT_UNTIL(worker_rows(&f) == 0, 20000);
     finish(&f);
+}
+
+/* One activity, its completion and its cancellation, in a chosen order
+ * (hooks on the wrapper; `order` says which side is held until the other
+ * has committed). */
+static struct {
+    _Atomic int order;        /* ORDER_*; 0: off */
+    _Atomic int acked;        /* 1: the completion's ack returned */
+    _Atomic int ack_rc;       /* what it returned */
+    _Atomic int committed;    /* 1: the cancelling turn committed */
+    _Atomic int held_other;   /* the held side saw the other commit first */
+    _Atomic int release_gate; /* lets Gate return */
+    _Atomic int ack_waiting;  /* its result is in, its ack held */
+    _Atomic int gate_started;
+} order;
+
+enum { ORDER_CANCEL_FIRST = 1, ORDER_COMPLETION_FIRST = 2 };
+
+/* Returns when released, ignoring its token: its result races the turn. */
+static int act_gate(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)a;
+    (void)in;
+    atomic_store(&order.gate_started, 1);
+    int64_t end = test_now_ms() + 20000;
+    while (!atomic_load(&order.release_gate) && test_now_ms() < end)
+        usleep(1000);
+    return duro_ok(out, "gate done");
+}
+
+#define ORDER_WAIT(cond)                                                       \
+    do {                                                                       \
+        int64_t end_ = test_now_ms() + 20000;                                  \
+        while (!(cond) && test_now_ms() < end_)                                \
+            usleep(1000);                                                      \
+    } while (0)
+
+static void order_on_ack_work(void *arg, const faulty_call *call)
+{
+    (void)arg;
+    int mode = atomic_load(&order.order);
+    if (mode == 0 || call->completion == NULL)
+        return;
+    if (!call->after) {
+        if (mode == ORDER_CANCEL_FIRST) {
+            /* The result is in; hold its ack until the turn that cancels
+             * the activity has committed (deleting the row). */
+            atomic_store(&order.ack_waiting, 1);
+            ORDER_WAIT(atomic_load(&order.committed));
+            atomic_store(&order.held_other, atomic_load(&order.committed));
+        }
+        return;
+    }
+    atomic_store(&order.ack_rc, call->rc);
+    atomic_store(&order.acked, 1);
+}
+
+static void order_on_ack_orch(void *arg, const faulty_call *call)
+{
+    gate_cancels(arg, call);
+    int mode = atomic_load(&order.order);
+    if (mode == 0 || call->ack == NULL ||
+        call->ack->cancelled_activity_count == 0)
+        return;
+    if (!call->after) {
+        if (mode == ORDER_COMPLETION_FIRST) {
+            /* The turn has decided to cancel the running activity; before
+             * it commits, let the activity return and its ack commit. */
+            atomic_store(&order.release_gate, 1);
+            ORDER_WAIT(atomic_load(&order.acked));
+            atomic_store(&order.held_other, atomic_load(&order.acked));
+        }
+        return;
+    }
+    if (call->rc == DURO_OK)
+        atomic_store(&order.committed, 1);
+}
+
+static void run_order(int mode, const char *db)
+{
+    rt_fixture f;
+    setup(&f, db);
+    memset(&order, 0, sizeof(order));
+    CHECK_OK(duro_registry_add_activity(f.reg, "Gate", act_gate, NULL));
+    start(&f);
+    duro_provider *w = wrappers[wrapper_count - 1];
+    faulty_provider_set_hook(w, FAULTY_ACK_ORCHESTRATION_ITEM,
+                             order_on_ack_orch, NULL);
+    faulty_provider_set_hook(w, FAULTY_ACK_WORK_ITEM, order_on_ack_work, NULL);
+    atomic_store(&order.order, mode);
+    rt_start_instance(&f, "o", "One", "Gate");
+    WAIT_UNTIL(atomic_load(&order.gate_started), 20000);
+    if (mode == ORDER_CANCEL_FIRST) {
+        /* it returns before the cancellation, its ack waits for it */
+        atomic_store(&order.release_gate, 1);
+        WAIT_UNTIL(atomic_load(&order.ack_waiting), 20000);
+    }
+    CHECK_OK(duro_client_cancel(f.client, "o", NULL, NULL));
+    duro_instance_info *i = rt_wait(&f, "o", 20000);
+    CHECK_EQ(i->status, DURO_STATUS_CANCELLED);
+    duro_free(i);
+    WAIT_UNTIL(atomic_load(&order.acked), 20000);
+    /* the ordering happened */
+    CHECK_EQ(atomic_load(&order.held_other), 1);
+    duro_history *h = rt_history(&f, "o");
+    CHECK_EQ(count_kind_named(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED,
+                              DURO_REASON_INSTANCE_CANCELLED),
+             1);
+    CHECK_EQ(count_kind_named(h, DURO_EVENT_ACTIVITY_COMPLETED, NULL), 0);
+    duro_history_free(h);
+    CHECK_EQ(queued_for(&f, "o"), 0);
+    CHECK_EQ(worker_rows(&f), 0);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    if (mode == ORDER_CANCEL_FIRST) {
+        /* the row was gone: the ack failed and enqueued nothing */
+        CHECK_EQ(atomic_load(&order.ack_rc), DURO_LOCK_LOST);
+        CHECK_EQ(m.activities_cancelled, 1);
+        CHECK_EQ(m.activities_completed, 0);
+    } else {
+        /* the ack took the row and enqueued the completion; the turn's
+         * deletion found nothing, and the completion went with the
+         * finished instance's queue */
+        CHECK_EQ(atomic_load(&order.ack_rc), DURO_OK);
+        CHECK_EQ(m.activities_completed, 1);
+        CHECK_EQ(m.activities_cancelled, 0);
+    }
+    atomic_store(&order.order, 0);
+    finish(&f);
+}
+
+TEST(cancellation_committed_before_the_completion_drops_it)
+{
+    run_order(ORDER_CANCEL_FIRST, "c_order_cancel.db");
+}
+
+TEST(completion_committed_before_the_cancellation_is_not_recorded)
+{
+    run_order(ORDER_COMPLETION_FIRST, "c_order_completion.db");
 }
 
 /* 100 orchestrations x 5 activities cancelled at once; afterwards new work
@@ -1191,6 +1312,8 @@ TEST_MAIN(T(select_timeout_cancels_losing_activity),
           T(client_enqueues_wake_the_runtime_in_the_same_process),
           T(cross_runtime_cancel_through_renewal),
           T(completion_versus_cancellation_race_stays_consistent),
+          T(cancellation_committed_before_the_completion_drops_it),
+          T(completion_committed_before_the_cancellation_is_not_recorded),
           T(high_concurrency_cancellation_and_recovery),
           T(finished_instance_leaves_its_losing_timer_nowhere),
           T(cancelled_delayed_start_leaves_nothing_queued),
