@@ -368,7 +368,7 @@ typedef enum duro_queue {
  * ids: 1024 bytes) fails DURO_TOO_LARGE. Such failures are not retryable and
  * change nothing. A token the provider never issued is DURO_LOCK_LOST. */
 
-#define DURO_PROVIDER_VERSION 2
+#define DURO_PROVIDER_VERSION 3
 
 typedef struct duro_provider duro_provider;
 
@@ -417,7 +417,18 @@ struct duro_provider {
      *     not detached, a CHILD_FAILED (DURO_ALREADY_EXISTS, configuration)
      *     goes to that parent instead;
      *  6. writes meta to the instance and execution rows (NULL: untouched);
-     *  7. deletes the messages this item fetched and releases the lock.
+     *  7. keeps only live work queued: when meta ends the instance
+     *     (Completed, Failed, Cancelled) it deletes every message still
+     *     queued for the instance (timers not yet due, a delayed START not
+     *     yet visible, messages that arrived during the turn, and any this
+     *     ack enqueued for the instance itself), which a finished instance
+     *     would only drop; when meta is ContinuedAsNew it deletes the
+     *     messages addressed to the ended execution (ACTIVITY_COMPLETED,
+     *     ACTIVITY_FAILED, TIMER_FIRED, CHILD_COMPLETED and CHILD_FAILED whose
+     *     execution_id is ack->execution_id), keeping the CONTINUE_AS_NEW
+     *     message, carried events and everything else for the instance;
+     *  8. deletes the messages this item fetched and releases the lock (the
+     *     instance stays ready for what remains queued, by its visibility).
      * A message for an instance that has no instance row can be consumed by
      * an ack with no delta and NULL meta; that creates nothing. */
     int (*ack_orchestration_item)(duro_provider *p, const char *lock_token,
@@ -453,22 +464,38 @@ struct duro_provider {
     int (*fetch_work_item)(duro_provider *p, int64_t lock_timeout_ms,
                            duro_worker_item **out, duro_error *err);
 
-    /* Extends the row's lock to now + extend_ms. Fails DURO_LOCK_LOST, not
-     * retryable, when the row is gone (acked or cancelled), the token differs
-     * (stolen after expiry) or the lock has expired. Busy storage fails
-     * retryably; callers must not treat that as cancellation. */
+    /* Extends the row's lock to now + extend_ms while lock_token still holds
+     * the row: a work item's lock ends when another fetch takes the row (or
+     * it is acked, abandoned or deleted), not when its expiry passes; expiry
+     * only makes the row fetchable. So a renewal that comes after the expiry,
+     * before any other fetch, extends the lock like a timely one. Fails, not
+     * retryable:
+     *  - DURO_NOT_FOUND when the row is gone: a turn cancelled the activity
+     *    (see read_activity_cancel_reason for why), it was acked (possibly by
+     *    another worker that took it after expiry), or its instance was
+     *    deleted;
+     *  - DURO_LOCK_LOST when the row is there but the token no longer holds
+     *    it (taken by another fetch after expiry, or released). A provider
+     *    whose row ids can be reused after a delete may report a deleted row
+     *    this way once a new row has its id; callers treat both codes as "the
+     *    activity lost its row" and look up a cancellation either way.
+     * Busy storage fails retryably; callers must not treat that as either. */
     int (*renew_work_item_lock)(duro_provider *p, const char *lock_token,
                                 int64_t extend_ms, duro_error *err);
 
     /* One transaction: deletes the row held by lock_token and, when
-     * completion is not NULL, enqueues it on the orchestrator queue. When no
-     * row was deleted (gone, stolen or expired-and-refetched) it fails
-     * DURO_LOCK_LOST, not retryable, and enqueues nothing. */
+     * completion is not NULL, enqueues it on the orchestrator queue. An
+     * expired lock that no other fetch took still holds the row. When no
+     * row was deleted (gone, or taken by another fetch after expiry) it
+     * fails DURO_LOCK_LOST, not retryable, and enqueues nothing. */
     int (*ack_work_item)(duro_provider *p, const char *lock_token,
                          const duro_work_item *completion, duro_error *err);
 
     /* Releases the row's lock; visible again after delay_ms. The fetch count
-     * stays raised. Fails DURO_LOCK_LOST when the token no longer holds it. */
+     * stays raised. Like renew and ack, needs only the token to still hold
+     * the row (an expired lock that no other fetch took still holds it).
+     * Fails DURO_LOCK_LOST when the token no longer holds it or the row is
+     * gone. */
     int (*abandon_work_item)(duro_provider *p, const char *lock_token,
                              int64_t delay_ms, duro_error *err);
 
@@ -555,6 +582,29 @@ struct duro_provider {
                                    const duro_work_item *completion,
                                    int64_t lock_timeout_ms,
                                    duro_worker_item **next, duro_error *err);
+
+    /* --- version 3 ------------------------------------------------------
+     * A worker in another process than the turn that cancelled its activity
+     * learns of it when renew_work_item_lock finds the row gone; this tells
+     * it why. Callers fall back to reporting a lost lock when a provider's
+     * version is below 3 or the pointer is NULL. */
+
+    /* Copies the reason of the ActivityCancelRequested event whose
+     * source_event_id is activity_id, in execution execution_id (the
+     * execution the work item names; 0 fails DURO_INVALID) of instance_id,
+     * into reason[reason_size], NUL-terminated and cut to reason_size - 1
+     * bytes (reason NULL or reason_size 0 fails DURO_INVALID). Fails
+     * DURO_NOT_FOUND, not retryable, when there is no such event: the
+     * activity was not cancelled, or the instance or execution does not
+     * exist. A pure read, at the cost of one index lookup (never a scan of
+     * the execution's history); the event is committed in the same
+     * transaction that deletes the activity's row, so a caller that found
+     * the row gone also finds the event when a turn cancelled it. */
+    int (*read_activity_cancel_reason)(duro_provider *p,
+                                       const char *instance_id,
+                                       uint64_t execution_id,
+                                       uint64_t activity_id, char *reason,
+                                       size_t reason_size, duro_error *err);
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

@@ -57,11 +57,21 @@ static int check_options(const duro_runtime_options *o)
                           "are both 0: the runtime would run nothing");
     if (o->orchestration_lock_timeout_ms < 10 || o->worker_lock_timeout_ms < 10)
         return duro__fail(DURO_INVALID, "lock timeouts must be >= 10 ms");
-    if (o->lock_renewal_ms < 1 ||
-        o->lock_renewal_ms >= o->worker_lock_timeout_ms)
+    if (o->lock_renewal_ms < 1)
+        return duro__fail(DURO_INVALID, "lock_renewal_ms must be >= 1");
+    /* A renewal is due lock_renewal_ms after the previous one and must land
+     * before the lock expires, worker_lock_timeout_ms after it: the half
+     * left over is the margin for a late renewal (a busy store, a loaded
+     * machine). With less, a healthy long activity loses its lock to another
+     * worker, runs again and is eventually failed as poison. */
+    if (o->lock_renewal_ms > o->worker_lock_timeout_ms / 2)
         return duro__fail(DURO_INVALID,
-                          "lock_renewal_ms must be >= 1 and below "
-                          "worker_lock_timeout_ms");
+                          "lock_renewal_ms (%lld) must be at most half of "
+                          "worker_lock_timeout_ms (%lld), i.e. <= %lld: "
+                          "renewals need a margin before the lock expires",
+                          (long long)o->lock_renewal_ms,
+                          (long long)o->worker_lock_timeout_ms,
+                          (long long)(o->worker_lock_timeout_ms / 2));
     if (o->poll_interval_ms < 1)
         return duro__fail(DURO_INVALID, "poll_interval_ms must be >= 1");
     if (o->max_attempts < 1)

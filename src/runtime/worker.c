@@ -2,8 +2,9 @@
  * is a thread that fetches one ActivityExecute, runs the activity with its
  * context and acks the completion. One activity manager thread renews the
  * locks of every in-flight activity of this runtime before they expire,
- * fires an activity's cancellation token when its lock is gone (or at once
- * when a turn of this runtime cancelled it), and, when a cancelled activity
+ * fires an activity's cancellation token when its row is gone or taken (with
+ * the reason the cancelling turn recorded, else "lock_lost"; at once when a
+ * turn of this runtime cancelled it), and, when a cancelled activity
  * has not returned within the grace period, frees its slot: a new thread
  * takes the slot and the old one is abandoned (its result is discarded).
  *
@@ -78,6 +79,10 @@ struct duro__manager {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     duro__inflight *head;
+    /* Earliest renewal due (monotonic ms) among in-flight activities not
+     * being renewed, INT64_MAX when none; written under lock, read without
+     * it by slots about to fetch (see renew_overdue). */
+    _Atomic int64_t next_due_ms;
     int stop;
     pthread_t thread;
     int running;
@@ -87,6 +92,7 @@ struct duro__manager {
 
 static void fire(duro__inflight *f, const char *reason, int64_t now,
                  int64_t grace);
+static void renew_overdue(duro_runtime *rt);
 
 static void remember_cancel(duro__manager *m, const duro_activity_ref *r,
                             const char *reason)
@@ -255,10 +261,12 @@ static void free_context(duro_activity *a)
     duro__free(a);
 }
 
-/* Runs one fetched activity. Returns 1 when this thread was abandoned while
- * the activity ran: it must then exit without touching the runtime. With
- * `next`, a successful completion ack may hand back the next item. */
-static int run_item(slot_ctx *s, duro_worker_item *w, duro_worker_item **next)
+/* Runs one fetched activity (fetched at monotonic time fetched_ms, which
+ * the first renewal counts from). Returns 1 when this thread was abandoned
+ * while the activity ran: it must then exit without touching the runtime.
+ * With `next`, a successful completion ack may hand back the next item. */
+static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
+                    duro_worker_item **next)
 {
     duro_runtime *rt = s->rt;
     duro__manager *m = rt->manager;
@@ -335,10 +343,12 @@ static int run_item(slot_ctx *s, duro_worker_item *w, duro_worker_item **next)
     atomic_init(&f->refs, 2);
 
     pthread_mutex_lock(&m->lock);
-    f->next_renew_ms = duro__mono_ms() + renew_interval(rt);
+    f->next_renew_ms = fetched_ms + renew_interval(rt);
     f->next = m->head;
     m->head = f;
     f->in_list = 1;
+    if (f->next_renew_ms < atomic_load(&m->next_due_ms))
+        atomic_store(&m->next_due_ms, f->next_renew_ms);
     const char *cancelled = take_recent_cancel(m, f);
     if (cancelled != NULL)
         fire(f, cancelled, duro__mono_ms(), rt->opts.cancel_grace_ms);
@@ -404,6 +414,8 @@ static int run_item(slot_ctx *s, duro_worker_item *w, duro_worker_item **next)
                          res.category ? res.category
                                       : DURO_CATEGORY_APPLICATION);
         }
+        if (next != NULL)
+            renew_overdue(rt); /* the ack also fetches */
         rc = ack_with_retries(rt, f->lock_token, &completion, next, &err);
         if (rc == DURO_OK) {
             if (completion.kind == DURO_WORK_ACTIVITY_COMPLETED)
@@ -453,19 +465,23 @@ static void *slot_main(void *arg)
     duro__mark_runtime_thread();
     int64_t backoff = 0;
     duro_worker_item *w = NULL; /* fetched with the previous ack */
+    int64_t fetched_ms = 0;     /* when w was fetched (monotonic) */
     while (!atomic_load(&rt->stop_flag)) {
         duro_error err;
         if (w != NULL) {
             duro_worker_item *next = NULL;
-            int gone = run_item(s, w, &next);
+            int gone = run_item(s, w, fetched_ms, &next);
             duro_worker_item_free(w);
             w = next;
+            fetched_ms = duro__mono_ms();
             if (gone)
                 return NULL; /* abandoned: the runtime may already be gone */
             continue;
         }
+        renew_overdue(rt);
         int rc =
             p->fetch_work_item(p, rt->opts.worker_lock_timeout_ms, &w, &err);
+        fetched_ms = duro__mono_ms();
         if (rc != DURO_OK) {
             if (err.retryable)
                 DURO__COUNT(rt, m_storage_retries);
@@ -516,23 +532,149 @@ static void fire(duro__inflight *f, const char *reason, int64_t now,
     f->next_renew_ms = INT64_MAX;
 }
 
+/* Why f's row is gone or no longer held (its renewal failed for good):
+ * the reason a turn recorded in ActivityCancelRequested when it cancelled
+ * the activity (read through a version-3 provider; the event commits with
+ * the deletion of the row, so it is there when the row is gone), else
+ * "lock_lost": another worker took the row after the lock expired (and may
+ * have acked it since). Asked after LOCK_LOST too: a provider may reuse a
+ * deleted row's id, and a row lost to another worker may have been
+ * cancelled since; the decided reason says more. Returns 0 when the lookup
+ * failed retryably: the caller tries again instead of guessing. */
+static int lost_row_reason(duro_runtime *rt, const duro__inflight *f,
+                           char *reason, size_t size)
+{
+    duro_provider *p = rt->provider;
+    snprintf(reason, size, "%s", "lock_lost");
+    if (p->version < 3 || p->read_activity_cancel_reason == NULL)
+        return 1;
+    duro_error err;
+    int rc = p->read_activity_cancel_reason(p, f->instance_id, f->execution_id,
+                                            f->activity_id, reason, size, &err);
+    if (rc == DURO_OK && reason[0] != '\0')
+        return 1;
+    if (rc != DURO_OK && err.retryable)
+        return 0;
+    if (rc != DURO_OK && rc != DURO_NOT_FOUND)
+        duro__log(&rt->logger, DURO_LOG_WARN,
+                  "activity '%s' (instance '%s', event %llu): reading its "
+                  "cancellation failed: %s",
+                  f->name, f->instance_id, (unsigned long long)f->activity_id,
+                  err.message);
+    snprintf(reason, size, "%s", "lock_lost");
+    return 1;
+}
+
+/* Publishes the earliest renewal due; under m->lock. */
+static void publish_next_due(duro__manager *m)
+{
+    int64_t next = INT64_MAX;
+    for (duro__inflight *f = m->head; f != NULL; f = f->next)
+        if (!f->renewing && f->next_renew_ms < next)
+            next = f->next_renew_ms;
+    atomic_store(&m->next_due_ms, next);
+}
+
+/* Renews every lock that is due, most overdue first, one at a time, and
+ * acts on the outcomes. Runs on the manager every round, and on a slot
+ * thread that is about to fetch while a renewal is overdue (renew_overdue):
+ * whichever thread of the runtime has the CPU keeps its locks, so a slot of
+ * this runtime never takes a row whose lock expired only because the
+ * manager was not scheduled in time. A renewal is claimed just before it
+ * runs, so one that waits (for the store, or for the CPU) never holds back
+ * the others: another thread takes them. Takes m->lock; calls the provider
+ * without it. */
+static void renew_due(duro_runtime *rt)
+{
+    duro__manager *m = rt->manager;
+    duro_provider *p = rt->provider;
+    for (;;) {
+        pthread_mutex_lock(&m->lock);
+        int64_t now = duro__mono_ms();
+        duro__inflight *f = NULL;
+        for (duro__inflight *g = m->head; g != NULL; g = g->next)
+            if (!g->renewing && g->next_renew_ms <= now &&
+                (f == NULL || g->next_renew_ms < f->next_renew_ms))
+                f = g;
+        if (f != NULL) {
+            f->renewing = 1;
+            atomic_fetch_add(&f->refs, 1);
+        }
+        publish_next_due(m);
+        pthread_mutex_unlock(&m->lock);
+        if (f == NULL)
+            return;
+
+        duro_error err;
+        /* The lock now runs from a moment after `start`; scheduling the
+         * next renewal from `start` keeps the margin before expiry at
+         * timeout - interval however long this call waited. */
+        int64_t start = duro__mono_ms();
+        int rc = p->renew_work_item_lock(p, f->lock_token,
+                                         rt->opts.worker_lock_timeout_ms, &err);
+        /* The row is gone (NOT_FOUND) or held by another token
+         * (LOCK_LOST): find out whether a turn cancelled it. A turn of
+         * this runtime fires the token itself right after its commit;
+         * both paths give the decided reason, whichever comes first. */
+        char reason[64] = "lock_lost";
+        int known = 1;
+        if (rc != DURO_OK && !err.retryable && running(f))
+            known = lost_row_reason(rt, f, reason, sizeof(reason));
+        int64_t t = duro__mono_ms();
+        pthread_mutex_lock(&m->lock);
+        f->renewing = 0;
+        if (rc == DURO_OK) {
+            if (f->next_renew_ms != INT64_MAX)
+                f->next_renew_ms = start + renew_interval(rt);
+        } else if (err.retryable || !known) {
+            /* Busy storage is not a lost lock: try again soon. */
+            DURO__COUNT(rt, m_storage_retries);
+            if (f->next_renew_ms != INT64_MAX)
+                f->next_renew_ms =
+                    t + DURO__MIN(renew_interval(rt), (int64_t)250);
+        } else if (running(f)) {
+            DURO__COUNT(rt, m_renew_failures);
+            fire(f, reason, t, rt->opts.cancel_grace_ms);
+            duro__log(&rt->logger, DURO_LOG_INFO,
+                      "activity '%s' (instance '%s', event %llu): lock "
+                      "renewal failed (%s); signalling cancellation (%s)",
+                      f->name, f->instance_id,
+                      (unsigned long long)f->activity_id, err.message, reason);
+        } else {
+            f->next_renew_ms = INT64_MAX;
+        }
+        if (f->next_renew_ms < atomic_load(&m->next_due_ms))
+            atomic_store(&m->next_due_ms, f->next_renew_ms);
+        /* a retry may be due before the manager's next wake-up, and a
+         * fired token's grace period is the manager's to watch */
+        pthread_cond_signal(&m->cond);
+        pthread_mutex_unlock(&m->lock);
+        inflight_release(f);
+    }
+}
+
+/* Called by a slot before a fetch: renews what is overdue, so this slot
+ * cannot take a row of this runtime whose lock expired for lack of a
+ * timely renewal. One atomic load when nothing is. */
+static void renew_overdue(duro_runtime *rt)
+{
+    duro__manager *m = rt->manager;
+    if (duro__mono_ms() < atomic_load(&m->next_due_ms))
+        return;
+    renew_due(rt);
+}
+
 static void *manager_main(void *arg)
 {
     duro_runtime *rt = arg;
     duro__manager *m = rt->manager;
-    duro_provider *p = rt->provider;
     duro__mark_runtime_thread();
-    work_list renew = {0}, give_up = {0};
+    work_list give_up = {0};
     pthread_mutex_lock(&m->lock);
     while (!m->stop) {
         int64_t now = duro__mono_ms();
-        renew.count = give_up.count = 0;
+        give_up.count = 0;
         for (duro__inflight *f = m->head; f != NULL; f = f->next) {
-            if (!f->renewing && f->next_renew_ms <= now &&
-                work_push(&renew, f)) {
-                f->renewing = 1;
-                atomic_fetch_add(&f->refs, 1);
-            }
             if (f->grace_deadline_ms > 0 && now >= f->grace_deadline_ms &&
                 running(f) && work_push(&give_up, f)) {
                 if (claim_abandon(f))
@@ -545,37 +687,7 @@ static void *manager_main(void *arg)
             list_remove(m, give_up.items[i]);
         pthread_mutex_unlock(&m->lock);
 
-        for (size_t i = 0; i < renew.count; i++) {
-            duro__inflight *f = renew.items[i];
-            duro_error err;
-            int rc = p->renew_work_item_lock(
-                p, f->lock_token, rt->opts.worker_lock_timeout_ms, &err);
-            int64_t t = duro__mono_ms();
-            pthread_mutex_lock(&m->lock);
-            f->renewing = 0;
-            if (rc == DURO_OK) {
-                if (f->next_renew_ms != INT64_MAX)
-                    f->next_renew_ms = t + renew_interval(rt);
-            } else if (err.retryable) {
-                /* Busy storage is not a lost lock: try again soon. */
-                DURO__COUNT(rt, m_storage_retries);
-                if (f->next_renew_ms != INT64_MAX)
-                    f->next_renew_ms =
-                        t + DURO__MIN(renew_interval(rt), (int64_t)250);
-            } else if (running(f)) {
-                DURO__COUNT(rt, m_renew_failures);
-                fire(f, "lock_lost", t, rt->opts.cancel_grace_ms);
-                duro__log(&rt->logger, DURO_LOG_INFO,
-                          "activity '%s' (instance '%s', event %llu): lock "
-                          "renewal failed (%s); signalling cancellation",
-                          f->name, f->instance_id,
-                          (unsigned long long)f->activity_id, err.message);
-            } else {
-                f->next_renew_ms = INT64_MAX;
-            }
-            pthread_mutex_unlock(&m->lock);
-            inflight_release(f);
-        }
+        renew_due(rt);
 
         for (size_t i = 0; i < give_up.count; i++) {
             duro__inflight *f = give_up.items[i];
@@ -609,10 +721,9 @@ static void *manager_main(void *arg)
         }
 
         pthread_mutex_lock(&m->lock);
-        int64_t next = INT64_MAX;
+        publish_next_due(m);
+        int64_t next = atomic_load(&m->next_due_ms);
         for (duro__inflight *f = m->head; f != NULL; f = f->next) {
-            if (!f->renewing && f->next_renew_ms < next)
-                next = f->next_renew_ms;
             if (f->grace_deadline_ms > 0 && running(f) &&
                 f->grace_deadline_ms < next)
                 next = f->grace_deadline_ms;
@@ -627,7 +738,6 @@ static void *manager_main(void *arg)
         }
     }
     pthread_mutex_unlock(&m->lock);
-    duro__free(renew.items);
     duro__free(give_up.items);
     return NULL;
 }
@@ -670,6 +780,7 @@ int duro__workers_start(duro_runtime *rt)
         return DURO_NOMEM;
     pthread_mutex_init(&m->lock, NULL);
     duro__cond_init_monotonic(&m->cond);
+    atomic_init(&m->next_due_ms, INT64_MAX);
     rt->manager = m;
     if (pthread_create(&m->thread, NULL, manager_main, rt) != 0)
         return duro__fail(DURO_ERROR, "could not start the activity manager");

@@ -25,6 +25,8 @@ typedef struct faulty_provider {
     int understate;                     /* understate the history cache */
     void (*on_work_fetched)(void *arg); /* under lock */
     void *on_work_fetched_arg;
+    faulty_hook_fn hooks[FAULTY_METHOD_COUNT]; /* under lock */
+    void *hook_args[FAULTY_METHOD_COUNT];
     _Atomic uint64_t calls[FAULTY_METHOD_COUNT];
     _Atomic uint64_t fired;
     _Atomic uint64_t discarded;
@@ -51,6 +53,7 @@ static const char *const method_names[FAULTY_METHOD_COUNT] = {
     "wake",
     "ack_and_fetch_orchestration_item",
     "ack_and_fetch_work_item",
+    "read_activity_cancel_reason",
 };
 
 const char *faulty_method_name(int method)
@@ -102,6 +105,19 @@ static int plan_tick(faulty_provider *fp)
         plan_load(fp);
     }
     return 1;
+}
+
+/* Runs the hook of call->method, if any, without the lock held. */
+static void run_hook(faulty_provider *fp, faulty_call *call, int after, int rc)
+{
+    pthread_mutex_lock(&fp->lock);
+    faulty_hook_fn fn = fp->hooks[call->method];
+    void *arg = fp->hook_args[call->method];
+    pthread_mutex_unlock(&fp->lock);
+    call->after = after;
+    call->rc = rc;
+    if (fn != NULL)
+        fn(arg, call);
 }
 
 /* What decide() and lost() chose for one call. */
@@ -274,9 +290,13 @@ static int faulty_fetch_orchestration_item(duro_provider *p,
             *out = NULL;
         return report(fp, &f, FAULTY_FETCH_ORCHESTRATION_ITEM, err);
     }
+    faulty_call call = {.method = FAULTY_FETCH_ORCHESTRATION_ITEM};
+    run_hook(fp, &call, 0, DURO_OK);
     duro_history_cache tmp;
     int rc = fp->inner->fetch_orchestration_item(
         fp->inner, lock_timeout_ms, pass_cache(fp, cache, &tmp), out, err);
+    call.orch_item = rc == DURO_OK && out != NULL ? *out : NULL;
+    run_hook(fp, &call, 1, rc);
     int struck = lost(fp, &f, rc, out != NULL && *out != NULL);
     if (struck)
         discard_orch_item(fp, out);
@@ -293,7 +313,12 @@ static int faulty_ack_orchestration_item(duro_provider *p,
     decide(fp, FAULTY_ACK_ORCHESTRATION_ITEM, -1, &f);
     if (before(&f))
         return report(fp, &f, FAULTY_ACK_ORCHESTRATION_ITEM, err);
+    faulty_call call = {.method = FAULTY_ACK_ORCHESTRATION_ITEM,
+                        .lock_token = lock_token,
+                        .ack = ack};
+    run_hook(fp, &call, 0, DURO_OK);
     int rc = fp->inner->ack_orchestration_item(fp->inner, lock_token, ack, err);
+    run_hook(fp, &call, 1, rc);
     return finish(fp, &f, FAULTY_ACK_ORCHESTRATION_ITEM, rc,
                   lost(fp, &f, rc, 0), err);
 }
@@ -355,7 +380,11 @@ static int faulty_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
             *out = NULL;
         return report(fp, &f, FAULTY_FETCH_WORK_ITEM, err);
     }
+    faulty_call call = {.method = FAULTY_FETCH_WORK_ITEM};
+    run_hook(fp, &call, 0, DURO_OK);
     int rc = fp->inner->fetch_work_item(fp->inner, lock_timeout_ms, out, err);
+    call.work_item = rc == DURO_OK && out != NULL ? *out : NULL;
+    run_hook(fp, &call, 1, rc);
     int struck = lost(fp, &f, rc, out != NULL && *out != NULL);
     if (struck)
         discard_worker_item(fp, out);
@@ -377,8 +406,12 @@ static int faulty_renew_work_item_lock(duro_provider *p, const char *lock_token,
     decide(fp, FAULTY_RENEW_WORK_ITEM_LOCK, -1, &f);
     if (before(&f))
         return report(fp, &f, FAULTY_RENEW_WORK_ITEM_LOCK, err);
+    faulty_call call = {.method = FAULTY_RENEW_WORK_ITEM_LOCK,
+                        .lock_token = lock_token};
+    run_hook(fp, &call, 0, DURO_OK);
     int rc =
         fp->inner->renew_work_item_lock(fp->inner, lock_token, extend_ms, err);
+    run_hook(fp, &call, 1, rc);
     return finish(fp, &f, FAULTY_RENEW_WORK_ITEM_LOCK, rc, lost(fp, &f, rc, 0),
                   err);
 }
@@ -392,7 +425,12 @@ static int faulty_ack_work_item(duro_provider *p, const char *lock_token,
     decide(fp, FAULTY_ACK_WORK_ITEM, -1, &f);
     if (before(&f))
         return report(fp, &f, FAULTY_ACK_WORK_ITEM, err);
+    faulty_call call = {.method = FAULTY_ACK_WORK_ITEM,
+                        .lock_token = lock_token,
+                        .completion = completion};
+    run_hook(fp, &call, 0, DURO_OK);
     int rc = fp->inner->ack_work_item(fp->inner, lock_token, completion, err);
+    run_hook(fp, &call, 1, rc);
     return finish(fp, &f, FAULTY_ACK_WORK_ITEM, rc, lost(fp, &f, rc, 0), err);
 }
 
@@ -413,10 +451,17 @@ static int faulty_ack_and_fetch_orchestration_item(
            FAULTY_ACK_ORCHESTRATION_ITEM, &f);
     if (before(&f))
         return report(fp, &f, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM, err);
+    /* hooks: a combined call uses the hook of the ack it starts with */
+    faulty_call call = {.method = FAULTY_ACK_ORCHESTRATION_ITEM,
+                        .lock_token = lock_token,
+                        .ack = ack};
+    run_hook(fp, &call, 0, DURO_OK);
     duro_history_cache tmp;
     int rc = fp->inner->ack_and_fetch_orchestration_item(
         fp->inner, lock_token, ack, lock_timeout_ms,
         pass_cache(fp, cache, &tmp), next, err);
+    call.orch_item = rc == DURO_OK && next != NULL ? *next : NULL;
+    run_hook(fp, &call, 1, rc);
     int struck = lost(fp, &f, rc, next != NULL && *next != NULL);
     if (struck)
         discard_orch_item(fp, next);
@@ -435,8 +480,15 @@ static int faulty_ack_and_fetch_work_item(
     decide(fp, FAULTY_ACK_AND_FETCH_WORK_ITEM, FAULTY_ACK_WORK_ITEM, &f);
     if (before(&f))
         return report(fp, &f, FAULTY_ACK_AND_FETCH_WORK_ITEM, err);
+    /* hooks: a combined call uses the hook of the ack it starts with */
+    faulty_call call = {.method = FAULTY_ACK_WORK_ITEM,
+                        .lock_token = lock_token,
+                        .completion = completion};
+    run_hook(fp, &call, 0, DURO_OK);
     int rc = fp->inner->ack_and_fetch_work_item(
         fp->inner, lock_token, completion, lock_timeout_ms, next, err);
+    call.work_item = rc == DURO_OK && next != NULL ? *next : NULL;
+    run_hook(fp, &call, 1, rc);
     int struck = lost(fp, &f, rc, next != NULL && *next != NULL);
     if (struck)
         discard_worker_item(fp, next);
@@ -451,7 +503,11 @@ static int faulty_abandon_work_item(duro_provider *p, const char *lock_token,
     decide(fp, FAULTY_ABANDON_WORK_ITEM, -1, &f);
     if (before(&f))
         return report(fp, &f, FAULTY_ABANDON_WORK_ITEM, err);
+    faulty_call call = {.method = FAULTY_ABANDON_WORK_ITEM,
+                        .lock_token = lock_token};
+    run_hook(fp, &call, 0, DURO_OK);
     int rc = fp->inner->abandon_work_item(fp->inner, lock_token, delay_ms, err);
+    run_hook(fp, &call, 1, rc);
     return finish(fp, &f, FAULTY_ABANDON_WORK_ITEM, rc, lost(fp, &f, rc, 0),
                   err);
 }
@@ -595,6 +651,28 @@ static int faulty_wait_for_work(duro_provider *p, duro_queue queue,
     return finish(fp, &f, FAULTY_WAIT_FOR_WORK, rc, lost(fp, &f, rc, 0), err);
 }
 
+static int faulty_read_activity_cancel_reason(
+    duro_provider *p, const char *instance_id, uint64_t execution_id,
+    uint64_t activity_id, char *reason, size_t reason_size, duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_READ_ACTIVITY_CANCEL_REASON, -1, &f);
+    if (before(&f)) {
+        if (reason != NULL && reason_size > 0)
+            reason[0] = '\0';
+        return report(fp, &f, FAULTY_READ_ACTIVITY_CANCEL_REASON, err);
+    }
+    faulty_call call = {.method = FAULTY_READ_ACTIVITY_CANCEL_REASON};
+    run_hook(fp, &call, 0, DURO_OK);
+    int rc = fp->inner->read_activity_cancel_reason(fp->inner, instance_id,
+                                                    execution_id, activity_id,
+                                                    reason, reason_size, err);
+    run_hook(fp, &call, 1, rc);
+    return finish(fp, &f, FAULTY_READ_ACTIVITY_CANCEL_REASON, rc,
+                  lost(fp, &f, rc, 0), err);
+}
+
 static void faulty_wake(duro_provider *p, int sticky)
 {
     faulty_provider *fp = from(p);
@@ -649,6 +727,8 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
         FORWARD(ack_and_fetch_orchestration_item);
         FORWARD(ack_and_fetch_work_item);
     }
+    if (inner->version >= 3)
+        FORWARD(read_activity_cancel_reason);
     return &fp->base;
 }
 
@@ -738,6 +818,18 @@ void faulty_provider_on_work_fetched(duro_provider *wrapper,
     pthread_mutex_lock(&fp->lock);
     fp->on_work_fetched = fn;
     fp->on_work_fetched_arg = arg;
+    pthread_mutex_unlock(&fp->lock);
+}
+
+void faulty_provider_set_hook(duro_provider *wrapper, int method,
+                              faulty_hook_fn fn, void *arg)
+{
+    faulty_provider *fp = from(wrapper);
+    if (method < 0 || method >= FAULTY_METHOD_COUNT)
+        return;
+    pthread_mutex_lock(&fp->lock);
+    fp->hooks[method] = fn;
+    fp->hook_args[method] = arg;
     pthread_mutex_unlock(&fp->lock);
 }
 

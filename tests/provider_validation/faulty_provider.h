@@ -37,6 +37,7 @@ typedef enum faulty_method {
      * matches the combined form only. */
     FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM,
     FAULTY_ACK_AND_FETCH_WORK_ITEM,
+    FAULTY_READ_ACTIVITY_CANCEL_REASON, /* version 3 */
     FAULTY_METHOD_COUNT
 } faulty_method;
 
@@ -140,6 +141,34 @@ void faulty_provider_understate_cache(duro_provider *wrapper, int on);
  * hold a worker between its fetch and its next step. @note Any thread. */
 void faulty_provider_on_work_fetched(duro_provider *wrapper,
                                      void (*fn)(void *arg), void *arg);
+
+/* What a hook sees of one call; only the fields of its method are set. */
+typedef struct faulty_call {
+    int method;                        /* faulty_method */
+    int after;                         /* 0: before it is forwarded; 1: after */
+    int rc;                            /* after: what the inner call returned */
+    const char *lock_token;            /* acks, renewals, abandons */
+    const duro_orch_ack *ack;          /* ack_orchestration_item, both forms */
+    const duro_work_item *completion;  /* ack_work_item, both forms */
+    const duro_orch_item *orch_item;   /* after: the item fetched (either form),
+                                          NULL when none */
+    const duro_worker_item *work_item; /* after: likewise for work items */
+} faulty_call;
+
+typedef void (*faulty_hook_fn)(void *arg, const faulty_call *call);
+
+/** Calls @p fn(@p arg, call) on the calling thread twice per forwarded call
+ * of @p method: before the inner provider is called and after it returned,
+ * before the wrapper returns. Calls failed by an injected fault reach no
+ * hook. The version-2 combined calls use the hook of the ack they start
+ * with. Hooks exist for fetch_orchestration_item, ack_orchestration_item,
+ * fetch_work_item, renew_work_item_lock, ack_work_item, abandon_work_item
+ * and read_activity_cancel_reason. A hook may block, to hold a thread of
+ * the code under test at a chosen point; it runs with no lock of the
+ * wrapper held. One hook per method; @p fn NULL removes it.
+ * @note Any thread. */
+void faulty_provider_set_hook(duro_provider *wrapper, int method,
+                              faulty_hook_fn fn, void *arg);
 
 /** Calls of @p method so far, failed ones included (FAULTY_ANY_METHOD: of
  * all methods, each combined version-2 call counted once, as its ack). */

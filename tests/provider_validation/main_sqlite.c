@@ -2,6 +2,9 @@
  * every test on a fresh database file, faults injected at SQLite steps
  * through the provider's test hook. Adds the checks that depend on SQLite
  * URLs. Main thread. */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "providers/sqlite/sqlite_provider.h"
@@ -98,6 +101,122 @@ PV_TEST(malformed_sqlite_urls_fail_bad_url)
     duro_provider_close(p);
 }
 
+/* A fetch that waits for the write lock (here another connection holds it
+ * longer than the lock timeout) still gets a lock of the full timeout from
+ * when it runs. It used to run from when the call began, so such a lock was
+ * born expired and the next fetch took the row at once. */
+#define WAITED_LOCK_MS 1000
+
+typedef struct waited_fetch {
+    duro_provider *p;
+    int work; /* 1: fetch_work_item, 0: fetch_orchestration_item */
+    _Atomic int done;
+    int rc;
+    duro_worker_item *w;
+    duro_orch_item *o;
+} waited_fetch;
+
+static void *fetch_main(void *arg)
+{
+    waited_fetch *f = arg;
+    duro_error e;
+    f->rc = f->work ? f->p->fetch_work_item(f->p, WAITED_LOCK_MS, &f->w, &e)
+                    : f->p->fetch_orchestration_item(f->p, WAITED_LOCK_MS, NULL,
+                                                     &f->o, &e);
+    atomic_store(&f->done, 1);
+    return NULL;
+}
+
+static void fetch_after_a_wait(duro_provider *p, const char *path, int work)
+{
+    sqlite3 *db = NULL;
+    CHECK_EQ(sqlite3_open(path, &db), SQLITE_OK);
+    CHECK_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    waited_fetch f = {.p = p, .work = work};
+    atomic_init(&f.done, 0);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, fetch_main, &f), 0);
+    /* Hold the write lock for longer than the lock timeout (a bound, not a
+     * guess: if the fetch had not started waiting yet, the test only checks
+     * less). */
+    int64_t until = test_now_ms() + WAITED_LOCK_MS + 500;
+    while (test_now_ms() < until)
+        test_sleep_ms(10);
+    int64_t released = test_now_ms();
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    sqlite3_close(db);
+    pthread_join(t, NULL);
+    CHECK_EQ(f.rc, DURO_OK);
+    CHECK(work ? f.w != NULL : f.o != NULL);
+    /* Locked from when it ran, after the release: nobody else gets it
+     * before released + WAITED_LOCK_MS. */
+    duro_error e;
+    if (work) {
+        duro_worker_item *again = NULL;
+        CHECK_PRC(p->fetch_work_item(p, 60000, &again, &e), DURO_OK, &e);
+        CHECK_MSG(again == NULL ||
+                      test_now_ms() >= released + WAITED_LOCK_MS - 2,
+                  "work item fetched again %lld ms after its lock was "
+                  "taken",
+                  (long long)(test_now_ms() - released));
+        duro_worker_item_free(again);
+        CHECK_PRC(p->ack_work_item(p, f.w->lock_token, NULL, &e), DURO_OK, &e);
+        duro_worker_item_free(f.w);
+    } else {
+        duro_orch_item *again = NULL;
+        CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &again, &e),
+                  DURO_OK, &e);
+        CHECK_MSG(again == NULL ||
+                      test_now_ms() >= released + WAITED_LOCK_MS - 2,
+                  "instance fetched again %lld ms after its lock was taken",
+                  (long long)(test_now_ms() - released));
+        duro_orch_item_free(again);
+        duro_orch_ack consume = {.execution_id = 0};
+        CHECK_PRC(p->ack_orchestration_item(p, f.o->lock_token, &consume, &e),
+                  DURO_OK, &e);
+        duro_orch_item_free(f.o);
+    }
+}
+
+PV_TEST(a_fetch_that_waited_for_the_write_lock_gets_a_full_lock)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s.db", test_path(pv_test_name));
+    duro_provider *p = pv_open();
+    duro_error e;
+    duro_work_item st = {
+        .kind = DURO_WORK_START, .instance_id = "x", .name = "orch"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+    fetch_after_a_wait(p, path, 0);
+    /* a worker row, through an ack of a fresh instance */
+    st.instance_id = "y";
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    CHECK_STR(item->instance_id, "y");
+    duro_event ev = {.event_id = 1,
+                     .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                     .name = "orch"};
+    duro_work_item act = {.kind = DURO_WORK_ACTIVITY_EXECUTE,
+                          .instance_id = "y",
+                          .execution_id = 1,
+                          .source_id = 2,
+                          .name = "act"};
+    duro_instance_meta m = {.status = DURO_STATUS_RUNNING, .name = "orch"};
+    duro_orch_ack ack = {.execution_id = 1,
+                         .history_delta = &ev,
+                         .history_delta_count = 1,
+                         .worker_items = &act,
+                         .worker_item_count = 1,
+                         .meta = &m};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+    fetch_after_a_wait(p, path, 1);
+}
+
 int main(int argc, char **argv)
 {
     static const pv_factory factory = {
@@ -110,7 +229,9 @@ int main(int argc, char **argv)
         .max_payload = 0, /* the default, 1 MiB */
         .ctx = NULL,
     };
-    static const test_case extra[] = {T(malformed_sqlite_urls_fail_bad_url)};
+    static const test_case extra[] = {
+        T(malformed_sqlite_urls_fail_bad_url),
+        T(a_fetch_that_waited_for_the_write_lock_gets_a_full_lock)};
     return pv_main(argc, argv, &factory, extra,
                    sizeof(extra) / sizeof(extra[0]));
 }

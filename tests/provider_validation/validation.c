@@ -901,8 +901,10 @@ PV_TEST(cancellation_of_locked_activity_causes_renewal_failure)
               &e);
     duro_activity_ref r = ref("x", 1, 2);
     turn_cancel(p, "x", &r, 1);
+    /* The row is gone, which renew tells apart from a lock taken by
+     * another fetch: NOT_FOUND, not retryable. */
     CHECK_PFAIL(p->renew_work_item_lock(p, w->lock_token, LOCK_LONG, &e),
-                DURO_LOCK_LOST, 0, &e);
+                DURO_NOT_FOUND, 0, &e);
     CHECK_EQ(count(p, WORKER, NULL), 0);
     duro_worker_item_free(w);
 }
@@ -1194,6 +1196,169 @@ PV_TEST(ack_and_fetch_orchestration_item_with_stale_token_changes_nothing)
     duro_orch_item_free(y);
     duro_orch_item_free(b);
     duro_orch_item_free(a);
+}
+
+/* ---- version 3: why a work item is gone -----------------------------------
+ * The suite validates DURO_PROVIDER_VERSION, so it requires the method. */
+
+static void require_v3(duro_provider *p)
+{
+    CHECK_MSG(p->version >= 3 && p->read_activity_cancel_reason != NULL,
+              "provider '%s' version %d lacks the version-3 method", p->name,
+              p->version);
+}
+
+/* One turn of `id` that cancels `activity_id` of its execution 1 with
+ * `reason`, as the runtime does: the ActivityCancelRequested event and the
+ * deletion of the row in one ack. */
+static void turn_cancel_with_reason(duro_provider *p, const char *id,
+                                    uint64_t activity_id, const char *reason)
+{
+    duro_orch_item *item = poke(p, id);
+    size_t n = item->message_count;
+    duro_event *d = calloc(n + 1, sizeof(*d));
+    CHECK(d != NULL);
+    duro_event *raised = events_for(item);
+    memcpy(d, raised, n * sizeof(*d));
+    free(raised);
+    d[n] = event(item->history_total + n + 1,
+                 DURO_EVENT_ACTIVITY_CANCEL_REQUESTED);
+    d[n].source_event_id = activity_id;
+    d[n].reason = reason;
+    duro_activity_ref r = ref(id, 1, activity_id);
+    duro_orch_ack a = ack_of(1, d, n + 1, NULL);
+    a.cancelled_activities = &r;
+    a.cancelled_activity_count = 1;
+    ack(p, item->lock_token, &a);
+    free(d);
+    duro_orch_item_free(item);
+}
+
+static int read_reason(duro_provider *p, const char *id, uint64_t execution,
+                       uint64_t activity, char *reason, size_t size,
+                       duro_error *e)
+{
+    return p->read_activity_cancel_reason(p, id, execution, activity, reason,
+                                          size, e);
+}
+
+PV_TEST(cancel_reason_is_read_from_the_cancel_event)
+{
+    duro_provider *p = pv_open();
+    require_v3(p);
+    begin(p, "x", 2); /* activities 2 and 3 */
+    begin(p, "y", 1); /* activity 2 */
+    duro_error e;
+    char reason[64];
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    CHECK_STR(w->item.instance_id, "x");
+    CHECK_EQ(w->item.source_id, 2);
+    CHECK_PFAIL(read_reason(p, "x", 1, 2, reason, sizeof(reason), &e),
+                DURO_NOT_FOUND, 0, &e);
+    CHECK_STR(reason, "");
+    turn_cancel_with_reason(p, "x", 2, DURO_REASON_SELECT_LOSER);
+    /* The row is gone and, from the same commit, the reason is there. */
+    CHECK_PFAIL(p->renew_work_item_lock(p, w->lock_token, LOCK_LONG, &e),
+                DURO_NOT_FOUND, 0, &e);
+    CHECK_PRC(read_reason(p, "x", 1, 2, reason, sizeof(reason), &e), DURO_OK,
+              &e);
+    CHECK_STR(reason, DURO_REASON_SELECT_LOSER);
+    /* Only that activity of that execution of that instance. */
+    CHECK_PFAIL(read_reason(p, "x", 1, 3, reason, sizeof(reason), &e),
+                DURO_NOT_FOUND, 0, &e);
+    CHECK_PFAIL(read_reason(p, "x", 2, 2, reason, sizeof(reason), &e),
+                DURO_NOT_FOUND, 0, &e);
+    CHECK_PFAIL(read_reason(p, "y", 1, 2, reason, sizeof(reason), &e),
+                DURO_NOT_FOUND, 0, &e);
+    CHECK_PFAIL(read_reason(p, "nobody", 1, 2, reason, sizeof(reason), &e),
+                DURO_NOT_FOUND, 0, &e);
+    /* An event id that is not a cancellation (the ActivityScheduled). */
+    CHECK_PFAIL(read_reason(p, "x", 1, 1, reason, sizeof(reason), &e),
+                DURO_NOT_FOUND, 0, &e);
+    /* Another activity, another reason. */
+    turn_cancel_with_reason(p, "x", 3, DURO_REASON_INSTANCE_CANCELLED);
+    CHECK_PRC(read_reason(p, "x", 1, 3, reason, sizeof(reason), &e), DURO_OK,
+              &e);
+    CHECK_STR(reason, DURO_REASON_INSTANCE_CANCELLED);
+    CHECK_PRC(read_reason(p, "x", 1, 2, reason, sizeof(reason), &e), DURO_OK,
+              &e);
+    CHECK_STR(reason, DURO_REASON_SELECT_LOSER);
+    /* Cut to the buffer, always terminated. */
+    char small[7];
+    CHECK_PRC(read_reason(p, "x", 1, 2, small, sizeof(small), &e), DURO_OK, &e);
+    CHECK_STR(small, "select");
+    char one[1] = {'z'};
+    CHECK_PRC(read_reason(p, "x", 1, 2, one, sizeof(one), &e), DURO_OK, &e);
+    CHECK_EQ(one[0], '\0');
+    /* Bad input. */
+    CHECK_PFAIL(read_reason(p, NULL, 1, 2, reason, sizeof(reason), &e),
+                DURO_INVALID, 0, &e);
+    CHECK_PFAIL(read_reason(p, "", 1, 2, reason, sizeof(reason), &e),
+                DURO_INVALID, 0, &e);
+    CHECK_PFAIL(read_reason(p, "x", 0, 2, reason, sizeof(reason), &e),
+                DURO_INVALID, 0, &e);
+    CHECK_PFAIL(read_reason(p, "x", 1, 2, NULL, 8, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(read_reason(p, "x", 1, 2, reason, 0, &e), DURO_INVALID, 0, &e);
+    duro_worker_item_free(w);
+}
+
+/* A cancelled row's id may go to a new row (SQLite reuses the highest
+ * rowid): the old token's renewal still fails, not retryably, without
+ * touching the new row, and the reason is still found. */
+PV_TEST(renewal_after_a_cancellation_fails_whatever_took_the_rows_place)
+{
+    duro_provider *p = pv_open();
+    require_v3(p);
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    turn_cancel_with_reason(p, "x", 2, DURO_REASON_INSTANCE_CANCELLED);
+    begin(p, "y", 1); /* a new row, perhaps with the cancelled row's id */
+    int rc = p->renew_work_item_lock(p, w->lock_token, LOCK_LONG, &e);
+    CHECK_MSG(rc == DURO_NOT_FOUND || rc == DURO_LOCK_LOST,
+              "renewing a cancelled row returned %s (%s)", duro_errname(rc),
+              e.message);
+    CHECK_EQ(e.retryable, 0);
+    char reason[64];
+    CHECK_PRC(read_reason(p, "x", 1, 2, reason, sizeof(reason), &e), DURO_OK,
+              &e);
+    CHECK_STR(reason, DURO_REASON_INSTANCE_CANCELLED);
+    /* The new row was not locked by the old token. */
+    duro_worker_item *y = fetch_work(p, LOCK_LONG);
+    CHECK(y != NULL);
+    CHECK_STR(y->item.instance_id, "y");
+    CHECK_EQ(y->attempt, 1);
+    CHECK_PFAIL(p->ack_work_item(p, w->lock_token, NULL, &e), DURO_LOCK_LOST, 0,
+                &e);
+    CHECK_EQ(count(p, WORKER, "y"), 1);
+    duro_worker_item_free(y);
+    duro_worker_item_free(w);
+}
+
+/* Another handle (as another process) sees the cancellation and its
+ * reason as soon as the cancelling ack has committed. */
+PV_TEST(cancel_reason_is_visible_to_another_handle)
+{
+    duro_provider *p = pv_open();
+    require_v3(p);
+    duro_provider *q = pv_open_same();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *w = fetch_work(q, LOCK_LONG);
+    CHECK(w != NULL);
+    CHECK_PRC(q->renew_work_item_lock(q, w->lock_token, LOCK_LONG, &e), DURO_OK,
+              &e);
+    turn_cancel_with_reason(p, "x", 2, DURO_REASON_INSTANCE_COMPLETED);
+    CHECK_PFAIL(q->renew_work_item_lock(q, w->lock_token, LOCK_LONG, &e),
+                DURO_NOT_FOUND, 0, &e);
+    char reason[64];
+    CHECK_PRC(read_reason(q, "x", 1, 2, reason, sizeof(reason), &e), DURO_OK,
+              &e);
+    CHECK_STR(reason, DURO_REASON_INSTANCE_COMPLETED);
+    duro_worker_item_free(w);
+    pv_close(q);
 }
 
 /* ========================================================================
@@ -1866,7 +2031,9 @@ PV_TEST(renewing_an_expired_orchestration_lock_fails)
     duro_orch_item_free(b);
 }
 
-PV_TEST(renewing_an_expired_work_item_lock_fails)
+/* A work item's lock ends when another fetch takes the row, not when its
+ * expiry passes: until then a late renewal extends it. */
+PV_TEST(renewing_an_expired_but_untaken_work_item_lock_extends_it)
 {
     duro_provider *p = pv_open();
     begin(p, "x", 1);
@@ -1874,18 +2041,93 @@ PV_TEST(renewing_an_expired_work_item_lock_fails)
     duro_worker_item *a = fetch_work(p, LOCK_SHORT);
     CHECK(a != NULL);
     wait_past(test_now_ms() + LOCK_SHORT + CLOCK_SLACK_MS);
-    CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
-                DURO_LOCK_LOST, 0, &e);
-    duro_worker_item *b = fetch_work(p, LOCK_LONG);
-    CHECK_MSG(b != NULL, "the failed renewal kept the expired row locked");
+    /* Expired, nobody took it: the renewal extends the lock. */
+    CHECK_PRC(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e), DURO_OK,
+              &e);
+    expect_no_work(p); /* held again, for LOCK_LONG */
+    /* A short extension: others get the row once it ends, never before. */
+    int64_t t0 = test_now_ms();
+    CHECK_PRC(p->renew_work_item_lock(p, a->lock_token, LOCK_SHORT, &e),
+              DURO_OK, &e);
+    duro_worker_item *b = NULL;
+    WAIT_UNTIL(try_fetch_work(p, LOCK_LONG, &b), DEADLINE_MS);
+    CHECK_MSG(test_now_ms() >= t0 + LOCK_SHORT - CLOCK_SLACK_MS,
+              "fetched before the renewed lock expired");
     CHECK_EQ(b->attempt, 2);
+    CHECK_EQ(b->item.source_id, 2);
+    /* Taken now: the first holder's token is dead for good. */
     CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
                 DURO_LOCK_LOST, 0, &e);
+    CHECK_PFAIL(p->abandon_work_item(p, a->lock_token, 0, &e), DURO_LOCK_LOST,
+                0, &e);
+    CHECK_PFAIL(p->ack_work_item(p, a->lock_token, NULL, &e), DURO_LOCK_LOST, 0,
+                &e);
+    CHECK_PRC(p->ack_work_item(p, b->lock_token, NULL, &e), DURO_OK, &e);
+    duro_worker_item_free(a);
+    duro_worker_item_free(b);
+}
+
+PV_TEST(renewing_an_expired_and_retaken_work_item_lock_fails_lock_lost)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *a = fetch_work(p, LOCK_SHORT);
+    CHECK(a != NULL);
+    duro_worker_item *b = NULL;
+    WAIT_UNTIL(try_fetch_work(p, LOCK_LONG, &b), DEADLINE_MS);
+    CHECK_EQ(b->attempt, 2);
+    /* The row is there under another token: LOCK_LOST, not NOT_FOUND. */
+    CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
+                DURO_LOCK_LOST, 0, &e);
+    /* The failed renewal took nothing from the new holder. */
+    expect_no_work(p);
     CHECK_PRC(p->renew_work_item_lock(p, b->lock_token, LOCK_LONG, &e), DURO_OK,
               &e);
     CHECK_PRC(p->ack_work_item(p, b->lock_token, NULL, &e), DURO_OK, &e);
+    /* Acked (here by the thief): the row is gone for both tokens. */
     CHECK_PFAIL(p->renew_work_item_lock(p, b->lock_token, LOCK_LONG, &e),
+                DURO_NOT_FOUND, 0, &e);
+    CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
+                DURO_NOT_FOUND, 0, &e);
+    duro_worker_item_free(a);
+    duro_worker_item_free(b);
+}
+
+PV_TEST(renewing_a_released_work_item_lock_fails_lock_lost)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *a = fetch_work(p, LOCK_LONG);
+    CHECK(a != NULL);
+    CHECK_PRC(p->abandon_work_item(p, a->lock_token, LOCK_LONG, &e), DURO_OK,
+              &e);
+    CHECK_PFAIL(p->renew_work_item_lock(p, a->lock_token, LOCK_LONG, &e),
                 DURO_LOCK_LOST, 0, &e);
+    CHECK_EQ(count(p, WORKER, "x"), 1);
+    duro_worker_item_free(a);
+}
+
+PV_TEST(abandoning_an_expired_but_untaken_work_item_applies_its_delay)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 1);
+    duro_error e;
+    duro_worker_item *a = fetch_work(p, LOCK_SHORT);
+    CHECK(a != NULL);
+    wait_past(test_now_ms() + LOCK_SHORT + CLOCK_SLACK_MS);
+    int64_t t0 = test_now_ms();
+    CHECK_PRC(p->abandon_work_item(p, a->lock_token, ABANDON_DELAY, &e),
+              DURO_OK, &e);
+    duro_worker_item *b = fetch_work(p, LOCK_LONG);
+    if (b == NULL)
+        WAIT_UNTIL(try_fetch_work(p, LOCK_LONG, &b), DEADLINE_MS);
+    CHECK_MSG(test_now_ms() >= t0 + ABANDON_DELAY - CLOCK_SLACK_MS,
+              "visible before its abandon delay passed");
+    CHECK_EQ(b->attempt, 2);
+    CHECK_PFAIL(p->abandon_work_item(p, a->lock_token, 0, &e), DURO_LOCK_LOST,
+                0, &e);
     duro_worker_item_free(a);
     duro_worker_item_free(b);
 }
@@ -2059,7 +2301,9 @@ PV_TEST(failing_ack_leaves_no_partial_state)
     l = get(p, "z");
     CHECK_EQ(l->items[0].status, DURO_STATUS_PENDING);
     duro_instance_list_free(l);
-    CHECK_EQ(count(p, ORCH, "x"), 1);
+    /* x completed: its own timer went with it (nothing queued for a
+     * finished instance is live); the others' messages are there. */
+    CHECK_EQ(count(p, ORCH, "x"), 0);
     CHECK_EQ(count(p, ORCH, "y"), 1);
     CHECK_EQ(count(p, ORCH, "z"), 1);
     CHECK_DRAIN(p, "x:0003,x:0005,y:0002");
@@ -2330,6 +2574,194 @@ PV_TEST(cancel_for_a_missing_instance_does_not_block_others)
     expect_no_instance(p, "ghost2");
     duro_orch_item_free(g);
     duro_orch_item_free(r);
+}
+
+/* Queues hold only live work: the ack that ends an instance deletes what is
+ * still queued for it; a continue-as-new deletes what names the ended
+ * execution. */
+
+#define THIRTY_DAYS_MS (30LL * 24 * 3600 * 1000)
+
+/* One turn of `id` (execution 1) that creates a timer due in 30 days. */
+static void turn_with_long_timer(duro_provider *p, const char *id)
+{
+    duro_orch_item *item = poke(p, id);
+    duro_event d[2] = {
+        event(item->history_total + 1, DURO_EVENT_EVENT_RAISED),
+        event(item->history_total + 2, DURO_EVENT_TIMER_CREATED)};
+    d[0].name = "poke";
+    d[1].fire_at_ms = duro_now_ms() + THIRTY_DAYS_MS;
+    duro_outbound timer;
+    memset(&timer, 0, sizeof(timer));
+    timer.item = work(DURO_WORK_TIMER_FIRED, id);
+    timer.item.execution_id = 1;
+    timer.item.source_id = d[1].event_id;
+    timer.item.fire_at_ms = d[1].fire_at_ms;
+    timer.delay_ms = THIRTY_DAYS_MS;
+    duro_orch_ack a = ack_of(1, d, 2, NULL);
+    a.orchestrator_items = &timer;
+    a.orchestrator_item_count = 1;
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+}
+
+PV_TEST(finished_instance_leaves_nothing_queued)
+{
+    duro_provider *p = pv_open();
+    begin(p, "other", 0);
+    turn_with_long_timer(p, "other"); /* must survive everything below */
+    static const int statuses[3] = {DURO_STATUS_COMPLETED, DURO_STATUS_FAILED,
+                                    DURO_STATUS_CANCELLED};
+    for (int k = 0; k < 3; k++) {
+        char id[32];
+        snprintf(id, sizeof(id), "done-%d", statuses[k]);
+        begin(p, id, 1); /* activity 2, still queued */
+        turn_with_long_timer(p, id);
+        CHECK_EQ(count(p, ORCH, id), 1);
+        CHECK_EQ(count(p, WORKER, id), 1);
+        /* The last turn: a message arrives while it runs; it cancels the
+         * outstanding activity and ends the instance. */
+        duro_orch_item *item = poke(p, id);
+        raise_event(p, id, "\"during\"", 0);
+        uint64_t h = item->history_total;
+        duro_event d[3] = {event(h + 1, DURO_EVENT_EVENT_RAISED),
+                           event(h + 2, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED),
+                           event(h + 3, DURO_EVENT_ORCHESTRATION_COMPLETED)};
+        d[0].name = "poke";
+        d[1].source_event_id = 2;
+        d[1].reason = DURO_REASON_INSTANCE_COMPLETED;
+        duro_instance_meta m = meta(statuses[k]);
+        if (statuses[k] == DURO_STATUS_FAILED) {
+            d[2].kind = DURO_EVENT_ORCHESTRATION_FAILED;
+            m.error = "failed";
+        } else if (statuses[k] == DURO_STATUS_CANCELLED) {
+            d[2].kind = DURO_EVENT_ORCHESTRATION_CANCELLED;
+            m.error = "cancelled";
+        }
+        duro_activity_ref r = ref(id, 1, 2);
+        duro_orch_ack a = ack_of(1, d, 3, &m);
+        a.cancelled_activities = &r;
+        a.cancelled_activity_count = 1;
+        ack(p, item->lock_token, &a);
+        duro_orch_item_free(item);
+        CHECK_EQ(count(p, ORCH, id), 0);
+        CHECK_EQ(count(p, WORKER, id), 0);
+        duro_instance_list *l = get(p, id);
+        CHECK_EQ(l->items[0].status, statuses[k]);
+        duro_instance_list_free(l);
+        expect_no_orch(p);
+        /* Nothing stale is left to block the instance: a later message is
+         * fetchable at once, alone. */
+        raise_event(p, id, "\"late\"", 0);
+        duro_orch_item *late = fetch_orch_expect(p, id, LOCK_LONG);
+        CHECK_EQ(late->message_count, 1);
+        CHECK_STR(late->messages[0].payload, "\"late\"");
+        CHECK_EQ(late->status, statuses[k]);
+        duro_orch_ack consume = ack_of(0, NULL, 0, NULL);
+        ack(p, late->lock_token, &consume);
+        duro_orch_item_free(late);
+        CHECK_EQ(count(p, ORCH, id), 0);
+    }
+    CHECK_EQ(count(p, ORCH, "other"), 1);
+    CHECK_EQ(count(p, ORCH, NULL), 1);
+    CHECK_EQ(count(p, WORKER, NULL), 0);
+}
+
+PV_TEST(cancelled_delayed_start_instance_leaves_nothing_queued)
+{
+    duro_provider *p = pv_open();
+    duro_work_item st = work(DURO_WORK_START, "late");
+    st.name = "orch";
+    enqueue(p, &st, THIRTY_DAYS_MS);
+    CHECK_EQ(count(p, ORCH, "late"), 1);
+    expect_no_orch(p);
+    duro_work_item cancel = work(DURO_WORK_CANCEL_INSTANCE, "late");
+    cancel.reason = "not needed";
+    enqueue(p, &cancel, 0);
+    duro_orch_item *item = fetch_orch_expect(p, "late", LOCK_LONG);
+    CHECK_EQ(item->status, DURO_STATUS_PENDING);
+    CHECK_EQ(item->execution_id, 0);
+    CHECK_EQ(item->message_count, 1); /* the START is not visible yet */
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_CANCEL_INSTANCE);
+    duro_event d[3] = {event(1, DURO_EVENT_ORCHESTRATION_STARTED),
+                       event(2, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED),
+                       event(3, DURO_EVENT_ORCHESTRATION_CANCELLED)};
+    d[0].name = "orch";
+    d[1].reason = d[2].reason = "not needed";
+    duro_instance_meta m = meta(DURO_STATUS_CANCELLED);
+    m.name = "orch";
+    m.error = "not needed";
+    m.category = DURO_CATEGORY_CANCELLED;
+    duro_orch_ack a = ack_of(1, d, 3, &m);
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+    CHECK_EQ(count(p, ORCH, "late"), 0);
+    CHECK_EQ(count(p, WORKER, "late"), 0);
+    CHECK_EQ(count(p, ORCH, NULL), 0);
+    duro_instance_list *l = get(p, "late");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_CANCELLED);
+    duro_instance_list_free(l);
+    expect_no_orch(p);
+}
+
+PV_TEST(continue_as_new_deletes_only_the_ended_executions_messages)
+{
+    duro_provider *p = pv_open();
+    begin(p, "x", 0);
+    turn_with_long_timer(p, "x"); /* TIMER_FIRED for execution 1 */
+    duro_orch_item *a = poke(p, "x");
+    /* Arriving during the turn: a late completion for execution 1 (gone
+     * with it) and an event for the instance (kept for execution 2). */
+    duro_work_item stale = work(DURO_WORK_ACTIVITY_COMPLETED, "x");
+    stale.execution_id = 1;
+    stale.source_id = 9;
+    enqueue(p, &stale, 0);
+    raise_event(p, "x", "\"for-next\"", 0);
+    uint64_t h = a->history_total;
+    duro_event d[3] = {event(h + 1, DURO_EVENT_EVENT_RAISED),
+                       event(h + 2, DURO_EVENT_TIMER_CREATED),
+                       event(h + 3, DURO_EVENT_CONTINUED_AS_NEW)};
+    d[0].name = "poke";
+    d[2].payload = "in-2";
+    duro_outbound out[3];
+    memset(out, 0, sizeof(out));
+    out[0].item = work(DURO_WORK_CONTINUE_AS_NEW, "x");
+    out[0].item.execution_id = 2;
+    out[0].item.name = "orch";
+    out[0].item.payload = "in-2";
+    out[1].item = work(DURO_WORK_EXTERNAL_EVENT, "x");
+    out[1].item.name = "poke";
+    out[1].item.payload = "\"carried\"";
+    out[1].item.flags = DURO_EVENT_CARRIED;
+    /* a timer of the ending execution created in this very turn */
+    out[2].item = work(DURO_WORK_TIMER_FIRED, "x");
+    out[2].item.execution_id = 1;
+    out[2].item.source_id = h + 2;
+    out[2].delay_ms = THIRTY_DAYS_MS;
+    duro_instance_meta m = meta(DURO_STATUS_CONTINUED_AS_NEW);
+    duro_orch_ack ak = ack_of(1, d, 3, &m);
+    ak.orchestrator_items = out;
+    ak.orchestrator_item_count = 3;
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    CHECK_EQ(count(p, ORCH, "x"), 3);
+    duro_orch_item *b = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(b->message_count, 3);
+    int cont = 0, carried = 0, next = 0;
+    for (size_t i = 0; i < b->message_count; i++) {
+        const duro_work_item *w = &b->messages[i];
+        CHECK(w->kind == DURO_WORK_CONTINUE_AS_NEW ||
+              w->kind == DURO_WORK_EXTERNAL_EVENT);
+        cont += w->kind == DURO_WORK_CONTINUE_AS_NEW && w->execution_id == 2;
+        carried += w->kind == DURO_WORK_EXTERNAL_EVENT &&
+                   (w->flags & DURO_EVENT_CARRIED) != 0;
+        next += w->payload != NULL && strcmp(w->payload, "\"for-next\"") == 0;
+    }
+    CHECK_EQ(cont, 1);
+    CHECK_EQ(carried, 1);
+    CHECK_EQ(next, 1);
+    abandon_orch(p, b, 0);
+    duro_orch_item_free(b);
 }
 
 /* ========================================================================
@@ -4295,6 +4727,10 @@ static const pv_case suite[] = {
     C(ack_and_fetch_work_item_on_a_cancelled_row_changes_nothing),
     C(ack_and_fetch_orchestration_item_acks_and_locks_the_next),
     C(ack_and_fetch_orchestration_item_with_stale_token_changes_nothing),
+    /* version 3: why a work item is gone */
+    C(cancel_reason_is_read_from_the_cancel_event),
+    C(renewal_after_a_cancellation_fails_whatever_took_the_rows_place),
+    C_NEEDS(cancel_reason_is_visible_to_another_handle, NEEDS_SECOND_HANDLE),
     /* locks and races */
     C(instance_lock_is_exclusive_across_racing_fetchers),
     C(racing_work_item_fetchers_never_share_a_row),
@@ -4310,7 +4746,10 @@ static const pv_case suite[] = {
     C(renewing_an_orchestration_lock_keeps_it),
     C(renewing_a_work_item_lock_keeps_it),
     C(renewing_an_expired_orchestration_lock_fails),
-    C(renewing_an_expired_work_item_lock_fails),
+    C(renewing_an_expired_but_untaken_work_item_lock_extends_it),
+    C(renewing_an_expired_and_retaken_work_item_lock_fails_lock_lost),
+    C(renewing_a_released_work_item_lock_fails_lock_lost),
+    C(abandoning_an_expired_but_untaken_work_item_applies_its_delay),
     C(ack_with_stale_token_fails_and_changes_nothing),
     C(unknown_lock_tokens_fail_lock_lost_and_change_nothing),
     C(failing_ack_leaves_no_partial_state),
@@ -4322,6 +4761,9 @@ static const pv_case suite[] = {
     C(instances_are_fetched_oldest_first_and_independently),
     C(count_messages_counts_visible_delayed_and_locked),
     C(cancel_for_a_missing_instance_does_not_block_others),
+    C(finished_instance_leaves_nothing_queued),
+    C(cancelled_delayed_start_instance_leaves_nothing_queued),
+    C(continue_as_new_deletes_only_the_ended_executions_messages),
     /* history and executions */
     C(continue_as_new_keeps_executions_apart),
     C(history_events_round_trip_every_field),

@@ -312,8 +312,11 @@ TEST(activity_run_twice_after_a_lost_lock_completes_once)
     CHECK_OK(duro_registry_add_activity(f.reg, "Twice", act_twice, NULL));
     f.opts.worker_concurrency = 2;
     f.opts.worker_lock_timeout_ms = 300;
-    f.opts.lock_renewal_ms = 299; /* renewal effectively off */
-    rt_start(&f);
+    f.opts.lock_renewal_ms = 100;
+    duro_provider *w = start_on_faulty(&f);
+    /* Every renewal fails as "busy" (never a cancellation), so the lock
+     * expires and the other slot takes the row. */
+    faulty_provider_fail_always(w, FAULTY_RENEW_WORK_ITEM_LOCK, 1, 1);
     rt_start_instance(&f, "tw", "CallNamed", "Twice");
     duro_instance_info *i = rt_wait(&f, "tw", 30000);
     CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
@@ -326,6 +329,8 @@ TEST(activity_run_twice_after_a_lost_lock_completes_once)
     CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_COMPLETED), 1);
     CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_FAILED), 0);
     duro_history_free(h);
+    rt_stop(&f);
+    duro_provider_close(w);
     rt_done(&f);
 }
 

@@ -11,7 +11,10 @@ function(duro_runtime_test name)
 endfunction()
 
 duro_runtime_test(test_smoke ${CMAKE_CURRENT_LIST_DIR}/test_smoke.c)
-duro_runtime_test(test_cancel ${CMAKE_CURRENT_LIST_DIR}/test_cancel.c)
+duro_runtime_test(test_cancel ${CMAKE_CURRENT_LIST_DIR}/test_cancel.c
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
+target_include_directories(test_cancel PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
 
 # Crash recovery: test_crash SIGKILLs crash_worker (a separate process on the
 # same SQLite file) at random instants, then checks results and history.
@@ -40,4 +43,12 @@ target_include_directories(test_orch_faults PRIVATE
 duro_runtime_test(test_runtime_faults ${CMAKE_CURRENT_LIST_DIR}/test_runtime_faults.c
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
 target_include_directories(test_runtime_faults PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
+duro_runtime_test(test_cancel_reasons ${CMAKE_CURRENT_LIST_DIR}/test_cancel_reasons.c
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
+target_include_directories(test_cancel_reasons PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
+duro_runtime_test(test_locks ${CMAKE_CURRENT_LIST_DIR}/test_locks.c
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
+target_include_directories(test_locks PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)

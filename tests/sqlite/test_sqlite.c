@@ -269,16 +269,28 @@ TEST(schema_version_recorded_and_newer_refused)
     duro_provider *p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     sqlite3 *db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 1);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 1);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 2);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 2);
+    /* Back to version 1 (without migration 2's index): reopening migrates. */
+    CHECK_EQ(sqlite3_exec(db,
+                          "DROP INDEX history_activity_cancel;"
+                          "DELETE FROM duro_schema WHERE version = 2",
+                          NULL, NULL, NULL),
+             SQLITE_OK);
     sqlite3_close(db);
 
-    /* Reopening an up-to-date database changes nothing. */
+    /* Reopening migrates 1 -> 2; reopening an up-to-date one changes
+     * nothing. */
     p = open_url(test_sqlite_url("schema.db"));
     start(p, "kept", "orch");
     duro_provider_close(p);
+    p = open_url(test_sqlite_url("schema.db"));
+    duro_provider_close(p);
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 1);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 2);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name = "
+                         "'history_activity_cancel'"),
+             1);
     CHECK_EQ(sqlite3_exec(db,
                           "PRAGMA journal_mode = DELETE;"
                           "INSERT INTO duro_schema VALUES(99, 0);"
@@ -387,6 +399,7 @@ TEST(query_plans_use_indexes)
         {"WQ_CANCEL", "worker_queue_activity"},
         {"WQ_ACK", "INTEGER PRIMARY KEY"},
         {"WQ_RENEW", "INTEGER PRIMARY KEY"},
+        {"HISTORY_CANCEL_REASON", "history_activity_cancel"},
         {"LIST_NAME", "instances_name"},
         {"LIST_STATUS", "instances_status"},
         {"DELETE_INSTANCES", "instances_parent"},

@@ -140,7 +140,13 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
     " fetch_count INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX worker_queue_available ON worker_queue(available_at);"
     "CREATE INDEX worker_queue_activity"
-    " ON worker_queue(instance_id, execution_id, activity_id);"};
+    " ON worker_queue(instance_id, execution_id, activity_id);",
+    /* 2: the cancellation of an activity in one probe (a worker that finds
+     * its row gone reads why); partial, so only ActivityCancelRequested
+     * events (kind 10) are indexed and other history inserts pay nothing. */
+    "CREATE INDEX history_activity_cancel"
+    " ON history(instance_id, execution_id, source_event_id)"
+    " WHERE kind = 10;"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */
@@ -490,10 +496,10 @@ static void rollback(duro__sqlite_provider *p, duro__sqlite_conn *c)
 
 /* ---- transactions ----------------------------------------------------- */
 
-int duro__sqlite_write_begin(duro__sqlite_provider *p, const char *op,
-                             duro__sqlite_conn **out, duro_error *err)
+/* Runs BEGIN IMMEDIATE on the writer, whose write_lock the caller holds. */
+static int write_begin_locked(duro__sqlite_provider *p, const char *op,
+                              duro__sqlite_conn **out, duro_error *err)
 {
-    pthread_mutex_lock(&p->write_lock);
     duro__sqlite_conn *c = &p->writer;
     sqlite3_stmt *s = duro__sqlite_stmt(p, c, DURO__SQL_BEGIN_WRITE, op, err);
     int rc = s != NULL ? duro__sqlite_run(p, c, s, op, err) : err->code;
@@ -504,6 +510,33 @@ int duro__sqlite_write_begin(duro__sqlite_provider *p, const char *op,
     }
     *out = c;
     return DURO_OK;
+}
+
+int duro__sqlite_write_begin(duro__sqlite_provider *p, const char *op,
+                             duro__sqlite_conn **out, duro_error *err)
+{
+    /* Urgent writes go first (one atomic load when there are none). */
+    if (atomic_load(&p->urgent_writers) > 0) {
+        pthread_mutex_lock(&p->urgent_lock);
+        while (atomic_load(&p->urgent_writers) > 0)
+            pthread_cond_wait(&p->urgent_cond, &p->urgent_lock);
+        pthread_mutex_unlock(&p->urgent_lock);
+    }
+    pthread_mutex_lock(&p->write_lock);
+    return write_begin_locked(p, op, out, err);
+}
+
+int duro__sqlite_write_begin_urgent(duro__sqlite_provider *p, const char *op,
+                                    duro__sqlite_conn **out, duro_error *err)
+{
+    atomic_fetch_add(&p->urgent_writers, 1);
+    pthread_mutex_lock(&p->write_lock);
+    if (atomic_fetch_sub(&p->urgent_writers, 1) == 1) {
+        pthread_mutex_lock(&p->urgent_lock);
+        pthread_cond_broadcast(&p->urgent_cond);
+        pthread_mutex_unlock(&p->urgent_lock);
+    }
+    return write_begin_locked(p, op, out, err);
 }
 
 int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,

@@ -12,7 +12,7 @@
 
 #include "base/base.h"
 
-#define DURO__SQLITE_SCHEMA_VERSION 1 /* what this code creates and reads */
+#define DURO__SQLITE_SCHEMA_VERSION 2 /* what this code creates and reads */
 #define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__SQLITE_POOL_MAX 64      /* most reader connections */
 
@@ -134,6 +134,14 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "SELECT " DURO__SQLITE_HISTORY_COLUMNS " FROM history "                  \
       "WHERE instance_id = ?1 AND execution_id = ?2 AND event_id > ?3 "        \
       "ORDER BY event_id")                                                     \
+    /* the ActivityCancelRequested (kind 10) of an activity: one probe of the  \
+     * partial index history_activity_cancel (schema version 2). Named: left   \
+     * to itself the planner prefers the primary key's (instance, execution)   \
+     * prefix, a scan of the execution's whole history. */                     \
+    X(HISTORY_CANCEL_REASON,                                                   \
+      "SELECT reason FROM history INDEXED BY history_activity_cancel "         \
+      "WHERE instance_id = ?1 AND execution_id = ?2 AND source_event_id = ?3 " \
+      "AND kind = 10 LIMIT 1")                                                 \
     /* orchestrator queue and its per-instance readiness/lock rows */          \
     X(OQ_INSERT,                                                               \
       "INSERT INTO orchestrator_queue(" DURO__SQLITE_QUEUE_COLUMNS             \
@@ -150,6 +158,13 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                         "WHERE instance_id = ?1 AND lock_token = ?2")          \
     X(OQ_UNTAG, "UPDATE orchestrator_queue SET lock_token = NULL "             \
                 "WHERE instance_id = ?1 AND lock_token = ?2")                  \
+    /* an ack that ends the instance: nothing queued for it is live */         \
+    X(OQ_DELETE_INSTANCE,                                                      \
+      "DELETE FROM orchestrator_queue WHERE instance_id = ?1")                 \
+    /* continue-as-new: timers and completions of the ended execution */       \
+    X(OQ_DELETE_EXECUTION,                                                     \
+      "DELETE FROM orchestrator_queue WHERE instance_id = ?1 "                 \
+      "AND execution_id = ?2 AND kind IN (2, 3, 4, 6, 7)")                     \
     X(OQ_MIN_VISIBLE, "SELECT MIN(visible_at) FROM orchestrator_queue "        \
                       "WHERE instance_id = ?1")                                \
     X(OQ_COUNT, "SELECT COUNT(*) FROM orchestrator_queue")                     \
@@ -186,13 +201,15 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "RETURNING instance_id, execution_id, activity_id, name, version, "      \
       "payload, attempt, fetch_count, lock_token")                             \
     X(WQ_ACK, "DELETE FROM worker_queue WHERE id = ?1 AND lock_token = ?2")    \
+    /* renew and abandon need only the token: an expired lock that no other    \
+     * fetch took still holds the row (a fetch replaces the token) */          \
     X(WQ_RENEW,                                                                \
       "UPDATE worker_queue SET locked_until = ?3, available_at = ?3 "          \
-      "WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?4")               \
+      "WHERE id = ?1 AND lock_token = ?2")                                     \
     X(WQ_ABANDON,                                                              \
       "UPDATE worker_queue SET lock_token = NULL, locked_until = NULL, "       \
-      "available_at = ?3 "                                                     \
-      "WHERE id = ?1 AND lock_token = ?2 AND locked_until > ?4")               \
+      "available_at = ?3 WHERE id = ?1 AND lock_token = ?2")                   \
+    X(WQ_EXISTS, "SELECT 1 FROM worker_queue WHERE id = ?1")                   \
     X(WQ_CANCEL,                                                               \
       "DELETE FROM worker_queue WHERE instance_id = ?1 AND execution_id = ?2 " \
       "AND activity_id IN (SELECT value FROM json_each(?3))")                  \
@@ -245,9 +262,18 @@ typedef struct duro__sqlite_provider {
     duro__sqlite_config cfg;
 
     /* Lock order: write_lock, then pool_lock or the notifier's lock; the
-     * notifier's lock is never held while taking another lock. */
+     * notifier's lock is never held while taking another lock; urgent_lock
+     * and checkpoint_lock are taken only without write_lock. */
     pthread_mutex_t write_lock; /* held for every use of `writer` */
     duro__sqlite_conn writer;
+    /* Urgent writes (work-item lock renewals: they have a deadline, the
+     * rest is throughput) go first: while one waits for write_lock, other
+     * writers wait on urgent_cond before taking it, so no fetch that began
+     * after the renewal (and may see the lock expired) gets in ahead of it.
+     * urgent_lock is taken only without write_lock. */
+    _Atomic int urgent_writers; /* urgent writes waiting for write_lock */
+    pthread_mutex_t urgent_lock;
+    pthread_cond_t urgent_cond;
 
     pthread_mutex_t pool_lock; /* guards free_readers */
     pthread_cond_t pool_cond;  /* a reader was returned */
@@ -327,6 +353,10 @@ int duro__sqlite_column_text(duro_arena *a, sqlite3_stmt *s, int col,
  * failure); write_rollback rolls back and releases it. */
 int duro__sqlite_write_begin(duro__sqlite_provider *p, const char *op,
                              duro__sqlite_conn **out, duro_error *err);
+/* write_begin for a write with a deadline: it takes write_lock before any
+ * writer that arrives while it waits. */
+int duro__sqlite_write_begin_urgent(duro__sqlite_provider *p, const char *op,
+                                    duro__sqlite_conn **out, duro_error *err);
 int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
                               const char *op, duro_error *err);
 void duro__sqlite_write_rollback(duro__sqlite_provider *p,
@@ -419,6 +449,9 @@ int duro__sqlite_ack_work_item(duro_provider *p, const char *lock_token,
                                duro_error *err);
 int duro__sqlite_abandon_work_item(duro_provider *p, const char *lock_token,
                                    int64_t delay_ms, duro_error *err);
+int duro__sqlite_read_activity_cancel_reason(
+    duro_provider *p, const char *instance_id, uint64_t execution_id,
+    uint64_t activity_id, char *reason, size_t reason_size, duro_error *err);
 
 int duro__sqlite_read_history(duro_provider *p, const char *instance_id,
                               uint64_t execution_id, duro_history **out,

@@ -129,6 +129,58 @@ int duro__sqlite_latest_execution_id(duro_provider *base,
     return rc;
 }
 
+int duro__sqlite_read_activity_cancel_reason(
+    duro_provider *base, const char *instance_id, uint64_t execution_id,
+    uint64_t activity_id, char *reason, size_t reason_size, duro_error *err)
+{
+    static const char op[] = "read_activity_cancel_reason";
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    if (reason == NULL || reason_size == 0)
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "reason is NULL or reason_size is 0");
+    reason[0] = '\0';
+    int rc = duro__sqlite_check_id("instance id", instance_id, err);
+    if (rc != DURO_OK)
+        return rc;
+    if (execution_id == 0)
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "execution_id is 0; name the execution of the "
+                              "work item");
+    duro__sqlite_provider *p = sqlite_of(base);
+    duro__sqlite_conn *c = duro__sqlite_reader_acquire(p);
+    sqlite3_stmt *s =
+        duro__sqlite_stmt(p, c, DURO__SQL_HISTORY_CANCEL_REASON, op, err);
+    rc = s != NULL ? DURO_OK : err->code;
+    if (rc == DURO_OK) {
+        duro__sqlite_bind_text(c, s, 1, instance_id);
+        duro__sqlite_bind_u64(c, s, 2, execution_id);
+        duro__sqlite_bind_u64(c, s, 3, activity_id);
+        int step = duro__sqlite_step(p, c, s);
+        if (step == SQLITE_ROW) {
+            const char *text = (const char *)sqlite3_column_text(s, 0);
+            size_t n = text != NULL ? (size_t)sqlite3_column_bytes(s, 0) : 0;
+            if (n > reason_size - 1)
+                n = reason_size - 1;
+            if (n > 0)
+                memcpy(reason, text, n);
+            reason[n] = '\0';
+        } else if (step == SQLITE_DONE) {
+            rc = duro_error_set(err, DURO_NOT_FOUND, 0,
+                                "sqlite %s: no cancellation of activity "
+                                "%" PRIu64 " in execution %" PRIu64
+                                " of instance '%s'",
+                                op, activity_id, execution_id, instance_id);
+        } else {
+            rc = duro__sqlite_error(c, step, op, err);
+        }
+    }
+    duro__sqlite_reader_release(p, c);
+    if (rc != DURO_OK)
+        reason[0] = '\0';
+    return rc;
+}
+
 /* A row of DURO__SQLITE_INFO_COLUMNS. */
 static int read_info(duro_arena *a, sqlite3_stmt *s, duro_instance_info *in)
 {

@@ -227,6 +227,8 @@ static void sqlite_close(duro_provider *base)
      * into the database file. */
     duro__sqlite_conn_close(&p->writer);
     pthread_mutex_destroy(&p->write_lock);
+    pthread_mutex_destroy(&p->urgent_lock);
+    pthread_cond_destroy(&p->urgent_cond);
     pthread_mutex_destroy(&p->pool_lock);
     pthread_cond_destroy(&p->pool_cond);
     notifier_detach(p->notifier);
@@ -252,6 +254,7 @@ static void fill_methods(duro_provider *m)
     m->ack_and_fetch_orchestration_item =
         duro__sqlite_ack_and_fetch_orchestration_item;
     m->ack_and_fetch_work_item = duro__sqlite_ack_and_fetch_work_item;
+    m->read_activity_cancel_reason = duro__sqlite_read_activity_cancel_reason;
     m->abandon_work_item = duro__sqlite_abandon_work_item;
     m->read_history = duro__sqlite_read_history;
     m->latest_execution_id = duro__sqlite_latest_execution_id;
@@ -304,6 +307,8 @@ int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
     p->cfg = cfg;
     fill_methods(&p->base);
     pthread_mutex_init(&p->write_lock, NULL);
+    pthread_mutex_init(&p->urgent_lock, NULL);
+    pthread_cond_init(&p->urgent_cond, NULL);
     pthread_mutex_init(&p->checkpoint_lock, NULL);
     pthread_mutex_init(&p->pool_lock, NULL);
     pthread_cond_init(&p->pool_cond, NULL);

@@ -520,7 +520,10 @@ static int fetch_orch_in_transaction(duro__sqlite_provider *p,
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     }
     item->arena = a;
-    int64_t until = after_ms(now, lock_timeout_ms);
+    /* `now` (the caller's, read before it waited for the write lock) decides
+     * what is visible: nothing that became fetchable while it waited. The
+     * lock runs from this moment, so a wait never shortens it. */
+    int64_t until = after_ms(duro__wall_ms(), lock_timeout_ms);
     int rc = DURO_OK;
     int found = 0;
     for (int attempt = 0; rc == DURO_OK && !found && attempt < FETCH_ATTEMPTS;
@@ -871,6 +874,32 @@ static int write_meta(duro__sqlite_provider *p, duro__sqlite_conn *c,
     return duro__sqlite_run(p, c, s, op, err);
 }
 
+/* Step 7 of an ack: queues hold only live work. An instance that ended
+ * would only drop what is still queued for it (a losing timer due in 30
+ * days, a delayed START of an instance cancelled before it began), so all
+ * of it goes, set-based through orchestrator_queue_instance; after a
+ * continue-as-new only what names the ended execution goes. The readiness
+ * row is recomputed from what remains when the lock is released. */
+static int drop_dead_messages(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                              const char *instance_id, uint64_t execution_id,
+                              int status, const char *op, duro_error *err)
+{
+    int continued = status == DURO_STATUS_CONTINUED_AS_NEW;
+    if (!continued && !duro_status_is_terminal(status))
+        return DURO_OK;
+    sqlite3_stmt *s =
+        duro__sqlite_stmt(p, c,
+                          continued ? DURO__SQL_OQ_DELETE_EXECUTION
+                                    : DURO__SQL_OQ_DELETE_INSTANCE,
+                          op, err);
+    if (s == NULL)
+        return err->code;
+    duro__sqlite_bind_text(c, s, 1, instance_id);
+    if (continued)
+        duro__sqlite_bind_u64(c, s, 2, execution_id);
+    return duro__sqlite_run(p, c, s, op, err);
+}
+
 /* Steps 2 (history, execution rows) of an ack. */
 static int append_history(duro__sqlite_provider *p, duro__sqlite_conn *c,
                           const char *instance_id, uint64_t current,
@@ -990,6 +1019,10 @@ static int ack_in_transaction(duro__sqlite_provider *p, duro__sqlite_conn *c,
     if (ack->meta != NULL &&
         (rc = write_meta(p, c, instance_id, execution_id, ack->meta, now, op,
                          err)) != DURO_OK)
+        return rc;
+    if (ack->meta != NULL &&
+        (rc = drop_dead_messages(p, c, instance_id, execution_id,
+                                 ack->meta->status, op, err)) != DURO_OK)
         return rc;
     sqlite3_stmt *s =
         duro__sqlite_stmt(p, c, DURO__SQL_OQ_DELETE_TAGGED, op, err);
@@ -1121,8 +1154,8 @@ int duro__sqlite_abandon_orchestration_item(duro_provider *base,
     return DURO_OK;
 }
 
-/* Updates a row its token still holds, with `update` (READY_RENEW,
- * WQ_RENEW or WQ_ABANDON: ?1 row, ?2 token, ?3 now + ms, ?4 now); fails
+/* Updates a lock row its token still holds, unexpired, with `update`
+ * (READY_RENEW: ?1 row, ?2 token, ?3 now + ms, ?4 now); fails
  * DURO_LOCK_LOST when no row matched. */
 static int renew_lock(duro__sqlite_provider *p, duro__sqlite_stmt_id update,
                       int64_t rowid, const char *token, int64_t ms,
@@ -1265,7 +1298,11 @@ static int fetch_work_in_transaction(duro__sqlite_provider *p,
     int rc = s != NULL ? DURO_OK : err->code;
     if (rc == DURO_OK) {
         duro__sqlite_bind_text(c, s, 1, token_hex);
-        duro__sqlite_bind_i64(c, s, 2, after_ms(now, lock_timeout_ms));
+        /* visible by the caller's `now` (read before it waited for the
+         * write lock), locked from this moment: a wait never shortens the
+         * lock (a lock born expired was taken by the next fetch) */
+        duro__sqlite_bind_i64(c, s, 2,
+                              after_ms(duro__wall_ms(), lock_timeout_ms));
         duro__sqlite_bind_i64(c, s, 3, now);
         int step = duro__sqlite_step(p, c, s);
         if (step == SQLITE_ROW) {
@@ -1317,6 +1354,69 @@ int duro__sqlite_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
     return DURO_OK;
 }
 
+/* Updates the worker row the token still holds (expired or not: only
+ * another fetch, which replaces the token, ends a work item's lock) with
+ * `update` (WQ_RENEW with `renewal`, or WQ_ABANDON: ?1 row, ?2 token, ?3
+ * now + ms). When no row matched, a probe by primary key tells a row that
+ * is gone (DURO_NOT_FOUND for a renewal, else DURO_LOCK_LOST) from one that
+ * another fetch took or that was released (DURO_LOCK_LOST). Row ids are
+ * rowids: after the row with the highest id is deleted, the next insert
+ * may reuse its id, so a gone row can read as taken (provider.h allows
+ * it). */
+static int update_work_row(duro__sqlite_provider *p,
+                           duro__sqlite_stmt_id update, int64_t id,
+                           const char *token, int64_t ms, int renewal,
+                           const char *op, duro_error *err)
+{
+    duro__sqlite_conn *c;
+    /* A renewal has a deadline: it goes ahead of writers that arrive while
+     * it waits, and extends from when it runs, not from when it asked. */
+    int rc = renewal ? duro__sqlite_write_begin_urgent(p, op, &c, err)
+                     : duro__sqlite_write_begin(p, op, &c, err);
+    if (rc != DURO_OK)
+        return rc;
+    int64_t now = duro__wall_ms();
+    sqlite3_stmt *s = duro__sqlite_stmt(p, c, update, op, err);
+    rc = s != NULL ? DURO_OK : err->code;
+    if (rc == DURO_OK) {
+        duro__sqlite_bind_i64(c, s, 1, id);
+        duro__sqlite_bind_text(c, s, 2, token);
+        duro__sqlite_bind_i64(c, s, 3, after_ms(now, ms));
+        rc = duro__sqlite_run(p, c, s, op, err);
+    }
+    if (rc == DURO_OK && sqlite3_changes(c->db) == 0) {
+        s = duro__sqlite_stmt(p, c, DURO__SQL_WQ_EXISTS, op, err);
+        rc = s != NULL ? DURO_OK : err->code;
+        int step = SQLITE_DONE;
+        if (rc == DURO_OK) {
+            duro__sqlite_bind_i64(c, s, 1, id);
+            step = duro__sqlite_step(p, c, s);
+            if (step != SQLITE_ROW && step != SQLITE_DONE)
+                rc = duro__sqlite_error(c, step, op, err);
+        }
+        if (rc == DURO_OK && step == SQLITE_DONE && renewal)
+            rc = duro_error_set(err, DURO_NOT_FOUND, 0,
+                                "sqlite %s: the work item is gone (cancelled "
+                                "by a turn, acked, or its instance deleted)",
+                                op);
+        else if (rc == DURO_OK && step == SQLITE_DONE)
+            rc = lock_lost(op,
+                           "the work item is gone (cancelled by a turn, "
+                           "acked, or its instance deleted)",
+                           err);
+        else if (rc == DURO_OK)
+            rc = lock_lost(op,
+                           "another fetch took the work item after the lock "
+                           "expired, or it was released",
+                           err);
+    }
+    if (rc != DURO_OK) {
+        duro__sqlite_write_rollback(p, c);
+        return rc;
+    }
+    return duro__sqlite_write_commit(p, c, op, err);
+}
+
 int duro__sqlite_renew_work_item_lock(duro_provider *base,
                                       const char *lock_token, int64_t extend_ms,
                                       duro_error *err)
@@ -1330,8 +1430,8 @@ int duro__sqlite_renew_work_item_lock(duro_provider *base,
         return rc;
     if (parse_token(lock_token, 'w', &id) != 0)
         return lock_lost(op, "not a work item lock token of this store", err);
-    return renew_lock(sqlite_of(base), DURO__SQL_WQ_RENEW, id, lock_token,
-                      extend_ms, op, err);
+    return update_work_row(sqlite_of(base), DURO__SQL_WQ_RENEW, id, lock_token,
+                           extend_ms, 1, op, err);
 }
 
 /* ack_work_item, and with `next` the fetch of the next item in the same
@@ -1430,7 +1530,8 @@ int duro__sqlite_abandon_work_item(duro_provider *base, const char *lock_token,
         return rc;
     if (parse_token(lock_token, 'w', &id) != 0)
         return lock_lost(op, "not a work item lock token of this store", err);
-    rc = renew_lock(p, DURO__SQL_WQ_ABANDON, id, lock_token, delay_ms, op, err);
+    rc = update_work_row(p, DURO__SQL_WQ_ABANDON, id, lock_token, delay_ms, 0,
+                         op, err);
     if (rc == DURO_OK)
         duro__sqlite_signal(p, DURO_QUEUE_WORKER, 1);
     return rc;
