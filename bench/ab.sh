@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
-# ab.sh - compares two builds of duro on one machine with interleaved runs, so
-# drift in the machine's load hits both alike.
+# ab.sh - compares builds of duro on one machine with interleaved runs, so
+# drift in the machine's load hits every build alike.
 #
-#   bench/ab.sh RUNS BUILD_A BUILD_B -- BENCH [ARGS...]
+#   bench/ab.sh RUNS BUILD_A BUILD_B [BUILD_C ...] -- BENCH [ARGS...]
 #
-# Runs BUILD_A/bench/BENCH ARGS and BUILD_B/bench/BENCH ARGS alternately
-# (A B A B ..., RUNS times each) and prints every JSON line the benchmark
-# prints, with "build":"A"|"B" and "run":N added in front. Summarize with
+# Runs BUILD/bench/BENCH ARGS for each build in turn (A B C A B C ..., RUNS
+# rounds) and prints every JSON line the benchmark prints, with
+# "build":"A"|"B"|... and "run":N added in front. Summarize with
 # bench/summarize.py.
 set -euo pipefail
-if [ $# -lt 5 ] || [ "$4" != "--" ]; then
-    echo "usage: bench/ab.sh RUNS BUILD_A BUILD_B -- BENCH [ARGS...]" >&2
+usage() {
+    echo "usage: bench/ab.sh RUNS BUILD_A BUILD_B [BUILD ...] -- BENCH [ARGS...]" >&2
     exit 2
-fi
-runs="$1" a="$2" b="$3"
-shift 4
+}
+[ $# -ge 5 ] || usage
+runs="$1"
+shift
+builds=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+    builds+=("$1")
+    shift
+done
+[ $# -ge 2 ] && [ "${#builds[@]}" -ge 2 ] || usage
+shift # --
 bench="$1"
 shift
-for dir in "$a" "$b"; do
+for dir in "${builds[@]}"; do
     [ -x "$dir/bench/$bench" ] || { echo "ab.sh: no $dir/bench/$bench" >&2; exit 2; }
 done
+labels=(A B C D E F G H)
 for run in $(seq 1 "$runs"); do
-    for side in A B; do
-        dir="$a"
-        [ "$side" = B ] && dir="$b"
-        "$dir/bench/$bench" "$@" | sed "s/^{/{\"build\":\"$side\",\"run\":$run,/"
+    for i in "${!builds[@]}"; do
+        "${builds[$i]}/bench/$bench" "$@" |
+            sed "s/^{/{\"build\":\"${labels[$i]}\",\"run\":$run,/"
     done
 done
