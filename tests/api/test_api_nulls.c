@@ -86,6 +86,9 @@ TEST(common_and_provider_helpers)
     C(duro_worker_item_free)(NULL);
     C(duro_history_free)(NULL);
     C(duro_instance_list_free)(NULL);
+    C(duro_bulk_result_free)(NULL);
+    CHECK_STR(C(duro_cancel_outcome_name)(DURO_CANCEL_DUPLICATE), "duplicate");
+    CHECK_STR(duro_cancel_outcome_name(-1), "unknown");
 
     duro_provider *p = (duro_provider *)&e;
     CHECK_PRC(C(duro_provider_open)(NULL, &p, &e), DURO_BAD_URL, &e);
