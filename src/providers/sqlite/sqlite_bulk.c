@@ -16,7 +16,7 @@ static duro__sqlite_provider *sqlite_of(duro_provider *p)
     return (duro__sqlite_provider *)p;
 }
 
-/* ---- JSON arrays of ids --------------------------------------------------
+/* ---- JSON arrays of ids ----------------------------------------------
  * A batch names its instances in one JSON array bound as text. Ids are any
  * bytes but NUL: quotes, backslashes and control characters are escaped;
  * other bytes, UTF-8 or not, pass through, and json_each gives them back
@@ -90,7 +90,7 @@ static void jb_sep(jbuf *b)
         jb_raw(b, ",", 1);
 }
 
-/* ---- cancel_instances ----------------------------------------------------- */
+/* ---- cancel_instances ------------------------------------------------ */
 
 /* The outcome for an instance in `status` (0: no row), with `pending` a
  * cancellation already requested. */
@@ -137,16 +137,15 @@ static int cancel_ids(duro__sqlite_provider *p, duro__sqlite_conn *c,
 }
 
 /* The body of cancel_instances inside its transaction. */
-static int cancel_instances_in_transaction(duro__sqlite_provider *p,
-                                           duro__sqlite_conn *c,
-                                           const char *json, size_t count,
-                                           const char *reason, const char *by,
-                                           int64_t now,
-                                           duro_cancel_result *results,
-                                           size_t *cancelled, const char *op,
-                                           duro_error *err)
+static int
+cancel_instances_in_transaction(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                                const char *json, size_t count,
+                                const char *reason, const char *by, int64_t now,
+                                duro_cancel_result *results, size_t *cancelled,
+                                const char *op, duro_error *err)
 {
-    sqlite3_stmt *s = duro__sqlite_stmt(p, c, DURO__SQL_CANCEL_IDS_READ, op, err);
+    sqlite3_stmt *s =
+        duro__sqlite_stmt(p, c, DURO__SQL_CANCEL_IDS_READ, op, err);
     if (s == NULL)
         return err->code;
     duro__sqlite_bind_text(c, s, 1, json);
@@ -165,8 +164,8 @@ static int cancel_instances_in_transaction(duro__sqlite_provider *p,
         int first = sqlite3_column_int64(s, 3) == 1;
         duro_cancel_result *r = &results[key];
         r->status = status;
-        r->outcome = first ? cancel_outcome(status, pending)
-                           : DURO_CANCEL_DUPLICATE;
+        r->outcome =
+            first ? cancel_outcome(status, pending) : DURO_CANCEL_DUPLICATE;
         if (r->outcome == DURO_CANCEL_CANCELLED)
             expected++;
         seen++;
@@ -179,9 +178,8 @@ static int cancel_instances_in_transaction(duro__sqlite_provider *p,
                               "sqlite %s: json_each gave %zu ids of %zu", op,
                               seen, count);
     size_t marked = 0;
-    if (expected > 0 &&
-        (rc = cancel_ids(p, c, json, reason, by, now, &marked, op, err)) !=
-            DURO_OK)
+    if (expected > 0 && (rc = cancel_ids(p, c, json, reason, by, now, &marked,
+                                         op, err)) != DURO_OK)
         return rc;
     if (marked != expected)
         return duro_error_set(err, DURO_STORAGE, 0,
@@ -193,9 +191,8 @@ static int cancel_instances_in_transaction(duro__sqlite_provider *p,
 }
 
 int duro__sqlite_cancel_instances(duro_provider *base,
-                                  const char *const *instance_ids,
-                                  size_t count, const char *reason,
-                                  const char *requested_by,
+                                  const char *const *instance_ids, size_t count,
+                                  const char *reason, const char *requested_by,
                                   duro_cancel_result *results, duro_error *err)
 {
     static const char op[] = "cancel_instances";
@@ -216,8 +213,8 @@ int duro__sqlite_cancel_instances(duro_provider *base,
         (rc = duro__sqlite_check_name("requested_by", requested_by, 0, err)))
         return rc;
     for (size_t i = 0; i < count; i++)
-        if ((rc = duro__sqlite_check_id("instance id", instance_ids[i],
-                                        err)) != DURO_OK)
+        if ((rc = duro__sqlite_check_id("instance id", instance_ids[i], err)) !=
+            DURO_OK)
             return rc;
     jbuf json = {0};
     jb_reset(&json);
@@ -255,7 +252,7 @@ int duro__sqlite_cancel_instances(duro_provider *base,
     return rc;
 }
 
-/* ---- sweeps ------------------------------------------------------------------
+/* ---- sweeps ----------------------------------------------------------
  * The set is read once, in id order, by one SELECT on a read snapshot: a
  * connection of the sweep's own (file databases), so the snapshot stays
  * while batches commit on the writer, and instances created after it began
@@ -372,7 +369,8 @@ static int members_json(const member *m, size_t n, jbuf *b)
         jb_sep(b);
         jb_raw(b, "[", 1);
         jb_string(b, m[i].id);
-        int len = snprintf(num, sizeof(num), ",%lld]", (long long)m[i].created_ms);
+        int len =
+            snprintf(num, sizeof(num), ",%lld]", (long long)m[i].created_ms);
         jb_raw(b, num, (size_t)len);
     }
     jb_raw(b, "]", 1);
@@ -449,9 +447,9 @@ static int purge_batch(sweep *w, duro__sqlite_conn *c, const char *pairs,
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     /* Instances last, as delete_instance does. */
     static const duro__sqlite_stmt_id steps[] = {
-        DURO__SQL_PURGE_HISTORY, DURO__SQL_PURGE_EXECUTIONS,
+        DURO__SQL_PURGE_HISTORY,  DURO__SQL_PURGE_EXECUTIONS,
         DURO__SQL_PURGE_MESSAGES, DURO__SQL_PURGE_READY,
-        DURO__SQL_PURGE_WORK, DURO__SQL_PURGE_INSTANCES};
+        DURO__SQL_PURGE_WORK,     DURO__SQL_PURGE_INSTANCES};
     for (size_t i = 0; i < DURO__ARRAY_LEN(steps); i++) {
         sqlite3_stmt *s = duro__sqlite_stmt(p, c, steps[i], w->op, err);
         if (s == NULL)
@@ -500,9 +498,9 @@ static int handle_batch(sweep *w, const member *m, size_t count,
             rc = duro__sqlite_write_begin(p, w->op, &c, err);
         if (rc == DURO_OK) {
             w->now = duro__wall_ms();
-            rc = w->purge ? purge_batch(w, c, pairs.s, a, &plain, &done, &n, err)
-                          : cancel_batch(w, c, pairs.s, a, &plain, &done, &n,
-                                         err);
+            rc = w->purge
+                     ? purge_batch(w, c, pairs.s, a, &plain, &done, &n, err)
+                     : cancel_batch(w, c, pairs.s, a, &plain, &done, &n, err);
             if (own_transaction && rc == DURO_OK)
                 rc = duro__sqlite_write_commit(p, c, w->op, err);
             else if (own_transaction)
@@ -608,10 +606,10 @@ static int run_sweep(sweep *w, duro_bulk_result **out, duro_error *err)
     const char *op = w->op;
     int by_name = w->f->name != NULL;
     duro__sqlite_stmt_id select =
-        w->purge ? (by_name ? DURO__SQL_SWEEP_PURGE_NAME
-                            : DURO__SQL_SWEEP_PURGE_ALL)
-                 : (by_name ? DURO__SQL_SWEEP_CANCEL_NAME
-                            : DURO__SQL_SWEEP_CANCEL_ALL);
+        w->purge
+            ? (by_name ? DURO__SQL_SWEEP_PURGE_NAME : DURO__SQL_SWEEP_PURGE_ALL)
+            : (by_name ? DURO__SQL_SWEEP_CANCEL_NAME
+                       : DURO__SQL_SWEEP_CANCEL_ALL);
     duro_arena *a = duro_arena_create();
     w->res = a != NULL ? duro_arena_alloc(a, sizeof(*w->res)) : NULL;
     if (w->res == NULL) {
@@ -687,7 +685,8 @@ static int check_sweep(duro__sqlite_provider *p, const duro_bulk_filter *f,
     return DURO_OK;
 }
 
-#define LIVE_STATUSES ((1u << DURO_STATUS_PENDING) | (1u << DURO_STATUS_RUNNING))
+#define LIVE_STATUSES                                                          \
+    ((1u << DURO_STATUS_PENDING) | (1u << DURO_STATUS_RUNNING))
 #define FINISHED_STATUSES                                                      \
     ((1u << DURO_STATUS_COMPLETED) | (1u << DURO_STATUS_FAILED) |              \
      (1u << DURO_STATUS_CANCELLED))
@@ -750,8 +749,8 @@ int duro__sqlite_purge_instances(duro_provider *base,
                               "sqlite %s: finished_before_ms is required "
                               "(INT64_MAX: any time)",
                               w.op);
-    if ((rc = pick_statuses(&w, filter->status_mask, FINISHED_STATUSES,
-                            err)) != DURO_OK)
+    if ((rc = pick_statuses(&w, filter->status_mask, FINISHED_STATUSES, err)) !=
+        DURO_OK)
         return rc;
     return run_sweep(&w, out, err);
 }
