@@ -697,8 +697,10 @@ struct duro_provider {
      * Callers report DURO_UNSUPPORTED (or fall back, where a version-3 way
      * exists) when a provider's version is below 4 or the pointer is NULL.
      * Version 4 also appended fields to duro_instance_info and
-     * duro_orch_item, which a version-4 provider fills, and adds these
-     * rules to the methods above:
+     * duro_orch_item, which a version-4 provider fills; callers read them
+     * only from a provider whose version is 4 or more (one built against
+     * an older header allocates neither them nor the larger array stride
+     * of a list). It adds these rules to the methods above:
      *
      * Cancellation requests. Whenever a CANCEL_INSTANCE is enqueued
      * (enqueue_for_orchestrator, step 5 of an ack, cancel_instances,
