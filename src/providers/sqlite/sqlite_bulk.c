@@ -672,10 +672,9 @@ static int run_sweep(sweep *w, duro_bulk_result **out, duro_error *err)
 }
 
 /* Input checks shared by both sweeps. */
-static int check_sweep(duro__sqlite_provider *p, const duro_bulk_filter *f,
-                       duro_bulk_result **out, duro_error *err)
+static int check_sweep(const duro_bulk_filter *f, duro_bulk_result **out,
+                       duro_error *err)
 {
-    (void)p;
     if (out == NULL || f == NULL)
         return duro_error_set(err, DURO_INVALID, 0, "filter or out is NULL");
     int rc;
@@ -708,7 +707,7 @@ int duro__sqlite_cancel_matching(duro_provider *base,
                .by = requested_by,
                .dry_run = dry_run != 0,
                .max_ids = max_ids};
-    int rc = check_sweep(w.p, filter, out, err);
+    int rc = check_sweep(filter, out, err);
     if (rc == DURO_OK &&
         ((rc = duro__sqlite_check_name("reason", reason, 0, err)) ||
          (rc = duro__sqlite_check_name("requested_by", requested_by, 0, err))))
@@ -741,7 +740,7 @@ int duro__sqlite_purge_instances(duro_provider *base,
                .f = filter,
                .dry_run = dry_run != 0,
                .max_ids = max_ids};
-    int rc = check_sweep(w.p, filter, out, err);
+    int rc = check_sweep(filter, out, err);
     if (rc != DURO_OK)
         return rc;
     if (filter->finished_before_ms <= 0)
