@@ -43,7 +43,7 @@ extern "C" {
 
 /** The version of the library the program runs with ("0.1.0"), which may
  * differ from the DURO_VERSION_STRING it was compiled against when the
- * shared library was replaced. Static; never NULL.
+ * shared library was replaced. A static string: never NULL, never freed.
  * @note Any thread. */
 DURO_API const char *duro_version(void);
 
