@@ -2,8 +2,11 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+PREFIX ?= /usr/local
+DESTDIR ?=
 
-.PHONY: all build test demo deps asan tsan format format-check clean
+.PHONY: all build test demo deps asan tsan format format-check clean \
+	install uninstall
 
 all: build
 
@@ -24,6 +27,28 @@ asan:
 # The runtime tests under ThreadSanitizer.
 tsan:
 	$(MAKE) test BUILD=build-tsan CMAKE_FLAGS="-DDURO_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo" CTEST_ARGS="-L tsan"
+
+# Installs the libraries, headers, duro.pc and the CMake package under
+# $(DESTDIR)$(PREFIX) (README.md, "Installing").
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+# Removes the files the last install from $(BUILD) wrote (CMake lists them,
+# without DESTDIR, in install_manifest.txt), then duro's own directories
+# (include/duro, lib/cmake/duro, share/doc/duro) when they are empty.
+uninstall:
+	@manifest=$(BUILD)/install_manifest.txt; \
+	if [ ! -f "$$manifest" ]; then \
+	    echo "uninstall: no $$manifest: nothing was installed from $(BUILD)" >&2; \
+	    exit 1; \
+	fi; \
+	dirs=""; \
+	while IFS= read -r f || [ -n "$$f" ]; do \
+	    echo "-- Removing: $(DESTDIR)$$f"; \
+	    rm -f "$(DESTDIR)$$f"; \
+	    case "$$f" in */duro/*) dirs="$$dirs $${f%/duro/*}/duro" ;; esac; \
+	done < "$$manifest"; \
+	for d in $$dirs; do rmdir "$(DESTDIR)$$d" 2>/dev/null || true; done
 
 deps:
 	./.ci/install-deps

@@ -18,7 +18,41 @@
 extern "C" {
 #endif
 
+/* ========================================================================
+ * Version
+ * ======================================================================== */
+
+/* The version of this header. The one source of truth is project(VERSION)
+ * in CMakeLists.txt; the version_header test fails when these lines
+ * disagree with it, so a release bumps both. The installed pkg-config file,
+ * the CMake package version and the shared library's file name all come
+ * from CMakeLists.txt.
+ *
+ * While the major version is 0, every minor release may change the API and
+ * the ABI: a program runs with a library of the same MAJOR.MINOR as the
+ * header it was compiled against (the shared library's soname is
+ * libduro.so.0.MINOR, and find_package(duro 0.MINOR) accepts only 0.MINOR.*).
+ * From 1.0 on, the same MAJOR (libduro.so.MAJOR, SameMajorVersion). */
+#define DURO_VERSION_MAJOR 0
+#define DURO_VERSION_MINOR 1
+#define DURO_VERSION_PATCH 0
 #define DURO_VERSION_STRING "0.1.0"
+/* MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is 100), for #if. */
+#define DURO_VERSION_NUMBER                                                    \
+    (DURO_VERSION_MAJOR * 10000 + DURO_VERSION_MINOR * 100 + DURO_VERSION_PATCH)
+
+/** The version of the library the program runs with ("0.1.0"), which may
+ * differ from the DURO_VERSION_STRING it was compiled against when the
+ * shared library was replaced. A static string: never NULL, never freed.
+ * @note Any thread. */
+DURO_API const char *duro_version(void);
+
+/** DURO_VERSION_NUMBER of the library the program runs with. A program can
+ * check at start-up that it runs with the library it was built for:
+ * `duro_version_number() / 100 == DURO_VERSION_NUMBER / 100` (same
+ * MAJOR.MINOR) while the major version is 0.
+ * @note Any thread. */
+DURO_API int duro_version_number(void);
 
 /* ========================================================================
  * Results

@@ -13,7 +13,8 @@ if [ -n "$bad$internal" ]; then
     exit 1
 fi
 for required in duro_runtime_create duro_client_start duro_call_activity \
-    duro_provider_open duro_activity_cancel_fd; do
+    duro_provider_open duro_activity_cancel_fd \
+    duro_version duro_version_number; do
     printf '%s\n' "$syms" | grep -qx "$required" ||
         { echo "missing export: $required" >&2; exit 1; }
 done

@@ -2,4 +2,5 @@ list(APPEND DURO_SOURCES
   src/base/alloc.c
   src/base/arena.c
   src/base/error.c
-  src/base/util.c)
+  src/base/util.c
+  src/base/version.c)

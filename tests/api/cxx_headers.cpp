@@ -40,5 +40,11 @@ int main()
     duro_registry_destroy(r);
     duro_error err;
     duro_error_clear(&err);
+    static_assert(DURO_VERSION_NUMBER == DURO_VERSION_MAJOR * 10000 +
+                                             DURO_VERSION_MINOR * 100 +
+                                             DURO_VERSION_PATCH,
+                  DURO_VERSION_STRING);
+    if (duro_version_number() != DURO_VERSION_NUMBER || !duro_version())
+        return 1;
     return duro_status_is_terminal(DURO_STATUS_COMPLETED) ? 0 : 1;
 }

@@ -65,6 +65,9 @@ TEST(common_and_provider_helpers)
     C(duro_free)(NULL);
     CHECK(C(duro_now_ms)() > 0);
     CHECK_STR(C(duro_event_kind_name)(DURO_EVENT_TIMER_FIRED), "TimerFired");
+    /* no arguments: the library's version is the header's */
+    CHECK_STR(C(duro_version)(), DURO_VERSION_STRING);
+    CHECK_EQ(C(duro_version_number)(), DURO_VERSION_NUMBER);
 
     C(duro_error_clear)(NULL);
     CHECK_EQ(C(duro_error_set)(NULL, DURO_BUSY, 1, "x %d", 1), DURO_BUSY);

@@ -37,3 +37,10 @@ if(CMAKE_CXX_COMPILER)
 else()
   message(WARNING "no C++ compiler found: the C++ header check is skipped")
 endif()
+
+# The version macros of duro.h say project(VERSION) of CMakeLists.txt.
+add_test(NAME version_header
+  COMMAND ${CMAKE_COMMAND} -DHEADER=${PROJECT_SOURCE_DIR}/include/duro.h
+          -DVERSION=${PROJECT_VERSION}
+          -P ${CMAKE_CURRENT_LIST_DIR}/check_version.cmake)
+set_tests_properties(version_header PROPERTIES LABELS "api;unit")

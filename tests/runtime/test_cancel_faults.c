@@ -175,8 +175,15 @@ TEST(cancel_between_fetch_and_start_is_not_missed)
     WAIT_UNTIL(atomic_load(&hold.fetched), 20000);
     CHECK_OK(duro_client_cancel(x.f.client, "w", "in the window", NULL));
     rt_wait_status(&x.f, "w", DURO_STATUS_CANCELLED, 20000);
-    atomic_store(&hold.release, 1);
+    /* The status is visible at the commit; the turn records its local
+     * decision just after it, and counts activities_cancel_requested once it
+     * has. Only then is the slot let go, so the slot surely registers after
+     * the decision (the window this test is about). */
     duro_metrics m;
+    WAIT_UNTIL(
+        (duro_runtime_metrics(x.f.rt, &m), m.activities_cancel_requested == 1),
+        10000);
+    atomic_store(&hold.release, 1);
     WAIT_UNTIL((duro_runtime_metrics(x.f.rt, &m), m.activities_cancelled == 1),
                10000);
     CHECK_EQ(atomic_load(&seen.started), 0); /* never ran */
