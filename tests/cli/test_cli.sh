@@ -1,0 +1,316 @@
+#!/bin/sh
+# test_cli.sh DURO FIXTURE - runs the duro command against real SQLite files
+# that FIXTURE (cli_fixture) filled with instances in known states, and
+# checks exit statuses, JSON shapes (with python3 when present), human
+# output, bad input, and that read verbs never create a database.
+# DURO_TEST_KEEP=1 keeps the temporary directory.
+set -u
+
+if [ $# -ne 2 ]; then
+    echo "usage: $0 DURO FIXTURE" >&2
+    exit 2
+fi
+duro=$1 fixture=$2
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/duro-cli-test.XXXXXX")
+cleanup() {
+    if [ -n "${DURO_TEST_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+db="sqlite:$tmp/store.db"
+export DURO_DB="$db"
+unset NO_COLOR || true
+failures=0
+checks=0
+fail() {
+    printf 'FAIL: %s\n' "$*" >&2
+    failures=$((failures + 1))
+}
+# run EXPECTED_RC ARGS...: runs duro with ARGS; stdout in $tmp/out, stderr
+# in $tmp/err.
+run() {
+    want=$1
+    shift
+    checks=$((checks + 1))
+    "$duro" "$@" >"$tmp/out" 2>"$tmp/err"
+    got=$?
+    if [ "$got" != "$want" ]; then
+        fail "duro $* exited $got, expected $want"
+        sed 's/^/  stdout: /' "$tmp/out" >&2
+        sed 's/^/  stderr: /' "$tmp/err" >&2
+    fi
+    if grep -q "$(printf '\033')" "$tmp/out" "$tmp/err"; then
+        fail "duro $*: ESC byte in output that is not a terminal"
+    fi
+}
+# contains FILE TEXT: FILE has TEXT (fixed string).
+contains() {
+    grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 600 "$1")"
+}
+# one_line: stderr is exactly one line.
+one_line() {
+    n=$(wc -l <"$tmp/err")
+    [ "$n" = 1 ] || fail "stderr has $n lines, expected 1: $(cat "$tmp/err")"
+}
+have_python=0
+command -v python3 >/dev/null 2>&1 && have_python=1
+# json EXPR: evaluates python EXPR with d = the JSON on stdout; fails
+# unless it is true. Skipped without python3.
+json() {
+    [ "$have_python" = 1 ] || return 0
+    checks=$((checks + 1))
+    if ! python3 -c '
+import json, re, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+rfc = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+ok = eval(sys.argv[2])
+sys.exit(0 if ok else 1)' "$tmp/out" "$1" 2>"$tmp/pyerr"; then
+        fail "JSON check failed: $1 on $(head -c 800 "$tmp/out") $(cat "$tmp/pyerr")"
+    fi
+}
+
+echo "== populate $db"
+if ! "$fixture" populate "$db"; then
+    echo "FAIL: cli_fixture populate" >&2
+    exit 1
+fi
+
+echo "== help, version, usage errors"
+run 0 --help
+contains "$tmp/out" "Verbs:"
+run 0 version
+contains "$tmp/out" "duro "
+run 0 version --json
+json 'set(d) == {"version", "library_version"}'
+for verb in list status history start raise wait cancel delete purge prune \
+    version; do
+    run 0 "$verb" --help
+    contains "$tmp/out" "usage: duro $verb"
+    run 0 "$verb" -h
+done
+run 2
+run 2 frobnicate
+one_line
+run 2 list --bogus
+one_line
+contains "$tmp/err" "unknown option '--bogus'"
+run 2 --bogus list
+run 2 list --stat completed
+contains "$tmp/err" "abbreviated"
+run 2 list --limit
+contains "$tmp/err" "needs a value"
+run 2 list --json --status sideways
+json 'd["error"]["code"] == "usage" and "sideways" in d["error"]["message"]'
+one_line
+run 2 status
+run 2 status a b
+
+echo "== list"
+run 0 list
+contains "$tmp/out" "ID"
+contains "$tmp/out" "hello-1"
+grep -Eq "(just now|ago)" "$tmp/out" || fail "list shows no relative age"
+run 0 list --json
+json 'set(d) == {"instances", "total", "truncated"} and d["total"] == 8 and d["truncated"] is False and len(d["instances"]) == 8'
+json '[i["id"] for i in d["instances"]] == sorted(i["id"] for i in d["instances"])'
+json 'all(rfc.match(i["created_at"]) and isinstance(i["created_at_ms"], int) for i in d["instances"])'
+run 0 list --limit 2 --json
+json 'd["total"] == 8 and d["truncated"] is True and len(d["instances"]) == 2'
+run 0 list --limit 2
+contains "$tmp/err" "showing 2 of 8"
+run 0 list --status completed,failed --json
+json 'sorted(i["id"] for i in d["instances"]) == ["boom-1", "hello-1", "hello-2"]'
+run 0 --json list --status RUNNING --name Waiter
+json 'd["total"] == 3'
+run 0 list --since 1h --json
+json 'd["total"] == 8'
+run 0 list --until "30m ago" --json
+json 'd["total"] == 0'
+run 0 list --since 2000-01-01 --until 2999-12-31T00:00:00Z --json
+json 'd["total"] == 8'
+run 0 list --since "2000-01-01T00:00:00.5+02:00" --json
+json 'd["total"] == 8'
+run 2 list --since yesterday
+contains "$tmp/err" "bad time 'yesterday'"
+run 2 list --until 2026-13-01
+run 2 list --limit -1
+
+echo "== status"
+run 0 status hello-1
+contains "$tmp/out" "status:"
+contains "$tmp/out" "completed"
+contains "$tmp/out" "cancelled_by:"
+contains "$tmp/out" "next_attempt:"
+run 0 status hello-1 --json
+json 'd["id"] == "hello-1" and d["status"] == "completed" and d["output"] == {"greeting": "hi"}'
+json 'rfc.match(d["finished_at"]) and d["finished_at_ms"] >= d["created_at_ms"] and d["cancel_requested_at"] is None'
+run 0 status hello-2 --json
+json '"\ufffd" in d["output"] and d["output"].startswith("not json ")'
+run 0 status boom-1 --json
+json 'd["status"] == "failed" and "flux capacitor" in d["error"]'
+run 0 status slow-1
+contains "$tmp/out" "user:alice"
+contains "$tmp/out" "bad deploy"
+run 0 status slow-1 --json
+json 'd["status"] == "cancelled" and d["cancelled_by"] == "user:alice" and d["cancel_reason"] == "bad deploy" and rfc.match(d["cancel_requested_at"])'
+run 0 status later-1 --json
+json 'd["status"] == "pending"'
+run 3 status nope
+one_line
+contains "$tmp/err" "nope"
+run 3 status nope --json
+json 'd == {"error": {"code": "not_found", "message": d["error"]["message"]}} and "nope" in d["error"]["message"]'
+one_line
+
+echo "== history"
+run 0 history slow-1
+contains "$tmp/out" '#1'
+contains "$tmp/out" "OrchestrationCancelRequested"
+contains "$tmp/out" 'reason="bad deploy" by=user:alice'
+contains "$tmp/out" 'reason="instance_cancelled" by=user:alice'
+contains "$tmp/out" "(#2, "
+run 0 history hello-1 --execution 1 --json
+json 'd["instance_id"] == "hello-1" and d["execution_id"] == 1 and [e["kind"] for e in d["events"]] == ["OrchestrationStarted", "ActivityScheduled", "ActivityCompleted", "OrchestrationCompleted"]'
+json 'd["events"][2]["source_event_id"] == 2 and d["events"][2]["payload"] == {"greeting": "hi"} and all(rfc.match(e["timestamp"]) for e in d["events"])'
+run 0 history slow-1 --json
+json '[e for e in d["events"] if e["kind"] == "OrchestrationCancelRequested"][0]["requested_by"] == "user:alice"'
+run 3 history nope
+run 3 history hello-1 --execution 7
+run 2 history hello-1 --execution x
+
+echo "== wait"
+run 0 wait hello-1
+contains "$tmp/out" "completed"
+run 8 wait boom-1
+run 8 wait slow-1 --json
+json 'd["timed_out"] is False and d["instance"]["status"] == "cancelled"'
+run 7 wait wait-1 --timeout 100ms --json
+json 'd["timed_out"] is True and d["instance"]["status"] == "running"'
+run 3 wait nope --timeout 1s
+run 2 wait hello-1 --timeout 5x
+contains "$tmp/err" "bad duration '5x'"
+run 2 wait hello-1 --timeout ""
+
+echo "== missing database: never created"
+for args in "list" "status hello-1" "history hello-1" "wait hello-1" \
+    "cancel hello-1" "raise wait-1 go" "delete hello-1" \
+    "purge --before 1d" "prune hello-1 --keep 1" "cancel --name Waiter"; do
+    # shellcheck disable=SC2086
+    run 1 --db "sqlite:$tmp/missing.db" $args
+    one_line
+    contains "$tmp/err" "missing.db"
+    [ ! -e "$tmp/missing.db" ] || fail "duro $args created missing.db"
+    rm -f "$tmp/missing.db"
+done
+DURO_DB="sqlite:$tmp/missing.db" run 1 list --json
+json 'd["error"]["code"] == "no_database"'
+[ ! -e "$tmp/missing.db" ] || fail "DURO_DB read created missing.db"
+run 2 --db "sqlite:$tmp/x.db?pool=99" list
+[ ! -e "$tmp/x.db" ] || fail "a bad URL created a file"
+
+echo "== newer schema"
+cp "$tmp/store.db" "$tmp/newer.db"
+[ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/newer.db-wal"
+"$fixture" newer-schema "$tmp/newer.db" || fail "cli_fixture newer-schema"
+run 1 --db "sqlite:$tmp/newer.db" list
+one_line
+contains "$tmp/err" "schema version 99"
+run 1 --db "sqlite:$tmp/newer.db" status hello-1 --json
+json 'd["error"]["code"] == "schema"'
+
+echo "== start and raise"
+run 0 start Hello new-1 --input '"x"'
+contains "$tmp/out" "started new-1"
+run 0 status new-1 --json
+json 'd["status"] == "pending" and d["name"] == "Hello"'
+run 1 start Hello new-1
+contains "$tmp/err" "new-1"
+printf '{"from":"file"}' >"$tmp/input.json"
+run 0 start Hello new-2 --input "@$tmp/input.json" --delay 1h --json
+json 'd["id"] == "new-2" and d["delay_ms"] == 3600000'
+run 2 start Hello new-3 --input "@$tmp/no-such-file"
+run 2 start Hello new-3 --delay soon
+run 2 start Hello
+run 0 --db "sqlite:$tmp/fresh.db" start Hello first
+[ -e "$tmp/fresh.db" ] || fail "start did not create its database"
+run 0 raise wait-1 go '"payload"'
+run 0 raise wait-2 go "@$tmp/input.json" --json
+json 'd == {"id": "wait-2", "event": "go", "raised": True}'
+run 4 raise hello-1 go
+run 3 raise nope go
+run 2 raise wait-1
+
+echo "== cancel"
+run 0 list --json
+cp "$tmp/out" "$tmp/before.json"
+run 0 cancel --name Waiter --dry-run --json
+json 'd["dry_run"] is True and d["count"] == 3 and d["ids"] == ["wait-1", "wait-2", "wait-3"]'
+run 1 cancel wait-1 hello-1 --dry-run --json
+json '[r["outcome"] for r in d["results"]] == ["cancelled", "not_cancellable"]'
+run 0 list --json
+cmp -s "$tmp/out" "$tmp/before.json" || fail "a dry run changed the store"
+run 0 cancel --name Waiter --dry-run
+contains "$tmp/out" "would cancel 3 instances of Waiter"
+run 0 cancel wait-1 --reason "operator test"
+contains "$tmp/out" "wait-1"
+run 0 status wait-1 --json
+json 'd["cancel_reason"] == "operator test" and d["cancelled_by"].startswith("user:")'
+run 0 cancel wait-1 --json
+json 'd == {"dry_run": False, "results": [{"id": "wait-1", "outcome": "already_cancelled", "status": "running"}]}'
+run 4 cancel hello-1
+one_line
+run 3 cancel nope
+one_line
+run 1 cancel wait-2 nope hello-1 --json
+json '[r["outcome"] for r in d["results"]] == ["cancelled", "not_found", "not_cancellable"]'
+[ "$(wc -l <"$tmp/err")" = 2 ] || fail "bulk cancel: one stderr line per failure: $(cat "$tmp/err")"
+run 0 cancel wait-1 wait-2 wait-2 --json
+json '[r["outcome"] for r in d["results"]] == ["already_cancelled", "already_cancelled", "duplicate"]'
+run 2 cancel wait-3 --name Waiter
+contains "$tmp/err" "not both"
+run 2 cancel --status running
+run 2 cancel --name Waiter --status completed
+run 2 cancel --name Waiter --before tomorrow
+run 2 cancel
+run 0 cancel --name Waiter --status running --before 0s --reason rollout --by ops-bot --json
+json 'd["dry_run"] is False and d["count"] == 1 and d["ids"] == ["wait-3"]'
+run 0 status wait-3 --json
+json 'd["cancelled_by"] == "ops-bot" and d["cancel_reason"] == "rollout"'
+run 0 cancel --name Waiter
+contains "$tmp/out" "cancel requested for 0 instances"
+
+echo "== delete, purge, prune"
+run 4 delete new-1
+run 0 delete new-1 --force
+run 3 delete new-1
+run 1 delete new-2 nope --force --json
+json '[r["outcome"] for r in d["results"]] == ["deleted", "not_found"]'
+run 2 delete
+run 2 purge
+contains "$tmp/err" "--before"
+run 2 purge --before 1d --status running
+run 2 purge --before 1d --status sleeping
+run 0 list --json
+cp "$tmp/out" "$tmp/before.json"
+run 0 purge --before now --status completed --dry-run --json
+json 'd["dry_run"] is True and d["count"] == 2 and d["ids"] == ["hello-1", "hello-2"]'
+run 0 list --json
+cmp -s "$tmp/out" "$tmp/before.json" || fail "a purge dry run changed the store"
+run 0 purge --before 1d --json
+json 'd["count"] == 0'
+run 0 purge --before now --name Boom
+contains "$tmp/out" "purged 1 instance"
+run 3 status boom-1
+run 0 prune hello-1 --keep 1 --json
+json 'd == {"id": "hello-1", "kept": 1, "pruned": 0}'
+run 3 prune nope --keep 1
+run 2 prune hello-1
+run 2 prune hello-1 --keep 0
+
+echo "== colour"
+NO_COLOR=1 TERM=xterm run 0 list
+NO_COLOR=1 TERM=xterm run 0 history slow-1
+
+echo "$checks checks, $failures failed"
+[ "$failures" = 0 ]
