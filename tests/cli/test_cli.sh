@@ -1,16 +1,18 @@
 #!/bin/sh
-# test_cli.sh DURO FIXTURE - runs the duro command against real SQLite files
+# test_cli.sh DURO FIXTURE TOOLDIR - runs the duro command against real SQLite files
 # that FIXTURE (cli_fixture) filled with instances in known states, and
 # checks exit statuses, JSON shapes (with python3 when present), human
-# output, bad input, and that read verbs never create a database.
+# output, bad input, and that read verbs never create a database; then that
+# the man page (TOOLDIR/duro.1) documents every verb and the bash completion
+# (TOOLDIR/duro.bash) completes verbs, options and status names.
 # DURO_TEST_KEEP=1 keeps the temporary directory.
 set -u
 
-if [ $# -ne 2 ]; then
-    echo "usage: $0 DURO FIXTURE" >&2
+if [ $# -ne 3 ]; then
+    echo "usage: $0 DURO FIXTURE TOOLDIR" >&2
     exit 2
 fi
-duro=$1 fixture=$2
+duro=$1 fixture=$2 tooldir=$3
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/duro-cli-test.XXXXXX")
 cleanup() {
     if [ -n "${DURO_TEST_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
@@ -311,6 +313,32 @@ run 2 prune hello-1 --keep 0
 echo "== colour"
 NO_COLOR=1 TERM=xterm run 0 list
 NO_COLOR=1 TERM=xterm run 0 history slow-1
+
+echo "== man page and completion"
+for verb in list status history start raise wait cancel delete purge prune \
+    version; do
+    grep -q "^\.SS $verb" "$tooldir/duro.1" || fail "duro.1 has no section for $verb"
+done
+for word in "EXIT STATUS" "JSON OUTPUT" '"truncated"' '"dry_run"' NO_COLOR; do
+    grep -qF -- "$word" "$tooldir/duro.1" || fail "duro.1 does not mention $word"
+done
+if command -v bash >/dev/null 2>&1; then
+    # complete WORDS...: the completions for the last word
+    complete_words() {
+        bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+            _duro; echo "${COMPREPLY[*]}"' bash "$tooldir/duro.bash" "$@"
+    }
+    checks=$((checks + 1))
+    [ "$(complete_words duro ca)" = cancel ] || fail "completion of 'ca': $(complete_words duro ca)"
+    [ "$(complete_words duro cancel --status '')" = "pending running" ] ||
+        fail "completion of cancel --status: $(complete_words duro cancel --status '')"
+    [ "$(complete_words duro list --status completed,fa)" = completed,failed ] ||
+        fail "completion of a status list: $(complete_words duro list --status completed,fa)"
+    case " $(complete_words duro --db x.db purge --) " in
+    *" --dry-run "*" --json "*) ;;
+    *) fail "completion of purge options: $(complete_words duro --db x.db purge --)" ;;
+    esac
+fi
 
 echo "$checks checks, $failures failed"
 [ "$failures" = 0 ]
