@@ -103,6 +103,7 @@ static int cancel_ids(cli *c, duro_client *client, char **ids, size_t count,
         const duro_cancel_result *r = &results[i];
         const char *word = status_word(r->status);
         if (!ok_outcome(r->outcome)) {
+            fflush(stdout); /* keep the lines in id order */
             if (r->outcome == DURO_CANCEL_NOT_FOUND)
                 fprintf(stderr, "duro cancel: %s: no such instance\n", ids[i]);
             else

@@ -49,6 +49,7 @@ int cmd_delete(cli *c, int argc, char **argv)
         if (rc != DURO_OK) {
             failures++;
             last_rc = rc;
+            fflush(stdout); /* keep the lines in id order */
             const char *why =
                 rc == DURO_NOT_FOUND ? "no such instance" : duro_errmsg();
             fprintf(stderr, "duro delete: %s: %s\n", argv[i],
