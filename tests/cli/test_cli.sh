@@ -177,6 +177,12 @@ json 'd["instance_id"] == "hello-1" and d["execution_id"] == 1 and [e["kind"] fo
 json 'd["events"][2]["source_event_id"] == 2 and d["events"][2]["payload"] == {"greeting": "hi"} and all(rfc.match(e["timestamp"]) for e in d["events"])'
 run 0 history slow-1 --json
 json '[e for e in d["events"] if e["kind"] == "OrchestrationCancelRequested"][0]["requested_by"] == "user:alice"'
+run 0 history later-1 --json
+json 'd == {"instance_id": "later-1", "execution_id": 0, "events": []}'
+run 0 history later-1
+contains "$tmp/out" "pending"
+run 3 cancel --reason "dash dash" -- --dry-run
+contains "$tmp/err" "--dry-run: no such instance"
 run 3 history nope
 run 3 history hello-1 --execution 7
 run 2 history hello-1 --execution x

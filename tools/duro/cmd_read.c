@@ -476,7 +476,12 @@ int cmd_history(cli *c, int argc, char **argv)
     duro_instance_info *info = NULL;
     status = read_instance(c, id, &client, &info);
     duro_history *h = NULL;
-    if (status == EXIT_OK) {
+    duro_history none = {0};
+    if (status == EXIT_OK && execution == 0 && info->execution_id == 0) {
+        /* Pending, its first turn not run: no execution, no events yet. */
+        none.instance_id = id;
+        h = &none;
+    } else if (status == EXIT_OK) {
         int rc = duro_client_read_history(client, id, execution, &h);
         if (rc == DURO_NOT_FOUND && execution != 0)
             status = cli_error(c, EXIT_NOT_FOUND, "not_found",
@@ -564,7 +569,8 @@ int cmd_history(cli *c, int argc, char **argv)
             fputc('\n', stdout);
         }
     }
-    duro_history_free(h);
+    if (h != &none)
+        duro_history_free(h);
     duro_free(info);
     duro_client_destroy(client);
     return EXIT_OK;
