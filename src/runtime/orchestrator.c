@@ -242,6 +242,11 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
         duro__engine_destroy(e);
         return DURO_HISTORY_LIMIT;
     }
+    /* A failure that ends the instance is its last problem too, written
+     * by the same transaction. */
+    if (turn->meta_changed && turn->meta.status == DURO_STATUS_FAILED &&
+        (terminate_status == DURO_STATUS_FAILED || turn->nondeterminism))
+        turn->meta.problem = turn->meta.error;
     duro_orch_ack ack = {.execution_id = c->plan.execution_id,
                          .history_delta = turn->delta,
                          .history_delta_count = turn->delta_count,
@@ -345,9 +350,11 @@ static void use_recorded_cancel(const duro_provider *p, duro_orch_item *item)
 /* Problems and what clears them (see duro__runtime_set_problem): a batch
  * that comes back for another try - an unregistered orchestration, a turn
  * that failed to commit, a delivery count climbing because earlier
- * deliveries died unseen - is recorded with the time of the next try; a
+ * deliveries died unseen - is recorded with the time of the next try. A
  * failure that ends the instance (poison, nondeterminism, an orchestration
- * never registered, the history cap) is recorded with none, and stays. A
+ * never registered, the history cap) is written by the ending turn's own
+ * ack (meta.problem), and any other ending clears the problem in that
+ * transaction, so a finished instance never shows a stale retry. A
  * committed turn of a batch delivered more than once clears the problem it
  * was fetched with: its retries are over. (A first delivery does not: a
  * problem an activity of the instance recorded is not resolved by a turn
@@ -396,8 +403,6 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
         duro__log(&rt->logger, DURO_LOG_ERROR, "%s", why);
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_INFRASTRUCTURE);
-        if (rc == DURO_OK)
-            duro__runtime_set_problem(rt, item->instance_id, why, 0);
     } else if (c.entry == NULL && !batch_has_cancel(item)) {
         snprintf(why, sizeof(why),
                  "orchestration '%s' version '%s' is not registered", name,
@@ -420,8 +425,6 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
         }
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_CONFIGURATION);
-        if (rc == DURO_OK)
-            duro__runtime_set_problem(rt, item->instance_id, why, 0);
     } else {
         if (item->attempt > 1 && !had_problem && c.p->version >= 4) {
             /* Earlier deliveries ended without a trace (a runtime that
@@ -442,10 +445,8 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
         c.next = next; /* the common path may fetch the next item at once */
         rc = run_and_ack(&c, 0, NULL, 0);
         c.next = NULL;
-        if (rc == DURO_OK && turn->nondeterminism)
-            duro__runtime_set_problem(rt, item->instance_id, turn->meta.error,
-                                      0);
-        else if (rc == DURO_OK && had_problem && item->attempt > 1)
+        if (rc == DURO_OK && !turn->nondeterminism && had_problem &&
+            item->attempt > 1)
             duro__runtime_set_problem(rt, item->instance_id, NULL, 0);
     }
     if (rc == DURO_HISTORY_LIMIT) {
@@ -461,8 +462,8 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
                                        .name = item->name,
                                        .version = item->version,
                                        .error = why,
-                                       .category =
-                                           DURO_CATEGORY_INFRASTRUCTURE};
+                                       .category = DURO_CATEGORY_INFRASTRUCTURE,
+                                       .problem = why};
             duro_orch_ack ack = {.execution_id = c.plan.execution_id,
                                  .meta = &meta};
             duro_error err;
@@ -472,8 +473,6 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
                           "could not fail instance '%s': %s", item->instance_id,
                           err.message);
         }
-        if (rc == DURO_OK)
-            duro__runtime_set_problem(rt, item->instance_id, why, 0);
     }
     if (rc != DURO_OK && c.problem[0] != '\0')
         duro__runtime_set_problem(rt, item->instance_id, c.problem, c.retry_at);
