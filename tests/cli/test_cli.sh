@@ -92,6 +92,9 @@ for verb in list status history start raise wait cancel delete purge prune \
     run 0 "$verb" -h
 done
 run 2
+contains "$tmp/err" "Verbs:"
+run 2 --json
+json 'd["error"]["code"] == "usage"'
 run 2 frobnicate
 one_line
 run 2 list --bogus

@@ -274,6 +274,8 @@ int main(int argc, char **argv)
         }
     }
     if (optind >= argc) {
+        if (c.json)
+            return cli_usage(&c, "expected a verb");
         print_main_help(stderr);
         return EXIT_USAGE;
     }
