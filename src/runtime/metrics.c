@@ -373,8 +373,13 @@ void duro__metrics_turn(duro__metrics *m, const duro__orch_entry *entry,
 void duro__metrics_cancel_requests(duro__metrics *m, const char *const *reasons,
                                    size_t count)
 {
-    for (size_t i = 0; i < count; i++)
-        ADD(m->cancel_requests[reason_index(reasons ? reasons[i] : NULL)], 1);
+    for (size_t i = 0; i < count; i++) {
+        size_t k = reason_index(reasons ? reasons[i] : NULL);
+        /* a turn never decides these; if one did, it is "other" */
+        if (k == REASON_LOCK_LOST || k == REASON_SHUTDOWN)
+            k = REASON_OTHER;
+        ADD(m->cancel_requests[k], 1);
+    }
 }
 
 int64_t duro__metrics_activity_begin(duro__metrics *m)
