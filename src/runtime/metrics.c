@@ -3,15 +3,13 @@
  * once from the registry copy at runtime creation; measuring points update
  * them with relaxed atomics from any runtime thread, and the writer reads
  * them from any thread without a lock. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/runtime.h"
 
-/* A registered name whose turn or activity cannot be matched to an entry
- * (an unregistered orchestration or activity) is counted here, never under
- * a new series per unknown string. */
+/* The label value of a turn or an activity whose name (and version) has no
+ * registry entry: one fixed series, never a new one per unknown string. */
 #define UNREGISTERED "(unregistered)"
 
 /* ------------------------------------------------------------------------
