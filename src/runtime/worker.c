@@ -93,6 +93,8 @@ struct duro__manager {
 static void fire(duro__inflight *f, const char *reason, int64_t now,
                  int64_t grace);
 static void renew_overdue(duro_runtime *rt);
+static int lost_row_reason(duro_runtime *rt, const duro__inflight *f,
+                           char *reason, size_t size);
 
 static void remember_cancel(duro__manager *m, const duro_activity_ref *r,
                             const char *reason)
@@ -438,10 +440,15 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                       f->name, f->instance_id,
                       (unsigned long long)f->activity_id);
         } else if (rc == DURO_LOCK_LOST) {
-            duro__metrics_activity_cancelled(&rt->metrics, entry,
-                                             duro_cancel_token_cancelled(token)
-                                                 ? token->reason
-                                                 : "lock_lost");
+            /* Counted with the reason a cancelling turn recorded: its
+             * commit may have come after the function returned, when its
+             * token is no longer fired. */
+            char reason[64];
+            if (duro_cancel_token_cancelled(token))
+                snprintf(reason, sizeof(reason), "%s", token->reason);
+            else
+                lost_row_reason(rt, f, reason, sizeof(reason));
+            duro__metrics_activity_cancelled(&rt->metrics, entry, reason);
             duro__log(&rt->logger, DURO_LOG_INFO,
                       "completion of activity '%s' (instance '%s', event "
                       "%llu) dropped: its row is gone (cancelled) or its "

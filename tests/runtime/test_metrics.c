@@ -1,11 +1,12 @@
 /* test_metrics.c - the runtime's Prometheus metrics (issue 8): exact
  * counter values per name, outcome and reason after real orchestrations and
  * activities (completed, failed, cancelled by a select loss and by an
- * instance cancel, abandoned past the grace period and at shutdown,
- * unregistered names); a strict line-by-line checker of the text exposition
- * format 0.0.4, written here and shown to reject bad inputs; the buffer
- * variant's truncation; scrapes while the runtime runs; and promtool's
- * verdict when promtool is available. Waits are deadline-based. */
+ * instance cancel, also when the cancel commits before the completion's
+ * ack, abandoned past the grace period and at shutdown, unregistered
+ * names); a strict line-by-line checker of the text exposition format
+ * 0.0.4, written here and shown to reject bad inputs; the buffer variant's
+ * truncation; scrapes while the runtime runs; and promtool's verdict when
+ * promtool is available. Waits are deadline-based. */
 #include <ctype.h>
 #include <math.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "faulty_provider.h"
 #include "rt_util.h"
 #include "runtime/runtime.h"
 
@@ -1049,6 +1051,95 @@ TEST(abandoned_by_grace_and_by_shutdown)
     rt_done(&f);
 }
 
+/* A cancellation that commits after the activity returned and before its
+ * completion's ack: the ack finds the row gone, no token is fired any more,
+ * and the run still counts with the reason the turn decided, not as a lost
+ * lock. The wrapper holds the ack until the cancelling turn committed. */
+static struct {
+    _Atomic int on, gate_started, release_gate, ack_waiting, committed, acked,
+        ack_rc;
+} order;
+
+static int act_gate(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)a;
+    (void)in;
+    atomic_store(&order.gate_started, 1);
+    int64_t end = test_now_ms() + 30000;
+    while (!atomic_load(&order.release_gate) && test_now_ms() < end)
+        usleep(1000);
+    return duro_ok(out, "gate done");
+}
+
+static void hold_ack_until_cancelled(void *arg, const faulty_call *call)
+{
+    (void)arg;
+    if (!atomic_load(&order.on) || call->completion == NULL)
+        return;
+    if (call->after) {
+        atomic_store(&order.ack_rc, call->rc);
+        atomic_store(&order.acked, 1);
+        return;
+    }
+    atomic_store(&order.ack_waiting, 1);
+    int64_t end = test_now_ms() + 30000;
+    while (!atomic_load(&order.committed) && test_now_ms() < end)
+        usleep(1000);
+}
+
+static void note_cancel_commit(void *arg, const faulty_call *call)
+{
+    (void)arg;
+    if (call->after && call->rc == DURO_OK && call->ack != NULL &&
+        call->ack->cancelled_activity_count > 0)
+        atomic_store(&order.committed, 1);
+}
+
+TEST(cancel_committed_before_the_ack_counts_its_reason)
+{
+    rt_fixture f;
+    setup(&f, "m_order.db");
+    memset(&order, 0, sizeof(order));
+    CHECK_OK(duro_registry_add_activity(f.reg, "Gate", act_gate, NULL));
+    duro_provider *inner = NULL;
+    duro_error err;
+    CHECK_PRC(duro_provider_open(f.url, &inner, &err), DURO_OK, &err);
+    duro_provider *w = faulty_provider_wrap(inner, 1);
+    CHECK(w != NULL);
+    faulty_provider_set_hook(w, FAULTY_ACK_WORK_ITEM, hold_ack_until_cancelled,
+                             NULL);
+    faulty_provider_set_hook(w, FAULTY_ACK_ORCHESTRATION_ITEM,
+                             note_cancel_commit, NULL);
+    atomic_store(&order.on, 1);
+    CHECK_OK(duro_runtime_create_with_provider(w, f.reg, &f.opts, &f.rt));
+    CHECK_OK(duro_runtime_start(f.rt));
+    CHECK_OK(duro_client_create(f.url, &f.client));
+
+    rt_start_instance(&f, "o", "CallOne", "Gate");
+    WAIT_UNTIL(atomic_load(&order.gate_started), 30000);
+    atomic_store(&order.release_gate, 1);
+    WAIT_UNTIL(atomic_load(&order.ack_waiting), 30000);
+    CHECK_OK(duro_client_cancel(f.client, "o", NULL, NULL));
+    duro_instance_info *info = rt_wait(&f, "o", 30000);
+    CHECK_EQ(info->status, DURO_STATUS_CANCELLED);
+    duro_free(info);
+    WAIT_UNTIL(atomic_load(&order.acked), 30000);
+    CHECK_EQ(atomic_load(&order.ack_rc), DURO_LOCK_LOST); /* the order held */
+    CHECK_OK(duro_runtime_shutdown(f.rt, 30000));
+    char *text = scrape(f.rt);
+    CHECK_SERIES(text, 1, EXEC("Gate", "cancelled"));
+    CHECK_SERIES(text, 0, EXEC("Gate", "completed"));
+    CHECK_SERIES(text, 1, CANCEL("Gate", "instance_cancelled"));
+    CHECK_SERIES(text, 0, CANCEL("Gate", "lock_lost"));
+    CHECK_SERIES(text, 1,
+                 "duro_activity_duration_seconds_count{activity="
+                 "\"Gate\"}");
+    free(text);
+    atomic_store(&order.on, 0);
+    rt_done(&f);
+    duro_provider_close(w);
+}
+
 /* ------------------------------------------------------------------------
  * the measuring points' fixed label sets, without a runtime */
 
@@ -1276,6 +1367,7 @@ TEST(scrapes_while_running_are_valid)
 TEST_MAIN(T(checker_accepts_a_valid_text), T(checker_rejects_bad_texts),
           T(counts_by_name_outcome_and_reason),
           T(abandoned_by_grace_and_by_shutdown),
+          T(cancel_committed_before_the_ack_counts_its_reason),
           T(reasons_and_names_map_to_fixed_series),
           T(buffer_variant_truncates_to_nothing_and_reports_the_length),
           T(scrapes_while_running_are_valid))
