@@ -4,7 +4,13 @@
  * activities, queued or locked by running workers. Prints one JSON object per
  * line. Not a timed test: CTest runs it once with a tiny N as a smoke test.
  *
- * store_bench [--workload work_roundtrip|orch_roundtrip|mass_cancel|all]
+ * The bulk workload (operations on many instances) times cancel by name of
+ * N Pending instances beside N/10 of another name (which must stay
+ * untouched), and the purge of N finished instances while another thread
+ * writes once a millisecond (its slowest write shows how long a batch holds
+ * the writer); each on a fresh store, BULK_RUNS times.
+ *
+ * store_bench [--workload work_roundtrip|orch_roundtrip|mass_cancel|bulk|all]
  *             [--n N] [--threads T] [--url sqlite:PATH] */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,6 +24,7 @@
 
 #define MASS_CANCEL_ACTIVITIES 1000
 #define MASS_CANCEL_RUNS 5
+#define BULK_RUNS 5
 #define BATCH 1000
 
 static const char *provider_name = "sqlite";
@@ -414,6 +421,204 @@ static void mass_cancel(const char *url, long n)
     duro_provider_close(p);
 }
 
+/* ---- bulk -------------------------------------------------------------- */
+
+static void start_instance(duro_provider *p, const char *id, const char *name)
+{
+    duro_error e;
+    duro_work_item start = {
+        .kind = DURO_WORK_START, .instance_id = id, .name = name};
+    MUST("enqueue start", p->enqueue_for_orchestrator(p, &start, 0, &e), &e);
+}
+
+/* Starts `id` and runs one turn that completes it (Started, Completed). */
+static void run_to_completion(duro_provider *p, const char *id,
+                              const char *name)
+{
+    start_instance(p, id, name);
+    duro_orch_item *item = fetch_one(p);
+    duro_event ev[2] = {
+        {.event_id = 1, .kind = DURO_EVENT_ORCHESTRATION_STARTED, .name = name},
+        {.event_id = 2,
+         .kind = DURO_EVENT_ORCHESTRATION_COMPLETED,
+         .payload = "{\"ok\":true}"}};
+    duro_instance_meta meta = {.status = DURO_STATUS_COMPLETED,
+                               .name = name,
+                               .output = "{\"ok\":true}"};
+    duro_orch_ack ack = {.execution_id = 1,
+                         .history_delta = ev,
+                         .history_delta_count = 2,
+                         .meta = &meta};
+    duro_error e;
+    MUST("ack (complete)",
+         p->ack_orchestration_item(p, item->lock_token, &ack, &e), &e);
+    duro_orch_item_free(item);
+}
+
+/* Instances of `name` with a cancellation requested, and in all. */
+static size_t requested_of(duro_provider *p, const char *name, size_t *total)
+{
+    duro_instance_filter f = {.name = name};
+    duro_instance_list *l = NULL;
+    duro_error e;
+    MUST("list_instances", p->list_instances(p, &f, &l, &e), &e);
+    size_t n = 0;
+    for (size_t i = 0; i < l->count; i++)
+        n += l->items[i].cancel_requested_ms != 0;
+    *total = l->count;
+    duro_instance_list_free(l);
+    return n;
+}
+
+typedef struct writer_thread {
+    duro_provider *p;
+    _Atomic int stop;
+    double max_ms;
+    long writes;
+} writer_thread;
+
+/* Raises events on a live instance, one a millisecond (a busy runtime's
+ * commits, not a saturating loop), until told to stop; keeps its slowest
+ * write. */
+static void *writer_loop(void *arg)
+{
+    writer_thread *t = arg;
+    duro_work_item ev = {.kind = DURO_WORK_EXTERNAL_EVENT,
+                         .instance_id = "bulk-live",
+                         .name = "tick"};
+    while (!atomic_load(&t->stop)) {
+        duro_error e;
+        double t0 = now_s();
+        MUST("enqueue event", t->p->enqueue_for_orchestrator(t->p, &ev, 0, &e),
+             &e);
+        double ms = (now_s() - t0) * 1000.0;
+        if (ms > t->max_ms)
+            t->max_ms = ms;
+        t->writes++;
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+    return NULL;
+}
+
+static void remove_store(const char *path)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    char file[700];
+    for (int i = 0; i < 3; i++) {
+        snprintf(file, sizeof(file), "%s%s", path, suffixes[i]);
+        unlink(file);
+    }
+}
+
+static void print_runs(const char *workload, long n, long other, double *ms,
+                       const char *extra)
+{
+    qsort(ms, BULK_RUNS, sizeof(ms[0]), compare_double);
+    printf("{\"bench\":\"store\",\"workload\":\"%s\",\"provider\":\"%s\","
+           "\"instances\":%ld,\"other\":%ld,\"batch\":%d,\"runs\":%d,"
+           "\"ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f%s}\n",
+           workload, provider_name, n, other, DURO_BULK_BATCH_MAX, BULK_RUNS,
+           ms[BULK_RUNS / 2], ms[0], ms[BULK_RUNS - 1], extra);
+    fflush(stdout);
+}
+
+/* Each run on a fresh store file in dir. */
+static void bulk(const char *dir, long n)
+{
+    long other = n / 10 > 0 ? n / 10 : 1;
+    double cancel_ms[BULK_RUNS], dry_ms[BULK_RUNS], purge_ms[BULK_RUNS];
+    double write_max[BULK_RUNS];
+    long writes = 0;
+    char path[600], url[640], id[64];
+    for (int run = 0; run < BULK_RUNS; run++) {
+        /* Cancel by name: n of "bulk-a" beside `other` of "bulk-b". */
+        snprintf(path, sizeof(path), "%s/bulk-cancel-%d.db", dir, run);
+        snprintf(url, sizeof(url), "sqlite:%s", path);
+        duro_provider *p = open_store(url);
+        for (long i = 0; i < n; i++) {
+            snprintf(id, sizeof(id), "a-%07ld", i);
+            start_instance(p, id, "bulk-a");
+        }
+        for (long i = 0; i < other; i++) {
+            snprintf(id, sizeof(id), "b-%07ld", i);
+            start_instance(p, id, "bulk-b");
+        }
+        duro_bulk_filter f = {.name = "bulk-a"};
+        duro_bulk_result *r = NULL;
+        duro_error e;
+        double t0 = now_s();
+        MUST("cancel_matching (dry run)",
+             p->cancel_matching(p, &f, "bench", "store_bench", 1, 0, &r, &e),
+             &e);
+        dry_ms[run] = (now_s() - t0) * 1000.0;
+        duro_bulk_result_free(r);
+        t0 = now_s();
+        MUST("cancel_matching",
+             p->cancel_matching(p, &f, "bench", "store_bench", 0, 0, &r, &e),
+             &e);
+        cancel_ms[run] = (now_s() - t0) * 1000.0;
+        size_t total = 0;
+        if (r->count != (uint64_t)n ||
+            requested_of(p, "bulk-a", &total) != (size_t)n) {
+            fprintf(stderr, "store_bench: cancelled %llu of %ld\n",
+                    (unsigned long long)r->count, n);
+            exit(1);
+        }
+        duro_bulk_result_free(r);
+        if (requested_of(p, "bulk-b", &total) != 0 || total != (size_t)other) {
+            fprintf(stderr, "store_bench: the other name was touched\n");
+            exit(1);
+        }
+        duro_provider_close(p);
+        remove_store(path);
+
+        /* Purge n finished instances while a writer keeps writing. */
+        snprintf(path, sizeof(path), "%s/bulk-purge-%d.db", dir, run);
+        snprintf(url, sizeof(url), "sqlite:%s", path);
+        p = open_store(url);
+        for (long i = 0; i < n; i++) {
+            snprintf(id, sizeof(id), "d-%07ld", i);
+            run_to_completion(p, id, "bulk-done");
+        }
+        start_instance(p, "bulk-live", "bulk-live");
+        writer_thread w = {.p = p};
+        pthread_t tid;
+        pthread_create(&tid, NULL, writer_loop, &w);
+        duro_bulk_filter pf = {.finished_before_ms = INT64_MAX};
+        t0 = now_s();
+        MUST("purge_instances", p->purge_instances(p, &pf, 0, 0, &r, &e), &e);
+        purge_ms[run] = (now_s() - t0) * 1000.0;
+        atomic_store(&w.stop, 1);
+        pthread_join(tid, NULL);
+        write_max[run] = w.max_ms;
+        writes += w.writes;
+        if (r->count != (uint64_t)n || requested_of(p, "bulk-done", &total) ||
+            total != 0) {
+            fprintf(stderr, "store_bench: purged %llu of %ld\n",
+                    (unsigned long long)r->count, n);
+            exit(1);
+        }
+        duro_bulk_result_free(r);
+        if (requested_of(p, "bulk-live", &total) != 0 || total != 1) {
+            fprintf(stderr, "store_bench: the live instance was touched\n");
+            exit(1);
+        }
+        duro_provider_close(p);
+        remove_store(path);
+    }
+    print_runs("bulk_cancel_by_name_dry_run", n, other, dry_ms, "");
+    print_runs("bulk_cancel_by_name", n, other, cancel_ms,
+               ",\"other_untouched\":true");
+    qsort(write_max, BULK_RUNS, sizeof(write_max[0]), compare_double);
+    char extra[160];
+    snprintf(extra, sizeof(extra),
+             ",\"concurrent_writes\":%ld,\"slowest_write_ms\":%.3f,"
+             "\"slowest_write_max_ms\":%.3f",
+             writes, write_max[BULK_RUNS / 2], write_max[BULK_RUNS - 1]);
+    print_runs("bulk_purge", n, 0, purge_ms, extra);
+}
+
 /* ---- main -----------------------------------------------------------------
  */
 
@@ -421,7 +626,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: store_bench [--workload work_roundtrip|orch_roundtrip|"
-            "mass_cancel|all] [--n N] [--threads T] [--url sqlite:PATH]\n");
+            "mass_cancel|bulk|all] [--n N] [--threads T] "
+            "[--url sqlite:PATH]\n");
     exit(2);
 }
 
@@ -448,7 +654,7 @@ int main(int argc, char **argv)
     int all = strcmp(workload, "all") == 0;
     if (!all && strcmp(workload, "work_roundtrip") != 0 &&
         strcmp(workload, "orch_roundtrip") != 0 &&
-        strcmp(workload, "mass_cancel") != 0)
+        strcmp(workload, "mass_cancel") != 0 && strcmp(workload, "bulk") != 0)
         usage();
     if (n < 0 || threads < 0 || threads > 64)
         usage();
@@ -481,6 +687,11 @@ int main(int argc, char **argv)
             orch_roundtrip(url, n > 0 ? n : 5000, thread_counts[i]);
     if (all || strcmp(workload, "mass_cancel") == 0)
         mass_cancel(url, n > 0 ? n : 10000);
+    if ((all || strcmp(workload, "bulk") == 0) && dir[0] == '\0')
+        fprintf(stderr, "store_bench: bulk needs fresh stores of its own; "
+                        "run it without --url\n");
+    else if (all || strcmp(workload, "bulk") == 0)
+        bulk(dir, n > 0 ? n : 10000);
 
     if (dir[0] != '\0') {
         static const char *const suffixes[] = {"", "-wal", "-shm"};

@@ -661,17 +661,116 @@ DURO_API int duro_client_start(duro_client *c, const char *instance_id,
 DURO_API int duro_client_raise_event(duro_client *c, const char *instance_id,
                                      const char *name, const char *payload);
 
-/** Requests cancellation with a reason and who asked (both may be NULL).
- * Cancelling a cancelled instance (or one with a cancel pending) is DURO_OK
- * and the first reason is kept; a completed or failed one is
- * DURO_INVALID_STATE and nothing changes; an unknown one DURO_NOT_FOUND.
+/** Requests cancellation with a reason and who asked (both may be NULL;
+ * reason NULL: "cancelled"). Cancelling a cancelled instance (or one with a
+ * cancel pending) is DURO_OK and the first reason is kept; a completed or
+ * failed one is DURO_INVALID_STATE and nothing changes; an unknown one
+ * DURO_NOT_FOUND. The request shows in the status at once
+ * (cancel_requested_ms, cancel_reason, cancelled_by); the instance becomes
+ * Cancelled at its next turn. With a provider of version 4 the check and
+ * the request are one transaction.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_cancel(duro_client *c, const char *instance_id,
                                 const char *reason, const char *requested_by);
 
+/** Requests cancellation of @p count instances with one reason and
+ * requester (both may be NULL; reason NULL: "cancelled") and reports one
+ * outcome per id in @p results (caller-provided, @p count entries):
+ * results[i] is for instance_ids[i] (see duro_cancel_outcome: cancelled,
+ * already cancelled - a cancel pending counts -, not found, not cancellable
+ * with the status it has). An id that appears more than once is cancelled
+ * once, at its first occurrence; every later occurrence gets
+ * DURO_CANCEL_DUPLICATE and the first one's status. Runs in transactions of
+ * up to DURO_BULK_BATCH_MAX distinct ids, each deciding and recording its
+ * outcomes at once; never one round trip per id. @p count 0 is DURO_OK.
+ * @return DURO_OK; DURO_INVALID for a NULL client, or a NULL
+ * @p instance_ids or @p results with @p count > 0, or a NULL or empty id
+ * (nothing is done then); DURO_TOO_LARGE for an id, reason or requester
+ * over 1024 bytes; DURO_UNSUPPORTED when the store's provider is older
+ * than version 4; a storage error otherwise. After a storage error the
+ * transactions that committed before it stand, and their ids' results are
+ * filled; the others are zero (DURO_CANCEL_NONE). Repeating the call is
+ * safe: what was cancelled then reports "already cancelled".
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_cancel_many(duro_client *c,
+                                     const char *const *instance_ids,
+                                     size_t count, const char *reason,
+                                     const char *requested_by,
+                                     duro_cancel_result *results);
+
+typedef struct duro_bulk_options {
+    int version;
+    int dry_run;    /* 1: change nothing; report what a real run starting
+                       now would do */
+    size_t max_ids; /* ids to return in the result (0: only the count) */
+} duro_bulk_options;
+
+/** Sets version and every default (a real run, no ids). NULL is a no-op.
+ * @note Any thread. */
+DURO_API void duro_bulk_options_init(duro_bulk_options *o);
+
+/** Requests cancellation of every instance @p filter selects (name,
+ * version, created range; status_mask within Pending and Running, 0: both)
+ * that has no cancellation requested yet, with one reason and requester
+ * (both may be NULL; reason NULL: "cancelled"). The set is what matched
+ * when the call started: instances created meanwhile are not cancelled.
+ * Runs in transactions of up to DURO_BULK_BATCH_MAX instances. With
+ * opts->dry_run nothing changes and the result is exactly the set a real
+ * run would cancel now. @p opts NULL: defaults (a real run).
+ * *out (caller-owned, free with duro_bulk_result_free()) holds how many
+ * were (would be) cancelled and the first opts->max_ids of their ids, in id
+ * order.
+ * @return DURO_OK; DURO_INVALID for a NULL client, @p filter or @p out, a
+ * status outside Pending and Running, or a finished_before_ms;
+ * DURO_TOO_LARGE for a name, version, reason or requester over 1024 bytes;
+ * DURO_UNSUPPORTED for a provider older than version 4; a storage error
+ * otherwise (*out NULL; transactions that committed before it stand, and
+ * repeating the call cancels the rest).
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_cancel_matching(duro_client *c,
+                                         const duro_bulk_filter *filter,
+                                         const char *reason,
+                                         const char *requested_by,
+                                         const duro_bulk_options *opts,
+                                         duro_bulk_result **out);
+
+/** Deletes finished instances for retention: every instance @p filter
+ * selects, where filter->finished_before_ms is required and
+ * filter->status_mask may hold only Completed, Failed and Cancelled (0: all
+ * three). Pending and Running instances are never purged: asking for them
+ * is DURO_INVALID and changes nothing. Like duro_client_delete(), an
+ * instance goes with its sub-orchestrations (whatever their name or age),
+ * and only when all of them are finished too; otherwise it is kept whole.
+ * Runs in transactions of up to DURO_BULK_BATCH_MAX selected instances, so
+ * writers are never held up for long; the set is fixed when the call
+ * starts; opts->dry_run changes nothing and reports exactly what a real run
+ * would delete now. *out (caller-owned, free with duro_bulk_result_free())
+ * holds how many instances were (would be) deleted, sub-orchestrations
+ * included, and the first opts->max_ids of their ids. @p opts NULL:
+ * defaults.
+ * @return DURO_OK; DURO_INVALID for a NULL client, @p filter or @p out, a
+ * missing finished_before_ms or a live status; DURO_TOO_LARGE for a name or
+ * version over 1024 bytes; DURO_UNSUPPORTED for a provider older than
+ * version 4; a storage error otherwise (*out NULL; transactions that
+ * committed before it stand, and repeating the call purges the rest).
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_purge(duro_client *c, const duro_bulk_filter *filter,
+                               const duro_bulk_options *opts,
+                               duro_bulk_result **out);
+
 /** Status of @p instance_id; status DURO_STATUS_NOT_FOUND (and DURO_OK) when
  * it does not exist. Continue-as-new chains report the latest execution.
- * Caller-owned: free with duro_free().
+ * Besides status and result it tells who cancelled it and why
+ * (cancelled_by, cancel_reason, cancel_requested_ms: set as soon as the
+ * request is made, before the instance is Cancelled), when it finished
+ * (finished_ms), and why it is stuck: last_problem, last_problem_ms and
+ * next_attempt_ms are the last problem a runtime met with it (an
+ * unregistered orchestration or activity, a batch or activity delivered
+ * again and again, nondeterminism) and when it tries again (0: it does
+ * not). A runtime clears the problem once it makes progress; a problem
+ * that ended the instance (nondeterminism, poison, an orchestration never
+ * registered) stays. These fields are zero / NULL with a provider older
+ * than version 4. Caller-owned: free with duro_free().
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_get_status(duro_client *c, const char *instance_id,
                                     duro_instance_info **out);

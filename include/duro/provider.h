@@ -218,6 +218,20 @@ typedef struct duro_instance_info {
     const char *custom_status; /* NULL when never set */
     const char *parent_instance;
     uint64_t history_count; /* events in the current execution */
+    /* Appended in version 4 (see the note on version 4 below). */
+    const char *cancel_reason;   /* the first cancellation requested while
+                                    the instance was Pending or Running;
+                                    NULL when none, or none was given */
+    const char *cancelled_by;    /* who asked for it; NULL when not given */
+    int64_t cancel_requested_ms; /* when it was requested; 0: never */
+    int64_t finished_ms;         /* when the instance became Completed,
+                                    Failed or Cancelled; 0 before */
+    const char *last_problem;    /* why a runtime cannot make progress with
+                                    the instance (set_instance_problem);
+                                    NULL when nothing is wrong */
+    int64_t last_problem_ms;     /* when it was recorded; 0: none */
+    int64_t next_attempt_ms;     /* when the runtime tries again; 0: no
+                                    retry planned (or no problem) */
 } duro_instance_info;
 
 /* What a turn writes to the instance and execution rows. NULL strings and
@@ -237,7 +251,80 @@ typedef struct duro_instance_meta {
     const char *parent_instance;
     uint64_t parent_execution;
     uint64_t parent_event_id;
+    /* Appended in version 4: the instance's last problem, written by the
+     * same transaction (no retry planned: next_attempt_ms 0). An ack that
+     * ends the execution (Completed, Failed, Cancelled, continue-as-new)
+     * replaces the stored problem with this one, clearing it when NULL:
+     * a finished instance shows only the failure that ended it (poison,
+     * nondeterminism, an orchestration never registered, the history cap)
+     * and never a stale retry. Any other ack writes it when not NULL and
+     * keeps the stored one when NULL. */
+    const char *problem;
 } duro_instance_meta;
+
+/* What cancel_matching and purge_instances select. Zero / NULL fields do
+ * not filter; each method says which statuses it accepts. */
+typedef struct duro_bulk_filter {
+    uint32_t status_mask;       /* bit (1u << status); 0: the method's
+                                   default set */
+    const char *name;           /* exact orchestration name */
+    const char *version;        /* exact orchestration version as stored:
+                                   the one asked for at start, then the one
+                                   that ran ("" for the default version) */
+    int64_t created_after_ms;   /* inclusive; 0 = no bound */
+    int64_t created_before_ms;  /* exclusive; 0 = no bound */
+    int64_t finished_before_ms; /* exclusive; purge only (required there) */
+} duro_bulk_filter;
+
+/* Instances handled per transaction by cancel_instances (its maximum
+ * count), cancel_matching and purge_instances. */
+#define DURO_BULK_BATCH_MAX 500
+
+/* What a cancel request did for one instance (cancel_instances,
+ * duro_client_cancel_many). Values are append-only. */
+typedef enum duro_cancel_outcome {
+    DURO_CANCEL_NONE = 0,              /* not decided: the call failed first */
+    DURO_CANCEL_CANCELLED = 1,         /* Pending or Running: this call
+                                          requested the cancellation; the
+                                          instance becomes Cancelled at its
+                                          next turn, unless a turn already
+                                          running finishes it first */
+    DURO_CANCEL_ALREADY_CANCELLED = 2, /* Cancelled, or Pending or Running
+                                          with a cancellation requested
+                                          before: nothing changed, the first
+                                          reason stays */
+    DURO_CANCEL_NOT_FOUND = 3,         /* no such instance */
+    DURO_CANCEL_NOT_CANCELLABLE = 4,   /* Completed or Failed (see status) */
+    DURO_CANCEL_DUPLICATE = 5          /* the id came earlier in the same
+                                          call; handled once, at its first
+                                          occurrence, whose status it
+                                          repeats */
+} duro_cancel_outcome;
+
+/** "cancelled", "already_cancelled", "not_found", "not_cancellable",
+ * "duplicate", "none"; "unknown" for any other value. Never NULL.
+ * @note Any thread. */
+DURO_API const char *duro_cancel_outcome_name(int outcome);
+
+typedef struct duro_cancel_result {
+    int outcome; /* duro_cancel_outcome */
+    int status;  /* the instance's duro_status when the outcome was decided,
+                    before this call changed anything;
+                    DURO_STATUS_NOT_FOUND when it does not exist */
+} duro_cancel_result;
+
+/* What cancel_matching and purge_instances did (or, in a dry run, would
+ * do), in one arena; free with duro_bulk_result_free(). */
+typedef struct duro_bulk_result {
+    duro_arena *arena;
+    uint64_t count;   /* instances cancelled or deleted */
+    const char **ids; /* the first id_count of them (see each method) */
+    size_t id_count;  /* min(count, the caller's max_ids) */
+} duro_bulk_result;
+
+/** Frees a bulk result; NULL is a no-op.
+ * @note One thread, after the last use of the result. */
+DURO_API void duro_bulk_result_free(duro_bulk_result *r);
 
 /* Filter of list_instances. Zero / NULL fields do not filter. */
 typedef struct duro_instance_filter {
@@ -278,6 +365,12 @@ typedef struct duro_orch_item {
     uint64_t history_offset;
     duro_event *history;
     size_t history_count;
+    /* Appended in version 4: what the instance row records, read in the
+     * fetch transaction (zero / NULL when there is no instance row). */
+    int64_t cancel_requested_ms; /* 0: no cancellation requested */
+    const char *cancel_reason;   /* the first request's reason */
+    const char *cancelled_by;    /* ... and requester */
+    const char *last_problem;    /* NULL: no problem recorded */
 } duro_orch_item;
 
 typedef struct duro_worker_item {
@@ -368,7 +461,7 @@ typedef enum duro_queue {
  * ids: 1024 bytes) fails DURO_TOO_LARGE. Such failures are not retryable and
  * change nothing. A token the provider never issued is DURO_LOCK_LOST. */
 
-#define DURO_PROVIDER_VERSION 3
+#define DURO_PROVIDER_VERSION 4
 
 typedef struct duro_provider duro_provider;
 
@@ -450,7 +543,9 @@ struct duro_provider {
      * after delay_ms. A START creates the instance row (status Pending) in
      * the same transaction and fails DURO_ALREADY_EXISTS when the instance
      * exists, unless the item carries DURO_START_IDEMPOTENT (then DURO_OK,
-     * nothing changed). Other kinds are enqueued as they are. */
+     * nothing changed). Other kinds are enqueued as they are. (Version 4:
+     * a CANCEL_INSTANCE also records the request on its instance; see
+     * "Cancellation requests" below.) */
     int (*enqueue_for_orchestrator)(duro_provider *p,
                                     const duro_work_item *item,
                                     int64_t delay_ms, duro_error *err);
@@ -605,6 +700,119 @@ struct duro_provider {
                                        uint64_t execution_id,
                                        uint64_t activity_id, char *reason,
                                        size_t reason_size, duro_error *err);
+
+    /* --- version 4 ------------------------------------------------------
+     * Operating on many instances at once, and why an instance is stuck.
+     * Callers report DURO_UNSUPPORTED (or fall back, where a version-3 way
+     * exists) when a provider's version is below 4 or the pointer is NULL.
+     * Version 4 also appended fields to duro_instance_info and
+     * duro_orch_item, which a version-4 provider fills; callers read them
+     * only from a provider whose version is 4 or more (one built against
+     * an older header allocates neither them nor the larger array stride
+     * of a list). It adds these rules to the methods above:
+     *
+     * Cancellation requests. Whenever a CANCEL_INSTANCE is enqueued
+     * (enqueue_for_orchestrator, step 5 of an ack, cancel_instances,
+     * cancel_matching) for an instance that is Pending or Running and has
+     * no cancellation requested yet, the same transaction records the
+     * request on the instance: cancel_requested_ms (now), cancel_reason and
+     * cancelled_by (the item's reason and requested_by). A later request
+     * changes nothing recorded: the first one stays, and stays after the
+     * instance ends (also when a turn already running completed or failed
+     * it, so the request had no effect). The fetched item carries the
+     * record (cancel_requested_ms, cancel_reason, cancelled_by), and a
+     * runtime writes that request, not the message's, into
+     * OrchestrationCancelRequested: history and status name the same
+     * reason and requester.
+     *
+     * Finish time. The ack whose meta makes an instance Completed, Failed
+     * or Cancelled sets its finished_ms (now); continue-as-new does not.
+     *
+     * Problems. last_problem, last_problem_ms and next_attempt_ms change
+     * only through set_instance_problem and an ack with meta (see
+     * duro_instance_meta.problem; checked like an error payload:
+     * DURO_TOO_LARGE over the payload maximum fails the whole ack). */
+
+    /* Records (problem not NULL) or clears (problem NULL) why a runtime
+     * cannot make progress with instance_id: last_problem = problem,
+     * last_problem_ms = now, next_attempt_ms as given (0: no retry
+     * planned); clearing sets the three to NULL / 0 / 0. One transaction
+     * that writes that instance row only: status, updated_ms, history and
+     * queues are untouched. Fails, changing nothing: DURO_NOT_FOUND (not
+     * retryable) when the instance does not exist; DURO_INVALID for a
+     * negative next_attempt_ms; DURO_TOO_LARGE for a problem longer than
+     * the payload maximum. Runtimes call it on failure paths and to clear a
+     * problem they saw, never on a healthy turn. */
+    int (*set_instance_problem)(duro_provider *p, const char *instance_id,
+                                const char *problem, int64_t next_attempt_ms,
+                                duro_error *err);
+
+    /* One transaction, all or nothing: for each of the count instances
+     * (at most DURO_BULK_BATCH_MAX, more fails DURO_TOO_LARGE; 0 is DURO_OK
+     * and changes nothing) decides an outcome from the state the
+     * transaction sees and fills results[i] for instance_ids[i] (see
+     * duro_cancel_outcome): a Pending or Running instance with no
+     * cancellation requested gets a CANCEL_INSTANCE carrying reason and
+     * requested_by (each may be NULL), visible at once, and the request is
+     * recorded on it (DURO_CANCEL_CANCELLED); nothing else changes. An id
+     * given more than once is handled at its first occurrence; the later
+     * ones get DURO_CANCEL_DUPLICATE and the first one's status. A NULL
+     * instance_ids or results with count > 0, or a NULL or empty id, fails
+     * DURO_INVALID; on any failure results are left zero. */
+    int (*cancel_instances)(duro_provider *p, const char *const *instance_ids,
+                            size_t count, const char *reason,
+                            const char *requested_by,
+                            duro_cancel_result *results, duro_error *err);
+
+    /* Requests cancellation, as cancel_instances does, of every instance
+     * that filter selects and that is Pending or Running with no
+     * cancellation requested yet. filter->status_mask may hold only
+     * Pending and Running (0: both) and finished_before_ms must be 0,
+     * else DURO_INVALID; a NULL filter or out fails DURO_INVALID.
+     *
+     * The set is fixed when the call starts: an instance created (or that
+     * begins to match) after that moment is not cancelled, however long
+     * the call runs; one of the set that stopped being cancellable by the
+     * time its turn comes (finished, cancelled by another caller, deleted)
+     * is skipped. Instances are handled in id order, in transactions of at
+     * most DURO_BULK_BATCH_MAX, each all or nothing; a failure ends the
+     * call, and the transactions committed before it stay (repeating the
+     * call cancels the rest; what it already cancelled is skipped then).
+     * With dry_run nothing is written: the result is exactly the set a
+     * real run starting at that moment would cancel.
+     *
+     * *out (free with duro_bulk_result_free) holds how many instances were
+     * (dry run: would be) cancelled and the first max_ids of their ids, in
+     * id order. A call that fails leaves *out NULL. Reads and writes in
+     * bounded batches: memory does not grow with the number of matches
+     * beyond max_ids. */
+    int (*cancel_matching)(duro_provider *p, const duro_bulk_filter *filter,
+                           const char *reason, const char *requested_by,
+                           int dry_run, size_t max_ids, duro_bulk_result **out,
+                           duro_error *err);
+
+    /* Deletes finished instances, for retention: every instance that
+     * filter selects, where filter->status_mask may hold only Completed,
+     * Failed and Cancelled (0: all three) and filter->finished_before_ms
+     * (exclusive) is required; any other status bit, a missing
+     * finished_before_ms, or a NULL filter or out fails DURO_INVALID and
+     * changes nothing: Pending and Running instances are never purged.
+     *
+     * As delete_instance does, an instance goes with all its descendants
+     * (through parent links, whatever their name or age: its executions,
+     * history, queued messages and worker rows too), and only when it and
+     * every descendant are Completed, Failed or Cancelled; otherwise it is
+     * kept whole. A selected instance that has a selected ancestor is
+     * handled with that ancestor (purged with it, or kept with it).
+     *
+     * The fixed set, id order, batching (at most DURO_BULK_BATCH_MAX
+     * selected instances per transaction, with their descendants), failure,
+     * dry_run and memory as cancel_matching. *out: how many instances were
+     * (would be) deleted, descendants included, and the first max_ids of
+     * their ids, batch by batch, each batch in id order. */
+    int (*purge_instances)(duro_provider *p, const duro_bulk_filter *filter,
+                           int dry_run, size_t max_ids, duro_bulk_result **out,
+                           duro_error *err);
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

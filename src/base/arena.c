@@ -101,3 +101,9 @@ void duro_instance_list_free(duro_instance_list *list)
     if (list != NULL)
         duro_arena_destroy(list->arena);
 }
+
+void duro_bulk_result_free(duro_bulk_result *r)
+{
+    if (r != NULL)
+        duro_arena_destroy(r->arena);
+}

@@ -94,6 +94,16 @@ const char *duro_event_kind_name(int kind)
     return names[kind];
 }
 
+const char *duro_cancel_outcome_name(int outcome)
+{
+    static const char *const names[] = {
+        "none",      "cancelled",       "already_cancelled",
+        "not_found", "not_cancellable", "duplicate"};
+    if (outcome < 0 || (size_t)outcome >= DURO__ARRAY_LEN(names))
+        return "unknown";
+    return names[outcome];
+}
+
 void duro_error_clear(duro_error *err)
 {
     if (err == NULL)

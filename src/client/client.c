@@ -3,6 +3,7 @@
  * holds no state but its provider, so it may be used from any thread at
  * once. Calls are refused (DURO_MISUSE) from orchestration code, where a
  * blocking, nondeterministic store access would break replay. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
@@ -165,17 +166,57 @@ int duro_client_raise_event(duro_client *c, const char *instance_id,
     return DURO_OK;
 }
 
-int duro_client_cancel(duro_client *c, const char *instance_id,
-                       const char *reason, const char *requested_by)
+/* 1 when the provider has version-4 method `m`. */
+#define HAS_V4(p, m) ((p)->version >= 4 && (p)->m != NULL)
+
+static int check_reason(const char *reason, const char *requested_by)
 {
-    int rc, status;
-    if ((rc = enter(c, "instance id", instance_id)) != DURO_OK)
-        return rc;
     if ((reason && strlen(reason) > ID_MAX) ||
         (requested_by && strlen(requested_by) > ID_MAX))
         return duro__fail(DURO_TOO_LARGE,
                           "reason or requested_by longer than %d bytes",
                           ID_MAX);
+    return DURO_OK;
+}
+
+static int unsupported(const duro_client *c, const char *what)
+{
+    return duro__fail(DURO_UNSUPPORTED,
+                      "%s needs a store provider of version 4; '%s' is "
+                      "version %d",
+                      what, c->provider->name ? c->provider->name : "?",
+                      c->provider->version);
+}
+
+int duro_client_cancel(duro_client *c, const char *instance_id,
+                       const char *reason, const char *requested_by)
+{
+    int rc, status;
+    if ((rc = enter(c, "instance id", instance_id)) != DURO_OK ||
+        (rc = check_reason(reason, requested_by)) != DURO_OK)
+        return rc;
+    duro_provider *p = c->provider;
+    if (HAS_V4(p, cancel_instances)) {
+        /* The check and the request in one transaction. */
+        duro_cancel_result r;
+        duro_error err;
+        if (p->cancel_instances(p, &instance_id, 1,
+                                reason ? reason : "cancelled", requested_by, &r,
+                                &err) != DURO_OK)
+            return duro__fail_from(&err);
+        switch (r.outcome) {
+        case DURO_CANCEL_CANCELLED:
+        case DURO_CANCEL_ALREADY_CANCELLED:
+            return DURO_OK; /* idempotent: the first reason stays */
+        case DURO_CANCEL_NOT_FOUND:
+            return duro__fail(DURO_NOT_FOUND, "instance '%s' does not exist",
+                              instance_id);
+        default:
+            return duro__fail(DURO_INVALID_STATE,
+                              "instance '%s' is already %s; nothing to cancel",
+                              instance_id, duro_status_name(r.status));
+        }
+    }
     if ((rc = instance_status(c, instance_id, &status)) != DURO_OK)
         return rc;
     if (status == DURO_STATUS_CANCELLED)
@@ -195,12 +236,191 @@ int duro_client_cancel(duro_client *c, const char *instance_id,
     return DURO_OK;
 }
 
-/* A caller-owned copy of one info in a single allocation. */
-static duro_instance_info *copy_info(const duro_instance_info *src)
+/* One id of a cancel_many call and where it stands in the caller's array,
+ * for finding repeated ids by sorting. */
+typedef struct id_at {
+    const char *id;
+    size_t at;
+} id_at;
+
+static int compare_id_at(const void *x, const void *y)
 {
-    const char *strs[] = {src->instance_id,    src->name,  src->version,
-                          src->output,         src->error, src->custom_status,
-                          src->parent_instance};
+    const id_at *a = x, *b = y;
+    int c = strcmp(a->id, b->id);
+    if (c != 0)
+        return c;
+    return (a->at > b->at) - (a->at < b->at);
+}
+
+int duro_client_cancel_many(duro_client *c, const char *const *instance_ids,
+                            size_t count, const char *reason,
+                            const char *requested_by,
+                            duro_cancel_result *results)
+{
+    int rc = enter(c, NULL, NULL);
+    if (rc != DURO_OK)
+        return rc;
+    if (count == 0)
+        return DURO_OK;
+    if (instance_ids == NULL || results == NULL)
+        return duro__fail(DURO_INVALID, "instance_ids or results is NULL");
+    if (count > SIZE_MAX / sizeof(id_at))
+        return duro__fail(DURO_TOO_LARGE, "%zu ids", count);
+    memset(results, 0, count * sizeof(*results));
+    for (size_t i = 0; i < count; i++)
+        if ((rc = check_id("instance id", instance_ids[i])) != DURO_OK)
+            return rc;
+    if ((rc = check_reason(reason, requested_by)) != DURO_OK)
+        return rc;
+    duro_provider *p = c->provider;
+    if (!HAS_V4(p, cancel_instances))
+        return unsupported(c, "duro_client_cancel_many");
+
+    /* first[i]: where the first occurrence of instance_ids[i] is. */
+    id_at *sorted = duro__malloc(count * sizeof(*sorted));
+    size_t *first = duro__malloc(count * sizeof(*first));
+    const char **batch = duro__malloc(DURO_BULK_BATCH_MAX * sizeof(*batch));
+    size_t *batch_at = duro__malloc(DURO_BULK_BATCH_MAX * sizeof(*batch_at));
+    duro_cancel_result *got = duro__malloc(DURO_BULK_BATCH_MAX * sizeof(*got));
+    if (sorted == NULL || first == NULL || batch == NULL || batch_at == NULL ||
+        got == NULL) {
+        rc = duro__fail(DURO_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++)
+        sorted[i] = (id_at){instance_ids[i], i};
+    qsort(sorted, count, sizeof(*sorted), compare_id_at);
+    for (size_t i = 0; i < count; i++)
+        first[sorted[i].at] =
+            i > 0 && strcmp(sorted[i].id, sorted[i - 1].id) == 0
+                ? first[sorted[i - 1].at]
+                : sorted[i].at;
+
+    /* Distinct ids in the caller's order, DURO_BULK_BATCH_MAX a call. */
+    const char *why = reason ? reason : "cancelled";
+    size_t next = 0;
+    while (next < count) {
+        size_t n = 0;
+        for (; next < count && n < DURO_BULK_BATCH_MAX; next++) {
+            if (first[next] != next)
+                continue;
+            batch[n] = instance_ids[next];
+            batch_at[n++] = next;
+        }
+        if (n == 0)
+            break;
+        duro_error err;
+        if (p->cancel_instances(p, batch, n, why, requested_by, got, &err) !=
+            DURO_OK) {
+            rc = duro__fail_from(&err);
+            break;
+        }
+        for (size_t k = 0; k < n; k++)
+            results[batch_at[k]] = got[k];
+    }
+    /* Later occurrences repeat the first one's status. */
+    for (size_t i = 0; i < count; i++) {
+        if (first[i] != i && results[first[i]].outcome != DURO_CANCEL_NONE) {
+            results[i].outcome = DURO_CANCEL_DUPLICATE;
+            results[i].status = results[first[i]].status;
+        }
+    }
+done:
+    duro__free(sorted);
+    duro__free(first);
+    duro__free(batch);
+    duro__free(batch_at);
+    duro__free(got);
+    return rc;
+}
+
+void duro_bulk_options_init(duro_bulk_options *o)
+{
+    if (o == NULL)
+        return;
+    memset(o, 0, sizeof(*o));
+    o->version = 1;
+}
+
+/* The checks the two bulk calls start with. */
+static int enter_bulk(duro_client *c, const duro_bulk_filter *filter,
+                      duro_bulk_result **out, const char *what)
+{
+    if (out == NULL)
+        return duro__fail(DURO_INVALID, "out is NULL");
+    *out = NULL;
+    int rc = enter(c, NULL, NULL);
+    if (rc != DURO_OK)
+        return rc;
+    if (filter == NULL)
+        return duro__fail(DURO_INVALID, "filter is NULL");
+    if ((filter->name && strlen(filter->name) > ID_MAX) ||
+        (filter->version && strlen(filter->version) > ID_MAX))
+        return duro__fail(DURO_TOO_LARGE,
+                          "name or version filter longer than %d bytes",
+                          ID_MAX);
+    duro_provider *p = c->provider;
+    if (p->version < 4 || p->cancel_matching == NULL ||
+        p->purge_instances == NULL)
+        return unsupported(c, what);
+    return DURO_OK;
+}
+
+int duro_client_cancel_matching(duro_client *c, const duro_bulk_filter *filter,
+                                const char *reason, const char *requested_by,
+                                const duro_bulk_options *opts,
+                                duro_bulk_result **out)
+{
+    int rc = enter_bulk(c, filter, out, "duro_client_cancel_matching");
+    if (rc == DURO_OK)
+        rc = check_reason(reason, requested_by);
+    if (rc != DURO_OK)
+        return rc;
+    duro_bulk_options defaults;
+    duro_bulk_options_init(&defaults);
+    const duro_bulk_options *o = opts != NULL ? opts : &defaults;
+    duro_error err;
+    duro_provider *p = c->provider;
+    if (p->cancel_matching(p, filter, reason ? reason : "cancelled",
+                           requested_by, o->dry_run, o->max_ids, out,
+                           &err) != DURO_OK)
+        return duro__fail_from(&err);
+    return DURO_OK;
+}
+
+int duro_client_purge(duro_client *c, const duro_bulk_filter *filter,
+                      const duro_bulk_options *opts, duro_bulk_result **out)
+{
+    int rc = enter_bulk(c, filter, out, "duro_client_purge");
+    if (rc != DURO_OK)
+        return rc;
+    duro_bulk_options defaults;
+    duro_bulk_options_init(&defaults);
+    const duro_bulk_options *o = opts != NULL ? opts : &defaults;
+    duro_error err;
+    duro_provider *p = c->provider;
+    if (p->purge_instances(p, filter, o->dry_run, o->max_ids, out, &err) !=
+        DURO_OK)
+        return duro__fail_from(&err);
+    return DURO_OK;
+}
+
+/* A caller-owned copy of one info in a single allocation. The fields
+ * version 4 appended are zero / NULL with an older provider. */
+static duro_instance_info *copy_info(const duro_instance_info *src, int v4)
+{
+    duro_instance_info in = *src;
+    if (!v4) {
+        in.cancel_reason = in.cancelled_by = in.last_problem = NULL;
+        in.cancel_requested_ms = in.finished_ms = 0;
+        in.last_problem_ms = in.next_attempt_ms = 0;
+    }
+    src = &in;
+    const char *strs[] = {src->instance_id,     src->name,
+                          src->version,         src->output,
+                          src->error,           src->custom_status,
+                          src->parent_instance, src->cancel_reason,
+                          src->cancelled_by,    src->last_problem};
     size_t n = sizeof(duro_instance_info);
     for (size_t i = 0; i < DURO__ARRAY_LEN(strs); i++)
         if (strs[i] != NULL)
@@ -210,9 +430,11 @@ static duro_instance_info *copy_info(const duro_instance_info *src)
         return NULL;
     *d = *src;
     char *p = (char *)(d + 1);
-    const char **dst[] = {&d->instance_id,    &d->name,  &d->version,
-                          &d->output,         &d->error, &d->custom_status,
-                          &d->parent_instance};
+    const char **dst[] = {&d->instance_id,     &d->name,
+                          &d->version,         &d->output,
+                          &d->error,           &d->custom_status,
+                          &d->parent_instance, &d->cancel_reason,
+                          &d->cancelled_by,    &d->last_problem};
     for (size_t i = 0; i < DURO__ARRAY_LEN(strs); i++) {
         if (strs[i] == NULL) {
             *dst[i] = NULL;
@@ -244,7 +466,7 @@ int duro_client_get_status(duro_client *c, const char *instance_id,
         return duro__fail_from(&err);
     const duro_instance_info *src =
         rc == DURO_OK && list->count > 0 ? &list->items[0] : &missing;
-    *out = copy_info(src);
+    *out = copy_info(src, c->provider->version >= 4);
     duro_instance_list_free(list);
     return *out != NULL ? DURO_OK : duro__fail(DURO_NOMEM, "out of memory");
 }

@@ -23,6 +23,9 @@ typedef struct turn_ctx {
                               one transaction (provider version 2) */
     char limit_why[DURO_ERROR_MESSAGE_MAX]; /* which history cap applied,
                                                when DURO_HISTORY_LIMIT */
+    char problem[DURO_ERROR_MESSAGE_MAX];   /* why the batch was abandoned
+                                               for another try, "" if not */
+    int64_t retry_at;                       /* when it comes back (wall) */
 } turn_ctx;
 
 static int64_t unknown_name_delay(const duro_runtime *rt, uint32_t attempt)
@@ -31,6 +34,18 @@ static int64_t unknown_name_delay(const duro_runtime *rt, uint32_t attempt)
     for (uint32_t i = 1; i < attempt && d < 60000; i++)
         d *= 2;
     return DURO__MIN(d, 60000);
+}
+
+/* Abandons the batch after a failed turn and notes why, for the instance's
+ * status (process_item records it). */
+static void retry_later(turn_ctx *c, int64_t delay_ms, const char *what,
+                        const char *detail)
+{
+    snprintf(c->problem, sizeof(c->problem),
+             "%s (delivery %u; the batch fails as poison after "
+             "max_attempts %u): %.300s",
+             what, c->item->attempt, c->rt->opts.max_attempts, detail);
+    c->retry_at = duro__wall_ms() + delay_ms;
 }
 
 static void abandon(turn_ctx *c, int64_t delay_ms)
@@ -159,6 +174,7 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
     int rc = get_engine(c, fn, user, &e, &hist, &hist_count, &warm);
     if (rc != DURO_OK) {
         abandon(c, 1000);
+        retry_later(c, 1000, "the turn could not start", duro_strerror(rc));
         return rc;
     }
     duro__turn_reset(turn);
@@ -195,6 +211,7 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
                   c->item->instance_id, duro_strerror(rc));
         duro__engine_destroy(e);
         abandon(c, 1000);
+        retry_later(c, 1000, "the turn could not run", duro_strerror(rc));
         return rc;
     }
     uint64_t stored =
@@ -209,6 +226,11 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
         duro__engine_destroy(e);
         return DURO_HISTORY_LIMIT;
     }
+    /* A failure that ends the instance is its last problem too, written
+     * by the same transaction. */
+    if (turn->meta_changed && turn->meta.status == DURO_STATUS_FAILED &&
+        (terminate_status == DURO_STATUS_FAILED || turn->nondeterminism))
+        turn->meta.problem = turn->meta.error;
     duro_orch_ack ack = {.execution_id = c->plan.execution_id,
                          .history_delta = turn->delta,
                          .history_delta_count = turn->delta_count,
@@ -265,6 +287,8 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
                       "ack of instance '%s' failed: %s", c->item->instance_id,
                       err.message);
             abandon(c, err.retryable ? 10 : 1000);
+            retry_later(c, err.retryable ? 10 : 1000,
+                        "the turn could not be committed", err.message);
         }
         return rc;
     }
@@ -285,6 +309,36 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
     return DURO_OK;
 }
 
+/* A version-4 store records the first cancellation requested on the
+ * instance; the turn writes that one (not whichever message comes first in
+ * the batch) into OrchestrationCancelRequested, so history and status name
+ * the same reason and requester. */
+static void use_recorded_cancel(const duro_provider *p, duro_orch_item *item)
+{
+    if (p->version < 4 || item->cancel_requested_ms == 0)
+        return;
+    for (size_t i = 0; i < item->message_count; i++) {
+        duro_work_item *m = &item->messages[i];
+        if (m->kind == DURO_WORK_CANCEL_INSTANCE) {
+            m->reason = item->cancel_reason;
+            m->requested_by = item->cancelled_by;
+            return;
+        }
+    }
+}
+
+/* Problems and what clears them (see duro__runtime_set_problem): a batch
+ * that comes back for another try - an unregistered orchestration, a turn
+ * that failed to commit, a delivery count climbing because earlier
+ * deliveries died unseen - is recorded with the time of the next try. A
+ * failure that ends the instance (poison, nondeterminism, an orchestration
+ * never registered, the history cap) is written by the ending turn's own
+ * ack (meta.problem), and any other ending clears the problem in that
+ * transaction, so a finished instance never shows a stale retry. A
+ * committed turn of a batch delivered more than once clears the problem it
+ * was fetched with: its retries are over. (A first delivery does not: a
+ * problem an activity of the instance recorded is not resolved by a turn
+ * for something else.) */
 static void process_item(duro_runtime *rt, duro_orch_item *item,
                          duro__turn *turn, duro_orch_item **next)
 {
@@ -298,6 +352,8 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
         abandon(&c, 1000);
         return;
     }
+    use_recorded_cancel(c.p, item);
+    int had_problem = c.p->version >= 4 && item->last_problem != NULL;
     const char *name = c.plan.start ? c.plan.start->name : item->name;
     const char *version = c.plan.start ? c.plan.start->version : item->version;
     c.entry = duro__registry_find_orch(rt->registry, name, version);
@@ -336,6 +392,13 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
             duro__log(&rt->logger, DURO_LOG_WARN,
                       "%s (instance '%s'); retrying in %lld ms", why,
                       item->instance_id, (long long)delay);
+            char problem[DURO_ERROR_MESSAGE_MAX];
+            snprintf(problem, sizeof(problem),
+                     "%.400s in this runtime (attempt %u of %u, then the "
+                     "instance fails)",
+                     why, item->attempt, rt->opts.max_attempts);
+            duro__runtime_set_problem(rt, item->instance_id, problem,
+                                      duro__wall_ms() + delay);
             abandon(&c, delay);
             duro_history_free(c.full);
             return;
@@ -343,9 +406,28 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_CONFIGURATION);
     } else {
+        if (item->attempt > 1 && !had_problem && c.p->version >= 4) {
+            /* Earlier deliveries ended without a trace (a runtime that
+             * stopped, a lock that expired): if this one dies too, the
+             * climbing count is visible. */
+            char seen[DURO_ERROR_MESSAGE_MAX];
+            snprintf(seen, sizeof(seen),
+                     "a batch of instance '%.300s' was delivered %u times "
+                     "without a committed turn (earlier attempts stopped or "
+                     "lost their lock); it fails as poison after "
+                     "max_attempts %u",
+                     item->instance_id, item->attempt, rt->opts.max_attempts);
+            duro__runtime_set_problem(
+                rt, item->instance_id, seen,
+                duro__wall_ms() + rt->opts.orchestration_lock_timeout_ms);
+            had_problem = 1;
+        }
         c.next = next; /* the common path may fetch the next item at once */
         rc = run_and_ack(&c, 0, NULL, 0);
         c.next = NULL;
+        if (rc == DURO_OK && !turn->nondeterminism && had_problem &&
+            item->attempt > 1)
+            duro__runtime_set_problem(rt, item->instance_id, NULL, 0);
     }
     if (rc == DURO_HISTORY_LIMIT) {
         snprintf(why, sizeof(why), "history limit reached: %.480s",
@@ -360,18 +442,20 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
                                        .name = item->name,
                                        .version = item->version,
                                        .error = why,
-                                       .category =
-                                           DURO_CATEGORY_INFRASTRUCTURE};
+                                       .category = DURO_CATEGORY_INFRASTRUCTURE,
+                                       .problem = why};
             duro_orch_ack ack = {.execution_id = c.plan.execution_id,
                                  .meta = &meta};
             duro_error err;
-            if (c.p->ack_orchestration_item(c.p, item->lock_token, &ack,
-                                            &err) != DURO_OK)
+            rc = c.p->ack_orchestration_item(c.p, item->lock_token, &ack, &err);
+            if (rc != DURO_OK)
                 duro__log(&rt->logger, DURO_LOG_ERROR,
                           "could not fail instance '%s': %s", item->instance_id,
                           err.message);
         }
     }
+    if (rc != DURO_OK && c.problem[0] != '\0')
+        duro__runtime_set_problem(rt, item->instance_id, c.problem, c.retry_at);
     duro_history_free(c.full);
 }
 

@@ -214,6 +214,25 @@ void duro__runtime_pause(duro_runtime *rt, int64_t ms)
     }
 }
 
+void duro__runtime_set_problem(duro_runtime *rt, const char *instance_id,
+                               const char *problem, int64_t next_attempt_ms)
+{
+    duro_provider *p = rt->provider;
+    if (p->version < 4 || p->set_instance_problem == NULL)
+        return;
+    duro_error err;
+    int rc = p->set_instance_problem(p, instance_id, problem,
+                                     next_attempt_ms > 0 ? next_attempt_ms : 0,
+                                     &err);
+    if (rc != DURO_OK && rc != DURO_NOT_FOUND) {
+        if (err.retryable)
+            DURO__COUNT(rt, m_storage_retries);
+        duro__log(&rt->logger, DURO_LOG_DEBUG,
+                  "recording the problem of instance '%s' failed: %s",
+                  instance_id, err.message);
+    }
+}
+
 int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms)
 {
     if (rt == NULL)

@@ -158,4 +158,14 @@ void duro__workers_cancel_local(duro_runtime *rt, const duro_activity_ref *refs,
 /* Sleeps up to ms unless the runtime is stopping (returns early). */
 void duro__runtime_pause(duro_runtime *rt, int64_t ms);
 
+/* Records (problem not NULL) or clears (NULL) why the runtime cannot make
+ * progress with an instance, through set_instance_problem (provider
+ * version 4; a no-op with an older one). next_attempt_ms is wall-clock
+ * time, 0 when no retry is planned. Best effort: a failure is logged, not
+ * returned (the problem is a diagnostic; the work goes on either way).
+ * Called only on failure paths and to clear a problem seen: never on a
+ * healthy turn or activity. */
+void duro__runtime_set_problem(duro_runtime *rt, const char *instance_id,
+                               const char *problem, int64_t next_attempt_ms);
+
 #endif

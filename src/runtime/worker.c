@@ -263,6 +263,16 @@ static void free_context(duro_activity *a)
     duro__free(a);
 }
 
+/* After the ack of w's completion (or failure) committed: an activity
+ * delivered more than once was retried, and the problem that recorded
+ * (see duro__runtime_set_problem) is over. A first delivery writes
+ * nothing. */
+static void resolved(duro_runtime *rt, const duro_worker_item *w)
+{
+    if (w->attempt > 1)
+        duro__runtime_set_problem(rt, w->item.instance_id, NULL, 0);
+}
+
 /* Runs one fetched activity (fetched at monotonic time fetched_ms, which
  * the first renewal counts from). Returns 1 when this thread was abandoned
  * while the activity ran: it must then exit without touching the runtime.
@@ -286,7 +296,9 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
         duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s': %s",
                   x->instance_id, why);
         fill_failure(&completion, x, why, DURO_CATEGORY_INFRASTRUCTURE);
-        ack_with_retries(rt, w->lock_token, &completion, NULL, &err);
+        if (ack_with_retries(rt, w->lock_token, &completion, NULL, &err) ==
+            DURO_OK)
+            resolved(rt, w);
         return 0;
     }
     const duro__activity_entry *entry =
@@ -301,6 +313,14 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                       "activity '%s' is not registered (instance '%s'); "
                       "retrying in %lld ms",
                       x->name, x->instance_id, (long long)d);
+            snprintf(why, sizeof(why),
+                     "activity '%.200s' (event %llu) is not registered in "
+                     "this runtime (attempt %u of %u, then the activity "
+                     "fails)",
+                     x->name, (unsigned long long)x->source_id, w->attempt,
+                     rt->opts.max_attempts);
+            duro__runtime_set_problem(rt, x->instance_id, why,
+                                      duro__wall_ms() + d);
             abandon_row(rt, w->lock_token, d);
             return 0;
         }
@@ -310,10 +330,26 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                  x->name, w->attempt);
         fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
         if (ack_with_retries(rt, w->lock_token, &completion, NULL, &err) ==
-            DURO_OK)
+            DURO_OK) {
             duro__metrics_activity_outcome(&rt->metrics, NULL,
                                            DURO__ACT_FAILED);
+            resolved(rt, w);
+        }
         return 0;
+    }
+    if (w->attempt > 1 && rt->provider->version >= 4) {
+        /* Earlier deliveries ended without a completion (a runtime that
+         * stopped, a lock that was lost): if this one dies too, the
+         * climbing count is visible on the instance. */
+        snprintf(why, sizeof(why),
+                 "activity '%.200s' (event %llu) was delivered %u times "
+                 "without completing (earlier attempts stopped or lost their "
+                 "lock); it fails as poison after max_attempts %u",
+                 x->name, (unsigned long long)x->source_id, w->attempt,
+                 rt->opts.max_attempts);
+        duro__runtime_set_problem(rt, x->instance_id, why,
+                                  duro__wall_ms() +
+                                      rt->opts.worker_lock_timeout_ms);
     }
 
     duro_cancel_token *token = duro__token_create();
@@ -431,6 +467,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                                                    DURO_WORK_ACTIVITY_COMPLETED
                                                ? DURO__ACT_COMPLETED
                                                : DURO__ACT_FAILED);
+            resolved(rt, w);
         } else if (rc == ACK_OUTCOME_UNKNOWN) {
             duro__log(&rt->logger, DURO_LOG_INFO,
                       "ack of activity '%s' (instance '%s', event %llu) "

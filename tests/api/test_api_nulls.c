@@ -89,6 +89,9 @@ TEST(common_and_provider_helpers)
     C(duro_worker_item_free)(NULL);
     C(duro_history_free)(NULL);
     C(duro_instance_list_free)(NULL);
+    C(duro_bulk_result_free)(NULL);
+    CHECK_STR(C(duro_cancel_outcome_name)(DURO_CANCEL_DUPLICATE), "duplicate");
+    CHECK_STR(duro_cancel_outcome_name(-1), "unknown");
 
     duro_provider *p = (duro_provider *)&e;
     CHECK_PRC(C(duro_provider_open)(NULL, &p, &e), DURO_BAD_URL, &e);
@@ -274,6 +277,53 @@ TEST(client_functions)
     CHECK_RC(duro_client_cancel(c, NULL, "r", "me"), DURO_INVALID);
     CHECK_OK(duro_client_cancel(c, "w2", NULL, "me"));
     CHECK_OK(duro_client_cancel(c, "w3", "r", NULL));
+
+    /* cancel_many: client required; ids and results only with a count;
+     * reason and requested_by optional */
+    const char *nope[] = {"nope", "nope"};
+    duro_cancel_result res[2];
+    CHECK_RC(C(duro_client_cancel_many)(NULL, nope, 2, "r", "me", res),
+             DURO_INVALID);
+    CHECK_RC(duro_client_cancel_many(c, NULL, 2, "r", "me", res), DURO_INVALID);
+    CHECK_RC(duro_client_cancel_many(c, nope, 2, "r", "me", NULL),
+             DURO_INVALID);
+    CHECK_OK(duro_client_cancel_many(c, NULL, 0, NULL, NULL, NULL));
+    const char *null_id[] = {"nope", NULL};
+    CHECK_RC(duro_client_cancel_many(c, null_id, 2, "r", "me", res),
+             DURO_INVALID);
+    CHECK_EQ(res[0].outcome, DURO_CANCEL_NONE);
+    CHECK_OK(duro_client_cancel_many(c, nope, 2, NULL, NULL, res));
+    CHECK_EQ(res[0].outcome, DURO_CANCEL_NOT_FOUND);
+    CHECK_EQ(res[1].outcome, DURO_CANCEL_DUPLICATE);
+
+    /* cancel_matching and purge: client, filter and out required; reason,
+     * requested_by and options optional */
+    C(duro_bulk_options_init)(NULL);
+    duro_bulk_options bo;
+    duro_bulk_options_init(&bo);
+    bo.dry_run = 1;
+    duro_bulk_filter none = {0};
+    none.name = "no such orchestration";
+    duro_bulk_result *br = (duro_bulk_result *)&f;
+    CHECK_RC(C(duro_client_cancel_matching)(NULL, &none, "r", "me", &bo, &br),
+             DURO_INVALID);
+    CHECK(br == NULL);
+    CHECK_RC(duro_client_cancel_matching(c, NULL, "r", "me", &bo, &br),
+             DURO_INVALID);
+    CHECK_RC(duro_client_cancel_matching(c, &none, "r", "me", &bo, NULL),
+             DURO_INVALID);
+    CHECK_OK(duro_client_cancel_matching(c, &none, NULL, NULL, NULL, &br));
+    CHECK_EQ(br->count, 0);
+    duro_bulk_result_free(br);
+    none.finished_before_ms = INT64_MAX;
+    br = (duro_bulk_result *)&f;
+    CHECK_RC(C(duro_client_purge)(NULL, &none, &bo, &br), DURO_INVALID);
+    CHECK(br == NULL);
+    CHECK_RC(duro_client_purge(c, NULL, &bo, &br), DURO_INVALID);
+    CHECK_RC(duro_client_purge(c, &none, &bo, NULL), DURO_INVALID);
+    CHECK_OK(duro_client_purge(c, &none, NULL, &br));
+    CHECK_EQ(br->count, 0);
+    duro_bulk_result_free(br);
 
     /* status and wait: client, id and out required */
     duro_instance_info *i = (duro_instance_info *)&f;

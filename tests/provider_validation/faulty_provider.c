@@ -54,6 +54,10 @@ static const char *const method_names[FAULTY_METHOD_COUNT] = {
     "ack_and_fetch_orchestration_item",
     "ack_and_fetch_work_item",
     "read_activity_cancel_reason",
+    "set_instance_problem",
+    "cancel_instances",
+    "cancel_matching",
+    "purge_instances",
 };
 
 const char *faulty_method_name(int method)
@@ -673,6 +677,91 @@ static int faulty_read_activity_cancel_reason(
                   lost(fp, &f, rc, 0), err);
 }
 
+static int faulty_set_instance_problem(duro_provider *p,
+                                       const char *instance_id,
+                                       const char *problem,
+                                       int64_t next_attempt_ms, duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_SET_INSTANCE_PROBLEM, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_SET_INSTANCE_PROBLEM, err);
+    int rc = fp->inner->set_instance_problem(fp->inner, instance_id, problem,
+                                             next_attempt_ms, err);
+    return finish(fp, &f, FAULTY_SET_INSTANCE_PROBLEM, rc, lost(fp, &f, rc, 0),
+                  err);
+}
+
+static int faulty_cancel_instances(duro_provider *p,
+                                   const char *const *instance_ids,
+                                   size_t count, const char *reason,
+                                   const char *requested_by,
+                                   duro_cancel_result *results, duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_CANCEL_INSTANCES, -1, &f);
+    if (before(&f)) {
+        if (results != NULL)
+            memset(results, 0, count * sizeof(*results));
+        return report(fp, &f, FAULTY_CANCEL_INSTANCES, err);
+    }
+    int rc = fp->inner->cancel_instances(fp->inner, instance_ids, count, reason,
+                                         requested_by, results, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && results != NULL)
+        memset(results, 0, count * sizeof(*results));
+    return finish(fp, &f, FAULTY_CANCEL_INSTANCES, rc, struck, err);
+}
+
+static int faulty_cancel_matching(duro_provider *p,
+                                  const duro_bulk_filter *filter,
+                                  const char *reason, const char *requested_by,
+                                  int dry_run, size_t max_ids,
+                                  duro_bulk_result **out, duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_CANCEL_MATCHING, -1, &f);
+    if (before(&f)) {
+        if (out != NULL)
+            *out = NULL;
+        return report(fp, &f, FAULTY_CANCEL_MATCHING, err);
+    }
+    int rc = fp->inner->cancel_matching(fp->inner, filter, reason, requested_by,
+                                        dry_run, max_ids, out, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL) {
+        duro_bulk_result_free(*out);
+        *out = NULL;
+    }
+    return finish(fp, &f, FAULTY_CANCEL_MATCHING, rc, struck, err);
+}
+
+static int faulty_purge_instances(duro_provider *p,
+                                  const duro_bulk_filter *filter, int dry_run,
+                                  size_t max_ids, duro_bulk_result **out,
+                                  duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_PURGE_INSTANCES, -1, &f);
+    if (before(&f)) {
+        if (out != NULL)
+            *out = NULL;
+        return report(fp, &f, FAULTY_PURGE_INSTANCES, err);
+    }
+    int rc = fp->inner->purge_instances(fp->inner, filter, dry_run, max_ids,
+                                        out, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL) {
+        duro_bulk_result_free(*out);
+        *out = NULL;
+    }
+    return finish(fp, &f, FAULTY_PURGE_INSTANCES, rc, struck, err);
+}
+
 static void faulty_wake(duro_provider *p, int sticky)
 {
     faulty_provider *fp = from(p);
@@ -729,6 +818,12 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
     }
     if (inner->version >= 3)
         FORWARD(read_activity_cancel_reason);
+    if (fp->base.version >= 4) {
+        FORWARD(set_instance_problem);
+        FORWARD(cancel_instances);
+        FORWARD(cancel_matching);
+        FORWARD(purge_instances);
+    }
     return &fp->base;
 }
 

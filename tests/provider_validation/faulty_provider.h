@@ -38,6 +38,11 @@ typedef enum faulty_method {
     FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM,
     FAULTY_ACK_AND_FETCH_WORK_ITEM,
     FAULTY_READ_ACTIVITY_CANCEL_REASON, /* version 3 */
+    /* version 4 */
+    FAULTY_SET_INSTANCE_PROBLEM,
+    FAULTY_CANCEL_INSTANCES,
+    FAULTY_CANCEL_MATCHING,
+    FAULTY_PURGE_INSTANCES,
     FAULTY_METHOD_COUNT
 } faulty_method;
 
@@ -88,7 +93,8 @@ duro_provider *faulty_provider_wrap(duro_provider *inner, int own_inner);
 /** Like faulty_provider_wrap(), but the wrapper presents contract version
  * @p version (at most the inner provider's): methods of later versions stay
  * NULL, so callers take their fallback paths (version 1: separate ack and
- * fetch calls). @note Any thread. */
+ * fetch calls; below 4: no bulk operations, no problems recorded).
+ * @note Any thread. */
 duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
                                             int version);
 

@@ -182,6 +182,25 @@ PV_TEST(wrapper_fails_the_nth_call_of_each_mutating_method)
         size_t pruned = 0;
         EXPECT_INJECTED(&r, FAULTY_PRUNE_EXECUTIONS, retryable,
                         o->prune_executions(o, "x", 1, &pruned, &e_));
+        /* version 4 */
+        EXPECT_INJECTED(&r, FAULTY_SET_INSTANCE_PROBLEM, retryable,
+                        o->set_instance_problem(o, "x", "stuck", 0, &e_));
+        const char *both[2] = {"x", "y"};
+        duro_cancel_result res[2];
+        memset(res, 0x5a, sizeof(res));
+        EXPECT_INJECTED(&r, FAULTY_CANCEL_INSTANCES, retryable,
+                        o->cancel_instances(o, both, 2, "r", "me", res, &e_));
+        CHECK_EQ(res[1].outcome, DURO_CANCEL_NONE);
+        duro_bulk_filter bf = {0};
+        duro_bulk_result *br = (duro_bulk_result *)&r;
+        EXPECT_INJECTED(&r, FAULTY_CANCEL_MATCHING, retryable,
+                        o->cancel_matching(o, &bf, "r", "me", 0, 10, &br, &e_));
+        CHECK(br == NULL);
+        bf.finished_before_ms = INT64_MAX;
+        br = (duro_bulk_result *)&r;
+        EXPECT_INJECTED(&r, FAULTY_PURGE_INSTANCES, retryable,
+                        o->purge_instances(o, &bf, 0, 10, &br, &e_));
+        CHECK(br == NULL);
 
         /* Token methods: hold x and one activity, then fail each. */
         CHECK_PRC(o->fetch_orchestration_item(o, 60000, NULL, &item, &e),
@@ -516,6 +535,34 @@ PV_TEST(wrapper_after_commit_faults_commit_and_lose_the_reply)
     CHECK_PRC(o->fetch_orchestration_item(o, 60000, NULL, &item, &e), DURO_OK,
               &e);
     CHECK(item == NULL); /* d is held by the lost reply */
+
+    /* The version-4 writes: committed, reported failed, outputs cleared. */
+    const char *ids[1] = {"c"};
+    duro_cancel_result res[1] = {{7, 7}};
+    faulty_provider_arm(o, FAULTY_CANCEL_INSTANCES, 1, 1, 1,
+                        FAULTY_AFTER_COMMIT);
+    CHECK_PFAIL(o->cancel_instances(o, ids, 1, "r", "me", res, &e), DURO_BUSY,
+                1, &e);
+    CHECK_EQ(res[0].outcome, DURO_CANCEL_NONE);
+    duro_instance_list *l = NULL;
+    CHECK_PRC(counted->get_instance(counted, "c", &l, &e), DURO_OK, &e);
+    CHECK_STR(l->items[0].cancel_reason, "r"); /* it did commit */
+    duro_instance_list_free(l);
+    CHECK_PRC(o->cancel_instances(o, ids, 1, "again", NULL, res, &e), DURO_OK,
+              &e);
+    CHECK_EQ(res[0].outcome, DURO_CANCEL_ALREADY_CANCELLED);
+    duro_bulk_filter bf = {0};
+    bf.name = "orch";
+    duro_bulk_result *br = (duro_bulk_result *)&e;
+    faulty_provider_arm(o, FAULTY_CANCEL_MATCHING, 1, 1, 0,
+                        FAULTY_AFTER_COMMIT);
+    CHECK_PFAIL(o->cancel_matching(o, &bf, "swept", NULL, 0, 10, &br, &e),
+                DURO_STORAGE, 0, &e);
+    CHECK(br == NULL);
+    CHECK_PRC(o->cancel_matching(o, &bf, "swept", NULL, 1, 10, &br, &e),
+              DURO_OK, &e);
+    CHECK_EQ(br->count, 0); /* what it committed is done */
+    duro_bulk_result_free(br);
     duro_provider_close(o);
 
     /* A wrapper presenting version 1 hides the combined methods. */
@@ -525,6 +572,13 @@ PV_TEST(wrapper_after_commit_faults_commit_and_lose_the_reply)
     CHECK(v1->ack_and_fetch_orchestration_item == NULL);
     CHECK(v1->ack_and_fetch_work_item == NULL);
     CHECK(v1->ack_orchestration_item != NULL);
+    duro_provider_close(v1);
+    /* ... and one presenting version 3 the version-4 ones. */
+    v1 = faulty_provider_wrap_version(counted, 0, 3);
+    CHECK_EQ(v1->version, 3);
+    CHECK(v1->read_activity_cancel_reason != NULL);
+    CHECK(v1->set_instance_problem == NULL && v1->cancel_instances == NULL &&
+          v1->cancel_matching == NULL && v1->purge_instances == NULL);
     duro_provider_close(v1);
     v1 = faulty_provider_wrap_version(counted, 0, 99);
     CHECK_EQ(v1->version, counted->version);

@@ -688,8 +688,17 @@ void pv_snapshot_take(duro_provider *p, pv_snapshot *s)
         sb_printf(&b, " category=%d", in->category);
         sb_str(&b, "custom_status", in->custom_status);
         sb_str(&b, "parent", in->parent_instance);
-        sb_printf(&b, " history_count=%llu\n",
+        sb_printf(&b, " history_count=%llu",
                   (unsigned long long)in->history_count);
+        sb_str(&b, "cancel_reason", in->cancel_reason);
+        sb_str(&b, "cancelled_by", in->cancelled_by);
+        sb_str(&b, "last_problem", in->last_problem);
+        sb_printf(&b,
+                  " cancel_requested=%lld finished=%lld problem_at=%lld "
+                  "next_attempt=%lld\n",
+                  (long long)in->cancel_requested_ms,
+                  (long long)in->finished_ms, (long long)in->last_problem_ms,
+                  (long long)in->next_attempt_ms);
         uint64_t ex = 0;
         int rc = p->latest_execution_id(p, in->instance_id, &ex, &e);
         sb_printf(&b, "  latest rc=%s execution=%llu\n", duro_errname(rc),
@@ -747,6 +756,11 @@ void pv_snapshot_take(duro_provider *p, pv_snapshot *s)
                   (unsigned long long)it->parent_execution,
                   (unsigned long long)it->parent_event_id);
         sb_str(t, "custom_status", it->custom_status);
+        sb_str(t, "cancel_reason", it->cancel_reason);
+        sb_str(t, "cancelled_by", it->cancelled_by);
+        sb_str(t, "last_problem", it->last_problem);
+        sb_printf(t, " cancel_requested=%lld",
+                  (long long)it->cancel_requested_ms);
         sb_printf(t,
                   " history_total=%llu history_offset=%llu "
                   "history_count=%zu messages=%zu\n",
@@ -4689,6 +4703,1379 @@ PV_TEST(fault_sweep_delete_instance)
 }
 
 /* ========================================================================
+ * Version 4: what status shows (the first cancel request, the finish time,
+ * the last problem) and operations on many instances (cancel by id, cancel
+ * by filter, purge), with their dry runs and batches. */
+
+static void require_v4(duro_provider *p)
+{
+    CHECK_MSG(p->version >= 4 && p->set_instance_problem != NULL &&
+                  p->cancel_instances != NULL && p->cancel_matching != NULL &&
+                  p->purge_instances != NULL,
+              "provider '%s' (version %d) lacks the version-4 methods", p->name,
+              p->version);
+}
+
+static void enqueue_cancel(duro_provider *p, const char *id, const char *reason,
+                           const char *by)
+{
+    duro_work_item w = work(DURO_WORK_CANCEL_INSTANCE, id);
+    w.reason = reason;
+    w.requested_by = by;
+    enqueue(p, &w, 0);
+}
+
+/* A turn of `id` that records its messages and ends it (or keeps it
+ * Running) under orchestration name `name` (NULL: unchanged). */
+static void end_as(duro_provider *p, const char *id, int status,
+                   const char *name)
+{
+    duro_instance_meta m = meta(status);
+    m.name = name;
+    if (status == DURO_STATUS_FAILED) {
+        m.error = "boom";
+        m.category = DURO_CATEGORY_APPLICATION;
+    }
+    turn_meta(p, id, &m);
+}
+
+/* Starts `id` of orchestration `name` at `version` and runs its first turn
+ * to `status`: Running (Started only) or an end (Started and the end). */
+static void run_to(duro_provider *p, const char *id, const char *name,
+                   const char *version, int status)
+{
+    duro_work_item w = work(DURO_WORK_START, id);
+    w.name = name;
+    w.version = version;
+    enqueue(p, &w, 0);
+    duro_orch_item *a = fetch_orch_for(p, id, LOCK_LONG);
+    duro_event d[2] = {event(1, DURO_EVENT_ORCHESTRATION_STARTED),
+                       event(2, DURO_EVENT_ORCHESTRATION_COMPLETED)};
+    d[0].name = name;
+    duro_instance_meta m = meta(status);
+    m.name = name;
+    m.version = version;
+    if (status == DURO_STATUS_FAILED)
+        d[1].kind = DURO_EVENT_ORCHESTRATION_FAILED;
+    else if (status == DURO_STATUS_CANCELLED)
+        d[1].kind = DURO_EVENT_ORCHESTRATION_CANCELLED;
+    duro_orch_ack ak = ack_of(1, d, status == DURO_STATUS_RUNNING ? 1 : 2, &m);
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+}
+
+/* The one instance `id`, copied field by field into *out (strings kept in
+ * the list, which the caller frees). */
+static duro_instance_list *status_of(duro_provider *p, const char *id,
+                                     const duro_instance_info **out)
+{
+    duro_instance_list *l = get(p, id);
+    *out = &l->items[0];
+    return l;
+}
+
+static duro_bulk_result *bulk_cancel(duro_provider *p,
+                                     const duro_bulk_filter *f, int dry_run,
+                                     size_t max_ids, const char *reason,
+                                     const char *by)
+{
+    duro_error e;
+    duro_bulk_result *r = NULL;
+    CHECK_PRC(p->cancel_matching(p, f, reason, by, dry_run, max_ids, &r, &e),
+              DURO_OK, &e);
+    CHECK(r != NULL);
+    CHECK_INT(r->id_count, <=, max_ids);
+    CHECK_INT(r->id_count, <=, r->count);
+    return r;
+}
+
+static duro_bulk_result *bulk_purge(duro_provider *p, const duro_bulk_filter *f,
+                                    int dry_run, size_t max_ids)
+{
+    duro_error e;
+    duro_bulk_result *r = NULL;
+    CHECK_PRC(p->purge_instances(p, f, dry_run, max_ids, &r, &e), DURO_OK, &e);
+    CHECK(r != NULL);
+    CHECK_INT(r->id_count, <=, max_ids);
+    CHECK_INT(r->id_count, <=, r->count);
+    return r;
+}
+
+/* The ids of a bulk result, comma-separated (caller frees). */
+static char *ids_text(const duro_bulk_result *r)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < r->id_count; i++)
+        len += strlen(r->ids[i]) + 1;
+    char *out = malloc(len);
+    CHECK(out != NULL);
+    out[0] = '\0';
+    for (size_t i = 0; i < r->id_count; i++) {
+        if (i > 0)
+            strcat(out, ",");
+        strcat(out, r->ids[i]);
+    }
+    return out;
+}
+
+#define CHECK_IDS(r, expected)                                                 \
+    do {                                                                       \
+        char *got_ = ids_text(r);                                              \
+        CHECK_STR(got_, expected);                                             \
+        free(got_);                                                            \
+    } while (0)
+
+/* Waits until the wall clock has passed t (so later times differ). */
+static void clock_past(int64_t t)
+{
+    WAIT_UNTIL(duro_now_ms() > t, DEADLINE_MS);
+}
+
+PV_TEST(cancel_request_is_recorded_on_the_instance)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "x", 1);
+    start(p, "pend");
+    begin(p, "done", 0);
+    finish(p, "done");
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, "pend", &in);
+    int64_t pend_updated = in->updated_ms;
+    CHECK_EQ(in->cancel_requested_ms, 0);
+    CHECK(in->cancel_reason == NULL && in->cancelled_by == NULL);
+    duro_instance_list_free(l);
+
+    /* The first request on a live instance is recorded with the message;
+     * later ones change nothing recorded. */
+    int64_t t0 = duro_now_ms();
+    enqueue_cancel(p, "x", "first", "alice");
+    int64_t t1 = duro_now_ms();
+    l = status_of(p, "x", &in);
+    CHECK_EQ(in->status, DURO_STATUS_RUNNING);
+    CHECK_INT(in->cancel_requested_ms, >=, t0 - CLOCK_SLACK_MS);
+    CHECK_INT(in->cancel_requested_ms, <=, t1 + CLOCK_SLACK_MS);
+    int64_t requested = in->cancel_requested_ms;
+    CHECK_STR(in->cancel_reason, "first");
+    CHECK_STR(in->cancelled_by, "alice");
+    CHECK_EQ(in->finished_ms, 0);
+    duro_instance_list_free(l);
+    clock_past(requested);
+    enqueue_cancel(p, "x", "second", "bob");
+    l = status_of(p, "x", &in);
+    CHECK_EQ(in->cancel_requested_ms, requested);
+    CHECK_STR(in->cancel_reason, "first");
+    CHECK_STR(in->cancelled_by, "alice");
+    duro_instance_list_free(l);
+    CHECK_EQ(count(p, ORCH, "x"), 2);
+
+    /* No reason or requester: the time alone; status and updated_ms stay. */
+    enqueue_cancel(p, "pend", NULL, NULL);
+    l = status_of(p, "pend", &in);
+    CHECK_EQ(in->status, DURO_STATUS_PENDING);
+    CHECK(in->cancel_requested_ms > 0);
+    CHECK(in->cancel_reason == NULL && in->cancelled_by == NULL);
+    CHECK_EQ(in->updated_ms, pend_updated);
+    duro_instance_list_free(l);
+
+    /* A finished instance records nothing; a missing one is no error. */
+    enqueue_cancel(p, "done", "late", "carol");
+    l = status_of(p, "done", &in);
+    CHECK_EQ(in->cancel_requested_ms, 0);
+    CHECK(in->cancel_reason == NULL && in->cancelled_by == NULL);
+    duro_instance_list_free(l);
+    enqueue_cancel(p, "ghost", "r", "b");
+    expect_no_instance(p, "ghost");
+
+    /* A parent's turn that cancels its child records on the child. */
+    begin(p, "parent", 0);
+    begin_child(p, "parent", "kid");
+    duro_orch_item *a = poke(p, "parent");
+    duro_event d = event(a->history_total + 1, DURO_EVENT_EVENT_RAISED);
+    duro_outbound out;
+    memset(&out, 0, sizeof(out));
+    out.item = work(DURO_WORK_CANCEL_INSTANCE, "kid");
+    out.item.reason = DURO_REASON_INSTANCE_CANCELLED;
+    out.item.requested_by = "parent:parent";
+    duro_orch_ack ak = ack_of(a->execution_id, &d, 1, NULL);
+    ak.orchestrator_items = &out;
+    ak.orchestrator_item_count = 1;
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    l = status_of(p, "kid", &in);
+    CHECK_STR(in->cancel_reason, DURO_REASON_INSTANCE_CANCELLED);
+    CHECK_STR(in->cancelled_by, "parent:parent");
+    CHECK(in->cancel_requested_ms > 0);
+    duro_instance_list_free(l);
+
+    /* The fetched item carries the record; the ack that cancels sets the
+     * finish time and keeps it. */
+    a = fetch_orch_for(p, "x", LOCK_LONG);
+    CHECK_EQ(a->message_count, 2);
+    CHECK_EQ(a->cancel_requested_ms, requested);
+    CHECK_STR(a->cancel_reason, "first");
+    CHECK_STR(a->cancelled_by, "alice");
+    CHECK(a->last_problem == NULL);
+    duro_event c[2] = {event(3, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED),
+                       event(4, DURO_EVENT_ORCHESTRATION_CANCELLED)};
+    c[0].reason = "first";
+    c[0].requested_by = "alice";
+    duro_instance_meta m = meta(DURO_STATUS_CANCELLED);
+    m.error = "first";
+    m.category = DURO_CATEGORY_CANCELLED;
+    duro_orch_ack ak2 = ack_of(1, c, 2, &m);
+    int64_t t2 = duro_now_ms();
+    ack(p, a->lock_token, &ak2);
+    int64_t t3 = duro_now_ms();
+    duro_orch_item_free(a);
+    l = status_of(p, "x", &in);
+    CHECK_EQ(in->status, DURO_STATUS_CANCELLED);
+    CHECK_INT(in->finished_ms, >=, t2 - CLOCK_SLACK_MS);
+    CHECK_INT(in->finished_ms, <=, t3 + CLOCK_SLACK_MS);
+    CHECK_EQ(in->cancel_requested_ms, requested);
+    CHECK_STR(in->cancel_reason, "first");
+    CHECK_STR(in->cancelled_by, "alice");
+    duro_instance_list_free(l);
+}
+
+PV_TEST(finish_time_is_set_when_the_instance_ends)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "c", 0);
+    begin(p, "f", 0);
+    begin(p, "n", 0);
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, "c", &in);
+    CHECK_EQ(in->finished_ms, 0);
+    duro_instance_list_free(l);
+    /* Running turns that change metadata leave it 0. */
+    duro_instance_meta cs = meta(DURO_STATUS_RUNNING);
+    cs.custom_status = "busy";
+    cs.custom_status_set = 1;
+    turn_meta(p, "c", &cs);
+    l = status_of(p, "c", &in);
+    CHECK_EQ(in->finished_ms, 0);
+    duro_instance_list_free(l);
+    int64_t t0 = duro_now_ms();
+    finish(p, "c");
+    end_as(p, "f", DURO_STATUS_FAILED, NULL);
+    int64_t t1 = duro_now_ms();
+    const char *ended[] = {"c", "f"};
+    for (int i = 0; i < 2; i++) {
+        l = status_of(p, ended[i], &in);
+        CHECK(duro_status_is_terminal(in->status));
+        CHECK_INT(in->finished_ms, >=, t0 - CLOCK_SLACK_MS);
+        CHECK_INT(in->finished_ms, <=, t1 + CLOCK_SLACK_MS);
+        CHECK_EQ(in->finished_ms, in->updated_ms);
+        duro_instance_list_free(l);
+    }
+    /* Continue-as-new does not end the instance. */
+    continue_as_new(p, "n", 2);
+    l = status_of(p, "n", &in);
+    CHECK_EQ(in->status, DURO_STATUS_RUNNING);
+    CHECK_EQ(in->finished_ms, 0);
+    duro_instance_list_free(l);
+}
+
+PV_TEST(set_instance_problem_records_and_clears)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "x", 0);
+    start(p, "y");
+    duro_error e;
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, "x", &in);
+    CHECK(in->last_problem == NULL);
+    CHECK_EQ(in->last_problem_ms, 0);
+    CHECK_EQ(in->next_attempt_ms, 0);
+    int64_t updated = in->updated_ms;
+    duro_instance_list_free(l);
+
+    int64_t t0 = duro_now_ms();
+    CHECK_PRC(p->set_instance_problem(p, "x", "stuck on 'A'", 12345, &e),
+              DURO_OK, &e);
+    int64_t t1 = duro_now_ms();
+    l = status_of(p, "x", &in);
+    CHECK_STR(in->last_problem, "stuck on 'A'");
+    CHECK_INT(in->last_problem_ms, >=, t0 - CLOCK_SLACK_MS);
+    CHECK_INT(in->last_problem_ms, <=, t1 + CLOCK_SLACK_MS);
+    CHECK_EQ(in->next_attempt_ms, 12345);
+    CHECK_EQ(in->status, DURO_STATUS_RUNNING);
+    CHECK_EQ(in->updated_ms, updated);
+    duro_instance_list_free(l);
+    /* The newest replaces it; the fetched item carries it. */
+    CHECK_PRC(p->set_instance_problem(p, "x", "again", 0, &e), DURO_OK, &e);
+    duro_orch_item *a = poke(p, "x");
+    CHECK_STR(a->last_problem, "again");
+    abandon_orch(p, a, 0);
+    duro_orch_item_free(a);
+    l = status_of(p, "x", &in);
+    CHECK_STR(in->last_problem, "again");
+    CHECK_EQ(in->next_attempt_ms, 0);
+    duro_instance_list_free(l);
+    /* Clearing zeroes all three, whatever next_attempt_ms says; clearing
+     * what is clear is fine; a Pending instance takes one too. */
+    CHECK_PRC(p->set_instance_problem(p, "x", NULL, 999, &e), DURO_OK, &e);
+    CHECK_PRC(p->set_instance_problem(p, "x", NULL, 0, &e), DURO_OK, &e);
+    l = status_of(p, "x", &in);
+    CHECK(in->last_problem == NULL);
+    CHECK_EQ(in->last_problem_ms, 0);
+    CHECK_EQ(in->next_attempt_ms, 0);
+    CHECK_EQ(in->updated_ms, updated);
+    duro_instance_list_free(l);
+    CHECK_PRC(p->set_instance_problem(p, "y", "waiting", 1, &e), DURO_OK, &e);
+
+    /* Bad input and a missing instance change nothing. */
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    CHECK_PFAIL(p->set_instance_problem(p, "ghost", "p", 0, &e), DURO_NOT_FOUND,
+                0, &e);
+    CHECK_PFAIL(p->set_instance_problem(p, NULL, "p", 0, &e), DURO_INVALID, 0,
+                &e);
+    CHECK_PFAIL(p->set_instance_problem(p, "", "p", 0, &e), DURO_INVALID, 0,
+                &e);
+    CHECK_PFAIL(p->set_instance_problem(p, "x", "p", -1, &e), DURO_INVALID, 0,
+                &e);
+    char *long_id = repeat('i', 1025);
+    char *big = repeat('b', max_payload() + 1);
+    CHECK_PFAIL(p->set_instance_problem(p, long_id, "p", 0, &e), DURO_TOO_LARGE,
+                0, &e);
+    CHECK_PFAIL(p->set_instance_problem(p, "x", big, 0, &e), DURO_TOO_LARGE, 0,
+                &e);
+    free(long_id);
+    free(big);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+}
+
+PV_TEST(ack_meta_problem_is_recorded_with_the_turn)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "x", 0);
+    begin(p, "y", 0);
+    duro_error e;
+    const duro_instance_info *in;
+    /* A planned retry recorded earlier is replaced by the ending one. */
+    CHECK_PRC(p->set_instance_problem(p, "x", "retrying", 777, &e), DURO_OK,
+              &e);
+    int64_t t0 = duro_now_ms();
+    duro_instance_meta m = meta(DURO_STATUS_FAILED);
+    m.error = "nondeterminism at event 2";
+    m.category = DURO_CATEGORY_APPLICATION;
+    m.problem = m.error;
+    turn_meta(p, "x", &m);
+    int64_t t1 = duro_now_ms();
+    duro_instance_list *l = status_of(p, "x", &in);
+    CHECK_EQ(in->status, DURO_STATUS_FAILED);
+    CHECK_STR(in->last_problem, "nondeterminism at event 2");
+    CHECK_INT(in->last_problem_ms, >=, t0 - CLOCK_SLACK_MS);
+    CHECK_INT(in->last_problem_ms, <=, t1 + CLOCK_SLACK_MS);
+    CHECK_EQ(in->next_attempt_ms, 0);
+    duro_instance_list_free(l);
+
+    /* problem NULL keeps what is stored. */
+    CHECK_PRC(p->set_instance_problem(p, "y", "kept", 5, &e), DURO_OK, &e);
+    duro_instance_meta cs = meta(DURO_STATUS_RUNNING);
+    cs.custom_status = "busy";
+    cs.custom_status_set = 1;
+    turn_meta(p, "y", &cs);
+    l = status_of(p, "y", &in);
+    CHECK_STR(in->last_problem, "kept");
+    CHECK_EQ(in->next_attempt_ms, 5);
+    duro_instance_list_free(l);
+
+    /* An oversized problem fails the whole ack, changing nothing. */
+    duro_orch_item *a = poke(p, "y");
+    duro_event *d = events_for(a);
+    char *big = repeat('b', max_payload() + 1);
+    duro_instance_meta bad = meta(DURO_STATUS_FAILED);
+    bad.error = "boom";
+    bad.problem = big;
+    duro_orch_ack ak = ack_of(a->execution_id, d, a->message_count, &bad);
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                DURO_TOO_LARGE, 0, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    free(big);
+    free(d);
+    abandon_orch(p, a, 0);
+    duro_orch_item_free(a);
+
+    /* An ending without a problem clears a stale one: continue-as-new and
+     * completion alike. */
+    finish(p, "y");
+    l = status_of(p, "y", &in);
+    CHECK_EQ(in->status, DURO_STATUS_COMPLETED);
+    CHECK(in->last_problem == NULL);
+    CHECK_EQ(in->last_problem_ms, 0);
+    CHECK_EQ(in->next_attempt_ms, 0);
+    duro_instance_list_free(l);
+    begin(p, "z", 0);
+    CHECK_PRC(p->set_instance_problem(p, "z", "stale", 9, &e), DURO_OK, &e);
+    continue_as_new(p, "z", 2);
+    l = status_of(p, "z", &in);
+    CHECK_EQ(in->status, DURO_STATUS_RUNNING);
+    CHECK(in->last_problem == NULL);
+    CHECK_EQ(in->next_attempt_ms, 0);
+    duro_instance_list_free(l);
+}
+
+PV_TEST(cancel_instances_reports_one_outcome_per_id)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    start(p, "pend");
+    begin(p, "run", 1);
+    begin(p, "comp", 0);
+    finish(p, "comp");
+    begin(p, "fail", 0);
+    end_as(p, "fail", DURO_STATUS_FAILED, NULL);
+    begin(p, "canc", 0);
+    end_as(p, "canc", DURO_STATUS_CANCELLED, NULL);
+    begin(p, "asked", 0);
+    enqueue_cancel(p, "asked", "earlier", "dave");
+    const char *ids[] = {"pend",  "run",   "comp", "fail",  "canc",
+                         "asked", "ghost", "run",  "ghost", "pend"};
+    enum { N = sizeof(ids) / sizeof(ids[0]) };
+    static const int outcome[N] = {
+        DURO_CANCEL_CANCELLED,         DURO_CANCEL_CANCELLED,
+        DURO_CANCEL_NOT_CANCELLABLE,   DURO_CANCEL_NOT_CANCELLABLE,
+        DURO_CANCEL_ALREADY_CANCELLED, DURO_CANCEL_ALREADY_CANCELLED,
+        DURO_CANCEL_NOT_FOUND,         DURO_CANCEL_DUPLICATE,
+        DURO_CANCEL_DUPLICATE,         DURO_CANCEL_DUPLICATE};
+    static const int status[N] = {DURO_STATUS_PENDING,   DURO_STATUS_RUNNING,
+                                  DURO_STATUS_COMPLETED, DURO_STATUS_FAILED,
+                                  DURO_STATUS_CANCELLED, DURO_STATUS_RUNNING,
+                                  DURO_STATUS_NOT_FOUND, DURO_STATUS_RUNNING,
+                                  DURO_STATUS_NOT_FOUND, DURO_STATUS_PENDING};
+    duro_cancel_result res[N];
+    duro_error e;
+    int64_t t0 = duro_now_ms();
+    CHECK_PRC(p->cancel_instances(p, ids, N, "bulk", "ops", res, &e), DURO_OK,
+              &e);
+    int64_t t1 = duro_now_ms();
+    for (int i = 0; i < N; i++) {
+        CHECK_MSG(res[i].outcome == outcome[i] && res[i].status == status[i],
+                  "%s (#%d): outcome %s status %s, expected %s %s", ids[i], i,
+                  duro_cancel_outcome_name(res[i].outcome),
+                  duro_status_name(res[i].status),
+                  duro_cancel_outcome_name(outcome[i]),
+                  duro_status_name(status[i]));
+    }
+    /* Recorded and enqueued once for each instance it cancelled; the
+     * earlier request stays. */
+    const duro_instance_info *in;
+    const char *cancelled[] = {"pend", "run"};
+    for (int i = 0; i < 2; i++) {
+        duro_instance_list *l = status_of(p, cancelled[i], &in);
+        CHECK_STR(in->cancel_reason, "bulk");
+        CHECK_STR(in->cancelled_by, "ops");
+        CHECK_INT(in->cancel_requested_ms, >=, t0 - CLOCK_SLACK_MS);
+        CHECK_INT(in->cancel_requested_ms, <=, t1 + CLOCK_SLACK_MS);
+        duro_instance_list_free(l);
+    }
+    duro_instance_list *l = status_of(p, "asked", &in);
+    CHECK_STR(in->cancel_reason, "earlier");
+    CHECK_STR(in->cancelled_by, "dave");
+    duro_instance_list_free(l);
+    l = status_of(p, "comp", &in);
+    CHECK_EQ(in->cancel_requested_ms, 0);
+    duro_instance_list_free(l);
+    CHECK_EQ(count(p, ORCH, "pend"), 2); /* its START and the cancel */
+    CHECK_EQ(count(p, ORCH, "run"), 1);
+    CHECK_EQ(count(p, ORCH, "asked"), 1);
+    CHECK_EQ(count(p, ORCH, "comp") + count(p, ORCH, "fail") +
+                 count(p, ORCH, "canc"),
+             0);
+    expect_no_instance(p, "ghost");
+    /* The message carries the reason and requester, visible at once. */
+    duro_orch_item *a = fetch_orch_for(p, "run", LOCK_LONG);
+    CHECK_EQ(a->message_count, 1);
+    CHECK_EQ(a->messages[0].kind, DURO_WORK_CANCEL_INSTANCE);
+    CHECK_STR(a->messages[0].reason, "bulk");
+    CHECK_STR(a->messages[0].requested_by, "ops");
+    CHECK_STR(a->cancel_reason, "bulk");
+    abandon_orch(p, a, 0);
+    duro_orch_item_free(a);
+    /* Asking again: what it cancelled now counts as already cancelled. */
+    CHECK_PRC(p->cancel_instances(p, ids, 2, "again", NULL, res, &e), DURO_OK,
+              &e);
+    CHECK_EQ(res[0].outcome, DURO_CANCEL_ALREADY_CANCELLED);
+    CHECK_EQ(res[1].outcome, DURO_CANCEL_ALREADY_CANCELLED);
+    CHECK_EQ(count(p, ORCH, "run"), 1);
+}
+
+PV_TEST(cancel_instances_refuses_bad_input_and_changes_nothing)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "run", 1);
+    start(p, "pend");
+    duro_error e;
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    duro_cancel_result res[DURO_BULK_BATCH_MAX + 1];
+    CHECK_PRC(p->cancel_instances(p, NULL, 0, NULL, NULL, NULL, &e), DURO_OK,
+              &e);
+    const char *ids[2] = {"run", "pend"};
+    CHECK_PFAIL(p->cancel_instances(p, NULL, 1, "r", "b", res, &e),
+                DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->cancel_instances(p, ids, 2, "r", "b", NULL, &e),
+                DURO_INVALID, 0, &e);
+    const char *with_null[3] = {"run", NULL, "pend"};
+    const char *with_empty[3] = {"run", "pend", ""};
+    memset(res, 0x5a, sizeof(res));
+    CHECK_PFAIL(p->cancel_instances(p, with_null, 3, "r", "b", res, &e),
+                DURO_INVALID, 0, &e);
+    CHECK_EQ(res[0].outcome, DURO_CANCEL_NONE); /* results left zero */
+    CHECK_PFAIL(p->cancel_instances(p, with_empty, 3, "r", "b", res, &e),
+                DURO_INVALID, 0, &e);
+    char *long_id = repeat('i', 1025);
+    char *long_text = repeat('t', 1025);
+    const char *with_long[2] = {"run", long_id};
+    CHECK_PFAIL(p->cancel_instances(p, with_long, 2, "r", "b", res, &e),
+                DURO_TOO_LARGE, 0, &e);
+    CHECK_PFAIL(p->cancel_instances(p, ids, 2, long_text, "b", res, &e),
+                DURO_TOO_LARGE, 0, &e);
+    CHECK_PFAIL(p->cancel_instances(p, ids, 2, "r", long_text, res, &e),
+                DURO_TOO_LARGE, 0, &e);
+    free(long_id);
+    free(long_text);
+    /* More than a batch in one call is refused whole. */
+    const char *many[DURO_BULK_BATCH_MAX + 1];
+    for (int i = 0; i <= DURO_BULK_BATCH_MAX; i++)
+        many[i] = i % 2 ? "run" : "pend";
+    memset(res, 0x5a, sizeof(res));
+    CHECK_PFAIL(p->cancel_instances(p, many, DURO_BULK_BATCH_MAX + 1, "r", "b",
+                                    res, &e),
+                DURO_TOO_LARGE, 0, &e);
+    CHECK_EQ(res[DURO_BULK_BATCH_MAX].outcome, DURO_CANCEL_NONE);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    /* Exactly a batch is fine: two instances, the rest repeats. */
+    CHECK_PRC(
+        p->cancel_instances(p, many, DURO_BULK_BATCH_MAX, "r", "b", res, &e),
+        DURO_OK, &e);
+    CHECK_EQ(res[0].outcome, DURO_CANCEL_CANCELLED);
+    CHECK_EQ(res[1].outcome, DURO_CANCEL_CANCELLED);
+    for (int i = 2; i < DURO_BULK_BATCH_MAX; i++)
+        CHECK_EQ(res[i].outcome, DURO_CANCEL_DUPLICATE);
+    CHECK_EQ(res[DURO_BULK_BATCH_MAX - 1].status, DURO_STATUS_RUNNING);
+    CHECK_EQ(count(p, ORCH, "run"), 1);
+    CHECK_EQ(count(p, ORCH, "pend"), 2);
+}
+
+PV_TEST(cancel_matching_selects_by_filter_and_a_dry_run_changes_nothing)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    /* First batch of creations ... */
+    run_to(p, "a-2", "alpha", "v1", DURO_STATUS_RUNNING);
+    run_to(p, "a-3", "alpha", "v2", DURO_STATUS_RUNNING);
+    run_to(p, "a-4", "alpha", "v1", DURO_STATUS_COMPLETED);
+    run_to(p, "a-5", "alpha", "v1", DURO_STATUS_RUNNING);
+    enqueue_cancel(p, "a-5", "earlier", "dave");
+    run_to(p, "b-2", "beta", "v1", DURO_STATUS_RUNNING);
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, "b-2", &in);
+    int64_t first_max = in->created_ms;
+    duro_instance_list_free(l);
+    clock_past(first_max);
+    /* ... and a second, created later: two Pending ones. */
+    duro_work_item w = work(DURO_WORK_START, "a-1");
+    w.name = "alpha";
+    w.version = "v1";
+    enqueue(p, &w, 0);
+    w = work(DURO_WORK_START, "b-1");
+    w.name = "beta";
+    enqueue(p, &w, 0);
+    l = status_of(p, "a-1", &in);
+    int64_t second_min = in->created_ms;
+    duro_instance_list_free(l);
+    CHECK(second_min > first_max);
+
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    duro_bulk_filter f;
+    memset(&f, 0, sizeof(f));
+    f.name = "alpha";
+    duro_bulk_result *r = bulk_cancel(p, &f, 1, 100, "r", "b");
+    CHECK_EQ(r->count, 3);
+    CHECK_IDS(r, "a-1,a-2,a-3");
+    duro_bulk_result_free(r);
+    f.version = "v2";
+    r = bulk_cancel(p, &f, 1, 100, "r", "b");
+    CHECK_IDS(r, "a-3");
+    duro_bulk_result_free(r);
+    f.version = NULL;
+    f.status_mask = 1u << DURO_STATUS_PENDING;
+    r = bulk_cancel(p, &f, 1, 100, "r", "b");
+    CHECK_IDS(r, "a-1");
+    duro_bulk_result_free(r);
+    f.name = NULL;
+    f.status_mask = 1u << DURO_STATUS_RUNNING;
+    r = bulk_cancel(p, &f, 1, 100, "r", "b");
+    CHECK_IDS(r, "a-2,a-3,b-2");
+    duro_bulk_result_free(r);
+    /* created_after is inclusive, created_before exclusive */
+    f.status_mask = 0;
+    f.created_after_ms = second_min;
+    r = bulk_cancel(p, &f, 1, 100, "r", "b");
+    CHECK_IDS(r, "a-1,b-1");
+    duro_bulk_result_free(r);
+    f.created_after_ms = 0;
+    f.created_before_ms = second_min;
+    r = bulk_cancel(p, &f, 1, 100, "r", "b");
+    CHECK_IDS(r, "a-2,a-3,b-2");
+    duro_bulk_result_free(r);
+    /* The count is whole when the ids are capped. */
+    f.created_before_ms = 0;
+    r = bulk_cancel(p, &f, 1, 2, "r", "b");
+    CHECK_EQ(r->count, 5);
+    CHECK_IDS(r, "a-1,a-2");
+    duro_bulk_result_free(r);
+    r = bulk_cancel(p, &f, 1, 0, "r", "b");
+    CHECK_EQ(r->count, 5);
+    CHECK_EQ(r->id_count, 0);
+    duro_bulk_result_free(r);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+
+    /* The real run cancels exactly what the dry run reported. */
+    memset(&f, 0, sizeof(f));
+    f.name = "alpha";
+    duro_bulk_result *dry = bulk_cancel(p, &f, 1, 100, "sweep", "ops");
+    int64_t t0 = duro_now_ms();
+    r = bulk_cancel(p, &f, 0, 100, "sweep", "ops");
+    int64_t t1 = duro_now_ms();
+    char *dry_ids = ids_text(dry);
+    CHECK_EQ(r->count, dry->count);
+    CHECK_IDS(r, dry_ids);
+    free(dry_ids);
+    duro_bulk_result_free(dry);
+    duro_bulk_result_free(r);
+    const char *swept[] = {"a-1", "a-2", "a-3"};
+    for (int i = 0; i < 3; i++) {
+        l = status_of(p, swept[i], &in);
+        CHECK_STR(in->cancel_reason, "sweep");
+        CHECK_STR(in->cancelled_by, "ops");
+        CHECK_INT(in->cancel_requested_ms, >=, t0 - CLOCK_SLACK_MS);
+        CHECK_INT(in->cancel_requested_ms, <=, t1 + CLOCK_SLACK_MS);
+        duro_instance_list_free(l);
+    }
+    CHECK_EQ(count(p, ORCH, "a-1"), 2);
+    CHECK_EQ(count(p, ORCH, "a-2"), 1);
+    l = status_of(p, "a-5", &in);
+    CHECK_STR(in->cancel_reason, "earlier");
+    duro_instance_list_free(l);
+    const char *kept[] = {"a-4", "b-1", "b-2"};
+    for (int i = 0; i < 3; i++) {
+        l = status_of(p, kept[i], &in);
+        CHECK_EQ(in->cancel_requested_ms, 0);
+        duro_instance_list_free(l);
+    }
+    CHECK_EQ(count(p, ORCH, "b-2"), 0);
+    /* Nothing left to cancel. */
+    r = bulk_cancel(p, &f, 0, 100, "sweep", "ops");
+    CHECK_EQ(r->count, 0);
+    duro_bulk_result_free(r);
+}
+
+/* Starts n Pending instances "<prefix>NNNNN" of orchestration `name`. */
+static void start_many(duro_provider *p, const char *prefix, const char *name,
+                       int n)
+{
+    for (int i = 0; i < n; i++) {
+        char id[64];
+        snprintf(id, sizeof(id), "%s%05d", prefix, i);
+        duro_work_item w = work(DURO_WORK_START, id);
+        w.name = name;
+        enqueue(p, &w, 0);
+    }
+}
+
+/* How many instances of orchestration `name` have a cancel request. */
+static size_t requested_of(duro_provider *p, const char *name, size_t *total)
+{
+    duro_instance_filter f;
+    memset(&f, 0, sizeof(f));
+    f.name = name;
+    duro_instance_list *l = NULL;
+    duro_error e;
+    CHECK_PRC(p->list_instances(p, &f, &l, &e), DURO_OK, &e);
+    size_t n = 0;
+    for (size_t i = 0; i < l->count; i++)
+        n += l->items[i].cancel_requested_ms != 0;
+    if (total != NULL)
+        *total = l->count;
+    duro_instance_list_free(l);
+    return n;
+}
+
+PV_TEST(cancel_matching_handles_more_than_a_batch)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    const int n = 2 * DURO_BULK_BATCH_MAX + 1;
+    start_many(p, "g-", "many", n);
+    start_many(p, "o-", "other", 20);
+    duro_bulk_filter f;
+    memset(&f, 0, sizeof(f));
+    f.name = "many";
+    duro_bulk_result *dry = bulk_cancel(p, &f, 1, (size_t)n, "r", "b");
+    CHECK_EQ(dry->count, n);
+    CHECK_EQ(dry->id_count, n);
+    for (int i = 0; i < n; i++) {
+        char id[64];
+        snprintf(id, sizeof(id), "g-%05d", i);
+        CHECK_STR(dry->ids[i], id);
+    }
+    CHECK_EQ(requested_of(p, "many", NULL), 0);
+    duro_bulk_result *r = bulk_cancel(p, &f, 0, (size_t)n, "r", "b");
+    CHECK_EQ(r->count, n);
+    char *a = ids_text(dry), *b = ids_text(r);
+    CHECK_MSG(strcmp(a, b) == 0,
+              "the real run's ids differ from the dry run's");
+    free(a);
+    free(b);
+    duro_bulk_result_free(dry);
+    duro_bulk_result_free(r);
+    size_t total = 0;
+    CHECK_EQ(requested_of(p, "many", &total), n);
+    CHECK_EQ(total, n);
+    CHECK_EQ(requested_of(p, "other", &total), 0);
+    CHECK_EQ(total, 20);
+    CHECK_EQ(count(p, ORCH, NULL), (uint64_t)(2 * n + 20));
+}
+
+/* Creates instances "new-NNNNN" of `name` once the sweep's first batch is
+ * visible (its first id cancelled), until told to stop; counts those whose
+ * creation ended while the sweep still ran. */
+typedef struct creator {
+    duro_provider *p;
+    const char *name;
+    const char *first_id; /* cancelled by the sweep's first batch */
+    char prefix[32];
+    _Atomic int sweep_done;
+    _Atomic int stop;
+    _Atomic int created;        /* in all */
+    _Atomic int created_during; /* finished while the sweep ran */
+    int rc;
+} creator;
+
+static int first_batch_seen(creator *c)
+{
+    duro_instance_list *l = NULL;
+    duro_error e;
+    if (c->p->get_instance(c->p, c->first_id, &l, &e) != DURO_OK)
+        return 0;
+    int seen = l->items[0].cancel_requested_ms != 0;
+    duro_instance_list_free(l);
+    return seen;
+}
+
+static void *creator_main(void *arg)
+{
+    creator *c = arg;
+    while (!atomic_load(&c->stop) && !first_batch_seen(c))
+        sched_yield();
+    for (int i = 0; !atomic_load(&c->stop) && i < 100000; i++) {
+        char id[64];
+        snprintf(id, sizeof(id), "%s%05d", c->prefix, i);
+        duro_work_item w = work(DURO_WORK_START, id);
+        w.name = c->name;
+        duro_error e;
+        int rc = c->p->enqueue_for_orchestrator(c->p, &w, 0, &e);
+        if (rc != DURO_OK) {
+            c->rc = rc;
+            break;
+        }
+        atomic_fetch_add(&c->created, 1);
+        if (!atomic_load(&c->sweep_done))
+            atomic_fetch_add(&c->created_during, 1);
+        else
+            break;
+    }
+    return NULL;
+}
+
+PV_TEST(cancel_matching_never_takes_instances_created_while_it_runs)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    /* Instances created during the sweep sort after the set ("new-" >
+     * "old-"), where a sweep that read the store as it went would find
+     * them. The creator starts once the first batch has committed; the
+     * round repeats (under another name) until a creation landed while
+     * the sweep still ran. */
+    const int n = 3 * DURO_BULK_BATCH_MAX;
+    int raced = 0;
+    for (int round = 0; round < 5 && !raced; round++) {
+        char name[32], old_prefix[32], first[64];
+        snprintf(name, sizeof(name), "orch-%d", round);
+        snprintf(old_prefix, sizeof(old_prefix), "old-%d-", round);
+        snprintf(first, sizeof(first), "%s%05d", old_prefix, 0);
+        start_many(p, old_prefix, name, n);
+        creator c;
+        memset(&c, 0, sizeof(c));
+        c.p = p;
+        c.name = name;
+        c.first_id = first;
+        snprintf(c.prefix, sizeof(c.prefix), "new-%d-", round);
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, creator_main, &c) == 0);
+        duro_bulk_filter f;
+        memset(&f, 0, sizeof(f));
+        f.name = name;
+        duro_bulk_result *r = NULL;
+        duro_error e;
+        int rc = p->cancel_matching(p, &f, "sweep", "ops", 0, 0, &r, &e);
+        atomic_store(&c.sweep_done, 1);
+        atomic_store(&c.stop, 1);
+        pthread_join(t, NULL);
+        CHECK_PRC(rc, DURO_OK, &e);
+        CHECK_RC(c.rc, DURO_OK);
+        /* Exactly the set that was there when it began. */
+        CHECK_EQ(r->count, n);
+        duro_bulk_result_free(r);
+        duro_instance_filter lf;
+        memset(&lf, 0, sizeof(lf));
+        lf.name = name;
+        duro_instance_list *l = NULL;
+        CHECK_PRC(p->list_instances(p, &lf, &l, &e), DURO_OK, &e);
+        CHECK_EQ(l->count, (size_t)(n + atomic_load(&c.created)));
+        for (size_t i = 0; i < l->count; i++) {
+            int old = strncmp(l->items[i].instance_id, old_prefix,
+                              strlen(old_prefix)) == 0;
+            CHECK_MSG((l->items[i].cancel_requested_ms != 0) == old,
+                      "%s: cancel requested %lld", l->items[i].instance_id,
+                      (long long)l->items[i].cancel_requested_ms);
+        }
+        duro_instance_list_free(l);
+        raced = atomic_load(&c.created_during) > 0;
+    }
+    CHECK_MSG(raced, "in 5 rounds no instance was created while a sweep "
+                     "ran: the race was not exercised");
+}
+
+PV_TEST(bulk_calls_refuse_bad_filters_and_change_nothing)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "run", 1);
+    begin(p, "done", 0);
+    finish(p, "done");
+    start(p, "pend");
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    duro_error e;
+    duro_bulk_filter f;
+    memset(&f, 0, sizeof(f));
+    duro_bulk_result *r = (duro_bulk_result *)&s;
+    CHECK_PFAIL(p->cancel_matching(p, NULL, "r", "b", 0, 10, &r, &e),
+                DURO_INVALID, 0, &e);
+    CHECK(r == NULL);
+    CHECK_PFAIL(p->cancel_matching(p, &f, "r", "b", 0, 10, NULL, &e),
+                DURO_INVALID, 0, &e);
+    static const uint32_t not_live[] = {1u << DURO_STATUS_COMPLETED,
+                                        1u << DURO_STATUS_FAILED,
+                                        1u << DURO_STATUS_CANCELLED,
+                                        1u << DURO_STATUS_NOT_FOUND,
+                                        1u << DURO_STATUS_CONTINUED_AS_NEW,
+                                        (1u << DURO_STATUS_RUNNING) |
+                                            (1u << DURO_STATUS_COMPLETED)};
+    for (size_t i = 0; i < sizeof(not_live) / sizeof(not_live[0]); i++) {
+        f.status_mask = not_live[i];
+        CHECK_PFAIL(p->cancel_matching(p, &f, "r", "b", 0, 10, &r, &e),
+                    DURO_INVALID, 0, &e);
+    }
+    f.status_mask = 0;
+    f.finished_before_ms = INT64_MAX;
+    CHECK_PFAIL(p->cancel_matching(p, &f, "r", "b", 0, 10, &r, &e),
+                DURO_INVALID, 0, &e);
+    f.finished_before_ms = 0;
+    char *long_text = repeat('t', 1025);
+    CHECK_PFAIL(p->cancel_matching(p, &f, long_text, "b", 0, 10, &r, &e),
+                DURO_TOO_LARGE, 0, &e);
+    CHECK_PFAIL(p->cancel_matching(p, &f, "r", long_text, 0, 10, &r, &e),
+                DURO_TOO_LARGE, 0, &e);
+    f.name = long_text;
+    CHECK_PFAIL(p->cancel_matching(p, &f, "r", "b", 0, 10, &r, &e),
+                DURO_TOO_LARGE, 0, &e);
+    f.name = NULL;
+
+    /* Purge: never a live status, even asked for; a finish bound always. */
+    f.finished_before_ms = INT64_MAX;
+    CHECK_PFAIL(p->purge_instances(p, NULL, 0, 10, &r, &e), DURO_INVALID, 0,
+                &e);
+    CHECK_PFAIL(p->purge_instances(p, &f, 0, 10, NULL, &e), DURO_INVALID, 0,
+                &e);
+    static const uint32_t live[] = {
+        1u << DURO_STATUS_PENDING, 1u << DURO_STATUS_RUNNING,
+        1u << DURO_STATUS_NOT_FOUND, 1u << DURO_STATUS_CONTINUED_AS_NEW,
+        (1u << DURO_STATUS_RUNNING) | (1u << DURO_STATUS_COMPLETED)};
+    for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++) {
+        f.status_mask = live[i];
+        CHECK_PFAIL(p->purge_instances(p, &f, 0, 10, &r, &e), DURO_INVALID, 0,
+                    &e);
+        CHECK_PFAIL(p->purge_instances(p, &f, 1, 10, &r, &e), DURO_INVALID, 0,
+                    &e);
+    }
+    f.status_mask = 0;
+    f.finished_before_ms = 0;
+    CHECK_PFAIL(p->purge_instances(p, &f, 0, 10, &r, &e), DURO_INVALID, 0, &e);
+    f.finished_before_ms = -5;
+    CHECK_PFAIL(p->purge_instances(p, &f, 0, 10, &r, &e), DURO_INVALID, 0, &e);
+    f.finished_before_ms = INT64_MAX;
+    f.version = long_text;
+    CHECK_PFAIL(p->purge_instances(p, &f, 0, 10, &r, &e), DURO_TOO_LARGE, 0,
+                &e);
+    CHECK(r == NULL);
+    free(long_text);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+}
+
+PV_TEST(purge_deletes_finished_instances_with_their_descendants)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    /* p1 (job) -> p1-kid (sub): both finished long ago: both go.
+     * p2 (job) -> p2-kid running: kept whole.
+     * p3 (job, finished recently) -> p3-kid (job, long ago): the kid goes
+     *   alone (its ancestor is not selected).
+     * p4 (job) -> p4-kid (job): both selected, purged once, together.
+     * live (job, running), recent (job, finished recently): kept. */
+    begin(p, "p1", 0);
+    begin_child(p, "p1", "p1-kid");
+    begin(p, "p2", 0);
+    begin_child(p, "p2", "p2-kid");
+    begin(p, "p3", 0);
+    begin_child(p, "p3", "p3-kid");
+    begin(p, "p4", 0);
+    begin_child(p, "p4", "p4-kid");
+    begin(p, "live", 1);
+    begin(p, "recent", 0);
+    end_as(p, "live", DURO_STATUS_RUNNING, "job");
+    end_as(p, "p1-kid", DURO_STATUS_COMPLETED, "sub");
+    end_as(p, "p1", DURO_STATUS_COMPLETED, "job");
+    end_as(p, "p2", DURO_STATUS_FAILED, "job");
+    end_as(p, "p3-kid", DURO_STATUS_CANCELLED, "job");
+    end_as(p, "p4-kid", DURO_STATUS_COMPLETED, "job");
+    end_as(p, "p4", DURO_STATUS_COMPLETED, "job");
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, "p4", &in);
+    int64_t old_max = in->finished_ms;
+    duro_instance_list_free(l);
+    clock_past(old_max);
+    end_as(p, "p3", DURO_STATUS_COMPLETED, "job");
+    end_as(p, "recent", DURO_STATUS_COMPLETED, "job");
+    l = status_of(p, "p3", &in);
+    int64_t bound = in->finished_ms; /* exclusive: p3 itself is not old */
+    duro_instance_list_free(l);
+    CHECK(bound > old_max);
+    /* Leftovers a finished instance may hold: a late message, the worker
+     * row of an activity its last turn did not cancel. */
+    raise_event(p, "p1", "\"late\"", 0);
+    CHECK_EQ(count(p, WORKER, "p1-kid"), 1);
+    CHECK_EQ(count(p, ORCH, "p1"), 1);
+
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    duro_bulk_filter f;
+    memset(&f, 0, sizeof(f));
+    f.name = "job";
+    f.finished_before_ms = bound;
+    duro_bulk_result *dry = bulk_purge(p, &f, 1, 100);
+    CHECK_EQ(dry->count, 5);
+    CHECK_IDS(dry, "p1,p1-kid,p3-kid,p4,p4-kid");
+    /* Narrower filters. */
+    f.status_mask = 1u << DURO_STATUS_CANCELLED;
+    duro_bulk_result *r = bulk_purge(p, &f, 1, 100);
+    CHECK_IDS(r, "p3-kid");
+    duro_bulk_result_free(r);
+    f.status_mask = 0;
+    f.finished_before_ms = old_max; /* p4 finished at old_max: excluded */
+    r = bulk_purge(p, &f, 1, 100);
+    for (size_t i = 0; i < r->id_count; i++)
+        CHECK(strcmp(r->ids[i], "p4") != 0);
+    duro_bulk_result_free(r);
+    f.finished_before_ms = bound;
+    r = bulk_purge(p, &f, 1, 2);
+    CHECK_EQ(r->count, 5);
+    CHECK_EQ(r->id_count, 2);
+    duro_bulk_result_free(r);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+
+    /* The real run deletes exactly what the dry run reported. */
+    r = bulk_purge(p, &f, 0, 100);
+    CHECK_EQ(r->count, dry->count);
+    char *dry_ids = ids_text(dry);
+    CHECK_IDS(r, dry_ids);
+    free(dry_ids);
+    duro_bulk_result_free(r);
+    duro_bulk_result_free(dry);
+    const char *gone[] = {"p1", "p1-kid", "p3-kid", "p4", "p4-kid"};
+    duro_error e;
+    for (int i = 0; i < 5; i++) {
+        expect_no_instance(p, gone[i]);
+        duro_history *h = NULL;
+        CHECK_PFAIL(p->read_history(p, gone[i], 1, &h, &e), DURO_NOT_FOUND, 0,
+                    &e);
+        CHECK_EQ(count(p, ORCH, gone[i]), 0);
+        CHECK_EQ(count(p, WORKER, gone[i]), 0);
+    }
+    const char *kept[] = {"p2", "p2-kid", "p3", "live", "recent"};
+    for (int i = 0; i < 5; i++) {
+        l = get(p, kept[i]);
+        duro_instance_list_free(l);
+        CHECK(history_len(p, kept[i], 1) > 0);
+    }
+    CHECK_EQ(count(p, WORKER, "p2-kid"), 1);
+    /* Nothing left to purge; a live descendant's end lets its tree go. */
+    r = bulk_purge(p, &f, 0, 100);
+    CHECK_EQ(r->count, 0);
+    duro_bulk_result_free(r);
+    end_as(p, "p2-kid", DURO_STATUS_COMPLETED, NULL);
+    f.finished_before_ms = INT64_MAX;
+    f.name = NULL;
+    r = bulk_purge(p, &f, 0, 100);
+    CHECK_IDS(r, "p2,p2-kid,p3,recent");
+    duro_bulk_result_free(r);
+    l = get(p, "live");
+    duro_instance_list_free(l);
+}
+
+PV_TEST(purge_handles_more_than_a_batch)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    const int n = DURO_BULK_BATCH_MAX + 1;
+    for (int i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "k-%05d", i);
+        run_to(p, id, "old", NULL, DURO_STATUS_COMPLETED);
+    }
+    run_to(p, "other-1", "new", NULL, DURO_STATUS_COMPLETED);
+    run_to(p, "running-1", "old", NULL, DURO_STATUS_RUNNING);
+    duro_bulk_filter f;
+    memset(&f, 0, sizeof(f));
+    f.name = "old";
+    f.finished_before_ms = INT64_MAX;
+    duro_bulk_result *dry = bulk_purge(p, &f, 1, (size_t)n);
+    CHECK_EQ(dry->count, n);
+    for (int i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "k-%05d", i);
+        CHECK_STR(dry->ids[i], id);
+    }
+    duro_bulk_result *r = bulk_purge(p, &f, 0, (size_t)n);
+    CHECK_EQ(r->count, n);
+    char *a = ids_text(dry), *b = ids_text(r);
+    CHECK_MSG(strcmp(a, b) == 0,
+              "the real run's ids differ from the dry run's");
+    free(a);
+    free(b);
+    duro_bulk_result_free(dry);
+    duro_bulk_result_free(r);
+    size_t total = 0;
+    requested_of(p, "old", &total);
+    CHECK_EQ(total, 1); /* running-1 */
+    requested_of(p, "new", &total);
+    CHECK_EQ(total, 1);
+}
+
+/* Every instance of `name` is either untouched or fully done by a bulk
+ * call that failed part-way: returns how many are done. */
+static size_t cancelled_consistently(duro_provider *p, const char *name,
+                                     size_t n)
+{
+    size_t total = 0;
+    size_t done = requested_of(p, name, &total);
+    CHECK_EQ(total, n);
+    /* one START each, one CANCEL for each request recorded */
+    CHECK_EQ(count(p, ORCH, NULL), n + done);
+    return done;
+}
+
+/* How many of ids[0..n) (instances of `name`) a purge that failed
+ * part-way deleted; each is either whole or gone with its history. */
+static size_t purged_consistently(duro_provider *p, const char *name,
+                                  const char **ids, size_t n)
+{
+    size_t present = 0;
+    requested_of(p, name, &present);
+    if (present == n)
+        return 0;
+    size_t gone = 0;
+    duro_error e;
+    for (size_t i = 0; i < n; i++) {
+        duro_instance_list *l = NULL;
+        int rc = p->get_instance(p, ids[i], &l, &e);
+        duro_instance_list_free(l);
+        uint64_t ex = 0;
+        int rc2 = p->latest_execution_id(p, ids[i], &ex, &e);
+        duro_history *h = NULL;
+        int rc3 = p->read_history(p, ids[i], 1, &h, &e);
+        size_t events = h != NULL ? h->count : 0;
+        duro_history_free(h);
+        if (rc == DURO_NOT_FOUND) {
+            CHECK_EQ(rc2, DURO_NOT_FOUND);
+            CHECK_EQ(rc3, DURO_NOT_FOUND);
+            gone++;
+        } else {
+            CHECK_RC(rc, DURO_OK);
+            CHECK_RC(rc3, DURO_OK);
+            CHECK_EQ(events, 2);
+        }
+    }
+    CHECK_EQ(present + gone, n);
+    return gone;
+}
+
+PV_TEST(cancel_failure_keeps_whole_batches)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    /* Three batches; faults at steps 1, 2, 4, ... until the call
+     * succeeds. A failure leaves every instance untouched or fully
+     * handled, and repeating the call finishes the rest exactly. Some
+     * failure must come after a batch committed: the call takes at least
+     * three transactions, and the doubling puts a fault in the second half
+     * of its steps. */
+    const size_t n = 3 * DURO_BULK_BATCH_MAX;
+    start_many(p, "c-", "victim", (int)n);
+    duro_bulk_filter f;
+    memset(&f, 0, sizeof(f));
+    f.name = "victim";
+    int partial = 0, succeeded = 0;
+    for (uint64_t step = 1; step < (1u << 20) && !succeeded; step *= 2) {
+        duro_error e;
+        duro_bulk_result *r = NULL;
+        factory->inject_fault(factory->ctx, p, step, step % 4 == 0);
+        int rc = p->cancel_matching(p, &f, "r", "b", 0, 0, &r, &e);
+        factory->inject_fault(factory->ctx, p, 0, 0);
+        size_t done = cancelled_consistently(p, "victim", n);
+        if (rc == DURO_OK) {
+            CHECK_EQ(r->count, n);
+            duro_bulk_result_free(r);
+            succeeded = 1;
+            break;
+        }
+        CHECK(r == NULL);
+        CHECK(rc == DURO_BUSY || rc == DURO_STORAGE);
+        if (done == 0)
+            continue;
+        partial = 1;
+        CHECK_INT(done, <, n);
+        r = bulk_cancel(p, &f, 0, 0, "r", "b");
+        CHECK_EQ(r->count, n - done);
+        duro_bulk_result_free(r);
+        CHECK_EQ(cancelled_consistently(p, "victim", n), n);
+        succeeded = 1;
+    }
+    CHECK(succeeded);
+    CHECK_MSG(partial, "no fault fell after a committed batch");
+}
+
+PV_TEST(purge_failure_keeps_whole_batches)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    /* As cancel_failure_keeps_whole_batches, for purge. */
+    const size_t n = 3 * DURO_BULK_BATCH_MAX;
+    duro_bulk_filter f;
+    memset(&f, 0, sizeof(f));
+    int partial = 0, succeeded = 0;
+    const char **ids = calloc(n, sizeof(*ids));
+    CHECK(ids != NULL);
+    for (size_t i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "d-%05zu", i);
+        run_to(p, id, "old", NULL, DURO_STATUS_COMPLETED);
+        ids[i] = xstrdup(id);
+    }
+    f.name = "old";
+    f.finished_before_ms = INT64_MAX;
+    for (uint64_t step = 1; step < (1u << 20) && !succeeded; step *= 2) {
+        duro_error e;
+        duro_bulk_result *r = NULL;
+        factory->inject_fault(factory->ctx, p, step, step % 4 == 0);
+        int rc = p->purge_instances(p, &f, 0, 0, &r, &e);
+        factory->inject_fault(factory->ctx, p, 0, 0);
+        size_t gone = purged_consistently(p, "old", ids, n);
+        if (rc == DURO_OK) {
+            CHECK_EQ(r->count, n);
+            duro_bulk_result_free(r);
+            succeeded = 1;
+            break;
+        }
+        CHECK(r == NULL);
+        if (gone == 0)
+            continue;
+        partial = 1;
+        CHECK_INT(gone, <, n);
+        r = bulk_purge(p, &f, 0, 0);
+        CHECK_EQ(r->count, n - gone);
+        duro_bulk_result_free(r);
+        CHECK_EQ(purged_consistently(p, "old", ids, n), n);
+        succeeded = 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        free((char *)ids[i]);
+    free(ids);
+    CHECK(succeeded);
+    CHECK_MSG(partial, "no fault fell after a committed purge batch");
+}
+
+/* Fault sweeps of the version-4 writes (each within one transaction: a
+ * failure must leave the store exactly as it was). */
+
+typedef struct sweep_problem_arg {
+    const char *id;
+    const char *problem;
+} sweep_problem_arg;
+
+static int sweep_problem(duro_provider *p, void *arg, duro_error *e)
+{
+    sweep_problem_arg *a = arg;
+    return p->set_instance_problem(p, a->id, a->problem, 77, e);
+}
+
+PV_TEST(fault_sweep_set_instance_problem)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "x", 1);
+    sweep_problem_arg arg = {"x", "stuck"};
+    fault_sweep(p, "set_instance_problem", sweep_problem, &arg);
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, "x", &in);
+    CHECK_STR(in->last_problem, "stuck");
+    CHECK_EQ(in->next_attempt_ms, 77);
+    duro_instance_list_free(l);
+    arg.problem = NULL;
+    fault_sweep(p, "set_instance_problem(clear)", sweep_problem, &arg);
+    l = status_of(p, "x", &in);
+    CHECK(in->last_problem == NULL);
+    duro_instance_list_free(l);
+}
+
+typedef struct sweep_cancel_ids_arg {
+    const char *const *ids;
+    size_t n;
+    duro_cancel_result *res;
+} sweep_cancel_ids_arg;
+
+static int sweep_cancel_ids(duro_provider *p, void *arg, duro_error *e)
+{
+    sweep_cancel_ids_arg *a = arg;
+    int rc = p->cancel_instances(p, a->ids, a->n, "swept", "ops", a->res, e);
+    for (size_t i = 0; rc != DURO_OK && i < a->n; i++)
+        CHECK_MSG(a->res[i].outcome == DURO_CANCEL_NONE,
+                  "cancel_instances failed (%s) but filled result %zu",
+                  duro_errname(rc), i);
+    return rc;
+}
+
+PV_TEST(fault_sweep_cancel_instances)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "run", 1);
+    start(p, "pend");
+    begin(p, "done", 0);
+    finish(p, "done");
+    const char *ids[] = {"run", "pend", "done", "ghost", "run"};
+    duro_cancel_result res[5];
+    sweep_cancel_ids_arg arg = {ids, 5, res};
+    fault_sweep(p, "cancel_instances", sweep_cancel_ids, &arg);
+    CHECK_EQ(res[0].outcome, DURO_CANCEL_CANCELLED);
+    CHECK_EQ(res[1].outcome, DURO_CANCEL_CANCELLED);
+    CHECK_EQ(res[2].outcome, DURO_CANCEL_NOT_CANCELLABLE);
+    CHECK_EQ(res[3].outcome, DURO_CANCEL_NOT_FOUND);
+    CHECK_EQ(res[4].outcome, DURO_CANCEL_DUPLICATE);
+    CHECK_EQ(count(p, ORCH, "run"), 1);
+    CHECK_EQ(count(p, ORCH, "pend"), 2);
+}
+
+typedef struct sweep_bulk_arg {
+    int purge;
+    duro_bulk_filter f;
+    duro_bulk_result *r;
+} sweep_bulk_arg;
+
+static int sweep_bulk(duro_provider *p, void *arg, duro_error *e)
+{
+    sweep_bulk_arg *a = arg;
+    duro_bulk_result_free(a->r);
+    a->r = NULL;
+    int rc = a->purge ? p->purge_instances(p, &a->f, 0, 10, &a->r, e)
+                      : p->cancel_matching(p, &a->f, "swept", "ops", 0, 10,
+                                           &a->r, e);
+    if (rc != DURO_OK && a->r != NULL) {
+        test_fail(__FILE__, __LINE__, "a failed bulk call returned a result");
+        duro_bulk_result_free(a->r);
+        a->r = NULL;
+    }
+    return rc;
+}
+
+PV_TEST(fault_sweep_cancel_matching)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "a-1", 1);
+    start(p, "a-2");
+    begin(p, "a-3", 0);
+    finish(p, "a-3");
+    sweep_bulk_arg arg;
+    memset(&arg, 0, sizeof(arg));
+    arg.f.name = "orch";
+    fault_sweep(p, "cancel_matching", sweep_bulk, &arg);
+    CHECK(arg.r != NULL);
+    CHECK_EQ(arg.r->count, 2);
+    CHECK_IDS(arg.r, "a-1,a-2");
+    duro_bulk_result_free(arg.r);
+    CHECK_EQ(count(p, ORCH, "a-1"), 1);
+    CHECK_EQ(count(p, ORCH, "a-2"), 2);
+}
+
+PV_TEST(fault_sweep_purge_instances)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "root", 0);
+    begin_child(p, "root", "kid");
+    finish(p, "kid");
+    finish(p, "root");
+    begin(p, "solo", 0);
+    finish(p, "solo");
+    begin(p, "live", 1);
+    raise_event(p, "root", "\"late\"", 0);
+    sweep_bulk_arg arg;
+    memset(&arg, 0, sizeof(arg));
+    arg.purge = 1;
+    arg.f.finished_before_ms = INT64_MAX;
+    fault_sweep(p, "purge_instances", sweep_bulk, &arg);
+    CHECK(arg.r != NULL);
+    CHECK_EQ(arg.r->count, 3);
+    CHECK_IDS(arg.r, "kid,root,solo");
+    duro_bulk_result_free(arg.r);
+    expect_no_instance(p, "root");
+    expect_no_instance(p, "kid");
+    expect_no_instance(p, "solo");
+    CHECK_EQ(count(p, ORCH, NULL), 0);
+    CHECK_EQ(count(p, WORKER, NULL), 1); /* live's */
+}
+
+/* ========================================================================
  * The table. */
 
 typedef enum needs {
@@ -4795,6 +6182,25 @@ static const pv_case suite[] = {
     C_NEEDS(fault_sweep_fetch_work_item, NEEDS_INJECT),
     C_NEEDS(fault_sweep_enqueue_start, NEEDS_INJECT),
     C_NEEDS(fault_sweep_delete_instance, NEEDS_INJECT),
+    /* version 4: status records, problems, bulk cancel and purge */
+    C(cancel_request_is_recorded_on_the_instance),
+    C(finish_time_is_set_when_the_instance_ends),
+    C(set_instance_problem_records_and_clears),
+    C(ack_meta_problem_is_recorded_with_the_turn),
+    C(cancel_instances_reports_one_outcome_per_id),
+    C(cancel_instances_refuses_bad_input_and_changes_nothing),
+    C(cancel_matching_selects_by_filter_and_a_dry_run_changes_nothing),
+    C(cancel_matching_handles_more_than_a_batch),
+    C(cancel_matching_never_takes_instances_created_while_it_runs),
+    C(bulk_calls_refuse_bad_filters_and_change_nothing),
+    C(purge_deletes_finished_instances_with_their_descendants),
+    C(purge_handles_more_than_a_batch),
+    C_NEEDS(cancel_failure_keeps_whole_batches, NEEDS_INJECT),
+    C_NEEDS(purge_failure_keeps_whole_batches, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_set_instance_problem, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_cancel_instances, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_cancel_matching, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_purge_instances, NEEDS_INJECT),
 };
 
 int pv_main(int argc, char **argv, const pv_factory *f, const test_case *extra,

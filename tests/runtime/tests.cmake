@@ -56,3 +56,9 @@ duro_runtime_test(test_metrics ${CMAKE_CURRENT_LIST_DIR}/test_metrics.c
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
 target_include_directories(test_metrics PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
+# The client's operations on instances: cancel records in status, why an
+# instance is stuck, cancel many, cancel by filter, purge.
+duro_runtime_test(test_ops ${CMAKE_CURRENT_LIST_DIR}/test_ops.c
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
+target_include_directories(test_ops PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)

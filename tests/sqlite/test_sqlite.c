@@ -263,15 +263,29 @@ TEST(url_malformed_is_bad_url)
 /* ---- schema and pragmas ---------------------------------------------------
  */
 
+/* Takes a version-3 database back to version 2: migration 3's index and
+ * columns go. */
+static const char downgrade_to_2[] =
+    "DROP INDEX instances_finished;"
+    "ALTER TABLE instances DROP COLUMN cancel_requested_ms;"
+    "ALTER TABLE instances DROP COLUMN cancel_reason;"
+    "ALTER TABLE instances DROP COLUMN cancelled_by;"
+    "ALTER TABLE instances DROP COLUMN finished_ms;"
+    "ALTER TABLE instances DROP COLUMN last_problem;"
+    "ALTER TABLE instances DROP COLUMN last_problem_ms;"
+    "ALTER TABLE instances DROP COLUMN next_attempt_ms;"
+    "DELETE FROM duro_schema WHERE version = 3;";
+
 TEST(schema_version_recorded_and_newer_refused)
 {
     const char *path = test_path("schema.db");
     duro_provider *p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     sqlite3 *db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 2);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 2);
-    /* Back to version 1 (without migration 2's index): reopening migrates. */
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 3);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 3);
+    /* Back to version 1 (without migrations 2 and 3): reopening migrates. */
+    CHECK_EQ(sqlite3_exec(db, downgrade_to_2, NULL, NULL, NULL), SQLITE_OK);
     CHECK_EQ(sqlite3_exec(db,
                           "DROP INDEX history_activity_cancel;"
                           "DELETE FROM duro_schema WHERE version = 2",
@@ -279,7 +293,7 @@ TEST(schema_version_recorded_and_newer_refused)
              SQLITE_OK);
     sqlite3_close(db);
 
-    /* Reopening migrates 1 -> 2; reopening an up-to-date one changes
+    /* Reopening migrates 1 -> 3; reopening an up-to-date one changes
      * nothing. */
     p = open_url(test_sqlite_url("schema.db"));
     start(p, "kept", "orch");
@@ -287,10 +301,10 @@ TEST(schema_version_recorded_and_newer_refused)
     p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 2);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name = "
-                         "'history_activity_cancel'"),
-             1);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 3);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN "
+                         "('history_activity_cancel', 'instances_finished')"),
+             2);
     CHECK_EQ(sqlite3_exec(db,
                           "PRAGMA journal_mode = DELETE;"
                           "INSERT INTO duro_schema VALUES(99, 0);"
@@ -317,6 +331,109 @@ TEST(schema_version_recorded_and_newer_refused)
     CHECK_STR((const char *)sqlite3_column_text(s, 0), "delete");
     sqlite3_finalize(s);
     sqlite3_close(db);
+}
+
+/* Migration 3 fills its columns from what a version-2 store holds: the
+ * finish time of ended instances (their last metadata change), the first
+ * queued cancellation of a live one (in the order a turn takes them), the
+ * cancellation a cancelled one's history records. */
+TEST(migration_3_fills_in_cancellations_and_finish_times)
+{
+    const char *path = test_path("migrate3.db");
+    duro_provider *p = open_url(test_sqlite_url("migrate3.db"));
+    duro_error e;
+    start(p, "done", "orch");
+    start(p, "waiting", "orch");
+    start(p, "gone", "orch");
+    start(p, "plain", "orch");
+    for (int i = 0; i < 4; i++) {
+        duro_orch_item *item = fetch_orch(p);
+        CHECK(item != NULL);
+        const char *id = item->instance_id;
+        duro_event ev[3] = {event(1, DURO_EVENT_ORCHESTRATION_STARTED, "orch"),
+                            event(2, DURO_EVENT_ORCHESTRATION_COMPLETED, NULL),
+                            event(3, DURO_EVENT_ORCHESTRATION_CANCELLED, NULL)};
+        duro_instance_meta meta = {.status = DURO_STATUS_RUNNING,
+                                   .name = "orch"};
+        size_t n = 1;
+        if (strcmp(id, "done") == 0) {
+            meta.status = DURO_STATUS_COMPLETED;
+            n = 2;
+        } else if (strcmp(id, "gone") == 0) {
+            ev[1] = event(2, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED, NULL);
+            ev[1].reason = "old";
+            ev[1].requested_by = "alice";
+            ev[1].timestamp_ms = 4242;
+            meta.status = DURO_STATUS_CANCELLED;
+            meta.error = "old";
+            meta.category = DURO_CATEGORY_CANCELLED;
+            n = 3;
+        }
+        duro_orch_ack ack = {.execution_id = 1,
+                             .history_delta = ev,
+                             .history_delta_count = n,
+                             .meta = &meta};
+        CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e),
+                  DURO_OK, &e);
+        duro_orch_item_free(item);
+    }
+    duro_provider_close(p);
+    sqlite3 *db = raw_open(path);
+    CHECK_EQ(sqlite3_exec(db, downgrade_to_2, NULL, NULL, NULL), SQLITE_OK);
+    /* Two cancellations queued for "waiting" the way version 2 left them:
+     * the second inserted is due first, so a turn takes it first. */
+    CHECK_EQ(sqlite3_exec(db,
+                          "INSERT INTO orchestrator_queue(instance_id, kind, "
+                          "reason, requested_by, enqueued_ms, visible_at) "
+                          "VALUES('waiting', 8, 'later', 'bob', 2000, 2000);"
+                          "INSERT INTO orchestrator_queue(instance_id, kind, "
+                          "reason, requested_by, enqueued_ms, visible_at) "
+                          "VALUES('waiting', 8, 'first', 'carol', 1000, 1000);"
+                          "INSERT INTO orchestrator_ready(instance_id, "
+                          "ready_at) VALUES('waiting', 1000);",
+                          NULL, NULL, NULL),
+             SQLITE_OK);
+    int64_t done_updated =
+        raw_int(db, "SELECT updated_ms FROM instances WHERE instance_id = "
+                    "'done'");
+    sqlite3_close(db);
+
+    p = open_url(test_sqlite_url("migrate3.db"));
+    duro_instance_list *l = NULL;
+    CHECK_PRC(p->get_instance(p, "done", &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->items[0].finished_ms, done_updated);
+    CHECK_EQ(l->items[0].cancel_requested_ms, 0);
+    duro_instance_list_free(l);
+    CHECK_PRC(p->get_instance(p, "waiting", &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->items[0].status, DURO_STATUS_RUNNING);
+    CHECK_EQ(l->items[0].finished_ms, 0);
+    CHECK_EQ(l->items[0].cancel_requested_ms, 1000);
+    CHECK_STR(l->items[0].cancel_reason, "first");
+    CHECK_STR(l->items[0].cancelled_by, "carol");
+    duro_instance_list_free(l);
+    CHECK_PRC(p->get_instance(p, "gone", &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->items[0].cancel_requested_ms, 4242);
+    CHECK_STR(l->items[0].cancel_reason, "old");
+    CHECK_STR(l->items[0].cancelled_by, "alice");
+    CHECK(l->items[0].finished_ms > 0);
+    duro_instance_list_free(l);
+    CHECK_PRC(p->get_instance(p, "plain", &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->items[0].cancel_requested_ms, 0);
+    CHECK(l->items[0].cancel_reason == NULL);
+    CHECK(l->items[0].last_problem == NULL);
+    CHECK_EQ(l->items[0].finished_ms, 0);
+    duro_instance_list_free(l);
+    /* The turn takes the first one, and the item carries it. */
+    duro_orch_item *item = fetch_orch(p);
+    CHECK(item != NULL);
+    CHECK_STR(item->instance_id, "waiting");
+    CHECK_EQ(item->message_count, 2);
+    CHECK_STR(item->messages[0].reason, "first");
+    CHECK_STR(item->cancel_reason, "first");
+    CHECK_STR(item->cancelled_by, "carol");
+    CHECK_EQ(item->cancel_requested_ms, 1000);
+    duro_orch_item_free(item);
+    duro_provider_close(p);
 }
 
 TEST(wal_mode_applied)
@@ -403,6 +520,16 @@ TEST(query_plans_use_indexes)
         {"LIST_NAME", "instances_name"},
         {"LIST_STATUS", "instances_status"},
         {"DELETE_INSTANCES", "instances_parent"},
+        {"SWEEP_CANCEL_NAME", "instances_name"},
+        {"SWEEP_PURGE_NAME", "instances_name"},
+        {"CANCEL_IDS_ENQUEUE", "sqlite_autoindex_instances_1"},
+        {"CANCEL_IDS_READY", "sqlite_autoindex_instances_1"},
+        {"CANCEL_IDS_MARK", "sqlite_autoindex_instances_1"},
+        {"PURGE_HISTORY", "PRIMARY KEY"},
+        {"PURGE_MESSAGES", "orchestrator_queue_instance"},
+        {"PURGE_WORK", "worker_queue_activity"},
+        {"INSTANCE_SET_PROBLEM", "sqlite_autoindex_instances_1"},
+        {"INSTANCE_CANCEL_REQUEST", "sqlite_autoindex_instances_1"},
     };
     for (size_t k = 0; k < sizeof(expect) / sizeof(expect[0]); k++) {
         size_t i = 0;
@@ -415,6 +542,45 @@ TEST(query_plans_use_indexes)
                   expect[k].name, plan);
         CHECK_MSG(strstr(plan, "TEMP B-TREE") == NULL, "%s sorts: %s",
                   expect[k].name, plan);
+    }
+    /* Sweeps over a status sort what they select (the set, once per
+     * sweep); they still search their index. */
+    static const struct {
+        const char *name, *index;
+    } sorted[] = {
+        {"SWEEP_CANCEL_ALL", "instances_status"},
+        {"SWEEP_PURGE_ALL", "instances_finished"},
+    };
+    for (size_t k = 0; k < sizeof(sorted) / sizeof(sorted[0]); k++) {
+        size_t i = 0;
+        while (i < duro__sqlite_statement_count() &&
+               strcmp(duro__sqlite_statement_name(i), sorted[k].name) != 0)
+            i++;
+        CHECK(i < duro__sqlite_statement_count());
+        plan_of(db, duro__sqlite_statement_sql(i), plan, sizeof(plan));
+        CHECK_MSG(strstr(plan, sorted[k].index) != NULL, "%s: %s",
+                  sorted[k].name, plan);
+    }
+    /* A batch looks each of its instances up by primary key: a status
+     * index would range over every instance of a status for each id. */
+    static const char *const by_key[] = {
+        "CANCEL_IDS_READ", "CANCEL_IDS_ENQUEUE",   "CANCEL_IDS_READY",
+        "CANCEL_IDS_MARK", "SWEEP_CANCEL_RECHECK", "PURGE_BATCH",
+        "PURGE_INSTANCES"};
+    for (size_t k = 0; k < sizeof(by_key) / sizeof(by_key[0]); k++) {
+        size_t i = 0;
+        while (i < duro__sqlite_statement_count() &&
+               strcmp(duro__sqlite_statement_name(i), by_key[k]) != 0)
+            i++;
+        CHECK(i < duro__sqlite_statement_count());
+        plan_of(db, duro__sqlite_statement_sql(i), plan, sizeof(plan));
+        CHECK_MSG(strstr(plan, "instances_status") == NULL &&
+                      strstr(plan, "instances_finished") == NULL &&
+                      strstr(plan, "instances_name") == NULL,
+                  "%s ranges over an index instead of probing the key: %s",
+                  by_key[k], plan);
+        CHECK_MSG(strstr(plan, "sqlite_autoindex_instances_1") != NULL,
+                  "%s: %s", by_key[k], plan);
     }
     sqlite3_close(db);
     duro_provider_close(p);
@@ -1346,8 +1512,10 @@ TEST(mass_cancellation)
 TEST_MAIN(T(url_forms_open), T(wal_is_checkpointed_while_open),
           T(commits_are_visible_to_other_connections_at_once),
           T(url_parameters_are_applied), T(url_malformed_is_bad_url),
-          T(schema_version_recorded_and_newer_refused), T(wal_mode_applied),
-          T(query_plans_use_indexes), T(statements_are_reused),
+          T(schema_version_recorded_and_newer_refused),
+          T(migration_3_fills_in_cancellations_and_finish_times),
+          T(wal_mode_applied), T(query_plans_use_indexes),
+          T(statements_are_reused),
           T(busy_from_another_connection_is_retryable),
           T(payload_cap_and_input_rules), T(history_cap),
           T(fault_at_every_step_rolls_back), T(wait_for_work_wakes),

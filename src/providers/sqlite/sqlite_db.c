@@ -146,7 +146,36 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
      * events (kind 10) are indexed and other history inserts pay nothing. */
     "CREATE INDEX history_activity_cancel"
     " ON history(instance_id, execution_id, source_event_id)"
-    " WHERE kind = 10;"};
+    " WHERE kind = 10;",
+    /* 3: what status shows of cancellation, the end and problems, and the
+     * purge index. Rows written before it are filled in from what the
+     * store holds: an ended instance's last metadata change was its end;
+     * a pending cancellation is the first queued one, in the order a turn
+     * takes them; a cancelled instance's is the one its history records. */
+    "ALTER TABLE instances ADD COLUMN cancel_requested_ms INTEGER;"
+    "ALTER TABLE instances ADD COLUMN cancel_reason TEXT;"
+    "ALTER TABLE instances ADD COLUMN cancelled_by TEXT;"
+    "ALTER TABLE instances ADD COLUMN finished_ms INTEGER;"
+    "ALTER TABLE instances ADD COLUMN last_problem TEXT;"
+    "ALTER TABLE instances ADD COLUMN last_problem_ms INTEGER;"
+    "ALTER TABLE instances ADD COLUMN next_attempt_ms INTEGER;"
+    "UPDATE instances SET finished_ms = updated_ms WHERE status IN (3, 4, 5);"
+    "UPDATE instances SET (cancel_requested_ms, cancel_reason, cancelled_by)"
+    " = (SELECT q.enqueued_ms, q.reason, q.requested_by"
+    " FROM orchestrator_queue AS q WHERE q.instance_id = instances.instance_id"
+    " AND q.kind = 8 ORDER BY q.visible_at, q.id LIMIT 1)"
+    " WHERE status IN (1, 2) AND EXISTS (SELECT 1 FROM orchestrator_queue AS q"
+    " WHERE q.instance_id = instances.instance_id AND q.kind = 8);"
+    "UPDATE instances SET (cancel_requested_ms, cancel_reason, cancelled_by)"
+    " = (SELECT h.timestamp_ms, h.reason, h.requested_by FROM history AS h"
+    " WHERE h.instance_id = instances.instance_id"
+    " AND h.execution_id = instances.execution_id AND h.kind = 5"
+    " ORDER BY h.event_id LIMIT 1) WHERE status = 5;"
+    /* partial: live instances (finished_ms NULL) are not in it, so only
+     * the turn that ends an instance writes it; finished_ms < ? implies
+     * the partial index's condition */
+    "CREATE INDEX instances_finished ON instances(status, finished_ms)"
+    " WHERE finished_ms IS NOT NULL;"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */
@@ -616,9 +645,14 @@ void duro__sqlite_checkpoint(duro__sqlite_provider *p)
          * load that never pauses, the WAL is never fully copied at the
          * start of a write, so it never rewinds and keeps growing; past four
          * times the threshold, RESTART waits for the writer, copies
-         * everything and lets the next write start the WAL over. */
-        int mode = frames >= 4 * CHECKPOINT_FRAMES ? SQLITE_CHECKPOINT_RESTART
-                                                   : SQLITE_CHECKPOINT_PASSIVE;
+         * everything and lets the next write start the WAL over. Not while
+         * a sweep of this provider holds its snapshot open: RESTART would
+         * wait for that reader (the busy timeout) and fail, and the thread
+         * waiting may be the sweep's own, between two of its batches. */
+        int mode =
+            frames >= 4 * CHECKPOINT_FRAMES && atomic_load(&p->sweeps) == 0
+                ? SQLITE_CHECKPOINT_RESTART
+                : SQLITE_CHECKPOINT_PASSIVE;
         int log = 0, done = 0;
         int rc = sqlite3_wal_checkpoint_v2(p->checkpointer.db, NULL, mode, &log,
                                            &done);

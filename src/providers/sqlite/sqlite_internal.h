@@ -12,7 +12,7 @@
 
 #include "base/base.h"
 
-#define DURO__SQLITE_SCHEMA_VERSION 2 /* what this code creates and reads */
+#define DURO__SQLITE_SCHEMA_VERSION 3 /* what this code creates and reads */
 #define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__SQLITE_POOL_MAX 64      /* most reader connections */
 
@@ -43,7 +43,9 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     "i.custom_status, i.parent_instance, "                                     \
     "(SELECT IFNULL(MAX(h.event_id), 0) FROM history AS h "                    \
     "WHERE h.instance_id = i.instance_id AND h.execution_id = "                \
-    "i.execution_id) "                                                         \
+    "i.execution_id), "                                                        \
+    "i.cancel_reason, i.cancelled_by, i.cancel_requested_ms, i.finished_ms, "  \
+    "i.last_problem, i.last_problem_ms, i.next_attempt_ms "                    \
     "FROM instances AS i "
 
 #define DURO__SQLITE_LIST_FILTER                                               \
@@ -93,10 +95,27 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "parent_execution = CASE WHEN ?10 IS NULL THEN parent_execution "        \
       "ELSE ?11 END, "                                                         \
       "parent_event_id = CASE WHEN ?10 IS NULL THEN parent_event_id "          \
-      "ELSE ?12 END, updated_ms = ?13 WHERE instance_id = ?1")                 \
+      "ELSE ?12 END, updated_ms = ?13, "                                       \
+      "finished_ms = CASE WHEN ?2 IN (3, 4, 5) THEN ?13 ELSE NULL END, "       \
+      "last_problem = CASE WHEN ?14 THEN ?15 ELSE last_problem END, "          \
+      "last_problem_ms = CASE WHEN NOT ?14 THEN last_problem_ms "              \
+      "WHEN ?15 IS NULL THEN NULL ELSE ?13 END, "                              \
+      "next_attempt_ms = CASE WHEN ?14 THEN NULL ELSE next_attempt_ms END "    \
+      "WHERE instance_id = ?1")                                                \
     X(INSTANCE_FETCH_META,                                                     \
       "SELECT status, execution_id, name, version, parent_instance, "          \
-      "parent_execution, parent_event_id, custom_status FROM instances "       \
+      "parent_execution, parent_event_id, custom_status, "                     \
+      "cancel_requested_ms, cancel_reason, cancelled_by, last_problem "        \
+      "FROM instances WHERE instance_id = ?1")                                 \
+    /* a CANCEL_INSTANCE records the first request on a live instance */       \
+    X(INSTANCE_CANCEL_REQUEST,                                                 \
+      "UPDATE instances SET cancel_requested_ms = ?2, cancel_reason = ?3, "    \
+      "cancelled_by = ?4 WHERE instance_id = ?1 AND status IN (1, 2) "         \
+      "AND cancel_requested_ms IS NULL")                                       \
+    X(INSTANCE_SET_PROBLEM,                                                    \
+      "UPDATE instances SET last_problem = ?2, "                               \
+      "last_problem_ms = CASE WHEN ?2 IS NULL THEN NULL ELSE ?3 END, "         \
+      "next_attempt_ms = CASE WHEN ?2 IS NULL THEN NULL ELSE ?4 END "          \
       "WHERE instance_id = ?1")                                                \
     X(INSTANCE_INFO, DURO__SQLITE_INFO_COLUMNS "WHERE i.instance_id = ?1")     \
     X(LIST_ALL, DURO__SQLITE_INFO_COLUMNS DURO__SQLITE_LIST_FILTER             \
@@ -238,7 +257,129 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "(SELECT execution_id FROM executions WHERE instance_id = ?1 "           \
       "AND execution_id <= ?2 AND status IN (3, 4, 5, 6))")                    \
     X(PRUNE_EXECUTIONS, "DELETE FROM executions WHERE instance_id = ?1 "       \
-                        "AND execution_id <= ?2 AND status IN (3, 4, 5, 6)")
+                        "AND execution_id <= ?2 AND status IN (3, 4, 5, 6)")   \
+    DURO__SQLITE_BULK_STATEMENTS(X)
+
+/* Operations on many instances (sqlite_bulk.c). A batch names its
+ * instances in ?1, a JSON array read with json_each: plain ids for
+ * cancel_instances, [id, created_ms] pairs for the sweeps, so an instance
+ * deleted and created again under the same id after the sweep began is not
+ * taken for the one that matched. Lookups go through the primary key: the
+ * unary + keeps the planner off the status indexes, which would range over
+ * every instance of a status for each id. */
+#define DURO__SQLITE_CANCELLABLE                                               \
+    "+status IN (1, 2) AND cancel_requested_ms IS NULL "
+
+#define DURO__SQLITE_CANCEL_IDS                                                \
+    "FROM instances WHERE instance_id IN (SELECT value FROM json_each(?1)) "   \
+    "AND " DURO__SQLITE_CANCELLABLE
+
+/* A sweep's selection: ?1 name, ?2..?4 statuses, ?5 version (NULL: any),
+ * ?6 created after (0: none), ?7 created before (0: none), ?8 finished
+ * before (purge). */
+#define DURO__SQLITE_SWEEP_COMMON                                              \
+    "AND (?5 IS NULL OR version = ?5) AND (?6 = 0 OR created_ms >= ?6) "       \
+    "AND (?7 = 0 OR created_ms < ?7) ORDER BY instance_id"
+#define DURO__SQLITE_SWEEP_CANCEL                                              \
+    "status IN (?2, ?3) AND cancel_requested_ms IS "                           \
+    "NULL " DURO__SQLITE_SWEEP_COMMON
+#define DURO__SQLITE_SWEEP_PURGE                                               \
+    "status IN (?2, ?3, ?4) AND finished_ms < ?8 " DURO__SQLITE_SWEEP_COMMON
+
+/* Whether instance alias `t` matches a purge filter (parameters as for the
+ * sweep, ?1 being the batch). */
+#define DURO__SQLITE_PURGE_MATCH(t)                                            \
+    "+" t ".status IN (?2, ?3, ?4) AND +" t ".finished_ms < ?8 "               \
+    "AND (?9 IS NULL OR " t ".name = ?9) "                                     \
+    "AND (?5 IS NULL OR " t ".version = ?5) "                                  \
+    "AND (?6 = 0 OR " t ".created_ms >= ?6) "                                  \
+    "AND (?7 = 0 OR " t ".created_ms < ?7)"
+
+#define DURO__SQLITE_BULK_STATEMENTS(X)                                        \
+    /* cancel_instances: each id's state; rank > 1 marks a repeated id */      \
+    X(CANCEL_IDS_READ,                                                         \
+      "SELECT j.key, i.status, i.cancel_requested_ms IS NOT NULL, "            \
+      "ROW_NUMBER() OVER (PARTITION BY j.value ORDER BY j.key) "               \
+      "FROM json_each(?1) AS j "                                               \
+      "LEFT JOIN instances AS i ON i.instance_id = j.value ORDER BY j.key")    \
+    /* the three writes of a cancellation, set-based: the message, the         \
+     * instance's readiness (as READY_ENQUEUE), the record; in this order:     \
+     * the last one ends what the first two select */                          \
+    X(CANCEL_IDS_ENQUEUE,                                                      \
+      "INSERT INTO orchestrator_queue(kind, instance_id, reason, "             \
+      "requested_by, enqueued_ms, visible_at) "                                \
+      "SELECT 8, instance_id, ?2, ?3, ?4, ?4 " DURO__SQLITE_CANCEL_IDS)        \
+    X(CANCEL_IDS_READY,                                                        \
+      "INSERT INTO orchestrator_ready(instance_id, ready_at) "                 \
+      "SELECT instance_id, ?4 " DURO__SQLITE_CANCEL_IDS                        \
+      "ON CONFLICT(instance_id) DO UPDATE SET ready_at = "                     \
+      "MAX(excluded.ready_at, IFNULL(locked_until, 0)) "                       \
+      "WHERE lock_token IS NULL AND excluded.ready_at < ready_at")             \
+    X(CANCEL_IDS_MARK,                                                         \
+      "UPDATE instances SET cancel_requested_ms = ?4, cancel_reason = ?2, "    \
+      "cancelled_by = ?3 WHERE instance_id IN "                                \
+      "(SELECT value FROM json_each(?1)) AND " DURO__SQLITE_CANCELLABLE)       \
+    /* cancel_matching: the set, read once on a snapshot */                    \
+    X(SWEEP_CANCEL_NAME, "SELECT instance_id, created_ms FROM instances "      \
+                         "WHERE name = ?1 AND " DURO__SQLITE_SWEEP_CANCEL)     \
+    X(SWEEP_CANCEL_ALL, "SELECT instance_id, created_ms FROM instances "       \
+                        "WHERE " DURO__SQLITE_SWEEP_CANCEL)                    \
+    /* ... and which of a batch are still the same instances, cancellable */   \
+    X(SWEEP_CANCEL_RECHECK,                                                    \
+      "SELECT i.instance_id FROM json_each(?1) AS j CROSS JOIN instances AS "  \
+      "i "                                                                     \
+      "ON i.instance_id = json_extract(j.value, '$[0]') "                      \
+      "WHERE i.created_ms = json_extract(j.value, '$[1]') "                    \
+      "AND +i.status IN (?2, ?3) AND i.cancel_requested_ms IS NULL "           \
+      "ORDER BY j.key")                                                        \
+    /* purge_instances: the set, read once on a snapshot */                    \
+    X(SWEEP_PURGE_NAME, "SELECT instance_id, created_ms FROM instances "       \
+                        "WHERE name = ?1 AND " DURO__SQLITE_SWEEP_PURGE)       \
+    X(SWEEP_PURGE_ALL, "SELECT instance_id, created_ms FROM instances "        \
+                       "WHERE " DURO__SQLITE_SWEEP_PURGE)                      \
+    /* ... and what a batch deletes: each picked instance (still the same,     \
+     * still matching) that has no matching ancestor, with all its             \
+     * descendants, when every one of them is finished */                      \
+    X(PURGE_BATCH,                                                             \
+      "WITH RECURSIVE "                                                        \
+      "pick(id) AS (SELECT i.instance_id FROM json_each(?1) AS j "             \
+      "CROSS JOIN instances AS i "                                             \
+      "ON i.instance_id = json_extract(j.value, '$[0]') "                      \
+      "WHERE i.created_ms = json_extract(j.value, '$[1]') "                    \
+      "AND " DURO__SQLITE_PURGE_MATCH(                                         \
+          "i") "), "                                                           \
+               "up(pick, id) AS (SELECT k.id, i.parent_instance FROM pick AS " \
+               "k "                                                            \
+               "CROSS JOIN instances AS i ON i.instance_id = k.id "            \
+               "WHERE i.parent_instance IS NOT NULL UNION "                    \
+               "SELECT up.pick, i.parent_instance FROM up "                    \
+               "CROSS JOIN instances AS i ON i.instance_id = up.id "           \
+               "WHERE i.parent_instance IS NOT NULL), "                        \
+               "top(id) AS (SELECT id FROM pick WHERE id NOT IN (SELECT "      \
+               "up.pick "                                                      \
+               "FROM up CROSS JOIN instances AS a ON a.instance_id = up.id "   \
+               "WHERE " DURO__SQLITE_PURGE_MATCH(                              \
+                   "a") ")), "                                                 \
+                        "tree(root, id) AS (SELECT id, id FROM top UNION "     \
+                        "SELECT tree.root, c.instance_id FROM tree "           \
+                        "JOIN instances AS c ON c.parent_instance = tree.id) " \
+                        "SELECT id FROM tree WHERE root NOT IN (SELECT "       \
+                        "t.root FROM tree AS t "                               \
+                        "CROSS JOIN instances AS x ON x.instance_id = t.id "   \
+                        "WHERE x.status NOT IN (3, 4, 5)) ORDER BY id")        \
+    /* the deletes of a purge batch, ?1 the ids (instances last) */            \
+    X(PURGE_HISTORY, "DELETE FROM history WHERE instance_id IN "               \
+                     "(SELECT value FROM json_each(?1))")                      \
+    X(PURGE_EXECUTIONS, "DELETE FROM executions WHERE instance_id IN "         \
+                        "(SELECT value FROM json_each(?1))")                   \
+    X(PURGE_MESSAGES, "DELETE FROM orchestrator_queue WHERE instance_id IN "   \
+                      "(SELECT value FROM json_each(?1))")                     \
+    X(PURGE_READY, "DELETE FROM orchestrator_ready WHERE instance_id IN "      \
+                   "(SELECT value FROM json_each(?1))")                        \
+    X(PURGE_WORK, "DELETE FROM worker_queue WHERE instance_id IN "             \
+                  "(SELECT value FROM json_each(?1))")                         \
+    X(PURGE_INSTANCES, "DELETE FROM instances WHERE instance_id IN "           \
+                       "(SELECT value FROM json_each(?1))")
 
 typedef enum duro__sqlite_stmt_id {
 #define DURO__X(id, sql) DURO__SQL_##id,
@@ -300,6 +441,8 @@ typedef struct duro__sqlite_provider {
     int checkpointed;             /* frames backfilled by the last
                                      checkpoint (under checkpoint_lock) */
     _Atomic int wake_sticky;      /* wake(p, 1) until wake(p, 0) */
+    _Atomic int sweeps;           /* bulk sweeps holding a snapshot open
+                                     (no RESTART checkpoint meanwhile) */
 
     _Atomic uint64_t statements_prepared;
     _Atomic uint64_t steps;    /* sqlite3_step calls, for the fault hook */
@@ -471,6 +614,22 @@ int duro__sqlite_delete_instance(duro_provider *p, const char *instance_id,
 int duro__sqlite_prune_executions(duro_provider *p, const char *instance_id,
                                   uint64_t keep_last, size_t *pruned,
                                   duro_error *err);
+int duro__sqlite_set_instance_problem(duro_provider *p, const char *instance_id,
+                                      const char *problem,
+                                      int64_t next_attempt_ms, duro_error *err);
+int duro__sqlite_cancel_instances(duro_provider *p,
+                                  const char *const *instance_ids, size_t count,
+                                  const char *reason, const char *requested_by,
+                                  duro_cancel_result *results, duro_error *err);
+int duro__sqlite_cancel_matching(duro_provider *p,
+                                 const duro_bulk_filter *filter,
+                                 const char *reason, const char *requested_by,
+                                 int dry_run, size_t max_ids,
+                                 duro_bulk_result **out, duro_error *err);
+int duro__sqlite_purge_instances(duro_provider *p,
+                                 const duro_bulk_filter *filter, int dry_run,
+                                 size_t max_ids, duro_bulk_result **out,
+                                 duro_error *err);
 /* The earliest time (wall ms) at which something on `queue` becomes
  * fetchable, INT64_MAX when the queue is empty. */
 int duro__sqlite_next_due(duro__sqlite_provider *p, duro_queue queue,

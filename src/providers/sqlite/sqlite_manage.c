@@ -190,7 +190,14 @@ static int read_info(duro_arena *a, sqlite3_stmt *s, duro_instance_info *in)
     in->updated_ms = sqlite3_column_int64(s, 6);
     in->category = sqlite3_column_int(s, 9);
     in->history_count = (uint64_t)sqlite3_column_int64(s, 12);
-    if (duro__sqlite_column_text(a, s, 0, &in->instance_id) ||
+    in->cancel_requested_ms = sqlite3_column_int64(s, 15);
+    in->finished_ms = sqlite3_column_int64(s, 16);
+    in->last_problem_ms = sqlite3_column_int64(s, 18);
+    in->next_attempt_ms = sqlite3_column_int64(s, 19);
+    if (duro__sqlite_column_text(a, s, 13, &in->cancel_reason) ||
+        duro__sqlite_column_text(a, s, 14, &in->cancelled_by) ||
+        duro__sqlite_column_text(a, s, 17, &in->last_problem) ||
+        duro__sqlite_column_text(a, s, 0, &in->instance_id) ||
         duro__sqlite_column_text(a, s, 1, &in->name) ||
         duro__sqlite_column_text(a, s, 2, &in->version) ||
         duro__sqlite_column_text(a, s, 7, &in->output) ||
@@ -514,4 +521,45 @@ int duro__sqlite_prune_executions(duro_provider *base, const char *instance_id,
     if (pruned != NULL)
         *pruned = n;
     return DURO_OK;
+}
+
+int duro__sqlite_set_instance_problem(duro_provider *base,
+                                      const char *instance_id,
+                                      const char *problem,
+                                      int64_t next_attempt_ms, duro_error *err)
+{
+    static const char op[] = "set_instance_problem";
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    duro__sqlite_provider *p = sqlite_of(base);
+    int rc = duro__sqlite_check_id("instance id", instance_id, err);
+    if (rc == DURO_OK)
+        rc = duro__sqlite_check_payload(p, "problem", problem, err);
+    if (rc != DURO_OK)
+        return rc;
+    if (next_attempt_ms < 0)
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "next_attempt_ms is negative (%lld)",
+                              (long long)next_attempt_ms);
+    int64_t now = duro__wall_ms();
+    duro__sqlite_conn *c;
+    if ((rc = duro__sqlite_write_begin(p, op, &c, err)) != DURO_OK)
+        return rc;
+    sqlite3_stmt *s =
+        duro__sqlite_stmt(p, c, DURO__SQL_INSTANCE_SET_PROBLEM, op, err);
+    rc = s != NULL ? DURO_OK : err->code;
+    if (rc == DURO_OK) {
+        duro__sqlite_bind_text(c, s, 1, instance_id);
+        duro__sqlite_bind_text(c, s, 2, problem);
+        duro__sqlite_bind_i64(c, s, 3, now);
+        duro__sqlite_bind_i64(c, s, 4, next_attempt_ms);
+        rc = duro__sqlite_run(p, c, s, op, err);
+    }
+    if (rc == DURO_OK && sqlite3_changes(c->db) == 0)
+        rc = not_found(op, instance_id, err);
+    if (rc != DURO_OK) {
+        duro__sqlite_write_rollback(p, c);
+        return rc;
+    }
+    return duro__sqlite_write_commit(p, c, op, err);
 }

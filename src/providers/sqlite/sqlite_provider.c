@@ -265,6 +265,10 @@ static void fill_methods(duro_provider *m)
     m->prune_executions = duro__sqlite_prune_executions;
     m->wait_for_work = sqlite_wait_for_work;
     m->wake = sqlite_wake;
+    m->set_instance_problem = duro__sqlite_set_instance_problem;
+    m->cancel_instances = duro__sqlite_cancel_instances;
+    m->cancel_matching = duro__sqlite_cancel_matching;
+    m->purge_instances = duro__sqlite_purge_instances;
 }
 
 static int open_readers(duro__sqlite_provider *p, duro_error *err)

@@ -141,6 +141,7 @@ static int check_meta(const duro__sqlite_provider *p,
                                       m->parent_instance, 0, err)) ||
         (rc = duro__sqlite_check_payload(p, "output", m->output, err)) ||
         (rc = duro__sqlite_check_payload(p, "error", m->error, err)) ||
+        (rc = duro__sqlite_check_payload(p, "problem", m->problem, err)) ||
         (rc = duro__sqlite_check_payload(
              p, "custom status", m->custom_status_set ? m->custom_status : NULL,
              err)))
@@ -256,6 +257,19 @@ static int insert_message(duro__sqlite_provider *p, duro__sqlite_conn *c,
     int rc = duro__sqlite_run(p, c, s, op, err);
     if (rc != DURO_OK)
         return rc;
+    if (it->kind == DURO_WORK_CANCEL_INSTANCE) {
+        /* The first request on a live instance is what status shows and
+         * what the turn records (provider.h, version 4). */
+        s = duro__sqlite_stmt(p, c, DURO__SQL_INSTANCE_CANCEL_REQUEST, op, err);
+        if (s == NULL)
+            return err->code;
+        duro__sqlite_bind_text(c, s, 1, it->instance_id);
+        duro__sqlite_bind_i64(c, s, 2, now);
+        duro__sqlite_bind_text(c, s, 3, it->reason);
+        duro__sqlite_bind_text(c, s, 4, it->requested_by);
+        if ((rc = duro__sqlite_run(p, c, s, op, err)) != DURO_OK)
+            return rc;
+    }
     s = duro__sqlite_stmt(p, c, DURO__SQL_READY_ENQUEUE, op, err);
     if (s == NULL)
         return err->code;
@@ -465,10 +479,14 @@ static int load_orch_item(duro__sqlite_provider *p, duro__sqlite_conn *c,
         item->execution_id = (uint64_t)sqlite3_column_int64(s, 1);
         item->parent_execution = (uint64_t)sqlite3_column_int64(s, 5);
         item->parent_event_id = (uint64_t)sqlite3_column_int64(s, 6);
+        item->cancel_requested_ms = sqlite3_column_int64(s, 8);
         if (duro__sqlite_column_text(a, s, 2, &item->name) ||
             duro__sqlite_column_text(a, s, 3, &item->version) ||
             duro__sqlite_column_text(a, s, 4, &item->parent_instance) ||
-            duro__sqlite_column_text(a, s, 7, &item->custom_status))
+            duro__sqlite_column_text(a, s, 7, &item->custom_status) ||
+            duro__sqlite_column_text(a, s, 9, &item->cancel_reason) ||
+            duro__sqlite_column_text(a, s, 10, &item->cancelled_by) ||
+            duro__sqlite_column_text(a, s, 11, &item->last_problem))
             return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     } else if (rc != SQLITE_DONE) {
         return duro__sqlite_error(c, rc, op, err);
@@ -853,6 +871,11 @@ static int write_meta(duro__sqlite_provider *p, duro__sqlite_conn *c,
     duro__sqlite_bind_u64(c, s, 11, m->parent_execution);
     duro__sqlite_bind_u64(c, s, 12, m->parent_event_id);
     duro__sqlite_bind_i64(c, s, 13, now);
+    /* An ending (continue-as-new too) replaces the problem with
+     * m->problem, clearing it when NULL; otherwise only a problem given
+     * is written. */
+    duro__sqlite_bind_i64(c, s, 14, finished || m->problem != NULL);
+    duro__sqlite_bind_text(c, s, 15, m->problem);
     int rc = duro__sqlite_run(p, c, s, op, err);
     if (rc != DURO_OK || execution_id == 0)
         return rc;

@@ -1,0 +1,606 @@
+/* test_ops.c - the client's operations on instances, end to end with a real
+ * runtime on SQLite files: what status shows of a cancellation (before the
+ * turn and after, the same as history), why an instance is stuck (an
+ * unregistered orchestration or activity, a turn that fails to commit,
+ * nondeterminism) and that the problem clears once the cause is gone,
+ * cancel many by id, cancel by filter with its dry run, purge, and an older
+ * provider without them. */
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include "faulty_provider.h"
+#include "rt_util.h"
+
+#define WAIT_MS 15000
+
+static int orch_wait(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    duro_task *t = duro_wait_event(o, "go");
+    duro_await(o, t);
+    return duro_ok(out, duro_task_output(t));
+}
+
+static int orch_echo(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)o;
+    return duro_ok(out, in);
+}
+
+static int orch_fail(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)o;
+    (void)in;
+    return duro_fail(out, "no");
+}
+
+static int orch_call_x(duro_orch *o, const char *in, duro_result *out)
+{
+    duro_task *t = duro_call_activity(o, "X", in);
+    if (duro_await(o, t) != DURO_OK)
+        return duro_fail(out, duro_task_error(t));
+    return duro_ok(out, duro_task_output(t));
+}
+
+static int act_x(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)a;
+    return duro_ok(out, in);
+}
+
+/* The status of `id`, caller frees; the test fails when it cannot be read. */
+static duro_instance_info *status_of(duro_client *c, const char *id)
+{
+    duro_instance_info *i = NULL;
+    CHECK_OK(duro_client_get_status(c, id, &i));
+    return i;
+}
+
+/* Waits until status of `id` shows a problem containing `needle`; returns
+ * the status (caller frees). */
+static duro_instance_info *wait_problem(duro_client *c, const char *id,
+                                        const char *needle)
+{
+    duro_instance_info *i = NULL;
+    int64_t deadline = test_now_ms() + WAIT_MS;
+    for (;;) {
+        CHECK_OK(duro_client_get_status(c, id, &i));
+        if (i->last_problem != NULL && strstr(i->last_problem, needle) != NULL)
+            return i;
+        if (test_now_ms() > deadline) {
+            test_fail(__FILE__, __LINE__,
+                      "'%s' shows no problem with '%s' (last: %s)", id, needle,
+                      i->last_problem ? i->last_problem : "none");
+            duro_free(i);
+            return NULL;
+        }
+        duro_free(i);
+        test_sleep_ms(2);
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * cancellation as status shows it */
+
+TEST(cancel_shows_in_status_before_the_turn_and_agrees_with_history)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_cancel_status.db");
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Wait", NULL, orch_wait, NULL));
+    /* No runtime yet: the request is all there is. */
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    rt_start_instance(&f, "w", "Wait", NULL);
+    int64_t t0 = duro_now_ms();
+    CHECK_OK(duro_client_cancel(f.client, "w", "first", "user:alice"));
+    int64_t t1 = duro_now_ms();
+    CHECK_OK(duro_client_cancel(f.client, "w", "second", "user:bob"));
+    duro_instance_info *i = status_of(f.client, "w");
+    CHECK_EQ(i->status, DURO_STATUS_PENDING);
+    CHECK_STR(i->cancel_reason, "first");
+    CHECK_STR(i->cancelled_by, "user:alice");
+    CHECK_INT(i->cancel_requested_ms, >=, t0 - 2);
+    CHECK_INT(i->cancel_requested_ms, <=, t1 + 2);
+    CHECK_EQ(i->finished_ms, 0);
+    int64_t requested = i->cancel_requested_ms;
+    duro_free(i);
+
+    rt_start(&f);
+    i = rt_wait(&f, "w", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_CANCELLED);
+    CHECK_STR(i->error, "first");
+    CHECK_STR(i->cancel_reason, "first");
+    CHECK_STR(i->cancelled_by, "user:alice");
+    CHECK_EQ(i->cancel_requested_ms, requested);
+    CHECK_INT(i->finished_ms, >=, requested);
+    CHECK(i->last_problem == NULL);
+    duro_free(i);
+    duro_history *h = rt_history(&f, "w");
+    const duro_event *ev =
+        rt_find_event(h, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED, 0);
+    CHECK(ev != NULL);
+    CHECK_STR(ev->reason, "first");
+    CHECK_STR(ev->requested_by, "user:alice");
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED), 1);
+    duro_history_free(h);
+    /* Cancelled already: DURO_OK, nothing changes. */
+    CHECK_OK(duro_client_cancel(f.client, "w", "third", "user:carol"));
+    i = status_of(f.client, "w");
+    CHECK_STR(i->cancel_reason, "first");
+    duro_free(i);
+    rt_done(&f);
+}
+
+/* Two requests whose messages a turn takes in the other order than they
+ * were recorded (a clock that stepped back between two writers): history
+ * and status still name the request recorded first. */
+TEST(history_records_the_request_status_shows)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_cancel_order.db");
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Wait", NULL, orch_wait, NULL));
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    rt_start_instance(&f, "w", "Wait", NULL);
+    CHECK_OK(duro_client_cancel(f.client, "w", "recorded", "user:first"));
+    duro_provider *p = NULL;
+    duro_error e;
+    CHECK_PRC(duro_provider_open(f.url, &p, &e), DURO_OK, &e);
+    duro_work_item later = {.kind = DURO_WORK_CANCEL_INSTANCE,
+                            .instance_id = "w",
+                            .reason = "queued-first",
+                            .requested_by = "user:second"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &later, 0, &e), DURO_OK, &e);
+    duro_provider_close(p);
+    sqlite3 *db = NULL;
+    CHECK_EQ(sqlite3_open(test_path("ops_cancel_order.db"), &db), SQLITE_OK);
+    CHECK_EQ(sqlite3_exec(db,
+                          "UPDATE orchestrator_queue SET visible_at = "
+                          "visible_at - 60000 WHERE reason = 'queued-first'",
+                          NULL, NULL, NULL),
+             SQLITE_OK);
+    CHECK_EQ(sqlite3_changes(db), 1);
+    sqlite3_close(db);
+    rt_start(&f);
+    duro_instance_info *i = rt_wait(&f, "w", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_CANCELLED);
+    CHECK_STR(i->error, "recorded");
+    CHECK_STR(i->cancelled_by, "user:first");
+    duro_free(i);
+    duro_history *h = rt_history(&f, "w");
+    const duro_event *ev =
+        rt_find_event(h, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED, 0);
+    CHECK(ev != NULL);
+    CHECK_STR(ev->reason, "recorded");
+    CHECK_STR(ev->requested_by, "user:first");
+    duro_history_free(h);
+    rt_done(&f);
+}
+
+/* ------------------------------------------------------------------------
+ * cancel many by id */
+
+TEST(cancel_many_reports_one_outcome_per_id)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_cancel_many.db");
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Wait", NULL, orch_wait, NULL));
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Echo", NULL, orch_echo, NULL));
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Fail", NULL, orch_fail, NULL));
+    rt_start(&f);
+    rt_start_instance(&f, "w1", "Wait", NULL);
+    rt_start_instance(&f, "w2", "Wait", NULL);
+    rt_start_instance(&f, "done", "Echo", "x");
+    rt_start_instance(&f, "failed", "Fail", NULL);
+    rt_start_instance(&f, "gone", "Wait", NULL);
+    duro_free(rt_wait(&f, "done", WAIT_MS));
+    duro_free(rt_wait(&f, "failed", WAIT_MS));
+    CHECK_OK(duro_client_cancel(f.client, "gone", "earlier", "user:dave"));
+    duro_free(rt_wait(&f, "gone", WAIT_MS));
+    rt_wait_status(&f, "w1", DURO_STATUS_RUNNING, WAIT_MS);
+
+    const char *ids[] = {"w1", "done", "failed", "gone", "nope", "w1", "w2"};
+    duro_cancel_result res[7];
+    CHECK_OK(
+        duro_client_cancel_many(f.client, ids, 7, "cleanup", "user:ops", res));
+    static const int outcome[7] = {
+        DURO_CANCEL_CANCELLED,       DURO_CANCEL_NOT_CANCELLABLE,
+        DURO_CANCEL_NOT_CANCELLABLE, DURO_CANCEL_ALREADY_CANCELLED,
+        DURO_CANCEL_NOT_FOUND,       DURO_CANCEL_DUPLICATE,
+        DURO_CANCEL_CANCELLED};
+    static const int status[7] = {DURO_STATUS_RUNNING,
+                                  DURO_STATUS_COMPLETED,
+                                  DURO_STATUS_FAILED,
+                                  DURO_STATUS_CANCELLED,
+                                  DURO_STATUS_NOT_FOUND,
+                                  DURO_STATUS_RUNNING,
+                                  -1 /* Pending or Running */};
+    for (int k = 0; k < 7; k++) {
+        CHECK_MSG(res[k].outcome == outcome[k], "%s: %s, expected %s", ids[k],
+                  duro_cancel_outcome_name(res[k].outcome),
+                  duro_cancel_outcome_name(outcome[k]));
+        if (status[k] >= 0)
+            CHECK_EQ(res[k].status, status[k]);
+    }
+    const char *cancelled[] = {"w1", "w2"};
+    for (int k = 0; k < 2; k++) {
+        duro_instance_info *i = rt_wait(&f, cancelled[k], WAIT_MS);
+        CHECK_EQ(i->status, DURO_STATUS_CANCELLED);
+        CHECK_STR(i->error, "cleanup");
+        CHECK_STR(i->cancelled_by, "user:ops");
+        duro_free(i);
+    }
+    duro_instance_info *i = status_of(f.client, "gone");
+    CHECK_STR(i->cancel_reason, "earlier");
+    duro_free(i);
+    rt_done(&f);
+}
+
+/* More ids than one transaction takes, repeats spread over the batches,
+ * and a storage failure part-way (through the fault wrapper). */
+TEST(cancel_many_batches_and_reports_repeats_across_batches)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_cancel_many_big.db");
+    duro_provider *inner = NULL;
+    duro_error e;
+    CHECK_PRC(duro_provider_open(f.url, &inner, &e), DURO_OK, &e);
+    duro_provider *w = faulty_provider_wrap(inner, 1);
+    CHECK_OK(duro_client_create_with_provider(w, &f.client));
+    enum { N = 1100, IDS = 1300 };
+    char(*names)[16] = calloc(N + 1, sizeof(*names));
+    const char **ids = calloc(IDS, sizeof(*ids));
+    duro_cancel_result *res = calloc(IDS, sizeof(*res));
+    CHECK(names != NULL && ids != NULL && res != NULL);
+    for (int k = 0; k < N; k++) {
+        snprintf(names[k], sizeof(names[k]), "m-%05d", k);
+        rt_start_instance(&f, names[k], "Unrun", NULL);
+    }
+    snprintf(names[N], sizeof(names[N]), "missing");
+    /* ids: every instance once, then 150 repeats of the first ones, 50
+     * of "missing" */
+    for (int k = 0; k < IDS; k++)
+        ids[k] = k < N ? names[k] : k < N + 150 ? names[k - N] : names[N];
+
+    /* The second provider call fails: the first batch stands. */
+    faulty_provider_fail_nth(w, 2, FAULTY_CANCEL_INSTANCES, 1);
+    CHECK_RC(duro_client_cancel_many(f.client, ids, IDS, NULL, "ops", res),
+             DURO_BUSY);
+    int filled = 0;
+    for (int k = 0; k < IDS; k++)
+        filled += res[k].outcome != DURO_CANCEL_NONE;
+    CHECK_EQ(filled, DURO_BULK_BATCH_MAX + 150); /* repeats of batch 1 */
+    CHECK_EQ(res[0].outcome, DURO_CANCEL_CANCELLED);
+    CHECK_EQ(res[N].outcome, DURO_CANCEL_DUPLICATE);
+    CHECK_EQ(res[DURO_BULK_BATCH_MAX].outcome, DURO_CANCEL_NONE);
+    uint64_t before = faulty_provider_calls(w, FAULTY_CANCEL_INSTANCES);
+
+    /* Again: the first batch reports already cancelled, the rest is done. */
+    CHECK_OK(duro_client_cancel_many(f.client, ids, IDS, NULL, "ops", res));
+    /* distinct ids: N + 1, DURO_BULK_BATCH_MAX a call */
+    CHECK_EQ(faulty_provider_calls(w, FAULTY_CANCEL_INSTANCES) - before,
+             (N + 1 + DURO_BULK_BATCH_MAX - 1) / DURO_BULK_BATCH_MAX);
+    for (int k = 0; k < IDS; k++) {
+        int want = k < DURO_BULK_BATCH_MAX ? DURO_CANCEL_ALREADY_CANCELLED
+                   : k < N                 ? DURO_CANCEL_CANCELLED
+                   : k == N + 150          ? DURO_CANCEL_NOT_FOUND
+                                           : DURO_CANCEL_DUPLICATE;
+        CHECK_MSG(res[k].outcome == want, "#%d (%s): %s, expected %s", k,
+                  ids[k], duro_cancel_outcome_name(res[k].outcome),
+                  duro_cancel_outcome_name(want));
+        CHECK_EQ(res[k].status,
+                 k < N + 150 ? DURO_STATUS_PENDING : DURO_STATUS_NOT_FOUND);
+    }
+    duro_instance_info *i = status_of(f.client, "m-01099");
+    CHECK_STR(i->cancel_reason, "cancelled"); /* NULL reason: the default */
+    CHECK_STR(i->cancelled_by, "ops");
+    duro_free(i);
+    free(names);
+    free(ids);
+    free(res);
+    duro_client_destroy(f.client);
+    f.client = NULL;
+    duro_provider_close(w);
+    rt_done(&f);
+}
+
+/* ------------------------------------------------------------------------
+ * cancel by filter and purge */
+
+TEST(cancel_matching_and_purge_end_to_end)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_sweep.db");
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Wait", NULL, orch_wait, NULL));
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Other", NULL, orch_wait, NULL));
+    rt_start(&f);
+    char id[32];
+    for (int k = 0; k < 30; k++) {
+        snprintf(id, sizeof(id), "a-%02d", k);
+        rt_start_instance(&f, id, "Wait", NULL);
+    }
+    for (int k = 0; k < 5; k++) {
+        snprintf(id, sizeof(id), "b-%02d", k);
+        rt_start_instance(&f, id, "Other", NULL);
+    }
+    duro_bulk_filter filter = {0};
+    filter.name = "Wait";
+    duro_bulk_options o;
+    duro_bulk_options_init(&o);
+    o.dry_run = 1;
+    o.max_ids = 100;
+    duro_bulk_result *dry = NULL;
+    CHECK_OK(duro_client_cancel_matching(f.client, &filter, "sweep", "user:ops",
+                                         &o, &dry));
+    CHECK_EQ(dry->count, 30);
+    CHECK_EQ(dry->id_count, 30);
+    CHECK_STR(dry->ids[0], "a-00");
+    CHECK_STR(dry->ids[29], "a-29");
+    o.dry_run = 0;
+    duro_bulk_result *r = NULL;
+    CHECK_OK(duro_client_cancel_matching(f.client, &filter, "sweep", "user:ops",
+                                         &o, &r));
+    CHECK_EQ(r->count, 30);
+    for (size_t k = 0; k < 30; k++)
+        CHECK_STR(r->ids[k], dry->ids[k]);
+    duro_bulk_result_free(dry);
+    duro_bulk_result_free(r);
+    for (int k = 0; k < 30; k++) {
+        snprintf(id, sizeof(id), "a-%02d", k);
+        duro_instance_info *i = rt_wait(&f, id, WAIT_MS);
+        CHECK_EQ(i->status, DURO_STATUS_CANCELLED);
+        CHECK_STR(i->cancel_reason, "sweep");
+        CHECK_STR(i->cancelled_by, "user:ops");
+        duro_free(i);
+    }
+    for (int k = 0; k < 5; k++) {
+        snprintf(id, sizeof(id), "b-%02d", k);
+        duro_instance_info *i = status_of(f.client, id);
+        CHECK(!duro_status_is_terminal(i->status));
+        CHECK_EQ(i->cancel_requested_ms, 0);
+        duro_free(i);
+    }
+
+    /* Purge: never a live status; what a dry run lists goes. */
+    duro_bulk_filter purge = {0};
+    purge.finished_before_ms = duro_now_ms() + 1;
+    purge.status_mask = 1u << DURO_STATUS_RUNNING;
+    r = (duro_bulk_result *)&f;
+    CHECK_RC(duro_client_purge(f.client, &purge, NULL, &r), DURO_INVALID);
+    CHECK(r == NULL);
+    purge.status_mask = 0;
+    o.dry_run = 1;
+    CHECK_OK(duro_client_purge(f.client, &purge, &o, &dry));
+    CHECK_EQ(dry->count, 30);
+    o.dry_run = 0;
+    CHECK_OK(duro_client_purge(f.client, &purge, &o, &r));
+    CHECK_EQ(r->count, 30);
+    for (size_t k = 0; k < 30; k++)
+        CHECK_STR(r->ids[k], dry->ids[k]);
+    duro_bulk_result_free(dry);
+    duro_bulk_result_free(r);
+    duro_instance_list *l = NULL;
+    CHECK_OK(duro_client_list(f.client, NULL, &l));
+    CHECK_EQ(l->count, 5);
+    duro_instance_list_free(l);
+    CHECK_EQ(rt_status(&f, "a-00"), DURO_STATUS_NOT_FOUND);
+    rt_done(&f);
+}
+
+/* ------------------------------------------------------------------------
+ * why it is stuck */
+
+TEST(misspelt_orchestration_shows_its_problem_until_registered)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_problem_orch.db");
+    f.opts.max_attempts = 1000; /* keep retrying while the test looks */
+    rt_start(&f);
+    int64_t t0 = duro_now_ms();
+    rt_start_instance(&f, "x", "Helo", "in");
+    duro_instance_info *i = wait_problem(f.client, "x", "'Helo'");
+    CHECK(strstr(i->last_problem, "not registered") != NULL);
+    CHECK_EQ(i->status, DURO_STATUS_PENDING);
+    CHECK_INT(i->last_problem_ms, >=, t0 - 2);
+    CHECK_INT(i->next_attempt_ms, >=, i->last_problem_ms);
+    duro_free(i);
+    /* Registered in a new runtime: it runs and the problem is gone. */
+    rt_stop(&f);
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Helo", NULL, orch_echo, NULL));
+    rt_start(&f);
+    i = rt_wait(&f, "x", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+    CHECK(i->last_problem == NULL);
+    CHECK_EQ(i->last_problem_ms, 0);
+    CHECK_EQ(i->next_attempt_ms, 0);
+    duro_free(i);
+    rt_done(&f);
+}
+
+TEST(orchestration_never_registered_fails_and_keeps_its_problem)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_problem_orch_final.db");
+    f.opts.max_attempts = 3;
+    rt_start(&f);
+    rt_start_instance(&f, "x", "Nope", NULL);
+    duro_instance_info *i = rt_wait(&f, "x", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_FAILED);
+    CHECK_EQ(i->category, DURO_CATEGORY_CONFIGURATION);
+    CHECK(i->last_problem != NULL && strstr(i->last_problem, "'Nope'"));
+    CHECK_EQ(i->next_attempt_ms, 0);
+    CHECK(i->finished_ms > 0);
+    duro_free(i);
+    rt_done(&f);
+}
+
+TEST(unregistered_activity_shows_its_problem_until_registered)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_problem_act.db");
+    f.opts.max_attempts = 1000;
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "CallX", NULL, orch_call_x,
+                                             NULL));
+    rt_start(&f);
+    rt_start_instance(&f, "x", "CallX", "hi");
+    duro_instance_info *i = wait_problem(f.client, "x", "activity 'X'");
+    CHECK(strstr(i->last_problem, "not registered") != NULL);
+    CHECK_EQ(i->status, DURO_STATUS_RUNNING);
+    CHECK(i->next_attempt_ms > 0);
+    duro_free(i);
+    rt_stop(&f);
+    CHECK_OK(duro_registry_add_activity(f.reg, "X", act_x, NULL));
+    rt_start(&f);
+    i = rt_wait(&f, "x", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+    CHECK_STR(i->output, "hi");
+    CHECK(i->last_problem == NULL);
+    CHECK_EQ(i->next_attempt_ms, 0);
+    duro_free(i);
+    rt_done(&f);
+}
+
+static _Atomic int nd_changed;
+
+/* Deliberately nondeterministic: reads a global the test flips. */
+static int orch_nd(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    duro_await(
+        o, duro_call_activity(o, atomic_load(&nd_changed) ? "B" : "X", "x"));
+    duro_await(o, duro_wait_event(o, "go"));
+    return duro_ok(out, "done");
+}
+
+TEST(nondeterminism_fails_the_instance_and_its_problem_stays)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_problem_nd.db");
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "ND", NULL, orch_nd, NULL));
+    CHECK_OK(duro_registry_add_activity(f.reg, "X", act_x, NULL));
+    CHECK_OK(duro_registry_add_activity(f.reg, "B", act_x, NULL));
+    atomic_store(&nd_changed, 0);
+    rt_start(&f);
+    rt_start_instance(&f, "nd", "ND", NULL);
+    WAIT_UNTIL(rt_count_events(&f, "nd", DURO_EVENT_EVENT_SUBSCRIBED) == 1,
+               WAIT_MS);
+    rt_stop(&f); /* the next turn replays */
+    atomic_store(&nd_changed, 1);
+    rt_start(&f);
+    CHECK_OK(duro_client_raise_event(f.client, "nd", "go", NULL));
+    duro_instance_info *i = rt_wait(&f, "nd", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_FAILED);
+    CHECK(i->last_problem != NULL &&
+          strstr(i->last_problem, "nondeterminism") != NULL);
+    CHECK_STR(i->last_problem, i->error);
+    CHECK_EQ(i->next_attempt_ms, 0);
+    duro_free(i);
+    /* A message that arrives later is dropped; the problem stays. */
+    CHECK_RC(duro_client_raise_event(f.client, "nd", "go", NULL),
+             DURO_INVALID_STATE);
+    i = status_of(f.client, "nd");
+    CHECK(i->last_problem != NULL);
+    duro_free(i);
+    rt_done(&f);
+}
+
+/* A turn that cannot commit comes back again and again; status shows the
+ * delivery count climbing, and the problem clears once a turn commits. */
+TEST(failing_commits_show_a_climbing_delivery_count_until_one_commits)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_problem_poison.db");
+    f.opts.max_attempts = 1000;
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Echo", NULL, orch_echo, NULL));
+    duro_provider *inner = NULL;
+    duro_error e;
+    CHECK_PRC(duro_provider_open(f.url, &inner, &e), DURO_OK, &e);
+    duro_provider *w = faulty_provider_wrap(inner, 1);
+    faulty_provider_fail_always(w, FAULTY_ACK_ORCHESTRATION_ITEM, 1, 1);
+    CHECK_OK(duro_runtime_create_with_provider(w, f.reg, &f.opts, &f.rt));
+    CHECK_OK(duro_runtime_start(f.rt));
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    rt_start_instance(&f, "x", "Echo", "in");
+    unsigned first = 0, later = 0;
+    duro_instance_info *i =
+        wait_problem(f.client, "x", "could not be committed");
+    const char *d = strstr(i->last_problem, "delivery ");
+    CHECK(d != NULL && sscanf(d, "delivery %u", &first) == 1);
+    CHECK(i->next_attempt_ms >= i->last_problem_ms);
+    duro_free(i);
+    int64_t deadline = test_now_ms() + WAIT_MS;
+    while (later <= first && test_now_ms() < deadline) {
+        i = status_of(f.client, "x");
+        d = i->last_problem ? strstr(i->last_problem, "delivery ") : NULL;
+        if (d != NULL)
+            sscanf(d, "delivery %u", &later);
+        duro_free(i);
+        test_sleep_ms(2);
+    }
+    CHECK_MSG(later > first, "the delivery count did not climb past %u", first);
+    faulty_provider_fail_always(w, FAULTY_ACK_ORCHESTRATION_ITEM, 1, 0);
+    i = rt_wait(&f, "x", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+    CHECK(i->last_problem == NULL);
+    duro_free(i);
+    rt_stop(&f);
+    duro_provider_close(w);
+    rt_done(&f);
+}
+
+/* ------------------------------------------------------------------------
+ * an older provider */
+
+TEST(a_version_3_provider_has_no_bulk_calls)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_v3.db");
+    duro_provider *inner = NULL;
+    duro_error e;
+    CHECK_PRC(duro_provider_open(f.url, &inner, &e), DURO_OK, &e);
+    duro_provider *w = faulty_provider_wrap_version(inner, 1, 3);
+    CHECK_OK(duro_client_create_with_provider(w, &f.client));
+    rt_start_instance(&f, "x", "Wait", NULL);
+    const char *ids[1] = {"x"};
+    duro_cancel_result res[1];
+    CHECK_RC(duro_client_cancel_many(f.client, ids, 1, NULL, NULL, res),
+             DURO_UNSUPPORTED);
+    duro_bulk_filter filter = {0};
+    duro_bulk_result *r = NULL;
+    CHECK_RC(
+        duro_client_cancel_matching(f.client, &filter, NULL, NULL, NULL, &r),
+        DURO_UNSUPPORTED);
+    filter.finished_before_ms = INT64_MAX;
+    CHECK_RC(duro_client_purge(f.client, &filter, NULL, &r), DURO_UNSUPPORTED);
+    /* The one-instance cancel takes the version-3 way; status leaves the
+     * version-4 fields empty. */
+    CHECK_OK(duro_client_cancel(f.client, "x", "r", "me"));
+    duro_instance_info *i = status_of(f.client, "x");
+    CHECK_EQ(i->status, DURO_STATUS_PENDING);
+    CHECK(i->cancel_reason == NULL && i->cancelled_by == NULL);
+    CHECK_EQ(i->cancel_requested_ms, 0);
+    duro_free(i);
+    duro_client_destroy(f.client);
+    f.client = NULL;
+    duro_provider_close(w);
+    rt_done(&f);
+}
+
+TEST_MAIN(T(cancel_shows_in_status_before_the_turn_and_agrees_with_history),
+          T(history_records_the_request_status_shows),
+          T(cancel_many_reports_one_outcome_per_id),
+          T(cancel_many_batches_and_reports_repeats_across_batches),
+          T(cancel_matching_and_purge_end_to_end),
+          T(misspelt_orchestration_shows_its_problem_until_registered),
+          T(orchestration_never_registered_fails_and_keeps_its_problem),
+          T(unregistered_activity_shows_its_problem_until_registered),
+          T(nondeterminism_fails_the_instance_and_its_problem_stays),
+          T(failing_commits_show_a_climbing_delivery_count_until_one_commits),
+          T(a_version_3_provider_has_no_bulk_calls))
