@@ -155,23 +155,6 @@ static int get_engine(turn_ctx *c, duro_orchestration_fn fn, void *user,
                                out);
 }
 
-static void count_outcome(duro_runtime *rt, const duro__turn *t)
-{
-    switch (t->status) {
-    case DURO_STATUS_COMPLETED:
-        DURO__COUNT(rt, m_orch_completed);
-        break;
-    case DURO_STATUS_FAILED:
-        DURO__COUNT(rt, m_orch_failed);
-        break;
-    case DURO_STATUS_CANCELLED:
-        DURO__COUNT(rt, m_orch_cancelled);
-        break;
-    default:
-        break;
-    }
-}
-
 /* Runs the turn and acks it. terminate_* set: no code runs, the execution
  * fails with that error. Returns the ack's result (DURO_HISTORY_LIMIT tells
  * the caller to end the instance instead). */
@@ -180,6 +163,7 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
 {
     duro_runtime *rt = c->rt;
     duro__turn *turn = c->turn;
+    int64_t begin_ns = duro__metrics_turn_begin();
     duro_orch *e = NULL;
     const duro_event *hist;
     size_t hist_count;
@@ -308,23 +292,19 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
         }
         return rc;
     }
-    DURO__COUNT(rt, m_turns);
-    if (warm)
-        DURO__COUNT(rt, m_cache_hits);
-    if (turn->replayed)
-        DURO__COUNT(rt, m_replays);
+    duro__metrics_turn(&rt->metrics, c->entry, turn, warm, begin_ns);
     if (turn->nondeterminism) {
         DURO__COUNT(rt, m_nondeterminism);
         duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s' failed: %s",
                   c->item->instance_id, turn->meta.error);
     }
-    count_outcome(rt, turn);
     if (turn->cancelled_count > 0) {
         /* Local tokens first: once the counter shows a cancellation, this
          * runtime has already acted on it. */
         duro__workers_cancel_local(rt, turn->cancelled, turn->cancel_reasons,
                                    turn->cancelled_count);
-        DURO__COUNT_N(rt, m_act_cancel_requested, turn->cancelled_count);
+        duro__metrics_cancel_requests(&rt->metrics, turn->cancel_reasons,
+                                      turn->cancelled_count);
     }
     return DURO_OK;
 }
