@@ -113,8 +113,8 @@ static duro_store_stats *pack(const duro_store_stats *v, const rows *inst,
 {
     size_t entries = inst->count + prob->count;
     size_t names = inst->name_bytes + prob->name_bytes;
-    if (entries > (DURO__ALLOC_MAX - sizeof(duro_store_stats)) /
-                      sizeof(duro_store_count))
+    if (entries >
+        (DURO__ALLOC_MAX - sizeof(duro_store_stats)) / sizeof(duro_store_count))
         return NULL;
     size_t size = sizeof(duro_store_stats) + entries * sizeof(duro_store_count);
     if (names > DURO__ALLOC_MAX - size)
@@ -156,8 +156,8 @@ static duro_store_stats *pack(const duro_store_stats *v, const rows *inst,
  * snapshot; now is read after it, so no commit the snapshot misses can
  * have happened before now. */
 static int read_all(duro__sqlite_provider *p, duro__sqlite_conn *c,
-                    duro_store_stats *v, rows *inst, rows *prob,
-                    const char *op, duro_error *err)
+                    duro_store_stats *v, rows *inst, rows *prob, const char *op,
+                    duro_error *err)
 {
     sqlite3_stmt *s = duro__sqlite_stmt(p, c, DURO__SQL_BEGIN_READ, op, err);
     if (s == NULL)
@@ -178,8 +178,8 @@ static int read_all(duro__sqlite_provider *p, duro__sqlite_conn *c,
         rc = read_one(p, c, DURO__SQL_STATS_ORCH_READY, now, &ready, &oldest,
                       op, err);
     if (rc == DURO_OK)
-        rc = read_one(p, c, DURO__SQL_STATS_ORCH_LOCKED, now, &locked, NULL,
-                      op, err);
+        rc = read_one(p, c, DURO__SQL_STATS_ORCH_LOCKED, now, &locked, NULL, op,
+                      err);
     if (rc != DURO_OK)
         return rc;
     v->orchestrator_ready = (uint64_t)ready;
