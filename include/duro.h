@@ -11,6 +11,8 @@
 #ifndef DURO_H
 #define DURO_H
 
+#include <stdio.h>
+
 #include "duro/common.h"
 #include "duro/provider.h"
 
@@ -577,6 +579,38 @@ typedef struct duro_metrics {
 /** Copies the counters: all zero for a NULL @p rt; a NULL @p out is a
  * no-op. @note Any thread. */
 DURO_API void duro_runtime_metrics(duro_runtime *rt, duro_metrics *out);
+
+/** Writes the runtime's metrics to @p out in the Prometheus text
+ * exposition format 0.0.4 (serve it as `text/plain; version=0.0.4`), then
+ * flushes @p out. Every family has its HELP and TYPE lines and is written
+ * whole, in a fixed order; label values come only from registered names
+ * and fixed sets (never instance ids) and are escaped; every series known
+ * in advance is written, at 0 until it counts; the text ends with a
+ * newline. A turn or activity whose name is not registered counts under
+ * the label value "(unregistered)". The families are listed in README.md,
+ * "Metrics". The counters behind duro_runtime_metrics() are the same.
+ * @return DURO_OK; DURO_INVALID for a NULL @p rt or @p out; DURO_ERROR when
+ * writing or flushing @p out failed (it may then hold part of the text).
+ * @note Any thread, also while the runtime runs; counters are read one by
+ * one, not as one snapshot (a histogram's buckets and _count always agree).
+ * The runtime must not be destroyed during the call. */
+DURO_API int duro_runtime_metrics_write(duro_runtime *rt, FILE *out);
+
+/** The text of duro_runtime_metrics_write() in a caller-owned buffer,
+ * snprintf-style. When the text and its terminating NUL fit in @p size
+ * bytes, it is copied to @p buf and DURO_OK is returned; otherwise
+ * DURO_TOO_LARGE, and @p buf (when @p size > 0) holds "": never a part of
+ * the text. Either way *@p needed (when @p needed is not NULL) is set to the
+ * text's length without the NUL: that is the one output a failed call
+ * sets, so a caller can size a buffer. @p buf may be NULL when @p size is 0.
+ * The counters move between calls, so a text measured by one call may not
+ * fit the next: allocate needed + 1 plus headroom (a few KiB), and call
+ * again while DURO_TOO_LARGE.
+ * @return DURO_OK; DURO_TOO_LARGE; DURO_INVALID for a NULL @p rt, or a NULL
+ * @p buf with @p size > 0 (*@p needed is then 0).
+ * @note Any thread, as duro_runtime_metrics_write(). */
+DURO_API int duro_runtime_metrics_format(duro_runtime *rt, char *buf,
+                                         size_t size, size_t *needed);
 
 /* ========================================================================
  * Client: usable from this process or another on the same database.

@@ -251,6 +251,15 @@ typedef struct duro_instance_meta {
     const char *parent_instance;
     uint64_t parent_execution;
     uint64_t parent_event_id;
+    /* Appended in version 4: the instance's last problem, written by the
+     * same transaction (no retry planned: next_attempt_ms 0). An ack that
+     * ends the execution (Completed, Failed, Cancelled, continue-as-new)
+     * replaces the stored problem with this one, clearing it when NULL:
+     * a finished instance shows only the failure that ended it (poison,
+     * nondeterminism, an orchestration never registered, the history cap)
+     * and never a stale retry. Any other ack writes it when not NULL and
+     * keeps the stored one when NULL. */
+    const char *problem;
 } duro_instance_meta;
 
 /* What cancel_matching and purge_instances select. Zero / NULL fields do
@@ -792,7 +801,9 @@ struct duro_provider {
      * or Cancelled sets its finished_ms (now); continue-as-new does not.
      *
      * Problems. last_problem, last_problem_ms and next_attempt_ms change
-     * only through set_instance_problem. */
+     * only through set_instance_problem and an ack with meta (see
+     * duro_instance_meta.problem; checked like an error payload:
+     * DURO_TOO_LARGE over the payload maximum fails the whole ack). */
 
     /* Records (problem not NULL) or clears (problem NULL) why a runtime
      * cannot make progress with instance_id: last_problem = problem,

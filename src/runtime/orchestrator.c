@@ -155,23 +155,6 @@ static int get_engine(turn_ctx *c, duro_orchestration_fn fn, void *user,
                                out);
 }
 
-static void count_outcome(duro_runtime *rt, const duro__turn *t)
-{
-    switch (t->status) {
-    case DURO_STATUS_COMPLETED:
-        DURO__COUNT(rt, m_orch_completed);
-        break;
-    case DURO_STATUS_FAILED:
-        DURO__COUNT(rt, m_orch_failed);
-        break;
-    case DURO_STATUS_CANCELLED:
-        DURO__COUNT(rt, m_orch_cancelled);
-        break;
-    default:
-        break;
-    }
-}
-
 /* Runs the turn and acks it. terminate_* set: no code runs, the execution
  * fails with that error. Returns the ack's result (DURO_HISTORY_LIMIT tells
  * the caller to end the instance instead). */
@@ -180,6 +163,7 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
 {
     duro_runtime *rt = c->rt;
     duro__turn *turn = c->turn;
+    int64_t begin_ns = duro__metrics_turn_begin();
     duro_orch *e = NULL;
     const duro_event *hist;
     size_t hist_count;
@@ -242,6 +226,11 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
         duro__engine_destroy(e);
         return DURO_HISTORY_LIMIT;
     }
+    /* A failure that ends the instance is its last problem too, written
+     * by the same transaction. */
+    if (turn->meta_changed && turn->meta.status == DURO_STATUS_FAILED &&
+        (terminate_status == DURO_STATUS_FAILED || turn->nondeterminism))
+        turn->meta.problem = turn->meta.error;
     duro_orch_ack ack = {.execution_id = c->plan.execution_id,
                          .history_delta = turn->delta,
                          .history_delta_count = turn->delta_count,
@@ -303,23 +292,19 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
         }
         return rc;
     }
-    DURO__COUNT(rt, m_turns);
-    if (warm)
-        DURO__COUNT(rt, m_cache_hits);
-    if (turn->replayed)
-        DURO__COUNT(rt, m_replays);
+    duro__metrics_turn(&rt->metrics, c->entry, turn, warm, begin_ns);
     if (turn->nondeterminism) {
         DURO__COUNT(rt, m_nondeterminism);
         duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s' failed: %s",
                   c->item->instance_id, turn->meta.error);
     }
-    count_outcome(rt, turn);
     if (turn->cancelled_count > 0) {
         /* Local tokens first: once the counter shows a cancellation, this
          * runtime has already acted on it. */
         duro__workers_cancel_local(rt, turn->cancelled, turn->cancel_reasons,
                                    turn->cancelled_count);
-        DURO__COUNT_N(rt, m_act_cancel_requested, turn->cancelled_count);
+        duro__metrics_cancel_requests(&rt->metrics, turn->cancel_reasons,
+                                      turn->cancelled_count);
     }
     return DURO_OK;
 }
@@ -345,9 +330,11 @@ static void use_recorded_cancel(const duro_provider *p, duro_orch_item *item)
 /* Problems and what clears them (see duro__runtime_set_problem): a batch
  * that comes back for another try - an unregistered orchestration, a turn
  * that failed to commit, a delivery count climbing because earlier
- * deliveries died unseen - is recorded with the time of the next try; a
+ * deliveries died unseen - is recorded with the time of the next try. A
  * failure that ends the instance (poison, nondeterminism, an orchestration
- * never registered, the history cap) is recorded with none, and stays. A
+ * never registered, the history cap) is written by the ending turn's own
+ * ack (meta.problem), and any other ending clears the problem in that
+ * transaction, so a finished instance never shows a stale retry. A
  * committed turn of a batch delivered more than once clears the problem it
  * was fetched with: its retries are over. (A first delivery does not: a
  * problem an activity of the instance recorded is not resolved by a turn
@@ -396,8 +383,6 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
         duro__log(&rt->logger, DURO_LOG_ERROR, "%s", why);
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_INFRASTRUCTURE);
-        if (rc == DURO_OK)
-            duro__runtime_set_problem(rt, item->instance_id, why, 0);
     } else if (c.entry == NULL && !batch_has_cancel(item)) {
         snprintf(why, sizeof(why),
                  "orchestration '%s' version '%s' is not registered", name,
@@ -420,8 +405,6 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
         }
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_CONFIGURATION);
-        if (rc == DURO_OK)
-            duro__runtime_set_problem(rt, item->instance_id, why, 0);
     } else {
         if (item->attempt > 1 && !had_problem && c.p->version >= 4) {
             /* Earlier deliveries ended without a trace (a runtime that
@@ -442,10 +425,8 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
         c.next = next; /* the common path may fetch the next item at once */
         rc = run_and_ack(&c, 0, NULL, 0);
         c.next = NULL;
-        if (rc == DURO_OK && turn->nondeterminism)
-            duro__runtime_set_problem(rt, item->instance_id, turn->meta.error,
-                                      0);
-        else if (rc == DURO_OK && had_problem && item->attempt > 1)
+        if (rc == DURO_OK && !turn->nondeterminism && had_problem &&
+            item->attempt > 1)
             duro__runtime_set_problem(rt, item->instance_id, NULL, 0);
     }
     if (rc == DURO_HISTORY_LIMIT) {
@@ -461,8 +442,8 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
                                        .name = item->name,
                                        .version = item->version,
                                        .error = why,
-                                       .category =
-                                           DURO_CATEGORY_INFRASTRUCTURE};
+                                       .category = DURO_CATEGORY_INFRASTRUCTURE,
+                                       .problem = why};
             duro_orch_ack ack = {.execution_id = c.plan.execution_id,
                                  .meta = &meta};
             duro_error err;
@@ -472,8 +453,6 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
                           "could not fail instance '%s': %s", item->instance_id,
                           err.message);
         }
-        if (rc == DURO_OK)
-            duro__runtime_set_problem(rt, item->instance_id, why, 0);
     }
     if (rc != DURO_OK && c.problem[0] != '\0')
         duro__runtime_set_problem(rt, item->instance_id, c.problem, c.retry_at);

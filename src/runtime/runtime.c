@@ -2,6 +2,8 @@
  * stopping the dispatcher threads, metrics. A runtime is driven by one
  * thread at a time; its own threads are marked so that calls which would
  * deadlock from them (shutdown, destroy) are refused with DURO_MISUSE. */
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/fiber.h"
@@ -108,6 +110,9 @@ static int create(duro_provider *p, int owns, const duro_registry *reg,
     pthread_mutex_init(&rt->lock, NULL);
     duro__cond_init_monotonic(&rt->slots_cond);
     rc = duro__registry_copy(reg, &rt->registry);
+    if (rc == DURO_OK)
+        rc = duro__metrics_init(&rt->metrics, rt->registry, p->name,
+                                opts->worker_concurrency);
     if (rc == DURO_OK)
         rc = duro__cache_create(opts->fiber_cache_size, &rt->cache);
     if (rc != DURO_OK) {
@@ -271,6 +276,7 @@ void duro_runtime_destroy(duro_runtime *rt)
         duro_runtime_shutdown(rt, rt->opts.cancel_grace_ms);
     duro__workers_free(rt);
     duro__cache_destroy(rt->cache);
+    duro__metrics_free(&rt->metrics);
     duro_registry_destroy(rt->registry);
     if (rt->owns_provider)
         duro_provider_close(rt->provider);
@@ -287,21 +293,39 @@ void duro_runtime_metrics(duro_runtime *rt, duro_metrics *out)
     memset(out, 0, sizeof(*out));
     if (rt == NULL)
         return;
-#define LOAD(f) atomic_load_explicit(&rt->f, memory_order_relaxed)
-    out->turns = LOAD(m_turns);
-    out->replays = LOAD(m_replays);
-    out->fiber_cache_hits = LOAD(m_cache_hits);
-    out->orchestrations_completed = LOAD(m_orch_completed);
-    out->orchestrations_failed = LOAD(m_orch_failed);
-    out->orchestrations_cancelled = LOAD(m_orch_cancelled);
-    out->activities_completed = LOAD(m_act_completed);
-    out->activities_failed = LOAD(m_act_failed);
-    out->activities_cancelled = LOAD(m_act_cancelled);
-    out->activities_cancel_requested = LOAD(m_act_cancel_requested);
-    out->activities_abandoned = LOAD(m_act_abandoned);
-    out->poison_messages = LOAD(m_poison);
-    out->lock_renewal_failures = LOAD(m_renew_failures);
-    out->storage_retries = LOAD(m_storage_retries);
-    out->nondeterminism_errors = LOAD(m_nondeterminism);
-#undef LOAD
+    duro__metrics_totals(&rt->metrics, out);
+}
+
+int duro_runtime_metrics_write(duro_runtime *rt, FILE *out)
+{
+    if (rt == NULL || out == NULL)
+        return duro__fail(DURO_INVALID, "runtime or stream is NULL");
+    if (duro__metrics_expose(&rt->metrics, out, NULL, 0, NULL) != DURO_OK)
+        return duro__fail(DURO_ERROR, "writing the metrics failed: %s",
+                          strerror(errno));
+    return DURO_OK;
+}
+
+int duro_runtime_metrics_format(duro_runtime *rt, char *buf, size_t size,
+                                size_t *needed)
+{
+    if (needed != NULL)
+        *needed = 0;
+    if (rt == NULL)
+        return duro__fail(DURO_INVALID, "runtime is NULL");
+    if (buf == NULL && size > 0)
+        return duro__fail(DURO_INVALID, "buf is NULL but size is %zu", size);
+    size_t len = 0;
+    duro__metrics_expose(&rt->metrics, NULL, buf, size, &len);
+    if (needed != NULL)
+        *needed = len;
+    if (len >= size) {
+        if (size > 0)
+            buf[0] = '\0'; /* never a part of the text */
+        return duro__fail(DURO_TOO_LARGE,
+                          "the metrics text is %zu bytes; the buffer holds "
+                          "%zu with the NUL",
+                          len, size);
+    }
+    return DURO_OK;
 }

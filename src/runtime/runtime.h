@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 
 #include "core/core.h"
+#include "runtime/metrics.h"
 
 /* ---- registry -------------------------------------------------------- */
 
@@ -108,17 +109,14 @@ struct duro_runtime {
     _Atomic int live_slot_threads; /* slot threads not yet exited */
     pthread_cond_t slots_cond;     /* signalled when a slot thread exits */
 
-    /* metrics, updated with relaxed atomics */
-    _Atomic uint64_t m_turns, m_replays, m_cache_hits, m_orch_completed,
-        m_orch_failed, m_orch_cancelled, m_act_completed, m_act_failed,
-        m_act_cancelled, m_act_cancel_requested, m_act_abandoned, m_poison,
-        m_renew_failures, m_storage_retries, m_nondeterminism;
+    /* counters and histograms, updated with relaxed atomics (metrics.c) */
+    duro__metrics metrics;
 };
 
+/* A runtime-wide counter of rt->metrics (m_poison, m_storage_retries ...);
+ * per-name counts go through the duro__metrics_* calls. */
 #define DURO__COUNT(rt, field)                                                 \
-    atomic_fetch_add_explicit(&(rt)->field, 1, memory_order_relaxed)
-#define DURO__COUNT_N(rt, field, n)                                            \
-    atomic_fetch_add_explicit(&(rt)->field, (n), memory_order_relaxed)
+    atomic_fetch_add_explicit(&(rt)->metrics.field, 1, memory_order_relaxed)
 
 /* 1 on a thread the runtime started (turn threads, slots, manager). */
 int duro__on_runtime_thread(void);

@@ -93,6 +93,8 @@ struct duro__manager {
 static void fire(duro__inflight *f, const char *reason, int64_t now,
                  int64_t grace);
 static void renew_overdue(duro_runtime *rt);
+static int lost_row_reason(duro_runtime *rt, const duro__inflight *f,
+                           char *reason, size_t size);
 
 static void remember_cancel(duro__manager *m, const duro_activity_ref *r,
                             const char *reason)
@@ -329,7 +331,8 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
         fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
         if (ack_with_retries(rt, w->lock_token, &completion, NULL, &err) ==
             DURO_OK) {
-            DURO__COUNT(rt, m_act_failed);
+            duro__metrics_activity_outcome(&rt->metrics, NULL,
+                                           DURO__ACT_FAILED);
             resolved(rt, w);
         }
         return 0;
@@ -377,6 +380,9 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
     f->activity_id = x->source_id;
     f->slot = s;
     atomic_init(&f->refs, 2);
+    /* busy from before it can be abandoned: whoever ends it (this thread
+     * or the manager, one compare-and-swap) counts it back */
+    int64_t begin_ns = duro__metrics_activity_begin(&rt->metrics);
 
     pthread_mutex_lock(&m->lock);
     f->next_renew_ms = fetched_ms + renew_interval(rt);
@@ -393,12 +399,13 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
 
     duro_result res;
     duro__result_init(&res);
-    int rc;
+    int rc, ran = 0;
     if (duro_cancel_token_cancelled(token)) {
         /* Cancelled between its fetch and now: never start it. */
         rc = duro_fail(&res, "cancelled before it started");
     } else {
         rc = entry->fn(a, a->input, &res);
+        ran = 1;
     }
     duro__result_finish(&res, rc);
 
@@ -410,13 +417,14 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
         inflight_release(f);
         return 1;
     }
+    duro__metrics_activity_end(&rt->metrics, entry, begin_ns, ran);
 
     if (duro_cancel_token_cancelled(token)) {
         /* Nobody waits for this result. The row is gone when a turn
          * cancelled it; when only the lock was lost it goes back to the
          * queue. Either way no completion is enqueued. */
         abandon_row(rt, f->lock_token, 0);
-        DURO__COUNT(rt, m_act_cancelled);
+        duro__metrics_activity_cancelled(&rt->metrics, entry, token->reason);
         duro__log(&rt->logger, DURO_LOG_INFO,
                   "activity '%s' (instance '%s', event %llu) was cancelled "
                   "(%s); its result is discarded",
@@ -454,10 +462,11 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
             renew_overdue(rt); /* the ack also fetches */
         rc = ack_with_retries(rt, f->lock_token, &completion, next, &err);
         if (rc == DURO_OK) {
-            if (completion.kind == DURO_WORK_ACTIVITY_COMPLETED)
-                DURO__COUNT(rt, m_act_completed);
-            else
-                DURO__COUNT(rt, m_act_failed);
+            duro__metrics_activity_outcome(&rt->metrics, entry,
+                                           completion.kind ==
+                                                   DURO_WORK_ACTIVITY_COMPLETED
+                                               ? DURO__ACT_COMPLETED
+                                               : DURO__ACT_FAILED);
             resolved(rt, w);
         } else if (rc == ACK_OUTCOME_UNKNOWN) {
             duro__log(&rt->logger, DURO_LOG_INFO,
@@ -468,7 +477,15 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                       f->name, f->instance_id,
                       (unsigned long long)f->activity_id);
         } else if (rc == DURO_LOCK_LOST) {
-            DURO__COUNT(rt, m_act_cancelled);
+            /* Counted with the reason a cancelling turn recorded: its
+             * commit may have come after the function returned, when its
+             * token is no longer fired. */
+            char reason[64];
+            if (duro_cancel_token_cancelled(token))
+                snprintf(reason, sizeof(reason), "%s", token->reason);
+            else
+                lost_row_reason(rt, f, reason, sizeof(reason));
+            duro__metrics_activity_cancelled(&rt->metrics, entry, reason);
             duro__log(&rt->logger, DURO_LOG_INFO,
                       "completion of activity '%s' (instance '%s', event "
                       "%llu) dropped: its row is gone (cancelled) or its "
@@ -729,7 +746,8 @@ static void *manager_main(void *arg)
         for (size_t i = 0; i < give_up.count; i++) {
             duro__inflight *f = give_up.items[i];
             slot_ctx *s = f->slot;
-            DURO__COUNT(rt, m_act_abandoned);
+            duro__metrics_activity_abandoned(&rt->metrics, f->name,
+                                             f->token->reason);
             duro__log(&rt->logger, DURO_LOG_WARN,
                       "activity '%s' (instance '%s', event %llu) ignored its "
                       "cancellation for %lld ms; its worker slot is freed "
@@ -888,7 +906,8 @@ int duro__workers_stop(duro_runtime *rt, int64_t timeout_ms)
         pthread_mutex_unlock(&m->lock);
         for (size_t i = 0; i < left.count; i++) {
             abandon_row(rt, left.items[i]->lock_token, 0);
-            DURO__COUNT(rt, m_act_abandoned);
+            duro__metrics_activity_abandoned(&rt->metrics, left.items[i]->name,
+                                             left.items[i]->token->reason);
             duro__log(&rt->logger, DURO_LOG_WARN,
                       "shutdown: activity '%s' (instance '%s') did not "
                       "finish in time; returned to the queue",

@@ -178,6 +178,24 @@ TEST(runtime_functions)
     C(duro_runtime_metrics)(NULL, &m);
     CHECK(m.turns == 0 && m.nondeterminism_errors == 0);
     C(duro_runtime_metrics)(rt, NULL);
+    /* the exposition: NULL runtime or stream; the buffer variant reports
+     * its length in *needed even when the call fails for size */
+    CHECK_RC(C(duro_runtime_metrics_write)(NULL, stdout), DURO_INVALID);
+    CHECK_RC(duro_runtime_metrics_write(rt, NULL), DURO_INVALID);
+    char small[8] = "x";
+    size_t needed = 99;
+    CHECK_RC(
+        C(duro_runtime_metrics_format)(NULL, small, sizeof(small), &needed),
+        DURO_INVALID);
+    CHECK_EQ(needed, 0);
+    CHECK_RC(duro_runtime_metrics_format(rt, NULL, 16, &needed), DURO_INVALID);
+    CHECK_EQ(needed, 0);
+    CHECK_RC(duro_runtime_metrics_format(rt, NULL, 0, NULL), DURO_TOO_LARGE);
+    CHECK_RC(duro_runtime_metrics_format(rt, NULL, 0, &needed), DURO_TOO_LARGE);
+    CHECK(needed > 0);
+    CHECK_RC(duro_runtime_metrics_format(rt, small, sizeof(small), NULL),
+             DURO_TOO_LARGE);
+    CHECK_STR(small, "");
     CHECK_RC(C(duro_runtime_start)(NULL), DURO_INVALID);
     CHECK_RC(C(duro_runtime_shutdown)(NULL, 0), DURO_INVALID);
     C(duro_runtime_destroy)(NULL);

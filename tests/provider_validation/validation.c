@@ -5050,6 +5050,81 @@ PV_TEST(set_instance_problem_records_and_clears)
     pv_snapshot_free(&s);
 }
 
+PV_TEST(ack_meta_problem_is_recorded_with_the_turn)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "x", 0);
+    begin(p, "y", 0);
+    duro_error e;
+    const duro_instance_info *in;
+    /* A planned retry recorded earlier is replaced by the ending one. */
+    CHECK_PRC(p->set_instance_problem(p, "x", "retrying", 777, &e), DURO_OK,
+              &e);
+    int64_t t0 = duro_now_ms();
+    duro_instance_meta m = meta(DURO_STATUS_FAILED);
+    m.error = "nondeterminism at event 2";
+    m.category = DURO_CATEGORY_APPLICATION;
+    m.problem = m.error;
+    turn_meta(p, "x", &m);
+    int64_t t1 = duro_now_ms();
+    duro_instance_list *l = status_of(p, "x", &in);
+    CHECK_EQ(in->status, DURO_STATUS_FAILED);
+    CHECK_STR(in->last_problem, "nondeterminism at event 2");
+    CHECK_INT(in->last_problem_ms, >=, t0 - CLOCK_SLACK_MS);
+    CHECK_INT(in->last_problem_ms, <=, t1 + CLOCK_SLACK_MS);
+    CHECK_EQ(in->next_attempt_ms, 0);
+    duro_instance_list_free(l);
+
+    /* problem NULL keeps what is stored. */
+    CHECK_PRC(p->set_instance_problem(p, "y", "kept", 5, &e), DURO_OK, &e);
+    duro_instance_meta cs = meta(DURO_STATUS_RUNNING);
+    cs.custom_status = "busy";
+    cs.custom_status_set = 1;
+    turn_meta(p, "y", &cs);
+    l = status_of(p, "y", &in);
+    CHECK_STR(in->last_problem, "kept");
+    CHECK_EQ(in->next_attempt_ms, 5);
+    duro_instance_list_free(l);
+
+    /* An oversized problem fails the whole ack, changing nothing. */
+    duro_orch_item *a = poke(p, "y");
+    duro_event *d = events_for(a);
+    char *big = repeat('b', max_payload() + 1);
+    duro_instance_meta bad = meta(DURO_STATUS_FAILED);
+    bad.error = "boom";
+    bad.problem = big;
+    duro_orch_ack ak = ack_of(a->execution_id, d, a->message_count, &bad);
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                DURO_TOO_LARGE, 0, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    free(big);
+    free(d);
+    abandon_orch(p, a, 0);
+    duro_orch_item_free(a);
+
+    /* An ending without a problem clears a stale one: continue-as-new and
+     * completion alike. */
+    finish(p, "y");
+    l = status_of(p, "y", &in);
+    CHECK_EQ(in->status, DURO_STATUS_COMPLETED);
+    CHECK(in->last_problem == NULL);
+    CHECK_EQ(in->last_problem_ms, 0);
+    CHECK_EQ(in->next_attempt_ms, 0);
+    duro_instance_list_free(l);
+    begin(p, "z", 0);
+    CHECK_PRC(p->set_instance_problem(p, "z", "stale", 9, &e), DURO_OK, &e);
+    continue_as_new(p, "z", 2);
+    l = status_of(p, "z", &in);
+    CHECK_EQ(in->status, DURO_STATUS_RUNNING);
+    CHECK(in->last_problem == NULL);
+    CHECK_EQ(in->next_attempt_ms, 0);
+    duro_instance_list_free(l);
+}
+
 PV_TEST(cancel_instances_reports_one_outcome_per_id)
 {
     duro_provider *p = pv_open();
@@ -6299,6 +6374,7 @@ static const pv_case suite[] = {
     C(cancel_request_is_recorded_on_the_instance),
     C(finish_time_is_set_when_the_instance_ends),
     C(set_instance_problem_records_and_clears),
+    C(ack_meta_problem_is_recorded_with_the_turn),
     C(cancel_instances_reports_one_outcome_per_id),
     C(cancel_instances_refuses_bad_input_and_changes_nothing),
     C(cancel_matching_selects_by_filter_and_a_dry_run_changes_nothing),

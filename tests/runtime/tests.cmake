@@ -52,6 +52,10 @@ duro_runtime_test(test_locks ${CMAKE_CURRENT_LIST_DIR}/test_locks.c
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
 target_include_directories(test_locks PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
+duro_runtime_test(test_metrics ${CMAKE_CURRENT_LIST_DIR}/test_metrics.c
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
+target_include_directories(test_metrics PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
 # The client's operations on instances: cancel records in status, why an
 # instance is stuck, cancel many, cancel by filter, purge.
 duro_runtime_test(test_ops ${CMAKE_CURRENT_LIST_DIR}/test_ops.c

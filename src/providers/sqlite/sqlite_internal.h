@@ -96,7 +96,11 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "ELSE ?11 END, "                                                         \
       "parent_event_id = CASE WHEN ?10 IS NULL THEN parent_event_id "          \
       "ELSE ?12 END, updated_ms = ?13, "                                       \
-      "finished_ms = CASE WHEN ?2 IN (3, 4, 5) THEN ?13 ELSE NULL END "        \
+      "finished_ms = CASE WHEN ?2 IN (3, 4, 5) THEN ?13 ELSE NULL END, "       \
+      "last_problem = CASE WHEN ?14 THEN ?15 ELSE last_problem END, "          \
+      "last_problem_ms = CASE WHEN NOT ?14 THEN last_problem_ms "              \
+      "WHEN ?15 IS NULL THEN NULL ELSE ?13 END, "                              \
+      "next_attempt_ms = CASE WHEN ?14 THEN NULL ELSE next_attempt_ms END "    \
       "WHERE instance_id = ?1")                                                \
     X(INSTANCE_FETCH_META,                                                     \
       "SELECT status, execution_id, name, version, parent_instance, "          \

@@ -141,6 +141,7 @@ static int check_meta(const duro__sqlite_provider *p,
                                       m->parent_instance, 0, err)) ||
         (rc = duro__sqlite_check_payload(p, "output", m->output, err)) ||
         (rc = duro__sqlite_check_payload(p, "error", m->error, err)) ||
+        (rc = duro__sqlite_check_payload(p, "problem", m->problem, err)) ||
         (rc = duro__sqlite_check_payload(
              p, "custom status", m->custom_status_set ? m->custom_status : NULL,
              err)))
@@ -870,6 +871,11 @@ static int write_meta(duro__sqlite_provider *p, duro__sqlite_conn *c,
     duro__sqlite_bind_u64(c, s, 11, m->parent_execution);
     duro__sqlite_bind_u64(c, s, 12, m->parent_event_id);
     duro__sqlite_bind_i64(c, s, 13, now);
+    /* An ending (continue-as-new too) replaces the problem with
+     * m->problem, clearing it when NULL; otherwise only a problem given
+     * is written. */
+    duro__sqlite_bind_i64(c, s, 14, finished || m->problem != NULL);
+    duro__sqlite_bind_text(c, s, 15, m->problem);
     int rc = duro__sqlite_run(p, c, s, op, err);
     if (rc != DURO_OK || execution_id == 0)
         return rc;
