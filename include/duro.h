@@ -796,6 +796,21 @@ DURO_API int duro_client_list(duro_client *c,
                               const duro_instance_filter *filter,
                               duro_instance_list **out);
 
+/** The store's gauges, for monitoring (`duro metrics`): instances by
+ * orchestration name and status, Pending and Running instances with a
+ * problem by name, the two queues' ready, delayed and locked counts with
+ * the time since when the oldest ready item has waited, and the store's
+ * size; every field from one consistent snapshot. duro_store_stats in
+ * duro/provider.h defines each field. Cheap enough to call every few
+ * seconds: the cost grows with the number of names and statuses and of
+ * queued work, never with history. Caller-owned *out, ONE allocation (the
+ * arrays and names inside it): free with duro_free().
+ * @return DURO_OK; DURO_INVALID for a NULL client or @p out;
+ * DURO_UNSUPPORTED for a provider older than version 4 or one without the
+ * method; a storage error otherwise (*out NULL).
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_store_stats(duro_client *c, duro_store_stats **out);
+
 /** Deletes an instance and its children (a running one only with force).
  * @p deleted (how many instances went) may be NULL.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */

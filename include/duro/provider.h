@@ -326,6 +326,77 @@ typedef struct duro_bulk_result {
  * @note One thread, after the last use of the result. */
 DURO_API void duro_bulk_result_free(duro_bulk_result *r);
 
+/* Store gauges for monitoring (read_store_stats, duro_client_store_stats):
+ * one consistent snapshot, at a cost that does not grow with history.
+ *
+ * Instances. `instances` holds one entry per (orchestration name, status)
+ * that has at least one instance, ordered by name (bytewise), then status;
+ * status is a duro_status (Pending 1 .. Cancelled 5; an instance row never
+ * holds ContinuedAsNew, which names a finished execution). `name` is the
+ * name the instance was started with: every instance is created by its
+ * START, which carries its name, so it is never NULL; a provider that could
+ * hold an instance before its name is known reports it under "" (empty),
+ * never NULL. Messages for an instance that does not exist (an event raised
+ * before the start) are counted on the queue below, not here. `problems`
+ * holds, per name in the same order, how many Pending or Running instances
+ * have a last_problem recorded (set_instance_problem); its status fields
+ * are 0, and names with none are left out. A problem kept by a finished
+ * instance is not counted.
+ *
+ * Orchestrator queue, counted in messages, each in exactly one of three
+ * counts at now_ms (their sum is count_messages(ORCHESTRATOR, NULL) in the
+ * same snapshot), by what a fetch at now_ms would do:
+ *  - ready: visible (visibility time <= now_ms) and its instance fetchable:
+ *    not locked, or locked with an expired lock (a fetch takes it again),
+ *    and not held back by an abandon delay;
+ *  - locked: visible, and its instance's lock has not expired: the messages
+ *    the lock's item holds, and those that arrived since (the instance's
+ *    next fetch takes them, after the ack);
+ *  - delayed: everything else: not visible yet (a timer, a delayed start
+ *    or retry), or visible but its unlocked instance held back until an
+ *    abandon delay ends.
+ * orchestrator_oldest_ready_ms is the earliest time from which a ready
+ * instance has been fetchable without a break: the visibility time of its
+ * oldest visible message, or, when it was fetched and that lock expired,
+ * the lock's expiry, or the end of an abandon delay; 0 when nothing is
+ * ready.
+ *
+ * Worker queue, counted in activity rows:
+ *  - ready: fetchable at now_ms: unlocked and visible (rows are visible
+ *    from their insert), or locked with an expired lock;
+ *  - locked: the lock has not expired.
+ * Worker rows have no delay of their own; the one delay is an abandon's
+ * (abandon_work_item with delay_ms > 0): such a row, until the delay ends,
+ * is in neither count, so worker_ready + worker_locked is at most
+ * count_messages(WORKER, NULL). worker_oldest_ready_ms is the earliest
+ * time from which a ready row has been fetchable: its insert, the end of
+ * its abandon delay, or its lapsed lock's expiry; 0 when nothing is ready.
+ *
+ * now_ms is the store's clock, the one it compares visibility and lock
+ * expiry with, read in the snapshot; an age is now_ms - oldest. */
+typedef struct duro_store_count {
+    const char *name; /* orchestration name; never NULL */
+    int status;       /* duro_status; 0 in `problems` */
+    uint64_t count;
+} duro_store_count;
+
+typedef struct duro_store_stats {
+    int64_t now_ms;              /* the store's clock when read */
+    duro_store_count *instances; /* by orchestration name and status, name
+                                    order then status */
+    size_t instance_count;
+    duro_store_count *problems; /* Pending/Running instances with a
+                                   last_problem, by name (status field: 0) */
+    size_t problem_count;
+    uint64_t orchestrator_ready, orchestrator_delayed, orchestrator_locked;
+    uint64_t worker_ready, worker_locked;
+    int64_t orchestrator_oldest_ready_ms; /* visible-at time of the oldest
+                                             ready orchestrator message; 0:
+                                             none */
+    int64_t worker_oldest_ready_ms;       /* same for worker items; 0: none */
+    int64_t store_size_bytes;             /* -1: unknown */
+} duro_store_stats;
+
 /* Filter of list_instances. Zero / NULL fields do not filter. */
 typedef struct duro_instance_filter {
     uint32_t status_mask;       /* bit (1u << status); 0 = any */
@@ -702,7 +773,8 @@ struct duro_provider {
                                        size_t reason_size, duro_error *err);
 
     /* --- version 4 ------------------------------------------------------
-     * Operating on many instances at once, and why an instance is stuck.
+     * Operating on many instances at once, why an instance is stuck, and
+     * the store's gauges.
      * Callers report DURO_UNSUPPORTED (or fall back, where a version-3 way
      * exists) when a provider's version is below 4 or the pointer is NULL.
      * Version 4 also appended fields to duro_instance_info and
@@ -813,6 +885,20 @@ struct duro_provider {
     int (*purge_instances)(duro_provider *p, const duro_bulk_filter *filter,
                            int dry_run, size_t max_ids, duro_bulk_result **out,
                            duro_error *err);
+
+    /* Store gauges (see duro_store_stats for what each count means), for
+     * monitoring that scrapes every few seconds: *out is ONE allocation
+     * (the struct, its arrays and their names), which the caller frees
+     * with duro_free(). A pure read in one read transaction: every field
+     * comes from the same snapshot, now_ms included, and it takes no lock
+     * a writer waits for. Its cost grows with the number of distinct
+     * (name, status) pairs, of queued messages and worker rows that are
+     * ready or locked, and of instances with work queued - never with
+     * history. store_size_bytes is what the provider can tell cheaply
+     * about its storage on disk (-1: unknown; see the provider's notes).
+     * A NULL out fails DURO_INVALID; a failure leaves *out NULL. */
+    int (*read_store_stats)(duro_provider *p, duro_store_stats **out,
+                            duro_error *err);
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

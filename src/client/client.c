@@ -539,6 +539,23 @@ int duro_client_list(duro_client *c, const duro_instance_filter *filter,
     return DURO_OK;
 }
 
+int duro_client_store_stats(duro_client *c, duro_store_stats **out)
+{
+    if (out == NULL)
+        return duro__fail(DURO_INVALID, "out is NULL");
+    *out = NULL;
+    int rc = enter(c, NULL, NULL);
+    if (rc != DURO_OK)
+        return rc;
+    duro_provider *p = c->provider;
+    if (!HAS_V4(p, read_store_stats))
+        return unsupported(c, "duro_client_store_stats");
+    duro_error err;
+    if (p->read_store_stats(p, out, &err) != DURO_OK)
+        return duro__fail_from(&err);
+    return DURO_OK;
+}
+
 int duro_client_delete(duro_client *c, const char *instance_id, int force,
                        size_t *deleted)
 {

@@ -361,6 +361,15 @@ TEST(client_functions)
     CHECK_EQ(l->count, 5);
     duro_instance_list_free(l);
 
+    /* store stats: client and out required */
+    duro_store_stats *st = (duro_store_stats *)&f;
+    CHECK_RC(C(duro_client_store_stats)(NULL, &st), DURO_INVALID);
+    CHECK(st == NULL);
+    CHECK_RC(duro_client_store_stats(c, NULL), DURO_INVALID);
+    CHECK_OK(duro_client_store_stats(c, &st));
+    CHECK(st != NULL);
+    duro_free(st);
+
     /* delete and prune: client and id required; the count is optional */
     size_t n = 0;
     CHECK_RC(C(duro_client_delete)(NULL, "s2", 0, &n), DURO_INVALID);

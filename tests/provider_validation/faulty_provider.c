@@ -58,6 +58,7 @@ static const char *const method_names[FAULTY_METHOD_COUNT] = {
     "cancel_instances",
     "cancel_matching",
     "purge_instances",
+    "read_store_stats",
 };
 
 const char *faulty_method_name(int method)
@@ -762,6 +763,26 @@ static int faulty_purge_instances(duro_provider *p,
     return finish(fp, &f, FAULTY_PURGE_INSTANCES, rc, struck, err);
 }
 
+static int faulty_read_store_stats(duro_provider *p, duro_store_stats **out,
+                                   duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_READ_STORE_STATS, -1, &f);
+    if (before(&f)) {
+        if (out != NULL)
+            *out = NULL;
+        return report(fp, &f, FAULTY_READ_STORE_STATS, err);
+    }
+    int rc = fp->inner->read_store_stats(fp->inner, out, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL) {
+        duro_free(*out);
+        *out = NULL;
+    }
+    return finish(fp, &f, FAULTY_READ_STORE_STATS, rc, struck, err);
+}
+
 static void faulty_wake(duro_provider *p, int sticky)
 {
     faulty_provider *fp = from(p);
@@ -823,6 +844,7 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
         FORWARD(cancel_instances);
         FORWARD(cancel_matching);
         FORWARD(purge_instances);
+        FORWARD(read_store_stats);
     }
     return &fp->base;
 }

@@ -43,6 +43,7 @@ typedef enum faulty_method {
     FAULTY_CANCEL_INSTANCES,
     FAULTY_CANCEL_MATCHING,
     FAULTY_PURGE_INSTANCES,
+    FAULTY_READ_STORE_STATS,
     FAULTY_METHOD_COUNT
 } faulty_method;
 

@@ -201,6 +201,10 @@ PV_TEST(wrapper_fails_the_nth_call_of_each_mutating_method)
         EXPECT_INJECTED(&r, FAULTY_PURGE_INSTANCES, retryable,
                         o->purge_instances(o, &bf, 0, 10, &br, &e_));
         CHECK(br == NULL);
+        duro_store_stats *st = (duro_store_stats *)&r;
+        EXPECT_INJECTED(&r, FAULTY_READ_STORE_STATS, retryable,
+                        o->read_store_stats(o, &st, &e_));
+        CHECK(st == NULL);
 
         /* Token methods: hold x and one activity, then fail each. */
         CHECK_PRC(o->fetch_orchestration_item(o, 60000, NULL, &item, &e),
@@ -578,7 +582,8 @@ PV_TEST(wrapper_after_commit_faults_commit_and_lose_the_reply)
     CHECK_EQ(v1->version, 3);
     CHECK(v1->read_activity_cancel_reason != NULL);
     CHECK(v1->set_instance_problem == NULL && v1->cancel_instances == NULL &&
-          v1->cancel_matching == NULL && v1->purge_instances == NULL);
+          v1->cancel_matching == NULL && v1->purge_instances == NULL &&
+          v1->read_store_stats == NULL);
     duro_provider_close(v1);
     v1 = faulty_provider_wrap_version(counted, 0, 99);
     CHECK_EQ(v1->version, counted->version);

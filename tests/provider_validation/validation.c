@@ -4711,7 +4711,7 @@ static void require_v4(duro_provider *p)
 {
     CHECK_MSG(p->version >= 4 && p->set_instance_problem != NULL &&
                   p->cancel_instances != NULL && p->cancel_matching != NULL &&
-                  p->purge_instances != NULL,
+                  p->purge_instances != NULL && p->read_store_stats != NULL,
               "provider '%s' (version %d) lacks the version-4 methods", p->name,
               p->version);
 }
@@ -5934,6 +5934,194 @@ PV_TEST(purge_failure_keeps_whole_batches)
     CHECK_MSG(partial, "no fault fell after a committed purge batch");
 }
 
+/* ------------------------------------------------------------------------
+ * Store stats (read_store_stats). */
+
+static duro_store_stats *stats_of(duro_provider *p)
+{
+    duro_error e;
+    duro_store_stats *st = NULL;
+    int64_t before = duro_now_ms();
+    CHECK_PRC(p->read_store_stats(p, &st, &e), DURO_OK, &e);
+    CHECK(st != NULL);
+    CHECK_INT(st->now_ms, >=, before);
+    CHECK_INT(st->now_ms, <=, duro_now_ms());
+    CHECK(st->instance_count == 0 || st->instances != NULL);
+    CHECK(st->problem_count == 0 || st->problems != NULL);
+    CHECK_INT(st->store_size_bytes, >=, -1);
+    return st;
+}
+
+/* "name/status=count,..." of a stats list. */
+static void counts_text(const duro_store_count *list, size_t n, char *out,
+                        size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t k = 0; k < n && used < size; k++)
+        used += (size_t)snprintf(out + used, size - used, "%s%s/%d=%llu",
+                                 k ? "," : "", list[k].name, list[k].status,
+                                 (unsigned long long)list[k].count);
+}
+
+PV_TEST(store_stats_of_an_empty_store_are_zero)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    duro_error e;
+    CHECK_PRC(p->read_store_stats(p, NULL, &e), DURO_INVALID, &e);
+    CHECK_EQ(e.retryable, 0);
+    duro_store_stats *st = stats_of(p);
+    CHECK_EQ(st->instance_count, 0);
+    CHECK_EQ(st->problem_count, 0);
+    CHECK_EQ(st->orchestrator_ready, 0);
+    CHECK_EQ(st->orchestrator_delayed, 0);
+    CHECK_EQ(st->orchestrator_locked, 0);
+    CHECK_EQ(st->worker_ready, 0);
+    CHECK_EQ(st->worker_locked, 0);
+    CHECK_EQ(st->orchestrator_oldest_ready_ms, 0);
+    CHECK_EQ(st->worker_oldest_ready_ms, 0);
+    duro_free(st);
+}
+
+PV_TEST(store_stats_count_instances_problems_and_queue_states)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    duro_error e;
+    /* Instances of two names in several statuses, one at a time (each is
+     * the only fetchable instance when its turn runs). */
+    run_to(p, "a1", "alpha", NULL, DURO_STATUS_RUNNING);
+    run_to(p, "a2", "alpha", NULL, DURO_STATUS_COMPLETED);
+    run_to(p, "a3", "alpha", NULL, DURO_STATUS_FAILED);
+    run_to(p, "b1", "beta", NULL, DURO_STATUS_RUNNING);
+    run_to(p, "b2", "beta", NULL, DURO_STATUS_RUNNING);
+    run_to(p, "b3", "beta", NULL, DURO_STATUS_CANCELLED);
+    /* b2 schedules four activities: rows W1..W4, visible from the ack. */
+    raise_event(p, "b2", "\"go\"", 0);
+    duro_orch_item *t = fetch_orch_expect(p, "b2", LOCK_LONG);
+    duro_event *d = events_for(t);
+    duro_work_item acts[4] = {activity("b2", 1, 10), activity("b2", 1, 11),
+                              activity("b2", 1, 12), activity("b2", 1, 13)};
+    duro_orch_ack ak = ack_of(t->execution_id, d, t->message_count, NULL);
+    ak.worker_items = acts;
+    ak.worker_item_count = 4;
+    int64_t w_before = duro_now_ms();
+    ack(p, t->lock_token, &ak);
+    int64_t w_after = duro_now_ms();
+    free(d);
+    duro_orch_item_free(t);
+
+    /* Worker rows: W1 locked, W2 locked briefly (it expires: ready again),
+     * W3 abandoned with a delay (in neither count), W4 untouched. */
+    duro_worker_item *w1 = fetch_work(p, LOCK_LONG);
+    duro_worker_item *w2 = fetch_work(p, LOCK_SHORT);
+    int64_t w2_after = duro_now_ms();
+    duro_worker_item *w3 = fetch_work(p, LOCK_LONG);
+    CHECK(w1 != NULL && w2 != NULL && w3 != NULL);
+    CHECK_PRC(p->abandon_work_item(p, w3->lock_token, 60000, &e), DURO_OK, &e);
+
+    /* Orchestrator messages: a1 locked with its event, and a second event
+     * arriving while it is locked; b1 fetched with a short lock that
+     * expires (ready again); b2 an event delayed a minute; c1 a start
+     * delayed a minute (a Pending "gamma"). */
+    raise_event(p, "a1", "\"e1\"", 0);
+    duro_orch_item *held = fetch_orch_expect(p, "a1", LOCK_LONG);
+    raise_event(p, "a1", "\"e2\"", 0);
+    raise_event(p, "b1", "\"e\"", 0);
+    int64_t b1_before = duro_now_ms();
+    duro_orch_item *lapsed = fetch_orch_expect(p, "b1", LOCK_SHORT);
+    int64_t b1_after = duro_now_ms();
+    raise_event(p, "b2", "\"later\"", 60000);
+    duro_work_item c1 = work(DURO_WORK_START, "c1");
+    c1.name = "gamma";
+    enqueue(p, &c1, 60000);
+    clock_past((b1_after > w2_after ? b1_after : w2_after) + LOCK_SHORT);
+    /* Pending a4 and b4: their starts are ready. */
+    duro_work_item st_a4 = work(DURO_WORK_START, "a4");
+    st_a4.name = "alpha";
+    enqueue(p, &st_a4, 0);
+    duro_work_item st_b4 = work(DURO_WORK_START, "b4");
+    st_b4.name = "beta";
+    enqueue(p, &st_b4, 0);
+    /* Problems: counted for Pending and Running instances only. */
+    CHECK_PRC(p->set_instance_problem(p, "a1", "stuck", 0, &e), DURO_OK, &e);
+    CHECK_PRC(p->set_instance_problem(p, "b1", "stuck", 0, &e), DURO_OK, &e);
+    CHECK_PRC(p->set_instance_problem(p, "b4", "stuck", 0, &e), DURO_OK, &e);
+    CHECK_PRC(p->set_instance_problem(p, "a2", "old", 0, &e), DURO_OK, &e);
+
+    duro_store_stats *st = stats_of(p);
+    char text[512];
+    counts_text(st->instances, st->instance_count, text, sizeof(text));
+    CHECK_STR(text, "alpha/1=1,alpha/2=1,alpha/3=1,alpha/4=1,"
+                    "beta/1=1,beta/2=2,beta/5=1,gamma/1=1");
+    counts_text(st->problems, st->problem_count, text, sizeof(text));
+    CHECK_STR(text, "alpha/0=1,beta/0=2");
+    /* ready: a4's and b4's starts, b1's event under its expired lock;
+     * locked: a1's fetched event and the one that arrived since; delayed:
+     * b2's event and c1's start */
+    CHECK_EQ(st->orchestrator_ready, 3);
+    CHECK_EQ(st->orchestrator_locked, 2);
+    CHECK_EQ(st->orchestrator_delayed, 2);
+    CHECK_EQ(st->orchestrator_ready + st->orchestrator_locked +
+                 st->orchestrator_delayed,
+             count(p, DURO_QUEUE_ORCHESTRATOR, NULL));
+    /* the oldest ready instance is b1, fetchable again since its lock
+     * expired (a4 and b4 came after that) */
+    CHECK_INT(st->orchestrator_oldest_ready_ms, >=, b1_before + LOCK_SHORT);
+    CHECK_INT(st->orchestrator_oldest_ready_ms, <=, b1_after + LOCK_SHORT);
+    /* worker: W4 (visible since the ack) and W2 (expired) ready, W1
+     * locked, W3 in neither */
+    CHECK_EQ(st->worker_ready, 2);
+    CHECK_EQ(st->worker_locked, 1);
+    CHECK_EQ(count(p, DURO_QUEUE_WORKER, NULL), 4);
+    CHECK_INT(st->worker_oldest_ready_ms, >=, w_before);
+    CHECK_INT(st->worker_oldest_ready_ms, <=, w_after);
+    duro_free(st);
+
+    /* Acking a1 and finishing b4 moves the counts. */
+    d = events_for(held);
+    duro_orch_ack ak2 =
+        ack_of(held->execution_id, d, held->message_count, NULL);
+    ack(p, held->lock_token, &ak2);
+    free(d);
+    duro_orch_item_free(held);
+    duro_orch_item_free(lapsed);
+    CHECK_PRC(p->ack_work_item(p, w1->lock_token, NULL, &e), DURO_OK, &e);
+    st = stats_of(p);
+    CHECK_EQ(st->orchestrator_locked, 0);
+    CHECK_EQ(st->orchestrator_ready, 4); /* a1's second event joined */
+    CHECK_EQ(st->worker_locked, 0);
+    CHECK_EQ(st->worker_ready, 2);
+    duro_free(st);
+    duro_worker_item_free(w1);
+    duro_worker_item_free(w2);
+    duro_worker_item_free(w3);
+}
+
+static int sweep_stats(duro_provider *p, void *arg, duro_error *e)
+{
+    (void)arg;
+    duro_store_stats *st = (duro_store_stats *)e; /* must be reset */
+    int rc = p->read_store_stats(p, &st, e);
+    if (rc != DURO_OK) {
+        CHECK(st == NULL);
+        return rc;
+    }
+    CHECK_EQ(st->instance_count, 1);
+    CHECK_EQ(st->worker_ready, 1);
+    duro_free(st);
+    return rc;
+}
+
+PV_TEST(fault_sweep_read_store_stats)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "x", 1);
+    fault_sweep(p, "read_store_stats", sweep_stats, NULL);
+}
+
 /* Fault sweeps of the version-4 writes (each within one transaction: a
  * failure must leave the store exactly as it was). */
 
@@ -6201,6 +6389,10 @@ static const pv_case suite[] = {
     C_NEEDS(fault_sweep_cancel_instances, NEEDS_INJECT),
     C_NEEDS(fault_sweep_cancel_matching, NEEDS_INJECT),
     C_NEEDS(fault_sweep_purge_instances, NEEDS_INJECT),
+    /* version 4: store stats */
+    C(store_stats_of_an_empty_store_are_zero),
+    C(store_stats_count_instances_problems_and_queue_states),
+    C_NEEDS(fault_sweep_read_store_stats, NEEDS_INJECT),
 };
 
 int pv_main(int argc, char **argv, const pv_factory *f, const test_case *extra,

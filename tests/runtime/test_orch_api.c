@@ -1041,6 +1041,7 @@ static int orch_client_misuse(duro_orch *o, const char *in, duro_result *out)
     duro_instance_info *info = NULL;
     duro_history *h = NULL;
     duro_instance_list *l = NULL;
+    duro_store_stats *st = NULL;
     int rcs[] = {
         duro_client_get_status(c, "other", &info),
         duro_client_start(c, "spawned", "Echo", NULL, NULL),
@@ -1049,12 +1050,14 @@ static int orch_client_misuse(duro_orch *o, const char *in, duro_result *out)
         duro_client_wait(c, "other", 10, &info),
         duro_client_read_history(c, "other", 0, &h),
         duro_client_list(c, NULL, &l),
+        duro_client_store_stats(c, &st),
         duro_runtime_shutdown(atomic_load(&current_rt), 0),
         duro_runtime_start(atomic_load(&current_rt)),
     };
     duro_free(info);
     duro_history_free(h);
     duro_instance_list_free(l);
+    duro_free(st);
     const char *s = "";
     for (size_t k = 0; k < sizeof(rcs) / sizeof(rcs[0]); k++)
         s = duro_sprintf(o, "%s%s%s", s, k ? "," : "", duro_errname(rcs[k]));
@@ -1083,7 +1086,7 @@ TEST(client_and_runtime_calls_from_orchestration_are_misuse)
     CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
     CHECK_STR(i->output, "DURO_MISUSE,DURO_MISUSE,DURO_MISUSE,DURO_MISUSE,"
                          "DURO_MISUSE,DURO_MISUSE,DURO_MISUSE,DURO_MISUSE,"
-                         "DURO_MISUSE");
+                         "DURO_MISUSE,DURO_MISUSE");
     duro_free(i);
     /* none of it took effect */
     CHECK_EQ(rt_status(&f, "spawned"), DURO_STATUS_NOT_FOUND);

@@ -317,10 +317,12 @@ TEST(url_create_0_never_creates)
 /* ---- schema and pragmas ---------------------------------------------------
  */
 
-/* Takes a version-3 database back to version 2: migration 3's index and
+/* Takes a version-3 database back to version 2: migration 3's indexes and
  * columns go. */
 static const char downgrade_to_2[] =
     "DROP INDEX instances_finished;"
+    "DROP INDEX instances_name_status;"
+    "DROP INDEX instances_problem;"
     "ALTER TABLE instances DROP COLUMN cancel_requested_ms;"
     "ALTER TABLE instances DROP COLUMN cancel_reason;"
     "ALTER TABLE instances DROP COLUMN cancelled_by;"
@@ -357,8 +359,9 @@ TEST(schema_version_recorded_and_newer_refused)
     db = raw_open(path);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 3);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN "
-                         "('history_activity_cancel', 'instances_finished')"),
-             2);
+                         "('history_activity_cancel', 'instances_finished', "
+                         "'instances_name_status', 'instances_problem')"),
+             4);
     CHECK_EQ(sqlite3_exec(db,
                           "PRAGMA journal_mode = DELETE;"
                           "INSERT INTO duro_schema VALUES(99, 0);"
@@ -504,10 +507,14 @@ TEST(wal_mode_applied)
     duro_provider_close(p);
 }
 
-/* Statements whose plan may scan: the whole-queue counts. */
+/* Statements whose plan may scan: the whole-queue counts, and the store
+ * stats' walks of their own indexes (checked below: a covering scan of
+ * instances_name_status, and instances_problem, which holds only the
+ * instances with a problem). */
 static int plan_may_scan(const char *name)
 {
-    static const char *const exempt[] = {"OQ_COUNT", "WQ_COUNT"};
+    static const char *const exempt[] = {"OQ_COUNT", "WQ_COUNT",
+                                         "STATS_INSTANCES", "STATS_PROBLEMS"};
     for (size_t i = 0; i < sizeof(exempt) / sizeof(exempt[0]); i++)
         if (strcmp(name, exempt[i]) == 0)
             return 1;
@@ -584,6 +591,16 @@ TEST(query_plans_use_indexes)
         {"PURGE_WORK", "worker_queue_activity"},
         {"INSTANCE_SET_PROBLEM", "sqlite_autoindex_instances_1"},
         {"INSTANCE_CANCEL_REQUEST", "sqlite_autoindex_instances_1"},
+        /* store stats: no history, no table scan, no sort */
+        {"STATS_INSTANCES", "SCAN instances USING COVERING INDEX "
+                            "instances_name_status"},
+        {"STATS_PROBLEMS", "USING INDEX instances_problem"},
+        {"STATS_ORCH_READY", "orchestrator_ready_at (ready_at<?)"},
+        {"STATS_ORCH_READY", "COVERING INDEX orchestrator_queue_instance"},
+        {"STATS_ORCH_LOCKED", "orchestrator_ready_at (ready_at>?)"},
+        {"STATS_ORCH_LOCKED", "COVERING INDEX orchestrator_queue_instance"},
+        {"STATS_WORKER_READY", "COVERING INDEX worker_queue_available"},
+        {"STATS_WORKER_LOCKED", "worker_queue_available (available_at>?)"},
     };
     for (size_t k = 0; k < sizeof(expect) / sizeof(expect[0]); k++) {
         size_t i = 0;

@@ -177,7 +177,15 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
      * the turn that ends an instance writes it; finished_ms < ? implies
      * the partial index's condition */
     "CREATE INDEX instances_finished ON instances(status, finished_ms)"
-    " WHERE finished_ms IS NOT NULL;"};
+    " WHERE finished_ms IS NOT NULL;"
+    /* store stats: instances by name and status, a covering scan of this
+     * index instead of the table; and the instances with a problem, a
+     * partial index that a healthy instance is never in, so only
+     * set_instance_problem (and the meta of an instance with a problem)
+     * writes it */
+    "CREATE INDEX instances_name_status ON instances(name, status);"
+    "CREATE INDEX instances_problem ON instances(name, status)"
+    " WHERE last_problem IS NOT NULL;"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */

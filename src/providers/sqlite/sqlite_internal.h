@@ -381,7 +381,35 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(PURGE_WORK, "DELETE FROM worker_queue WHERE instance_id IN "             \
                   "(SELECT value FROM json_each(?1))")                         \
     X(PURGE_INSTANCES, "DELETE FROM instances WHERE instance_id IN "           \
-                       "(SELECT value FROM json_each(?1))")
+                       "(SELECT value FROM json_each(?1))")                    \
+    /* read_store_stats, one snapshot on a reader (sqlite_stats.c) */          \
+    X(STATS_SIZE, "SELECT pc.page_count * ps.page_size "                       \
+                  "FROM pragma_page_count() AS pc, pragma_page_size() AS ps")  \
+    X(STATS_INSTANCES, "SELECT name, status, COUNT(*) FROM instances "         \
+                       "GROUP BY name, status ORDER BY name, status")          \
+    X(STATS_PROBLEMS,                                                          \
+      "SELECT name, COUNT(*) FROM instances INDEXED BY instances_problem "     \
+      "WHERE last_problem IS NOT NULL AND status IN (1, 2) "                   \
+      "GROUP BY name ORDER BY name")                                           \
+    /* messages of fetchable instances that are visible, and since when the    \
+     * oldest such instance has been fetchable */                              \
+    X(STATS_ORCH_READY,                                                        \
+      "SELECT COUNT(*), MIN(r.ready_at) FROM orchestrator_ready AS r "         \
+      "JOIN orchestrator_queue AS q ON q.instance_id = r.instance_id "         \
+      "AND q.visible_at <= ?1 WHERE r.ready_at <= ?1")                         \
+    /* visible messages of instances whose lock holds (ready_at is the         \
+     * lock's expiry while locked) */                                          \
+    X(STATS_ORCH_LOCKED,                                                       \
+      "SELECT COUNT(*) FROM orchestrator_ready AS r "                          \
+      "JOIN orchestrator_queue AS q ON q.instance_id = r.instance_id "         \
+      "AND q.visible_at <= ?1 "                                                \
+      "WHERE r.ready_at > ?1 AND r.lock_token IS NOT NULL")                    \
+    X(STATS_WORKER_READY, "SELECT COUNT(*), MIN(available_at) "                \
+                          "FROM worker_queue WHERE available_at <= ?1")        \
+    /* available_at is the lock's expiry while locked */                       \
+    X(STATS_WORKER_LOCKED,                                                     \
+      "SELECT COUNT(*) FROM worker_queue WHERE available_at > ?1 "             \
+      "AND lock_token IS NOT NULL")
 
 typedef enum duro__sqlite_stmt_id {
 #define DURO__X(id, sql) DURO__SQL_##id,
@@ -632,6 +660,8 @@ int duro__sqlite_purge_instances(duro_provider *p,
                                  const duro_bulk_filter *filter, int dry_run,
                                  size_t max_ids, duro_bulk_result **out,
                                  duro_error *err);
+int duro__sqlite_read_store_stats(duro_provider *p, duro_store_stats **out,
+                                  duro_error *err);
 /* The earliest time (wall ms) at which something on `queue` becomes
  * fetchable, INT64_MAX when the queue is empty. */
 int duro__sqlite_next_due(duro__sqlite_provider *p, duro_queue queue,
