@@ -86,7 +86,7 @@ contains "$tmp/out" "duro "
 run 0 version --json
 json 'set(d) == {"version", "library_version"}'
 for verb in list status history start raise wait cancel delete purge prune \
-    version; do
+    metrics version; do
     run 0 "$verb" --help
     contains "$tmp/out" "usage: duro $verb"
     run 0 "$verb" -h
@@ -110,6 +110,93 @@ json 'd["error"]["code"] == "usage" and "sideways" in d["error"]["message"]'
 one_line
 run 2 status
 run 2 status a b
+
+echo "== metrics"
+run 0 metrics
+for line in \
+    'duro_instances{orchestration="Hello",status="completed"} 2' \
+    'duro_instances{orchestration="Hello",status="pending"} 1' \
+    'duro_instances{orchestration="Hello",status="failed"} 0' \
+    'duro_instances{orchestration="Boom",status="failed"} 1' \
+    'duro_instances{orchestration="Waiter",status="running"} 3' \
+    'duro_instances{orchestration="Slow",status="cancelled"} 1' \
+    'duro_queue_messages{queue="orchestrator",state="delayed"} 1' \
+    'duro_queue_messages{queue="orchestrator",state="ready"} 0' \
+    'duro_queue_messages{queue="worker",state="locked"} 0' \
+    'duro_queue_oldest_ready_age_seconds{queue="worker"} 0.000' \
+    '# TYPE duro_instances_stuck gauge'; do
+    grep -qxF -- "$line" "$tmp/out" || fail "metrics lacks the line '$line'"
+done
+grep -Eqx 'duro_store_size_bytes [1-9][0-9]*' "$tmp/out" ||
+    fail "metrics has no store size"
+cp "$tmp/out" "$tmp/metrics.txt"
+# The exposition format, line by line: every family's HELP then TYPE before
+# its samples, one uninterrupted group each, no series twice, a final
+# newline; then promtool's verdict when it is available.
+if [ "$have_python" = 1 ]; then
+    checks=$((checks + 1))
+    python3 - "$tmp/metrics.txt" <<'PY' 2>"$tmp/pyerr" ||
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+assert text.endswith("\n"), "no final newline"
+sample = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\[\\"n]|[^\\"\n])*"(,[a-zA-Z_][a-zA-Z0-9_]*="(\\[\\"n]|[^\\"\n])*")*)?\})? (-?[0-9]+(\.[0-9]+)?|NaN|[+-]Inf)$')
+seen_families, seen_series, current = set(), set(), None
+state = None
+for line in text[:-1].split("\n"):
+    if line.startswith("# HELP "):
+        name = line.split(" ")[2]
+        assert name not in seen_families, "family %s twice" % name
+        seen_families.add(name); current = name; state = "help"
+    elif line.startswith("# TYPE "):
+        _, _, name, kind = line.split(" ")
+        assert name == current and state == "help", "TYPE without HELP: " + line
+        assert kind == "gauge", line
+        state = "type"
+    else:
+        m = sample.match(line)
+        assert m, "not a sample: %r" % line
+        assert m.group(1) == current and state == "type", "sample outside its family: " + line
+        key = (m.group(1), m.group(3))
+        assert key not in seen_series, "series twice: " + line
+        seen_series.add(key)
+assert seen_families == {"duro_instances", "duro_instances_stuck", "duro_queue_messages", "duro_queue_oldest_ready_age_seconds", "duro_store_size_bytes"}, seen_families
+PY
+        fail "metrics exposition: $(cat "$tmp/pyerr")"
+fi
+promtool=${DURO_PROMTOOL:-}
+[ -n "$promtool" ] || promtool=$(command -v promtool 2>/dev/null) ||
+    promtool="${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/duro/prometheus/usr/bin/promtool"
+if [ -x "$promtool" ]; then
+    checks=$((checks + 1))
+    "$promtool" check metrics <"$tmp/metrics.txt" >"$tmp/prom" 2>&1 ||
+        fail "promtool check metrics: $(cat "$tmp/prom")"
+else
+    echo "note: promtool not found; the python check stands alone"
+fi
+run 0 metrics --output "$tmp/scrape.prom"
+[ -s "$tmp/out" ] && fail "metrics --output also wrote stdout"
+grep -v '^duro_store_size_bytes ' "$tmp/scrape.prom" >"$tmp/a"
+grep -v '^duro_store_size_bytes ' "$tmp/metrics.txt" >"$tmp/b"
+cmp -s "$tmp/a" "$tmp/b" || fail "metrics --output differs from stdout"
+ls "$tmp"/scrape.prom.tmp* >/dev/null 2>&1 && fail "metrics --output left a temporary file"
+run 0 metrics --json
+json 'set(d) == {"at", "at_ms", "instances", "stuck", "queues", "store_size_bytes"}'
+json '{"orchestration": "Waiter", "status": "running", "count": 3} in d["instances"]'
+json 'd["queues"]["orchestrator"]["delayed"] == 1 and d["queues"]["worker"]["ready"] == 0 and d["queues"]["worker"]["oldest_ready_ms"] is None'
+run 2 metrics --json --output "$tmp/x.prom"
+run 2 metrics extra
+run 1 --db "sqlite:$tmp/absent.db" metrics
+[ -e "$tmp/absent.db" ] && fail "metrics created a database"
+# Label values are escaped: a name with a quote, a backslash and a newline.
+run 0 --db "sqlite:$tmp/labels.db" start 'we"ird\na
+me' odd-1
+run 0 --db "sqlite:$tmp/labels.db" metrics
+grep -qxF 'duro_instances{orchestration="we\"ird\\na\nme",status="pending"} 1' "$tmp/out" ||
+    fail "metrics did not escape a label value: $(grep orchestration=.we "$tmp/out")"
+grep -qxF 'duro_queue_messages{queue="orchestrator",state="ready"} 1' "$tmp/out" ||
+    fail "metrics: the START of odd-1 is not ready"
+grep -Eqx 'duro_queue_oldest_ready_age_seconds\{queue="orchestrator"\} [0-9]+\.[0-9]{3}' "$tmp/out" ||
+    fail "metrics: no age for the ready START"
 
 echo "== list"
 run 0 list
@@ -324,7 +411,7 @@ NO_COLOR=1 TERM=xterm run 0 list
 NO_COLOR=1 TERM=xterm run 0 history slow-1
 
 echo "== man page and completion"
-for verb in list status history start raise wait cancel delete purge prune \
+for verb in list status history start raise wait cancel delete purge prune metrics \
     version; do
     grep -q "^\.SS $verb" "$tooldir/duro.1" || fail "duro.1 has no section for $verb"
 done

@@ -142,6 +142,7 @@ int cmd_cancel(cli *c, int argc, char **argv);
 int cmd_delete(cli *c, int argc, char **argv);
 int cmd_purge(cli *c, int argc, char **argv);
 int cmd_prune(cli *c, int argc, char **argv);
+int cmd_metrics(cli *c, int argc, char **argv);
 int cmd_version(cli *c, int argc, char **argv);
 
 #endif

@@ -8,7 +8,7 @@ _duro()
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
     local verbs="list status history start raise wait cancel delete purge
-        prune version"
+        prune metrics version"
     local common="--db --json --help"
 
     verb=""
@@ -39,6 +39,10 @@ _duro()
         ;;
     --db)
         COMPREPLY=($(compgen -P sqlite: -f -- "${cur#sqlite:}"))
+        return
+        ;;
+    --output)
+        COMPREPLY=($(compgen -f -- "$cur"))
         return
         ;;
     --input)
@@ -74,6 +78,7 @@ _duro()
     delete) opts="--force" ;;
     purge) opts="--before --status --name --dry-run" ;;
     prune) opts="--keep" ;;
+    metrics) opts="--output" ;;
     version) opts="" ;;
     esac
     if [[ $cur == -* ]]; then

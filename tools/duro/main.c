@@ -24,6 +24,7 @@ static const verb verbs[] = {
     {"delete", cmd_delete, "delete instances and their children"},
     {"purge", cmd_purge, "delete finished instances older than a time"},
     {"prune", cmd_prune, "delete all but the last N executions"},
+    {"metrics", cmd_metrics, "the store's gauges in Prometheus text"},
     {"version", cmd_version, "print the versions of duro and libduro"},
 };
 
@@ -148,10 +149,20 @@ int cli_open(cli *c, int create, duro_client **out)
         use = url;
     }
     int rc = duro_client_create(use, out);
+    int added = url != NULL;
     free(url);
     if (rc == DURO_OK)
         return EXIT_OK;
     const char *detail = duro_errmsg();
+    if (rc == DURO_NOT_FOUND && added) {
+        /* create=0 is ours, not the user's: name the path alone. */
+        const char *path = c->db + 7;
+        int len = (int)strcspn(path, "?");
+        return cli_error(c, EXIT_FAILED, "no_database",
+                         "database file %.*s does not exist; nothing was "
+                         "created (check --db or DURO_DB)",
+                         len, path);
+    }
     if (rc == DURO_NOT_FOUND)
         return cli_error(c, EXIT_FAILED, "no_database",
                          "%s; nothing was created (check --db or DURO_DB)",
