@@ -1,8 +1,9 @@
 # install.cmake - what `cmake --install` (and `make install`) puts where,
 # under GNUInstallDirs: both libraries (the shared one with its soname
 # links), the public headers, duro.pc for pkg-config, the CMake package
-# (find_package(duro): duro::duro, duro::duro_static), the licence and
-# changelog, and man pages once man/ exists. Components: Runtime (what a
+# (find_package(duro): duro::duro, duro::duro_static), the duro command
+# with its man page and bash completion, the licence and changelog, and
+# man pages once man/ exists. Components: Runtime (what a
 # program that uses the shared library needs at run time) and Development
 # (what compiling and linking against duro needs).
 include(CMakePackageConfigHelpers)
@@ -21,9 +22,16 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/duro
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT Development
   FILES_MATCHING PATTERN "*.h")
 
-# The duro command (a later part of issue 8) installs itself where it is
-# defined: install(TARGETS <it> RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-# COMPONENT Runtime).
+# ---- the duro command ----------------------------------------------------------
+# The operator's command (tools/duro), its man page and its bash completion
+# (where bash-completion looks for it on demand).
+install(TARGETS duro_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  COMPONENT Runtime)
+install(FILES ${PROJECT_SOURCE_DIR}/tools/duro/duro.1
+  DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT Runtime)
+install(FILES ${PROJECT_SOURCE_DIR}/tools/duro/duro.bash
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+  RENAME duro COMPONENT Runtime)
 
 # ---- pkg-config --------------------------------------------------------------
 # duro.pc is written at install time, not at configure time, so that it

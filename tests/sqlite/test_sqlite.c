@@ -222,6 +222,10 @@ TEST(url_malformed_is_bad_url)
         {"?", "empty parameter"},
         {"?pool=1?x=2", "parameter pool"},
         {"?Pool=1", "unknown sqlite URL parameter 'Pool'"},
+        {"?create=2", "parameter create (expected 0 or 1)"},
+        {"?create=yes", "parameter create"},
+        {"?create=", "parameter create"},
+        {"?create=0&create=1", "'create' given twice"},
     };
     duro_error e;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -258,6 +262,56 @@ TEST(url_malformed_is_bad_url)
                   e.message);
         CHECK(!file_exists("host/x.db") && !file_exists("host"));
     }
+}
+
+/* create=0: a missing file is DURO_NOT_FOUND naming the path, and nothing
+ * is created; an existing file opens as usual. */
+TEST(url_create_0_never_creates)
+{
+    const char *path = test_path("absent.db");
+    duro_error e;
+    duro_provider *p = (duro_provider *)&e;
+    CHECK_PRC(duro_provider_open(url_with("absent.db", "?create=0"), &p, &e),
+              DURO_NOT_FOUND, &e);
+    CHECK(p == NULL);
+    CHECK_EQ(e.retryable, 0);
+    CHECK_MSG(strstr(e.message, path) != NULL, "message '%s' lacks %s",
+              e.message, path);
+    CHECK(!file_exists(path));
+    char side[600];
+    snprintf(side, sizeof(side), "%s-wal", path);
+    CHECK(!file_exists(side));
+    snprintf(side, sizeof(side), "%s-journal", path);
+    CHECK(!file_exists(side));
+
+    /* a directory that does not exist either */
+    char deep[600];
+    snprintf(deep, sizeof(deep), "sqlite:%s/no/such/dir.db?create=0",
+             test_tmpdir());
+    CHECK_PRC(duro_provider_open(deep, &p, &e), DURO_NOT_FOUND, &e);
+
+    /* create=1 is the default behaviour; afterwards create=0 opens it */
+    p = open_url(url_with("absent.db", "?create=1"));
+    start(p, "kept", "orch");
+    duro_provider_close(p);
+    p = open_url(url_with("absent.db", "?create=0&pool=1"));
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "kept"), 1);
+    duro_instance_list *list = NULL;
+    CHECK_PRC(p->get_instance(p, "kept", &list, &e), DURO_OK, &e);
+    duro_instance_list_free(list);
+    duro_provider_close(p);
+
+    /* an existing file that cannot be opened is a storage error, not
+     * "not found" */
+    const char *dir = test_path("a_directory.db");
+    CHECK_EQ(mkdir(dir, 0700), 0);
+    CHECK_PRC(
+        duro_provider_open(url_with("a_directory.db", "?create=0"), &p, &e),
+        DURO_STORAGE, &e);
+
+    /* :memory: has no file to find */
+    p = open_url("sqlite::memory:?create=0");
+    duro_provider_close(p);
 }
 
 /* ---- schema and pragmas ---------------------------------------------------
@@ -1529,6 +1583,7 @@ TEST(mass_cancellation)
 TEST_MAIN(T(url_forms_open), T(wal_is_checkpointed_while_open),
           T(commits_are_visible_to_other_connections_at_once),
           T(url_parameters_are_applied), T(url_malformed_is_bad_url),
+          T(url_create_0_never_creates),
           T(schema_version_recorded_and_newer_refused),
           T(migration_3_fills_in_cancellations_and_finish_times),
           T(wal_mode_applied), T(query_plans_use_indexes),

@@ -3,8 +3,10 @@
  * fault hook, mapping SQLite errors, write transactions on the one writer
  * connection and the pool of reader connections. Thread-safe: the writer is
  * used under write_lock, a reader by the one thread that took it. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "providers/sqlite/sqlite_internal.h"
 #include "providers/sqlite/sqlite_provider.h"
@@ -347,8 +349,9 @@ int duro__sqlite_conn_open(duro__sqlite_provider *p, duro__sqlite_conn *c,
 {
     memset(c, 0, sizeof(*c));
     int flags = SQLITE_OPEN_NOMUTEX |
-                (readonly ? SQLITE_OPEN_READONLY
-                          : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+                (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE);
+    if (!readonly && (p->cfg.create || p->cfg.memory))
+        flags |= SQLITE_OPEN_CREATE;
     /* SQLite's own (default) VFS: no layer under SQLite may defer, reorder
      * or merge its writes; its durability reasoning depends on every write
      * reaching the OS when it is made. */
@@ -356,6 +359,18 @@ int duro__sqlite_conn_open(duro__sqlite_provider *p, duro__sqlite_conn *c,
     if (rc != SQLITE_OK) {
         if (c->db == NULL)
             return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        /* create=0 (read-only tools): a missing file is "no such store",
+         * told apart from a file that exists but cannot be opened. */
+        struct stat st;
+        if (!p->cfg.create && (rc & 0xff) == SQLITE_CANTOPEN &&
+            stat(p->cfg.path, &st) != 0 && errno == ENOENT) {
+            sqlite3_close(c->db);
+            c->db = NULL;
+            return duro_error_set(err, DURO_NOT_FOUND, 0,
+                                  "database file %s does not exist (the URL "
+                                  "says create=0)",
+                                  p->cfg.path);
+        }
         duro_error_set(err, DURO_STORAGE, 0, "sqlite open %s: %s", p->cfg.path,
                        sqlite3_errmsg(c->db));
         sqlite3_close(c->db);

@@ -25,6 +25,8 @@ typedef struct duro__sqlite_config {
     uint64_t max_history; /* events per execution */
     size_t max_payload;   /* bytes of a payload, error or custom status */
     int pool;             /* reader connections; 0 for :memory: */
+    int create;           /* 1 (default): create a missing file; 0: a
+                             missing file fails DURO_NOT_FOUND */
 } duro__sqlite_config;
 
 /* Parses `spec` (the URL after "sqlite:") into cfg; DURO_BAD_URL with the

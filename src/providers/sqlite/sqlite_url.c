@@ -48,11 +48,13 @@ enum {
     PARAM_BUSY,
     PARAM_HISTORY,
     PARAM_PAYLOAD,
-    PARAM_POOL
+    PARAM_POOL,
+    PARAM_CREATE
 };
 
 static const char *const param_names[] = {"synchronous", "busy_timeout_ms",
-                                          "max_history", "max_payload", "pool"};
+                                          "max_history", "max_payload",
+                                          "pool",        "create"};
 
 /* Applies one "key=value" of length len. */
 static int parse_param(const char *param, size_t len, unsigned *seen,
@@ -80,7 +82,7 @@ static int parse_param(const char *param, size_t len, unsigned *seen,
         return duro_error_set(err, DURO_BAD_URL, 0,
                               "unknown sqlite URL parameter '%.*s' (known: "
                               "synchronous, busy_timeout_ms, max_history, "
-                              "max_payload, pool)",
+                              "max_payload, pool, create)",
                               (int)key_len, param);
     if (*seen & (1u << which))
         return duro_error_set(err, DURO_BAD_URL, 0,
@@ -123,12 +125,20 @@ static int parse_param(const char *param, size_t len, unsigned *seen,
             return DURO_OK;
         }
         break;
+    case PARAM_CREATE:
+        if (parse_number(value, value_len, 0, 1, &n) == 0) {
+            cfg->create = (int)n;
+            return DURO_OK;
+        }
+        break;
     }
     static const char *const ranges[] = {
-        "", "a number of milliseconds, 0 to 2147483647",
+        "",
+        "a number of milliseconds, 0 to 2147483647",
         "a whole number of events, at least 1",
         "a number of bytes, 1 to 1000000000",
-        "a number of connections, 0 to 64"};
+        "a number of connections, 0 to 64",
+        "0 or 1"};
     return duro_error_set(err, DURO_BAD_URL, 0,
                           "bad value '%.*s' for sqlite URL parameter %s "
                           "(expected %s)",
@@ -145,6 +155,7 @@ int duro__sqlite_parse_url(const char *spec, duro__sqlite_config *cfg,
     cfg->max_history = DEFAULT_MAX_HISTORY;
     cfg->max_payload = DEFAULT_MAX_PAYLOAD;
     cfg->pool = DEFAULT_POOL;
+    cfg->create = 1;
     if (spec == NULL)
         return duro_error_set(err, DURO_BAD_URL, 0, "sqlite URL is NULL");
 

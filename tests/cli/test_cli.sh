@@ -1,0 +1,440 @@
+#!/bin/sh
+# test_cli.sh DURO FIXTURE TOOLDIR - runs the duro command against real SQLite files
+# that FIXTURE (cli_fixture) filled with instances in known states, and
+# checks exit statuses, JSON shapes (with python3 when present), human
+# output, bad input, and that read verbs never create a database; then that
+# the man page (TOOLDIR/duro.1) documents every verb and the bash completion
+# (TOOLDIR/duro.bash) completes verbs, options and status names.
+# DURO_TEST_KEEP=1 keeps the temporary directory.
+set -u
+
+if [ $# -ne 3 ]; then
+    echo "usage: $0 DURO FIXTURE TOOLDIR" >&2
+    exit 2
+fi
+duro=$1 fixture=$2 tooldir=$3
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/duro-cli-test.XXXXXX")
+cleanup() {
+    if [ -n "${DURO_TEST_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+db="sqlite:$tmp/store.db"
+export DURO_DB="$db"
+unset NO_COLOR || true
+failures=0
+checks=0
+fail() {
+    printf 'FAIL: %s\n' "$*" >&2
+    failures=$((failures + 1))
+}
+# run EXPECTED_RC ARGS...: runs duro with ARGS; stdout in $tmp/out, stderr
+# in $tmp/err.
+run() {
+    want=$1
+    shift
+    checks=$((checks + 1))
+    "$duro" "$@" >"$tmp/out" 2>"$tmp/err"
+    got=$?
+    if [ "$got" != "$want" ]; then
+        fail "duro $* exited $got, expected $want"
+        sed 's/^/  stdout: /' "$tmp/out" >&2
+        sed 's/^/  stderr: /' "$tmp/err" >&2
+    fi
+    if grep -q "$(printf '\033')" "$tmp/out" "$tmp/err"; then
+        fail "duro $*: ESC byte in output that is not a terminal"
+    fi
+}
+# contains FILE TEXT: FILE has TEXT (fixed string).
+contains() {
+    grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 600 "$1")"
+}
+# one_line: stderr is exactly one line.
+one_line() {
+    n=$(wc -l <"$tmp/err")
+    [ "$n" = 1 ] || fail "stderr has $n lines, expected 1: $(cat "$tmp/err")"
+}
+have_python=0
+command -v python3 >/dev/null 2>&1 && have_python=1
+# json EXPR: evaluates python EXPR with d = the JSON on stdout; fails
+# unless it is true. Skipped without python3.
+json() {
+    [ "$have_python" = 1 ] || return 0
+    checks=$((checks + 1))
+    if ! python3 -c '
+import json, re, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+rfc = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+ok = eval(sys.argv[2])
+sys.exit(0 if ok else 1)' "$tmp/out" "$1" 2>"$tmp/pyerr"; then
+        fail "JSON check failed: $1 on $(head -c 800 "$tmp/out") $(cat "$tmp/pyerr")"
+    fi
+}
+
+echo "== populate $db"
+if ! "$fixture" populate "$db"; then
+    echo "FAIL: cli_fixture populate" >&2
+    exit 1
+fi
+
+echo "== help, version, usage errors"
+run 0 --help
+contains "$tmp/out" "Verbs:"
+run 0 version
+contains "$tmp/out" "duro "
+run 0 version --json
+json 'set(d) == {"version", "library_version"}'
+for verb in list status history start raise wait cancel delete purge prune \
+    metrics version; do
+    run 0 "$verb" --help
+    contains "$tmp/out" "usage: duro $verb"
+    run 0 "$verb" -h
+done
+run 2
+contains "$tmp/err" "Verbs:"
+run 2 --json
+json 'd["error"]["code"] == "usage"'
+run 2 frobnicate
+one_line
+run 2 list --bogus
+one_line
+contains "$tmp/err" "unknown option '--bogus'"
+run 2 --bogus list
+run 2 list --stat completed
+contains "$tmp/err" "abbreviated"
+run 2 list --limit
+contains "$tmp/err" "needs a value"
+run 2 list --json --status sideways
+json 'd["error"]["code"] == "usage" and "sideways" in d["error"]["message"]'
+one_line
+run 2 status
+run 2 status a b
+
+echo "== metrics"
+run 0 metrics
+for line in \
+    'duro_instances{orchestration="Hello",status="completed"} 2' \
+    'duro_instances{orchestration="Hello",status="pending"} 1' \
+    'duro_instances{orchestration="Hello",status="failed"} 0' \
+    'duro_instances{orchestration="Boom",status="failed"} 1' \
+    'duro_instances{orchestration="Waiter",status="running"} 3' \
+    'duro_instances{orchestration="Slow",status="cancelled"} 1' \
+    'duro_queue_messages{queue="orchestrator",state="delayed"} 1' \
+    'duro_queue_messages{queue="orchestrator",state="ready"} 0' \
+    'duro_queue_messages{queue="worker",state="locked"} 0' \
+    'duro_queue_oldest_ready_age_seconds{queue="worker"} 0.000' \
+    '# TYPE duro_instances_stuck gauge'; do
+    grep -qxF -- "$line" "$tmp/out" || fail "metrics lacks the line '$line'"
+done
+grep -Eqx 'duro_store_size_bytes [1-9][0-9]*' "$tmp/out" ||
+    fail "metrics has no store size"
+cp "$tmp/out" "$tmp/metrics.txt"
+# The exposition format, line by line: every family's HELP then TYPE before
+# its samples, one uninterrupted group each, no series twice, a final
+# newline; then promtool's verdict when it is available.
+if [ "$have_python" = 1 ]; then
+    checks=$((checks + 1))
+    python3 - "$tmp/metrics.txt" <<'PY' 2>"$tmp/pyerr" ||
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+assert text.endswith("\n"), "no final newline"
+sample = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\[\\"n]|[^\\"\n])*"(,[a-zA-Z_][a-zA-Z0-9_]*="(\\[\\"n]|[^\\"\n])*")*)?\})? (-?[0-9]+(\.[0-9]+)?|NaN|[+-]Inf)$')
+seen_families, seen_series, current = set(), set(), None
+state = None
+for line in text[:-1].split("\n"):
+    if line.startswith("# HELP "):
+        name = line.split(" ")[2]
+        assert name not in seen_families, "family %s twice" % name
+        seen_families.add(name); current = name; state = "help"
+    elif line.startswith("# TYPE "):
+        _, _, name, kind = line.split(" ")
+        assert name == current and state == "help", "TYPE without HELP: " + line
+        assert kind == "gauge", line
+        state = "type"
+    else:
+        m = sample.match(line)
+        assert m, "not a sample: %r" % line
+        assert m.group(1) == current and state == "type", "sample outside its family: " + line
+        key = (m.group(1), m.group(3))
+        assert key not in seen_series, "series twice: " + line
+        seen_series.add(key)
+assert seen_families == {"duro_instances", "duro_instances_stuck", "duro_queue_messages", "duro_queue_oldest_ready_age_seconds", "duro_store_size_bytes"}, seen_families
+PY
+        fail "metrics exposition: $(cat "$tmp/pyerr")"
+fi
+promtool=${DURO_PROMTOOL:-}
+[ -n "$promtool" ] || promtool=$(command -v promtool 2>/dev/null) ||
+    promtool="${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/duro/prometheus/usr/bin/promtool"
+if [ -x "$promtool" ]; then
+    checks=$((checks + 1))
+    "$promtool" check metrics <"$tmp/metrics.txt" >"$tmp/prom" 2>&1 ||
+        fail "promtool check metrics: $(cat "$tmp/prom")"
+else
+    echo "note: promtool not found; the python check stands alone"
+fi
+run 0 metrics --output "$tmp/scrape.prom"
+[ -s "$tmp/out" ] && fail "metrics --output also wrote stdout"
+grep -v '^duro_store_size_bytes ' "$tmp/scrape.prom" >"$tmp/a"
+grep -v '^duro_store_size_bytes ' "$tmp/metrics.txt" >"$tmp/b"
+cmp -s "$tmp/a" "$tmp/b" || fail "metrics --output differs from stdout"
+ls "$tmp"/scrape.prom.tmp* >/dev/null 2>&1 && fail "metrics --output left a temporary file"
+run 0 metrics --json
+json 'set(d) == {"at", "at_ms", "instances", "stuck", "queues", "store_size_bytes"}'
+json '{"orchestration": "Waiter", "status": "running", "count": 3} in d["instances"]'
+json 'd["queues"]["orchestrator"]["delayed"] == 1 and d["queues"]["worker"]["ready"] == 0 and d["queues"]["worker"]["oldest_ready_ms"] is None'
+run 2 metrics --json --output "$tmp/x.prom"
+run 2 metrics extra
+run 1 --db "sqlite:$tmp/absent.db" metrics
+[ -e "$tmp/absent.db" ] && fail "metrics created a database"
+# Label values are escaped: a name with a quote, a backslash and a newline.
+run 0 --db "sqlite:$tmp/labels.db" start 'we"ird\na
+me' odd-1
+run 0 --db "sqlite:$tmp/labels.db" metrics
+grep -qxF 'duro_instances{orchestration="we\"ird\\na\nme",status="pending"} 1' "$tmp/out" ||
+    fail "metrics did not escape a label value: $(grep orchestration=.we "$tmp/out")"
+grep -qxF 'duro_queue_messages{queue="orchestrator",state="ready"} 1' "$tmp/out" ||
+    fail "metrics: the START of odd-1 is not ready"
+grep -Eqx 'duro_queue_oldest_ready_age_seconds\{queue="orchestrator"\} [0-9]+\.[0-9]{3}' "$tmp/out" ||
+    fail "metrics: no age for the ready START"
+
+echo "== list"
+run 0 list
+contains "$tmp/out" "ID"
+contains "$tmp/out" "hello-1"
+grep -Eq "(just now|ago)" "$tmp/out" || fail "list shows no relative age"
+run 0 list --json
+json 'set(d) == {"instances", "total", "truncated"} and d["total"] == 8 and d["truncated"] is False and len(d["instances"]) == 8'
+json '[i["id"] for i in d["instances"]] == sorted(i["id"] for i in d["instances"])'
+json 'all(rfc.match(i["created_at"]) and isinstance(i["created_at_ms"], int) for i in d["instances"])'
+run 0 list --limit 2 --json
+json 'd["total"] == 8 and d["truncated"] is True and len(d["instances"]) == 2'
+run 0 list --limit 2
+contains "$tmp/err" "showing 2 of 8"
+run 0 list --status completed,failed --json
+json 'sorted(i["id"] for i in d["instances"]) == ["boom-1", "hello-1", "hello-2"]'
+run 0 --json list --status RUNNING --name Waiter
+json 'd["total"] == 3'
+run 0 list --since 1h --json
+json 'd["total"] == 8'
+run 0 list --until "30m ago" --json
+json 'd["total"] == 0'
+run 0 list --since 2000-01-01 --until 2999-12-31T00:00:00Z --json
+json 'd["total"] == 8'
+run 0 list --since "2000-01-01T00:00:00.5+02:00" --json
+json 'd["total"] == 8'
+run 2 list --since yesterday
+contains "$tmp/err" "bad time 'yesterday'"
+run 2 list --until 2026-13-01
+run 2 list --limit -1
+
+echo "== status"
+run 0 status hello-1
+contains "$tmp/out" "status:"
+contains "$tmp/out" "completed"
+contains "$tmp/out" "cancelled_by:"
+contains "$tmp/out" "next_attempt:"
+run 0 status hello-1 --json
+json 'd["id"] == "hello-1" and d["status"] == "completed" and d["output"] == {"greeting": "hi"}'
+json 'rfc.match(d["finished_at"]) and d["finished_at_ms"] >= d["created_at_ms"] and d["cancel_requested_at"] is None'
+run 0 status hello-2 --json
+json '"\ufffd" in d["output"] and d["output"].startswith("not json ")'
+run 0 status boom-1 --json
+json 'd["status"] == "failed" and "flux capacitor" in d["error"]'
+run 0 status slow-1
+contains "$tmp/out" "user:alice"
+contains "$tmp/out" "bad deploy"
+run 0 status slow-1 --json
+json 'd["status"] == "cancelled" and d["cancelled_by"] == "user:alice" and d["cancel_reason"] == "bad deploy" and rfc.match(d["cancel_requested_at"])'
+run 0 status later-1 --json
+json 'd["status"] == "pending"'
+run 3 status nope
+one_line
+contains "$tmp/err" "nope"
+run 3 status nope --json
+json 'd == {"error": {"code": "not_found", "message": d["error"]["message"]}} and "nope" in d["error"]["message"]'
+one_line
+
+echo "== history"
+run 0 history slow-1
+contains "$tmp/out" '#1'
+contains "$tmp/out" "OrchestrationCancelRequested"
+contains "$tmp/out" 'reason="bad deploy" by=user:alice'
+contains "$tmp/out" 'reason="instance_cancelled" by=user:alice'
+contains "$tmp/out" "(#2, "
+run 0 history hello-1 --execution 1 --json
+json 'd["instance_id"] == "hello-1" and d["execution_id"] == 1 and [e["kind"] for e in d["events"]] == ["OrchestrationStarted", "ActivityScheduled", "ActivityCompleted", "OrchestrationCompleted"]'
+json 'd["events"][2]["source_event_id"] == 2 and d["events"][2]["payload"] == {"greeting": "hi"} and all(rfc.match(e["timestamp"]) for e in d["events"])'
+run 0 history slow-1 --json
+json '[e for e in d["events"] if e["kind"] == "OrchestrationCancelRequested"][0]["requested_by"] == "user:alice"'
+run 0 history later-1 --json
+json 'd == {"instance_id": "later-1", "execution_id": 0, "events": []}'
+run 0 history later-1
+contains "$tmp/out" "pending"
+run 3 cancel --reason "dash dash" -- --dry-run
+contains "$tmp/err" "--dry-run: no such instance"
+run 3 history nope
+run 3 history hello-1 --execution 7
+run 2 history hello-1 --execution x
+
+echo "== wait"
+run 0 wait hello-1
+contains "$tmp/out" "completed"
+run 8 wait boom-1
+run 8 wait slow-1 --json
+json 'd["timed_out"] is False and d["instance"]["status"] == "cancelled"'
+run 7 wait wait-1 --timeout 100ms --json
+json 'd["timed_out"] is True and d["instance"]["status"] == "running"'
+run 3 wait nope --timeout 1s
+run 2 wait hello-1 --timeout 5x
+contains "$tmp/err" "bad duration '5x'"
+run 2 wait hello-1 --timeout ""
+
+echo "== missing database: never created"
+for args in "list" "status hello-1" "history hello-1" "wait hello-1" \
+    "cancel hello-1" "raise wait-1 go" "delete hello-1" \
+    "purge --before 1d" "prune hello-1 --keep 1" "cancel --name Waiter"; do
+    # shellcheck disable=SC2086
+    run 1 --db "sqlite:$tmp/missing.db" $args
+    one_line
+    contains "$tmp/err" "missing.db"
+    [ ! -e "$tmp/missing.db" ] || fail "duro $args created missing.db"
+    rm -f "$tmp/missing.db"
+done
+DURO_DB="sqlite:$tmp/missing.db" run 1 list --json
+json 'd["error"]["code"] == "no_database"'
+[ ! -e "$tmp/missing.db" ] || fail "DURO_DB read created missing.db"
+run 2 --db "sqlite:$tmp/x.db?pool=99" list
+[ ! -e "$tmp/x.db" ] || fail "a bad URL created a file"
+
+echo "== newer schema"
+cp "$tmp/store.db" "$tmp/newer.db"
+[ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/newer.db-wal"
+"$fixture" newer-schema "$tmp/newer.db" || fail "cli_fixture newer-schema"
+run 1 --db "sqlite:$tmp/newer.db" list
+one_line
+contains "$tmp/err" "schema version 99"
+run 1 --db "sqlite:$tmp/newer.db" status hello-1 --json
+json 'd["error"]["code"] == "schema"'
+
+echo "== start and raise"
+run 0 start Hello new-1 --input '"x"'
+contains "$tmp/out" "started new-1"
+run 0 status new-1 --json
+json 'd["status"] == "pending" and d["name"] == "Hello"'
+run 1 start Hello new-1
+contains "$tmp/err" "new-1"
+printf '{"from":"file"}' >"$tmp/input.json"
+run 0 start Hello new-2 --input "@$tmp/input.json" --delay 1h --json
+json 'd["id"] == "new-2" and d["delay_ms"] == 3600000'
+run 2 start Hello new-3 --input "@$tmp/no-such-file"
+run 2 start Hello new-3 --delay soon
+run 2 start Hello
+run 0 --db "sqlite:$tmp/fresh.db" start Hello first
+[ -e "$tmp/fresh.db" ] || fail "start did not create its database"
+run 0 raise wait-1 go '"payload"'
+run 0 raise wait-2 go "@$tmp/input.json" --json
+json 'd == {"id": "wait-2", "event": "go", "raised": True}'
+run 4 raise hello-1 go
+run 3 raise nope go
+run 2 raise wait-1
+
+echo "== cancel"
+run 0 list --json
+cp "$tmp/out" "$tmp/before.json"
+run 0 cancel --name Waiter --dry-run --json
+json 'd["dry_run"] is True and d["count"] == 3 and d["ids"] == ["wait-1", "wait-2", "wait-3"]'
+run 1 cancel wait-1 hello-1 --dry-run --json
+json '[r["outcome"] for r in d["results"]] == ["cancelled", "not_cancellable"]'
+run 0 list --json
+cmp -s "$tmp/out" "$tmp/before.json" || fail "a dry run changed the store"
+run 0 cancel --name Waiter --dry-run
+contains "$tmp/out" "would cancel 3 instances of Waiter"
+run 0 cancel wait-1 --reason "operator test"
+contains "$tmp/out" "wait-1"
+run 0 status wait-1 --json
+json 'd["cancel_reason"] == "operator test" and d["cancelled_by"].startswith("user:")'
+run 0 cancel wait-1 --json
+json 'd == {"dry_run": False, "results": [{"id": "wait-1", "outcome": "already_cancelled", "status": "running"}]}'
+run 4 cancel hello-1
+one_line
+run 3 cancel nope
+one_line
+run 1 cancel wait-2 nope hello-1 --json
+json '[r["outcome"] for r in d["results"]] == ["cancelled", "not_found", "not_cancellable"]'
+[ "$(wc -l <"$tmp/err")" = 2 ] || fail "bulk cancel: one stderr line per failure: $(cat "$tmp/err")"
+run 0 cancel wait-1 wait-2 wait-2 --json
+json '[r["outcome"] for r in d["results"]] == ["already_cancelled", "already_cancelled", "duplicate"]'
+run 2 cancel wait-3 --name Waiter
+contains "$tmp/err" "not both"
+run 2 cancel --status running
+run 2 cancel --name Waiter --status completed
+run 2 cancel --name Waiter --before tomorrow
+run 2 cancel
+run 0 cancel --name Waiter --status running --before 0s --reason rollout --by ops-bot --json
+json 'd["dry_run"] is False and d["count"] == 1 and d["ids"] == ["wait-3"]'
+run 0 status wait-3 --json
+json 'd["cancelled_by"] == "ops-bot" and d["cancel_reason"] == "rollout"'
+run 0 cancel --name Waiter
+contains "$tmp/out" "cancel requested for 0 instances"
+
+echo "== delete, purge, prune"
+run 4 delete new-1
+run 0 delete new-1 --force
+run 3 delete new-1
+run 1 delete new-2 nope --force --json
+json '[r["outcome"] for r in d["results"]] == ["deleted", "not_found"]'
+run 2 delete
+run 2 purge
+contains "$tmp/err" "--before"
+run 2 purge --before 1d --status running
+run 2 purge --before 1d --status sleeping
+run 0 list --json
+cp "$tmp/out" "$tmp/before.json"
+run 0 purge --before now --status completed --dry-run --json
+json 'd["dry_run"] is True and d["count"] == 2 and d["ids"] == ["hello-1", "hello-2"]'
+run 0 list --json
+cmp -s "$tmp/out" "$tmp/before.json" || fail "a purge dry run changed the store"
+run 0 purge --before 1d --json
+json 'd["count"] == 0'
+run 0 purge --before now --name Boom
+contains "$tmp/out" "purged 1 instance"
+run 3 status boom-1
+run 0 prune hello-1 --keep 1 --json
+json 'd == {"id": "hello-1", "kept": 1, "pruned": 0}'
+run 3 prune nope --keep 1
+run 2 prune hello-1
+run 2 prune hello-1 --keep 0
+
+echo "== colour"
+NO_COLOR=1 TERM=xterm run 0 list
+NO_COLOR=1 TERM=xterm run 0 history slow-1
+
+echo "== man page and completion"
+for verb in list status history start raise wait cancel delete purge prune metrics \
+    version; do
+    grep -q "^\.SS $verb" "$tooldir/duro.1" || fail "duro.1 has no section for $verb"
+done
+for word in "EXIT STATUS" "JSON OUTPUT" '"truncated"' '"dry_run"' NO_COLOR; do
+    grep -qF -- "$word" "$tooldir/duro.1" || fail "duro.1 does not mention $word"
+done
+if command -v bash >/dev/null 2>&1; then
+    # complete WORDS...: the completions for the last word
+    complete_words() {
+        bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+            _duro; echo "${COMPREPLY[*]}"' bash "$tooldir/duro.bash" "$@"
+    }
+    checks=$((checks + 1))
+    [ "$(complete_words duro ca)" = cancel ] || fail "completion of 'ca': $(complete_words duro ca)"
+    [ "$(complete_words duro cancel --status '')" = "pending running" ] ||
+        fail "completion of cancel --status: $(complete_words duro cancel --status '')"
+    [ "$(complete_words duro list --status completed,fa)" = completed,failed ] ||
+        fail "completion of a status list: $(complete_words duro list --status completed,fa)"
+    case " $(complete_words duro --db x.db purge --) " in
+    *" --dry-run "*" --json "*) ;;
+    *) fail "completion of purge options: $(complete_words duro --db x.db purge --)" ;;
+    esac
+fi
+
+echo "$checks checks, $failures failed"
+[ "$failures" = 0 ]

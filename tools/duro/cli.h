@@ -1,0 +1,148 @@
+/* cli.h - what the modules of the duro command share: the per-run context
+ * (store URL, output mode, colour), exit codes, argument parsers (args.c),
+ * JSON helpers (json.c), human-output helpers (text.c) and the verbs.
+ * Single-threaded: the command runs one verb and exits. */
+#ifndef DURO_CLI_H
+#define DURO_CLI_H
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "duro.h"
+#include "duro/provider.h"
+
+/* Exit statuses (duro(1), EXIT STATUS). 0-4 are the contract of every
+ * verb; 7 and 8 are wait's own. */
+enum {
+    EXIT_OK = 0,
+    EXIT_FAILED = 1,            /* the operation failed; the message says why */
+    EXIT_USAGE = 2,             /* bad command line or input */
+    EXIT_NOT_FOUND = 3,         /* no such instance */
+    EXIT_INVALID_STATE = 4,     /* e.g. cancel of a finished instance */
+    EXIT_WAIT_TIMEOUT = 7,      /* wait: still running at the timeout */
+    EXIT_WAIT_NOT_COMPLETED = 8 /* wait: ended Failed or Cancelled */
+};
+
+typedef struct cli {
+    const char *verb; /* "list", ... (NULL before dispatch) */
+    const char *db;   /* --db, else $DURO_DB, else "sqlite:duro.db" */
+    int json;         /* --json: one JSON document on stdout */
+    int color;        /* ANSI colour on stdout */
+    int64_t now_ms;   /* the command's clock, read once */
+} cli;
+
+/* ---- main.c -------------------------------------------------------------- */
+
+/* Prints "duro VERB: message" on stderr and, with --json, the error document
+ * {"error":{"code","message"}} on stdout; returns @p status. @p code is the
+ * JSON code ("usage", "not_found", ...). */
+int cli_error(cli *c, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* cli_error for a failed duro call: the exit status and JSON code follow
+ * @p rc (DURO_NOT_FOUND: 3, DURO_INVALID_STATE: 4, else 1), the message is
+ * duro_errmsg() (or duro_strerror(rc)). */
+int cli_error_rc(cli *c, int rc, const char *what);
+/* Usage error: exit 2, with "(see duro VERB --help)". */
+int cli_usage(cli *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Opens the client. @p create 0 adds create=0 to a sqlite URL (when it does
+ * not say create=), so a missing file is an error and nothing is created.
+ * On failure reports (exit 1) and returns the exit status. */
+int cli_open(cli *c, int create, duro_client **out);
+
+/* Options every verb takes besides its own: --db, --json, --help. */
+enum { OPT_DB = 0x100, OPT_JSON, OPT_HELP };
+#define CLI_COMMON_OPTIONS                                                     \
+    {"db", required_argument, NULL, OPT_DB},                                   \
+        {"json", no_argument, NULL, OPT_JSON},                                 \
+    {                                                                          \
+        "help", no_argument, NULL, OPT_HELP                                    \
+    }
+
+/* getopt_long over a verb's options (with CLI_COMMON_OPTIONS), from
+ * argv[1]. Returns the option, -1 at the end, or -2 after reporting a usage
+ * error in *status (unknown option, missing argument, an abbreviated long
+ * option) or --help printed (*status 0). Handles the common options. */
+int cli_getopt(cli *c, int argc, char **argv, const struct option *opts,
+               const char *help, int *status);
+
+/* Prints the usage text of a verb. */
+void cli_print_help(const char *help);
+
+/* ---- args.c -------------------------------------------------------------- */
+
+/* Each returns 0 on success; -1 after reporting a usage error (exit 2). */
+int args_time(cli *c, const char *option, const char *text, int64_t *ms);
+int args_duration(cli *c, const char *option, const char *text, int64_t *ms);
+int args_status_mask(cli *c, const char *option, const char *text,
+                     uint32_t *mask);
+int args_uint(cli *c, const char *option, const char *text, uint64_t max,
+              uint64_t *out);
+/* TEXT, or the contents of FILE for "@FILE" (caller frees with free()). */
+int args_payload(cli *c, const char *option, const char *text, char **out);
+/* "pending", "running", "completed", "failed", "cancelled",
+ * "continued_as_new"; "unknown" otherwise. */
+const char *status_word(int status);
+/* The default requester: "user:NAME" (getpwuid, else $USER). */
+const char *args_default_requester(char *buf, size_t size);
+
+/* ---- json.c -------------------------------------------------------------- */
+
+/* A JSON string of @p s with invalid UTF-8 replaced by U+FFFD; null for
+ * NULL. Never NULL (aborts on out of memory). */
+json_t *jstr(const char *s);
+/* A payload: the JSON it holds when it parses as JSON, otherwise jstr. */
+json_t *jpayload(const char *s);
+json_t *jint(int64_t v);
+/* Sets "KEY" (RFC 3339 UTC with ms) and "KEY_ms" on @p obj; both null for
+ * 0. */
+void jset_time(json_t *obj, const char *key, int64_t ms);
+void jset(json_t *obj, const char *key, json_t *value); /* steals value */
+/* An instance's JSON object. */
+json_t *json_instance(const duro_instance_info *info);
+/* Prints @p doc (indented, a newline after) on stdout and frees it. 0, or
+ * -1 when it could not be written. */
+int json_print(json_t *doc);
+
+/* ---- text.c -------------------------------------------------------------- */
+
+/* "2026-05-01 12:03:04 +0200" (local time) into buf; "-" for 0. */
+const char *text_local_time(int64_t ms, char *buf, size_t size);
+/* "3m ago", "in 2h", "just now"; "-" for 0. */
+const char *text_age(int64_t now_ms, int64_t ms, char *buf, size_t size);
+/* "1.206s", "45ms", "3m12s". */
+const char *text_duration(int64_t ms, char *buf, size_t size);
+/* A one-line rendering of @p s at most @p max characters (code points):
+ * control characters escaped, cut with "…". "-" for NULL. */
+const char *text_short(const char *s, size_t max, char *buf, size_t size);
+/* Display width (code points) of UTF-8 @p s. */
+size_t text_width(const char *s);
+/* Prints @p s padded to @p width columns. */
+void text_pad(const char *s, size_t width);
+/* ANSI colour for a status, or "" without colour; text_reset ends it. */
+const char *text_status_color(const cli *c, int status);
+const char *text_reset(const cli *c);
+const char *text_dim(const cli *c);
+/* Whether stdout may get colour: a terminal, NO_COLOR empty, TERM not
+ * dumb. */
+int text_use_color(void);
+
+/* ---- verbs --------------------------------------------------------------- */
+
+int cmd_list(cli *c, int argc, char **argv);
+int cmd_status(cli *c, int argc, char **argv);
+int cmd_history(cli *c, int argc, char **argv);
+int cmd_wait(cli *c, int argc, char **argv);
+int cmd_start(cli *c, int argc, char **argv);
+int cmd_raise(cli *c, int argc, char **argv);
+int cmd_cancel(cli *c, int argc, char **argv);
+int cmd_delete(cli *c, int argc, char **argv);
+int cmd_purge(cli *c, int argc, char **argv);
+int cmd_prune(cli *c, int argc, char **argv);
+int cmd_metrics(cli *c, int argc, char **argv);
+int cmd_version(cli *c, int argc, char **argv);
+
+#endif

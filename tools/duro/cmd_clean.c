@@ -1,0 +1,228 @@
+/* cmd_clean.c - the verbs that remove stored data: delete (instances by id,
+ * with their children), purge (finished instances by age) and prune (old
+ * executions of one instance). None creates a database. Single-threaded. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define HUMAN_IDS_MAX 50
+
+static const char delete_help[] =
+    "usage: duro delete ID... [--force] [--json]\n"
+    "\n"
+    "Deletes instances with their sub-orchestrations, executions, history\n"
+    "and queued messages. A pending or running one only with --force.\n"
+    "Exit status: one id: 3 not found, 4 not finished (no --force);\n"
+    "several ids: 1 when any was not deleted.\n";
+
+int cmd_delete(cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        CLI_COMMON_OPTIONS, {"force", no_argument, NULL, 'f'}, {0}};
+    int force = 0;
+    int ch, status = EXIT_OK;
+    while ((ch = cli_getopt(c, argc, argv, opts, delete_help, &status)) != -1) {
+        if (ch == -2)
+            return status;
+        if (ch == 'f')
+            force = 1;
+    }
+    int count = argc - optind;
+    if (count < 1)
+        return cli_usage(c, "expected instance ids");
+    for (int i = optind; i < argc; i++)
+        if (argv[i][0] == '\0')
+            return cli_usage(c, "an instance id must not be empty");
+    duro_client *client;
+    if ((status = cli_open(c, 0, &client)) != EXIT_OK)
+        return status;
+    json_t *results = c->json ? json_array() : NULL;
+    int failures = 0, last_rc = DURO_OK;
+    for (int i = optind; i < argc; i++) {
+        size_t deleted = 0;
+        int rc = duro_client_delete(client, argv[i], force, &deleted);
+        const char *outcome = rc == DURO_OK              ? "deleted"
+                              : rc == DURO_NOT_FOUND     ? "not_found"
+                              : rc == DURO_INVALID_STATE ? "not_finished"
+                                                         : "failed";
+        if (rc != DURO_OK) {
+            failures++;
+            last_rc = rc;
+            fflush(stdout); /* keep the lines in id order */
+            const char *why =
+                rc == DURO_NOT_FOUND ? "no such instance" : duro_errmsg();
+            fprintf(stderr, "duro delete: %s: %s\n", argv[i],
+                    *why ? why : duro_strerror(rc));
+        } else if (!c->json) {
+            printf("deleted %s (%zu instance%s)\n", argv[i], deleted,
+                   deleted == 1 ? "" : "s");
+        }
+        if (results != NULL) {
+            json_t *r = json_object();
+            jset(r, "id", jstr(argv[i]));
+            jset(r, "outcome", jstr(outcome));
+            jset(r, "deleted", jint((int64_t)deleted));
+            json_array_append_new(results, r);
+        }
+    }
+    duro_client_destroy(client);
+    if (results != NULL) {
+        json_t *doc = json_object();
+        jset(doc, "results", results);
+        json_print(doc);
+    }
+    if (failures == 0)
+        return EXIT_OK;
+    if (count > 1)
+        return EXIT_FAILED;
+    return last_rc == DURO_NOT_FOUND       ? EXIT_NOT_FOUND
+           : last_rc == DURO_INVALID_STATE ? EXIT_INVALID_STATE
+                                           : EXIT_FAILED;
+}
+
+static const char purge_help[] =
+    "usage: duro purge --before T [--status completed,failed,cancelled]\n"
+    "                  [--name N] [--dry-run] [--json]\n"
+    "\n"
+    "Deletes finished instances (with their sub-orchestrations, when all\n"
+    "of them are finished too) that finished before T.\n"
+    "  --before T   required: 2026-05-01T00:00:00Z, 2026-05-01, 30d, '7d ago'\n"
+    "  --status S   among completed, failed, cancelled (default: all three)\n"
+    "  --name N     only instances of orchestration N\n"
+    "  --dry-run    change nothing; show what would be deleted\n";
+
+int cmd_purge(cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        CLI_COMMON_OPTIONS,
+        {"before", required_argument, NULL, 'B'},
+        {"status", required_argument, NULL, 's'},
+        {"name", required_argument, NULL, 'N'},
+        {"dry-run", no_argument, NULL, 'n'},
+        {0}};
+    duro_bulk_filter filter = {0};
+    int dry_run = 0;
+    int ch, status = EXIT_OK;
+    while ((ch = cli_getopt(c, argc, argv, opts, purge_help, &status)) != -1) {
+        int bad = 0;
+        switch (ch) {
+        case -2:
+            return status;
+        case 'B':
+            bad = args_time(c, "--before", optarg, &filter.finished_before_ms);
+            break;
+        case 's':
+            bad = args_status_mask(c, "--status", optarg, &filter.status_mask);
+            if (!bad &&
+                (filter.status_mask &
+                 ~((1u << DURO_STATUS_COMPLETED) | (1u << DURO_STATUS_FAILED) |
+                   (1u << DURO_STATUS_CANCELLED))) != 0) {
+                cli_usage(c, "--status: only completed, failed and cancelled "
+                             "instances are purged");
+                bad = 1;
+            }
+            break;
+        case 'N':
+            filter.name = optarg;
+            break;
+        case 'n':
+            dry_run = 1;
+            break;
+        }
+        if (bad)
+            return EXIT_USAGE;
+    }
+    if (optind < argc)
+        return cli_usage(c, "unexpected argument '%s'", argv[optind]);
+    if (filter.finished_before_ms == 0)
+        return cli_usage(c, "--before T is required");
+    if (filter.name != NULL && *filter.name == '\0')
+        return cli_usage(c, "--name must not be empty");
+    duro_client *client;
+    if ((status = cli_open(c, 0, &client)) != EXIT_OK)
+        return status;
+    duro_bulk_options bo;
+    duro_bulk_options_init(&bo);
+    bo.dry_run = dry_run;
+    bo.max_ids = SIZE_MAX;
+    duro_bulk_result *r = NULL;
+    int rc = duro_client_purge(client, &filter, &bo, &r);
+    duro_client_destroy(client);
+    if (rc != DURO_OK)
+        return cli_error_rc(c, rc, "purging");
+    if (c->json) {
+        json_t *ids = json_array();
+        for (size_t i = 0; i < r->id_count; i++)
+            json_array_append_new(ids, jstr(r->ids[i]));
+        json_t *doc = json_object();
+        jset(doc, "dry_run", json_boolean(dry_run));
+        jset(doc, "count", jint((int64_t)r->count));
+        jset(doc, "ids", ids);
+        json_print(doc);
+    } else {
+        printf("%s %llu instance%s\n", dry_run ? "would purge" : "purged",
+               (unsigned long long)r->count, r->count == 1 ? "" : "s");
+        for (size_t i = 0; i < r->id_count && i < HUMAN_IDS_MAX; i++)
+            printf("  %s\n", r->ids[i]);
+        if (r->id_count > HUMAN_IDS_MAX)
+            printf("  ... and %zu more (--json lists them all)\n",
+                   r->id_count - HUMAN_IDS_MAX);
+    }
+    duro_bulk_result_free(r);
+    return EXIT_OK;
+}
+
+static const char prune_help[] =
+    "usage: duro prune ID --keep N [--json]\n"
+    "\n"
+    "Deletes the history of all but the last N executions of an instance\n"
+    "(continue-as-new chains); the current execution is always kept.\n"
+    "  --keep N   executions to keep, at least 1 (required)\n";
+
+int cmd_prune(cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        CLI_COMMON_OPTIONS, {"keep", required_argument, NULL, 'k'}, {0}};
+    uint64_t keep = 0;
+    int have_keep = 0;
+    int ch, status = EXIT_OK;
+    while ((ch = cli_getopt(c, argc, argv, opts, prune_help, &status)) != -1) {
+        if (ch == -2)
+            return status;
+        if (ch == 'k') {
+            if (args_uint(c, "--keep", optarg, UINT64_MAX, &keep) != 0)
+                return EXIT_USAGE;
+            have_keep = 1;
+        }
+    }
+    if (argc - optind != 1)
+        return cli_usage(c, "expected one instance id");
+    if (!have_keep || keep == 0)
+        return cli_usage(c, "--keep N (at least 1) is required");
+    const char *id = argv[optind];
+    if (*id == '\0')
+        return cli_usage(c, "the instance id must not be empty");
+    duro_client *client;
+    if ((status = cli_open(c, 0, &client)) != EXIT_OK)
+        return status;
+    size_t pruned = 0;
+    int rc = duro_client_prune(client, id, keep, &pruned);
+    duro_client_destroy(client);
+    if (rc == DURO_NOT_FOUND)
+        return cli_error(c, EXIT_NOT_FOUND, "not_found",
+                         "instance '%s' does not exist", id);
+    if (rc != DURO_OK)
+        return cli_error_rc(c, rc, id);
+    if (c->json) {
+        json_t *doc = json_object();
+        jset(doc, "id", jstr(id));
+        jset(doc, "kept", jint((int64_t)keep));
+        jset(doc, "pruned", jint((int64_t)pruned));
+        json_print(doc);
+    } else {
+        printf("pruned %zu execution%s of %s\n", pruned, pruned == 1 ? "" : "s",
+               id);
+    }
+    return EXIT_OK;
+}

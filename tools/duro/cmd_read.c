@@ -1,0 +1,682 @@
+/* cmd_read.c - the verbs that only look: list, status, history, wait and
+ * version. They open the store with create=0, so a missing database file is
+ * an error and is never created. Single-threaded. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define LIST_PAGE 1000
+
+/* ---- list ---------------------------------------------------------------- */
+
+static const char list_help[] =
+    "usage: duro list [--status S[,S...]] [--name N] [--since T] [--until T]\n"
+    "                 [--limit K] [--json]\n"
+    "\n"
+    "Lists instances in id order, with their status and times.\n"
+    "  --status S,...  only these statuses (pending, running, completed,\n"
+    "                  failed, cancelled, continued_as_new)\n"
+    "  --name N        only instances of orchestration N\n"
+    "  --since T       created at or after T (2026-05-01T12:00:00Z,\n"
+    "                  2026-05-01, 2h, '30m ago')\n"
+    "  --until T       created before T\n"
+    "  --limit K       show at most K (default 100; 0: all); the total is\n"
+    "                  always counted\n";
+
+typedef struct page_list {
+    duro_instance_list **pages;
+    size_t count;
+} page_list;
+
+int cmd_list(cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        CLI_COMMON_OPTIONS,
+        {"status", required_argument, NULL, 's'},
+        {"name", required_argument, NULL, 'n'},
+        {"since", required_argument, NULL, 'S'},
+        {"until", required_argument, NULL, 'U'},
+        {"limit", required_argument, NULL, 'l'},
+        {0}};
+    duro_instance_filter filter = {0};
+    uint64_t limit = 100;
+    int ch, status = EXIT_OK;
+    while ((ch = cli_getopt(c, argc, argv, opts, list_help, &status)) != -1) {
+        int bad = 0;
+        switch (ch) {
+        case -2:
+            return status;
+        case 's':
+            bad = args_status_mask(c, "--status", optarg, &filter.status_mask);
+            break;
+        case 'n':
+            filter.name = optarg;
+            break;
+        case 'S':
+            bad = args_time(c, "--since", optarg, &filter.created_after_ms);
+            break;
+        case 'U':
+            bad = args_time(c, "--until", optarg, &filter.created_before_ms);
+            break;
+        case 'l':
+            bad = args_uint(c, "--limit", optarg, 1000000000, &limit);
+            break;
+        }
+        if (bad)
+            return EXIT_USAGE;
+    }
+    if (optind < argc)
+        return cli_usage(c, "unexpected argument '%s'", argv[optind]);
+
+    duro_client *client;
+    if ((status = cli_open(c, 0, &client)) != EXIT_OK)
+        return status;
+    /* Pages of LIST_PAGE by id; pages holding shown rows are kept, the
+     * rest are only counted. */
+    duro_instance_list **kept = NULL;
+    size_t kept_count = 0, shown = 0;
+    uint64_t total = 0;
+    char *after = NULL;
+    int rc = DURO_OK;
+    for (;;) {
+        duro_instance_list *page = NULL;
+        filter.limit = LIST_PAGE;
+        filter.after_instance = after;
+        rc = duro_client_list(client, &filter, &page);
+        if (rc != DURO_OK)
+            break;
+        size_t n = page->count;
+        total += n;
+        free(after);
+        after = n > 0 ? strdup(page->items[n - 1].instance_id) : NULL;
+        duro_instance_list **more = NULL;
+        if ((limit == 0 || shown < limit) && n > 0 &&
+            (more = realloc(kept, (kept_count + 1) * sizeof(*kept))) != NULL) {
+            kept = more;
+            kept[kept_count++] = page;
+            size_t take =
+                limit == 0 || limit - shown > n ? n : (size_t)(limit - shown);
+            shown += take;
+        } else {
+            duro_instance_list_free(page);
+        }
+        if (n < LIST_PAGE || after == NULL)
+            break;
+    }
+    free(after);
+    if (rc != DURO_OK) {
+        for (size_t i = 0; i < kept_count; i++)
+            duro_instance_list_free(kept[i]);
+        free(kept);
+        duro_client_destroy(client);
+        return cli_error_rc(c, rc, "listing instances");
+    }
+
+    if (c->json) {
+        json_t *items = json_array();
+        size_t left = shown;
+        for (size_t p = 0; p < kept_count; p++)
+            for (size_t i = 0; i < kept[p]->count && left > 0; i++, left--)
+                json_array_append_new(items, json_instance(&kept[p]->items[i]));
+        json_t *doc = json_object();
+        jset(doc, "instances", items);
+        jset(doc, "total", jint((int64_t)total));
+        jset(doc, "truncated", json_boolean(shown < total));
+        json_print(doc);
+    } else if (shown == 0) {
+        fputs("no instances match\n", stderr);
+    } else {
+        /* Column widths first, then the rows. */
+        size_t w_id = 2, w_name = 4, w_status = 6, w_created = 7;
+        char created[96], t[64], age[32];
+        size_t left = shown;
+        for (size_t p = 0; p < kept_count; p++)
+            for (size_t i = 0; i < kept[p]->count && left > 0; i++, left--) {
+                const duro_instance_info *in = &kept[p]->items[i];
+                size_t w = text_width(in->instance_id);
+                w_id = w > w_id ? w : w_id;
+                w = text_width(in->name ? in->name : "-");
+                w_name = w > w_name ? w : w_name;
+                w = strlen(status_word(in->status));
+                w_status = w > w_status ? w : w_status;
+                snprintf(created, sizeof(created), "%s (%s)",
+                         text_local_time(in->created_ms, t, sizeof(t)),
+                         text_age(c->now_ms, in->created_ms, age, sizeof(age)));
+                w = text_width(created);
+                w_created = w > w_created ? w : w_created;
+            }
+        text_pad("ID", w_id + 2);
+        text_pad("NAME", w_name + 2);
+        text_pad("STATUS", w_status + 2);
+        text_pad("CREATED", w_created + 2);
+        fputs("UPDATED\n", stdout);
+        left = shown;
+        for (size_t p = 0; p < kept_count; p++)
+            for (size_t i = 0; i < kept[p]->count && left > 0; i++, left--) {
+                const duro_instance_info *in = &kept[p]->items[i];
+                text_pad(in->instance_id, w_id + 2);
+                text_pad(in->name ? in->name : "-", w_name + 2);
+                fputs(text_status_color(c, in->status), stdout);
+                text_pad(status_word(in->status), w_status);
+                fputs(text_reset(c), stdout);
+                fputs("  ", stdout);
+                snprintf(created, sizeof(created), "%s (%s)",
+                         text_local_time(in->created_ms, t, sizeof(t)),
+                         text_age(c->now_ms, in->created_ms, age, sizeof(age)));
+                text_pad(created, w_created + 2);
+                puts(text_age(c->now_ms, in->updated_ms, age, sizeof(age)));
+            }
+        if (shown < total)
+            fprintf(stderr, "showing %zu of %llu; use --limit K (0: all)\n",
+                    shown, (unsigned long long)total);
+    }
+    for (size_t i = 0; i < kept_count; i++)
+        duro_instance_list_free(kept[i]);
+    free(kept);
+    duro_client_destroy(client);
+    return EXIT_OK;
+}
+
+/* ---- status -------------------------------------------------------------- */
+
+static const char status_help[] =
+    "usage: duro status ID [--json]\n"
+    "\n"
+    "Shows one instance: status, times, output or error, who cancelled it\n"
+    "and why, and why it is stuck (last problem, next attempt).\n";
+
+/* Opens the store and reads one instance; exit status 3 when it does not
+ * exist. */
+static int read_instance(cli *c, const char *id, duro_client **client,
+                         duro_instance_info **info)
+{
+    *info = NULL;
+    int status = cli_open(c, 0, client);
+    if (status != EXIT_OK)
+        return status;
+    int rc = duro_client_get_status(*client, id, info);
+    if (rc != DURO_OK)
+        return cli_error_rc(c, rc, id);
+    if ((*info)->status == DURO_STATUS_NOT_FOUND)
+        return cli_error(c, EXIT_NOT_FOUND, "not_found",
+                         "instance '%s' does not exist", id);
+    return EXIT_OK;
+}
+
+static void card_line(const char *key, const char *value)
+{
+    printf("%-18s %s\n", key, value != NULL && *value ? value : "-");
+}
+
+static void card_time(const cli *c, const char *key, int64_t ms)
+{
+    char t[64], age[32], line[128];
+    if (ms == 0) {
+        card_line(key, "-");
+        return;
+    }
+    snprintf(line, sizeof(line), "%s (%s)", text_local_time(ms, t, sizeof(t)),
+             text_age(c->now_ms, ms, age, sizeof(age)));
+    card_line(key, line);
+}
+
+static void print_card(const cli *c, const duro_instance_info *in)
+{
+    char buf[512], line[600];
+    card_line("id:", in->instance_id);
+    card_line("name:", in->name);
+    card_line("version:", in->version);
+    snprintf(line, sizeof(line), "%s%s%s", text_status_color(c, in->status),
+             status_word(in->status), text_reset(c));
+    card_line("status:", line);
+    snprintf(line, sizeof(line), "%llu", (unsigned long long)in->execution_id);
+    card_line("execution:", line);
+    card_time(c, "created:", in->created_ms);
+    card_time(c, "updated:", in->updated_ms);
+    card_time(c, "finished:", in->finished_ms);
+    card_line("output:", in->output
+                             ? text_short(in->output, 120, buf, sizeof(buf))
+                             : NULL);
+    if (in->error != NULL) {
+        snprintf(line, sizeof(line), "%s%s%s%s",
+                 text_short(in->error, 120, buf, sizeof(buf)),
+                 in->category ? " (" : "",
+                 in->category ? duro_category_name(in->category) : "",
+                 in->category ? ")" : "");
+        card_line("error:", line);
+    } else {
+        card_line("error:", NULL);
+    }
+    card_line("custom_status:",
+              in->custom_status
+                  ? text_short(in->custom_status, 120, buf, sizeof(buf))
+                  : NULL);
+    card_line("parent:", in->parent_instance);
+    snprintf(line, sizeof(line), "%llu", (unsigned long long)in->history_count);
+    card_line("history_events:", line);
+    card_time(c, "cancel_requested:", in->cancel_requested_ms);
+    card_line("cancel_reason:",
+              in->cancel_reason
+                  ? text_short(in->cancel_reason, 120, buf, sizeof(buf))
+                  : NULL);
+    card_line("cancelled_by:", in->cancelled_by);
+    card_line("last_problem:",
+              in->last_problem
+                  ? text_short(in->last_problem, 200, buf, sizeof(buf))
+                  : NULL);
+    card_time(c, "last_problem_at:", in->last_problem_ms);
+    card_time(c, "next_attempt:", in->next_attempt_ms);
+}
+
+int cmd_status(cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {CLI_COMMON_OPTIONS, {0}};
+    int ch, status = EXIT_OK;
+    while ((ch = cli_getopt(c, argc, argv, opts, status_help, &status)) != -1)
+        if (ch == -2)
+            return status;
+    if (argc - optind != 1)
+        return cli_usage(c, "expected one instance id");
+    duro_client *client = NULL;
+    duro_instance_info *info = NULL;
+    status = read_instance(c, argv[optind], &client, &info);
+    if (status == EXIT_OK) {
+        if (c->json)
+            json_print(json_instance(info));
+        else
+            print_card(c, info);
+    }
+    duro_free(info);
+    duro_client_destroy(client);
+    return status;
+}
+
+/* ---- history ------------------------------------------------------------- */
+
+static const char history_help[] =
+    "usage: duro history ID [--execution N] [--json]\n"
+    "\n"
+    "Prints one execution's history (default: the current one), one line\n"
+    "per event: #id +offset Kind name details. Completions cite their\n"
+    "scheduling event and the time taken; cancellations show reason and\n"
+    "who asked.\n"
+    "  --execution N   execution N (1 is the first)\n";
+
+/* Who decided an activity or child cancellation with this reason. */
+static const char *cancel_decider(const char *reason, const char *requester)
+{
+    if (reason == NULL)
+        return "-";
+    if (strcmp(reason, DURO_REASON_INSTANCE_CANCELLED) == 0)
+        return requester != NULL ? requester : "-";
+    if (strcmp(reason, DURO_REASON_SELECT_LOSER) == 0 ||
+        strcmp(reason, DURO_REASON_TASK_CANCELLED) == 0)
+        return "orchestration";
+    return "runtime";
+}
+
+static json_t *json_event(const duro_event *e, int64_t start_ms)
+{
+    json_t *o = json_object();
+    jset(o, "event_id", jint((int64_t)e->event_id));
+    jset(o, "kind", jstr(duro_event_kind_name(e->kind)));
+    jset_time(o, "timestamp", e->timestamp_ms);
+    jset(o, "offset_ms", jint(e->timestamp_ms - start_ms));
+    if (e->source_event_id)
+        jset(o, "source_event_id", jint((int64_t)e->source_event_id));
+    if (e->name)
+        jset(o, "name", jstr(e->name));
+    if (e->version)
+        jset(o, "version", jstr(e->version));
+    if (e->payload)
+        jset(o, "payload", jpayload(e->payload));
+    if (e->error)
+        jset(o, "error", jstr(e->error));
+    if (e->category)
+        jset(o, "category", jstr(duro_category_name(e->category)));
+    if (e->reason)
+        jset(o, "reason", jstr(e->reason));
+    if (e->requested_by)
+        jset(o, "requested_by", jstr(e->requested_by));
+    if (e->ref_instance)
+        jset(o, "ref_instance", jstr(e->ref_instance));
+    if (e->ref_execution)
+        jset(o, "ref_execution", jint((int64_t)e->ref_execution));
+    if (e->ref_event_id)
+        jset(o, "ref_event_id", jint((int64_t)e->ref_event_id));
+    if (e->fire_at_ms)
+        jset_time(o, "fire_at", e->fire_at_ms);
+    if (e->attempt)
+        jset(o, "attempt", jint(e->attempt));
+    if (e->flags)
+        jset(o, "flags", jint(e->flags));
+    return o;
+}
+
+/* The details column of one event. */
+static void event_details(const cli *c, const duro_history *h,
+                          const duro_event *e, const char *requester, char *out,
+                          size_t size)
+{
+    char a[256], b[256], d[32];
+    const duro_event *src =
+        e->source_event_id >= 1 && e->source_event_id <= h->count
+            ? &h->events[e->source_event_id - 1]
+            : NULL;
+    char cite[64] = "";
+    if (src != NULL)
+        snprintf(
+            cite, sizeof(cite), "(#%llu, %s)",
+            (unsigned long long)e->source_event_id,
+            text_duration(e->timestamp_ms - src->timestamp_ms, d, sizeof(d)));
+    else if (e->source_event_id)
+        snprintf(cite, sizeof(cite), "(#%llu)",
+                 (unsigned long long)e->source_event_id);
+    const char *cat = e->category ? duro_category_name(e->category) : NULL;
+    switch (e->kind) {
+    case DURO_EVENT_ORCHESTRATION_STARTED:
+        snprintf(out, size, "input=%s%s%s%s%s",
+                 text_short(e->payload, 60, a, sizeof(a)),
+                 e->version && *e->version ? " version=" : "",
+                 e->version && *e->version ? e->version : "",
+                 e->ref_instance ? " parent=" : "",
+                 e->ref_instance ? e->ref_instance : "");
+        break;
+    case DURO_EVENT_ORCHESTRATION_COMPLETED:
+        snprintf(out, size, "output=%s",
+                 text_short(e->payload, 60, a, sizeof(a)));
+        break;
+    case DURO_EVENT_CONTINUED_AS_NEW:
+        snprintf(out, size, "input=%s",
+                 text_short(e->payload, 60, a, sizeof(a)));
+        break;
+    case DURO_EVENT_ORCHESTRATION_FAILED:
+    case DURO_EVENT_ACTIVITY_FAILED:
+    case DURO_EVENT_SUB_ORCHESTRATION_FAILED:
+        snprintf(out, size, "%s%serror=\"%s\"%s%s%s", cite, *cite ? " " : "",
+                 text_short(e->error, 80, a, sizeof(a)), cat ? " (" : "",
+                 cat ? cat : "", cat ? ")" : "");
+        break;
+    case DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED:
+        snprintf(out, size, "reason=\"%s\" by=%s",
+                 text_short(e->reason, 80, a, sizeof(a)),
+                 e->requested_by ? text_short(e->requested_by, 60, b, sizeof(b))
+                                 : "-");
+        break;
+    case DURO_EVENT_ORCHESTRATION_CANCELLED:
+        snprintf(out, size, "reason=\"%s\" by=%s",
+                 text_short(e->reason, 80, a, sizeof(a)),
+                 requester ? text_short(requester, 60, b, sizeof(b)) : "-");
+        break;
+    case DURO_EVENT_ACTIVITY_SCHEDULED:
+        if (e->attempt > 1)
+            snprintf(out, size, "input=%s attempt=%u",
+                     text_short(e->payload, 60, a, sizeof(a)), e->attempt);
+        else
+            snprintf(out, size, "input=%s",
+                     text_short(e->payload, 60, a, sizeof(a)));
+        break;
+    case DURO_EVENT_ACTIVITY_COMPLETED:
+    case DURO_EVENT_SUB_ORCHESTRATION_COMPLETED:
+        snprintf(out, size, "%s output=%s", cite,
+                 text_short(e->payload, 60, a, sizeof(a)));
+        break;
+    case DURO_EVENT_ACTIVITY_CANCEL_REQUESTED:
+    case DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED:
+        snprintf(out, size, "%s reason=\"%s\" by=%s", cite,
+                 text_short(e->reason, 80, a, sizeof(a)),
+                 cancel_decider(e->reason, requester));
+        break;
+    case DURO_EVENT_TIMER_CREATED:
+        snprintf(out, size, "fires %s (+%s)",
+                 text_local_time(e->fire_at_ms, a, sizeof(a)),
+                 text_duration(e->fire_at_ms - e->timestamp_ms, d, sizeof(d)));
+        break;
+    case DURO_EVENT_TIMER_FIRED:
+        snprintf(out, size, "%s", cite);
+        break;
+    case DURO_EVENT_EVENT_RAISED:
+        snprintf(out, size, "payload=%s",
+                 text_short(e->payload, 60, a, sizeof(a)));
+        break;
+    case DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED:
+        snprintf(out, size, "child=%s input=%s%s",
+                 e->ref_instance ? e->ref_instance : "-",
+                 text_short(e->payload, 60, a, sizeof(a)),
+                 e->flags & DURO_START_DETACHED ? " detached" : "");
+        break;
+    default:
+        out[0] = '\0';
+        break;
+    }
+    (void)c;
+}
+
+int cmd_history(cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        CLI_COMMON_OPTIONS, {"execution", required_argument, NULL, 'e'}, {0}};
+    uint64_t execution = 0;
+    int ch, status = EXIT_OK;
+    while ((ch = cli_getopt(c, argc, argv, opts, history_help, &status)) !=
+           -1) {
+        if (ch == -2)
+            return status;
+        if (ch == 'e' &&
+            (args_uint(c, "--execution", optarg, UINT64_MAX, &execution) != 0))
+            return EXIT_USAGE;
+        if (ch == 'e' && execution == 0)
+            return cli_usage(c, "--execution: executions count from 1");
+    }
+    if (argc - optind != 1)
+        return cli_usage(c, "expected one instance id");
+    const char *id = argv[optind];
+    duro_client *client = NULL;
+    duro_instance_info *info = NULL;
+    status = read_instance(c, id, &client, &info);
+    duro_history *h = NULL;
+    duro_history none = {0};
+    if (status == EXIT_OK && execution == 0 && info->execution_id == 0) {
+        /* Pending, its first turn not run: no execution, no events yet. */
+        none.instance_id = id;
+        h = &none;
+    } else if (status == EXIT_OK) {
+        int rc = duro_client_read_history(client, id, execution, &h);
+        if (rc == DURO_NOT_FOUND && execution != 0)
+            status = cli_error(c, EXIT_NOT_FOUND, "not_found",
+                               "instance '%s' has no execution %llu (the "
+                               "current one is %llu)",
+                               id, (unsigned long long)execution,
+                               (unsigned long long)info->execution_id);
+        else if (rc != DURO_OK)
+            status = cli_error_rc(c, rc, id);
+    }
+    if (status != EXIT_OK) {
+        duro_free(info);
+        duro_client_destroy(client);
+        return status;
+    }
+    int64_t start = h->count > 0 ? h->events[0].timestamp_ms : 0;
+    if (c->json) {
+        json_t *events = json_array();
+        for (size_t i = 0; i < h->count; i++)
+            json_array_append_new(events, json_event(&h->events[i], start));
+        json_t *doc = json_object();
+        jset(doc, "instance_id", jstr(id));
+        jset(doc, "execution_id", jint((int64_t)h->execution_id));
+        jset(doc, "events", events);
+        json_print(doc);
+    } else {
+        char t[64], age[32];
+        printf("%s  %s  execution %llu of %llu  %s%s%s  started %s (%s)\n", id,
+               info->name ? info->name : "-",
+               (unsigned long long)h->execution_id,
+               (unsigned long long)info->execution_id,
+               text_status_color(c, info->status), status_word(info->status),
+               text_reset(c), text_local_time(start, t, sizeof(t)),
+               text_age(c->now_ms, start, age, sizeof(age)));
+        /* Column widths: id, offset, kind, name. */
+        size_t w_id = 2, w_off = 2, w_kind = 4, w_name = 1;
+        char off[40], d[32], idbuf[32], details[1024];
+        for (size_t i = 0; i < h->count; i++) {
+            const duro_event *e = &h->events[i];
+            size_t w = (size_t)snprintf(idbuf, sizeof(idbuf), "#%llu",
+                                        (unsigned long long)e->event_id);
+            w_id = w > w_id ? w : w_id;
+            w = (size_t)snprintf(
+                off, sizeof(off), "+%s",
+                text_duration(e->timestamp_ms - start, d, sizeof(d)));
+            w_off = w > w_off ? w : w_off;
+            w = strlen(duro_event_kind_name(e->kind));
+            w_kind = w > w_kind ? w : w_kind;
+        }
+        const char *requester = info->cancelled_by;
+        for (size_t i = 0; i < h->count; i++) {
+            const duro_event *e = &h->events[i];
+            const char *name = e->name;
+            if (name == NULL && e->source_event_id >= 1 &&
+                e->source_event_id <= h->count)
+                name = h->events[e->source_event_id - 1].name;
+            size_t w = text_width(name ? name : "-");
+            w_name = w > w_name ? w : w_name;
+        }
+        for (size_t i = 0; i < h->count; i++) {
+            const duro_event *e = &h->events[i];
+            if (e->kind == DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED &&
+                e->requested_by)
+                requester = e->requested_by;
+        }
+        for (size_t i = 0; i < h->count; i++) {
+            const duro_event *e = &h->events[i];
+            const char *name = e->name;
+            if (name == NULL && e->source_event_id >= 1 &&
+                e->source_event_id <= h->count)
+                name = h->events[e->source_event_id - 1].name;
+            snprintf(idbuf, sizeof(idbuf), "#%llu",
+                     (unsigned long long)e->event_id);
+            snprintf(off, sizeof(off), "+%s",
+                     text_duration(e->timestamp_ms - start, d, sizeof(d)));
+            event_details(c, h, e, requester, details, sizeof(details));
+            text_pad(idbuf, w_id + 2);
+            fputs(text_dim(c), stdout);
+            text_pad(off, w_off);
+            fputs(text_reset(c), stdout);
+            fputs("  ", stdout);
+            text_pad(duro_event_kind_name(e->kind), w_kind + 2);
+            text_pad(name ? name : "-", w_name + 2);
+            fputs(details, stdout);
+            fputc('\n', stdout);
+        }
+    }
+    if (h != &none)
+        duro_history_free(h);
+    duro_free(info);
+    duro_client_destroy(client);
+    return EXIT_OK;
+}
+
+/* ---- wait ---------------------------------------------------------------- */
+
+static const char wait_help[] =
+    "usage: duro wait ID [--timeout DURATION] [--json]\n"
+    "\n"
+    "Waits until the instance is completed, failed or cancelled, then\n"
+    "prints its status and output or error.\n"
+    "  --timeout D   give up after D (500ms, 30s, 5m, 1h; default: never)\n"
+    "Exit status: 0 completed, 8 failed or cancelled, 7 timed out,\n"
+    "3 no such instance.\n";
+
+int cmd_wait(cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        CLI_COMMON_OPTIONS, {"timeout", required_argument, NULL, 't'}, {0}};
+    int64_t timeout = -1;
+    int ch, status = EXIT_OK;
+    while ((ch = cli_getopt(c, argc, argv, opts, wait_help, &status)) != -1) {
+        if (ch == -2)
+            return status;
+        if (ch == 't' && args_duration(c, "--timeout", optarg, &timeout) != 0)
+            return EXIT_USAGE;
+    }
+    if (argc - optind != 1)
+        return cli_usage(c, "expected one instance id");
+    const char *id = argv[optind];
+    duro_client *client = NULL;
+    if ((status = cli_open(c, 0, &client)) != EXIT_OK)
+        return status;
+    duro_instance_info *info = NULL;
+    int rc;
+    int64_t deadline = duro_now_ms() + (timeout > 0 ? timeout : 0);
+    for (;;) {
+        /* No timeout: wait in one-minute slices, forever. */
+        int64_t slice = timeout < 0 ? 60000 : deadline - duro_now_ms();
+        rc = duro_client_wait(client, id, slice > 0 ? slice : 0, &info);
+        if (rc != DURO_TIMEOUT || timeout >= 0)
+            break;
+        duro_free(info);
+        info = NULL;
+    }
+    if (rc != DURO_OK && rc != DURO_TIMEOUT) {
+        duro_free(info);
+        duro_client_destroy(client);
+        if (rc == DURO_NOT_FOUND)
+            return cli_error(c, EXIT_NOT_FOUND, "not_found",
+                             "instance '%s' does not exist", id);
+        return cli_error_rc(c, rc, id);
+    }
+    int timed_out = rc == DURO_TIMEOUT;
+    status = timed_out                               ? EXIT_WAIT_TIMEOUT
+             : info->status == DURO_STATUS_COMPLETED ? EXIT_OK
+                                                     : EXIT_WAIT_NOT_COMPLETED;
+    if (c->json) {
+        json_t *doc = json_object();
+        jset(doc, "timed_out", json_boolean(timed_out));
+        jset(doc, "instance", json_instance(info));
+        json_print(doc);
+    } else {
+        char buf[512];
+        printf("%s %s%s%s", id, text_status_color(c, info->status),
+               status_word(info->status), text_reset(c));
+        if (info->status == DURO_STATUS_COMPLETED && info->output)
+            printf(" output=%s",
+                   text_short(info->output, 120, buf, sizeof(buf)));
+        else if (info->error && !timed_out)
+            printf(" error=\"%s\"",
+                   text_short(info->error, 120, buf, sizeof(buf)));
+        fputc('\n', stdout);
+    }
+    if (timed_out)
+        fprintf(stderr, "duro wait: instance '%s' still %s at the timeout\n",
+                id, status_word(info->status));
+    duro_free(info);
+    duro_client_destroy(client);
+    return status;
+}
+
+/* ---- version ------------------------------------------------------------- */
+
+static const char version_help[] = "usage: duro version [--json]\n"
+                                   "\n"
+                                   "Prints the versions of duro and of the "
+                                   "libduro it runs with.\n";
+
+int cmd_version(cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {CLI_COMMON_OPTIONS, {0}};
+    int ch, status = EXIT_OK;
+    while ((ch = cli_getopt(c, argc, argv, opts, version_help, &status)) != -1)
+        if (ch == -2)
+            return status;
+    if (optind < argc)
+        return cli_usage(c, "unexpected argument '%s'", argv[optind]);
+    if (c->json) {
+        json_t *doc = json_object();
+        jset(doc, "version", jstr(DURO_VERSION_STRING));
+        jset(doc, "library_version", jstr(duro_version()));
+        json_print(doc);
+    } else {
+        printf("duro %s (libduro %s)\n", DURO_VERSION_STRING, duro_version());
+    }
+    return EXIT_OK;
+}

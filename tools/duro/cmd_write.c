@@ -1,0 +1,121 @@
+/* cmd_write.c - the verbs that add work: start (which creates the database
+ * file when it is missing) and raise (which never does). Single-threaded. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char start_help[] =
+    "usage: duro start NAME ID [--input TEXT|@FILE] [--version V]\n"
+    "                  [--delay DURATION] [--json]\n"
+    "\n"
+    "Starts instance ID of orchestration NAME (pending until a runtime\n"
+    "runs its first turn). Creates the database when it does not exist.\n"
+    "  --input TEXT   the input; @FILE reads it from FILE (@- : stdin)\n"
+    "  --version V    run version V (default: the highest registered)\n"
+    "  --delay D      start after D (30s, 5m, 2h)\n";
+
+int cmd_start(cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        CLI_COMMON_OPTIONS,
+        {"input", required_argument, NULL, 'i'},
+        {"version", required_argument, NULL, 'v'},
+        {"delay", required_argument, NULL, 'd'},
+        {0}};
+    duro_start_options so;
+    duro_start_options_init(&so);
+    const char *input_arg = NULL;
+    int ch, status = EXIT_OK;
+    while ((ch = cli_getopt(c, argc, argv, opts, start_help, &status)) != -1) {
+        if (ch == -2)
+            return status;
+        if (ch == 'i')
+            input_arg = optarg;
+        else if (ch == 'v')
+            so.orchestration_version = optarg;
+        else if (ch == 'd' &&
+                 args_duration(c, "--delay", optarg, &so.delay_ms) != 0)
+            return EXIT_USAGE;
+    }
+    if (argc - optind != 2)
+        return cli_usage(c, "expected an orchestration name and an id");
+    const char *name = argv[optind], *id = argv[optind + 1];
+    if (*name == '\0' || *id == '\0')
+        return cli_usage(c, "the name and the id must not be empty");
+    char *input = NULL;
+    if (input_arg != NULL && args_payload(c, "--input", input_arg, &input))
+        return EXIT_USAGE;
+    duro_client *client;
+    if ((status = cli_open(c, 1, &client)) != EXIT_OK) {
+        free(input);
+        return status;
+    }
+    int rc = duro_client_start(client, id, name, input, &so);
+    free(input);
+    duro_client_destroy(client);
+    if (rc != DURO_OK)
+        return cli_error_rc(c, rc, id);
+    if (c->json) {
+        json_t *doc = json_object();
+        jset(doc, "id", jstr(id));
+        jset(doc, "name", jstr(name));
+        jset(doc, "version", jstr(so.orchestration_version));
+        jset(doc, "delay_ms", jint(so.delay_ms));
+        jset(doc, "status", jstr("pending"));
+        json_print(doc);
+    } else {
+        printf("started %s (%s)", id, name);
+        if (so.delay_ms > 0) {
+            char d[32];
+            printf(", first turn in %s", text_duration(so.delay_ms, d, 32));
+        }
+        fputc('\n', stdout);
+    }
+    return EXIT_OK;
+}
+
+static const char raise_help[] =
+    "usage: duro raise ID EVENT [PAYLOAD|@FILE] [--json]\n"
+    "\n"
+    "Raises external event EVENT on a pending or running instance, with an\n"
+    "optional payload (@FILE reads it from FILE, @- from stdin).\n";
+
+int cmd_raise(cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {CLI_COMMON_OPTIONS, {0}};
+    int ch, status = EXIT_OK;
+    while ((ch = cli_getopt(c, argc, argv, opts, raise_help, &status)) != -1)
+        if (ch == -2)
+            return status;
+    int n = argc - optind;
+    if (n < 2 || n > 3)
+        return cli_usage(c, "expected an instance id, an event name and "
+                            "optionally a payload");
+    const char *id = argv[optind], *event = argv[optind + 1];
+    if (*id == '\0' || *event == '\0')
+        return cli_usage(c, "the id and the event name must not be empty");
+    char *payload = NULL;
+    if (n == 3 && args_payload(c, "PAYLOAD", argv[optind + 2], &payload))
+        return EXIT_USAGE;
+    duro_client *client;
+    if ((status = cli_open(c, 0, &client)) != EXIT_OK) {
+        free(payload);
+        return status;
+    }
+    int rc = duro_client_raise_event(client, id, event, payload);
+    free(payload);
+    duro_client_destroy(client);
+    if (rc != DURO_OK)
+        return cli_error_rc(c, rc, id);
+    if (c->json) {
+        json_t *doc = json_object();
+        jset(doc, "id", jstr(id));
+        jset(doc, "event", jstr(event));
+        jset(doc, "raised", json_true());
+        json_print(doc);
+    } else {
+        printf("raised %s on %s\n", event, id);
+    }
+    return EXIT_OK;
+}

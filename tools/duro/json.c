@@ -1,0 +1,165 @@
+/* json.c - the JSON side of the duro command, on jansson: strings made valid
+ * UTF-8 (jansson refuses anything else), payloads embedded as JSON when they
+ * parse, times as RFC 3339 UTC plus integer milliseconds, the instance
+ * object, and printing one document. Single-threaded. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static json_t *checked(json_t *v)
+{
+    if (v == NULL) {
+        fputs("duro: out of memory\n", stderr);
+        exit(EXIT_FAILED);
+    }
+    return v;
+}
+
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid. */
+static size_t utf8_sequence(const unsigned char *s)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t n;
+    uint32_t cp;
+    if ((s[0] & 0xE0) == 0xC0) {
+        n = 2;
+        cp = s[0] & 0x1F;
+    } else if ((s[0] & 0xF0) == 0xE0) {
+        n = 3;
+        cp = s[0] & 0x0F;
+    } else if ((s[0] & 0xF8) == 0xF0) {
+        n = 4;
+        cp = s[0] & 0x07;
+    } else {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    static const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+json_t *jstr(const char *s)
+{
+    if (s == NULL)
+        return json_null();
+    size_t len = strlen(s), bad = 0;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_sequence((const unsigned char *)s + i);
+        bad += n == 0;
+        i += n == 0 ? 1 : n;
+    }
+    if (bad == 0)
+        return checked(json_stringn(s, len));
+    /* Each invalid byte becomes U+FFFD (3 bytes). */
+    char *clean = malloc(len + 2 * bad + 1);
+    if (clean == NULL)
+        return checked(NULL);
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_sequence((const unsigned char *)s + i);
+        if (n == 0) {
+            memcpy(clean + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        } else {
+            memcpy(clean + o, s + i, n);
+            o += n;
+            i += n;
+        }
+    }
+    json_t *v = json_stringn(clean, o);
+    free(clean);
+    return checked(v);
+}
+
+json_t *jpayload(const char *s)
+{
+    if (s == NULL)
+        return json_null();
+    json_error_t error;
+    json_t *v = json_loads(s, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &error);
+    return v != NULL ? v : jstr(s);
+}
+
+json_t *jint(int64_t v)
+{
+    return checked(json_integer((json_int_t)v));
+}
+
+void jset(json_t *obj, const char *key, json_t *value)
+{
+    if (json_object_set_new(obj, key, checked(value)) != 0)
+        checked(NULL);
+}
+
+void jset_time(json_t *obj, const char *key, int64_t ms)
+{
+    char ms_key[128];
+    snprintf(ms_key, sizeof(ms_key), "%s_ms", key);
+    if (ms == 0) {
+        jset(obj, key, json_null());
+        jset(obj, ms_key, json_null());
+        return;
+    }
+    time_t t = (time_t)(ms / 1000);
+    int rest = (int)(ms % 1000);
+    if (rest < 0) {
+        rest += 1000;
+        t--;
+    }
+    struct tm tm;
+    char text[64] = "";
+    if (gmtime_r(&t, &tm) != NULL) {
+        size_t n = strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(text + n, sizeof(text) - n, ".%03dZ", rest);
+    }
+    jset(obj, key, jstr(text));
+    jset(obj, ms_key, jint(ms));
+}
+
+json_t *json_instance(const duro_instance_info *i)
+{
+    json_t *o = checked(json_object());
+    jset(o, "id", jstr(i->instance_id));
+    jset(o, "name", jstr(i->name));
+    jset(o, "version", jstr(i->version));
+    jset(o, "status", jstr(status_word(i->status)));
+    jset(o, "execution_id", jint((int64_t)i->execution_id));
+    jset_time(o, "created_at", i->created_ms);
+    jset_time(o, "updated_at", i->updated_ms);
+    jset_time(o, "finished_at", i->finished_ms);
+    jset(o, "output", jpayload(i->output));
+    jset(o, "error", jstr(i->error));
+    jset(o, "category",
+         i->category != DURO_CATEGORY_NONE
+             ? jstr(duro_category_name(i->category))
+             : json_null());
+    jset(o, "custom_status", jpayload(i->custom_status));
+    jset(o, "parent_instance", jstr(i->parent_instance));
+    jset(o, "history_count", jint((int64_t)i->history_count));
+    jset(o, "cancel_reason", jstr(i->cancel_reason));
+    jset(o, "cancelled_by", jstr(i->cancelled_by));
+    jset_time(o, "cancel_requested_at", i->cancel_requested_ms);
+    jset(o, "last_problem", jstr(i->last_problem));
+    jset_time(o, "last_problem_at", i->last_problem_ms);
+    jset_time(o, "next_attempt_at", i->next_attempt_ms);
+    return o;
+}
+
+int json_print(json_t *doc)
+{
+    int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+    json_decref(doc);
+    if (rc != 0 || fputc('\n', stdout) == EOF)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,306 @@
+/* main.c - the duro command: global options, the verb dispatch table, the
+ * shared option parsing (getopt_long, reset per verb), error reporting and
+ * opening the store. Single-threaded. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct verb {
+    const char *name;
+    int (*run)(cli *c, int argc, char **argv);
+    const char *summary;
+} verb;
+
+static const verb verbs[] = {
+    {"list", cmd_list, "list instances (filter by status, name, time)"},
+    {"status", cmd_status, "one instance: status, result, why it is stuck"},
+    {"history", cmd_history, "one execution's events as a timeline"},
+    {"start", cmd_start, "start an instance of an orchestration"},
+    {"raise", cmd_raise, "raise an external event on an instance"},
+    {"wait", cmd_wait, "wait until an instance ends"},
+    {"cancel", cmd_cancel, "cancel instances by id or by name"},
+    {"delete", cmd_delete, "delete instances and their children"},
+    {"purge", cmd_purge, "delete finished instances older than a time"},
+    {"prune", cmd_prune, "delete all but the last N executions"},
+    {"metrics", cmd_metrics, "the store's gauges in Prometheus text"},
+    {"version", cmd_version, "print the versions of duro and libduro"},
+};
+
+static const char main_help[] =
+    "usage: duro [--db URL] [--json] VERB [ARGS...]\n"
+    "\n"
+    "Inspects and operates a duro store.\n"
+    "\n"
+    "Options (before or after the verb):\n"
+    "  --db URL   the store (default: $DURO_DB, else sqlite:duro.db)\n"
+    "  --json     print one JSON document on stdout (see duro(1))\n"
+    "  -h, --help this text; duro VERB --help: the verb's\n"
+    "\n"
+    "Verbs:\n";
+
+static void print_main_help(FILE *out)
+{
+    fputs(main_help, out);
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+        fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
+    fputs("\nExit status: 0 ok, 1 failed, 2 usage, 3 not found, 4 invalid "
+          "state;\nwait: 7 timed out, 8 ended but not completed.\n",
+          out);
+}
+
+void cli_print_help(const char *help)
+{
+    fputs(help, stdout);
+}
+
+static int report(cli *c, int status, const char *code, const char *message)
+{
+    fprintf(stderr, "duro%s%s: %s\n", c->verb ? " " : "",
+            c->verb ? c->verb : "", message);
+    if (c->json) {
+        json_t *err = json_object();
+        jset(err, "code", jstr(code));
+        jset(err, "message", jstr(message));
+        json_t *doc = json_object();
+        jset(doc, "error", err);
+        json_print(doc);
+    }
+    return status;
+}
+
+int cli_error(cli *c, int status, const char *code, const char *fmt, ...)
+{
+    char message[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    return report(c, status, code, message);
+}
+
+int cli_usage(cli *c, const char *fmt, ...)
+{
+    char message[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof(message))
+        snprintf(message + n, sizeof(message) - (size_t)n,
+                 " (see duro %s%s--help)", c->verb ? c->verb : "",
+                 c->verb ? " " : "");
+    return report(c, EXIT_USAGE, "usage", message);
+}
+
+/* "not_found" for DURO_NOT_FOUND, ... */
+static const char *code_name(int rc, char *buf, size_t size)
+{
+    const char *name = duro_errname(rc);
+    if (strncmp(name, "DURO_", 5) == 0)
+        name += 5;
+    size_t i = 0;
+    for (; name[i] && i + 1 < size; i++)
+        buf[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a'
+                                                         : name[i]);
+    buf[i] = '\0';
+    return buf;
+}
+
+int cli_error_rc(cli *c, int rc, const char *what)
+{
+    const char *detail = duro_errmsg();
+    if (detail == NULL || *detail == '\0')
+        detail = duro_strerror(rc);
+    int status = rc == DURO_NOT_FOUND       ? EXIT_NOT_FOUND
+                 : rc == DURO_INVALID_STATE ? EXIT_INVALID_STATE
+                                            : EXIT_FAILED;
+    char code[64];
+    if (what != NULL)
+        return cli_error(c, status, code_name(rc, code, sizeof(code)), "%s: %s",
+                         what, detail);
+    return cli_error(c, status, code_name(rc, code, sizeof(code)), "%s",
+                     detail);
+}
+
+/* 1 when the query part of a sqlite URL sets create=. */
+static int says_create(const char *url)
+{
+    const char *q = strchr(url, '?');
+    for (const char *p = q; p != NULL; p = strchr(p + 1, '&'))
+        if (strncmp(p + 1, "create=", 7) == 0)
+            return 1;
+    return 0;
+}
+
+int cli_open(cli *c, int create, duro_client **out)
+{
+    *out = NULL;
+    char *url = NULL;
+    const char *use = c->db;
+    if (!create && strncmp(c->db, "sqlite:", 7) == 0 && !says_create(c->db)) {
+        size_t len = strlen(c->db);
+        url = malloc(len + 10);
+        if (url == NULL)
+            return cli_error(c, EXIT_FAILED, "nomem", "out of memory");
+        snprintf(url, len + 10, "%s%ccreate=0", c->db,
+                 strchr(c->db, '?') ? '&' : '?');
+        use = url;
+    }
+    int rc = duro_client_create(use, out);
+    int added = url != NULL;
+    free(url);
+    if (rc == DURO_OK)
+        return EXIT_OK;
+    const char *detail = duro_errmsg();
+    if (rc == DURO_NOT_FOUND && added) {
+        /* create=0 is ours, not the user's: name the path alone. */
+        const char *path = c->db + 7;
+        int len = (int)strcspn(path, "?");
+        return cli_error(c, EXIT_FAILED, "no_database",
+                         "database file %.*s does not exist; nothing was "
+                         "created (check --db or DURO_DB)",
+                         len, path);
+    }
+    if (rc == DURO_NOT_FOUND)
+        return cli_error(c, EXIT_FAILED, "no_database",
+                         "%s; nothing was created (check --db or DURO_DB)",
+                         detail);
+    if (rc == DURO_BAD_URL)
+        return cli_error(c, EXIT_USAGE, "bad_url", "--db %s: %s", c->db,
+                         detail);
+    return cli_error_rc(c, rc, "opening the store");
+}
+
+int cli_getopt(cli *c, int argc, char **argv, const struct option *opts,
+               const char *help, int *status)
+{
+    for (;;) {
+        int index = -1;
+        int ch = getopt_long(argc, argv, ":h", opts, &index);
+        if (ch == -1)
+            return -1;
+        if (ch == '?') {
+            if (optopt != 0)
+                *status = cli_usage(c, "unknown option '-%c'", optopt);
+            else
+                *status = cli_usage(c, "unknown option '%s'", argv[optind - 1]);
+            return -2;
+        }
+        if (ch == ':') {
+            *status =
+                cli_usage(c, "option '%s' needs a value", argv[optind - 1]);
+            return -2;
+        }
+        if (index >= 0) {
+            /* getopt_long accepts unique prefixes (--stat for --status);
+             * refused, so that a new option never changes what an old
+             * command line means. */
+            const char *given =
+                optarg != NULL && optind >= 2 && optarg == argv[optind - 1]
+                    ? argv[optind - 2]
+                    : argv[optind - 1];
+            size_t len = strlen(opts[index].name);
+            if (strncmp(given, "--", 2) != 0 ||
+                strncmp(given + 2, opts[index].name, len) != 0 ||
+                (given[2 + len] != '\0' && given[2 + len] != '=')) {
+                *status = cli_usage(c,
+                                    "option '%.*s' is abbreviated; write "
+                                    "--%s",
+                                    (int)strcspn(given, "="), given,
+                                    opts[index].name);
+                return -2;
+            }
+        }
+        switch (ch) {
+        case OPT_DB:
+            c->db = optarg;
+            continue;
+        case OPT_JSON:
+            c->json = 1;
+            continue;
+        case OPT_HELP:
+        case 'h':
+            cli_print_help(help);
+            *status = EXIT_OK;
+            return -2;
+        default:
+            return ch;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    cli c = {0};
+    const char *env = getenv("DURO_DB");
+    c.db = env != NULL && *env != '\0' ? env : "sqlite:duro.db";
+    c.now_ms = duro_now_ms();
+
+    static const struct option global[] = {
+        CLI_COMMON_OPTIONS, {"version", no_argument, NULL, 'V'}, {0}};
+    /* --json anywhere (before "--") makes even an early usage error a
+     * JSON document. */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0)
+            c.json = 1;
+    opterr = 0;
+    int status = EXIT_OK;
+    /* "+": stop at the verb; the verb parses the rest. */
+    for (;;) {
+        int index = -1;
+        int ch = getopt_long(argc, argv, "+:h", global, &index);
+        if (ch == -1)
+            break;
+        if (ch == OPT_DB) {
+            c.db = optarg;
+        } else if (ch == OPT_JSON) {
+            c.json = 1;
+        } else if (ch == OPT_HELP || ch == 'h') {
+            print_main_help(stdout);
+            return EXIT_OK;
+        } else if (ch == 'V') {
+            char *args[] = {(char *)"version", NULL};
+            c.verb = "version";
+            optind = 0;
+            return cmd_version(&c, 1, args);
+        } else if (ch == ':') {
+            return cli_usage(&c, "option '%s' needs a value", argv[optind - 1]);
+        } else {
+            if (optopt != 0)
+                return cli_usage(&c, "unknown option '-%c'", optopt);
+            return cli_usage(&c, "unknown option '%s'", argv[optind - 1]);
+        }
+        if (index >= 0) {
+            const char *given = optarg != NULL && optarg == argv[optind - 1]
+                                    ? argv[optind - 2]
+                                    : argv[optind - 1];
+            size_t len = strlen(global[index].name);
+            if (strncmp(given + 2, global[index].name, len) != 0 ||
+                (given[2 + len] != '\0' && given[2 + len] != '='))
+                return cli_usage(&c, "option '%.*s' is abbreviated; write --%s",
+                                 (int)strcspn(given, "="), given,
+                                 global[index].name);
+        }
+    }
+    if (optind >= argc) {
+        if (c.json)
+            return cli_usage(&c, "expected a verb");
+        print_main_help(stderr);
+        return EXIT_USAGE;
+    }
+    const char *name = argv[optind];
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+        if (strcmp(verbs[i].name, name) == 0) {
+            c.verb = verbs[i].name;
+            c.color = !c.json && text_use_color();
+            int verb_argc = argc - optind;
+            char **verb_argv = argv + optind;
+            optind = 0; /* glibc: rescan from verb_argv[1], fully reset */
+            status = verbs[i].run(&c, verb_argc, verb_argv);
+            return status;
+        }
+    }
+    return cli_usage(&c, "unknown verb '%s'", name);
+}
