@@ -811,6 +811,33 @@ DURO_API int duro_client_list(duro_client *c,
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_store_stats(duro_client *c, duro_store_stats **out);
 
+/** Writes this client's counters to @p out in the Prometheus text
+ * exposition format 0.0.4, then flushes it: one family,
+ * duro_cancel_requests_total{outcome}, the cancellation requests made
+ * through this client since it was created, by outcome - cancelled,
+ * already_cancelled (cancelled, or a request pending), not_found,
+ * invalid_status (Completed or Failed) - each written from the start, at
+ * 0. duro_client_cancel() counts one; duro_client_cancel_many() one per
+ * distinct id it decided; duro_client_cancel_matching() (not a dry run)
+ * counts the instances it cancelled. A process that runs a runtime and a
+ * client serves both texts one after the other: their families differ.
+ * @return DURO_OK; DURO_INVALID for a NULL @p c or @p out; DURO_ERROR when
+ * writing or flushing failed.
+ * @note Any thread, concurrently; the client must not be destroyed during
+ * the call. */
+DURO_API int duro_client_metrics_write(duro_client *c, FILE *out);
+
+/** The text of duro_client_metrics_write() in a caller-owned buffer,
+ * snprintf-style, as duro_runtime_metrics_format(): DURO_OK when the text
+ * and its NUL fit in @p size bytes; otherwise DURO_TOO_LARGE and @p buf
+ * (when @p size > 0) holds "". *@p needed (may be NULL) gets the text's
+ * length without the NUL.
+ * @return DURO_OK; DURO_TOO_LARGE; DURO_INVALID for a NULL @p c, or a NULL
+ * @p buf with @p size > 0 (*@p needed is then 0).
+ * @note Any thread, as duro_client_metrics_write(). */
+DURO_API int duro_client_metrics_format(duro_client *c, char *buf, size_t size,
+                                        size_t *needed);
+
 /** Deletes an instance and its children (a running one only with force).
  * @p deleted (how many instances went) may be NULL.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */

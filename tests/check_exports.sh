@@ -14,6 +14,7 @@ if [ -n "$bad$internal" ]; then
 fi
 for required in duro_runtime_create duro_client_start duro_call_activity \
     duro_provider_open duro_activity_cancel_fd duro_client_store_stats \
+    duro_client_metrics_write duro_client_metrics_format \
     duro_version duro_version_number; do
     printf '%s\n' "$syms" | grep -qx "$required" ||
         { echo "missing export: $required" >&2; exit 1; }

@@ -7,12 +7,14 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "client/client_metrics.h"
 #include "core/fiber.h"
 #include "duro.h"
 
 struct duro_client {
     duro_provider *provider;
     int owns_provider;
+    duro__client_metrics metrics;
 };
 
 #define ID_MAX 1024
@@ -204,6 +206,7 @@ int duro_client_cancel(duro_client *c, const char *instance_id,
                                 reason ? reason : "cancelled", requested_by, &r,
                                 &err) != DURO_OK)
             return duro__fail_from(&err);
+        duro__client_count_cancel(&c->metrics, r.outcome, 1);
         switch (r.outcome) {
         case DURO_CANCEL_CANCELLED:
         case DURO_CANCEL_ALREADY_CANCELLED:
@@ -217,14 +220,22 @@ int duro_client_cancel(duro_client *c, const char *instance_id,
                               instance_id, duro_status_name(r.status));
         }
     }
-    if ((rc = instance_status(c, instance_id, &status)) != DURO_OK)
+    if ((rc = instance_status(c, instance_id, &status)) != DURO_OK) {
+        if (rc == DURO_NOT_FOUND)
+            duro__client_count_cancel(&c->metrics, DURO_CANCEL_NOT_FOUND, 1);
         return rc;
-    if (status == DURO_STATUS_CANCELLED)
+    }
+    if (status == DURO_STATUS_CANCELLED) {
+        duro__client_count_cancel(&c->metrics, DURO_CANCEL_ALREADY_CANCELLED,
+                                  1);
         return DURO_OK; /* idempotent: the first reason stays */
-    if (duro_status_is_terminal(status))
+    }
+    if (duro_status_is_terminal(status)) {
+        duro__client_count_cancel(&c->metrics, DURO_CANCEL_NOT_CANCELLABLE, 1);
         return duro__fail(DURO_INVALID_STATE,
                           "instance '%s' is already %s; nothing to cancel",
                           instance_id, duro_status_name(status));
+    }
     duro_work_item item = {.kind = DURO_WORK_CANCEL_INSTANCE,
                            .instance_id = instance_id,
                            .reason = reason ? reason : "cancelled",
@@ -233,6 +244,7 @@ int duro_client_cancel(duro_client *c, const char *instance_id,
     if (c->provider->enqueue_for_orchestrator(c->provider, &item, 0, &err) !=
         DURO_OK)
         return duro__fail_from(&err);
+    duro__client_count_cancel(&c->metrics, DURO_CANCEL_CANCELLED, 1);
     return DURO_OK;
 }
 
@@ -315,8 +327,10 @@ int duro_client_cancel_many(duro_client *c, const char *const *instance_ids,
             rc = duro__fail_from(&err);
             break;
         }
-        for (size_t k = 0; k < n; k++)
+        for (size_t k = 0; k < n; k++) {
             results[batch_at[k]] = got[k];
+            duro__client_count_cancel(&c->metrics, got[k].outcome, 1);
+        }
     }
     /* Later occurrences repeat the first one's status. */
     for (size_t i = 0; i < count; i++) {
@@ -385,6 +399,9 @@ int duro_client_cancel_matching(duro_client *c, const duro_bulk_filter *filter,
                            requested_by, o->dry_run, o->max_ids, out,
                            &err) != DURO_OK)
         return duro__fail_from(&err);
+    if (!o->dry_run)
+        duro__client_count_cancel(&c->metrics, DURO_CANCEL_CANCELLED,
+                                  (*out)->count);
     return DURO_OK;
 }
 
@@ -579,5 +596,39 @@ int duro_client_prune(duro_client *c, const char *instance_id,
     if (c->provider->prune_executions(c->provider, instance_id, keep_last,
                                       pruned, &err) != DURO_OK)
         return duro__fail_from(&err);
+    return DURO_OK;
+}
+
+/* ---- metrics ---------------------------------------------------------- */
+
+int duro_client_metrics_write(duro_client *c, FILE *out)
+{
+    if (c == NULL || out == NULL)
+        return duro__fail(DURO_INVALID, "client or out is NULL");
+    char text[1024];
+    size_t len = duro__client_metrics_text(&c->metrics, text, sizeof(text));
+    if (len >= sizeof(text))
+        return duro__fail(DURO_ERROR, "client metrics text too long");
+    if (fwrite(text, 1, len, out) != len || fflush(out) != 0)
+        return duro__fail(DURO_ERROR, "writing the client's metrics failed");
+    return DURO_OK;
+}
+
+int duro_client_metrics_format(duro_client *c, char *buf, size_t size,
+                               size_t *needed)
+{
+    if (needed != NULL)
+        *needed = 0;
+    if (c == NULL || (buf == NULL && size > 0))
+        return duro__fail(DURO_INVALID, "client is NULL, or buf with a size");
+    size_t len = duro__client_metrics_text(&c->metrics, NULL, 0);
+    if (needed != NULL)
+        *needed = len;
+    if (len >= size) {
+        if (size > 0)
+            buf[0] = '\0';
+        return duro__fail(DURO_TOO_LARGE, "the text needs %zu bytes", len + 1);
+    }
+    duro__client_metrics_text(&c->metrics, buf, size);
     return DURO_OK;
 }

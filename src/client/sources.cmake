@@ -1,2 +1,3 @@
 list(APPEND DURO_SOURCES
-  src/client/client.c)
+  src/client/client.c
+  src/client/client_metrics.c)

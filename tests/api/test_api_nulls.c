@@ -370,6 +370,24 @@ TEST(client_functions)
     CHECK(st != NULL);
     duro_free(st);
 
+    /* client metrics: client and stream required; the buffer variant
+     * reports its length even when it fails for size */
+    CHECK_RC(C(duro_client_metrics_write)(NULL, stdout), DURO_INVALID);
+    CHECK_RC(duro_client_metrics_write(c, NULL), DURO_INVALID);
+    char cm_small[8] = "x";
+    size_t cm_needed = 99;
+    CHECK_RC(C(duro_client_metrics_format)(NULL, cm_small, sizeof(cm_small),
+                                           &cm_needed),
+             DURO_INVALID);
+    CHECK_EQ(cm_needed, 0);
+    CHECK_RC(duro_client_metrics_format(c, NULL, 16, &cm_needed), DURO_INVALID);
+    CHECK_RC(duro_client_metrics_format(c, NULL, 0, &cm_needed),
+             DURO_TOO_LARGE);
+    CHECK(cm_needed > 0);
+    CHECK_RC(duro_client_metrics_format(c, cm_small, sizeof(cm_small), NULL),
+             DURO_TOO_LARGE);
+    CHECK_STR(cm_small, "");
+
     /* delete and prune: client and id required; the count is optional */
     size_t n = 0;
     CHECK_RC(C(duro_client_delete)(NULL, "s2", 0, &n), DURO_INVALID);

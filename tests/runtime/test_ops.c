@@ -180,6 +180,21 @@ TEST(history_records_the_request_status_shows)
 /* ------------------------------------------------------------------------
  * cancel many by id */
 
+/* The value of duro_cancel_requests_total{outcome="OUTCOME"} in the
+ * client's metrics text; -1 when the line is missing. */
+static long long cancel_requests(duro_client *c, const char *outcome)
+{
+    char text[2048];
+    size_t needed = 0;
+    CHECK_OK(duro_client_metrics_format(c, text, sizeof(text), &needed));
+    CHECK_EQ(needed, strlen(text));
+    char key[128];
+    snprintf(key, sizeof(key), "\nduro_cancel_requests_total{outcome=\"%s\"} ",
+             outcome);
+    const char *at = strstr(text, key);
+    return at != NULL ? strtoll(at + strlen(key), NULL, 10) : -1;
+}
+
 TEST(cancel_many_reports_one_outcome_per_id)
 {
     rt_fixture f;
@@ -236,6 +251,22 @@ TEST(cancel_many_reports_one_outcome_per_id)
     duro_instance_info *i = status_of(f.client, "gone");
     CHECK_STR(i->cancel_reason, "earlier");
     duro_free(i);
+    /* The client counted each distinct request once, by outcome: "gone"
+     * alone, then the batch (the repeated w1 is not a request of its
+     * own). */
+    CHECK_EQ(cancel_requests(f.client, "cancelled"), 3);
+    CHECK_EQ(cancel_requests(f.client, "already_cancelled"), 1);
+    CHECK_EQ(cancel_requests(f.client, "not_found"), 1);
+    CHECK_EQ(cancel_requests(f.client, "invalid_status"), 2);
+    /* One at a time counts the same way, errors included. */
+    CHECK_RC(duro_client_cancel(f.client, "nope", NULL, NULL), DURO_NOT_FOUND);
+    CHECK_RC(duro_client_cancel(f.client, "done", NULL, NULL),
+             DURO_INVALID_STATE);
+    CHECK_OK(duro_client_cancel(f.client, "w1", NULL, NULL));
+    CHECK_EQ(cancel_requests(f.client, "not_found"), 2);
+    CHECK_EQ(cancel_requests(f.client, "invalid_status"), 3);
+    CHECK_EQ(cancel_requests(f.client, "already_cancelled"), 2);
+    CHECK_EQ(cancel_requests(f.client, "cancelled"), 3);
     rt_done(&f);
 }
 
@@ -338,6 +369,7 @@ TEST(cancel_matching_and_purge_end_to_end)
     CHECK_OK(duro_client_cancel_matching(f.client, &filter, "sweep", "user:ops",
                                          &o, &dry));
     CHECK_EQ(dry->count, 30);
+    CHECK_EQ(cancel_requests(f.client, "cancelled"), 0); /* a dry run */
     CHECK_EQ(dry->id_count, 30);
     CHECK_STR(dry->ids[0], "a-00");
     CHECK_STR(dry->ids[29], "a-29");
@@ -346,6 +378,7 @@ TEST(cancel_matching_and_purge_end_to_end)
     CHECK_OK(duro_client_cancel_matching(f.client, &filter, "sweep", "user:ops",
                                          &o, &r));
     CHECK_EQ(r->count, 30);
+    CHECK_EQ(cancel_requests(f.client, "cancelled"), 30);
     for (size_t k = 0; k < 30; k++)
         CHECK_STR(r->ids[k], dry->ids[k]);
     duro_bulk_result_free(dry);
@@ -698,6 +731,10 @@ TEST(a_version_3_provider_has_no_bulk_calls)
     CHECK(i->cancel_reason == NULL && i->cancelled_by == NULL);
     CHECK_EQ(i->cancel_requested_ms, 0);
     duro_free(i);
+    CHECK_RC(duro_client_cancel(f.client, "ghost", NULL, NULL), DURO_NOT_FOUND);
+    CHECK_EQ(cancel_requests(f.client, "cancelled"), 1);
+    CHECK_EQ(cancel_requests(f.client, "not_found"), 1);
+    CHECK_EQ(cancel_requests(f.client, "already_cancelled"), 0);
     duro_client_destroy(f.client);
     f.client = NULL;
     duro_provider_close(w);
