@@ -5,10 +5,22 @@
 # which the tests read; stop stops that cluster, removes DIR and URL_FILE.
 # CTest runs stop even when tests fail. With DURO_TEST_PG_URL set, the tests
 # use that server instead and no cluster is started.
+# pg_fixture.sh skipped REASON - the test postgres_skipped, registered
+# instead of the fixture when the build found no server binaries or no
+# libpq: says so and exits 77, which CTest reports as skipped.
 set -u
 
+if [ $# -eq 2 ] && [ "$1" = skipped ]; then
+    if [ -n "${DURO_TEST_PG_URL:-}" ]; then
+        echo "$2: no throwaway cluster; the PostgreSQL tests that were" \
+             "built use DURO_TEST_PG_URL"
+    else
+        echo "$2: the PostgreSQL tests were skipped"
+    fi
+    exit 77
+fi
 if [ $# -ne 4 ]; then
-    echo "usage: $0 start|stop PG_CLUSTER DIR URL_FILE" >&2
+    echo "usage: $0 start|stop PG_CLUSTER DIR URL_FILE | skipped REASON" >&2
     exit 2
 fi
 action=$1 pg_cluster=$2 dir=$3 url_file=$4

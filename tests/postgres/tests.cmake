@@ -56,8 +56,8 @@ endif()
 
 if(DURO_PG_SKIP_REASON)
   message(STATUS "${DURO_PG_SKIP_REASON}: the PostgreSQL tests are skipped")
-  add_test(NAME postgres_skipped COMMAND sh -c
-    "echo '${DURO_PG_SKIP_REASON}: the PostgreSQL tests were skipped'; exit 77")
+  add_test(NAME postgres_skipped COMMAND sh
+    ${CMAKE_CURRENT_LIST_DIR}/pg_fixture.sh skipped "${DURO_PG_SKIP_REASON}")
   set_tests_properties(postgres_skipped PROPERTIES
     LABELS postgres SKIP_RETURN_CODE 77)
 else()
