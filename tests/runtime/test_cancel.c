@@ -948,6 +948,9 @@ TEST(cross_runtime_cancel_through_renewal)
     CHECK_OK(duro_registry_add_activity(b.reg, "Block", act_block, NULL));
     rt_default_options(&b.opts);
     b.opts.lock_renewal_ms = 100;
+    /* polls no more often than renewals: no check of the rows between
+     * them, so the renewal is what tells (the fallback) */
+    b.opts.poll_interval_ms = b.opts.lock_renewal_ms;
     b.opts.orchestration_concurrency = 0; /* activities only */
     /* a runs orchestrations only */
     duro_registry_destroy(a.reg);
@@ -967,6 +970,45 @@ TEST(cross_runtime_cancel_through_renewal)
     duro_metrics m;
     rt_final_metrics(&b, &m);
     CHECK_EQ(m.lock_renewal_failures, 1);
+    rt_done(&b);
+    rt_done(&a);
+    close_wrappers();
+}
+
+/* The same, with renewals far apart: the runtime running the activity
+ * learns of the cancellation from its check of the in-flight rows at the
+ * poll interval (a read), long before a renewal would tell it - the test's
+ * deadline is shorter than one renewal interval, and no renewal fails. */
+TEST(cross_runtime_cancel_noticed_by_the_poll_check)
+{
+    rt_fixture a, b;
+    setup(&a, "c_cross_check.db");
+    memset(&b, 0, sizeof(b));
+    b.url = a.url;
+    CHECK_OK(duro_registry_create(&b.reg));
+    CHECK_OK(duro_registry_add_activity(b.reg, "Block", act_block, NULL));
+    rt_default_options(&b.opts);
+    b.opts.worker_lock_timeout_ms = 120000;
+    b.opts.lock_renewal_ms = 60000; /* not within this test */
+    b.opts.poll_interval_ms = 50;
+    b.opts.orchestration_concurrency = 0;
+    duro_registry_destroy(a.reg);
+    CHECK_OK(duro_registry_create(&a.reg));
+    CHECK_OK(
+        duro_registry_add_orchestration(a.reg, "One", NULL, orch_one, NULL));
+    a.opts.worker_concurrency = 0;
+    start(&a);
+    start(&b);
+    rt_start_instance(&a, "x", "One", "Block");
+    WAIT_UNTIL(atomic_load(&seen.started) == 1, 30000);
+    CHECK_OK(duro_client_cancel(a.client, "x", "stop it", "user:test"));
+    WAIT_UNTIL(atomic_load(&seen.cancel_seen) == 1, 30000);
+    CHECK_EQ(reason_seen(DURO_REASON_INSTANCE_CANCELLED), 1);
+    CHECK_EQ(reason_seen("lock_lost"), 0);
+    rt_wait_status(&a, "x", DURO_STATUS_CANCELLED, 30000);
+    duro_metrics m;
+    rt_final_metrics(&b, &m);
+    CHECK_EQ(m.lock_renewal_failures, 0); /* no renewal told it */
     rt_done(&b);
     rt_done(&a);
     close_wrappers();
@@ -1311,6 +1353,7 @@ TEST_MAIN(T(select_timeout_cancels_losing_activity),
           T(local_cancel_does_not_wait_for_renewal),
           T(client_enqueues_wake_the_runtime_in_the_same_process),
           T(cross_runtime_cancel_through_renewal),
+          T(cross_runtime_cancel_noticed_by_the_poll_check),
           T(completion_versus_cancellation_race_stays_consistent),
           T(cancellation_committed_before_the_completion_drops_it),
           T(completion_committed_before_the_cancellation_is_not_recorded),
