@@ -15,13 +15,21 @@ int duro_provider_open(const char *url, duro_provider **out, duro_error *err)
     if (strncmp(url, "sqlite:", 7) == 0)
         return duro__sqlite_open(url + 7, out, err);
     if (strncmp(url, "postgres://", 11) == 0 ||
-        strncmp(url, "postgresql://", 13) == 0)
+        strncmp(url, "postgresql://", 13) == 0) {
+#ifdef DURO_HAVE_POSTGRES
+        return duro__pg_open(url, out, err);
+#else
+        /* Not even the scheme's rest is echoed: it may hold a password. */
         return duro_error_set(err, DURO_UNSUPPORTED, 0,
-                              "the PostgreSQL provider is not built yet: %s",
-                              url);
+                              "this libduro was built without the PostgreSQL "
+                              "provider (DURO_POSTGRES=OFF or libpq not "
+                              "found)");
+#endif
+    }
     return duro_error_set(err, DURO_BAD_URL, 0,
                           "unknown database URL scheme in '%s' (expected "
-                          "sqlite:path or sqlite::memory:)",
+                          "sqlite:path, sqlite::memory:, postgres://... or "
+                          "postgresql://...)",
                           url);
 }
 

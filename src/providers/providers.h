@@ -9,4 +9,9 @@
  * optionally followed by "?key=value&...". */
 int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err);
 
+/* `url` is the whole postgres:// or postgresql:// URL (libpq's connection
+ * URI plus duro's own parameters: schema, pool, max_history,
+ * max_payload). */
+int duro__pg_open(const char *url, duro_provider **out, duro_error *err);
+
 #endif
