@@ -241,6 +241,55 @@ PV_TEST(concurrent_opens_of_a_fresh_schema_migrate_once)
     PQfinish(c);
 }
 
+/* A connection the server dropped (here: pg_terminate_backend) fails the
+ * call that finds it, retryably and changing nothing, and is reconnected
+ * for the next one. */
+PV_TEST(a_lost_connection_fails_retryably_and_is_reopened)
+{
+    char extra[96], app[64], sql[256];
+    snprintf(app, sizeof(app), "duro_pv_kill_%ld", (long)getpid());
+    snprintf(extra, sizeof(extra), "&pool=1&application_name=%s", app);
+    duro_provider *p = open_schema(new_schema(pv_test_name), extra);
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    duro_error e;
+    duro_work_item st = {
+        .kind = DURO_WORK_START, .instance_id = "a", .name = "orch"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+    PGconn *c = admin();
+    CHECK(c != NULL);
+    if (c == NULL) {
+        duro_provider_close(p);
+        return;
+    }
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity "
+             "WHERE application_name = '%s'",
+             app);
+    CHECK_EQ(query_int(c, sql), 1);
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM pg_stat_activity "
+             "WHERE application_name = '%s'",
+             app);
+    WAIT_UNTIL(query_int(c, sql) == 0, 5000);
+    st.instance_id = "b";
+    int rc = p->enqueue_for_orchestrator(p, &st, 0, &e);
+    CHECK_MSG(rc == DURO_STORAGE && e.retryable == 1,
+              "after the connection was dropped: %s, retryable %d (%s)",
+              duro_errname(rc), e.retryable, e.message);
+    /* reconnected: the same call works now, and only once */
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_ALREADY_EXISTS,
+              &e);
+    duro_instance_list *list = NULL;
+    CHECK_PRC(p->list_instances(p, NULL, &list, &e), DURO_OK, &e);
+    CHECK(list != NULL && list->count == 2);
+    duro_instance_list_free(list);
+    PQfinish(c);
+    duro_provider_close(p);
+}
+
 int main(int argc, char **argv)
 {
     base_url = getenv("DURO_TEST_PG_URL");
@@ -263,7 +312,8 @@ int main(int argc, char **argv)
     static const test_case extra[] = {
         T(malformed_postgres_urls_fail_bad_url),
         T(passwords_never_appear_in_messages),
-        T(concurrent_opens_of_a_fresh_schema_migrate_once)};
+        T(concurrent_opens_of_a_fresh_schema_migrate_once),
+        T(a_lost_connection_fails_retryably_and_is_reopened)};
     int rc =
         pv_main(argc, argv, &factory, extra, sizeof(extra) / sizeof(extra[0]));
     drop_schemas();
