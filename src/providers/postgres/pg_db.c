@@ -155,7 +155,17 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
     " fetch_count int NOT NULL DEFAULT 0);"
     "CREATE INDEX worker_queue_available ON worker_queue(available_at, id);"
     "CREATE INDEX worker_queue_activity"
-    " ON worker_queue(instance_id, execution_id, activity_id);"};
+    " ON worker_queue(instance_id, execution_id, activity_id);"
+    /* The queue tables churn (every row is inserted, updated and deleted
+     * within seconds): vacuum them after a fixed number of dead rows, not
+     * a fraction of a table that is usually near empty, so claims do not
+     * step over dead index entries. */
+    "ALTER TABLE orchestrator_queue SET (autovacuum_vacuum_scale_factor = 0,"
+    " autovacuum_vacuum_threshold = 500, autovacuum_vacuum_cost_delay = 0);"
+    "ALTER TABLE orchestrator_ready SET (autovacuum_vacuum_scale_factor = 0,"
+    " autovacuum_vacuum_threshold = 500, autovacuum_vacuum_cost_delay = 0);"
+    "ALTER TABLE worker_queue SET (autovacuum_vacuum_scale_factor = 0,"
+    " autovacuum_vacuum_threshold = 500, autovacuum_vacuum_cost_delay = 0);"};
 
 /* Keeps the text of a failed result in c (sqlstate and message). */
 static void note_failure(duro__pg_conn *c, const PGresult *res)
@@ -574,19 +584,18 @@ static duro__pg_conn *acquire(duro__pg_provider *p)
 
 static void rollback(duro__pg_provider *p, duro__pg_conn *c)
 {
+    (void)p;
     for (size_t i = 0; i < DURO__SQL_COUNT; i++)
         if (c->stmts[i].result != NULL)
             duro__pg_reset(&c->stmts[i]);
     if (c->broken || PQtransactionStatus(c->pg) == PQTRANS_IDLE)
         return;
-    duro_error ignored;
-    duro__pg_statement *s =
-        duro__pg_stmt(p, c, DURO__SQL_ROLLBACK, "rollback", &ignored);
-    if (s != NULL)
-        duro__pg_step(p, c, s);
-    if (s != NULL)
-        duro__pg_reset(s);
-    if (PQstatus(c->pg) != CONNECTION_OK)
+    /* Simple protocol, outside the fault hook: a ROLLBACK always runs,
+     * whatever state the transaction is in. */
+    PGresult *res = PQexec(c->pg, "ROLLBACK");
+    PQclear(res);
+    if (PQstatus(c->pg) != CONNECTION_OK ||
+        PQtransactionStatus(c->pg) != PQTRANS_IDLE)
         c->broken = 1;
 }
 
