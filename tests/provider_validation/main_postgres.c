@@ -290,6 +290,177 @@ PV_TEST(a_lost_connection_fails_retryably_and_is_reopened)
     duro_provider_close(p);
 }
 
+/* One turn, one activity and the final turn of instance `id`. */
+static void run_cycle(duro_provider *p, const char *id)
+{
+    duro_error e;
+    duro_work_item st = {
+        .kind = DURO_WORK_START, .instance_id = id, .name = "orch"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    if (item == NULL)
+        return;
+    duro_event ev[2] = {
+        {.event_id = 1,
+         .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+         .name = "orch"},
+        {.event_id = 2, .kind = DURO_EVENT_ACTIVITY_SCHEDULED, .name = "act"}};
+    duro_work_item act = {.kind = DURO_WORK_ACTIVITY_EXECUTE,
+                          .instance_id = id,
+                          .execution_id = 1,
+                          .source_id = 2,
+                          .name = "act"};
+    duro_instance_meta running = {.status = DURO_STATUS_RUNNING,
+                                  .name = "orch"};
+    duro_orch_ack ack = {.execution_id = 1,
+                         .history_delta = ev,
+                         .history_delta_count = 2,
+                         .worker_items = &act,
+                         .worker_item_count = 1,
+                         .meta = &running};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+    duro_worker_item *w = NULL;
+    CHECK_PRC(p->fetch_work_item(p, 60000, &w, &e), DURO_OK, &e);
+    CHECK(w != NULL);
+    if (w == NULL)
+        return;
+    CHECK_PRC(p->renew_work_item_lock(p, w->lock_token, 60000, &e), DURO_OK,
+              &e);
+    duro_work_item done = {.kind = DURO_WORK_ACTIVITY_COMPLETED,
+                           .instance_id = id,
+                           .execution_id = 1,
+                           .source_id = 2,
+                           .payload = "42"};
+    CHECK_PRC(p->ack_work_item(p, w->lock_token, &done, &e), DURO_OK, &e);
+    duro_worker_item_free(w);
+    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    if (item == NULL)
+        return;
+    duro_event fin[2] = {{.event_id = 3,
+                          .kind = DURO_EVENT_ACTIVITY_COMPLETED,
+                          .source_event_id = 2,
+                          .payload = "42"},
+                         {.event_id = 4,
+                          .kind = DURO_EVENT_ORCHESTRATION_COMPLETED,
+                          .payload = "42"}};
+    duro_instance_meta completed = {.status = DURO_STATUS_COMPLETED,
+                                    .output = "42"};
+    duro_orch_ack last = {.execution_id = 1,
+                          .history_delta = fin,
+                          .history_delta_count = 2,
+                          .meta = &completed};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &last, &e),
+              DURO_OK, &e);
+    duro_orch_item_free(item);
+    duro_history *h = NULL;
+    CHECK_PRC(p->read_history(p, id, 0, &h, &e), DURO_OK, &e);
+    CHECK(h != NULL && h->count == 4);
+    duro_history_free(h);
+}
+
+/* Statements are prepared once per connection and reused: a second cycle
+ * of the same calls prepares nothing. */
+PV_TEST(statements_are_prepared_once_per_connection)
+{
+    duro_provider *p = open_schema(new_schema(pv_test_name), "&pool=1");
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    run_cycle(p, "a");
+    uint64_t after_first = duro__pg_statements_prepared(p);
+    CHECK(after_first > 0);
+    run_cycle(p, "b");
+    CHECK_EQ(duro__pg_statements_prepared(p), after_first);
+    duro_provider_close(p);
+}
+
+/* The claims and every lookup by token or key go through an index: with
+ * sequential scans off, the generic plan of each statement (prepared as
+ * the provider prepares it, every parameter text) has no Seq Scan. */
+PV_TEST(claims_and_lookups_use_indexes)
+{
+    static const struct {
+        const char *name;
+        const char *args;
+    } cases[] = {
+        {"READY_NEXT", "('0')"},
+        {"READY_HOLDER", "('1', 't')"},
+        {"READY_RENEW", "('1', 't', '0', '0')"},
+        {"READY_SET", "('1', '0', '0')"},
+        {"OQ_TAG", "('i', 't', '0')"},
+        {"OQ_FETCHED", "('i', '0', 't')"},
+        {"OQ_DELETE_TAGGED", "('i', 't')"},
+        {"OQ_MIN_VISIBLE", "('i')"},
+        {"OQ_DELETE_EXECUTION", "('i', '1')"},
+        {"WQ_FETCH", "('x', '0', '0')"},
+        {"WQ_ACK", "('1', 't')"},
+        {"WQ_RENEW", "('1', 't', '0')"},
+        {"WQ_CANCEL", "('i', '1', '{1,2}')"},
+        {"HISTORY_CANCEL_REASON", "('i', '1', '2')"},
+        {"HISTORY_READ", "('i', '1', '0')"},
+        {"EXEC_EVENT_COUNT", "('i', '1')"},
+        {"INSTANCE_FETCH_META", "('i')"},
+        {"STATS_WORKER_READY", "('0')"},
+        {"STATS_ORCH_READY", "('0')"},
+    };
+    duro_provider *p = pv_open();
+    PGconn *c = admin();
+    CHECK(c != NULL && p != NULL);
+    if (c == NULL || p == NULL) {
+        PQfinish(c);
+        return;
+    }
+    char sql[8192];
+    snprintf(sql, sizeof(sql),
+             "SET search_path TO \"%s\"; SET enable_seqscan = off; "
+             "SET plan_cache_mode = force_generic_plan",
+             duro__pg_schema(p));
+    PQclear(PQexec(c, sql));
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const char *text = NULL;
+        for (size_t i = 0; i < duro__pg_statement_count(); i++)
+            if (strcmp(duro__pg_statement_name(i), cases[k].name) == 0)
+                text = duro__pg_statement_sql(i);
+        CHECK_MSG(text != NULL, "no statement %s", cases[k].name);
+        if (text == NULL)
+            continue;
+        int params = 0;
+        for (const char *q = strchr(text, '$'); q != NULL;
+             q = strchr(q + 1, '$')) {
+            int n = atoi(q + 1);
+            params = n > params ? n : params;
+        }
+        int len = snprintf(sql, sizeof(sql), "PREPARE q(");
+        for (int i = 0; i < params; i++)
+            len += snprintf(sql + len, sizeof(sql) - (size_t)len, "%stext",
+                            i > 0 ? ", " : "");
+        snprintf(sql + len, sizeof(sql) - (size_t)len, ") AS %s", text);
+        PGresult *r = PQexec(c, sql);
+        CHECK_MSG(PQresultStatus(r) == PGRES_COMMAND_OK, "%s: %s",
+                  cases[k].name, PQresultErrorMessage(r));
+        PQclear(r);
+        snprintf(sql, sizeof(sql), "EXPLAIN EXECUTE q%s", cases[k].args);
+        r = PQexec(c, sql);
+        CHECK_MSG(PQresultStatus(r) == PGRES_TUPLES_OK, "%s: %s", cases[k].name,
+                  PQresultErrorMessage(r));
+        for (int row = 0;
+             PQresultStatus(r) == PGRES_TUPLES_OK && row < PQntuples(r); row++)
+            CHECK_MSG(strstr(PQgetvalue(r, row, 0), "Seq Scan") == NULL,
+                      "%s scans a table: %s", cases[k].name,
+                      PQgetvalue(r, row, 0));
+        PQclear(r);
+        PQclear(PQexec(c, "DEALLOCATE q"));
+    }
+    PQfinish(c);
+}
+
 int main(int argc, char **argv)
 {
     base_url = getenv("DURO_TEST_PG_URL");
@@ -313,7 +484,9 @@ int main(int argc, char **argv)
         T(malformed_postgres_urls_fail_bad_url),
         T(passwords_never_appear_in_messages),
         T(concurrent_opens_of_a_fresh_schema_migrate_once),
-        T(a_lost_connection_fails_retryably_and_is_reopened)};
+        T(a_lost_connection_fails_retryably_and_is_reopened),
+        T(statements_are_prepared_once_per_connection),
+        T(claims_and_lookups_use_indexes)};
     int rc =
         pv_main(argc, argv, &factory, extra, sizeof(extra) / sizeof(extra[0]));
     drop_schemas();

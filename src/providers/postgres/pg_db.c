@@ -8,12 +8,34 @@
 #include <string.h>
 
 #include "providers/postgres/pg_internal.h"
+#include "providers/postgres/pg_provider.h"
 
 static const char *const statement_sql[] = {
 #define DURO__X(id, sql) sql,
     DURO__PG_STATEMENTS(DURO__X)
 #undef DURO__X
 };
+
+static const char *const statement_names[] = {
+#define DURO__X(id, sql) #id,
+    DURO__PG_STATEMENTS(DURO__X)
+#undef DURO__X
+};
+
+size_t duro__pg_statement_count(void)
+{
+    return DURO__SQL_COUNT;
+}
+
+const char *duro__pg_statement_name(size_t i)
+{
+    return i < DURO__SQL_COUNT ? statement_names[i] : NULL;
+}
+
+const char *duro__pg_statement_sql(size_t i)
+{
+    return i < DURO__SQL_COUNT ? statement_sql[i] : NULL;
+}
 
 /* Parameters of each statement: the highest $n in its SQL, counted once. */
 static int statement_params[DURO__SQL_COUNT];

@@ -30,6 +30,12 @@ void duro__pg_inject_fault(duro_provider *p, uint64_t nth_step, int retryable);
  * this form. */
 size_t duro__pg_mask_url(const char *url, char *out, size_t size);
 
+/* The statements the provider runs, for EXPLAIN checks: statement i's
+ * name ("WQ_FETCH") and SQL, for i < the count. */
+size_t duro__pg_statement_count(void);
+const char *duro__pg_statement_name(size_t i);
+const char *duro__pg_statement_sql(size_t i);
+
 /* The schema name the provider uses ("duro" unless schema= says). */
 const char *duro__pg_schema(duro_provider *p);
 
