@@ -630,11 +630,11 @@ static void release(duro__pg_provider *p, duro__pg_conn *c)
     pthread_mutex_unlock(&p->pool_lock);
 }
 
-int duro__pg_write_begin(duro__pg_provider *p, const char *op,
-                         duro__pg_conn **out, duro_error *err)
+static int begin_with(duro__pg_provider *p, duro__pg_stmt_id begin,
+                      const char *op, duro__pg_conn **out, duro_error *err)
 {
     duro__pg_conn *c = acquire(p);
-    duro__pg_statement *s = duro__pg_stmt(p, c, DURO__SQL_BEGIN_WRITE, op, err);
+    duro__pg_statement *s = duro__pg_stmt(p, c, begin, op, err);
     int rc = s != NULL ? duro__pg_run(p, c, s, op, err) : err->code;
     if (s == NULL && rc == DURO_OK)
         rc = duro_error_set(err, DURO_STORAGE, 1,
@@ -646,6 +646,18 @@ int duro__pg_write_begin(duro__pg_provider *p, const char *op,
     }
     *out = c;
     return DURO_OK;
+}
+
+int duro__pg_write_begin(duro__pg_provider *p, const char *op,
+                         duro__pg_conn **out, duro_error *err)
+{
+    return begin_with(p, DURO__SQL_BEGIN_WRITE, op, out, err);
+}
+
+int duro__pg_write_begin_snapshot(duro__pg_provider *p, const char *op,
+                                  duro__pg_conn **out, duro_error *err)
+{
+    return begin_with(p, DURO__SQL_BEGIN_SNAPSHOT, op, out, err);
 }
 
 int duro__pg_write_commit(duro__pg_provider *p, duro__pg_conn *c,

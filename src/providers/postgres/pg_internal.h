@@ -89,6 +89,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
 #define DURO__PG_STATEMENTS(X)                                                 \
     X(BEGIN_WRITE, "BEGIN")                                                    \
     X(BEGIN_READ, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")           \
+    X(BEGIN_SNAPSHOT, "BEGIN ISOLATION LEVEL REPEATABLE READ")                 \
     X(COMMIT, "COMMIT")                                                        \
     X(ROLLBACK, "ROLLBACK")                                                    \
     /* instances */                                                            \
@@ -574,6 +575,12 @@ int duro__pg_column_text(duro_arena *a, duro__pg_statement *s, int col,
  * failure); write_rollback rolls back and returns it. */
 int duro__pg_write_begin(duro__pg_provider *p, const char *op,
                          duro__pg_conn **out, duro_error *err);
+/* write_begin at REPEATABLE READ: every statement sees one snapshot, and
+ * a row another transaction changed since fails the call DURO_BUSY
+ * (retryable). For multi-statement writes that recompute a set (the tree
+ * of delete_instance), which must be the same set in every statement. */
+int duro__pg_write_begin_snapshot(duro__pg_provider *p, const char *op,
+                                  duro__pg_conn **out, duro_error *err);
 int duro__pg_write_commit(duro__pg_provider *p, duro__pg_conn *c,
                           const char *op, duro_error *err);
 void duro__pg_write_rollback(duro__pg_provider *p, duro__pg_conn *c);

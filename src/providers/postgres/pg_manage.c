@@ -460,7 +460,7 @@ int duro__pg_delete_instance(duro_provider *base, const char *instance_id,
         return rc;
     duro__pg_provider *p = pg_of(base);
     duro__pg_conn *c;
-    if ((rc = duro__pg_write_begin(p, op, &c, err)) != DURO_OK)
+    if ((rc = duro__pg_write_begin_snapshot(p, op, &c, err)) != DURO_OK)
         return rc;
     size_t n = 0;
     rc = delete_in_transaction(p, c, instance_id, force, &n, op, err);
