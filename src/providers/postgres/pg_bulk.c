@@ -314,7 +314,7 @@ static void bind_text_if(duro__pg_conn *c, duro__pg_statement *s, int i,
 }
 
 /* Binds the filter as the SWEEP_* statements and PURGE_BATCH number it
- * (name at ?1 in the former, ?9 in the latter). */
+ * (name at $1 in the former, $9 in the latter). */
 static void bind_filter(sweep *w, duro__pg_conn *c, duro__pg_statement *s,
                         int name_at)
 {
@@ -403,7 +403,7 @@ static int ids_json(const char *const *ids, size_t n, jbuf *b)
     return b->oom ? DURO_NOMEM : DURO_OK;
 }
 
-/* A cancel_matching batch on the writer, inside its transaction: which
+/* A cancel_matching batch in its own transaction: which
  * members are still the same, cancellable instances, then their
  * cancellation; *done receives them. */
 static int cancel_batch(sweep *w, duro__pg_conn *c, const char *pairs,
@@ -434,8 +434,8 @@ static int cancel_batch(sweep *w, duro__pg_conn *c, const char *pairs,
     return rc;
 }
 
-/* What a purge batch deletes (PURGE_BATCH), on c: the writer in a real
- * run, the snapshot in a dry run. */
+/* What a purge batch deletes (PURGE_BATCH), on c: the batch's transaction in a
+ * real run, the snapshot in a dry run. */
 static int purge_select(sweep *w, duro__pg_conn *c, const char *pairs,
                         duro_arena *a, const char ***ids, size_t *n,
                         duro_error *err)
@@ -449,7 +449,7 @@ static int purge_select(sweep *w, duro__pg_conn *c, const char *pairs,
     return collect_ids(w->p, c, s, a, ids, n, w->op, err);
 }
 
-/* A purge batch on the writer, inside its transaction. */
+/* A purge batch in its own transaction. */
 static int purge_batch(sweep *w, duro__pg_conn *c, const char *pairs,
                        duro_arena *a, jbuf *plain, const char ***done,
                        size_t *n, duro_error *err)
@@ -481,9 +481,9 @@ static int purge_batch(sweep *w, duro__pg_conn *c, const char *pairs,
     return DURO_OK;
 }
 
-/* Handles one batch of members. `own_transaction`: a real run on a file
- * database, where each batch is a transaction of its own on the writer;
- * otherwise the caller's transaction (or snapshot) is used. */
+/* Handles one batch of members. `own_transaction`: a real run, where each
+ * batch is a transaction of its own on a pooled connection; a dry run reads
+ * the sweep's snapshot. */
 static int handle_batch(sweep *w, const member *m, size_t count,
                         int own_transaction, duro_error *err)
 {

@@ -18,7 +18,8 @@ static int not_found(const char *op, const char *instance_id, duro_error *err)
                           "postgres %s: no instance '%s'", op, instance_id);
 }
 
-/* Runs BEGIN on a reader so several statements see one snapshot. */
+/* Runs BEGIN (REPEATABLE READ READ ONLY) so several statements see one
+ * snapshot. */
 static int begin_read(duro__pg_provider *p, duro__pg_conn *c, const char *op,
                       duro_error *err)
 {
@@ -328,7 +329,7 @@ int duro__pg_list_instances(duro_provider *base,
 }
 
 /* Runs a single-value query (bound with instance_id when not NULL) on a
- * reader. *is_null says whether the value was SQL NULL. */
+ * pooled connection. *is_null says whether the value was SQL NULL. */
 static int read_value(duro__pg_provider *p, duro__pg_stmt_id id,
                       const char *instance_id, int64_t *value, int *is_null,
                       const char *op, duro_error *err)
@@ -395,7 +396,7 @@ int duro__pg_next_due(duro__pg_provider *p, duro_queue queue, int64_t *out,
     return rc;
 }
 
-/* Runs a statement bound with ?1 = instance_id to completion. */
+/* Runs a statement bound with $1 = instance_id to completion. */
 static int run_for_instance(duro__pg_provider *p, duro__pg_conn *c,
                             duro__pg_stmt_id id, const char *instance_id,
                             const char *op, duro_error *err)

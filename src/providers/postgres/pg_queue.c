@@ -12,7 +12,7 @@
 
 #include "providers/postgres/pg_internal.h"
 
-#define TOKEN_MAX 64      /* "o<rowid>.<32 hex>" */
+#define TOKEN_MAX 64      /* "o<ready id>.<32 hex>" */
 #define FETCH_ATTEMPTS 64 /* readiness repairs per fetch before giving up */
 
 static duro__pg_provider *pg_of(duro_provider *p)
@@ -26,7 +26,7 @@ static int64_t after_ms(int64_t now, int64_t delay_ms)
 }
 
 /* ---- lock tokens -------------------------------------------------------
- * "o<ready rowid>.<32 hex>" for an instance lock, "w<worker row id>.<32
+ * "o<ready id>.<32 hex>" for an instance lock, "w<worker row id>.<32
  * hex>" for a work item: the row is found by primary key, the random part
  * makes the token unguessable and distinct per fetch. */
 
@@ -281,9 +281,9 @@ static int insert_message(duro__pg_provider *p, duro__pg_conn *c,
  * remaining messages: ready at the earliest (but not before `hold`, an
  * abandon delay; 0 for none), or no row when nothing is queued. *queued
  * (may be NULL) says whether messages remain. */
-static int settle_ready(duro__pg_provider *p, duro__pg_conn *c, int64_t rowid,
-                        const char *instance_id, int64_t hold, int *queued,
-                        const char *op, duro_error *err)
+static int settle_ready(duro__pg_provider *p, duro__pg_conn *c,
+                        int64_t ready_id, const char *instance_id, int64_t hold,
+                        int *queued, const char *op, duro_error *err)
 {
     duro__pg_statement *s =
         duro__pg_stmt(p, c, DURO__SQL_OQ_MIN_VISIBLE, op, err);
@@ -302,13 +302,13 @@ static int settle_ready(duro__pg_provider *p, duro__pg_conn *c, int64_t rowid,
         s = duro__pg_stmt(p, c, DURO__SQL_READY_DELETE, op, err);
         if (s == NULL)
             return err->code;
-        duro__pg_bind_i64(c, s, 1, rowid);
+        duro__pg_bind_i64(c, s, 1, ready_id);
         return duro__pg_run(p, c, s, op, err);
     }
     s = duro__pg_stmt(p, c, DURO__SQL_READY_SET, op, err);
     if (s == NULL)
         return err->code;
-    duro__pg_bind_i64(c, s, 1, rowid);
+    duro__pg_bind_i64(c, s, 1, ready_id);
     if (hold > 0)
         duro__pg_bind_i64(c, s, 2, hold);
     else
@@ -320,7 +320,7 @@ static int settle_ready(duro__pg_provider *p, duro__pg_conn *c, int64_t rowid,
 /* Finds the instance held by an orchestration lock token (unexpired) and
  * copies its id into instance_id[DURO__PG_NAME_MAX + 1]. */
 static int check_instance_lock(duro__pg_provider *p, duro__pg_conn *c,
-                               int64_t rowid, const char *token, int64_t now,
+                               int64_t ready_id, const char *token, int64_t now,
                                char *instance_id, const char *op,
                                duro_error *err)
 {
@@ -328,7 +328,7 @@ static int check_instance_lock(duro__pg_provider *p, duro__pg_conn *c,
         duro__pg_stmt(p, c, DURO__SQL_READY_HOLDER, op, err);
     if (s == NULL)
         return err->code;
-    duro__pg_bind_i64(c, s, 1, rowid);
+    duro__pg_bind_i64(c, s, 1, ready_id);
     duro__pg_bind_text(c, s, 2, token);
     int rc = duro__pg_step(p, c, s);
     if (rc == DURO__PG_DONE)
@@ -560,7 +560,7 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
             rc = duro__pg_error(c, step, op, err);
             break;
         }
-        int64_t rowid = duro__pg_column_int64(s, 0);
+        int64_t ready_id = duro__pg_column_int64(s, 0);
         if (duro__pg_column_text(a, s, 1, &item->instance_id) != 0) {
             rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
             break;
@@ -569,7 +569,8 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
 
         char token_hex[33], token[TOKEN_MAX];
         duro__random_token(token_hex);
-        snprintf(token, sizeof(token), "o%lld.%s", (long long)rowid, token_hex);
+        snprintf(token, sizeof(token), "o%lld.%s", (long long)ready_id,
+                 token_hex);
         item->lock_token = duro_arena_strdup(a, token);
         if (item->lock_token == NULL) {
             rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
@@ -588,7 +589,8 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
         if (duro__pg_changes(c) == 0) {
             /* Ready but nothing visible (an expired lock over delayed
              * messages): repair its readiness and look again. */
-            rc = settle_ready(p, c, rowid, item->instance_id, 0, NULL, op, err);
+            rc = settle_ready(p, c, ready_id, item->instance_id, 0, NULL, op,
+                              err);
             continue;
         }
         s = duro__pg_stmt(p, c, DURO__SQL_READY_LOCK, op, err);
@@ -596,7 +598,7 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
             rc = err->code;
             break;
         }
-        duro__pg_bind_i64(c, s, 1, rowid);
+        duro__pg_bind_i64(c, s, 1, ready_id);
         duro__pg_bind_text(c, s, 2, item->lock_token);
         duro__pg_bind_i64(c, s, 3, until);
         if ((rc = duro__pg_run(p, c, s, op, err)) != DURO_OK)
@@ -993,12 +995,13 @@ static int append_history(duro__pg_provider *p, duro__pg_conn *c,
 /* The body of an ack inside its transaction; *queued says whether the
  * instance still has messages after the release. */
 static int ack_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
-                              int64_t rowid, const char *token,
+                              int64_t ready_id, const char *token,
                               const duro_orch_ack *ack, int64_t now,
                               int *queued, const char *op, duro_error *err)
 {
     char instance_id[DURO__PG_NAME_MAX + 1];
-    int rc = check_instance_lock(p, c, rowid, token, now, instance_id, op, err);
+    int rc =
+        check_instance_lock(p, c, ready_id, token, now, instance_id, op, err);
     if (rc != DURO_OK)
         return rc;
     int exists;
@@ -1057,7 +1060,7 @@ static int ack_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
     duro__pg_bind_text(c, s, 2, token);
     if ((rc = duro__pg_run(p, c, s, op, err)) != DURO_OK)
         return rc;
-    return settle_ready(p, c, rowid, instance_id, 0, queued, op, err);
+    return settle_ready(p, c, ready_id, instance_id, 0, queued, op, err);
 }
 
 /* ack_orchestration_item, and with `next` the fetch of the next item in
@@ -1068,7 +1071,7 @@ static int ack_orch(duro_provider *base, const char *lock_token,
                     const char *op, duro_error *err)
 {
     duro__pg_provider *p = pg_of(base);
-    int64_t rowid;
+    int64_t ready_id;
     if (next != NULL)
         *next = NULL;
     int rc = check_token(lock_token, err);
@@ -1076,7 +1079,7 @@ static int ack_orch(duro_provider *base, const char *lock_token,
         rc = check_ack(p, ack, err);
     if (rc != DURO_OK)
         return rc;
-    if (parse_token(lock_token, 'o', &rowid) != 0)
+    if (parse_token(lock_token, 'o', &ready_id) != 0)
         return lock_lost(op, "not an orchestration lock token of this store",
                          err);
     if (next != NULL)
@@ -1087,8 +1090,8 @@ static int ack_orch(duro_provider *base, const char *lock_token,
         return rc;
     int queued = 0;
     duro_orch_item *item = NULL;
-    rc =
-        ack_in_transaction(p, c, rowid, lock_token, ack, now, &queued, op, err);
+    rc = ack_in_transaction(p, c, ready_id, lock_token, ack, now, &queued, op,
+                            err);
     if (rc == DURO_OK && next != NULL)
         rc = fetch_orch_in_transaction(p, c, lock_timeout_ms, cache, now, &item,
                                        op, err);
@@ -1141,11 +1144,11 @@ int duro__pg_abandon_orchestration_item(duro_provider *base,
     duro_error local;
     DURO__PG_ERR_INIT(err, local);
     duro__pg_provider *p = pg_of(base);
-    int64_t rowid;
+    int64_t ready_id;
     int rc = check_token(lock_token, err);
     if (rc != DURO_OK)
         return rc;
-    if (parse_token(lock_token, 'o', &rowid) != 0)
+    if (parse_token(lock_token, 'o', &ready_id) != 0)
         return lock_lost(op, "not an orchestration lock token of this store",
                          err);
     int64_t now = duro__wall_ms();
@@ -1153,8 +1156,8 @@ int duro__pg_abandon_orchestration_item(duro_provider *base,
     if ((rc = duro__pg_write_begin(p, op, &c, err)) != DURO_OK)
         return rc;
     char instance_id[DURO__PG_NAME_MAX + 1];
-    rc =
-        check_instance_lock(p, c, rowid, lock_token, now, instance_id, op, err);
+    rc = check_instance_lock(p, c, ready_id, lock_token, now, instance_id, op,
+                             err);
     if (rc == DURO_OK) {
         duro__pg_statement *s =
             duro__pg_stmt(p, c, DURO__SQL_OQ_UNTAG, op, err);
@@ -1166,7 +1169,7 @@ int duro__pg_abandon_orchestration_item(duro_provider *base,
         }
     }
     if (rc == DURO_OK)
-        rc = settle_ready(p, c, rowid, instance_id,
+        rc = settle_ready(p, c, ready_id, instance_id,
                           delay_ms > 0 ? now + delay_ms : 0, NULL, op, err);
     if (rc != DURO_OK) {
         duro__pg_write_rollback(p, c);
@@ -1179,10 +1182,10 @@ int duro__pg_abandon_orchestration_item(duro_provider *base,
 }
 
 /* Updates a lock row its token still holds, unexpired, with `update`
- * (READY_RENEW: ?1 row, ?2 token, ?3 now + ms, ?4 now); fails
+ * (READY_RENEW: $1 row, $2 token, $3 now + ms, $4 now); fails
  * DURO_LOCK_LOST when no row matched. */
 static int renew_lock(duro__pg_provider *p, duro__pg_stmt_id update,
-                      int64_t rowid, const char *token, int64_t ms,
+                      int64_t ready_id, const char *token, int64_t ms,
                       const char *op, duro_error *err)
 {
     int64_t now = duro__wall_ms();
@@ -1193,7 +1196,7 @@ static int renew_lock(duro__pg_provider *p, duro__pg_stmt_id update,
     duro__pg_statement *s = duro__pg_stmt(p, c, update, op, err);
     rc = s != NULL ? DURO_OK : err->code;
     if (rc == DURO_OK) {
-        duro__pg_bind_i64(c, s, 1, rowid);
+        duro__pg_bind_i64(c, s, 1, ready_id);
         duro__pg_bind_text(c, s, 2, token);
         duro__pg_bind_i64(c, s, 3, after_ms(now, ms));
         duro__pg_bind_i64(c, s, 4, now);
@@ -1218,14 +1221,14 @@ int duro__pg_renew_orchestration_item_lock(duro_provider *base,
     static const char op[] = "renew_orchestration_item_lock";
     duro_error local;
     DURO__PG_ERR_INIT(err, local);
-    int64_t rowid;
+    int64_t ready_id;
     int rc = check_token(lock_token, err);
     if (rc != DURO_OK)
         return rc;
-    if (parse_token(lock_token, 'o', &rowid) != 0)
+    if (parse_token(lock_token, 'o', &ready_id) != 0)
         return lock_lost(op, "not an orchestration lock token of this store",
                          err);
-    return renew_lock(pg_of(base), DURO__SQL_READY_RENEW, rowid, lock_token,
+    return renew_lock(pg_of(base), DURO__SQL_READY_RENEW, ready_id, lock_token,
                       extend_ms, op, err);
 }
 
@@ -1377,7 +1380,7 @@ int duro__pg_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
 
 /* Updates the worker row the token still holds (expired or not: only
  * another fetch, which replaces the token, ends a work item's lock) with
- * `update` (WQ_RENEW with `renewal`, or WQ_ABANDON: ?1 row, ?2 token, ?3
+ * `update` (WQ_RENEW with `renewal`, or WQ_ABANDON: $1 row, $2 token, $3
  * now + ms). When no row matched, a probe by primary key tells a row that
  * is gone (DURO_NOT_FOUND for a renewal, else DURO_LOCK_LOST) from one that
  * another fetch took or that was released (DURO_LOCK_LOST). Row ids come

@@ -1,7 +1,8 @@
 /* pg_stats.c - read_store_stats: the store's gauges (instances by name
  * and status, problems, queue states, size on disk) in one REPEATABLE READ
  * READ ONLY transaction on a pooled connection, packed into one
- * caller-owned allocation. Any thread; takes no lock a writer waits for. */
+ * caller-owned allocation. Any thread; takes no lock another transaction waits
+ * for. */
 #include <stdint.h>
 #include <string.h>
 
@@ -66,7 +67,7 @@ static int read_rows(duro__pg_provider *p, duro__pg_conn *c,
     return DURO_OK;
 }
 
-/* Runs a statement bound to now (?1, when it has a parameter) that returns
+/* Runs a statement bound to now ($1, when it has a parameter) that returns
  * one row and reads up to two integer columns of it (NULL reads as 0). */
 static int read_one(duro__pg_provider *p, duro__pg_conn *c, duro__pg_stmt_id id,
                     int64_t now, int64_t *a, int64_t *b, const char *op,
