@@ -263,15 +263,24 @@ PV_TEST(a_lost_connection_fails_retryably_and_is_reopened)
         duro_provider_close(p);
         return;
     }
+    /* the pool's connection and the listener's */
+    snprintf(sql, sizeof(sql),
+             "SELECT string_agg(pid::text, ',') FROM pg_stat_activity "
+             "WHERE application_name = '%s'",
+             app);
+    PGresult *r = PQexec(c, sql);
+    char pids[256] = "";
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        snprintf(pids, sizeof(pids), "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    CHECK(pids[0] != '\0');
     snprintf(sql, sizeof(sql),
              "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity "
-             "WHERE application_name = '%s'",
-             app);
-    CHECK_EQ(query_int(c, sql), 1);
+             "WHERE pid IN (%s)",
+             pids);
+    CHECK(query_int(c, sql) >= 1);
     snprintf(sql, sizeof(sql),
-             "SELECT COUNT(*) FROM pg_stat_activity "
-             "WHERE application_name = '%s'",
-             app);
+             "SELECT COUNT(*) FROM pg_stat_activity WHERE pid IN (%s)", pids);
     WAIT_UNTIL(query_int(c, sql) == 0, 5000);
     st.instance_id = "b";
     int rc = p->enqueue_for_orchestrator(p, &st, 0, &e);
@@ -461,6 +470,69 @@ PV_TEST(claims_and_lookups_use_indexes)
     PQfinish(c);
 }
 
+/* Work committed by another process wakes wait_for_work through
+ * LISTEN/NOTIFY, long before the caller's poll interval. "Another process"
+ * is a provider with a different connection string here (a different
+ * application_name), so the two share no in-process notifier. */
+typedef struct far_waiter {
+    duro_provider *p;
+    _Atomic int fetched;
+    _Atomic int done;
+    int64_t waited_ms;
+} far_waiter;
+
+static void *far_waiter_main(void *arg)
+{
+    far_waiter *w = arg;
+    duro_error e;
+    duro_orch_item *item = NULL;
+    /* an empty fetch first: the wait then ends at any later commit */
+    w->p->fetch_orchestration_item(w->p, 60000, NULL, &item, &e);
+    duro_orch_item_free(item);
+    atomic_store(&w->fetched, 1);
+    int64_t start = test_now_ms();
+    w->p->wait_for_work(w->p, DURO_QUEUE_ORCHESTRATOR, 30000, &e);
+    w->waited_ms = test_now_ms() - start;
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+PV_TEST(work_from_another_process_wakes_a_wait_through_notify)
+{
+    const char *schema = new_schema(pv_test_name);
+    char name[64];
+    snprintf(name, sizeof(name), "%s", schema);
+    duro_provider *a = open_schema(name, "&application_name=duro_pv_a");
+    duro_provider *b = open_schema(name, "&application_name=duro_pv_b");
+    CHECK(a != NULL && b != NULL);
+    if (a == NULL || b == NULL) {
+        duro_provider_close(a);
+        duro_provider_close(b);
+        return;
+    }
+    WAIT_UNTIL(duro__pg_listening(a) && duro__pg_listening(b), 5000);
+    far_waiter w = {.p = a};
+    atomic_init(&w.fetched, 0);
+    atomic_init(&w.done, 0);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, far_waiter_main, &w), 0);
+    WAIT_UNTIL(atomic_load(&w.fetched), 5000);
+    duro_error e;
+    duro_work_item st = {
+        .kind = DURO_WORK_START, .instance_id = "x", .name = "orch"};
+    CHECK_PRC(b->enqueue_for_orchestrator(b, &st, 0, &e), DURO_OK, &e);
+    /* far below the 30 s the wait would otherwise take */
+    WAIT_UNTIL(atomic_load(&w.done), 10000);
+    if (!atomic_load(&w.done))
+        a->wake(a, 1);
+    pthread_join(t, NULL);
+    CHECK_MSG(w.waited_ms < 10000, "the wait took %lld ms",
+              (long long)w.waited_ms);
+    CHECK(duro__pg_notifications_received(a) > 0);
+    duro_provider_close(a);
+    duro_provider_close(b);
+}
+
 int main(int argc, char **argv)
 {
     base_url = getenv("DURO_TEST_PG_URL");
@@ -486,7 +558,8 @@ int main(int argc, char **argv)
         T(concurrent_opens_of_a_fresh_schema_migrate_once),
         T(a_lost_connection_fails_retryably_and_is_reopened),
         T(statements_are_prepared_once_per_connection),
-        T(claims_and_lookups_use_indexes)};
+        T(claims_and_lookups_use_indexes),
+        T(work_from_another_process_wakes_a_wait_through_notify)};
     int rc =
         pv_main(argc, argv, &factory, extra, sizeof(extra) / sizeof(extra[0]));
     drop_schemas();

@@ -1,13 +1,16 @@
 /* pg_provider.c - opens and closes the PostgreSQL provider (URL, schema
  * migration, the connection pool), fills its methods table, and implements
- * the in-process wake-up (wait_for_work / wake) and the test hooks. Any
- * method may be called from any thread: each takes a connection from the
- * pool for the length of its transaction. */
+ * the wake-up (wait_for_work / wake: in process, and across processes
+ * through LISTEN/NOTIFY on a listener thread of its own) and the test
+ * hooks. Any method may be called from any thread: each takes a connection
+ * from the pool for the length of its transaction. */
 #include <errno.h>
-#include <sys/stat.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "providers/providers.h"
 #include "providers/postgres/pg_internal.h"
@@ -17,8 +20,20 @@
  * One per store per process (keyed by schema and connection string: a
  * client and a runtime of one process open their own providers on the same
  * store, and an enqueue through one must wake the other), reference-counted
- * by the providers that use it, found through a process-wide list. Work
- * committed by other processes is seen at the caller's next poll. */
+ * by the providers that use it, found through a process-wide list.
+ *
+ * Across processes: each notifier has a listener thread with a connection
+ * of its own (outside the pool) that LISTENs on the channel "duro_<schema>".
+ * A commit that adds or releases work marks its queue pending and pokes
+ * the thread through a pipe; the thread sends one pg_notify with the
+ * pending queues ("o", "w", "ow") after the commit, never inside a queue
+ * transaction (NOTIFY takes a database-wide lock at commit), so bursts of
+ * commits coalesce into few notifications. A notification from another
+ * backend raises the queues' generations like a local commit. When the
+ * listener's connection is down, notifications are lost and waits fall back
+ * to polling; after it reconnects every wait is woken once (work may have
+ * been announced meanwhile). Lock order: the notifier's lock is never held
+ * while running SQL. */
 
 typedef struct duro__pg_notifier {
     char *key;       /* "schema@conninfo" */
@@ -29,27 +44,173 @@ typedef struct duro__pg_notifier {
     _Atomic uint64_t generation[2]; /* raised after each commit that adds or
                                        releases work, and by wake() */
     struct duro__pg_notifier *next;
+    /* the listener */
+    char *conninfo;
+    char channel[64]; /* "duro_<schema>", at most 63 bytes */
+    int pipe_fd[2];   /* pokes the listener; -1 when none */
+    pthread_t thread;
+    int has_thread;
+    _Atomic int stop;          /* the listener ends */
+    _Atomic int listening;     /* LISTEN is in effect */
+    _Atomic int pending[2];    /* local commits to announce, per queue */
+    _Atomic uint64_t received; /* notifications from other backends */
 } notifier;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static notifier *registry;
 static _Atomic uint64_t next_serial = 1;
 
-static notifier *notifier_new(const char *key)
+/* Raises queue q's generation and wakes its waiters. */
+static void bump(notifier *n, int q)
+{
+    pthread_mutex_lock(&n->lock);
+    atomic_fetch_add(&n->generation[q], 1);
+    pthread_cond_broadcast(&n->cond[q]);
+    pthread_mutex_unlock(&n->lock);
+}
+
+static void poke(notifier *n)
+{
+    if (n->pipe_fd[1] >= 0) {
+        ssize_t w = write(n->pipe_fd[1], "x", 1);
+        (void)w; /* a full pipe already holds a poke */
+    }
+}
+
+static void ignore_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+/* Notifications other backends sent: wake the queues they name. */
+static void drain(notifier *n, PGconn *c)
+{
+    PGnotify *note;
+    int self = PQbackendPID(c);
+    while ((note = PQnotifies(c)) != NULL) {
+        if (note->be_pid != self) {
+            atomic_fetch_add(&n->received, 1);
+            const char *x = note->extra != NULL ? note->extra : "ow";
+            if (strchr(x, 'o') != NULL)
+                bump(n, DURO_QUEUE_ORCHESTRATOR);
+            if (strchr(x, 'w') != NULL)
+                bump(n, DURO_QUEUE_WORKER);
+        }
+        PQfreemem(note);
+    }
+}
+
+/* Waits for the pipe (or the connection's socket, when >= 0) up to ms;
+ * returns the socket's revents. */
+static short wait_input(notifier *n, int sock, int ms)
+{
+    struct pollfd fds[2] = {{.fd = n->pipe_fd[0], .events = POLLIN},
+                            {.fd = sock, .events = POLLIN}};
+    if (poll(fds, sock >= 0 ? 2 : 1, ms) > 0 && (fds[0].revents & POLLIN)) {
+        char buf[64];
+        while (read(n->pipe_fd[0], buf, sizeof(buf)) > 0)
+            ;
+    }
+    return sock >= 0 ? fds[1].revents : 0;
+}
+
+static PGconn *listen_connect(notifier *n)
+{
+    PGconn *c = PQconnectdb(n->conninfo);
+    if (c == NULL || PQstatus(c) != CONNECTION_OK) {
+        PQfinish(c);
+        return NULL;
+    }
+    PQsetNoticeProcessor(c, ignore_notice, NULL);
+    char sql[96];
+    snprintf(sql, sizeof(sql), "LISTEN \"%s\"", n->channel);
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) {
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void *listener_main(void *arg)
+{
+    notifier *n = arg;
+    PGconn *c = NULL;
+    int backoff_ms = 100;
+    while (!atomic_load(&n->stop)) {
+        if (c == NULL) {
+            if ((c = listen_connect(n)) == NULL) {
+                wait_input(n, -1, backoff_ms);
+                backoff_ms = backoff_ms < 5000 ? backoff_ms * 2 : 5000;
+                continue;
+            }
+            backoff_ms = 100;
+            atomic_store(&n->listening, 1);
+            /* anything announced while not listening is lost: look again */
+            bump(n, DURO_QUEUE_ORCHESTRATOR);
+            bump(n, DURO_QUEUE_WORKER);
+        }
+        int o = atomic_exchange(&n->pending[DURO_QUEUE_ORCHESTRATOR], 0);
+        int w = atomic_exchange(&n->pending[DURO_QUEUE_WORKER], 0);
+        if (o || w) {
+            char sql[128];
+            snprintf(sql, sizeof(sql), "SELECT pg_notify('%s', '%s')",
+                     n->channel,
+                     o && w ? "ow"
+                     : o    ? "o"
+                            : "w");
+            PQclear(PQexec(c, sql));
+        }
+        drain(n, c);
+        short ev = PQstatus(c) == CONNECTION_OK
+                       ? wait_input(n, PQsocket(c), 1000)
+                       : POLLERR;
+        if (ev != 0 && (!PQconsumeInput(c) || PQstatus(c) != CONNECTION_OK)) {
+            atomic_store(&n->listening, 0);
+            PQfinish(c);
+            c = NULL;
+            continue;
+        }
+        drain(n, c);
+    }
+    atomic_store(&n->listening, 0);
+    PQfinish(c);
+    return NULL;
+}
+
+static notifier *notifier_new(const char *key, const duro__pg_provider *p)
 {
     notifier *n = duro__calloc(1, sizeof(*n));
     if (n == NULL)
         return NULL;
     n->key = duro__strdup(key);
-    if (n->key == NULL) {
+    n->conninfo = duro__strdup(p->cfg.conninfo);
+    if (n->key == NULL || n->conninfo == NULL) {
+        duro__free(n->key);
+        duro__free(n->conninfo);
         duro__free(n);
         return NULL;
     }
+    snprintf(n->channel, sizeof(n->channel), "duro_%s", p->cfg.schema);
     n->refs = 1;
     n->serial = atomic_fetch_add(&next_serial, 1);
     pthread_mutex_init(&n->lock, NULL);
     duro__cond_init_monotonic(&n->cond[0]);
     duro__cond_init_monotonic(&n->cond[1]);
+    n->pipe_fd[0] = n->pipe_fd[1] = -1;
+    /* Without a pipe or a thread, waits poll: slower, still correct. */
+    if (pipe2(n->pipe_fd, O_NONBLOCK | O_CLOEXEC) != 0) {
+        n->pipe_fd[0] = n->pipe_fd[1] = -1;
+    } else if (pthread_create(&n->thread, NULL, listener_main, n) == 0) {
+        n->has_thread = 1;
+    } else {
+        close(n->pipe_fd[0]);
+        close(n->pipe_fd[1]);
+        n->pipe_fd[0] = n->pipe_fd[1] = -1;
+    }
     return n;
 }
 
@@ -67,7 +228,7 @@ static notifier *notifier_attach(duro__pg_provider *p)
         n = n->next;
     if (n != NULL) {
         n->refs++;
-    } else if ((n = notifier_new(key)) != NULL) {
+    } else if ((n = notifier_new(key, p)) != NULL) {
         n->next = registry;
         registry = n;
     }
@@ -92,6 +253,16 @@ static void notifier_detach(notifier *n)
     pthread_mutex_unlock(&registry_lock);
     if (!last)
         return;
+    if (n->has_thread) {
+        atomic_store(&n->stop, 1);
+        poke(n);
+        pthread_join(n->thread, NULL);
+    }
+    if (n->pipe_fd[0] >= 0) {
+        close(n->pipe_fd[0]);
+        close(n->pipe_fd[1]);
+    }
+    duro__free(n->conninfo);
     pthread_mutex_destroy(&n->lock);
     pthread_cond_destroy(&n->cond[0]);
     pthread_cond_destroy(&n->cond[1]);
@@ -138,6 +309,9 @@ void duro__pg_signal(duro__pg_provider *p, duro_queue queue, size_t items)
     else
         pthread_cond_broadcast(&n->cond[queue]);
     pthread_mutex_unlock(&n->lock);
+    /* other processes: announced by the listener, after this commit */
+    if (n->has_thread && !atomic_exchange(&n->pending[queue], 1))
+        poke(n);
 }
 
 static int pg_wait_for_work(duro_provider *base, duro_queue queue,
@@ -350,4 +524,19 @@ const char *duro__pg_schema(duro_provider *base)
 {
     duro__pg_provider *p = hook_target(base);
     return p != NULL ? p->cfg.schema : NULL;
+}
+
+int duro__pg_listening(duro_provider *base)
+{
+    duro__pg_provider *p = hook_target(base);
+    return p != NULL && p->notifier != NULL &&
+           atomic_load(&p->notifier->listening);
+}
+
+uint64_t duro__pg_notifications_received(duro_provider *base)
+{
+    duro__pg_provider *p = hook_target(base);
+    return p != NULL && p->notifier != NULL
+               ? atomic_load(&p->notifier->received)
+               : 0;
 }

@@ -36,6 +36,13 @@ size_t duro__pg_statement_count(void);
 const char *duro__pg_statement_name(size_t i);
 const char *duro__pg_statement_sql(size_t i);
 
+/* 1 once the provider's listener LISTENs (work committed by other
+ * processes then wakes wait_for_work at once); 0 before, or while its
+ * connection is down. */
+int duro__pg_listening(duro_provider *p);
+/* Notifications the listener received from other backends. */
+uint64_t duro__pg_notifications_received(duro_provider *p);
+
 /* The schema name the provider uses ("duro" unless schema= says). */
 const char *duro__pg_schema(duro_provider *p);
 
