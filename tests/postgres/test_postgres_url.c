@@ -154,7 +154,26 @@ TEST(open_failures_name_the_masked_url)
               "the masked URL is not in '%s'", e.message);
 }
 
-TEST_MAIN(T(mask_hides_the_password), T(mask_cuts_to_the_buffer),
-          T(duro_parameters_are_taken_out),
+/* libpq's reason for refusing a URI is passed on, but only when the URL
+ * holds no password. */
+TEST(libpq_reasons_only_without_a_password)
+{
+    duro__pg_config cfg;
+    duro_error e;
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db?no_such_option=1", &cfg, &e),
+              DURO_BAD_URL, &e);
+    CHECK_MSG(strstr(e.message, "no_such_option") != NULL,
+              "libpq's reason is missing from '%s'", e.message);
+    duro__pg_config_free(&cfg);
+    CHECK_PRC(duro__pg_parse_url("postgres://u:hunter2@h/db?no_such_option=1",
+                                 &cfg, &e),
+              DURO_BAD_URL, &e);
+    CHECK(strstr(e.message, "hunter2") == NULL);
+    CHECK(strstr(e.message, "postgres://u:***@h/db") != NULL);
+    duro__pg_config_free(&cfg);
+}
+
+TEST_MAIN(T(libpq_reasons_only_without_a_password), T(mask_hides_the_password),
+          T(mask_cuts_to_the_buffer), T(duro_parameters_are_taken_out),
           T(malformed_urls_fail_bad_url_without_the_password),
           T(open_failures_name_the_masked_url))

@@ -211,13 +211,19 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
     char *why = NULL;
     PQconninfoOption *opts = PQconninfoParse(cfg->conninfo, &why);
     if (opts == NULL) {
-        int oom = why == NULL;
-        PQfreemem(why);
-        if (oom)
+        if (why == NULL)
             return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-        return duro_error_set(err, DURO_BAD_URL, 0,
-                              "'%s' is not a valid libpq connection URI",
-                              cfg->display);
+        /* libpq's reason may quote the URI: given only when the URL holds
+         * no password (its masked form is the URL itself). */
+        size_t n = strlen(why);
+        while (n > 0 && (why[n - 1] == '\n' || why[n - 1] == ' '))
+            why[--n] = '\0';
+        int secret = strcmp(cfg->display, url) != 0;
+        duro_error_set(err, DURO_BAD_URL, 0,
+                       "'%s' is not a valid libpq connection URI%s%s",
+                       cfg->display, secret ? "" : ": ", secret ? "" : why);
+        PQfreemem(why);
+        return DURO_BAD_URL;
     }
     PQconninfoFree(opts);
     return DURO_OK;
