@@ -138,6 +138,12 @@ TEST(open_failures_name_the_masked_url)
     CHECK(strstr(e.message, "hunter2") == NULL);
     CHECK(strstr(e.message, "postgres://u:***@h/db") != NULL);
 
+    /* a mistyped scheme is not ours, but its password stays hidden */
+    CHECK_PRC(duro_provider_open("postgress://u:hunter2@h/db", &p, &e),
+              DURO_BAD_URL, &e);
+    CHECK(strstr(e.message, "hunter2") == NULL);
+    CHECK(strstr(e.message, "postgress://u:***@h/db") != NULL);
+
     /* a socket directory with no server in it: fails at once */
     char url[1024];
     snprintf(url, sizeof(url),

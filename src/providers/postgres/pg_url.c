@@ -11,71 +11,15 @@
 
 #include "providers/postgres/pg_internal.h"
 #include "providers/postgres/pg_provider.h"
+#include "providers/providers.h"
 
 #define DEFAULT_POOL 5
 #define DEFAULT_MAX_HISTORY 100000
 #define DEFAULT_MAX_PAYLOAD (1024 * 1024)
 
-/* Appends n bytes of s to out[size] at *len, truncating (always
- * terminated). */
-static void put(char *out, size_t size, size_t *len, const char *s, size_t n)
-{
-    if (size == 0)
-        return;
-    for (size_t i = 0; i < n && *len + 1 < size; i++)
-        out[(*len)++] = s[i];
-    out[*len] = '\0';
-}
-
 size_t duro__pg_mask_url(const char *url, char *out, size_t size)
 {
-    size_t len = 0;
-    if (size > 0)
-        out[0] = '\0';
-    if (url == NULL)
-        return 0;
-    const char *query = strchr(url, '?');
-    const char *end = query != NULL ? query : url + strlen(url);
-    const char *start = strstr(url, "://");
-    const char *at = NULL;
-    if (start != NULL && start < end) {
-        start += 3;
-        /* The userinfo ends at the LAST '@' before the query: a password
-         * holding an unescaped '@' or '/' is still masked whole. */
-        for (const char *s = start; s < end; s++)
-            if (*s == '@')
-                at = s;
-    }
-    if (at != NULL) {
-        const char *colon = memchr(start, ':', (size_t)(at - start));
-        if (colon != NULL) {
-            put(out, size, &len, url, (size_t)(colon + 1 - url));
-            put(out, size, &len, "***", 3);
-            put(out, size, &len, at, (size_t)(end - at));
-        } else {
-            put(out, size, &len, url, (size_t)(end - url));
-        }
-    } else {
-        put(out, size, &len, url, (size_t)(end - url));
-    }
-    if (query == NULL)
-        return len;
-    /* password=... among the parameters */
-    const char *s = query;
-    while (*s != '\0') {
-        const char *next = strchr(s + 1, '&');
-        const char *stop = next != NULL ? next : s + strlen(s);
-        const char *key = s + 1; /* after '?' or '&' */
-        put(out, size, &len, s, 1);
-        if ((size_t)(stop - key) >= 9 && strncmp(key, "password=", 9) == 0) {
-            put(out, size, &len, key, 9);
-            put(out, size, &len, "***", 3);
-        } else {
-            put(out, size, &len, key, (size_t)(stop - key));
-        }
-        s = stop;
-    }
-    return len;
+    return duro__mask_url(url, out, size);
 }
 
 void duro__pg_config_free(duro__pg_config *cfg)
