@@ -246,7 +246,7 @@ PV_TEST(concurrent_opens_of_a_fresh_schema_migrate_once)
  * for the next one. */
 PV_TEST(a_lost_connection_fails_retryably_and_is_reopened)
 {
-    char extra[96], app[64], sql[256];
+    char extra[96], app[64], sql[512];
     snprintf(app, sizeof(app), "duro_pv_kill_%ld", (long)getpid());
     snprintf(extra, sizeof(extra), "&pool=1&application_name=%s", app);
     duro_provider *p = open_schema(new_schema(pv_test_name), extra);

@@ -194,7 +194,15 @@ static notifier *notifier_new(const char *key, const duro__pg_provider *p)
         duro__free(n);
         return NULL;
     }
-    snprintf(n->channel, sizeof(n->channel), "duro_%s", p->cfg.schema);
+    /* "duro_" and the schema, cut to an identifier's 63 bytes (two
+     * schemas alike in their first 58 bytes share a channel: spurious
+     * wake-ups only) */
+    size_t len = strlen(p->cfg.schema);
+    if (len > sizeof(n->channel) - 6)
+        len = sizeof(n->channel) - 6;
+    memcpy(n->channel, "duro_", 5);
+    memcpy(n->channel + 5, p->cfg.schema, len);
+    n->channel[5 + len] = '\0';
     n->refs = 1;
     n->serial = atomic_fetch_add(&next_serial, 1);
     pthread_mutex_init(&n->lock, NULL);
