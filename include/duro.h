@@ -489,13 +489,17 @@ typedef struct duro_runtime_options {
     int64_t orchestration_lock_timeout_ms; /* default 30000 */
     int64_t worker_lock_timeout_ms;        /* default 30000; >= 10 */
     int64_t lock_renewal_ms;       /* renew in-flight activity locks this
-                                      often; cross-process cancellation is
-                                      noticed within it; default 2000;
+                                      often; default 2000;
                                       1 .. worker_lock_timeout_ms / 2 (the
                                       other half is the margin for a late
                                       renewal), else DURO_INVALID */
-    int64_t poll_interval_ms;      /* fallback poll across processes;
-                                      default 200 */
+    int64_t poll_interval_ms;      /* fallback poll across processes,
+                                      and how often in-flight activities'
+                                      rows are checked (a read), so a
+                                      cancellation decided in another
+                                      process is noticed within it (within
+                                      lock_renewal_ms with a provider that
+                                      cannot check); default 200 */
     uint32_t max_attempts;         /* deliveries before a message is
                                       poison; default 10 */
     uint64_t max_history_events;   /* events per execution before the

@@ -899,6 +899,23 @@ struct duro_provider {
      * A NULL out fails DURO_INVALID; a failure leaves *out NULL. */
     int (*read_store_stats)(duro_provider *p, duro_store_stats **out,
                             duro_error *err);
+
+    /* Which of count work-item locks still hold their rows: held[i] = 1
+     * when the row lock_tokens[i] was fetched with still exists and that
+     * token still holds it (an expired lock that no other fetch took still
+     * holds it, as for renew), else 0 - the row is gone (acked, or deleted
+     * by a turn that cancelled the activity) or another fetch took it. A
+     * pure read at the cost of one keyed lookup per token:
+     * it writes nothing and extends no lock, so a runtime may call it at
+     * its poll interval to learn of a cancellation decided in another
+     * process long before its next renewal (which stays the fallback, and
+     * what keeps the lock). A token that is not a work-item token of this
+     * store is 0. count 0 is DURO_OK; NULL lock_tokens or held with
+     * count > 0, or a NULL or empty token, fails DURO_INVALID; busy storage
+     * fails retryably. On failure held[] is unspecified. */
+    int (*check_work_item_locks)(duro_provider *p,
+                                 const char *const *lock_tokens, size_t count,
+                                 unsigned char *held, duro_error *err);
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

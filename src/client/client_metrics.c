@@ -9,8 +9,7 @@
 static const char *const outcome_label[DURO__CANCEL_REQ_COUNT] = {
     "cancelled", "already_cancelled", "not_found", "invalid_status"};
 
-void duro__client_count_cancel(duro__client_metrics *m, int outcome,
-                               uint64_t n)
+void duro__client_count_cancel(duro__client_metrics *m, int outcome, uint64_t n)
 {
     int i;
     switch (outcome) {

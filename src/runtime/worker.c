@@ -86,6 +86,7 @@ struct duro__manager {
     int stop;
     pthread_t thread;
     int running;
+    int64_t next_check_ms; /* monotonic: the next check_held; manager only */
     recent_cancel recent[RECENT_CANCELS]; /* ring, oldest overwritten */
     size_t recent_next;
 };
@@ -707,6 +708,75 @@ static void renew_due(duro_runtime *rt)
     }
 }
 
+/* Whether the manager checks its rows between renewals: a provider that
+ * can (version 4, check_work_item_locks) and renewals rarer than polls. */
+static int checks_held(const duro_runtime *rt)
+{
+    const duro_provider *p = rt->provider;
+    return p->version >= 4 && p->check_work_item_locks != NULL &&
+           rt->opts.poll_interval_ms < renew_interval(rt);
+}
+
+/* Learns, at the poll interval, that a running activity's row is gone or
+ * taken - cancelled by a turn in another process, most often - without
+ * waiting for its next renewal: one read of every in-flight token (a keyed
+ * lookup each, no write), then the decided reason for each lost one, as a
+ * failed renewal would. The renewal stays the fallback and what keeps the
+ * lock. Manager thread; takes m->lock, calls the provider without it. */
+static void check_held(duro_runtime *rt)
+{
+    duro__manager *m = rt->manager;
+    duro_provider *p = rt->provider;
+    pthread_mutex_lock(&m->lock);
+    size_t n = 0;
+    for (duro__inflight *f = m->head; f != NULL; f = f->next)
+        n += running(f) && f->grace_deadline_ms == 0;
+    duro__inflight **batch = n ? duro__malloc(n * sizeof(*batch)) : NULL;
+    const char **tokens = n ? duro__malloc(n * sizeof(*tokens)) : NULL;
+    unsigned char *held = n ? duro__malloc(n) : NULL;
+    if (batch == NULL || tokens == NULL || held == NULL)
+        n = 0; /* nothing to check, or no memory: the renewal still will */
+    size_t k = 0;
+    for (duro__inflight *f = m->head; f != NULL && k < n; f = f->next) {
+        if (!running(f) || f->grace_deadline_ms > 0)
+            continue; /* returned, or already told */
+        atomic_fetch_add(&f->refs, 1);
+        batch[k] = f;
+        tokens[k++] = f->lock_token;
+    }
+    pthread_mutex_unlock(&m->lock);
+    n = k;
+    duro_error err;
+    int rc =
+        n > 0 ? p->check_work_item_locks(p, tokens, n, held, &err) : DURO_OK;
+    if (rc != DURO_OK && err.retryable)
+        DURO__COUNT(rt, m_storage_retries);
+    else if (rc != DURO_OK)
+        duro__log(&rt->logger, DURO_LOG_WARN,
+                  "checking in-flight activity locks failed: %s", err.message);
+    for (size_t i = 0; i < n; i++) {
+        duro__inflight *g = batch[i];
+        char reason[64];
+        if (rc == DURO_OK && !held[i] && running(g) &&
+            lost_row_reason(rt, g, reason, sizeof(reason))) {
+            pthread_mutex_lock(&m->lock);
+            if (running(g) && g->grace_deadline_ms == 0) {
+                fire(g, reason, duro__mono_ms(), rt->opts.cancel_grace_ms);
+                duro__log(&rt->logger, DURO_LOG_INFO,
+                          "activity '%s' (instance '%s', event %llu): its row "
+                          "is gone or taken; signalling cancellation (%s)",
+                          g->name, g->instance_id,
+                          (unsigned long long)g->activity_id, reason);
+            }
+            pthread_mutex_unlock(&m->lock);
+        }
+        inflight_release(g);
+    }
+    duro__free(batch);
+    duro__free(tokens);
+    duro__free(held);
+}
+
 /* Called by a slot before a fetch: renews what is overdue, so this slot
  * cannot take a row of this runtime whose lock expired for lack of a
  * timely renewal. One atomic load when nothing is. */
@@ -742,6 +812,10 @@ static void *manager_main(void *arg)
         pthread_mutex_unlock(&m->lock);
 
         renew_due(rt);
+        if (checks_held(rt) && duro__mono_ms() >= m->next_check_ms) {
+            check_held(rt);
+            m->next_check_ms = duro__mono_ms() + rt->opts.poll_interval_ms;
+        }
 
         for (size_t i = 0; i < give_up.count; i++) {
             duro__inflight *f = give_up.items[i];
@@ -778,11 +852,16 @@ static void *manager_main(void *arg)
         pthread_mutex_lock(&m->lock);
         publish_next_due(m);
         int64_t next = atomic_load(&m->next_due_ms);
+        int any_running = 0;
         for (duro__inflight *f = m->head; f != NULL; f = f->next) {
             if (f->grace_deadline_ms > 0 && running(f) &&
                 f->grace_deadline_ms < next)
                 next = f->grace_deadline_ms;
+            if (f->grace_deadline_ms == 0 && running(f))
+                any_running = 1;
         }
+        if (any_running && checks_held(rt) && m->next_check_ms < next)
+            next = m->next_check_ms;
         if (m->stop)
             break;
         int64_t wait = next == INT64_MAX ? 60000 : next - duro__mono_ms();

@@ -1,5 +1,124 @@
-# PostgreSQL-specific tests that need no server (URL parsing and password
-# masking). The validation suite on a real server is test_provider_postgres
-# (tests/provider_validation).
-duro_add_test(test_postgres_url LABELS unit
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_postgres_url.c)
+# PostgreSQL tests, run against a real server: a throwaway cluster that the
+# CTest fixture `pg` starts before them and stops after them, failed or not
+# (.ci/pg-cluster, through pg_fixture.sh), or the server DURO_TEST_PG_URL
+# names when it is set. The tests read the URL from pg_test_url()
+# (pg_util.h). Without PostgreSQL's server binaries, or without libpq, one
+# test, postgres_skipped, says so and is reported as skipped.
+#
+# duro_pg_test(name [LABELS l...] sources...) adds a PostgreSQL test: label
+# postgres, fixture pg, linked with libpq and pg_util.
+
+# Where the server binaries are: DURO_PG_BINDIR when set, else the same
+# search as .ci/pg-cluster (pg_config --bindir, the newest
+# /usr/lib/postgresql/*/bin, PATH).
+set(DURO_PG_BINDIR "" CACHE PATH
+  "Directory of PostgreSQL's server binaries for the test cluster (empty: search; a directory without them: skip the PostgreSQL tests)")
+unset(DURO_PG_CTL CACHE)
+unset(DURO_PG_INITDB CACHE)
+if(DURO_PG_BINDIR)
+  find_program(DURO_PG_CTL pg_ctl PATHS ${DURO_PG_BINDIR} NO_DEFAULT_PATH)
+  find_program(DURO_PG_INITDB initdb PATHS ${DURO_PG_BINDIR} NO_DEFAULT_PATH)
+else()
+  set(pg_search)
+  find_program(DURO_PG_CONFIG pg_config)
+  if(DURO_PG_CONFIG)
+    execute_process(COMMAND ${DURO_PG_CONFIG} --bindir
+      OUTPUT_VARIABLE pg_config_bindir OUTPUT_STRIP_TRAILING_WHITESPACE
+      RESULT_VARIABLE pg_config_rc ERROR_QUIET)
+    if(pg_config_rc EQUAL 0 AND EXISTS "${pg_config_bindir}/initdb")
+      list(APPEND pg_search ${pg_config_bindir})
+    endif()
+  endif()
+  file(GLOB pg_versioned LIST_DIRECTORIES true /usr/lib/postgresql/*/bin)
+  list(SORT pg_versioned COMPARE NATURAL ORDER DESCENDING)
+  list(APPEND pg_search ${pg_versioned})
+  # The directories first (newest version first), then PATH.
+  find_program(DURO_PG_CTL pg_ctl PATHS ${pg_search} NO_DEFAULT_PATH)
+  find_program(DURO_PG_CTL pg_ctl)
+  if(DURO_PG_CTL)
+    # initdb from the same place as pg_ctl (PATH may hold symlinks).
+    get_filename_component(pg_ctl_real ${DURO_PG_CTL} REALPATH)
+    get_filename_component(pg_ctl_dir ${pg_ctl_real} DIRECTORY)
+    find_program(DURO_PG_INITDB initdb PATHS ${pg_ctl_dir} NO_DEFAULT_PATH)
+  endif()
+endif()
+
+pkg_check_modules(LIBPQ IMPORTED_TARGET libpq)
+
+set(DURO_PG_DIR ${PROJECT_BINARY_DIR}/pg)
+set(DURO_PG_URL_FILE ${DURO_PG_DIR}/url)
+set(DURO_PG_SKIP_REASON "")
+if(NOT LIBPQ_FOUND)
+  set(DURO_PG_SKIP_REASON "libpq (libpq-dev) not found")
+elseif(NOT DURO_PG_CTL OR NOT DURO_PG_INITDB)
+  set(DURO_PG_SKIP_REASON "PostgreSQL server binaries not found")
+endif()
+
+if(DURO_PG_SKIP_REASON)
+  message(STATUS "${DURO_PG_SKIP_REASON}: the PostgreSQL tests are skipped")
+  add_test(NAME postgres_skipped COMMAND sh
+    ${CMAKE_CURRENT_LIST_DIR}/pg_fixture.sh skipped "${DURO_PG_SKIP_REASON}")
+  set_tests_properties(postgres_skipped PROPERTIES
+    LABELS postgres SKIP_RETURN_CODE 77)
+else()
+  get_filename_component(pg_ctl_real ${DURO_PG_CTL} REALPATH)
+  get_filename_component(DURO_PG_SERVER_BINDIR ${pg_ctl_real} DIRECTORY)
+  message(STATUS "PostgreSQL tests: a throwaway cluster from ${DURO_PG_SERVER_BINDIR}")
+  set(pg_fixture sh ${CMAKE_CURRENT_LIST_DIR}/pg_fixture.sh)
+  set(pg_fixture_args ${PROJECT_SOURCE_DIR}/.ci/pg-cluster
+    ${DURO_PG_DIR}/cluster ${DURO_PG_URL_FILE})
+  add_test(NAME pg_cluster_start COMMAND ${pg_fixture} start ${pg_fixture_args})
+  add_test(NAME pg_cluster_stop COMMAND ${pg_fixture} stop ${pg_fixture_args})
+  set_tests_properties(pg_cluster_start PROPERTIES
+    FIXTURES_SETUP pg LABELS postgres TIMEOUT 120 SKIP_RETURN_CODE 77
+    ENVIRONMENT "DURO_PG_BINDIR=${DURO_PG_SERVER_BINDIR}")
+  set_tests_properties(pg_cluster_stop PROPERTIES
+    FIXTURES_CLEANUP pg LABELS postgres TIMEOUT 120
+    ENVIRONMENT "DURO_PG_BINDIR=${DURO_PG_SERVER_BINDIR}")
+endif()
+
+if(NOT LIBPQ_FOUND)
+  function(duro_pg_test name)
+  endfunction()
+  return()
+endif()
+
+add_library(duro_pg_util STATIC ${CMAKE_CURRENT_LIST_DIR}/pg_util.c)
+target_include_directories(duro_pg_util PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(duro_pg_util PUBLIC duro_test_harness PkgConfig::LIBPQ)
+target_compile_options(duro_pg_util PRIVATE ${DURO_WARNINGS})
+target_compile_definitions(duro_pg_util PRIVATE _GNU_SOURCE)
+
+# The tests are registered even without server binaries: they then find no
+# URL file (no fixture wrote one) and exit 77, skipped, unless
+# DURO_TEST_PG_URL names a server.
+function(duro_pg_test name)
+  cmake_parse_arguments(T "" "" "LABELS" ${ARGN})
+  duro_add_test(${name} LABELS postgres ${T_LABELS}
+    SOURCES ${T_UNPARSED_ARGUMENTS})
+  target_link_libraries(${name} PRIVATE duro_pg_util PkgConfig::LIBPQ)
+  set_tests_properties(${name} PROPERTIES
+    FIXTURES_REQUIRED pg SKIP_RETURN_CODE 77)
+  if(NOT DURO_PG_SKIP_REASON)
+    set_tests_properties(${name} PROPERTIES
+      ENVIRONMENT "DURO_TEST_PG_URL_FILE=${DURO_PG_URL_FILE}")
+  endif()
+endfunction()
+
+# The infrastructure itself, without the provider: connect, version, and
+# the FOR UPDATE SKIP LOCKED claims the provider's queues will use.
+duro_pg_test(test_pg_smoke ${CMAKE_CURRENT_LIST_DIR}/test_pg_smoke.c)
+
+# The PostgreSQL provider (DURO_POSTGRES builds): URL parsing and password
+# masking without a server; the provider validation suite, each test on a
+# fresh schema, plus what only a server database has
+# (tests/provider_validation/main_postgres.c), on the fixture's server.
+if(DURO_POSTGRES)
+  duro_add_test(test_postgres_url LABELS unit
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_postgres_url.c)
+  set(DURO_PV_DIR ${PROJECT_SOURCE_DIR}/tests/provider_validation)
+  duro_pg_test(test_provider_postgres
+    ${DURO_PV_DIR}/main_postgres.c ${DURO_PV_DIR}/validation.c
+    ${DURO_PV_DIR}/faulty_provider.c LABELS provider)
+  target_include_directories(test_provider_postgres PRIVATE ${DURO_PV_DIR})
+endif()

@@ -59,6 +59,7 @@ static const char *const method_names[FAULTY_METHOD_COUNT] = {
     "cancel_matching",
     "purge_instances",
     "read_store_stats",
+    "check_work_item_locks",
 };
 
 const char *faulty_method_name(int method)
@@ -783,6 +784,22 @@ static int faulty_read_store_stats(duro_provider *p, duro_store_stats **out,
     return finish(fp, &f, FAULTY_READ_STORE_STATS, rc, struck, err);
 }
 
+static int faulty_check_work_item_locks(duro_provider *p,
+                                        const char *const *lock_tokens,
+                                        size_t count, unsigned char *held,
+                                        duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_CHECK_WORK_ITEM_LOCKS, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_CHECK_WORK_ITEM_LOCKS, err);
+    int rc = fp->inner->check_work_item_locks(fp->inner, lock_tokens, count,
+                                              held, err);
+    return finish(fp, &f, FAULTY_CHECK_WORK_ITEM_LOCKS, rc, lost(fp, &f, rc, 0),
+                  err);
+}
+
 static void faulty_wake(duro_provider *p, int sticky)
 {
     faulty_provider *fp = from(p);
@@ -845,6 +862,7 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
         FORWARD(cancel_matching);
         FORWARD(purge_instances);
         FORWARD(read_store_stats);
+        FORWARD(check_work_item_locks);
     }
     return &fp->base;
 }

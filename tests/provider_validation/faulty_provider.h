@@ -44,6 +44,7 @@ typedef enum faulty_method {
     FAULTY_CANCEL_MATCHING,
     FAULTY_PURGE_INSTANCES,
     FAULTY_READ_STORE_STATS,
+    FAULTY_CHECK_WORK_ITEM_LOCKS,
     FAULTY_METHOD_COUNT
 } faulty_method;
 

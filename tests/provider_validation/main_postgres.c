@@ -1,9 +1,10 @@
 /* main_postgres.c - runs the provider validation suite on the PostgreSQL
- * provider: every test on a fresh schema (pv_<pid>_<n>) of the server that
- * DURO_TEST_PG_URL names, faults injected at statements through the
- * provider's test hook. Adds the checks that depend on PostgreSQL URLs and
- * on concurrent schema creation. Without DURO_TEST_PG_URL it prints why and
- * exits 0 without running anything. Main thread. */
+ * provider: every test on a fresh schema (pv_<pid>_<n>) of the test server
+ * (pg_test_url(): DURO_TEST_PG_URL, else the CTest fixture's throwaway
+ * cluster), faults injected at statements through the provider's test hook.
+ * Adds the checks that depend on PostgreSQL URLs and on concurrent schema
+ * creation. Without a server it says why and exits 77 (skipped). Main
+ * thread. */
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pg_util.h"
 #include "providers/postgres/pg_provider.h"
 #include "validation.h"
 
@@ -535,13 +537,10 @@ PV_TEST(work_from_another_process_wakes_a_wait_through_notify)
 
 int main(int argc, char **argv)
 {
-    base_url = getenv("DURO_TEST_PG_URL");
     int listing = argc > 1 && strcmp(argv[1], "--list") == 0;
-    if ((base_url == NULL || base_url[0] == '\0') && !listing) {
-        printf("test_provider_postgres: DURO_TEST_PG_URL is not set; nothing "
-               "run (set it to a libpq URI of a throwaway server)\n");
-        return 0;
-    }
+    /* DURO_TEST_PG_URL, else the URL the CTest fixture's cluster wrote;
+     * without either it exits 77 (skipped) */
+    base_url = listing ? "" : pg_test_url();
     static const pv_factory factory = {
         .name = "postgres",
         .open = pg_open,

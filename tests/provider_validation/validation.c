@@ -5125,6 +5125,69 @@ PV_TEST(ack_meta_problem_is_recorded_with_the_turn)
     duro_instance_list_free(l);
 }
 
+/* check_work_item_locks: held, cancelled (gone), retaken, acked; writes
+ * nothing and extends no lock. */
+PV_TEST(check_work_item_locks_tells_held_from_gone_and_retaken)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "x", 2); /* activities 2 and 3 */
+    begin(p, "y", 1); /* activity 2 */
+    duro_error e;
+    duro_worker_item *keep = fetch_work(p, LOCK_LONG);
+    duro_worker_item *cancelled = fetch_work(p, LOCK_LONG);
+    duro_worker_item *short_lock = fetch_work(p, LOCK_SHORT);
+    CHECK(keep != NULL && cancelled != NULL && short_lock != NULL);
+    const char *tokens[5] = {keep->lock_token, cancelled->lock_token,
+                             short_lock->lock_token, "not-a-token",
+                             keep->lock_token};
+    unsigned char held[5] = {9, 9, 9, 9, 9};
+    CHECK_PRC(p->check_work_item_locks(p, tokens, 5, held, &e), DURO_OK, &e);
+    for (int i = 0; i < 5; i++)
+        CHECK_EQ(held[i], i == 3 ? 0 : 1);
+
+    /* A turn cancels one; another fetch takes the short lock once it
+     * expires; the check reports both lost and the kept one held. */
+    duro_activity_ref r =
+        ref(cancelled->item.instance_id, cancelled->item.execution_id,
+            cancelled->item.source_id);
+    turn_cancel(p, cancelled->item.instance_id, &r, 1);
+    duro_worker_item *thief = NULL;
+    WAIT_UNTIL(try_fetch_work(p, LOCK_LONG, &thief), DEADLINE_MS);
+    pv_snapshot snap;
+    pv_snapshot_take(p, &snap);
+    CHECK_PRC(p->check_work_item_locks(p, tokens, 3, held, &e), DURO_OK, &e);
+    CHECK_EQ(held[0], 1);
+    CHECK_EQ(held[1], 0);
+    CHECK_EQ(held[2], 0);
+    const char *t2[1] = {thief->lock_token};
+    CHECK_PRC(p->check_work_item_locks(p, t2, 1, held, &e), DURO_OK, &e);
+    CHECK_EQ(held[0], 1);
+    PV_EXPECT_UNCHANGED(p, &snap); /* a pure read */
+    pv_snapshot_free(&snap);
+    /* Acked: gone for its token too. */
+    CHECK_PRC(p->ack_work_item(p, keep->lock_token, NULL, &e), DURO_OK, &e);
+    CHECK_PRC(p->check_work_item_locks(p, tokens, 1, held, &e), DURO_OK, &e);
+    CHECK_EQ(held[0], 0);
+
+    /* Bad input. */
+    CHECK_PRC(p->check_work_item_locks(p, NULL, 0, NULL, &e), DURO_OK, &e);
+    CHECK_PFAIL(p->check_work_item_locks(p, NULL, 1, held, &e), DURO_INVALID, 0,
+                &e);
+    CHECK_PFAIL(p->check_work_item_locks(p, tokens, 1, NULL, &e), DURO_INVALID,
+                0, &e);
+    const char *bad[2] = {thief->lock_token, ""};
+    CHECK_PFAIL(p->check_work_item_locks(p, bad, 2, held, &e), DURO_INVALID, 0,
+                &e);
+    bad[1] = NULL;
+    CHECK_PFAIL(p->check_work_item_locks(p, bad, 2, held, &e), DURO_INVALID, 0,
+                &e);
+    duro_worker_item_free(keep);
+    duro_worker_item_free(cancelled);
+    duro_worker_item_free(short_lock);
+    duro_worker_item_free(thief);
+}
+
 PV_TEST(cancel_instances_reports_one_outcome_per_id)
 {
     duro_provider *p = pv_open();
@@ -6375,6 +6438,7 @@ static const pv_case suite[] = {
     C(finish_time_is_set_when_the_instance_ends),
     C(set_instance_problem_records_and_clears),
     C(ack_meta_problem_is_recorded_with_the_turn),
+    C(check_work_item_locks_tells_held_from_gone_and_retaken),
     C(cancel_instances_reports_one_outcome_per_id),
     C(cancel_instances_refuses_bad_input_and_changes_nothing),
     C(cancel_matching_selects_by_filter_and_a_dry_run_changes_nothing),

@@ -5,7 +5,7 @@
  * activity run appends one line to a side-effect log (O_APPEND) so the test
  * can count executions.
  *
- * crash_worker DB_PATH LOG_PATH mixed|heavy
+ * crash_worker DB_PATH LOG_PATH mixed|heavy|many
  *
  * Exit codes: 0 every instance terminal, 1 setup failure, 2 usage, 3 the
  * instances did not finish within the worker's own deadline. */
@@ -76,6 +76,19 @@ static int act_slow(duro_activity *a, const char *in, duro_result *out)
 {
     log_run(a);
     if (work(a, crash_slow_ms(in ? in : "")))
+        return duro_fail(out, "cancelled");
+    char buf[CRASH_STR_MAX];
+    crash_step(in ? in : "", buf, sizeof(buf));
+    return duro_ok(out, buf);
+}
+
+/* Blocks on its first delivery until cancelled (the test kills its process
+ * under it, so only a re-delivery to another process finishes it); a
+ * later delivery is a Step at once. */
+static int act_hold(duro_activity *a, const char *in, duro_result *out)
+{
+    log_run(a);
+    if (duro_activity_delivery(a) == 1 && work(a, WORKER_DEADLINE_MS))
         return duro_fail(out, "cancelled");
     char buf[CRASH_STR_MAX];
     crash_step(in ? in : "", buf, sizeof(buf));
@@ -215,6 +228,11 @@ static int orch_heavy(duro_orch *o, const char *in, duro_result *out)
                  CRASH_HEAVY_DEPTH, out);
 }
 
+static int orch_hold(duro_orch *o, const char *in, duro_result *out)
+{
+    return steps(o, "Hold", in, 1, out);
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static int register_all(duro_registry *r)
@@ -226,7 +244,7 @@ static int register_all(duro_registry *r)
                  {"Fanout", orch_fanout}, {"Timers", orch_timers},
                  {"Parent", orch_parent}, {"Retry", orch_retry},
                  {"Event", orch_event},   {"Continue", orch_continue},
-                 {"Heavy", orch_heavy}};
+                 {"Heavy", orch_heavy},   {"Hold", orch_hold}};
     int rc = DURO_OK;
     for (size_t i = 0; rc == DURO_OK && i < CRASH_COUNT(orchs); i++)
         rc = duro_registry_add_orchestration(r, orchs[i].name, NULL,
@@ -237,6 +255,8 @@ static int register_all(duro_registry *r)
         rc = duro_registry_add_activity(r, "Flaky", act_flaky, NULL);
     if (rc == DURO_OK)
         rc = duro_registry_add_activity(r, "Slow", act_slow, NULL);
+    if (rc == DURO_OK)
+        rc = duro_registry_add_activity(r, "Hold", act_hold, NULL);
     return rc;
 }
 
@@ -310,8 +330,10 @@ static int wait_all(duro_client *c, const crash_group *groups, size_t ngroups)
 int main(int argc, char **argv)
 {
     if (argc != 4 ||
-        (strcmp(argv[3], "mixed") != 0 && strcmp(argv[3], "heavy") != 0)) {
-        fprintf(stderr, "usage: crash_worker DB_PATH LOG_PATH mixed|heavy\n");
+        (strcmp(argv[3], "mixed") != 0 && strcmp(argv[3], "heavy") != 0 &&
+         strcmp(argv[3], "many") != 0)) {
+        fprintf(stderr,
+                "usage: crash_worker DB_PATH LOG_PATH mixed|heavy|many\n");
         return 2;
     }
     const crash_group *groups = crash_mixed;
@@ -319,6 +341,9 @@ int main(int argc, char **argv)
     if (strcmp(argv[3], "heavy") == 0) {
         groups = crash_heavy;
         ngroups = CRASH_COUNT(crash_heavy);
+    } else if (strcmp(argv[3], "many") == 0) {
+        groups = crash_many;
+        ngroups = CRASH_COUNT(crash_many);
     }
     char url[1024];
     snprintf(url, sizeof(url), "sqlite:%s", argv[1]);

@@ -21,7 +21,10 @@ typedef enum crash_kind {
     CRASH_RETRY,    /* Flaky under a retry policy: attempt 1 fails */
     CRASH_EVENT,    /* waits for external event "go", then a Step */
     CRASH_CONTINUE, /* 5 executions chained by continue-as-new, 1 Step each */
-    CRASH_HEAVY     /* 6 Slow activities joined, then 3 Slow in sequence */
+    CRASH_HEAVY,    /* 6 Slow activities joined, then 3 Slow in sequence */
+    CRASH_HOLD      /* one Hold activity: its first delivery blocks until
+                       cancelled (its process is killed under it), a later
+                       one is a Step */
 } crash_kind;
 
 #define CRASH_CHAIN_STEPS 10
@@ -57,6 +60,17 @@ static const crash_group crash_heavy[] = {
 };
 
 #define CRASH_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* "many": 300 instances for three processes sharing one store, one of
+ * them killed while it runs the one Hold activity. */
+static const crash_group crash_many[] = {
+    {"mchain", "Chain", 100, CRASH_CHAIN},
+    {"mfan", "Fanout", 40, CRASH_FANOUT},
+    {"mtimers", "Timers", 60, CRASH_TIMERS},
+    {"mretry", "Retry", 40, CRASH_RETRY},
+    {"mheavy", "Heavy", 59, CRASH_HEAVY},
+    {"mhold", "Hold", 1, CRASH_HOLD},
+};
 
 /* What one execution's history must hold. */
 typedef struct crash_shape {
@@ -104,6 +118,9 @@ static inline crash_shape crash_shape_of(crash_kind k)
         break;
     case CRASH_HEAVY:
         s.activities = CRASH_HEAVY_WIDTH + CRASH_HEAVY_DEPTH;
+        break;
+    case CRASH_HOLD:
+        s.activities = 1;
         break;
     }
     return s;
@@ -190,6 +207,7 @@ static inline void crash_expected(crash_kind k, const char *id, char *out,
         crash_steps(id, CRASH_CHILD_STEPS, out, cap);
         break;
     case CRASH_RETRY:
+    case CRASH_HOLD:
         crash_steps(id, 1, out, cap);
         break;
     case CRASH_EVENT:

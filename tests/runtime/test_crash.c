@@ -1,6 +1,8 @@
 /* test_crash.c - crash recovery across processes: runs crash_worker on one
  * SQLite file, SIGKILLs it at random instants many times, lets a last run
- * finish, then checks through the client that every instance completed with
+ * finish (three_processes_one_killed_mid_activity instead runs three workers
+ * at once on the file and kills the one running a given activity), then
+ * checks through the client that every instance completed with
  * the expected output and exactly-once history, and through the side-effect
  * log that every scheduled activity ran at least once.
  *
@@ -646,6 +648,99 @@ TEST(kills_during_activity_execution)
     run_scenario("heavy", "heavy", crash_heavy, CRASH_COUNT(crash_heavy), 1);
 }
 
+/* ---- many processes ------------------------------------------------------ */
+
+/* The pid of the first log line of activity `name` with delivery
+ * `delivery` (0: any), and whether a line of `name` exists with a pid other
+ * than `not_pid` and a delivery of at least 2; -1 / 0 when none. */
+static long log_find(const char *log, const char *name, unsigned delivery,
+                     long not_pid, int *redelivered_elsewhere)
+{
+    FILE *f = fopen(log, "r");
+    long found = -1;
+    if (redelivered_elsewhere != NULL)
+        *redelivered_elsewhere = 0;
+    if (f == NULL)
+        return -1;
+    char line[512], inst[128], act[128];
+    while (fgets(line, sizeof(line), f) != NULL) {
+        long pid;
+        unsigned long long exec, id;
+        unsigned attempt, dlv;
+        if (sscanf(line, "%ld %127s %llu %llu %u %u %127s", &pid, inst, &exec,
+                   &id, &attempt, &dlv, act) != 7 ||
+            strcmp(act, name) != 0)
+            continue;
+        if (found < 0 && (delivery == 0 || dlv == delivery))
+            found = pid;
+        if (redelivered_elsewhere != NULL && pid != not_pid && dlv >= 2)
+            *redelivered_elsewhere = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+/* Three runtime processes share one store and 300 orchestrations; the one
+ * running the Hold activity (which only a re-delivery can finish) is
+ * SIGKILLed in the middle of it and started again. Every instance completes
+ * as it would have, history is exactly-once, and the killed process's
+ * activity is picked up by another process once its lock expires. */
+TEST(three_processes_one_killed_mid_activity)
+{
+    crash_run r = {.workload = "many"};
+    char dbp[512], logp[512], errp[512];
+    snprintf(dbp, sizeof(dbp), "%s", test_path("many.db"));
+    snprintf(logp, sizeof(logp), "%s", test_path("many.log"));
+    snprintf(errp, sizeof(errp), "%s", test_path("many.stderr"));
+    r.db = dbp;
+    r.log = logp;
+    r.errlog = errp;
+    int64_t t0 = test_now_ms();
+    pid_t pids[3];
+    for (int i = 0; i < 3; i++) {
+        pids[i] = spawn_worker(&r);
+        CHECK_MSG(pids[i] > 0, "fork failed: %s", strerror(errno));
+    }
+    /* Wait for the Hold activity's first delivery, and kill its process. */
+    long holder = -1;
+    int64_t deadline = test_now_ms() + 60000;
+    while ((holder = log_find(r.log, "Hold", 1, -1, NULL)) < 0 &&
+           test_now_ms() < deadline)
+        test_sleep_ms(5);
+    CHECK_MSG(holder > 0, "no process started the Hold activity in 60 s");
+    int which = -1;
+    for (int i = 0; i < 3; i++)
+        if (pids[i] == (pid_t)holder)
+            which = i;
+    CHECK_MSG(which >= 0, "pid %ld is not one of the workers", holder);
+    kill_and_reap(pids[which]);
+    fprintf(stderr, "  killed worker %ld running Hold after %lld ms\n", holder,
+            (long long)(test_now_ms() - t0));
+    pids[which] = spawn_worker(&r); /* and started again */
+    CHECK_MSG(pids[which] > 0, "fork failed: %s", strerror(errno));
+    for (int i = 0; i < 3; i++) {
+        int status = 0;
+        if (!wait_child(pids[i], test_now_ms() + FINAL_RUN_DEADLINE_MS * 2,
+                        &status)) {
+            for (int j = i; j < 3; j++)
+                kill_and_reap(pids[j]);
+            print_file(r.errlog, "worker stderr");
+            test_fail(__FILE__, __LINE__, "worker %d did not finish", i);
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            print_file(r.errlog, "worker stderr");
+        CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "worker %d ended with status 0x%x", i, status);
+    }
+    fprintf(stderr, "  all three finished after %lld ms\n",
+            (long long)(test_now_ms() - t0));
+    int elsewhere = 0;
+    log_find(r.log, "Hold", 0, holder, &elsewhere);
+    CHECK_MSG(elsewhere,
+              "the Hold activity was not re-delivered to another process");
+    check_all(&r, crash_many, CRASH_COUNT(crash_many));
+}
+
 /* ---- no needless replay ---------------------------------------------------
  */
 
@@ -696,4 +791,6 @@ TEST(sequential_turns_do_not_replay)
 }
 
 TEST_MAIN(T(random_kills_keep_history_exactly_once),
-          T(kills_during_activity_execution), T(sequential_turns_do_not_replay))
+          T(kills_during_activity_execution),
+          T(three_processes_one_killed_mid_activity),
+          T(sequential_turns_do_not_replay))

@@ -86,8 +86,7 @@ static void family(FILE *f, const char *name, const char *help)
 
 static void write_text(FILE *f, const duro_store_stats *st)
 {
-    family(f, "duro_instances",
-           "Instances by orchestration name and status.");
+    family(f, "duro_instances", "Instances by orchestration name and status.");
     for (size_t i = 0; i < st->instance_count;) {
         /* Every status of a name that has instances, 0 where it has none. */
         const char *name = st->instances[i].name;
@@ -178,8 +177,7 @@ static json_t *json_stats(const duro_store_stats *st)
 {
     json_t *doc = json_object();
     jset_time(doc, "at", st->now_ms);
-    jset(doc, "instances",
-         json_counts(st->instances, st->instance_count, 1));
+    jset(doc, "instances", json_counts(st->instances, st->instance_count, 1));
     jset(doc, "stuck", json_counts(st->problems, st->problem_count, 0));
     json_t *o = json_object();
     jset(o, "ready", jint((int64_t)st->orchestrator_ready));
@@ -195,8 +193,7 @@ static json_t *json_stats(const duro_store_stats *st)
     jset(q, "worker", w);
     jset(doc, "queues", q);
     jset(doc, "store_size_bytes",
-         st->store_size_bytes >= 0 ? jint(st->store_size_bytes)
-                                   : json_null());
+         st->store_size_bytes >= 0 ? jint(st->store_size_bytes) : json_null());
     return doc;
 }
 
@@ -213,8 +210,9 @@ static int write_file(cli *c, const char *path, const duro_store_stats *st)
     if (fd < 0) {
         int e = errno;
         free(tmp);
-        return cli_error(c, EXIT_FAILED, "io", "cannot create a file next to %s: %s",
-                         path, strerror(e));
+        return cli_error(c, EXIT_FAILED, "io",
+                         "cannot create a file next to %s: %s", path,
+                         strerror(e));
     }
     FILE *f = fdopen(fd, "w");
     if (f == NULL) {
@@ -241,7 +239,8 @@ int cmd_metrics(cli *c, int argc, char **argv)
 {
     enum { OPT_OUTPUT = 'o' };
     static const struct option opts[] = {
-        CLI_COMMON_OPTIONS, {"output", required_argument, NULL, OPT_OUTPUT},
+        CLI_COMMON_OPTIONS,
+        {"output", required_argument, NULL, OPT_OUTPUT},
         {0}};
     const char *output = NULL;
     int ch, status = EXIT_OK;

@@ -271,6 +271,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "available_at = $3::bigint WHERE id = $1::bigint "                       \
       "AND lock_token = $2::text")                                             \
     X(WQ_EXISTS, "SELECT 1 FROM worker_queue WHERE id = $1::bigint")           \
+    /* check_work_item_locks: does the token still hold its row? */            \
+    X(WQ_HELD, "SELECT 1 FROM worker_queue WHERE id = $1::bigint "             \
+               "AND lock_token = $2::text")                                    \
     X(WQ_CANCEL,                                                               \
       "DELETE FROM worker_queue WHERE instance_id = $1::text "                 \
       "AND execution_id = $2::bigint AND activity_id = ANY($3::bigint[])")     \
@@ -694,6 +697,9 @@ int duro__pg_cancel_matching(duro_provider *p, const duro_bulk_filter *filter,
 int duro__pg_purge_instances(duro_provider *p, const duro_bulk_filter *filter,
                              int dry_run, size_t max_ids,
                              duro_bulk_result **out, duro_error *err);
+int duro__pg_check_work_item_locks(duro_provider *p,
+                                   const char *const *lock_tokens, size_t count,
+                                   unsigned char *held, duro_error *err);
 int duro__pg_read_store_stats(duro_provider *p, duro_store_stats **out,
                               duro_error *err);
 /* The earliest time (wall ms) at which something on `queue` becomes

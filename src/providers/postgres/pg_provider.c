@@ -445,6 +445,7 @@ static void fill_methods(duro_provider *m)
     m->cancel_matching = duro__pg_cancel_matching;
     m->purge_instances = duro__pg_purge_instances;
     m->read_store_stats = duro__pg_read_store_stats;
+    m->check_work_item_locks = duro__pg_check_work_item_locks;
 }
 
 static int open_pool(duro__pg_provider *p, duro_error *err)

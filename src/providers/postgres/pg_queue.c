@@ -1452,6 +1452,50 @@ int duro__pg_renew_work_item_lock(duro_provider *base, const char *lock_token,
                            extend_ms, 1, op, err);
 }
 
+/* One primary-key probe per token on a pooled connection; no write. */
+int duro__pg_check_work_item_locks(duro_provider *base,
+                                   const char *const *lock_tokens, size_t count,
+                                   unsigned char *held, duro_error *err)
+{
+    static const char op[] = "check_work_item_locks";
+    duro_error local;
+    DURO__PG_ERR_INIT(err, local);
+    if (count == 0)
+        return DURO_OK;
+    if (lock_tokens == NULL || held == NULL)
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "lock_tokens or held is NULL");
+    for (size_t i = 0; i < count; i++) {
+        int rc = check_token(lock_tokens[i], err);
+        if (rc != DURO_OK)
+            return rc;
+    }
+    duro__pg_provider *p = pg_of(base);
+    duro__pg_conn *c = duro__pg_reader_acquire(p);
+    int rc = DURO_OK;
+    for (size_t i = 0; i < count && rc == DURO_OK; i++) {
+        int64_t id;
+        held[i] = 0;
+        if (parse_token(lock_tokens[i], 'w', &id) != 0)
+            continue;
+        duro__pg_statement *s = duro__pg_stmt(p, c, DURO__SQL_WQ_HELD, op, err);
+        if (s == NULL) {
+            rc = err->code;
+            break;
+        }
+        duro__pg_bind_i64(c, s, 1, id);
+        duro__pg_bind_text(c, s, 2, lock_tokens[i]);
+        int step = duro__pg_step(p, c, s);
+        if (step == DURO__PG_ROW)
+            held[i] = 1;
+        else if (step != DURO__PG_DONE)
+            rc = duro__pg_error(c, step, op, err);
+        duro__pg_reset(s);
+    }
+    duro__pg_reader_release(p, c);
+    return rc;
+}
+
 /* ack_work_item, and with `next` the fetch of the next item in the same
  * transaction (ack_and_fetch_work_item). */
 static int ack_work(duro_provider *base, const char *lock_token,

@@ -224,6 +224,8 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(WQ_ACK, "DELETE FROM worker_queue WHERE id = ?1 AND lock_token = ?2")    \
     /* renew and abandon need only the token: an expired lock that no other    \
      * fetch took still holds the row (a fetch replaces the token) */          \
+    /* check_work_item_locks: does the token still hold its row? */            \
+    X(WQ_HELD, "SELECT 1 FROM worker_queue WHERE id = ?1 AND lock_token = ?2") \
     X(WQ_RENEW,                                                                \
       "UPDATE worker_queue SET locked_until = ?3, available_at = ?3 "          \
       "WHERE id = ?1 AND lock_token = ?2")                                     \
@@ -660,6 +662,10 @@ int duro__sqlite_purge_instances(duro_provider *p,
                                  const duro_bulk_filter *filter, int dry_run,
                                  size_t max_ids, duro_bulk_result **out,
                                  duro_error *err);
+int duro__sqlite_check_work_item_locks(duro_provider *p,
+                                       const char *const *lock_tokens,
+                                       size_t count, unsigned char *held,
+                                       duro_error *err);
 int duro__sqlite_read_store_stats(duro_provider *p, duro_store_stats **out,
                                   duro_error *err);
 /* The earliest time (wall ms) at which something on `queue` becomes

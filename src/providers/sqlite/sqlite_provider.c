@@ -270,6 +270,7 @@ static void fill_methods(duro_provider *m)
     m->cancel_matching = duro__sqlite_cancel_matching;
     m->purge_instances = duro__sqlite_purge_instances;
     m->read_store_stats = duro__sqlite_read_store_stats;
+    m->check_work_item_locks = duro__sqlite_check_work_item_locks;
 }
 
 static int open_readers(duro__sqlite_provider *p, duro_error *err)

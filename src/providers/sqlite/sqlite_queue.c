@@ -1457,6 +1457,52 @@ int duro__sqlite_renew_work_item_lock(duro_provider *base,
                            extend_ms, 1, op, err);
 }
 
+/* One snapshot on a reader, one primary-key probe per token. */
+int duro__sqlite_check_work_item_locks(duro_provider *base,
+                                       const char *const *lock_tokens,
+                                       size_t count, unsigned char *held,
+                                       duro_error *err)
+{
+    static const char op[] = "check_work_item_locks";
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    if (count == 0)
+        return DURO_OK;
+    if (lock_tokens == NULL || held == NULL)
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "lock_tokens or held is NULL");
+    for (size_t i = 0; i < count; i++) {
+        int rc = check_token(lock_tokens[i], err);
+        if (rc != DURO_OK)
+            return rc;
+    }
+    duro__sqlite_provider *p = sqlite_of(base);
+    duro__sqlite_conn *c = duro__sqlite_reader_acquire(p);
+    sqlite3_stmt *s = duro__sqlite_stmt(p, c, DURO__SQL_BEGIN_READ, op, err);
+    int rc = s != NULL ? duro__sqlite_run(p, c, s, op, err) : err->code;
+    for (size_t i = 0; i < count && rc == DURO_OK; i++) {
+        int64_t id;
+        held[i] = 0;
+        if (parse_token(lock_tokens[i], 'w', &id) != 0)
+            continue;
+        s = duro__sqlite_stmt(p, c, DURO__SQL_WQ_HELD, op, err);
+        if (s == NULL) {
+            rc = err->code;
+            break;
+        }
+        duro__sqlite_bind_i64(c, s, 1, id);
+        duro__sqlite_bind_text(c, s, 2, lock_tokens[i]);
+        int step = duro__sqlite_step(p, c, s);
+        if (step == SQLITE_ROW)
+            held[i] = 1;
+        else if (step != SQLITE_DONE)
+            rc = duro__sqlite_error(c, step, op, err);
+        sqlite3_reset(s);
+    }
+    duro__sqlite_reader_release(p, c);
+    return rc;
+}
+
 /* ack_work_item, and with `next` the fetch of the next item in the same
  * transaction (ack_and_fetch_work_item). */
 static int ack_work(duro_provider *base, const char *lock_token,
