@@ -905,7 +905,7 @@ struct duro_provider {
      * token still holds it (an expired lock that no other fetch took still
      * holds it, as for renew), else 0 - the row is gone (acked, or deleted
      * by a turn that cancelled the activity) or another fetch took it. A
-     * pure read on one snapshot at the cost of one keyed lookup per token:
+     * pure read at the cost of one keyed lookup per token:
      * it writes nothing and extends no lock, so a runtime may call it at
      * its poll interval to learn of a cancellation decided in another
      * process long before its next renewal (which stays the fallback, and

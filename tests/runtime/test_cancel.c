@@ -934,45 +934,63 @@ TEST(client_enqueues_wake_the_runtime_in_the_same_process)
     finish(&f);
 }
 
-/* Another runtime on the same file (and its own provider) runs the
- * activity: it learns of the cancellation when its renewal finds the row
- * gone, and reads the reason the cancelling turn recorded. */
-TEST(cross_runtime_cancel_through_renewal)
+/* Two runtimes on one file, each with its own provider (as two processes
+ * would be): a runs orchestrations only, b only the Block activity, with
+ * the given renewal and poll intervals. Returns when both have started. */
+static void setup_cross(rt_fixture *a, rt_fixture *b, const char *db,
+                        int64_t lock_timeout_ms, int64_t renewal_ms,
+                        int64_t poll_ms)
 {
-    rt_fixture a, b;
-    setup(&a, "c_cross.db");
-    /* b shares the store but registers only the activity */
-    memset(&b, 0, sizeof(b));
-    b.url = a.url;
-    CHECK_OK(duro_registry_create(&b.reg));
-    CHECK_OK(duro_registry_add_activity(b.reg, "Block", act_block, NULL));
-    rt_default_options(&b.opts);
-    b.opts.lock_renewal_ms = 100;
-    /* polls no more often than renewals: no check of the rows between
-     * them, so the renewal is what tells (the fallback) */
-    b.opts.poll_interval_ms = b.opts.lock_renewal_ms;
-    b.opts.orchestration_concurrency = 0; /* activities only */
-    /* a runs orchestrations only */
-    duro_registry_destroy(a.reg);
-    CHECK_OK(duro_registry_create(&a.reg));
+    setup(a, db);
+    memset(b, 0, sizeof(*b));
+    b->url = a->url;
+    CHECK_OK(duro_registry_create(&b->reg));
+    CHECK_OK(duro_registry_add_activity(b->reg, "Block", act_block, NULL));
+    rt_default_options(&b->opts);
+    if (lock_timeout_ms > 0)
+        b->opts.worker_lock_timeout_ms = lock_timeout_ms;
+    b->opts.lock_renewal_ms = renewal_ms;
+    b->opts.poll_interval_ms = poll_ms;
+    b->opts.orchestration_concurrency = 0; /* activities only */
+    duro_registry_destroy(a->reg);
+    CHECK_OK(duro_registry_create(&a->reg));
     CHECK_OK(
-        duro_registry_add_orchestration(a.reg, "One", NULL, orch_one, NULL));
-    a.opts.worker_concurrency = 0;
-    start(&a);
-    start(&b);
-    rt_start_instance(&a, "x", "One", "Block");
+        duro_registry_add_orchestration(a->reg, "One", NULL, orch_one, NULL));
+    a->opts.worker_concurrency = 0; /* orchestrations only */
+    start(a);
+    start(b);
+}
+
+/* b's activity is cancelled by a's turn; returns b's lock renewal failures
+ * after checking the reason it saw was the decided one. */
+static uint64_t cancel_across(rt_fixture *a, rt_fixture *b)
+{
+    rt_start_instance(a, "x", "One", "Block");
     WAIT_UNTIL(atomic_load(&seen.started) == 1, 30000);
-    CHECK_OK(duro_client_cancel(a.client, "x", NULL, NULL));
-    WAIT_UNTIL(atomic_load(&seen.cancel_seen) == 1, 20000);
+    CHECK_OK(duro_client_cancel(a->client, "x", "stop it", "user:test"));
+    WAIT_UNTIL(atomic_load(&seen.cancel_seen) == 1, 30000);
     CHECK_EQ(atomic_load(&seen.started), 1);
     CHECK_EQ(reason_seen(DURO_REASON_INSTANCE_CANCELLED), 1);
     CHECK_EQ(reason_seen("lock_lost"), 0);
+    rt_wait_status(a, "x", DURO_STATUS_CANCELLED, 30000);
     duro_metrics m;
-    rt_final_metrics(&b, &m);
-    CHECK_EQ(m.lock_renewal_failures, 1);
-    rt_done(&b);
-    rt_done(&a);
+    rt_final_metrics(b, &m);
+    rt_done(b);
+    rt_done(a);
     close_wrappers();
+    return m.lock_renewal_failures;
+}
+
+/* Another runtime on the same file (and its own provider) runs the
+ * activity: it learns of the cancellation when its renewal finds the row
+ * gone, and reads the reason the cancelling turn recorded. It polls no more
+ * often than it renews, so no check of the rows runs between renewals: the
+ * renewal is what tells (the fallback). */
+TEST(cross_runtime_cancel_through_renewal)
+{
+    rt_fixture a, b;
+    setup_cross(&a, &b, "c_cross.db", 0, 100, 100);
+    CHECK_EQ(cancel_across(&a, &b), 1);
 }
 
 /* The same, with renewals far apart: the runtime running the activity
@@ -982,36 +1000,8 @@ TEST(cross_runtime_cancel_through_renewal)
 TEST(cross_runtime_cancel_noticed_by_the_poll_check)
 {
     rt_fixture a, b;
-    setup(&a, "c_cross_check.db");
-    memset(&b, 0, sizeof(b));
-    b.url = a.url;
-    CHECK_OK(duro_registry_create(&b.reg));
-    CHECK_OK(duro_registry_add_activity(b.reg, "Block", act_block, NULL));
-    rt_default_options(&b.opts);
-    b.opts.worker_lock_timeout_ms = 120000;
-    b.opts.lock_renewal_ms = 60000; /* not within this test */
-    b.opts.poll_interval_ms = 50;
-    b.opts.orchestration_concurrency = 0;
-    duro_registry_destroy(a.reg);
-    CHECK_OK(duro_registry_create(&a.reg));
-    CHECK_OK(
-        duro_registry_add_orchestration(a.reg, "One", NULL, orch_one, NULL));
-    a.opts.worker_concurrency = 0;
-    start(&a);
-    start(&b);
-    rt_start_instance(&a, "x", "One", "Block");
-    WAIT_UNTIL(atomic_load(&seen.started) == 1, 30000);
-    CHECK_OK(duro_client_cancel(a.client, "x", "stop it", "user:test"));
-    WAIT_UNTIL(atomic_load(&seen.cancel_seen) == 1, 30000);
-    CHECK_EQ(reason_seen(DURO_REASON_INSTANCE_CANCELLED), 1);
-    CHECK_EQ(reason_seen("lock_lost"), 0);
-    rt_wait_status(&a, "x", DURO_STATUS_CANCELLED, 30000);
-    duro_metrics m;
-    rt_final_metrics(&b, &m);
-    CHECK_EQ(m.lock_renewal_failures, 0); /* no renewal told it */
-    rt_done(&b);
-    rt_done(&a);
-    close_wrappers();
+    setup_cross(&a, &b, "c_cross_check.db", 120000, 60000, 50);
+    CHECK_EQ(cancel_across(&a, &b), 0); /* no renewal told it */
 }
 
 /* Completion and cancellation race: whichever commits first wins; history

@@ -103,6 +103,8 @@ void jset_time(json_t *obj, const char *key, int64_t ms);
 void jset(json_t *obj, const char *key, json_t *value); /* steals value */
 /* An instance's JSON object. */
 json_t *json_instance(const duro_instance_info *info);
+/* A bulk result (cancel by query, purge): {"dry_run","count","ids"}. */
+json_t *json_bulk(const duro_bulk_result *r, int dry_run);
 /* Prints @p doc (indented, a newline after) on stdout and frees it. 0, or
  * -1 when it could not be written. */
 int json_print(json_t *doc);
@@ -118,6 +120,9 @@ const char *text_duration(int64_t ms, char *buf, size_t size);
 /* A one-line rendering of @p s at most @p max characters (code points):
  * control characters escaped, cut with "…". "-" for NULL. */
 const char *text_short(const char *s, size_t max, char *buf, size_t size);
+/* The ids of a bulk result, one per line, the first 50 (with a note on
+ * the rest). */
+void text_bulk_ids(const duro_bulk_result *r);
 /* Display width (code points) of UTF-8 @p s. */
 size_t text_width(const char *s);
 /* Prints @p s padded to @p width columns. */

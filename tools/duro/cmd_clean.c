@@ -6,8 +6,6 @@
 
 #include "cli.h"
 
-#define HUMAN_IDS_MAX 50
-
 static const char delete_help[] =
     "usage: duro delete ID... [--force] [--json]\n"
     "\n"
@@ -152,22 +150,11 @@ int cmd_purge(cli *c, int argc, char **argv)
     if (rc != DURO_OK)
         return cli_error_rc(c, rc, "purging");
     if (c->json) {
-        json_t *ids = json_array();
-        for (size_t i = 0; i < r->id_count; i++)
-            json_array_append_new(ids, jstr(r->ids[i]));
-        json_t *doc = json_object();
-        jset(doc, "dry_run", json_boolean(dry_run));
-        jset(doc, "count", jint((int64_t)r->count));
-        jset(doc, "ids", ids);
-        json_print(doc);
+        json_print(json_bulk(r, dry_run));
     } else {
         printf("%s %llu instance%s\n", dry_run ? "would purge" : "purged",
                (unsigned long long)r->count, r->count == 1 ? "" : "s");
-        for (size_t i = 0; i < r->id_count && i < HUMAN_IDS_MAX; i++)
-            printf("  %s\n", r->ids[i]);
-        if (r->id_count > HUMAN_IDS_MAX)
-            printf("  ... and %zu more (--json lists them all)\n",
-                   r->id_count - HUMAN_IDS_MAX);
+        text_bulk_ids(r);
     }
     duro_bulk_result_free(r);
     return EXIT_OK;

@@ -163,3 +163,15 @@ int json_print(json_t *doc)
         return -1;
     return 0;
 }
+
+json_t *json_bulk(const duro_bulk_result *r, int dry_run)
+{
+    json_t *ids = json_array();
+    for (size_t i = 0; i < r->id_count; i++)
+        json_array_append_new(ids, jstr(r->ids[i]));
+    json_t *doc = json_object();
+    jset(doc, "dry_run", json_boolean(dry_run));
+    jset(doc, "count", jint((int64_t)r->count));
+    jset(doc, "ids", ids);
+    return doc;
+}

@@ -160,3 +160,14 @@ const char *text_dim(const cli *c)
 {
     return c->color ? "\033[2m" : "";
 }
+
+#define BULK_IDS_SHOWN 50
+
+void text_bulk_ids(const duro_bulk_result *r)
+{
+    for (size_t i = 0; i < r->id_count && i < BULK_IDS_SHOWN; i++)
+        printf("  %s\n", r->ids[i]);
+    if (r->id_count > BULK_IDS_SHOWN)
+        printf("  ... and %zu more (--json lists them all)\n",
+               r->id_count - BULK_IDS_SHOWN);
+}
