@@ -122,3 +122,11 @@ if(DURO_POSTGRES)
     ${DURO_PV_DIR}/faulty_provider.c LABELS provider)
   target_include_directories(test_provider_postgres PRIVATE ${DURO_PV_DIR})
 endif()
+
+# A cancellation decided in one process reaches an activity running in
+# another through the provider's notification (wait_for_cancellations),
+# with polls and renewals a minute apart.
+if(DURO_POSTGRES)
+  duro_pg_test(test_pg_cancel ${CMAKE_CURRENT_LIST_DIR}/test_pg_cancel.c
+    LABELS runtime)
+endif()

@@ -596,6 +596,9 @@ void duro__pg_reader_release(duro__pg_provider *p, duro__pg_conn *c);
 /* Wakes wait_for_work on `queue` after a commit that made `items` items
  * fetchable: one waiter per item (all waiters when items > 1). */
 void duro__pg_signal(duro__pg_provider *p, duro_queue queue, size_t items);
+/* Work items were cancelled by a commit: wakes wait_for_cancellations here
+ * and, through the listener, in every process. */
+void duro__pg_signal_cancels(duro__pg_provider *p, size_t items);
 /* Records the wake generation of `queue` before a fetch, so a wait after an
  * empty fetch notices work committed in between. */
 void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue);

@@ -26,7 +26,8 @@
  * of its own (outside the pool) that LISTENs on the channel "duro_<schema>".
  * A commit that adds or releases work marks its queue pending and pokes
  * the thread through a pipe; the thread sends one pg_notify with the
- * pending queues ("o", "w", "ow") after the commit, never inside a queue
+ * pending queues ("o", "w", "ow"; "c" for cancelled work items, which
+ * wait_for_cancellations waits for) after the commit, never inside a queue
  * transaction (NOTIFY takes a database-wide lock at commit), so bursts of
  * commits coalesce into few notifications. A notification from another
  * backend raises the queues' generations like a local commit. When the
@@ -35,14 +36,21 @@
  * been announced meanwhile). Lock order: the notifier's lock is never held
  * while running SQL. */
 
+/* The third wait channel beside the two duro_queue values: work items
+ * cancelled (deleted) by a turn, for wait_for_cancellations. */
+#define CANCELS 2
+
 typedef struct duro__pg_notifier {
     char *key;       /* "schema@conninfo" */
+    pid_t pid;       /* the process it serves: a child after fork() has no
+                        listener thread and makes its own */
     int refs;        /* under registry_lock */
     uint64_t serial; /* unique, for the thread-local wait state */
     pthread_mutex_t lock;
-    pthread_cond_t cond[2];         /* per duro_queue */
-    _Atomic uint64_t generation[2]; /* raised after each commit that adds or
-                                       releases work, and by wake() */
+    pthread_cond_t cond[3];         /* per duro_queue, then CANCELS */
+    _Atomic uint64_t generation[3]; /* raised after each commit that adds or
+                                       releases work (or cancels work
+                                       items: CANCELS), and by wake() */
     struct duro__pg_notifier *next;
     /* the listener */
     char *conninfo;
@@ -52,7 +60,7 @@ typedef struct duro__pg_notifier {
     int has_thread;
     _Atomic int stop;          /* the listener ends */
     _Atomic int listening;     /* LISTEN is in effect */
-    _Atomic int pending[2];    /* local commits to announce, per queue */
+    _Atomic int pending[3];    /* local commits to announce, per queue */
     _Atomic uint64_t received; /* notifications from other backends */
 } notifier;
 
@@ -91,11 +99,13 @@ static void drain(notifier *n, PGconn *c)
     while ((note = PQnotifies(c)) != NULL) {
         if (note->be_pid != self) {
             atomic_fetch_add(&n->received, 1);
-            const char *x = note->extra != NULL ? note->extra : "ow";
+            const char *x = note->extra != NULL ? note->extra : "owc";
             if (strchr(x, 'o') != NULL)
                 bump(n, DURO_QUEUE_ORCHESTRATOR);
             if (strchr(x, 'w') != NULL)
                 bump(n, DURO_QUEUE_WORKER);
+            if (strchr(x, 'c') != NULL)
+                bump(n, CANCELS);
         }
         PQfreemem(note);
     }
@@ -152,16 +162,17 @@ static void *listener_main(void *arg)
             /* anything announced while not listening is lost: look again */
             bump(n, DURO_QUEUE_ORCHESTRATOR);
             bump(n, DURO_QUEUE_WORKER);
+            bump(n, CANCELS);
         }
         int o = atomic_exchange(&n->pending[DURO_QUEUE_ORCHESTRATOR], 0);
         int w = atomic_exchange(&n->pending[DURO_QUEUE_WORKER], 0);
-        if (o || w) {
-            char sql[128];
+        int x = atomic_exchange(&n->pending[CANCELS], 0);
+        if (o || w || x) {
+            char sql[128], what[4];
+            snprintf(what, sizeof(what), "%s%s%s", o ? "o" : "", w ? "w" : "",
+                     x ? "c" : "");
             snprintf(sql, sizeof(sql), "SELECT pg_notify('%s', '%s')",
-                     n->channel,
-                     o && w ? "ow"
-                     : o    ? "o"
-                            : "w");
+                     n->channel, what);
             PQclear(PQexec(c, sql));
         }
         drain(n, c);
@@ -206,8 +217,9 @@ static notifier *notifier_new(const char *key, const duro__pg_provider *p)
     n->refs = 1;
     n->serial = atomic_fetch_add(&next_serial, 1);
     pthread_mutex_init(&n->lock, NULL);
-    duro__cond_init_monotonic(&n->cond[0]);
-    duro__cond_init_monotonic(&n->cond[1]);
+    for (int q = 0; q < 3; q++)
+        duro__cond_init_monotonic(&n->cond[q]);
+    n->pid = getpid();
     n->pipe_fd[0] = n->pipe_fd[1] = -1;
     /* Without a pipe or a thread, waits poll: slower, still correct. */
     if (pipe2(n->pipe_fd, O_NONBLOCK | O_CLOEXEC) != 0) {
@@ -232,7 +244,8 @@ static notifier *notifier_attach(duro__pg_provider *p)
     snprintf(key, size, "%s@%s", p->cfg.schema, p->cfg.conninfo);
     pthread_mutex_lock(&registry_lock);
     notifier *n = registry;
-    while (n != NULL && strcmp(n->key, key) != 0)
+    pid_t self = getpid();
+    while (n != NULL && (n->pid != self || strcmp(n->key, key) != 0))
         n = n->next;
     if (n != NULL) {
         n->refs++;
@@ -272,8 +285,8 @@ static void notifier_detach(notifier *n)
     }
     duro__free(n->conninfo);
     pthread_mutex_destroy(&n->lock);
-    pthread_cond_destroy(&n->cond[0]);
-    pthread_cond_destroy(&n->cond[1]);
+    for (int q = 0; q < 3; q++)
+        pthread_cond_destroy(&n->cond[q]);
     duro__free(n->key);
     duro__free(n);
 }
@@ -305,7 +318,19 @@ void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue)
     fetch_seen.valid[queue] = 1;
 }
 
+static void signal_index(duro__pg_provider *p, int queue, size_t items);
+
 void duro__pg_signal(duro__pg_provider *p, duro_queue queue, size_t items)
+{
+    signal_index(p, (int)queue, items);
+}
+
+void duro__pg_signal_cancels(duro__pg_provider *p, size_t items)
+{
+    signal_index(p, CANCELS, items);
+}
+
+static void signal_index(duro__pg_provider *p, int queue, size_t items)
 {
     notifier *n = p->notifier;
     if (n == NULL || items == 0)
@@ -380,6 +405,42 @@ static int pg_wait_for_work(duro_provider *base, duro_queue queue,
     return DURO_OK;
 }
 
+/* The CANCELS generation this thread saw at its last wait_for_cancellations,
+ * so a cancellation committed between two waits ends the second at once. */
+static _Thread_local struct {
+    uint64_t serial;
+    uint64_t generation;
+    int valid;
+} cancels_seen;
+
+static int pg_wait_for_cancellations(duro_provider *base, int64_t max_wait_ms,
+                                     duro_error *err)
+{
+    duro_error local;
+    DURO__PG_ERR_INIT(err, local);
+    duro__pg_provider *p = pg_of(base);
+    notifier *n = p->notifier;
+    pthread_mutex_lock(&n->lock);
+    uint64_t seen = atomic_load(&n->generation[CANCELS]);
+    if (cancels_seen.valid && cancels_seen.serial == n->serial)
+        seen = cancels_seen.generation;
+    if (max_wait_ms > 0) {
+        struct timespec deadline;
+        duro__deadline_ts(&deadline, max_wait_ms);
+        while (!atomic_load(&p->wake_sticky) &&
+               atomic_load(&n->generation[CANCELS]) == seen) {
+            if (pthread_cond_timedwait(&n->cond[CANCELS], &n->lock,
+                                       &deadline) == ETIMEDOUT)
+                break;
+        }
+    }
+    cancels_seen.serial = n->serial;
+    cancels_seen.generation = atomic_load(&n->generation[CANCELS]);
+    cancels_seen.valid = 1;
+    pthread_mutex_unlock(&n->lock);
+    return DURO_OK;
+}
+
 static void pg_wake(duro_provider *base, int sticky)
 {
     duro__pg_provider *p = pg_of(base);
@@ -388,7 +449,7 @@ static void pg_wake(duro_provider *base, int sticky)
     /* Other providers on the same file see a spurious return, which the
      * contract allows. */
     pthread_mutex_lock(&n->lock);
-    for (int q = 0; q < 2; q++) {
+    for (int q = 0; q < 3; q++) {
         atomic_fetch_add(&n->generation[q], 1);
         pthread_cond_broadcast(&n->cond[q]);
     }
@@ -446,6 +507,7 @@ static void fill_methods(duro_provider *m)
     m->purge_instances = duro__pg_purge_instances;
     m->read_store_stats = duro__pg_read_store_stats;
     m->check_work_item_locks = duro__pg_check_work_item_locks;
+    m->wait_for_cancellations = pg_wait_for_cancellations;
 }
 
 static int open_pool(duro__pg_provider *p, duro_error *err)

@@ -1106,6 +1106,7 @@ static int ack_orch(duro_provider *base, const char *lock_token,
     duro__pg_signal(p, DURO_QUEUE_WORKER, ack->worker_item_count);
     duro__pg_signal(p, DURO_QUEUE_ORCHESTRATOR,
                     ack->orchestrator_item_count + (queued ? 1 : 0));
+    duro__pg_signal_cancels(p, ack->cancelled_activity_count);
     if (next != NULL)
         *next = item;
     return DURO_OK;
