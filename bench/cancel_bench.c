@@ -120,15 +120,24 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* --url: a PostgreSQL server to run on instead of SQLite files; each
+ * workload gets a schema of its own. */
+static const char *base_url;
+
+static const char *provider_name(void)
+{
+    return base_url != NULL ? "postgres" : "sqlite";
+}
+
 static void report(const char *workload, const char *variant, double *ms, int n)
 {
     qsort(ms, (size_t)n, sizeof(double), cmp_double);
     double p50 = n ? ms[n / 2] : 0, p99 = n ? ms[(n * 99) / 100] : 0,
            max = n ? ms[n - 1] : 0;
     printf("{\"bench\":\"cancel\",\"workload\":\"%s\",%s\"provider\":"
-           "\"sqlite\",\"samples\":%d,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
+           "\"%s\",\"samples\":%d,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
            "\"max_ms\":%.3f}\n",
-           workload, variant, n, p50, p99, max);
+           workload, variant, provider_name(), n, p50, p99, max);
     fflush(stdout);
 }
 
@@ -146,8 +155,31 @@ static const char *db_path(const char *dir, const char *name)
     return b;
 }
 
+/* The store URL of a workload: its SQLite file, or a fresh schema
+ * ("bench_<pid>_<name without .db>") on the --url server. */
+static void store_url(const char *path, char *out, size_t size)
+{
+    if (base_url == NULL) {
+        snprintf(out, size, "sqlite:%s", path);
+        return;
+    }
+    const char *name = strrchr(path, '/');
+    name = name != NULL ? name + 1 : path;
+    char schema[64];
+    int n =
+        snprintf(schema, sizeof(schema), "bench_%ld_%s", (long)getpid(), name);
+    char *dot = strstr(schema, ".db");
+    if (dot != NULL)
+        *dot = '\0';
+    (void)n;
+    snprintf(out, size, "%s%cschema=%s", base_url,
+             strchr(base_url, '?') ? '&' : '?', schema);
+}
+
 static void remove_db(const char *path)
 {
+    if (base_url != NULL)
+        return; /* a schema of its own: nothing to remove */
     char p[600];
     unlink(path);
     snprintf(p, sizeof(p), "%s-wal", path);
@@ -212,7 +244,7 @@ static void bench_same_process(const char *dir, int samples)
     const char *path = db_path(dir, "cancel_same.db");
     remove_db(path);
     char url[600];
-    snprintf(url, sizeof(url), "sqlite:%s", path);
+    store_url(path, url, sizeof(url));
     reset_shared();
     duro_registry *r = make_registry(1, 1);
     duro_runtime *rt;
@@ -256,7 +288,7 @@ static void bench_cross_process(const char *dir, int samples, int short_lock)
         db_path(dir, short_lock ? "cancel_cross_short.db" : "cancel_cross.db");
     remove_db(path);
     char url[600];
-    snprintf(url, sizeof(url), "sqlite:%s", path);
+    store_url(path, url, sizeof(url));
     reset_shared();
     duro_runtime_options o;
     duro_runtime_options_init(&o);
@@ -314,7 +346,7 @@ static void bench_select_loser(const char *dir, int samples)
     const char *path = db_path(dir, "cancel_select.db");
     remove_db(path);
     char url[600];
-    snprintf(url, sizeof(url), "sqlite:%s", path);
+    store_url(path, url, sizeof(url));
     reset_shared();
     duro_registry *r = make_registry(1, 1);
     duro_runtime *rt;
@@ -391,7 +423,7 @@ static void bench_mass_cancel(const char *dir, int n)
     const char *path = db_path(dir, "cancel_mass.db");
     remove_db(path);
     char url[600];
-    snprintf(url, sizeof(url), "sqlite:%s", path);
+    store_url(path, url, sizeof(url));
     reset_shared();
     duro_registry *r = make_registry(1, 1);
     duro_runtime_options o;
@@ -425,9 +457,10 @@ static void bench_mass_cancel(const char *dir, int n)
         if (sh->observe_ns[i] < first)
             first = sh->observe_ns[i];
     printf("{\"bench\":\"cancel\",\"workload\":\"mass_cancel\",\"provider\":"
-           "\"sqlite\",\"samples\":%d,\"running\":%d,\"first_observed_ms\":"
+           "\"%s\",\"samples\":%d,\"running\":%d,\"first_observed_ms\":"
            "%.3f,\"ms\":%.3f}\n",
-           n, n, (double)(first - t0) / 1e6, (double)(all_observed - t0) / 1e6);
+           provider_name(), n, n, (double)(first - t0) / 1e6,
+           (double)(all_observed - t0) / 1e6);
     fflush(stdout);
     duro_client_destroy(c);
     duro_runtime_destroy(rt);
@@ -451,10 +484,13 @@ int main(int argc, char **argv)
             mass = atoi(argv[++i]);
         else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
             snprintf(dir, sizeof(dir), "%s", argv[++i]);
+        else if (strcmp(argv[i], "--url") == 0 && i + 1 < argc)
+            base_url = argv[++i];
         else {
             fprintf(stderr, "usage: cancel_bench [--workload same_process|"
                             "cross_process|select_loser|mass_cancel|all] "
-                            "[--samples N] [--mass N] [--dir PATH]\n");
+                            "[--samples N] [--mass N] [--dir PATH] "
+                            "[--url postgresql://...]\n");
             return 2;
         }
     }

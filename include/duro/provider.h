@@ -905,7 +905,7 @@ struct duro_provider {
      * token still holds it (an expired lock that no other fetch took still
      * holds it, as for renew), else 0 - the row is gone (acked, or deleted
      * by a turn that cancelled the activity) or another fetch took it. A
-     * pure read on one snapshot at the cost of one keyed lookup per token:
+     * pure read at the cost of one keyed lookup per token:
      * it writes nothing and extends no lock, so a runtime may call it at
      * its poll interval to learn of a cancellation decided in another
      * process long before its next renewal (which stays the fallback, and
@@ -916,6 +916,19 @@ struct duro_provider {
     int (*check_work_item_locks)(duro_provider *p,
                                  const char *const *lock_tokens, size_t count,
                                  unsigned char *held, duro_error *err);
+
+    /* Blocks until an ack in any process sharing the store has cancelled
+     * work items (deleted their rows: an ack_orchestration_item with
+     * cancelled_activities, a bulk or single cancel that ended an instance
+     * with running activities), or max_wait_ms passes, or wake() is called.
+     * Spurious returns are allowed; DURO_OK in every case but failure of
+     * the store. A runtime waits here to run check_work_item_locks at once
+     * instead of at its poll interval, so a cancellation decided in another
+     * process reaches a running activity in milliseconds. A provider
+     * without a cross-process notification leaves it NULL (callers then
+     * check at their poll interval). */
+    int (*wait_for_cancellations)(duro_provider *p, int64_t max_wait_ms,
+                                  duro_error *err);
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

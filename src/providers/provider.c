@@ -1,8 +1,72 @@
-/* provider.c - opens a provider from a database URL by its scheme. */
+/* provider.c - opens a provider from a database URL by its scheme, and
+ * masks the password of a URL for messages. Any thread. */
+#include <stdio.h>
 #include <string.h>
 
 #include "base/base.h"
 #include "providers/providers.h"
+
+/* Appends n bytes of s to out[size] at *len, truncating (always
+ * terminated). */
+static void put(char *out, size_t size, size_t *len, const char *s, size_t n)
+{
+    if (size == 0)
+        return;
+    for (size_t i = 0; i < n && *len + 1 < size; i++)
+        out[(*len)++] = s[i];
+    out[*len] = '\0';
+}
+
+size_t duro__mask_url(const char *url, char *out, size_t size)
+{
+    size_t len = 0;
+    if (size > 0)
+        out[0] = '\0';
+    if (url == NULL)
+        return 0;
+    const char *query = strchr(url, '?');
+    const char *end = query != NULL ? query : url + strlen(url);
+    const char *start = strstr(url, "://");
+    const char *at = NULL;
+    if (start != NULL && start < end) {
+        start += 3;
+        /* The userinfo ends at the LAST '@' before the query: a password
+         * holding an unescaped '@' or '/' is still masked whole. */
+        for (const char *s = start; s < end; s++)
+            if (*s == '@')
+                at = s;
+    }
+    if (at != NULL) {
+        const char *colon = memchr(start, ':', (size_t)(at - start));
+        if (colon != NULL) {
+            put(out, size, &len, url, (size_t)(colon + 1 - url));
+            put(out, size, &len, "***", 3);
+            put(out, size, &len, at, (size_t)(end - at));
+        } else {
+            put(out, size, &len, url, (size_t)(end - url));
+        }
+    } else {
+        put(out, size, &len, url, (size_t)(end - url));
+    }
+    if (query == NULL)
+        return len;
+    /* password=... among the parameters */
+    const char *s = query;
+    while (*s != '\0') {
+        const char *next = strchr(s + 1, '&');
+        const char *stop = next != NULL ? next : s + strlen(s);
+        const char *key = s + 1; /* after '?' or '&' */
+        put(out, size, &len, s, 1);
+        if ((size_t)(stop - key) >= 9 && strncmp(key, "password=", 9) == 0) {
+            put(out, size, &len, key, 9);
+            put(out, size, &len, "***", 3);
+        } else {
+            put(out, size, &len, key, (size_t)(stop - key));
+        }
+        s = stop;
+    }
+    return len;
+}
 
 int duro_provider_open(const char *url, duro_provider **out, duro_error *err)
 {
@@ -15,14 +79,25 @@ int duro_provider_open(const char *url, duro_provider **out, duro_error *err)
     if (strncmp(url, "sqlite:", 7) == 0)
         return duro__sqlite_open(url + 7, out, err);
     if (strncmp(url, "postgres://", 11) == 0 ||
-        strncmp(url, "postgresql://", 13) == 0)
+        strncmp(url, "postgresql://", 13) == 0) {
+#ifdef DURO_HAVE_POSTGRES
+        return duro__pg_open(url, out, err);
+#else
+        /* Not even the scheme's rest is echoed: it may hold a password. */
         return duro_error_set(err, DURO_UNSUPPORTED, 0,
-                              "the PostgreSQL provider is not built yet: %s",
-                              url);
+                              "this libduro was built without the PostgreSQL "
+                              "provider (DURO_POSTGRES=OFF or libpq not "
+                              "found)");
+#endif
+    }
+    /* A mistyped scheme may still carry a password. */
+    char shown[512];
+    duro__mask_url(url, shown, sizeof(shown));
     return duro_error_set(err, DURO_BAD_URL, 0,
                           "unknown database URL scheme in '%s' (expected "
-                          "sqlite:path or sqlite::memory:)",
-                          url);
+                          "sqlite:path, sqlite::memory:, postgres://... or "
+                          "postgresql://...)",
+                          shown);
 }
 
 void duro_provider_close(duro_provider *p)

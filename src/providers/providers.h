@@ -9,4 +9,15 @@
  * optionally followed by "?key=value&...". */
 int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err);
 
+/* Copies url into out[size] (always terminated, cut to fit) with its
+ * password replaced by "***": the userinfo's (scheme://user:***@host/...,
+ * up to the last '@' before the query) and a password=... parameter.
+ * Returns the length written. Any thread. */
+size_t duro__mask_url(const char *url, char *out, size_t size);
+
+/* `url` is the whole postgres:// or postgresql:// URL (libpq's connection
+ * URI plus duro's own parameters: schema, pool, max_history,
+ * max_payload). */
+int duro__pg_open(const char *url, duro_provider **out, duro_error *err);
+
 #endif

@@ -87,6 +87,9 @@ struct duro__manager {
     pthread_t thread;
     int running;
     int64_t next_check_ms; /* monotonic: the next check_held; manager only */
+    _Atomic int check_now; /* the watcher heard of a cancellation */
+    pthread_t watcher;     /* waits on wait_for_cancellations */
+    int watching;
     recent_cancel recent[RECENT_CANCELS]; /* ring, oldest overwritten */
     size_t recent_next;
 };
@@ -708,13 +711,18 @@ static void renew_due(duro_runtime *rt)
     }
 }
 
-/* Whether the manager checks its rows between renewals: a provider that
- * can (version 4, check_work_item_locks) and renewals rarer than polls. */
-static int checks_held(const duro_runtime *rt)
+/* Whether the provider can check rows (version 4, check_work_item_locks). */
+static int can_check(const duro_runtime *rt)
 {
     const duro_provider *p = rt->provider;
-    return p->version >= 4 && p->check_work_item_locks != NULL &&
-           rt->opts.poll_interval_ms < renew_interval(rt);
+    return p->version >= 4 && p->check_work_item_locks != NULL;
+}
+
+/* Whether the manager checks its rows at the poll interval, between
+ * renewals: a provider that can, and renewals rarer than polls. */
+static int checks_held(const duro_runtime *rt)
+{
+    return can_check(rt) && rt->opts.poll_interval_ms < renew_interval(rt);
 }
 
 /* Learns, at the poll interval, that a running activity's row is gone or
@@ -812,7 +820,9 @@ static void *manager_main(void *arg)
         pthread_mutex_unlock(&m->lock);
 
         renew_due(rt);
-        if (checks_held(rt) && duro__mono_ms() >= m->next_check_ms) {
+        int told = atomic_exchange(&m->check_now, 0);
+        if ((told && can_check(rt)) ||
+            (checks_held(rt) && duro__mono_ms() >= m->next_check_ms)) {
             check_held(rt);
             m->next_check_ms = duro__mono_ms() + rt->opts.poll_interval_ms;
         }
@@ -864,6 +874,8 @@ static void *manager_main(void *arg)
             next = m->next_check_ms;
         if (m->stop)
             break;
+        if (atomic_load(&m->check_now))
+            next = 0; /* told while this round ran */
         int64_t wait = next == INT64_MAX ? 60000 : next - duro__mono_ms();
         if (wait > 0) {
             struct timespec ts;
@@ -873,6 +885,40 @@ static void *manager_main(void *arg)
     }
     pthread_mutex_unlock(&m->lock);
     duro__free(give_up.items);
+    return NULL;
+}
+
+/* Waits for word of cancellations decided in any process (the provider's
+ * wait_for_cancellations) and has the manager check its in-flight rows at
+ * once when activities are running. Exits when the runtime stops (the
+ * shutdown's sticky wake() ends the wait). */
+static void *watcher_main(void *arg)
+{
+    duro_runtime *rt = arg;
+    duro__manager *m = rt->manager;
+    duro_provider *p = rt->provider;
+    duro__mark_runtime_thread();
+    while (!atomic_load(&rt->stop_flag)) {
+        duro_error err;
+        int rc = p->wait_for_cancellations(p, 1000, &err);
+        if (atomic_load(&rt->stop_flag))
+            break;
+        if (rc != DURO_OK) {
+            /* The store is unreachable; the poll-interval checks and the
+             * renewals still run. Try again after a poll interval. */
+            duro__sleep_ms(rt->opts.poll_interval_ms);
+            continue;
+        }
+        pthread_mutex_lock(&m->lock);
+        int any = 0;
+        for (duro__inflight *f = m->head; f != NULL && !any; f = f->next)
+            any = running(f) && f->grace_deadline_ms == 0;
+        if (any) {
+            atomic_store(&m->check_now, 1);
+            pthread_cond_signal(&m->cond);
+        }
+        pthread_mutex_unlock(&m->lock);
+    }
     return NULL;
 }
 
@@ -919,6 +965,15 @@ int duro__workers_start(duro_runtime *rt)
     if (pthread_create(&m->thread, NULL, manager_main, rt) != 0)
         return duro__fail(DURO_ERROR, "could not start the activity manager");
     m->running = 1;
+    duro_provider *p = rt->provider;
+    atomic_init(&m->check_now, 0);
+    if (rt->opts.worker_concurrency > 0 && p->version >= 4 &&
+        p->wait_for_cancellations != NULL && can_check(rt)) {
+        if (pthread_create(&m->watcher, NULL, watcher_main, rt) != 0)
+            return duro__fail(DURO_ERROR,
+                              "could not start the cancellation watcher");
+        m->watching = 1;
+    }
     rt->slot_count = rt->opts.worker_concurrency;
     rt->slots = duro__calloc((size_t)rt->slot_count, sizeof(slot_ctx *));
     if (rt->slots == NULL)
@@ -1008,6 +1063,10 @@ int duro__workers_stop(duro_runtime *rt, int64_t timeout_ms)
     if (m->running) {
         pthread_join(m->thread, NULL);
         m->running = 0;
+    }
+    if (m->watching) {
+        pthread_join(m->watcher, NULL);
+        m->watching = 0;
     }
     for (int i = 0; i < rt->slot_count; i++) {
         slot_ctx *s = rt->slots ? rt->slots[i] : NULL;

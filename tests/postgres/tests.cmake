@@ -108,3 +108,25 @@ endfunction()
 # The infrastructure itself, without the provider: connect, version, and
 # the FOR UPDATE SKIP LOCKED claims the provider's queues will use.
 duro_pg_test(test_pg_smoke ${CMAKE_CURRENT_LIST_DIR}/test_pg_smoke.c)
+
+# The PostgreSQL provider (DURO_POSTGRES builds): URL parsing and password
+# masking without a server; the provider validation suite, each test on a
+# fresh schema, plus what only a server database has
+# (tests/provider_validation/main_postgres.c), on the fixture's server.
+if(DURO_POSTGRES)
+  duro_add_test(test_postgres_url LABELS unit
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_postgres_url.c)
+  set(DURO_PV_DIR ${PROJECT_SOURCE_DIR}/tests/provider_validation)
+  duro_pg_test(test_provider_postgres
+    ${DURO_PV_DIR}/main_postgres.c ${DURO_PV_DIR}/validation.c
+    ${DURO_PV_DIR}/faulty_provider.c LABELS provider)
+  target_include_directories(test_provider_postgres PRIVATE ${DURO_PV_DIR})
+endif()
+
+# A cancellation decided in one process reaches an activity running in
+# another through the provider's notification (wait_for_cancellations),
+# with polls and renewals a minute apart.
+if(DURO_POSTGRES)
+  duro_pg_test(test_pg_cancel ${CMAKE_CURRENT_LIST_DIR}/test_pg_cancel.c
+    LABELS runtime)
+endif()

@@ -800,6 +800,14 @@ static int faulty_check_work_item_locks(duro_provider *p,
                   err);
 }
 
+/* Passed through: the waits it tells of are not faults of their own. */
+static int faulty_wait_for_cancellations(duro_provider *p, int64_t max_wait_ms,
+                                         duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    return fp->inner->wait_for_cancellations(fp->inner, max_wait_ms, err);
+}
+
 static void faulty_wake(duro_provider *p, int sticky)
 {
     faulty_provider *fp = from(p);
@@ -863,6 +871,7 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
         FORWARD(purge_instances);
         FORWARD(read_store_stats);
         FORWARD(check_work_item_locks);
+        FORWARD(wait_for_cancellations);
     }
     return &fp->base;
 }

@@ -1,0 +1,735 @@
+/* pg_bulk.c - the PostgreSQL provider's operations on many instances:
+ * cancel_instances (one transaction, set-based through text[] arrays) and
+ * the two sweeps, cancel_matching and purge_instances, which read their set
+ * page by page on one REPEATABLE READ snapshot and handle it in write
+ * transactions of at most DURO_BULK_BATCH_MAX instances. Any thread. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "providers/postgres/pg_internal.h"
+
+#define BATCH DURO_BULK_BATCH_MAX
+
+static duro__pg_provider *pg_of(duro_provider *p)
+{
+    return (duro__pg_provider *)p;
+}
+
+/* ---- arrays of ids ------------------------------------------------------
+ * cancel_instances and a purge's deletes name their instances in one text[]
+ * literal ({"a","b"}: quotes and backslashes escaped); a sweep's batch is a
+ * JSON array of [id, created_ms] pairs (quotes, backslashes and control
+ * characters escaped). Either is bound as one text parameter. */
+
+typedef struct jbuf {
+    char *s;
+    size_t len, cap;
+    int oom;
+} jbuf;
+
+static void jb_reserve(jbuf *b, size_t more)
+{
+    if (b->oom || b->len + more + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more + 1) {
+        if (cap > SIZE_MAX / 2) {
+            b->oom = 1;
+            return;
+        }
+        cap *= 2;
+    }
+    char *s = duro__realloc(b->s, cap);
+    if (s == NULL) {
+        b->oom = 1;
+        return;
+    }
+    b->s = s;
+    b->cap = cap;
+}
+
+static void jb_raw(jbuf *b, const char *v, size_t n)
+{
+    jb_reserve(b, n);
+    if (b->oom)
+        return;
+    memcpy(b->s + b->len, v, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void jb_string(jbuf *b, const char *v)
+{
+    jb_raw(b, "\"", 1);
+    for (const unsigned char *u = (const unsigned char *)v; *u; u++) {
+        char esc[8];
+        if (*u == '"' || *u == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*u;
+            jb_raw(b, esc, 2);
+        } else if (*u < 0x20) {
+            snprintf(esc, sizeof(esc), "\\u%04x", *u);
+            jb_raw(b, esc, 6);
+        } else {
+            jb_raw(b, (const char *)u, 1);
+        }
+    }
+    jb_raw(b, "\"", 1);
+}
+
+static void jb_reset(jbuf *b)
+{
+    b->len = 0;
+    jb_raw(b, "[", 1);
+}
+
+/* An element of a text[] literal: always quoted, so NULL, spaces, braces
+ * and commas in an id are data. */
+static void ab_string(jbuf *b, const char *v)
+{
+    jb_raw(b, "\"", 1);
+    for (const char *u = v; *u; u++) {
+        if (*u == '"' || *u == '\\')
+            jb_raw(b, "\\", 1);
+        jb_raw(b, u, 1);
+    }
+    jb_raw(b, "\"", 1);
+}
+
+static void ab_reset(jbuf *b)
+{
+    b->len = 0;
+    jb_raw(b, "{", 1);
+}
+
+static void jb_sep(jbuf *b)
+{
+    if (b->len > 1)
+        jb_raw(b, ",", 1);
+}
+
+/* ---- cancel_instances ------------------------------------------------ */
+
+/* The outcome for an instance in `status` (0: no row), with `pending` a
+ * cancellation already requested. */
+static int cancel_outcome(int status, int pending)
+{
+    switch (status) {
+    case DURO_STATUS_NOT_FOUND:
+        return DURO_CANCEL_NOT_FOUND;
+    case DURO_STATUS_PENDING:
+    case DURO_STATUS_RUNNING:
+        return pending ? DURO_CANCEL_ALREADY_CANCELLED : DURO_CANCEL_CANCELLED;
+    case DURO_STATUS_CANCELLED:
+        return DURO_CANCEL_ALREADY_CANCELLED;
+    default:
+        return DURO_CANCEL_NOT_CANCELLABLE;
+    }
+}
+
+/* Runs CANCEL_IDS_ENQUEUE, _READY and _MARK for the ids in json, in that
+ * order (the last one ends what the first two select); *marked receives
+ * how many instances the request was recorded on. */
+static int cancel_ids(duro__pg_provider *p, duro__pg_conn *c, const char *json,
+                      const char *reason, const char *by, int64_t now,
+                      size_t *marked, const char *op, duro_error *err)
+{
+    static const duro__pg_stmt_id steps[] = {DURO__SQL_CANCEL_IDS_ENQUEUE,
+                                             DURO__SQL_CANCEL_IDS_READY,
+                                             DURO__SQL_CANCEL_IDS_MARK};
+    for (size_t i = 0; i < DURO__ARRAY_LEN(steps); i++) {
+        duro__pg_statement *s = duro__pg_stmt(p, c, steps[i], op, err);
+        if (s == NULL)
+            return err->code;
+        duro__pg_bind_text(c, s, 1, json);
+        duro__pg_bind_text(c, s, 2, reason);
+        duro__pg_bind_text(c, s, 3, by);
+        duro__pg_bind_i64(c, s, 4, now);
+        int rc = duro__pg_run(p, c, s, op, err);
+        if (rc != DURO_OK)
+            return rc;
+    }
+    *marked = (size_t)duro__pg_changes(c);
+    return DURO_OK;
+}
+
+/* The body of cancel_instances inside its transaction. */
+static int cancel_instances_in_transaction(duro__pg_provider *p,
+                                           duro__pg_conn *c, const char *json,
+                                           size_t count, const char *reason,
+                                           const char *by, int64_t now,
+                                           duro_cancel_result *results,
+                                           size_t *cancelled, const char *op,
+                                           duro_error *err)
+{
+    duro__pg_statement *s =
+        duro__pg_stmt(p, c, DURO__SQL_CANCEL_IDS_READ, op, err);
+    if (s == NULL)
+        return err->code;
+    duro__pg_bind_text(c, s, 1, json);
+    size_t seen = 0, expected = 0;
+    int rc;
+    while ((rc = duro__pg_step(p, c, s)) == DURO__PG_ROW) {
+        int64_t key = duro__pg_column_int64(s, 0);
+        if (key < 0 || (uint64_t)key >= count)
+            return duro_error_set(err, DURO_STORAGE, 0,
+                                  "postgres %s: unnest gave index %lld of %zu",
+                                  op, (long long)key, count);
+        int status = duro__pg_column_null(s, 1) ? DURO_STATUS_NOT_FOUND
+                                                : duro__pg_column_int(s, 1);
+        int pending = duro__pg_column_int(s, 2) != 0;
+        int first = duro__pg_column_int64(s, 3) == 1;
+        duro_cancel_result *r = &results[key];
+        r->status = status;
+        r->outcome =
+            first ? cancel_outcome(status, pending) : DURO_CANCEL_DUPLICATE;
+        if (r->outcome == DURO_CANCEL_CANCELLED)
+            expected++;
+        seen++;
+    }
+    if (rc != DURO__PG_DONE)
+        return duro__pg_error(c, rc, op, err);
+    duro__pg_reset(s);
+    if (seen != count)
+        return duro_error_set(err, DURO_STORAGE, 0,
+                              "postgres %s: unnest gave %zu ids of %zu", op,
+                              seen, count);
+    size_t marked = 0;
+    if (expected > 0 && (rc = cancel_ids(p, c, json, reason, by, now, &marked,
+                                         op, err)) != DURO_OK)
+        return rc;
+    if (marked != expected)
+        return duro_error_set(err, DURO_STORAGE, 0,
+                              "postgres %s: %zu instances to cancel, %zu "
+                              "recorded",
+                              op, expected, marked);
+    *cancelled = marked;
+    return DURO_OK;
+}
+
+int duro__pg_cancel_instances(duro_provider *base,
+                              const char *const *instance_ids, size_t count,
+                              const char *reason, const char *requested_by,
+                              duro_cancel_result *results, duro_error *err)
+{
+    static const char op[] = "cancel_instances";
+    duro_error local;
+    DURO__PG_ERR_INIT(err, local);
+    if (count == 0)
+        return DURO_OK;
+    if (instance_ids == NULL || results == NULL)
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "instance_ids or results is NULL");
+    if (count <= SIZE_MAX / sizeof(*results))
+        memset(results, 0, count * sizeof(*results));
+    if (count > BATCH)
+        return duro_error_set(err, DURO_TOO_LARGE, 0,
+                              "%zu ids in one call; at most %d", count, BATCH);
+    int rc;
+    if ((rc = duro__pg_check_name("reason", reason, 0, err)) ||
+        (rc = duro__pg_check_name("requested_by", requested_by, 0, err)))
+        return rc;
+    for (size_t i = 0; i < count; i++)
+        if ((rc = duro__pg_check_id("instance id", instance_ids[i], err)) !=
+            DURO_OK)
+            return rc;
+    jbuf json = {0};
+    ab_reset(&json);
+    for (size_t i = 0; i < count; i++) {
+        jb_sep(&json);
+        ab_string(&json, instance_ids[i]);
+    }
+    jb_raw(&json, "}", 1);
+    duro_cancel_result *found = duro__calloc(count, sizeof(*found));
+    if (json.oom || found == NULL) {
+        duro__free(json.s);
+        duro__free(found);
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    }
+    duro__pg_provider *p = pg_of(base);
+    int64_t now = duro__wall_ms();
+    duro__pg_conn *c;
+    size_t cancelled = 0;
+    rc = duro__pg_write_begin(p, op, &c, err);
+    if (rc == DURO_OK) {
+        rc = cancel_instances_in_transaction(p, c, json.s, count, reason,
+                                             requested_by, now, found,
+                                             &cancelled, op, err);
+        if (rc == DURO_OK)
+            rc = duro__pg_write_commit(p, c, op, err);
+        else
+            duro__pg_write_rollback(p, c);
+    }
+    if (rc == DURO_OK) {
+        memcpy(results, found, count * sizeof(*results));
+        duro__pg_signal(p, DURO_QUEUE_ORCHESTRATOR, cancelled);
+    }
+    duro__free(found);
+    duro__free(json.s);
+    return rc;
+}
+
+/* ---- sweeps ----------------------------------------------------------
+ * The set is read on one REPEATABLE READ snapshot, held by a connection of
+ * the sweep's own for the whole call, a page of BATCH ids at a time in id
+ * order (keyset: ids after the last one read), so instances created after
+ * it began are never seen and memory holds one batch. Each batch is then
+ * checked again and handled in one write transaction on a pooled
+ * connection. */
+
+typedef struct sweep {
+    duro__pg_provider *p;
+    const char *op;
+    int purge; /* 0: cancel_matching */
+    const duro_bulk_filter *f;
+    int statuses[3]; /* the mask's statuses, the first repeated to fill */
+    const char *reason, *by;
+    int dry_run;
+    size_t max_ids;
+    duro_bulk_result *res;
+    size_t ids_cap;
+    duro__pg_conn *snap; /* where the set is read (and dry runs run) */
+    int64_t now;
+} sweep;
+
+/* One row of the set: an id and its instance's creation time (together
+ * they tell the instance from one created later under the same id). */
+typedef struct member {
+    const char *id;
+    int64_t created_ms;
+} member;
+
+static void bind_if(duro__pg_conn *c, duro__pg_statement *s, int i, int64_t v)
+{
+    if (i <= duro__pg_param_count(s))
+        duro__pg_bind_i64(c, s, i, v);
+}
+
+static void bind_text_if(duro__pg_conn *c, duro__pg_statement *s, int i,
+                         const char *v)
+{
+    if (i <= duro__pg_param_count(s))
+        duro__pg_bind_text(c, s, i, v);
+}
+
+/* Binds the filter as the SWEEP_* statements and PURGE_BATCH number it
+ * (name at $1 in the former, $9 in the latter). */
+static void bind_filter(sweep *w, duro__pg_conn *c, duro__pg_statement *s,
+                        int name_at)
+{
+    const duro_bulk_filter *f = w->f;
+    if (name_at > 0)
+        duro__pg_bind_text(c, s, name_at, f->name);
+    for (int i = 0; i < 3; i++)
+        bind_if(c, s, 2 + i, w->statuses[i]);
+    bind_text_if(c, s, 5, f->version);
+    bind_if(c, s, 6, f->created_after_ms);
+    bind_if(c, s, 7, f->created_before_ms);
+    bind_if(c, s, 8, f->finished_before_ms);
+}
+
+/* Appends ids[0..n) to the result's list while it holds fewer than
+ * max_ids. */
+static int keep_ids(sweep *w, const char *const *ids, size_t n)
+{
+    duro_bulk_result *r = w->res;
+    duro_arena *a = r->arena;
+    for (size_t i = 0; i < n && r->id_count < w->max_ids; i++) {
+        if (r->id_count == w->ids_cap) {
+            r->ids = duro__pg_arena_grow(a, r->ids, r->id_count, &w->ids_cap,
+                                         sizeof(*r->ids));
+            if (r->ids == NULL)
+                return DURO_NOMEM;
+        }
+        if ((r->ids[r->id_count] = duro_arena_strdup(a, ids[i])) == NULL)
+            return DURO_NOMEM;
+        r->id_count++;
+    }
+    return DURO_OK;
+}
+
+/* Runs a statement whose first column is an id (bound by the caller) and
+ * collects the ids into `out` (strings in arena `a`). */
+static int collect_ids(duro__pg_provider *p, duro__pg_conn *c,
+                       duro__pg_statement *s, duro_arena *a, const char ***out,
+                       size_t *count, const char *op, duro_error *err)
+{
+    size_t cap = 0;
+    *out = NULL;
+    *count = 0;
+    int rc;
+    while ((rc = duro__pg_step(p, c, s)) == DURO__PG_ROW) {
+        if (*count == cap &&
+            (*out = duro__pg_arena_grow(a, (void *)*out, *count, &cap,
+                                        sizeof(**out))) == NULL)
+            return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        if (duro__pg_column_text(a, s, 0, &(*out)[*count]) != 0 ||
+            (*out)[*count] == NULL)
+            return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        (*count)++;
+    }
+    if (rc != DURO__PG_DONE)
+        return duro__pg_error(c, rc, op, err);
+    duro__pg_reset(s);
+    return DURO_OK;
+}
+
+/* The batch as [[id, created_ms], ...]. */
+static int members_json(const member *m, size_t n, jbuf *b)
+{
+    jb_reset(b);
+    for (size_t i = 0; i < n; i++) {
+        char num[32];
+        jb_sep(b);
+        jb_raw(b, "[", 1);
+        jb_string(b, m[i].id);
+        int len =
+            snprintf(num, sizeof(num), ",%lld]", (long long)m[i].created_ms);
+        jb_raw(b, num, (size_t)len);
+    }
+    jb_raw(b, "]", 1);
+    return b->oom ? DURO_NOMEM : DURO_OK;
+}
+
+static int ids_json(const char *const *ids, size_t n, jbuf *b)
+{
+    ab_reset(b);
+    for (size_t i = 0; i < n; i++) {
+        jb_sep(b);
+        ab_string(b, ids[i]);
+    }
+    jb_raw(b, "}", 1);
+    return b->oom ? DURO_NOMEM : DURO_OK;
+}
+
+/* A cancel_matching batch in its own transaction: which
+ * members are still the same, cancellable instances, then their
+ * cancellation; *done receives them. */
+static int cancel_batch(sweep *w, duro__pg_conn *c, const char *pairs,
+                        duro_arena *a, jbuf *plain, const char ***done,
+                        size_t *n, duro_error *err)
+{
+    duro__pg_provider *p = w->p;
+    duro__pg_statement *s =
+        duro__pg_stmt(p, c, DURO__SQL_SWEEP_CANCEL_RECHECK, w->op, err);
+    if (s == NULL)
+        return err->code;
+    duro__pg_bind_text(c, s, 1, pairs);
+    duro__pg_bind_i64(c, s, 2, w->statuses[0]);
+    duro__pg_bind_i64(c, s, 3, w->statuses[1]);
+    int rc = collect_ids(p, c, s, a, done, n, w->op, err);
+    if (rc != DURO_OK || *n == 0)
+        return rc;
+    if (ids_json(*done, *n, plain) != DURO_OK)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    size_t marked = 0;
+    rc = cancel_ids(p, c, plain->s, w->reason, w->by, w->now, &marked, w->op,
+                    err);
+    if (rc == DURO_OK && marked != *n)
+        rc = duro_error_set(err, DURO_STORAGE, 0,
+                            "postgres %s: %zu instances to cancel, %zu "
+                            "recorded",
+                            w->op, *n, marked);
+    return rc;
+}
+
+/* What a purge batch deletes (PURGE_BATCH), on c: the batch's transaction in a
+ * real run, the snapshot in a dry run. */
+static int purge_select(sweep *w, duro__pg_conn *c, const char *pairs,
+                        duro_arena *a, const char ***ids, size_t *n,
+                        duro_error *err)
+{
+    duro__pg_statement *s =
+        duro__pg_stmt(w->p, c, DURO__SQL_PURGE_BATCH, w->op, err);
+    if (s == NULL)
+        return err->code;
+    duro__pg_bind_text(c, s, 1, pairs);
+    bind_filter(w, c, s, 9);
+    return collect_ids(w->p, c, s, a, ids, n, w->op, err);
+}
+
+/* A purge batch in its own transaction. */
+static int purge_batch(sweep *w, duro__pg_conn *c, const char *pairs,
+                       duro_arena *a, jbuf *plain, const char ***done,
+                       size_t *n, duro_error *err)
+{
+    duro__pg_provider *p = w->p;
+    int rc = purge_select(w, c, pairs, a, done, n, err);
+    if (rc != DURO_OK || *n == 0)
+        return rc;
+    if (ids_json(*done, *n, plain) != DURO_OK)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    /* Instances last, as delete_instance does. */
+    static const duro__pg_stmt_id steps[] = {
+        DURO__SQL_PURGE_HISTORY,  DURO__SQL_PURGE_EXECUTIONS,
+        DURO__SQL_PURGE_MESSAGES, DURO__SQL_PURGE_READY,
+        DURO__SQL_PURGE_WORK,     DURO__SQL_PURGE_INSTANCES};
+    for (size_t i = 0; i < DURO__ARRAY_LEN(steps); i++) {
+        duro__pg_statement *s = duro__pg_stmt(p, c, steps[i], w->op, err);
+        if (s == NULL)
+            return err->code;
+        duro__pg_bind_text(c, s, 1, plain->s);
+        if ((rc = duro__pg_run(p, c, s, w->op, err)) != DURO_OK)
+            return rc;
+    }
+    if ((size_t)duro__pg_changes(c) != *n)
+        return duro_error_set(
+            err, DURO_STORAGE, 0,
+            "postgres %s: %zu instances to delete, %d deleted", w->op, *n,
+            duro__pg_changes(c));
+    return DURO_OK;
+}
+
+/* Handles one batch of members. `own_transaction`: a real run, where each
+ * batch is a transaction of its own on a pooled connection; a dry run reads
+ * the sweep's snapshot. */
+static int handle_batch(sweep *w, const member *m, size_t count,
+                        int own_transaction, duro_error *err)
+{
+    if (count == 0)
+        return DURO_OK;
+    duro__pg_provider *p = w->p;
+    duro_arena *a = duro_arena_create();
+    jbuf pairs = {0}, plain = {0};
+    int rc = a != NULL && members_json(m, count, &pairs) == DURO_OK
+                 ? DURO_OK
+                 : duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    const char **done = NULL;
+    size_t n = 0;
+    if (rc == DURO_OK && w->dry_run) {
+        if (w->purge) {
+            rc = purge_select(w, w->snap, pairs.s, a, &done, &n, err);
+        } else {
+            /* the SELECT already took only cancellable instances */
+            done = duro_arena_alloc(a, count * sizeof(*done));
+            if (done == NULL)
+                rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+            for (size_t i = 0; rc == DURO_OK && i < count; i++)
+                done[n++] = m[i].id;
+        }
+    } else if (rc == DURO_OK) {
+        duro__pg_conn *c = NULL;
+        if (own_transaction)
+            rc = duro__pg_write_begin(p, w->op, &c, err);
+        if (rc == DURO_OK) {
+            w->now = duro__wall_ms();
+            rc = w->purge
+                     ? purge_batch(w, c, pairs.s, a, &plain, &done, &n, err)
+                     : cancel_batch(w, c, pairs.s, a, &plain, &done, &n, err);
+            if (own_transaction && rc == DURO_OK)
+                rc = duro__pg_write_commit(p, c, w->op, err);
+            else if (own_transaction)
+                duro__pg_write_rollback(p, c);
+        }
+        if (rc == DURO_OK && own_transaction && !w->purge)
+            duro__pg_signal(p, DURO_QUEUE_ORCHESTRATOR, n);
+    }
+    if (rc == DURO_OK) {
+        w->res->count += n;
+        if (keep_ids(w, done, n) != DURO_OK)
+            rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    }
+    duro__free(pairs.s);
+    duro__free(plain.s);
+    duro_arena_destroy(a);
+    return rc;
+}
+
+/* Reads the set page by page on the snapshot (select, bound here) and
+ * hands each page to handle_batch. */
+static int read_and_handle(sweep *w, duro__pg_stmt_id select, duro_error *err)
+{
+    duro__pg_provider *p = w->p;
+    duro__pg_conn *c = w->snap;
+    member *m = duro__malloc(BATCH * sizeof(*m));
+    char *last = duro__strdup("");
+    int rc = m != NULL && last != NULL
+                 ? DURO_OK
+                 : duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    while (rc == DURO_OK) {
+        duro_arena *a = duro_arena_create();
+        duro__pg_statement *s =
+            a != NULL ? duro__pg_stmt(p, c, select, w->op, err) : NULL;
+        if (s == NULL) {
+            rc = a == NULL ? duro_error_set(err, DURO_NOMEM, 0, "out of memory")
+                           : err->code;
+            duro_arena_destroy(a);
+            break;
+        }
+        bind_filter(w, c, s, 1);
+        duro__pg_bind_text(c, s, 10, last);
+        size_t n = 0;
+        int step;
+        while ((step = duro__pg_step(p, c, s)) == DURO__PG_ROW && n < BATCH) {
+            m[n].created_ms = duro__pg_column_int64(s, 1);
+            if (duro__pg_column_text(a, s, 0, &m[n].id) != 0 ||
+                m[n].id == NULL) {
+                rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+                break;
+            }
+            n++;
+        }
+        if (rc == DURO_OK && step != DURO__PG_DONE && step != DURO__PG_ROW)
+            rc = duro__pg_error(c, step, w->op, err);
+        duro__pg_reset(s);
+        if (rc == DURO_OK && n > 0) {
+            duro__free(last);
+            if ((last = duro__strdup(m[n - 1].id)) == NULL)
+                rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        }
+        if (rc == DURO_OK)
+            rc = handle_batch(w, m, n, 1, err);
+        duro_arena_destroy(a);
+        if (n < BATCH)
+            break;
+    }
+    duro__free(m);
+    duro__free(last);
+    return rc;
+}
+
+/* The statuses of the mask into w->statuses; DURO_INVALID when it holds
+ * any outside `allowed` (0 = every allowed one). */
+static int pick_statuses(sweep *w, uint32_t mask, uint32_t allowed,
+                         duro_error *err)
+{
+    if (mask == 0)
+        mask = allowed;
+    if ((mask & ~allowed) != 0)
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "postgres %s: status_mask 0x%x holds statuses "
+                              "this operation does not take (allowed: 0x%x)",
+                              w->op, (unsigned)mask, (unsigned)allowed);
+    int n = 0;
+    for (int st = 0; st < 32 && n < 3; st++)
+        if (mask & (1u << st))
+            w->statuses[n++] = st;
+    for (int i = n; i < 3; i++)
+        w->statuses[i] = w->statuses[0];
+    return DURO_OK;
+}
+
+static int run_sweep(sweep *w, duro_bulk_result **out, duro_error *err)
+{
+    duro__pg_provider *p = w->p;
+    const char *op = w->op;
+    int by_name = w->f->name != NULL;
+    duro__pg_stmt_id select = w->purge ? (by_name ? DURO__SQL_SWEEP_PURGE_NAME
+                                                  : DURO__SQL_SWEEP_PURGE_ALL)
+                                       : (by_name ? DURO__SQL_SWEEP_CANCEL_NAME
+                                                  : DURO__SQL_SWEEP_CANCEL_ALL);
+    duro_arena *a = duro_arena_create();
+    w->res = a != NULL ? duro_arena_alloc(a, sizeof(*w->res)) : NULL;
+    if (w->res == NULL) {
+        duro_arena_destroy(a);
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    }
+    w->res->arena = a;
+    /* A snapshot connection of the sweep's own: a pooled one would be
+     * taken from other callers for the whole sweep (and a pool of one
+     * would deadlock with the batches' transactions). */
+    duro__pg_conn snap;
+    int rc = duro__pg_conn_open(p, &snap, err);
+    if (rc != DURO_OK) {
+        duro_arena_destroy(a);
+        return rc;
+    }
+    w->snap = &snap;
+    duro__pg_statement *s =
+        duro__pg_stmt(p, &snap, DURO__SQL_BEGIN_READ, op, err);
+    rc = s != NULL ? duro__pg_run(p, &snap, s, op, err) : err->code;
+    if (rc == DURO_OK)
+        rc = read_and_handle(w, select, err);
+    duro__pg_conn_close(&snap); /* ends the read transaction */
+    if (rc != DURO_OK) {
+        duro_arena_destroy(a);
+        return rc;
+    }
+    *out = w->res;
+    return DURO_OK;
+}
+
+/* Input checks shared by both sweeps. */
+static int check_sweep(const duro_bulk_filter *f, duro_bulk_result **out,
+                       duro_error *err)
+{
+    if (out == NULL || f == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "filter or out is NULL");
+    int rc;
+    if ((rc = duro__pg_check_name("name filter", f->name, 0, err)) ||
+        (rc = duro__pg_check_name("version filter", f->version, 0, err)))
+        return rc;
+    return DURO_OK;
+}
+
+#define LIVE_STATUSES                                                          \
+    ((1u << DURO_STATUS_PENDING) | (1u << DURO_STATUS_RUNNING))
+#define FINISHED_STATUSES                                                      \
+    ((1u << DURO_STATUS_COMPLETED) | (1u << DURO_STATUS_FAILED) |              \
+     (1u << DURO_STATUS_CANCELLED))
+
+int duro__pg_cancel_matching(duro_provider *base,
+                             const duro_bulk_filter *filter, const char *reason,
+                             const char *requested_by, int dry_run,
+                             size_t max_ids, duro_bulk_result **out,
+                             duro_error *err)
+{
+    duro_error local;
+    DURO__PG_ERR_INIT(err, local);
+    if (out != NULL)
+        *out = NULL;
+    sweep w = {.p = pg_of(base),
+               .op = "cancel_matching",
+               .f = filter,
+               .reason = reason,
+               .by = requested_by,
+               .dry_run = dry_run != 0,
+               .max_ids = max_ids};
+    int rc = check_sweep(filter, out, err);
+    if (rc == DURO_OK &&
+        ((rc = duro__pg_check_name("reason", reason, 0, err)) ||
+         (rc = duro__pg_check_name("requested_by", requested_by, 0, err))))
+        return rc;
+    if (rc != DURO_OK)
+        return rc;
+    if (filter->finished_before_ms != 0)
+        return duro_error_set(
+            err, DURO_INVALID, 0,
+            "postgres %s: finished_before_ms selects finished "
+            "instances, which cannot be cancelled",
+            w.op);
+    if ((rc = pick_statuses(&w, filter->status_mask, LIVE_STATUSES, err)) !=
+        DURO_OK)
+        return rc;
+    return run_sweep(&w, out, err);
+}
+
+int duro__pg_purge_instances(duro_provider *base,
+                             const duro_bulk_filter *filter, int dry_run,
+                             size_t max_ids, duro_bulk_result **out,
+                             duro_error *err)
+{
+    duro_error local;
+    DURO__PG_ERR_INIT(err, local);
+    if (out != NULL)
+        *out = NULL;
+    sweep w = {.p = pg_of(base),
+               .op = "purge_instances",
+               .purge = 1,
+               .f = filter,
+               .dry_run = dry_run != 0,
+               .max_ids = max_ids};
+    int rc = check_sweep(filter, out, err);
+    if (rc != DURO_OK)
+        return rc;
+    if (filter->finished_before_ms <= 0)
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "postgres %s: finished_before_ms is required "
+                              "(INT64_MAX: any time)",
+                              w.op);
+    if ((rc = pick_statuses(&w, filter->status_mask, FINISHED_STATUSES, err)) !=
+        DURO_OK)
+        return rc;
+    return run_sweep(&w, out, err);
+}

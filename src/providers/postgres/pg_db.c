@@ -1,0 +1,727 @@
+/* pg_db.c - the PostgreSQL provider's plumbing: the statement table,
+ * connections and their pool, the schema and its migrations, running
+ * statements through the fault hook, mapping PostgreSQL errors, and write
+ * transactions. Thread-safe: a connection is used by the one thread that
+ * took it from the pool. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "providers/postgres/pg_internal.h"
+#include "providers/postgres/pg_provider.h"
+
+static const char *const statement_sql[] = {
+#define DURO__X(id, sql) sql,
+    DURO__PG_STATEMENTS(DURO__X)
+#undef DURO__X
+};
+
+static const char *const statement_names[] = {
+#define DURO__X(id, sql) #id,
+    DURO__PG_STATEMENTS(DURO__X)
+#undef DURO__X
+};
+
+size_t duro__pg_statement_count(void)
+{
+    return DURO__SQL_COUNT;
+}
+
+const char *duro__pg_statement_name(size_t i)
+{
+    return i < DURO__SQL_COUNT ? statement_names[i] : NULL;
+}
+
+const char *duro__pg_statement_sql(size_t i)
+{
+    return i < DURO__SQL_COUNT ? statement_sql[i] : NULL;
+}
+
+/* Parameters of each statement: the highest $n in its SQL, counted once. */
+static int statement_params[DURO__SQL_COUNT];
+static pthread_once_t params_once = PTHREAD_ONCE_INIT;
+
+static void count_params(void)
+{
+    for (size_t i = 0; i < DURO__SQL_COUNT; i++) {
+        int most = 0;
+        for (const char *s = statement_sql[i]; *s; s++) {
+            if (*s != '$' || s[1] < '0' || s[1] > '9')
+                continue;
+            int n = (int)strtol(s + 1, NULL, 10);
+            most = n > most ? n : most;
+        }
+        statement_params[i] = most;
+    }
+}
+
+/* ---- schema ----------------------------------------------------------- */
+
+/* Migration n brings a schema from version n - 1 to n. Append only; never
+ * edit a migration that has shipped. Ids, names and versions are compared
+ * bytewise (COLLATE "C"), as SQLite does: id order and name order are the
+ * same in both providers, whatever the database's locale. */
+static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
+    /* 1: the initial schema (SQLite's version 3). */
+    "CREATE TABLE instances("
+    " instance_id text COLLATE \"C\" PRIMARY KEY,"
+    " name text COLLATE \"C\" NOT NULL,"
+    " version text COLLATE \"C\","
+    " status int NOT NULL,"
+    " execution_id bigint NOT NULL DEFAULT 0,"
+    " created_ms bigint NOT NULL,"
+    " updated_ms bigint NOT NULL,"
+    " output text,"
+    " error text,"
+    " category int NOT NULL DEFAULT 0,"
+    " custom_status text,"
+    " parent_instance text COLLATE \"C\","
+    " parent_execution bigint NOT NULL DEFAULT 0,"
+    " parent_event_id bigint NOT NULL DEFAULT 0,"
+    " cancel_requested_ms bigint,"
+    " cancel_reason text,"
+    " cancelled_by text,"
+    " finished_ms bigint,"
+    " last_problem text,"
+    " last_problem_ms bigint,"
+    " next_attempt_ms bigint);"
+    "CREATE INDEX instances_parent ON instances(parent_instance);"
+    "CREATE INDEX instances_status ON instances(status, instance_id);"
+    "CREATE INDEX instances_name ON instances(name, instance_id);"
+    "CREATE INDEX instances_finished ON instances(status, finished_ms)"
+    " WHERE finished_ms IS NOT NULL;"
+    "CREATE INDEX instances_name_status ON instances(name, status);"
+    "CREATE INDEX instances_problem ON instances(name, status)"
+    " WHERE last_problem IS NOT NULL;"
+    "CREATE TABLE executions("
+    " instance_id text COLLATE \"C\" NOT NULL,"
+    " execution_id bigint NOT NULL,"
+    " status int NOT NULL,"
+    " name text COLLATE \"C\","
+    " version text COLLATE \"C\","
+    " started_ms bigint NOT NULL,"
+    " completed_ms bigint,"
+    " output text,"
+    " error text,"
+    " category int NOT NULL DEFAULT 0,"
+    " PRIMARY KEY(instance_id, execution_id));"
+    "CREATE TABLE history("
+    " instance_id text COLLATE \"C\" NOT NULL,"
+    " execution_id bigint NOT NULL,"
+    " event_id bigint NOT NULL,"
+    " kind int NOT NULL,"
+    " source_event_id bigint NOT NULL DEFAULT 0,"
+    " timestamp_ms bigint NOT NULL,"
+    " name text,"
+    " version text,"
+    " payload text,"
+    " error text,"
+    " category int NOT NULL DEFAULT 0,"
+    " reason text,"
+    " requested_by text,"
+    " ref_instance text,"
+    " ref_execution bigint NOT NULL DEFAULT 0,"
+    " ref_event_id bigint NOT NULL DEFAULT 0,"
+    " fire_at_ms bigint NOT NULL DEFAULT 0,"
+    " attempt bigint NOT NULL DEFAULT 0,"
+    " flags bigint NOT NULL DEFAULT 0,"
+    " PRIMARY KEY(instance_id, execution_id, event_id));"
+    "CREATE INDEX history_activity_cancel"
+    " ON history(instance_id, execution_id, source_event_id)"
+    " WHERE kind = 10;"
+    "CREATE TABLE orchestrator_queue("
+    " id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " instance_id text COLLATE \"C\" NOT NULL,"
+    " kind int NOT NULL,"
+    " execution_id bigint NOT NULL DEFAULT 0,"
+    " source_id bigint NOT NULL DEFAULT 0,"
+    " name text,"
+    " version text,"
+    " payload text,"
+    " error text,"
+    " category int NOT NULL DEFAULT 0,"
+    " reason text,"
+    " requested_by text,"
+    " parent_instance text,"
+    " parent_execution bigint NOT NULL DEFAULT 0,"
+    " parent_event_id bigint NOT NULL DEFAULT 0,"
+    " fire_at_ms bigint NOT NULL DEFAULT 0,"
+    " attempt bigint NOT NULL DEFAULT 0,"
+    " flags bigint NOT NULL DEFAULT 0,"
+    " enqueued_ms bigint NOT NULL,"
+    " visible_at bigint NOT NULL,"
+    " lock_token text,"
+    " fetch_count int NOT NULL DEFAULT 0);"
+    "CREATE INDEX orchestrator_queue_instance"
+    " ON orchestrator_queue(instance_id, visible_at, id);"
+    "CREATE TABLE orchestrator_ready("
+    " id bigint GENERATED ALWAYS AS IDENTITY UNIQUE,"
+    " instance_id text COLLATE \"C\" PRIMARY KEY,"
+    " ready_at bigint NOT NULL,"
+    " lock_token text,"
+    " locked_until bigint);"
+    "CREATE INDEX orchestrator_ready_at ON orchestrator_ready(ready_at);"
+    "CREATE TABLE worker_queue("
+    " id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " instance_id text COLLATE \"C\" NOT NULL,"
+    " execution_id bigint NOT NULL,"
+    " activity_id bigint NOT NULL,"
+    " name text NOT NULL,"
+    " version text,"
+    " payload text,"
+    " attempt bigint NOT NULL DEFAULT 0,"
+    " enqueued_ms bigint NOT NULL,"
+    " available_at bigint NOT NULL,"
+    " lock_token text,"
+    " locked_until bigint,"
+    " fetch_count int NOT NULL DEFAULT 0);"
+    "CREATE INDEX worker_queue_available ON worker_queue(available_at, id);"
+    "CREATE INDEX worker_queue_activity"
+    " ON worker_queue(instance_id, execution_id, activity_id);"
+    /* The queue tables churn (every row is inserted, updated and deleted
+     * within seconds): vacuum them after a fixed number of dead rows, not
+     * a fraction of a table that is usually near empty, so claims do not
+     * step over dead index entries. */
+    "ALTER TABLE orchestrator_queue SET (autovacuum_vacuum_scale_factor = 0,"
+    " autovacuum_vacuum_threshold = 500, autovacuum_vacuum_cost_delay = 0);"
+    "ALTER TABLE orchestrator_ready SET (autovacuum_vacuum_scale_factor = 0,"
+    " autovacuum_vacuum_threshold = 500, autovacuum_vacuum_cost_delay = 0);"
+    "ALTER TABLE worker_queue SET (autovacuum_vacuum_scale_factor = 0,"
+    " autovacuum_vacuum_threshold = 500, autovacuum_vacuum_cost_delay = 0);"};
+
+/* Keeps the text of a failed result in c (sqlstate and message). */
+static void note_failure(duro__pg_conn *c, const PGresult *res)
+{
+    const char *state =
+        res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(c->sqlstate, sizeof(c->sqlstate), "%s",
+             state != NULL ? state : "");
+    const char *msg = res != NULL ? PQresultErrorMessage(res) : NULL;
+    if (msg == NULL || msg[0] == '\0')
+        msg = PQerrorMessage(c->pg);
+    snprintf(c->message, sizeof(c->message), "%s",
+             msg != NULL ? msg : "unknown error");
+    size_t n = strlen(c->message);
+    while (n > 0 && (c->message[n - 1] == '\n' || c->message[n - 1] == ' '))
+        c->message[--n] = '\0';
+    if (PQstatus(c->pg) != CONNECTION_OK ||
+        strncmp(c->sqlstate, "08", 2) == 0 || c->sqlstate[0] == '\0' ||
+        strncmp(c->sqlstate, "57P", 3) == 0)
+        c->broken = 1;
+}
+
+/* Runs SQL text (no parameters, any number of statements) outside the
+ * statement table: open and migrations. */
+static int exec_sql(duro__pg_conn *c, const char *sql, const char *op,
+                    duro_error *err)
+{
+    PGresult *res = PQexec(c->pg, sql);
+    ExecStatusType st = res != NULL ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+        PQclear(res);
+        return DURO_OK;
+    }
+    c->injected = 0;
+    note_failure(c, res);
+    PQclear(res);
+    return duro__pg_error(c, DURO__PG_FAILED, op, err);
+}
+
+static void ignore_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+int duro__pg_conn_open(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
+{
+    memset(c, 0, sizeof(*c));
+    c->pg = PQconnectdb(p->cfg.conninfo);
+    if (c->pg == NULL)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        char msg[256];
+        snprintf(msg, sizeof(msg), "%s", PQerrorMessage(c->pg));
+        size_t n = strlen(msg);
+        while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+            msg[--n] = '\0';
+        PQfinish(c->pg);
+        c->pg = NULL;
+        /* A server that is down or restarting may come back. */
+        return duro_error_set(err, DURO_STORAGE, 1,
+                              "postgres open: cannot connect to %s: %s",
+                              p->cfg.display, msg);
+    }
+    PQsetNoticeProcessor(c->pg, ignore_notice, NULL);
+    for (size_t i = 0; i < DURO__SQL_COUNT; i++) {
+        c->stmts[i].conn = c;
+        c->stmts[i].id = (duro__pg_stmt_id)i;
+        c->stmts[i].row = -1;
+    }
+    /* The schema name was validated as an identifier; quoted anyway. */
+    char sql[160];
+    snprintf(sql, sizeof(sql),
+             "SET search_path TO \"%s\"; SET client_min_messages TO warning",
+             p->cfg.schema);
+    int rc = exec_sql(c, sql, "open", err);
+    if (rc != DURO_OK) {
+        PQfinish(c->pg);
+        c->pg = NULL;
+    }
+    return rc;
+}
+
+void duro__pg_conn_close(duro__pg_conn *c)
+{
+    for (size_t i = 0; i < DURO__SQL_COUNT; i++) {
+        PQclear(c->stmts[i].result);
+        c->stmts[i].result = NULL;
+    }
+    if (c->pg != NULL)
+        PQfinish(c->pg);
+    c->pg = NULL;
+}
+
+/* Reconnects a connection that broke: its prepared statements are gone. */
+static void conn_reset(duro__pg_conn *c)
+{
+    for (size_t i = 0; i < DURO__SQL_COUNT; i++) {
+        PQclear(c->stmts[i].result);
+        c->stmts[i].result = NULL;
+    }
+    memset(c->prepared, 0, sizeof(c->prepared));
+    PQreset(c->pg);
+    if (PQstatus(c->pg) == CONNECTION_OK)
+        c->broken = 0;
+}
+
+static int read_version(duro__pg_conn *c, int64_t *version, duro_error *err)
+{
+    *version = 0;
+    PGresult *res = PQexec(c->pg, "SELECT to_regclass('duro_schema') IS NULL");
+    if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
+        note_failure(c, res);
+        PQclear(res);
+        return duro__pg_error(c, DURO__PG_FAILED, "open: schema version", err);
+    }
+    int missing = PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    if (missing)
+        return DURO_OK;
+    res = PQexec(c->pg, "SELECT COALESCE(MAX(version), 0) FROM duro_schema");
+    if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
+        note_failure(c, res);
+        PQclear(res);
+        return duro__pg_error(c, DURO__PG_FAILED, "open: schema version", err);
+    }
+    *version = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return DURO_OK;
+}
+
+int duro__pg_migrate(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
+{
+    static const char op[] = "open: migrate";
+    char sql[512];
+    int rc = exec_sql(c, "BEGIN", op, err);
+    if (rc != DURO_OK)
+        return rc;
+    /* Every process opening the schema at once queues here; the first
+     * migrates, the others find it done. The lock ends with the
+     * transaction. */
+    snprintf(sql, sizeof(sql),
+             "SELECT pg_advisory_xact_lock(hashtextextended('duro.migrate.' "
+             "|| '%s', 0)); CREATE SCHEMA IF NOT EXISTS \"%s\"",
+             p->cfg.schema, p->cfg.schema);
+    int64_t version = 0;
+    if ((rc = exec_sql(c, sql, op, err)) == DURO_OK)
+        rc = read_version(c, &version, err);
+    if (rc == DURO_OK && version > DURO__PG_SCHEMA_VERSION)
+        rc = duro_error_set(err, DURO_SCHEMA, 0,
+                            "postgres open: schema \"%s\" of %s is version "
+                            "%lld, newer than this library's (%d)",
+                            p->cfg.schema, p->cfg.display, (long long)version,
+                            DURO__PG_SCHEMA_VERSION);
+    if (rc == DURO_OK && version == 0)
+        rc = exec_sql(c,
+                      "CREATE TABLE IF NOT EXISTS duro_schema("
+                      " version int PRIMARY KEY, applied_ms bigint NOT NULL)",
+                      op, err);
+    for (int64_t v = version + 1; rc == DURO_OK && v <= DURO__PG_SCHEMA_VERSION;
+         v++) {
+        rc = exec_sql(c, migrations[v - 1], op, err);
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO duro_schema(version, applied_ms) "
+                 "VALUES(%lld, %lld)",
+                 (long long)v, (long long)duro__wall_ms());
+        if (rc == DURO_OK)
+            rc = exec_sql(c, sql, op, err);
+    }
+    if (rc == DURO_OK)
+        return exec_sql(c, "COMMIT", op, err);
+    PGresult *res = PQexec(c->pg, "ROLLBACK");
+    PQclear(res);
+    return rc;
+}
+
+/* ---- statements --------------------------------------------------------- */
+
+duro__pg_statement *duro__pg_stmt(duro__pg_provider *p, duro__pg_conn *c,
+                                  duro__pg_stmt_id id, const char *op,
+                                  duro_error *err)
+{
+    pthread_once(&params_once, count_params);
+    duro__pg_statement *s = &c->stmts[id];
+    PQclear(s->result);
+    s->result = NULL;
+    s->row = -1;
+    s->ran = 0;
+    memset(s->values, 0, sizeof(s->values));
+    if (c->prepared[id / 64] & (1ull << (id % 64)))
+        return s;
+    if (c->broken) {
+        duro_error_set(err, DURO_STORAGE, 1, "postgres %s: connection lost: %s",
+                       op, c->message);
+        return NULL;
+    }
+    Oid types[DURO__PG_PARAM_MAX];
+    int n = statement_params[id];
+    for (int i = 0; i < n; i++)
+        types[i] = 25; /* text: every use casts */
+    char name[16];
+    snprintf(name, sizeof(name), "d%d", (int)id);
+    PGresult *res = PQprepare(c->pg, name, statement_sql[id], n, types);
+    if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
+        c->injected = 0;
+        note_failure(c, res);
+        PQclear(res);
+        duro__pg_error(c, DURO__PG_FAILED, op, err);
+        return NULL;
+    }
+    PQclear(res);
+    c->prepared[id / 64] |= 1ull << (id % 64);
+    atomic_fetch_add(&p->statements_prepared, 1);
+    return s;
+}
+
+int duro__pg_param_count(duro__pg_statement *s)
+{
+    pthread_once(&params_once, count_params);
+    return statement_params[s->id];
+}
+
+void duro__pg_reset(duro__pg_statement *s)
+{
+    PQclear(s->result);
+    s->result = NULL;
+    s->row = -1;
+    s->ran = 0;
+}
+
+int duro__pg_changes(duro__pg_conn *c)
+{
+    return (int)c->changes;
+}
+
+int duro__pg_step(duro__pg_provider *p, duro__pg_conn *c, duro__pg_statement *s)
+{
+    if (!s->ran) {
+        s->ran = 1;
+        s->row = -1;
+        c->injected = 0;
+        if (s->id != DURO__SQL_ROLLBACK) {
+            uint64_t step = atomic_fetch_add(&p->steps, 1) + 1;
+            uint64_t at = atomic_load(&p->fault_at);
+            if (at != 0 && step == at) {
+                atomic_store(&p->fault_at, 0);
+                c->injected = atomic_load(&p->fault_retryable) ? 1 : 2;
+                snprintf(c->sqlstate, sizeof(c->sqlstate), "%s",
+                         c->injected == 1 ? "40001" : "XX000");
+                snprintf(c->message, sizeof(c->message),
+                         "injected fault at step %llu",
+                         (unsigned long long)step);
+                return DURO__PG_FAILED;
+            }
+        }
+        char name[16];
+        snprintf(name, sizeof(name), "d%d", (int)s->id);
+        s->result = PQexecPrepared(c->pg, name, statement_params[s->id],
+                                   s->values, NULL, NULL, 0);
+        ExecStatusType st =
+            s->result != NULL ? PQresultStatus(s->result) : PGRES_FATAL_ERROR;
+        if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+            note_failure(c, s->result);
+            PQclear(s->result);
+            s->result = NULL;
+            return strcmp(c->sqlstate, "23505") == 0 ? DURO__PG_UNIQUE
+                                                     : DURO__PG_FAILED;
+        }
+        const char *changed = PQcmdTuples(s->result);
+        c->changes = changed[0] != '\0' ? strtoll(changed, NULL, 10) : 0;
+    }
+    if (s->result == NULL)
+        return DURO__PG_DONE;
+    s->row++;
+    if (s->row < PQntuples(s->result))
+        return DURO__PG_ROW;
+    return DURO__PG_DONE;
+}
+
+int duro__pg_run(duro__pg_provider *p, duro__pg_conn *c, duro__pg_statement *s,
+                 const char *op, duro_error *err)
+{
+    int rc = duro__pg_step(p, c, s);
+    if (rc == DURO__PG_ROW || rc == DURO__PG_DONE)
+        return DURO_OK;
+    return duro__pg_error(c, rc, op, err);
+}
+
+int duro__pg_error(duro__pg_conn *c, int rc, const char *op, duro_error *err)
+{
+    (void)rc;
+    if (c->injected == 1)
+        return duro_error_set(err, DURO_BUSY, 1, "postgres %s: %s", op,
+                              c->message);
+    if (c->injected == 2)
+        return duro_error_set(err, DURO_STORAGE, 0, "postgres %s: %s", op,
+                              c->message);
+    if (c->broken)
+        return duro_error_set(err, DURO_STORAGE, 1,
+                              "postgres %s: connection lost: %s", op,
+                              c->message);
+    /* serialization failure, deadlock, lock not available, too many
+     * connections, statement or lock timeout: the same call may succeed */
+    static const char *const busy[] = {"40001", "40P01", "55P03", "53300",
+                                       "57014"};
+    for (size_t i = 0; i < DURO__ARRAY_LEN(busy); i++)
+        if (strcmp(c->sqlstate, busy[i]) == 0)
+            return duro_error_set(err, DURO_BUSY, 1, "postgres %s: %s (%s)", op,
+                                  c->message, c->sqlstate);
+    if (strcmp(c->sqlstate, "53200") == 0) /* out of memory */
+        return duro_error_set(err, DURO_NOMEM, 0, "postgres %s: %s", op,
+                              c->message);
+    return duro_error_set(err, DURO_STORAGE, 0, "postgres %s: %s (%s)", op,
+                          c->message, c->sqlstate);
+}
+
+void duro__pg_bind_text(duro__pg_conn *c, duro__pg_statement *s, int i,
+                        const char *v)
+{
+    (void)c;
+    if (i >= 1 && i <= DURO__PG_PARAM_MAX)
+        s->values[i - 1] = v;
+}
+
+void duro__pg_bind_i64(duro__pg_conn *c, duro__pg_statement *s, int i,
+                       int64_t v)
+{
+    (void)c;
+    if (i < 1 || i > DURO__PG_PARAM_MAX)
+        return;
+    snprintf(s->numbers[i - 1], sizeof(s->numbers[i - 1]), "%lld",
+             (long long)v);
+    s->values[i - 1] = s->numbers[i - 1];
+}
+
+void duro__pg_bind_u64(duro__pg_conn *c, duro__pg_statement *s, int i,
+                       uint64_t v)
+{
+    duro__pg_bind_i64(c, s, i, (int64_t)v);
+}
+
+int64_t duro__pg_column_int64(duro__pg_statement *s, int col)
+{
+    if (s->result == NULL || s->row < 0 || PQgetisnull(s->result, s->row, col))
+        return 0;
+    const char *v = PQgetvalue(s->result, s->row, col);
+    if (v[0] == 't')
+        return 1;
+    if (v[0] == 'f')
+        return 0;
+    return strtoll(v, NULL, 10);
+}
+
+int duro__pg_column_int(duro__pg_statement *s, int col)
+{
+    return (int)duro__pg_column_int64(s, col);
+}
+
+int duro__pg_column_null(duro__pg_statement *s, int col)
+{
+    return s->result == NULL || s->row < 0 ||
+           PQgetisnull(s->result, s->row, col);
+}
+
+const char *duro__pg_column_text_raw(duro__pg_statement *s, int col)
+{
+    if (duro__pg_column_null(s, col))
+        return NULL;
+    return PQgetvalue(s->result, s->row, col);
+}
+
+int duro__pg_column_bytes(duro__pg_statement *s, int col)
+{
+    if (duro__pg_column_null(s, col))
+        return 0;
+    return PQgetlength(s->result, s->row, col);
+}
+
+int duro__pg_column_text(duro_arena *a, duro__pg_statement *s, int col,
+                         const char **out)
+{
+    const char *v = duro__pg_column_text_raw(s, col);
+    if (v == NULL) {
+        *out = NULL;
+        return 0;
+    }
+    *out = duro_arena_strdup(a, v);
+    return *out == NULL ? -1 : 0;
+}
+
+/* ---- the pool and transactions ------------------------------------------ */
+
+static duro__pg_conn *acquire(duro__pg_provider *p)
+{
+    pthread_mutex_lock(&p->pool_lock);
+    while (p->free_count == 0)
+        pthread_cond_wait(&p->pool_cond, &p->pool_lock);
+    duro__pg_conn *c = p->free_conns[--p->free_count];
+    pthread_mutex_unlock(&p->pool_lock);
+    if (c->broken) {
+        conn_reset(c);
+        if (!c->broken) {
+            char sql[160];
+            snprintf(sql, sizeof(sql),
+                     "SET search_path TO \"%s\"; SET client_min_messages TO "
+                     "warning",
+                     p->cfg.schema);
+            PGresult *res = PQexec(c->pg, sql);
+            if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+                c->broken = 1;
+            PQclear(res);
+        }
+    }
+    return c;
+}
+
+static void rollback(duro__pg_provider *p, duro__pg_conn *c)
+{
+    (void)p;
+    for (size_t i = 0; i < DURO__SQL_COUNT; i++)
+        if (c->stmts[i].result != NULL)
+            duro__pg_reset(&c->stmts[i]);
+    if (c->broken || PQtransactionStatus(c->pg) == PQTRANS_IDLE)
+        return;
+    /* Simple protocol, outside the fault hook: a ROLLBACK always runs,
+     * whatever state the transaction is in. */
+    PGresult *res = PQexec(c->pg, "ROLLBACK");
+    PQclear(res);
+    if (PQstatus(c->pg) != CONNECTION_OK ||
+        PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        c->broken = 1;
+}
+
+static void release(duro__pg_provider *p, duro__pg_conn *c)
+{
+    rollback(p, c);
+    pthread_mutex_lock(&p->pool_lock);
+    p->free_conns[p->free_count++] = c;
+    pthread_cond_signal(&p->pool_cond);
+    pthread_mutex_unlock(&p->pool_lock);
+}
+
+static int begin_with(duro__pg_provider *p, duro__pg_stmt_id begin,
+                      const char *op, duro__pg_conn **out, duro_error *err)
+{
+    duro__pg_conn *c = acquire(p);
+    duro__pg_statement *s = duro__pg_stmt(p, c, begin, op, err);
+    int rc = s != NULL ? duro__pg_run(p, c, s, op, err) : err->code;
+    if (s == NULL && rc == DURO_OK)
+        rc = duro_error_set(err, DURO_STORAGE, 1,
+                            "postgres %s: connection lost", op);
+    if (rc != DURO_OK) {
+        release(p, c);
+        *out = NULL;
+        return rc;
+    }
+    *out = c;
+    return DURO_OK;
+}
+
+int duro__pg_write_begin(duro__pg_provider *p, const char *op,
+                         duro__pg_conn **out, duro_error *err)
+{
+    return begin_with(p, DURO__SQL_BEGIN_WRITE, op, out, err);
+}
+
+int duro__pg_write_begin_snapshot(duro__pg_provider *p, const char *op,
+                                  duro__pg_conn **out, duro_error *err)
+{
+    return begin_with(p, DURO__SQL_BEGIN_SNAPSHOT, op, out, err);
+}
+
+int duro__pg_write_commit(duro__pg_provider *p, duro__pg_conn *c,
+                          const char *op, duro_error *err)
+{
+    for (size_t i = 0; i < DURO__SQL_COUNT; i++)
+        if (c->stmts[i].result != NULL)
+            duro__pg_reset(&c->stmts[i]);
+    duro__pg_statement *s = duro__pg_stmt(p, c, DURO__SQL_COMMIT, op, err);
+    int rc = s != NULL ? duro__pg_run(p, c, s, op, err) : err->code;
+    if (s == NULL && rc == DURO_OK)
+        rc = duro_error_set(err, DURO_STORAGE, 1,
+                            "postgres %s: connection lost", op);
+    release(p, c);
+    return rc;
+}
+
+void duro__pg_write_rollback(duro__pg_provider *p, duro__pg_conn *c)
+{
+    release(p, c);
+}
+
+duro__pg_conn *duro__pg_reader_acquire(duro__pg_provider *p)
+{
+    return acquire(p);
+}
+
+void duro__pg_reader_release(duro__pg_provider *p, duro__pg_conn *c)
+{
+    release(p, c);
+}
+
+/* ---- input checks ----------------------------------------------------- */
+
+int duro__pg_check_id(const char *what, const char *s, duro_error *err)
+{
+    if (s == NULL || s[0] == '\0')
+        return duro_error_set(err, DURO_INVALID, 0, "%s is NULL or empty",
+                              what);
+    if (strnlen(s, DURO__PG_NAME_MAX + 1) > DURO__PG_NAME_MAX)
+        return duro_error_set(err, DURO_TOO_LARGE, 0,
+                              "%s is longer than %d bytes", what,
+                              DURO__PG_NAME_MAX);
+    return DURO_OK;
+}
+
+int duro__pg_check_name(const char *what, const char *s, int required,
+                        duro_error *err)
+{
+    if (required)
+        return duro__pg_check_id(what, s, err);
+    if (s != NULL && strnlen(s, DURO__PG_NAME_MAX + 1) > DURO__PG_NAME_MAX)
+        return duro_error_set(err, DURO_TOO_LARGE, 0,
+                              "%s is longer than %d bytes", what,
+                              DURO__PG_NAME_MAX);
+    return DURO_OK;
+}
+
+int duro__pg_check_payload(const duro__pg_provider *p, const char *what,
+                           const char *s, duro_error *err)
+{
+    if (s != NULL && strnlen(s, p->cfg.max_payload + 1) > p->cfg.max_payload)
+        return duro_error_set(err, DURO_TOO_LARGE, 0,
+                              "%s is larger than max_payload (%zu bytes)", what,
+                              p->cfg.max_payload);
+    return DURO_OK;
+}

@@ -1,0 +1,713 @@
+/* pg_internal.h - shared by the PostgreSQL provider's files: the URL's
+ * configuration, the provider struct and its connection pool, the table of
+ * every SQL statement it runs, and the helpers that run statements and
+ * transactions. Threading: a connection is used by one thread at a time,
+ * the one that took it from the pool. Not installed. */
+#ifndef DURO_PG_INTERNAL_H
+#define DURO_PG_INTERNAL_H
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "base/base.h"
+
+#define DURO__PG_SCHEMA_VERSION 1 /* what this code creates and reads */
+#define DURO__PG_NAME_MAX 1024    /* bytes of a name, id or reason */
+#define DURO__PG_POOL_MAX 64      /* most connections */
+#define DURO__PG_PARAM_MAX 20     /* most parameters of a statement */
+#define DURO__PG_SCHEMA_MAX 63    /* bytes of a schema name (NAMEDATALEN-1) */
+
+/* What the URL configures. */
+typedef struct duro__pg_config {
+    char *conninfo; /* the URI handed to libpq: duro's own parameters
+                       removed */
+    char *display;  /* the URL with its password masked, for messages */
+    char schema[DURO__PG_SCHEMA_MAX + 1]; /* validated identifier */
+    int pool;                             /* connections */
+    uint64_t max_history;                 /* events per execution */
+    size_t max_payload; /* bytes of a payload, error or custom status */
+} duro__pg_config;
+
+/* Parses a postgres:// or postgresql:// URL into cfg; DURO_BAD_URL with
+ * the problem named (and the password masked) when it is malformed.
+ * Connects to nothing. */
+int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err);
+void duro__pg_config_free(duro__pg_config *cfg);
+
+/* ---- statements ----------------------------------------------------------
+ * Every statement the provider runs, prepared at most once per connection
+ * (on first use, PQprepare) and run with PQexecPrepared. Every parameter is
+ * declared text and cast where it is used, so a statement may leave some of
+ * its numbered parameters unused. X(ID, sql) */
+
+#define DURO__PG_INFO_COLUMNS                                                  \
+    "SELECT i.instance_id, i.name, i.version, i.status, i.execution_id, "      \
+    "i.created_ms, i.updated_ms, i.output, i.error, i.category, "              \
+    "i.custom_status, i.parent_instance, "                                     \
+    "(SELECT COALESCE(MAX(h.event_id), 0) FROM history AS h "                  \
+    "WHERE h.instance_id = i.instance_id AND h.execution_id = "                \
+    "i.execution_id), "                                                        \
+    "i.cancel_reason, i.cancelled_by, i.cancel_requested_ms, i.finished_ms, "  \
+    "i.last_problem, i.last_problem_ms, i.next_attempt_ms "                    \
+    "FROM instances AS i "
+
+#define DURO__PG_LIST_FILTER                                                   \
+    "WHERE i.instance_id > $1::text "                                          \
+    "AND ($2::bigint = 0 OR (($2::bigint >> i.status) & 1) = 1) "              \
+    "AND ($3::bigint = 0 OR i.created_ms >= $3::bigint) "                      \
+    "AND ($4::bigint = 0 OR i.created_ms < $4::bigint) "
+
+#define DURO__PG_LIST_ORDER                                                    \
+    " ORDER BY i.instance_id LIMIT NULLIF($7::bigint, -1)"
+
+/* The instance and every descendant through instances.parent_instance. */
+#define DURO__PG_TREE                                                          \
+    "WITH RECURSIVE tree(id) AS (SELECT $1::text COLLATE \"C\" UNION "         \
+    "SELECT c.instance_id FROM instances AS c "                                \
+    "JOIN tree ON c.parent_instance = tree.id) "
+#define DURO__PG_IN_TREE "instance_id IN (SELECT id FROM tree)"
+
+#define DURO__PG_QUEUE_COLUMNS                                                 \
+    "kind, instance_id, execution_id, source_id, name, version, payload, "     \
+    "error, category, reason, requested_by, parent_instance, "                 \
+    "parent_execution, parent_event_id, fire_at_ms, attempt, flags"
+
+#define DURO__PG_HISTORY_COLUMNS                                               \
+    "event_id, kind, source_event_id, timestamp_ms, name, version, payload, "  \
+    "error, category, reason, requested_by, ref_instance, ref_execution, "     \
+    "ref_event_id, fire_at_ms, attempt, flags"
+
+/* An upsert of the readiness row: a new row at ready_at, or ready_at
+ * lowered to it when the instance is unlocked and the message is due
+ * earlier (never before the end of an abandon delay). */
+#define DURO__PG_READY_UPSERT                                                  \
+    "ON CONFLICT(instance_id) DO UPDATE SET ready_at = "                       \
+    "GREATEST(excluded.ready_at, COALESCE(r.locked_until, 0)) "                \
+    "WHERE r.lock_token IS NULL AND excluded.ready_at < r.ready_at"
+
+#define DURO__PG_STATEMENTS(X)                                                 \
+    X(BEGIN_WRITE, "BEGIN")                                                    \
+    X(BEGIN_READ, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")           \
+    X(BEGIN_SNAPSHOT, "BEGIN ISOLATION LEVEL REPEATABLE READ")                 \
+    X(COMMIT, "COMMIT")                                                        \
+    X(ROLLBACK, "ROLLBACK")                                                    \
+    /* instances */                                                            \
+    X(INSTANCE_CREATE,                                                         \
+      "INSERT INTO instances(instance_id, name, version, status, "             \
+      "execution_id, created_ms, updated_ms, category, parent_instance, "      \
+      "parent_execution, parent_event_id) "                                    \
+      "VALUES($1::text, $2::text, $3::text, 1, 0, $4::bigint, $4::bigint, 0, " \
+      "$5::text, $6::bigint, $7::bigint) "                                     \
+      "ON CONFLICT(instance_id) DO NOTHING")                                   \
+    X(INSTANCE_CURRENT, "SELECT execution_id, status FROM instances "          \
+                        "WHERE instance_id = $1::text")                        \
+    X(INSTANCE_SET_CURRENT,                                                    \
+      "UPDATE instances SET execution_id = $2::bigint, updated_ms = "          \
+      "$3::bigint WHERE instance_id = $1::text")                               \
+    X(INSTANCE_WRITE_META,                                                     \
+      "UPDATE instances SET status = $2::int, "                                \
+      "name = COALESCE($3::text, name), "                                      \
+      "version = COALESCE($4::text, version), output = $5::text, "             \
+      "error = $6::text, category = $7::int, "                                 \
+      "custom_status = CASE WHEN $8::int <> 0 THEN $9::text "                  \
+      "ELSE custom_status END, "                                               \
+      "parent_instance = COALESCE($10::text, parent_instance), "               \
+      "parent_execution = CASE WHEN $10::text IS NULL THEN parent_execution "  \
+      "ELSE $11::bigint END, "                                                 \
+      "parent_event_id = CASE WHEN $10::text IS NULL THEN parent_event_id "    \
+      "ELSE $12::bigint END, updated_ms = $13::bigint, "                       \
+      "finished_ms = CASE WHEN $2::int IN (3, 4, 5) THEN $13::bigint "         \
+      "ELSE NULL END, "                                                        \
+      "last_problem = CASE WHEN $14::int <> 0 THEN $15::text "                 \
+      "ELSE last_problem END, "                                                \
+      "last_problem_ms = CASE WHEN $14::int = 0 THEN last_problem_ms "         \
+      "WHEN $15::text IS NULL THEN NULL ELSE $13::bigint END, "                \
+      "next_attempt_ms = CASE WHEN $14::int <> 0 THEN NULL "                   \
+      "ELSE next_attempt_ms END "                                              \
+      "WHERE instance_id = $1::text")                                          \
+    X(INSTANCE_FETCH_META,                                                     \
+      "SELECT status, execution_id, name, version, parent_instance, "          \
+      "parent_execution, parent_event_id, custom_status, "                     \
+      "cancel_requested_ms, cancel_reason, cancelled_by, last_problem "        \
+      "FROM instances WHERE instance_id = $1::text")                           \
+    /* a CANCEL_INSTANCE records the first request on a live instance */       \
+    X(INSTANCE_CANCEL_REQUEST,                                                 \
+      "UPDATE instances SET cancel_requested_ms = $2::bigint, "                \
+      "cancel_reason = $3::text, cancelled_by = $4::text "                     \
+      "WHERE instance_id = $1::text AND status IN (1, 2) "                     \
+      "AND cancel_requested_ms IS NULL")                                       \
+    X(INSTANCE_SET_PROBLEM,                                                    \
+      "UPDATE instances SET last_problem = $2::text, "                         \
+      "last_problem_ms = CASE WHEN $2::text IS NULL THEN NULL "                \
+      "ELSE $3::bigint END, "                                                  \
+      "next_attempt_ms = CASE WHEN $2::text IS NULL THEN NULL "                \
+      "ELSE $4::bigint END WHERE instance_id = $1::text")                      \
+    X(INSTANCE_INFO, DURO__PG_INFO_COLUMNS "WHERE i.instance_id = $1::text")   \
+    X(LIST_ALL,                                                                \
+      DURO__PG_INFO_COLUMNS DURO__PG_LIST_FILTER DURO__PG_LIST_ORDER)          \
+    X(LIST_NAME, DURO__PG_INFO_COLUMNS DURO__PG_LIST_FILTER                    \
+      "AND i.name = $5::text" DURO__PG_LIST_ORDER)                             \
+    X(LIST_STATUS, DURO__PG_INFO_COLUMNS DURO__PG_LIST_FILTER                  \
+      "AND i.status = $6::int" DURO__PG_LIST_ORDER)                            \
+    X(LIST_NAME_STATUS, DURO__PG_INFO_COLUMNS DURO__PG_LIST_FILTER             \
+      "AND i.name = $5::text AND i.status = $6::int" DURO__PG_LIST_ORDER)      \
+    /* executions and history */                                               \
+    X(EXEC_EVENT_COUNT,                                                        \
+      "SELECT (SELECT COALESCE(MAX(event_id), 0) FROM history "                \
+      "WHERE instance_id = $1::text AND execution_id = $2::bigint) "           \
+      "FROM executions "                                                       \
+      "WHERE instance_id = $1::text AND execution_id = $2::bigint")            \
+    X(EXEC_CREATE,                                                             \
+      "INSERT INTO executions(instance_id, execution_id, status, name, "       \
+      "version, started_ms, category) VALUES($1::text, $2::bigint, 2, "        \
+      "COALESCE($3::text, (SELECT name FROM instances "                        \
+      "WHERE instance_id = $1::text)), "                                       \
+      "COALESCE($4::text, (SELECT version FROM instances "                     \
+      "WHERE instance_id = $1::text)), $5::bigint, 0)")                        \
+    X(EXEC_WRITE_META,                                                         \
+      "UPDATE executions SET status = $3::int, "                               \
+      "name = COALESCE($4::text, name), "                                      \
+      "version = COALESCE($5::text, version), output = $6::text, "             \
+      "error = $7::text, category = $8::int, completed_ms = $9::bigint "       \
+      "WHERE instance_id = $1::text AND execution_id = $2::bigint")            \
+    X(HISTORY_INSERT,                                                          \
+      "INSERT INTO history(instance_id, "                                      \
+      "execution_id, " DURO__PG_HISTORY_COLUMNS                                \
+      ") VALUES($1::text, $2::bigint, $3::bigint, "                            \
+      "$4::int, $5::bigint, $6::bigint, $7::text, $8::text, $9::text, "        \
+      "$10::text, $11::int, $12::text, $13::text, $14::text, $15::bigint, "    \
+      "$16::bigint, $17::bigint, $18::bigint, $19::bigint)")                   \
+    X(HISTORY_READ,                                                            \
+      "SELECT " DURO__PG_HISTORY_COLUMNS " FROM history "                      \
+      "WHERE instance_id = $1::text AND execution_id = $2::bigint "            \
+      "AND event_id > $3::bigint ORDER BY event_id")                           \
+    /* the ActivityCancelRequested (kind 10) of an activity: one probe of the  \
+     * partial index history_activity_cancel */                                \
+    X(HISTORY_CANCEL_REASON,                                                   \
+      "SELECT reason FROM history WHERE instance_id = $1::text "               \
+      "AND execution_id = $2::bigint AND source_event_id = $3::bigint "        \
+      "AND kind = 10 LIMIT 1")                                                 \
+    /* orchestrator queue and its per-instance readiness/lock rows */          \
+    X(OQ_INSERT,                                                               \
+      "INSERT INTO orchestrator_queue(" DURO__PG_QUEUE_COLUMNS                 \
+      ", enqueued_ms, visible_at) VALUES($1::int, $2::text, $3::bigint, "      \
+      "$4::bigint, $5::text, $6::text, $7::text, $8::text, $9::int, "          \
+      "$10::text, $11::text, $12::text, $13::bigint, $14::bigint, "            \
+      "$15::bigint, $16::bigint, $17::bigint, $18::bigint, $19::bigint)")      \
+    X(OQ_TAG, "UPDATE orchestrator_queue SET lock_token = $2::text, "          \
+              "fetch_count = fetch_count + 1 "                                 \
+              "WHERE instance_id = $1::text AND visible_at <= $3::bigint")     \
+    X(OQ_FETCHED, "SELECT " DURO__PG_QUEUE_COLUMNS ", fetch_count "            \
+                  "FROM orchestrator_queue WHERE instance_id = $1::text "      \
+                  "AND visible_at <= $2::bigint AND lock_token = $3::text "    \
+                  "ORDER BY visible_at, id")                                   \
+    X(OQ_DELETE_TAGGED,                                                        \
+      "DELETE FROM orchestrator_queue "                                        \
+      "WHERE instance_id = $1::text AND lock_token = $2::text")                \
+    X(OQ_UNTAG, "UPDATE orchestrator_queue SET lock_token = NULL "             \
+                "WHERE instance_id = $1::text AND lock_token = $2::text")      \
+    /* an ack that ends the instance: nothing queued for it is live */         \
+    X(OQ_DELETE_INSTANCE,                                                      \
+      "DELETE FROM orchestrator_queue WHERE instance_id = $1::text")           \
+    /* continue-as-new: timers and completions of the ended execution */       \
+    X(OQ_DELETE_EXECUTION,                                                     \
+      "DELETE FROM orchestrator_queue WHERE instance_id = $1::text "           \
+      "AND execution_id = $2::bigint AND kind IN (2, 3, 4, 6, 7)")             \
+    X(OQ_MIN_VISIBLE, "SELECT MIN(visible_at) FROM orchestrator_queue "        \
+                      "WHERE instance_id = $1::text")                          \
+    X(OQ_COUNT, "SELECT COUNT(*) FROM orchestrator_queue")                     \
+    X(OQ_COUNT_INSTANCE, "SELECT COUNT(*) FROM orchestrator_queue "            \
+                         "WHERE instance_id = $1::text")                       \
+    X(READY_ENQUEUE,                                                           \
+      "INSERT INTO orchestrator_ready AS r(instance_id, "                      \
+      "ready_at) VALUES($1::text, $2::bigint) " DURO__PG_READY_UPSERT)         \
+    /* the claim: the oldest ready instance that no other transaction is       \
+     * claiming or releasing right now */                                      \
+    X(READY_NEXT, "SELECT id, instance_id FROM orchestrator_ready "            \
+                  "WHERE ready_at <= $1::bigint ORDER BY ready_at LIMIT 1 "    \
+                  "FOR UPDATE SKIP LOCKED")                                    \
+    X(READY_LOCK, "UPDATE orchestrator_ready SET lock_token = $2::text, "      \
+                  "locked_until = $3::bigint, ready_at = $3::bigint "          \
+                  "WHERE id = $1::bigint")                                     \
+    /* the holder of a lock, row-locked until the transaction ends: a fetch    \
+     * of an expired lock and enqueues for the instance wait for it */         \
+    X(READY_HOLDER, "SELECT instance_id, locked_until FROM "                   \
+                    "orchestrator_ready WHERE id = $1::bigint "                \
+                    "AND lock_token = $2::text FOR UPDATE")                    \
+    X(READY_RENEW, "UPDATE orchestrator_ready SET locked_until = $3::bigint, " \
+                   "ready_at = $3::bigint WHERE id = $1::bigint "              \
+                   "AND lock_token = $2::text AND locked_until > $4::bigint")  \
+    X(READY_SET, "UPDATE orchestrator_ready SET lock_token = NULL, "           \
+                 "locked_until = $2::bigint, ready_at = $3::bigint "           \
+                 "WHERE id = $1::bigint")                                      \
+    X(READY_DELETE, "DELETE FROM orchestrator_ready WHERE id = $1::bigint")    \
+    X(READY_MIN, "SELECT MIN(ready_at) FROM orchestrator_ready")               \
+    /* worker queue */                                                         \
+    X(WQ_INSERT,                                                               \
+      "INSERT INTO worker_queue(instance_id, execution_id, activity_id, "      \
+      "name, version, payload, attempt, enqueued_ms, available_at) "           \
+      "VALUES($1::text, $2::bigint, $3::bigint, $4::text, $5::text, "          \
+      "$6::text, $7::bigint, $8::bigint, $8::bigint)")                         \
+    /* the claim: the oldest fetchable row no other transaction holds */       \
+    X(WQ_FETCH,                                                                \
+      "UPDATE worker_queue SET lock_token = 'w' || id || '.' || $1::text, "    \
+      "locked_until = $2::bigint, available_at = $2::bigint, "                 \
+      "fetch_count = fetch_count + 1 "                                         \
+      "WHERE id = (SELECT id FROM worker_queue "                               \
+      "WHERE available_at <= $3::bigint ORDER BY available_at, id LIMIT 1 "    \
+      "FOR UPDATE SKIP LOCKED) "                                               \
+      "RETURNING instance_id, execution_id, activity_id, name, version, "      \
+      "payload, attempt, fetch_count, lock_token")                             \
+    X(WQ_ACK, "DELETE FROM worker_queue WHERE id = $1::bigint "                \
+              "AND lock_token = $2::text")                                     \
+    /* renew and abandon need only the token: an expired lock that no other    \
+     * fetch took still holds the row (a fetch replaces the token) */          \
+    X(WQ_RENEW, "UPDATE worker_queue SET locked_until = $3::bigint, "          \
+                "available_at = $3::bigint WHERE id = $1::bigint "             \
+                "AND lock_token = $2::text")                                   \
+    X(WQ_ABANDON,                                                              \
+      "UPDATE worker_queue SET lock_token = NULL, locked_until = NULL, "       \
+      "available_at = $3::bigint WHERE id = $1::bigint "                       \
+      "AND lock_token = $2::text")                                             \
+    X(WQ_EXISTS, "SELECT 1 FROM worker_queue WHERE id = $1::bigint")           \
+    /* check_work_item_locks: does the token still hold its row? */            \
+    X(WQ_HELD, "SELECT 1 FROM worker_queue WHERE id = $1::bigint "             \
+               "AND lock_token = $2::text")                                    \
+    X(WQ_CANCEL,                                                               \
+      "DELETE FROM worker_queue WHERE instance_id = $1::text "                 \
+      "AND execution_id = $2::bigint AND activity_id = ANY($3::bigint[])")     \
+    X(WQ_MIN, "SELECT MIN(available_at) FROM worker_queue")                    \
+    X(WQ_COUNT, "SELECT COUNT(*) FROM worker_queue")                           \
+    X(WQ_COUNT_INSTANCE,                                                       \
+      "SELECT COUNT(*) FROM worker_queue WHERE instance_id = $1::text")        \
+    /* management */                                                           \
+    X(DELETE_CHECK, DURO__PG_TREE                                              \
+      "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status NOT IN (3, 4, 5) "       \
+      "THEN 1 ELSE 0 END), 0) FROM instances WHERE " DURO__PG_IN_TREE)         \
+    X(DELETE_HISTORY,                                                          \
+      DURO__PG_TREE "DELETE FROM history WHERE " DURO__PG_IN_TREE)             \
+    X(DELETE_EXECUTIONS,                                                       \
+      DURO__PG_TREE "DELETE FROM executions WHERE " DURO__PG_IN_TREE)          \
+    X(DELETE_MESSAGES,                                                         \
+      DURO__PG_TREE "DELETE FROM orchestrator_queue WHERE " DURO__PG_IN_TREE)  \
+    X(DELETE_READY,                                                            \
+      DURO__PG_TREE "DELETE FROM orchestrator_ready WHERE " DURO__PG_IN_TREE)  \
+    X(DELETE_WORK,                                                             \
+      DURO__PG_TREE "DELETE FROM worker_queue WHERE " DURO__PG_IN_TREE)        \
+    X(DELETE_INSTANCES,                                                        \
+      DURO__PG_TREE "DELETE FROM instances WHERE " DURO__PG_IN_TREE)           \
+    X(PRUNE_HISTORY,                                                           \
+      "DELETE FROM history WHERE instance_id = $1::text AND execution_id IN "  \
+      "(SELECT execution_id FROM executions WHERE instance_id = $1::text "     \
+      "AND execution_id <= $2::bigint AND status IN (3, 4, 5, 6))")            \
+    X(PRUNE_EXECUTIONS,                                                        \
+      "DELETE FROM executions WHERE instance_id = $1::text "                   \
+      "AND execution_id <= $2::bigint AND status IN (3, 4, 5, 6)")             \
+    DURO__PG_BULK_STATEMENTS(X)
+
+/* Operations on many instances (pg_bulk.c). cancel_instances and the
+ * deletes of a purge name their instances in $1, a text[] array; the
+ * sweeps' batches are JSON arrays of [id, created_ms] pairs, so an instance
+ * deleted and created again under the same id after the sweep began is not
+ * taken for the one that matched. */
+#define DURO__PG_CANCELLABLE "status IN (1, 2) AND cancel_requested_ms IS NULL "
+
+#define DURO__PG_CANCEL_IDS                                                    \
+    "FROM instances WHERE instance_id = ANY($1::text[]) "                      \
+    "AND " DURO__PG_CANCELLABLE
+
+/* A sweep's selection: $1 name, $2..$4 statuses, $5 version (NULL: any),
+ * $6 created after (0: none), $7 created before (0: none), $8 finished
+ * before (purge), $10 the last id of the previous page ("" at first). */
+#define DURO__PG_SWEEP_COMMON                                                  \
+    "AND ($5::text IS NULL OR version = $5::text) "                            \
+    "AND ($6::bigint = 0 OR created_ms >= $6::bigint) "                        \
+    "AND ($7::bigint = 0 OR created_ms < $7::bigint) "                         \
+    "AND instance_id > $10::text ORDER BY instance_id LIMIT 500"
+#define DURO__PG_SWEEP_CANCEL                                                  \
+    "status IN ($2::int, $3::int) AND cancel_requested_ms IS "                 \
+    "NULL " DURO__PG_SWEEP_COMMON
+#define DURO__PG_SWEEP_PURGE                                                   \
+    "status IN ($2::int, $3::int, $4::int) AND finished_ms < "                 \
+    "$8::bigint " DURO__PG_SWEEP_COMMON
+
+/* Whether instance alias `t` matches a purge filter (parameters as for the
+ * sweep, $1 being the batch, $9 the name). */
+#define DURO__PG_PURGE_MATCH(t)                                                \
+    t ".status IN ($2::int, $3::int, $4::int) "                                \
+      "AND " t ".finished_ms < $8::bigint "                                    \
+      "AND ($9::text IS NULL OR " t ".name = $9::text) "                       \
+      "AND ($5::text IS NULL OR " t ".version = $5::text) "                    \
+      "AND ($6::bigint = 0 OR " t ".created_ms >= $6::bigint) "                \
+      "AND ($7::bigint = 0 OR " t ".created_ms < $7::bigint)"
+
+#define DURO__PG_BULK_STATEMENTS(X)                                            \
+    /* cancel_instances: each id's state, its instance row locked; rank > 1    \
+     * marks a repeated id */                                                  \
+    X(CANCEL_IDS_READ,                                                         \
+      "WITH locked AS (SELECT instance_id, status, cancel_requested_ms "       \
+      "FROM instances WHERE instance_id = ANY($1::text[]) "                    \
+      "ORDER BY instance_id FOR UPDATE) "                                      \
+      "SELECT j.k - 1, l.status, "                                             \
+      "(l.cancel_requested_ms IS NOT NULL)::int, "                             \
+      "ROW_NUMBER() OVER (PARTITION BY j.v ORDER BY j.k) "                     \
+      "FROM unnest($1::text[]) WITH ORDINALITY AS j(v, k) "                    \
+      "LEFT JOIN locked AS l ON l.instance_id = j.v ORDER BY j.k")             \
+    /* the three writes of a cancellation, set-based: the message, the         \
+     * instance's readiness (as READY_ENQUEUE), the record; in this order:     \
+     * the last one ends what the first two select */                          \
+    X(CANCEL_IDS_ENQUEUE,                                                      \
+      "INSERT INTO orchestrator_queue(kind, instance_id, reason, "             \
+      "requested_by, enqueued_ms, visible_at) "                                \
+      "SELECT 8, instance_id, $2::text, $3::text, $4::bigint, "                \
+      "$4::bigint " DURO__PG_CANCEL_IDS)                                       \
+    X(CANCEL_IDS_READY,                                                        \
+      "INSERT INTO orchestrator_ready AS r(instance_id, ready_at) "            \
+      "SELECT instance_id, $4::bigint " DURO__PG_CANCEL_IDS                    \
+          DURO__PG_READY_UPSERT)                                               \
+    X(CANCEL_IDS_MARK,                                                         \
+      "UPDATE instances SET cancel_requested_ms = $4::bigint, "                \
+      "cancel_reason = $2::text, cancelled_by = $3::text "                     \
+      "WHERE instance_id = ANY($1::text[]) AND " DURO__PG_CANCELLABLE)         \
+    /* cancel_matching: the set, read page by page on one snapshot */          \
+    X(SWEEP_CANCEL_NAME, "SELECT instance_id, created_ms FROM instances "      \
+                         "WHERE name = $1::text AND " DURO__PG_SWEEP_CANCEL)   \
+    X(SWEEP_CANCEL_ALL, "SELECT instance_id, created_ms FROM instances "       \
+                        "WHERE " DURO__PG_SWEEP_CANCEL)                        \
+    /* ... and which of a batch are still the same instances, cancellable */   \
+    X(SWEEP_CANCEL_RECHECK,                                                    \
+      "SELECT i.instance_id FROM json_array_elements($1::json) "               \
+      "WITH ORDINALITY AS j(v, k) JOIN instances AS i "                        \
+      "ON i.instance_id = (j.v->>0) "                                          \
+      "WHERE i.created_ms = (j.v->>1)::bigint "                                \
+      "AND i.status IN ($2::int, $3::int) AND i.cancel_requested_ms IS NULL "  \
+      "ORDER BY j.k FOR UPDATE OF i")                                          \
+    /* purge_instances: the set, read page by page on one snapshot */          \
+    X(SWEEP_PURGE_NAME, "SELECT instance_id, created_ms FROM instances "       \
+                        "WHERE name = $1::text AND " DURO__PG_SWEEP_PURGE)     \
+    X(SWEEP_PURGE_ALL, "SELECT instance_id, created_ms FROM instances "        \
+                       "WHERE " DURO__PG_SWEEP_PURGE)                          \
+    /* ... and what a batch deletes: each picked instance (still the same,     \
+     * still matching) that has no matching ancestor, with all its             \
+     * descendants, when every one of them is finished */                      \
+    X(PURGE_BATCH,                                                             \
+      "WITH RECURSIVE "                                                        \
+      "pick(id) AS (SELECT i.instance_id FROM json_array_elements($1::json) "  \
+      "AS j(v) JOIN instances AS i ON i.instance_id = (j.v->>0) "              \
+      "WHERE i.created_ms = (j.v->>1)::bigint "                                \
+      "AND " DURO__PG_PURGE_MATCH(                                             \
+          "i") "), "                                                           \
+               "up(pick, id) AS (SELECT k.id, i.parent_instance FROM pick AS " \
+               "k "                                                            \
+               "JOIN instances AS i ON i.instance_id = k.id "                  \
+               "WHERE i.parent_instance IS NOT NULL UNION "                    \
+               "SELECT up.pick, i.parent_instance FROM up "                    \
+               "JOIN instances AS i ON i.instance_id = up.id "                 \
+               "WHERE i.parent_instance IS NOT NULL), "                        \
+               "top(id) AS (SELECT id FROM pick WHERE id NOT IN (SELECT "      \
+               "up.pick "                                                      \
+               "FROM up JOIN instances AS a ON a.instance_id = up.id "         \
+               "WHERE " DURO__PG_PURGE_MATCH(                                  \
+                   "a") ")), "                                                 \
+                        "tree(root, id) AS (SELECT id, id FROM top UNION "     \
+                        "SELECT tree.root, c.instance_id FROM tree "           \
+                        "JOIN instances AS c ON c.parent_instance = tree.id) " \
+                        "SELECT id FROM tree WHERE root NOT IN (SELECT "       \
+                        "t.root FROM tree AS t "                               \
+                        "JOIN instances AS x ON x.instance_id = t.id "         \
+                        "WHERE x.status NOT IN (3, 4, 5)) ORDER BY id")        \
+    /* the deletes of a purge batch, $1 the ids (instances last) */            \
+    X(PURGE_HISTORY,                                                           \
+      "DELETE FROM history WHERE instance_id = ANY($1::text[])")               \
+    X(PURGE_EXECUTIONS,                                                        \
+      "DELETE FROM executions WHERE instance_id = ANY($1::text[])")            \
+    X(PURGE_MESSAGES,                                                          \
+      "DELETE FROM orchestrator_queue WHERE instance_id = ANY($1::text[])")    \
+    X(PURGE_READY,                                                             \
+      "DELETE FROM orchestrator_ready WHERE instance_id = ANY($1::text[])")    \
+    X(PURGE_WORK,                                                              \
+      "DELETE FROM worker_queue WHERE instance_id = ANY($1::text[])")          \
+    X(PURGE_INSTANCES,                                                         \
+      "DELETE FROM instances WHERE instance_id = ANY($1::text[])")             \
+    /* read_store_stats, one snapshot (pg_stats.c) */                          \
+    X(STATS_SIZE,                                                              \
+      "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint "        \
+      "FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace "   \
+      "WHERE n.nspname = current_schema() AND c.relkind = 'r'")                \
+    X(STATS_INSTANCES, "SELECT name, status, COUNT(*) FROM instances "         \
+                       "GROUP BY name, status ORDER BY name, status")          \
+    X(STATS_PROBLEMS, "SELECT name, COUNT(*) FROM instances "                  \
+                      "WHERE last_problem IS NOT NULL AND status IN (1, 2) "   \
+                      "GROUP BY name ORDER BY name")                           \
+    /* messages of fetchable instances that are visible, and since when the    \
+     * oldest such instance has been fetchable */                              \
+    X(STATS_ORCH_READY,                                                        \
+      "SELECT COUNT(*), MIN(r.ready_at) FROM orchestrator_ready AS r "         \
+      "JOIN orchestrator_queue AS q ON q.instance_id = r.instance_id "         \
+      "AND q.visible_at <= $1::bigint WHERE r.ready_at <= $1::bigint")         \
+    /* visible messages of instances whose lock holds (ready_at is the         \
+     * lock's expiry while locked) */                                          \
+    X(STATS_ORCH_LOCKED,                                                       \
+      "SELECT COUNT(*) FROM orchestrator_ready AS r "                          \
+      "JOIN orchestrator_queue AS q ON q.instance_id = r.instance_id "         \
+      "AND q.visible_at <= $1::bigint "                                        \
+      "WHERE r.ready_at > $1::bigint AND r.lock_token IS NOT NULL")            \
+    X(STATS_WORKER_READY,                                                      \
+      "SELECT COUNT(*), MIN(available_at) FROM worker_queue "                  \
+      "WHERE available_at <= $1::bigint")                                      \
+    /* available_at is the lock's expiry while locked */                       \
+    X(STATS_WORKER_LOCKED,                                                     \
+      "SELECT COUNT(*) FROM worker_queue WHERE available_at > $1::bigint "     \
+      "AND lock_token IS NOT NULL")
+
+typedef enum duro__pg_stmt_id {
+#define DURO__X(id, sql) DURO__SQL_##id,
+    DURO__PG_STATEMENTS(DURO__X)
+#undef DURO__X
+        DURO__SQL_COUNT
+} duro__pg_stmt_id;
+
+/* What duro__pg_step returns. */
+#define DURO__PG_FAILED 1   /* the statement failed: see the connection */
+#define DURO__PG_ROW 100    /* a row is ready to read */
+#define DURO__PG_DONE 101   /* no (more) rows */
+#define DURO__PG_UNIQUE 102 /* failed on a unique constraint (23505) */
+
+/* ---- connections and the provider ---------------------------------------- */
+
+struct duro__pg_conn;
+
+/* A statement of one connection: its parameters for the next run and the
+ * result of the last one, read row by row like a cursor. */
+typedef struct duro__pg_statement {
+    struct duro__pg_conn *conn;
+    duro__pg_stmt_id id;
+    const char *values[DURO__PG_PARAM_MAX]; /* NULL: SQL NULL */
+    char numbers[DURO__PG_PARAM_MAX][24];   /* text of bound integers */
+    PGresult *result;                       /* of the last run, or NULL */
+    int row;                                /* current row, -1 before */
+    int ran;                                /* 1 once run since bound */
+} duro__pg_statement;
+
+typedef struct duro__pg_conn {
+    PGconn *pg;
+    duro__pg_statement stmts[DURO__SQL_COUNT];
+    uint64_t prepared[(DURO__SQL_COUNT + 63) / 64]; /* PQprepare done */
+    int64_t changes;   /* rows the last command changed */
+    int broken;        /* reset before the next use */
+    int injected;      /* the last failure was injected: 1 retryable,
+                          2 not */
+    char sqlstate[6];  /* of the last failure, "" when none */
+    char message[256]; /* of the last failure */
+} duro__pg_conn;
+
+typedef struct duro__pg_provider {
+    duro_provider base; /* first member */
+    duro__pg_config cfg;
+
+    /* Lock order: pool_lock, then nothing; the notifier's lock is never
+     * held while taking another lock or running SQL. */
+    pthread_mutex_t pool_lock; /* guards free_conns */
+    pthread_cond_t pool_cond;  /* a connection was returned */
+    duro__pg_conn *conns;
+    duro__pg_conn **free_conns; /* stack of idle connections */
+    int conn_count;
+    int free_count;
+
+    struct duro__pg_notifier *notifier;
+    _Atomic int wake_sticky; /* wake(p, 1) until wake(p, 0) */
+
+    _Atomic uint64_t statements_prepared;
+    _Atomic uint64_t steps;    /* statements run, for the fault hook */
+    _Atomic uint64_t fault_at; /* fail when `steps` reaches it; 0: off */
+    _Atomic int fault_retryable;
+} duro__pg_provider;
+
+/* Connections: connect (search_path set to the schema), close. */
+int duro__pg_conn_open(duro__pg_provider *p, duro__pg_conn *c, duro_error *err);
+void duro__pg_conn_close(duro__pg_conn *c);
+/* Creates or migrates the schema under a transaction-level advisory lock. */
+int duro__pg_migrate(duro__pg_provider *p, duro__pg_conn *c, duro_error *err);
+
+/* The statement `id` on c, its last result freed and its parameters
+ * cleared; NULL with err set when it cannot be prepared. */
+duro__pg_statement *duro__pg_stmt(duro__pg_provider *p, duro__pg_conn *c,
+                                  duro__pg_stmt_id id, const char *op,
+                                  duro_error *err);
+/* Runs the statement on its first call (through the fault hook), then
+ * steps through its rows: DURO__PG_ROW, DURO__PG_DONE or a failure. */
+int duro__pg_step(duro__pg_provider *p, duro__pg_conn *c,
+                  duro__pg_statement *s);
+/* Runs a statement to completion: DURO_OK or err. */
+int duro__pg_run(duro__pg_provider *p, duro__pg_conn *c, duro__pg_statement *s,
+                 const char *op, duro_error *err);
+/* Maps a failed step to a DURO code in err: serialization failures,
+ * deadlocks and lock timeouts become DURO_BUSY (retryable), a lost
+ * connection DURO_STORAGE (retryable), the rest DURO_STORAGE. */
+int duro__pg_error(duro__pg_conn *c, int rc, const char *op, duro_error *err);
+/* Frees the statement's result. */
+void duro__pg_reset(duro__pg_statement *s);
+/* Rows the last command run on c changed. */
+int duro__pg_changes(duro__pg_conn *c);
+/* Parameters of a statement (the highest $n in its SQL). */
+int duro__pg_param_count(duro__pg_statement *s);
+
+/* Bindings: text is borrowed until the statement runs. NULL binds SQL
+ * NULL. */
+void duro__pg_bind_text(duro__pg_conn *c, duro__pg_statement *s, int i,
+                        const char *v);
+void duro__pg_bind_i64(duro__pg_conn *c, duro__pg_statement *s, int i,
+                       int64_t v);
+void duro__pg_bind_u64(duro__pg_conn *c, duro__pg_statement *s, int i,
+                       uint64_t v);
+
+/* Columns of the current row. */
+int64_t duro__pg_column_int64(duro__pg_statement *s, int col);
+int duro__pg_column_int(duro__pg_statement *s, int col);
+int duro__pg_column_null(duro__pg_statement *s, int col);
+const char *duro__pg_column_text_raw(duro__pg_statement *s, int col);
+int duro__pg_column_bytes(duro__pg_statement *s, int col);
+/* A copy of a text column in the arena (NULL for SQL NULL); returns -1 when
+ * out of memory. */
+int duro__pg_column_text(duro_arena *a, duro__pg_statement *s, int col,
+                         const char **out);
+
+/* Write transactions: write_begin takes a connection from the pool and
+ * runs BEGIN; write_commit commits and returns it (rolling back on
+ * failure); write_rollback rolls back and returns it. */
+int duro__pg_write_begin(duro__pg_provider *p, const char *op,
+                         duro__pg_conn **out, duro_error *err);
+/* write_begin at REPEATABLE READ: every statement sees one snapshot, and
+ * a row another transaction changed since fails the call DURO_BUSY
+ * (retryable). For multi-statement writes that recompute a set (the tree
+ * of delete_instance), which must be the same set in every statement. */
+int duro__pg_write_begin_snapshot(duro__pg_provider *p, const char *op,
+                                  duro__pg_conn **out, duro_error *err);
+int duro__pg_write_commit(duro__pg_provider *p, duro__pg_conn *c,
+                          const char *op, duro_error *err);
+void duro__pg_write_rollback(duro__pg_provider *p, duro__pg_conn *c);
+
+/* A pooled connection for reads (autocommit unless the caller begins a
+ * read transaction); release ends any transaction and returns it. */
+duro__pg_conn *duro__pg_reader_acquire(duro__pg_provider *p);
+void duro__pg_reader_release(duro__pg_provider *p, duro__pg_conn *c);
+
+/* Wakes wait_for_work on `queue` after a commit that made `items` items
+ * fetchable: one waiter per item (all waiters when items > 1). */
+void duro__pg_signal(duro__pg_provider *p, duro_queue queue, size_t items);
+/* Work items were cancelled by a commit: wakes wait_for_cancellations here
+ * and, through the listener, in every process. */
+void duro__pg_signal_cancels(duro__pg_provider *p, size_t items);
+/* Records the wake generation of `queue` before a fetch, so a wait after an
+ * empty fetch notices work committed in between. */
+void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue);
+
+/* Input checks of provider.h's "Input rules"; each returns DURO_OK or fills
+ * err (not retryable). */
+int duro__pg_check_id(const char *what, const char *s, duro_error *err);
+int duro__pg_check_name(const char *what, const char *s, int required,
+                        duro_error *err);
+int duro__pg_check_payload(const duro__pg_provider *p, const char *what,
+                           const char *s, duro_error *err);
+
+/* Clears err on entry, pointing it at `local` when the caller passed NULL. */
+#define DURO__PG_ERR_INIT(err, local)                                          \
+    do {                                                                       \
+        if ((err) == NULL)                                                     \
+            (err) = &(local);                                                  \
+        duro_error_clear(err);                                                 \
+    } while (0)
+
+/* A larger copy of an arena array of `count` elements (capacity doubled);
+ * NULL when out of memory. */
+void *duro__pg_arena_grow(duro_arena *a, void *old, size_t count, size_t *cap,
+                          size_t elem);
+
+/* Reads events after `after` of (instance, execution) into the arena, oldest
+ * first. */
+int duro__pg_read_events(duro__pg_provider *p, duro__pg_conn *c, duro_arena *a,
+                         const char *instance_id, uint64_t execution_id,
+                         uint64_t after, duro_event **events, size_t *count,
+                         const char *op, duro_error *err);
+
+/* Methods, by file. */
+int duro__pg_fetch_orchestration_item(duro_provider *p, int64_t lock_timeout_ms,
+                                      const duro_history_cache *cache,
+                                      duro_orch_item **out, duro_error *err);
+int duro__pg_ack_orchestration_item(duro_provider *p, const char *lock_token,
+                                    const duro_orch_ack *ack, duro_error *err);
+int duro__pg_abandon_orchestration_item(duro_provider *p,
+                                        const char *lock_token,
+                                        int64_t delay_ms, duro_error *err);
+int duro__pg_renew_orchestration_item_lock(duro_provider *p,
+                                           const char *lock_token,
+                                           int64_t extend_ms, duro_error *err);
+int duro__pg_enqueue_for_orchestrator(duro_provider *p,
+                                      const duro_work_item *item,
+                                      int64_t delay_ms, duro_error *err);
+int duro__pg_ack_and_fetch_orchestration_item(
+    duro_provider *p, const char *lock_token, const duro_orch_ack *ack,
+    int64_t lock_timeout_ms, const duro_history_cache *cache,
+    duro_orch_item **next, duro_error *err);
+int duro__pg_ack_and_fetch_work_item(duro_provider *p, const char *lock_token,
+                                     const duro_work_item *completion,
+                                     int64_t lock_timeout_ms,
+                                     duro_worker_item **next, duro_error *err);
+int duro__pg_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
+                             duro_worker_item **out, duro_error *err);
+int duro__pg_renew_work_item_lock(duro_provider *p, const char *lock_token,
+                                  int64_t extend_ms, duro_error *err);
+int duro__pg_ack_work_item(duro_provider *p, const char *lock_token,
+                           const duro_work_item *completion, duro_error *err);
+int duro__pg_abandon_work_item(duro_provider *p, const char *lock_token,
+                               int64_t delay_ms, duro_error *err);
+int duro__pg_read_activity_cancel_reason(duro_provider *p,
+                                         const char *instance_id,
+                                         uint64_t execution_id,
+                                         uint64_t activity_id, char *reason,
+                                         size_t reason_size, duro_error *err);
+
+int duro__pg_read_history(duro_provider *p, const char *instance_id,
+                          uint64_t execution_id, duro_history **out,
+                          duro_error *err);
+int duro__pg_latest_execution_id(duro_provider *p, const char *instance_id,
+                                 uint64_t *out, duro_error *err);
+int duro__pg_get_instance(duro_provider *p, const char *instance_id,
+                          duro_instance_list **out, duro_error *err);
+int duro__pg_list_instances(duro_provider *p,
+                            const duro_instance_filter *filter,
+                            duro_instance_list **out, duro_error *err);
+int duro__pg_count_messages(duro_provider *p, duro_queue queue,
+                            const char *instance_id, uint64_t *out,
+                            duro_error *err);
+int duro__pg_delete_instance(duro_provider *p, const char *instance_id,
+                             int force, size_t *deleted, duro_error *err);
+int duro__pg_prune_executions(duro_provider *p, const char *instance_id,
+                              uint64_t keep_last, size_t *pruned,
+                              duro_error *err);
+int duro__pg_set_instance_problem(duro_provider *p, const char *instance_id,
+                                  const char *problem, int64_t next_attempt_ms,
+                                  duro_error *err);
+int duro__pg_cancel_instances(duro_provider *p, const char *const *instance_ids,
+                              size_t count, const char *reason,
+                              const char *requested_by,
+                              duro_cancel_result *results, duro_error *err);
+int duro__pg_cancel_matching(duro_provider *p, const duro_bulk_filter *filter,
+                             const char *reason, const char *requested_by,
+                             int dry_run, size_t max_ids,
+                             duro_bulk_result **out, duro_error *err);
+int duro__pg_purge_instances(duro_provider *p, const duro_bulk_filter *filter,
+                             int dry_run, size_t max_ids,
+                             duro_bulk_result **out, duro_error *err);
+int duro__pg_check_work_item_locks(duro_provider *p,
+                                   const char *const *lock_tokens, size_t count,
+                                   unsigned char *held, duro_error *err);
+int duro__pg_read_store_stats(duro_provider *p, duro_store_stats **out,
+                              duro_error *err);
+/* The earliest time (wall ms) at which something on `queue` becomes
+ * fetchable, INT64_MAX when the queue is empty. */
+int duro__pg_next_due(duro__pg_provider *p, duro_queue queue, int64_t *out,
+                      duro_error *err);
+
+#endif

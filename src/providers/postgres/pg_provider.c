@@ -1,0 +1,613 @@
+/* pg_provider.c - opens and closes the PostgreSQL provider (URL, schema
+ * migration, the connection pool), fills its methods table, and implements
+ * the wake-up (wait_for_work / wake: in process, and across processes
+ * through LISTEN/NOTIFY on a listener thread of its own) and the test
+ * hooks. Any method may be called from any thread: each takes a connection
+ * from the pool for the length of its transaction. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "providers/providers.h"
+#include "providers/postgres/pg_internal.h"
+#include "providers/postgres/pg_provider.h"
+
+/* ---- the shared notifier --------------------------------------------------
+ * One per store per process (keyed by schema and connection string: a
+ * client and a runtime of one process open their own providers on the same
+ * store, and an enqueue through one must wake the other), reference-counted
+ * by the providers that use it, found through a process-wide list.
+ *
+ * Across processes: each notifier has a listener thread with a connection
+ * of its own (outside the pool) that LISTENs on the channel "duro_<schema>".
+ * A commit that adds or releases work marks its queue pending and pokes
+ * the thread through a pipe; the thread sends one pg_notify with the
+ * pending queues ("o", "w", "ow"; "c" for cancelled work items, which
+ * wait_for_cancellations waits for) after the commit, never inside a queue
+ * transaction (NOTIFY takes a database-wide lock at commit), so bursts of
+ * commits coalesce into few notifications. A notification from another
+ * backend raises the queues' generations like a local commit. When the
+ * listener's connection is down, notifications are lost and waits fall back
+ * to polling; after it reconnects every wait is woken once (work may have
+ * been announced meanwhile). Lock order: the notifier's lock is never held
+ * while running SQL. */
+
+/* The third wait channel beside the two duro_queue values: work items
+ * cancelled (deleted) by a turn, for wait_for_cancellations. */
+#define CANCELS 2
+
+typedef struct duro__pg_notifier {
+    char *key;       /* "schema@conninfo" */
+    pid_t pid;       /* the process it serves: a child after fork() has no
+                        listener thread and makes its own */
+    int refs;        /* under registry_lock */
+    uint64_t serial; /* unique, for the thread-local wait state */
+    pthread_mutex_t lock;
+    pthread_cond_t cond[3];         /* per duro_queue, then CANCELS */
+    _Atomic uint64_t generation[3]; /* raised after each commit that adds or
+                                       releases work (or cancels work
+                                       items: CANCELS), and by wake() */
+    struct duro__pg_notifier *next;
+    /* the listener */
+    char *conninfo;
+    char channel[64]; /* "duro_<schema>", at most 63 bytes */
+    int pipe_fd[2];   /* pokes the listener; -1 when none */
+    pthread_t thread;
+    int has_thread;
+    _Atomic int stop;          /* the listener ends */
+    _Atomic int listening;     /* LISTEN is in effect */
+    _Atomic int pending[3];    /* local commits to announce, per queue */
+    _Atomic uint64_t received; /* notifications from other backends */
+} notifier;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static notifier *registry;
+static _Atomic uint64_t next_serial = 1;
+
+/* Raises queue q's generation and wakes its waiters. */
+static void bump(notifier *n, int q)
+{
+    pthread_mutex_lock(&n->lock);
+    atomic_fetch_add(&n->generation[q], 1);
+    pthread_cond_broadcast(&n->cond[q]);
+    pthread_mutex_unlock(&n->lock);
+}
+
+static void poke(notifier *n)
+{
+    if (n->pipe_fd[1] >= 0) {
+        ssize_t w = write(n->pipe_fd[1], "x", 1);
+        (void)w; /* a full pipe already holds a poke */
+    }
+}
+
+static void ignore_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+/* Notifications other backends sent: wake the queues they name. */
+static void drain(notifier *n, PGconn *c)
+{
+    PGnotify *note;
+    int self = PQbackendPID(c);
+    while ((note = PQnotifies(c)) != NULL) {
+        if (note->be_pid != self) {
+            atomic_fetch_add(&n->received, 1);
+            const char *x = note->extra != NULL ? note->extra : "owc";
+            if (strchr(x, 'o') != NULL)
+                bump(n, DURO_QUEUE_ORCHESTRATOR);
+            if (strchr(x, 'w') != NULL)
+                bump(n, DURO_QUEUE_WORKER);
+            if (strchr(x, 'c') != NULL)
+                bump(n, CANCELS);
+        }
+        PQfreemem(note);
+    }
+}
+
+/* Waits for the pipe (or the connection's socket, when >= 0) up to ms;
+ * returns the socket's revents. */
+static short wait_input(notifier *n, int sock, int ms)
+{
+    struct pollfd fds[2] = {{.fd = n->pipe_fd[0], .events = POLLIN},
+                            {.fd = sock, .events = POLLIN}};
+    if (poll(fds, sock >= 0 ? 2 : 1, ms) > 0 && (fds[0].revents & POLLIN)) {
+        char buf[64];
+        while (read(n->pipe_fd[0], buf, sizeof(buf)) > 0)
+            ;
+    }
+    return sock >= 0 ? fds[1].revents : 0;
+}
+
+static PGconn *listen_connect(notifier *n)
+{
+    PGconn *c = PQconnectdb(n->conninfo);
+    if (c == NULL || PQstatus(c) != CONNECTION_OK) {
+        PQfinish(c);
+        return NULL;
+    }
+    PQsetNoticeProcessor(c, ignore_notice, NULL);
+    char sql[96];
+    snprintf(sql, sizeof(sql), "LISTEN \"%s\"", n->channel);
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) {
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void *listener_main(void *arg)
+{
+    notifier *n = arg;
+    PGconn *c = NULL;
+    int backoff_ms = 100;
+    while (!atomic_load(&n->stop)) {
+        if (c == NULL) {
+            if ((c = listen_connect(n)) == NULL) {
+                wait_input(n, -1, backoff_ms);
+                backoff_ms = backoff_ms < 5000 ? backoff_ms * 2 : 5000;
+                continue;
+            }
+            backoff_ms = 100;
+            atomic_store(&n->listening, 1);
+            /* anything announced while not listening is lost: look again */
+            bump(n, DURO_QUEUE_ORCHESTRATOR);
+            bump(n, DURO_QUEUE_WORKER);
+            bump(n, CANCELS);
+        }
+        int o = atomic_exchange(&n->pending[DURO_QUEUE_ORCHESTRATOR], 0);
+        int w = atomic_exchange(&n->pending[DURO_QUEUE_WORKER], 0);
+        int x = atomic_exchange(&n->pending[CANCELS], 0);
+        if (o || w || x) {
+            char sql[128], what[4];
+            snprintf(what, sizeof(what), "%s%s%s", o ? "o" : "", w ? "w" : "",
+                     x ? "c" : "");
+            snprintf(sql, sizeof(sql), "SELECT pg_notify('%s', '%s')",
+                     n->channel, what);
+            PQclear(PQexec(c, sql));
+        }
+        drain(n, c);
+        short ev = PQstatus(c) == CONNECTION_OK
+                       ? wait_input(n, PQsocket(c), 1000)
+                       : POLLERR;
+        if (ev != 0 && (!PQconsumeInput(c) || PQstatus(c) != CONNECTION_OK)) {
+            atomic_store(&n->listening, 0);
+            PQfinish(c);
+            c = NULL;
+            continue;
+        }
+        drain(n, c);
+    }
+    atomic_store(&n->listening, 0);
+    PQfinish(c);
+    return NULL;
+}
+
+static notifier *notifier_new(const char *key, const duro__pg_provider *p)
+{
+    notifier *n = duro__calloc(1, sizeof(*n));
+    if (n == NULL)
+        return NULL;
+    n->key = duro__strdup(key);
+    n->conninfo = duro__strdup(p->cfg.conninfo);
+    if (n->key == NULL || n->conninfo == NULL) {
+        duro__free(n->key);
+        duro__free(n->conninfo);
+        duro__free(n);
+        return NULL;
+    }
+    /* "duro_" and the schema, cut to an identifier's 63 bytes (two
+     * schemas alike in their first 58 bytes share a channel: spurious
+     * wake-ups only) */
+    size_t len = strlen(p->cfg.schema);
+    if (len > sizeof(n->channel) - 6)
+        len = sizeof(n->channel) - 6;
+    memcpy(n->channel, "duro_", 5);
+    memcpy(n->channel + 5, p->cfg.schema, len);
+    n->channel[5 + len] = '\0';
+    n->refs = 1;
+    n->serial = atomic_fetch_add(&next_serial, 1);
+    pthread_mutex_init(&n->lock, NULL);
+    for (int q = 0; q < 3; q++)
+        duro__cond_init_monotonic(&n->cond[q]);
+    n->pid = getpid();
+    n->pipe_fd[0] = n->pipe_fd[1] = -1;
+    /* Without a pipe or a thread, waits poll: slower, still correct. */
+    if (pipe2(n->pipe_fd, O_NONBLOCK | O_CLOEXEC) != 0) {
+        n->pipe_fd[0] = n->pipe_fd[1] = -1;
+    } else if (pthread_create(&n->thread, NULL, listener_main, n) == 0) {
+        n->has_thread = 1;
+    } else {
+        close(n->pipe_fd[0]);
+        close(n->pipe_fd[1]);
+        n->pipe_fd[0] = n->pipe_fd[1] = -1;
+    }
+    return n;
+}
+
+/* The notifier for this provider's store. */
+static notifier *notifier_attach(duro__pg_provider *p)
+{
+    size_t size = strlen(p->cfg.schema) + strlen(p->cfg.conninfo) + 2;
+    char *key = duro__malloc(size);
+    if (key == NULL)
+        return NULL;
+    snprintf(key, size, "%s@%s", p->cfg.schema, p->cfg.conninfo);
+    pthread_mutex_lock(&registry_lock);
+    notifier *n = registry;
+    pid_t self = getpid();
+    while (n != NULL && (n->pid != self || strcmp(n->key, key) != 0))
+        n = n->next;
+    if (n != NULL) {
+        n->refs++;
+    } else if ((n = notifier_new(key, p)) != NULL) {
+        n->next = registry;
+        registry = n;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    duro__free(key);
+    return n;
+}
+
+static void notifier_detach(notifier *n)
+{
+    if (n == NULL)
+        return;
+    pthread_mutex_lock(&registry_lock);
+    int last = --n->refs == 0;
+    if (last) {
+        notifier **pp = &registry;
+        while (*pp != NULL && *pp != n)
+            pp = &(*pp)->next;
+        if (*pp == n)
+            *pp = n->next;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (!last)
+        return;
+    if (n->has_thread) {
+        atomic_store(&n->stop, 1);
+        poke(n);
+        pthread_join(n->thread, NULL);
+    }
+    if (n->pipe_fd[0] >= 0) {
+        close(n->pipe_fd[0]);
+        close(n->pipe_fd[1]);
+    }
+    duro__free(n->conninfo);
+    pthread_mutex_destroy(&n->lock);
+    for (int q = 0; q < 3; q++)
+        pthread_cond_destroy(&n->cond[q]);
+    duro__free(n->key);
+    duro__free(n);
+}
+
+/* The wake generation each thread saw at its last fetch per queue, so a wait
+ * after an empty fetch returns at once when work was committed in between.
+ */
+static _Thread_local struct {
+    uint64_t serial; /* notifier the values belong to */
+    uint64_t generation[2];
+    int valid[2];
+} fetch_seen;
+
+static duro__pg_provider *pg_of(duro_provider *p)
+{
+    return (duro__pg_provider *)p;
+}
+
+void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue)
+{
+    notifier *n = p->notifier;
+    if (n == NULL)
+        return;
+    if (fetch_seen.serial != n->serial) {
+        fetch_seen.serial = n->serial;
+        fetch_seen.valid[0] = fetch_seen.valid[1] = 0;
+    }
+    fetch_seen.generation[queue] = atomic_load(&n->generation[queue]);
+    fetch_seen.valid[queue] = 1;
+}
+
+static void signal_index(duro__pg_provider *p, int queue, size_t items);
+
+void duro__pg_signal(duro__pg_provider *p, duro_queue queue, size_t items)
+{
+    signal_index(p, (int)queue, items);
+}
+
+void duro__pg_signal_cancels(duro__pg_provider *p, size_t items)
+{
+    signal_index(p, CANCELS, items);
+}
+
+static void signal_index(duro__pg_provider *p, int queue, size_t items)
+{
+    notifier *n = p->notifier;
+    if (n == NULL || items == 0)
+        return;
+    pthread_mutex_lock(&n->lock);
+    atomic_fetch_add(&n->generation[queue], 1);
+    if (items == 1)
+        pthread_cond_signal(&n->cond[queue]);
+    else
+        pthread_cond_broadcast(&n->cond[queue]);
+    pthread_mutex_unlock(&n->lock);
+    /* other processes: announced by the listener, after this commit */
+    if (n->has_thread && !atomic_exchange(&n->pending[queue], 1))
+        poke(n);
+}
+
+static int pg_wait_for_work(duro_provider *base, duro_queue queue,
+                            int64_t max_wait_ms, duro_error *err)
+{
+    duro_error local;
+    DURO__PG_ERR_INIT(err, local);
+    if (queue != DURO_QUEUE_ORCHESTRATOR && queue != DURO_QUEUE_WORKER)
+        return duro_error_set(err, DURO_INVALID, 0, "unknown queue %d",
+                              (int)queue);
+    duro__pg_provider *p = pg_of(base);
+    notifier *n = p->notifier;
+
+    /* Baseline: what this thread's last fetch saw, else the current
+     * generation. Any commit after it ends the wait. */
+    pthread_mutex_lock(&n->lock);
+    uint64_t now_generation = atomic_load(&n->generation[queue]);
+    uint64_t seen = now_generation;
+    if (fetch_seen.serial == n->serial && fetch_seen.valid[queue])
+        seen = fetch_seen.generation[queue];
+    int done = atomic_load(&p->wake_sticky) || seen != now_generation ||
+               max_wait_ms <= 0;
+    pthread_mutex_unlock(&n->lock);
+
+    int64_t wait_ms = max_wait_ms;
+    if (!done) {
+        /* Wait no longer than until the earliest delayed item (or expiring
+         * lock) on the queue becomes due. */
+        int64_t due;
+        int rc = duro__pg_next_due(p, queue, &due, err);
+        if (rc != DURO_OK)
+            return rc;
+        if (due != INT64_MAX) {
+            int64_t until_due = due - duro__wall_ms();
+            if (until_due <= 0)
+                done = 1;
+            else if (until_due < wait_ms)
+                wait_ms = until_due;
+        }
+    }
+
+    pthread_mutex_lock(&n->lock);
+    if (!done) {
+        struct timespec deadline;
+        duro__deadline_ts(&deadline, wait_ms);
+        while (!atomic_load(&p->wake_sticky) &&
+               atomic_load(&n->generation[queue]) == seen) {
+            if (pthread_cond_timedwait(&n->cond[queue], &n->lock, &deadline) ==
+                ETIMEDOUT)
+                break;
+        }
+    }
+    /* The next wait needs a newer commit than the ones seen now. */
+    fetch_seen.serial = n->serial;
+    fetch_seen.generation[queue] = atomic_load(&n->generation[queue]);
+    fetch_seen.valid[queue] = 1;
+    pthread_mutex_unlock(&n->lock);
+    return DURO_OK;
+}
+
+/* The CANCELS generation this thread saw at its last wait_for_cancellations,
+ * so a cancellation committed between two waits ends the second at once. */
+static _Thread_local struct {
+    uint64_t serial;
+    uint64_t generation;
+    int valid;
+} cancels_seen;
+
+static int pg_wait_for_cancellations(duro_provider *base, int64_t max_wait_ms,
+                                     duro_error *err)
+{
+    duro_error local;
+    DURO__PG_ERR_INIT(err, local);
+    duro__pg_provider *p = pg_of(base);
+    notifier *n = p->notifier;
+    pthread_mutex_lock(&n->lock);
+    uint64_t seen = atomic_load(&n->generation[CANCELS]);
+    if (cancels_seen.valid && cancels_seen.serial == n->serial)
+        seen = cancels_seen.generation;
+    if (max_wait_ms > 0) {
+        struct timespec deadline;
+        duro__deadline_ts(&deadline, max_wait_ms);
+        while (!atomic_load(&p->wake_sticky) &&
+               atomic_load(&n->generation[CANCELS]) == seen) {
+            if (pthread_cond_timedwait(&n->cond[CANCELS], &n->lock,
+                                       &deadline) == ETIMEDOUT)
+                break;
+        }
+    }
+    cancels_seen.serial = n->serial;
+    cancels_seen.generation = atomic_load(&n->generation[CANCELS]);
+    cancels_seen.valid = 1;
+    pthread_mutex_unlock(&n->lock);
+    return DURO_OK;
+}
+
+static void pg_wake(duro_provider *base, int sticky)
+{
+    duro__pg_provider *p = pg_of(base);
+    notifier *n = p->notifier;
+    atomic_store(&p->wake_sticky, sticky != 0);
+    /* Other providers on the same file see a spurious return, which the
+     * contract allows. */
+    pthread_mutex_lock(&n->lock);
+    for (int q = 0; q < 3; q++) {
+        atomic_fetch_add(&n->generation[q], 1);
+        pthread_cond_broadcast(&n->cond[q]);
+    }
+    pthread_mutex_unlock(&n->lock);
+}
+
+/* ---- open and close ----------------------------------------------------- */
+
+static void pg_close(duro_provider *base)
+{
+    duro__pg_provider *p = pg_of(base);
+    if (p == NULL)
+        return;
+    for (int i = 0; i < p->conn_count; i++)
+        duro__pg_conn_close(&p->conns[i]);
+    duro__free(p->conns);
+    duro__free(p->free_conns);
+    pthread_mutex_destroy(&p->pool_lock);
+    pthread_cond_destroy(&p->pool_cond);
+    notifier_detach(p->notifier);
+    duro__pg_config_free(&p->cfg);
+    duro__free(p);
+}
+
+static void fill_methods(duro_provider *m)
+{
+    m->version = DURO_PROVIDER_VERSION;
+    m->name = "postgres";
+    m->close = pg_close;
+    m->fetch_orchestration_item = duro__pg_fetch_orchestration_item;
+    m->ack_orchestration_item = duro__pg_ack_orchestration_item;
+    m->abandon_orchestration_item = duro__pg_abandon_orchestration_item;
+    m->renew_orchestration_item_lock = duro__pg_renew_orchestration_item_lock;
+    m->enqueue_for_orchestrator = duro__pg_enqueue_for_orchestrator;
+    m->fetch_work_item = duro__pg_fetch_work_item;
+    m->renew_work_item_lock = duro__pg_renew_work_item_lock;
+    m->ack_work_item = duro__pg_ack_work_item;
+    m->ack_and_fetch_orchestration_item =
+        duro__pg_ack_and_fetch_orchestration_item;
+    m->ack_and_fetch_work_item = duro__pg_ack_and_fetch_work_item;
+    m->read_activity_cancel_reason = duro__pg_read_activity_cancel_reason;
+    m->abandon_work_item = duro__pg_abandon_work_item;
+    m->read_history = duro__pg_read_history;
+    m->latest_execution_id = duro__pg_latest_execution_id;
+    m->get_instance = duro__pg_get_instance;
+    m->list_instances = duro__pg_list_instances;
+    m->count_messages = duro__pg_count_messages;
+    m->delete_instance = duro__pg_delete_instance;
+    m->prune_executions = duro__pg_prune_executions;
+    m->wait_for_work = pg_wait_for_work;
+    m->wake = pg_wake;
+    m->set_instance_problem = duro__pg_set_instance_problem;
+    m->cancel_instances = duro__pg_cancel_instances;
+    m->cancel_matching = duro__pg_cancel_matching;
+    m->purge_instances = duro__pg_purge_instances;
+    m->read_store_stats = duro__pg_read_store_stats;
+    m->check_work_item_locks = duro__pg_check_work_item_locks;
+    m->wait_for_cancellations = pg_wait_for_cancellations;
+}
+
+static int open_pool(duro__pg_provider *p, duro_error *err)
+{
+    int n = p->cfg.pool;
+    p->conns = duro__calloc((size_t)n, sizeof(*p->conns));
+    p->free_conns = duro__calloc((size_t)n, sizeof(*p->free_conns));
+    if (p->conns == NULL || p->free_conns == NULL)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    for (int i = 0; i < n; i++) {
+        int rc = duro__pg_conn_open(p, &p->conns[i], err);
+        if (rc != DURO_OK)
+            return rc;
+        p->conn_count++;
+        /* the first one creates or migrates the schema */
+        if (i == 0 && (rc = duro__pg_migrate(p, &p->conns[0], err)) != DURO_OK)
+            return rc;
+        p->free_conns[p->free_count++] = &p->conns[i];
+    }
+    return DURO_OK;
+}
+
+int duro__pg_open(const char *url, duro_provider **out, duro_error *err)
+{
+    duro_error local;
+    DURO__PG_ERR_INIT(err, local);
+    if (out == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
+    *out = NULL;
+    duro__pg_config cfg;
+    int rc = duro__pg_parse_url(url, &cfg, err);
+    if (rc != DURO_OK) {
+        duro__pg_config_free(&cfg);
+        return rc;
+    }
+    duro__pg_provider *p = duro__calloc(1, sizeof(*p));
+    if (p == NULL) {
+        duro__pg_config_free(&cfg);
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    }
+    p->cfg = cfg;
+    fill_methods(&p->base);
+    pthread_mutex_init(&p->pool_lock, NULL);
+    pthread_cond_init(&p->pool_cond, NULL);
+    rc = open_pool(p, err);
+    if (rc == DURO_OK && (p->notifier = notifier_attach(p)) == NULL)
+        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    if (rc != DURO_OK) {
+        pg_close(&p->base);
+        return rc;
+    }
+    *out = &p->base;
+    return DURO_OK;
+}
+
+/* ---- test hooks ------------------------------------------------------------
+ */
+
+static duro__pg_provider *hook_target(duro_provider *p)
+{
+    if (p == NULL || p->name == NULL || strcmp(p->name, "postgres") != 0 ||
+        p->close != pg_close)
+        return NULL;
+    return pg_of(p);
+}
+
+uint64_t duro__pg_statements_prepared(duro_provider *base)
+{
+    duro__pg_provider *p = hook_target(base);
+    return p != NULL ? atomic_load(&p->statements_prepared) : 0;
+}
+
+void duro__pg_inject_fault(duro_provider *base, uint64_t nth_step,
+                           int retryable)
+{
+    duro__pg_provider *p = hook_target(base);
+    if (p == NULL)
+        return;
+    atomic_store(&p->fault_retryable, retryable != 0);
+    atomic_store(&p->fault_at,
+                 nth_step == 0 ? 0 : atomic_load(&p->steps) + nth_step);
+}
+
+const char *duro__pg_schema(duro_provider *base)
+{
+    duro__pg_provider *p = hook_target(base);
+    return p != NULL ? p->cfg.schema : NULL;
+}
+
+int duro__pg_listening(duro_provider *base)
+{
+    duro__pg_provider *p = hook_target(base);
+    return p != NULL && p->notifier != NULL &&
+           atomic_load(&p->notifier->listening);
+}
+
+uint64_t duro__pg_notifications_received(duro_provider *base)
+{
+    duro__pg_provider *p = hook_target(base);
+    return p != NULL && p->notifier != NULL
+               ? atomic_load(&p->notifier->received)
+               : 0;
+}

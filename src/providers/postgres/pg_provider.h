@@ -1,0 +1,49 @@
+/* pg_provider.h - test hooks of the PostgreSQL provider: statement-reuse
+ * counter, statement fault injection, URL masking. For tests and the
+ * validation suite only; every function that takes a provider ignores one
+ * not opened with a postgres:// or postgresql:// URL. Any thread. */
+#ifndef DURO_PG_PROVIDER_H
+#define DURO_PG_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "duro/provider.h"
+
+/* How many statements the provider has prepared so far, over all its
+ * connections. Flat once every statement in use has been prepared on every
+ * connection. */
+uint64_t duro__pg_statements_prepared(duro_provider *p);
+
+/* Makes the nth_step-th statement run from now (counting every statement,
+ * BEGIN and COMMIT included, on any connection of this provider, but not
+ * ROLLBACK) fail without being sent, as a serialization failure
+ * (retryable = 1: DURO_BUSY) or an internal error (retryable = 0:
+ * DURO_STORAGE). The operation then rolls back completely. nth_step 0
+ * disables injection. */
+void duro__pg_inject_fault(duro_provider *p, uint64_t nth_step, int retryable);
+
+/* Copies url into out[size] (always terminated, cut to fit) with its
+ * password replaced by "***": the one in the userinfo
+ * (postgres://user:***@host/db) and a password=... parameter. Returns the
+ * length written. Every message of the provider that names its URL names
+ * this form. */
+size_t duro__pg_mask_url(const char *url, char *out, size_t size);
+
+/* The statements the provider runs, for EXPLAIN checks: statement i's
+ * name ("WQ_FETCH") and SQL, for i < the count. */
+size_t duro__pg_statement_count(void);
+const char *duro__pg_statement_name(size_t i);
+const char *duro__pg_statement_sql(size_t i);
+
+/* 1 once the provider's listener LISTENs (work committed by other
+ * processes then wakes wait_for_work at once); 0 before, or while its
+ * connection is down. */
+int duro__pg_listening(duro_provider *p);
+/* Notifications the listener received from other backends. */
+uint64_t duro__pg_notifications_received(duro_provider *p);
+
+/* The schema name the provider uses ("duro" unless schema= says). */
+const char *duro__pg_schema(duro_provider *p);
+
+#endif

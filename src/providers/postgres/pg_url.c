@@ -1,0 +1,174 @@
+/* pg_url.c - parses a postgres:// or postgresql:// URL into the provider's
+ * configuration: duro's own parameters (schema, pool, max_history,
+ * max_payload) are taken out, the rest is handed to libpq as is. Also masks
+ * the password of a URL for every message that names it. Connects to
+ * nothing; any thread. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "providers/postgres/pg_internal.h"
+#include "providers/postgres/pg_provider.h"
+#include "providers/providers.h"
+
+#define DEFAULT_POOL 5
+#define DEFAULT_MAX_HISTORY 100000
+#define DEFAULT_MAX_PAYLOAD (1024 * 1024)
+
+size_t duro__pg_mask_url(const char *url, char *out, size_t size)
+{
+    return duro__mask_url(url, out, size);
+}
+
+void duro__pg_config_free(duro__pg_config *cfg)
+{
+    duro__free(cfg->conninfo);
+    duro__free(cfg->display);
+    cfg->conninfo = NULL;
+    cfg->display = NULL;
+}
+
+static int parse_u64(const char *v, size_t n, uint64_t lo, uint64_t hi,
+                     uint64_t *out)
+{
+    if (n == 0 || n > 20)
+        return -1;
+    uint64_t x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return -1;
+        uint64_t d = (uint64_t)(v[i] - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return -1;
+        x = x * 10 + d;
+    }
+    if (x < lo || x > hi)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+/* A schema name: a plain SQL identifier, so it needs no quoting rules of
+ * its own and never surprises a DBA (letters, digits, '_', not starting
+ * with a digit, at most 63 bytes). */
+static int valid_identifier(const char *v, size_t n)
+{
+    if (n == 0 || n > DURO__PG_SCHEMA_MAX)
+        return 0;
+    if (!(isalpha((unsigned char)v[0]) || v[0] == '_'))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)v[i]) || v[i] == '_'))
+            return 0;
+    return 1;
+}
+
+int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    snprintf(cfg->schema, sizeof(cfg->schema), "duro");
+    cfg->pool = DEFAULT_POOL;
+    cfg->max_history = DEFAULT_MAX_HISTORY;
+    cfg->max_payload = DEFAULT_MAX_PAYLOAD;
+    if (url == NULL)
+        return duro_error_set(err, DURO_BAD_URL, 0, "database URL is NULL");
+    size_t url_len = strlen(url);
+    cfg->display = duro__malloc(url_len + 8);
+    cfg->conninfo = duro__malloc(url_len + 1);
+    if (cfg->display == NULL || cfg->conninfo == NULL)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    duro__pg_mask_url(url, cfg->display, url_len + 8);
+    if (strncmp(url, "postgres://", 11) != 0 &&
+        strncmp(url, "postgresql://", 13) != 0)
+        return duro_error_set(err, DURO_BAD_URL, 0,
+                              "'%s' is not a postgres:// or postgresql:// URL",
+                              cfg->display);
+
+    const char *query = strchr(url, '?');
+    size_t base_len = query != NULL ? (size_t)(query - url) : url_len;
+    memcpy(cfg->conninfo, url, base_len);
+    size_t len = base_len;
+    cfg->conninfo[len] = '\0';
+    int seen_schema = 0, seen_pool = 0, seen_history = 0, seen_payload = 0;
+    int kept = 0;
+    const char *s = query;
+    while (s != NULL) {
+        const char *p = s + 1;
+        const char *next = strchr(p, '&');
+        size_t n = next != NULL ? (size_t)(next - p) : strlen(p);
+        const char *eq = memchr(p, '=', n);
+        if (n == 0 || eq == NULL || eq == p)
+            return duro_error_set(err, DURO_BAD_URL, 0,
+                                  "'%s': every parameter is name=value (an "
+                                  "empty or bare parameter is not allowed)",
+                                  cfg->display);
+        size_t key_len = (size_t)(eq - p);
+        const char *v = eq + 1;
+        size_t v_len = n - key_len - 1;
+        uint64_t x;
+#define KEY(k) (key_len == sizeof(k) - 1 && strncmp(p, k, key_len) == 0)
+        if (KEY("schema")) {
+            if (seen_schema++ || !valid_identifier(v, v_len))
+                return duro_error_set(
+                    err, DURO_BAD_URL, 0,
+                    "'%s': schema must be given once, as an identifier "
+                    "(letters, digits and _, not starting with a digit, at "
+                    "most %d bytes)",
+                    cfg->display, DURO__PG_SCHEMA_MAX);
+            memcpy(cfg->schema, v, v_len);
+            cfg->schema[v_len] = '\0';
+        } else if (KEY("pool")) {
+            if (seen_pool++ || parse_u64(v, v_len, 1, DURO__PG_POOL_MAX, &x))
+                return duro_error_set(err, DURO_BAD_URL, 0,
+                                      "'%s': pool must be given once, 1 .. %d",
+                                      cfg->display, DURO__PG_POOL_MAX);
+            cfg->pool = (int)x;
+        } else if (KEY("max_history")) {
+            if (seen_history++ || parse_u64(v, v_len, 1, UINT64_MAX / 2, &x))
+                return duro_error_set(err, DURO_BAD_URL, 0,
+                                      "'%s': max_history must be given once, "
+                                      ">= 1",
+                                      cfg->display);
+            cfg->max_history = x;
+        } else if (KEY("max_payload")) {
+            if (seen_payload++ || parse_u64(v, v_len, 1, 1000000000, &x))
+                return duro_error_set(err, DURO_BAD_URL, 0,
+                                      "'%s': max_payload must be given once, "
+                                      "1 .. 1000000000",
+                                      cfg->display);
+            cfg->max_payload = (size_t)x;
+        } else {
+            /* libpq's own (host, port, user, sslmode, ...) */
+            cfg->conninfo[len++] = kept++ ? '&' : '?';
+            memcpy(cfg->conninfo + len, p, n);
+            len += n;
+            cfg->conninfo[len] = '\0';
+        }
+#undef KEY
+        s = next;
+    }
+    /* libpq checks the rest now, so a bad URL fails before any
+     * connection is tried. Its message may quote the URL: it is replaced
+     * by ours, which names the masked URL. */
+    char *why = NULL;
+    PQconninfoOption *opts = PQconninfoParse(cfg->conninfo, &why);
+    if (opts == NULL) {
+        if (why == NULL)
+            return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        /* libpq's reason may quote the URI: given only when the URL holds
+         * no password (its masked form is the URL itself). */
+        size_t n = strlen(why);
+        while (n > 0 && (why[n - 1] == '\n' || why[n - 1] == ' '))
+            why[--n] = '\0';
+        int secret = strcmp(cfg->display, url) != 0;
+        duro_error_set(err, DURO_BAD_URL, 0,
+                       "'%s' is not a valid libpq connection URI%s%s",
+                       cfg->display, secret ? "" : ": ", secret ? "" : why);
+        PQfreemem(why);
+        return DURO_BAD_URL;
+    }
+    PQconninfoFree(opts);
+    return DURO_OK;
+}

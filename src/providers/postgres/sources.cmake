@@ -1,0 +1,12 @@
+# The PostgreSQL provider (built when DURO_POSTGRES is ON): URL parsing and
+# password masking, connections, pool and schema, queues, management
+# reads/writes, operations on many instances, the store's gauges, and the
+# provider object.
+list(APPEND DURO_SOURCES
+  src/providers/postgres/pg_bulk.c
+  src/providers/postgres/pg_db.c
+  src/providers/postgres/pg_manage.c
+  src/providers/postgres/pg_provider.c
+  src/providers/postgres/pg_queue.c
+  src/providers/postgres/pg_stats.c
+  src/providers/postgres/pg_url.c)

@@ -1,0 +1,185 @@
+/* test_postgres_url.c - the PostgreSQL provider's URL handling without a
+ * server: duro's parameters taken out of the libpq URI, defaults, malformed
+ * URLs, and the password masked in the display form and in every error
+ * message (bad URL, nothing listening). Main thread. */
+#include <string.h>
+
+#include "providers/postgres/pg_internal.h"
+#include "providers/postgres/pg_provider.h"
+#include "providers/providers.h"
+#include "test.h"
+
+static void check_mask(const char *url, const char *expected)
+{
+    char out[512];
+    size_t n = duro__pg_mask_url(url, out, sizeof(out));
+    CHECK_STR(out, expected);
+    CHECK_EQ(n, strlen(expected));
+}
+
+TEST(mask_hides_the_password)
+{
+    check_mask("postgres://user:secret@host/db", "postgres://user:***@host/db");
+    check_mask("postgresql://user:secret@host:5432/db?sslmode=require",
+               "postgresql://user:***@host:5432/db?sslmode=require");
+    /* a password with unescaped '@', ':' and '/' is masked whole */
+    check_mask("postgres://user:p@ss:w/rd@host/db",
+               "postgres://user:***@host/db");
+    check_mask("postgres://user:@host/db", "postgres://user:***@host/db");
+    /* nothing to hide */
+    check_mask("postgres://user@host/db", "postgres://user@host/db");
+    check_mask("postgresql:///duro?host=/tmp/pgsock&port=5544",
+               "postgresql:///duro?host=/tmp/pgsock&port=5544");
+    /* password= among the parameters, first, middle and last */
+    check_mask("postgres://h/db?password=secret",
+               "postgres://h/db?password=***");
+    check_mask("postgres://h/db?user=u&password=secret&port=1",
+               "postgres://h/db?user=u&password=***&port=1");
+    check_mask("postgres://a:b@h/db?password=c&schema=x",
+               "postgres://a:***@h/db?password=***&schema=x");
+    /* '@' in the query is not userinfo */
+    check_mask("postgres://h/db?application_name=a@b",
+               "postgres://h/db?application_name=a@b");
+    check_mask("", "");
+    char out[512];
+    CHECK_EQ(duro__pg_mask_url(NULL, out, sizeof(out)), 0);
+    CHECK_STR(out, "");
+}
+
+TEST(mask_cuts_to_the_buffer)
+{
+    char out[16];
+    memset(out, 'x', sizeof(out));
+    size_t n =
+        duro__pg_mask_url("postgres://user:secret@host/db", out, sizeof(out));
+    CHECK_EQ(n, sizeof(out) - 1);
+    CHECK_EQ(out[sizeof(out) - 1], '\0');
+    CHECK(strstr(out, "secret") == NULL);
+    CHECK_STR(out, "postgres://user");
+    /* size 0 writes nothing */
+    CHECK_EQ(duro__pg_mask_url("postgres://u:p@h/d", out, 0), 0);
+}
+
+TEST(duro_parameters_are_taken_out)
+{
+    duro__pg_config cfg;
+    duro_error e;
+    CHECK_PRC(duro__pg_parse_url("postgresql:///duro?host=/tmp/pgsock&"
+                                 "schema=orders_1&port=5544&pool=3&"
+                                 "max_history=10&max_payload=2048",
+                                 &cfg, &e),
+              DURO_OK, &e);
+    CHECK_STR(cfg.conninfo, "postgresql:///duro?host=/tmp/pgsock&port=5544");
+    CHECK_STR(cfg.schema, "orders_1");
+    CHECK_EQ(cfg.pool, 3);
+    CHECK_EQ(cfg.max_history, 10);
+    CHECK_EQ(cfg.max_payload, 2048);
+    duro__pg_config_free(&cfg);
+
+    CHECK_PRC(duro__pg_parse_url("postgres://u:pw@db.example/app", &cfg, &e),
+              DURO_OK, &e);
+    CHECK_STR(cfg.conninfo, "postgres://u:pw@db.example/app");
+    CHECK_STR(cfg.display, "postgres://u:***@db.example/app");
+    CHECK_STR(cfg.schema, "duro");
+    CHECK_EQ(cfg.pool, 5);
+    CHECK_EQ(cfg.max_history, 100000);
+    CHECK_EQ(cfg.max_payload, 1024 * 1024);
+    duro__pg_config_free(&cfg);
+
+    /* only duro's parameters: no '?' left over */
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db?schema=s", &cfg, &e), DURO_OK,
+              &e);
+    CHECK_STR(cfg.conninfo, "postgres://h/db");
+    duro__pg_config_free(&cfg);
+}
+
+TEST(malformed_urls_fail_bad_url_without_the_password)
+{
+    const char *bad[] = {
+        "postgres://u:hunter2@h/db?schema=",
+        "postgres://u:hunter2@h/db?schema=9lives",
+        "postgres://u:hunter2@h/db?schema=a.b",
+        "postgres://u:hunter2@h/db?schema=a;drop",
+        "postgres://u:hunter2@h/db?schema="
+        "a234567890123456789012345678901234567890123456789012345678901234",
+        "postgres://u:hunter2@h/db?schema=a&schema=a",
+        "postgres://u:hunter2@h/db?pool=0",
+        "postgres://u:hunter2@h/db?pool=65",
+        "postgres://u:hunter2@h/db?max_history=-1",
+        "postgres://u:hunter2@h/db?max_payload=1000000001",
+        "postgres://u:hunter2@h/db?pool",
+        "postgres://u:hunter2@h/db?&pool=1",
+        "postgres://u:hunter2@h/db?no_such_option=1",
+        "mysql://u:hunter2@h/db",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        duro__pg_config cfg;
+        duro_error e;
+        duro_error_clear(&e);
+        int rc = duro__pg_parse_url(bad[i], &cfg, &e);
+        CHECK_MSG(rc == DURO_BAD_URL, "'%s' parsed with %s (%s)", bad[i],
+                  duro_errname(rc), e.message);
+        CHECK_EQ(e.retryable, 0);
+        CHECK_MSG(strstr(e.message, "hunter2") == NULL,
+                  "the password is in '%s'", e.message);
+        duro__pg_config_free(&cfg);
+    }
+}
+
+/* Opening through duro_provider_open: a bad URL never connects, and a
+ * server that is not there fails retryably, naming the masked URL. */
+TEST(open_failures_name_the_masked_url)
+{
+    duro_provider *p = NULL;
+    duro_error e;
+    CHECK_PRC(duro_provider_open("postgres://u:hunter2@h/db?schema=-", &p, &e),
+              DURO_BAD_URL, &e);
+    CHECK(p == NULL);
+    CHECK(strstr(e.message, "hunter2") == NULL);
+    CHECK(strstr(e.message, "postgres://u:***@h/db") != NULL);
+
+    /* a mistyped scheme is not ours, but its password stays hidden */
+    CHECK_PRC(duro_provider_open("postgress://u:hunter2@h/db", &p, &e),
+              DURO_BAD_URL, &e);
+    CHECK(strstr(e.message, "hunter2") == NULL);
+    CHECK(strstr(e.message, "postgress://u:***@h/db") != NULL);
+
+    /* a socket directory with no server in it: fails at once */
+    char url[1024];
+    snprintf(url, sizeof(url),
+             "postgresql://u:hunter2@/db?host=%s&port=1&password=hunter2",
+             test_tmpdir());
+    int rc = duro_provider_open(url, &p, &e);
+    CHECK_EQ(rc, DURO_STORAGE);
+    CHECK_EQ(e.retryable, 1);
+    CHECK(p == NULL);
+    CHECK_MSG(strstr(e.message, "hunter2") == NULL, "the password is in '%s'",
+              e.message);
+    CHECK_MSG(strstr(e.message, "u:***@") != NULL &&
+                  strstr(e.message, "password=***") != NULL,
+              "the masked URL is not in '%s'", e.message);
+}
+
+/* libpq's reason for refusing a URI is passed on, but only when the URL
+ * holds no password. */
+TEST(libpq_reasons_only_without_a_password)
+{
+    duro__pg_config cfg;
+    duro_error e;
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db?no_such_option=1", &cfg, &e),
+              DURO_BAD_URL, &e);
+    CHECK_MSG(strstr(e.message, "no_such_option") != NULL,
+              "libpq's reason is missing from '%s'", e.message);
+    duro__pg_config_free(&cfg);
+    CHECK_PRC(duro__pg_parse_url("postgres://u:hunter2@h/db?no_such_option=1",
+                                 &cfg, &e),
+              DURO_BAD_URL, &e);
+    CHECK(strstr(e.message, "hunter2") == NULL);
+    CHECK(strstr(e.message, "postgres://u:***@h/db") != NULL);
+    duro__pg_config_free(&cfg);
+}
+
+TEST_MAIN(T(libpq_reasons_only_without_a_password), T(mask_hides_the_password),
+          T(mask_cuts_to_the_buffer), T(duro_parameters_are_taken_out),
+          T(malformed_urls_fail_bad_url_without_the_password),
+          T(open_failures_name_the_masked_url))
