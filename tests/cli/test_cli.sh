@@ -410,6 +410,22 @@ echo "== colour"
 NO_COLOR=1 TERM=xterm run 0 list
 NO_COLOR=1 TERM=xterm run 0 history slow-1
 
+echo "== a password in --db never shows"
+for url in 'postgresql://app:s3cret@db.invalid/orders?bogus=1' \
+    'postgresql://app:s3cret@/orders?host=/nonexistent-duro-socket-dir' \
+    'postgres://app:s3cret@db.invalid/orders?schema=bad-schema!' \
+    'frob://app:s3cret@db.invalid/orders'; do
+    for json in "" --json; do
+        checks=$((checks + 1))
+        "$duro" --db "$url" $json list >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        [ "$rc" != 0 ] || fail "duro --db $url list succeeded"
+        if grep -q s3cret "$tmp/out" "$tmp/err"; then
+            fail "the password shows: $(cat "$tmp/out" "$tmp/err")"
+        fi
+    done
+done
+
 echo "== man page and completion"
 for verb in list status history start raise wait cancel delete purge prune metrics \
     version; do

@@ -168,8 +168,9 @@ int cli_open(cli *c, int create, duro_client **out)
                          "%s; nothing was created (check --db or DURO_DB)",
                          detail);
     if (rc == DURO_BAD_URL)
-        return cli_error(c, EXIT_USAGE, "bad_url", "--db %s: %s", c->db,
-                         detail);
+        /* the library's message names the URL with its password masked;
+         * c->db itself may hold one */
+        return cli_error(c, EXIT_USAGE, "bad_url", "--db: %s", detail);
     return cli_error_rc(c, rc, "opening the store");
 }
 
