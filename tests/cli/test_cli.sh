@@ -423,6 +423,7 @@ for url in 'postgresql://app:s3cret@db.invalid/orders?bogus=1' \
         if grep -q s3cret "$tmp/out" "$tmp/err"; then
             fail "the password shows: $(cat "$tmp/out" "$tmp/err")"
         fi
+        one_line
     done
 done
 

@@ -55,8 +55,20 @@ void cli_print_help(const char *help)
     fputs(help, stdout);
 }
 
-static int report(cli *c, int status, const char *code, const char *message)
+static int report(cli *c, int status, const char *code, const char *text)
 {
+    /* One line, whatever the library (libpq) put in its message. */
+    char message[2048];
+    size_t n = 0;
+    for (const char *t = text; *t != '\0' && n + 1 < sizeof(message); t++) {
+        char ch = *t == '\n' || *t == '\t' || *t == '\r' ? ' ' : *t;
+        if (ch == ' ' && (n == 0 || message[n - 1] == ' '))
+            continue;
+        message[n++] = ch;
+    }
+    while (n > 0 && message[n - 1] == ' ')
+        n--;
+    message[n] = '\0';
     fprintf(stderr, "duro%s%s: %s\n", c->verb ? " " : "",
             c->verb ? c->verb : "", message);
     if (c->json) {
