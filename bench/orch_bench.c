@@ -494,7 +494,9 @@ int main(int argc, char **argv)
                     FANOUT_MAX);
         usage();
     }
-    if (url != NULL && strncmp(url, "sqlite:", 7) != 0)
+    if (url != NULL && strncmp(url, "postgres", 8) == 0)
+        provider_name = "postgres";
+    else if (url != NULL && strncmp(url, "sqlite:", 7) != 0)
         provider_name = "other";
 
     char dir[256] = "";
