@@ -297,14 +297,16 @@ static void bench_cross_process(const char *dir, int samples, int short_lock)
         o.lock_renewal_ms = 50;
     }
     o.worker_concurrency = 64;
-    /* create the schema before forking */
+    /* Fork before opening anything: a provider has threads, and a child
+     * forked beside them could inherit a lock one of them held. Both
+     * processes create the schema if needed; its migration is locked. */
+    pid_t pid = fork();
+    if (pid == 0)
+        activity_process(url, &o);
     duro_client *c;
     int rc = duro_client_create(url, &c);
     if (rc != DURO_OK)
         die("client", rc);
-    pid_t pid = fork();
-    if (pid == 0)
-        activity_process(url, &o);
     duro_registry *r = make_registry(1, 0);
     duro_runtime_options mine = o;
     mine.worker_concurrency = 0;

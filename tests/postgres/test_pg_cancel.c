@@ -107,13 +107,15 @@ TEST(cancellation_reaches_another_process_through_a_notification)
     char url[4200];
     snprintf(url, sizeof(url), "%s%cschema=pgcancel_%ld", pg_test_url(),
              strchr(pg_test_url(), '?') ? '&' : '?', (long)getpid());
-    /* the schema exists before the fork */
-    duro_client *c = NULL;
-    CHECK_OK(duro_client_create(url, &c));
+    /* Fork before this process opens anything: a provider has threads (a
+     * pool, a listener), and a child forked beside them could inherit a
+     * lock one of them held. Both processes open the fresh schema; the
+     * migration's advisory lock makes that safe. */
     int report_pipe[2], stdin_pipe[2];
     CHECK(pipe(report_pipe) == 0 && pipe(stdin_pipe) == 0);
     pid_t pid = fork();
     if (pid == 0) {
+        alarm(120); /* never outlives a parent that failed */
         close(report_pipe[0]);
         close(stdin_pipe[1]);
         dup2(stdin_pipe[0], STDIN_FILENO);
@@ -122,6 +124,8 @@ TEST(cancellation_reaches_another_process_through_a_notification)
     CHECK(pid > 0);
     close(report_pipe[1]);
     close(stdin_pipe[0]);
+    duro_client *c = NULL;
+    CHECK_OK(duro_client_create(url, &c));
 
     duro_registry *r = NULL;
     duro_runtime *rt = NULL;
