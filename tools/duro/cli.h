@@ -91,6 +91,9 @@ const char *args_default_requester(char *buf, size_t size);
 
 /* ---- json.c -------------------------------------------------------------- */
 
+/* Length of the valid UTF-8 sequence at s (1-4: no overlong form, no
+ * surrogate, nothing past U+10FFFF), or 0 when invalid. */
+size_t utf8_sequence(const unsigned char *s);
 /* A JSON string of @p s with invalid UTF-8 replaced by U+FFFD; null for
  * NULL. Never NULL (aborts on out of memory). */
 json_t *jstr(const char *s);

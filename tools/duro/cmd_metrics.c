@@ -32,29 +32,6 @@ static const int instance_statuses[] = {
     DURO_STATUS_PENDING, DURO_STATUS_RUNNING, DURO_STATUS_COMPLETED,
     DURO_STATUS_FAILED, DURO_STATUS_CANCELLED};
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid. */
-static size_t utf8_seq(const unsigned char *s)
-{
-    if (s[0] < 0x80)
-        return 1;
-    size_t n = s[0] >= 0xF0 && s[0] <= 0xF4   ? 4
-               : s[0] >= 0xE0                 ? 3
-               : s[0] >= 0xC2 && s[0] <= 0xDF ? 2
-                                              : 0;
-    if (n == 0 || (n == 3 && s[0] > 0xEF))
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    if (n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || /* overlong */
-                   (s[0] == 0xED && s[1] >= 0xA0))) /* surrogate */
-        return 0;
-    if (n == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || /* overlong */
-                   (s[0] == 0xF4 && s[1] >= 0x90))) /* past U+10FFFF */
-        return 0;
-    return n;
-}
-
 /* A label value: \\, \" and \n escaped; invalid UTF-8 as U+FFFD. */
 static void put_label_value(FILE *f, const char *v)
 {
@@ -67,7 +44,7 @@ static void put_label_value(FILE *f, const char *v)
             fputs("\\n", f);
             s++;
         } else {
-            size_t n = utf8_seq(s);
+            size_t n = utf8_sequence(s);
             if (n == 0) {
                 fputs("\xEF\xBF\xBD", f);
                 s++;

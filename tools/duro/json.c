@@ -17,8 +17,7 @@ static json_t *checked(json_t *v)
     return v;
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid. */
-static size_t utf8_sequence(const unsigned char *s)
+size_t utf8_sequence(const unsigned char *s)
 {
     if (s[0] < 0x80)
         return 1;
