@@ -52,10 +52,17 @@ static int64_t wall_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The activity process of cross_process, if one runs: killed when the
+ * parent dies of an error, so a failed run ends instead of leaving it
+ * waiting for a stop that never comes. */
+static pid_t child_pid;
+
 static void die(const char *what, int rc)
 {
     fprintf(stderr, "cancel_bench: %s: %s (%s)\n", what, duro_errname(rc),
             duro_errmsg());
+    if (child_pid > 0)
+        kill(child_pid, SIGKILL);
     exit(1);
 }
 
@@ -195,6 +202,8 @@ static void wait_for(_Atomic int *counter, int target, int64_t timeout_ms)
         if (mono_ns() > end) {
             fprintf(stderr, "cancel_bench: timed out (%d of %d)\n",
                     atomic_load(counter), target);
+            if (child_pid > 0)
+                kill(child_pid, SIGKILL);
             exit(1);
         }
         usleep(100);
@@ -275,7 +284,9 @@ static void activity_process(const char *url, const duro_runtime_options *o)
     if (duro_runtime_create(url, r, &opts, &rt) != DURO_OK ||
         duro_runtime_start(rt) != DURO_OK)
         _exit(2);
-    while (!atomic_load(&sh->stop))
+    /* Also ends when the parent is gone (reparented), however it died. */
+    pid_t parent = getppid();
+    while (!atomic_load(&sh->stop) && getppid() == parent)
         usleep(1000);
     duro_runtime_destroy(rt);
     duro_registry_destroy(r);
@@ -301,8 +312,11 @@ static void bench_cross_process(const char *dir, int samples, int short_lock)
      * forked beside them could inherit a lock one of them held. Both
      * processes create the schema if needed; its migration is locked. */
     pid_t pid = fork();
+    if (pid < 0)
+        die("fork", DURO_ERROR);
     if (pid == 0)
         activity_process(url, &o);
+    child_pid = pid;
     duro_client *c;
     int rc = duro_client_create(url, &c);
     if (rc != DURO_OK)
@@ -324,6 +338,7 @@ static void bench_cross_process(const char *dir, int samples, int short_lock)
     atomic_store(&sh->stop, 1);
     int status;
     waitpid(pid, &status, 0);
+    child_pid = 0;
     free(ms);
     duro_runtime_destroy(rt);
     duro_client_destroy(c);
@@ -337,6 +352,8 @@ static void wait_flag(_Atomic int *flag, int64_t timeout_ms)
     while (!atomic_load(flag)) {
         if (mono_ns() > end) {
             fprintf(stderr, "cancel_bench: timed out waiting for a flag\n");
+            if (child_pid > 0)
+                kill(child_pid, SIGKILL);
             exit(1);
         }
         usleep(100);

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -1580,7 +1581,59 @@ TEST(mass_cancellation)
     duro_provider_close(p);
 }
 
-TEST_MAIN(T(url_forms_open), T(wal_is_checkpointed_while_open),
+/* Several processes opening one new file at the same instant (a runtime and
+ * a client started together, workers forked at once) all succeed: creating
+ * the schema and switching the new file to WAL wait for one another instead
+ * of failing with "database is locked". */
+TEST(concurrent_opens_of_a_new_file)
+{
+    enum { PROCS = 8, ROUNDS = 12 };
+    for (int round = 0; round < ROUNDS; round++) {
+        char name[32];
+        snprintf(name, sizeof(name), "race-%d.db", round);
+        const char *url = test_sqlite_url(name);
+        int go[2];
+        CHECK_EQ(pipe(go), 0);
+        pid_t pids[PROCS];
+        for (int i = 0; i < PROCS; i++) {
+            pids[i] = fork();
+            CHECK(pids[i] >= 0);
+            if (pids[i] == 0) {
+                close(go[1]);
+                char b;
+                /* all children block here until the pipe closes */
+                if (read(go[0], &b, 1) < 0)
+                    _exit(3);
+                duro_provider *p = NULL;
+                duro_error e;
+                int rc = duro_provider_open(url, &p, &e);
+                if (rc != DURO_OK) {
+                    fprintf(stderr, "child %d: %s (%s)\n", i, duro_errname(rc),
+                            e.message);
+                    _exit(1);
+                }
+                duro_provider_close(p);
+                _exit(0);
+            }
+        }
+        close(go[0]);
+        close(go[1]);
+        for (int i = 0; i < PROCS; i++) {
+            int status = 0;
+            CHECK_EQ(waitpid(pids[i], &status, 0), pids[i]);
+            CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "round %d child %d: status %d", round, i, status);
+        }
+        duro_provider *p = open_url(url);
+        duro_provider_close(p);
+        sqlite3 *db = raw_open(test_path(name));
+        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 3);
+        sqlite3_close(db);
+    }
+}
+
+TEST_MAIN(T(url_forms_open), T(concurrent_opens_of_a_new_file),
+          T(wal_is_checkpointed_while_open),
           T(commits_are_visible_to_other_connections_at_once),
           T(url_parameters_are_applied), T(url_malformed_is_bad_url),
           T(url_create_0_never_creates),

@@ -269,8 +269,20 @@ static int configure_writer(duro__sqlite_provider *p, duro__sqlite_conn *c,
         sqlite3_stmt *s = NULL;
         int rc = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode = WAL", -1, &s,
                                     NULL);
-        if (rc == SQLITE_OK)
+        /* Switching a new file (rollback mode) to WAL needs an exclusive
+         * lock, and SQLite returns BUSY at once, without its busy handler,
+         * when another process holds a lock then (several processes opening
+         * one new file together). Retry within the busy timeout. */
+        int64_t deadline = duro__mono_ms() + p->cfg.busy_timeout_ms;
+        for (int64_t pause = 1; rc == SQLITE_OK;) {
             rc = sqlite3_step(s);
+            if ((rc & 0xff) != SQLITE_BUSY || duro__mono_ms() >= deadline)
+                break;
+            sqlite3_reset(s);
+            rc = SQLITE_OK;
+            duro__sleep_ms(pause);
+            pause = pause < 32 ? pause * 2 : 32;
+        }
         if (rc == SQLITE_ROW) {
             const char *mode = (const char *)sqlite3_column_text(s, 0);
             if (mode == NULL || strcmp(mode, "wal") != 0) {
