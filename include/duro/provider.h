@@ -714,6 +714,10 @@ struct duro_provider {
     /* Blocks until work may be visible on `queue` or max_wait_ms passes:
      * returns early when this process enqueues onto that queue, when the
      * earliest delayed message on it becomes due, or when wake() is called.
+     * A commit of n items may end as few as n waits (not every waiter's),
+     * provided a caller whose last fetch began before the commit is among
+     * those woken or returns at once; a caller that fetched an item must
+     * fetch again before it waits.
      * Work from other processes is noticed by polling at most every
      * max_wait_ms (the caller's fallback interval). Spurious returns are
      * allowed. Returns DURO_OK in every case but failure of the store. */

@@ -401,17 +401,21 @@ PV_TEST(claims_and_lookups_use_indexes)
         const char *name;
         const char *args;
     } cases[] = {
-        {"READY_NEXT", "('0')"},
-        {"READY_HOLDER", "('1', 't')"},
+        {"READY_CLAIM", "('0', 'x', '0')"},
+        {"READY_HOLDER_CURRENT", "('1', 't')"},
+        {"READY_ACK_SETTLE", "('i', 't', '1')"},
         {"READY_RENEW", "('1', 't', '0', '0')"},
         {"READY_SET", "('1', '0', '0')"},
-        {"OQ_TAG", "('i', 't', '0')"},
-        {"OQ_FETCHED", "('i', '0', 't')"},
-        {"OQ_DELETE_TAGGED", "('i', 't')"},
         {"OQ_MIN_VISIBLE", "('i')"},
         {"OQ_DELETE_EXECUTION", "('i', '1')"},
         {"WQ_FETCH", "('x', '0', '0')"},
         {"WQ_ACK", "('1', 't')"},
+        {"WQ_ACK_COMPLETE",
+         "('1', 'i', '0', '0', 'n', 'v', 'p', 'e', '0', 'r', 'b', 'pi', '0', "
+         "'0', '0', '0', '0', '0', '0', '1', 't')"},
+        {"WQ_ACK_COMPLETE_FETCH",
+         "('1', 'i', '0', '0', 'n', 'v', 'p', 'e', '0', 'r', 'b', 'pi', '0', "
+         "'0', '0', '0', '0', '0', '0', '1', 't', 'x', '0')"},
         {"WQ_RENEW", "('1', 't', '0')"},
         {"WQ_CANCEL", "('i', '1', '{1,2}')"},
         {"HISTORY_CANCEL_REASON", "('i', '1', '2')"},

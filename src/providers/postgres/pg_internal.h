@@ -15,7 +15,7 @@
 #define DURO__PG_SCHEMA_VERSION 1 /* what this code creates and reads */
 #define DURO__PG_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__PG_POOL_MAX 64      /* most connections */
-#define DURO__PG_PARAM_MAX 20     /* most parameters of a statement */
+#define DURO__PG_PARAM_MAX 24     /* most parameters of a statement */
 #define DURO__PG_SCHEMA_MAX 63    /* bytes of a schema name (NAMEDATALEN-1) */
 
 /* What the URL configures. */
@@ -86,6 +86,23 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "GREATEST(excluded.ready_at, COALESCE(r.locked_until, 0)) "                \
     "WHERE r.lock_token IS NULL AND excluded.ready_at < r.ready_at"
 
+/* The ack of a work item with its completion (WQ_ACK_COMPLETE*): the row
+ * goes ($20 id, $21 token); only if it went is the completion ($1..$19, as
+ * OQ_INSERT) queued and its instance made ready. The worker row being
+ * deleted is excluded from a claim in the same statement ($20): it is still
+ * in the statement's snapshot, and locked by it. */
+#define DURO__PG_WQ_ACK_CTE                                                    \
+    "WITH a AS (DELETE FROM worker_queue WHERE id = $20::bigint "              \
+    "AND lock_token = $21::text RETURNING id), "                               \
+    "q AS (INSERT INTO orchestrator_queue(" DURO__PG_QUEUE_COLUMNS             \
+    ", enqueued_ms, visible_at) SELECT $1::int, $2::text, $3::bigint, "        \
+    "$4::bigint, $5::text, $6::text, $7::text, $8::text, $9::int, "            \
+    "$10::text, $11::text, $12::text, $13::bigint, $14::bigint, "              \
+    "$15::bigint, $16::bigint, $17::bigint, $18::bigint, $19::bigint "         \
+    "FROM a), "                                                                \
+    "r AS (INSERT INTO orchestrator_ready AS r(instance_id, ready_at) "        \
+    "SELECT $2::text, $19::bigint FROM a " DURO__PG_READY_UPSERT ") "
+
 #define DURO__PG_STATEMENTS(X)                                                 \
     X(BEGIN_WRITE, "BEGIN")                                                    \
     X(BEGIN_READ, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")           \
@@ -129,8 +146,11 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(INSTANCE_FETCH_META,                                                     \
       "SELECT status, execution_id, name, version, parent_instance, "          \
       "parent_execution, parent_event_id, custom_status, "                     \
-      "cancel_requested_ms, cancel_reason, cancelled_by, last_problem "        \
-      "FROM instances WHERE instance_id = $1::text")                           \
+      "cancel_requested_ms, cancel_reason, cancelled_by, last_problem, "       \
+      "(SELECT COALESCE(MAX(h.event_id), 0) FROM history AS h "                \
+      "WHERE h.instance_id = i.instance_id "                                   \
+      "AND h.execution_id = i.execution_id) "                                  \
+      "FROM instances AS i WHERE instance_id = $1::text")                      \
     /* a CANCEL_INSTANCE records the first request on a live instance */       \
     X(INSTANCE_CANCEL_REQUEST,                                                 \
       "UPDATE instances SET cancel_requested_ms = $2::bigint, "                \
@@ -195,16 +215,6 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "$4::bigint, $5::text, $6::text, $7::text, $8::text, $9::int, "          \
       "$10::text, $11::text, $12::text, $13::bigint, $14::bigint, "            \
       "$15::bigint, $16::bigint, $17::bigint, $18::bigint, $19::bigint)")      \
-    X(OQ_TAG, "UPDATE orchestrator_queue SET lock_token = $2::text, "          \
-              "fetch_count = fetch_count + 1 "                                 \
-              "WHERE instance_id = $1::text AND visible_at <= $3::bigint")     \
-    X(OQ_FETCHED, "SELECT " DURO__PG_QUEUE_COLUMNS ", fetch_count "            \
-                  "FROM orchestrator_queue WHERE instance_id = $1::text "      \
-                  "AND visible_at <= $2::bigint AND lock_token = $3::text "    \
-                  "ORDER BY visible_at, id")                                   \
-    X(OQ_DELETE_TAGGED,                                                        \
-      "DELETE FROM orchestrator_queue "                                        \
-      "WHERE instance_id = $1::text AND lock_token = $2::text")                \
     X(OQ_UNTAG, "UPDATE orchestrator_queue SET lock_token = NULL "             \
                 "WHERE instance_id = $1::text AND lock_token = $2::text")      \
     /* an ack that ends the instance: nothing queued for it is live */         \
@@ -222,19 +232,65 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(READY_ENQUEUE,                                                           \
       "INSERT INTO orchestrator_ready AS r(instance_id, "                      \
       "ready_at) VALUES($1::text, $2::bigint) " DURO__PG_READY_UPSERT)         \
-    /* the claim: the oldest ready instance that no other transaction is       \
-     * claiming or releasing right now */                                      \
-    X(READY_NEXT, "SELECT id, instance_id FROM orchestrator_ready "            \
-                  "WHERE ready_at <= $1::bigint ORDER BY ready_at LIMIT 1 "    \
-                  "FOR UPDATE SKIP LOCKED")                                    \
-    X(READY_LOCK, "UPDATE orchestrator_ready SET lock_token = $2::text, "      \
-                  "locked_until = $3::bigint, ready_at = $3::bigint "          \
-                  "WHERE id = $1::bigint")                                     \
-    /* the holder of a lock, row-locked until the transaction ends: a fetch    \
-     * of an expired lock and enqueues for the instance wait for it */         \
-    X(READY_HOLDER, "SELECT instance_id, locked_until FROM "                   \
-                    "orchestrator_ready WHERE id = $1::bigint "                \
-                    "AND lock_token = $2::text FOR UPDATE")                    \
+    /* the whole claim in one statement: lock the oldest ready instance no     \
+     * other transaction is claiming or releasing ($1 now, $2 token hex, $3    \
+     * locked until), tag its visible messages with the token and return       \
+     * them in order (DURO__PG_QUEUE_COLUMNS, fetch_count; then the ready      \
+     * row's id, instance id and token). An instance ready with nothing        \
+     * visible gives one row of NULL messages; no instance, one row with       \
+     * only column 21: the earliest ready_at (NULL: none) */                   \
+    X(READY_CLAIM,                                                             \
+      "WITH r AS (UPDATE orchestrator_ready SET lock_token = 'o' || id || "    \
+      "'.' || $2::text, locked_until = $3::bigint, ready_at = $3::bigint "     \
+      "WHERE id = (SELECT id FROM orchestrator_ready "                         \
+      "WHERE ready_at <= $1::bigint ORDER BY ready_at LIMIT 1 "                \
+      "FOR UPDATE SKIP LOCKED) RETURNING id, instance_id, lock_token), "       \
+      "t AS (UPDATE orchestrator_queue AS q SET lock_token = r.lock_token, "   \
+      "fetch_count = q.fetch_count + 1 FROM r "                                \
+      "WHERE q.instance_id = r.instance_id AND q.visible_at <= $1::bigint "    \
+      "RETURNING q.kind, q.instance_id, q.execution_id, q.source_id, q.name, " \
+      "q.version, q.payload, q.error, q.category, q.reason, q.requested_by, "  \
+      "q.parent_instance, q.parent_execution, q.parent_event_id, "             \
+      "q.fire_at_ms, q.attempt, q.flags, q.fetch_count, q.visible_at, q.id) "  \
+      "SELECT t.kind, t.instance_id, t.execution_id, t.source_id, t.name, "    \
+      "t.version, t.payload, t.error, t.category, t.reason, t.requested_by, "  \
+      "t.parent_instance, t.parent_execution, t.parent_event_id, "             \
+      "t.fire_at_ms, t.attempt, t.flags, t.fetch_count, r.id, r.instance_id, " \
+      "r.lock_token, CASE WHEN r.id IS NULL THEN "                             \
+      "(SELECT MIN(ready_at) FROM orchestrator_ready) END "                    \
+      "FROM (SELECT 1) AS one LEFT JOIN r ON true LEFT JOIN t ON true "        \
+      "ORDER BY t.visible_at, t.id")                                           \
+    /* the lock of an instance, its current execution, whether that has a      \
+     * row and how many events it holds; the ready row is locked until the     \
+     * transaction ends ($1 ready id, $2 token) */                             \
+    X(READY_HOLDER_CURRENT,                                                    \
+      "SELECT r.instance_id, r.locked_until, i.execution_id, "                 \
+      "i.instance_id IS NOT NULL, EXISTS (SELECT 1 FROM executions AS e "      \
+      "WHERE e.instance_id = r.instance_id "                                   \
+      "AND e.execution_id = i.execution_id), "                                 \
+      "(SELECT COALESCE(MAX(h.event_id), 0) FROM history AS h "                \
+      "WHERE h.instance_id = r.instance_id "                                   \
+      "AND h.execution_id = i.execution_id) FROM orchestrator_ready AS r "     \
+      "LEFT JOIN instances AS i ON i.instance_id = r.instance_id "             \
+      "WHERE r.id = $1::bigint AND r.lock_token = $2::text FOR UPDATE OF r")   \
+    /* the end of an ack: delete the messages it consumed ($1 instance, $2     \
+     * token) and release the lock of ready row $3: ready at the earliest      \
+     * remaining message, or no row when none remains. Returns that time.      \
+     * The deleted messages are still in the statement's snapshot, hence       \
+     * the token test in m. */                                                 \
+    X(READY_ACK_SETTLE,                                                        \
+      "WITH d AS (DELETE FROM orchestrator_queue WHERE instance_id = "         \
+      "$1::text "                                                              \
+      "AND lock_token = $2::text), "                                           \
+      "m AS (SELECT MIN(visible_at) AS v FROM orchestrator_queue "             \
+      "WHERE instance_id = $1::text AND lock_token IS DISTINCT FROM "          \
+      "$2::text), "                                                            \
+      "x AS (DELETE FROM orchestrator_ready WHERE id = $3::bigint "            \
+      "AND (SELECT v FROM m) IS NULL), "                                       \
+      "u AS (UPDATE orchestrator_ready SET lock_token = NULL, "                \
+      "locked_until = NULL, ready_at = (SELECT v FROM m) "                     \
+      "WHERE id = $3::bigint AND (SELECT v FROM m) IS NOT NULL) "              \
+      "SELECT v FROM m")                                                       \
     X(READY_RENEW, "UPDATE orchestrator_ready SET locked_until = $3::bigint, " \
                    "ready_at = $3::bigint WHERE id = $1::bigint "              \
                    "AND lock_token = $2::text AND locked_until > $4::bigint")  \
@@ -249,18 +305,43 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "name, version, payload, attempt, enqueued_ms, available_at) "           \
       "VALUES($1::text, $2::bigint, $3::bigint, $4::text, $5::text, "          \
       "$6::text, $7::bigint, $8::bigint, $8::bigint)")                         \
-    /* the claim: the oldest fetchable row no other transaction holds */       \
+    /* the claim: the oldest fetchable row no other transaction holds; one     \
+     * row, the claimed item's columns, or NULLs and (column 9) the earliest   \
+     * time a row becomes due when none was claimable */                       \
     X(WQ_FETCH,                                                                \
-      "UPDATE worker_queue SET lock_token = 'w' || id || '.' || $1::text, "    \
-      "locked_until = $2::bigint, available_at = $2::bigint, "                 \
+      "WITH f AS (UPDATE worker_queue SET lock_token = 'w' || id || '.' || "   \
+      "$1::text, locked_until = $2::bigint, available_at = $2::bigint, "       \
       "fetch_count = fetch_count + 1 "                                         \
       "WHERE id = (SELECT id FROM worker_queue "                               \
       "WHERE available_at <= $3::bigint ORDER BY available_at, id LIMIT 1 "    \
       "FOR UPDATE SKIP LOCKED) "                                               \
       "RETURNING instance_id, execution_id, activity_id, name, version, "      \
-      "payload, attempt, fetch_count, lock_token")                             \
+      "payload, attempt, fetch_count, lock_token) "                            \
+      "SELECT f.*, CASE WHEN f.lock_token IS NULL THEN "                       \
+      "(SELECT MIN(available_at) FROM worker_queue) END "                      \
+      "FROM (SELECT 1) AS one LEFT JOIN f ON true")                            \
     X(WQ_ACK, "DELETE FROM worker_queue WHERE id = $1::bigint "                \
               "AND lock_token = $2::text")                                     \
+    /* ack with a completion, one statement: delete the row the token          \
+     * holds ($20, $21) and, only if it did, enqueue the completion ($1..$19   \
+     * as OQ_INSERT) and make its instance ready. Returns the rows deleted.    \
+     */                                                                        \
+    X(WQ_ACK_COMPLETE, DURO__PG_WQ_ACK_CTE "SELECT COUNT(*) FROM a")           \
+    /* the same, then the claim of WQ_FETCH ($22 token, $23 locked until,      \
+     * visible by $18) when the ack deleted its row: one row, the rows         \
+     * deleted and the claimed item's columns (NULL when none) */              \
+    X(WQ_ACK_COMPLETE_FETCH, DURO__PG_WQ_ACK_CTE                               \
+      ", f AS (UPDATE worker_queue SET lock_token = 'w' || id || '.' || "      \
+      "$22::text, locked_until = $23::bigint, available_at = $23::bigint, "    \
+      "fetch_count = fetch_count + 1 "                                         \
+      "WHERE id = (SELECT id FROM worker_queue "                               \
+      "WHERE available_at <= $18::bigint AND id <> $20::bigint "               \
+      "ORDER BY available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) "             \
+      "AND EXISTS (SELECT 1 FROM a) "                                          \
+      "RETURNING instance_id, execution_id, activity_id, name, version, "      \
+      "payload, attempt, fetch_count, lock_token) "                            \
+      "SELECT f.*, (SELECT COUNT(*) FROM a) FROM (SELECT 1) AS one "           \
+      "LEFT JOIN f ON true")                                                   \
     /* renew and abandon need only the token: an expired lock that no other    \
      * fetch took still holds the row (a fetch replaces the token) */          \
     X(WQ_RENEW, "UPDATE worker_queue SET locked_until = $3::bigint, "          \
@@ -599,9 +680,13 @@ void duro__pg_signal(duro__pg_provider *p, duro_queue queue, size_t items);
 /* Work items were cancelled by a commit: wakes wait_for_cancellations here
  * and, through the listener, in every process. */
 void duro__pg_signal_cancels(duro__pg_provider *p, size_t items);
-/* Records the wake generation of `queue` before a fetch, so a wait after an
- * empty fetch notices work committed in between. */
+/* A fetch of `queue` begins on this thread: forgets what the last one saw.
+ */
 void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue);
+/* The fetch found nothing; `due` is the earliest time anything on the queue
+ * becomes due (INT64_MAX: nothing queued). The thread's next
+ * wait_for_work on the queue uses it instead of asking the store. */
+void duro__pg_note_due(duro__pg_provider *p, duro_queue queue, int64_t due);
 
 /* Input checks of provider.h's "Input rules"; each returns DURO_OK or fills
  * err (not retryable). */

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,11 +31,20 @@
  * wait_for_cancellations waits for) after the commit, never inside a queue
  * transaction (NOTIFY takes a database-wide lock at commit), so bursts of
  * commits coalesce into few notifications. A notification from another
- * backend raises the queues' generations like a local commit. When the
- * listener's connection is down, notifications are lost and waits fall back
- * to polling; after it reconnects every wait is woken once (work may have
- * been announced meanwhile). Lock order: the notifier's lock is never held
- * while running SQL. */
+ * backend wakes every waiter of the queues it names. When the listener's
+ * connection is down, notifications are lost and waits fall back to
+ * polling; after it reconnects every wait is woken once (work may have been
+ * announced meanwhile). Lock order: the notifier's lock is never held while
+ * running SQL.
+ *
+ * Within the process, a commit that adds n items to a queue wakes n
+ * waiters, not all of them: it grants the queue n "tokens" (a wait that
+ * finds one takes it and returns), capped at the number of threads waiting
+ * plus one. Waking every waiter for each item made all but one of them run
+ * an empty fetch (seven of eight worker slots, per activity). A token is
+ * never lost: one granted while nobody waits is taken by the next wait, so
+ * a thread whose fetch missed the commit fetches again; the cap is safe
+ * because a thread that fetched an item fetches again before it waits. */
 
 /* The third wait channel beside the two duro_queue values: work items
  * cancelled (deleted) by a turn, for wait_for_cancellations. */
@@ -51,6 +61,8 @@ typedef struct duro__pg_notifier {
     _Atomic uint64_t generation[3]; /* raised after each commit that adds or
                                        releases work (or cancels work
                                        items: CANCELS), and by wake() */
+    int tokens[2];  /* under lock: waits owed a return, per duro_queue */
+    int waiters[2]; /* under lock: threads blocked in wait_for_work */
     struct duro__pg_notifier *next;
     /* the listener */
     char *conninfo;
@@ -68,12 +80,30 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static notifier *registry;
 static _Atomic uint64_t next_serial = 1;
 
-/* Raises queue q's generation and wakes its waiters. */
+/* With n->lock held: raises queue q's generation and wakes waiters for
+ * `items` new items (all of them for SIZE_MAX), granting tokens to the
+ * queues of wait_for_work. */
+static void grant(notifier *n, int q, size_t items)
+{
+    atomic_fetch_add(&n->generation[q], 1);
+    if (q < CANCELS) {
+        size_t cap = (size_t)n->waiters[q] + 1;
+        size_t t = (size_t)n->tokens[q];
+        t = items >= cap || t >= cap - items ? cap : t + items;
+        n->tokens[q] = (int)t;
+    }
+    if (items == 1)
+        pthread_cond_signal(&n->cond[q]);
+    else
+        pthread_cond_broadcast(&n->cond[q]);
+}
+
+/* Wakes every waiter of queue q (work of unknown size: another process's
+ * notification, a reconnected listener). */
 static void bump(notifier *n, int q)
 {
     pthread_mutex_lock(&n->lock);
-    atomic_fetch_add(&n->generation[q], 1);
-    pthread_cond_broadcast(&n->cond[q]);
+    grant(n, q, SIZE_MAX);
     pthread_mutex_unlock(&n->lock);
 }
 
@@ -291,13 +321,15 @@ static void notifier_detach(notifier *n)
     duro__free(n);
 }
 
-/* The wake generation each thread saw at its last fetch per queue, so a wait
- * after an empty fetch returns at once when work was committed in between.
- */
+/* What this thread's last fetch per queue learnt: when it found nothing, the
+ * earliest time anything on the queue becomes due (a delayed item, an
+ * expiring lock), so the wait after it needs no query of its own. */
 static _Thread_local struct {
-    uint64_t serial; /* notifier the values belong to */
-    uint64_t generation[2];
-    int valid[2];
+    uint64_t serial;        /* notifier the values belong to */
+    uint64_t generation[2]; /* the queue's, as the fetch began */
+    int began[2];           /* generation is set */
+    int64_t due[2];         /* INT64_MAX: nothing queued */
+    int valid[2];           /* due is set */
 } fetch_seen;
 
 static duro__pg_provider *pg_of(duro_provider *p)
@@ -314,7 +346,19 @@ void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue)
         fetch_seen.serial = n->serial;
         fetch_seen.valid[0] = fetch_seen.valid[1] = 0;
     }
+    pthread_mutex_lock(&n->lock);
     fetch_seen.generation[queue] = atomic_load(&n->generation[queue]);
+    pthread_mutex_unlock(&n->lock);
+    fetch_seen.began[queue] = 1;
+    fetch_seen.valid[queue] = 0;
+}
+
+void duro__pg_note_due(duro__pg_provider *p, duro_queue queue, int64_t due)
+{
+    notifier *n = p->notifier;
+    if (n == NULL || fetch_seen.serial != n->serial)
+        return;
+    fetch_seen.due[queue] = due;
     fetch_seen.valid[queue] = 1;
 }
 
@@ -336,16 +380,16 @@ static void signal_index(duro__pg_provider *p, int queue, size_t items)
     if (n == NULL || items == 0)
         return;
     pthread_mutex_lock(&n->lock);
-    atomic_fetch_add(&n->generation[queue], 1);
-    if (items == 1)
-        pthread_cond_signal(&n->cond[queue]);
-    else
-        pthread_cond_broadcast(&n->cond[queue]);
+    grant(n, queue, items);
     pthread_mutex_unlock(&n->lock);
     /* other processes: announced by the listener, after this commit */
     if (n->has_thread && !atomic_exchange(&n->pending[queue], 1))
         poke(n);
 }
+
+/* How soon a wait looks again when something is due but the fetch before
+ * it could not take it. */
+#define DUE_HELD_RETRY_MS 10
 
 static int pg_wait_for_work(duro_provider *base, duro_queue queue,
                             int64_t max_wait_ms, duro_error *err)
@@ -357,50 +401,62 @@ static int pg_wait_for_work(duro_provider *base, duro_queue queue,
                               (int)queue);
     duro__pg_provider *p = pg_of(base);
     notifier *n = p->notifier;
+    int q = (int)queue;
 
-    /* Baseline: what this thread's last fetch saw, else the current
-     * generation. Any commit after it ends the wait. */
+    /* A token granted since this thread's fetch began (work committed
+     * while it fetched, or since): go. Tokens granted before it were for
+     * work that fetch could see. */
+    int mine = fetch_seen.serial == n->serial && fetch_seen.began[q];
     pthread_mutex_lock(&n->lock);
-    uint64_t now_generation = atomic_load(&n->generation[queue]);
-    uint64_t seen = now_generation;
-    if (fetch_seen.serial == n->serial && fetch_seen.valid[queue])
-        seen = fetch_seen.generation[queue];
-    int done = atomic_load(&p->wake_sticky) || seen != now_generation ||
-               max_wait_ms <= 0;
+    uint64_t seen =
+        mine ? fetch_seen.generation[q] : atomic_load(&n->generation[q]);
+    int done = atomic_load(&p->wake_sticky) || max_wait_ms <= 0;
+    if (!done && n->tokens[q] > 0 && atomic_load(&n->generation[q]) != seen) {
+        n->tokens[q]--;
+        done = 1;
+    }
     pthread_mutex_unlock(&n->lock);
+    if (done)
+        return DURO_OK;
 
-    int64_t wait_ms = max_wait_ms;
-    if (!done) {
-        /* Wait no longer than until the earliest delayed item (or expiring
-         * lock) on the queue becomes due. */
-        int64_t due;
+    /* Wait no longer than until the earliest delayed item (or expiring
+     * lock) on the queue becomes due: as the empty fetch just before saw
+     * it, else asked now. Later commits grant tokens. */
+    int64_t wait_ms = max_wait_ms, due;
+    if (fetch_seen.serial == n->serial && fetch_seen.valid[q]) {
+        due = fetch_seen.due[q];
+        fetch_seen.valid[q] = 0;
+    } else {
         int rc = duro__pg_next_due(p, queue, &due, err);
         if (rc != DURO_OK)
             return rc;
-        if (due != INT64_MAX) {
-            int64_t until_due = due - duro__wall_ms();
-            if (until_due <= 0)
-                done = 1;
-            else if (until_due < wait_ms)
-                wait_ms = until_due;
-        }
+    }
+    if (due != INT64_MAX) {
+        int64_t until_due = due - duro__wall_ms();
+        /* Due already, yet the fetch found nothing: another transaction
+         * holds the row (claiming or acking it). Its outcome usually
+         * grants a token; look again soon in any case. */
+        if (until_due <= 0)
+            until_due = DUE_HELD_RETRY_MS;
+        if (until_due < wait_ms)
+            wait_ms = until_due;
     }
 
     pthread_mutex_lock(&n->lock);
-    if (!done) {
-        struct timespec deadline;
-        duro__deadline_ts(&deadline, wait_ms);
-        while (!atomic_load(&p->wake_sticky) &&
-               atomic_load(&n->generation[queue]) == seen) {
-            if (pthread_cond_timedwait(&n->cond[queue], &n->lock, &deadline) ==
-                ETIMEDOUT)
-                break;
+    struct timespec deadline;
+    duro__deadline_ts(&deadline, wait_ms);
+    while (!atomic_load(&p->wake_sticky)) {
+        if (n->tokens[q] > 0 && atomic_load(&n->generation[q]) != seen) {
+            n->tokens[q]--;
+            break;
         }
+        n->waiters[q]++;
+        int timed_out = pthread_cond_timedwait(&n->cond[q], &n->lock,
+                                               &deadline) == ETIMEDOUT;
+        n->waiters[q]--;
+        if (timed_out)
+            break;
     }
-    /* The next wait needs a newer commit than the ones seen now. */
-    fetch_seen.serial = n->serial;
-    fetch_seen.generation[queue] = atomic_load(&n->generation[queue]);
-    fetch_seen.valid[queue] = 1;
     pthread_mutex_unlock(&n->lock);
     return DURO_OK;
 }
@@ -449,10 +505,8 @@ static void pg_wake(duro_provider *base, int sticky)
     /* Other providers on the same file see a spurious return, which the
      * contract allows. */
     pthread_mutex_lock(&n->lock);
-    for (int q = 0; q < 3; q++) {
-        atomic_fetch_add(&n->generation[q], 1);
-        pthread_cond_broadcast(&n->cond[q]);
-    }
+    for (int q = 0; q < 3; q++)
+        grant(n, q, SIZE_MAX);
     pthread_mutex_unlock(&n->lock);
 }
 

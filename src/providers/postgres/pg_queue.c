@@ -227,13 +227,12 @@ static int create_instance(duro__pg_provider *p, duro__pg_conn *c,
 
 /* Inserts one orchestrator message and makes its instance ready by
  * visible_at (unless the instance is locked: its release recomputes). */
-static int insert_message(duro__pg_provider *p, duro__pg_conn *c,
-                          const duro_work_item *it, int64_t now,
-                          int64_t visible_at, const char *op, duro_error *err)
+/* Binds $1..$19 of OQ_INSERT (and of the WQ_ACK_COMPLETE statements):
+ * the message, enqueued at `now`, visible from visible_at. */
+static void bind_message(duro__pg_conn *c, duro__pg_statement *s,
+                         const duro_work_item *it, int64_t now,
+                         int64_t visible_at)
 {
-    duro__pg_statement *s = duro__pg_stmt(p, c, DURO__SQL_OQ_INSERT, op, err);
-    if (s == NULL)
-        return err->code;
     duro__pg_bind_i64(c, s, 1, (int64_t)it->kind);
     duro__pg_bind_text(c, s, 2, it->instance_id);
     duro__pg_bind_u64(c, s, 3, it->execution_id);
@@ -253,6 +252,16 @@ static int insert_message(duro__pg_provider *p, duro__pg_conn *c,
     duro__pg_bind_i64(c, s, 17, it->flags);
     duro__pg_bind_i64(c, s, 18, now);
     duro__pg_bind_i64(c, s, 19, visible_at);
+}
+
+static int insert_message(duro__pg_provider *p, duro__pg_conn *c,
+                          const duro_work_item *it, int64_t now,
+                          int64_t visible_at, const char *op, duro_error *err)
+{
+    duro__pg_statement *s = duro__pg_stmt(p, c, DURO__SQL_OQ_INSERT, op, err);
+    if (s == NULL)
+        return err->code;
+    bind_message(c, s, it, now, visible_at);
     int rc = duro__pg_run(p, c, s, op, err);
     if (rc != DURO_OK)
         return rc;
@@ -317,15 +326,22 @@ static int settle_ready(duro__pg_provider *p, duro__pg_conn *c,
     return duro__pg_run(p, c, s, op, err);
 }
 
-/* Finds the instance held by an orchestration lock token (unexpired) and
- * copies its id into instance_id[DURO__PG_NAME_MAX + 1]. */
-static int check_instance_lock(duro__pg_provider *p, duro__pg_conn *c,
-                               int64_t ready_id, const char *token, int64_t now,
-                               char *instance_id, const char *op,
-                               duro_error *err)
+/* Finds the instance held by an orchestration lock token (unexpired),
+ * row-locking its ready row until the transaction ends, and fills *h. */
+typedef struct lock_holder {
+    char instance_id[DURO__PG_NAME_MAX + 1];
+    int exists;       /* the instance row is there */
+    uint64_t current; /* its current execution, 0 when none */
+    int has_events;   /* `current` has an executions row ... */
+    uint64_t events;  /* ... holding this many events */
+} lock_holder;
+
+static int lock_and_current(duro__pg_provider *p, duro__pg_conn *c,
+                            int64_t ready_id, const char *token, int64_t now,
+                            lock_holder *h, const char *op, duro_error *err)
 {
     duro__pg_statement *s =
-        duro__pg_stmt(p, c, DURO__SQL_READY_HOLDER, op, err);
+        duro__pg_stmt(p, c, DURO__SQL_READY_HOLDER_CURRENT, op, err);
     if (s == NULL)
         return err->code;
     duro__pg_bind_i64(c, s, 1, ready_id);
@@ -345,7 +361,11 @@ static int check_instance_lock(duro__pg_provider *p, duro__pg_conn *c,
     if (id == NULL || n > DURO__PG_NAME_MAX)
         return duro_error_set(err, DURO_STORAGE, 0,
                               "postgres %s: corrupt lock row", op);
-    memcpy(instance_id, id, n + 1);
+    memcpy(h->instance_id, id, n + 1);
+    h->current = (uint64_t)duro__pg_column_int64(s, 2);
+    h->exists = duro__pg_column_int(s, 3);
+    h->has_events = duro__pg_column_int(s, 4);
+    h->events = (uint64_t)duro__pg_column_int64(s, 5);
     duro__pg_reset(s);
     if (until <= now)
         return lock_lost(op, "the instance lock expired", err);
@@ -438,49 +458,27 @@ int duro__pg_read_events(duro__pg_provider *p, duro__pg_conn *c, duro_arena *a,
 /* ---- orchestrator queue: fetch ------------------------------------------- */
 
 /* Fills the locked instance's messages, metadata and history into item. */
-static int load_orch_item(duro__pg_provider *p, duro__pg_conn *c,
-                          duro_orch_item *item, int64_t now,
-                          const duro_history_cache *cache, const char *op,
-                          duro_error *err)
+/* The rest of a claimed item: its instance's metadata and event count,
+ * then the history the caller's cache lacks. */
+static int load_orch_meta(duro__pg_provider *p, duro__pg_conn *c,
+                          duro_orch_item *item, const duro_history_cache *cache,
+                          const char *op, duro_error *err)
 {
     duro_arena *a = item->arena;
-    duro__pg_statement *s = duro__pg_stmt(p, c, DURO__SQL_OQ_FETCHED, op, err);
-    if (s == NULL)
-        return err->code;
-    duro__pg_bind_text(c, s, 1, item->instance_id);
-    duro__pg_bind_i64(c, s, 2, now);
-    duro__pg_bind_text(c, s, 3, item->lock_token);
-    size_t cap = 0;
-    int rc;
-    while ((rc = duro__pg_step(p, c, s)) == DURO__PG_ROW) {
-        if (item->message_count == cap) {
-            item->messages =
-                duro__pg_arena_grow(a, item->messages, item->message_count,
-                                    &cap, sizeof(duro_work_item));
-            if (item->messages == NULL)
-                return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-        }
-        if (read_message(a, s, &item->messages[item->message_count]) != 0)
-            return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-        uint32_t fetches = (uint32_t)duro__pg_column_int64(s, 17);
-        item->attempt = DURO__MAX(item->attempt, fetches);
-        item->message_count++;
-    }
-    if (rc != DURO__PG_DONE)
-        return duro__pg_error(c, rc, op, err);
-
     item->status = DURO_STATUS_NOT_FOUND;
-    s = duro__pg_stmt(p, c, DURO__SQL_INSTANCE_FETCH_META, op, err);
+    duro__pg_statement *s =
+        duro__pg_stmt(p, c, DURO__SQL_INSTANCE_FETCH_META, op, err);
     if (s == NULL)
         return err->code;
     duro__pg_bind_text(c, s, 1, item->instance_id);
-    rc = duro__pg_step(p, c, s);
+    int rc = duro__pg_step(p, c, s);
     if (rc == DURO__PG_ROW) {
         item->status = duro__pg_column_int(s, 0);
         item->execution_id = (uint64_t)duro__pg_column_int64(s, 1);
         item->parent_execution = (uint64_t)duro__pg_column_int64(s, 5);
         item->parent_event_id = (uint64_t)duro__pg_column_int64(s, 6);
         item->cancel_requested_ms = duro__pg_column_int64(s, 8);
+        item->history_total = (uint64_t)duro__pg_column_int64(s, 12);
         if (duro__pg_column_text(a, s, 2, &item->name) ||
             duro__pg_column_text(a, s, 3, &item->version) ||
             duro__pg_column_text(a, s, 4, &item->parent_instance) ||
@@ -493,20 +491,8 @@ static int load_orch_item(duro__pg_provider *p, duro__pg_conn *c,
         return duro__pg_error(c, rc, op, err);
     }
     duro__pg_reset(s);
-
-    if (item->execution_id > 0) {
-        s = duro__pg_stmt(p, c, DURO__SQL_EXEC_EVENT_COUNT, op, err);
-        if (s == NULL)
-            return err->code;
-        duro__pg_bind_text(c, s, 1, item->instance_id);
-        duro__pg_bind_u64(c, s, 2, item->execution_id);
-        rc = duro__pg_step(p, c, s);
-        if (rc == DURO__PG_ROW)
-            item->history_total = (uint64_t)duro__pg_column_int64(s, 0);
-        else if (rc != DURO__PG_DONE)
-            return duro__pg_error(c, rc, op, err);
-        duro__pg_reset(s);
-    }
+    if (item->execution_id == 0)
+        item->history_total = 0;
     uint64_t cached = 0;
     if (cache != NULL && cache->cached_events != NULL)
         cached = cache->cached_events(cache->user, item->instance_id,
@@ -521,8 +507,37 @@ static int load_orch_item(duro__pg_provider *p, duro__pg_conn *c,
                                 &item->history_count, op, err);
 }
 
+/* Reads the messages of a claim whose first row s is on, and ends s. */
+static int read_claimed_messages(duro__pg_provider *p, duro__pg_conn *c,
+                                 duro__pg_statement *s, duro_orch_item *item,
+                                 const char *op, duro_error *err)
+{
+    duro_arena *a = item->arena;
+    size_t cap = 0;
+    int step = DURO__PG_ROW;
+    for (; step == DURO__PG_ROW; step = duro__pg_step(p, c, s)) {
+        if (item->message_count == cap) {
+            item->messages =
+                duro__pg_arena_grow(a, item->messages, item->message_count,
+                                    &cap, sizeof(duro_work_item));
+            if (item->messages == NULL)
+                return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        }
+        if (read_message(a, s, &item->messages[item->message_count]) != 0)
+            return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        uint32_t fetches = (uint32_t)duro__pg_column_int64(s, 17);
+        item->attempt = DURO__MAX(item->attempt, fetches);
+        item->message_count++;
+    }
+    if (step != DURO__PG_DONE)
+        return duro__pg_error(c, step, op, err);
+    duro__pg_reset(s);
+    return DURO_OK;
+}
+
 /* The body of fetch_orchestration_item inside an open write transaction:
- * *out is the locked item, or NULL when nothing is visible. */
+ * one READY_CLAIM, then the item's metadata and history. *out is the
+ * locked item, or NULL when nothing is visible. */
 static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                                      int64_t lock_timeout_ms,
                                      const duro_history_cache *cache,
@@ -538,7 +553,7 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     }
     item->arena = a;
-    /* `now` (the caller's, read before it waited for the write lock) decides
+    /* `now` (the caller's, read before it waited for a connection) decides
      * what is visible: nothing that became fetchable while it waited. The
      * lock runs from this moment, so a wait never shortens it. */
     int64_t until = after_ms(duro__wall_ms(), lock_timeout_ms);
@@ -547,63 +562,45 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
     for (int attempt = 0; rc == DURO_OK && !found && attempt < FETCH_ATTEMPTS;
          attempt++) {
         duro__pg_statement *s =
-            duro__pg_stmt(p, c, DURO__SQL_READY_NEXT, op, err);
+            duro__pg_stmt(p, c, DURO__SQL_READY_CLAIM, op, err);
         if (s == NULL) {
             rc = err->code;
             break;
         }
+        char token_hex[33];
+        duro__random_token(token_hex);
         duro__pg_bind_i64(c, s, 1, now);
+        duro__pg_bind_text(c, s, 2, token_hex);
+        duro__pg_bind_i64(c, s, 3, until);
         int step = duro__pg_step(p, c, s);
-        if (step == DURO__PG_DONE)
-            break;
         if (step != DURO__PG_ROW) {
             rc = duro__pg_error(c, step, op, err);
             break;
         }
-        int64_t ready_id = duro__pg_column_int64(s, 0);
-        if (duro__pg_column_text(a, s, 1, &item->instance_id) != 0) {
+        if (duro__pg_column_null(s, 18)) {
+            duro__pg_note_due(p, DURO_QUEUE_ORCHESTRATOR,
+                              duro__pg_column_null(s, 21)
+                                  ? INT64_MAX
+                                  : duro__pg_column_int64(s, 21));
+            break;
+        }
+        int64_t ready_id = duro__pg_column_int64(s, 18);
+        if (duro__pg_column_text(a, s, 19, &item->instance_id) != 0 ||
+            duro__pg_column_text(a, s, 20, &item->lock_token) != 0) {
             rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
             break;
         }
-        duro__pg_reset(s);
-
-        char token_hex[33], token[TOKEN_MAX];
-        duro__random_token(token_hex);
-        snprintf(token, sizeof(token), "o%lld.%s", (long long)ready_id,
-                 token_hex);
-        item->lock_token = duro_arena_strdup(a, token);
-        if (item->lock_token == NULL) {
-            rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-            break;
-        }
-        s = duro__pg_stmt(p, c, DURO__SQL_OQ_TAG, op, err);
-        if (s == NULL) {
-            rc = err->code;
-            break;
-        }
-        duro__pg_bind_text(c, s, 1, item->instance_id);
-        duro__pg_bind_text(c, s, 2, item->lock_token);
-        duro__pg_bind_i64(c, s, 3, now);
-        if ((rc = duro__pg_run(p, c, s, op, err)) != DURO_OK)
-            break;
-        if (duro__pg_changes(c) == 0) {
+        if (duro__pg_column_null(s, 0)) {
             /* Ready but nothing visible (an expired lock over delayed
              * messages): repair its readiness and look again. */
+            duro__pg_reset(s);
             rc = settle_ready(p, c, ready_id, item->instance_id, 0, NULL, op,
                               err);
             continue;
         }
-        s = duro__pg_stmt(p, c, DURO__SQL_READY_LOCK, op, err);
-        if (s == NULL) {
-            rc = err->code;
-            break;
-        }
-        duro__pg_bind_i64(c, s, 1, ready_id);
-        duro__pg_bind_text(c, s, 2, item->lock_token);
-        duro__pg_bind_i64(c, s, 3, until);
-        if ((rc = duro__pg_run(p, c, s, op, err)) != DURO_OK)
-            break;
-        rc = load_orch_item(p, c, item, now, cache, op, err);
+        rc = read_claimed_messages(p, c, s, item, op, err);
+        if (rc == DURO_OK)
+            rc = load_orch_meta(p, c, item, cache, op, err);
         found = rc == DURO_OK;
     }
     if (rc != DURO_OK || !found) {
@@ -928,14 +925,18 @@ static int drop_dead_messages(duro__pg_provider *p, duro__pg_conn *c,
 
 /* Steps 2 (history, execution rows) of an ack. */
 static int append_history(duro__pg_provider *p, duro__pg_conn *c,
-                          const char *instance_id, uint64_t current,
-                          uint64_t execution_id, const duro_orch_ack *ack,
-                          int64_t now, const char *op, duro_error *err)
+                          const lock_holder *h, uint64_t execution_id,
+                          const duro_orch_ack *ack, int64_t now, const char *op,
+                          duro_error *err)
 {
+    const char *instance_id = h->instance_id;
+    uint64_t current = h->current;
     uint64_t stored = 0;
     int is_new = execution_id > current;
     int rc;
-    if (!is_new) {
+    if (execution_id == current && h->has_events) {
+        stored = h->events; /* read with the lock */
+    } else if (!is_new) {
         duro__pg_statement *s =
             duro__pg_stmt(p, c, DURO__SQL_EXEC_EVENT_COUNT, op, err);
         if (s == NULL)
@@ -999,16 +1000,13 @@ static int ack_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                               const duro_orch_ack *ack, int64_t now,
                               int *queued, const char *op, duro_error *err)
 {
-    char instance_id[DURO__PG_NAME_MAX + 1];
-    int rc =
-        check_instance_lock(p, c, ready_id, token, now, instance_id, op, err);
+    lock_holder h;
+    int rc = lock_and_current(p, c, ready_id, token, now, &h, op, err);
     if (rc != DURO_OK)
         return rc;
-    int exists;
-    uint64_t current;
-    rc = current_execution(p, c, instance_id, &exists, &current, op, err);
-    if (rc != DURO_OK)
-        return rc;
+    const char *instance_id = h.instance_id;
+    uint64_t current = h.current;
+    int exists = h.exists;
     uint64_t execution_id =
         ack->execution_id != 0 ? ack->execution_id : current;
     int writes_instance = ack->history_delta_count > 0 || ack->meta != NULL;
@@ -1023,9 +1021,8 @@ static int ack_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                               "postgres %s: ack for instance '%s' writes "
                               "history or meta but names no execution",
                               op, instance_id);
-    if (writes_instance &&
-        (rc = append_history(p, c, instance_id, current, execution_id, ack, now,
-                             op, err)) != DURO_OK)
+    if (writes_instance && (rc = append_history(p, c, &h, execution_id, ack,
+                                                now, op, err)) != DURO_OK)
         return rc;
     for (size_t i = 0; i < ack->worker_item_count; i++) {
         const duro_work_item *it = &ack->worker_items[i];
@@ -1052,15 +1049,20 @@ static int ack_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
         (rc = drop_dead_messages(p, c, instance_id, execution_id,
                                  ack->meta->status, op, err)) != DURO_OK)
         return rc;
+    /* the consumed messages go, and the lock is released */
     duro__pg_statement *s =
-        duro__pg_stmt(p, c, DURO__SQL_OQ_DELETE_TAGGED, op, err);
+        duro__pg_stmt(p, c, DURO__SQL_READY_ACK_SETTLE, op, err);
     if (s == NULL)
         return err->code;
     duro__pg_bind_text(c, s, 1, instance_id);
     duro__pg_bind_text(c, s, 2, token);
-    if ((rc = duro__pg_run(p, c, s, op, err)) != DURO_OK)
-        return rc;
-    return settle_ready(p, c, ready_id, instance_id, 0, queued, op, err);
+    duro__pg_bind_i64(c, s, 3, ready_id);
+    int step = duro__pg_step(p, c, s);
+    if (step != DURO__PG_ROW)
+        return duro__pg_error(c, step, op, err);
+    *queued = !duro__pg_column_null(s, 0);
+    duro__pg_reset(s);
+    return DURO_OK;
 }
 
 /* ack_orchestration_item, and with `next` the fetch of the next item in
@@ -1156,9 +1158,9 @@ int duro__pg_abandon_orchestration_item(duro_provider *base,
     duro__pg_conn *c;
     if ((rc = duro__pg_write_begin(p, op, &c, err)) != DURO_OK)
         return rc;
-    char instance_id[DURO__PG_NAME_MAX + 1];
-    rc = check_instance_lock(p, c, ready_id, lock_token, now, instance_id, op,
-                             err);
+    lock_holder h;
+    rc = lock_and_current(p, c, ready_id, lock_token, now, &h, op, err);
+    const char *instance_id = h.instance_id;
     if (rc == DURO_OK) {
         duro__pg_statement *s =
             duro__pg_stmt(p, c, DURO__SQL_OQ_UNTAG, op, err);
@@ -1330,7 +1332,13 @@ static int fetch_work_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
         duro__pg_bind_i64(c, s, 2, after_ms(duro__wall_ms(), lock_timeout_ms));
         duro__pg_bind_i64(c, s, 3, now);
         int step = duro__pg_step(p, c, s);
-        if (step == DURO__PG_ROW) {
+        if (step == DURO__PG_ROW && duro__pg_column_null(s, 8)) {
+            duro__pg_note_due(p, DURO_QUEUE_WORKER,
+                              duro__pg_column_null(s, 9)
+                                  ? INT64_MAX
+                                  : duro__pg_column_int64(s, 9));
+            step = duro__pg_step(p, c, s);
+        } else if (step == DURO__PG_ROW) {
             a = duro_arena_create();
             w = a != NULL ? duro_arena_alloc(a, sizeof(*w)) : NULL;
             if (w == NULL || (w->arena = a, read_work_row(a, s, w) != 0))
@@ -1361,22 +1369,16 @@ int duro__pg_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
     duro__pg_provider *p = pg_of(base);
     duro__pg_note_fetch(p, DURO_QUEUE_WORKER);
     int64_t now = duro__wall_ms();
-    duro__pg_conn *c;
-    int rc = duro__pg_write_begin(p, op, &c, err);
-    if (rc != DURO_OK)
-        return rc;
+    /* The claim is one statement: run alone, it is its own transaction
+     * (one round trip instead of BEGIN, claim, COMMIT; most fetches of an
+     * idle worker find nothing). */
+    duro__pg_conn *c = duro__pg_reader_acquire(p);
     duro_worker_item *w = NULL;
-    rc = fetch_work_in_transaction(p, c, lock_timeout_ms, now, &w, op, err);
-    if (rc != DURO_OK) {
-        duro__pg_write_rollback(p, c);
-        return rc;
-    }
-    if ((rc = duro__pg_write_commit(p, c, op, err)) != DURO_OK) {
-        duro_worker_item_free(w);
-        return rc;
-    }
-    *out = w;
-    return DURO_OK;
+    int rc = fetch_work_in_transaction(p, c, lock_timeout_ms, now, &w, op, err);
+    duro__pg_reader_release(p, c);
+    if (rc == DURO_OK)
+        *out = w;
+    return rc;
 }
 
 /* Updates the worker row the token still holds (expired or not: only
@@ -1499,6 +1501,66 @@ int duro__pg_check_work_item_locks(duro_provider *base,
 
 /* ack_work_item, and with `next` the fetch of the next item in the same
  * transaction (ack_and_fetch_work_item). */
+/* ack_work for the common case, a completion that only queues a message:
+ * one statement (WQ_ACK_COMPLETE, or WQ_ACK_COMPLETE_FETCH with `next`),
+ * run alone as its own transaction. */
+static int ack_work_at_once(duro__pg_provider *p, int64_t id,
+                            const char *lock_token,
+                            const duro_work_item *completion,
+                            int64_t lock_timeout_ms, duro_worker_item **next,
+                            const char *op, duro_error *err)
+{
+    int64_t now = duro__wall_ms();
+    duro__pg_conn *c = duro__pg_reader_acquire(p);
+    duro__pg_statement *s =
+        duro__pg_stmt(p, c,
+                      next != NULL ? DURO__SQL_WQ_ACK_COMPLETE_FETCH
+                                   : DURO__SQL_WQ_ACK_COMPLETE,
+                      op, err);
+    if (s == NULL) {
+        duro__pg_reader_release(p, c);
+        return err->code;
+    }
+    bind_message(c, s, completion, now, now);
+    duro__pg_bind_i64(c, s, 20, id);
+    duro__pg_bind_text(c, s, 21, lock_token);
+    char token_hex[33];
+    if (next != NULL) {
+        duro__random_token(token_hex);
+        duro__pg_bind_text(c, s, 22, token_hex);
+        duro__pg_bind_i64(c, s, 23, after_ms(duro__wall_ms(), lock_timeout_ms));
+    }
+    int rc = DURO_OK;
+    duro_worker_item *w = NULL;
+    int step = duro__pg_step(p, c, s);
+    if (step != DURO__PG_ROW) {
+        rc = duro__pg_error(c, step, op, err);
+    } else if (duro__pg_column_int64(s, next != NULL ? 9 : 0) == 0) {
+        /* Nothing deleted, so nothing queued and nothing claimed. */
+        rc = lock_lost(op,
+                       "the work item is gone (cancelled or acked) or its "
+                       "lock was taken by another fetch",
+                       err);
+    } else if (next != NULL && !duro__pg_column_null(s, 0)) {
+        duro_arena *a = duro_arena_create();
+        w = a != NULL ? duro_arena_alloc(a, sizeof(*w)) : NULL;
+        if (w == NULL || (w->arena = a, read_work_row(a, s, w) != 0)) {
+            /* committed: the claimed item comes back when its lock
+             * expires, as after any failure that may have committed */
+            duro_arena_destroy(a);
+            w = NULL;
+            rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        }
+    }
+    duro__pg_reader_release(p, c);
+    if (rc != DURO_OK)
+        return rc;
+    duro__pg_signal(p, DURO_QUEUE_ORCHESTRATOR, 1);
+    if (next != NULL)
+        *next = w;
+    return DURO_OK;
+}
+
 static int ack_work(duro_provider *base, const char *lock_token,
                     const duro_work_item *completion, int64_t lock_timeout_ms,
                     duro_worker_item **next, const char *op, duro_error *err)
@@ -1516,6 +1578,10 @@ static int ack_work(duro_provider *base, const char *lock_token,
         return lock_lost(op, "not a work item lock token of this store", err);
     if (next != NULL)
         duro__pg_note_fetch(p, DURO_QUEUE_WORKER);
+    if (completion != NULL && completion->kind != DURO_WORK_START &&
+        completion->kind != DURO_WORK_CANCEL_INSTANCE)
+        return ack_work_at_once(p, id, lock_token, completion, lock_timeout_ms,
+                                next, op, err);
     int64_t now = duro__wall_ms();
     duro__pg_conn *c;
     if ((rc = duro__pg_write_begin(p, op, &c, err)) != DURO_OK)
