@@ -130,3 +130,13 @@ if(DURO_POSTGRES)
   duro_pg_test(test_pg_cancel ${CMAKE_CURRENT_LIST_DIR}/test_pg_cancel.c
     LABELS runtime)
 endif()
+
+# Crash recovery on the server: three crash_worker processes share a fresh
+# schema and 300 orchestrations; the one running a given activity is
+# SIGKILLed mid-activity and restarted (test_crash's scenario and checks,
+# duro_crash_util from tests/runtime/tests.cmake).
+if(DURO_POSTGRES)
+  duro_pg_test(test_pg_crash ${CMAKE_CURRENT_LIST_DIR}/test_pg_crash.c
+    LABELS runtime)
+  target_link_libraries(test_pg_crash PRIVATE duro_crash_util)
+endif()

@@ -1,11 +1,15 @@
-/* crash_worker.c - the process test_crash kills: opens a runtime on a given
- * SQLite file with short lock timeouts, starts the instances of a workload
+/* crash_worker.c - the process test_crash and test_pg_crash kill: opens a
+ * runtime on a given store (a SQLite file, or a SQLite or PostgreSQL URL)
+ * with short lock timeouts, starts the instances of a workload
  * idempotently (every restart runs the same code), raises their external
  * events, and runs until every instance is terminal, then exits 0. Each
  * activity run appends one line to a side-effect log (O_APPEND) so the test
  * can count executions.
  *
- * crash_worker DB_PATH LOG_PATH mixed|heavy|many
+ * crash_worker DB_PATH|URL LOG_PATH mixed|heavy|many
+ *
+ * A first argument that starts with "sqlite:" or "postgres" is a URL, any
+ * other a SQLite file's path.
  *
  * Exit codes: 0 every instance terminal, 1 setup failure, 2 usage, 3 the
  * instances did not finish within the worker's own deadline. */
@@ -327,13 +331,23 @@ static int wait_all(duro_client *c, const crash_group *groups, size_t ngroups)
     return 0;
 }
 
+/* The store's URL: `arg` itself when it is one (sqlite:, postgres:// or
+ * postgresql://), else sqlite:PATH. */
+static void store_url(const char *arg, char *url, size_t cap)
+{
+    if (strncmp(arg, "sqlite:", 7) == 0 || strncmp(arg, "postgres", 8) == 0)
+        snprintf(url, cap, "%s", arg);
+    else
+        snprintf(url, cap, "sqlite:%s", arg);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 4 ||
         (strcmp(argv[3], "mixed") != 0 && strcmp(argv[3], "heavy") != 0 &&
          strcmp(argv[3], "many") != 0)) {
-        fprintf(stderr,
-                "usage: crash_worker DB_PATH LOG_PATH mixed|heavy|many\n");
+        fprintf(stderr, "usage: crash_worker DB_PATH|URL LOG_PATH "
+                        "mixed|heavy|many\n");
         return 2;
     }
     const crash_group *groups = crash_mixed;
@@ -345,8 +359,8 @@ int main(int argc, char **argv)
         groups = crash_many;
         ngroups = CRASH_COUNT(crash_many);
     }
-    char url[1024];
-    snprintf(url, sizeof(url), "sqlite:%s", argv[1]);
+    char url[4200];
+    store_url(argv[1], url, sizeof(url));
     log_fd = open(argv[2], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (log_fd < 0) {
         perror(argv[2]);

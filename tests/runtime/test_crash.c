@@ -4,7 +4,8 @@
  * at once on the file and kills the one running a given activity), then
  * checks through the client that every instance completed with
  * the expected output and exactly-once history, and through the side-effect
- * log that every scheduled activity ran at least once.
+ * log that every scheduled activity ran at least once. The checks and the
+ * three-process scenario are in crash_util.c, shared with test_pg_crash.
  *
  * The kill instants are random (seeded PRNG; the seed is printed, set
  * DURO_CRASH_SEED to repeat a run, DURO_CRASH_KILLS to change the count):
@@ -15,18 +16,13 @@
  * bug found while benchmarking: see its comment. */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "crash_workload.h"
+#include "crash_util.h"
 #include "rt_util.h"
-
-#ifndef CRASH_WORKER_PATH
-#error "CRASH_WORKER_PATH must name the crash_worker executable"
-#endif
 
 #define DEFAULT_KILLS 25
 #define FINAL_RUN_DEADLINE_MS 60000
@@ -67,68 +63,6 @@ static int kill_count(void)
 }
 
 /* ---- the worker process -------------------------------------------------- */
-
-typedef struct crash_run {
-    const char *db;     /* SQLite file */
-    const char *log;    /* side-effect log */
-    const char *errlog; /* the workers' stderr, appended */
-    const char *workload;
-} crash_run;
-
-static pid_t spawn_worker(const crash_run *r)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(r->errlog, O_WRONLY | O_APPEND | O_CREAT, 0644);
-        if (fd >= 0) {
-            dup2(fd, STDERR_FILENO);
-            close(fd);
-        }
-        execl(CRASH_WORKER_PATH, CRASH_WORKER_PATH, r->db, r->log, r->workload,
-              (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
-
-/* Polls for the child's exit until deadline_ms (monotonic, test clock).
- * Returns 1 with *status filled when it exited, 0 on timeout. */
-static int wait_child(pid_t pid, int64_t deadline_ms, int *status)
-{
-    for (;;) {
-        pid_t w = waitpid(pid, status, WNOHANG);
-        if (w == pid)
-            return 1;
-        if (w < 0 && errno != EINTR) {
-            *status = -1; /* no such child: reported as a failed run */
-            return 1;
-        }
-        if (test_now_ms() >= deadline_ms)
-            return 0;
-        test_sleep_ms(2);
-    }
-}
-
-static void kill_and_reap(pid_t pid)
-{
-    int status;
-    kill(pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-}
-
-static void print_file(const char *path, const char *title)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return;
-    char line[1024];
-    int n = 0;
-    fprintf(stderr, "  --- %s ---\n", title);
-    while (fgets(line, sizeof(line), f) != NULL && n++ < 200)
-        fprintf(stderr, "  | %s", line);
-    fclose(f);
-}
 
 /* 1 when the side-effect log holds a line written by process `pid`. */
 static int log_has_pid(const char *log, pid_t pid, off_t *scanned)
@@ -177,7 +111,7 @@ static void kill_loop(const crash_run *r, int kills, int during_activity,
     st->min_ms = INT64_MAX;
     off_t scanned = 0;
     for (int i = 0; i < kills; i++) {
-        pid_t pid = spawn_worker(r);
+        pid_t pid = crash_spawn_worker(r);
         CHECK_MSG(pid > 0, "fork failed: %s", strerror(errno));
         int64_t t0 = test_now_ms();
         int status = 0, exited = 0;
@@ -195,10 +129,10 @@ static void kill_loop(const crash_run *r, int kills, int during_activity,
                 test_sleep_ms(1);
             }
             if (!exited)
-                exited = wait_child(pid, test_now_ms() + rng_between(10, 250),
-                                    &status);
+                exited = crash_wait_child(
+                    pid, test_now_ms() + rng_between(10, 250), &status);
         } else {
-            exited = wait_child(pid, t0 + rng_between(30, 400), &status);
+            exited = crash_wait_child(pid, t0 + rng_between(30, 400), &status);
         }
         if (exited) {
             /* Finished on its own: it must have succeeded. */
@@ -209,7 +143,7 @@ static void kill_loop(const crash_run *r, int kills, int during_activity,
             continue;
         }
         int64_t ran = test_now_ms() - t0;
-        kill_and_reap(pid);
+        crash_kill_and_reap(pid);
         st->killed++;
         if (ran < st->min_ms)
             st->min_ms = ran;
@@ -223,18 +157,18 @@ static void kill_loop(const crash_run *r, int kills, int during_activity,
 static void final_run(const crash_run *r)
 {
     int64_t t0 = test_now_ms();
-    pid_t pid = spawn_worker(r);
+    pid_t pid = crash_spawn_worker(r);
     CHECK_MSG(pid > 0, "fork failed: %s", strerror(errno));
     int status = 0;
-    if (!wait_child(pid, t0 + FINAL_RUN_DEADLINE_MS, &status)) {
-        kill_and_reap(pid);
-        print_file(r->errlog, "worker stderr");
+    if (!crash_wait_child(pid, t0 + FINAL_RUN_DEADLINE_MS, &status)) {
+        crash_kill_and_reap(pid);
+        crash_print_file(r->errlog, "worker stderr");
         test_fail(__FILE__, __LINE__,
                   "the final worker run did not finish within %d ms",
                   FINAL_RUN_DEADLINE_MS);
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        print_file(r->errlog, "worker stderr");
+        crash_print_file(r->errlog, "worker stderr");
         test_fail(__FILE__, __LINE__,
                   "the final worker run ended with status 0x%x (exit %d, "
                   "signal %d)",
@@ -244,345 +178,9 @@ static void final_run(const crash_run *r)
     fprintf(stderr, "  final run: %lld ms\n", (long long)(test_now_ms() - t0));
 }
 
-/* ---- verification -------------------------------------------------------- */
-
-/* One ActivityScheduled seen in history, and how often the log shows it
- * ran. */
-typedef struct scheduled {
-    char instance[64];
-    uint64_t execution, event_id;
-    uint32_t attempt;
-    int runs;
-} scheduled;
-
-typedef struct sched_list {
-    scheduled *items;
-    size_t count, cap;
-} sched_list;
-
-static void sched_add(sched_list *l, const char *id, uint64_t exec,
-                      const duro_event *ev)
-{
-    if (l->count == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 256;
-        l->items = realloc(l->items, l->cap * sizeof(*l->items));
-        CHECK(l->items != NULL);
-    }
-    scheduled *s = &l->items[l->count++];
-    memset(s, 0, sizeof(*s));
-    snprintf(s->instance, sizeof(s->instance), "%s", id);
-    s->execution = exec;
-    s->event_id = ev->event_id;
-    s->attempt = ev->attempt ? ev->attempt : 1;
-}
-
-static int is_terminal_event(int kind)
-{
-    return kind == DURO_EVENT_ORCHESTRATION_COMPLETED ||
-           kind == DURO_EVENT_ORCHESTRATION_FAILED ||
-           kind == DURO_EVENT_CONTINUED_AS_NEW ||
-           kind == DURO_EVENT_ORCHESTRATION_CANCELLED;
-}
-
-/* The scheduling kind a completion kind must point at; 0 for others. */
-static int scheduling_kind_of(int kind)
-{
-    switch (kind) {
-    case DURO_EVENT_ACTIVITY_COMPLETED:
-    case DURO_EVENT_ACTIVITY_FAILED:
-        return DURO_EVENT_ACTIVITY_SCHEDULED;
-    case DURO_EVENT_TIMER_FIRED:
-        return DURO_EVENT_TIMER_CREATED;
-    case DURO_EVENT_SUB_ORCHESTRATION_COMPLETED:
-    case DURO_EVENT_SUB_ORCHESTRATION_FAILED:
-        return DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED;
-    default:
-        return 0;
-    }
-}
-
-/* Checks one execution's history; collects its ActivityScheduled events and
- * the ids of children it started. */
-static void check_execution(duro_client *c, const char *id, uint64_t exec,
-                            int last, const crash_shape *shape,
-                            sched_list *acts, char (*children)[64],
-                            int *nchildren)
-{
-    duro_history *h = NULL;
-    int rc = duro_client_read_history(c, id, exec, &h);
-    CHECK_MSG(rc == DURO_OK, "history of %s execution %llu: %s (%s)", id,
-              (unsigned long long)exec, duro_errname(rc), duro_errmsg());
-    size_t n = h->count;
-    int *completed = calloc(n + 1, sizeof(int));
-    int count[DURO_EVENT_KIND_MAX + 1] = {0};
-    char where[128];
-    snprintf(where, sizeof(where), "%s execution %llu", id,
-             (unsigned long long)exec);
-    int ok = 1;
-#define HCHECK(cond, ...)                                                      \
-    do {                                                                       \
-        if (!(cond) && ok) {                                                   \
-            ok = 0;                                                            \
-            test_fail(__FILE__, __LINE__, __VA_ARGS__);                        \
-        }                                                                      \
-    } while (0)
-    HCHECK(n >= 2, "%s: only %zu events", where, n);
-    for (size_t i = 0; ok && i < n; i++) {
-        const duro_event *ev = &h->events[i];
-        HCHECK(ev->event_id == i + 1,
-               "%s: event %zu has id %llu (gap or "
-               "duplicate)",
-               where, i + 1, (unsigned long long)ev->event_id);
-        HCHECK(ev->kind >= 1 && ev->kind <= DURO_EVENT_KIND_MAX,
-               "%s: event %zu has kind %d", where, i + 1, (int)ev->kind);
-        if (!ok)
-            break;
-        count[ev->kind]++;
-        if (ev->kind == DURO_EVENT_ORCHESTRATION_STARTED)
-            HCHECK(i == 0, "%s: OrchestrationStarted at event %zu", where,
-                   i + 1);
-        if (is_terminal_event(ev->kind))
-            HCHECK(i == n - 1, "%s: terminal %s at event %zu of %zu", where,
-                   duro_event_kind_name(ev->kind), i + 1, n);
-        int want = scheduling_kind_of(ev->kind);
-        if (want != 0) {
-            uint64_t src = ev->source_event_id;
-            HCHECK(src >= 1 && src <= i, "%s: %s at %zu refers to event %llu",
-                   where, duro_event_kind_name(ev->kind), i + 1,
-                   (unsigned long long)src);
-            if (!ok)
-                break;
-            HCHECK((int)h->events[src - 1].kind == want,
-                   "%s: %s at %zu refers to event %llu, a %s", where,
-                   duro_event_kind_name(ev->kind), i + 1,
-                   (unsigned long long)src,
-                   duro_event_kind_name(h->events[src - 1].kind));
-            HCHECK(completed[src] == 0,
-                   "%s: second completion (%s at %zu) of event %llu", where,
-                   duro_event_kind_name(ev->kind), i + 1,
-                   (unsigned long long)src);
-            completed[src]++;
-        }
-        if (ev->kind == DURO_EVENT_ACTIVITY_SCHEDULED)
-            sched_add(acts, id, exec, ev);
-        if (ev->kind == DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED &&
-            *nchildren < 8 && ev->ref_instance != NULL)
-            snprintf(children[(*nchildren)++], 64, "%s", ev->ref_instance);
-    }
-    if (ok) {
-        HCHECK(h->events[0].kind == DURO_EVENT_ORCHESTRATION_STARTED,
-               "%s: first event is %s", where,
-               duro_event_kind_name(h->events[0].kind));
-        HCHECK(count[DURO_EVENT_ORCHESTRATION_STARTED] == 1,
-               "%s: %d OrchestrationStarted", where,
-               count[DURO_EVENT_ORCHESTRATION_STARTED]);
-        int terminal = count[DURO_EVENT_ORCHESTRATION_COMPLETED] +
-                       count[DURO_EVENT_ORCHESTRATION_FAILED] +
-                       count[DURO_EVENT_CONTINUED_AS_NEW] +
-                       count[DURO_EVENT_ORCHESTRATION_CANCELLED];
-        HCHECK(terminal == 1, "%s: %d terminal events", where, terminal);
-        int want_last = last ? DURO_EVENT_ORCHESTRATION_COMPLETED
-                             : DURO_EVENT_CONTINUED_AS_NEW;
-        HCHECK((int)h->events[n - 1].kind == want_last,
-               "%s: last event is %s, expected %s", where,
-               duro_event_kind_name(h->events[n - 1].kind),
-               duro_event_kind_name(want_last));
-        /* The workload cancels nothing: every scheduling completes once. */
-        for (size_t i = 0; ok && i < n; i++) {
-            int k = h->events[i].kind;
-            if (k == DURO_EVENT_ACTIVITY_SCHEDULED ||
-                k == DURO_EVENT_TIMER_CREATED ||
-                k == DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED)
-                HCHECK(completed[i + 1] == 1,
-                       "%s: %s at %zu completed %d times", where,
-                       duro_event_kind_name(k), i + 1, completed[i + 1]);
-        }
-        HCHECK(count[DURO_EVENT_ACTIVITY_SCHEDULED] == shape->activities,
-               "%s: %d ActivityScheduled, the workload implies %d", where,
-               count[DURO_EVENT_ACTIVITY_SCHEDULED], shape->activities);
-        HCHECK(count[DURO_EVENT_ACTIVITY_FAILED] == shape->failures,
-               "%s: %d ActivityFailed, expected %d", where,
-               count[DURO_EVENT_ACTIVITY_FAILED], shape->failures);
-        HCHECK(count[DURO_EVENT_TIMER_CREATED] == shape->timers,
-               "%s: %d TimerCreated, expected %d", where,
-               count[DURO_EVENT_TIMER_CREATED], shape->timers);
-        HCHECK(count[DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED] == shape->children,
-               "%s: %d SubOrchestrationScheduled, expected %d", where,
-               count[DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED], shape->children);
-        int cancels = count[DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED] +
-                      count[DURO_EVENT_ACTIVITY_CANCEL_REQUESTED] +
-                      count[DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED];
-        HCHECK(cancels == 0, "%s: %d cancellation events", where, cancels);
-        if (shape->events)
-            HCHECK(count[DURO_EVENT_EVENT_RAISED] >= 1, "%s: no EventRaised",
-                   where);
-    }
-#undef HCHECK
-    free(completed);
-    duro_history_free(h);
-}
-
-/* Checks instance `id` of kind `k`: status, output, every execution. */
-static void check_instance(duro_client *c, const char *id, crash_kind k,
-                           sched_list *acts, int *instances_seen)
-{
-    crash_shape shape = crash_shape_of(k);
-    duro_instance_info *info = NULL;
-    CHECK_OK(duro_client_get_status(c, id, &info));
-    char expected[CRASH_STR_MAX];
-    crash_expected(k, id, expected, sizeof(expected));
-    int status = info->status;
-    uint64_t exec = info->execution_id;
-    char output[CRASH_STR_MAX];
-    snprintf(output, sizeof(output), "%s", info->output ? info->output : "");
-    char error[512];
-    snprintf(error, sizeof(error), "%s", info->error ? info->error : "");
-    duro_free(info);
-    CHECK_MSG(status == DURO_STATUS_COMPLETED, "%s is %s (%s)", id,
-              duro_status_name(status), error);
-    CHECK_MSG(strcmp(output, expected) == 0,
-              "%s output \"%s\", expected \"%s\"", id, output, expected);
-    CHECK_MSG(exec == (uint64_t)shape.executions,
-              "%s is at execution %llu, expected %d", id,
-              (unsigned long long)exec, shape.executions);
-    (*instances_seen)++;
-    char children[8][64];
-    int nchildren = 0;
-    for (uint64_t e = 1; e <= exec; e++)
-        check_execution(c, id, e, e == exec, &shape, acts, children,
-                        &nchildren);
-    for (int i = 0; i < nchildren; i++) {
-        /* the child's input is its parent's id */
-        duro_instance_info *ci = NULL;
-        CHECK_OK(duro_client_get_status(c, children[i], &ci));
-        int cs = ci->status;
-        char cout[CRASH_STR_MAX];
-        snprintf(cout, sizeof(cout), "%s", ci->output ? ci->output : "");
-        duro_free(ci);
-        crash_expected(CRASH_CHILD, id, expected, sizeof(expected));
-        CHECK_MSG(cs == DURO_STATUS_COMPLETED, "child %s is %s", children[i],
-                  duro_status_name(cs));
-        CHECK_MSG(strcmp(cout, expected) == 0,
-                  "child %s output \"%s\", expected \"%s\"", children[i], cout,
-                  expected);
-        crash_shape cshape = crash_shape_of(CRASH_CHILD);
-        char none[8][64];
-        int nnone = 0;
-        check_execution(c, children[i], 1, 1, &cshape, acts, none, &nnone);
-        (*instances_seen)++;
-    }
-}
-
-static int cmp_sched(const void *a, const void *b)
-{
-    const scheduled *x = a, *y = b;
-    int r = strcmp(x->instance, y->instance);
-    if (r != 0)
-        return r;
-    if (x->execution != y->execution)
-        return x->execution < y->execution ? -1 : 1;
-    if (x->event_id != y->event_id)
-        return x->event_id < y->event_id ? -1 : 1;
-    return 0;
-}
-
-/* Matches the side-effect log against the scheduled activities: every
- * logged run belongs to a scheduled activity (same attempt), every
- * scheduled activity ran at least once. Prints how many ran more than
- * once. */
-static void check_log(const char *log, sched_list *acts)
-{
-    qsort(acts->items, acts->count, sizeof(*acts->items), cmp_sched);
-    FILE *f = fopen(log, "r");
-    CHECK_MSG(f != NULL, "cannot open the side-effect log %s", log);
-    char line[512];
-    long lines = 0, malformed = 0, redelivered = 0;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        long pid;
-        unsigned long long exec, event_id;
-        unsigned attempt, delivery;
-        char name[64];
-        scheduled key;
-        memset(&key, 0, sizeof(key));
-        if (sscanf(line, "%ld %63s %llu %llu %u %u %63s", &pid, key.instance,
-                   &exec, &event_id, &attempt, &delivery, name) != 7) {
-            malformed++;
-            continue;
-        }
-        lines++;
-        redelivered += delivery > 1;
-        key.execution = exec;
-        key.event_id = event_id;
-        scheduled *s = bsearch(&key, acts->items, acts->count,
-                               sizeof(*acts->items), cmp_sched);
-        CHECK_MSG(s != NULL,
-                  "the log shows a run of %s execution %llu activity %llu, "
-                  "which history never scheduled",
-                  key.instance, exec, event_id);
-        CHECK_MSG(s->attempt == attempt,
-                  "%s activity %llu ran as attempt %u, scheduled as %u",
-                  key.instance, event_id, attempt, s->attempt);
-        s->runs++;
-    }
-    fclose(f);
-    size_t more = 0, extra = 0;
-    for (size_t i = 0; i < acts->count; i++) {
-        scheduled *s = &acts->items[i];
-        CHECK_MSG(s->runs >= 1,
-                  "%s execution %llu activity %llu was scheduled but never "
-                  "ran",
-                  s->instance, (unsigned long long)s->execution,
-                  (unsigned long long)s->event_id);
-        if (s->runs > 1) {
-            more++;
-            extra += (size_t)s->runs - 1;
-        }
-    }
-    CHECK_MSG(malformed == 0, "%ld malformed log lines", malformed);
-    fprintf(stderr,
-            "  activities: %zu scheduled, %ld runs logged, %zu ran more than "
-            "once (%zu extra runs), %ld runs were re-deliveries\n",
-            acts->count, lines, more, extra, redelivered);
-}
-
-static void check_all(const crash_run *r, const crash_group *groups,
-                      size_t ngroups)
-{
-    duro_client *c = NULL;
-    char url[600];
-    snprintf(url, sizeof(url), "sqlite:%s", r->db);
-    CHECK_OK(duro_client_create(url, &c));
-    sched_list acts = {0};
-    int seen = 0, expected_instances = 0, expected_activities = 0;
-    char id[64];
-    for (size_t g = 0; g < ngroups; g++) {
-        crash_shape s = crash_shape_of(groups[g].kind);
-        int per = s.activities * s.executions;
-        if (s.children)
-            per += crash_shape_of(CRASH_CHILD).activities * s.children;
-        expected_instances += groups[g].count * (1 + s.children);
-        expected_activities += groups[g].count * per;
-        for (int k = 0; k < groups[g].count; k++) {
-            snprintf(id, sizeof(id), "%s-%d", groups[g].prefix, k);
-            check_instance(c, id, groups[g].kind, &acts, &seen);
-        }
-    }
-    duro_instance_list *all = NULL;
-    CHECK_OK(duro_client_list(c, NULL, &all));
-    CHECK_EQ(all->count, (size_t)expected_instances);
-    CHECK_EQ(seen, expected_instances);
-    duro_instance_list_free(all);
-    CHECK_EQ(acts.count, (size_t)expected_activities);
-    check_log(r->log, &acts);
-    free(acts.items);
-    duro_client_destroy(c);
-}
-
 /* Instances not yet terminal (-1 before the first run created them). */
-static int count_unfinished(const char *db)
+static int count_unfinished(const char *url)
 {
-    char url[600];
-    snprintf(url, sizeof(url), "sqlite:%s", db);
     duro_client *c = NULL;
     duro_instance_list *all = NULL;
     int n = -1;
@@ -607,11 +205,11 @@ static void run_scenario(const char *name, const char *workload,
     snprintf(log, sizeof(log), "%s.log", name);
     snprintf(errlog, sizeof(errlog), "%s.stderr", name);
     crash_run r = {.workload = workload};
-    char dbp[512], logp[512], errp[512];
-    snprintf(dbp, sizeof(dbp), "%s", test_path(db));
+    char url[512], logp[512], errp[512];
+    snprintf(url, sizeof(url), "%s", test_sqlite_url(db));
     snprintf(logp, sizeof(logp), "%s", test_path(log));
     snprintf(errp, sizeof(errp), "%s", test_path(errlog));
-    r.db = dbp;
+    r.url = url;
     r.log = logp;
     r.errlog = errp;
 
@@ -627,11 +225,11 @@ static void run_scenario(const char *name, const char *workload,
         fprintf(stderr, ", %d killed before any activity started",
                 st.no_activity);
     fprintf(stderr, " (%lld ms)\n", (long long)(test_now_ms() - t0));
-    int unfinished = count_unfinished(r.db);
+    int unfinished = count_unfinished(r.url);
     fprintf(stderr, "  the final run starts with %d instance(s) unfinished\n",
             unfinished);
     final_run(&r);
-    check_all(&r, groups, ngroups);
+    crash_check_all(&r, groups, ngroups);
 }
 
 /* Mixed workload: chains, fan-out, timers, a child, a retry, an external
@@ -650,95 +248,16 @@ TEST(kills_during_activity_execution)
 
 /* ---- many processes ------------------------------------------------------ */
 
-/* The pid of the first log line of activity `name` with delivery
- * `delivery` (0: any), and whether a line of `name` exists with a pid other
- * than `not_pid` and a delivery of at least 2; -1 / 0 when none. */
-static long log_find(const char *log, const char *name, unsigned delivery,
-                     long not_pid, int *redelivered_elsewhere)
-{
-    FILE *f = fopen(log, "r");
-    long found = -1;
-    if (redelivered_elsewhere != NULL)
-        *redelivered_elsewhere = 0;
-    if (f == NULL)
-        return -1;
-    char line[512], inst[128], act[128];
-    while (fgets(line, sizeof(line), f) != NULL) {
-        long pid;
-        unsigned long long exec, id;
-        unsigned attempt, dlv;
-        if (sscanf(line, "%ld %127s %llu %llu %u %u %127s", &pid, inst, &exec,
-                   &id, &attempt, &dlv, act) != 7 ||
-            strcmp(act, name) != 0)
-            continue;
-        if (found < 0 && (delivery == 0 || dlv == delivery))
-            found = pid;
-        if (redelivered_elsewhere != NULL && pid != not_pid && dlv >= 2)
-            *redelivered_elsewhere = 1;
-    }
-    fclose(f);
-    return found;
-}
-
-/* Three runtime processes share one store and 300 orchestrations; the one
- * running the Hold activity (which only a re-delivery can finish) is
- * SIGKILLed in the middle of it and started again. Every instance completes
- * as it would have, history is exactly-once, and the killed process's
- * activity is picked up by another process once its lock expires. */
+/* Three runtime processes share one SQLite file and 300 orchestrations; the
+ * one running the Hold activity is SIGKILLed in the middle of it and started
+ * again (crash_util.c; test_pg_crash runs the same on PostgreSQL). */
 TEST(three_processes_one_killed_mid_activity)
 {
-    crash_run r = {.workload = "many"};
-    char dbp[512], logp[512], errp[512];
-    snprintf(dbp, sizeof(dbp), "%s", test_path("many.db"));
-    snprintf(logp, sizeof(logp), "%s", test_path("many.log"));
-    snprintf(errp, sizeof(errp), "%s", test_path("many.stderr"));
-    r.db = dbp;
-    r.log = logp;
-    r.errlog = errp;
-    int64_t t0 = test_now_ms();
-    pid_t pids[3];
-    for (int i = 0; i < 3; i++) {
-        pids[i] = spawn_worker(&r);
-        CHECK_MSG(pids[i] > 0, "fork failed: %s", strerror(errno));
-    }
-    /* Wait for the Hold activity's first delivery, and kill its process. */
-    long holder = -1;
-    int64_t deadline = test_now_ms() + 60000;
-    while ((holder = log_find(r.log, "Hold", 1, -1, NULL)) < 0 &&
-           test_now_ms() < deadline)
-        test_sleep_ms(5);
-    CHECK_MSG(holder > 0, "no process started the Hold activity in 60 s");
-    int which = -1;
-    for (int i = 0; i < 3; i++)
-        if (pids[i] == (pid_t)holder)
-            which = i;
-    CHECK_MSG(which >= 0, "pid %ld is not one of the workers", holder);
-    kill_and_reap(pids[which]);
-    fprintf(stderr, "  killed worker %ld running Hold after %lld ms\n", holder,
-            (long long)(test_now_ms() - t0));
-    pids[which] = spawn_worker(&r); /* and started again */
-    CHECK_MSG(pids[which] > 0, "fork failed: %s", strerror(errno));
-    for (int i = 0; i < 3; i++) {
-        int status = 0;
-        if (!wait_child(pids[i], test_now_ms() + FINAL_RUN_DEADLINE_MS * 2,
-                        &status)) {
-            for (int j = i; j < 3; j++)
-                kill_and_reap(pids[j]);
-            print_file(r.errlog, "worker stderr");
-            test_fail(__FILE__, __LINE__, "worker %d did not finish", i);
-        }
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            print_file(r.errlog, "worker stderr");
-        CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "worker %d ended with status 0x%x", i, status);
-    }
-    fprintf(stderr, "  all three finished after %lld ms\n",
-            (long long)(test_now_ms() - t0));
-    int elsewhere = 0;
-    log_find(r.log, "Hold", 0, holder, &elsewhere);
-    CHECK_MSG(elsewhere,
-              "the Hold activity was not re-delivered to another process");
-    check_all(&r, crash_many, CRASH_COUNT(crash_many));
+    char url[512], log[512], errlog[512];
+    snprintf(url, sizeof(url), "%s", test_sqlite_url("many.db"));
+    snprintf(log, sizeof(log), "%s", test_path("many.log"));
+    snprintf(errlog, sizeof(errlog), "%s", test_path("many.stderr"));
+    crash_three_processes_one_killed(url, log, errlog);
 }
 
 /* ---- no needless replay ---------------------------------------------------

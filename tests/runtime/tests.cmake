@@ -19,16 +19,23 @@ target_include_directories(test_cancel PRIVATE
 # Crash recovery: test_crash SIGKILLs crash_worker (a separate process on the
 # same SQLite file) at random instants, then checks results and history.
 # Not labelled tsan: the interesting process is killed, not raced.
+# duro_crash_util (spawning crash_worker, the checks, the three-process
+# scenario) is shared with test_pg_crash (tests/postgres/tests.cmake); a test
+# linking it gets crash_worker built first.
 add_executable(crash_worker ${CMAKE_CURRENT_LIST_DIR}/crash_worker.c)
 target_link_libraries(crash_worker PRIVATE duro_static)
 target_compile_definitions(crash_worker PRIVATE _GNU_SOURCE)
 target_compile_options(crash_worker PRIVATE ${DURO_WARNINGS})
+add_library(duro_crash_util STATIC ${CMAKE_CURRENT_LIST_DIR}/crash_util.c)
+target_link_libraries(duro_crash_util PUBLIC duro_test_harness)
+target_include_directories(duro_crash_util PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+target_compile_options(duro_crash_util PRIVATE ${DURO_WARNINGS})
+target_compile_definitions(duro_crash_util PRIVATE _GNU_SOURCE
+  CRASH_WORKER_PATH="$<TARGET_FILE:crash_worker>")
+add_dependencies(duro_crash_util crash_worker)
 duro_add_test(test_crash LABELS runtime TIMEOUT 300
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_crash.c)
-target_link_libraries(test_crash PRIVATE duro_rt_util)
-target_compile_definitions(test_crash PRIVATE
-  CRASH_WORKER_PATH="$<TARGET_FILE:crash_worker>")
-add_dependencies(test_crash crash_worker)
+target_link_libraries(test_crash PRIVATE duro_rt_util duro_crash_util)
 duro_runtime_test(test_orch_api ${CMAKE_CURRENT_LIST_DIR}/test_orch_api.c)
 duro_runtime_test(test_orch_context ${CMAKE_CURRENT_LIST_DIR}/test_orch_context.c)
 duro_runtime_test(test_orch_foreign ${CMAKE_CURRENT_LIST_DIR}/test_orch_foreign.c)
