@@ -70,6 +70,12 @@ size_t duro__mask_url(const char *url, char *out, size_t size)
 
 int duro_provider_open(const char *url, duro_provider **out, duro_error *err)
 {
+    return duro__provider_open_for(url, 0, out, err);
+}
+
+int duro__provider_open_for(const char *url, int concurrency,
+                            duro_provider **out, duro_error *err)
+{
     duro_error_clear(err);
     if (out == NULL)
         return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
@@ -81,8 +87,9 @@ int duro_provider_open(const char *url, duro_provider **out, duro_error *err)
     if (strncmp(url, "postgres://", 11) == 0 ||
         strncmp(url, "postgresql://", 13) == 0) {
 #ifdef DURO_HAVE_POSTGRES
-        return duro__pg_open(url, out, err);
+        return duro__pg_open(url, concurrency, out, err);
 #else
+        (void)concurrency;
         /* Not even the scheme's rest is echoed: it may hold a password. */
         return duro_error_set(err, DURO_UNSUPPORTED, 0,
                               "this libduro was built without the PostgreSQL "

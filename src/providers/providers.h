@@ -17,7 +17,16 @@ size_t duro__mask_url(const char *url, char *out, size_t size);
 
 /* `url` is the whole postgres:// or postgresql:// URL (libpq's connection
  * URI plus duro's own parameters: schema, pool, max_history,
- * max_payload). */
-int duro__pg_open(const char *url, duro_provider **out, duro_error *err);
+ * max_payload). `concurrency` > 0: how many threads of the caller may use
+ * the store at once, which sizes the connection pool unless the URL says
+ * pool=; 0: the default pool. */
+int duro__pg_open(const char *url, int concurrency, duro_provider **out,
+                  duro_error *err);
+
+/* duro_provider_open() for a caller with `concurrency` threads that may use
+ * the store at once (a runtime): a provider with a connection pool sizes
+ * it from that unless its URL sizes it. */
+int duro__provider_open_for(const char *url, int concurrency,
+                            duro_provider **out, duro_error *err);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "core/fiber.h"
 #include "runtime/runtime.h"
+#include "providers/providers.h"
 
 static _Thread_local int runtime_thread;
 
@@ -132,9 +133,22 @@ int duro_runtime_create(const char *url, const duro_registry *reg,
     *out = NULL;
     if (reg == NULL)
         return duro__fail(DURO_INVALID, "registry is NULL");
+    /* Threads that may use the store at once: every turn thread and worker
+     * slot, and the activity manager (renewals, cancellation checks). A
+     * provider with a connection pool sizes it from this. Options that
+     * create() will refuse size nothing. */
+    duro_runtime_options o;
+    if (opts != NULL)
+        o = *opts;
+    else
+        duro_runtime_options_init(&o);
+    int concurrency = 0;
+    if (o.orchestration_concurrency >= 0 && o.worker_concurrency >= 0 &&
+        o.orchestration_concurrency <= 256 && o.worker_concurrency <= 4096)
+        concurrency = o.orchestration_concurrency + o.worker_concurrency + 1;
     duro_provider *p;
     duro_error err;
-    int rc = duro_provider_open(url, &p, &err);
+    int rc = duro__provider_open_for(url, concurrency, &p, &err);
     if (rc != DURO_OK)
         return duro__fail_from(&err);
     rc = create(p, 1, reg, opts, out);

@@ -140,3 +140,10 @@ if(DURO_POSTGRES)
     LABELS runtime)
   target_link_libraries(test_pg_crash PRIVATE duro_crash_util)
 endif()
+
+# The connection pool is sized from the runtime's concurrency (pool= in the
+# URL overrides it), counted on the server.
+if(DURO_POSTGRES)
+  duro_pg_test(test_pg_pool ${CMAKE_CURRENT_LIST_DIR}/test_pg_pool.c
+    LABELS runtime)
+endif()

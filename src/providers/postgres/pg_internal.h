@@ -25,6 +25,7 @@ typedef struct duro__pg_config {
     char *display;  /* the URL with its password masked, for messages */
     char schema[DURO__PG_SCHEMA_MAX + 1]; /* validated identifier */
     int pool;                             /* connections */
+    int pool_given;                       /* pool= was in the URL */
     uint64_t max_history;                 /* events per execution */
     size_t max_payload; /* bytes of a payload, error or custom status */
 } duro__pg_config;

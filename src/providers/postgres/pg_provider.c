@@ -584,7 +584,8 @@ static int open_pool(duro__pg_provider *p, duro_error *err)
     return DURO_OK;
 }
 
-int duro__pg_open(const char *url, duro_provider **out, duro_error *err)
+int duro__pg_open(const char *url, int concurrency, duro_provider **out,
+                  duro_error *err)
 {
     duro_error local;
     DURO__PG_ERR_INIT(err, local);
@@ -603,6 +604,10 @@ int duro__pg_open(const char *url, duro_provider **out, duro_error *err)
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     }
     p->cfg = cfg;
+    /* One connection per thread that may use the store at once, so none
+     * waits for another's; the URL's pool= overrides. */
+    if (!p->cfg.pool_given && concurrency > 0)
+        p->cfg.pool = DURO__MIN(concurrency, DURO__PG_POOL_MAX);
     fill_methods(&p->base);
     pthread_mutex_init(&p->pool_lock, NULL);
     pthread_cond_init(&p->pool_cond, NULL);

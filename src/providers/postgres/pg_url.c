@@ -125,6 +125,7 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
                                       "'%s': pool must be given once, 1 .. %d",
                                       cfg->display, DURO__PG_POOL_MAX);
             cfg->pool = (int)x;
+            cfg->pool_given = 1;
         } else if (KEY("max_history")) {
             if (seen_history++ || parse_u64(v, v_len, 1, UINT64_MAX / 2, &x))
                 return duro_error_set(err, DURO_BAD_URL, 0,
