@@ -376,6 +376,90 @@ static void run_cycle(duro_provider *p, const char *id)
     duro_history_free(h);
 }
 
+/* A turn's events go in one statement as array literals: text that looks
+ * like the literal's syntax (quotes, backslashes, braces, commas, the word
+ * NULL, an empty string, newlines, non-ASCII) comes back byte for byte,
+ * NULL stays NULL, and every integer column keeps its value. */
+PV_TEST(many_events_of_a_turn_round_trip_exactly)
+{
+    duro_provider *p = pv_open(); /* closed by the suite */
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    static const char *const texts[] = {"\"quoted\"",
+                                        "back\\slash\\",
+                                        "{braces}",
+                                        "a,b",
+                                        "NULL",
+                                        "",
+                                        "line\nbreak\ttab",
+                                        "caf\xc3\xa9 \xe2\x82\xac",
+                                        "} \" , {\\"};
+    enum { N = sizeof(texts) / sizeof(texts[0]) };
+    duro_error e;
+    duro_work_item st = {
+        .kind = DURO_WORK_START, .instance_id = "arr", .name = "orch"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    if (item == NULL)
+        return;
+    duro_event ev[N + 1];
+    memset(ev, 0, sizeof(ev));
+    ev[0] = (duro_event){.event_id = 1,
+                         .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                         .name = "orch",
+                         .timestamp_ms = 1234567890123};
+    for (int i = 0; i < N; i++)
+        ev[i + 1] = (duro_event){.event_id = (uint64_t)i + 2,
+                                 .kind = DURO_EVENT_EVENT_RAISED,
+                                 .name = texts[i],
+                                 .payload = texts[(i + 1) % N],
+                                 .error = i % 2 ? NULL : texts[(i + 2) % N],
+                                 .reason = texts[(i + 3) % N],
+                                 .source_event_id = (uint64_t)i * 7,
+                                 .timestamp_ms = 1000 + i,
+                                 .category = i % 3,
+                                 .fire_at_ms = -1 - i,
+                                 .attempt = (uint32_t)i,
+                                 .flags = (uint32_t)i * 3};
+    duro_instance_meta running = {.status = DURO_STATUS_RUNNING,
+                                  .name = "orch"};
+    duro_orch_ack ack = {.execution_id = 1,
+                         .history_delta = ev,
+                         .history_delta_count = N + 1,
+                         .meta = &running};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+    duro_history *h = NULL;
+    CHECK_PRC(p->read_history(p, "arr", 0, &h, &e), DURO_OK, &e);
+    CHECK(h != NULL && h->count == N + 1);
+    for (size_t i = 0; h != NULL && i < h->count && i < N + 1; i++) {
+        const duro_event *a = &h->events[i], *b = &ev[i];
+        CHECK_EQ(a->event_id, b->event_id);
+        CHECK_EQ(a->kind, b->kind);
+        CHECK_EQ(a->source_event_id, b->source_event_id);
+        CHECK_EQ(a->timestamp_ms, b->timestamp_ms);
+        CHECK_EQ(a->category, b->category);
+        CHECK_EQ(a->fire_at_ms, b->fire_at_ms);
+        CHECK_EQ(a->attempt, b->attempt);
+        CHECK_EQ(a->flags, b->flags);
+        CHECK_STR(a->name, b->name);
+        CHECK(a->payload == NULL
+                  ? b->payload == NULL
+                  : b->payload && !strcmp(a->payload, b->payload));
+        CHECK(a->error == NULL ? b->error == NULL
+                               : b->error && !strcmp(a->error, b->error));
+        CHECK(a->reason == NULL ? b->reason == NULL
+                                : b->reason && !strcmp(a->reason, b->reason));
+        CHECK(a->version == NULL && a->requested_by == NULL);
+    }
+    duro_history_free(h);
+}
+
 /* Statements are prepared once per connection and reused: a second cycle
  * of the same calls prepares nothing. */
 PV_TEST(statements_are_prepared_once_per_connection)
@@ -560,6 +644,7 @@ int main(int argc, char **argv)
         T(passwords_never_appear_in_messages),
         T(concurrent_opens_of_a_fresh_schema_migrate_once),
         T(a_lost_connection_fails_retryably_and_is_reopened),
+        T(many_events_of_a_turn_round_trip_exactly),
         T(statements_are_prepared_once_per_connection),
         T(claims_and_lookups_use_indexes),
         T(work_from_another_process_wakes_a_wait_through_notify)};

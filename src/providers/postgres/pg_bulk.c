@@ -22,91 +22,41 @@ static duro__pg_provider *pg_of(duro_provider *p)
  * JSON array of [id, created_ms] pairs (quotes, backslashes and control
  * characters escaped). Either is bound as one text parameter. */
 
-typedef struct jbuf {
-    char *s;
-    size_t len, cap;
-    int oom;
-} jbuf;
-
-static void jb_reserve(jbuf *b, size_t more)
+static void jb_string(duro__pg_buf *b, const char *v)
 {
-    if (b->oom || b->len + more + 1 <= b->cap)
-        return;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + more + 1) {
-        if (cap > SIZE_MAX / 2) {
-            b->oom = 1;
-            return;
-        }
-        cap *= 2;
-    }
-    char *s = duro__realloc(b->s, cap);
-    if (s == NULL) {
-        b->oom = 1;
-        return;
-    }
-    b->s = s;
-    b->cap = cap;
-}
-
-static void jb_raw(jbuf *b, const char *v, size_t n)
-{
-    jb_reserve(b, n);
-    if (b->oom)
-        return;
-    memcpy(b->s + b->len, v, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void jb_string(jbuf *b, const char *v)
-{
-    jb_raw(b, "\"", 1);
+    duro__pg_buf_raw(b, "\"", 1);
     for (const unsigned char *u = (const unsigned char *)v; *u; u++) {
         char esc[8];
         if (*u == '"' || *u == '\\') {
             esc[0] = '\\';
             esc[1] = (char)*u;
-            jb_raw(b, esc, 2);
+            duro__pg_buf_raw(b, esc, 2);
         } else if (*u < 0x20) {
             snprintf(esc, sizeof(esc), "\\u%04x", *u);
-            jb_raw(b, esc, 6);
+            duro__pg_buf_raw(b, esc, 6);
         } else {
-            jb_raw(b, (const char *)u, 1);
+            duro__pg_buf_raw(b, (const char *)u, 1);
         }
     }
-    jb_raw(b, "\"", 1);
+    duro__pg_buf_raw(b, "\"", 1);
 }
 
-static void jb_reset(jbuf *b)
+static void jb_reset(duro__pg_buf *b)
 {
     b->len = 0;
-    jb_raw(b, "[", 1);
+    duro__pg_buf_raw(b, "[", 1);
 }
 
-/* An element of a text[] literal: always quoted, so NULL, spaces, braces
- * and commas in an id are data. */
-static void ab_string(jbuf *b, const char *v)
-{
-    jb_raw(b, "\"", 1);
-    for (const char *u = v; *u; u++) {
-        if (*u == '"' || *u == '\\')
-            jb_raw(b, "\\", 1);
-        jb_raw(b, u, 1);
-    }
-    jb_raw(b, "\"", 1);
-}
-
-static void ab_reset(jbuf *b)
+static void ab_reset(duro__pg_buf *b)
 {
     b->len = 0;
-    jb_raw(b, "{", 1);
+    duro__pg_buf_raw(b, "{", 1);
 }
 
-static void jb_sep(jbuf *b)
+static void jb_sep(duro__pg_buf *b)
 {
     if (b->len > 1)
-        jb_raw(b, ",", 1);
+        duro__pg_buf_raw(b, ",", 1);
 }
 
 /* ---- cancel_instances ------------------------------------------------ */
@@ -234,13 +184,13 @@ int duro__pg_cancel_instances(duro_provider *base,
         if ((rc = duro__pg_check_id("instance id", instance_ids[i], err)) !=
             DURO_OK)
             return rc;
-    jbuf json = {0};
+    duro__pg_buf json = {0};
     ab_reset(&json);
     for (size_t i = 0; i < count; i++) {
         jb_sep(&json);
-        ab_string(&json, instance_ids[i]);
+        duro__pg_buf_quoted(&json, instance_ids[i]);
     }
-    jb_raw(&json, "}", 1);
+    duro__pg_buf_raw(&json, "}", 1);
     duro_cancel_result *found = duro__calloc(count, sizeof(*found));
     if (json.oom || found == NULL) {
         duro__free(json.s);
@@ -376,30 +326,30 @@ static int collect_ids(duro__pg_provider *p, duro__pg_conn *c,
 }
 
 /* The batch as [[id, created_ms], ...]. */
-static int members_json(const member *m, size_t n, jbuf *b)
+static int members_json(const member *m, size_t n, duro__pg_buf *b)
 {
     jb_reset(b);
     for (size_t i = 0; i < n; i++) {
         char num[32];
         jb_sep(b);
-        jb_raw(b, "[", 1);
+        duro__pg_buf_raw(b, "[", 1);
         jb_string(b, m[i].id);
         int len =
             snprintf(num, sizeof(num), ",%lld]", (long long)m[i].created_ms);
-        jb_raw(b, num, (size_t)len);
+        duro__pg_buf_raw(b, num, (size_t)len);
     }
-    jb_raw(b, "]", 1);
+    duro__pg_buf_raw(b, "]", 1);
     return b->oom ? DURO_NOMEM : DURO_OK;
 }
 
-static int ids_json(const char *const *ids, size_t n, jbuf *b)
+static int ids_json(const char *const *ids, size_t n, duro__pg_buf *b)
 {
     ab_reset(b);
     for (size_t i = 0; i < n; i++) {
         jb_sep(b);
-        ab_string(b, ids[i]);
+        duro__pg_buf_quoted(b, ids[i]);
     }
-    jb_raw(b, "}", 1);
+    duro__pg_buf_raw(b, "}", 1);
     return b->oom ? DURO_NOMEM : DURO_OK;
 }
 
@@ -407,7 +357,7 @@ static int ids_json(const char *const *ids, size_t n, jbuf *b)
  * members are still the same, cancellable instances, then their
  * cancellation; *done receives them. */
 static int cancel_batch(sweep *w, duro__pg_conn *c, const char *pairs,
-                        duro_arena *a, jbuf *plain, const char ***done,
+                        duro_arena *a, duro__pg_buf *plain, const char ***done,
                         size_t *n, duro_error *err)
 {
     duro__pg_provider *p = w->p;
@@ -451,7 +401,7 @@ static int purge_select(sweep *w, duro__pg_conn *c, const char *pairs,
 
 /* A purge batch in its own transaction. */
 static int purge_batch(sweep *w, duro__pg_conn *c, const char *pairs,
-                       duro_arena *a, jbuf *plain, const char ***done,
+                       duro_arena *a, duro__pg_buf *plain, const char ***done,
                        size_t *n, duro_error *err)
 {
     duro__pg_provider *p = w->p;
@@ -491,7 +441,7 @@ static int handle_batch(sweep *w, const member *m, size_t count,
         return DURO_OK;
     duro__pg_provider *p = w->p;
     duro_arena *a = duro_arena_create();
-    jbuf pairs = {0}, plain = {0};
+    duro__pg_buf pairs = {0}, plain = {0};
     int rc = a != NULL && members_json(m, count, &pairs) == DURO_OK
                  ? DURO_OK
                  : duro_error_set(err, DURO_NOMEM, 0, "out of memory");

@@ -725,3 +725,48 @@ int duro__pg_check_payload(const duro__pg_provider *p, const char *what,
                               p->cfg.max_payload);
     return DURO_OK;
 }
+
+/* ---- text buffers -------------------------------------------------------
+ */
+
+static void buf_reserve(duro__pg_buf *b, size_t more)
+{
+    if (b->oom || b->len + more + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more + 1) {
+        if (cap > SIZE_MAX / 2) {
+            b->oom = 1;
+            return;
+        }
+        cap *= 2;
+    }
+    char *s = duro__realloc(b->s, cap);
+    if (s == NULL) {
+        b->oom = 1;
+        return;
+    }
+    b->s = s;
+    b->cap = cap;
+}
+
+void duro__pg_buf_raw(duro__pg_buf *b, const char *v, size_t n)
+{
+    buf_reserve(b, n);
+    if (b->oom)
+        return;
+    memcpy(b->s + b->len, v, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+void duro__pg_buf_quoted(duro__pg_buf *b, const char *v)
+{
+    duro__pg_buf_raw(b, "\"", 1);
+    for (const char *u = v; *u; u++) {
+        if (*u == '"' || *u == '\\')
+            duro__pg_buf_raw(b, "\\", 1);
+        duro__pg_buf_raw(b, u, 1);
+    }
+    duro__pg_buf_raw(b, "\"", 1);
+}

@@ -199,6 +199,16 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "$4::int, $5::bigint, $6::bigint, $7::text, $8::text, $9::text, "        \
       "$10::text, $11::int, $12::text, $13::text, $14::text, $15::bigint, "    \
       "$16::bigint, $17::bigint, $18::bigint, $19::bigint)")                   \
+    /* many events in one statement: $3..$19 are arrays, one element per       \
+     * event, of the columns DURO__PG_HISTORY_COLUMNS in order */              \
+    X(HISTORY_INSERT_MANY,                                                     \
+      "INSERT INTO history(instance_id, "                                      \
+      "execution_id, " DURO__PG_HISTORY_COLUMNS                                \
+      ") SELECT $1::text, $2::bigint, u.* FROM unnest($3::bigint[], "          \
+      "$4::int[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], "        \
+      "$9::text[], $10::text[], $11::int[], $12::text[], $13::text[], "        \
+      "$14::text[], $15::bigint[], $16::bigint[], $17::bigint[], "             \
+      "$18::bigint[], $19::bigint[]) AS u")                                    \
     X(HISTORY_READ,                                                            \
       "SELECT " DURO__PG_HISTORY_COLUMNS " FROM history "                      \
       "WHERE instance_id = $1::text AND execution_id = $2::bigint "            \
@@ -688,6 +698,21 @@ void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue);
  * becomes due (INT64_MAX: nothing queued). The thread's next
  * wait_for_work on the queue uses it instead of asking the store. */
 void duro__pg_note_due(duro__pg_provider *p, duro_queue queue, int64_t due);
+
+/* A growing text buffer for array and JSON literals bound as one
+ * parameter. Starts zeroed; free `s` with duro__free. After a failed
+ * allocation `oom` is set and appends do nothing. */
+typedef struct duro__pg_buf {
+    char *s;
+    size_t len, cap;
+    int oom;
+} duro__pg_buf;
+
+void duro__pg_buf_raw(duro__pg_buf *b, const char *v, size_t n);
+/* An element of an array literal, always quoted ("..." with quotes and
+ * backslashes escaped), so NULL, spaces, braces and commas in it are data.
+ */
+void duro__pg_buf_quoted(duro__pg_buf *b, const char *v);
 
 /* Input checks of provider.h's "Input rules"; each returns DURO_OK or fills
  * err (not retryable). */

@@ -791,6 +791,96 @@ static int insert_history(duro__pg_provider *p, duro__pg_conn *c,
     return DURO_OK;
 }
 
+/* Appends one element to each of the 17 array literals of
+ * HISTORY_INSERT_MANY ($3..$19). */
+static void append_event_columns(duro__pg_buf *col, const duro_event *ev)
+{
+    const int64_t ints[] = {(int64_t)ev->event_id,
+                            (int64_t)ev->kind,
+                            (int64_t)ev->source_event_id,
+                            ev->timestamp_ms,
+                            ev->category,
+                            (int64_t)ev->ref_execution,
+                            (int64_t)ev->ref_event_id,
+                            ev->fire_at_ms,
+                            (int64_t)ev->attempt,
+                            (int64_t)ev->flags};
+    /* column index of each, in DURO__PG_HISTORY_COLUMNS order */
+    static const int int_cols[] = {0, 1, 2, 3, 8, 12, 13, 14, 15, 16};
+    const char *const texts[] = {ev->name,        ev->version, ev->payload,
+                                 ev->error,       ev->reason,  ev->requested_by,
+                                 ev->ref_instance};
+    static const int text_cols[] = {4, 5, 6, 7, 9, 10, 11};
+    for (size_t i = 0; i < DURO__ARRAY_LEN(int_cols); i++) {
+        char num[24];
+        int n =
+            snprintf(num, sizeof(num), "%s%lld",
+                     col[int_cols[i]].len > 1 ? "," : "", (long long)ints[i]);
+        duro__pg_buf_raw(&col[int_cols[i]], num, (size_t)n);
+    }
+    for (size_t i = 0; i < DURO__ARRAY_LEN(text_cols); i++) {
+        duro__pg_buf *b = &col[text_cols[i]];
+        if (b->len > 1)
+            duro__pg_buf_raw(b, ",", 1);
+        if (texts[i] == NULL)
+            duro__pg_buf_raw(b, "NULL", 4);
+        else
+            duro__pg_buf_quoted(b, texts[i]);
+    }
+}
+
+/* The events of a turn in one statement (one event: HISTORY_INSERT). */
+static int insert_events(duro__pg_provider *p, duro__pg_conn *c,
+                         const char *instance_id, uint64_t execution_id,
+                         const duro_event *events, size_t count, const char *op,
+                         duro_error *err)
+{
+    if (count == 0)
+        return DURO_OK;
+    if (count == 1)
+        return insert_history(p, c, instance_id, execution_id, events, op, err);
+    enum { COLUMNS = 17 };
+    duro__pg_buf col[COLUMNS];
+    memset(col, 0, sizeof(col));
+    int oom = 0;
+    for (int i = 0; i < COLUMNS; i++)
+        duro__pg_buf_raw(&col[i], "{", 1);
+    for (size_t e = 0; e < count; e++)
+        append_event_columns(col, &events[e]);
+    for (int i = 0; i < COLUMNS; i++) {
+        duro__pg_buf_raw(&col[i], "}", 1);
+        oom |= col[i].oom;
+    }
+    int rc = DURO_OK;
+    duro__pg_statement *s = NULL;
+    if (oom)
+        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    else if ((s = duro__pg_stmt(p, c, DURO__SQL_HISTORY_INSERT_MANY, op,
+                                err)) == NULL)
+        rc = err->code;
+    if (rc == DURO_OK) {
+        duro__pg_bind_text(c, s, 1, instance_id);
+        duro__pg_bind_u64(c, s, 2, execution_id);
+        for (int i = 0; i < COLUMNS; i++)
+            duro__pg_bind_text(c, s, 3 + i, col[i].s);
+        int step = duro__pg_step(p, c, s);
+        if (step == DURO__PG_UNIQUE)
+            rc = duro_error_set(
+                err, DURO_ALREADY_EXISTS, 0,
+                "postgres %s: a history event among ids "
+                "%" PRIu64 " .. %" PRIu64 " of instance '%s' execution %" PRIu64
+                " already exists (duplicate event id)",
+                op, events[0].event_id, events[count - 1].event_id, instance_id,
+                execution_id);
+        else if (step != DURO__PG_DONE)
+            rc = duro__pg_error(c, step, op, err);
+        duro__pg_reset(s); /* before the buffers its values point at go */
+    }
+    for (int i = 0; i < COLUMNS; i++)
+        duro__free(col[i].s);
+    return rc;
+}
+
 static int insert_work(duro__pg_provider *p, duro__pg_conn *c,
                        const duro_work_item *it, uint64_t execution_id,
                        int64_t now, const char *op, duro_error *err)
@@ -986,11 +1076,8 @@ static int append_history(duro__pg_provider *p, duro__pg_conn *c,
         if ((rc = duro__pg_run(p, c, s, op, err)) != DURO_OK)
             return rc;
     }
-    for (size_t i = 0; i < ack->history_delta_count; i++)
-        if ((rc = insert_history(p, c, instance_id, execution_id,
-                                 &ack->history_delta[i], op, err)) != DURO_OK)
-            return rc;
-    return DURO_OK;
+    return insert_events(p, c, instance_id, execution_id, ack->history_delta,
+                         ack->history_delta_count, op, err);
 }
 
 /* The body of an ack inside its transaction; *queued says whether the
