@@ -1,12 +1,12 @@
 /* orch_bench.c - end-to-end throughput and latency of orchestrations on a
  * real runtime (default options) and a fresh SQLite file in WAL mode: many
- * short chains at once, one wide fan-out, one long sequential chain. Each
- * workload runs in its own forked process so its peak RSS is its own.
- * Prints one JSON object per line. Not a timed test: CTest runs it once with
- * a tiny N as a smoke test.
+ * short chains at once (on one runtime process or several), one wide
+ * fan-out, one long sequential chain. Each workload runs in its own forked
+ * process so its peak RSS is its own. Prints one JSON object per line. Not a
+ * timed test: CTest runs it once with a tiny N as a smoke test.
  *
  * orch_bench [--workload chain|fanout|long|long_cold|all] [--n N]
- *            [--url sqlite:PATH]
+ *            [--url sqlite:PATH|postgresql://...] [--procs P]
  *
  * Methods (see bench/RESULTS.md):
  *  chain   N concurrent 5-step chains: N instances (default 1000), each 5
@@ -19,6 +19,25 @@
  *          the terminal event minus that of OrchestrationStarted (both are
  *          "when the turn that wrote it began", ms resolution), so it excludes
  *          the time an instance waited in the queue for its first turn.
+ *          With --procs P > 1 (chain only) the chains run on P runtime
+ *          processes sharing the store (the --url, or the workload's SQLite
+ *          file). The workload process starts the N instances through a
+ *          client and destroys it, then forks the P processes before it
+ *          opens anything else (a provider has threads; a child forked
+ *          beside them could inherit a lock one of them held). Each creates
+ *          its own registry and runtime (default options) and runs until the
+ *          workload process sets a stop flag in shared memory, then shuts
+ *          down and adds its turn counter there (`turns` is the sum); it also
+ *          ends when the workload process is gone. The clock runs from just
+ *          before the first fork until the store counts N Completed chains:
+ *          the workload process lists the finished chains (one
+ *          duro_client_list() by status) every PROCS_POLL_MS (5 ms), so the
+ *          clock may stop up to one poll late. A Failed or Cancelled chain,
+ *          a runtime process that ends early, or DEADLINE_MS fails the run
+ *          and kills the runtime processes. Latency as above. peak_rss_kb
+ *          is then the largest runtime process's (RUSAGE_CHILDREN), and the
+ *          label says how many processes ran. Every chain line carries
+ *          "procs".
  *  fanout  one instance joining N (default 1000) no-op activities; wall time
  *          from duro_client_start() (runtime already running) to completion.
  *  long    one instance of N (default 2000) sequential no-op activities.
@@ -32,10 +51,13 @@
  *          re-executes k steps). Shows what replay costs, and what the fiber
  *          cache saves, when instances outnumber the cache.
  *  peak_rss_kb is getrusage(RUSAGE_SELF).ru_maxrss of the workload's process
- *  at its end. */
+ *  at its end (chain with --procs > 1: see above). */
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -46,8 +68,21 @@
 #define CHAIN_STEPS 5
 #define LONG_WINDOW 100
 #define DEADLINE_MS 600000 /* a workload that takes longer is broken */
+#define PROCS_MAX 64
+#define PROCS_POLL_MS 5 /* the store is polled for completions this often */
 
 static const char *provider_name = "sqlite";
+
+/* chain with --procs > 1: the runtime processes this process forked, which
+ * die() kills (and reaps) so a failed run leaves none behind. */
+static pid_t proc_pids[PROCS_MAX]; /* 0: not running (reaped or never) */
+static int proc_count;
+
+/* Shared with the runtime processes: MAP_SHARED, mapped before the forks. */
+typedef struct procs_shared {
+    _Atomic int stop;                  /* set by the workload process */
+    _Atomic uint64_t turns[PROCS_MAX]; /* each process's, after shutdown */
+} procs_shared;
 
 static int64_t mono_ns(void)
 {
@@ -68,10 +103,22 @@ static void sleep_ms(int64_t ms)
     nanosleep(&ts, NULL);
 }
 
+static void kill_procs(void)
+{
+    for (int i = 0; i < proc_count; i++) {
+        if (proc_pids[i] > 0) {
+            kill(proc_pids[i], SIGKILL);
+            waitpid(proc_pids[i], NULL, 0);
+            proc_pids[i] = 0;
+        }
+    }
+}
+
 static void die(const char *what, int rc)
 {
     fprintf(stderr, "orch_bench: %s: %s (%s)\n", what, duro_errname(rc),
             duro_errmsg());
+    kill_procs();
     exit(1);
 }
 
@@ -163,21 +210,27 @@ typedef struct bench_env {
     duro_client *client;
 } bench_env;
 
+static duro_registry *registry_make(void)
+{
+    duro_registry *reg;
+    MUST("registry_create", duro_registry_create(&reg));
+    MUST("add Noop", duro_registry_add_activity(reg, "Noop", act_noop, NULL));
+    MUST("add Stamp",
+         duro_registry_add_activity(reg, "Stamp", act_stamp, NULL));
+    MUST("add Chain",
+         duro_registry_add_orchestration(reg, "Chain", NULL, orch_chain, NULL));
+    MUST("add Fanout", duro_registry_add_orchestration(reg, "Fanout", NULL,
+                                                       orch_fanout, NULL));
+    MUST("add Long",
+         duro_registry_add_orchestration(reg, "Long", NULL, orch_long, NULL));
+    return reg;
+}
+
 /* fiber_cache_size: -1 keeps the default. */
 static void env_init(bench_env *e, const char *url, long fiber_cache_size)
 {
     memset(e, 0, sizeof(*e));
-    MUST("registry_create", duro_registry_create(&e->reg));
-    MUST("add Noop",
-         duro_registry_add_activity(e->reg, "Noop", act_noop, NULL));
-    MUST("add Stamp",
-         duro_registry_add_activity(e->reg, "Stamp", act_stamp, NULL));
-    MUST("add Chain", duro_registry_add_orchestration(e->reg, "Chain", NULL,
-                                                      orch_chain, NULL));
-    MUST("add Fanout", duro_registry_add_orchestration(e->reg, "Fanout", NULL,
-                                                       orch_fanout, NULL));
-    MUST("add Long", duro_registry_add_orchestration(e->reg, "Long", NULL,
-                                                     orch_long, NULL));
+    e->reg = registry_make();
     duro_runtime_options o;
     duro_runtime_options_init(&o); /* the defaults are what is measured */
     if (fiber_cache_size >= 0)
@@ -251,33 +304,31 @@ static double percentile(const double *sorted, long n, double p)
 
 /* ---- workloads ----------------------------------------------------------- */
 
-static void bench_chain(const char *url, long n)
+/* Starts chain-0 .. chain-(n-1); returns how long that took (ms). */
+static double chain_enqueue(duro_client *c, long n)
 {
-    bench_env e;
-    env_init(&e, url, -1);
     char id[64];
-    int64_t t_enqueue = mono_ns();
+    int64_t t0 = mono_ns();
     for (long i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "chain-%ld", i);
-        MUST("client_start",
-             duro_client_start(e.client, id, "Chain", NULL, NULL));
+        MUST("client_start", duro_client_start(c, id, "Chain", NULL, NULL));
     }
-    double enqueue_ms = ms_since(t_enqueue);
-    int64_t t0 = mono_ns();
-    MUST("runtime_start", duro_runtime_start(e.rt));
-    wait_completed(e.rt, (uint64_t)n);
-    double wall_ms = ms_since(t0);
-    duro_metrics m;
-    duro_runtime_metrics(e.rt, &m);
+    return ms_since(t0);
+}
 
+/* Checks that every chain completed and takes p50/p99 of their latencies
+ * from their histories. */
+static void chain_latency(duro_client *c, long n, double *p50, double *p99)
+{
+    char id[64];
     double *lat = calloc((size_t)n, sizeof(*lat));
     if (lat == NULL)
         die("calloc", DURO_NOMEM);
     for (long i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "chain-%ld", i);
-        expect_completed(e.client, id);
+        expect_completed(c, id);
         duro_history *h = NULL;
-        MUST("read_history", duro_client_read_history(e.client, id, 0, &h));
+        MUST("read_history", duro_client_read_history(c, id, 0, &h));
         if (h->count < 2 ||
             h->events[0].kind != DURO_EVENT_ORCHESTRATION_STARTED ||
             h->events[h->count - 1].kind !=
@@ -290,20 +341,196 @@ static void bench_chain(const char *url, long n)
         duro_history_free(h);
     }
     qsort(lat, (size_t)n, sizeof(*lat), compare_double);
-    double p50 = percentile(lat, n, 50), p99 = percentile(lat, n, 99);
+    *p50 = percentile(lat, n, 50);
+    *p99 = percentile(lat, n, 99);
     free(lat);
-    env_done(&e);
-    printf("{\"bench\":\"orch\",\"workload\":\"chain\",\"label\":\"%ld "
-           "concurrent %d-step "
-           "chains\",\"provider\":\"%s\",\"n\":%ld,\"activities\":%ld,\"orch_"
-           "per_s\":%.1f,"
-           "\"act_per_s\":%.1f,\"p50_ms\":%.1f,\"p99_ms\":%.1f,"
-           "\"wall_ms\":%.1f,\"enqueue_ms\":%.1f,\"turns\":%llu,"
-           "\"peak_rss_kb\":%ld}\n",
-           n, CHAIN_STEPS, provider_name, n, n * CHAIN_STEPS,
+}
+
+static void print_chain(long n, int procs, double wall_ms, double enqueue_ms,
+                        double p50, double p99, uint64_t turns, long rss_kb)
+{
+    char label[96];
+    int len = snprintf(label, sizeof(label), "%ld concurrent %d-step chains", n,
+                       CHAIN_STEPS);
+    if (procs > 1)
+        snprintf(label + len, sizeof(label) - (size_t)len, " on %d processes",
+                 procs);
+    printf("{\"bench\":\"orch\",\"workload\":\"chain\",\"label\":\"%s\","
+           "\"provider\":\"%s\",\"n\":%ld,\"procs\":%d,\"activities\":%ld,"
+           "\"orch_per_s\":%.1f,\"act_per_s\":%.1f,\"p50_ms\":%.1f,"
+           "\"p99_ms\":%.1f,\"wall_ms\":%.1f,\"enqueue_ms\":%.1f,"
+           "\"turns\":%llu,\"peak_rss_kb\":%ld}\n",
+           label, provider_name, n, procs, n * CHAIN_STEPS,
            (double)n * 1000.0 / wall_ms,
            (double)(n * CHAIN_STEPS) * 1000.0 / wall_ms, p50, p99, wall_ms,
-           enqueue_ms, (unsigned long long)m.turns, peak_rss_kb());
+           enqueue_ms, (unsigned long long)turns, rss_kb);
+}
+
+static void bench_chain(const char *url, long n)
+{
+    bench_env e;
+    env_init(&e, url, -1);
+    double enqueue_ms = chain_enqueue(e.client, n);
+    int64_t t0 = mono_ns();
+    MUST("runtime_start", duro_runtime_start(e.rt));
+    wait_completed(e.rt, (uint64_t)n);
+    double wall_ms = ms_since(t0);
+    duro_metrics m;
+    duro_runtime_metrics(e.rt, &m);
+    double p50, p99;
+    chain_latency(e.client, n, &p50, &p99);
+    env_done(&e);
+    print_chain(n, 1, wall_ms, enqueue_ms, p50, p99, m.turns, peak_rss_kb());
+}
+
+/* One of the chain workload's runtime processes: runs a runtime on the
+ * store until the workload process (`parent`) sets sh->stop, then shuts
+ * down, records its turns in slot `index` and exits 0. Exits 1 on any
+ * failure, and at once when `parent` is gone (however it died). */
+static void chain_proc(const char *url, procs_shared *sh, int index,
+                       pid_t parent)
+{
+    duro_registry *reg = registry_make();
+    duro_runtime_options o;
+    duro_runtime_options_init(&o); /* the defaults are what is measured */
+    duro_runtime *rt;
+    MUST("runtime_create", duro_runtime_create(url, reg, &o, &rt));
+    MUST("runtime_start", duro_runtime_start(rt));
+    while (!atomic_load(&sh->stop)) {
+        if (getppid() != parent) /* nobody waits for a result */
+            _exit(1);
+        sleep_ms(1);
+    }
+    MUST("runtime_shutdown", duro_runtime_shutdown(rt, 10000));
+    duro_metrics m;
+    duro_runtime_metrics(rt, &m);
+    atomic_store(&sh->turns[index], m.turns);
+    duro_runtime_destroy(rt);
+    duro_registry_destroy(reg);
+    exit(0);
+}
+
+/* Fails the run when a runtime process has ended before it was told to. */
+static void check_procs(void)
+{
+    for (int i = 0; i < proc_count; i++) {
+        int status;
+        if (proc_pids[i] > 0 &&
+            waitpid(proc_pids[i], &status, WNOHANG) == proc_pids[i]) {
+            proc_pids[i] = 0;
+            fprintf(stderr,
+                    "orch_bench: runtime process %d ended early (status "
+                    "0x%x)\n",
+                    i, status);
+            kill_procs();
+            exit(1);
+        }
+    }
+}
+
+/* Waits until the store lists n Completed chains (polled every
+ * PROCS_POLL_MS), checking the runtime processes between polls; fails the
+ * run on a Failed or Cancelled chain or after DEADLINE_MS. One list of the
+ * finished chains per poll: on PostgreSQL duro_client_store_stats() (seven
+ * statements, queue joins and the store's size) took about ten times as
+ * long at N = 300 and N = 1000 (12 and 28 ms a call against 1.2 and 2.9),
+ * a load of its own on the server. */
+static void wait_completed_in_store(duro_client *c, uint64_t n)
+{
+    duro_instance_filter finished;
+    memset(&finished, 0, sizeof(finished));
+    finished.status_mask = (1u << DURO_STATUS_COMPLETED) |
+                           (1u << DURO_STATUS_FAILED) |
+                           (1u << DURO_STATUS_CANCELLED);
+    finished.name = "Chain";
+    int64_t t0 = mono_ns();
+    for (;;) {
+        check_procs();
+        duro_instance_list *l = NULL;
+        MUST("list", duro_client_list(c, &finished, &l));
+        uint64_t completed = 0, failed = 0;
+        for (size_t i = 0; i < l->count; i++) {
+            if (l->items[i].status == DURO_STATUS_COMPLETED)
+                completed++;
+            else
+                failed++;
+        }
+        duro_instance_list_free(l);
+        if (failed > 0) {
+            fprintf(stderr,
+                    "orch_bench: %llu chain(s) failed or were cancelled\n",
+                    (unsigned long long)failed);
+            kill_procs();
+            exit(1);
+        }
+        if (completed >= n)
+            return;
+        if (ms_since(t0) > DEADLINE_MS) {
+            fprintf(stderr, "orch_bench: %llu of %llu completed after %d s\n",
+                    (unsigned long long)completed, (unsigned long long)n,
+                    DEADLINE_MS / 1000);
+            kill_procs();
+            exit(1);
+        }
+        sleep_ms(PROCS_POLL_MS);
+    }
+}
+
+/* chain on `procs` runtime processes; see the file's comment. */
+static void bench_chain_procs(const char *url, long n, int procs)
+{
+    duro_client *c;
+    MUST("client_create", duro_client_create(url, &c));
+    double enqueue_ms = chain_enqueue(c, n);
+    duro_client_destroy(c); /* no provider (nor its threads) across fork */
+    procs_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    pid_t self = getpid();
+    fflush(stdout);
+    fflush(stderr);
+    int64_t t0 = mono_ns();
+    for (int i = 0; i < procs; i++) {
+        pid_t pid = fork();
+        if (pid < 0)
+            die("fork", DURO_ERROR);
+        if (pid == 0) {
+            proc_count = 0; /* the siblings are not this process's */
+            chain_proc(url, sh, i, self);
+        }
+        proc_pids[proc_count++] = pid;
+    }
+    MUST("client_create", duro_client_create(url, &c));
+    wait_completed_in_store(c, (uint64_t)n);
+    double wall_ms = ms_since(t0);
+    atomic_store(&sh->stop, 1);
+    int failed = 0;
+    uint64_t turns = 0;
+    for (int i = 0; i < proc_count; i++) {
+        int status = 0;
+        if (waitpid(proc_pids[i], &status, 0) != proc_pids[i] ||
+            !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr,
+                    "orch_bench: runtime process %d failed (status 0x%x)\n", i,
+                    status);
+            failed = 1;
+        }
+        proc_pids[i] = 0;
+        turns += atomic_load(&sh->turns[i]);
+    }
+    proc_count = 0;
+    munmap(sh, sizeof(*sh));
+    if (failed)
+        exit(1);
+    double p50, p99;
+    chain_latency(c, n, &p50, &p99);
+    duro_client_destroy(c);
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru); /* the largest reaped process's */
+    print_chain(n, procs, wall_ms, enqueue_ms, p50, p99, turns, ru.ru_maxrss);
 }
 
 static void bench_fanout(const char *url, long n)
@@ -411,15 +638,18 @@ static void bench_long(const char *url, long n, int cold)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: orch_bench [--workload chain|fanout|long|"
-                    "long_cold|all] [--n N] [--url sqlite:PATH]\n");
+    fprintf(stderr,
+            "usage: orch_bench [--workload chain|fanout|long|"
+            "long_cold|all] [--n N] [--url sqlite:PATH|postgresql://...] "
+            "[--procs P (chain only, 1..%d)]\n",
+            PROCS_MAX);
     exit(2);
 }
 
 /* Runs one workload in a child process on its own database file (or on the
- * given URL); returns 0 when it succeeded. */
+ * given URL); returns 0 when it succeeded. procs > 1 only for chain. */
 static int run_child(const char *workload, const char *url_arg, const char *dir,
-                     long n)
+                     long n, int procs)
 {
     char url[600];
     if (url_arg != NULL)
@@ -433,7 +663,9 @@ static int run_child(const char *workload, const char *url_arg, const char *dir,
         return 1;
     }
     if (pid == 0) {
-        if (strcmp(workload, "chain") == 0)
+        if (strcmp(workload, "chain") == 0 && procs > 1)
+            bench_chain_procs(url, n > 0 ? n : 1000, procs);
+        else if (strcmp(workload, "chain") == 0)
             bench_chain(url, n > 0 ? n : 1000);
         else if (strcmp(workload, "fanout") == 0)
             bench_fanout(url, n > 0 ? n : 1000);
@@ -467,7 +699,7 @@ int main(int argc, char **argv)
 {
     const char *workload = "all";
     const char *url = NULL;
-    long n = 0;
+    long n = 0, procs = 1;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc)
             usage();
@@ -477,6 +709,8 @@ int main(int argc, char **argv)
             n = strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--url") == 0)
             url = argv[++i];
+        else if (strcmp(argv[i], "--procs") == 0)
+            procs = strtol(argv[++i], NULL, 10);
         else
             usage();
     }
@@ -492,6 +726,14 @@ int main(int argc, char **argv)
         if (n > FANOUT_MAX)
             fprintf(stderr, "orch_bench: fanout supports --n up to %d\n",
                     FANOUT_MAX);
+        usage();
+    }
+    if (procs < 1 || procs > PROCS_MAX ||
+        (procs > 1 && strcmp(workload, "chain") != 0)) {
+        fprintf(stderr,
+                "orch_bench: --procs is 1..%d, and above 1 only with "
+                "--workload chain\n",
+                PROCS_MAX);
         usage();
     }
     if (url != NULL && strncmp(url, "postgres", 8) == 0)
@@ -513,7 +755,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < workload_count; i++) {
         if (!all && strcmp(workload, workloads[i]) != 0)
             continue;
-        failed |= run_child(workloads[i], url, dir, n);
+        failed |= run_child(workloads[i], url, dir, n, (int)procs);
         if (dir[0] != '\0')
             remove_db(dir, workloads[i]);
     }
