@@ -25,6 +25,28 @@ char *duro__vsprintf(const char *fmt, va_list ap) DURO_PRINTF(1, 0);
 
 /* Growable arrays: appends one zeroed element of elem_size to *data (count,
  * cap updated); returns it, or NULL when out of memory (nothing changed). */
+/* A growing string for literals bound as one statement parameter. Starts
+ * zeroed; free `s` with duro__free. After a failed allocation `oom` is set
+ * and appends do nothing. */
+typedef struct duro__strbuf {
+    char *s;
+    size_t len, cap;
+    int oom;
+} duro__strbuf;
+
+void duro__strbuf_add(duro__strbuf *b, const char *v, size_t n);
+/* A JSON string: quotes, backslashes and control characters escaped; other
+ * bytes, UTF-8 or not, as they are. */
+void duro__strbuf_json(duro__strbuf *b, const char *v);
+/* An element of a PostgreSQL array literal, always quoted ("..." with
+ * quotes and backslashes escaped), so NULL, spaces, braces and commas in
+ * it are data. */
+void duro__strbuf_quoted(duro__strbuf *b, const char *v);
+/* Empties the buffer and opens a literal with `bracket` ('[' or '{'). */
+void duro__strbuf_open(duro__strbuf *b, char bracket);
+/* A comma, unless the buffer holds only its opening bracket. */
+void duro__strbuf_sep(duro__strbuf *b);
+
 void *duro__vec_push(void **data, size_t *count, size_t *cap, size_t elem_size);
 
 /* The largest block any duro allocator hands out (half the address space).

@@ -22,43 +22,6 @@ static duro__pg_provider *pg_of(duro_provider *p)
  * JSON array of [id, created_ms] pairs (quotes, backslashes and control
  * characters escaped). Either is bound as one text parameter. */
 
-static void jb_string(duro__pg_buf *b, const char *v)
-{
-    duro__pg_buf_raw(b, "\"", 1);
-    for (const unsigned char *u = (const unsigned char *)v; *u; u++) {
-        char esc[8];
-        if (*u == '"' || *u == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)*u;
-            duro__pg_buf_raw(b, esc, 2);
-        } else if (*u < 0x20) {
-            snprintf(esc, sizeof(esc), "\\u%04x", *u);
-            duro__pg_buf_raw(b, esc, 6);
-        } else {
-            duro__pg_buf_raw(b, (const char *)u, 1);
-        }
-    }
-    duro__pg_buf_raw(b, "\"", 1);
-}
-
-static void jb_reset(duro__pg_buf *b)
-{
-    b->len = 0;
-    duro__pg_buf_raw(b, "[", 1);
-}
-
-static void ab_reset(duro__pg_buf *b)
-{
-    b->len = 0;
-    duro__pg_buf_raw(b, "{", 1);
-}
-
-static void jb_sep(duro__pg_buf *b)
-{
-    if (b->len > 1)
-        duro__pg_buf_raw(b, ",", 1);
-}
-
 /* ---- cancel_instances ------------------------------------------------ */
 
 /* The outcome for an instance in `status` (0: no row), with `pending` a
@@ -184,13 +147,13 @@ int duro__pg_cancel_instances(duro_provider *base,
         if ((rc = duro__pg_check_id("instance id", instance_ids[i], err)) !=
             DURO_OK)
             return rc;
-    duro__pg_buf json = {0};
-    ab_reset(&json);
+    duro__strbuf json = {0};
+    duro__strbuf_open(&json, '{');
     for (size_t i = 0; i < count; i++) {
-        jb_sep(&json);
-        duro__pg_buf_quoted(&json, instance_ids[i]);
+        duro__strbuf_sep(&json);
+        duro__strbuf_quoted(&json, instance_ids[i]);
     }
-    duro__pg_buf_raw(&json, "}", 1);
+    duro__strbuf_add(&json, "}", 1);
     duro_cancel_result *found = duro__calloc(count, sizeof(*found));
     if (json.oom || found == NULL) {
         duro__free(json.s);
@@ -326,30 +289,30 @@ static int collect_ids(duro__pg_provider *p, duro__pg_conn *c,
 }
 
 /* The batch as [[id, created_ms], ...]. */
-static int members_json(const member *m, size_t n, duro__pg_buf *b)
+static int members_json(const member *m, size_t n, duro__strbuf *b)
 {
-    jb_reset(b);
+    duro__strbuf_open(b, '[');
     for (size_t i = 0; i < n; i++) {
         char num[32];
-        jb_sep(b);
-        duro__pg_buf_raw(b, "[", 1);
-        jb_string(b, m[i].id);
+        duro__strbuf_sep(b);
+        duro__strbuf_add(b, "[", 1);
+        duro__strbuf_json(b, m[i].id);
         int len =
             snprintf(num, sizeof(num), ",%lld]", (long long)m[i].created_ms);
-        duro__pg_buf_raw(b, num, (size_t)len);
+        duro__strbuf_add(b, num, (size_t)len);
     }
-    duro__pg_buf_raw(b, "]", 1);
+    duro__strbuf_add(b, "]", 1);
     return b->oom ? DURO_NOMEM : DURO_OK;
 }
 
-static int ids_json(const char *const *ids, size_t n, duro__pg_buf *b)
+static int ids_json(const char *const *ids, size_t n, duro__strbuf *b)
 {
-    ab_reset(b);
+    duro__strbuf_open(b, '{');
     for (size_t i = 0; i < n; i++) {
-        jb_sep(b);
-        duro__pg_buf_quoted(b, ids[i]);
+        duro__strbuf_sep(b);
+        duro__strbuf_quoted(b, ids[i]);
     }
-    duro__pg_buf_raw(b, "}", 1);
+    duro__strbuf_add(b, "}", 1);
     return b->oom ? DURO_NOMEM : DURO_OK;
 }
 
@@ -357,7 +320,7 @@ static int ids_json(const char *const *ids, size_t n, duro__pg_buf *b)
  * members are still the same, cancellable instances, then their
  * cancellation; *done receives them. */
 static int cancel_batch(sweep *w, duro__pg_conn *c, const char *pairs,
-                        duro_arena *a, duro__pg_buf *plain, const char ***done,
+                        duro_arena *a, duro__strbuf *plain, const char ***done,
                         size_t *n, duro_error *err)
 {
     duro__pg_provider *p = w->p;
@@ -401,7 +364,7 @@ static int purge_select(sweep *w, duro__pg_conn *c, const char *pairs,
 
 /* A purge batch in its own transaction. */
 static int purge_batch(sweep *w, duro__pg_conn *c, const char *pairs,
-                       duro_arena *a, duro__pg_buf *plain, const char ***done,
+                       duro_arena *a, duro__strbuf *plain, const char ***done,
                        size_t *n, duro_error *err)
 {
     duro__pg_provider *p = w->p;
@@ -441,7 +404,7 @@ static int handle_batch(sweep *w, const member *m, size_t count,
         return DURO_OK;
     duro__pg_provider *p = w->p;
     duro_arena *a = duro_arena_create();
-    duro__pg_buf pairs = {0}, plain = {0};
+    duro__strbuf pairs = {0}, plain = {0};
     int rc = a != NULL && members_json(m, count, &pairs) == DURO_OK
                  ? DURO_OK
                  : duro_error_set(err, DURO_NOMEM, 0, "out of memory");

@@ -699,21 +699,6 @@ void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue);
  * wait_for_work on the queue uses it instead of asking the store. */
 void duro__pg_note_due(duro__pg_provider *p, duro_queue queue, int64_t due);
 
-/* A growing text buffer for array and JSON literals bound as one
- * parameter. Starts zeroed; free `s` with duro__free. After a failed
- * allocation `oom` is set and appends do nothing. */
-typedef struct duro__pg_buf {
-    char *s;
-    size_t len, cap;
-    int oom;
-} duro__pg_buf;
-
-void duro__pg_buf_raw(duro__pg_buf *b, const char *v, size_t n);
-/* An element of an array literal, always quoted ("..." with quotes and
- * backslashes escaped), so NULL, spaces, braces and commas in it are data.
- */
-void duro__pg_buf_quoted(duro__pg_buf *b, const char *v);
-
 /* Input checks of provider.h's "Input rules"; each returns DURO_OK or fills
  * err (not retryable). */
 int duro__pg_check_id(const char *what, const char *s, duro_error *err);

@@ -793,7 +793,7 @@ static int insert_history(duro__pg_provider *p, duro__pg_conn *c,
 
 /* Appends one element to each of the 17 array literals of
  * HISTORY_INSERT_MANY ($3..$19). */
-static void append_event_columns(duro__pg_buf *col, const duro_event *ev)
+static void append_event_columns(duro__strbuf *col, const duro_event *ev)
 {
     const int64_t ints[] = {(int64_t)ev->event_id,
                             (int64_t)ev->kind,
@@ -813,19 +813,17 @@ static void append_event_columns(duro__pg_buf *col, const duro_event *ev)
     static const int text_cols[] = {4, 5, 6, 7, 9, 10, 11};
     for (size_t i = 0; i < DURO__ARRAY_LEN(int_cols); i++) {
         char num[24];
-        int n =
-            snprintf(num, sizeof(num), "%s%lld",
-                     col[int_cols[i]].len > 1 ? "," : "", (long long)ints[i]);
-        duro__pg_buf_raw(&col[int_cols[i]], num, (size_t)n);
+        int n = snprintf(num, sizeof(num), "%lld", (long long)ints[i]);
+        duro__strbuf_sep(&col[int_cols[i]]);
+        duro__strbuf_add(&col[int_cols[i]], num, (size_t)n);
     }
     for (size_t i = 0; i < DURO__ARRAY_LEN(text_cols); i++) {
-        duro__pg_buf *b = &col[text_cols[i]];
-        if (b->len > 1)
-            duro__pg_buf_raw(b, ",", 1);
+        duro__strbuf *b = &col[text_cols[i]];
+        duro__strbuf_sep(b);
         if (texts[i] == NULL)
-            duro__pg_buf_raw(b, "NULL", 4);
+            duro__strbuf_add(b, "NULL", 4);
         else
-            duro__pg_buf_quoted(b, texts[i]);
+            duro__strbuf_quoted(b, texts[i]);
     }
 }
 
@@ -840,15 +838,15 @@ static int insert_events(duro__pg_provider *p, duro__pg_conn *c,
     if (count == 1)
         return insert_history(p, c, instance_id, execution_id, events, op, err);
     enum { COLUMNS = 17 };
-    duro__pg_buf col[COLUMNS];
+    duro__strbuf col[COLUMNS];
     memset(col, 0, sizeof(col));
     int oom = 0;
     for (int i = 0; i < COLUMNS; i++)
-        duro__pg_buf_raw(&col[i], "{", 1);
+        duro__strbuf_open(&col[i], '{');
     for (size_t e = 0; e < count; e++)
         append_event_columns(col, &events[e]);
     for (int i = 0; i < COLUMNS; i++) {
-        duro__pg_buf_raw(&col[i], "}", 1);
+        duro__strbuf_add(&col[i], "}", 1);
         oom |= col[i].oom;
     }
     int rc = DURO_OK;

@@ -22,74 +22,6 @@ static duro__sqlite_provider *sqlite_of(duro_provider *p)
  * other bytes, UTF-8 or not, pass through, and json_each gives them back
  * unchanged. */
 
-typedef struct jbuf {
-    char *s;
-    size_t len, cap;
-    int oom;
-} jbuf;
-
-static void jb_reserve(jbuf *b, size_t more)
-{
-    if (b->oom || b->len + more + 1 <= b->cap)
-        return;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + more + 1) {
-        if (cap > SIZE_MAX / 2) {
-            b->oom = 1;
-            return;
-        }
-        cap *= 2;
-    }
-    char *s = duro__realloc(b->s, cap);
-    if (s == NULL) {
-        b->oom = 1;
-        return;
-    }
-    b->s = s;
-    b->cap = cap;
-}
-
-static void jb_raw(jbuf *b, const char *v, size_t n)
-{
-    jb_reserve(b, n);
-    if (b->oom)
-        return;
-    memcpy(b->s + b->len, v, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void jb_string(jbuf *b, const char *v)
-{
-    jb_raw(b, "\"", 1);
-    for (const unsigned char *u = (const unsigned char *)v; *u; u++) {
-        char esc[8];
-        if (*u == '"' || *u == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)*u;
-            jb_raw(b, esc, 2);
-        } else if (*u < 0x20) {
-            snprintf(esc, sizeof(esc), "\\u%04x", *u);
-            jb_raw(b, esc, 6);
-        } else {
-            jb_raw(b, (const char *)u, 1);
-        }
-    }
-    jb_raw(b, "\"", 1);
-}
-
-static void jb_reset(jbuf *b)
-{
-    b->len = 0;
-    jb_raw(b, "[", 1);
-}
-
-static void jb_sep(jbuf *b)
-{
-    if (b->len > 1)
-        jb_raw(b, ",", 1);
-}
-
 /* ---- cancel_instances ------------------------------------------------ */
 
 /* The outcome for an instance in `status` (0: no row), with `pending` a
@@ -216,13 +148,13 @@ int duro__sqlite_cancel_instances(duro_provider *base,
         if ((rc = duro__sqlite_check_id("instance id", instance_ids[i], err)) !=
             DURO_OK)
             return rc;
-    jbuf json = {0};
-    jb_reset(&json);
+    duro__strbuf json = {0};
+    duro__strbuf_open(&json, '[');
     for (size_t i = 0; i < count; i++) {
-        jb_sep(&json);
-        jb_string(&json, instance_ids[i]);
+        duro__strbuf_sep(&json);
+        duro__strbuf_json(&json, instance_ids[i]);
     }
-    jb_raw(&json, "]", 1);
+    duro__strbuf_add(&json, "]", 1);
     duro_cancel_result *found = duro__calloc(count, sizeof(*found));
     if (json.oom || found == NULL) {
         duro__free(json.s);
@@ -361,30 +293,30 @@ static int collect_ids(duro__sqlite_provider *p, duro__sqlite_conn *c,
 }
 
 /* The batch as [[id, created_ms], ...]. */
-static int members_json(const member *m, size_t n, jbuf *b)
+static int members_json(const member *m, size_t n, duro__strbuf *b)
 {
-    jb_reset(b);
+    duro__strbuf_open(b, '[');
     for (size_t i = 0; i < n; i++) {
         char num[32];
-        jb_sep(b);
-        jb_raw(b, "[", 1);
-        jb_string(b, m[i].id);
+        duro__strbuf_sep(b);
+        duro__strbuf_add(b, "[", 1);
+        duro__strbuf_json(b, m[i].id);
         int len =
             snprintf(num, sizeof(num), ",%lld]", (long long)m[i].created_ms);
-        jb_raw(b, num, (size_t)len);
+        duro__strbuf_add(b, num, (size_t)len);
     }
-    jb_raw(b, "]", 1);
+    duro__strbuf_add(b, "]", 1);
     return b->oom ? DURO_NOMEM : DURO_OK;
 }
 
-static int ids_json(const char *const *ids, size_t n, jbuf *b)
+static int ids_json(const char *const *ids, size_t n, duro__strbuf *b)
 {
-    jb_reset(b);
+    duro__strbuf_open(b, '[');
     for (size_t i = 0; i < n; i++) {
-        jb_sep(b);
-        jb_string(b, ids[i]);
+        duro__strbuf_sep(b);
+        duro__strbuf_json(b, ids[i]);
     }
-    jb_raw(b, "]", 1);
+    duro__strbuf_add(b, "]", 1);
     return b->oom ? DURO_NOMEM : DURO_OK;
 }
 
@@ -392,7 +324,7 @@ static int ids_json(const char *const *ids, size_t n, jbuf *b)
  * members are still the same, cancellable instances, then their
  * cancellation; *done receives them. */
 static int cancel_batch(sweep *w, duro__sqlite_conn *c, const char *pairs,
-                        duro_arena *a, jbuf *plain, const char ***done,
+                        duro_arena *a, duro__strbuf *plain, const char ***done,
                         size_t *n, duro_error *err)
 {
     duro__sqlite_provider *p = w->p;
@@ -436,7 +368,7 @@ static int purge_select(sweep *w, duro__sqlite_conn *c, const char *pairs,
 
 /* A purge batch on the writer, inside its transaction. */
 static int purge_batch(sweep *w, duro__sqlite_conn *c, const char *pairs,
-                       duro_arena *a, jbuf *plain, const char ***done,
+                       duro_arena *a, duro__strbuf *plain, const char ***done,
                        size_t *n, duro_error *err)
 {
     duro__sqlite_provider *p = w->p;
@@ -475,7 +407,7 @@ static int handle_batch(sweep *w, const member *m, size_t count,
         return DURO_OK;
     duro__sqlite_provider *p = w->p;
     duro_arena *a = duro_arena_create();
-    jbuf pairs = {0}, plain = {0};
+    duro__strbuf pairs = {0}, plain = {0};
     int rc = a != NULL && members_json(m, count, &pairs) == DURO_OK
                  ? DURO_OK
                  : duro_error_set(err, DURO_NOMEM, 0, "out of memory");
