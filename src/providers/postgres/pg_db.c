@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "providers/postgres/pg_internal.h"
 #include "providers/postgres/pg_provider.h"
@@ -660,17 +661,43 @@ int duro__pg_write_begin_snapshot(duro__pg_provider *p, const char *op,
     return begin_with(p, DURO__SQL_BEGIN_SNAPSHOT, op, out, err);
 }
 
+/* The commit-loss hook (duro__pg_inject_commit_loss): drops c's connection
+ * as a network failure would - both directions shut, so the server ends the
+ * session (rolling back what it has not committed) - and fails the call as
+ * a lost connection. The slot reconnects at its next use. */
+static int lose_connection(duro__pg_provider *p, duro__pg_conn *c,
+                           const char *op, duro_error *err)
+{
+    shutdown(PQsocket(c->pg), SHUT_RDWR);
+    atomic_fetch_add(&p->commit_losses, 1);
+    c->broken = 1;
+    c->injected = 0;
+    c->sqlstate[0] = '\0';
+    snprintf(c->message, sizeof(c->message),
+             "server closed the connection unexpectedly (injected)");
+    return duro__pg_error(c, DURO__PG_FAILED, op, err);
+}
+
 int duro__pg_write_commit(duro__pg_provider *p, duro__pg_conn *c,
                           const char *op, duro_error *err)
 {
     for (size_t i = 0; i < DURO__SQL_COUNT; i++)
         if (c->stmts[i].result != NULL)
             duro__pg_reset(&c->stmts[i]);
+    uint64_t at = atomic_fetch_add(&p->commits, 1) + 1;
+    int lose = atomic_compare_exchange_strong(&p->commit_loss_at, &at, 0);
+    if (lose && !atomic_load(&p->commit_loss_committed)) {
+        int rc = lose_connection(p, c, op, err);
+        release(p, c);
+        return rc;
+    }
     duro__pg_statement *s = duro__pg_stmt(p, c, DURO__SQL_COMMIT, op, err);
     int rc = s != NULL ? duro__pg_run(p, c, s, op, err) : err->code;
     if (s == NULL && rc == DURO_OK)
         rc = duro_error_set(err, DURO_STORAGE, 1,
                             "postgres %s: connection lost", op);
+    if (lose && rc == DURO_OK)
+        rc = lose_connection(p, c, op, err);
     release(p, c);
     return rc;
 }

@@ -614,6 +614,11 @@ typedef struct duro__pg_provider {
     _Atomic uint64_t steps;    /* statements run, for the fault hook */
     _Atomic uint64_t fault_at; /* fail when `steps` reaches it; 0: off */
     _Atomic int fault_retryable;
+    _Atomic uint64_t commits;          /* write COMMITs, for the loss hook */
+    _Atomic uint64_t commit_loss_at;   /* lose the connection at this COMMIT;
+                                          0: off */
+    _Atomic int commit_loss_committed; /* 1: after the COMMIT, 0: before */
+    _Atomic uint64_t commit_losses;    /* connections the hook dropped */
 } duro__pg_provider;
 
 /* Connections: connect (search_path set to the schema), close. */

@@ -650,6 +650,23 @@ void duro__pg_inject_fault(duro_provider *base, uint64_t nth_step,
                  nth_step == 0 ? 0 : atomic_load(&p->steps) + nth_step);
 }
 
+void duro__pg_inject_commit_loss(duro_provider *base, uint64_t nth_commit,
+                                 int committed)
+{
+    duro__pg_provider *p = hook_target(base);
+    if (p == NULL)
+        return;
+    atomic_store(&p->commit_loss_committed, committed != 0);
+    atomic_store(&p->commit_loss_at,
+                 nth_commit == 0 ? 0 : atomic_load(&p->commits) + nth_commit);
+}
+
+uint64_t duro__pg_commit_losses(duro_provider *base)
+{
+    duro__pg_provider *p = hook_target(base);
+    return p != NULL ? atomic_load(&p->commit_losses) : 0;
+}
+
 const char *duro__pg_schema(duro_provider *base)
 {
     duro__pg_provider *p = hook_target(base);

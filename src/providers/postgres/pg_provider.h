@@ -1,6 +1,6 @@
 /* pg_provider.h - test hooks of the PostgreSQL provider: statement-reuse
- * counter, statement fault injection, URL masking. For tests and the
- * validation suite only; every function that takes a provider ignores one
+ * counter, statement fault injection, lost commits, URL masking. For tests and
+ * the validation suite only; every function that takes a provider ignores one
  * not opened with a postgres:// or postgresql:// URL. Any thread. */
 #ifndef DURO_PG_PROVIDER_H
 #define DURO_PG_PROVIDER_H
@@ -22,6 +22,20 @@ uint64_t duro__pg_statements_prepared(duro_provider *p);
  * DURO_STORAGE). The operation then rolls back completely. nth_step 0
  * disables injection. */
 void duro__pg_inject_fault(duro_provider *p, uint64_t nth_step, int retryable);
+
+/* Makes the nth_commit-th COMMIT from now (counting only the COMMITs of
+ * write transactions, on any connection of this provider) lose its
+ * connection: with committed = 1 the COMMIT runs and its answer is read
+ * (the transaction stands), then the connection drops; with committed = 0
+ * the connection drops before the COMMIT is sent (the server rolls the
+ * transaction back). Either way the call fails as a lost connection does
+ * (DURO_STORAGE, retryable, "connection lost: ..."), with the same message,
+ * and the connection is reopened at its next use. nth_commit 0 disables
+ * it. */
+void duro__pg_inject_commit_loss(duro_provider *p, uint64_t nth_commit,
+                                 int committed);
+/* How many connections duro__pg_inject_commit_loss has dropped so far. */
+uint64_t duro__pg_commit_losses(duro_provider *p);
 
 /* Copies url into out[size] (always terminated, cut to fit) with its
  * password replaced by "***": the one in the userinfo
