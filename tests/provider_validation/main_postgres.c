@@ -5,11 +5,14 @@
  * Adds the checks that depend on PostgreSQL URLs and on concurrent schema
  * creation. Without a server it says why and exits 77 (skipped). Main
  * thread. */
+#include <errno.h>
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pg_util.h"
@@ -301,79 +304,136 @@ PV_TEST(a_lost_connection_fails_retryably_and_is_reopened)
     duro_provider_close(p);
 }
 
-/* One turn, one activity and the final turn of instance `id`. */
-static void run_cycle(duro_provider *p, const char *id)
+/* ---- the cycle ------------------------------------------------------------
+ * What the tests below run per instance: a first turn that schedules one
+ * activity, the activity, and a second turn that completes the instance
+ * with the activity's output. */
+
+#define CYCLE_OUTPUT "42"
+
+typedef struct cycle_turn {
+    duro_event events[2];
+    duro_work_item activity;
+    duro_instance_meta meta;
+    duro_orch_ack ack;
+} cycle_turn;
+
+/* The ack of item's turn, built in *t (which must stay put while the ack is
+ * used): the first turn when the instance has no history yet, else the
+ * second. */
+static const duro_orch_ack *cycle_ack(const duro_orch_item *item, cycle_turn *t)
+{
+    memset(t, 0, sizeof(*t));
+    if (item->history_total == 0) {
+        t->events[0] = (duro_event){.event_id = 1,
+                                    .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                                    .name = "orch"};
+        t->events[1] = (duro_event){.event_id = 2,
+                                    .kind = DURO_EVENT_ACTIVITY_SCHEDULED,
+                                    .name = "act"};
+        t->activity = (duro_work_item){.kind = DURO_WORK_ACTIVITY_EXECUTE,
+                                       .instance_id = item->instance_id,
+                                       .execution_id = 1,
+                                       .source_id = 2,
+                                       .name = "act"};
+        t->meta =
+            (duro_instance_meta){.status = DURO_STATUS_RUNNING, .name = "orch"};
+        t->ack.worker_items = &t->activity;
+        t->ack.worker_item_count = 1;
+    } else {
+        t->events[0] = (duro_event){.event_id = 3,
+                                    .kind = DURO_EVENT_ACTIVITY_COMPLETED,
+                                    .source_event_id = 2,
+                                    .payload = CYCLE_OUTPUT};
+        t->events[1] = (duro_event){.event_id = 4,
+                                    .kind = DURO_EVENT_ORCHESTRATION_COMPLETED,
+                                    .payload = CYCLE_OUTPUT};
+        t->meta = (duro_instance_meta){.status = DURO_STATUS_COMPLETED,
+                                       .output = CYCLE_OUTPUT};
+    }
+    t->ack.execution_id = 1;
+    t->ack.history_delta = t->events;
+    t->ack.history_delta_count = 2;
+    t->ack.meta = &t->meta;
+    return &t->ack;
+}
+
+/* The completion an ack of the cycle's activity enqueues. */
+static duro_work_item cycle_completion(const char *instance_id)
+{
+    return (duro_work_item){.kind = DURO_WORK_ACTIVITY_COMPLETED,
+                            .instance_id = instance_id,
+                            .execution_id = 1,
+                            .source_id = 2,
+                            .payload = CYCLE_OUTPUT};
+}
+
+static void cycle_start(duro_provider *p, const char *id)
 {
     duro_error e;
     duro_work_item st = {
         .kind = DURO_WORK_START, .instance_id = id, .name = "orch"};
     CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
-    duro_orch_item *item = NULL;
-    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
-              &e);
-    CHECK(item != NULL);
-    if (item == NULL)
-        return;
-    duro_event ev[2] = {
-        {.event_id = 1,
-         .kind = DURO_EVENT_ORCHESTRATION_STARTED,
-         .name = "orch"},
-        {.event_id = 2, .kind = DURO_EVENT_ACTIVITY_SCHEDULED, .name = "act"}};
-    duro_work_item act = {.kind = DURO_WORK_ACTIVITY_EXECUTE,
-                          .instance_id = id,
-                          .execution_id = 1,
-                          .source_id = 2,
-                          .name = "act"};
-    duro_instance_meta running = {.status = DURO_STATUS_RUNNING,
-                                  .name = "orch"};
-    duro_orch_ack ack = {.execution_id = 1,
-                         .history_delta = ev,
-                         .history_delta_count = 2,
-                         .worker_items = &act,
-                         .worker_item_count = 1,
-                         .meta = &running};
-    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
-              &e);
-    duro_orch_item_free(item);
-    duro_worker_item *w = NULL;
-    CHECK_PRC(p->fetch_work_item(p, 60000, &w, &e), DURO_OK, &e);
-    CHECK(w != NULL);
-    if (w == NULL)
-        return;
-    CHECK_PRC(p->renew_work_item_lock(p, w->lock_token, 60000, &e), DURO_OK,
-              &e);
-    duro_work_item done = {.kind = DURO_WORK_ACTIVITY_COMPLETED,
-                           .instance_id = id,
-                           .execution_id = 1,
-                           .source_id = 2,
-                           .payload = "42"};
-    CHECK_PRC(p->ack_work_item(p, w->lock_token, &done, &e), DURO_OK, &e);
-    duro_worker_item_free(w);
-    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
-              &e);
-    CHECK(item != NULL);
-    if (item == NULL)
-        return;
-    duro_event fin[2] = {{.event_id = 3,
-                          .kind = DURO_EVENT_ACTIVITY_COMPLETED,
-                          .source_event_id = 2,
-                          .payload = "42"},
-                         {.event_id = 4,
-                          .kind = DURO_EVENT_ORCHESTRATION_COMPLETED,
-                          .payload = "42"}};
-    duro_instance_meta completed = {.status = DURO_STATUS_COMPLETED,
-                                    .output = "42"};
-    duro_orch_ack last = {.execution_id = 1,
-                          .history_delta = fin,
-                          .history_delta_count = 2,
-                          .meta = &completed};
-    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &last, &e),
-              DURO_OK, &e);
-    duro_orch_item_free(item);
+}
+
+/* Fails the test unless instance `id` completed with the cycle's output and
+ * its four events, each exactly once. */
+static void check_cycle_done(duro_provider *p, const char *id)
+{
+    static const duro_event_kind kinds[] = {
+        DURO_EVENT_ORCHESTRATION_STARTED, DURO_EVENT_ACTIVITY_SCHEDULED,
+        DURO_EVENT_ACTIVITY_COMPLETED, DURO_EVENT_ORCHESTRATION_COMPLETED};
+    duro_error e;
+    duro_instance_list *list = NULL;
+    CHECK_PRC(p->get_instance(p, id, &list, &e), DURO_OK, &e);
+    CHECK(list != NULL && list->count == 1);
+    CHECK_MSG(list->items[0].status == DURO_STATUS_COMPLETED,
+              "instance %s is %s", id, duro_status_name(list->items[0].status));
+    CHECK_STR(list->items[0].output, CYCLE_OUTPUT);
+    duro_instance_list_free(list);
     duro_history *h = NULL;
     CHECK_PRC(p->read_history(p, id, 0, &h, &e), DURO_OK, &e);
-    CHECK(h != NULL && h->count == 4);
+    CHECK_MSG(h != NULL && h->count == 4, "instance %s has %zu events", id,
+              h != NULL ? h->count : 0);
+    for (size_t i = 0; i < 4; i++) {
+        CHECK_EQ(h->events[i].event_id, i + 1);
+        CHECK_MSG(h->events[i].kind == kinds[i], "%s: event %zu is %s", id,
+                  i + 1, duro_event_kind_name(h->events[i].kind));
+    }
     duro_history_free(h);
+}
+
+/* One turn, one activity and the final turn of instance `id`. */
+static void run_cycle(duro_provider *p, const char *id)
+{
+    duro_error e;
+    cycle_start(p, id);
+    for (int turn = 0; turn < 2; turn++) {
+        duro_orch_item *item = NULL;
+        CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e),
+                  DURO_OK, &e);
+        CHECK(item != NULL);
+        if (item == NULL)
+            return;
+        cycle_turn t;
+        CHECK_PRC(p->ack_orchestration_item(p, item->lock_token,
+                                            cycle_ack(item, &t), &e),
+                  DURO_OK, &e);
+        duro_orch_item_free(item);
+        if (turn == 1)
+            break;
+        duro_worker_item *w = NULL;
+        CHECK_PRC(p->fetch_work_item(p, 60000, &w, &e), DURO_OK, &e);
+        CHECK(w != NULL);
+        if (w == NULL)
+            return;
+        CHECK_PRC(p->renew_work_item_lock(p, w->lock_token, 60000, &e), DURO_OK,
+                  &e);
+        duro_work_item done = cycle_completion(id);
+        CHECK_PRC(p->ack_work_item(p, w->lock_token, &done, &e), DURO_OK, &e);
+        duro_worker_item_free(w);
+    }
+    check_cycle_done(p, id);
 }
 
 /* A turn's events go in one statement as array literals: text that looks
@@ -623,6 +683,573 @@ PV_TEST(work_from_another_process_wakes_a_wait_through_notify)
     duro_provider_close(b);
 }
 
+/* ---- processes competing for the queues ----------------------------------
+ * Two processes, each with its own provider on one schema, take turns and
+ * activities of RACE_INSTANCES instances until every instance completed;
+ * one acks with the plain calls, the other with the ack-and-fetch calls the
+ * runtime uses. Locks last far longer than the race, so nothing is handed
+ * out again legitimately: each turn and each activity must reach exactly
+ * one process. Each child writes a line per item it was handed to its own
+ * file; the parent checks them after both exited. */
+
+#define RACE_CHILDREN 2
+#ifdef DURO_SANITIZE_BUILD
+#define RACE_INSTANCES 1000
+#else
+#define RACE_INSTANCES 2000
+#endif
+#define RACE_LOCK_MS 120000
+#define RACE_DEADLINE_MS 240000
+
+static int race_all_done(duro_provider *p)
+{
+    duro_store_stats *st = NULL;
+    duro_error e;
+    if (p->read_store_stats(p, &st, &e) != DURO_OK)
+        return 0;
+    uint64_t completed = 0;
+    for (size_t i = 0; i < st->instance_count; i++)
+        if (st->instances[i].status == DURO_STATUS_COMPLETED)
+            completed += st->instances[i].count;
+    duro_free(st);
+    return completed >= RACE_INSTANCES;
+}
+
+/* "o <instance> <token> <history_total>" or "w <instance> <token>". */
+static void race_note_orch(FILE *log, const duro_orch_item *item)
+{
+    if (item != NULL)
+        fprintf(log, "o %s %s %llu\n", item->instance_id, item->lock_token,
+                (unsigned long long)item->history_total);
+}
+
+static void race_note_work(FILE *log, const duro_worker_item *w)
+{
+    if (w != NULL)
+        fprintf(log, "w %s %s\n", w->item.instance_id, w->lock_token);
+}
+
+/* A child's work until every instance completed; 0, or 1 after writing
+ * "error ..." to the log. A retryable failure (a serialization failure)
+ * repeats the same call. */
+static int race_loop(duro_provider *p, FILE *log, int combined)
+{
+    duro_error e;
+    duro_orch_item *item = NULL;
+    duro_worker_item *w = NULL;
+    int64_t deadline = test_now_ms() + RACE_DEADLINE_MS;
+    int retries = 0, rc = DURO_OK;
+    while (test_now_ms() < deadline) {
+        int worked = item != NULL || w != NULL;
+        rc = DURO_OK;
+        if (item == NULL) {
+            rc = p->fetch_orchestration_item(p, RACE_LOCK_MS, NULL, &item, &e);
+            race_note_orch(log, item);
+        }
+        if (rc == DURO_OK && item != NULL) {
+            worked = 1;
+            cycle_turn t;
+            const duro_orch_ack *a = cycle_ack(item, &t);
+            duro_orch_item *next = NULL;
+            rc = combined
+                     ? p->ack_and_fetch_orchestration_item(p, item->lock_token,
+                                                           a, RACE_LOCK_MS,
+                                                           NULL, &next, &e)
+                     : p->ack_orchestration_item(p, item->lock_token, a, &e);
+            if (rc == DURO_OK) {
+                duro_orch_item_free(item);
+                item = next;
+                race_note_orch(log, item);
+            }
+        }
+        if (rc == DURO_OK && w == NULL) {
+            rc = p->fetch_work_item(p, RACE_LOCK_MS, &w, &e);
+            race_note_work(log, w);
+        }
+        if (rc == DURO_OK && w != NULL) {
+            worked = 1;
+            duro_work_item done = cycle_completion(w->item.instance_id);
+            duro_worker_item *next = NULL;
+            rc = combined ? p->ack_and_fetch_work_item(p, w->lock_token, &done,
+                                                       RACE_LOCK_MS, &next, &e)
+                          : p->ack_work_item(p, w->lock_token, &done, &e);
+            if (rc == DURO_OK) {
+                duro_worker_item_free(w);
+                w = next;
+                race_note_work(log, w);
+            }
+        }
+        if (rc != DURO_OK && (!e.retryable || ++retries > 1000))
+            break;
+        if (rc != DURO_OK)
+            continue;
+        if (!worked && race_all_done(p))
+            break;
+        if (!worked)
+            p->wait_for_work(p, DURO_QUEUE_ORCHESTRATOR, 10, &e);
+    }
+    duro_orch_item_free(item);
+    duro_worker_item_free(w);
+    if (rc != DURO_OK)
+        fprintf(log, "error %s %s\n", duro_errname(rc), e.message);
+    else if (!race_all_done(p))
+        fprintf(log, "error timed out after %d ms\n", RACE_DEADLINE_MS);
+    else
+        fprintf(log, "retries %d\n", retries);
+    return rc != DURO_OK || !race_all_done(p);
+}
+
+/* A racing child: waits until the parent closes `go`, opens its own
+ * provider, races, and exits without returning into the harness. */
+static void race_child(const char *schema, int go, const char *log_path,
+                       int combined)
+{
+    alarm(RACE_DEADLINE_MS / 1000 + 60); /* never outlives a failed parent */
+    char c;
+    while (read(go, &c, 1) < 0 && errno == EINTR)
+        ;
+    close(go);
+    FILE *log = fopen(log_path, "w");
+    duro_provider *p = log != NULL ? open_schema(schema, "") : NULL;
+    int rc = p != NULL ? race_loop(p, log, combined) : 1;
+    duro_provider_close(p);
+    if (log != NULL)
+        fclose(log);
+    _exit(rc);
+}
+
+/* Waits for every child (exits[i]: its exit status, 128 + signal when
+ * killed); once one fails, the others are stopped: without it they would
+ * wait for the failed one's locks to expire. */
+static void race_wait(const pid_t *pids, int *exits)
+{
+    int running = 0;
+    for (int i = 0; i < RACE_CHILDREN; i++) {
+        exits[i] = -1;
+        running += pids[i] > 0;
+    }
+    while (running > 0) {
+        int status = 0;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0 && errno == EINTR)
+            continue;
+        if (pid < 0)
+            break;
+        for (int i = 0; i < RACE_CHILDREN; i++) {
+            if (pids[i] != pid)
+                continue;
+            exits[i] = WIFEXITED(status) ? WEXITSTATUS(status)
+                                         : 128 + WTERMSIG(status);
+            running--;
+        }
+        int failed = 0;
+        for (int i = 0; i < RACE_CHILDREN; i++)
+            failed |= exits[i] > 0;
+        for (int i = 0; failed && i < RACE_CHILDREN; i++)
+            if (exits[i] < 0 && pids[i] > 0)
+                kill(pids[i], SIGTERM);
+    }
+}
+
+typedef struct race_tally {
+    uint8_t first[RACE_INSTANCES];  /* turns handed out with no history */
+    uint8_t second[RACE_INSTANCES]; /* ... with the first turn's two events */
+    uint8_t work[RACE_INSTANCES];   /* activities handed out */
+    char **tokens;
+    size_t token_count;
+    size_t turns[RACE_CHILDREN], activities[RACE_CHILDREN];
+    int retries[RACE_CHILDREN];
+} race_tally;
+
+static int compare_tokens(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Reads child n's log into t; fails the test on a malformed line or a
+ * child's error. */
+static void race_read_log(race_tally *t, int n, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "child %d left no log", n);
+    if (f == NULL)
+        return;
+    char line[512], kind, id[64], token[128];
+    while (fgets(line, sizeof(line), f) != NULL) {
+        unsigned long long total = 0;
+        int idx = -1;
+        if (sscanf(line, "retries %d", &t->retries[n]) == 1)
+            continue;
+        CHECK_MSG(strncmp(line, "error", 5) != 0, "child %d: %s", n, line);
+        CHECK_MSG(
+            sscanf(line, "%c %63s %127s %llu", &kind, id, token, &total) >= 3 &&
+                (kind == 'o' || kind == 'w') && sscanf(id, "r%d", &idx) == 1 &&
+                idx >= 0 && idx < RACE_INSTANCES,
+            "child %d: %s", n, line);
+        CHECK_MSG(t->token_count < 3 * RACE_INSTANCES,
+                  "more than %d items handed out", 3 * RACE_INSTANCES);
+        t->tokens[t->token_count++] = strdup(token);
+        if (kind == 'w') {
+            t->work[idx]++;
+            t->activities[n]++;
+            continue;
+        }
+        CHECK_MSG(total == 0 || total == 2, "child %d: %s", n, line);
+        t->turns[n]++;
+        if (total == 0)
+            t->first[idx]++;
+        else
+            t->second[idx]++;
+    }
+    fclose(f);
+}
+
+PV_TEST(processes_competing_for_the_queues_never_get_the_same_item)
+{
+    /* The schema is named before anything is opened: the children are
+     * forked first, as a provider's threads could leave a lock held in a
+     * child forked beside them. */
+    char schema[64], logs[RACE_CHILDREN][512];
+    snprintf(schema, sizeof(schema), "%s", new_schema(pv_test_name));
+    for (int i = 0; i < RACE_CHILDREN; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "race_%d.log", i);
+        snprintf(logs[i], sizeof(logs[i]), "%s", test_path(name));
+    }
+    int go[2];
+    CHECK(pipe(go) == 0);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pids[RACE_CHILDREN];
+    for (int i = 0; i < RACE_CHILDREN; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            close(go[1]);
+            race_child(schema, go[0], logs[i], i % 2 == 1);
+        }
+    }
+    close(go[0]);
+    /* The parent fills the queue, then lets the children go at once (an
+     * open here cannot fail the test before the pipe is closed). */
+    duro_provider *p = pv_open_same();
+    for (int i = 0; p != NULL && i < RACE_INSTANCES; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "r%05d", i);
+        duro_work_item st = {
+            .kind = DURO_WORK_START, .instance_id = id, .name = "orch"};
+        duro_error e;
+        if (p->enqueue_for_orchestrator(p, &st, 0, &e) != DURO_OK) {
+            fprintf(stderr, "  enqueue %s: %s\n", id, e.message);
+            break;
+        }
+    }
+    int64_t t0 = test_now_ms();
+    close(go[1]);
+    int exits[RACE_CHILDREN];
+    race_wait(pids, exits);
+    int64_t elapsed = test_now_ms() - t0;
+    CHECK(p != NULL);
+    race_tally *t = calloc(1, sizeof(*t));
+    CHECK(t != NULL);
+    t->tokens = calloc(3 * RACE_INSTANCES, sizeof(char *));
+    CHECK(t->tokens != NULL);
+    for (int i = 0; i < RACE_CHILDREN; i++)
+        race_read_log(t, i, logs[i]);
+    for (int i = 0; i < RACE_CHILDREN; i++)
+        CHECK_MSG(exits[i] == 0, "child %d exited %d", i, exits[i]);
+    size_t items = 0;
+    for (int i = 0; i < RACE_CHILDREN; i++) {
+        fprintf(stderr,
+                "  child %d (%s): %zu turns, %zu activities, %d retries\n", i,
+                i % 2 == 1 ? "ack-and-fetch" : "ack, then fetch", t->turns[i],
+                t->activities[i], t->retries[i]);
+        items += t->turns[i] + t->activities[i];
+    }
+    fprintf(stderr, "  %zu items of %d instances in %lld ms (%.0f items/s)\n",
+            items, RACE_INSTANCES, (long long)elapsed,
+            elapsed > 0 ? (double)items * 1000.0 / (double)elapsed : 0.0);
+    /* every turn and activity handed out exactly once, to one process */
+    CHECK_EQ(items, 3 * RACE_INSTANCES);
+    for (int i = 0; i < RACE_INSTANCES; i++)
+        CHECK_MSG(t->first[i] == 1 && t->second[i] == 1 && t->work[i] == 1,
+                  "instance r%05d: first turn %d times, second %d, activity "
+                  "%d",
+                  i, t->first[i], t->second[i], t->work[i]);
+    qsort(t->tokens, t->token_count, sizeof(char *), compare_tokens);
+    for (size_t i = 1; i < t->token_count; i++)
+        CHECK_MSG(strcmp(t->tokens[i - 1], t->tokens[i]) != 0,
+                  "token %s handed out twice", t->tokens[i]);
+    /* both competed: each took at least a fifth of what its share would be */
+    for (int i = 0; i < RACE_CHILDREN; i++)
+        CHECK_MSG((t->turns[i] + t->activities[i]) * RACE_CHILDREN * 5 >= items,
+                  "child %d took only %zu of %zu items", i,
+                  t->turns[i] + t->activities[i], items);
+    for (int i = 0; i < RACE_INSTANCES; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "r%05d", i);
+        check_cycle_done(p, id);
+    }
+    duro_error e;
+    uint64_t left = 1;
+    CHECK_PRC(p->count_messages(p, DURO_QUEUE_ORCHESTRATOR, NULL, &left, &e),
+              DURO_OK, &e);
+    CHECK_EQ(left, 0);
+    CHECK_PRC(p->count_messages(p, DURO_QUEUE_WORKER, NULL, &left, &e), DURO_OK,
+              &e);
+    CHECK_EQ(left, 0);
+    for (size_t i = 0; i < t->token_count; i++)
+        free(t->tokens[i]);
+    free(t->tokens);
+    free(t);
+    pv_close(p);
+}
+
+/* ---- a connection lost around COMMIT ----------------------------------------
+ * duro__pg_inject_commit_loss drops the connection of one COMMIT, after it
+ * committed or before it was sent; the caller gets the same retryable
+ * failure either way. Retrying the token call with the same token either
+ * commits (nothing had) or fails DURO_LOCK_LOST and changes nothing (it had
+ * committed); history then holds each event once, and an item the lost
+ * commit locked as the next one comes back when its lock expires. */
+
+enum {
+    LOSS_ACK_ORCH,
+    LOSS_ACK_AND_FETCH_ORCH,
+    LOSS_ACK_WORK,
+    LOSS_ACK_AND_FETCH_WORK,
+    LOSS_METHODS
+};
+
+#define LOSS_NEXT_LOCK_MS 1000 /* the next item's lock: short, it may be lost  \
+                                */
+#define LOSS_HOLD_MS 120000    /* every other lock: never expires here */
+#define LOSS_WAIT_MS 30000
+
+static const char *const loss_method_names[LOSS_METHODS] = {
+    "ack_orchestration_item", "ack_and_fetch_orchestration_item",
+    "ack_work_item", "ack_and_fetch_work_item"};
+
+/* The call under test and what it acks: instance a's first turn, or a's
+ * activity; its ack-and-fetch form finds b's turn or activity as next. */
+typedef struct loss_case {
+    int method;
+    duro_provider *p;
+    duro_orch_item *item;   /* a's turn (orchestration methods) */
+    cycle_turn turn;        /* its ack */
+    duro_worker_item *work; /* a's activity (work methods) */
+    duro_work_item done;    /* its completion */
+    duro_orch_item *next_orch;
+    duro_worker_item *next_work;
+} loss_case;
+
+static int loss_orchestration(const loss_case *c)
+{
+    return c->method == LOSS_ACK_ORCH || c->method == LOSS_ACK_AND_FETCH_ORCH;
+}
+
+static int loss_combined(const loss_case *c)
+{
+    return c->method == LOSS_ACK_AND_FETCH_ORCH ||
+           c->method == LOSS_ACK_AND_FETCH_WORK;
+}
+
+static int loss_call(loss_case *c, duro_error *e)
+{
+    duro_provider *p = c->p;
+    switch (c->method) {
+    case LOSS_ACK_ORCH:
+        return p->ack_orchestration_item(p, c->item->lock_token, &c->turn.ack,
+                                         e);
+    case LOSS_ACK_AND_FETCH_ORCH:
+        return p->ack_and_fetch_orchestration_item(
+            p, c->item->lock_token, &c->turn.ack, LOSS_NEXT_LOCK_MS, NULL,
+            &c->next_orch, e);
+    case LOSS_ACK_WORK:
+        return p->ack_work_item(p, c->work->lock_token, &c->done, e);
+    default:
+        return p->ack_and_fetch_work_item(p, c->work->lock_token, &c->done,
+                                          LOSS_NEXT_LOCK_MS, &c->next_work, e);
+    }
+}
+
+/* Acks an orchestration or worker item (either may be NULL) the cycle's
+ * way and frees it. */
+static void cycle_ack_items(duro_provider *p, duro_orch_item *item,
+                            duro_worker_item *w)
+{
+    duro_error e;
+    if (item != NULL) {
+        cycle_turn t;
+        CHECK_PRC(p->ack_orchestration_item(p, item->lock_token,
+                                            cycle_ack(item, &t), &e),
+                  DURO_OK, &e);
+        duro_orch_item_free(item);
+    }
+    if (w != NULL) {
+        duro_work_item done = cycle_completion(w->item.instance_id);
+        CHECK_PRC(p->ack_work_item(p, w->lock_token, &done, &e), DURO_OK, &e);
+        duro_worker_item_free(w);
+    }
+}
+
+/* The next turn (into *item) or, with item NULL, the next activity (into
+ * *w) within LOSS_WAIT_MS, locked for LOSS_HOLD_MS: it must be instance
+ * id's. */
+static void loss_take(duro_provider *p, const char *id, duro_orch_item **item,
+                      duro_worker_item **w)
+{
+    duro_error e;
+    int rc = DURO_OK;
+    const char *got = NULL;
+    int64_t deadline = test_now_ms() + LOSS_WAIT_MS;
+    while (rc == DURO_OK && got == NULL && test_now_ms() < deadline) {
+        if (item != NULL) {
+            rc = p->fetch_orchestration_item(p, LOSS_HOLD_MS, NULL, item, &e);
+            got = *item != NULL ? (*item)->instance_id : NULL;
+        } else {
+            rc = p->fetch_work_item(p, LOSS_HOLD_MS, w, &e);
+            got = *w != NULL ? (*w)->item.instance_id : NULL;
+        }
+        if (got == NULL)
+            test_sleep_ms(5);
+    }
+    CHECK_PRC(rc, DURO_OK, &e);
+    CHECK_MSG(got != NULL && strcmp(got, id) == 0,
+              "expected the %s of %s, got %s",
+              item != NULL ? "turn" : "activity", id, got ? got : "nothing");
+}
+
+/* Runs whatever is queued the cycle's way until nothing is left, within
+ * LOSS_WAIT_MS. */
+static void cycle_drain(duro_provider *p)
+{
+    int64_t deadline = test_now_ms() + LOSS_WAIT_MS;
+    duro_error e;
+    uint64_t queued = 1;
+    while (queued > 0 && test_now_ms() < deadline && !test_failed()) {
+        duro_orch_item *item = NULL;
+        duro_worker_item *w = NULL;
+        CHECK_PRC(p->fetch_orchestration_item(p, LOSS_HOLD_MS, NULL, &item, &e),
+                  DURO_OK, &e);
+        CHECK_PRC(p->fetch_work_item(p, LOSS_HOLD_MS, &w, &e), DURO_OK, &e);
+        cycle_ack_items(p, item, w);
+        uint64_t o = 0, k = 0;
+        CHECK_PRC(p->count_messages(p, DURO_QUEUE_ORCHESTRATOR, NULL, &o, &e),
+                  DURO_OK, &e);
+        CHECK_PRC(p->count_messages(p, DURO_QUEUE_WORKER, NULL, &k, &e),
+                  DURO_OK, &e);
+        queued = o + k;
+    }
+    CHECK_MSG(queued == 0, "%llu items still queued after %d ms",
+              (unsigned long long)queued, LOSS_WAIT_MS);
+}
+
+/* One method, one kind of loss; *message gets the failure's text. */
+static void lost_commit_case(int method, int committed, char *message,
+                             size_t size)
+{
+    duro_provider *p = pv_open();
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    loss_case c = {.method = method, .p = p};
+    int orch = loss_orchestration(&c);
+    duro_error e;
+    cycle_start(p, "a");
+    cycle_start(p, "b");
+    if (orch) {
+        loss_take(p, "a", &c.item, NULL);
+        if (c.item == NULL)
+            return;
+        cycle_ack(c.item, &c.turn);
+    } else {
+        /* both first turns, then a's activity (b's is the next) */
+        for (int i = 0; i < 2; i++) {
+            duro_orch_item *item = NULL;
+            loss_take(p, i == 0 ? "a" : "b", &item, NULL);
+            cycle_ack_items(p, item, NULL);
+        }
+        loss_take(p, "a", NULL, &c.work);
+        if (c.work == NULL)
+            return;
+        c.done = cycle_completion("a");
+    }
+    duro__pg_inject_commit_loss(p, 1, committed);
+    CHECK_PFAIL(loss_call(&c, &e), DURO_STORAGE, 1, &e);
+    CHECK_EQ(duro__pg_commit_losses(p), 1);
+    CHECK_MSG(strstr(e.message, "connection lost") != NULL, "%s: %s",
+              loss_method_names[method], e.message);
+    CHECK(c.next_orch == NULL && c.next_work == NULL);
+    snprintf(message, size, "%s", e.message);
+
+    duro_orch_item *held = NULL;
+    duro_worker_item *held_work = NULL;
+    if (committed && loss_combined(&c)) {
+        /* b's item, locked as the next one by the lost commit, comes back
+         * when that lock expires, its fetch count raised */
+        loss_take(p, "b", orch ? &held : NULL, &held_work);
+        if (held == NULL && held_work == NULL)
+            return;
+        CHECK_EQ(held != NULL ? held->attempt : held_work->attempt, 2);
+    }
+    pv_snapshot before = {0};
+    if (committed)
+        pv_snapshot_take(p, &before);
+    int rc = loss_call(&c, &e);
+    if (committed) {
+        CHECK_PFAIL(rc, DURO_LOCK_LOST, 0, &e);
+        CHECK(c.next_orch == NULL && c.next_work == NULL);
+        PV_EXPECT_UNCHANGED(p, &before);
+        pv_snapshot_free(&before);
+    } else {
+        CHECK_PRC(rc, DURO_OK, &e);
+        if (loss_combined(&c)) {
+            const char *got =
+                orch ? (c.next_orch ? c.next_orch->instance_id : NULL)
+                     : (c.next_work ? c.next_work->item.instance_id : NULL);
+            CHECK_STR(got, "b");
+            CHECK_EQ(orch ? c.next_orch->attempt : c.next_work->attempt, 1);
+        }
+        held = c.next_orch;
+        held_work = c.next_work;
+    }
+    /* what a's ack wrote, once: two events, and one activity row or one
+     * completion message */
+    duro_history *h = NULL;
+    CHECK_PRC(p->read_history(p, "a", 0, &h, &e), DURO_OK, &e);
+    CHECK_EQ(h != NULL ? h->count : 0, 2);
+    duro_history_free(h);
+    uint64_t n = 0;
+    CHECK_PRC(
+        p->count_messages(p, orch ? DURO_QUEUE_WORKER : DURO_QUEUE_ORCHESTRATOR,
+                          "a", &n, &e),
+        DURO_OK, &e);
+    CHECK_EQ(n, 1);
+    /* nothing lost: both instances run to the end, each event once */
+    cycle_ack_items(p, held, held_work);
+    duro_orch_item_free(c.item);
+    duro_worker_item_free(c.work);
+    cycle_drain(p);
+    check_cycle_done(p, "a");
+    check_cycle_done(p, "b");
+    pv_close(p);
+}
+
+PV_TEST(a_commit_whose_connection_was_lost_is_safe_to_retry)
+{
+    for (int method = 0; method < LOSS_METHODS; method++) {
+        char message[2][DURO_ERROR_MESSAGE_MAX];
+        for (int committed = 0; committed <= 1; committed++) {
+            fprintf(stderr, "  %s, %s\n", loss_method_names[method],
+                    committed ? "committed" : "not committed");
+            lost_commit_case(method, committed, message[committed],
+                             sizeof(message[committed]));
+        }
+        /* the caller cannot tell the two apart */
+        CHECK_STR(message[0], message[1]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int listing = argc > 1 && strcmp(argv[1], "--list") == 0;
@@ -647,7 +1274,9 @@ int main(int argc, char **argv)
         T(many_events_of_a_turn_round_trip_exactly),
         T(statements_are_prepared_once_per_connection),
         T(claims_and_lookups_use_indexes),
-        T(work_from_another_process_wakes_a_wait_through_notify)};
+        T(work_from_another_process_wakes_a_wait_through_notify),
+        T(processes_competing_for_the_queues_never_get_the_same_item),
+        T(a_commit_whose_connection_was_lost_is_safe_to_retry)};
     int rc =
         pv_main(argc, argv, &factory, extra, sizeof(extra) / sizeof(extra[0]));
     drop_schemas();
