@@ -48,15 +48,17 @@ static void retry_later(turn_ctx *c, int64_t delay_ms, const char *what,
     c->retry_at = duro__wall_ms() + delay_ms;
 }
 
-static void abandon(turn_ctx *c, int64_t delay_ms)
+static int abandon(turn_ctx *c, int64_t delay_ms)
 {
     duro_error err;
-    if (c->p->abandon_orchestration_item(c->p, c->item->lock_token, delay_ms,
-                                         &err) != DURO_OK)
+    int rc = c->p->abandon_orchestration_item(c->p, c->item->lock_token,
+                                              delay_ms, &err);
+    if (rc != DURO_OK)
         duro__log(&c->rt->logger, DURO_LOG_DEBUG,
                   "abandon of instance '%s' failed: %s (its lock will "
                   "expire)",
                   c->item->instance_id, err.message);
+    return rc;
 }
 
 /* Consumes the batch without changing the instance. When the ack fails,
@@ -286,9 +288,13 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
                       err.retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
                       "ack of instance '%s' failed: %s", c->item->instance_id,
                       err.message);
-            abandon(c, err.retryable ? 10 : 1000);
-            retry_later(c, err.retryable ? 10 : 1000,
-                        "the turn could not be committed", err.message);
+            /* A failed ack may have committed (provider.h): when the
+             * abandon finds the lock gone, it probably did, and nothing is
+             * retried - no problem to record (it would outlive the turn,
+             * even on a finished instance). */
+            if (abandon(c, err.retryable ? 10 : 1000) != DURO_LOCK_LOST)
+                retry_later(c, err.retryable ? 10 : 1000,
+                            "the turn could not be committed", err.message);
         }
         return rc;
     }

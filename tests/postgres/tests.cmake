@@ -147,3 +147,12 @@ if(DURO_POSTGRES)
   duro_pg_test(test_pg_pool ${CMAKE_CURRENT_LIST_DIR}/test_pg_pool.c
     LABELS runtime)
 endif()
+
+# A runtime whose connections drop around COMMITs (the provider's commit-loss
+# hook), after the COMMIT in one run and before it in the other: every
+# instance completes once, with an exactly-once history.
+if(DURO_POSTGRES)
+  duro_pg_test(test_pg_commit_loss
+    ${CMAKE_CURRENT_LIST_DIR}/test_pg_commit_loss.c LABELS runtime)
+  target_link_libraries(test_pg_commit_loss PRIVATE duro_rt_util)
+endif()
