@@ -27,11 +27,12 @@ extern "C" {
  * the next item of an ack-and-fetch) is held by a token nobody has and comes
  * back when its lock expires, its fetch count raised. Retrying a token
  * method is safe: once a commit released a lock or deleted a row, that token
- * never holds again, so the retry fails DURO_LOCK_LOST and changes nothing;
- * callers read DURO_LOCK_LOST after a failed attempt as "probably
- * committed", not as a lost lock. enqueue_for_orchestrator is not
- * idempotent: a retried START fails DURO_ALREADY_EXISTS (retry with
- * DURO_START_IDEMPOTENT), a retried event or cancel is enqueued twice. */
+ * never holds again, so the retry (or an abandon with that token) fails
+ * DURO_LOCK_LOST and changes nothing; callers read DURO_LOCK_LOST after a
+ * failed attempt as "probably committed", not as a lost lock.
+ * enqueue_for_orchestrator is not idempotent: a retried START fails
+ * DURO_ALREADY_EXISTS (retry with DURO_START_IDEMPOTENT), a retried event or
+ * cancel is enqueued twice. */
 
 #define DURO_ERROR_MESSAGE_MAX 512
 
