@@ -95,3 +95,14 @@ int pg_test_command(PGconn *conn, const char *sql, const char *file, int line)
     PQclear(res);
     return res != NULL;
 }
+
+void pg_test_drop_schema(const char *name)
+{
+    PGconn *conn = pg_test_connect();
+    if (conn == NULL)
+        return;
+    char sql[256];
+    snprintf(sql, sizeof(sql), "DROP SCHEMA \"%s\" CASCADE", name);
+    PG_COMMAND(conn, sql);
+    PQfinish(conn);
+}

@@ -32,4 +32,8 @@ PGresult *pg_test_exec(PGconn *conn, const char *sql, ExecStatusType expected,
 int pg_test_command(PGconn *conn, const char *sql, const char *file, int line);
 #define PG_COMMAND(conn, sql) pg_test_command((conn), (sql), __FILE__, __LINE__)
 
+/* Drops schema `name` and everything in it (DROP SCHEMA ... CASCADE);
+ * fails the test when it cannot. */
+void pg_test_drop_schema(const char *name);
+
 #endif

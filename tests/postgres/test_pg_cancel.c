@@ -166,12 +166,9 @@ TEST(cancellation_reaches_another_process_through_a_notification)
     duro_runtime_destroy(rt);
     duro_registry_destroy(r);
     duro_client_destroy(c);
-    PGconn *conn = pg_test_connect();
-    char sql[128];
-    snprintf(sql, sizeof(sql), "DROP SCHEMA pgcancel_%ld CASCADE",
-             (long)getpid());
-    PG_COMMAND(conn, sql);
-    PQfinish(conn);
+    char schema[64];
+    snprintf(schema, sizeof(schema), "pgcancel_%ld", (long)getpid());
+    pg_test_drop_schema(schema);
 }
 
 TEST_MAIN(T(cancellation_reaches_another_process_through_a_notification))

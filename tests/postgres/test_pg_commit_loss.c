@@ -177,9 +177,11 @@ static uint64_t inject_losses(duro_provider *p, int committed, int every,
 
 static void run_with_losses(int committed)
 {
-    char url[4300];
-    snprintf(url, sizeof(url), "%s%cschema=pgloss_%ld_%d", pg_test_url(),
-             strchr(pg_test_url(), '?') ? '&' : '?', (long)getpid(), committed);
+    char schema[64], url[4200];
+    snprintf(schema, sizeof(schema), "pgloss_%ld_%d", (long)getpid(),
+             committed);
+    snprintf(url, sizeof(url), "%s%cschema=%s", pg_test_url(),
+             strchr(pg_test_url(), '?') ? '&' : '?', schema);
     duro_provider *p = NULL;
     duro_error err;
     CHECK_PRC(duro_provider_open(url, &p, &err), DURO_OK, &err);
@@ -260,12 +262,7 @@ static void run_with_losses(int committed)
     duro_client_destroy(c);
     duro_registry_destroy(reg);
     duro_provider_close(p);
-    PGconn *conn = pg_test_connect();
-    char sql[128];
-    snprintf(sql, sizeof(sql), "DROP SCHEMA pgloss_%ld_%d CASCADE",
-             (long)getpid(), committed);
-    PG_COMMAND(conn, sql);
-    PQfinish(conn);
+    pg_test_drop_schema(schema);
 }
 
 TEST(runtime_survives_connections_lost_after_commit)

@@ -1020,9 +1020,10 @@ enum {
     LOSS_METHODS
 };
 
-#define LOSS_NEXT_LOCK_MS 1000 /* the next item's lock: short, it may be lost  \
-                                */
-#define LOSS_HOLD_MS 120000    /* every other lock: never expires here */
+/* The lock of the next item of an ack-and-fetch: short, it may be lost.
+ * Every other lock never expires here. */
+#define LOSS_NEXT_LOCK_MS 1000
+#define LOSS_HOLD_MS 120000
 #define LOSS_WAIT_MS 30000
 
 static const char *const loss_method_names[LOSS_METHODS] = {

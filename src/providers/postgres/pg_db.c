@@ -684,8 +684,9 @@ int duro__pg_write_commit(duro__pg_provider *p, duro__pg_conn *c,
     for (size_t i = 0; i < DURO__SQL_COUNT; i++)
         if (c->stmts[i].result != NULL)
             duro__pg_reset(&c->stmts[i]);
-    uint64_t at = atomic_fetch_add(&p->commits, 1) + 1;
-    int lose = atomic_compare_exchange_strong(&p->commit_loss_at, &at, 0);
+    uint64_t n = atomic_fetch_add(&p->commits, 1) + 1;
+    int lose = atomic_load(&p->commit_loss_at) == n &&
+               atomic_compare_exchange_strong(&p->commit_loss_at, &n, 0);
     if (lose && !atomic_load(&p->commit_loss_committed)) {
         int rc = lose_connection(p, c, op, err);
         release(p, c);
