@@ -41,6 +41,23 @@ const char *duro__pg_statement_sql(size_t i)
 /* Parameters of each statement: the highest $n in its SQL, counted once. */
 static int statement_params[DURO__SQL_COUNT];
 static pthread_once_t params_once = PTHREAD_ONCE_INIT;
+/* 1 for a statement that changes rows (the commit-loss hook counts one run
+ * alone as a commit), set with statement_params. */
+static unsigned char statement_writes[DURO__SQL_COUNT];
+
+/* INSERT, DELETE or UPDATE, not counting the row locks of claims (FOR
+ * UPDATE, FOR NO KEY UPDATE). */
+static int sql_writes(const char *sql)
+{
+    if (strstr(sql, "INSERT ") != NULL || strstr(sql, "DELETE ") != NULL)
+        return 1;
+    for (const char *u = strstr(sql, "UPDATE "); u != NULL;
+         u = strstr(u + 1, "UPDATE "))
+        if (u - sql < 4 ||
+            (strncmp(u - 4, "FOR ", 4) != 0 && strncmp(u - 4, "KEY ", 4) != 0))
+            return 1;
+    return 0;
+}
 
 static void count_params(void)
 {
@@ -53,6 +70,7 @@ static void count_params(void)
             most = n > most ? n : most;
         }
         statement_params[i] = most;
+        statement_writes[i] = (unsigned char)sql_writes(statement_sql[i]);
     }
 }
 
@@ -424,6 +442,36 @@ int duro__pg_changes(duro__pg_conn *c)
     return (int)c->changes;
 }
 
+/* The commit-loss hook (duro__pg_inject_commit_loss), asked at every commit
+ * of a write: the COMMIT of a write transaction, or a write statement run
+ * alone. */
+enum { LOSS_NONE, LOSS_BEFORE, LOSS_AFTER };
+
+static int commit_loss(duro__pg_provider *p)
+{
+    uint64_t n = atomic_fetch_add(&p->commits, 1) + 1;
+    if (atomic_load(&p->commit_loss_at) != n ||
+        !atomic_compare_exchange_strong(&p->commit_loss_at, &n, 0))
+        return LOSS_NONE;
+    return atomic_load(&p->commit_loss_committed) ? LOSS_AFTER : LOSS_BEFORE;
+}
+
+/* Drops c's connection as a network failure would - both directions shut,
+ * so the server ends the session, rolling back what it has not committed -
+ * and marks it broken: the failure maps to a lost connection, and the slot
+ * reconnects at its next use. */
+static int drop_connection(duro__pg_provider *p, duro__pg_conn *c)
+{
+    shutdown(PQsocket(c->pg), SHUT_RDWR);
+    atomic_fetch_add(&p->commit_losses, 1);
+    c->broken = 1;
+    c->injected = 0;
+    c->sqlstate[0] = '\0';
+    snprintf(c->message, sizeof(c->message),
+             "server closed the connection unexpectedly (injected)");
+    return DURO__PG_FAILED;
+}
+
 int duro__pg_step(duro__pg_provider *p, duro__pg_conn *c, duro__pg_statement *s)
 {
     if (!s->ran) {
@@ -444,6 +492,13 @@ int duro__pg_step(duro__pg_provider *p, duro__pg_conn *c, duro__pg_statement *s)
                 return DURO__PG_FAILED;
             }
         }
+        /* a write run alone is its own transaction: its commit */
+        int loss = statement_writes[s->id] &&
+                           PQtransactionStatus(c->pg) == PQTRANS_IDLE
+                       ? commit_loss(p)
+                       : LOSS_NONE;
+        if (loss == LOSS_BEFORE)
+            return drop_connection(p, c);
         char name[16];
         snprintf(name, sizeof(name), "d%d", (int)s->id);
         s->result = PQexecPrepared(c->pg, name, statement_params[s->id],
@@ -456,6 +511,11 @@ int duro__pg_step(duro__pg_provider *p, duro__pg_conn *c, duro__pg_statement *s)
             s->result = NULL;
             return strcmp(c->sqlstate, "23505") == 0 ? DURO__PG_UNIQUE
                                                      : DURO__PG_FAILED;
+        }
+        if (loss == LOSS_AFTER) {
+            PQclear(s->result);
+            s->result = NULL;
+            return drop_connection(p, c);
         }
         const char *changed = PQcmdTuples(s->result);
         c->changes = changed[0] != '\0' ? strtoll(changed, NULL, 10) : 0;
@@ -661,34 +721,15 @@ int duro__pg_write_begin_snapshot(duro__pg_provider *p, const char *op,
     return begin_with(p, DURO__SQL_BEGIN_SNAPSHOT, op, out, err);
 }
 
-/* The commit-loss hook (duro__pg_inject_commit_loss): drops c's connection
- * as a network failure would - both directions shut, so the server ends the
- * session (rolling back what it has not committed) - and fails the call as
- * a lost connection. The slot reconnects at its next use. */
-static int lose_connection(duro__pg_provider *p, duro__pg_conn *c,
-                           const char *op, duro_error *err)
-{
-    shutdown(PQsocket(c->pg), SHUT_RDWR);
-    atomic_fetch_add(&p->commit_losses, 1);
-    c->broken = 1;
-    c->injected = 0;
-    c->sqlstate[0] = '\0';
-    snprintf(c->message, sizeof(c->message),
-             "server closed the connection unexpectedly (injected)");
-    return duro__pg_error(c, DURO__PG_FAILED, op, err);
-}
-
 int duro__pg_write_commit(duro__pg_provider *p, duro__pg_conn *c,
                           const char *op, duro_error *err)
 {
     for (size_t i = 0; i < DURO__SQL_COUNT; i++)
         if (c->stmts[i].result != NULL)
             duro__pg_reset(&c->stmts[i]);
-    uint64_t n = atomic_fetch_add(&p->commits, 1) + 1;
-    int lose = atomic_load(&p->commit_loss_at) == n &&
-               atomic_compare_exchange_strong(&p->commit_loss_at, &n, 0);
-    if (lose && !atomic_load(&p->commit_loss_committed)) {
-        int rc = lose_connection(p, c, op, err);
+    int loss = commit_loss(p);
+    if (loss == LOSS_BEFORE) {
+        int rc = duro__pg_error(c, drop_connection(p, c), op, err);
         release(p, c);
         return rc;
     }
@@ -697,8 +738,8 @@ int duro__pg_write_commit(duro__pg_provider *p, duro__pg_conn *c,
     if (s == NULL && rc == DURO_OK)
         rc = duro_error_set(err, DURO_STORAGE, 1,
                             "postgres %s: connection lost", op);
-    if (lose && rc == DURO_OK)
-        rc = lose_connection(p, c, op, err);
+    if (loss == LOSS_AFTER && rc == DURO_OK)
+        rc = duro__pg_error(c, drop_connection(p, c), op, err);
     release(p, c);
     return rc;
 }

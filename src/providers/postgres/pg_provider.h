@@ -23,15 +23,15 @@ uint64_t duro__pg_statements_prepared(duro_provider *p);
  * disables injection. */
 void duro__pg_inject_fault(duro_provider *p, uint64_t nth_step, int retryable);
 
-/* Makes the nth_commit-th COMMIT from now (counting only the COMMITs of
- * write transactions, on any connection of this provider) lose its
- * connection: with committed = 1 the COMMIT runs and its answer is read
- * (the transaction stands), then the connection drops; with committed = 0
- * the connection drops before the COMMIT is sent (the server rolls the
- * transaction back). Either way the call fails as a lost connection does
- * (DURO_STORAGE, retryable, "connection lost: ..."), with the same message,
- * and the connection is reopened at its next use. nth_commit 0 disables
- * it. */
+/* Makes the nth_commit-th commit of a write from now (the COMMIT of a
+ * write transaction, or a write statement run alone, which is its own
+ * transaction; on any connection of this provider) lose its connection: with
+ * committed = 1 the COMMIT (or the statement) runs and its answer is read
+ * (the change stands), then the connection drops; with committed = 0 the
+ * connection drops before it is sent (the server rolls the transaction
+ * back). Either way the call fails as a lost connection does (DURO_STORAGE,
+ * retryable, "connection lost: ..."), with the same message, and the
+ * connection is reopened at its next use. nth_commit 0 disables it. */
 void duro__pg_inject_commit_loss(duro_provider *p, uint64_t nth_commit,
                                  int committed);
 /* How many connections duro__pg_inject_commit_loss has dropped so far. */
