@@ -3,7 +3,8 @@
  * plus one for the activity manager, so no thread waits for another's
  * connection; a pool= in the URL overrides it, and a client keeps the
  * default. Counted on the server (pg_stat_activity) by application_name;
- * each provider also holds one listener connection outside its pool. */
+ * each provider also holds one listener connection outside its pool. The
+ * schema is dropped when the test passes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 #include "pg_util.h"
 #include "test.h"
 
-static char schema[64]; /* this run's; dropped at exit */
+static char schema[64]; /* this run's; dropped at the end */
 
 /* The test server's URL with this run's schema, an application_name of
  * its own and `extra` ("&pool=4" or ""). */
@@ -88,26 +89,7 @@ TEST(pool_sized_from_runtime_concurrency)
     CHECK_EQ(backends(c, "duro_pool_client"), 6);
     duro_client_destroy(cl);
     PQfinish(c);
+    pg_test_drop_schema(schema);
 }
 
-static void drop_schema(void)
-{
-    if (schema[0] == '\0' || getenv("DURO_TEST_KEEP") != NULL)
-        return;
-    PGconn *c = PQconnectdb(pg_test_url());
-    char sql[128];
-    snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS \"%s\" CASCADE", schema);
-    if (PQstatus(c) == CONNECTION_OK) {
-        PQclear(PQexec(c, "SET client_min_messages TO warning"));
-        PQclear(PQexec(c, sql));
-    }
-    PQfinish(c);
-}
-
-int main(int argc, char **argv)
-{
-    static const test_case tests[] = {T(pool_sized_from_runtime_concurrency)};
-    int rc = test_run(argc, argv, tests, sizeof(tests) / sizeof(tests[0]));
-    drop_schema();
-    return rc;
-}
+TEST_MAIN(T(pool_sized_from_runtime_concurrency))
