@@ -44,6 +44,8 @@ typedef struct duro__slot_ctx {
     int index;
     pthread_t thread; /* under manager->lock */
     int thread_valid;
+    int looked; /* the last ack fetched too, and found nothing: the queue
+                   was just looked at, so wait rather than fetch again */
 } slot_ctx;
 
 enum { PHASE_RUNNING = 0, PHASE_DONE = 1, PHASE_ABANDONED = 2 };
@@ -465,6 +467,9 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
         if (next != NULL)
             renew_overdue(rt); /* the ack also fetches */
         rc = ack_with_retries(rt, f->lock_token, &completion, next, &err);
+        s->looked = rc == DURO_OK && next != NULL && *next == NULL &&
+                    rt->provider->version >= 2 &&
+                    rt->provider->ack_and_fetch_work_item != NULL;
         if (rc == DURO_OK) {
             duro__metrics_activity_outcome(&rt->metrics, entry,
                                            completion.kind ==
@@ -528,12 +533,16 @@ static void *slot_main(void *arg)
         duro_error err;
         if (w != NULL) {
             duro_worker_item *next = NULL;
+            s->looked = 0;
             int gone = run_item(s, w, fetched_ms, &next);
             duro_worker_item_free(w);
             w = next;
             fetched_ms = duro__mono_ms();
             if (gone)
                 return NULL; /* abandoned: the runtime may already be gone */
+            if (w == NULL && s->looked)
+                p->wait_for_work(p, DURO_QUEUE_WORKER,
+                                 rt->opts.poll_interval_ms, &err);
             continue;
         }
         renew_overdue(rt);

@@ -565,7 +565,6 @@ PV_TEST(claims_and_lookups_use_indexes)
         {"HISTORY_CANCEL_REASON", "('i', '1', '2')"},
         {"HISTORY_READ", "('i', '1', '0')"},
         {"EXEC_EVENT_COUNT", "('i', '1')"},
-        {"INSTANCE_FETCH_META", "('i')"},
         {"STATS_WORKER_READY", "('0')"},
         {"STATS_ORCH_READY", "('0')"},
     };

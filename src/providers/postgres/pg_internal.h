@@ -144,14 +144,6 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "next_attempt_ms = CASE WHEN $14::int <> 0 THEN NULL "                   \
       "ELSE next_attempt_ms END "                                              \
       "WHERE instance_id = $1::text")                                          \
-    X(INSTANCE_FETCH_META,                                                     \
-      "SELECT status, execution_id, name, version, parent_instance, "          \
-      "parent_execution, parent_event_id, custom_status, "                     \
-      "cancel_requested_ms, cancel_reason, cancelled_by, last_problem, "       \
-      "(SELECT COALESCE(MAX(h.event_id), 0) FROM history AS h "                \
-      "WHERE h.instance_id = i.instance_id "                                   \
-      "AND h.execution_id = i.execution_id) "                                  \
-      "FROM instances AS i WHERE instance_id = $1::text")                      \
     /* a CANCEL_INSTANCE records the first request on a live instance */       \
     X(INSTANCE_CANCEL_REQUEST,                                                 \
       "UPDATE instances SET cancel_requested_ms = $2::bigint, "                \
@@ -246,10 +238,11 @@ void duro__pg_config_free(duro__pg_config *cfg);
     /* the whole claim in one statement: lock the oldest ready instance no     \
      * other transaction is claiming or releasing ($1 now, $2 token hex, $3    \
      * locked until), tag its visible messages with the token and return       \
-     * them in order (DURO__PG_QUEUE_COLUMNS, fetch_count; then the ready      \
-     * row's id, instance id and token). An instance ready with nothing        \
-     * visible gives one row of NULL messages; no instance, one row with       \
-     * only column 21: the earliest ready_at (NULL: none) */                   \
+     * them in order (columns 0..17: DURO__PG_QUEUE_COLUMNS, fetch_count),     \
+     * with the ready row's id, instance id and token (18..20) and the         \
+     * instance row and its event count (22..34). An instance ready with       \
+     * nothing visible gives one row of NULL messages; no instance, one row    \
+     * with only column 21: the earliest ready_at (NULL: none) */              \
     X(READY_CLAIM,                                                             \
       "WITH r AS (UPDATE orchestrator_ready SET lock_token = 'o' || id || "    \
       "'.' || $2::text, locked_until = $3::bigint, ready_at = $3::bigint "     \
@@ -268,8 +261,15 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "t.parent_instance, t.parent_execution, t.parent_event_id, "             \
       "t.fire_at_ms, t.attempt, t.flags, t.fetch_count, r.id, r.instance_id, " \
       "r.lock_token, CASE WHEN r.id IS NULL THEN "                             \
-      "(SELECT MIN(ready_at) FROM orchestrator_ready) END "                    \
+      "(SELECT MIN(ready_at) FROM orchestrator_ready) END, "                   \
+      "i.status, i.execution_id, i.name, i.version, i.parent_instance, "       \
+      "i.parent_execution, i.parent_event_id, i.custom_status, "               \
+      "i.cancel_requested_ms, i.cancel_reason, i.cancelled_by, "               \
+      "i.last_problem, (SELECT COALESCE(MAX(h.event_id), 0) "                  \
+      "FROM history AS h WHERE h.instance_id = i.instance_id "                 \
+      "AND h.execution_id = i.execution_id) "                                  \
       "FROM (SELECT 1) AS one LEFT JOIN r ON true LEFT JOIN t ON true "        \
+      "LEFT JOIN instances AS i ON i.instance_id = r.instance_id "             \
       "ORDER BY t.visible_at, t.id")                                           \
     /* the lock of an instance, its current execution, whether that has a      \
      * row and how many events it holds; the ready row is locked until the     \
@@ -339,8 +339,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
      */                                                                        \
     X(WQ_ACK_COMPLETE, DURO__PG_WQ_ACK_CTE "SELECT COUNT(*) FROM a")           \
     /* the same, then the claim of WQ_FETCH ($22 token, $23 locked until,      \
-     * visible by $18) when the ack deleted its row: one row, the rows         \
-     * deleted and the claimed item's columns (NULL when none) */              \
+     * visible by $18) when the ack deleted its row: one row, the claimed      \
+     * item's columns (NULL when none), the rows deleted, and when nothing     \
+     * was claimed the earliest time another row becomes due */                \
     X(WQ_ACK_COMPLETE_FETCH, DURO__PG_WQ_ACK_CTE                               \
       ", f AS (UPDATE worker_queue SET lock_token = 'w' || id || '.' || "      \
       "$22::text, locked_until = $23::bigint, available_at = $23::bigint, "    \
@@ -351,7 +352,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "AND EXISTS (SELECT 1 FROM a) "                                          \
       "RETURNING instance_id, execution_id, activity_id, name, version, "      \
       "payload, attempt, fetch_count, lock_token) "                            \
-      "SELECT f.*, (SELECT COUNT(*) FROM a) FROM (SELECT 1) AS one "           \
+      "SELECT f.*, (SELECT COUNT(*) FROM a), CASE WHEN f.lock_token IS NULL "  \
+      "THEN (SELECT MIN(available_at) FROM worker_queue "                      \
+      "WHERE id <> $20::bigint) END FROM (SELECT 1) AS one "                   \
       "LEFT JOIN f ON true")                                                   \
     /* renew and abandon need only the token: an expired lock that no other    \
      * fetch took still holds the row (a fetch replaces the token) */          \

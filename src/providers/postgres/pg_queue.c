@@ -458,41 +458,39 @@ int duro__pg_read_events(duro__pg_provider *p, duro__pg_conn *c, duro_arena *a,
 /* ---- orchestrator queue: fetch ------------------------------------------- */
 
 /* Fills the locked instance's messages, metadata and history into item. */
-/* The rest of a claimed item: its instance's metadata and event count,
- * then the history the caller's cache lacks. */
-static int load_orch_meta(duro__pg_provider *p, duro__pg_conn *c,
-                          duro_orch_item *item, const duro_history_cache *cache,
-                          const char *op, duro_error *err)
+/* The instance row of a READY_CLAIM row (columns 22..34). */
+#define CLAIM_META_COLUMN 22
+
+static int read_claimed_meta(duro_orch_item *item, duro__pg_statement *s)
 {
     duro_arena *a = item->arena;
-    item->status = DURO_STATUS_NOT_FOUND;
-    duro__pg_statement *s =
-        duro__pg_stmt(p, c, DURO__SQL_INSTANCE_FETCH_META, op, err);
-    if (s == NULL)
-        return err->code;
-    duro__pg_bind_text(c, s, 1, item->instance_id);
-    int rc = duro__pg_step(p, c, s);
-    if (rc == DURO__PG_ROW) {
-        item->status = duro__pg_column_int(s, 0);
-        item->execution_id = (uint64_t)duro__pg_column_int64(s, 1);
-        item->parent_execution = (uint64_t)duro__pg_column_int64(s, 5);
-        item->parent_event_id = (uint64_t)duro__pg_column_int64(s, 6);
-        item->cancel_requested_ms = duro__pg_column_int64(s, 8);
-        item->history_total = (uint64_t)duro__pg_column_int64(s, 12);
-        if (duro__pg_column_text(a, s, 2, &item->name) ||
-            duro__pg_column_text(a, s, 3, &item->version) ||
-            duro__pg_column_text(a, s, 4, &item->parent_instance) ||
-            duro__pg_column_text(a, s, 7, &item->custom_status) ||
-            duro__pg_column_text(a, s, 9, &item->cancel_reason) ||
-            duro__pg_column_text(a, s, 10, &item->cancelled_by) ||
-            duro__pg_column_text(a, s, 11, &item->last_problem))
-            return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    } else if (rc != DURO__PG_DONE) {
-        return duro__pg_error(c, rc, op, err);
-    }
-    duro__pg_reset(s);
-    if (item->execution_id == 0)
-        item->history_total = 0;
+    const int m = CLAIM_META_COLUMN;
+    item->status = duro__pg_column_null(s, m) ? DURO_STATUS_NOT_FOUND
+                                              : duro__pg_column_int(s, m);
+    item->execution_id = (uint64_t)duro__pg_column_int64(s, m + 1);
+    item->parent_execution = (uint64_t)duro__pg_column_int64(s, m + 5);
+    item->parent_event_id = (uint64_t)duro__pg_column_int64(s, m + 6);
+    item->cancel_requested_ms = duro__pg_column_int64(s, m + 8);
+    item->history_total = item->execution_id != 0
+                              ? (uint64_t)duro__pg_column_int64(s, m + 12)
+                              : 0;
+    if (duro__pg_column_text(a, s, m + 2, &item->name) ||
+        duro__pg_column_text(a, s, m + 3, &item->version) ||
+        duro__pg_column_text(a, s, m + 4, &item->parent_instance) ||
+        duro__pg_column_text(a, s, m + 7, &item->custom_status) ||
+        duro__pg_column_text(a, s, m + 9, &item->cancel_reason) ||
+        duro__pg_column_text(a, s, m + 10, &item->cancelled_by) ||
+        duro__pg_column_text(a, s, m + 11, &item->last_problem))
+        return -1;
+    return 0;
+}
+
+/* The history of a claimed item that the caller's cache lacks. */
+static int load_claimed_history(duro__pg_provider *p, duro__pg_conn *c,
+                                duro_orch_item *item,
+                                const duro_history_cache *cache, const char *op,
+                                duro_error *err)
+{
     uint64_t cached = 0;
     if (cache != NULL && cache->cached_events != NULL)
         cached = cache->cached_events(cache->user, item->instance_id,
@@ -502,9 +500,9 @@ static int load_orch_meta(duro__pg_provider *p, duro__pg_conn *c,
     item->history_offset = cached <= item->history_total ? cached : 0;
     if (item->history_total == item->history_offset)
         return DURO_OK;
-    return duro__pg_read_events(p, c, a, item->instance_id, item->execution_id,
-                                item->history_offset, &item->history,
-                                &item->history_count, op, err);
+    return duro__pg_read_events(p, c, item->arena, item->instance_id,
+                                item->execution_id, item->history_offset,
+                                &item->history, &item->history_count, op, err);
 }
 
 /* Reads the messages of a claim whose first row s is on, and ends s. */
@@ -598,9 +596,13 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                               err);
             continue;
         }
+        if (read_claimed_meta(item, s) != 0) {
+            rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+            break;
+        }
         rc = read_claimed_messages(p, c, s, item, op, err);
         if (rc == DURO_OK)
-            rc = load_orch_meta(p, c, item, cache, op, err);
+            rc = load_claimed_history(p, c, item, cache, op, err);
         found = rc == DURO_OK;
     }
     if (rc != DURO_OK || !found) {
@@ -1626,7 +1628,12 @@ static int ack_work_at_once(duro__pg_provider *p, int64_t id,
                        "the work item is gone (cancelled or acked) or its "
                        "lock was taken by another fetch",
                        err);
-    } else if (next != NULL && !duro__pg_column_null(s, 0)) {
+    } else if (next != NULL && duro__pg_column_null(s, 0)) {
+        duro__pg_note_due(p, DURO_QUEUE_WORKER,
+                          duro__pg_column_null(s, 10)
+                              ? INT64_MAX
+                              : duro__pg_column_int64(s, 10));
+    } else if (next != NULL) {
         duro_arena *a = duro_arena_create();
         w = a != NULL ? duro_arena_alloc(a, sizeof(*w)) : NULL;
         if (w == NULL || (w->arena = a, read_work_row(a, s, w) != 0)) {
