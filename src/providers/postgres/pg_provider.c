@@ -50,6 +50,13 @@
  * cancelled (deleted) by a turn, for wait_for_cancellations. */
 #define CANCELS 2
 
+/* The least time between two notifications of one process: a burst of
+ * commits (hundreds a second under load) is announced a few times, not once
+ * per commit, each costing the server a statement and a signal to every
+ * listener; a waiter in another process learns of work at most this much
+ * later. */
+#define NOTIFY_GAP_MS 5
+
 typedef struct duro__pg_notifier {
     char *key;       /* "schema@conninfo" */
     pid_t pid;       /* the process it serves: a child after fork() has no
@@ -180,6 +187,7 @@ static void *listener_main(void *arg)
     notifier *n = arg;
     PGconn *c = NULL;
     int backoff_ms = 100;
+    int64_t last_sent_ms = 0;
     while (!atomic_load(&n->stop)) {
         if (c == NULL) {
             if ((c = listen_connect(n)) == NULL) {
@@ -194,21 +202,31 @@ static void *listener_main(void *arg)
             bump(n, DURO_QUEUE_WORKER);
             bump(n, CANCELS);
         }
-        int o = atomic_exchange(&n->pending[DURO_QUEUE_ORCHESTRATOR], 0);
-        int w = atomic_exchange(&n->pending[DURO_QUEUE_WORKER], 0);
-        int x = atomic_exchange(&n->pending[CANCELS], 0);
-        if (o || w || x) {
+        /* At most one notification per NOTIFY_GAP_MS: the first of a
+         * burst goes at once, the rest of it together after the gap. */
+        int64_t since = duro__mono_ms() - last_sent_ms;
+        int any = atomic_load(&n->pending[DURO_QUEUE_ORCHESTRATOR]) ||
+                  atomic_load(&n->pending[DURO_QUEUE_WORKER]) ||
+                  atomic_load(&n->pending[CANCELS]);
+        int hold_ms =
+            any && since < NOTIFY_GAP_MS ? (int)(NOTIFY_GAP_MS - since) : 0;
+        if (any && hold_ms == 0) {
+            int o = atomic_exchange(&n->pending[DURO_QUEUE_ORCHESTRATOR], 0);
+            int w = atomic_exchange(&n->pending[DURO_QUEUE_WORKER], 0);
+            int x = atomic_exchange(&n->pending[CANCELS], 0);
             char sql[128], what[4];
             snprintf(what, sizeof(what), "%s%s%s", o ? "o" : "", w ? "w" : "",
                      x ? "c" : "");
             snprintf(sql, sizeof(sql), "SELECT pg_notify('%s', '%s')",
                      n->channel, what);
             PQclear(PQexec(c, sql));
+            last_sent_ms = duro__mono_ms();
         }
         drain(n, c);
-        short ev = PQstatus(c) == CONNECTION_OK
-                       ? wait_input(n, PQsocket(c), 1000)
-                       : POLLERR;
+        short ev =
+            PQstatus(c) == CONNECTION_OK
+                ? wait_input(n, PQsocket(c), hold_ms > 0 ? hold_ms : 1000)
+                : POLLERR;
         if (ev != 0 && (!PQconsumeInput(c) || PQstatus(c) != CONNECTION_OK)) {
             atomic_store(&n->listening, 0);
             PQfinish(c);
