@@ -472,28 +472,71 @@ static int drop_connection(duro__pg_provider *p, duro__pg_conn *c)
     return DURO__PG_FAILED;
 }
 
+/* Counts a statement about to run for the fault hook; 1 when the hook
+ * fails it (c then holds the injected failure). */
+static int inject(duro__pg_provider *p, duro__pg_conn *c)
+{
+    uint64_t step = atomic_fetch_add(&p->steps, 1) + 1;
+    uint64_t at = atomic_load(&p->fault_at);
+    if (at == 0 || step != at)
+        return 0;
+    atomic_store(&p->fault_at, 0);
+    c->injected = atomic_load(&p->fault_retryable) ? 1 : 2;
+    snprintf(c->sqlstate, sizeof(c->sqlstate), "%s",
+             c->injected == 1 ? "40001" : "XX000");
+    snprintf(c->message, sizeof(c->message), "injected fault at step %llu",
+             (unsigned long long)step);
+    return 1;
+}
+
+/* Runs prepared statement `name` after the BEGIN that c owes, in one round
+ * trip (libpq's pipeline mode: BEGIN, the statement, a sync). Returns the
+ * statement's result, or the BEGIN's when that failed, or NULL when the
+ * connection failed. */
+static PGresult *exec_after_begin(duro__pg_conn *c, const char *name, int n,
+                                  const char *const *values)
+{
+    PGconn *pg = c->pg;
+    if (!PQenterPipelineMode(pg))
+        return NULL;
+    PGresult *begin = NULL, *res = NULL, *x;
+    if (PQsendQueryParams(pg, c->begin_sql, 0, NULL, NULL, NULL, 0, 0) &&
+        PQsendQueryPrepared(pg, name, n, values, NULL, NULL, 0) &&
+        PQpipelineSync(pg)) {
+        /* each query's results end with NULL; then the sync's */
+        if ((begin = PQgetResult(pg)) != NULL)
+            while ((x = PQgetResult(pg)) != NULL)
+                PQclear(x);
+        if ((res = PQgetResult(pg)) != NULL)
+            while ((x = PQgetResult(pg)) != NULL)
+                PQclear(x);
+        PQclear(PQgetResult(pg)); /* PGRES_PIPELINE_SYNC */
+    }
+    if (!PQexitPipelineMode(pg))
+        c->broken = 1;
+    if (begin != NULL && PQresultStatus(begin) != PGRES_COMMAND_OK) {
+        PQclear(res);
+        return begin;
+    }
+    PQclear(begin);
+    return begin != NULL ? res : (PQclear(res), NULL);
+}
+
 int duro__pg_step(duro__pg_provider *p, duro__pg_conn *c, duro__pg_statement *s)
 {
     if (!s->ran) {
         s->ran = 1;
         s->row = -1;
         c->injected = 0;
-        if (s->id != DURO__SQL_ROLLBACK) {
-            uint64_t step = atomic_fetch_add(&p->steps, 1) + 1;
-            uint64_t at = atomic_load(&p->fault_at);
-            if (at != 0 && step == at) {
-                atomic_store(&p->fault_at, 0);
-                c->injected = atomic_load(&p->fault_retryable) ? 1 : 2;
-                snprintf(c->sqlstate, sizeof(c->sqlstate), "%s",
-                         c->injected == 1 ? "40001" : "XX000");
-                snprintf(c->message, sizeof(c->message),
-                         "injected fault at step %llu",
-                         (unsigned long long)step);
-                return DURO__PG_FAILED;
-            }
-        }
+        /* the owed BEGIN counts as the step before this statement */
+        int with_begin = c->begin_pending;
+        c->begin_pending = 0;
+        if (with_begin && inject(p, c))
+            return DURO__PG_FAILED;
+        if (s->id != DURO__SQL_ROLLBACK && inject(p, c))
+            return DURO__PG_FAILED;
         /* a write run alone is its own transaction: its commit */
-        int loss = statement_writes[s->id] &&
+        int loss = statement_writes[s->id] && !with_begin &&
                            PQtransactionStatus(c->pg) == PQTRANS_IDLE
                        ? commit_loss(p)
                        : LOSS_NONE;
@@ -501,8 +544,11 @@ int duro__pg_step(duro__pg_provider *p, duro__pg_conn *c, duro__pg_statement *s)
             return drop_connection(p, c);
         char name[16];
         snprintf(name, sizeof(name), "d%d", (int)s->id);
-        s->result = PQexecPrepared(c->pg, name, statement_params[s->id],
-                                   s->values, NULL, NULL, 0);
+        s->result =
+            with_begin
+                ? exec_after_begin(c, name, statement_params[s->id], s->values)
+                : PQexecPrepared(c->pg, name, statement_params[s->id],
+                                 s->values, NULL, NULL, 0);
         ExecStatusType st =
             s->result != NULL ? PQresultStatus(s->result) : PGRES_FATAL_ERROR;
         if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
@@ -668,6 +714,7 @@ static duro__pg_conn *acquire(duro__pg_provider *p)
 static void rollback(duro__pg_provider *p, duro__pg_conn *c)
 {
     (void)p;
+    c->begin_pending = 0; /* never sent: nothing to roll back */
     for (size_t i = 0; i < DURO__SQL_COUNT; i++)
         if (c->stmts[i].result != NULL)
             duro__pg_reset(&c->stmts[i]);
@@ -695,16 +742,17 @@ static int begin_with(duro__pg_provider *p, duro__pg_stmt_id begin,
                       const char *op, duro__pg_conn **out, duro_error *err)
 {
     duro__pg_conn *c = acquire(p);
-    duro__pg_statement *s = duro__pg_stmt(p, c, begin, op, err);
-    int rc = s != NULL ? duro__pg_run(p, c, s, op, err) : err->code;
-    if (s == NULL && rc == DURO_OK)
-        rc = duro_error_set(err, DURO_STORAGE, 1,
-                            "postgres %s: connection lost", op);
-    if (rc != DURO_OK) {
+    if (c->broken) {
+        duro_error_set(err, DURO_STORAGE, 1, "postgres %s: connection lost: %s",
+                       op, c->message);
         release(p, c);
         *out = NULL;
-        return rc;
+        return err->code;
     }
+    /* Sent with the transaction's first statement, in the same round
+     * trip. */
+    c->begin_pending = 1;
+    c->begin_sql = statement_sql[begin];
     *out = c;
     return DURO_OK;
 }

@@ -591,6 +591,9 @@ typedef struct duro__pg_conn {
     uint64_t prepared[(DURO__SQL_COUNT + 63) / 64]; /* PQprepare done */
     int64_t changes;   /* rows the last command changed */
     int broken;        /* reset before the next use */
+    int begin_pending; /* a BEGIN is owed: it goes with the next statement
+                          (begin_sql), in one round trip */
+    const char *begin_sql;
     int injected;      /* the last failure was injected: 1 retryable,
                           2 not */
     char sqlstate[6];  /* of the last failure, "" when none */
