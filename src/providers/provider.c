@@ -68,6 +68,16 @@ size_t duro__mask_url(const char *url, char *out, size_t size)
     return len;
 }
 
+uint64_t duro__history_offset(const duro_history_cache *cache,
+                              const char *instance_id, uint64_t execution_id,
+                              uint64_t total)
+{
+    uint64_t cached = 0;
+    if (cache != NULL && cache->cached_events != NULL)
+        cached = cache->cached_events(cache->user, instance_id, execution_id);
+    return cached <= total ? cached : 0;
+}
+
 int duro_provider_open(const char *url, duro_provider **out, duro_error *err)
 {
     return duro__provider_open_for(url, 0, out, err);

@@ -9,6 +9,14 @@
  * optionally followed by "?key=value&...". */
 int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err);
 
+/* Where a fetch's history starts for a caller whose cache holds events of
+ * instance_id's execution: what the cache says it holds, or 0 when that is
+ * more than the store's `total` (a stale cache: the instance was deleted
+ * and recreated), so everything is sent. */
+uint64_t duro__history_offset(const duro_history_cache *cache,
+                              const char *instance_id, uint64_t execution_id,
+                              uint64_t total);
+
 /* Copies url into out[size] (always terminated, cut to fit) with its
  * password replaced by "***": the userinfo's (scheme://user:***@host/...,
  * up to the last '@' before the query) and a password=... parameter.

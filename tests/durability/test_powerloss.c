@@ -94,19 +94,6 @@ static void copy_file(const char *from, const char *to)
     close(out);
 }
 
-static void print_file(const char *path, const char *title)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return;
-    char line[1024];
-    int n = 0;
-    fprintf(stderr, "  --- %s ---\n", title);
-    while (fgets(line, sizeof(line), f) != NULL && n++ < 100)
-        fprintf(stderr, "  | %s", line);
-    fclose(f);
-}
-
 /* Runs the worker with argv (stderr appended to errlog) and waits for it
  * with a deadline; returns its exit status, or -1 when it had to be
  * killed. */
@@ -457,7 +444,7 @@ static int one_run(const scenario *sc, const paths *p, uint64_t cut,
                     (char *)NULL};
     int status = run_worker(argv, p->errlog);
     if (status != 0 && status != POWERLOSS_CUT_EXIT) {
-        print_file(p->errlog, "worker stderr");
+        test_print_file(p->errlog, "worker stderr", 100);
         test_fail(__FILE__, __LINE__, "%s: the worker ended with status %d",
                   where, status);
     }
@@ -471,7 +458,7 @@ static void finish(const scenario *sc, const paths *p)
                     (char *)sc->sync, (char *)NULL};
     int status = run_worker(argv, p->errlog);
     if (status != 0)
-        print_file(p->errlog, "worker stderr");
+        test_print_file(p->errlog, "worker stderr", 100);
     CHECK_MSG(status == 0,
               "%s: a runtime could not finish the work after the cut "
               "(status %d)",

@@ -101,6 +101,19 @@ static char *rotating(void)
     return bufs[atomic_fetch_add(&next, 1) % 8];
 }
 
+void test_print_file(const char *path, const char *title, int max_lines)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    char line[1024];
+    int n = 0;
+    fprintf(stderr, "  --- %s ---\n", title);
+    while (fgets(line, sizeof(line), f) != NULL && n++ < max_lines)
+        fprintf(stderr, "  | %s", line);
+    fclose(f);
+}
+
 const char *test_path(const char *name)
 {
     char *b = rotating();

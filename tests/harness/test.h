@@ -32,6 +32,10 @@ const char *test_path(const char *name);
 const char *test_sqlite_url(const char *name);
 int64_t test_now_ms(void);
 void test_sleep_ms(int64_t ms);
+/* Copies the first max_lines lines of the file at path to stderr under a
+ * "--- title ---" line, indented (a child process's log after a failure);
+ * nothing when it cannot be opened. */
+void test_print_file(const char *path, const char *title, int max_lines);
 
 #define TEST(name) static void name(void)
 #define T(name)                                                                \

@@ -59,15 +59,7 @@ void crash_kill_and_reap(pid_t pid)
 
 void crash_print_file(const char *path, const char *title)
 {
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return;
-    char line[1024];
-    int n = 0;
-    fprintf(stderr, "  --- %s ---\n", title);
-    while (fgets(line, sizeof(line), f) != NULL && n++ < 200)
-        fprintf(stderr, "  | %s", line);
-    fclose(f);
+    test_print_file(path, title, 200);
 }
 
 /* ---- verification -------------------------------------------------------- */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "providers/providers.h"
 #include "providers/postgres/pg_internal.h"
 
 #define TOKEN_MAX 64      /* "o<ready id>.<32 hex>" */
@@ -491,13 +492,8 @@ static int load_claimed_history(duro__pg_provider *p, duro__pg_conn *c,
                                 const duro_history_cache *cache, const char *op,
                                 duro_error *err)
 {
-    uint64_t cached = 0;
-    if (cache != NULL && cache->cached_events != NULL)
-        cached = cache->cached_events(cache->user, item->instance_id,
-                                      item->execution_id);
-    /* A cache that claims more than is stored is stale (the instance was
-     * deleted and recreated): send everything, offset 0. */
-    item->history_offset = cached <= item->history_total ? cached : 0;
+    item->history_offset = duro__history_offset(
+        cache, item->instance_id, item->execution_id, item->history_total);
     if (item->history_total == item->history_offset)
         return DURO_OK;
     return duro__pg_read_events(p, c, item->arena, item->instance_id,

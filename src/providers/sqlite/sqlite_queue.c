@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "providers/providers.h"
 #include "providers/sqlite/sqlite_internal.h"
 
 #define TOKEN_MAX 64      /* "o<rowid>.<32 hex>" */
@@ -506,13 +507,8 @@ static int load_orch_item(duro__sqlite_provider *p, duro__sqlite_conn *c,
             return duro__sqlite_error(c, rc, op, err);
         sqlite3_reset(s);
     }
-    uint64_t cached = 0;
-    if (cache != NULL && cache->cached_events != NULL)
-        cached = cache->cached_events(cache->user, item->instance_id,
-                                      item->execution_id);
-    /* A cache that claims more than is stored is stale (the instance was
-     * deleted and recreated): send everything, offset 0. */
-    item->history_offset = cached <= item->history_total ? cached : 0;
+    item->history_offset = duro__history_offset(
+        cache, item->instance_id, item->execution_id, item->history_total);
     if (item->history_total == item->history_offset)
         return DURO_OK;
     return duro__sqlite_read_events(
