@@ -6,7 +6,9 @@
 # test, postgres_skipped, says so and is reported as skipped.
 #
 # duro_pg_test(name [LABELS l...] sources...) adds a PostgreSQL test: label
-# postgres, fixture pg, linked with libpq and pg_util.
+# postgres, fixture pg, linked with libpq and pg_util. Those labelled tsan
+# (the provider's threads and the runtimes on it) also run in the TSan
+# pass; CTest adds the fixture's start and stop tests to any selection.
 
 # Where the server binaries are: DURO_PG_BINDIR when set, else the same
 # search as .ci/pg-cluster (pg_config --bindir, the newest
@@ -119,7 +121,7 @@ if(DURO_POSTGRES)
   set(DURO_PV_DIR ${PROJECT_SOURCE_DIR}/tests/provider_validation)
   duro_pg_test(test_provider_postgres
     ${DURO_PV_DIR}/main_postgres.c ${DURO_PV_DIR}/validation.c
-    ${DURO_PV_DIR}/faulty_provider.c LABELS provider)
+    ${DURO_PV_DIR}/faulty_provider.c LABELS provider tsan)
   target_include_directories(test_provider_postgres PRIVATE ${DURO_PV_DIR})
 endif()
 
@@ -128,7 +130,7 @@ endif()
 # with polls and renewals a minute apart.
 if(DURO_POSTGRES)
   duro_pg_test(test_pg_cancel ${CMAKE_CURRENT_LIST_DIR}/test_pg_cancel.c
-    LABELS runtime)
+    LABELS runtime tsan)
 endif()
 
 # Crash recovery on the server: three crash_worker processes share a fresh
@@ -145,7 +147,7 @@ endif()
 # URL overrides it), counted on the server.
 if(DURO_POSTGRES)
   duro_pg_test(test_pg_pool ${CMAKE_CURRENT_LIST_DIR}/test_pg_pool.c
-    LABELS runtime)
+    LABELS runtime tsan)
 endif()
 
 # A runtime whose connections drop around COMMITs (the provider's commit-loss
@@ -153,6 +155,6 @@ endif()
 # instance completes once, with an exactly-once history.
 if(DURO_POSTGRES)
   duro_pg_test(test_pg_commit_loss
-    ${CMAKE_CURRENT_LIST_DIR}/test_pg_commit_loss.c LABELS runtime)
+    ${CMAKE_CURRENT_LIST_DIR}/test_pg_commit_loss.c LABELS runtime tsan)
   target_link_libraries(test_pg_commit_loss PRIVATE duro_rt_util)
 endif()
