@@ -818,8 +818,13 @@ struct duro_provider {
      * queues are untouched. Fails, changing nothing: DURO_NOT_FOUND (not
      * retryable) when the instance does not exist; DURO_INVALID for a
      * negative next_attempt_ms; DURO_TOO_LARGE for a problem longer than
-     * the payload maximum. Runtimes call it on failure paths and to clear a
-     * problem they saw, never on a healthy turn. */
+     * the payload maximum. On an instance that has ended (neither Pending
+     * nor Running) it succeeds and changes nothing: the problem an instance
+     * ended with is kept, and a runtime's late report (an activity of an
+     * instance cancelled meanwhile, a turn whose ack failed while another
+     * thread finished the instance) cannot stick to it or clear it.
+     * Runtimes call it on failure paths and to clear a problem they saw,
+     * never on a healthy turn. */
     int (*set_instance_problem)(duro_provider *p, const char *instance_id,
                                 const char *problem, int64_t next_attempt_ms,
                                 duro_error *err);

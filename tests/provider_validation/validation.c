@@ -5050,6 +5050,47 @@ PV_TEST(set_instance_problem_records_and_clears)
     pv_snapshot_free(&s);
 }
 
+/* A report that comes after the instance ended changes nothing: the
+ * problem it ended with stays, and an instance that ended well gets none. */
+PV_TEST(set_instance_problem_leaves_an_ended_instance_alone)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    begin(p, "x", 0);
+    begin(p, "y", 0);
+    duro_error e;
+    const duro_instance_info *in;
+    duro_instance_meta m = meta(DURO_STATUS_FAILED);
+    m.error = "poison";
+    m.category = DURO_CATEGORY_APPLICATION;
+    m.problem = "ended with this";
+    turn_meta(p, "x", &m);
+    duro_instance_list *l = status_of(p, "x", &in);
+    CHECK_STR(in->last_problem, "ended with this");
+    int64_t at = in->last_problem_ms;
+    duro_instance_list_free(l);
+    turn_meta(p, "y", &(duro_instance_meta){.status = DURO_STATUS_COMPLETED});
+    for (int i = 0; i < 2; i++) {
+        const char *problem = i == 0 ? "late report" : NULL;
+        CHECK_PRC(p->set_instance_problem(p, "x", problem, 99, &e), DURO_OK,
+                  &e);
+        CHECK_PRC(p->set_instance_problem(p, "y", problem, 99, &e), DURO_OK,
+                  &e);
+        l = status_of(p, "x", &in);
+        CHECK_EQ(in->status, DURO_STATUS_FAILED);
+        CHECK_STR(in->last_problem, "ended with this");
+        CHECK_EQ(in->last_problem_ms, at);
+        CHECK_EQ(in->next_attempt_ms, 0);
+        duro_instance_list_free(l);
+        l = status_of(p, "y", &in);
+        CHECK_EQ(in->status, DURO_STATUS_COMPLETED);
+        CHECK(in->last_problem == NULL);
+        CHECK_EQ(in->last_problem_ms, 0);
+        CHECK_EQ(in->next_attempt_ms, 0);
+        duro_instance_list_free(l);
+    }
+}
+
 PV_TEST(ack_meta_problem_is_recorded_with_the_turn)
 {
     duro_provider *p = pv_open();
@@ -6437,6 +6478,7 @@ static const pv_case suite[] = {
     C(cancel_request_is_recorded_on_the_instance),
     C(finish_time_is_set_when_the_instance_ends),
     C(set_instance_problem_records_and_clears),
+    C(set_instance_problem_leaves_an_ended_instance_alone),
     C(ack_meta_problem_is_recorded_with_the_turn),
     C(check_work_item_locks_tells_held_from_gone_and_retaken),
     C(cancel_instances_reports_one_outcome_per_id),

@@ -150,12 +150,18 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "cancel_reason = $3::text, cancelled_by = $4::text "                     \
       "WHERE instance_id = $1::text AND status IN (1, 2) "                     \
       "AND cancel_requested_ms IS NULL")                                       \
+    /* only a live instance (Pending, Running) changes: an ended one keeps     \
+     * the problem it ended with; the row always matches (NOT_FOUND only       \
+     * when there is none) */                                                  \
     X(INSTANCE_SET_PROBLEM,                                                    \
-      "UPDATE instances SET last_problem = $2::text, "                         \
-      "last_problem_ms = CASE WHEN $2::text IS NULL THEN NULL "                \
-      "ELSE $3::bigint END, "                                                  \
-      "next_attempt_ms = CASE WHEN $2::text IS NULL THEN NULL "                \
-      "ELSE $4::bigint END WHERE instance_id = $1::text")                      \
+      "UPDATE instances SET "                                                  \
+      "last_problem = CASE WHEN status IN (1, 2) THEN $2::text "               \
+      "ELSE last_problem END, "                                                \
+      "last_problem_ms = CASE WHEN status NOT IN (1, 2) THEN last_problem_ms " \
+      "WHEN $2::text IS NULL THEN NULL ELSE $3::bigint END, "                  \
+      "next_attempt_ms = CASE WHEN status NOT IN (1, 2) THEN next_attempt_ms " \
+      "WHEN $2::text IS NULL THEN NULL ELSE $4::bigint END "                   \
+      "WHERE instance_id = $1::text")                                          \
     X(INSTANCE_INFO, DURO__PG_INFO_COLUMNS "WHERE i.instance_id = $1::text")   \
     X(LIST_ALL,                                                                \
       DURO__PG_INFO_COLUMNS DURO__PG_LIST_FILTER DURO__PG_LIST_ORDER)          \

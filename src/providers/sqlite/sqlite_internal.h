@@ -114,10 +114,17 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "UPDATE instances SET cancel_requested_ms = ?2, cancel_reason = ?3, "    \
       "cancelled_by = ?4 WHERE instance_id = ?1 AND status IN (1, 2) "         \
       "AND cancel_requested_ms IS NULL")                                       \
+    /* only a live instance (Pending, Running) changes: an ended one keeps     \
+     * the problem it ended with; the row always matches (NOT_FOUND only       \
+     * when there is none) */                                                  \
     X(INSTANCE_SET_PROBLEM,                                                    \
-      "UPDATE instances SET last_problem = ?2, "                               \
-      "last_problem_ms = CASE WHEN ?2 IS NULL THEN NULL ELSE ?3 END, "         \
-      "next_attempt_ms = CASE WHEN ?2 IS NULL THEN NULL ELSE ?4 END "          \
+      "UPDATE instances SET "                                                  \
+      "last_problem = CASE WHEN status IN (1, 2) THEN ?2 "                     \
+      "ELSE last_problem END, "                                                \
+      "last_problem_ms = CASE WHEN status NOT IN (1, 2) THEN last_problem_ms " \
+      "WHEN ?2 IS NULL THEN NULL ELSE ?3 END, "                                \
+      "next_attempt_ms = CASE WHEN status NOT IN (1, 2) THEN next_attempt_ms " \
+      "WHEN ?2 IS NULL THEN NULL ELSE ?4 END "                                 \
       "WHERE instance_id = ?1")                                                \
     X(INSTANCE_INFO, DURO__SQLITE_INFO_COLUMNS "WHERE i.instance_id = ?1")     \
     X(LIST_ALL, DURO__SQLITE_INFO_COLUMNS DURO__SQLITE_LIST_FILTER             \
