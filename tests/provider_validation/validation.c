@@ -5050,6 +5050,17 @@ PV_TEST(set_instance_problem_records_and_clears)
     pv_snapshot_free(&s);
 }
 
+/* The meta of a turn that fails its instance with `error` (an application
+ * error) and records `problem` as its last problem. */
+static duro_instance_meta failed_meta(const char *error, const char *problem)
+{
+    duro_instance_meta m = meta(DURO_STATUS_FAILED);
+    m.error = error;
+    m.category = DURO_CATEGORY_APPLICATION;
+    m.problem = problem;
+    return m;
+}
+
 /* A report that comes after the instance ended changes nothing: the
  * problem it ended with stays, and an instance that ended well gets none. */
 PV_TEST(set_instance_problem_leaves_an_ended_instance_alone)
@@ -5060,10 +5071,7 @@ PV_TEST(set_instance_problem_leaves_an_ended_instance_alone)
     begin(p, "y", 0);
     duro_error e;
     const duro_instance_info *in;
-    duro_instance_meta m = meta(DURO_STATUS_FAILED);
-    m.error = "poison";
-    m.category = DURO_CATEGORY_APPLICATION;
-    m.problem = "ended with this";
+    duro_instance_meta m = failed_meta("poison", "ended with this");
     turn_meta(p, "x", &m);
     duro_instance_list *l = status_of(p, "x", &in);
     CHECK_STR(in->last_problem, "ended with this");
@@ -5103,10 +5111,8 @@ PV_TEST(ack_meta_problem_is_recorded_with_the_turn)
     CHECK_PRC(p->set_instance_problem(p, "x", "retrying", 777, &e), DURO_OK,
               &e);
     int64_t t0 = duro_now_ms();
-    duro_instance_meta m = meta(DURO_STATUS_FAILED);
-    m.error = "nondeterminism at event 2";
-    m.category = DURO_CATEGORY_APPLICATION;
-    m.problem = m.error;
+    duro_instance_meta m =
+        failed_meta("nondeterminism at event 2", "nondeterminism at event 2");
     turn_meta(p, "x", &m);
     int64_t t1 = duro_now_ms();
     duro_instance_list *l = status_of(p, "x", &in);
