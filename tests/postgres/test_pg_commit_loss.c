@@ -199,6 +199,12 @@ static void run_with_losses(int committed)
     o.orchestration_concurrency = 2;
     o.worker_concurrency = 2;
     o.poll_interval_ms = 1000;
+    /* Losses are injected on purpose, up to every second commit: an
+     * instance whose claims keep being the lost commits is re-delivered
+     * more often than the default max_attempts (10) and would end as
+     * poison. Poison handling is tested elsewhere (test_orch_faults); here
+     * every instance must complete. */
+    o.max_attempts = 1000;
     o.log_level = DURO_LOG_DEBUG;
     o.log_fn = rt_log_sink;
     rt_log_reset();
