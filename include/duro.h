@@ -133,6 +133,36 @@ DURO_API int duro_registry_add_orchestration(duro_registry *r, const char *name,
                                              duro_orchestration_fn fn,
                                              void *user);
 
+/* How an orchestration takes part in its own cancellation. */
+typedef struct duro_orchestration_options {
+    int version;
+    int observe_cancel;         /* 1: a cancel is delivered to the code:
+                                   its pending awaits report
+                                   DURO_CANCELLED (outstanding activities
+                                   and children are cancelled durably),
+                                   duro_cancel_requested() turns 1, and the
+                                   code may schedule and await cleanup work
+                                   before it returns; the instance then
+                                   ends Cancelled. 0 (default): a cancel
+                                   ends the instance at once without
+                                   running its code */
+    int64_t cleanup_timeout_ms; /* observe_cancel: how long the cleanup may
+                                   take (from the cancel's turn) before the
+                                   instance is terminated; 0: the runtime's
+                                   cleanup_timeout_ms */
+} duro_orchestration_options;
+
+/** Sets version and every default. NULL is a no-op. @note Any thread. */
+DURO_API void duro_orchestration_options_init(duro_orchestration_options *o);
+
+/** duro_registry_add_orchestration() with options (@p opts NULL:
+ * defaults). DURO_INVALID also for an unset opts->version or a negative
+ * cleanup_timeout_ms. @note One thread at a time per registry. */
+DURO_API int duro_registry_add_orchestration_ex(
+    duro_registry *r, const char *name, const char *version,
+    duro_orchestration_fn fn, void *user,
+    const duro_orchestration_options *opts);
+
 /** Registers activity @p name. DURO_ALREADY_EXISTS for a duplicate name;
  * DURO_INVALID for an empty or NULL name, a NULL @p r or @p fn; @p user may
  * be NULL. @note One thread at a time per registry. */
@@ -399,6 +429,21 @@ DURO_API int duro_is_replaying(duro_orch *o);
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API void *duro_orch_user(duro_orch *o);
 
+/** 1 once a cancellation of this instance has been delivered to the code
+ * (orchestrations registered with observe_cancel; the others never run
+ * after a cancel). From then on the tasks that were pending report
+ * DURO_CANCELLED, new tasks run normally (cleanup), and when the function
+ * returns - whatever it returns - the instance ends Cancelled. Same value
+ * on replay. @note Only inside the orchestration function, on its fiber. */
+DURO_API int duro_cancel_requested(duro_orch *o);
+/** The cancel's reason, NULL before a cancel (or when none was given).
+ * Borrowed. @note Only inside the orchestration function, on its fiber. */
+DURO_API const char *duro_cancel_reason(duro_orch *o);
+/** Who asked for the cancel ("parent:<id>" for a parent's), NULL before a
+ * cancel or when not given. Borrowed.
+ * @note Only inside the orchestration function, on its fiber. */
+DURO_API const char *duro_cancel_requester(duro_orch *o);
+
 /* ========================================================================
  * Activity context. Accessors: only inside the activity function (any
  * thread it hands the context to, while the function runs). Strings are
@@ -516,6 +561,12 @@ typedef struct duro_runtime_options {
     int log_level;                 /* default DURO_LOG_WARN */
     duro_log_fn log_fn;            /* default: stderr */
     void *log_user;
+    /* version 2 */
+    int64_t cleanup_timeout_ms; /* how long an orchestration registered
+                                   with observe_cancel (and no timeout of
+                                   its own) may clean up after a cancel
+                                   before it is terminated; default
+                                   300000 (5 minutes); > 0 */
 } duro_runtime_options;
 
 /** Sets version and every default. NULL is a no-op. @note Any thread. */
@@ -578,6 +629,7 @@ typedef struct duro_metrics {
     uint64_t lock_renewal_failures; /* non-retryable */
     uint64_t storage_retries;       /* retryable storage errors */
     uint64_t nondeterminism_errors;
+    uint64_t orchestrations_terminated;
 } duro_metrics;
 
 /** Copies the counters: all zero for a NULL @p rt; a NULL @p out is a
@@ -737,6 +789,75 @@ DURO_API int duro_client_cancel_matching(duro_client *c,
                                          const char *requested_by,
                                          const duro_bulk_options *opts,
                                          duro_bulk_result **out);
+
+/** Terminates an instance: ends it at once without running its code (it
+ * works on instances whose code is broken, unregistered or
+ * nondeterministic, on a suspended instance and during a cleanup after a
+ * cancel), cancels its outstanding activities (reason
+ * "instance_terminated") and terminates its children. The instance
+ * becomes Terminated at its next turn, with OrchestrationTerminated
+ * {reason, requested_by} in history. @p reason (NULL: "terminated") and
+ * @p requested_by may be NULL. DURO_NOT_FOUND for an unknown instance,
+ * DURO_INVALID_STATE for a finished one (nothing changes); terminating
+ * twice is DURO_OK (the first request wins). DURO_UNSUPPORTED with a
+ * provider older than version 5. The check and the request are one
+ * transaction.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_terminate(duro_client *c, const char *instance_id,
+                                   const char *reason,
+                                   const char *requested_by);
+
+/** Suspends an instance: from its next turn it takes no decisions and runs
+ * no code; messages that arrive (completions, timers, events) are recorded
+ * in history in the order they arrive and handed to the code, in that
+ * order, when it is resumed. Running activities keep running. Status
+ * Suspended; history records ExecutionSuspended {reason, requested_by}.
+ * Suspending a suspended instance is DURO_OK and changes nothing.
+ * Cancel and terminate work on a suspended instance (a cancel ends it at
+ * once, without cleanup: its code does not run while suspended).
+ * DURO_NOT_FOUND for an unknown instance, DURO_INVALID_STATE for a
+ * finished one; DURO_UNSUPPORTED with a provider older than version 5.
+ * @p reason and @p requested_by may be NULL.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_suspend(duro_client *c, const char *instance_id,
+                                 const char *reason, const char *requested_by);
+
+/** Resumes a suspended instance: history records ExecutionResumed
+ * {reason, requested_by} and the code then consumes the messages kept
+ * while it was suspended, in the order they arrived. Resuming an instance
+ * that is not suspended is DURO_OK and changes nothing. DURO_NOT_FOUND,
+ * DURO_INVALID_STATE and DURO_UNSUPPORTED as duro_client_suspend().
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_resume(duro_client *c, const char *instance_id,
+                                const char *reason, const char *requested_by);
+
+/** duro_client_terminate(), duro_client_suspend() or duro_client_resume()
+ * (@p control, a duro_control) for @p count instances, with one outcome
+ * per id in @p results (see duro_control_outcome), in transactions of up
+ * to DURO_BULK_BATCH_MAX distinct ids. Ids, duplicates, results after a
+ * failure and errors as duro_client_cancel_many(); DURO_INVALID for an
+ * unknown @p control; DURO_UNSUPPORTED with a provider older than
+ * version 5.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_control_many(duro_client *c, int control,
+                                      const char *const *instance_ids,
+                                      size_t count, const char *reason,
+                                      const char *requested_by,
+                                      duro_control_result *results);
+
+/** @p control (a duro_control) for every instance @p filter selects:
+ * terminate takes status_mask within Pending, Running and Suspended (0:
+ * the three), suspend within Pending and Running (0: both), resume only
+ * Suspended (0: it). Fixed set, batches, dry run, *out and errors as
+ * duro_client_cancel_matching(); DURO_INVALID for an unknown @p control;
+ * DURO_UNSUPPORTED with a provider older than version 5.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_control_matching(duro_client *c, int control,
+                                          const duro_bulk_filter *filter,
+                                          const char *reason,
+                                          const char *requested_by,
+                                          const duro_bulk_options *opts,
+                                          duro_bulk_result **out);
 
 /** Deletes finished instances for retention: every instance @p filter
  * selects, where filter->finished_before_ms is required and

@@ -93,7 +93,12 @@ typedef enum duro_status {
     DURO_STATUS_COMPLETED = 3,
     DURO_STATUS_FAILED = 4,
     DURO_STATUS_CANCELLED = 5,
-    DURO_STATUS_CONTINUED_AS_NEW = 6 /* a finished execution of a chain */
+    DURO_STATUS_CONTINUED_AS_NEW = 6, /* a finished execution of a chain */
+    DURO_STATUS_SUSPENDED = 7,        /* live, but takes no decisions until
+                                         resumed (duro_client_suspend) */
+    DURO_STATUS_TERMINATED = 8        /* ended without running its code
+                                         (duro_client_terminate, or a
+                                         cleanup past its deadline) */
 } duro_status;
 
 /** "Pending", "Running", ...; never NULL. @note Any thread. */
@@ -104,7 +109,7 @@ DURO_API const char *duro_status_name(int status);
  * @note Any thread. */
 DURO_API int duro_status_parse(const char *name);
 
-/** 1 when @p status is final (completed, failed, cancelled).
+/** 1 when @p status is final (completed, failed, cancelled, terminated).
  * @note Any thread. */
 DURO_API int duro_status_is_terminal(int status);
 

@@ -97,10 +97,21 @@ typedef enum duro_work_kind {
     DURO_WORK_CONTINUE_AS_NEW = 9,    /* instance_id, execution_id (the new
                                          one), name, version, payload */
     /* worker queue */
-    DURO_WORK_ACTIVITY_EXECUTE = 10 /* instance_id, execution_id,
-                                       source_id (activity id), name,
-                                       payload (input), attempt */
+    DURO_WORK_ACTIVITY_EXECUTE = 10, /* instance_id, execution_id,
+                                        source_id (activity id), name,
+                                        payload (input), attempt */
+    /* orchestrator queue, version 5 */
+    DURO_WORK_TERMINATE_INSTANCE = 11, /* instance_id, reason,
+                                          requested_by */
+    DURO_WORK_SUSPEND_INSTANCE = 12,   /* instance_id, reason,
+                                          requested_by */
+    DURO_WORK_RESUME_INSTANCE = 13     /* instance_id, reason,
+                                          requested_by */
 } duro_work_kind;
+
+/* The largest duro_work_kind; every kind from DURO_WORK_START to it but
+ * DURO_WORK_ACTIVITY_EXECUTE belongs on the orchestrator queue. */
+#define DURO_WORK_KIND_MAX 13
 
 /* Flags of a DURO_WORK_START item: */
 /* an existing instance is not an error */
@@ -164,10 +175,24 @@ typedef enum duro_event_kind {
                                                     payload (input), flags */
     DURO_EVENT_SUB_ORCHESTRATION_COMPLETED = 16, /* source, payload */
     DURO_EVENT_SUB_ORCHESTRATION_FAILED = 17,    /* source, error, category */
-    DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED = 18 /* source, reason */
+    DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED = 18, /* source, reason */
+    /* version 5 */
+    DURO_EVENT_ORCHESTRATION_TERMINATED = 19, /* reason, requested_by;
+                                                 terminal */
+    DURO_EVENT_EXECUTION_SUSPENDED = 20,      /* reason, requested_by */
+    DURO_EVENT_EXECUTION_RESUMED = 21         /* reason, requested_by */
 } duro_event_kind;
 
-#define DURO_EVENT_KIND_MAX 18
+#define DURO_EVENT_KIND_MAX 21
+
+/* Flag of an OrchestrationCancelRequested event: the cancellation was
+ * delivered to the code, which may clean up before the instance ends
+ * Cancelled (an orchestration registered with observe_cancel). Without
+ * it the instance ended at once, without running its code. */
+#define DURO_CANCEL_OBSERVED 0x8u
+/* Flag of a TimerCreated event: the cleanup deadline that an observed
+ * cancellation started; when it fires first, the instance is terminated. */
+#define DURO_TIMER_CLEANUP_DEADLINE 0x10u
 
 /** "ActivityScheduled", ...; never NULL. @note Any thread. */
 DURO_API const char *duro_event_kind_name(int kind);
@@ -180,6 +205,7 @@ DURO_API const char *duro_event_kind_name(int kind);
 #define DURO_REASON_INSTANCE_COMPLETED "instance_completed"
 #define DURO_REASON_CONTINUED_AS_NEW "continued_as_new"
 #define DURO_REASON_TASK_CANCELLED "task_cancelled"
+#define DURO_REASON_INSTANCE_TERMINATED "instance_terminated"
 
 typedef struct duro_event {
     uint64_t event_id; /* 1-based position in the execution */
@@ -313,6 +339,46 @@ typedef struct duro_cancel_result {
                     before this call changed anything;
                     DURO_STATUS_NOT_FOUND when it does not exist */
 } duro_cancel_result;
+
+/* The operator's verbs besides cancel (version 5). Values are
+ * append-only. */
+typedef enum duro_control {
+    DURO_CONTROL_TERMINATE = 1, /* end at once without running code:
+                                   DURO_WORK_TERMINATE_INSTANCE */
+    DURO_CONTROL_SUSPEND = 2,   /* take no decisions until resumed:
+                                   DURO_WORK_SUSPEND_INSTANCE */
+    DURO_CONTROL_RESUME = 3     /* DURO_WORK_RESUME_INSTANCE */
+} duro_control;
+
+/** "terminate", "suspend", "resume"; "unknown" for any other value.
+ * Never NULL. @note Any thread. */
+DURO_API const char *duro_control_name(int control);
+
+/* What a terminate, suspend or resume request did for one instance
+ * (control_instances, duro_client_control_many). Values are append-only. */
+typedef enum duro_control_outcome {
+    DURO_CONTROL_OUTCOME_NONE = 0,      /* not decided: the call failed */
+    DURO_CONTROL_OUTCOME_REQUESTED = 1, /* live (Pending, Running or
+                                           Suspended): the message was
+                                           enqueued; the instance's next
+                                           turn acts on it */
+    DURO_CONTROL_OUTCOME_NOT_FOUND = 3, /* no such instance */
+    DURO_CONTROL_OUTCOME_FINISHED = 4,  /* Completed, Failed, Cancelled or
+                                           Terminated: nothing enqueued */
+    DURO_CONTROL_OUTCOME_DUPLICATE = 5  /* the id came earlier in the same
+                                           call; handled there */
+} duro_control_outcome;
+
+/** "requested", "not_found", "finished", "duplicate", "none"; "unknown"
+ * for any other value. Never NULL. @note Any thread. */
+DURO_API const char *duro_control_outcome_name(int outcome);
+
+typedef struct duro_control_result {
+    int outcome; /* duro_control_outcome */
+    int status;  /* the instance's duro_status when the outcome was decided,
+                    before this call changed anything;
+                    DURO_STATUS_NOT_FOUND when it does not exist */
+} duro_control_result;
 
 /* What cancel_matching and purge_instances did (or, in a dry run, would
  * do), in one arena; free with duro_bulk_result_free(). */
@@ -533,7 +599,7 @@ typedef enum duro_queue {
  * ids: 1024 bytes) fails DURO_TOO_LARGE. Such failures are not retryable and
  * change nothing. A token the provider never issued is DURO_LOCK_LOST. */
 
-#define DURO_PROVIDER_VERSION 4
+#define DURO_PROVIDER_VERSION 5
 
 typedef struct duro_provider duro_provider;
 
@@ -939,6 +1005,57 @@ struct duro_provider {
      * check at their poll interval). */
     int (*wait_for_cancellations)(duro_provider *p, int64_t max_wait_ms,
                                   duro_error *err);
+
+    /* --- version 5 ------------------------------------------------------
+     * Terminate, suspend and resume. Version 5 adds to every method above:
+     * the statuses Suspended (live: whatever holds for Running holds for
+     * it - set_instance_problem changes it, cancel_instances and
+     * cancel_matching cancel it and record the request, purge and
+     * delete_instance without force keep it) and Terminated (ended: as
+     * Cancelled - finished_ms, purge, delete); the work kinds
+     * DURO_WORK_TERMINATE_INSTANCE, DURO_WORK_SUSPEND_INSTANCE and
+     * DURO_WORK_RESUME_INSTANCE on the orchestrator queue (reason and
+     * requested_by checked like a cancel's; enqueue_for_orchestrator takes
+     * them and records nothing on the instance); and the event kinds
+     * OrchestrationTerminated (terminal), ExecutionSuspended and
+     * ExecutionResumed. The provider keeps no suspension state of its
+     * own: a suspended instance's messages are delivered as any others,
+     * and the runtime records them in history without running code.
+     * Callers report DURO_UNSUPPORTED when a provider's version is below 5
+     * or the pointer is NULL. */
+
+    /* One transaction, all or nothing: for each of the count instances
+     * (at most DURO_BULK_BATCH_MAX, more fails DURO_TOO_LARGE; 0 is DURO_OK
+     * and changes nothing) decides an outcome from the state the
+     * transaction sees and fills results[i] for instance_ids[i] (see
+     * duro_control_outcome): a live instance (Pending, Running or
+     * Suspended) gets the message of `control` (a duro_control) carrying
+     * reason and requested_by (each may be NULL), visible at once
+     * (DURO_CONTROL_OUTCOME_REQUESTED); nothing else changes. An id given
+     * more than once is handled at its first occurrence; the later ones
+     * get DURO_CONTROL_OUTCOME_DUPLICATE and the first one's status. An
+     * unknown control, a NULL instance_ids or results with count > 0, or
+     * a NULL or empty id, fails DURO_INVALID; on any failure results are
+     * left zero. */
+    int (*control_instances)(duro_provider *p, int control,
+                             const char *const *instance_ids, size_t count,
+                             const char *reason, const char *requested_by,
+                             duro_control_result *results, duro_error *err);
+
+    /* Sends the message of `control` (a duro_control), as
+     * control_instances does, to every instance that filter selects.
+     * filter->status_mask may hold: for DURO_CONTROL_TERMINATE, Pending,
+     * Running and Suspended (0: the three); for DURO_CONTROL_SUSPEND,
+     * Pending and Running (0: both); for DURO_CONTROL_RESUME, Suspended
+     * only (0: it). Any other bit, a finished_before_ms other than 0, an
+     * unknown control, or a NULL filter or out fails DURO_INVALID.
+     * The fixed set, id order, batching, failure, dry_run, memory and *out
+     * as cancel_matching. */
+    int (*control_matching)(duro_provider *p, int control,
+                            const duro_bulk_filter *filter, const char *reason,
+                            const char *requested_by, int dry_run,
+                            size_t max_ids, duro_bulk_result **out,
+                            duro_error *err);
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

@@ -43,7 +43,7 @@ const char *duro_category_name(int category)
 
 static const char *const status_names[] = {
     "NotFound", "Pending",   "Running",       "Completed",
-    "Failed",   "Cancelled", "ContinuedAsNew"};
+    "Failed",   "Cancelled", "ContinuedAsNew", "Suspended", "Terminated"};
 
 const char *duro_status_name(int status)
 {
@@ -65,7 +65,7 @@ int duro_status_parse(const char *name)
 int duro_status_is_terminal(int status)
 {
     return status == DURO_STATUS_COMPLETED || status == DURO_STATUS_FAILED ||
-           status == DURO_STATUS_CANCELLED;
+           status == DURO_STATUS_CANCELLED || status == DURO_STATUS_TERMINATED;
 }
 
 const char *duro_event_kind_name(int kind)
@@ -88,7 +88,10 @@ const char *duro_event_kind_name(int kind)
                                         "SubOrchestrationScheduled",
                                         "SubOrchestrationCompleted",
                                         "SubOrchestrationFailed",
-                                        "SubOrchestrationCancelRequested"};
+                                        "SubOrchestrationCancelRequested",
+                                        "OrchestrationTerminated",
+                                        "ExecutionSuspended",
+                                        "ExecutionResumed"};
     if (kind < 0 || (size_t)kind >= DURO__ARRAY_LEN(names))
         return "Unknown";
     return names[kind];
@@ -99,6 +102,25 @@ const char *duro_cancel_outcome_name(int outcome)
     static const char *const names[] = {
         "none",      "cancelled",       "already_cancelled",
         "not_found", "not_cancellable", "duplicate"};
+    if (outcome < 0 || (size_t)outcome >= DURO__ARRAY_LEN(names))
+        return "unknown";
+    return names[outcome];
+}
+
+const char *duro_control_name(int control)
+{
+    static const char *const names[] = {"unknown", "terminate", "suspend",
+                                        "resume"};
+    if (control < 1 || (size_t)control >= DURO__ARRAY_LEN(names))
+        return "unknown";
+    return names[control];
+}
+
+const char *duro_control_outcome_name(int outcome)
+{
+    /* 2 is not an outcome (the values follow duro_cancel_outcome's) */
+    static const char *const names[] = {"none",      "requested", "unknown",
+                                        "not_found", "finished",  "duplicate"};
     if (outcome < 0 || (size_t)outcome >= DURO__ARRAY_LEN(names))
         return "unknown";
     return names[outcome];
