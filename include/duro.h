@@ -158,10 +158,11 @@ DURO_API void duro_orchestration_options_init(duro_orchestration_options *o);
 /** duro_registry_add_orchestration() with options (@p opts NULL:
  * defaults). DURO_INVALID also for an unset opts->version or a negative
  * cleanup_timeout_ms. @note One thread at a time per registry. */
-DURO_API int duro_registry_add_orchestration_ex(
-    duro_registry *r, const char *name, const char *version,
-    duro_orchestration_fn fn, void *user,
-    const duro_orchestration_options *opts);
+DURO_API int
+duro_registry_add_orchestration_ex(duro_registry *r, const char *name,
+                                   const char *version,
+                                   duro_orchestration_fn fn, void *user,
+                                   const duro_orchestration_options *opts);
 
 /** Registers activity @p name. DURO_ALREADY_EXISTS for a duplicate name;
  * DURO_INVALID for an empty or NULL name, a NULL @p r or @p fn; @p user may

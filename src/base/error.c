@@ -42,8 +42,8 @@ const char *duro_category_name(int category)
 }
 
 static const char *const status_names[] = {
-    "NotFound", "Pending",   "Running",       "Completed",
-    "Failed",   "Cancelled", "ContinuedAsNew", "Suspended", "Terminated"};
+    "NotFound",  "Pending",        "Running",   "Completed", "Failed",
+    "Cancelled", "ContinuedAsNew", "Suspended", "Terminated"};
 
 const char *duro_status_name(int status)
 {

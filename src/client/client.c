@@ -181,12 +181,12 @@ static int check_reason(const char *reason, const char *requested_by)
     return DURO_OK;
 }
 
-static int unsupported(const duro_client *c, const char *what)
+static int unsupported(const duro_client *c, const char *what, int needed)
 {
     return duro__fail(DURO_UNSUPPORTED,
-                      "%s needs a store provider of version 4; '%s' is "
+                      "%s needs a store provider of version %d; '%s' is "
                       "version %d",
-                      what, c->provider->name ? c->provider->name : "?",
+                      what, needed, c->provider->name ? c->provider->name : "?",
                       c->provider->version);
 }
 
@@ -264,36 +264,53 @@ static int compare_id_at(const void *x, const void *y)
     return (a->at > b->at) - (a->at < b->at);
 }
 
-int duro_client_cancel_many(duro_client *c, const char *const *instance_ids,
-                            size_t count, const char *reason,
-                            const char *requested_by,
-                            duro_cancel_result *results)
-{
-    int rc = enter(c, NULL, NULL);
-    if (rc != DURO_OK)
-        return rc;
-    if (count == 0)
-        return DURO_OK;
-    if (instance_ids == NULL || results == NULL)
-        return duro__fail(DURO_INVALID, "instance_ids or results is NULL");
-    if (count > SIZE_MAX / sizeof(id_at))
-        return duro__fail(DURO_TOO_LARGE, "%zu ids", count);
-    memset(results, 0, count * sizeof(*results));
-    for (size_t i = 0; i < count; i++)
-        if ((rc = check_id("instance id", instance_ids[i])) != DURO_OK)
-            return rc;
-    if ((rc = check_reason(reason, requested_by)) != DURO_OK)
-        return rc;
-    duro_provider *p = c->provider;
-    if (!HAS_V4(p, cancel_instances))
-        return unsupported(c, "duro_client_cancel_many");
+/* What a many-ids call decided for one id: duro_cancel_result and
+ * duro_control_result alike. */
+typedef struct verdict {
+    int outcome, status;
+} verdict;
 
+/* The batch step of decide_many: `control` 0 cancels, else a duro_control. */
+static int decide_batch(duro_client *c, int control, const char *const *batch,
+                        size_t n, const char *reason, const char *requested_by,
+                        verdict *got, duro_error *err)
+{
+    duro_provider *p = c->provider;
+    if (control == 0) {
+        duro_cancel_result r[DURO_BULK_BATCH_MAX];
+        int rc = p->cancel_instances(p, batch, n, reason, requested_by, r, err);
+        for (size_t k = 0; rc == DURO_OK && k < n; k++) {
+            got[k] = (verdict){r[k].outcome, r[k].status};
+            duro__client_count_cancel(&c->metrics, r[k].outcome, 1);
+        }
+        return rc;
+    }
+    duro_control_result r[DURO_BULK_BATCH_MAX];
+    int rc = p->control_instances(p, control, batch, n, reason, requested_by, r,
+                                  err);
+    for (size_t k = 0; rc == DURO_OK && k < n; k++)
+        got[k] = (verdict){r[k].outcome, r[k].status};
+    return rc;
+}
+
+/* The many-ids calls: each distinct id once, at its first occurrence, in
+ * the caller's order, DURO_BULK_BATCH_MAX per provider call; later
+ * occurrences get `duplicate` and the first one's status. v[] (count
+ * entries, zeroed here) is filled batch by batch, so after a failure the
+ * committed batches' verdicts stand. */
+static int decide_many(duro_client *c, int control,
+                       const char *const *instance_ids, size_t count,
+                       const char *reason, const char *requested_by,
+                       int duplicate, verdict *v)
+{
+    memset(v, 0, count * sizeof(*v));
+    int rc = DURO_OK;
     /* first[i]: where the first occurrence of instance_ids[i] is. */
     id_at *sorted = duro__malloc(count * sizeof(*sorted));
     size_t *first = duro__malloc(count * sizeof(*first));
     const char **batch = duro__malloc(DURO_BULK_BATCH_MAX * sizeof(*batch));
     size_t *batch_at = duro__malloc(DURO_BULK_BATCH_MAX * sizeof(*batch_at));
-    duro_cancel_result *got = duro__malloc(DURO_BULK_BATCH_MAX * sizeof(*got));
+    verdict *got = duro__malloc(DURO_BULK_BATCH_MAX * sizeof(*got));
     if (sorted == NULL || first == NULL || batch == NULL || batch_at == NULL ||
         got == NULL) {
         rc = duro__fail(DURO_NOMEM, "out of memory");
@@ -308,8 +325,6 @@ int duro_client_cancel_many(duro_client *c, const char *const *instance_ids,
                 ? first[sorted[i - 1].at]
                 : sorted[i].at;
 
-    /* Distinct ids in the caller's order, DURO_BULK_BATCH_MAX a call. */
-    const char *why = reason ? reason : "cancelled";
     size_t next = 0;
     while (next < count) {
         size_t n = 0;
@@ -322,21 +337,19 @@ int duro_client_cancel_many(duro_client *c, const char *const *instance_ids,
         if (n == 0)
             break;
         duro_error err;
-        if (p->cancel_instances(p, batch, n, why, requested_by, got, &err) !=
-            DURO_OK) {
+        if (decide_batch(c, control, batch, n, reason, requested_by, got,
+                         &err) != DURO_OK) {
             rc = duro__fail_from(&err);
             break;
         }
-        for (size_t k = 0; k < n; k++) {
-            results[batch_at[k]] = got[k];
-            duro__client_count_cancel(&c->metrics, got[k].outcome, 1);
-        }
+        for (size_t k = 0; k < n; k++)
+            v[batch_at[k]] = got[k];
     }
     /* Later occurrences repeat the first one's status. */
     for (size_t i = 0; i < count; i++) {
-        if (first[i] != i && results[first[i]].outcome != DURO_CANCEL_NONE) {
-            results[i].outcome = DURO_CANCEL_DUPLICATE;
-            results[i].status = results[first[i]].status;
+        if (first[i] != i && v[first[i]].outcome != 0) {
+            v[i].outcome = duplicate;
+            v[i].status = v[first[i]].status;
         }
     }
 done:
@@ -345,6 +358,158 @@ done:
     duro__free(batch);
     duro__free(batch_at);
     duro__free(got);
+    return rc;
+}
+
+/* The argument checks of the many-ids calls; *go = 0 when there is
+ * nothing to do (count 0). */
+static int enter_many(duro_client *c, const char *const *instance_ids,
+                      size_t count, const char *reason,
+                      const char *requested_by, const void *results, int *go)
+{
+    *go = 0;
+    int rc = enter(c, NULL, NULL);
+    if (rc != DURO_OK || count == 0)
+        return rc;
+    if (instance_ids == NULL || results == NULL)
+        return duro__fail(DURO_INVALID, "instance_ids or results is NULL");
+    if (count > SIZE_MAX / sizeof(id_at))
+        return duro__fail(DURO_TOO_LARGE, "%zu ids", count);
+    for (size_t i = 0; i < count; i++)
+        if ((rc = check_id("instance id", instance_ids[i])) != DURO_OK)
+            return rc;
+    if ((rc = check_reason(reason, requested_by)) != DURO_OK)
+        return rc;
+    *go = 1;
+    return DURO_OK;
+}
+
+int duro_client_cancel_many(duro_client *c, const char *const *instance_ids,
+                            size_t count, const char *reason,
+                            const char *requested_by,
+                            duro_cancel_result *results)
+{
+    if (results != NULL && count > 0 && count <= SIZE_MAX / sizeof(id_at))
+        memset(results, 0, count * sizeof(*results));
+    int go;
+    int rc =
+        enter_many(c, instance_ids, count, reason, requested_by, results, &go);
+    if (rc != DURO_OK || !go)
+        return rc;
+    if (!HAS_V4(c->provider, cancel_instances))
+        return unsupported(c, "duro_client_cancel_many", 4);
+    verdict *v = duro__malloc(count * sizeof(*v));
+    if (v == NULL)
+        return duro__fail(DURO_NOMEM, "out of memory");
+    rc = decide_many(c, 0, instance_ids, count, reason ? reason : "cancelled",
+                     requested_by, DURO_CANCEL_DUPLICATE, v);
+    for (size_t i = 0; i < count; i++)
+        results[i] = (duro_cancel_result){v[i].outcome, v[i].status};
+    duro__free(v);
+    return rc;
+}
+
+/* ---- terminate, suspend, resume ------------------------------------------ */
+
+#define HAS_V5(p, m) ((p)->version >= 5 && (p)->m != NULL)
+
+static const char *control_default_reason(int control)
+{
+    switch (control) {
+    case DURO_CONTROL_TERMINATE:
+        return "terminated";
+    case DURO_CONTROL_SUSPEND:
+        return "suspended";
+    default:
+        return "resumed";
+    }
+}
+
+static int check_control(int control)
+{
+    if (control < DURO_CONTROL_TERMINATE || control > DURO_CONTROL_RESUME)
+        return duro__fail(DURO_INVALID, "unknown control %d", control);
+    return DURO_OK;
+}
+
+static int control_one(duro_client *c, int control, const char *instance_id,
+                       const char *reason, const char *requested_by,
+                       const char *what)
+{
+    int rc = enter(c, "instance id", instance_id);
+    if (rc == DURO_OK)
+        rc = check_reason(reason, requested_by);
+    if (rc != DURO_OK)
+        return rc;
+    duro_provider *p = c->provider;
+    if (!HAS_V5(p, control_instances))
+        return unsupported(c, what, 5);
+    duro_control_result r;
+    duro_error err;
+    if (p->control_instances(p, control, &instance_id, 1,
+                             reason ? reason : control_default_reason(control),
+                             requested_by, &r, &err) != DURO_OK)
+        return duro__fail_from(&err);
+    switch (r.outcome) {
+    case DURO_CONTROL_OUTCOME_REQUESTED:
+        return DURO_OK;
+    case DURO_CONTROL_OUTCOME_NOT_FOUND:
+        return duro__fail(DURO_NOT_FOUND, "instance '%s' does not exist",
+                          instance_id);
+    default:
+        return duro__fail(DURO_INVALID_STATE,
+                          "instance '%s' is already %s; nothing to %s",
+                          instance_id, duro_status_name(r.status),
+                          duro_control_name(control));
+    }
+}
+
+int duro_client_terminate(duro_client *c, const char *instance_id,
+                          const char *reason, const char *requested_by)
+{
+    return control_one(c, DURO_CONTROL_TERMINATE, instance_id, reason,
+                       requested_by, "duro_client_terminate");
+}
+
+int duro_client_suspend(duro_client *c, const char *instance_id,
+                        const char *reason, const char *requested_by)
+{
+    return control_one(c, DURO_CONTROL_SUSPEND, instance_id, reason,
+                       requested_by, "duro_client_suspend");
+}
+
+int duro_client_resume(duro_client *c, const char *instance_id,
+                       const char *reason, const char *requested_by)
+{
+    return control_one(c, DURO_CONTROL_RESUME, instance_id, reason,
+                       requested_by, "duro_client_resume");
+}
+
+int duro_client_control_many(duro_client *c, int control,
+                             const char *const *instance_ids, size_t count,
+                             const char *reason, const char *requested_by,
+                             duro_control_result *results)
+{
+    if (results != NULL && count > 0 && count <= SIZE_MAX / sizeof(id_at))
+        memset(results, 0, count * sizeof(*results));
+    int go;
+    int rc =
+        enter_many(c, instance_ids, count, reason, requested_by, results, &go);
+    if (rc == DURO_OK)
+        rc = check_control(control);
+    if (rc != DURO_OK || !go)
+        return rc;
+    if (!HAS_V5(c->provider, control_instances))
+        return unsupported(c, "duro_client_control_many", 5);
+    verdict *v = duro__malloc(count * sizeof(*v));
+    if (v == NULL)
+        return duro__fail(DURO_NOMEM, "out of memory");
+    rc = decide_many(c, control, instance_ids, count,
+                     reason ? reason : control_default_reason(control),
+                     requested_by, DURO_CONTROL_OUTCOME_DUPLICATE, v);
+    for (size_t i = 0; i < count; i++)
+        results[i] = (duro_control_result){v[i].outcome, v[i].status};
+    duro__free(v);
     return rc;
 }
 
@@ -376,7 +541,7 @@ static int enter_bulk(duro_client *c, const duro_bulk_filter *filter,
     duro_provider *p = c->provider;
     if (p->version < 4 || p->cancel_matching == NULL ||
         p->purge_instances == NULL)
-        return unsupported(c, what);
+        return unsupported(c, what, 4);
     return DURO_OK;
 }
 
@@ -402,6 +567,34 @@ int duro_client_cancel_matching(duro_client *c, const duro_bulk_filter *filter,
     if (!o->dry_run)
         duro__client_count_cancel(&c->metrics, DURO_CANCEL_CANCELLED,
                                   (*out)->count);
+    return DURO_OK;
+}
+
+int duro_client_control_matching(duro_client *c, int control,
+                                 const duro_bulk_filter *filter,
+                                 const char *reason, const char *requested_by,
+                                 const duro_bulk_options *opts,
+                                 duro_bulk_result **out)
+{
+    int rc = enter_bulk(c, filter, out, "duro_client_control_matching");
+    if (rc == DURO_OK)
+        rc = check_reason(reason, requested_by);
+    if (rc == DURO_OK)
+        rc = check_control(control);
+    if (rc != DURO_OK)
+        return rc;
+    duro_provider *p = c->provider;
+    if (!HAS_V5(p, control_matching))
+        return unsupported(c, "duro_client_control_matching", 5);
+    duro_bulk_options defaults;
+    duro_bulk_options_init(&defaults);
+    const duro_bulk_options *o = opts != NULL ? opts : &defaults;
+    duro_error err;
+    if (p->control_matching(p, control, filter,
+                            reason ? reason : control_default_reason(control),
+                            requested_by, o->dry_run, o->max_ids, out,
+                            &err) != DURO_OK)
+        return duro__fail_from(&err);
     return DURO_OK;
 }
 
@@ -566,7 +759,7 @@ int duro_client_store_stats(duro_client *c, duro_store_stats **out)
         return rc;
     duro_provider *p = c->provider;
     if (!HAS_V4(p, read_store_stats))
-        return unsupported(c, "duro_client_store_stats");
+        return unsupported(c, "duro_client_store_stats", 4);
     duro_error err;
     if (p->read_store_stats(p, out, &err) != DURO_OK)
         return duro__fail_from(&err);
