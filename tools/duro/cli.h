@@ -84,8 +84,12 @@ int args_uint(cli *c, const char *option, const char *text, uint64_t max,
 /* TEXT, or the contents of FILE for "@FILE" (caller frees with free()). */
 int args_payload(cli *c, const char *option, const char *text, char **out);
 /* "pending", "running", "completed", "failed", "cancelled",
- * "continued_as_new"; "unknown" otherwise. */
+ * "continued_as_new", "suspended", "terminated"; "unknown" otherwise. */
 const char *status_word(int status);
+/* 1 when a cancellation was requested of a live instance that has not
+ * ended yet: one registered with observe_cancel cleaning up (it stays
+ * Running), or any before its next turn. */
+int instance_cancelling(const duro_instance_info *info);
 /* The default requester: "user:NAME" (getpwuid, else $USER). */
 const char *args_default_requester(char *buf, size_t size);
 
