@@ -20,7 +20,8 @@ enum {
     EXIT_FAILED = 1,            /* the operation failed; the message says why */
     EXIT_USAGE = 2,             /* bad command line or input */
     EXIT_NOT_FOUND = 3,         /* no such instance */
-    EXIT_INVALID_STATE = 4,     /* e.g. cancel of a finished instance */
+    EXIT_INVALID_STATE = 4,     /* e.g. cancel or terminate of a finished
+                                   instance */
     EXIT_WAIT_TIMEOUT = 7,      /* wait: still running at the timeout */
     EXIT_WAIT_NOT_COMPLETED = 8 /* wait: ended Failed or Cancelled */
 };
@@ -151,6 +152,9 @@ int cmd_wait(cli *c, int argc, char **argv);
 int cmd_start(cli *c, int argc, char **argv);
 int cmd_raise(cli *c, int argc, char **argv);
 int cmd_cancel(cli *c, int argc, char **argv);
+int cmd_terminate(cli *c, int argc, char **argv);
+int cmd_suspend(cli *c, int argc, char **argv);
+int cmd_resume(cli *c, int argc, char **argv);
 int cmd_delete(cli *c, int argc, char **argv);
 int cmd_purge(cli *c, int argc, char **argv);
 int cmd_prune(cli *c, int argc, char **argv);
