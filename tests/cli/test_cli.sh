@@ -85,8 +85,8 @@ run 0 version
 contains "$tmp/out" "duro "
 run 0 version --json
 json 'set(d) == {"version", "library_version"}'
-for verb in list status history start raise wait cancel delete purge prune \
-    metrics version; do
+for verb in list status history start raise wait cancel terminate suspend \
+    resume delete purge prune metrics version; do
     run 0 "$verb" --help
     contains "$tmp/out" "usage: duro $verb"
     run 0 "$verb" -h
@@ -339,6 +339,84 @@ run 4 raise hello-1 go
 run 3 raise nope go
 run 2 raise wait-1
 
+echo "== terminate, suspend, resume: help and bad input"
+run 0 terminate --help
+contains "$tmp/out" "[--status pending,running,suspended]"
+contains "$tmp/out" "3 not found, 4 already finished"
+run 0 suspend --help
+contains "$tmp/out" "[--status pending,running]"
+run 0 resume --help
+contains "$tmp/out" "[--status suspended]"
+run 0 cancel --help
+contains "$tmp/out" "[--status pending,running]"
+contains "$tmp/out" "observe_cancel"
+for verb in terminate suspend resume; do
+    run 2 "$verb"
+    one_line
+    contains "$tmp/err" "expected instance ids or --name"
+    run 2 "$verb" wait-3 --name Waiter
+    contains "$tmp/err" "not both"
+    run 2 "$verb" --before 1h
+    contains "$tmp/err" "need --name"
+    run 2 "$verb" --name Waiter --status sleeping
+    contains "$tmp/err" "unknown status 'sleeping'"
+    run 2 "$verb" --name Waiter --status completed
+    contains "$tmp/err" "--status: only"
+    run 2 "$verb" --name Waiter --before tomorrow
+    run 2 "$verb" --name ""
+    run 2 "$verb" ""
+    run 2 "$verb" --json --name Waiter --status terminated
+    json 'd["error"]["code"] == "usage" and "--status" in d["error"]["message"]'
+    run 2 "$verb" wait-3 --reason
+    contains "$tmp/err" "needs a value"
+done
+run 2 suspend --name Waiter --status running,suspended
+contains "$tmp/err" "only pending and running instances can be suspended"
+run 2 resume --name Waiter --status running
+contains "$tmp/err" "only suspended instances can be resumed"
+run 2 terminate --name Waiter --status pending,terminated
+contains "$tmp/err" "only pending, running and suspended instances can be terminated"
+run 2 cancel --name Waiter --status suspended
+contains "$tmp/err" "only pending and running instances can be cancelled"
+
+echo "== terminate, suspend, resume: dry runs by ids read status only"
+run 0 list --json
+cp "$tmp/out" "$tmp/before.json"
+run 0 metrics
+grep '^duro_queue_messages' "$tmp/out" >"$tmp/queues-before.txt"
+run 0 terminate wait-3 later-1 --dry-run --json
+json 'd == {"dry_run": True, "results": [{"id": "wait-3", "outcome": "requested", "status": "running"}, {"id": "later-1", "outcome": "requested", "status": "pending"}]}'
+run 0 terminate wait-3 --dry-run
+contains "$tmp/out" "wait-3: would be terminated (was running)"
+run 0 suspend later-1 --dry-run
+contains "$tmp/out" "later-1: would be suspended (was pending)"
+run 0 resume wait-3 --dry-run
+contains "$tmp/out" "wait-3: not suspended; nothing to resume (running)"
+run 4 terminate hello-1 --dry-run
+one_line
+contains "$tmp/err" "duro terminate: hello-1: it has finished (completed); nothing to terminate"
+run 4 suspend slow-1 --dry-run --json
+json 'd["results"] == [{"id": "slow-1", "outcome": "finished", "status": "cancelled"}]'
+run 3 resume nope --dry-run
+one_line
+contains "$tmp/err" "duro resume: nope: no such instance"
+run 3 terminate nope --dry-run --json
+json 'd["results"] == [{"id": "nope", "outcome": "not_found", "status": "not_found"}]'
+run 1 suspend wait-3 nope hello-1 wait-3 --dry-run --json
+json '[(r["id"], r["outcome"], r["status"]) for r in d["results"]] == [("wait-3", "requested", "running"), ("nope", "not_found", "not_found"), ("hello-1", "finished", "completed"), ("wait-3", "duplicate", "running")]'
+[ "$(wc -l <"$tmp/err")" = 2 ] || fail "bulk suspend: one stderr line per failure: $(cat "$tmp/err")"
+run 1 terminate boom-1 wait-3 --dry-run
+contains "$tmp/err" "boom-1: it has finished (failed)"
+contains "$tmp/out" "wait-3: would be terminated"
+run 0 list --json
+cmp -s "$tmp/out" "$tmp/before.json" || fail "a dry run by ids changed an instance"
+run 0 metrics
+grep '^duro_queue_messages' "$tmp/out" >"$tmp/queues-after.txt"
+cmp -s "$tmp/queues-before.txt" "$tmp/queues-after.txt" ||
+    fail "a dry run by ids queued a message: $(cat "$tmp/queues-before.txt" "$tmp/queues-after.txt")"
+run 0 list --status suspended,terminated --json
+json 'd["total"] == 0'
+
 echo "== cancel"
 run 0 list --json
 cp "$tmp/out" "$tmp/before.json"
@@ -428,8 +506,8 @@ for url in 'postgresql://app:s3cret@db.invalid/orders?bogus=1' \
 done
 
 echo "== man page and completion"
-for verb in list status history start raise wait cancel delete purge prune metrics \
-    version; do
+for verb in list status history start raise wait cancel terminate suspend resume \
+    delete purge prune metrics version; do
     grep -q "^\.SS $verb" "$tooldir/duro.1" || fail "duro.1 has no section for $verb"
 done
 for word in "EXIT STATUS" "JSON OUTPUT" '"truncated"' '"dry_run"' NO_COLOR; do
@@ -445,6 +523,19 @@ if command -v bash >/dev/null 2>&1; then
     [ "$(complete_words duro ca)" = cancel ] || fail "completion of 'ca': $(complete_words duro ca)"
     [ "$(complete_words duro cancel --status '')" = "pending running" ] ||
         fail "completion of cancel --status: $(complete_words duro cancel --status '')"
+    for pair in "terminate:pending running suspended" "suspend:pending running" \
+        "resume:suspended" "purge:completed failed cancelled terminated"; do
+        verb=${pair%%:*}
+        [ "$(complete_words duro "$verb" --status '')" = "${pair#*:}" ] ||
+            fail "completion of $verb --status: $(complete_words duro "$verb" --status '')"
+    done
+    [ "$(complete_words duro te)" = terminate ] || fail "completion of 'te': $(complete_words duro te)"
+    [ "$(complete_words duro list --status running,su)" = running,suspended ] ||
+        fail "completion of a status list: $(complete_words duro list --status running,su)"
+    case " $(complete_words duro resume --) " in
+    *" --dry-run "*"--name "*"--status "*"--before "*) ;;
+    *) fail "completion of resume options: $(complete_words duro resume --)" ;;
+    esac
     [ "$(complete_words duro list --status completed,fa)" = completed,failed ] ||
         fail "completion of a status list: $(complete_words duro list --status completed,fa)"
     case " $(complete_words duro --db x.db purge --) " in
