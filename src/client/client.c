@@ -183,11 +183,12 @@ static int check_reason(const char *reason, const char *requested_by)
 
 static int unsupported(const duro_client *c, const char *what, int needed)
 {
-    return duro__fail(DURO_UNSUPPORTED,
-                      "%s needs a store provider of version %d; '%s' is "
-                      "version %d",
-                      what, needed, c->provider->name ? c->provider->name : "?",
-                      c->provider->version);
+    return duro__fail(
+        DURO_UNSUPPORTED,
+        "%s needs a store provider of version %d implementing it; '%s' is "
+        "version %d",
+        what, needed, c->provider->name ? c->provider->name : "?",
+        c->provider->version);
 }
 
 int duro_client_cancel(duro_client *c, const char *instance_id,

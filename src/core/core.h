@@ -92,9 +92,11 @@ int duro__tracker_apply(duro__tracker *t, const duro_event *e,
 int duro__tracker_classify(const duro__tracker *t, const duro_event *e);
 /* 1 for events produced by code or decisions (scheduling, cancel requests,
  * terminal events, OrchestrationStarted); 0 for inputs consumed while the
- * code waits (completions, EventRaised, OrchestrationCancelRequested). */
+ * code waits (completions, EventRaised, OrchestrationCancelRequested,
+ * ExecutionSuspended, ExecutionResumed). */
 int duro__event_is_command(int kind);
-/* 1 for terminal events (completed, failed, continued-as-new, cancelled). */
+/* 1 for terminal events (completed, failed, continued-as-new, cancelled,
+ * terminated). */
 int duro__event_is_terminal(int kind);
 
 /* ---- turns ---------------------------------------------------------------
@@ -158,6 +160,8 @@ typedef struct duro__engine_config {
     size_t stack_size;          /* fiber stack; 0 = default */
     size_t max_payload;         /* bytes; 0 = unlimited */
     const duro__logger *logger; /* replay-safe duro_log goes here */
+    int observe_cancel;         /* a cancel is delivered to the code */
+    int64_t cleanup_timeout_ms; /* observe_cancel: the cleanup deadline */
 } duro__engine_config;
 
 typedef struct duro__turn_input {
@@ -174,6 +178,10 @@ typedef struct duro__turn_input {
     int terminate_status;
     const char *terminate_error;
     int terminate_category;
+    /* The instance was Suspended when fetched: without a RESUME in the
+     * batch, an engine whose code has not started records the batch from
+     * history alone and runs no code (and is not kept). */
+    int suspended;
 } duro__turn_input;
 
 /* A new engine for one execution. Strings are copied. */
@@ -194,6 +202,9 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in,
 
 uint64_t duro__engine_events(const duro_orch *e); /* events known */
 int duro__engine_terminal(const duro_orch *e);    /* execution ended */
+/* 0 when the engine must not be kept for a later turn: the execution
+ * ended, or the turn was decided without running its code. */
+int duro__engine_reusable(const duro_orch *e);
 uint64_t duro__engine_execution(const duro_orch *e);
 const char *duro__engine_instance(const duro_orch *e);
 

@@ -116,7 +116,10 @@ static void describe(char *buf, size_t size, const duro_event *ev)
         snprintf(buf, size, "%s '%s'", kind, str_or(ev->name, ""));
         break;
     case DURO_EVENT_TIMER_CREATED:
-        snprintf(buf, size, "%s (fires at %lld)", kind,
+        snprintf(buf, size, "%s (%sfires at %lld)", kind,
+                 (ev->flags & DURO_TIMER_CLEANUP_DEADLINE)
+                     ? "cleanup deadline, "
+                     : "",
                  (long long)ev->fire_at_ms);
         break;
     case DURO_EVENT_ACTIVITY_CANCEL_REQUESTED:
@@ -140,7 +143,7 @@ static int same_command(const duro_event *h, const duro_event *w)
         return str_eq(h->name, w->name) && str_eq(h->payload, w->payload) &&
                h->attempt == w->attempt;
     case DURO_EVENT_TIMER_CREATED:
-        return h->fire_at_ms == w->fire_at_ms;
+        return h->fire_at_ms == w->fire_at_ms && h->flags == w->flags;
     case DURO_EVENT_EVENT_SUBSCRIBED:
         return str_eq(h->name, w->name);
     case DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED:
@@ -508,15 +511,15 @@ struct duro_task *duro__engine_schedule_activity(duro_orch *e, const char *name,
     return t;
 }
 
-struct duro_task *duro__engine_schedule_timer(duro_orch *e, int64_t delay_ms)
+static struct duro_task *schedule_timer_at(duro_orch *e, int64_t fire_at_ms,
+                                           uint32_t flags)
 {
-    if (delay_ms < 0)
-        delay_ms = 0;
     struct duro_task *t = duro__task_new(e, TASK_TIMER);
     if (t == &duro__misuse_task)
         return t;
     duro_event ev = {.kind = DURO_EVENT_TIMER_CREATED,
-                     .fire_at_ms = e->now + delay_ms};
+                     .fire_at_ms = fire_at_ms,
+                     .flags = flags};
     if (duro__engine_issue_task(e, t, &ev)) {
         duro_outbound *o = duro__engine_push_outbound(e);
         if (o != NULL) {
@@ -529,6 +532,11 @@ struct duro_task *duro__engine_schedule_timer(duro_orch *e, int64_t delay_ms)
         }
     }
     return t;
+}
+
+struct duro_task *duro__engine_schedule_timer(duro_orch *e, int64_t delay_ms)
+{
+    return schedule_timer_at(e, e->now + DURO__MAX(delay_ms, 0), 0);
 }
 
 /* ------------------------------------------------------------------------
@@ -558,16 +566,10 @@ static void deliver_raised(duro_orch *e, const char *name, const char *payload)
     }
 }
 
-/* Applies an input event (recorded or new) and resolves the task it
- * completes. The tracker has not seen it yet. */
-static void consume_input(duro_orch *e, const duro_event *ev)
+/* Hands an input event the tracker has applied to the code's tasks: an
+ * event to the waits, a completion (cls DURO__MSG_APPLY) to its task. */
+static void deliver_input(duro_orch *e, const duro_event *ev, int cls)
 {
-    int cls = duro__tracker_classify(&e->tracker, ev);
-    if (duro__tracker_apply(&e->tracker, ev, e->arena) != DURO_OK) {
-        e->oom = 1;
-        return;
-    }
-    e->now = ev->timestamp_ms;
     if (ev->kind == DURO_EVENT_EVENT_RAISED) {
         deliver_raised(e, ev->name, ev->payload);
         return;
@@ -590,6 +592,47 @@ static void consume_input(duro_orch *e, const duro_event *ev)
     default:
         break;
     }
+    if (t != NULL && t == e->deadline && t->state != TASK_PENDING)
+        e->deadline_passed = 1;
+}
+
+/* Keeps an input recorded while suspended for the resume. */
+static void hold_input(duro_orch *e, const duro_event *ev, int cls)
+{
+    held_input *h = duro_arena_alloc(e->arena, sizeof(*h));
+    if (h == NULL) {
+        e->oom = 1;
+        return;
+    }
+    h->ev = *ev;
+    h->ev.name = duro__engine_strdup(e, ev->name);
+    h->ev.payload = duro__engine_strdup(e, ev->payload);
+    h->ev.error = duro__engine_strdup(e, ev->error);
+    h->cls = cls;
+    if (e->held_tail != NULL)
+        e->held_tail->next = h;
+    else
+        e->held_head = h;
+    e->held_tail = h;
+}
+
+/* Applies an input event (recorded or new) to the tracker, then hands it
+ * to the code, or holds it while the instance is suspended. Returns 1
+ * when it was handed over (the caller resumes the code). */
+static int take_input(duro_orch *e, const duro_event *ev)
+{
+    int cls = duro__tracker_classify(&e->tracker, ev);
+    if (duro__tracker_apply(&e->tracker, ev, e->arena) != DURO_OK) {
+        e->oom = 1;
+        return 0;
+    }
+    e->now = ev->timestamp_ms;
+    if (e->suspended) {
+        hold_input(e, ev, cls);
+        return 0;
+    }
+    deliver_input(e, ev, cls);
+    return 1;
 }
 
 /* Turns a message into the input event it records, or returns 0 when the
@@ -678,7 +721,8 @@ __attribute__((noinline)) static void running_set(duro_orch *e)
 
 static int can_run(const duro_orch *e)
 {
-    return e->code_started && !e->code_done && !e->nondet && !e->oom;
+    return e->code_started && !e->code_done && !e->nondet && !e->oom &&
+           !e->suspended && !e->deadline_passed && !e->terminal;
 }
 
 static void resume_code(duro_orch *e)
@@ -728,6 +772,106 @@ void duro__engine_wait(duro_orch *o)
 }
 
 /* ------------------------------------------------------------------------
+ * observed cancellation and suspension */
+
+static void note_cancel(duro_orch *e, const char *reason, const char *by)
+{
+    e->cancel_delivered = 1;
+    e->cancel_reason = duro__engine_strdup(e, reason);
+    e->cancel_by = duro__engine_strdup(e, by);
+    e->cancel_at = e->now;
+}
+
+/* Delivers a cancel to code that observes it: every outstanding activity
+ * and child is cancelled durably (in event order, each with its retry
+ * composite), timers and event waits are dropped, so every pending await
+ * reports DURO_CANCELLED; then the cleanup deadline starts (recorded as a
+ * flagged TimerCreated, taken from history on replay so a changed option
+ * cannot make a recorded cleanup nondeterministic). */
+static void observe_cancel(duro_orch *e, const char *reason, const char *by)
+{
+    note_cancel(e, reason, by);
+    for (uint64_t id = 1; id <= e->tracker.count && !e->oom && !e->nondet;
+         id++) {
+        duro__slot s = e->tracker.slots[id];
+        if (s.state != DURO__SLOT_PENDING || s.task == NULL ||
+            (s.kind != DURO__SLOT_ACTIVITY && s.kind != DURO__SLOT_CHILD))
+            continue;
+        struct duro_task *top = s.task;
+        while (top->parent != NULL)
+            top = top->parent;
+        duro__task_cancel(e, top, DURO_REASON_INSTANCE_CANCELLED);
+    }
+    for (task_chunk *c = e->tasks; c != NULL && !e->oom && !e->nondet;
+         c = c->next)
+        for (size_t i = 0; i < c->used; i++) {
+            struct duro_task *t = &c->tasks[i];
+            if (t->state == TASK_PENDING && t->parent == NULL)
+                duro__task_cancel(e, t, DURO_REASON_INSTANCE_CANCELLED);
+        }
+    if (e->oom || e->nondet || e->cfg.cleanup_timeout_ms <= 0)
+        return;
+    int64_t fire_at = e->now + e->cfg.cleanup_timeout_ms;
+    if (e->replay_pos < e->replay_count) {
+        const duro_event *h = &e->replay[e->replay_pos];
+        if (h->kind == DURO_EVENT_TIMER_CREATED &&
+            (h->flags & DURO_TIMER_CLEANUP_DEADLINE))
+            fire_at = h->fire_at_ms;
+    }
+    e->deadline = schedule_timer_at(e, fire_at, DURO_TIMER_CLEANUP_DEADLINE);
+}
+
+/* Hands the inputs held while suspended to the code, in the order they
+ * arrived, resuming it after each. Once the code has returned, events not
+ * consumed stay with the execution (carried over by continue-as-new). */
+static void drain_held(duro_orch *e)
+{
+    while (e->held_head != NULL && !e->oom && !e->nondet && !e->suspended) {
+        held_input *h = e->held_head;
+        e->held_head = h->next;
+        if (e->held_head == NULL)
+            e->held_tail = NULL;
+        if (e->code_done || e->deadline_passed) {
+            if (h->ev.kind == DURO_EVENT_EVENT_RAISED)
+                deliver_raised(e, h->ev.name, h->ev.payload);
+            continue;
+        }
+        deliver_input(e, &h->ev, h->cls);
+        resume_code(e);
+    }
+}
+
+/* An input event, recorded (replay) or new (the turn appended it), reaches
+ * an engine whose code runs. */
+static void take_event(duro_orch *e, const duro_event *ev)
+{
+    switch (ev->kind) {
+    case DURO_EVENT_EXECUTION_SUSPENDED:
+    case DURO_EVENT_EXECUTION_RESUMED:
+    case DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED:
+        if (duro__tracker_apply(&e->tracker, ev, e->arena) != DURO_OK) {
+            e->oom = 1;
+            return;
+        }
+        e->now = ev->timestamp_ms;
+        if (ev->kind == DURO_EVENT_EXECUTION_SUSPENDED) {
+            e->suspended = 1;
+        } else if (ev->kind == DURO_EVENT_EXECUTION_RESUMED) {
+            e->suspended = 0;
+            drain_held(e);
+        } else if ((ev->flags & DURO_CANCEL_OBSERVED) && !e->cancel_delivered) {
+            observe_cancel(e, ev->reason, ev->requested_by);
+            resume_code(e);
+        }
+        return;
+    default:
+        if (take_input(e, ev))
+            resume_code(e);
+        return;
+    }
+}
+
+/* ------------------------------------------------------------------------
  * ending an execution */
 
 static const char *cancel_reason_for(int status)
@@ -739,6 +883,8 @@ static const char *cancel_reason_for(int status)
         return DURO_REASON_INSTANCE_CANCELLED;
     case DURO_STATUS_CONTINUED_AS_NEW:
         return DURO_REASON_CONTINUED_AS_NEW;
+    case DURO_STATUS_TERMINATED:
+        return DURO_REASON_INSTANCE_TERMINATED;
     default:
         return DURO_REASON_INSTANCE_FAILED;
     }
@@ -772,7 +918,10 @@ static void terminate(duro_orch *e, int status, const char *output,
             duro_outbound *o = duro__engine_push_outbound(e);
             if (o == NULL)
                 break;
-            o->item.kind = DURO_WORK_CANCEL_INSTANCE;
+            /* a terminated parent terminates its children */
+            o->item.kind = status == DURO_STATUS_TERMINATED
+                               ? DURO_WORK_TERMINATE_INSTANCE
+                               : DURO_WORK_CANCEL_INSTANCE;
             o->item.instance_id = s.child_instance;
             o->item.reason = reason;
             o->item.requested_by =
@@ -798,6 +947,11 @@ static void terminate(duro_orch *e, int status, const char *output,
         term.kind = DURO_EVENT_ORCHESTRATION_CANCELLED;
         term.reason = error;
         break;
+    case DURO_STATUS_TERMINATED:
+        term.kind = DURO_EVENT_ORCHESTRATION_TERMINATED;
+        term.reason = error;
+        term.requested_by = e->end_by;
+        break;
     default:
         term.kind = DURO_EVENT_ORCHESTRATION_FAILED;
         term.error = str_or(error, "failed");
@@ -812,14 +966,14 @@ static void terminate(duro_orch *e, int status, const char *output,
                       status == DURO_STATUS_CONTINUED_AS_NEW)
                          ? output
                          : NULL;
-    t->meta.error =
-        status == DURO_STATUS_FAILED || status == DURO_STATUS_CANCELLED
-            ? str_or(error, status == DURO_STATUS_CANCELLED ? "" : "failed")
-            : NULL;
+    int stopped =
+        status == DURO_STATUS_CANCELLED || status == DURO_STATUS_TERMINATED;
+    t->meta.error = status == DURO_STATUS_FAILED ? str_or(error, "failed")
+                    : stopped                    ? str_or(error, "")
+                                                 : NULL;
     t->meta.category = status == DURO_STATUS_FAILED ? term.category
-                       : status == DURO_STATUS_CANCELLED
-                           ? DURO_CATEGORY_CANCELLED
-                           : DURO_CATEGORY_NONE;
+                       : stopped                    ? DURO_CATEGORY_CANCELLED
+                                                    : DURO_CATEGORY_NONE;
 
     if (e->parent_instance != NULL && !(e->start_flags & DURO_START_DETACHED) &&
         status != DURO_STATUS_CONTINUED_AS_NEW) {
@@ -834,11 +988,14 @@ static void terminate(duro_orch *e, int status, const char *output,
             } else {
                 o->item.kind = DURO_WORK_CHILD_FAILED;
                 o->item.category = t->meta.category;
-                o->item.error = status == DURO_STATUS_CANCELLED
-                                    ? duro__engine_sprintf(
-                                          e, "child '%s' was cancelled: %s",
-                                          e->instance_id, str_or(error, ""))
-                                    : t->meta.error;
+                o->item.error =
+                    stopped
+                        ? duro__engine_sprintf(
+                              e, "child '%s' was %s: %s", e->instance_id,
+                              status == DURO_STATUS_CANCELLED ? "cancelled"
+                                                              : "terminated",
+                              str_or(error, ""))
+                        : t->meta.error;
             }
         }
     }
@@ -894,6 +1051,13 @@ static void finish_from_code(duro_orch *e)
         e->oom = 1;
         return;
     }
+    if (e->cancel_delivered) {
+        /* The code cleaned up after a cancel: whatever it returned, the
+         * instance ends Cancelled with the cancel's reason. */
+        terminate(e, DURO_STATUS_CANCELLED, NULL, str_or(e->cancel_reason, ""),
+                  DURO_CATEGORY_CANCELLED);
+        return;
+    }
     const char *output = duro__engine_turn_strdup(e, r->output);
     if (r->kind == DURO__RESULT_OK) {
         if (duro__engine_over_limit(e, output)) {
@@ -933,6 +1097,13 @@ static int absorb_history(duro_orch *e)
             return DURO_INVALID;
         if (h->kind == DURO_EVENT_EVENT_RAISED)
             deliver_raised(e, h->name, h->payload);
+        else if (h->kind == DURO_EVENT_EXECUTION_SUSPENDED)
+            e->suspended = 1;
+        else if (h->kind == DURO_EVENT_EXECUTION_RESUMED)
+            e->suspended = 0;
+        else if (h->kind == DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED &&
+                 (h->flags & DURO_CANCEL_OBSERVED) && !e->cancel_delivered)
+            note_cancel(e, h->reason, h->requested_by);
         e->now = h->timestamp_ms;
         e->replay_pos++;
     }
@@ -1061,6 +1232,7 @@ static void fill_meta(duro_orch *e)
 {
     duro__turn *t = e->turn;
     if (t->status != DURO_STATUS_RUNNING || e->custom_status_dirty ||
+        e->status_dirty ||
         (t->delta_count > 0 &&
          t->delta[0].kind == DURO_EVENT_ORCHESTRATION_STARTED))
         t->meta_changed = 1;
@@ -1114,6 +1286,76 @@ static int begin_execution(duro_orch *e, const duro__turn_input *in)
     return DURO_OK;
 }
 
+/* Ends the execution at once, without the code, for the message that
+ * stops it: a terminate, or a cancel the code does not take part in. */
+static void stop_now(duro_orch *e, const duro_work_item *stop)
+{
+    if (stop->kind == DURO_WORK_TERMINATE_INSTANCE) {
+        e->end_by = stop->requested_by;
+        terminate(e, DURO_STATUS_TERMINATED, NULL,
+                  str_or(stop->reason, "terminated"), DURO_CATEGORY_CANCELLED);
+        return;
+    }
+    const char *reason = stop->reason;
+    if (e->cancel_delivered) {
+        reason = e->cancel_reason; /* the cancel being cleaned up after */
+    } else {
+        duro_event req = {.kind = DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED,
+                          .reason = stop->reason,
+                          .requested_by = stop->requested_by};
+        append_event(e, &req);
+    }
+    terminate(e, DURO_STATUS_CANCELLED, NULL, str_or(reason, ""),
+              DURO_CATEGORY_CANCELLED);
+}
+
+/* stop_now() for a batch decided without code: first the inputs that came
+ * before the stopping message are recorded (a cancel among them as its
+ * request). */
+static void stop_without_code(duro_orch *e, const duro__turn_input *in,
+                              const duro_work_item *stop)
+{
+    int requested = e->cancel_delivered;
+    for (const duro_work_item *m = in->messages; m < stop && !e->oom; m++) {
+        duro_event ev;
+        if (m->kind == DURO_WORK_CANCEL_INSTANCE && !requested) {
+            duro_event req = {.kind = DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED,
+                              .reason = m->reason,
+                              .requested_by = m->requested_by};
+            append_event(e, &req);
+            requested = 1;
+        } else if (message_event(e, m, &ev)) {
+            append_event(e, &ev);
+        }
+    }
+    stop_now(e, stop);
+}
+
+/* The cleanup after an observed cancel outlived its deadline. */
+static void stop_at_deadline(duro_orch *e)
+{
+    e->end_by = "duro";
+    terminate(e, DURO_STATUS_TERMINATED, NULL,
+              duro__engine_sprintf(
+                  e,
+                  "cleanup deadline passed: the orchestration was still "
+                  "cleaning up %lld ms after the cancel (%s)",
+                  (long long)(e->now - e->cancel_at),
+                  str_or(e->cancel_reason, "no reason given")),
+              DURO_CATEGORY_CANCELLED);
+}
+
+static int finish_turn(duro_orch *e)
+{
+    if (e->oom)
+        return DURO_NOMEM;
+    if (!e->terminal)
+        e->turn->status =
+            e->suspended ? DURO_STATUS_SUSPENDED : DURO_STATUS_RUNNING;
+    fill_meta(e);
+    return DURO_OK;
+}
+
 int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
 {
     if (e->terminal)
@@ -1124,46 +1366,70 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     e->replay_count = in->history_count;
     e->replay_pos = 0;
     e->leftover_count = 0;
+    e->status_dirty = 0;
     out->status = DURO_STATUS_RUNNING;
     if (in->history_count > 0 &&
         in->history[0].event_id != e->tracker.count + 1)
         return DURO_INVALID;
+    int begins = e->tracker.count == 0 && in->history_count == 0;
     if (e->tracker.count == 0) {
         int rc = begin_execution(e, in);
         if (rc != DURO_OK)
             return rc;
     }
 
-    const duro_work_item *cancel = NULL;
-    for (size_t i = 0; i < in->message_count && cancel == NULL; i++)
-        if (in->messages[i].kind == DURO_WORK_CANCEL_INSTANCE)
-            cancel = &in->messages[i];
+    /* What ends the execution without running code: a terminate, and a
+     * cancel that the code does not take part in - it does not observe
+     * cancellation, must not run, the instance is suspended, or the
+     * execution only begins in this turn. */
+    int codeless_cancel =
+        e->cfg.fn == NULL || !e->cfg.observe_cancel || in->suspended || begins;
+    const duro_work_item *stop = NULL;
+    int resumes = 0, cancels = 0;
+    for (size_t i = 0; i < in->message_count && stop == NULL; i++) {
+        const duro_work_item *m = &in->messages[i];
+        if (m->kind == DURO_WORK_TERMINATE_INSTANCE ||
+            (m->kind == DURO_WORK_CANCEL_INSTANCE && codeless_cancel))
+            stop = m;
+        resumes |= m->kind == DURO_WORK_RESUME_INSTANCE;
+        cancels |= m->kind == DURO_WORK_CANCEL_INSTANCE;
+    }
 
-    if (cancel != NULL || in->terminate_status != 0) {
+    if (stop != NULL || in->terminate_status != 0) {
         /* Decided without running code: everything outstanding in history
          * (and in this batch) is cancelled. */
         if (absorb_history(e) != DURO_OK)
             return DURO_INVALID;
-        if (cancel != NULL) {
-            for (const duro_work_item *m = in->messages; m < cancel; m++) {
-                duro_event ev;
-                if (message_event(e, m, &ev))
-                    append_event(e, &ev);
-            }
-            duro_event req = {.kind = DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED,
-                              .reason = cancel->reason,
-                              .requested_by = cancel->requested_by};
-            append_event(e, &req);
-            terminate(e, DURO_STATUS_CANCELLED, NULL,
-                      str_or(cancel->reason, ""), DURO_CATEGORY_CANCELLED);
-        } else {
+        if (stop != NULL)
+            stop_without_code(e, in, stop);
+        else
             terminate(e, in->terminate_status, NULL, in->terminate_error,
                       in->terminate_category);
+        return finish_turn(e);
+    }
+
+    if (in->suspended && !resumes && (!e->code_started || e->cfg.fn == NULL)) {
+        /* A suspended instance runs no code: the batch is recorded in
+         * history from history alone (the engine is then not kept, its
+         * code never having run). */
+        if (absorb_history(e) != DURO_OK)
+            return DURO_INVALID;
+        e->codeless = 1;
+        for (size_t i = 0; i < in->message_count && !e->oom; i++) {
+            const duro_work_item *m = &in->messages[i];
+            duro_event ev = {0};
+            if (m->kind == DURO_WORK_SUSPEND_INSTANCE && !e->suspended) {
+                ev.kind = DURO_EVENT_EXECUTION_SUSPENDED;
+                ev.reason = m->reason;
+                ev.requested_by = m->requested_by;
+                e->suspended = 1;
+                e->status_dirty = 1;
+            } else if (!message_event(e, m, &ev)) {
+                continue;
+            }
+            append_event(e, &ev);
         }
-        if (e->oom)
-            return DURO_NOMEM;
-        fill_meta(e);
-        return DURO_OK;
+        return finish_turn(e);
     }
 
     if (e->replay_pos < e->replay_count)
@@ -1182,7 +1448,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     while (!e->nondet && !e->oom && e->replay_pos < e->replay_count) {
         const duro_event *h = &e->replay[e->replay_pos];
         char b[160];
-        if (e->code_done) {
+        if (e->code_done || e->deadline_passed) {
             describe(b, sizeof(b), h);
             set_nondeterminism(e,
                                "nondeterminism at event %llu: the "
@@ -1200,9 +1466,8 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
             break;
         }
         e->replay_pos++;
-        consume_input(e, h);
         e->replay_segment = 1;
-        resume_code(e);
+        take_event(e, h);
     }
     e->replay_segment = 0;
     if (e->oom)
@@ -1210,46 +1475,88 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     if (e->nondet) {
         if (absorb_history(e) != DURO_OK)
             return DURO_INVALID;
+        const duro_work_item *cancel = NULL;
+        for (size_t i = 0; i < in->message_count && cancel == NULL; i++)
+            if (in->messages[i].kind == DURO_WORK_CANCEL_INSTANCE)
+                cancel = &in->messages[i];
+        if (cancels && cancel != NULL) {
+            /* Code that cannot be replayed can still be cancelled: from
+             * history alone, as if it did not observe cancellation. */
+            stop_without_code(e, in, cancel);
+            return finish_turn(e);
+        }
         out->nondeterminism = 1;
         terminate(e, DURO_STATUS_FAILED, NULL, e->result.error,
                   DURO_CATEGORY_CONFIGURATION);
-        if (e->oom)
-            return DURO_NOMEM;
-        fill_meta(e);
-        return DURO_OK;
+        return finish_turn(e);
     }
     /* A new execution takes events carried over from the previous one
      * first, then the rest of the batch in order. */
     int carried_first =
         in->start != NULL && in->start->kind == DURO_WORK_CONTINUE_AS_NEW;
     for (int pass = carried_first ? 0 : 1; pass < 2; pass++) {
-        for (size_t i = 0; i < in->message_count && !e->oom; i++) {
+        for (size_t i = 0; i < in->message_count && !e->oom && !e->terminal;
+             i++) {
             const duro_work_item *m = &in->messages[i];
             int carried = carried_first &&
                           m->kind == DURO_WORK_EXTERNAL_EVENT &&
                           (m->flags & DURO_EVENT_CARRIED);
             if (carried != (pass == 0))
                 continue;
-            if (e->code_done) {
+            if (e->code_done || e->deadline_passed) {
                 if (m->kind == DURO_WORK_EXTERNAL_EVENT)
                     note_leftover(e, m);
                 continue;
             }
-            duro_event ev, stored;
-            if (!message_event(e, m, &ev))
-                continue;
+            duro_event ev = {0}, stored;
+            switch (m->kind) {
+            case DURO_WORK_SUSPEND_INSTANCE:
+            case DURO_WORK_RESUME_INSTANCE: {
+                int suspend = m->kind == DURO_WORK_SUSPEND_INSTANCE;
+                if (e->suspended == suspend)
+                    continue; /* idempotent */
+                ev.kind = suspend ? DURO_EVENT_EXECUTION_SUSPENDED
+                                  : DURO_EVENT_EXECUTION_RESUMED;
+                ev.reason = m->reason;
+                ev.requested_by = m->requested_by;
+                e->status_dirty = 1;
+                break;
+            }
+            case DURO_WORK_CANCEL_INSTANCE:
+                if (e->cancel_delivered)
+                    continue; /* a second cancel during the cleanup */
+                if (e->suspended) {
+                    /* suspended in this very batch: no code runs */
+                    stop_now(e, m);
+                    continue;
+                }
+                ev.kind = DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED;
+                ev.reason = m->reason;
+                ev.requested_by = m->requested_by;
+                ev.flags = DURO_CANCEL_OBSERVED;
+                break;
+            default:
+                if (!message_event(e, m, &ev))
+                    continue;
+                break;
+            }
             if (!push_delta(e, &ev, &stored))
                 break;
-            consume_input(e, &stored);
-            resume_code(e);
+            take_event(e, &stored);
         }
     }
     if (e->oom)
         return DURO_NOMEM;
-    if (e->code_done)
-        finish_from_code(e);
-    if (e->oom)
-        return DURO_NOMEM;
-    fill_meta(e);
-    return DURO_OK;
+    if (!e->terminal) {
+        if (e->deadline_passed)
+            stop_at_deadline(e);
+        else if (e->code_done)
+            finish_from_code(e);
+    }
+    return finish_turn(e);
+}
+
+int duro__engine_reusable(const duro_orch *e)
+{
+    return !e->terminal && !e->codeless && e->code_started;
 }

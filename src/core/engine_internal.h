@@ -67,6 +67,14 @@ typedef struct task_chunk {
     struct duro_task tasks[];
 } task_chunk;
 
+/* An input recorded while the instance was suspended, handed to the code
+ * (in order) when it is resumed. Strings in the engine's arena. */
+typedef struct held_input {
+    duro_event ev;
+    int cls; /* DURO__MSG_* when it was recorded */
+    struct held_input *next;
+} held_input;
+
 typedef struct raised_event {
     const char *name;
     const char *payload;
@@ -119,6 +127,19 @@ struct duro_orch {
     struct duro_task *waits_head, *waits_tail;
     const char *custom_status;
     int custom_status_dirty;
+
+    /* an observed cancellation (cfg.observe_cancel) */
+    int cancel_delivered;
+    const char *cancel_reason, *cancel_by;
+    int64_t cancel_at;          /* deterministic time of the cancel */
+    struct duro_task *deadline; /* the cleanup deadline timer */
+    int deadline_passed;
+    /* suspension */
+    int suspended;
+    int status_dirty; /* suspended or resumed in this turn */
+    held_input *held_head, *held_tail;
+    int codeless;       /* this turn was decided without the code: never kept */
+    const char *end_by; /* requested_by of OrchestrationTerminated */
 };
 
 /* The shared failed tasks returned for misuse; never written. Code receives

@@ -530,3 +530,18 @@ void *duro_orch_user(duro_orch *o)
 {
     return entered(o, __func__) ? o->cfg.user : NULL;
 }
+
+int duro_cancel_requested(duro_orch *o)
+{
+    return entered(o, __func__) ? o->cancel_delivered : 0;
+}
+
+const char *duro_cancel_reason(duro_orch *o)
+{
+    return entered(o, __func__) ? o->cancel_reason : NULL;
+}
+
+const char *duro_cancel_requester(duro_orch *o)
+{
+    return entered(o, __func__) ? o->cancel_by : NULL;
+}

@@ -24,6 +24,7 @@ int duro__event_is_command(int kind)
     case DURO_EVENT_ORCHESTRATION_FAILED:
     case DURO_EVENT_CONTINUED_AS_NEW:
     case DURO_EVENT_ORCHESTRATION_CANCELLED:
+    case DURO_EVENT_ORCHESTRATION_TERMINATED:
     case DURO_EVENT_ACTIVITY_SCHEDULED:
     case DURO_EVENT_ACTIVITY_CANCEL_REQUESTED:
     case DURO_EVENT_TIMER_CREATED:
@@ -41,7 +42,8 @@ int duro__event_is_terminal(int kind)
     return kind == DURO_EVENT_ORCHESTRATION_COMPLETED ||
            kind == DURO_EVENT_ORCHESTRATION_FAILED ||
            kind == DURO_EVENT_CONTINUED_AS_NEW ||
-           kind == DURO_EVENT_ORCHESTRATION_CANCELLED;
+           kind == DURO_EVENT_ORCHESTRATION_CANCELLED ||
+           kind == DURO_EVENT_ORCHESTRATION_TERMINATED;
 }
 
 /* The slot kind a completion event must point at. */

@@ -55,7 +55,8 @@ void duro__plan_turn(const duro_orch_item *item, duro__plan *plan)
         else if (m->kind == DURO_WORK_CONTINUE_AS_NEW &&
                  m->execution_id == item->execution_id + 1 && cont == NULL)
             cont = m;
-        else if (m->kind == DURO_WORK_CANCEL_INSTANCE)
+        else if (m->kind == DURO_WORK_CANCEL_INSTANCE ||
+                 m->kind == DURO_WORK_TERMINATE_INSTANCE)
             has_cancel = 1;
     }
     switch (item->status) {
@@ -82,6 +83,8 @@ void duro__plan_turn(const duro_orch_item *item, duro__plan *plan)
         }
         return;
     case DURO_STATUS_RUNNING:
+    case DURO_STATUS_SUSPENDED: /* decided by the engine (it records the
+                                   batch without running code) */
         if (cont != NULL) {
             plan->action = DURO__PLAN_CONTINUE;
             plan->execution_id = item->execution_id + 1;

@@ -16,7 +16,7 @@
  * fixed label sets and bucket bounds */
 
 static const char *const end_names[DURO__END_COUNT] = {
-    "completed", "failed", "cancelled", "continued_as_new"};
+    "completed", "failed", "cancelled", "continued_as_new", "terminated"};
 
 static const char *const outcome_names[DURO__ACT_COUNT] = {
     "completed", "failed", "cancelled", "abandoned"};
@@ -28,15 +28,16 @@ static const char *const reason_names[DURO__REASON_COUNT] = {
     DURO_REASON_INSTANCE_FAILED,
     DURO_REASON_INSTANCE_COMPLETED,
     DURO_REASON_CONTINUED_AS_NEW,
+    DURO_REASON_INSTANCE_TERMINATED,
     "lock_lost",
     "shutdown",
     "other"};
 _Static_assert(sizeof(reason_names) / sizeof(reason_names[0]) ==
                    DURO__REASON_COUNT,
                "reasons");
-#define REASON_LOCK_LOST 6 /* reasons a turn never decides */
-#define REASON_SHUTDOWN 7
-#define REASON_OTHER 8
+#define REASON_LOCK_LOST 7 /* reasons a turn never decides */
+#define REASON_SHUTDOWN 8
+#define REASON_OTHER 9
 
 typedef struct buckets {
     size_t count;
@@ -362,6 +363,9 @@ void duro__metrics_turn(duro__metrics *m, const duro__orch_entry *entry,
     case DURO_STATUS_CONTINUED_AS_NEW:
         ADD(s->ends[DURO__END_CONTINUED_AS_NEW], 1);
         break;
+    case DURO_STATUS_TERMINATED:
+        ADD(s->ends[DURO__END_TERMINATED], 1);
+        break;
     default:
         break;
     }
@@ -437,6 +441,7 @@ void duro__metrics_totals(duro__metrics *m, duro_metrics *out)
         out->orchestrations_completed += LOAD(s->ends[DURO__END_COMPLETED]);
         out->orchestrations_failed += LOAD(s->ends[DURO__END_FAILED]);
         out->orchestrations_cancelled += LOAD(s->ends[DURO__END_CANCELLED]);
+        out->orchestrations_terminated += LOAD(s->ends[DURO__END_TERMINATED]);
     }
     for (size_t i = 0; i < m->act_count; i++) {
         duro__activity_series *s = &m->acts[i];

@@ -30,6 +30,7 @@ enum {
     DURO__END_FAILED,
     DURO__END_CANCELLED,
     DURO__END_CONTINUED_AS_NEW,
+    DURO__END_TERMINATED,
     DURO__END_COUNT
 };
 enum {
@@ -41,7 +42,7 @@ enum {
 };
 /* The fixed set of cancellation reasons (label reason): the DURO_REASON_*
  * strings, lock_lost, shutdown, and other for any other string. */
-#define DURO__REASON_COUNT 9
+#define DURO__REASON_COUNT 10
 
 typedef struct duro__orch_series {
     char *label; /* the label value, escaped, valid UTF-8 */

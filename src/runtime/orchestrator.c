@@ -21,6 +21,7 @@ typedef struct turn_ctx {
     duro_history *full;    /* full history, when it had to be read */
     duro_orch_item **next; /* non-NULL: ack and fetch the next item in
                               one transaction (provider version 2) */
+    int codeless;          /* decide the turn without running code */
     char limit_why[DURO_ERROR_MESSAGE_MAX]; /* which history cap applied,
                                                when DURO_HISTORY_LIMIT */
     char problem[DURO_ERROR_MESSAGE_MAX];   /* why the batch was abandoned
@@ -85,12 +86,28 @@ static void drop_batch(turn_ctx *c, const char *why)
     }
 }
 
-static int batch_has_cancel(const duro_orch_item *item)
+static int batch_has(const duro_orch_item *item, int kind)
 {
     for (size_t i = 0; i < item->message_count; i++)
-        if (item->messages[i].kind == DURO_WORK_CANCEL_INSTANCE)
+        if (item->messages[i].kind == (duro_work_kind)kind)
             return 1;
     return 0;
+}
+
+/* A batch that ends the instance (a cancel or a terminate) is decided
+ * without code when need be. */
+static int batch_stops(const duro_orch_item *item)
+{
+    return batch_has(item, DURO_WORK_CANCEL_INSTANCE) ||
+           batch_has(item, DURO_WORK_TERMINATE_INSTANCE);
+}
+
+/* The turn can be decided without the orchestration's code: it stops the
+ * instance, or the instance is suspended and stays so. */
+static int codeless_possible(const duro_orch_item *item)
+{
+    return batch_stops(item) || (item->status == DURO_STATUS_SUSPENDED &&
+                                 !batch_has(item, DURO_WORK_RESUME_INSTANCE));
 }
 
 /* The execution's whole history when the item carries only its tail. */
@@ -130,8 +147,10 @@ static int get_engine(turn_ctx *c, duro_orchestration_fn fn, void *user,
     if (c->plan.action == DURO__PLAN_RUN) {
         duro_orch *e = duro__cache_take(rt->cache, item->instance_id,
                                         c->plan.execution_id);
+        /* A turn decided without code (fn NULL) takes a fresh engine: a
+         * kept one would run the code it was made with. */
         if (e != NULL && duro__engine_events(e) == item->history_offset &&
-            (fn != NULL || duro__engine_terminal(e) == 0)) {
+            fn != NULL) {
             *out = e;
             *warm = 1;
             *hist = item->history;
@@ -148,11 +167,17 @@ static int get_engine(turn_ctx *c, duro_orchestration_fn fn, void *user,
             *hist_count = item->history_count;
         }
     }
-    duro__engine_config cfg = {.fn = fn,
-                               .user = user,
-                               .stack_size = rt->opts.fiber_stack_size,
-                               .max_payload = rt->opts.max_payload,
-                               .logger = &rt->logger};
+    const duro_orchestration_options *oo = c->entry ? &c->entry->opts : NULL;
+    duro__engine_config cfg = {
+        .fn = fn,
+        .user = user,
+        .stack_size = rt->opts.fiber_stack_size,
+        .max_payload = rt->opts.max_payload,
+        .logger = &rt->logger,
+        .observe_cancel = oo != NULL && oo->observe_cancel,
+        .cleanup_timeout_ms = oo != NULL && oo->cleanup_timeout_ms > 0
+                                  ? oo->cleanup_timeout_ms
+                                  : rt->opts.cleanup_timeout_ms};
     return duro__engine_create(&cfg, item->instance_id, c->plan.execution_id,
                                out);
 }
@@ -171,7 +196,7 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
     size_t hist_count;
     int warm;
     duro_orchestration_fn fn =
-        terminate_status == 0 && c->entry ? c->entry->fn : NULL;
+        terminate_status == 0 && c->entry && !c->codeless ? c->entry->fn : NULL;
     void *user = c->entry ? c->entry->user : NULL;
     int rc = get_engine(c, fn, user, &e, &hist, &hist_count, &warm);
     if (rc != DURO_OK) {
@@ -188,7 +213,9 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
                            .message_count = c->item->message_count,
                            .terminate_status = terminate_status,
                            .terminate_error = terminate_error,
-                           .terminate_category = terminate_category};
+                           .terminate_category = terminate_category,
+                           .suspended =
+                               c->item->status == DURO_STATUS_SUSPENDED};
     rc = duro__engine_turn(e, &in, turn);
     if (rc == DURO_INVALID && warm) {
         /* The kept engine does not fit the stored history: replay. */
@@ -249,7 +276,7 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
      * If the ack fails, the engine (ahead of the store) is taken back out;
      * should another thread already hold it, the mismatch of event counts
      * makes that thread replay instead. */
-    int terminal = duro__engine_terminal(e) || fn == NULL;
+    int terminal = !duro__engine_reusable(e) || fn == NULL;
     const char *instance = c->item->instance_id;
     if (terminal) {
         duro__engine_destroy(e);
@@ -389,7 +416,7 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
         duro__log(&rt->logger, DURO_LOG_ERROR, "%s", why);
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_INFRASTRUCTURE);
-    } else if (c.entry == NULL && !batch_has_cancel(item)) {
+    } else if (c.entry == NULL && !codeless_possible(item)) {
         snprintf(why, sizeof(why),
                  "orchestration '%s' version '%s' is not registered", name,
                  version && version[0] ? version : "(default)");
@@ -428,6 +455,11 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
                 duro__wall_ms() + rt->opts.orchestration_lock_timeout_ms);
             had_problem = 1;
         }
+        /* Without its code when it has none here, and for a cancel or
+         * terminate whose turn already failed twice (code that crashes or
+         * hangs the turn): the instance can always be stopped. */
+        c.codeless =
+            c.entry == NULL || (batch_stops(item) && item->attempt >= 3);
         c.next = next; /* the common path may fetch the next item at once */
         rc = run_and_ack(&c, 0, NULL, 0);
         c.next = NULL;

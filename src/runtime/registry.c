@@ -38,15 +38,34 @@ static int check_name(const char *what, const char *name)
     return DURO_OK;
 }
 
-int duro_registry_add_orchestration(duro_registry *r, const char *name,
-                                    const char *version,
-                                    duro_orchestration_fn fn, void *user)
+void duro_orchestration_options_init(duro_orchestration_options *o)
+{
+    if (o == NULL)
+        return;
+    memset(o, 0, sizeof(*o));
+    o->version = 1;
+}
+
+int duro_registry_add_orchestration_ex(duro_registry *r, const char *name,
+                                       const char *version,
+                                       duro_orchestration_fn fn, void *user,
+                                       const duro_orchestration_options *opts)
 {
     if (r == NULL || fn == NULL)
         return duro__fail(DURO_INVALID, "registry or function is NULL");
     int rc = check_name("orchestration", name);
     if (rc != DURO_OK)
         return rc;
+    duro_orchestration_options defaults;
+    duro_orchestration_options_init(&defaults);
+    if (opts == NULL)
+        opts = &defaults;
+    if (opts->version < 1)
+        return duro__fail(DURO_INVALID,
+                          "options.version is not set: call "
+                          "duro_orchestration_options_init() first");
+    if (opts->cleanup_timeout_ms < 0)
+        return duro__fail(DURO_INVALID, "cleanup_timeout_ms is negative");
     if (version == NULL)
         version = "";
     for (size_t i = 0; i < r->orch_count; i++)
@@ -64,6 +83,9 @@ int duro_registry_add_orchestration(duro_registry *r, const char *name,
     e->version = duro__strdup(version);
     e->fn = fn;
     e->user = user;
+    e->opts = defaults;
+    e->opts.observe_cancel = opts->observe_cancel != 0;
+    e->opts.cleanup_timeout_ms = opts->cleanup_timeout_ms;
     if (e->name == NULL || e->version == NULL) {
         duro__free(e->name);
         duro__free(e->version);
@@ -71,6 +93,13 @@ int duro_registry_add_orchestration(duro_registry *r, const char *name,
         return duro__fail(DURO_NOMEM, "out of memory");
     }
     return DURO_OK;
+}
+
+int duro_registry_add_orchestration(duro_registry *r, const char *name,
+                                    const char *version,
+                                    duro_orchestration_fn fn, void *user)
+{
+    return duro_registry_add_orchestration_ex(r, name, version, fn, user, NULL);
 }
 
 int duro_registry_add_activity(duro_registry *r, const char *name,
@@ -105,9 +134,9 @@ int duro__registry_copy(const duro_registry *src, duro_registry **out)
     if (rc != DURO_OK)
         return rc;
     for (size_t i = 0; src != NULL && i < src->orch_count && rc == DURO_OK; i++)
-        rc = duro_registry_add_orchestration(
+        rc = duro_registry_add_orchestration_ex(
             r, src->orchs[i].name, src->orchs[i].version, src->orchs[i].fn,
-            src->orchs[i].user);
+            src->orchs[i].user, &src->orchs[i].opts);
     for (size_t i = 0; src != NULL && i < src->act_count && rc == DURO_OK; i++)
         rc = duro_registry_add_activity(r, src->acts[i].name, src->acts[i].fn,
                                         src->acts[i].user);

@@ -4,6 +4,7 @@
  * deadlock from them (shutdown, destroy) are refused with DURO_MISUSE. */
 #include <errno.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core/fiber.h"
@@ -27,7 +28,7 @@ void duro_runtime_options_init(duro_runtime_options *o)
     if (o == NULL)
         return;
     memset(o, 0, sizeof(*o));
-    o->version = 1;
+    o->version = 2;
     o->orchestration_concurrency = 2;
     o->worker_concurrency = 8;
     o->orchestration_lock_timeout_ms = 30000;
@@ -42,6 +43,7 @@ void duro_runtime_options_init(duro_runtime_options *o)
     o->unknown_name_retry_ms = 1000;
     o->max_payload = 1048576;
     o->log_level = DURO_LOG_WARN;
+    o->cleanup_timeout_ms = 300000;
 }
 
 static int check_options(const duro_runtime_options *o)
@@ -49,6 +51,8 @@ static int check_options(const duro_runtime_options *o)
     if (o->version < 1)
         return duro__fail(DURO_INVALID, "options.version is not set: call "
                                         "duro_runtime_options_init() first");
+    if (o->version >= 2 && o->cleanup_timeout_ms <= 0)
+        return duro__fail(DURO_INVALID, "cleanup_timeout_ms must be > 0");
     if (o->orchestration_concurrency < 0 || o->orchestration_concurrency > 256)
         return duro__fail(DURO_INVALID,
                           "orchestration_concurrency must be 0..256");
@@ -102,7 +106,14 @@ static int create(duro_provider *p, int owns, const duro_registry *reg,
     duro_runtime *rt = duro__calloc(1, sizeof(*rt));
     if (rt == NULL)
         return duro__fail(DURO_NOMEM, "out of memory");
-    rt->opts = *opts;
+    if (opts->version >= 2) {
+        rt->opts = *opts;
+    } else {
+        /* a caller built against version 1 has no fields past log_user */
+        duro_runtime_options_init(&rt->opts);
+        memcpy(&rt->opts, opts,
+               offsetof(duro_runtime_options, cleanup_timeout_ms));
+    }
     rt->logger.level = opts->log_level;
     rt->logger.fn = opts->log_fn;
     rt->logger.user = opts->log_user;

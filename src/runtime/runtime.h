@@ -25,6 +25,7 @@ typedef struct duro__orch_entry {
     char *version; /* "" = the default version */
     duro_orchestration_fn fn;
     void *user;
+    duro_orchestration_options opts;
 } duro__orch_entry;
 
 typedef struct duro__activity_entry {

@@ -92,6 +92,11 @@ TEST(common_and_provider_helpers)
     C(duro_bulk_result_free)(NULL);
     CHECK_STR(C(duro_cancel_outcome_name)(DURO_CANCEL_DUPLICATE), "duplicate");
     CHECK_STR(duro_cancel_outcome_name(-1), "unknown");
+    CHECK_STR(C(duro_control_name)(DURO_CONTROL_SUSPEND), "suspend");
+    CHECK_STR(duro_control_name(0), "unknown");
+    CHECK_STR(C(duro_control_outcome_name)(DURO_CONTROL_OUTCOME_FINISHED),
+              "finished");
+    CHECK_STR(duro_control_outcome_name(2), "unknown");
 
     duro_provider *p = (duro_provider *)&e;
     CHECK_PRC(C(duro_provider_open)(NULL, &p, &e), DURO_BAD_URL, &e);
@@ -138,6 +143,32 @@ TEST(registry_and_initializers)
     CHECK_RC(duro_registry_add_activity(r, NULL, act_echo, NULL), DURO_INVALID);
     CHECK_RC(duro_registry_add_activity(r, "A", NULL, NULL), DURO_INVALID);
     CHECK_OK(duro_registry_add_activity(r, "A", act_echo, NULL));
+    /* with options: NULL options are the defaults; unset or bad ones are
+     * refused */
+    C(duro_orchestration_options_init)(NULL);
+    duro_orchestration_options oo;
+    duro_orchestration_options_init(&oo);
+    CHECK_EQ(oo.version, 1);
+    CHECK_EQ(oo.observe_cancel, 0);
+    CHECK_RC(C(duro_registry_add_orchestration_ex)(NULL, "X", NULL, orch_echo,
+                                                   NULL, &oo),
+             DURO_INVALID);
+    CHECK_RC(
+        duro_registry_add_orchestration_ex(r, NULL, NULL, orch_echo, NULL, &oo),
+        DURO_INVALID);
+    CHECK_RC(duro_registry_add_orchestration_ex(r, "X", NULL, NULL, NULL, &oo),
+             DURO_INVALID);
+    CHECK_OK(duro_registry_add_orchestration_ex(r, "X", NULL, orch_echo, NULL,
+                                                NULL));
+    oo.cleanup_timeout_ms = -1;
+    CHECK_RC(
+        duro_registry_add_orchestration_ex(r, "Y", NULL, orch_echo, NULL, &oo),
+        DURO_INVALID);
+    oo.cleanup_timeout_ms = 0;
+    oo.version = 0;
+    CHECK_RC(
+        duro_registry_add_orchestration_ex(r, "Y", NULL, orch_echo, NULL, &oo),
+        DURO_INVALID);
     C(duro_registry_destroy)(NULL);
     duro_registry_destroy(r);
 
@@ -147,7 +178,8 @@ TEST(registry_and_initializers)
     C(duro_retry_policy_init)(NULL);
     duro_runtime_options ro;
     duro_runtime_options_init(&ro);
-    CHECK_EQ(ro.version, 1);
+    CHECK_EQ(ro.version, 2);
+    CHECK_EQ(ro.cleanup_timeout_ms, 300000);
     duro_start_options so;
     duro_start_options_init(&so);
     CHECK_EQ(so.version, 1);
@@ -296,6 +328,36 @@ TEST(client_functions)
     CHECK_EQ(res[0].outcome, DURO_CANCEL_NOT_FOUND);
     CHECK_EQ(res[1].outcome, DURO_CANCEL_DUPLICATE);
 
+    /* terminate, suspend, resume: client and id required; reason and
+     * requested_by optional */
+    CHECK_RC(C(duro_client_terminate)(NULL, "w4", "r", "me"), DURO_INVALID);
+    CHECK_RC(duro_client_terminate(c, NULL, "r", "me"), DURO_INVALID);
+    CHECK_RC(duro_client_terminate(c, "nope", NULL, NULL), DURO_NOT_FOUND);
+    CHECK_RC(C(duro_client_suspend)(NULL, "w4", "r", "me"), DURO_INVALID);
+    CHECK_RC(duro_client_suspend(c, NULL, "r", "me"), DURO_INVALID);
+    CHECK_RC(duro_client_suspend(c, "nope", NULL, NULL), DURO_NOT_FOUND);
+    CHECK_RC(C(duro_client_resume)(NULL, "w4", "r", "me"), DURO_INVALID);
+    CHECK_RC(duro_client_resume(c, NULL, "r", "me"), DURO_INVALID);
+    CHECK_RC(duro_client_resume(c, "nope", NULL, NULL), DURO_NOT_FOUND);
+    duro_control_result cres[2];
+    CHECK_RC(C(duro_client_control_many)(NULL, DURO_CONTROL_TERMINATE, nope, 2,
+                                         "r", "me", cres),
+             DURO_INVALID);
+    CHECK_RC(duro_client_control_many(c, DURO_CONTROL_TERMINATE, NULL, 2, "r",
+                                      "me", cres),
+             DURO_INVALID);
+    CHECK_RC(duro_client_control_many(c, DURO_CONTROL_TERMINATE, nope, 2, "r",
+                                      "me", NULL),
+             DURO_INVALID);
+    CHECK_RC(duro_client_control_many(c, 0, nope, 2, "r", "me", cres),
+             DURO_INVALID);
+    CHECK_OK(duro_client_control_many(c, DURO_CONTROL_SUSPEND, NULL, 0, NULL,
+                                      NULL, NULL));
+    CHECK_OK(duro_client_control_many(c, DURO_CONTROL_RESUME, nope, 2, NULL,
+                                      NULL, cres));
+    CHECK_EQ(cres[0].outcome, DURO_CONTROL_OUTCOME_NOT_FOUND);
+    CHECK_EQ(cres[1].outcome, DURO_CONTROL_OUTCOME_DUPLICATE);
+
     /* cancel_matching and purge: client, filter and out required; reason,
      * requested_by and options optional */
     C(duro_bulk_options_init)(NULL);
@@ -313,6 +375,23 @@ TEST(client_functions)
     CHECK_RC(duro_client_cancel_matching(c, &none, "r", "me", &bo, NULL),
              DURO_INVALID);
     CHECK_OK(duro_client_cancel_matching(c, &none, NULL, NULL, NULL, &br));
+    CHECK_EQ(br->count, 0);
+    duro_bulk_result_free(br);
+    br = (duro_bulk_result *)&f;
+    CHECK_RC(C(duro_client_control_matching)(NULL, DURO_CONTROL_TERMINATE,
+                                             &none, "r", "me", &bo, &br),
+             DURO_INVALID);
+    CHECK(br == NULL);
+    CHECK_RC(duro_client_control_matching(c, DURO_CONTROL_TERMINATE, NULL, "r",
+                                          "me", &bo, &br),
+             DURO_INVALID);
+    CHECK_RC(duro_client_control_matching(c, DURO_CONTROL_TERMINATE, &none, "r",
+                                          "me", &bo, NULL),
+             DURO_INVALID);
+    CHECK_RC(duro_client_control_matching(c, 9, &none, "r", "me", &bo, &br),
+             DURO_INVALID);
+    CHECK_OK(duro_client_control_matching(c, DURO_CONTROL_SUSPEND, &none, NULL,
+                                          NULL, NULL, &br));
     CHECK_EQ(br->count, 0);
     duro_bulk_result_free(br);
     none.finished_before_ms = INT64_MAX;
@@ -554,6 +633,12 @@ static void context_functions_with_null_context(duro_orch *o, duro_result *out,
     CHECK_ERRMSG("duro_is_replaying: ");
     CHECK(C(duro_orch_user)(NULL) == NULL);
     CHECK_ERRMSG("duro_orch_user: ");
+    CHECK_EQ(C(duro_cancel_requested)(NULL), 0);
+    CHECK_ERRMSG("duro_cancel_requested: ");
+    CHECK(C(duro_cancel_reason)(NULL) == NULL);
+    CHECK_ERRMSG("duro_cancel_reason: ");
+    CHECK(C(duro_cancel_requester)(NULL) == NULL);
+    CHECK_ERRMSG("duro_cancel_requester: ");
 }
 
 static int orch_nulls(duro_orch *o, const char *in, duro_result *out)
@@ -638,6 +723,9 @@ static int orch_nulls(duro_orch *o, const char *in, duro_result *out)
     CHECK_STR(duro_input(o), in);
     CHECK(duro_orch_user(o) == &orch_user_tag);
     (void)duro_is_replaying(o);
+    CHECK_EQ(duro_cancel_requested(o), 0);
+    CHECK(duro_cancel_reason(o) == NULL);
+    CHECK(duro_cancel_requester(o) == NULL);
 
     /* the valid calls did their work */
     duro_task *act = duro_call_activity(o, "ContextNulls", "in");

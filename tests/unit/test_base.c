@@ -19,8 +19,12 @@ TEST(error_names_cover_every_code)
 
 TEST(status_names_round_trip)
 {
-    for (int s = DURO_STATUS_NOT_FOUND; s <= DURO_STATUS_CONTINUED_AS_NEW; s++)
+    for (int s = DURO_STATUS_NOT_FOUND; s <= DURO_STATUS_TERMINATED; s++)
         CHECK_EQ(duro_status_parse(duro_status_name(s)), s);
+    CHECK_STR(duro_status_name(DURO_STATUS_SUSPENDED), "Suspended");
+    CHECK_STR(duro_status_name(DURO_STATUS_TERMINATED + 1), "Unknown");
+    CHECK(duro_status_is_terminal(DURO_STATUS_TERMINATED));
+    CHECK(!duro_status_is_terminal(DURO_STATUS_SUSPENDED));
     CHECK_EQ(duro_status_parse("running"), DURO_STATUS_RUNNING);
     CHECK_EQ(duro_status_parse("nonsense"), -1);
     CHECK_EQ(duro_status_parse(NULL), -1);
@@ -32,8 +36,14 @@ TEST(event_kind_names)
 {
     CHECK_STR(duro_event_kind_name(DURO_EVENT_ACTIVITY_CANCEL_REQUESTED),
               "ActivityCancelRequested");
-    CHECK_STR(duro_event_kind_name(DURO_EVENT_KIND_MAX),
-              "SubOrchestrationCancelRequested");
+    CHECK_STR(
+        duro_event_kind_name(DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED),
+        "SubOrchestrationCancelRequested");
+    CHECK_STR(duro_event_kind_name(DURO_EVENT_ORCHESTRATION_TERMINATED),
+              "OrchestrationTerminated");
+    CHECK_STR(duro_event_kind_name(DURO_EVENT_EXECUTION_SUSPENDED),
+              "ExecutionSuspended");
+    CHECK_STR(duro_event_kind_name(DURO_EVENT_KIND_MAX), "ExecutionResumed");
     CHECK_STR(duro_event_kind_name(DURO_EVENT_KIND_MAX + 1), "Unknown");
 }
 

@@ -122,13 +122,24 @@ static const duro_work_item start_msg = {.kind = DURO_WORK_START,
 
 static duro_orch *last_cold;
 
+/* What run_turn adds to every turn: the orchestration's cancel options and
+ * whether the instance was Suspended when fetched. Tests that set them
+ * reset them to 0 before they end. */
+static int g_observe;
+static int64_t g_cleanup_ms;
+static int g_suspended;
+
 /* One turn. warm: *e is kept and only new messages are given; cold: a new
  * engine replays the whole recorded history. */
 static int run_turn(duro_orchestration_fn fn, void *user, duro_orch **warm,
                     sim *s, const duro_work_item *msgs, size_t n, int64_t now,
                     duro__turn *out)
 {
-    duro__engine_config cfg = {.fn = fn, .user = user, .max_payload = 4096};
+    duro__engine_config cfg = {.fn = fn,
+                               .user = user,
+                               .max_payload = 4096,
+                               .observe_cancel = g_observe,
+                               .cleanup_timeout_ms = g_cleanup_ms};
     duro_orch *e = warm ? *warm : NULL;
     if (e == NULL) {
         CHECK_OK(duro__engine_create(&cfg, "i1", 1, &e));
@@ -139,7 +150,8 @@ static int run_turn(duro_orchestration_fn fn, void *user, duro_orch **warm,
     duro__turn_input in = {.now_ms = now,
                            .messages = msgs,
                            .message_count = n,
-                           .start = s->count == 0 ? &start_msg : NULL};
+                           .start = s->count == 0 ? &start_msg : NULL,
+                           .suspended = g_suspended};
     uint64_t known = duro__engine_events(e);
     in.history = s->events + known;
     in.history_count = s->count - known;
@@ -1212,6 +1224,348 @@ TEST(engine_rejects_history_that_does_not_fit)
     duro__turn_free(&t);
 }
 
+/* ------------------------------------------------------------------------
+ * observed cancellation, terminate, suspend and resume */
+
+static duro_work_item msg_control(int kind, const char *reason)
+{
+    duro_work_item m = {.kind = (duro_work_kind)kind,
+                        .instance_id = "i1",
+                        .reason = reason,
+                        .requested_by = "operator"};
+    return m;
+}
+
+typedef struct saga_probe {
+    int charge_rc;
+    const char *reason, *by;
+} saga_probe;
+
+/* reserve, then charge; when cancelled while charging, release the
+ * reservation (a compensation) and return */
+static int orch_saga(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    saga_probe *p = duro_orch_user(o);
+    duro_task *reserve = duro_call_activity(o, "Reserve", "r");
+    if (duro_await(o, reserve) != DURO_OK)
+        return duro_fail(out, "reserve failed");
+    duro_task *charge = duro_call_activity(o, "Charge", "c");
+    p->charge_rc = duro_await(o, charge);
+    if (p->charge_rc == DURO_CANCELLED && duro_cancel_requested(o)) {
+        p->reason = duro_cancel_reason(o);
+        p->by = duro_cancel_requester(o);
+        duro_task *undo = duro_call_activity(o, "Release", p->reason);
+        duro_await(o, undo);
+        return duro_ok(out, "compensated");
+    }
+    return duro_ok(out, "done");
+}
+
+static void saga_scenario(int warm_mode, sim *s)
+{
+    duro_orch *e = NULL;
+    duro_orch **w = warm_mode ? &e : NULL;
+    duro__turn t;
+    CHECK_OK(duro__turn_init(&t));
+    saga_probe probe = {0};
+    g_observe = 1;
+    g_cleanup_ms = 60000;
+    CHECK_OK(run_turn(orch_saga, &probe, w, s, NULL, 0, 1000, &t));
+    duro_work_item m = msg_done(1, 2, "reserved");
+    CHECK_OK(run_turn(orch_saga, &probe, w, s, &m, 1, 2000, &t));
+    CHECK(has_worker(&t, "Charge"));
+
+    /* the cancel reaches the code: Charge is cancelled durably, the await
+     * reports DURO_CANCELLED, and the compensation is scheduled */
+    m = msg_cancel("customer changed mind");
+    CHECK_OK(run_turn(orch_saga, &probe, w, s, &m, 1, 3000, &t));
+    CHECK_EQ(t.status, DURO_STATUS_RUNNING);
+    CHECK_EQ(probe.charge_rc, DURO_CANCELLED);
+    CHECK_STR(probe.reason, "customer changed mind");
+    CHECK_STR(probe.by, "tester");
+    CHECK_EQ(t.cancelled_count, 1);
+    CHECK_EQ(t.cancelled[0].activity_id, 4);
+    CHECK_STR(t.cancel_reasons[0], DURO_REASON_INSTANCE_CANCELLED);
+    CHECK(has_worker(&t, "Release"));
+    CHECK_STR(t.worker_items[0].payload, "customer changed mind");
+    const duro_outbound *deadline = find_outbound(&t, DURO_WORK_TIMER_FIRED);
+    CHECK(deadline != NULL);
+    CHECK_EQ(deadline->item.fire_at_ms, 3000 + 60000);
+
+    /* a second cancel during the cleanup changes nothing */
+    m = msg_cancel("again");
+    CHECK_OK(run_turn(orch_saga, &probe, w, s, &m, 1, 3500, &t));
+    CHECK_EQ(t.delta_count, 0);
+    CHECK_EQ(t.status, DURO_STATUS_RUNNING);
+
+    /* the compensation completes: the instance ends Cancelled, with the
+     * first cancel's reason */
+    const duro_event *rel = find_kind(s, DURO_EVENT_ACTIVITY_SCHEDULED, 2);
+    CHECK(rel != NULL);
+    m = msg_done(1, rel->event_id, "released");
+    CHECK_OK(run_turn(orch_saga, &probe, w, s, &m, 1, 4000, &t));
+    CHECK_EQ(t.status, DURO_STATUS_CANCELLED);
+    CHECK_STR(t.meta.error, "customer changed mind");
+    CHECK_EQ(t.meta.category, DURO_CATEGORY_CANCELLED);
+    g_observe = 0;
+    g_cleanup_ms = 0;
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+}
+
+TEST(observed_cancel_runs_cleanup_and_replays_the_same)
+{
+    sim warm, cold;
+    sim_init(&warm);
+    sim_init(&cold);
+    saga_scenario(1, &warm);
+    saga_scenario(0, &cold);
+    const int kinds[] = {DURO_EVENT_ORCHESTRATION_STARTED,
+                         DURO_EVENT_ACTIVITY_SCHEDULED,
+                         DURO_EVENT_ACTIVITY_COMPLETED,
+                         DURO_EVENT_ACTIVITY_SCHEDULED,
+                         DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED,
+                         DURO_EVENT_ACTIVITY_CANCEL_REQUESTED,
+                         DURO_EVENT_TIMER_CREATED,
+                         DURO_EVENT_ACTIVITY_SCHEDULED,
+                         DURO_EVENT_ACTIVITY_COMPLETED,
+                         DURO_EVENT_ORCHESTRATION_CANCELLED};
+    CHECK_EQ(warm.count, sizeof(kinds) / sizeof(kinds[0]));
+    CHECK_EQ(cold.count, warm.count);
+    for (size_t i = 0; i < warm.count; i++) {
+        CHECK_EQ(warm.events[i].kind, kinds[i]);
+        CHECK_EQ(cold.events[i].kind, warm.events[i].kind);
+        CHECK_EQ(cold.events[i].flags, warm.events[i].flags);
+        CHECK_STR(cold.events[i].reason, warm.events[i].reason);
+        CHECK_EQ(cold.events[i].fire_at_ms, warm.events[i].fire_at_ms);
+    }
+    CHECK_EQ(warm.events[4].flags, DURO_CANCEL_OBSERVED);
+    CHECK_STR(warm.events[4].requested_by, "tester");
+    CHECK_EQ(warm.events[6].flags, DURO_TIMER_CLEANUP_DEADLINE);
+    CHECK_STR(warm.events[9].reason, "customer changed mind");
+    sim_free(&warm);
+    sim_free(&cold);
+}
+
+/* cleanup that never ends: the deadline terminates the instance */
+static int orch_stuck_cleanup(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    duro_await(o, duro_call_activity(o, "Work", "w"));
+    if (duro_cancel_requested(o))
+        duro_await(o, duro_wait_event(o, "never"));
+    duro_call_activity(o, "Undo", "u"); /* outstanding when terminated */
+    duro_await(o, duro_wait_event(o, "never"));
+    return duro_ok(out, "x");
+}
+
+TEST(cleanup_deadline_terminates_and_replay_keeps_the_recorded_deadline)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    g_observe = 1;
+    g_cleanup_ms = 500;
+    CHECK_OK(run_turn(orch_stuck_cleanup, NULL, NULL, &s, NULL, 0, 1000, &t));
+    duro_work_item m = msg_cancel("stop");
+    CHECK_OK(run_turn(orch_stuck_cleanup, NULL, NULL, &s, &m, 1, 2000, &t));
+    const duro_event *timer = find_kind(&s, DURO_EVENT_TIMER_CREATED, 0);
+    CHECK(timer != NULL);
+    CHECK_EQ(timer->fire_at_ms, 2500);
+    CHECK_EQ(timer->flags, DURO_TIMER_CLEANUP_DEADLINE);
+    /* replayed with a different option: the recorded deadline stands and
+     * replay stays deterministic */
+    g_cleanup_ms = 99999;
+    m = msg_event("other", "x");
+    CHECK_OK(run_turn(orch_stuck_cleanup, NULL, NULL, &s, &m, 1, 2100, &t));
+    CHECK_EQ(t.nondeterminism, 0);
+    CHECK_EQ(t.status, DURO_STATUS_RUNNING);
+    m = msg_timer(1, timer->event_id);
+    CHECK_OK(run_turn(orch_stuck_cleanup, NULL, NULL, &s, &m, 1, 2600, &t));
+    CHECK_EQ(t.status, DURO_STATUS_TERMINATED);
+    CHECK_EQ(t.meta.category, DURO_CATEGORY_CANCELLED);
+    CHECK(strstr(t.meta.error, "cleanup deadline passed") != NULL);
+    const duro_event *end = &s.events[s.count - 1];
+    CHECK_EQ(end->kind, DURO_EVENT_ORCHESTRATION_TERMINATED);
+    CHECK_STR(end->requested_by, "duro");
+    g_observe = 0;
+    g_cleanup_ms = 0;
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+TEST(terminate_ends_without_code_and_terminates_children)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    g_observe = 1; /* terminate never asks the code, observing or not */
+    CHECK_OK(run_turn(orch_wait_forever, NULL, NULL, &s, NULL, 0, 1, &t));
+    duro_work_item m[2] = {msg_done(1, 2, "finished-late"),
+                           msg_control(DURO_WORK_TERMINATE_INSTANCE, "broken")};
+    m[0].source_id = 99; /* unknown: dropped, not recorded */
+    CHECK_OK(run_turn(must_not_run, NULL, NULL, &s, m, 2, 2, &t));
+    CHECK_EQ(t.ran_code, 0);
+    CHECK_EQ(t.status, DURO_STATUS_TERMINATED);
+    CHECK_EQ(t.meta.status, DURO_STATUS_TERMINATED);
+    CHECK_STR(t.meta.error, "broken");
+    CHECK_EQ(t.cancelled_count, 1);
+    CHECK_STR(t.cancel_reasons[0], DURO_REASON_INSTANCE_TERMINATED);
+    const duro_outbound *child =
+        find_outbound(&t, DURO_WORK_TERMINATE_INSTANCE);
+    CHECK(child != NULL);
+    CHECK_STR(child->item.instance_id, "i1:1:3");
+    CHECK_STR(child->item.requested_by, "parent:i1");
+    CHECK(find_outbound(&t, DURO_WORK_CANCEL_INSTANCE) == NULL);
+    const duro_event *end = &s.events[s.count - 1];
+    CHECK_EQ(end->kind, DURO_EVENT_ORCHESTRATION_TERMINATED);
+    CHECK_STR(end->reason, "broken");
+    CHECK_STR(end->requested_by, "operator");
+    g_observe = 0;
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+static void suspend_scenario(int warm_mode, sim *s)
+{
+    duro_orch *e = NULL;
+    duro_orch **w = warm_mode ? &e : NULL;
+    duro__turn t;
+    CHECK_OK(duro__turn_init(&t));
+    CHECK_OK(run_turn(orch_events, NULL, w, s, NULL, 0, 1000, &t));
+    duro_work_item m = msg_timer(1, 2);
+    CHECK_OK(run_turn(orch_events, NULL, w, s, &m, 1, 1100, &t));
+    /* suspended twice in one batch: one event; a resume of a running
+     * instance before it is a no-op */
+    duro_work_item sus[3] = {
+        msg_control(DURO_WORK_RESUME_INSTANCE, "not suspended"),
+        msg_control(DURO_WORK_SUSPEND_INSTANCE, "investigating"),
+        msg_control(DURO_WORK_SUSPEND_INSTANCE, "twice")};
+    CHECK_OK(run_turn(orch_events, NULL, w, s, sus, 3, 1200, &t));
+    CHECK_EQ(t.status, DURO_STATUS_SUSPENDED);
+    CHECK_EQ(t.meta_changed, 1);
+    CHECK_EQ(t.meta.status, DURO_STATUS_SUSPENDED);
+    CHECK_EQ(t.delta_count, 1);
+    CHECK_EQ(t.delta[0].kind, DURO_EVENT_EXECUTION_SUSPENDED);
+    CHECK_STR(t.delta[0].reason, "investigating");
+
+    /* while suspended, events are recorded in arrival order and the code
+     * does not run (a cold engine does not even replay it) */
+    g_suspended = 1;
+    duro_work_item ev[2] = {msg_event("go", "first"),
+                            msg_event("go", "second")};
+    CHECK_OK(run_turn(warm_mode ? orch_events : must_not_run, NULL, w, s, ev, 1,
+                      1300, &t));
+    CHECK_EQ(t.status, DURO_STATUS_SUSPENDED);
+    CHECK_EQ(t.worker_count + t.outbound_count, 0);
+    CHECK_EQ(t.ran_code, 0);
+    CHECK_OK(run_turn(warm_mode ? orch_events : must_not_run, NULL, w, s,
+                      ev + 1, 1, 1400, &t));
+    CHECK_EQ(t.ran_code, 0);
+    CHECK_EQ(t.status, DURO_STATUS_SUSPENDED);
+
+    /* resumed: the code consumes both, in order, and completes */
+    m = msg_control(DURO_WORK_RESUME_INSTANCE, "fixed");
+    CHECK_OK(run_turn(orch_events, NULL, w, s, &m, 1, 1500, &t));
+    g_suspended = 0;
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_STR(t.meta.output, "first+second");
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+}
+
+TEST(suspend_keeps_inputs_in_order_until_resume)
+{
+    sim warm, cold;
+    sim_init(&warm);
+    sim_init(&cold);
+    suspend_scenario(1, &warm);
+    suspend_scenario(0, &cold);
+    const int kinds[] = {
+        DURO_EVENT_ORCHESTRATION_STARTED, DURO_EVENT_TIMER_CREATED,
+        DURO_EVENT_TIMER_FIRED,           DURO_EVENT_EVENT_SUBSCRIBED,
+        DURO_EVENT_EVENT_SUBSCRIBED,      DURO_EVENT_EXECUTION_SUSPENDED,
+        DURO_EVENT_EVENT_RAISED,          DURO_EVENT_EVENT_RAISED,
+        DURO_EVENT_EXECUTION_RESUMED,     DURO_EVENT_ORCHESTRATION_COMPLETED};
+    CHECK_EQ(warm.count, sizeof(kinds) / sizeof(kinds[0]));
+    CHECK_EQ(cold.count, warm.count);
+    for (size_t i = 0; i < warm.count; i++) {
+        CHECK_EQ(warm.events[i].kind, kinds[i]);
+        CHECK_EQ(cold.events[i].kind, kinds[i]);
+        CHECK_STR(cold.events[i].payload, warm.events[i].payload);
+    }
+    CHECK_STR(warm.events[6].payload, "first");
+    CHECK_STR(warm.events[8].reason, "fixed");
+    CHECK_STR(warm.events[8].requested_by, "operator");
+    sim_free(&warm);
+    sim_free(&cold);
+}
+
+TEST(a_suspended_instance_is_cancelled_at_once_even_when_observing)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    saga_probe probe = {0};
+    g_observe = 1;
+    g_cleanup_ms = 1000;
+    CHECK_OK(run_turn(orch_saga, &probe, NULL, &s, NULL, 0, 1, &t));
+    duro_work_item sus = msg_control(DURO_WORK_SUSPEND_INSTANCE, "hold");
+    CHECK_OK(run_turn(orch_saga, &probe, NULL, &s, &sus, 1, 2, &t));
+    CHECK_EQ(t.status, DURO_STATUS_SUSPENDED);
+    g_suspended = 1;
+    duro_work_item m = msg_cancel("give up");
+    CHECK_OK(run_turn(must_not_run, NULL, NULL, &s, &m, 1, 3, &t));
+    CHECK_EQ(t.status, DURO_STATUS_CANCELLED);
+    CHECK_EQ(t.cancelled_count, 1); /* Reserve */
+    const duro_event *req =
+        find_kind(&s, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED, 0);
+    CHECK(req != NULL);
+    CHECK_EQ(req->flags, 0); /* not delivered to the code */
+    /* suspended in the same batch as the cancel: also at once, on a warm
+     * engine whose code is live */
+    sim s2;
+    sim_init(&s2);
+    duro_orch *e = NULL;
+    g_suspended = 0;
+    CHECK_OK(run_turn(orch_saga, &probe, &e, &s2, NULL, 0, 1, &t));
+    duro_work_item both[2] = {sus, m};
+    CHECK_OK(run_turn(orch_saga, &probe, &e, &s2, both, 2, 2, &t));
+    CHECK_EQ(t.status, DURO_STATUS_CANCELLED);
+    CHECK_EQ(count_kind(&s2, DURO_EVENT_TIMER_CREATED), 0); /* no cleanup */
+    g_observe = 0;
+    g_cleanup_ms = 0;
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+    sim_free(&s);
+    sim_free(&s2);
+}
+
+TEST(nondeterministic_code_can_still_be_cancelled)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    g_observe = 1;
+    CHECK_OK(run_turn(orch_chain, NULL, NULL, &s, NULL, 0, 1, &t));
+    duro_work_item m = msg_done(1, 2, "a");
+    CHECK_OK(run_turn(orch_chain, NULL, NULL, &s, &m, 1, 2, &t));
+    /* the code changed: replay would fail; the cancel still ends it */
+    m = msg_cancel("cannot replay");
+    CHECK_OK(run_turn(orch_chain_changed, NULL, NULL, &s, &m, 1, 3, &t));
+    CHECK_EQ(t.status, DURO_STATUS_CANCELLED);
+    CHECK_EQ(t.nondeterminism, 0);
+    CHECK_EQ(t.cancelled_count, 1); /* B */
+    g_observe = 0;
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
 TEST(release_last_cold_engine)
 {
     duro__engine_destroy(last_cold);
@@ -1243,4 +1597,10 @@ TEST_MAIN(T(plan_turn_cases), T(chain_warm_and_cold_give_the_same_history),
           T(orch_alloc_refuses_sizes_that_overflow),
           T(tracker_classifies_completions),
           T(engine_rejects_history_that_does_not_fit),
+          T(observed_cancel_runs_cleanup_and_replays_the_same),
+          T(cleanup_deadline_terminates_and_replay_keeps_the_recorded_deadline),
+          T(terminate_ends_without_code_and_terminates_children),
+          T(suspend_keeps_inputs_in_order_until_resume),
+          T(a_suspended_instance_is_cancelled_at_once_even_when_observing),
+          T(nondeterministic_code_can_still_be_cancelled),
           T(release_last_cold_engine))
