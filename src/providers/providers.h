@@ -37,4 +37,103 @@ int duro__pg_open(const char *url, int concurrency, duro_provider **out,
 int duro__provider_open_for(const char *url, int concurrency,
                             duro_provider **out, duro_error *err);
 
+/* ---- what both built-in providers share about statuses and bulk calls
+ * (bulk.c) ---------------------------------------------------------------- */
+
+/* Live statuses (Pending, Running, Suspended: an instance that may still
+ * run) and ended ones (Completed, Failed, Cancelled, Terminated), as masks
+ * of (1u << status) and as SQL lists. ContinuedAsNew is neither: it names
+ * a finished execution, never an instance. Every statement that means
+ * "live" or "ended" uses these lists. */
+#define DURO__LIVE_STATUSES                                                    \
+    ((1u << DURO_STATUS_PENDING) | (1u << DURO_STATUS_RUNNING) |               \
+     (1u << DURO_STATUS_SUSPENDED))
+#define DURO__ENDED_STATUSES                                                   \
+    ((1u << DURO_STATUS_COMPLETED) | (1u << DURO_STATUS_FAILED) |              \
+     (1u << DURO_STATUS_CANCELLED) | (1u << DURO_STATUS_TERMINATED))
+#define DURO__LIVE_SQL "1, 2, 7"
+#define DURO__ENDED_SQL "3, 4, 5, 8"
+
+/* 1 when `status` is in `mask` (out-of-range statuses never are). */
+int duro__status_in(uint32_t mask, int status);
+
+/* A request sent to instances by cancel_instances / cancel_matching or by
+ * control_instances / control_matching: the message it enqueues on each
+ * live instance and what it takes. */
+typedef struct duro__bulk_request {
+    int kind;                 /* duro_work_kind of the message; 0: the
+                                 control is unknown (refused by the
+                                 checks below) */
+    int control;              /* duro_control; 0 for a cancel */
+    int cancel;               /* 1: CANCEL_INSTANCE, which goes only to an
+                                 instance with no cancellation requested
+                                 and records the request on it */
+    uint32_t statuses;        /* what a *_matching status_mask may hold
+                                 (0 there: all of them) */
+    const char *op_instances; /* the methods' names, for messages */
+    const char *op_matching;
+} duro__bulk_request;
+
+/* The request of cancel_instances and cancel_matching. */
+extern const duro__bulk_request duro__bulk_cancel;
+
+/* The request of control `control` (a duro_control); an unknown one gets
+ * kind 0, which the checks below refuse (DURO_INVALID). */
+duro__bulk_request duro__bulk_control(int control);
+
+/* A provider's input check of a name or id (required: NULL or empty fails
+ * DURO_INVALID; too long fails DURO_TOO_LARGE). */
+typedef int (*duro__check_name_fn)(const char *what, const char *s,
+                                   int required, duro_error *err);
+
+/* The input checks of cancel_instances and control_instances, in this
+ * order: NULL arrays with count > 0 (DURO_INVALID); then results (count
+ * entries of duro__bulk_decision's layout) are zeroed; the control, more
+ * than DURO_BULK_BATCH_MAX ids (DURO_TOO_LARGE), reason and requester,
+ * each id. DURO_OK with count 0 means nothing to do. `provider` starts
+ * messages. */
+int duro__bulk_check_instances(const duro__bulk_request *r,
+                               const char *provider,
+                               const char *const *instance_ids, size_t count,
+                               const char *reason, const char *requested_by,
+                               void *results, duro__check_name_fn check,
+                               duro_error *err);
+
+/* Statuses a sweep binds: at most this many. */
+#define DURO__BULK_STATUSES_MAX 4
+
+/* The input checks of cancel_matching and control_matching (out NULL or
+ * *out set to NULL first): the control, a NULL filter or out, the
+ * filter's name and version, reason and requester, a finish bound, the
+ * status mask against r->statuses. On success statuses[] holds the mask's
+ * statuses, the first repeated to fill. */
+int duro__bulk_check_matching(const duro__bulk_request *r, const char *provider,
+                              const duro_bulk_filter *filter,
+                              const char *reason, const char *requested_by,
+                              duro_bulk_result **out,
+                              int statuses[DURO__BULK_STATUSES_MAX],
+                              duro__check_name_fn check, duro_error *err);
+
+/* The same for purge_instances: the mask within the ended statuses, a
+ * positive finished_before_ms. */
+int duro__bulk_check_purge(const char *provider, const duro_bulk_filter *filter,
+                           duro_bulk_result **out,
+                           int statuses[DURO__BULK_STATUSES_MAX],
+                           duro__check_name_fn check, duro_error *err);
+
+/* One id's decision: one array of these is copied out as either
+ * duro_cancel_result or duro_control_result (bulk.c checks the layouts). */
+typedef struct duro__bulk_decision {
+    int outcome;
+    int status;
+} duro__bulk_decision;
+
+/* Decides request r for an instance in `status` (DURO_STATUS_NOT_FOUND:
+ * none) with `pending` a cancellation requested, at the id's first
+ * occurrence in the call (`first`) or a later one, into *d (a
+ * duro_cancel_outcome for a cancel, else a duro_control_outcome). Returns 1
+ * when the instance is sent the message, else 0. */
+int duro__bulk_decide(const duro__bulk_request *r, duro__bulk_decision *d,
+                      int status, int pending, int first);
+
 #endif

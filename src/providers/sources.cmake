@@ -1,2 +1,3 @@
 list(APPEND DURO_SOURCES
+  src/providers/bulk.c
   src/providers/provider.c)

@@ -158,3 +158,12 @@ if(DURO_POSTGRES)
     ${CMAKE_CURRENT_LIST_DIR}/test_pg_commit_loss.c LABELS runtime tsan)
   target_link_libraries(test_pg_commit_loss PRIVATE duro_rt_util)
 endif()
+
+# The operator's verbs end to end on the server: test_lifecycle's file,
+# built with LIFECYCLE_PG (a fresh schema per test).
+if(DURO_POSTGRES)
+  duro_pg_test(test_pg_lifecycle
+    ${PROJECT_SOURCE_DIR}/tests/runtime/test_lifecycle.c LABELS runtime tsan)
+  target_compile_definitions(test_pg_lifecycle PRIVATE LIFECYCLE_PG)
+  target_link_libraries(test_pg_lifecycle PRIVATE duro_rt_util)
+endif()

@@ -37,6 +37,13 @@ duro_add_test(test_crash LABELS runtime TIMEOUT 300
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_crash.c)
 target_link_libraries(test_crash PRIVATE duro_rt_util duro_crash_util)
 duro_runtime_test(test_orch_api ${CMAKE_CURRENT_LIST_DIR}/test_orch_api.c)
+# Cancel with cleanup, terminate, suspend and resume end to end (the same
+# file runs on PostgreSQL as test_pg_lifecycle, tests/postgres/tests.cmake).
+duro_runtime_test(test_lifecycle ${CMAKE_CURRENT_LIST_DIR}/test_lifecycle.c)
+# kill -9 during a cleanup (forked runtime processes; not labelled tsan).
+duro_add_test(test_cleanup_crash LABELS runtime TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cleanup_crash.c)
+target_link_libraries(test_cleanup_crash PRIVATE duro_rt_util)
 duro_runtime_test(test_orch_context ${CMAKE_CURRENT_LIST_DIR}/test_orch_context.c)
 duro_runtime_test(test_orch_foreign ${CMAKE_CURRENT_LIST_DIR}/test_orch_foreign.c)
 duro_runtime_test(test_orch_replay ${CMAKE_CURRENT_LIST_DIR}/test_orch_replay.c)

@@ -582,10 +582,10 @@ TEST(query_plans_use_indexes)
         {"LIST_NAME", "instances_name"},
         {"LIST_STATUS", "instances_status"},
         {"DELETE_INSTANCES", "instances_parent"},
-        {"SWEEP_CANCEL_NAME", "instances_name"},
+        {"SWEEP_REQUEST_NAME", "instances_name"},
         {"SWEEP_PURGE_NAME", "instances_name"},
-        {"CANCEL_IDS_ENQUEUE", "sqlite_autoindex_instances_1"},
-        {"CANCEL_IDS_READY", "sqlite_autoindex_instances_1"},
+        {"REQUEST_IDS_ENQUEUE", "sqlite_autoindex_instances_1"},
+        {"REQUEST_IDS_READY", "sqlite_autoindex_instances_1"},
         {"CANCEL_IDS_MARK", "sqlite_autoindex_instances_1"},
         {"PURGE_HISTORY", "PRIMARY KEY"},
         {"PURGE_MESSAGES", "orchestrator_queue_instance"},
@@ -620,7 +620,7 @@ TEST(query_plans_use_indexes)
     static const struct {
         const char *name, *index;
     } sorted[] = {
-        {"SWEEP_CANCEL_ALL", "instances_status"},
+        {"SWEEP_REQUEST_ALL", "instances_status"},
         {"SWEEP_PURGE_ALL", "instances_finished"},
     };
     for (size_t k = 0; k < sizeof(sorted) / sizeof(sorted[0]); k++) {
@@ -636,8 +636,8 @@ TEST(query_plans_use_indexes)
     /* A batch looks each of its instances up by primary key: a status
      * index would range over every instance of a status for each id. */
     static const char *const by_key[] = {
-        "CANCEL_IDS_READ", "CANCEL_IDS_ENQUEUE",   "CANCEL_IDS_READY",
-        "CANCEL_IDS_MARK", "SWEEP_CANCEL_RECHECK", "PURGE_BATCH",
+        "REQUEST_IDS_READ", "REQUEST_IDS_ENQUEUE",   "REQUEST_IDS_READY",
+        "CANCEL_IDS_MARK",  "SWEEP_REQUEST_RECHECK", "PURGE_BATCH",
         "PURGE_INSTANCES"};
     for (size_t k = 0; k < sizeof(by_key) / sizeof(by_key[0]); k++) {
         size_t i = 0;

@@ -1,8 +1,11 @@
 /* pg_bulk.c - the PostgreSQL provider's operations on many instances:
- * cancel_instances (one transaction, set-based through text[] arrays) and
- * the two sweeps, cancel_matching and purge_instances, which read their set
- * page by page on one REPEATABLE READ snapshot and handle it in write
- * transactions of at most DURO_BULK_BATCH_MAX instances. Any thread. */
+ * cancel_instances and control_instances (one transaction, set-based
+ * through text[] arrays) and the sweeps, cancel_matching, control_matching
+ * and purge_instances, which read their set page by page on one REPEATABLE
+ * READ snapshot and handle it in write transactions of at most
+ * DURO_BULK_BATCH_MAX instances. A cancel and a control are one request
+ * (providers.h: duro__bulk_request) with their message's kind and status
+ * set. Any thread. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,65 +25,53 @@ static duro__pg_provider *pg_of(duro_provider *p)
  * JSON array of [id, created_ms] pairs (quotes, backslashes and control
  * characters escaped). Either is bound as one text parameter. */
 
-/* ---- cancel_instances ------------------------------------------------ */
+/* ---- cancel_instances, control_instances ----------------------------- */
 
-/* The outcome for an instance in `status` (0: no row), with `pending` a
- * cancellation already requested. */
-static int cancel_outcome(int status, int pending)
+/* Runs REQUEST_IDS_ENQUEUE, _READY and, for a cancel, CANCEL_IDS_MARK for
+ * the ids in ids, in that order (the last one ends what the first two
+ * select); *sent receives how many messages were enqueued (a cancel: how
+ * many requests were recorded). */
+static int request_ids(duro__pg_provider *p, duro__pg_conn *c,
+                       const duro__bulk_request *r, const char *ids,
+                       const char *reason, const char *by, int64_t now,
+                       size_t *sent, const char *op, duro_error *err)
 {
-    switch (status) {
-    case DURO_STATUS_NOT_FOUND:
-        return DURO_CANCEL_NOT_FOUND;
-    case DURO_STATUS_PENDING:
-    case DURO_STATUS_RUNNING:
-        return pending ? DURO_CANCEL_ALREADY_CANCELLED : DURO_CANCEL_CANCELLED;
-    case DURO_STATUS_CANCELLED:
-        return DURO_CANCEL_ALREADY_CANCELLED;
-    default:
-        return DURO_CANCEL_NOT_CANCELLABLE;
-    }
-}
-
-/* Runs CANCEL_IDS_ENQUEUE, _READY and _MARK for the ids in json, in that
- * order (the last one ends what the first two select); *marked receives
- * how many instances the request was recorded on. */
-static int cancel_ids(duro__pg_provider *p, duro__pg_conn *c, const char *json,
-                      const char *reason, const char *by, int64_t now,
-                      size_t *marked, const char *op, duro_error *err)
-{
-    static const duro__pg_stmt_id steps[] = {DURO__SQL_CANCEL_IDS_ENQUEUE,
-                                             DURO__SQL_CANCEL_IDS_READY,
+    static const duro__pg_stmt_id steps[] = {DURO__SQL_REQUEST_IDS_ENQUEUE,
+                                             DURO__SQL_REQUEST_IDS_READY,
                                              DURO__SQL_CANCEL_IDS_MARK};
-    for (size_t i = 0; i < DURO__ARRAY_LEN(steps); i++) {
+    size_t n = r->cancel ? 3 : 2;
+    for (size_t i = 0; i < n; i++) {
         duro__pg_statement *s = duro__pg_stmt(p, c, steps[i], op, err);
         if (s == NULL)
             return err->code;
-        duro__pg_bind_text(c, s, 1, json);
+        duro__pg_bind_text(c, s, 1, ids);
         duro__pg_bind_text(c, s, 2, reason);
         duro__pg_bind_text(c, s, 3, by);
         duro__pg_bind_i64(c, s, 4, now);
+        duro__pg_bind_i64(c, s, 5, r->kind);
+        duro__pg_bind_i64(c, s, 6, r->cancel);
         int rc = duro__pg_run(p, c, s, op, err);
         if (rc != DURO_OK)
             return rc;
+        if (steps[i] != DURO__SQL_REQUEST_IDS_READY)
+            *sent = (size_t)duro__pg_changes(c); /* enqueued, recorded */
     }
-    *marked = (size_t)duro__pg_changes(c);
     return DURO_OK;
 }
 
-/* The body of cancel_instances inside its transaction. */
-static int cancel_instances_in_transaction(duro__pg_provider *p,
-                                           duro__pg_conn *c, const char *json,
-                                           size_t count, const char *reason,
-                                           const char *by, int64_t now,
-                                           duro_cancel_result *results,
-                                           size_t *cancelled, const char *op,
-                                           duro_error *err)
+/* The body of cancel_instances and control_instances inside their
+ * transaction. */
+static int request_instances_in_transaction(
+    duro__pg_provider *p, duro__pg_conn *c, const duro__bulk_request *r,
+    const char *ids, size_t count, const char *reason, const char *by,
+    int64_t now, duro__bulk_decision *found, size_t *sent, const char *op,
+    duro_error *err)
 {
     duro__pg_statement *s =
-        duro__pg_stmt(p, c, DURO__SQL_CANCEL_IDS_READ, op, err);
+        duro__pg_stmt(p, c, DURO__SQL_REQUEST_IDS_READ, op, err);
     if (s == NULL)
         return err->code;
-    duro__pg_bind_text(c, s, 1, json);
+    duro__pg_bind_text(c, s, 1, ids);
     size_t seen = 0, expected = 0;
     int rc;
     while ((rc = duro__pg_step(p, c, s)) == DURO__PG_ROW) {
@@ -91,14 +82,9 @@ static int cancel_instances_in_transaction(duro__pg_provider *p,
                                   op, (long long)key, count);
         int status = duro__pg_column_null(s, 1) ? DURO_STATUS_NOT_FOUND
                                                 : duro__pg_column_int(s, 1);
-        int pending = duro__pg_column_int(s, 2) != 0;
-        int first = duro__pg_column_int64(s, 3) == 1;
-        duro_cancel_result *r = &results[key];
-        r->status = status;
-        r->outcome =
-            first ? cancel_outcome(status, pending) : DURO_CANCEL_DUPLICATE;
-        if (r->outcome == DURO_CANCEL_CANCELLED)
-            expected++;
+        expected += (size_t)duro__bulk_decide(r, &found[key], status,
+                                              duro__pg_column_int(s, 2) != 0,
+                                              duro__pg_column_int64(s, 3) == 1);
         seen++;
     }
     if (rc != DURO__PG_DONE)
@@ -108,17 +94,68 @@ static int cancel_instances_in_transaction(duro__pg_provider *p,
         return duro_error_set(err, DURO_STORAGE, 0,
                               "postgres %s: unnest gave %zu ids of %zu", op,
                               seen, count);
-    size_t marked = 0;
-    if (expected > 0 && (rc = cancel_ids(p, c, json, reason, by, now, &marked,
-                                         op, err)) != DURO_OK)
+    *sent = 0;
+    if (expected > 0 && (rc = request_ids(p, c, r, ids, reason, by, now, sent,
+                                          op, err)) != DURO_OK)
         return rc;
-    if (marked != expected)
+    if (*sent != expected)
         return duro_error_set(err, DURO_STORAGE, 0,
-                              "postgres %s: %zu instances to cancel, %zu "
-                              "recorded",
-                              op, expected, marked);
-    *cancelled = marked;
+                              "postgres %s: %zu instances to send to, %zu "
+                              "sent",
+                              op, expected, *sent);
     return DURO_OK;
+}
+
+/* cancel_instances and control_instances: request r of each instance;
+ * results (count duro_cancel_result or duro_control_result) get the
+ * decisions. */
+static int request_instances(duro_provider *base, const duro__bulk_request *r,
+                             const char *const *instance_ids, size_t count,
+                             const char *reason, const char *requested_by,
+                             void *results, duro_error *err)
+{
+    const char *op = r->op_instances;
+    duro_error local;
+    DURO__PG_ERR_INIT(err, local);
+    int rc = duro__bulk_check_instances(r, "postgres", instance_ids, count,
+                                        reason, requested_by, results,
+                                        duro__pg_check_name, err);
+    if (rc != DURO_OK || count == 0)
+        return rc;
+    duro__strbuf ids = {0};
+    duro__strbuf_open(&ids, '{');
+    for (size_t i = 0; i < count; i++) {
+        duro__strbuf_sep(&ids);
+        duro__strbuf_quoted(&ids, instance_ids[i]);
+    }
+    duro__strbuf_add(&ids, "}", 1);
+    duro__bulk_decision *found = duro__calloc(count, sizeof(*found));
+    if (ids.oom || found == NULL) {
+        duro__free(ids.s);
+        duro__free(found);
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    }
+    duro__pg_provider *p = pg_of(base);
+    int64_t now = duro__wall_ms();
+    duro__pg_conn *c;
+    size_t sent = 0;
+    rc = duro__pg_write_begin(p, op, &c, err);
+    if (rc == DURO_OK) {
+        rc = request_instances_in_transaction(p, c, r, ids.s, count, reason,
+                                              requested_by, now, found, &sent,
+                                              op, err);
+        if (rc == DURO_OK)
+            rc = duro__pg_write_commit(p, c, op, err);
+        else
+            duro__pg_write_rollback(p, c);
+    }
+    if (rc == DURO_OK) {
+        memcpy(results, found, count * sizeof(*found));
+        duro__pg_signal(p, DURO_QUEUE_ORCHESTRATOR, sent);
+    }
+    duro__free(found);
+    duro__free(ids.s);
+    return rc;
 }
 
 int duro__pg_cancel_instances(duro_provider *base,
@@ -126,61 +163,18 @@ int duro__pg_cancel_instances(duro_provider *base,
                               const char *reason, const char *requested_by,
                               duro_cancel_result *results, duro_error *err)
 {
-    static const char op[] = "cancel_instances";
-    duro_error local;
-    DURO__PG_ERR_INIT(err, local);
-    if (count == 0)
-        return DURO_OK;
-    if (instance_ids == NULL || results == NULL)
-        return duro_error_set(err, DURO_INVALID, 0,
-                              "instance_ids or results is NULL");
-    if (count <= SIZE_MAX / sizeof(*results))
-        memset(results, 0, count * sizeof(*results));
-    if (count > BATCH)
-        return duro_error_set(err, DURO_TOO_LARGE, 0,
-                              "%zu ids in one call; at most %d", count, BATCH);
-    int rc;
-    if ((rc = duro__pg_check_name("reason", reason, 0, err)) ||
-        (rc = duro__pg_check_name("requested_by", requested_by, 0, err)))
-        return rc;
-    for (size_t i = 0; i < count; i++)
-        if ((rc = duro__pg_check_id("instance id", instance_ids[i], err)) !=
-            DURO_OK)
-            return rc;
-    duro__strbuf json = {0};
-    duro__strbuf_open(&json, '{');
-    for (size_t i = 0; i < count; i++) {
-        duro__strbuf_sep(&json);
-        duro__strbuf_quoted(&json, instance_ids[i]);
-    }
-    duro__strbuf_add(&json, "}", 1);
-    duro_cancel_result *found = duro__calloc(count, sizeof(*found));
-    if (json.oom || found == NULL) {
-        duro__free(json.s);
-        duro__free(found);
-        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    }
-    duro__pg_provider *p = pg_of(base);
-    int64_t now = duro__wall_ms();
-    duro__pg_conn *c;
-    size_t cancelled = 0;
-    rc = duro__pg_write_begin(p, op, &c, err);
-    if (rc == DURO_OK) {
-        rc = cancel_instances_in_transaction(p, c, json.s, count, reason,
-                                             requested_by, now, found,
-                                             &cancelled, op, err);
-        if (rc == DURO_OK)
-            rc = duro__pg_write_commit(p, c, op, err);
-        else
-            duro__pg_write_rollback(p, c);
-    }
-    if (rc == DURO_OK) {
-        memcpy(results, found, count * sizeof(*results));
-        duro__pg_signal(p, DURO_QUEUE_ORCHESTRATOR, cancelled);
-    }
-    duro__free(found);
-    duro__free(json.s);
-    return rc;
+    return request_instances(base, &duro__bulk_cancel, instance_ids, count,
+                             reason, requested_by, results, err);
+}
+
+int duro__pg_control_instances(duro_provider *base, int control,
+                               const char *const *instance_ids, size_t count,
+                               const char *reason, const char *requested_by,
+                               duro_control_result *results, duro_error *err)
+{
+    duro__bulk_request r = duro__bulk_control(control);
+    return request_instances(base, &r, instance_ids, count, reason,
+                             requested_by, results, err);
 }
 
 /* ---- sweeps ----------------------------------------------------------
@@ -194,9 +188,11 @@ int duro__pg_cancel_instances(duro_provider *base,
 typedef struct sweep {
     duro__pg_provider *p;
     const char *op;
-    int purge; /* 0: cancel_matching */
+    const duro__bulk_request *req; /* cancel_matching, control_matching;
+                                      NULL: purge_instances */
     const duro_bulk_filter *f;
-    int statuses[3]; /* the mask's statuses, the first repeated to fill */
+    int statuses[DURO__BULK_STATUSES_MAX]; /* the mask's statuses, the first
+                                              repeated to fill */
     const char *reason, *by;
     int dry_run;
     size_t max_ids;
@@ -227,19 +223,21 @@ static void bind_text_if(duro__pg_conn *c, duro__pg_statement *s, int i,
 }
 
 /* Binds the filter as the SWEEP_* statements and PURGE_BATCH number it
- * (name at $1 in the former, $9 in the latter). */
+ * (name at $1 in the former, $9 in the latter; 0: none). */
 static void bind_filter(sweep *w, duro__pg_conn *c, duro__pg_statement *s,
                         int name_at)
 {
+    static const int status_at[DURO__BULK_STATUSES_MAX] = {2, 3, 4, 11};
     const duro_bulk_filter *f = w->f;
     if (name_at > 0)
         duro__pg_bind_text(c, s, name_at, f->name);
-    for (int i = 0; i < 3; i++)
-        bind_if(c, s, 2 + i, w->statuses[i]);
+    for (int i = 0; i < DURO__BULK_STATUSES_MAX; i++)
+        bind_if(c, s, status_at[i], w->statuses[i]);
     bind_text_if(c, s, 5, f->version);
     bind_if(c, s, 6, f->created_after_ms);
     bind_if(c, s, 7, f->created_before_ms);
     bind_if(c, s, 8, f->finished_before_ms);
+    bind_if(c, s, 12, w->req != NULL && w->req->cancel);
 }
 
 /* Appends ids[0..n) to the result's list while it holds fewer than
@@ -316,34 +314,32 @@ static int ids_json(const char *const *ids, size_t n, duro__strbuf *b)
     return b->oom ? DURO_NOMEM : DURO_OK;
 }
 
-/* A cancel_matching batch in its own transaction: which
- * members are still the same, cancellable instances, then their
- * cancellation; *done receives them. */
-static int cancel_batch(sweep *w, duro__pg_conn *c, const char *pairs,
-                        duro_arena *a, duro__strbuf *plain, const char ***done,
-                        size_t *n, duro_error *err)
+/* A cancel_matching or control_matching batch in its own transaction:
+ * which members are still the same instances, still to be sent the
+ * request, then the request; *done receives them. */
+static int request_batch(sweep *w, duro__pg_conn *c, const char *pairs,
+                         duro_arena *a, duro__strbuf *plain, const char ***done,
+                         size_t *n, duro_error *err)
 {
     duro__pg_provider *p = w->p;
     duro__pg_statement *s =
-        duro__pg_stmt(p, c, DURO__SQL_SWEEP_CANCEL_RECHECK, w->op, err);
+        duro__pg_stmt(p, c, DURO__SQL_SWEEP_REQUEST_RECHECK, w->op, err);
     if (s == NULL)
         return err->code;
     duro__pg_bind_text(c, s, 1, pairs);
-    duro__pg_bind_i64(c, s, 2, w->statuses[0]);
-    duro__pg_bind_i64(c, s, 3, w->statuses[1]);
+    bind_filter(w, c, s, 0);
     int rc = collect_ids(p, c, s, a, done, n, w->op, err);
     if (rc != DURO_OK || *n == 0)
         return rc;
     if (ids_json(*done, *n, plain) != DURO_OK)
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    size_t marked = 0;
-    rc = cancel_ids(p, c, plain->s, w->reason, w->by, w->now, &marked, w->op,
-                    err);
-    if (rc == DURO_OK && marked != *n)
+    size_t sent = 0;
+    rc = request_ids(p, c, w->req, plain->s, w->reason, w->by, w->now, &sent,
+                     w->op, err);
+    if (rc == DURO_OK && sent != *n)
         rc = duro_error_set(err, DURO_STORAGE, 0,
-                            "postgres %s: %zu instances to cancel, %zu "
-                            "recorded",
-                            w->op, *n, marked);
+                            "postgres %s: %zu instances to send to, %zu sent",
+                            w->op, *n, sent);
     return rc;
 }
 
@@ -411,10 +407,10 @@ static int handle_batch(sweep *w, const member *m, size_t count,
     const char **done = NULL;
     size_t n = 0;
     if (rc == DURO_OK && w->dry_run) {
-        if (w->purge) {
+        if (w->req == NULL) {
             rc = purge_select(w, w->snap, pairs.s, a, &done, &n, err);
         } else {
-            /* the SELECT already took only cancellable instances */
+            /* the SELECT already took only the instances to send to */
             done = duro_arena_alloc(a, count * sizeof(*done));
             if (done == NULL)
                 rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
@@ -427,15 +423,15 @@ static int handle_batch(sweep *w, const member *m, size_t count,
             rc = duro__pg_write_begin(p, w->op, &c, err);
         if (rc == DURO_OK) {
             w->now = duro__wall_ms();
-            rc = w->purge
+            rc = w->req == NULL
                      ? purge_batch(w, c, pairs.s, a, &plain, &done, &n, err)
-                     : cancel_batch(w, c, pairs.s, a, &plain, &done, &n, err);
+                     : request_batch(w, c, pairs.s, a, &plain, &done, &n, err);
             if (own_transaction && rc == DURO_OK)
                 rc = duro__pg_write_commit(p, c, w->op, err);
             else if (own_transaction)
                 duro__pg_write_rollback(p, c);
         }
-        if (rc == DURO_OK && own_transaction && !w->purge)
+        if (rc == DURO_OK && own_transaction && w->req != NULL)
             duro__pg_signal(p, DURO_QUEUE_ORCHESTRATOR, n);
     }
     if (rc == DURO_OK) {
@@ -502,36 +498,16 @@ static int read_and_handle(sweep *w, duro__pg_stmt_id select, duro_error *err)
     return rc;
 }
 
-/* The statuses of the mask into w->statuses; DURO_INVALID when it holds
- * any outside `allowed` (0 = every allowed one). */
-static int pick_statuses(sweep *w, uint32_t mask, uint32_t allowed,
-                         duro_error *err)
-{
-    if (mask == 0)
-        mask = allowed;
-    if ((mask & ~allowed) != 0)
-        return duro_error_set(err, DURO_INVALID, 0,
-                              "postgres %s: status_mask 0x%x holds statuses "
-                              "this operation does not take (allowed: 0x%x)",
-                              w->op, (unsigned)mask, (unsigned)allowed);
-    int n = 0;
-    for (int st = 0; st < 32 && n < 3; st++)
-        if (mask & (1u << st))
-            w->statuses[n++] = st;
-    for (int i = n; i < 3; i++)
-        w->statuses[i] = w->statuses[0];
-    return DURO_OK;
-}
-
 static int run_sweep(sweep *w, duro_bulk_result **out, duro_error *err)
 {
     duro__pg_provider *p = w->p;
     const char *op = w->op;
     int by_name = w->f->name != NULL;
-    duro__pg_stmt_id select = w->purge ? (by_name ? DURO__SQL_SWEEP_PURGE_NAME
-                                                  : DURO__SQL_SWEEP_PURGE_ALL)
-                                       : (by_name ? DURO__SQL_SWEEP_CANCEL_NAME
-                                                  : DURO__SQL_SWEEP_CANCEL_ALL);
+    duro__pg_stmt_id select =
+        w->req == NULL
+            ? (by_name ? DURO__SQL_SWEEP_PURGE_NAME : DURO__SQL_SWEEP_PURGE_ALL)
+            : (by_name ? DURO__SQL_SWEEP_REQUEST_NAME
+                       : DURO__SQL_SWEEP_REQUEST_ALL);
     duro_arena *a = duro_arena_create();
     w->res = a != NULL ? duro_arena_alloc(a, sizeof(*w->res)) : NULL;
     if (w->res == NULL) {
@@ -563,24 +539,29 @@ static int run_sweep(sweep *w, duro_bulk_result **out, duro_error *err)
     return DURO_OK;
 }
 
-/* Input checks shared by both sweeps. */
-static int check_sweep(const duro_bulk_filter *f, duro_bulk_result **out,
-                       duro_error *err)
+/* cancel_matching and control_matching: request r of every instance the
+ * filter selects. */
+static int request_matching(duro_provider *base, const duro__bulk_request *r,
+                            const duro_bulk_filter *filter, const char *reason,
+                            const char *requested_by, int dry_run,
+                            size_t max_ids, duro_bulk_result **out,
+                            duro_error *err)
 {
-    if (out == NULL || f == NULL)
-        return duro_error_set(err, DURO_INVALID, 0, "filter or out is NULL");
-    int rc;
-    if ((rc = duro__pg_check_name("name filter", f->name, 0, err)) ||
-        (rc = duro__pg_check_name("version filter", f->version, 0, err)))
-        return rc;
-    return DURO_OK;
+    duro_error local;
+    DURO__PG_ERR_INIT(err, local);
+    sweep w = {.p = pg_of(base),
+               .op = r->op_matching,
+               .req = r,
+               .f = filter,
+               .reason = reason,
+               .by = requested_by,
+               .dry_run = dry_run != 0,
+               .max_ids = max_ids};
+    int rc =
+        duro__bulk_check_matching(r, "postgres", filter, reason, requested_by,
+                                  out, w.statuses, duro__pg_check_name, err);
+    return rc != DURO_OK ? rc : run_sweep(&w, out, err);
 }
-
-#define LIVE_STATUSES                                                          \
-    ((1u << DURO_STATUS_PENDING) | (1u << DURO_STATUS_RUNNING))
-#define FINISHED_STATUSES                                                      \
-    ((1u << DURO_STATUS_COMPLETED) | (1u << DURO_STATUS_FAILED) |              \
-     (1u << DURO_STATUS_CANCELLED))
 
 int duro__pg_cancel_matching(duro_provider *base,
                              const duro_bulk_filter *filter, const char *reason,
@@ -588,34 +569,19 @@ int duro__pg_cancel_matching(duro_provider *base,
                              size_t max_ids, duro_bulk_result **out,
                              duro_error *err)
 {
-    duro_error local;
-    DURO__PG_ERR_INIT(err, local);
-    if (out != NULL)
-        *out = NULL;
-    sweep w = {.p = pg_of(base),
-               .op = "cancel_matching",
-               .f = filter,
-               .reason = reason,
-               .by = requested_by,
-               .dry_run = dry_run != 0,
-               .max_ids = max_ids};
-    int rc = check_sweep(filter, out, err);
-    if (rc == DURO_OK &&
-        ((rc = duro__pg_check_name("reason", reason, 0, err)) ||
-         (rc = duro__pg_check_name("requested_by", requested_by, 0, err))))
-        return rc;
-    if (rc != DURO_OK)
-        return rc;
-    if (filter->finished_before_ms != 0)
-        return duro_error_set(
-            err, DURO_INVALID, 0,
-            "postgres %s: finished_before_ms selects finished "
-            "instances, which cannot be cancelled",
-            w.op);
-    if ((rc = pick_statuses(&w, filter->status_mask, LIVE_STATUSES, err)) !=
-        DURO_OK)
-        return rc;
-    return run_sweep(&w, out, err);
+    return request_matching(base, &duro__bulk_cancel, filter, reason,
+                            requested_by, dry_run, max_ids, out, err);
+}
+
+int duro__pg_control_matching(duro_provider *base, int control,
+                              const duro_bulk_filter *filter,
+                              const char *reason, const char *requested_by,
+                              int dry_run, size_t max_ids,
+                              duro_bulk_result **out, duro_error *err)
+{
+    duro__bulk_request r = duro__bulk_control(control);
+    return request_matching(base, &r, filter, reason, requested_by, dry_run,
+                            max_ids, out, err);
 }
 
 int duro__pg_purge_instances(duro_provider *base,
@@ -625,24 +591,12 @@ int duro__pg_purge_instances(duro_provider *base,
 {
     duro_error local;
     DURO__PG_ERR_INIT(err, local);
-    if (out != NULL)
-        *out = NULL;
     sweep w = {.p = pg_of(base),
                .op = "purge_instances",
-               .purge = 1,
                .f = filter,
                .dry_run = dry_run != 0,
                .max_ids = max_ids};
-    int rc = check_sweep(filter, out, err);
-    if (rc != DURO_OK)
-        return rc;
-    if (filter->finished_before_ms <= 0)
-        return duro_error_set(err, DURO_INVALID, 0,
-                              "postgres %s: finished_before_ms is required "
-                              "(INT64_MAX: any time)",
-                              w.op);
-    if ((rc = pick_statuses(&w, filter->status_mask, FINISHED_STATUSES, err)) !=
-        DURO_OK)
-        return rc;
-    return run_sweep(&w, out, err);
+    int rc = duro__bulk_check_purge("postgres", filter, out, w.statuses,
+                                    duro__pg_check_name, err);
+    return rc != DURO_OK ? rc : run_sweep(&w, out, err);
 }

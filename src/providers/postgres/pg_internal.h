@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 
 #include "base/base.h"
+#include "providers/providers.h"
 
 #define DURO__PG_SCHEMA_VERSION 1 /* what this code creates and reads */
 #define DURO__PG_NAME_MAX 1024    /* bytes of a name, id or reason */
@@ -135,7 +136,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "ELSE $11::bigint END, "                                                 \
       "parent_event_id = CASE WHEN $10::text IS NULL THEN parent_event_id "    \
       "ELSE $12::bigint END, updated_ms = $13::bigint, "                       \
-      "finished_ms = CASE WHEN $2::int IN (3, 4, 5) THEN $13::bigint "         \
+      "finished_ms = CASE WHEN $2::int IN (" DURO__ENDED_SQL                   \
+      ") THEN $13::bigint "                                                    \
       "ELSE NULL END, "                                                        \
       "last_problem = CASE WHEN $14::int <> 0 THEN $15::text "                 \
       "ELSE last_problem END, "                                                \
@@ -148,18 +150,20 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(INSTANCE_CANCEL_REQUEST,                                                 \
       "UPDATE instances SET cancel_requested_ms = $2::bigint, "                \
       "cancel_reason = $3::text, cancelled_by = $4::text "                     \
-      "WHERE instance_id = $1::text AND status IN (1, 2) "                     \
+      "WHERE instance_id = $1::text AND status IN (" DURO__LIVE_SQL ") "       \
       "AND cancel_requested_ms IS NULL")                                       \
-    /* only a live instance (Pending, Running) changes: an ended one keeps     \
-     * the problem it ended with; the row always matches (NOT_FOUND only       \
-     * when there is none) */                                                  \
+    /* only a live instance (Pending, Running, Suspended) changes: an ended    \
+     * one keeps the problem it ended with; the row always matches             \
+     * (NOT_FOUND only when there is none) */                                  \
     X(INSTANCE_SET_PROBLEM,                                                    \
       "UPDATE instances SET "                                                  \
-      "last_problem = CASE WHEN status IN (1, 2) THEN $2::text "               \
-      "ELSE last_problem END, "                                                \
-      "last_problem_ms = CASE WHEN status NOT IN (1, 2) THEN last_problem_ms " \
+      "last_problem = CASE WHEN status IN (" DURO__LIVE_SQL ") "               \
+      "THEN $2::text ELSE last_problem END, "                                  \
+      "last_problem_ms = CASE WHEN status NOT IN (" DURO__LIVE_SQL ") "        \
+      "THEN last_problem_ms "                                                  \
       "WHEN $2::text IS NULL THEN NULL ELSE $3::bigint END, "                  \
-      "next_attempt_ms = CASE WHEN status NOT IN (1, 2) THEN next_attempt_ms " \
+      "next_attempt_ms = CASE WHEN status NOT IN (" DURO__LIVE_SQL ") "        \
+      "THEN next_attempt_ms "                                                  \
       "WHEN $2::text IS NULL THEN NULL ELSE $4::bigint END "                   \
       "WHERE instance_id = $1::text")                                          \
     X(INSTANCE_INFO, DURO__PG_INFO_COLUMNS "WHERE i.instance_id = $1::text")   \
@@ -384,7 +388,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "SELECT COUNT(*) FROM worker_queue WHERE instance_id = $1::text")        \
     /* management */                                                           \
     X(DELETE_CHECK, DURO__PG_TREE                                              \
-      "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status NOT IN (3, 4, 5) "       \
+      "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status NOT IN "                 \
+      "(" DURO__ENDED_SQL ") "                                                 \
       "THEN 1 ELSE 0 END), 0) FROM instances WHERE " DURO__PG_IN_TREE)         \
     X(DELETE_HISTORY,                                                          \
       DURO__PG_TREE "DELETE FROM history WHERE " DURO__PG_IN_TREE)             \
@@ -401,52 +406,60 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(PRUNE_HISTORY,                                                           \
       "DELETE FROM history WHERE instance_id = $1::text AND execution_id IN "  \
       "(SELECT execution_id FROM executions WHERE instance_id = $1::text "     \
-      "AND execution_id <= $2::bigint AND status IN (3, 4, 5, 6))")            \
+      "AND execution_id <= $2::bigint AND status IN (" DURO__ENDED_SQL         \
+      ", 6))")                                                                 \
     X(PRUNE_EXECUTIONS,                                                        \
       "DELETE FROM executions WHERE instance_id = $1::text "                   \
-      "AND execution_id <= $2::bigint AND status IN (3, 4, 5, 6)")             \
+      "AND execution_id <= $2::bigint AND status IN (" DURO__ENDED_SQL ", 6)") \
     DURO__PG_BULK_STATEMENTS(X)
 
-/* Operations on many instances (pg_bulk.c). cancel_instances and the
- * deletes of a purge name their instances in $1, a text[] array; the
- * sweeps' batches are JSON arrays of [id, created_ms] pairs, so an instance
- * deleted and created again under the same id after the sweep began is not
- * taken for the one that matched. */
-#define DURO__PG_CANCELLABLE "status IN (1, 2) AND cancel_requested_ms IS NULL "
+/* Operations on many instances (pg_bulk.c). cancel_instances,
+ * control_instances and the deletes of a purge name their instances in
+ * $1, a text[] array; the sweeps' batches are JSON arrays of [id,
+ * created_ms] pairs, so an instance deleted and created again under the
+ * same id after the sweep began is not taken for the one that matched.
+ *
+ * A request (cancel, terminate, suspend, resume) goes to a live instance;
+ * a cancel only to one with no cancellation requested ($6 = 1 there). */
+#define DURO__PG_REQUESTABLE                                                   \
+    "status IN (" DURO__LIVE_SQL ") "                                          \
+    "AND ($6::int = 0 OR cancel_requested_ms IS NULL) "
 
-#define DURO__PG_CANCEL_IDS                                                    \
+#define DURO__PG_REQUEST_IDS                                                   \
     "FROM instances WHERE instance_id = ANY($1::text[]) "                      \
-    "AND " DURO__PG_CANCELLABLE
+    "AND " DURO__PG_REQUESTABLE
 
-/* A sweep's selection: $1 name, $2..$4 statuses, $5 version (NULL: any),
- * $6 created after (0: none), $7 created before (0: none), $8 finished
- * before (purge), $10 the last id of the previous page ("" at first). */
+/* A sweep's selection: $1 name, $2..$4 and $11 statuses, $5 version (NULL:
+ * any), $6 created after (0: none), $7 created before (0: none), $8
+ * finished before (purge), $10 the last id of the previous page ("" at
+ * first), $12 1: only instances with no cancellation requested
+ * (cancel_matching). */
+#define DURO__PG_SWEEP_STATUS "status IN ($2::int, $3::int, $4::int, $11::int) "
 #define DURO__PG_SWEEP_COMMON                                                  \
     "AND ($5::text IS NULL OR version = $5::text) "                            \
     "AND ($6::bigint = 0 OR created_ms >= $6::bigint) "                        \
     "AND ($7::bigint = 0 OR created_ms < $7::bigint) "                         \
     "AND instance_id > $10::text ORDER BY instance_id LIMIT 500"
-#define DURO__PG_SWEEP_CANCEL                                                  \
-    "status IN ($2::int, $3::int) AND cancel_requested_ms IS "                 \
-    "NULL " DURO__PG_SWEEP_COMMON
+#define DURO__PG_SWEEP_REQUEST                                                 \
+    DURO__PG_SWEEP_STATUS "AND ($12::int = 0 OR cancel_requested_ms IS "       \
+                          "NULL) " DURO__PG_SWEEP_COMMON
 #define DURO__PG_SWEEP_PURGE                                                   \
-    "status IN ($2::int, $3::int, $4::int) AND finished_ms < "                 \
-    "$8::bigint " DURO__PG_SWEEP_COMMON
+    DURO__PG_SWEEP_STATUS "AND finished_ms < "                                 \
+                          "$8::bigint " DURO__PG_SWEEP_COMMON
 
 /* Whether instance alias `t` matches a purge filter (parameters as for the
  * sweep, $1 being the batch, $9 the name). */
 #define DURO__PG_PURGE_MATCH(t)                                                \
-    t ".status IN ($2::int, $3::int, $4::int) "                                \
-      "AND " t ".finished_ms < $8::bigint "                                    \
+    t "." DURO__PG_SWEEP_STATUS "AND " t ".finished_ms < $8::bigint "          \
       "AND ($9::text IS NULL OR " t ".name = $9::text) "                       \
       "AND ($5::text IS NULL OR " t ".version = $5::text) "                    \
       "AND ($6::bigint = 0 OR " t ".created_ms >= $6::bigint) "                \
       "AND ($7::bigint = 0 OR " t ".created_ms < $7::bigint)"
 
 #define DURO__PG_BULK_STATEMENTS(X)                                            \
-    /* cancel_instances: each id's state, its instance row locked; rank > 1    \
-     * marks a repeated id */                                                  \
-    X(CANCEL_IDS_READ,                                                         \
+    /* cancel_instances, control_instances: each id's state, its instance row  \
+     * locked; rank > 1 marks a repeated id */                                 \
+    X(REQUEST_IDS_READ,                                                        \
       "WITH locked AS (SELECT instance_id, status, cancel_requested_ms "       \
       "FROM instances WHERE instance_id = ANY($1::text[]) "                    \
       "ORDER BY instance_id FOR UPDATE) "                                      \
@@ -455,34 +468,38 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "ROW_NUMBER() OVER (PARTITION BY j.v ORDER BY j.k) "                     \
       "FROM unnest($1::text[]) WITH ORDINALITY AS j(v, k) "                    \
       "LEFT JOIN locked AS l ON l.instance_id = j.v ORDER BY j.k")             \
-    /* the three writes of a cancellation, set-based: the message, the         \
-     * instance's readiness (as READY_ENQUEUE), the record; in this order:     \
-     * the last one ends what the first two select */                          \
-    X(CANCEL_IDS_ENQUEUE,                                                      \
+    /* the writes of a request, set-based: the message ($5 its kind, $2        \
+     * reason, $3 requester, $4 now), the instance's readiness (as             \
+     * READY_ENQUEUE) and, for a cancel, the record; in this order: the last   \
+     * one ends what the first two select */                                   \
+    X(REQUEST_IDS_ENQUEUE,                                                     \
       "INSERT INTO orchestrator_queue(kind, instance_id, reason, "             \
       "requested_by, enqueued_ms, visible_at) "                                \
-      "SELECT 8, instance_id, $2::text, $3::text, $4::bigint, "                \
-      "$4::bigint " DURO__PG_CANCEL_IDS)                                       \
-    X(CANCEL_IDS_READY,                                                        \
+      "SELECT $5::int, instance_id, $2::text, $3::text, $4::bigint, "          \
+      "$4::bigint " DURO__PG_REQUEST_IDS)                                      \
+    X(REQUEST_IDS_READY,                                                       \
       "INSERT INTO orchestrator_ready AS r(instance_id, ready_at) "            \
-      "SELECT instance_id, $4::bigint " DURO__PG_CANCEL_IDS                    \
+      "SELECT instance_id, $4::bigint " DURO__PG_REQUEST_IDS                   \
           DURO__PG_READY_UPSERT)                                               \
     X(CANCEL_IDS_MARK,                                                         \
       "UPDATE instances SET cancel_requested_ms = $4::bigint, "                \
       "cancel_reason = $2::text, cancelled_by = $3::text "                     \
-      "WHERE instance_id = ANY($1::text[]) AND " DURO__PG_CANCELLABLE)         \
-    /* cancel_matching: the set, read page by page on one snapshot */          \
-    X(SWEEP_CANCEL_NAME, "SELECT instance_id, created_ms FROM instances "      \
-                         "WHERE name = $1::text AND " DURO__PG_SWEEP_CANCEL)   \
-    X(SWEEP_CANCEL_ALL, "SELECT instance_id, created_ms FROM instances "       \
-                        "WHERE " DURO__PG_SWEEP_CANCEL)                        \
-    /* ... and which of a batch are still the same instances, cancellable */   \
-    X(SWEEP_CANCEL_RECHECK,                                                    \
+      "WHERE instance_id = ANY($1::text[]) AND " DURO__PG_REQUESTABLE)         \
+    /* cancel_matching, control_matching: the set, read page by page on one    \
+     * snapshot */                                                             \
+    X(SWEEP_REQUEST_NAME, "SELECT instance_id, created_ms FROM instances "     \
+                          "WHERE name = $1::text AND " DURO__PG_SWEEP_REQUEST) \
+    X(SWEEP_REQUEST_ALL, "SELECT instance_id, created_ms FROM instances "      \
+                         "WHERE " DURO__PG_SWEEP_REQUEST)                      \
+    /* ... and which of a batch are still the same instances, in the mask      \
+     * (and for a cancel, with no cancellation requested) */                   \
+    X(SWEEP_REQUEST_RECHECK,                                                   \
       "SELECT i.instance_id FROM json_array_elements($1::json) "               \
       "WITH ORDINALITY AS j(v, k) JOIN instances AS i "                        \
       "ON i.instance_id = (j.v->>0) "                                          \
       "WHERE i.created_ms = (j.v->>1)::bigint "                                \
-      "AND i.status IN ($2::int, $3::int) AND i.cancel_requested_ms IS NULL "  \
+      "AND i." DURO__PG_SWEEP_STATUS                                           \
+      "AND ($12::int = 0 OR i.cancel_requested_ms IS NULL) "                   \
       "ORDER BY j.k FOR UPDATE OF i")                                          \
     /* purge_instances: the set, read page by page on one snapshot */          \
     X(SWEEP_PURGE_NAME, "SELECT instance_id, created_ms FROM instances "       \
@@ -517,7 +534,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
                         "SELECT id FROM tree WHERE root NOT IN (SELECT "       \
                         "t.root FROM tree AS t "                               \
                         "JOIN instances AS x ON x.instance_id = t.id "         \
-                        "WHERE x.status NOT IN (3, 4, 5)) ORDER BY id")        \
+                        "WHERE x.status NOT IN (" DURO__ENDED_SQL              \
+                        ")) ORDER BY id")                                      \
     /* the deletes of a purge batch, $1 the ids (instances last) */            \
     X(PURGE_HISTORY,                                                           \
       "DELETE FROM history WHERE instance_id = ANY($1::text[])")               \
@@ -538,9 +556,10 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "WHERE n.nspname = current_schema() AND c.relkind = 'r'")                \
     X(STATS_INSTANCES, "SELECT name, status, COUNT(*) FROM instances "         \
                        "GROUP BY name, status ORDER BY name, status")          \
-    X(STATS_PROBLEMS, "SELECT name, COUNT(*) FROM instances "                  \
-                      "WHERE last_problem IS NOT NULL AND status IN (1, 2) "   \
-                      "GROUP BY name ORDER BY name")                           \
+    X(STATS_PROBLEMS,                                                          \
+      "SELECT name, COUNT(*) FROM instances "                                  \
+      "WHERE last_problem IS NOT NULL AND status IN (" DURO__LIVE_SQL ") "     \
+      "GROUP BY name ORDER BY name")                                           \
     /* messages of fetchable instances that are visible, and since when the    \
      * oldest such instance has been fetchable */                              \
     X(STATS_ORCH_READY,                                                        \
@@ -810,6 +829,15 @@ int duro__pg_cancel_matching(duro_provider *p, const duro_bulk_filter *filter,
                              const char *reason, const char *requested_by,
                              int dry_run, size_t max_ids,
                              duro_bulk_result **out, duro_error *err);
+int duro__pg_control_instances(duro_provider *p, int control,
+                               const char *const *instance_ids, size_t count,
+                               const char *reason, const char *requested_by,
+                               duro_control_result *results, duro_error *err);
+int duro__pg_control_matching(duro_provider *p, int control,
+                              const duro_bulk_filter *filter,
+                              const char *reason, const char *requested_by,
+                              int dry_run, size_t max_ids,
+                              duro_bulk_result **out, duro_error *err);
 int duro__pg_purge_instances(duro_provider *p, const duro_bulk_filter *filter,
                              int dry_run, size_t max_ids,
                              duro_bulk_result **out, duro_error *err);

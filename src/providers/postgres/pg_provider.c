@@ -580,6 +580,8 @@ static void fill_methods(duro_provider *m)
     m->read_store_stats = duro__pg_read_store_stats;
     m->check_work_item_locks = duro__pg_check_work_item_locks;
     m->wait_for_cancellations = pg_wait_for_cancellations;
+    m->control_instances = duro__pg_control_instances;
+    m->control_matching = duro__pg_control_matching;
 }
 
 static int open_pool(duro__pg_provider *p, duro_error *err)

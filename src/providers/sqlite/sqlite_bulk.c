@@ -1,8 +1,10 @@
 /* sqlite_bulk.c - the SQLite provider's operations on many instances:
- * cancel_instances (one transaction, set-based through json_each) and the
- * two sweeps, cancel_matching and purge_instances, which read their set once
- * on a snapshot and handle it in write transactions of at most
- * DURO_BULK_BATCH_MAX instances. Any thread. */
+ * cancel_instances and control_instances (one transaction, set-based
+ * through json_each) and the sweeps, cancel_matching, control_matching and
+ * purge_instances, which read their set once on a snapshot and handle it
+ * in write transactions of at most DURO_BULK_BATCH_MAX instances. A cancel
+ * and a control are one request (providers.h: duro__bulk_request) with
+ * their message's kind and status set. Any thread. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,37 +24,22 @@ static duro__sqlite_provider *sqlite_of(duro_provider *p)
  * other bytes, UTF-8 or not, pass through, and json_each gives them back
  * unchanged. */
 
-/* ---- cancel_instances ------------------------------------------------ */
+/* ---- cancel_instances, control_instances ----------------------------- */
 
-/* The outcome for an instance in `status` (0: no row), with `pending` a
- * cancellation already requested. */
-static int cancel_outcome(int status, int pending)
+/* Runs REQUEST_IDS_ENQUEUE, _READY and, for a cancel, CANCEL_IDS_MARK for
+ * the ids in json, in that order (the last one ends what the first two
+ * select); *sent receives how many messages were enqueued (a cancel: how
+ * many requests were recorded). */
+static int request_ids(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                       const duro__bulk_request *r, const char *json,
+                       const char *reason, const char *by, int64_t now,
+                       size_t *sent, const char *op, duro_error *err)
 {
-    switch (status) {
-    case DURO_STATUS_NOT_FOUND:
-        return DURO_CANCEL_NOT_FOUND;
-    case DURO_STATUS_PENDING:
-    case DURO_STATUS_RUNNING:
-        return pending ? DURO_CANCEL_ALREADY_CANCELLED : DURO_CANCEL_CANCELLED;
-    case DURO_STATUS_CANCELLED:
-        return DURO_CANCEL_ALREADY_CANCELLED;
-    default:
-        return DURO_CANCEL_NOT_CANCELLABLE;
-    }
-}
-
-/* Runs CANCEL_IDS_ENQUEUE, _READY and _MARK for the ids in json, in that
- * order (the last one ends what the first two select); *marked receives
- * how many instances the request was recorded on. */
-static int cancel_ids(duro__sqlite_provider *p, duro__sqlite_conn *c,
-                      const char *json, const char *reason, const char *by,
-                      int64_t now, size_t *marked, const char *op,
-                      duro_error *err)
-{
-    static const duro__sqlite_stmt_id steps[] = {DURO__SQL_CANCEL_IDS_ENQUEUE,
-                                                 DURO__SQL_CANCEL_IDS_READY,
+    static const duro__sqlite_stmt_id steps[] = {DURO__SQL_REQUEST_IDS_ENQUEUE,
+                                                 DURO__SQL_REQUEST_IDS_READY,
                                                  DURO__SQL_CANCEL_IDS_MARK};
-    for (size_t i = 0; i < DURO__ARRAY_LEN(steps); i++) {
+    size_t n = r->cancel ? 3 : 2;
+    for (size_t i = 0; i < n; i++) {
         sqlite3_stmt *s = duro__sqlite_stmt(p, c, steps[i], op, err);
         if (s == NULL)
             return err->code;
@@ -60,24 +47,27 @@ static int cancel_ids(duro__sqlite_provider *p, duro__sqlite_conn *c,
         duro__sqlite_bind_text(c, s, 2, reason);
         duro__sqlite_bind_text(c, s, 3, by);
         duro__sqlite_bind_i64(c, s, 4, now);
+        duro__sqlite_bind_i64(c, s, 5, r->kind);
+        duro__sqlite_bind_i64(c, s, 6, r->cancel);
         int rc = duro__sqlite_run(p, c, s, op, err);
         if (rc != DURO_OK)
             return rc;
+        if (steps[i] != DURO__SQL_REQUEST_IDS_READY)
+            *sent = (size_t)sqlite3_changes(c->db); /* enqueued, recorded */
     }
-    *marked = (size_t)sqlite3_changes(c->db);
     return DURO_OK;
 }
 
-/* The body of cancel_instances inside its transaction. */
-static int
-cancel_instances_in_transaction(duro__sqlite_provider *p, duro__sqlite_conn *c,
-                                const char *json, size_t count,
-                                const char *reason, const char *by, int64_t now,
-                                duro_cancel_result *results, size_t *cancelled,
-                                const char *op, duro_error *err)
+/* The body of cancel_instances and control_instances inside their
+ * transaction. */
+static int request_instances_in_transaction(
+    duro__sqlite_provider *p, duro__sqlite_conn *c, const duro__bulk_request *r,
+    const char *json, size_t count, const char *reason, const char *by,
+    int64_t now, duro__bulk_decision *found, size_t *sent, const char *op,
+    duro_error *err)
 {
     sqlite3_stmt *s =
-        duro__sqlite_stmt(p, c, DURO__SQL_CANCEL_IDS_READ, op, err);
+        duro__sqlite_stmt(p, c, DURO__SQL_REQUEST_IDS_READ, op, err);
     if (s == NULL)
         return err->code;
     duro__sqlite_bind_text(c, s, 1, json);
@@ -92,14 +82,9 @@ cancel_instances_in_transaction(duro__sqlite_provider *p, duro__sqlite_conn *c,
         int status = sqlite3_column_type(s, 1) == SQLITE_NULL
                          ? DURO_STATUS_NOT_FOUND
                          : sqlite3_column_int(s, 1);
-        int pending = sqlite3_column_int(s, 2) != 0;
-        int first = sqlite3_column_int64(s, 3) == 1;
-        duro_cancel_result *r = &results[key];
-        r->status = status;
-        r->outcome =
-            first ? cancel_outcome(status, pending) : DURO_CANCEL_DUPLICATE;
-        if (r->outcome == DURO_CANCEL_CANCELLED)
-            expected++;
+        expected += (size_t)duro__bulk_decide(r, &found[key], status,
+                                              sqlite3_column_int(s, 2) != 0,
+                                              sqlite3_column_int64(s, 3) == 1);
         seen++;
     }
     if (rc != SQLITE_DONE)
@@ -109,45 +94,33 @@ cancel_instances_in_transaction(duro__sqlite_provider *p, duro__sqlite_conn *c,
         return duro_error_set(err, DURO_STORAGE, 0,
                               "sqlite %s: json_each gave %zu ids of %zu", op,
                               seen, count);
-    size_t marked = 0;
-    if (expected > 0 && (rc = cancel_ids(p, c, json, reason, by, now, &marked,
-                                         op, err)) != DURO_OK)
+    *sent = 0;
+    if (expected > 0 && (rc = request_ids(p, c, r, json, reason, by, now, sent,
+                                          op, err)) != DURO_OK)
         return rc;
-    if (marked != expected)
+    if (*sent != expected)
         return duro_error_set(err, DURO_STORAGE, 0,
-                              "sqlite %s: %zu instances to cancel, %zu "
-                              "recorded",
-                              op, expected, marked);
-    *cancelled = marked;
+                              "sqlite %s: %zu instances to send to, %zu sent",
+                              op, expected, *sent);
     return DURO_OK;
 }
 
-int duro__sqlite_cancel_instances(duro_provider *base,
-                                  const char *const *instance_ids, size_t count,
-                                  const char *reason, const char *requested_by,
-                                  duro_cancel_result *results, duro_error *err)
+/* cancel_instances and control_instances: request r of each instance;
+ * results (count duro_cancel_result or duro_control_result) get the
+ * decisions. */
+static int request_instances(duro_provider *base, const duro__bulk_request *r,
+                             const char *const *instance_ids, size_t count,
+                             const char *reason, const char *requested_by,
+                             void *results, duro_error *err)
 {
-    static const char op[] = "cancel_instances";
+    const char *op = r->op_instances;
     duro_error local;
     DURO__SQLITE_ERR_INIT(err, local);
-    if (count == 0)
-        return DURO_OK;
-    if (instance_ids == NULL || results == NULL)
-        return duro_error_set(err, DURO_INVALID, 0,
-                              "instance_ids or results is NULL");
-    if (count <= SIZE_MAX / sizeof(*results))
-        memset(results, 0, count * sizeof(*results));
-    if (count > BATCH)
-        return duro_error_set(err, DURO_TOO_LARGE, 0,
-                              "%zu ids in one call; at most %d", count, BATCH);
-    int rc;
-    if ((rc = duro__sqlite_check_name("reason", reason, 0, err)) ||
-        (rc = duro__sqlite_check_name("requested_by", requested_by, 0, err)))
+    int rc = duro__bulk_check_instances(r, "sqlite", instance_ids, count,
+                                        reason, requested_by, results,
+                                        duro__sqlite_check_name, err);
+    if (rc != DURO_OK || count == 0)
         return rc;
-    for (size_t i = 0; i < count; i++)
-        if ((rc = duro__sqlite_check_id("instance id", instance_ids[i], err)) !=
-            DURO_OK)
-            return rc;
     duro__strbuf json = {0};
     duro__strbuf_open(&json, '[');
     for (size_t i = 0; i < count; i++) {
@@ -155,7 +128,7 @@ int duro__sqlite_cancel_instances(duro_provider *base,
         duro__strbuf_json(&json, instance_ids[i]);
     }
     duro__strbuf_add(&json, "]", 1);
-    duro_cancel_result *found = duro__calloc(count, sizeof(*found));
+    duro__bulk_decision *found = duro__calloc(count, sizeof(*found));
     if (json.oom || found == NULL) {
         duro__free(json.s);
         duro__free(found);
@@ -164,24 +137,45 @@ int duro__sqlite_cancel_instances(duro_provider *base,
     duro__sqlite_provider *p = sqlite_of(base);
     int64_t now = duro__wall_ms();
     duro__sqlite_conn *c;
-    size_t cancelled = 0;
+    size_t sent = 0;
     rc = duro__sqlite_write_begin(p, op, &c, err);
     if (rc == DURO_OK) {
-        rc = cancel_instances_in_transaction(p, c, json.s, count, reason,
-                                             requested_by, now, found,
-                                             &cancelled, op, err);
+        rc = request_instances_in_transaction(p, c, r, json.s, count, reason,
+                                              requested_by, now, found, &sent,
+                                              op, err);
         if (rc == DURO_OK)
             rc = duro__sqlite_write_commit(p, c, op, err);
         else
             duro__sqlite_write_rollback(p, c);
     }
     if (rc == DURO_OK) {
-        memcpy(results, found, count * sizeof(*results));
-        duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, cancelled);
+        memcpy(results, found, count * sizeof(*found));
+        duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, sent);
     }
     duro__free(found);
     duro__free(json.s);
     return rc;
+}
+
+int duro__sqlite_cancel_instances(duro_provider *base,
+                                  const char *const *instance_ids, size_t count,
+                                  const char *reason, const char *requested_by,
+                                  duro_cancel_result *results, duro_error *err)
+{
+    return request_instances(base, &duro__bulk_cancel, instance_ids, count,
+                             reason, requested_by, results, err);
+}
+
+int duro__sqlite_control_instances(duro_provider *base, int control,
+                                   const char *const *instance_ids,
+                                   size_t count, const char *reason,
+                                   const char *requested_by,
+                                   duro_control_result *results,
+                                   duro_error *err)
+{
+    duro__bulk_request r = duro__bulk_control(control);
+    return request_instances(base, &r, instance_ids, count, reason,
+                             requested_by, results, err);
 }
 
 /* ---- sweeps ----------------------------------------------------------
@@ -198,9 +192,11 @@ int duro__sqlite_cancel_instances(duro_provider *base,
 typedef struct sweep {
     duro__sqlite_provider *p;
     const char *op;
-    int purge; /* 0: cancel_matching */
+    const duro__bulk_request *req; /* cancel_matching, control_matching;
+                                      NULL: purge_instances */
     const duro_bulk_filter *f;
-    int statuses[3]; /* the mask's statuses, the first repeated to fill */
+    int statuses[DURO__BULK_STATUSES_MAX]; /* the mask's statuses, the first
+                                              repeated to fill */
     const char *reason, *by;
     int dry_run;
     size_t max_ids;
@@ -231,19 +227,21 @@ static void bind_text_if(duro__sqlite_conn *c, sqlite3_stmt *s, int i,
 }
 
 /* Binds the filter as the SWEEP_* statements and PURGE_BATCH number it
- * (name at ?1 in the former, ?9 in the latter). */
+ * (name at ?1 in the former, ?9 in the latter; 0: none). */
 static void bind_filter(sweep *w, duro__sqlite_conn *c, sqlite3_stmt *s,
                         int name_at)
 {
+    static const int status_at[DURO__BULK_STATUSES_MAX] = {2, 3, 4, 11};
     const duro_bulk_filter *f = w->f;
     if (name_at > 0)
         duro__sqlite_bind_text(c, s, name_at, f->name);
-    for (int i = 0; i < 3; i++)
-        bind_if(c, s, 2 + i, w->statuses[i]);
+    for (int i = 0; i < DURO__BULK_STATUSES_MAX; i++)
+        bind_if(c, s, status_at[i], w->statuses[i]);
     bind_text_if(c, s, 5, f->version);
     bind_if(c, s, 6, f->created_after_ms);
     bind_if(c, s, 7, f->created_before_ms);
     bind_if(c, s, 8, f->finished_before_ms);
+    bind_if(c, s, 12, w->req != NULL && w->req->cancel);
 }
 
 /* Appends ids[0..n) to the result's list while it holds fewer than
@@ -320,34 +318,32 @@ static int ids_json(const char *const *ids, size_t n, duro__strbuf *b)
     return b->oom ? DURO_NOMEM : DURO_OK;
 }
 
-/* A cancel_matching batch on the writer, inside its transaction: which
- * members are still the same, cancellable instances, then their
- * cancellation; *done receives them. */
-static int cancel_batch(sweep *w, duro__sqlite_conn *c, const char *pairs,
-                        duro_arena *a, duro__strbuf *plain, const char ***done,
-                        size_t *n, duro_error *err)
+/* A cancel_matching or control_matching batch on the writer, inside its
+ * transaction: which members are still the same instances, still to be
+ * sent the request, then the request; *done receives them. */
+static int request_batch(sweep *w, duro__sqlite_conn *c, const char *pairs,
+                         duro_arena *a, duro__strbuf *plain, const char ***done,
+                         size_t *n, duro_error *err)
 {
     duro__sqlite_provider *p = w->p;
     sqlite3_stmt *s =
-        duro__sqlite_stmt(p, c, DURO__SQL_SWEEP_CANCEL_RECHECK, w->op, err);
+        duro__sqlite_stmt(p, c, DURO__SQL_SWEEP_REQUEST_RECHECK, w->op, err);
     if (s == NULL)
         return err->code;
     duro__sqlite_bind_text(c, s, 1, pairs);
-    duro__sqlite_bind_i64(c, s, 2, w->statuses[0]);
-    duro__sqlite_bind_i64(c, s, 3, w->statuses[1]);
+    bind_filter(w, c, s, 0);
     int rc = collect_ids(p, c, s, a, done, n, w->op, err);
     if (rc != DURO_OK || *n == 0)
         return rc;
     if (ids_json(*done, *n, plain) != DURO_OK)
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    size_t marked = 0;
-    rc = cancel_ids(p, c, plain->s, w->reason, w->by, w->now, &marked, w->op,
-                    err);
-    if (rc == DURO_OK && marked != *n)
+    size_t sent = 0;
+    rc = request_ids(p, c, w->req, plain->s, w->reason, w->by, w->now, &sent,
+                     w->op, err);
+    if (rc == DURO_OK && sent != *n)
         rc = duro_error_set(err, DURO_STORAGE, 0,
-                            "sqlite %s: %zu instances to cancel, %zu "
-                            "recorded",
-                            w->op, *n, marked);
+                            "sqlite %s: %zu instances to send to, %zu sent",
+                            w->op, *n, sent);
     return rc;
 }
 
@@ -414,10 +410,10 @@ static int handle_batch(sweep *w, const member *m, size_t count,
     const char **done = NULL;
     size_t n = 0;
     if (rc == DURO_OK && w->dry_run) {
-        if (w->purge) {
+        if (w->req == NULL) {
             rc = purge_select(w, w->snap, pairs.s, a, &done, &n, err);
         } else {
-            /* the SELECT already took only cancellable instances */
+            /* the SELECT already took only the instances to send to */
             done = duro_arena_alloc(a, count * sizeof(*done));
             if (done == NULL)
                 rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
@@ -430,15 +426,15 @@ static int handle_batch(sweep *w, const member *m, size_t count,
             rc = duro__sqlite_write_begin(p, w->op, &c, err);
         if (rc == DURO_OK) {
             w->now = duro__wall_ms();
-            rc = w->purge
+            rc = w->req == NULL
                      ? purge_batch(w, c, pairs.s, a, &plain, &done, &n, err)
-                     : cancel_batch(w, c, pairs.s, a, &plain, &done, &n, err);
+                     : request_batch(w, c, pairs.s, a, &plain, &done, &n, err);
             if (own_transaction && rc == DURO_OK)
                 rc = duro__sqlite_write_commit(p, c, w->op, err);
             else if (own_transaction)
                 duro__sqlite_write_rollback(p, c);
         }
-        if (rc == DURO_OK && own_transaction && !w->purge)
+        if (rc == DURO_OK && own_transaction && w->req != NULL)
             duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, n);
     }
     if (rc == DURO_OK) {
@@ -511,37 +507,16 @@ static int read_and_handle(sweep *w, sqlite3_stmt *s, size_t batch,
     return rc;
 }
 
-/* The statuses of the mask into w->statuses; DURO_INVALID when it holds
- * any outside `allowed` (0 = every allowed one). */
-static int pick_statuses(sweep *w, uint32_t mask, uint32_t allowed,
-                         duro_error *err)
-{
-    if (mask == 0)
-        mask = allowed;
-    if ((mask & ~allowed) != 0)
-        return duro_error_set(err, DURO_INVALID, 0,
-                              "sqlite %s: status_mask 0x%x holds statuses "
-                              "this operation does not take (allowed: 0x%x)",
-                              w->op, (unsigned)mask, (unsigned)allowed);
-    int n = 0;
-    for (int st = 0; st < 32 && n < 3; st++)
-        if (mask & (1u << st))
-            w->statuses[n++] = st;
-    for (int i = n; i < 3; i++)
-        w->statuses[i] = w->statuses[0];
-    return DURO_OK;
-}
-
 static int run_sweep(sweep *w, duro_bulk_result **out, duro_error *err)
 {
     duro__sqlite_provider *p = w->p;
     const char *op = w->op;
     int by_name = w->f->name != NULL;
     duro__sqlite_stmt_id select =
-        w->purge
+        w->req == NULL
             ? (by_name ? DURO__SQL_SWEEP_PURGE_NAME : DURO__SQL_SWEEP_PURGE_ALL)
-            : (by_name ? DURO__SQL_SWEEP_CANCEL_NAME
-                       : DURO__SQL_SWEEP_CANCEL_ALL);
+            : (by_name ? DURO__SQL_SWEEP_REQUEST_NAME
+                       : DURO__SQL_SWEEP_REQUEST_ALL);
     duro_arena *a = duro_arena_create();
     w->res = a != NULL ? duro_arena_alloc(a, sizeof(*w->res)) : NULL;
     if (w->res == NULL) {
@@ -568,7 +543,7 @@ static int run_sweep(sweep *w, duro_bulk_result **out, duro_error *err)
             rc = duro__sqlite_write_commit(p, c, op, err);
         else
             duro__sqlite_write_rollback(p, c);
-        if (rc == DURO_OK && !w->dry_run && !w->purge)
+        if (rc == DURO_OK && !w->dry_run && w->req != NULL)
             duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, w->res->count);
     } else {
         /* A snapshot connection of the sweep's own: a pooled reader would
@@ -603,24 +578,29 @@ static int run_sweep(sweep *w, duro_bulk_result **out, duro_error *err)
     return DURO_OK;
 }
 
-/* Input checks shared by both sweeps. */
-static int check_sweep(const duro_bulk_filter *f, duro_bulk_result **out,
-                       duro_error *err)
+/* cancel_matching and control_matching: request r of every instance the
+ * filter selects. */
+static int request_matching(duro_provider *base, const duro__bulk_request *r,
+                            const duro_bulk_filter *filter, const char *reason,
+                            const char *requested_by, int dry_run,
+                            size_t max_ids, duro_bulk_result **out,
+                            duro_error *err)
 {
-    if (out == NULL || f == NULL)
-        return duro_error_set(err, DURO_INVALID, 0, "filter or out is NULL");
-    int rc;
-    if ((rc = duro__sqlite_check_name("name filter", f->name, 0, err)) ||
-        (rc = duro__sqlite_check_name("version filter", f->version, 0, err)))
-        return rc;
-    return DURO_OK;
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    sweep w = {.p = sqlite_of(base),
+               .op = r->op_matching,
+               .req = r,
+               .f = filter,
+               .reason = reason,
+               .by = requested_by,
+               .dry_run = dry_run != 0,
+               .max_ids = max_ids};
+    int rc = duro__bulk_check_matching(r, "sqlite", filter, reason,
+                                       requested_by, out, w.statuses,
+                                       duro__sqlite_check_name, err);
+    return rc != DURO_OK ? rc : run_sweep(&w, out, err);
 }
-
-#define LIVE_STATUSES                                                          \
-    ((1u << DURO_STATUS_PENDING) | (1u << DURO_STATUS_RUNNING))
-#define FINISHED_STATUSES                                                      \
-    ((1u << DURO_STATUS_COMPLETED) | (1u << DURO_STATUS_FAILED) |              \
-     (1u << DURO_STATUS_CANCELLED))
 
 int duro__sqlite_cancel_matching(duro_provider *base,
                                  const duro_bulk_filter *filter,
@@ -628,33 +608,19 @@ int duro__sqlite_cancel_matching(duro_provider *base,
                                  int dry_run, size_t max_ids,
                                  duro_bulk_result **out, duro_error *err)
 {
-    duro_error local;
-    DURO__SQLITE_ERR_INIT(err, local);
-    if (out != NULL)
-        *out = NULL;
-    sweep w = {.p = sqlite_of(base),
-               .op = "cancel_matching",
-               .f = filter,
-               .reason = reason,
-               .by = requested_by,
-               .dry_run = dry_run != 0,
-               .max_ids = max_ids};
-    int rc = check_sweep(filter, out, err);
-    if (rc == DURO_OK &&
-        ((rc = duro__sqlite_check_name("reason", reason, 0, err)) ||
-         (rc = duro__sqlite_check_name("requested_by", requested_by, 0, err))))
-        return rc;
-    if (rc != DURO_OK)
-        return rc;
-    if (filter->finished_before_ms != 0)
-        return duro_error_set(err, DURO_INVALID, 0,
-                              "sqlite %s: finished_before_ms selects finished "
-                              "instances, which cannot be cancelled",
-                              w.op);
-    if ((rc = pick_statuses(&w, filter->status_mask, LIVE_STATUSES, err)) !=
-        DURO_OK)
-        return rc;
-    return run_sweep(&w, out, err);
+    return request_matching(base, &duro__bulk_cancel, filter, reason,
+                            requested_by, dry_run, max_ids, out, err);
+}
+
+int duro__sqlite_control_matching(duro_provider *base, int control,
+                                  const duro_bulk_filter *filter,
+                                  const char *reason, const char *requested_by,
+                                  int dry_run, size_t max_ids,
+                                  duro_bulk_result **out, duro_error *err)
+{
+    duro__bulk_request r = duro__bulk_control(control);
+    return request_matching(base, &r, filter, reason, requested_by, dry_run,
+                            max_ids, out, err);
 }
 
 int duro__sqlite_purge_instances(duro_provider *base,
@@ -664,24 +630,12 @@ int duro__sqlite_purge_instances(duro_provider *base,
 {
     duro_error local;
     DURO__SQLITE_ERR_INIT(err, local);
-    if (out != NULL)
-        *out = NULL;
     sweep w = {.p = sqlite_of(base),
                .op = "purge_instances",
-               .purge = 1,
                .f = filter,
                .dry_run = dry_run != 0,
                .max_ids = max_ids};
-    int rc = check_sweep(filter, out, err);
-    if (rc != DURO_OK)
-        return rc;
-    if (filter->finished_before_ms <= 0)
-        return duro_error_set(err, DURO_INVALID, 0,
-                              "sqlite %s: finished_before_ms is required "
-                              "(INT64_MAX: any time)",
-                              w.op);
-    if ((rc = pick_statuses(&w, filter->status_mask, FINISHED_STATUSES, err)) !=
-        DURO_OK)
-        return rc;
-    return run_sweep(&w, out, err);
+    int rc = duro__bulk_check_purge("sqlite", filter, out, w.statuses,
+                                    duro__sqlite_check_name, err);
+    return rc != DURO_OK ? rc : run_sweep(&w, out, err);
 }

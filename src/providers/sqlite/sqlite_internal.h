@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 
 #include "base/base.h"
+#include "providers/providers.h"
 
 #define DURO__SQLITE_SCHEMA_VERSION 3 /* what this code creates and reads */
 #define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
@@ -98,7 +99,8 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "ELSE ?11 END, "                                                         \
       "parent_event_id = CASE WHEN ?10 IS NULL THEN parent_event_id "          \
       "ELSE ?12 END, updated_ms = ?13, "                                       \
-      "finished_ms = CASE WHEN ?2 IN (3, 4, 5) THEN ?13 ELSE NULL END, "       \
+      "finished_ms = CASE WHEN ?2 IN (" DURO__ENDED_SQL ") THEN ?13 "          \
+      "ELSE NULL END, "                                                        \
       "last_problem = CASE WHEN ?14 THEN ?15 ELSE last_problem END, "          \
       "last_problem_ms = CASE WHEN NOT ?14 THEN last_problem_ms "              \
       "WHEN ?15 IS NULL THEN NULL ELSE ?13 END, "                              \
@@ -112,19 +114,20 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     /* a CANCEL_INSTANCE records the first request on a live instance */       \
     X(INSTANCE_CANCEL_REQUEST,                                                 \
       "UPDATE instances SET cancel_requested_ms = ?2, cancel_reason = ?3, "    \
-      "cancelled_by = ?4 WHERE instance_id = ?1 AND status IN (1, 2) "         \
+      "cancelled_by = ?4 WHERE instance_id = ?1 "                              \
+      "AND status IN (" DURO__LIVE_SQL ") "                                    \
       "AND cancel_requested_ms IS NULL")                                       \
-    /* only a live instance (Pending, Running) changes: an ended one keeps     \
-     * the problem it ended with; the row always matches (NOT_FOUND only       \
-     * when there is none) */                                                  \
+    /* only a live instance (Pending, Running, Suspended) changes: an ended    \
+     * one keeps the problem it ended with; the row always matches             \
+     * (NOT_FOUND only when there is none) */                                  \
     X(INSTANCE_SET_PROBLEM,                                                    \
       "UPDATE instances SET "                                                  \
-      "last_problem = CASE WHEN status IN (1, 2) THEN ?2 "                     \
+      "last_problem = CASE WHEN status IN (" DURO__LIVE_SQL ") THEN ?2 "       \
       "ELSE last_problem END, "                                                \
-      "last_problem_ms = CASE WHEN status NOT IN (1, 2) THEN last_problem_ms " \
-      "WHEN ?2 IS NULL THEN NULL ELSE ?3 END, "                                \
-      "next_attempt_ms = CASE WHEN status NOT IN (1, 2) THEN next_attempt_ms " \
-      "WHEN ?2 IS NULL THEN NULL ELSE ?4 END "                                 \
+      "last_problem_ms = CASE WHEN status NOT IN (" DURO__LIVE_SQL ") "        \
+      "THEN last_problem_ms WHEN ?2 IS NULL THEN NULL ELSE ?3 END, "           \
+      "next_attempt_ms = CASE WHEN status NOT IN (" DURO__LIVE_SQL ") "        \
+      "THEN next_attempt_ms WHEN ?2 IS NULL THEN NULL ELSE ?4 END "            \
       "WHERE instance_id = ?1")                                                \
     X(INSTANCE_INFO, DURO__SQLITE_INFO_COLUMNS "WHERE i.instance_id = ?1")     \
     X(LIST_ALL, DURO__SQLITE_INFO_COLUMNS DURO__SQLITE_LIST_FILTER             \
@@ -249,7 +252,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "SELECT COUNT(*) FROM worker_queue WHERE instance_id = ?1")              \
     /* management */                                                           \
     X(DELETE_CHECK, DURO__SQLITE_TREE                                          \
-      "SELECT COUNT(*), IFNULL(SUM(status NOT IN (3, 4, 5)), 0) "              \
+      "SELECT COUNT(*), IFNULL(SUM(status NOT IN (" DURO__ENDED_SQL ")), 0) "  \
       "FROM instances WHERE instance_id IN tree")                              \
     X(DELETE_HISTORY,                                                          \
       DURO__SQLITE_TREE "DELETE FROM history WHERE instance_id IN tree")       \
@@ -266,83 +269,93 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(PRUNE_HISTORY,                                                           \
       "DELETE FROM history WHERE instance_id = ?1 AND execution_id IN "        \
       "(SELECT execution_id FROM executions WHERE instance_id = ?1 "           \
-      "AND execution_id <= ?2 AND status IN (3, 4, 5, 6))")                    \
+      "AND execution_id <= ?2 AND status IN (" DURO__ENDED_SQL ", 6))")        \
     X(PRUNE_EXECUTIONS, "DELETE FROM executions WHERE instance_id = ?1 "       \
-                        "AND execution_id <= ?2 AND status IN (3, 4, 5, 6)")   \
+                        "AND execution_id <= ?2 "                              \
+                        "AND status IN (" DURO__ENDED_SQL ", 6)")              \
     DURO__SQLITE_BULK_STATEMENTS(X)
 
 /* Operations on many instances (sqlite_bulk.c). A batch names its
  * instances in ?1, a JSON array read with json_each: plain ids for
- * cancel_instances, [id, created_ms] pairs for the sweeps, so an instance
- * deleted and created again under the same id after the sweep began is not
- * taken for the one that matched. Lookups go through the primary key: the
- * unary + keeps the planner off the status indexes, which would range over
- * every instance of a status for each id. */
-#define DURO__SQLITE_CANCELLABLE                                               \
-    "+status IN (1, 2) AND cancel_requested_ms IS NULL "
+ * cancel_instances and control_instances, [id, created_ms] pairs for the
+ * sweeps, so an instance deleted and created again under the same id after
+ * the sweep began is not taken for the one that matched. Lookups go
+ * through the primary key: the unary + keeps the planner off the status
+ * indexes, which would range over every instance of a status for each id.
+ *
+ * A request (cancel, terminate, suspend, resume) goes to a live instance;
+ * a cancel only to one with no cancellation requested (?6 = 1 there). */
+#define DURO__SQLITE_REQUESTABLE                                               \
+    "+status IN (" DURO__LIVE_SQL ") "                                         \
+    "AND (?6 = 0 OR cancel_requested_ms IS NULL) "
 
-#define DURO__SQLITE_CANCEL_IDS                                                \
+#define DURO__SQLITE_REQUEST_IDS                                               \
     "FROM instances WHERE instance_id IN (SELECT value FROM json_each(?1)) "   \
-    "AND " DURO__SQLITE_CANCELLABLE
+    "AND " DURO__SQLITE_REQUESTABLE
 
-/* A sweep's selection: ?1 name, ?2..?4 statuses, ?5 version (NULL: any),
- * ?6 created after (0: none), ?7 created before (0: none), ?8 finished
- * before (purge). */
+/* A sweep's selection: ?1 name, ?2..?4 and ?11 statuses, ?5 version
+ * (NULL: any), ?6 created after (0: none), ?7 created before (0: none), ?8
+ * finished before (purge), ?12 1: only instances with no cancellation
+ * requested (cancel_matching). */
 #define DURO__SQLITE_SWEEP_COMMON                                              \
     "AND (?5 IS NULL OR version = ?5) AND (?6 = 0 OR created_ms >= ?6) "       \
     "AND (?7 = 0 OR created_ms < ?7) ORDER BY instance_id"
-#define DURO__SQLITE_SWEEP_CANCEL                                              \
-    "status IN (?2, ?3) AND cancel_requested_ms IS "                           \
-    "NULL " DURO__SQLITE_SWEEP_COMMON
+#define DURO__SQLITE_SWEEP_REQUEST                                             \
+    "status IN (?2, ?3, ?4, ?11) AND (?12 = 0 OR cancel_requested_ms IS "      \
+    "NULL) " DURO__SQLITE_SWEEP_COMMON
 #define DURO__SQLITE_SWEEP_PURGE                                               \
-    "status IN (?2, ?3, ?4) AND finished_ms < ?8 " DURO__SQLITE_SWEEP_COMMON
+    "status IN (?2, ?3, ?4, ?11) AND finished_ms < "                           \
+    "?8 " DURO__SQLITE_SWEEP_COMMON
 
 /* Whether instance alias `t` matches a purge filter (parameters as for the
  * sweep, ?1 being the batch). */
 #define DURO__SQLITE_PURGE_MATCH(t)                                            \
-    "+" t ".status IN (?2, ?3, ?4) AND +" t ".finished_ms < ?8 "               \
+    "+" t ".status IN (?2, ?3, ?4, ?11) AND +" t ".finished_ms < ?8 "          \
     "AND (?9 IS NULL OR " t ".name = ?9) "                                     \
     "AND (?5 IS NULL OR " t ".version = ?5) "                                  \
     "AND (?6 = 0 OR " t ".created_ms >= ?6) "                                  \
     "AND (?7 = 0 OR " t ".created_ms < ?7)"
 
 #define DURO__SQLITE_BULK_STATEMENTS(X)                                        \
-    /* cancel_instances: each id's state; rank > 1 marks a repeated id */      \
-    X(CANCEL_IDS_READ,                                                         \
+    /* cancel_instances, control_instances: each id's state; rank > 1 marks a  \
+     * repeated id */                                                          \
+    X(REQUEST_IDS_READ,                                                        \
       "SELECT j.key, i.status, i.cancel_requested_ms IS NOT NULL, "            \
       "ROW_NUMBER() OVER (PARTITION BY j.value ORDER BY j.key) "               \
       "FROM json_each(?1) AS j "                                               \
       "LEFT JOIN instances AS i ON i.instance_id = j.value ORDER BY j.key")    \
-    /* the three writes of a cancellation, set-based: the message, the         \
-     * instance's readiness (as READY_ENQUEUE), the record; in this order:     \
-     * the last one ends what the first two select */                          \
-    X(CANCEL_IDS_ENQUEUE,                                                      \
+    /* the writes of a request, set-based: the message (?5 its kind, ?2        \
+     * reason, ?3 requester, ?4 now), the instance's readiness (as             \
+     * READY_ENQUEUE) and, for a cancel, the record; in this order: the last   \
+     * one ends what the first two select */                                   \
+    X(REQUEST_IDS_ENQUEUE,                                                     \
       "INSERT INTO orchestrator_queue(kind, instance_id, reason, "             \
       "requested_by, enqueued_ms, visible_at) "                                \
-      "SELECT 8, instance_id, ?2, ?3, ?4, ?4 " DURO__SQLITE_CANCEL_IDS)        \
-    X(CANCEL_IDS_READY,                                                        \
+      "SELECT ?5, instance_id, ?2, ?3, ?4, ?4 " DURO__SQLITE_REQUEST_IDS)      \
+    X(REQUEST_IDS_READY,                                                       \
       "INSERT INTO orchestrator_ready(instance_id, ready_at) "                 \
-      "SELECT instance_id, ?4 " DURO__SQLITE_CANCEL_IDS                        \
+      "SELECT instance_id, ?4 " DURO__SQLITE_REQUEST_IDS                       \
       "ON CONFLICT(instance_id) DO UPDATE SET ready_at = "                     \
       "MAX(excluded.ready_at, IFNULL(locked_until, 0)) "                       \
       "WHERE lock_token IS NULL AND excluded.ready_at < ready_at")             \
     X(CANCEL_IDS_MARK,                                                         \
       "UPDATE instances SET cancel_requested_ms = ?4, cancel_reason = ?2, "    \
       "cancelled_by = ?3 WHERE instance_id IN "                                \
-      "(SELECT value FROM json_each(?1)) AND " DURO__SQLITE_CANCELLABLE)       \
-    /* cancel_matching: the set, read once on a snapshot */                    \
-    X(SWEEP_CANCEL_NAME, "SELECT instance_id, created_ms FROM instances "      \
-                         "WHERE name = ?1 AND " DURO__SQLITE_SWEEP_CANCEL)     \
-    X(SWEEP_CANCEL_ALL, "SELECT instance_id, created_ms FROM instances "       \
-                        "WHERE " DURO__SQLITE_SWEEP_CANCEL)                    \
-    /* ... and which of a batch are still the same instances, cancellable */   \
-    X(SWEEP_CANCEL_RECHECK,                                                    \
+      "(SELECT value FROM json_each(?1)) AND " DURO__SQLITE_REQUESTABLE)       \
+    /* cancel_matching, control_matching: the set, read once on a snapshot */  \
+    X(SWEEP_REQUEST_NAME, "SELECT instance_id, created_ms FROM instances "     \
+                          "WHERE name = ?1 AND " DURO__SQLITE_SWEEP_REQUEST)   \
+    X(SWEEP_REQUEST_ALL, "SELECT instance_id, created_ms FROM instances "      \
+                         "WHERE " DURO__SQLITE_SWEEP_REQUEST)                  \
+    /* ... and which of a batch are still the same instances, in the mask      \
+     * (and for a cancel, with no cancellation requested) */                   \
+    X(SWEEP_REQUEST_RECHECK,                                                   \
       "SELECT i.instance_id FROM json_each(?1) AS j CROSS JOIN instances AS "  \
       "i "                                                                     \
       "ON i.instance_id = json_extract(j.value, '$[0]') "                      \
       "WHERE i.created_ms = json_extract(j.value, '$[1]') "                    \
-      "AND +i.status IN (?2, ?3) AND i.cancel_requested_ms IS NULL "           \
-      "ORDER BY j.key")                                                        \
+      "AND +i.status IN (?2, ?3, ?4, ?11) "                                    \
+      "AND (?12 = 0 OR i.cancel_requested_ms IS NULL) ORDER BY j.key")         \
     /* purge_instances: the set, read once on a snapshot */                    \
     X(SWEEP_PURGE_NAME, "SELECT instance_id, created_ms FROM instances "       \
                         "WHERE name = ?1 AND " DURO__SQLITE_SWEEP_PURGE)       \
@@ -377,7 +390,8 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                         "SELECT id FROM tree WHERE root NOT IN (SELECT "       \
                         "t.root FROM tree AS t "                               \
                         "CROSS JOIN instances AS x ON x.instance_id = t.id "   \
-                        "WHERE x.status NOT IN (3, 4, 5)) ORDER BY id")        \
+                        "WHERE x.status NOT IN (" DURO__ENDED_SQL              \
+                        ")) ORDER BY id")                                      \
     /* the deletes of a purge batch, ?1 the ids (instances last) */            \
     X(PURGE_HISTORY, "DELETE FROM history WHERE instance_id IN "               \
                      "(SELECT value FROM json_each(?1))")                      \
@@ -398,7 +412,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                        "GROUP BY name, status ORDER BY name, status")          \
     X(STATS_PROBLEMS,                                                          \
       "SELECT name, COUNT(*) FROM instances INDEXED BY instances_problem "     \
-      "WHERE last_problem IS NOT NULL AND status IN (1, 2) "                   \
+      "WHERE last_problem IS NOT NULL AND status IN (" DURO__LIVE_SQL ") "     \
       "GROUP BY name ORDER BY name")                                           \
     /* messages of fetchable instances that are visible, and since when the    \
      * oldest such instance has been fetchable */                              \
@@ -665,6 +679,17 @@ int duro__sqlite_cancel_matching(duro_provider *p,
                                  const char *reason, const char *requested_by,
                                  int dry_run, size_t max_ids,
                                  duro_bulk_result **out, duro_error *err);
+int duro__sqlite_control_instances(duro_provider *p, int control,
+                                   const char *const *instance_ids,
+                                   size_t count, const char *reason,
+                                   const char *requested_by,
+                                   duro_control_result *results,
+                                   duro_error *err);
+int duro__sqlite_control_matching(duro_provider *p, int control,
+                                  const duro_bulk_filter *filter,
+                                  const char *reason, const char *requested_by,
+                                  int dry_run, size_t max_ids,
+                                  duro_bulk_result **out, duro_error *err);
 int duro__sqlite_purge_instances(duro_provider *p,
                                  const duro_bulk_filter *filter, int dry_run,
                                  size_t max_ids, duro_bulk_result **out,

@@ -271,6 +271,8 @@ static void fill_methods(duro_provider *m)
     m->purge_instances = duro__sqlite_purge_instances;
     m->read_store_stats = duro__sqlite_read_store_stats;
     m->check_work_item_locks = duro__sqlite_check_work_item_locks;
+    m->control_instances = duro__sqlite_control_instances;
+    m->control_matching = duro__sqlite_control_matching;
 }
 
 static int open_readers(duro__sqlite_provider *p, duro_error *err)

@@ -77,8 +77,8 @@ static int check_work_item(const duro__sqlite_provider *p,
     if (it == NULL)
         return duro_error_set(err, DURO_INVALID, 0, "work item is NULL");
     if (worker ? it->kind != DURO_WORK_ACTIVITY_EXECUTE
-               : (it->kind < DURO_WORK_START ||
-                  it->kind > DURO_WORK_CONTINUE_AS_NEW))
+               : (it->kind < DURO_WORK_START || it->kind > DURO_WORK_KIND_MAX ||
+                  it->kind == DURO_WORK_ACTIVITY_EXECUTE))
         return duro_error_set(err, DURO_INVALID, 0,
                               "work item kind %d does not belong on the %s "
                               "queue",
@@ -130,8 +130,7 @@ static int check_event(const duro__sqlite_provider *p, const duro_event *ev,
 static int check_meta(const duro__sqlite_provider *p,
                       const duro_instance_meta *m, duro_error *err)
 {
-    if (m->status < DURO_STATUS_PENDING ||
-        m->status > DURO_STATUS_CONTINUED_AS_NEW)
+    if (m->status < DURO_STATUS_PENDING || m->status > DURO_STATUS_TERMINATED)
         return duro_error_set(err, DURO_INVALID, 0,
                               "meta status %d is not a stored status",
                               m->status);
