@@ -799,8 +799,9 @@ DURO_API int duro_client_cancel_matching(duro_client *c,
  * becomes Terminated at its next turn, with OrchestrationTerminated
  * {reason, requested_by} in history. @p reason (NULL: "terminated") and
  * @p requested_by may be NULL. DURO_NOT_FOUND for an unknown instance,
- * DURO_INVALID_STATE for a finished one (nothing changes); terminating
- * twice is DURO_OK (the first request wins). DURO_UNSUPPORTED with a
+ * DURO_INVALID_STATE for one that ended otherwise (nothing changes);
+ * terminating a terminated instance, or one with a terminate pending, is
+ * DURO_OK (the first request wins). DURO_UNSUPPORTED with a
  * provider older than version 5. The check and the request are one
  * transaction.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */

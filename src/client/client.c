@@ -451,6 +451,10 @@ static int control_one(duro_client *c, int control, const char *instance_id,
                              reason ? reason : control_default_reason(control),
                              requested_by, &r, &err) != DURO_OK)
         return duro__fail_from(&err);
+    if (control == DURO_CONTROL_TERMINATE &&
+        r.outcome == DURO_CONTROL_OUTCOME_FINISHED &&
+        r.status == DURO_STATUS_TERMINATED)
+        return DURO_OK; /* idempotent, as a cancel of a cancelled one */
     switch (r.outcome) {
     case DURO_CONTROL_OUTCOME_REQUESTED:
         return DURO_OK;

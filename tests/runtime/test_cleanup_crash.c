@@ -65,8 +65,8 @@ static int orch_order(duro_orch *o, const char *in, duro_result *out)
         return duro_ok(out, "charged");
     if (!duro_cancel_requested(o))
         return duro_fail(out, "charge failed");
-    if (duro_await(o, duro_call_activity(o, "Release", duro_cancel_reason(o))) !=
-        DURO_OK)
+    if (duro_await(o, duro_call_activity(o, "Release",
+                                         duro_cancel_reason(o))) != DURO_OK)
         return duro_fail(out, "release failed");
     duro_await(o, duro_timer(o, 5));
     return duro_ok(out, "compensated");
@@ -86,18 +86,17 @@ static void child(const char *url, int fd, int hangs, const char *id)
     oo.observe_cancel = 1;
     duro_runtime_options o;
     rt_default_options(&o);
-    int ok = duro_registry_create(&r) == DURO_OK &&
-             duro_registry_add_orchestration_ex(r, "Order", NULL, orch_order,
-                                                NULL, &oo) == DURO_OK &&
-             duro_registry_add_activity(r, "Block", act_block, NULL) ==
-                 DURO_OK &&
-             duro_registry_add_activity(r, "Echo", act_echo, NULL) ==
-                 DURO_OK &&
-             duro_registry_add_activity(r, "Release", act_release, NULL) ==
-                 DURO_OK &&
-             duro_runtime_create(url, r, &o, &rt) == DURO_OK &&
-             duro_runtime_start(rt) == DURO_OK &&
-             duro_client_create(url, &c) == DURO_OK;
+    int ok =
+        duro_registry_create(&r) == DURO_OK &&
+        duro_registry_add_orchestration_ex(r, "Order", NULL, orch_order, NULL,
+                                           &oo) == DURO_OK &&
+        duro_registry_add_activity(r, "Block", act_block, NULL) == DURO_OK &&
+        duro_registry_add_activity(r, "Echo", act_echo, NULL) == DURO_OK &&
+        duro_registry_add_activity(r, "Release", act_release, NULL) ==
+            DURO_OK &&
+        duro_runtime_create(url, r, &o, &rt) == DURO_OK &&
+        duro_runtime_start(rt) == DURO_OK &&
+        duro_client_create(url, &c) == DURO_OK;
     if (!ok) {
         report("child failed to start\n");
         _exit(2);

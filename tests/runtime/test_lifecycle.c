@@ -107,8 +107,7 @@ static int act_block(duro_activity *a, const char *in, duro_result *out)
     const char *r = duro_activity_cancel_reason(a);
     pthread_mutex_lock(&seen.lock);
     if (seen.reason_count < 64)
-        snprintf(seen.reasons[seen.reason_count++], 40, "%s",
-                 r ? r : "(null)");
+        snprintf(seen.reasons[seen.reason_count++], 40, "%s", r ? r : "(null)");
     pthread_mutex_unlock(&seen.lock);
     atomic_fetch_add(&seen.block_cancelled, 1);
     return duro_fail(out, "cancelled");
@@ -210,10 +209,10 @@ static int orch_gated(duro_orch *o, const char *in, duro_result *out)
     duro_task *e1 = duro_wait_event(o, "e");
     duro_task *e2 = duro_wait_event(o, "e");
     duro_join(o, e1, e2);
-    return duro_ok(out, duro_sprintf(o, "%s+%s+%s+%s", duro_task_output(g),
-                                     duro_task_output(after),
-                                     duro_task_output(e1),
-                                     duro_task_output(e2)));
+    return duro_ok(out,
+                   duro_sprintf(o, "%s+%s+%s+%s", duro_task_output(g),
+                                duro_task_output(after), duro_task_output(e1),
+                                duro_task_output(e2)));
 }
 
 static void setup(rt_fixture *f, const char *db, int64_t cleanup_ms)
@@ -230,8 +229,8 @@ static void setup(rt_fixture *f, const char *db, int64_t cleanup_ms)
     CHECK_OK(duro_registry_add_orchestration_ex(f->reg, "Gated", NULL,
                                                 orch_gated, NULL, &oo));
     oo.cleanup_timeout_ms = cleanup_ms;
-    CHECK_OK(duro_registry_add_orchestration_ex(
-        f->reg, "SlowCleanup", NULL, orch_slow_cleanup, NULL, &oo));
+    CHECK_OK(duro_registry_add_orchestration_ex(f->reg, "SlowCleanup", NULL,
+                                                orch_slow_cleanup, NULL, &oo));
     CHECK_OK(duro_registry_add_orchestration(f->reg, "ChildBlock", NULL,
                                              orch_child_block, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Block", act_block, NULL));
@@ -397,9 +396,10 @@ TEST(terminate_ends_at_once_without_code_and_terminates_children)
     CHECK_EQ(end->kind, DURO_EVENT_ORCHESTRATION_TERMINATED);
     CHECK_STR(end->requested_by, "parent:p1");
     duro_history_free(h);
-    /* a finished instance cannot be terminated, suspended or resumed */
-    CHECK_EQ(duro_client_terminate(f.client, "p1", NULL, NULL),
-             DURO_INVALID_STATE);
+    /* terminating it again is idempotent; an instance that ended any
+     * other way cannot be terminated; no finished instance can be
+     * suspended, resumed or cancelled */
+    CHECK_OK(duro_client_terminate(f.client, "p1", NULL, NULL));
     CHECK_EQ(duro_client_suspend(f.client, "p1", NULL, NULL),
              DURO_INVALID_STATE);
     CHECK_EQ(duro_client_resume(f.client, "p1", NULL, NULL),
@@ -472,11 +472,9 @@ TEST(suspend_keeps_messages_in_order_until_resume)
     CHECK_STR(info->output, "gate+after+one+two");
     duro_free(info);
     duro_history *h = rt_history(&f, "g1");
-    const duro_event *sus =
-        rt_find_event(h, DURO_EVENT_EXECUTION_SUSPENDED, 0);
+    const duro_event *sus = rt_find_event(h, DURO_EVENT_EXECUTION_SUSPENDED, 0);
     const duro_event *res = rt_find_event(h, DURO_EVENT_EXECUTION_RESUMED, 0);
-    const duro_event *done =
-        rt_find_event(h, DURO_EVENT_ACTIVITY_COMPLETED, 0);
+    const duro_event *done = rt_find_event(h, DURO_EVENT_ACTIVITY_COMPLETED, 0);
     const duro_event *one = rt_find_event(h, DURO_EVENT_EVENT_RAISED, 0);
     const duro_event *two = rt_find_event(h, DURO_EVENT_EVENT_RAISED, 1);
     CHECK(sus && res && done && one && two);
@@ -489,6 +487,8 @@ TEST(suspend_keeps_messages_in_order_until_resume)
     CHECK_STR(one->payload, "one");
     CHECK_EQ(rt_count_kind(h, DURO_EVENT_EXECUTION_SUSPENDED), 1);
     duro_history_free(h);
+    CHECK_EQ(duro_client_terminate(f.client, "g1", NULL, NULL),
+             DURO_INVALID_STATE); /* Completed */
     lifecycle_done(&f);
 }
 

@@ -907,10 +907,18 @@ TEST(counts_by_name_outcome_and_reason)
     CHECK_EQ(info->status, DURO_STATUS_CANCELLED);
     duro_free(info);
 
+    /* an instance terminated while its activity runs */
+    rt_start_instance(&f, "term", "CallOne", "Block");
+    WAIT_UNTIL(atomic_load(&block_started) == 3, 30000);
+    CHECK_OK(duro_client_terminate(f.client, "term", "runaway", "test"));
+    info = rt_wait(&f, "term", 30000);
+    CHECK_EQ(info->status, DURO_STATUS_TERMINATED);
+    duro_free(info);
+
     /* Final values: the runtime's threads count just after the commits a
      * client sees, so stop it first (its metrics stay readable). */
     CHECK_OK(duro_runtime_shutdown(f.rt, 30000));
-    CHECK_EQ(atomic_load(&block_returned), 2);
+    CHECK_EQ(atomic_load(&block_returned), 3);
     text = scrape(f.rt);
     CHECK_EXPOSITION(text);
 
@@ -926,12 +934,13 @@ TEST(counts_by_name_outcome_and_reason)
     "duro_activity_cancellations_total{activity=\"" name "\",reason=\"" reason \
     "\"}"
 
-    /* CallOne: q1-3, odd, fail, noact, can: two turns each */
-    CHECK_SERIES(text, 14, ORCH("turns_total", "CallOne"));
+    /* CallOne: q1-3, odd, fail, noact, can, term: two turns each */
+    CHECK_SERIES(text, 16, ORCH("turns_total", "CallOne"));
     CHECK_SERIES(text, 6, ORCH("replays_total", "CallOne")); /* not `can` */
     CHECK_SERIES(text, 4, END("CallOne", "completed"));
     CHECK_SERIES(text, 2, END("CallOne", "failed"));
     CHECK_SERIES(text, 1, END("CallOne", "cancelled"));
+    CHECK_SERIES(text, 1, END("CallOne", "terminated"));
     CHECK_SERIES(text, 0, END("CallOne", "continued_as_new"));
     CHECK_SERIES(text, 2, ORCH("turns_total", "Select"));
     CHECK_SERIES(text, 1, ORCH("replays_total", "Select"));
@@ -956,11 +965,12 @@ TEST(counts_by_name_outcome_and_reason)
     CHECK_SERIES(text, 1, EXEC("Fail", "failed"));
     CHECK_SERIES(text, 0, EXEC("Fail", "completed"));
     CHECK_SERIES(text, 1, EXEC("(unregistered)", "failed"));
-    CHECK_SERIES(text, 2, EXEC("Block", "cancelled"));
+    CHECK_SERIES(text, 3, EXEC("Block", "cancelled"));
     CHECK_SERIES(text, 0, EXEC("Block", "abandoned"));
     CHECK_SERIES(text, 0, EXEC("Block", "completed"));
     CHECK_SERIES(text, 1, CANCEL("Block", "select_loser"));
     CHECK_SERIES(text, 1, CANCEL("Block", "instance_cancelled"));
+    CHECK_SERIES(text, 1, CANCEL("Block", "instance_terminated"));
     CHECK_SERIES(text, 0, CANCEL("Block", "lock_lost"));
     CHECK_SERIES(text, 0, CANCEL("Block", "other"));
     CHECK_SERIES(
@@ -969,10 +979,13 @@ TEST(counts_by_name_outcome_and_reason)
     CHECK_SERIES(
         text, 1,
         "duro_activity_cancel_requests_total{reason=\"instance_cancelled\"}");
+    CHECK_SERIES(
+        text, 1,
+        "duro_activity_cancel_requests_total{reason=\"instance_terminated\"}");
     /* durations: every function that ran, once */
     CHECK_SERIES(text, 3,
                  "duro_activity_duration_seconds_count{activity=\"Quick\"}");
-    CHECK_SERIES(text, 2,
+    CHECK_SERIES(text, 3,
                  "duro_activity_duration_seconds_count{activity=\"Block\"}");
     CHECK_SERIES(text, 1,
                  "duro_activity_duration_seconds_count{activity=\"" ODD_LABEL
@@ -980,7 +993,7 @@ TEST(counts_by_name_outcome_and_reason)
     CHECK_SERIES(
         text, 0,
         "duro_activity_duration_seconds_count{activity=\"(unregistered)\"}");
-    CHECK_SERIES(text, 19, "duro_orchestration_turn_duration_seconds_count");
+    CHECK_SERIES(text, 21, "duro_orchestration_turn_duration_seconds_count");
     CHECK_SERIES(text, 0, "duro_fiber_cache_hits_total");
     CHECK_SERIES(text, 0, "duro_activity_slots_busy");
     CHECK_SERIES(text, f.opts.worker_concurrency, "duro_activity_slots_max");
@@ -992,16 +1005,17 @@ TEST(counts_by_name_outcome_and_reason)
     /* the struct reads the same counters */
     duro_metrics m;
     duro_runtime_metrics(f.rt, &m);
-    CHECK_EQ(m.turns, 19);
+    CHECK_EQ(m.turns, 21);
     CHECK_EQ(m.replays, 7);
     CHECK_EQ(m.orchestrations_completed, 6);
     CHECK_EQ(m.orchestrations_failed, 3);
     CHECK_EQ(m.orchestrations_cancelled, 1);
+    CHECK_EQ(m.orchestrations_terminated, 1);
     CHECK_EQ(m.activities_completed, 4);
     CHECK_EQ(m.activities_failed, 2);
-    CHECK_EQ(m.activities_cancelled, 2);
+    CHECK_EQ(m.activities_cancelled, 3);
     CHECK_EQ(m.activities_abandoned, 0);
-    CHECK_EQ(m.activities_cancel_requested, 2);
+    CHECK_EQ(m.activities_cancel_requested, 3);
     CHECK_EQ(m.fiber_cache_hits, 0);
 
     promtool_check(text);
