@@ -21,7 +21,8 @@ typedef struct control_verb {
     const char *doing; /* "terminating", for a failed call */
     const char *about; /* the help's description */
     const char *ok;    /* the help: exit 0 when every id ... */
-    const char *again; /* the text for a request that changes nothing */
+    const char *again; /* the text for a request that changes nothing and
+                          is not an error */
 } control_verb;
 
 static const control_verb cancel_verb = {
@@ -52,8 +53,8 @@ static const control_verb terminate_verb = {
     "of orchestration N (created before T). Their activities are cancelled\n"
     "(reason instance_terminated) and their children terminated. It also\n"
     "ends an instance that is cleaning up after a cancel.\n",
-    "was live (pending, running or suspended)",
-    NULL,
+    "was live (pending, running or suspended)\nor terminated",
+    "already terminated",
 };
 
 static const control_verb suspend_verb = {
@@ -175,6 +176,13 @@ static int outcome_class(const control_verb *v, const verdict *r)
              r->status != DURO_STATUS_SUSPENDED))
             return AGAIN;
         return DONE;
+    case DURO_CONTROL_OUTCOME_FINISHED:
+        /* terminating a terminated instance is not an error, as
+         * duro_client_terminate says (and as a cancel of a cancelled one) */
+        return v->control == DURO_CONTROL_TERMINATE &&
+                       r->status == DURO_STATUS_TERMINATED
+                   ? AGAIN
+                   : FINISHED;
     case DURO_CONTROL_OUTCOME_NOT_FOUND:
         return NOT_FOUND;
     case DURO_CONTROL_OUTCOME_DUPLICATE:
@@ -309,9 +317,11 @@ static int control_ids(cli *c, const control_verb *v, duro_client *client,
                        const char *by, int dry_run)
 {
     verdict *results = calloc(count, sizeof(*results));
-    int rc = results == NULL ? -1
-             : dry_run       ? dry_run_ids(v, client, ids, count, results)
-                       : run_ids(v, client, ids, count, reason, by, results);
+    int rc = -1;
+    if (results != NULL && dry_run)
+        rc = dry_run_ids(v, client, ids, count, results);
+    else if (results != NULL)
+        rc = run_ids(v, client, ids, count, reason, by, results);
     if (rc == -1) {
         free(results);
         return cli_error(c, EXIT_FAILED, "nomem", "out of memory");
