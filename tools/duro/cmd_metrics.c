@@ -22,8 +22,9 @@ static const char metrics_help[] =
     "                                              suspended, completed,\n"
     "                                              failed, cancelled,\n"
     "                                              terminated)\n"
-    "  duro_instances_stuck{orchestration}         pending or running\n"
-    "                                              instances with a problem\n"
+    "  duro_instances_stuck{orchestration}         live (pending, running,\n"
+    "                                              suspended) instances\n"
+    "                                              with a problem\n"
     "  duro_queue_messages{queue,state}            queue depths\n"
     "  duro_queue_oldest_ready_age_seconds{queue}  how long the oldest\n"
     "                                              ready item has waited\n"
@@ -90,8 +91,8 @@ static void write_text(FILE *f, const duro_store_stats *st)
         i = end;
     }
     family(f, "duro_instances_stuck",
-           "Pending or running instances with a recorded problem (duro "
-           "status ID says which).");
+           "Live (pending, running or suspended) instances with a recorded "
+           "problem (duro status ID says which).");
     for (size_t i = 0; i < st->problem_count; i++) {
         fputs("duro_instances_stuck{orchestration=\"", f);
         put_label_value(f, st->problems[i].name);
