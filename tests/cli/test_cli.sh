@@ -499,6 +499,13 @@ settle() {
     "$fixture" run "$cdb" "$@" 2>"$tmp/settle" ||
         fail "cli_fixture run $*: $(cat "$tmp/settle")"
 }
+# event_is ID INDEX KIND REASON BY: event INDEX (-1: the last) of ID's
+# current execution is a KIND with REASON, requested by BY ("user:*": by
+# any user)
+event_is() {
+    run 0 history "$1" --json
+    json "(lambda e: e['kind'] == '$3' and e.get('reason') == '$4' and (e.get('requested_by') == '$5' or ('$5'.endswith('*') and (e.get('requested_by') or '').startswith('${5%\*}'))))(d['events'][$2])"
+}
 export DURO_DB="$cdb"
 run 0 list --status suspended --json
 json '[i["id"] for i in d["instances"]] == ["susp-1"] and d["instances"][0]["status"] == "suspended"'
@@ -597,8 +604,7 @@ contains "$tmp/out" "w-1: suspend requested (was running)"
 settle w-1=suspended
 run 0 status w-1 --json
 json 'd["status"] == "suspended"'
-run 0 history w-1 --json
-json 'd["events"][-1]["kind"] == "ExecutionSuspended" and d["events"][-1]["reason"] == "disk full" and d["events"][-1]["requested_by"] == "ops"'
+event_is w-1 -1 ExecutionSuspended "disk full" ops
 run 0 suspend w-1 --json
 json 'd == {"dry_run": False, "results": [{"id": "w-1", "outcome": "requested", "status": "suspended"}]}'
 run 0 suspend w-1
@@ -614,15 +620,14 @@ json 'd == {"dry_run": False, "results": [{"id": "w-1", "outcome": "requested", 
 settle w-1=completed
 run 0 status w-1 --json
 json 'd["output"] == "while suspended"'
-run 0 history w-1 --json
-json '[e["kind"] for e in d["events"]][-2:] == ["ExecutionResumed", "OrchestrationCompleted"] and d["events"][-2]["requested_by"] == "ops" and d["events"][-2]["reason"] == "resumed"'
+event_is w-1 -2 ExecutionResumed resumed ops
+json 'd["events"][-1]["kind"] == "OrchestrationCompleted"'
 run 0 resume w-2
 contains "$tmp/out" "w-2: not suspended; nothing to resume (running)"
 run 0 terminate w-2 --reason "wrong input"
 contains "$tmp/out" "w-2: terminate requested (was running)"
 settle w-2=terminated
-run 0 history w-2 --json
-json 'd["events"][-1]["kind"] == "OrchestrationTerminated" and d["events"][-1]["reason"] == "wrong input" and d["events"][-1]["requested_by"].startswith("user:")'
+event_is w-2 -1 OrchestrationTerminated "wrong input" "user:*"
 run 0 status w-2 --json
 json 'd["status"] == "terminated" and rfc.match(d["finished_at"])'
 # terminating a terminated instance is not an error (as cancelling a
@@ -662,8 +667,7 @@ contains "$tmp/out" "careful-1: terminate requested (was running)"
 settle careful-1=terminated
 run 0 status careful-1 --json
 json 'd["status"] == "terminated" and d["cancelling"] is False'
-run 0 history careful-1 --json
-json '[e["kind"] for e in d["events"]][-1] == "OrchestrationTerminated" and d["events"][-1]["requested_by"] == "ops"'
+event_is careful-1 -1 OrchestrationTerminated terminated ops
 
 echo "== suspend, resume, terminate by query"
 # live now: susp-1 suspended; resumed-1, w-4 running (Waiter); pend-1 pending
@@ -706,8 +710,7 @@ contains "$tmp/out" "resume requested for 0 instances of Waiter"
 run 0 terminate --name Waiter --status pending,running --by ops-bot --json
 json 'd["ids"] == ["resumed-1", "w-4"]'
 settle resumed-1=terminated w-4=terminated
-run 0 history w-4 --json
-json 'd["events"][-1]["kind"] == "OrchestrationTerminated" and d["events"][-1]["requested_by"] == "ops-bot"'
+event_is w-4 -1 OrchestrationTerminated terminated ops-bot
 run 0 terminate --name Hello --status pending
 contains "$tmp/out" "terminate requested for 1 instance of Hello"
 settle pend-1=terminated
