@@ -1,8 +1,12 @@
 /* demo.c - what `make demo` runs: a few instances of different kinds on one
- * runtime, then a summary table and the history of one instance.
+ * runtime, then a summary table, the cleanup of the cancelled order and the
+ * history of one instance.
  *   order-1001  chaining + fan-out: validate, reserve 3 items in parallel,
  *               charge, ship                             -> Completed
  *   order-1002  the same order with a declined card      -> Failed
+ *   order-1005  the same order, cancelled while the card is charged; its
+ *               code cleans up (ProcessOrder observes cancellation): it
+ *               puts the reserved items back            -> Cancelled
  *   approval-7  waits for an external event; approved    -> Completed
  *   video-3     cancelled while its activity runs        -> Cancelled
  * Run: ./demo [sqlite:path.db] */
@@ -38,12 +42,47 @@ static int reserve_item(duro_activity *a, const char *item, duro_result *out)
     return duro_ok(out, reserved);
 }
 
+/* What an activity tells main (activities may do anything): it runs. */
+typedef struct activity_signal {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int started;
+} activity_signal;
+
+static void signal_started(activity_signal *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->started = 1;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* "card=3ds" waits for the customer to confirm the payment with the bank,
+ * which never happens here: a cancel ends the wait at once. */
 static int charge_payment(duro_activity *a, const char *order, duro_result *out)
 {
-    (void)a;
     if (strstr(order, "card=declined") != NULL)
         return duro_fail(out, "card declined by the bank");
+    if (strstr(order, "card=3ds") != NULL) {
+        signal_started(duro_activity_user(a));
+        if (duro_activity_wait_cancelled(a, 10000))
+            return duro_fail(out, "charge stopped"); /* discarded */
+        return duro_fail(out, "no confirmation from the bank in 10 s");
+    }
     return duro_ok(out, "charged 249.00 EUR");
+}
+
+/* The compensation of ReserveItem: takes its output ("lamp reserved in bin
+ * A7") and puts the item back. */
+static int release_item(duro_activity *a, const char *reservation,
+                        duro_result *out)
+{
+    (void)a;
+    const char *bin = strstr(reservation, " in bin ");
+    char released[128];
+    snprintf(released, sizeof(released), "%.*s back%s",
+             (int)strcspn(reservation, " "), reservation, bin ? bin : "");
+    return duro_ok(out, released);
 }
 
 static int ship(duro_activity *a, const char *order, duro_result *out)
@@ -58,20 +97,10 @@ static int ship(duro_activity *a, const char *order, duro_result *out)
 
 /* Transcodes in 20 ms steps (up to 10 s). It waits in poll() on its
  * cancellation descriptor, so a cancel interrupts a step at once. */
-typedef struct video_job {
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
-    int started;
-} video_job;
-
 static int transcode(duro_activity *a, const char *video, duro_result *out)
 {
     (void)video;
-    video_job *job = duro_activity_user(a);
-    pthread_mutex_lock(&job->lock);
-    job->started = 1;
-    pthread_cond_broadcast(&job->changed);
-    pthread_mutex_unlock(&job->lock);
+    signal_started(duro_activity_user(a));
 
     struct pollfd pfd = {.fd = duro_activity_cancel_fd(a), .events = POLLIN};
     if (pfd.fd < 0)
@@ -93,6 +122,25 @@ static int escalate(duro_activity *a, const char *input, duro_result *out)
 
 /* ---- orchestrations (deterministic code, replayed from history) --------- */
 
+/* The cleanup after a cancel: puts back every item that was reserved, in
+ * parallel. The instance then ends Cancelled with the cancel's reason,
+ * whatever this returns. */
+static int release_items(duro_orch *o, duro_task *const *reserve, size_t n,
+                         duro_result *out)
+{
+    duro_task *release[MAX_ITEMS] = {0};
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (duro_task_output(reserve[i]) != NULL)
+            release[k++] = duro_call_activity(o, "ReleaseItem",
+                                              duro_task_output(reserve[i]));
+    duro_join_n(o, release, k);
+    return duro_ok(out, duro_sprintf(o, "%zu items put back", k));
+}
+
+/* Registered with observe_cancel: a cancel reaches this code. The pending
+ * await returns DURO_CANCELLED (the running activity is cancelled),
+ * duro_cancel_requested() turns 1, and the code undoes what it did. */
 static int process_order(duro_orch *o, const char *order, duro_result *out)
 {
     /* Chaining: the validated item list feeds the fan-out. */
@@ -111,11 +159,15 @@ static int process_order(duro_orch *o, const char *order, duro_result *out)
     }
     /* Fan-in: wait for every reservation. */
     if (duro_join_n(o, reserve, n) != DURO_OK)
-        return duro_fail(out, "an item could not be reserved");
+        return duro_cancel_requested(o)
+                   ? release_items(o, reserve, n, out)
+                   : duro_fail(out, "an item could not be reserved");
 
     duro_task *paid = duro_call_activity(o, "ChargePayment", order);
     if (duro_await(o, paid) != DURO_OK)
-        return duro_failf(out, "payment: %s", duro_task_error(paid));
+        return duro_cancel_requested(o)
+                   ? release_items(o, reserve, n, out)
+                   : duro_failf(out, "payment: %s", duro_task_error(paid));
 
     duro_task *shipped = duro_call_activity(o, "Ship", order);
     if (duro_await(o, shipped) != DURO_OK)
@@ -147,16 +199,22 @@ static int convert_video(duro_orch *o, const char *input, duro_result *out)
 
 /* ---- main ---------------------------------------------------------------- */
 
-static const char *const ids[] = {"order-1001", "order-1002", "approval-7",
-                                  "video-3"};
+static const char *const ids[] = {"order-1001", "order-1002", "order-1005",
+                                  "approval-7", "video-3"};
 
-static int setup(const char *url, video_job *job, duro_runtime **rt)
+static int setup(const char *url, activity_signal *video,
+                 activity_signal *charge, duro_runtime **rt)
 {
     duro_registry *reg = NULL;
+    duro_orchestration_options observing;
+    duro_orchestration_options_init(&observing);
+    observing.observe_cancel = 1; /* cleanup within the runtime's
+                                     cleanup_timeout_ms (5 min) */
     int rc;
     if ((rc = duro_registry_create(&reg)) != DURO_OK ||
-        (rc = duro_registry_add_orchestration(
-             reg, "ProcessOrder", NULL, process_order, NULL)) != DURO_OK ||
+        (rc = duro_registry_add_orchestration_ex(reg, "ProcessOrder", NULL,
+                                                 process_order, NULL,
+                                                 &observing)) != DURO_OK ||
         (rc = duro_registry_add_orchestration(reg, "Approval", NULL, approval,
                                               NULL)) != DURO_OK ||
         (rc = duro_registry_add_orchestration(
@@ -166,11 +224,13 @@ static int setup(const char *url, video_job *job, duro_runtime **rt)
         (rc = duro_registry_add_activity(reg, "ReserveItem", reserve_item,
                                          NULL)) != DURO_OK ||
         (rc = duro_registry_add_activity(reg, "ChargePayment", charge_payment,
+                                         charge)) != DURO_OK ||
+        (rc = duro_registry_add_activity(reg, "ReleaseItem", release_item,
                                          NULL)) != DURO_OK ||
         (rc = duro_registry_add_activity(reg, "Ship", ship, NULL)) != DURO_OK ||
         (rc = duro_registry_add_activity(reg, "Escalate", escalate, NULL)) !=
             DURO_OK ||
-        (rc = duro_registry_add_activity(reg, "Transcode", transcode, job)) !=
+        (rc = duro_registry_add_activity(reg, "Transcode", transcode, video)) !=
             DURO_OK ||
         (rc = duro_runtime_create(url, reg, NULL, rt)) != DURO_OK)
         fprintf(stderr, "demo: setup failed: %s (%s)\n", duro_errname(rc),
@@ -197,18 +257,18 @@ static int wait_running(duro_client *c, const char *id)
     }
 }
 
-/* Waits until the Transcode activity runs, up to 10 s. */
-static int wait_transcode_started(video_job *job)
+/* Waits until the activity runs, up to 10 s. */
+static int wait_started(activity_signal *s)
 {
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += 10;
-    pthread_mutex_lock(&job->lock);
+    pthread_mutex_lock(&s->lock);
     int rc = 0;
-    while (!job->started && rc == 0)
-        rc = pthread_cond_timedwait(&job->changed, &job->lock, &deadline);
-    int started = job->started;
-    pthread_mutex_unlock(&job->lock);
+    while (!s->started && rc == 0)
+        rc = pthread_cond_timedwait(&s->changed, &s->lock, &deadline);
+    int started = s->started;
+    pthread_mutex_unlock(&s->lock);
     return started ? DURO_OK : DURO_TIMEOUT;
 }
 
@@ -227,10 +287,12 @@ static void print_cut(const char *s, int width)
 static int print_summary(duro_client *c)
 {
     int expected[] = {DURO_STATUS_COMPLETED, DURO_STATUS_FAILED,
-                      DURO_STATUS_COMPLETED, DURO_STATUS_CANCELLED};
+                      DURO_STATUS_CANCELLED, DURO_STATUS_COMPLETED,
+                      DURO_STATUS_CANCELLED};
     /* output when completed, error or cancel reason otherwise */
     const char *expected_text[] = {"3 items shipped, tracking TRK-1001",
                                    "payment: card declined by the bank",
+                                   "customer cancelled the order",
                                    "approved by alice", "user pressed Cancel"};
     int failures = 0;
     printf("\n%-11s %-13s %-10s %6s  %s\n", "INSTANCE", "ORCHESTRATION",
@@ -288,17 +350,68 @@ static int print_history(duro_client *c, const char *id)
     return DURO_OK;
 }
 
+/* Prints what happened after the instance's cancel, from its history: the
+ * activities it cancelled and those its cleanup ran. Returns how many
+ * things differ from the expected: the cancel delivered to the code,
+ * ChargePayment cancelled (instance_cancelled), every reserved item put
+ * back. */
+static int print_cleanup(duro_client *c, const char *id, size_t items)
+{
+    duro_history *h = NULL;
+    int rc = duro_client_read_history(c, id, 0, &h);
+    if (rc != DURO_OK) {
+        printf("%s: %s (%s)\n", id, duro_errname(rc), duro_errmsg());
+        return 1;
+    }
+    size_t at = h->count, released = 0;
+    int charge_cancelled = 0;
+    for (size_t i = 0; i < h->count; i++) {
+        const duro_event *e = &h->events[i];
+        if (e->kind == DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED &&
+            at == h->count) {
+            at = i;
+            printf("\n%s after its cancel%s, from history:\n", id,
+                   (e->flags & DURO_CANCEL_OBSERVED) ? " (seen by its code)"
+                                                     : "");
+        }
+        if (i <= at || e->source_event_id == 0 || e->source_event_id > h->count)
+            continue;
+        /* event ids are dense and 1-based: the scheduling event */
+        const duro_event *s = &h->events[e->source_event_id - 1];
+        if (e->kind == DURO_EVENT_ACTIVITY_CANCEL_REQUESTED) {
+            printf("  %-14s cancelled (%s)\n", s->name, e->reason);
+            charge_cancelled += strcmp(s->name, "ChargePayment") == 0 &&
+                                strcmp(e->reason, "instance_cancelled") == 0;
+        } else if (e->kind == DURO_EVENT_ACTIVITY_COMPLETED &&
+                   s->event_id > at + 1) {
+            printf("  %-14s %s\n", s->name, e->payload ? e->payload : "");
+            released += strcmp(s->name, "ReleaseItem") == 0;
+        }
+    }
+    int observed =
+        at < h->count && (h->events[at].flags & DURO_CANCEL_OBSERVED) != 0;
+    duro_history_free(h);
+    int failures = !observed + (charge_cancelled != 1) + (released != items);
+    if (failures != 0)
+        printf("  <- expected the cancel delivered to the code, "
+               "ChargePayment cancelled and %zu items put back\n",
+               items);
+    return failures;
+}
+
 int main(int argc, char **argv)
 {
     const char *url = argc > 1 ? argv[1] : "sqlite:demo.db";
-    video_job job = {.lock = PTHREAD_MUTEX_INITIALIZER,
-                     .changed = PTHREAD_COND_INITIALIZER};
+    activity_signal video = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                             .changed = PTHREAD_COND_INITIALIZER};
+    activity_signal charge = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                              .changed = PTHREAD_COND_INITIALIZER};
     duro_runtime *rt = NULL;
     duro_client *client = NULL;
     int rc;
 
     printf("duro %s demo on %s\n", DURO_VERSION_STRING, url);
-    if ((rc = setup(url, &job, &rt)) != DURO_OK)
+    if ((rc = setup(url, &video, &charge, &rt)) != DURO_OK)
         goto done;
     if ((rc = duro_runtime_start(rt)) != DURO_OK ||
         (rc = duro_client_create(url, &client)) != DURO_OK) {
@@ -310,7 +423,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
         duro_client_delete(client, ids[i], 1, NULL);
 
-    printf("starting 4 instances\n");
+    printf("starting 5 instances\n");
     const char *step = "start";
     if ((rc = duro_client_start(
              client, "order-1001", "ProcessOrder",
@@ -319,6 +432,9 @@ int main(int argc, char **argv)
         (rc = duro_client_start(client, "order-1002", "ProcessOrder",
                                 "order=1002 card=declined items=laptop,bag",
                                 NULL)) != DURO_OK ||
+        (rc = duro_client_start(client, "order-1005", "ProcessOrder",
+                                "order=1005 card=3ds items=lamp,desk", NULL)) !=
+            DURO_OK ||
         (rc = duro_client_start(client, "approval-7", "Approval",
                                 "expense report #7", NULL)) != DURO_OK ||
         (rc = duro_client_start(client, "video-3", "ConvertVideo",
@@ -333,14 +449,20 @@ int main(int argc, char **argv)
     printf("raised event \"approval\" on approval-7\n");
 
     step = "cancel";
-    if ((rc = wait_transcode_started(&job)) != DURO_OK ||
+    if ((rc = wait_started(&video)) != DURO_OK ||
         (rc = duro_client_cancel(client, "video-3", "user pressed Cancel",
                                  "demo")) != DURO_OK)
         goto failed;
     printf("cancelled video-3 while Transcode was running\n");
+    if ((rc = wait_started(&charge)) != DURO_OK ||
+        (rc = duro_client_cancel(client, "order-1005",
+                                 "customer cancelled the order", "demo")) !=
+            DURO_OK)
+        goto failed;
+    printf("cancelled order-1005 while ChargePayment was running\n");
 
     step = "wait";
-    if (print_summary(client) != 0) {
+    if (print_summary(client) + print_cleanup(client, "order-1005", 2) != 0) {
         fprintf(stderr, "demo: an instance did not end as expected\n");
         rc = DURO_FAILED;
         goto done;

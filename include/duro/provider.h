@@ -289,8 +289,9 @@ typedef struct duro_instance_meta {
     const char *problem;
 } duro_instance_meta;
 
-/* What cancel_matching and purge_instances select. Zero / NULL fields do
- * not filter; each method says which statuses it accepts. */
+/* What cancel_matching, control_matching and purge_instances select.
+ * Zero / NULL fields do not filter; each method says which statuses it
+ * accepts. */
 typedef struct duro_bulk_filter {
     uint32_t status_mask;       /* bit (1u << status); 0: the method's
                                    default set */
@@ -303,8 +304,9 @@ typedef struct duro_bulk_filter {
     int64_t finished_before_ms; /* exclusive; purge only (required there) */
 } duro_bulk_filter;
 
-/* Instances handled per transaction by cancel_instances (its maximum
- * count), cancel_matching and purge_instances. */
+/* Instances handled per transaction by cancel_instances and
+ * control_instances (their maximum count), cancel_matching,
+ * control_matching and purge_instances. */
 #define DURO_BULK_BATCH_MAX 500
 
 /* What a cancel request did for one instance (cancel_instances,
@@ -321,7 +323,8 @@ typedef enum duro_cancel_outcome {
                                           before: nothing changed, the first
                                           reason stays */
     DURO_CANCEL_NOT_FOUND = 3,         /* no such instance */
-    DURO_CANCEL_NOT_CANCELLABLE = 4,   /* Completed or Failed (see status) */
+    DURO_CANCEL_NOT_CANCELLABLE = 4,   /* Completed, Failed or (version 5)
+                                          Terminated (see status) */
     DURO_CANCEL_DUPLICATE = 5          /* the id came earlier in the same
                                           call; handled once, at its first
                                           occurrence, whose status it
@@ -380,11 +383,11 @@ typedef struct duro_control_result {
                     DURO_STATUS_NOT_FOUND when it does not exist */
 } duro_control_result;
 
-/* What cancel_matching and purge_instances did (or, in a dry run, would
- * do), in one arena; free with duro_bulk_result_free(). */
+/* What cancel_matching, control_matching and purge_instances did (or, in
+ * a dry run, would do), in one arena; free with duro_bulk_result_free(). */
 typedef struct duro_bulk_result {
     duro_arena *arena;
-    uint64_t count;   /* instances cancelled or deleted */
+    uint64_t count;   /* instances cancelled, sent a control or deleted */
     const char **ids; /* the first id_count of them (see each method) */
     size_t id_count;  /* min(count, the caller's max_ids) */
 } duro_bulk_result;
@@ -398,7 +401,7 @@ DURO_API void duro_bulk_result_free(duro_bulk_result *r);
  *
  * Instances. `instances` holds one entry per (orchestration name, status)
  * that has at least one instance, ordered by name (bytewise), then status;
- * status is a duro_status (Pending 1 .. Cancelled 5; an instance row never
+ * status is a duro_status (Pending 1 .. Terminated 8; an instance row never
  * holds ContinuedAsNew, which names a finished execution). `name` is the
  * name the instance was started with: every instance is created by its
  * START, which carries its name, so it is never NULL; a provider that could
@@ -941,10 +944,11 @@ struct duro_provider {
 
     /* Deletes finished instances, for retention: every instance that
      * filter selects, where filter->status_mask may hold only Completed,
-     * Failed and Cancelled (0: all three) and filter->finished_before_ms
-     * (exclusive) is required; any other status bit, a missing
-     * finished_before_ms, or a NULL filter or out fails DURO_INVALID and
-     * changes nothing: Pending and Running instances are never purged.
+     * Failed and Cancelled (version 5: and Terminated; 0: all of them) and
+     * filter->finished_before_ms (exclusive) is required; any other status
+     * bit, a missing finished_before_ms, or a NULL filter or out fails
+     * DURO_INVALID and changes nothing: Pending and Running instances are
+     * never purged.
      *
      * As delete_instance does, an instance goes with all its descendants
      * (through parent links, whatever their name or age: its executions,

@@ -1318,12 +1318,22 @@ static void stop_without_code(duro_orch *e, const duro__turn_input *in,
     int requested = e->cancel_delivered;
     for (const duro_work_item *m = in->messages; m < stop && !e->oom; m++) {
         duro_event ev;
+        int suspend = m->kind == DURO_WORK_SUSPEND_INSTANCE;
         if (m->kind == DURO_WORK_CANCEL_INSTANCE && !requested) {
             duro_event req = {.kind = DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED,
                               .reason = m->reason,
                               .requested_by = m->requested_by};
             append_event(e, &req);
             requested = 1;
+        } else if ((suspend || m->kind == DURO_WORK_RESUME_INSTANCE) &&
+                   e->suspended != suspend) {
+            /* history shows every suspend and resume that came first */
+            duro_event sr = {.kind = suspend ? DURO_EVENT_EXECUTION_SUSPENDED
+                                             : DURO_EVENT_EXECUTION_RESUMED,
+                             .reason = m->reason,
+                             .requested_by = m->requested_by};
+            append_event(e, &sr);
+            e->suspended = suspend;
         } else if (message_event(e, m, &ev)) {
             append_event(e, &ev);
         }

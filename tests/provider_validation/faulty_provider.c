@@ -60,6 +60,8 @@ static const char *const method_names[FAULTY_METHOD_COUNT] = {
     "purge_instances",
     "read_store_stats",
     "check_work_item_locks",
+    "control_instances",
+    "control_matching",
 };
 
 const char *faulty_method_name(int method)
@@ -695,6 +697,48 @@ static int faulty_set_instance_problem(duro_provider *p,
                   err);
 }
 
+/* Calls with one result per id (cancel_instances, control_instances):
+ * count results of `size` bytes each, left zero by an injected failure.
+ * ids_before reports a fault that struck before the inner call, ids_after
+ * finishes one whose inner call returned rc. */
+static int ids_before(faulty_provider *fp, const fault *f, void *results,
+                      size_t count, size_t size, duro_error *err)
+{
+    if (results != NULL)
+        memset(results, 0, count * size);
+    return report(fp, f, f->method, err);
+}
+
+static int ids_after(faulty_provider *fp, fault *f, int rc, void *results,
+                     size_t count, size_t size, duro_error *err)
+{
+    int struck = lost(fp, f, rc, 0);
+    if (struck && results != NULL)
+        memset(results, 0, count * size);
+    return finish(fp, f, f->method, rc, struck, err);
+}
+
+/* Calls with a bulk result (*_matching, purge_instances), left NULL by an
+ * injected failure. */
+static int bulk_before(faulty_provider *fp, const fault *f,
+                       duro_bulk_result **out, duro_error *err)
+{
+    if (out != NULL)
+        *out = NULL;
+    return report(fp, f, f->method, err);
+}
+
+static int bulk_after(faulty_provider *fp, fault *f, int rc,
+                      duro_bulk_result **out, duro_error *err)
+{
+    int struck = lost(fp, f, rc, 0);
+    if (struck && out != NULL) {
+        duro_bulk_result_free(*out);
+        *out = NULL;
+    }
+    return finish(fp, f, f->method, rc, struck, err);
+}
+
 static int faulty_cancel_instances(duro_provider *p,
                                    const char *const *instance_ids,
                                    size_t count, const char *reason,
@@ -704,17 +748,11 @@ static int faulty_cancel_instances(duro_provider *p,
     faulty_provider *fp = from(p);
     fault f;
     decide(fp, FAULTY_CANCEL_INSTANCES, -1, &f);
-    if (before(&f)) {
-        if (results != NULL)
-            memset(results, 0, count * sizeof(*results));
-        return report(fp, &f, FAULTY_CANCEL_INSTANCES, err);
-    }
+    if (before(&f))
+        return ids_before(fp, &f, results, count, sizeof(*results), err);
     int rc = fp->inner->cancel_instances(fp->inner, instance_ids, count, reason,
                                          requested_by, results, err);
-    int struck = lost(fp, &f, rc, 0);
-    if (struck && results != NULL)
-        memset(results, 0, count * sizeof(*results));
-    return finish(fp, &f, FAULTY_CANCEL_INSTANCES, rc, struck, err);
+    return ids_after(fp, &f, rc, results, count, sizeof(*results), err);
 }
 
 static int faulty_cancel_matching(duro_provider *p,
@@ -726,19 +764,11 @@ static int faulty_cancel_matching(duro_provider *p,
     faulty_provider *fp = from(p);
     fault f;
     decide(fp, FAULTY_CANCEL_MATCHING, -1, &f);
-    if (before(&f)) {
-        if (out != NULL)
-            *out = NULL;
-        return report(fp, &f, FAULTY_CANCEL_MATCHING, err);
-    }
+    if (before(&f))
+        return bulk_before(fp, &f, out, err);
     int rc = fp->inner->cancel_matching(fp->inner, filter, reason, requested_by,
                                         dry_run, max_ids, out, err);
-    int struck = lost(fp, &f, rc, 0);
-    if (struck && out != NULL) {
-        duro_bulk_result_free(*out);
-        *out = NULL;
-    }
-    return finish(fp, &f, FAULTY_CANCEL_MATCHING, rc, struck, err);
+    return bulk_after(fp, &f, rc, out, err);
 }
 
 static int faulty_purge_instances(duro_provider *p,
@@ -749,19 +779,46 @@ static int faulty_purge_instances(duro_provider *p,
     faulty_provider *fp = from(p);
     fault f;
     decide(fp, FAULTY_PURGE_INSTANCES, -1, &f);
-    if (before(&f)) {
-        if (out != NULL)
-            *out = NULL;
-        return report(fp, &f, FAULTY_PURGE_INSTANCES, err);
-    }
+    if (before(&f))
+        return bulk_before(fp, &f, out, err);
     int rc = fp->inner->purge_instances(fp->inner, filter, dry_run, max_ids,
                                         out, err);
-    int struck = lost(fp, &f, rc, 0);
-    if (struck && out != NULL) {
-        duro_bulk_result_free(*out);
-        *out = NULL;
-    }
-    return finish(fp, &f, FAULTY_PURGE_INSTANCES, rc, struck, err);
+    return bulk_after(fp, &f, rc, out, err);
+}
+
+static int faulty_control_instances(duro_provider *p, int control,
+                                    const char *const *instance_ids,
+                                    size_t count, const char *reason,
+                                    const char *requested_by,
+                                    duro_control_result *results,
+                                    duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_CONTROL_INSTANCES, -1, &f);
+    if (before(&f))
+        return ids_before(fp, &f, results, count, sizeof(*results), err);
+    int rc =
+        fp->inner->control_instances(fp->inner, control, instance_ids, count,
+                                     reason, requested_by, results, err);
+    return ids_after(fp, &f, rc, results, count, sizeof(*results), err);
+}
+
+static int faulty_control_matching(duro_provider *p, int control,
+                                   const duro_bulk_filter *filter,
+                                   const char *reason, const char *requested_by,
+                                   int dry_run, size_t max_ids,
+                                   duro_bulk_result **out, duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_CONTROL_MATCHING, -1, &f);
+    if (before(&f))
+        return bulk_before(fp, &f, out, err);
+    int rc =
+        fp->inner->control_matching(fp->inner, control, filter, reason,
+                                    requested_by, dry_run, max_ids, out, err);
+    return bulk_after(fp, &f, rc, out, err);
 }
 
 static int faulty_read_store_stats(duro_provider *p, duro_store_stats **out,
@@ -872,6 +929,10 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
         FORWARD(read_store_stats);
         FORWARD(check_work_item_locks);
         FORWARD(wait_for_cancellations);
+    }
+    if (fp->base.version >= 5) {
+        FORWARD(control_instances);
+        FORWARD(control_matching);
     }
     return &fp->base;
 }

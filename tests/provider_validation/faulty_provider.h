@@ -45,6 +45,9 @@ typedef enum faulty_method {
     FAULTY_PURGE_INSTANCES,
     FAULTY_READ_STORE_STATS,
     FAULTY_CHECK_WORK_ITEM_LOCKS,
+    /* version 5 */
+    FAULTY_CONTROL_INSTANCES,
+    FAULTY_CONTROL_MATCHING,
     FAULTY_METHOD_COUNT
 } faulty_method;
 
@@ -95,7 +98,8 @@ duro_provider *faulty_provider_wrap(duro_provider *inner, int own_inner);
 /** Like faulty_provider_wrap(), but the wrapper presents contract version
  * @p version (at most the inner provider's): methods of later versions stay
  * NULL, so callers take their fallback paths (version 1: separate ack and
- * fetch calls; below 4: no bulk operations, no problems recorded).
+ * fetch calls; below 4: no bulk operations, no problems recorded; below
+ * 5: no terminate, suspend or resume).
  * @note Any thread. */
 duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
                                             int version);

@@ -205,6 +205,19 @@ PV_TEST(wrapper_fails_the_nth_call_of_each_mutating_method)
         EXPECT_INJECTED(&r, FAULTY_READ_STORE_STATS, retryable,
                         o->read_store_stats(o, &st, &e_));
         CHECK(st == NULL);
+        /* version 5 */
+        duro_control_result cres[2];
+        memset(cres, 0x5a, sizeof(cres));
+        EXPECT_INJECTED(&r, FAULTY_CONTROL_INSTANCES, retryable,
+                        o->control_instances(o, DURO_CONTROL_SUSPEND, both, 2,
+                                             "r", "me", cres, &e_));
+        CHECK_EQ(cres[1].outcome, DURO_CONTROL_OUTCOME_NONE);
+        bf.finished_before_ms = 0;
+        br = (duro_bulk_result *)&r;
+        EXPECT_INJECTED(&r, FAULTY_CONTROL_MATCHING, retryable,
+                        o->control_matching(o, DURO_CONTROL_TERMINATE, &bf, "r",
+                                            "me", 0, 10, &br, &e_));
+        CHECK(br == NULL);
 
         /* Token methods: hold x and one activity, then fail each. */
         CHECK_PRC(o->fetch_orchestration_item(o, 60000, NULL, &item, &e),
@@ -584,9 +597,17 @@ PV_TEST(wrapper_after_commit_faults_commit_and_lose_the_reply)
     CHECK(v1->set_instance_problem == NULL && v1->cancel_instances == NULL &&
           v1->cancel_matching == NULL && v1->purge_instances == NULL &&
           v1->read_store_stats == NULL);
+    CHECK(v1->control_instances == NULL && v1->control_matching == NULL);
+    duro_provider_close(v1);
+    /* ... and one presenting version 4 the version-5 ones. */
+    v1 = faulty_provider_wrap_version(counted, 0, 4);
+    CHECK_EQ(v1->version, 4);
+    CHECK(v1->cancel_instances != NULL && v1->cancel_matching != NULL);
+    CHECK(v1->control_instances == NULL && v1->control_matching == NULL);
     duro_provider_close(v1);
     v1 = faulty_provider_wrap_version(counted, 0, 99);
     CHECK_EQ(v1->version, counted->version);
+    CHECK(v1->control_instances != NULL && v1->control_matching != NULL);
     duro_provider_close(v1);
 }
 

@@ -646,30 +646,38 @@ static void *far_waiter_main(void *arg)
     return NULL;
 }
 
-PV_TEST(work_from_another_process_wakes_a_wait_through_notify)
+/* Two providers on one fresh schema with different connection strings (so
+ * no in-process notifier is shared), both listening; 0 when either could
+ * not open (the test failed). */
+static int open_far_pair(duro_provider **a, duro_provider **b)
 {
     const char *schema = new_schema(pv_test_name);
     char name[64];
     snprintf(name, sizeof(name), "%s", schema);
-    duro_provider *a = open_schema(name, "&application_name=duro_pv_a");
-    duro_provider *b = open_schema(name, "&application_name=duro_pv_b");
-    CHECK(a != NULL && b != NULL);
-    if (a == NULL || b == NULL) {
-        duro_provider_close(a);
-        duro_provider_close(b);
-        return;
+    *a = open_schema(name, "&application_name=duro_pv_a");
+    *b = open_schema(name, "&application_name=duro_pv_b");
+    CHECK(*a != NULL && *b != NULL);
+    if (*a == NULL || *b == NULL) {
+        duro_provider_close(*a);
+        duro_provider_close(*b);
+        return 0;
     }
-    WAIT_UNTIL(duro__pg_listening(a) && duro__pg_listening(b), 5000);
+    WAIT_UNTIL(duro__pg_listening(*a) && duro__pg_listening(*b), 5000);
+    return 1;
+}
+
+/* A waiter on `a` (an empty fetch, then a 30 s wait) must return soon
+ * after act(b) commits work. */
+static void far_wait_ends_after(duro_provider *a, duro_provider *b,
+                                void (*act)(duro_provider *b))
+{
     far_waiter w = {.p = a};
     atomic_init(&w.fetched, 0);
     atomic_init(&w.done, 0);
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, far_waiter_main, &w), 0);
     WAIT_UNTIL(atomic_load(&w.fetched), 5000);
-    duro_error e;
-    duro_work_item st = {
-        .kind = DURO_WORK_START, .instance_id = "x", .name = "orch"};
-    CHECK_PRC(b->enqueue_for_orchestrator(b, &st, 0, &e), DURO_OK, &e);
+    act(b);
     /* far below the 30 s the wait would otherwise take */
     WAIT_UNTIL(atomic_load(&w.done), 10000);
     if (!atomic_load(&w.done))
@@ -677,7 +685,85 @@ PV_TEST(work_from_another_process_wakes_a_wait_through_notify)
     pthread_join(t, NULL);
     CHECK_MSG(w.waited_ms < 10000, "the wait took %lld ms",
               (long long)w.waited_ms);
+}
+
+static void enqueue_start_x(duro_provider *b)
+{
+    duro_error e;
+    duro_work_item st = {
+        .kind = DURO_WORK_START, .instance_id = "x", .name = "orch"};
+    CHECK_PRC(b->enqueue_for_orchestrator(b, &st, 0, &e), DURO_OK, &e);
+}
+
+PV_TEST(work_from_another_process_wakes_a_wait_through_notify)
+{
+    duro_provider *a, *b;
+    if (!open_far_pair(&a, &b))
+        return;
+    far_wait_ends_after(a, b, enqueue_start_x);
     CHECK(duro__pg_notifications_received(a) > 0);
+    duro_provider_close(a);
+    duro_provider_close(b);
+}
+
+/* Consumes what is queued for "x" (an ack without history or meta). */
+static void consume_x(duro_provider *p)
+{
+    duro_error e;
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    if (item == NULL)
+        return;
+    CHECK_STR(item->instance_id, "x");
+    duro_orch_ack ack = {0};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+}
+
+static void terminate_x(duro_provider *b)
+{
+    duro_error e;
+    const char *id = "x";
+    duro_control_result r;
+    CHECK_PRC(b->control_instances(b, DURO_CONTROL_TERMINATE, &id, 1, "stop",
+                                   NULL, &r, &e),
+              DURO_OK, &e);
+    CHECK_EQ(r.outcome, DURO_CONTROL_OUTCOME_REQUESTED);
+}
+
+static void suspend_all(duro_provider *b)
+{
+    duro_error e;
+    duro_bulk_filter f = {0};
+    duro_bulk_result *r = NULL;
+    CHECK_PRC(b->control_matching(b, DURO_CONTROL_SUSPEND, &f, "pause", NULL, 0,
+                                  10, &r, &e),
+              DURO_OK, &e);
+    CHECK(r != NULL && r->count == 1);
+    duro_bulk_result_free(r);
+}
+
+/* control_instances and control_matching announce what they enqueue as an
+ * enqueue does: a wait in another process ends at once. */
+PV_TEST(controls_from_another_process_wake_a_wait_through_notify)
+{
+    duro_provider *a, *b;
+    if (!open_far_pair(&a, &b))
+        return;
+    enqueue_start_x(b);
+    WAIT_UNTIL(duro__pg_notifications_received(a) > 0, 5000);
+    consume_x(a); /* x stays Pending, nothing queued */
+    uint64_t heard = duro__pg_notifications_received(a);
+    far_wait_ends_after(a, b, terminate_x);
+    CHECK(duro__pg_notifications_received(a) > heard);
+    consume_x(a);
+    heard = duro__pg_notifications_received(a);
+    far_wait_ends_after(a, b, suspend_all);
+    CHECK(duro__pg_notifications_received(a) > heard);
+    consume_x(a);
     duro_provider_close(a);
     duro_provider_close(b);
 }
@@ -1275,6 +1361,7 @@ int main(int argc, char **argv)
         T(statements_are_prepared_once_per_connection),
         T(claims_and_lookups_use_indexes),
         T(work_from_another_process_wakes_a_wait_through_notify),
+        T(controls_from_another_process_wake_a_wait_through_notify),
         T(processes_competing_for_the_queues_never_get_the_same_item),
         T(a_commit_whose_connection_was_lost_is_safe_to_retry)};
     int rc =

@@ -2939,13 +2939,14 @@ static const unsigned event_fields[DURO_EVENT_KIND_MAX + 1] = {
     [DURO_EVENT_ORCHESTRATION_COMPLETED] = F_PAYLOAD,
     [DURO_EVENT_ORCHESTRATION_FAILED] = F_ERROR,
     [DURO_EVENT_CONTINUED_AS_NEW] = F_PAYLOAD,
-    [DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED] = F_REASON | F_REQUESTED_BY,
+    [DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED] =
+        F_REASON | F_REQUESTED_BY | F_FLAGS,
     [DURO_EVENT_ORCHESTRATION_CANCELLED] = F_REASON,
     [DURO_EVENT_ACTIVITY_SCHEDULED] = F_NAME | F_PAYLOAD | F_ATTEMPT,
     [DURO_EVENT_ACTIVITY_COMPLETED] = F_SOURCE | F_PAYLOAD,
     [DURO_EVENT_ACTIVITY_FAILED] = F_SOURCE | F_ERROR,
     [DURO_EVENT_ACTIVITY_CANCEL_REQUESTED] = F_SOURCE | F_REASON,
-    [DURO_EVENT_TIMER_CREATED] = F_FIRE_AT,
+    [DURO_EVENT_TIMER_CREATED] = F_FIRE_AT | F_FLAGS,
     [DURO_EVENT_TIMER_FIRED] = F_SOURCE | F_FIRE_AT,
     [DURO_EVENT_EVENT_SUBSCRIBED] = F_NAME,
     [DURO_EVENT_EVENT_RAISED] = F_NAME | F_PAYLOAD,
@@ -2954,6 +2955,10 @@ static const unsigned event_fields[DURO_EVENT_KIND_MAX + 1] = {
     [DURO_EVENT_SUB_ORCHESTRATION_COMPLETED] = F_SOURCE | F_PAYLOAD,
     [DURO_EVENT_SUB_ORCHESTRATION_FAILED] = F_SOURCE | F_ERROR,
     [DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED] = F_SOURCE | F_REASON,
+    /* version 5 */
+    [DURO_EVENT_ORCHESTRATION_TERMINATED] = F_REASON | F_REQUESTED_BY,
+    [DURO_EVENT_EXECUTION_SUSPENDED] = F_REASON | F_REQUESTED_BY,
+    [DURO_EVENT_EXECUTION_RESUMED] = F_REASON | F_REQUESTED_BY,
 };
 
 /* Strings live in a static table so expected events outlive the call. */
@@ -2994,7 +2999,11 @@ static duro_event full_event(int kind)
     if (f & F_ATTEMPT)
         e.attempt = 4;
     if (f & F_FLAGS)
-        e.flags = DURO_START_DETACHED;
+        e.flags = kind == DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED
+                      ? DURO_CANCEL_OBSERVED
+                  : kind == DURO_EVENT_TIMER_CREATED
+                      ? DURO_TIMER_CLEANUP_DEADLINE
+                      : DURO_START_DETACHED;
     return e;
 }
 
@@ -3061,7 +3070,7 @@ enum {
     W_FLAGS = 1 << 10
 };
 
-static const unsigned work_fields[DURO_WORK_ACTIVITY_EXECUTE + 1] = {
+static const unsigned work_fields[DURO_WORK_KIND_MAX + 1] = {
     [DURO_WORK_START] = W_NAME | W_VERSION | W_PAYLOAD | W_PARENT | W_FLAGS,
     [DURO_WORK_ACTIVITY_COMPLETED] = W_EXECUTION | W_SOURCE | W_PAYLOAD,
     [DURO_WORK_ACTIVITY_FAILED] = W_EXECUTION | W_SOURCE | W_ERROR,
@@ -3073,9 +3082,13 @@ static const unsigned work_fields[DURO_WORK_ACTIVITY_EXECUTE + 1] = {
     [DURO_WORK_CONTINUE_AS_NEW] = W_EXECUTION | W_NAME | W_VERSION | W_PAYLOAD,
     [DURO_WORK_ACTIVITY_EXECUTE] =
         W_EXECUTION | W_SOURCE | W_NAME | W_PAYLOAD | W_ATTEMPT,
+    /* version 5 */
+    [DURO_WORK_TERMINATE_INSTANCE] = W_REASON,
+    [DURO_WORK_SUSPEND_INSTANCE] = W_REASON,
+    [DURO_WORK_RESUME_INSTANCE] = W_REASON,
 };
 
-static char work_text[DURO_WORK_ACTIVITY_EXECUTE + 1][8][32];
+static char work_text[DURO_WORK_KIND_MAX + 1][8][32];
 
 static duro_work_item full_work(int kind, const char *instance)
 {
@@ -4774,19 +4787,41 @@ static duro_instance_list *status_of(duro_provider *p, const char *id,
     return l;
 }
 
+/* cancel_matching (control 0) or control_matching of `control`. */
+static int request_matching(duro_provider *p, int control,
+                            const duro_bulk_filter *f, int dry_run,
+                            size_t max_ids, const char *reason, const char *by,
+                            duro_bulk_result **r, duro_error *e)
+{
+    if (control == 0)
+        return p->cancel_matching(p, f, reason, by, dry_run, max_ids, r, e);
+    return p->control_matching(p, control, f, reason, by, dry_run, max_ids, r,
+                               e);
+}
+
+/* request_matching, which must succeed. */
+static duro_bulk_result *bulk_request(duro_provider *p, int control,
+                                      const duro_bulk_filter *f, int dry_run,
+                                      size_t max_ids, const char *reason,
+                                      const char *by)
+{
+    duro_error e;
+    duro_bulk_result *r = NULL;
+    CHECK_PRC(
+        request_matching(p, control, f, dry_run, max_ids, reason, by, &r, &e),
+        DURO_OK, &e);
+    CHECK(r != NULL);
+    CHECK_INT(r->id_count, <=, max_ids);
+    CHECK_INT(r->id_count, <=, r->count);
+    return r;
+}
+
 static duro_bulk_result *bulk_cancel(duro_provider *p,
                                      const duro_bulk_filter *f, int dry_run,
                                      size_t max_ids, const char *reason,
                                      const char *by)
 {
-    duro_error e;
-    duro_bulk_result *r = NULL;
-    CHECK_PRC(p->cancel_matching(p, f, reason, by, dry_run, max_ids, &r, &e),
-              DURO_OK, &e);
-    CHECK(r != NULL);
-    CHECK_INT(r->id_count, <=, max_ids);
-    CHECK_INT(r->id_count, <=, r->count);
-    return r;
+    return bulk_request(p, 0, f, dry_run, max_ids, reason, by);
 }
 
 static duro_bulk_result *bulk_purge(duro_provider *p, const duro_bulk_filter *f,
@@ -4824,6 +4859,23 @@ static char *ids_text(const duro_bulk_result *r)
         CHECK_STR(got_, expected);                                             \
         free(got_);                                                            \
     } while (0)
+
+/* Runs request `control` (0: cancel_matching) dry, then for real, and
+ * checks that the real run did exactly what the dry run reported (at most
+ * 100 ids); returns the real run's result. */
+static duro_bulk_result *dry_then_real(duro_provider *p, int control,
+                                       const duro_bulk_filter *f,
+                                       const char *reason, const char *by)
+{
+    duro_bulk_result *dry = bulk_request(p, control, f, 1, 100, reason, by);
+    duro_bulk_result *r = bulk_request(p, control, f, 0, 100, reason, by);
+    CHECK_EQ(r->count, dry->count);
+    char *dry_ids = ids_text(dry);
+    CHECK_IDS(r, dry_ids);
+    free(dry_ids);
+    duro_bulk_result_free(dry);
+    return r;
+}
 
 /* Waits until the wall clock has passed t (so later times differ). */
 static void clock_past(int64_t t)
@@ -5235,10 +5287,52 @@ PV_TEST(check_work_item_locks_tells_held_from_gone_and_retaken)
     duro_worker_item_free(thief);
 }
 
-PV_TEST(cancel_instances_reports_one_outcome_per_id)
+/* cancel_instances (control 0) or control_instances of `control`; the
+ * results of either come back in res as duro_control_result (the two have
+ * the same fields). */
+static int request_ids(duro_provider *p, int control, const char *const *ids,
+                       size_t n, const char *reason, const char *by,
+                       duro_control_result *res, duro_error *e)
 {
-    duro_provider *p = pv_open();
-    require_v4(p);
+    if (control != 0)
+        return p->control_instances(p, control, ids, n, reason, by, res, e);
+    duro_cancel_result *c = NULL;
+    if (res != NULL) {
+        c = calloc(n > 0 ? n : 1, sizeof(*c));
+        CHECK(c != NULL);
+        for (size_t i = 0; i < n; i++) {
+            c[i].outcome = res[i].outcome;
+            c[i].status = res[i].status;
+        }
+    }
+    int rc = p->cancel_instances(p, ids, n, reason, by, c, e);
+    for (size_t i = 0; c != NULL && i < n; i++) {
+        res[i].outcome = c[i].outcome;
+        res[i].status = c[i].status;
+    }
+    free(c);
+    return rc;
+}
+
+/* Fails unless res[i] is {outcome[i], status[i]} for each id. */
+static void expect_outcomes(int control, const char *const *ids,
+                            const duro_control_result *res, const int *outcome,
+                            const int *status, size_t n)
+{
+    const char *(*name)(int) =
+        control != 0 ? duro_control_outcome_name : duro_cancel_outcome_name;
+    for (size_t i = 0; i < n; i++)
+        CHECK_MSG(res[i].outcome == outcome[i] && res[i].status == status[i],
+                  "%s (#%zu): outcome %s status %s, expected %s %s", ids[i], i,
+                  name(res[i].outcome), duro_status_name(res[i].status),
+                  name(outcome[i]), duro_status_name(status[i]));
+}
+
+/* The instances the *_instances outcome tests ask about: pend Pending,
+ * run Running (one activity), comp, fail and canc ended so, asked Running
+ * with a cancellation requested ("earlier", by "dave"). */
+static void outcome_fixture(duro_provider *p)
+{
     start(p, "pend");
     begin(p, "run", 1);
     begin(p, "comp", 0);
@@ -5249,6 +5343,13 @@ PV_TEST(cancel_instances_reports_one_outcome_per_id)
     end_as(p, "canc", DURO_STATUS_CANCELLED, NULL);
     begin(p, "asked", 0);
     enqueue_cancel(p, "asked", "earlier", "dave");
+}
+
+PV_TEST(cancel_instances_reports_one_outcome_per_id)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    outcome_fixture(p);
     const char *ids[] = {"pend",  "run",   "comp", "fail",  "canc",
                          "asked", "ghost", "run",  "ghost", "pend"};
     enum { N = sizeof(ids) / sizeof(ids[0]) };
@@ -5263,20 +5364,12 @@ PV_TEST(cancel_instances_reports_one_outcome_per_id)
                                   DURO_STATUS_CANCELLED, DURO_STATUS_RUNNING,
                                   DURO_STATUS_NOT_FOUND, DURO_STATUS_RUNNING,
                                   DURO_STATUS_NOT_FOUND, DURO_STATUS_PENDING};
-    duro_cancel_result res[N];
+    duro_control_result res[N];
     duro_error e;
     int64_t t0 = duro_now_ms();
-    CHECK_PRC(p->cancel_instances(p, ids, N, "bulk", "ops", res, &e), DURO_OK,
-              &e);
+    CHECK_PRC(request_ids(p, 0, ids, N, "bulk", "ops", res, &e), DURO_OK, &e);
     int64_t t1 = duro_now_ms();
-    for (int i = 0; i < N; i++) {
-        CHECK_MSG(res[i].outcome == outcome[i] && res[i].status == status[i],
-                  "%s (#%d): outcome %s status %s, expected %s %s", ids[i], i,
-                  duro_cancel_outcome_name(res[i].outcome),
-                  duro_status_name(res[i].status),
-                  duro_cancel_outcome_name(outcome[i]),
-                  duro_status_name(status[i]));
-    }
+    expect_outcomes(0, ids, res, outcome, status, N);
     /* Recorded and enqueued once for each instance it cancelled; the
      * earlier request stays. */
     const duro_instance_info *in;
@@ -5313,46 +5406,49 @@ PV_TEST(cancel_instances_reports_one_outcome_per_id)
     abandon_orch(p, a, 0);
     duro_orch_item_free(a);
     /* Asking again: what it cancelled now counts as already cancelled. */
-    CHECK_PRC(p->cancel_instances(p, ids, 2, "again", NULL, res, &e), DURO_OK,
-              &e);
+    CHECK_PRC(request_ids(p, 0, ids, 2, "again", NULL, res, &e), DURO_OK, &e);
     CHECK_EQ(res[0].outcome, DURO_CANCEL_ALREADY_CANCELLED);
     CHECK_EQ(res[1].outcome, DURO_CANCEL_ALREADY_CANCELLED);
     CHECK_EQ(count(p, ORCH, "run"), 1);
 }
 
-PV_TEST(cancel_instances_refuses_bad_input_and_changes_nothing)
+/* cancel_instances (control 0) or control_instances refuses NULL arrays,
+ * NULL, empty and oversized ids, oversized reasons and requesters, more
+ * than a batch (control_instances also an unknown control), leaving the
+ * results zero and the store as it was; exactly a batch works. */
+static void ids_refuse_bad_input(duro_provider *p, int control)
 {
-    duro_provider *p = pv_open();
-    require_v4(p);
     begin(p, "run", 1);
     start(p, "pend");
     duro_error e;
     pv_snapshot s;
     pv_snapshot_take(p, &s);
-    duro_cancel_result res[DURO_BULK_BATCH_MAX + 1];
-    CHECK_PRC(p->cancel_instances(p, NULL, 0, NULL, NULL, NULL, &e), DURO_OK,
+    duro_control_result res[DURO_BULK_BATCH_MAX + 1];
+    CHECK_PRC(request_ids(p, control, NULL, 0, NULL, NULL, NULL, &e), DURO_OK,
               &e);
     const char *ids[2] = {"run", "pend"};
-    CHECK_PFAIL(p->cancel_instances(p, NULL, 1, "r", "b", res, &e),
+    CHECK_PFAIL(request_ids(p, control, NULL, 1, "r", "b", res, &e),
                 DURO_INVALID, 0, &e);
-    CHECK_PFAIL(p->cancel_instances(p, ids, 2, "r", "b", NULL, &e),
+    CHECK_PFAIL(request_ids(p, control, ids, 2, "r", "b", NULL, &e),
                 DURO_INVALID, 0, &e);
     const char *with_null[3] = {"run", NULL, "pend"};
     const char *with_empty[3] = {"run", "pend", ""};
     memset(res, 0x5a, sizeof(res));
-    CHECK_PFAIL(p->cancel_instances(p, with_null, 3, "r", "b", res, &e),
+    CHECK_PFAIL(request_ids(p, control, with_null, 3, "r", "b", res, &e),
                 DURO_INVALID, 0, &e);
-    CHECK_EQ(res[0].outcome, DURO_CANCEL_NONE); /* results left zero */
-    CHECK_PFAIL(p->cancel_instances(p, with_empty, 3, "r", "b", res, &e),
+    CHECK_EQ(res[0].outcome, 0); /* results left zero: none */
+    memset(res, 0x5a, sizeof(res));
+    CHECK_PFAIL(request_ids(p, control, with_empty, 3, "r", "b", res, &e),
                 DURO_INVALID, 0, &e);
+    CHECK_EQ(res[0].outcome, 0);
     char *long_id = repeat('i', 1025);
     char *long_text = repeat('t', 1025);
     const char *with_long[2] = {"run", long_id};
-    CHECK_PFAIL(p->cancel_instances(p, with_long, 2, "r", "b", res, &e),
+    CHECK_PFAIL(request_ids(p, control, with_long, 2, "r", "b", res, &e),
                 DURO_TOO_LARGE, 0, &e);
-    CHECK_PFAIL(p->cancel_instances(p, ids, 2, long_text, "b", res, &e),
+    CHECK_PFAIL(request_ids(p, control, ids, 2, long_text, "b", res, &e),
                 DURO_TOO_LARGE, 0, &e);
-    CHECK_PFAIL(p->cancel_instances(p, ids, 2, "r", long_text, res, &e),
+    CHECK_PFAIL(request_ids(p, control, ids, 2, "r", long_text, res, &e),
                 DURO_TOO_LARGE, 0, &e);
     free(long_id);
     free(long_text);
@@ -5361,29 +5457,59 @@ PV_TEST(cancel_instances_refuses_bad_input_and_changes_nothing)
     for (int i = 0; i <= DURO_BULK_BATCH_MAX; i++)
         many[i] = i % 2 ? "run" : "pend";
     memset(res, 0x5a, sizeof(res));
-    CHECK_PFAIL(p->cancel_instances(p, many, DURO_BULK_BATCH_MAX + 1, "r", "b",
-                                    res, &e),
+    CHECK_PFAIL(request_ids(p, control, many, DURO_BULK_BATCH_MAX + 1, "r", "b",
+                            res, &e),
                 DURO_TOO_LARGE, 0, &e);
-    CHECK_EQ(res[DURO_BULK_BATCH_MAX].outcome, DURO_CANCEL_NONE);
+    CHECK_EQ(res[0].outcome, 0);
+    CHECK_EQ(res[DURO_BULK_BATCH_MAX].outcome, 0);
+    /* An unknown control, whatever the count. */
+    static const int bad_controls[] = {0, DURO_CONTROL_RESUME + 1, -1, 99};
+    for (size_t i = 0;
+         control != 0 && i < sizeof(bad_controls) / sizeof(bad_controls[0]);
+         i++) {
+        memset(res, 0x5a, sizeof(res));
+        CHECK_PFAIL(
+            p->control_instances(p, bad_controls[i], ids, 2, "r", "b", res, &e),
+            DURO_INVALID, 0, &e);
+        CHECK_EQ(res[0].outcome, 0);
+        CHECK_EQ(res[1].status, 0);
+        CHECK_PFAIL(p->control_instances(p, bad_controls[i], NULL, 0, "r", "b",
+                                         NULL, &e),
+                    DURO_INVALID, 0, &e);
+    }
     PV_EXPECT_UNCHANGED(p, &s);
     pv_snapshot_free(&s);
     /* Exactly a batch is fine: two instances, the rest repeats. */
     CHECK_PRC(
-        p->cancel_instances(p, many, DURO_BULK_BATCH_MAX, "r", "b", res, &e),
+        request_ids(p, control, many, DURO_BULK_BATCH_MAX, "r", "b", res, &e),
         DURO_OK, &e);
-    CHECK_EQ(res[0].outcome, DURO_CANCEL_CANCELLED);
-    CHECK_EQ(res[1].outcome, DURO_CANCEL_CANCELLED);
+    int sent = control != 0 ? (int)DURO_CONTROL_OUTCOME_REQUESTED
+                            : (int)DURO_CANCEL_CANCELLED;
+    int duplicate = control != 0 ? (int)DURO_CONTROL_OUTCOME_DUPLICATE
+                                 : (int)DURO_CANCEL_DUPLICATE;
+    CHECK_EQ(res[0].outcome, sent);
+    CHECK_EQ(res[1].outcome, sent);
     for (int i = 2; i < DURO_BULK_BATCH_MAX; i++)
-        CHECK_EQ(res[i].outcome, DURO_CANCEL_DUPLICATE);
+        CHECK_EQ(res[i].outcome, duplicate);
     CHECK_EQ(res[DURO_BULK_BATCH_MAX - 1].status, DURO_STATUS_RUNNING);
     CHECK_EQ(count(p, ORCH, "run"), 1);
     CHECK_EQ(count(p, ORCH, "pend"), 2);
 }
 
-PV_TEST(cancel_matching_selects_by_filter_and_a_dry_run_changes_nothing)
+PV_TEST(cancel_instances_refuses_bad_input_and_changes_nothing)
 {
     duro_provider *p = pv_open();
     require_v4(p);
+    ids_refuse_bad_input(p, 0);
+}
+
+/* The instances the *_matching filter tests select from: alpha a-2 (v1)
+ * and a-3 (v2) Running, a-4 Completed, a-5 Running with a cancellation
+ * requested, beta b-2 Running; created later, Pending alpha a-1 (v1) and
+ * beta b-1. Returns the creation time of the later ones (all of the first
+ * ones were created before it). */
+static int64_t matching_fixture(duro_provider *p)
+{
     /* First batch of creations ... */
     run_to(p, "a-2", "alpha", "v1", DURO_STATUS_RUNNING);
     run_to(p, "a-3", "alpha", "v2", DURO_STATUS_RUNNING);
@@ -5408,7 +5534,16 @@ PV_TEST(cancel_matching_selects_by_filter_and_a_dry_run_changes_nothing)
     int64_t second_min = in->created_ms;
     duro_instance_list_free(l);
     CHECK(second_min > first_max);
+    return second_min;
+}
 
+PV_TEST(cancel_matching_selects_by_filter_and_a_dry_run_changes_nothing)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    int64_t second_min = matching_fixture(p);
+    const duro_instance_info *in;
+    duro_instance_list *l;
     pv_snapshot s;
     pv_snapshot_take(p, &s);
     duro_bulk_filter f;
@@ -5459,15 +5594,10 @@ PV_TEST(cancel_matching_selects_by_filter_and_a_dry_run_changes_nothing)
     /* The real run cancels exactly what the dry run reported. */
     memset(&f, 0, sizeof(f));
     f.name = "alpha";
-    duro_bulk_result *dry = bulk_cancel(p, &f, 1, 100, "sweep", "ops");
     int64_t t0 = duro_now_ms();
-    r = bulk_cancel(p, &f, 0, 100, "sweep", "ops");
+    r = dry_then_real(p, 0, &f, "sweep", "ops");
     int64_t t1 = duro_now_ms();
-    char *dry_ids = ids_text(dry);
-    CHECK_EQ(r->count, dry->count);
-    CHECK_IDS(r, dry_ids);
-    free(dry_ids);
-    duro_bulk_result_free(dry);
+    CHECK_IDS(r, "a-1,a-2,a-3");
     duro_bulk_result_free(r);
     const char *swept[] = {"a-1", "a-2", "a-3"};
     for (int i = 0; i < 3; i++) {
@@ -5509,6 +5639,27 @@ static void start_many(duro_provider *p, const char *prefix, const char *name,
     }
 }
 
+/* Whether request `control` (0: a cancel) reached instance `id`: its
+ * cancellation is recorded, or (a control, on an instance started by
+ * start_many) its message is queued beside the START. 1 yes, 0 no, -1 the
+ * store failed. No CHECKs: threads call it. */
+static int request_reached(duro_provider *p, int control, const char *id)
+{
+    duro_error e;
+    if (control != 0) {
+        uint64_t n = 0;
+        if (p->count_messages(p, ORCH, id, &n, &e) != DURO_OK)
+            return -1;
+        return n == 2;
+    }
+    duro_instance_list *l = NULL;
+    if (p->get_instance(p, id, &l, &e) != DURO_OK)
+        return -1;
+    int reached = l->items[0].cancel_requested_ms != 0;
+    duro_instance_list_free(l);
+    return reached;
+}
+
 /* How many instances of orchestration `name` have a cancel request. */
 static size_t requested_of(duro_provider *p, const char *name, size_t *total)
 {
@@ -5527,17 +5678,19 @@ static size_t requested_of(duro_provider *p, const char *name, size_t *total)
     return n;
 }
 
-PV_TEST(cancel_matching_handles_more_than_a_batch)
+/* A sweep of request `control` (0: cancel_matching) over more than two
+ * batches: the dry run and the real run list the same ids in order, one
+ * message each, another orchestration untouched. */
+static void matching_handles_more_than_a_batch(duro_provider *p, int control)
 {
-    duro_provider *p = pv_open();
-    require_v4(p);
     const int n = 2 * DURO_BULK_BATCH_MAX + 1;
     start_many(p, "g-", "many", n);
     start_many(p, "o-", "other", 20);
     duro_bulk_filter f;
     memset(&f, 0, sizeof(f));
     f.name = "many";
-    duro_bulk_result *dry = bulk_cancel(p, &f, 1, (size_t)n, "r", "b");
+    duro_bulk_result *dry =
+        bulk_request(p, control, &f, 1, (size_t)n, "r", "b");
     CHECK_EQ(dry->count, n);
     CHECK_EQ(dry->id_count, n);
     for (int i = 0; i < n; i++) {
@@ -5545,8 +5698,8 @@ PV_TEST(cancel_matching_handles_more_than_a_batch)
         snprintf(id, sizeof(id), "g-%05d", i);
         CHECK_STR(dry->ids[i], id);
     }
-    CHECK_EQ(requested_of(p, "many", NULL), 0);
-    duro_bulk_result *r = bulk_cancel(p, &f, 0, (size_t)n, "r", "b");
+    CHECK_EQ(count(p, ORCH, NULL), (uint64_t)(n + 20)); /* the STARTs */
+    duro_bulk_result *r = bulk_request(p, control, &f, 0, (size_t)n, "r", "b");
     CHECK_EQ(r->count, n);
     char *a = ids_text(dry), *b = ids_text(r);
     CHECK_MSG(strcmp(a, b) == 0,
@@ -5555,21 +5708,33 @@ PV_TEST(cancel_matching_handles_more_than_a_batch)
     free(b);
     duro_bulk_result_free(dry);
     duro_bulk_result_free(r);
-    size_t total = 0;
-    CHECK_EQ(requested_of(p, "many", &total), n);
-    CHECK_EQ(total, n);
-    CHECK_EQ(requested_of(p, "other", &total), 0);
-    CHECK_EQ(total, 20);
     CHECK_EQ(count(p, ORCH, NULL), (uint64_t)(2 * n + 20));
+    CHECK_EQ(count(p, ORCH, "g-00000"), 2);
+    CHECK_EQ(count(p, ORCH, "o-00000"), 1);
+    if (control == 0) {
+        size_t total = 0;
+        CHECK_EQ(requested_of(p, "many", &total), n);
+        CHECK_EQ(total, n);
+        CHECK_EQ(requested_of(p, "other", &total), 0);
+        CHECK_EQ(total, 20);
+    }
+}
+
+PV_TEST(cancel_matching_handles_more_than_a_batch)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    matching_handles_more_than_a_batch(p, 0);
 }
 
 /* Creates instances "new-NNNNN" of `name` once the sweep's first batch is
- * visible (its first id cancelled), until told to stop; counts those whose
+ * visible (its first id reached), until told to stop; counts those whose
  * creation ended while the sweep still ran. */
 typedef struct creator {
     duro_provider *p;
+    int control; /* the sweep's request (0: cancel) */
     const char *name;
-    const char *first_id; /* cancelled by the sweep's first batch */
+    const char *first_id; /* reached by the sweep's first batch */
     char prefix[32];
     _Atomic int sweep_done;
     _Atomic int stop;
@@ -5578,21 +5743,11 @@ typedef struct creator {
     int rc;
 } creator;
 
-static int first_batch_seen(creator *c)
-{
-    duro_instance_list *l = NULL;
-    duro_error e;
-    if (c->p->get_instance(c->p, c->first_id, &l, &e) != DURO_OK)
-        return 0;
-    int seen = l->items[0].cancel_requested_ms != 0;
-    duro_instance_list_free(l);
-    return seen;
-}
-
 static void *creator_main(void *arg)
 {
     creator *c = arg;
-    while (!atomic_load(&c->stop) && !first_batch_seen(c))
+    while (!atomic_load(&c->stop) &&
+           request_reached(c->p, c->control, c->first_id) != 1)
         sched_yield();
     for (int i = 0; !atomic_load(&c->stop) && i < 100000; i++) {
         char id[64];
@@ -5614,10 +5769,12 @@ static void *creator_main(void *arg)
     return NULL;
 }
 
-PV_TEST(cancel_matching_never_takes_instances_created_while_it_runs)
+/* A sweep of request `control` (0: cancel_matching) reaches exactly the
+ * set that matched when it began. */
+static void
+matching_never_takes_instances_created_while_it_runs(duro_provider *p,
+                                                     int control)
 {
-    duro_provider *p = pv_open();
-    require_v4(p);
     /* Instances created during the sweep sort after the set ("new-" >
      * "old-"), where a sweep that read the store as it went would find
      * them. The creator starts once the first batch has committed; the
@@ -5634,9 +5791,11 @@ PV_TEST(cancel_matching_never_takes_instances_created_while_it_runs)
         creator c;
         memset(&c, 0, sizeof(c));
         c.p = p;
+        c.control = control;
         c.name = name;
         c.first_id = first;
         snprintf(c.prefix, sizeof(c.prefix), "new-%d-", round);
+        uint64_t queued = count(p, ORCH, NULL);
         pthread_t t;
         CHECK(pthread_create(&t, NULL, creator_main, &c) == 0);
         duro_bulk_filter f;
@@ -5644,22 +5803,32 @@ PV_TEST(cancel_matching_never_takes_instances_created_while_it_runs)
         f.name = name;
         duro_bulk_result *r = NULL;
         duro_error e;
-        int rc = p->cancel_matching(p, &f, "sweep", "ops", 0, 0, &r, &e);
+        int rc = request_matching(p, control, &f, 0, (size_t)n, "sweep", "ops",
+                                  &r, &e);
         atomic_store(&c.sweep_done, 1);
         atomic_store(&c.stop, 1);
         pthread_join(t, NULL);
         CHECK_PRC(rc, DURO_OK, &e);
         CHECK_RC(c.rc, DURO_OK);
-        /* Exactly the set that was there when it began. */
+        /* Exactly the set that was there when it began, one message each:
+         * the new instances hold only their STARTs. */
         CHECK_EQ(r->count, n);
+        CHECK_EQ(r->id_count, n);
+        for (int i = 0; i < n && (size_t)i < r->id_count; i++) {
+            char id[64];
+            snprintf(id, sizeof(id), "%s%05d", old_prefix, i);
+            CHECK_STR(r->ids[i], id);
+        }
         duro_bulk_result_free(r);
+        CHECK_EQ(count(p, ORCH, NULL),
+                 queued + (uint64_t)n + (uint64_t)atomic_load(&c.created));
         duro_instance_filter lf;
         memset(&lf, 0, sizeof(lf));
         lf.name = name;
         duro_instance_list *l = NULL;
         CHECK_PRC(p->list_instances(p, &lf, &l, &e), DURO_OK, &e);
         CHECK_EQ(l->count, (size_t)(n + atomic_load(&c.created)));
-        for (size_t i = 0; i < l->count; i++) {
+        for (size_t i = 0; control == 0 && i < l->count; i++) {
             int old = strncmp(l->items[i].instance_id, old_prefix,
                               strlen(old_prefix)) == 0;
             CHECK_MSG((l->items[i].cancel_requested_ms != 0) == old,
@@ -5671,6 +5840,47 @@ PV_TEST(cancel_matching_never_takes_instances_created_while_it_runs)
     }
     CHECK_MSG(raced, "in 5 rounds no instance was created while a sweep "
                      "ran: the race was not exercised");
+}
+
+PV_TEST(cancel_matching_never_takes_instances_created_while_it_runs)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    matching_never_takes_instances_created_while_it_runs(p, 0);
+}
+
+/* cancel_matching (control 0) or control_matching refuses a NULL filter
+ * or out, a finish bound, an oversized reason, requester, name or
+ * version; *out is left NULL. */
+static void matching_refuses_bad_filters(duro_provider *p, int control)
+{
+    duro_error e;
+    duro_bulk_filter f;
+    memset(&f, 0, sizeof(f));
+    duro_bulk_result *r = (duro_bulk_result *)&f; /* must be reset */
+    CHECK_PFAIL(request_matching(p, control, NULL, 0, 10, "r", "b", &r, &e),
+                DURO_INVALID, 0, &e);
+    CHECK(r == NULL);
+    CHECK_PFAIL(request_matching(p, control, &f, 0, 10, "r", "b", NULL, &e),
+                DURO_INVALID, 0, &e);
+    f.finished_before_ms = INT64_MAX;
+    CHECK_PFAIL(request_matching(p, control, &f, 0, 10, "r", "b", &r, &e),
+                DURO_INVALID, 0, &e);
+    f.finished_before_ms = 0;
+    char *long_text = repeat('t', 1025);
+    CHECK_PFAIL(request_matching(p, control, &f, 0, 10, long_text, "b", &r, &e),
+                DURO_TOO_LARGE, 0, &e);
+    CHECK_PFAIL(request_matching(p, control, &f, 0, 10, "r", long_text, &r, &e),
+                DURO_TOO_LARGE, 0, &e);
+    f.name = long_text;
+    CHECK_PFAIL(request_matching(p, control, &f, 0, 10, "r", "b", &r, &e),
+                DURO_TOO_LARGE, 0, &e);
+    f.name = NULL;
+    f.version = long_text;
+    CHECK_PFAIL(request_matching(p, control, &f, 1, 10, "r", "b", &r, &e),
+                DURO_TOO_LARGE, 0, &e);
+    CHECK(r == NULL);
+    free(long_text);
 }
 
 PV_TEST(bulk_calls_refuse_bad_filters_and_change_nothing)
@@ -5687,14 +5897,11 @@ PV_TEST(bulk_calls_refuse_bad_filters_and_change_nothing)
     duro_bulk_filter f;
     memset(&f, 0, sizeof(f));
     duro_bulk_result *r = (duro_bulk_result *)&s;
-    CHECK_PFAIL(p->cancel_matching(p, NULL, "r", "b", 0, 10, &r, &e),
-                DURO_INVALID, 0, &e);
-    CHECK(r == NULL);
-    CHECK_PFAIL(p->cancel_matching(p, &f, "r", "b", 0, 10, NULL, &e),
-                DURO_INVALID, 0, &e);
+    matching_refuses_bad_filters(p, 0);
     static const uint32_t not_live[] = {1u << DURO_STATUS_COMPLETED,
                                         1u << DURO_STATUS_FAILED,
                                         1u << DURO_STATUS_CANCELLED,
+                                        1u << DURO_STATUS_TERMINATED,
                                         1u << DURO_STATUS_NOT_FOUND,
                                         1u << DURO_STATUS_CONTINUED_AS_NEW,
                                         (1u << DURO_STATUS_RUNNING) |
@@ -5705,19 +5912,7 @@ PV_TEST(bulk_calls_refuse_bad_filters_and_change_nothing)
                     DURO_INVALID, 0, &e);
     }
     f.status_mask = 0;
-    f.finished_before_ms = INT64_MAX;
-    CHECK_PFAIL(p->cancel_matching(p, &f, "r", "b", 0, 10, &r, &e),
-                DURO_INVALID, 0, &e);
-    f.finished_before_ms = 0;
     char *long_text = repeat('t', 1025);
-    CHECK_PFAIL(p->cancel_matching(p, &f, long_text, "b", 0, 10, &r, &e),
-                DURO_TOO_LARGE, 0, &e);
-    CHECK_PFAIL(p->cancel_matching(p, &f, "r", long_text, 0, 10, &r, &e),
-                DURO_TOO_LARGE, 0, &e);
-    f.name = long_text;
-    CHECK_PFAIL(p->cancel_matching(p, &f, "r", "b", 0, 10, &r, &e),
-                DURO_TOO_LARGE, 0, &e);
-    f.name = NULL;
 
     /* Purge: never a live status, even asked for; a finish bound always. */
     f.finished_before_ms = INT64_MAX;
@@ -5725,10 +5920,13 @@ PV_TEST(bulk_calls_refuse_bad_filters_and_change_nothing)
                 &e);
     CHECK_PFAIL(p->purge_instances(p, &f, 0, 10, NULL, &e), DURO_INVALID, 0,
                 &e);
-    static const uint32_t live[] = {
-        1u << DURO_STATUS_PENDING, 1u << DURO_STATUS_RUNNING,
-        1u << DURO_STATUS_NOT_FOUND, 1u << DURO_STATUS_CONTINUED_AS_NEW,
-        (1u << DURO_STATUS_RUNNING) | (1u << DURO_STATUS_COMPLETED)};
+    static const uint32_t live[] = {1u << DURO_STATUS_PENDING,
+                                    1u << DURO_STATUS_RUNNING,
+                                    1u << DURO_STATUS_SUSPENDED,
+                                    1u << DURO_STATUS_NOT_FOUND,
+                                    1u << DURO_STATUS_CONTINUED_AS_NEW,
+                                    (1u << DURO_STATUS_RUNNING) |
+                                        (1u << DURO_STATUS_COMPLETED)};
     for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++) {
         f.status_mask = live[i];
         CHECK_PFAIL(p->purge_instances(p, &f, 0, 10, &r, &e), DURO_INVALID, 0,
@@ -6268,43 +6466,60 @@ PV_TEST(fault_sweep_set_instance_problem)
 typedef struct sweep_cancel_ids_arg {
     const char *const *ids;
     size_t n;
-    duro_cancel_result *res;
+    int control; /* 0: cancel_instances, else control_instances */
+    duro_control_result *res;
 } sweep_cancel_ids_arg;
 
 static int sweep_cancel_ids(duro_provider *p, void *arg, duro_error *e)
 {
     sweep_cancel_ids_arg *a = arg;
-    int rc = p->cancel_instances(p, a->ids, a->n, "swept", "ops", a->res, e);
+    int rc =
+        request_ids(p, a->control, a->ids, a->n, "swept", "ops", a->res, e);
     for (size_t i = 0; rc != DURO_OK && i < a->n; i++)
-        CHECK_MSG(a->res[i].outcome == DURO_CANCEL_NONE,
-                  "cancel_instances failed (%s) but filled result %zu",
-                  duro_errname(rc), i);
+        CHECK_MSG(a->res[i].outcome == 0,
+                  "a failed call (%s) filled result %zu", duro_errname(rc), i);
     return rc;
+}
+
+/* The fault sweep of cancel_instances (control 0) or control_instances. */
+static void fault_sweep_ids(duro_provider *p, int control)
+{
+    begin(p, "run", 1);
+    start(p, "pend");
+    begin(p, "done", 0);
+    finish(p, "done");
+    const char *ids[] = {"run", "pend", "done", "ghost", "run"};
+    duro_control_result res[5];
+    sweep_cancel_ids_arg arg = {ids, 5, control, res};
+    fault_sweep(p, control != 0 ? "control_instances" : "cancel_instances",
+                sweep_cancel_ids, &arg);
+    static const int cancelled[5] = {
+        DURO_CANCEL_CANCELLED, DURO_CANCEL_CANCELLED,
+        DURO_CANCEL_NOT_CANCELLABLE, DURO_CANCEL_NOT_FOUND,
+        DURO_CANCEL_DUPLICATE};
+    static const int controlled[5] = {
+        DURO_CONTROL_OUTCOME_REQUESTED, DURO_CONTROL_OUTCOME_REQUESTED,
+        DURO_CONTROL_OUTCOME_FINISHED, DURO_CONTROL_OUTCOME_NOT_FOUND,
+        DURO_CONTROL_OUTCOME_DUPLICATE};
+    static const int status[5] = {DURO_STATUS_RUNNING, DURO_STATUS_PENDING,
+                                  DURO_STATUS_COMPLETED, DURO_STATUS_NOT_FOUND,
+                                  DURO_STATUS_RUNNING};
+    expect_outcomes(control, ids, res, control != 0 ? controlled : cancelled,
+                    status, 5);
+    CHECK_EQ(count(p, ORCH, "run"), 1);
+    CHECK_EQ(count(p, ORCH, "pend"), 2);
 }
 
 PV_TEST(fault_sweep_cancel_instances)
 {
     duro_provider *p = pv_open();
     require_v4(p);
-    begin(p, "run", 1);
-    start(p, "pend");
-    begin(p, "done", 0);
-    finish(p, "done");
-    const char *ids[] = {"run", "pend", "done", "ghost", "run"};
-    duro_cancel_result res[5];
-    sweep_cancel_ids_arg arg = {ids, 5, res};
-    fault_sweep(p, "cancel_instances", sweep_cancel_ids, &arg);
-    CHECK_EQ(res[0].outcome, DURO_CANCEL_CANCELLED);
-    CHECK_EQ(res[1].outcome, DURO_CANCEL_CANCELLED);
-    CHECK_EQ(res[2].outcome, DURO_CANCEL_NOT_CANCELLABLE);
-    CHECK_EQ(res[3].outcome, DURO_CANCEL_NOT_FOUND);
-    CHECK_EQ(res[4].outcome, DURO_CANCEL_DUPLICATE);
-    CHECK_EQ(count(p, ORCH, "run"), 1);
-    CHECK_EQ(count(p, ORCH, "pend"), 2);
+    fault_sweep_ids(p, 0);
 }
 
 typedef struct sweep_bulk_arg {
     int purge;
+    int control; /* not purge: 0 cancel_matching, else control_matching */
     duro_bulk_filter f;
     duro_bulk_result *r;
 } sweep_bulk_arg;
@@ -6315,8 +6530,8 @@ static int sweep_bulk(duro_provider *p, void *arg, duro_error *e)
     duro_bulk_result_free(a->r);
     a->r = NULL;
     int rc = a->purge ? p->purge_instances(p, &a->f, 0, 10, &a->r, e)
-                      : p->cancel_matching(p, &a->f, "swept", "ops", 0, 10,
-                                           &a->r, e);
+                      : request_matching(p, a->control, &a->f, 0, 10, "swept",
+                                         "ops", &a->r, e);
     if (rc != DURO_OK && a->r != NULL) {
         test_fail(__FILE__, __LINE__, "a failed bulk call returned a result");
         duro_bulk_result_free(a->r);
@@ -6325,24 +6540,32 @@ static int sweep_bulk(duro_provider *p, void *arg, duro_error *e)
     return rc;
 }
 
-PV_TEST(fault_sweep_cancel_matching)
+/* The fault sweep of cancel_matching (control 0) or control_matching. */
+static void fault_sweep_matching(duro_provider *p, int control)
 {
-    duro_provider *p = pv_open();
-    require_v4(p);
     begin(p, "a-1", 1);
     start(p, "a-2");
     begin(p, "a-3", 0);
     finish(p, "a-3");
     sweep_bulk_arg arg;
     memset(&arg, 0, sizeof(arg));
+    arg.control = control;
     arg.f.name = "orch";
-    fault_sweep(p, "cancel_matching", sweep_bulk, &arg);
+    fault_sweep(p, control != 0 ? "control_matching" : "cancel_matching",
+                sweep_bulk, &arg);
     CHECK(arg.r != NULL);
     CHECK_EQ(arg.r->count, 2);
     CHECK_IDS(arg.r, "a-1,a-2");
     duro_bulk_result_free(arg.r);
     CHECK_EQ(count(p, ORCH, "a-1"), 1);
     CHECK_EQ(count(p, ORCH, "a-2"), 2);
+}
+
+PV_TEST(fault_sweep_cancel_matching)
+{
+    duro_provider *p = pv_open();
+    require_v4(p);
+    fault_sweep_matching(p, 0);
 }
 
 PV_TEST(fault_sweep_purge_instances)
@@ -6371,6 +6594,760 @@ PV_TEST(fault_sweep_purge_instances)
     expect_no_instance(p, "solo");
     CHECK_EQ(count(p, ORCH, NULL), 0);
     CHECK_EQ(count(p, WORKER, NULL), 1); /* live's */
+}
+
+/* ========================================================================
+ * Version 5: the statuses Suspended (live) and Terminated (ended) in every
+ * method, the terminate, suspend and resume messages, and the two methods
+ * that send them (control_instances, control_matching). */
+
+static void require_v5(duro_provider *p)
+{
+    require_v4(p);
+    CHECK_MSG(p->version >= 5 && p->control_instances != NULL &&
+                  p->control_matching != NULL,
+              "provider '%s' (version %d) lacks the version-5 methods", p->name,
+              p->version);
+}
+
+/* A turn of `id` that records its messages and leaves it `status`
+ * (Suspended, Terminated, ...). */
+static void turn_to(duro_provider *p, const char *id, int status)
+{
+    duro_instance_meta m = meta(status);
+    turn_meta(p, id, &m);
+}
+
+/* One instance's status, finish time and cancel record as a line. */
+static void expect_status(duro_provider *p, const char *id, int status)
+{
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, id, &in);
+    CHECK_MSG(in->status == status, "%s is %s, expected %s", id,
+              duro_status_name(in->status), duro_status_name(status));
+    duro_instance_list_free(l);
+}
+
+PV_TEST(control_messages_round_trip_and_record_nothing)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    begin(p, "x", 0);
+    begin(p, "y", 0);
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, "x", &in);
+    int64_t updated = in->updated_ms;
+    duro_instance_list_free(l);
+    /* Through enqueue_for_orchestrator, every field ... */
+    duro_work_item want[3];
+    for (int i = 0; i < 3; i++) {
+        want[i] = full_work(DURO_WORK_TERMINATE_INSTANCE + i, "x");
+        enqueue(p, &want[i], 0);
+    }
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(a->message_count, 3);
+    for (size_t i = 0; i < a->message_count && i < 3; i++)
+        check_work(&a->messages[i], &want[i]);
+    CHECK_EQ(a->status, DURO_STATUS_RUNNING);
+    CHECK_EQ(a->cancel_requested_ms, 0);
+    CHECK(a->cancel_reason == NULL && a->cancelled_by == NULL);
+    /* ... and through an ack (a parent terminating, suspending and
+     * resuming its child). */
+    duro_outbound out[3];
+    memset(out, 0, sizeof(out));
+    for (int i = 0; i < 3; i++) {
+        out[i].item = want[i];
+        out[i].item.instance_id = "y";
+    }
+    duro_event d = event(a->history_total + 1, DURO_EVENT_EVENT_RAISED);
+    duro_orch_ack ak = ack_of(a->execution_id, &d, 1, NULL);
+    ak.orchestrator_items = out;
+    ak.orchestrator_item_count = 3;
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    duro_orch_item *b = fetch_orch_expect(p, "y", LOCK_LONG);
+    CHECK_EQ(b->message_count, 3);
+    for (size_t i = 0; i < b->message_count && i < 3; i++)
+        check_work(&b->messages[i], &out[i].item);
+    abandon_orch(p, b, 0);
+    duro_orch_item_free(b);
+    /* Neither instance records anything: no cancellation, no change. */
+    const char *ids[2] = {"x", "y"};
+    for (int i = 0; i < 2; i++) {
+        l = status_of(p, ids[i], &in);
+        CHECK_EQ(in->status, DURO_STATUS_RUNNING);
+        CHECK_EQ(in->cancel_requested_ms, 0);
+        CHECK(in->cancel_reason == NULL && in->cancelled_by == NULL);
+        CHECK(in->last_problem == NULL);
+        if (i == 0)
+            CHECK_EQ(in->updated_ms, updated);
+        duro_instance_list_free(l);
+    }
+    /* Reason and requester are checked like a cancel's. */
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    char *long_text = repeat('t', 1025);
+    duro_error e;
+    for (int k = DURO_WORK_TERMINATE_INSTANCE; k <= DURO_WORK_RESUME_INSTANCE;
+         k++) {
+        duro_work_item w = work((duro_work_kind)k, "x");
+        w.reason = long_text;
+        CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_TOO_LARGE,
+                    0, &e);
+        w.reason = NULL;
+        w.requested_by = long_text;
+        CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_TOO_LARGE,
+                    0, &e);
+    }
+    free(long_text);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+}
+
+PV_TEST(orchestrator_queue_refuses_worker_and_unknown_kinds)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    begin(p, "x", 1);
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    duro_orch_item *a = poke(p, "x");
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    duro_error e;
+    static const int bad_kinds[] = {0, DURO_WORK_ACTIVITY_EXECUTE,
+                                    DURO_WORK_KIND_MAX + 1, 99, -1};
+    for (size_t i = 0; i < sizeof(bad_kinds) / sizeof(bad_kinds[0]); i++) {
+        duro_work_item bad = work((duro_work_kind)bad_kinds[i], "x");
+        bad.name = "n";
+        bad.execution_id = 1;
+        bad.source_id = 2;
+        CHECK_PFAIL(p->enqueue_for_orchestrator(p, &bad, 0, &e), DURO_INVALID,
+                    0, &e);
+        duro_outbound out;
+        memset(&out, 0, sizeof(out));
+        out.item = bad;
+        duro_orch_ack ak = ack_of(a->execution_id, NULL, 0, NULL);
+        ak.orchestrator_items = &out;
+        ak.orchestrator_item_count = 1;
+        CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                    DURO_INVALID, 0, &e);
+        CHECK_PFAIL(p->ack_work_item(p, w->lock_token, &bad, &e), DURO_INVALID,
+                    0, &e);
+    }
+    /* The worker queue takes only its kind. */
+    duro_work_item term = work(DURO_WORK_TERMINATE_INSTANCE, "x");
+    duro_orch_ack ak = ack_of(a->execution_id, NULL, 0, NULL);
+    ak.worker_items = &term;
+    ak.worker_item_count = 1;
+    CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                DURO_INVALID, 0, &e);
+    /* History takes kinds 1 .. DURO_EVENT_KIND_MAX. */
+    duro_event bad_events[2] = {
+        event(a->history_total + 1, (duro_event_kind)0),
+        event(a->history_total + 1,
+              (duro_event_kind)(DURO_EVENT_KIND_MAX + 1))};
+    for (int i = 0; i < 2; i++) {
+        ak = ack_of(a->execution_id, &bad_events[i], 1, NULL);
+        CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                    DURO_INVALID, 0, &e);
+    }
+    /* And meta statuses 1 .. 8 (Terminated). */
+    static const int bad_status[] = {0, DURO_STATUS_TERMINATED + 1, -1};
+    for (size_t i = 0; i < sizeof(bad_status) / sizeof(bad_status[0]); i++) {
+        duro_instance_meta m = meta(bad_status[i]);
+        ak = ack_of(a->execution_id, NULL, 0, &m);
+        CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                    DURO_INVALID, 0, &e);
+    }
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    /* Both locks held through it all. */
+    CHECK_PRC(p->renew_work_item_lock(p, w->lock_token, LOCK_LONG, &e), DURO_OK,
+              &e);
+    CHECK_PRC(p->renew_orchestration_item_lock(p, a->lock_token, LOCK_LONG, &e),
+              DURO_OK, &e);
+    duro_worker_item_free(w);
+    duro_orch_item_free(a);
+}
+
+PV_TEST(suspended_is_live_and_terminated_ends_the_instance)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    begin(p, "x", 0);
+    raise_event(p, "x", "\"a timer\"", 60000); /* due in a minute */
+    int64_t t0 = duro_now_ms();
+    turn_to(p, "x", DURO_STATUS_SUSPENDED);
+    int64_t t1 = duro_now_ms();
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, "x", &in);
+    CHECK_EQ(in->status, DURO_STATUS_SUSPENDED);
+    CHECK_INT(in->updated_ms, >=, t0 - CLOCK_SLACK_MS);
+    CHECK_INT(in->updated_ms, <=, t1 + CLOCK_SLACK_MS);
+    CHECK_EQ(in->finished_ms, 0);
+    duro_instance_list_free(l);
+    CHECK_EQ(count(p, ORCH, "x"), 1); /* the delayed message stays */
+
+    /* A suspended instance's messages are fetched like any others. */
+    raise_event(p, "x", "\"while suspended\"", 0);
+    enqueue(p,
+            &(duro_work_item){.kind = DURO_WORK_RESUME_INSTANCE,
+                              .instance_id = "x",
+                              .reason = "go on"},
+            0);
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(a->status, DURO_STATUS_SUSPENDED);
+    CHECK_EQ(a->message_count, 2);
+    CHECK_STR(a->messages[0].payload, "\"while suspended\"");
+    CHECK_EQ(a->messages[1].kind, DURO_WORK_RESUME_INSTANCE);
+    CHECK_STR(a->messages[1].reason, "go on");
+
+    /* The turn that terminates it sets the finish time and empties its
+     * queue, the delayed message too. */
+    duro_event d[2] = {
+        event(a->history_total + 1, DURO_EVENT_EVENT_RAISED),
+        event(a->history_total + 2, DURO_EVENT_ORCHESTRATION_TERMINATED)};
+    d[1].reason = "enough";
+    d[1].requested_by = "ops";
+    duro_instance_meta m = meta(DURO_STATUS_TERMINATED);
+    m.error = "enough";
+    m.category = DURO_CATEGORY_CANCELLED;
+    duro_orch_ack ak = ack_of(a->execution_id, d, 2, &m);
+    int64_t t2 = duro_now_ms();
+    ack(p, a->lock_token, &ak);
+    int64_t t3 = duro_now_ms();
+    duro_orch_item_free(a);
+    l = status_of(p, "x", &in);
+    CHECK_EQ(in->status, DURO_STATUS_TERMINATED);
+    CHECK_STR(in->error, "enough");
+    CHECK_INT(in->finished_ms, >=, t2 - CLOCK_SLACK_MS);
+    CHECK_INT(in->finished_ms, <=, t3 + CLOCK_SLACK_MS);
+    CHECK_EQ(in->finished_ms, in->updated_ms);
+    duro_instance_list_free(l);
+    CHECK_EQ(count(p, ORCH, "x"), 0);
+    expect_no_orch(p);
+    duro_history *h = history(p, "x", 0);
+    CHECK_EQ(h->events[h->count - 1].kind, DURO_EVENT_ORCHESTRATION_TERMINATED);
+    CHECK_STR(h->events[h->count - 1].requested_by, "ops");
+    duro_history_free(h);
+}
+
+PV_TEST(set_instance_problem_and_store_stats_treat_suspended_as_live)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    begin(p, "s", 0);
+    begin(p, "t", 0);
+    begin(p, "r", 0);
+    turn_to(p, "s", DURO_STATUS_SUSPENDED);
+    duro_error e;
+    const duro_instance_info *in;
+    /* A suspended instance takes a problem and its clearing. */
+    int64_t t0 = duro_now_ms();
+    CHECK_PRC(p->set_instance_problem(p, "s", "stuck while suspended", 42, &e),
+              DURO_OK, &e);
+    int64_t t1 = duro_now_ms();
+    duro_instance_list *l = status_of(p, "s", &in);
+    CHECK_STR(in->last_problem, "stuck while suspended");
+    CHECK_INT(in->last_problem_ms, >=, t0 - CLOCK_SLACK_MS);
+    CHECK_INT(in->last_problem_ms, <=, t1 + CLOCK_SLACK_MS);
+    CHECK_EQ(in->next_attempt_ms, 42);
+    CHECK_EQ(in->status, DURO_STATUS_SUSPENDED);
+    duro_instance_list_free(l);
+    /* The store counts it by its status, and its problem as live. */
+    CHECK_PRC(p->set_instance_problem(p, "t", "stuck", 0, &e), DURO_OK, &e);
+    duro_store_stats *st = stats_of(p);
+    char text[256];
+    counts_text(st->instances, st->instance_count, text, sizeof(text));
+    CHECK_STR(text, "orch/2=2,orch/7=1");
+    counts_text(st->problems, st->problem_count, text, sizeof(text));
+    CHECK_STR(text, "orch/0=2");
+    duro_free(st);
+    CHECK_PRC(p->set_instance_problem(p, "s", NULL, 0, &e), DURO_OK, &e);
+    l = status_of(p, "s", &in);
+    CHECK(in->last_problem == NULL);
+    CHECK_EQ(in->last_problem_ms, 0);
+    CHECK_EQ(in->next_attempt_ms, 0);
+    duro_instance_list_free(l);
+    /* Terminated ends it: the ending clears the problem, a late report
+     * changes nothing, and its problem no longer counts. */
+    CHECK_PRC(p->set_instance_problem(p, "s", "again", 7, &e), DURO_OK, &e);
+    turn_to(p, "s", DURO_STATUS_TERMINATED);
+    turn_to(p, "t", DURO_STATUS_TERMINATED);
+    CHECK_PRC(p->set_instance_problem(p, "s", "late report", 9, &e), DURO_OK,
+              &e);
+    l = status_of(p, "s", &in);
+    CHECK_EQ(in->status, DURO_STATUS_TERMINATED);
+    CHECK(in->last_problem == NULL);
+    CHECK_EQ(in->next_attempt_ms, 0);
+    duro_instance_list_free(l);
+    st = stats_of(p);
+    counts_text(st->instances, st->instance_count, text, sizeof(text));
+    CHECK_STR(text, "orch/2=1,orch/8=2");
+    CHECK_EQ(st->problem_count, 0);
+    duro_free(st);
+}
+
+PV_TEST(cancel_reaches_a_suspended_instance_and_not_a_terminated_one)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    const char *suspended[] = {"s1", "s2", "s3", "s4"};
+    for (int i = 0; i < 4; i++) {
+        begin(p, suspended[i], 0);
+        turn_to(p, suspended[i], DURO_STATUS_SUSPENDED);
+    }
+    begin(p, "r", 0);
+    begin(p, "t", 0);
+    turn_to(p, "t", DURO_STATUS_TERMINATED);
+    /* A CANCEL_INSTANCE records the request on a suspended instance. */
+    enqueue_cancel(p, "s1", "one", "alice");
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, "s1", &in);
+    CHECK_STR(in->cancel_reason, "one");
+    CHECK_STR(in->cancelled_by, "alice");
+    CHECK(in->cancel_requested_ms > 0);
+    duro_instance_list_free(l);
+    enqueue_cancel(p, "t", "late", "bob");
+    l = status_of(p, "t", &in);
+    CHECK_EQ(in->cancel_requested_ms, 0);
+    duro_instance_list_free(l);
+
+    /* cancel_instances: cancellable while suspended, not once ended. */
+    const char *ids[] = {"s1", "s2", "t"};
+    duro_cancel_result res[3];
+    duro_error e;
+    CHECK_PRC(p->cancel_instances(p, ids, 3, "bulk", "ops", res, &e), DURO_OK,
+              &e);
+    CHECK_EQ(res[0].outcome, DURO_CANCEL_ALREADY_CANCELLED);
+    CHECK_EQ(res[0].status, DURO_STATUS_SUSPENDED);
+    CHECK_EQ(res[1].outcome, DURO_CANCEL_CANCELLED);
+    CHECK_EQ(res[1].status, DURO_STATUS_SUSPENDED);
+    CHECK_EQ(res[2].outcome, DURO_CANCEL_NOT_CANCELLABLE);
+    CHECK_EQ(res[2].status, DURO_STATUS_TERMINATED);
+    l = status_of(p, "s2", &in);
+    CHECK_STR(in->cancel_reason, "bulk");
+    CHECK_STR(in->cancelled_by, "ops");
+    CHECK_EQ(in->status, DURO_STATUS_SUSPENDED);
+    duro_instance_list_free(l);
+    CHECK_EQ(count(p, ORCH, "s2"), 1);
+    CHECK_EQ(count(p, ORCH, "t"), 1); /* only the late message */
+
+    /* cancel_matching takes Suspended in its mask, and by default. */
+    duro_bulk_filter f;
+    memset(&f, 0, sizeof(f));
+    f.status_mask = 1u << DURO_STATUS_SUSPENDED;
+    duro_bulk_result *dry = bulk_cancel(p, &f, 1, 10, "sweep", "ops");
+    CHECK_IDS(dry, "s3,s4");
+    duro_bulk_result_free(dry);
+    f.status_mask = 0;
+    duro_bulk_result *r = dry_then_real(p, 0, &f, "sweep", "ops");
+    CHECK_IDS(r, "r,s3,s4");
+    duro_bulk_result_free(r);
+    l = status_of(p, "s4", &in);
+    CHECK_STR(in->cancel_reason, "sweep");
+    CHECK_EQ(in->status, DURO_STATUS_SUSPENDED);
+    duro_instance_list_free(l);
+    /* ... but never Terminated. */
+    f.status_mask = 1u << DURO_STATUS_TERMINATED;
+    CHECK_PFAIL(p->cancel_matching(p, &f, "r", "b", 1, 10, &r, &e),
+                DURO_INVALID, 0, &e);
+    CHECK(r == NULL);
+}
+
+PV_TEST(delete_and_purge_keep_suspended_and_take_terminated)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    /* root (Terminated) -> kid (Suspended): kept whole until the kid
+     * ends; solo Terminated, done Completed, susp Suspended. */
+    begin(p, "root", 0);
+    begin_child(p, "root", "kid");
+    turn_to(p, "kid", DURO_STATUS_SUSPENDED);
+    turn_to(p, "root", DURO_STATUS_TERMINATED);
+    begin(p, "solo", 0);
+    turn_to(p, "solo", DURO_STATUS_TERMINATED);
+    begin(p, "done", 0);
+    finish(p, "done");
+    begin(p, "susp", 0);
+    turn_to(p, "susp", DURO_STATUS_SUSPENDED);
+    duro_error e;
+    size_t deleted = 99;
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    CHECK_PFAIL(p->delete_instance(p, "susp", 0, &deleted, &e),
+                DURO_INVALID_STATE, 0, &e);
+    CHECK_PFAIL(p->delete_instance(p, "root", 0, &deleted, &e),
+                DURO_INVALID_STATE, 0, &e);
+    duro_bulk_filter f;
+    memset(&f, 0, sizeof(f));
+    f.finished_before_ms = INT64_MAX;
+    duro_bulk_result *r = NULL;
+    static const uint32_t refused[] = {1u << DURO_STATUS_SUSPENDED,
+                                       (1u << DURO_STATUS_SUSPENDED) |
+                                           (1u << DURO_STATUS_TERMINATED)};
+    for (int i = 0; i < 2; i++) {
+        f.status_mask = refused[i];
+        CHECK_PFAIL(p->purge_instances(p, &f, 1, 10, &r, &e), DURO_INVALID, 0,
+                    &e);
+        CHECK(r == NULL);
+    }
+    f.status_mask = 1u << DURO_STATUS_TERMINATED;
+    r = bulk_purge(p, &f, 1, 10);
+    CHECK_IDS(r, "solo"); /* root stays with its live kid */
+    duro_bulk_result_free(r);
+    f.status_mask = 0;
+    duro_bulk_result *dry = bulk_purge(p, &f, 1, 10);
+    CHECK_IDS(dry, "done,solo");
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    r = bulk_purge(p, &f, 0, 10);
+    CHECK_EQ(r->count, dry->count);
+    CHECK_IDS(r, "done,solo");
+    duro_bulk_result_free(r);
+    duro_bulk_result_free(dry);
+    expect_no_instance(p, "solo");
+    expect_no_instance(p, "done");
+    expect_status(p, "root", DURO_STATUS_TERMINATED);
+    expect_status(p, "kid", DURO_STATUS_SUSPENDED);
+    expect_status(p, "susp", DURO_STATUS_SUSPENDED);
+    /* Once the kid is terminated the tree goes without force; a suspended
+     * instance only with force. */
+    turn_to(p, "kid", DURO_STATUS_TERMINATED);
+    CHECK_PRC(p->delete_instance(p, "root", 0, &deleted, &e), DURO_OK, &e);
+    CHECK_EQ(deleted, 2);
+    CHECK_PRC(p->delete_instance(p, "susp", 1, &deleted, &e), DURO_OK, &e);
+    CHECK_EQ(deleted, 1);
+    expect_no_instance(p, "kid");
+    expect_no_instance(p, "susp");
+}
+
+PV_TEST(control_instances_reports_one_outcome_per_id)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    outcome_fixture(p);
+    begin(p, "susp", 0);
+    turn_to(p, "susp", DURO_STATUS_SUSPENDED);
+    begin(p, "term", 0);
+    turn_to(p, "term", DURO_STATUS_TERMINATED);
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, "run", &in);
+    int64_t run_updated = in->updated_ms;
+    duro_instance_list_free(l);
+    const char *ids[] = {"pend", "run",   "susp", "comp",  "fail", "canc",
+                         "term", "ghost", "run",  "ghost", "asked"};
+    enum { N = sizeof(ids) / sizeof(ids[0]) };
+    static const int outcome[N] = {
+        DURO_CONTROL_OUTCOME_REQUESTED, DURO_CONTROL_OUTCOME_REQUESTED,
+        DURO_CONTROL_OUTCOME_REQUESTED, DURO_CONTROL_OUTCOME_FINISHED,
+        DURO_CONTROL_OUTCOME_FINISHED,  DURO_CONTROL_OUTCOME_FINISHED,
+        DURO_CONTROL_OUTCOME_FINISHED,  DURO_CONTROL_OUTCOME_NOT_FOUND,
+        DURO_CONTROL_OUTCOME_DUPLICATE, DURO_CONTROL_OUTCOME_DUPLICATE,
+        DURO_CONTROL_OUTCOME_REQUESTED};
+    static const int status[N] = {
+        DURO_STATUS_PENDING,    DURO_STATUS_RUNNING,   DURO_STATUS_SUSPENDED,
+        DURO_STATUS_COMPLETED,  DURO_STATUS_FAILED,    DURO_STATUS_CANCELLED,
+        DURO_STATUS_TERMINATED, DURO_STATUS_NOT_FOUND, DURO_STATUS_RUNNING,
+        DURO_STATUS_NOT_FOUND,  DURO_STATUS_RUNNING};
+    duro_control_result res[N];
+    memset(res, 0x5a, sizeof(res));
+    duro_error e;
+    CHECK_PRC(
+        request_ids(p, DURO_CONTROL_TERMINATE, ids, N, "stop", "ops", res, &e),
+        DURO_OK, &e);
+    expect_outcomes(DURO_CONTROL_TERMINATE, ids, res, outcome, status, N);
+    /* One message for each live instance, none for the rest. */
+    CHECK_EQ(count(p, ORCH, "pend"), 2); /* its START and the terminate */
+    CHECK_EQ(count(p, ORCH, "run"), 1);
+    CHECK_EQ(count(p, ORCH, "susp"), 1);
+    CHECK_EQ(count(p, ORCH, "asked"), 2); /* the cancel and the terminate */
+    CHECK_EQ(count(p, ORCH, "comp") + count(p, ORCH, "fail") +
+                 count(p, ORCH, "canc") + count(p, ORCH, "term"),
+             0);
+    expect_no_instance(p, "ghost");
+    CHECK_EQ(count(p, ORCH, "ghost"), 0);
+    /* Nothing is recorded on the instances. */
+    l = status_of(p, "run", &in);
+    CHECK_EQ(in->status, DURO_STATUS_RUNNING);
+    CHECK_EQ(in->updated_ms, run_updated);
+    CHECK_EQ(in->cancel_requested_ms, 0);
+    duro_instance_list_free(l);
+    l = status_of(p, "asked", &in);
+    CHECK_STR(in->cancel_reason, "earlier");
+    CHECK_STR(in->cancelled_by, "dave");
+    duro_instance_list_free(l);
+    /* Suspend and resume send their own kinds; reason and requester may
+     * be NULL. */
+    const char *run_id = "run", *susp_id = "susp";
+    CHECK_PRC(p->control_instances(p, DURO_CONTROL_SUSPEND, &run_id, 1, NULL,
+                                   NULL, res, &e),
+              DURO_OK, &e);
+    CHECK_EQ(res[0].outcome, DURO_CONTROL_OUTCOME_REQUESTED);
+    CHECK_PRC(p->control_instances(p, DURO_CONTROL_RESUME, &susp_id, 1, "go on",
+                                   NULL, res, &e),
+              DURO_OK, &e);
+    CHECK_EQ(res[0].outcome, DURO_CONTROL_OUTCOME_REQUESTED);
+    CHECK_EQ(res[0].status, DURO_STATUS_SUSPENDED);
+    /* The messages carry the kind, reason and requester, visible at
+     * once, in order. */
+    duro_orch_item *a = fetch_orch_for(p, "run", LOCK_LONG);
+    CHECK_EQ(a->message_count, 2);
+    CHECK_EQ(a->messages[0].kind, DURO_WORK_TERMINATE_INSTANCE);
+    CHECK_STR(a->messages[0].reason, "stop");
+    CHECK_STR(a->messages[0].requested_by, "ops");
+    CHECK_EQ(a->messages[1].kind, DURO_WORK_SUSPEND_INSTANCE);
+    CHECK(a->messages[1].reason == NULL && a->messages[1].requested_by == NULL);
+    CHECK_EQ(a->cancel_requested_ms, 0);
+    abandon_orch(p, a, 0);
+    duro_orch_item_free(a);
+    a = fetch_orch_for(p, "susp", LOCK_LONG);
+    CHECK_EQ(a->status, DURO_STATUS_SUSPENDED);
+    CHECK_EQ(a->message_count, 2);
+    CHECK_EQ(a->messages[0].kind, DURO_WORK_TERMINATE_INSTANCE);
+    CHECK_EQ(a->messages[1].kind, DURO_WORK_RESUME_INSTANCE);
+    CHECK_STR(a->messages[1].reason, "go on");
+    CHECK(a->messages[1].requested_by == NULL);
+    abandon_orch(p, a, 0);
+    duro_orch_item_free(a);
+    /* Asking again sends again: the runtime keeps the first request. */
+    CHECK_PRC(p->control_instances(p, DURO_CONTROL_TERMINATE, ids, 2, "again",
+                                   NULL, res, &e),
+              DURO_OK, &e);
+    CHECK_EQ(res[1].outcome, DURO_CONTROL_OUTCOME_REQUESTED);
+    CHECK_EQ(count(p, ORCH, "run"), 3);
+}
+
+PV_TEST(control_instances_refuses_bad_input_and_changes_nothing)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    ids_refuse_bad_input(p, DURO_CONTROL_SUSPEND);
+}
+
+/* One status-mask case of control_matching: `ids` is what a dry run
+ * selects, NULL when the mask is refused. */
+typedef struct mask_case {
+    int control;
+    uint32_t mask;
+    const char *ids;
+} mask_case;
+
+#define ST(s) (1u << DURO_STATUS_##s)
+
+PV_TEST(control_matching_takes_the_statuses_of_its_control)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    start(p, "pend");
+    begin(p, "run", 0);
+    begin(p, "susp", 0);
+    turn_to(p, "susp", DURO_STATUS_SUSPENDED);
+    begin(p, "done", 0);
+    finish(p, "done");
+    begin(p, "term", 0);
+    turn_to(p, "term", DURO_STATUS_TERMINATED);
+    static const mask_case cases[] = {
+        {DURO_CONTROL_TERMINATE, 0, "pend,run,susp"},
+        {DURO_CONTROL_TERMINATE, ST(PENDING), "pend"},
+        {DURO_CONTROL_TERMINATE, ST(RUNNING), "run"},
+        {DURO_CONTROL_TERMINATE, ST(SUSPENDED), "susp"},
+        {DURO_CONTROL_TERMINATE, ST(RUNNING) | ST(SUSPENDED), "run,susp"},
+        {DURO_CONTROL_TERMINATE, ST(PENDING) | ST(RUNNING) | ST(SUSPENDED),
+         "pend,run,susp"},
+        {DURO_CONTROL_TERMINATE, ST(COMPLETED), NULL},
+        {DURO_CONTROL_TERMINATE, ST(FAILED), NULL},
+        {DURO_CONTROL_TERMINATE, ST(CANCELLED), NULL},
+        {DURO_CONTROL_TERMINATE, ST(TERMINATED), NULL},
+        {DURO_CONTROL_TERMINATE, ST(CONTINUED_AS_NEW), NULL},
+        {DURO_CONTROL_TERMINATE, ST(NOT_FOUND), NULL},
+        {DURO_CONTROL_TERMINATE, ST(RUNNING) | ST(TERMINATED), NULL},
+        {DURO_CONTROL_SUSPEND, 0, "pend,run"},
+        {DURO_CONTROL_SUSPEND, ST(PENDING), "pend"},
+        {DURO_CONTROL_SUSPEND, ST(RUNNING), "run"},
+        {DURO_CONTROL_SUSPEND, ST(SUSPENDED), NULL},
+        {DURO_CONTROL_SUSPEND, ST(RUNNING) | ST(SUSPENDED), NULL},
+        {DURO_CONTROL_SUSPEND, ST(COMPLETED), NULL},
+        {DURO_CONTROL_RESUME, 0, "susp"},
+        {DURO_CONTROL_RESUME, ST(SUSPENDED), "susp"},
+        {DURO_CONTROL_RESUME, ST(PENDING), NULL},
+        {DURO_CONTROL_RESUME, ST(RUNNING), NULL},
+        {DURO_CONTROL_RESUME, ST(RUNNING) | ST(SUSPENDED), NULL},
+        {DURO_CONTROL_RESUME, ST(TERMINATED), NULL},
+    };
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    duro_bulk_filter f;
+    memset(&f, 0, sizeof(f));
+    duro_error e;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        f.status_mask = cases[i].mask;
+        duro_bulk_result *r = (duro_bulk_result *)&s; /* must be reset */
+        int rc = p->control_matching(p, cases[i].control, &f, "r", "b", 1, 10,
+                                     &r, &e);
+        if (cases[i].ids == NULL) {
+            CHECK_MSG(rc == DURO_INVALID && e.code == rc && !e.retryable &&
+                          r == NULL,
+                      "%s with mask 0x%x: %s (%s), expected DURO_INVALID",
+                      duro_control_name(cases[i].control),
+                      (unsigned)cases[i].mask, duro_errname(rc), e.message);
+            continue;
+        }
+        CHECK_MSG(rc == DURO_OK && r != NULL, "%s with mask 0x%x: %s (%s)",
+                  duro_control_name(cases[i].control), (unsigned)cases[i].mask,
+                  duro_errname(rc), e.message);
+        char *got = ids_text(r);
+        CHECK_MSG(strcmp(got, cases[i].ids) == 0,
+                  "%s with mask 0x%x selected '%s', expected '%s'",
+                  duro_control_name(cases[i].control), (unsigned)cases[i].mask,
+                  got, cases[i].ids);
+        free(got);
+        duro_bulk_result_free(r);
+    }
+    /* An unknown control; the rest of the filter and the call as
+     * cancel_matching. */
+    duro_bulk_result *r = (duro_bulk_result *)&s;
+    f.status_mask = 0;
+    static const int bad_controls[] = {0, DURO_CONTROL_RESUME + 1, -1};
+    for (size_t i = 0; i < sizeof(bad_controls) / sizeof(bad_controls[0]);
+         i++) {
+        CHECK_PFAIL(p->control_matching(p, bad_controls[i], &f, "r", "b", 1, 10,
+                                        &r, &e),
+                    DURO_INVALID, 0, &e);
+        CHECK(r == NULL);
+    }
+    matching_refuses_bad_filters(p, DURO_CONTROL_TERMINATE);
+    matching_refuses_bad_filters(p, DURO_CONTROL_RESUME);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+}
+
+PV_TEST(control_matching_selects_by_filter_and_a_dry_run_equals_the_real_run)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    int64_t second_min = matching_fixture(p);
+    turn_to(p, "a-3", DURO_STATUS_SUSPENDED);
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    /* Filters as cancel_matching's; a requested cancellation does not
+     * keep an instance out. */
+    static const struct {
+        const char *name, *version;
+        uint32_t mask;
+        int created; /* 1: after second_min, -1: before it */
+        const char *ids;
+    } cases[] = {
+        {"alpha", NULL, 0, 0, "a-1,a-2,a-3,a-5"},
+        {"alpha", "v2", 0, 0, "a-3"},
+        {"alpha", NULL, ST(PENDING), 0, "a-1"},
+        {NULL, NULL, ST(RUNNING), 0, "a-2,a-5,b-2"},
+        {NULL, NULL, ST(SUSPENDED), 0, "a-3"},
+        {NULL, NULL, 0, 1, "a-1,b-1"},
+        {NULL, NULL, 0, -1, "a-2,a-3,a-5,b-2"},
+    };
+    duro_bulk_filter f;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memset(&f, 0, sizeof(f));
+        f.name = cases[i].name;
+        f.version = cases[i].version;
+        f.status_mask = cases[i].mask;
+        if (cases[i].created > 0)
+            f.created_after_ms = second_min;
+        else if (cases[i].created < 0)
+            f.created_before_ms = second_min;
+        duro_bulk_result *r =
+            bulk_request(p, DURO_CONTROL_TERMINATE, &f, 1, 100, "r", "b");
+        char *got = ids_text(r);
+        CHECK_MSG(strcmp(got, cases[i].ids) == 0,
+                  "case %zu: '%s', expected '%s'", i, got, cases[i].ids);
+        free(got);
+        duro_bulk_result_free(r);
+    }
+    /* The count is whole when the ids are capped. */
+    memset(&f, 0, sizeof(f));
+    duro_bulk_result *r =
+        bulk_request(p, DURO_CONTROL_TERMINATE, &f, 1, 2, "r", "b");
+    CHECK_EQ(r->count, 6);
+    CHECK_IDS(r, "a-1,a-2");
+    duro_bulk_result_free(r);
+    r = bulk_request(p, DURO_CONTROL_TERMINATE, &f, 1, 0, "r", "b");
+    CHECK_EQ(r->count, 6);
+    CHECK_EQ(r->id_count, 0);
+    duro_bulk_result_free(r);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+
+    /* The real run sends exactly what the dry run reported, and records
+     * nothing on the instances. */
+    f.name = "alpha";
+    f.status_mask = ST(RUNNING) | ST(PENDING);
+    r = dry_then_real(p, DURO_CONTROL_SUSPEND, &f, "pause", "ops");
+    CHECK_IDS(r, "a-1,a-2,a-5");
+    duro_bulk_result_free(r);
+    CHECK_EQ(count(p, ORCH, "a-1"), 2); /* START, suspend */
+    CHECK_EQ(count(p, ORCH, "a-5"), 2); /* cancel, suspend */
+    CHECK_EQ(count(p, ORCH, "a-3"), 0); /* Suspended: not in the mask */
+    CHECK_EQ(count(p, ORCH, "b-2"), 0);
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, "a-5", &in);
+    CHECK_STR(in->cancel_reason, "earlier");
+    duro_instance_list_free(l);
+    l = status_of(p, "a-2", &in);
+    CHECK_EQ(in->cancel_requested_ms, 0);
+    CHECK_EQ(in->status, DURO_STATUS_RUNNING);
+    duro_instance_list_free(l);
+    duro_orch_item *a = fetch_orch_for(p, "a-2", LOCK_LONG);
+    CHECK_EQ(a->message_count, 1);
+    CHECK_EQ(a->messages[0].kind, DURO_WORK_SUSPEND_INSTANCE);
+    CHECK_STR(a->messages[0].reason, "pause");
+    CHECK_STR(a->messages[0].requested_by, "ops");
+    abandon_orch(p, a, 0);
+    duro_orch_item_free(a);
+    /* Resume reaches the suspended one only. */
+    memset(&f, 0, sizeof(f));
+    r = bulk_request(p, DURO_CONTROL_RESUME, &f, 0, 100, "go", NULL);
+    CHECK_IDS(r, "a-3");
+    duro_bulk_result_free(r);
+    a = fetch_orch_for(p, "a-3", LOCK_LONG);
+    CHECK_EQ(a->message_count, 1);
+    CHECK_EQ(a->messages[0].kind, DURO_WORK_RESUME_INSTANCE);
+    CHECK_STR(a->messages[0].reason, "go");
+    CHECK(a->messages[0].requested_by == NULL);
+    abandon_orch(p, a, 0);
+    duro_orch_item_free(a);
+}
+
+#undef ST
+
+PV_TEST(control_matching_handles_more_than_a_batch)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    matching_handles_more_than_a_batch(p, DURO_CONTROL_TERMINATE);
+}
+
+PV_TEST(control_matching_never_takes_instances_created_while_it_runs)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    matching_never_takes_instances_created_while_it_runs(p,
+                                                         DURO_CONTROL_SUSPEND);
+}
+
+PV_TEST(fault_sweep_control_instances)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    fault_sweep_ids(p, DURO_CONTROL_TERMINATE);
+}
+
+PV_TEST(fault_sweep_control_matching)
+{
+    duro_provider *p = pv_open();
+    require_v5(p);
+    fault_sweep_matching(p, DURO_CONTROL_SUSPEND);
 }
 
 /* ========================================================================
@@ -6505,6 +7482,21 @@ static const pv_case suite[] = {
     C(store_stats_of_an_empty_store_are_zero),
     C(store_stats_count_instances_problems_and_queue_states),
     C_NEEDS(fault_sweep_read_store_stats, NEEDS_INJECT),
+    /* version 5: Suspended and Terminated, terminate, suspend, resume */
+    C(control_messages_round_trip_and_record_nothing),
+    C(orchestrator_queue_refuses_worker_and_unknown_kinds),
+    C(suspended_is_live_and_terminated_ends_the_instance),
+    C(set_instance_problem_and_store_stats_treat_suspended_as_live),
+    C(cancel_reaches_a_suspended_instance_and_not_a_terminated_one),
+    C(delete_and_purge_keep_suspended_and_take_terminated),
+    C(control_instances_reports_one_outcome_per_id),
+    C(control_instances_refuses_bad_input_and_changes_nothing),
+    C(control_matching_takes_the_statuses_of_its_control),
+    C(control_matching_selects_by_filter_and_a_dry_run_equals_the_real_run),
+    C(control_matching_handles_more_than_a_batch),
+    C(control_matching_never_takes_instances_created_while_it_runs),
+    C_NEEDS(fault_sweep_control_instances, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_control_matching, NEEDS_INJECT),
 };
 
 int pv_main(int argc, char **argv, const pv_factory *f, const test_case *extra,

@@ -1526,6 +1526,20 @@ TEST(a_suspended_instance_is_cancelled_at_once_even_when_observing)
         find_kind(&s, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED, 0);
     CHECK(req != NULL);
     CHECK_EQ(req->flags, 0); /* not delivered to the code */
+    /* a resume in the batch before a terminate is recorded too */
+    sim s3;
+    sim_init(&s3);
+    g_suspended = 0;
+    CHECK_OK(run_turn(orch_saga, &probe, NULL, &s3, NULL, 0, 1, &t));
+    CHECK_OK(run_turn(orch_saga, &probe, NULL, &s3, &sus, 1, 2, &t));
+    g_suspended = 1;
+    duro_work_item rt[2] = {msg_control(DURO_WORK_RESUME_INSTANCE, "back"),
+                            msg_control(DURO_WORK_TERMINATE_INSTANCE, "end")};
+    CHECK_OK(run_turn(must_not_run, NULL, NULL, &s3, rt, 2, 3, &t));
+    CHECK_EQ(t.status, DURO_STATUS_TERMINATED);
+    CHECK_EQ(count_kind(&s3, DURO_EVENT_EXECUTION_RESUMED), 1);
+    CHECK_EQ(s3.events[s3.count - 1].kind, DURO_EVENT_ORCHESTRATION_TERMINATED);
+    sim_free(&s3);
     /* suspended in the same batch as the cancel: also at once, on a warm
      * engine whose code is live */
     sim s2;

@@ -59,6 +59,26 @@ static int request_ids(duro__pg_provider *p, duro__pg_conn *c,
     return DURO_OK;
 }
 
+/* Locks the readiness rows of a request's instances (`which`: an id array
+ * or a sweep's pairs), before their instance rows, in the order a turn's
+ * ack takes them. */
+static int lock_ready(duro__pg_provider *p, duro__pg_conn *c,
+                      duro__pg_stmt_id which, const char *ids, const char *op,
+                      duro_error *err)
+{
+    duro__pg_statement *s = duro__pg_stmt(p, c, which, op, err);
+    if (s == NULL)
+        return err->code;
+    duro__pg_bind_text(c, s, 1, ids);
+    int rc;
+    while ((rc = duro__pg_step(p, c, s)) == DURO__PG_ROW)
+        ;
+    if (rc != DURO__PG_DONE)
+        return duro__pg_error(c, rc, op, err);
+    duro__pg_reset(s);
+    return DURO_OK;
+}
+
 /* The body of cancel_instances and control_instances inside their
  * transaction. */
 static int request_instances_in_transaction(
@@ -67,13 +87,15 @@ static int request_instances_in_transaction(
     int64_t now, duro__bulk_decision *found, size_t *sent, const char *op,
     duro_error *err)
 {
+    int rc = lock_ready(p, c, DURO__SQL_REQUEST_IDS_LOCK_READY, ids, op, err);
+    if (rc != DURO_OK)
+        return rc;
     duro__pg_statement *s =
         duro__pg_stmt(p, c, DURO__SQL_REQUEST_IDS_READ, op, err);
     if (s == NULL)
         return err->code;
     duro__pg_bind_text(c, s, 1, ids);
     size_t seen = 0, expected = 0;
-    int rc;
     while ((rc = duro__pg_step(p, c, s)) == DURO__PG_ROW) {
         int64_t key = duro__pg_column_int64(s, 0);
         if (key < 0 || (uint64_t)key >= count)
@@ -322,13 +344,17 @@ static int request_batch(sweep *w, duro__pg_conn *c, const char *pairs,
                          size_t *n, duro_error *err)
 {
     duro__pg_provider *p = w->p;
+    int rc =
+        lock_ready(p, c, DURO__SQL_SWEEP_REQUEST_LOCK_READY, pairs, w->op, err);
+    if (rc != DURO_OK)
+        return rc;
     duro__pg_statement *s =
         duro__pg_stmt(p, c, DURO__SQL_SWEEP_REQUEST_RECHECK, w->op, err);
     if (s == NULL)
         return err->code;
     duro__pg_bind_text(c, s, 1, pairs);
     bind_filter(w, c, s, 0);
-    int rc = collect_ids(p, c, s, a, done, n, w->op, err);
+    rc = collect_ids(p, c, s, a, done, n, w->op, err);
     if (rc != DURO_OK || *n == 0)
         return rc;
     if (ids_json(*done, *n, plain) != DURO_OK)

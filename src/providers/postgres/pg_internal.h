@@ -459,6 +459,17 @@ void duro__pg_config_free(duro__pg_config *cfg);
 #define DURO__PG_BULK_STATEMENTS(X)                                            \
     /* cancel_instances, control_instances: each id's state, its instance row  \
      * locked; rank > 1 marks a repeated id */                                 \
+    /* first, the readiness rows of those instances, in id order: a turn's     \
+     * ack locks its instance's readiness row before its instance row, so a    \
+     * request that locked instance rows first and then upserted readiness     \
+     * would deadlock with an ack ending the same instance */                  \
+    X(REQUEST_IDS_LOCK_READY,                                                  \
+      "SELECT 1 FROM orchestrator_ready WHERE instance_id = ANY($1::text[]) "  \
+      "ORDER BY instance_id FOR UPDATE")                                       \
+    X(SWEEP_REQUEST_LOCK_READY,                                                \
+      "SELECT 1 FROM orchestrator_ready WHERE instance_id IN "                 \
+      "(SELECT j.v->>0 FROM json_array_elements($1::json) AS j(v)) "           \
+      "ORDER BY instance_id FOR UPDATE")                                       \
     X(REQUEST_IDS_READ,                                                        \
       "WITH locked AS (SELECT instance_id, status, cancel_requested_ms "       \
       "FROM instances WHERE instance_id = ANY($1::text[]) "                    \
