@@ -292,18 +292,18 @@ static void print_results(cli *c, const control_verb *v, char **ids,
     }
     for (size_t i = 0; i < count; i++) {
         const char *word = status_word(results[i].status);
-        int class = outcome_class(v, &results[i]);
-        if (class == NOT_FOUND || class == FINISHED)
+        int how = outcome_class(v, &results[i]);
+        if (how == NOT_FOUND || how == FINISHED)
             fflush(stdout); /* keep the lines in id order */
-        if (class == NOT_FOUND)
+        if (how == NOT_FOUND)
             fprintf(stderr, "duro %s: %s: no such instance\n", v->name, ids[i]);
-        else if (class == FINISHED)
+        else if (how == FINISHED)
             fprintf(stderr,
                     "duro %s: %s: it has finished (%s); nothing to %s\n",
                     v->name, ids[i], word, v->name);
-        else if (c->json || class == DUPLICATE)
+        else if (c->json || how == DUPLICATE)
             continue;
-        else if (class == AGAIN)
+        else if (how == AGAIN)
             printf("%s: %s (%s)\n", ids[i], v->again, word);
         else if (dry_run)
             printf("%s: would be %s (was %s)\n", ids[i], v->done, word);
@@ -333,8 +333,8 @@ static int control_ids(cli *c, const control_verb *v, duro_client *client,
     print_results(c, v, ids, count, results, dry_run);
     size_t failed = 0;
     for (size_t i = 0; i < count; i++) {
-        int class = outcome_class(v, &results[i]);
-        failed += class == NOT_FOUND || class == FINISHED;
+        int how = outcome_class(v, &results[i]);
+        failed += how == NOT_FOUND || how == FINISHED;
     }
     int status = EXIT_OK;
     if (failed > 0 && count == 1)
