@@ -4,6 +4,18 @@
  *                                wait-1..3 running (waiting for "go");
  *                                slow-1 cancelled by user:alice while its
  *                                activity ran; later-1 pending (1 h delay)
+ *   cli_fixture control URL      done-1 completed; susp-1 suspended by
+ *                                user:bob, then sent "go" (kept); term-1
+ *                                terminated by user:carol while its
+ *                                activity ran; careful-1 (observe_cancel)
+ *                                cancelled by user:dave, cleaning up;
+ *                                resumed-1 suspended and resumed by
+ *                                user:erin; w-1..4 running (waiting for
+ *                                "go"); pend-1 pending (1 h delay)
+ *   cli_fixture run URL ID=STATUS...  runs a runtime until each ID has
+ *                                STATUS (a status word) and no
+ *                                orchestrator message is ready or locked
+ *                                (what was sent has been handled)
  *   cli_fixture newer-schema PATH  records schema version 99 in the file
  * Exits 0 when every instance reached its state, 1 otherwise. */
 #include <sqlite3.h>
@@ -65,14 +77,27 @@ static int slow(duro_orch *o, const char *input, duro_result *out)
     return duro_ok(out, NULL);
 }
 
+/* Registered with observe_cancel: a cancel while it waits for "go" is
+ * delivered to it, and its cleanup waits for "undone". */
+static int careful(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    duro_task *t = duro_wait_event(o, "go");
+    if (duro_await(o, t) == DURO_OK)
+        return duro_ok(out, duro_task_output(t));
+    duro_task *undo = duro_wait_event(o, "undone");
+    duro_await(o, undo);
+    return duro_ok(out, "\"compensated\"");
+}
+
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
-/* Waits up to 30 s for @p id to reach @p status (and, for Running, to have
- * at least @p events history events). */
+/* Waits up to 30 s for @p id to reach @p status with at least @p events
+ * history events. */
 static int reach(duro_client *c, const char *id, int status, uint64_t events)
 {
     for (int i = 0; i < 3000; i++) {
@@ -90,29 +115,72 @@ static int reach(duro_client *c, const char *id, int status, uint64_t events)
     return -1;
 }
 
+/* A runtime with every orchestration and activity, started, and a client:
+ * on failure reports and returns 1 (what was made is still freed by
+ * stop()). */
+typedef struct world {
+    duro_registry *reg;
+    duro_runtime *rt;
+    duro_client *c;
+} world;
+
+static int begin(const char *url, world *w)
+{
+    duro_orchestration_options observe;
+    duro_orchestration_options_init(&observe);
+    observe.observe_cancel = 1;
+    if (duro_registry_create(&w->reg) != DURO_OK ||
+        duro_registry_add_orchestration(w->reg, "Hello", NULL, hello, NULL) ||
+        duro_registry_add_orchestration(w->reg, "Boom", NULL, boom, NULL) ||
+        duro_registry_add_orchestration(w->reg, "Waiter", NULL, waiter, NULL) ||
+        duro_registry_add_orchestration(w->reg, "Slow", NULL, slow, NULL) ||
+        duro_registry_add_orchestration_ex(w->reg, "Careful", NULL, careful,
+                                           NULL, &observe) ||
+        duro_registry_add_activity(w->reg, "Greet", greet, NULL) ||
+        duro_registry_add_activity(w->reg, "Explode", explode, NULL) ||
+        duro_registry_add_activity(w->reg, "Block", block, NULL) ||
+        duro_runtime_create(url, w->reg, NULL, &w->rt) != DURO_OK ||
+        duro_client_create(url, &w->c) != DURO_OK ||
+        duro_runtime_start(w->rt) != DURO_OK) {
+        fprintf(stderr, "cli_fixture: setup: %s\n", duro_errmsg());
+        return 1;
+    }
+    return 0;
+}
+
+static void stop(world *w)
+{
+    if (w->rt != NULL)
+        duro_runtime_shutdown(w->rt, 10000);
+    duro_runtime_destroy(w->rt);
+    duro_client_destroy(w->c);
+    duro_registry_destroy(w->reg);
+}
+
+/* Start options that delay the start by an hour: the instance stays
+ * pending. */
+static duro_start_options an_hour_later(void)
+{
+    duro_start_options o;
+    duro_start_options_init(&o);
+    o.delay_ms = 3600 * 1000;
+    return o;
+}
+
+/* 1 when a call failed: reports it. */
+static int failed_call(int rc, const char *what)
+{
+    if (rc != DURO_OK)
+        fprintf(stderr, "cli_fixture: %s: %s\n", what, duro_errmsg());
+    return rc != DURO_OK;
+}
+
 static int populate(const char *url)
 {
-    duro_registry *reg = NULL;
-    duro_runtime *rt = NULL;
-    duro_client *c = NULL;
-    int failed = 0;
-    if (duro_registry_create(&reg) != DURO_OK ||
-        duro_registry_add_orchestration(reg, "Hello", NULL, hello, NULL) ||
-        duro_registry_add_orchestration(reg, "Boom", NULL, boom, NULL) ||
-        duro_registry_add_orchestration(reg, "Waiter", NULL, waiter, NULL) ||
-        duro_registry_add_orchestration(reg, "Slow", NULL, slow, NULL) ||
-        duro_registry_add_activity(reg, "Greet", greet, NULL) ||
-        duro_registry_add_activity(reg, "Explode", explode, NULL) ||
-        duro_registry_add_activity(reg, "Block", block, NULL) ||
-        duro_runtime_create(url, reg, NULL, &rt) != DURO_OK ||
-        duro_client_create(url, &c) != DURO_OK ||
-        duro_runtime_start(rt) != DURO_OK) {
-        fprintf(stderr, "cli_fixture: setup: %s\n", duro_errmsg());
-        failed = 1;
-    }
-    duro_start_options later;
-    duro_start_options_init(&later);
-    later.delay_ms = 3600 * 1000;
+    world w = {0};
+    int failed = begin(url, &w);
+    duro_client *c = w.c;
+    duro_start_options later = an_hour_later();
     if (!failed &&
         (duro_client_start(c, "hello-1", "Hello", "{\"greeting\":\"hi\"}",
                            NULL) ||
@@ -140,11 +208,144 @@ static int populate(const char *url)
         failed = 1;
     if (!failed)
         failed = reach(c, "slow-1", DURO_STATUS_CANCELLED, 0);
-    if (rt != NULL)
-        duro_runtime_shutdown(rt, 10000);
-    duro_runtime_destroy(rt);
-    duro_client_destroy(c);
-    duro_registry_destroy(reg);
+    stop(&w);
+    return failed ? 1 : 0;
+}
+
+/* Waits up to 30 s until the history of @p id has an event of @p kind
+ * with @p flag (0: any). */
+static int reach_event(duro_client *c, const char *id, int kind, uint32_t flag)
+{
+    for (int i = 0; i < 3000; i++) {
+        duro_history *h = NULL;
+        int found = 0;
+        if (duro_client_read_history(c, id, 0, &h) == DURO_OK)
+            for (size_t k = 0; k < h->count; k++)
+                found |= (int)h->events[k].kind == kind &&
+                         (h->events[k].flags & flag) == flag;
+        duro_history_free(h);
+        if (found)
+            return 0;
+        sleep_ms(10);
+    }
+    fprintf(stderr, "cli_fixture: %s never recorded %s\n", id,
+            duro_event_kind_name(kind));
+    return -1;
+}
+
+static int control(const char *url)
+{
+    world w = {0};
+    int failed = begin(url, &w);
+    duro_client *c = w.c;
+    duro_start_options later = an_hour_later();
+    static const char *const waiters[] = {"susp-1", "resumed-1", "w-1",
+                                          "w-2",    "w-3",       "w-4"};
+    for (size_t i = 0; !failed && i < sizeof(waiters) / sizeof(*waiters); i++)
+        failed = failed_call(
+            duro_client_start(c, waiters[i], "Waiter", NULL, NULL), "start");
+    if (!failed)
+        failed =
+            failed_call(duro_client_start(c, "done-1", "Hello", "\"x\"", NULL),
+                        "start") ||
+            failed_call(duro_client_start(c, "term-1", "Slow", "\"job\"", NULL),
+                        "start") ||
+            failed_call(
+                duro_client_start(c, "careful-1", "Careful", NULL, NULL),
+                "start") ||
+            failed_call(
+                duro_client_start(c, "pend-1", "Hello", "\"later\"", &later),
+                "start");
+    for (size_t i = 0; !failed && i < sizeof(waiters) / sizeof(*waiters); i++)
+        failed = reach(c, waiters[i], DURO_STATUS_RUNNING, 2);
+    if (!failed)
+        failed = reach(c, "done-1", DURO_STATUS_COMPLETED, 0) ||
+                 reach(c, "term-1", DURO_STATUS_RUNNING, 2) ||
+                 reach(c, "careful-1", DURO_STATUS_RUNNING, 2);
+    /* careful-1: told of its cancel, cleaning up */
+    if (!failed)
+        failed = failed_call(duro_client_cancel(c, "careful-1", "rollback",
+                                                "user:dave"),
+                             "cancel") ||
+                 reach_event(c, "careful-1",
+                             DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED,
+                             DURO_CANCEL_OBSERVED) ||
+                 reach_event(c, "careful-1", DURO_EVENT_TIMER_CREATED,
+                             DURO_TIMER_CLEANUP_DEADLINE) ||
+                 reach(c, "careful-1", DURO_STATUS_RUNNING, 0);
+    /* susp-1: suspended, then an event it keeps until resumed */
+    if (!failed)
+        failed =
+            failed_call(
+                duro_client_suspend(c, "susp-1", "maintenance", "user:bob"),
+                "suspend") ||
+            reach(c, "susp-1", DURO_STATUS_SUSPENDED, 0) ||
+            failed_call(duro_client_raise_event(c, "susp-1", "go", "\"early\""),
+                        "raise") ||
+            reach_event(c, "susp-1", DURO_EVENT_EVENT_RAISED, 0);
+    /* term-1: terminated while its activity runs */
+    if (!failed)
+        failed = failed_call(
+                     duro_client_terminate(c, "term-1", "stuck", "user:carol"),
+                     "terminate") ||
+                 reach(c, "term-1", DURO_STATUS_TERMINATED, 0);
+    /* resumed-1: suspended and resumed */
+    if (!failed)
+        failed =
+            failed_call(duro_client_suspend(c, "resumed-1", NULL, "user:erin"),
+                        "suspend") ||
+            reach(c, "resumed-1", DURO_STATUS_SUSPENDED, 0) ||
+            failed_call(
+                duro_client_resume(c, "resumed-1", "all clear", "user:erin"),
+                "resume") ||
+            reach_event(c, "resumed-1", DURO_EVENT_EXECUTION_RESUMED, 0) ||
+            reach(c, "resumed-1", DURO_STATUS_RUNNING, 0);
+    stop(&w);
+    return failed ? 1 : 0;
+}
+
+/* Waits up to 30 s until the runtime has handled every visible
+ * orchestrator message. */
+static int drained(duro_client *c)
+{
+    for (int i = 0; i < 3000; i++) {
+        duro_store_stats *st = NULL;
+        int done = duro_client_store_stats(c, &st) == DURO_OK &&
+                   st->orchestrator_ready == 0 && st->orchestrator_locked == 0;
+        duro_free(st);
+        if (done)
+            return 0;
+        sleep_ms(10);
+    }
+    fprintf(stderr, "cli_fixture: orchestrator messages left unhandled\n");
+    return -1;
+}
+
+/* Runs a runtime until each "ID=STATUS" holds and the messages are
+ * handled. */
+static int run(const char *url, int count, char **targets)
+{
+    world w = {0};
+    int failed = begin(url, &w);
+    for (int i = 0; !failed && i < count; i++) {
+        char id[256], word[64];
+        if (sscanf(targets[i], "%255[^=]=%63[a-z_]", id, word) != 2) {
+            fprintf(stderr, "cli_fixture: bad target '%s'\n", targets[i]);
+            failed = 1;
+            break;
+        }
+        int status = duro_status_parse(word);
+        if (status <= 0) {
+            fprintf(stderr, "cli_fixture: unknown status in '%s'\n",
+                    targets[i]);
+            failed = 1;
+            break;
+        }
+        failed = reach(w.c, id, status, 0);
+    }
+    if (!failed)
+        failed = drained(w.c);
+    stop(&w);
     return failed ? 1 : 0;
 }
 
@@ -165,8 +366,13 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "populate") == 0)
         return populate(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "control") == 0)
+        return control(argv[2]);
+    if (argc >= 4 && strcmp(argv[1], "run") == 0)
+        return run(argv[2], argc - 3, argv + 3);
     if (argc == 3 && strcmp(argv[1], "newer-schema") == 0)
         return newer_schema(argv[2]);
-    fprintf(stderr, "usage: cli_fixture populate URL | newer-schema PATH\n");
+    fprintf(stderr, "usage: cli_fixture populate URL | control URL | run URL "
+                    "ID=STATUS[:EVENTS]... | newer-schema PATH\n");
     return 2;
 }

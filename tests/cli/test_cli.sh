@@ -85,8 +85,8 @@ run 0 version
 contains "$tmp/out" "duro "
 run 0 version --json
 json 'set(d) == {"version", "library_version"}'
-for verb in list status history start raise wait cancel delete purge prune \
-    metrics version; do
+for verb in list status history start raise wait cancel terminate suspend \
+    resume delete purge prune metrics version; do
     run 0 "$verb" --help
     contains "$tmp/out" "usage: duro $verb"
     run 0 "$verb" -h
@@ -260,6 +260,9 @@ run 0 history slow-1
 contains "$tmp/out" '#1'
 contains "$tmp/out" "OrchestrationCancelRequested"
 contains "$tmp/out" 'reason="bad deploy" by=user:alice'
+# not registered with observe_cancel: no "observed"
+grep -Eq 'OrchestrationCancelRequested +- +reason="bad deploy" by=user:alice$' "$tmp/out" ||
+    fail "history slow-1: $(cat "$tmp/out")"
 contains "$tmp/out" 'reason="instance_cancelled" by=user:alice'
 contains "$tmp/out" "(#2, "
 run 0 history hello-1 --execution 1 --json
@@ -267,6 +270,7 @@ json 'd["instance_id"] == "hello-1" and d["execution_id"] == 1 and [e["kind"] fo
 json 'd["events"][2]["source_event_id"] == 2 and d["events"][2]["payload"] == {"greeting": "hi"} and all(rfc.match(e["timestamp"]) for e in d["events"])'
 run 0 history slow-1 --json
 json '[e for e in d["events"] if e["kind"] == "OrchestrationCancelRequested"][0]["requested_by"] == "user:alice"'
+json 'not any("observed" in e or "cleanup_deadline" in e for e in d["events"])'
 run 0 history later-1 --json
 json 'd == {"instance_id": "later-1", "execution_id": 0, "events": []}'
 run 0 history later-1
@@ -339,6 +343,84 @@ run 4 raise hello-1 go
 run 3 raise nope go
 run 2 raise wait-1
 
+echo "== terminate, suspend, resume: help and bad input"
+run 0 terminate --help
+contains "$tmp/out" "[--status pending,running,suspended]"
+contains "$tmp/out" "3 not found, 4 already finished"
+run 0 suspend --help
+contains "$tmp/out" "[--status pending,running]"
+run 0 resume --help
+contains "$tmp/out" "[--status suspended]"
+run 0 cancel --help
+contains "$tmp/out" "[--status pending,running]"
+contains "$tmp/out" "observe_cancel"
+for verb in terminate suspend resume; do
+    run 2 "$verb"
+    one_line
+    contains "$tmp/err" "expected instance ids or --name"
+    run 2 "$verb" wait-3 --name Waiter
+    contains "$tmp/err" "not both"
+    run 2 "$verb" --before 1h
+    contains "$tmp/err" "need --name"
+    run 2 "$verb" --name Waiter --status sleeping
+    contains "$tmp/err" "unknown status 'sleeping'"
+    run 2 "$verb" --name Waiter --status completed
+    contains "$tmp/err" "--status: only"
+    run 2 "$verb" --name Waiter --before tomorrow
+    run 2 "$verb" --name ""
+    run 2 "$verb" ""
+    run 2 "$verb" --json --name Waiter --status terminated
+    json 'd["error"]["code"] == "usage" and "--status" in d["error"]["message"]'
+    run 2 "$verb" wait-3 --reason
+    contains "$tmp/err" "needs a value"
+done
+run 2 suspend --name Waiter --status running,suspended
+contains "$tmp/err" "only pending and running instances can be suspended"
+run 2 resume --name Waiter --status running
+contains "$tmp/err" "only suspended instances can be resumed"
+run 2 terminate --name Waiter --status pending,terminated
+contains "$tmp/err" "only pending, running and suspended instances can be terminated"
+run 2 cancel --name Waiter --status suspended
+contains "$tmp/err" "only pending and running instances can be cancelled"
+
+echo "== terminate, suspend, resume: dry runs by ids read status only"
+run 0 list --json
+cp "$tmp/out" "$tmp/before.json"
+run 0 metrics
+grep '^duro_queue_messages' "$tmp/out" >"$tmp/queues-before.txt"
+run 0 terminate wait-3 later-1 --dry-run --json
+json 'd == {"dry_run": True, "results": [{"id": "wait-3", "outcome": "requested", "status": "running"}, {"id": "later-1", "outcome": "requested", "status": "pending"}]}'
+run 0 terminate wait-3 --dry-run
+contains "$tmp/out" "wait-3: would be terminated (was running)"
+run 0 suspend later-1 --dry-run
+contains "$tmp/out" "later-1: would be suspended (was pending)"
+run 0 resume wait-3 --dry-run
+contains "$tmp/out" "wait-3: not suspended; nothing to resume (running)"
+run 4 terminate hello-1 --dry-run
+one_line
+contains "$tmp/err" "duro terminate: hello-1: it has finished (completed); nothing to terminate"
+run 4 suspend slow-1 --dry-run --json
+json 'd["results"] == [{"id": "slow-1", "outcome": "finished", "status": "cancelled"}]'
+run 3 resume nope --dry-run
+one_line
+contains "$tmp/err" "duro resume: nope: no such instance"
+run 3 terminate nope --dry-run --json
+json 'd["results"] == [{"id": "nope", "outcome": "not_found", "status": "not_found"}]'
+run 1 suspend wait-3 nope hello-1 wait-3 --dry-run --json
+json '[(r["id"], r["outcome"], r["status"]) for r in d["results"]] == [("wait-3", "requested", "running"), ("nope", "not_found", "not_found"), ("hello-1", "finished", "completed"), ("wait-3", "duplicate", "running")]'
+[ "$(wc -l <"$tmp/err")" = 2 ] || fail "bulk suspend: one stderr line per failure: $(cat "$tmp/err")"
+run 1 terminate boom-1 wait-3 --dry-run
+contains "$tmp/err" "boom-1: it has finished (failed)"
+contains "$tmp/out" "wait-3: would be terminated"
+run 0 list --json
+cmp -s "$tmp/out" "$tmp/before.json" || fail "a dry run by ids changed an instance"
+run 0 metrics
+grep '^duro_queue_messages' "$tmp/out" >"$tmp/queues-after.txt"
+cmp -s "$tmp/queues-before.txt" "$tmp/queues-after.txt" ||
+    fail "a dry run by ids queued a message: $(cat "$tmp/queues-before.txt" "$tmp/queues-after.txt")"
+run 0 list --status suspended,terminated --json
+json 'd["total"] == 0'
+
 echo "== cancel"
 run 0 list --json
 cp "$tmp/out" "$tmp/before.json"
@@ -406,6 +488,241 @@ run 3 prune nope --keep 1
 run 2 prune hello-1
 run 2 prune hello-1 --keep 0
 
+echo "== control store: suspended, terminated and cancelling instances"
+cdb="sqlite:$tmp/control.db"
+if ! "$fixture" control "$cdb"; then
+    fail "cli_fixture control"
+fi
+# settle ID=STATUS...: a runtime handles what the commands sent
+settle() {
+    checks=$((checks + 1))
+    "$fixture" run "$cdb" "$@" 2>"$tmp/settle" ||
+        fail "cli_fixture run $*: $(cat "$tmp/settle")"
+}
+# event_is ID INDEX KIND REASON BY: event INDEX (-1: the last) of ID's
+# current execution is a KIND with REASON, requested by BY ("user:*": by
+# any user)
+event_is() {
+    run 0 history "$1" --json
+    json "(lambda e: e['kind'] == '$3' and e.get('reason') == '$4' and (e.get('requested_by') == '$5' or ('$5'.endswith('*') and (e.get('requested_by') or '').startswith('${5%\*}'))))(d['events'][$2])"
+}
+export DURO_DB="$cdb"
+run 0 list --status suspended --json
+json '[i["id"] for i in d["instances"]] == ["susp-1"] and d["instances"][0]["status"] == "suspended"'
+run 0 list --status TERMINATED --json
+json '[i["id"] for i in d["instances"]] == ["term-1"]'
+run 0 list --status suspended,terminated
+contains "$tmp/out" "suspended"
+contains "$tmp/out" "terminated"
+run 0 list --json
+json 'd["total"] == 10 and [i["id"] for i in d["instances"] if i["cancelling"]] == ["careful-1"]'
+run 0 status susp-1
+grep -Eq '^status: +suspended$' "$tmp/out" || fail "status susp-1: $(grep status: "$tmp/out")"
+run 0 status susp-1 --json
+json 'd["status"] == "suspended" and d["cancelling"] is False and d["finished_at"] is None'
+run 0 status term-1
+grep -Eq '^status: +terminated$' "$tmp/out" || fail "status term-1: $(grep status: "$tmp/out")"
+run 0 status term-1 --json
+json 'd["status"] == "terminated" and rfc.match(d["finished_at"]) and d["cancelling"] is False'
+run 0 status careful-1
+grep -Eq '^status: +running \(cancelling\)$' "$tmp/out" || fail "status careful-1: $(grep status: "$tmp/out")"
+contains "$tmp/out" "rollback"
+run 0 status careful-1 --json
+json 'd["status"] == "running" and d["cancelling"] is True and d["cancelled_by"] == "user:dave" and d["cancel_reason"] == "rollback"'
+run 0 status w-1
+grep -Eq '^status: +running$' "$tmp/out" || fail "status w-1: $(grep status: "$tmp/out")"
+run 8 wait term-1 --json
+json 'd["timed_out"] is False and d["instance"]["status"] == "terminated"'
+run 7 wait susp-1 --timeout 50ms
+contains "$tmp/err" "still suspended"
+# colours on a terminal (script(1) gives the command one)
+if command -v script >/dev/null 2>&1; then
+    for pair in "susp-1:$(printf '\033[34m')suspended" \
+        "term-1:$(printf '\033[35m')terminated"; do
+        checks=$((checks + 1))
+        TERM=xterm script -qec "'$duro' status ${pair%%:*}" /dev/null \
+            </dev/null >"$tmp/tty" 2>&1
+        grep -qF "${pair#*:}" "$tmp/tty" ||
+            fail "no colour for ${pair#*:}: $(cat -v "$tmp/tty")"
+    done
+fi
+
+run 0 history susp-1
+grep -Eq 'ExecutionSuspended +- +reason="maintenance" by=user:bob$' "$tmp/out" ||
+    fail "history susp-1: $(cat "$tmp/out")"
+contains "$tmp/out" 'EventRaised'
+run 0 history susp-1 --json
+json '[e["kind"] for e in d["events"]][-2:] == ["ExecutionSuspended", "EventRaised"] and d["events"][-2]["reason"] == "maintenance" and d["events"][-2]["requested_by"] == "user:bob"'
+run 0 history term-1
+grep -Eq 'OrchestrationTerminated +- +reason="stuck" by=user:carol$' "$tmp/out" ||
+    fail "history term-1: $(cat "$tmp/out")"
+grep -Eq 'ActivityCancelRequested +Block +\(#2, [^)]*\) reason="instance_terminated" by=user:carol$' "$tmp/out" ||
+    fail "history term-1, the activity's cancel: $(cat "$tmp/out")"
+run 0 history term-1 --json
+json 'd["events"][-1]["kind"] == "OrchestrationTerminated" and d["events"][-1]["requested_by"] == "user:carol" and any(e["kind"] == "ActivityCancelRequested" and e["reason"] == "instance_terminated" for e in d["events"])'
+run 0 history resumed-1
+grep -Eq 'ExecutionSuspended +- +reason="suspended" by=user:erin$' "$tmp/out" ||
+    fail "history resumed-1: $(cat "$tmp/out")"
+grep -Eq 'ExecutionResumed +- +reason="all clear" by=user:erin$' "$tmp/out" ||
+    fail "history resumed-1: $(cat "$tmp/out")"
+run 0 history careful-1
+grep -Eq 'OrchestrationCancelRequested +- +reason="rollback" by=user:dave observed$' "$tmp/out" ||
+    fail "history careful-1: $(cat "$tmp/out")"
+grep -Eq 'TimerCreated .* cleanup deadline$' "$tmp/out" ||
+    fail "history careful-1, the cleanup deadline: $(cat "$tmp/out")"
+run 0 history careful-1 --json
+json '[e.get("observed") for e in d["events"] if e["kind"] == "OrchestrationCancelRequested"] == [True]'
+json '[e.get("cleanup_deadline") for e in d["events"] if e["kind"] == "TimerCreated"] == [True] and all(("observed" in e) == (e["kind"] == "OrchestrationCancelRequested") for e in d["events"])'
+
+run 0 metrics
+for line in \
+    'duro_instances{orchestration="Waiter",status="suspended"} 1' \
+    'duro_instances{orchestration="Waiter",status="running"} 5' \
+    'duro_instances{orchestration="Waiter",status="terminated"} 0' \
+    'duro_instances{orchestration="Slow",status="terminated"} 1' \
+    'duro_instances{orchestration="Slow",status="suspended"} 0' \
+    'duro_instances{orchestration="Careful",status="running"} 1' \
+    'duro_instances{orchestration="Hello",status="completed"} 1' \
+    'duro_instances{orchestration="Hello",status="pending"} 1'; do
+    grep -qxF -- "$line" "$tmp/out" || fail "metrics lacks the line '$line'"
+done
+[ "$(grep -c '^duro_instances{orchestration="Waiter"' "$tmp/out")" = 7 ] ||
+    fail "metrics: not 7 statuses for Waiter: $(grep '^duro_instances{' "$tmp/out")"
+run 0 metrics --json
+json '{"orchestration": "Waiter", "status": "suspended", "count": 1} in d["instances"] and {"orchestration": "Slow", "status": "terminated", "count": 1} in d["instances"]'
+
+run 0 purge --before now --status terminated --dry-run --json
+json 'd["dry_run"] is True and d["ids"] == ["term-1"]'
+run 0 purge --before now --dry-run --json
+json 'd["ids"] == ["done-1", "term-1"]'
+run 4 delete susp-1
+contains "$tmp/err" "susp-1"
+
+echo "== suspend, resume, terminate by ids"
+run 0 suspend w-1 --reason "disk full" --by ops
+contains "$tmp/out" "w-1: suspend requested (was running)"
+settle w-1=suspended
+run 0 status w-1 --json
+json 'd["status"] == "suspended"'
+event_is w-1 -1 ExecutionSuspended "disk full" ops
+run 0 suspend w-1 --json
+json 'd == {"dry_run": False, "results": [{"id": "w-1", "outcome": "requested", "status": "suspended"}]}'
+run 0 suspend w-1
+contains "$tmp/out" "w-1: already suspended (suspended)"
+run 0 raise w-1 go '"while suspended"'
+settle w-1=suspended
+run 0 history w-1 --json
+json '[e["kind"] for e in d["events"]][-2:] == ["ExecutionSuspended", "EventRaised"] and d["events"][-1]["payload"] == "while suspended"'
+run 0 status w-1 --json
+json 'd["status"] == "suspended" and d["output"] is None'
+run 0 resume w-1 --json --by ops
+json 'd == {"dry_run": False, "results": [{"id": "w-1", "outcome": "requested", "status": "suspended"}]}'
+settle w-1=completed
+run 0 status w-1 --json
+json 'd["output"] == "while suspended"'
+event_is w-1 -2 ExecutionResumed resumed ops
+json 'd["events"][-1]["kind"] == "OrchestrationCompleted"'
+run 0 resume w-2
+contains "$tmp/out" "w-2: not suspended; nothing to resume (running)"
+run 0 terminate w-2 --reason "wrong input"
+contains "$tmp/out" "w-2: terminate requested (was running)"
+settle w-2=terminated
+event_is w-2 -1 OrchestrationTerminated "wrong input" "user:*"
+run 0 status w-2 --json
+json 'd["status"] == "terminated" and rfc.match(d["finished_at"])'
+# terminating a terminated instance is not an error (as cancelling a
+# cancelled one); suspending or resuming it is
+run 0 terminate w-2 --json
+json 'd["results"] == [{"id": "w-2", "outcome": "finished", "status": "terminated"}]'
+run 0 terminate w-2
+contains "$tmp/out" "w-2: already terminated (terminated)"
+run 0 terminate w-2 --dry-run
+contains "$tmp/out" "w-2: already terminated (terminated)"
+run 4 terminate done-1
+contains "$tmp/err" "duro terminate: done-1: it has finished (completed); nothing to terminate"
+for verb in suspend resume; do
+    run 4 "$verb" w-2
+    one_line
+    contains "$tmp/err" "duro $verb: w-2: it has finished (terminated); nothing to $verb"
+done
+for verb in terminate suspend resume; do
+    run 3 "$verb" nope --json
+    json 'd["results"] == [{"id": "nope", "outcome": "not_found", "status": "not_found"}]'
+    one_line
+done
+run 4 cancel w-2
+contains "$tmp/err" "it has finished (terminated)"
+run 1 terminate w-3 nope done-1 w-3 --json
+json '[(r["outcome"], r["status"]) for r in d["results"]] == [("requested", "running"), ("not_found", "not_found"), ("finished", "completed"), ("duplicate", "running")]'
+[ "$(wc -l <"$tmp/err")" = 2 ] || fail "bulk terminate: one stderr line per failure: $(cat "$tmp/err")"
+settle w-3=terminated
+run 0 cancel careful-1 --dry-run --json
+json 'd["results"] == [{"id": "careful-1", "outcome": "already_cancelled", "status": "running"}]'
+run 0 cancel careful-1
+contains "$tmp/out" "careful-1: already cancelled (running)"
+run 0 terminate careful-1 --dry-run
+contains "$tmp/out" "careful-1: would be terminated (was running)"
+run 0 terminate careful-1 --by ops
+contains "$tmp/out" "careful-1: terminate requested (was running)"
+settle careful-1=terminated
+run 0 status careful-1 --json
+json 'd["status"] == "terminated" and d["cancelling"] is False'
+event_is careful-1 -1 OrchestrationTerminated terminated ops
+
+echo "== suspend, resume, terminate by query"
+# live now: susp-1 suspended; resumed-1, w-4 running (Waiter); pend-1 pending
+run 0 list --json
+cp "$tmp/out" "$tmp/before.json"
+run 0 metrics
+grep '^duro_queue_messages' "$tmp/out" >"$tmp/queues-before.txt"
+run 0 suspend --name Waiter --dry-run --json
+json 'd == {"dry_run": True, "count": 2, "ids": ["resumed-1", "w-4"]}'
+run 0 resume --name Waiter --dry-run --json
+json 'd == {"dry_run": True, "count": 1, "ids": ["susp-1"]}'
+run 0 terminate --name Waiter --dry-run --json
+json 'd["count"] == 3 and d["ids"] == ["resumed-1", "susp-1", "w-4"]'
+run 0 terminate --name Waiter --status suspended --dry-run --json
+json 'd["ids"] == ["susp-1"]'
+run 0 suspend --name Waiter --before 2000-01-01 --dry-run --json
+json 'd["count"] == 0 and d["ids"] == []'
+run 0 terminate --name Waiter --dry-run
+contains "$tmp/out" "would terminate 3 instances of Waiter"
+contains "$tmp/out" "  susp-1"
+run 0 list --json
+cmp -s "$tmp/out" "$tmp/before.json" || fail "a dry run by query changed an instance"
+run 0 metrics
+grep '^duro_queue_messages' "$tmp/out" >"$tmp/queues-after.txt"
+cmp -s "$tmp/queues-before.txt" "$tmp/queues-after.txt" ||
+    fail "a dry run by query queued a message: $(cat "$tmp/queues-before.txt" "$tmp/queues-after.txt")"
+run 0 suspend --name Waiter --status running --reason bulk --json
+json 'd == {"dry_run": False, "count": 2, "ids": ["resumed-1", "w-4"]}'
+settle resumed-1=suspended w-4=suspended
+run 0 list --status suspended --name Waiter --json
+json '[i["id"] for i in d["instances"]] == ["resumed-1", "susp-1", "w-4"]'
+run 0 resume --name Waiter
+contains "$tmp/out" "resume requested for 3 instances of Waiter"
+# susp-1 gets the "go" kept since the fixture suspended it, in order
+settle susp-1=completed resumed-1=running w-4=running
+run 0 status susp-1 --json
+json 'd["output"] == "early"'
+run 0 resume --name Waiter
+contains "$tmp/out" "resume requested for 0 instances of Waiter"
+run 0 terminate --name Waiter --status pending,running --by ops-bot --json
+json 'd["ids"] == ["resumed-1", "w-4"]'
+settle resumed-1=terminated w-4=terminated
+event_is w-4 -1 OrchestrationTerminated terminated ops-bot
+run 0 terminate --name Hello --status pending
+contains "$tmp/out" "terminate requested for 1 instance of Hello"
+settle pend-1=terminated
+run 0 list --status terminated --json
+json 'sorted(i["id"] for i in d["instances"]) == ["careful-1", "pend-1", "resumed-1", "term-1", "w-2", "w-3", "w-4"]'
+run 0 purge --before now --status terminated --name Slow
+contains "$tmp/out" "purged 1 instance"
+run 3 status term-1
+run 0 delete w-2
+contains "$tmp/out" "deleted w-2"
+export DURO_DB="$db"
+
 echo "== colour"
 NO_COLOR=1 TERM=xterm run 0 list
 NO_COLOR=1 TERM=xterm run 0 history slow-1
@@ -428,8 +745,8 @@ for url in 'postgresql://app:s3cret@db.invalid/orders?bogus=1' \
 done
 
 echo "== man page and completion"
-for verb in list status history start raise wait cancel delete purge prune metrics \
-    version; do
+for verb in list status history start raise wait cancel terminate suspend resume \
+    delete purge prune metrics version; do
     grep -q "^\.SS $verb" "$tooldir/duro.1" || fail "duro.1 has no section for $verb"
 done
 for word in "EXIT STATUS" "JSON OUTPUT" '"truncated"' '"dry_run"' NO_COLOR; do
@@ -445,6 +762,19 @@ if command -v bash >/dev/null 2>&1; then
     [ "$(complete_words duro ca)" = cancel ] || fail "completion of 'ca': $(complete_words duro ca)"
     [ "$(complete_words duro cancel --status '')" = "pending running" ] ||
         fail "completion of cancel --status: $(complete_words duro cancel --status '')"
+    for pair in "terminate:pending running suspended" "suspend:pending running" \
+        "resume:suspended" "purge:completed failed cancelled terminated"; do
+        verb=${pair%%:*}
+        [ "$(complete_words duro "$verb" --status '')" = "${pair#*:}" ] ||
+            fail "completion of $verb --status: $(complete_words duro "$verb" --status '')"
+    done
+    [ "$(complete_words duro te)" = terminate ] || fail "completion of 'te': $(complete_words duro te)"
+    [ "$(complete_words duro list --status running,su)" = running,suspended ] ||
+        fail "completion of a status list: $(complete_words duro list --status running,su)"
+    case " $(complete_words duro resume --) " in
+    *" --dry-run "*"--name "*"--status "*"--before "*) ;;
+    *) fail "completion of resume options: $(complete_words duro resume --)" ;;
+    esac
     [ "$(complete_words duro list --status completed,fa)" = completed,failed ] ||
         fail "completion of a status list: $(complete_words duro list --status completed,fa)"
     case " $(complete_words duro --db x.db purge --) " in

@@ -14,8 +14,8 @@
 #include "cli.h"
 
 static const char *const status_words[] = {
-    "not_found", "pending",   "running",         "completed",
-    "failed",    "cancelled", "continued_as_new"};
+    "not_found", "pending",          "running",   "completed", "failed",
+    "cancelled", "continued_as_new", "suspended", "terminated"};
 
 const char *status_word(int status)
 {
@@ -23,6 +23,13 @@ const char *status_word(int status)
         (size_t)status < sizeof(status_words) / sizeof(status_words[0]))
         return status_words[status];
     return "unknown";
+}
+
+int instance_cancelling(const duro_instance_info *info)
+{
+    return !duro_status_is_terminal(info->status) &&
+           info->status != DURO_STATUS_NOT_FOUND &&
+           info->cancel_requested_ms != 0;
 }
 
 /* Parses "1h30m", "500ms", "2d", "45" (seconds) from text[0..len). */
@@ -200,7 +207,7 @@ int args_status_mask(cli *c, const char *option, const char *text,
     for (;;) {
         size_t len = strcspn(p, ",");
         int found = -1;
-        for (int s = 1; s <= DURO_STATUS_CONTINUED_AS_NEW; s++)
+        for (int s = 1; s <= DURO_STATUS_TERMINATED; s++)
             if (strlen(status_words[s]) == len &&
                 strncasecmp(p, status_words[s], len) == 0)
                 found = s;
@@ -209,8 +216,8 @@ int args_status_mask(cli *c, const char *option, const char *text,
         if (found < 0) {
             cli_usage(c,
                       "%s: unknown status '%.*s' (expected pending, running, "
-                      "completed, failed, cancelled, continued_as_new, "
-                      "separated by commas)",
+                      "suspended, completed, failed, cancelled, terminated, "
+                      "continued_as_new, separated by commas)",
                       option, (int)len, p);
             return -1;
         }

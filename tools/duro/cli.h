@@ -20,7 +20,8 @@ enum {
     EXIT_FAILED = 1,            /* the operation failed; the message says why */
     EXIT_USAGE = 2,             /* bad command line or input */
     EXIT_NOT_FOUND = 3,         /* no such instance */
-    EXIT_INVALID_STATE = 4,     /* e.g. cancel of a finished instance */
+    EXIT_INVALID_STATE = 4,     /* e.g. cancel or terminate of a finished
+                                   instance */
     EXIT_WAIT_TIMEOUT = 7,      /* wait: still running at the timeout */
     EXIT_WAIT_NOT_COMPLETED = 8 /* wait: ended Failed or Cancelled */
 };
@@ -84,8 +85,12 @@ int args_uint(cli *c, const char *option, const char *text, uint64_t max,
 /* TEXT, or the contents of FILE for "@FILE" (caller frees with free()). */
 int args_payload(cli *c, const char *option, const char *text, char **out);
 /* "pending", "running", "completed", "failed", "cancelled",
- * "continued_as_new"; "unknown" otherwise. */
+ * "continued_as_new", "suspended", "terminated"; "unknown" otherwise. */
 const char *status_word(int status);
+/* 1 when a cancellation was requested of a live instance that has not
+ * ended yet: one registered with observe_cancel cleaning up (it stays
+ * Running), or any before its next turn. */
+int instance_cancelling(const duro_instance_info *info);
 /* The default requester: "user:NAME" (getpwuid, else $USER). */
 const char *args_default_requester(char *buf, size_t size);
 
@@ -147,6 +152,9 @@ int cmd_wait(cli *c, int argc, char **argv);
 int cmd_start(cli *c, int argc, char **argv);
 int cmd_raise(cli *c, int argc, char **argv);
 int cmd_cancel(cli *c, int argc, char **argv);
+int cmd_terminate(cli *c, int argc, char **argv);
+int cmd_suspend(cli *c, int argc, char **argv);
+int cmd_resume(cli *c, int argc, char **argv);
 int cmd_delete(cli *c, int argc, char **argv);
 int cmd_purge(cli *c, int argc, char **argv);
 int cmd_prune(cli *c, int argc, char **argv);

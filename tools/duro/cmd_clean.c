@@ -10,7 +10,8 @@ static const char delete_help[] =
     "usage: duro delete ID... [--force] [--json]\n"
     "\n"
     "Deletes instances with their sub-orchestrations, executions, history\n"
-    "and queued messages. A pending or running one only with --force.\n"
+    "and queued messages. A live one (pending, running or suspended) only\n"
+    "with --force.\n"
     "Exit status: one id: 3 not found, 4 not finished (no --force);\n"
     "several ids: 1 when any was not deleted.\n";
 
@@ -80,13 +81,15 @@ int cmd_delete(cli *c, int argc, char **argv)
 }
 
 static const char purge_help[] =
-    "usage: duro purge --before T [--status completed,failed,cancelled]\n"
+    "usage: duro purge --before T\n"
+    "                  [--status completed,failed,cancelled,terminated]\n"
     "                  [--name N] [--dry-run] [--json]\n"
     "\n"
     "Deletes finished instances (with their sub-orchestrations, when all\n"
     "of them are finished too) that finished before T.\n"
     "  --before T   required: 2026-05-01T00:00:00Z, 2026-05-01, 30d, '7d ago'\n"
-    "  --status S   among completed, failed, cancelled (default: all three)\n"
+    "  --status S   among completed, failed, cancelled, terminated\n"
+    "               (default: all four)\n"
     "  --name N     only instances of orchestration N\n"
     "  --dry-run    change nothing; show what would be deleted\n";
 
@@ -115,9 +118,10 @@ int cmd_purge(cli *c, int argc, char **argv)
             if (!bad &&
                 (filter.status_mask &
                  ~((1u << DURO_STATUS_COMPLETED) | (1u << DURO_STATUS_FAILED) |
-                   (1u << DURO_STATUS_CANCELLED))) != 0) {
-                cli_usage(c, "--status: only completed, failed and cancelled "
-                             "instances are purged");
+                   (1u << DURO_STATUS_CANCELLED) |
+                   (1u << DURO_STATUS_TERMINATED))) != 0) {
+                cli_usage(c, "--status: only completed, failed, cancelled and "
+                             "terminated instances are purged");
                 bad = 1;
             }
             break;

@@ -18,8 +18,13 @@ static const char metrics_help[] =
     "\n"
     "Prints the store's gauges in the Prometheus text format 0.0.4:\n"
     "  duro_instances{orchestration,status}        instances by status\n"
-    "  duro_instances_stuck{orchestration}         pending or running\n"
-    "                                              instances with a problem\n"
+    "                                              (pending, running,\n"
+    "                                              suspended, completed,\n"
+    "                                              failed, cancelled,\n"
+    "                                              terminated)\n"
+    "  duro_instances_stuck{orchestration}         live (pending, running,\n"
+    "                                              suspended) instances\n"
+    "                                              with a problem\n"
     "  duro_queue_messages{queue,state}            queue depths\n"
     "  duro_queue_oldest_ready_age_seconds{queue}  how long the oldest\n"
     "                                              ready item has waited\n"
@@ -29,8 +34,9 @@ static const char metrics_help[] =
 
 /* The statuses an instance row holds, in label order. */
 static const int instance_statuses[] = {
-    DURO_STATUS_PENDING, DURO_STATUS_RUNNING, DURO_STATUS_COMPLETED,
-    DURO_STATUS_FAILED, DURO_STATUS_CANCELLED};
+    DURO_STATUS_PENDING,   DURO_STATUS_RUNNING, DURO_STATUS_SUSPENDED,
+    DURO_STATUS_COMPLETED, DURO_STATUS_FAILED,  DURO_STATUS_CANCELLED,
+    DURO_STATUS_TERMINATED};
 
 /* A label value: \\, \" and \n escaped; invalid UTF-8 as U+FFFD. */
 static void put_label_value(FILE *f, const char *v)
@@ -65,29 +71,28 @@ static void write_text(FILE *f, const duro_store_stats *st)
 {
     family(f, "duro_instances", "Instances by orchestration name and status.");
     for (size_t i = 0; i < st->instance_count;) {
-        /* Every status of a name that has instances, 0 where it has none. */
+        /* Every status of a name that has instances, 0 where it has none;
+         * the rows of one name are adjacent, in any status order. */
         const char *name = st->instances[i].name;
-        size_t j = i;
+        size_t end = i;
+        while (end < st->instance_count &&
+               strcmp(st->instances[end].name, name) == 0)
+            end++;
         for (size_t k = 0; k < sizeof(instance_statuses) / sizeof(int); k++) {
             uint64_t n = 0;
-            if (j < st->instance_count &&
-                strcmp(st->instances[j].name, name) == 0 &&
-                st->instances[j].status == instance_statuses[k])
-                n = st->instances[j++].count;
+            for (size_t j = i; j < end; j++)
+                if (st->instances[j].status == instance_statuses[k])
+                    n += st->instances[j].count;
             fputs("duro_instances{orchestration=\"", f);
             put_label_value(f, name);
             fprintf(f, "\",status=\"%s\"} %llu\n",
                     status_word(instance_statuses[k]), (unsigned long long)n);
         }
-        /* A status outside the five (none today) still moves on. */
-        while (j < st->instance_count &&
-               strcmp(st->instances[j].name, name) == 0)
-            j++;
-        i = j;
+        i = end;
     }
     family(f, "duro_instances_stuck",
-           "Pending or running instances with a recorded problem (duro "
-           "status ID says which).");
+           "Live (pending, running or suspended) instances with a recorded "
+           "problem (duro status ID says which).");
     for (size_t i = 0; i < st->problem_count; i++) {
         fputs("duro_instances_stuck{orchestration=\"", f);
         put_label_value(f, st->problems[i].name);

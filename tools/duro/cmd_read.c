@@ -15,8 +15,9 @@ static const char list_help[] =
     "                 [--limit K] [--json]\n"
     "\n"
     "Lists instances in id order, with their status and times.\n"
-    "  --status S,...  only these statuses (pending, running, completed,\n"
-    "                  failed, cancelled, continued_as_new)\n"
+    "  --status S,...  only these statuses (pending, running, suspended,\n"
+    "                  completed, failed, cancelled, terminated,\n"
+    "                  continued_as_new)\n"
     "  --name N        only instances of orchestration N\n"
     "  --since T       created at or after T (2026-05-01T12:00:00Z,\n"
     "                  2026-05-01, 2h, '30m ago')\n"
@@ -184,7 +185,10 @@ static const char status_help[] =
     "usage: duro status ID [--json]\n"
     "\n"
     "Shows one instance: status, times, output or error, who cancelled it\n"
-    "and why, and why it is stuck (last problem, next attempt).\n";
+    "and why, and why it is stuck (last problem, next attempt). A live\n"
+    "instance with a cancellation requested shows \"(cancelling)\": one\n"
+    "registered with observe_cancel stays running while its code cleans\n"
+    "up.\n";
 
 /* Opens the store and reads one instance; exit status 3 when it does not
  * exist. */
@@ -227,8 +231,9 @@ static void print_card(const cli *c, const duro_instance_info *in)
     card_line("id:", in->instance_id);
     card_line("name:", in->name);
     card_line("version:", in->version);
-    snprintf(line, sizeof(line), "%s%s%s", text_status_color(c, in->status),
-             status_word(in->status), text_reset(c));
+    snprintf(line, sizeof(line), "%s%s%s%s", text_status_color(c, in->status),
+             status_word(in->status), text_reset(c),
+             instance_cancelling(in) ? " (cancelling)" : "");
     card_line("status:", line);
     snprintf(line, sizeof(line), "%llu", (unsigned long long)in->execution_id);
     card_line("execution:", line);
@@ -299,17 +304,24 @@ static const char history_help[] =
     "\n"
     "Prints one execution's history (default: the current one), one line\n"
     "per event: #id +offset Kind name details. Completions cite their\n"
-    "scheduling event and the time taken; cancellations show reason and\n"
-    "who asked.\n"
+    "scheduling event and the time taken; cancellations, terminations,\n"
+    "suspensions and resumptions show reason and who asked; a cancel\n"
+    "delivered to the code says \"observed\", the timer that bounds its\n"
+    "cleanup \"cleanup deadline\".\n"
     "  --execution N   execution N (1 is the first)\n";
 
-/* Who decided an activity or child cancellation with this reason. */
-static const char *cancel_decider(const char *reason, const char *requester)
+/* Who decided an activity or child cancellation with this reason:
+ * @p requester asked for the instance's cancellation, @p terminator for
+ * its termination. */
+static const char *cancel_decider(const char *reason, const char *requester,
+                                  const char *terminator)
 {
     if (reason == NULL)
         return "-";
     if (strcmp(reason, DURO_REASON_INSTANCE_CANCELLED) == 0)
         return requester != NULL ? requester : "-";
+    if (strcmp(reason, DURO_REASON_INSTANCE_TERMINATED) == 0)
+        return terminator != NULL ? terminator : "runtime";
     if (strcmp(reason, DURO_REASON_SELECT_LOSER) == 0 ||
         strcmp(reason, DURO_REASON_TASK_CANCELLED) == 0)
         return "orchestration";
@@ -351,13 +363,20 @@ static json_t *json_event(const duro_event *e, int64_t start_ms)
         jset(o, "attempt", jint(e->attempt));
     if (e->flags)
         jset(o, "flags", jint(e->flags));
+    if (e->kind == DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED &&
+        (e->flags & DURO_CANCEL_OBSERVED))
+        jset(o, "observed", json_true());
+    if (e->kind == DURO_EVENT_TIMER_CREATED &&
+        (e->flags & DURO_TIMER_CLEANUP_DEADLINE))
+        jset(o, "cleanup_deadline", json_true());
     return o;
 }
 
-/* The details column of one event. */
+/* The details column of one event; @p requester and @p terminator as
+ * cancel_decider's. */
 static void event_details(const cli *c, const duro_history *h,
-                          const duro_event *e, const char *requester, char *out,
-                          size_t size)
+                          const duro_event *e, const char *requester,
+                          const char *terminator, char *out, size_t size)
 {
     char a[256], b[256], d[32];
     const duro_event *src =
@@ -399,10 +418,17 @@ static void event_details(const cli *c, const duro_history *h,
                  cat ? cat : "", cat ? ")" : "");
         break;
     case DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED:
-        snprintf(out, size, "reason=\"%s\" by=%s",
+    case DURO_EVENT_ORCHESTRATION_TERMINATED:
+    case DURO_EVENT_EXECUTION_SUSPENDED:
+    case DURO_EVENT_EXECUTION_RESUMED:
+        snprintf(out, size, "reason=\"%s\" by=%s%s",
                  text_short(e->reason, 80, a, sizeof(a)),
                  e->requested_by ? text_short(e->requested_by, 60, b, sizeof(b))
-                                 : "-");
+                                 : "-",
+                 e->kind == DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED &&
+                         (e->flags & DURO_CANCEL_OBSERVED)
+                     ? " observed"
+                     : "");
         break;
     case DURO_EVENT_ORCHESTRATION_CANCELLED:
         snprintf(out, size, "reason=\"%s\" by=%s",
@@ -426,12 +452,14 @@ static void event_details(const cli *c, const duro_history *h,
     case DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED:
         snprintf(out, size, "%s reason=\"%s\" by=%s", cite,
                  text_short(e->reason, 80, a, sizeof(a)),
-                 cancel_decider(e->reason, requester));
+                 cancel_decider(e->reason, requester, terminator));
         break;
     case DURO_EVENT_TIMER_CREATED:
-        snprintf(out, size, "fires %s (+%s)",
+        snprintf(out, size, "fires %s (+%s)%s",
                  text_local_time(e->fire_at_ms, a, sizeof(a)),
-                 text_duration(e->fire_at_ms - e->timestamp_ms, d, sizeof(d)));
+                 text_duration(e->fire_at_ms - e->timestamp_ms, d, sizeof(d)),
+                 e->flags & DURO_TIMER_CLEANUP_DEADLINE ? " cleanup deadline"
+                                                        : "");
         break;
     case DURO_EVENT_TIMER_FIRED:
         snprintf(out, size, "%s", cite);
@@ -531,7 +559,7 @@ int cmd_history(cli *c, int argc, char **argv)
             w = strlen(duro_event_kind_name(e->kind));
             w_kind = w > w_kind ? w : w_kind;
         }
-        const char *requester = info->cancelled_by;
+        const char *requester = info->cancelled_by, *terminator = NULL;
         for (size_t i = 0; i < h->count; i++) {
             const duro_event *e = &h->events[i];
             const char *name = e->name;
@@ -546,6 +574,9 @@ int cmd_history(cli *c, int argc, char **argv)
             if (e->kind == DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED &&
                 e->requested_by)
                 requester = e->requested_by;
+            if (e->kind == DURO_EVENT_ORCHESTRATION_TERMINATED &&
+                e->requested_by)
+                terminator = e->requested_by;
         }
         for (size_t i = 0; i < h->count; i++) {
             const duro_event *e = &h->events[i];
@@ -557,7 +588,8 @@ int cmd_history(cli *c, int argc, char **argv)
                      (unsigned long long)e->event_id);
             snprintf(off, sizeof(off), "+%s",
                      text_duration(e->timestamp_ms - start, d, sizeof(d)));
-            event_details(c, h, e, requester, details, sizeof(details));
+            event_details(c, h, e, requester, terminator, details,
+                          sizeof(details));
             text_pad(idbuf, w_id + 2);
             fputs(text_dim(c), stdout);
             text_pad(off, w_off);
@@ -581,11 +613,12 @@ int cmd_history(cli *c, int argc, char **argv)
 static const char wait_help[] =
     "usage: duro wait ID [--timeout DURATION] [--json]\n"
     "\n"
-    "Waits until the instance is completed, failed or cancelled, then\n"
-    "prints its status and output or error.\n"
+    "Waits until the instance is completed, failed, cancelled or\n"
+    "terminated, then prints its status and output or error (a suspended\n"
+    "instance is waited for like a running one).\n"
     "  --timeout D   give up after D (500ms, 30s, 5m, 1h; default: never)\n"
-    "Exit status: 0 completed, 8 failed or cancelled, 7 timed out,\n"
-    "3 no such instance.\n";
+    "Exit status: 0 completed, 8 failed, cancelled or terminated, 7 timed\n"
+    "out, 3 no such instance.\n";
 
 int cmd_wait(cli *c, int argc, char **argv)
 {

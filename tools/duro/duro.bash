@@ -7,8 +7,8 @@ _duro()
     COMPREPLY=()
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
-    local verbs="list status history start raise wait cancel delete purge
-        prune metrics version"
+    local verbs="list status history start raise wait cancel terminate
+        suspend resume delete purge prune metrics version"
     local common="--db --json --help"
 
     verb=""
@@ -22,11 +22,13 @@ _duro()
 
     case $prev in
     --status)
-        local statuses="pending running completed failed cancelled
-            continued_as_new"
+        local statuses="pending running suspended completed failed
+            cancelled terminated continued_as_new"
         case $verb in
-        cancel) statuses="pending running" ;;
-        purge) statuses="completed failed cancelled" ;;
+        cancel | suspend) statuses="pending running" ;;
+        terminate) statuses="pending running suspended" ;;
+        resume) statuses="suspended" ;;
+        purge) statuses="completed failed cancelled terminated" ;;
         esac
         # a comma-separated list: complete the last element
         local done_part="" last=$cur
@@ -74,7 +76,9 @@ _duro()
     start) opts="--input --version --delay" ;;
     raise) opts="" ;;
     wait) opts="--timeout" ;;
-    cancel) opts="--reason --by --dry-run --name --status --before" ;;
+    cancel | terminate | suspend | resume)
+        opts="--reason --by --dry-run --name --status --before"
+        ;;
     delete) opts="--force" ;;
     purge) opts="--before --status --name --dry-run" ;;
     prune) opts="--keep" ;;

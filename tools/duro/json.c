@@ -132,6 +132,7 @@ json_t *json_instance(const duro_instance_info *i)
     jset(o, "name", jstr(i->name));
     jset(o, "version", jstr(i->version));
     jset(o, "status", jstr(status_word(i->status)));
+    jset(o, "cancelling", json_boolean(instance_cancelling(i)));
     jset(o, "execution_id", jint((int64_t)i->execution_id));
     jset_time(o, "created_at", i->created_ms);
     jset_time(o, "updated_at", i->updated_ms);

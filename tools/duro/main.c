@@ -21,6 +21,9 @@ static const verb verbs[] = {
     {"raise", cmd_raise, "raise an external event on an instance"},
     {"wait", cmd_wait, "wait until an instance ends"},
     {"cancel", cmd_cancel, "cancel instances by id or by name"},
+    {"terminate", cmd_terminate, "end instances at once, running no code"},
+    {"suspend", cmd_suspend, "pause instances until they are resumed"},
+    {"resume", cmd_resume, "continue suspended instances"},
     {"delete", cmd_delete, "delete instances and their children"},
     {"purge", cmd_purge, "delete finished instances older than a time"},
     {"prune", cmd_prune, "delete all but the last N executions"},
@@ -44,7 +47,7 @@ static void print_main_help(FILE *out)
 {
     fputs(main_help, out);
     for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-        fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
+        fprintf(out, "  %-9s %s\n", verbs[i].name, verbs[i].summary);
     fputs("\nExit status: 0 ok, 1 failed, 2 usage, 3 not found, 4 invalid "
           "state;\nwait: 7 timed out, 8 ended but not completed.\n",
           out);

@@ -146,6 +146,10 @@ const char *text_status_color(const cli *c, int status)
         return "\033[33m";
     case DURO_STATUS_RUNNING:
         return "\033[36m";
+    case DURO_STATUS_SUSPENDED:
+        return "\033[34m";
+    case DURO_STATUS_TERMINATED:
+        return "\033[35m";
     default:
         return "\033[1m";
     }

@@ -1,0 +1,481 @@
+/* cmd_control.c - the verbs that ask instances to change course: cancel,
+ * terminate, suspend and resume. One implementation, parameterised by a
+ * row of the verb table: by ids (duro_client_cancel_many or
+ * duro_client_control_many, one outcome per id) or by query (an
+ * orchestration name, statuses, a creation time: *_matching), each with a
+ * dry run that changes nothing. Single-threaded. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define BIT(status) (1u << (status))
+
+/* What differs between the verbs. */
+typedef struct control_verb {
+    const char *name;  /* "terminate" */
+    int control;       /* 0: cancel; else a duro_control */
+    uint32_t statuses; /* what --status may select (and its default) */
+    const char *done;  /* "terminated": what a requested id will be, and
+                          the library's default reason */
+    const char *doing; /* "terminating", for a failed call */
+    const char *about; /* the help's description */
+    const char *ok;    /* the help: exit 0 when every id ... */
+    const char *again; /* the text for a request that changes nothing and
+                          is not an error */
+} control_verb;
+
+static const control_verb cancel_verb = {
+    "cancel",
+    0,
+    BIT(DURO_STATUS_PENDING) | BIT(DURO_STATUS_RUNNING),
+    "cancelled",
+    "cancelling",
+    "Requests cancellation of instances: the ids given, or every pending or\n"
+    "running instance of orchestration N (created before T) that has no\n"
+    "cancellation requested yet. An orchestration registered with\n"
+    "observe_cancel is told and may clean up first (it stays running,\n"
+    "cancelling, until its code returns); any other ends cancelled at its\n"
+    "next turn without running its code.\n",
+    "was cancelled or already was",
+    "already cancelled",
+};
+
+static const control_verb terminate_verb = {
+    "terminate",
+    DURO_CONTROL_TERMINATE,
+    BIT(DURO_STATUS_PENDING) | BIT(DURO_STATUS_RUNNING) |
+        BIT(DURO_STATUS_SUSPENDED),
+    "terminated",
+    "terminating",
+    "Ends instances at once (at their next turn) without running their\n"
+    "code: the ids given, or every pending, running or suspended instance\n"
+    "of orchestration N (created before T). Their activities are cancelled\n"
+    "(reason instance_terminated) and their children terminated. It also\n"
+    "ends an instance that is cleaning up after a cancel.\n",
+    "was live (pending, running or suspended)\nor terminated",
+    "already terminated",
+};
+
+static const control_verb suspend_verb = {
+    "suspend",
+    DURO_CONTROL_SUSPEND,
+    BIT(DURO_STATUS_PENDING) | BIT(DURO_STATUS_RUNNING),
+    "suspended",
+    "suspending",
+    "Suspends instances: the ids given, or every pending or running\n"
+    "instance of orchestration N (created before T). From its next turn a\n"
+    "suspended instance takes no decisions and runs no code; messages that\n"
+    "arrive are recorded in its history and handed to the code in order\n"
+    "when it is resumed; running activities keep running. Suspending a\n"
+    "suspended instance changes nothing.\n",
+    "was live (a suspended one stays suspended)",
+    "already suspended",
+};
+
+static const control_verb resume_verb = {
+    "resume",
+    DURO_CONTROL_RESUME,
+    BIT(DURO_STATUS_SUSPENDED),
+    "resumed",
+    "resuming",
+    "Resumes suspended instances: the ids given, or every suspended\n"
+    "instance of orchestration N (created before T). The code then gets the\n"
+    "messages that arrived meanwhile, in order. Resuming a live instance\n"
+    "that is not suspended changes nothing.\n",
+    "was live (one not suspended is left as it is)",
+    "not suspended; nothing to resume",
+};
+
+/* The statuses of @p mask in status order: "pending,running" (@p sep ",",
+ * @p last ",") or "pending, running and suspended". */
+static const char *status_names(uint32_t mask, const char *sep,
+                                const char *last, char *buf, size_t size)
+{
+    size_t n = 0, left = 0;
+    buf[0] = '\0';
+    for (int s = 1; s <= DURO_STATUS_TERMINATED; s++)
+        left += (mask & BIT(s)) != 0;
+    for (int s = 1; s <= DURO_STATUS_TERMINATED && n < size; s++) {
+        if ((mask & BIT(s)) == 0)
+            continue;
+        left--;
+        int w = snprintf(buf + n, size - n, "%s%s", status_word(s),
+                         left > 1    ? sep
+                         : left == 1 ? last
+                                     : "");
+        n += w > 0 ? (size_t)w : 0;
+    }
+    return buf;
+}
+
+/* The verb's usage text into @p buf. */
+static const char *help_text(const control_verb *v, char *buf, size_t size)
+{
+    char list[96], choice[128];
+    status_names(v->statuses, ",", ",", list, sizeof(list));
+    if (strchr(list, ',') != NULL)
+        snprintf(choice, sizeof(choice), "among %s (default: all)", list);
+    else
+        snprintf(choice, sizeof(choice), "%s (the only choice)", list);
+    int indent = (int)(strlen("       duro  ") + strlen(v->name));
+    snprintf(buf, size,
+             "usage: duro %s ID... [--reason R] [--by WHO] [--dry-run] "
+             "[--json]\n"
+             "       duro %s --name N [--status %s]\n"
+             "%*s[--before T] [--reason R] [--by WHO] [--dry-run] [--json]\n"
+             "\n"
+             "%s"
+             "Ids and --name together are refused.\n"
+             "  --reason R   why (default: %s)\n"
+             "  --by WHO     who asks (default: user:$LOGNAME from the "
+             "password file)\n"
+             "  --dry-run    change nothing; show what would be %s\n"
+             "  --name N     select by orchestration name\n"
+             "  --status S   with --name: %s\n"
+             "  --before T   with --name: only instances created before T\n"
+             "Exit status: 0 when every id %s;\n"
+             "one id: 3 not found, 4 already finished; several ids: 1 when "
+             "any\nwas not.\n",
+             v->name, v->name, list, indent, "", v->about, v->done, v->done,
+             choice, v->ok);
+    return buf;
+}
+
+/* What the verb decided for one id: duro_cancel_result or
+ * duro_control_result. */
+typedef struct verdict {
+    int outcome, status;
+} verdict;
+
+/* How an outcome is reported. */
+enum { DONE, AGAIN, NOT_FOUND, FINISHED, DUPLICATE };
+
+static int outcome_class(const control_verb *v, const verdict *r)
+{
+    if (v->control == 0) {
+        switch (r->outcome) {
+        case DURO_CANCEL_CANCELLED:
+            return DONE;
+        case DURO_CANCEL_ALREADY_CANCELLED:
+            return AGAIN;
+        case DURO_CANCEL_NOT_FOUND:
+            return NOT_FOUND;
+        case DURO_CANCEL_DUPLICATE:
+            return DUPLICATE;
+        default:
+            return FINISHED;
+        }
+    }
+    switch (r->outcome) {
+    case DURO_CONTROL_OUTCOME_REQUESTED:
+        /* a live instance: whether it changes anything is its status */
+        if ((v->control == DURO_CONTROL_SUSPEND &&
+             r->status == DURO_STATUS_SUSPENDED) ||
+            (v->control == DURO_CONTROL_RESUME &&
+             r->status != DURO_STATUS_SUSPENDED))
+            return AGAIN;
+        return DONE;
+    case DURO_CONTROL_OUTCOME_FINISHED:
+        /* terminating a terminated instance is not an error, as
+         * duro_client_terminate says (and as a cancel of a cancelled one) */
+        return v->control == DURO_CONTROL_TERMINATE &&
+                       r->status == DURO_STATUS_TERMINATED
+                   ? AGAIN
+                   : FINISHED;
+    case DURO_CONTROL_OUTCOME_NOT_FOUND:
+        return NOT_FOUND;
+    case DURO_CONTROL_OUTCOME_DUPLICATE:
+        return DUPLICATE;
+    default:
+        return FINISHED;
+    }
+}
+
+static const char *outcome_name(const control_verb *v, int outcome)
+{
+    return v->control == 0 ? duro_cancel_outcome_name(outcome)
+                           : duro_control_outcome_name(outcome);
+}
+
+/* What the real run would decide for one instance, read without writing:
+ * the status alone (a cancel also looks at a cancellation requested). */
+static int dry_outcome(const control_verb *v, duro_client *client,
+                       const char *id, verdict *r)
+{
+    duro_instance_info *info = NULL;
+    int rc = duro_client_get_status(client, id, &info);
+    if (rc != DURO_OK)
+        return rc;
+    int status = info->status,
+        cancelled = v->control == 0 && (status == DURO_STATUS_CANCELLED ||
+                                        instance_cancelling(info));
+    duro_free(info);
+    r->status = status;
+    if (status == DURO_STATUS_NOT_FOUND)
+        r->outcome =
+            v->control ? DURO_CONTROL_OUTCOME_NOT_FOUND : DURO_CANCEL_NOT_FOUND;
+    else if (cancelled)
+        r->outcome = DURO_CANCEL_ALREADY_CANCELLED;
+    else if (duro_status_is_terminal(status))
+        r->outcome = v->control ? DURO_CONTROL_OUTCOME_FINISHED
+                                : DURO_CANCEL_NOT_CANCELLABLE;
+    else
+        r->outcome =
+            v->control ? DURO_CONTROL_OUTCOME_REQUESTED : DURO_CANCEL_CANCELLED;
+    return DURO_OK;
+}
+
+/* The dry run by ids: a repeated id is handled once, as the real run
+ * does. */
+static int dry_run_ids(const control_verb *v, duro_client *client, char **ids,
+                       size_t count, verdict *results)
+{
+    int rc = DURO_OK;
+    for (size_t i = 0; i < count && rc == DURO_OK; i++) {
+        size_t first = 0;
+        while (strcmp(ids[first], ids[i]) != 0)
+            first++;
+        if (first < i) {
+            results[i].outcome = v->control ? DURO_CONTROL_OUTCOME_DUPLICATE
+                                            : DURO_CANCEL_DUPLICATE;
+            results[i].status = results[first].status;
+        } else {
+            rc = dry_outcome(v, client, ids[i], &results[i]);
+        }
+    }
+    return rc;
+}
+
+/* The real run by ids: the library's code, or -1 when out of memory. */
+static int run_ids(const control_verb *v, duro_client *client, char **ids,
+                   size_t count, const char *reason, const char *by,
+                   verdict *results)
+{
+    const char *const *list = (const char *const *)ids;
+    duro_cancel_result *cancels =
+        v->control == 0 ? calloc(count, sizeof(*cancels)) : NULL;
+    duro_control_result *controls =
+        v->control != 0 ? calloc(count, sizeof(*controls)) : NULL;
+    if (cancels == NULL && controls == NULL)
+        return -1;
+    int rc =
+        cancels != NULL
+            ? duro_client_cancel_many(client, list, count, reason, by, cancels)
+            : duro_client_control_many(client, v->control, list, count, reason,
+                                       by, controls);
+    for (size_t i = 0; i < count; i++)
+        results[i] = cancels != NULL
+                         ? (verdict){cancels[i].outcome, cancels[i].status}
+                         : (verdict){controls[i].outcome, controls[i].status};
+    free(cancels);
+    free(controls);
+    return rc;
+}
+
+static void print_results(cli *c, const control_verb *v, char **ids,
+                          size_t count, const verdict *results, int dry_run)
+{
+    if (c->json) {
+        json_t *list = json_array();
+        for (size_t i = 0; i < count; i++) {
+            json_t *r = json_object();
+            jset(r, "id", jstr(ids[i]));
+            jset(r, "outcome", jstr(outcome_name(v, results[i].outcome)));
+            jset(r, "status", jstr(status_word(results[i].status)));
+            json_array_append_new(list, r);
+        }
+        json_t *doc = json_object();
+        jset(doc, "dry_run", json_boolean(dry_run));
+        jset(doc, "results", list);
+        json_print(doc);
+    }
+    for (size_t i = 0; i < count; i++) {
+        const char *word = status_word(results[i].status);
+        int how = outcome_class(v, &results[i]);
+        if (how == NOT_FOUND || how == FINISHED)
+            fflush(stdout); /* keep the lines in id order */
+        if (how == NOT_FOUND)
+            fprintf(stderr, "duro %s: %s: no such instance\n", v->name, ids[i]);
+        else if (how == FINISHED)
+            fprintf(stderr,
+                    "duro %s: %s: it has finished (%s); nothing to %s\n",
+                    v->name, ids[i], word, v->name);
+        else if (c->json || how == DUPLICATE)
+            continue;
+        else if (how == AGAIN)
+            printf("%s: %s (%s)\n", ids[i], v->again, word);
+        else if (dry_run)
+            printf("%s: would be %s (was %s)\n", ids[i], v->done, word);
+        else
+            printf("%s: %s requested (was %s)\n", ids[i], v->name, word);
+    }
+}
+
+static int control_ids(cli *c, const control_verb *v, duro_client *client,
+                       char **ids, size_t count, const char *reason,
+                       const char *by, int dry_run)
+{
+    verdict *results = calloc(count, sizeof(*results));
+    int rc = -1;
+    if (results != NULL && dry_run)
+        rc = dry_run_ids(v, client, ids, count, results);
+    else if (results != NULL)
+        rc = run_ids(v, client, ids, count, reason, by, results);
+    if (rc == -1) {
+        free(results);
+        return cli_error(c, EXIT_FAILED, "nomem", "out of memory");
+    }
+    if (rc != DURO_OK) {
+        free(results);
+        return cli_error_rc(c, rc, v->doing);
+    }
+    print_results(c, v, ids, count, results, dry_run);
+    size_t failed = 0;
+    for (size_t i = 0; i < count; i++) {
+        int how = outcome_class(v, &results[i]);
+        failed += how == NOT_FOUND || how == FINISHED;
+    }
+    int status = EXIT_OK;
+    if (failed > 0 && count == 1)
+        status = outcome_class(v, &results[0]) == NOT_FOUND
+                     ? EXIT_NOT_FOUND
+                     : EXIT_INVALID_STATE;
+    else if (failed > 0)
+        status = EXIT_FAILED;
+    free(results);
+    return status;
+}
+
+static int control_query(cli *c, const control_verb *v, duro_client *client,
+                         const duro_bulk_filter *filter, const char *reason,
+                         const char *by, int dry_run)
+{
+    duro_bulk_options bo;
+    duro_bulk_options_init(&bo);
+    bo.dry_run = dry_run;
+    bo.max_ids = SIZE_MAX;
+    duro_bulk_result *r = NULL;
+    int rc =
+        v->control == 0
+            ? duro_client_cancel_matching(client, filter, reason, by, &bo, &r)
+            : duro_client_control_matching(client, v->control, filter, reason,
+                                           by, &bo, &r);
+    if (rc != DURO_OK)
+        return cli_error_rc(c, rc, v->doing);
+    if (c->json) {
+        json_print(json_bulk(r, dry_run));
+    } else {
+        char what[64];
+        snprintf(what, sizeof(what), dry_run ? "would %s" : "%s requested for",
+                 v->name);
+        printf("%s %llu instance%s of %s\n", what, (unsigned long long)r->count,
+               r->count == 1 ? "" : "s", filter->name);
+        text_bulk_ids(r);
+    }
+    duro_bulk_result_free(r);
+    return EXIT_OK;
+}
+
+static int control_verb_run(cli *c, const control_verb *v, int argc,
+                            char **argv)
+{
+    static const struct option opts[] = {
+        CLI_COMMON_OPTIONS,
+        {"reason", required_argument, NULL, 'r'},
+        {"by", required_argument, NULL, 'b'},
+        {"dry-run", no_argument, NULL, 'n'},
+        {"name", required_argument, NULL, 'N'},
+        {"status", required_argument, NULL, 's'},
+        {"before", required_argument, NULL, 'B'},
+        {0}};
+    duro_bulk_filter filter = {0};
+    const char *reason = NULL, *by = NULL;
+    int dry_run = 0, query_options = 0;
+    char help[2048];
+    help_text(v, help, sizeof(help));
+    int ch, status = EXIT_OK;
+    while ((ch = cli_getopt(c, argc, argv, opts, help, &status)) != -1) {
+        int bad = 0;
+        switch (ch) {
+        case -2:
+            return status;
+        case 'r':
+            reason = optarg;
+            break;
+        case 'b':
+            by = optarg;
+            break;
+        case 'n':
+            dry_run = 1;
+            break;
+        case 'N':
+            filter.name = optarg;
+            break;
+        case 's':
+            query_options = 1;
+            bad = args_status_mask(c, "--status", optarg, &filter.status_mask);
+            if (!bad && (filter.status_mask & ~v->statuses) != 0) {
+                char words[96];
+                cli_usage(c, "--status: only %s instances can be %s",
+                          status_names(v->statuses, ", ", " and ", words,
+                                       sizeof(words)),
+                          v->done);
+                bad = 1;
+            }
+            break;
+        case 'B':
+            query_options = 1;
+            bad = args_time(c, "--before", optarg, &filter.created_before_ms);
+            break;
+        }
+        if (bad)
+            return EXIT_USAGE;
+    }
+    size_t count = (size_t)(argc - optind);
+    if (filter.name != NULL && count > 0)
+        return cli_usage(c, "give instance ids or --name, not both");
+    if (filter.name == NULL && query_options)
+        return cli_usage(c, "--status and --before select by query; they "
+                            "need --name");
+    if (filter.name == NULL && count == 0)
+        return cli_usage(c, "expected instance ids or --name");
+    if (filter.name != NULL && *filter.name == '\0')
+        return cli_usage(c, "--name must not be empty");
+    for (size_t i = 0; i < count; i++)
+        if (argv[optind + (int)i][0] == '\0')
+            return cli_usage(c, "an instance id must not be empty");
+    char user[300];
+    if (by == NULL)
+        by = args_default_requester(user, sizeof(user));
+    duro_client *client;
+    if ((status = cli_open(c, 0, &client)) != EXIT_OK)
+        return status;
+    if (filter.name != NULL)
+        status = control_query(c, v, client, &filter, reason, by, dry_run);
+    else
+        status = control_ids(c, v, client, argv + optind, count, reason, by,
+                             dry_run);
+    duro_client_destroy(client);
+    return status;
+}
+
+int cmd_cancel(cli *c, int argc, char **argv)
+{
+    return control_verb_run(c, &cancel_verb, argc, argv);
+}
+
+int cmd_terminate(cli *c, int argc, char **argv)
+{
+    return control_verb_run(c, &terminate_verb, argc, argv);
+}
+
+int cmd_suspend(cli *c, int argc, char **argv)
+{
+    return control_verb_run(c, &suspend_verb, argc, argv);
+}
+
+int cmd_resume(cli *c, int argc, char **argv)
+{
+    return control_verb_run(c, &resume_verb, argc, argv);
+}
