@@ -243,6 +243,62 @@ TEST(poison_orchestration_batch_fails_the_instance)
     rt_done(&f);
 }
 
+/* Observes cancellation: waits for an event that never comes; when
+ * cancelled, runs a cleanup activity. */
+static int orch_observer(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    duro_await(o, duro_wait_event(o, "never"));
+    if (duro_cancel_requested(o))
+        duro_await(o, duro_call_activity(o, "Counted", "cleanup"));
+    return duro_ok(out, "done");
+}
+
+static void cancel_observer(void *arg)
+{
+    rt_fixture *f = arg;
+    CHECK_OK(duro_client_cancel(f->client, "obs", "stop", "test"));
+}
+
+/* An orchestration that observes cancellation, whose cancel turn fails to
+ * commit twice (code that crashes or hangs the turn looks the same to the
+ * store): the third delivery decides the cancel from history alone, so the
+ * instance can always be stopped. */
+TEST(a_cancel_whose_turn_keeps_failing_is_decided_without_code)
+{
+    atomic_store(&counted_runs, 0);
+    rt_fixture f;
+    rt_init(&f, "faults_cancel_codeless.db");
+    register_common(&f);
+    duro_orchestration_options oo;
+    duro_orchestration_options_init(&oo);
+    oo.observe_cancel = 1;
+    CHECK_OK(duro_registry_add_orchestration_ex(f.reg, "Observer", NULL,
+                                                orch_observer, NULL, &oo));
+    f.opts.max_attempts = 50;
+    duro_provider *w = start_on_faulty(&f);
+    rt_start_instance(&f, "obs", "Observer", NULL);
+    rt_wait_status(&f, "obs", DURO_STATUS_RUNNING, 20000);
+    fail_next_calls(w, FAULTY_ACK_ORCHESTRATION_ITEM, 2, cancel_observer, &f);
+    duro_instance_info *i = rt_wait(&f, "obs", 20000);
+    CHECK_EQ(i->status, DURO_STATUS_CANCELLED);
+    CHECK_STR(i->error, "stop");
+    duro_free(i);
+    duro_history *h = rt_history(&f, "obs");
+    const duro_event *req =
+        rt_find_event(h, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED, 0);
+    CHECK(req != NULL);
+    CHECK_EQ(req->flags, 0); /* not delivered to the code */
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_SCHEDULED), 0);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_TIMER_CREATED), 0);
+    duro_history_free(h);
+    CHECK_EQ(atomic_load(&counted_runs), 0);
+    CHECK_EQ(faulty_provider_faults_fired(w), 2);
+    rt_stop(&f);
+    duro_provider_close(w);
+    rt_done(&f);
+}
+
 static void start_counted(void *arg)
 {
     rt_fixture *f = arg;
@@ -449,5 +505,6 @@ TEST_MAIN(T(unregistered_activity_fails_with_a_configuration_error),
           T(names_registered_by_a_later_runtime_proceed_normally),
           T(poison_orchestration_batch_fails_the_instance),
           T(poison_activity_fails_the_activity),
+          T(a_cancel_whose_turn_keeps_failing_is_decided_without_code),
           T(activity_run_twice_after_a_lost_lock_completes_once),
           T(duplicate_stale_and_unknown_messages_are_ignored))
