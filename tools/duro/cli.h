@@ -113,6 +113,9 @@ void jset(json_t *obj, const char *key, json_t *value); /* steals value */
 json_t *json_instance(const duro_instance_info *info);
 /* A bulk result (cancel by query, purge): {"dry_run","count","ids"}. */
 json_t *json_bulk(const duro_bulk_result *r, int dry_run);
+/* One history event's JSON object (`duro history --json`); offset_ms is
+ * from @p start_ms. */
+json_t *json_event(const duro_event *e, int64_t start_ms);
 /* Prints @p doc (indented, a newline after) on stdout and frees it. 0, or
  * -1 when it could not be written. */
 int json_print(json_t *doc);
@@ -160,5 +163,13 @@ int cmd_purge(cli *c, int argc, char **argv);
 int cmd_prune(cli *c, int argc, char **argv);
 int cmd_metrics(cli *c, int argc, char **argv);
 int cmd_version(cli *c, int argc, char **argv);
+int cmd_ui(cli *c, int argc, char **argv); /* ui_server.c, or ui_none.c */
+
+/* ---- cmd_metrics.c ------------------------------------------------------- */
+
+/* The store's gauges in the Prometheus text format 0.0.4 (duro metrics). */
+void metrics_write_text(FILE *f, const duro_store_stats *st);
+/* The same as one JSON document (duro metrics --json). */
+json_t *metrics_json(const duro_store_stats *st);
 
 #endif

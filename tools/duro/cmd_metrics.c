@@ -67,7 +67,7 @@ static void family(FILE *f, const char *name, const char *help)
     fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
 }
 
-static void write_text(FILE *f, const duro_store_stats *st)
+void metrics_write_text(FILE *f, const duro_store_stats *st)
 {
     family(f, "duro_instances", "Instances by orchestration name and status.");
     for (size_t i = 0; i < st->instance_count;) {
@@ -155,7 +155,7 @@ static json_t *json_counts(const duro_store_count *v, size_t n, int status)
     return a;
 }
 
-static json_t *json_stats(const duro_store_stats *st)
+json_t *metrics_json(const duro_store_stats *st)
 {
     json_t *doc = json_object();
     jset_time(doc, "at", st->now_ms);
@@ -203,7 +203,7 @@ static int write_file(cli *c, const char *path, const duro_store_stats *st)
         free(tmp);
         return cli_error(c, EXIT_FAILED, "io", "cannot write %s", path);
     }
-    write_text(f, st);
+    metrics_write_text(f, st);
     int bad = ferror(f) | fflush(f) | fsync(fileno(f));
     bad |= fclose(f);
     if (bad != 0 || rename(tmp, path) != 0) {
@@ -246,11 +246,11 @@ int cmd_metrics(cli *c, int argc, char **argv)
     if (rc != DURO_OK) {
         status = cli_error_rc(c, rc, "reading the store's statistics");
     } else if (c->json) {
-        json_print(json_stats(st));
+        json_print(metrics_json(st));
     } else if (output != NULL) {
         status = write_file(c, output, st);
     } else {
-        write_text(stdout, st);
+        metrics_write_text(stdout, st);
         if (fflush(stdout) != 0)
             status = cli_error(c, EXIT_FAILED, "io", "cannot write stdout");
     }

@@ -328,7 +328,7 @@ static const char *cancel_decider(const char *reason, const char *requester,
     return "runtime";
 }
 
-static json_t *json_event(const duro_event *e, int64_t start_ms)
+json_t *json_event(const duro_event *e, int64_t start_ms)
 {
     json_t *o = json_object();
     jset(o, "event_id", jint((int64_t)e->event_id));

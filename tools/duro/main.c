@@ -29,6 +29,11 @@ static const verb verbs[] = {
     {"prune", cmd_prune, "delete all but the last N executions"},
     {"metrics", cmd_metrics, "the store's gauges in Prometheus text"},
     {"version", cmd_version, "print the versions of duro and libduro"},
+#ifdef DURO_HAVE_UI
+    {"ui", cmd_ui, "serve the web console on 127.0.0.1"},
+#else
+    {"ui", cmd_ui, "the web console (not built: no libmicrohttpd)"},
+#endif
 };
 
 static const char main_help[] =

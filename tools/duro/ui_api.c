@@ -1,0 +1,824 @@
+/* ui_api.c - the routes of duro ui behind the gate (ui_safety.c): the JSON
+ * API /api/v1/... (docs/ui-api.md) and /metrics. Instance ids travel as
+ * refs, base64url of the id's bytes, in ?ref= or a JSON body, never in the
+ * path. Shapes are the CLI's (json.c, duro history --json, duro metrics
+ * --json) plus "ref". Actions go through the client calls the CLI uses,
+ * requested_by "ui:NAME". Runs on MHD's pool threads. */
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ui.h"
+
+#define BIT(status) (1u << (status))
+#define PAGE_MAX 1000
+
+struct ui_route {
+    const char *method;
+    const char *path;
+    int action;
+    int (*run)(ui_request *r, json_t *body);
+    int control; /* cancel: 0; else a duro_control */
+};
+
+/* ---- refs ---------------------------------------------------------------- */
+
+static const char b64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+char *ui_ref_encode(const char *bytes, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)bytes;
+    char *out = malloc(len / 3 * 4 + 5);
+    if (out == NULL)
+        abort();
+    size_t o = 0, i = 0;
+    for (; i + 2 < len; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+        out[o++] = b64[v >> 18];
+        out[o++] = b64[(v >> 12) & 63];
+        out[o++] = b64[(v >> 6) & 63];
+        out[o++] = b64[v & 63];
+    }
+    if (len - i == 1) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        out[o++] = b64[v >> 18];
+        out[o++] = b64[(v >> 12) & 63];
+    } else if (len - i == 2) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
+        out[o++] = b64[v >> 18];
+        out[o++] = b64[(v >> 12) & 63];
+        out[o++] = b64[(v >> 6) & 63];
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* The id of a ref (caller frees), or NULL when it is not base64url of a
+ * non-empty id without NUL. */
+static char *ref_decode(const char *ref)
+{
+    size_t len = ref != NULL ? strlen(ref) : 0;
+    if (len == 0 || len % 4 == 1 || len > 4096)
+        return NULL;
+    char *out = malloc(len / 4 * 3 + 3);
+    if (out == NULL)
+        abort();
+    size_t o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        const char *p = strchr(b64, ref[i]);
+        if (ref[i] == '\0' || p == NULL) {
+            free(out);
+            return NULL;
+        }
+        acc = acc << 6 | (uint32_t)(p - b64);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (char)((acc >> bits) & 0xFF);
+        }
+    }
+    out[o] = '\0';
+    if (strlen(out) != o || o == 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+static json_t *instance_json(const duro_instance_info *info)
+{
+    json_t *o = json_instance(info);
+    char *ref = ui_ref_encode(info->instance_id, strlen(info->instance_id));
+    jset(o, "ref", jstr(ref));
+    free(ref);
+    return o;
+}
+
+/* ---- arguments ----------------------------------------------------------- */
+
+static const char *arg(ui_request *r, const char *key)
+{
+    const char *v =
+        MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+    return v != NULL && *v != '\0' ? v : NULL;
+}
+
+/* An unsigned integer argument; -1 after queueing a 400 in *rc. */
+static int arg_uint(ui_request *r, const char *key, uint64_t dflt, uint64_t max,
+                    uint64_t *out, int *rc)
+{
+    const char *v = arg(r, key);
+    *out = dflt;
+    if (v == NULL)
+        return 0;
+    char *end = NULL;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end != '\0' || n > max) {
+        *rc = ui_send_error(r, 400, "bad_argument",
+                            "%s: expected an integer from 0 to %llu", key,
+                            (unsigned long long)max);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
+
+/* Milliseconds since the epoch, or RFC 3339 UTC
+ * (2026-05-01T12:00:00[.123]Z); 0 when absent. */
+static int parse_time(const char *v, int64_t *ms)
+{
+    *ms = 0;
+    if (v == NULL)
+        return 0;
+    char *end = NULL;
+    long long n = strtoll(v, &end, 10);
+    if (*v >= '0' && *v <= '9' && *end == '\0') {
+        *ms = n;
+        return 0;
+    }
+    struct tm tm = {0};
+    int frac = 0, used = 0;
+    if (sscanf(v, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
+               &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6)
+        return -1;
+    const char *p = v + used;
+    if (*p == '.') {
+        int digits = 0;
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+            if (digits < 3)
+                frac = frac * 10 + (*p - '0');
+        while (digits > 0 && digits < 3) {
+            frac *= 10;
+            digits++;
+        }
+    }
+    if (strcmp(p, "Z") != 0)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    *ms = (int64_t)timegm(&tm) * 1000 + frac;
+    return 0;
+}
+
+/* "pending,running" (or a JSON array of words) into a status mask. */
+static int status_bit(const char *word, size_t len, uint32_t *mask)
+{
+    for (int s = 1; s <= DURO_STATUS_TERMINATED; s++) {
+        const char *w = status_word(s);
+        if (strlen(w) == len && strncmp(w, word, len) == 0) {
+            *mask |= BIT(s);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_statuses(const char *text, uint32_t *mask)
+{
+    *mask = 0;
+    while (text != NULL && *text) {
+        size_t len = strcspn(text, ",");
+        if (len == 0 || status_bit(text, len, mask) != 0)
+            return -1;
+        text += len + (text[len] == ',');
+    }
+    return 0;
+}
+
+/* The instance of ?ref= (or body "ref"); NULL after queueing the error. */
+static char *need_ref(ui_request *r, const char *ref, int *rc)
+{
+    if (ref == NULL) {
+        *rc = ui_send_error(r, 400, "bad_argument",
+                            "ref is required (base64url of the id)");
+        return NULL;
+    }
+    char *id = ref_decode(ref);
+    if (id == NULL)
+        *rc = ui_send_error(r, 400, "bad_argument",
+                            "ref is not base64url of an instance id");
+    return id;
+}
+
+/* The error of a failed duro call: 404 not found, 409 invalid state,
+ * else 500; the code as the CLI's (duro_errname, lowercase). */
+static int send_rc(ui_request *r, int rc, const char *what)
+{
+    const char *detail = duro_errmsg();
+    if (detail == NULL || *detail == '\0')
+        detail = duro_strerror(rc);
+    char code[64];
+    const char *name = duro_errname(rc);
+    if (strncmp(name, "DURO_", 5) == 0)
+        name += 5;
+    size_t i = 0;
+    for (; name[i] && i + 1 < sizeof(code); i++)
+        code[i] =
+            (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+    code[i] = '\0';
+    unsigned status = rc == DURO_NOT_FOUND       ? 404
+                      : rc == DURO_INVALID_STATE ? 409
+                      : rc == DURO_INVALID       ? 400
+                      : rc == DURO_TOO_LARGE     ? 400
+                      : rc == DURO_UNSUPPORTED   ? 501
+                                                 : 500;
+    return ui_send_error(r, status, code, "%s: %s", what, detail);
+}
+
+/* ---- GET ----------------------------------------------------------------- */
+
+static int get_summary(ui_request *r, json_t *body)
+{
+    (void)body;
+    duro_store_stats *st = NULL;
+    int rc = duro_client_store_stats(r->srv->client, &st);
+    if (rc != DURO_OK)
+        return send_rc(r, rc, "reading the store's statistics");
+    json_t *doc = metrics_json(st);
+    json_t *counts = json_object();
+    uint64_t by[DURO_STATUS_TERMINATED + 1] = {0}, total = 0;
+    for (size_t i = 0; i < st->instance_count; i++) {
+        int s = st->instances[i].status;
+        if (s >= 0 && s <= DURO_STATUS_TERMINATED)
+            by[s] += st->instances[i].count;
+        total += st->instances[i].count;
+    }
+    for (int s = 1; s <= DURO_STATUS_TERMINATED; s++)
+        if (s != DURO_STATUS_CONTINUED_AS_NEW || by[s] > 0)
+            jset(counts, status_word(s), jint((int64_t)by[s]));
+    jset(doc, "counts", counts);
+    jset(doc, "total", jint((int64_t)total));
+    jset(doc, "read_only", json_boolean(r->srv->read_only));
+    duro_free(st);
+    return ui_send_json(r, 200, doc);
+}
+
+static int get_instances(ui_request *r, json_t *body)
+{
+    (void)body;
+    int rc = 0;
+    duro_instance_filter filter = {0};
+    uint64_t limit;
+    if (arg_uint(r, "limit", 50, PAGE_MAX, &limit, &rc) != 0)
+        return rc;
+    if (limit == 0)
+        limit = 50;
+    if (parse_statuses(arg(r, "status"), &filter.status_mask) != 0)
+        return ui_send_error(r, 400, "bad_argument",
+                             "status: a comma-separated list of pending, "
+                             "running, suspended, completed, failed, "
+                             "cancelled, continued_as_new, terminated");
+    filter.name = arg(r, "name");
+    if (parse_time(arg(r, "created_after"), &filter.created_after_ms) != 0 ||
+        parse_time(arg(r, "created_before"), &filter.created_before_ms) != 0)
+        return ui_send_error(r, 400, "bad_argument",
+                             "created_after/created_before: milliseconds "
+                             "since the epoch or RFC 3339 UTC "
+                             "(2026-05-01T12:00:00Z)");
+    const char *prefix = arg(r, "id_prefix");
+    size_t plen = prefix ? strlen(prefix) : 0;
+    char *after = NULL;
+    if (arg(r, "cursor") != NULL) {
+        after = ref_decode(arg(r, "cursor"));
+        if (after == NULL)
+            return ui_send_error(r, 400, "bad_argument",
+                                 "cursor: not a cursor this API returned");
+    } else if (plen > 1) {
+        /* every id starting with the prefix sorts after the prefix less
+         * its last byte (the store orders ids by bytes) */
+        after = strndup(prefix, plen - 1);
+    }
+    /* Pages in id order from the cursor; with id_prefix, rows before the
+     * prefix are skipped and the first row past it ends the list. */
+    json_t *items = json_array();
+    size_t taken = 0;
+    int more = 0, past = 0;
+    char *last = NULL;
+    while (taken < limit && !past) {
+        duro_instance_list *page = NULL;
+        filter.limit = (size_t)(limit - taken) + 1;
+        filter.after_instance = after;
+        rc = duro_client_list(r->srv->client, &filter, &page);
+        if (rc != DURO_OK)
+            break;
+        size_t i = 0;
+        for (; i < page->count && taken < limit; i++) {
+            const char *id = page->items[i].instance_id;
+            int cmp = prefix ? strncmp(id, prefix, plen) : 0;
+            if (cmp < 0)
+                continue;
+            if (cmp > 0) {
+                past = 1;
+                break;
+            }
+            json_array_append_new(items, instance_json(&page->items[i]));
+            free(last);
+            last = strdup(id);
+            taken++;
+        }
+        if (taken == limit && !past) {
+            /* one more row of the page (or the next) decides next_cursor */
+            for (; i < page->count; i++) {
+                const char *id = page->items[i].instance_id;
+                int cmp = prefix ? strncmp(id, prefix, plen) : 0;
+                if (cmp == 0)
+                    more = 1;
+                if (cmp >= 0)
+                    break;
+            }
+        }
+        size_t n = page->count;
+        free(after);
+        after = n > 0 ? strdup(page->items[n - 1].instance_id) : NULL;
+        duro_instance_list_free(page);
+        if (n < filter.limit || after == NULL)
+            break;
+        if (taken == limit && !more && !past) {
+            /* the page ended exactly at the limit: look one row further */
+            duro_instance_list *peek = NULL;
+            filter.limit = 1;
+            filter.after_instance = after;
+            rc = duro_client_list(r->srv->client, &filter, &peek);
+            if (rc == DURO_OK && peek->count == 1)
+                more = !prefix ||
+                       strncmp(peek->items[0].instance_id, prefix, plen) == 0;
+            duro_instance_list_free(peek);
+            break;
+        }
+    }
+    free(after);
+    if (rc != DURO_OK) {
+        free(last);
+        json_decref(items);
+        return send_rc(r, rc, "listing instances");
+    }
+    json_t *doc = json_object();
+    jset(doc, "instances", items);
+    if (more && last != NULL) {
+        char *cursor = ui_ref_encode(last, strlen(last));
+        jset(doc, "next_cursor", jstr(cursor));
+        free(cursor);
+    } else {
+        jset(doc, "next_cursor", json_null());
+    }
+    free(last);
+    return ui_send_json(r, 200, doc);
+}
+
+static int get_instance(ui_request *r, json_t *body)
+{
+    (void)body;
+    int rc = 0;
+    char *id = need_ref(r, arg(r, "ref"), &rc);
+    if (id == NULL)
+        return rc;
+    duro_instance_info *info = NULL;
+    int drc = duro_client_get_status(r->srv->client, id, &info);
+    if (drc != DURO_OK)
+        rc = send_rc(r, drc, "reading the instance");
+    else if (info->status == DURO_STATUS_NOT_FOUND)
+        rc = ui_send_error(r, 404, "not_found", "no such instance");
+    else
+        rc = ui_send_json(r, 200, instance_json(info));
+    duro_free(info);
+    free(id);
+    return rc;
+}
+
+static int get_history(ui_request *r, json_t *body)
+{
+    (void)body;
+    int rc = 0;
+    uint64_t execution, after, limit;
+    if (arg_uint(r, "execution", 0, UINT64_MAX / 2, &execution, &rc) != 0 ||
+        arg_uint(r, "after", 0, UINT64_MAX / 2, &after, &rc) != 0 ||
+        arg_uint(r, "limit", PAGE_MAX, PAGE_MAX, &limit, &rc) != 0)
+        return rc;
+    if (limit == 0)
+        limit = PAGE_MAX;
+    char *id = need_ref(r, arg(r, "ref"), &rc);
+    if (id == NULL)
+        return rc;
+    duro_history *h = NULL;
+    int drc = duro_client_read_history(r->srv->client, id, execution, &h);
+    if (drc != DURO_OK) {
+        free(id);
+        return send_rc(r, drc, "reading the history");
+    }
+    int64_t start = h->count > 0 ? h->events[0].timestamp_ms : 0;
+    json_t *events = json_array();
+    uint64_t last = 0;
+    size_t n = 0, i = 0;
+    for (; i < h->count && n < limit; i++) {
+        if (h->events[i].event_id <= after)
+            continue;
+        json_array_append_new(events, json_event(&h->events[i], start));
+        last = h->events[i].event_id;
+        n++;
+    }
+    int more = 0;
+    for (; i < h->count; i++)
+        more |= h->events[i].event_id > after;
+    json_t *doc = json_object();
+    jset(doc, "ref", jstr(arg(r, "ref")));
+    jset(doc, "instance_id", jstr(id));
+    jset(doc, "execution_id", jint((int64_t)h->execution_id));
+    jset(doc, "events", events);
+    jset(doc, "next_after", more ? jint((int64_t)last) : json_null());
+    duro_history_free(h);
+    free(id);
+    return ui_send_json(r, 200, doc);
+}
+
+static int get_payload(ui_request *r, json_t *body)
+{
+    (void)body;
+    int rc = 0;
+    uint64_t execution, event;
+    if (arg_uint(r, "execution", 0, UINT64_MAX / 2, &execution, &rc) != 0 ||
+        arg_uint(r, "event", 0, UINT64_MAX / 2, &event, &rc) != 0)
+        return rc;
+    if (event == 0)
+        return ui_send_error(r, 400, "bad_argument",
+                             "event is required (an event_id)");
+    char *id = need_ref(r, arg(r, "ref"), &rc);
+    if (id == NULL)
+        return rc;
+    duro_history *h = NULL;
+    int drc = duro_client_read_history(r->srv->client, id, execution, &h);
+    free(id);
+    if (drc != DURO_OK)
+        return send_rc(r, drc, "reading the history");
+    const duro_event *e = NULL;
+    for (size_t i = 0; i < h->count; i++)
+        if (h->events[i].event_id == event)
+            e = &h->events[i];
+    if (e == NULL || e->payload == NULL) {
+        duro_history_free(h);
+        return ui_send_error(r, 404, "not_found",
+                             "no such event, or it has no payload");
+    }
+    struct MHD_Response *resp = ui_response(e->payload, strlen(e->payload),
+                                            "text/plain; charset=utf-8", 1);
+    if (resp != NULL) {
+        char disposition[96];
+        snprintf(disposition, sizeof(disposition),
+                 "attachment; filename=\"payload-%llu.txt\"",
+                 (unsigned long long)event);
+        MHD_add_response_header(resp, "Content-Disposition", disposition);
+    }
+    duro_history_free(h);
+    return ui_queue(r, 200, resp);
+}
+
+static int get_metrics(ui_request *r, json_t *body)
+{
+    (void)body;
+    duro_store_stats *st = NULL;
+    int rc = duro_client_store_stats(r->srv->client, &st);
+    if (rc != DURO_OK)
+        return send_rc(r, rc, "reading the store's statistics");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL) {
+        duro_free(st);
+        return ui_send_error(r, 500, "nomem", "out of memory");
+    }
+    metrics_write_text(f, st);
+    fclose(f);
+    duro_free(st);
+    struct MHD_Response *resp =
+        ui_response(text, len, "text/plain; version=0.0.4; charset=utf-8", 1);
+    free(text);
+    return ui_queue(r, 200, resp);
+}
+
+/* ---- actions ------------------------------------------------------------- */
+
+static const char *body_string(json_t *body, const char *key)
+{
+    json_t *v = json_object_get(body, key);
+    return json_is_string(v) && json_string_length(v) > 0 ? json_string_value(v)
+                                                          : NULL;
+}
+
+static void log_action(ui_request *r, const char *what, const char *id,
+                       const char *outcome)
+{
+    char shown[256];
+    fprintf(stderr, "duro ui: %s %s by %s: %s\n", what,
+            text_short(id, 80, shown, sizeof(shown)), r->srv->requester,
+            outcome);
+}
+
+static const char *control_name(int control)
+{
+    switch (control) {
+    case DURO_CONTROL_TERMINATE:
+        return "terminate";
+    case DURO_CONTROL_SUSPEND:
+        return "suspend";
+    case DURO_CONTROL_RESUME:
+        return "resume";
+    default:
+        return "cancel";
+    }
+}
+
+/* cancel, terminate, suspend, resume {ref, reason}: one id through
+ * duro_client_cancel_many / duro_client_control_many, as the CLI. */
+static int post_control(ui_request *r, json_t *body, int control)
+{
+    int rc = 0;
+    char *id = need_ref(r, body_string(body, "ref"), &rc);
+    if (id == NULL)
+        return rc;
+    const char *verb = control_name(control);
+    char reason_buf[128];
+    const char *reason = body_string(body, "reason");
+    if (reason == NULL) {
+        static const char *done[] = {"cancelled", "terminated", "suspended",
+                                     "resumed"};
+        int k = control == 0                        ? 0
+                : control == DURO_CONTROL_TERMINATE ? 1
+                : control == DURO_CONTROL_SUSPEND   ? 2
+                                                    : 3;
+        snprintf(reason_buf, sizeof(reason_buf), "%s from duro ui", done[k]);
+        reason = reason_buf;
+    }
+    const char *const ids[1] = {id};
+    int outcome = 0, status = 0, drc;
+    const char *name;
+    if (control == 0) {
+        duro_cancel_result res = {0};
+        drc = duro_client_cancel_many(r->srv->client, ids, 1, reason,
+                                      r->srv->requester, &res);
+        outcome = res.outcome;
+        status = res.status;
+        name = duro_cancel_outcome_name(outcome);
+    } else {
+        duro_control_result res = {0};
+        drc = duro_client_control_many(r->srv->client, control, ids, 1, reason,
+                                       r->srv->requester, &res);
+        outcome = res.outcome;
+        status = res.status;
+        name = duro_control_outcome_name(outcome);
+    }
+    if (drc != DURO_OK) {
+        free(id);
+        return send_rc(r, drc, verb);
+    }
+    log_action(r, verb, id, name);
+    int not_found = control == 0 ? outcome == DURO_CANCEL_NOT_FOUND
+                                 : outcome == DURO_CONTROL_OUTCOME_NOT_FOUND;
+    int finished = control == 0 ? outcome == DURO_CANCEL_NOT_CANCELLABLE
+                                : outcome == DURO_CONTROL_OUTCOME_FINISHED &&
+                                      !(control == DURO_CONTROL_TERMINATE &&
+                                        status == DURO_STATUS_TERMINATED);
+    if (not_found) {
+        free(id);
+        return ui_send_error(r, 404, "not_found", "no such instance");
+    }
+    if (finished) {
+        free(id);
+        return ui_send_error(r, 409, "invalid_state",
+                             "it has finished (%s); nothing to %s",
+                             status_word(status), verb);
+    }
+    json_t *doc = json_object();
+    jset(doc, "ref", jstr(body_string(body, "ref")));
+    jset(doc, "id", jstr(id));
+    jset(doc, "outcome", jstr(name));
+    jset(doc, "status", jstr(status_word(status)));
+    jset(doc, "requested_by", jstr(r->srv->requester));
+    jset(doc, "reason", jstr(reason));
+    free(id);
+    return ui_send_json(r, 200, doc);
+}
+
+static int post_cancel(ui_request *r, json_t *body)
+{
+    return post_control(r, body, 0);
+}
+static int post_terminate(ui_request *r, json_t *body)
+{
+    return post_control(r, body, DURO_CONTROL_TERMINATE);
+}
+static int post_suspend(ui_request *r, json_t *body)
+{
+    return post_control(r, body, DURO_CONTROL_SUSPEND);
+}
+static int post_resume(ui_request *r, json_t *body)
+{
+    return post_control(r, body, DURO_CONTROL_RESUME);
+}
+
+/* raise-event {ref, name, payload}: a JSON string is sent as its text,
+ * any other JSON value as its compact JSON; absent or null: no payload. */
+static int post_raise(ui_request *r, json_t *body)
+{
+    int rc = 0;
+    const char *name = body_string(body, "name");
+    if (name == NULL)
+        return ui_send_error(r, 400, "bad_argument", "name is required");
+    char *id = need_ref(r, body_string(body, "ref"), &rc);
+    if (id == NULL)
+        return rc;
+    json_t *p = json_object_get(body, "payload");
+    char *payload = NULL;
+    if (json_is_string(p))
+        payload = strndup(json_string_value(p), json_string_length(p));
+    else if (p != NULL && !json_is_null(p))
+        payload = json_dumps(p, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (payload != NULL &&
+        strlen(payload) !=
+            (json_is_string(p) ? json_string_length(p) : strlen(payload))) {
+        free(payload);
+        free(id);
+        return ui_send_error(r, 400, "bad_argument", "payload holds a NUL");
+    }
+    int drc = duro_client_raise_event(r->srv->client, id, name, payload);
+    free(payload);
+    if (drc != DURO_OK) {
+        free(id);
+        return send_rc(r, drc, "raising the event");
+    }
+    log_action(r, "raise-event", id, "raised");
+    json_t *doc = json_object();
+    jset(doc, "ref", jstr(body_string(body, "ref")));
+    jset(doc, "id", jstr(id));
+    jset(doc, "raised", jstr(name));
+    free(id);
+    return ui_send_json(r, 200, doc);
+}
+
+/* bulk/cancel {filter:{name, status, created_after, created_before},
+ * reason, dry_run | as_of}. */
+static int post_bulk_cancel(ui_request *r, json_t *body)
+{
+    json_t *f = json_object_get(body, "filter");
+    if (f != NULL && !json_is_object(f))
+        return ui_send_error(r, 400, "bad_argument",
+                             "filter must be an object");
+    duro_bulk_filter filter = {0};
+    filter.name = body_string(f, "name");
+    json_t *st = json_object_get(f, "status");
+    if (json_is_array(st)) {
+        size_t i;
+        json_t *w;
+        json_array_foreach(st, i, w)
+        {
+            if (!json_is_string(w) ||
+                status_bit(json_string_value(w), json_string_length(w),
+                           &filter.status_mask) != 0)
+                return ui_send_error(r, 400, "bad_argument",
+                                     "filter.status: status words");
+        }
+    } else if (st != NULL) {
+        return ui_send_error(r, 400, "bad_argument",
+                             "filter.status must be an array");
+    }
+    if ((filter.status_mask &
+         ~(BIT(DURO_STATUS_PENDING) | BIT(DURO_STATUS_RUNNING))) != 0)
+        return ui_send_error(r, 400, "bad_argument",
+                             "only pending and running instances can be "
+                             "cancelled");
+    json_t *ca = json_object_get(f, "created_after_ms"),
+           *cb = json_object_get(f, "created_before_ms");
+    if ((ca && !json_is_integer(ca)) || (cb && !json_is_integer(cb)))
+        return ui_send_error(r, 400, "bad_argument",
+                             "filter.created_after_ms/created_before_ms: "
+                             "integers");
+    filter.created_after_ms = ca ? json_integer_value(ca) : 0;
+    filter.created_before_ms = cb ? json_integer_value(cb) : 0;
+    int dry_run = json_is_true(json_object_get(body, "dry_run"));
+    json_t *as_of = json_object_get(body, "as_of_ms");
+    duro_bulk_options bo;
+    duro_bulk_options_init(&bo);
+    bo.dry_run = dry_run;
+    bo.max_ids = dry_run ? 20 : 0;
+    const char *reason = body_string(body, "reason");
+    if (reason == NULL)
+        reason = "cancelled from duro ui";
+    if (dry_run) {
+        duro_store_stats *now = NULL;
+        int64_t now_ms = duro_now_ms();
+        if (duro_client_store_stats(r->srv->client, &now) == DURO_OK)
+            now_ms = now->now_ms;
+        duro_free(now);
+        json_t *doc = json_object();
+        json_t *by = json_object();
+        uint64_t matched = 0;
+        json_t *sample = json_array();
+        int words[] = {DURO_STATUS_PENDING, DURO_STATUS_RUNNING};
+        for (size_t k = 0; k < 2; k++) {
+            if (filter.status_mask && !(filter.status_mask & BIT(words[k])))
+                continue;
+            duro_bulk_filter one = filter;
+            one.status_mask = BIT(words[k]);
+            if (one.created_before_ms == 0 || one.created_before_ms > now_ms)
+                one.created_before_ms = now_ms + 1;
+            duro_bulk_result *res = NULL;
+            int drc = duro_client_cancel_matching(r->srv->client, &one, reason,
+                                                  r->srv->requester, &bo, &res);
+            if (drc != DURO_OK) {
+                json_decref(doc);
+                json_decref(by);
+                json_decref(sample);
+                return send_rc(r, drc, "counting");
+            }
+            jset(by, status_word(words[k]), jint((int64_t)res->count));
+            matched += res->count;
+            for (size_t i = 0;
+                 i < res->id_count && json_array_size(sample) < 20; i++) {
+                json_t *o = json_object();
+                char *ref = ui_ref_encode(res->ids[i], strlen(res->ids[i]));
+                jset(o, "id", jstr(res->ids[i]));
+                jset(o, "ref", jstr(ref));
+                free(ref);
+                json_array_append_new(sample, o);
+            }
+            duro_bulk_result_free(res);
+        }
+        jset(doc, "dry_run", json_true());
+        jset(doc, "matched", jint((int64_t)matched));
+        jset(doc, "by_status", by);
+        jset(doc, "sample", sample);
+        jset(doc, "as_of_ms", jint(now_ms + 1));
+        return ui_send_json(r, 200, doc);
+    }
+    if (!json_is_integer(as_of) || json_integer_value(as_of) <= 0)
+        return ui_send_error(r, 400, "bad_argument",
+                             "as_of_ms is required to apply: the as_of_ms "
+                             "of a dry run (only instances created before "
+                             "it are cancelled)");
+    if (filter.created_before_ms == 0 ||
+        filter.created_before_ms > json_integer_value(as_of))
+        filter.created_before_ms = json_integer_value(as_of);
+    duro_bulk_result *res = NULL;
+    int drc = duro_client_cancel_matching(r->srv->client, &filter, reason,
+                                          r->srv->requester, &bo, &res);
+    if (drc != DURO_OK)
+        return send_rc(r, drc, "cancelling");
+    char what[64];
+    snprintf(what, sizeof(what), "%llu cancelled",
+             (unsigned long long)res->count);
+    log_action(r, "bulk cancel", filter.name ? filter.name : "(any name)",
+               what);
+    json_t *doc = json_object();
+    jset(doc, "dry_run", json_false());
+    jset(doc, "cancelled", jint((int64_t)res->count));
+    jset(doc, "as_of_ms", jint(json_integer_value(as_of)));
+    duro_bulk_result_free(res);
+    return ui_send_json(r, 200, doc);
+}
+
+/* ---- the table ----------------------------------------------------------- */
+
+static const ui_route routes[] = {
+    {"GET", "/api/v1/summary", 0, get_summary, 0},
+    {"GET", "/api/v1/instances", 0, get_instances, 0},
+    {"GET", "/api/v1/instance", 0, get_instance, 0},
+    {"GET", "/api/v1/history", 0, get_history, 0},
+    {"GET", "/api/v1/payload", 0, get_payload, 0},
+    {"GET", "/metrics", 0, get_metrics, 0},
+    {"POST", "/api/v1/cancel", 1, post_cancel, 0},
+    {"POST", "/api/v1/terminate", 1, post_terminate, 0},
+    {"POST", "/api/v1/suspend", 1, post_suspend, 0},
+    {"POST", "/api/v1/resume", 1, post_resume, 0},
+    {"POST", "/api/v1/raise-event", 1, post_raise, 0},
+    {"POST", "/api/v1/bulk/cancel", 1, post_bulk_cancel, 0},
+};
+
+const ui_route *ui_route_find(const char *path, const char *method,
+                              int *method_ok)
+{
+    *method_ok = 1;
+    int known = 0;
+    /* HEAD is GET without the body (MHD drops it) */
+    const char *m = strcmp(method, "HEAD") == 0 ? "GET" : method;
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        if (strcmp(routes[i].path, path) != 0)
+            continue;
+        known = 1;
+        if (strcmp(routes[i].method, m) == 0)
+            return &routes[i];
+    }
+    *method_ok = !known;
+    return NULL;
+}
+
+int ui_route_is_action(const ui_route *route)
+{
+    return route->action;
+}
+
+int ui_route_run(const ui_route *route, ui_request *r, json_t *body)
+{
+    return route->run(r, body);
+}
