@@ -44,6 +44,7 @@ typedef struct ui_request {
     const ui_server *srv;
     const char *method;
     const char *path;
+    const struct ui_route *route; /* NULL for the session exchange */
     int done; /* a response was queued: ignore the rest of the body */
     int too_large;
     char *body;

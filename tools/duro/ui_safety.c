@@ -14,8 +14,8 @@
  *   5. auth for /api and /metrics: the cookie duro_ui_<port> (from POST
  *      /api/v1/session) or Authorization: Bearer, compared in constant
  *      time (401); the page and its assets need none;
- *   6. routing: unknown route 404, wrong method 405, --read-only refuses
- *      every action (403).
+ *   6. routing, before auth and the body: unknown route 404, wrong method
+ *      405; then (after auth) --read-only refuses every action (403).
  * Every response carries the CSP and the other headers (ui_response). */
 #include <ctype.h>
 #include <microhttpd.h>
@@ -232,9 +232,9 @@ static int is_safe_method(const char *m)
     return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0;
 }
 
-/* Rules 1 to 5 on the headers alone (the first call): 0 to go on, else
- * the MHD result of the refusal queued. *@p need_body is set for a POST.
- * @p route/@p is_session: the route (may be NULL for assets). */
+/* Every rule on the headers alone (the first call, before any body is
+ * read): *@p handled 0 to go on (r->route set, NULL for the session),
+ * else the MHD result of the refusal (or asset) queued. */
 static int gate(ui_request *r, int *handled)
 {
     const ui_server *s = r->srv;
@@ -277,6 +277,18 @@ static int gate(ui_request *r, int *handled)
             return ui_send_error(r, 404, "not_found", "no such page");
         return ui_asset_send(r, a);
     }
+    int is_session = strcmp(path, "/api/v1/session") == 0;
+    if (is_session && strcmp(r->method, "POST") != 0)
+        return ui_send_error(r, 405, "method_not_allowed", "POST only");
+    if (!is_session) {
+        int method_ok = 1;
+        r->route = ui_route_find(path, r->method, &method_ok);
+        if (r->route == NULL && method_ok)
+            return ui_send_error(r, 404, "not_found", "no such route");
+        if (r->route == NULL)
+            return ui_send_error(r, 405, "method_not_allowed",
+                                 "this route does not take %s", r->method);
+    }
     const char *tok = bearer(conn);
     if (!is_safe_method(r->method)) {
         const char *site = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -311,7 +323,6 @@ static int gate(ui_request *r, int *handled)
             return ui_send_error(r, 413, "too_large",
                                  "the body is larger than 1 MiB");
     }
-    int is_session = strcmp(path, "/api/v1/session") == 0;
     if (!is_session) {
         /* without Sec-Fetch-Site and Origin (a script) only the bearer
          * token counts: a cookie alone could be a forged request */
@@ -327,12 +338,16 @@ static int gate(ui_request *r, int *handled)
             return ui_send_error(r, 401, "unauthorized",
                                  "a token is needed: open the URL duro ui "
                                  "printed, or send Authorization: Bearer");
+        if (ui_route_is_action(r->route) && s->read_only)
+            return ui_send_error(r, 403, "read_only",
+                                 "duro ui runs with --read-only: actions are "
+                                 "refused");
     }
     *handled = 0;
     return MHD_YES;
 }
 
-/* Rule 6 and the route, once the body (if any) is in. */
+/* The route, once the body (if any) is in and is a JSON object. */
 static int dispatch(ui_request *r)
 {
     json_t *body = NULL;
@@ -350,26 +365,8 @@ static int dispatch(ui_request *r)
                 body == NULL ? ": " : "", body == NULL ? err.text : "");
         }
     }
-    int rc;
-    if (strcmp(r->path, "/api/v1/session") == 0) {
-        rc = strcmp(r->method, "POST") == 0
-                 ? session(r, body)
-                 : ui_send_error(r, 405, "method_not_allowed", "POST only");
-    } else {
-        int method_ok = 1;
-        const ui_route *route = ui_route_find(r->path, r->method, &method_ok);
-        if (route == NULL && method_ok)
-            rc = ui_send_error(r, 404, "not_found", "no such route");
-        else if (route == NULL)
-            rc = ui_send_error(r, 405, "method_not_allowed",
-                               "this route does not take %s", r->method);
-        else if (ui_route_is_action(route) && r->srv->read_only)
-            rc = ui_send_error(r, 403, "read_only",
-                               "duro ui runs with --read-only: actions are "
-                               "refused");
-        else
-            rc = ui_route_run(route, r, body);
-    }
+    int rc =
+        r->route == NULL ? session(r, body) : ui_route_run(r->route, r, body);
     json_decref(body);
     return rc;
 }

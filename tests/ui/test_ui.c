@@ -1,0 +1,546 @@
+/* test_ui.c - duro ui over raw TCP (a browser's fetch, and curl, rewrite
+ * Host: the DNS-rebinding and smuggling checks need raw sockets). Seeds a
+ * SQLite store with hostile ids (quotes, '<', a newline, invalid UTF-8),
+ * starts `duro ui --listen 127.0.0.1:0 --token-file F`, reads its first
+ * stdout line and checks every safety rule of the gate, the API's shapes,
+ * an audited cancel, --read-only and a clean SIGTERM. Every wait has a
+ * deadline; the children are killed on every failure path.
+ *   test_ui DURO */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "duro.h"
+
+static const char *duro_bin;
+static char dir[] = "/tmp/duro-test-ui-XXXXXX";
+static char url[512];
+static const char token[] = "test-token-0123456789abcdef";
+static pid_t children[4];
+static int failures, checks;
+
+static const char hostile[] = "a\"<img src=x onerror=alert(1)>\nb";
+static const char bad_utf8[] = "bad-\xff\xfe-id";
+
+static void kill_children(void)
+{
+    for (size_t i = 0; i < 4; i++)
+        if (children[i] > 0) {
+            kill(children[i], SIGKILL);
+            waitpid(children[i], NULL, 0);
+            children[i] = 0;
+        }
+}
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("test_ui: FATAL: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    kill_children();
+    exit(1);
+}
+
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        checks++;                                                              \
+        if (!(cond)) {                                                         \
+            failures++;                                                        \
+            fprintf(stderr, "test_ui:%d: FAILED: %s: ", __LINE__, #cond);      \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fputc('\n', stderr);                                               \
+        }                                                                      \
+    } while (0)
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Starts duro ui with @p extra (NULL-ended); its port in *port. */
+static pid_t start_ui(int slot, const char *const *extra, unsigned *port)
+{
+    int out[2];
+    if (pipe(out) != 0)
+        die("pipe: %s", strerror(errno));
+    char db[600], tokfile[600], errfile[600];
+    snprintf(db, sizeof(db), "sqlite:%s/s.db", dir);
+    snprintf(tokfile, sizeof(tokfile), "%s/token", dir);
+    snprintf(errfile, sizeof(errfile), "%s/ui%d.err", dir, slot);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        const char *argv[16] = {duro_bin,       "--db",     db,
+                                "ui",           "--listen", "127.0.0.1:0",
+                                "--token-file", tokfile};
+        size_t n = 8;
+        for (size_t i = 0; extra != NULL && extra[i] != NULL; i++)
+            argv[n++] = extra[i];
+        argv[n] = NULL;
+        dup2(out[1], 1);
+        FILE *err = fopen(errfile, "w");
+        if (err != NULL)
+            dup2(fileno(err), 2);
+        close(out[0]);
+        close(out[1]);
+        execv(duro_bin, (char *const *)argv);
+        _exit(127);
+    }
+    children[slot] = pid;
+    close(out[1]);
+    /* The first line, within 10 s. */
+    char line[512];
+    size_t len = 0;
+    int64_t deadline = now_ms() + 10000;
+    while (len == 0 || line[len - 1] != '\n') {
+        int left = (int)(deadline - now_ms());
+        struct pollfd p = {out[0], POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, left) <= 0)
+            die("duro ui printed no first line within 10 s (see %s)", errfile);
+        ssize_t n = read(out[0], line + len, sizeof(line) - 1 - len);
+        if (n <= 0)
+            die("duro ui exited before its first line (see %s)", errfile);
+        len += (size_t)n;
+        if (len >= sizeof(line) - 1)
+            break;
+    }
+    line[len] = '\0';
+    close(out[0]);
+    char expect[128];
+    snprintf(expect, sizeof(expect), "/#token=%s\n", token);
+    if (sscanf(line, "duro ui: http://127.0.0.1:%u/", port) != 1 ||
+        strstr(line, expect) == NULL)
+        die("unexpected first line: %s", line);
+    snprintf(url, sizeof(url), "%.*s", (int)strcspn(line, "\n"), line);
+    return pid;
+}
+
+/* Sends @p raw to 127.0.0.1:@p port and reads the whole answer (the
+ * request says Connection: close) into @p buf, within 10 s. The status, or
+ * 0 when there was no HTTP answer. */
+static int http(unsigned port, const char *raw, size_t raw_len, char *buf,
+                size_t size)
+{
+    buf[0] = '\0';
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+        die("connect: %s", strerror(errno));
+    size_t sent = 0;
+    while (sent < raw_len) {
+        ssize_t n = send(fd, raw + sent, raw_len - sent, MSG_NOSIGNAL);
+        if (n <= 0)
+            break; /* the server may answer (413) and close early */
+        sent += (size_t)n;
+    }
+    size_t len = 0;
+    int64_t deadline = now_ms() + 10000;
+    for (;;) {
+        int left = (int)(deadline - now_ms());
+        struct pollfd p = {fd, POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, left) <= 0)
+            break;
+        ssize_t n = recv(fd, buf + len, size - 1 - len, 0);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        if (len >= size - 1)
+            break;
+    }
+    buf[len] = '\0';
+    close(fd);
+    int status = 0;
+    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+        return 0;
+    return status;
+}
+
+/* A request: METHOD PATH, our Host unless @p headers has one, then
+ * @p headers (CRLF-ended lines) and @p body. */
+static int req(unsigned port, const char *method, const char *path,
+               const char *headers, const char *body, char *buf, size_t size)
+{
+    size_t blen = body ? strlen(body) : 0;
+    char *raw = malloc(blen + 4096);
+    if (raw == NULL)
+        die("out of memory");
+    int n = snprintf(raw, 4096, "%s %s HTTP/1.1\r\n", method, path);
+    if (headers == NULL || strstr(headers, "Host:") == NULL)
+        n +=
+            snprintf(raw + n, 4096 - (size_t)n, "Host: 127.0.0.1:%u\r\n", port);
+    n += snprintf(raw + n, 4096 - (size_t)n, "%sConnection: close\r\n",
+                  headers ? headers : "");
+    if (body != NULL)
+        n += snprintf(raw + n, 4096 - (size_t)n, "Content-Length: %zu\r\n",
+                      blen);
+    n += snprintf(raw + n, 4096 - (size_t)n, "\r\n");
+    if (body != NULL)
+        memcpy(raw + n, body, blen);
+    int status = http(port, raw, (size_t)n + blen, buf, size);
+    free(raw);
+    return status;
+}
+
+static const char *body_of(const char *resp)
+{
+    const char *b = strstr(resp, "\r\n\r\n");
+    return b ? b + 4 : "";
+}
+
+/* base64url of @p s (no padding). */
+static void ref_of(const char *s, char *out)
+{
+    static const char b64[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s), o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        acc = acc << 8 | u[i];
+        bits += 8;
+        while (bits >= 6) {
+            bits -= 6;
+            out[o++] = b64[(acc >> bits) & 63];
+        }
+    }
+    if (bits > 0)
+        out[o++] = b64[(acc << (6 - bits)) & 63];
+    out[o] = '\0';
+}
+
+static int wait_exit(pid_t pid, int slot, int *status)
+{
+    int64_t deadline = now_ms() + 10000;
+    while (now_ms() < deadline) {
+        pid_t w = waitpid(pid, status, WNOHANG);
+        if (w == pid) {
+            children[slot] = 0;
+            return 0;
+        }
+        struct pollfd none;
+        poll(&none, 0, 10);
+    }
+    return -1;
+}
+
+static duro_instance_info *status_of(duro_client *c, const char *id)
+{
+    duro_instance_info *info = NULL;
+    if (duro_client_get_status(c, id, &info) != DURO_OK)
+        die("get_status");
+    return info;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fputs("usage: test_ui DURO\n", stderr);
+        return 2;
+    }
+    duro_bin = argv[1];
+    signal(SIGPIPE, SIG_IGN);
+    if (mkdtemp(dir) == NULL)
+        die("mkdtemp: %s", strerror(errno));
+    char path[600];
+    snprintf(path, sizeof(path), "%s/token", dir);
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        die("token file");
+    fprintf(f, "%s\n", token);
+    fclose(f);
+
+    char db[600];
+    snprintf(db, sizeof(db), "sqlite:%s/s.db", dir);
+    duro_client *client = NULL;
+    if (duro_client_create(db, &client) != DURO_OK)
+        die("client: %s", duro_errmsg());
+    const char *ids[] = {hostile, bad_utf8, "plain-1", "plain-2"};
+    for (size_t i = 0; i < 4; i++)
+        if (duro_client_start(client, ids[i], "Hello", "{}", NULL) != DURO_OK)
+            die("start %zu: %s", i, duro_errmsg());
+
+    unsigned port = 0;
+    pid_t ui = start_ui(0, NULL, &port);
+    static char buf[1 << 20];
+    char auth[128], hdr[1024];
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", token);
+    int s;
+
+    /* auth */
+    s = req(port, "GET", "/api/v1/summary", NULL, NULL, buf, sizeof(buf));
+    CHECK(s == 401, "no token: %d", s);
+    CHECK(strstr(body_of(buf), "\"error\":{\"code\":\"unauthorized\"") != NULL,
+          "error shape: %s", body_of(buf));
+    snprintf(hdr, sizeof(hdr), "/api/v1/summary?token=%s", token);
+    s = req(port, "GET", hdr, NULL, NULL, buf, sizeof(buf));
+    CHECK(s >= 400 && s < 500, "?token= accepted: %d", s);
+    s = req(port, "GET", "/api/v1/summary", auth, NULL, buf, sizeof(buf));
+    CHECK(s == 200, "bearer: %d", s);
+    CHECK(strstr(buf, "\"pending\":4") != NULL, "summary counts: %s",
+          body_of(buf));
+    snprintf(hdr, sizeof(hdr), "Authorization: Bearer %sx\r\n", token);
+    s = req(port, "GET", "/api/v1/summary", hdr, NULL, buf, sizeof(buf));
+    CHECK(s == 401, "wrong bearer: %d", s);
+
+    /* the session cookie */
+    char body[256];
+    snprintf(body, sizeof(body), "{\"token\":\"%s\"}", token);
+    s = req(port, "POST", "/api/v1/session",
+            "Content-Type: application/json\r\nSec-Fetch-Site: "
+            "same-origin\r\n",
+            body, buf, sizeof(buf));
+    CHECK(s == 200, "session: %d", s);
+    char cookie_name[64];
+    snprintf(cookie_name, sizeof(cookie_name), "Set-Cookie: duro_ui_%u=", port);
+    const char *set = strstr(buf, cookie_name);
+    CHECK(set != NULL, "no Set-Cookie %s", buf);
+    if (set != NULL) {
+        size_t line = strcspn(set, "\r");
+        char cookie[512];
+        snprintf(cookie, sizeof(cookie), "%.*s", (int)line, set);
+        CHECK(strstr(cookie, "HttpOnly") != NULL, "%s", cookie);
+        CHECK(strstr(cookie, "SameSite=Strict") != NULL, "%s", cookie);
+        CHECK(strstr(cookie, "Path=/") != NULL, "%s", cookie);
+        const char *value = set + strlen("Set-Cookie: ");
+        snprintf(hdr, sizeof(hdr), "Cookie: %.*s\r\n", (int)strcspn(value, ";"),
+                 value);
+        s = req(port, "GET", "/api/v1/summary", hdr, NULL, buf, sizeof(buf));
+        CHECK(s == 200, "cookie: %d", s);
+    }
+    snprintf(body, sizeof(body), "{\"token\":\"nope-nope-nope-nope\"}");
+    s = req(port, "POST", "/api/v1/session",
+            "Content-Type: application/json\r\nSec-Fetch-Site: "
+            "same-origin\r\n",
+            body, buf, sizeof(buf));
+    CHECK(s == 401 && strstr(buf, "Set-Cookie") == NULL, "bad session: %d", s);
+
+    /* Host (DNS rebinding), on every path */
+    const char *paths[] = {"/api/v1/summary", "/metrics", "/"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(hdr, sizeof(hdr), "Host: evil.example:%u\r\n%s", port, auth);
+        s = req(port, "GET", paths[i], hdr, NULL, buf, sizeof(buf));
+        CHECK(s == 421, "bad Host on %s: %d", paths[i], s);
+    }
+    snprintf(hdr, sizeof(hdr), "Host: 127.0.0.1:%u\r\n%s", port + 1, auth);
+    s = req(port, "GET", "/api/v1/summary", hdr, NULL, buf, sizeof(buf));
+    CHECK(s == 421, "Host with another port: %d", s);
+    snprintf(hdr, sizeof(hdr), "Host: LOCALHOST.:%u\r\n%s", port, auth);
+    s = req(port, "GET", "/api/v1/summary", hdr, NULL, buf, sizeof(buf));
+    CHECK(s == 200, "Host normalised: %d", s);
+    snprintf(hdr, sizeof(hdr), "Host: 127.0.0.1:%u\r\nHost: evil.example\r\n%s",
+             port, auth);
+    s = req(port, "GET", "/metrics", hdr, NULL, buf, sizeof(buf));
+    CHECK(s >= 400 && s < 500, "duplicate Host: %d", s);
+
+    /* smuggling shapes */
+    char raw[1024];
+    int n = snprintf(raw, sizeof(raw),
+                     "POST /api/v1/cancel HTTP/1.1\r\nHost: "
+                     "127.0.0.1:%u\r\n%sContent-Type: "
+                     "application/json\r\nContent-Length: 2\r\nContent-Length: "
+                     "5\r\nConnection: close\r\n\r\n{}",
+                     port, auth);
+    s = http(port, raw, (size_t)n, buf, sizeof(buf));
+    CHECK(s == 400, "duplicate Content-Length: %d", s);
+    n = snprintf(raw, sizeof(raw),
+                 "POST /api/v1/cancel HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n%s"
+                 "Content-Type: application/json\r\nContent-Length: "
+                 "2\r\nTransfer-Encoding: chunked\r\nConnection: "
+                 "close\r\n\r\n0\r\n\r\n",
+                 port, auth);
+    s = http(port, raw, (size_t)n, buf, sizeof(buf));
+    CHECK(s >= 400 && s < 500, "Content-Length with Transfer-Encoding: %d", s);
+    s = req(port, "GET", "/api/v1/instance?ref=cGxhaW4tMQ%00x", auth, NULL, buf,
+            sizeof(buf));
+    CHECK(s == 400, "NUL in an argument: %d", s);
+
+    /* CSRF */
+    char plain1[64], plain2[64];
+    ref_of("plain-1", plain1);
+    ref_of("plain-2", plain2);
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\"}", plain1);
+    snprintf(hdr, sizeof(hdr),
+             "Content-Type: application/json\r\nOrigin: "
+             "http://127.0.0.1:%u\r\nSec-Fetch-Site: same-site\r\n%s",
+             port + 1, auth);
+    s = req(port, "POST", "/api/v1/cancel", hdr, body, buf, sizeof(buf));
+    CHECK(s == 403, "cross-port POST: %d", s);
+    snprintf(hdr, sizeof(hdr),
+             "Content-Type: application/json\r\nOrigin: "
+             "http://127.0.0.1:%u\r\n%s",
+             port + 1, auth);
+    s = req(port, "POST", "/api/v1/cancel", hdr, body, buf, sizeof(buf));
+    CHECK(s == 403, "cross-port Origin POST: %d", s);
+    s = req(port, "POST", "/api/v1/cancel",
+            "Content-Type: application/json\r\n", body, buf, sizeof(buf));
+    CHECK(s == 403, "POST without Origin or bearer: %d", s);
+    snprintf(hdr, sizeof(hdr), "Content-Type: text/plain\r\n%s", auth);
+    s = req(port, "POST", "/api/v1/cancel", hdr, body, buf, sizeof(buf));
+    CHECK(s == 415, "text/plain body: %d", s);
+    snprintf(hdr, sizeof(hdr), "Content-Type: application/json\r\n%s", auth);
+    s = req(port, "POST", "/api/v1/cancel", hdr, "{\"ref\":", buf, sizeof(buf));
+    CHECK(s == 400 && strstr(buf, "bad_json") != NULL, "bad JSON: %d", s);
+    s = req(port, "POST", "/api/v1/cancel", hdr, "[1]", buf, sizeof(buf));
+    CHECK(s == 400, "not an object: %d", s);
+    char *big = malloc(UINT32_C(1) << 21);
+    if (big == NULL)
+        die("out of memory");
+    memset(big, ' ', (1u << 21) - 1);
+    big[0] = '{';
+    big[(1u << 21) - 2] = '}';
+    big[(1u << 21) - 1] = '\0';
+    {
+        size_t blen = strlen(big);
+        char *r = malloc(blen + 1024);
+        if (r == NULL)
+            die("out of memory");
+        int h = snprintf(r, 1024,
+                         "POST /api/v1/cancel HTTP/1.1\r\nHost: "
+                         "127.0.0.1:%u\r\n%sContent-Type: "
+                         "application/json\r\nContent-Length: "
+                         "%zu\r\nConnection: close\r\n\r\n",
+                         port, auth, blen);
+        memcpy(r + h, big, blen);
+        s = http(port, r, (size_t)h + blen, buf, sizeof(buf));
+        CHECK(s == 413, "oversized body: %d", s);
+        free(r);
+    }
+    free(big);
+
+    /* routes */
+    s = req(port, "GET", "/api/v1/nope", auth, NULL, buf, sizeof(buf));
+    CHECK(s == 404, "unknown route: %d", s);
+    s = req(port, "DELETE", "/api/v1/summary", auth, NULL, buf, sizeof(buf));
+    CHECK(s == 405, "wrong method: %d", s);
+    s = req(port, "GET", "/api/v1/cancel", auth, NULL, buf, sizeof(buf));
+    CHECK(s == 405, "GET on an action: %d", s);
+
+    /* headers, and the page */
+    s = req(port, "GET", "/", NULL, NULL, buf, sizeof(buf));
+    CHECK(s == 200, "page: %d", s);
+    CHECK(strstr(buf, "Content-Security-Policy: default-src 'none'; "
+                      "script-src 'self';") != NULL,
+          "CSP: %s", buf);
+    CHECK(strstr(buf, "X-Content-Type-Options: nosniff") != NULL, "nosniff");
+    CHECK(strstr(buf, "Referrer-Policy: no-referrer") != NULL, "referrer");
+    s = req(port, "GET", "/static/app.js", NULL, NULL, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "Content-Type: text/javascript") != NULL,
+          "app.js: %d", s);
+    s = req(port, "GET", "/api/v1/summary", auth, NULL, buf, sizeof(buf));
+    CHECK(strstr(buf, "Cache-Control: no-store") != NULL, "no-store");
+    CHECK(strstr(buf, "Content-Security-Policy:") != NULL, "CSP on /api");
+    s = req(port, "GET", "/metrics", auth, NULL, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "duro_instances{orchestration=\"Hello\","
+                                  "status=\"pending\"} 4") != NULL,
+          "metrics: %d %s", s, body_of(buf));
+
+    /* hostile ids come back as valid JSON with exact refs */
+    s = req(port, "GET", "/api/v1/instances?limit=1000", auth, NULL, buf,
+            sizeof(buf));
+    CHECK(s == 200, "instances: %d", s);
+    json_error_t jerr;
+    json_t *doc = json_loads(body_of(buf), 0, &jerr);
+    CHECK(doc != NULL, "instances JSON: %s", jerr.text);
+    char ref_hostile[128], ref_bad[64];
+    ref_of(hostile, ref_hostile);
+    ref_of(bad_utf8, ref_bad);
+    int saw_hostile = 0, saw_bad = 0;
+    size_t i;
+    json_t *it;
+    json_array_foreach(json_object_get(doc, "instances"), i, it)
+    {
+        const char *id = json_string_value(json_object_get(it, "id"));
+        const char *ref = json_string_value(json_object_get(it, "ref"));
+        if (id && ref && strcmp(id, hostile) == 0)
+            saw_hostile = strcmp(ref, ref_hostile) == 0;
+        if (id && ref && strcmp(id, "bad-\xEF\xBF\xBD\xEF\xBF\xBD-id") == 0)
+            saw_bad = strcmp(ref, ref_bad) == 0;
+    }
+    CHECK(saw_hostile, "hostile id and ref: %s", body_of(buf));
+    CHECK(saw_bad, "invalid UTF-8 id repaired, exact ref: %s", body_of(buf));
+    json_decref(doc);
+    snprintf(hdr, sizeof(hdr), "/api/v1/instance?ref=%s", ref_hostile);
+    s = req(port, "GET", hdr, auth, NULL, buf, sizeof(buf));
+    CHECK(s == 200, "instance by ref: %d", s);
+    s = req(port, "GET", "/api/v1/instances?limit=1&id_prefix=plain-", auth,
+            NULL, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"id\":\"plain-1\"") != NULL &&
+              strstr(buf, "\"next_cursor\":\"") != NULL,
+          "id_prefix page 1: %s", body_of(buf));
+
+    /* nothing above changed anything */
+    duro_instance_info *info = status_of(client, "plain-1");
+    CHECK(info->cancel_requested_ms == 0, "plain-1 touched by a refusal");
+    duro_free(info);
+
+    /* an audited cancel, by the page's way (Sec-Fetch-Site) and a script's
+     * (bearer) */
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\",\"reason\":\"test\"}",
+             plain1);
+    snprintf(hdr, sizeof(hdr), "Content-Type: application/json\r\n%s", auth);
+    s = req(port, "POST", "/api/v1/cancel", hdr, body, buf, sizeof(buf));
+    CHECK(s == 200, "cancel: %d %s", s, body_of(buf));
+    info = status_of(client, "plain-1");
+    CHECK(info->cancelled_by != NULL &&
+              strncmp(info->cancelled_by, "ui:", 3) == 0,
+          "requested_by: %s", info->cancelled_by ? info->cancelled_by : "-");
+    CHECK(info->cancel_reason && strcmp(info->cancel_reason, "test") == 0,
+          "reason");
+    duro_free(info);
+
+    /* --read-only refuses and changes nothing */
+    unsigned ro_port = 0;
+    const char *ro[] = {"--read-only", NULL};
+    pid_t ro_ui = start_ui(1, ro, &ro_port);
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\"}", plain2);
+    s = req(ro_port, "POST", "/api/v1/cancel", hdr, body, buf, sizeof(buf));
+    CHECK(s == 403 && strstr(buf, "read_only") != NULL, "read-only: %d", s);
+    info = status_of(client, "plain-2");
+    CHECK(info->cancel_requested_ms == 0 && info->status == DURO_STATUS_PENDING,
+          "read-only changed plain-2");
+    duro_free(info);
+    s = req(ro_port, "GET", "/api/v1/summary", auth, NULL, buf, sizeof(buf));
+    CHECK(s == 200, "read-only GET: %d", s);
+
+    /* SIGTERM and SIGINT stop them cleanly */
+    int st = 0;
+    kill(ui, SIGTERM);
+    CHECK(wait_exit(ui, 0, &st) == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "SIGTERM: status %d", st);
+    kill(ro_ui, SIGINT);
+    CHECK(wait_exit(ro_ui, 1, &st) == 0 && WIFEXITED(st) &&
+              WEXITSTATUS(st) == 0,
+          "SIGINT: status %d", st);
+    kill_children();
+    duro_client_destroy(client);
+    if (failures == 0) {
+        char cmd[700];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "test_ui: could not remove %s\n", dir);
+    }
+    printf("test_ui: %d checks, %d failed%s%s\n", checks, failures,
+           failures ? "; files kept in " : "", failures ? dir : "");
+    return failures != 0;
+}
