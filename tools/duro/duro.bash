@@ -8,7 +8,7 @@ _duro()
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
     local verbs="list status history start raise wait cancel terminate
-        suspend resume delete purge prune metrics version"
+        suspend resume delete purge prune metrics version ui"
     local common="--db --json --help"
 
     verb=""
@@ -83,6 +83,7 @@ _duro()
     purge) opts="--before --status --name --dry-run" ;;
     prune) opts="--keep" ;;
     metrics) opts="--output" ;;
+    ui) opts="--listen --token-file --read-only" ;;
     version) opts="" ;;
     esac
     if [[ $cur == -* ]]; then
