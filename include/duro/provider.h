@@ -140,6 +140,13 @@ typedef struct duro_work_item {
     int64_t fire_at_ms;          /* timer fired: when it was due */
     uint32_t attempt;            /* activity execute: retry-policy attempt */
     uint32_t flags;              /* DURO_START_* */
+    /* Appended in version 6 (see the note on version 6 below): on an
+     * ACTIVITY_COMPLETED or ACTIVITY_FAILED completion, the wall-clock
+     * times (ms since the epoch) at which the worker began running the
+     * activity function and at which it returned; 0 = unknown (a failure
+     * decided without running it: poison, an unregistered activity). */
+    int64_t started_ms;
+    int64_t finished_ms;
 } duro_work_item;
 
 /* An item to put on the orchestrator queue, visible after delay_ms. */
@@ -225,6 +232,13 @@ typedef struct duro_event {
     int64_t fire_at_ms;       /* timers */
     uint32_t attempt;         /* activity scheduled: retry attempt */
     uint32_t flags;           /* sub-orchestration: DURO_START_DETACHED */
+    /* Appended in version 6: on ActivityCompleted and ActivityFailed, when
+     * the worker really ran the activity function (started_ms, finished_ms
+     * of the completion message it came from; timestamp_ms is only when the
+     * turn that recorded it began). 0 = unknown: not run (poison,
+     * unregistered), or written before version 6. */
+    int64_t started_ms;
+    int64_t finished_ms;
 } duro_event;
 
 /* ------------------------------------------------------------------------
@@ -602,7 +616,7 @@ typedef enum duro_queue {
  * ids: 1024 bytes) fails DURO_TOO_LARGE. Such failures are not retryable and
  * change nothing. A token the provider never issued is DURO_LOCK_LOST. */
 
-#define DURO_PROVIDER_VERSION 5
+#define DURO_PROVIDER_VERSION 6
 
 typedef struct duro_provider duro_provider;
 
@@ -1060,6 +1074,24 @@ struct duro_provider {
                             const char *requested_by, int dry_run,
                             size_t max_ids, duro_bulk_result **out,
                             duro_error *err);
+
+    /* --- version 6 ------------------------------------------------------
+     * Activity run times; no new method. Version 6 appended started_ms and
+     * finished_ms to duro_work_item and duro_event. A version-6 provider
+     * keeps them from the ACTIVITY_COMPLETED / ACTIVITY_FAILED completion
+     * that ack_work_item or ack_and_fetch_work_item enqueues (as it keeps
+     * fire_at_ms: carried as they are, never checked or changed) to the
+     * message fetch_orchestration_item returns, and from the events an
+     * ack appends to what read_history and a fetch's history return; of
+     * other kinds of items and events it stores what it is given (the
+     * runtime gives 0). Rows a store held before it learnt them read 0.
+     * The two structs are elements of returned arrays, so a provider must
+     * be rebuilt against this header (while the major version is 0 the ABI
+     * may change); one rebuilt from version-5 source builds its items in
+     * zeroed arena memory and returns 0, which every caller already reads
+     * as "unknown": no caller needs a version check to use them. The
+     * runtime never compares them in replay: they are inputs, not
+     * commands. */
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

@@ -674,6 +674,13 @@ static int message_event(const duro_orch *e, const duro_work_item *m,
     ev->payload = m->payload;
     ev->error = m->error;
     ev->category = m->category;
+    if (ev->kind == DURO_EVENT_ACTIVITY_COMPLETED ||
+        ev->kind == DURO_EVENT_ACTIVITY_FAILED) {
+        /* when the worker ran it (integers: nothing to own); replay never
+         * compares them */
+        ev->started_ms = m->started_ms;
+        ev->finished_ms = m->finished_ms;
+    }
     int cls = duro__tracker_classify(&e->tracker, ev);
     return cls == DURO__MSG_APPLY || cls == DURO__MSG_LATE;
 }

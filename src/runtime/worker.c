@@ -406,11 +406,14 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
     duro_result res;
     duro__result_init(&res);
     int rc, ran = 0;
+    int64_t started_ms = 0, finished_ms = 0; /* wall clock, for history */
     if (duro_cancel_token_cancelled(token)) {
         /* Cancelled between its fetch and now: never start it. */
         rc = duro_fail(&res, "cancelled before it started");
     } else {
+        started_ms = duro__wall_ms();
         rc = entry->fn(a, a->input, &res);
+        finished_ms = duro__wall_ms();
         ran = 1;
     }
     duro__result_finish(&res, rc);
@@ -464,6 +467,9 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                          res.category ? res.category
                                       : DURO_CATEGORY_APPLICATION);
         }
+        /* after fill_failure, which clears the completion */
+        completion.started_ms = started_ms;
+        completion.finished_ms = finished_ms;
         if (next != NULL)
             renew_overdue(rt); /* the ack also fetches */
         rc = ack_with_retries(rt, f->lock_token, &completion, next, &err);

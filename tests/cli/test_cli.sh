@@ -268,6 +268,12 @@ contains "$tmp/out" "(#2, "
 run 0 history hello-1 --execution 1 --json
 json 'd["instance_id"] == "hello-1" and d["execution_id"] == 1 and [e["kind"] for e in d["events"]] == ["OrchestrationStarted", "ActivityScheduled", "ActivityCompleted", "OrchestrationCompleted"]'
 json 'd["events"][2]["source_event_id"] == 2 and d["events"][2]["payload"] == {"greeting": "hi"} and all(rfc.match(e["timestamp"]) for e in d["events"])'
+# when the worker ran the activity: RFC 3339 and _ms, in order, only on completions
+json 'rfc.match(d["events"][2]["started"]) and rfc.match(d["events"][2]["finished"]) and d["events"][1]["timestamp_ms"] <= d["events"][2]["started_ms"] <= d["events"][2]["finished_ms"] <= d["events"][2]["timestamp_ms"]'
+json 'not any("started" in e or "finished_ms" in e for e in d["events"] if e["kind"] != "ActivityCompleted")'
+run 0 history hello-1 --execution 1
+grep -Eq 'ActivityCompleted .*output=.* ran [0-9.]+m?s \(\+[0-9.]+m?s -> \+[0-9.]+m?s\)$' "$tmp/out" ||
+    fail "history hello-1, the run time: $(cat "$tmp/out")"
 run 0 history slow-1 --json
 json '[e for e in d["events"] if e["kind"] == "OrchestrationCancelRequested"][0]["requested_by"] == "user:alice"'
 json 'not any("observed" in e or "cleanup_deadline" in e for e in d["events"])'

@@ -242,8 +242,123 @@ PV_TEST(concurrent_opens_of_a_fresh_schema_migrate_once)
     char sql[160];
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 1);
+    CHECK_EQ(query_int(c, sql), 2); /* migrations 1 and 2, once each */
     PQfinish(c);
+}
+
+static int admin_exec(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok)
+        fprintf(stderr, "  %s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+    return ok;
+}
+
+/* Migration 2 adds the activity run times to a version-1 schema in place:
+ * its history and queued completions read 0 ("unknown"), and what is
+ * written after it keeps its times. */
+PV_TEST(migration_2_adds_activity_run_times)
+{
+    duro_provider *p = pv_open();
+    duro_error e;
+    char schema[64];
+    snprintf(schema, sizeof(schema), "%s", duro__pg_schema(p));
+    duro_work_item st = {
+        .kind = DURO_WORK_START, .instance_id = "old", .name = "orch"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    if (item == NULL)
+        return;
+    duro_event ev[2] = {{.event_id = 1,
+                         .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                         .name = "orch",
+                         .timestamp_ms = 1},
+                        {.event_id = 2,
+                         .kind = DURO_EVENT_ACTIVITY_SCHEDULED,
+                         .name = "act",
+                         .timestamp_ms = 1}};
+    duro_instance_meta running = {.status = DURO_STATUS_RUNNING,
+                                  .name = "orch"};
+    duro_orch_ack ack = {.execution_id = 1,
+                         .history_delta = ev,
+                         .history_delta_count = 2,
+                         .meta = &running};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+    pv_close(p);
+
+    /* back to version 1, with a completion queued the way it left them */
+    PGconn *c = admin();
+    CHECK(c != NULL);
+    if (c == NULL)
+        return;
+    char sql[1024];
+    snprintf(sql, sizeof(sql),
+             "SET search_path TO \"%s\";"
+             "ALTER TABLE orchestrator_queue DROP COLUMN started_ms,"
+             " DROP COLUMN finished_ms;"
+             "ALTER TABLE history DROP COLUMN started_ms,"
+             " DROP COLUMN finished_ms;"
+             "DELETE FROM duro_schema WHERE version = 2;"
+             "INSERT INTO orchestrator_queue(instance_id, kind, execution_id,"
+             " source_id, payload, enqueued_ms, visible_at)"
+             " VALUES('old', 2, 1, 2, '\"r\"', 1000, 1000);"
+             "INSERT INTO orchestrator_ready(instance_id, ready_at)"
+             " VALUES('old', 1000)",
+             schema);
+    CHECK(admin_exec(c, sql));
+
+    p = pv_open_same();
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM information_schema.columns "
+             "WHERE table_schema = '%s' AND table_name IN ('history', "
+             "'orchestrator_queue') AND column_name IN ('started_ms', "
+             "'finished_ms')",
+             schema);
+    CHECK_EQ(query_int(c, sql), 4);
+    snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
+             schema);
+    CHECK_EQ(query_int(c, sql), 2);
+    PQfinish(c);
+    item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    if (item == NULL)
+        return;
+    CHECK_EQ(item->message_count, 1);
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_ACTIVITY_COMPLETED);
+    CHECK_EQ(item->messages[0].started_ms, 0);
+    CHECK_EQ(item->messages[0].finished_ms, 0);
+    CHECK_EQ(item->history_count, 2);
+    CHECK_EQ(item->history[1].started_ms, 0);
+    duro_event done = {.event_id = 3,
+                       .kind = DURO_EVENT_ACTIVITY_COMPLETED,
+                       .source_event_id = 2,
+                       .timestamp_ms = 2,
+                       .started_ms = 5000,
+                       .finished_ms = 5250};
+    ack = (duro_orch_ack){
+        .execution_id = 1, .history_delta = &done, .history_delta_count = 1};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+    duro_history *h = NULL;
+    CHECK_PRC(p->read_history(p, "old", 0, &h, &e), DURO_OK, &e);
+    CHECK(h != NULL && h->count == 3);
+    if (h != NULL && h->count == 3) {
+        CHECK_EQ(h->events[1].started_ms, 0);
+        CHECK_EQ(h->events[1].finished_ms, 0);
+        CHECK_EQ(h->events[2].started_ms, 5000);
+        CHECK_EQ(h->events[2].finished_ms, 5250);
+    }
+    duro_history_free(h);
 }
 
 /* A connection the server dropped (here: pg_terminate_backend) fails the
@@ -484,7 +599,9 @@ PV_TEST(many_events_of_a_turn_round_trip_exactly)
                                  .category = i % 3,
                                  .fire_at_ms = -1 - i,
                                  .attempt = (uint32_t)i,
-                                 .flags = (uint32_t)i * 3};
+                                 .flags = (uint32_t)i * 3,
+                                 .started_ms = i % 4 ? 1700000000000 + i : 0,
+                                 .finished_ms = 1700000000500 + 2 * i};
     duro_instance_meta running = {.status = DURO_STATUS_RUNNING,
                                   .name = "orch"};
     duro_orch_ack ack = {.execution_id = 1,
@@ -507,6 +624,8 @@ PV_TEST(many_events_of_a_turn_round_trip_exactly)
         CHECK_EQ(a->fire_at_ms, b->fire_at_ms);
         CHECK_EQ(a->attempt, b->attempt);
         CHECK_EQ(a->flags, b->flags);
+        CHECK_EQ(a->started_ms, b->started_ms);
+        CHECK_EQ(a->finished_ms, b->finished_ms);
         CHECK_STR(a->name, b->name);
         CHECK(a->payload == NULL
                   ? b->payload == NULL
@@ -556,10 +675,10 @@ PV_TEST(claims_and_lookups_use_indexes)
         {"WQ_ACK", "('1', 't')"},
         {"WQ_ACK_COMPLETE",
          "('1', 'i', '0', '0', 'n', 'v', 'p', 'e', '0', 'r', 'b', 'pi', '0', "
-         "'0', '0', '0', '0', '0', '0', '1', 't')"},
+         "'0', '0', '0', '0', '0', '0', '1', 't', 'x', '0', '0', '0')"},
         {"WQ_ACK_COMPLETE_FETCH",
          "('1', 'i', '0', '0', 'n', 'v', 'p', 'e', '0', 'r', 'b', 'pi', '0', "
-         "'0', '0', '0', '0', '0', '0', '1', 't', 'x', '0')"},
+         "'0', '0', '0', '0', '0', '0', '1', 't', 'x', '0', '0', '0')"},
         {"WQ_RENEW", "('1', 't', '0')"},
         {"WQ_CANCEL", "('i', '1', '{1,2}')"},
         {"HISTORY_CANCEL_REASON", "('i', '1', '2')"},
@@ -1356,6 +1475,7 @@ int main(int argc, char **argv)
         T(malformed_postgres_urls_fail_bad_url),
         T(passwords_never_appear_in_messages),
         T(concurrent_opens_of_a_fresh_schema_migrate_once),
+        T(migration_2_adds_activity_run_times),
         T(a_lost_connection_fails_retryably_and_is_reopened),
         T(many_events_of_a_turn_round_trip_exactly),
         T(statements_are_prepared_once_per_connection),

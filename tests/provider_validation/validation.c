@@ -611,10 +611,11 @@ static void dump_event(strbuf *b, const duro_event *e)
     sb_str(b, "ref_instance", e->ref_instance);
     sb_printf(b,
               " ref_execution=%llu ref_event=%llu fire_at=%lld "
-              "attempt=%u flags=%u\n",
+              "attempt=%u flags=%u started=%lld finished=%lld\n",
               (unsigned long long)e->ref_execution,
               (unsigned long long)e->ref_event_id, (long long)e->fire_at_ms,
-              e->attempt, e->flags);
+              e->attempt, e->flags, (long long)e->started_ms,
+              (long long)e->finished_ms);
 }
 
 static void dump_work(strbuf *b, const char *indent, const duro_work_item *w)
@@ -634,10 +635,11 @@ static void dump_work(strbuf *b, const char *indent, const duro_work_item *w)
     sb_str(b, "parent", w->parent_instance);
     sb_printf(b,
               " parent_execution=%llu parent_event=%llu fire_at=%lld "
-              "attempt=%u flags=%u\n",
+              "attempt=%u flags=%u started=%lld finished=%lld\n",
               (unsigned long long)w->parent_execution,
               (unsigned long long)w->parent_event_id, (long long)w->fire_at_ms,
-              w->attempt, w->flags);
+              w->attempt, w->flags, (long long)w->started_ms,
+              (long long)w->finished_ms);
 }
 
 static void dump_counts(strbuf *b, duro_provider *p, const char *id)
@@ -2931,7 +2933,8 @@ enum {
     F_FIRE_AT = 1 << 8,
     F_ATTEMPT = 1 << 9,
     F_FLAGS = 1 << 10,
-    F_REF_INSTANCE = 1 << 11 /* ref_instance only */
+    F_REF_INSTANCE = 1 << 11, /* ref_instance only */
+    F_RUN_TIMES = 1 << 12     /* version 6: started_ms, finished_ms */
 };
 
 static const unsigned event_fields[DURO_EVENT_KIND_MAX + 1] = {
@@ -2943,8 +2946,8 @@ static const unsigned event_fields[DURO_EVENT_KIND_MAX + 1] = {
         F_REASON | F_REQUESTED_BY | F_FLAGS,
     [DURO_EVENT_ORCHESTRATION_CANCELLED] = F_REASON,
     [DURO_EVENT_ACTIVITY_SCHEDULED] = F_NAME | F_PAYLOAD | F_ATTEMPT,
-    [DURO_EVENT_ACTIVITY_COMPLETED] = F_SOURCE | F_PAYLOAD,
-    [DURO_EVENT_ACTIVITY_FAILED] = F_SOURCE | F_ERROR,
+    [DURO_EVENT_ACTIVITY_COMPLETED] = F_SOURCE | F_PAYLOAD | F_RUN_TIMES,
+    [DURO_EVENT_ACTIVITY_FAILED] = F_SOURCE | F_ERROR | F_RUN_TIMES,
     [DURO_EVENT_ACTIVITY_CANCEL_REQUESTED] = F_SOURCE | F_REASON,
     [DURO_EVENT_TIMER_CREATED] = F_FIRE_AT | F_FLAGS,
     [DURO_EVENT_TIMER_FIRED] = F_SOURCE | F_FIRE_AT,
@@ -3004,6 +3007,10 @@ static duro_event full_event(int kind)
                   : kind == DURO_EVENT_TIMER_CREATED
                       ? DURO_TIMER_CLEANUP_DEADLINE
                       : DURO_START_DETACHED;
+    if (f & F_RUN_TIMES) {
+        e.started_ms = 1600000000000LL + kind;
+        e.finished_ms = 1600000000500LL + kind;
+    }
     return e;
 }
 
@@ -3026,6 +3033,8 @@ static void check_event(const duro_event *got, const duro_event *want)
     CHECK_EQ(got->fire_at_ms, want->fire_at_ms);
     CHECK_EQ(got->attempt, want->attempt);
     CHECK_EQ(got->flags, want->flags);
+    CHECK_EQ(got->started_ms, want->started_ms);
+    CHECK_EQ(got->finished_ms, want->finished_ms);
 }
 
 PV_TEST(history_events_round_trip_every_field)
@@ -3067,13 +3076,16 @@ enum {
     W_PARENT = 1 << 7,
     W_FIRE_AT = 1 << 8,
     W_ATTEMPT = 1 << 9,
-    W_FLAGS = 1 << 10
+    W_FLAGS = 1 << 10,
+    W_RUN_TIMES = 1 << 11 /* version 6: started_ms, finished_ms */
 };
 
 static const unsigned work_fields[DURO_WORK_KIND_MAX + 1] = {
     [DURO_WORK_START] = W_NAME | W_VERSION | W_PAYLOAD | W_PARENT | W_FLAGS,
-    [DURO_WORK_ACTIVITY_COMPLETED] = W_EXECUTION | W_SOURCE | W_PAYLOAD,
-    [DURO_WORK_ACTIVITY_FAILED] = W_EXECUTION | W_SOURCE | W_ERROR,
+    [DURO_WORK_ACTIVITY_COMPLETED] =
+        W_EXECUTION | W_SOURCE | W_PAYLOAD | W_RUN_TIMES,
+    [DURO_WORK_ACTIVITY_FAILED] =
+        W_EXECUTION | W_SOURCE | W_ERROR | W_RUN_TIMES,
     [DURO_WORK_TIMER_FIRED] = W_EXECUTION | W_SOURCE | W_FIRE_AT,
     [DURO_WORK_EXTERNAL_EVENT] = W_NAME | W_PAYLOAD,
     [DURO_WORK_CHILD_COMPLETED] = W_EXECUTION | W_SOURCE | W_PAYLOAD,
@@ -3126,6 +3138,10 @@ static duro_work_item full_work(int kind, const char *instance)
         w.attempt = 3;
     if (f & W_FLAGS)
         w.flags = DURO_START_DETACHED;
+    if (f & W_RUN_TIMES) {
+        w.started_ms = 1600000000000LL + kind;
+        w.finished_ms = 1600000000700LL + kind;
+    }
     return w;
 }
 
@@ -3152,6 +3168,8 @@ static void check_work(const duro_work_item *got, const duro_work_item *want)
     CHECK_EQ(got->fire_at_ms, want->fire_at_ms);
     CHECK_EQ(got->attempt, want->attempt);
     CHECK_EQ(got->flags, want->flags);
+    CHECK_EQ(got->started_ms, want->started_ms);
+    CHECK_EQ(got->finished_ms, want->finished_ms);
 }
 
 PV_TEST(work_items_round_trip_every_field)
@@ -3221,6 +3239,118 @@ PV_TEST(work_items_round_trip_every_field)
     CHECK_EQ(c->message_count, 1);
     check_work(&c->messages[0], &failed);
     duro_orch_item_free(c);
+}
+
+/* Version 6: the times at which the worker ran an activity go from its
+ * completion (ack_work_item, ack_and_fetch_work_item, and a client's
+ * enqueue) through the fetched messages into history, where a turn's
+ * events keep them through one event and many per ack, read_history and a
+ * fetch's history; 0 (unknown) stays 0. */
+PV_TEST(activity_run_times_round_trip_into_history)
+{
+    duro_provider *p = pv_open();
+    CHECK_MSG(p->version >= 6, "provider '%s' version %d is below 6", p->name,
+              p->version);
+    begin(p, "x", 5); /* activities 2..6 */
+    duro_error e;
+    enum { N = 5 };
+    const int64_t t0 = 1700000000123LL;
+    /* per activity id 2..6: started, finished (0, 0: unknown) */
+    const int64_t times[N][2] = {{t0, t0 + 250},
+                                 {t0 + 10, t0 + 20},
+                                 {0, 0},
+                                 {t0 + 30, t0 + 31},
+                                 {t0 + 40, t0 + 9000}};
+    duro_work_item done[N];
+    for (int i = 0; i < N; i++) {
+        done[i] = work(i % 2 ? DURO_WORK_ACTIVITY_FAILED
+                             : DURO_WORK_ACTIVITY_COMPLETED,
+                       "x");
+        done[i].execution_id = 1;
+        done[i].source_id = (uint64_t)i + 2;
+        if (i % 2) {
+            done[i].error = "boom";
+            done[i].category = DURO_CATEGORY_APPLICATION;
+        } else {
+            done[i].payload = "\"ok\"";
+        }
+        done[i].started_ms = times[i][0];
+        done[i].finished_ms = times[i][1];
+    }
+    /* 2 by ack_work_item, 3 and 4 by ack_and_fetch_work_item, 5 by
+     * ack_work_item, 6 by a client's enqueue (its row stays) */
+    duro_worker_item *w = fetch_work(p, LOCK_LONG), *next = NULL;
+    CHECK(w != NULL);
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ(w->item.source_id, (uint64_t)i + 2);
+        if (i == 1 || i == 2) {
+            require_v2(p);
+            CHECK_PRC(p->ack_and_fetch_work_item(p, w->lock_token, &done[i],
+                                                 LOCK_LONG, &next, &e),
+                      DURO_OK, &e);
+        } else {
+            CHECK_PRC(p->ack_work_item(p, w->lock_token, &done[i], &e), DURO_OK,
+                      &e);
+            next = i < 3 ? fetch_work(p, LOCK_LONG) : NULL;
+        }
+        duro_worker_item_free(w);
+        w = next;
+        next = NULL;
+    }
+    duro_worker_item_free(w);
+    enqueue(p, &done[4], 0);
+
+    duro_orch_item *item = fetch_orch_expect(p, "x", LOCK_LONG);
+    CHECK_EQ(item->message_count, N);
+    duro_event d[N];
+    for (size_t i = 0; i < item->message_count && i < N; i++) {
+        const duro_work_item *m = &item->messages[i];
+        CHECK_EQ(m->source_id, i + 2);
+        CHECK_EQ(m->started_ms, times[i][0]);
+        CHECK_EQ(m->finished_ms, times[i][1]);
+        d[i] = event(item->history_total + 1 + i,
+                     m->kind == DURO_WORK_ACTIVITY_FAILED
+                         ? DURO_EVENT_ACTIVITY_FAILED
+                         : DURO_EVENT_ACTIVITY_COMPLETED);
+        d[i].source_event_id = m->source_id;
+        /* the expected events outlive the item: strings from done[] */
+        d[i].payload = done[i].payload;
+        d[i].error = done[i].error;
+        d[i].category = m->category;
+        d[i].started_ms = m->started_ms;
+        d[i].finished_ms = m->finished_ms;
+    }
+    /* the first four in one ack (many events), the last alone (one) */
+    duro_orch_ack a = ack_of(1, d, N - 1, NULL);
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+    item = poke(p, "x");
+    a = ack_of(1, &d[N - 1], 1, NULL);
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+
+    duro_history *h = history(p, "x", 1);
+    CHECK_EQ(h->count, 1 + 5 + N);
+    for (size_t i = 0; i < h->count; i++) {
+        const duro_event *ev = &h->events[i];
+        int64_t want_started = 0, want_finished = 0;
+        if (i >= 6) {
+            check_event(ev, &d[i - 6]);
+            want_started = times[i - 6][0];
+            want_finished = times[i - 6][1];
+        }
+        CHECK_EQ(ev->started_ms, want_started);
+        CHECK_EQ(ev->finished_ms, want_finished);
+    }
+    duro_history_free(h);
+    /* a fetch's history carries them too; the new message has none */
+    item = poke(p, "x");
+    CHECK_EQ(item->history_count, 1 + 5 + N);
+    for (size_t i = 6; i < item->history_count; i++)
+        check_event(&item->history[i], &d[i - 6]);
+    CHECK_EQ(item->messages[0].started_ms, 0);
+    CHECK_EQ(item->messages[0].finished_ms, 0);
+    duro_orch_item_free(item);
 }
 
 typedef struct cache_probe {
@@ -7430,6 +7560,7 @@ static const pv_case suite[] = {
     C(continue_as_new_keeps_executions_apart),
     C(history_events_round_trip_every_field),
     C(work_items_round_trip_every_field),
+    C(activity_run_times_round_trip_into_history),
     C(history_cache_skips_events_the_caller_holds),
     C_NEEDS(history_cap_fails_with_history_limit_and_changes_nothing,
             NEEDS_MAX_HISTORY),

@@ -1,7 +1,10 @@
 /* test_smoke.c - a first end-to-end pass over the main features on a real
  * runtime and SQLite file: chaining, fan-out, timers, events, select with a
- * cancelled loser, instance cancel, children and continue-as-new. */
+ * cancelled loser, instance cancel, children and continue-as-new, and the
+ * times at which activities really ran. */
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "rt_util.h"
 
@@ -34,6 +37,28 @@ static int act_slow(duro_activity *a, const char *in, duro_result *out)
         return duro_fail(out, "cancelled");
     }
     return duro_ok(out, "slow done");
+}
+
+/* Runs about 30 ms and records when it began and ended by its own clock
+ * (calls 0 and 1: "ok" completes, "fail" fails). */
+static _Atomic int64_t timed_begin[2], timed_end[2];
+
+static int act_timed(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)a;
+    int fail = in != NULL && strcmp(in, "fail") == 0;
+    atomic_store(&timed_begin[fail], duro_now_ms());
+    usleep(30 * 1000); /* a measurable run time, not a synchronisation */
+    atomic_store(&timed_end[fail], duro_now_ms());
+    return fail ? duro_fail(out, "timed failure") : duro_ok(out, "timed");
+}
+
+static int orch_timed(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    duro_await(o, duro_call_activity(o, "Timed", "ok"));
+    duro_await(o, duro_call_activity(o, "Timed", "fail"));
+    return duro_ok(out, "done");
 }
 
 static int orch_chain(duro_orch *o, const char *in, duro_result *out)
@@ -115,6 +140,9 @@ static void setup(rt_fixture *f, const char *db)
     CHECK_OK(duro_registry_add_activity(f->reg, "Echo", act_echo, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Upper", act_upper, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Slow", act_slow, NULL));
+    CHECK_OK(duro_registry_add_activity(f->reg, "Timed", act_timed, NULL));
+    CHECK_OK(duro_registry_add_orchestration(f->reg, "Timed", NULL, orch_timed,
+                                             NULL));
     CHECK_OK(duro_registry_add_orchestration(f->reg, "Chain", NULL, orch_chain,
                                              NULL));
     CHECK_OK(duro_registry_add_orchestration(f->reg, "Fanout", NULL,
@@ -214,7 +242,48 @@ TEST(cancel_instance_cancels_running_activity)
     rt_done(&f);
 }
 
+/* ActivityCompleted and ActivityFailed record when the worker ran the
+ * function: after the turn that scheduled it began, around the function's
+ * own measurement of its run, before the turn that recorded it began. Only
+ * orderings are asserted (one wall clock, one host). */
+TEST(activity_events_record_when_the_worker_ran_them)
+{
+    rt_fixture f;
+    setup(&f, "smoke5.db");
+    rt_start_instance(&f, "timed", "Timed", NULL);
+    duro_instance_info *i = rt_wait(&f, "timed", 10000);
+    CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+    duro_free(i);
+    duro_history *h = rt_history(&f, "timed");
+    for (int k = 0; k < 2; k++) {
+        const duro_event *sched =
+            rt_find_event(h, DURO_EVENT_ACTIVITY_SCHEDULED, k);
+        const duro_event *done = rt_find_event(
+            h,
+            k == 0 ? DURO_EVENT_ACTIVITY_COMPLETED : DURO_EVENT_ACTIVITY_FAILED,
+            0);
+        CHECK(sched != NULL && done != NULL);
+        if (sched == NULL || done == NULL)
+            break;
+        CHECK_EQ(done->source_event_id, sched->event_id);
+        int64_t begin = atomic_load(&timed_begin[k]);
+        int64_t end = atomic_load(&timed_end[k]);
+        CHECK(begin > 0 && end >= begin);
+        CHECK_INT(sched->timestamp_ms, <=, done->started_ms);
+        CHECK_INT(done->started_ms, <=, begin);
+        CHECK_INT(end, <=, done->finished_ms);
+        CHECK_INT(done->finished_ms - done->started_ms, >=, end - begin);
+        CHECK_INT(done->finished_ms, <=, done->timestamp_ms);
+        /* only completions carry them */
+        CHECK_EQ(sched->started_ms, 0);
+        CHECK_EQ(sched->finished_ms, 0);
+    }
+    duro_history_free(h);
+    rt_done(&f);
+}
+
 TEST_MAIN(T(chain_fanout_child_and_continue_as_new),
           T(timer_then_event_raised_early),
           T(select_loser_activity_sees_its_token),
-          T(cancel_instance_cancels_running_activity))
+          T(cancel_instance_cancels_running_activity),
+          T(activity_events_record_when_the_worker_ran_them))

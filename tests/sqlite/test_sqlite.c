@@ -318,20 +318,29 @@ TEST(url_create_0_never_creates)
 /* ---- schema and pragmas ---------------------------------------------------
  */
 
-/* Takes a version-3 database back to version 2: migration 3's indexes and
- * columns go. */
+/* Takes a version-4 database back to version 3: migration 4's columns
+ * go. */
+#define DOWNGRADE_TO_3                                                         \
+    "ALTER TABLE orchestrator_queue DROP COLUMN started_ms;"                   \
+    "ALTER TABLE orchestrator_queue DROP COLUMN finished_ms;"                  \
+    "ALTER TABLE history DROP COLUMN started_ms;"                              \
+    "ALTER TABLE history DROP COLUMN finished_ms;"                             \
+    "DELETE FROM duro_schema WHERE version = 4;"
+static const char downgrade_to_3[] = DOWNGRADE_TO_3;
+
+/* ... and back to version 2: migration 3's indexes and columns go. */
 static const char downgrade_to_2[] =
-    "DROP INDEX instances_finished;"
-    "DROP INDEX instances_name_status;"
-    "DROP INDEX instances_problem;"
-    "ALTER TABLE instances DROP COLUMN cancel_requested_ms;"
-    "ALTER TABLE instances DROP COLUMN cancel_reason;"
-    "ALTER TABLE instances DROP COLUMN cancelled_by;"
-    "ALTER TABLE instances DROP COLUMN finished_ms;"
-    "ALTER TABLE instances DROP COLUMN last_problem;"
-    "ALTER TABLE instances DROP COLUMN last_problem_ms;"
-    "ALTER TABLE instances DROP COLUMN next_attempt_ms;"
-    "DELETE FROM duro_schema WHERE version = 3;";
+    DOWNGRADE_TO_3 "DROP INDEX instances_finished;"
+                   "DROP INDEX instances_name_status;"
+                   "DROP INDEX instances_problem;"
+                   "ALTER TABLE instances DROP COLUMN cancel_requested_ms;"
+                   "ALTER TABLE instances DROP COLUMN cancel_reason;"
+                   "ALTER TABLE instances DROP COLUMN cancelled_by;"
+                   "ALTER TABLE instances DROP COLUMN finished_ms;"
+                   "ALTER TABLE instances DROP COLUMN last_problem;"
+                   "ALTER TABLE instances DROP COLUMN last_problem_ms;"
+                   "ALTER TABLE instances DROP COLUMN next_attempt_ms;"
+                   "DELETE FROM duro_schema WHERE version = 3;";
 
 TEST(schema_version_recorded_and_newer_refused)
 {
@@ -339,8 +348,8 @@ TEST(schema_version_recorded_and_newer_refused)
     duro_provider *p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     sqlite3 *db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 3);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 3);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 4);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 4);
     /* Back to version 1 (without migrations 2 and 3): reopening migrates. */
     CHECK_EQ(sqlite3_exec(db, downgrade_to_2, NULL, NULL, NULL), SQLITE_OK);
     CHECK_EQ(sqlite3_exec(db,
@@ -350,7 +359,7 @@ TEST(schema_version_recorded_and_newer_refused)
              SQLITE_OK);
     sqlite3_close(db);
 
-    /* Reopening migrates 1 -> 3; reopening an up-to-date one changes
+    /* Reopening migrates 1 -> 4; reopening an up-to-date one changes
      * nothing. */
     p = open_url(test_sqlite_url("schema.db"));
     start(p, "kept", "orch");
@@ -358,7 +367,7 @@ TEST(schema_version_recorded_and_newer_refused)
     p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 3);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 4);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN "
                          "('history_activity_cancel', 'instances_finished', "
                          "'instances_name_status', 'instances_problem')"),
@@ -491,6 +500,81 @@ TEST(migration_3_fills_in_cancellations_and_finish_times)
     CHECK_STR(item->cancelled_by, "carol");
     CHECK_EQ(item->cancel_requested_ms, 1000);
     duro_orch_item_free(item);
+    duro_provider_close(p);
+}
+
+/* Migration 4 adds the activity run times to a version-3 store in place:
+ * its history and queued completions read 0 ("unknown"), and what is
+ * written after it keeps its times. */
+TEST(migration_4_adds_activity_run_times)
+{
+    const char *path = test_path("migrate4.db");
+    duro_provider *p = open_url(test_sqlite_url("migrate4.db"));
+    duro_error e;
+    start(p, "old", "orch");
+    duro_orch_item *item = fetch_orch(p);
+    CHECK(item != NULL);
+    duro_event ev[2] = {event(1, DURO_EVENT_ORCHESTRATION_STARTED, "orch"),
+                        event(2, DURO_EVENT_ACTIVITY_SCHEDULED, "act")};
+    duro_instance_meta meta = {.status = DURO_STATUS_RUNNING, .name = "orch"};
+    duro_orch_ack ack = {.execution_id = 1,
+                         .history_delta = ev,
+                         .history_delta_count = 2,
+                         .meta = &meta};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+    duro_provider_close(p);
+    sqlite3 *db = raw_open(path);
+    CHECK_EQ(sqlite3_exec(db, downgrade_to_3, NULL, NULL, NULL), SQLITE_OK);
+    /* a completion queued by a version-3 worker */
+    CHECK_EQ(sqlite3_exec(db,
+                          "INSERT INTO orchestrator_queue(instance_id, kind, "
+                          "execution_id, source_id, payload, enqueued_ms, "
+                          "visible_at) VALUES('old', 2, 1, 2, '\"r\"', 1000, "
+                          "1000);"
+                          "INSERT INTO orchestrator_ready(instance_id, "
+                          "ready_at) VALUES('old', 1000);",
+                          NULL, NULL, NULL),
+             SQLITE_OK);
+    sqlite3_close(db);
+
+    p = open_url(test_sqlite_url("migrate4.db"));
+    db = raw_open(path);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 4);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM pragma_table_info('history') "
+                         "WHERE name IN ('started_ms', 'finished_ms')"),
+             2);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM "
+                         "pragma_table_info('orchestrator_queue') "
+                         "WHERE name IN ('started_ms', 'finished_ms')"),
+             2);
+    sqlite3_close(db);
+    item = fetch_orch(p);
+    CHECK(item != NULL);
+    CHECK_EQ(item->message_count, 1);
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_ACTIVITY_COMPLETED);
+    CHECK_EQ(item->messages[0].started_ms, 0);
+    CHECK_EQ(item->messages[0].finished_ms, 0);
+    CHECK_EQ(item->history_count, 2);
+    CHECK_EQ(item->history[1].started_ms, 0);
+    duro_event done = event(3, DURO_EVENT_ACTIVITY_COMPLETED, NULL);
+    done.source_event_id = 2;
+    done.started_ms = 5000;
+    done.finished_ms = 5250;
+    ack = (duro_orch_ack){
+        .execution_id = 1, .history_delta = &done, .history_delta_count = 1};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+    duro_history *h = NULL;
+    CHECK_PRC(p->read_history(p, "old", 0, &h, &e), DURO_OK, &e);
+    CHECK_EQ(h->count, 3);
+    CHECK_EQ(h->events[1].started_ms, 0);
+    CHECK_EQ(h->events[1].finished_ms, 0);
+    CHECK_EQ(h->events[2].started_ms, 5000);
+    CHECK_EQ(h->events[2].finished_ms, 5250);
+    duro_history_free(h);
     duro_provider_close(p);
 }
 
@@ -1627,7 +1711,7 @@ TEST(concurrent_opens_of_a_new_file)
         duro_provider *p = open_url(url);
         duro_provider_close(p);
         sqlite3 *db = raw_open(test_path(name));
-        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 3);
+        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 4);
         sqlite3_close(db);
     }
 }
@@ -1639,8 +1723,8 @@ TEST_MAIN(T(url_forms_open), T(concurrent_opens_of_a_new_file),
           T(url_create_0_never_creates),
           T(schema_version_recorded_and_newer_refused),
           T(migration_3_fills_in_cancellations_and_finish_times),
-          T(wal_mode_applied), T(query_plans_use_indexes),
-          T(statements_are_reused),
+          T(migration_4_adds_activity_run_times), T(wal_mode_applied),
+          T(query_plans_use_indexes), T(statements_are_reused),
           T(busy_from_another_connection_is_retryable),
           T(payload_cap_and_input_rules), T(history_cap),
           T(fault_at_every_step_rolls_back), T(wait_for_work_wakes),

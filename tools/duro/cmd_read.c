@@ -359,6 +359,10 @@ json_t *json_event(const duro_event *e, int64_t start_ms)
         jset(o, "ref_event_id", jint((int64_t)e->ref_event_id));
     if (e->fire_at_ms)
         jset_time(o, "fire_at", e->fire_at_ms);
+    if (e->started_ms) /* when the worker ran an activity; absent: unknown */
+        jset_time(o, "started", e->started_ms);
+    if (e->finished_ms)
+        jset_time(o, "finished", e->finished_ms);
     if (e->attempt)
         jset(o, "attempt", jint(e->attempt));
     if (e->flags)
@@ -392,6 +396,17 @@ static void event_details(const cli *c, const duro_history *h,
     else if (e->source_event_id)
         snprintf(cite, sizeof(cite), "(#%llu)",
                  (unsigned long long)e->source_event_id);
+    /* When the worker ran an activity (known from provider version 6), as
+     * offsets from the execution's start like the offset column. */
+    char ran[128] = "";
+    if (e->started_ms != 0 && e->finished_ms != 0 && h->count > 0) {
+        char s1[32], s2[32];
+        int64_t start = h->events[0].timestamp_ms;
+        snprintf(ran, sizeof(ran), " ran %s (+%s -> +%s)",
+                 text_duration(e->finished_ms - e->started_ms, d, sizeof(d)),
+                 text_duration(e->started_ms - start, s1, sizeof(s1)),
+                 text_duration(e->finished_ms - start, s2, sizeof(s2)));
+    }
     const char *cat = e->category ? duro_category_name(e->category) : NULL;
     switch (e->kind) {
     case DURO_EVENT_ORCHESTRATION_STARTED:
@@ -413,9 +428,9 @@ static void event_details(const cli *c, const duro_history *h,
     case DURO_EVENT_ORCHESTRATION_FAILED:
     case DURO_EVENT_ACTIVITY_FAILED:
     case DURO_EVENT_SUB_ORCHESTRATION_FAILED:
-        snprintf(out, size, "%s%serror=\"%s\"%s%s%s", cite, *cite ? " " : "",
+        snprintf(out, size, "%s%serror=\"%s\"%s%s%s%s", cite, *cite ? " " : "",
                  text_short(e->error, 80, a, sizeof(a)), cat ? " (" : "",
-                 cat ? cat : "", cat ? ")" : "");
+                 cat ? cat : "", cat ? ")" : "", ran);
         break;
     case DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED:
     case DURO_EVENT_ORCHESTRATION_TERMINATED:
@@ -445,8 +460,8 @@ static void event_details(const cli *c, const duro_history *h,
         break;
     case DURO_EVENT_ACTIVITY_COMPLETED:
     case DURO_EVENT_SUB_ORCHESTRATION_COMPLETED:
-        snprintf(out, size, "%s output=%s", cite,
-                 text_short(e->payload, 60, a, sizeof(a)));
+        snprintf(out, size, "%s output=%s%s", cite,
+                 text_short(e->payload, 60, a, sizeof(a)), ran);
         break;
     case DURO_EVENT_ACTIVITY_CANCEL_REQUESTED:
     case DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED:

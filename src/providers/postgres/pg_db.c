@@ -206,7 +206,17 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
     "ALTER TABLE orchestrator_ready SET (autovacuum_vacuum_scale_factor = 0,"
     " autovacuum_vacuum_threshold = 500, autovacuum_vacuum_cost_delay = 0);"
     "ALTER TABLE worker_queue SET (autovacuum_vacuum_scale_factor = 0,"
-    " autovacuum_vacuum_threshold = 500, autovacuum_vacuum_cost_delay = 0);"};
+    " autovacuum_vacuum_threshold = 500, autovacuum_vacuum_cost_delay = 0);",
+    /* 2: when the worker ran an activity (provider contract version 6),
+     * carried by its completion message to the event the turn records
+     * (SQLite's version 4). A constant default: no table rewrite, and rows
+     * written before read 0, "unknown". */
+    "ALTER TABLE orchestrator_queue"
+    " ADD COLUMN started_ms bigint NOT NULL DEFAULT 0,"
+    " ADD COLUMN finished_ms bigint NOT NULL DEFAULT 0;"
+    "ALTER TABLE history"
+    " ADD COLUMN started_ms bigint NOT NULL DEFAULT 0,"
+    " ADD COLUMN finished_ms bigint NOT NULL DEFAULT 0;"};
 
 /* Keeps the text of a failed result in c (sqlstate and message). */
 static void note_failure(duro__pg_conn *c, const PGresult *res)

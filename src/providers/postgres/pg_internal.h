@@ -13,10 +13,10 @@
 #include "base/base.h"
 #include "providers/providers.h"
 
-#define DURO__PG_SCHEMA_VERSION 1 /* what this code creates and reads */
+#define DURO__PG_SCHEMA_VERSION 2 /* what this code creates and reads */
 #define DURO__PG_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__PG_POOL_MAX 64      /* most connections */
-#define DURO__PG_PARAM_MAX 24     /* most parameters of a statement */
+#define DURO__PG_PARAM_MAX 25     /* most parameters of a statement */
 #define DURO__PG_SCHEMA_MAX 63    /* bytes of a schema name (NAMEDATALEN-1) */
 
 /* What the URL configures. */
@@ -73,12 +73,13 @@ void duro__pg_config_free(duro__pg_config *cfg);
 #define DURO__PG_QUEUE_COLUMNS                                                 \
     "kind, instance_id, execution_id, source_id, name, version, payload, "     \
     "error, category, reason, requested_by, parent_instance, "                 \
-    "parent_execution, parent_event_id, fire_at_ms, attempt, flags"
+    "parent_execution, parent_event_id, fire_at_ms, attempt, flags, "          \
+    "started_ms, finished_ms"
 
 #define DURO__PG_HISTORY_COLUMNS                                               \
     "event_id, kind, source_event_id, timestamp_ms, name, version, payload, "  \
     "error, category, reason, requested_by, ref_instance, ref_execution, "     \
-    "ref_event_id, fire_at_ms, attempt, flags"
+    "ref_event_id, fire_at_ms, attempt, flags, started_ms, finished_ms"
 
 /* An upsert of the readiness row: a new row at ready_at, or ready_at
  * lowered to it when the instance is unlocked and the message is due
@@ -89,10 +90,10 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "WHERE r.lock_token IS NULL AND excluded.ready_at < r.ready_at"
 
 /* The ack of a work item with its completion (WQ_ACK_COMPLETE*): the row
- * goes ($20 id, $21 token); only if it went is the completion ($1..$19, as
- * OQ_INSERT) queued and its instance made ready. The worker row being
- * deleted is excluded from a claim in the same statement ($20): it is still
- * in the statement's snapshot, and locked by it. */
+ * goes ($20 id, $21 token); only if it went is the completion ($1..$19 and
+ * its run times $24, $25, as OQ_INSERT) queued and its instance made ready. The
+ * worker row being deleted is excluded from a claim in the same statement
+ * ($20): it is still in the statement's snapshot, and locked by it. */
 #define DURO__PG_WQ_ACK_CTE                                                    \
     "WITH a AS (DELETE FROM worker_queue WHERE id = $20::bigint "              \
     "AND lock_token = $21::text RETURNING id), "                               \
@@ -100,8 +101,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
     ", enqueued_ms, visible_at) SELECT $1::int, $2::text, $3::bigint, "        \
     "$4::bigint, $5::text, $6::text, $7::text, $8::text, $9::int, "            \
     "$10::text, $11::text, $12::text, $13::bigint, $14::bigint, "              \
-    "$15::bigint, $16::bigint, $17::bigint, $18::bigint, $19::bigint "         \
-    "FROM a), "                                                                \
+    "$15::bigint, $16::bigint, $17::bigint, $24::bigint, $25::bigint, "        \
+    "$18::bigint, $19::bigint FROM a), "                                       \
     "r AS (INSERT INTO orchestrator_ready AS r(instance_id, ready_at) "        \
     "SELECT $2::text, $19::bigint FROM a " DURO__PG_READY_UPSERT ") "
 
@@ -200,8 +201,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
       ") VALUES($1::text, $2::bigint, $3::bigint, "                            \
       "$4::int, $5::bigint, $6::bigint, $7::text, $8::text, $9::text, "        \
       "$10::text, $11::int, $12::text, $13::text, $14::text, $15::bigint, "    \
-      "$16::bigint, $17::bigint, $18::bigint, $19::bigint)")                   \
-    /* many events in one statement: $3..$19 are arrays, one element per       \
+      "$16::bigint, $17::bigint, $18::bigint, $19::bigint, $20::bigint, "      \
+      "$21::bigint)")                                                          \
+    /* many events in one statement: $3..$21 are arrays, one element per       \
      * event, of the columns DURO__PG_HISTORY_COLUMNS in order */              \
     X(HISTORY_INSERT_MANY,                                                     \
       "INSERT INTO history(instance_id, "                                      \
@@ -210,7 +212,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "$4::int[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], "        \
       "$9::text[], $10::text[], $11::int[], $12::text[], $13::text[], "        \
       "$14::text[], $15::bigint[], $16::bigint[], $17::bigint[], "             \
-      "$18::bigint[], $19::bigint[]) AS u")                                    \
+      "$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[]) AS u")      \
     X(HISTORY_READ,                                                            \
       "SELECT " DURO__PG_HISTORY_COLUMNS " FROM history "                      \
       "WHERE instance_id = $1::text AND execution_id = $2::bigint "            \
@@ -222,12 +224,14 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "AND execution_id = $2::bigint AND source_event_id = $3::bigint "        \
       "AND kind = 10 LIMIT 1")                                                 \
     /* orchestrator queue and its per-instance readiness/lock rows */          \
+    /* the completion's run times are $24, $25, as in DURO__PG_WQ_ACK_CTE */   \
     X(OQ_INSERT,                                                               \
       "INSERT INTO orchestrator_queue(" DURO__PG_QUEUE_COLUMNS                 \
       ", enqueued_ms, visible_at) VALUES($1::int, $2::text, $3::bigint, "      \
       "$4::bigint, $5::text, $6::text, $7::text, $8::text, $9::int, "          \
       "$10::text, $11::text, $12::text, $13::bigint, $14::bigint, "            \
-      "$15::bigint, $16::bigint, $17::bigint, $18::bigint, $19::bigint)")      \
+      "$15::bigint, $16::bigint, $17::bigint, $24::bigint, $25::bigint, "      \
+      "$18::bigint, $19::bigint)")                                             \
     X(OQ_UNTAG, "UPDATE orchestrator_queue SET lock_token = NULL "             \
                 "WHERE instance_id = $1::text AND lock_token = $2::text")      \
     /* an ack that ends the instance: nothing queued for it is live */         \
@@ -249,8 +253,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
      * other transaction is claiming or releasing ($1 now, $2 token hex, $3    \
      * locked until), tag its visible messages with the token and return       \
      * them in order (columns 0..17: DURO__PG_QUEUE_COLUMNS, fetch_count),     \
-     * with the ready row's id, instance id and token (18..20) and the         \
-     * instance row and its event count (22..34). An instance ready with       \
+     * with the ready row's id, instance id and token (18..20), the            \
+     * instance row and its event count (22..34) and the messages' run times   \
+     * (35, 36: started_ms, finished_ms). An instance ready with               \
      * nothing visible gives one row of NULL messages; no instance, one row    \
      * with only column 21: the earliest ready_at (NULL: none) */              \
     X(READY_CLAIM,                                                             \
@@ -265,7 +270,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "RETURNING q.kind, q.instance_id, q.execution_id, q.source_id, q.name, " \
       "q.version, q.payload, q.error, q.category, q.reason, q.requested_by, "  \
       "q.parent_instance, q.parent_execution, q.parent_event_id, "             \
-      "q.fire_at_ms, q.attempt, q.flags, q.fetch_count, q.visible_at, q.id) "  \
+      "q.fire_at_ms, q.attempt, q.flags, q.fetch_count, q.visible_at, q.id, "  \
+      "q.started_ms, q.finished_ms) "                                          \
       "SELECT t.kind, t.instance_id, t.execution_id, t.source_id, t.name, "    \
       "t.version, t.payload, t.error, t.category, t.reason, t.requested_by, "  \
       "t.parent_instance, t.parent_execution, t.parent_event_id, "             \
@@ -277,7 +283,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "i.cancel_requested_ms, i.cancel_reason, i.cancelled_by, "               \
       "i.last_problem, (SELECT COALESCE(MAX(h.event_id), 0) "                  \
       "FROM history AS h WHERE h.instance_id = i.instance_id "                 \
-      "AND h.execution_id = i.execution_id) "                                  \
+      "AND h.execution_id = i.execution_id), t.started_ms, t.finished_ms "     \
       "FROM (SELECT 1) AS one LEFT JOIN r ON true LEFT JOIN t ON true "        \
       "LEFT JOIN instances AS i ON i.instance_id = r.instance_id "             \
       "ORDER BY t.visible_at, t.id")                                           \
@@ -344,9 +350,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(WQ_ACK, "DELETE FROM worker_queue WHERE id = $1::bigint "                \
               "AND lock_token = $2::text")                                     \
     /* ack with a completion, one statement: delete the row the token          \
-     * holds ($20, $21) and, only if it did, enqueue the completion ($1..$19   \
-     * as OQ_INSERT) and make its instance ready. Returns the rows deleted.    \
-     */                                                                        \
+     * holds ($20, $21) and, only if it did, enqueue the completion ($1..$19,  \
+     * $24, $25 as OQ_INSERT) and make its instance ready. Returns the rows    \
+     * deleted. */                                                             \
     X(WQ_ACK_COMPLETE, DURO__PG_WQ_ACK_CTE "SELECT COUNT(*) FROM a")           \
     /* the same, then the claim of WQ_FETCH ($22 token, $23 locked until,      \
      * visible by $18) when the ack deleted its row: one row, the claimed      \

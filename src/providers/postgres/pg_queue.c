@@ -227,8 +227,8 @@ static int create_instance(duro__pg_provider *p, duro__pg_conn *c,
 
 /* Inserts one orchestrator message and makes its instance ready by
  * visible_at (unless the instance is locked: its release recomputes). */
-/* Binds $1..$19 of OQ_INSERT (and of the WQ_ACK_COMPLETE statements):
- * the message, enqueued at `now`, visible from visible_at. */
+/* Binds $1..$19, $24 and $25 of OQ_INSERT (and of the WQ_ACK_COMPLETE
+ * statements): the message, enqueued at `now`, visible from visible_at. */
 static void bind_message(duro__pg_conn *c, duro__pg_statement *s,
                          const duro_work_item *it, int64_t now,
                          int64_t visible_at)
@@ -252,6 +252,8 @@ static void bind_message(duro__pg_conn *c, duro__pg_statement *s,
     duro__pg_bind_i64(c, s, 17, it->flags);
     duro__pg_bind_i64(c, s, 18, now);
     duro__pg_bind_i64(c, s, 19, visible_at);
+    duro__pg_bind_i64(c, s, 24, it->started_ms);
+    duro__pg_bind_i64(c, s, 25, it->finished_ms);
 }
 
 static int insert_message(duro__pg_provider *p, duro__pg_conn *c,
@@ -374,7 +376,7 @@ static int lock_and_current(duro__pg_provider *p, duro__pg_conn *c,
 
 /* ---- reading rows into items --------------------------------------------- */
 
-/* A row of OQ_FETCHED (columns DURO__PG_QUEUE_COLUMNS). */
+/* A row of READY_CLAIM (columns 0..16; the run times are 35, 36). */
 static int read_message(duro_arena *a, duro__pg_statement *s,
                         duro_work_item *it)
 {
@@ -387,6 +389,8 @@ static int read_message(duro_arena *a, duro__pg_statement *s,
     it->fire_at_ms = duro__pg_column_int64(s, 14);
     it->attempt = (uint32_t)duro__pg_column_int64(s, 15);
     it->flags = (uint32_t)duro__pg_column_int64(s, 16);
+    it->started_ms = duro__pg_column_int64(s, 35);
+    it->finished_ms = duro__pg_column_int64(s, 36);
     if (duro__pg_column_text(a, s, 1, &it->instance_id) ||
         duro__pg_column_text(a, s, 4, &it->name) ||
         duro__pg_column_text(a, s, 5, &it->version) ||
@@ -412,6 +416,8 @@ static int read_event(duro_arena *a, duro__pg_statement *s, duro_event *ev)
     ev->fire_at_ms = duro__pg_column_int64(s, 14);
     ev->attempt = (uint32_t)duro__pg_column_int64(s, 15);
     ev->flags = (uint32_t)duro__pg_column_int64(s, 16);
+    ev->started_ms = duro__pg_column_int64(s, 17);
+    ev->finished_ms = duro__pg_column_int64(s, 18);
     if (duro__pg_column_text(a, s, 4, &ev->name) ||
         duro__pg_column_text(a, s, 5, &ev->version) ||
         duro__pg_column_text(a, s, 6, &ev->payload) ||
@@ -776,6 +782,8 @@ static int insert_history(duro__pg_provider *p, duro__pg_conn *c,
     duro__pg_bind_i64(c, s, 17, ev->fire_at_ms);
     duro__pg_bind_i64(c, s, 18, ev->attempt);
     duro__pg_bind_i64(c, s, 19, ev->flags);
+    duro__pg_bind_i64(c, s, 20, ev->started_ms);
+    duro__pg_bind_i64(c, s, 21, ev->finished_ms);
     int rc = duro__pg_step(p, c, s);
     if (rc == DURO__PG_UNIQUE)
         return duro_error_set(err, DURO_ALREADY_EXISTS, 0,
@@ -788,8 +796,8 @@ static int insert_history(duro__pg_provider *p, duro__pg_conn *c,
     return DURO_OK;
 }
 
-/* Appends one element to each of the 17 array literals of
- * HISTORY_INSERT_MANY ($3..$19). */
+/* Appends one element to each of the 19 array literals of
+ * HISTORY_INSERT_MANY ($3..$21). */
 static void append_event_columns(duro__strbuf *col, const duro_event *ev)
 {
     const int64_t ints[] = {(int64_t)ev->event_id,
@@ -801,9 +809,11 @@ static void append_event_columns(duro__strbuf *col, const duro_event *ev)
                             (int64_t)ev->ref_event_id,
                             ev->fire_at_ms,
                             (int64_t)ev->attempt,
-                            (int64_t)ev->flags};
+                            (int64_t)ev->flags,
+                            ev->started_ms,
+                            ev->finished_ms};
     /* column index of each, in DURO__PG_HISTORY_COLUMNS order */
-    static const int int_cols[] = {0, 1, 2, 3, 8, 12, 13, 14, 15, 16};
+    static const int int_cols[] = {0, 1, 2, 3, 8, 12, 13, 14, 15, 16, 17, 18};
     const char *const texts[] = {ev->name,        ev->version, ev->payload,
                                  ev->error,       ev->reason,  ev->requested_by,
                                  ev->ref_instance};
@@ -834,7 +844,7 @@ static int insert_events(duro__pg_provider *p, duro__pg_conn *c,
         return DURO_OK;
     if (count == 1)
         return insert_history(p, c, instance_id, execution_id, events, op, err);
-    enum { COLUMNS = 17 };
+    enum { COLUMNS = 19 };
     duro__strbuf col[COLUMNS];
     memset(col, 0, sizeof(col));
     int oom = 0;

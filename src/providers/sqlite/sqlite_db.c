@@ -185,7 +185,16 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
      * writes it */
     "CREATE INDEX instances_name_status ON instances(name, status);"
     "CREATE INDEX instances_problem ON instances(name, status)"
-    " WHERE last_problem IS NOT NULL;"};
+    " WHERE last_problem IS NOT NULL;",
+    /* 4: when the worker ran an activity (provider contract version 6):
+     * carried by its completion message to the event the turn records.
+     * Rows written before read 0, "unknown". */
+    "ALTER TABLE orchestrator_queue"
+    " ADD COLUMN started_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE orchestrator_queue"
+    " ADD COLUMN finished_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE history ADD COLUMN started_ms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE history ADD COLUMN finished_ms INTEGER NOT NULL DEFAULT 0;"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */

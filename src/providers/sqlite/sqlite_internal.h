@@ -13,7 +13,7 @@
 #include "base/base.h"
 #include "providers/providers.h"
 
-#define DURO__SQLITE_SCHEMA_VERSION 3 /* what this code creates and reads */
+#define DURO__SQLITE_SCHEMA_VERSION 4 /* what this code creates and reads */
 #define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__SQLITE_POOL_MAX 64      /* most reader connections */
 
@@ -65,12 +65,13 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
 #define DURO__SQLITE_QUEUE_COLUMNS                                             \
     "kind, instance_id, execution_id, source_id, name, version, payload, "     \
     "error, category, reason, requested_by, parent_instance, "                 \
-    "parent_execution, parent_event_id, fire_at_ms, attempt, flags"
+    "parent_execution, parent_event_id, fire_at_ms, attempt, flags, "          \
+    "started_ms, finished_ms"
 
 #define DURO__SQLITE_HISTORY_COLUMNS                                           \
     "event_id, kind, source_event_id, timestamp_ms, name, version, payload, "  \
     "error, category, reason, requested_by, ref_instance, ref_execution, "     \
-    "ref_event_id, fire_at_ms, attempt, flags"
+    "ref_event_id, fire_at_ms, attempt, flags, started_ms, finished_ms"
 
 #define DURO__SQLITE_STATEMENTS(X)                                             \
     X(BEGIN_WRITE, "BEGIN IMMEDIATE")                                          \
@@ -160,7 +161,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                       "execution_id, " DURO__SQLITE_HISTORY_COLUMNS            \
                       ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "              \
                       "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "                \
-                      "?17, ?18, ?19)")                                        \
+                      "?17, ?18, ?19, ?20, ?21)")                              \
     X(HISTORY_READ,                                                            \
       "SELECT " DURO__SQLITE_HISTORY_COLUMNS " FROM history "                  \
       "WHERE instance_id = ?1 AND execution_id = ?2 AND event_id > ?3 "        \
@@ -177,7 +178,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(OQ_INSERT,                                                               \
       "INSERT INTO orchestrator_queue(" DURO__SQLITE_QUEUE_COLUMNS             \
       ", enqueued_ms, visible_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " \
-      "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)")                     \
+      "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)")           \
     X(OQ_TAG, "UPDATE orchestrator_queue SET lock_token = ?2, "                \
               "fetch_count = fetch_count + 1 "                                 \
               "WHERE instance_id = ?1 AND visible_at <= ?3")                   \

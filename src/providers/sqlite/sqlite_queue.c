@@ -252,8 +252,10 @@ static int insert_message(duro__sqlite_provider *p, duro__sqlite_conn *c,
     duro__sqlite_bind_i64(c, s, 15, it->fire_at_ms);
     duro__sqlite_bind_i64(c, s, 16, it->attempt);
     duro__sqlite_bind_i64(c, s, 17, it->flags);
-    duro__sqlite_bind_i64(c, s, 18, now);
-    duro__sqlite_bind_i64(c, s, 19, visible_at);
+    duro__sqlite_bind_i64(c, s, 18, it->started_ms);
+    duro__sqlite_bind_i64(c, s, 19, it->finished_ms);
+    duro__sqlite_bind_i64(c, s, 20, now);
+    duro__sqlite_bind_i64(c, s, 21, visible_at);
     int rc = duro__sqlite_run(p, c, s, op, err);
     if (rc != DURO_OK)
         return rc;
@@ -366,6 +368,8 @@ static int read_message(duro_arena *a, sqlite3_stmt *s, duro_work_item *it)
     it->fire_at_ms = sqlite3_column_int64(s, 14);
     it->attempt = (uint32_t)sqlite3_column_int64(s, 15);
     it->flags = (uint32_t)sqlite3_column_int64(s, 16);
+    it->started_ms = sqlite3_column_int64(s, 17);
+    it->finished_ms = sqlite3_column_int64(s, 18);
     if (duro__sqlite_column_text(a, s, 1, &it->instance_id) ||
         duro__sqlite_column_text(a, s, 4, &it->name) ||
         duro__sqlite_column_text(a, s, 5, &it->version) ||
@@ -391,6 +395,8 @@ static int read_event(duro_arena *a, sqlite3_stmt *s, duro_event *ev)
     ev->fire_at_ms = sqlite3_column_int64(s, 14);
     ev->attempt = (uint32_t)sqlite3_column_int64(s, 15);
     ev->flags = (uint32_t)sqlite3_column_int64(s, 16);
+    ev->started_ms = sqlite3_column_int64(s, 17);
+    ev->finished_ms = sqlite3_column_int64(s, 18);
     if (duro__sqlite_column_text(a, s, 4, &ev->name) ||
         duro__sqlite_column_text(a, s, 5, &ev->version) ||
         duro__sqlite_column_text(a, s, 6, &ev->payload) ||
@@ -461,7 +467,7 @@ static int load_orch_item(duro__sqlite_provider *p, duro__sqlite_conn *c,
         }
         if (read_message(a, s, &item->messages[item->message_count]) != 0)
             return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-        uint32_t fetches = (uint32_t)sqlite3_column_int64(s, 17);
+        uint32_t fetches = (uint32_t)sqlite3_column_int64(s, 19);
         item->attempt = DURO__MAX(item->attempt, fetches);
         item->message_count++;
     }
@@ -774,6 +780,8 @@ static int insert_history(duro__sqlite_provider *p, duro__sqlite_conn *c,
     duro__sqlite_bind_i64(c, s, 17, ev->fire_at_ms);
     duro__sqlite_bind_i64(c, s, 18, ev->attempt);
     duro__sqlite_bind_i64(c, s, 19, ev->flags);
+    duro__sqlite_bind_i64(c, s, 20, ev->started_ms);
+    duro__sqlite_bind_i64(c, s, 21, ev->finished_ms);
     int rc = duro__sqlite_step(p, c, s);
     if (rc == SQLITE_CONSTRAINT_PRIMARYKEY)
         return duro_error_set(err, DURO_ALREADY_EXISTS, 0,
