@@ -19,6 +19,10 @@ build: $(BUILD)/CMakeCache.txt
 # Builds everything with warnings as errors and runs the whole suite.
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+	@[ -x /usr/bin/chromium ] && [ -d tests/browser/node_modules ] || \
+	    echo "make test: the browser tests (ui_browser) were SKIPPED: they" \
+	         "need /usr/bin/chromium (apt-get install chromium) and" \
+	         "npm ci --prefix tests/browser"
 
 # The suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:

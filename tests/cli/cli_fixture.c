@@ -17,11 +17,20 @@
  *                                orchestrator message is ready or locked
  *                                (what was sent has been handled)
  *   cli_fixture newer-schema PATH  records schema version 99 in the file
+ *   cli_fixture hostile URL      ids with quotes, '<img ...>' and a newline,
+ *                                running (waiting for "go"), for duro ui's
+ *                                browser tests
+ *   cli_fixture serve URL        runs a runtime until SIGTERM/SIGINT or
+ *                                until stdin closes (duro ui's browser
+ *                                tests: terminate, suspend take effect)
  * Exits 0 when every instance reached its state, 1 otherwise. */
+#include <poll.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "duro.h"
 
@@ -362,6 +371,48 @@ static int newer_schema(const char *path)
     return rc == SQLITE_OK ? 0 : 1;
 }
 
+static int hostile(const char *url)
+{
+    static const char *const ids[] = {"a\"<img src=x onerror=alert(1)>\nb",
+                                      "quote'\"-1",
+                                      "<script>alert(2)</script>"};
+    world w = {0};
+    int failed = begin(url, &w);
+    for (size_t i = 0; !failed && i < sizeof(ids) / sizeof(*ids); i++)
+        failed = failed_call(
+            duro_client_start(w.c, ids[i], "Waiter", NULL, NULL), "start");
+    for (size_t i = 0; !failed && i < sizeof(ids) / sizeof(*ids); i++)
+        failed = reach(w.c, ids[i], DURO_STATUS_RUNNING, 2);
+    stop(&w);
+    return failed ? 1 : 0;
+}
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stopping = 1;
+}
+
+static int serve(const char *url)
+{
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal);
+    world w = {0};
+    int failed = begin(url, &w);
+    while (!failed && !stopping) {
+        struct pollfd in = {0, POLLIN, 0};
+        if (poll(&in, 1, 100) > 0) {
+            char buf[64];
+            if (read(0, buf, sizeof(buf)) <= 0)
+                break;
+        }
+    }
+    stop(&w);
+    return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "populate") == 0)
@@ -372,7 +423,12 @@ int main(int argc, char **argv)
         return run(argv[2], argc - 3, argv + 3);
     if (argc == 3 && strcmp(argv[1], "newer-schema") == 0)
         return newer_schema(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "hostile") == 0)
+        return hostile(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "serve") == 0)
+        return serve(argv[2]);
     fprintf(stderr, "usage: cli_fixture populate URL | control URL | run URL "
-                    "ID=STATUS[:EVENTS]... | newer-schema PATH\n");
+                    "ID=STATUS[:EVENTS]... | newer-schema PATH | hostile URL | "
+                    "serve URL\n");
     return 2;
 }

@@ -14,3 +14,13 @@ if(DURO_HAVE_UI)
   add_test(NAME test_ui COMMAND test_ui $<TARGET_FILE:duro_cli>)
   set_tests_properties(test_ui PROPERTIES LABELS "ui;cli" TIMEOUT 120)
 endif()
+# The page in a real browser (tests/browser/run.sh): skipped, and says so,
+# without /usr/bin/chromium, node or tests/browser/node_modules.
+if(DURO_HAVE_UI)
+  add_test(NAME ui_browser
+    COMMAND sh ${PROJECT_SOURCE_DIR}/tests/browser/run.sh
+            $<TARGET_FILE:duro_cli> $<TARGET_FILE:cli_fixture>
+            ${CMAKE_CURRENT_BINARY_DIR}/browser-screenshots)
+  set_tests_properties(ui_browser PROPERTIES LABELS "ui;cli" TIMEOUT 300
+                       SKIP_RETURN_CODE 77)
+endif()

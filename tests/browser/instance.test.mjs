@@ -1,0 +1,94 @@
+// The instance page, with a runtime running beside duro ui: a cancel with
+// a reason shows the reason and the requester (ui:...) in the status
+// card; terminate (after its dialog) and suspend/resume change the
+// status; raise-event checks its payload is JSON before sending.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { HOSTILE, openPage, ref, screenshot, startUi } from "./lib.mjs";
+
+const field = (page, name) => page.locator(`#card dd[data-field="${name}"]`);
+
+async function open(page, id) {
+  await page.evaluate((r) => { location.hash = "#/instance?ref=" + r; }, ref(id));
+  await page.locator("h2.id").filter({ hasText: id.split("\n")[0] }).waitFor();
+  await field(page, "Status").waitFor();
+}
+
+async function statusBecomes(page, want) {
+  await page.waitForFunction((w) =>
+    document.querySelector('#card dd[data-field="Status"]')?.textContent === w,
+  want, { timeout: 20000 });
+}
+
+test("instance page", async (t) => {
+  const ui = await startUi(t, { runtime: true });
+  const { page, problems } = await openPage(t);
+  await page.goto(ui.url);
+  await page.locator("#rows tr[data-ref]").first().waitFor();
+
+  await t.test("a hostile id opens from the list and shows as text", async () => {
+    await page.locator("#rows td.id a").filter({ hasText: "onerror" }).click();
+    await page.waitForURL(/#\/instance\?ref=/);
+    await page.waitForFunction((id) =>
+      document.querySelector("h2.id")?.textContent === id, HOSTILE);
+    await field(page, "Status").waitFor();
+    assert.equal(await page.locator("img").count(), 0);
+    await page.locator("#events tr").first().waitFor();
+    await screenshot(page, "instance-hostile");
+  });
+
+  await t.test("cancel with a reason shows the reason and the requester", async () => {
+    await open(page, "w-1");
+    await page.locator("#cancel-reason").fill("browser test: bad deploy");
+    await page.locator("#do-cancel").click();
+    await page.locator("#status").filter({ hasText: /^cancel: / }).waitFor();
+    await field(page, "Cancel reason").filter({ hasText: "browser test: bad deploy" }).waitFor();
+    assert.match(await field(page, "Cancel requested by").textContent(), /^ui:/);
+    await statusBecomes(page, "cancelled");
+    await page.locator("#events td", { hasText: "browser test: bad deploy" }).first().waitFor();
+    await screenshot(page, "instance-cancelled");
+  });
+
+  await t.test("terminate after the dialog", async () => {
+    await open(page, "w-2");
+    await page.locator("#do-terminate").click();
+    const dialog = page.getByRole("dialog");
+    await dialog.waitFor();
+    assert.equal(await page.locator("#terminate-id").textContent(), "w-2");
+    await page.locator("#terminate-reason").fill("stuck in test");
+    await page.locator("#confirm-terminate").click();
+    await page.locator("#status").filter({ hasText: /^terminate: / }).waitFor();
+    await statusBecomes(page, "terminated");
+    assert.equal(await page.locator("#do-terminate").isHidden(), true);
+  });
+
+  await t.test("suspend and resume", async () => {
+    await open(page, "w-3");
+    await page.locator("#do-suspend").click();
+    await statusBecomes(page, "suspended");
+    await page.locator("#do-resume").click();
+    await statusBecomes(page, "running");
+  });
+
+  await t.test("raise event: the payload must be JSON", async () => {
+    await open(page, "w-4");
+    await page.locator("#event-name").fill("go");
+    await page.locator("#event-payload").fill("{not json");
+    await page.locator("#do-raise").click();
+    await page.locator("#status").filter({ hasText: "not JSON" }).waitFor();
+    assert.equal(await page.locator("#event-payload").getAttribute("aria-invalid"), "true");
+    await page.locator("#event-payload").fill('{"answer": 42}');
+    await page.locator("#do-raise").click();
+    await page.locator("#status").filter({ hasText: "raise-event: raised" }).waitFor();
+    await statusBecomes(page, "completed");
+    await screenshot(page, "instance");
+  });
+
+  await t.test("accessible names: buttons and the status region", async () => {
+    const snap = await page.locator("body").ariaSnapshot();
+    assert.match(snap, /status/);
+    assert.match(snap, /button "Raise event"/);
+  });
+
+  assert.deepEqual(problems, []);
+});

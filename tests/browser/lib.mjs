@@ -1,0 +1,115 @@
+// lib.mjs - what the browser tests share: a copy of the seeded store, a
+// `duro ui` child (and, when asked, a runtime from `cli_fixture serve`)
+// killed in every path through t.after, and Debian's Chromium driven by
+// playwright-core (never a downloaded browser). run.sh sets the env.
+import { spawn } from "node:child_process";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set (run the tests through ctest)`);
+  return v;
+};
+
+export const TOKEN = "browser-test-token-0123456789";
+export const HOSTILE = "a\"<img src=x onerror=alert(1)>\nb";
+export const ref = (id) => Buffer.from(id, "utf8").toString("base64url");
+
+const children = new Set();
+process.on("exit", () => {
+  for (const c of children) c.kill("SIGKILL");
+});
+
+function track(t, child) {
+  children.add(child);
+  child.on("exit", () => children.delete(child));
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+}
+
+// Resolves with the first stdout line of @p child, or rejects after @p ms.
+function firstLine(child, ms) {
+  return new Promise((resolve, reject) => {
+    let buf = "";
+    let err = "";
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`no first line within ${ms} ms; stderr: ${err}`));
+    }, ms);
+    child.stderr.on("data", (d) => { err += d; });
+    child.stdout.on("data", (d) => {
+      buf += d;
+      const nl = buf.indexOf("\n");
+      if (nl >= 0) {
+        clearTimeout(timer);
+        resolve(buf.slice(0, nl));
+      }
+    });
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited (${code}) before its first line; stderr: ${err}`));
+    });
+  });
+}
+
+// A private copy of the seeded store, `duro ui` over it, and with
+// {runtime: true} a runtime so that terminate and suspend take effect.
+// Returns {url (with #token=), base, db}.
+export async function startUi(t, opts = {}) {
+  const dir = mkdtempSync(join(tmpdir(), "duro-browser-test-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const seed = env("DURO_SEED_DB");
+  for (const ext of ["", "-wal"]) {
+    if (existsSync(seed + ext)) copyFileSync(seed + ext, join(dir, "s.db" + ext));
+  }
+  const db = "sqlite:" + join(dir, "s.db");
+  writeFileSync(join(dir, "token"), TOKEN + "\n");
+  const ui = spawn(env("DURO_BIN"), ["--db", db, "ui", "--listen", "127.0.0.1:0",
+    "--token-file", join(dir, "token")], { stdio: ["ignore", "pipe", "pipe"] });
+  track(t, ui);
+  const line = await firstLine(ui, 15000);
+  const m = /^duro ui: (http:\/\/127\.0\.0\.1:\d+)\/#token=(.*)$/.exec(line);
+  if (!m || m[2] !== TOKEN) throw new Error("unexpected first line: " + line);
+  if (opts.runtime) {
+    const rt = spawn(env("DURO_FIXTURE"), ["serve", db],
+      { stdio: ["pipe", "inherit", "inherit"] });
+    track(t, rt);
+  }
+  return { url: line.slice("duro ui: ".length), base: m[1], db };
+}
+
+// Chromium and a page whose problems are collected: page errors, console
+// messages about the Content Security Policy, and any dialog (dismissed).
+export async function openPage(t) {
+  const browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+    timeout: 30000,
+  });
+  t.after(() => browser.close());
+  const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  const problems = [];
+  page.on("pageerror", (e) => problems.push("pageerror: " + e.message));
+  page.on("console", (m) => {
+    if (/Content Security Policy/i.test(m.text())) problems.push("csp: " + m.text());
+    else if (m.type() === "error") {
+      problems.push("console error: " + m.text() + " " + (m.location().url || ""));
+    }
+  });
+  page.on("dialog", (d) => {
+    problems.push("dialog: " + d.message());
+    d.dismiss().catch(() => {});
+  });
+  return { browser, context, page, problems };
+}
+
+export async function screenshot(page, name) {
+  const dir = process.env.DURO_SCREENSHOTS;
+  if (dir) await page.screenshot({ path: join(dir, name + ".png"), fullPage: true });
+}

@@ -1,0 +1,81 @@
+// The instances page: the #token= fragment becomes the cookie and leaves
+// the URL; hostile ids are text; the counts filter the rows and the URL;
+// paging with the cursor.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { HOSTILE, openPage, screenshot, startUi } from "./lib.mjs";
+
+test("instances page", async (t) => {
+  const ui = await startUi(t);
+  const { context, page, problems } = await openPage(t);
+  await page.goto(ui.url);
+
+  await t.test("the token is exchanged for the cookie and leaves the URL", async () => {
+    await page.locator("#rows tr[data-ref]").first().waitFor();
+    assert.ok(!page.url().includes("token"), page.url());
+    const port = new URL(ui.base).port;
+    const cookie = (await context.cookies()).find((c) => c.name === "duro_ui_" + port);
+    assert.ok(cookie, "cookie duro_ui_" + port);
+    assert.equal(cookie.httpOnly, true);
+    assert.equal(cookie.sameSite, "Strict");
+  });
+
+  await t.test("hostile ids are shown as text", async () => {
+    const ids = await page.locator("#rows td.id").allTextContents();
+    assert.ok(ids.includes(HOSTILE), JSON.stringify(ids));
+    assert.ok(ids.includes("<script>alert(2)</script>"), JSON.stringify(ids));
+    assert.equal(await page.locator("img").count(), 0);
+    assert.equal(await page.locator("script").count(), 1);
+  });
+
+  await t.test("a count filters the rows and the URL", async () => {
+    const n = Number(await page.locator('button[data-status="completed"] .n').textContent());
+    assert.ok(n >= 2, "completed count " + n);
+    await page.locator('button[data-status="completed"]').click();
+    await page.waitForURL(/status=completed/);
+    await page.locator('button[data-status="completed"][aria-pressed="true"]').waitFor();
+    await page.waitForFunction((want) => {
+      const s = [...document.querySelectorAll("#rows td.status")].map((e) => e.textContent);
+      return s.length === want && s.every((x) => x === "completed");
+    }, n);
+    await screenshot(page, "instances-completed");
+    // again: the filter is off
+    await page.locator('button[data-status="completed"]').click();
+    await page.waitForURL((u) => !u.hash.includes("status=completed"));
+  });
+
+  await t.test("the filter form and the URL agree", async () => {
+    await page.locator("#f-status").selectOption("running");
+    await page.locator("#f-prefix").fill("w-");
+    await page.locator("form.filters button[type=submit]").click();
+    await page.waitForURL(/status=running.*id_prefix=w-|id_prefix=w-.*status=running/);
+    await page.waitForFunction(() => {
+      const ids = [...document.querySelectorAll("#rows td.id")].map((e) => e.textContent);
+      return ids.length === 4 && ids.every((x) => x.startsWith("w-"));
+    });
+    // reloading the URL keeps the filter
+    await page.reload();
+    await page.waitForFunction(() =>
+      document.querySelectorAll("#rows td.id").length === 4);
+    assert.equal(await page.locator("#f-prefix").inputValue(), "w-");
+  });
+
+  await t.test("paging with the cursor", async () => {
+    await page.evaluate(() => { location.hash = "#/?limit=3"; });
+    await page.waitForFunction(() => document.querySelectorAll("#rows tr[data-ref]").length === 3);
+    const first = await page.locator("#rows td.id").allTextContents();
+    await page.locator("#next").click();
+    await page.waitForFunction((f) => {
+      const ids = [...document.querySelectorAll("#rows td.id")].map((e) => e.textContent);
+      return ids.length > 0 && !ids.includes(f[0]);
+    }, first);
+    const second = await page.locator("#rows td.id").allTextContents();
+    assert.ok(second[0] > first[2], JSON.stringify([first, second]));
+    await page.locator("#prev").click();
+    await page.waitForFunction((f) =>
+      document.querySelector("#rows td.id")?.textContent === f[0], first);
+  });
+
+  await screenshot(page, "instances");
+  assert.deepEqual(problems, []);
+});
