@@ -77,10 +77,17 @@ test("instance page", async (t) => {
     await page.locator("#do-raise").click();
     await page.locator("#status").filter({ hasText: "not JSON" }).waitFor();
     assert.equal(await page.locator("#event-payload").getAttribute("aria-invalid"), "true");
-    await page.locator("#event-payload").fill('{"answer": 42}');
+    const pad = "x".repeat(300) + "<b>end</b>";
+    await page.locator("#event-payload").fill(JSON.stringify({ answer: 42, pad }));
     await page.locator("#do-raise").click();
     await page.locator("#status").filter({ hasText: "raise-event: raised" }).waitFor();
     await statusBecomes(page, "completed");
+    // the payload is shortened in the table, whole on request (as text)
+    const whole = page.locator("#events button", { hasText: "whole" }).first();
+    await whole.waitFor();
+    await whole.click();
+    await page.locator("#payload-full").filter({ hasText: "<b>end</b>" }).waitFor();
+    assert.equal(await page.locator("b").count(), 0);
     await screenshot(page, "instance");
   });
 

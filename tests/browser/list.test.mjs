@@ -76,6 +76,36 @@ test("instances page", async (t) => {
       document.querySelector("#rows td.id")?.textContent === f[0], first);
   });
 
+  await t.test("auto-refresh pauses while the tab is hidden", async () => {
+    let calls = 0;
+    const count = (r) => { if (r.url().includes("/api/v1/instances")) calls++; };
+    page.on("request", count);
+    await page.waitForTimeout(2500);
+    assert.ok(calls >= 1, "refreshed while visible: " + calls);
+    await page.evaluate(() => {
+      Object.defineProperty(document, "hidden", { configurable: true, get: () => true });
+    });
+    calls = 0;
+    await page.waitForTimeout(4500);
+    assert.equal(calls, 0, "refreshed while hidden");
+    await page.evaluate(() => { delete document.hidden; });
+    page.off("request", count);
+  });
+
   await screenshot(page, "instances");
   assert.deepEqual(problems, []);
+
+  await t.test("control: a CSP violation would be noticed", async () => {
+    await page.evaluate(() => {
+      const i = document.createElement("img");
+      i.setAttribute("src", "http://192.0.2.1/x.png");
+      document.body.append(i);
+    });
+    await page.waitForFunction(() => true);
+    const deadline = Date.now() + 5000;
+    while (!problems.some((p) => p.startsWith("csp:")) && Date.now() < deadline) {
+      await page.waitForTimeout(50);
+    }
+    assert.ok(problems.some((p) => p.startsWith("csp:")), JSON.stringify(problems));
+  });
 });
