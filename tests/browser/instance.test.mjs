@@ -1,7 +1,8 @@
 // The instance page, with a runtime running beside duro ui: a cancel with
 // a reason shows the reason and the requester (ui:...) in the status
 // card; terminate (after its dialog) and suspend/resume change the
-// status; raise-event checks its payload is JSON before sending.
+// status; raise-event checks its payload is JSON before sending; the
+// timeline draws activities and a cancel request.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { HOSTILE, openPage, ref, screenshot, startUi } from "./lib.mjs";
@@ -35,6 +36,24 @@ test("instance page", async (t) => {
     assert.equal(await page.locator("img").count(), 0);
     await page.locator("#events tr").first().waitFor();
     await screenshot(page, "instance-hostile");
+  });
+
+  await t.test("timeline: activity bars with the worker's times, a cancel mark", async () => {
+    await open(page, "hello-1");
+    const greet = page.locator("#timeline .tl-row", { hasText: "activity Greet" });
+    await greet.waitFor();
+    assert.match(await greet.locator(".tl-label").textContent(), /completed/);
+    assert.equal(await greet.locator(".tl-ran").count(), 1, "worker's started/finished");
+    await open(page, "slow-1");
+    const mark = page.locator("#timeline .tl-mark");
+    await mark.first().waitFor();
+    const text = await mark.first().textContent();
+    assert.match(text, /cancel requested by user:alice/);
+    assert.match(text, /bad deploy/);
+    await page.locator("#timeline .tl-row", { hasText: "activity Block" }).waitFor();
+    assert.ok(await page.locator("#timeline .tl-line").count() >= 1);
+    assert.ok(await page.locator("#timeline .tl-row").count() <= 200);
+    await screenshot(page, "instance-timeline");
   });
 
   await t.test("cancel with a reason shows the reason and the requester", async () => {

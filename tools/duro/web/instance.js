@@ -6,6 +6,7 @@
 // refreshed every 2 s while the tab is visible (the events too, when
 // the history grew and only their first page is shown).
 import { h, get, getText, post, query, say, time, payloadText } from "./dom.js";
+import { timeline } from "./timeline.js";
 
 const PREVIEW = 200; // characters of a payload shown in the events table
 
@@ -107,6 +108,8 @@ export function showInstance(view, ref) {
   h("label", { for: "event-payload" }, " payload "), evPayload,
   button("Raise event", { type: "submit", id: "do-raise" }));
 
+  const tl = timeline(ref);
+
   // Events, paged with next_after.
   const evRows = h("tbody", { id: "events" });
   const full = h("pre", { id: "payload-full", class: "payload", hidden: true });
@@ -192,9 +195,10 @@ export function showInstance(view, ref) {
     suspend.hidden = finished || info.status === "suspended";
     resume.hidden = info.status !== "suspended";
     // New history: reload the events, unless more pages were opened.
-    if (info.history_count !== seen && !events.paged) {
+    if (info.history_count !== seen) {
       seen = info.history_count;
-      events.first();
+      if (!events.paged) events.first();
+      tl.load(info).catch((e) => say("timeline: " + e.message, true));
     }
   }
 
@@ -205,6 +209,7 @@ export function showInstance(view, ref) {
     h("section", { "aria-label": "Actions", class: "actions" },
       cancelForm, h("p", {}, terminate, " ", suspend, " ", resume), raiseForm,
       dialog),
+    tl.el,
     h("section", { "aria-label": "Events" },
       h("table", {},
         h("caption", {}, "Events"),
