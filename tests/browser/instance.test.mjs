@@ -118,3 +118,23 @@ test("instance page", async (t) => {
 
   assert.deepEqual(problems, []);
 });
+
+test("timeline of 1000 activities keeps few rows in the DOM", async (t) => {
+  const ui = await startUi(t);
+  const { page, problems } = await openPage(t);
+  await page.goto(ui.url);
+  await page.locator("#rows tr[data-ref]").first().waitFor();
+  await open(page, "fan-1");
+  await page.locator("#timeline .tl-note", { hasText: "1000 rows" }).waitFor();
+  const drawn = await page.locator("#timeline .tl-row").count();
+  assert.ok(drawn > 0 && drawn <= 200, "rows in the DOM: " + drawn);
+  const firstId = await page.locator("#timeline .tl-row").first().getAttribute("data-span");
+  await page.locator("#timeline-rows").evaluate((e) => { e.scrollTop = e.scrollHeight / 2; });
+  await page.waitForFunction((f) => {
+    const r = document.querySelector("#timeline .tl-row");
+    return r && r.getAttribute("data-span") !== f;
+  }, firstId);
+  assert.ok(await page.locator("#timeline .tl-row").count() <= 200);
+  await screenshot(page, "instance-timeline-1000");
+  assert.deepEqual(problems, []);
+});

@@ -18,8 +18,9 @@
  *                                (what was sent has been handled)
  *   cli_fixture newer-schema PATH  records schema version 99 in the file
  *   cli_fixture hostile URL      ids with quotes, '<img ...>' and a newline,
- *                                running (waiting for "go"), for duro ui's
- *                                browser tests
+ *                                running (waiting for "go"), and fan-1
+ *                                completed after 1000 parallel activities,
+ *                                for duro ui's browser tests
  *   cli_fixture serve URL        runs a runtime until SIGTERM/SIGINT or
  *                                until stdin closes (duro ui's browser
  *                                tests: terminate, suspend take effect)
@@ -86,6 +87,18 @@ static int slow(duro_orch *o, const char *input, duro_result *out)
     return duro_ok(out, NULL);
 }
 
+/* Calls Greet FANOUT times at once and waits for all (a long timeline). */
+#define FANOUT 1000
+static int fanout(duro_orch *o, const char *input, duro_result *out)
+{
+    static duro_task *tasks[FANOUT];
+    for (size_t i = 0; i < FANOUT; i++)
+        tasks[i] = duro_call_activity(o, "Greet", input);
+    if (duro_join_n(o, tasks, FANOUT) != DURO_OK)
+        return duro_fail(out, "a greeting failed");
+    return duro_ok(out, NULL);
+}
+
 /* Registered with observe_cancel: a cancel while it waits for "go" is
  * delivered to it, and its cleanup waits for "undone". */
 static int careful(duro_orch *o, const char *input, duro_result *out)
@@ -143,6 +156,7 @@ static int begin(const char *url, world *w)
         duro_registry_add_orchestration(w->reg, "Boom", NULL, boom, NULL) ||
         duro_registry_add_orchestration(w->reg, "Waiter", NULL, waiter, NULL) ||
         duro_registry_add_orchestration(w->reg, "Slow", NULL, slow, NULL) ||
+        duro_registry_add_orchestration(w->reg, "Fanout", NULL, fanout, NULL) ||
         duro_registry_add_orchestration_ex(w->reg, "Careful", NULL, careful,
                                            NULL, &observe) ||
         duro_registry_add_activity(w->reg, "Greet", greet, NULL) ||
@@ -381,8 +395,13 @@ static int hostile(const char *url)
     for (size_t i = 0; !failed && i < sizeof(ids) / sizeof(*ids); i++)
         failed = failed_call(
             duro_client_start(w.c, ids[i], "Waiter", NULL, NULL), "start");
+    if (!failed)
+        failed = failed_call(
+            duro_client_start(w.c, "fan-1", "Fanout", "\"x\"", NULL), "start");
     for (size_t i = 0; !failed && i < sizeof(ids) / sizeof(*ids); i++)
         failed = reach(w.c, ids[i], DURO_STATUS_RUNNING, 2);
+    if (!failed)
+        failed = reach(w.c, "fan-1", DURO_STATUS_COMPLETED, 0);
     stop(&w);
     return failed ? 1 : 0;
 }
