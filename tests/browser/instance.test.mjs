@@ -38,6 +38,19 @@ test("instance page", async (t) => {
     await screenshot(page, "instance-hostile");
   });
 
+  await t.test("an id that is not UTF-8 opens by its ref and takes actions", async () => {
+    await page.evaluate(() => { location.hash = "#/?id_prefix=bad-"; });
+    const link = page.locator("#rows td.id a", { hasText: "bad-\uFFFD\uFFFD-utf8" });
+    await link.click();
+    await page.waitForFunction(() =>
+      document.querySelector("h2.id")?.textContent === "bad-\uFFFD\uFFFD-utf8");
+    assert.ok(page.url().includes("ref=YmFkLf_-LXV0Zjg"), page.url());
+    await page.locator("#do-suspend").click();
+    await statusBecomes(page, "suspended");
+    await page.locator("#do-resume").click();
+    await statusBecomes(page, "running");
+  });
+
   await t.test("timeline: activity bars with the worker's times, a cancel mark", async () => {
     await open(page, "hello-1");
     const greet = page.locator("#timeline .tl-row", { hasText: "activity Greet" });

@@ -17,10 +17,9 @@
  *                                orchestrator message is ready or locked
  *                                (what was sent has been handled)
  *   cli_fixture newer-schema PATH  records schema version 99 in the file
- *   cli_fixture hostile URL      ids with quotes, '<img ...>' and a newline,
- *                                running (waiting for "go"), and fan-1
- *                                completed after 1000 parallel activities,
- *                                for duro ui's browser tests
+ *   cli_fixture hostile URL      ids with quotes, '<img ...>', a newline and
+ *                                invalid UTF-8, running (waiting for "go"), and
+ * fan-1 completed after 1000 parallel activities, for duro ui's browser tests
  *   cli_fixture serve URL        runs a runtime until SIGTERM/SIGINT or
  *                                until stdin closes (duro ui's browser
  *                                tests: terminate, suspend take effect)
@@ -388,8 +387,8 @@ static int newer_schema(const char *path)
 static int hostile(const char *url)
 {
     static const char *const ids[] = {"a\"<img src=x onerror=alert(1)>\nb",
-                                      "quote'\"-1",
-                                      "<script>alert(2)</script>"};
+                                      "quote'\"-1", "<script>alert(2)</script>",
+                                      "bad-\xff\xfe-utf8"};
     world w = {0};
     int failed = begin(url, &w);
     for (size_t i = 0; !failed && i < sizeof(ids) / sizeof(*ids); i++)
