@@ -16,12 +16,14 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Builds everything with warnings as errors and runs the whole suite.
+# Builds everything with warnings as errors and runs the whole suite; says
+# so when the browser tests could not run (ctest lists them as skipped).
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
-	@[ -x /usr/bin/chromium ] && [ -d tests/browser/node_modules ] || \
+	@[ -x /usr/bin/chromium ] && command -v node >/dev/null 2>&1 && \
+	    [ -d tests/browser/node_modules ] || \
 	    echo "make test: the browser tests (ui_browser) were SKIPPED: they" \
-	         "need /usr/bin/chromium (apt-get install chromium) and" \
+	         "need /usr/bin/chromium (apt-get install chromium), node and" \
 	         "npm ci --prefix tests/browser"
 
 # The suite under AddressSanitizer + UndefinedBehaviorSanitizer.
