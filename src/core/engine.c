@@ -1402,14 +1402,13 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     int codeless_cancel =
         e->cfg.fn == NULL || !e->cfg.observe_cancel || in->suspended || begins;
     const duro_work_item *stop = NULL;
-    int resumes = 0, cancels = 0;
+    int resumes = 0;
     for (size_t i = 0; i < in->message_count && stop == NULL; i++) {
         const duro_work_item *m = &in->messages[i];
         if (m->kind == DURO_WORK_TERMINATE_INSTANCE ||
             (m->kind == DURO_WORK_CANCEL_INSTANCE && codeless_cancel))
             stop = m;
         resumes |= m->kind == DURO_WORK_RESUME_INSTANCE;
-        cancels |= m->kind == DURO_WORK_CANCEL_INSTANCE;
     }
 
     if (stop != NULL || in->terminate_status != 0) {
@@ -1496,7 +1495,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
         for (size_t i = 0; i < in->message_count && cancel == NULL; i++)
             if (in->messages[i].kind == DURO_WORK_CANCEL_INSTANCE)
                 cancel = &in->messages[i];
-        if (cancels && cancel != NULL) {
+        if (cancel != NULL) {
             /* Code that cannot be replayed can still be cancelled: from
              * history alone, as if it did not observe cancellation. */
             stop_without_code(e, in, cancel);

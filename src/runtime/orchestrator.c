@@ -459,7 +459,7 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
          * terminate whose turn already failed twice (code that crashes or
          * hangs the turn): the instance can always be stopped. */
         c.codeless =
-            c.entry == NULL || (batch_stops(item) && item->attempt >= 3);
+            c.entry == NULL || (item->attempt >= 3 && batch_stops(item));
         c.next = next; /* the common path may fetch the next item at once */
         rc = run_and_ack(&c, 0, NULL, 0);
         c.next = NULL;
