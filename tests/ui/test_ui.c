@@ -304,7 +304,7 @@ int main(int argc, char **argv)
     CHECK(s == 401, "wrong bearer: %d", s);
 
     /* the session cookie */
-    char body[256];
+    char body[1024];
     snprintf(body, sizeof(body), "{\"token\":\"%s\"}", token);
     s = req(port, "POST", "/api/v1/session",
             "Content-Type: application/json\r\nSec-Fetch-Site: "
@@ -508,6 +508,115 @@ int main(int argc, char **argv)
     CHECK(info->cancel_reason && strcmp(info->cancel_reason, "test") == 0,
           "reason");
     duro_free(info);
+
+    /* bulk: selected refs in one call; one bad ref refuses them all */
+    const char *more[] = {"bulk-1", "bulk-2", "bulk-3", "bulkx-1"};
+    for (size_t k = 0; k < 4; k++)
+        if (duro_client_start(client, more[k], "Hello", "{}", NULL) != DURO_OK)
+            die("start %s: %s", more[k], duro_errmsg());
+    char b1[64];
+    ref_of("bulk-1", b1);
+    snprintf(body, sizeof(body),
+             "{\"action\":\"cancel\",\"refs\":[\"%s\",\"!!\"]}", b1);
+    s = req(port, "POST", "/api/v1/bulk/control", hdr, body, buf, sizeof(buf));
+    CHECK(s == 400 && strstr(buf, "refs[1]") != NULL, "bad ref in bulk: %d %s",
+          s, body_of(buf));
+    info = status_of(client, "bulk-1");
+    CHECK(info->cancel_requested_ms == 0, "a refused bulk changed bulk-1");
+    duro_free(info);
+    snprintf(body, sizeof(body), "{\"action\":\"explode\",\"refs\":[\"%s\"]}",
+             b1);
+    s = req(port, "POST", "/api/v1/bulk/control", hdr, body, buf, sizeof(buf));
+    CHECK(s == 400, "unknown bulk action: %d", s);
+    {
+        size_t cap = 16 + 501 * 16;
+        char *many = malloc(cap);
+        if (many == NULL)
+            die("out of memory");
+        size_t o =
+            (size_t)snprintf(many, cap, "{\"action\":\"cancel\",\"refs\":[");
+        for (int k = 0; k < 501; k++)
+            o += (size_t)snprintf(many + o, cap - o, "%s\"%s\"", k ? "," : "",
+                                  b1);
+        snprintf(many + o, cap - o, "]}");
+        s = req(port, "POST", "/api/v1/bulk/control", hdr, many, buf,
+                sizeof(buf));
+        CHECK(s == 400, "501 refs: %d", s);
+        free(many);
+    }
+    snprintf(body, sizeof(body),
+             "{\"action\":\"cancel\",\"reason\":\"sel\",\"refs\":[\"%s\","
+             "\"%s\",\"%s\"]}",
+             b1, b1, ref_hostile);
+    s = req(port, "POST", "/api/v1/bulk/control", hdr, body, buf, sizeof(buf));
+    doc = json_loads(body_of(buf), 0, &jerr);
+    CHECK(s == 200 && doc != NULL &&
+              json_integer_value(json_object_get(doc, "changed")) == 2,
+          "bulk cancel of the selected: %d %s", s, body_of(buf));
+    json_t *res1 = json_array_get(json_object_get(doc, "results"), 1);
+    CHECK(res1 != NULL &&
+              strcmp(json_string_value(json_object_get(res1, "outcome")),
+                     "duplicate") == 0,
+          "a repeated ref: %s", body_of(buf));
+    json_decref(doc);
+    info = status_of(client, "bulk-1");
+    CHECK(info->cancel_reason && strcmp(info->cancel_reason, "sel") == 0 &&
+              info->cancelled_by && strncmp(info->cancelled_by, "ui:", 3) == 0,
+          "bulk-1 after the bulk cancel");
+    duro_free(info);
+
+    /* bulk by query with an id prefix: the apply touches what the preview
+     * matched, not what was started after it */
+    s = req(port, "POST", "/api/v1/bulk/cancel", hdr,
+            "{\"filter\":{\"id_prefix\":\"bulk-\"},\"dry_run\":true}", buf,
+            sizeof(buf));
+    doc = json_loads(body_of(buf), 0, &jerr);
+    CHECK(s == 200 && doc != NULL &&
+              json_integer_value(json_object_get(doc, "matched")) == 2 &&
+              json_array_size(json_object_get(doc, "sample")) == 2,
+          "prefix preview (bulk-2, bulk-3): %d %s", s, body_of(buf));
+    int64_t as_of = json_integer_value(json_object_get(doc, "as_of_ms"));
+    json_decref(doc);
+    int64_t wait_until = now_ms() + 10000;
+    while (now_ms() <= as_of + 1 && now_ms() < wait_until) {
+        struct pollfd none;
+        poll(&none, 0, 2);
+    }
+    if (duro_client_start(client, "bulk-4", "Hello", "{}", NULL) != DURO_OK)
+        die("start bulk-4: %s", duro_errmsg());
+    snprintf(body, sizeof(body),
+             "{\"filter\":{\"id_prefix\":\"bulk-\"},\"reason\":\"q\","
+             "\"as_of_ms\":%lld}",
+             (long long)as_of);
+    s = req(port, "POST", "/api/v1/bulk/cancel", hdr, body, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"cancelled\":2") != NULL,
+          "prefix apply: %d %s", s, body_of(buf));
+    info = status_of(client, "bulk-4");
+    CHECK(info->cancel_requested_ms == 0,
+          "started after the preview, cancelled");
+    duro_free(info);
+    info = status_of(client, "bulkx-1");
+    CHECK(info->cancel_requested_ms == 0, "outside the prefix, cancelled");
+    duro_free(info);
+    info = status_of(client, "bulk-3");
+    CHECK(info->cancel_reason && strcmp(info->cancel_reason, "q") == 0,
+          "bulk-3 not cancelled by the apply");
+    duro_free(info);
+    s = req(port, "POST", "/api/v1/bulk/cancel", hdr,
+            "{\"filter\":{\"id_prefix\":\"bulk-\"}}", buf, sizeof(buf));
+    CHECK(s == 400, "apply without as_of_ms: %d", s);
+    s = req(port, "POST", "/api/v1/bulk/cancel", hdr,
+            "{\"filter\":{\"id_prefix\":7},\"dry_run\":true}", buf,
+            sizeof(buf));
+    CHECK(s == 400, "id_prefix not a string: %d", s);
+    /* without a prefix: the provider's cancel_matching; pending with no
+     * cancellation yet: bad_utf8, plain-2, bulk-4, bulkx-1 */
+    s = req(port, "POST", "/api/v1/bulk/cancel", hdr,
+            "{\"filter\":{\"name\":\"Hello\",\"status\":[\"pending\"]},"
+            "\"dry_run\":true}",
+            buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"matched\":4") != NULL,
+          "name preview: %d %s", s, body_of(buf));
 
     /* --read-only refuses and changes nothing */
     unsigned ro_port = 0;

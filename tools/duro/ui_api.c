@@ -530,6 +530,21 @@ static const char *control_name(int control)
     }
 }
 
+/* The default reason of @p control from duro ui ("cancelled from duro ui"). */
+static const char *default_reason(int control)
+{
+    switch (control) {
+    case DURO_CONTROL_TERMINATE:
+        return "terminated from duro ui";
+    case DURO_CONTROL_SUSPEND:
+        return "suspended from duro ui";
+    case DURO_CONTROL_RESUME:
+        return "resumed from duro ui";
+    default:
+        return "cancelled from duro ui";
+    }
+}
+
 /* cancel, terminate, suspend, resume {ref, reason}: one id through
  * duro_client_cancel_many / duro_client_control_many, as the CLI. */
 static int post_control(ui_request *r, json_t *body, int control)
@@ -539,18 +554,9 @@ static int post_control(ui_request *r, json_t *body, int control)
     if (id == NULL)
         return rc;
     const char *verb = control_name(control);
-    char reason_buf[128];
     const char *reason = body_string(body, "reason");
-    if (reason == NULL) {
-        static const char *done[] = {"cancelled", "terminated", "suspended",
-                                     "resumed"};
-        int k = control == 0                        ? 0
-                : control == DURO_CONTROL_TERMINATE ? 1
-                : control == DURO_CONTROL_SUSPEND   ? 2
-                                                    : 3;
-        snprintf(reason_buf, sizeof(reason_buf), "%s from duro ui", done[k]);
-        reason = reason_buf;
-    }
+    if (reason == NULL)
+        reason = default_reason(control);
     const char *const ids[1] = {id};
     int outcome = 0, status = 0, drc;
     const char *name;
@@ -657,8 +663,116 @@ static int post_raise(ui_request *r, json_t *body)
     return ui_send_json(r, 200, doc);
 }
 
-/* bulk/cancel {filter:{name, status, created_after, created_before},
- * reason, dry_run | as_of}. */
+/* Calls @p fn for each instance @p filter lists whose id starts with
+ * @p prefix, in id order, until @p fn returns nonzero. Listing starts just
+ * before the prefix (ids sort by their bytes) and stops at the first id
+ * past it, so the cost follows the matching ids, not the table. */
+static int each_with_prefix(duro_client *c, duro_instance_filter filter,
+                            const char *prefix,
+                            int (*fn)(const duro_instance_info *, void *),
+                            void *arg)
+{
+    size_t plen = strlen(prefix);
+    char *after = plen > 1 ? strndup(prefix, plen - 1) : NULL;
+    int rc = DURO_OK, stop = 0;
+    while (!stop) {
+        duro_instance_list *page = NULL;
+        filter.limit = DURO_BULK_BATCH_MAX;
+        filter.after_instance = after;
+        rc = duro_client_list(c, &filter, &page);
+        if (rc != DURO_OK)
+            break;
+        for (size_t i = 0; i < page->count && !stop; i++) {
+            int cmp = strncmp(page->items[i].instance_id, prefix, plen);
+            if (cmp > 0 || (cmp == 0 && fn(&page->items[i], arg) != 0))
+                stop = 1;
+        }
+        size_t n = page->count;
+        free(after);
+        after = n > 0 ? strdup(page->items[n - 1].instance_id) : NULL;
+        duro_instance_list_free(page);
+        if (n < filter.limit)
+            break;
+    }
+    free(after);
+    return rc;
+}
+
+/* bulk/cancel with filter.id_prefix: what cancel_matching does, over the
+ * listing (the provider's bulk filter has no prefix): Pending and Running
+ * instances with no cancellation requested yet, counted (dry run) or
+ * cancelled with duro_client_cancel_many in batches. */
+typedef struct prefix_bulk {
+    ui_request *r;
+    int dry_run;
+    const char *reason;
+    uint64_t by[2]; /* pending, running */
+    json_t *sample;
+    char *batch[DURO_BULK_BATCH_MAX];
+    size_t count;
+    uint64_t cancelled;
+    int rc;
+} prefix_bulk;
+
+static int prefix_flush(prefix_bulk *b)
+{
+    if (b->count == 0)
+        return 0;
+    duro_cancel_result res[DURO_BULK_BATCH_MAX];
+    memset(res, 0, sizeof(res));
+    b->rc = duro_client_cancel_many(b->r->srv->client,
+                                    (const char *const *)b->batch, b->count,
+                                    b->reason, b->r->srv->requester, res);
+    for (size_t i = 0; i < b->count; i++) {
+        b->cancelled +=
+            b->rc == DURO_OK && res[i].outcome == DURO_CANCEL_CANCELLED;
+        free(b->batch[i]);
+    }
+    b->count = 0;
+    return b->rc != DURO_OK;
+}
+
+static int prefix_one(const duro_instance_info *info, void *arg)
+{
+    prefix_bulk *b = arg;
+    if (info->cancel_requested_ms != 0)
+        return 0; /* cancelling already: cancel_matching skips it too */
+    if (b->dry_run) {
+        b->by[info->status == DURO_STATUS_RUNNING]++;
+        if (json_array_size(b->sample) < 20) {
+            json_t *o = json_object();
+            char *ref =
+                ui_ref_encode(info->instance_id, strlen(info->instance_id));
+            jset(o, "id", jstr(info->instance_id));
+            jset(o, "ref", jstr(ref));
+            free(ref);
+            json_array_append_new(b->sample, o);
+        }
+        return 0;
+    }
+    b->batch[b->count] = strdup(info->instance_id);
+    if (b->batch[b->count] == NULL)
+        abort();
+    if (++b->count == DURO_BULK_BATCH_MAX)
+        return prefix_flush(b);
+    return 0;
+}
+
+/* The sample of a dry run: ids and refs of @p res, up to 20 in all. */
+static void sample_add(json_t *sample, const duro_bulk_result *res)
+{
+    for (size_t i = 0; i < res->id_count && json_array_size(sample) < 20; i++) {
+        json_t *o = json_object();
+        char *ref = ui_ref_encode(res->ids[i], strlen(res->ids[i]));
+        jset(o, "id", jstr(res->ids[i]));
+        jset(o, "ref", jstr(ref));
+        free(ref);
+        json_array_append_new(sample, o);
+    }
+}
+
+/* bulk/cancel {filter:{name, status, created_after_ms, created_before_ms,
+ * id_prefix}, reason, dry_run | as_of_ms}. */
 static int post_bulk_cancel(ui_request *r, json_t *body)
 {
     json_t *f = json_object_get(body, "filter");
@@ -696,86 +810,225 @@ static int post_bulk_cancel(ui_request *r, json_t *body)
                              "integers");
     filter.created_after_ms = ca ? json_integer_value(ca) : 0;
     filter.created_before_ms = cb ? json_integer_value(cb) : 0;
+    json_t *pj = json_object_get(f, "id_prefix");
+    if (pj != NULL && !json_is_string(pj))
+        return ui_send_error(r, 400, "bad_argument",
+                             "filter.id_prefix must be a string");
+    const char *prefix = body_string(f, "id_prefix");
+    if (prefix != NULL && strlen(prefix) != json_string_length(pj))
+        return ui_send_error(r, 400, "bad_argument",
+                             "filter.id_prefix holds a NUL");
     int dry_run = json_is_true(json_object_get(body, "dry_run"));
     json_t *as_of = json_object_get(body, "as_of_ms");
-    duro_bulk_options bo;
-    duro_bulk_options_init(&bo);
-    bo.dry_run = dry_run;
-    bo.max_ids = dry_run ? 20 : 0;
     const char *reason = body_string(body, "reason");
     if (reason == NULL)
-        reason = "cancelled from duro ui";
+        reason = default_reason(0);
+    int64_t bound;
     if (dry_run) {
         duro_store_stats *now = NULL;
         int64_t now_ms = duro_now_ms();
         if (duro_client_store_stats(r->srv->client, &now) == DURO_OK)
             now_ms = now->now_ms;
         duro_free(now);
-        json_t *doc = json_object();
-        json_t *by = json_object();
-        uint64_t matched = 0;
-        json_t *sample = json_array();
-        int words[] = {DURO_STATUS_PENDING, DURO_STATUS_RUNNING};
-        for (size_t k = 0; k < 2; k++) {
-            if (filter.status_mask && !(filter.status_mask & BIT(words[k])))
-                continue;
-            duro_bulk_filter one = filter;
-            one.status_mask = BIT(words[k]);
-            if (one.created_before_ms == 0 || one.created_before_ms > now_ms)
-                one.created_before_ms = now_ms + 1;
-            duro_bulk_result *res = NULL;
-            int drc = duro_client_cancel_matching(r->srv->client, &one, reason,
-                                                  r->srv->requester, &bo, &res);
-            if (drc != DURO_OK) {
-                json_decref(doc);
-                json_decref(by);
-                json_decref(sample);
-                return send_rc(r, drc, "counting");
-            }
-            jset(by, status_word(words[k]), jint((int64_t)res->count));
-            matched += res->count;
-            for (size_t i = 0;
-                 i < res->id_count && json_array_size(sample) < 20; i++) {
-                json_t *o = json_object();
-                char *ref = ui_ref_encode(res->ids[i], strlen(res->ids[i]));
-                jset(o, "id", jstr(res->ids[i]));
-                jset(o, "ref", jstr(ref));
-                free(ref);
-                json_array_append_new(sample, o);
-            }
-            duro_bulk_result_free(res);
-        }
-        jset(doc, "dry_run", json_true());
-        jset(doc, "matched", jint((int64_t)matched));
-        jset(doc, "by_status", by);
-        jset(doc, "sample", sample);
-        jset(doc, "as_of_ms", jint(now_ms + 1));
-        return ui_send_json(r, 200, doc);
-    }
-    if (!json_is_integer(as_of) || json_integer_value(as_of) <= 0)
+        bound = now_ms + 1;
+    } else if (!json_is_integer(as_of) || json_integer_value(as_of) <= 0) {
         return ui_send_error(r, 400, "bad_argument",
                              "as_of_ms is required to apply: the as_of_ms "
                              "of a dry run (only instances created before "
                              "it are cancelled)");
-    if (filter.created_before_ms == 0 ||
-        filter.created_before_ms > json_integer_value(as_of))
-        filter.created_before_ms = json_integer_value(as_of);
-    duro_bulk_result *res = NULL;
-    int drc = duro_client_cancel_matching(r->srv->client, &filter, reason,
-                                          r->srv->requester, &bo, &res);
-    if (drc != DURO_OK)
-        return send_rc(r, drc, "cancelling");
-    char what[64];
-    snprintf(what, sizeof(what), "%llu cancelled",
-             (unsigned long long)res->count);
-    log_action(r, "bulk cancel", filter.name ? filter.name : "(any name)",
-               what);
+    } else {
+        bound = json_integer_value(as_of);
+    }
+    /* Only instances created before the preview's moment: what is started
+     * between the preview and the apply is not touched. */
+    if (filter.created_before_ms == 0 || filter.created_before_ms > bound)
+        filter.created_before_ms = bound;
+
+    int words[] = {DURO_STATUS_PENDING, DURO_STATUS_RUNNING};
+    uint64_t by[2] = {0, 0}, done = 0;
+    json_t *sample = json_array();
+    int drc = DURO_OK;
+    if (prefix != NULL) {
+        duro_instance_filter lf = {0};
+        lf.status_mask = filter.status_mask ? filter.status_mask
+                                            : BIT(DURO_STATUS_PENDING) |
+                                                  BIT(DURO_STATUS_RUNNING);
+        lf.name = filter.name;
+        lf.created_after_ms = filter.created_after_ms;
+        lf.created_before_ms = filter.created_before_ms;
+        prefix_bulk *b = calloc(1, sizeof(*b));
+        if (b == NULL)
+            abort();
+        b->r = r;
+        b->dry_run = dry_run;
+        b->reason = reason;
+        b->sample = sample;
+        drc = each_with_prefix(r->srv->client, lf, prefix, prefix_one, b);
+        if (drc == DURO_OK && b->rc == DURO_OK)
+            prefix_flush(b);
+        if (drc == DURO_OK)
+            drc = b->rc;
+        for (size_t i = 0; i < b->count; i++)
+            free(b->batch[i]);
+        by[0] = b->by[0];
+        by[1] = b->by[1];
+        done = b->cancelled;
+        free(b);
+    } else {
+        duro_bulk_options bo;
+        duro_bulk_options_init(&bo);
+        bo.dry_run = dry_run;
+        bo.max_ids = dry_run ? 20 : 0;
+        for (size_t k = 0; k < 2 && drc == DURO_OK; k++) {
+            if (!dry_run && k > 0)
+                break; /* one call applies to both statuses */
+            duro_bulk_filter one = filter;
+            if (dry_run) {
+                if (filter.status_mask && !(filter.status_mask & BIT(words[k])))
+                    continue;
+                one.status_mask = BIT(words[k]);
+            }
+            duro_bulk_result *res = NULL;
+            drc = duro_client_cancel_matching(r->srv->client, &one, reason,
+                                              r->srv->requester, &bo, &res);
+            if (drc != DURO_OK)
+                break;
+            by[k] = res->count;
+            done = res->count;
+            sample_add(sample, res);
+            duro_bulk_result_free(res);
+        }
+    }
+    if (drc != DURO_OK) {
+        json_decref(sample);
+        return send_rc(r, drc, dry_run ? "counting" : "cancelling");
+    }
     json_t *doc = json_object();
-    jset(doc, "dry_run", json_false());
-    jset(doc, "cancelled", jint((int64_t)res->count));
-    jset(doc, "as_of_ms", jint(json_integer_value(as_of)));
-    duro_bulk_result_free(res);
+    jset(doc, "dry_run", json_boolean(dry_run));
+    if (dry_run) {
+        json_t *bys = json_object();
+        jset(bys, "pending", jint((int64_t)by[0]));
+        jset(bys, "running", jint((int64_t)by[1]));
+        jset(doc, "matched", jint((int64_t)(by[0] + by[1])));
+        jset(doc, "by_status", bys);
+        jset(doc, "sample", sample);
+    } else {
+        json_decref(sample);
+        char what[64];
+        snprintf(what, sizeof(what), "%llu cancelled",
+                 (unsigned long long)done);
+        log_action(r, "bulk cancel",
+                   prefix        ? prefix
+                   : filter.name ? filter.name
+                                 : "(any name)",
+                   what);
+        jset(doc, "cancelled", jint((int64_t)done));
+    }
+    jset(doc, "as_of_ms", jint(bound));
     return ui_send_json(r, 200, doc);
+}
+
+/* bulk/control {action, refs: [ref...], reason}: the selected instances,
+ * at most DURO_BULK_BATCH_MAX, in one duro_client_cancel_many or
+ * duro_client_control_many call (so one batch of transactions, as the
+ * CLI's `duro cancel ID...`). Every ref is decoded before anything
+ * changes: one bad ref refuses the whole request. */
+static int post_bulk_control(ui_request *r, json_t *body)
+{
+    const char *action = body_string(body, "action");
+    int control = -1;
+    if (action != NULL && strcmp(action, "cancel") == 0)
+        control = 0;
+    else if (action != NULL && strcmp(action, "terminate") == 0)
+        control = DURO_CONTROL_TERMINATE;
+    else if (action != NULL && strcmp(action, "suspend") == 0)
+        control = DURO_CONTROL_SUSPEND;
+    else if (action != NULL && strcmp(action, "resume") == 0)
+        control = DURO_CONTROL_RESUME;
+    if (control < 0)
+        return ui_send_error(r, 400, "bad_argument",
+                             "action: cancel, terminate, suspend or resume");
+    json_t *refs = json_object_get(body, "refs");
+    size_t n = json_is_array(refs) ? json_array_size(refs) : 0;
+    if (n == 0 || n > DURO_BULK_BATCH_MAX)
+        return ui_send_error(r, 400, "bad_argument",
+                             "refs: an array of 1 to %d refs",
+                             DURO_BULK_BATCH_MAX);
+    char **ids = calloc(n, sizeof(*ids));
+    if (ids == NULL)
+        abort();
+    int rc = 0;
+    size_t got = 0;
+    for (; got < n; got++) {
+        json_t *v = json_array_get(refs, got);
+        ids[got] = json_is_string(v) ? ref_decode(json_string_value(v)) : NULL;
+        if (ids[got] == NULL) {
+            rc = ui_send_error(r, 400, "bad_argument",
+                               "refs[%zu] is not base64url of an instance id",
+                               got);
+            break;
+        }
+    }
+    duro_cancel_result *cres = NULL;
+    duro_control_result *tres = NULL;
+    int drc = DURO_OK;
+    const char *reason = body_string(body, "reason");
+    if (reason == NULL)
+        reason = default_reason(control);
+    if (got == n) {
+        if (control == 0) {
+            cres = calloc(n, sizeof(*cres));
+            if (cres == NULL)
+                abort();
+            drc = duro_client_cancel_many(r->srv->client,
+                                          (const char *const *)ids, n, reason,
+                                          r->srv->requester, cres);
+        } else {
+            tres = calloc(n, sizeof(*tres));
+            if (tres == NULL)
+                abort();
+            drc = duro_client_control_many(r->srv->client, control,
+                                           (const char *const *)ids, n, reason,
+                                           r->srv->requester, tres);
+        }
+        if (drc != DURO_OK)
+            rc = send_rc(r, drc, control_name(control));
+    }
+    if (got == n && drc == DURO_OK) {
+        json_t *results = json_array();
+        size_t changed = 0;
+        for (size_t i = 0; i < n; i++) {
+            int outcome = cres ? cres[i].outcome : tres[i].outcome;
+            int status = cres ? cres[i].status : tres[i].status;
+            changed += cres ? outcome == DURO_CANCEL_CANCELLED
+                            : outcome == DURO_CONTROL_OUTCOME_REQUESTED;
+            json_t *o = json_object();
+            jset(o, "ref", jstr(json_string_value(json_array_get(refs, i))));
+            jset(o, "id", jstr(ids[i]));
+            jset(o, "outcome",
+                 jstr(cres ? duro_cancel_outcome_name(outcome)
+                           : duro_control_outcome_name(outcome)));
+            jset(o, "status", jstr(status_word(status)));
+            json_array_append_new(results, o);
+        }
+        char what[64];
+        snprintf(what, sizeof(what), "%zu of %zu changed", changed, n);
+        log_action(r, control == 0 ? "bulk cancel" : "bulk control",
+                   control == 0 ? "(selected)" : control_name(control), what);
+        json_t *doc = json_object();
+        jset(doc, "action", jstr(control_name(control)));
+        jset(doc, "requested_by", jstr(r->srv->requester));
+        jset(doc, "reason", jstr(reason));
+        jset(doc, "changed", jint((int64_t)changed));
+        jset(doc, "results", results);
+        rc = ui_send_json(r, 200, doc);
+    }
+    for (size_t i = 0; i < got && i < n; i++)
+        free(ids[i]);
+    free(ids);
+    free(cres);
+    free(tres);
+    return rc;
 }
 
 /* ---- the table ----------------------------------------------------------- */
@@ -793,6 +1046,7 @@ static const ui_route routes[] = {
     {"POST", "/api/v1/resume", 1, post_resume, 0},
     {"POST", "/api/v1/raise-event", 1, post_raise, 0},
     {"POST", "/api/v1/bulk/cancel", 1, post_bulk_cancel, 0},
+    {"POST", "/api/v1/bulk/control", 1, post_bulk_control, 0},
 };
 
 const ui_route *ui_route_find(const char *path, const char *method,

@@ -1,26 +1,54 @@
 // list.js - the instances page: counts by status (which are filters),
-// filters kept in the URL ("#/?status=&name=&id_prefix=&limit="), the table,
-// keyset paging with the API's cursor, auto-refresh every 2 s while the
-// tab is visible.
+// filters kept in the URL ("#/?status=&name=&id_prefix=&created_after=
+// &created_before=&limit="), the table with a checkbox per row, keyset
+// paging with the API's cursor, auto-refresh every 2 s while the tab is
+// visible (the focused control keeps its focus across a refresh), and the
+// bulk actions of bulk.js over the selection or over everything matching.
 import { h, get, query, say, time, STATUSES } from "./dom.js";
+import { bulkBar } from "./bulk.js";
+
+const KEYS = ["status", "name", "id_prefix", "created_after", "created_before", "limit"];
+
+const RANGES = [
+  ["", "any time"],
+  ["3600000", "last hour"],
+  ["86400000", "last 24 hours"],
+  ["604800000", "last 7 days"],
+];
 
 function filtersFrom(params) {
-  return {
-    status: params.get("status") || "",
-    name: params.get("name") || "",
-    id_prefix: params.get("id_prefix") || "",
-    limit: params.get("limit") || "",
-  };
+  const f = {};
+  for (const k of KEYS) f[k] = params.get(k) || "";
+  return f;
 }
 
 function go(filters) {
   location.hash = "#/?" + query(filters);
 }
 
+// URL time (RFC 3339 UTC or ms) <-> the value of a datetime-local input
+// (the browser's local time, to the second).
+function toLocalInput(t) {
+  if (!t) return "";
+  const ms = /^\d+$/.test(t) ? Number(t) : Date.parse(t);
+  if (Number.isNaN(ms)) return "";
+  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60000);
+  return d.toISOString().slice(0, 19);
+}
+function fromLocalInput(v) {
+  if (!v) return "";
+  const ms = new Date(v).getTime();
+  return Number.isNaN(ms) ? "" : new Date(ms).toISOString().replace(".000Z", "Z");
+}
+
 export function showList(view, params) {
   const filters = filtersFrom(params);
   const cursors = [null]; // the cursor of each page seen; last: this page
+  const selection = new Map(); // ref -> id, kept across pages
   let timer = null;
+  let shown = []; // refs of the rows on this page
+  let readOnly = false;
+  let hasNext = false;
 
   const counts = h("ul", { class: "counts", "aria-label": "Counts by status" });
   const statusSel = h("select", { id: "f-status", name: "status" },
@@ -30,17 +58,51 @@ export function showList(view, params) {
     autocomplete: "off" });
   const prefix = h("input", { id: "f-prefix", name: "id_prefix",
     value: filters.id_prefix, autocomplete: "off" });
+  const after = h("input", { id: "f-after", type: "datetime-local", step: "1",
+    value: toLocalInput(filters.created_after) });
+  const before = h("input", { id: "f-before", type: "datetime-local", step: "1",
+    value: toLocalInput(filters.created_before) });
+  const range = h("select", { id: "f-range", "aria-label": "Created in the last" },
+    RANGES.map(([v, text]) => h("option", { value: v }, text)));
+  const current = () => ({ status: statusSel.value, name: name.value,
+    id_prefix: prefix.value, created_after: fromLocalInput(after.value),
+    created_before: fromLocalInput(before.value), limit: filters.limit });
+  range.addEventListener("change", () => {
+    if (!range.value) return;
+    const from = new Date(Date.now() - Number(range.value)).toISOString()
+      .replace(/\.\d{3}Z$/, "Z");
+    go(Object.assign(current(), { created_after: from, created_before: "" }));
+  });
   const form = h("form", { class: "filters", role: "search",
-    onsubmit: (ev) => {
-      ev.preventDefault();
-      go({ status: statusSel.value, name: name.value, id_prefix: prefix.value,
-        limit: filters.limit });
-    } },
+    onsubmit: (ev) => { ev.preventDefault(); go(current()); } },
   h("label", { for: "f-status" }, "Status "), statusSel,
   h("label", { for: "f-name" }, "Name "), name,
   h("label", { for: "f-prefix" }, "Id prefix "), prefix,
+  h("label", { for: "f-after" }, "Created from "), after,
+  h("label", { for: "f-before" }, "to "), before,
+  range,
   h("button", { type: "submit" }, "Filter"),
   h("button", { type: "button", onclick: () => go({}) }, "Clear"));
+
+  const bulk = bulkBar(selection, () => filters, (reload) => {
+    sync();
+    if (reload) load();
+  });
+  const matching = h("button", { type: "button", id: "cancel-matching",
+    onclick: () => bulk.openMatching() }, "Cancel all matching…");
+  const allOnPage = h("input", { type: "checkbox", id: "select-page",
+    "aria-label": "Select every instance on this page",
+    onchange: () => {
+      for (const tr of rows.querySelectorAll("tr[data-ref]")) {
+        if (allOnPage.checked) selection.set(tr.dataset.ref, tr.dataset.id);
+        else selection.delete(tr.dataset.ref);
+      }
+      sync();
+    } });
+  const allMatching = h("p", { id: "select-all-matching", class: "bulk-more", hidden: true },
+    "Every instance on this page is selected. ",
+    h("button", { type: "button", class: "link", onclick: () => bulk.openMatching() },
+      "Cancel all matching the filter…"));
 
   const rows = h("tbody", { id: "rows" });
   const prev = h("button", { type: "button", id: "prev", disabled: true,
@@ -49,49 +111,79 @@ export function showList(view, params) {
     onclick: () => { cursors.push(next.dataset.cursor); load(); } }, "Next page");
   const auto = h("input", { type: "checkbox", id: "auto", checked: true });
 
+  // The checkboxes, the bar and "select all matching" agree with selection.
+  function sync() {
+    for (const box of rows.querySelectorAll("input[data-key]")) {
+      box.checked = selection.has(box.closest("tr").dataset.ref);
+    }
+    const all = shown.length > 0 && shown.every((r) => selection.has(r));
+    allOnPage.checked = all;
+    allOnPage.indeterminate = !all && shown.some((r) => selection.has(r));
+    allMatching.hidden = !(all && hasNext) || readOnly;
+    bulk.update(readOnly);
+  }
+
   view.append(
     h("section", { "aria-label": "Counts by status" }, counts),
     form,
+    h("p", { class: "bulk-actions" }, matching),
+    bulk.el,
+    allMatching,
     h("table", { id: "instances" },
       h("caption", {}, "Instances"),
       h("thead", {}, h("tr", {},
+        h("th", { scope: "col" }, allOnPage),
         ["Id", "Name", "Status", "Created", "Updated"].map((c) =>
           h("th", { scope: "col" }, c)))),
       rows),
     h("p", { class: "pager" }, prev, " ", next, " ",
-      h("label", {}, auto, " Refresh every 2 s")));
+      h("label", {}, auto, " Refresh every 2 s")),
+    bulk.dialog);
 
   async function summary() {
     const s = await get("summary");
+    readOnly = !!s.read_only;
+    matching.hidden = readOnly;
     const items = STATUSES.map((st) => {
       const on = filters.status === st;
       return h("li", {}, h("button", {
         type: "button", class: "count st-" + st, "data-status": st,
-        "aria-pressed": on ? "true" : "false",
+        "aria-pressed": on ? "true" : "false", "data-key": "count:" + st,
         onclick: () => go(Object.assign({}, filters, { status: on ? "" : st })),
       }, h("span", { class: "n" }, String(s.counts[st] || 0)), " ", st));
     });
-    counts.replaceChildren(...items);
+    replaceKeepingFocus(counts, items);
   }
 
   async function page() {
     const cursor = cursors[cursors.length - 1];
     const p = await get("instances?" + query(Object.assign({}, filters,
       { limit: filters.limit || 50, cursor })));
-    rows.replaceChildren(...p.instances.map((i) => h("tr", { "data-ref": i.ref },
+    shown = p.instances.map((i) => i.ref);
+    const made = p.instances.map((i) => h("tr", { "data-ref": i.ref, "data-id": i.id },
+      h("td", {}, h("input", { type: "checkbox", "data-key": "sel:" + i.ref,
+        "aria-label": "Select " + i.id,
+        onchange: (ev) => {
+          if (ev.target.checked) selection.set(i.ref, i.id);
+          else selection.delete(i.ref);
+          sync();
+        } })),
       h("td", { class: "id" },
-        h("a", { href: "#/instance?" + query({ ref: i.ref }) }, i.id)),
+        h("a", { href: "#/instance?" + query({ ref: i.ref }), "data-key": "open:" + i.ref }, i.id)),
       h("td", {}, i.name || ""),
       h("td", { class: "status st-" + i.status },
         i.status + (i.cancelling ? " (cancelling)" : "")),
       h("td", {}, time(i.created_at)),
-      h("td", {}, time(i.updated_at)))));
+      h("td", {}, time(i.updated_at))));
     if (p.instances.length === 0) {
-      rows.append(h("tr", {}, h("td", { colspan: "5" }, "No instances match.")));
+      made.push(h("tr", {}, h("td", { colspan: "6" }, "No instances match.")));
     }
+    replaceKeepingFocus(rows, made);
     prev.disabled = cursors.length <= 1;
-    next.disabled = !p.next_cursor;
+    hasNext = !!p.next_cursor;
+    next.disabled = !hasNext;
     if (p.next_cursor) next.dataset.cursor = p.next_cursor;
+    sync();
   }
 
   async function load() {
@@ -104,7 +196,19 @@ export function showList(view, params) {
 
   load();
   timer = setInterval(() => {
-    if (!document.hidden && auto.checked) load();
+    if (!document.hidden && auto.checked && !bulk.dialog.open) load();
   }, 2000);
   return () => clearInterval(timer);
+}
+
+// Replaces @p parent's children; the element that had the focus (found
+// again by its data-key) gets it back, so a refresh does not lose it.
+function replaceKeepingFocus(parent, children) {
+  const a = document.activeElement;
+  const key = a && parent.contains(a) ? a.dataset.key : null;
+  parent.replaceChildren(...children);
+  if (key) {
+    const again = [...parent.querySelectorAll("[data-key]")].find((e) => e.dataset.key === key);
+    if (again) again.focus();
+  }
 }
