@@ -77,6 +77,10 @@ test("instance page", async (t) => {
     await field(page, "Cancel reason").filter({ hasText: "browser test: bad deploy" }).waitFor();
     assert.match(await field(page, "Cancel requested by").textContent(), /^ui:/);
     await statusBecomes(page, "cancelled");
+    // a finished instance offers no action
+    for (const id of ["#do-cancel", "#do-terminate", "#do-suspend", "#do-raise"]) {
+      await page.locator(id).waitFor({ state: "hidden" });
+    }
     await page.locator("#events td", { hasText: "browser test: bad deploy" }).first().waitFor();
     await screenshot(page, "instance-cancelled");
   });
@@ -124,6 +128,8 @@ test("instance page", async (t) => {
   });
 
   await t.test("accessible names: buttons and the status region", async () => {
+    await open(page, "wait-3"); // running: every action is offered
+    await page.locator("#do-raise").waitFor();
     const snap = await page.locator("body").ariaSnapshot();
     assert.match(snap, /status/);
     assert.match(snap, /button "Raise event"/);

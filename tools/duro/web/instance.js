@@ -192,6 +192,7 @@ export function showInstance(view, ref) {
     card.querySelector("dd").classList.add("status", "st-" + info.status);
     for (const b of [terminate, suspend, resume]) b.hidden = finished;
     cancelForm.hidden = finished;
+    raiseForm.hidden = finished;
     suspend.hidden = finished || info.status === "suspended";
     resume.hidden = info.status !== "suspended";
     // New history: reload the events, unless more pages were opened.
