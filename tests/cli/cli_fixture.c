@@ -17,9 +17,15 @@
  *                                orchestrator message is ready or locked
  *                                (what was sent has been handled)
  *   cli_fixture newer-schema PATH  records schema version 99 in the file
- *   cli_fixture hostile URL      ids with quotes, '<img ...>', a newline and
- *                                invalid UTF-8, running (waiting for "go"), and
- * fan-1 completed after 1000 parallel activities, for duro ui's browser tests
+ *   cli_fixture hostile URL      for duro ui's browser tests: ids with
+ *                                quotes, '<img ...>', a newline and invalid
+ *                                UTF-8, running (waiting for "go"); fan-1
+ *                                completed after 5000 parallel activities
+ *                                (10,002 history events); retry-1 completed,
+ *                                its activity failing twice then succeeding
+ *                                under a retry policy (40 ms backoff);
+ *                                retry-timeout-1 completed, its first
+ *                                attempt timed out (200 ms) and cancelled
  *   cli_fixture serve URL        runs a runtime until SIGTERM/SIGINT or
  *                                until stdin closes (duro ui's browser
  *                                tests: terminate, suspend take effect)
@@ -55,6 +61,27 @@ static int block(duro_activity *a, const char *input, duro_result *out)
     return duro_fail(out, "stopped");
 }
 
+/* Fails its first two attempts: retry-1's activity. */
+static int flaky(duro_activity *a, const char *input, duro_result *out)
+{
+    (void)input;
+    uint32_t attempt = duro_activity_attempt(a);
+    if (attempt < 3)
+        return duro_failf(out, "flaky: attempt %u failed", attempt);
+    return duro_ok(out, "\"third time lucky\"");
+}
+
+/* Hangs on its first attempt until cancelled (its attempt timeout), answers
+ * at once afterwards: retry-timeout-1's activity. */
+static int sleepy(duro_activity *a, const char *input, duro_result *out)
+{
+    if (duro_activity_attempt(a) < 2) {
+        duro_activity_wait_cancelled(a, 30000);
+        return duro_fail(out, "stopped");
+    }
+    return duro_ok(out, input);
+}
+
 static int hello(duro_orch *o, const char *input, duro_result *out)
 {
     duro_task *t = duro_call_activity(o, "Greet", input);
@@ -86,8 +113,41 @@ static int slow(duro_orch *o, const char *input, duro_result *out)
     return duro_ok(out, NULL);
 }
 
-/* Calls Greet FANOUT times at once and waits for all (a long timeline). */
-#define FANOUT 1000
+/* Calls Flaky under a retry policy: attempts 1 and 2 fail, each followed
+ * by a 40 ms backoff timer, attempt 3 succeeds. */
+static int retrying(duro_orch *o, const char *input, duro_result *out)
+{
+    duro_retry_policy policy;
+    duro_retry_policy_init(&policy);
+    policy.max_attempts = 3;
+    policy.backoff = DURO_BACKOFF_FIXED;
+    policy.initial_delay_ms = 40;
+    duro_task *t = duro_call_activity_with_retry(o, "Flaky", input, &policy);
+    if (duro_await(o, t) != DURO_OK)
+        return duro_fail(out, duro_task_error(t));
+    return duro_ok(out, duro_task_output(t));
+}
+
+/* Calls Sleepy with a 200 ms attempt timeout: attempt 1 times out (and is
+ * cancelled), attempt 2 succeeds after a 20 ms backoff (up to 5 attempts, so
+ * that a loaded machine still ends completed). */
+static int retrying_timeout(duro_orch *o, const char *input, duro_result *out)
+{
+    duro_retry_policy policy;
+    duro_retry_policy_init(&policy);
+    policy.max_attempts = 5;
+    policy.backoff = DURO_BACKOFF_FIXED;
+    policy.initial_delay_ms = 20;
+    policy.attempt_timeout_ms = 200;
+    duro_task *t = duro_call_activity_with_retry(o, "Sleepy", input, &policy);
+    if (duro_await(o, t) != DURO_OK)
+        return duro_fail(out, duro_task_error(t));
+    return duro_ok(out, duro_task_output(t));
+}
+
+/* Calls Greet FANOUT times at once and waits for all: a timeline of 10,002
+ * events (started, 5000 scheduled, 5000 completed, completed). */
+#define FANOUT 5000
 static int fanout(duro_orch *o, const char *input, duro_result *out)
 {
     static duro_task *tasks[FANOUT];
@@ -156,11 +216,17 @@ static int begin(const char *url, world *w)
         duro_registry_add_orchestration(w->reg, "Waiter", NULL, waiter, NULL) ||
         duro_registry_add_orchestration(w->reg, "Slow", NULL, slow, NULL) ||
         duro_registry_add_orchestration(w->reg, "Fanout", NULL, fanout, NULL) ||
+        duro_registry_add_orchestration(w->reg, "Retry", NULL, retrying,
+                                        NULL) ||
+        duro_registry_add_orchestration(w->reg, "RetryTimeout", NULL,
+                                        retrying_timeout, NULL) ||
         duro_registry_add_orchestration_ex(w->reg, "Careful", NULL, careful,
                                            NULL, &observe) ||
         duro_registry_add_activity(w->reg, "Greet", greet, NULL) ||
         duro_registry_add_activity(w->reg, "Explode", explode, NULL) ||
         duro_registry_add_activity(w->reg, "Block", block, NULL) ||
+        duro_registry_add_activity(w->reg, "Flaky", flaky, NULL) ||
+        duro_registry_add_activity(w->reg, "Sleepy", sleepy, NULL) ||
         duro_runtime_create(url, w->reg, NULL, &w->rt) != DURO_OK ||
         duro_client_create(url, &w->c) != DURO_OK ||
         duro_runtime_start(w->rt) != DURO_OK) {
@@ -394,9 +460,20 @@ static int hostile(const char *url)
     for (size_t i = 0; !failed && i < sizeof(ids) / sizeof(*ids); i++)
         failed = failed_call(
             duro_client_start(w.c, ids[i], "Waiter", NULL, NULL), "start");
+    /* the retried calls first: behind fan-1's 5000 activities,
+     * retry-timeout-1's second attempt would wait past its timeout */
     if (!failed)
         failed = failed_call(
-            duro_client_start(w.c, "fan-1", "Fanout", "\"x\"", NULL), "start");
+                     duro_client_start(w.c, "retry-1", "Retry", "\"r\"", NULL),
+                     "start") ||
+                 failed_call(duro_client_start(w.c, "retry-timeout-1",
+                                               "RetryTimeout", "\"t\"", NULL),
+                             "start") ||
+                 reach(w.c, "retry-1", DURO_STATUS_COMPLETED, 0) ||
+                 reach(w.c, "retry-timeout-1", DURO_STATUS_COMPLETED, 0) ||
+                 failed_call(
+                     duro_client_start(w.c, "fan-1", "Fanout", "\"x\"", NULL),
+                     "start");
     for (size_t i = 0; !failed && i < sizeof(ids) / sizeof(*ids); i++)
         failed = reach(w.c, ids[i], DURO_STATUS_RUNNING, 2);
     if (!failed)
