@@ -2,7 +2,11 @@
 // a reason shows the reason and the requester (ui:...) in the status
 // card; terminate (after its dialog) and suspend/resume change the
 // status; raise-event checks its payload is JSON before sending; the
-// timeline draws activities and a cancel request.
+// timeline draws activities and a cancel request, and reads only the new
+// events when the history grows. Then, over the seeded store alone, the
+// timeline of fan-1 (10,002 events) stays windowed and is read once, in
+// pages; retry-1 is one row of three attempts; the axis has ticks and
+// zoom in / Fit change and restore the scale.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { HOSTILE, openPage, ref, screenshot, startUi } from "./lib.mjs";
@@ -13,6 +17,28 @@ async function open(page, id) {
   await page.evaluate((r) => { location.hash = "#/instance?ref=" + r; }, ref(id));
   await page.locator("h2.id").filter({ hasText: id.split("\n")[0] }).waitFor();
   await field(page, "Status").waitFor();
+}
+
+// Waits until cond() holds, polling; fails after ms with @p what.
+async function until(cond, what, ms = 20000) {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for " + what);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+// Records the timeline's history reads (limit=1000; the events table
+// reads 100) as {ref, after}.
+function timelineReads(page) {
+  const reads = [];
+  page.on("request", (r) => {
+    const u = new URL(r.url());
+    if (u.pathname === "/api/v1/history" && u.searchParams.get("limit") === "1000") {
+      reads.push({ ref: u.searchParams.get("ref"), after: Number(u.searchParams.get("after")) });
+    }
+  });
+  return reads;
 }
 
 async function statusBecomes(page, want) {
@@ -108,6 +134,9 @@ test("instance page", async (t) => {
 
   await t.test("raise event: the payload must be JSON", async () => {
     await open(page, "w-4");
+    // the timeline has read w-4's history; what it reads next is only new
+    await page.locator("#timeline .tl-row", { hasText: "event go — open" }).waitFor();
+    const reads = timelineReads(page);
     await page.locator("#event-name").fill("go");
     await page.locator("#event-payload").fill("{not json");
     await page.locator("#do-raise").click();
@@ -118,6 +147,9 @@ test("instance page", async (t) => {
     await page.locator("#do-raise").click();
     await page.locator("#status").filter({ hasText: "raise-event: raised" }).waitFor();
     await statusBecomes(page, "completed");
+    await page.locator("#timeline .tl-row", { hasText: "event go — raised" }).waitFor();
+    const mine = reads.filter((r) => r.ref === ref("w-4"));
+    assert.ok(mine.length > 0 && mine.every((r) => r.after >= 2), JSON.stringify(mine));
     // the payload is shortened in the table, whole on request (as text)
     const whole = page.locator("#events button", { hasText: "whole" }).first();
     await whole.waitFor();
@@ -138,22 +170,118 @@ test("instance page", async (t) => {
   assert.deepEqual(problems, []);
 });
 
-test("timeline of 5000 activities keeps few rows in the DOM", async (t) => {
+test("timeline: 10,000 events, retries as attempts, axis and zoom", async (t) => {
   const ui = await startUi(t);
   const { page, problems } = await openPage(t);
+  const reads = timelineReads(page);
+  let refreshes = 0;
+  page.on("request", (r) => {
+    if (new URL(r.url()).pathname === "/api/v1/instance") refreshes++;
+  });
   await page.goto(ui.url);
   await page.locator("#rows tr[data-ref]").first().waitFor();
-  await open(page, "fan-1");
-  await page.locator("#timeline .tl-note", { hasText: "5000 rows" }).waitFor();
-  const drawn = await page.locator("#timeline .tl-row").count();
-  assert.ok(drawn > 0 && drawn <= 200, "rows in the DOM: " + drawn);
-  const firstId = await page.locator("#timeline .tl-row").first().getAttribute("data-span");
-  await page.locator("#timeline-rows").evaluate((e) => { e.scrollTop = e.scrollHeight / 2; });
-  await page.waitForFunction((f) => {
-    const r = document.querySelector("#timeline .tl-row");
-    return r && r.getAttribute("data-span") !== f;
-  }, firstId);
-  assert.ok(await page.locator("#timeline .tl-row").count() <= 200);
-  await screenshot(page, "instance-timeline-5000");
+  const dom = () => page.evaluate(() => ({
+    rows: document.querySelectorAll("#timeline .tl-row").length,
+    elements: document.getElementsByTagName("*").length,
+  }));
+
+  await t.test("the 10,000-event timeline is read in pages and stays windowed", async () => {
+    await open(page, "fan-1");
+    const count = Number(await field(page, "History events").textContent());
+    assert.ok(count >= 10000, "history_count " + count);
+    await page.locator("#timeline .tl-note",
+      { hasText: `5000 rows from ${count} events` }).waitFor({ timeout: 30000 });
+    // read once, 1000 at a time, each page after the last
+    const mine = reads.filter((r) => r.ref === ref("fan-1")).map((r) => r.after);
+    assert.deepEqual(mine, Array.from({ length: Math.ceil(count / 1000) }, (_, i) => i * 1000));
+    let d = await dom();
+    assert.ok(d.rows > 0 && d.rows < 200, "rows in the DOM at the top: " + d.rows);
+    assert.ok(d.elements < 3000, "elements in the page at the top: " + d.elements);
+    await screenshot(page, "instance-timeline-10000");
+    // scrolled to the end: the last row is drawn, still few in the DOM
+    await page.locator("#timeline-rows").evaluate((e) => { e.scrollTop = e.scrollHeight; });
+    await page.locator('#timeline .tl-row[data-row="4999"]').waitFor();
+    d = await dom();
+    assert.ok(d.rows > 0 && d.rows < 200, "rows in the DOM at the end: " + d.rows);
+    assert.ok(d.elements < 3000, "elements in the page at the end: " + d.elements);
+    assert.equal(await page.locator("#timeline img, #timeline script").count(), 0);
+    // later refreshes, with no growth, read nothing more
+    const before = reads.length;
+    const seen = refreshes;
+    await until(() => refreshes >= seen + 2, "two more refreshes");
+    assert.equal(reads.length, before);
+  });
+
+  await t.test("retry-1: one row, an attempt per segment, the backoff between", async () => {
+    await open(page, "retry-1");
+    const row = page.locator("#timeline .tl-row", { hasText: "activity Flaky" });
+    await row.waitFor();
+    assert.equal(await row.count(), 1);
+    assert.match(await row.locator(".tl-label").textContent(), /completed after 3 attempts/);
+    const segs = await row.locator(".tl-seg").evaluateAll((els) => els.map((e) => {
+      const box = e.getBoundingClientRect();
+      return { attempt: e.dataset.attempt, cls: e.className, title: e.title,
+        left: box.left, right: box.right };
+    }));
+    assert.deepEqual(segs.map((s) => s.attempt), ["1", "2", "3"]);
+    assert.match(segs[0].cls, /tl-failed/);
+    assert.match(segs[1].cls, /tl-failed/);
+    assert.match(segs[2].cls, /tl-completed/);
+    assert.match(segs[0].title, /^attempt 1: failed: flaky: attempt 1 failed/);
+    assert.match(segs[1].title, /^attempt 2: failed: flaky: attempt 2 failed/);
+    assert.match(segs[2].title, /^attempt 3: completed/);
+    // the 40 ms backoffs: gaps between the segments, and timer rows
+    assert.ok(segs[0].right < segs[1].left && segs[1].right < segs[2].left,
+      JSON.stringify(segs));
+    assert.equal(await row.locator(".tl-gap").count(), 2);
+    assert.equal(await page.locator("#timeline .tl-row", { hasText: "timer 40 ms — fired" }).count(), 2);
+    await screenshot(page, "instance-timeline-retry");
+  });
+
+  await t.test("retry-timeout-1: the timed-out attempt is cut with its reason", async () => {
+    await open(page, "retry-timeout-1");
+    const row = page.locator("#timeline .tl-row", { hasText: "activity Sleepy" });
+    await row.waitFor();
+    assert.equal(await row.count(), 1);
+    const first = row.locator('.tl-seg[data-attempt="1"]');
+    assert.match(await first.getAttribute("class"), /tl-cancelled/);
+    assert.match(await first.getAttribute("title"), /^attempt 1: cancelled: select_loser/);
+    assert.ok(await row.locator(".tl-x").count() >= 1);
+    const titles = await row.locator(".tl-seg").evaluateAll((els) => els.map((e) => e.title));
+    assert.ok(titles.length >= 2, titles.join(" | "));
+    assert.match(titles[titles.length - 1], /: completed/);
+  });
+
+  await t.test("the axis has ticks; zoom in, then Fit, restore the scale", async () => {
+    await open(page, "retry-1");
+    const row = page.locator("#timeline .tl-row", { hasText: "activity Flaky" });
+    await row.waitFor();
+    const scale = () => page.evaluate(() => ({
+      ticks: [...document.querySelectorAll("#timeline .tl-tick")].map((e) => e.textContent),
+      left: document.querySelector('#timeline .tl-seg[data-attempt="2"]')?.style.left ?? null,
+      view: document.querySelector("#timeline-view").textContent,
+    }));
+    const fit = await scale();
+    assert.ok(fit.ticks.length >= 2, fit.ticks.join(" "));
+    assert.equal(fit.ticks[0], "+0");
+    assert.match(fit.ticks[1], /^\+\d+(\.\d+)? (ms|s|min|h)/);
+    assert.equal(fit.view, "showing all");
+    // by keyboard: the zoom buttons are buttons
+    await page.getByRole("button", { name: "Zoom in" }).focus();
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() =>
+      document.querySelector("#timeline-view").textContent.startsWith("showing +"));
+    const zoomed = await scale();
+    assert.notDeepEqual(zoomed.ticks, fit.ticks);
+    assert.notEqual(zoomed.left, fit.left);
+    await page.getByRole("button", { name: "Earlier" }).press("Enter");
+    await page.getByRole("button", { name: "Fit the whole timeline" }).press("Enter");
+    await page.waitForFunction(() =>
+      document.querySelector("#timeline-view").textContent === "showing all");
+    assert.deepEqual(await scale(), fit);
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), "Fit");
+  });
+
   assert.deepEqual(problems, []);
 });

@@ -199,8 +199,10 @@ export function showInstance(view, ref) {
     if (info.history_count !== seen) {
       seen = info.history_count;
       if (!events.paged) events.first();
-      tl.load(info).catch((e) => say("timeline: " + e.message, true));
     }
+    // The timeline reads only the events it has not read (none when the
+    // history did not grow) and moves "now" on for a running instance.
+    tl.load(info).catch((e) => say("timeline: " + e.message, true));
   }
 
   view.append(
