@@ -97,6 +97,9 @@ test("instance page", async (t) => {
 
   await t.test("cancel with a reason shows the reason and the requester", async () => {
     await open(page, "w-1");
+    // what it waits on, from its history
+    await page.locator('dd[data-field="Waiting on"]').filter({ hasText: /^event go for / })
+      .waitFor();
     await page.locator("#cancel-reason").fill("browser test: bad deploy");
     await page.locator("#do-cancel").click();
     await page.locator("#status").filter({ hasText: /^cancel: / }).waitFor();
@@ -122,6 +125,9 @@ test("instance page", async (t) => {
     await page.locator("#status").filter({ hasText: /^terminate: / }).waitFor();
     await statusBecomes(page, "terminated");
     assert.equal(await page.locator("#do-terminate").isHidden(), true);
+    await page.locator('dd[data-field="Terminated by"]')
+      .filter({ hasText: /^ui:.* — stuck in test$/ }).waitFor();
+    await page.locator('dd[data-field="Waiting on"]').waitFor({ state: "hidden" });
   });
 
   await t.test("suspend and resume", async () => {

@@ -21,6 +21,13 @@ export function showInstance(view, ref) {
   let seen = -1; // history_count the events table was loaded at
   const title = h("h2", { class: "id" }, "Instance");
   const card = h("dl", { id: "card", class: "card" });
+  // Rows the timeline fills in (kept out of card, which is rebuilt).
+  const waits = h("dd", { "data-field": "Waiting on" });
+  const waitsRow = h("dl", { class: "card card-more", hidden: true },
+    h("dt", {}, "Waiting on"), waits);
+  const termBy = h("dd", { "data-field": "Terminated by" });
+  const termRow = h("dl", { class: "card card-more", hidden: true },
+    h("dt", {}, "Terminated by"), termBy);
   const busy = [];
 
   function button(text, attrs) {
@@ -126,7 +133,7 @@ export function showInstance(view, ref) {
         const details = [e.reason && "reason: " + e.reason,
           e.requested_by && "by " + e.requested_by,
           e.error && "error: " + e.error,
-          e.attempt && "attempt " + e.attempt].filter(Boolean).join("; ");
+          e.attempt > 1 && "attempt " + e.attempt].filter(Boolean).join("; ");
         const text = payloadText(e.payload, 0);
         const cell = h("td", { class: "payload" }, payloadText(e.payload, PREVIEW));
         if (text.length > PREVIEW) {
@@ -202,13 +209,20 @@ export function showInstance(view, ref) {
     }
     // The timeline reads only the events it has not read (none when the
     // history did not grow) and moves "now" on for a running instance.
-    tl.load(info).catch((e) => say("timeline: " + e.message, true));
+    tl.load(info).then(() => {
+      // from the history: what it waits on; who terminated it and why
+      waits.textContent = tl.waiting();
+      waitsRow.hidden = waits.textContent === "";
+      const t = info.status === "terminated" ? tl.terminated() : null;
+      termBy.textContent = t ? (t.by || "-") + (t.reason ? " — " + t.reason : "") : "";
+      termRow.hidden = !t;
+    }).catch((e) => say("timeline: " + e.message, true));
   }
 
   view.append(
     h("p", {}, h("a", { href: "#/" }, "← Instances")),
     title,
-    h("section", { "aria-label": "Status" }, card),
+    h("section", { "aria-label": "Status" }, card, waitsRow, termRow),
     h("section", { "aria-label": "Actions", class: "actions" },
       cancelForm, h("p", {}, terminate, " ", suspend, " ", resume), raiseForm,
       dialog),

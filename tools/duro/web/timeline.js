@@ -531,5 +531,29 @@ export function timeline(ref) {
       drawn = true;
     }
   }
-  return { el, load };
+  // What a live execution waits on, as text: its open rows, oldest first
+  // (three named, then how many more); "" when finished or none.
+  function waiting() {
+    if (finished() || model.t0 === null) return "";
+    const named = [];
+    let count = 0;
+    for (const row of model.rows) {
+      const s = row.segs[row.segs.length - 1];
+      if (s.end !== null || s.cancelledAt !== null) continue;
+      if (++count <= 3) {
+        named.push(row.kind + " " + row.name + " for " + duration(Math.max(0, now - s.start)) +
+          (row.kind === "timer" && row.detail ? " (" + row.detail + ")" : ""));
+      }
+    }
+    return named.join("; ") + (count > 3 ? "; and " + (count - 3) + " more" : "");
+  }
+
+  // The last terminate request ({by, reason, at}) or null.
+  function terminated() {
+    for (let i = model.marks.length - 1; i >= 0; i--) {
+      if (model.marks[i].what === "terminated") return model.marks[i];
+    }
+    return null;
+  }
+  return { el, load, waiting, terminated };
 }
