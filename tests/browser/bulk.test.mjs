@@ -74,6 +74,9 @@ test("bulk actions and time filters", async (t) => {
       !document.querySelector("#next").disabled);
     await page.locator("#select-page").check();
     await page.locator("#bulk-count").filter({ hasText: "2 selected" }).waitFor();
+    await page.locator("#matching-count[data-matched='4']").waitFor();
+    assert.match(await page.locator("#select-all-matching").textContent(),
+      /Cancel all 4 pending or running instances matching the filter/);
     await page.locator("#select-all-matching button").click();
     const dialog = page.locator("#bulk-dialog");
     await dialog.locator("#bulk-matched[data-matched]").waitFor();

@@ -58,6 +58,8 @@ test("instances page", async (t) => {
     await page.waitForFunction(() =>
       document.querySelectorAll("#rows td.id").length === 4);
     assert.equal(await page.locator("#f-prefix").inputValue(), "w-");
+    // the cookie is the session: who acts is shown again
+    await page.locator("#mode").filter({ hasText: /^as ui:/ }).waitFor();
   });
 
   await t.test("paging with the cursor", async () => {

@@ -253,6 +253,7 @@ static int get_summary(ui_request *r, json_t *body)
     jset(doc, "counts", counts);
     jset(doc, "total", jint((int64_t)total));
     jset(doc, "read_only", json_boolean(r->srv->read_only));
+    jset(doc, "requested_by", jstr(r->srv->requester));
     duro_free(st);
     return ui_send_json(r, 200, doc);
 }

@@ -2,20 +2,26 @@
 // then routes on the fragment: "#/" (instances, filters in its query) or
 // "#/instance?ref=REF" (one instance). Ids travel as refs (base64url of
 // the id's bytes), never as display strings.
-import { post, say } from "./dom.js";
+import { get, post, say } from "./dom.js";
 import { showList } from "./list.js";
 import { showInstance } from "./instance.js";
 
 let stopPage = null;
 
-async function login() {
-  const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
-  if (!m) return;
-  // Drop the token from the address bar and history at once.
-  history.replaceState(null, "", location.pathname + location.search + "#/");
-  const s = await post("session", { token: decodeURIComponent(m[1]) });
+function showMode(s) {
   document.getElementById("mode").textContent =
     (s.read_only ? "read-only, " : "") + "as " + s.requested_by;
+}
+
+async function login() {
+  const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
+  if (!m) { // a reload: the cookie is the session
+    showMode(await get("summary"));
+    return;
+  }
+  // Drop the token from the address bar and history at once.
+  history.replaceState(null, "", location.pathname + location.search + "#/");
+  showMode(await post("session", { token: decodeURIComponent(m[1]) }));
 }
 
 function route() {

@@ -197,5 +197,13 @@ export function bulkBar(selection, getFilters, done) {
     }
   }
 
-  return { el, dialog, update, openMatching };
+  // How many instances "Cancel all matching" would cancel now (a dry
+  // run), or null when the filter shows none that can be.
+  async function countMatching() {
+    const { filter } = cancelFilter(getFilters());
+    if (!filter) return null;
+    return (await post("bulk/cancel", { filter, dry_run: true })).matched;
+  }
+
+  return { el, dialog, update, openMatching, countMatching };
 }

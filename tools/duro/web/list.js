@@ -85,6 +85,7 @@ export function showList(view, params) {
   h("button", { type: "button", onclick: () => go({}) }, "Clear"));
 
   const bulk = bulkBar(selection, () => filters, (reload) => {
+    if (reload) counted = false;
     sync();
     if (reload) load();
   });
@@ -99,10 +100,22 @@ export function showList(view, params) {
       }
       sync();
     } });
+  const matchingText = h("span", { id: "matching-count" }, "all");
   const allMatching = h("p", { id: "select-all-matching", class: "bulk-more", hidden: true },
     "Every instance on this page is selected. ",
     h("button", { type: "button", class: "link", onclick: () => bulk.openMatching() },
-      "Cancel all matching the filter…"));
+      "Cancel ", matchingText, " pending or running instances matching the filter…"));
+  let counted = false; // matchingText holds the count of a dry run
+  async function countMatching() {
+    counted = true;
+    try {
+      const n = await bulk.countMatching();
+      matchingText.textContent = n === null ? "all" : "all " + n;
+      if (n !== null) matchingText.dataset.matched = String(n);
+    } catch (e) {
+      counted = false; // try again on the next refresh
+    }
+  }
 
   const rows = h("tbody", { id: "rows" });
   const prev = h("button", { type: "button", id: "prev", disabled: true,
@@ -120,6 +133,7 @@ export function showList(view, params) {
     allOnPage.checked = all;
     allOnPage.indeterminate = !all && shown.some((r) => selection.has(r));
     allMatching.hidden = !(all && hasNext) || readOnly;
+    if (!allMatching.hidden && !counted) countMatching();
     bulk.update(readOnly);
   }
 
