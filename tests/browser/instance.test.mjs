@@ -111,6 +111,9 @@ test("instance page", async (t) => {
       await page.locator(id).waitFor({ state: "hidden" });
     }
     await page.locator("#events td", { hasText: "browser test: bad deploy" }).first().waitFor();
+    // and on the timeline: the marked moment with requester and reason
+    await page.locator("#timeline .tl-mark")
+      .filter({ hasText: /^cancel requested by ui:\S+ — "browser test: bad deploy"/ }).waitFor();
     await screenshot(page, "instance-cancelled");
   });
 
@@ -211,6 +214,12 @@ test("timeline: 10,000 events, retries as attempts, axis and zoom", async (t) =>
     assert.ok(d.rows > 0 && d.rows < 200, "rows in the DOM at the end: " + d.rows);
     assert.ok(d.elements < 3000, "elements in the page at the end: " + d.elements);
     assert.equal(await page.locator("#timeline img, #timeline script").count(), 0);
+    // still responsive: a zoom redraws the 5000 rows' window at once
+    await page.locator('#timeline button[aria-label="Zoom in"]').click();
+    await page.locator("#timeline-view").filter({ hasText: /^showing \+/ }).waitFor();
+    await page.locator('#timeline .tl-row[data-row="4999"]').waitFor();
+    await page.locator('#timeline button[aria-label="Fit the whole timeline"]').click();
+    await page.locator("#timeline-view").filter({ hasText: "showing all" }).waitFor();
     // later refreshes, with no growth, read nothing more
     const before = reads.length;
     const seen = refreshes;
