@@ -488,6 +488,12 @@ int main(int argc, char **argv)
     CHECK(s == 200 && strstr(buf, "\"id\":\"plain-1\"") != NULL &&
               strstr(buf, "\"next_cursor\":\"") != NULL,
           "id_prefix page 1: %s", body_of(buf));
+    s = req(port, "GET", "/api/v1/instances?limit=2&id_prefix=plain-", auth,
+            NULL, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"id\":\"plain-2\"") != NULL &&
+              strstr(buf, "\"next_cursor\":null") != NULL,
+          "id_prefix: a page that ends with the prefix has no next: %s",
+          body_of(buf));
 
     /* nothing above changed anything */
     duro_instance_info *info = status_of(client, "plain-1");

@@ -258,6 +258,67 @@ static int get_summary(ui_request *r, json_t *body)
     return ui_send_json(r, 200, doc);
 }
 
+/* Calls @p fn for each instance @p filter lists after @p after (NULL: from
+ * the start) whose id starts with @p prefix (NULL: any), in id order,
+ * until @p fn returns nonzero; lists @p batch rows per call. With a prefix
+ * and no @p after, listing starts just before the prefix (ids sort by
+ * their bytes) and it stops at the first id past it, so the cost follows
+ * the matching ids, not the table. DURO_OK or the list's error. */
+static int each_listed(duro_client *c, duro_instance_filter filter,
+                       const char *after, const char *prefix, size_t batch,
+                       int (*fn)(const duro_instance_info *, void *), void *arg)
+{
+    size_t plen = prefix != NULL ? strlen(prefix) : 0;
+    char *from = after != NULL ? strdup(after)
+                 : plen > 1    ? strndup(prefix, plen - 1)
+                               : NULL;
+    int rc = DURO_OK, stop = 0;
+    while (!stop) {
+        duro_instance_list *page = NULL;
+        filter.limit = batch;
+        filter.after_instance = from;
+        rc = duro_client_list(c, &filter, &page);
+        if (rc != DURO_OK)
+            break;
+        for (size_t i = 0; i < page->count && !stop; i++) {
+            int cmp =
+                plen ? strncmp(page->items[i].instance_id, prefix, plen) : 0;
+            if (cmp > 0 || (cmp == 0 && fn(&page->items[i], arg) != 0))
+                stop = 1;
+        }
+        size_t n = page->count;
+        free(from);
+        from = n > 0 ? strdup(page->items[n - 1].instance_id) : NULL;
+        duro_instance_list_free(page);
+        if (n < batch)
+            break;
+    }
+    free(from);
+    return rc;
+}
+
+/* get_instances' page: up to limit rows, and whether one more matches. */
+typedef struct list_page {
+    json_t *items;
+    size_t limit, taken;
+    int more;
+    char *last;
+} list_page;
+
+static int page_add(const duro_instance_info *info, void *arg)
+{
+    list_page *pg = arg;
+    if (pg->taken == pg->limit) {
+        pg->more = 1;
+        return 1;
+    }
+    json_array_append_new(pg->items, instance_json(info));
+    free(pg->last);
+    pg->last = strdup(info->instance_id);
+    pg->taken++;
+    return 0;
+}
+
 static int get_instances(ui_request *r, json_t *body)
 {
     (void)body;
@@ -281,77 +342,22 @@ static int get_instances(ui_request *r, json_t *body)
                              "since the epoch or RFC 3339 UTC "
                              "(2026-05-01T12:00:00Z)");
     const char *prefix = arg(r, "id_prefix");
-    size_t plen = prefix ? strlen(prefix) : 0;
     char *after = NULL;
     if (arg(r, "cursor") != NULL) {
         after = ref_decode(arg(r, "cursor"));
         if (after == NULL)
             return ui_send_error(r, 400, "bad_argument",
                                  "cursor: not a cursor this API returned");
-    } else if (plen > 1) {
-        /* every id starting with the prefix sorts after the prefix less
-         * its last byte (the store orders ids by bytes) */
-        after = strndup(prefix, plen - 1);
     }
-    /* Pages in id order from the cursor; with id_prefix, rows before the
-     * prefix are skipped and the first row past it ends the list. */
-    json_t *items = json_array();
-    size_t taken = 0;
-    int more = 0, past = 0;
-    char *last = NULL;
-    while (taken < limit && !past) {
-        duro_instance_list *page = NULL;
-        filter.limit = (size_t)(limit - taken) + 1;
-        filter.after_instance = after;
-        rc = duro_client_list(r->srv->client, &filter, &page);
-        if (rc != DURO_OK)
-            break;
-        size_t i = 0;
-        for (; i < page->count && taken < limit; i++) {
-            const char *id = page->items[i].instance_id;
-            int cmp = prefix ? strncmp(id, prefix, plen) : 0;
-            if (cmp < 0)
-                continue;
-            if (cmp > 0) {
-                past = 1;
-                break;
-            }
-            json_array_append_new(items, instance_json(&page->items[i]));
-            free(last);
-            last = strdup(id);
-            taken++;
-        }
-        if (taken == limit && !past) {
-            /* one more row of the page (or the next) decides next_cursor */
-            for (; i < page->count; i++) {
-                const char *id = page->items[i].instance_id;
-                int cmp = prefix ? strncmp(id, prefix, plen) : 0;
-                if (cmp == 0)
-                    more = 1;
-                if (cmp >= 0)
-                    break;
-            }
-        }
-        size_t n = page->count;
-        free(after);
-        after = n > 0 ? strdup(page->items[n - 1].instance_id) : NULL;
-        duro_instance_list_free(page);
-        if (n < filter.limit || after == NULL)
-            break;
-        if (taken == limit && !more && !past) {
-            /* the page ended exactly at the limit: look one row further */
-            duro_instance_list *peek = NULL;
-            filter.limit = 1;
-            filter.after_instance = after;
-            rc = duro_client_list(r->srv->client, &filter, &peek);
-            if (rc == DURO_OK && peek->count == 1)
-                more = !prefix ||
-                       strncmp(peek->items[0].instance_id, prefix, plen) == 0;
-            duro_instance_list_free(peek);
-            break;
-        }
-    }
+    /* Pages in id order from the cursor: limit rows and one more, which
+     * decides next_cursor. */
+    list_page pg = {json_array(), (size_t)limit, 0, 0, NULL};
+    rc = each_listed(r->srv->client, filter, after, prefix, (size_t)limit + 1,
+                     page_add, &pg);
     free(after);
+    json_t *items = pg.items;
+    char *last = pg.last;
+    int more = pg.more;
     if (rc != DURO_OK) {
         free(last);
         json_decref(items);
@@ -664,41 +670,6 @@ static int post_raise(ui_request *r, json_t *body)
     return ui_send_json(r, 200, doc);
 }
 
-/* Calls @p fn for each instance @p filter lists whose id starts with
- * @p prefix, in id order, until @p fn returns nonzero. Listing starts just
- * before the prefix (ids sort by their bytes) and stops at the first id
- * past it, so the cost follows the matching ids, not the table. */
-static int each_with_prefix(duro_client *c, duro_instance_filter filter,
-                            const char *prefix,
-                            int (*fn)(const duro_instance_info *, void *),
-                            void *arg)
-{
-    size_t plen = strlen(prefix);
-    char *after = plen > 1 ? strndup(prefix, plen - 1) : NULL;
-    int rc = DURO_OK, stop = 0;
-    while (!stop) {
-        duro_instance_list *page = NULL;
-        filter.limit = DURO_BULK_BATCH_MAX;
-        filter.after_instance = after;
-        rc = duro_client_list(c, &filter, &page);
-        if (rc != DURO_OK)
-            break;
-        for (size_t i = 0; i < page->count && !stop; i++) {
-            int cmp = strncmp(page->items[i].instance_id, prefix, plen);
-            if (cmp > 0 || (cmp == 0 && fn(&page->items[i], arg) != 0))
-                stop = 1;
-        }
-        size_t n = page->count;
-        free(after);
-        after = n > 0 ? strdup(page->items[n - 1].instance_id) : NULL;
-        duro_instance_list_free(page);
-        if (n < filter.limit)
-            break;
-    }
-    free(after);
-    return rc;
-}
-
 /* bulk/cancel with filter.id_prefix: what cancel_matching does, over the
  * listing (the provider's bulk filter has no prefix): Pending and Running
  * instances with no cancellation requested yet, counted (dry run) or
@@ -864,7 +835,8 @@ static int post_bulk_cancel(ui_request *r, json_t *body)
         b->dry_run = dry_run;
         b->reason = reason;
         b->sample = sample;
-        drc = each_with_prefix(r->srv->client, lf, prefix, prefix_one, b);
+        drc = each_listed(r->srv->client, lf, NULL, prefix, DURO_BULK_BATCH_MAX,
+                          prefix_one, b);
         if (drc == DURO_OK && b->rc == DURO_OK)
             prefix_flush(b);
         if (drc == DURO_OK)
