@@ -242,7 +242,7 @@ PV_TEST(concurrent_opens_of_a_fresh_schema_migrate_once)
     char sql[160];
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 2); /* migrations 1 and 2, once each */
+    CHECK_EQ(query_int(c, sql), 3); /* migrations 1 to 3, once each */
     PQfinish(c);
 }
 
@@ -293,7 +293,8 @@ PV_TEST(migration_2_adds_activity_run_times)
     duro_orch_item_free(item);
     pv_close(p);
 
-    /* back to version 1, with a completion queued the way it left them */
+    /* back to version 1 (migration 3's index as version 1 made it too),
+     * with a completion queued the way it left them */
     PGconn *c = admin();
     CHECK(c != NULL);
     if (c == NULL)
@@ -301,6 +302,9 @@ PV_TEST(migration_2_adds_activity_run_times)
     char sql[1024];
     snprintf(sql, sizeof(sql),
              "SET search_path TO \"%s\";"
+             "DROP INDEX instances_name_status;"
+             "CREATE INDEX instances_name_status ON instances(name, status);"
+             "DELETE FROM duro_schema WHERE version = 3;"
              "ALTER TABLE orchestrator_queue DROP COLUMN started_ms,"
              " DROP COLUMN finished_ms;"
              "ALTER TABLE history DROP COLUMN started_ms,"
@@ -324,7 +328,14 @@ PV_TEST(migration_2_adds_activity_run_times)
     CHECK_EQ(query_int(c, sql), 4);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 2);
+    CHECK_EQ(query_int(c, sql), 3);
+    /* migration 3: the name and status index pages in id order */
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = '%s' AND "
+             "indexname = 'instances_name_status' AND indexdef LIKE "
+             "'%%(name, status, instance_id)'",
+             schema);
+    CHECK_EQ(query_int(c, sql), 1);
     PQfinish(c);
     item = NULL;
     CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,

@@ -320,7 +320,13 @@ TEST(url_create_0_never_creates)
 
 /* Takes a version-4 database back to version 3: migration 4's columns
  * go. */
+/* Back to version 4: migration 5's index as version 3 made it. */
+#define DOWNGRADE_TO_4                                                         \
+    "DROP INDEX instances_name_status;"                                        \
+    "CREATE INDEX instances_name_status ON instances(name, status);"           \
+    "DELETE FROM duro_schema WHERE version = 5;"
 #define DOWNGRADE_TO_3                                                         \
+    DOWNGRADE_TO_4                                                             \
     "ALTER TABLE orchestrator_queue DROP COLUMN started_ms;"                   \
     "ALTER TABLE orchestrator_queue DROP COLUMN finished_ms;"                  \
     "ALTER TABLE history DROP COLUMN started_ms;"                              \
@@ -348,8 +354,8 @@ TEST(schema_version_recorded_and_newer_refused)
     duro_provider *p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     sqlite3 *db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 4);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 4);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 5);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 5);
     /* Back to version 1 (without migrations 2 and 3): reopening migrates. */
     CHECK_EQ(sqlite3_exec(db, downgrade_to_2, NULL, NULL, NULL), SQLITE_OK);
     CHECK_EQ(sqlite3_exec(db,
@@ -359,7 +365,7 @@ TEST(schema_version_recorded_and_newer_refused)
              SQLITE_OK);
     sqlite3_close(db);
 
-    /* Reopening migrates 1 -> 4; reopening an up-to-date one changes
+    /* Reopening migrates 1 -> 5; reopening an up-to-date one changes
      * nothing. */
     p = open_url(test_sqlite_url("schema.db"));
     start(p, "kept", "orch");
@@ -367,11 +373,15 @@ TEST(schema_version_recorded_and_newer_refused)
     p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 4);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 5);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN "
                          "('history_activity_cancel', 'instances_finished', "
                          "'instances_name_status', 'instances_problem')"),
              4);
+    /* migration 5: the name and status index pages in id order */
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM "
+                         "pragma_index_info('instances_name_status')"),
+             3);
     CHECK_EQ(sqlite3_exec(db,
                           "PRAGMA journal_mode = DELETE;"
                           "INSERT INTO duro_schema VALUES(99, 0);"
@@ -541,7 +551,7 @@ TEST(migration_4_adds_activity_run_times)
 
     p = open_url(test_sqlite_url("migrate4.db"));
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 4);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 5);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM pragma_table_info('history') "
                          "WHERE name IN ('started_ms', 'finished_ms')"),
              2);
@@ -665,6 +675,8 @@ TEST(query_plans_use_indexes)
         {"HISTORY_CANCEL_REASON", "history_activity_cancel"},
         {"LIST_NAME", "instances_name"},
         {"LIST_STATUS", "instances_status"},
+        {"LIST_NAME_STATUS", "instances_name_status (name=? AND status=? AND "
+                             "instance_id>?)"},
         {"DELETE_INSTANCES", "instances_parent"},
         {"SWEEP_REQUEST_NAME", "instances_name"},
         {"SWEEP_PURGE_NAME", "instances_name"},
@@ -1711,7 +1723,7 @@ TEST(concurrent_opens_of_a_new_file)
         duro_provider *p = open_url(url);
         duro_provider_close(p);
         sqlite3 *db = raw_open(test_path(name));
-        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 4);
+        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 5);
         sqlite3_close(db);
     }
 }

@@ -216,7 +216,13 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
     " ADD COLUMN finished_ms bigint NOT NULL DEFAULT 0;"
     "ALTER TABLE history"
     " ADD COLUMN started_ms bigint NOT NULL DEFAULT 0,"
-    " ADD COLUMN finished_ms bigint NOT NULL DEFAULT 0;"};
+    " ADD COLUMN finished_ms bigint NOT NULL DEFAULT 0;",
+    /* 3 (SQLite's 5): the instance list by name and status pages in id
+     * order by an index scan instead of sorting every instance of the
+     * name and status. */
+    "DROP INDEX instances_name_status;"
+    "CREATE INDEX instances_name_status"
+    " ON instances(name, status, instance_id);"};
 
 /* Keeps the text of a failed result in c (sqlstate and message). */
 static void note_failure(duro__pg_conn *c, const PGresult *res)

@@ -194,7 +194,14 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
     "ALTER TABLE orchestrator_queue"
     " ADD COLUMN finished_ms INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE history ADD COLUMN started_ms INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE history ADD COLUMN finished_ms INTEGER NOT NULL DEFAULT 0;"};
+    "ALTER TABLE history ADD COLUMN finished_ms INTEGER NOT NULL DEFAULT 0;",
+    /* 5: the instance list by name and status (duro ui, duro list) pages
+     * in id order by a seek: (name, status, instance_id) instead of (name,
+     * status), which made it read every instance of the name to find one
+     * status. Still the store stats' covering index. */
+    "DROP INDEX instances_name_status;"
+    "CREATE INDEX instances_name_status"
+    " ON instances(name, status, instance_id);"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */

@@ -13,7 +13,7 @@
 #include "base/base.h"
 #include "providers/providers.h"
 
-#define DURO__SQLITE_SCHEMA_VERSION 4 /* what this code creates and reads */
+#define DURO__SQLITE_SCHEMA_VERSION 5 /* what this code creates and reads */
 #define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__SQLITE_POOL_MAX 64      /* most reader connections */
 
