@@ -28,13 +28,18 @@
  *          its own registry and runtime (default options) and runs until the
  *          workload process sets a stop flag in shared memory, then shuts
  *          down and adds its turn counter there (`turns` is the sum); it also
- *          ends when the workload process is gone. The clock runs from just
- *          before the first fork until the store counts N Completed chains:
- *          the workload process lists the finished chains (one
- *          duro_client_list() by status) every PROCS_POLL_MS (5 ms), so the
- *          clock may stop up to one poll late. A Failed or Cancelled chain,
- *          a runtime process that ends early, or DEADLINE_MS fails the run
- *          and kills the runtime processes. Latency as above. peak_rss_kb
+ *          ends when the workload process is gone. Every millisecond each
+ *          process copies its runtime's completed, failed and cancelled
+ *          counters into shared memory; the clock runs from just before the
+ *          first fork until their sum of completed reaches N (polled every
+ *          millisecond, as with one process), and the store then confirms
+ *          that it holds N Completed chains (one duro_client_list() by
+ *          status, after the clock). Until then the workload process sends
+ *          the server nothing: listing the store every 5 ms cost it about
+ *          a quarter of the run's statement time at N = 1000. A Failed or
+ *          Cancelled chain, a runtime process that ends early, or
+ *          DEADLINE_MS fails the run and kills the runtime processes.
+ *          Latency as above. peak_rss_kb
  *          is then the largest runtime process's (RUSAGE_CHILDREN), and the
  *          label says how many processes ran. Every chain line carries
  *          "procs".
@@ -69,7 +74,6 @@
 #define LONG_WINDOW 100
 #define DEADLINE_MS 600000 /* a workload that takes longer is broken */
 #define PROCS_MAX 64
-#define PROCS_POLL_MS 5 /* the store is polled for completions this often */
 
 static const char *provider_name = "sqlite";
 
@@ -82,6 +86,9 @@ static int proc_count;
 typedef struct procs_shared {
     _Atomic int stop;                  /* set by the workload process */
     _Atomic uint64_t turns[PROCS_MAX]; /* each process's, after shutdown */
+    /* each process's runtime counters, copied every millisecond */
+    _Atomic uint64_t completed[PROCS_MAX];
+    _Atomic uint64_t failed[PROCS_MAX]; /* failed or cancelled */
 } procs_shared;
 
 static int64_t mono_ns(void)
@@ -396,13 +403,17 @@ static void chain_proc(const char *url, procs_shared *sh, int index,
     duro_runtime *rt;
     MUST("runtime_create", duro_runtime_create(url, reg, &o, &rt));
     MUST("runtime_start", duro_runtime_start(rt));
+    duro_metrics m;
     while (!atomic_load(&sh->stop)) {
         if (getppid() != parent) /* nobody waits for a result */
             _exit(1);
+        duro_runtime_metrics(rt, &m);
+        atomic_store(&sh->completed[index], m.orchestrations_completed);
+        atomic_store(&sh->failed[index],
+                     m.orchestrations_failed + m.orchestrations_cancelled);
         sleep_ms(1);
     }
     MUST("runtime_shutdown", duro_runtime_shutdown(rt, 10000));
-    duro_metrics m;
     duro_runtime_metrics(rt, &m);
     atomic_store(&sh->turns[index], m.turns);
     duro_runtime_destroy(rt);
@@ -428,34 +439,19 @@ static void check_procs(void)
     }
 }
 
-/* Waits until the store lists n Completed chains (polled every
- * PROCS_POLL_MS), checking the runtime processes between polls; fails the
- * run on a Failed or Cancelled chain or after DEADLINE_MS. One list of the
- * finished chains per poll: on PostgreSQL duro_client_store_stats() (seven
- * statements, queue joins and the store's size) took about ten times as
- * long at N = 300 and N = 1000 (12 and 28 ms a call against 1.2 and 2.9),
- * a load of its own on the server. */
-static void wait_completed_in_store(duro_client *c, uint64_t n)
+/* Waits until the runtime processes' completed counters add up to n
+ * (polled every millisecond), checking the processes between polls; fails
+ * the run on a Failed or Cancelled chain or after DEADLINE_MS. */
+static void wait_completed_procs(procs_shared *sh, uint64_t n)
 {
-    duro_instance_filter finished;
-    memset(&finished, 0, sizeof(finished));
-    finished.status_mask = (1u << DURO_STATUS_COMPLETED) |
-                           (1u << DURO_STATUS_FAILED) |
-                           (1u << DURO_STATUS_CANCELLED);
-    finished.name = "Chain";
     int64_t t0 = mono_ns();
     for (;;) {
         check_procs();
-        duro_instance_list *l = NULL;
-        MUST("list", duro_client_list(c, &finished, &l));
         uint64_t completed = 0, failed = 0;
-        for (size_t i = 0; i < l->count; i++) {
-            if (l->items[i].status == DURO_STATUS_COMPLETED)
-                completed++;
-            else
-                failed++;
+        for (int i = 0; i < proc_count; i++) {
+            completed += atomic_load(&sh->completed[i]);
+            failed += atomic_load(&sh->failed[i]);
         }
-        duro_instance_list_free(l);
         if (failed > 0) {
             fprintf(stderr,
                     "orch_bench: %llu chain(s) failed or were cancelled\n",
@@ -472,7 +468,38 @@ static void wait_completed_in_store(duro_client *c, uint64_t n)
             kill_procs();
             exit(1);
         }
-        sleep_ms(PROCS_POLL_MS);
+        sleep_ms(1);
+    }
+}
+
+/* Confirms through the store that it holds n Completed chains and no
+ * finished chain in another state; exits otherwise. */
+static void confirm_completed_in_store(duro_client *c, uint64_t n)
+{
+    duro_instance_filter finished;
+    memset(&finished, 0, sizeof(finished));
+    finished.status_mask = (1u << DURO_STATUS_COMPLETED) |
+                           (1u << DURO_STATUS_FAILED) |
+                           (1u << DURO_STATUS_CANCELLED);
+    finished.name = "Chain";
+    duro_instance_list *l = NULL;
+    MUST("list", duro_client_list(c, &finished, &l));
+    uint64_t completed = 0, other = 0;
+    for (size_t i = 0; i < l->count; i++) {
+        if (l->items[i].status == DURO_STATUS_COMPLETED)
+            completed++;
+        else
+            other++;
+    }
+    duro_instance_list_free(l);
+    if (completed != n || other != 0) {
+        fprintf(stderr,
+                "orch_bench: the store holds %llu Completed chains and %llu "
+                "Failed or Cancelled, not %llu Completed\n",
+                (unsigned long long)completed, (unsigned long long)other,
+                (unsigned long long)n);
+        kill_procs();
+        exit(1);
     }
 }
 
@@ -503,9 +530,10 @@ static void bench_chain_procs(const char *url, long n, int procs)
         }
         proc_pids[proc_count++] = pid;
     }
-    MUST("client_create", duro_client_create(url, &c));
-    wait_completed_in_store(c, (uint64_t)n);
+    wait_completed_procs(sh, (uint64_t)n);
     double wall_ms = ms_since(t0);
+    MUST("client_create", duro_client_create(url, &c));
+    confirm_completed_in_store(c, (uint64_t)n);
     atomic_store(&sh->stop, 1);
     int failed = 0;
     uint64_t turns = 0;

@@ -666,6 +666,36 @@ PV_TEST(statements_are_prepared_once_per_connection)
     duro_provider_close(p);
 }
 
+/* PREPAREs the provider's statement `name` as "q" on c, every parameter
+ * text; 0 (and a failed check) when there is no such statement or the
+ * server refused it. */
+static int prepare_as_q(PGconn *c, const char *name)
+{
+    const char *text = NULL;
+    for (size_t i = 0; i < duro__pg_statement_count(); i++)
+        if (strcmp(duro__pg_statement_name(i), name) == 0)
+            text = duro__pg_statement_sql(i);
+    CHECK_MSG(text != NULL, "no statement %s", name);
+    if (text == NULL)
+        return 0;
+    int params = 0;
+    for (const char *q = strchr(text, '$'); q != NULL; q = strchr(q + 1, '$')) {
+        int n = atoi(q + 1);
+        params = n > params ? n : params;
+    }
+    char sql[8192];
+    int len = snprintf(sql, sizeof(sql), "PREPARE q(");
+    for (int i = 0; i < params; i++)
+        len += snprintf(sql + len, sizeof(sql) - (size_t)len, "%stext",
+                        i > 0 ? ", " : "");
+    snprintf(sql + len, sizeof(sql) - (size_t)len, ") AS %s", text);
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    CHECK_MSG(ok, "%s: %s", name, PQresultErrorMessage(r));
+    PQclear(r);
+    return ok;
+}
+
 /* The claims and every lookup by token or key go through an index: with
  * sequential scans off, the generic plan of each statement (prepared as
  * the provider prepares it, every parameter text) has no Seq Scan. */
@@ -676,6 +706,7 @@ PV_TEST(claims_and_lookups_use_indexes)
         const char *args;
     } cases[] = {
         {"READY_CLAIM", "('0', 'x', '0')"},
+        {"READY_CLAIM_ASYNC", "('0', 'x', '0')"},
         {"READY_HOLDER_CURRENT", "('1', 't')"},
         {"READY_ACK_SETTLE", "('i', 't', '1')"},
         {"READY_RENEW", "('1', 't', '0', '0')"},
@@ -683,6 +714,7 @@ PV_TEST(claims_and_lookups_use_indexes)
         {"OQ_MIN_VISIBLE", "('i')"},
         {"OQ_DELETE_EXECUTION", "('i', '1')"},
         {"WQ_FETCH", "('x', '0', '0')"},
+        {"WQ_FETCH_ASYNC", "('x', '0', '0')"},
         {"WQ_ACK", "('1', 't')"},
         {"WQ_ACK_COMPLETE",
          "('1', 'i', '0', '0', 'n', 'v', 'p', 'e', '0', 'r', 'b', 'pi', '0', "
@@ -712,30 +744,10 @@ PV_TEST(claims_and_lookups_use_indexes)
              duro__pg_schema(p));
     PQclear(PQexec(c, sql));
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-        const char *text = NULL;
-        for (size_t i = 0; i < duro__pg_statement_count(); i++)
-            if (strcmp(duro__pg_statement_name(i), cases[k].name) == 0)
-                text = duro__pg_statement_sql(i);
-        CHECK_MSG(text != NULL, "no statement %s", cases[k].name);
-        if (text == NULL)
+        if (!prepare_as_q(c, cases[k].name))
             continue;
-        int params = 0;
-        for (const char *q = strchr(text, '$'); q != NULL;
-             q = strchr(q + 1, '$')) {
-            int n = atoi(q + 1);
-            params = n > params ? n : params;
-        }
-        int len = snprintf(sql, sizeof(sql), "PREPARE q(");
-        for (int i = 0; i < params; i++)
-            len += snprintf(sql + len, sizeof(sql) - (size_t)len, "%stext",
-                            i > 0 ? ", " : "");
-        snprintf(sql + len, sizeof(sql) - (size_t)len, ") AS %s", text);
-        PGresult *r = PQexec(c, sql);
-        CHECK_MSG(PQresultStatus(r) == PGRES_COMMAND_OK, "%s: %s",
-                  cases[k].name, PQresultErrorMessage(r));
-        PQclear(r);
         snprintf(sql, sizeof(sql), "EXPLAIN EXECUTE q%s", cases[k].args);
-        r = PQexec(c, sql);
+        PGresult *r = PQexec(c, sql);
         CHECK_MSG(PQresultStatus(r) == PGRES_TUPLES_OK, "%s: %s", cases[k].name,
                   PQresultErrorMessage(r));
         for (int row = 0;
@@ -744,6 +756,90 @@ PV_TEST(claims_and_lookups_use_indexes)
                       "%s scans a table: %s", cases[k].name,
                       PQgetvalue(r, row, 0));
         PQclear(r);
+        PQclear(PQexec(c, "DEALLOCATE q"));
+    }
+    PQfinish(c);
+}
+
+/* A claim that is its transaction's only write (fetch_work_item's one
+ * statement, fetch_orchestration_item's transaction) commits without
+ * waiting for the WAL flush: synchronous_commit is off inside its
+ * transaction, and on again after it, so the acks that follow on the same
+ * connection stay synchronous. The claims inside an ack, and the acks,
+ * never turn it off. Each statement runs for real (on empty queues). */
+PV_TEST(pg_claims_commit_without_waiting_for_the_flush)
+{
+    static const struct {
+        const char *name;
+        const char *args;
+        const char *inside; /* synchronous_commit after it, in its xact */
+    } cases[] = {
+        {"WQ_FETCH_ASYNC", "('x', '0', '0')", "off"},
+        {"READY_CLAIM_ASYNC", "('0', 'x', '0')", "off"},
+        {"WQ_FETCH", "('x', '0', '0')", "on"},
+        {"READY_CLAIM", "('0', 'x', '0')", "on"},
+        {"WQ_ACK_COMPLETE",
+         "('1', 'i', '0', '0', 'n', 'v', 'p', 'e', '0', 'r', 'b', 'pi', '0', "
+         "'0', '0', '0', '0', '0', '0', '1', 't', 'x', '0', '0', '0')",
+         "on"},
+        {"WQ_ACK_COMPLETE_FETCH",
+         "('1', 'i', '0', '0', 'n', 'v', 'p', 'e', '0', 'r', 'b', 'pi', '0', "
+         "'0', '0', '0', '0', '0', '0', '1', 't', 'x', '0', '0', '0')",
+         "on"},
+        {"READY_ACK_SETTLE", "('i', 't', '1')", "on"},
+    };
+    duro_provider *p = pv_open();
+    PGconn *c = admin();
+    CHECK(c != NULL && p != NULL);
+    if (c == NULL || p == NULL) {
+        PQfinish(c);
+        return;
+    }
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SET search_path TO \"%s\"; SET synchronous_commit = on",
+             duro__pg_schema(p));
+    PQclear(PQexec(c, sql));
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        if (!prepare_as_q(c, cases[k].name))
+            continue;
+        for (int explicit_xact = 0; explicit_xact < 2; explicit_xact++) {
+            /* in a transaction block: SHOW sees the statement's setting;
+             * alone (an implicit transaction): nothing may outlive it */
+            if (explicit_xact)
+                PQclear(PQexec(c, "BEGIN"));
+            snprintf(sql, sizeof(sql), "EXECUTE q%s", cases[k].args);
+            PGresult *r = PQexec(c, sql);
+            CHECK_MSG(PQresultStatus(r) == PGRES_TUPLES_OK ||
+                          PQresultStatus(r) == PGRES_COMMAND_OK,
+                      "%s: %s", cases[k].name, PQresultErrorMessage(r));
+            PQclear(r);
+            if (explicit_xact) {
+                /* read, end the transaction, then check (a failed check
+                 * ends the test, and must not leave it open) */
+                char inside[64];
+                r = PQexec(c, "SHOW synchronous_commit");
+                snprintf(inside, sizeof(inside), "%s",
+                         PQresultStatus(r) == PGRES_TUPLES_OK
+                             ? PQgetvalue(r, 0, 0)
+                             : PQresultErrorMessage(r));
+                PQclear(r);
+                PQclear(PQexec(c, "COMMIT"));
+                CHECK_MSG(strcmp(inside, cases[k].inside) == 0,
+                          "%s: synchronous_commit %s in its transaction, "
+                          "expected %s",
+                          cases[k].name, inside, cases[k].inside);
+            }
+            r = PQexec(c, "SHOW synchronous_commit");
+            CHECK_MSG(PQresultStatus(r) == PGRES_TUPLES_OK &&
+                          strcmp(PQgetvalue(r, 0, 0), "on") == 0,
+                      "%s: synchronous_commit is %s after its transaction",
+                      cases[k].name,
+                      PQresultStatus(r) == PGRES_TUPLES_OK
+                          ? PQgetvalue(r, 0, 0)
+                          : PQresultErrorMessage(r));
+            PQclear(r);
+        }
         PQclear(PQexec(c, "DEALLOCATE q"));
     }
     PQfinish(c);
@@ -832,6 +928,45 @@ PV_TEST(work_from_another_process_wakes_a_wait_through_notify)
         return;
     far_wait_ends_after(a, b, enqueue_start_x);
     CHECK(duro__pg_notifications_received(a) > 0);
+    duro_provider_close(a);
+    duro_provider_close(b);
+}
+
+/* A notification counts the items it announces ("o3w12"), and a waiter
+ * in another process is woken once per item, not all waiters per
+ * notification: the sum of the counts another process hears equals the
+ * items committed, however the commits were coalesced. */
+PV_TEST(notifications_count_the_items_they_announce)
+{
+    char buf[64];
+    size_t items = 0;
+    duro__pg_notice_format(buf, sizeof(buf), 3, 12, 0);
+    CHECK_STR(buf, "o3w12");
+    duro__pg_notice_format(buf, sizeof(buf), 0, 1, 2);
+    CHECK_STR(buf, "w1c");
+    duro__pg_notice_format(buf, sizeof(buf), 0, 0, 0);
+    CHECK_STR(buf, "");
+    CHECK(duro__pg_notice_count("o3w12", 'o', &items) && items == 3);
+    CHECK(duro__pg_notice_count("o3w12", 'w', &items) && items == 12);
+    CHECK(!duro__pg_notice_count("o3w12", 'c', &items));
+    CHECK(duro__pg_notice_count("w1c", 'c', &items));
+    /* an older version's payload, without counts, wakes every waiter */
+    CHECK(duro__pg_notice_count("ow", 'w', &items) && items == SIZE_MAX);
+    CHECK(duro__pg_notice_count("o0", 'o', &items) && items == SIZE_MAX);
+
+    duro_provider *a, *b;
+    if (!open_far_pair(&a, &b))
+        return;
+    duro_error e;
+    const char *ids[] = {"n1", "n2", "n3", "n4", "n5"};
+    for (int i = 0; i < 5; i++) {
+        duro_work_item st = {
+            .kind = DURO_WORK_START, .instance_id = ids[i], .name = "orch"};
+        CHECK_PRC(b->enqueue_for_orchestrator(b, &st, 0, &e), DURO_OK, &e);
+    }
+    WAIT_UNTIL(duro__pg_notified_items(a, DURO_QUEUE_ORCHESTRATOR) >= 5, 10000);
+    CHECK_EQ(duro__pg_notified_items(a, DURO_QUEUE_ORCHESTRATOR), 5);
+    CHECK_EQ(duro__pg_notified_items(a, DURO_QUEUE_WORKER), 0);
     duro_provider_close(a);
     duro_provider_close(b);
 }
@@ -1491,7 +1626,9 @@ int main(int argc, char **argv)
         T(many_events_of_a_turn_round_trip_exactly),
         T(statements_are_prepared_once_per_connection),
         T(claims_and_lookups_use_indexes),
+        T(pg_claims_commit_without_waiting_for_the_flush),
         T(work_from_another_process_wakes_a_wait_through_notify),
+        T(notifications_count_the_items_they_announce),
         T(controls_from_another_process_wake_a_wait_through_notify),
         T(processes_competing_for_the_queues_never_get_the_same_item),
         T(a_commit_whose_connection_was_lost_is_safe_to_retry)};

@@ -81,6 +81,66 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "error, category, reason, requested_by, ref_instance, ref_execution, "     \
     "ref_event_id, fire_at_ms, attempt, flags, started_ms, finished_ms"
 
+/* A one-row subquery that makes the rest of its transaction commit without
+ * waiting for the WAL flush (synchronous_commit off, for this transaction
+ * only: set_config(..., true) ends with it, also when it is the implicit
+ * transaction of a single statement). Only in a claim that is its
+ * transaction's only write: a claim lost in a server crash before its
+ * commit reached the disk is an expired lock (the item is fetched again,
+ * at-least-once for activities; its fetch count is one lower), and any
+ * later synchronous commit, an ack of the claim among them, flushes the
+ * WAL past it first. An ack never uses it (test
+ * pg_claims_commit_without_waiting_for_the_flush). */
+#define DURO__PG_ASYNC_ONE                                                     \
+    "(SELECT set_config('synchronous_commit', 'off', true)) AS one"
+
+/* The claim of a work item (WQ_FETCH below), its final FROM starting with
+ * `one`, a one-row subquery. */
+#define DURO__PG_WQ_FETCH_SQL(one)                                             \
+    "WITH f AS (UPDATE worker_queue SET lock_token = 'w' || id || '.' || "     \
+    "$1::text, locked_until = $2::bigint, available_at = $2::bigint, "         \
+    "fetch_count = fetch_count + 1 "                                           \
+    "WHERE id = (SELECT id FROM worker_queue "                                 \
+    "WHERE available_at <= $3::bigint ORDER BY available_at, id LIMIT 1 "      \
+    "FOR UPDATE SKIP LOCKED) "                                                 \
+    "RETURNING instance_id, execution_id, activity_id, name, version, "        \
+    "payload, attempt, fetch_count, lock_token) "                              \
+    "SELECT f.*, CASE WHEN f.lock_token IS NULL THEN "                         \
+    "(SELECT MIN(available_at) FROM worker_queue) END "                        \
+    "FROM " one " LEFT JOIN f ON true"
+
+/* The claim of an orchestration item (READY_CLAIM below), its final FROM
+ * starting with `one`, a one-row subquery. */
+#define DURO__PG_READY_CLAIM_SQL(one)                                          \
+    "WITH r AS (UPDATE orchestrator_ready SET lock_token = 'o' || id || "      \
+    "'.' || $2::text, locked_until = $3::bigint, ready_at = $3::bigint "       \
+    "WHERE id = (SELECT id FROM orchestrator_ready "                           \
+    "WHERE ready_at <= $1::bigint ORDER BY ready_at LIMIT 1 "                  \
+    "FOR UPDATE SKIP LOCKED) RETURNING id, instance_id, lock_token), "         \
+    "t AS (UPDATE orchestrator_queue AS q SET lock_token = r.lock_token, "     \
+    "fetch_count = q.fetch_count + 1 FROM r "                                  \
+    "WHERE q.instance_id = r.instance_id AND q.visible_at <= $1::bigint "      \
+    "RETURNING q.kind, q.instance_id, q.execution_id, q.source_id, q.name, "   \
+    "q.version, q.payload, q.error, q.category, q.reason, q.requested_by, "    \
+    "q.parent_instance, q.parent_execution, q.parent_event_id, "               \
+    "q.fire_at_ms, q.attempt, q.flags, q.fetch_count, q.visible_at, q.id, "    \
+    "q.started_ms, q.finished_ms) "                                            \
+    "SELECT t.kind, t.instance_id, t.execution_id, t.source_id, t.name, "      \
+    "t.version, t.payload, t.error, t.category, t.reason, t.requested_by, "    \
+    "t.parent_instance, t.parent_execution, t.parent_event_id, "               \
+    "t.fire_at_ms, t.attempt, t.flags, t.fetch_count, r.id, r.instance_id, "   \
+    "r.lock_token, CASE WHEN r.id IS NULL THEN "                               \
+    "(SELECT MIN(ready_at) FROM orchestrator_ready) END, "                     \
+    "i.status, i.execution_id, i.name, i.version, i.parent_instance, "         \
+    "i.parent_execution, i.parent_event_id, i.custom_status, "                 \
+    "i.cancel_requested_ms, i.cancel_reason, i.cancelled_by, "                 \
+    "i.last_problem, (SELECT COALESCE(MAX(h.event_id), 0) "                    \
+    "FROM history AS h WHERE h.instance_id = i.instance_id "                   \
+    "AND h.execution_id = i.execution_id), t.started_ms, t.finished_ms "       \
+    "FROM " one " LEFT JOIN r ON true LEFT JOIN t ON true "                    \
+    "LEFT JOIN instances AS i ON i.instance_id = r.instance_id "               \
+    "ORDER BY t.visible_at, t.id"
+
 /* An upsert of the readiness row: a new row at ready_at, or ready_at
  * lowered to it when the instance is unlocked and the message is due
  * earlier (never before the end of an abandon delay). */
@@ -258,35 +318,10 @@ void duro__pg_config_free(duro__pg_config *cfg);
      * (35, 36: started_ms, finished_ms). An instance ready with               \
      * nothing visible gives one row of NULL messages; no instance, one row    \
      * with only column 21: the earliest ready_at (NULL: none) */              \
-    X(READY_CLAIM,                                                             \
-      "WITH r AS (UPDATE orchestrator_ready SET lock_token = 'o' || id || "    \
-      "'.' || $2::text, locked_until = $3::bigint, ready_at = $3::bigint "     \
-      "WHERE id = (SELECT id FROM orchestrator_ready "                         \
-      "WHERE ready_at <= $1::bigint ORDER BY ready_at LIMIT 1 "                \
-      "FOR UPDATE SKIP LOCKED) RETURNING id, instance_id, lock_token), "       \
-      "t AS (UPDATE orchestrator_queue AS q SET lock_token = r.lock_token, "   \
-      "fetch_count = q.fetch_count + 1 FROM r "                                \
-      "WHERE q.instance_id = r.instance_id AND q.visible_at <= $1::bigint "    \
-      "RETURNING q.kind, q.instance_id, q.execution_id, q.source_id, q.name, " \
-      "q.version, q.payload, q.error, q.category, q.reason, q.requested_by, "  \
-      "q.parent_instance, q.parent_execution, q.parent_event_id, "             \
-      "q.fire_at_ms, q.attempt, q.flags, q.fetch_count, q.visible_at, q.id, "  \
-      "q.started_ms, q.finished_ms) "                                          \
-      "SELECT t.kind, t.instance_id, t.execution_id, t.source_id, t.name, "    \
-      "t.version, t.payload, t.error, t.category, t.reason, t.requested_by, "  \
-      "t.parent_instance, t.parent_execution, t.parent_event_id, "             \
-      "t.fire_at_ms, t.attempt, t.flags, t.fetch_count, r.id, r.instance_id, " \
-      "r.lock_token, CASE WHEN r.id IS NULL THEN "                             \
-      "(SELECT MIN(ready_at) FROM orchestrator_ready) END, "                   \
-      "i.status, i.execution_id, i.name, i.version, i.parent_instance, "       \
-      "i.parent_execution, i.parent_event_id, i.custom_status, "               \
-      "i.cancel_requested_ms, i.cancel_reason, i.cancelled_by, "               \
-      "i.last_problem, (SELECT COALESCE(MAX(h.event_id), 0) "                  \
-      "FROM history AS h WHERE h.instance_id = i.instance_id "                 \
-      "AND h.execution_id = i.execution_id), t.started_ms, t.finished_ms "     \
-      "FROM (SELECT 1) AS one LEFT JOIN r ON true LEFT JOIN t ON true "        \
-      "LEFT JOIN instances AS i ON i.instance_id = r.instance_id "             \
-      "ORDER BY t.visible_at, t.id")                                           \
+    X(READY_CLAIM, DURO__PG_READY_CLAIM_SQL("(SELECT 1) AS one"))              \
+    /* the same as a transaction's only write (fetch_orchestration_item):      \
+     * its commit does not wait for the WAL flush (DURO__PG_ASYNC_ONE) */      \
+    X(READY_CLAIM_ASYNC, DURO__PG_READY_CLAIM_SQL(DURO__PG_ASYNC_ONE))         \
     /* the lock of an instance, its current execution, whether that has a      \
      * row and how many events it holds; the ready row is locked until the     \
      * transaction ends ($1 ready id, $2 token) */                             \
@@ -335,18 +370,10 @@ void duro__pg_config_free(duro__pg_config *cfg);
     /* the claim: the oldest fetchable row no other transaction holds; one     \
      * row, the claimed item's columns, or NULLs and (column 9) the earliest   \
      * time a row becomes due when none was claimable */                       \
-    X(WQ_FETCH,                                                                \
-      "WITH f AS (UPDATE worker_queue SET lock_token = 'w' || id || '.' || "   \
-      "$1::text, locked_until = $2::bigint, available_at = $2::bigint, "       \
-      "fetch_count = fetch_count + 1 "                                         \
-      "WHERE id = (SELECT id FROM worker_queue "                               \
-      "WHERE available_at <= $3::bigint ORDER BY available_at, id LIMIT 1 "    \
-      "FOR UPDATE SKIP LOCKED) "                                               \
-      "RETURNING instance_id, execution_id, activity_id, name, version, "      \
-      "payload, attempt, fetch_count, lock_token) "                            \
-      "SELECT f.*, CASE WHEN f.lock_token IS NULL THEN "                       \
-      "(SELECT MIN(available_at) FROM worker_queue) END "                      \
-      "FROM (SELECT 1) AS one LEFT JOIN f ON true")                            \
+    X(WQ_FETCH, DURO__PG_WQ_FETCH_SQL("(SELECT 1) AS one"))                    \
+    /* the same as its own transaction (fetch_work_item): its commit does      \
+     * not wait for the WAL flush (DURO__PG_ASYNC_ONE) */                      \
+    X(WQ_FETCH_ASYNC, DURO__PG_WQ_FETCH_SQL(DURO__PG_ASYNC_ONE))               \
     X(WQ_ACK, "DELETE FROM worker_queue WHERE id = $1::bigint "                \
               "AND lock_token = $2::text")                                     \
     /* ack with a completion, one statement: delete the row the token          \
@@ -739,7 +766,8 @@ duro__pg_conn *duro__pg_reader_acquire(duro__pg_provider *p);
 void duro__pg_reader_release(duro__pg_provider *p, duro__pg_conn *c);
 
 /* Wakes wait_for_work on `queue` after a commit that made `items` items
- * fetchable: one waiter per item (all waiters when items > 1). */
+ * fetchable: one waiter per item here, and as many in every other process
+ * (through the listener's notification). */
 void duro__pg_signal(duro__pg_provider *p, duro_queue queue, size_t items);
 /* Work items were cancelled by a commit: wakes wait_for_cancellations here
  * and, through the listener, in every process. */

@@ -25,13 +25,18 @@
  *
  * Across processes: each notifier has a listener thread with a connection
  * of its own (outside the pool) that LISTENs on the channel "duro_<schema>".
- * A commit that adds or releases work marks its queue pending and pokes
- * the thread through a pipe; the thread sends one pg_notify with the
- * pending queues ("o", "w", "ow"; "c" for cancelled work items, which
- * wait_for_cancellations waits for) after the commit, never inside a queue
- * transaction (NOTIFY takes a database-wide lock at commit), so bursts of
- * commits coalesce into few notifications. A notification from another
- * backend wakes every waiter of the queues it names. When the listener's
+ * A commit that adds or releases work adds its item count to its queue's
+ * pending count and pokes the thread through a pipe; the thread sends one
+ * pg_notify with the pending queues and their counts ("o3", "w12", "o1w2";
+ * "c" for cancelled work items, which wait_for_cancellations waits for)
+ * after the commit, never inside a queue transaction (NOTIFY takes a
+ * database-wide lock at commit), so bursts of commits coalesce into few
+ * notifications. A notification from another backend wakes as many waiters
+ * of each queue it names as it counts items (grant(), below), every
+ * waiter of CANCELS, and every waiter of a queue named without a count;
+ * waking every worker slot of every process for each notification made
+ * the processes' empty claims outnumber their items five to one (two
+ * processes, `orch_bench --procs 2`). When the listener's
  * connection is down, notifications are lost and waits fall back to
  * polling; after it reconnects every wait is woken once (work may have been
  * announced meanwhile). Lock order: the notifier's lock is never held while
@@ -77,10 +82,11 @@ typedef struct duro__pg_notifier {
     int pipe_fd[2];   /* pokes the listener; -1 when none */
     pthread_t thread;
     int has_thread;
-    _Atomic int stop;          /* the listener ends */
-    _Atomic int listening;     /* LISTEN is in effect */
-    _Atomic int pending[3];    /* local commits to announce, per queue */
-    _Atomic uint64_t received; /* notifications from other backends */
+    _Atomic int stop;                   /* the listener ends */
+    _Atomic int listening;              /* LISTEN is in effect */
+    _Atomic size_t pending[3];          /* items committed here, to announce */
+    _Atomic uint64_t received;          /* notifications from other backends */
+    _Atomic uint64_t received_items[2]; /* the items they counted, per queue */
 } notifier;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -105,12 +111,12 @@ static void grant(notifier *n, int q, size_t items)
         pthread_cond_broadcast(&n->cond[q]);
 }
 
-/* Wakes every waiter of queue q (work of unknown size: another process's
- * notification, a reconnected listener). */
-static void bump(notifier *n, int q)
+/* Wakes waiters of queue q for `items` items of another process (SIZE_MAX:
+ * work of unknown size, as after a reconnected listener). */
+static void bump(notifier *n, int q, size_t items)
 {
     pthread_mutex_lock(&n->lock);
-    grant(n, q, SIZE_MAX);
+    grant(n, q, items);
     pthread_mutex_unlock(&n->lock);
 }
 
@@ -128,6 +134,53 @@ static void ignore_notice(void *arg, const char *message)
     (void)message;
 }
 
+/* The payload of a notification: each queue with pending items as its
+ * letter and count ("o3w12"), "c" when work items were cancelled. A count
+ * too large for the payload's field is sent as SIZE_MAX's meaning, no
+ * count. */
+void duro__pg_notice_format(char *out, size_t size, size_t o, size_t w,
+                            size_t c)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    const struct {
+        char letter;
+        size_t items;
+    } parts[] = {{'o', o}, {'w', w}};
+    for (size_t i = 0; i < 2; i++) {
+        if (parts[i].items == 0 || at >= size)
+            continue;
+        int k = parts[i].items >= (size_t)1 << 40
+                    ? snprintf(out + at, size - at, "%c", parts[i].letter)
+                    : snprintf(out + at, size - at, "%c%zu", parts[i].letter,
+                               parts[i].items);
+        at += k > 0 ? (size_t)k : 0;
+    }
+    if (c != 0 && at + 1 < size) {
+        out[at++] = 'c';
+        out[at] = '\0';
+    }
+}
+
+/* Whether the payload `x` names queue `letter`, and how many items it
+ * counts for it (SIZE_MAX when it gives no count: a payload of an older
+ * version, "ow", wakes every waiter as that version meant). */
+int duro__pg_notice_count(const char *x, char letter, size_t *items)
+{
+    const char *at = strchr(x, letter);
+    if (at == NULL)
+        return 0;
+    *items = SIZE_MAX;
+    if (at[1] >= '0' && at[1] <= '9') {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(at + 1, &end, 10);
+        if (errno == 0 && v > 0 && v < SIZE_MAX)
+            *items = (size_t)v;
+    }
+    return 1;
+}
+
 /* Notifications other backends sent: wake the queues they name. */
 static void drain(notifier *n, PGconn *c)
 {
@@ -136,13 +189,18 @@ static void drain(notifier *n, PGconn *c)
     while ((note = PQnotifies(c)) != NULL) {
         if (note->be_pid != self) {
             atomic_fetch_add(&n->received, 1);
-            const char *x = note->extra != NULL ? note->extra : "owc";
-            if (strchr(x, 'o') != NULL)
-                bump(n, DURO_QUEUE_ORCHESTRATOR);
-            if (strchr(x, 'w') != NULL)
-                bump(n, DURO_QUEUE_WORKER);
-            if (strchr(x, 'c') != NULL)
-                bump(n, CANCELS);
+            const char *x = note->extra != NULL && note->extra[0] != '\0'
+                                ? note->extra
+                                : "owc";
+            size_t items;
+            for (int q = 0; q < 2; q++) {
+                if (duro__pg_notice_count(x, q == 0 ? 'o' : 'w', &items)) {
+                    atomic_fetch_add(&n->received_items[q], items);
+                    bump(n, q, items);
+                }
+            }
+            if (duro__pg_notice_count(x, 'c', &items))
+                bump(n, CANCELS, SIZE_MAX);
         }
         PQfreemem(note);
     }
@@ -198,9 +256,9 @@ static void *listener_main(void *arg)
             backoff_ms = 100;
             atomic_store(&n->listening, 1);
             /* anything announced while not listening is lost: look again */
-            bump(n, DURO_QUEUE_ORCHESTRATOR);
-            bump(n, DURO_QUEUE_WORKER);
-            bump(n, CANCELS);
+            bump(n, DURO_QUEUE_ORCHESTRATOR, SIZE_MAX);
+            bump(n, DURO_QUEUE_WORKER, SIZE_MAX);
+            bump(n, CANCELS, SIZE_MAX);
         }
         /* At most one notification per NOTIFY_GAP_MS: the first of a
          * burst goes at once, the rest of it together after the gap. */
@@ -211,12 +269,11 @@ static void *listener_main(void *arg)
         int hold_ms =
             any && since < NOTIFY_GAP_MS ? (int)(NOTIFY_GAP_MS - since) : 0;
         if (any && hold_ms == 0) {
-            int o = atomic_exchange(&n->pending[DURO_QUEUE_ORCHESTRATOR], 0);
-            int w = atomic_exchange(&n->pending[DURO_QUEUE_WORKER], 0);
-            int x = atomic_exchange(&n->pending[CANCELS], 0);
-            char sql[128], what[4];
-            snprintf(what, sizeof(what), "%s%s%s", o ? "o" : "", w ? "w" : "",
-                     x ? "c" : "");
+            size_t o = atomic_exchange(&n->pending[DURO_QUEUE_ORCHESTRATOR], 0);
+            size_t w = atomic_exchange(&n->pending[DURO_QUEUE_WORKER], 0);
+            size_t x = atomic_exchange(&n->pending[CANCELS], 0);
+            char sql[192], what[64];
+            duro__pg_notice_format(what, sizeof(what), o, w, x);
             snprintf(sql, sizeof(sql), "SELECT pg_notify('%s', '%s')",
                      n->channel, what);
             PQclear(PQexec(c, sql));
@@ -401,7 +458,7 @@ static void signal_index(duro__pg_provider *p, int queue, size_t items)
     grant(n, queue, items);
     pthread_mutex_unlock(&n->lock);
     /* other processes: announced by the listener, after this commit */
-    if (n->has_thread && !atomic_exchange(&n->pending[queue], 1))
+    if (n->has_thread && atomic_fetch_add(&n->pending[queue], items) == 0)
         poke(n);
 }
 
@@ -705,5 +762,15 @@ uint64_t duro__pg_notifications_received(duro_provider *base)
     duro__pg_provider *p = hook_target(base);
     return p != NULL && p->notifier != NULL
                ? atomic_load(&p->notifier->received)
+               : 0;
+}
+
+uint64_t duro__pg_notified_items(duro_provider *base, duro_queue queue)
+{
+    duro__pg_provider *p = hook_target(base);
+    return p != NULL && p->notifier != NULL &&
+                   (queue == DURO_QUEUE_ORCHESTRATOR ||
+                    queue == DURO_QUEUE_WORKER)
+               ? atomic_load(&p->notifier->received_items[queue])
                : 0;
 }

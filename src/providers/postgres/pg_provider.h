@@ -56,6 +56,17 @@ const char *duro__pg_statement_sql(size_t i);
 int duro__pg_listening(duro_provider *p);
 /* Notifications the listener received from other backends. */
 uint64_t duro__pg_notifications_received(duro_provider *p);
+/* The items those notifications counted for `queue` (one without a count
+ * adds SIZE_MAX). */
+uint64_t duro__pg_notified_items(duro_provider *p, duro_queue queue);
+
+/* The cross-process notification's payload (pg_provider.c): queues with
+ * items pending and their counts ("o3w12"; "c": work items cancelled), and
+ * the count a payload gives for one queue's letter (returns 0 when it does
+ * not name the queue; *items SIZE_MAX when it names it without a count). */
+void duro__pg_notice_format(char *out, size_t size, size_t o, size_t w,
+                            size_t c);
+int duro__pg_notice_count(const char *x, char letter, size_t *items);
 
 /* The schema name the provider uses ("duro" unless schema= says). */
 const char *duro__pg_schema(duro_provider *p);

@@ -535,9 +535,11 @@ static int read_claimed_messages(duro__pg_provider *p, duro__pg_conn *c,
 }
 
 /* The body of fetch_orchestration_item inside an open write transaction:
- * one READY_CLAIM, then the item's metadata and history. *out is the
- * locked item, or NULL when nothing is visible. */
+ * one `claim` (READY_CLAIM; READY_CLAIM_ASYNC when the transaction writes
+ * nothing else that must be durable), then the item's metadata and
+ * history. *out is the locked item, or NULL when nothing is visible. */
 static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
+                                     duro__pg_stmt_id claim,
                                      int64_t lock_timeout_ms,
                                      const duro_history_cache *cache,
                                      int64_t now, duro_orch_item **out,
@@ -560,8 +562,7 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
     int found = 0;
     for (int attempt = 0; rc == DURO_OK && !found && attempt < FETCH_ATTEMPTS;
          attempt++) {
-        duro__pg_statement *s =
-            duro__pg_stmt(p, c, DURO__SQL_READY_CLAIM, op, err);
+        duro__pg_statement *s = duro__pg_stmt(p, c, claim, op, err);
         if (s == NULL) {
             rc = err->code;
             break;
@@ -633,8 +634,10 @@ int duro__pg_fetch_orchestration_item(duro_provider *base,
     if (rc != DURO_OK)
         return rc;
     duro_orch_item *item = NULL;
-    rc = fetch_orch_in_transaction(p, c, lock_timeout_ms, cache, now, &item, op,
-                                   err);
+    /* Its writes are the claim and readiness repairs, which a later fetch
+     * redoes: its commit need not wait for the WAL flush. */
+    rc = fetch_orch_in_transaction(p, c, DURO__SQL_READY_CLAIM_ASYNC,
+                                   lock_timeout_ms, cache, now, &item, op, err);
     if (rc != DURO_OK) {
         duro__pg_write_rollback(p, c);
         return rc;
@@ -1187,8 +1190,9 @@ static int ack_orch(duro_provider *base, const char *lock_token,
     rc = ack_in_transaction(p, c, ready_id, lock_token, ack, now, &queued, op,
                             err);
     if (rc == DURO_OK && next != NULL)
-        rc = fetch_orch_in_transaction(p, c, lock_timeout_ms, cache, now, &item,
-                                       op, err);
+        rc = fetch_orch_in_transaction(p, c, DURO__SQL_READY_CLAIM,
+                                       lock_timeout_ms, cache, now, &item, op,
+                                       err);
     if (rc != DURO_OK) {
         duro__pg_write_rollback(p, c);
         return rc;
@@ -1403,8 +1407,10 @@ static int read_work_row(duro_arena *a, duro__pg_statement *s,
     return 0;
 }
 
-/* The body of fetch_work_item inside an open write transaction. */
+/* The body of fetch_work_item inside an open write transaction; `claim`
+ * is WQ_FETCH, or WQ_FETCH_ASYNC when the claim is its own transaction. */
 static int fetch_work_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
+                                     duro__pg_stmt_id claim,
                                      int64_t lock_timeout_ms, int64_t now,
                                      duro_worker_item **out, const char *op,
                                      duro_error *err)
@@ -1414,7 +1420,7 @@ static int fetch_work_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
     duro__random_token(token_hex);
     duro_arena *a = NULL;
     duro_worker_item *w = NULL;
-    duro__pg_statement *s = duro__pg_stmt(p, c, DURO__SQL_WQ_FETCH, op, err);
+    duro__pg_statement *s = duro__pg_stmt(p, c, claim, op, err);
     int rc = s != NULL ? DURO_OK : err->code;
     if (rc == DURO_OK) {
         duro__pg_bind_text(c, s, 1, token_hex);
@@ -1466,7 +1472,8 @@ int duro__pg_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
      * idle worker find nothing). */
     duro__pg_conn *c = duro__pg_reader_acquire(p);
     duro_worker_item *w = NULL;
-    int rc = fetch_work_in_transaction(p, c, lock_timeout_ms, now, &w, op, err);
+    int rc = fetch_work_in_transaction(p, c, DURO__SQL_WQ_FETCH_ASYNC,
+                                       lock_timeout_ms, now, &w, op, err);
     duro__pg_reader_release(p, c);
     if (rc == DURO_OK)
         *out = w;
@@ -1702,7 +1709,8 @@ static int ack_work(duro_provider *base, const char *lock_token,
         rc = enqueue_in_transaction(p, c, completion, now, now, &skip, op, err);
     duro_worker_item *w = NULL;
     if (rc == DURO_OK && next != NULL)
-        rc = fetch_work_in_transaction(p, c, lock_timeout_ms, now, &w, op, err);
+        rc = fetch_work_in_transaction(p, c, DURO__SQL_WQ_FETCH,
+                                       lock_timeout_ms, now, &w, op, err);
     if (rc != DURO_OK) {
         duro__pg_write_rollback(p, c);
         return rc;
