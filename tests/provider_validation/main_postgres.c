@@ -666,6 +666,30 @@ PV_TEST(statements_are_prepared_once_per_connection)
     duro_provider_close(p);
 }
 
+/* Arguments of WQ_ACK_COMPLETE and WQ_ACK_COMPLETE_FETCH for EXECUTE. */
+#define WQ_ACK_ARGS                                                            \
+    "('1', 'i', '0', '0', 'n', 'v', 'p', 'e', '0', 'r', 'b', 'pi', '0', '0', " \
+    "'0', '0', '0', '0', '0', '1', 't', 'x', '0', '0', '0')"
+
+/* A fresh provider (*p) and an admin connection with its schema first on
+ * the search path and `settings` ("SET ...; SET ...") applied; NULL (and a
+ * failed check) when either could not open. */
+static PGconn *admin_in_schema(duro_provider **p, const char *settings)
+{
+    *p = pv_open();
+    PGconn *c = admin();
+    CHECK(c != NULL && *p != NULL);
+    if (c == NULL || *p == NULL) {
+        PQfinish(c);
+        return NULL;
+    }
+    char sql[512];
+    snprintf(sql, sizeof(sql), "SET search_path TO \"%s\"; %s",
+             duro__pg_schema(*p), settings);
+    PQclear(PQexec(c, sql));
+    return c;
+}
+
 /* PREPAREs the provider's statement `name` as "q" on c, every parameter
  * text; 0 (and a failed check) when there is no such statement or the
  * server refused it. */
@@ -716,12 +740,8 @@ PV_TEST(claims_and_lookups_use_indexes)
         {"WQ_FETCH", "('x', '0', '0')"},
         {"WQ_FETCH_ASYNC", "('x', '0', '0')"},
         {"WQ_ACK", "('1', 't')"},
-        {"WQ_ACK_COMPLETE",
-         "('1', 'i', '0', '0', 'n', 'v', 'p', 'e', '0', 'r', 'b', 'pi', '0', "
-         "'0', '0', '0', '0', '0', '0', '1', 't', 'x', '0', '0', '0')"},
-        {"WQ_ACK_COMPLETE_FETCH",
-         "('1', 'i', '0', '0', 'n', 'v', 'p', 'e', '0', 'r', 'b', 'pi', '0', "
-         "'0', '0', '0', '0', '0', '0', '1', 't', 'x', '0', '0', '0')"},
+        {"WQ_ACK_COMPLETE", WQ_ACK_ARGS},
+        {"WQ_ACK_COMPLETE_FETCH", WQ_ACK_ARGS},
         {"WQ_RENEW", "('1', 't', '0')"},
         {"WQ_CANCEL", "('i', '1', '{1,2}')"},
         {"HISTORY_CANCEL_REASON", "('i', '1', '2')"},
@@ -730,19 +750,12 @@ PV_TEST(claims_and_lookups_use_indexes)
         {"STATS_WORKER_READY", "('0')"},
         {"STATS_ORCH_READY", "('0')"},
     };
-    duro_provider *p = pv_open();
-    PGconn *c = admin();
-    CHECK(c != NULL && p != NULL);
-    if (c == NULL || p == NULL) {
-        PQfinish(c);
+    duro_provider *p;
+    PGconn *c = admin_in_schema(&p, "SET enable_seqscan = off; "
+                                    "SET plan_cache_mode = force_generic_plan");
+    if (c == NULL)
         return;
-    }
     char sql[8192];
-    snprintf(sql, sizeof(sql),
-             "SET search_path TO \"%s\"; SET enable_seqscan = off; "
-             "SET plan_cache_mode = force_generic_plan",
-             duro__pg_schema(p));
-    PQclear(PQexec(c, sql));
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         if (!prepare_as_q(c, cases[k].name))
             continue;
@@ -778,28 +791,15 @@ PV_TEST(pg_claims_commit_without_waiting_for_the_flush)
         {"READY_CLAIM_ASYNC", "('0', 'x', '0')", "off"},
         {"WQ_FETCH", "('x', '0', '0')", "on"},
         {"READY_CLAIM", "('0', 'x', '0')", "on"},
-        {"WQ_ACK_COMPLETE",
-         "('1', 'i', '0', '0', 'n', 'v', 'p', 'e', '0', 'r', 'b', 'pi', '0', "
-         "'0', '0', '0', '0', '0', '0', '1', 't', 'x', '0', '0', '0')",
-         "on"},
-        {"WQ_ACK_COMPLETE_FETCH",
-         "('1', 'i', '0', '0', 'n', 'v', 'p', 'e', '0', 'r', 'b', 'pi', '0', "
-         "'0', '0', '0', '0', '0', '0', '1', 't', 'x', '0', '0', '0')",
-         "on"},
+        {"WQ_ACK_COMPLETE", WQ_ACK_ARGS, "on"},
+        {"WQ_ACK_COMPLETE_FETCH", WQ_ACK_ARGS, "on"},
         {"READY_ACK_SETTLE", "('i', 't', '1')", "on"},
     };
-    duro_provider *p = pv_open();
-    PGconn *c = admin();
-    CHECK(c != NULL && p != NULL);
-    if (c == NULL || p == NULL) {
-        PQfinish(c);
+    duro_provider *p;
+    PGconn *c = admin_in_schema(&p, "SET synchronous_commit = on");
+    if (c == NULL)
         return;
-    }
     char sql[256];
-    snprintf(sql, sizeof(sql),
-             "SET search_path TO \"%s\"; SET synchronous_commit = on",
-             duro__pg_schema(p));
-    PQclear(PQexec(c, sql));
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         if (!prepare_as_q(c, cases[k].name))
             continue;
