@@ -971,6 +971,47 @@ PV_TEST(notifications_count_the_items_they_announce)
     duro_provider_close(b);
 }
 
+/* A commit whose items idle waiters of this process take is not announced
+ * to the others: they would only run empty claims (and an instance's next
+ * turn stays with the process that holds its engine). Items beyond the
+ * idle waiters are. */
+PV_TEST(work_an_idle_local_waiter_takes_is_not_announced)
+{
+    duro_provider *a, *b;
+    if (!open_far_pair(&a, &b))
+        return;
+    duro_error e;
+    /* Two waiters: the listener's wake-up at connect may have left one
+     * token owed to the next wait, which counts against them. */
+    far_waiter w[2] = {{.p = a}, {.p = a}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        atomic_init(&w[i].fetched, 0);
+        atomic_init(&w[i].done, 0);
+        CHECK_EQ(pthread_create(&t[i], NULL, far_waiter_main, &w[i]), 0);
+    }
+    WAIT_UNTIL(duro__pg_idle_waiters(a, DURO_QUEUE_ORCHESTRATOR) >= 1, 10000);
+    CHECK(duro__pg_idle_waiters(a, DURO_QUEUE_ORCHESTRATOR) >= 1);
+    duro_work_item st = {
+        .kind = DURO_WORK_START, .instance_id = "l1", .name = "orch"};
+    CHECK_PRC(a->enqueue_for_orchestrator(a, &st, 0, &e), DURO_OK, &e);
+    CHECK_EQ(duro__pg_announced_items(a, DURO_QUEUE_ORCHESTRATOR), 0);
+    /* a waiter here is woken at once */
+    WAIT_UNTIL(atomic_load(&w[0].done) || atomic_load(&w[1].done), 10000);
+    CHECK(atomic_load(&w[0].done) || atomic_load(&w[1].done));
+    a->wake(a, 1); /* ends the other */
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    /* nobody waits here now: the next item is the other processes' too */
+    st.instance_id = "l2";
+    CHECK_PRC(a->enqueue_for_orchestrator(a, &st, 0, &e), DURO_OK, &e);
+    CHECK_EQ(duro__pg_announced_items(a, DURO_QUEUE_ORCHESTRATOR), 1);
+    WAIT_UNTIL(duro__pg_notified_items(b, DURO_QUEUE_ORCHESTRATOR) >= 1, 10000);
+    CHECK_EQ(duro__pg_notified_items(b, DURO_QUEUE_ORCHESTRATOR), 1);
+    duro_provider_close(a);
+    duro_provider_close(b);
+}
+
 /* Consumes what is queued for "x" (an ack without history or meta). */
 static void consume_x(duro_provider *p)
 {
@@ -1629,6 +1670,7 @@ int main(int argc, char **argv)
         T(pg_claims_commit_without_waiting_for_the_flush),
         T(work_from_another_process_wakes_a_wait_through_notify),
         T(notifications_count_the_items_they_announce),
+        T(work_an_idle_local_waiter_takes_is_not_announced),
         T(controls_from_another_process_wake_a_wait_through_notify),
         T(processes_competing_for_the_queues_never_get_the_same_item),
         T(a_commit_whose_connection_was_lost_is_safe_to_retry)};

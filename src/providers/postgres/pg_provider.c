@@ -82,11 +82,12 @@ typedef struct duro__pg_notifier {
     int pipe_fd[2];   /* pokes the listener; -1 when none */
     pthread_t thread;
     int has_thread;
-    _Atomic int stop;                   /* the listener ends */
-    _Atomic int listening;              /* LISTEN is in effect */
-    _Atomic size_t pending[3];          /* items committed here, to announce */
-    _Atomic uint64_t received;          /* notifications from other backends */
-    _Atomic uint64_t received_items[2]; /* the items they counted, per queue */
+    _Atomic int stop;                    /* the listener ends */
+    _Atomic int listening;               /* LISTEN is in effect */
+    _Atomic size_t pending[3];           /* items committed here, to announce */
+    _Atomic uint64_t received;           /* notifications from other backends */
+    _Atomic uint64_t received_items[2];  /* the items they counted, per queue */
+    _Atomic uint64_t announced_items[2]; /* items left to other processes */
 } notifier;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -455,10 +456,22 @@ static void signal_index(duro__pg_provider *p, int queue, size_t items)
     if (n == NULL || items == 0)
         return;
     pthread_mutex_lock(&n->lock);
+    /* waiters here that no token is owed to yet: each takes one item */
+    size_t idle = 0;
+    if (queue < CANCELS && n->waiters[queue] > n->tokens[queue])
+        idle = (size_t)(n->waiters[queue] - n->tokens[queue]);
     grant(n, queue, items);
     pthread_mutex_unlock(&n->lock);
-    /* other processes: announced by the listener, after this commit */
-    if (n->has_thread && atomic_fetch_add(&n->pending[queue], items) == 0)
+    /* Other processes, through the listener after this commit: the items
+     * no idle waiter here will take (all of them for CANCELS). A waiter
+     * woken here fetches before it waits again, so an item kept here is
+     * never stranded; keeping it also keeps an instance's turns on the
+     * process that holds its engine. */
+    size_t remote = queue == CANCELS ? items : items > idle ? items - idle : 0;
+    if (queue < CANCELS)
+        atomic_fetch_add(&n->announced_items[queue], remote);
+    if (remote > 0 && n->has_thread &&
+        atomic_fetch_add(&n->pending[queue], remote) == 0)
         poke(n);
 }
 
@@ -763,6 +776,31 @@ uint64_t duro__pg_notifications_received(duro_provider *base)
     return p != NULL && p->notifier != NULL
                ? atomic_load(&p->notifier->received)
                : 0;
+}
+
+uint64_t duro__pg_announced_items(duro_provider *base, duro_queue queue)
+{
+    duro__pg_provider *p = hook_target(base);
+    return p != NULL && p->notifier != NULL &&
+                   (queue == DURO_QUEUE_ORCHESTRATOR ||
+                    queue == DURO_QUEUE_WORKER)
+               ? atomic_load(&p->notifier->announced_items[queue])
+               : 0;
+}
+
+int duro__pg_idle_waiters(duro_provider *base, duro_queue queue)
+{
+    duro__pg_provider *p = hook_target(base);
+    if (p == NULL || p->notifier == NULL ||
+        (queue != DURO_QUEUE_ORCHESTRATOR && queue != DURO_QUEUE_WORKER))
+        return 0;
+    notifier *n = p->notifier;
+    pthread_mutex_lock(&n->lock);
+    int idle = n->waiters[queue] > n->tokens[queue]
+                   ? n->waiters[queue] - n->tokens[queue]
+                   : 0;
+    pthread_mutex_unlock(&n->lock);
+    return idle;
 }
 
 uint64_t duro__pg_notified_items(duro_provider *base, duro_queue queue)

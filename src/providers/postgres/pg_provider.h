@@ -59,6 +59,15 @@ uint64_t duro__pg_notifications_received(duro_provider *p);
 /* The items those notifications counted for `queue` (one without a count
  * adds SIZE_MAX). */
 uint64_t duro__pg_notified_items(duro_provider *p, duro_queue queue);
+/* Items of `queue` committed here that this process left to other
+ * processes (announced through the listener): those no idle waiter here
+ * took. */
+uint64_t duro__pg_announced_items(duro_provider *p, duro_queue queue);
+/* Threads blocked in wait_for_work on `queue` in this process that no
+ * wake-up is owed to yet (a token granted while nobody waited, as after
+ * the listener connects, is owed to the next wait and counts against
+ * them). */
+int duro__pg_idle_waiters(duro_provider *p, duro_queue queue);
 
 /* The cross-process notification's payload (pg_provider.c): queues with
  * items pending and their counts ("o3w12"; "c": work items cancelled), and
