@@ -778,37 +778,38 @@ uint64_t duro__pg_notifications_received(duro_provider *base)
                : 0;
 }
 
-uint64_t duro__pg_announced_items(duro_provider *base, duro_queue queue)
+/* The notifier of a test hook's provider for one of the two queues; NULL
+ * for anything else. */
+static notifier *hook_notifier(duro_provider *base, duro_queue queue)
 {
     duro__pg_provider *p = hook_target(base);
-    return p != NULL && p->notifier != NULL &&
-                   (queue == DURO_QUEUE_ORCHESTRATOR ||
-                    queue == DURO_QUEUE_WORKER)
-               ? atomic_load(&p->notifier->announced_items[queue])
-               : 0;
+    if (p == NULL ||
+        (queue != DURO_QUEUE_ORCHESTRATOR && queue != DURO_QUEUE_WORKER))
+        return NULL;
+    return p->notifier;
+}
+
+uint64_t duro__pg_announced_items(duro_provider *base, duro_queue queue)
+{
+    notifier *n = hook_notifier(base, queue);
+    return n != NULL ? atomic_load(&n->announced_items[queue]) : 0;
+}
+
+uint64_t duro__pg_notified_items(duro_provider *base, duro_queue queue)
+{
+    notifier *n = hook_notifier(base, queue);
+    return n != NULL ? atomic_load(&n->received_items[queue]) : 0;
 }
 
 int duro__pg_idle_waiters(duro_provider *base, duro_queue queue)
 {
-    duro__pg_provider *p = hook_target(base);
-    if (p == NULL || p->notifier == NULL ||
-        (queue != DURO_QUEUE_ORCHESTRATOR && queue != DURO_QUEUE_WORKER))
+    notifier *n = hook_notifier(base, queue);
+    if (n == NULL)
         return 0;
-    notifier *n = p->notifier;
     pthread_mutex_lock(&n->lock);
     int idle = n->waiters[queue] > n->tokens[queue]
                    ? n->waiters[queue] - n->tokens[queue]
                    : 0;
     pthread_mutex_unlock(&n->lock);
     return idle;
-}
-
-uint64_t duro__pg_notified_items(duro_provider *base, duro_queue queue)
-{
-    duro__pg_provider *p = hook_target(base);
-    return p != NULL && p->notifier != NULL &&
-                   (queue == DURO_QUEUE_ORCHESTRATOR ||
-                    queue == DURO_QUEUE_WORKER)
-               ? atomic_load(&p->notifier->received_items[queue])
-               : 0;
 }
