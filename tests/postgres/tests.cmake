@@ -143,6 +143,20 @@ if(DURO_POSTGRES)
   target_link_libraries(test_pg_crash PRIVATE duro_crash_util)
 endif()
 
+# The server itself crashes (pg_ctl stop -m immediate, then crash recovery)
+# under two runtime processes: on a cluster of the test's own, port
+# $DURO_PG_PORT + 3, since the fixture's serves the other tests meanwhile.
+if(DURO_POSTGRES)
+  duro_add_test(test_pg_server_crash LABELS postgres runtime
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pg_server_crash.c)
+  target_link_libraries(test_pg_server_crash PRIVATE duro_crash_util)
+  target_compile_definitions(test_pg_server_crash PRIVATE
+    DURO_PG_CLUSTER="${PROJECT_SOURCE_DIR}/.ci/pg-cluster")
+  set_tests_properties(test_pg_server_crash PROPERTIES
+    SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "DURO_PG_BINDIR=${DURO_PG_SERVER_BINDIR}")
+endif()
+
 # The connection pool is sized from the runtime's concurrency (pool= in the
 # URL overrides it), counted on the server.
 if(DURO_POSTGRES)

@@ -271,8 +271,16 @@ static int fail(const char *what, int rc)
     return 1;
 }
 
-/* Starts every instance (idempotently) and raises the events of the Event
- * instances that are not finished yet. */
+/* A storage error that a retry may not meet: the server restarting under
+ * test_pg_server_crash. */
+static int retryable(int rc)
+{
+    return rc == DURO_STORAGE || rc == DURO_BUSY;
+}
+
+/* Starts every instance (idempotently: a start retried after a lost reply
+ * finds its instance) and raises the events of the Event instances that
+ * are not finished yet. */
 static int start_instances(duro_client *c, const crash_group *groups,
                            size_t ngroups)
 {
@@ -283,7 +291,12 @@ static int start_instances(duro_client *c, const crash_group *groups,
     for (size_t g = 0; g < ngroups; g++) {
         for (int k = 0; k < groups[g].count; k++) {
             snprintf(id, sizeof(id), "%s-%d", groups[g].prefix, k);
-            int rc = duro_client_start(c, id, groups[g].orchestration, id, &so);
+            int rc;
+            int64_t until = duro_now_ms() + WORKER_DEADLINE_MS;
+            while (retryable(rc = duro_client_start(
+                                 c, id, groups[g].orchestration, id, &so)) &&
+                   duro_now_ms() < until)
+                usleep(50000);
             if (rc != DURO_OK)
                 return fail("start", rc);
         }
@@ -322,6 +335,11 @@ static int wait_all(duro_client *c, const crash_group *groups, size_t ngroups)
             duro_instance_info *info = NULL;
             int rc = duro_client_wait(c, id, left > 0 ? left : 0, &info);
             duro_free(info);
+            if (retryable(rc) && duro_now_ms() < deadline) {
+                usleep(50000);
+                k--; /* the same instance again */
+                continue;
+            }
             if (rc == DURO_TIMEOUT)
                 return 3;
             if (rc != DURO_OK)
