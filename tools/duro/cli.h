@@ -54,6 +54,13 @@ int cli_usage(cli *c, const char *fmt, ...)
  * On failure reports (exit 1) and returns the exit status. */
 int cli_open(cli *c, int create, duro_client **out);
 
+/* One page of keyset paging by instance id: up to `limit` instances of
+ * `filter` after *after (NULL: from the first), then *after becomes the
+ * page's last id (NULL when the page is empty or that copy failed). The
+ * caller frees *page and, at the end, *after. duro_client_list's code. */
+int cli_list_page(duro_client *client, duro_instance_filter *filter,
+                  size_t limit, char **after, duro_instance_list **page);
+
 /* Options every verb takes besides its own: --db, --json, --help. */
 enum { OPT_DB = 0x100, OPT_JSON, OPT_HELP };
 #define CLI_COMMON_OPTIONS                                                     \

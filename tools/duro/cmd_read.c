@@ -8,6 +8,22 @@
 
 #define LIST_PAGE 1000
 
+/* Keyset paging for `duro list` and the console's lister (cli.h). */
+int cli_list_page(duro_client *client, duro_instance_filter *filter,
+                  size_t limit, char **after, duro_instance_list **page)
+{
+    filter->limit = limit;
+    filter->after_instance = *after;
+    int rc = duro_client_list(client, filter, page);
+    filter->after_instance = NULL;
+    if (rc != DURO_OK)
+        return rc;
+    size_t n = (*page)->count;
+    free(*after);
+    *after = n > 0 ? strdup((*page)->items[n - 1].instance_id) : NULL;
+    return DURO_OK;
+}
+
 /* ---- list ---------------------------------------------------------------- */
 
 static const char list_help[] =
@@ -24,11 +40,6 @@ static const char list_help[] =
     "  --until T       created before T\n"
     "  --limit K       show at most K (default 100; 0: all); the total is\n"
     "                  always counted\n";
-
-typedef struct page_list {
-    duro_instance_list **pages;
-    size_t count;
-} page_list;
 
 int cmd_list(cli *c, int argc, char **argv)
 {
@@ -82,15 +93,11 @@ int cmd_list(cli *c, int argc, char **argv)
     int rc = DURO_OK;
     for (;;) {
         duro_instance_list *page = NULL;
-        filter.limit = LIST_PAGE;
-        filter.after_instance = after;
-        rc = duro_client_list(client, &filter, &page);
+        rc = cli_list_page(client, &filter, LIST_PAGE, &after, &page);
         if (rc != DURO_OK)
             break;
         size_t n = page->count;
         total += n;
-        free(after);
-        after = n > 0 ? strdup(page->items[n - 1].instance_id) : NULL;
         duro_instance_list **more = NULL;
         if ((limit == 0 || shown < limit) && n > 0 &&
             (more = realloc(kept, (kept_count + 1) * sizeof(*kept))) != NULL) {

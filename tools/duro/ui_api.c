@@ -275,9 +275,7 @@ static int each_listed(duro_client *c, duro_instance_filter filter,
     int rc = DURO_OK, stop = 0;
     while (!stop) {
         duro_instance_list *page = NULL;
-        filter.limit = batch;
-        filter.after_instance = from;
-        rc = duro_client_list(c, &filter, &page);
+        rc = cli_list_page(c, &filter, batch, &from, &page);
         if (rc != DURO_OK)
             break;
         for (size_t i = 0; i < page->count && !stop; i++) {
@@ -287,10 +285,8 @@ static int each_listed(duro_client *c, duro_instance_filter filter,
                 stop = 1;
         }
         size_t n = page->count;
-        free(from);
-        from = n > 0 ? strdup(page->items[n - 1].instance_id) : NULL;
         duro_instance_list_free(page);
-        if (n < batch)
+        if (n < batch || from == NULL)
             break;
     }
     free(from);
