@@ -568,6 +568,12 @@ typedef struct duro_runtime_options {
                                    its own) may clean up after a cancel
                                    before it is terminated; default
                                    300000 (5 minutes); > 0 */
+    /* version 3 */
+    int orchestration_batch; /* instances a turn thread fetches at once and
+                                whose turns it commits in one transaction
+                                (with a provider that can; one at a time
+                                otherwise); default 16; 1 .. 1024; 1 turns
+                                one instance per transaction */
 } duro_runtime_options;
 
 /** Sets version and every default. NULL is a no-op. @note Any thread. */

@@ -616,7 +616,7 @@ typedef enum duro_queue {
  * ids: 1024 bytes) fails DURO_TOO_LARGE. Such failures are not retryable and
  * change nothing. A token the provider never issued is DURO_LOCK_LOST. */
 
-#define DURO_PROVIDER_VERSION 6
+#define DURO_PROVIDER_VERSION 7
 
 typedef struct duro_provider duro_provider;
 
@@ -1092,6 +1092,34 @@ struct duro_provider {
      * as "unknown": no caller needs a version check to use them. The
      * runtime never compares them in replay: they are inputs, not
      * commands. */
+
+    /* --- version 7 ------------------------------------------------------
+     * Many turns, one transaction: a turn thread that fetched several
+     * instances commits their turns together and fetches the next ones in
+     * the same transaction, so one commit (one WAL flush, one BEGIN and
+     * COMMIT) serves them all. Callers fall back to the one-item calls when
+     * the pointer is NULL. */
+
+    /* The acks of n items (lock_tokens[i] with acks[i], each as
+     * ack_orchestration_item does it), then up to max_next fetches (as
+     * fetch_orchestration_item does them), as ONE transaction; n or
+     * max_next may be 0, neither more than 1024. All or nothing: when any
+     * ack fails nothing changes and nothing is fetched, and the error is
+     * that ack's (a token given twice fails as DURO_LOCK_LOST: the first
+     * ack released its lock); a caller that must know which ack failed
+     * retries them one by one with ack_orchestration_item. On success
+     * next[0 .. *next_count) are locked items of distinct instances,
+     * *next_count <= max_next (an instance acked here may be among them,
+     * when messages arrived for it). An error once COMMIT was sent leaves
+     * the outcome unknown as for ack_orchestration_item: *next_count is 0,
+     * and acking the items again one by one is safe (each either commits
+     * or finds its lock gone). next_count must not be NULL; next may be
+     * NULL when max_next is 0. */
+    int (*ack_and_fetch_orchestration_items)(
+        duro_provider *p, size_t n, const char *const *lock_tokens,
+        const duro_orch_ack *acks, int64_t lock_timeout_ms,
+        const duro_history_cache *cache, size_t max_next, duro_orch_item **next,
+        size_t *next_count, duro_error *err);
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

@@ -1,9 +1,11 @@
-/* orchestrator.c - the orchestration dispatcher: each turn thread fetches one
- * instance's batch under the instance lock, runs the turn on a kept or
- * replayed engine, and commits everything it decided in one
- * ack_orchestration_item. After the commit it fires the tokens of cancelled
- * activities running in this process. Runs user orchestration code (on
- * fibers); holds no lock while doing so. */
+/* orchestrator.c - the orchestration dispatcher: each turn thread fetches
+ * instances under their instance locks (up to orchestration_batch at once,
+ * with a provider that can), runs each turn on a kept or replayed engine,
+ * and commits everything the turns decided in one transaction
+ * (ack_and_fetch_orchestration_items, or one ack_orchestration_item per
+ * turn). After the commit it fires the tokens of cancelled activities
+ * running in this process. Runs user orchestration code (on fibers); holds
+ * no lock while doing so. */
 #include <stdio.h>
 #include <string.h>
 
@@ -27,7 +29,24 @@ typedef struct turn_ctx {
     char problem[DURO_ERROR_MESSAGE_MAX];   /* why the batch was abandoned
                                                for another try, "" if not */
     int64_t retry_at;                       /* when it comes back (wall) */
+    /* the turn run_turn prepared, for its ack */
+    duro_orch_ack ack;
+    int64_t begin_ns;
+    int warm;        /* the engine came from the cache */
+    int terminal;    /* the engine was not kept */
+    int had_problem; /* the instance has a recorded problem */
 } turn_ctx;
+
+/* The turns one thread commits together (ack_and_fetch_orchestration_items):
+ * each deferred turn keeps its context and its own turn output until the
+ * common ack has settled. */
+typedef struct turn_batch {
+    turn_ctx *ctx;
+    duro__turn *turns;
+    const char **tokens;
+    duro_orch_ack *acks;
+    size_t count, cap;
+} turn_batch;
 
 static int64_t unknown_name_delay(const duro_runtime *rt, uint32_t attempt)
 {
@@ -182,11 +201,12 @@ static int get_engine(turn_ctx *c, duro_orchestration_fn fn, void *user,
                                out);
 }
 
-/* Runs the turn and acks it. terminate_* set: no code runs, the execution
- * fails with that error. Returns the ack's result (DURO_HISTORY_LIMIT tells
- * the caller to end the instance instead). */
-static int run_and_ack(turn_ctx *c, int terminate_status,
-                       const char *terminate_error, int terminate_category)
+/* Runs the turn and prepares its ack in c->ack, the engine back in the
+ * cache. terminate_* set: no code runs, the execution fails with that
+ * error. DURO_OK: ready to ack; otherwise the batch was abandoned for
+ * another try or (DURO_HISTORY_LIMIT) the caller must end the instance. */
+static int run_turn(turn_ctx *c, int terminate_status,
+                    const char *terminate_error, int terminate_category)
 {
     duro_runtime *rt = c->rt;
     duro__turn *turn = c->turn;
@@ -260,72 +280,75 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
     if (turn->meta_changed && turn->meta.status == DURO_STATUS_FAILED &&
         (terminate_status == DURO_STATUS_FAILED || turn->nondeterminism))
         turn->meta.problem = turn->meta.error;
-    duro_orch_ack ack = {.execution_id = c->plan.execution_id,
-                         .history_delta = turn->delta,
-                         .history_delta_count = turn->delta_count,
-                         .worker_items = turn->worker_items,
-                         .worker_item_count = turn->worker_count,
-                         .orchestrator_items = turn->outbound,
-                         .orchestrator_item_count = turn->outbound_count,
-                         .meta = turn->meta_changed ? &turn->meta : NULL,
-                         .cancelled_activities = turn->cancelled,
-                         .cancelled_activity_count = turn->cancelled_count};
+    c->ack = (duro_orch_ack){.execution_id = c->plan.execution_id,
+                             .history_delta = turn->delta,
+                             .history_delta_count = turn->delta_count,
+                             .worker_items = turn->worker_items,
+                             .worker_item_count = turn->worker_count,
+                             .orchestrator_items = turn->outbound,
+                             .orchestrator_item_count = turn->outbound_count,
+                             .meta = turn->meta_changed ? &turn->meta : NULL,
+                             .cancelled_activities = turn->cancelled,
+                             .cancelled_activity_count = turn->cancelled_count};
     /* The turn's output owns its strings, so the engine can go back into the
      * cache now: the next turn of this instance may be fetched by another
      * thread the moment the ack releases the lock, and must find it there.
      * If the ack fails, the engine (ahead of the store) is taken back out;
      * should another thread already hold it, the mismatch of event counts
      * makes that thread replay instead. */
-    int terminal = !duro__engine_reusable(e) || fn == NULL;
-    const char *instance = c->item->instance_id;
-    if (terminal) {
+    c->terminal = !duro__engine_reusable(e) || fn == NULL;
+    c->warm = warm;
+    c->begin_ns = begin_ns;
+    if (c->terminal) {
         duro__engine_destroy(e);
     } else {
         duro__cache_put(rt->cache, e);
     }
-    e = NULL;
-    duro_error err;
-    if (c->next != NULL) {
-        duro_history_cache hc = {.cached_events = duro__cache_cached_events,
-                                 .user = rt->cache};
-        rc = c->p->ack_and_fetch_orchestration_item(
-            c->p, c->item->lock_token, &ack,
-            rt->opts.orchestration_lock_timeout_ms, &hc, c->next, &err);
-    } else {
-        rc =
-            c->p->ack_orchestration_item(c->p, c->item->lock_token, &ack, &err);
-    }
+    return DURO_OK;
+}
+
+/* What follows the ack of the turn run_turn prepared, given the ack's
+ * result rc (err says why when it failed): on failure the kept engine is
+ * dropped and the batch abandoned for another try; on success the turn is
+ * counted and the tokens of activities it cancelled here are fired.
+ * Returns rc (DURO_HISTORY_LIMIT: the store refused the turn, end the
+ * instance). */
+static int acked(turn_ctx *c, int rc, const duro_error *err)
+{
+    duro_runtime *rt = c->rt;
+    duro__turn *turn = c->turn;
+    const char *instance = c->item->instance_id;
     if (rc != DURO_OK) {
-        if (!terminal)
+        if (!c->terminal)
             duro__engine_destroy(
                 duro__cache_take(rt->cache, instance, c->plan.execution_id));
         if (rc == DURO_HISTORY_LIMIT) {
             snprintf(c->limit_why, sizeof(c->limit_why),
-                     "the store refused the turn: %.470s", err.message);
+                     "the store refused the turn: %.470s", err->message);
             return rc;
         }
         if (rc == DURO_LOCK_LOST) {
             duro__log(&rt->logger, DURO_LOG_WARN,
                       "turn of instance '%s' discarded: %s",
-                      c->item->instance_id, err.message);
+                      c->item->instance_id, err->message);
         } else {
-            if (err.retryable)
+            if (err->retryable)
                 DURO__COUNT(rt, m_storage_retries);
             duro__log(&rt->logger,
-                      err.retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
+                      err->retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
                       "ack of instance '%s' failed: %s", c->item->instance_id,
-                      err.message);
+                      err->message);
             /* A failed ack may have committed (provider.h): when the
              * abandon finds the lock gone, it probably did, and nothing is
              * retried - no problem to record (it would outlive the turn,
              * even on a finished instance). */
-            if (abandon(c, err.retryable ? 10 : 1000) != DURO_LOCK_LOST)
-                retry_later(c, err.retryable ? 10 : 1000,
-                            "the turn could not be committed", err.message);
+            if (abandon(c, err->retryable ? 10 : 1000) != DURO_LOCK_LOST)
+                retry_later(c, err->retryable ? 10 : 1000,
+                            "the turn could not be committed", err->message);
         }
         return rc;
     }
-    duro__metrics_turn(&rt->metrics, c->entry, turn, warm, begin_ns);
+    duro__metrics_turn(&rt->metrics, c->entry, turn, c->warm, c->begin_ns);
     if (turn->nondeterminism) {
         DURO__COUNT(rt, m_nondeterminism);
         duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s' failed: %s",
@@ -340,6 +363,28 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
                                       turn->cancelled_count);
     }
     return DURO_OK;
+}
+
+/* Runs the turn and acks it (with c->next, ack_and_fetch: the next item
+ * comes back in *c->next). Returns the ack's result, as acked(). */
+static int run_and_ack(turn_ctx *c, int terminate_status,
+                       const char *terminate_error, int terminate_category)
+{
+    int rc = run_turn(c, terminate_status, terminate_error, terminate_category);
+    if (rc != DURO_OK)
+        return rc;
+    duro_error err;
+    if (c->next != NULL) {
+        duro_history_cache hc = {.cached_events = duro__cache_cached_events,
+                                 .user = c->rt->cache};
+        rc = c->p->ack_and_fetch_orchestration_item(
+            c->p, c->item->lock_token, &c->ack,
+            c->rt->opts.orchestration_lock_timeout_ms, &hc, c->next, &err);
+    } else {
+        rc = c->p->ack_orchestration_item(c->p, c->item->lock_token, &c->ack,
+                                          &err);
+    }
+    return acked(c, rc, &err);
 }
 
 /* A version-4 store records the first cancellation requested on the
@@ -372,8 +417,62 @@ static void use_recorded_cancel(const duro_provider *p, duro_orch_item *item)
  * was fetched with: its retries are over. (A first delivery does not: a
  * problem an activity of the instance recorded is not resolved by a turn
  * for something else.) */
+/* A committed turn of a batch delivered more than once clears the problem
+ * it was fetched with (see above). */
+static void clear_retried_problem(turn_ctx *c, int rc)
+{
+    if (rc == DURO_OK && !c->turn->nondeterminism && c->had_problem &&
+        c->item->attempt > 1)
+        duro__runtime_set_problem(c->rt, c->item->instance_id, NULL, 0);
+}
+
+/* The end of an item, given its turn's result rc: an instance over the
+ * history limit is failed, a problem is recorded, the history freed. */
+static void end_item(turn_ctx *c, int rc)
+{
+    duro_runtime *rt = c->rt;
+    duro_orch_item *item = c->item;
+    char why[512];
+    if (rc == DURO_HISTORY_LIMIT) {
+        snprintf(why, sizeof(why), "history limit reached: %.480s",
+                 c->limit_why);
+        duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s': %s",
+                  item->instance_id, why);
+        c->next = NULL;
+        rc = run_and_ack(c, DURO_STATUS_FAILED, why,
+                         DURO_CATEGORY_INFRASTRUCTURE);
+        if (rc == DURO_HISTORY_LIMIT) {
+            /* Not even the failure fits: record the status alone. */
+            duro_instance_meta meta = {.status = DURO_STATUS_FAILED,
+                                       .name = item->name,
+                                       .version = item->version,
+                                       .error = why,
+                                       .category = DURO_CATEGORY_INFRASTRUCTURE,
+                                       .problem = why};
+            duro_orch_ack ack = {.execution_id = c->plan.execution_id,
+                                 .meta = &meta};
+            duro_error err;
+            rc = c->p->ack_orchestration_item(c->p, item->lock_token, &ack,
+                                              &err);
+            if (rc != DURO_OK)
+                duro__log(&rt->logger, DURO_LOG_ERROR,
+                          "could not fail instance '%s': %s", item->instance_id,
+                          err.message);
+        }
+    }
+    if (rc != DURO_OK && c->problem[0] != '\0')
+        duro__runtime_set_problem(rt, item->instance_id, c->problem,
+                                  c->retry_at);
+    duro_history_free(c->full);
+    c->full = NULL;
+}
+
+/* Processes one fetched item. With `batch`, a turn on the common path is
+ * run but not acked: it joins the batch (finish_batch acks and ends it);
+ * otherwise with `next`, its ack fetches the next item. */
 static void process_item(duro_runtime *rt, duro_orch_item *item,
-                         duro__turn *turn, duro_orch_item **next)
+                         duro__turn *turn, duro_orch_item **next,
+                         turn_batch *batch)
 {
     turn_ctx c = {.rt = rt, .p = rt->provider, .item = item, .turn = turn};
     duro__plan_turn(item, &c.plan);
@@ -460,41 +559,155 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
          * hangs the turn): the instance can always be stopped. */
         c.codeless =
             c.entry == NULL || (item->attempt >= 3 && batch_stops(item));
-        c.next = next; /* the common path may fetch the next item at once */
-        rc = run_and_ack(&c, 0, NULL, 0);
-        c.next = NULL;
-        if (rc == DURO_OK && !turn->nondeterminism && had_problem &&
-            item->attempt > 1)
-            duro__runtime_set_problem(rt, item->instance_id, NULL, 0);
-    }
-    if (rc == DURO_HISTORY_LIMIT) {
-        snprintf(why, sizeof(why), "history limit reached: %.480s",
-                 c.limit_why);
-        duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s': %s",
-                  item->instance_id, why);
-        rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
-                         DURO_CATEGORY_INFRASTRUCTURE);
-        if (rc == DURO_HISTORY_LIMIT) {
-            /* Not even the failure fits: record the status alone. */
-            duro_instance_meta meta = {.status = DURO_STATUS_FAILED,
-                                       .name = item->name,
-                                       .version = item->version,
-                                       .error = why,
-                                       .category = DURO_CATEGORY_INFRASTRUCTURE,
-                                       .problem = why};
-            duro_orch_ack ack = {.execution_id = c.plan.execution_id,
-                                 .meta = &meta};
-            duro_error err;
-            rc = c.p->ack_orchestration_item(c.p, item->lock_token, &ack, &err);
-            if (rc != DURO_OK)
-                duro__log(&rt->logger, DURO_LOG_ERROR,
-                          "could not fail instance '%s': %s", item->instance_id,
-                          err.message);
+        c.had_problem = had_problem;
+        if (batch != NULL) {
+            rc = run_turn(&c, 0, NULL, 0);
+            if (rc == DURO_OK) {
+                batch->ctx[batch->count++] = c;
+                return;
+            }
+        } else {
+            c.next = next; /* the common path may fetch the next item */
+            rc = run_and_ack(&c, 0, NULL, 0);
+            c.next = NULL;
+            clear_retried_problem(&c, rc);
         }
     }
-    if (rc != DURO_OK && c.problem[0] != '\0')
-        duro__runtime_set_problem(rt, item->instance_id, c.problem, c.retry_at);
-    duro_history_free(c.full);
+    end_item(&c, rc);
+}
+
+/* Acks the batch's turns in one transaction and fetches up to max_next
+ * items with them (next, *next_count); then ends each turn as its own ack
+ * would have. When the common ack fails, each turn is acked alone: the
+ * single acks sort out which failed and why (a lost lock, the history
+ * limit), and one that committed unseen finds its lock gone. */
+static void finish_batch(duro_runtime *rt, turn_batch *b, size_t max_next,
+                         duro_orch_item **next, size_t *next_count)
+{
+    duro_provider *p = rt->provider;
+    duro_history_cache hc = {.cached_events = duro__cache_cached_events,
+                             .user = rt->cache};
+    duro_error err;
+    *next_count = 0;
+    for (size_t i = 0; i < b->count; i++) {
+        b->tokens[i] = b->ctx[i].item->lock_token;
+        b->acks[i] = b->ctx[i].ack;
+    }
+    int rc = p->ack_and_fetch_orchestration_items(
+        p, b->count, b->tokens, b->acks, rt->opts.orchestration_lock_timeout_ms,
+        &hc, max_next, next, next_count, &err);
+    if (rc != DURO_OK)
+        duro__log(&rt->logger, DURO_LOG_DEBUG,
+                  "ack of %zu turn(s) failed (%s); acking them one by one",
+                  b->count, err.message);
+    for (size_t i = 0; i < b->count; i++) {
+        turn_ctx *c = &b->ctx[i];
+        int one = rc;
+        duro_error one_err = err;
+        if (rc != DURO_OK)
+            one = p->ack_orchestration_item(p, c->item->lock_token, &c->ack,
+                                            &one_err);
+        one = acked(c, one, &one_err);
+        clear_retried_problem(c, one);
+        end_item(c, one);
+    }
+    b->count = 0;
+}
+
+static void batch_free(turn_batch *b)
+{
+    for (size_t i = 0; i < b->cap; i++)
+        duro__turn_free(&b->turns[i]);
+    duro__free(b->turns);
+    duro__free(b->ctx);
+    duro__free(b->tokens);
+    duro__free(b->acks);
+}
+
+static int batch_init(turn_batch *b, size_t cap)
+{
+    memset(b, 0, sizeof(*b));
+    b->ctx = duro__calloc(cap, sizeof(*b->ctx));
+    b->turns = duro__calloc(cap, sizeof(*b->turns));
+    b->tokens = duro__calloc(cap, sizeof(*b->tokens));
+    b->acks = duro__calloc(cap, sizeof(*b->acks));
+    if (b->ctx == NULL || b->turns == NULL || b->tokens == NULL ||
+        b->acks == NULL) {
+        batch_free(b);
+        return DURO_NOMEM;
+    }
+    for (; b->cap < cap; b->cap++)
+        if (duro__turn_init(&b->turns[b->cap]) != DURO_OK) {
+            batch_free(b);
+            return DURO_NOMEM;
+        }
+    return DURO_OK;
+}
+
+/* A turn thread that fetches up to `cap` instances at once and commits
+ * their turns together (provider version 7). */
+static void batch_loop(duro_runtime *rt, turn_batch *b)
+{
+    duro_provider *p = rt->provider;
+    size_t cap = b->cap;
+    duro_orch_item **items = duro__calloc(cap, sizeof(*items));
+    duro_orch_item **next = duro__calloc(cap, sizeof(*next));
+    if (items == NULL || next == NULL) {
+        duro__log(&rt->logger, DURO_LOG_ERROR,
+                  "orchestration thread: out of memory");
+        duro__free(items);
+        duro__free(next);
+        return;
+    }
+    duro_history_cache hc = {.cached_events = duro__cache_cached_events,
+                             .user = rt->cache};
+    size_t count = 0;
+    int64_t backoff = 0;
+    while (!atomic_load(&rt->stop_flag)) {
+        duro_error err;
+        if (count == 0) {
+            int rc = p->ack_and_fetch_orchestration_items(
+                p, 0, NULL, NULL, rt->opts.orchestration_lock_timeout_ms, &hc,
+                cap, items, &count, &err);
+            if (rc != DURO_OK) {
+                if (err.retryable)
+                    DURO__COUNT(rt, m_storage_retries);
+                backoff = backoff == 0 ? 10 : DURO__MIN(backoff * 2, 1000);
+                duro__log(&rt->logger,
+                          err.retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
+                          "fetch of orchestration work failed: %s; retrying "
+                          "in %lld ms",
+                          err.message, (long long)backoff);
+                duro__runtime_pause(rt, backoff);
+                continue;
+            }
+            backoff = 0;
+            if (count == 0)
+                p->wait_for_work(p, DURO_QUEUE_ORCHESTRATOR,
+                                 rt->opts.poll_interval_ms, &err);
+            continue;
+        }
+        for (size_t i = 0; i < count; i++)
+            process_item(rt, items[i], &b->turns[b->count], NULL, b);
+        size_t got = 0;
+        if (b->count > 0)
+            finish_batch(rt, b, atomic_load(&rt->stop_flag) ? 0 : cap, next,
+                         &got);
+        for (size_t i = 0; i < count; i++)
+            duro_orch_item_free(items[i]);
+        duro_orch_item **t = items;
+        items = next;
+        next = t;
+        count = got;
+    }
+    for (size_t i = 0; i < count; i++) {
+        /* Fetched with the last acks as the runtime stopped: let them go. */
+        duro_error err;
+        p->abandon_orchestration_item(p, items[i]->lock_token, 0, &err);
+        duro_orch_item_free(items[i]);
+    }
+    duro__free(items);
+    duro__free(next);
 }
 
 void *duro__orchestration_thread(void *arg)
@@ -502,6 +715,18 @@ void *duro__orchestration_thread(void *arg)
     duro_runtime *rt = arg;
     duro__mark_runtime_thread();
     duro_provider *p = rt->provider;
+    if (rt->opts.orchestration_batch > 1 && p->version >= 7 &&
+        p->ack_and_fetch_orchestration_items != NULL) {
+        turn_batch b;
+        if (batch_init(&b, (size_t)rt->opts.orchestration_batch) != DURO_OK) {
+            duro__log(&rt->logger, DURO_LOG_ERROR,
+                      "orchestration thread: out of memory");
+            return NULL;
+        }
+        batch_loop(rt, &b);
+        batch_free(&b);
+        return NULL;
+    }
     duro__turn turn;
     if (duro__turn_init(&turn) != DURO_OK) {
         duro__log(&rt->logger, DURO_LOG_ERROR,
@@ -517,7 +742,7 @@ void *duro__orchestration_thread(void *arg)
         duro_error err;
         if (item != NULL) {
             duro_orch_item *next = NULL;
-            process_item(rt, item, &turn, combined ? &next : NULL);
+            process_item(rt, item, &turn, combined ? &next : NULL, NULL);
             duro_orch_item_free(item);
             item = next;
             continue;

@@ -28,7 +28,7 @@ void duro_runtime_options_init(duro_runtime_options *o)
     if (o == NULL)
         return;
     memset(o, 0, sizeof(*o));
-    o->version = 2;
+    o->version = 3;
     o->orchestration_concurrency = 2;
     o->worker_concurrency = 8;
     o->orchestration_lock_timeout_ms = 30000;
@@ -44,6 +44,7 @@ void duro_runtime_options_init(duro_runtime_options *o)
     o->max_payload = 1048576;
     o->log_level = DURO_LOG_WARN;
     o->cleanup_timeout_ms = 300000;
+    o->orchestration_batch = 16;
 }
 
 static int check_options(const duro_runtime_options *o)
@@ -53,6 +54,9 @@ static int check_options(const duro_runtime_options *o)
                                         "duro_runtime_options_init() first");
     if (o->version >= 2 && o->cleanup_timeout_ms <= 0)
         return duro__fail(DURO_INVALID, "cleanup_timeout_ms must be > 0");
+    if (o->version >= 3 &&
+        (o->orchestration_batch < 1 || o->orchestration_batch > 1024))
+        return duro__fail(DURO_INVALID, "orchestration_batch must be 1..1024");
     if (o->orchestration_concurrency < 0 || o->orchestration_concurrency > 256)
         return duro__fail(DURO_INVALID,
                           "orchestration_concurrency must be 0..256");
@@ -106,13 +110,16 @@ static int create(duro_provider *p, int owns, const duro_registry *reg,
     duro_runtime *rt = duro__calloc(1, sizeof(*rt));
     if (rt == NULL)
         return duro__fail(DURO_NOMEM, "out of memory");
-    if (opts->version >= 2) {
+    if (opts->version >= 3) {
         rt->opts = *opts;
     } else {
-        /* a caller built against version 1 has no fields past log_user */
+        /* a caller built against an older version has no fields past its
+         * version's last: those keep their defaults */
         duro_runtime_options_init(&rt->opts);
         memcpy(&rt->opts, opts,
-               offsetof(duro_runtime_options, cleanup_timeout_ms));
+               opts->version >= 2
+                   ? offsetof(duro_runtime_options, orchestration_batch)
+                   : offsetof(duro_runtime_options, cleanup_timeout_ms));
     }
     rt->logger.level = opts->log_level;
     rt->logger.fn = opts->log_fn;

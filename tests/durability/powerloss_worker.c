@@ -65,7 +65,7 @@ static int fail(const char *what, int rc)
 
 /* ---- the recording provider ---------------------------------------------- */
 
-#define TOKENS 64
+#define TOKENS 1024 /* turn threads x (batch + next batch), with room */
 
 typedef struct rec_provider {
     duro_provider base; /* first member */
@@ -82,21 +82,26 @@ static rec_provider *rec_of(duro_provider *p)
     return (rec_provider *)p;
 }
 
-static void token_put(rec_provider *r, const duro_orch_item *item)
+static void token_put_raw(rec_provider *r, const char *token,
+                          const char *instance)
 {
-    if (item == NULL)
-        return;
     pthread_mutex_lock(&r->lock);
     for (int i = 0; i < TOKENS; i++) {
         if (r->tokens[i].token[0] == '\0') {
             snprintf(r->tokens[i].token, sizeof(r->tokens[i].token), "%s",
-                     item->lock_token);
+                     token);
             snprintf(r->tokens[i].instance, sizeof(r->tokens[i].instance), "%s",
-                     item->instance_id);
+                     instance);
             break;
         }
     }
     pthread_mutex_unlock(&r->lock);
+}
+
+static void token_put(rec_provider *r, const duro_orch_item *item)
+{
+    if (item != NULL)
+        token_put_raw(r, item->lock_token, item->instance_id);
 }
 
 /* The instance of a token (and forgets it); "" when unknown. */
@@ -297,6 +302,37 @@ static int r_ack_fetch_orch(duro_provider *p, const char *token,
     return rc;
 }
 
+/* Several turns in one transaction: each recorded once the call returned
+ * OK; on failure the tokens are kept for the one-turn acks that follow. */
+static int r_ack_fetch_many(duro_provider *p, size_t n,
+                            const char *const *tokens,
+                            const duro_orch_ack *acks, int64_t lock_ms,
+                            const duro_history_cache *cache, size_t max_next,
+                            duro_orch_item **next, size_t *next_count,
+                            duro_error *err)
+{
+    rec_provider *r = rec_of(p);
+    char(*instances)[PL_STR_MAX] = NULL;
+    if (n > 0 && (instances = calloc(n, sizeof(*instances))) == NULL)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        token_take(r, tokens[i], instances[i], sizeof(instances[i]));
+    int rc = r->inner->ack_and_fetch_orchestration_items(
+        r->inner, n, tokens, acks, lock_ms, cache, max_next, next, next_count,
+        err);
+    for (size_t i = 0; i < n; i++) {
+        if (rc == DURO_OK)
+            record_turn(instances[i], &acks[i]);
+        else if (instances[i][0] != '\0')
+            token_put_raw(r, tokens[i], instances[i]);
+    }
+    if (rc == DURO_OK)
+        for (size_t i = 0; i < *next_count; i++)
+            token_put(r, next[i]);
+    free(instances);
+    return rc;
+}
+
 static int r_ack_fetch_work(duro_provider *p, const char *token,
                             const duro_work_item *completion, int64_t lock_ms,
                             duro_worker_item **next, duro_error *err)
@@ -343,6 +379,8 @@ static duro_provider *rec_wrap(duro_provider *inner)
         m->ack_and_fetch_orchestration_item = r_ack_fetch_orch;
     if (inner->ack_and_fetch_work_item != NULL)
         m->ack_and_fetch_work_item = r_ack_fetch_work;
+    if (m->version >= 7 && inner->ack_and_fetch_orchestration_items != NULL)
+        m->ack_and_fetch_orchestration_items = r_ack_fetch_many;
     return m;
 }
 

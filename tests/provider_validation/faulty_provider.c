@@ -30,6 +30,7 @@ typedef struct faulty_provider {
     _Atomic uint64_t calls[FAULTY_METHOD_COUNT];
     _Atomic uint64_t fired;
     _Atomic uint64_t discarded;
+    _Atomic uint64_t max_batch;
 } faulty_provider;
 
 static const char *const method_names[FAULTY_METHOD_COUNT] = {
@@ -62,6 +63,7 @@ static const char *const method_names[FAULTY_METHOD_COUNT] = {
     "check_work_item_locks",
     "control_instances",
     "control_matching",
+    "ack_and_fetch_orchestration_items",
 };
 
 const char *faulty_method_name(int method)
@@ -475,6 +477,43 @@ static int faulty_ack_and_fetch_orchestration_item(
         discard_orch_item(fp, next);
     return finish(fp, &f, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM, rc, struck,
                   err);
+}
+
+/* Version 7: the batch call counts and fails as itself (faults armed on
+ * the one-turn acks do not strike it); one without acks is a fetch, and
+ * counts and fails as fetch_orchestration_item. An after-commit fault
+ * loses the whole reply: every next item is freed unseen. */
+static int faulty_ack_and_fetch_orchestration_items(
+    duro_provider *p, size_t n, const char *const *lock_tokens,
+    const duro_orch_ack *acks, int64_t lock_timeout_ms,
+    const duro_history_cache *cache, size_t max_next, duro_orch_item **next,
+    size_t *next_count, duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    if (next_count != NULL)
+        *next_count = 0;
+    uint64_t seen = atomic_load(&fp->max_batch);
+    while (n > seen &&
+           !atomic_compare_exchange_weak(&fp->max_batch, &seen, (uint64_t)n))
+        ;
+    faulty_method method = n > 0 ? FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEMS
+                                 : FAULTY_FETCH_ORCHESTRATION_ITEM;
+    fault f;
+    decide(fp, method, -1, &f);
+    if (before(&f))
+        return report(fp, &f, method, err);
+    duro_history_cache tmp;
+    int rc = fp->inner->ack_and_fetch_orchestration_items(
+        fp->inner, n, lock_tokens, acks, lock_timeout_ms,
+        pass_cache(fp, cache, &tmp), max_next, next, next_count, err);
+    size_t got = rc == DURO_OK && next_count != NULL ? *next_count : 0;
+    int struck = lost(fp, &f, rc, got > 0);
+    if (struck) {
+        for (size_t i = 0; i < got; i++)
+            discard_orch_item(fp, &next[i]);
+        *next_count = 0;
+    }
+    return finish(fp, &f, method, rc, struck, err);
 }
 
 static int faulty_ack_and_fetch_work_item(
@@ -891,6 +930,7 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
         atomic_init(&fp->calls[i], 0);
     atomic_init(&fp->fired, 0);
     atomic_init(&fp->discarded, 0);
+    atomic_init(&fp->max_batch, 0);
     snprintf(fp->name, sizeof(fp->name), "faulty(%s)",
              inner->name ? inner->name : "?");
     fp->base.version = version < inner->version ? version : inner->version;
@@ -934,14 +974,22 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
         FORWARD(control_instances);
         FORWARD(control_matching);
     }
+    if (fp->base.version >= 7)
+        FORWARD(ack_and_fetch_orchestration_items);
     return &fp->base;
 }
 
 duro_provider *faulty_provider_wrap(duro_provider *inner, int own_inner)
 {
-    return inner == NULL
-               ? NULL
-               : faulty_provider_wrap_version(inner, own_inner, inner->version);
+    if (inner == NULL)
+        return NULL;
+    return faulty_provider_wrap_version(
+        inner, own_inner, inner->version < 6 ? inner->version : 6);
+}
+
+uint64_t faulty_provider_max_batch(duro_provider *wrapper)
+{
+    return atomic_load(&from(wrapper)->max_batch);
 }
 
 duro_provider *faulty_provider_inner(duro_provider *wrapper)

@@ -48,6 +48,10 @@ typedef enum faulty_method {
     /* version 5 */
     FAULTY_CONTROL_INSTANCES,
     FAULTY_CONTROL_MATCHING,
+    /* version 7: counted and failed as itself, not as the acks it holds;
+     * a call without acks counts and fails as FAULTY_FETCH_ORCHESTRATION_ITEM
+     */
+    FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEMS,
     FAULTY_METHOD_COUNT
 } faulty_method;
 
@@ -91,7 +95,12 @@ typedef struct faulty_fault {
 
 #define FAULTY_PLAN_MAX 32
 
-/** Wraps @p inner. With @p own_inner, closing the wrapper closes @p inner.
+/** Wraps @p inner, presenting its contract version but at most 6: the
+ * runtime then acks one turn per call, which the hooks and the ack faults
+ * of tests observe. The version-7 batch call
+ * (ack_and_fetch_orchestration_items) is wrapped only when
+ * faulty_provider_wrap_version() asks for version 7 or later. With
+ * @p own_inner, closing the wrapper closes @p inner.
  * @return the wrapper, NULL when out of memory. @note Any thread. */
 duro_provider *faulty_provider_wrap(duro_provider *inner, int own_inner);
 
@@ -188,6 +197,9 @@ uint64_t faulty_provider_calls(duro_provider *wrapper, int method);
 
 /** How many injected faults have fired so far (both kinds). */
 uint64_t faulty_provider_faults_fired(duro_provider *wrapper);
+
+/** The most acks one ack_and_fetch_orchestration_items call carried. */
+uint64_t faulty_provider_max_batch(duro_provider *wrapper);
 
 /** How many fetched items after-commit faults have freed unseen. */
 uint64_t faulty_provider_items_discarded(duro_provider *wrapper);

@@ -21,7 +21,8 @@ static duro_provider *wrap_url(const char *test_name, const char *params)
                 duro_errname(e.code), e.message);
         return NULL;
     }
-    duro_provider *p = faulty_provider_wrap(inner, 1);
+    duro_provider *p =
+        faulty_provider_wrap_version(inner, 1, DURO_PROVIDER_VERSION);
     if (p == NULL)
         duro_provider_close(inner);
     return p;
@@ -279,7 +280,7 @@ PV_TEST(wrapper_counts_calls_and_fires_once_on_the_nth_matching_call)
     duro_provider *counted = pv_open();
     duro_provider *o = faulty_provider_wrap(counted, 0);
     CHECK(o != NULL);
-    CHECK_EQ(o->version, counted->version);
+    CHECK_EQ(o->version, 6); /* faulty_provider_wrap: at most 6 */
     CHECK(strstr(o->name, counted->name) != NULL);
     duro_error e;
     duro_work_item w = {0};
@@ -608,6 +609,13 @@ PV_TEST(wrapper_after_commit_faults_commit_and_lose_the_reply)
     v1 = faulty_provider_wrap_version(counted, 0, 99);
     CHECK_EQ(v1->version, counted->version);
     CHECK(v1->control_instances != NULL && v1->control_matching != NULL);
+    CHECK(v1->ack_and_fetch_orchestration_items != NULL);
+    duro_provider_close(v1);
+    /* the plain wrapper presents version 6 at most: one turn per ack */
+    v1 = faulty_provider_wrap(counted, 0);
+    CHECK_EQ(v1->version, 6);
+    CHECK(v1->ack_and_fetch_orchestration_items == NULL);
+    CHECK(v1->control_instances != NULL);
     duro_provider_close(v1);
 }
 

@@ -1214,6 +1214,199 @@ PV_TEST(ack_and_fetch_orchestration_item_with_stale_token_changes_nothing)
     duro_orch_item_free(a);
 }
 
+/* ---- version 7: many turns in one transaction ----------------------------
+ * The suite validates DURO_PROVIDER_VERSION, so it requires the method. */
+
+static void require_v7(duro_provider *p)
+{
+    CHECK_MSG(p->version >= 7 && p->ack_and_fetch_orchestration_items != NULL,
+              "provider '%s' version %d lacks the version-7 method", p->name,
+              p->version);
+}
+
+/* The first turn of a fetched Pending instance: OrchestrationStarted,
+ * status Running, with `workers` (0 or 1) activity scheduled as event 2. */
+typedef struct first_turn {
+    duro_event d[2];
+    duro_instance_meta m;
+    duro_work_item w;
+    duro_orch_ack a;
+} first_turn;
+
+static void first_turn_of(first_turn *t, const char *id, int workers)
+{
+    t->d[0] = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    t->d[0].name = "orch";
+    t->d[1] = event(2, DURO_EVENT_ACTIVITY_SCHEDULED);
+    t->d[1].name = "act";
+    t->m = meta(DURO_STATUS_RUNNING);
+    t->m.name = "orch";
+    t->w = activity(id, 1, 2);
+    t->a = ack_of(1, t->d, workers ? 2 : 1, &t->m);
+    t->a.worker_items = &t->w;
+    t->a.worker_item_count = workers ? 1 : 0;
+}
+
+static void free_items(duro_orch_item **items, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        duro_orch_item_free(items[i]);
+}
+
+PV_TEST(ack_and_fetch_orchestration_items_acks_and_fetches_many)
+{
+    duro_provider *p = pv_open();
+    require_v7(p);
+    start(p, "x");
+    start(p, "y");
+    start(p, "z");
+    duro_error e;
+    duro_orch_item *got[4] = {NULL};
+    size_t n = 99;
+    /* fetch only: the two oldest instances, each with its own messages */
+    CHECK_PRC(p->ack_and_fetch_orchestration_items(p, 0, NULL, NULL, LOCK_LONG,
+                                                   NULL, 2, got, &n, &e),
+              DURO_OK, &e);
+    CHECK_EQ(n, 2);
+    CHECK_STR(got[0]->instance_id, "x");
+    CHECK_STR(got[1]->instance_id, "y");
+    for (size_t i = 0; i < 2; i++) {
+        CHECK_EQ(got[i]->status, DURO_STATUS_PENDING);
+        CHECK_EQ(got[i]->message_count, 1);
+        CHECK_EQ(got[i]->messages[0].kind, DURO_WORK_START);
+        CHECK_STR(got[i]->messages[0].instance_id, got[i]->instance_id);
+        CHECK(strcmp(got[i]->lock_token, got[1 - i]->lock_token) != 0);
+    }
+    duro_orch_item *z = fetch_orch_expect(p, "z", LOCK_LONG);
+    /* both turns in one call; nothing else is visible (z is locked) */
+    first_turn tx, ty;
+    first_turn_of(&tx, "x", 0);
+    first_turn_of(&ty, "y", 1);
+    const char *tokens[2] = {got[0]->lock_token, got[1]->lock_token};
+    duro_orch_ack acks[2] = {tx.a, ty.a};
+    duro_orch_item *next[4] = {NULL};
+    size_t m = 99;
+    CHECK_PRC(p->ack_and_fetch_orchestration_items(
+                  p, 2, tokens, acks, LOCK_LONG, NULL, 4, next, &m, &e),
+              DURO_OK, &e);
+    CHECK_EQ(m, 0);
+    CHECK_EQ(history_len(p, "x", 1), 1);
+    CHECK_EQ(history_len(p, "y", 1), 2);
+    CHECK_EQ(count(p, ORCH, "x"), 0);
+    CHECK_EQ(count(p, ORCH, "y"), 0);
+    CHECK_EQ(count(p, WORKER, "x"), 0);
+    CHECK_EQ(count(p, WORKER, "y"), 1);
+    expect_no_orch(p); /* the acks released x and y, with nothing queued */
+    /* messages that arrive for an acked instance make it a next one; an
+     * ack alone (max_next 0) fetches nothing */
+    raise_event(p, "x", "\"again\"", 0);
+    duro_orch_ack empty = ack_of(0, NULL, 0, NULL);
+    CHECK_PRC(p->ack_and_fetch_orchestration_items(
+                  p, 1, (const char *const *)&z->lock_token, &empty, LOCK_LONG,
+                  NULL, 4, next, &m, &e),
+              DURO_OK, &e);
+    CHECK_EQ(m, 1);
+    CHECK_STR(next[0]->instance_id, "x");
+    CHECK_EQ(next[0]->message_count, 1);
+    CHECK_EQ(next[0]->history_total, 1);
+    CHECK_EQ(count(p, ORCH, "z"), 0);
+    CHECK_PRC(p->ack_and_fetch_orchestration_items(
+                  p, 1, (const char *const *)&next[0]->lock_token, &empty,
+                  LOCK_LONG, NULL, 0, NULL, &m, &e),
+              DURO_OK, &e);
+    CHECK_EQ(m, 0);
+    CHECK_EQ(count(p, ORCH, "x"), 0);
+    free_items(next, 1);
+    duro_orch_item_free(z);
+    free_items(got, 2);
+}
+
+PV_TEST(ack_and_fetch_orchestration_items_refuses_bad_input)
+{
+    duro_provider *p = pv_open();
+    require_v7(p);
+    start(p, "x");
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    duro_error e;
+    duro_orch_item *got[2] = {NULL};
+    size_t n = 0;
+    CHECK_PFAIL(p->ack_and_fetch_orchestration_items(
+                    p, 0, NULL, NULL, LOCK_LONG, NULL, 2, got, NULL, &e),
+                DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->ack_and_fetch_orchestration_items(
+                    p, 0, NULL, NULL, LOCK_LONG, NULL, 2, NULL, &n, &e),
+                DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->ack_and_fetch_orchestration_items(
+                    p, 0, NULL, NULL, LOCK_LONG, NULL, 1025, got, &n, &e),
+                DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->ack_and_fetch_orchestration_items(
+                    p, 1, NULL, NULL, LOCK_LONG, NULL, 2, got, &n, &e),
+                DURO_INVALID, 0, &e);
+    const char *tokens[1] = {""};
+    duro_orch_ack empty = ack_of(0, NULL, 0, NULL);
+    CHECK_PFAIL(p->ack_and_fetch_orchestration_items(
+                    p, 1, tokens, &empty, LOCK_LONG, NULL, 2, got, &n, &e),
+                DURO_INVALID, 0, &e);
+    CHECK_EQ(n, 0);
+    CHECK(got[0] == NULL);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+}
+
+PV_TEST(ack_and_fetch_orchestration_items_with_one_stale_token_changes_nothing)
+{
+    duro_provider *p = pv_open();
+    require_v7(p);
+    begin(p, "x", 1);
+    raise_event(p, "x", "\"e1\"", 0);
+    duro_error e;
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_SHORT);
+    duro_orch_item *b = NULL;
+    WAIT_UNTIL(try_fetch_orch(p, LOCK_LONG, &b), DEADLINE_MS);
+    CHECK_STR(b->instance_id, "x");
+    start(p, "y");
+    duro_orch_item *y = fetch_orch_expect(p, "y", LOCK_LONG);
+    start(p, "z"); /* something the failed calls must not take */
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    first_turn ty;
+    first_turn_of(&ty, "y", 1);
+    duro_event d = event(3, DURO_EVENT_EVENT_RAISED);
+    d.name = "poke";
+    duro_orch_ack ax = ack_of(1, &d, 1, NULL);
+    /* y's ack is good, x's token lost its lock: neither commits */
+    const char *tokens[2] = {y->lock_token, a->lock_token};
+    duro_orch_ack acks[2] = {ty.a, ax};
+    duro_orch_item *next[2] = {NULL};
+    size_t n = 99;
+    CHECK_PFAIL(p->ack_and_fetch_orchestration_items(
+                    p, 2, tokens, acks, LOCK_LONG, NULL, 2, next, &n, &e),
+                DURO_LOCK_LOST, 0, &e);
+    CHECK_EQ(n, 0);
+    CHECK(next[0] == NULL);
+    PV_EXPECT_UNCHANGED(p, &s);
+    /* a token given twice: the first ack releases the lock the second
+     * needs */
+    const char *twice[2] = {y->lock_token, y->lock_token};
+    duro_orch_ack same[2] = {ty.a, ty.a};
+    CHECK_PFAIL(p->ack_and_fetch_orchestration_items(
+                    p, 2, twice, same, LOCK_LONG, NULL, 2, next, &n, &e),
+                DURO_LOCK_LOST, 0, &e);
+    CHECK_EQ(n, 0);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    /* y's lock survived both: its ack alone commits; z was not taken */
+    ack(p, y->lock_token, &ty.a);
+    CHECK_EQ(history_len(p, "y", 1), 2);
+    CHECK_EQ(history_len(p, "x", 1), 2);
+    duro_orch_item *zz = fetch_orch_expect(p, "z", LOCK_LONG);
+    duro_orch_item_free(zz);
+    duro_orch_item_free(y);
+    duro_orch_item_free(b);
+    duro_orch_item_free(a);
+}
+
 /* ---- version 3: why a work item is gone -----------------------------------
  * The suite validates DURO_PROVIDER_VERSION, so it requires the method. */
 
@@ -4731,6 +4924,77 @@ PV_TEST(fault_sweep_ack_and_fetch_orchestration_item)
     duro_orch_item_free(a);
 }
 
+typedef struct ack_fetch_many_arg {
+    const char *const *tokens;
+    const duro_orch_ack *acks;
+    size_t n;
+    duro_orch_item *next[4];
+    size_t got;
+} ack_fetch_many_arg;
+
+static int sweep_ack_fetch_many(duro_provider *p, void *arg, duro_error *e)
+{
+    ack_fetch_many_arg *s = arg;
+    free_items(s->next, s->got);
+    memset(s->next, 0, sizeof(s->next));
+    s->got = 99;
+    int rc = p->ack_and_fetch_orchestration_items(
+        p, s->n, s->tokens, s->acks, LOCK_LONG, NULL, 4, s->next, &s->got, e);
+    if (rc != DURO_OK && (s->got != 0 || s->next[0] != NULL)) {
+        test_fail(__FILE__, __LINE__,
+                  "ack_and_fetch_orchestration_items failed (%s) but returned "
+                  "items",
+                  duro_errname(rc));
+        s->got = 0;
+    }
+    if (rc != DURO_OK)
+        s->got = 0;
+    return rc;
+}
+
+PV_TEST(fault_sweep_ack_and_fetch_orchestration_items)
+{
+    duro_provider *p = pv_open();
+    require_v7(p);
+    begin(p, "x", 2);
+    begin(p, "w", 0);
+    duro_orch_item *a = poke(p, "x");
+    duro_orch_item *b = poke(p, "w");
+    start(p, "y");
+    duro_event d[2] = {event(4, DURO_EVENT_EVENT_RAISED),
+                       event(5, DURO_EVENT_ACTIVITY_SCHEDULED)};
+    d[0].name = "poke";
+    d[0].payload = "\"poke\"";
+    d[1].name = "act";
+    duro_work_item w = activity("x", 1, 5);
+    duro_activity_ref r = ref("x", 1, 2);
+    duro_orch_ack ak[2] = {ack_of(1, d, 2, NULL), ack_of(1, d, 1, NULL)};
+    ak[0].worker_items = &w;
+    ak[0].worker_item_count = 1;
+    ak[0].cancelled_activities = &r;
+    ak[0].cancelled_activity_count = 1;
+    duro_event dw = event(2, DURO_EVENT_EVENT_RAISED);
+    dw.name = "poke";
+    ak[1].history_delta = &dw;
+    const char *tokens[2] = {a->lock_token, b->lock_token};
+    ack_fetch_many_arg arg;
+    memset(&arg, 0, sizeof(arg));
+    arg.tokens = tokens;
+    arg.acks = ak;
+    arg.n = 2;
+    fault_sweep(p, "ack_and_fetch_orchestration_items", sweep_ack_fetch_many,
+                &arg);
+    CHECK_EQ(arg.got, 1);
+    CHECK_STR(arg.next[0]->instance_id, "y");
+    CHECK_EQ(history_len(p, "x", 1), 5);
+    CHECK_EQ(history_len(p, "w", 1), 2);
+    CHECK_EQ(count(p, WORKER, "x"), 2);
+    CHECK_EQ(count(p, ORCH, "w"), 0);
+    free_items(arg.next, arg.got);
+    duro_orch_item_free(b);
+    duro_orch_item_free(a);
+}
+
 static int sweep_fetch_orch(duro_provider *p, void *arg, duro_error *e)
 {
     duro_orch_item **out = arg;
@@ -7519,6 +7783,10 @@ static const pv_case suite[] = {
     C(ack_and_fetch_work_item_on_a_cancelled_row_changes_nothing),
     C(ack_and_fetch_orchestration_item_acks_and_locks_the_next),
     C(ack_and_fetch_orchestration_item_with_stale_token_changes_nothing),
+    /* version 7: many turns in one transaction */
+    C(ack_and_fetch_orchestration_items_acks_and_fetches_many),
+    C(ack_and_fetch_orchestration_items_refuses_bad_input),
+    C(ack_and_fetch_orchestration_items_with_one_stale_token_changes_nothing),
     /* version 3: why a work item is gone */
     C(cancel_reason_is_read_from_the_cancel_event),
     C(renewal_after_a_cancellation_fails_whatever_took_the_rows_place),
@@ -7584,6 +7852,7 @@ static const pv_case suite[] = {
     C_NEEDS(fault_sweep_ack_work_item, NEEDS_INJECT),
     C_NEEDS(fault_sweep_ack_and_fetch_work_item, NEEDS_INJECT),
     C_NEEDS(fault_sweep_ack_and_fetch_orchestration_item, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_ack_and_fetch_orchestration_items, NEEDS_INJECT),
     C_NEEDS(fault_sweep_fetch_orchestration_item, NEEDS_INJECT),
     C_NEEDS(fault_sweep_fetch_work_item, NEEDS_INJECT),
     C_NEEDS(fault_sweep_enqueue_start, NEEDS_INJECT),

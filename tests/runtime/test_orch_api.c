@@ -839,6 +839,12 @@ static const char *break_option(int which, duro_runtime_options *o)
     case 13:
         o->max_payload = 0;
         return "max_payload";
+    case 14:
+        o->orchestration_batch = 0;
+        return "orchestration_batch";
+    case 15:
+        o->orchestration_batch = 1025;
+        return "orchestration_batch";
     default:
         return NULL;
     }
@@ -868,13 +874,23 @@ TEST(runtime_options_validation)
         if (rc == DURO_OK)
             duro_runtime_destroy(rt);
     }
-    CHECK_EQ(cases, 14);
+    CHECK_EQ(cases, 16);
     /* the defaults and the fixture's options are valid */
     duro_runtime *rt = NULL;
     CHECK_OK(duro_runtime_create(url, reg, NULL, &rt));
     duro_runtime_destroy(rt);
     duro_runtime_options o;
     rt_default_options(&o);
+    CHECK_OK(duro_runtime_create(url, reg, &o, &rt));
+    duro_runtime_destroy(rt);
+    /* a caller built against version 2 has no orchestration_batch: what
+     * lies there is not read (the default applies) */
+    o.version = 2;
+    o.orchestration_batch = 0;
+    CHECK_OK(duro_runtime_create(url, reg, &o, &rt));
+    duro_runtime_destroy(rt);
+    o.version = 3;
+    o.orchestration_batch = 1; /* one instance per transaction */
     CHECK_OK(duro_runtime_create(url, reg, &o, &rt));
     duro_runtime_destroy(rt);
     CHECK_RC(duro_runtime_create(url, NULL, &o, &rt), DURO_INVALID);

@@ -815,6 +815,38 @@ TEST(history_limit_from_the_store_fails_the_instance)
     done_faulty(&f, w);
 }
 
+/* Turns acked together (provider version 7) whose common ack fails, before
+ * it reaches the store, retryably or not: nothing was committed, and the
+ * runtime acks each turn alone, at once. The instances end as in a
+ * fault-free run, each activity run once. The STARTs are queued before the
+ * runtime starts, so the first fetch takes several instances. */
+TEST(batched_turn_ack_errors_fall_back_to_one_turn_acks)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_batch_errors.db");
+    duro_provider *w = open_faulty(&f, 7);
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    start_chains(&f, CHAIN_INSTANCES);
+    plan(w, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEMS, 1, FAULTY_BEFORE_CALL);
+    plan(w, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEMS, 0, FAULTY_BEFORE_CALL);
+    plan(w, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEMS, 1, FAULTY_BEFORE_CALL);
+    run_faulty(&f, w);
+    WAIT_UNTIL(fired(w) == 3, WAIT_MS);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
+    CHECK_INT(faulty_provider_max_batch(w), >=, 2);
+    CHECK_EQ(rt_log_hits("acking them one by one"), 3);
+    /* every failed batch's turns were acked alone, none lost its lock */
+    CHECK_INT(calls(w, FAULTY_ACK_ORCHESTRATION_ITEM), >=, 3);
+    CHECK_EQ(rt_log_hits("discarded"), 0);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_EQ(m.poison_messages, 0);
+    CHECK_EQ(m.orchestrations_failed, 0);
+    done_faulty(&f, w);
+}
+
 /* ------------------------------------------------------------------------
  * 3. calls that commit but report failure (the reply was lost) */
 
@@ -869,6 +901,40 @@ TEST(committed_orchestration_ack_and_fetch_reported_as_failed)
 TEST(committed_orchestration_acks_reported_as_failed_version_1)
 {
     committed_orchestration_acks(1, "rtf_committed_orch_v1.db");
+}
+
+/* Turns acked together whose common ack committed but was reported as
+ * failed (the reply was lost): each turn's own ack then finds its lock
+ * gone and the turn is discarded (it is in the store; the kept engine is
+ * dropped, the next turn replays); the next items the lost reply carried
+ * come back when their locks expire. Nothing runs twice, nothing is
+ * lost. */
+TEST(committed_batched_turn_acks_reported_as_failed)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_batch_committed.db");
+    f.opts.orchestration_lock_timeout_ms = 1000; /* lost items come back */
+    duro_provider *w = open_faulty(&f, 7);
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    start_chains(&f, CHAIN_INSTANCES);
+    plan(w, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEMS, 1,
+         FAULTY_AFTER_COMMIT_WITH_ITEM);
+    plan(w, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEMS, 0, FAULTY_AFTER_COMMIT);
+    run_faulty(&f, w);
+    WAIT_UNTIL(fired(w) == 2, WAIT_MS);
+    CHECK_INT(faulty_provider_items_discarded(w), >=, 1);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
+    CHECK_EQ(rt_log_hits("acking them one by one"), 2);
+    /* each turn of the two lost replies was discarded, not retried */
+    CHECK_INT(rt_log_hits("discarded: "), >=, 2);
+    CHECK_EQ(rt_log_hits("could not be committed"), 0);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_EQ(m.poison_messages, 0);
+    CHECK_EQ(m.orchestrations_failed, 0);
+    done_faulty(&f, w);
 }
 
 /* Holds the first activity a slot fetches until another row is queued, so
@@ -1131,5 +1197,7 @@ TEST_MAIN(T(orchestration_fetch_errors_back_off_and_recover),
           T(committed_activity_ack_and_fetch_reported_as_failed),
           T(committed_activity_acks_reported_as_failed_version_1),
           T(committed_client_calls_reported_as_failed),
+          T(batched_turn_ack_errors_fall_back_to_one_turn_acks),
+          T(committed_batched_turn_acks_reported_as_failed),
           T(lost_fetch_replies_come_back_after_the_lock_expires),
           T(engine_cache_eviction_keeps_histories_identical))

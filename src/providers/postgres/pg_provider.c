@@ -631,6 +631,8 @@ static void fill_methods(duro_provider *m)
     m->ack_work_item = duro__pg_ack_work_item;
     m->ack_and_fetch_orchestration_item =
         duro__pg_ack_and_fetch_orchestration_item;
+    m->ack_and_fetch_orchestration_items =
+        duro__pg_ack_and_fetch_orchestration_items;
     m->ack_and_fetch_work_item = duro__pg_ack_and_fetch_work_item;
     m->read_activity_cancel_reason = duro__pg_read_activity_cancel_reason;
     m->abandon_work_item = duro__pg_abandon_work_item;

@@ -634,6 +634,11 @@ int duro__sqlite_ack_and_fetch_orchestration_item(
     duro_provider *p, const char *lock_token, const duro_orch_ack *ack,
     int64_t lock_timeout_ms, const duro_history_cache *cache,
     duro_orch_item **next, duro_error *err);
+int duro__sqlite_ack_and_fetch_orchestration_items(
+    duro_provider *base, size_t n, const char *const *lock_tokens,
+    const duro_orch_ack *acks, int64_t lock_timeout_ms,
+    const duro_history_cache *cache, size_t max_next, duro_orch_item **next,
+    size_t *next_count, duro_error *err);
 int duro__sqlite_ack_and_fetch_work_item(
     duro_provider *p, const char *lock_token, const duro_work_item *completion,
     int64_t lock_timeout_ms, duro_worker_item **next, duro_error *err);

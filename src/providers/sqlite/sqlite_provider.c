@@ -253,6 +253,8 @@ static void fill_methods(duro_provider *m)
     m->ack_work_item = duro__sqlite_ack_work_item;
     m->ack_and_fetch_orchestration_item =
         duro__sqlite_ack_and_fetch_orchestration_item;
+    m->ack_and_fetch_orchestration_items =
+        duro__sqlite_ack_and_fetch_orchestration_items;
     m->ack_and_fetch_work_item = duro__sqlite_ack_and_fetch_work_item;
     m->read_activity_cancel_reason = duro__sqlite_read_activity_cancel_reason;
     m->abandon_work_item = duro__sqlite_abandon_work_item;

@@ -1061,51 +1061,73 @@ static int ack_in_transaction(duro__sqlite_provider *p, duro__sqlite_conn *c,
     return settle_ready(p, c, rowid, instance_id, 0, queued, op, err);
 }
 
-/* ack_orchestration_item, and with `next` the fetch of the next item in
- * the same transaction (ack_and_fetch_orchestration_item). */
-static int ack_orch(duro_provider *base, const char *lock_token,
-                    const duro_orch_ack *ack, int64_t lock_timeout_ms,
-                    const duro_history_cache *cache, duro_orch_item **next,
+/* Most items one ack_and_fetch_orchestration_items call takes or returns. */
+#define BATCH_MAX 1024
+
+/* The acks of n items, then up to max_next fetches, in one transaction
+ * (ack_orchestration_item: n 1, max_next 0; ack_and_fetch_orchestration_item:
+ * n 1, max_next 1; ack_and_fetch_orchestration_items: any). */
+static int ack_orch(duro_provider *base, size_t n,
+                    const char *const *lock_tokens, const duro_orch_ack *acks,
+                    int64_t lock_timeout_ms, const duro_history_cache *cache,
+                    size_t max_next, duro_orch_item **next, size_t *next_count,
                     const char *op, duro_error *err)
 {
     duro__sqlite_provider *p = sqlite_of(base);
-    int64_t rowid;
-    if (next != NULL)
-        *next = NULL;
-    int rc = check_token(lock_token, err);
-    if (rc == DURO_OK)
-        rc = check_ack(p, ack, err);
+    *next_count = 0;
+    if (n > 0 && acks == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "ack is NULL");
+    int rc = DURO_OK;
+    for (size_t i = 0; i < n && rc == DURO_OK; i++) {
+        rc = check_token(lock_tokens[i], err);
+        if (rc == DURO_OK)
+            rc = check_ack(p, &acks[i], err);
+    }
     if (rc != DURO_OK)
         return rc;
-    if (parse_token(lock_token, 'o', &rowid) != 0)
-        return lock_lost(op, "not an orchestration lock token of this store",
-                         err);
-    if (next != NULL)
+    int64_t rowid;
+    for (size_t i = 0; i < n; i++)
+        if (parse_token(lock_tokens[i], 'o', &rowid) != 0)
+            return lock_lost(
+                op, "not an orchestration lock token of this store", err);
+    if (max_next > 0)
         duro__sqlite_note_fetch(p, DURO_QUEUE_ORCHESTRATOR);
     int64_t now = duro__wall_ms();
     duro__sqlite_conn *c;
     if ((rc = duro__sqlite_write_begin(p, op, &c, err)) != DURO_OK)
         return rc;
-    int queued = 0;
-    duro_orch_item *item = NULL;
-    rc =
-        ack_in_transaction(p, c, rowid, lock_token, ack, now, &queued, op, err);
-    if (rc == DURO_OK && next != NULL)
+    size_t workers = 0, outbound = 0, got = 0;
+    for (size_t i = 0; i < n && rc == DURO_OK; i++) {
+        int queued = 0;
+        parse_token(lock_tokens[i], 'o', &rowid);
+        rc = ack_in_transaction(p, c, rowid, lock_tokens[i], &acks[i], now,
+                                &queued, op, err);
+        workers += acks[i].worker_item_count;
+        outbound += acks[i].orchestrator_item_count + (queued ? 1 : 0);
+    }
+    while (rc == DURO_OK && got < max_next) {
+        duro_orch_item *item = NULL;
         rc = fetch_orch_in_transaction(p, c, lock_timeout_ms, cache, now, &item,
                                        op, err);
-    if (rc != DURO_OK) {
+        if (item == NULL)
+            break;
+        next[got++] = item;
+    }
+    if (rc == DURO_OK) {
+        rc = duro__sqlite_write_commit(p, c, op, err);
+    } else {
         duro__sqlite_write_rollback(p, c);
+    }
+    if (rc != DURO_OK) {
+        for (size_t i = 0; i < got; i++) {
+            duro_orch_item_free(next[i]);
+            next[i] = NULL;
+        }
         return rc;
     }
-    if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK) {
-        duro_orch_item_free(item);
-        return rc;
-    }
-    duro__sqlite_signal(p, DURO_QUEUE_WORKER, ack->worker_item_count);
-    duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR,
-                        ack->orchestrator_item_count + (queued ? 1 : 0));
-    if (next != NULL)
-        *next = item;
+    duro__sqlite_signal(p, DURO_QUEUE_WORKER, workers);
+    duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, outbound);
+    *next_count = got;
     return DURO_OK;
 }
 
@@ -1116,7 +1138,8 @@ int duro__sqlite_ack_orchestration_item(duro_provider *base,
 {
     duro_error local;
     DURO__SQLITE_ERR_INIT(err, local);
-    return ack_orch(base, lock_token, ack, 0, NULL, NULL,
+    size_t none;
+    return ack_orch(base, 1, &lock_token, ack, 0, NULL, 0, NULL, &none,
                     "ack_orchestration_item", err);
 }
 
@@ -1129,8 +1152,34 @@ int duro__sqlite_ack_and_fetch_orchestration_item(
     DURO__SQLITE_ERR_INIT(err, local);
     if (next == NULL)
         return duro_error_set(err, DURO_INVALID, 0, "next is NULL");
-    return ack_orch(base, lock_token, ack, lock_timeout_ms, cache, next,
-                    "ack_and_fetch_orchestration_item", err);
+    *next = NULL;
+    size_t got;
+    return ack_orch(base, 1, &lock_token, ack, lock_timeout_ms, cache, 1, next,
+                    &got, "ack_and_fetch_orchestration_item", err);
+}
+
+int duro__sqlite_ack_and_fetch_orchestration_items(
+    duro_provider *base, size_t n, const char *const *lock_tokens,
+    const duro_orch_ack *acks, int64_t lock_timeout_ms,
+    const duro_history_cache *cache, size_t max_next, duro_orch_item **next,
+    size_t *next_count, duro_error *err)
+{
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    if (next_count == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "next_count is NULL");
+    *next_count = 0;
+    if (n > BATCH_MAX || max_next > BATCH_MAX)
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "at most %d acks and %d fetches in one call",
+                              BATCH_MAX, BATCH_MAX);
+    if ((n > 0 && (lock_tokens == NULL || acks == NULL)) ||
+        (max_next > 0 && next == NULL))
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "lock_tokens, acks or next is NULL");
+    return ack_orch(base, n, lock_tokens, acks, lock_timeout_ms, cache,
+                    max_next, next, next_count,
+                    "ack_and_fetch_orchestration_items", err);
 }
 
 /* ---- orchestrator queue: abandon, renew, enqueue ---------------------------
