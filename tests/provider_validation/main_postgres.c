@@ -733,6 +733,10 @@ PV_TEST(claims_and_lookups_use_indexes)
         {"READY_CLAIM_ASYNC", "('0', 'x', '0')"},
         {"READY_HOLDER_CURRENT", "('1', 't')"},
         {"READY_ACK_SETTLE", "('i', 't', '1')"},
+        {"READY_CLAIM_MANY", "('0', 'x', '0', '16')"},
+        {"READY_CLAIM_MANY_ASYNC", "('0', 'x', '0', '16')"},
+        {"READY_HOLDER_MANY", "('{1,2}', '{t,u}')"},
+        {"READY_ACK_SETTLE_MANY", "('{i,j}', '{t,u}', '{1,2}')"},
         {"READY_RENEW", "('1', 't', '0', '0')"},
         {"READY_SET", "('1', '0', '0')"},
         {"OQ_MIN_VISIBLE", "('i')"},
@@ -774,13 +778,91 @@ PV_TEST(claims_and_lookups_use_indexes)
     PQfinish(c);
 }
 
+/* With 1,000 ready instances and the provider's session settings
+ * (sequential scans allowed), the batch claim probes indexes: no table is
+ * scanned whole to claim 16 of them (a scan was 2.5 times slower). */
+PV_TEST(a_batch_claim_probes_indexes_among_many_instances)
+{
+    duro_provider *p;
+    PGconn *c = admin_in_schema(&p, "SET random_page_cost TO 1.1; "
+                                    "SET plan_cache_mode = force_generic_plan");
+    if (c == NULL)
+        return;
+    CHECK(admin_exec(c, "INSERT INTO instances(instance_id, name, status, "
+                        "created_ms, updated_ms) SELECT 'i' || g, 'orch', 0, "
+                        "0, 0 FROM generate_series(1, 1000) AS g"));
+    CHECK(admin_exec(c, "INSERT INTO orchestrator_queue(kind, instance_id, "
+                        "enqueued_ms, visible_at) SELECT 1, 'i' || g, 0, 0 "
+                        "FROM generate_series(1, 1000) AS g"));
+    CHECK(admin_exec(c, "INSERT INTO orchestrator_ready(instance_id, "
+                        "ready_at) SELECT 'i' || g, 0 "
+                        "FROM generate_series(1, 1000) AS g"));
+    CHECK(admin_exec(c, "ANALYZE instances, orchestrator_queue, "
+                        "orchestrator_ready"));
+    if (!prepare_as_q(c, "READY_CLAIM_MANY")) {
+        PQfinish(c);
+        return;
+    }
+    PGresult *r = PQexec(c, "EXPLAIN EXECUTE q('1', 'x', '9', '16')");
+    int ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+    char scan[256] = "";
+    for (int row = 0; ok && row < PQntuples(r); row++)
+        if (strstr(PQgetvalue(r, row, 0), "Seq Scan") != NULL && !scan[0])
+            snprintf(scan, sizeof(scan), "%s", PQgetvalue(r, row, 0));
+    char why[256];
+    snprintf(why, sizeof(why), "%s", ok ? "" : PQresultErrorMessage(r));
+    PQclear(r);
+    PQfinish(c);
+    CHECK_MSG(ok, "EXPLAIN: %s", why);
+    CHECK_MSG(scan[0] == '\0', "the batch claim scans a table: %s", scan);
+}
+
+/* A batch claim (READY_CLAIM_MANY) that takes an instance whose ready row
+ * says ready while nothing of it is visible (the row is stale) repairs the
+ * row - ready at its earliest message, unlocked - returns the others, and
+ * leaves the stale instance's messages untagged. */
+PV_TEST(a_batch_claim_repairs_an_instance_with_nothing_visible)
+{
+    duro_provider *p;
+    PGconn *c = admin_in_schema(&p, "");
+    if (c == NULL)
+        return;
+    cycle_start(p, "a");
+    cycle_start(p, "b");
+    cycle_start(p, "c");
+    CHECK(admin_exec(c, "UPDATE orchestrator_queue SET visible_at = "
+                        "9000000000000 WHERE instance_id = 'b'"));
+    duro_orch_item *items[4] = {NULL};
+    size_t n = 99;
+    duro_error e;
+    int rc = p->ack_and_fetch_orchestration_items(p, 0, NULL, NULL, 60000, NULL,
+                                                  4, items, &n, &e);
+    int64_t ready_at = query_int(c, "SELECT ready_at FROM orchestrator_ready "
+                                    "WHERE instance_id = 'b' "
+                                    "AND lock_token IS NULL");
+    int64_t tagged = query_int(c, "SELECT COUNT(*) FROM orchestrator_queue "
+                                  "WHERE instance_id = 'b' "
+                                  "AND lock_token IS NOT NULL");
+    PQfinish(c);
+    CHECK_PRC(rc, DURO_OK, &e);
+    CHECK_EQ(n, 2);
+    CHECK_STR(items[0]->instance_id, "a");
+    CHECK_STR(items[1]->instance_id, "c");
+    CHECK_EQ(ready_at, 9000000000000LL);
+    CHECK_EQ(tagged, 0);
+    for (size_t i = 0; i < n; i++)
+        duro_orch_item_free(items[i]);
+}
+
 /* A claim that is its transaction's only write (fetch_work_item's one
- * statement, fetch_orchestration_item's transaction) commits without
- * waiting for the WAL flush: synchronous_commit is off inside its
- * transaction, and on again after it, so the acks that follow on the same
- * connection stay synchronous. The claims inside an ack, and the acks,
- * never turn it off. Each statement runs for real (on empty queues). */
-PV_TEST(pg_claims_commit_without_waiting_for_the_flush)
+ * statement, fetch_orchestration_item's transaction) and the ack of an
+ * activity with its completion (with or without the next claim) commit
+ * without waiting for the WAL flush: synchronous_commit is off inside
+ * their transaction, and on again after it, so what follows on the same
+ * connection stays synchronous. The claims inside a turn's ack, the turn's
+ * release and an ack without a completion never turn it off. Each
+ * statement runs for real (on empty queues). */
+PV_TEST(pg_claims_and_activity_acks_commit_without_waiting_for_the_flush)
 {
     static const struct {
         const char *name;
@@ -791,8 +873,12 @@ PV_TEST(pg_claims_commit_without_waiting_for_the_flush)
         {"READY_CLAIM_ASYNC", "('0', 'x', '0')", "off"},
         {"WQ_FETCH", "('x', '0', '0')", "on"},
         {"READY_CLAIM", "('0', 'x', '0')", "on"},
-        {"WQ_ACK_COMPLETE", WQ_ACK_ARGS, "on"},
-        {"WQ_ACK_COMPLETE_FETCH", WQ_ACK_ARGS, "on"},
+        {"READY_CLAIM_MANY_ASYNC", "('0', 'x', '0', '16')", "off"},
+        {"READY_CLAIM_MANY", "('0', 'x', '0', '16')", "on"},
+        {"READY_ACK_SETTLE_MANY", "('{i}', '{t}', '{1}')", "on"},
+        {"WQ_ACK_COMPLETE", WQ_ACK_ARGS, "off"},
+        {"WQ_ACK_COMPLETE_FETCH", WQ_ACK_ARGS, "off"},
+        {"WQ_ACK", "('0', 'x')", "on"},
         {"READY_ACK_SETTLE", "('i', 't', '1')", "on"},
     };
     duro_provider *p;
@@ -1077,13 +1163,15 @@ PV_TEST(controls_from_another_process_wake_a_wait_through_notify)
 /* ---- processes competing for the queues ----------------------------------
  * Two processes, each with its own provider on one schema, take turns and
  * activities of RACE_INSTANCES instances until every instance completed;
- * one acks with the plain calls, the other with the ack-and-fetch calls the
- * runtime uses. Locks last far longer than the race, so nothing is handed
- * out again legitimately: each turn and each activity must reach exactly
- * one process. Each child writes a line per item it was handed to its own
- * file; the parent checks them after both exited. */
+ * one acks with the plain calls, one with the ack-and-fetch calls, one
+ * fetches and acks up to RACE_BATCH turns per call (the runtime's
+ * ack_and_fetch_orchestration_items). Locks last far longer than the race, so
+ * nothing is handed out again legitimately: each turn and each activity must
+ * reach exactly one process. Each child writes a line per item it was handed to
+ * its own file; the parent checks them after both exited. */
 
-#define RACE_CHILDREN 2
+#define RACE_CHILDREN 3
+#define RACE_BATCH 4 /* the batching child's most instances per call */
 #ifdef DURO_SANITIZE_BUILD
 #define RACE_INSTANCES 1000
 #else
@@ -1123,17 +1211,61 @@ static void race_note_work(FILE *log, const duro_worker_item *w)
 /* A child's work until every instance completed; 0, or 1 after writing
  * "error ..." to the log. A retryable failure (a serialization failure)
  * repeats the same call. */
-static int race_loop(duro_provider *p, FILE *log, int combined)
+/* The orchestration side of the batching child: up to RACE_BATCH items
+ * held in items[0 .. *count), acked together with the fetch of the next. */
+static int race_batch_turns(duro_provider *p, FILE *log, duro_orch_item **items,
+                            size_t *count, duro_error *e)
+{
+    int rc = DURO_OK;
+    if (*count == 0) {
+        rc = p->ack_and_fetch_orchestration_items(
+            p, 0, NULL, NULL, RACE_LOCK_MS, NULL, RACE_BATCH, items, count, e);
+        for (size_t i = 0; i < *count; i++)
+            race_note_orch(log, items[i]);
+    }
+    if (rc != DURO_OK || *count == 0)
+        return rc;
+    cycle_turn t[RACE_BATCH];
+    const char *tokens[RACE_BATCH];
+    duro_orch_ack acks[RACE_BATCH];
+    for (size_t i = 0; i < *count; i++) {
+        acks[i] = *cycle_ack(items[i], &t[i]);
+        tokens[i] = items[i]->lock_token;
+    }
+    duro_orch_item *next[RACE_BATCH] = {NULL};
+    size_t got = 0;
+    rc = p->ack_and_fetch_orchestration_items(
+        p, *count, tokens, acks, RACE_LOCK_MS, NULL, RACE_BATCH, next, &got, e);
+    if (rc != DURO_OK)
+        return rc;
+    for (size_t i = 0; i < *count; i++)
+        duro_orch_item_free(items[i]);
+    for (size_t i = 0; i < got; i++) {
+        items[i] = next[i];
+        race_note_orch(log, items[i]);
+    }
+    *count = got;
+    return DURO_OK;
+}
+
+/* mode 0: separate calls; 1: ack-and-fetch; 2: batches of turns. */
+static int race_loop(duro_provider *p, FILE *log, int mode)
 {
     duro_error e;
     duro_orch_item *item = NULL;
+    duro_orch_item *batch[RACE_BATCH] = {NULL};
+    size_t held = 0;
     duro_worker_item *w = NULL;
+    int combined = mode >= 1;
     int64_t deadline = test_now_ms() + RACE_DEADLINE_MS;
     int retries = 0, rc = DURO_OK;
     while (test_now_ms() < deadline) {
-        int worked = item != NULL || w != NULL;
+        int worked = item != NULL || w != NULL || held > 0;
         rc = DURO_OK;
-        if (item == NULL) {
+        if (mode == 2) {
+            rc = race_batch_turns(p, log, batch, &held, &e);
+            worked |= held > 0;
+        } else if (item == NULL) {
             rc = p->fetch_orchestration_item(p, RACE_LOCK_MS, NULL, &item, &e);
             race_note_orch(log, item);
         }
@@ -1180,6 +1312,8 @@ static int race_loop(duro_provider *p, FILE *log, int combined)
             p->wait_for_work(p, DURO_QUEUE_ORCHESTRATOR, 10, &e);
     }
     duro_orch_item_free(item);
+    for (size_t i = 0; i < held; i++)
+        duro_orch_item_free(batch[i]);
     duro_worker_item_free(w);
     if (rc != DURO_OK)
         fprintf(log, "error %s %s\n", duro_errname(rc), e.message);
@@ -1193,7 +1327,7 @@ static int race_loop(duro_provider *p, FILE *log, int combined)
 /* A racing child: waits until the parent closes `go`, opens its own
  * provider, races, and exits without returning into the harness. */
 static void race_child(const char *schema, int go, const char *log_path,
-                       int combined)
+                       int mode)
 {
     alarm(RACE_DEADLINE_MS / 1000 + 60); /* never outlives a failed parent */
     char c;
@@ -1202,7 +1336,7 @@ static void race_child(const char *schema, int go, const char *log_path,
     close(go);
     FILE *log = fopen(log_path, "w");
     duro_provider *p = log != NULL ? open_schema(schema, "") : NULL;
-    int rc = p != NULL ? race_loop(p, log, combined) : 1;
+    int rc = p != NULL ? race_loop(p, log, mode) : 1;
     duro_provider_close(p);
     if (log != NULL)
         fclose(log);
@@ -1316,7 +1450,7 @@ PV_TEST(processes_competing_for_the_queues_never_get_the_same_item)
         pids[i] = fork();
         if (pids[i] == 0) {
             close(go[1]);
-            race_child(schema, go[0], logs[i], i % 2 == 1);
+            race_child(schema, go[0], logs[i], i % 3);
         }
     }
     close(go[0]);
@@ -1352,8 +1486,10 @@ PV_TEST(processes_competing_for_the_queues_never_get_the_same_item)
     for (int i = 0; i < RACE_CHILDREN; i++) {
         fprintf(stderr,
                 "  child %d (%s): %zu turns, %zu activities, %d retries\n", i,
-                i % 2 == 1 ? "ack-and-fetch" : "ack, then fetch", t->turns[i],
-                t->activities[i], t->retries[i]);
+                i % 3 == 2   ? "batches of turns"
+                : i % 3 == 1 ? "ack-and-fetch"
+                             : "ack, then fetch",
+                t->turns[i], t->activities[i], t->retries[i]);
         items += t->turns[i] + t->activities[i];
     }
     fprintf(stderr, "  %zu items of %d instances in %lld ms (%.0f items/s)\n",
@@ -1667,7 +1803,9 @@ int main(int argc, char **argv)
         T(many_events_of_a_turn_round_trip_exactly),
         T(statements_are_prepared_once_per_connection),
         T(claims_and_lookups_use_indexes),
-        T(pg_claims_commit_without_waiting_for_the_flush),
+        T(pg_claims_and_activity_acks_commit_without_waiting_for_the_flush),
+        T(a_batch_claim_repairs_an_instance_with_nothing_visible),
+        T(a_batch_claim_probes_indexes_among_many_instances),
         T(work_from_another_process_wakes_a_wait_through_notify),
         T(notifications_count_the_items_they_announce),
         T(work_an_idle_local_waiter_takes_is_not_announced),

@@ -914,6 +914,10 @@ TEST(committed_batched_turn_acks_reported_as_failed)
     rt_fixture f;
     init_faulty(&f, "rtf_batch_committed.db");
     f.opts.orchestration_lock_timeout_ms = 1000; /* lost items come back */
+    /* Batches of 2: the first fetches take 4 of the 6 STARTs, so the first
+     * ack of a batch finds the other 2 and returns them as next items -
+     * whose loss the first fault needs. */
+    f.opts.orchestration_batch = 2;
     duro_provider *w = open_faulty(&f, 7);
     CHECK_OK(duro_client_create(f.url, &f.client));
     start_chains(&f, CHAIN_INSTANCES);

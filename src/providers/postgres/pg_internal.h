@@ -84,13 +84,19 @@ void duro__pg_config_free(duro__pg_config *cfg);
 /* A one-row subquery that makes the rest of its transaction commit without
  * waiting for the WAL flush (synchronous_commit off, for this transaction
  * only: set_config(..., true) ends with it, also when it is the implicit
- * transaction of a single statement). Only in a claim that is its
- * transaction's only write: a claim lost in a server crash before its
- * commit reached the disk is an expired lock (the item is fetched again,
- * at-least-once for activities; its fetch count is one lower), and any
- * later synchronous commit, an ack of the claim among them, flushes the
- * WAL past it first. An ack never uses it (test
- * pg_claims_commit_without_waiting_for_the_flush). */
+ * transaction of a single statement). Only where a server crash that loses
+ * the commit (the last few hundred ms of them, at most 3 x wal_writer_delay)
+ * turns into a retry that the contract allows, and nothing else:
+ * - a claim that is its transaction's only write: lost, it is an expired
+ *   lock (the item is fetched again; its fetch count is one lower);
+ * - the ack of an activity with its completion (WQ_ACK_COMPLETE*): lost,
+ *   the work item comes back and the activity runs again - at-least-once,
+ *   as when a worker dies between the activity's return and its ack. The
+ *   completion reaches history only through a turn, whose commit waits for
+ *   the flush, and the WAL is flushed in order: a turn that read the
+ *   completion makes the ack durable with it.
+ * Turn acks, client calls and every other write wait for the flush (test
+ * pg_claims_and_activity_acks_commit_without_waiting_for_the_flush). */
 #define DURO__PG_ASYNC_ONE                                                     \
     "(SELECT set_config('synchronous_commit', 'off', true)) AS one"
 
@@ -140,6 +146,49 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "FROM " one " LEFT JOIN r ON true LEFT JOIN t ON true "                    \
     "LEFT JOIN instances AS i ON i.instance_id = r.instance_id "               \
     "ORDER BY t.visible_at, t.id"
+
+/* The claim of up to $4 orchestration items (READY_CLAIM_MANY below), its
+ * final FROM starting with `one`, a one-row subquery. The same columns as
+ * READY_CLAIM, the rows of each instance together (in ready-row order:
+ * a ready row is made when an instance becomes ready), its messages in
+ * order; each lock token 'o' || ready id || '.' || $2. The claimed rows
+ * are found by key (= ANY of the claimed ids and instances, a LATERAL
+ * probe of instances): joined, the planner hashes whole tables. */
+#define DURO__PG_READY_CLAIM_MANY_SQL(one)                                     \
+    "WITH c AS (SELECT id FROM orchestrator_ready "                            \
+    "WHERE ready_at <= $1::bigint ORDER BY ready_at LIMIT $4::int "            \
+    "FOR UPDATE SKIP LOCKED), "                                                \
+    "r AS (UPDATE orchestrator_ready AS o SET lock_token = 'o' || o.id || "    \
+    "'.' || $2::text, locked_until = $3::bigint, ready_at = $3::bigint "       \
+    "WHERE o.id = ANY(ARRAY(SELECT id FROM c)) "                               \
+    "RETURNING o.id, o.instance_id, o.lock_token), "                           \
+    "t AS (UPDATE orchestrator_queue AS q SET lock_token = r.lock_token, "     \
+    "fetch_count = q.fetch_count + 1 FROM r "                                  \
+    "WHERE q.instance_id = r.instance_id "                                     \
+    "AND q.instance_id = ANY(ARRAY(SELECT instance_id FROM r)) "               \
+    "AND q.visible_at <= $1::bigint "                                          \
+    "RETURNING q.kind, q.instance_id, q.execution_id, q.source_id, q.name, "   \
+    "q.version, q.payload, q.error, q.category, q.reason, q.requested_by, "    \
+    "q.parent_instance, q.parent_execution, q.parent_event_id, "               \
+    "q.fire_at_ms, q.attempt, q.flags, q.fetch_count, q.visible_at, q.id, "    \
+    "q.started_ms, q.finished_ms) "                                            \
+    "SELECT t.kind, t.instance_id, t.execution_id, t.source_id, t.name, "      \
+    "t.version, t.payload, t.error, t.category, t.reason, t.requested_by, "    \
+    "t.parent_instance, t.parent_execution, t.parent_event_id, "               \
+    "t.fire_at_ms, t.attempt, t.flags, t.fetch_count, r.id, r.instance_id, "   \
+    "r.lock_token, CASE WHEN r.id IS NULL THEN "                               \
+    "(SELECT MIN(ready_at) FROM orchestrator_ready) END, "                     \
+    "i.status, i.execution_id, i.name, i.version, i.parent_instance, "         \
+    "i.parent_execution, i.parent_event_id, i.custom_status, "                 \
+    "i.cancel_requested_ms, i.cancel_reason, i.cancelled_by, "                 \
+    "i.last_problem, (SELECT COALESCE(MAX(h.event_id), 0) "                    \
+    "FROM history AS h WHERE h.instance_id = i.instance_id "                   \
+    "AND h.execution_id = i.execution_id), t.started_ms, t.finished_ms "       \
+    "FROM " one " LEFT JOIN r ON true "                                        \
+    "LEFT JOIN t ON t.instance_id = r.instance_id "                            \
+    "LEFT JOIN LATERAL (SELECT * FROM instances AS i0 "                        \
+    "WHERE i0.instance_id = r.instance_id OFFSET 0) AS i ON true "             \
+    "ORDER BY r.id, t.visible_at, t.id"
 
 /* An upsert of the readiness row: a new row at ready_at, or ready_at
  * lowered to it when the instance is unlocked and the message is due
@@ -273,6 +322,16 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "$9::text[], $10::text[], $11::int[], $12::text[], $13::text[], "        \
       "$14::text[], $15::bigint[], $16::bigint[], $17::bigint[], "             \
       "$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[]) AS u")      \
+    /* the events of many instances: HISTORY_INSERT_MANY with the instance     \
+     * ids ($1) and executions ($2) arrays too */                              \
+    X(HISTORY_INSERT_BATCH,                                                    \
+      "INSERT INTO history(instance_id, "                                      \
+      "execution_id, " DURO__PG_HISTORY_COLUMNS                                \
+      ") SELECT u.* FROM unnest($1::text[], $2::bigint[], $3::bigint[], "      \
+      "$4::int[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], "        \
+      "$9::text[], $10::text[], $11::int[], $12::text[], $13::text[], "        \
+      "$14::text[], $15::bigint[], $16::bigint[], $17::bigint[], "             \
+      "$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[]) AS u")      \
     X(HISTORY_READ,                                                            \
       "SELECT " DURO__PG_HISTORY_COLUMNS " FROM history "                      \
       "WHERE instance_id = $1::text AND execution_id = $2::bigint "            \
@@ -322,6 +381,11 @@ void duro__pg_config_free(duro__pg_config *cfg);
     /* the same as a transaction's only write (fetch_orchestration_item):      \
      * its commit does not wait for the WAL flush (DURO__PG_ASYNC_ONE) */      \
     X(READY_CLAIM_ASYNC, DURO__PG_READY_CLAIM_SQL(DURO__PG_ASYNC_ONE))         \
+    /* up to $4 instances at once (ack_and_fetch_orchestration_items): rows    \
+     * as READY_CLAIM's, each instance's together */                           \
+    X(READY_CLAIM_MANY, DURO__PG_READY_CLAIM_MANY_SQL("(SELECT 1) AS one"))    \
+    X(READY_CLAIM_MANY_ASYNC,                                                  \
+      DURO__PG_READY_CLAIM_MANY_SQL(DURO__PG_ASYNC_ONE))                       \
     /* the lock of an instance, its current execution, whether that has a      \
      * row and how many events it holds; the ready row is locked until the     \
      * transaction ends ($1 ready id, $2 token) */                             \
@@ -353,6 +417,41 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "locked_until = NULL, ready_at = (SELECT v FROM m) "                     \
       "WHERE id = $3::bigint AND (SELECT v FROM m) IS NOT NULL) "              \
       "SELECT v FROM m")                                                       \
+    /* many turns in one transaction (ack_and_fetch_orchestration_items):      \
+     * READY_HOLDER_CURRENT for the ready ids $1 and tokens $2 (arrays, in     \
+     * the same order), one row per lock still held, in that order, with its   \
+     * 1-based place first */                                                  \
+    X(READY_HOLDER_MANY,                                                       \
+      "SELECT k.ord, r.instance_id, r.locked_until, i.execution_id, "          \
+      "i.instance_id IS NOT NULL, EXISTS (SELECT 1 FROM executions AS e "      \
+      "WHERE e.instance_id = r.instance_id "                                   \
+      "AND e.execution_id = i.execution_id), "                                 \
+      "(SELECT COALESCE(MAX(h.event_id), 0) FROM history AS h "                \
+      "WHERE h.instance_id = r.instance_id "                                   \
+      "AND h.execution_id = i.execution_id) "                                  \
+      "FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY "                 \
+      "AS k(id, token, ord) "                                                  \
+      "JOIN orchestrator_ready AS r ON r.id = k.id AND r.lock_token = "        \
+      "k.token "                                                               \
+      "LEFT JOIN instances AS i ON i.instance_id = r.instance_id "             \
+      "ORDER BY k.ord FOR UPDATE OF r")                                        \
+    /* READY_ACK_SETTLE for many instances ($1 instance ids, $2 tokens, $3     \
+     * ready ids: arrays in the same order); returns how many still have       \
+     * messages */                                                             \
+    X(READY_ACK_SETTLE_MANY,                                                   \
+      "WITH k AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) " \
+      "AS k(instance_id, token, ready_id)), "                                  \
+      "d AS (DELETE FROM orchestrator_queue AS q USING k "                     \
+      "WHERE q.instance_id = k.instance_id AND q.lock_token = k.token), "      \
+      "m AS (SELECT k.ready_id, (SELECT MIN(q.visible_at) "                    \
+      "FROM orchestrator_queue AS q WHERE q.instance_id = k.instance_id "      \
+      "AND q.lock_token IS DISTINCT FROM k.token) AS v FROM k), "              \
+      "x AS (DELETE FROM orchestrator_ready AS r USING m "                     \
+      "WHERE r.id = m.ready_id AND m.v IS NULL), "                             \
+      "u AS (UPDATE orchestrator_ready AS r SET lock_token = NULL, "           \
+      "locked_until = NULL, ready_at = m.v FROM m "                            \
+      "WHERE r.id = m.ready_id AND m.v IS NOT NULL) "                          \
+      "SELECT COUNT(m.v) FROM m")                                              \
     X(READY_RENEW, "UPDATE orchestrator_ready SET locked_until = $3::bigint, " \
                    "ready_at = $3::bigint WHERE id = $1::bigint "              \
                    "AND lock_token = $2::text AND locked_until > $4::bigint")  \
@@ -367,6 +466,13 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "name, version, payload, attempt, enqueued_ms, available_at) "           \
       "VALUES($1::text, $2::bigint, $3::bigint, $4::text, $5::text, "          \
       "$6::text, $7::bigint, $8::bigint, $8::bigint)")                         \
+    /* many work items: WQ_INSERT's $1..$7 as arrays, $8 the time */           \
+    X(WQ_INSERT_MANY,                                                          \
+      "INSERT INTO worker_queue(instance_id, execution_id, activity_id, "      \
+      "name, version, payload, attempt, enqueued_ms, available_at) "           \
+      "SELECT u.*, $8::bigint, $8::bigint FROM unnest($1::text[], "            \
+      "$2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], "       \
+      "$7::bigint[]) AS u")                                                    \
     /* the claim: the oldest fetchable row no other transaction holds; one     \
      * row, the claimed item's columns, or NULLs and (column 9) the earliest   \
      * time a row becomes due when none was claimable */                       \
@@ -380,7 +486,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
      * holds ($20, $21) and, only if it did, enqueue the completion ($1..$19,  \
      * $24, $25 as OQ_INSERT) and make its instance ready. Returns the rows    \
      * deleted. */                                                             \
-    X(WQ_ACK_COMPLETE, DURO__PG_WQ_ACK_CTE "SELECT COUNT(*) FROM a")           \
+    X(WQ_ACK_COMPLETE, DURO__PG_WQ_ACK_CTE                                     \
+      "SELECT (SELECT COUNT(*) FROM a) FROM " DURO__PG_ASYNC_ONE)              \
     /* the same, then the claim of WQ_FETCH ($22 token, $23 locked until,      \
      * visible by $18) when the ack deleted its row: one row, the claimed      \
      * item's columns (NULL when none), the rows deleted, and when nothing     \
@@ -397,8 +504,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "payload, attempt, fetch_count, lock_token) "                            \
       "SELECT f.*, (SELECT COUNT(*) FROM a), CASE WHEN f.lock_token IS NULL "  \
       "THEN (SELECT MIN(available_at) FROM worker_queue "                      \
-      "WHERE id <> $20::bigint) END FROM (SELECT 1) AS one "                   \
-      "LEFT JOIN f ON true")                                                   \
+      "WHERE id <> $20::bigint) END FROM " DURO__PG_ASYNC_ONE                  \
+      " LEFT JOIN f ON true")                                                  \
     /* renew and abandon need only the token: an expired lock that no other    \
      * fetch took still holds the row (a fetch replaces the token) */          \
     X(WQ_RENEW, "UPDATE worker_queue SET locked_until = $3::bigint, "          \

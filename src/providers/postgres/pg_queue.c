@@ -615,6 +615,122 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
     return DURO_OK;
 }
 
+/* Up to max items with one claim (READY_CLAIM_MANY, or its _ASYNC form as
+ * the transaction's only write) inside an open write transaction:
+ * next[0 .. *got), distinct instances, oldest first. An instance claimed
+ * with nothing visible has its readiness repaired and is left out. */
+static int fetch_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
+                                     duro__pg_stmt_id claim,
+                                     int64_t lock_timeout_ms,
+                                     const duro_history_cache *cache,
+                                     int64_t now, size_t max,
+                                     duro_orch_item **next, size_t *got,
+                                     const char *op, duro_error *err)
+{
+    *got = 0;
+    int64_t until = after_ms(duro__wall_ms(), lock_timeout_ms);
+    duro_arena *scratch = duro_arena_create(); /* repairs' instance ids */
+    int64_t *repair_ids = duro__calloc(max, sizeof(*repair_ids));
+    const char **repair_names = duro__calloc(max, sizeof(*repair_names));
+    size_t repairs = 0;
+    int rc = DURO_OK;
+    duro__pg_statement *s = NULL;
+    if (scratch == NULL || repair_ids == NULL || repair_names == NULL)
+        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    else if ((s = duro__pg_stmt(p, c, claim, op, err)) == NULL)
+        rc = err->code;
+    if (rc == DURO_OK) {
+        char token_hex[33];
+        duro__random_token(token_hex);
+        duro__pg_bind_i64(c, s, 1, now);
+        duro__pg_bind_text(c, s, 2, token_hex);
+        duro__pg_bind_i64(c, s, 3, until);
+        duro__pg_bind_i64(c, s, 4, (int64_t)max);
+        duro_orch_item *item = NULL;
+        int64_t item_ready = -1;
+        size_t cap = 0;
+        int step = duro__pg_step(p, c, s);
+        for (; step == DURO__PG_ROW && rc == DURO_OK;
+             step = duro__pg_step(p, c, s)) {
+            if (duro__pg_column_null(s, 18)) { /* nothing claimed */
+                duro__pg_note_due(p, DURO_QUEUE_ORCHESTRATOR,
+                                  duro__pg_column_null(s, 21)
+                                      ? INT64_MAX
+                                      : duro__pg_column_int64(s, 21));
+                continue;
+            }
+            int64_t ready_id = duro__pg_column_int64(s, 18);
+            if (duro__pg_column_null(s, 0)) {
+                /* ready but nothing visible (an expired lock over delayed
+                 * messages): its readiness is repaired below */
+                if (repairs == max ||
+                    duro__pg_column_text(scratch, s, 19,
+                                         &repair_names[repairs]) != 0) {
+                    rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+                    break;
+                }
+                repair_ids[repairs++] = ready_id;
+                continue;
+            }
+            if (item == NULL || ready_id != item_ready) {
+                duro_arena *a = *got < max ? duro_arena_create() : NULL;
+                item = a != NULL ? duro_arena_alloc(a, sizeof(*item)) : NULL;
+                if (item == NULL) {
+                    duro_arena_destroy(a);
+                    rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+                    break;
+                }
+                item->arena = a;
+                next[(*got)++] = item;
+                item_ready = ready_id;
+                cap = 0;
+                if (duro__pg_column_text(a, s, 19, &item->instance_id) != 0 ||
+                    duro__pg_column_text(a, s, 20, &item->lock_token) != 0 ||
+                    read_claimed_meta(item, s) != 0) {
+                    rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+                    break;
+                }
+            }
+            if (item->message_count == cap) {
+                item->messages = duro__pg_arena_grow(
+                    item->arena, item->messages, item->message_count, &cap,
+                    sizeof(duro_work_item));
+                if (item->messages == NULL) {
+                    rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+                    break;
+                }
+            }
+            if (read_message(item->arena, s,
+                             &item->messages[item->message_count]) != 0) {
+                rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+                break;
+            }
+            uint32_t fetches = (uint32_t)duro__pg_column_int64(s, 17);
+            item->attempt = DURO__MAX(item->attempt, fetches);
+            item->message_count++;
+        }
+        if (rc == DURO_OK && step != DURO__PG_DONE && step != DURO__PG_ROW)
+            rc = duro__pg_error(c, step, op, err);
+        duro__pg_reset(s);
+    }
+    for (size_t i = 0; i < repairs && rc == DURO_OK; i++)
+        rc = settle_ready(p, c, repair_ids[i], repair_names[i], 0, NULL, op,
+                          err);
+    for (size_t i = 0; i < *got && rc == DURO_OK; i++)
+        rc = load_claimed_history(p, c, next[i], cache, op, err);
+    if (rc != DURO_OK) {
+        for (size_t i = 0; i < *got; i++) {
+            duro_orch_item_free(next[i]);
+            next[i] = NULL;
+        }
+        *got = 0;
+    }
+    duro_arena_destroy(scratch);
+    duro__free(repair_ids);
+    duro__free((void *)repair_names);
+    return rc;
+}
+
 int duro__pg_fetch_orchestration_item(duro_provider *base,
                                       int64_t lock_timeout_ms,
                                       const duro_history_cache *cache,
@@ -1022,10 +1138,117 @@ static int drop_dead_messages(duro__pg_provider *p, duro__pg_conn *c,
 }
 
 /* Steps 2 (history, execution rows) of an ack. */
+/* ---- the statements a batch of turns shares --------------------------------
+ * ack_and_fetch_orchestration_items writes the events and work items of all
+ * its turns in one statement each (HISTORY_INSERT_BATCH, WQ_INSERT_MANY) and
+ * releases all their locks in one (READY_ACK_SETTLE_MANY): each column a
+ * PostgreSQL array literal bound as one parameter. */
+
+enum { EVENT_COLUMNS = 21, WORK_COLUMNS = 7, SETTLE_COLUMNS = 3 };
+
+typedef struct batch_cols {
+    duro__strbuf ev[EVENT_COLUMNS]; /* instance, execution, then as
+                                       HISTORY_INSERT_MANY's arrays */
+    duro__strbuf wq[WORK_COLUMNS];
+    duro__strbuf st[SETTLE_COLUMNS]; /* instance, token, ready id */
+    size_t events, works;
+} batch_cols;
+
+static void cols_open(duro__strbuf *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        duro__strbuf_open(&b[i], '{');
+}
+
+/* Closes n literals; 1 when any ran out of memory. */
+static int cols_close(duro__strbuf *b, size_t n)
+{
+    int oom = 0;
+    for (size_t i = 0; i < n; i++) {
+        duro__strbuf_add(&b[i], "}", 1);
+        oom |= b[i].oom;
+    }
+    return oom;
+}
+
+static void cols_free(duro__strbuf *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        duro__free(b[i].s);
+        b[i].s = NULL;
+    }
+}
+
+static void col_num(duro__strbuf *b, int64_t v)
+{
+    char num[24];
+    int n = snprintf(num, sizeof(num), "%lld", (long long)v);
+    duro__strbuf_sep(b);
+    duro__strbuf_add(b, num, (size_t)n);
+}
+
+static void col_text(duro__strbuf *b, const char *v)
+{
+    duro__strbuf_sep(b);
+    if (v == NULL)
+        duro__strbuf_add(b, "NULL", 4);
+    else
+        duro__strbuf_quoted(b, v);
+}
+
+static void append_event_columns(duro__strbuf *col, const duro_event *ev);
+
+/* Binds n closed literals as parameters 1..n of s and runs it; returns the
+ * step. The caller resets s before the literals go. */
+static int run_cols(duro__pg_provider *p, duro__pg_conn *c,
+                    duro__pg_statement *s, duro__strbuf *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        duro__pg_bind_text(c, s, (int)i + 1, b[i].s);
+    return duro__pg_step(p, c, s);
+}
+
+/* Writes the events and work items gathered in b. */
+static int flush_batch_rows(duro__pg_provider *p, duro__pg_conn *c,
+                            batch_cols *b, int64_t now, const char *op,
+                            duro_error *err)
+{
+    int rc = DURO_OK;
+    if (cols_close(b->ev, EVENT_COLUMNS) || cols_close(b->wq, WORK_COLUMNS))
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    if (b->events > 0) {
+        duro__pg_statement *s =
+            duro__pg_stmt(p, c, DURO__SQL_HISTORY_INSERT_BATCH, op, err);
+        if (s == NULL)
+            return err->code;
+        int step = run_cols(p, c, s, b->ev, EVENT_COLUMNS);
+        if (step == DURO__PG_UNIQUE)
+            rc = duro_error_set(err, DURO_ALREADY_EXISTS, 0,
+                                "postgres %s: a history event of the batch "
+                                "already exists (duplicate event id)",
+                                op);
+        else if (step != DURO__PG_DONE)
+            rc = duro__pg_error(c, step, op, err);
+        duro__pg_reset(s);
+    }
+    if (rc == DURO_OK && b->works > 0) {
+        duro__pg_statement *s =
+            duro__pg_stmt(p, c, DURO__SQL_WQ_INSERT_MANY, op, err);
+        if (s == NULL)
+            return err->code;
+        duro__pg_bind_i64(c, s, 8, now);
+        int step = run_cols(p, c, s, b->wq, WORK_COLUMNS);
+        if (step != DURO__PG_DONE)
+            rc = duro__pg_error(c, step, op, err);
+        duro__pg_reset(s);
+    }
+    return rc;
+}
+
 static int append_history(duro__pg_provider *p, duro__pg_conn *c,
                           const lock_holder *h, uint64_t execution_id,
-                          const duro_orch_ack *ack, int64_t now, const char *op,
-                          duro_error *err)
+                          const duro_orch_ack *ack, int64_t now, batch_cols *b,
+                          const char *op, duro_error *err)
 {
     const char *instance_id = h->instance_id;
     uint64_t current = h->current;
@@ -1084,28 +1307,33 @@ static int append_history(duro__pg_provider *p, duro__pg_conn *c,
         if ((rc = duro__pg_run(p, c, s, op, err)) != DURO_OK)
             return rc;
     }
-    return insert_events(p, c, instance_id, execution_id, ack->history_delta,
-                         ack->history_delta_count, op, err);
+    if (b == NULL)
+        return insert_events(p, c, instance_id, execution_id,
+                             ack->history_delta, ack->history_delta_count, op,
+                             err);
+    for (size_t i = 0; i < ack->history_delta_count; i++) {
+        col_text(&b->ev[0], instance_id);
+        col_num(&b->ev[1], (int64_t)execution_id);
+        append_event_columns(&b->ev[2], &ack->history_delta[i]);
+        b->events++;
+    }
+    return DURO_OK;
 }
 
-/* The body of an ack inside its transaction; *queued says whether the
- * instance still has messages after the release. */
-static int ack_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
-                              int64_t ready_id, const char *token,
-                              const duro_orch_ack *ack, int64_t now,
-                              int *queued, const char *op, duro_error *err)
+/* The first writes of an ack whose lock h holds: checks, the execution of
+ * a continue-as-new, the events and the work items - written at once, or
+ * with b gathered into the batch's shared statements. */
+static int ack_first_writes(duro__pg_provider *p, duro__pg_conn *c,
+                            const lock_holder *h, const duro_orch_ack *ack,
+                            int64_t now, batch_cols *b, const char *op,
+                            duro_error *err)
 {
-    lock_holder h;
-    int rc = lock_and_current(p, c, ready_id, token, now, &h, op, err);
-    if (rc != DURO_OK)
-        return rc;
-    const char *instance_id = h.instance_id;
-    uint64_t current = h.current;
-    int exists = h.exists;
+    const char *instance_id = h->instance_id;
     uint64_t execution_id =
-        ack->execution_id != 0 ? ack->execution_id : current;
+        ack->execution_id != 0 ? ack->execution_id : h->current;
     int writes_instance = ack->history_delta_count > 0 || ack->meta != NULL;
-    if (writes_instance && !exists)
+    int rc;
+    if (writes_instance && !h->exists)
         return duro_error_set(err, DURO_NOT_FOUND, 0,
                               "postgres %s: instance '%s' does not exist; only "
                               "an ack without history and meta may consume "
@@ -1116,20 +1344,44 @@ static int ack_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                               "postgres %s: ack for instance '%s' writes "
                               "history or meta but names no execution",
                               op, instance_id);
-    if (writes_instance && (rc = append_history(p, c, &h, execution_id, ack,
-                                                now, op, err)) != DURO_OK)
+    if (writes_instance && (rc = append_history(p, c, h, execution_id, ack, now,
+                                                b, op, err)) != DURO_OK)
         return rc;
     for (size_t i = 0; i < ack->worker_item_count; i++) {
         const duro_work_item *it = &ack->worker_items[i];
         uint64_t exec = it->execution_id;
         if (exec == 0 && strcmp(it->instance_id, instance_id) == 0)
             exec = execution_id;
-        if ((rc = insert_work(p, c, it, exec, now, op, err)) != DURO_OK)
-            return rc;
+        if (b == NULL) {
+            if ((rc = insert_work(p, c, it, exec, now, op, err)) != DURO_OK)
+                return rc;
+            continue;
+        }
+        col_text(&b->wq[0], it->instance_id);
+        col_num(&b->wq[1], (int64_t)exec);
+        col_num(&b->wq[2], (int64_t)it->source_id);
+        col_text(&b->wq[3], it->name);
+        col_text(&b->wq[4], it->version);
+        col_text(&b->wq[5], it->payload);
+        col_num(&b->wq[6], (int64_t)it->attempt);
+        b->works++;
     }
-    rc = cancel_activities(p, c, instance_id, execution_id,
-                           ack->cancelled_activities,
-                           ack->cancelled_activity_count, op, err);
+    return DURO_OK;
+}
+
+/* The rest of an ack, after its events and work items are written:
+ * cancellations, outbound messages, the instance's metadata and, when it
+ * ended, the messages nothing will read. */
+static int ack_other_writes(duro__pg_provider *p, duro__pg_conn *c,
+                            const lock_holder *h, const duro_orch_ack *ack,
+                            int64_t now, const char *op, duro_error *err)
+{
+    const char *instance_id = h->instance_id;
+    uint64_t execution_id =
+        ack->execution_id != 0 ? ack->execution_id : h->current;
+    int rc = cancel_activities(p, c, instance_id, execution_id,
+                               ack->cancelled_activities,
+                               ack->cancelled_activity_count, op, err);
     if (rc != DURO_OK)
         return rc;
     for (size_t i = 0; i < ack->orchestrator_item_count; i++)
@@ -1144,12 +1396,30 @@ static int ack_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
         (rc = drop_dead_messages(p, c, instance_id, execution_id,
                                  ack->meta->status, op, err)) != DURO_OK)
         return rc;
+    return DURO_OK;
+}
+
+/* The body of an ack inside its transaction; *queued says whether the
+ * instance still has messages after the release. */
+static int ack_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
+                              int64_t ready_id, const char *token,
+                              const duro_orch_ack *ack, int64_t now,
+                              int *queued, const char *op, duro_error *err)
+{
+    lock_holder h;
+    int rc = lock_and_current(p, c, ready_id, token, now, &h, op, err);
+    if (rc == DURO_OK)
+        rc = ack_first_writes(p, c, &h, ack, now, NULL, op, err);
+    if (rc == DURO_OK)
+        rc = ack_other_writes(p, c, &h, ack, now, op, err);
+    if (rc != DURO_OK)
+        return rc;
     /* the consumed messages go, and the lock is released */
     duro__pg_statement *s =
         duro__pg_stmt(p, c, DURO__SQL_READY_ACK_SETTLE, op, err);
     if (s == NULL)
         return err->code;
-    duro__pg_bind_text(c, s, 1, instance_id);
+    duro__pg_bind_text(c, s, 1, h.instance_id);
     duro__pg_bind_text(c, s, 2, token);
     duro__pg_bind_i64(c, s, 3, ready_id);
     int step = duro__pg_step(p, c, s);
@@ -1158,6 +1428,137 @@ static int ack_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
     *queued = !duro__pg_column_null(s, 0);
     duro__pg_reset(s);
     return DURO_OK;
+}
+
+/* The locks of n tokens (ready ids ids[]), row-locked as lock_and_current
+ * does, into h[]: DURO_LOCK_LOST when any is not held or expired. */
+static int lock_many(duro__pg_provider *p, duro__pg_conn *c, size_t n,
+                     const int64_t *ids, const char *const *tokens, int64_t now,
+                     lock_holder *h, const char *op, duro_error *err)
+{
+    /* a lock given twice: the first ack would release what the second
+     * needs (the statement would return its row twice) */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (ids[i] == ids[j])
+                return lock_lost(op, "the same instance lock twice in one call",
+                                 err);
+    duro__strbuf col[2];
+    memset(col, 0, sizeof(col));
+    cols_open(col, 2);
+    for (size_t i = 0; i < n; i++) {
+        col_num(&col[0], ids[i]);
+        col_text(&col[1], tokens[i]);
+    }
+    int rc = DURO_OK;
+    duro__pg_statement *s = NULL;
+    if (cols_close(col, 2))
+        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    else if ((s = duro__pg_stmt(p, c, DURO__SQL_READY_HOLDER_MANY, op, err)) ==
+             NULL)
+        rc = err->code;
+    size_t held = 0;
+    if (rc == DURO_OK) {
+        int step = run_cols(p, c, s, col, 2);
+        for (; step == DURO__PG_ROW; step = duro__pg_step(p, c, s)) {
+            int64_t ord = duro__pg_column_int64(s, 0);
+            const char *id = (const char *)duro__pg_column_text_raw(s, 1);
+            size_t len = (size_t)duro__pg_column_bytes(s, 1);
+            if (ord < 1 || (size_t)ord > n || id == NULL ||
+                len > DURO__PG_NAME_MAX || h[ord - 1].instance_id[0] != '\0') {
+                rc = duro_error_set(err, DURO_STORAGE, 0,
+                                    "postgres %s: corrupt lock row", op);
+                break;
+            }
+            lock_holder *x = &h[ord - 1];
+            memcpy(x->instance_id, id, len + 1);
+            x->current = (uint64_t)duro__pg_column_int64(s, 3);
+            x->exists = duro__pg_column_int(s, 4);
+            x->has_events = duro__pg_column_int(s, 5);
+            x->events = (uint64_t)duro__pg_column_int64(s, 6);
+            if (duro__pg_column_int64(s, 2) <= now)
+                x->instance_id[0] = '\0'; /* expired: not held */
+            else
+                held++;
+        }
+        if (rc == DURO_OK && step != DURO__PG_DONE)
+            rc = duro__pg_error(c, step, op, err);
+        duro__pg_reset(s);
+    }
+    cols_free(col, 2);
+    if (rc == DURO_OK && held < n)
+        rc = lock_lost(op,
+                       "a token does not hold an instance lock (released, "
+                       "expired and taken by another fetch, the instance "
+                       "deleted, or the token given twice)",
+                       err);
+    return rc;
+}
+
+/* The acks of n >= 2 turns in the open transaction: their locks in one
+ * statement, their events and work items in one each, the rest of each
+ * ack on its own (rare: cancellations, outbound messages, metadata), and
+ * the release of all locks in one. *queued: instances that still have
+ * messages. The same writes, in an order with the same outcome, as n
+ * ack_in_transaction calls: each instance's events and work items before
+ * its cancellations (an activity scheduled and cancelled in one turn),
+ * every release last. */
+static int ack_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
+                                   size_t n, const char *const *tokens,
+                                   const duro_orch_ack *acks, int64_t now,
+                                   size_t *queued, const char *op,
+                                   duro_error *err)
+{
+    *queued = 0;
+    int64_t *ids = duro__calloc(n, sizeof(*ids));
+    lock_holder *h = duro__calloc(n, sizeof(*h));
+    batch_cols b;
+    memset(&b, 0, sizeof(b));
+    int rc = DURO_OK;
+    if (ids == NULL || h == NULL) {
+        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        parse_token(tokens[i], 'o', &ids[i]);
+    if ((rc = lock_many(p, c, n, ids, tokens, now, h, op, err)) != DURO_OK)
+        goto done;
+    cols_open(b.ev, EVENT_COLUMNS);
+    cols_open(b.wq, WORK_COLUMNS);
+    cols_open(b.st, SETTLE_COLUMNS);
+    for (size_t i = 0; i < n && rc == DURO_OK; i++)
+        rc = ack_first_writes(p, c, &h[i], &acks[i], now, &b, op, err);
+    if (rc == DURO_OK)
+        rc = flush_batch_rows(p, c, &b, now, op, err);
+    for (size_t i = 0; i < n && rc == DURO_OK; i++) {
+        rc = ack_other_writes(p, c, &h[i], &acks[i], now, op, err);
+        col_text(&b.st[0], h[i].instance_id);
+        col_text(&b.st[1], tokens[i]);
+        col_num(&b.st[2], ids[i]);
+    }
+    if (rc == DURO_OK && cols_close(b.st, SETTLE_COLUMNS))
+        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    if (rc == DURO_OK) {
+        duro__pg_statement *s =
+            duro__pg_stmt(p, c, DURO__SQL_READY_ACK_SETTLE_MANY, op, err);
+        if (s == NULL) {
+            rc = err->code;
+        } else {
+            int step = run_cols(p, c, s, b.st, SETTLE_COLUMNS);
+            if (step == DURO__PG_ROW)
+                *queued = (size_t)duro__pg_column_int64(s, 0);
+            else
+                rc = duro__pg_error(c, step, op, err);
+            duro__pg_reset(s);
+        }
+    }
+done:
+    cols_free(b.ev, EVENT_COLUMNS);
+    cols_free(b.wq, WORK_COLUMNS);
+    cols_free(b.st, SETTLE_COLUMNS);
+    duro__free(ids);
+    duro__free(h);
+    return rc;
 }
 
 /* Most items one ack_and_fetch_orchestration_items call takes or returns. */
@@ -1196,27 +1597,35 @@ static int ack_orch(duro_provider *base, size_t n,
     if ((rc = duro__pg_write_begin(p, op, &c, err)) != DURO_OK)
         return rc;
     size_t workers = 0, outbound = 0, cancels = 0, got = 0;
-    for (size_t i = 0; i < n && rc == DURO_OK; i++) {
-        int queued = 0;
-        parse_token(lock_tokens[i], 'o', &ready_id);
-        rc = ack_in_transaction(p, c, ready_id, lock_tokens[i], &acks[i], now,
-                                &queued, op, err);
+    for (size_t i = 0; i < n; i++) {
         workers += acks[i].worker_item_count;
-        outbound += acks[i].orchestrator_item_count + (queued ? 1 : 0);
+        outbound += acks[i].orchestrator_item_count;
         cancels += acks[i].cancelled_activity_count;
     }
-    /* Claims alone (no ack) need not wait for the WAL flush; the setting
-     * of the first claim holds for the transaction. */
-    duro__pg_stmt_id claim =
-        n == 0 ? DURO__SQL_READY_CLAIM_ASYNC : DURO__SQL_READY_CLAIM;
-    while (rc == DURO_OK && got < max_next) {
-        duro_orch_item *item = NULL;
-        rc = fetch_orch_in_transaction(p, c, claim, lock_timeout_ms, cache, now,
-                                       &item, op, err);
-        if (item == NULL)
-            break;
-        next[got++] = item;
-        claim = DURO__SQL_READY_CLAIM;
+    if (n == 1) {
+        int queued = 0;
+        parse_token(lock_tokens[0], 'o', &ready_id);
+        rc = ack_in_transaction(p, c, ready_id, lock_tokens[0], &acks[0], now,
+                                &queued, op, err);
+        outbound += queued ? 1 : 0;
+    } else if (n > 1) {
+        size_t queued = 0;
+        rc = ack_many_in_transaction(p, c, n, lock_tokens, acks, now, &queued,
+                                     op, err);
+        outbound += queued;
+    }
+    /* Claims alone (no ack) need not wait for the WAL flush. */
+    if (rc == DURO_OK && max_next == 1) {
+        rc = fetch_orch_in_transaction(
+            p, c, n == 0 ? DURO__SQL_READY_CLAIM_ASYNC : DURO__SQL_READY_CLAIM,
+            lock_timeout_ms, cache, now, &next[0], op, err);
+        got = rc == DURO_OK && next[0] != NULL ? 1 : 0;
+    } else if (rc == DURO_OK && max_next > 1) {
+        rc = fetch_many_in_transaction(p, c,
+                                       n == 0 ? DURO__SQL_READY_CLAIM_MANY_ASYNC
+                                              : DURO__SQL_READY_CLAIM_MANY,
+                                       lock_timeout_ms, cache, now, max_next,
+                                       next, &got, op, err);
     }
     if (rc == DURO_OK) {
         rc = duro__pg_write_commit(p, c, op, err);
