@@ -817,6 +817,133 @@ PV_TEST(a_batch_claim_probes_indexes_among_many_instances)
     CHECK_MSG(scan[0] == '\0', "the batch claim scans a table: %s", scan);
 }
 
+/* Slot threads that ack activities at the same moment share statements
+ * (WQ_ACK_COMPLETE_FETCH_MANY): 8 threads ack and claim 400 activities of
+ * one instance; every completion is queued exactly once with its own
+ * payload, no activity is handed out twice, nothing is left, and at least
+ * one statement carried several acks. */
+#define SHARE_ACTS 400
+#define SHARE_THREADS 8
+
+typedef struct share_ctx {
+    duro_provider *p;
+    _Atomic int seen[SHARE_ACTS + 2]; /* handed out, by activity id */
+    _Atomic int failures;
+} share_ctx;
+
+static void *share_main(void *arg)
+{
+    share_ctx *x = arg;
+    duro_error e;
+    duro_worker_item *w = NULL;
+    if (x->p->fetch_work_item(x->p, 60000, &w, &e) != DURO_OK) {
+        atomic_fetch_add(&x->failures, 1);
+        return NULL;
+    }
+    while (w != NULL) {
+        uint64_t id = w->item.source_id;
+        if (id < 2 || id > SHARE_ACTS + 1) {
+            atomic_fetch_add(&x->failures, 1);
+            break;
+        }
+        atomic_fetch_add(&x->seen[id], 1);
+        char out[32];
+        snprintf(out, sizeof(out), "\"done-%llu\"", (unsigned long long)id);
+        duro_work_item done = {.kind = DURO_WORK_ACTIVITY_COMPLETED,
+                               .instance_id = w->item.instance_id,
+                               .execution_id = 1,
+                               .source_id = id,
+                               .payload = out};
+        duro_worker_item *next = NULL;
+        int rc = x->p->ack_and_fetch_work_item(x->p, w->lock_token, &done,
+                                               60000, &next, &e);
+        duro_worker_item_free(w);
+        w = next;
+        if (rc != DURO_OK) {
+            atomic_fetch_add(&x->failures, 1);
+            break;
+        }
+    }
+    duro_worker_item_free(w);
+    return NULL;
+}
+
+PV_TEST(activity_acks_of_many_threads_share_statements)
+{
+    share_ctx *x = calloc(1, sizeof(*x));
+    CHECK(x != NULL);
+    x->p = pv_open();
+    duro_provider *p = x->p;
+    duro_error e;
+    cycle_start(p, "fan");
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    duro_work_item *acts = calloc(SHARE_ACTS, sizeof(*acts));
+    CHECK(acts != NULL);
+    for (int i = 0; i < SHARE_ACTS; i++)
+        acts[i] = (duro_work_item){.kind = DURO_WORK_ACTIVITY_EXECUTE,
+                                   .instance_id = "fan",
+                                   .execution_id = 1,
+                                   .source_id = (uint64_t)i + 2,
+                                   .name = "act"};
+    duro_event started = {.event_id = 1,
+                          .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                          .name = "orch"};
+    duro_instance_meta m = {.status = DURO_STATUS_RUNNING, .name = "orch"};
+    duro_orch_ack a = {.execution_id = 1,
+                       .history_delta = &started,
+                       .history_delta_count = 1,
+                       .worker_items = acts,
+                       .worker_item_count = SHARE_ACTS,
+                       .meta = &m};
+    CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &a, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(item);
+    free(acts);
+    pthread_t t[SHARE_THREADS];
+    for (int i = 0; i < SHARE_THREADS; i++)
+        CHECK(pthread_create(&t[i], NULL, share_main, x) == 0);
+    for (int i = 0; i < SHARE_THREADS; i++)
+        pthread_join(t[i], NULL);
+    CHECK_EQ(atomic_load(&x->failures), 0);
+    for (int id = 2; id <= SHARE_ACTS + 1; id++)
+        CHECK_MSG(atomic_load(&x->seen[id]) == 1,
+                  "activity %d handed out %d times", id,
+                  atomic_load(&x->seen[id]));
+    uint64_t left = 1;
+    CHECK_PRC(p->count_messages(p, DURO_QUEUE_WORKER, NULL, &left, &e), DURO_OK,
+              &e);
+    CHECK_EQ(left, 0);
+    /* one completion per activity, each with its own payload */
+    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    CHECK_EQ(item->message_count, SHARE_ACTS);
+    int *got = calloc(SHARE_ACTS + 2, sizeof(*got));
+    CHECK(got != NULL);
+    for (size_t i = 0; i < item->message_count; i++) {
+        const duro_work_item *c = &item->messages[i];
+        char want[32];
+        snprintf(want, sizeof(want), "\"done-%llu\"",
+                 (unsigned long long)c->source_id);
+        CHECK(c->kind == DURO_WORK_ACTIVITY_COMPLETED);
+        CHECK(c->source_id >= 2 && c->source_id <= SHARE_ACTS + 1);
+        CHECK_STR(c->payload, want);
+        got[c->source_id]++;
+    }
+    for (int id = 2; id <= SHARE_ACTS + 1; id++)
+        CHECK_MSG(got[id] == 1, "completion of %d queued %d times", id,
+                  got[id]);
+    free(got);
+    duro_orch_item_free(item);
+    CHECK_INT(duro__pg_combined_acks_max(p), >=, 2);
+    fprintf(stderr, "  at most %llu acks in one statement\n",
+            (unsigned long long)duro__pg_combined_acks_max(p));
+    free(x);
+}
+
 /* A batch claim (READY_CLAIM_MANY) that takes an instance whose ready row
  * says ready while nothing of it is visible (the row is stale) repairs the
  * row - ready at its earliest message, unlocked - returns the others, and
@@ -1805,6 +1932,7 @@ int main(int argc, char **argv)
         T(claims_and_lookups_use_indexes),
         T(pg_claims_and_activity_acks_commit_without_waiting_for_the_flush),
         T(a_batch_claim_repairs_an_instance_with_nothing_visible),
+        T(activity_acks_of_many_threads_share_statements),
         T(a_batch_claim_probes_indexes_among_many_instances),
         T(work_from_another_process_wakes_a_wait_through_notify),
         T(notifications_count_the_items_they_announce),

@@ -506,6 +506,50 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "THEN (SELECT MIN(available_at) FROM worker_queue "                      \
       "WHERE id <> $20::bigint) END FROM " DURO__PG_ASYNC_ONE                  \
       " LEFT JOIN f ON true")                                                  \
+    /* the acks of many activities from as many threads, with their            \
+     * completions, and the claims of as many next items, in one statement     \
+     * (ack_and_fetch_work_item, combined): $1 row ids, $2 tokens, $3..$21     \
+     * the completions' DURO__PG_QUEUE_COLUMNS as arrays, $22 now, $23 the     \
+     * token hex, $24 locked until. Rows: (columns 9, 10) part 0 with an       \
+     * acked row id (NULL when none was), part 1 with a claimed item in        \
+     * columns 0..8 as WQ_FETCH's, part 2 with the earliest due time when      \
+     * nothing was claimed. Commits without waiting for the flush, as          \
+     * WQ_ACK_COMPLETE_FETCH (DURO__PG_ASYNC_ONE). */                          \
+    X(WQ_ACK_COMPLETE_FETCH_MANY,                                              \
+      "WITH k AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], "  \
+      "$4::text[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], "       \
+      "$9::text[], $10::text[], $11::int[], $12::text[], $13::text[], "        \
+      "$14::text[], $15::bigint[], $16::bigint[], $17::bigint[], "             \
+      "$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[]) "           \
+      "AS k(id, token, " DURO__PG_QUEUE_COLUMNS ")), "                         \
+      "a AS (DELETE FROM worker_queue AS w USING k "                           \
+      "WHERE w.id = k.id AND w.lock_token = k.token RETURNING w.id), "         \
+      "q AS (INSERT INTO orchestrator_queue(" DURO__PG_QUEUE_COLUMNS           \
+      ", enqueued_ms, visible_at) SELECT k.kind, k.instance_id, "              \
+      "k.execution_id, k.source_id, k.name, k.version, k.payload, k.error, "   \
+      "k.category, k.reason, k.requested_by, k.parent_instance, "              \
+      "k.parent_execution, k.parent_event_id, k.fire_at_ms, k.attempt, "       \
+      "k.flags, k.started_ms, k.finished_ms, $22::bigint, $22::bigint "        \
+      "FROM k JOIN a ON a.id = k.id), "                                        \
+      "r AS (INSERT INTO orchestrator_ready AS r(instance_id, ready_at) "      \
+      "SELECT DISTINCT k.instance_id, $22::bigint FROM k JOIN a "              \
+      "ON a.id = k.id " DURO__PG_READY_UPSERT "), "                            \
+      "c AS (SELECT id FROM worker_queue WHERE available_at <= $22::bigint "   \
+      "AND id <> ALL($1::bigint[]) ORDER BY available_at, id "                 \
+      "LIMIT (SELECT COUNT(*) FROM a) FOR UPDATE SKIP LOCKED), "               \
+      "f AS (UPDATE worker_queue AS w SET lock_token = 'w' || w.id || '.' "    \
+      "|| $23::text, locked_until = $24::bigint, available_at = $24::bigint, " \
+      "fetch_count = w.fetch_count + 1 WHERE w.id = ANY(ARRAY(SELECT id "      \
+      "FROM c)) RETURNING w.instance_id, w.execution_id, w.activity_id, "      \
+      "w.name, w.version, w.payload, w.attempt, w.fetch_count, "               \
+      "w.lock_token) "                                                         \
+      "SELECT NULL::text, NULL::bigint, NULL::bigint, NULL::text, "            \
+      "NULL::text, NULL::text, NULL::bigint, NULL::int, NULL::text, 0, a.id "  \
+      "FROM " DURO__PG_ASYNC_ONE " LEFT JOIN a ON true "                       \
+      "UNION ALL SELECT f.*, 1, NULL FROM f "                                  \
+      "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "      \
+      "NULL, 2, (SELECT MIN(available_at) FROM worker_queue "                  \
+      "WHERE id <> ALL($1::bigint[])) WHERE NOT EXISTS (SELECT 1 FROM f)")     \
     /* renew and abandon need only the token: an expired lock that no other    \
      * fetch took still holds the row (a fetch replaces the token) */          \
     X(WQ_RENEW, "UPDATE worker_queue SET locked_until = $3::bigint, "          \
@@ -801,6 +845,16 @@ typedef struct duro__pg_provider {
                                           0: off */
     _Atomic int commit_loss_committed; /* 1: after the COMMIT, 0: before */
     _Atomic uint64_t commit_losses;    /* connections the hook dropped */
+
+    /* Activity acks of many slot threads in one statement: callers queue
+     * their acks; whoever finds no statement running takes the queue and
+     * runs it for all (pg_queue.c, "combined"). */
+    pthread_mutex_t combine_lock;
+    pthread_cond_t combine_cond; /* a combined statement finished */
+    struct duro__pg_wq_req *combine_head, *combine_tail;
+    int combine_busy;                    /* a statement is running */
+    _Atomic uint64_t combine_max;        /* most acks one statement carried */
+    _Atomic uint64_t combine_statements; /* statements of more than one */
 } duro__pg_provider;
 
 /* Connections: connect (search_path set to the schema), close. */

@@ -611,6 +611,8 @@ static void pg_close(duro_provider *base)
     duro__free(p->free_conns);
     pthread_mutex_destroy(&p->pool_lock);
     pthread_cond_destroy(&p->pool_cond);
+    pthread_mutex_destroy(&p->combine_lock);
+    pthread_cond_destroy(&p->combine_cond);
     notifier_detach(p->notifier);
     duro__pg_config_free(&p->cfg);
     duro__free(p);
@@ -703,6 +705,8 @@ int duro__pg_open(const char *url, int concurrency, duro_provider **out,
     fill_methods(&p->base);
     pthread_mutex_init(&p->pool_lock, NULL);
     pthread_cond_init(&p->pool_cond, NULL);
+    pthread_mutex_init(&p->combine_lock, NULL);
+    pthread_cond_init(&p->combine_cond, NULL);
     rc = open_pool(p, err);
     if (rc == DURO_OK && (p->notifier = notifier_attach(p)) == NULL)
         rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
@@ -801,6 +805,11 @@ uint64_t duro__pg_notified_items(duro_provider *base, duro_queue queue)
 {
     notifier *n = hook_notifier(base, queue);
     return n != NULL ? atomic_load(&n->received_items[queue]) : 0;
+}
+
+uint64_t duro__pg_combined_acks_max(duro_provider *base)
+{
+    return atomic_load(&pg_of(base)->combine_max);
 }
 
 int duro__pg_idle_waiters(duro_provider *base, duro_queue queue)

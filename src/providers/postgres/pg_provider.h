@@ -68,6 +68,9 @@ uint64_t duro__pg_announced_items(duro_provider *p, duro_queue queue);
  * the listener connects, is owed to the next wait and counts against
  * them). */
 int duro__pg_idle_waiters(duro_provider *p, duro_queue queue);
+/* The most activity acks (ack_and_fetch_work_item calls of as many
+ * threads) one statement has carried on p. */
+uint64_t duro__pg_combined_acks_max(duro_provider *p);
 
 /* The cross-process notification's payload (pg_provider.c): queues with
  * items pending and their counts ("o3w12"; "c": work items cancelled), and

@@ -2066,11 +2066,11 @@ int duro__pg_check_work_item_locks(duro_provider *base,
 /* ack_work for the common case, a completion that only queues a message:
  * one statement (WQ_ACK_COMPLETE, or WQ_ACK_COMPLETE_FETCH with `next`),
  * run alone as its own transaction. */
-static int ack_work_at_once(duro__pg_provider *p, int64_t id,
-                            const char *lock_token,
-                            const duro_work_item *completion,
-                            int64_t lock_timeout_ms, duro_worker_item **next,
-                            const char *op, duro_error *err)
+static int ack_work_one(duro__pg_provider *p, int64_t id,
+                        const char *lock_token,
+                        const duro_work_item *completion,
+                        int64_t lock_timeout_ms, duro_worker_item **next,
+                        const char *op, duro_error *err)
 {
     int64_t now = duro__wall_ms();
     duro__pg_conn *c = duro__pg_reader_acquire(p);
@@ -2126,6 +2126,250 @@ static int ack_work_at_once(duro__pg_provider *p, int64_t id,
     if (next != NULL)
         *next = w;
     return DURO_OK;
+}
+
+/* ---- activity acks of many threads, one statement ------------------------
+ * Worker slots ack their activities and claim their next ones from many
+ * threads at once; on a server each statement costs an executor start, a
+ * round trip and a commit. A slot queues its ack (a duro__pg_wq_req on its
+ * stack); whoever finds no combined statement running takes every queued
+ * ack with its lock timeout (up to COMBINE_MAX) and runs them as one
+ * WQ_ACK_COMPLETE_FETCH_MANY, then marks them done; the others wait on
+ * combine_cond. Acks that arrive while a statement runs go together in
+ * the next. No thread waits for a statement that does not carry its ack
+ * unless one is already running, so one ack alone costs what it did
+ * before (WQ_ACK_COMPLETE_FETCH). Each ack gets its own outcome: acked,
+ * or DURO_LOCK_LOST when its row was gone; the claimed items go one to
+ * each acked caller. */
+
+#define COMBINE_MAX 64
+
+typedef struct duro__pg_wq_req {
+    int64_t id;
+    const char *token;
+    const duro_work_item *completion;
+    int64_t lock_timeout_ms;
+    int done; /* under combine_lock */
+    int rc;
+    duro_error err;
+    duro_worker_item *next;
+    struct duro__pg_wq_req *link;
+} wq_req;
+
+static const char gone_msg[] = "the work item is gone (cancelled or acked) or "
+                               "its lock was taken by another fetch";
+
+/* Runs n >= 2 queued acks as one statement; fills each one's outcome. */
+static void run_combined(duro__pg_provider *p, wq_req **all, size_t count,
+                         const char *op)
+{
+    enum { K_COLUMNS = 21 };
+    /* A row acked twice at once (one token used by two threads): the
+     * second finds it gone, as it would after the first. */
+    wq_req *batch[COMBINE_MAX];
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        int twice = 0;
+        for (size_t j = 0; j < n && !twice; j++)
+            twice = batch[j]->id == all[i]->id;
+        if (twice)
+            all[i]->rc = lock_lost(op, gone_msg, &all[i]->err);
+        else
+            batch[n++] = all[i];
+    }
+    duro__strbuf col[K_COLUMNS];
+    memset(col, 0, sizeof(col));
+    cols_open(col, K_COLUMNS);
+    for (size_t i = 0; i < n; i++) {
+        const duro_work_item *it = batch[i]->completion;
+        col_num(&col[0], batch[i]->id);
+        col_text(&col[1], batch[i]->token);
+        col_num(&col[2], (int64_t)it->kind);
+        col_text(&col[3], it->instance_id);
+        col_num(&col[4], (int64_t)it->execution_id);
+        col_num(&col[5], (int64_t)it->source_id);
+        col_text(&col[6], it->name);
+        col_text(&col[7], it->version);
+        col_text(&col[8], it->payload);
+        col_text(&col[9], it->error);
+        col_num(&col[10], it->category);
+        col_text(&col[11], it->reason);
+        col_text(&col[12], it->requested_by);
+        col_text(&col[13], nonempty(it->parent_instance));
+        col_num(&col[14], (int64_t)it->parent_execution);
+        col_num(&col[15], (int64_t)it->parent_event_id);
+        col_num(&col[16], it->fire_at_ms);
+        col_num(&col[17], (int64_t)it->attempt);
+        col_num(&col[18], (int64_t)it->flags);
+        col_num(&col[19], it->started_ms);
+        col_num(&col[20], it->finished_ms);
+        batch[i]->rc = DURO_LOCK_LOST; /* until its row is reported acked */
+    }
+    duro_error err;
+    int rc = DURO_OK;
+    int64_t now = duro__wall_ms();
+    duro__pg_conn *c = duro__pg_reader_acquire(p);
+    duro__pg_statement *s = NULL;
+    duro_worker_item *claimed[COMBINE_MAX];
+    size_t claims = 0, acked = 0;
+    int64_t due = INT64_MAX;
+    int due_known = 0;
+    if (cols_close(col, K_COLUMNS))
+        rc = duro_error_set(&err, DURO_NOMEM, 0, "out of memory");
+    else if ((s = duro__pg_stmt(p, c, DURO__SQL_WQ_ACK_COMPLETE_FETCH_MANY, op,
+                                &err)) == NULL)
+        rc = err.code;
+    if (rc == DURO_OK) {
+        char token_hex[33];
+        duro__random_token(token_hex);
+        duro__pg_bind_i64(c, s, 22, now);
+        duro__pg_bind_text(c, s, 23, token_hex);
+        duro__pg_bind_i64(c, s, 24,
+                          after_ms(duro__wall_ms(), batch[0]->lock_timeout_ms));
+        int step = run_cols(p, c, s, col, K_COLUMNS);
+        for (; step == DURO__PG_ROW && rc == DURO_OK;
+             step = duro__pg_step(p, c, s)) {
+            int part = duro__pg_column_int(s, 9);
+            if (part == 0 && !duro__pg_column_null(s, 10)) {
+                int64_t id = duro__pg_column_int64(s, 10);
+                for (size_t i = 0; i < n; i++)
+                    if (batch[i]->id == id && batch[i]->rc != DURO_OK) {
+                        batch[i]->rc = DURO_OK;
+                        acked++;
+                        break;
+                    }
+            } else if (part == 1 && claims < COMBINE_MAX) {
+                duro_arena *a = duro_arena_create();
+                duro_worker_item *w =
+                    a != NULL ? duro_arena_alloc(a, sizeof(*w)) : NULL;
+                if (w == NULL || (w->arena = a, read_work_row(a, s, w) != 0)) {
+                    /* committed: the claimed item comes back when its lock
+                     * expires, as after any failure that may have
+                     * committed */
+                    duro_arena_destroy(a);
+                    rc = duro_error_set(&err, DURO_NOMEM, 0, "out of memory");
+                    break;
+                }
+                claimed[claims++] = w;
+            } else if (part == 2) {
+                due_known = 1;
+                due = duro__pg_column_null(s, 10)
+                          ? INT64_MAX
+                          : duro__pg_column_int64(s, 10);
+            }
+        }
+        if (rc == DURO_OK && step != DURO__PG_DONE)
+            rc = duro__pg_error(c, step, op, &err);
+        duro__pg_reset(s);
+    }
+    duro__pg_reader_release(p, c);
+    cols_free(col, K_COLUMNS);
+    if (rc != DURO_OK) {
+        /* the statement failed as a whole: every ack gets its error (one
+         * whose connection was lost may have committed: provider.h) */
+        for (size_t i = 0; i < n; i++) {
+            batch[i]->rc = rc;
+            batch[i]->err = err;
+        }
+        for (size_t i = 0; i < claims; i++)
+            duro_worker_item_free(claimed[i]);
+        return;
+    }
+    size_t given = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (batch[i]->rc != DURO_OK) {
+            lock_lost(op, gone_msg, &batch[i]->err);
+            continue;
+        }
+        batch[i]->next = given < claims ? claimed[given++] : NULL;
+    }
+    for (; given < claims; given++) /* cannot happen: one claim per ack */
+        duro_worker_item_free(claimed[given]);
+    if (due_known)
+        duro__pg_note_due(p, DURO_QUEUE_WORKER, due);
+    if (acked > 0)
+        duro__pg_signal(p, DURO_QUEUE_ORCHESTRATOR, acked);
+    uint64_t seen = atomic_load(&p->combine_max);
+    while (n > seen &&
+           !atomic_compare_exchange_weak(&p->combine_max, &seen, (uint64_t)n))
+        ;
+    atomic_fetch_add(&p->combine_statements, 1);
+}
+
+/* ack_work_one for an ack with its completion and the next claim, run
+ * together with the acks other threads make at the same time. */
+static int ack_work_combined(duro__pg_provider *p, int64_t id,
+                             const char *lock_token,
+                             const duro_work_item *completion,
+                             int64_t lock_timeout_ms, duro_worker_item **next,
+                             const char *op, duro_error *err)
+{
+    wq_req me = {.id = id,
+                 .token = lock_token,
+                 .completion = completion,
+                 .lock_timeout_ms = lock_timeout_ms};
+    pthread_mutex_lock(&p->combine_lock);
+    if (p->combine_tail != NULL)
+        p->combine_tail->link = &me;
+    else
+        p->combine_head = &me;
+    p->combine_tail = &me;
+    while (!me.done) {
+        if (p->combine_busy) {
+            pthread_cond_wait(&p->combine_cond, &p->combine_lock);
+            continue;
+        }
+        /* lead: take the queued acks that share the first one's lock
+         * timeout (the claim sets one for all) */
+        p->combine_busy = 1;
+        wq_req *batch[COMBINE_MAX];
+        size_t n = 0;
+        int64_t timeout = p->combine_head->lock_timeout_ms;
+        wq_req **at = &p->combine_head;
+        p->combine_tail = NULL;
+        while (*at != NULL) {
+            wq_req *r = *at;
+            if (n < COMBINE_MAX && r->lock_timeout_ms == timeout) {
+                batch[n++] = r;
+                *at = r->link;
+            } else {
+                p->combine_tail = r;
+                at = &r->link;
+            }
+        }
+        pthread_mutex_unlock(&p->combine_lock);
+        if (n == 1)
+            batch[0]->rc = ack_work_one(
+                p, batch[0]->id, batch[0]->token, batch[0]->completion,
+                batch[0]->lock_timeout_ms, &batch[0]->next, op, &batch[0]->err);
+        else
+            run_combined(p, batch, n, op);
+        pthread_mutex_lock(&p->combine_lock);
+        for (size_t i = 0; i < n; i++)
+            batch[i]->done = 1;
+        p->combine_busy = 0;
+        pthread_cond_broadcast(&p->combine_cond);
+    }
+    pthread_mutex_unlock(&p->combine_lock);
+    if (me.rc != DURO_OK) {
+        *err = me.err;
+        return me.rc;
+    }
+    *next = me.next;
+    return DURO_OK;
+}
+
+static int ack_work_at_once(duro__pg_provider *p, int64_t id,
+                            const char *lock_token,
+                            const duro_work_item *completion,
+                            int64_t lock_timeout_ms, duro_worker_item **next,
+                            const char *op, duro_error *err)
+{
+    if (next == NULL)
+        return ack_work_one(p, id, lock_token, completion, lock_timeout_ms,
+                            NULL, op, err);
+    return ack_work_combined(p, id, lock_token, completion, lock_timeout_ms,
+                             next, op, err);
 }
 
 static int ack_work(duro_provider *base, const char *lock_token,
