@@ -1321,6 +1321,51 @@ PV_TEST(ack_and_fetch_orchestration_items_acks_and_fetches_many)
     free_items(got, 2);
 }
 
+/* The cache callback of a batch fetch: x's engine holds 2 events, the
+ * others none. */
+static uint64_t x_holds_two(void *user, const char *instance_id,
+                            uint64_t execution_id)
+{
+    (void)user;
+    (void)execution_id;
+    return strcmp(instance_id, "x") == 0 ? 2 : 0;
+}
+
+/* Each item of a batch fetch carries the history its caller's cache lacks:
+ * all of it for an instance the cache does not hold, the tail after what
+ * it holds otherwise, in event order. */
+PV_TEST(ack_and_fetch_orchestration_items_returns_each_history_tail)
+{
+    duro_provider *p = pv_open();
+    require_v7(p);
+    begin(p, "x", 3); /* 4 events */
+    begin(p, "y", 2); /* 3 events */
+    begin(p, "z", 0); /* 1 event */
+    raise_event(p, "x", "\"e\"", 0);
+    raise_event(p, "y", "\"e\"", 0);
+    raise_event(p, "z", "\"e\"", 0);
+    duro_history_cache hc = {.cached_events = x_holds_two, .user = NULL};
+    duro_orch_item *got[4] = {NULL};
+    size_t n = 0;
+    duro_error e;
+    CHECK_PRC(p->ack_and_fetch_orchestration_items(p, 0, NULL, NULL, LOCK_LONG,
+                                                   &hc, 4, got, &n, &e),
+              DURO_OK, &e);
+    CHECK_EQ(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        const duro_orch_item *it = got[i];
+        int is_x = strcmp(it->instance_id, "x") == 0;
+        uint64_t total = is_x ? 4 : strcmp(it->instance_id, "y") == 0 ? 3 : 1;
+        CHECK_EQ(it->history_total, total);
+        CHECK_EQ(it->history_offset, is_x ? 2 : 0);
+        CHECK_EQ(it->history_count, total - it->history_offset);
+        for (size_t k = 0; k < it->history_count; k++)
+            CHECK_EQ(it->history[k].event_id, it->history_offset + 1 + k);
+        CHECK_EQ(it->message_count, 1);
+    }
+    free_items(got, n);
+}
+
 PV_TEST(ack_and_fetch_orchestration_items_refuses_bad_input)
 {
     duro_provider *p = pv_open();
@@ -7786,6 +7831,7 @@ static const pv_case suite[] = {
     /* version 7: many turns in one transaction */
     C(ack_and_fetch_orchestration_items_acks_and_fetches_many),
     C(ack_and_fetch_orchestration_items_refuses_bad_input),
+    C(ack_and_fetch_orchestration_items_returns_each_history_tail),
     C(ack_and_fetch_orchestration_items_with_one_stale_token_changes_nothing),
     /* version 3: why a work item is gone */
     C(cancel_reason_is_read_from_the_cancel_event),

@@ -332,6 +332,17 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "$9::text[], $10::text[], $11::int[], $12::text[], $13::text[], "        \
       "$14::text[], $15::bigint[], $16::bigint[], $17::bigint[], "             \
       "$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[]) AS u")      \
+    /* the history tails of many claimed items in one statement: $1            \
+     * instances, $2 executions, $3 the events already held (arrays in the     \
+     * same order); rows DURO__PG_HISTORY_COLUMNS, then (column 19) the        \
+     * 1-based place of their item, in item and event order */                 \
+    X(HISTORY_READ_MANY,                                                       \
+      "SELECT h.*, k.ord FROM unnest($1::text[], $2::bigint[], $3::bigint[]) " \
+      "WITH ORDINALITY AS k(instance_id, execution_id, after, ord) "           \
+      "CROSS JOIN LATERAL (SELECT " DURO__PG_HISTORY_COLUMNS " FROM history "  \
+      "WHERE instance_id = k.instance_id AND execution_id = k.execution_id "   \
+      "AND event_id > k.after ORDER BY event_id OFFSET 0) AS h "               \
+      "ORDER BY k.ord, h.event_id")                                            \
     X(HISTORY_READ,                                                            \
       "SELECT " DURO__PG_HISTORY_COLUMNS " FROM history "                      \
       "WHERE instance_id = $1::text AND execution_id = $2::bigint "            \

@@ -461,6 +461,64 @@ int duro__pg_read_events(duro__pg_provider *p, duro__pg_conn *c, duro_arena *a,
     return DURO_OK;
 }
 
+/* ---- array literals ---------------------------------------------------------
+ * Statements over many rows bind each column as one PostgreSQL array
+ * literal: {elem,elem,...} built in a duro__strbuf. */
+
+static void cols_open(duro__strbuf *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        duro__strbuf_open(&b[i], '{');
+}
+
+/* Closes n literals; 1 when any ran out of memory. */
+static int cols_close(duro__strbuf *b, size_t n)
+{
+    int oom = 0;
+    for (size_t i = 0; i < n; i++) {
+        duro__strbuf_add(&b[i], "}", 1);
+        oom |= b[i].oom;
+    }
+    return oom;
+}
+
+static void cols_free(duro__strbuf *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        duro__free(b[i].s);
+        b[i].s = NULL;
+    }
+}
+
+static void col_num(duro__strbuf *b, int64_t v)
+{
+    char num[24];
+    int n = snprintf(num, sizeof(num), "%lld", (long long)v);
+    duro__strbuf_sep(b);
+    duro__strbuf_add(b, num, (size_t)n);
+}
+
+static void col_text(duro__strbuf *b, const char *v)
+{
+    duro__strbuf_sep(b);
+    if (v == NULL)
+        duro__strbuf_add(b, "NULL", 4);
+    else
+        duro__strbuf_quoted(b, v);
+}
+
+static void append_event_columns(duro__strbuf *col, const duro_event *ev);
+
+/* Binds n closed literals as parameters 1..n of s and runs it; returns the
+ * step. The caller resets s before the literals go. */
+static int run_cols(duro__pg_provider *p, duro__pg_conn *c,
+                    duro__pg_statement *s, duro__strbuf *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        duro__pg_bind_text(c, s, (int)i + 1, b[i].s);
+    return duro__pg_step(p, c, s);
+}
+
 /* ---- orchestrator queue: fetch ------------------------------------------- */
 
 /* Fills the locked instance's messages, metadata and history into item. */
@@ -615,6 +673,90 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
     return DURO_OK;
 }
 
+/* The history tails of n claimed items that the caller's cache lacks, in
+ * one statement (one item: HISTORY_READ). */
+static int load_claimed_histories(duro__pg_provider *p, duro__pg_conn *c,
+                                  duro_orch_item **items, size_t n,
+                                  const duro_history_cache *cache,
+                                  const char *op, duro_error *err)
+{
+    size_t need = 0, last = 0;
+    for (size_t i = 0; i < n; i++) {
+        duro_orch_item *it = items[i];
+        it->history_offset = duro__history_offset(
+            cache, it->instance_id, it->execution_id, it->history_total);
+        if (it->history_total != it->history_offset) {
+            need++;
+            last = i;
+        }
+    }
+    if (need == 0)
+        return DURO_OK;
+    if (need == 1)
+        return duro__pg_read_events(
+            p, c, items[last]->arena, items[last]->instance_id,
+            items[last]->execution_id, items[last]->history_offset,
+            &items[last]->history, &items[last]->history_count, op, err);
+    duro__strbuf col[3];
+    memset(col, 0, sizeof(col));
+    cols_open(col, 3);
+    size_t *place = duro__calloc(need, sizeof(*place)); /* ord -> item */
+    size_t *cap = duro__calloc(n, sizeof(*cap));
+    size_t k = 0;
+    for (size_t i = 0; place != NULL && i < n; i++) {
+        duro_orch_item *it = items[i];
+        if (it->history_total == it->history_offset)
+            continue;
+        place[k++] = i;
+        col_text(&col[0], it->instance_id);
+        col_num(&col[1], (int64_t)it->execution_id);
+        col_num(&col[2], (int64_t)it->history_offset);
+    }
+    int rc = DURO_OK;
+    duro__pg_statement *s = NULL;
+    if (place == NULL || cap == NULL || cols_close(col, 3))
+        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    else if ((s = duro__pg_stmt(p, c, DURO__SQL_HISTORY_READ_MANY, op, err)) ==
+             NULL)
+        rc = err->code;
+    if (rc == DURO_OK) {
+        int step = run_cols(p, c, s, col, 3);
+        for (; step == DURO__PG_ROW && rc == DURO_OK;
+             step = duro__pg_step(p, c, s)) {
+            int64_t ord = duro__pg_column_int64(s, 19);
+            if (ord < 1 || (size_t)ord > need) {
+                rc = duro_error_set(err, DURO_STORAGE, 0,
+                                    "postgres %s: corrupt history row", op);
+                break;
+            }
+            size_t i = place[ord - 1];
+            duro_orch_item *it = items[i];
+            if (it->history_count == cap[i]) {
+                it->history = duro__pg_arena_grow(it->arena, it->history,
+                                                  it->history_count, &cap[i],
+                                                  sizeof(duro_event));
+                if (it->history == NULL) {
+                    rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+                    break;
+                }
+            }
+            if (read_event(it->arena, s, &it->history[it->history_count]) !=
+                0) {
+                rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+                break;
+            }
+            it->history_count++;
+        }
+        if (rc == DURO_OK && step != DURO__PG_DONE)
+            rc = duro__pg_error(c, step, op, err);
+        duro__pg_reset(s);
+    }
+    cols_free(col, 3);
+    duro__free(place);
+    duro__free(cap);
+    return rc;
+}
+
 /* Up to max items with one claim (READY_CLAIM_MANY, or its _ASYNC form as
  * the transaction's only write) inside an open write transaction:
  * next[0 .. *got), distinct instances, oldest first. An instance claimed
@@ -716,8 +858,8 @@ static int fetch_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
     for (size_t i = 0; i < repairs && rc == DURO_OK; i++)
         rc = settle_ready(p, c, repair_ids[i], repair_names[i], 0, NULL, op,
                           err);
-    for (size_t i = 0; i < *got && rc == DURO_OK; i++)
-        rc = load_claimed_history(p, c, next[i], cache, op, err);
+    if (rc == DURO_OK)
+        rc = load_claimed_histories(p, c, next, *got, cache, op, err);
     if (rc != DURO_OK) {
         for (size_t i = 0; i < *got; i++) {
             duro_orch_item_free(next[i]);
@@ -1153,60 +1295,6 @@ typedef struct batch_cols {
     duro__strbuf st[SETTLE_COLUMNS]; /* instance, token, ready id */
     size_t events, works;
 } batch_cols;
-
-static void cols_open(duro__strbuf *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        duro__strbuf_open(&b[i], '{');
-}
-
-/* Closes n literals; 1 when any ran out of memory. */
-static int cols_close(duro__strbuf *b, size_t n)
-{
-    int oom = 0;
-    for (size_t i = 0; i < n; i++) {
-        duro__strbuf_add(&b[i], "}", 1);
-        oom |= b[i].oom;
-    }
-    return oom;
-}
-
-static void cols_free(duro__strbuf *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        duro__free(b[i].s);
-        b[i].s = NULL;
-    }
-}
-
-static void col_num(duro__strbuf *b, int64_t v)
-{
-    char num[24];
-    int n = snprintf(num, sizeof(num), "%lld", (long long)v);
-    duro__strbuf_sep(b);
-    duro__strbuf_add(b, num, (size_t)n);
-}
-
-static void col_text(duro__strbuf *b, const char *v)
-{
-    duro__strbuf_sep(b);
-    if (v == NULL)
-        duro__strbuf_add(b, "NULL", 4);
-    else
-        duro__strbuf_quoted(b, v);
-}
-
-static void append_event_columns(duro__strbuf *col, const duro_event *ev);
-
-/* Binds n closed literals as parameters 1..n of s and runs it; returns the
- * step. The caller resets s before the literals go. */
-static int run_cols(duro__pg_provider *p, duro__pg_conn *c,
-                    duro__pg_statement *s, duro__strbuf *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        duro__pg_bind_text(c, s, (int)i + 1, b[i].s);
-    return duro__pg_step(p, c, s);
-}
 
 /* Writes the events and work items gathered in b. */
 static int flush_batch_rows(duro__pg_provider *p, duro__pg_conn *c,
