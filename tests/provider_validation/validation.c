@@ -1366,6 +1366,43 @@ PV_TEST(ack_and_fetch_orchestration_items_returns_each_history_tail)
     free_items(got, n);
 }
 
+/* A batch with one turn over the store's history cap fails as a whole with
+ * DURO_HISTORY_LIMIT and writes nothing; the other turn then commits
+ * alone. */
+PV_TEST(ack_and_fetch_orchestration_items_over_the_history_cap_changes_nothing)
+{
+    duro_provider *p = pv_open_with_max_history(3);
+    require_v7(p);
+    begin(p, "x", 1); /* 2 events */
+    start(p, "y");
+    duro_orch_item *a = poke(p, "x");
+    duro_orch_item *y = fetch_orch_expect(p, "y", LOCK_LONG);
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    first_turn ty;
+    first_turn_of(&ty, "y", 1);
+    duro_event d[2] = {event(3, DURO_EVENT_EVENT_RAISED),
+                       event(4, DURO_EVENT_ACTIVITY_SCHEDULED)};
+    d[0].name = "poke";
+    duro_orch_ack ax = ack_of(1, d, 2, NULL); /* 4 events: over 3 */
+    const char *tokens[2] = {y->lock_token, a->lock_token};
+    duro_orch_ack acks[2] = {ty.a, ax};
+    duro_orch_item *next[2] = {NULL};
+    size_t n = 99;
+    duro_error e;
+    CHECK_PFAIL(p->ack_and_fetch_orchestration_items(
+                    p, 2, tokens, acks, LOCK_LONG, NULL, 2, next, &n, &e),
+                DURO_HISTORY_LIMIT, 0, &e);
+    CHECK_EQ(n, 0);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+    ack(p, y->lock_token, &ty.a);
+    CHECK_EQ(history_len(p, "y", 1), 2);
+    CHECK_EQ(history_len(p, "x", 1), 2);
+    duro_orch_item_free(y);
+    duro_orch_item_free(a);
+}
+
 PV_TEST(ack_and_fetch_orchestration_items_refuses_bad_input)
 {
     duro_provider *p = pv_open();
@@ -7832,6 +7869,9 @@ static const pv_case suite[] = {
     C(ack_and_fetch_orchestration_items_acks_and_fetches_many),
     C(ack_and_fetch_orchestration_items_refuses_bad_input),
     C(ack_and_fetch_orchestration_items_returns_each_history_tail),
+    C_NEEDS(
+        ack_and_fetch_orchestration_items_over_the_history_cap_changes_nothing,
+        NEEDS_MAX_HISTORY),
     C(ack_and_fetch_orchestration_items_with_one_stale_token_changes_nothing),
     /* version 3: why a work item is gone */
     C(cancel_reason_is_read_from_the_cancel_event),

@@ -847,6 +847,36 @@ TEST(batched_turn_ack_errors_fall_back_to_one_turn_acks)
     done_faulty(&f, w);
 }
 
+/* A batch refused for one turn's size (DURO_HISTORY_LIMIT, the store's
+ * cap) must not fail the other instances of the batch: the turns are acked
+ * one by one, and here - the refusal injected, no turn really over any
+ * cap - every instance goes on and ends as in a fault-free run. */
+TEST(a_batch_over_the_history_cap_fails_no_instance_by_itself)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_batch_limit.db");
+    duro_provider *w = open_faulty(&f, 7);
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    start_chains(&f, CHAIN_INSTANCES);
+    const faulty_fault limit = {.method =
+                                    FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEMS,
+                                .nth = 1,
+                                .count = 2,
+                                .code = DURO_HISTORY_LIMIT};
+    CHECK(faulty_provider_queue_fault(w, &limit));
+    run_faulty(&f, w);
+    WAIT_UNTIL(fired(w) == 2, WAIT_MS);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
+    CHECK_EQ(rt_log_hits("acking them one by one"), 2);
+    CHECK_EQ(rt_log_hits("history limit reached"), 0);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_EQ(m.orchestrations_failed, 0);
+    done_faulty(&f, w);
+}
+
 /* ------------------------------------------------------------------------
  * 3. calls that commit but report failure (the reply was lost) */
 
@@ -1202,6 +1232,7 @@ TEST_MAIN(T(orchestration_fetch_errors_back_off_and_recover),
           T(committed_activity_acks_reported_as_failed_version_1),
           T(committed_client_calls_reported_as_failed),
           T(batched_turn_ack_errors_fall_back_to_one_turn_acks),
+          T(a_batch_over_the_history_cap_fails_no_instance_by_itself),
           T(committed_batched_turn_acks_reported_as_failed),
           T(lost_fetch_replies_come_back_after_the_lock_expires),
           T(engine_cache_eviction_keeps_histories_identical))
