@@ -1403,6 +1403,86 @@ PV_TEST(ack_and_fetch_orchestration_items_over_the_history_cap_changes_nothing)
     duro_orch_item_free(a);
 }
 
+/* One call with turns of every shape leaves what one ack at a time would:
+ * x records an event, cancels a running activity, schedules one and
+ * cancels it in the same turn (never fetchable), and sends y an event; y
+ * (Pending) starts with an activity; z completes, dropping a delayed
+ * message nothing will read. */
+PV_TEST(ack_and_fetch_orchestration_items_mixed_turns_as_one_by_one)
+{
+    duro_provider *p = pv_open();
+    require_v7(p);
+    begin(p, "x", 2);                       /* events 1..3, activities 2, 3 */
+    begin(p, "z", 0);                       /* event 1 */
+    raise_event(p, "z", "\"late\"", 60000); /* dead once z completes */
+    start(p, "y");
+    duro_orch_item *ix = poke(p, "x");
+    duro_orch_item *iz = poke(p, "z");
+    duro_orch_item *iy = fetch_orch_for(p, "y", LOCK_LONG);
+    duro_event dx[2] = {event(4, DURO_EVENT_EVENT_RAISED),
+                        event(5, DURO_EVENT_ACTIVITY_SCHEDULED)};
+    dx[0].name = "poke";
+    dx[1].name = "act";
+    duro_work_item wx = activity("x", 1, 5);
+    duro_activity_ref rx[2] = {ref("x", 1, 2), ref("x", 1, 5)};
+    duro_outbound out;
+    memset(&out, 0, sizeof(out));
+    out.item = work(DURO_WORK_EXTERNAL_EVENT, "y");
+    out.item.name = "from-x";
+    out.item.payload = "\"hi\"";
+    duro_orch_ack ax = ack_of(1, dx, 2, NULL);
+    ax.worker_items = &wx;
+    ax.worker_item_count = 1;
+    ax.cancelled_activities = rx;
+    ax.cancelled_activity_count = 2;
+    ax.orchestrator_items = &out;
+    ax.orchestrator_item_count = 1;
+    first_turn ty;
+    first_turn_of(&ty, "y", 1);
+    duro_event dz[2] = {event(2, DURO_EVENT_EVENT_RAISED),
+                        event(3, DURO_EVENT_ORCHESTRATION_COMPLETED)};
+    dz[0].name = "poke";
+    dz[1].payload = "\"z-out\"";
+    duro_instance_meta mz = meta(DURO_STATUS_COMPLETED);
+    mz.output = "\"z-out\"";
+    duro_orch_ack az = ack_of(1, dz, 2, &mz);
+    const char *tokens[3] = {ix->lock_token, iy->lock_token, iz->lock_token};
+    duro_orch_ack acks[3] = {ax, ty.a, az};
+    duro_orch_item *next[4] = {NULL};
+    size_t n = 99;
+    duro_error e;
+    CHECK_PRC(p->ack_and_fetch_orchestration_items(
+                  p, 3, tokens, acks, LOCK_LONG, NULL, 4, next, &n, &e),
+              DURO_OK, &e);
+    /* y has x's event queued: it is the one next item */
+    CHECK_EQ(n, 1);
+    CHECK_STR(next[0]->instance_id, "y");
+    CHECK_EQ(next[0]->message_count, 1);
+    CHECK_STR(next[0]->messages[0].name, "from-x");
+    CHECK_STR(next[0]->messages[0].payload, "\"hi\"");
+    CHECK_EQ(next[0]->history_total, 2);
+    CHECK_EQ(next[0]->status, DURO_STATUS_RUNNING);
+    CHECK_EQ(history_len(p, "x", 1), 5);
+    CHECK_EQ(history_len(p, "y", 1), 2);
+    CHECK_EQ(history_len(p, "z", 1), 3);
+    duro_instance_list *l = get(p, "z");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_COMPLETED);
+    CHECK_STR(l->items[0].output, "\"z-out\"");
+    duro_instance_list_free(l);
+    l = get(p, "x");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_RUNNING);
+    duro_instance_list_free(l);
+    CHECK_EQ(count(p, ORCH, "z"), 0); /* the delayed message went */
+    CHECK_EQ(count(p, ORCH, "x"), 0);
+    /* x keeps activity 3 (2 cancelled, 5 scheduled and cancelled); y has
+     * its first */
+    CHECK_DRAIN(p, "x:0003,y:0002");
+    free_items(next, n);
+    duro_orch_item_free(iy);
+    duro_orch_item_free(iz);
+    duro_orch_item_free(ix);
+}
+
 PV_TEST(ack_and_fetch_orchestration_items_refuses_bad_input)
 {
     duro_provider *p = pv_open();
@@ -7869,6 +7949,7 @@ static const pv_case suite[] = {
     C(ack_and_fetch_orchestration_items_acks_and_fetches_many),
     C(ack_and_fetch_orchestration_items_refuses_bad_input),
     C(ack_and_fetch_orchestration_items_returns_each_history_tail),
+    C(ack_and_fetch_orchestration_items_mixed_turns_as_one_by_one),
     C_NEEDS(
         ack_and_fetch_orchestration_items_over_the_history_cap_changes_nothing,
         NEEDS_MAX_HISTORY),
