@@ -17,6 +17,15 @@ uint64_t duro__history_offset(const duro_history_cache *cache,
                               const char *instance_id, uint64_t execution_id,
                               uint64_t total);
 
+/* The argument checks of ack_and_fetch_orchestration_items that both
+ * built-in providers make before anything else: DURO_OK, or DURO_INVALID
+ * in err (*next_count is 0 whenever next_count is not NULL). */
+#define DURO__BATCH_MAX 1024
+int duro__check_batch_args(size_t n, const char *const *lock_tokens,
+                           const duro_orch_ack *acks, size_t max_next,
+                           duro_orch_item **next, size_t *next_count,
+                           duro_error *err);
+
 /* Copies url into out[size] (always terminated, cut to fit) with its
  * password replaced by "***": the userinfo's (scheme://user:***@host/...,
  * up to the last '@' before the query) and a password=... parameter.

@@ -644,6 +644,20 @@ static int batch_init(turn_batch *b, size_t cap)
     return DURO_OK;
 }
 
+/* A failed fetch: counted when retryable, logged, and the thread backs off
+ * 10, 20, 40 ... ms up to 1 s (*backoff, reset by the caller on success). */
+static void fetch_failed(duro_runtime *rt, const duro_error *err,
+                         int64_t *backoff)
+{
+    if (err->retryable)
+        DURO__COUNT(rt, m_storage_retries);
+    *backoff = *backoff == 0 ? 10 : DURO__MIN(*backoff * 2, 1000);
+    duro__log(&rt->logger, err->retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
+              "fetch of orchestration work failed: %s; retrying in %lld ms",
+              err->message, (long long)*backoff);
+    duro__runtime_pause(rt, *backoff);
+}
+
 /* A turn thread that fetches up to `cap` instances at once and commits
  * their turns together (provider version 7). */
 static void batch_loop(duro_runtime *rt, turn_batch *b)
@@ -670,15 +684,7 @@ static void batch_loop(duro_runtime *rt, turn_batch *b)
                 p, 0, NULL, NULL, rt->opts.orchestration_lock_timeout_ms, &hc,
                 cap, items, &count, &err);
             if (rc != DURO_OK) {
-                if (err.retryable)
-                    DURO__COUNT(rt, m_storage_retries);
-                backoff = backoff == 0 ? 10 : DURO__MIN(backoff * 2, 1000);
-                duro__log(&rt->logger,
-                          err.retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
-                          "fetch of orchestration work failed: %s; retrying "
-                          "in %lld ms",
-                          err.message, (long long)backoff);
-                duro__runtime_pause(rt, backoff);
+                fetch_failed(rt, &err, &backoff);
                 continue;
             }
             backoff = 0;
@@ -750,15 +756,7 @@ void *duro__orchestration_thread(void *arg)
         int rc = p->fetch_orchestration_item(
             p, rt->opts.orchestration_lock_timeout_ms, &hc, &item, &err);
         if (rc != DURO_OK) {
-            if (err.retryable)
-                DURO__COUNT(rt, m_storage_retries);
-            backoff = backoff == 0 ? 10 : DURO__MIN(backoff * 2, 1000);
-            duro__log(&rt->logger,
-                      err.retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
-                      "fetch of orchestration work failed: %s; retrying in "
-                      "%lld ms",
-                      err.message, (long long)backoff);
-            duro__runtime_pause(rt, backoff);
+            fetch_failed(rt, &err, &backoff);
             continue;
         }
         backoff = 0;

@@ -115,17 +115,10 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "(SELECT MIN(available_at) FROM worker_queue) END "                        \
     "FROM " one " LEFT JOIN f ON true"
 
-/* The claim of an orchestration item (READY_CLAIM below), its final FROM
- * starting with `one`, a one-row subquery. */
-#define DURO__PG_READY_CLAIM_SQL(one)                                          \
-    "WITH r AS (UPDATE orchestrator_ready SET lock_token = 'o' || id || "      \
-    "'.' || $2::text, locked_until = $3::bigint, ready_at = $3::bigint "       \
-    "WHERE id = (SELECT id FROM orchestrator_ready "                           \
-    "WHERE ready_at <= $1::bigint ORDER BY ready_at LIMIT 1 "                  \
-    "FOR UPDATE SKIP LOCKED) RETURNING id, instance_id, lock_token), "         \
-    "t AS (UPDATE orchestrator_queue AS q SET lock_token = r.lock_token, "     \
-    "fetch_count = q.fetch_count + 1 FROM r "                                  \
-    "WHERE q.instance_id = r.instance_id AND q.visible_at <= $1::bigint "      \
+/* The end of an orchestration claim: t (the tagged messages) returns their
+ * columns, and the statement's result is the claim's columns 0..36 (see
+ * READY_CLAIM), before its FROM. */
+#define DURO__PG_CLAIM_RESULT                                                  \
     "RETURNING q.kind, q.instance_id, q.execution_id, q.source_id, q.name, "   \
     "q.version, q.payload, q.error, q.category, q.reason, q.requested_by, "    \
     "q.parent_instance, q.parent_execution, q.parent_event_id, "               \
@@ -142,8 +135,21 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "i.cancel_requested_ms, i.cancel_reason, i.cancelled_by, "                 \
     "i.last_problem, (SELECT COALESCE(MAX(h.event_id), 0) "                    \
     "FROM history AS h WHERE h.instance_id = i.instance_id "                   \
-    "AND h.execution_id = i.execution_id), t.started_ms, t.finished_ms "       \
-    "FROM " one " LEFT JOIN r ON true LEFT JOIN t ON true "                    \
+    "AND h.execution_id = i.execution_id), t.started_ms, t.finished_ms "
+
+/* The claim of an orchestration item (READY_CLAIM below), its final FROM
+ * starting with `one`, a one-row subquery. */
+#define DURO__PG_READY_CLAIM_SQL(one)                                          \
+    "WITH r AS (UPDATE orchestrator_ready SET lock_token = 'o' || id || "      \
+    "'.' || $2::text, locked_until = $3::bigint, ready_at = $3::bigint "       \
+    "WHERE id = (SELECT id FROM orchestrator_ready "                           \
+    "WHERE ready_at <= $1::bigint ORDER BY ready_at LIMIT 1 "                  \
+    "FOR UPDATE SKIP LOCKED) RETURNING id, instance_id, lock_token), "         \
+    "t AS (UPDATE orchestrator_queue AS q SET lock_token = r.lock_token, "     \
+    "fetch_count = q.fetch_count + 1 FROM r "                                  \
+    "WHERE q.instance_id = r.instance_id AND q.visible_at <= "                 \
+    "$1::bigint " DURO__PG_CLAIM_RESULT "FROM " one                            \
+    " LEFT JOIN r ON true LEFT JOIN t ON true "                                \
     "LEFT JOIN instances AS i ON i.instance_id = r.instance_id "               \
     "ORDER BY t.visible_at, t.id"
 
@@ -166,25 +172,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "fetch_count = q.fetch_count + 1 FROM r "                                  \
     "WHERE q.instance_id = r.instance_id "                                     \
     "AND q.instance_id = ANY(ARRAY(SELECT instance_id FROM r)) "               \
-    "AND q.visible_at <= $1::bigint "                                          \
-    "RETURNING q.kind, q.instance_id, q.execution_id, q.source_id, q.name, "   \
-    "q.version, q.payload, q.error, q.category, q.reason, q.requested_by, "    \
-    "q.parent_instance, q.parent_execution, q.parent_event_id, "               \
-    "q.fire_at_ms, q.attempt, q.flags, q.fetch_count, q.visible_at, q.id, "    \
-    "q.started_ms, q.finished_ms) "                                            \
-    "SELECT t.kind, t.instance_id, t.execution_id, t.source_id, t.name, "      \
-    "t.version, t.payload, t.error, t.category, t.reason, t.requested_by, "    \
-    "t.parent_instance, t.parent_execution, t.parent_event_id, "               \
-    "t.fire_at_ms, t.attempt, t.flags, t.fetch_count, r.id, r.instance_id, "   \
-    "r.lock_token, CASE WHEN r.id IS NULL THEN "                               \
-    "(SELECT MIN(ready_at) FROM orchestrator_ready) END, "                     \
-    "i.status, i.execution_id, i.name, i.version, i.parent_instance, "         \
-    "i.parent_execution, i.parent_event_id, i.custom_status, "                 \
-    "i.cancel_requested_ms, i.cancel_reason, i.cancelled_by, "                 \
-    "i.last_problem, (SELECT COALESCE(MAX(h.event_id), 0) "                    \
-    "FROM history AS h WHERE h.instance_id = i.instance_id "                   \
-    "AND h.execution_id = i.execution_id), t.started_ms, t.finished_ms "       \
-    "FROM " one " LEFT JOIN r ON true "                                        \
+    "AND q.visible_at <= $1::bigint " DURO__PG_CLAIM_RESULT "FROM " one        \
+    " LEFT JOIN r ON true "                                                    \
     "LEFT JOIN t ON t.instance_id = r.instance_id "                            \
     "LEFT JOIN LATERAL (SELECT * FROM instances AS i0 "                        \
     "WHERE i0.instance_id = r.instance_id OFFSET 0) AS i ON true "             \

@@ -1061,9 +1061,6 @@ static int ack_in_transaction(duro__sqlite_provider *p, duro__sqlite_conn *c,
     return settle_ready(p, c, rowid, instance_id, 0, queued, op, err);
 }
 
-/* Most items one ack_and_fetch_orchestration_items call takes or returns. */
-#define BATCH_MAX 1024
-
 /* The acks of n items, then up to max_next fetches, in one transaction
  * (ack_orchestration_item: n 1, max_next 0; ack_and_fetch_orchestration_item:
  * n 1, max_next 1; ack_and_fetch_orchestration_items: any). */
@@ -1166,17 +1163,10 @@ int duro__sqlite_ack_and_fetch_orchestration_items(
 {
     duro_error local;
     DURO__SQLITE_ERR_INIT(err, local);
-    if (next_count == NULL)
-        return duro_error_set(err, DURO_INVALID, 0, "next_count is NULL");
-    *next_count = 0;
-    if (n > BATCH_MAX || max_next > BATCH_MAX)
-        return duro_error_set(err, DURO_INVALID, 0,
-                              "at most %d acks and %d fetches in one call",
-                              BATCH_MAX, BATCH_MAX);
-    if ((n > 0 && (lock_tokens == NULL || acks == NULL)) ||
-        (max_next > 0 && next == NULL))
-        return duro_error_set(err, DURO_INVALID, 0,
-                              "lock_tokens, acks or next is NULL");
+    int rc = duro__check_batch_args(n, lock_tokens, acks, max_next, next,
+                                    next_count, err);
+    if (rc != DURO_OK)
+        return rc;
     return ack_orch(base, n, lock_tokens, acks, lock_timeout_ms, cache,
                     max_next, next, next_count,
                     "ack_and_fetch_orchestration_items", err);
