@@ -429,6 +429,23 @@ static int read_event(duro_arena *a, duro__pg_statement *s, duro_event *ev)
     return 0;
 }
 
+/* Appends the event on s's row to (*events)[*count] in a (*cap grown as
+ * needed); -1 when out of memory. */
+static int append_event(duro_arena *a, duro__pg_statement *s,
+                        duro_event **events, size_t *count, size_t *cap)
+{
+    if (*count == *cap) {
+        *events =
+            duro__pg_arena_grow(a, *events, *count, cap, sizeof(duro_event));
+        if (*events == NULL)
+            return -1;
+    }
+    if (read_event(a, s, &(*events)[*count]) != 0)
+        return -1;
+    (*count)++;
+    return 0;
+}
+
 int duro__pg_read_events(duro__pg_provider *p, duro__pg_conn *c, duro_arena *a,
                          const char *instance_id, uint64_t execution_id,
                          uint64_t after, duro_event **events, size_t *count,
@@ -445,17 +462,9 @@ int duro__pg_read_events(duro__pg_provider *p, duro__pg_conn *c, duro_arena *a,
     duro__pg_bind_u64(c, s, 3, after);
     size_t cap = 0;
     int rc;
-    while ((rc = duro__pg_step(p, c, s)) == DURO__PG_ROW) {
-        if (*count == cap) {
-            *events = duro__pg_arena_grow(a, *events, *count, &cap,
-                                          sizeof(duro_event));
-            if (*events == NULL)
-                return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-        }
-        if (read_event(a, s, &(*events)[*count]) != 0)
+    while ((rc = duro__pg_step(p, c, s)) == DURO__PG_ROW)
+        if (append_event(a, s, events, count, &cap) != 0)
             return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-        (*count)++;
-    }
     if (rc != DURO__PG_DONE)
         return duro__pg_error(c, rc, op, err);
     return DURO_OK;
@@ -564,28 +573,36 @@ static int load_claimed_history(duro__pg_provider *p, duro__pg_conn *c,
                                 &item->history, &item->history_count, op, err);
 }
 
+/* Appends the message on s's claim row to item (*cap grown as needed),
+ * raising item->attempt to its fetch count; -1 when out of memory. */
+static int append_claimed_message(duro_orch_item *item, duro__pg_statement *s,
+                                  size_t *cap)
+{
+    if (item->message_count == *cap) {
+        item->messages = duro__pg_arena_grow(item->arena, item->messages,
+                                             item->message_count, cap,
+                                             sizeof(duro_work_item));
+        if (item->messages == NULL)
+            return -1;
+    }
+    if (read_message(item->arena, s, &item->messages[item->message_count]) != 0)
+        return -1;
+    uint32_t fetches = (uint32_t)duro__pg_column_int64(s, 17);
+    item->attempt = DURO__MAX(item->attempt, fetches);
+    item->message_count++;
+    return 0;
+}
+
 /* Reads the messages of a claim whose first row s is on, and ends s. */
 static int read_claimed_messages(duro__pg_provider *p, duro__pg_conn *c,
                                  duro__pg_statement *s, duro_orch_item *item,
                                  const char *op, duro_error *err)
 {
-    duro_arena *a = item->arena;
     size_t cap = 0;
     int step = DURO__PG_ROW;
-    for (; step == DURO__PG_ROW; step = duro__pg_step(p, c, s)) {
-        if (item->message_count == cap) {
-            item->messages =
-                duro__pg_arena_grow(a, item->messages, item->message_count,
-                                    &cap, sizeof(duro_work_item));
-            if (item->messages == NULL)
-                return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-        }
-        if (read_message(a, s, &item->messages[item->message_count]) != 0)
+    for (; step == DURO__PG_ROW; step = duro__pg_step(p, c, s))
+        if (append_claimed_message(item, s, &cap) != 0)
             return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-        uint32_t fetches = (uint32_t)duro__pg_column_int64(s, 17);
-        item->attempt = DURO__MAX(item->attempt, fetches);
-        item->message_count++;
-    }
     if (step != DURO__PG_DONE)
         return duro__pg_error(c, step, op, err);
     duro__pg_reset(s);
@@ -731,21 +748,11 @@ static int load_claimed_histories(duro__pg_provider *p, duro__pg_conn *c,
             }
             size_t i = place[ord - 1];
             duro_orch_item *it = items[i];
-            if (it->history_count == cap[i]) {
-                it->history = duro__pg_arena_grow(it->arena, it->history,
-                                                  it->history_count, &cap[i],
-                                                  sizeof(duro_event));
-                if (it->history == NULL) {
-                    rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-                    break;
-                }
-            }
-            if (read_event(it->arena, s, &it->history[it->history_count]) !=
-                0) {
+            if (append_event(it->arena, s, &it->history, &it->history_count,
+                             &cap[i]) != 0) {
                 rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
                 break;
             }
-            it->history_count++;
         }
         if (rc == DURO_OK && step != DURO__PG_DONE)
             rc = duro__pg_error(c, step, op, err);
@@ -833,23 +840,10 @@ static int fetch_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                     break;
                 }
             }
-            if (item->message_count == cap) {
-                item->messages = duro__pg_arena_grow(
-                    item->arena, item->messages, item->message_count, &cap,
-                    sizeof(duro_work_item));
-                if (item->messages == NULL) {
-                    rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-                    break;
-                }
-            }
-            if (read_message(item->arena, s,
-                             &item->messages[item->message_count]) != 0) {
+            if (append_claimed_message(item, s, &cap) != 0) {
                 rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
                 break;
             }
-            uint32_t fetches = (uint32_t)duro__pg_column_int64(s, 17);
-            item->attempt = DURO__MAX(item->attempt, fetches);
-            item->message_count++;
         }
         if (rc == DURO_OK && step != DURO__PG_DONE && step != DURO__PG_ROW)
             rc = duro__pg_error(c, step, op, err);
