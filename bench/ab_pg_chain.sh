@@ -9,6 +9,10 @@
 # SQLite file. Prints every JSON line with "build":"a"|"b" and "run":N in
 # front. URL is a postgres:// or postgresql:// URL with a query part (the
 # schema is appended as &schema=...); psql must reach it to drop schemas.
+# Before each PostgreSQL run the server is asked for a CHECKPOINT (needs a
+# superuser; skipped quietly otherwise), so no run pays for a checkpoint
+# that the runs before it left due, and each starts with the same full-page
+# writes to come.
 set -euo pipefail
 [ $# -eq 4 ] || { echo "usage: bench/ab_pg_chain.sh ROUNDS BUILD_A BUILD_B URL" >&2; exit 2; }
 rounds=$1 a=$2 b=$3 url=$4
@@ -23,6 +27,7 @@ for i in $(seq 1 "$rounds"); do
         for build in a b; do
             dir=$a; [ "$build" = b ] && dir=$b
             schema="ab_${build}${procs}_${i}_$$"
+            psql "$url" -qc "CHECKPOINT" >/dev/null 2>&1 || true
             "$dir/bench/orch_bench" --workload chain --procs "$procs" \
                 --url "$url&schema=$schema" | tag "$build" "$i"
             psql "$url" -qc "DROP SCHEMA $schema CASCADE" >/dev/null 2>&1 || true

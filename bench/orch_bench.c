@@ -25,21 +25,27 @@
  *          client and destroys it, then forks the P processes before it
  *          opens anything else (a provider has threads; a child forked
  *          beside them could inherit a lock one of them held). Each creates
- *          its own registry and runtime (default options) and runs until the
- *          workload process sets a stop flag in shared memory, then shuts
- *          down and adds its turn counter there (`turns` is the sum); it also
- *          ends when the workload process is gone. Every millisecond each
- *          process copies its runtime's completed, failed and cancelled
- *          counters into shared memory; the clock runs from just before the
- *          first fork until their sum of completed reaches N (polled every
- *          millisecond, as with one process), and the store then confirms
+ *          its own registry and runtime (default options), says so in
+ *          shared memory and waits; once all have, the clock starts and the
+ *          workload process tells them to start their runtimes (so, as with
+ *          one process, opening the store is outside the clock). Each runs
+ *          until the workload process sets a stop flag in shared memory,
+ *          then shuts down and adds its turn counter there (`turns` is the
+ *          sum); it also ends when the workload process is gone. Every
+ *          millisecond each process copies its runtime's completed, failed
+ *          and cancelled counters into shared memory; the clock runs until
+ *          their sum of completed reaches N (polled every millisecond, as
+ *          with one process), and the store then confirms
  *          that it holds N Completed chains (one duro_client_list() by
  *          status, after the clock). Until then the workload process sends
  *          the server nothing: listing the store every 5 ms cost it about
  *          a quarter of the run's statement time at N = 1000. A Failed or
  *          Cancelled chain, a runtime process that ends early, or
  *          DEADLINE_MS fails the run and kills the runtime processes.
- *          Latency as above. peak_rss_kb
+ *          Latency as above. cpu_busy_pct (both forms) is the share of
+ *          the machine's CPU time (all cores, /proc/stat) that was busy
+ *          while the clock ran: near 100 the machine, server included, was
+ *          saturated. peak_rss_kb
  *          is then the largest runtime process's (RUSAGE_CHILDREN), and the
  *          label says how many processes ran. Every chain line carries
  *          "procs".
@@ -84,7 +90,9 @@ static int proc_count;
 
 /* Shared with the runtime processes: MAP_SHARED, mapped before the forks. */
 typedef struct procs_shared {
-    _Atomic int stop;                  /* set by the workload process */
+    _Atomic int ready; /* runtime processes with a runtime created */
+    _Atomic int go;    /* set by the workload process: start the runtimes */
+    _Atomic int stop;  /* set by the workload process */
     _Atomic uint64_t turns[PROCS_MAX]; /* each process's, after shutdown */
     /* each process's runtime counters, copied every millisecond */
     _Atomic uint64_t completed[PROCS_MAX];
@@ -103,11 +111,46 @@ static double ms_since(int64_t t0_ns)
     return (double)(mono_ns() - t0_ns) / 1e6;
 }
 
+static void sleep_us(int64_t us)
+{
+    struct timespec ts = {.tv_sec = us / 1000000,
+                          .tv_nsec = (long)(us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
 static void sleep_ms(int64_t ms)
 {
-    struct timespec ts = {.tv_sec = ms / 1000,
-                          .tv_nsec = (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
+    sleep_us(ms * 1000);
+}
+
+/* The machine's busy and total CPU time so far (/proc/stat, clock ticks;
+ * busy is all but idle and iowait), both 0 where there is no /proc/stat. */
+static void cpu_ticks(unsigned long long *busy, unsigned long long *total)
+{
+    unsigned long long v[8] = {0};
+    *busy = *total = 0;
+    FILE *f = fopen("/proc/stat", "r");
+    if (f == NULL)
+        return;
+    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+                     &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (got != 8)
+        return;
+    for (int i = 0; i < 8; i++)
+        *total += v[i];
+    *busy = *total - v[3] - v[4];
+}
+
+/* The share of the machine's CPU time that was busy since cpu_ticks()
+ * gave busy0, total0 (0..100; -1 when unknown). */
+static double cpu_busy_pct(unsigned long long busy0, unsigned long long total0)
+{
+    unsigned long long busy, total;
+    cpu_ticks(&busy, &total);
+    if (total <= total0)
+        return -1;
+    return 100.0 * (double)(busy - busy0) / (double)(total - total0);
 }
 
 static void kill_procs(void)
@@ -354,7 +397,8 @@ static void chain_latency(duro_client *c, long n, double *p50, double *p99)
 }
 
 static void print_chain(long n, int procs, double wall_ms, double enqueue_ms,
-                        double p50, double p99, uint64_t turns, long rss_kb)
+                        double p50, double p99, uint64_t turns, long rss_kb,
+                        double busy_pct)
 {
     char label[96];
     int len = snprintf(label, sizeof(label), "%ld concurrent %d-step chains", n,
@@ -366,11 +410,11 @@ static void print_chain(long n, int procs, double wall_ms, double enqueue_ms,
            "\"provider\":\"%s\",\"n\":%ld,\"procs\":%d,\"activities\":%ld,"
            "\"orch_per_s\":%.1f,\"act_per_s\":%.1f,\"p50_ms\":%.1f,"
            "\"p99_ms\":%.1f,\"wall_ms\":%.1f,\"enqueue_ms\":%.1f,"
-           "\"turns\":%llu,\"peak_rss_kb\":%ld}\n",
+           "\"turns\":%llu,\"peak_rss_kb\":%ld,\"cpu_busy_pct\":%.1f}\n",
            label, provider_name, n, procs, n * CHAIN_STEPS,
            (double)n * 1000.0 / wall_ms,
            (double)(n * CHAIN_STEPS) * 1000.0 / wall_ms, p50, p99, wall_ms,
-           enqueue_ms, (unsigned long long)turns, rss_kb);
+           enqueue_ms, (unsigned long long)turns, rss_kb, busy_pct);
 }
 
 static void bench_chain(const char *url, long n)
@@ -378,16 +422,20 @@ static void bench_chain(const char *url, long n)
     bench_env e;
     env_init(&e, url, -1);
     double enqueue_ms = chain_enqueue(e.client, n);
+    unsigned long long busy0, total0;
+    cpu_ticks(&busy0, &total0);
     int64_t t0 = mono_ns();
     MUST("runtime_start", duro_runtime_start(e.rt));
     wait_completed(e.rt, (uint64_t)n);
     double wall_ms = ms_since(t0);
+    double busy_pct = cpu_busy_pct(busy0, total0);
     duro_metrics m;
     duro_runtime_metrics(e.rt, &m);
     double p50, p99;
     chain_latency(e.client, n, &p50, &p99);
     env_done(&e);
-    print_chain(n, 1, wall_ms, enqueue_ms, p50, p99, m.turns, peak_rss_kb());
+    print_chain(n, 1, wall_ms, enqueue_ms, p50, p99, m.turns, peak_rss_kb(),
+                busy_pct);
 }
 
 /* One of the chain workload's runtime processes: runs a runtime on the
@@ -402,6 +450,12 @@ static void chain_proc(const char *url, procs_shared *sh, int index,
     duro_runtime_options_init(&o); /* the defaults are what is measured */
     duro_runtime *rt;
     MUST("runtime_create", duro_runtime_create(url, reg, &o, &rt));
+    atomic_fetch_add(&sh->ready, 1);
+    while (!atomic_load(&sh->go)) {
+        if (getppid() != parent)
+            _exit(1);
+        sleep_us(50);
+    }
     MUST("runtime_start", duro_runtime_start(rt));
     duro_metrics m;
     while (!atomic_load(&sh->stop)) {
@@ -436,6 +490,24 @@ static void check_procs(void)
             kill_procs();
             exit(1);
         }
+    }
+}
+
+/* Waits until all `procs` runtime processes have created their runtimes,
+ * checking the processes between polls; fails the run after DEADLINE_MS. */
+static void wait_ready_procs(procs_shared *sh, int procs)
+{
+    int64_t t0 = mono_ns();
+    while (atomic_load(&sh->ready) < procs) {
+        check_procs();
+        if (ms_since(t0) > DEADLINE_MS) {
+            fprintf(stderr,
+                    "orch_bench: %d of %d runtimes created after %d s\n",
+                    atomic_load(&sh->ready), procs, DEADLINE_MS / 1000);
+            kill_procs();
+            exit(1);
+        }
+        sleep_us(50);
     }
 }
 
@@ -519,7 +591,6 @@ static void bench_chain_procs(const char *url, long n, int procs)
     pid_t self = getpid();
     fflush(stdout);
     fflush(stderr);
-    int64_t t0 = mono_ns();
     for (int i = 0; i < procs; i++) {
         pid_t pid = fork();
         if (pid < 0)
@@ -530,8 +601,14 @@ static void bench_chain_procs(const char *url, long n, int procs)
         }
         proc_pids[proc_count++] = pid;
     }
+    wait_ready_procs(sh, procs);
+    unsigned long long busy0, total0;
+    cpu_ticks(&busy0, &total0);
+    int64_t t0 = mono_ns();
+    atomic_store(&sh->go, 1);
     wait_completed_procs(sh, (uint64_t)n);
     double wall_ms = ms_since(t0);
+    double busy_pct = cpu_busy_pct(busy0, total0);
     MUST("client_create", duro_client_create(url, &c));
     confirm_completed_in_store(c, (uint64_t)n);
     atomic_store(&sh->stop, 1);
@@ -558,7 +635,8 @@ static void bench_chain_procs(const char *url, long n, int procs)
     duro_client_destroy(c);
     struct rusage ru;
     getrusage(RUSAGE_CHILDREN, &ru); /* the largest reaped process's */
-    print_chain(n, procs, wall_ms, enqueue_ms, p50, p99, turns, ru.ru_maxrss);
+    print_chain(n, procs, wall_ms, enqueue_ms, p50, p99, turns, ru.ru_maxrss,
+                busy_pct);
 }
 
 static void bench_fanout(const char *url, long n)

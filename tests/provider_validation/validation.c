@@ -1483,6 +1483,69 @@ PV_TEST(ack_and_fetch_orchestration_items_mixed_turns_as_one_by_one)
     duro_orch_item_free(ix);
 }
 
+/* A message a turn of a batch sends reads its target as the turns before
+ * it in the batch left it: x's cancel requests reach z after z's turn
+ * completed it (nothing recorded) and w before w's turn completes it (the
+ * request is recorded and stays), as one-by-one acks in that order. */
+PV_TEST(ack_and_fetch_orchestration_items_messages_see_earlier_turns)
+{
+    duro_provider *p = pv_open();
+    require_v7(p);
+    begin(p, "x", 0);
+    begin(p, "z", 0);
+    begin(p, "w", 0);
+    duro_orch_item *iz = poke(p, "z");
+    duro_orch_item *ix = poke(p, "x");
+    duro_orch_item *iw = poke(p, "w");
+    duro_event d[3][2];
+    duro_orch_ack acks[3];
+    duro_instance_meta done = meta(DURO_STATUS_COMPLETED);
+    for (int i = 0; i < 3; i++) {
+        d[i][0] = event(2, DURO_EVENT_EVENT_RAISED);
+        d[i][0].name = "poke";
+        d[i][1] = event(3, DURO_EVENT_ORCHESTRATION_COMPLETED);
+        acks[i] = ack_of(1, d[i], i == 1 ? 1 : 2, i == 1 ? NULL : &done);
+    }
+    duro_outbound out[2];
+    memset(out, 0, sizeof(out));
+    out[0].item = work(DURO_WORK_CANCEL_INSTANCE, "z");
+    out[1].item = work(DURO_WORK_CANCEL_INSTANCE, "w");
+    for (int i = 0; i < 2; i++) {
+        out[i].item.reason = "from x";
+        out[i].item.requested_by = "x";
+    }
+    acks[1].orchestrator_items = out;
+    acks[1].orchestrator_item_count = 2;
+    const char *tokens[3] = {iz->lock_token, ix->lock_token, iw->lock_token};
+    duro_orch_item *next[3] = {NULL};
+    size_t n = 99;
+    duro_error e;
+    CHECK_PRC(p->ack_and_fetch_orchestration_items(
+                  p, 3, tokens, acks, LOCK_LONG, NULL, 3, next, &n, &e),
+              DURO_OK, &e);
+    duro_instance_list *l = get(p, "z");
+    const duro_instance_info *in = &l->items[0];
+    CHECK_EQ(in->status, DURO_STATUS_COMPLETED);
+    CHECK_EQ(in->cancel_requested_ms, 0);
+    CHECK(in->cancel_reason == NULL);
+    duro_instance_list_free(l);
+    l = get(p, "w");
+    in = &l->items[0];
+    CHECK_EQ(in->status, DURO_STATUS_COMPLETED);
+    CHECK_INT(in->cancel_requested_ms, >, 0);
+    CHECK_STR(in->cancel_reason, "from x");
+    CHECK_STR(in->cancelled_by, "x");
+    duro_instance_list_free(l);
+    l = get(p, "x");
+    in = &l->items[0];
+    CHECK_EQ(in->status, DURO_STATUS_RUNNING);
+    duro_instance_list_free(l);
+    free_items(next, n);
+    duro_orch_item_free(iw);
+    duro_orch_item_free(ix);
+    duro_orch_item_free(iz);
+}
+
 PV_TEST(ack_and_fetch_orchestration_items_refuses_bad_input)
 {
     duro_provider *p = pv_open();
@@ -3075,9 +3138,16 @@ PV_TEST(cancelled_delayed_start_instance_leaves_nothing_queued)
     expect_no_orch(p);
 }
 
-PV_TEST(continue_as_new_deletes_only_the_ended_executions_messages)
+/* x's continue-as-new drops only its ending execution's messages; with
+ * `batched` its turn is acked in one batch with a turn of y
+ * (ack_and_fetch_orchestration_items), which goes its own way there. */
+static void continue_as_new_drops_ended_messages(int batched)
 {
     duro_provider *p = pv_open();
+    if (batched) {
+        require_v7(p);
+        begin(p, "y", 0);
+    }
     begin(p, "x", 0);
     turn_with_long_timer(p, "x"); /* TIMER_FIRED for execution 1 */
     duro_orch_item *a = poke(p, "x");
@@ -3113,7 +3183,24 @@ PV_TEST(continue_as_new_deletes_only_the_ended_executions_messages)
     duro_orch_ack ak = ack_of(1, d, 3, &m);
     ak.orchestrator_items = out;
     ak.orchestrator_item_count = 3;
-    ack(p, a->lock_token, &ak);
+    if (batched) {
+        duro_orch_item *iy = poke(p, "y");
+        duro_event dy = event(2, DURO_EVENT_EVENT_RAISED);
+        dy.name = "poke";
+        const char *tokens[2] = {iy->lock_token, a->lock_token};
+        duro_orch_ack acks[2] = {ack_of(1, &dy, 1, NULL), ak};
+        duro_orch_item *none[1] = {NULL};
+        size_t got = 99;
+        duro_error e;
+        CHECK_PRC(p->ack_and_fetch_orchestration_items(
+                      p, 2, tokens, acks, LOCK_LONG, NULL, 0, none, &got, &e),
+                  DURO_OK, &e);
+        CHECK_EQ(got, 0);
+        CHECK_EQ(history_len(p, "y", 1), 2);
+        duro_orch_item_free(iy);
+    } else {
+        ack(p, a->lock_token, &ak);
+    }
     duro_orch_item_free(a);
     CHECK_EQ(count(p, ORCH, "x"), 3);
     duro_orch_item *b = fetch_orch_expect(p, "x", LOCK_LONG);
@@ -3133,6 +3220,16 @@ PV_TEST(continue_as_new_deletes_only_the_ended_executions_messages)
     CHECK_EQ(next, 1);
     abandon_orch(p, b, 0);
     duro_orch_item_free(b);
+}
+
+PV_TEST(continue_as_new_deletes_only_the_ended_executions_messages)
+{
+    continue_as_new_drops_ended_messages(0);
+}
+
+PV_TEST(ack_and_fetch_orchestration_items_continue_as_new_drops_as_alone)
+{
+    continue_as_new_drops_ended_messages(1);
 }
 
 /* ========================================================================
@@ -7950,6 +8047,8 @@ static const pv_case suite[] = {
     C(ack_and_fetch_orchestration_items_refuses_bad_input),
     C(ack_and_fetch_orchestration_items_returns_each_history_tail),
     C(ack_and_fetch_orchestration_items_mixed_turns_as_one_by_one),
+    C(ack_and_fetch_orchestration_items_messages_see_earlier_turns),
+    C(ack_and_fetch_orchestration_items_continue_as_new_drops_as_alone),
     C_NEEDS(
         ack_and_fetch_orchestration_items_over_the_history_cap_changes_nothing,
         NEEDS_MAX_HISTORY),

@@ -179,6 +179,10 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "WHERE i0.instance_id = r.instance_id OFFSET 0) AS i ON true "             \
     "ORDER BY r.id, t.visible_at, t.id"
 
+/* The kinds of message that belong to one execution (timers and
+ * completions): what a continue-as-new leaves dead. */
+#define DURO__PG_EXECUTION_KINDS "2, 3, 4, 6, 7"
+
 /* An upsert of the readiness row: a new row at ready_at, or ready_at
  * lowered to it when the instance is unlocked and the message is due
  * earlier (never before the end of an abandon delay). */
@@ -321,6 +325,69 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "$9::text[], $10::text[], $11::int[], $12::text[], $13::text[], "        \
       "$14::text[], $15::bigint[], $16::bigint[], $17::bigint[], "             \
       "$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[]) AS u")      \
+    /* the executions that turns of a batch begin (EXEC_CREATE and             \
+     * INSTANCE_SET_CURRENT of each, in one statement): $1 instances, $2       \
+     * executions, $3 names, $4 versions (NULL: the instance's), $5 now.       \
+     * The INSERT reads the instance rows as they were before the UPDATE,      \
+     * which changes neither name nor version. */                              \
+    X(EXEC_CREATE_MANY,                                                        \
+      "WITH k AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], " \
+      "$4::text[]) AS k(instance_id, execution_id, name, version)), "          \
+      "x AS (INSERT INTO executions(instance_id, execution_id, status, name, " \
+      "version, started_ms, category) SELECT k.instance_id, k.execution_id, "  \
+      "2, COALESCE(k.name, i.name), COALESCE(k.version, i.version), "          \
+      "$5::bigint, 0 FROM k LEFT JOIN instances AS i "                         \
+      "ON i.instance_id = k.instance_id) "                                     \
+      "UPDATE instances AS i SET execution_id = k.execution_id, "              \
+      "updated_ms = $5::bigint FROM k WHERE i.instance_id = k.instance_id")    \
+    /* the metadata that turns of a batch write (INSTANCE_WRITE_META and       \
+     * EXEC_WRITE_META of each), and the messages their endings leave dead     \
+     * (OQ_DELETE_INSTANCE, or OQ_DELETE_EXECUTION after a continue-as-new),   \
+     * in one statement: $1..$18 arrays, one element per turn, as the          \
+     * columns of k below ($3 the instance's status, $4 the execution's; $7    \
+     * the instance's output, $8 the execution's; $18 1 when the execution     \
+     * ended); $19 now. No execution row changes where $2 is 0. */             \
+    X(META_WRITE_MANY,                                                         \
+      "WITH k AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], "  \
+      "$4::int[], $5::text[], $6::text[], $7::text[], $8::text[], "            \
+      "$9::text[], $10::int[], $11::int[], $12::text[], $13::text[], "         \
+      "$14::bigint[], $15::bigint[], $16::int[], $17::text[], $18::int[]) "    \
+      "AS k(instance_id, execution_id, istatus, estatus, name, version, "      \
+      "ioutput, eoutput, error, category, cs_set, cs, parent, "                \
+      "parent_execution, parent_event_id, problem_set, problem, finished)), "  \
+      "e AS (UPDATE executions AS e SET status = k.estatus, "                  \
+      "name = COALESCE(k.name, e.name), "                                      \
+      "version = COALESCE(k.version, e.version), output = k.eoutput, "         \
+      "error = k.error, category = k.category, completed_ms = CASE WHEN "      \
+      "k.finished <> 0 THEN $19::bigint ELSE NULL END FROM k "                 \
+      "WHERE k.execution_id <> 0 AND e.instance_id = k.instance_id "           \
+      "AND e.execution_id = k.execution_id), "                                 \
+      "d AS (DELETE FROM orchestrator_queue AS q USING k "                     \
+      "WHERE q.instance_id = k.instance_id AND (k.estatus IN "                 \
+      "(" DURO__ENDED_SQL ") OR (k.estatus = 6 "                               \
+      "AND q.execution_id = k.execution_id "                                   \
+      "AND q.kind IN (" DURO__PG_EXECUTION_KINDS ")))) "                       \
+      "UPDATE instances AS i SET status = k.istatus, "                         \
+      "name = COALESCE(k.name, i.name), "                                      \
+      "version = COALESCE(k.version, i.version), output = k.ioutput, "         \
+      "error = k.error, category = k.category, "                               \
+      "custom_status = CASE WHEN k.cs_set <> 0 THEN k.cs "                     \
+      "ELSE i.custom_status END, "                                             \
+      "parent_instance = COALESCE(k.parent, i.parent_instance), "              \
+      "parent_execution = CASE WHEN k.parent IS NULL "                         \
+      "THEN i.parent_execution ELSE k.parent_execution END, "                  \
+      "parent_event_id = CASE WHEN k.parent IS NULL "                          \
+      "THEN i.parent_event_id ELSE k.parent_event_id END, "                    \
+      "updated_ms = $19::bigint, "                                             \
+      "finished_ms = CASE WHEN k.istatus IN (" DURO__ENDED_SQL ") "            \
+      "THEN $19::bigint ELSE NULL END, "                                       \
+      "last_problem = CASE WHEN k.problem_set <> 0 THEN k.problem "            \
+      "ELSE i.last_problem END, "                                              \
+      "last_problem_ms = CASE WHEN k.problem_set = 0 THEN i.last_problem_ms "  \
+      "WHEN k.problem IS NULL THEN NULL ELSE $19::bigint END, "                \
+      "next_attempt_ms = CASE WHEN k.problem_set <> 0 THEN NULL "              \
+      "ELSE i.next_attempt_ms END "                                            \
+      "FROM k WHERE i.instance_id = k.instance_id")                            \
     /* the history tails of many claimed items in one statement: $1            \
      * instances, $2 executions, $3 the events already held (arrays in the     \
      * same order); rows DURO__PG_HISTORY_COLUMNS, then (column 19) the        \
@@ -359,7 +426,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
     /* continue-as-new: timers and completions of the ended execution */       \
     X(OQ_DELETE_EXECUTION,                                                     \
       "DELETE FROM orchestrator_queue WHERE instance_id = $1::text "           \
-      "AND execution_id = $2::bigint AND kind IN (2, 3, 4, 6, 7)")             \
+      "AND execution_id = $2::bigint AND kind IN (" DURO__PG_EXECUTION_KINDS   \
+      ")")                                                                     \
     X(OQ_MIN_VISIBLE, "SELECT MIN(visible_at) FROM orchestrator_queue "        \
                       "WHERE instance_id = $1::text")                          \
     X(OQ_COUNT, "SELECT COUNT(*) FROM orchestrator_queue")                     \

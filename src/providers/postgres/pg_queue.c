@@ -1273,29 +1273,101 @@ static int drop_dead_messages(duro__pg_provider *p, duro__pg_conn *c,
     return duro__pg_run(p, c, s, op, err);
 }
 
-/* Steps 2 (history, execution rows) of an ack. */
 /* ---- the statements a batch of turns shares --------------------------------
- * ack_and_fetch_orchestration_items writes the events and work items of all
- * its turns in one statement each (HISTORY_INSERT_BATCH, WQ_INSERT_MANY) and
- * releases all their locks in one (READY_ACK_SETTLE_MANY): each column a
- * PostgreSQL array literal bound as one parameter. */
+ * ack_and_fetch_orchestration_items writes the executions, events, work
+ * items and metadata of all its turns in one statement each
+ * (EXEC_CREATE_MANY, HISTORY_INSERT_BATCH, WQ_INSERT_MANY, META_WRITE_MANY)
+ * and releases all their locks in one (READY_ACK_SETTLE_MANY): each column
+ * a PostgreSQL array literal bound as one parameter.
+ *
+ * The batch must change what one-by-one acks in its order would. Within a
+ * turn's own rows the order of its writes does not matter; across turns
+ * the only write that reads another instance's metadata is a message to it
+ * (enqueue_outbound: a start meets an existing instance, a cancel request
+ * records itself on a live one), so the metadata gathered so far is
+ * written before each such message. */
 
-enum { EVENT_COLUMNS = 21, WORK_COLUMNS = 7, SETTLE_COLUMNS = 3 };
+enum {
+    EVENT_COLUMNS = 21,
+    WORK_COLUMNS = 7,
+    SETTLE_COLUMNS = 3,
+    EXEC_COLUMNS = 4,
+    META_COLUMNS = 18
+};
 
 typedef struct batch_cols {
     duro__strbuf ev[EVENT_COLUMNS]; /* instance, execution, then as
                                        HISTORY_INSERT_MANY's arrays */
     duro__strbuf wq[WORK_COLUMNS];
     duro__strbuf st[SETTLE_COLUMNS]; /* instance, token, ready id */
-    size_t events, works;
+    duro__strbuf ex[EXEC_COLUMNS];   /* as EXEC_CREATE_MANY's arrays */
+    duro__strbuf mt[META_COLUMNS];   /* as META_WRITE_MANY's arrays */
+    size_t events, works, execs, metas;
 } batch_cols;
 
-/* Writes the events and work items gathered in b. */
+static void batch_open(batch_cols *b)
+{
+    memset(b, 0, sizeof(*b));
+    cols_open(b->ev, EVENT_COLUMNS);
+    cols_open(b->wq, WORK_COLUMNS);
+    cols_open(b->st, SETTLE_COLUMNS);
+    cols_open(b->ex, EXEC_COLUMNS);
+    cols_open(b->mt, META_COLUMNS);
+}
+
+static void batch_free(batch_cols *b)
+{
+    cols_free(b->ev, EVENT_COLUMNS);
+    cols_free(b->wq, WORK_COLUMNS);
+    cols_free(b->st, SETTLE_COLUMNS);
+    cols_free(b->ex, EXEC_COLUMNS);
+    cols_free(b->mt, META_COLUMNS);
+}
+
+/* Runs statement id over the n literals b (closed here) with `now` as
+ * parameter n + 1; DURO_OK when it ran to its end. */
+static int run_batch_statement(duro__pg_provider *p, duro__pg_conn *c,
+                               duro__pg_stmt_id id, duro__strbuf *b, size_t n,
+                               int64_t now, const char *op, duro_error *err)
+{
+    if (cols_close(b, n))
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    duro__pg_statement *s = duro__pg_stmt(p, c, id, op, err);
+    if (s == NULL)
+        return err->code;
+    duro__pg_bind_i64(c, s, (int)n + 1, now);
+    int step = run_cols(p, c, s, b, n);
+    int rc = step == DURO__PG_DONE ? DURO_OK : duro__pg_error(c, step, op, err);
+    duro__pg_reset(s);
+    return rc;
+}
+
+/* Writes the metadata gathered in b, leaving b->mt open and empty. */
+static int flush_batch_metas(duro__pg_provider *p, duro__pg_conn *c,
+                             batch_cols *b, int64_t now, const char *op,
+                             duro_error *err)
+{
+    if (b->metas == 0)
+        return DURO_OK;
+    int rc = run_batch_statement(p, c, DURO__SQL_META_WRITE_MANY, b->mt,
+                                 META_COLUMNS, now, op, err);
+    cols_free(b->mt, META_COLUMNS);
+    memset(b->mt, 0, sizeof(b->mt));
+    cols_open(b->mt, META_COLUMNS);
+    b->metas = 0;
+    return rc;
+}
+
+/* Writes the executions, events and work items gathered in b. */
 static int flush_batch_rows(duro__pg_provider *p, duro__pg_conn *c,
                             batch_cols *b, int64_t now, const char *op,
                             duro_error *err)
 {
     int rc = DURO_OK;
+    if (b->execs > 0 &&
+        (rc = run_batch_statement(p, c, DURO__SQL_EXEC_CREATE_MANY, b->ex,
+                                  EXEC_COLUMNS, now, op, err)) != DURO_OK)
+        return rc;
     if (cols_close(b->ev, EVENT_COLUMNS) || cols_close(b->wq, WORK_COLUMNS))
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     if (b->events > 0) {
@@ -1367,7 +1439,14 @@ static int append_history(duro__pg_provider *p, duro__pg_conn *c,
                               " events, more than max_history (%" PRIu64 ")",
                               op, instance_id, execution_id, stored + delta,
                               p->cfg.max_history);
-    if (is_new) {
+    if (is_new && b != NULL) {
+        const duro_instance_meta *m = ack->meta;
+        col_text(&b->ex[0], instance_id);
+        col_num(&b->ex[1], (int64_t)execution_id);
+        col_text(&b->ex[2], m != NULL ? m->name : NULL);
+        col_text(&b->ex[3], m != NULL ? m->version : NULL);
+        b->execs++;
+    } else if (is_new) {
         const duro_instance_meta *m = ack->meta;
         duro__pg_statement *s =
             duro__pg_stmt(p, c, DURO__SQL_EXEC_CREATE, op, err);
@@ -1451,12 +1530,42 @@ static int ack_first_writes(duro__pg_provider *p, duro__pg_conn *c,
     return DURO_OK;
 }
 
+/* write_meta's and drop_dead_messages' writes gathered into b
+ * (META_WRITE_MANY) instead. */
+static void gather_meta(batch_cols *b, const char *instance_id,
+                        uint64_t execution_id, const duro_instance_meta *m)
+{
+    int continued = m->status == DURO_STATUS_CONTINUED_AS_NEW;
+    int finished = continued || duro_status_is_terminal(m->status);
+    const char *parent = nonempty(m->parent_instance);
+    col_text(&b->mt[0], instance_id);
+    col_num(&b->mt[1], (int64_t)execution_id);
+    col_num(&b->mt[2], continued ? DURO_STATUS_RUNNING : m->status);
+    col_num(&b->mt[3], m->status);
+    col_text(&b->mt[4], m->name);
+    col_text(&b->mt[5], m->version);
+    col_text(&b->mt[6], continued ? NULL : m->output);
+    col_text(&b->mt[7], m->output);
+    col_text(&b->mt[8], m->error);
+    col_num(&b->mt[9], m->category);
+    col_num(&b->mt[10], m->custom_status_set != 0);
+    col_text(&b->mt[11], m->custom_status);
+    col_text(&b->mt[12], parent);
+    col_num(&b->mt[13], (int64_t)m->parent_execution);
+    col_num(&b->mt[14], (int64_t)m->parent_event_id);
+    col_num(&b->mt[15], finished || m->problem != NULL);
+    col_text(&b->mt[16], m->problem);
+    col_num(&b->mt[17], finished);
+    b->metas++;
+}
+
 /* The rest of an ack, after its events and work items are written:
  * cancellations, outbound messages, the instance's metadata and, when it
  * ended, the messages nothing will read. */
 static int ack_other_writes(duro__pg_provider *p, duro__pg_conn *c,
                             const lock_holder *h, const duro_orch_ack *ack,
-                            int64_t now, const char *op, duro_error *err)
+                            int64_t now, batch_cols *b, const char *op,
+                            duro_error *err)
 {
     const char *instance_id = h->instance_id;
     uint64_t execution_id =
@@ -1466,15 +1575,21 @@ static int ack_other_writes(duro__pg_provider *p, duro__pg_conn *c,
                                ack->cancelled_activity_count, op, err);
     if (rc != DURO_OK)
         return rc;
+    /* a message reads its target's metadata (see batch_cols) */
+    if (ack->orchestrator_item_count > 0 && b != NULL &&
+        (rc = flush_batch_metas(p, c, b, now, op, err)) != DURO_OK)
+        return rc;
     for (size_t i = 0; i < ack->orchestrator_item_count; i++)
         if ((rc = enqueue_outbound(p, c, &ack->orchestrator_items[i], now, op,
                                    err)) != DURO_OK)
             return rc;
-    if (ack->meta != NULL &&
-        (rc = write_meta(p, c, instance_id, execution_id, ack->meta, now, op,
-                         err)) != DURO_OK)
+    if (ack->meta != NULL && b != NULL)
+        gather_meta(b, instance_id, execution_id, ack->meta);
+    else if (ack->meta != NULL &&
+             (rc = write_meta(p, c, instance_id, execution_id, ack->meta, now,
+                              op, err)) != DURO_OK)
         return rc;
-    if (ack->meta != NULL &&
+    if (ack->meta != NULL && b == NULL &&
         (rc = drop_dead_messages(p, c, instance_id, execution_id,
                                  ack->meta->status, op, err)) != DURO_OK)
         return rc;
@@ -1493,7 +1608,7 @@ static int ack_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
     if (rc == DURO_OK)
         rc = ack_first_writes(p, c, &h, ack, now, NULL, op, err);
     if (rc == DURO_OK)
-        rc = ack_other_writes(p, c, &h, ack, now, op, err);
+        rc = ack_other_writes(p, c, &h, ack, now, NULL, op, err);
     if (rc != DURO_OK)
         return rc;
     /* the consumed messages go, and the lock is released */
@@ -1595,7 +1710,7 @@ static int ack_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
     int64_t *ids = duro__calloc(n, sizeof(*ids));
     lock_holder *h = duro__calloc(n, sizeof(*h));
     batch_cols b;
-    memset(&b, 0, sizeof(b));
+    batch_open(&b);
     int rc = DURO_OK;
     if (ids == NULL || h == NULL) {
         rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
@@ -1605,19 +1720,18 @@ static int ack_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
         parse_token(tokens[i], 'o', &ids[i]);
     if ((rc = lock_many(p, c, n, ids, tokens, now, h, op, err)) != DURO_OK)
         goto done;
-    cols_open(b.ev, EVENT_COLUMNS);
-    cols_open(b.wq, WORK_COLUMNS);
-    cols_open(b.st, SETTLE_COLUMNS);
     for (size_t i = 0; i < n && rc == DURO_OK; i++)
         rc = ack_first_writes(p, c, &h[i], &acks[i], now, &b, op, err);
     if (rc == DURO_OK)
         rc = flush_batch_rows(p, c, &b, now, op, err);
     for (size_t i = 0; i < n && rc == DURO_OK; i++) {
-        rc = ack_other_writes(p, c, &h[i], &acks[i], now, op, err);
+        rc = ack_other_writes(p, c, &h[i], &acks[i], now, &b, op, err);
         col_text(&b.st[0], h[i].instance_id);
         col_text(&b.st[1], tokens[i]);
         col_num(&b.st[2], ids[i]);
     }
+    if (rc == DURO_OK)
+        rc = flush_batch_metas(p, c, &b, now, op, err);
     if (rc == DURO_OK && cols_close(b.st, SETTLE_COLUMNS))
         rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     if (rc == DURO_OK) {
@@ -1635,9 +1749,7 @@ static int ack_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
         }
     }
 done:
-    cols_free(b.ev, EVENT_COLUMNS);
-    cols_free(b.wq, WORK_COLUMNS);
-    cols_free(b.st, SETTLE_COLUMNS);
+    batch_free(&b);
     duro__free(ids);
     duro__free(h);
     return rc;
