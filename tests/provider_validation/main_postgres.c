@@ -948,6 +948,194 @@ PV_TEST(activity_acks_of_many_threads_share_statements)
  * says ready while nothing of it is visible (the row is stale) repairs the
  * row - ready at its earliest message, unlocked - returns the others, and
  * leaves the stale instance's messages untagged. */
+/* The text of a one-row, one-column query ("" when NULL), into out. */
+static void query_text(PGconn *c, const char *sql, char *out, size_t size)
+{
+    PGresult *r = PQexec(c, sql);
+    out[0] = '\0';
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        snprintf(out, size, "%s", PQgetvalue(r, 0, 0));
+    else
+        snprintf(out, size, "(query failed: %s)", PQresultErrorMessage(r));
+    PQclear(r);
+}
+
+/* The first turn of instance `id` in one of three shapes (its last
+ * character, '0'..'2'), built in t: 0 stays Running with metadata naming
+ * neither orchestration nor version, a custom status and a problem; 1
+ * fails with a new name, version, error and parent; 2 continues as new
+ * with an output. */
+static const duro_orch_ack *shaped_turn(const char *id, cycle_turn *t)
+{
+    memset(t, 0, sizeof(*t));
+    int shape = id[strlen(id) - 1] - '0';
+    t->events[0] = (duro_event){.event_id = 1,
+                                .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                                .name = "orch"};
+    t->ack.history_delta_count = 1;
+    if (shape == 0) {
+        t->meta = (duro_instance_meta){.status = DURO_STATUS_RUNNING,
+                                       .custom_status_set = 1,
+                                       .custom_status = "\"cs\"",
+                                       .problem = "stuck on something"};
+    } else if (shape == 1) {
+        t->events[1] = (duro_event){.event_id = 2,
+                                    .kind = DURO_EVENT_ORCHESTRATION_FAILED,
+                                    .error = "boom"};
+        t->ack.history_delta_count = 2;
+        t->meta = (duro_instance_meta){.status = DURO_STATUS_FAILED,
+                                       .name = "orch2",
+                                       .version = "2.0",
+                                       .error = "boom",
+                                       .category = DURO_CATEGORY_APPLICATION,
+                                       .parent_instance = "parent-x",
+                                       .parent_execution = 3,
+                                       .parent_event_id = 7};
+    } else {
+        t->events[1] = (duro_event){.event_id = 2,
+                                    .kind = DURO_EVENT_CONTINUED_AS_NEW,
+                                    .payload = "\"next\""};
+        t->ack.history_delta_count = 2;
+        t->meta = (duro_instance_meta){.status = DURO_STATUS_CONTINUED_AS_NEW,
+                                       .output = "\"o\""};
+    }
+    t->ack.execution_id = 1;
+    t->ack.history_delta = t->events;
+    t->ack.meta = &t->meta;
+    return &t->ack;
+}
+
+/* Starts <prefix>0..2, each with a message due in a minute for the
+ * instance and one for its execution 1 (a timer). */
+static void shaped_start(duro_provider *p, char prefix)
+{
+    duro_error e;
+    for (int i = 0; i < 3; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "%c%d", prefix, i);
+        cycle_start(p, id);
+        duro_work_item ev = {.kind = DURO_WORK_EXTERNAL_EVENT,
+                             .instance_id = id,
+                             .name = "later",
+                             .payload = "1"};
+        CHECK_PRC(p->enqueue_for_orchestrator(p, &ev, 60000, &e), DURO_OK, &e);
+        duro_work_item timer = {.kind = DURO_WORK_TIMER_FIRED,
+                                .instance_id = id,
+                                .execution_id = 1,
+                                .source_id = 9};
+        CHECK_PRC(p->enqueue_for_orchestrator(p, &timer, 60000, &e), DURO_OK,
+                  &e);
+    }
+}
+
+/* What the rows of instances and executions and the queued messages of
+ * instance `id` hold, but for times and ids (times: only whether set), as
+ * row literals (a NULL is an empty field). */
+static void shaped_rows(PGconn *c, const char *id, char *out, size_t size)
+{
+    char sql[1024], part[3][512];
+    snprintf(sql, sizeof(sql),
+             "SELECT ROW(status, name, version, output, error, category, "
+             "custom_status, parent_instance, parent_execution, "
+             "parent_event_id, last_problem, last_problem_ms IS NULL, "
+             "finished_ms IS NULL, next_attempt_ms IS NULL, execution_id) "
+             "FROM instances WHERE instance_id = '%s'",
+             id);
+    query_text(c, sql, part[0], sizeof(part[0]));
+    snprintf(sql, sizeof(sql),
+             "SELECT string_agg(ROW(execution_id, status, name, version, "
+             "output, error, category, completed_ms IS NULL)::text, ';' "
+             "ORDER BY execution_id) FROM executions WHERE instance_id = '%s'",
+             id);
+    query_text(c, sql, part[1], sizeof(part[1]));
+    snprintf(sql, sizeof(sql),
+             "SELECT string_agg(ROW(kind, execution_id, name)::text, ';' "
+             "ORDER BY id) FROM orchestrator_queue WHERE instance_id = '%s'",
+             id);
+    query_text(c, sql, part[2], sizeof(part[2]));
+    snprintf(out, size, "%s / %s / %s", part[0], part[1], part[2]);
+}
+
+/* A batch's set-based writes (EXEC_CREATE_MANY, META_WRITE_MANY) leave
+ * the rows one ack at a time leaves, field by field: three first turns of
+ * every shape (shaped_turn) acked one by one on o0..o2, then in one batch
+ * on b0..b2. */
+PV_TEST(a_batch_writes_the_rows_one_ack_at_a_time_writes)
+{
+    duro_provider *p;
+    PGconn *c = admin_in_schema(&p, "");
+    if (c == NULL)
+        return;
+    duro_error e;
+    cycle_turn turns[3];
+    shaped_start(p, 'o');
+    for (int i = 0; i < 3; i++) {
+        duro_orch_item *item = NULL;
+        CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e),
+                  DURO_OK, &e);
+        CHECK(item != NULL && item->instance_id[0] == 'o');
+        CHECK_PRC(p->ack_orchestration_item(
+                      p, item->lock_token,
+                      shaped_turn(item->instance_id, &turns[0]), &e),
+                  DURO_OK, &e);
+        duro_orch_item_free(item);
+    }
+    shaped_start(p, 'b');
+    duro_orch_item *items[3] = {NULL};
+    size_t n = 0;
+    CHECK_PRC(p->ack_and_fetch_orchestration_items(p, 0, NULL, NULL, 60000,
+                                                   NULL, 3, items, &n, &e),
+              DURO_OK, &e);
+    CHECK_EQ(n, 3);
+    const char *tokens[3];
+    duro_orch_ack acks[3];
+    for (size_t i = 0; i < n; i++) {
+        CHECK(items[i]->instance_id[0] == 'b');
+        tokens[i] = items[i]->lock_token;
+        acks[i] = *shaped_turn(items[i]->instance_id, &turns[i]);
+        acks[i].history_delta = turns[i].events;
+        acks[i].meta = &turns[i].meta;
+    }
+    duro_orch_item *none[1] = {NULL};
+    size_t got = 99;
+    CHECK_PRC(p->ack_and_fetch_orchestration_items(p, n, tokens, acks, 60000,
+                                                   NULL, 0, none, &got, &e),
+              DURO_OK, &e);
+    CHECK_EQ(got, 0);
+    for (size_t i = 0; i < n; i++)
+        duro_orch_item_free(items[i]);
+    char one[1600], batch[1600];
+    for (int i = 0; i < 3; i++) {
+        char o[4], b[4];
+        snprintf(o, sizeof(o), "o%d", i);
+        snprintf(b, sizeof(b), "b%d", i);
+        shaped_rows(c, o, one, sizeof(one));
+        shaped_rows(c, b, batch, sizeof(batch));
+        CHECK(strstr(one, "query failed") == NULL);
+        CHECK_STR(batch, one);
+    }
+    /* the shapes were written at all: the execution's name came from the
+     * instance, the failed instance's queue is empty, the continued one
+     * keeps its event and loses its timer */
+    shaped_rows(c, "b0", batch, sizeof(batch));
+    CHECK_MSG(strstr(batch, "/ (1,2,orch,,,,0,t) /") != NULL &&
+                  strstr(batch, "stuck on something") != NULL,
+              "b0: %s", batch);
+    shaped_rows(c, "b1", batch, sizeof(batch));
+    CHECK_MSG(strstr(batch, "(4,orch2,2.0,,boom,1,,parent-x,3,7,") != NULL,
+              "b1: %s", batch);
+    CHECK_EQ(query_int(c, "SELECT COUNT(*) FROM orchestrator_queue "
+                          "WHERE instance_id = 'b1'"),
+             0);
+    CHECK_EQ(query_int(c, "SELECT COUNT(*) FROM orchestrator_queue "
+                          "WHERE instance_id = 'b2' AND kind = 5"),
+             1);
+    CHECK_EQ(query_int(c, "SELECT COUNT(*) FROM orchestrator_queue "
+                          "WHERE instance_id = 'b2' AND kind = 4"),
+             0);
+    PQfinish(c);
+}
+
 PV_TEST(a_batch_claim_repairs_an_instance_with_nothing_visible)
 {
     duro_provider *p;
@@ -1932,6 +2120,7 @@ int main(int argc, char **argv)
         T(claims_and_lookups_use_indexes),
         T(pg_claims_and_activity_acks_commit_without_waiting_for_the_flush),
         T(a_batch_claim_repairs_an_instance_with_nothing_visible),
+        T(a_batch_writes_the_rows_one_ack_at_a_time_writes),
         T(activity_acks_of_many_threads_share_statements),
         T(a_batch_claim_probes_indexes_among_many_instances),
         T(work_from_another_process_wakes_a_wait_through_notify),
