@@ -416,9 +416,7 @@ static void use_recorded_cancel(const duro_provider *p, duro_orch_item *item)
  * committed turn of a batch delivered more than once clears the problem it
  * was fetched with: its retries are over. (A first delivery does not: a
  * problem an activity of the instance recorded is not resolved by a turn
- * for something else.) */
-/* A committed turn of a batch delivered more than once clears the problem
- * it was fetched with (see above). */
+ * for something else.) This is that clearing, given the turn's result. */
 static void clear_retried_problem(turn_ctx *c, int rc)
 {
     if (rc == DURO_OK && !c->turn->nondeterminism && c->had_problem &&

@@ -609,6 +609,29 @@ static int read_claimed_messages(duro__pg_provider *p, duro__pg_conn *c,
     return DURO_OK;
 }
 
+/* Binds a claim's visibility time ($1), a fresh token ($2, written into
+ * token_hex, which must outlive the step) and its lock's end ($3). */
+static void bind_claim(duro__pg_conn *c, duro__pg_statement *s,
+                       char token_hex[33], int64_t now, int64_t until)
+{
+    duro__random_token(token_hex);
+    duro__pg_bind_i64(c, s, 1, now);
+    duro__pg_bind_text(c, s, 2, token_hex);
+    duro__pg_bind_i64(c, s, 3, until);
+}
+
+/* 1 when the claim row s is on claimed nothing (column 18 NULL), after
+ * noting when the queue's next message is due (column 21; none: NULL). */
+static int claimed_nothing(duro__pg_provider *p, duro__pg_statement *s)
+{
+    if (!duro__pg_column_null(s, 18))
+        return 0;
+    duro__pg_note_due(
+        p, DURO_QUEUE_ORCHESTRATOR,
+        duro__pg_column_null(s, 21) ? INT64_MAX : duro__pg_column_int64(s, 21));
+    return 1;
+}
+
 /* The body of fetch_orchestration_item inside an open write transaction:
  * one `claim` (READY_CLAIM; READY_CLAIM_ASYNC when the transaction writes
  * nothing else that must be durable), then the item's metadata and
@@ -643,22 +666,14 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
             break;
         }
         char token_hex[33];
-        duro__random_token(token_hex);
-        duro__pg_bind_i64(c, s, 1, now);
-        duro__pg_bind_text(c, s, 2, token_hex);
-        duro__pg_bind_i64(c, s, 3, until);
+        bind_claim(c, s, token_hex, now, until);
         int step = duro__pg_step(p, c, s);
         if (step != DURO__PG_ROW) {
             rc = duro__pg_error(c, step, op, err);
             break;
         }
-        if (duro__pg_column_null(s, 18)) {
-            duro__pg_note_due(p, DURO_QUEUE_ORCHESTRATOR,
-                              duro__pg_column_null(s, 21)
-                                  ? INT64_MAX
-                                  : duro__pg_column_int64(s, 21));
+        if (claimed_nothing(p, s))
             break;
-        }
         int64_t ready_id = duro__pg_column_int64(s, 18);
         if (duro__pg_column_text(a, s, 19, &item->instance_id) != 0 ||
             duro__pg_column_text(a, s, 20, &item->lock_token) != 0) {
@@ -790,10 +805,7 @@ static int fetch_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
         rc = err->code;
     if (rc == DURO_OK) {
         char token_hex[33];
-        duro__random_token(token_hex);
-        duro__pg_bind_i64(c, s, 1, now);
-        duro__pg_bind_text(c, s, 2, token_hex);
-        duro__pg_bind_i64(c, s, 3, until);
+        bind_claim(c, s, token_hex, now, until);
         duro__pg_bind_i64(c, s, 4, (int64_t)max);
         duro_orch_item *item = NULL;
         int64_t item_ready = -1;
@@ -801,13 +813,8 @@ static int fetch_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
         int step = duro__pg_step(p, c, s);
         for (; step == DURO__PG_ROW && rc == DURO_OK;
              step = duro__pg_step(p, c, s)) {
-            if (duro__pg_column_null(s, 18)) { /* nothing claimed */
-                duro__pg_note_due(p, DURO_QUEUE_ORCHESTRATOR,
-                                  duro__pg_column_null(s, 21)
-                                      ? INT64_MAX
-                                      : duro__pg_column_int64(s, 21));
+            if (claimed_nothing(p, s))
                 continue;
-            }
             int64_t ready_id = duro__pg_column_int64(s, 18);
             if (duro__pg_column_null(s, 0)) {
                 /* ready but nothing visible (an expired lock over delayed
