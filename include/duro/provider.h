@@ -1131,6 +1131,15 @@ struct duro_provider {
 DURO_API int duro_provider_open(const char *url, duro_provider **out,
                                 duro_error *err);
 
+/** Copies @p url into out[size] (always terminated, cut to fit) with its
+ * password replaced by "***", as duro names a URL in every message: the
+ * userinfo's (scheme://user:***@host/..., whole even when it holds
+ * unescaped '@', '/' or '?') and every password=... parameter's. For a
+ * program or tool that shows the URL it was given. Returns the length
+ * written; NULL @p url writes "".
+ * @note Any thread. */
+DURO_API size_t duro_url_mask(const char *url, char *out, size_t size);
+
 /** Closes a provider; NULL is a no-op. @note One thread, nothing running. */
 DURO_API void duro_provider_close(duro_provider *p);
 

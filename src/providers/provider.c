@@ -17,6 +17,41 @@ static void put(char *out, size_t size, size_t *len, const char *s, size_t n)
     out[*len] = '\0';
 }
 
+/* The '@' that ends the userinfo of url (start: just after "://"), or
+ * NULL. A password may hold unescaped '@', '/' and '?' (a typo, which the
+ * parser then refuses, naming the URL): the query is taken to start at
+ * the first '?' after the first '/', and the userinfo to end at the last
+ * '@' before it. When there is none but an '@' follows with no '=' between
+ * (a password holding '/' then '?'), that '@' ends it: in doubt, a few
+ * characters too many are masked. */
+static const char *userinfo_end(const char *start)
+{
+    const char *slash = strchr(start, '/');
+    const char *query = strchr(slash != NULL ? slash : start, '?');
+    const char *end = query != NULL ? query : start + strlen(start);
+    const char *at = NULL;
+    for (const char *s = start; s < end; s++)
+        if (*s == '@')
+            at = s;
+    if (at == NULL && query != NULL) {
+        const char *later = strchr(query, '@');
+        if (later != NULL &&
+            memchr(query, '=', (size_t)(later - query)) == NULL)
+            at = later;
+    }
+    return at;
+}
+
+int duro__url_userinfo_ambiguous(const char *url)
+{
+    const char *start = url != NULL ? strstr(url, "://") : NULL;
+    if (start == NULL)
+        return 0;
+    start += 3;
+    const char *at = userinfo_end(start);
+    return at != NULL && strpbrk(start, "@/?") < at;
+}
+
 size_t duro__mask_url(const char *url, char *out, size_t size)
 {
     size_t len = 0;
@@ -24,48 +59,42 @@ size_t duro__mask_url(const char *url, char *out, size_t size)
         out[0] = '\0';
     if (url == NULL)
         return 0;
-    const char *query = strchr(url, '?');
-    const char *end = query != NULL ? query : url + strlen(url);
     const char *start = strstr(url, "://");
-    const char *at = NULL;
-    if (start != NULL && start < end) {
+    const char *colon = NULL, *at = NULL;
+    if (start != NULL) {
         start += 3;
-        /* The userinfo ends at the LAST '@' before the query: a password
-         * holding an unescaped '@' or '/' is still masked whole. */
-        for (const char *s = start; s < end; s++)
-            if (*s == '@')
-                at = s;
+        at = userinfo_end(start);
+        if (at != NULL)
+            colon = memchr(start, ':', (size_t)(at - start));
     }
-    if (at != NULL) {
-        const char *colon = memchr(start, ':', (size_t)(at - start));
-        if (colon != NULL) {
-            put(out, size, &len, url, (size_t)(colon + 1 - url));
-            put(out, size, &len, "***", 3);
-            put(out, size, &len, at, (size_t)(end - at));
-        } else {
-            put(out, size, &len, url, (size_t)(end - url));
-        }
-    } else {
-        put(out, size, &len, url, (size_t)(end - url));
-    }
-    if (query == NULL)
-        return len;
-    /* password=... among the parameters */
-    const char *s = query;
+    /* Copies url with the userinfo's password and the value of every
+     * password= parameter (after a '?' or '&' past the userinfo) replaced. */
+    const char *s = url;
+    const char *past = colon != NULL ? at : url;
     while (*s != '\0') {
-        const char *next = strchr(s + 1, '&');
-        const char *stop = next != NULL ? next : s + strlen(s);
-        const char *key = s + 1; /* after '?' or '&' */
-        put(out, size, &len, s, 1);
-        if ((size_t)(stop - key) >= 9 && strncmp(key, "password=", 9) == 0) {
-            put(out, size, &len, key, 9);
+        if (colon != NULL && s == colon + 1) {
             put(out, size, &len, "***", 3);
-        } else {
-            put(out, size, &len, key, (size_t)(stop - key));
+            put(out, size, &len, at, 1);
+            s = at + 1;
+            continue;
         }
-        s = stop;
+        if (s >= past && (*s == '?' || *s == '&') &&
+            strncmp(s + 1, "password=", 9) == 0) {
+            put(out, size, &len, s, 10);
+            put(out, size, &len, "***", 3);
+            s += 10;
+            s += strcspn(s, "&");
+            continue;
+        }
+        put(out, size, &len, s, 1);
+        s++;
     }
     return len;
+}
+
+size_t duro_url_mask(const char *url, char *out, size_t size)
+{
+    return duro__mask_url(url, out, size);
 }
 
 uint64_t duro__history_offset(const duro_history_cache *cache,

@@ -28,9 +28,16 @@ int duro__check_batch_args(size_t n, const char *const *lock_tokens,
 
 /* Copies url into out[size] (always terminated, cut to fit) with its
  * password replaced by "***": the userinfo's (scheme://user:***@host/...,
- * up to the last '@' before the query) and a password=... parameter.
+ * whole when it holds unescaped '@', '/' or '?') and every password=...
+ * parameter's.
  * Returns the length written. Any thread. */
 size_t duro__mask_url(const char *url, char *out, size_t size);
+
+/* 1 when the userinfo of url (user:password@) holds an unescaped '@', '/'
+ * or '?': a typo that splits the URL where its writer did not mean (libpq
+ * would take part of the password for a host, port or database name and
+ * quote it in its errors). Any thread. */
+int duro__url_userinfo_ambiguous(const char *url);
 
 /* `url` is the whole postgres:// or postgresql:// URL (libpq's connection
  * URI plus duro's own parameters: schema, pool, max_history,

@@ -15,6 +15,10 @@ static void check_mask(const char *url, const char *expected)
     size_t n = duro__pg_mask_url(url, out, sizeof(out));
     CHECK_STR(out, expected);
     CHECK_EQ(n, strlen(expected));
+    /* the public form (duro/provider.h) is the same */
+    char pub[512];
+    CHECK_EQ(duro_url_mask(url, pub, sizeof(pub)), n);
+    CHECK_STR(pub, expected);
 }
 
 TEST(mask_hides_the_password)
@@ -37,9 +41,20 @@ TEST(mask_hides_the_password)
                "postgres://h/db?user=u&password=***&port=1");
     check_mask("postgres://a:b@h/db?password=c&schema=x",
                "postgres://a:***@h/db?password=***&schema=x");
-    /* '@' in the query is not userinfo */
+    /* ... also '?', and '/' then '?' */
+    check_mask("postgres://u:sec?ret@127.0.0.1:1/db",
+               "postgres://u:***@127.0.0.1:1/db");
+    check_mask("postgres://u:sec/ret@h:1/db?sslmode=require",
+               "postgres://u:***@h:1/db?sslmode=require");
+    check_mask("postgres://u:se/c?ret@h/db", "postgres://u:***@h/db");
+    /* '@' in the query is not userinfo, after a port too; a password=
+     * after it is still masked */
     check_mask("postgres://h/db?application_name=a@b",
                "postgres://h/db?application_name=a@b");
+    check_mask("postgres://h:5432/db?application_name=a@b",
+               "postgres://h:5432/db?application_name=a@b");
+    check_mask("postgres://u:p@h/db?application_name=a@b&password=z",
+               "postgres://u:***@h/db?application_name=a@b&password=***");
     check_mask("", "");
     char out[512];
     CHECK_EQ(duro__pg_mask_url(NULL, out, sizeof(out)), 0);
@@ -126,6 +141,42 @@ TEST(malformed_urls_fail_bad_url_without_the_password)
     }
 }
 
+/* A password holding an unescaped '@', '/' or '?' would be split by
+ * libpq into a host, port or database name that its errors quote: refused
+ * before libpq sees it, and no part of it is in the message. */
+TEST(unescaped_delimiters_in_a_password_are_refused)
+{
+    const char *bad[] = {
+        "postgres://u:hun?ter2@127.0.0.1:1/db",
+        "postgres://u:hun/ter2@127.0.0.1:1/db",
+        "postgres://u:hun@ter2@127.0.0.1:1/db",
+        "postgres://u:hun/t?er2@127.0.0.1/db?sslmode=disable",
+        "postgresql://u:hun@ter2@/db?host=/tmp",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        duro__pg_config cfg;
+        duro_error e;
+        duro_error_clear(&e);
+        int rc = duro__pg_parse_url(bad[i], &cfg, &e);
+        CHECK_MSG(rc == DURO_BAD_URL, "'%s' parsed with %s (%s)", bad[i],
+                  duro_errname(rc), e.message);
+        CHECK_MSG(strstr(e.message, "hun") == NULL &&
+                      strstr(e.message, "er2") == NULL,
+                  "part of the password is in '%s'", e.message);
+        CHECK_MSG(strstr(e.message, "percent-encode") != NULL,
+                  "'%s' does not say what to do", e.message);
+        duro__pg_config_free(&cfg);
+    }
+    /* escaped, the same passwords are fine */
+    duro__pg_config cfg;
+    duro_error e;
+    CHECK_PRC(
+        duro__pg_parse_url("postgres://u:hun%3Fter%2F2%40@h:1/db", &cfg, &e),
+        DURO_OK, &e);
+    CHECK_STR(cfg.display, "postgres://u:***@h:1/db");
+    duro__pg_config_free(&cfg);
+}
+
 /* Opening through duro_provider_open: a bad URL never connects, and a
  * server that is not there fails retryably, naming the masked URL. */
 TEST(open_failures_name_the_masked_url)
@@ -182,4 +233,5 @@ TEST(libpq_reasons_only_without_a_password)
 TEST_MAIN(T(libpq_reasons_only_without_a_password), T(mask_hides_the_password),
           T(mask_cuts_to_the_buffer), T(duro_parameters_are_taken_out),
           T(malformed_urls_fail_bad_url_without_the_password),
-          T(open_failures_name_the_masked_url))
+          T(open_failures_name_the_masked_url),
+          T(unescaped_delimiters_in_a_password_are_refused))

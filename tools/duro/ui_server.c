@@ -281,7 +281,9 @@ int cmd_ui(cli *c, int argc, char **argv)
     }
     printf("duro ui: http://%s:%u/#token=%s\n", host, srv.port, srv.token);
     fflush(stdout);
-    fprintf(stderr, "duro ui: serving %s%s; stop with Ctrl-C\n", c->db,
+    char shown[1024];
+    duro_url_mask(c->db, shown, sizeof(shown));
+    fprintf(stderr, "duro ui: serving %s%s; stop with Ctrl-C\n", shown,
             srv.read_only ? " read-only" : "");
 
     int sig = 0;

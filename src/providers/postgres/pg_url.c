@@ -86,6 +86,12 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
                               "'%s' is not a postgres:// or postgresql:// URL",
                               cfg->display);
 
+    if (duro__url_userinfo_ambiguous(url))
+        return duro_error_set(err, DURO_BAD_URL, 0,
+                              "'%s': its user name or password holds an "
+                              "unescaped '@', '/' or '?'; percent-encode "
+                              "them (%%40, %%2F, %%3F)",
+                              cfg->display);
     const char *query = strchr(url, '?');
     size_t base_len = query != NULL ? (size_t)(query - url) : url_len;
     memcpy(cfg->conninfo, url, base_len);
