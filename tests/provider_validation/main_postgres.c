@@ -1372,6 +1372,28 @@ PV_TEST(notifications_count_the_items_they_announce)
     duro_provider_close(b);
 }
 
+/* A process that closes its store right after committing work (a `duro
+ * cancel`) still announces it: the commits after the first come within
+ * the listener's gap between notifications, and the close sends what the
+ * listener still held. */
+PV_TEST(work_committed_just_before_a_close_is_announced)
+{
+    duro_provider *a, *b;
+    if (!open_far_pair(&a, &b))
+        return;
+    duro_error e;
+    const char *ids[] = {"z1", "z2", "z3"};
+    for (int i = 0; i < 3; i++) {
+        duro_work_item st = {
+            .kind = DURO_WORK_START, .instance_id = ids[i], .name = "orch"};
+        CHECK_PRC(b->enqueue_for_orchestrator(b, &st, 0, &e), DURO_OK, &e);
+    }
+    duro_provider_close(b);
+    WAIT_UNTIL(duro__pg_notified_items(a, DURO_QUEUE_ORCHESTRATOR) >= 3, 10000);
+    CHECK_EQ(duro__pg_notified_items(a, DURO_QUEUE_ORCHESTRATOR), 3);
+    duro_provider_close(a);
+}
+
 /* A commit whose items idle waiters of this process take is not announced
  * to the others: they would only run empty claims (and an instance's next
  * turn stays with the process that holds its engine). Items beyond the
@@ -2124,6 +2146,7 @@ int main(int argc, char **argv)
         T(activity_acks_of_many_threads_share_statements),
         T(a_batch_claim_probes_indexes_among_many_instances),
         T(work_from_another_process_wakes_a_wait_through_notify),
+        T(work_committed_just_before_a_close_is_announced),
         T(notifications_count_the_items_they_announce),
         T(work_an_idle_local_waiter_takes_is_not_announced),
         T(controls_from_another_process_wake_a_wait_through_notify),

@@ -241,6 +241,22 @@ static PGconn *listen_connect(notifier *n)
     return c;
 }
 
+/* Sends one notification, on connection c, of the items committed here and
+ * not announced yet (none: nothing is sent). */
+static void announce(notifier *n, PGconn *c)
+{
+    size_t o = atomic_exchange(&n->pending[DURO_QUEUE_ORCHESTRATOR], 0);
+    size_t w = atomic_exchange(&n->pending[DURO_QUEUE_WORKER], 0);
+    size_t x = atomic_exchange(&n->pending[CANCELS], 0);
+    if (o == 0 && w == 0 && x == 0)
+        return;
+    char sql[192], what[64];
+    duro__pg_notice_format(what, sizeof(what), o, w, x);
+    snprintf(sql, sizeof(sql), "SELECT pg_notify('%s', '%s')", n->channel,
+             what);
+    PQclear(PQexec(c, sql));
+}
+
 static void *listener_main(void *arg)
 {
     notifier *n = arg;
@@ -270,14 +286,7 @@ static void *listener_main(void *arg)
         int hold_ms =
             any && since < NOTIFY_GAP_MS ? (int)(NOTIFY_GAP_MS - since) : 0;
         if (any && hold_ms == 0) {
-            size_t o = atomic_exchange(&n->pending[DURO_QUEUE_ORCHESTRATOR], 0);
-            size_t w = atomic_exchange(&n->pending[DURO_QUEUE_WORKER], 0);
-            size_t x = atomic_exchange(&n->pending[CANCELS], 0);
-            char sql[192], what[64];
-            duro__pg_notice_format(what, sizeof(what), o, w, x);
-            snprintf(sql, sizeof(sql), "SELECT pg_notify('%s', '%s')",
-                     n->channel, what);
-            PQclear(PQexec(c, sql));
+            announce(n, c);
             last_sent_ms = duro__mono_ms();
         }
         drain(n, c);
@@ -605,6 +614,18 @@ static void pg_close(duro_provider *base)
     duro__pg_provider *p = pg_of(base);
     if (p == NULL)
         return;
+    /* A process that closes its store right after a commit (`duro cancel`)
+     * must not take the commit's announcement with it: its listener may be
+     * holding it (NOTIFY_GAP_MS), or not be connected yet. */
+    notifier *n = p->notifier;
+    for (int i = 0; n != NULL && n->has_thread && i < p->conn_count; i++) {
+        PGconn *c = p->conns[i].pg;
+        if (c != NULL && PQstatus(c) == CONNECTION_OK &&
+            PQtransactionStatus(c) == PQTRANS_IDLE) {
+            announce(n, c);
+            break;
+        }
+    }
     for (int i = 0; i < p->conn_count; i++)
         duro__pg_conn_close(&p->conns[i]);
     duro__free(p->conns);
