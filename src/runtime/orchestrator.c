@@ -647,12 +647,9 @@ static int batch_init(turn_batch *b, size_t cap)
 static void fetch_failed(duro_runtime *rt, const duro_error *err,
                          int64_t *backoff)
 {
-    if (err->retryable)
-        DURO__COUNT(rt, m_storage_retries);
     *backoff = *backoff == 0 ? 10 : DURO__MIN(*backoff * 2, 1000);
-    duro__log(&rt->logger, err->retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
-              "fetch of orchestration work failed: %s; retrying in %lld ms",
-              err->message, (long long)*backoff);
+    duro__runtime_storage_failed(rt, DURO_QUEUE_ORCHESTRATOR,
+                                 "fetch of orchestration work", err, *backoff);
     duro__runtime_pause(rt, *backoff);
 }
 
@@ -685,6 +682,7 @@ static void batch_loop(duro_runtime *rt, turn_batch *b)
                 fetch_failed(rt, &err, &backoff);
                 continue;
             }
+            duro__runtime_storage_ok(rt, DURO_QUEUE_ORCHESTRATOR);
             backoff = 0;
             if (count == 0)
                 p->wait_for_work(p, DURO_QUEUE_ORCHESTRATOR,
@@ -757,6 +755,7 @@ void *duro__orchestration_thread(void *arg)
             fetch_failed(rt, &err, &backoff);
             continue;
         }
+        duro__runtime_storage_ok(rt, DURO_QUEUE_ORCHESTRATOR);
         backoff = 0;
         if (item == NULL)
             p->wait_for_work(p, DURO_QUEUE_ORCHESTRATOR,

@@ -246,6 +246,43 @@ void duro__runtime_pause(duro_runtime *rt, int64_t ms)
     }
 }
 
+void duro__runtime_storage_failed(duro_runtime *rt, duro_queue queue,
+                                  const char *what, const duro_error *err,
+                                  int64_t retry_ms)
+{
+    if (!err->retryable) {
+        duro__log(&rt->logger, DURO_LOG_ERROR,
+                  "%s failed: %s; retrying in %lld ms", what, err->message,
+                  (long long)retry_ms);
+        return;
+    }
+    DURO__COUNT(rt, m_storage_retries);
+    int64_t none = 0;
+    int first = atomic_compare_exchange_strong(&rt->storage_down_ms[queue],
+                                               &none, duro__mono_ms());
+    duro__log(&rt->logger, first ? DURO_LOG_WARN : DURO_LOG_DEBUG,
+              "%s failed: %s; retrying in %lld ms%s", what, err->message,
+              (long long)retry_ms,
+              first ? " (further failures are logged at debug level until "
+                      "the store answers again)"
+                    : "");
+}
+
+void duro__runtime_storage_ok(duro_runtime *rt, duro_queue queue)
+{
+    if (atomic_load_explicit(&rt->storage_down_ms[queue],
+                             memory_order_relaxed) == 0)
+        return;
+    int64_t since = atomic_exchange(&rt->storage_down_ms[queue], 0);
+    if (since != 0)
+        duro__log(&rt->logger, DURO_LOG_WARN,
+                  "the store answers again: %s work is fetched after %lld ms "
+                  "of failures",
+                  queue == DURO_QUEUE_ORCHESTRATOR ? "orchestration"
+                                                   : "activity",
+                  (long long)(duro__mono_ms() - since));
+}
+
 void duro__runtime_set_problem(duro_runtime *rt, const char *instance_id,
                                const char *problem, int64_t next_attempt_ms)
 {

@@ -102,6 +102,10 @@ struct duro_runtime {
     int started;
     int stopping;          /* dispatchers stop taking work */
     _Atomic int stop_flag; /* mirror of stopping for lock-free checks */
+    /* per duro_queue: monotonic ms of the first retryable failure of a
+     * fetch since the last success, 0 while the store answers
+     * (duro__runtime_storage_failed) */
+    _Atomic int64_t storage_down_ms[2];
     pthread_t *orch_threads;
     int orch_thread_count;
     /* worker slots (see worker.c) */
@@ -158,6 +162,20 @@ void duro__workers_cancel_local(duro_runtime *rt, const duro_activity_ref *refs,
 
 /* Sleeps up to ms unless the runtime is stopping (returns early). */
 void duro__runtime_pause(duro_runtime *rt, int64_t ms);
+
+/* A failed fetch of a runtime thread on `queue` (`what` names it: "fetch of
+ * activity work"; retried in retry_ms, which the line says), counted in
+ * storage_retries when retryable. An outage shows at the default log level
+ * without flooding it: the first retryable failure on the queue since a
+ * fetch there last succeeded is logged at WARN, the rest at DEBUG, and
+ * duro__runtime_storage_ok() logs the recovery at WARN. A failure that is
+ * not retryable is logged at ERROR. */
+void duro__runtime_storage_failed(duro_runtime *rt, duro_queue queue,
+                                  const char *what, const duro_error *err,
+                                  int64_t retry_ms);
+/* A fetch on `queue` succeeded: ends an outage the log announced. One
+ * atomic load when there was none. */
+void duro__runtime_storage_ok(duro_runtime *rt, duro_queue queue);
 
 /* Records (problem not NULL) or clears (NULL) why the runtime cannot make
  * progress with an instance, through set_instance_problem (provider

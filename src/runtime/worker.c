@@ -229,10 +229,14 @@ static int ack_with_retries(duro_runtime *rt, const char *token,
     }
 }
 
-static void abandon_row(duro_runtime *rt, const char *token, int64_t delay)
+/* Gives a work item back to the queue; the provider's code (DURO_OK, or
+ * why the row stays locked until its lock expires; in err when not NULL). */
+static int abandon_row(duro_runtime *rt, const char *token, int64_t delay,
+                       duro_error *err)
 {
-    duro_error err;
-    rt->provider->abandon_work_item(rt->provider, token, delay, &err);
+    duro_error local;
+    return rt->provider->abandon_work_item(rt->provider, token, delay,
+                                           err != NULL ? err : &local);
 }
 
 static duro_activity *make_context(const duro_worker_item *w, void *user,
@@ -327,7 +331,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                      rt->opts.max_attempts);
             duro__runtime_set_problem(rt, x->instance_id, why,
                                       duro__wall_ms() + d);
-            abandon_row(rt, w->lock_token, d);
+            abandon_row(rt, w->lock_token, d, NULL);
             return 0;
         }
         snprintf(why, sizeof(why),
@@ -377,7 +381,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
             duro__free(f);
         }
         duro_cancel_token_release(token);
-        abandon_row(rt, w->lock_token, 1000);
+        abandon_row(rt, w->lock_token, 1000, NULL);
         return 0;
     }
     duro__token_retain(token); /* one for the context, one for f */
@@ -432,7 +436,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
         /* Nobody waits for this result. The row is gone when a turn
          * cancelled it; when only the lock was lost it goes back to the
          * queue. Either way no completion is enqueued. */
-        abandon_row(rt, f->lock_token, 0);
+        abandon_row(rt, f->lock_token, 0, NULL);
         duro__metrics_activity_cancelled(&rt->metrics, entry, token->reason);
         duro__log(&rt->logger, DURO_LOG_INFO,
                   "activity '%s' (instance '%s', event %llu) was cancelled "
@@ -511,7 +515,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
             duro__log(&rt->logger, DURO_LOG_ERROR,
                       "ack of activity '%s' (instance '%s') failed: %s",
                       f->name, f->instance_id, err.message);
-            abandon_row(rt, f->lock_token, 1000);
+            abandon_row(rt, f->lock_token, 1000, NULL);
         }
     }
     pthread_mutex_lock(&m->lock);
@@ -556,15 +560,13 @@ static void *slot_main(void *arg)
             p->fetch_work_item(p, rt->opts.worker_lock_timeout_ms, &w, &err);
         fetched_ms = duro__mono_ms();
         if (rc != DURO_OK) {
-            if (err.retryable)
-                DURO__COUNT(rt, m_storage_retries);
             backoff = backoff == 0 ? 10 : DURO__MIN(backoff * 2, 1000);
-            duro__log(&rt->logger,
-                      err.retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
-                      "fetch of activity work failed: %s", err.message);
+            duro__runtime_storage_failed(
+                rt, DURO_QUEUE_WORKER, "fetch of activity work", &err, backoff);
             duro__runtime_pause(rt, backoff);
             continue;
         }
+        duro__runtime_storage_ok(rt, DURO_QUEUE_WORKER);
         backoff = 0;
         if (w == NULL)
             p->wait_for_work(p, DURO_QUEUE_WORKER, rt->opts.poll_interval_ms,
@@ -572,7 +574,7 @@ static void *slot_main(void *arg)
     }
     if (w != NULL) {
         /* Fetched with the last ack as the runtime stopped: let it go. */
-        abandon_row(rt, w->lock_token, 0);
+        abandon_row(rt, w->lock_token, 0, NULL);
         duro_worker_item_free(w);
     }
     slot_exited(rt);
@@ -1054,13 +1056,22 @@ int duro__workers_stop(duro_runtime *rt, int64_t timeout_ms)
         }
         pthread_mutex_unlock(&m->lock);
         for (size_t i = 0; i < left.count; i++) {
-            abandon_row(rt, left.items[i]->lock_token, 0);
+            duro_error err;
+            int back =
+                abandon_row(rt, left.items[i]->lock_token, 0, &err) == DURO_OK;
             duro__metrics_activity_abandoned(&rt->metrics, left.items[i]->name,
                                              left.items[i]->token->reason);
-            duro__log(&rt->logger, DURO_LOG_WARN,
-                      "shutdown: activity '%s' (instance '%s') did not "
-                      "finish in time; returned to the queue",
-                      left.items[i]->name, left.items[i]->instance_id);
+            if (back)
+                duro__log(&rt->logger, DURO_LOG_WARN,
+                          "shutdown: activity '%s' (instance '%s') did not "
+                          "finish in time; returned to the queue",
+                          left.items[i]->name, left.items[i]->instance_id);
+            else
+                duro__log(&rt->logger, DURO_LOG_WARN,
+                          "shutdown: activity '%s' (instance '%s') did not "
+                          "finish in time; not returned to the queue (%s)",
+                          left.items[i]->name, left.items[i]->instance_id,
+                          err.message);
             inflight_release(left.items[i]);
         }
         duro__free(left.items);

@@ -97,12 +97,13 @@ if grep -qF "$source" "$pc" "$libdir"/cmake/duro/*.cmake; then
     fail "installed files name the source tree $source"
 fi
 # The duro command, its man page and bash completion; the installed
-# command runs with the installed library.
+# command runs with the installed library, found without LD_LIBRARY_PATH
+# (its run path is relative to it).
 for f in "$prefix/bin/duro" "$prefix/share/man/man1/duro.1" \
     "$prefix/share/bash-completion/completions/duro"; do
     [ -f "$f" ] || fail "not installed: $f"
 done
-LD_LIBRARY_PATH="$libdir" "$prefix/bin/duro" version >"$tmp/duro-version" 2>&1 ||
+env -u LD_LIBRARY_PATH "$prefix/bin/duro" version >"$tmp/duro-version" 2>&1 ||
     fail "installed duro version: $(cat "$tmp/duro-version")"
 grep -q "libduro $version" "$tmp/duro-version" ||
     fail "installed duro version says: $(cat "$tmp/duro-version")"

@@ -120,24 +120,32 @@ int rt_count_kind(const duro_history *h, int kind)
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *log_lines[4096];
+static int log_levels[4096];
 static int log_count;
 
 void rt_log_sink(void *user, int level, const char *message)
 {
     (void)user;
-    (void)level;
     pthread_mutex_lock(&log_lock);
-    if (log_count < 4096)
+    if (log_count < 4096) {
+        log_levels[log_count] = level;
         log_lines[log_count++] = strdup(message);
+    }
     pthread_mutex_unlock(&log_lock);
 }
 
 int rt_log_hits(const char *needle)
 {
+    return rt_log_hits_at(-1, needle);
+}
+
+int rt_log_hits_at(int level, const char *needle)
+{
     int n = 0;
     pthread_mutex_lock(&log_lock);
     for (int i = 0; i < log_count; i++)
-        n += strstr(log_lines[i], needle) != NULL;
+        n += (level < 0 || log_levels[i] == level) &&
+             strstr(log_lines[i], needle) != NULL;
     pthread_mutex_unlock(&log_lock);
     return n;
 }

@@ -59,6 +59,8 @@ int rt_count_kind(const duro_history *h, int kind);
  * many kept lines contain `needle`; rt_log_reset forgets them. */
 void rt_log_sink(void *user, int level, const char *message);
 int rt_log_hits(const char *needle);
+/* The lines of one level (a DURO_LOG_* value) that hold needle. */
+int rt_log_hits_at(int level, const char *needle);
 void rt_log_reset(void);
 
 #endif

@@ -122,8 +122,30 @@ static int orch_steps(duro_orch *o, const char *in, duro_result *out)
     return duro_ok(out, acc);
 }
 
+/* Runs until its token fires (a shutdown), then says why. */
+static _Atomic int hold_started;
+static int act_hold(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)in;
+    atomic_store(&hold_started, 1);
+    duro_activity_wait_cancelled(a, WAIT_MS);
+    return duro_ok(out, "held");
+}
+
+static int orch_hold(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    duro_task *t = duro_call_activity(o, "Hold", NULL);
+    if (duro_await(o, t) != DURO_OK)
+        return duro_fail(out, "Hold failed");
+    return duro_ok(out, duro_task_output(t));
+}
+
 static void register_all(rt_fixture *f)
 {
+    CHECK_OK(duro_registry_add_activity(f->reg, "Hold", act_hold, NULL));
+    CHECK_OK(duro_registry_add_orchestration(f->reg, "HoldOrch", NULL,
+                                             orch_hold, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Add", act_add, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Ping", act_ping, NULL));
     CHECK_OK(duro_registry_add_orchestration(f->reg, "Chain", NULL, orch_chain,
@@ -421,6 +443,20 @@ static void plan(duro_provider *w, int method, int retryable, faulty_when when)
 /* ------------------------------------------------------------------------
  * 1. retryable and permanent errors of the dispatchers' calls */
 
+/* An outage shows at WARN without flooding the log: its first failure,
+ * then the fetch that succeeds again, the failures between at DEBUG. (A
+ * fetch in flight as the faults were armed may succeed among the first
+ * failures: then an outage of a few ms is logged before the long one.) */
+static void check_outage_log(const char *failure, const char *recovery,
+                             int failures)
+{
+    int warned = rt_log_hits_at(DURO_LOG_WARN, failure);
+    CHECK_INT(warned, >=, 1);
+    CHECK_INT(warned, <=, 2);
+    CHECK_EQ(rt_log_hits_at(DURO_LOG_WARN, recovery), warned);
+    CHECK_EQ(rt_log_hits_at(DURO_LOG_DEBUG, failure), failures - warned);
+}
+
 /* A turn thread whose fetch fails backs off 10, 20, 40 ... ms (retryable
  * errors counted in storage_retries, permanent ones logged as errors and
  * not counted) and carries on when the store recovers. */
@@ -455,6 +491,13 @@ TEST(orchestration_fetch_errors_back_off_and_recover)
                                 "faulty_provider: injected permanent");
     CHECK_EQ(fired(w), (uint64_t)(retryable + permanent));
     CHECK_EQ(m.storage_retries, retryable);
+    check_outage_log("fetch of orchestration work failed: faulty_provider: "
+                     "injected retryable",
+                     "the store answers again: orchestration work", retryable);
+    CHECK_EQ(rt_log_hits_at(DURO_LOG_ERROR, "fetch of orchestration work "
+                                            "failed: faulty_provider: "
+                                            "injected permanent"),
+             permanent);
     done_faulty(&f, w);
 }
 
@@ -491,6 +534,9 @@ TEST(activity_fetch_errors_back_off_and_recover)
     CHECK_INT(permanent, >=, 4);
     CHECK_EQ(fired(w), (uint64_t)(retryable + permanent));
     CHECK_EQ(m.storage_retries, retryable);
+    check_outage_log("fetch of activity work failed: faulty_provider: "
+                     "injected retryable",
+                     "the store answers again: activity work", retryable);
     done_faulty(&f, w);
 }
 
@@ -667,6 +713,35 @@ TEST(abandon_after_failed_acks_and_failed_abandons)
     /* the two rows whose acks failed ran twice */
     CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS + 2);
     done_faulty(&f, w);
+}
+
+/* An activity still running at the shutdown deadline is returned to the
+ * queue, and the log says so only when it was: when the abandon fails (the
+ * store is down), the log says it was not. */
+TEST(shutdown_says_whether_an_unfinished_activity_went_back)
+{
+    for (int fail = 0; fail < 2; fail++) {
+        rt_fixture f;
+        init_faulty(&f, fail ? "rtf_shutdown_fail.db" : "rtf_shutdown.db");
+        atomic_store(&hold_started, 0);
+        duro_provider *w = start_faulty(&f, 2);
+        if (fail)
+            plan(w, FAULTY_ABANDON_WORK_ITEM, 1, FAULTY_BEFORE_CALL);
+        rt_start_instance(&f, "h", "HoldOrch", NULL);
+        WAIT_UNTIL(atomic_load(&hold_started), WAIT_MS);
+        CHECK_RC(duro_runtime_shutdown(f.rt, 200), DURO_TIMEOUT);
+        int back = rt_log_hits_at(DURO_LOG_WARN,
+                                  "activity 'Hold' (instance 'h') did not "
+                                  "finish in time; returned to the queue");
+        int not_back = rt_log_hits_at(
+            DURO_LOG_WARN, "activity 'Hold' (instance 'h') did not finish in "
+                           "time; not returned to the queue (faulty_provider: "
+                           "injected retryable failure of abandon_work_item)");
+        CHECK_EQ(back, fail ? 0 : 1);
+        CHECK_EQ(not_back, fail ? 1 : 0);
+        CHECK_EQ(fired(w), (uint64_t)fail);
+        done_faulty(&f, w);
+    }
 }
 
 /* Messages for an instance that does not exist are consumed by an empty
@@ -1222,6 +1297,7 @@ TEST_MAIN(T(orchestration_fetch_errors_back_off_and_recover),
           T(activity_ack_errors_are_retried_in_place),
           T(activity_ack_retries_run_out_and_the_row_is_abandoned),
           T(abandon_after_failed_acks_and_failed_abandons),
+          T(shutdown_says_whether_an_unfinished_activity_went_back),
           T(dropping_a_batch_survives_ack_errors),
           T(history_read_errors_abandon_the_turn),
           T(lock_lost_acks_discard_the_turn_or_the_completion),

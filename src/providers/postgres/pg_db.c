@@ -3,6 +3,7 @@
  * statements through the fault hook, mapping PostgreSQL errors, and write
  * transactions. Thread-safe: a connection is used by the one thread that
  * took it from the pool. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,25 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
     "CREATE INDEX instances_name_status"
     " ON instances(name, status, instance_id);"};
 
+/* libpq's message on one line, as a log line needs it: each run of
+ * whitespace (its "\n\tThis probably means ...") becomes one space, and
+ * none is left at the end. */
+static void one_line(char *msg)
+{
+    size_t out = 0;
+    for (size_t i = 0; msg[i] != '\0'; i++) {
+        if (isspace((unsigned char)msg[i])) {
+            if (out > 0 && msg[out - 1] != ' ')
+                msg[out++] = ' ';
+        } else {
+            msg[out++] = msg[i];
+        }
+    }
+    while (out > 0 && msg[out - 1] == ' ')
+        out--;
+    msg[out] = '\0';
+}
+
 /* Keeps the text of a failed result in c (sqlstate and message). */
 static void note_failure(duro__pg_conn *c, const PGresult *res)
 {
@@ -248,9 +268,7 @@ static void note_failure(duro__pg_conn *c, const PGresult *res)
         msg = PQerrorMessage(c->pg);
     snprintf(c->message, sizeof(c->message), "%s",
              msg != NULL ? msg : "unknown error");
-    size_t n = strlen(c->message);
-    while (n > 0 && (c->message[n - 1] == '\n' || c->message[n - 1] == ' '))
-        c->message[--n] = '\0';
+    one_line(c->message);
     if (PQstatus(c->pg) != CONNECTION_OK ||
         strncmp(c->sqlstate, "08", 2) == 0 || c->sqlstate[0] == '\0' ||
         strncmp(c->sqlstate, "57P", 3) == 0)
@@ -289,9 +307,7 @@ int duro__pg_conn_open(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
     if (PQstatus(c->pg) != CONNECTION_OK) {
         char msg[256];
         snprintf(msg, sizeof(msg), "%s", PQerrorMessage(c->pg));
-        size_t n = strlen(msg);
-        while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-            msg[--n] = '\0';
+        one_line(msg);
         PQfinish(c->pg);
         c->pg = NULL;
         /* A server that is down or restarting may come back. */
