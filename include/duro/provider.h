@@ -683,8 +683,13 @@ struct duro_provider {
                                   const duro_orch_ack *ack, duro_error *err);
 
     /* Releases the lock without consuming the messages; the instance becomes
-     * fetchable again after delay_ms. Fetch counts stay raised. Fails
-     * DURO_LOCK_LOST when the token no longer holds the lock. */
+     * fetchable again after delay_ms: messages enqueued meanwhile do not
+     * make it so sooner, except a CANCEL_INSTANCE or TERMINATE_INSTANCE
+     * (enqueued, or requested through cancel_instances or
+     * control_instances), which makes it fetchable at once - an instance
+     * whose code no runtime has waits out growing delays, and it can always
+     * be stopped promptly. Fetch counts stay raised. Fails DURO_LOCK_LOST
+     * when the token no longer holds the lock. */
     int (*abandon_orchestration_item)(duro_provider *p, const char *lock_token,
                                       int64_t delay_ms, duro_error *err);
 

@@ -26,6 +26,18 @@ int duro__check_batch_args(size_t n, const char *const *lock_tokens,
                            duro_orch_item **next, size_t *next_count,
                            duro_error *err);
 
+/* The kinds of message that stop an instance (DURO_WORK_CANCEL_INSTANCE,
+ * DURO_WORK_TERMINATE_INSTANCE), as an SQL list: no abandon delay holds
+ * them back (an instance whose code is not registered anywhere waits out
+ * growing delays; a cancel or terminate must not). */
+#define DURO__STOP_KINDS "(8, 11)"
+_Static_assert(DURO_WORK_CANCEL_INSTANCE == 8 &&
+                   DURO_WORK_TERMINATE_INSTANCE == 11,
+               "DURO__STOP_KINDS names the kinds by number");
+#define DURO__STOPS_INSTANCE(kind)                                             \
+    ((kind) == DURO_WORK_CANCEL_INSTANCE ||                                    \
+     (kind) == DURO_WORK_TERMINATE_INSTANCE)
+
 /* Copies url into out[size] (always terminated, cut to fit) with its
  * password replaced by "***": the userinfo's (scheme://user:***@host/...,
  * whole when it holds unescaped '@', '/' or '?') and every password=...

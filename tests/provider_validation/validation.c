@@ -5967,6 +5967,50 @@ static int request_ids(duro_provider *p, int control, const char *const *ids,
     return rc;
 }
 
+/* An abandon delay holds an instance's new messages back (a turn that
+ * keeps failing, code registered nowhere, must not be retried for each
+ * event), but not a cancel or a terminate, one at a time or in bulk: an
+ * instance can always be stopped promptly. */
+PV_TEST(a_cancel_or_terminate_is_not_held_back_by_an_abandon_delay)
+{
+    duro_provider *p = pv_open();
+    duro_error e;
+    const char *ids[] = {"c1", "t1", "c2", "t2"};
+    for (int i = 0; i < 4; i++) {
+        start(p, ids[i]);
+        duro_orch_item *a = fetch_orch_expect(p, ids[i], LOCK_LONG);
+        abandon_orch(p, a, 600000); /* ten minutes */
+        duro_orch_item_free(a);
+        raise_event(p, ids[i], "\"e\"", 0);
+    }
+    duro_orch_item *none = fetch_orch(p, LOCK_LONG);
+    CHECK_MSG(none == NULL, "'%s' was not held by its abandon delay",
+              none ? none->instance_id : "");
+    duro_orch_item_free(none);
+    for (int i = 0; i < 4; i++) {
+        int terminate = i % 2 == 1;
+        if (i < 2) { /* one message */
+            duro_work_item w = work(terminate ? DURO_WORK_TERMINATE_INSTANCE
+                                              : DURO_WORK_CANCEL_INSTANCE,
+                                    ids[i]);
+            w.reason = "stop";
+            w.requested_by = "pv";
+            CHECK_PRC(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_OK, &e);
+        } else {
+            duro_control_result res = {0};
+            CHECK_PRC(request_ids(p, terminate ? DURO_CONTROL_TERMINATE : 0,
+                                  &ids[i], 1, "stop", "pv", &res, &e),
+                      DURO_OK, &e);
+            CHECK_EQ(res.outcome, DURO_CONTROL_OUTCOME_REQUESTED);
+        }
+        duro_orch_item *b = fetch_orch_expect(p, ids[i], LOCK_LONG);
+        CHECK_EQ(b->message_count, 3);
+        CHECK_EQ(b->messages[2].kind, terminate ? DURO_WORK_TERMINATE_INSTANCE
+                                                : DURO_WORK_CANCEL_INSTANCE);
+        duro_orch_item_free(b);
+    }
+}
+
 /* Fails unless res[i] is {outcome[i], status[i]} for each id. */
 static void expect_outcomes(int control, const char *const *ids,
                             const duro_control_result *res, const int *outcome,
@@ -8067,6 +8111,7 @@ static const pv_case suite[] = {
     C(work_item_lock_expiry_redelivers_with_higher_attempt),
     C(abandon_orchestration_item_with_delay_hides_it_until_due),
     C(abandon_orchestration_item_without_delay_makes_it_fetchable_at_once),
+    C(a_cancel_or_terminate_is_not_held_back_by_an_abandon_delay),
     C(abandon_work_item_with_delay_hides_it_until_due),
     C(abandon_work_item_without_delay_makes_it_fetchable_at_once),
     C(renewing_an_orchestration_lock_keeps_it),

@@ -187,8 +187,12 @@ void duro__pg_config_free(duro__pg_config *cfg);
  * lowered to it when the instance is unlocked and the message is due
  * earlier (never before the end of an abandon delay). */
 #define DURO__PG_READY_UPSERT                                                  \
+    DURO__PG_READY_UPSERT_HOLD("COALESCE(r.locked_until, 0)")
+/* The same with the abandon delay's end as `hold` (SQL): a message that
+ * stops the instance (a cancel or terminate) is not held back by it. */
+#define DURO__PG_READY_UPSERT_HOLD(hold)                                       \
     "ON CONFLICT(instance_id) DO UPDATE SET ready_at = "                       \
-    "GREATEST(excluded.ready_at, COALESCE(r.locked_until, 0)) "                \
+    "GREATEST(excluded.ready_at, " hold ") "                                   \
     "WHERE r.lock_token IS NULL AND excluded.ready_at < r.ready_at"
 
 /* The ack of a work item with its completion (WQ_ACK_COMPLETE*): the row
@@ -435,7 +439,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
                          "WHERE instance_id = $1::text")                       \
     X(READY_ENQUEUE,                                                           \
       "INSERT INTO orchestrator_ready AS r(instance_id, "                      \
-      "ready_at) VALUES($1::text, $2::bigint) " DURO__PG_READY_UPSERT)         \
+      "ready_at) VALUES($1::text, $2::bigint) " DURO__PG_READY_UPSERT_HOLD(    \
+          "CASE WHEN $3::bool THEN 0 ELSE COALESCE(r.locked_until, 0) END"))   \
     /* the whole claim in one statement: lock the oldest ready instance no     \
      * other transaction is claiming or releasing ($1 now, $2 token hex, $3    \
      * locked until), tag its visible messages with the token and return       \
@@ -743,7 +748,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(REQUEST_IDS_READY,                                                       \
       "INSERT INTO orchestrator_ready AS r(instance_id, ready_at) "            \
       "SELECT instance_id, $4::bigint " DURO__PG_REQUEST_IDS                   \
-          DURO__PG_READY_UPSERT)                                               \
+          DURO__PG_READY_UPSERT_HOLD("CASE WHEN $5::int IN " DURO__STOP_KINDS  \
+                                     " THEN 0 ELSE "                           \
+                                     "COALESCE(r.locked_until, 0) END"))       \
     X(CANCEL_IDS_MARK,                                                         \
       "UPDATE instances SET cancel_requested_ms = $4::bigint, "                \
       "cancel_reason = $2::text, cancelled_by = $3::text "                     \

@@ -285,6 +285,7 @@ static int insert_message(duro__pg_provider *p, duro__pg_conn *c,
         return err->code;
     duro__pg_bind_text(c, s, 1, it->instance_id);
     duro__pg_bind_i64(c, s, 2, visible_at);
+    duro__pg_bind_text(c, s, 3, DURO__STOPS_INSTANCE(it->kind) ? "t" : "f");
     return duro__pg_run(p, c, s, op, err);
 }
 

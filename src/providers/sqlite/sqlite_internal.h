@@ -202,10 +202,13 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(OQ_COUNT, "SELECT COUNT(*) FROM orchestrator_queue")                     \
     X(OQ_COUNT_INSTANCE,                                                       \
       "SELECT COUNT(*) FROM orchestrator_queue WHERE instance_id = ?1")        \
+    /* ?3 1: the message stops the instance (a cancel or terminate), which     \
+     * no abandon delay holds back */                                          \
     X(READY_ENQUEUE,                                                           \
       "INSERT INTO orchestrator_ready(instance_id, ready_at) VALUES(?1, ?2) "  \
       "ON CONFLICT(instance_id) DO UPDATE SET ready_at = "                     \
-      "MAX(excluded.ready_at, IFNULL(locked_until, 0)) "                       \
+      "MAX(excluded.ready_at, CASE WHEN ?3 THEN 0 "                            \
+      "ELSE IFNULL(locked_until, 0) END) "                                     \
       "WHERE lock_token IS NULL AND excluded.ready_at < ready_at")             \
     X(READY_NEXT, "SELECT rowid, instance_id FROM orchestrator_ready "         \
                   "WHERE ready_at <= ?1 ORDER BY ready_at LIMIT 1")            \
@@ -337,7 +340,8 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "INSERT INTO orchestrator_ready(instance_id, ready_at) "                 \
       "SELECT instance_id, ?4 " DURO__SQLITE_REQUEST_IDS                       \
       "ON CONFLICT(instance_id) DO UPDATE SET ready_at = "                     \
-      "MAX(excluded.ready_at, IFNULL(locked_until, 0)) "                       \
+      "MAX(excluded.ready_at, CASE WHEN ?5 IN " DURO__STOP_KINDS " THEN 0 "    \
+      "ELSE IFNULL(locked_until, 0) END) "                                     \
       "WHERE lock_token IS NULL AND excluded.ready_at < ready_at")             \
     X(CANCEL_IDS_MARK,                                                         \
       "UPDATE instances SET cancel_requested_ms = ?4, cancel_reason = ?2, "    \

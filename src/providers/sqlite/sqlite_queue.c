@@ -277,6 +277,7 @@ static int insert_message(duro__sqlite_provider *p, duro__sqlite_conn *c,
         return err->code;
     duro__sqlite_bind_text(c, s, 1, it->instance_id);
     duro__sqlite_bind_i64(c, s, 2, visible_at);
+    duro__sqlite_bind_i64(c, s, 3, DURO__STOPS_INSTANCE(it->kind));
     return duro__sqlite_run(p, c, s, op, err);
 }
 
