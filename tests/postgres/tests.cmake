@@ -198,3 +198,14 @@ if(DURO_POSTGRES)
       "DURO_TEST_PG_URL_FILE=${DURO_PG_URL_FILE};DURO_PG_BINDIR=${DURO_PG_SERVER_BINDIR}")
   endif()
 endif()
+
+# .ci/pg-cluster itself: crash and stop use the port the cluster started
+# on, not DURO_PG_PORT (its own cluster, port $DURO_PG_PORT + 4).
+if(NOT DURO_PG_SKIP_REASON)
+  add_test(NAME test_pg_cluster
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_pg_cluster.sh
+            ${PROJECT_SOURCE_DIR}/.ci/pg-cluster)
+  set_tests_properties(test_pg_cluster PROPERTIES
+    LABELS postgres SKIP_RETURN_CODE 77 TIMEOUT 180
+    ENVIRONMENT "DURO_PG_BINDIR=${DURO_PG_SERVER_BINDIR}")
+endif()
