@@ -2,6 +2,7 @@
  * server: duro's parameters taken out of the libpq URI, defaults, malformed
  * URLs, and the password masked in the display form and in every error
  * message (bad URL, nothing listening). Main thread. */
+#include <stdio.h>
 #include <string.h>
 
 #include "providers/postgres/pg_internal.h"
@@ -89,6 +90,7 @@ TEST(duro_parameters_are_taken_out)
     CHECK_EQ(cfg.pool, 3);
     CHECK_EQ(cfg.max_history, 10);
     CHECK_EQ(cfg.max_payload, 2048);
+    CHECK_EQ(cfg.create, 1);
     duro__pg_config_free(&cfg);
 
     CHECK_PRC(duro__pg_parse_url("postgres://u:pw@db.example/app", &cfg, &e),
@@ -106,6 +108,61 @@ TEST(duro_parameters_are_taken_out)
               &e);
     CHECK_STR(cfg.conninfo, "postgres://h/db");
     duro__pg_config_free(&cfg);
+
+    /* create=0 and create=1 are duro's, not libpq's */
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db?create=0&sslmode=disable",
+                                 &cfg, &e),
+              DURO_OK, &e);
+    CHECK_STR(cfg.conninfo, "postgres://h/db?sslmode=disable");
+    CHECK_EQ(cfg.create, 0);
+    duro__pg_config_free(&cfg);
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db?create=1", &cfg, &e), DURO_OK,
+              &e);
+    CHECK_STR(cfg.conninfo, "postgres://h/db");
+    CHECK_EQ(cfg.create, 1);
+    duro__pg_config_free(&cfg);
+}
+
+/* The schema name is used quoted: its case is kept and keywords are
+ * names like any other; the system's schemas are refused. */
+TEST(schema_names_keep_their_case_and_system_schemas_are_refused)
+{
+    const char *kept[] = {"Upper", "upper",       "select",
+                          "user",  "public",      "_pg_x",
+                          "pgx",   "my_pg_store", "information_schema2"};
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+        char url[128];
+        snprintf(url, sizeof(url), "postgres://h/db?schema=%s", kept[i]);
+        duro__pg_config cfg;
+        duro_error e;
+        CHECK_PRC(duro__pg_parse_url(url, &cfg, &e), DURO_OK, &e);
+        CHECK_STR(cfg.schema, kept[i]);
+        duro__pg_config_free(&cfg);
+    }
+    const char *refused[] = {"pg_catalog",
+                             "pg_toast",
+                             "pg_temp",
+                             "pg_",
+                             "pg_mystore",
+                             "PG_Catalog",
+                             "information_schema",
+                             "INFORMATION_SCHEMA"};
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        char url[128];
+        snprintf(url, sizeof(url), "postgres://u:hunter2@h/db?schema=%s",
+                 refused[i]);
+        duro__pg_config cfg;
+        duro_error e;
+        duro_error_clear(&e);
+        int rc = duro__pg_parse_url(url, &cfg, &e);
+        CHECK_MSG(rc == DURO_BAD_URL, "'%s' parsed with %s (%s)", url,
+                  duro_errname(rc), e.message);
+        CHECK_MSG(strstr(e.message, "system schema") != NULL, "'%s'",
+                  e.message);
+        CHECK_MSG(strstr(e.message, "hunter2") == NULL,
+                  "the password is in '%s'", e.message);
+        duro__pg_config_free(&cfg);
+    }
 }
 
 TEST(malformed_urls_fail_bad_url_without_the_password)
@@ -125,6 +182,10 @@ TEST(malformed_urls_fail_bad_url_without_the_password)
         "postgres://u:hunter2@h/db?pool",
         "postgres://u:hunter2@h/db?&pool=1",
         "postgres://u:hunter2@h/db?no_such_option=1",
+        "postgres://u:hunter2@h/db?create=2",
+        "postgres://u:hunter2@h/db?create=",
+        "postgres://u:hunter2@h/db?create=yes",
+        "postgres://u:hunter2@h/db?create=0&create=0",
         "mysql://u:hunter2@h/db",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -234,4 +295,5 @@ TEST_MAIN(T(libpq_reasons_only_without_a_password), T(mask_hides_the_password),
           T(mask_cuts_to_the_buffer), T(duro_parameters_are_taken_out),
           T(malformed_urls_fail_bad_url_without_the_password),
           T(open_failures_name_the_masked_url),
-          T(unescaped_delimiters_in_a_password_are_refused))
+          T(unescaped_delimiters_in_a_password_are_refused),
+          T(schema_names_keep_their_case_and_system_schemas_are_refused))

@@ -181,3 +181,31 @@ if(DURO_POSTGRES)
   target_compile_definitions(test_pg_lifecycle PRIVATE LIFECYCLE_PG)
   target_link_libraries(test_pg_lifecycle PRIVATE duro_rt_util)
 endif()
+
+# The duro command on the server: a password in the URL (userinfo and
+# password=) is in none of its output (list, metrics, status, a failed
+# connection, duro ui when built with the console), and a read verb on a
+# schema that does not exist fails and creates nothing (create=0).
+if(DURO_POSTGRES)
+  add_test(NAME test_pg_cli
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_pg_cli.sh
+            $<TARGET_FILE:duro_cli> ${PROJECT_SOURCE_DIR}/.ci/pg-cluster)
+  set_tests_properties(test_pg_cli PROPERTIES
+    LABELS "postgres;cli" FIXTURES_REQUIRED pg SKIP_RETURN_CODE 77
+    TIMEOUT 120)
+  if(NOT DURO_PG_SKIP_REASON)
+    set_tests_properties(test_pg_cli PROPERTIES ENVIRONMENT
+      "DURO_TEST_PG_URL_FILE=${DURO_PG_URL_FILE};DURO_PG_BINDIR=${DURO_PG_SERVER_BINDIR}")
+  endif()
+endif()
+
+# .ci/pg-cluster itself: crash and stop use the port the cluster started
+# on, not DURO_PG_PORT (its own cluster, port $DURO_PG_PORT + 4).
+if(NOT DURO_PG_SKIP_REASON)
+  add_test(NAME test_pg_cluster
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_pg_cluster.sh
+            ${PROJECT_SOURCE_DIR}/.ci/pg-cluster)
+  set_tests_properties(test_pg_cluster PROPERTIES
+    LABELS postgres SKIP_RETURN_CODE 77 TIMEOUT 180
+    ENVIRONMENT "DURO_PG_BINDIR=${DURO_PG_SERVER_BINDIR}")
+endif()

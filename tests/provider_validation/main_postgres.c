@@ -256,6 +256,222 @@ static int admin_exec(PGconn *c, const char *sql)
     return ok;
 }
 
+/* 1 when schema `name` exists on the server. */
+static int schema_exists(PGconn *c, const char *name)
+{
+    char sql[160];
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM pg_namespace WHERE nspname = '%s'", name);
+    return query_int(c, sql) == 1;
+}
+
+/* A role that may use an existing store but create nothing: LOGIN, USAGE
+ * on the schema, the DML rights on its tables; no CREATE on the database
+ * or the schema. Opening a current store runs no DDL, so it opens, reads
+ * and writes; the open used to fail on CREATE SCHEMA IF NOT EXISTS
+ * ("permission denied for database", 42501). */
+PV_TEST(a_role_with_data_rights_only_opens_a_current_store)
+{
+    duro_provider *owner = pv_open();
+    char schema[64];
+    snprintf(schema, sizeof(schema), "%s", duro__pg_schema(owner));
+    pv_close(owner);
+    PGconn *c = admin();
+    CHECK(c != NULL);
+    if (c == NULL)
+        return;
+    char role[64], sql[1024];
+    snprintf(role, sizeof(role), "pv_data_%ld", (long)getpid());
+    snprintf(sql, sizeof(sql),
+             "DROP ROLE IF EXISTS %s; CREATE ROLE %s LOGIN; "
+             "GRANT USAGE ON SCHEMA \"%s\" TO %s; "
+             "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+             "\"%s\" TO %s",
+             role, role, schema, role, schema, role);
+    CHECK(admin_exec(c, sql));
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM pg_roles WHERE rolname = '%s' AND NOT "
+             "rolsuper AND NOT has_database_privilege('%s', "
+             "current_database(), 'CREATE') AND NOT has_schema_privilege("
+             "'%s', '%s', 'CREATE')",
+             role, role, role, schema);
+    CHECK_EQ(query_int(c, sql), 1);
+
+    char params[256], url[2048];
+    snprintf(params, sizeof(params), "schema=%s&user=%s", schema, role);
+    url_with(url, sizeof(url), params);
+    duro_provider *p = NULL;
+    duro_error e;
+    CHECK_PRC(duro_provider_open(url, &p, &e), DURO_OK, &e);
+    if (p != NULL) {
+        /* a write: a start queued, claimed and acked */
+        duro_work_item st = {
+            .kind = DURO_WORK_START, .instance_id = "d1", .name = "orch"};
+        CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+        duro_orch_item *item = NULL;
+        CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e),
+                  DURO_OK, &e);
+        CHECK(item != NULL);
+        if (item != NULL) {
+            duro_event ev = {.event_id = 1,
+                             .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                             .name = "orch",
+                             .timestamp_ms = 1};
+            duro_instance_meta running = {.status = DURO_STATUS_RUNNING,
+                                          .name = "orch"};
+            duro_orch_ack ack = {.execution_id = 1,
+                                 .history_delta = &ev,
+                                 .history_delta_count = 1,
+                                 .meta = &running};
+            CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e),
+                      DURO_OK, &e);
+            duro_orch_item_free(item);
+        }
+        /* a read */
+        duro_instance_list *l = NULL;
+        CHECK_PRC(p->get_instance(p, "d1", &l, &e), DURO_OK, &e);
+        CHECK(l != NULL && l->count == 1);
+        if (l != NULL && l->count == 1)
+            CHECK_EQ(l->items[0].status, DURO_STATUS_RUNNING);
+        duro_instance_list_free(l);
+        duro_provider_close(p);
+    }
+    /* the same role cannot create a store: the error says why */
+    snprintf(params, sizeof(params), "schema=%s_new&user=%s", schema, role);
+    url_with(url, sizeof(url), params);
+    p = NULL;
+    CHECK_PFAIL(duro_provider_open(url, &p, &e), DURO_STORAGE, 0, &e);
+    CHECK_MSG(strstr(e.message, "42501") != NULL, "'%s'", e.message);
+    duro_provider_close(p);
+    snprintf(sql, sizeof(sql), "%s_new", schema);
+    CHECK(!schema_exists(c, sql));
+
+    snprintf(sql, sizeof(sql), "DROP OWNED BY %s; DROP ROLE %s", role, role);
+    CHECK(admin_exec(c, sql));
+    PQfinish(c);
+}
+
+/* A current store opens without the migration lock: another session
+ * holding it (as a migrating process would) does not hold up the open,
+ * which under lock_timeout would otherwise fail 55P03. */
+PV_TEST(a_current_store_opens_without_the_migration_lock)
+{
+    duro_provider *owner = pv_open();
+    char schema[64];
+    snprintf(schema, sizeof(schema), "%s", duro__pg_schema(owner));
+    pv_close(owner);
+    PGconn *c = admin();
+    CHECK(c != NULL);
+    if (c == NULL)
+        return;
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT 1 FROM (SELECT pg_advisory_lock(hashtextextended("
+             "'duro.migrate.' || '%s', 0))) l",
+             schema);
+    CHECK_EQ(query_int(c, sql), 1);
+    duro_provider *p =
+        open_schema(schema, "&options=-c%20lock_timeout%3D1000&pool=1");
+    CHECK(p != NULL);
+    duro_provider_close(p);
+    PQfinish(c); /* ends the session and its lock */
+}
+
+/* create=0: a schema that does not exist fails DURO_NOT_FOUND, naming it
+ * and the URL masked, and nothing is created; one that exists opens, and
+ * one that is behind is still migrated. */
+PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
+{
+    char schema[64];
+    snprintf(schema, sizeof(schema), "%s", new_schema(pv_test_name));
+    PGconn *c = admin();
+    CHECK(c != NULL);
+    if (c == NULL)
+        return;
+    char params[256], url[2048];
+    snprintf(params, sizeof(params), "schema=%s&password=s3cr3t&create=0",
+             schema);
+    url_with(url, sizeof(url), params);
+    duro_provider *p = (duro_provider *)&params; /* must be reset */
+    duro_error e;
+    CHECK_PFAIL(duro_provider_open(url, &p, &e), DURO_NOT_FOUND, 0, &e);
+    CHECK(p == NULL);
+    CHECK_MSG(strstr(e.message, schema) != NULL, "'%s'", e.message);
+    CHECK_MSG(strstr(e.message, "nothing was created") != NULL, "'%s'",
+              e.message);
+    CHECK_MSG(strstr(e.message, "password=***") != NULL, "'%s'", e.message);
+    CHECK_MSG(strstr(e.message, "s3cr3t") == NULL, "'%s'", e.message);
+    CHECK(!schema_exists(c, schema));
+
+    p = open_schema(schema, "&create=1"); /* creates it */
+    CHECK(p != NULL);
+    duro_provider_close(p);
+    p = open_schema(schema, "&create=0"); /* current: opens */
+    CHECK(p != NULL);
+    duro_provider_close(p);
+
+    /* behind (migration 3 undone, as a version-2 store): migrated */
+    char sql[512];
+    snprintf(sql, sizeof(sql),
+             "DELETE FROM \"%s\".duro_schema WHERE version = 3", schema);
+    CHECK(admin_exec(c, sql));
+    p = open_schema(schema, "&create=0");
+    CHECK(p != NULL);
+    duro_provider_close(p);
+    snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
+             schema);
+    CHECK_EQ(query_int(c, sql), 3);
+
+    /* an empty schema a DBA made for the store counts as one behind */
+    snprintf(sql, sizeof(sql),
+             "DROP SCHEMA \"%s\" CASCADE; CREATE SCHEMA \"%s\"", schema,
+             schema);
+    CHECK(admin_exec(c, sql));
+    p = open_schema(schema, "&create=0");
+    CHECK(p != NULL);
+    duro_provider_close(p);
+    snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
+             schema);
+    CHECK_EQ(query_int(c, sql), 3);
+    PQfinish(c);
+}
+
+/* The schema name is used quoted: schema=PvCase_<pid> and pvcase_<pid> are
+ * two stores, and a keyword is a name like any other. */
+PV_TEST(schema_names_are_case_sensitive_and_may_be_keywords)
+{
+    char upper[64], lower[64];
+    snprintf(upper, sizeof(upper), "PvCase_%ld", (long)getpid());
+    snprintf(lower, sizeof(lower), "pvcase_%ld", (long)getpid());
+    const char *names[] = {upper, lower, "select"};
+    duro_provider *p[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) {
+        if (schema_count < SCHEMAS_MAX)
+            schemas[schema_count++] = strdup(names[i]);
+        p[i] = open_schema(names[i], "&pool=1");
+        CHECK(p[i] != NULL);
+    }
+    if (p[0] != NULL && p[1] != NULL && p[2] != NULL) {
+        duro_work_item st = {
+            .kind = DURO_WORK_START, .instance_id = "c1", .name = "orch"};
+        duro_error e;
+        CHECK_PRC(p[0]->enqueue_for_orchestrator(p[0], &st, 0, &e), DURO_OK,
+                  &e);
+        CHECK_PRC(p[2]->enqueue_for_orchestrator(p[2], &st, 0, &e), DURO_OK,
+                  &e);
+        uint64_t n[3];
+        for (int i = 0; i < 3; i++)
+            CHECK_PRC(p[i]->count_messages(p[i], DURO_QUEUE_ORCHESTRATOR, NULL,
+                                           &n[i], &e),
+                      DURO_OK, &e);
+        CHECK_EQ(n[0], 1);
+        CHECK_EQ(n[1], 0);
+        CHECK_EQ(n[2], 1);
+    }
+    for (int i = 0; i < 3; i++)
+        duro_provider_close(p[i]);
+}
+
 /* Migration 2 adds the activity run times to a version-1 schema in place:
  * its history and queued completions read 0 ("unknown"), and what is
  * written after it keeps its times. */
@@ -2135,6 +2351,10 @@ int main(int argc, char **argv)
         T(malformed_postgres_urls_fail_bad_url),
         T(passwords_never_appear_in_messages),
         T(concurrent_opens_of_a_fresh_schema_migrate_once),
+        T(a_role_with_data_rights_only_opens_a_current_store),
+        T(a_current_store_opens_without_the_migration_lock),
+        T(create_0_never_creates_a_schema_but_migrates_one),
+        T(schema_names_are_case_sensitive_and_may_be_keywords),
         T(migration_2_adds_activity_run_times),
         T(a_lost_connection_fails_retryably_and_is_reopened),
         T(many_events_of_a_turn_round_trip_exactly),

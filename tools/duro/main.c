@@ -144,14 +144,24 @@ int cli_error_rc(cli *c, int rc, const char *what)
                      detail);
 }
 
-/* 1 when the query part of a sqlite URL sets create=. */
-static int says_create(const char *url)
+/* The value of parameter `name` (with its '=') in the query part of url,
+ * or NULL; its length in *len. */
+static const char *url_param(const char *url, const char *name, size_t *len)
 {
+    size_t n = strlen(name);
     const char *q = strchr(url, '?');
     for (const char *p = q; p != NULL; p = strchr(p + 1, '&'))
-        if (strncmp(p + 1, "create=", 7) == 0)
-            return 1;
-    return 0;
+        if (strncmp(p + 1, name, n) == 0) {
+            *len = strcspn(p + 1 + n, "&");
+            return p + 1 + n;
+        }
+    return NULL;
+}
+
+static int is_postgres(const char *url)
+{
+    return strncmp(url, "postgres://", 11) == 0 ||
+           strncmp(url, "postgresql://", 13) == 0;
 }
 
 int cli_open(cli *c, int create, duro_client **out)
@@ -159,7 +169,12 @@ int cli_open(cli *c, int create, duro_client **out)
     *out = NULL;
     char *url = NULL;
     const char *use = c->db;
-    if (!create && strncmp(c->db, "sqlite:", 7) == 0 && !says_create(c->db)) {
+    size_t n = 0;
+    /* Every verb but start opens with create=0, so that a mistyped path
+     * or schema is an error, never a new empty store; a create= in the
+     * URL is the user's choice. */
+    if (!create && (strncmp(c->db, "sqlite:", 7) == 0 || is_postgres(c->db)) &&
+        url_param(c->db, "create=", &n) == NULL) {
         size_t len = strlen(c->db);
         url = malloc(len + 10);
         if (url == NULL)
@@ -174,6 +189,22 @@ int cli_open(cli *c, int create, duro_client **out)
     if (rc == DURO_OK)
         return EXIT_OK;
     const char *detail = duro_errmsg();
+    if (rc == DURO_NOT_FOUND && added && is_postgres(c->db)) {
+        /* create=0 is ours: name the schema and the URL as given, its
+         * password masked */
+        char shown[1024];
+        duro_url_mask(c->db, shown, sizeof(shown));
+        const char *schema = url_param(c->db, "schema=", &n);
+        if (schema == NULL) {
+            schema = "duro";
+            n = 4;
+        }
+        return cli_error(c, EXIT_FAILED, "no_database",
+                         "schema \"%.*s\" does not exist in %s; nothing was "
+                         "created (check --db or DURO_DB; duro start creates "
+                         "a store)",
+                         (int)n, schema, shown);
+    }
     if (rc == DURO_NOT_FOUND && added) {
         /* create=0 is ours, not the user's: name the path alone. */
         const char *path = c->db + 7;
@@ -183,6 +214,9 @@ int cli_open(cli *c, int create, duro_client **out)
                          "created (check --db or DURO_DB)",
                          len, path);
     }
+    if (rc == DURO_NOT_FOUND && strstr(detail, "nothing was created") != NULL)
+        return cli_error(c, EXIT_FAILED, "no_database",
+                         "%s (check --db or DURO_DB)", detail);
     if (rc == DURO_NOT_FOUND)
         return cli_error(c, EXIT_FAILED, "no_database",
                          "%s; nothing was created (check --db or DURO_DB)",

@@ -356,53 +356,111 @@ static void conn_reset(duro__pg_conn *c)
         c->broken = 0;
 }
 
-static int read_version(duro__pg_conn *c, int64_t *version, duro_error *err)
+/* Runs a query of one row into *res (free with PQclear, also after a
+ * failure). */
+static int query_row(duro__pg_conn *c, const char *sql, PGresult **res,
+                     duro_error *err)
 {
-    *version = 0;
-    PGresult *res = PQexec(c->pg, "SELECT to_regclass('duro_schema') IS NULL");
-    if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
-        note_failure(c, res);
-        PQclear(res);
-        return duro__pg_error(c, DURO__PG_FAILED, "open: schema version", err);
-    }
-    int missing = PQgetvalue(res, 0, 0)[0] == 't';
-    PQclear(res);
-    if (missing)
+    *res = PQexec(c->pg, sql);
+    if (*res != NULL && PQresultStatus(*res) == PGRES_TUPLES_OK &&
+        PQntuples(*res) == 1)
         return DURO_OK;
-    res = PQexec(c->pg, "SELECT COALESCE(MAX(version), 0) FROM duro_schema");
-    if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
-        note_failure(c, res);
-        PQclear(res);
-        return duro__pg_error(c, DURO__PG_FAILED, "open: schema version", err);
+    note_failure(c, *res);
+    return duro__pg_error(c, DURO__PG_FAILED, "open: schema version", err);
+}
+
+/* Whether the schema exists, and the version its duro_schema records (0
+ * without the table), in statements that need no privilege beyond USAGE
+ * on the schema and SELECT on duro_schema, and change nothing. */
+static int read_state(duro__pg_provider *p, duro__pg_conn *c, int *exists,
+                      int64_t *version, duro_error *err)
+{
+    char sql[512];
+    PGresult *res = NULL;
+    *exists = 0;
+    *version = 0;
+    /* the name was validated as an identifier: no quote to escape */
+    snprintf(sql, sizeof(sql),
+             "SELECT EXISTS(SELECT 1 FROM pg_namespace WHERE nspname = '%s'), "
+             "to_regclass('\"%s\".duro_schema') IS NOT NULL",
+             p->cfg.schema, p->cfg.schema);
+    int rc = query_row(c, sql, &res, err);
+    int has_table = 0;
+    if (rc == DURO_OK) {
+        *exists = PQgetvalue(res, 0, 0)[0] == 't';
+        has_table = PQgetvalue(res, 0, 1)[0] == 't';
     }
-    *version = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
-    return DURO_OK;
+    if (rc != DURO_OK || !*exists || !has_table)
+        return rc;
+    snprintf(sql, sizeof(sql),
+             "SELECT COALESCE(MAX(version), 0) FROM \"%s\".duro_schema",
+             p->cfg.schema);
+    if ((rc = query_row(c, sql, &res, err)) == DURO_OK)
+        *version = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return rc;
+}
+
+static int schema_too_new(duro__pg_provider *p, int64_t version,
+                          duro_error *err)
+{
+    return duro_error_set(err, DURO_SCHEMA, 0,
+                          "postgres open: schema \"%s\" of %s is version "
+                          "%lld, newer than this library's (%d)",
+                          p->cfg.schema, p->cfg.display, (long long)version,
+                          DURO__PG_SCHEMA_VERSION);
+}
+
+static int schema_missing(duro__pg_provider *p, duro_error *err)
+{
+    return duro_error_set(err, DURO_NOT_FOUND, 0,
+                          "postgres open: schema \"%s\" does not exist in "
+                          "%s; nothing was created (create=0)",
+                          p->cfg.schema, p->cfg.display);
 }
 
 int duro__pg_migrate(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
 {
     static const char op[] = "open: migrate";
     char sql[512];
-    int rc = exec_sql(c, "BEGIN", op, err);
+    /* A current schema is the common case: it is opened with reads alone,
+     * so a role with only data rights (USAGE on the schema, DML on its
+     * tables, no CREATE) can use a store it could not have created. */
+    int exists = 0;
+    int64_t version = 0;
+    int rc = read_state(p, c, &exists, &version, err);
     if (rc != DURO_OK)
+        return rc;
+    if (version > DURO__PG_SCHEMA_VERSION)
+        return schema_too_new(p, version, err);
+    if (exists && version == DURO__PG_SCHEMA_VERSION)
+        return DURO_OK;
+    if (!exists && !p->cfg.create)
+        return schema_missing(p, err);
+
+    if ((rc = exec_sql(c, "BEGIN", op, err)) != DURO_OK)
         return rc;
     /* Every process opening the schema at once queues here; the first
      * migrates, the others find it done. The lock ends with the
-     * transaction. */
+     * transaction. What was read above is read again under it. */
     snprintf(sql, sizeof(sql),
              "SELECT pg_advisory_xact_lock(hashtextextended('duro.migrate.' "
-             "|| '%s', 0)); CREATE SCHEMA IF NOT EXISTS \"%s\"",
-             p->cfg.schema, p->cfg.schema);
-    int64_t version = 0;
+             "|| '%s', 0))",
+             p->cfg.schema);
     if ((rc = exec_sql(c, sql, op, err)) == DURO_OK)
-        rc = read_version(c, &version, err);
+        rc = read_state(p, c, &exists, &version, err);
     if (rc == DURO_OK && version > DURO__PG_SCHEMA_VERSION)
-        rc = duro_error_set(err, DURO_SCHEMA, 0,
-                            "postgres open: schema \"%s\" of %s is version "
-                            "%lld, newer than this library's (%d)",
-                            p->cfg.schema, p->cfg.display, (long long)version,
-                            DURO__PG_SCHEMA_VERSION);
+        rc = schema_too_new(p, version, err);
+    if (rc == DURO_OK && !exists) {
+        if (!p->cfg.create)
+            rc = schema_missing(p, err);
+        else {
+            snprintf(sql, sizeof(sql), "CREATE SCHEMA IF NOT EXISTS \"%s\"",
+                     p->cfg.schema);
+            rc = exec_sql(c, sql, op, err);
+        }
+    }
     if (rc == DURO_OK && version == 0)
         rc = exec_sql(c,
                       "CREATE TABLE IF NOT EXISTS duro_schema("

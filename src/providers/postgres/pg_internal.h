@@ -29,6 +29,7 @@ typedef struct duro__pg_config {
     int pool_given;                       /* pool= was in the URL */
     uint64_t max_history;                 /* events per execution */
     size_t max_payload; /* bytes of a payload, error or custom status */
+    int create;         /* create=1 (default): a missing schema is created */
 } duro__pg_config;
 
 /* Parses a postgres:// or postgresql:// URL into cfg; DURO_BAD_URL with
@@ -935,7 +936,10 @@ typedef struct duro__pg_provider {
 /* Connections: connect (search_path set to the schema), close. */
 int duro__pg_conn_open(duro__pg_provider *p, duro__pg_conn *c, duro_error *err);
 void duro__pg_conn_close(duro__pg_conn *c);
-/* Creates or migrates the schema under a transaction-level advisory lock. */
+/* Checks, without DDL, that the schema exists at this code's version; only
+ * when it is missing or behind, creates (unless the URL says create=0: then
+ * a missing schema fails DURO_NOT_FOUND) or migrates it under a
+ * transaction-level advisory lock, checking again under the lock. */
 int duro__pg_migrate(duro__pg_provider *p, duro__pg_conn *c, duro_error *err);
 
 /* The statement `id` on c, its last result freed and its parameters

@@ -1,13 +1,14 @@
 /* pg_url.c - parses a postgres:// or postgresql:// URL into the provider's
  * configuration: duro's own parameters (schema, pool, max_history,
- * max_payload) are taken out, the rest is handed to libpq as is. Also masks
- * the password of a URL for every message that names it. Connects to
+ * max_payload, create) are taken out, the rest is handed to libpq as is. Also
+ * masks the password of a URL for every message that names it. Connects to
  * nothing; any thread. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "providers/postgres/pg_internal.h"
 #include "providers/postgres/pg_provider.h"
@@ -51,8 +52,9 @@ static int parse_u64(const char *v, size_t n, uint64_t lo, uint64_t hi,
 }
 
 /* A schema name: a plain SQL identifier, so it needs no quoting rules of
- * its own and never surprises a DBA (letters, digits, '_', not starting
- * with a digit, at most 63 bytes). */
+ * its own (letters, digits, '_', not starting with a digit, at most 63
+ * bytes). It is always used quoted, so case matters and keywords are
+ * allowed. */
 static int valid_identifier(const char *v, size_t n)
 {
     if (n == 0 || n > DURO__PG_SCHEMA_MAX)
@@ -65,6 +67,18 @@ static int valid_identifier(const char *v, size_t n)
     return 1;
 }
 
+/* The system's schemas: names beginning with pg_ are reserved by the
+ * server (CREATE SCHEMA fails 42939) and information_schema is the SQL
+ * standard's catalogue views, where duro's tables have no place. Refused in
+ * any case, so that schema=PG_Catalog is not a schema of its own either. */
+static int reserved_schema(const char *v, size_t n)
+{
+    static const char info[] = "information_schema";
+    if (n >= 3 && strncasecmp(v, "pg_", 3) == 0)
+        return 1;
+    return n == sizeof(info) - 1 && strncasecmp(v, info, n) == 0;
+}
+
 int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -72,6 +86,7 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
     cfg->pool = DEFAULT_POOL;
     cfg->max_history = DEFAULT_MAX_HISTORY;
     cfg->max_payload = DEFAULT_MAX_PAYLOAD;
+    cfg->create = 1;
     if (url == NULL)
         return duro_error_set(err, DURO_BAD_URL, 0, "database URL is NULL");
     size_t url_len = strlen(url);
@@ -98,6 +113,7 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
     size_t len = base_len;
     cfg->conninfo[len] = '\0';
     int seen_schema = 0, seen_pool = 0, seen_history = 0, seen_payload = 0;
+    int seen_create = 0;
     int kept = 0;
     const char *s = query;
     while (s != NULL) {
@@ -123,6 +139,12 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
                     "(letters, digits and _, not starting with a digit, at "
                     "most %d bytes)",
                     cfg->display, DURO__PG_SCHEMA_MAX);
+            if (reserved_schema(v, v_len))
+                return duro_error_set(err, DURO_BAD_URL, 0,
+                                      "'%s': schema %.*s is a system schema "
+                                      "(pg_* or information_schema); choose "
+                                      "another name",
+                                      cfg->display, (int)v_len, v);
             memcpy(cfg->schema, v, v_len);
             cfg->schema[v_len] = '\0';
         } else if (KEY("pool")) {
@@ -146,6 +168,13 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
                                       "1 .. 1000000000",
                                       cfg->display);
             cfg->max_payload = (size_t)x;
+        } else if (KEY("create")) {
+            if (seen_create++ || parse_u64(v, v_len, 0, 1, &x))
+                return duro_error_set(err, DURO_BAD_URL, 0,
+                                      "'%s': create must be given once, 0 or "
+                                      "1",
+                                      cfg->display);
+            cfg->create = (int)x;
         } else {
             /* libpq's own (host, port, user, sslmode, ...) */
             cfg->conninfo[len++] = kept++ ? '&' : '?';

@@ -1,0 +1,201 @@
+#!/bin/sh
+# test_pg_cli.sh DURO PG_CLUSTER - runs the duro command against the
+# PostgreSQL test server: with a URL that carries a password both as
+# user:PASSWORD@ and as password=PASSWORD (the test cluster trusts local
+# connections, so libpq connects whatever the password), list, metrics,
+# status of a missing instance, a connection that fails (wrong port) and,
+# when this duro has the console, `duro ui` until it serves; the password
+# must be in no output at all. Then that a read verb on a schema that does
+# not exist fails and creates nothing (duro opens with create=0).
+# The server's URL: DURO_TEST_PG_URL, else the first line of the file
+# DURO_TEST_PG_URL_FILE names (the pg fixture's); without either, exit 77
+# (skipped). psql comes from `PG_CLUSTER bindir`; without it the checks on
+# the server are made through duro. DURO_TEST_KEEP=1 keeps the temporary
+# directory and the schema.
+set -u
+
+if [ $# -ne 2 ]; then
+    echo "usage: $0 DURO PG_CLUSTER" >&2
+    exit 2
+fi
+duro=$1 pg_cluster=$2
+
+if [ -n "${DURO_TEST_PG_URL:-}" ]; then
+    base=$DURO_TEST_PG_URL
+elif [ -n "${DURO_TEST_PG_URL_FILE:-}" ]; then
+    base=$(head -n 1 "$DURO_TEST_PG_URL_FILE" 2>/dev/null)
+    if [ -z "$base" ]; then
+        echo "cannot read the PostgreSQL URL from $DURO_TEST_PG_URL_FILE" \
+             "(written by the pg_cluster_start test: run the tests with" \
+             "ctest, or set DURO_TEST_PG_URL)" >&2
+        exit 1
+    fi
+else
+    echo "no PostgreSQL server to test against: DURO_TEST_PG_URL and" \
+         "DURO_TEST_PG_URL_FILE are not set; skipped"
+    exit 77
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/duro-pg-cli-test.XXXXXX") || exit 1
+schema="pgcli_$$"
+missing="never_made_$$"
+psql=""
+bindir=$(sh "$pg_cluster" bindir 2>/dev/null) && [ -x "$bindir/psql" ] &&
+    psql="$bindir/psql"
+ui_pid=""
+cleanup() {
+    [ -n "$ui_pid" ] && kill "$ui_pid" 2>/dev/null
+    if [ -n "${DURO_TEST_KEEP:-}" ]; then
+        echo "kept $tmp and schema $schema"
+        return
+    fi
+    [ -n "$psql" ] && "$psql" "$base" -qAt -c \
+        "SET client_min_messages TO warning;
+         DROP SCHEMA IF EXISTS \"$schema\" CASCADE;
+         DROP SCHEMA IF EXISTS \"$missing\" CASCADE" </dev/null >/dev/null 2>&1
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+failures=0
+checks=0
+fail() {
+    printf 'FAIL: %s\n' "$*" >&2
+    failures=$((failures + 1))
+}
+
+# The password, in the userinfo and as a parameter. The userinfo needs a
+# user name: the URL's own, else the user= parameter's (which libpq
+# prefers anyway), else the one libpq defaults to.
+secret="PASSWORD"
+scheme=${base%%://*}
+rest=${base#*://}
+case $rest in
+*/*) authority=${rest%%/*} path=/${rest#*/} ;;
+*) authority=$rest path="" ;;
+esac
+case $authority in
+*@*)
+    user=${authority%%@*}
+    user=${user%%:*}
+    host=${authority#*@}
+    ;;
+*)
+    user=$(printf '%s' "$base" | sed -n 's/.*[?&]user=\([^&]*\).*/\1/p')
+    [ -n "$user" ] || user=$(id -un)
+    host=$authority
+    ;;
+esac
+case $base in
+*\?*) sep='&' ;;
+*) sep='?' ;;
+esac
+url="$scheme://$user:$secret@$host$path${sep}password=$secret&schema=$schema"
+case $base in
+*\?*) nsep='&' ;;
+*) nsep='?' ;;
+esac
+
+# run EXPECTED_RC NAME ARGS...: runs duro ARGS with stdout in $tmp/NAME.out
+# and stderr in $tmp/NAME.err.
+run() {
+    want=$1 name=$2
+    shift 2
+    checks=$((checks + 1))
+    "$duro" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" </dev/null
+    got=$?
+    if [ "$got" != "$want" ]; then
+        fail "duro $name exited $got, expected $want"
+        sed 's/^/  stdout: /' "$tmp/$name.out" >&2
+        sed 's/^/  stderr: /' "$tmp/$name.err" >&2
+    fi
+}
+# contains FILE TEXT: FILE has TEXT (fixed string).
+contains() {
+    checks=$((checks + 1))
+    grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 600 "$1")"
+}
+
+echo "== a store on schema $schema (created by start)"
+run 0 start --db "$url" start Greeting g1 --input '"hi"'
+if grep -q 'password authentication failed' "$tmp/start.err"; then
+    echo "the server checks passwords, so a URL with a made-up one cannot" \
+         "connect: skipped (the test cluster trusts local connections)"
+    exit 77
+fi
+
+echo "== list, metrics, status of a missing instance"
+run 0 list --db "$url" list
+contains "$tmp/list.out" g1
+run 0 json_list --db "$url" --json list
+contains "$tmp/json_list.out" '"g1"'
+run 0 metrics --db "$url" metrics
+contains "$tmp/metrics.out" duro_
+run 3 status --db "$url" status nosuch
+run 3 json_status --db "$url" --json status nosuch
+
+echo "== a connection that fails: nothing listens on port 1"
+run 1 port --db "$url&port=1" list
+contains "$tmp/port.err" "cannot connect"
+contains "$tmp/port.err" "$user:***@"
+contains "$tmp/port.err" "password=***"
+
+echo "== duro ui"
+if "$duro" ui --help >/dev/null 2>&1; then
+    "$duro" --db "$url" ui --listen 127.0.0.1:0 >"$tmp/ui.out" \
+        2>"$tmp/ui.err" </dev/null &
+    ui_pid=$!
+    # wait for its "serving" line, with a deadline
+    deadline=$(($(date +%s) + 30))
+    while ! grep -q 'serving' "$tmp/ui.err" 2>/dev/null; do
+        if ! kill -0 "$ui_pid" 2>/dev/null; then
+            fail "duro ui exited before serving: $(cat "$tmp/ui.err")"
+            break
+        fi
+        if [ "$(date +%s)" -ge "$deadline" ]; then
+            fail "duro ui did not say it was serving within 30 s"
+            break
+        fi
+        sleep 0.05 2>/dev/null || sleep 1
+    done
+    kill "$ui_pid" 2>/dev/null
+    wait "$ui_pid" 2>/dev/null
+    ui_pid=""
+    contains "$tmp/ui.err" "serving"
+    contains "$tmp/ui.err" "$user:***@"
+    contains "$tmp/ui.out" "#token="
+else
+    echo "this duro was built without the console (duro ui --help fails):" \
+         "the ui part is skipped"
+fi
+
+echo "== a read verb on a schema that does not exist creates nothing"
+run 1 missing --db "$base${nsep}schema=$missing" list
+contains "$tmp/missing.err" "schema \"$missing\" does not exist"
+contains "$tmp/missing.err" "nothing was created"
+run 1 json_missing --db "$base${nsep}schema=$missing" --json list
+contains "$tmp/json_missing.out" '"no_database"'
+checks=$((checks + 1))
+if [ -n "$psql" ]; then
+    n=$("$psql" "$base" -qAt -c \
+        "SELECT COUNT(*) FROM pg_namespace WHERE nspname = '$missing'" \
+        </dev/null 2>"$tmp/psql.err")
+    [ "$n" = 0 ] || fail "schema $missing exists after duro list" \
+                         "(psql says '$n': $(cat "$tmp/psql.err"))"
+else
+    # create=0 given by us: it still fails, so the schema was not made
+    run 1 missing_again --db "$base${nsep}schema=$missing&create=0" list
+    contains "$tmp/missing_again.err" "does not exist"
+fi
+
+echo "== the password is in no output"
+checks=$((checks + 1))
+if grep -rlF -- "$secret" "$tmp" >"$tmp.leaks" 2>/dev/null; then
+    fail "the password is in $(tr '\n' ' ' <"$tmp.leaks")"
+    grep -rF -- "$secret" "$tmp" | sed 's/^/  /' >&2
+fi
+
+rm -f "$tmp.leaks"
+echo "$checks checks, $failures failed"
+[ "$failures" = 0 ]
