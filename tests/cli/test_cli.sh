@@ -179,6 +179,19 @@ grep -v '^duro_store_size_bytes ' "$tmp/scrape.prom" >"$tmp/a"
 grep -v '^duro_store_size_bytes ' "$tmp/metrics.txt" >"$tmp/b"
 cmp -s "$tmp/a" "$tmp/b" || fail "metrics --output differs from stdout"
 ls "$tmp"/scrape.prom.tmp* >/dev/null 2>&1 && fail "metrics --output left a temporary file"
+# the mode: the replaced file's, else 0666 less the umask (not mkstemp's 0600)
+chmod 644 "$tmp/scrape.prom"
+run 0 metrics --output "$tmp/scrape.prom"
+[ "$(stat -c %a "$tmp/scrape.prom")" = 644 ] ||
+    fail "metrics --output replaced a 0644 file with mode $(stat -c %a "$tmp/scrape.prom")"
+chmod 640 "$tmp/scrape.prom"
+run 0 metrics --output "$tmp/scrape.prom"
+[ "$(stat -c %a "$tmp/scrape.prom")" = 640 ] ||
+    fail "metrics --output did not keep mode 0640: $(stat -c %a "$tmp/scrape.prom")"
+(umask 022 && "$duro" metrics --output "$tmp/new.prom") ||
+    fail "metrics --output new.prom failed"
+[ "$(stat -c %a "$tmp/new.prom")" = 644 ] ||
+    fail "metrics --output made a new file with mode $(stat -c %a "$tmp/new.prom") under umask 022"
 run 0 metrics --json
 json 'set(d) == {"at", "at_ms", "instances", "stuck", "queues", "store_size_bytes"}'
 json '{"orchestration": "Waiter", "status": "running", "count": 3} in d["instances"]'
