@@ -413,13 +413,23 @@ static int get_history(ui_request *r, json_t *body)
         return send_rc(r, drc, "reading the history");
     }
     int64_t start = h->count > 0 ? h->events[0].timestamp_ms : 0;
+    /* who decided a cancellation, as duro history --json says */
+    duro_instance_info *info = NULL;
+    if (duro_client_get_status(r->srv->client, id, &info) != DURO_OK) {
+        duro_free(info);
+        info = NULL;
+    }
+    const char *requester, *terminator;
+    history_deciders(h, info != NULL ? info->cancelled_by : NULL, &requester,
+                     &terminator);
     json_t *events = json_array();
     uint64_t last = 0;
     size_t n = 0, i = 0;
     for (; i < h->count && n < limit; i++) {
         if (h->events[i].event_id <= after)
             continue;
-        json_array_append_new(events, json_event(&h->events[i], start));
+        json_array_append_new(
+            events, json_event(&h->events[i], start, requester, terminator));
         last = h->events[i].event_id;
         n++;
     }
@@ -432,6 +442,7 @@ static int get_history(ui_request *r, json_t *body)
     jset(doc, "execution_id", jint((int64_t)h->execution_id));
     jset(doc, "events", events);
     jset(doc, "next_after", more ? jint((int64_t)last) : json_null());
+    duro_free(info);
     duro_history_free(h);
     free(id);
     return ui_send_json(r, 200, doc);
