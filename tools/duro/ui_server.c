@@ -281,7 +281,8 @@ int cmd_ui(cli *c, int argc, char **argv)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)32,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
         MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_NOTIFY_COMPLETED,
-        (MHD_RequestCompletedCallback)ui_completed, NULL, MHD_OPTION_END);
+        (MHD_RequestCompletedCallback)ui_completed, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, ui_uri_seen, NULL, MHD_OPTION_END);
     if (d == NULL) {
         close(fd);
         duro_client_destroy(srv.client);
