@@ -912,10 +912,29 @@ if command -v bash >/dev/null 2>&1; then
     esac
     [ "$(complete_words duro list --status completed,fa)" = completed,failed ] ||
         fail "completion of a status list: $(complete_words duro list --status completed,fa)"
+    [ "$(complete_words duro cancel --status pending,)" = pending,running ] ||
+        fail "completion offers a given status again: $(complete_words duro cancel --status pending,)"
+    [ "$(complete_words duro terminate --status running,pending,)" = running,pending,suspended ] ||
+        fail "completion offers a given status again: $(complete_words duro terminate --status running,pending,)"
+    [ "$(complete_words duro ui --token-file "$tmp/scrape.pr")" = "$tmp/scrape.prom" ] ||
+        fail "completion of ui --token-file: $(complete_words duro ui --token-file "$tmp/scrape.pr")"
     case " $(complete_words duro --db x.db purge --) " in
     *" --dry-run "*" --json "*) ;;
     *) fail "completion of purge options: $(complete_words duro --db x.db purge --)" ;;
     esac
+fi
+
+# README's synopsis of the duro command names every verb the man page has
+for verb in list status history start raise wait cancel terminate suspend resume \
+    delete purge prune metrics version ui; do
+    sed -n '/^## Operating a store: the `duro` command/,/^## /p' "$tooldir/../../README.md" |
+        grep -q "duro $verb\|duro terminate|suspend|resume\|duro [a-z]*|$verb" ||
+        fail "README's duro synopsis lacks $verb"
+done
+# duro ui's address parsing (when built with the console)
+run 2 ui --listen "[::1"
+if ! grep -q "not built" "$tmp/err"; then
+    contains "$tmp/err" "malformed address '[::1'"
 fi
 
 echo "$checks checks, $failures failed"
