@@ -110,6 +110,41 @@ json 'd["error"]["code"] == "usage" and "sideways" in d["error"]["message"]'
 one_line
 run 2 status
 run 2 status a b
+# an empty id is a usage error everywhere, with one clean message
+for verb in status history wait; do
+    run 2 "$verb" ""
+    one_line
+    contains "$tmp/err" "duro $verb: the instance id must not be empty"
+done
+run 2 start Hello ""
+run 2 raise "" go
+run 2 delete ""
+run 2 prune "" --keep 1
+# an over-long id is quoted shortened, and the reason shows
+long_id=$(printf '%03000d' 7)
+run 1 status "$long_id"
+one_line
+contains "$tmp/err" "…: instance id is longer than 1024 bytes"
+[ "$(wc -c <"$tmp/err")" -lt 300 ] || fail "the long id is quoted whole: $(wc -c <"$tmp/err") bytes"
+run 2 history hello-1 --execution -1
+contains "$tmp/err" "expected 1 to 18446744073709551615"
+run 2 prune hello-1 --keep 0
+contains "$tmp/err" "expected 1 to"
+# --json is an option only where getopt sees one, not an option's value
+run 0 start Hello jj --input --json
+contains "$tmp/out" "started jj (Hello)"
+run 0 list --name --json
+[ -s "$tmp/out" ] && fail "list --name --json printed JSON: $(cat "$tmp/out")"
+contains "$tmp/err" "no instances match"
+run 2 list --status sideways --json
+json 'd["error"]["code"] == "usage"'
+run 2 list -- --json
+run 0 delete jj --force
+run 0 cancel --help
+contains "$tmp/out" "name from"
+contains "$tmp/out" "the password database, else \$USER"
+run 0 raise --help
+contains "$tmp/out" "suspended: a suspended one records it"
 
 echo "== metrics"
 run 0 metrics
@@ -179,6 +214,19 @@ grep -v '^duro_store_size_bytes ' "$tmp/scrape.prom" >"$tmp/a"
 grep -v '^duro_store_size_bytes ' "$tmp/metrics.txt" >"$tmp/b"
 cmp -s "$tmp/a" "$tmp/b" || fail "metrics --output differs from stdout"
 ls "$tmp"/scrape.prom.tmp* >/dev/null 2>&1 && fail "metrics --output left a temporary file"
+# the mode: the replaced file's, else 0666 less the umask (not mkstemp's 0600)
+chmod 644 "$tmp/scrape.prom"
+run 0 metrics --output "$tmp/scrape.prom"
+[ "$(stat -c %a "$tmp/scrape.prom")" = 644 ] ||
+    fail "metrics --output replaced a 0644 file with mode $(stat -c %a "$tmp/scrape.prom")"
+chmod 640 "$tmp/scrape.prom"
+run 0 metrics --output "$tmp/scrape.prom"
+[ "$(stat -c %a "$tmp/scrape.prom")" = 640 ] ||
+    fail "metrics --output did not keep mode 0640: $(stat -c %a "$tmp/scrape.prom")"
+(umask 022 && "$duro" metrics --output "$tmp/new.prom") ||
+    fail "metrics --output new.prom failed"
+[ "$(stat -c %a "$tmp/new.prom")" = 644 ] ||
+    fail "metrics --output made a new file with mode $(stat -c %a "$tmp/new.prom") under umask 022"
 run 0 metrics --json
 json 'set(d) == {"at", "at_ms", "instances", "stuck", "queues", "store_size_bytes"}'
 json '{"orchestration": "Waiter", "status": "running", "count": 3} in d["instances"]'
@@ -227,6 +275,23 @@ run 2 list --since yesterday
 contains "$tmp/err" "bad time 'yesterday'"
 run 2 list --until 2026-13-01
 run 2 list --limit -1
+# dates that do not exist and malformed offsets are refused, not normalised
+for t in 2026-02-31 2026-04-31 2026-02-29 "2026-05-01T12:00+02:" \
+    "2026-05-01T12:00+02:0" "2026-05-01T12:00+25:00" "2026-05-01T12:00+02:60"; do
+    run 2 list --since "$t"
+    contains "$tmp/err" "bad time"
+done
+run 0 list --since 2024-02-29 --json
+json 'd["total"] == 8'
+run 0 list --since "2000-01-01T12:00+02" --json
+json 'd["total"] == 8'
+run 0 list --since "2000-01-01T12:00-0130" --json
+json 'd["total"] == 8'
+# continued_as_new is no instance's status: refused, not an empty match
+run 2 list --status continued_as_new
+contains "$tmp/err" "stays running"
+run 0 list --help
+contains "$tmp/out" "continues as new stays running"
 
 echo "== status"
 run 0 status hello-1
@@ -276,6 +341,8 @@ grep -Eq 'ActivityCompleted .*output=.* ran [0-9.]+m?s \(\+[0-9.]+m?s -> \+[0-9.
     fail "history hello-1, the run time: $(cat "$tmp/out")"
 run 0 history slow-1 --json
 json '[e for e in d["events"] if e["kind"] == "OrchestrationCancelRequested"][0]["requested_by"] == "user:alice"'
+json 'all(e.get("requested_by") == "user:alice" for e in d["events"] if e["kind"] in ("ActivityCancelRequested", "OrchestrationCancelled"))'
+json 'len([e for e in d["events"] if e["kind"] in ("ActivityCancelRequested", "OrchestrationCancelled")]) == 2'
 json 'not any("observed" in e or "cleanup_deadline" in e for e in d["events"])'
 run 0 history later-1 --json
 json 'd == {"instance_id": "later-1", "execution_id": 0, "events": []}'
@@ -300,6 +367,46 @@ run 2 wait hello-1 --timeout 5x
 contains "$tmp/err" "bad duration '5x'"
 run 2 wait hello-1 --timeout ""
 
+echo "== ids with control characters are escaped in text output"
+evil=$(printf 'evil\nid\033[31m')
+run 0 --db "sqlite:$tmp/evil.db" start "$(printf 'Na\033me')" "$evil" --json
+json 'd["id"] == "evil\nid\x1b[31m" and d["version"] == ""'
+run 0 --db "sqlite:$tmp/evil.db" start Hello "$evil-2"
+contains "$tmp/out" 'started evil\nid\x1b[31m-2 (Hello)'
+run 0 --db "sqlite:$tmp/evil.db" list
+contains "$tmp/out" 'evil\nid\x1b[31m  '
+contains "$tmp/out" 'Na\x1bme'
+[ "$(wc -l <"$tmp/out")" = 3 ] || fail "list: an id broke a line: $(cat "$tmp/out")"
+run 0 --db "sqlite:$tmp/evil.db" status "$evil"
+contains "$tmp/out" 'evil\nid\x1b[31m'
+run 0 --db "sqlite:$tmp/evil.db" history "$evil"
+contains "$tmp/out" 'evil\nid\x1b[31m'
+run 7 --db "sqlite:$tmp/evil.db" wait "$evil" --timeout 10ms
+contains "$tmp/out" 'evil\nid\x1b[31m pending'
+contains "$tmp/err" "instance 'evil\nid\x1b[31m' still pending"
+for verb in cancel terminate suspend; do
+    run 0 --db "sqlite:$tmp/evil.db" "$verb" "$evil" --dry-run --by "$(printf 'b\ny')"
+    contains "$tmp/out" 'evil\nid\x1b[31m: would be'
+done
+run 0 --db "sqlite:$tmp/evil.db" cancel --name "$(printf 'Na\033me')" --dry-run
+contains "$tmp/out" 'would cancel 1 instance of Na\x1bme'
+contains "$tmp/out" '  evil\nid\x1b[31m'
+run 0 --db "sqlite:$tmp/evil.db" raise "$evil" "$(printf 'go\033')"
+contains "$tmp/out" 'raised go\x1b on evil\nid\x1b[31m'
+run 3 --db "sqlite:$tmp/evil.db" status "$evil-3"
+one_line
+contains "$tmp/err" "instance 'evil\nid\x1b[31m-3' does not exist"
+run 3 --db "sqlite:$tmp/evil.db" cancel "$evil-3"
+contains "$tmp/err" 'evil\nid\x1b[31m-3: no such instance'
+run 2 --db "sqlite:$tmp/evil.db" list "$evil"
+one_line
+run 0 --db "sqlite:$tmp/evil.db" suspend "$evil-2" --by "$(printf 'ops\033')" --reason "$(printf 'r\ns')"
+run 0 --db "sqlite:$tmp/evil.db" delete "$evil-2" --force
+contains "$tmp/out" 'deleted evil\nid\x1b[31m-2'
+grep -qF 'payloads cut to one line with control characters escaped' "$tooldir/duro.1" &&
+    grep -qF 'Ids, names, versions, reasons, requesters and event names' "$tooldir/duro.1" ||
+    fail "duro.1 does not promise escaping for ids and names"
+
 echo "== missing database: never created"
 for args in "list" "status hello-1" "history hello-1" "wait hello-1" \
     "cancel hello-1" "raise wait-1 go" "delete hello-1" \
@@ -316,6 +423,10 @@ json 'd["error"]["code"] == "no_database"'
 [ ! -e "$tmp/missing.db" ] || fail "DURO_DB read created missing.db"
 run 2 --db "sqlite:$tmp/x.db?pool=99" list
 [ ! -e "$tmp/x.db" ] || fail "a bad URL created a file"
+printf 'not a database at all, not at all, really not a database file\n' >"$tmp/notdb"
+run 1 --db "sqlite:$tmp/notdb" list
+one_line
+contains "$tmp/err" "$tmp/notdb"
 
 echo "== newer schema"
 cp "$tmp/store.db" "$tmp/newer.db"
@@ -344,8 +455,17 @@ run 0 --db "sqlite:$tmp/fresh.db" start Hello first
 [ -e "$tmp/fresh.db" ] || fail "start did not create its database"
 run 0 raise wait-1 go '"payload"'
 run 0 raise wait-2 go "@$tmp/input.json" --json
-json 'd == {"id": "wait-2", "event": "go", "raised": True}'
+json 'd == {"id": "wait-2", "event": "go", "raised": "go"}'
 run 4 raise hello-1 go
+one_line
+contains "$tmp/err" "duro raise: hello-1: it has finished (completed); it takes no more events"
+run 4 raise hello-1 go --json
+json 'd["error"]["code"] == "invalid_state" and "(completed)" in d["error"]["message"]'
+run 0 start Hello new-4 --json
+json 'd["version"] == ""'
+run 0 start Hello new-5 --version v2 --json
+json 'd["version"] == "v2"'
+run 0 delete new-4 new-5 --force
 run 3 raise nope go
 run 2 raise wait-1
 
@@ -566,6 +686,8 @@ grep -Eq 'ActivityCancelRequested +Block +\(#2, [^)]*\) reason="instance_termina
     fail "history term-1, the activity's cancel: $(cat "$tmp/out")"
 run 0 history term-1 --json
 json 'd["events"][-1]["kind"] == "OrchestrationTerminated" and d["events"][-1]["requested_by"] == "user:carol" and any(e["kind"] == "ActivityCancelRequested" and e["reason"] == "instance_terminated" for e in d["events"])'
+# the text's by= is in the JSON too
+json '[e.get("requested_by") for e in d["events"] if e["kind"] == "ActivityCancelRequested"] == ["user:carol"]'
 run 0 history resumed-1
 grep -Eq 'ExecutionSuspended +- +reason="suspended" by=user:erin$' "$tmp/out" ||
     fail "history resumed-1: $(cat "$tmp/out")"
@@ -661,6 +783,13 @@ contains "$tmp/err" "it has finished (terminated)"
 run 1 terminate w-3 nope done-1 w-3 --json
 json '[(r["outcome"], r["status"]) for r in d["results"]] == [("requested", "running"), ("not_found", "not_found"), ("finished", "completed"), ("duplicate", "running")]'
 [ "$(wc -l <"$tmp/err")" = 2 ] || fail "bulk terminate: one stderr line per failure: $(cat "$tmp/err")"
+# a second terminate while the first is pending: still live, requested
+# again (the first request wins), as duro.1 says
+run 0 terminate w-3 --by second
+contains "$tmp/out" "w-3: terminate requested (was running)"
+grep -qF 'terminate requested' "$tooldir/duro.1" &&
+    ! grep -qF 'terminate pending) is not an error: it says' "$tooldir/duro.1" ||
+    fail "duro.1 does not say what a second terminate while one is pending says"
 settle w-3=terminated
 run 0 cancel careful-1 --dry-run --json
 json 'd["results"] == [{"id": "careful-1", "outcome": "already_cancelled", "status": "running"}]'
@@ -783,10 +912,29 @@ if command -v bash >/dev/null 2>&1; then
     esac
     [ "$(complete_words duro list --status completed,fa)" = completed,failed ] ||
         fail "completion of a status list: $(complete_words duro list --status completed,fa)"
+    [ "$(complete_words duro cancel --status pending,)" = pending,running ] ||
+        fail "completion offers a given status again: $(complete_words duro cancel --status pending,)"
+    [ "$(complete_words duro terminate --status running,pending,)" = running,pending,suspended ] ||
+        fail "completion offers a given status again: $(complete_words duro terminate --status running,pending,)"
+    [ "$(complete_words duro ui --token-file "$tmp/scrape.pr")" = "$tmp/scrape.prom" ] ||
+        fail "completion of ui --token-file: $(complete_words duro ui --token-file "$tmp/scrape.pr")"
     case " $(complete_words duro --db x.db purge --) " in
     *" --dry-run "*" --json "*) ;;
     *) fail "completion of purge options: $(complete_words duro --db x.db purge --)" ;;
     esac
+fi
+
+# README's synopsis of the duro command names every verb the man page has
+for verb in list status history start raise wait cancel terminate suspend resume \
+    delete purge prune metrics version ui; do
+    sed -n '/^## Operating a store: the `duro` command/,/^## /p' "$tooldir/../../README.md" |
+        grep -q "duro $verb\|duro terminate|suspend|resume\|duro [a-z]*|$verb" ||
+        fail "README's duro synopsis lacks $verb"
+done
+# duro ui's address parsing (when built with the console)
+run 2 ui --listen "[::1"
+if ! grep -q "not built" "$tmp/err"; then
+    contains "$tmp/err" "malformed address '[::1'"
 fi
 
 echo "$checks checks, $failures failed"

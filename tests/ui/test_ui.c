@@ -374,6 +374,16 @@ int main(int argc, char **argv)
     s = req(port, "GET", "/api/v1/instance?ref=cGxhaW4tMQ%00x", auth, NULL, buf,
             sizeof(buf));
     CHECK(s == 400, "NUL in an argument: %d", s);
+    /* MHD cuts the decoded path at a NUL: app.js%00.css would be app.js */
+    const char *bad_paths[] = {"/static/app.js%00.css", "/static/app.js%0a",
+                               "/api/v1/summary%1b", "/%7f"};
+    for (size_t k = 0; k < 4; k++) {
+        s = req(port, "GET", bad_paths[k], auth, NULL, buf, sizeof(buf));
+        CHECK(s == 400 && strstr(buf, "bad_request") != NULL,
+              "control character in the path %s: %d", bad_paths[k], s);
+    }
+    s = req(port, "GET", "/static/app.js?x=%0a", NULL, NULL, buf, sizeof(buf));
+    CHECK(s == 200, "a newline in an argument is not in the path: %d", s);
 
     /* CSRF */
     char plain1[64], plain2[64];
@@ -483,6 +493,25 @@ int main(int argc, char **argv)
     snprintf(hdr, sizeof(hdr), "/api/v1/instance?ref=%s", ref_hostile);
     s = req(port, "GET", hdr, auth, NULL, buf, sizeof(buf));
     CHECK(s == 200, "instance by ref: %d", s);
+    /* a misspelt filter is refused, not ignored (it would list all) */
+    s = req(port, "GET", "/api/v1/instances?nmae=Hello", auth, NULL, buf,
+            sizeof(buf));
+    CHECK(s == 400 && strstr(buf, "bad_argument") != NULL &&
+              strstr(buf, "'nmae'") != NULL,
+          "unknown list parameter: %d %s", s, body_of(buf));
+    /* errors of a duro call: too_large is 400 (docs/ui-api.md) */
+    {
+        char *q = malloc(2100);
+        if (q == NULL)
+            die("out of memory");
+        int o = snprintf(q, 2100, "/api/v1/instances?name=");
+        memset(q + o, 'n', 1100);
+        q[o + 1100] = '\0';
+        s = req(port, "GET", q, auth, NULL, buf, sizeof(buf));
+        CHECK(s == 400 && strstr(buf, "\"too_large\"") != NULL,
+              "over-long name: %d %s", s, body_of(buf));
+        free(q);
+    }
     s = req(port, "GET", "/api/v1/instances?limit=1&id_prefix=plain-", auth,
             NULL, buf, sizeof(buf));
     CHECK(s == 200 && strstr(buf, "\"id\":\"plain-1\"") != NULL &&
@@ -611,6 +640,26 @@ int main(int argc, char **argv)
     s = req(port, "POST", "/api/v1/bulk/cancel", hdr,
             "{\"filter\":{\"id_prefix\":\"bulk-\"}}", buf, sizeof(buf));
     CHECK(s == 400, "apply without as_of_ms: %d", s);
+    /* an unknown key, in filter or in the body, is refused by name: a
+     * typo must not become "cancel everything" */
+    s = req(port, "POST", "/api/v1/bulk/cancel", hdr,
+            "{\"filter\":{\"bogus\":1},\"dry_run\":true}", buf, sizeof(buf));
+    CHECK(s == 400 && strstr(buf, "'bogus' in the filter") != NULL,
+          "unknown filter key: %d %s", s, body_of(buf));
+    s = req(port, "POST", "/api/v1/bulk/cancel", hdr,
+            "{\"filter\":{\"nmae\":\"Hello\"},\"as_of_ms\":1}", buf,
+            sizeof(buf));
+    CHECK(s == 400 && strstr(buf, "'nmae'") != NULL,
+          "misspelt filter key on apply: %d %s", s, body_of(buf));
+    s = req(port, "POST", "/api/v1/bulk/cancel", hdr,
+            "{\"filter\":{},\"dryrun\":true}", buf, sizeof(buf));
+    CHECK(s == 400 && strstr(buf, "'dryrun' in the body") != NULL,
+          "unknown body key: %d %s", s, body_of(buf));
+    snprintf(body, sizeof(body),
+             "{\"action\":\"cancel\",\"refs\":[\"%s\"],\"resaon\":\"x\"}", b1);
+    s = req(port, "POST", "/api/v1/bulk/control", hdr, body, buf, sizeof(buf));
+    CHECK(s == 400 && strstr(buf, "'resaon'") != NULL,
+          "unknown bulk/control key: %d %s", s, body_of(buf));
     s = req(port, "POST", "/api/v1/bulk/cancel", hdr,
             "{\"filter\":{\"id_prefix\":7},\"dry_run\":true}", buf,
             sizeof(buf));

@@ -82,10 +82,11 @@ static int parse_duration(const char *text, size_t len, int64_t *ms)
 int args_duration(cli *c, const char *option, const char *text, int64_t *ms)
 {
     if (parse_duration(text, strlen(text), ms) != 0) {
+        char quoted[TEXT_QUOTE_SIZE];
         cli_usage(c,
                   "%s: bad duration '%s' (expected e.g. 500ms, 30s, 5m, 2h, "
                   "1d, 1h30m; a bare number is seconds)",
-                  option, text);
+                  option, text_quote(text, quoted, sizeof(quoted)));
         return -1;
     }
     return 0;
@@ -105,9 +106,18 @@ static int digits(const char **p, int n, int *out)
     return 0;
 }
 
+/* Days in month @p mon (1-12) of @p year (Gregorian). */
+static int month_days(int year, int mon)
+{
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return days[mon - 1] + (mon == 2 && leap);
+}
+
 /* RFC 3339 / ISO 8601: "2026-05-01", "2026-05-01T12:03", "...:04",
- * "...:04.123", then "Z", "+02:00", "+0200" or nothing (local time). 'T'
- * may be a space. */
+ * "...:04.123", then "Z", "+02:00", "+0200", "+02" or nothing (local
+ * time). 'T' may be a space. A date that does not exist (2026-02-31) is
+ * refused, not normalised by mktime. */
 static int parse_iso(const char *s, int64_t *ms)
 {
     struct tm tm = {0};
@@ -135,8 +145,8 @@ static int parse_iso(const char *s, int64_t *ms)
             }
         }
     }
-    if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 ||
-        sec > 60)
+    if (mon < 1 || mon > 12 || day < 1 || day > month_days(year, mon) ||
+        hour > 23 || min > 59 || sec > 60)
         return -1;
     tm.tm_year = year - 1900;
     tm.tm_mon = mon - 1;
@@ -156,9 +166,15 @@ static int parse_iso(const char *s, int64_t *ms)
             int sign = *p++ == '-' ? -1 : 1, oh, om = 0;
             if (digits(&p, 2, &oh))
                 return -1;
-            if (*p == ':')
+            /* "+02:00", "+0200" or "+02"; a ':' needs its minutes */
+            if (*p == ':') {
                 p++;
-            if (*p != '\0' && digits(&p, 2, &om))
+                if (digits(&p, 2, &om))
+                    return -1;
+            } else if (*p != '\0' && digits(&p, 2, &om)) {
+                return -1;
+            }
+            if (oh > 23 || om > 59)
                 return -1;
             offset = sign * (oh * 60 + om) * 60;
         } else {
@@ -191,11 +207,12 @@ int args_time(cli *c, const char *option, const char *text, int64_t *ms)
         *ms = c->now_ms - d;
         return 0;
     }
+    char quoted[TEXT_QUOTE_SIZE];
     cli_usage(c,
-              "%s: bad time '%s' (expected RFC 3339 like "
-              "2026-05-01T12:00:00Z, a date like 2026-05-01 (local), or an "
-              "age like 2h, '30m ago', 1d)",
-              option, text);
+              "%s: bad time '%s' (expected a valid RFC 3339 time like "
+              "2026-05-01T12:00:00Z or with an offset like +02:00, a date "
+              "like 2026-05-01 (local), or an age like 2h, '30m ago', 1d)",
+              option, text_quote(text, quoted, sizeof(quoted)));
     return -1;
 }
 
@@ -213,12 +230,26 @@ int args_status_mask(cli *c, const char *option, const char *text,
                 found = s;
         if (found < 0 && len == 8 && strncasecmp(p, "canceled", 8) == 0)
             found = DURO_STATUS_CANCELLED;
-        if (found < 0) {
+        if (found == DURO_STATUS_CONTINUED_AS_NEW) {
+            /* a status of executions: the instance of a chain stays
+             * running, so no instance ever matches it */
             cli_usage(c,
-                      "%s: unknown status '%.*s' (expected pending, running, "
+                      "%s: no instance has the status continued_as_new (an "
+                      "instance that continues as new stays running; duro "
+                      "history --execution N shows its ended executions)",
+                      option);
+            return -1;
+        }
+        if (found < 0) {
+            char quoted[TEXT_QUOTE_SIZE];
+            char *word = strndup(p, len);
+            cli_usage(c,
+                      "%s: unknown status '%s' (expected pending, running, "
                       "suspended, completed, failed, cancelled, terminated, "
-                      "continued_as_new, separated by commas)",
-                      option, (int)len, p);
+                      "separated by commas)",
+                      option,
+                      text_quote(word ? word : "", quoted, sizeof(quoted)));
+            free(word);
             return -1;
         }
         *mask |= 1u << found;
@@ -228,20 +259,28 @@ int args_status_mask(cli *c, const char *option, const char *text,
     }
 }
 
-int args_uint(cli *c, const char *option, const char *text, uint64_t max,
-              uint64_t *out)
+int args_uint_range(cli *c, const char *option, const char *text, uint64_t min,
+                    uint64_t max, uint64_t *out)
 {
     char *end = NULL;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
     if (!isdigit((unsigned char)text[0]) || *end != '\0' || errno != 0 ||
-        v > max) {
-        cli_usage(c, "%s: bad number '%s' (expected 0 to %llu)", option, text,
-                  (unsigned long long)max);
+        v < min || v > max) {
+        char quoted[TEXT_QUOTE_SIZE];
+        cli_usage(c, "%s: bad number '%s' (expected %llu to %llu)", option,
+                  text_quote(text, quoted, sizeof(quoted)),
+                  (unsigned long long)min, (unsigned long long)max);
         return -1;
     }
     *out = v;
     return 0;
+}
+
+int args_uint(cli *c, const char *option, const char *text, uint64_t max,
+              uint64_t *out)
+{
+    return args_uint_range(c, option, text, 0, max, out);
 }
 
 int args_payload(cli *c, const char *option, const char *text, char **out)

@@ -89,10 +89,14 @@ int args_status_mask(cli *c, const char *option, const char *text,
                      uint32_t *mask);
 int args_uint(cli *c, const char *option, const char *text, uint64_t max,
               uint64_t *out);
+int args_uint_range(cli *c, const char *option, const char *text, uint64_t min,
+                    uint64_t max, uint64_t *out);
 /* TEXT, or the contents of FILE for "@FILE" (caller frees with free()). */
 int args_payload(cli *c, const char *option, const char *text, char **out);
 /* "pending", "running", "completed", "failed", "cancelled",
- * "continued_as_new", "suspended", "terminated"; "unknown" otherwise. */
+ * "continued_as_new", "suspended", "terminated"; "unknown" otherwise. A
+ * status mask never takes continued_as_new: an instance that continues as
+ * new stays running, so it would match nothing. */
 const char *status_word(int status);
 /* 1 when a cancellation was requested of a live instance that has not
  * ended yet: one registered with observe_cancel cleaning up (it stays
@@ -120,9 +124,16 @@ void jset(json_t *obj, const char *key, json_t *value); /* steals value */
 json_t *json_instance(const duro_instance_info *info);
 /* A bulk result (cancel by query, purge): {"dry_run","count","ids"}. */
 json_t *json_bulk(const duro_bulk_result *r, int dry_run);
+/* Who asked for the cancellation (@p requester) and the termination
+ * (@p terminator) of the instance whose history @p h is, from its events,
+ * else the instance's @p cancelled_by; NULL when unknown. Borrowed. */
+void history_deciders(const duro_history *h, const char *cancelled_by,
+                      const char **requester, const char **terminator);
 /* One history event's JSON object (`duro history --json`); offset_ms is
- * from @p start_ms. */
-json_t *json_event(const duro_event *e, int64_t start_ms);
+ * from @p start_ms; @p requester and @p terminator as history_deciders'
+ * give requested_by to the events whose text shows who decided them. */
+json_t *json_event(const duro_event *e, int64_t start_ms, const char *requester,
+                   const char *terminator);
 /* Prints @p doc (indented, a newline after) on stdout and frees it. 0, or
  * -1 when it could not be written. */
 int json_print(json_t *doc);
@@ -136,8 +147,20 @@ const char *text_age(int64_t now_ms, int64_t ms, char *buf, size_t size);
 /* "1.206s", "45ms", "3m12s". */
 const char *text_duration(int64_t ms, char *buf, size_t size);
 /* A one-line rendering of @p s at most @p max characters (code points):
- * control characters escaped, cut with "…". "-" for NULL. */
+ * control characters escaped (\n, \t, \r, \x1b; U+0080..U+009F as
+ * \u009b; a byte of invalid UTF-8 as \xff), cut with "…". "-" for NULL. */
 const char *text_short(const char *s, size_t max, char *buf, size_t size);
+/* Room for a whole escaped id, name, reason or requester (the library
+ * refuses them over 1024 bytes; an escape is at most 6 bytes a byte). */
+#define TEXT_ESCAPE_SIZE (1024 * 6 + 16)
+/* @p s whole, escaped as text_short: what the text output prints of ids,
+ * names, reasons and requesters (cut with "…" only past @p size). */
+const char *text_escape(const char *s, char *buf, size_t size);
+/* User input quoted in an error: escaped and cut after TEXT_QUOTE_CHARS
+ * characters, so that the reason after it always shows. */
+#define TEXT_QUOTE_CHARS 64
+#define TEXT_QUOTE_SIZE (TEXT_QUOTE_CHARS * 6 + 16)
+const char *text_quote(const char *s, char *buf, size_t size);
 /* The ids of a bulk result, one per line, the first 50 (with a note on
  * the rest). */
 void text_bulk_ids(const duro_bulk_result *r);

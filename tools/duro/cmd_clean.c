@@ -51,10 +51,15 @@ int cmd_delete(cli *c, int argc, char **argv)
             fflush(stdout); /* keep the lines in id order */
             const char *why =
                 rc == DURO_NOT_FOUND ? "no such instance" : duro_errmsg();
-            fprintf(stderr, "duro delete: %s: %s\n", argv[i],
-                    *why ? why : duro_strerror(rc));
+            char quoted[TEXT_QUOTE_SIZE], reason[1024];
+            fprintf(stderr, "duro delete: %s: %s\n",
+                    text_quote(argv[i], quoted, sizeof(quoted)),
+                    text_short(*why ? why : duro_strerror(rc), 300, reason,
+                               sizeof(reason)));
         } else if (!c->json) {
-            printf("deleted %s (%zu instance%s)\n", argv[i], deleted,
+            char shown[TEXT_ESCAPE_SIZE];
+            printf("deleted %s (%zu instance%s)\n",
+                   text_escape(argv[i], shown, sizeof(shown)), deleted,
                    deleted == 1 ? "" : "s");
         }
         if (results != NULL) {
@@ -135,8 +140,11 @@ int cmd_purge(cli *c, int argc, char **argv)
         if (bad)
             return EXIT_USAGE;
     }
-    if (optind < argc)
-        return cli_usage(c, "unexpected argument '%s'", argv[optind]);
+    if (optind < argc) {
+        char quoted[TEXT_QUOTE_SIZE];
+        return cli_usage(c, "unexpected argument '%s'",
+                         text_quote(argv[optind], quoted, sizeof(quoted)));
+    }
     if (filter.finished_before_ms == 0)
         return cli_usage(c, "--before T is required");
     if (filter.name != NULL && *filter.name == '\0')
@@ -182,7 +190,7 @@ int cmd_prune(cli *c, int argc, char **argv)
         if (ch == -2)
             return status;
         if (ch == 'k') {
-            if (args_uint(c, "--keep", optarg, UINT64_MAX, &keep) != 0)
+            if (args_uint_range(c, "--keep", optarg, 1, UINT64_MAX, &keep) != 0)
                 return EXIT_USAGE;
             have_keep = 1;
         }
@@ -200,11 +208,13 @@ int cmd_prune(cli *c, int argc, char **argv)
     size_t pruned = 0;
     int rc = duro_client_prune(client, id, keep, &pruned);
     duro_client_destroy(client);
+    char shown[TEXT_ESCAPE_SIZE];
     if (rc == DURO_NOT_FOUND)
         return cli_error(c, EXIT_NOT_FOUND, "not_found",
-                         "instance '%s' does not exist", id);
+                         "instance '%s' does not exist",
+                         text_quote(id, shown, sizeof(shown)));
     if (rc != DURO_OK)
-        return cli_error_rc(c, rc, id);
+        return cli_error_rc(c, rc, text_quote(id, shown, sizeof(shown)));
     if (c->json) {
         json_t *doc = json_object();
         jset(doc, "id", jstr(id));
@@ -213,7 +223,7 @@ int cmd_prune(cli *c, int argc, char **argv)
         json_print(doc);
     } else {
         printf("pruned %zu execution%s of %s\n", pruned, pruned == 1 ? "" : "s",
-               id);
+               text_escape(id, shown, sizeof(shown)));
     }
     return EXIT_OK;
 }

@@ -128,8 +128,9 @@ static const char *help_text(const control_verb *v, char *buf, size_t size)
              "%s"
              "Ids and --name together are refused.\n"
              "  --reason R   why (default: %s)\n"
-             "  --by WHO     who asks (default: user:$LOGNAME from the "
-             "password file)\n"
+             "  --by WHO     who asks (default: user:NAME, NAME your login "
+             "name from\n"
+             "               the password database, else $USER)\n"
              "  --dry-run    change nothing; show what would be %s\n"
              "  --name N     select by orchestration name\n"
              "  --status S   with --name: %s\n"
@@ -293,22 +294,27 @@ static void print_results(cli *c, const control_verb *v, char **ids,
     for (size_t i = 0; i < count; i++) {
         const char *word = status_word(results[i].status);
         int how = outcome_class(v, &results[i]);
+        char id[TEXT_ESCAPE_SIZE];
         if (how == NOT_FOUND || how == FINISHED)
             fflush(stdout); /* keep the lines in id order */
         if (how == NOT_FOUND)
-            fprintf(stderr, "duro %s: %s: no such instance\n", v->name, ids[i]);
+            fprintf(stderr, "duro %s: %s: no such instance\n", v->name,
+                    text_quote(ids[i], id, sizeof(id)));
         else if (how == FINISHED)
             fprintf(stderr,
                     "duro %s: %s: it has finished (%s); nothing to %s\n",
-                    v->name, ids[i], word, v->name);
+                    v->name, text_quote(ids[i], id, sizeof(id)), word, v->name);
         else if (c->json || how == DUPLICATE)
             continue;
         else if (how == AGAIN)
-            printf("%s: %s (%s)\n", ids[i], v->again, word);
+            printf("%s: %s (%s)\n", text_escape(ids[i], id, sizeof(id)),
+                   v->again, word);
         else if (dry_run)
-            printf("%s: would be %s (was %s)\n", ids[i], v->done, word);
+            printf("%s: would be %s (was %s)\n",
+                   text_escape(ids[i], id, sizeof(id)), v->done, word);
         else
-            printf("%s: %s requested (was %s)\n", ids[i], v->name, word);
+            printf("%s: %s requested (was %s)\n",
+                   text_escape(ids[i], id, sizeof(id)), v->name, word);
     }
 }
 
@@ -366,11 +372,12 @@ static int control_query(cli *c, const control_verb *v, duro_client *client,
     if (c->json) {
         json_print(json_bulk(r, dry_run));
     } else {
-        char what[64];
+        char what[64], name[TEXT_ESCAPE_SIZE];
         snprintf(what, sizeof(what), dry_run ? "would %s" : "%s requested for",
                  v->name);
         printf("%s %llu instance%s of %s\n", what, (unsigned long long)r->count,
-               r->count == 1 ? "" : "s", filter->name);
+               r->count == 1 ? "" : "s",
+               text_escape(filter->name, name, sizeof(name)));
         text_bulk_ids(r);
     }
     duro_bulk_result_free(r);

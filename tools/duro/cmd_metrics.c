@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -30,7 +31,9 @@ static const char metrics_help[] =
     "                                              ready item has waited\n"
     "  duro_store_size_bytes                       database and WAL files\n"
     "  --output FILE   write FILE atomically (a temporary file, then\n"
-    "                  rename), e.g. for node_exporter's textfile collector\n";
+    "                  rename), e.g. for node_exporter's textfile collector;\n"
+    "                  it keeps the mode of the FILE it replaces (new: 0666\n"
+    "                  less the umask)\n";
 
 /* The statuses an instance row holds, in label order. */
 static const int instance_statuses[] = {
@@ -180,7 +183,9 @@ json_t *metrics_json(const duro_store_stats *st)
 }
 
 /* Writes the text to `path` through a temporary file in its directory and a
- * rename, so a reader never sees half of it. */
+ * rename, so a reader never sees half of it. The file gets the mode of the
+ * one it replaces, else 0666 less the umask, as a plain write would: not
+ * mkstemp's 0600, which the collector (often another user) cannot read. */
 static int write_file(cli *c, const char *path, const duro_store_stats *st)
 {
     size_t n = strlen(path) + 16;
@@ -196,7 +201,16 @@ static int write_file(cli *c, const char *path, const duro_store_stats *st)
                          "cannot create a file next to %s: %s", path,
                          strerror(e));
     }
-    FILE *f = fdopen(fd, "w");
+    struct stat old;
+    mode_t mode;
+    if (stat(path, &old) == 0) {
+        mode = old.st_mode & 07777;
+    } else {
+        mode_t mask = umask(0);
+        umask(mask);
+        mode = 0666 & ~mask;
+    }
+    FILE *f = fchmod(fd, mode) == 0 ? fdopen(fd, "w") : NULL;
     if (f == NULL) {
         close(fd);
         unlink(tmp);

@@ -32,8 +32,8 @@ static const char list_help[] =
     "\n"
     "Lists instances in id order, with their status and times.\n"
     "  --status S,...  only these statuses (pending, running, suspended,\n"
-    "                  completed, failed, cancelled, terminated,\n"
-    "                  continued_as_new)\n"
+    "                  completed, failed, cancelled, terminated; an\n"
+    "                  instance that continues as new stays running)\n"
     "  --name N        only instances of orchestration N\n"
     "  --since T       created at or after T (2026-05-01T12:00:00Z,\n"
     "                  2026-05-01, 2h, '30m ago')\n"
@@ -78,8 +78,11 @@ int cmd_list(cli *c, int argc, char **argv)
         if (bad)
             return EXIT_USAGE;
     }
-    if (optind < argc)
-        return cli_usage(c, "unexpected argument '%s'", argv[optind]);
+    if (optind < argc) {
+        char quoted[TEXT_QUOTE_SIZE];
+        return cli_usage(c, "unexpected argument '%s'",
+                         text_quote(argv[optind], quoted, sizeof(quoted)));
+    }
 
     duro_client *client;
     if ((status = cli_open(c, 0, &client)) != EXIT_OK)
@@ -138,13 +141,15 @@ int cmd_list(cli *c, int argc, char **argv)
         /* Column widths first, then the rows. */
         size_t w_id = 2, w_name = 4, w_status = 6, w_created = 7;
         char created[96], t[64], age[32];
+        char id[TEXT_ESCAPE_SIZE], name[TEXT_ESCAPE_SIZE];
         size_t left = shown;
         for (size_t p = 0; p < kept_count; p++)
             for (size_t i = 0; i < kept[p]->count && left > 0; i++, left--) {
                 const duro_instance_info *in = &kept[p]->items[i];
-                size_t w = text_width(in->instance_id);
+                size_t w =
+                    text_width(text_escape(in->instance_id, id, sizeof(id)));
                 w_id = w > w_id ? w : w_id;
-                w = text_width(in->name ? in->name : "-");
+                w = text_width(text_escape(in->name, name, sizeof(name)));
                 w_name = w > w_name ? w : w_name;
                 w = strlen(status_word(in->status));
                 w_status = w > w_status ? w : w_status;
@@ -163,8 +168,9 @@ int cmd_list(cli *c, int argc, char **argv)
         for (size_t p = 0; p < kept_count; p++)
             for (size_t i = 0; i < kept[p]->count && left > 0; i++, left--) {
                 const duro_instance_info *in = &kept[p]->items[i];
-                text_pad(in->instance_id, w_id + 2);
-                text_pad(in->name ? in->name : "-", w_name + 2);
+                text_pad(text_escape(in->instance_id, id, sizeof(id)),
+                         w_id + 2);
+                text_pad(text_escape(in->name, name, sizeof(name)), w_name + 2);
                 fputs(text_status_color(c, in->status), stdout);
                 text_pad(status_word(in->status), w_status);
                 fputs(text_reset(c), stdout);
@@ -206,18 +212,27 @@ static int read_instance(cli *c, const char *id, duro_client **client,
     int status = cli_open(c, 0, client);
     if (status != EXIT_OK)
         return status;
+    char quoted[TEXT_QUOTE_SIZE];
     int rc = duro_client_get_status(*client, id, info);
     if (rc != DURO_OK)
-        return cli_error_rc(c, rc, id);
+        return cli_error_rc(c, rc, text_quote(id, quoted, sizeof(quoted)));
     if ((*info)->status == DURO_STATUS_NOT_FOUND)
         return cli_error(c, EXIT_NOT_FOUND, "not_found",
-                         "instance '%s' does not exist", id);
+                         "instance '%s' does not exist",
+                         text_quote(id, quoted, sizeof(quoted)));
     return EXIT_OK;
 }
 
 static void card_line(const char *key, const char *value)
 {
     printf("%-18s %s\n", key, value != NULL && *value ? value : "-");
+}
+
+/* A line of user-chosen text (an id, a name): escaped. */
+static void card_text(const char *key, const char *value)
+{
+    char buf[TEXT_ESCAPE_SIZE];
+    card_line(key, value != NULL ? text_escape(value, buf, sizeof(buf)) : NULL);
 }
 
 static void card_time(const cli *c, const char *key, int64_t ms)
@@ -235,9 +250,9 @@ static void card_time(const cli *c, const char *key, int64_t ms)
 static void print_card(const cli *c, const duro_instance_info *in)
 {
     char buf[512], line[600];
-    card_line("id:", in->instance_id);
-    card_line("name:", in->name);
-    card_line("version:", in->version);
+    card_text("id:", in->instance_id);
+    card_text("name:", in->name);
+    card_text("version:", in->version);
     snprintf(line, sizeof(line), "%s%s%s%s", text_status_color(c, in->status),
              status_word(in->status), text_reset(c),
              instance_cancelling(in) ? " (cancelling)" : "");
@@ -264,7 +279,7 @@ static void print_card(const cli *c, const duro_instance_info *in)
               in->custom_status
                   ? text_short(in->custom_status, 120, buf, sizeof(buf))
                   : NULL);
-    card_line("parent:", in->parent_instance);
+    card_text("parent:", in->parent_instance);
     snprintf(line, sizeof(line), "%llu", (unsigned long long)in->history_count);
     card_line("history_events:", line);
     card_time(c, "cancel_requested:", in->cancel_requested_ms);
@@ -272,7 +287,7 @@ static void print_card(const cli *c, const duro_instance_info *in)
               in->cancel_reason
                   ? text_short(in->cancel_reason, 120, buf, sizeof(buf))
                   : NULL);
-    card_line("cancelled_by:", in->cancelled_by);
+    card_text("cancelled_by:", in->cancelled_by);
     card_line("last_problem:",
               in->last_problem
                   ? text_short(in->last_problem, 200, buf, sizeof(buf))
@@ -290,6 +305,8 @@ int cmd_status(cli *c, int argc, char **argv)
             return status;
     if (argc - optind != 1)
         return cli_usage(c, "expected one instance id");
+    if (argv[optind][0] == '\0')
+        return cli_usage(c, "the instance id must not be empty");
     duro_client *client = NULL;
     duro_instance_info *info = NULL;
     status = read_instance(c, argv[optind], &client, &info);
@@ -335,8 +352,38 @@ static const char *cancel_decider(const char *reason, const char *requester,
     return "runtime";
 }
 
-json_t *json_event(const duro_event *e, int64_t start_ms)
+void history_deciders(const duro_history *h, const char *cancelled_by,
+                      const char **requester, const char **terminator)
 {
+    *requester = cancelled_by;
+    *terminator = NULL;
+    for (size_t i = 0; i < h->count; i++) {
+        const duro_event *e = &h->events[i];
+        if (e->kind == DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED &&
+            e->requested_by)
+            *requester = e->requested_by;
+        if (e->kind == DURO_EVENT_ORCHESTRATION_TERMINATED && e->requested_by)
+            *terminator = e->requested_by;
+    }
+}
+
+/* Who decided @p e when it does not say (the text's by=), or NULL. */
+static const char *event_decider(const duro_event *e, const char *requester,
+                                 const char *terminator)
+{
+    const char *by = NULL;
+    if (e->kind == DURO_EVENT_ORCHESTRATION_CANCELLED)
+        by = requester;
+    else if (e->kind == DURO_EVENT_ACTIVITY_CANCEL_REQUESTED ||
+             e->kind == DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED)
+        by = cancel_decider(e->reason, requester, terminator);
+    return by != NULL && strcmp(by, "-") != 0 ? by : NULL;
+}
+
+json_t *json_event(const duro_event *e, int64_t start_ms, const char *requester,
+                   const char *terminator)
+{
+    const char *by;
     json_t *o = json_object();
     jset(o, "event_id", jint((int64_t)e->event_id));
     jset(o, "kind", jstr(duro_event_kind_name(e->kind)));
@@ -358,6 +405,8 @@ json_t *json_event(const duro_event *e, int64_t start_ms)
         jset(o, "reason", jstr(e->reason));
     if (e->requested_by)
         jset(o, "requested_by", jstr(e->requested_by));
+    else if ((by = event_decider(e, requester, terminator)) != NULL)
+        jset(o, "requested_by", jstr(by));
     if (e->ref_instance)
         jset(o, "ref_instance", jstr(e->ref_instance));
     if (e->ref_execution)
@@ -389,7 +438,7 @@ static void event_details(const cli *c, const duro_history *h,
                           const duro_event *e, const char *requester,
                           const char *terminator, char *out, size_t size)
 {
-    char a[256], b[256], d[32];
+    char a[256], b[256], r[256], d[32];
     const duro_event *src =
         e->source_event_id >= 1 && e->source_event_id <= h->count
             ? &h->events[e->source_event_id - 1]
@@ -420,9 +469,12 @@ static void event_details(const cli *c, const duro_history *h,
         snprintf(out, size, "input=%s%s%s%s%s",
                  text_short(e->payload, 60, a, sizeof(a)),
                  e->version && *e->version ? " version=" : "",
-                 e->version && *e->version ? e->version : "",
+                 e->version && *e->version
+                     ? text_short(e->version, 60, b, sizeof(b))
+                     : "",
                  e->ref_instance ? " parent=" : "",
-                 e->ref_instance ? e->ref_instance : "");
+                 e->ref_instance ? text_short(e->ref_instance, 80, r, sizeof(r))
+                                 : "");
         break;
     case DURO_EVENT_ORCHESTRATION_COMPLETED:
         snprintf(out, size, "output=%s",
@@ -474,7 +526,8 @@ static void event_details(const cli *c, const duro_history *h,
     case DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED:
         snprintf(out, size, "%s reason=\"%s\" by=%s", cite,
                  text_short(e->reason, 80, a, sizeof(a)),
-                 cancel_decider(e->reason, requester, terminator));
+                 text_short(cancel_decider(e->reason, requester, terminator),
+                            60, b, sizeof(b)));
         break;
     case DURO_EVENT_TIMER_CREATED:
         snprintf(out, size, "fires %s (+%s)%s",
@@ -492,7 +545,7 @@ static void event_details(const cli *c, const duro_history *h,
         break;
     case DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED:
         snprintf(out, size, "child=%s input=%s%s",
-                 e->ref_instance ? e->ref_instance : "-",
+                 text_short(e->ref_instance, 80, r, sizeof(r)),
                  text_short(e->payload, 60, a, sizeof(a)),
                  e->flags & DURO_START_DETACHED ? " detached" : "");
         break;
@@ -513,15 +566,16 @@ int cmd_history(cli *c, int argc, char **argv)
            -1) {
         if (ch == -2)
             return status;
-        if (ch == 'e' &&
-            (args_uint(c, "--execution", optarg, UINT64_MAX, &execution) != 0))
+        /* executions count from 1 */
+        if (ch == 'e' && args_uint_range(c, "--execution", optarg, 1,
+                                         UINT64_MAX, &execution) != 0)
             return EXIT_USAGE;
-        if (ch == 'e' && execution == 0)
-            return cli_usage(c, "--execution: executions count from 1");
     }
     if (argc - optind != 1)
         return cli_usage(c, "expected one instance id");
     const char *id = argv[optind];
+    if (*id == '\0')
+        return cli_usage(c, "the instance id must not be empty");
     duro_client *client = NULL;
     duro_instance_info *info = NULL;
     status = read_instance(c, id, &client, &info);
@@ -532,15 +586,18 @@ int cmd_history(cli *c, int argc, char **argv)
         none.instance_id = id;
         h = &none;
     } else if (status == EXIT_OK) {
+        char quoted[TEXT_QUOTE_SIZE];
         int rc = duro_client_read_history(client, id, execution, &h);
         if (rc == DURO_NOT_FOUND && execution != 0)
             status = cli_error(c, EXIT_NOT_FOUND, "not_found",
                                "instance '%s' has no execution %llu (the "
                                "current one is %llu)",
-                               id, (unsigned long long)execution,
+                               text_quote(id, quoted, sizeof(quoted)),
+                               (unsigned long long)execution,
                                (unsigned long long)info->execution_id);
         else if (rc != DURO_OK)
-            status = cli_error_rc(c, rc, id);
+            status =
+                cli_error_rc(c, rc, text_quote(id, quoted, sizeof(quoted)));
     }
     if (status != EXIT_OK) {
         duro_free(info);
@@ -548,19 +605,23 @@ int cmd_history(cli *c, int argc, char **argv)
         return status;
     }
     int64_t start = h->count > 0 ? h->events[0].timestamp_ms : 0;
+    const char *requester, *terminator;
+    history_deciders(h, info->cancelled_by, &requester, &terminator);
     if (c->json) {
         json_t *events = json_array();
         for (size_t i = 0; i < h->count; i++)
-            json_array_append_new(events, json_event(&h->events[i], start));
+            json_array_append_new(events, json_event(&h->events[i], start,
+                                                     requester, terminator));
         json_t *doc = json_object();
         jset(doc, "instance_id", jstr(id));
         jset(doc, "execution_id", jint((int64_t)h->execution_id));
         jset(doc, "events", events);
         json_print(doc);
     } else {
-        char t[64], age[32];
-        printf("%s  %s  execution %llu of %llu  %s%s%s  started %s (%s)\n", id,
-               info->name ? info->name : "-",
+        char t[64], age[32], shown[TEXT_ESCAPE_SIZE], name_shown[256];
+        printf("%s  %s  execution %llu of %llu  %s%s%s  started %s (%s)\n",
+               text_escape(id, shown, sizeof(shown)),
+               text_short(info->name, 80, name_shown, sizeof(name_shown)),
                (unsigned long long)h->execution_id,
                (unsigned long long)info->execution_id,
                text_status_color(c, info->status), status_word(info->status),
@@ -568,7 +629,7 @@ int cmd_history(cli *c, int argc, char **argv)
                text_age(c->now_ms, start, age, sizeof(age)));
         /* Column widths: id, offset, kind, name. */
         size_t w_id = 2, w_off = 2, w_kind = 4, w_name = 1;
-        char off[40], d[32], idbuf[32], details[1024];
+        char off[40], d[32], idbuf[32], details[1024], ename[TEXT_ESCAPE_SIZE];
         for (size_t i = 0; i < h->count; i++) {
             const duro_event *e = &h->events[i];
             size_t w = (size_t)snprintf(idbuf, sizeof(idbuf), "#%llu",
@@ -581,24 +642,14 @@ int cmd_history(cli *c, int argc, char **argv)
             w = strlen(duro_event_kind_name(e->kind));
             w_kind = w > w_kind ? w : w_kind;
         }
-        const char *requester = info->cancelled_by, *terminator = NULL;
         for (size_t i = 0; i < h->count; i++) {
             const duro_event *e = &h->events[i];
             const char *name = e->name;
             if (name == NULL && e->source_event_id >= 1 &&
                 e->source_event_id <= h->count)
                 name = h->events[e->source_event_id - 1].name;
-            size_t w = text_width(name ? name : "-");
+            size_t w = text_width(text_escape(name, ename, sizeof(ename)));
             w_name = w > w_name ? w : w_name;
-        }
-        for (size_t i = 0; i < h->count; i++) {
-            const duro_event *e = &h->events[i];
-            if (e->kind == DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED &&
-                e->requested_by)
-                requester = e->requested_by;
-            if (e->kind == DURO_EVENT_ORCHESTRATION_TERMINATED &&
-                e->requested_by)
-                terminator = e->requested_by;
         }
         for (size_t i = 0; i < h->count; i++) {
             const duro_event *e = &h->events[i];
@@ -618,7 +669,7 @@ int cmd_history(cli *c, int argc, char **argv)
             fputs(text_reset(c), stdout);
             fputs("  ", stdout);
             text_pad(duro_event_kind_name(e->kind), w_kind + 2);
-            text_pad(name ? name : "-", w_name + 2);
+            text_pad(text_escape(name, ename, sizeof(ename)), w_name + 2);
             fputs(details, stdout);
             fputc('\n', stdout);
         }
@@ -657,6 +708,8 @@ int cmd_wait(cli *c, int argc, char **argv)
     if (argc - optind != 1)
         return cli_usage(c, "expected one instance id");
     const char *id = argv[optind];
+    if (*id == '\0')
+        return cli_usage(c, "the instance id must not be empty");
     duro_client *client = NULL;
     if ((status = cli_open(c, 0, &client)) != EXIT_OK)
         return status;
@@ -675,10 +728,12 @@ int cmd_wait(cli *c, int argc, char **argv)
     if (rc != DURO_OK && rc != DURO_TIMEOUT) {
         duro_free(info);
         duro_client_destroy(client);
+        char quoted[TEXT_QUOTE_SIZE];
         if (rc == DURO_NOT_FOUND)
             return cli_error(c, EXIT_NOT_FOUND, "not_found",
-                             "instance '%s' does not exist", id);
-        return cli_error_rc(c, rc, id);
+                             "instance '%s' does not exist",
+                             text_quote(id, quoted, sizeof(quoted)));
+        return cli_error_rc(c, rc, text_quote(id, quoted, sizeof(quoted)));
     }
     int timed_out = rc == DURO_TIMEOUT;
     status = timed_out                               ? EXIT_WAIT_TIMEOUT
@@ -690,9 +745,10 @@ int cmd_wait(cli *c, int argc, char **argv)
         jset(doc, "instance", json_instance(info));
         json_print(doc);
     } else {
-        char buf[512];
-        printf("%s %s%s%s", id, text_status_color(c, info->status),
-               status_word(info->status), text_reset(c));
+        char buf[512], shown[TEXT_ESCAPE_SIZE];
+        printf("%s %s%s%s", text_escape(id, shown, sizeof(shown)),
+               text_status_color(c, info->status), status_word(info->status),
+               text_reset(c));
         if (info->status == DURO_STATUS_COMPLETED && info->output)
             printf(" output=%s",
                    text_short(info->output, 120, buf, sizeof(buf)));
@@ -701,9 +757,12 @@ int cmd_wait(cli *c, int argc, char **argv)
                    text_short(info->error, 120, buf, sizeof(buf)));
         fputc('\n', stdout);
     }
-    if (timed_out)
+    if (timed_out) {
+        char quoted[TEXT_QUOTE_SIZE];
         fprintf(stderr, "duro wait: instance '%s' still %s at the timeout\n",
-                id, status_word(info->status));
+                text_quote(id, quoted, sizeof(quoted)),
+                status_word(info->status));
+    }
     duro_free(info);
     duro_client_destroy(client);
     return status;
@@ -723,8 +782,11 @@ int cmd_version(cli *c, int argc, char **argv)
     while ((ch = cli_getopt(c, argc, argv, opts, version_help, &status)) != -1)
         if (ch == -2)
             return status;
-    if (optind < argc)
-        return cli_usage(c, "unexpected argument '%s'", argv[optind]);
+    if (optind < argc) {
+        char quoted[TEXT_QUOTE_SIZE];
+        return cli_usage(c, "unexpected argument '%s'",
+                         text_quote(argv[optind], quoted, sizeof(quoted)));
+    }
     if (c->json) {
         json_t *doc = json_object();
         jset(doc, "version", jstr(DURO_VERSION_STRING));

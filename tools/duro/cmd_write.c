@@ -54,18 +54,22 @@ int cmd_start(cli *c, int argc, char **argv)
     int rc = duro_client_start(client, id, name, input, &so);
     free(input);
     duro_client_destroy(client);
+    char shown[TEXT_ESCAPE_SIZE], name_shown[TEXT_ESCAPE_SIZE];
     if (rc != DURO_OK)
-        return cli_error_rc(c, rc, id);
+        return cli_error_rc(c, rc, text_quote(id, shown, sizeof(shown)));
     if (c->json) {
         json_t *doc = json_object();
         jset(doc, "id", jstr(id));
         jset(doc, "name", jstr(name));
-        jset(doc, "version", jstr(so.orchestration_version));
+        /* "" for the default, as status, list, wait and history say */
+        jset(doc, "version",
+             jstr(so.orchestration_version ? so.orchestration_version : ""));
         jset(doc, "delay_ms", jint(so.delay_ms));
         jset(doc, "status", jstr("pending"));
         json_print(doc);
     } else {
-        printf("started %s (%s)", id, name);
+        printf("started %s (%s)", text_escape(id, shown, sizeof(shown)),
+               text_escape(name, name_shown, sizeof(name_shown)));
         if (so.delay_ms > 0) {
             char d[32];
             printf(", first turn in %s", text_duration(so.delay_ms, d, 32));
@@ -78,8 +82,9 @@ int cmd_start(cli *c, int argc, char **argv)
 static const char raise_help[] =
     "usage: duro raise ID EVENT [PAYLOAD|@FILE] [--json]\n"
     "\n"
-    "Raises external event EVENT on a pending or running instance, with an\n"
-    "optional payload (@FILE reads it from FILE, @- from stdin).\n";
+    "Raises external event EVENT on a live instance (pending, running or\n"
+    "suspended: a suspended one records it and gets it when resumed), with\n"
+    "an optional payload (@FILE reads it from FILE, @- from stdin).\n";
 
 int cmd_raise(cli *c, int argc, char **argv)
 {
@@ -105,17 +110,35 @@ int cmd_raise(cli *c, int argc, char **argv)
     }
     int rc = duro_client_raise_event(client, id, event, payload);
     free(payload);
+    char shown[TEXT_ESCAPE_SIZE], event_shown[TEXT_ESCAPE_SIZE];
+    duro_instance_info *info = NULL;
+    if (rc == DURO_INVALID_STATE &&
+        duro_client_get_status(client, id, &info) == DURO_OK &&
+        duro_status_is_terminal(info->status)) {
+        /* the library's message says "is Completed" */
+        status = cli_error(c, EXIT_INVALID_STATE, "invalid_state",
+                           "%s: it has finished (%s); it takes no more "
+                           "events",
+                           text_quote(id, shown, sizeof(shown)),
+                           status_word(info->status));
+        duro_free(info);
+        duro_client_destroy(client);
+        return status;
+    }
+    duro_free(info);
     duro_client_destroy(client);
     if (rc != DURO_OK)
-        return cli_error_rc(c, rc, id);
+        return cli_error_rc(c, rc, text_quote(id, shown, sizeof(shown)));
     if (c->json) {
         json_t *doc = json_object();
         jset(doc, "id", jstr(id));
         jset(doc, "event", jstr(event));
-        jset(doc, "raised", json_true());
+        jset(doc, "raised", jstr(event)); /* as duro ui's raise-event */
         json_print(doc);
     } else {
-        printf("raised %s on %s\n", event, id);
+        printf("raised %s on %s\n",
+               text_escape(event, event_shown, sizeof(event_shown)),
+               text_escape(id, shown, sizeof(shown)));
     }
     return EXIT_OK;
 }

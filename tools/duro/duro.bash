@@ -23,27 +23,31 @@ _duro()
     case $prev in
     --status)
         local statuses="pending running suspended completed failed
-            cancelled terminated continued_as_new"
+            cancelled terminated"
         case $verb in
         cancel | suspend) statuses="pending running" ;;
         terminate) statuses="pending running suspended" ;;
         resume) statuses="suspended" ;;
         purge) statuses="completed failed cancelled terminated" ;;
         esac
-        # a comma-separated list: complete the last element
-        local done_part="" last=$cur
+        # a comma-separated list: complete the last element with the
+        # statuses not given yet
+        local done_part="" last=$cur s left=""
         if [[ $cur == *,* ]]; then
             done_part=${cur%,*},
             last=${cur##*,}
         fi
-        COMPREPLY=($(compgen -P "$done_part" -W "$statuses" -- "$last"))
+        for s in $statuses; do
+            [[ ,$done_part == *,$s,* ]] || left="$left $s"
+        done
+        COMPREPLY=($(compgen -P "$done_part" -W "$left" -- "$last"))
         return
         ;;
     --db)
         COMPREPLY=($(compgen -P sqlite: -f -- "${cur#sqlite:}"))
         return
         ;;
-    --output)
+    --output | --token-file)
         COMPREPLY=($(compgen -f -- "$cur"))
         return
         ;;
@@ -54,7 +58,7 @@ _duro()
         return
         ;;
     --name | --since | --until | --limit | --version | --delay | --timeout | \
-        --reason | --by | --before | --keep | --execution)
+        --reason | --by | --before | --keep | --execution | --listen)
         return
         ;;
     esac

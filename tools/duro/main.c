@@ -65,14 +65,20 @@ void cli_print_help(const char *help)
 
 static int report(cli *c, int status, const char *code, const char *text)
 {
-    /* One line, whatever the library (libpq) put in its message. */
+    /* One line, whatever the library (libpq) put in its message, and no
+     * other control character: the callers escape what they quote, this
+     * catches what a library message quotes raw. */
     char message[2048];
     size_t n = 0;
-    for (const char *t = text; *t != '\0' && n + 1 < sizeof(message); t++) {
+    for (const char *t = text; *t != '\0' && n + 5 < sizeof(message); t++) {
         char ch = *t == '\n' || *t == '\t' || *t == '\r' ? ' ' : *t;
         if (ch == ' ' && (n == 0 || message[n - 1] == ' '))
             continue;
-        message[n++] = ch;
+        if ((unsigned char)ch < 0x20 || ch == 0x7f)
+            n += (size_t)snprintf(message + n, sizeof(message) - n, "\\x%02x",
+                                  (unsigned char)ch);
+        else
+            message[n++] = ch;
     }
     while (n > 0 && message[n - 1] == ' ')
         n--;
@@ -225,12 +231,49 @@ int cli_open(cli *c, int create, duro_client **out)
         /* the library's message names the URL with its password masked;
          * c->db itself may hold one */
         return cli_error(c, EXIT_USAGE, "bad_url", "--db: %s", detail);
+    if (strncmp(c->db, "sqlite:", 7) == 0) {
+        /* SQLite's message ("file is not a database") names no file */
+        char path[TEXT_QUOTE_SIZE], what[TEXT_QUOTE_SIZE + 32];
+        char *file = strndup(c->db + 7, strcspn(c->db + 7, "?"));
+        if (file == NULL)
+            return cli_error(c, EXIT_FAILED, "nomem", "out of memory");
+        snprintf(what, sizeof(what), "opening the store %s",
+                 text_quote(file, path, sizeof(path)));
+        free(file);
+        return cli_error_rc(c, rc, what);
+    }
     return cli_error_rc(c, rc, "opening the store");
+}
+
+/* A first pass of getopt over the arguments that only looks for --json,
+ * so that a usage error the real pass meets before it is a JSON document
+ * too. What getopt takes as an option's value ("--input --json") or as an
+ * operand (after "--") is not --json. On a copy: getopt permutes what it
+ * scans, and a pass stopped by an error would leave an order the real
+ * pass reads differently. Leaves optind reset. */
+static void scan_json(cli *c, int argc, char **argv, const char *shortopts,
+                      const struct option *opts)
+{
+    char **copy = malloc(((size_t)argc + 1) * sizeof(*copy));
+    if (copy == NULL)
+        return;
+    memcpy(copy, argv, ((size_t)argc + 1) * sizeof(*copy));
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, copy, shortopts, opts, NULL)) != -1)
+        if (ch == OPT_JSON)
+            c->json = 1;
+    if (c->json)
+        c->color = 0;
+    optind = 0;
+    free(copy);
 }
 
 int cli_getopt(cli *c, int argc, char **argv, const struct option *opts,
                const char *help, int *status)
 {
+    if (optind == 0) /* the first call for this verb */
+        scan_json(c, argc, argv, ":h", opts);
     for (;;) {
         int index = -1;
         int ch = getopt_long(argc, argv, ":h", opts, &index);
@@ -295,12 +338,8 @@ int main(int argc, char **argv)
 
     static const struct option global[] = {
         CLI_COMMON_OPTIONS, {"version", no_argument, NULL, 'V'}, {0}};
-    /* --json anywhere (before "--") makes even an early usage error a
-     * JSON document. */
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (strcmp(argv[i], "--json") == 0)
-            c.json = 1;
     opterr = 0;
+    scan_json(&c, argc, argv, "+:h", global);
     int status = EXIT_OK;
     /* "+": stop at the verb; the verb parses the rest. */
     for (;;) {
@@ -357,5 +396,12 @@ int main(int argc, char **argv)
             return status;
         }
     }
-    return cli_usage(&c, "unknown verb '%s'", name);
+    /* An unknown verb has no options to take a value: --json among its
+     * arguments (before "--") asks for a JSON error. */
+    for (int i = optind + 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0)
+            c.json = 1;
+    char quoted[TEXT_QUOTE_SIZE];
+    return cli_usage(&c, "unknown verb '%s'",
+                     text_quote(name, quoted, sizeof(quoted)));
 }

@@ -2,6 +2,7 @@
  * durations, payloads shortened to one line, column padding by display
  * width, and colour (only on a terminal, never with NO_COLOR or TERM=dumb).
  * Single-threaded. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -81,21 +82,29 @@ const char *text_short(const char *s, size_t max, char *buf, size_t size)
     }
     size_t o = 0, shown = 0;
     const unsigned char *p = (const unsigned char *)s;
-    /* room for "…" (3 bytes) and the NUL */
-    while (*p != '\0' && o + 8 < size) {
+    /* room for "\u009b" (6 bytes), then "…" (3 bytes) and the NUL */
+    while (*p != '\0' && o + 10 < size) {
         if (shown == max) {
             break;
         }
-        if (*p < 0x20 || *p == 0x7f) {
-            const char *esc = *p == '\n' ? "\\n" : *p == '\t' ? "\\t" : "?";
-            size_t n = strlen(esc);
-            memcpy(buf + o, esc, n);
-            o += n;
+        size_t n = utf8_sequence(p);
+        if (*p < 0x20 || *p == 0x7f || n == 0) {
+            /* a control character, or a byte of invalid UTF-8 (a C1
+             * control to an 8-bit terminal) */
+            o += (size_t)(*p == '\n'   ? snprintf(buf + o, size - o, "\\n")
+                          : *p == '\t' ? snprintf(buf + o, size - o, "\\t")
+                          : *p == '\r'
+                              ? snprintf(buf + o, size - o, "\\r")
+                              : snprintf(buf + o, size - o, "\\x%02x", *p));
             p++;
+        } else if (n == 2 && p[0] == 0xC2 && p[1] < 0xA0) {
+            /* U+0080..U+009F: C1 controls (CSI is U+009B) */
+            o += (size_t)snprintf(buf + o, size - o, "\\u%04x", p[1]);
+            p += 2;
         } else {
-            buf[o++] = (char)*p++;
-            while ((*p & 0xC0) == 0x80 && o + 8 < size)
-                buf[o++] = (char)*p++;
+            memcpy(buf + o, p, n);
+            o += n;
+            p += n;
         }
         shown++;
     }
@@ -105,6 +114,16 @@ const char *text_short(const char *s, size_t max, char *buf, size_t size)
     }
     buf[o] = '\0';
     return buf;
+}
+
+const char *text_escape(const char *s, char *buf, size_t size)
+{
+    return text_short(s, SIZE_MAX, buf, size);
+}
+
+const char *text_quote(const char *s, char *buf, size_t size)
+{
+    return text_short(s, TEXT_QUOTE_CHARS, buf, size);
 }
 
 size_t text_width(const char *s)
@@ -169,8 +188,9 @@ const char *text_dim(const cli *c)
 
 void text_bulk_ids(const duro_bulk_result *r)
 {
+    char id[TEXT_ESCAPE_SIZE];
     for (size_t i = 0; i < r->id_count && i < BULK_IDS_SHOWN; i++)
-        printf("  %s\n", r->ids[i]);
+        printf("  %s\n", text_escape(r->ids[i], id, sizeof(id)));
     if (r->id_count > BULK_IDS_SHOWN)
         printf("  ... and %zu more (--json lists them all)\n",
                r->id_count - BULK_IDS_SHOWN);

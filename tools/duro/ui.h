@@ -45,7 +45,9 @@ typedef struct ui_request {
     const char *method;
     const char *path;
     const struct ui_route *route; /* NULL for the session exchange */
-    int done; /* a response was queued: ignore the rest of the body */
+    int done;     /* a response was queued: ignore the rest of the body */
+    int bad_path; /* the raw path holds a control character or %00-%1f,
+                     %7f (MHD cuts the decoded path at a NUL) */
     int too_large;
     char *body;
     size_t body_len, body_cap;
@@ -59,6 +61,9 @@ int ui_handle(void *cls, struct MHD_Connection *conn, const char *url,
               size_t *upload_size, void **state);
 void ui_completed(void *cls, struct MHD_Connection *conn, void **state,
                   int why);
+/* MHD's URI log callback: the request's state, made from the raw URI
+ * before MHD decodes it (NULL when out of memory: ui_handle makes it). */
+void *ui_uri_seen(void *cls, const char *uri, struct MHD_Connection *conn);
 /* A response over a copy of @p data with the security headers every
  * response carries (CSP, nosniff, ...); @p api adds Cache-Control:
  * no-store. NULL when out of memory. */

@@ -315,10 +315,40 @@ static int page_add(const duro_instance_info *info, void *arg)
     return 0;
 }
 
+/* The first argument of the request not in list_args, or NULL. */
+typedef struct unknown_arg {
+    const char *key;
+} unknown_arg;
+
+static enum MHD_Result find_unknown_arg(void *cls, enum MHD_ValueKind kind,
+                                        const char *key, const char *value)
+{
+    static const char *const list_args[] = {
+        "status",         "name",  "id_prefix", "created_after",
+        "created_before", "limit", "cursor",    NULL};
+    unknown_arg *u = cls;
+    (void)kind;
+    (void)value;
+    for (size_t i = 0; list_args[i] != NULL; i++)
+        if (strcmp(list_args[i], key) == 0)
+            return MHD_YES;
+    u->key = key;
+    return MHD_NO;
+}
+
 static int get_instances(ui_request *r, json_t *body)
 {
     (void)body;
     int rc = 0;
+    /* a misspelt filter ("nmae=") must not list everything */
+    unknown_arg unknown = {NULL};
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, find_unknown_arg,
+                              &unknown);
+    if (unknown.key != NULL) {
+        char shown[TEXT_QUOTE_SIZE];
+        return ui_send_error(r, 400, "bad_argument", "unknown parameter '%s'",
+                             text_quote(unknown.key, shown, sizeof(shown)));
+    }
     duro_instance_filter filter = {0};
     uint64_t limit;
     if (arg_uint(r, "limit", 50, PAGE_MAX, &limit, &rc) != 0)
@@ -413,13 +443,23 @@ static int get_history(ui_request *r, json_t *body)
         return send_rc(r, drc, "reading the history");
     }
     int64_t start = h->count > 0 ? h->events[0].timestamp_ms : 0;
+    /* who decided a cancellation, as duro history --json says */
+    duro_instance_info *info = NULL;
+    if (duro_client_get_status(r->srv->client, id, &info) != DURO_OK) {
+        duro_free(info);
+        info = NULL;
+    }
+    const char *requester, *terminator;
+    history_deciders(h, info != NULL ? info->cancelled_by : NULL, &requester,
+                     &terminator);
     json_t *events = json_array();
     uint64_t last = 0;
     size_t n = 0, i = 0;
     for (; i < h->count && n < limit; i++) {
         if (h->events[i].event_id <= after)
             continue;
-        json_array_append_new(events, json_event(&h->events[i], start));
+        json_array_append_new(
+            events, json_event(&h->events[i], start, requester, terminator));
         last = h->events[i].event_id;
         n++;
     }
@@ -432,6 +472,7 @@ static int get_history(ui_request *r, json_t *body)
     jset(doc, "execution_id", jint((int64_t)h->execution_id));
     jset(doc, "events", events);
     jset(doc, "next_after", more ? jint((int64_t)last) : json_null());
+    duro_free(info);
     duro_history_free(h);
     free(id);
     return ui_send_json(r, 200, doc);
@@ -502,6 +543,31 @@ static int get_metrics(ui_request *r, json_t *body)
 }
 
 /* ---- actions ------------------------------------------------------------- */
+
+/* 0 when every key of @p obj is in @p known (NULL-ended); else queues 400
+ * naming the first other one (in @p where: "body", "filter") and returns
+ * -1. A misspelt filter key ("nmae") must not widen a bulk action to
+ * every instance. */
+static int known_keys(ui_request *r, json_t *obj, const char *where,
+                      const char *const *known, int *rc)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(obj, key, value)
+    {
+        size_t i = 0;
+        while (known[i] != NULL && strcmp(known[i], key) != 0)
+            i++;
+        if (known[i] == NULL) {
+            char shown[TEXT_QUOTE_SIZE];
+            *rc = ui_send_error(r, 400, "bad_argument",
+                                "unknown key '%s' in the %s",
+                                text_quote(key, shown, sizeof(shown)), where);
+            return -1;
+        }
+    }
+    return 0;
+}
 
 static const char *body_string(json_t *body, const char *key)
 {
@@ -743,10 +809,20 @@ static void sample_add(json_t *sample, const duro_bulk_result *res)
  * id_prefix}, reason, dry_run | as_of_ms}. */
 static int post_bulk_cancel(ui_request *r, json_t *body)
 {
+    static const char *const body_keys[] = {"filter", "reason", "dry_run",
+                                            "as_of_ms", NULL};
+    static const char *const filter_keys[] = {
+        "name",      "status", "created_after_ms", "created_before_ms",
+        "id_prefix", NULL};
+    int rc = 0;
     json_t *f = json_object_get(body, "filter");
+    if (known_keys(r, body, "body", body_keys, &rc) != 0)
+        return rc;
     if (f != NULL && !json_is_object(f))
         return ui_send_error(r, 400, "bad_argument",
                              "filter must be an object");
+    if (f != NULL && known_keys(r, f, "filter", filter_keys, &rc) != 0)
+        return rc;
     duro_bulk_filter filter = {0};
     filter.name = body_string(f, "name");
     json_t *st = json_object_get(f, "status");
@@ -904,6 +980,10 @@ static int post_bulk_cancel(ui_request *r, json_t *body)
  * changes: one bad ref refuses the whole request. */
 static int post_bulk_control(ui_request *r, json_t *body)
 {
+    static const char *const body_keys[] = {"action", "refs", "reason", NULL};
+    int rc = 0;
+    if (known_keys(r, body, "body", body_keys, &rc) != 0)
+        return rc;
     const char *action = body_string(body, "action");
     int control = -1;
     if (action != NULL && strcmp(action, "cancel") == 0)
@@ -926,7 +1006,6 @@ static int post_bulk_control(ui_request *r, json_t *body)
     char **ids = calloc(n, sizeof(*ids));
     if (ids == NULL)
         abort();
-    int rc = 0;
     size_t got = 0;
     for (; got < n; got++) {
         json_t *v = json_array_get(refs, got);

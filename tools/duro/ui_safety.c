@@ -2,7 +2,8 @@
  * safety rule is enforced here once, before routing:
  *   1. header sanity: one Host, one Content-Length, not both Content-Length
  *      and Transfer-Encoding, no NUL in a decoded header, cookie or
- *      argument (400); MHD 0.9.75 lets all of these through;
+ *      argument, no control character in the path, raw or %-encoded (400);
+ *      MHD 0.9.75 lets all of these through;
  *   2. the Host allow-list (DNS rebinding): 127.0.0.1:PORT, localhost:PORT,
  *      [::1]:PORT and the explicit --listen host, case and trailing dot
  *      normalised (421), on every method and path;
@@ -261,6 +262,10 @@ static int gate(ui_request *r, int *handled)
     if (h.nul)
         return ui_send_error(r, 400, "bad_request",
                              "NUL in a header, cookie or argument");
+    if (r->bad_path)
+        return ui_send_error(r, 400, "bad_request",
+                             "a NUL or another control character in the "
+                             "path");
     if (MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token"))
         return ui_send_error(r, 400, "token_in_url",
                              "the token is never taken from the URL (it "
@@ -371,14 +376,43 @@ static int dispatch(ui_request *r)
     return rc;
 }
 
+static int hex_value(char ch)
+{
+    return ch >= '0' && ch <= '9'   ? ch - '0'
+           : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+           : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                    : -1;
+}
+
+void *ui_uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    ui_request *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return NULL;
+    /* the path, up to the arguments (a NUL there is caught decoded) */
+    for (const char *p = uri; *p != '\0' && *p != '?'; p++) {
+        int byte = (unsigned char)*p;
+        if (*p == '%' && hex_value(p[1]) >= 0 && hex_value(p[2]) >= 0)
+            byte = hex_value(p[1]) * 16 + hex_value(p[2]);
+        if (byte < 0x20 || byte == 0x7f)
+            r->bad_path = 1;
+    }
+    return r;
+}
+
 int ui_handle(void *cls, struct MHD_Connection *conn, const char *url,
               const char *method, const char *version, const char *upload,
               size_t *upload_size, void **state)
 {
     (void)version;
     ui_request *r = *state;
-    if (r == NULL) {
-        r = calloc(1, sizeof(*r));
+    if (r == NULL || r->conn == NULL) {
+        /* the first call: ui_uri_seen made the state, unless out of
+         * memory */
+        if (r == NULL)
+            r = calloc(1, sizeof(*r));
         if (r == NULL)
             return MHD_NO;
         *state = r;

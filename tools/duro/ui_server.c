@@ -136,7 +136,14 @@ static int parse_listen(cli *c, const char *text, struct sockaddr_storage *addr,
         in->sin_port = htons((uint16_t)port);
         in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         snprintf(host, host_size, "localhost");
-    } else if (name[0] == '[' && name[nlen - 1] == ']') {
+    } else if (name[0] == '[' && (nlen < 2 || name[nlen - 1] != ']')) {
+        char quoted[TEXT_QUOTE_SIZE];
+        return cli_usage(c,
+                         "--listen: malformed address '%s' (expected "
+                         "ADDR:PORT, ADDR an IPv4 address, [IPv6] or "
+                         "localhost)",
+                         text_quote(text, quoted, sizeof(quoted)));
+    } else if (name[0] == '[') {
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)addr;
         name[nlen - 1] = '\0';
         if (inet_pton(AF_INET6, name + 1, &in6->sin6_addr) != 1)
@@ -199,8 +206,11 @@ int cmd_ui(cli *c, int argc, char **argv)
         else if (ch == 'r')
             srv.read_only = 1;
     }
-    if (optind < argc)
-        return cli_usage(c, "unexpected argument '%s'", argv[optind]);
+    if (optind < argc) {
+        char quoted[TEXT_QUOTE_SIZE];
+        return cli_usage(c, "unexpected argument '%s'",
+                         text_quote(argv[optind], quoted, sizeof(quoted)));
+    }
     char default_listen[32];
     snprintf(default_listen, sizeof(default_listen), "127.0.0.1:%d",
              UI_DEFAULT_PORT);
@@ -271,7 +281,8 @@ int cmd_ui(cli *c, int argc, char **argv)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)32,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
         MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_NOTIFY_COMPLETED,
-        (MHD_RequestCompletedCallback)ui_completed, NULL, MHD_OPTION_END);
+        (MHD_RequestCompletedCallback)ui_completed, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, ui_uri_seen, NULL, MHD_OPTION_END);
     if (d == NULL) {
         close(fd);
         duro_client_destroy(srv.client);
