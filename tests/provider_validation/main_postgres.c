@@ -261,7 +261,7 @@ static int schema_exists(PGconn *c, const char *name)
 {
     char sql[160];
     snprintf(sql, sizeof(sql),
-             "SELECT COUNT(*) FROM pg_namespace WHERE nspname = '%s'", name);
+             "SELECT COUNT(*) FROM pg_namespace WHERE nspname = '%.63s'", name);
     return query_int(c, sql) == 1;
 }
 
