@@ -1141,7 +1141,7 @@ DURO_API int duro_provider_open(const char *url, duro_provider **out,
  * userinfo's (scheme://user:***@host/..., whole even when it holds
  * unescaped '@', '/' or '?') and every password=... parameter's. For a
  * program or tool that shows the URL it was given. Returns the length
- * written; NULL @p url writes "".
+ * written; NULL @p url writes "", NULL @p out writes nothing (0).
  * @note Any thread. */
 DURO_API size_t duro_url_mask(const char *url, char *out, size_t size);
 

@@ -94,7 +94,7 @@ size_t duro__mask_url(const char *url, char *out, size_t size)
 
 size_t duro_url_mask(const char *url, char *out, size_t size)
 {
-    return duro__mask_url(url, out, size);
+    return out != NULL ? duro__mask_url(url, out, size) : 0;
 }
 
 uint64_t duro__history_offset(const duro_history_cache *cache,

@@ -107,6 +107,12 @@ TEST(common_and_provider_helpers)
     CHECK(p != NULL);
     C(duro_provider_close)(p);
     C(duro_provider_close)(NULL);
+
+    char shown[64] = "x";
+    CHECK_EQ(C(duro_url_mask)(NULL, shown, sizeof(shown)), 0);
+    CHECK_STR(shown, "");
+    CHECK_EQ(duro_url_mask("postgres://u:p@h/d", NULL, 64), 0);
+    CHECK_EQ(duro_url_mask("postgres://u:p@h/d", shown, 0), 0);
 }
 
 /* ------------------------------------------------------------------------
