@@ -215,7 +215,9 @@ typedef struct duro_retry_policy {
 } duro_retry_policy;
 
 /** Defaults: 3 attempts, exponential from 1 s by 2.0 up to 60 s, no
- * timeouts. NULL is a no-op. @note Any thread. */
+ * timeouts. Delays and timeouts too large to add to the current time
+ * (INT64_MAX) mean "practically never": they saturate, never overflow.
+ * NULL is a no-op. @note Any thread. */
 DURO_API void duro_retry_policy_init(duro_retry_policy *p);
 
 /** Schedules an activity retried under @p policy (copied). Only application
@@ -228,7 +230,9 @@ DURO_API duro_task *
 duro_call_activity_with_retry(duro_orch *o, const char *name, const char *input,
                               const duro_retry_policy *policy);
 
-/** A durable timer firing @p delay_ms after duro_now(o).
+/** A durable timer firing @p delay_ms after duro_now(o) (< 0: at once).
+ * A delay too large to add to the time (INT64_MAX) saturates: the timer
+ * practically never fires.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_timer(duro_orch *o, int64_t delay_ms);
 
@@ -576,7 +580,9 @@ typedef struct duro_runtime_options {
                                 one instance per transaction */
 } duro_runtime_options;
 
-/** Sets version and every default. NULL is a no-op. @note Any thread. */
+/** Sets version and every default. NULL is a no-op. Durations in these
+ * options have no upper bound: a huge one (INT64_MAX) means "practically
+ * never" (deadlines saturate, never overflow). @note Any thread. */
 DURO_API void duro_runtime_options_init(duro_runtime_options *o);
 
 /** Opens the store at @p url and prepares a runtime for the orchestrations

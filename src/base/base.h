@@ -66,6 +66,19 @@ int duro__fail(int rc, const char *fmt, ...) DURO_PRINTF(2, 3);
 int duro__fail_from(const duro_error *err);
 void duro__errmsg_clear(void);
 
+/* a + b for times and durations in ms, clamped to INT64_MAX (INT64_MIN)
+ * instead of overflowing: a caller's "forever" duration (INT64_MAX) added
+ * to a clock becomes a deadline that never comes, not a negative one that
+ * is already past. */
+static inline int64_t duro__add_ms(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b)
+        return INT64_MIN;
+    return a + b;
+}
+
 /* Clocks. */
 int64_t duro__wall_ms(void); /* CLOCK_REALTIME, ms since the epoch */
 int64_t duro__mono_ms(void); /* CLOCK_MONOTONIC, ms */

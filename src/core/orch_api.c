@@ -61,7 +61,7 @@ duro_task *duro_call_activity_with_retry(duro_orch *o, const char *name,
     rt->name = duro__engine_strdup(o, name);
     r->input = duro__engine_strdup(o, input);
     if (policy->total_timeout_ms > 0)
-        r->deadline = o->now + policy->total_timeout_ms;
+        r->deadline = duro__add_ms(o->now, policy->total_timeout_ms);
     duro__retry_start_attempt(o, rt);
     return rt;
 }

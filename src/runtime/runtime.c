@@ -237,7 +237,7 @@ int duro_runtime_start(duro_runtime *rt)
 
 void duro__runtime_pause(duro_runtime *rt, int64_t ms)
 {
-    int64_t end = duro__mono_ms() + ms;
+    int64_t end = duro__add_ms(duro__mono_ms(), ms);
     while (!atomic_load(&rt->stop_flag)) {
         int64_t left = end - duro__mono_ms();
         if (left <= 0)
@@ -287,7 +287,7 @@ int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms)
     for (int i = 0; i < rt->orch_thread_count; i++)
         pthread_join(rt->orch_threads[i], NULL);
     rt->orch_thread_count = 0;
-    int64_t left = timeout_ms - (duro__mono_ms() - start);
+    int64_t left = duro__add_ms(timeout_ms, -(duro__mono_ms() - start));
     int rc = duro__workers_stop(rt, left > 0 ? left : 0);
     if (rc != DURO_OK)
         duro__fail(rc, "activities still running at the shutdown deadline "

@@ -184,6 +184,18 @@ TEST(error_set_and_thread_local_detail)
     CHECK_STR(duro_errmsg(), "");
 }
 
+TEST(add_ms_saturates_instead_of_overflowing)
+{
+    CHECK_EQ(duro__add_ms(1000, 500), 1500);
+    CHECK_EQ(duro__add_ms(1000, -500), 500);
+    CHECK_EQ(duro__add_ms(1795757390553, INT64_MAX), INT64_MAX);
+    CHECK_EQ(duro__add_ms(INT64_MAX, INT64_MAX), INT64_MAX);
+    CHECK_EQ(duro__add_ms(INT64_MAX - 1, 1), INT64_MAX);
+    CHECK_EQ(duro__add_ms(-5, INT64_MIN), INT64_MIN);
+    CHECK_EQ(duro__add_ms(INT64_MIN, -1), INT64_MIN);
+    CHECK_EQ(duro__add_ms(INT64_MIN, INT64_MAX), -1);
+}
+
 TEST(random_tokens_differ)
 {
     char a[33], b[33];
@@ -211,4 +223,5 @@ TEST_MAIN(T(error_names_cover_every_code), T(status_names_round_trip),
           T(random_tokens_differ), T(provider_open_rejects_bad_urls),
           T(arena_and_helpers_refuse_sizes_that_overflow),
           T(vec_push_refuses_growth_that_overflows),
-          T(sprintf_refuses_a_null_format))
+          T(sprintf_refuses_a_null_format),
+          T(add_ms_saturates_instead_of_overflowing))
