@@ -125,8 +125,9 @@ DURO_API void duro_registry_destroy(duro_registry *r); /* NULL ok */
  * version "") with a user pointer reachable through duro_orch_user().
  * Starting without a version picks the highest version registered
  * (strverscmp order). DURO_ALREADY_EXISTS for a duplicate (name, version),
- * DURO_INVALID for an empty or NULL name, a NULL @p r or @p fn. Strings
- * are copied; @p user may be NULL.
+ * DURO_INVALID for an empty or NULL name, a NULL @p r or @p fn,
+ * DURO_TOO_LARGE for a name or version over 1024 bytes. Strings are
+ * copied; @p user may be NULL.
  * @note One thread at a time per registry. */
 DURO_API int duro_registry_add_orchestration(duro_registry *r, const char *name,
                                              const char *version,
@@ -165,8 +166,9 @@ duro_registry_add_orchestration_ex(duro_registry *r, const char *name,
                                    const duro_orchestration_options *opts);
 
 /** Registers activity @p name. DURO_ALREADY_EXISTS for a duplicate name;
- * DURO_INVALID for an empty or NULL name, a NULL @p r or @p fn; @p user may
- * be NULL. @note One thread at a time per registry. */
+ * DURO_INVALID for an empty or NULL name, a NULL @p r or @p fn;
+ * DURO_TOO_LARGE for a name over 1024 bytes; @p user may be NULL. @note One
+ * thread at a time per registry. */
 DURO_API int duro_registry_add_activity(duro_registry *r, const char *name,
                                         duro_activity_fn fn, void *user);
 
@@ -248,7 +250,9 @@ DURO_API duro_task *duro_wait_event(duro_orch *o, const char *name);
  * @p instance_id (NULL: "<parent id>:<execution id>:<event id>",
  * deterministic and unique across continue-as-new) and returns a task that
  * completes with the child. Cancelling the parent cancels it. @p input may
- * be NULL; a NULL or empty @p name gives a task failed with DURO_INVALID.
+ * be NULL; a NULL or empty @p name gives a task failed with DURO_INVALID; a
+ * name, version or id over 1024 bytes, or an input over max_payload, one
+ * failed with DURO_TOO_LARGE.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
                                                 const char *version,
@@ -258,7 +262,8 @@ DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
 /** Starts an independent orchestration, fire-and-forget: nothing comes back
  * and it is not cancelled with this one. @p version, @p instance_id and
  * @p input may be NULL, as for duro_call_sub_orchestration().
- * @return DURO_OK, DURO_MISUSE, or DURO_INVALID for a NULL or empty name.
+ * @return DURO_OK, DURO_MISUSE, DURO_INVALID for a NULL or empty name, or
+ * DURO_TOO_LARGE as duro_call_sub_orchestration().
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_start_orchestration(duro_orch *o, const char *name,
                                       const char *version,
@@ -713,7 +718,8 @@ DURO_API void duro_start_options_init(duro_start_options *o);
 
 /** Creates instance @p instance_id of @p orchestration (Pending until its
  * first turn). DURO_ALREADY_EXISTS when the id exists (unless idempotent),
- * DURO_INVALID for an empty id or name, DURO_TOO_LARGE for oversized input.
+ * DURO_INVALID for an empty id or name, DURO_TOO_LARGE for oversized input
+ * or an id, name or opts->orchestration_version over 1024 bytes.
  * Unknown orchestration names are noticed by the runtime (the instance fails
  * with a configuration error after its retries). @p input and @p opts may
  * be NULL.

@@ -111,6 +111,10 @@ uint64_t duro__random_u64(void);
 /* A fresh random token of 32 hex characters (+ NUL) in buf[33]. */
 void duro__random_token(char buf[33]);
 
+/* Bytes of a name, id or version: what every provider stores (the input
+ * rules of duro/provider.h), so longer ones are refused up front. */
+#define DURO__NAME_MAX 1024
+
 #define DURO__ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define DURO__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define DURO__MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -117,11 +117,12 @@ static struct duro_task *start_child(duro_orch *o, const char *name,
         return duro__task_new_failed(o, DURO_INVALID,
                                      DURO_CATEGORY_CONFIGURATION,
                                      "child instance id is empty");
-    if (strlen(name) > 1024 ||
-        (instance_id != NULL && strlen(instance_id) > 1024))
+    if (strlen(name) > DURO__NAME_MAX ||
+        (instance_id != NULL && strlen(instance_id) > DURO__NAME_MAX) ||
+        (version != NULL && strlen(version) > DURO__NAME_MAX))
         return duro__task_new_failed(
             o, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
-            "child name or id is longer than 1024 bytes");
+            "child name, version or id is longer than 1024 bytes");
     if (duro__engine_over_limit(o, input))
         return duro__task_new_failed(
             o, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,

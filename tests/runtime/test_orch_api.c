@@ -85,6 +85,14 @@ TEST(registry_duplicates_and_empty_names)
     CHECK_RC(duro_registry_add_activity(r, NULL, act_echo, NULL), DURO_INVALID);
     /* an activity and an orchestration may share a name */
     CHECK_OK(duro_registry_add_activity(r, "O", act_echo, NULL));
+    /* versions are limited like names: the store holds 1024 bytes */
+    char *version = repeat_char('v', 1025);
+    CHECK_RC(duro_registry_add_orchestration(r, "O", version, orch_echo, NULL),
+             DURO_TOO_LARGE);
+    CHECK(strstr(duro_errmsg(), "version") != NULL);
+    version[1024] = '\0';
+    CHECK_OK(duro_registry_add_orchestration(r, "O", version, orch_echo, NULL));
+    free(version);
     duro_registry_destroy(r);
 }
 
@@ -495,13 +503,19 @@ TEST(client_start_rejects_bad_ids_names_and_sizes)
     CHECK_RC(duro_client_start(c, NULL, "O", NULL, NULL), DURO_INVALID);
     CHECK_RC(duro_client_start(c, "id", "", NULL, NULL), DURO_INVALID);
     CHECK_RC(duro_client_start(c, "id", NULL, NULL, NULL), DURO_INVALID);
-    char *long_id = repeat_char('i', 1025);
+    char *long_id = repeat_char('i', 1025), *long_version;
     CHECK_RC(duro_client_start(c, long_id, "O", NULL, NULL), DURO_TOO_LARGE);
     CHECK(duro_errmsg()[0] != '\0');
     free(long_id);
     char *big = repeat_char('p', 1024 * 1024 + 1);
     CHECK_RC(duro_client_start(c, "big", "O", big, NULL), DURO_TOO_LARGE);
     free(big);
+    duro_start_options so;
+    duro_start_options_init(&so);
+    so.orchestration_version = long_version = repeat_char('v', 1025);
+    CHECK_RC(duro_client_start(c, "big", "O", NULL, &so), DURO_TOO_LARGE);
+    CHECK(strstr(duro_errmsg(), "version") != NULL);
+    free(long_version);
     /* nothing was created */
     duro_instance_info *i = NULL;
     CHECK_OK(duro_client_get_status(c, "big", &i));

@@ -796,6 +796,40 @@ TEST(child_with_explicit_id_completion_and_failure_propagate)
     rt_done(&f);
 }
 
+/* A child version the store cannot hold fails the task (and the
+ * fire-and-forget start) at once, instead of every turn of the parent. */
+static int orch_long_child_version(duro_orch *o, const char *in,
+                                   duro_result *out)
+{
+    (void)in;
+    char *version = duro_orch_alloc(o, 1026);
+    memset(version, 'v', 1025);
+    duro_task *c =
+        duro_call_sub_orchestration(o, "ChildEcho", version, NULL, "x");
+    int rc = duro_await(o, c);
+    int started =
+        duro_start_orchestration(o, "ChildEcho", version, "lv-kid", "x");
+    return duro_ok(out, duro_sprintf(o, "%s|start %s", render(o, c, rc),
+                                     duro_errname(started)));
+}
+
+TEST(child_with_a_too_long_version_fails_the_task)
+{
+    rt_fixture f;
+    reset_observations();
+    rt_init(&f, "ctx_child_long_version.db");
+    register_common(&f);
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "LongVersion", NULL,
+                                             orch_long_child_version, NULL));
+    rt_start(&f);
+    rt_start_instance(&f, "lv", "LongVersion", NULL);
+    expect_output(&f, "lv",
+                  "DURO_TOO_LARGE|configuration|child name, version or id is "
+                  "longer than 1024 bytes|start DURO_TOO_LARGE");
+    CHECK_EQ(rt_status(&f, "lv-kid"), DURO_STATUS_NOT_FOUND);
+    rt_done(&f);
+}
+
 TEST(child_with_an_existing_id_fails_the_task)
 {
     rt_fixture f;
@@ -1188,6 +1222,7 @@ TEST_MAIN(T(orchestration_and_activity_accessors), T(retry_exponential_backoff),
           T(child_generated_id_is_parent_execution_and_event_id),
           T(child_with_explicit_id_completion_and_failure_propagate),
           T(child_with_an_existing_id_fails_the_task),
+          T(child_with_a_too_long_version_fails_the_task),
           T(fire_and_forget_runs_independently_of_the_parent),
           T(child_of_a_cancelled_parent_is_cancelled),
           T(select_activity_event_and_child_against_timers),
