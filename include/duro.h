@@ -560,7 +560,8 @@ typedef struct duro_runtime_options {
     uint64_t max_history_events;   /* events per execution before the
                                       instance fails; 0: only the store's
                                       cap; default 50000 */
-    size_t fiber_stack_size;       /* bytes; default 256 KiB */
+    size_t fiber_stack_size;       /* bytes; default 256 KiB;
+                                      16 KiB .. 256 MiB */
     size_t fiber_cache_size;       /* suspended orchestrations kept;
                                       default 1024 */
     int64_t cancel_grace_ms;       /* default 10000 */

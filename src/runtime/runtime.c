@@ -47,6 +47,12 @@ void duro_runtime_options_init(duro_runtime_options *o)
     o->orchestration_batch = 16;
 }
 
+/* Largest fiber_stack_size: far beyond what orchestration code needs,
+ * and every cached fiber reserves its stack. */
+#define MAX_FIBER_STACK ((size_t)256 * 1024 * 1024)
+_Static_assert(MAX_FIBER_STACK <= DURO__FIBER_MAX_STACK,
+               "the fiber code must accept every valid fiber_stack_size");
+
 static int check_options(const duro_runtime_options *o)
 {
     if (o->version < 1)
@@ -93,6 +99,14 @@ static int check_options(const duro_runtime_options *o)
                           "be >= 0");
     if (o->max_payload < 1)
         return duro__fail(DURO_INVALID, "max_payload must be >= 1");
+    /* Checked here: the fiber code would refuse it on every turn. */
+    if (o->fiber_stack_size < DURO__FIBER_MIN_STACK ||
+        o->fiber_stack_size > MAX_FIBER_STACK)
+        return duro__fail(DURO_INVALID,
+                          "fiber_stack_size (%zu) must be %zu..%zu bytes "
+                          "(16 KiB..256 MiB)",
+                          o->fiber_stack_size, DURO__FIBER_MIN_STACK,
+                          MAX_FIBER_STACK);
     return DURO_OK;
 }
 

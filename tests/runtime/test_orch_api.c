@@ -859,6 +859,15 @@ static const char *break_option(int which, duro_runtime_options *o)
     case 15:
         o->orchestration_batch = 1025;
         return "orchestration_batch";
+    case 16: /* accepted once, then every turn failed "invalid argument" */
+        o->fiber_stack_size = SIZE_MAX / 2;
+        return "fiber_stack_size";
+    case 17:
+        o->fiber_stack_size = (size_t)1 << 40; /* 1 TiB */
+        return "fiber_stack_size";
+    case 18:
+        o->fiber_stack_size = 1;
+        return "fiber_stack_size";
     default:
         return NULL;
     }
@@ -888,7 +897,7 @@ TEST(runtime_options_validation)
         if (rc == DURO_OK)
             duro_runtime_destroy(rt);
     }
-    CHECK_EQ(cases, 16);
+    CHECK_EQ(cases, 19);
     /* the defaults and the fixture's options are valid */
     duro_runtime *rt = NULL;
     CHECK_OK(duro_runtime_create(url, reg, NULL, &rt));
@@ -905,6 +914,13 @@ TEST(runtime_options_validation)
     duro_runtime_destroy(rt);
     o.version = 3;
     o.orchestration_batch = 1; /* one instance per transaction */
+    CHECK_OK(duro_runtime_create(url, reg, &o, &rt));
+    duro_runtime_destroy(rt);
+    /* the ends of the fiber stack range are valid */
+    o.fiber_stack_size = 16 * 1024;
+    CHECK_OK(duro_runtime_create(url, reg, &o, &rt));
+    duro_runtime_destroy(rt);
+    o.fiber_stack_size = 256 * 1024 * 1024;
     CHECK_OK(duro_runtime_create(url, reg, &o, &rt));
     duro_runtime_destroy(rt);
     CHECK_RC(duro_runtime_create(url, NULL, &o, &rt), DURO_INVALID);
