@@ -123,8 +123,9 @@ DURO_API void duro_registry_destroy(duro_registry *r); /* NULL ok */
 
 /** Registers orchestration @p name at @p version (NULL or "" = the default
  * version "") with a user pointer reachable through duro_orch_user().
- * Starting without a version picks the highest version registered
- * (strverscmp order). DURO_ALREADY_EXISTS for a duplicate (name, version),
+ * Starting without a version (NULL) picks the highest version registered
+ * (strverscmp order, in which "" is the lowest); starting with "" runs the
+ * version "". DURO_ALREADY_EXISTS for a duplicate (name, version),
  * DURO_INVALID for an empty or NULL name, a NULL @p r or @p fn,
  * DURO_TOO_LARGE for a name or version over 1024 bytes. Strings are
  * copied; @p user may be NULL.
@@ -246,7 +247,8 @@ DURO_API duro_task *duro_timer(duro_orch *o, int64_t delay_ms);
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_wait_event(duro_orch *o, const char *name);
 
-/** Starts child orchestration @p name (@p version NULL = default) with id
+/** Starts child orchestration @p name (@p version NULL = the highest
+ * registered, "" = the version "", as duro_start_options) with id
  * @p instance_id (NULL: "<parent id>:<execution id>:<event id>",
  * deterministic and unique across continue-as-new) and returns a task that
  * completes with the child. Cancelling the parent cancels it. @p input may
@@ -709,7 +711,8 @@ DURO_API void duro_client_destroy(duro_client *c); /* NULL ok */
 
 typedef struct duro_start_options {
     int version;
-    const char *orchestration_version; /* NULL: highest registered */
+    const char *orchestration_version; /* NULL: highest registered; "":
+                                          exactly the version "" */
     int idempotent;   /* 1: an existing instance id is not an error */
     int64_t delay_ms; /* start later */
 } duro_start_options;

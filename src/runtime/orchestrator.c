@@ -514,9 +514,13 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_INFRASTRUCTURE);
     } else if (c.entry == NULL && !codeless_possible(item)) {
-        snprintf(why, sizeof(why),
-                 "orchestration '%s' version '%s' is not registered", name,
-                 version && version[0] ? version : "(default)");
+        if (version != NULL)
+            snprintf(why, sizeof(why),
+                     "orchestration '%s' version '%s' is not registered", name,
+                     version);
+        else
+            snprintf(why, sizeof(why), "orchestration '%s' is not registered",
+                     name);
         if (item->attempt < rt->opts.max_attempts) {
             int64_t delay = unknown_name_delay(rt, item->attempt);
             duro__log(&rt->logger, DURO_LOG_WARN,

@@ -165,7 +165,9 @@ const duro__orch_entry *duro__registry_find_orch(const duro_registry *r,
         const duro__orch_entry *e = &r->orchs[i];
         if (strcmp(e->name, name) != 0)
             continue;
-        if (version != NULL && version[0] != '\0') {
+        /* NULL: the highest; "" is a version like any other (the
+         * default one, and what an instance started on it records) */
+        if (version != NULL) {
             if (strcmp(e->version, version) == 0)
                 return e;
         } else if (best == NULL || strverscmp(e->version, best->version) > 0) {

@@ -182,6 +182,46 @@ TEST(version_highest_by_default_explicit_when_asked_and_recorded)
     rt_done(&f);
 }
 
+/* Returns "v<the version that runs>", read from the user pointer. */
+static int orch_which_version(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    return duro_ok(out,
+                   duro_sprintf(o, "v%s", (const char *)duro_orch_user(o)));
+}
+
+/* NULL means the highest version; "" is the version "", as duro.h says. */
+TEST(version_empty_string_is_the_default_version_not_the_highest)
+{
+    static const char *const versions[] = {"", "1", "2", "10"};
+    rt_fixture f;
+    rt_init(&f, "api_version_empty.db");
+    for (size_t k = 0; k < 4; k++)
+        CHECK_OK(duro_registry_add_orchestration(
+            f.reg, "V", versions[k], orch_which_version, (void *)versions[k]));
+    rt_start(&f);
+    duro_start_options so;
+    duro_start_options_init(&so);
+    CHECK_OK(duro_client_start(f.client, "v-null", "V", NULL, &so));
+    so.orchestration_version = "";
+    CHECK_OK(duro_client_start(f.client, "v-empty", "V", NULL, &so));
+    so.orchestration_version = "2";
+    CHECK_OK(duro_client_start(f.client, "v-2", "V", NULL, &so));
+    CHECK_OK(duro_client_start(f.client, "v-noopts", "V", NULL, NULL));
+    static const char *const expect[][3] = {{"v-null", "v10", "10"},
+                                            {"v-empty", "v", ""},
+                                            {"v-2", "v2", "2"},
+                                            {"v-noopts", "v10", "10"}};
+    for (size_t k = 0; k < 4; k++) {
+        duro_instance_info *i = rt_wait(&f, expect[k][0], 10000);
+        CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+        CHECK_STR(i->output, expect[k][1]);
+        CHECK_STR(i->version, expect[k][2]);
+        duro_free(i);
+    }
+    rt_done(&f);
+}
+
 static int orch_tag = 1, act_tag = 2;
 static _Atomic(void *) seen_orch_user;
 static _Atomic(void *) seen_act_user;
@@ -1216,6 +1256,7 @@ TEST(orchestration_context_from_another_thread_is_misuse)
 }
 
 TEST_MAIN(T(registry_duplicates_and_empty_names),
+          T(version_empty_string_is_the_default_version_not_the_highest),
           T(version_highest_by_default_explicit_when_asked_and_recorded),
           T(user_pointers_reach_contexts),
           T(activity_results_outputs_failures_and_categories),
