@@ -226,8 +226,11 @@ DURO_API void duro_retry_policy_init(duro_retry_policy *p);
 /** Schedules an activity retried under @p policy (copied). Only application
  * and timeout failures are retried. The task fails with the last attempt's
  * error, or with category timeout when a timeout ends it. A NULL or empty
- * @p name or a NULL or invalid @p policy gives a task failed with
- * DURO_INVALID (configuration); @p input may be NULL.
+ * @p name or a NULL or invalid @p policy (version not set, max_attempts 0,
+ * a backoff not in enum duro_backoff, a negative delay, max_delay_ms or
+ * timeout, an exponential coefficient below 1) gives a task failed with
+ * DURO_INVALID (configuration) whose error names the field; @p input may
+ * be NULL.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *
 duro_call_activity_with_retry(duro_orch *o, const char *name, const char *input,
