@@ -214,6 +214,15 @@ TEST(provider_open_rejects_bad_urls)
     CHECK_PRC(duro_provider_open(NULL, &p, &e), DURO_BAD_URL, &e);
     CHECK_PRC(duro_provider_open("mysql://x", &p, &e), DURO_BAD_URL, &e);
     CHECK(strstr(e.message, "mysql://x") != NULL);
+    /* the reason reaches duro_errmsg() too, also without err */
+    CHECK_STR(duro_errmsg(), e.message);
+    duro__errmsg_clear();
+    CHECK_RC(duro_provider_open("mysql://y", &p, NULL), DURO_BAD_URL);
+    CHECK(strstr(duro_errmsg(), "mysql://y") != NULL);
+    CHECK(p == NULL);
+    duro__errmsg_clear();
+    CHECK_RC(duro_provider_open("sqlite:x", NULL, NULL), DURO_INVALID);
+    CHECK(duro_errmsg()[0] != '\0');
     duro_provider_close(NULL);
 }
 
