@@ -278,7 +278,11 @@ DURO_API int duro_start_orchestration(duro_orch *o, const char *name,
 /** Suspends until @p t is done. @return DURO_OK when it succeeded,
  * DURO_FAILED when it failed, DURO_CANCELLED when it was cancelled;
  * DURO_INVALID for a NULL @p t; DURO_MISUSE off the fiber, for a task that
- * failed with DURO_MISUSE, and at once for a task of another context.
+ * failed with DURO_MISUSE, and at once for a task of another context. A
+ * task refused when it was created returns that code at once:
+ * DURO_INVALID (an empty name, an invalid retry policy) or DURO_TOO_LARGE
+ * (a name, version or id over 1024 bytes, an activity or child input over
+ * the runtime's max_payload).
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_await(duro_orch *o, duro_task *t);
 
@@ -888,9 +892,10 @@ DURO_API int duro_client_control_matching(duro_client *c, int control,
 
 /** Deletes finished instances for retention: every instance @p filter
  * selects, where filter->finished_before_ms is required and
- * filter->status_mask may hold only Completed, Failed and Cancelled (0: all
- * three). Pending and Running instances are never purged: asking for them
- * is DURO_INVALID and changes nothing. Like duro_client_delete(), an
+ * filter->status_mask may hold only the finished statuses Completed,
+ * Failed, Cancelled and Terminated (0: all four). Pending, Running and
+ * Suspended instances are never purged: asking for them is DURO_INVALID
+ * and changes nothing. Like duro_client_delete(), an
  * instance goes with its sub-orchestrations (whatever their name or age),
  * and only when all of them are finished too; otherwise it is kept whole.
  * Runs in transactions of up to DURO_BULK_BATCH_MAX selected instances, so
@@ -927,9 +932,12 @@ DURO_API int duro_client_purge(duro_client *c, const duro_bulk_filter *filter,
 DURO_API int duro_client_get_status(duro_client *c, const char *instance_id,
                                     duro_instance_info **out);
 
-/** Waits until the instance is Completed, Failed or Cancelled, or
- * @p timeout_ms passes (DURO_TIMEOUT; *out then holds the latest status).
- * Caller-owned *out: free with duro_free().
+/** Waits until the instance has finished - Completed, Failed, Cancelled or
+ * Terminated - or @p timeout_ms passes (DURO_TIMEOUT; *out then holds the
+ * latest status). @p timeout_ms < 0 waits without a deadline, as
+ * duro_activity_wait_cancelled(); 0 looks once; INT64_MAX is practically
+ * forever too. DURO_NOT_FOUND for an unknown instance (*out then holds
+ * status DURO_STATUS_NOT_FOUND). Caller-owned *out: free with duro_free().
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_wait(duro_client *c, const char *instance_id,
                               int64_t timeout_ms, duro_instance_info **out);
@@ -992,11 +1000,16 @@ DURO_API int duro_client_metrics_format(duro_client *c, char *buf, size_t size,
 
 /** Deletes an instance and its children (a running one only with force).
  * @p deleted (how many instances went) may be NULL.
+ * @warning Deleting a running sub-orchestration with force does not tell
+ * its parent: the parent's await for it never completes and the parent
+ * stays Running until it is cancelled or terminated. Delete the parent
+ * (which takes its children with it) or cancel the child instead.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_delete(duro_client *c, const char *instance_id,
                                 int force, size_t *deleted);
 
-/** Deletes all but the last @p keep_last executions of an instance.
+/** Deletes all but the last @p keep_last executions of an instance. The
+ * current execution is always kept: @p keep_last 0 acts as 1.
  * @p pruned (how many executions went) may be NULL.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_prune(duro_client *c, const char *instance_id,

@@ -602,6 +602,7 @@ TEST(client_status_through_the_lifecycle)
     rt_start_instance(&f, "s-ok", "WaitGo", "in");
     rt_start_instance(&f, "s-fail", "FailCat", NULL);
     rt_start_instance(&f, "s-cancel", "WaitGo", NULL);
+    rt_start_instance(&f, "s-term", "WaitGo", NULL);
 
     duro_instance_info *i = NULL;
     CHECK_OK(duro_client_get_status(f.client, "s-ok", &i));
@@ -636,7 +637,11 @@ TEST(client_status_through_the_lifecycle)
     duro_free(i);
 
     CHECK_OK(duro_client_raise_event(f.client, "s-ok", "go", "payload"));
-    i = rt_wait(&f, "s-ok", 10000);
+    /* a negative timeout waits without a deadline (it was DURO_TIMEOUT at
+     * once) */
+    i = NULL;
+    CHECK_OK(duro_client_wait(f.client, "s-ok", -1, &i));
+    CHECK(i != NULL);
     CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
     CHECK_STR(i->output, "payload");
     CHECK(i->error == NULL);
@@ -668,6 +673,12 @@ TEST(client_status_through_the_lifecycle)
     duro_free(i);
     i = NULL;
     CHECK_RC(duro_client_wait(f.client, "nope", 10, &i), DURO_NOT_FOUND);
+    duro_free(i);
+    /* Terminated is finished too: the wait returns */
+    CHECK_OK(duro_client_terminate(f.client, "s-term", "stop", NULL));
+    i = NULL;
+    CHECK_OK(duro_client_wait(f.client, "s-term", -1, &i));
+    CHECK_EQ(i ? i->status : -1, DURO_STATUS_TERMINATED);
     duro_free(i);
     rt_done(&f);
 }
