@@ -123,10 +123,12 @@ DURO_API void duro_registry_destroy(duro_registry *r); /* NULL ok */
 
 /** Registers orchestration @p name at @p version (NULL or "" = the default
  * version "") with a user pointer reachable through duro_orch_user().
- * Starting without a version picks the highest version registered
- * (strverscmp order). DURO_ALREADY_EXISTS for a duplicate (name, version),
- * DURO_INVALID for an empty or NULL name, a NULL @p r or @p fn. Strings
- * are copied; @p user may be NULL.
+ * Starting without a version (NULL) picks the highest version registered
+ * (strverscmp order, in which "" is the lowest); starting with "" runs the
+ * version "". DURO_ALREADY_EXISTS for a duplicate (name, version),
+ * DURO_INVALID for an empty or NULL name, a NULL @p r or @p fn,
+ * DURO_TOO_LARGE for a name or version over 1024 bytes. Strings are
+ * copied; @p user may be NULL.
  * @note One thread at a time per registry. */
 DURO_API int duro_registry_add_orchestration(duro_registry *r, const char *name,
                                              const char *version,
@@ -165,8 +167,9 @@ duro_registry_add_orchestration_ex(duro_registry *r, const char *name,
                                    const duro_orchestration_options *opts);
 
 /** Registers activity @p name. DURO_ALREADY_EXISTS for a duplicate name;
- * DURO_INVALID for an empty or NULL name, a NULL @p r or @p fn; @p user may
- * be NULL. @note One thread at a time per registry. */
+ * DURO_INVALID for an empty or NULL name, a NULL @p r or @p fn;
+ * DURO_TOO_LARGE for a name over 1024 bytes; @p user may be NULL. @note One
+ * thread at a time per registry. */
 DURO_API int duro_registry_add_activity(duro_registry *r, const char *name,
                                         duro_activity_fn fn, void *user);
 
@@ -215,20 +218,27 @@ typedef struct duro_retry_policy {
 } duro_retry_policy;
 
 /** Defaults: 3 attempts, exponential from 1 s by 2.0 up to 60 s, no
- * timeouts. NULL is a no-op. @note Any thread. */
+ * timeouts. Delays and timeouts too large to add to the current time
+ * (INT64_MAX) mean "practically never": they saturate, never overflow.
+ * NULL is a no-op. @note Any thread. */
 DURO_API void duro_retry_policy_init(duro_retry_policy *p);
 
 /** Schedules an activity retried under @p policy (copied). Only application
  * and timeout failures are retried. The task fails with the last attempt's
  * error, or with category timeout when a timeout ends it. A NULL or empty
- * @p name or a NULL or invalid @p policy gives a task failed with
- * DURO_INVALID (configuration); @p input may be NULL.
+ * @p name or a NULL or invalid @p policy (version not set, max_attempts 0,
+ * a backoff not in enum duro_backoff, a negative delay, max_delay_ms or
+ * timeout, an exponential coefficient below 1) gives a task failed with
+ * DURO_INVALID (configuration) whose error names the field; @p input may
+ * be NULL.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *
 duro_call_activity_with_retry(duro_orch *o, const char *name, const char *input,
                               const duro_retry_policy *policy);
 
-/** A durable timer firing @p delay_ms after duro_now(o).
+/** A durable timer firing @p delay_ms after duro_now(o) (< 0: at once).
+ * A delay too large to add to the time (INT64_MAX) saturates: the timer
+ * practically never fires.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_timer(duro_orch *o, int64_t delay_ms);
 
@@ -240,11 +250,14 @@ DURO_API duro_task *duro_timer(duro_orch *o, int64_t delay_ms);
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_wait_event(duro_orch *o, const char *name);
 
-/** Starts child orchestration @p name (@p version NULL = default) with id
+/** Starts child orchestration @p name (@p version NULL = the highest
+ * registered, "" = the version "", as duro_start_options) with id
  * @p instance_id (NULL: "<parent id>:<execution id>:<event id>",
  * deterministic and unique across continue-as-new) and returns a task that
  * completes with the child. Cancelling the parent cancels it. @p input may
- * be NULL; a NULL or empty @p name gives a task failed with DURO_INVALID.
+ * be NULL; a NULL or empty @p name gives a task failed with DURO_INVALID; a
+ * name, version or id over 1024 bytes, or an input over max_payload, one
+ * failed with DURO_TOO_LARGE.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
                                                 const char *version,
@@ -254,7 +267,8 @@ DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
 /** Starts an independent orchestration, fire-and-forget: nothing comes back
  * and it is not cancelled with this one. @p version, @p instance_id and
  * @p input may be NULL, as for duro_call_sub_orchestration().
- * @return DURO_OK, DURO_MISUSE, or DURO_INVALID for a NULL or empty name.
+ * @return DURO_OK, DURO_MISUSE, DURO_INVALID for a NULL or empty name, or
+ * DURO_TOO_LARGE as duro_call_sub_orchestration().
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_start_orchestration(duro_orch *o, const char *name,
                                       const char *version,
@@ -264,7 +278,11 @@ DURO_API int duro_start_orchestration(duro_orch *o, const char *name,
 /** Suspends until @p t is done. @return DURO_OK when it succeeded,
  * DURO_FAILED when it failed, DURO_CANCELLED when it was cancelled;
  * DURO_INVALID for a NULL @p t; DURO_MISUSE off the fiber, for a task that
- * failed with DURO_MISUSE, and at once for a task of another context.
+ * failed with DURO_MISUSE, and at once for a task of another context. A
+ * task refused when it was created returns that code at once:
+ * DURO_INVALID (an empty name, an invalid retry policy) or DURO_TOO_LARGE
+ * (a name, version or id over 1024 bytes, an activity or child input over
+ * the runtime's max_payload).
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_await(duro_orch *o, duro_task *t);
 
@@ -551,7 +569,8 @@ typedef struct duro_runtime_options {
     uint64_t max_history_events;   /* events per execution before the
                                       instance fails; 0: only the store's
                                       cap; default 50000 */
-    size_t fiber_stack_size;       /* bytes; default 256 KiB */
+    size_t fiber_stack_size;       /* bytes; default 256 KiB;
+                                      16 KiB .. 256 MiB */
     size_t fiber_cache_size;       /* suspended orchestrations kept;
                                       default 1024 */
     int64_t cancel_grace_ms;       /* default 10000 */
@@ -576,7 +595,9 @@ typedef struct duro_runtime_options {
                                 one instance per transaction */
 } duro_runtime_options;
 
-/** Sets version and every default. NULL is a no-op. @note Any thread. */
+/** Sets version and every default. NULL is a no-op. Durations in these
+ * options have no upper bound: a huge one (INT64_MAX) means "practically
+ * never" (deadlines saturate, never overflow). @note Any thread. */
 DURO_API void duro_runtime_options_init(duro_runtime_options *o);
 
 /** Opens the store at @p url and prepares a runtime for the orchestrations
@@ -697,7 +718,8 @@ DURO_API void duro_client_destroy(duro_client *c); /* NULL ok */
 
 typedef struct duro_start_options {
     int version;
-    const char *orchestration_version; /* NULL: highest registered */
+    const char *orchestration_version; /* NULL: highest registered; "":
+                                          exactly the version "" */
     int idempotent;   /* 1: an existing instance id is not an error */
     int64_t delay_ms; /* start later */
 } duro_start_options;
@@ -707,7 +729,8 @@ DURO_API void duro_start_options_init(duro_start_options *o);
 
 /** Creates instance @p instance_id of @p orchestration (Pending until its
  * first turn). DURO_ALREADY_EXISTS when the id exists (unless idempotent),
- * DURO_INVALID for an empty id or name, DURO_TOO_LARGE for oversized input.
+ * DURO_INVALID for an empty id or name, DURO_TOO_LARGE for oversized input
+ * or an id, name or opts->orchestration_version over 1024 bytes.
  * Unknown orchestration names are noticed by the runtime (the instance fails
  * with a configuration error after its retries). @p input and @p opts may
  * be NULL.
@@ -869,9 +892,10 @@ DURO_API int duro_client_control_matching(duro_client *c, int control,
 
 /** Deletes finished instances for retention: every instance @p filter
  * selects, where filter->finished_before_ms is required and
- * filter->status_mask may hold only Completed, Failed and Cancelled (0: all
- * three). Pending and Running instances are never purged: asking for them
- * is DURO_INVALID and changes nothing. Like duro_client_delete(), an
+ * filter->status_mask may hold only the finished statuses Completed,
+ * Failed, Cancelled and Terminated (0: all four). Pending, Running and
+ * Suspended instances are never purged: asking for them is DURO_INVALID
+ * and changes nothing. Like duro_client_delete(), an
  * instance goes with its sub-orchestrations (whatever their name or age),
  * and only when all of them are finished too; otherwise it is kept whole.
  * Runs in transactions of up to DURO_BULK_BATCH_MAX selected instances, so
@@ -908,9 +932,12 @@ DURO_API int duro_client_purge(duro_client *c, const duro_bulk_filter *filter,
 DURO_API int duro_client_get_status(duro_client *c, const char *instance_id,
                                     duro_instance_info **out);
 
-/** Waits until the instance is Completed, Failed or Cancelled, or
- * @p timeout_ms passes (DURO_TIMEOUT; *out then holds the latest status).
- * Caller-owned *out: free with duro_free().
+/** Waits until the instance has finished - Completed, Failed, Cancelled or
+ * Terminated - or @p timeout_ms passes (DURO_TIMEOUT; *out then holds the
+ * latest status). @p timeout_ms < 0 waits without a deadline, as
+ * duro_activity_wait_cancelled(); 0 looks once; INT64_MAX is practically
+ * forever too. DURO_NOT_FOUND for an unknown instance (*out then holds
+ * status DURO_STATUS_NOT_FOUND). Caller-owned *out: free with duro_free().
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_wait(duro_client *c, const char *instance_id,
                               int64_t timeout_ms, duro_instance_info **out);
@@ -973,11 +1000,16 @@ DURO_API int duro_client_metrics_format(duro_client *c, char *buf, size_t size,
 
 /** Deletes an instance and its children (a running one only with force).
  * @p deleted (how many instances went) may be NULL.
+ * @warning Deleting a running sub-orchestration with force does not tell
+ * its parent: the parent's await for it never completes and the parent
+ * stays Running until it is cancelled or terminated. Delete the parent
+ * (which takes its children with it) or cancel the child instead.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_delete(duro_client *c, const char *instance_id,
                                 int force, size_t *deleted);
 
-/** Deletes all but the last @p keep_last executions of an instance.
+/** Deletes all but the last @p keep_last executions of an instance. The
+ * current execution is always kept: @p keep_last 0 acts as 1.
  * @p pruned (how many executions went) may be NULL.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_prune(duro_client *c, const char *instance_id,

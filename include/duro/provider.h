@@ -1129,9 +1129,9 @@ struct duro_provider {
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",
  * "sqlite:path?synchronous=full&busy_timeout_ms=5000&max_history=100000"
- * (see README). On failure *out is NULL and err says why (DURO_BAD_URL for a
- * NULL or malformed URL, DURO_INVALID for a NULL @p out). @p err may be
- * NULL.
+ * (see README). On failure *out is NULL and err and duro_errmsg() say why
+ * (DURO_BAD_URL for a NULL or malformed URL, DURO_INVALID for a NULL
+ * @p out). @p err may be NULL.
  * @note Any thread; the provider may then be used from any thread. */
 DURO_API int duro_provider_open(const char *url, duro_provider **out,
                                 duro_error *err);

@@ -66,6 +66,19 @@ int duro__fail(int rc, const char *fmt, ...) DURO_PRINTF(2, 3);
 int duro__fail_from(const duro_error *err);
 void duro__errmsg_clear(void);
 
+/* a + b for times and durations in ms, clamped to INT64_MAX (INT64_MIN)
+ * instead of overflowing: a caller's "forever" duration (INT64_MAX) added
+ * to a clock becomes a deadline that never comes, not a negative one that
+ * is already past. */
+static inline int64_t duro__add_ms(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b)
+        return INT64_MIN;
+    return a + b;
+}
+
 /* Clocks. */
 int64_t duro__wall_ms(void); /* CLOCK_REALTIME, ms since the epoch */
 int64_t duro__mono_ms(void); /* CLOCK_MONOTONIC, ms */
@@ -97,6 +110,10 @@ void duro__log_stderr(void *user, int level, const char *message);
 uint64_t duro__random_u64(void);
 /* A fresh random token of 32 hex characters (+ NUL) in buf[33]. */
 void duro__random_token(char buf[33]);
+
+/* Bytes of a name, id or version: what every provider stores (the input
+ * rules of duro/provider.h), so longer ones are refused up front. */
+#define DURO__NAME_MAX 1024
 
 #define DURO__ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define DURO__MIN(a, b) ((a) < (b) ? (a) : (b))

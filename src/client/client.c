@@ -692,7 +692,9 @@ int duro_client_wait(duro_client *c, const char *instance_id,
     if (out == NULL)
         return duro__fail(DURO_INVALID, "out is NULL");
     *out = NULL;
-    int64_t deadline = duro__mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    /* < 0: no deadline, as duro_activity_wait_cancelled() */
+    int64_t deadline =
+        timeout_ms < 0 ? INT64_MAX : duro__add_ms(duro__mono_ms(), timeout_ms);
     int64_t pause = 1;
     for (;;) {
         duro_instance_info *info;

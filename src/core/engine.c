@@ -536,7 +536,8 @@ static struct duro_task *schedule_timer_at(duro_orch *e, int64_t fire_at_ms,
 
 struct duro_task *duro__engine_schedule_timer(duro_orch *e, int64_t delay_ms)
 {
-    return schedule_timer_at(e, e->now + DURO__MAX(delay_ms, 0), 0);
+    return schedule_timer_at(e, duro__add_ms(e->now, DURO__MAX(delay_ms, 0)),
+                             0);
 }
 
 /* ------------------------------------------------------------------------
@@ -818,7 +819,7 @@ static void observe_cancel(duro_orch *e, const char *reason, const char *by)
         }
     if (e->oom || e->nondet || e->cfg.cleanup_timeout_ms <= 0)
         return;
-    int64_t fire_at = e->now + e->cfg.cleanup_timeout_ms;
+    int64_t fire_at = duro__add_ms(e->now, e->cfg.cleanup_timeout_ms);
     if (e->replay_pos < e->replay_count) {
         const duro_event *h = &e->replay[e->replay_pos];
         if (h->kind == DURO_EVENT_TIMER_CREATED &&

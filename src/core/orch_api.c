@@ -26,6 +26,30 @@ duro_task *duro_call_activity(duro_orch *o, const char *name, const char *input)
     return duro__engine_schedule_activity(o, name, input, 1);
 }
 
+/* What is wrong with a retry policy, or NULL when it is valid. */
+static const char *retry_policy_problem(const duro_retry_policy *p)
+{
+    if (p == NULL)
+        return "retry policy is NULL";
+    if (p->version < 1)
+        return "invalid retry policy: version is not set (call "
+               "duro_retry_policy_init() first)";
+    if (p->max_attempts < 1)
+        return "invalid retry policy: max_attempts must be >= 1";
+    if (p->backoff != DURO_BACKOFF_EXPONENTIAL &&
+        p->backoff != DURO_BACKOFF_LINEAR && p->backoff != DURO_BACKOFF_FIXED)
+        return "invalid retry policy: backoff must be "
+               "DURO_BACKOFF_EXPONENTIAL, _LINEAR or _FIXED";
+    if (p->initial_delay_ms < 0 || p->max_delay_ms < 0 ||
+        p->attempt_timeout_ms < 0 || p->total_timeout_ms < 0)
+        return "invalid retry policy: initial_delay_ms, max_delay_ms, "
+               "attempt_timeout_ms and total_timeout_ms must be >= 0";
+    if (p->backoff == DURO_BACKOFF_EXPONENTIAL && !(p->coefficient >= 1.0))
+        return "invalid retry policy: an exponential backoff's coefficient "
+               "must be >= 1";
+    return NULL;
+}
+
 duro_task *duro_call_activity_with_retry(duro_orch *o, const char *name,
                                          const char *input,
                                          const duro_retry_policy *policy)
@@ -38,16 +62,10 @@ duro_task *duro_call_activity_with_retry(duro_orch *o, const char *name,
         return duro__task_new_failed(o, DURO_INVALID,
                                      DURO_CATEGORY_CONFIGURATION,
                                      "activity name is empty");
-    if (policy == NULL || policy->max_attempts < 1 ||
-        policy->initial_delay_ms < 0 || policy->attempt_timeout_ms < 0 ||
-        policy->total_timeout_ms < 0 ||
-        (policy->backoff == DURO_BACKOFF_EXPONENTIAL &&
-         !(policy->coefficient >= 1.0)))
+    const char *problem = retry_policy_problem(policy);
+    if (problem != NULL)
         return duro__task_new_failed(o, DURO_INVALID,
-                                     DURO_CATEGORY_CONFIGURATION,
-                                     "invalid retry policy (max_attempts >= 1, "
-                                     "delays and timeouts >= 0, exponential "
-                                     "coefficient >= 1)");
+                                     DURO_CATEGORY_CONFIGURATION, problem);
     struct duro_task *rt = duro__task_new(o, TASK_RETRY);
     if (rt == &duro__misuse_task)
         return rt;
@@ -61,7 +79,7 @@ duro_task *duro_call_activity_with_retry(duro_orch *o, const char *name,
     rt->name = duro__engine_strdup(o, name);
     r->input = duro__engine_strdup(o, input);
     if (policy->total_timeout_ms > 0)
-        r->deadline = o->now + policy->total_timeout_ms;
+        r->deadline = duro__add_ms(o->now, policy->total_timeout_ms);
     duro__retry_start_attempt(o, rt);
     return rt;
 }
@@ -117,11 +135,12 @@ static struct duro_task *start_child(duro_orch *o, const char *name,
         return duro__task_new_failed(o, DURO_INVALID,
                                      DURO_CATEGORY_CONFIGURATION,
                                      "child instance id is empty");
-    if (strlen(name) > 1024 ||
-        (instance_id != NULL && strlen(instance_id) > 1024))
+    if (strlen(name) > DURO__NAME_MAX ||
+        (instance_id != NULL && strlen(instance_id) > DURO__NAME_MAX) ||
+        (version != NULL && strlen(version) > DURO__NAME_MAX))
         return duro__task_new_failed(
             o, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
-            "child name or id is longer than 1024 bytes");
+            "child name, version or id is longer than 1024 bytes");
     if (duro__engine_over_limit(o, input))
         return duro__task_new_failed(
             o, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,

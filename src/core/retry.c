@@ -27,6 +27,9 @@ static int64_t backoff_delay(const duro_retry_policy *p, uint32_t failed)
         d = (double)p->max_delay_ms;
     if (d < 0)
         d = 0;
+    /* a delay past what int64_t holds is "never" (converting it is UB) */
+    if (d >= (double)INT64_MAX)
+        return INT64_MAX;
     return (int64_t)d;
 }
 
@@ -73,7 +76,7 @@ static void retry_attempt_failed(duro_orch *e, struct duro_task *rt,
         return;
     }
     int64_t delay = backoff_delay(&r->policy, r->attempt);
-    if (r->deadline > 0 && e->now + delay >= r->deadline) {
+    if (r->deadline > 0 && duro__add_ms(e->now, delay) >= r->deadline) {
         duro__task_finish(e, rt, TASK_FAILED, NULL,
                           duro__engine_sprintf(
                               e,

@@ -128,7 +128,15 @@ int duro__check_batch_args(size_t n, const char *const *lock_tokens,
 
 int duro_provider_open(const char *url, duro_provider **out, duro_error *err)
 {
-    return duro__provider_open_for(url, 0, out, err);
+    /* A public call: the reason goes to duro_errmsg() too, so a caller
+     * that passed err NULL still gets it. */
+    duro_error local;
+    if (err == NULL)
+        err = &local;
+    int rc = duro__provider_open_for(url, 0, out, err);
+    if (rc != DURO_OK)
+        duro__fail_from(err);
+    return rc;
 }
 
 int duro__provider_open_for(const char *url, int concurrency,

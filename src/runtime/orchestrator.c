@@ -65,7 +65,7 @@ static void retry_later(turn_ctx *c, int64_t delay_ms, const char *what,
              "%s (delivery %u; the batch fails as poison after "
              "max_attempts %u): %.300s",
              what, c->item->attempt, c->rt->opts.max_attempts, detail);
-    c->retry_at = duro__wall_ms() + delay_ms;
+    c->retry_at = duro__add_ms(duro__wall_ms(), delay_ms);
 }
 
 static int abandon(turn_ctx *c, int64_t delay_ms)
@@ -514,9 +514,13 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_INFRASTRUCTURE);
     } else if (c.entry == NULL && !codeless_possible(item)) {
-        snprintf(why, sizeof(why),
-                 "orchestration '%s' version '%s' is not registered", name,
-                 version && version[0] ? version : "(default)");
+        if (version != NULL)
+            snprintf(why, sizeof(why),
+                     "orchestration '%s' version '%s' is not registered", name,
+                     version);
+        else
+            snprintf(why, sizeof(why), "orchestration '%s' is not registered",
+                     name);
         if (item->attempt < rt->opts.max_attempts) {
             int64_t delay = unknown_name_delay(rt, item->attempt);
             duro__log(&rt->logger, DURO_LOG_WARN,
@@ -549,7 +553,8 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
                      item->instance_id, item->attempt, rt->opts.max_attempts);
             duro__runtime_set_problem(
                 rt, item->instance_id, seen,
-                duro__wall_ms() + rt->opts.orchestration_lock_timeout_ms);
+                duro__add_ms(duro__wall_ms(),
+                             rt->opts.orchestration_lock_timeout_ms));
             had_problem = 1;
         }
         /* Without its code when it has none here, and for a cancel or

@@ -32,9 +32,9 @@ static int check_name(const char *what, const char *name)
 {
     if (name == NULL || name[0] == '\0')
         return duro__fail(DURO_INVALID, "%s name is empty", what);
-    if (strlen(name) > 1024)
-        return duro__fail(DURO_TOO_LARGE, "%s name is longer than 1024 bytes",
-                          what);
+    if (strlen(name) > DURO__NAME_MAX)
+        return duro__fail(DURO_TOO_LARGE, "%s name is longer than %d bytes",
+                          what, DURO__NAME_MAX);
     return DURO_OK;
 }
 
@@ -68,6 +68,12 @@ int duro_registry_add_orchestration_ex(duro_registry *r, const char *name,
         return duro__fail(DURO_INVALID, "cleanup_timeout_ms is negative");
     if (version == NULL)
         version = "";
+    /* A version the store cannot hold would fail every turn of every
+     * instance started with it. */
+    if (strlen(version) > DURO__NAME_MAX)
+        return duro__fail(DURO_TOO_LARGE,
+                          "orchestration '%s': version is longer than %d bytes",
+                          name, DURO__NAME_MAX);
     for (size_t i = 0; i < r->orch_count; i++)
         if (strcmp(r->orchs[i].name, name) == 0 &&
             strcmp(r->orchs[i].version, version) == 0)
@@ -159,7 +165,9 @@ const duro__orch_entry *duro__registry_find_orch(const duro_registry *r,
         const duro__orch_entry *e = &r->orchs[i];
         if (strcmp(e->name, name) != 0)
             continue;
-        if (version != NULL && version[0] != '\0') {
+        /* NULL: the highest; "" is a version like any other (the
+         * default one, and what an instance started on it records) */
+        if (version != NULL) {
             if (strcmp(e->version, version) == 0)
                 return e;
         } else if (best == NULL || strverscmp(e->version, best->version) > 0) {

@@ -47,6 +47,12 @@ void duro_runtime_options_init(duro_runtime_options *o)
     o->orchestration_batch = 16;
 }
 
+/* Largest fiber_stack_size: far beyond what orchestration code needs,
+ * and every cached fiber reserves its stack. */
+#define MAX_FIBER_STACK ((size_t)256 * 1024 * 1024)
+_Static_assert(MAX_FIBER_STACK <= DURO__FIBER_MAX_STACK,
+               "the fiber code must accept every valid fiber_stack_size");
+
 static int check_options(const duro_runtime_options *o)
 {
     if (o->version < 1)
@@ -93,6 +99,14 @@ static int check_options(const duro_runtime_options *o)
                           "be >= 0");
     if (o->max_payload < 1)
         return duro__fail(DURO_INVALID, "max_payload must be >= 1");
+    /* Checked here: the fiber code would refuse it on every turn. */
+    if (o->fiber_stack_size < DURO__FIBER_MIN_STACK ||
+        o->fiber_stack_size > MAX_FIBER_STACK)
+        return duro__fail(DURO_INVALID,
+                          "fiber_stack_size (%zu) must be %zu..%zu bytes "
+                          "(16 KiB..256 MiB)",
+                          o->fiber_stack_size, DURO__FIBER_MIN_STACK,
+                          MAX_FIBER_STACK);
     return DURO_OK;
 }
 
@@ -237,7 +251,7 @@ int duro_runtime_start(duro_runtime *rt)
 
 void duro__runtime_pause(duro_runtime *rt, int64_t ms)
 {
-    int64_t end = duro__mono_ms() + ms;
+    int64_t end = duro__add_ms(duro__mono_ms(), ms);
     while (!atomic_load(&rt->stop_flag)) {
         int64_t left = end - duro__mono_ms();
         if (left <= 0)
@@ -324,7 +338,7 @@ int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms)
     for (int i = 0; i < rt->orch_thread_count; i++)
         pthread_join(rt->orch_threads[i], NULL);
     rt->orch_thread_count = 0;
-    int64_t left = timeout_ms - (duro__mono_ms() - start);
+    int64_t left = duro__add_ms(timeout_ms, -(duro__mono_ms() - start));
     int rc = duro__workers_stop(rt, left > 0 ? left : 0);
     if (rc != DURO_OK)
         duro__fail(rc, "activities still running at the shutdown deadline "

@@ -395,7 +395,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
     int64_t begin_ns = duro__metrics_activity_begin(&rt->metrics);
 
     pthread_mutex_lock(&m->lock);
-    f->next_renew_ms = fetched_ms + renew_interval(rt);
+    f->next_renew_ms = duro__add_ms(fetched_ms, renew_interval(rt));
     f->next = m->head;
     m->head = f;
     f->in_list = 1;
@@ -603,7 +603,7 @@ static void fire(duro__inflight *f, const char *reason, int64_t now,
                  int64_t grace)
 {
     if (duro__token_fire(f->token, reason))
-        f->grace_deadline_ms = now + grace;
+        f->grace_deadline_ms = duro__add_ms(now, grace);
     f->next_renew_ms = INT64_MAX;
 }
 
@@ -841,7 +841,8 @@ static void *manager_main(void *arg)
         if ((told && can_check(rt)) ||
             (checks_held(rt) && duro__mono_ms() >= m->next_check_ms)) {
             check_held(rt);
-            m->next_check_ms = duro__mono_ms() + rt->opts.poll_interval_ms;
+            m->next_check_ms =
+                duro__add_ms(duro__mono_ms(), rt->opts.poll_interval_ms);
         }
 
         for (size_t i = 0; i < give_up.count; i++) {

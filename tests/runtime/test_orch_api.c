@@ -85,6 +85,14 @@ TEST(registry_duplicates_and_empty_names)
     CHECK_RC(duro_registry_add_activity(r, NULL, act_echo, NULL), DURO_INVALID);
     /* an activity and an orchestration may share a name */
     CHECK_OK(duro_registry_add_activity(r, "O", act_echo, NULL));
+    /* versions are limited like names: the store holds 1024 bytes */
+    char *version = repeat_char('v', 1025);
+    CHECK_RC(duro_registry_add_orchestration(r, "O", version, orch_echo, NULL),
+             DURO_TOO_LARGE);
+    CHECK(strstr(duro_errmsg(), "version") != NULL);
+    version[1024] = '\0';
+    CHECK_OK(duro_registry_add_orchestration(r, "O", version, orch_echo, NULL));
+    free(version);
     duro_registry_destroy(r);
 }
 
@@ -171,6 +179,46 @@ TEST(version_highest_by_default_explicit_when_asked_and_recorded)
     CHECK_EQ(atomic_load(&ver_runs_1_11), 0);
     CHECK_EQ(atomic_load(&ver_runs_1_2), 1);
     CHECK_INT(atomic_load(&ver_runs_1_10), >=, 2);
+    rt_done(&f);
+}
+
+/* Returns "v<the version that runs>", read from the user pointer. */
+static int orch_which_version(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    return duro_ok(out,
+                   duro_sprintf(o, "v%s", (const char *)duro_orch_user(o)));
+}
+
+/* NULL means the highest version; "" is the version "", as duro.h says. */
+TEST(version_empty_string_is_the_default_version_not_the_highest)
+{
+    static const char *const versions[] = {"", "1", "2", "10"};
+    rt_fixture f;
+    rt_init(&f, "api_version_empty.db");
+    for (size_t k = 0; k < 4; k++)
+        CHECK_OK(duro_registry_add_orchestration(
+            f.reg, "V", versions[k], orch_which_version, (void *)versions[k]));
+    rt_start(&f);
+    duro_start_options so;
+    duro_start_options_init(&so);
+    CHECK_OK(duro_client_start(f.client, "v-null", "V", NULL, &so));
+    so.orchestration_version = "";
+    CHECK_OK(duro_client_start(f.client, "v-empty", "V", NULL, &so));
+    so.orchestration_version = "2";
+    CHECK_OK(duro_client_start(f.client, "v-2", "V", NULL, &so));
+    CHECK_OK(duro_client_start(f.client, "v-noopts", "V", NULL, NULL));
+    static const char *const expect[][3] = {{"v-null", "v10", "10"},
+                                            {"v-empty", "v", ""},
+                                            {"v-2", "v2", "2"},
+                                            {"v-noopts", "v10", "10"}};
+    for (size_t k = 0; k < 4; k++) {
+        duro_instance_info *i = rt_wait(&f, expect[k][0], 10000);
+        CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+        CHECK_STR(i->output, expect[k][1]);
+        CHECK_STR(i->version, expect[k][2]);
+        duro_free(i);
+    }
     rt_done(&f);
 }
 
@@ -495,13 +543,19 @@ TEST(client_start_rejects_bad_ids_names_and_sizes)
     CHECK_RC(duro_client_start(c, NULL, "O", NULL, NULL), DURO_INVALID);
     CHECK_RC(duro_client_start(c, "id", "", NULL, NULL), DURO_INVALID);
     CHECK_RC(duro_client_start(c, "id", NULL, NULL, NULL), DURO_INVALID);
-    char *long_id = repeat_char('i', 1025);
+    char *long_id = repeat_char('i', 1025), *long_version;
     CHECK_RC(duro_client_start(c, long_id, "O", NULL, NULL), DURO_TOO_LARGE);
     CHECK(duro_errmsg()[0] != '\0');
     free(long_id);
     char *big = repeat_char('p', 1024 * 1024 + 1);
     CHECK_RC(duro_client_start(c, "big", "O", big, NULL), DURO_TOO_LARGE);
     free(big);
+    duro_start_options so;
+    duro_start_options_init(&so);
+    so.orchestration_version = long_version = repeat_char('v', 1025);
+    CHECK_RC(duro_client_start(c, "big", "O", NULL, &so), DURO_TOO_LARGE);
+    CHECK(strstr(duro_errmsg(), "version") != NULL);
+    free(long_version);
     /* nothing was created */
     duro_instance_info *i = NULL;
     CHECK_OK(duro_client_get_status(c, "big", &i));
@@ -548,6 +602,7 @@ TEST(client_status_through_the_lifecycle)
     rt_start_instance(&f, "s-ok", "WaitGo", "in");
     rt_start_instance(&f, "s-fail", "FailCat", NULL);
     rt_start_instance(&f, "s-cancel", "WaitGo", NULL);
+    rt_start_instance(&f, "s-term", "WaitGo", NULL);
 
     duro_instance_info *i = NULL;
     CHECK_OK(duro_client_get_status(f.client, "s-ok", &i));
@@ -582,7 +637,11 @@ TEST(client_status_through_the_lifecycle)
     duro_free(i);
 
     CHECK_OK(duro_client_raise_event(f.client, "s-ok", "go", "payload"));
-    i = rt_wait(&f, "s-ok", 10000);
+    /* a negative timeout waits without a deadline (it was DURO_TIMEOUT at
+     * once) */
+    i = NULL;
+    CHECK_OK(duro_client_wait(f.client, "s-ok", -1, &i));
+    CHECK(i != NULL);
     CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
     CHECK_STR(i->output, "payload");
     CHECK(i->error == NULL);
@@ -614,6 +673,12 @@ TEST(client_status_through_the_lifecycle)
     duro_free(i);
     i = NULL;
     CHECK_RC(duro_client_wait(f.client, "nope", 10, &i), DURO_NOT_FOUND);
+    duro_free(i);
+    /* Terminated is finished too: the wait returns */
+    CHECK_OK(duro_client_terminate(f.client, "s-term", "stop", NULL));
+    i = NULL;
+    CHECK_OK(duro_client_wait(f.client, "s-term", -1, &i));
+    CHECK_EQ(i ? i->status : -1, DURO_STATUS_TERMINATED);
     duro_free(i);
     rt_done(&f);
 }
@@ -845,6 +910,15 @@ static const char *break_option(int which, duro_runtime_options *o)
     case 15:
         o->orchestration_batch = 1025;
         return "orchestration_batch";
+    case 16: /* accepted once, then every turn failed "invalid argument" */
+        o->fiber_stack_size = SIZE_MAX / 2;
+        return "fiber_stack_size";
+    case 17:
+        o->fiber_stack_size = (size_t)1 << 40; /* 1 TiB */
+        return "fiber_stack_size";
+    case 18:
+        o->fiber_stack_size = 1;
+        return "fiber_stack_size";
     default:
         return NULL;
     }
@@ -874,7 +948,7 @@ TEST(runtime_options_validation)
         if (rc == DURO_OK)
             duro_runtime_destroy(rt);
     }
-    CHECK_EQ(cases, 16);
+    CHECK_EQ(cases, 19);
     /* the defaults and the fixture's options are valid */
     duro_runtime *rt = NULL;
     CHECK_OK(duro_runtime_create(url, reg, NULL, &rt));
@@ -891,6 +965,13 @@ TEST(runtime_options_validation)
     duro_runtime_destroy(rt);
     o.version = 3;
     o.orchestration_batch = 1; /* one instance per transaction */
+    CHECK_OK(duro_runtime_create(url, reg, &o, &rt));
+    duro_runtime_destroy(rt);
+    /* the ends of the fiber stack range are valid */
+    o.fiber_stack_size = 16 * 1024;
+    CHECK_OK(duro_runtime_create(url, reg, &o, &rt));
+    duro_runtime_destroy(rt);
+    o.fiber_stack_size = 256 * 1024 * 1024;
     CHECK_OK(duro_runtime_create(url, reg, &o, &rt));
     duro_runtime_destroy(rt);
     CHECK_RC(duro_runtime_create(url, NULL, &o, &rt), DURO_INVALID);
@@ -1186,6 +1267,7 @@ TEST(orchestration_context_from_another_thread_is_misuse)
 }
 
 TEST_MAIN(T(registry_duplicates_and_empty_names),
+          T(version_empty_string_is_the_default_version_not_the_highest),
           T(version_highest_by_default_explicit_when_asked_and_recorded),
           T(user_pointers_reach_contexts),
           T(activity_results_outputs_failures_and_categories),

@@ -547,6 +547,73 @@ TEST(durable_timer_fires_not_before_its_time)
     rt_done(&f);
 }
 
+/* A timer of INT64_MAX ms and a retry policy whose timeouts are INT64_MAX
+ * mean "never", not an overflow that fires at once: a 50 ms timer wins the
+ * wait, and the attempt runs until the gate opens. */
+static int orch_forever(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    duro_retry_policy p;
+    duro_retry_policy_init(&p);
+    p.max_attempts = 1;
+    p.attempt_timeout_ms = INT64_MAX;
+    p.total_timeout_ms = INT64_MAX;
+    duro_task *gated = duro_call_activity_with_retry(o, "Gated", "open", &p);
+    duro_task *never = duro_timer(o, INT64_MAX);
+    duro_task *soon = duro_timer(o, 50);
+    if (duro_wait_any(o, never, soon) != soon)
+        return duro_fail(out, "the INT64_MAX timer fired");
+    duro_set_custom_status(o, "soon fired");
+    int rc = duro_await(o, gated);
+    return duro_ok(out,
+                   duro_sprintf(o, "%s|never %s", render(o, gated, rc),
+                                duro_task_done(never) ? "fired" : "pending"));
+}
+
+static int custom_status_is(rt_fixture *f, const char *id, const char *want)
+{
+    duro_instance_info *i = NULL;
+    if (duro_client_get_status(f->client, id, &i) != DURO_OK)
+        return 0;
+    int same = (want == NULL && i->custom_status == NULL) ||
+               (want != NULL && i->custom_status != NULL &&
+                strcmp(want, i->custom_status) == 0);
+    duro_free(i);
+    return same;
+}
+
+TEST(huge_durations_never_expire)
+{
+    reset_observations();
+    rt_fixture f;
+    rt_init(&f, "ctx_forever.db");
+    register_common(&f);
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "Forever", NULL,
+                                             orch_forever, NULL));
+    /* "forever" options are deadlines that never come, too */
+    f.opts.orchestration_lock_timeout_ms = INT64_MAX;
+    f.opts.worker_lock_timeout_ms = INT64_MAX;
+    f.opts.cancel_grace_ms = INT64_MAX;
+    rt_start(&f);
+    rt_start_instance(&f, "fe", "Forever", NULL);
+    WAIT_UNTIL(custom_status_is(&f, "fe", "soon fired") ||
+                   duro_status_is_terminal(rt_status(&f, "fe")),
+               10000);
+    WAIT_UNTIL(atomic_load(&gated_started) == 1 ||
+                   duro_status_is_terminal(rt_status(&f, "fe")),
+               10000);
+    CHECK_EQ(rt_status(&f, "fe"), DURO_STATUS_RUNNING);
+    CHECK_EQ(rt_count_events(&f, "fe", DURO_EVENT_TIMER_FIRED), 1);
+    atomic_store(&gate_open, 1);
+    duro_instance_info *i = NULL;
+    CHECK_OK(duro_client_wait(f.client, "fe", INT64_MAX, &i));
+    CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+    CHECK_STR(i->output, "open|never pending");
+    duro_free(i);
+    CHECK_EQ(atomic_load(&gated_cancelled), 0);
+    rt_done(&f);
+}
+
 TEST(wait_event_receives_the_payload)
 {
     rt_fixture f;
@@ -726,6 +793,40 @@ TEST(child_with_explicit_id_completion_and_failure_propagate)
     CHECK_STR(failed ? failed->error : NULL, "child broke");
     CHECK_EQ(failed ? failed->category : 0, DURO_CATEGORY_INFRASTRUCTURE);
     duro_history_free(h);
+    rt_done(&f);
+}
+
+/* A child version the store cannot hold fails the task (and the
+ * fire-and-forget start) at once, instead of every turn of the parent. */
+static int orch_long_child_version(duro_orch *o, const char *in,
+                                   duro_result *out)
+{
+    (void)in;
+    char *version = duro_orch_alloc(o, 1026);
+    memset(version, 'v', 1025);
+    duro_task *c =
+        duro_call_sub_orchestration(o, "ChildEcho", version, NULL, "x");
+    int rc = duro_await(o, c);
+    int started =
+        duro_start_orchestration(o, "ChildEcho", version, "lv-kid", "x");
+    return duro_ok(out, duro_sprintf(o, "%s|start %s", render(o, c, rc),
+                                     duro_errname(started)));
+}
+
+TEST(child_with_a_too_long_version_fails_the_task)
+{
+    rt_fixture f;
+    reset_observations();
+    rt_init(&f, "ctx_child_long_version.db");
+    register_common(&f);
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "LongVersion", NULL,
+                                             orch_long_child_version, NULL));
+    rt_start(&f);
+    rt_start_instance(&f, "lv", "LongVersion", NULL);
+    expect_output(&f, "lv",
+                  "DURO_TOO_LARGE|configuration|child name, version or id is "
+                  "longer than 1024 bytes|start DURO_TOO_LARGE");
+    CHECK_EQ(rt_status(&f, "lv-kid"), DURO_STATUS_NOT_FOUND);
     rt_done(&f);
 }
 
@@ -1089,18 +1190,6 @@ static int orch_custom(duro_orch *o, const char *in, duro_result *out)
     return duro_ok(out, "done");
 }
 
-static int custom_status_is(rt_fixture *f, const char *id, const char *want)
-{
-    duro_instance_info *i = NULL;
-    if (duro_client_get_status(f->client, id, &i) != DURO_OK)
-        return 0;
-    int same = (want == NULL && i->custom_status == NULL) ||
-               (want != NULL && i->custom_status != NULL &&
-                strcmp(want, i->custom_status) == 0);
-    duro_free(i);
-    return same;
-}
-
 TEST(custom_status_is_visible_and_can_be_cleared)
 {
     rt_fixture f;
@@ -1127,12 +1216,13 @@ TEST_MAIN(T(orchestration_and_activity_accessors), T(retry_exponential_backoff),
           T(retry_attempt_timeout_cancels_attempt_and_retries),
           T(retry_total_timeout_fails_with_category_timeout),
           T(durable_timer_fires_not_before_its_time),
-          T(wait_event_receives_the_payload),
+          T(huge_durations_never_expire), T(wait_event_receives_the_payload),
           T(events_raised_before_waiting_are_kept_in_order),
           T(child_with_generated_id_completes_into_the_parent),
           T(child_generated_id_is_parent_execution_and_event_id),
           T(child_with_explicit_id_completion_and_failure_propagate),
           T(child_with_an_existing_id_fails_the_task),
+          T(child_with_a_too_long_version_fails_the_task),
           T(fire_and_forget_runs_independently_of_the_parent),
           T(child_of_a_cancelled_parent_is_cancelled),
           T(select_activity_event_and_child_against_timers),

@@ -184,6 +184,18 @@ TEST(error_set_and_thread_local_detail)
     CHECK_STR(duro_errmsg(), "");
 }
 
+TEST(add_ms_saturates_instead_of_overflowing)
+{
+    CHECK_EQ(duro__add_ms(1000, 500), 1500);
+    CHECK_EQ(duro__add_ms(1000, -500), 500);
+    CHECK_EQ(duro__add_ms(1795757390553, INT64_MAX), INT64_MAX);
+    CHECK_EQ(duro__add_ms(INT64_MAX, INT64_MAX), INT64_MAX);
+    CHECK_EQ(duro__add_ms(INT64_MAX - 1, 1), INT64_MAX);
+    CHECK_EQ(duro__add_ms(-5, INT64_MIN), INT64_MIN);
+    CHECK_EQ(duro__add_ms(INT64_MIN, -1), INT64_MIN);
+    CHECK_EQ(duro__add_ms(INT64_MIN, INT64_MAX), -1);
+}
+
 TEST(random_tokens_differ)
 {
     char a[33], b[33];
@@ -202,6 +214,15 @@ TEST(provider_open_rejects_bad_urls)
     CHECK_PRC(duro_provider_open(NULL, &p, &e), DURO_BAD_URL, &e);
     CHECK_PRC(duro_provider_open("mysql://x", &p, &e), DURO_BAD_URL, &e);
     CHECK(strstr(e.message, "mysql://x") != NULL);
+    /* the reason reaches duro_errmsg() too, also without err */
+    CHECK_STR(duro_errmsg(), e.message);
+    duro__errmsg_clear();
+    CHECK_RC(duro_provider_open("mysql://y", &p, NULL), DURO_BAD_URL);
+    CHECK(strstr(duro_errmsg(), "mysql://y") != NULL);
+    CHECK(p == NULL);
+    duro__errmsg_clear();
+    CHECK_RC(duro_provider_open("sqlite:x", NULL, NULL), DURO_INVALID);
+    CHECK(duro_errmsg()[0] != '\0');
     duro_provider_close(NULL);
 }
 
@@ -211,4 +232,5 @@ TEST_MAIN(T(error_names_cover_every_code), T(status_names_round_trip),
           T(random_tokens_differ), T(provider_open_rejects_bad_urls),
           T(arena_and_helpers_refuse_sizes_that_overflow),
           T(vec_push_refuses_growth_that_overflows),
-          T(sprintf_refuses_a_null_format))
+          T(sprintf_refuses_a_null_format),
+          T(add_ms_saturates_instead_of_overflowing))

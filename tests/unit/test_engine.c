@@ -914,6 +914,59 @@ TEST(retry_exhausted_and_configuration_errors)
     sim_free(&s);
 }
 
+/* Policies duro.h calls invalid fail the task with DURO_INVALID and a
+ * message naming the field; nothing is scheduled. */
+#define BAD_POLICIES 4
+static struct {
+    int rc[BAD_POLICIES];
+    char error[BAD_POLICIES][200];
+} policy_seen;
+
+static int orch_bad_policies(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    for (int k = 0; k < BAD_POLICIES; k++) {
+        duro_retry_policy p;
+        duro_retry_policy_init(&p);
+        if (k == 0)
+            p.version = 0;
+        else if (k == 1)
+            p.backoff = 9;
+        else if (k == 2)
+            p.max_delay_ms = -1;
+        else
+            p.coefficient = 0.5;
+        duro_task *t = duro_call_activity_with_retry(o, "A", "x", &p);
+        policy_seen.rc[k] = duro_await(o, t);
+        snprintf(policy_seen.error[k], sizeof(policy_seen.error[k]), "%s",
+                 duro_task_error(t) ? duro_task_error(t) : "");
+    }
+    return duro_ok(out, "fine");
+}
+
+TEST(retry_invalid_policies_fail_the_task)
+{
+    static const char *const words[BAD_POLICIES] = {
+        "version", "backoff", "max_delay_ms", "coefficient"};
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    memset(&policy_seen, 0, sizeof(policy_seen));
+    CHECK_OK(run_turn(orch_bad_policies, NULL, NULL, &s, NULL, 0, 1, &t));
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_EQ(t.worker_count, 0);
+    for (int k = 0; k < BAD_POLICIES; k++) {
+        CHECK_MSG(policy_seen.rc[k] == DURO_INVALID, "policy %d: %s", k,
+                  duro_errname(policy_seen.rc[k]));
+        CHECK_MSG(strstr(policy_seen.error[k], words[k]) != NULL,
+                  "policy %d: '%s' does not name '%s'", k, policy_seen.error[k],
+                  words[k]);
+    }
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
 TEST(child_orchestration_round_trip)
 {
     sim s;
@@ -1604,6 +1657,7 @@ TEST_MAIN(T(plan_turn_cases), T(chain_warm_and_cold_give_the_same_history),
           T(terminate_without_code_for_poison),
           T(retry_with_attempt_timeout_and_backoff),
           T(retry_exhausted_and_configuration_errors),
+          T(retry_invalid_policies_fail_the_task),
           T(child_orchestration_round_trip), T(child_reports_to_parent),
           T(now_guid_replaying_and_log_are_replay_safe),
           T(misuse_and_bad_input_fail_tasks_not_the_process),

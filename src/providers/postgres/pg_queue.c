@@ -23,7 +23,7 @@ static duro__pg_provider *pg_of(duro_provider *p)
 
 static int64_t after_ms(int64_t now, int64_t delay_ms)
 {
-    return delay_ms > 0 ? now + delay_ms : now;
+    return delay_ms > 0 ? duro__add_ms(now, delay_ms) : now;
 }
 
 /* ---- lock tokens -------------------------------------------------------
@@ -1924,7 +1924,8 @@ int duro__pg_abandon_orchestration_item(duro_provider *base,
     }
     if (rc == DURO_OK)
         rc = settle_ready(p, c, ready_id, instance_id,
-                          delay_ms > 0 ? now + delay_ms : 0, NULL, op, err);
+                          delay_ms > 0 ? after_ms(now, delay_ms) : 0, NULL, op,
+                          err);
     if (rc != DURO_OK) {
         duro__pg_write_rollback(p, c);
         return rc;

@@ -289,7 +289,8 @@ static int configure_writer(duro__sqlite_provider *p, duro__sqlite_conn *c,
          * lock, and SQLite returns BUSY at once, without its busy handler,
          * when another process holds a lock then (several processes opening
          * one new file together). Retry within the busy timeout. */
-        int64_t deadline = duro__mono_ms() + p->cfg.busy_timeout_ms;
+        int64_t deadline =
+            duro__add_ms(duro__mono_ms(), p->cfg.busy_timeout_ms);
         for (int64_t pause = 1; rc == SQLITE_OK;) {
             rc = sqlite3_step(s);
             if ((rc & 0xff) != SQLITE_BUSY || duro__mono_ms() >= deadline)

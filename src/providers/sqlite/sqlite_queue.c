@@ -21,7 +21,7 @@ static duro__sqlite_provider *sqlite_of(duro_provider *p)
 
 static int64_t after_ms(int64_t now, int64_t delay_ms)
 {
-    return delay_ms > 0 ? now + delay_ms : now;
+    return delay_ms > 0 ? duro__add_ms(now, delay_ms) : now;
 }
 
 /* ---- lock tokens -------------------------------------------------------
@@ -1209,7 +1209,8 @@ int duro__sqlite_abandon_orchestration_item(duro_provider *base,
     }
     if (rc == DURO_OK)
         rc = settle_ready(p, c, rowid, instance_id,
-                          delay_ms > 0 ? now + delay_ms : 0, NULL, op, err);
+                          delay_ms > 0 ? after_ms(now, delay_ms) : 0, NULL, op,
+                          err);
     if (rc != DURO_OK) {
         duro__sqlite_write_rollback(p, c);
         return rc;
