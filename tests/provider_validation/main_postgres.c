@@ -265,6 +265,19 @@ static int schema_exists(PGconn *c, const char *name)
     return query_int(c, sql) == 1;
 }
 
+/* Makes the test's store (a current schema, its name in schema[64]) and
+ * returns an administrator's connection; NULL (the test failed) when there
+ * is none. */
+static PGconn *current_store_and_admin(char *schema)
+{
+    duro_provider *owner = pv_open();
+    snprintf(schema, 64, "%s", duro__pg_schema(owner));
+    pv_close(owner);
+    PGconn *c = admin();
+    CHECK(c != NULL);
+    return c;
+}
+
 /* A role that may use an existing store but create nothing: LOGIN, USAGE
  * on the schema, the DML rights on its tables; no CREATE on the database
  * or the schema. Opening a current store runs no DDL, so it opens, reads
@@ -272,12 +285,8 @@ static int schema_exists(PGconn *c, const char *name)
  * ("permission denied for database", 42501). */
 PV_TEST(a_role_with_data_rights_only_opens_a_current_store)
 {
-    duro_provider *owner = pv_open();
     char schema[64];
-    snprintf(schema, sizeof(schema), "%s", duro__pg_schema(owner));
-    pv_close(owner);
-    PGconn *c = admin();
-    CHECK(c != NULL);
+    PGconn *c = current_store_and_admin(schema);
     if (c == NULL)
         return;
     char role[64], sql[1024];
@@ -356,12 +365,8 @@ PV_TEST(a_role_with_data_rights_only_opens_a_current_store)
  * which under lock_timeout would otherwise fail 55P03. */
 PV_TEST(a_current_store_opens_without_the_migration_lock)
 {
-    duro_provider *owner = pv_open();
     char schema[64];
-    snprintf(schema, sizeof(schema), "%s", duro__pg_schema(owner));
-    pv_close(owner);
-    PGconn *c = admin();
-    CHECK(c != NULL);
+    PGconn *c = current_store_and_admin(schema);
     if (c == NULL)
         return;
     char sql[256];
