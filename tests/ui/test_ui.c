@@ -499,6 +499,22 @@ int main(int argc, char **argv)
     CHECK(s == 400 && strstr(buf, "bad_argument") != NULL &&
               strstr(buf, "'nmae'") != NULL,
           "unknown list parameter: %d %s", s, body_of(buf));
+    /* a date that does not exist, a time without its zone and a status no
+     * instance has are refused, not normalised or matched against nothing;
+     * a real UTC time is taken */
+    const char *refused[] = {
+        "/api/v1/instances?created_after=2026-02-31T00:00:00Z",
+        "/api/v1/instances?created_after=2026-05-01T12:00:00",
+        "/api/v1/instances?status=continued_as_new"};
+    for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
+        s = req(port, "GET", refused[k], auth, NULL, buf, sizeof(buf));
+        CHECK(s == 400 && strstr(buf, "bad_argument") != NULL, "%s: %d %s",
+              refused[k], s, body_of(buf));
+    }
+    s = req(port, "GET",
+            "/api/v1/instances?created_after=2024-02-29T12:00:00.5Z", auth,
+            NULL, buf, sizeof(buf));
+    CHECK(s == 200, "a leap day: %d %s", s, body_of(buf));
     /* errors of a duro call: too_large is 400 (docs/ui-api.md) */
     {
         char *q = malloc(2100);

@@ -118,7 +118,7 @@ static int month_days(int year, int mon)
  * "...:04.123", then "Z", "+02:00", "+0200", "+02" or nothing (local
  * time). 'T' may be a space. A date that does not exist (2026-02-31) is
  * refused, not normalised by mktime. */
-static int parse_iso(const char *s, int64_t *ms)
+int args_parse_iso(const char *s, int64_t *ms)
 {
     struct tm tm = {0};
     int year, mon, day, hour = 0, min = 0, sec = 0, msec = 0;
@@ -198,7 +198,7 @@ int args_time(cli *c, const char *option, const char *text, int64_t *ms)
         *ms = c->now_ms;
         return 0;
     }
-    if (parse_iso(text, ms) == 0)
+    if (args_parse_iso(text, ms) == 0)
         return 0;
     /* "2h", "2h ago", "30m ago": that long before now. */
     if (len > 4 && strcmp(text + len - 4, " ago") == 0)

@@ -84,6 +84,10 @@ void cli_print_help(const char *help);
 
 /* Each returns 0 on success; -1 after reporting a usage error (exit 2). */
 int args_time(cli *c, const char *option, const char *text, int64_t *ms);
+/* An RFC 3339 / ISO 8601 date or time (args_time's forms but "now" and
+ * durations) into ms since the epoch: 0, or -1 when malformed or when
+ * the date does not exist. */
+int args_parse_iso(const char *s, int64_t *ms);
 int args_duration(cli *c, const char *option, const char *text, int64_t *ms);
 int args_status_mask(cli *c, const char *option, const char *text,
                      uint32_t *mask);

@@ -128,7 +128,7 @@ static int arg_uint(ui_request *r, const char *key, uint64_t dflt, uint64_t max,
 }
 
 /* Milliseconds since the epoch, or RFC 3339 UTC
- * (2026-05-01T12:00:00[.123]Z); 0 when absent. */
+ * (2026-05-01T12:00:00[.123]Z, a date that exists); 0 when absent. */
 static int parse_time(const char *v, int64_t *ms)
 {
     *ms = 0;
@@ -140,34 +140,18 @@ static int parse_time(const char *v, int64_t *ms)
         *ms = n;
         return 0;
     }
-    struct tm tm = {0};
-    int frac = 0, used = 0;
-    if (sscanf(v, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
-               &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6)
+    size_t len = strlen(v);
+    if (len < 11 || (v[len - 1] != 'Z' && v[len - 1] != 'z'))
         return -1;
-    const char *p = v + used;
-    if (*p == '.') {
-        int digits = 0;
-        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
-            if (digits < 3)
-                frac = frac * 10 + (*p - '0');
-        while (digits > 0 && digits < 3) {
-            frac *= 10;
-            digits++;
-        }
-    }
-    if (strcmp(p, "Z") != 0)
-        return -1;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    *ms = (int64_t)timegm(&tm) * 1000 + frac;
-    return 0;
+    return args_parse_iso(v, ms);
 }
 
 /* "pending,running" (or a JSON array of words) into a status mask. */
 static int status_bit(const char *word, size_t len, uint32_t *mask)
 {
     for (int s = 1; s <= DURO_STATUS_TERMINATED; s++) {
+        if (s == DURO_STATUS_CONTINUED_AS_NEW)
+            continue; /* a status of executions: no instance has it */
         const char *w = status_word(s);
         if (strlen(w) == len && strncmp(w, word, len) == 0) {
             *mask |= BIT(s);
@@ -359,7 +343,7 @@ static int get_instances(ui_request *r, json_t *body)
         return ui_send_error(r, 400, "bad_argument",
                              "status: a comma-separated list of pending, "
                              "running, suspended, completed, failed, "
-                             "cancelled, continued_as_new, terminated");
+                             "cancelled, terminated");
     filter.name = arg(r, "name");
     if (parse_time(arg(r, "created_after"), &filter.created_after_ms) != 0 ||
         parse_time(arg(r, "created_before"), &filter.created_before_ms) != 0)
