@@ -545,6 +545,22 @@ int main(int argc, char **argv)
     CHECK(info->cancel_requested_ms == 0, "plain-1 touched by a refusal");
     duro_free(info);
 
+    /* a misspelt key of a one-instance action is refused, not ignored
+     * (the reason would silently be the default) */
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\",\"resaon\":\"x\"}", plain1);
+    snprintf(hdr, sizeof(hdr), "Content-Type: application/json\r\n%s", auth);
+    s = req(port, "POST", "/api/v1/cancel", hdr, body, buf, sizeof(buf));
+    CHECK(s == 400 && strstr(buf, "'resaon'") != NULL, "cancel resaon: %d %s",
+          s, body_of(buf));
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\",\"name\":\"e\",\"paylod\":1}",
+             plain1);
+    s = req(port, "POST", "/api/v1/raise-event", hdr, body, buf, sizeof(buf));
+    CHECK(s == 400 && strstr(buf, "'paylod'") != NULL, "raise paylod: %d %s", s,
+          body_of(buf));
+    info = status_of(client, "plain-1");
+    CHECK(info->cancel_requested_ms == 0, "plain-1 touched by a refusal");
+    duro_free(info);
+
     /* an audited cancel, by the page's way (Sec-Fetch-Site) and a script's
      * (bearer) */
     snprintf(body, sizeof(body), "{\"ref\":\"%s\",\"reason\":\"test\"}",

@@ -528,31 +528,6 @@ static int get_metrics(ui_request *r, json_t *body)
 
 /* ---- actions ------------------------------------------------------------- */
 
-/* 0 when every key of @p obj is in @p known (NULL-ended); else queues 400
- * naming the first other one (in @p where: "body", "filter") and returns
- * -1. A misspelt filter key ("nmae") must not widen a bulk action to
- * every instance. */
-static int known_keys(ui_request *r, json_t *obj, const char *where,
-                      const char *const *known, int *rc)
-{
-    const char *key;
-    json_t *value;
-    json_object_foreach(obj, key, value)
-    {
-        size_t i = 0;
-        while (known[i] != NULL && strcmp(known[i], key) != 0)
-            i++;
-        if (known[i] == NULL) {
-            char shown[TEXT_QUOTE_SIZE];
-            *rc = ui_send_error(r, 400, "bad_argument",
-                                "unknown key '%s' in the %s",
-                                text_quote(key, shown, sizeof(shown)), where);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static const char *body_string(json_t *body, const char *key)
 {
     json_t *v = json_object_get(body, key);
@@ -598,11 +573,39 @@ static const char *default_reason(int control)
     }
 }
 
+/* 0 when every key of @p obj is in @p known (NULL-ended); else queues 400
+ * naming the first other one (in @p where: "body", "filter") and returns
+ * -1. A misspelt filter key ("nmae") must not widen a bulk action to
+ * every instance. */
+static int known_keys(ui_request *r, json_t *obj, const char *where,
+                      const char *const *known, int *rc)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(obj, key, value)
+    {
+        size_t i = 0;
+        while (known[i] != NULL && strcmp(known[i], key) != 0)
+            i++;
+        if (known[i] == NULL) {
+            char shown[TEXT_QUOTE_SIZE];
+            *rc = ui_send_error(r, 400, "bad_argument",
+                                "unknown key '%s' in the %s",
+                                text_quote(key, shown, sizeof(shown)), where);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* cancel, terminate, suspend, resume {ref, reason}: one id through
  * duro_client_cancel_many / duro_client_control_many, as the CLI. */
 static int post_control(ui_request *r, json_t *body, int control)
 {
+    static const char *const body_keys[] = {"ref", "reason", NULL};
     int rc = 0;
+    if (known_keys(r, body, "body", body_keys, &rc) != 0)
+        return rc;
     char *id = need_ref(r, body_string(body, "ref"), &rc);
     if (id == NULL)
         return rc;
@@ -681,7 +684,10 @@ static int post_resume(ui_request *r, json_t *body)
  * any other JSON value as its compact JSON; absent or null: no payload. */
 static int post_raise(ui_request *r, json_t *body)
 {
+    static const char *const body_keys[] = {"ref", "name", "payload", NULL};
     int rc = 0;
+    if (known_keys(r, body, "body", body_keys, &rc) != 0)
+        return rc;
     const char *name = body_string(body, "name");
     if (name == NULL)
         return ui_send_error(r, 400, "bad_argument", "name is required");
