@@ -567,8 +567,10 @@ typedef struct duro_runtime_options {
     uint32_t max_attempts;         /* deliveries before a message is
                                       poison; default 10 */
     uint64_t max_history_events;   /* events per execution before the
-                                      instance fails; 0: only the store's
-                                      cap; default 50000 */
+                                      instance fails (the turn that would
+                                      pass it fails instead, adding the
+                                      failure's own few events); 0: only
+                                      the store's cap; default 50000 */
     size_t fiber_stack_size;       /* bytes; default 256 KiB;
                                       16 KiB .. 256 MiB */
     size_t fiber_cache_size;       /* suspended orchestrations kept;
