@@ -170,17 +170,9 @@ TEST(schema_names_keep_their_case_and_system_schemas_are_refused)
         char url[128];
         snprintf(url, sizeof(url), "postgres://u:hunter2@h/db?schema=%s",
                  refused[i]);
-        duro__pg_config cfg;
-        duro_error e;
-        duro_error_clear(&e);
-        int rc = duro__pg_parse_url(url, &cfg, &e);
-        CHECK_MSG(rc == DURO_BAD_URL, "'%s' parsed with %s (%s)", url,
-                  duro_errname(rc), e.message);
-        CHECK_MSG(strstr(e.message, "system schema") != NULL, "'%s'",
-                  e.message);
-        CHECK_MSG(strstr(e.message, "hunter2") == NULL,
-                  "the password is in '%s'", e.message);
-        duro__pg_config_free(&cfg);
+        char message[DURO_ERROR_MESSAGE_MAX];
+        check_refused(url, "hunter2", message);
+        CHECK_MSG(strstr(message, "system schema") != NULL, "'%s'", message);
     }
 }
 
