@@ -143,6 +143,10 @@ TEST(url_forms_open)
     p = open_url(test_sqlite_url("plain.db"));
     duro_provider_close(p);
     CHECK(file_exists(test_path("plain.db")));
+    /* a '&' that does not start a known parameter is part of the name */
+    p = open_url(test_sqlite_url("R&D&poolside=1.db"));
+    duro_provider_close(p);
+    CHECK(file_exists(test_path("R&D&poolside=1.db")));
 
     char url[600];
     snprintf(url, sizeof(url), "sqlite://%s", test_path("triple.db"));
@@ -227,6 +231,10 @@ TEST(url_malformed_is_bad_url)
         {"?create=yes", "parameter create"},
         {"?create=", "parameter create"},
         {"?create=0&create=1", "'create' given twice"},
+        /* a parameter after '&' with no '?' is not part of the file name */
+        {"&pool=1", "holds parameter 'pool' after a '&'"},
+        {"&x=1&synchronous=off", "parameter 'synchronous' after a '&'"},
+        {"&create=0?pool=1", "parameter 'create' after a '&'"},
     };
     duro_error e;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -243,6 +251,10 @@ TEST(url_malformed_is_bad_url)
         CHECK_EQ(e.retryable, 0);
         CHECK_MSG(!file_exists(test_path(name)), "%s created a file",
                   cases[i].query);
+        char literal[96]; /* the file a '&' in the path would have named */
+        snprintf(literal, sizeof(literal), "%s%s", name, cases[i].query);
+        CHECK_MSG(!file_exists(test_path(literal)), "%s created '%s'",
+                  cases[i].query, literal);
     }
     static const char *const empty[] = {"sqlite:", "sqlite:?pool=1",
                                         "sqlite://", "sqlite://?pool=2"};

@@ -146,6 +146,23 @@ static int parse_param(const char *param, size_t len, unsigned *seen,
                           ranges[which]);
 }
 
+/* The known parameter that follows a '&' in path[0..len) as "&key=", or
+ * NULL: "sqlite:x.db&pool=1" means "?pool=1", not a file of that name. */
+static const char *param_in_path(const char *path, size_t len)
+{
+    for (const char *amp = memchr(path, '&', len); amp != NULL;
+         amp = memchr(amp + 1, '&', len - (size_t)(amp + 1 - path))) {
+        size_t rest = len - (size_t)(amp + 1 - path);
+        for (size_t i = 0; i < DURO__ARRAY_LEN(param_names); i++) {
+            size_t n = strlen(param_names[i]);
+            if (rest > n && memcmp(amp + 1, param_names[i], n) == 0 &&
+                amp[1 + n] == '=')
+                return param_names[i];
+        }
+    }
+    return NULL;
+}
+
 int duro__sqlite_parse_url(const char *spec, duro__sqlite_config *cfg,
                            duro_error *err)
 {
@@ -180,6 +197,14 @@ int duro__sqlite_parse_url(const char *spec, duro__sqlite_config *cfg,
                               "sqlite URL has an empty path (expected "
                               "sqlite:PATH, sqlite:///abs/path or "
                               "sqlite::memory:)");
+    const char *misplaced = param_in_path(spec, path_len);
+    if (misplaced != NULL)
+        return duro_error_set(err, DURO_BAD_URL, 0,
+                              "sqlite URL path '%.*s' holds parameter '%s' "
+                              "after a '&': parameters start with '?' "
+                              "(sqlite:PATH?%s=...)",
+                              (int)DURO__MIN(path_len, (size_t)200), spec,
+                              misplaced, misplaced);
 
     if (query != NULL) {
         unsigned seen = 0;
