@@ -923,8 +923,9 @@ static void *watcher_main(void *arg)
             break;
         if (rc != DURO_OK) {
             /* The store is unreachable; the poll-interval checks and the
-             * renewals still run. Try again after a poll interval. */
-            duro__sleep_ms(rt->opts.poll_interval_ms);
+             * renewals still run. Try again after a poll interval (or
+             * stop: the shutdown joins this thread). */
+            duro__runtime_pause(rt, rt->opts.poll_interval_ms);
             continue;
         }
         pthread_mutex_lock(&m->lock);
