@@ -629,8 +629,12 @@ DURO_API int duro_runtime_start(duro_runtime *rt);
 /** Stops taking work and waits up to @p timeout_ms for in-flight work:
  * turns finish; activities that do not return in time get their tokens
  * fired (reason "shutdown") and their rows are abandoned back to the queue
- * so nothing is lost. @return DURO_OK, or DURO_TIMEOUT when activities had
- * to be abandoned; DURO_INVALID for a NULL @p rt.
+ * so nothing is lost. A completion the store keeps refusing (an outage) is
+ * retried until the deadline, not past it: the activity's row stays locked
+ * until its lock expires (worker_lock_timeout_ms) and the activity then
+ * runs again. @return DURO_OK, or DURO_TIMEOUT when activities had to be
+ * abandoned or their completions could not be recorded in time;
+ * DURO_INVALID for a NULL @p rt.
  * @note One thread at a time per runtime; never from an activity or
  * orchestration of that runtime (DURO_MISUSE). */
 DURO_API int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms);

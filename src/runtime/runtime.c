@@ -140,6 +140,7 @@ static int create(duro_provider *p, int owns, const duro_registry *reg,
     rt->logger.user = opts->log_user;
     rt->provider = p;
     rt->owns_provider = owns;
+    atomic_init(&rt->shutdown_deadline_ms, INT64_MAX);
     pthread_mutex_init(&rt->lock, NULL);
     duro__cond_init_monotonic(&rt->slots_cond);
     rc = duro__registry_copy(reg, &rt->registry);
@@ -260,6 +261,25 @@ void duro__runtime_pause(duro_runtime *rt, int64_t ms)
     }
 }
 
+int64_t duro__runtime_deadline(duro_runtime *rt)
+{
+    return atomic_load(&rt->shutdown_deadline_ms);
+}
+
+void duro__runtime_backoff(duro_runtime *rt, int64_t ms)
+{
+    int64_t end = duro__add_ms(duro__mono_ms(), ms);
+    for (;;) {
+        int64_t left =
+            DURO__MIN(end, duro__runtime_deadline(rt)) - duro__mono_ms();
+        if (left <= 0)
+            return;
+        /* in slices: a shutdown that begins meanwhile brings the end
+         * forward to its deadline */
+        duro__sleep_ms(DURO__MIN(left, 10));
+    }
+}
+
 void duro__runtime_storage_failed(duro_runtime *rt, duro_queue queue,
                                   const char *what, const duro_error *err,
                                   int64_t retry_ms)
@@ -331,10 +351,12 @@ int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms)
         return DURO_OK;
     }
     rt->stopping = 1;
+    /* The deadline first: a slot that sees the stop flag finds it set. */
+    int64_t start = duro__mono_ms();
+    atomic_store(&rt->shutdown_deadline_ms, duro__add_ms(start, timeout_ms));
     atomic_store(&rt->stop_flag, 1);
     pthread_mutex_unlock(&rt->lock);
     rt->provider->wake(rt->provider, 1);
-    int64_t start = duro__mono_ms();
     for (int i = 0; i < rt->orch_thread_count; i++)
         pthread_join(rt->orch_threads[i], NULL);
     rt->orch_thread_count = 0;
@@ -342,7 +364,8 @@ int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms)
     int rc = duro__workers_stop(rt, left > 0 ? left : 0);
     if (rc != DURO_OK)
         duro__fail(rc, "activities still running at the shutdown deadline "
-                       "were returned to the queue");
+                       "were returned to the queue, or their completions "
+                       "could not be recorded in time: they run again");
     return rc;
 }
 

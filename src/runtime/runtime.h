@@ -102,6 +102,14 @@ struct duro_runtime {
     int started;
     int stopping;          /* dispatchers stop taking work */
     _Atomic int stop_flag; /* mirror of stopping for lock-free checks */
+    /* monotonic ms by which duro_runtime_shutdown returns, set before it
+     * joins anything; INT64_MAX before a shutdown (and for one without a
+     * deadline). Read lock-free by the retry loops that must not outlast
+     * it (duro__runtime_backoff, ack_with_retries in worker.c). */
+    _Atomic int64_t shutdown_deadline_ms;
+    /* completions whose ack a shutdown gave up at its deadline (the store
+     * kept failing): the shutdown then returns DURO_TIMEOUT */
+    _Atomic int acks_given_up;
     /* per duro_queue: monotonic ms of the first retryable failure of a
      * fetch since the last success, 0 while the store answers
      * (duro__runtime_storage_failed) */
@@ -152,7 +160,9 @@ void *duro__orchestration_thread(void *arg); /* arg: the runtime */
 
 int duro__workers_start(duro_runtime *rt);
 /* Stops fetching, waits up to timeout_ms for in-flight activities, then
- * fires and abandons what is left. Returns DURO_OK or DURO_TIMEOUT. */
+ * fires and abandons what is left. Returns DURO_OK, or DURO_TIMEOUT when
+ * activities were abandoned or completions could not be recorded before
+ * the shutdown deadline (rt->acks_given_up). */
 int duro__workers_stop(duro_runtime *rt, int64_t timeout_ms);
 void duro__workers_free(duro_runtime *rt);
 /* After a turn committed: fires the tokens of the cancelled activities that
@@ -162,6 +172,18 @@ void duro__workers_cancel_local(duro_runtime *rt, const duro_activity_ref *refs,
 
 /* Sleeps up to ms unless the runtime is stopping (returns early). */
 void duro__runtime_pause(duro_runtime *rt, int64_t ms);
+
+/* The monotonic ms by which a shutdown in progress returns; INT64_MAX
+ * before a shutdown. One atomic load. */
+int64_t duro__runtime_deadline(duro_runtime *rt);
+
+/* Sleeps ms between two attempts of a retry that still runs while the
+ * runtime stops (an activity's ack): the whole ms before a shutdown, never
+ * past its deadline once one has begun (also when it begins during the
+ * sleep). Unlike duro__runtime_pause it does not return at once when the
+ * runtime is stopping, so such a loop keeps its pace instead of spinning;
+ * the loop decides itself when to give up (duro__runtime_deadline). */
+void duro__runtime_backoff(duro_runtime *rt, int64_t ms);
 
 /* A failed fetch of a runtime thread on `queue` (`what` names it: "fetch of
  * activity work"; retried in retry_ms, which the line says), counted in

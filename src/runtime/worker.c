@@ -203,11 +203,19 @@ static void fill_failure(duro_work_item *c, const duro_work_item *x,
  * retry after a retryable failure finds the row gone (DURO_LOCK_LOST), the
  * first attempt probably committed, and the result is ACK_OUTCOME_UNKNOWN
  * instead - the caller must neither count the activity as cancelled nor
- * run it again. */
+ * run it again.
+ *
+ * A shutdown bounds the retries: the backoff never sleeps past its
+ * deadline, and once the deadline has passed after an attempt made during
+ * the shutdown, the loop gives up (logged here) and returns ACK_GAVE_UP:
+ * the caller makes no more store calls for the item. Nothing is lost, as
+ * activities run at least once: the row stays locked until its lock
+ * expires, then this activity (`name`) runs again here or elsewhere. */
 #define ACK_OUTCOME_UNKNOWN (-1)
+#define ACK_GAVE_UP (-2)
 
-static int ack_with_retries(duro_runtime *rt, const char *token,
-                            const duro_work_item *completion,
+static int ack_with_retries(duro_runtime *rt, const char *name,
+                            const char *token, const duro_work_item *completion,
                             duro_worker_item **next, duro_error *err)
 {
     duro_provider *p = rt->provider;
@@ -215,6 +223,7 @@ static int ack_with_retries(duro_runtime *rt, const char *token,
     int combined =
         next != NULL && p->version >= 2 && p->ack_and_fetch_work_item != NULL;
     for (int i = 0;; i++) {
+        int stopping = duro__runtime_deadline(rt) != INT64_MAX;
         int rc = combined ? p->ack_and_fetch_work_item(
                                 p, token, completion,
                                 rt->opts.worker_lock_timeout_ms, next, err)
@@ -223,8 +232,19 @@ static int ack_with_retries(duro_runtime *rt, const char *token,
             return ACK_OUTCOME_UNKNOWN;
         if (rc == DURO_OK || !err->retryable || i >= 20)
             return rc;
+        if (stopping && duro__mono_ms() >= duro__runtime_deadline(rt)) {
+            atomic_fetch_add(&rt->acks_given_up, 1);
+            duro__log(&rt->logger, DURO_LOG_WARN,
+                      "shutdown: the result of activity '%s' (instance '%s', "
+                      "event %llu) could not be recorded before the shutdown "
+                      "deadline (%s); the activity will run again after its "
+                      "lock expires",
+                      name, completion->instance_id,
+                      (unsigned long long)completion->source_id, err->message);
+            return ACK_GAVE_UP;
+        }
         DURO__COUNT(rt, m_storage_retries);
-        duro__sleep_ms(delay);
+        duro__runtime_backoff(rt, delay);
         delay = DURO__MIN(delay * 2, 500);
     }
 }
@@ -306,8 +326,8 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
         duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s': %s",
                   x->instance_id, why);
         fill_failure(&completion, x, why, DURO_CATEGORY_INFRASTRUCTURE);
-        if (ack_with_retries(rt, w->lock_token, &completion, NULL, &err) ==
-            DURO_OK)
+        if (ack_with_retries(rt, x->name, w->lock_token, &completion, NULL,
+                             &err) == DURO_OK)
             resolved(rt, w);
         return 0;
     }
@@ -339,8 +359,8 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                  "attempts)",
                  x->name, w->attempt);
         fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
-        if (ack_with_retries(rt, w->lock_token, &completion, NULL, &err) ==
-            DURO_OK) {
+        if (ack_with_retries(rt, x->name, w->lock_token, &completion, NULL,
+                             &err) == DURO_OK) {
             duro__metrics_activity_outcome(&rt->metrics, NULL,
                                            DURO__ACT_FAILED);
             resolved(rt, w);
@@ -476,7 +496,8 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
         completion.finished_ms = finished_ms;
         if (next != NULL)
             renew_overdue(rt); /* the ack also fetches */
-        rc = ack_with_retries(rt, f->lock_token, &completion, next, &err);
+        rc = ack_with_retries(rt, f->name, f->lock_token, &completion, next,
+                              &err);
         s->looked = rc == DURO_OK && next != NULL && *next == NULL &&
                     rt->provider->version >= 2 &&
                     rt->provider->ack_and_fetch_work_item != NULL;
@@ -487,6 +508,9 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                                                ? DURO__ACT_COMPLETED
                                                : DURO__ACT_FAILED);
             resolved(rt, w);
+        } else if (rc == ACK_GAVE_UP) {
+            /* A shutdown's deadline passed (logged): no abandon, no other
+             * store call that could wait too; the row's lock expires. */
         } else if (rc == ACK_OUTCOME_UNKNOWN) {
             duro__log(&rt->logger, DURO_LOG_INFO,
                       "ack of activity '%s' (instance '%s', event %llu) "
@@ -923,8 +947,9 @@ static void *watcher_main(void *arg)
             break;
         if (rc != DURO_OK) {
             /* The store is unreachable; the poll-interval checks and the
-             * renewals still run. Try again after a poll interval. */
-            duro__sleep_ms(rt->opts.poll_interval_ms);
+             * renewals still run. Try again after a poll interval (or
+             * stop: the shutdown joins this thread). */
+            duro__runtime_pause(rt, rt->opts.poll_interval_ms);
             continue;
         }
         pthread_mutex_lock(&m->lock);
@@ -1076,7 +1101,9 @@ int duro__workers_stop(duro_runtime *rt, int64_t timeout_ms)
             inflight_release(left.items[i]);
         }
         duro__free(left.items);
-        /* Slot threads between items exit on their own; wait for them. */
+        /* Slot threads between items exit on their own, and one still
+         * recording a completion gives up at the deadline after its
+         * current attempt (ack_with_retries); wait for them. */
         pthread_mutex_lock(&rt->lock);
         while (atomic_load(&rt->live_slot_threads) > 0)
             pthread_cond_wait(&rt->slots_cond, &rt->lock);
@@ -1102,6 +1129,9 @@ int duro__workers_stop(duro_runtime *rt, int64_t timeout_ms)
             s->thread_valid = 0;
         }
     }
+    /* Completions left unrecorded run again: not a clean stop either. */
+    if (atomic_load(&rt->acks_given_up) > 0)
+        result = DURO_TIMEOUT;
     return result;
 }
 

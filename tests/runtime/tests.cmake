@@ -76,3 +76,8 @@ duro_runtime_test(test_ops ${CMAKE_CURRENT_LIST_DIR}/test_ops.c
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
 target_include_directories(test_ops PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
+# A shutdown keeps its deadline while activity acks fail retryably.
+duro_runtime_test(test_shutdown ${CMAKE_CURRENT_LIST_DIR}/test_shutdown.c
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
+target_include_directories(test_shutdown PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
