@@ -2,6 +2,9 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+# Warnings as errors: on in CI (.ci/run says WERROR=ON), off by default so a
+# newer compiler's new warning never stops a user's build.
+WERROR ?= OFF
 PREFIX ?= /usr/local
 DESTDIR ?=
 
@@ -10,13 +13,21 @@ DESTDIR ?=
 
 all: build
 
-$(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DDURO_WERROR=ON $(CMAKE_FLAGS)
-
-build: $(BUILD)/CMakeCache.txt
+# Configures $(BUILD) when it has no cache yet or was configured with other
+# flags than these (kept in $(BUILD)/make-flags); a flag dropped from
+# CMAKE_FLAGS keeps its cached value until `make clean`.
+build:
+	@flags='-DDURO_WERROR=$(WERROR) $(CMAKE_FLAGS)'; \
+	if [ ! -f $(BUILD)/CMakeCache.txt ] || \
+	   [ "$$(cat $(BUILD)/make-flags 2>/dev/null)" != "$$flags" ]; then \
+	    echo "cmake -S . -B $(BUILD) $$flags"; \
+	    cmake -S . -B $(BUILD) $$flags && \
+	        printf '%s\n' "$$flags" > $(BUILD)/make-flags; \
+	fi
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Builds everything with warnings as errors and runs the whole suite; says
+# Builds everything and runs the whole suite (WERROR=ON: warnings as
+# errors, as CI does); says
 # so when the browser tests could not run (ctest lists them as skipped).
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
@@ -38,23 +49,32 @@ tsan:
 # $(DESTDIR)$(PREFIX) (README.md, "Installing").
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+	printf '%s\n' "$(DESTDIR)" > $(BUILD)/install_destdir
 
 # Removes the files the last install from $(BUILD) wrote (CMake lists them,
-# without DESTDIR, in install_manifest.txt), then duro's own directories
-# (include/duro, lib/cmake/duro, share/doc/duro) when they are empty.
+# without DESTDIR, in install_manifest.txt; the install's DESTDIR is in
+# install_destdir), then duro's own directories (include/duro,
+# lib/cmake/duro, share/doc/duro) when they are empty. A DESTDIR given here
+# must be the install's: a staged install is never uninstalled from /.
 uninstall:
 	@manifest=$(BUILD)/install_manifest.txt; \
 	if [ ! -f "$$manifest" ]; then \
 	    echo "uninstall: no $$manifest: nothing was installed from $(BUILD)" >&2; \
 	    exit 1; \
 	fi; \
+	dest=$$(cat $(BUILD)/install_destdir 2>/dev/null); \
+	if [ -n "$(DESTDIR)" ] && [ "$(DESTDIR)" != "$$dest" ]; then \
+	    echo "uninstall: the last install from $(BUILD) was into" \
+	         "DESTDIR='$$dest', not '$(DESTDIR)'" >&2; \
+	    exit 1; \
+	fi; \
 	dirs=""; \
 	while IFS= read -r f || [ -n "$$f" ]; do \
-	    echo "-- Removing: $(DESTDIR)$$f"; \
-	    rm -f "$(DESTDIR)$$f"; \
+	    echo "-- Removing: $$dest$$f"; \
+	    rm -f "$$dest$$f"; \
 	    case "$$f" in */duro/*) dirs="$$dirs $${f%/duro/*}/duro" ;; esac; \
 	done < "$$manifest"; \
-	for d in $$dirs; do rmdir "$(DESTDIR)$$d" 2>/dev/null || true; done
+	for d in $$dirs; do rmdir "$$dest$$d" 2>/dev/null || true; done
 
 deps:
 	./.ci/install-deps

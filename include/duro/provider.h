@@ -1138,7 +1138,7 @@ DURO_API int duro_provider_open(const char *url, duro_provider **out,
 
 /** Copies @p url into out[size] (always terminated, cut to fit) with its
  * password replaced by "***", as duro names a URL in every message: the
- * userinfo's (scheme://user:***@host/..., whole even when it holds
+ * userinfo's (scheme://user:***\@host/..., whole even when it holds
  * unescaped '@', '/' or '?') and every password=... parameter's. For a
  * program or tool that shows the URL it was given. Returns the length
  * written; NULL @p url writes "", NULL @p out writes nothing (0).

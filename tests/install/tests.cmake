@@ -13,3 +13,12 @@ add_test(NAME install_consumer
           ${PKG_CONFIG_EXECUTABLE} ${CMAKE_COMMAND} ${CMAKE_GENERATOR}
           ${PROJECT_VERSION} "${DURO_SANITIZE}")
 set_tests_properties(install_consumer PROPERTIES LABELS install TIMEOUT 300)
+
+# `make uninstall` uses the DESTDIR the install used (never / after a staged
+# install) and refuses another one.
+find_program(DURO_MAKE NAMES make gmake)
+if(DURO_MAKE)
+  add_test(NAME install_uninstall
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_uninstall.sh ${PROJECT_SOURCE_DIR})
+  set_tests_properties(install_uninstall PROPERTIES LABELS install)
+endif()

@@ -15,6 +15,7 @@
  * cluster's port is $DURO_PG_PORT (default 5544) plus 3; it is removed at
  * exit unless DURO_TEST_KEEP is set. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,14 +34,35 @@
 static char cluster_dir[512]; /* set once the cluster was started */
 static char port_env[64];
 
-/* Runs `pg-cluster ARGS` on this test's port; returns its exit status (-1
- * when it did not exit). */
-static int pg_cluster(const char *args)
+/* Runs `pg-cluster ARGS` on this test's port, ARGS formatted from fmt;
+ * returns its exit status (-1 when it did not run or did not exit). The
+ * command is as long as it needs: the paths in it are as long as the
+ * checkout's. */
+static int pg_cluster(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static int pg_cluster(const char *fmt, ...)
 {
-    char cmd[1400];
-    snprintf(cmd, sizeof(cmd), "%s sh '%s' %s", port_env, DURO_PG_CLUSTER,
-             args);
-    int st = system(cmd);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *args = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (args == NULL)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(args, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+#define PG_CLUSTER_CMD "%s sh '%s' %s"
+    n = snprintf(NULL, 0, PG_CLUSTER_CMD, port_env, DURO_PG_CLUSTER, args);
+    char *cmd = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    int st = -1;
+    if (cmd != NULL) {
+        snprintf(cmd, (size_t)n + 1, PG_CLUSTER_CMD, port_env, DURO_PG_CLUSTER,
+                 args);
+        st = system(cmd);
+    }
+    free(cmd);
+    free(args);
     return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -69,11 +91,10 @@ TEST(runtimes_ride_out_a_server_crash)
     const char *base = getenv("DURO_PG_PORT");
     snprintf(port_env, sizeof(port_env), "DURO_PG_PORT=%d",
              (base != NULL ? atoi(base) : 5544) + 3);
-    char dir[512], url_file[600], args[1300];
+    char dir[512], url_file[600];
     snprintf(dir, sizeof(dir), "%s", test_path("pgsrv"));
     snprintf(url_file, sizeof(url_file), "%s.url", dir);
-    snprintf(args, sizeof(args), "start '%s' '%s' >/dev/null", dir, url_file);
-    int rc = pg_cluster(args);
+    int rc = pg_cluster("start '%s' '%s' >/dev/null", dir, url_file);
     if (rc == 77) {
         fprintf(stderr, "  no PostgreSQL server binaries: skipped\n");
         exit(77);
@@ -115,8 +136,7 @@ TEST(runtimes_ride_out_a_server_crash)
     CHECK_MSG(at_crash >= LINES_BEFORE_CRASH,
               "%ld activity runs after %d ms, expected %d", at_crash,
               CRASH_HOLD_DEADLINE_MS, LINES_BEFORE_CRASH);
-    snprintf(args, sizeof(args), "crash '%s'", dir);
-    rc = pg_cluster(args);
+    rc = pg_cluster("crash '%s'", dir);
     if (rc != 0)
         kill_all(pids, 2);
     CHECK_MSG(rc == 0, "pg-cluster crash failed (%d)", rc);
@@ -148,9 +168,7 @@ static void remove_cluster(void)
 {
     if (cluster_dir[0] == '\0' || getenv("DURO_TEST_KEEP") != NULL)
         return;
-    char args[700];
-    snprintf(args, sizeof(args), "stop '%s'", cluster_dir);
-    if (pg_cluster(args) != 0)
+    if (pg_cluster("stop '%s'", cluster_dir) != 0)
         fprintf(stderr, "  cannot stop the cluster in %s\n", cluster_dir);
 }
 
