@@ -3,6 +3,8 @@
  * whichever comes first. main starts two requests, approves the first from the
  * client and lets the second time out, which escalates it.
  * Run: ./approval [sqlite:path.db] */
+/* nanosleep and clock_gettime are POSIX, not C11 */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>

@@ -12,6 +12,8 @@
  * cancel_grace_ms (default 10 s) to return; then its worker slot is freed
  * and its thread abandoned.
  * Run: ./cancel [sqlite:path.db] */
+/* nanosleep and clock_gettime are POSIX, not C11 */
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>

@@ -10,6 +10,8 @@
  *   approval-7  waits for an external event; approved    -> Completed
  *   video-3     cancelled while its activity runs        -> Cancelled
  * Run: ./demo [sqlite:path.db] */
+/* nanosleep, clock_gettime and poll are POSIX, not C11 */
+#define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>

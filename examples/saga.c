@@ -12,6 +12,8 @@
  * main then lists the steps of both from their histories, and exits
  * non-zero when either did not end as expected.
  * Run: ./saga [sqlite:path.db] */
+/* nanosleep and clock_gettime are POSIX, not C11 */
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>

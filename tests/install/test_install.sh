@@ -7,6 +7,7 @@
 #   pkg-config, shared:   cc $(pkg-config --cflags --libs duro)
 #   pkg-config, static:   the same with --static, -lduro as -l:libduro.a
 #   find_package(duro):   duro::duro and duro::duro_static (consumer/)
+# and compiles every examples/*.c the README's way (pkg-config, shared).
 # Each program checks duro_version() against DURO_VERSION_STRING and runs a
 # one-activity orchestration on its own SQLite file.
 #
@@ -170,6 +171,19 @@ LD_LIBRARY_PATH="$libdir" "$tmp/pc_shared" "$tmp/pc_shared.db" ||
     fail "pkg-config shared build"
 env -u LD_LIBRARY_PATH "$tmp/pc_static" "$tmp/pc_static.db" ||
     fail "pkg-config static build"
+
+# Every example compiles alone with README's command line (no _GNU_SOURCE
+# or other flag from examples/CMakeLists.txt), with warnings as errors.
+step "examples/*.c with cc -std=c11 \$(pkg-config --cflags --libs duro)"
+mkdir "$tmp/examples"
+for f in "$source"/examples/*.c; do
+    name=$(basename "$f" .c)
+    cp "$f" "$tmp/examples/$name.c"
+    # shellcheck disable=SC2086
+    run "$tmp/examples/$name.log" "$cc" $warn $san $cflags \
+        "$tmp/examples/$name.c" -o "$tmp/examples/$name" $libs
+done
+echo "examples: $(cd "$tmp/examples" && ls -- *.c | tr '\n' ' ')"
 
 # ---- find_package(duro) ----------------------------------------------------
 step "find_package(duro) (CMAKE_PREFIX_PATH=$prefix)"
