@@ -54,7 +54,8 @@ install: build
 # Removes the files the last install from $(BUILD) wrote (CMake lists them,
 # without DESTDIR, in install_manifest.txt; the install's DESTDIR is in
 # install_destdir), then duro's own directories (include/duro,
-# lib/cmake/duro, share/doc/duro) when they are empty. A DESTDIR given here
+# lib/cmake/duro, share/doc/duro and the directories in them, deepest
+# first) when they are empty. A DESTDIR given here
 # must be the install's: a staged install is never uninstalled from /.
 uninstall:
 	@manifest=$(BUILD)/install_manifest.txt; \
@@ -72,9 +73,17 @@ uninstall:
 	while IFS= read -r f || [ -n "$$f" ]; do \
 	    echo "-- Removing: $$dest$$f"; \
 	    rm -f "$$dest$$f"; \
-	    case "$$f" in */duro/*) dirs="$$dirs $${f%/duro/*}/duro" ;; esac; \
+	    case "$$f" in */duro/*) \
+	        top="$${f%/duro/*}/duro"; d="$${f%/*}"; \
+	        while [ "$${#d}" -gt "$${#top}" ]; do \
+	            dirs="$$dirs $$d"; d="$${d%/*}"; \
+	        done; \
+	        dirs="$$dirs $$top" ;; \
+	    esac; \
 	done < "$$manifest"; \
-	for d in $$dirs; do rmdir "$$dest$$d" 2>/dev/null || true; done
+	for d in $$(printf '%s\n' $$dirs | sort -ru); do \
+	    rmdir "$$dest$$d" 2>/dev/null || true; \
+	done
 
 deps:
 	./.ci/install-deps

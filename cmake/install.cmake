@@ -2,10 +2,10 @@
 # under GNUInstallDirs: both libraries (the shared one with its soname
 # links), the public headers, duro.pc for pkg-config, the CMake package
 # (find_package(duro): duro::duro, duro::duro_static), the duro command
-# with its man page and bash completion, the licence and changelog, and
-# man pages once man/ exists. Components: Runtime (what a
-# program that uses the shared library needs at run time) and Development
-# (what compiling and linking against duro needs).
+# with its man page and bash completion, the documents (licence, changelog,
+# README, docs/, examples/), and man pages once man/ exists. Components:
+# Runtime (what a program that uses the shared library needs at run time)
+# and Development (what compiling and linking against duro needs).
 include(CMakePackageConfigHelpers)
 
 set(DURO_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/duro)
@@ -91,8 +91,19 @@ install(FILES ${PROJECT_BINARY_DIR}/cmake/duroConfig.cmake
   DESTINATION ${DURO_CMAKE_DIR} COMPONENT Development)
 
 # ---- documents -----------------------------------------------------------------
+# share/doc/duro: the licence, the changelog, the README with docs/ (and its
+# images) and examples/ beside it, as in the source tree, so the README's
+# links work there; duro(1) names these paths. The examples compile alone
+# with the README's pkg-config line (tests/install/test_install.sh).
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/CHANGELOG.md
+              ${PROJECT_SOURCE_DIR}/README.md
   DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT Runtime)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/
+  DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT Runtime
+  FILES_MATCHING PATTERN "*.md" PATTERN "*.png")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/
+  DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT Development
+  FILES_MATCHING PATTERN "*.c" PATTERN "*.cpp" PATTERN "README.md")
 
 # Man pages, when man/ has them: man/NAME.SECTION (man/duro.1) goes to
 # share/man/manSECTION. Library pages (section 3) are Development.

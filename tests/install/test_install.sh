@@ -2,12 +2,14 @@
 # test_install.sh BUILD SOURCE CC PKG_CONFIG CMAKE GENERATOR VERSION [SANITIZE]
 #
 # Installs the built tree BUILD into a temporary prefix (cmake --install
-# --prefix), checks what landed there, then builds consumer/consumer.c
+# --prefix), checks what landed there (share/doc/duro too), then builds
+# consumer/consumer.c
 # against the installed files four ways and runs each build:
 #   pkg-config, shared:   cc $(pkg-config --cflags --libs duro)
 #   pkg-config, static:   the same with --static, -lduro as -l:libduro.a
 #   find_package(duro):   duro::duro and duro::duro_static (consumer/)
-# and compiles every examples/*.c the README's way (pkg-config, shared).
+# and compiles every installed example the README's way (pkg-config,
+# shared).
 # Each program checks duro_version() against DURO_VERSION_STRING and runs a
 # one-activity orchestration on its own SQLite file.
 #
@@ -108,9 +110,26 @@ env -u LD_LIBRARY_PATH "$prefix/bin/duro" version >"$tmp/duro-version" 2>&1 ||
     fail "installed duro version: $(cat "$tmp/duro-version")"
 grep -q "libduro $version" "$tmp/duro-version" ||
     fail "installed duro version says: $(cat "$tmp/duro-version")"
+# The documents: the licence, the changelog, the README with docs/ and
+# examples/ beside it, and every file duro(1) names in that directory.
+docdir="$prefix/share/doc/duro"
+for f in LICENSE CHANGELOG.md README.md examples/README.md; do
+    [ -f "$docdir/$f" ] || fail "not installed: $docdir/$f"
+done
+for f in "$source"/docs/*.md "$source"/docs/images/*.png \
+    "$source"/examples/*.c "$source"/examples/*.cpp; do
+    rel=${f#"$source"/}
+    cmp -s "$f" "$docdir/$rel" || fail "not installed: $docdir/$rel"
+done
+grep -q 'share/doc/duro' "$prefix/share/man/man1/duro.1" ||
+    fail "duro.1 does not name share/doc/duro"
+for f in $(grep -o -e 'README\.md' -e 'docs/[a-z-]*\.md' -e 'examples/' \
+    "$prefix/share/man/man1/duro.1" | sort -u); do
+    [ -e "$docdir/$f" ] || fail "duro.1 names $f, not installed in $docdir"
+done
 echo "installed: headers, libduro.a, libduro.so.$version" \
      "(soname libduro.so.$soversion), duro.pc, lib/cmake/duro," \
-     "bin/duro, duro.1, bash completion"
+     "bin/duro, duro.1, bash completion, share/doc/duro"
 
 san=""
 [ -n "$sanitize" ] && san="-fsanitize=$sanitize -fno-omit-frame-pointer"
@@ -172,11 +191,13 @@ LD_LIBRARY_PATH="$libdir" "$tmp/pc_shared" "$tmp/pc_shared.db" ||
 env -u LD_LIBRARY_PATH "$tmp/pc_static" "$tmp/pc_static.db" ||
     fail "pkg-config static build"
 
-# Every example compiles alone with README's command line (no _GNU_SOURCE
-# or other flag from examples/CMakeLists.txt), with warnings as errors.
-step "examples/*.c with cc -std=c11 \$(pkg-config --cflags --libs duro)"
+# Every installed example compiles alone with README's command line (no
+# _GNU_SOURCE or other flag from examples/CMakeLists.txt), with warnings as
+# errors.
+step "share/doc/duro/examples/*.c with cc -std=c11" \
+     "\$(pkg-config --cflags --libs duro)"
 mkdir "$tmp/examples"
-for f in "$source"/examples/*.c; do
+for f in "$docdir"/examples/*.c; do
     name=$(basename "$f" .c)
     cp "$f" "$tmp/examples/$name.c"
     # shellcheck disable=SC2086

@@ -17,8 +17,11 @@ fail() {
 
 # An install into PREFIX=$tmp/usr staged under DESTDIR=$tmp/stage: the
 # manifest lists paths without the stage, as CMake writes it.
-mkdir -p "$tmp/build" "$tmp/stage$tmp/usr/include/duro" "$tmp/usr/include/duro"
-for f in "$tmp/usr/include/duro.h" "$tmp/usr/include/duro/common.h"; do
+mkdir -p "$tmp/build" "$tmp/stage$tmp/usr/include/duro" "$tmp/usr/include/duro" \
+    "$tmp/stage$tmp/usr/share/doc/duro/docs/images" \
+    "$tmp/usr/share/doc/duro/docs/images"
+for f in "$tmp/usr/include/duro.h" "$tmp/usr/include/duro/common.h" \
+    "$tmp/usr/share/doc/duro/docs/images/a.png"; do
     printf '%s\n' "$f" >> "$tmp/build/install_manifest.txt"
     : > "$tmp/stage$f"
     : > "$f" # the same path unstaged: must survive
@@ -39,6 +42,9 @@ make -s -C "$source" uninstall BUILD="$tmp/build" > "$tmp/out" 2>&1 ||
     fail "uninstall failed: $(cat "$tmp/out")"
 [ ! -e "$tmp/stage$tmp/usr/include/duro.h" ] || fail "staged duro.h left"
 [ ! -e "$tmp/stage$tmp/usr/include/duro" ] || fail "staged duro/ left"
+[ ! -e "$tmp/stage$tmp/usr/share/doc/duro" ] ||
+    fail "staged share/doc/duro left: $(find "$tmp/stage$tmp/usr/share/doc/duro")"
+[ -d "$tmp/stage$tmp/usr/share/doc" ] || fail "share/doc removed"
 [ -f "$tmp/usr/include/duro.h" ] || fail "uninstall ignored the DESTDIR"
 [ -f "$tmp/usr/include/duro/common.h" ] || fail "uninstall ignored DESTDIR"
 echo "ok"
