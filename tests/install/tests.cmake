@@ -22,3 +22,11 @@ if(DURO_MAKE)
     COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_uninstall.sh ${PROJECT_SOURCE_DIR})
   set_tests_properties(install_uninstall PROPERTIES LABELS install)
 endif()
+
+# A project that builds duro with add_subdirectory links duro::duro and
+# duro::duro_static and gets none of duro's tests, benchmarks or examples.
+add_test(NAME install_subproject
+  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_subproject.sh
+          ${PROJECT_SOURCE_DIR} ${CMAKE_C_COMPILER} ${CMAKE_COMMAND}
+          ${CMAKE_GENERATOR})
+set_tests_properties(install_subproject PROPERTIES LABELS install TIMEOUT 300)
