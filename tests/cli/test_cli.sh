@@ -427,6 +427,24 @@ printf 'not a database at all, not at all, really not a database file\n' >"$tmp/
 run 1 --db "sqlite:$tmp/notdb" list
 one_line
 contains "$tmp/err" "$tmp/notdb"
+contains "$tmp/err" "opening the store sqlite:$tmp/notdb:"
+# The URL as given: never with the create=0 that read verbs add.
+run 2 --db "sqlite:$tmp/x.db?pool=1&bogus=1" list
+run 1 --db "sqlite:///" list
+one_line
+contains "$tmp/err" "opening the store sqlite:///:"
+for u in "sqlite:$tmp/notdb" "sqlite:$tmp/notdb?pool=1" "sqlite:///" \
+    "sqlite:$tmp/x.db?pool=1&bogus=1" "postgres://u:pw@[bad/db" \
+    "postgres://u:pw@[bad/db?schema=s" "postgres://u@h/db?bogus=1"; do
+    "$duro" --db "$u" list >"$tmp/out" 2>"$tmp/err"
+    grep -q 'create=0' "$tmp/err" &&
+        fail "duro --db '$u' list quotes create=0: $(cat "$tmp/err")"
+    grep -q pw "$tmp/err" && fail "duro --db '$u' shows the password"
+done
+"$duro" --db "postgres://u:pw@[bad/db?schema=s" list >"$tmp/out" 2>"$tmp/err"
+if grep -q libpq "$tmp/err"; then # built with PostgreSQL
+    contains "$tmp/err" "'postgres://u:***@[bad/db?schema=s' is not a valid"
+fi
 
 echo "== newer schema"
 cp "$tmp/store.db" "$tmp/newer.db"
@@ -445,6 +463,12 @@ run 0 status new-1 --json
 json 'd["status"] == "pending" and d["name"] == "Hello"'
 run 1 start Hello new-1
 contains "$tmp/err" "new-1"
+# the command's own words, not the library's call names
+one_line
+contains "$tmp/err" "duro start: new-1: an instance with this id already exists"
+grep -q enqueue_for_orchestrator "$tmp/err" && fail "start names an internal call: $(cat "$tmp/err")"
+run 1 start Hello new-1 --json
+json 'd["error"]["code"] == "already_exists"'
 printf '{"from":"file"}' >"$tmp/input.json"
 run 0 start Hello new-2 --input "@$tmp/input.json" --delay 1h --json
 json 'd["id"] == "new-2" and d["delay_ms"] == 3600000'
@@ -588,6 +612,10 @@ contains "$tmp/out" "cancel requested for 0 instances"
 
 echo "== delete, purge, prune"
 run 4 delete new-1
+one_line
+contains "$tmp/err" "duro delete: new-1: it or one of its sub-orchestrations has not finished; cancel or terminate it first, or delete it with --force"
+grep -q -e delete_instance -e 'with force' "$tmp/err" &&
+    fail "delete names an internal call or no flag: $(cat "$tmp/err")"
 run 0 delete new-1 --force
 run 3 delete new-1
 run 1 delete new-2 nope --force --json

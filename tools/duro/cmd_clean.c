@@ -49,8 +49,15 @@ int cmd_delete(cli *c, int argc, char **argv)
             failures++;
             last_rc = rc;
             fflush(stdout); /* keep the lines in id order */
+            /* The library's message for a live instance names its own
+             * call and "force"; say it with this command's flag. */
             const char *why =
-                rc == DURO_NOT_FOUND ? "no such instance" : duro_errmsg();
+                rc == DURO_NOT_FOUND ? "no such instance"
+                : rc == DURO_INVALID_STATE
+                    ? "it or one of its sub-orchestrations has not "
+                      "finished; cancel or terminate it first, or delete it "
+                      "with --force"
+                    : duro_errmsg();
             char quoted[TEXT_QUOTE_SIZE], reason[1024];
             fprintf(stderr, "duro delete: %s: %s\n",
                     text_quote(argv[i], quoted, sizeof(quoted)),

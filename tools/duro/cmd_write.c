@@ -55,6 +55,13 @@ int cmd_start(cli *c, int argc, char **argv)
     free(input);
     duro_client_destroy(client);
     char shown[TEXT_ESCAPE_SIZE], name_shown[TEXT_ESCAPE_SIZE];
+    if (rc == DURO_ALREADY_EXISTS)
+        /* the library's message names its own call */
+        return cli_error(c, EXIT_FAILED, "already_exists",
+                         "%s: an instance with this id already exists (duro "
+                         "status %s shows it; an id is used once until the "
+                         "instance is deleted)",
+                         text_quote(id, shown, sizeof(shown)), shown);
     if (rc != DURO_OK)
         return cli_error_rc(c, rc, text_quote(id, shown, sizeof(shown)));
     if (c->json) {

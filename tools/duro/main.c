@@ -134,9 +134,9 @@ static const char *code_name(int rc, char *buf, size_t size)
     return buf;
 }
 
-int cli_error_rc(cli *c, int rc, const char *what)
+/* cli_error_rc with the library's message `detail` given. */
+static int error_rc_detail(cli *c, int rc, const char *what, const char *detail)
 {
-    const char *detail = duro_errmsg();
     if (detail == NULL || *detail == '\0')
         detail = duro_strerror(rc);
     int status = rc == DURO_NOT_FOUND       ? EXIT_NOT_FOUND
@@ -148,6 +148,28 @@ int cli_error_rc(cli *c, int rc, const char *what)
                          what, detail);
     return cli_error(c, status, code_name(rc, code, sizeof(code)), "%s",
                      detail);
+}
+
+int cli_error_rc(cli *c, int rc, const char *what)
+{
+    return error_rc_detail(c, rc, what, duro_errmsg());
+}
+
+/* msg in out[size] with every "?create=0" or "&create=0" that cli_open
+ * added to the URL (`added`) taken out: the library's messages quote the
+ * URL they were given, and the user typed it without. */
+static const char *without_added(const char *msg, const char *added, char *out,
+                                 size_t size)
+{
+    size_t n = 0, len = strlen(added);
+    while (*msg != '\0' && n + 1 < size) {
+        if (strncmp(msg, added, len) == 0)
+            msg += len;
+        else
+            out[n++] = *msg++;
+    }
+    out[n] = '\0';
+    return out;
 }
 
 /* The value of parameter `name` (with its '=') in the query part of url,
@@ -175,6 +197,7 @@ int cli_open(cli *c, int create, duro_client **out)
     *out = NULL;
     char *url = NULL;
     const char *use = c->db;
+    char added[16] = "";
     size_t n = 0;
     /* Every verb but start opens with create=0, so that a mistyped path
      * or schema is an error, never a new empty store; a create= in the
@@ -185,17 +208,20 @@ int cli_open(cli *c, int create, duro_client **out)
         url = malloc(len + 10);
         if (url == NULL)
             return cli_error(c, EXIT_FAILED, "nomem", "out of memory");
-        snprintf(url, len + 10, "%s%ccreate=0", c->db,
+        snprintf(added, sizeof(added), "%ccreate=0",
                  strchr(c->db, '?') ? '&' : '?');
+        snprintf(url, len + 10, "%s%s", c->db, added);
         use = url;
     }
     int rc = duro_client_create(use, out);
-    int added = url != NULL;
     free(url);
     if (rc == DURO_OK)
         return EXIT_OK;
+    char message[2048];
     const char *detail = duro_errmsg();
-    if (rc == DURO_NOT_FOUND && added && is_postgres(c->db)) {
+    if (*added != '\0')
+        detail = without_added(detail, added, message, sizeof(message));
+    if (rc == DURO_NOT_FOUND && *added && is_postgres(c->db)) {
         /* create=0 is ours: name the schema and the URL as given, its
          * password masked */
         char shown[1024];
@@ -211,7 +237,7 @@ int cli_open(cli *c, int create, duro_client **out)
                          "a store)",
                          (int)n, schema, shown);
     }
-    if (rc == DURO_NOT_FOUND && added) {
+    if (rc == DURO_NOT_FOUND && *added) {
         /* create=0 is ours, not the user's: name the path alone. */
         const char *path = c->db + 7;
         int len = (int)strcspn(path, "?");
@@ -232,17 +258,15 @@ int cli_open(cli *c, int create, duro_client **out)
          * c->db itself may hold one */
         return cli_error(c, EXIT_USAGE, "bad_url", "--db: %s", detail);
     if (strncmp(c->db, "sqlite:", 7) == 0) {
-        /* SQLite's message ("file is not a database") names no file */
-        char path[TEXT_QUOTE_SIZE], what[TEXT_QUOTE_SIZE + 32];
-        char *file = strndup(c->db + 7, strcspn(c->db + 7, "?"));
-        if (file == NULL)
-            return cli_error(c, EXIT_FAILED, "nomem", "out of memory");
+        /* SQLite's message ("file is not a database") names no file: name
+         * the URL as given */
+        char masked[1024], quoted[TEXT_QUOTE_SIZE], what[TEXT_QUOTE_SIZE + 32];
+        duro_url_mask(c->db, masked, sizeof(masked));
         snprintf(what, sizeof(what), "opening the store %s",
-                 text_quote(file, path, sizeof(path)));
-        free(file);
-        return cli_error_rc(c, rc, what);
+                 text_quote(masked, quoted, sizeof(quoted)));
+        return error_rc_detail(c, rc, what, detail);
     }
-    return cli_error_rc(c, rc, "opening the store");
+    return error_rc_detail(c, rc, "opening the store", detail);
 }
 
 /* A first pass of getopt over the arguments that only looks for --json,
