@@ -31,13 +31,15 @@ static const char *const reason_names[DURO__REASON_COUNT] = {
     DURO_REASON_INSTANCE_TERMINATED,
     "lock_lost",
     "shutdown",
+    "instance_deleted",
     "other"};
 _Static_assert(sizeof(reason_names) / sizeof(reason_names[0]) ==
                    DURO__REASON_COUNT,
                "reasons");
 #define REASON_LOCK_LOST 7 /* reasons a turn never decides */
 #define REASON_SHUTDOWN 8
-#define REASON_OTHER 9
+#define REASON_INSTANCE_DELETED 9
+#define REASON_OTHER 10
 
 typedef struct buckets {
     size_t count;
@@ -378,7 +380,8 @@ void duro__metrics_cancel_requests(duro__metrics *m, const char *const *reasons,
     for (size_t i = 0; i < count; i++) {
         size_t k = reason_index(reasons ? reasons[i] : NULL);
         /* a turn never decides these; if one did, it is "other" */
-        if (k == REASON_LOCK_LOST || k == REASON_SHUTDOWN)
+        if (k == REASON_LOCK_LOST || k == REASON_SHUTDOWN ||
+            k == REASON_INSTANCE_DELETED)
             k = REASON_OTHER;
         ADD(m->cancel_requests[k], 1);
     }
@@ -688,7 +691,8 @@ static void write_all(duro__metrics *m, sink *s)
            "Activities this runtime's turns cancelled, by the decision's "
            "reason.");
     for (size_t k = 0; k < DURO__REASON_COUNT; k++) {
-        if (k == REASON_LOCK_LOST || k == REASON_SHUTDOWN)
+        if (k == REASON_LOCK_LOST || k == REASON_SHUTDOWN ||
+            k == REASON_INSTANCE_DELETED)
             continue;
         label l = {"reason", reason_names[k]};
         sample(s, name, &l, 1, LOAD(m->cancel_requests[k]));

@@ -41,8 +41,9 @@ enum {
     DURO__ACT_COUNT
 };
 /* The fixed set of cancellation reasons (label reason): the DURO_REASON_*
- * strings, lock_lost, shutdown, and other for any other string. */
-#define DURO__REASON_COUNT 10
+ * strings, lock_lost, shutdown, instance_deleted, and other for any other
+ * string. */
+#define DURO__REASON_COUNT 11
 
 typedef struct duro__orch_series {
     char *label; /* the label value, escaped, valid UTF-8 */

@@ -3,7 +3,8 @@
  * context and acks the completion. One activity manager thread renews the
  * locks of every in-flight activity of this runtime before they expire,
  * fires an activity's cancellation token when its row is gone or taken (with
- * the reason the cancelling turn recorded, else "lock_lost"; at once when a
+ * the reason the cancelling turn recorded, else "instance_deleted" when the
+ * instance is gone, else "lock_lost"; at once when a
  * turn of this runtime cancelled it), and, when a cancelled activity
  * has not returned within the grace period, frees its slot: a new thread
  * takes the slot and the old one is abandoned (its result is discarded).
@@ -634,33 +635,46 @@ static void fire(duro__inflight *f, const char *reason, int64_t now,
 /* Why f's row is gone or no longer held (its renewal failed for good):
  * the reason a turn recorded in ActivityCancelRequested when it cancelled
  * the activity (read through a version-3 provider; the event commits with
- * the deletion of the row, so it is there when the row is gone), else
- * "lock_lost": another worker took the row after the lock expired (and may
- * have acked it since). Asked after LOCK_LOST too: a provider may reuse a
- * deleted row's id, and a row lost to another worker may have been
- * cancelled since; the decided reason says more. Returns 0 when the lookup
- * failed retryably: the caller tries again instead of guessing. */
+ * the deletion of the row, so it is there when the row is gone); else
+ * "instance_deleted" when the instance no longer exists (a forced delete
+ * removes its rows, history and queues in one transaction and records no
+ * reason, so its absence is the record); else "lock_lost": another worker
+ * took the row after the lock expired (and may have acked it since). Asked
+ * after LOCK_LOST too: a provider may reuse a deleted row's id, and a row
+ * lost to another worker may have been cancelled since; the decided reason
+ * says more. Each is a read of the store, so the activity learns the same
+ * reason in this process and in another. Returns 0 (reason "lock_lost")
+ * when a lookup failed retryably: the caller tries again instead of
+ * guessing. */
 static int lost_row_reason(duro_runtime *rt, const duro__inflight *f,
                            char *reason, size_t size)
 {
     duro_provider *p = rt->provider;
-    snprintf(reason, size, "%s", "lock_lost");
-    if (p->version < 3 || p->read_activity_cancel_reason == NULL)
-        return 1;
     duro_error err;
-    int rc = p->read_activity_cancel_reason(p, f->instance_id, f->execution_id,
+    int rc;
+    if (p->version >= 3 && p->read_activity_cancel_reason != NULL) {
+        rc = p->read_activity_cancel_reason(p, f->instance_id, f->execution_id,
                                             f->activity_id, reason, size, &err);
-    if (rc == DURO_OK && reason[0] != '\0')
-        return 1;
-    if (rc != DURO_OK && err.retryable)
-        return 0;
-    if (rc != DURO_OK && rc != DURO_NOT_FOUND)
-        duro__log(&rt->logger, DURO_LOG_WARN,
-                  "activity '%s' (instance '%s', event %llu): reading its "
-                  "cancellation failed: %s",
-                  f->name, f->instance_id, (unsigned long long)f->activity_id,
-                  err.message);
+        if (rc == DURO_OK && reason[0] != '\0')
+            return 1;
+        if (rc != DURO_OK && err.retryable) {
+            snprintf(reason, size, "%s", "lock_lost");
+            return 0;
+        }
+        if (rc != DURO_OK && rc != DURO_NOT_FOUND)
+            duro__log(&rt->logger, DURO_LOG_WARN,
+                      "activity '%s' (instance '%s', event %llu): reading "
+                      "its cancellation failed: %s",
+                      f->name, f->instance_id,
+                      (unsigned long long)f->activity_id, err.message);
+    }
     snprintf(reason, size, "%s", "lock_lost");
+    uint64_t execution;
+    rc = p->latest_execution_id(p, f->instance_id, &execution, &err);
+    if (rc == DURO_NOT_FOUND)
+        snprintf(reason, size, "%s", "instance_deleted");
+    else if (rc != DURO_OK && err.retryable)
+        return 0;
     return 1;
 }
 

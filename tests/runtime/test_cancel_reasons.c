@@ -4,7 +4,8 @@
  * (whose renewal finds the row gone and reads the recorded reason) may fire
  * it, and both orderings are forced here with the fault-injecting wrapper's
  * hooks; in another process only the renewal can. "lock_lost" is read only
- * when the lock really was lost to another fetch. Real runtimes on SQLite
+ * when the lock really was lost to another fetch, "instance_deleted" when
+ * the instance was deleted with force. Real runtimes on SQLite
  * files; every wait has a deadline and no assertion is about time. */
 #include <stdlib.h>
 #include <unistd.h>
@@ -360,6 +361,43 @@ TEST(other_process_reads_select_loser)
     other_process_reads("Select");
 }
 
+/* A forced delete of a live instance removes its activity's row with the
+ * rest and records no reason: the activity reads "instance_deleted", not
+ * "lock_lost", whether it runs in the runtime beside the deleting client
+ * or in another. */
+static void deleted_reads_instance_deleted(rt_fixture *orchestrations,
+                                           rt_fixture *activities)
+{
+    rt_start_instance(orchestrations, "i", "One", NULL);
+    WAIT_UNTIL(atomic_load(&seen.started) == 1, DEADLINE);
+    size_t deleted = 0;
+    CHECK_OK(duro_client_delete(orchestrations->client, "i", 1, &deleted));
+    CHECK_EQ(deleted, 1);
+    WAIT_UNTIL(atomic_load(&seen.cancel_seen) == 1, DEADLINE);
+    CHECK_EQ(atomic_load(&seen.started), 1);
+    CHECK_STR(seen.reason[0], "instance_deleted");
+    duro_metrics m;
+    rt_final_metrics(activities, &m);
+    CHECK_EQ(m.activities_cancelled, 1);
+    CHECK_EQ(m.activities_completed, 0);
+}
+
+TEST(same_process_delete_reads_instance_deleted)
+{
+    fixture x;
+    start_one(&x, "r_delete_one.db");
+    deleted_reads_instance_deleted(&x.f, &x.f);
+    done_one(&x);
+}
+
+TEST(other_process_delete_reads_instance_deleted)
+{
+    split s;
+    start_split(&s, "r_delete_split.db");
+    deleted_reads_instance_deleted(&s.a, &s.b);
+    done_split(&s);
+}
+
 static int try_fetch(duro_provider *p, duro_worker_item **w)
 {
     duro_error e;
@@ -414,4 +452,6 @@ TEST_MAIN(T(same_process_renewal_first_reads_instance_cancelled),
           T(same_process_local_fire_first_reads_select_loser),
           T(other_process_reads_instance_cancelled),
           T(other_process_reads_select_loser),
-          T(lock_lost_to_another_fetch_reads_lock_lost))
+          T(lock_lost_to_another_fetch_reads_lock_lost),
+          T(same_process_delete_reads_instance_deleted),
+          T(other_process_delete_reads_instance_deleted))

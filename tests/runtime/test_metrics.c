@@ -1198,8 +1198,12 @@ TEST(reasons_and_names_map_to_fixed_series)
     CHECK_EQ(m.orch_count, 2);
 
     const duro__activity_entry *a = duro__registry_find_activity(r, "A");
-    const char *reasons[] = {"lock_lost", "shutdown", "bogus", NULL,
-                             DURO_REASON_TASK_CANCELLED};
+    const char *reasons[] = {"lock_lost",
+                             "shutdown",
+                             "bogus",
+                             NULL,
+                             DURO_REASON_TASK_CANCELLED,
+                             "instance_deleted"};
     for (size_t i = 0; i < ARRAY_LEN(reasons); i++)
         duro__metrics_activity_cancelled(&m, a, reasons[i]);
     duro__metrics_activity_abandoned(&m, "bad\xfe", "instance_failed");
@@ -1222,19 +1226,24 @@ TEST(reasons_and_names_map_to_fixed_series)
     CHECK_SERIES(text, 1, CANCEL("A", "shutdown"));
     CHECK_SERIES(text, 2, CANCEL("A", "other")); /* "bogus" and NULL */
     CHECK_SERIES(text, 1, CANCEL("A", "task_cancelled"));
-    CHECK_SERIES(text, 5, EXEC("A", "cancelled"));
+    CHECK_SERIES(text, 1, CANCEL("A", "instance_deleted"));
+    CHECK_SERIES(text, 6, EXEC("A", "cancelled"));
     CHECK_SERIES(text, 1, EXEC("bad\xef\xbf\xbd", "abandoned"));
     CHECK_SERIES(text, 1, CANCEL("bad\xef\xbf\xbd", "instance_failed"));
     CHECK_SERIES(text, 1, EXEC("(unregistered)", "abandoned"));
     CHECK_SERIES(text, 1, EXEC("(unregistered)", "failed"));
-    /* decided reasons only: lock_lost and shutdown count as other */
-    CHECK_SERIES(text, 6,
+    /* decided reasons only: lock_lost, shutdown and instance_deleted count
+     * as other */
+    CHECK_SERIES(text, 7,
                  "duro_activity_cancel_requests_total{reason=\"other\"}");
     CHECK_SERIES(
         text, 1,
         "duro_activity_cancel_requests_total{reason=\"task_cancelled\"}");
     CHECK_SERIES(text, -1,
                  "duro_activity_cancel_requests_total{reason=\"lock_lost\"}");
+    CHECK_SERIES(
+        text, -1,
+        "duro_activity_cancel_requests_total{reason=\"instance_deleted\"}");
     CHECK_SERIES(text, 2, END("O", "continued_as_new"));
     CHECK_SERIES(text, 1, END("(unregistered)", "continued_as_new"));
     CHECK_SERIES(text, 1, "duro_fiber_cache_hits_total");
@@ -1245,10 +1254,10 @@ TEST(reasons_and_names_map_to_fixed_series)
     duro_metrics totals;
     memset(&totals, 0, sizeof(totals));
     duro__metrics_totals(&m, &totals);
-    CHECK_EQ(totals.activities_cancelled, 5);
+    CHECK_EQ(totals.activities_cancelled, 6);
     CHECK_EQ(totals.activities_abandoned, 2);
     CHECK_EQ(totals.activities_failed, 1);
-    CHECK_EQ(totals.activities_cancel_requested, 7);
+    CHECK_EQ(totals.activities_cancel_requested, 8);
     CHECK_EQ(totals.turns, 3);
     duro__metrics_free(&m);
     duro_registry_destroy(r);
