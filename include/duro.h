@@ -282,7 +282,10 @@ DURO_API int duro_start_orchestration(duro_orch *o, const char *name,
  * task refused when it was created returns that code at once:
  * DURO_INVALID (an empty name, an invalid retry policy) or DURO_TOO_LARGE
  * (a name, version or id over 1024 bytes, an activity or child input over
- * the runtime's max_payload).
+ * the runtime's max_payload). Every code but DURO_OK sets duro_errmsg():
+ * for a task that failed, was cancelled or was refused, to its error
+ * (duro_task_error(), "activity name is empty"), on the thread the code
+ * runs on when duro_await() returns.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_await(duro_orch *o, duro_task *t);
 
@@ -305,7 +308,8 @@ DURO_API duro_task *duro_wait_any_n(duro_orch *o, duro_task *const *tasks,
 
 /** Suspends until every task is done. @return DURO_OK when all succeeded
  * (and when n is 0), otherwise the duro_await() code of the first (in
- * argument order) that did not; DURO_INVALID for a NULL entry (after the
+ * argument order) that did not, with its error in duro_errmsg() as
+ * duro_await() sets it; DURO_INVALID for a NULL entry (after the
  * others are done) and, at once, for a NULL @p tasks with n > 0;
  * DURO_MISUSE at once, waiting for nothing, when an entry is a task of
  * another context. Results are read per task, in order.
