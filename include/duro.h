@@ -730,7 +730,10 @@ typedef struct duro_start_options {
     int version;
     const char *orchestration_version; /* NULL: highest registered; "":
                                           exactly the version "" */
-    int idempotent;   /* 1: an existing instance id is not an error */
+    int idempotent;   /* 1: an existing instance of the same orchestration
+                         name is not an error (DURO_OK, nothing changes:
+                         version, input and status are not compared); one
+                         of another name still is DURO_ALREADY_EXISTS */
     int64_t delay_ms; /* start later */
 } duro_start_options;
 
@@ -738,7 +741,13 @@ typedef struct duro_start_options {
 DURO_API void duro_start_options_init(duro_start_options *o);
 
 /** Creates instance @p instance_id of @p orchestration (Pending until its
- * first turn). DURO_ALREADY_EXISTS when the id exists (unless idempotent),
+ * first turn). DURO_ALREADY_EXISTS when the id exists; with
+ * opts->idempotent, DURO_OK and nothing changed when the existing instance
+ * runs the same orchestration name (its version, input and status are not
+ * compared: the first start's stay), and still DURO_ALREADY_EXISTS, with
+ * both names in duro_errmsg(), when it runs another one (an id reused for
+ * other code is a conflict, not a success: the caller's code would never
+ * run).
  * DURO_INVALID for an empty id or name, DURO_TOO_LARGE for oversized input
  * or an id, name or opts->orchestration_version over 1024 bytes.
  * Unknown orchestration names are noticed by the runtime (the instance fails

@@ -114,7 +114,8 @@ typedef enum duro_work_kind {
 #define DURO_WORK_KIND_MAX 13
 
 /* Flags of a DURO_WORK_START item: */
-/* an existing instance is not an error */
+/* an existing instance of the same name is not an error (see
+ * enqueue_for_orchestrator) */
 #define DURO_START_IDEMPOTENT 0x1u
 /* a child started fire-and-forget: no completion goes back to the parent */
 #define DURO_START_DETACHED 0x2u
@@ -702,8 +703,12 @@ struct duro_provider {
     /* For clients and tools: one transaction that enqueues item, visible
      * after delay_ms. A START creates the instance row (status Pending) in
      * the same transaction and fails DURO_ALREADY_EXISTS when the instance
-     * exists, unless the item carries DURO_START_IDEMPOTENT (then DURO_OK,
-     * nothing changed). Other kinds are enqueued as they are. (Version 4:
+     * exists, unless the item carries DURO_START_IDEMPOTENT and the
+     * instance's orchestration name equals item->name (then DURO_OK,
+     * nothing changed; version, payload and status are not compared). An
+     * idempotent START of another name fails DURO_ALREADY_EXISTS (not
+     * retryable, nothing changed) with a message naming both names. Other
+     * kinds are enqueued as they are. (Version 4:
      * a CANCEL_INSTANCE also records the request on its instance; see
      * "Cancellation requests" below.) */
     int (*enqueue_for_orchestrator)(duro_provider *p,

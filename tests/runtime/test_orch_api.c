@@ -564,6 +564,15 @@ TEST(client_start_duplicate_and_idempotent)
     duro_start_options_init(&so);
     so.idempotent = 1;
     CHECK_OK(duro_client_start(f.client, "dup", "WaitGo", "second", &so));
+    /* another orchestration under the same id is a conflict, idempotent or
+     * not */
+    CHECK_RC(duro_client_start(f.client, "dup", "Other", "second", &so),
+             DURO_ALREADY_EXISTS);
+    CHECK_MSG(strstr(duro_errmsg(),
+                     "instance 'dup' already exists as orchestration "
+                     "'WaitGo' (an idempotent start of 'Other' is "
+                     "refused)") != NULL,
+              "errmsg: %s", duro_errmsg());
 
     CHECK_OK(duro_client_raise_event(f.client, "dup", "go", "x"));
     duro_instance_info *i = rt_wait(&f, "dup", 10000);
@@ -582,6 +591,8 @@ TEST(client_start_duplicate_and_idempotent)
 
     /* idempotent start of a finished instance changes nothing either */
     CHECK_OK(duro_client_start(f.client, "dup", "WaitGo", "third", &so));
+    CHECK_RC(duro_client_start(f.client, "dup", "Other", "third", &so),
+             DURO_ALREADY_EXISTS);
     i = NULL;
     CHECK_OK(duro_client_get_status(f.client, "dup", &i));
     CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
