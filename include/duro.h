@@ -748,8 +748,10 @@ DURO_API void duro_start_options_init(duro_start_options *o);
  * both names in duro_errmsg(), when it runs another one (an id reused for
  * other code is a conflict, not a success: the caller's code would never
  * run).
- * DURO_INVALID for an empty id or name, DURO_TOO_LARGE for oversized input
- * or an id, name or opts->orchestration_version over 1024 bytes.
+ * DURO_INVALID for an empty id or name or for @p opts whose version is not
+ * set (< 1: call duro_start_options_init() first), DURO_TOO_LARGE for
+ * oversized input or an id, name or opts->orchestration_version over 1024
+ * bytes.
  * Unknown orchestration names are noticed by the runtime (the instance fails
  * with a configuration error after its retries). @p input and @p opts may
  * be NULL.

@@ -645,9 +645,23 @@ TEST(client_start_rejects_bad_ids_names_and_sizes)
     CHECK_RC(duro_client_start(c, "big", "O", NULL, &so), DURO_TOO_LARGE);
     CHECK(strstr(duro_errmsg(), "version") != NULL);
     free(long_version);
+    /* options not filled by duro_start_options_init() (version 0, as
+     * duro_runtime_options and duro_orchestration_options refuse it) */
+    duro_start_options unset;
+    memset(&unset, 0, sizeof(unset));
+    unset.orchestration_version = "1";
+    CHECK_RC(duro_client_start(c, "unset", "O", NULL, &unset), DURO_INVALID);
+    CHECK_MSG(strstr(duro_errmsg(), "duro_start_options_init") != NULL,
+              "errmsg: %s", duro_errmsg());
+    unset.version = -1;
+    CHECK_RC(duro_client_start(c, "unset", "O", NULL, &unset), DURO_INVALID);
     /* nothing was created */
     duro_instance_info *i = NULL;
     CHECK_OK(duro_client_get_status(c, "big", &i));
+    CHECK_EQ(i->status, DURO_STATUS_NOT_FOUND);
+    duro_free(i);
+    i = NULL;
+    CHECK_OK(duro_client_get_status(c, "unset", &i));
     CHECK_EQ(i->status, DURO_STATUS_NOT_FOUND);
     duro_free(i);
     CHECK_RC(duro_client_get_status(c, "", &i), DURO_INVALID);
