@@ -267,7 +267,8 @@ typedef struct duro_instance_info {
     const char *cancelled_by;    /* who asked for it; NULL when not given */
     int64_t cancel_requested_ms; /* when it was requested; 0: never */
     int64_t finished_ms;         /* when the instance became Completed,
-                                    Failed or Cancelled; 0 before */
+                                    Failed, Cancelled or Terminated; 0
+                                    before */
     const char *last_problem;    /* why a runtime cannot make progress with
                                     the instance (set_instance_problem);
                                     NULL when nothing is wrong */
@@ -896,7 +897,8 @@ struct duro_provider {
      * reason and requester.
      *
      * Finish time. The ack whose meta makes an instance Completed, Failed
-     * or Cancelled sets its finished_ms (now); continue-as-new does not.
+     * or Cancelled (version 5: or Terminated) sets its finished_ms (now);
+     * continue-as-new does not.
      *
      * Problems. last_problem, last_problem_ms and next_attempt_ms change
      * only through set_instance_problem and an ack with meta (see
