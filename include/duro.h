@@ -266,7 +266,14 @@ DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
 
 /** Starts an independent orchestration, fire-and-forget: nothing comes back
  * and it is not cancelled with this one. @p version, @p instance_id and
- * @p input may be NULL, as for duro_call_sub_orchestration().
+ * @p input may be NULL, as for duro_call_sub_orchestration(). When an
+ * instance @p instance_id already exists (in any status, of any name), the
+ * start is dropped in the transaction that commits this turn and the
+ * existing instance is left alone; as for any detached start nothing comes
+ * back to the caller, and nothing is logged (the store drops it without
+ * telling the runtime). History still records the SubOrchestrationScheduled.
+ * duro_call_sub_orchestration() reports the same case as a failed task
+ * (DURO_ALREADY_EXISTS).
  * @return DURO_OK, DURO_MISUSE, DURO_INVALID for a NULL or empty name, or
  * DURO_TOO_LARGE as duro_call_sub_orchestration().
  * @note Only inside the orchestration function, on its fiber. */
@@ -282,7 +289,10 @@ DURO_API int duro_start_orchestration(duro_orch *o, const char *name,
  * task refused when it was created returns that code at once:
  * DURO_INVALID (an empty name, an invalid retry policy) or DURO_TOO_LARGE
  * (a name, version or id over 1024 bytes, an activity or child input over
- * the runtime's max_payload).
+ * the runtime's max_payload). Every code but DURO_OK sets duro_errmsg():
+ * for a task that failed, was cancelled or was refused, to its error
+ * (duro_task_error(), "activity name is empty"), on the thread the code
+ * runs on when duro_await() returns.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_await(duro_orch *o, duro_task *t);
 
@@ -305,7 +315,8 @@ DURO_API duro_task *duro_wait_any_n(duro_orch *o, duro_task *const *tasks,
 
 /** Suspends until every task is done. @return DURO_OK when all succeeded
  * (and when n is 0), otherwise the duro_await() code of the first (in
- * argument order) that did not; DURO_INVALID for a NULL entry (after the
+ * argument order) that did not, with its error in duro_errmsg() as
+ * duro_await() sets it; DURO_INVALID for a NULL entry (after the
  * others are done) and, at once, for a NULL @p tasks with n > 0;
  * DURO_MISUSE at once, waiting for nothing, when an entry is a task of
  * another context. Results are read per task, in order.
@@ -577,7 +588,9 @@ typedef struct duro_runtime_options {
                                       default 1024 */
     int64_t cancel_grace_ms;       /* default 10000 */
     int64_t unknown_name_retry_ms; /* first backoff for unregistered names;
-                                      doubles per attempt; default 1000 */
+                                      doubles per attempt up to 60 s;
+                                      default 1000 (duro_client_start()
+                                      says how long that takes) */
     size_t max_payload;            /* bytes of an input, output or error;
                                       keep <= the store's; default 1 MiB */
     int log_level;                 /* default DURO_LOG_WARN */
@@ -621,8 +634,13 @@ DURO_API int duro_runtime_create_with_provider(duro_provider *p,
                                                const duro_runtime_options *opts,
                                                duro_runtime **out);
 
-/** Starts the dispatcher threads. DURO_INVALID_STATE when already started,
- * DURO_INVALID for a NULL @p rt.
+/** Starts the dispatcher threads. A runtime runs once: DURO_INVALID_STATE
+ * when already started, and when it was started and then shut down
+ * (duro_runtime_shutdown(), or a start that failed part way, which shuts
+ * down what it started): create a new runtime on the same store instead. A
+ * duro_runtime_shutdown() before any start changes nothing, so the runtime
+ * still starts. DURO_INVALID for a NULL @p rt, DURO_MISUSE from
+ * orchestration code.
  * @note One thread at a time per runtime. */
 DURO_API int duro_runtime_start(duro_runtime *rt);
 
@@ -634,7 +652,10 @@ DURO_API int duro_runtime_start(duro_runtime *rt);
  * until its lock expires (worker_lock_timeout_ms) and the activity then
  * runs again. @return DURO_OK, or DURO_TIMEOUT when activities had to be
  * abandoned or their completions could not be recorded in time;
- * DURO_INVALID for a NULL @p rt.
+ * DURO_INVALID for a NULL @p rt. On a runtime never started, and on one
+ * already shut down, returns DURO_OK and does nothing (a never-started
+ * runtime can still be started; a shut-down one cannot, see
+ * duro_runtime_start()).
  * @note One thread at a time per runtime; never from an activity or
  * orchestration of that runtime (DURO_MISUSE). */
 DURO_API int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms);
@@ -726,7 +747,10 @@ typedef struct duro_start_options {
     int version;
     const char *orchestration_version; /* NULL: highest registered; "":
                                           exactly the version "" */
-    int idempotent;   /* 1: an existing instance id is not an error */
+    int idempotent;   /* 1: an existing instance of the same orchestration
+                         name is not an error (DURO_OK, nothing changes:
+                         version, input and status are not compared); one
+                         of another name still is DURO_ALREADY_EXISTS */
     int64_t delay_ms; /* start later */
 } duro_start_options;
 
@@ -734,12 +758,28 @@ typedef struct duro_start_options {
 DURO_API void duro_start_options_init(duro_start_options *o);
 
 /** Creates instance @p instance_id of @p orchestration (Pending until its
- * first turn). DURO_ALREADY_EXISTS when the id exists (unless idempotent),
- * DURO_INVALID for an empty id or name, DURO_TOO_LARGE for oversized input
- * or an id, name or opts->orchestration_version over 1024 bytes.
- * Unknown orchestration names are noticed by the runtime (the instance fails
- * with a configuration error after its retries). @p input and @p opts may
- * be NULL.
+ * first turn). DURO_ALREADY_EXISTS when the id exists; with
+ * opts->idempotent, DURO_OK and nothing changed when the existing instance
+ * runs the same orchestration name (its version, input and status are not
+ * compared: the first start's stay), and still DURO_ALREADY_EXISTS, with
+ * both names in duro_errmsg(), when it runs another one (an id reused for
+ * other code is a conflict, not a success: the caller's code would never
+ * run).
+ * DURO_INVALID for an empty id or name or for @p opts whose version is not
+ * set (< 1: call duro_start_options_init() first), DURO_TOO_LARGE for
+ * oversized input or an id, name or opts->orchestration_version over 1024
+ * bytes.
+ * Unknown orchestration names are noticed by the runtime, which retries
+ * before it fails the instance (configuration error): during a rolling
+ * deploy another process sharing the store may have the orchestration
+ * registered and take the instance. After delivery n (n < max_attempts)
+ * it waits unknown_name_retry_ms * 2^(n-1), at most 60 s; delivery
+ * max_attempts fails it. At the defaults (1000 ms, 10) that is
+ * 1+2+4+8+16+32+60+60+60 s: the instance stays Pending about 4 minutes.
+ * Meanwhile its last_problem (duro_client_get_status()) says why
+ * ("orchestration 'X' is not registered in this runtime (attempt 3 of 10,
+ * then the instance fails)") and next_attempt_ms when it tries again.
+ * @p input and @p opts may be NULL.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_start(duro_client *c, const char *instance_id,
                                const char *orchestration, const char *input,

@@ -114,7 +114,8 @@ typedef enum duro_work_kind {
 #define DURO_WORK_KIND_MAX 13
 
 /* Flags of a DURO_WORK_START item: */
-/* an existing instance is not an error */
+/* an existing instance of the same name is not an error (see
+ * enqueue_for_orchestrator) */
 #define DURO_START_IDEMPOTENT 0x1u
 /* a child started fire-and-forget: no completion goes back to the parent */
 #define DURO_START_DETACHED 0x2u
@@ -266,7 +267,8 @@ typedef struct duro_instance_info {
     const char *cancelled_by;    /* who asked for it; NULL when not given */
     int64_t cancel_requested_ms; /* when it was requested; 0: never */
     int64_t finished_ms;         /* when the instance became Completed,
-                                    Failed or Cancelled; 0 before */
+                                    Failed, Cancelled or Terminated; 0
+                                    before */
     const char *last_problem;    /* why a runtime cannot make progress with
                                     the instance (set_instance_problem);
                                     NULL when nothing is wrong */
@@ -702,8 +704,12 @@ struct duro_provider {
     /* For clients and tools: one transaction that enqueues item, visible
      * after delay_ms. A START creates the instance row (status Pending) in
      * the same transaction and fails DURO_ALREADY_EXISTS when the instance
-     * exists, unless the item carries DURO_START_IDEMPOTENT (then DURO_OK,
-     * nothing changed). Other kinds are enqueued as they are. (Version 4:
+     * exists, unless the item carries DURO_START_IDEMPOTENT and the
+     * instance's orchestration name equals item->name (then DURO_OK,
+     * nothing changed; version, payload and status are not compared). An
+     * idempotent START of another name fails DURO_ALREADY_EXISTS (not
+     * retryable, nothing changed) with a message naming both names. Other
+     * kinds are enqueued as they are. (Version 4:
      * a CANCEL_INSTANCE also records the request on its instance; see
      * "Cancellation requests" below.) */
     int (*enqueue_for_orchestrator)(duro_provider *p,
@@ -891,7 +897,8 @@ struct duro_provider {
      * reason and requester.
      *
      * Finish time. The ack whose meta makes an instance Completed, Failed
-     * or Cancelled sets its finished_ms (now); continue-as-new does not.
+     * or Cancelled (version 5: or Terminated) sets its finished_ms (now);
+     * continue-as-new does not.
      *
      * Problems. last_problem, last_problem_ms and next_attempt_ms change
      * only through set_instance_problem and an ack with meta (see

@@ -108,6 +108,11 @@ int duro_client_start(duro_client *c, const char *instance_id,
     if ((rc = enter(c, "instance id", instance_id)) != DURO_OK ||
         (rc = check_id("orchestration name", orchestration)) != DURO_OK)
         return rc;
+    /* As duro_runtime_options and duro_orchestration_options: a struct not
+     * filled by its init function may hold fields this caller never set. */
+    if (opts != NULL && opts->version < 1)
+        return duro__fail(DURO_INVALID, "opts.version is not set: call "
+                                        "duro_start_options_init() first");
     duro_work_item item = {.kind = DURO_WORK_START,
                            .instance_id = instance_id,
                            .name = orchestration,

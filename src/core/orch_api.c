@@ -245,19 +245,31 @@ static int usable_tasks(duro_orch *o, duro_task *const *tasks, size_t n,
     return 1;
 }
 
+/* t->rc, with duro_errmsg() set to t's error when t did not succeed.
+ * Called after the last wait: the fiber may have stopped on one turn thread
+ * and continued on another, and the code reads duro_errmsg() on the thread
+ * it runs on now. duro__fail, in another file, finds the calling thread's
+ * message when it is called, never earlier. */
+static int task_rc(const struct duro_task *t)
+{
+    if (t->rc == DURO_OK)
+        return DURO_OK;
+    return duro__fail(t->rc, "%s", str_or(t->error, duro_strerror(t->rc)));
+}
+
 int duro_await(duro_orch *o, duro_task *t)
 {
     if (t == NULL)
         return duro__fail(DURO_INVALID, "duro_await: task is NULL");
     if (duro__task_is_static(t))
-        return duro__fail(t->rc, "%s", t->error);
+        return task_rc(t);
     if (!entered(o, __func__))
         return DURO_MISUSE;
     if (!usable_task(o, t, "duro_await"))
         return DURO_MISUSE;
     while (t->state == TASK_PENDING)
         duro__engine_wait(o);
-    return t->rc;
+    return task_rc(t);
 }
 
 /* The done task that completed first in history order; NULL if none. */
@@ -343,7 +355,7 @@ int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n)
             return duro__fail(DURO_INVALID, "duro_join_n: tasks[%zu] is NULL",
                               i);
         if (tasks[i]->rc != DURO_OK)
-            return tasks[i]->rc;
+            return task_rc(tasks[i]);
     }
     return DURO_OK;
 }

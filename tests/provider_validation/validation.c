@@ -4009,6 +4009,53 @@ PV_TEST(duplicate_start_fails_and_idempotent_start_changes_nothing)
     pv_snapshot_free(&s);
 }
 
+/* An idempotent START compares the orchestration name (DBOS's rule: an id
+ * reused for other code is a conflict), never the version, input or
+ * status. */
+PV_TEST(idempotent_start_of_another_name_fails_already_exists)
+{
+    duro_provider *p = pv_open();
+    start(p, "x");
+    duro_error e;
+    pv_snapshot s;
+    pv_snapshot_take(p, &s);
+    duro_work_item w = work(DURO_WORK_START, "x");
+    w.name = "other";
+    w.flags = DURO_START_IDEMPOTENT;
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_ALREADY_EXISTS,
+                0, &e);
+    CHECK_MSG(strstr(e.message, "instance 'x' already exists as orchestration "
+                                "'orch' (an idempotent start of 'other' is "
+                                "refused)") != NULL,
+              "message: %s", e.message);
+    PV_EXPECT_UNCHANGED(p, &s);
+    /* the same name with another version and input, delayed: nothing */
+    w.name = "orch";
+    w.version = "9.9";
+    w.payload = "\"other input\"";
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &w, 1000, &e), DURO_OK, &e);
+    PV_EXPECT_UNCHANGED(p, &s);
+    /* the same once the instance has finished */
+    duro_orch_item *a = fetch_orch_expect(p, "x", LOCK_LONG);
+    duro_event d[2] = {event(1, DURO_EVENT_ORCHESTRATION_STARTED),
+                       event(2, DURO_EVENT_ORCHESTRATION_FAILED)};
+    duro_instance_meta m = meta(DURO_STATUS_FAILED);
+    duro_orch_ack ak = ack_of(1, d, 2, &m);
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    pv_snapshot_free(&s);
+    pv_snapshot_take(p, &s);
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_OK, &e);
+    w.name = "Orch"; /* names are compared exactly */
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_ALREADY_EXISTS,
+                0, &e);
+    CHECK_MSG(strstr(e.message, "'orch'") != NULL &&
+                  strstr(e.message, "'Orch'") != NULL,
+              "message: %s", e.message);
+    PV_EXPECT_UNCHANGED(p, &s);
+    pv_snapshot_free(&s);
+}
+
 PV_TEST(start_in_ack_for_existing_instance_sends_child_failed_to_parent)
 {
     duro_provider *p = pv_open();
@@ -8146,6 +8193,7 @@ static const pv_case suite[] = {
     /* instances */
     C(enqueued_start_creates_a_pending_instance),
     C(duplicate_start_fails_and_idempotent_start_changes_nothing),
+    C(idempotent_start_of_another_name_fails_already_exists),
     C(start_in_ack_for_existing_instance_sends_child_failed_to_parent),
     C(ack_meta_is_visible_through_get_instance),
     C(list_instances_filters_orders_and_pages),

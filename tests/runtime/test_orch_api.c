@@ -463,6 +463,84 @@ TEST(orchestration_results_and_categories)
     rt_done(&f);
 }
 
+/* "<code>:<duro_errmsg()>" after awaiting t, with an unrelated message
+ * ("duro_log: fmt is NULL") set just before the await. */
+static const char *await_errmsg(duro_orch *o, duro_task *t)
+{
+    duro_log(o, DURO_LOG_INFO, NULL);
+    int rc = duro_await(o, t);
+    return duro_sprintf(o, "%s:%s", duro_errname(rc), duro_errmsg());
+}
+
+static int act_big_output(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)a;
+    (void)in;
+    char big[5000];
+    memset(big, 'o', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    return duro_ok(out, big);
+}
+
+/* Every failed await, and a failed join, with what duro_errmsg() said
+ * after it ("|" between cases). Awaits that suspend resume on whichever
+ * turn thread runs the next turn. */
+static int orch_await_errmsg(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    char big_input[5000];
+    memset(big_input, 'i', sizeof(big_input) - 1);
+    big_input[sizeof(big_input) - 1] = '\0';
+    const char *s = await_errmsg(o, duro_call_activity(o, "", NULL));
+    s = duro_sprintf(
+        o, "%s|%s", s,
+        await_errmsg(o, duro_call_activity(o, "FailApp", big_input)));
+    s = duro_sprintf(o, "%s|%s", s,
+                     await_errmsg(o, duro_call_activity(o, "FailApp", NULL)));
+    s = duro_sprintf(o, "%s|%s", s,
+                     await_errmsg(o, duro_call_activity(o, "BigOutput", NULL)));
+    duro_task *timer = duro_timer(o, 3600 * 1000);
+    duro_cancel_task(o, timer);
+    s = duro_sprintf(o, "%s|%s", s, await_errmsg(o, timer));
+    duro_task *ok = duro_call_activity(o, "OkOut", NULL);
+    duro_task *failed = duro_call_activity(o, "FailApp", NULL);
+    duro_log(o, DURO_LOG_INFO, NULL);
+    int rc = duro_join(o, ok, failed);
+    return duro_ok(out, duro_sprintf(o, "%s|join %s:%s", s, duro_errname(rc),
+                                     duro_errmsg()));
+}
+
+/* duro_errmsg() after a failed duro_await or duro_join is the task's error
+ * (it was the message of an earlier, unrelated call). */
+TEST(failed_await_sets_errmsg_to_the_task_error)
+{
+    rt_fixture f;
+    rt_init(&f, "api_await_errmsg.db");
+    f.opts.max_payload = 4096;
+    f.opts.orchestration_concurrency = 4;
+    CHECK_OK(duro_registry_add_activity(f.reg, "OkOut", act_ok_out, NULL));
+    CHECK_OK(duro_registry_add_activity(f.reg, "FailApp", act_fail_app, NULL));
+    CHECK_OK(
+        duro_registry_add_activity(f.reg, "BigOutput", act_big_output, NULL));
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "AwaitErrmsg", NULL,
+                                             orch_await_errmsg, NULL));
+    rt_start(&f);
+    rt_start_instance(&f, "ae", "AwaitErrmsg", NULL);
+    duro_instance_info *i = rt_wait(&f, "ae", 15000);
+    CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+    CHECK_STR(i->output,
+              "DURO_INVALID:activity name is empty"
+              "|DURO_TOO_LARGE:input of activity 'FailApp' is 4999 bytes, "
+              "over the limit of 4096"
+              "|DURO_FAILED:app broke"
+              "|DURO_FAILED:output of activity 'BigOutput' is 4999 bytes, "
+              "over the limit of 4096"
+              "|DURO_CANCELLED:cancelled: task_cancelled"
+              "|join DURO_FAILED:app broke");
+    duro_free(i);
+    rt_done(&f);
+}
+
 /* ------------------------------------------------------------------------
  * client */
 
@@ -486,6 +564,15 @@ TEST(client_start_duplicate_and_idempotent)
     duro_start_options_init(&so);
     so.idempotent = 1;
     CHECK_OK(duro_client_start(f.client, "dup", "WaitGo", "second", &so));
+    /* another orchestration under the same id is a conflict, idempotent or
+     * not */
+    CHECK_RC(duro_client_start(f.client, "dup", "Other", "second", &so),
+             DURO_ALREADY_EXISTS);
+    CHECK_MSG(strstr(duro_errmsg(),
+                     "instance 'dup' already exists as orchestration "
+                     "'WaitGo' (an idempotent start of 'Other' is "
+                     "refused)") != NULL,
+              "errmsg: %s", duro_errmsg());
 
     CHECK_OK(duro_client_raise_event(f.client, "dup", "go", "x"));
     duro_instance_info *i = rt_wait(&f, "dup", 10000);
@@ -504,6 +591,8 @@ TEST(client_start_duplicate_and_idempotent)
 
     /* idempotent start of a finished instance changes nothing either */
     CHECK_OK(duro_client_start(f.client, "dup", "WaitGo", "third", &so));
+    CHECK_RC(duro_client_start(f.client, "dup", "Other", "third", &so),
+             DURO_ALREADY_EXISTS);
     i = NULL;
     CHECK_OK(duro_client_get_status(f.client, "dup", &i));
     CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
@@ -556,9 +645,23 @@ TEST(client_start_rejects_bad_ids_names_and_sizes)
     CHECK_RC(duro_client_start(c, "big", "O", NULL, &so), DURO_TOO_LARGE);
     CHECK(strstr(duro_errmsg(), "version") != NULL);
     free(long_version);
+    /* options not filled by duro_start_options_init() (version 0, as
+     * duro_runtime_options and duro_orchestration_options refuse it) */
+    duro_start_options unset;
+    memset(&unset, 0, sizeof(unset));
+    unset.orchestration_version = "1";
+    CHECK_RC(duro_client_start(c, "unset", "O", NULL, &unset), DURO_INVALID);
+    CHECK_MSG(strstr(duro_errmsg(), "duro_start_options_init") != NULL,
+              "errmsg: %s", duro_errmsg());
+    unset.version = -1;
+    CHECK_RC(duro_client_start(c, "unset", "O", NULL, &unset), DURO_INVALID);
     /* nothing was created */
     duro_instance_info *i = NULL;
     CHECK_OK(duro_client_get_status(c, "big", &i));
+    CHECK_EQ(i->status, DURO_STATUS_NOT_FOUND);
+    duro_free(i);
+    i = NULL;
+    CHECK_OK(duro_client_get_status(c, "unset", &i));
     CHECK_EQ(i->status, DURO_STATUS_NOT_FOUND);
     duro_free(i);
     CHECK_RC(duro_client_get_status(c, "", &i), DURO_INVALID);
@@ -985,7 +1088,11 @@ TEST(runtime_start_twice_is_invalid_state)
     rt_init(&f, "api_start_twice.db");
     CHECK_OK(
         duro_registry_add_orchestration(f.reg, "Echo", NULL, orch_echo, NULL));
-    rt_start(&f);
+    /* a shutdown before any start does nothing: the runtime still starts */
+    CHECK_OK(duro_runtime_create(f.url, f.reg, &f.opts, &f.rt));
+    CHECK_OK(duro_runtime_shutdown(f.rt, 5000));
+    CHECK_OK(duro_runtime_start(f.rt));
+    CHECK_OK(duro_client_create(f.url, &f.client));
     CHECK_RC(duro_runtime_start(f.rt), DURO_INVALID_STATE);
     CHECK_MSG(strstr(duro_errmsg(), "already started") != NULL, "errmsg: %s",
               duro_errmsg());
@@ -1272,6 +1379,7 @@ TEST_MAIN(T(registry_duplicates_and_empty_names),
           T(user_pointers_reach_contexts),
           T(activity_results_outputs_failures_and_categories),
           T(orchestration_results_and_categories),
+          T(failed_await_sets_errmsg_to_the_task_error),
           T(client_start_duplicate_and_idempotent),
           T(client_start_with_delay_not_before_its_time),
           T(client_start_rejects_bad_ids_names_and_sizes),

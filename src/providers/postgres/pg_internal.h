@@ -229,6 +229,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "ON CONFLICT(instance_id) DO NOTHING")                                   \
     X(INSTANCE_CURRENT, "SELECT execution_id, status FROM instances "          \
                         "WHERE instance_id = $1::text")                        \
+    /* an idempotent START of an existing instance compares the names */       \
+    X(INSTANCE_NAME,                                                           \
+      "SELECT name FROM instances WHERE instance_id = $1::text")               \
     X(INSTANCE_SET_CURRENT,                                                    \
       "UPDATE instances SET execution_id = $2::bigint, updated_ms = "          \
       "$3::bigint WHERE instance_id = $1::text")                               \

@@ -1987,8 +1987,40 @@ int duro__pg_renew_orchestration_item_lock(duro_provider *base,
                       extend_ms, op, err);
 }
 
+/* The idempotent START `it` of an instance that exists: DURO_OK when the
+ * instance runs the same orchestration name (version, input and status are
+ * not compared), DURO_ALREADY_EXISTS naming both when not. Only on this
+ * rare path, so a normal start costs no extra statement. */
+static int check_idempotent_start(duro__pg_provider *p, duro__pg_conn *c,
+                                  const duro_work_item *it, const char *op,
+                                  duro_error *err)
+{
+    duro__pg_statement *s =
+        duro__pg_stmt(p, c, DURO__SQL_INSTANCE_NAME, op, err);
+    if (s == NULL)
+        return err->code;
+    duro__pg_bind_text(c, s, 1, it->instance_id);
+    int rc = duro__pg_step(p, c, s);
+    if (rc != DURO__PG_ROW && rc != DURO__PG_DONE)
+        return duro__pg_error(c, rc, op, err);
+    const char *name = rc == DURO__PG_ROW && !duro__pg_column_null(s, 0)
+                           ? duro__pg_column_text_raw(s, 0)
+                           : NULL;
+    if (name != NULL && strcmp(name, it->name) != 0)
+        rc = duro_error_set(err, DURO_ALREADY_EXISTS, 0,
+                            "postgres %s: instance '%s' already exists as "
+                            "orchestration '%s' (an idempotent start of '%s' "
+                            "is refused)",
+                            op, it->instance_id, name, it->name);
+    else
+        rc = DURO_OK;
+    duro__pg_reset(s);
+    return rc;
+}
+
 /* Creates the instance of a START (failing when it exists, unless
- * idempotent: *skip = 1) and enqueues an item; inside a transaction. */
+ * idempotent and of the same name: *skip = 1) and enqueues an item; inside
+ * a transaction. */
 static int enqueue_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                                   const duro_work_item *item, int64_t now,
                                   int64_t visible_at, int *skip, const char *op,
@@ -2003,7 +2035,7 @@ static int enqueue_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
         if (!created) {
             if (item->flags & DURO_START_IDEMPOTENT) {
                 *skip = 1;
-                return DURO_OK;
+                return check_idempotent_start(p, c, item, op, err);
             }
             return duro_error_set(err, DURO_ALREADY_EXISTS, 0,
                                   "postgres %s: instance '%s' already exists",

@@ -87,6 +87,8 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "ON CONFLICT(instance_id) DO NOTHING")                                   \
     X(INSTANCE_CURRENT,                                                        \
       "SELECT execution_id, status FROM instances WHERE instance_id = ?1")     \
+    /* an idempotent START of an existing instance compares the names */       \
+    X(INSTANCE_NAME, "SELECT name FROM instances WHERE instance_id = ?1")      \
     X(INSTANCE_SET_CURRENT,                                                    \
       "UPDATE instances SET execution_id = ?2, updated_ms = ?3 "               \
       "WHERE instance_id = ?1")                                                \
