@@ -6523,10 +6523,13 @@ matching_never_takes_instances_created_while_it_runs(duro_provider *p,
      * "old-"), where a sweep that read the store as it went would find
      * them. The creator starts once the first batch has committed; the
      * round repeats (under another name) until a creation landed while
-     * the sweep still ran. */
+     * the sweep still ran. On a loaded machine the creator may not run
+     * between the first batch and the sweep's end for several rounds in a
+     * row, so rounds go on until the race happened or a deadline. */
     const int n = 3 * DURO_BULK_BATCH_MAX;
-    int raced = 0;
-    for (int round = 0; round < 5 && !raced; round++) {
+    int raced = 0, round = 0;
+    int64_t deadline = test_now_ms() + 60000;
+    for (; !raced && (round < 5 || test_now_ms() < deadline); round++) {
         char name[32], old_prefix[32], first[64];
         snprintf(name, sizeof(name), "orch-%d", round);
         snprintf(old_prefix, sizeof(old_prefix), "old-%d-", round);
@@ -6582,8 +6585,10 @@ matching_never_takes_instances_created_while_it_runs(duro_provider *p,
         duro_instance_list_free(l);
         raced = atomic_load(&c.created_during) > 0;
     }
-    CHECK_MSG(raced, "in 5 rounds no instance was created while a sweep "
-                     "ran: the race was not exercised");
+    CHECK_MSG(raced,
+              "in %d rounds no instance was created while a sweep ran: "
+              "the race was not exercised",
+              round);
 }
 
 PV_TEST(cancel_matching_never_takes_instances_created_while_it_runs)
