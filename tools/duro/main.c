@@ -170,23 +170,28 @@ static int is_postgres(const char *url)
            strncmp(url, "postgresql://", 13) == 0;
 }
 
-int cli_open(cli *c, int create, duro_client **out)
+int cli_open(cli *c, int how, duro_client **out)
 {
     *out = NULL;
     char *url = NULL;
     const char *use = c->db;
     size_t n = 0;
+    int sqlite = strncmp(c->db, "sqlite:", 7) == 0;
     /* Every verb but start opens with create=0, so that a mistyped path
-     * or schema is an error, never a new empty store; a create= in the
-     * URL is the user's choice. */
-    if (!create && (strncmp(c->db, "sqlite:", 7) == 0 || is_postgres(c->db)) &&
-        url_param(c->db, "create=", &n) == NULL) {
-        size_t len = strlen(c->db);
-        url = malloc(len + 10);
+     * or schema is an error, never a new empty store; the verbs that
+     * only read open a sqlite file with mode=ro as well, so they never
+     * write it. A create= or mode= in the URL is the user's choice. */
+    int add_create = how != CLI_OPEN_CREATE && (sqlite || is_postgres(c->db)) &&
+                     url_param(c->db, "create=", &n) == NULL;
+    int add_mode = how == CLI_OPEN_READ && sqlite && add_create &&
+                   url_param(c->db, "mode=", &n) == NULL;
+    if (add_create) {
+        size_t len = strlen(c->db) + 20;
+        url = malloc(len);
         if (url == NULL)
             return cli_error(c, EXIT_FAILED, "nomem", "out of memory");
-        snprintf(url, len + 10, "%s%ccreate=0", c->db,
-                 strchr(c->db, '?') ? '&' : '?');
+        snprintf(url, len, "%s%ccreate=0%s", c->db,
+                 strchr(c->db, '?') ? '&' : '?', add_mode ? "&mode=ro" : "");
         use = url;
     }
     int rc = duro_client_create(use, out);
@@ -195,6 +200,9 @@ int cli_open(cli *c, int create, duro_client **out)
     if (rc == DURO_OK)
         return EXIT_OK;
     const char *detail = duro_errmsg();
+    /* The path alone, as the user gave it, for the messages below. */
+    const char *path = c->db + 7;
+    int path_len = (int)strcspn(path, "?");
     if (rc == DURO_NOT_FOUND && added && is_postgres(c->db)) {
         /* create=0 is ours: name the schema and the URL as given, its
          * password masked */
@@ -205,21 +213,41 @@ int cli_open(cli *c, int create, duro_client **out)
             schema = "duro";
             n = 4;
         }
+        if (strstr(detail, "holds no duro store") != NULL)
+            return cli_error(c, EXIT_FAILED, "no_database",
+                             "schema \"%.*s\" in %s holds no duro store (it "
+                             "has no duro_schema table); nothing was created "
+                             "in it (check --db or DURO_DB)",
+                             (int)n, schema, shown);
         return cli_error(c, EXIT_FAILED, "no_database",
                          "schema \"%.*s\" does not exist in %s; nothing was "
                          "created (check --db or DURO_DB; duro start creates "
                          "a store)",
                          (int)n, schema, shown);
     }
-    if (rc == DURO_NOT_FOUND && added) {
+    if (rc == DURO_NOT_FOUND && added &&
+        strstr(detail, "not a duro store") != NULL)
+        /* create=0 and mode=ro are ours, not the user's */
+        return cli_error(c, EXIT_FAILED, "no_database",
+                         "database file %.*s is not a duro store (it has no "
+                         "duro_schema table); nothing in it was changed "
+                         "(check --db or DURO_DB)",
+                         path_len, path);
+    if (rc == DURO_NOT_FOUND && added)
         /* create=0 is ours, not the user's: name the path alone. */
-        const char *path = c->db + 7;
-        int len = (int)strcspn(path, "?");
         return cli_error(c, EXIT_FAILED, "no_database",
                          "database file %.*s does not exist; nothing was "
                          "created (check --db or DURO_DB)",
-                         len, path);
-    }
+                         path_len, path);
+    if (rc == DURO_SCHEMA && add_mode &&
+        strstr(detail, "mode=ro does not migrate") != NULL)
+        return cli_error(c, EXIT_FAILED, "schema",
+                         "database file %.*s has an older schema version "
+                         "than this duro's; the verbs that only read open "
+                         "it read-only and do not migrate it: open it once "
+                         "as a user who can write it (its application does, "
+                         "or duro --db 'sqlite:%.*s?mode=rw' list)",
+                         path_len, path, path_len, path);
     if (rc == DURO_NOT_FOUND && strstr(detail, "nothing was created") != NULL)
         return cli_error(c, EXIT_FAILED, "no_database",
                          "%s (check --db or DURO_DB)", detail);
@@ -233,12 +261,12 @@ int cli_open(cli *c, int create, duro_client **out)
         return cli_error(c, EXIT_USAGE, "bad_url", "--db: %s", detail);
     if (strncmp(c->db, "sqlite:", 7) == 0) {
         /* SQLite's message ("file is not a database") names no file */
-        char path[TEXT_QUOTE_SIZE], what[TEXT_QUOTE_SIZE + 32];
-        char *file = strndup(c->db + 7, strcspn(c->db + 7, "?"));
+        char quoted[TEXT_QUOTE_SIZE], what[TEXT_QUOTE_SIZE + 32];
+        char *file = strndup(path, (size_t)path_len);
         if (file == NULL)
             return cli_error(c, EXIT_FAILED, "nomem", "out of memory");
         snprintf(what, sizeof(what), "opening the store %s",
-                 text_quote(file, path, sizeof(path)));
+                 text_quote(file, quoted, sizeof(quoted)));
         free(file);
         return cli_error_rc(c, rc, what);
     }
