@@ -173,6 +173,17 @@ int duro__provider_open_for(const char *url, int concurrency,
                           shown);
 }
 
+int duro__provider_check_writable(duro_provider *p, duro_error *err)
+{
+    duro_error_clear(err);
+    int rc = duro__sqlite_check_writable(p, err);
+#ifdef DURO_HAVE_POSTGRES
+    if (rc == DURO_OK)
+        rc = duro__pg_check_writable(p, err);
+#endif
+    return rc;
+}
+
 void duro_provider_close(duro_provider *p)
 {
     if (p != NULL && p->close != NULL)

@@ -8,6 +8,10 @@
 /* `spec` is what follows "sqlite:" in the URL: a path or ":memory:",
  * optionally followed by "?key=value&...". */
 int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err);
+/* DURO_STORAGE, naming the file and the user, when this process cannot
+ * write the SQLite store p (opened read-only, mode=ro, or a file, -wal or
+ * -shm it may not write); DURO_OK for any other provider. */
+int duro__sqlite_check_writable(duro_provider *p, duro_error *err);
 
 /* Where a fetch's history starts for a caller whose cache holds events of
  * instance_id's execution: what the cache says it holds, or 0 when that is
@@ -58,12 +62,21 @@ int duro__url_userinfo_ambiguous(const char *url);
  * pool=; 0: the default pool. */
 int duro__pg_open(const char *url, int concurrency, duro_provider **out,
                   duro_error *err);
+/* DURO_STORAGE when the role cannot write the PostgreSQL store p (a
+ * standby, read-only transactions by default, or no INSERT, UPDATE or
+ * DELETE on its tables); DURO_OK for any other provider. */
+int duro__pg_check_writable(duro_provider *p, duro_error *err);
 
 /* duro_provider_open() for a caller with `concurrency` threads that may use
  * the store at once (a runtime): a provider with a connection pool sizes
  * it from that unless its URL sizes it. */
 int duro__provider_open_for(const char *url, int concurrency,
                             duro_provider **out, duro_error *err);
+
+/* Whether this process can write the store of a built-in provider (one
+ * query or write lock, once, when a runtime is created): DURO_STORAGE
+ * with the reason when it cannot; DURO_OK for any other provider. */
+int duro__provider_check_writable(duro_provider *p, duro_error *err);
 
 /* ---- what both built-in providers share about statuses and bulk calls
  * (bulk.c) ---------------------------------------------------------------- */

@@ -121,6 +121,11 @@ static int create(duro_provider *p, int owns, const duro_registry *reg,
     int rc = check_options(opts);
     if (rc != DURO_OK)
         return rc;
+    /* A runtime on a store it cannot write would start and then retry
+     * every fetch for ever: fail now, with the reason. */
+    duro_error werr;
+    if (duro__provider_check_writable(p, &werr) != DURO_OK)
+        return duro__fail_from(&werr);
     duro_runtime *rt = duro__calloc(1, sizeof(*rt));
     if (rt == NULL)
         return duro__fail(DURO_NOMEM, "out of memory");

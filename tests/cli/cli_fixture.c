@@ -17,6 +17,7 @@
  *                                orchestrator message is ready or locked
  *                                (what was sent has been handled)
  *   cli_fixture newer-schema PATH  records schema version 99 in the file
+ *   cli_fixture sql PATH SQL     runs SQL on the file (created if missing)
  *   cli_fixture hostile URL      for duro ui's browser tests: ids with
  *                                quotes, '<img ...>', a newline and invalid
  *                                UTF-8, running (waiting for "go"); fan-1
@@ -450,6 +451,18 @@ static int newer_schema(const char *path)
     return rc == SQLITE_OK ? 0 : 1;
 }
 
+static int run_sql(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open(path, &db);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        fprintf(stderr, "cli_fixture: %s: %s\n", path, sqlite3_errmsg(db));
+    sqlite3_close(db);
+    return rc == SQLITE_OK ? 0 : 1;
+}
+
 static int hostile(const char *url)
 {
     static const char *const ids[] = {"a\"<img src=x onerror=alert(1)>\nb",
@@ -518,6 +531,8 @@ int main(int argc, char **argv)
         return run(argv[2], argc - 3, argv + 3);
     if (argc == 3 && strcmp(argv[1], "newer-schema") == 0)
         return newer_schema(argv[2]);
+    if (argc == 4 && strcmp(argv[1], "sql") == 0)
+        return run_sql(argv[2], argv[3]);
     if (argc == 3 && strcmp(argv[1], "hostile") == 0)
         return hostile(argv[2]);
     if (argc == 3 && strcmp(argv[1], "serve") == 0)

@@ -446,6 +446,85 @@ if grep -q libpq "$tmp/err"; then # built with PostgreSQL
     contains "$tmp/err" "'postgres://u:***@[bad/db?schema=s' is not a valid"
 fi
 
+echo "== a file that is no duro store is never changed"
+"$fixture" sql "$tmp/other.db" "CREATE TABLE users(id INTEGER); INSERT INTO users VALUES(1)" ||
+    fail "cli_fixture sql"
+cp "$tmp/other.db" "$tmp/other.orig"
+: >"$tmp/empty.db"
+for file in other.db empty.db; do
+    for args in "list" "status hello-1" "history hello-1" "metrics" \
+        "wait hello-1" "cancel hello-1" "delete hello-1"; do
+        # shellcheck disable=SC2086
+        run 1 --db "sqlite:$tmp/$file" $args
+        one_line
+        contains "$tmp/err" "database file $tmp/$file is not a duro store"
+        contains "$tmp/err" "nothing in it was changed"
+        for side in -wal -shm -journal; do
+            [ ! -e "$tmp/$file$side" ] || fail "duro $args created $file$side"
+        done
+    done
+done
+cmp -s "$tmp/other.db" "$tmp/other.orig" || fail "a read verb changed other.db"
+[ -s "$tmp/empty.db" ] && fail "a read verb wrote to empty.db"
+run 1 --db "sqlite:$tmp/other.db" start Hello x-1
+contains "$tmp/err" "another application's database"
+cmp -s "$tmp/other.db" "$tmp/other.orig" || fail "start changed other.db"
+run 1 --db "sqlite:$tmp/other.db" list --json
+json 'd["error"]["code"] == "no_database"'
+run 0 --db "sqlite:$tmp/empty.db" start Hello e-1
+contains "$tmp/out" "started e-1"
+
+echo "== the read verbs open read-only: an older schema is not migrated"
+cp "$tmp/store.db" "$tmp/older.db"
+[ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/older.db-wal"
+"$fixture" sql "$tmp/older.db" "DROP INDEX instances_name_status;
+    CREATE INDEX instances_name_status ON instances(name, status);
+    DELETE FROM duro_schema WHERE version = 5" || fail "cli_fixture sql"
+run 1 --db "sqlite:$tmp/older.db" list
+one_line
+contains "$tmp/err" "has an older schema version"
+contains "$tmp/err" "duro --db 'sqlite:$tmp/older.db?mode=rw' list"
+run 1 --db "sqlite:$tmp/older.db" status hello-1 --json
+json 'd["error"]["code"] == "schema"'
+run 0 --db "sqlite:$tmp/older.db?mode=rw" list
+run 0 --db "sqlite:$tmp/older.db" status hello-1
+
+echo "== another user's store"
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null 2>&1 &&
+    id daemon >/dev/null 2>&1 && id nobody >/dev/null 2>&1; then
+    chmod 755 "$tmp"
+    mkdir -m 777 "$tmp/shared"
+    as() { # as USER EXPECTED_RC ARGS...
+        u=$1 want=$2
+        shift 2
+        checks=$((checks + 1))
+        runuser -u "$u" -- "$duro" "$@" >"$tmp/out" 2>"$tmp/err"
+        got=$?
+        [ "$got" = "$want" ] || fail "$u: duro $* exited $got, expected $want: $(cat "$tmp/err")"
+    }
+    app="sqlite:$tmp/shared/app.db"
+    as daemon 0 --db "$app" start Hello own-1
+    [ ! -e "$tmp/shared/app.db-shm" ] || fail "the owner's close left app.db-shm"
+    for args in "list" "status own-1" "metrics" "cancel own-1"; do
+        # shellcheck disable=SC2086
+        as nobody 1 --db "$app" $args
+        contains "$tmp/err" "refused: the file belongs to daemon"
+        contains "$tmp/err" "Run this as daemon"
+        [ ! -e "$tmp/shared/app.db-shm" ] && [ ! -e "$tmp/shared/app.db-wal" ] ||
+            fail "nobody's duro $args left -wal or -shm"
+    done
+    as daemon 0 --db "$app" start Hello own-2
+    chmod 755 "$tmp/shared"
+    as nobody 1 --db "$app" list
+    contains "$tmp/err" "its directory is not writable by nobody"
+    grep -qF "attempt to write a readonly database (" "$tmp/err" &&
+        fail "SQLite's message for a directory: $(cat "$tmp/err")"
+    chmod 777 "$tmp/shared"
+    as daemon 0 --db "$app" list
+else
+    echo "   skipped: needs root, runuser and the users daemon and nobody"
+fi
+
 echo "== newer schema"
 cp "$tmp/store.db" "$tmp/newer.db"
 [ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/newer.db-wal"

@@ -39,6 +39,7 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/duro-pg-cli-test.XXXXXX") || exit 1
 schema="pgcli_$$"
 missing="never_made_$$"
+other="not_duro_$$"
 psql=""
 bindir=$(sh "$pg_cluster" bindir 2>/dev/null) && [ -x "$bindir/psql" ] &&
     psql="$bindir/psql"
@@ -52,7 +53,8 @@ cleanup() {
     [ -n "$psql" ] && "$psql" "$base" -qAt -c \
         "SET client_min_messages TO warning;
          DROP SCHEMA IF EXISTS \"$schema\" CASCADE;
-         DROP SCHEMA IF EXISTS \"$missing\" CASCADE" </dev/null >/dev/null 2>&1
+         DROP SCHEMA IF EXISTS \"$missing\" CASCADE;
+         DROP SCHEMA IF EXISTS \"$other\" CASCADE" </dev/null >/dev/null 2>&1
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -187,6 +189,27 @@ else
     # create=0 given by us: it still fails, so the schema was not made
     run 1 missing_again --db "$base${nsep}schema=$missing&create=0" list
     contains "$tmp/missing_again.err" "does not exist"
+fi
+
+echo "== a read verb on a schema that holds no duro store creates nothing"
+if [ -n "$psql" ]; then
+    "$psql" "$base" -qAt -c "CREATE SCHEMA \"$other\";
+        CREATE TABLE \"$other\".stuff(x int)" </dev/null >/dev/null 2>&1 ||
+        fail "psql: creating schema $other"
+    for args in "list" "status x-1" "metrics" "cancel x-1"; do
+        # shellcheck disable=SC2086
+        run 1 other --db "$base${nsep}schema=$other" $args
+        contains "$tmp/other.err" "schema \"$other\""
+        contains "$tmp/other.err" "holds no duro store"
+    done
+    checks=$((checks + 1))
+    n=$("$psql" "$base" -qAt -c "SELECT COUNT(*) FROM pg_class c JOIN
+        pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = '$other'" \
+        </dev/null 2>"$tmp/psql.err")
+    [ "$n" = 1 ] || fail "schema $other holds $n relations after the read verbs," \
+                         "expected 1 ($(cat "$tmp/psql.err"))"
+else
+    echo "   skipped: no psql"
 fi
 
 echo "== the password is in no output"

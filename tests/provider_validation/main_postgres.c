@@ -360,6 +360,87 @@ PV_TEST(a_role_with_data_rights_only_opens_a_current_store)
     PQfinish(c);
 }
 
+static int noop_orchestration(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)o;
+    (void)input;
+    (void)out;
+    return DURO_OK;
+}
+
+/* A runtime on a store its role cannot write fails at create, naming the
+ * role and why (it used to start and retry every fetch for ever); a
+ * client of the same role still opens and reads. Roles: SELECT only;
+ * the data rights but read-only transactions by default; the data rights
+ * (opens). */
+PV_TEST(a_runtime_refuses_a_store_its_role_cannot_write)
+{
+    char schema[64];
+    PGconn *c = current_store_and_admin(schema);
+    if (c == NULL)
+        return;
+    static const struct {
+        const char *grant;   /* on all tables of the schema */
+        const char *setting; /* ALTER ROLE ... SET, or "" */
+        const char *expect;  /* in the message, or NULL: the runtime opens */
+    } cases[] = {
+        {"SELECT", "", "lacks INSERT, UPDATE or DELETE"},
+        {"SELECT, INSERT, UPDATE, DELETE",
+         "SET default_transaction_read_only = on", "read-only transactions"},
+        {"SELECT, INSERT, UPDATE, DELETE", "", NULL},
+    };
+    duro_registry *reg = NULL;
+    CHECK_RC(duro_registry_create(&reg), DURO_OK);
+    CHECK_RC(duro_registry_add_orchestration(reg, "noop", NULL,
+                                             noop_orchestration, NULL),
+             DURO_OK);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char role[64], sql[1024];
+        snprintf(role, sizeof(role), "pv_write_%zu_%ld", i, (long)getpid());
+        snprintf(sql, sizeof(sql),
+                 "DROP ROLE IF EXISTS %s; CREATE ROLE %s LOGIN; "
+                 "GRANT USAGE ON SCHEMA \"%s\" TO %s; "
+                 "GRANT %s ON ALL TABLES IN SCHEMA \"%s\" TO %s; %s%s%s%s",
+                 role, role, schema, role, cases[i].grant, schema, role,
+                 cases[i].setting[0] ? "ALTER ROLE " : "",
+                 cases[i].setting[0] ? role : "",
+                 cases[i].setting[0] ? " " : "", cases[i].setting);
+        CHECK(admin_exec(c, sql));
+        char params[256], url[2048];
+        snprintf(params, sizeof(params), "schema=%s&user=%s&pool=2", schema,
+                 role);
+        url_with(url, sizeof(url), params);
+        duro_runtime *rt = NULL;
+        int rc = duro_runtime_create(url, reg, NULL, &rt);
+        if (cases[i].expect == NULL) {
+            CHECK_MSG(rc == DURO_OK, "%s: %s", duro_errname(rc), duro_errmsg());
+        } else {
+            CHECK_MSG(rc == DURO_STORAGE, "%s: got %s", role, duro_errname(rc));
+            CHECK(rt == NULL);
+            CHECK_MSG(strstr(duro_errmsg(), cases[i].expect) != NULL &&
+                          strstr(duro_errmsg(), role) != NULL,
+                      "'%s'", duro_errmsg());
+        }
+        duro_runtime_destroy(rt);
+        duro_client *client = NULL;
+        CHECK_RC(duro_client_create(url, &client), DURO_OK);
+        duro_instance_info *info = NULL;
+        int64_t status = -1;
+        if (client != NULL)
+            CHECK_RC(duro_client_get_status(client, "none", &info), DURO_OK);
+        if (info != NULL)
+            status = info->status;
+        CHECK_EQ(status, DURO_STATUS_NOT_FOUND);
+        duro_free(info);
+        duro_client_destroy(client);
+        snprintf(sql, sizeof(sql), "DROP OWNED BY %s; DROP ROLE %s", role,
+                 role);
+        CHECK(admin_exec(c, sql));
+    }
+    duro_registry_destroy(reg);
+    PQfinish(c);
+}
+
 /* A current store opens without the migration lock: another session
  * holding it (as a migrating process would) does not hold up the open,
  * which under lock_timeout would otherwise fail 55P03. */
@@ -384,7 +465,10 @@ PV_TEST(a_current_store_opens_without_the_migration_lock)
 
 /* create=0: a schema that does not exist fails DURO_NOT_FOUND, naming it
  * and the URL masked, and nothing is created; one that exists opens, and
- * one that is behind is still migrated. */
+ * one that is behind is still migrated. A schema that exists but holds no
+ * duro store (no duro_schema: empty, or another application's tables) is
+ * not found either, and nothing is created in it; create=1 makes the
+ * store in an empty one. */
 PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
 {
     char schema[64];
@@ -427,12 +511,36 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
              schema);
     CHECK_EQ(query_int(c, sql), 3);
 
-    /* an empty schema a DBA made for the store counts as one behind */
+    /* a schema without duro_schema, empty or another application's, is
+     * no store: create=0 creates nothing in it */
+    for (int i = 0; i < 2; i++) {
+        snprintf(sql, sizeof(sql),
+                 "DROP SCHEMA \"%s\" CASCADE; CREATE SCHEMA \"%s\"; %s%s%s",
+                 schema, schema, i ? "CREATE TABLE \"" : "", i ? schema : "",
+                 i ? "\".stuff(x int)" : "");
+        CHECK(admin_exec(c, sql));
+        snprintf(params, sizeof(params), "schema=%s&password=s3cr3t&create=0",
+                 schema);
+        url_with(url, sizeof(url), params);
+        p = (duro_provider *)&params;
+        CHECK_PFAIL(duro_provider_open(url, &p, &e), DURO_NOT_FOUND, 0, &e);
+        CHECK(p == NULL);
+        CHECK_MSG(strstr(e.message, "holds no duro store") != NULL, "'%s'",
+                  e.message);
+        CHECK_MSG(strstr(e.message, schema) != NULL, "'%s'", e.message);
+        CHECK_MSG(strstr(e.message, "s3cr3t") == NULL, "'%s'", e.message);
+        snprintf(sql, sizeof(sql),
+                 "SELECT COUNT(*) FROM pg_class c JOIN pg_namespace n ON "
+                 "n.oid = c.relnamespace WHERE n.nspname = '%s'",
+                 schema);
+        CHECK_EQ(query_int(c, sql), (int64_t)i);
+    }
+    /* an empty schema a DBA made for the store: create=1 makes it one */
     snprintf(sql, sizeof(sql),
              "DROP SCHEMA \"%s\" CASCADE; CREATE SCHEMA \"%s\"", schema,
              schema);
     CHECK(admin_exec(c, sql));
-    p = open_schema(schema, "&create=0");
+    p = open_schema(schema, "&create=1");
     CHECK(p != NULL);
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
@@ -2359,6 +2467,7 @@ int main(int argc, char **argv)
         T(a_role_with_data_rights_only_opens_a_current_store),
         T(a_current_store_opens_without_the_migration_lock),
         T(create_0_never_creates_a_schema_but_migrates_one),
+        T(a_runtime_refuses_a_store_its_role_cannot_write),
         T(schema_names_are_case_sensitive_and_may_be_keywords),
         T(migration_2_adds_activity_run_times),
         T(a_lost_connection_fails_retryably_and_is_reopened),

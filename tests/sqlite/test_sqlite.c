@@ -231,6 +231,13 @@ TEST(url_malformed_is_bad_url)
         {"?create=yes", "parameter create"},
         {"?create=", "parameter create"},
         {"?create=0&create=1", "'create' given twice"},
+        {"?mode=RO", "parameter mode (expected ro or rw)"},
+        {"?mode=", "parameter mode"},
+        {"?mode=readonly", "parameter mode"},
+        {"?mode=ro&mode=rw", "'mode' given twice"},
+        {"?mode=ro&create=1", "mode=ro and create=1 contradict"},
+        {"?create=1&mode=ro", "mode=ro and create=1 contradict"},
+        {"&mode=ro", "parameter 'mode' after a '&'"},
         /* a parameter after '&' with no '?' is not part of the file name */
         {"&pool=1", "holds parameter 'pool' after a '&'"},
         {"&x=1&synchronous=off", "parameter 'synchronous' after a '&'"},
@@ -262,6 +269,12 @@ TEST(url_malformed_is_bad_url)
         duro_provider *p = NULL;
         CHECK_PRC(duro_provider_open(empty[i], &p, &e), DURO_BAD_URL, &e);
         CHECK(strstr(e.message, "empty path") != NULL);
+    }
+    {
+        duro_provider *p = (duro_provider *)&e;
+        CHECK_PRC(duro_provider_open("sqlite::memory:?mode=ro", &p, &e),
+                  DURO_BAD_URL, &e);
+        CHECK(p == NULL && strstr(e.message, ":memory:") != NULL);
     }
     /* a non-empty authority is a host, which a file does not have */
     static const char *const hosts[] = {"sqlite://host/x.db",
@@ -359,6 +372,169 @@ static const char downgrade_to_2[] =
                    "ALTER TABLE instances DROP COLUMN last_problem_ms;"
                    "ALTER TABLE instances DROP COLUMN next_attempt_ms;"
                    "DELETE FROM duro_schema WHERE version = 3;";
+
+/* ---- files that are not duro stores, and mode=ro ---------------------- */
+
+static int64_t raw_count(const char *path, const char *sql);
+
+/* The whole file, to compare byte for byte (malloc'd, *size bytes). */
+static char *slurp(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (f == NULL)
+        return NULL;
+    char *buf = malloc(1 << 20);
+    *size = fread(buf, 1, 1 << 20, f);
+    fclose(f);
+    return buf;
+}
+
+static const char *journal_mode(const char *path)
+{
+    static char mode[32];
+    sqlite3 *db = raw_open(path);
+    sqlite3_stmt *s = NULL;
+    snprintf(mode, sizeof(mode), "?");
+    if (sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        snprintf(mode, sizeof(mode), "%s", sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return mode;
+}
+
+static int side_files(const char *path)
+{
+    static const char *const suffixes[] = {"-wal", "-shm", "-journal"};
+    int n = 0;
+    for (size_t i = 0; i < 3; i++) {
+        char side[700];
+        snprintf(side, sizeof(side), "%s%s", path, suffixes[i]);
+        n += file_exists(side);
+    }
+    return n;
+}
+
+/* create=0 and mode=ro open a duro store only: another application's
+ * database, or an empty file, fails DURO_NOT_FOUND naming the path, and
+ * the file is left byte for byte as it was (its journal mode too, and no
+ * -wal, -shm or -journal beside it). create=1 makes an empty file a store
+ * but refuses another application's database (DURO_SCHEMA), unchanged.
+ * (create=0 used to create duro's tables in it and switch it to WAL.) */
+TEST(a_file_that_is_no_duro_store_is_never_changed)
+{
+    char other[600], empty[600]; /* test_path's buffers rotate */
+    snprintf(other, sizeof(other), "%s", test_path("other.db"));
+    snprintf(empty, sizeof(empty), "%s", test_path("empty.db"));
+    sqlite3 *db = raw_open(other);
+    CHECK_EQ(sqlite3_exec(db,
+                          "CREATE TABLE users(id INTEGER); "
+                          "INSERT INTO users VALUES(1);",
+                          NULL, NULL, NULL),
+             SQLITE_OK);
+    sqlite3_close(db);
+    FILE *f = fopen(empty, "w");
+    CHECK(f != NULL);
+    if (f != NULL)
+        fclose(f);
+    static const char *const queries[] = {"?create=0", "?mode=ro",
+                                          "?create=0&mode=ro", "?create=1"};
+    for (size_t i = 0; i < 4; i++) {
+        const char *files[] = {"other.db", "empty.db"};
+        for (size_t j = 0; j < 2; j++) {
+            const char *path = j == 0 ? other : empty;
+            if (i == 3 && j == 1)
+                continue; /* create=1 on an empty file: below */
+            size_t before_size = 0, after_size = 0;
+            char *before = slurp(path, &before_size);
+            duro_error e;
+            duro_provider *p = (duro_provider *)&e;
+            int rc = duro_provider_open(url_with(files[j], queries[i]), &p, &e);
+            int expected = i == 3 ? DURO_SCHEMA : DURO_NOT_FOUND;
+            CHECK_MSG(rc == expected, "%s%s: got %s (%s)", files[j], queries[i],
+                      duro_errname(rc), e.message);
+            CHECK(p == NULL);
+            CHECK_MSG(strstr(e.message, path) != NULL &&
+                          strstr(e.message, i == 3
+                                                ? "another application"
+                                                : "not a duro store") != NULL,
+                      "'%s'", e.message);
+            char *after = slurp(path, &after_size);
+            CHECK_MSG(before_size == after_size &&
+                          memcmp(before, after, before_size) == 0,
+                      "%s%s changed the file", files[j], queries[i]);
+            free(before);
+            free(after);
+            CHECK_EQ(side_files(path), 0);
+        }
+    }
+    CHECK_STR(journal_mode(other), "delete");
+    CHECK_EQ(raw_count(other, "SELECT COUNT(*) FROM sqlite_master"), 1);
+
+    /* an empty file is where a new store may start */
+    duro_provider *p = open_url(url_with("empty.db", "?create=1"));
+    start(p, "kept", "orch");
+    duro_provider_close(p);
+    CHECK_EQ(raw_count(empty, "SELECT COUNT(*) FROM instances"), 1);
+}
+
+/* mode=ro: every connection read-only, no PRAGMA that writes, no
+ * migration. A current store reads; every write fails DURO_STORAGE naming
+ * mode=ro; a missing file is DURO_NOT_FOUND; a store behind this code's
+ * schema fails DURO_SCHEMA saying mode=ro does not migrate, and stays as
+ * it was. */
+TEST(mode_ro_reads_and_never_writes)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s", test_path("ro.db"));
+    duro_provider *p = open_url(url_with("ro.db", ""));
+    start(p, "kept", "orch");
+    duro_provider_close(p);
+
+    p = open_url(url_with("ro.db", "?mode=ro"));
+    duro_error e;
+    duro_instance_list *list = NULL;
+    CHECK_PRC(p->get_instance(p, "kept", &list, &e), DURO_OK, &e);
+    CHECK(list != NULL && list->count == 1);
+    duro_instance_list_free(list);
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "kept"), 1);
+    duro_work_item it = {
+        .kind = DURO_WORK_START, .instance_id = "no", .name = "orch"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &it, 0, &e), DURO_STORAGE, &e);
+    CHECK_EQ(e.retryable, 0);
+    CHECK_MSG(strstr(e.message, "mode=ro") != NULL &&
+                  strstr(e.message, path) != NULL,
+              "'%s'", e.message);
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 1000, NULL, &item, &e),
+              DURO_STORAGE, &e);
+    duro_provider_close(p);
+    CHECK_EQ(raw_count(path, "SELECT COUNT(*) FROM instances"), 1);
+
+    p = (duro_provider *)&e;
+    CHECK_PRC(duro_provider_open(url_with("ro-absent.db", "?mode=ro"), &p, &e),
+              DURO_NOT_FOUND, &e);
+    CHECK(!file_exists(test_path("ro-absent.db")));
+
+    /* behind: not migrated */
+    sqlite3 *db = raw_open(path);
+    CHECK_EQ(sqlite3_exec(db, DOWNGRADE_TO_4, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    p = (duro_provider *)&e;
+    CHECK_PRC(duro_provider_open(url_with("ro.db", "?mode=ro"), &p, &e),
+              DURO_SCHEMA, &e);
+    CHECK(p == NULL);
+    CHECK_MSG(strstr(e.message, "mode=ro does not migrate") != NULL &&
+                  strstr(e.message, path) != NULL,
+              "'%s'", e.message);
+    CHECK_EQ(raw_count(path, "SELECT MAX(version) FROM duro_schema"), 4);
+    /* create=0 without mode=ro still migrates */
+    p = open_url(url_with("ro.db", "?create=0"));
+    duro_provider_close(p);
+    CHECK_EQ(raw_count(path, "SELECT MAX(version) FROM duro_schema"), 5);
+}
 
 TEST(schema_version_recorded_and_newer_refused)
 {
@@ -1745,6 +1921,8 @@ TEST_MAIN(T(url_forms_open), T(concurrent_opens_of_a_new_file),
           T(commits_are_visible_to_other_connections_at_once),
           T(url_parameters_are_applied), T(url_malformed_is_bad_url),
           T(url_create_0_never_creates),
+          T(a_file_that_is_no_duro_store_is_never_changed),
+          T(mode_ro_reads_and_never_writes),
           T(schema_version_recorded_and_newer_refused),
           T(migration_3_fills_in_cancellations_and_finish_times),
           T(migration_4_adds_activity_run_times), T(wal_mode_applied),

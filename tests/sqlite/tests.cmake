@@ -1,2 +1,6 @@
 # SQLite-specific tests (URL parsing, schema, pragmas, query plans).
 duro_add_test(test_sqlite LABELS provider unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sqlite.c)
+# Stores opened by users other than their owner (needs root and the users
+# daemon and nobody: exits 77, skipped, without them).
+duro_add_test(test_sqlite_access LABELS provider SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sqlite_access.c)
+set_tests_properties(test_sqlite_access PROPERTIES SKIP_RETURN_CODE 77)

@@ -49,10 +49,20 @@ int cli_error_rc(cli *c, int rc, const char *what);
 int cli_usage(cli *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Opens the client. @p create 0 adds create=0 to a sqlite URL (when it does
- * not say create=), so a missing file is an error and nothing is created.
- * On failure reports (exit 1) and returns the exit status. */
-int cli_open(cli *c, int create, duro_client **out);
+/* How a verb opens the store. */
+enum {
+    CLI_OPEN_EXISTING = 0, /* adds create=0 (when the URL does not say
+                              create=): a missing store is an error and
+                              nothing is created */
+    CLI_OPEN_CREATE = 1,   /* as the URL says (start) */
+    CLI_OPEN_READ = 2      /* as EXISTING, and mode=ro for a sqlite URL
+                              that says neither create= nor mode=: the
+                              verbs that only read never write the file */
+};
+
+/* Opens the client as @p how says (CLI_OPEN_*). On failure reports (exit
+ * 1) and returns the exit status. */
+int cli_open(cli *c, int how, duro_client **out);
 
 /* One page of keyset paging by instance id: up to `limit` instances of
  * `filter` after *after (NULL: from the first), then *after becomes the

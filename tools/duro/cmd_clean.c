@@ -34,7 +34,7 @@ int cmd_delete(cli *c, int argc, char **argv)
         if (argv[i][0] == '\0')
             return cli_usage(c, "an instance id must not be empty");
     duro_client *client;
-    if ((status = cli_open(c, 0, &client)) != EXIT_OK)
+    if ((status = cli_open(c, CLI_OPEN_EXISTING, &client)) != EXIT_OK)
         return status;
     json_t *results = c->json ? json_array() : NULL;
     int failures = 0, last_rc = DURO_OK;
@@ -157,7 +157,7 @@ int cmd_purge(cli *c, int argc, char **argv)
     if (filter.name != NULL && *filter.name == '\0')
         return cli_usage(c, "--name must not be empty");
     duro_client *client;
-    if ((status = cli_open(c, 0, &client)) != EXIT_OK)
+    if ((status = cli_open(c, CLI_OPEN_EXISTING, &client)) != EXIT_OK)
         return status;
     duro_bulk_options bo;
     duro_bulk_options_init(&bo);
@@ -210,7 +210,7 @@ int cmd_prune(cli *c, int argc, char **argv)
     if (*id == '\0')
         return cli_usage(c, "the instance id must not be empty");
     duro_client *client;
-    if ((status = cli_open(c, 0, &client)) != EXIT_OK)
+    if ((status = cli_open(c, CLI_OPEN_EXISTING, &client)) != EXIT_OK)
         return status;
     size_t pruned = 0;
     int rc = duro_client_prune(client, id, keep, &pruned);

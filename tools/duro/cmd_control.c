@@ -456,7 +456,7 @@ static int control_verb_run(cli *c, const control_verb *v, int argc,
     if (by == NULL)
         by = args_default_requester(user, sizeof(user));
     duro_client *client;
-    if ((status = cli_open(c, 0, &client)) != EXIT_OK)
+    if ((status = cli_open(c, CLI_OPEN_EXISTING, &client)) != EXIT_OK)
         return status;
     if (filter.name != NULL)
         status = control_query(c, v, client, &filter, reason, by, dry_run);

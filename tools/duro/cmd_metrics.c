@@ -253,7 +253,7 @@ int cmd_metrics(cli *c, int argc, char **argv)
         return cli_usage(c, "--output writes the Prometheus text; it does "
                             "not go with --json");
     duro_client *client = NULL;
-    if ((status = cli_open(c, 0, &client)) != EXIT_OK)
+    if ((status = cli_open(c, CLI_OPEN_READ, &client)) != EXIT_OK)
         return status;
     duro_store_stats *st = NULL;
     int rc = duro_client_store_stats(client, &st);

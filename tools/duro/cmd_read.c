@@ -85,7 +85,7 @@ int cmd_list(cli *c, int argc, char **argv)
     }
 
     duro_client *client;
-    if ((status = cli_open(c, 0, &client)) != EXIT_OK)
+    if ((status = cli_open(c, CLI_OPEN_READ, &client)) != EXIT_OK)
         return status;
     /* Pages of LIST_PAGE by id; pages holding shown rows are kept, the
      * rest are only counted. */
@@ -209,7 +209,7 @@ static int read_instance(cli *c, const char *id, duro_client **client,
                          duro_instance_info **info)
 {
     *info = NULL;
-    int status = cli_open(c, 0, client);
+    int status = cli_open(c, CLI_OPEN_READ, client);
     if (status != EXIT_OK)
         return status;
     char quoted[TEXT_QUOTE_SIZE];
@@ -711,7 +711,7 @@ int cmd_wait(cli *c, int argc, char **argv)
     if (*id == '\0')
         return cli_usage(c, "the instance id must not be empty");
     duro_client *client = NULL;
-    if ((status = cli_open(c, 0, &client)) != EXIT_OK)
+    if ((status = cli_open(c, CLI_OPEN_READ, &client)) != EXIT_OK)
         return status;
     duro_instance_info *info = NULL;
     int rc;

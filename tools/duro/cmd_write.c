@@ -47,7 +47,7 @@ int cmd_start(cli *c, int argc, char **argv)
     if (input_arg != NULL && args_payload(c, "--input", input_arg, &input))
         return EXIT_USAGE;
     duro_client *client;
-    if ((status = cli_open(c, 1, &client)) != EXIT_OK) {
+    if ((status = cli_open(c, CLI_OPEN_CREATE, &client)) != EXIT_OK) {
         free(input);
         return status;
     }
@@ -111,7 +111,7 @@ int cmd_raise(cli *c, int argc, char **argv)
     if (n == 3 && args_payload(c, "PAYLOAD", argv[optind + 2], &payload))
         return EXIT_USAGE;
     duro_client *client;
-    if ((status = cli_open(c, 0, &client)) != EXIT_OK) {
+    if ((status = cli_open(c, CLI_OPEN_EXISTING, &client)) != EXIT_OK) {
         free(payload);
         return status;
     }

@@ -155,9 +155,9 @@ int cli_error_rc(cli *c, int rc, const char *what)
     return error_rc_detail(c, rc, what, duro_errmsg());
 }
 
-/* msg in out[size] with every "?create=0" or "&create=0" that cli_open
- * added to the URL (`added`) taken out: the library's messages quote the
- * URL they were given, and the user typed it without. */
+/* msg in out[size] with every "?create=0" or "&create=0" (and "&mode=ro") that
+ * cli_open added to the URL (`added`) taken out: the library's messages quote
+ * the URL they were given, and the user typed it without. */
 static const char *without_added(const char *msg, const char *added, char *out,
                                  size_t size)
 {
@@ -192,25 +192,30 @@ static int is_postgres(const char *url)
            strncmp(url, "postgresql://", 13) == 0;
 }
 
-int cli_open(cli *c, int create, duro_client **out)
+int cli_open(cli *c, int how, duro_client **out)
 {
     *out = NULL;
     char *url = NULL;
     const char *use = c->db;
-    char added[16] = "";
+    char added[32] = "";
     size_t n = 0;
+    int sqlite = strncmp(c->db, "sqlite:", 7) == 0;
     /* Every verb but start opens with create=0, so that a mistyped path
-     * or schema is an error, never a new empty store; a create= in the
-     * URL is the user's choice. */
-    if (!create && (strncmp(c->db, "sqlite:", 7) == 0 || is_postgres(c->db)) &&
-        url_param(c->db, "create=", &n) == NULL) {
-        size_t len = strlen(c->db);
-        url = malloc(len + 10);
+     * or schema is an error, never a new empty store; the verbs that
+     * only read open a sqlite file with mode=ro as well, so they never
+     * write it. A create= or mode= in the URL is the user's choice. */
+    int add_create = how != CLI_OPEN_CREATE && (sqlite || is_postgres(c->db)) &&
+                     url_param(c->db, "create=", &n) == NULL;
+    int add_mode = how == CLI_OPEN_READ && sqlite && add_create &&
+                   url_param(c->db, "mode=", &n) == NULL;
+    if (add_create) {
+        size_t len = strlen(c->db) + sizeof(added);
+        url = malloc(len);
         if (url == NULL)
             return cli_error(c, EXIT_FAILED, "nomem", "out of memory");
-        snprintf(added, sizeof(added), "%ccreate=0",
-                 strchr(c->db, '?') ? '&' : '?');
-        snprintf(url, len + 10, "%s%s", c->db, added);
+        snprintf(added, sizeof(added), "%ccreate=0%s",
+                 strchr(c->db, '?') ? '&' : '?', add_mode ? "&mode=ro" : "");
+        snprintf(url, len, "%s%s", c->db, added);
         use = url;
     }
     int rc = duro_client_create(use, out);
@@ -221,6 +226,9 @@ int cli_open(cli *c, int create, duro_client **out)
     const char *detail = duro_errmsg();
     if (*added != '\0')
         detail = without_added(detail, added, message, sizeof(message));
+    /* The path alone, as the user gave it, for the messages below. */
+    const char *path = c->db + 7;
+    int path_len = (int)strcspn(path, "?");
     if (rc == DURO_NOT_FOUND && *added && is_postgres(c->db)) {
         /* create=0 is ours: name the schema and the URL as given, its
          * password masked */
@@ -231,21 +239,41 @@ int cli_open(cli *c, int create, duro_client **out)
             schema = "duro";
             n = 4;
         }
+        if (strstr(detail, "holds no duro store") != NULL)
+            return cli_error(c, EXIT_FAILED, "no_database",
+                             "schema \"%.*s\" in %s holds no duro store (it "
+                             "has no duro_schema table); nothing was created "
+                             "in it (check --db or DURO_DB)",
+                             (int)n, schema, shown);
         return cli_error(c, EXIT_FAILED, "no_database",
                          "schema \"%.*s\" does not exist in %s; nothing was "
                          "created (check --db or DURO_DB; duro start creates "
                          "a store)",
                          (int)n, schema, shown);
     }
-    if (rc == DURO_NOT_FOUND && *added) {
+    if (rc == DURO_NOT_FOUND && *added &&
+        strstr(detail, "not a duro store") != NULL)
+        /* create=0 and mode=ro are ours, not the user's */
+        return cli_error(c, EXIT_FAILED, "no_database",
+                         "database file %.*s is not a duro store (it has no "
+                         "duro_schema table); nothing in it was changed "
+                         "(check --db or DURO_DB)",
+                         path_len, path);
+    if (rc == DURO_NOT_FOUND && *added)
         /* create=0 is ours, not the user's: name the path alone. */
-        const char *path = c->db + 7;
-        int len = (int)strcspn(path, "?");
         return cli_error(c, EXIT_FAILED, "no_database",
                          "database file %.*s does not exist; nothing was "
                          "created (check --db or DURO_DB)",
-                         len, path);
-    }
+                         path_len, path);
+    if (rc == DURO_SCHEMA && add_mode &&
+        strstr(detail, "mode=ro does not migrate") != NULL)
+        return cli_error(c, EXIT_FAILED, "schema",
+                         "database file %.*s has an older schema version "
+                         "than this duro's; the verbs that only read open "
+                         "it read-only and do not migrate it: open it once "
+                         "as a user who can write it (its application does, "
+                         "or duro --db 'sqlite:%.*s?mode=rw' list)",
+                         path_len, path, path_len, path);
     if (rc == DURO_NOT_FOUND && strstr(detail, "nothing was created") != NULL)
         return cli_error(c, EXIT_FAILED, "no_database",
                          "%s (check --db or DURO_DB)", detail);

@@ -234,7 +234,8 @@ int cmd_ui(cli *c, int argc, char **argv)
                 "duro ui: warning: listening on %s, not loopback: anyone who "
                 "can reach it and has the token can cancel instances\n",
                 host);
-    if ((status = cli_open(c, 0, &srv.client)) != EXIT_OK)
+    if ((status = cli_open(c, srv.read_only ? CLI_OPEN_READ : CLI_OPEN_EXISTING,
+                           &srv.client)) != EXIT_OK)
         return status;
 
     /* SIGINT and SIGTERM are taken by sigwait below; MHD's threads inherit

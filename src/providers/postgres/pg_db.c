@@ -369,15 +369,17 @@ static int query_row(duro__pg_conn *c, const char *sql, PGresult **res,
     return duro__pg_error(c, DURO__PG_FAILED, "open: schema version", err);
 }
 
-/* Whether the schema exists, and the version its duro_schema records (0
- * without the table), in statements that need no privilege beyond USAGE
- * on the schema and SELECT on duro_schema, and change nothing. */
+/* Whether the schema exists, whether it has duro_schema, and the version
+ * that records (0 without the table), in statements that need no privilege
+ * beyond USAGE on the schema and SELECT on duro_schema, and change
+ * nothing. */
 static int read_state(duro__pg_provider *p, duro__pg_conn *c, int *exists,
-                      int64_t *version, duro_error *err)
+                      int *has_table, int64_t *version, duro_error *err)
 {
     char sql[512];
     PGresult *res = NULL;
     *exists = 0;
+    *has_table = 0;
     *version = 0;
     /* the name was validated as an identifier: no quote to escape */
     snprintf(sql, sizeof(sql),
@@ -385,13 +387,12 @@ static int read_state(duro__pg_provider *p, duro__pg_conn *c, int *exists,
              "to_regclass('\"%s\".duro_schema') IS NOT NULL",
              p->cfg.schema, p->cfg.schema);
     int rc = query_row(c, sql, &res, err);
-    int has_table = 0;
     if (rc == DURO_OK) {
         *exists = PQgetvalue(res, 0, 0)[0] == 't';
-        has_table = PQgetvalue(res, 0, 1)[0] == 't';
+        *has_table = PQgetvalue(res, 0, 1)[0] == 't';
     }
     PQclear(res);
-    if (rc != DURO_OK || !*exists || !has_table)
+    if (rc != DURO_OK || !*exists || !*has_table)
         return rc;
     snprintf(sql, sizeof(sql),
              "SELECT COALESCE(MAX(version), 0) FROM \"%s\".duro_schema",
@@ -420,6 +421,17 @@ static int schema_missing(duro__pg_provider *p, duro_error *err)
                           p->cfg.schema, p->cfg.display);
 }
 
+/* create=0 on a schema that exists but holds no duro store (no
+ * duro_schema): nothing is created in it. */
+static int schema_not_a_store(duro__pg_provider *p, duro_error *err)
+{
+    return duro_error_set(err, DURO_NOT_FOUND, 0,
+                          "postgres open: schema \"%s\" in %s holds no duro "
+                          "store (it has no duro_schema table); nothing was "
+                          "created (create=0)",
+                          p->cfg.schema, p->cfg.display);
+}
+
 int duro__pg_migrate(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
 {
     static const char op[] = "open: migrate";
@@ -427,9 +439,9 @@ int duro__pg_migrate(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
     /* A current schema is the common case: it is opened with reads alone,
      * so a role with only data rights (USAGE on the schema, DML on its
      * tables, no CREATE) can use a store it could not have created. */
-    int exists = 0;
+    int exists = 0, has_table = 0;
     int64_t version = 0;
-    int rc = read_state(p, c, &exists, &version, err);
+    int rc = read_state(p, c, &exists, &has_table, &version, err);
     if (rc != DURO_OK)
         return rc;
     if (version > DURO__PG_SCHEMA_VERSION)
@@ -438,6 +450,8 @@ int duro__pg_migrate(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
         return DURO_OK;
     if (!exists && !p->cfg.create)
         return schema_missing(p, err);
+    if (!has_table && !p->cfg.create)
+        return schema_not_a_store(p, err);
 
     if ((rc = exec_sql(c, "BEGIN", op, err)) != DURO_OK)
         return rc;
@@ -449,9 +463,11 @@ int duro__pg_migrate(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
              "|| '%s', 0))",
              p->cfg.schema);
     if ((rc = exec_sql(c, sql, op, err)) == DURO_OK)
-        rc = read_state(p, c, &exists, &version, err);
+        rc = read_state(p, c, &exists, &has_table, &version, err);
     if (rc == DURO_OK && version > DURO__PG_SCHEMA_VERSION)
         rc = schema_too_new(p, version, err);
+    if (rc == DURO_OK && exists && !has_table && !p->cfg.create)
+        rc = schema_not_a_store(p, err);
     if (rc == DURO_OK && !exists) {
         if (!p->cfg.create)
             rc = schema_missing(p, err);

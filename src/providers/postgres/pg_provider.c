@@ -845,3 +845,58 @@ int duro__pg_idle_waiters(duro_provider *base, duro_queue queue)
     pthread_mutex_unlock(&n->lock);
     return idle;
 }
+
+/* ---- can this role write the store? ---------------------------------------
+ * Asked once by a runtime when it is created: a runtime on a store it
+ * cannot write would start and then retry every fetch for ever. One query,
+ * reads only. A client that only reads is never asked. */
+
+int duro__pg_check_writable(duro_provider *base, duro_error *err)
+{
+    duro__pg_provider *p = hook_target(base);
+    if (p == NULL)
+        return DURO_OK;
+    char sql[768];
+    /* the schema was validated as an identifier: no quote to escape */
+    snprintf(sql, sizeof(sql),
+             "SELECT pg_is_in_recovery(), "
+             "current_setting('transaction_read_only') = 'on', current_user, "
+             "COALESCE((SELECT bool_and(has_table_privilege(c.oid, 'INSERT') "
+             "AND has_table_privilege(c.oid, 'UPDATE') AND "
+             "has_table_privilege(c.oid, 'DELETE')) FROM pg_class c JOIN "
+             "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = "
+             "'%s' AND c.relkind = 'r'), true)",
+             p->cfg.schema);
+    duro__pg_conn *c = duro__pg_reader_acquire(p);
+    PGresult *res = PQexec(c->pg, sql);
+    int rc = DURO_OK;
+    if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
+        PQntuples(res) == 1) {
+        const char *role = PQgetvalue(res, 0, 2);
+        if (PQgetvalue(res, 0, 0)[0] == 't')
+            rc = duro_error_set(err, DURO_STORAGE, 0,
+                                "postgres %s: the server is a standby (in "
+                                "recovery) and cannot be written; a runtime "
+                                "needs to write its store (connect it to "
+                                "the primary)",
+                                p->cfg.display);
+        else if (PQgetvalue(res, 0, 1)[0] == 't')
+            rc = duro_error_set(err, DURO_STORAGE, 0,
+                                "postgres %s: role \"%s\" opens read-only "
+                                "transactions (default_transaction_read_only "
+                                "is on); a runtime needs to write its store",
+                                p->cfg.display, role);
+        else if (PQgetvalue(res, 0, 3)[0] != 't')
+            rc = duro_error_set(err, DURO_STORAGE, 0,
+                                "postgres %s: role \"%s\" lacks INSERT, "
+                                "UPDATE or DELETE on the tables of schema "
+                                "\"%s\"; a runtime needs to write its store "
+                                "(see the GRANTs in docs/postgres-provider.md)",
+                                p->cfg.display, role, p->cfg.schema);
+    }
+    /* A failed query says nothing about rights: the runtime's own
+     * statements will report what is wrong. */
+    PQclear(res);
+    duro__pg_reader_release(p, c);
+    return rc;
+}

@@ -214,31 +214,43 @@ static int exec_sql(duro__sqlite_conn *c, const char *sql, const char *op,
     return DURO_OK;
 }
 
-/* Reads the recorded schema version: 0 for a database without duro tables.
- */
-static int read_schema_version(duro__sqlite_conn *c, int64_t *version,
-                               duro_error *err)
+/* What the file holds: whether duro_schema exists, how many other tables,
+ * indexes, views and triggers it has (SQLite's own sqlite_* tables not
+ * counted), and the recorded schema version (0 without duro_schema). Reads
+ * only. */
+typedef struct schema_state {
+    int has_table;
+    int64_t others;
+    int64_t version;
+} schema_state;
+
+static int read_schema_state(duro__sqlite_conn *c, schema_state *st,
+                             duro_error *err)
 {
     static const char sql[] =
-        "SELECT CASE WHEN EXISTS(SELECT 1 FROM sqlite_master "
-        "WHERE type = 'table' AND name = 'duro_schema') THEN 1 ELSE 0 END";
+        "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+        "name = 'duro_schema'), (SELECT count(*) FROM sqlite_master WHERE "
+        "name <> 'duro_schema' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\')";
     sqlite3_stmt *s = NULL;
-    *version = 0;
+    memset(st, 0, sizeof(*st));
     int rc = sqlite3_prepare_v2(c->db, sql, -1, &s, NULL);
     if (rc == SQLITE_OK) {
         rc = sqlite3_step(s);
-        int exists = rc == SQLITE_ROW && sqlite3_column_int(s, 0) != 0;
-        rc = rc == SQLITE_ROW ? SQLITE_OK : rc;
+        if (rc == SQLITE_ROW) {
+            st->has_table = sqlite3_column_int(s, 0) != 0;
+            st->others = sqlite3_column_int64(s, 1);
+            rc = SQLITE_OK;
+        }
         sqlite3_finalize(s);
         s = NULL;
-        if (rc == SQLITE_OK && exists) {
+        if (rc == SQLITE_OK && st->has_table) {
             rc = sqlite3_prepare_v2(
                 c->db, "SELECT IFNULL(MAX(version), 0) FROM duro_schema", -1,
                 &s, NULL);
             if (rc == SQLITE_OK) {
                 rc = sqlite3_step(s);
                 if (rc == SQLITE_ROW) {
-                    *version = sqlite3_column_int64(s, 0);
+                    st->version = sqlite3_column_int64(s, 0);
                     rc = SQLITE_OK;
                 }
             }
@@ -250,6 +262,35 @@ static int read_schema_version(duro__sqlite_conn *c, int64_t *version,
         return err != NULL ? err->code : DURO_STORAGE;
     }
     sqlite3_finalize(s);
+    return DURO_OK;
+}
+
+/* A file that holds no duro store: under create=0 (or mode=ro) it is not
+ * found, and nothing is written to it; under create=1 an empty file
+ * becomes a store, but one holding another application's tables is
+ * refused, not taken over (its journal mode would change too). */
+static int check_is_store(const duro__sqlite_provider *p,
+                          const schema_state *st, duro_error *err)
+{
+    if (st->has_table || p->cfg.memory)
+        return DURO_OK; /* :memory: is always new */
+    if (!p->cfg.create)
+        return duro_error_set(err, DURO_NOT_FOUND, 0,
+                              "database file %s is not a duro store (it has "
+                              "no duro_schema table); nothing in it was "
+                              "changed (the URL says %s)",
+                              p->cfg.path,
+                              p->cfg.read_only ? "mode=ro" : "create=0");
+    if (st->others > 0)
+        return duro_error_set(err, DURO_SCHEMA, 0,
+                              "database file %s holds %lld other schema "
+                              "objects (tables, indexes, views or triggers) "
+                              "but no duro_schema table: it is "
+                              "another application's database, not a duro "
+                              "store, and duro does not take it over; "
+                              "nothing in it was changed (give duro a new "
+                              "or empty file)",
+                              p->cfg.path, (long long)st->others);
     return DURO_OK;
 }
 
@@ -328,15 +369,31 @@ static int configure_writer(duro__sqlite_provider *p, duro__sqlite_conn *c,
 int duro__sqlite_migrate(duro__sqlite_provider *p, duro_error *err)
 {
     duro__sqlite_conn *c = &p->writer;
-    int64_t version = 0;
-    int rc = read_schema_version(c, &version, err);
+    schema_state st;
+    int rc = read_schema_state(c, &st, err);
     if (rc != DURO_OK)
         return rc;
-    if (version > DURO__SQLITE_SCHEMA_VERSION)
-        return newer_schema(p, version, err);
-    if ((rc = configure_writer(p, c, err)) != DURO_OK)
+    if (st.version > DURO__SQLITE_SCHEMA_VERSION)
+        return newer_schema(p, st.version, err);
+    /* Before anything is written, the journal mode included. */
+    if ((rc = check_is_store(p, &st, err)) != DURO_OK)
         return rc;
-    if (version == DURO__SQLITE_SCHEMA_VERSION)
+    if (p->cfg.read_only) {
+        if (st.version == DURO__SQLITE_SCHEMA_VERSION)
+            return DURO_OK;
+        return duro_error_set(err, DURO_SCHEMA, 0,
+                              "database %s has schema version %lld, older "
+                              "than this duro's %d, and mode=ro does not "
+                              "migrate (open it once without mode=ro, as "
+                              "a user who can write it: the application, "
+                              "or duro start)",
+                              p->cfg.path, (long long)st.version,
+                              DURO__SQLITE_SCHEMA_VERSION);
+    }
+    if ((rc = duro__sqlite_check_wal_files(p, 1, err)) != DURO_OK ||
+        (rc = configure_writer(p, c, err)) != DURO_OK)
+        return rc;
+    if (st.version == DURO__SQLITE_SCHEMA_VERSION)
         return DURO_OK;
 
     /* Re-read inside the write transaction: another process may have
@@ -344,10 +401,13 @@ int duro__sqlite_migrate(duro__sqlite_provider *p, duro_error *err)
     rc = exec_sql(c, "BEGIN IMMEDIATE", "open: migrating the schema", err);
     if (rc != DURO_OK)
         return rc;
-    rc = read_schema_version(c, &version, err);
+    rc = read_schema_state(c, &st, err);
+    int64_t version = st.version;
     if (rc == DURO_OK && version > DURO__SQLITE_SCHEMA_VERSION)
         rc = newer_schema(p, version, err);
-    if (rc == DURO_OK && version == 0)
+    if (rc == DURO_OK)
+        rc = check_is_store(p, &st, err);
+    if (rc == DURO_OK && !st.has_table)
         rc = exec_sql(c,
                       "CREATE TABLE duro_schema(version INTEGER PRIMARY KEY,"
                       " applied_ms INTEGER NOT NULL)",
@@ -397,8 +457,9 @@ int duro__sqlite_conn_open(duro__sqlite_provider *p, duro__sqlite_conn *c,
             c->db = NULL;
             return duro_error_set(err, DURO_NOT_FOUND, 0,
                                   "database file %s does not exist (the URL "
-                                  "says create=0)",
-                                  p->cfg.path);
+                                  "says %s)",
+                                  p->cfg.path,
+                                  p->cfg.read_only ? "mode=ro" : "create=0");
         }
         duro_error_set(err, DURO_STORAGE, 0, "sqlite open %s: %s", p->cfg.path,
                        sqlite3_errmsg(c->db));
@@ -593,9 +654,21 @@ static int write_begin_locked(duro__sqlite_provider *p, const char *op,
     return DURO_OK;
 }
 
+/* mode=ro: every write is refused before it reaches SQLite, with the
+ * reason, instead of SQLite's "attempt to write a readonly database". */
+static int refuse_read_only(const duro__sqlite_provider *p, const char *op,
+                            duro_error *err)
+{
+    return duro_error_set(err, DURO_STORAGE, 0,
+                          "sqlite %s: %s was opened read-only (mode=ro)", op,
+                          p->cfg.path);
+}
+
 int duro__sqlite_write_begin(duro__sqlite_provider *p, const char *op,
                              duro__sqlite_conn **out, duro_error *err)
 {
+    if (p->cfg.read_only)
+        return refuse_read_only(p, op, err);
     /* Urgent writes go first (one atomic load when there are none). */
     if (atomic_load(&p->urgent_writers) > 0) {
         pthread_mutex_lock(&p->urgent_lock);
@@ -610,6 +683,8 @@ int duro__sqlite_write_begin(duro__sqlite_provider *p, const char *op,
 int duro__sqlite_write_begin_urgent(duro__sqlite_provider *p, const char *op,
                                     duro__sqlite_conn **out, duro_error *err)
 {
+    if (p->cfg.read_only)
+        return refuse_read_only(p, op, err);
     atomic_fetch_add(&p->urgent_writers, 1);
     pthread_mutex_lock(&p->write_lock);
     if (atomic_fetch_sub(&p->urgent_writers, 1) == 1) {

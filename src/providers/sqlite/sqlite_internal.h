@@ -28,6 +28,9 @@ typedef struct duro__sqlite_config {
     int pool;             /* reader connections; 0 for :memory: */
     int create;           /* 1 (default): create a missing file; 0: a
                              missing file fails DURO_NOT_FOUND */
+    int read_only;        /* mode=ro: every connection SQLITE_OPEN_READONLY,
+                             no PRAGMA that writes, no migration, every
+                             write refused; implies create=0 */
 } duro__sqlite_config;
 
 /* Parses `spec` (the URL after "sqlite:") into cfg; DURO_BAD_URL with the
@@ -519,6 +522,13 @@ void duro__sqlite_conn_close(duro__sqlite_conn *c);
  * untouched), then sets the writer's journal mode and synchronous level and
  * creates or migrates the schema. */
 int duro__sqlite_migrate(duro__sqlite_provider *p, duro_error *err);
+/* Refuses (DURO_STORAGE, the reason and the way out in the message) to let
+ * SQLite create the file's -wal and -shm where that would fail (directory
+ * not writable) or lock the file's owner out (another user would own
+ * them). opened = 0: before the writer opens the file (a file in WAL
+ * mode); 1: before the writer switches a file in rollback mode to WAL. */
+int duro__sqlite_check_wal_files(duro__sqlite_provider *p, int opened,
+                                 duro_error *err);
 
 /* The statement `id` on c, reset and with bindings cleared; NULL with err
  * set when it cannot be prepared. */

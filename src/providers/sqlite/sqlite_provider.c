@@ -5,10 +5,14 @@
  * transaction, a pool of read-only connections for pure reads (WAL lets them
  * run beside the writer); any method may be called from any thread. */
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "providers/providers.h"
 #include "providers/sqlite/sqlite_internal.h"
@@ -210,6 +214,155 @@ static void sqlite_wake(duro_provider *base, int sticky)
     pthread_mutex_unlock(&n->lock);
 }
 
+/* ---- who may create the -wal and -shm files ------------------------------
+ * In WAL mode SQLite keeps two files beside the database, PATH-wal and
+ * PATH-shm. A connection that finds them missing creates them (os_unix.c:
+ * with the database file's permission bits, owned by the calling process;
+ * only a process running as root gives them to the database's owner), even
+ * a connection that only reads, and a read-only connection cannot remove
+ * them at its close. So another user's process that merely reads a store
+ * while its application is stopped leaves files its owner cannot write,
+ * and the application then fails "attempt to write a readonly database"
+ * until someone deletes them. That is refused here, before SQLite creates
+ * anything. */
+
+/* Whether the file's header says WAL (read and write versions 2). Read
+ * through SQLite's VFS, not open(2) and close(2): closing any descriptor
+ * of a file drops every POSIX lock this process holds on it, those of
+ * other connections to it included; SQLite's own close defers that. */
+static int file_is_wal(const char *path)
+{
+    sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
+    if (vfs == NULL)
+        return 0;
+    /* xOpen takes a name from xFullPathname, followed by two NULs (where
+     * SQLite keeps URI parameters) */
+    size_t name_size = (size_t)vfs->mxPathname + 2;
+    char *name = duro__calloc(1, name_size);
+    sqlite3_file *f = duro__calloc(1, (size_t)vfs->szOsFile);
+    unsigned char header[20];
+    int out = 0, wal = 0;
+    if (name != NULL && f != NULL &&
+        vfs->xFullPathname(vfs, path, vfs->mxPathname, name) == SQLITE_OK &&
+        vfs->xOpen(vfs, name, f, SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_READONLY,
+                   &out) == SQLITE_OK) {
+        wal = f->pMethods->xRead(f, header, sizeof(header), 0) == SQLITE_OK &&
+              header[18] == 2 && header[19] == 2;
+    }
+    if (f != NULL && f->pMethods != NULL)
+        f->pMethods->xClose(f);
+    duro__free(f);
+    duro__free(name);
+    return wal;
+}
+
+/* Whether user `uid` is a member of group `gid`. */
+static int user_in_group(uid_t uid, gid_t gid)
+{
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) != 0 || found == NULL)
+        return 0;
+    if (pw.pw_gid == gid)
+        return 1;
+    gid_t groups[256];
+    int n = (int)DURO__ARRAY_LEN(groups);
+    if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
+        return 0; /* more groups than we look at: assume not */
+    for (int i = 0; i < n; i++)
+        if (groups[i] == gid)
+            return 1;
+    return 0;
+}
+
+/* A user's name, or "uid N" without one, for messages. */
+static void user_name(uid_t uid, char *out, size_t size)
+{
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) == 0 && found != NULL)
+        snprintf(out, size, "%s", pw.pw_name);
+    else
+        snprintf(out, size, "uid %u", (unsigned)uid);
+}
+
+int duro__sqlite_check_wal_files(duro__sqlite_provider *p, int opened,
+                                 duro_error *err)
+{
+    const char *path = p->cfg.path;
+    struct stat db, dir;
+    if (p->cfg.memory || stat(path, &db) != 0 || !S_ISREG(db.st_mode))
+        return DURO_OK; /* a missing file is created by us, or not found */
+    /* Reading a file in rollback mode creates no -wal or -shm, so a file
+     * in WAL mode is checked before the open, and one in rollback mode
+     * (new, empty) only before the writer switches it to WAL. */
+    if (file_is_wal(path) == opened)
+        return DURO_OK;
+    char *wal = duro__sprintf("%s-wal", path);
+    char *shm = duro__sprintf("%s-shm", path);
+    char *dir_path = duro__strdup(path);
+    int rc = DURO_OK;
+    if (wal == NULL || shm == NULL || dir_path == NULL) {
+        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        goto done;
+    }
+    const char *missing = access(shm, F_OK) != 0   ? "-shm"
+                          : access(wal, F_OK) != 0 ? "-wal"
+                                                   : NULL;
+    if (missing == NULL)
+        goto done; /* opened as they are: nothing is created */
+    char *slash = strrchr(dir_path, '/');
+    if (slash == NULL)
+        snprintf(dir_path, strlen(dir_path) + 1, ".");
+    else if (slash == dir_path)
+        dir_path[1] = '\0';
+    else
+        *slash = '\0';
+    uid_t me = geteuid();
+    char me_name[160], owner_name[160];
+    user_name(me, me_name, sizeof(me_name));
+    user_name(db.st_uid, owner_name, sizeof(owner_name));
+    if (faccessat(AT_FDCWD, dir_path, W_OK, AT_EACCESS) != 0) {
+        /* Messages hold 512 bytes: the path once, the rest short. */
+        rc = duro_error_set(
+            err, DURO_STORAGE, 0,
+            "sqlite open %s: its %s file does not exist and its directory is "
+            "not writable by %s, so SQLite cannot create the -wal and -shm "
+            "files a WAL database needs, even to read it (open it while its "
+            "application has it open, or as a user who can write the "
+            "directory)",
+            path, missing, me_name);
+        goto done;
+    }
+    if (me == 0 || me == db.st_uid || db.st_uid == 0)
+        goto done; /* ours, given to the owner (we are root), or the
+                      owner is root, who writes whatever it owns */
+    /* The new files get the database's mode, this process's user and its
+     * group (the directory's, if the directory is set-group-ID). */
+    gid_t group = getegid();
+    if (stat(dir_path, &dir) == 0 && (dir.st_mode & S_ISGID))
+        group = dir.st_gid;
+    if ((db.st_mode & S_IWOTH) ||
+        ((db.st_mode & S_IWGRP) && user_in_group(db.st_uid, group)))
+        goto done; /* the owner can write them: a shared group */
+    rc = duro_error_set(
+        err, DURO_STORAGE, 0,
+        "sqlite open %s: refused: the file belongs to %s and its %s file "
+        "does not exist, so opening it as %s would create -wal and -shm "
+        "files owned by %s (mode %04o) that %s cannot write, and its "
+        "application would then fail \"attempt to write a readonly "
+        "database\". Run this as %s, or while the application has the store "
+        "open, or give both users a group with write access to the file "
+        "and its directory",
+        path, owner_name, missing, me_name, me_name,
+        (unsigned)(db.st_mode & 0777), owner_name, owner_name);
+done:
+    duro__free(wal);
+    duro__free(shm);
+    duro__free(dir_path);
+    return rc;
+}
+
 /* ---- open and close ----------------------------------------------------- */
 
 static void sqlite_close(duro_provider *base)
@@ -323,14 +476,16 @@ int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
     pthread_mutex_init(&p->pool_lock, NULL);
     pthread_cond_init(&p->pool_cond, NULL);
 
-    rc = duro__sqlite_conn_open(p, &p->writer, 0, err);
+    rc = duro__sqlite_check_wal_files(p, 0, err);
+    if (rc == DURO_OK)
+        rc = duro__sqlite_conn_open(p, &p->writer, p->cfg.read_only, err);
     if (rc == DURO_OK)
         rc = duro__sqlite_migrate(p, err);
     if (rc == DURO_OK)
         rc = open_readers(p, err);
     if (rc == DURO_OK && (p->notifier = notifier_attach(p)) == NULL)
         rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    if (rc == DURO_OK && !p->cfg.memory) {
+    if (rc == DURO_OK && !p->cfg.memory && !p->cfg.read_only) {
         rc = duro__sqlite_conn_open(p, &p->checkpointer, 0, err);
         if (rc == DURO_OK) {
             p->has_checkpointer = 1;
@@ -396,4 +551,60 @@ int duro__sqlite_pragma_int(duro_provider *base, const char *name, int64_t *out)
     sqlite3_finalize(s);
     pthread_mutex_unlock(&p->write_lock);
     return rc == SQLITE_OK ? 0 : -1;
+}
+
+/* ---- can this process write the store? -----------------------------------
+ * Asked once by a runtime when it is created: a runtime on a store it
+ * cannot write would start and then retry every fetch for ever. A client
+ * that only reads is never asked. */
+
+int duro__sqlite_check_writable(duro_provider *base, duro_error *err)
+{
+    duro__sqlite_provider *p = hook_target(base);
+    if (p == NULL || p->cfg.memory)
+        return DURO_OK;
+    const char *path = p->cfg.path;
+    if (p->cfg.read_only)
+        return duro_error_set(err, DURO_STORAGE, 0,
+                              "sqlite %s was opened read-only (mode=ro); a "
+                              "runtime writes to its store",
+                              path);
+    /* SQLite opens a file it may not write read-only without a word;
+     * BEGIN IMMEDIATE also needs the -wal and -shm writable. It takes
+     * the write lock: another process writing (BUSY) proves nothing
+     * either way, so only a read-only answer fails. */
+    pthread_mutex_lock(&p->write_lock);
+    int rc = SQLITE_READONLY;
+    if (sqlite3_db_readonly(p->writer.db, "main") != 1) {
+        rc = sqlite3_exec(p->writer.db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            sqlite3_exec(p->writer.db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    char detail[256];
+    snprintf(detail, sizeof(detail), "%s", sqlite3_errmsg(p->writer.db));
+    pthread_mutex_unlock(&p->write_lock);
+    if ((rc & 0xff) != SQLITE_READONLY)
+        return DURO_OK;
+
+    char me[160], owner[160], file[1100];
+    user_name(geteuid(), me, sizeof(me));
+    const char *suffixes[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < DURO__ARRAY_LEN(suffixes); i++) {
+        struct stat st;
+        snprintf(file, sizeof(file), "%s%s", path, suffixes[i]);
+        if (stat(file, &st) != 0 ||
+            faccessat(AT_FDCWD, file, W_OK, AT_EACCESS) == 0)
+            continue;
+        user_name(st.st_uid, owner, sizeof(owner));
+        return duro_error_set(err, DURO_STORAGE, 0,
+                              "sqlite %s: a runtime needs to write its "
+                              "store, and %s (owned by %s, mode %04o) is "
+                              "not writable by %s",
+                              path, file, owner, (unsigned)(st.st_mode & 0777),
+                              me);
+    }
+    return duro_error_set(err, DURO_STORAGE, 0,
+                          "sqlite %s: a runtime needs to write its store, "
+                          "and %s cannot: %s",
+                          path, me, detail);
 }

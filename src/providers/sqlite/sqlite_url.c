@@ -49,12 +49,13 @@ enum {
     PARAM_HISTORY,
     PARAM_PAYLOAD,
     PARAM_POOL,
-    PARAM_CREATE
+    PARAM_CREATE,
+    PARAM_MODE
 };
 
-static const char *const param_names[] = {"synchronous", "busy_timeout_ms",
-                                          "max_history", "max_payload",
-                                          "pool",        "create"};
+static const char *const param_names[] = {
+    "synchronous", "busy_timeout_ms", "max_history", "max_payload",
+    "pool",        "create",          "mode"};
 
 /* Applies one "key=value" of length len. */
 static int parse_param(const char *param, size_t len, unsigned *seen,
@@ -82,7 +83,7 @@ static int parse_param(const char *param, size_t len, unsigned *seen,
         return duro_error_set(err, DURO_BAD_URL, 0,
                               "unknown sqlite URL parameter '%.*s' (known: "
                               "synchronous, busy_timeout_ms, max_history, "
-                              "max_payload, pool, create)",
+                              "max_payload, pool, create, mode)",
                               (int)key_len, param);
     if (*seen & (1u << which))
         return duro_error_set(err, DURO_BAD_URL, 0,
@@ -131,6 +132,13 @@ static int parse_param(const char *param, size_t len, unsigned *seen,
             return DURO_OK;
         }
         break;
+    case PARAM_MODE:
+        if (value_len == 2 &&
+            (memcmp(value, "ro", 2) == 0 || memcmp(value, "rw", 2) == 0)) {
+            cfg->read_only = value[1] == 'o';
+            return DURO_OK;
+        }
+        break;
     }
     static const char *const ranges[] = {
         "",
@@ -138,7 +146,8 @@ static int parse_param(const char *param, size_t len, unsigned *seen,
         "a whole number of events, at least 1",
         "a number of bytes, 1 to 1000000000",
         "a number of connections, 0 to 64",
-        "0 or 1"};
+        "0 or 1",
+        "ro or rw"};
     return duro_error_set(err, DURO_BAD_URL, 0,
                           "bad value '%.*s' for sqlite URL parameter %s "
                           "(expected %s)",
@@ -206,8 +215,8 @@ int duro__sqlite_parse_url(const char *spec, duro__sqlite_config *cfg,
                               (int)DURO__MIN(path_len, (size_t)200), spec,
                               misplaced, misplaced);
 
+    unsigned seen = 0;
     if (query != NULL) {
-        unsigned seen = 0;
         const char *param = query + 1;
         for (;;) {
             const char *amp = strchr(param, '&');
@@ -222,6 +231,21 @@ int duro__sqlite_parse_url(const char *spec, duro__sqlite_config *cfg,
     }
 
     cfg->memory = path_len == 8 && memcmp(spec, ":memory:", 8) == 0;
+    if (cfg->read_only) {
+        /* mode=ro creates nothing: create=1 asks for the opposite, and a
+         * private in-memory database that cannot be written is empty. */
+        if (cfg->create && (seen & (1u << PARAM_CREATE)))
+            return duro_error_set(err, DURO_BAD_URL, 0,
+                                  "sqlite URL parameters mode=ro and "
+                                  "create=1 contradict each other (mode=ro "
+                                  "never creates a file)");
+        if (cfg->memory)
+            return duro_error_set(err, DURO_BAD_URL, 0,
+                                  "sqlite URL parameter mode=ro has no "
+                                  "meaning for :memory: (a private database "
+                                  "that cannot be written is empty)");
+        cfg->create = 0;
+    }
     if (cfg->memory) {
         cfg->pool = 0; /* another connection would see another database */
         cfg->path = duro__strdup(":memory:");
