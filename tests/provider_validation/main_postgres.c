@@ -1197,14 +1197,14 @@ static void *share_main(void *arg)
     return NULL;
 }
 
-PV_TEST(activity_acks_of_many_threads_share_statements)
+/* One round on instance `id`: the checks above but the sharing. */
+static void share_round(duro_provider *p, const char *instance)
 {
     share_ctx *x = calloc(1, sizeof(*x));
     CHECK(x != NULL);
-    x->p = pv_open();
-    duro_provider *p = x->p;
+    x->p = p;
     duro_error e;
-    cycle_start(p, "fan");
+    cycle_start(p, instance);
     duro_orch_item *item = NULL;
     CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
               &e);
@@ -1213,7 +1213,7 @@ PV_TEST(activity_acks_of_many_threads_share_statements)
     CHECK(acts != NULL);
     for (int i = 0; i < SHARE_ACTS; i++)
         acts[i] = (duro_work_item){.kind = DURO_WORK_ACTIVITY_EXECUTE,
-                                   .instance_id = "fan",
+                                   .instance_id = instance,
                                    .execution_id = 1,
                                    .source_id = (uint64_t)i + 2,
                                    .name = "act"};
@@ -1267,10 +1267,27 @@ PV_TEST(activity_acks_of_many_threads_share_statements)
                   got[id]);
     free(got);
     duro_orch_item_free(item);
-    CHECK_INT(duro__pg_combined_acks_max(p), >=, 2);
-    fprintf(stderr, "  at most %llu acks in one statement\n",
-            (unsigned long long)duro__pg_combined_acks_max(p));
     free(x);
+}
+
+/* Whether acks share a statement depends on their timing: on a loaded
+ * machine the threads may take turns for a whole round, so rounds go on
+ * (each checked in full) until one statement carried several acks, or a
+ * deadline. */
+PV_TEST(activity_acks_of_many_threads_share_statements)
+{
+    duro_provider *p = pv_open();
+    int64_t deadline = test_now_ms() + 60000;
+    int round = 0;
+    do {
+        char id[32];
+        snprintf(id, sizeof(id), "fan-%d", round++);
+        share_round(p, id);
+    } while (duro__pg_combined_acks_max(p) < 2 && test_now_ms() < deadline);
+    CHECK_MSG(duro__pg_combined_acks_max(p) >= 2,
+              "in %d rounds no statement carried two acks", round);
+    fprintf(stderr, "  at most %llu acks in one statement (%d rounds)\n",
+            (unsigned long long)duro__pg_combined_acks_max(p), round);
 }
 
 /* A batch claim (READY_CLAIM_MANY) that takes an instance whose ready row
