@@ -580,7 +580,9 @@ typedef struct duro_runtime_options {
     uint64_t max_history_events;   /* events per execution before the
                                       instance fails (the turn that would
                                       pass it fails instead, adding the
-                                      failure's own few events); 0: only
+                                      failure's events: one cancel per
+                                      activity or child still running,
+                                      and OrchestrationFailed); 0: only
                                       the store's cap; default 50000 */
     size_t fiber_stack_size;       /* bytes; default 256 KiB;
                                       16 KiB .. 256 MiB */

@@ -440,19 +440,31 @@ static void end_item(turn_ctx *c, int rc)
         rc = run_and_ack(c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_INFRASTRUCTURE);
         if (rc == DURO_HISTORY_LIMIT) {
-            /* Not even the failure fits: record the status alone. */
+            /* Not even the failure's events fit under the store's cap: the
+             * failing turn's effects without its history. Its activities
+             * are cancelled and its children and parent told (c->turn
+             * still holds that turn), so nothing it started runs on and
+             * nobody waits for it; only the events are missing. */
+            const duro__turn *turn = c->turn;
             duro_instance_meta meta = {.status = DURO_STATUS_FAILED,
                                        .name = item->name,
                                        .version = item->version,
                                        .error = why,
                                        .category = DURO_CATEGORY_INFRASTRUCTURE,
                                        .problem = why};
-            duro_orch_ack ack = {.execution_id = c->plan.execution_id,
-                                 .meta = &meta};
+            duro_orch_ack ack = {
+                .execution_id = c->plan.execution_id,
+                .orchestrator_items = turn->outbound,
+                .orchestrator_item_count = turn->outbound_count,
+                .meta = &meta,
+                .cancelled_activities = turn->cancelled,
+                .cancelled_activity_count = turn->cancelled_count};
             duro_error err;
             rc = c->p->ack_orchestration_item(c->p, item->lock_token, &ack,
                                               &err);
-            if (rc != DURO_OK)
+            if (rc == DURO_OK)
+                acked(c, rc, &err); /* counted, local tokens fired */
+            else
                 duro__log(&rt->logger, DURO_LOG_ERROR,
                           "could not fail instance '%s': %s", item->instance_id,
                           err.message);

@@ -1001,6 +1001,96 @@ TEST(history_cap_of_the_runtime_is_named_in_the_failure)
     rt_done(&f);
 }
 
+/* The store's cap reached where not even the failure's events fit: a
+ * fan-out of CAP_FAN activities fills the store's cap of CAP_EVENTS but one
+ * event (OrchestrationStarted and the schedules), the first two complete at
+ * once and the others wait for their cancellation. The turn of those two
+ * completions is refused, and so is the failure (a cancel per waiting
+ * activity and OrchestrationFailed): the instance is still failed with
+ * the failing turn's effects - the waiting activities are cancelled, the
+ * parent learns of it. */
+#define CAP_FAN 10
+#define CAP_EVENTS (CAP_FAN + 2)
+
+static _Atomic int cap_waiting;   /* activities waiting for a cancel */
+static _Atomic int cap_cancelled; /* ... that saw it, as instance_failed */
+static _Atomic int cap_started;
+
+static int act_cap(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)in;
+    if (atomic_fetch_add(&cap_started, 1) < 2)
+        return duro_ok(out, "quick");
+    atomic_fetch_add(&cap_waiting, 1);
+    /* returns at the cancellation; the test's deadline is far below */
+    if (duro_activity_wait_cancelled(a, 120000) &&
+        strcmp(duro_activity_cancel_reason(a), "instance_failed") == 0)
+        atomic_fetch_add(&cap_cancelled, 1);
+    return duro_ok(out, "late");
+}
+
+static int orch_cap_fan(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    duro_task *t[CAP_FAN];
+    for (int k = 0; k < CAP_FAN; k++)
+        t[k] = duro_call_activity(o, "CapAct", NULL);
+    if (duro_join_n(o, t, CAP_FAN) != DURO_OK)
+        return duro_fail(out, duro_errmsg());
+    return duro_ok(out, "all done");
+}
+
+static int orch_cap_parent(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    duro_task *c =
+        duro_call_sub_orchestration(o, "CapFan", NULL, "cap-child", NULL);
+    if (duro_await(o, c) != DURO_OK)
+        return duro_ok(out, "child failed");
+    return duro_ok(out, "child completed");
+}
+
+TEST(store_cap_with_no_room_for_the_failure_still_cancels_and_tells)
+{
+    rt_fixture f;
+    rt_init(&f, "replay_cap_full.db");
+    char url[600];
+    snprintf(url, sizeof(url), "%s?max_history=%d", f.url, CAP_EVENTS);
+    f.url = url;
+    register_common(&f);
+    CHECK_OK(duro_registry_add_activity(f.reg, "CapAct", act_cap, NULL));
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "CapFan", NULL,
+                                             orch_cap_fan, NULL));
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "CapParent", NULL,
+                                             orch_cap_parent, NULL));
+    f.opts.worker_concurrency = CAP_FAN; /* every activity runs at once */
+    rt_start(&f);
+    rt_start_instance(&f, "cap-parent", "CapParent", NULL);
+
+    /* The parent learns of its child's end... */
+    expect_output(&f, "cap-parent", "child failed", 60000);
+    duro_instance_info *i = rt_wait(&f, "cap-child", 1000);
+    CHECK_EQ(i->status, DURO_STATUS_FAILED);
+    CHECK_MSG(i->error && strstr(i->error, "history limit reached"),
+              "error: %s", i->error ? i->error : "(none)");
+    duro_free(i);
+    /* ...and every activity still waiting is cancelled, none left queued */
+    WAIT_UNTIL(atomic_load(&cap_cancelled) == CAP_FAN - 2, 60000);
+    CHECK_EQ(atomic_load(&cap_waiting), CAP_FAN - 2);
+    duro_history *h = rt_history(&f, "cap-child");
+    CHECK_INT(h->count, <=, CAP_EVENTS);
+    duro_history_free(h);
+    uint64_t left = 1;
+    duro_error e;
+    duro_provider *p = NULL;
+    CHECK_PRC(duro_provider_open(f.url, &p, &e), DURO_OK, &e);
+    CHECK_PRC(p->count_messages(p, DURO_QUEUE_WORKER, "cap-child", &left, &e),
+              DURO_OK, &e);
+    CHECK_EQ(left, 0);
+    duro_provider_close(p);
+    rt_done(&f);
+}
+
 /* ------------------------------------------------------------------------
  * compositions */
 
@@ -1245,5 +1335,6 @@ TEST_MAIN(T(continue_as_new_chain_has_separate_histories_and_latest_status),
           T(history_cap_fails_the_instance_without_truncating_history),
           T(history_cap_of_the_store_is_named_in_the_failure),
           T(history_cap_of_the_runtime_is_named_in_the_failure),
+          T(store_cap_with_no_room_for_the_failure_still_cancels_and_tells),
           T(sequential_fan_out_nested_and_timer_loop),
           T(select_losers_completing_later_replay_deterministically))
