@@ -1003,9 +1003,9 @@ TEST(history_cap_of_the_runtime_is_named_in_the_failure)
 
 /* The store's cap reached where not even the failure's events fit: a
  * fan-out of CAP_FAN activities fills the store's cap of CAP_EVENTS but one
- * event (OrchestrationStarted and the schedules), the first two complete at
- * once and the others wait for their cancellation. The turn of those two
- * completions is refused, and so is the failure (a cancel per waiting
+ * event (OrchestrationStarted and the schedules), the first two complete
+ * once the others run, and those wait for their cancellation. The turn of those
+ * two completions is refused, and so is the failure (a cancel per waiting
  * activity and OrchestrationFailed): the instance is still failed with
  * the failing turn's effects - the waiting activities are cancelled, the
  * parent learns of it. */
@@ -1019,8 +1019,14 @@ static _Atomic int cap_started;
 static int act_cap(duro_activity *a, const char *in, duro_result *out)
 {
     (void)in;
-    if (atomic_fetch_add(&cap_started, 1) < 2)
+    if (atomic_fetch_add(&cap_started, 1) < 2) {
+        /* once the others wait: their cancellation is what is tested */
+        int64_t deadline = test_now_ms() + 60000;
+        while (atomic_load(&cap_waiting) < CAP_FAN - 2 &&
+               test_now_ms() < deadline)
+            duro_activity_wait_cancelled(a, 1);
         return duro_ok(out, "quick");
+    }
     atomic_fetch_add(&cap_waiting, 1);
     /* returns at the cancellation; the test's deadline is far below */
     if (duro_activity_wait_cancelled(a, 120000) &&
