@@ -1043,6 +1043,100 @@ TEST(wal_is_checkpointed_while_open)
     duro_provider_close(p);
 }
 
+/* A RESTART checkpoint holds every new writer back while it waits for
+ * readers of older snapshots; a reader it cannot outwait - here a read
+ * transaction of another connection held across the whole run, as a bulk
+ * sweep of another process holds its snapshot - must not make other
+ * writers wait out their busy timeout. Provider `a` writes until it has
+ * tried several RESTART checkpoints (its WAL past four intervals, with the
+ * interval lowered to 50 frames); provider `b`, as another process, writes
+ * meanwhile with a busy timeout (1 s) far below a's (5 s, which a
+ * checkpoint waited out before) and must never get DURO_BUSY. */
+typedef struct restart_writer {
+    duro_provider *p;
+    _Atomic int stop;
+    _Atomic int ok;
+    _Atomic int busy;
+    char why[DURO_ERROR_MESSAGE_MAX];
+} restart_writer;
+
+static void *restart_writer_main(void *arg)
+{
+    restart_writer *w = arg;
+    for (int i = 0; !atomic_load(&w->stop); i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "b-%d", i);
+        duro_work_item it = {
+            .kind = DURO_WORK_START, .instance_id = id, .name = "orch"};
+        duro_error e;
+        int rc = w->p->enqueue_for_orchestrator(w->p, &it, 0, &e);
+        if (rc == DURO_OK) {
+            atomic_fetch_add(&w->ok, 1);
+        } else {
+            if (atomic_fetch_add(&w->busy, 1) == 0)
+                snprintf(w->why, sizeof(w->why), "%s", e.message);
+        }
+        /* a pause between writes, as a process that does other work: in a
+         * loop without one, b would take SQLite's write lock back at once
+         * after every commit and starve a (its busy handler polls) */
+        usleep(1000);
+    }
+    return NULL;
+}
+
+TEST(a_checkpoint_never_holds_writers_for_a_reader_it_cannot_outwait)
+{
+    duro_provider *a =
+        open_url(url_with("restart.db", "?busy_timeout_ms=5000"));
+    duro__sqlite_set_checkpoint_frames(a, 50);
+    duro_provider *b =
+        open_url(url_with("restart.db", "?busy_timeout_ms=1000"));
+    start(a, "first", "orch");
+    sqlite3 *reader = raw_open(test_path("restart.db"));
+    CHECK_EQ(sqlite3_exec(reader, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
+    CHECK_EQ(raw_int(reader, "SELECT count(*) FROM instances"), 1);
+
+    restart_writer w;
+    memset(&w, 0, sizeof(w));
+    w.p = b;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, restart_writer_main, &w) == 0);
+    /* The reader keeps the first frames from being copied, so once 50
+     * frames are past them every commit of a tries a checkpoint (a commit
+     * is ~10 frames): 30 of them take the WAL well past 200 frames, the
+     * last ones RESTARTs. */
+    duro_error e;
+    int n = 0;
+    while (duro__sqlite_checkpoints(a) < 30 && n < 100000) {
+        char id[32];
+        snprintf(id, sizeof(id), "a-%d", n++);
+        duro_work_item it = {.kind = DURO_WORK_START,
+                             .instance_id = id,
+                             .name = "orch",
+                             .payload = "some input to make rows bigger"};
+        CHECK_PRC(a->enqueue_for_orchestrator(a, &it, 0, &e), DURO_OK, &e);
+    }
+    /* b keeps writing until it has written after the last checkpoint */
+    int ok_then = atomic_load(&w.ok);
+    WAIT_UNTIL(atomic_load(&w.ok) > ok_then + 10 || atomic_load(&w.busy) > 0,
+               60000);
+    atomic_store(&w.stop, 1);
+    pthread_join(t, NULL);
+    CHECK_INT(duro__sqlite_checkpoints(a), >=, 30);
+    struct stat wal; /* RESTARTs were tried: past 200 frames of 2 KiB */
+    CHECK_EQ(stat(test_path("restart.db-wal"), &wal), 0);
+    CHECK_INT(wal.st_size, >, 200 * (2048 + 24));
+    CHECK_MSG(atomic_load(&w.busy) == 0,
+              "another writer failed %d times beside the checkpoints: %s",
+              atomic_load(&w.busy), w.why);
+    CHECK_EQ(sqlite3_exec(reader, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(reader);
+    CHECK_EQ(count(a, DURO_QUEUE_ORCHESTRATOR, NULL),
+             (uint64_t)(1 + n + atomic_load(&w.ok)));
+    duro_provider_close(b);
+    duro_provider_close(a);
+}
+
 /* A commit is in the WAL file, visible to an independent connection on
  * SQLite's default VFS, the moment the provider call returns, in normal and
  * full modes, and a transaction of 1.4 MB too. */
@@ -1918,6 +2012,7 @@ TEST(concurrent_opens_of_a_new_file)
 
 TEST_MAIN(T(url_forms_open), T(concurrent_opens_of_a_new_file),
           T(wal_is_checkpointed_while_open),
+          T(a_checkpoint_never_holds_writers_for_a_reader_it_cannot_outwait),
           T(commits_are_visible_to_other_connections_at_once),
           T(url_parameters_are_applied), T(url_malformed_is_bad_url),
           T(url_create_0_never_creates),

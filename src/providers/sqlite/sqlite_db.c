@@ -731,6 +731,14 @@ int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
 /* Frames between checkpoints (~20 MB of WAL with 2 KiB pages). */
 #define CHECKPOINT_FRAMES 10000
 
+/* How long a RESTART checkpoint waits for the writer and for readers of
+ * older snapshots (its connection's busy timeout). While it waits, SQLite
+ * holds every new writer back, in every process: it must not wait long. A
+ * reader it cannot outwait (a bulk sweep of another provider or process
+ * holds its snapshot across batches; a long read elsewhere) makes it give
+ * up after this, having copied what it could; a later one catches up. */
+#define CHECKPOINT_WAIT_MS 100
+
 static int wal_hook(void *arg, sqlite3 *db, const char *schema, int frames)
 {
     (void)db;
@@ -753,6 +761,9 @@ int duro__sqlite_checkpoint_setup(duro__sqlite_provider *p, duro_error *err)
         exec_sql(&p->checkpointer, sql, "open: checkpoint connection", err);
     if (rc != DURO_OK)
         return rc;
+    sqlite3_busy_timeout(p->checkpointer.db, CHECKPOINT_WAIT_MS);
+    if (p->checkpoint_frames == 0)
+        p->checkpoint_frames = CHECKPOINT_FRAMES;
     sqlite3_wal_hook(p->writer.db, wal_hook, p);
     return DURO_OK;
 }
@@ -762,27 +773,45 @@ void duro__sqlite_checkpoint(duro__sqlite_provider *p)
     if (!p->has_checkpointer)
         return;
     int frames = atomic_load(&p->wal_frames);
-    if (frames < CHECKPOINT_FRAMES ||
-        pthread_mutex_trylock(&p->checkpoint_lock) != 0)
+    int every = p->checkpoint_frames;
+    if (frames < every || pthread_mutex_trylock(&p->checkpoint_lock) != 0)
         return;
     if (frames < p->checkpointed)
         p->checkpointed = 0; /* the WAL was rewound since */
-    if (frames - p->checkpointed >= CHECKPOINT_FRAMES) {
+    if (frames - p->checkpointed >= every) {
         /* PASSIVE copies what it can without waiting for anyone. Under a
          * load that never pauses, the WAL is never fully copied at the
          * start of a write, so it never rewinds and keeps growing; past four
-         * times the threshold, RESTART waits for the writer, copies
-         * everything and lets the next write start the WAL over. Not while
-         * a sweep of this provider holds its snapshot open: RESTART would
-         * wait for that reader (the busy timeout) and fail, and the thread
-         * waiting may be the sweep's own, between two of its batches. */
-        int mode =
-            frames >= 4 * CHECKPOINT_FRAMES && atomic_load(&p->sweeps) == 0
-                ? SQLITE_CHECKPOINT_RESTART
-                : SQLITE_CHECKPOINT_PASSIVE;
+         * times the threshold, after PASSIVE, RESTART waits (at most
+         * CHECKPOINT_WAIT_MS) for the readers still on the WAL, copies the
+         * rest and lets the next write start the WAL over. While it waits,
+         * every new writer waits too, so it is not tried when it cannot
+         * succeed: when PASSIVE copied nothing new and not everything (a
+         * reader holds an old snapshot: a bulk sweep, of this provider or of
+         * another process, between two of its batches; a long read
+         * elsewhere - short readers only lag a commit or two, and PASSIVE
+         * gets past them), while a sweep of this provider holds its
+         * snapshot, or within a second of one that gave up. The WAL then
+         * grows until the reader is gone; the next checkpoint catches up. */
         int log = 0, done = 0;
-        int rc = sqlite3_wal_checkpoint_v2(p->checkpointer.db, NULL, mode, &log,
+        int rc = sqlite3_wal_checkpoint_v2(
+            p->checkpointer.db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+        int64_t now = duro__mono_ms();
+        int moving = done == log || done > p->checkpointed;
+        if (rc == SQLITE_OK && moving && frames >= 4 * every &&
+            atomic_load(&p->sweeps) == 0 && now >= p->restart_after_ms) {
+            /* Under write_lock: this provider's writers would wait anyway,
+             * and RESTART need not win SQLite's write lock from them (its
+             * busy handler polls, and a writer that never pauses would
+             * keep taking the lock back). */
+            pthread_mutex_lock(&p->write_lock);
+            rc = sqlite3_wal_checkpoint_v2(p->checkpointer.db, NULL,
+                                           SQLITE_CHECKPOINT_RESTART, &log,
                                            &done);
+            pthread_mutex_unlock(&p->write_lock);
+            if (rc == SQLITE_BUSY)
+                p->restart_after_ms = now + 1000;
+        }
         if (rc == SQLITE_OK || rc == SQLITE_BUSY)
             p->checkpointed = done > 0 ? done : p->checkpointed;
         atomic_fetch_add(&p->checkpoints, 1);

@@ -503,6 +503,11 @@ typedef struct duro__sqlite_provider {
     _Atomic uint64_t checkpoints; /* run so far, for tests */
     int checkpointed;             /* frames backfilled by the last
                                      checkpoint (under checkpoint_lock) */
+    int64_t restart_after_ms;     /* no RESTART checkpoint before (one
+                                     gave up; under checkpoint_lock) */
+    int checkpoint_frames;        /* new frames between checkpoints;
+                                     RESTART past 4 times as many (set
+                                     once at open; a test may lower it) */
     _Atomic int wake_sticky;      /* wake(p, 1) until wake(p, 0) */
     _Atomic int sweeps;           /* bulk sweeps holding a snapshot open
                                      (no RESTART checkpoint meanwhile) */

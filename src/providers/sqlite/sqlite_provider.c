@@ -517,6 +517,13 @@ uint64_t duro__sqlite_checkpoints(duro_provider *base)
     return p != NULL ? atomic_load(&p->checkpoints) : 0;
 }
 
+void duro__sqlite_set_checkpoint_frames(duro_provider *base, int frames)
+{
+    duro__sqlite_provider *p = hook_target(base);
+    if (p != NULL && frames > 0)
+        p->checkpoint_frames = frames;
+}
+
 uint64_t duro__sqlite_statements_prepared(duro_provider *base)
 {
     duro__sqlite_provider *p = hook_target(base);

@@ -18,6 +18,11 @@ uint64_t duro__sqlite_statements_prepared(duro_provider *p);
  * duro__sqlite_checkpoint), for tests. */
 uint64_t duro__sqlite_checkpoints(duro_provider *p);
 
+/* Sets the new WAL frames between checkpoints (RESTART past four times as
+ * many), for a test that needs checkpoints without writing ~80 MB. Call
+ * right after opening, before any other thread uses the provider. */
+void duro__sqlite_set_checkpoint_frames(duro_provider *p, int frames);
+
 /* Makes the nth_step-th sqlite3_step call from now (counting every step on
  * any connection of this provider) fail as if SQLite had returned
  * SQLITE_BUSY (retryable = 1) or SQLITE_IOERR (retryable = 0). The operation
