@@ -584,8 +584,14 @@ typedef struct duro_runtime_options {
                                       activity or child still running,
                                       and OrchestrationFailed); 0: only
                                       the store's cap; default 50000 */
-    size_t fiber_stack_size;       /* bytes; default 256 KiB;
-                                      16 KiB .. 256 MiB */
+    size_t fiber_stack_size;       /* bytes of stack for orchestration
+                                      code; default 256 KiB; 16 KiB ..
+                                      256 MiB. Code that needs more (deep
+                                      recursion, big local arrays) hits
+                                      a guard page and the process dies
+                                      of SIGSEGV, as on a thread's
+                                      stack: keep big data off the
+                                      stack or raise this */
     size_t fiber_cache_size;       /* suspended orchestrations kept;
                                       default 1024 */
     int64_t cancel_grace_ms;       /* default 10000 */
