@@ -320,9 +320,8 @@ int duro__sqlite_check_wal_files(duro__sqlite_provider *p, int opened,
         *slash = '\0';
     uid_t me = geteuid();
     char me_name[160], owner_name[160];
-    user_name(me, me_name, sizeof(me_name));
-    user_name(db.st_uid, owner_name, sizeof(owner_name));
     if (faccessat(AT_FDCWD, dir_path, W_OK, AT_EACCESS) != 0) {
+        user_name(me, me_name, sizeof(me_name));
         /* Messages hold 512 bytes: the path once, the rest short. */
         rc = duro_error_set(
             err, DURO_STORAGE, 0,
@@ -345,6 +344,9 @@ int duro__sqlite_check_wal_files(duro__sqlite_provider *p, int opened,
     if ((db.st_mode & S_IWOTH) ||
         ((db.st_mode & S_IWGRP) && user_in_group(db.st_uid, group)))
         goto done; /* the owner can write them: a shared group */
+    /* Names only for the messages: a lookup may be slow (NSS). */
+    user_name(me, me_name, sizeof(me_name));
+    user_name(db.st_uid, owner_name, sizeof(owner_name));
     rc = duro_error_set(
         err, DURO_STORAGE, 0,
         "sqlite open %s: refused: the file belongs to %s and its %s file "
