@@ -496,8 +496,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "SELECT v FROM m")                                                       \
     /* many turns in one transaction (ack_and_fetch_orchestration_items):      \
      * READY_HOLDER_CURRENT for the ready ids $1 and tokens $2 (arrays, in     \
-     * the same order), one row per lock still held, in that order, with its   \
-     * 1-based place first */                                                  \
+     * the same order), one row per lock still held, with its 1-based place    \
+     * first; locked in instance id order, as every statement that locks       \
+     * several readiness rows, so that two never wait for each other */        \
     X(READY_HOLDER_MANY,                                                       \
       "SELECT k.ord, r.instance_id, r.locked_until, i.execution_id, "          \
       "i.instance_id IS NOT NULL, EXISTS (SELECT 1 FROM executions AS e "      \
@@ -511,7 +512,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "JOIN orchestrator_ready AS r ON r.id = k.id AND r.lock_token = "        \
       "k.token "                                                               \
       "LEFT JOIN instances AS i ON i.instance_id = r.instance_id "             \
-      "ORDER BY k.ord FOR UPDATE OF r")                                        \
+      "ORDER BY r.instance_id FOR UPDATE OF r")                                \
     /* READY_ACK_SETTLE for many instances ($1 instance ids, $2 tokens, $3     \
      * ready ids: arrays in the same order); returns how many still have       \
      * messages */                                                             \
@@ -610,7 +611,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "FROM k JOIN a ON a.id = k.id), "                                        \
       "r AS (INSERT INTO orchestrator_ready AS r(instance_id, ready_at) "      \
       "SELECT DISTINCT k.instance_id, $22::bigint FROM k JOIN a "              \
-      "ON a.id = k.id " DURO__PG_READY_UPSERT "), "                            \
+      "ON a.id = k.id ORDER BY 1 " DURO__PG_READY_UPSERT "), "                 \
       "c AS (SELECT id FROM worker_queue WHERE available_at <= $22::bigint "   \
       "AND id <> ALL($1::bigint[]) ORDER BY available_at, id "                 \
       "LIMIT (SELECT COUNT(*) FROM a) FOR UPDATE SKIP LOCKED), "               \
@@ -752,9 +753,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(REQUEST_IDS_READY,                                                       \
       "INSERT INTO orchestrator_ready AS r(instance_id, ready_at) "            \
       "SELECT instance_id, $4::bigint " DURO__PG_REQUEST_IDS                   \
-          DURO__PG_READY_UPSERT_HOLD("CASE WHEN $5::int IN " DURO__STOP_KINDS  \
-                                     " THEN 0 ELSE "                           \
-                                     "COALESCE(r.locked_until, 0) END"))       \
+      " ORDER BY 1 " DURO__PG_READY_UPSERT_HOLD(                               \
+          "CASE WHEN $5::int IN " DURO__STOP_KINDS " THEN 0 ELSE "             \
+          "COALESCE(r.locked_until, 0) END"))                                  \
     X(CANCEL_IDS_MARK,                                                         \
       "UPDATE instances SET cancel_requested_ms = $4::bigint, "                \
       "cancel_reason = $2::text, cancelled_by = $3::text "                     \
