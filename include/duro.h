@@ -991,7 +991,10 @@ DURO_API int duro_client_get_status(duro_client *c, const char *instance_id,
  * latest status). @p timeout_ms < 0 waits without a deadline, as
  * duro_activity_wait_cancelled(); 0 looks once; INT64_MAX is practically
  * forever too. DURO_NOT_FOUND for an unknown instance (*out then holds
- * status DURO_STATUS_NOT_FOUND). Caller-owned *out: free with duro_free().
+ * status DURO_STATUS_NOT_FOUND). A retryable failure of the store (a
+ * restart, a lost connection) does not end the wait: it goes on until the
+ * deadline, and a store still failing then returns that failure (*out
+ * NULL). Caller-owned *out: free with duro_free().
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_wait(duro_client *c, const char *instance_id,
                               int64_t timeout_ms, duro_instance_info **out);

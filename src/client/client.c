@@ -668,9 +668,12 @@ static duro_instance_info *copy_info(const duro_instance_info *src, int v4)
     return d;
 }
 
-int duro_client_get_status(duro_client *c, const char *instance_id,
-                           duro_instance_info **out)
+/* duro_client_get_status, saying in *retryable whether a failure of the
+ * store may pass. */
+static int get_status(duro_client *c, const char *instance_id,
+                      duro_instance_info **out, int *retryable)
 {
+    *retryable = 0;
     if (out == NULL)
         return duro__fail(DURO_INVALID, "out is NULL");
     *out = NULL;
@@ -682,13 +685,22 @@ int duro_client_get_status(duro_client *c, const char *instance_id,
     rc = c->provider->get_instance(c->provider, instance_id, &list, &err);
     duro_instance_info missing = {.instance_id = instance_id,
                                   .status = DURO_STATUS_NOT_FOUND};
-    if (rc != DURO_OK && rc != DURO_NOT_FOUND)
+    if (rc != DURO_OK && rc != DURO_NOT_FOUND) {
+        *retryable = err.retryable;
         return duro__fail_from(&err);
+    }
     const duro_instance_info *src =
         rc == DURO_OK && list->count > 0 ? &list->items[0] : &missing;
     *out = copy_info(src, c->provider->version >= 4);
     duro_instance_list_free(list);
     return *out != NULL ? DURO_OK : duro__fail(DURO_NOMEM, "out of memory");
+}
+
+int duro_client_get_status(duro_client *c, const char *instance_id,
+                           duro_instance_info **out)
+{
+    int retryable;
+    return get_status(c, instance_id, out, &retryable);
 }
 
 int duro_client_wait(duro_client *c, const char *instance_id,
@@ -703,9 +715,19 @@ int duro_client_wait(duro_client *c, const char *instance_id,
     int64_t pause = 1;
     for (;;) {
         duro_instance_info *info;
-        int rc = duro_client_get_status(c, instance_id, &info);
-        if (rc != DURO_OK)
-            return rc;
+        int retryable;
+        int rc = get_status(c, instance_id, &info, &retryable);
+        if (rc != DURO_OK) {
+            /* A store that fails for a while (a restart, a lost
+             * connection) does not end the wait; one still failing at the
+             * deadline does, with its error. */
+            int64_t left = deadline - duro__mono_ms();
+            if (!retryable || left <= 0)
+                return rc;
+            duro__sleep_ms(DURO__MIN(pause, left));
+            pause = DURO__MIN(pause * 2, 1000);
+            continue;
+        }
         if (duro_status_is_terminal(info->status) ||
             info->status == DURO_STATUS_NOT_FOUND) {
             *out = info;

@@ -212,6 +212,31 @@ else
     echo "   skipped: no psql"
 fi
 
+echo "== a one-shot verb opens two connections at most (pool=1, the listener)"
+if [ -n "$psql" ]; then
+    role="pgcli_two_$$"
+    "$psql" "$base" -qAt -c "CREATE ROLE $role LOGIN CONNECTION LIMIT 2;
+        GRANT USAGE ON SCHEMA \"$schema\" TO $role;
+        GRANT SELECT ON ALL TABLES IN SCHEMA \"$schema\" TO $role" \
+        </dev/null >/dev/null 2>&1 || fail "psql: creating role $role"
+    two=$(printf '%s' "$base${nsep}schema=$schema" |
+        sed "s/\([?&]\)user=[^&]*/\1user=$role/")
+    case $two in
+    *user=$role*) ;;
+    *) two="$two&user=$role" ;;
+    esac
+    # five pooled connections and the listener were refused by the limit
+    run 0 two_list --db "$two" list
+    run 0 two_metrics --db "$two" metrics
+    run 3 two_status --db "$two" status x-1
+    contains "$tmp/two_status.err" "x-1"
+    "$psql" "$base" -qAt -c "REVOKE ALL ON ALL TABLES IN SCHEMA \"$schema\"
+        FROM $role; REVOKE ALL ON SCHEMA \"$schema\" FROM $role;
+        DROP ROLE $role" </dev/null >/dev/null 2>&1
+else
+    echo "   skipped: no psql"
+fi
+
 echo "== the password is in no output"
 checks=$((checks + 1))
 if grep -rlF -- "$secret" "$tmp" >"$tmp.leaks" 2>/dev/null; then

@@ -851,6 +851,63 @@ TEST(lock_lost_acks_discard_the_turn_or_the_completion)
  * records the status alone; when that fails too, it logs it and the batch
  * comes back when its lock expires (and here, the faults gone, the
  * instance simply goes on). */
+/* duro_client_wait rides out a store that fails retryably for a while (a
+ * restart, a lost connection) instead of returning its first error; one
+ * still failing at the deadline ends the wait with that error, and a
+ * failure that is not retryable ends it at once. The client's store is a
+ * fault-injecting handle on the runtime's file. */
+static int orch_quick(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)o;
+    return duro_ok(out, in);
+}
+
+TEST(client_wait_rides_out_retryable_store_failures)
+{
+    rt_fixture f;
+    rt_init(&f, "rtf_client_wait.db");
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "Quick", NULL, orch_quick,
+                                             NULL));
+    rt_start(&f);
+    rt_start_instance(&f, "w", "Quick", "done");
+    duro_free(rt_wait(&f, "w", 60000));
+
+    duro_provider *inner = NULL;
+    duro_error e;
+    CHECK_PRC(duro_provider_open(f.url, &inner, &e), DURO_OK, &e);
+    duro_provider *w = faulty_provider_wrap(inner, 1);
+    CHECK(w != NULL);
+    duro_client *c = NULL;
+    CHECK_OK(duro_client_create_with_provider(w, &c));
+
+    /* three retryable failures, then the answer */
+    faulty_provider_arm(w, FAULTY_GET_INSTANCE, 1, 3, 1, FAULTY_BEFORE_CALL);
+    duro_instance_info *i = NULL;
+    CHECK_OK(duro_client_wait(c, "w", 60000, &i));
+    CHECK(i != NULL && i->status == DURO_STATUS_COMPLETED);
+    CHECK_STR(i ? i->output : NULL, "done");
+    duro_free(i);
+    CHECK_EQ(faulty_provider_calls(w, FAULTY_GET_INSTANCE), 4);
+
+    /* still failing at the deadline: that failure, no status */
+    faulty_provider_fail_always(w, FAULTY_GET_INSTANCE, 1, 1);
+    i = NULL;
+    CHECK_RC(duro_client_wait(c, "w", 100, &i), DURO_BUSY);
+    CHECK(i == NULL);
+    faulty_provider_fail_always(w, FAULTY_GET_INSTANCE, 1, 0);
+
+    /* not retryable: at once, one call */
+    uint64_t before = faulty_provider_calls(w, FAULTY_GET_INSTANCE);
+    faulty_provider_arm(w, FAULTY_GET_INSTANCE, 1, 1, 0, FAULTY_BEFORE_CALL);
+    CHECK_RC(duro_client_wait(c, "w", 60000, &i), DURO_STORAGE);
+    CHECK(i == NULL);
+    CHECK_EQ(faulty_provider_calls(w, FAULTY_GET_INSTANCE), before + 1);
+
+    duro_client_destroy(c);
+    duro_provider_close(w);
+    rt_done(&f);
+}
+
 TEST(history_limit_from_the_store_fails_the_instance)
 {
     rt_fixture f;
@@ -1301,6 +1358,7 @@ TEST_MAIN(T(orchestration_fetch_errors_back_off_and_recover),
           T(dropping_a_batch_survives_ack_errors),
           T(history_read_errors_abandon_the_turn),
           T(lock_lost_acks_discard_the_turn_or_the_completion),
+          T(client_wait_rides_out_retryable_store_failures),
           T(history_limit_from_the_store_fails_the_instance),
           T(committed_orchestration_ack_and_fetch_reported_as_failed),
           T(committed_orchestration_acks_reported_as_failed_version_1),

@@ -155,9 +155,10 @@ int cli_error_rc(cli *c, int rc, const char *what)
     return error_rc_detail(c, rc, what, duro_errmsg());
 }
 
-/* msg in out[size] with every "?create=0" or "&create=0" (and "&mode=ro") that
- * cli_open added to the URL (`added`) taken out: the library's messages quote
- * the URL they were given, and the user typed it without. */
+/* msg in out[size] with every copy of what cli_open added to the URL
+ * (`added`: "?create=0", "&mode=ro", "&pool=1", ...) taken out: the
+ * library's messages quote the URL they were given, and the user typed it
+ * without. */
 static const char *without_added(const char *msg, const char *added, char *out,
                                  size_t size)
 {
@@ -203,18 +204,26 @@ int cli_open(cli *c, int how, duro_client **out)
     /* Every verb but start opens with create=0, so that a mistyped path
      * or schema is an error, never a new empty store; the verbs that
      * only read open a sqlite file with mode=ro as well, so they never
-     * write it. A create= or mode= in the URL is the user's choice. */
+     * write it. A one-shot verb makes one call after another: on
+     * PostgreSQL it opens one pooled connection (pool=1), not the five a
+     * runtime would; duro ui serves requests at once and keeps the
+     * default. A create=, mode= or pool= in the URL is the user's choice. */
     int add_create = how != CLI_OPEN_CREATE && (sqlite || is_postgres(c->db)) &&
                      url_param(c->db, "create=", &n) == NULL;
     int add_mode = how == CLI_OPEN_READ && sqlite && add_create &&
                    url_param(c->db, "mode=", &n) == NULL;
-    if (add_create) {
+    int add_pool = is_postgres(c->db) &&
+                   (c->verb == NULL || strcmp(c->verb, "ui") != 0) &&
+                   url_param(c->db, "pool=", &n) == NULL;
+    if (add_create || add_pool) {
         size_t len = strlen(c->db) + sizeof(added);
         url = malloc(len);
         if (url == NULL)
             return cli_error(c, EXIT_FAILED, "nomem", "out of memory");
-        snprintf(added, sizeof(added), "%ccreate=0%s",
-                 strchr(c->db, '?') ? '&' : '?', add_mode ? "&mode=ro" : "");
+        snprintf(added, sizeof(added), "%c%s%s%s",
+                 strchr(c->db, '?') ? '&' : '?', add_create ? "create=0" : "",
+                 add_mode ? "&mode=ro" : "",
+                 add_pool ? (add_create ? "&pool=1" : "pool=1") : "");
         snprintf(url, len, "%s%s", c->db, added);
         use = url;
     }
@@ -229,7 +238,7 @@ int cli_open(cli *c, int how, duro_client **out)
     /* The path alone, as the user gave it, for the messages below. */
     const char *path = c->db + 7;
     int path_len = (int)strcspn(path, "?");
-    if (rc == DURO_NOT_FOUND && *added && is_postgres(c->db)) {
+    if (rc == DURO_NOT_FOUND && add_create && is_postgres(c->db)) {
         /* create=0 is ours: name the schema and the URL as given, its
          * password masked */
         char shown[1024];
@@ -251,7 +260,7 @@ int cli_open(cli *c, int how, duro_client **out)
                          "a store)",
                          (int)n, schema, shown);
     }
-    if (rc == DURO_NOT_FOUND && *added &&
+    if (rc == DURO_NOT_FOUND && add_create &&
         strstr(detail, "not a duro store") != NULL)
         /* create=0 and mode=ro are ours, not the user's */
         return cli_error(c, EXIT_FAILED, "no_database",
@@ -259,7 +268,7 @@ int cli_open(cli *c, int how, duro_client **out)
                          "duro_schema table); nothing in it was changed "
                          "(check --db or DURO_DB)",
                          path_len, path);
-    if (rc == DURO_NOT_FOUND && *added)
+    if (rc == DURO_NOT_FOUND && add_create)
         /* create=0 is ours, not the user's: name the path alone. */
         return cli_error(c, EXIT_FAILED, "no_database",
                          "database file %.*s does not exist; nothing was "
