@@ -138,7 +138,8 @@ void metrics_write_text(FILE *f, const duro_store_stats *st)
     }
     if (st->store_size_bytes >= 0) {
         family(f, "duro_store_size_bytes",
-               "Size of the store on disk (the database file and its WAL).");
+               "Size of the store on disk (SQLite: the database file and "
+               "its WAL; PostgreSQL: the schema's tables and indexes).");
         fprintf(f, "duro_store_size_bytes %lld\n",
                 (long long)st->store_size_bytes);
     }
