@@ -87,10 +87,10 @@ static void new_dir(const char *name, mode_t mode, gid_t group)
 
 static const char *url(const char *query)
 {
-    static char buf[2][800];
+    static char buf[2][sizeof("sqlite:") + sizeof(db) + 200];
     static int next;
     char *b = buf[next++ % 2];
-    snprintf(b, 800, "sqlite:%s%s", db, query);
+    snprintf(b, sizeof(buf[0]), "sqlite:%s%s", db, query);
     return b;
 }
 
@@ -197,7 +197,7 @@ TEST(a_directory_the_reader_cannot_write_is_named)
  * nothing; the owner goes on writing. */
 static int hold_open_and_write(const char *fifo_dir)
 {
-    char ready[600], done[600];
+    char ready[700], done[700];
     snprintf(ready, sizeof(ready), "%s/ready", fifo_dir);
     snprintf(done, sizeof(done), "%s/done", fifo_dir);
     duro_provider *p = NULL;
