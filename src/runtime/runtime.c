@@ -147,6 +147,7 @@ static int create(duro_provider *p, int owns, const duro_registry *reg,
     rt->owns_provider = owns;
     atomic_init(&rt->shutdown_deadline_ms, INT64_MAX);
     pthread_mutex_init(&rt->lock, NULL);
+    pthread_mutex_init(&rt->storage_log_lock, NULL);
     duro__cond_init_monotonic(&rt->slots_cond);
     rc = duro__registry_copy(reg, &rt->registry);
     if (rc == DURO_OK)
@@ -296,15 +297,43 @@ void duro__runtime_storage_failed(duro_runtime *rt, duro_queue queue,
         return;
     }
     DURO__COUNT(rt, m_storage_retries);
-    int64_t none = 0;
-    int first = atomic_compare_exchange_strong(&rt->storage_down_ms[queue],
-                                               &none, duro__mono_ms());
-    duro__log(&rt->logger, first ? DURO_LOG_WARN : DURO_LOG_DEBUG,
-              "%s failed: %s; retrying in %lld ms%s", what, err->message,
-              (long long)retry_ms,
-              first ? " (further failures are logged at debug level until "
-                      "the store answers again)"
-                    : "");
+    pthread_mutex_lock(&rt->storage_log_lock);
+    int64_t now = duro__mono_ms();
+    if (atomic_load(&rt->storage_down_ms[queue]) == 0) {
+        atomic_store(&rt->storage_down_ms[queue], now);
+        rt->storage_announced[queue] = 0;
+    }
+    /* at most one WARN per interval, whether the failures come in one
+     * outage or in many short ones between successes */
+    int warn =
+        rt->storage_warned_ms[queue] == 0 ||
+        now - rt->storage_warned_ms[queue] >= DURO__STORAGE_WARN_EVERY_MS;
+    long long suppressed = rt->storage_suppressed[queue];
+    if (warn) {
+        rt->storage_warned_ms[queue] = now;
+        rt->storage_suppressed[queue] = 0;
+        rt->storage_announced[queue] = 1;
+    } else {
+        rt->storage_suppressed[queue]++;
+    }
+    pthread_mutex_unlock(&rt->storage_log_lock);
+    if (!warn) {
+        duro__log(&rt->logger, DURO_LOG_DEBUG,
+                  "%s failed: %s; retrying in %lld ms", what, err->message,
+                  (long long)retry_ms);
+        return;
+    }
+    char since[96] = "";
+    if (suppressed > 0)
+        snprintf(since, sizeof(since),
+                 "; %lld failures since the last warning were logged at "
+                 "debug level",
+                 suppressed);
+    duro__log(&rt->logger, DURO_LOG_WARN,
+              "%s failed: %s; retrying in %lld ms (further failures are "
+              "logged at debug level, with a warning at most every %d s%s)",
+              what, err->message, (long long)retry_ms,
+              DURO__STORAGE_WARN_EVERY_MS / 1000, since);
 }
 
 void duro__runtime_storage_ok(duro_runtime *rt, duro_queue queue)
@@ -312,9 +341,14 @@ void duro__runtime_storage_ok(duro_runtime *rt, duro_queue queue)
     if (atomic_load_explicit(&rt->storage_down_ms[queue],
                              memory_order_relaxed) == 0)
         return;
+    pthread_mutex_lock(&rt->storage_log_lock);
     int64_t since = atomic_exchange(&rt->storage_down_ms[queue], 0);
+    int announced = rt->storage_announced[queue];
+    rt->storage_announced[queue] = 0;
+    pthread_mutex_unlock(&rt->storage_log_lock);
+    /* a recovery is news only after an outage the log announced */
     if (since != 0)
-        duro__log(&rt->logger, DURO_LOG_WARN,
+        duro__log(&rt->logger, announced ? DURO_LOG_WARN : DURO_LOG_DEBUG,
                   "the store answers again: %s work is fetched after %lld ms "
                   "of failures",
                   queue == DURO_QUEUE_ORCHESTRATOR ? "orchestration"
@@ -394,6 +428,7 @@ void duro_runtime_destroy(duro_runtime *rt)
     duro__free(rt->orch_threads);
     pthread_cond_destroy(&rt->slots_cond);
     pthread_mutex_destroy(&rt->lock);
+    pthread_mutex_destroy(&rt->storage_log_lock);
     duro__free(rt);
 }
 

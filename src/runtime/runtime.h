@@ -112,8 +112,16 @@ struct duro_runtime {
     _Atomic int acks_given_up;
     /* per duro_queue: monotonic ms of the first retryable failure of a
      * fetch since the last success, 0 while the store answers
-     * (duro__runtime_storage_failed) */
+     * (duro__runtime_storage_failed); written under storage_log_lock, read
+     * without it by duro__runtime_storage_ok's fast path */
     _Atomic int64_t storage_down_ms[2];
+    /* Guards the three below; taken only on a failed fetch, or on the
+     * first success after one; nothing is taken under it (the log line is
+     * written after it is released). */
+    pthread_mutex_t storage_log_lock;
+    int64_t storage_warned_ms[2];  /* last failure logged at WARN, 0 never */
+    int64_t storage_suppressed[2]; /* failures at DEBUG since that WARN */
+    int storage_announced[2];      /* this outage has a WARN line */
     pthread_t *orch_threads;
     int orch_thread_count;
     /* worker slots (see worker.c) */
@@ -188,10 +196,13 @@ void duro__runtime_backoff(duro_runtime *rt, int64_t ms);
 /* A failed fetch of a runtime thread on `queue` (`what` names it: "fetch of
  * activity work"; retried in retry_ms, which the line says), counted in
  * storage_retries when retryable. An outage shows at the default log level
- * without flooding it: the first retryable failure on the queue since a
- * fetch there last succeeded is logged at WARN, the rest at DEBUG, and
- * duro__runtime_storage_ok() logs the recovery at WARN. A failure that is
- * not retryable is logged at ERROR. */
+ * without flooding it, however its failures and successes alternate: a
+ * retryable failure on the queue is logged at WARN when none was for
+ * DURO__STORAGE_WARN_EVERY_MS (the line counts the failures logged at
+ * DEBUG since the last WARN), else at DEBUG; duro__runtime_storage_ok()
+ * logs the recovery at WARN only after an outage that a WARN announced. A
+ * failure that is not retryable is logged at ERROR. */
+#define DURO__STORAGE_WARN_EVERY_MS 10000
 void duro__runtime_storage_failed(duro_runtime *rt, duro_queue queue,
                                   const char *what, const duro_error *err,
                                   int64_t retry_ms);

@@ -701,12 +701,59 @@ PV_TEST(migration_2_adds_activity_run_times)
     duro_history_free(h);
 }
 
-/* A connection the server dropped (here: pg_terminate_backend) fails the
- * call that finds it, retryably and changing nothing, and is reconnected
- * for the next one. */
-PV_TEST(a_lost_connection_fails_retryably_and_is_reopened)
+/* The pids (comma-separated) of the backends named `app`: the pool's and
+ * the listener's; "" when none. */
+static void backends_of(PGconn *c, const char *app, char *pids, size_t size)
 {
-    char extra[96], app[64], sql[512];
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT string_agg(pid::text, ',') FROM pg_stat_activity "
+             "WHERE application_name = '%s'",
+             app);
+    PGresult *r = PQexec(c, sql);
+    pids[0] = '\0';
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        snprintf(pids, size, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+}
+
+/* Terminates the backends `pids` names and waits until they are gone. */
+static void terminate(PGconn *c, const char *pids)
+{
+    char sql[512];
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity "
+             "WHERE pid IN (%s)",
+             pids);
+    CHECK(query_int(c, sql) >= 1);
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM pg_stat_activity WHERE pid IN (%s)", pids);
+    WAIT_UNTIL(query_int(c, sql) == 0, 5000);
+    CHECK_EQ(query_int(c, sql), 0);
+}
+
+/* After a lost connection the same call works, and only once; the store
+ * holds "a" and "b". */
+static void check_reopened(duro_provider *p, duro_work_item *st)
+{
+    duro_error e;
+    CHECK_PRC(p->enqueue_for_orchestrator(p, st, 0, &e), DURO_OK, &e);
+    CHECK_PRC(p->enqueue_for_orchestrator(p, st, 0, &e), DURO_ALREADY_EXISTS,
+              &e);
+    duro_instance_list *list = NULL;
+    CHECK_PRC(p->list_instances(p, NULL, &list, &e), DURO_OK, &e);
+    CHECK(list != NULL && list->count == 2);
+    duro_instance_list_free(list);
+}
+
+/* A connection the server dropped while it sat in the pool (here:
+ * pg_terminate_backend; a restart or idle_session_timeout alike) is found
+ * when taken and reconnected before the call uses it: the call succeeds.
+ * (It used to fail, retryably, "server closed the connection
+ * unexpectedly".) */
+PV_TEST(a_connection_dropped_while_idle_is_reopened_before_use)
+{
+    char extra[96], app[64], pids[256];
     snprintf(app, sizeof(app), "duro_pv_kill_%ld", (long)getpid());
     snprintf(extra, sizeof(extra), "&pool=1&application_name=%s", app);
     duro_provider *p = open_schema(new_schema(pv_test_name), extra);
@@ -723,38 +770,96 @@ PV_TEST(a_lost_connection_fails_retryably_and_is_reopened)
         duro_provider_close(p);
         return;
     }
-    /* the pool's connection and the listener's */
+    backends_of(c, app, pids, sizeof(pids));
+    CHECK(pids[0] != '\0');
+    terminate(c, pids);
+    st.instance_id = "b";
+    check_reopened(p, &st);
+    PQfinish(c);
+    duro_provider_close(p);
+}
+
+typedef struct {
+    duro_provider *p;
+    duro_work_item *st;
+    int rc;
+    int retryable;
+    char message[512];
+} blocked_call;
+
+static void *enqueue_in_thread(void *arg)
+{
+    blocked_call *b = arg;
+    duro_error e;
+    b->rc = b->p->enqueue_for_orchestrator(b->p, b->st, 0, &e);
+    b->retryable = b->rc != DURO_OK ? e.retryable : 0;
+    snprintf(b->message, sizeof(b->message), "%s",
+             b->rc != DURO_OK ? e.message : "");
+    return NULL;
+}
+
+/* A connection the server drops during a call (here: terminated while the
+ * call waits for a table lock the test holds) fails that call, retryably
+ * and changing nothing, and is reconnected for the next one. */
+PV_TEST(a_connection_lost_during_a_call_fails_retryably_and_is_reopened)
+{
+    char extra[96], app[64], pids[256], sql[512];
+    snprintf(app, sizeof(app), "duro_pv_lost_%ld", (long)getpid());
+    snprintf(extra, sizeof(extra), "&pool=1&application_name=%s", app);
+    const char *schema = new_schema(pv_test_name);
+    char schema_name[64];
+    snprintf(schema_name, sizeof(schema_name), "%s", schema);
+    duro_provider *p = open_schema(schema, extra);
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    duro_error e;
+    duro_work_item st = {
+        .kind = DURO_WORK_START, .instance_id = "a", .name = "orch"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+    PGconn *c = admin(), *locker = admin();
+    CHECK(c != NULL && locker != NULL);
+    if (c == NULL || locker == NULL) {
+        PQfinish(c);
+        PQfinish(locker);
+        duro_provider_close(p);
+        return;
+    }
     snprintf(sql, sizeof(sql),
-             "SELECT string_agg(pid::text, ',') FROM pg_stat_activity "
-             "WHERE application_name = '%s'",
+             "BEGIN; LOCK TABLE \"%s\".orchestrator_queue, \"%s\".instances "
+             "IN ACCESS EXCLUSIVE MODE",
+             schema_name, schema_name);
+    CHECK(admin_exec(locker, sql));
+    st.instance_id = "b";
+    blocked_call b = {.p = p, .st = &st, .rc = -1};
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, enqueue_in_thread, &b), 0);
+    /* the pool's one connection, waiting for the lock */
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name "
+             "= '%s' AND wait_event_type = 'Lock'",
+             app);
+    WAIT_UNTIL(query_int(c, sql) == 1, 10000);
+    CHECK_EQ(query_int(c, sql), 1);
+    snprintf(sql, sizeof(sql),
+             "SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE "
+             "application_name = '%s' AND wait_event_type = 'Lock'",
              app);
     PGresult *r = PQexec(c, sql);
-    char pids[256] = "";
+    pids[0] = '\0';
     if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
         snprintf(pids, sizeof(pids), "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
     CHECK(pids[0] != '\0');
-    snprintf(sql, sizeof(sql),
-             "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity "
-             "WHERE pid IN (%s)",
-             pids);
-    CHECK(query_int(c, sql) >= 1);
-    snprintf(sql, sizeof(sql),
-             "SELECT COUNT(*) FROM pg_stat_activity WHERE pid IN (%s)", pids);
-    WAIT_UNTIL(query_int(c, sql) == 0, 5000);
-    st.instance_id = "b";
-    int rc = p->enqueue_for_orchestrator(p, &st, 0, &e);
-    CHECK_MSG(rc == DURO_STORAGE && e.retryable == 1,
+    if (pids[0] != '\0')
+        terminate(c, pids);
+    CHECK(admin_exec(locker, "ROLLBACK"));
+    pthread_join(th, NULL);
+    CHECK_MSG(b.rc == DURO_STORAGE && b.retryable == 1,
               "after the connection was dropped: %s, retryable %d (%s)",
-              duro_errname(rc), e.retryable, e.message);
-    /* reconnected: the same call works now, and only once */
-    CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
-    CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_ALREADY_EXISTS,
-              &e);
-    duro_instance_list *list = NULL;
-    CHECK_PRC(p->list_instances(p, NULL, &list, &e), DURO_OK, &e);
-    CHECK(list != NULL && list->count == 2);
-    duro_instance_list_free(list);
+              duro_errname(b.rc), b.retryable, b.message);
+    check_reopened(p, &st);
+    PQfinish(locker);
     PQfinish(c);
     duro_provider_close(p);
 }
@@ -2538,7 +2643,8 @@ int main(int argc, char **argv)
         T(a_runtime_refuses_a_store_its_role_cannot_write),
         T(schema_names_are_case_sensitive_and_may_be_keywords),
         T(migration_2_adds_activity_run_times),
-        T(a_lost_connection_fails_retryably_and_is_reopened),
+        T(a_connection_dropped_while_idle_is_reopened_before_use),
+        T(a_connection_lost_during_a_call_fails_retryably_and_is_reopened),
         T(many_events_of_a_turn_round_trip_exactly),
         T(statements_are_prepared_once_per_connection),
         T(claims_and_lookups_use_indexes),

@@ -7,6 +7,7 @@
  * as in a fault-free run: same output, same history event by event, one
  * completion per activity. Each test runs its own runtime on its own file. */
 #include <stdlib.h>
+#include <time.h>
 
 #include "faulty_provider.h"
 #include "rt_util.h"
@@ -537,6 +538,58 @@ TEST(activity_fetch_errors_back_off_and_recover)
     check_outage_log("fetch of activity work failed: faulty_provider: "
                      "injected retryable",
                      "the store answers again: activity work", retryable);
+    done_faulty(&f, w);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* A store whose fetches fail every other call (a pool with some dead
+ * connections, a server short of connection slots) does not flood the log:
+ * failures and recoveries alternate, yet the failures show at WARN at most
+ * once per DURO__STORAGE_WARN_EVERY_MS (10 s), the next one counting those
+ * logged at DEBUG meanwhile, and a recovery shows at WARN only after an
+ * outage a WARN announced. (Every failure and every recovery used to be
+ * logged at WARN: 51 lines/s in an operator trial.) */
+TEST(alternating_fetch_failures_are_warned_at_most_once_per_interval)
+{
+    enum { FAILURES = 16 };
+    rt_fixture f;
+    init_faulty(&f, "rtf_fetch_flap.db");
+    duro_provider *w = start_faulty(&f, 2);
+    uint64_t base = fired(w);
+    int64_t began = mono_ms();
+    /* one success, then one failure, FAILURES times */
+    for (int i = 0; i < FAILURES; i++)
+        CHECK(faulty_provider_queue(w, FAULTY_FETCH_ORCHESTRATION_ITEM, 2, 1, 1,
+                                    FAULTY_BEFORE_CALL));
+    start_chains(&f, CHAIN_INSTANCES);
+    finish_chains(&f, CHAIN_INSTANCES);
+    WAIT_UNTIL(fired(w) >= base + FAILURES, WAIT_MS);
+    CHECK_EQ(fired(w), base + FAILURES);
+    int64_t took_ms = mono_ms() - began;
+    check_chains(&f, CHAIN_INSTANCES);
+    const char *failure = "fetch of orchestration work failed: "
+                          "faulty_provider: injected retryable";
+    const char *recovery = "the store answers again: orchestration work";
+    int warned = rt_log_hits_at(DURO_LOG_WARN, failure);
+    /* one, and one more per interval the run took (however slow the
+     * machine) */
+    CHECK_INT(warned, >=, 1);
+    CHECK_INT(warned, <=, 1 + (int)(took_ms / 10000) + 1);
+    CHECK_EQ(rt_log_hits_at(DURO_LOG_DEBUG, failure), FAILURES - warned);
+    int recovered = rt_log_hits_at(DURO_LOG_WARN, recovery);
+    CHECK_INT(recovered, >=, 1);
+    CHECK_INT(recovered, <=, warned);
+    CHECK_INT(rt_log_hits_at(DURO_LOG_DEBUG, recovery) + recovered, <=,
+              FAILURES);
+    if (warned > 1)
+        CHECK(rt_log_hits_at(DURO_LOG_WARN, "failures since the last warning "
+                                            "were logged at debug level") >= 1);
     done_faulty(&f, w);
 }
 
@@ -1348,6 +1401,7 @@ TEST(engine_cache_eviction_keeps_histories_identical)
 
 TEST_MAIN(T(orchestration_fetch_errors_back_off_and_recover),
           T(activity_fetch_errors_back_off_and_recover),
+          T(alternating_fetch_failures_are_warned_at_most_once_per_interval),
           T(orchestration_ack_and_fetch_errors_abandon_the_turn),
           T(orchestration_ack_errors_abandon_the_turn_version_1),
           T(retryable_ack_errors_count_toward_poison),

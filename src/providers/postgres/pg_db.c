@@ -4,6 +4,7 @@
  * transactions. Thread-safe: a connection is used by the one thread that
  * took it from the pool. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -803,6 +804,53 @@ int duro__pg_column_text(duro_arena *a, duro__pg_statement *s, int col,
 
 /* ---- the pool and transactions ------------------------------------------ */
 
+/* Whether the server has closed idle connection c while it sat in the pool
+ * (a restart, pg_terminate_backend, idle_session_timeout): one
+ * non-blocking peek at its socket, no round trip. An idle connection is
+ * sent nothing unasked (pooled connections do not LISTEN), so anything
+ * there - the end of the stream, an error, or bytes (the FATAL a backend
+ * sends before it exits, with the end of the stream behind it) - means the
+ * session is over or about to be. A false alarm costs one reconnect. libpq's
+ * PQconsumeInput alone would not do: it reads the FATAL, not the end behind
+ * it, and keeps the status CONNECTION_OK. */
+static int closed_by_server(duro__pg_conn *c)
+{
+    int sock = PQsocket(c->pg);
+    if (sock < 0 || PQstatus(c->pg) != CONNECTION_OK)
+        return 1;
+    char byte;
+    ssize_t n = recv(sock, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return 0;
+    return 1;
+}
+
+/* Reconnects broken connection c and sets its session up again; when that
+ * fails, c stays broken and its message says why the reconnect failed (not
+ * the failure that broke it, which may be long past). */
+static void reconnect(duro__pg_provider *p, duro__pg_conn *c)
+{
+    conn_reset(c);
+    if (!c->broken) {
+        char sql[256];
+        snprintf(sql, sizeof(sql), SESSION_SQL, p->cfg.schema);
+        PGresult *res = PQexec(c->pg, sql);
+        if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+            c->broken = 1;
+        PQclear(res);
+    }
+    if (c->broken) {
+        char why[256];
+        snprintf(why, sizeof(why), "%s", PQerrorMessage(c->pg));
+        one_line(why);
+        c->sqlstate[0] = '\0';
+        /* the URL cut so that a long one leaves room for the reason */
+        snprintf(c->message, sizeof(c->message),
+                 "cannot reconnect to %.200s: %s", p->cfg.display,
+                 why[0] != '\0' ? why : "unknown error");
+    }
+}
+
 static duro__pg_conn *acquire(duro__pg_provider *p)
 {
     pthread_mutex_lock(&p->pool_lock);
@@ -810,17 +858,11 @@ static duro__pg_conn *acquire(duro__pg_provider *p)
         pthread_cond_wait(&p->pool_cond, &p->pool_lock);
     duro__pg_conn *c = p->free_conns[--p->free_count];
     pthread_mutex_unlock(&p->pool_lock);
-    if (c->broken) {
-        conn_reset(c);
-        if (!c->broken) {
-            char sql[256];
-            snprintf(sql, sizeof(sql), SESSION_SQL, p->cfg.schema);
-            PGresult *res = PQexec(c->pg, sql);
-            if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
-                c->broken = 1;
-            PQclear(res);
-        }
-    }
+    /* c is this thread's now: its socket is peeked at by no one else */
+    if (!c->broken && closed_by_server(c))
+        c->broken = 1;
+    if (c->broken)
+        reconnect(p, c);
     return c;
 }
 

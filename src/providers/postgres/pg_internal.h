@@ -897,7 +897,7 @@ typedef struct duro__pg_conn {
     int injected;      /* the last failure was injected: 1 retryable,
                           2 not */
     char sqlstate[6];  /* of the last failure, "" when none */
-    char message[256]; /* of the last failure */
+    char message[512]; /* of the last failure */
 } duro__pg_conn;
 
 typedef struct duro__pg_provider {
