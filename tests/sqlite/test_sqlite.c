@@ -423,6 +423,48 @@ static int side_files(const char *path)
  * -wal, -shm or -journal beside it). create=1 makes an empty file a store
  * but refuses another application's database (DURO_SCHEMA), unchanged.
  * (create=0 used to create duro's tables in it and switch it to WAL.) */
+/* A file that is not empty and not a SQLite database - shorter than
+ * SQLite's header, which SQLite itself would take for an empty database
+ * and write over, or longer - is refused with any parameters, and not a
+ * byte of it changes. */
+TEST(a_file_that_is_no_sqlite_database_is_refused_unchanged)
+{
+    static const char *const contents[] = {"x", "hello, world\n",
+                                           "SQLite format 2\n and more text "
+                                           "that is not a database at all"};
+    static const char *const queries[] = {"", "?create=1", "?create=0",
+                                          "?mode=ro"};
+    for (size_t i = 0; i < 3; i++) {
+        for (size_t q = 0; q < 4; q++) {
+            char name[32], path[600];
+            snprintf(name, sizeof(name), "notdb-%zu-%zu.db", i, q);
+            snprintf(path, sizeof(path), "%s", test_path(name));
+            FILE *f = fopen(path, "w");
+            CHECK(f != NULL);
+            if (f == NULL)
+                continue;
+            fputs(contents[i], f);
+            fclose(f);
+            duro_provider *p = (duro_provider *)&f;
+            duro_error e;
+            int rc = duro_provider_open(url_with(name, queries[q]), &p, &e);
+            CHECK_MSG(rc == DURO_SCHEMA, "%s%s: got %s (%s)", contents[i],
+                      queries[q], duro_errname(rc), e.message);
+            CHECK(p == NULL);
+            CHECK_MSG(strstr(e.message, "not a SQLite database") != NULL,
+                      "message: %s", e.message);
+            size_t size = 0;
+            char *now = slurp(path, &size);
+            CHECK(now != NULL && size == strlen(contents[i]) &&
+                  memcmp(now, contents[i], size) == 0);
+            free(now);
+            char side[700];
+            snprintf(side, sizeof(side), "%s-wal", path);
+            CHECK(!file_exists(side));
+        }
+    }
+}
+
 TEST(a_file_that_is_no_duro_store_is_never_changed)
 {
     char other[600], empty[600]; /* test_path's buffers rotate */
@@ -2016,6 +2058,7 @@ TEST_MAIN(T(url_forms_open), T(concurrent_opens_of_a_new_file),
           T(commits_are_visible_to_other_connections_at_once),
           T(url_parameters_are_applied), T(url_malformed_is_bad_url),
           T(url_create_0_never_creates),
+          T(a_file_that_is_no_sqlite_database_is_refused_unchanged),
           T(a_file_that_is_no_duro_store_is_never_changed),
           T(mode_ro_reads_and_never_writes),
           T(schema_version_recorded_and_newer_refused),

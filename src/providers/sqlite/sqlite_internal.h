@@ -527,6 +527,11 @@ void duro__sqlite_conn_close(duro__sqlite_conn *c);
  * untouched), then sets the writer's journal mode and synchronous level and
  * creates or migrates the schema. */
 int duro__sqlite_migrate(duro__sqlite_provider *p, duro_error *err);
+/* A file that exists, is not empty and does not begin with SQLite's magic
+ * header is refused (DURO_SCHEMA) before anything opens it: SQLite would
+ * take one shorter than its header for an empty database. */
+int duro__sqlite_check_is_database(duro__sqlite_provider *p, duro_error *err);
+
 /* Refuses (DURO_STORAGE, the reason and the way out in the message) to let
  * SQLite create the file's -wal and -shm where that would fail (directory
  * not writable) or lock the file's owner out (another user would own

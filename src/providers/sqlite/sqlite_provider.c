@@ -226,11 +226,12 @@ static void sqlite_wake(duro_provider *base, int sticky)
  * until someone deletes them. That is refused here, before SQLite creates
  * anything. */
 
-/* Whether the file's header says WAL (read and write versions 2). Read
+/* Reads up to `size` bytes from the start of the file at path into
+ * header (zero-filled past what it holds); 0 when it cannot be read. Read
  * through SQLite's VFS, not open(2) and close(2): closing any descriptor
  * of a file drops every POSIX lock this process holds on it, those of
  * other connections to it included; SQLite's own close defers that. */
-static int file_is_wal(const char *path)
+static int read_header(const char *path, unsigned char *header, int size)
 {
     sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
     if (vfs == NULL)
@@ -240,20 +241,47 @@ static int file_is_wal(const char *path)
     size_t name_size = (size_t)vfs->mxPathname + 2;
     char *name = duro__calloc(1, name_size);
     sqlite3_file *f = duro__calloc(1, (size_t)vfs->szOsFile);
-    unsigned char header[20];
-    int out = 0, wal = 0;
+    int out = 0, ok = 0;
     if (name != NULL && f != NULL &&
         vfs->xFullPathname(vfs, path, vfs->mxPathname, name) == SQLITE_OK &&
         vfs->xOpen(vfs, name, f, SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_READONLY,
                    &out) == SQLITE_OK) {
-        wal = f->pMethods->xRead(f, header, sizeof(header), 0) == SQLITE_OK &&
-              header[18] == 2 && header[19] == 2;
+        int rc = f->pMethods->xRead(f, header, size, 0);
+        ok = rc == SQLITE_OK || rc == SQLITE_IOERR_SHORT_READ;
     }
     if (f != NULL && f->pMethods != NULL)
         f->pMethods->xClose(f);
     duro__free(f);
     duro__free(name);
-    return wal;
+    return ok;
+}
+
+/* Whether the file's header says WAL (read and write versions 2). */
+static int file_is_wal(const char *path)
+{
+    unsigned char header[20];
+    return read_header(path, header, (int)sizeof(header)) && header[18] == 2 &&
+           header[19] == 2;
+}
+
+int duro__sqlite_check_is_database(duro__sqlite_provider *p, duro_error *err)
+{
+    struct stat st;
+    if (p->cfg.memory || stat(p->cfg.path, &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_size == 0)
+        return DURO_OK; /* missing or empty: a new store */
+    static const char magic[16] = "SQLite format 3";
+    unsigned char header[16];
+    if (read_header(p->cfg.path, header, (int)sizeof(header)) &&
+        memcmp(header, magic, sizeof(magic)) == 0)
+        return DURO_OK;
+    /* SQLite itself would take a file shorter than its header for an
+     * empty database and write over it. */
+    return duro_error_set(err, DURO_SCHEMA, 0,
+                          "database file %s is not a SQLite database (it does "
+                          "not begin with \"SQLite format 3\"); nothing in "
+                          "it was changed",
+                          p->cfg.path);
 }
 
 /* Whether user `uid` is a member of group `gid`. */
@@ -478,7 +506,9 @@ int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
     pthread_mutex_init(&p->pool_lock, NULL);
     pthread_cond_init(&p->pool_cond, NULL);
 
-    rc = duro__sqlite_check_wal_files(p, 0, err);
+    rc = duro__sqlite_check_is_database(p, err);
+    if (rc == DURO_OK)
+        rc = duro__sqlite_check_wal_files(p, 0, err);
     if (rc == DURO_OK)
         rc = duro__sqlite_conn_open(p, &p->writer, p->cfg.read_only, err);
     if (rc == DURO_OK)
