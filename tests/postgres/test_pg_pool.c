@@ -259,6 +259,43 @@ TEST(a_failed_reconnect_names_its_reason)
     PQfinish(c);
 }
 
+/* A URL that names no application gets duro's fallback name: the
+ * pooled sessions of a client on this run's schema (their last statement
+ * set its search_path) show as "duro" in pg_stat_activity. */
+TEST(sessions_are_named_duro_unless_the_url_names_them)
+{
+    snprintf(schema, sizeof(schema), "pgname_%ld", (long)getpid());
+    PGconn *c = pg_test_connect();
+    if (c == NULL)
+        return;
+    const char *base = pg_test_url();
+    char url[4300];
+    snprintf(url, sizeof(url), "%s%cschema=%s", base,
+             strchr(base, '?') ? '&' : '?', schema);
+    duro_client *cl = NULL;
+    CHECK_OK(duro_client_create(url, &cl));
+    char sql[512];
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name "
+             "= 'duro' AND query LIKE 'SET search_path TO \"%s\"%%'",
+             schema);
+    long named = 0;
+    for (int64_t end = test_now_ms() + 10000;
+         named < 4 && test_now_ms() < end;) {
+        PGresult *r = PG_EXEC(c, sql, PGRES_TUPLES_OK);
+        named = r != NULL ? strtol(PQgetvalue(r, 0, 0), NULL, 10) : -1;
+        PQclear(r);
+        if (named < 4)
+            usleep(10000);
+    }
+    /* five pooled, one of which ran the schema check after its SET */
+    CHECK_INT(named, >=, 4);
+    duro_client_destroy(cl);
+    PQfinish(c);
+    pg_test_drop_schema(schema);
+}
+
 TEST_MAIN(T(pool_sized_from_runtime_concurrency),
           T(connections_ended_while_idle_are_reconnected_before_use),
-          T(a_failed_reconnect_names_its_reason))
+          T(a_failed_reconnect_names_its_reason),
+          T(sessions_are_named_duro_unless_the_url_names_them))

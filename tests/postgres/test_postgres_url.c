@@ -104,7 +104,8 @@ TEST(duro_parameters_are_taken_out)
                                  "max_history=10&max_payload=2048",
                                  &cfg, &e),
               DURO_OK, &e);
-    CHECK_STR(cfg.conninfo, "postgresql:///duro?host=/tmp/pgsock&port=5544");
+    CHECK_STR(cfg.conninfo, "postgresql:///duro?host=/tmp/"
+                            "pgsock&port=5544&fallback_application_name=duro");
     CHECK_STR(cfg.schema, "orders_1");
     CHECK_EQ(cfg.pool, 3);
     CHECK_EQ(cfg.max_history, 10);
@@ -114,7 +115,8 @@ TEST(duro_parameters_are_taken_out)
 
     CHECK_PRC(duro__pg_parse_url("postgres://u:pw@db.example/app", &cfg, &e),
               DURO_OK, &e);
-    CHECK_STR(cfg.conninfo, "postgres://u:pw@db.example/app");
+    CHECK_STR(cfg.conninfo,
+              "postgres://u:pw@db.example/app?fallback_application_name=duro");
     CHECK_STR(cfg.display, "postgres://u:***@db.example/app");
     CHECK_STR(cfg.schema, "duro");
     CHECK_EQ(cfg.pool, 5);
@@ -122,23 +124,32 @@ TEST(duro_parameters_are_taken_out)
     CHECK_EQ(cfg.max_payload, 1024 * 1024);
     duro__pg_config_free(&cfg);
 
-    /* only duro's parameters: no '?' left over */
+    /* only duro's parameters: libpq gets duro's fallback application name
+     * (pg_stat_activity shows "duro" unless application_name= or
+     * PGAPPNAME says otherwise) */
     CHECK_PRC(duro__pg_parse_url("postgres://h/db?schema=s", &cfg, &e), DURO_OK,
               &e);
-    CHECK_STR(cfg.conninfo, "postgres://h/db");
+    CHECK_STR(cfg.conninfo, "postgres://h/db?fallback_application_name=duro");
     duro__pg_config_free(&cfg);
 
     /* create=0 and create=1 are duro's, not libpq's */
     CHECK_PRC(duro__pg_parse_url("postgres://h/db?create=0&sslmode=disable",
                                  &cfg, &e),
               DURO_OK, &e);
-    CHECK_STR(cfg.conninfo, "postgres://h/db?sslmode=disable");
+    CHECK_STR(cfg.conninfo,
+              "postgres://h/db?sslmode=disable&fallback_application_name=duro");
     CHECK_EQ(cfg.create, 0);
     duro__pg_config_free(&cfg);
     CHECK_PRC(duro__pg_parse_url("postgres://h/db?create=1", &cfg, &e), DURO_OK,
               &e);
-    CHECK_STR(cfg.conninfo, "postgres://h/db");
+    CHECK_STR(cfg.conninfo, "postgres://h/db?fallback_application_name=duro");
     CHECK_EQ(cfg.create, 1);
+    duro__pg_config_free(&cfg);
+    /* a fallback of the URL's own is kept, and not doubled */
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db?fallback_application_name=a",
+                                 &cfg, &e),
+              DURO_OK, &e);
+    CHECK_STR(cfg.conninfo, "postgres://h/db?fallback_application_name=a");
     duro__pg_config_free(&cfg);
 }
 

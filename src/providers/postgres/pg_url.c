@@ -15,6 +15,9 @@
 #include "providers/providers.h"
 
 #define DEFAULT_POOL 5
+/* Names duro's sessions in pg_stat_activity and the server's log unless
+ * the URL (application_name=) or PGAPPNAME names them. */
+#define FALLBACK_NAME "fallback_application_name=duro"
 #define DEFAULT_MAX_HISTORY 100000
 #define DEFAULT_MAX_PAYLOAD (1024 * 1024)
 
@@ -91,7 +94,7 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
         return duro_error_set(err, DURO_BAD_URL, 0, "database URL is NULL");
     size_t url_len = strlen(url);
     cfg->display = duro__malloc(url_len + 8);
-    cfg->conninfo = duro__malloc(url_len + 1);
+    cfg->conninfo = duro__malloc(url_len + sizeof(FALLBACK_NAME) + 1);
     if (cfg->display == NULL || cfg->conninfo == NULL)
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     duro__pg_mask_url(url, cfg->display, url_len + 8);
@@ -114,7 +117,7 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
     cfg->conninfo[len] = '\0';
     int seen_schema = 0, seen_pool = 0, seen_history = 0, seen_payload = 0;
     int seen_create = 0;
-    int kept = 0;
+    int kept = 0, named = 0;
     const char *s = query;
     while (s != NULL) {
         const char *p = s + 1;
@@ -177,6 +180,7 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
             cfg->create = (int)x;
         } else {
             /* libpq's own (host, port, user, sslmode, ...) */
+            named |= KEY("fallback_application_name");
             cfg->conninfo[len++] = kept++ ? '&' : '?';
             memcpy(cfg->conninfo + len, p, n);
             len += n;
@@ -184,6 +188,11 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
         }
 #undef KEY
         s = next;
+    }
+    if (!named) {
+        cfg->conninfo[len++] = kept++ ? '&' : '?';
+        memcpy(cfg->conninfo + len, FALLBACK_NAME, sizeof(FALLBACK_NAME));
+        len += sizeof(FALLBACK_NAME) - 1;
     }
     /* libpq checks the rest now, so a bad URL fails before any
      * connection is tried. Its message may quote the URL: it is replaced
