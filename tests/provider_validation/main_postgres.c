@@ -864,6 +864,107 @@ PV_TEST(a_connection_lost_during_a_call_fails_retryably_and_is_reopened)
     duro_provider_close(p);
 }
 
+typedef struct {
+    duro_provider *p;
+    int rc;
+    uint64_t count;
+    char message[512];
+} sweep_call;
+
+static void *cancel_matching_in_thread(void *arg)
+{
+    sweep_call *w = arg;
+    duro_bulk_filter all = {0};
+    duro_bulk_result *out = NULL;
+    duro_error e;
+    w->rc = w->p->cancel_matching(w->p, &all, "sweep", "test", 0, 0, &out, &e);
+    w->count = out != NULL ? out->count : 0;
+    snprintf(w->message, sizeof(w->message), "%s",
+             w->rc != DURO_OK ? e.message : "");
+    duro_bulk_result_free(out);
+    return NULL;
+}
+
+/* A sweep keeps no transaction open while its batches run: its set is a
+ * holdable cursor, committed before the first batch. Under a role's
+ * idle_in_transaction_session_timeout (here 100 ms, through the URL), a
+ * batch that waits for a lock far longer than that does not end the sweep.
+ * (The set used to be read on a snapshot held open for the whole call, and
+ * the server ended that session, failing the sweep.) */
+PV_TEST(a_sweep_holds_no_transaction_open_while_its_batches_wait)
+{
+    enum { N = 2 * DURO_BULK_BATCH_MAX + 10 };
+    char extra[160], app[64], sql[512], schema[64];
+    snprintf(app, sizeof(app), "duro_pv_sweep_%ld", (long)getpid());
+    snprintf(extra, sizeof(extra),
+             "&pool=1&application_name=%s&options=-c%%20"
+             "idle_in_transaction_session_timeout%%3D100",
+             app);
+    snprintf(schema, sizeof(schema), "%s", new_schema(pv_test_name));
+    duro_provider *p = open_schema(schema, extra);
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    duro_error e;
+    for (int i = 0; i < N; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "i%04d", i);
+        duro_work_item st = {
+            .kind = DURO_WORK_START, .instance_id = id, .name = "orch"};
+        CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+    }
+    PGconn *c = admin(), *locker = admin();
+    CHECK(c != NULL && locker != NULL);
+    if (c == NULL || locker == NULL) {
+        PQfinish(c);
+        PQfinish(locker);
+        duro_provider_close(p);
+        return;
+    }
+    /* an instance of the second batch, locked */
+    CHECK(admin_exec(locker, "BEGIN"));
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM (SELECT 1 FROM \"%s\".instances "
+             "WHERE instance_id = 'i%04d' FOR UPDATE) AS l",
+             schema, DURO_BULK_BATCH_MAX + 5);
+    CHECK_EQ(query_int(locker, sql), 1);
+    sweep_call w = {.p = p, .rc = -1};
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, cancel_matching_in_thread, &w), 0);
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name "
+             "= '%s' AND wait_event_type = 'Lock'",
+             app);
+    WAIT_UNTIL(query_int(c, sql) == 1, 10000);
+    CHECK_EQ(query_int(c, sql), 1);
+    /* the first batch is done; the set's session is not in a transaction */
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM \"%s\".instances "
+             "WHERE cancel_requested_ms IS NOT NULL",
+             schema);
+    CHECK_EQ(query_int(c, sql), DURO_BULK_BATCH_MAX);
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name "
+             "= '%s' AND state LIKE 'idle in transaction%%'",
+             app);
+    CHECK_EQ(query_int(c, sql), 0);
+    /* far past the timeout: a session idle in a transaction would be ended */
+    usleep(500 * 1000);
+    CHECK(admin_exec(locker, "ROLLBACK"));
+    pthread_join(th, NULL);
+    CHECK_MSG(w.rc == DURO_OK, "cancel_matching: %s (%s)", duro_errname(w.rc),
+              w.message);
+    CHECK_EQ(w.count, (uint64_t)N);
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM \"%s\".instances "
+             "WHERE cancel_requested_ms IS NOT NULL",
+             schema);
+    CHECK_EQ(query_int(c, sql), N);
+    PQfinish(locker);
+    PQfinish(c);
+    duro_provider_close(p);
+}
+
 /* ---- the cycle ------------------------------------------------------------
  * What the tests below run per instance: a first turn that schedules one
  * activity, the activity, and a second turn that completes the instance
@@ -2645,6 +2746,7 @@ int main(int argc, char **argv)
         T(migration_2_adds_activity_run_times),
         T(a_connection_dropped_while_idle_is_reopened_before_use),
         T(a_connection_lost_during_a_call_fails_retryably_and_is_reopened),
+        T(a_sweep_holds_no_transaction_open_while_its_batches_wait),
         T(many_events_of_a_turn_round_trip_exactly),
         T(statements_are_prepared_once_per_connection),
         T(claims_and_lookups_use_indexes),

@@ -1,9 +1,9 @@
 /* pg_bulk.c - the PostgreSQL provider's operations on many instances:
  * cancel_instances and control_instances (one transaction, set-based
  * through text[] arrays) and the sweeps, cancel_matching, control_matching
- * and purge_instances, which read their set page by page on one REPEATABLE
- * READ snapshot and handle it in write transactions of at most
- * DURO_BULK_BATCH_MAX instances. A cancel and a control are one request
+ * and purge_instances, which fix their set on one REPEATABLE READ snapshot
+ * and handle it in write transactions of at most DURO_BULK_BATCH_MAX
+ * instances. A cancel and a control are one request
  * (providers.h: duro__bulk_request) with their message's kind and status
  * set. Any thread. */
 #include <inttypes.h>
@@ -13,6 +13,7 @@
 #include "providers/postgres/pg_internal.h"
 
 #define BATCH DURO_BULK_BATCH_MAX
+_Static_assert(BATCH == 500, "DURO__PG_SWEEP_PAGE says 500");
 
 static duro__pg_provider *pg_of(duro_provider *p)
 {
@@ -200,12 +201,16 @@ int duro__pg_control_instances(duro_provider *base, int control,
 }
 
 /* ---- sweeps ----------------------------------------------------------
- * The set is read on one REPEATABLE READ snapshot, held by a connection of
- * the sweep's own for the whole call, a page of BATCH ids at a time in id
- * order (keyset: ids after the last one read), so instances created after
- * it began are never seen and memory holds one batch. Each batch is then
- * checked again and handled in one write transaction on a pooled
- * connection. */
+ * The set is the rows of a holdable cursor, declared on a REPEATABLE READ
+ * snapshot on a connection of the sweep's own, in id order, so instances
+ * created after the call began are never seen; it is read a page of BATCH
+ * rows at a time, so memory holds one batch. A real run commits the
+ * cursor's transaction at once (the server keeps the rows), so no
+ * transaction stays open while the batches run: each is checked again and
+ * handled in one write transaction on a pooled connection, however long it
+ * waits for locks, and a role's idle_in_transaction_session_timeout cannot
+ * end the sweep, nor does it hold back vacuum. A dry run reads the set and
+ * checks each batch within the one snapshot, which ends with the call. */
 
 typedef struct sweep {
     duro__pg_provider *p;
@@ -416,11 +421,10 @@ static int purge_batch(sweep *w, duro__pg_conn *c, const char *pairs,
     return DURO_OK;
 }
 
-/* Handles one batch of members. `own_transaction`: a real run, where each
- * batch is a transaction of its own on a pooled connection; a dry run reads
- * the sweep's snapshot. */
+/* Handles one batch of members: in a real run, in a transaction of its own
+ * on a pooled connection; a dry run reads the sweep's snapshot. */
 static int handle_batch(sweep *w, const member *m, size_t count,
-                        int own_transaction, duro_error *err)
+                        duro_error *err)
 {
     if (count == 0)
         return DURO_OK;
@@ -445,19 +449,18 @@ static int handle_batch(sweep *w, const member *m, size_t count,
         }
     } else if (rc == DURO_OK) {
         duro__pg_conn *c = NULL;
-        if (own_transaction)
-            rc = duro__pg_write_begin(p, w->op, &c, err);
+        rc = duro__pg_write_begin(p, w->op, &c, err);
         if (rc == DURO_OK) {
             w->now = duro__wall_ms();
             rc = w->req == NULL
                      ? purge_batch(w, c, pairs.s, a, &plain, &done, &n, err)
                      : request_batch(w, c, pairs.s, a, &plain, &done, &n, err);
-            if (own_transaction && rc == DURO_OK)
+            if (rc == DURO_OK)
                 rc = duro__pg_write_commit(p, c, w->op, err);
-            else if (own_transaction)
+            else
                 duro__pg_write_rollback(p, c);
         }
-        if (rc == DURO_OK && own_transaction && w->req != NULL)
+        if (rc == DURO_OK && w->req != NULL)
             duro__pg_signal(p, DURO_QUEUE_ORCHESTRATOR, n);
     }
     if (rc == DURO_OK) {
@@ -471,29 +474,26 @@ static int handle_batch(sweep *w, const member *m, size_t count,
     return rc;
 }
 
-/* Reads the set page by page on the snapshot (select, bound here) and
- * hands each page to handle_batch. */
-static int read_and_handle(sweep *w, duro__pg_stmt_id select, duro_error *err)
+/* Reads the sweep's cursor page by page and hands each page to
+ * handle_batch. */
+static int read_and_handle(sweep *w, duro_error *err)
 {
     duro__pg_provider *p = w->p;
     duro__pg_conn *c = w->snap;
     member *m = duro__malloc(BATCH * sizeof(*m));
-    char *last = duro__strdup("");
-    int rc = m != NULL && last != NULL
-                 ? DURO_OK
-                 : duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    int rc = m != NULL ? DURO_OK
+                       : duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     while (rc == DURO_OK) {
         duro_arena *a = duro_arena_create();
         duro__pg_statement *s =
-            a != NULL ? duro__pg_stmt(p, c, select, w->op, err) : NULL;
+            a != NULL ? duro__pg_stmt(p, c, DURO__SQL_SWEEP_FETCH, w->op, err)
+                      : NULL;
         if (s == NULL) {
             rc = a == NULL ? duro_error_set(err, DURO_NOMEM, 0, "out of memory")
                            : err->code;
             duro_arena_destroy(a);
             break;
         }
-        bind_filter(w, c, s, 1);
-        duro__pg_bind_text(c, s, 10, last);
         size_t n = 0;
         int step;
         while ((step = duro__pg_step(p, c, s)) == DURO__PG_ROW && n < BATCH) {
@@ -508,26 +508,42 @@ static int read_and_handle(sweep *w, duro__pg_stmt_id select, duro_error *err)
         if (rc == DURO_OK && step != DURO__PG_DONE && step != DURO__PG_ROW)
             rc = duro__pg_error(c, step, w->op, err);
         duro__pg_reset(s);
-        if (rc == DURO_OK && n > 0) {
-            duro__free(last);
-            if ((last = duro__strdup(m[n - 1].id)) == NULL)
-                rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-        }
         if (rc == DURO_OK)
-            rc = handle_batch(w, m, n, 1, err);
+            rc = handle_batch(w, m, n, err);
         duro_arena_destroy(a);
         if (n < BATCH)
             break;
     }
     duro__free(m);
-    duro__free(last);
+    return rc;
+}
+
+/* Declares the sweep's cursor (select) on its snapshot; a real run then
+ * commits, which keeps the cursor's rows and ends the snapshot. */
+static int declare_set(sweep *w, duro__pg_stmt_id select, duro_error *err)
+{
+    duro__pg_provider *p = w->p;
+    duro__pg_conn *c = w->snap;
+    duro__pg_statement *s =
+        duro__pg_stmt(p, c, DURO__SQL_BEGIN_READ, w->op, err);
+    int rc = s != NULL ? duro__pg_run(p, c, s, w->op, err) : err->code;
+    if (rc == DURO_OK && (s = duro__pg_stmt(p, c, select, w->op, err)) == NULL)
+        rc = err->code;
+    if (rc == DURO_OK) {
+        bind_filter(w, c, s, 1);
+        rc = duro__pg_run(p, c, s, w->op, err);
+    }
+    if (rc == DURO_OK && !w->dry_run &&
+        (s = duro__pg_stmt(p, c, DURO__SQL_COMMIT, w->op, err)) == NULL)
+        rc = err->code;
+    if (rc == DURO_OK && !w->dry_run)
+        rc = duro__pg_run(p, c, s, w->op, err);
     return rc;
 }
 
 static int run_sweep(sweep *w, duro_bulk_result **out, duro_error *err)
 {
     duro__pg_provider *p = w->p;
-    const char *op = w->op;
     int by_name = w->f->name != NULL;
     duro__pg_stmt_id select =
         w->req == NULL
@@ -551,12 +567,10 @@ static int run_sweep(sweep *w, duro_bulk_result **out, duro_error *err)
         return rc;
     }
     w->snap = &snap;
-    duro__pg_statement *s =
-        duro__pg_stmt(p, &snap, DURO__SQL_BEGIN_READ, op, err);
-    rc = s != NULL ? duro__pg_run(p, &snap, s, op, err) : err->code;
+    rc = declare_set(w, select, err);
     if (rc == DURO_OK)
-        rc = read_and_handle(w, select, err);
-    duro__pg_conn_close(&snap); /* ends the read transaction */
+        rc = read_and_handle(w, err);
+    duro__pg_conn_close(&snap); /* ends a dry run's snapshot, the cursor */
     if (rc != DURO_OK) {
         duro_arena_destroy(a);
         return rc;

@@ -693,15 +693,21 @@ void duro__pg_config_free(duro__pg_config *cfg);
 
 /* A sweep's selection: $1 name, $2..$4 and $11 statuses, $5 version (NULL:
  * any), $6 created after (0: none), $7 created before (0: none), $8
- * finished before (purge), $10 the last id of the previous page ("" at
- * first), $12 1: only instances with no cancellation requested
- * (cancel_matching). */
+ * finished before (purge), $12 1: only instances with no cancellation
+ * requested (cancel_matching). It is declared as the holdable cursor
+ * DURO__PG_SWEEP_CURSOR, read DURO_BULK_BATCH_MAX rows at a time
+ * (SWEEP_FETCH). */
 #define DURO__PG_SWEEP_STATUS "status IN ($2::int, $3::int, $4::int, $11::int) "
 #define DURO__PG_SWEEP_COMMON                                                  \
     "AND ($5::text IS NULL OR version = $5::text) "                            \
     "AND ($6::bigint = 0 OR created_ms >= $6::bigint) "                        \
     "AND ($7::bigint = 0 OR created_ms < $7::bigint) "                         \
-    "AND instance_id > $10::text ORDER BY instance_id LIMIT 500"
+    "ORDER BY instance_id"
+#define DURO__PG_SWEEP_DECLARE                                                 \
+    "DECLARE duro_sweep NO SCROLL CURSOR WITH HOLD FOR "                       \
+    "SELECT instance_id, created_ms FROM instances WHERE "
+/* DURO_BULK_BATCH_MAX, as SQL text */
+#define DURO__PG_SWEEP_PAGE "500"
 #define DURO__PG_SWEEP_REQUEST                                                 \
     DURO__PG_SWEEP_STATUS "AND ($12::int = 0 OR cancel_requested_ms IS "       \
                           "NULL) " DURO__PG_SWEEP_COMMON
@@ -760,12 +766,11 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "UPDATE instances SET cancel_requested_ms = $4::bigint, "                \
       "cancel_reason = $2::text, cancelled_by = $3::text "                     \
       "WHERE instance_id = ANY($1::text[]) AND " DURO__PG_REQUESTABLE)         \
-    /* cancel_matching, control_matching: the set, read page by page on one    \
-     * snapshot */                                                             \
-    X(SWEEP_REQUEST_NAME, "SELECT instance_id, created_ms FROM instances "     \
-                          "WHERE name = $1::text AND " DURO__PG_SWEEP_REQUEST) \
-    X(SWEEP_REQUEST_ALL, "SELECT instance_id, created_ms FROM instances "      \
-                         "WHERE " DURO__PG_SWEEP_REQUEST)                      \
+    /* cancel_matching, control_matching: the set, as of one snapshot */       \
+    X(SWEEP_REQUEST_NAME,                                                      \
+      DURO__PG_SWEEP_DECLARE "name = $1::text AND " DURO__PG_SWEEP_REQUEST)    \
+    X(SWEEP_REQUEST_ALL, DURO__PG_SWEEP_DECLARE DURO__PG_SWEEP_REQUEST)        \
+    X(SWEEP_FETCH, "FETCH " DURO__PG_SWEEP_PAGE " FROM duro_sweep")            \
     /* ... and which of a batch are still the same instances, in the mask      \
      * (and for a cancel, with no cancellation requested) */                   \
     X(SWEEP_REQUEST_RECHECK,                                                   \
@@ -776,11 +781,10 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "AND i." DURO__PG_SWEEP_STATUS                                           \
       "AND ($12::int = 0 OR i.cancel_requested_ms IS NULL) "                   \
       "ORDER BY j.k FOR UPDATE OF i")                                          \
-    /* purge_instances: the set, read page by page on one snapshot */          \
-    X(SWEEP_PURGE_NAME, "SELECT instance_id, created_ms FROM instances "       \
-                        "WHERE name = $1::text AND " DURO__PG_SWEEP_PURGE)     \
-    X(SWEEP_PURGE_ALL, "SELECT instance_id, created_ms FROM instances "        \
-                       "WHERE " DURO__PG_SWEEP_PURGE)                          \
+    /* purge_instances: the set, as of one snapshot */                         \
+    X(SWEEP_PURGE_NAME,                                                        \
+      DURO__PG_SWEEP_DECLARE "name = $1::text AND " DURO__PG_SWEEP_PURGE)      \
+    X(SWEEP_PURGE_ALL, DURO__PG_SWEEP_DECLARE DURO__PG_SWEEP_PURGE)            \
     /* ... and what a batch deletes: each picked instance (still the same,     \
      * still matching) that has no matching ancestor, with all its             \
      * descendants, when every one of them is finished */                      \
