@@ -1046,7 +1046,8 @@ static void terminate(duro_orch *e, int status, const char *output,
                 break;
             o->item = *e->leftover[i];
             o->item.execution_id = e->execution_id + 1;
-            o->item.flags = DURO_EVENT_CARRIED;
+            if (o->item.kind == DURO_WORK_EXTERNAL_EVENT)
+                o->item.flags = DURO_EVENT_CARRIED;
         }
     }
     e->terminal = 1;
@@ -1521,8 +1522,16 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
             if (carried != (pass == 0))
                 continue;
             if (e->code_done || e->deadline_passed) {
-                if (m->kind == DURO_WORK_EXTERNAL_EVENT)
+                if (m->kind == DURO_WORK_EXTERNAL_EVENT ||
+                    m->kind == DURO_WORK_SUSPEND_INSTANCE)
                     note_leftover(e, m);
+                else if (m->kind == DURO_WORK_CANCEL_INSTANCE &&
+                         !e->cancel_delivered)
+                    /* The code returned earlier in this batch, before it
+                     * could see the cancel: the cancel still ends the
+                     * instance, as it does code that does not observe
+                     * cancellation (and the client was told it would). */
+                    stop_now(e, m);
                 continue;
             }
             duro_event ev = {0}, stored;

@@ -1401,6 +1401,96 @@ TEST(observed_cancel_runs_cleanup_and_replays_the_same)
     sim_free(&cold);
 }
 
+/* one activity, then return (*mode 0) or continue as new (*mode 1) */
+static int orch_one_then(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    const int *mode = duro_orch_user(o);
+    duro_await(o, duro_call_activity(o, "A", "1"));
+    return *mode == 1 ? duro_continue_as_new(o, out, "next")
+                      : duro_ok(out, "done");
+}
+
+/* A cancel fetched in the same batch as the completion that lets the code
+ * return still ends the instance Cancelled, whether the code observes
+ * cancellation or not, and whatever the code returned (a continue-as-new
+ * too: the next execution is not started). It used to be dropped when the
+ * code observed cancellation: the instance completed, or continued as new
+ * with the cancel lost for good (the store refuses a second request once
+ * one is recorded). */
+TEST(a_cancel_after_the_code_returned_in_the_same_batch_still_cancels)
+{
+    for (int observe = 0; observe <= 1; observe++) {
+        for (int mode = 0; mode <= 1; mode++) {
+            sim s;
+            sim_init(&s);
+            duro_orch *e = NULL;
+            duro__turn t;
+            CHECK_OK(duro__turn_init(&t));
+            g_observe = observe;
+            g_cleanup_ms = observe ? 60000 : 0;
+            CHECK_OK(run_turn(orch_one_then, &mode, &e, &s, NULL, 0, 1000, &t));
+            CHECK(has_worker(&t, "A"));
+            duro_work_item m[2] = {msg_done(1, 2, "a"), msg_cancel("stop")};
+            CHECK_OK(run_turn(orch_one_then, &mode, &e, &s, m, 2, 2000, &t));
+            CHECK_MSG(t.status == DURO_STATUS_CANCELLED,
+                      "observe %d, mode %d: status %d", observe, mode,
+                      t.status);
+            CHECK_STR(t.meta.error, "stop");
+            CHECK(find_outbound(&t, DURO_WORK_CONTINUE_AS_NEW) == NULL);
+            const int kinds[] = {DURO_EVENT_ORCHESTRATION_STARTED,
+                                 DURO_EVENT_ACTIVITY_SCHEDULED,
+                                 DURO_EVENT_ACTIVITY_COMPLETED,
+                                 DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED,
+                                 DURO_EVENT_ORCHESTRATION_CANCELLED};
+            CHECK_EQ(s.count, sizeof(kinds) / sizeof(kinds[0]));
+            for (size_t i = 0; i < s.count && i < 5; i++)
+                CHECK_EQ(s.events[i].kind, kinds[i]);
+            const duro_event *req =
+                find_kind(&s, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED, 0);
+            CHECK(req != NULL && strcmp(req->requested_by, "tester") == 0);
+            duro__engine_destroy(e);
+            duro__turn_free(&t);
+            sim_free(&s);
+        }
+    }
+    g_observe = 0;
+    g_cleanup_ms = 0;
+}
+
+/* A suspend fetched after the code continued as new in the same batch goes
+ * to the next execution (it used to be dropped, though the client was told
+ * the instance would be suspended). */
+TEST(a_suspend_after_a_continue_as_new_in_the_same_batch_is_carried_over)
+{
+    sim s;
+    sim_init(&s);
+    duro_orch *e = NULL;
+    duro__turn t;
+    CHECK_OK(duro__turn_init(&t));
+    int mode = 1;
+    CHECK_OK(run_turn(orch_one_then, &mode, &e, &s, NULL, 0, 1000, &t));
+    duro_work_item m[3] = {msg_done(1, 2, "a"),
+                           msg_control(DURO_WORK_SUSPEND_INSTANCE, "hold"),
+                           msg_event("ev", "p")};
+    CHECK_OK(run_turn(orch_one_then, &mode, &e, &s, m, 3, 2000, &t));
+    CHECK_EQ(t.status, DURO_STATUS_CONTINUED_AS_NEW);
+    CHECK_EQ(t.outbound_count, 3);
+    if (t.outbound_count == 3) {
+        CHECK_EQ(t.outbound[0].item.kind, DURO_WORK_CONTINUE_AS_NEW);
+        CHECK_EQ(t.outbound[1].item.kind, DURO_WORK_SUSPEND_INSTANCE);
+        CHECK_EQ(t.outbound[1].item.execution_id, 2);
+        CHECK_STR(t.outbound[1].item.reason, "hold");
+        CHECK_STR(t.outbound[1].item.requested_by, "operator");
+        CHECK_EQ(t.outbound[1].item.flags, 0);
+        CHECK_EQ(t.outbound[2].item.kind, DURO_WORK_EXTERNAL_EVENT);
+        CHECK_EQ(t.outbound[2].item.flags, DURO_EVENT_CARRIED);
+    }
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
 /* cleanup that never ends: the deadline terminates the instance */
 static int orch_stuck_cleanup(duro_orch *o, const char *input, duro_result *out)
 {
@@ -1640,35 +1730,37 @@ TEST(release_last_cold_engine)
     CHECK(last_cold == NULL);
 }
 
-TEST_MAIN(T(plan_turn_cases), T(chain_warm_and_cold_give_the_same_history),
-          T(nondeterminism_different_command),
-          T(nondeterminism_waiting_where_history_has_a_command),
-          T(nondeterminism_returned_while_history_continues),
-          T(select_loser_activity_is_cancelled_once),
-          T(select_loser_replay_adds_no_second_cancel),
-          T(events_raised_before_waiting_are_kept_in_order),
-          T(fanout_join_keeps_argument_order),
-          T(stale_and_unknown_messages_are_dropped),
-          T(failure_cancels_every_outstanding_activity),
-          T(completion_with_outstanding_activity_cancels_it),
-          T(continue_as_new_cancels_and_carries_events_over),
-          T(cancel_decided_from_history_without_running_code),
-          T(cancel_of_outstanding_activity_on_warm_engine),
-          T(terminate_without_code_for_poison),
-          T(retry_with_attempt_timeout_and_backoff),
-          T(retry_exhausted_and_configuration_errors),
-          T(retry_invalid_policies_fail_the_task),
-          T(child_orchestration_round_trip), T(child_reports_to_parent),
-          T(now_guid_replaying_and_log_are_replay_safe),
-          T(misuse_and_bad_input_fail_tasks_not_the_process),
-          T(orchestration_output_over_limit_fails_clearly),
-          T(orch_alloc_refuses_sizes_that_overflow),
-          T(tracker_classifies_completions),
-          T(engine_rejects_history_that_does_not_fit),
-          T(observed_cancel_runs_cleanup_and_replays_the_same),
-          T(cleanup_deadline_terminates_and_replay_keeps_the_recorded_deadline),
-          T(terminate_ends_without_code_and_terminates_children),
-          T(suspend_keeps_inputs_in_order_until_resume),
-          T(a_suspended_instance_is_cancelled_at_once_even_when_observing),
-          T(nondeterministic_code_can_still_be_cancelled),
-          T(release_last_cold_engine))
+TEST_MAIN(
+    T(plan_turn_cases), T(chain_warm_and_cold_give_the_same_history),
+    T(nondeterminism_different_command),
+    T(nondeterminism_waiting_where_history_has_a_command),
+    T(nondeterminism_returned_while_history_continues),
+    T(select_loser_activity_is_cancelled_once),
+    T(select_loser_replay_adds_no_second_cancel),
+    T(events_raised_before_waiting_are_kept_in_order),
+    T(fanout_join_keeps_argument_order),
+    T(stale_and_unknown_messages_are_dropped),
+    T(failure_cancels_every_outstanding_activity),
+    T(completion_with_outstanding_activity_cancels_it),
+    T(continue_as_new_cancels_and_carries_events_over),
+    T(cancel_decided_from_history_without_running_code),
+    T(cancel_of_outstanding_activity_on_warm_engine),
+    T(terminate_without_code_for_poison),
+    T(retry_with_attempt_timeout_and_backoff),
+    T(retry_exhausted_and_configuration_errors),
+    T(retry_invalid_policies_fail_the_task), T(child_orchestration_round_trip),
+    T(child_reports_to_parent), T(now_guid_replaying_and_log_are_replay_safe),
+    T(misuse_and_bad_input_fail_tasks_not_the_process),
+    T(orchestration_output_over_limit_fails_clearly),
+    T(orch_alloc_refuses_sizes_that_overflow),
+    T(tracker_classifies_completions),
+    T(engine_rejects_history_that_does_not_fit),
+    T(observed_cancel_runs_cleanup_and_replays_the_same),
+    T(cleanup_deadline_terminates_and_replay_keeps_the_recorded_deadline),
+    T(terminate_ends_without_code_and_terminates_children),
+    T(suspend_keeps_inputs_in_order_until_resume),
+    T(a_suspended_instance_is_cancelled_at_once_even_when_observing),
+    T(nondeterministic_code_can_still_be_cancelled),
+    T(a_cancel_after_the_code_returned_in_the_same_batch_still_cancels),
+    T(a_suspend_after_a_continue_as_new_in_the_same_batch_is_carried_over),
+    T(release_last_cold_engine))
