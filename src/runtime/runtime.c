@@ -290,34 +290,30 @@ void duro__runtime_storage_failed(duro_runtime *rt, duro_queue queue,
                                   const char *what, const duro_error *err,
                                   int64_t retry_ms)
 {
-    if (!err->retryable) {
-        duro__log(&rt->logger, DURO_LOG_ERROR,
-                  "%s failed: %s; retrying in %lld ms", what, err->message,
-                  (long long)retry_ms);
-        return;
-    }
-    DURO__COUNT(rt, m_storage_retries);
+    int retryable = err->retryable != 0;
+    if (retryable)
+        DURO__COUNT(rt, m_storage_retries);
     pthread_mutex_lock(&rt->storage_log_lock);
     int64_t now = duro__mono_ms();
     if (atomic_load(&rt->storage_down_ms[queue]) == 0) {
         atomic_store(&rt->storage_down_ms[queue], now);
         rt->storage_announced[queue] = 0;
     }
-    /* at most one WARN per interval, whether the failures come in one
-     * outage or in many short ones between successes */
-    int warn =
-        rt->storage_warned_ms[queue] == 0 ||
-        now - rt->storage_warned_ms[queue] >= DURO__STORAGE_WARN_EVERY_MS;
-    long long suppressed = rt->storage_suppressed[queue];
-    if (warn) {
-        rt->storage_warned_ms[queue] = now;
-        rt->storage_suppressed[queue] = 0;
+    /* at most one line at WARN (ERROR) per interval, whether the failures
+     * come in one outage or in many short ones between successes */
+    int64_t *logged = &rt->storage_logged_ms[queue][retryable];
+    int64_t *suppressed_now = &rt->storage_suppressed[queue][retryable];
+    int loud = *logged == 0 || now - *logged >= DURO__STORAGE_WARN_EVERY_MS;
+    long long suppressed = *suppressed_now;
+    if (loud) {
+        *logged = now;
+        *suppressed_now = 0;
         rt->storage_announced[queue] = 1;
     } else {
-        rt->storage_suppressed[queue]++;
+        (*suppressed_now)++;
     }
     pthread_mutex_unlock(&rt->storage_log_lock);
-    if (!warn) {
+    if (!loud) {
         duro__log(&rt->logger, DURO_LOG_DEBUG,
                   "%s failed: %s; retrying in %lld ms", what, err->message,
                   (long long)retry_ms);
@@ -326,13 +322,14 @@ void duro__runtime_storage_failed(duro_runtime *rt, duro_queue queue,
     char since[96] = "";
     if (suppressed > 0)
         snprintf(since, sizeof(since),
-                 "; %lld failures since the last warning were logged at "
-                 "debug level",
-                 suppressed);
-    duro__log(&rt->logger, DURO_LOG_WARN,
+                 "; %lld failures since the last %s were logged at debug "
+                 "level",
+                 suppressed, retryable ? "warning" : "error");
+    duro__log(&rt->logger, retryable ? DURO_LOG_WARN : DURO_LOG_ERROR,
               "%s failed: %s; retrying in %lld ms (further failures are "
-              "logged at debug level, with a warning at most every %d s%s)",
+              "logged at debug level, with %s at most every %d s%s)",
               what, err->message, (long long)retry_ms,
+              retryable ? "a warning" : "an error",
               DURO__STORAGE_WARN_EVERY_MS / 1000, since);
 }
 

@@ -119,9 +119,13 @@ struct duro_runtime {
      * first success after one; nothing is taken under it (the log line is
      * written after it is released). */
     pthread_mutex_t storage_log_lock;
-    int64_t storage_warned_ms[2];  /* last failure logged at WARN, 0 never */
-    int64_t storage_suppressed[2]; /* failures at DEBUG since that WARN */
-    int storage_announced[2];      /* this outage has a WARN line */
+    /* per duro_queue, then [1] retryable failures (WARN), [0] the others
+     * (ERROR): */
+    int64_t storage_logged_ms[2][2];  /* last one logged at that level,
+                                         0 never */
+    int64_t storage_suppressed[2][2]; /* at DEBUG since then */
+    int storage_announced[2];         /* this outage has a WARN or ERROR
+                                         line */
     pthread_t *orch_threads;
     int orch_thread_count;
     /* worker slots (see worker.c) */
@@ -196,12 +200,13 @@ void duro__runtime_backoff(duro_runtime *rt, int64_t ms);
 /* A failed fetch of a runtime thread on `queue` (`what` names it: "fetch of
  * activity work"; retried in retry_ms, which the line says), counted in
  * storage_retries when retryable. An outage shows at the default log level
- * without flooding it, however its failures and successes alternate: a
- * retryable failure on the queue is logged at WARN when none was for
- * DURO__STORAGE_WARN_EVERY_MS (the line counts the failures logged at
- * DEBUG since the last WARN), else at DEBUG; duro__runtime_storage_ok()
- * logs the recovery at WARN only after an outage that a WARN announced. A
- * failure that is not retryable is logged at ERROR. */
+ * without flooding it, however its failures and successes alternate and
+ * however many threads fail: a retryable failure on the queue is logged at
+ * WARN, one that is not (a dropped schema, a revoked right) at ERROR, when
+ * none of its kind was for DURO__STORAGE_WARN_EVERY_MS (the line counts
+ * those logged at DEBUG since), else at DEBUG; duro__runtime_storage_ok()
+ * logs the recovery at WARN only after an outage that such a line
+ * announced. */
 #define DURO__STORAGE_WARN_EVERY_MS 10000
 void duro__runtime_storage_failed(duro_runtime *rt, duro_queue queue,
                                   const char *what, const duro_error *err,
