@@ -32,9 +32,10 @@ typedef struct turn_ctx {
     /* the turn run_turn prepared, for its ack */
     duro_orch_ack ack;
     int64_t begin_ns;
-    int warm;        /* the engine came from the cache */
-    int terminal;    /* the engine was not kept */
-    int had_problem; /* the instance has a recorded problem */
+    int warm;          /* the engine came from the cache */
+    int terminal;      /* the engine was not kept */
+    int had_problem;   /* the instance has a recorded problem */
+    int ack_attempted; /* the common ack of its batch failed first */
 } turn_ctx;
 
 /* The turns one thread commits together (ack_and_fetch_orchestration_items):
@@ -327,7 +328,15 @@ static int acked(turn_ctx *c, int rc, const duro_error *err)
                      "the store refused the turn: %.470s", err->message);
             return rc;
         }
-        if (rc == DURO_LOCK_LOST) {
+        if (rc == DURO_LOCK_LOST && c->ack_attempted) {
+            /* provider.h: a lost lock after a failed attempt means that
+             * attempt probably committed */
+            duro__log(&rt->logger, DURO_LOG_DEBUG,
+                      "turn of instance '%s': its lock is gone after the "
+                      "common ack failed, which probably committed it (if "
+                      "not, the batch comes back when its lock expires): %s",
+                      c->item->instance_id, err->message);
+        } else if (rc == DURO_LOCK_LOST) {
             duro__log(&rt->logger, DURO_LOG_WARN,
                       "turn of instance '%s' discarded: %s",
                       c->item->instance_id, err->message);
@@ -619,9 +628,11 @@ static void finish_batch(duro_runtime *rt, turn_batch *b, size_t max_next,
         turn_ctx *c = &b->ctx[i];
         int one = rc;
         duro_error one_err = err;
-        if (rc != DURO_OK)
+        if (rc != DURO_OK) {
+            c->ack_attempted = 1;
             one = p->ack_orchestration_item(p, c->item->lock_token, &c->ack,
                                             &one_err);
+        }
         one = acked(c, one, &one_err);
         clear_retried_problem(c, one);
         end_item(c, one);
