@@ -271,6 +271,29 @@ run 0 list --since 2000-01-01 --until 2999-12-31T00:00:00Z --json
 json 'd["total"] == 8'
 run 0 list --since "2000-01-01T00:00:00.5+02:00" --json
 json 'd["total"] == 8'
+echo "== list --json over many pages"
+# 2,600 more instances (the listing reads 1,000 per page and --json prints
+# each page as it comes): the document is whole, in id order, formatted as
+# one indented dump of it would be, and --limit cuts across a page.
+cp "$tmp/store.db" "$tmp/many.db"
+"$fixture" sql "$tmp/many.db" "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL
+    SELECT i + 1 FROM n WHERE i < 2600)
+    INSERT INTO instances(instance_id, name, status, created_ms, updated_ms)
+    SELECT printf('many-%05d', i), 'Many', 1, 1700000000000 + i,
+    1700000000000 + i FROM n" || fail "cli_fixture sql (many)"
+run 0 --db "sqlite:$tmp/many.db" list --limit 0 --json
+json 'd["total"] == 2608 and d["truncated"] is False and len(d["instances"]) == 2608'
+json '[i["id"] for i in d["instances"]] == sorted(set(i["id"] for i in d["instances"]))'
+json 'open(sys.argv[1], encoding="utf-8").read() == json.dumps(d, indent=2, ensure_ascii=False) + "\n"'
+run 0 --db "sqlite:$tmp/many.db" list --limit 1500 --json
+json 'd["total"] == 2608 and d["truncated"] is True and len(d["instances"]) == 1500'
+json '[i["id"] for i in d["instances"]] == sorted(set(i["id"] for i in d["instances"]))'
+run 0 --db "sqlite:$tmp/many.db" list --status completed --json
+json 'open(sys.argv[1], encoding="utf-8").read() == json.dumps(d, indent=2, ensure_ascii=False) + "\n"'
+run 0 --db "sqlite:$tmp/many.db" list --name Nobody --json
+json 'd == {"instances": [], "total": 0, "truncated": False}'
+json 'open(sys.argv[1], encoding="utf-8").read() == json.dumps(d, indent=2, ensure_ascii=False) + "\n"'
+
 run 2 list --since yesterday
 contains "$tmp/err" "bad time 'yesterday'"
 run 2 list --until 2026-13-01

@@ -151,6 +151,10 @@ json_t *json_event(const duro_event *e, int64_t start_ms, const char *requester,
 /* Prints @p doc (indented, a newline after) on stdout and frees it. 0, or
  * -1 when it could not be written. */
 int json_print(json_t *doc);
+/* Prints value v (and drops it) as json_print would inside a document, at
+ * nesting depth `depth` (its lines indented 2 * depth spaces, the first
+ * one too), without a newline at its end. 0, or -1 when stdout failed. */
+int json_print_nested(json_t *v, int depth);
 
 /* ---- text.c -------------------------------------------------------------- */
 

@@ -87,13 +87,17 @@ int cmd_list(cli *c, int argc, char **argv)
     duro_client *client;
     if ((status = cli_open(c, CLI_OPEN_READ, &client)) != EXIT_OK)
         return status;
-    /* Pages of LIST_PAGE by id; pages holding shown rows are kept, the
-     * rest are only counted. */
+    /* Pages of LIST_PAGE by id. --json prints each page's shown rows as it
+     * comes (memory holds one page, however many are listed); for people,
+     * pages holding shown rows are kept (the columns' widths come first).
+     * The rest are only counted. */
     duro_instance_list **kept = NULL;
     size_t kept_count = 0, shown = 0;
     uint64_t total = 0;
     char *after = NULL;
-    int rc = DURO_OK;
+    int rc = DURO_OK, out_failed = 0;
+    if (c->json)
+        out_failed |= fputs("{\n  \"instances\": [", stdout) == EOF;
     for (;;) {
         duro_instance_list *page = NULL;
         rc = cli_list_page(client, &filter, LIST_PAGE, &after, &page);
@@ -101,13 +105,23 @@ int cmd_list(cli *c, int argc, char **argv)
             break;
         size_t n = page->count;
         total += n;
+        size_t take =
+            limit == 0 || limit - shown > n ? n : (size_t)(limit - shown);
         duro_instance_list **more = NULL;
-        if ((limit == 0 || shown < limit) && n > 0 &&
-            (more = realloc(kept, (kept_count + 1) * sizeof(*kept))) != NULL) {
+        if (c->json) {
+            for (size_t i = 0; i < take; i++) {
+                out_failed |=
+                    fputs(shown + i > 0 ? ",\n" : "\n", stdout) == EOF;
+                out_failed |=
+                    json_print_nested(json_instance(&page->items[i]), 2) != 0;
+            }
+            shown += take;
+            duro_instance_list_free(page);
+        } else if (take > 0 &&
+                   (more = realloc(kept, (kept_count + 1) * sizeof(*kept))) !=
+                       NULL) {
             kept = more;
             kept[kept_count++] = page;
-            size_t take =
-                limit == 0 || limit - shown > n ? n : (size_t)(limit - shown);
             shown += take;
         } else {
             duro_instance_list_free(page);
@@ -121,20 +135,19 @@ int cmd_list(cli *c, int argc, char **argv)
             duro_instance_list_free(kept[i]);
         free(kept);
         duro_client_destroy(client);
+        if (c->json) /* what was printed is not a document: end the line */
+            fputc('\n', stdout);
         return cli_error_rc(c, rc, "listing instances");
     }
 
     if (c->json) {
-        json_t *items = json_array();
-        size_t left = shown;
-        for (size_t p = 0; p < kept_count; p++)
-            for (size_t i = 0; i < kept[p]->count && left > 0; i++, left--)
-                json_array_append_new(items, json_instance(&kept[p]->items[i]));
-        json_t *doc = json_object();
-        jset(doc, "instances", items);
-        jset(doc, "total", jint((int64_t)total));
-        jset(doc, "truncated", json_boolean(shown < total));
-        json_print(doc);
+        out_failed |=
+            printf("%s],\n  \"total\": %llu,\n  \"truncated\": %s\n}\n",
+                   shown > 0 ? "\n  " : "", (unsigned long long)total,
+                   shown < total ? "true" : "false") < 0 ||
+            fflush(stdout) == EOF;
+        if (out_failed)
+            fputs("duro: writing the listing failed\n", stderr);
     } else if (shown == 0) {
         fputs("no instances match\n", stderr);
     } else {
@@ -189,7 +202,7 @@ int cmd_list(cli *c, int argc, char **argv)
         duro_instance_list_free(kept[i]);
     free(kept);
     duro_client_destroy(client);
-    return EXIT_OK;
+    return out_failed ? EXIT_FAILED : EXIT_OK;
 }
 
 /* ---- status -------------------------------------------------------------- */

@@ -164,6 +164,25 @@ int json_print(json_t *doc)
     return 0;
 }
 
+int json_print_nested(json_t *v, int depth)
+{
+    char *text = json_dumps(v, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+    json_decref(v);
+    if (text == NULL)
+        return -1;
+    int rc = 0;
+    for (const char *line = text; rc == 0 && *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t n = end != NULL ? (size_t)(end - line) : strlen(line);
+        if (printf("%*s%.*s%s", 2 * depth, "", (int)n, line,
+                   end != NULL ? "\n" : "") < 0)
+            rc = -1;
+        line += n + (end != NULL);
+    }
+    free(text);
+    return rc;
+}
+
 json_t *json_bulk(const duro_bulk_result *r, int dry_run)
 {
     json_t *ids = json_array();
