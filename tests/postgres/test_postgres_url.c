@@ -95,6 +95,10 @@ TEST(mask_cuts_to_the_buffer)
     CHECK_EQ(duro__pg_mask_url("postgres://u:p@h/d", out, 0), 0);
 }
 
+/* What duro adds to every URL that does not say otherwise. */
+#define KEEPALIVES                                                             \
+    "&keepalives_idle=30&keepalives_interval=10&keepalives_count=3"
+
 TEST(duro_parameters_are_taken_out)
 {
     duro__pg_config cfg;
@@ -105,7 +109,8 @@ TEST(duro_parameters_are_taken_out)
                                  &cfg, &e),
               DURO_OK, &e);
     CHECK_STR(cfg.conninfo, "postgresql:///duro?host=/tmp/"
-                            "pgsock&port=5544&fallback_application_name=duro");
+                            "pgsock&port=5544&fallback_application_name=duro"
+                            "" KEEPALIVES);
     CHECK_STR(cfg.schema, "orders_1");
     CHECK_EQ(cfg.pool, 3);
     CHECK_EQ(cfg.max_history, 10);
@@ -115,8 +120,8 @@ TEST(duro_parameters_are_taken_out)
 
     CHECK_PRC(duro__pg_parse_url("postgres://u:pw@db.example/app", &cfg, &e),
               DURO_OK, &e);
-    CHECK_STR(cfg.conninfo,
-              "postgres://u:pw@db.example/app?fallback_application_name=duro");
+    CHECK_STR(cfg.conninfo, "postgres://u:pw@db.example/"
+                            "app?fallback_application_name=duro" KEEPALIVES);
     CHECK_STR(cfg.display, "postgres://u:***@db.example/app");
     CHECK_STR(cfg.schema, "duro");
     CHECK_EQ(cfg.pool, 5);
@@ -126,30 +131,43 @@ TEST(duro_parameters_are_taken_out)
 
     /* only duro's parameters: libpq gets duro's fallback application name
      * (pg_stat_activity shows "duro" unless application_name= or
-     * PGAPPNAME says otherwise) */
+     * PGAPPNAME says otherwise) and TCP keepalives (a vanished server is
+     * noticed in about a minute) */
     CHECK_PRC(duro__pg_parse_url("postgres://h/db?schema=s", &cfg, &e), DURO_OK,
               &e);
-    CHECK_STR(cfg.conninfo, "postgres://h/db?fallback_application_name=duro");
+    CHECK_STR(cfg.conninfo,
+              "postgres://h/db?fallback_application_name=duro" KEEPALIVES);
     duro__pg_config_free(&cfg);
 
     /* create=0 and create=1 are duro's, not libpq's */
     CHECK_PRC(duro__pg_parse_url("postgres://h/db?create=0&sslmode=disable",
                                  &cfg, &e),
               DURO_OK, &e);
-    CHECK_STR(cfg.conninfo,
-              "postgres://h/db?sslmode=disable&fallback_application_name=duro");
+    CHECK_STR(cfg.conninfo, "postgres://h/"
+                            "db?sslmode=disable&fallback_application_name=duro"
+                            "" KEEPALIVES);
     CHECK_EQ(cfg.create, 0);
     duro__pg_config_free(&cfg);
     CHECK_PRC(duro__pg_parse_url("postgres://h/db?create=1", &cfg, &e), DURO_OK,
               &e);
-    CHECK_STR(cfg.conninfo, "postgres://h/db?fallback_application_name=duro");
+    CHECK_STR(cfg.conninfo,
+              "postgres://h/db?fallback_application_name=duro" KEEPALIVES);
     CHECK_EQ(cfg.create, 1);
     duro__pg_config_free(&cfg);
-    /* a fallback of the URL's own is kept, and not doubled */
+    /* a fallback or keepalive of the URL's own is kept, and not doubled */
     CHECK_PRC(duro__pg_parse_url("postgres://h/db?fallback_application_name=a",
                                  &cfg, &e),
               DURO_OK, &e);
-    CHECK_STR(cfg.conninfo, "postgres://h/db?fallback_application_name=a");
+    CHECK_STR(cfg.conninfo,
+              "postgres://h/db?fallback_application_name=a" KEEPALIVES);
+    duro__pg_config_free(&cfg);
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db?keepalives_idle=5&"
+                                 "keepalives=0",
+                                 &cfg, &e),
+              DURO_OK, &e);
+    CHECK_STR(cfg.conninfo, "postgres://h/db?keepalives_idle=5&keepalives=0&"
+                            "fallback_application_name=duro&keepalives_"
+                            "interval=10&keepalives_count=3");
     duro__pg_config_free(&cfg);
 }
 

@@ -15,9 +15,22 @@
 #include "providers/providers.h"
 
 #define DEFAULT_POOL 5
-/* Names duro's sessions in pg_stat_activity and the server's log unless
- * the URL (application_name=) or PGAPPNAME names them. */
-#define FALLBACK_NAME "fallback_application_name=duro"
+/* libpq parameters duro sets unless the URL does:
+ * - fallback_application_name names duro's sessions in pg_stat_activity
+ *   and the server's log, unless application_name= or PGAPPNAME does;
+ * - TCP keepalives after 30 s of silence, every 10 s, 3 unanswered ending
+ *   the connection: a server that vanished (a partition, a machine lost)
+ *   is noticed in about a minute, by a call waiting for its answer or by
+ *   the idle listener, instead of after the kernel's 2 hours. (Ignored on
+ *   unix sockets.) */
+static const char *const url_defaults[][2] = {
+    {"fallback_application_name", "duro"},
+    {"keepalives_idle", "30"},
+    {"keepalives_interval", "10"},
+    {"keepalives_count", "3"},
+};
+#define URL_DEFAULTS (sizeof(url_defaults) / sizeof(url_defaults[0]))
+#define URL_DEFAULTS_MAX 128 /* bytes all of them take, '&'s included */
 #define DEFAULT_MAX_HISTORY 100000
 #define DEFAULT_MAX_PAYLOAD (1024 * 1024)
 
@@ -94,7 +107,7 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
         return duro_error_set(err, DURO_BAD_URL, 0, "database URL is NULL");
     size_t url_len = strlen(url);
     cfg->display = duro__malloc(url_len + 8);
-    cfg->conninfo = duro__malloc(url_len + sizeof(FALLBACK_NAME) + 1);
+    cfg->conninfo = duro__malloc(url_len + URL_DEFAULTS_MAX + 1);
     if (cfg->display == NULL || cfg->conninfo == NULL)
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     duro__pg_mask_url(url, cfg->display, url_len + 8);
@@ -117,7 +130,7 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
     cfg->conninfo[len] = '\0';
     int seen_schema = 0, seen_pool = 0, seen_history = 0, seen_payload = 0;
     int seen_create = 0;
-    int kept = 0, named = 0;
+    int kept = 0, named[URL_DEFAULTS] = {0};
     const char *s = query;
     while (s != NULL) {
         const char *p = s + 1;
@@ -180,7 +193,9 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
             cfg->create = (int)x;
         } else {
             /* libpq's own (host, port, user, sslmode, ...) */
-            named |= KEY("fallback_application_name");
+            for (size_t i = 0; i < URL_DEFAULTS; i++)
+                named[i] |= key_len == strlen(url_defaults[i][0]) &&
+                            strncmp(p, url_defaults[i][0], key_len) == 0;
             cfg->conninfo[len++] = kept++ ? '&' : '?';
             memcpy(cfg->conninfo + len, p, n);
             len += n;
@@ -189,11 +204,12 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
 #undef KEY
         s = next;
     }
-    if (!named) {
-        cfg->conninfo[len++] = kept++ ? '&' : '?';
-        memcpy(cfg->conninfo + len, FALLBACK_NAME, sizeof(FALLBACK_NAME));
-        len += sizeof(FALLBACK_NAME) - 1;
-    }
+    for (size_t i = 0; i < URL_DEFAULTS; i++)
+        if (!named[i])
+            len += (size_t)snprintf(cfg->conninfo + len,
+                                    url_len + URL_DEFAULTS_MAX + 1 - len,
+                                    "%c%s=%s", kept++ ? '&' : '?',
+                                    url_defaults[i][0], url_defaults[i][1]);
     /* libpq checks the rest now, so a bad URL fails before any
      * connection is tried. Its message may quote the URL: it is replaced
      * by ours, which names the masked URL. */
