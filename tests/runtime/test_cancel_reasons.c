@@ -66,12 +66,25 @@ static int orch_select(duro_orch *o, const char *in, duro_result *out)
     return duro_ok(out, w == go ? "event won" : "activity won");
 }
 
+/* Hold, cancelled by the code itself (duro_cancel_task) once "go" comes. */
+static int orch_cancel_task(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    duro_task *t = duro_call_activity(o, "Hold", "x");
+    duro_await(o, duro_wait_event(o, "go"));
+    duro_cancel_task(o, t);
+    return duro_ok(out, duro_await(o, t) == DURO_CANCELLED ? "task cancelled"
+                                                           : "not cancelled");
+}
+
 static void register_all(duro_registry *r)
 {
     CHECK_OK(duro_registry_add_activity(r, "Hold", act_hold, NULL));
     CHECK_OK(duro_registry_add_orchestration(r, "One", NULL, orch_one, NULL));
     CHECK_OK(
         duro_registry_add_orchestration(r, "Select", NULL, orch_select, NULL));
+    CHECK_OK(duro_registry_add_orchestration(r, "CancelTask", NULL,
+                                             orch_cancel_task, NULL));
 }
 
 /* Waits for cond with a deadline without failing (hooks run on runtime
@@ -187,21 +200,27 @@ static void done_one(fixture *x)
 }
 
 /* Starts `orch` and, once Hold runs, cancels it the way `orch` expects:
- * a client cancel for One, the event "go" for Select. */
+ * a client cancel for One, a client terminate for "Terminate" (One,
+ * terminated), the event "go" for Select and CancelTask. */
 static void start_and_cancel(rt_fixture *f, const char *id, const char *orch)
 {
-    rt_start_instance(f, id, orch, NULL);
+    int terminate = strcmp(orch, "Terminate") == 0;
+    rt_start_instance(f, id, terminate ? "One" : orch, NULL);
     WAIT_UNTIL(atomic_load(&seen.started) == 1, DEADLINE);
     if (strcmp(orch, "One") == 0)
         CHECK_OK(duro_client_cancel(f->client, id, "stop", NULL));
+    else if (terminate)
+        CHECK_OK(duro_client_terminate(f->client, id, "stop", NULL));
     else
         CHECK_OK(duro_client_raise_event(f->client, id, "go", NULL));
 }
 
 static const char *expected_reason(const char *orch)
 {
-    return strcmp(orch, "One") == 0 ? DURO_REASON_INSTANCE_CANCELLED
-                                    : DURO_REASON_SELECT_LOSER;
+    return strcmp(orch, "One") == 0          ? DURO_REASON_INSTANCE_CANCELLED
+           : strcmp(orch, "Terminate") == 0  ? DURO_REASON_INSTANCE_TERMINATED
+           : strcmp(orch, "CancelTask") == 0 ? DURO_REASON_TASK_CANCELLED
+                                             : DURO_REASON_SELECT_LOSER;
 }
 
 /* The turn commits the cancellation and is held before it fires the token
@@ -333,11 +352,10 @@ static void done_split(split *s)
     rt_done(&s->a);
 }
 
-static void other_process_reads(const char *orch)
+static void other_process_reads_db(const char *orch, const char *db)
 {
     split s;
-    start_split(&s, strcmp(orch, "One") == 0 ? "r_split_one.db"
-                                             : "r_split_select.db");
+    start_split(&s, db);
     start_and_cancel(&s.a, "i", orch);
     WAIT_UNTIL(atomic_load(&seen.cancel_seen) == 1, DEADLINE);
     CHECK_EQ(atomic_load(&seen.started), 1);
@@ -351,6 +369,13 @@ static void other_process_reads(const char *orch)
     done_split(&s);
 }
 
+static void other_process_reads(const char *orch)
+{
+    other_process_reads_db(orch, strcmp(orch, "One") == 0
+                                     ? "r_split_one.db"
+                                     : "r_split_select.db");
+}
+
 TEST(other_process_reads_instance_cancelled)
 {
     other_process_reads("One");
@@ -359,6 +384,38 @@ TEST(other_process_reads_instance_cancelled)
 TEST(other_process_reads_select_loser)
 {
     other_process_reads("Select");
+}
+
+/* What the activity reads for a duro_cancel_task and a terminate, beside
+ * the turn and in another process (these were checked only through
+ * counters). */
+static void reads_in_both(const char *orch, const char *db_one,
+                          const char *db_split)
+{
+    fixture x;
+    start_one(&x, db_one);
+    start_and_cancel(&x.f, "i", orch);
+    WAIT_UNTIL(atomic_load(&seen.cancel_seen) == 1, DEADLINE);
+    CHECK_EQ(atomic_load(&seen.started), 1);
+    CHECK_STR(seen.reason[0], expected_reason(orch));
+    duro_instance_info *i = rt_wait(&x.f, "i", DEADLINE);
+    CHECK_EQ(i->status, strcmp(orch, "Terminate") == 0 ? DURO_STATUS_TERMINATED
+                                                       : DURO_STATUS_COMPLETED);
+    if (strcmp(orch, "CancelTask") == 0)
+        CHECK_STR(i->output, "task cancelled");
+    duro_free(i);
+    done_one(&x);
+    other_process_reads_db(orch, db_split);
+}
+
+TEST(task_cancel_reads_task_cancelled_in_both_processes)
+{
+    reads_in_both("CancelTask", "r_task_one.db", "r_task_split.db");
+}
+
+TEST(terminate_reads_instance_terminated_in_both_processes)
+{
+    reads_in_both("Terminate", "r_term_one.db", "r_term_split.db");
 }
 
 /* A forced delete of a live instance removes its activity's row with the
@@ -447,6 +504,8 @@ TEST(lock_lost_to_another_fetch_reads_lock_lost)
 }
 
 TEST_MAIN(T(same_process_renewal_first_reads_instance_cancelled),
+          T(task_cancel_reads_task_cancelled_in_both_processes),
+          T(terminate_reads_instance_terminated_in_both_processes),
           T(same_process_renewal_first_reads_select_loser),
           T(same_process_local_fire_first_reads_instance_cancelled),
           T(same_process_local_fire_first_reads_select_loser),
