@@ -779,6 +779,18 @@ PV_TEST(a_connection_dropped_while_idle_is_reopened_before_use)
     duro_provider_close(p);
 }
 
+/* Waits until one session named `app` waits for a lock. */
+static void wait_for_one_lock_waiter(PGconn *c, const char *app)
+{
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name "
+             "= '%s' AND wait_event_type = 'Lock'",
+             app);
+    WAIT_UNTIL(query_int(c, sql) == 1, 10000);
+    CHECK_EQ(query_int(c, sql), 1);
+}
+
 typedef struct {
     duro_provider *p;
     duro_work_item *st;
@@ -835,12 +847,7 @@ PV_TEST(a_connection_lost_during_a_call_fails_retryably_and_is_reopened)
     pthread_t th;
     CHECK_EQ(pthread_create(&th, NULL, enqueue_in_thread, &b), 0);
     /* the pool's one connection, waiting for the lock */
-    snprintf(sql, sizeof(sql),
-             "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name "
-             "= '%s' AND wait_event_type = 'Lock'",
-             app);
-    WAIT_UNTIL(query_int(c, sql) == 1, 10000);
-    CHECK_EQ(query_int(c, sql), 1);
+    wait_for_one_lock_waiter(c, app);
     snprintf(sql, sizeof(sql),
              "SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE "
              "application_name = '%s' AND wait_event_type = 'Lock'",
@@ -931,12 +938,7 @@ PV_TEST(a_sweep_holds_no_transaction_open_while_its_batches_wait)
     sweep_call w = {.p = p, .rc = -1};
     pthread_t th;
     CHECK_EQ(pthread_create(&th, NULL, cancel_matching_in_thread, &w), 0);
-    snprintf(sql, sizeof(sql),
-             "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name "
-             "= '%s' AND wait_event_type = 'Lock'",
-             app);
-    WAIT_UNTIL(query_int(c, sql) == 1, 10000);
-    CHECK_EQ(query_int(c, sql), 1);
+    wait_for_one_lock_waiter(c, app);
     /* the first batch is done; the set's session is not in a transaction */
     snprintf(sql, sizeof(sql),
              "SELECT COUNT(*) FROM \"%s\".instances "
