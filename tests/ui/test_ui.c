@@ -704,6 +704,88 @@ int main(int argc, char **argv)
             buf, sizeof(buf));
     CHECK(s == 200 && strstr(buf, "\"matched\":4") != NULL,
           "name preview: %d %s", s, body_of(buf));
+    /* a filter field of the wrong type or empty is refused by name, on a
+     * preview and on an apply, and changes nothing: it used to select
+     * every pending and running instance */
+    {
+        const char *bad_filters[] = {"{\"name\":[\"Bulk\"]}",
+                                     "{\"name\":123}",
+                                     "{\"name\":\"\"}",
+                                     "{\"name\":null}",
+                                     "{\"status\":[]}",
+                                     "{\"status\":null}",
+                                     "{\"id_prefix\":\"\"}",
+                                     "{\"id_prefix\":null}",
+                                     "{\"created_after_ms\":null}",
+                                     "{\"created_before_ms\":\"1\"}"};
+        for (size_t k = 0; k < sizeof(bad_filters) / sizeof(bad_filters[0]);
+             k++) {
+            char field[32];
+            sscanf(bad_filters[k], "{\"%31[a-z_]\"", field);
+            snprintf(body, sizeof(body), "{\"filter\":%s,\"dry_run\":true}",
+                     bad_filters[k]);
+            s = req(port, "POST", "/api/v1/bulk/cancel", hdr, body, buf,
+                    sizeof(buf));
+            CHECK(s == 400 && strstr(buf, "bad_argument") != NULL &&
+                      strstr(buf, field) != NULL &&
+                      strstr(buf, "matched") == NULL,
+                  "preview with %s: %d %s", bad_filters[k], s, body_of(buf));
+            snprintf(body, sizeof(body), "{\"filter\":%s,\"as_of_ms\":%lld}",
+                     bad_filters[k], (long long)as_of + 3600 * 1000);
+            s = req(port, "POST", "/api/v1/bulk/cancel", hdr, body, buf,
+                    sizeof(buf));
+            CHECK(s == 400 && strstr(buf, field) != NULL &&
+                      strstr(buf, "cancelled") == NULL,
+                  "apply with %s: %d %s", bad_filters[k], s, body_of(buf));
+        }
+        const char *bad_bodies[] = {
+            "{\"filter\":{},\"dry_run\":\"yes\"}",
+            "{\"filter\":{},\"dry_run\":true,\"reason\":\"\"}",
+            "{\"filter\":null,\"dry_run\":true}"};
+        for (size_t k = 0; k < sizeof(bad_bodies) / sizeof(bad_bodies[0]);
+             k++) {
+            s = req(port, "POST", "/api/v1/bulk/cancel", hdr, bad_bodies[k],
+                    buf, sizeof(buf));
+            CHECK(s == 400 && strstr(buf, "matched") == NULL, "%s: %d %s",
+                  bad_bodies[k], s, body_of(buf));
+        }
+        /* one-instance actions and bulk/control: an empty or non-string
+         * reason, ref or action is refused, not replaced by the default */
+        char plain2_ref[64];
+        ref_of("plain-2", plain2_ref);
+        const char *control_bodies[][2] = {
+            {"/api/v1/cancel", "{\"ref\":\"%s\",\"reason\":\"\"}"},
+            {"/api/v1/cancel", "{\"ref\":\"%s\",\"reason\":null}"},
+            {"/api/v1/terminate", "{\"ref\":\"%s\",\"reason\":7}"},
+            {"/api/v1/suspend", "{\"ref\":[\"%s\"]}"},
+            {"/api/v1/raise-event", "{\"ref\":\"%s\",\"name\":\"\"}"},
+            {"/api/v1/raise-event", "{\"ref\":\"%s\",\"name\":[\"go\"]}"},
+            {"/api/v1/bulk/control", "{\"action\":\"cancel\",\"refs\":[\"%s\"],"
+                                     "\"reason\":\"\"}"},
+            {"/api/v1/bulk/control",
+             "{\"action\":[\"cancel\"],\"refs\":[\"%s\"]}"},
+        };
+        for (size_t k = 0;
+             k < sizeof(control_bodies) / sizeof(control_bodies[0]); k++) {
+            /* the body with its %s replaced by the ref */
+            const char *at = strstr(control_bodies[k][1], "%s");
+            snprintf(body, sizeof(body), "%.*s%s%s",
+                     (int)(at - control_bodies[k][1]), control_bodies[k][1],
+                     plain2_ref, at + 2);
+            s = req(port, "POST", control_bodies[k][0], hdr, body, buf,
+                    sizeof(buf));
+            CHECK(s == 400 && strstr(buf, "bad_argument") != NULL,
+                  "%s %s: %d %s", control_bodies[k][0], body, s, body_of(buf));
+        }
+        const char *untouched[] = {"plain-2", bad_utf8, "bulk-4", "bulkx-1"};
+        for (size_t k = 0; k < 4; k++) {
+            info = status_of(client, untouched[k]);
+            CHECK(info->cancel_requested_ms == 0 &&
+                      info->status == DURO_STATUS_PENDING,
+                  "%s changed by a refused body", untouched[k]);
+            duro_free(info);
+        }
+    }
 
     /* --read-only refuses and changes nothing */
     unsigned ro_port = 0;

@@ -528,11 +528,38 @@ static int get_metrics(ui_request *r, json_t *body)
 
 /* ---- actions ------------------------------------------------------------- */
 
-static const char *body_string(json_t *body, const char *key)
+/* The text of @p key in @p obj (a body or its filter, @p where: "" or
+ * "filter."): *@p out is NULL when the key is absent (no filter on it, or
+ * the default), else a non-empty string without NUL. Any other value
+ * (a number, an array, null, "") queues 400 naming the key and returns -1:
+ * a filter mistake must never widen a bulk action to every instance. */
+static int body_text(ui_request *r, json_t *obj, const char *where,
+                     const char *key, const char **out, int *rc)
 {
-    json_t *v = json_object_get(body, key);
-    return json_is_string(v) && json_string_length(v) > 0 ? json_string_value(v)
-                                                          : NULL;
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (v == NULL)
+        return 0;
+    if (!json_is_string(v)) {
+        *rc = ui_send_error(r, 400, "bad_argument",
+                            "%s%s must be a string (leave it out for "
+                            "none)",
+                            where, key);
+        return -1;
+    }
+    if (json_string_length(v) == 0) {
+        *rc =
+            ui_send_error(r, 400, "bad_argument",
+                          "%s%s is empty (leave it out for none)", where, key);
+        return -1;
+    }
+    if (strlen(json_string_value(v)) != json_string_length(v)) {
+        *rc = ui_send_error(r, 400, "bad_argument", "%s%s holds a NUL", where,
+                            key);
+        return -1;
+    }
+    *out = json_string_value(v);
+    return 0;
 }
 
 static void log_action(ui_request *r, const char *what, const char *id,
@@ -604,13 +631,15 @@ static int post_control(ui_request *r, json_t *body, int control)
 {
     static const char *const body_keys[] = {"ref", "reason", NULL};
     int rc = 0;
-    if (known_keys(r, body, "body", body_keys, &rc) != 0)
+    const char *ref, *reason;
+    if (known_keys(r, body, "body", body_keys, &rc) != 0 ||
+        body_text(r, body, "", "ref", &ref, &rc) != 0 ||
+        body_text(r, body, "", "reason", &reason, &rc) != 0)
         return rc;
-    char *id = need_ref(r, body_string(body, "ref"), &rc);
+    char *id = need_ref(r, ref, &rc);
     if (id == NULL)
         return rc;
     const char *verb = control_name(control);
-    const char *reason = body_string(body, "reason");
     if (reason == NULL)
         reason = default_reason(control);
     const char *const ids[1] = {id};
@@ -653,7 +682,7 @@ static int post_control(ui_request *r, json_t *body, int control)
                              status_word(status), verb);
     }
     json_t *doc = json_object();
-    jset(doc, "ref", jstr(body_string(body, "ref")));
+    jset(doc, "ref", jstr(ref));
     jset(doc, "id", jstr(id));
     jset(doc, "outcome", jstr(name));
     jset(doc, "status", jstr(status_word(status)));
@@ -686,12 +715,14 @@ static int post_raise(ui_request *r, json_t *body)
 {
     static const char *const body_keys[] = {"ref", "name", "payload", NULL};
     int rc = 0;
-    if (known_keys(r, body, "body", body_keys, &rc) != 0)
+    const char *ref, *name;
+    if (known_keys(r, body, "body", body_keys, &rc) != 0 ||
+        body_text(r, body, "", "ref", &ref, &rc) != 0 ||
+        body_text(r, body, "", "name", &name, &rc) != 0)
         return rc;
-    const char *name = body_string(body, "name");
     if (name == NULL)
         return ui_send_error(r, 400, "bad_argument", "name is required");
-    char *id = need_ref(r, body_string(body, "ref"), &rc);
+    char *id = need_ref(r, ref, &rc);
     if (id == NULL)
         return rc;
     json_t *p = json_object_get(body, "payload");
@@ -715,7 +746,7 @@ static int post_raise(ui_request *r, json_t *body)
     }
     log_action(r, "raise-event", id, "raised");
     json_t *doc = json_object();
-    jset(doc, "ref", jstr(body_string(body, "ref")));
+    jset(doc, "ref", jstr(ref));
     jset(doc, "id", jstr(id));
     jset(doc, "raised", jstr(name));
     free(id);
@@ -814,8 +845,16 @@ static int post_bulk_cancel(ui_request *r, json_t *body)
     if (f != NULL && known_keys(r, f, "filter", filter_keys, &rc) != 0)
         return rc;
     duro_bulk_filter filter = {0};
-    filter.name = body_string(f, "name");
+    const char *prefix, *reason;
+    if (body_text(r, f, "filter.", "name", &filter.name, &rc) != 0 ||
+        body_text(r, f, "filter.", "id_prefix", &prefix, &rc) != 0 ||
+        body_text(r, body, "", "reason", &reason, &rc) != 0)
+        return rc;
     json_t *st = json_object_get(f, "status");
+    if (json_is_array(st) && json_array_size(st) == 0)
+        return ui_send_error(r, 400, "bad_argument",
+                             "filter.status is empty (leave it out for "
+                             "pending and running)");
     if (json_is_array(st)) {
         size_t i;
         json_t *w;
@@ -844,17 +883,12 @@ static int post_bulk_cancel(ui_request *r, json_t *body)
                              "integers");
     filter.created_after_ms = ca ? json_integer_value(ca) : 0;
     filter.created_before_ms = cb ? json_integer_value(cb) : 0;
-    json_t *pj = json_object_get(f, "id_prefix");
-    if (pj != NULL && !json_is_string(pj))
+    json_t *dj = json_object_get(body, "dry_run");
+    if (dj != NULL && !json_is_boolean(dj))
         return ui_send_error(r, 400, "bad_argument",
-                             "filter.id_prefix must be a string");
-    const char *prefix = body_string(f, "id_prefix");
-    if (prefix != NULL && strlen(prefix) != json_string_length(pj))
-        return ui_send_error(r, 400, "bad_argument",
-                             "filter.id_prefix holds a NUL");
-    int dry_run = json_is_true(json_object_get(body, "dry_run"));
+                             "dry_run must be true or false");
+    int dry_run = json_is_true(dj);
     json_t *as_of = json_object_get(body, "as_of_ms");
-    const char *reason = body_string(body, "reason");
     if (reason == NULL)
         reason = default_reason(0);
     int64_t bound;
@@ -972,9 +1006,11 @@ static int post_bulk_control(ui_request *r, json_t *body)
 {
     static const char *const body_keys[] = {"action", "refs", "reason", NULL};
     int rc = 0;
-    if (known_keys(r, body, "body", body_keys, &rc) != 0)
+    const char *action, *reason;
+    if (known_keys(r, body, "body", body_keys, &rc) != 0 ||
+        body_text(r, body, "", "action", &action, &rc) != 0 ||
+        body_text(r, body, "", "reason", &reason, &rc) != 0)
         return rc;
-    const char *action = body_string(body, "action");
     int control = -1;
     if (action != NULL && strcmp(action, "cancel") == 0)
         control = 0;
@@ -1010,7 +1046,6 @@ static int post_bulk_control(ui_request *r, json_t *body)
     duro_cancel_result *cres = NULL;
     duro_control_result *tres = NULL;
     int drc = DURO_OK;
-    const char *reason = body_string(body, "reason");
     if (reason == NULL)
         reason = default_reason(control);
     if (got == n) {
