@@ -244,6 +244,58 @@ static int wait_exit(pid_t pid, int slot, int *status)
     return -1;
 }
 
+/* Big: returns its input, so that its output and both ends of its history
+ * are as large as the input. */
+static int echo_input(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)o;
+    return duro_ok(out, input);
+}
+
+#define BIG_BYTES (1024 * 1024)
+#define SMALL_BOUND                                                            \
+    (64 * 1024) /* a list or history answer with a 1 MB                        \
+                   output: far below it */
+
+/* big-1, completed with an output of BIG_BYTES (a JSON string), by a
+ * runtime of this process that is stopped once it is done; the output in
+ * *@p big (caller frees). 0, or -1 when it did not complete within 30 s. */
+static int make_big(const char *db, duro_client *c, char **big)
+{
+    *big = malloc(BIG_BYTES + 1);
+    if (*big == NULL)
+        die("out of memory");
+    memset(*big, 'x', BIG_BYTES);
+    (*big)[0] = '"';
+    (*big)[BIG_BYTES - 1] = '"';
+    (*big)[BIG_BYTES] = '\0';
+    duro_registry *reg = NULL;
+    duro_runtime *rt = NULL;
+    if (duro_registry_create(&reg) != DURO_OK ||
+        duro_registry_add_orchestration(reg, "Big", NULL, echo_input, NULL) !=
+            DURO_OK ||
+        duro_runtime_create(db, reg, NULL, &rt) != DURO_OK ||
+        duro_runtime_start(rt) != DURO_OK ||
+        duro_client_start(c, "big-1", "Big", *big, NULL) != DURO_OK)
+        die("runtime for big-1: %s", duro_errmsg());
+    int done = -1;
+    int64_t deadline = now_ms() + 30000;
+    while (done != 0 && now_ms() < deadline) {
+        duro_instance_info *info = NULL;
+        if (duro_client_get_status(c, "big-1", &info) == DURO_OK &&
+            info->status == DURO_STATUS_COMPLETED)
+            done = 0;
+        duro_free(info);
+        struct pollfd none;
+        if (done != 0)
+            poll(&none, 0, 10);
+    }
+    duro_runtime_shutdown(rt, 10000);
+    duro_runtime_destroy(rt);
+    duro_registry_destroy(reg);
+    return done;
+}
+
 static duro_instance_info *status_of(duro_client *c, const char *id)
 {
     duro_instance_info *info = NULL;
@@ -800,6 +852,74 @@ int main(int argc, char **argv)
     duro_free(info);
     s = req(ro_port, "GET", "/api/v1/summary", auth, NULL, buf, sizeof(buf));
     CHECK(s == 200, "read-only GET: %d", s);
+
+    /* an output of 1 MB: the list, the instance and its history stay small
+     * (payloads cut to 4 KB previews with their size), the whole payload
+     * is still one GET away */
+    {
+        char *output = NULL;
+        CHECK(make_big(db, client, &output) == 0, "big-1 did not complete");
+        char big_ref[64];
+        ref_of("big-1", big_ref);
+        s = req(port, "GET", "/api/v1/instances?limit=1000", auth, NULL, buf,
+                sizeof(buf));
+        doc = json_loads(body_of(buf), 0, &jerr);
+        json_t *item = NULL;
+        json_array_foreach(json_object_get(doc, "instances"), i, it)
+        {
+            if (strcmp(json_string_value(json_object_get(it, "id")),
+                       "big-1") == 0)
+                item = it;
+        }
+        CHECK(s == 200 && strlen(buf) < SMALL_BOUND && item != NULL &&
+                  json_object_get(item, "output") == NULL &&
+                  json_integer_value(json_object_get(item, "output_bytes")) ==
+                      BIG_BYTES &&
+                  json_object_get(item, "ref") != NULL &&
+                  json_object_get(item, "updated_at") != NULL,
+              "list with a 1 MB output: %d, %zu bytes", s, strlen(buf));
+        json_decref(doc);
+        snprintf(hdr, sizeof(hdr), "/api/v1/instance?ref=%s", big_ref);
+        s = req(port, "GET", hdr, auth, NULL, buf, sizeof(buf));
+        doc = json_loads(body_of(buf), 0, &jerr);
+        CHECK(s == 200 && strlen(buf) < SMALL_BOUND && doc != NULL &&
+                  json_is_true(json_object_get(doc, "output_truncated")) &&
+                  json_integer_value(json_object_get(doc, "output_bytes")) ==
+                      BIG_BYTES &&
+                  json_string_length(json_object_get(doc, "output")) == 4096,
+              "instance with a 1 MB output: %d, %zu bytes", s, strlen(buf));
+        json_decref(doc);
+        snprintf(hdr, sizeof(hdr), "/api/v1/history?ref=%s", big_ref);
+        s = req(port, "GET", hdr, auth, NULL, buf, sizeof(buf));
+        doc = json_loads(body_of(buf), 0, &jerr);
+        CHECK(s == 200 && strlen(buf) < SMALL_BOUND && doc != NULL,
+              "history with 1 MB payloads: %d, %zu bytes", s, strlen(buf));
+        size_t cut = 0;
+        static char whole[BIG_BYTES + 65536];
+        json_array_foreach(json_object_get(doc, "events"), i, it)
+        {
+            if (!json_is_true(json_object_get(it, "payload_truncated")))
+                continue;
+            cut++;
+            CHECK(
+                json_integer_value(json_object_get(it, "payload_bytes")) ==
+                        BIG_BYTES &&
+                    strncmp(json_string_value(json_object_get(it, "payload")),
+                            output, 4096) == 0,
+                "payload preview of event %lld",
+                (long long)json_integer_value(json_object_get(it, "event_id")));
+            snprintf(
+                hdr, sizeof(hdr), "/api/v1/payload?ref=%s&event=%lld", big_ref,
+                (long long)json_integer_value(json_object_get(it, "event_id")));
+            s = req(port, "GET", hdr, auth, NULL, whole, sizeof(whole));
+            CHECK(s == 200 && strcmp(body_of(whole), output) == 0,
+                  "the whole payload of event %s: %d, %zu bytes", hdr, s,
+                  strlen(body_of(whole)));
+        }
+        CHECK(cut == 2, "input and output previews: %zu", cut);
+        json_decref(doc);
+        free(output);
+    }
 
     /* SIGTERM and SIGINT stop them cleanly */
     int st = 0;

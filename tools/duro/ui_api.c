@@ -13,6 +13,10 @@
 
 #define BIT(status) (1u << (status))
 #define PAGE_MAX 1000
+/* The most bytes of a payload, output, custom status or error that an
+ * instance or an event carries (docs/ui-api.md): the page polls them every
+ * 2 s, and a whole payload is one GET /api/v1/payload away. */
+#define PREVIEW_MAX 4096
 
 struct ui_route {
     const char *method;
@@ -89,9 +93,65 @@ static char *ref_decode(const char *ref)
     return out;
 }
 
-static json_t *instance_json(const duro_instance_info *info)
+/* Sets @p key of @p o to @p text (NULL: null) cut to at most @p max bytes
+ * at a UTF-8 boundary, "<key>_bytes" to its whole length (null when NULL)
+ * and "<key>_truncated" to whether it was cut. Uncut, a payload (@p json)
+ * is its JSON value as the CLI shows it; cut, it is the text of its first
+ * bytes, which cannot be JSON. */
+static void set_preview(json_t *o, const char *key, const char *text,
+                        size_t max, int json)
 {
-    json_t *o = json_instance(info);
+    char bytes_key[64], cut_key[64];
+    snprintf(bytes_key, sizeof(bytes_key), "%s_bytes", key);
+    snprintf(cut_key, sizeof(cut_key), "%s_truncated", key);
+    size_t len = text != NULL ? strlen(text) : 0;
+    if (text == NULL)
+        jset(o, key, json_null());
+    else if (len <= max)
+        jset(o, key, json ? jpayload(text) : jstr(text));
+    else {
+        size_t n = max;
+        /* not inside a UTF-8 sequence (at most 3 continuation bytes) */
+        for (int k = 0;
+             k < 3 && n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80; k++)
+            n--;
+        char *head = strndup(text, n);
+        if (head == NULL)
+            abort();
+        jset(o, key, jstr(head));
+        free(head);
+    }
+    jset(o, bytes_key, text != NULL ? jint((int64_t)len) : json_null());
+    jset(o, cut_key, json_boolean(len > max));
+}
+
+/* An instance as `duro status --json` shows it, plus ref; the output and
+ * the custom status cut to PREVIEW_MAX bytes (set_preview). A list item
+ * (@p listed) carries neither, only their sizes, and its error is cut to
+ * 512 bytes: the list shows none of them. */
+static json_t *instance_json(const duro_instance_info *info, int listed)
+{
+    duro_instance_info bare = *info;
+    bare.output = NULL;
+    bare.custom_status = NULL;
+    bare.error = NULL;
+    json_t *o = json_instance(&bare);
+    if (listed) {
+        json_object_del(o, "output");
+        json_object_del(o, "custom_status");
+        jset(o, "output_bytes",
+             info->output != NULL ? jint((int64_t)strlen(info->output))
+                                  : json_null());
+        jset(o, "custom_status_bytes",
+             info->custom_status != NULL
+                 ? jint((int64_t)strlen(info->custom_status))
+                 : json_null());
+        set_preview(o, "error", info->error, 512, 0);
+    } else {
+        set_preview(o, "output", info->output, PREVIEW_MAX, 1);
+        set_preview(o, "custom_status", info->custom_status, PREVIEW_MAX, 1);
+        set_preview(o, "error", info->error, PREVIEW_MAX, 0);
+    }
     char *ref = ui_ref_encode(info->instance_id, strlen(info->instance_id));
     jset(o, "ref", jstr(ref));
     free(ref);
@@ -292,7 +352,7 @@ static int page_add(const duro_instance_info *info, void *arg)
         pg->more = 1;
         return 1;
     }
-    json_array_append_new(pg->items, instance_json(info));
+    json_array_append_new(pg->items, instance_json(info, 1));
     free(pg->last);
     pg->last = strdup(info->instance_id);
     pg->taken++;
@@ -400,7 +460,7 @@ static int get_instance(ui_request *r, json_t *body)
     else if (info->status == DURO_STATUS_NOT_FOUND)
         rc = ui_send_error(r, 404, "not_found", "no such instance");
     else
-        rc = ui_send_json(r, 200, instance_json(info));
+        rc = ui_send_json(r, 200, instance_json(info, 0));
     duro_free(info);
     free(id);
     return rc;
@@ -442,8 +502,18 @@ static int get_history(ui_request *r, json_t *body)
     for (; i < h->count && n < limit; i++) {
         if (h->events[i].event_id <= after)
             continue;
-        json_array_append_new(
-            events, json_event(&h->events[i], start, requester, terminator));
+        /* payload and error cut to PREVIEW_MAX bytes: the whole payload
+         * is GET /api/v1/payload's */
+        const duro_event *e = &h->events[i];
+        duro_event bare = *e;
+        bare.payload = NULL;
+        bare.error = NULL;
+        json_t *o = json_event(&bare, start, requester, terminator);
+        if (e->payload != NULL)
+            set_preview(o, "payload", e->payload, PREVIEW_MAX, 1);
+        if (e->error != NULL)
+            set_preview(o, "error", e->error, PREVIEW_MAX, 0);
+        json_array_append_new(events, o);
         last = h->events[i].event_id;
         n++;
     }
