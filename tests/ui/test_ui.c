@@ -252,15 +252,67 @@ static int echo_input(duro_orch *o, const char *input, duro_result *out)
     return duro_ok(out, input);
 }
 
+/* Waiter: returns the payload of the event "go" as it was stored. */
+static int echo_event(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    duro_task *t = duro_wait_event(o, "go");
+    duro_await(o, t);
+    return duro_ok(out, duro_task_output(t));
+}
+
+/* A runtime in this process for Big and Waiter (other instances fail as
+ * unregistered: started last). */
+static duro_registry *registry;
+static duro_runtime *runtime;
+
+static void start_runtime(const char *db)
+{
+    if (duro_registry_create(&registry) != DURO_OK ||
+        duro_registry_add_orchestration(registry, "Big", NULL, echo_input,
+                                        NULL) != DURO_OK ||
+        duro_registry_add_orchestration(registry, "Waiter", NULL, echo_event,
+                                        NULL) != DURO_OK ||
+        duro_runtime_create(db, registry, NULL, &runtime) != DURO_OK ||
+        duro_runtime_start(runtime) != DURO_OK)
+        die("runtime: %s", duro_errmsg());
+}
+
+static void stop_runtime(void)
+{
+    duro_runtime_shutdown(runtime, 10000);
+    duro_runtime_destroy(runtime);
+    duro_registry_destroy(registry);
+    runtime = NULL;
+    registry = NULL;
+}
+
+/* Waits up to 30 s for @p id to be completed: 0, else -1. */
+static int wait_completed(duro_client *c, const char *id)
+{
+    int64_t deadline = now_ms() + 30000;
+    while (now_ms() < deadline) {
+        duro_instance_info *info = NULL;
+        int done = duro_client_get_status(c, id, &info) == DURO_OK &&
+                   info->status == DURO_STATUS_COMPLETED;
+        duro_free(info);
+        if (done)
+            return 0;
+        struct pollfd none;
+        poll(&none, 0, 10);
+    }
+    return -1;
+}
+
 #define BIG_BYTES (1024 * 1024)
 #define SMALL_BOUND                                                            \
     (64 * 1024) /* a list or history answer with a 1 MB                        \
                    output: far below it */
 
-/* big-1, completed with an output of BIG_BYTES (a JSON string), by a
- * runtime of this process that is stopped once it is done; the output in
- * *@p big (caller frees). 0, or -1 when it did not complete within 30 s. */
-static int make_big(const char *db, duro_client *c, char **big)
+/* big-1, completed with an output of BIG_BYTES (a JSON string), by the
+ * runtime; the output in *@p big (caller frees). 0, or -1 when it did not
+ * complete within 30 s. */
+static int make_big(duro_client *c, char **big)
 {
     *big = malloc(BIG_BYTES + 1);
     if (*big == NULL)
@@ -269,31 +321,9 @@ static int make_big(const char *db, duro_client *c, char **big)
     (*big)[0] = '"';
     (*big)[BIG_BYTES - 1] = '"';
     (*big)[BIG_BYTES] = '\0';
-    duro_registry *reg = NULL;
-    duro_runtime *rt = NULL;
-    if (duro_registry_create(&reg) != DURO_OK ||
-        duro_registry_add_orchestration(reg, "Big", NULL, echo_input, NULL) !=
-            DURO_OK ||
-        duro_runtime_create(db, reg, NULL, &rt) != DURO_OK ||
-        duro_runtime_start(rt) != DURO_OK ||
-        duro_client_start(c, "big-1", "Big", *big, NULL) != DURO_OK)
-        die("runtime for big-1: %s", duro_errmsg());
-    int done = -1;
-    int64_t deadline = now_ms() + 30000;
-    while (done != 0 && now_ms() < deadline) {
-        duro_instance_info *info = NULL;
-        if (duro_client_get_status(c, "big-1", &info) == DURO_OK &&
-            info->status == DURO_STATUS_COMPLETED)
-            done = 0;
-        duro_free(info);
-        struct pollfd none;
-        if (done != 0)
-            poll(&none, 0, 10);
-    }
-    duro_runtime_shutdown(rt, 10000);
-    duro_runtime_destroy(rt);
-    duro_registry_destroy(reg);
-    return done;
+    if (duro_client_start(c, "big-1", "Big", *big, NULL) != DURO_OK)
+        die("start big-1: %s", duro_errmsg());
+    return wait_completed(c, "big-1");
 }
 
 static duro_instance_info *status_of(duro_client *c, const char *id)
@@ -857,8 +887,9 @@ int main(int argc, char **argv)
      * (payloads cut to 4 KB previews with their size), the whole payload
      * is still one GET away */
     {
+        start_runtime(db);
         char *output = NULL;
-        CHECK(make_big(db, client, &output) == 0, "big-1 did not complete");
+        CHECK(make_big(client, &output) == 0, "big-1 did not complete");
         char big_ref[64];
         ref_of("big-1", big_ref);
         s = req(port, "GET", "/api/v1/instances?limit=1000", auth, NULL, buf,
@@ -867,8 +898,8 @@ int main(int argc, char **argv)
         json_t *item = NULL;
         json_array_foreach(json_object_get(doc, "instances"), i, it)
         {
-            if (strcmp(json_string_value(json_object_get(it, "id")),
-                       "big-1") == 0)
+            if (strcmp(json_string_value(json_object_get(it, "id")), "big-1") ==
+                0)
                 item = it;
         }
         CHECK(s == 200 && strlen(buf) < SMALL_BOUND && item != NULL &&
@@ -919,6 +950,39 @@ int main(int argc, char **argv)
         CHECK(cut == 2, "input and output previews: %zu", cut);
         json_decref(doc);
         free(output);
+
+        /* raise-event stores the payload's JSON text as the body has it:
+         * a JSON string keeps its quotes (the page sends what was typed,
+         * parsed: "hello" came out as hello, not JSON) */
+        const char *raised[][2] = {
+            {"\"hello\"", "\"hello\""},
+            {"{\"a\": [1, 2.50, \"\\u00e9\"]}",
+             "{\"a\": [1, 2.50, \"\\u00e9\"]}"},
+            {"[0.1, -0]", "[0.1, -0]"},
+        };
+        snprintf(hdr, sizeof(hdr), "Content-Type: application/json\r\n%s",
+                 auth);
+        for (size_t k = 0; k < sizeof(raised) / sizeof(raised[0]); k++) {
+            char wid[32], wref[64];
+            snprintf(wid, sizeof(wid), "wait-%zu", k);
+            ref_of(wid, wref);
+            if (duro_client_start(client, wid, "Waiter", NULL, NULL) != DURO_OK)
+                die("start %s: %s", wid, duro_errmsg());
+            snprintf(body, sizeof(body),
+                     "{\"ref\":\"%s\",\"name\":\"go\",\"payload\": %s }", wref,
+                     raised[k][0]);
+            s = req(port, "POST", "/api/v1/raise-event", hdr, body, buf,
+                    sizeof(buf));
+            CHECK(s == 200, "raise %s: %d %s", raised[k][0], s, body_of(buf));
+            CHECK(wait_completed(client, wid) == 0, "%s did not complete", wid);
+            info = status_of(client, wid);
+            CHECK(info->output != NULL &&
+                      strcmp(info->output, raised[k][1]) == 0,
+                  "raised %s, stored %s", raised[k][0],
+                  info->output ? info->output : "(none)");
+            duro_free(info);
+        }
+        stop_runtime();
     }
 
     /* SIGTERM and SIGINT stop them cleanly */
