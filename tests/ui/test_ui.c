@@ -326,6 +326,27 @@ static int make_big(duro_client *c, char **big)
     return wait_completed(c, "big-1");
 }
 
+/* The ids (as refs) of a GET instances answer in @p resp, comma-separated
+ * in id order, into @p out; the X-Duro-Rows-Read header's value, or -1. */
+static long listed_refs(const char *resp, char *out, size_t size)
+{
+    out[0] = '\0';
+    json_error_t jerr;
+    json_t *doc = json_loads(body_of(resp), 0, &jerr);
+    size_t i, o = 0;
+    json_t *it;
+    json_array_foreach(json_object_get(doc, "instances"), i, it)
+    {
+        o += (size_t)snprintf(out + o, size - o, "%s%s", i ? "," : "",
+                              json_string_value(json_object_get(it, "ref")));
+        if (o >= size)
+            break;
+    }
+    json_decref(doc);
+    const char *h = strstr(resp, "X-Duro-Rows-Read: ");
+    return h != NULL ? strtol(h + strlen("X-Duro-Rows-Read: "), NULL, 10) : -1;
+}
+
 static duro_instance_info *status_of(duro_client *c, const char *id)
 {
     duro_instance_info *info = NULL;
@@ -621,6 +642,85 @@ int main(int argc, char **argv)
               strstr(buf, "\"next_cursor\":null") != NULL,
           "id_prefix: a page that ends with the prefix has no next: %s",
           body_of(buf));
+    /* id_prefix lists from the first matching id (a keyset just below the
+     * prefix), not from the table's start: 300 ids before "c" are not read;
+     * ids that share a prefix's first bytes but not the prefix are not
+     * listed, a prefix ending in a 0xFF byte or a multibyte character
+     * included */
+    {
+        duro_start_options later;
+        duro_start_options_init(&later);
+        later.delay_ms = 3600 * 1000; /* stay pending */
+        const char *const range_ids[] = {"c",
+                                         "c1",
+                                         "c2",
+                                         "b\xff\xff",
+                                         "cz",
+                                         "z\xff",
+                                         "z\xff"
+                                         "a",
+                                         "z\xfe\xff\xff",
+                                         "z\xfe",
+                                         "{x",
+                                         "\xc3\xa9"
+                                         "1",
+                                         "\xc3\xa8"
+                                         "9",
+                                         "\xc3\xaa",
+                                         "\xc3\xa9"};
+        for (size_t k = 0; k < sizeof(range_ids) / sizeof(range_ids[0]); k++)
+            if (duro_client_start(client, range_ids[k], "Idle", NULL, &later) !=
+                DURO_OK)
+                die("start %zu: %s", k, duro_errmsg());
+        for (int k = 0; k < 300; k++) {
+            char fill[16];
+            snprintf(fill, sizeof(fill), "aa-%03d", k);
+            if (duro_client_start(client, fill, "Idle", NULL, &later) !=
+                DURO_OK)
+                die("start %s: %s", fill, duro_errmsg());
+        }
+        const struct {
+            const char *query;
+            const char *ids[4]; /* expected, in id order */
+            long rows_max;      /* rows the store may return */
+        } cases[] = {
+            /* b\xff\xff sorts above the keyset (made of U+10FFFF, as the
+             * prefix is UTF-8) and is read, not listed */
+            {"id_prefix=c&limit=1", {"c"}, 4},
+            {"id_prefix=c&limit=3", {"c", "c1", "c2"}, 8},
+            {"id_prefix=z%FF&limit=2",
+             {"z\xff", "z\xff"
+                       "a"},
+             3},
+            {"id_prefix=z%FE&limit=2", {"z\xfe", "z\xfe\xff\xff"}, 3},
+            {"id_prefix=%C3%A9&limit=2",
+             {"\xc3\xa9", "\xc3\xa9"
+                          "1"},
+             3},
+            {"id_prefix=aa-29&limit=20",
+             {"aa-290", "aa-291", "aa-292", "aa-293"},
+             21},
+        };
+        for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+            char expect[512] = "", got[2048], one[64];
+            size_t o = 0;
+            for (size_t e = 0; e < 4 && cases[k].ids[e] != NULL; e++) {
+                ref_of(cases[k].ids[e], one);
+                o += (size_t)snprintf(expect + o, sizeof(expect) - o, "%s%s",
+                                      e ? "," : "", one);
+            }
+            snprintf(hdr, sizeof(hdr), "/api/v1/instances?%s", cases[k].query);
+            s = req(port, "GET", hdr, auth, NULL, buf, sizeof(buf));
+            long rows = listed_refs(buf, got, sizeof(got));
+            if (k == sizeof(cases) / sizeof(cases[0]) - 1)
+                got[strlen(expect)] = '\0'; /* aa-29: the first four */
+            CHECK(s == 200 && strcmp(got, expect) == 0, "%s: %s, not %s",
+                  cases[k].query, got, expect);
+            CHECK(rows >= 0 && rows <= cases[k].rows_max,
+                  "%s read %ld rows (at most %ld)", cases[k].query, rows,
+                  cases[k].rows_max);
+        }
+    }
 
     /* nothing above changed anything */
     duro_instance_info *info = status_of(client, "plain-1");
@@ -892,8 +992,8 @@ int main(int argc, char **argv)
         CHECK(make_big(client, &output) == 0, "big-1 did not complete");
         char big_ref[64];
         ref_of("big-1", big_ref);
-        s = req(port, "GET", "/api/v1/instances?limit=1000", auth, NULL, buf,
-                sizeof(buf));
+        s = req(port, "GET", "/api/v1/instances?id_prefix=big-", auth, NULL,
+                buf, sizeof(buf));
         doc = json_loads(body_of(buf), 0, &jerr);
         json_t *item = NULL;
         json_array_foreach(json_object_get(doc, "instances"), i, it)

@@ -302,26 +302,125 @@ static int get_summary(ui_request *r, json_t *body)
     return ui_send_json(r, 200, doc);
 }
 
+#define ID_MAX 1024 /* bytes of an instance id (the client's ID_MAX) */
+
+/* The code point of the UTF-8 sequence at @p s of @p len bytes, or -1 when
+ * it is not one valid sequence. */
+static long utf8_code(const unsigned char *s, size_t len)
+{
+    static const long min[] = {0, 0, 0x80, 0x800, 0x10000};
+    size_t need = s[0] < 0x80 ? 1 : s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : 2;
+    if (need != len || (s[0] >= 0x80 && s[0] < 0xC2) || s[0] > 0xF4)
+        return -1;
+    long c = need == 1 ? s[0] : s[0] & (0x3F >> (need - 1));
+    for (size_t i = 1; i < need; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return -1;
+        c = c << 6 | (s[i] & 0x3F);
+    }
+    if (c < min[need] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return -1;
+    return c;
+}
+
+/* The keyset to list the ids that start with @p prefix from, in
+ * duro_instance_filter.after_instance (ids greater than it): a string
+ * below the prefix with no id of at most ID_MAX bytes between them, so
+ * the listing begins at the first matching id. Ids sort by their bytes,
+ * so it is the prefix with its last character lowered by one and a tail
+ * of the highest characters up to ID_MAX bytes: U+10FFFF when the prefix
+ * is valid UTF-8 (a PostgreSQL store holds only that: a byte 0xFF would
+ * be refused there), else bytes 0xFF. NULL: from the start. Caller frees. */
+static char *prefix_floor(const char *prefix)
+{
+    size_t plen = strlen(prefix);
+    if (plen == 0 || plen > ID_MAX)
+        return NULL;
+    /* the last character: the last UTF-8 sequence, else the last byte */
+    const unsigned char *u = (const unsigned char *)prefix;
+    size_t start = plen - 1;
+    while (start > 0 && plen - start < 4 && (u[start] & 0xC0) == 0x80)
+        start--;
+    long c = utf8_code(u + start, plen - start);
+    int utf8 = c >= 0;
+    if (!utf8) {
+        start = plen - 1;
+        c = u[start];
+    }
+    char *out = malloc(ID_MAX + 1);
+    if (out == NULL)
+        abort();
+    memcpy(out, prefix, start);
+    size_t o = start;
+    if (c <= 1) /* no id holds a NUL: nothing sorts between */
+        goto done;
+    c--;
+    if (c == 0xDFFF)
+        c = 0xD7FF; /* not a surrogate */
+    if (!utf8 || c < 0x80) {
+        out[o++] = (char)c;
+    } else if (c < 0x800) {
+        out[o++] = (char)(0xC0 | c >> 6);
+        out[o++] = (char)(0x80 | (c & 0x3F));
+    } else if (c < 0x10000) {
+        out[o++] = (char)(0xE0 | c >> 12);
+        out[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
+        out[o++] = (char)(0x80 | (c & 0x3F));
+    } else {
+        out[o++] = (char)(0xF0 | c >> 18);
+        out[o++] = (char)(0x80 | ((c >> 12) & 0x3F));
+        out[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
+        out[o++] = (char)(0x80 | (c & 0x3F));
+    }
+    if (utf8) {
+        while (o + 4 <= ID_MAX) {
+            memcpy(out + o, "\xF4\x8F\xBF\xBF", 4);
+            o += 4;
+        }
+    } else {
+        while (o < ID_MAX)
+            out[o++] = (char)0xFF;
+    }
+done:
+    out[o] = '\0';
+    if (o == 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* Calls @p fn for each instance @p filter lists after @p after (NULL: from
  * the start) whose id starts with @p prefix (NULL: any), in id order,
  * until @p fn returns nonzero; lists @p batch rows per call. With a prefix
- * and no @p after, listing starts just before the prefix (ids sort by
- * their bytes) and it stops at the first id past it, so the cost follows
- * the matching ids, not the table. DURO_OK or the list's error. */
+ * and no @p after (or an @p after below it), listing starts at the first
+ * id with the prefix (prefix_floor) and stops at the first id past it, so
+ * the cost follows the matching ids, not the table. *@p rows_read (when
+ * not NULL) counts the rows the store returned. DURO_OK or the list's
+ * error. */
 static int each_listed(duro_client *c, duro_instance_filter filter,
                        const char *after, const char *prefix, size_t batch,
-                       int (*fn)(const duro_instance_info *, void *), void *arg)
+                       int (*fn)(const duro_instance_info *, void *), void *arg,
+                       size_t *rows_read)
 {
     size_t plen = prefix != NULL ? strlen(prefix) : 0;
-    char *from = after != NULL ? strdup(after)
-                 : plen > 1    ? strndup(prefix, plen - 1)
-                               : NULL;
+    char *from = plen > 0 ? prefix_floor(prefix) : NULL;
+    if (after != NULL && (from == NULL || strcmp(after, from) > 0)) {
+        free(from);
+        from = strdup(after);
+        if (from == NULL)
+            abort();
+    }
     int rc = DURO_OK, stop = 0;
+    if (rows_read != NULL)
+        *rows_read = 0;
     while (!stop) {
         duro_instance_list *page = NULL;
         rc = cli_list_page(c, &filter, batch, &from, &page);
         if (rc != DURO_OK)
             break;
+        if (rows_read != NULL)
+            *rows_read += page->count;
         for (size_t i = 0; i < page->count && !stop; i++) {
             int cmp =
                 plen ? strncmp(page->items[i].instance_id, prefix, plen) : 0;
@@ -422,8 +521,9 @@ static int get_instances(ui_request *r, json_t *body)
     /* Pages in id order from the cursor: limit rows and one more, which
      * decides next_cursor. */
     list_page pg = {json_array(), (size_t)limit, 0, 0, NULL};
+    size_t rows_read = 0;
     rc = each_listed(r->srv->client, filter, after, prefix, (size_t)limit + 1,
-                     page_add, &pg);
+                     page_add, &pg, &rows_read);
     free(after);
     json_t *items = pg.items;
     char *last = pg.last;
@@ -443,7 +543,22 @@ static int get_instances(ui_request *r, json_t *body)
         jset(doc, "next_cursor", json_null());
     }
     free(last);
-    return ui_send_json(r, 200, doc);
+    /* what the page cost the store (docs/ui-api.md): X-Duro-Rows-Read */
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    json_decref(doc);
+    if (text == NULL)
+        return ui_queue(r, 500, NULL);
+    size_t len = strlen(text);
+    text[len] = '\n';
+    struct MHD_Response *resp =
+        ui_response(text, len + 1, "application/json", 1);
+    free(text);
+    if (resp != NULL) {
+        char rows[32];
+        snprintf(rows, sizeof(rows), "%zu", rows_read);
+        MHD_add_response_header(resp, "X-Duro-Rows-Read", rows);
+    }
+    return ui_queue(r, 200, resp);
 }
 
 static int get_instance(ui_request *r, json_t *body)
@@ -1075,7 +1190,7 @@ static int post_bulk_cancel(ui_request *r, json_t *body)
         b->reason = reason;
         b->sample = sample;
         drc = each_listed(r->srv->client, lf, NULL, prefix, DURO_BULK_BATCH_MAX,
-                          prefix_one, b);
+                          prefix_one, b, NULL);
         if (drc == DURO_OK && b->rc == DURO_OK)
             prefix_flush(b);
         if (drc == DURO_OK)
