@@ -1085,6 +1085,32 @@ int main(int argc, char **argv)
         stop_runtime();
     }
 
+    /* on 0.0.0.0 the URL printed is one a browser can open (loopback's),
+     * and stderr says which Host names are answered */
+    {
+        unsigned any_port = 0;
+        const char *any[] = {"--listen", "0.0.0.0:0", NULL};
+        pid_t any_ui = start_ui(2, any, &any_port);
+        s = req(any_port, "GET", "/api/v1/summary", auth, NULL, buf,
+                sizeof(buf));
+        CHECK(s == 200, "the printed URL's Host on 0.0.0.0: %d", s);
+        char errfile[600], said[4096] = "", expect[128];
+        snprintf(errfile, sizeof(errfile), "%s/ui2.err", dir);
+        FILE *ef = fopen(errfile, "r");
+        size_t got = ef != NULL ? fread(said, 1, sizeof(said) - 1, ef) : 0;
+        said[got] = '\0';
+        if (ef != NULL)
+            fclose(ef);
+        snprintf(expect, sizeof(expect),
+                 "answers only to Host 127.0.0.1:%u, localhost:%u, [::1]:%u",
+                 any_port, any_port, any_port);
+        CHECK(strstr(said, expect) != NULL && strstr(said, "--listen") != NULL,
+              "allowed Host names not said: %s", said);
+        kill(any_ui, SIGTERM);
+        int any_st = 0;
+        CHECK(wait_exit(any_ui, 2, &any_st) == 0, "0.0.0.0 ui did not stop");
+    }
+
     /* SIGTERM and SIGINT stop them cleanly */
     int st = 0;
     kill(ui, SIGTERM);

@@ -27,7 +27,10 @@ static const char ui_help[] =
     "  --listen ADDR:PORT  where to listen (default 127.0.0.1:8233; port 0\n"
     "                      picks a free port). ADDR is an IPv4 address,\n"
     "                      [IPv6] or localhost; anything but loopback is\n"
-    "                      warned about: the console can cancel instances\n"
+    "                      warned about: the console can cancel instances.\n"
+    "                      It answers only to Host 127.0.0.1, localhost,\n"
+    "                      [::1] and ADDR (DNS rebinding): on 0.0.0.0 the\n"
+    "                      URL printed is 127.0.0.1's\n"
     "  --token-file F      the token is F's first line (default:\n"
     "                      $DURO_UI_TOKEN, else 32 random bytes)\n"
     "  --read-only         refuse every action (cancel, terminate, ...)\n"
@@ -175,6 +178,16 @@ static int is_loopback(const struct sockaddr_storage *addr)
         &((const struct sockaddr_in6 *)addr)->sin6_addr);
 }
 
+/* 0.0.0.0 or [::]: every interface. */
+static int is_wildcard(const struct sockaddr_storage *addr)
+{
+    if (addr->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)addr)->sin_addr.s_addr ==
+               htonl(INADDR_ANY);
+    return IN6_IS_ADDR_UNSPECIFIED(
+        &((const struct sockaddr_in6 *)addr)->sin6_addr);
+}
+
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
@@ -291,7 +304,30 @@ int cmd_ui(cli *c, int argc, char **argv)
                          "cannot start the HTTP server on %s",
                          listen_arg != NULL ? listen_arg : default_listen);
     }
-    printf("duro ui: http://%s:%u/#token=%s\n", host, srv.port, srv.token);
+    /* The Host names the gate answers (ui_safety.c, DNS rebinding), said
+     * before the URL; on 0.0.0.0 or [::] the URL is loopback's (a browser
+     * that asks for http://0.0.0.0/ or the machine's other addresses is
+     * not answered: 421). */
+    const char *url_host = host;
+    if (is_wildcard(&addr))
+        url_host = addr.ss_family == AF_INET6 ? "[::1]" : "127.0.0.1";
+    char extra[320] = "";
+    if (srv.listen_host[0] && strcmp(srv.listen_host, "127.0.0.1") != 0 &&
+        strcmp(srv.listen_host, "localhost") != 0 &&
+        strcmp(srv.listen_host, "[::1]") != 0)
+        snprintf(extra, sizeof(extra), ", %s:%u", host, srv.port);
+    fprintf(stderr,
+            "duro ui: answers only to Host 127.0.0.1:%u, localhost:%u, "
+            "[::1]:%u%s (any other: 421, against DNS rebinding)\n",
+            srv.port, srv.port, srv.port, extra);
+    if (is_wildcard(&addr))
+        fprintf(stderr,
+                "duro ui: listening on every interface (%s:%u), but a "
+                "browser on another machine is refused by the Host check: "
+                "to be reached at this machine's address A, use --listen "
+                "A:%u\n",
+                host, srv.port, srv.port);
+    printf("duro ui: http://%s:%u/#token=%s\n", url_host, srv.port, srv.token);
     fflush(stdout);
     char shown[1024];
     duro_url_mask(c->db, shown, sizeof(shown));
