@@ -326,6 +326,46 @@ static int make_big(duro_client *c, char **big)
     return wait_completed(c, "big-1");
 }
 
+/* Reads from @p fd into @p buf (from @p len) until @p until appears, or
+ * the peer closes (@p until NULL), within 10 s; the new length. */
+static size_t read_until(int fd, char *buf, size_t len, size_t size,
+                         const char *until)
+{
+    int64_t deadline = now_ms() + 10000;
+    buf[len] = '\0';
+    while (until == NULL || strstr(buf, until) == NULL) {
+        int left = (int)(deadline - now_ms());
+        struct pollfd p = {fd, POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, left) <= 0)
+            break;
+        ssize_t n = recv(fd, buf + len, size - 1 - len, 0);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+    }
+    return len;
+}
+
+/* Waits up to 10 s for file @p path to hold @p text: 0, else -1. */
+static int wait_file_holds(const char *path, const char *text)
+{
+    int64_t deadline = now_ms() + 10000;
+    while (now_ms() < deadline) {
+        char held[8192];
+        FILE *f = fopen(path, "r");
+        size_t n = f != NULL ? fread(held, 1, sizeof(held) - 1, f) : 0;
+        if (f != NULL)
+            fclose(f);
+        held[n] = '\0';
+        if (strstr(held, text) != NULL)
+            return 0;
+        struct pollfd none;
+        poll(&none, 0, 10);
+    }
+    return -1;
+}
+
 /* The ids (as refs) of a GET instances answer in @p resp, comma-separated
  * in id order, into @p out; the X-Duro-Rows-Read header's value, or -1. */
 static long listed_refs(const char *resp, char *out, size_t size)
@@ -1111,9 +1151,59 @@ int main(int argc, char **argv)
         CHECK(wait_exit(any_ui, 2, &any_st) == 0, "0.0.0.0 ui did not stop");
     }
 
+    /* SIGTERM lets a request in flight finish: a cancel whose body is
+     * still coming when the signal is taken (after the server said 100
+     * Continue, before the body) is answered and applied, then it exits */
+    {
+        duro_start_options later;
+        duro_start_options_init(&later);
+        later.delay_ms = 3600 * 1000;
+        if (duro_client_start(client, "flight-1", "Idle", NULL, &later) !=
+            DURO_OK)
+            die("start flight-1: %s", duro_errmsg());
+        char flight_ref[64];
+        ref_of("flight-1", flight_ref);
+        snprintf(body, sizeof(body),
+                 "{\"ref\":\"%s\",\"reason\":\"in flight\"}", flight_ref);
+        n = snprintf(raw, sizeof(raw),
+                     "POST /api/v1/cancel HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n%s"
+                     "Content-Type: application/json\r\nExpect: "
+                     "100-continue\r\nContent-Length: %zu\r\nConnection: "
+                     "close\r\n\r\n",
+                     port, auth, strlen(body));
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {0};
+        a.sin_family = AF_INET;
+        a.sin_port = htons((uint16_t)port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+            send(fd, raw, (size_t)n, MSG_NOSIGNAL) != n)
+            die("in-flight request: %s", strerror(errno));
+        size_t len = read_until(fd, buf, 0, sizeof(buf), "100 Continue");
+        CHECK(strstr(buf, "100 Continue") != NULL, "no 100 Continue: %s", buf);
+        kill(ui, SIGTERM);
+        char errfile[600];
+        snprintf(errfile, sizeof(errfile), "%s/ui0.err", dir);
+        CHECK(wait_file_holds(errfile, "stopping (SIGTERM)") == 0,
+              "SIGTERM not taken");
+        send(fd, body, strlen(body), MSG_NOSIGNAL);
+        len = read_until(fd, buf, len, sizeof(buf), NULL);
+        close(fd);
+        const char *final = strstr(buf, "\r\n\r\nHTTP/1.1 ");
+        int fs = 0;
+        if (final == NULL || sscanf(final + 4, "HTTP/1.%*d %d", &fs) != 1)
+            fs = 0;
+        CHECK(fs == 200, "the request in flight at SIGTERM: %d %s", fs, buf);
+        info = status_of(client, "flight-1");
+        CHECK(info->cancel_reason != NULL &&
+                  strcmp(info->cancel_reason, "in flight") == 0,
+              "in-flight cancel: reason %s",
+              info->cancel_reason ? info->cancel_reason : "(none)");
+        duro_free(info);
+    }
+
     /* SIGTERM and SIGINT stop them cleanly */
     int st = 0;
-    kill(ui, SIGTERM);
     CHECK(wait_exit(ui, 0, &st) == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
           "SIGTERM: status %d", st);
     kill(ro_ui, SIGINT);

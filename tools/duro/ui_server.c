@@ -8,8 +8,10 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -188,6 +190,57 @@ static int is_wildcard(const struct sockaddr_storage *addr)
         &((const struct sockaddr_in6 *)addr)->sin6_addr);
 }
 
+/* Requests in flight: from their request line (MHD's URI log callback) to
+ * their end (its completion callback, which MHD calls for each of them),
+ * so that a stop lets them finish (SIGTERM dropped answers, and an action
+ * could be applied while the page said "Failed to fetch"). */
+#define STOP_GRACE_MS 5000
+static pthread_mutex_t flight_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flight_done; /* on CLOCK_MONOTONIC */
+static unsigned long in_flight;
+
+static void *request_begins(void *cls, const char *uri,
+                            struct MHD_Connection *conn)
+{
+    pthread_mutex_lock(&flight_lock);
+    in_flight++;
+    pthread_mutex_unlock(&flight_lock);
+    return ui_uri_seen(cls, uri, conn);
+}
+
+static void request_ends(void *cls, struct MHD_Connection *conn, void **state,
+                         enum MHD_RequestTerminationCode why)
+{
+    ui_completed(cls, conn, state, (int)why);
+    pthread_mutex_lock(&flight_lock);
+    if (in_flight > 0)
+        in_flight--;
+    if (in_flight == 0)
+        pthread_cond_broadcast(&flight_done);
+    pthread_mutex_unlock(&flight_lock);
+}
+
+/* Waits until no request is in flight, at most STOP_GRACE_MS; the number
+ * still in flight. */
+static unsigned long wait_in_flight(void)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += STOP_GRACE_MS / 1000;
+    deadline.tv_nsec += (long)(STOP_GRACE_MS % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&flight_lock);
+    while (in_flight > 0 && pthread_cond_timedwait(&flight_done, &flight_lock,
+                                                   &deadline) != ETIMEDOUT)
+        ;
+    unsigned long left = in_flight;
+    pthread_mutex_unlock(&flight_lock);
+    return left;
+}
+
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
@@ -285,8 +338,14 @@ int cmd_ui(cli *c, int argc, char **argv)
                          : ((struct sockaddr_in *)&addr)->sin_port);
     snprintf(srv.cookie_name, sizeof(srv.cookie_name), "duro_ui_%u", srv.port);
 
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&flight_done, &ca);
+    pthread_condattr_destroy(&ca);
+    /* MHD_USE_ITC: MHD_quiesce_daemon needs it */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+                     MHD_USE_ERROR_LOG | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, (MHD_AccessHandlerCallback)ui_handle, &srv,
         MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_LISTEN_SOCKET,
@@ -295,8 +354,8 @@ int cmd_ui(cli *c, int argc, char **argv)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)32,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
         MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_NOTIFY_COMPLETED,
-        (MHD_RequestCompletedCallback)ui_completed, NULL,
-        MHD_OPTION_URI_LOG_CALLBACK, ui_uri_seen, NULL, MHD_OPTION_END);
+        request_ends, NULL, MHD_OPTION_URI_LOG_CALLBACK, request_begins, NULL,
+        MHD_OPTION_END);
     if (d == NULL) {
         close(fd);
         duro_client_destroy(srv.client);
@@ -339,7 +398,18 @@ int cmd_ui(cli *c, int argc, char **argv)
         ;
     fprintf(stderr, "duro ui: stopping (%s)\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
+    /* No new connection; the requests in flight finish (at most
+     * STOP_GRACE_MS), then the rest is closed. */
+    MHD_socket quiet = MHD_quiesce_daemon(d);
+    unsigned long left = wait_in_flight();
+    if (left > 0)
+        fprintf(stderr,
+                "duro ui: %lu request(s) still in flight after %d ms: "
+                "closed\n",
+                left, STOP_GRACE_MS);
     MHD_stop_daemon(d);
+    if (quiet != MHD_INVALID_SOCKET)
+        close(quiet);
     duro_client_destroy(srv.client);
     return EXIT_OK;
 }
