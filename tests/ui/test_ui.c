@@ -244,6 +244,149 @@ static int wait_exit(pid_t pid, int slot, int *status)
     return -1;
 }
 
+/* Big: returns its input, so that its output and both ends of its history
+ * are as large as the input. */
+static int echo_input(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)o;
+    return duro_ok(out, input);
+}
+
+/* Waiter: returns the payload of the event "go" as it was stored. */
+static int echo_event(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    duro_task *t = duro_wait_event(o, "go");
+    duro_await(o, t);
+    return duro_ok(out, duro_task_output(t));
+}
+
+/* A runtime in this process for Big and Waiter (other instances fail as
+ * unregistered: started last). */
+static duro_registry *registry;
+static duro_runtime *runtime;
+
+static void start_runtime(const char *db)
+{
+    if (duro_registry_create(&registry) != DURO_OK ||
+        duro_registry_add_orchestration(registry, "Big", NULL, echo_input,
+                                        NULL) != DURO_OK ||
+        duro_registry_add_orchestration(registry, "Waiter", NULL, echo_event,
+                                        NULL) != DURO_OK ||
+        duro_runtime_create(db, registry, NULL, &runtime) != DURO_OK ||
+        duro_runtime_start(runtime) != DURO_OK)
+        die("runtime: %s", duro_errmsg());
+}
+
+static void stop_runtime(void)
+{
+    duro_runtime_shutdown(runtime, 10000);
+    duro_runtime_destroy(runtime);
+    duro_registry_destroy(registry);
+    runtime = NULL;
+    registry = NULL;
+}
+
+/* Waits up to 30 s for @p id to be completed: 0, else -1. */
+static int wait_completed(duro_client *c, const char *id)
+{
+    int64_t deadline = now_ms() + 30000;
+    while (now_ms() < deadline) {
+        duro_instance_info *info = NULL;
+        int done = duro_client_get_status(c, id, &info) == DURO_OK &&
+                   info->status == DURO_STATUS_COMPLETED;
+        duro_free(info);
+        if (done)
+            return 0;
+        struct pollfd none;
+        poll(&none, 0, 10);
+    }
+    return -1;
+}
+
+#define BIG_BYTES (1024 * 1024)
+#define SMALL_BOUND                                                            \
+    (64 * 1024) /* a list or history answer with a 1 MB                        \
+                   output: far below it */
+
+/* big-1, completed with an output of BIG_BYTES (a JSON string), by the
+ * runtime; the output in *@p big (caller frees). 0, or -1 when it did not
+ * complete within 30 s. */
+static int make_big(duro_client *c, char **big)
+{
+    *big = malloc(BIG_BYTES + 1);
+    if (*big == NULL)
+        die("out of memory");
+    memset(*big, 'x', BIG_BYTES);
+    (*big)[0] = '"';
+    (*big)[BIG_BYTES - 1] = '"';
+    (*big)[BIG_BYTES] = '\0';
+    if (duro_client_start(c, "big-1", "Big", *big, NULL) != DURO_OK)
+        die("start big-1: %s", duro_errmsg());
+    return wait_completed(c, "big-1");
+}
+
+/* Reads from @p fd into @p buf (from @p len) until @p until appears, or
+ * the peer closes (@p until NULL), within 10 s; the new length. */
+static size_t read_until(int fd, char *buf, size_t len, size_t size,
+                         const char *until)
+{
+    int64_t deadline = now_ms() + 10000;
+    buf[len] = '\0';
+    while (until == NULL || strstr(buf, until) == NULL) {
+        int left = (int)(deadline - now_ms());
+        struct pollfd p = {fd, POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, left) <= 0)
+            break;
+        ssize_t n = recv(fd, buf + len, size - 1 - len, 0);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+    }
+    return len;
+}
+
+/* Waits up to 10 s for file @p path to hold @p text: 0, else -1. */
+static int wait_file_holds(const char *path, const char *text)
+{
+    int64_t deadline = now_ms() + 10000;
+    while (now_ms() < deadline) {
+        char held[8192];
+        FILE *f = fopen(path, "r");
+        size_t n = f != NULL ? fread(held, 1, sizeof(held) - 1, f) : 0;
+        if (f != NULL)
+            fclose(f);
+        held[n] = '\0';
+        if (strstr(held, text) != NULL)
+            return 0;
+        struct pollfd none;
+        poll(&none, 0, 10);
+    }
+    return -1;
+}
+
+/* The ids (as refs) of a GET instances answer in @p resp, comma-separated
+ * in id order, into @p out; the X-Duro-Rows-Read header's value, or -1. */
+static long listed_refs(const char *resp, char *out, size_t size)
+{
+    out[0] = '\0';
+    json_error_t jerr;
+    json_t *doc = json_loads(body_of(resp), 0, &jerr);
+    size_t i, o = 0;
+    json_t *it;
+    json_array_foreach(json_object_get(doc, "instances"), i, it)
+    {
+        o += (size_t)snprintf(out + o, size - o, "%s%s", i ? "," : "",
+                              json_string_value(json_object_get(it, "ref")));
+        if (o >= size)
+            break;
+    }
+    json_decref(doc);
+    const char *h = strstr(resp, "X-Duro-Rows-Read: ");
+    return h != NULL ? strtol(h + strlen("X-Duro-Rows-Read: "), NULL, 10) : -1;
+}
+
 static duro_instance_info *status_of(duro_client *c, const char *id)
 {
     duro_instance_info *info = NULL;
@@ -539,6 +682,85 @@ int main(int argc, char **argv)
               strstr(buf, "\"next_cursor\":null") != NULL,
           "id_prefix: a page that ends with the prefix has no next: %s",
           body_of(buf));
+    /* id_prefix lists from the first matching id (a keyset just below the
+     * prefix), not from the table's start: 300 ids before "c" are not read;
+     * ids that share a prefix's first bytes but not the prefix are not
+     * listed, a prefix ending in a 0xFF byte or a multibyte character
+     * included */
+    {
+        duro_start_options later;
+        duro_start_options_init(&later);
+        later.delay_ms = 3600 * 1000; /* stay pending */
+        const char *const range_ids[] = {"c",
+                                         "c1",
+                                         "c2",
+                                         "b\xff\xff",
+                                         "cz",
+                                         "z\xff",
+                                         "z\xff"
+                                         "a",
+                                         "z\xfe\xff\xff",
+                                         "z\xfe",
+                                         "{x",
+                                         "\xc3\xa9"
+                                         "1",
+                                         "\xc3\xa8"
+                                         "9",
+                                         "\xc3\xaa",
+                                         "\xc3\xa9"};
+        for (size_t k = 0; k < sizeof(range_ids) / sizeof(range_ids[0]); k++)
+            if (duro_client_start(client, range_ids[k], "Idle", NULL, &later) !=
+                DURO_OK)
+                die("start %zu: %s", k, duro_errmsg());
+        for (int k = 0; k < 300; k++) {
+            char fill[16];
+            snprintf(fill, sizeof(fill), "aa-%03d", k);
+            if (duro_client_start(client, fill, "Idle", NULL, &later) !=
+                DURO_OK)
+                die("start %s: %s", fill, duro_errmsg());
+        }
+        const struct {
+            const char *query;
+            const char *ids[4]; /* expected, in id order */
+            long rows_max;      /* rows the store may return */
+        } cases[] = {
+            /* b\xff\xff sorts above the keyset (made of U+10FFFF, as the
+             * prefix is UTF-8) and is read, not listed */
+            {"id_prefix=c&limit=1", {"c"}, 4},
+            {"id_prefix=c&limit=3", {"c", "c1", "c2"}, 8},
+            {"id_prefix=z%FF&limit=2",
+             {"z\xff", "z\xff"
+                       "a"},
+             3},
+            {"id_prefix=z%FE&limit=2", {"z\xfe", "z\xfe\xff\xff"}, 3},
+            {"id_prefix=%C3%A9&limit=2",
+             {"\xc3\xa9", "\xc3\xa9"
+                          "1"},
+             3},
+            {"id_prefix=aa-29&limit=20",
+             {"aa-290", "aa-291", "aa-292", "aa-293"},
+             21},
+        };
+        for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+            char expect[512] = "", got[2048], one[64];
+            size_t o = 0;
+            for (size_t e = 0; e < 4 && cases[k].ids[e] != NULL; e++) {
+                ref_of(cases[k].ids[e], one);
+                o += (size_t)snprintf(expect + o, sizeof(expect) - o, "%s%s",
+                                      e ? "," : "", one);
+            }
+            snprintf(hdr, sizeof(hdr), "/api/v1/instances?%s", cases[k].query);
+            s = req(port, "GET", hdr, auth, NULL, buf, sizeof(buf));
+            long rows = listed_refs(buf, got, sizeof(got));
+            if (k == sizeof(cases) / sizeof(cases[0]) - 1)
+                got[strlen(expect)] = '\0'; /* aa-29: the first four */
+            CHECK(s == 200 && strcmp(got, expect) == 0, "%s: %s, not %s",
+                  cases[k].query, got, expect);
+            CHECK(rows >= 0 && rows <= cases[k].rows_max,
+                  "%s read %ld rows (at most %ld)", cases[k].query, rows,
+                  cases[k].rows_max);
+        }
+    }
 
     /* nothing above changed anything */
     duro_instance_info *info = status_of(client, "plain-1");
@@ -704,6 +926,88 @@ int main(int argc, char **argv)
             buf, sizeof(buf));
     CHECK(s == 200 && strstr(buf, "\"matched\":4") != NULL,
           "name preview: %d %s", s, body_of(buf));
+    /* a filter field of the wrong type or empty is refused by name, on a
+     * preview and on an apply, and changes nothing: it used to select
+     * every pending and running instance */
+    {
+        const char *bad_filters[] = {"{\"name\":[\"Bulk\"]}",
+                                     "{\"name\":123}",
+                                     "{\"name\":\"\"}",
+                                     "{\"name\":null}",
+                                     "{\"status\":[]}",
+                                     "{\"status\":null}",
+                                     "{\"id_prefix\":\"\"}",
+                                     "{\"id_prefix\":null}",
+                                     "{\"created_after_ms\":null}",
+                                     "{\"created_before_ms\":\"1\"}"};
+        for (size_t k = 0; k < sizeof(bad_filters) / sizeof(bad_filters[0]);
+             k++) {
+            char field[32];
+            sscanf(bad_filters[k], "{\"%31[a-z_]\"", field);
+            snprintf(body, sizeof(body), "{\"filter\":%s,\"dry_run\":true}",
+                     bad_filters[k]);
+            s = req(port, "POST", "/api/v1/bulk/cancel", hdr, body, buf,
+                    sizeof(buf));
+            CHECK(s == 400 && strstr(buf, "bad_argument") != NULL &&
+                      strstr(buf, field) != NULL &&
+                      strstr(buf, "matched") == NULL,
+                  "preview with %s: %d %s", bad_filters[k], s, body_of(buf));
+            snprintf(body, sizeof(body), "{\"filter\":%s,\"as_of_ms\":%lld}",
+                     bad_filters[k], (long long)as_of + 3600 * 1000);
+            s = req(port, "POST", "/api/v1/bulk/cancel", hdr, body, buf,
+                    sizeof(buf));
+            CHECK(s == 400 && strstr(buf, field) != NULL &&
+                      strstr(buf, "cancelled") == NULL,
+                  "apply with %s: %d %s", bad_filters[k], s, body_of(buf));
+        }
+        const char *bad_bodies[] = {
+            "{\"filter\":{},\"dry_run\":\"yes\"}",
+            "{\"filter\":{},\"dry_run\":true,\"reason\":\"\"}",
+            "{\"filter\":null,\"dry_run\":true}"};
+        for (size_t k = 0; k < sizeof(bad_bodies) / sizeof(bad_bodies[0]);
+             k++) {
+            s = req(port, "POST", "/api/v1/bulk/cancel", hdr, bad_bodies[k],
+                    buf, sizeof(buf));
+            CHECK(s == 400 && strstr(buf, "matched") == NULL, "%s: %d %s",
+                  bad_bodies[k], s, body_of(buf));
+        }
+        /* one-instance actions and bulk/control: an empty or non-string
+         * reason, ref or action is refused, not replaced by the default */
+        char plain2_ref[64];
+        ref_of("plain-2", plain2_ref);
+        const char *control_bodies[][2] = {
+            {"/api/v1/cancel", "{\"ref\":\"%s\",\"reason\":\"\"}"},
+            {"/api/v1/cancel", "{\"ref\":\"%s\",\"reason\":null}"},
+            {"/api/v1/terminate", "{\"ref\":\"%s\",\"reason\":7}"},
+            {"/api/v1/suspend", "{\"ref\":[\"%s\"]}"},
+            {"/api/v1/raise-event", "{\"ref\":\"%s\",\"name\":\"\"}"},
+            {"/api/v1/raise-event", "{\"ref\":\"%s\",\"name\":[\"go\"]}"},
+            {"/api/v1/bulk/control", "{\"action\":\"cancel\",\"refs\":[\"%s\"],"
+                                     "\"reason\":\"\"}"},
+            {"/api/v1/bulk/control",
+             "{\"action\":[\"cancel\"],\"refs\":[\"%s\"]}"},
+        };
+        for (size_t k = 0;
+             k < sizeof(control_bodies) / sizeof(control_bodies[0]); k++) {
+            /* the body with its %s replaced by the ref */
+            const char *at = strstr(control_bodies[k][1], "%s");
+            snprintf(body, sizeof(body), "%.*s%s%s",
+                     (int)(at - control_bodies[k][1]), control_bodies[k][1],
+                     plain2_ref, at + 2);
+            s = req(port, "POST", control_bodies[k][0], hdr, body, buf,
+                    sizeof(buf));
+            CHECK(s == 400 && strstr(buf, "bad_argument") != NULL,
+                  "%s %s: %d %s", control_bodies[k][0], body, s, body_of(buf));
+        }
+        const char *untouched[] = {"plain-2", bad_utf8, "bulk-4", "bulkx-1"};
+        for (size_t k = 0; k < 4; k++) {
+            info = status_of(client, untouched[k]);
+            CHECK(info->cancel_requested_ms == 0 &&
+                      info->status == DURO_STATUS_PENDING,
+                  "%s changed by a refused body", untouched[k]);
+            duro_free(info);
+        }
+    }
 
     /* --read-only refuses and changes nothing */
     unsigned ro_port = 0;
@@ -719,9 +1023,187 @@ int main(int argc, char **argv)
     s = req(ro_port, "GET", "/api/v1/summary", auth, NULL, buf, sizeof(buf));
     CHECK(s == 200, "read-only GET: %d", s);
 
+    /* an output of 1 MB: the list, the instance and its history stay small
+     * (payloads cut to 4 KB previews with their size), the whole payload
+     * is still one GET away */
+    {
+        start_runtime(db);
+        char *output = NULL;
+        CHECK(make_big(client, &output) == 0, "big-1 did not complete");
+        char big_ref[64];
+        ref_of("big-1", big_ref);
+        s = req(port, "GET", "/api/v1/instances?id_prefix=big-", auth, NULL,
+                buf, sizeof(buf));
+        doc = json_loads(body_of(buf), 0, &jerr);
+        json_t *item = NULL;
+        json_array_foreach(json_object_get(doc, "instances"), i, it)
+        {
+            if (strcmp(json_string_value(json_object_get(it, "id")), "big-1") ==
+                0)
+                item = it;
+        }
+        CHECK(s == 200 && strlen(buf) < SMALL_BOUND && item != NULL &&
+                  json_object_get(item, "output") == NULL &&
+                  json_integer_value(json_object_get(item, "output_bytes")) ==
+                      BIG_BYTES &&
+                  json_object_get(item, "ref") != NULL &&
+                  json_object_get(item, "updated_at") != NULL,
+              "list with a 1 MB output: %d, %zu bytes", s, strlen(buf));
+        json_decref(doc);
+        snprintf(hdr, sizeof(hdr), "/api/v1/instance?ref=%s", big_ref);
+        s = req(port, "GET", hdr, auth, NULL, buf, sizeof(buf));
+        doc = json_loads(body_of(buf), 0, &jerr);
+        CHECK(s == 200 && strlen(buf) < SMALL_BOUND && doc != NULL &&
+                  json_is_true(json_object_get(doc, "output_truncated")) &&
+                  json_integer_value(json_object_get(doc, "output_bytes")) ==
+                      BIG_BYTES &&
+                  json_string_length(json_object_get(doc, "output")) == 4096,
+              "instance with a 1 MB output: %d, %zu bytes", s, strlen(buf));
+        json_decref(doc);
+        snprintf(hdr, sizeof(hdr), "/api/v1/history?ref=%s", big_ref);
+        s = req(port, "GET", hdr, auth, NULL, buf, sizeof(buf));
+        doc = json_loads(body_of(buf), 0, &jerr);
+        CHECK(s == 200 && strlen(buf) < SMALL_BOUND && doc != NULL,
+              "history with 1 MB payloads: %d, %zu bytes", s, strlen(buf));
+        size_t cut = 0;
+        static char whole[BIG_BYTES + 65536];
+        json_array_foreach(json_object_get(doc, "events"), i, it)
+        {
+            if (!json_is_true(json_object_get(it, "payload_truncated")))
+                continue;
+            cut++;
+            CHECK(
+                json_integer_value(json_object_get(it, "payload_bytes")) ==
+                        BIG_BYTES &&
+                    strncmp(json_string_value(json_object_get(it, "payload")),
+                            output, 4096) == 0,
+                "payload preview of event %lld",
+                (long long)json_integer_value(json_object_get(it, "event_id")));
+            snprintf(
+                hdr, sizeof(hdr), "/api/v1/payload?ref=%s&event=%lld", big_ref,
+                (long long)json_integer_value(json_object_get(it, "event_id")));
+            s = req(port, "GET", hdr, auth, NULL, whole, sizeof(whole));
+            CHECK(s == 200 && strcmp(body_of(whole), output) == 0,
+                  "the whole payload of event %s: %d, %zu bytes", hdr, s,
+                  strlen(body_of(whole)));
+        }
+        CHECK(cut == 2, "input and output previews: %zu", cut);
+        json_decref(doc);
+        free(output);
+
+        /* raise-event stores the payload's JSON text as the body has it:
+         * a JSON string keeps its quotes (the page sends what was typed,
+         * parsed: "hello" came out as hello, not JSON) */
+        const char *raised[][2] = {
+            {"\"hello\"", "\"hello\""},
+            {"{\"a\": [1, 2.50, \"\\u00e9\"]}",
+             "{\"a\": [1, 2.50, \"\\u00e9\"]}"},
+            {"[0.1, -0]", "[0.1, -0]"},
+        };
+        snprintf(hdr, sizeof(hdr), "Content-Type: application/json\r\n%s",
+                 auth);
+        for (size_t k = 0; k < sizeof(raised) / sizeof(raised[0]); k++) {
+            char wid[32], wref[64];
+            snprintf(wid, sizeof(wid), "wait-%zu", k);
+            ref_of(wid, wref);
+            if (duro_client_start(client, wid, "Waiter", NULL, NULL) != DURO_OK)
+                die("start %s: %s", wid, duro_errmsg());
+            snprintf(body, sizeof(body),
+                     "{\"ref\":\"%s\",\"name\":\"go\",\"payload\": %s }", wref,
+                     raised[k][0]);
+            s = req(port, "POST", "/api/v1/raise-event", hdr, body, buf,
+                    sizeof(buf));
+            CHECK(s == 200, "raise %s: %d %s", raised[k][0], s, body_of(buf));
+            CHECK(wait_completed(client, wid) == 0, "%s did not complete", wid);
+            info = status_of(client, wid);
+            CHECK(info->output != NULL &&
+                      strcmp(info->output, raised[k][1]) == 0,
+                  "raised %s, stored %s", raised[k][0],
+                  info->output ? info->output : "(none)");
+            duro_free(info);
+        }
+        stop_runtime();
+    }
+
+    /* on 0.0.0.0 the URL printed is one a browser can open (loopback's),
+     * and stderr says which Host names are answered */
+    {
+        unsigned any_port = 0;
+        const char *any[] = {"--listen", "0.0.0.0:0", NULL};
+        pid_t any_ui = start_ui(2, any, &any_port);
+        s = req(any_port, "GET", "/api/v1/summary", auth, NULL, buf,
+                sizeof(buf));
+        CHECK(s == 200, "the printed URL's Host on 0.0.0.0: %d", s);
+        char errfile[600], said[4096] = "", expect[128];
+        snprintf(errfile, sizeof(errfile), "%s/ui2.err", dir);
+        FILE *ef = fopen(errfile, "r");
+        size_t got = ef != NULL ? fread(said, 1, sizeof(said) - 1, ef) : 0;
+        said[got] = '\0';
+        if (ef != NULL)
+            fclose(ef);
+        snprintf(expect, sizeof(expect),
+                 "answers only to Host 127.0.0.1:%u, localhost:%u, [::1]:%u",
+                 any_port, any_port, any_port);
+        CHECK(strstr(said, expect) != NULL && strstr(said, "--listen") != NULL,
+              "allowed Host names not said: %s", said);
+        kill(any_ui, SIGTERM);
+        int any_st = 0;
+        CHECK(wait_exit(any_ui, 2, &any_st) == 0, "0.0.0.0 ui did not stop");
+    }
+
+    /* SIGTERM lets a request in flight finish: a cancel whose body is
+     * still coming when the signal is taken (after the server said 100
+     * Continue, before the body) is answered and applied, then it exits */
+    {
+        duro_start_options later;
+        duro_start_options_init(&later);
+        later.delay_ms = 3600 * 1000;
+        if (duro_client_start(client, "flight-1", "Idle", NULL, &later) !=
+            DURO_OK)
+            die("start flight-1: %s", duro_errmsg());
+        char flight_ref[64];
+        ref_of("flight-1", flight_ref);
+        snprintf(body, sizeof(body),
+                 "{\"ref\":\"%s\",\"reason\":\"in flight\"}", flight_ref);
+        n = snprintf(raw, sizeof(raw),
+                     "POST /api/v1/cancel HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n%s"
+                     "Content-Type: application/json\r\nExpect: "
+                     "100-continue\r\nContent-Length: %zu\r\nConnection: "
+                     "close\r\n\r\n",
+                     port, auth, strlen(body));
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {0};
+        a.sin_family = AF_INET;
+        a.sin_port = htons((uint16_t)port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+            send(fd, raw, (size_t)n, MSG_NOSIGNAL) != n)
+            die("in-flight request: %s", strerror(errno));
+        size_t len = read_until(fd, buf, 0, sizeof(buf), "100 Continue");
+        CHECK(strstr(buf, "100 Continue") != NULL, "no 100 Continue: %s", buf);
+        kill(ui, SIGTERM);
+        char errfile[600];
+        snprintf(errfile, sizeof(errfile), "%s/ui0.err", dir);
+        CHECK(wait_file_holds(errfile, "stopping (SIGTERM)") == 0,
+              "SIGTERM not taken");
+        send(fd, body, strlen(body), MSG_NOSIGNAL);
+        len = read_until(fd, buf, len, sizeof(buf), NULL);
+        close(fd);
+        const char *final = strstr(buf, "\r\n\r\nHTTP/1.1 ");
+        int fs = 0;
+        if (final == NULL || sscanf(final + 4, "HTTP/1.%*d %d", &fs) != 1)
+            fs = 0;
+        CHECK(fs == 200, "the request in flight at SIGTERM: %d %s", fs, buf);
+        info = status_of(client, "flight-1");
+        CHECK(info->cancel_reason != NULL &&
+                  strcmp(info->cancel_reason, "in flight") == 0,
+              "in-flight cancel: reason %s",
+              info->cancel_reason ? info->cancel_reason : "(none)");
+        duro_free(info);
+    }
+
     /* SIGTERM and SIGINT stop them cleanly */
     int st = 0;
-    kill(ui, SIGTERM);
     CHECK(wait_exit(ui, 0, &st) == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
           "SIGTERM: status %d", st);
     kill(ro_ui, SIGINT);

@@ -13,6 +13,10 @@
 
 #define BIT(status) (1u << (status))
 #define PAGE_MAX 1000
+/* The most bytes of a payload, output, custom status or error that an
+ * instance or an event carries (docs/ui-api.md): the page polls them every
+ * 2 s, and a whole payload is one GET /api/v1/payload away. */
+#define PREVIEW_MAX 4096
 
 struct ui_route {
     const char *method;
@@ -89,9 +93,65 @@ static char *ref_decode(const char *ref)
     return out;
 }
 
-static json_t *instance_json(const duro_instance_info *info)
+/* Sets @p key of @p o to @p text (NULL: null) cut to at most @p max bytes
+ * at a UTF-8 boundary, "<key>_bytes" to its whole length (null when NULL)
+ * and "<key>_truncated" to whether it was cut. Uncut, a payload (@p json)
+ * is its JSON value as the CLI shows it; cut, it is the text of its first
+ * bytes, which cannot be JSON. */
+static void set_preview(json_t *o, const char *key, const char *text,
+                        size_t max, int json)
 {
-    json_t *o = json_instance(info);
+    char bytes_key[64], cut_key[64];
+    snprintf(bytes_key, sizeof(bytes_key), "%s_bytes", key);
+    snprintf(cut_key, sizeof(cut_key), "%s_truncated", key);
+    size_t len = text != NULL ? strlen(text) : 0;
+    if (text == NULL)
+        jset(o, key, json_null());
+    else if (len <= max)
+        jset(o, key, json ? jpayload(text) : jstr(text));
+    else {
+        size_t n = max;
+        /* not inside a UTF-8 sequence (at most 3 continuation bytes) */
+        for (int k = 0;
+             k < 3 && n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80; k++)
+            n--;
+        char *head = strndup(text, n);
+        if (head == NULL)
+            abort();
+        jset(o, key, jstr(head));
+        free(head);
+    }
+    jset(o, bytes_key, text != NULL ? jint((int64_t)len) : json_null());
+    jset(o, cut_key, json_boolean(len > max));
+}
+
+/* An instance as `duro status --json` shows it, plus ref; the output and
+ * the custom status cut to PREVIEW_MAX bytes (set_preview). A list item
+ * (@p listed) carries neither, only their sizes, and its error is cut to
+ * 512 bytes: the list shows none of them. */
+static json_t *instance_json(const duro_instance_info *info, int listed)
+{
+    duro_instance_info bare = *info;
+    bare.output = NULL;
+    bare.custom_status = NULL;
+    bare.error = NULL;
+    json_t *o = json_instance(&bare);
+    if (listed) {
+        json_object_del(o, "output");
+        json_object_del(o, "custom_status");
+        jset(o, "output_bytes",
+             info->output != NULL ? jint((int64_t)strlen(info->output))
+                                  : json_null());
+        jset(o, "custom_status_bytes",
+             info->custom_status != NULL
+                 ? jint((int64_t)strlen(info->custom_status))
+                 : json_null());
+        set_preview(o, "error", info->error, 512, 0);
+    } else {
+        set_preview(o, "output", info->output, PREVIEW_MAX, 1);
+        set_preview(o, "custom_status", info->custom_status, PREVIEW_MAX, 1);
+        set_preview(o, "error", info->error, PREVIEW_MAX, 0);
+    }
     char *ref = ui_ref_encode(info->instance_id, strlen(info->instance_id));
     jset(o, "ref", jstr(ref));
     free(ref);
@@ -242,26 +302,125 @@ static int get_summary(ui_request *r, json_t *body)
     return ui_send_json(r, 200, doc);
 }
 
+#define ID_MAX 1024 /* bytes of an instance id (the client's ID_MAX) */
+
+/* The code point of the UTF-8 sequence at @p s of @p len bytes, or -1 when
+ * it is not one valid sequence. */
+static long utf8_code(const unsigned char *s, size_t len)
+{
+    static const long min[] = {0, 0, 0x80, 0x800, 0x10000};
+    size_t need = s[0] < 0x80 ? 1 : s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : 2;
+    if (need != len || (s[0] >= 0x80 && s[0] < 0xC2) || s[0] > 0xF4)
+        return -1;
+    long c = need == 1 ? s[0] : s[0] & (0x3F >> (need - 1));
+    for (size_t i = 1; i < need; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return -1;
+        c = c << 6 | (s[i] & 0x3F);
+    }
+    if (c < min[need] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return -1;
+    return c;
+}
+
+/* The keyset to list the ids that start with @p prefix from, in
+ * duro_instance_filter.after_instance (ids greater than it): a string
+ * below the prefix with no id of at most ID_MAX bytes between them, so
+ * the listing begins at the first matching id. Ids sort by their bytes,
+ * so it is the prefix with its last character lowered by one and a tail
+ * of the highest characters up to ID_MAX bytes: U+10FFFF when the prefix
+ * is valid UTF-8 (a PostgreSQL store holds only that: a byte 0xFF would
+ * be refused there), else bytes 0xFF. NULL: from the start. Caller frees. */
+static char *prefix_floor(const char *prefix)
+{
+    size_t plen = strlen(prefix);
+    if (plen == 0 || plen > ID_MAX)
+        return NULL;
+    /* the last character: the last UTF-8 sequence, else the last byte */
+    const unsigned char *u = (const unsigned char *)prefix;
+    size_t start = plen - 1;
+    while (start > 0 && plen - start < 4 && (u[start] & 0xC0) == 0x80)
+        start--;
+    long c = utf8_code(u + start, plen - start);
+    int utf8 = c >= 0;
+    if (!utf8) {
+        start = plen - 1;
+        c = u[start];
+    }
+    char *out = malloc(ID_MAX + 1);
+    if (out == NULL)
+        abort();
+    memcpy(out, prefix, start);
+    size_t o = start;
+    if (c <= 1) /* no id holds a NUL: nothing sorts between */
+        goto done;
+    c--;
+    if (c == 0xDFFF)
+        c = 0xD7FF; /* not a surrogate */
+    if (!utf8 || c < 0x80) {
+        out[o++] = (char)c;
+    } else if (c < 0x800) {
+        out[o++] = (char)(0xC0 | c >> 6);
+        out[o++] = (char)(0x80 | (c & 0x3F));
+    } else if (c < 0x10000) {
+        out[o++] = (char)(0xE0 | c >> 12);
+        out[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
+        out[o++] = (char)(0x80 | (c & 0x3F));
+    } else {
+        out[o++] = (char)(0xF0 | c >> 18);
+        out[o++] = (char)(0x80 | ((c >> 12) & 0x3F));
+        out[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
+        out[o++] = (char)(0x80 | (c & 0x3F));
+    }
+    if (utf8) {
+        while (o + 4 <= ID_MAX) {
+            memcpy(out + o, "\xF4\x8F\xBF\xBF", 4);
+            o += 4;
+        }
+    } else {
+        while (o < ID_MAX)
+            out[o++] = (char)0xFF;
+    }
+done:
+    out[o] = '\0';
+    if (o == 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* Calls @p fn for each instance @p filter lists after @p after (NULL: from
  * the start) whose id starts with @p prefix (NULL: any), in id order,
  * until @p fn returns nonzero; lists @p batch rows per call. With a prefix
- * and no @p after, listing starts just before the prefix (ids sort by
- * their bytes) and it stops at the first id past it, so the cost follows
- * the matching ids, not the table. DURO_OK or the list's error. */
+ * and no @p after (or an @p after below it), listing starts at the first
+ * id with the prefix (prefix_floor) and stops at the first id past it, so
+ * the cost follows the matching ids, not the table. *@p rows_read (when
+ * not NULL) counts the rows the store returned. DURO_OK or the list's
+ * error. */
 static int each_listed(duro_client *c, duro_instance_filter filter,
                        const char *after, const char *prefix, size_t batch,
-                       int (*fn)(const duro_instance_info *, void *), void *arg)
+                       int (*fn)(const duro_instance_info *, void *), void *arg,
+                       size_t *rows_read)
 {
     size_t plen = prefix != NULL ? strlen(prefix) : 0;
-    char *from = after != NULL ? strdup(after)
-                 : plen > 1    ? strndup(prefix, plen - 1)
-                               : NULL;
+    char *from = plen > 0 ? prefix_floor(prefix) : NULL;
+    if (after != NULL && (from == NULL || strcmp(after, from) > 0)) {
+        free(from);
+        from = strdup(after);
+        if (from == NULL)
+            abort();
+    }
     int rc = DURO_OK, stop = 0;
+    if (rows_read != NULL)
+        *rows_read = 0;
     while (!stop) {
         duro_instance_list *page = NULL;
         rc = cli_list_page(c, &filter, batch, &from, &page);
         if (rc != DURO_OK)
             break;
+        if (rows_read != NULL)
+            *rows_read += page->count;
         for (size_t i = 0; i < page->count && !stop; i++) {
             int cmp =
                 plen ? strncmp(page->items[i].instance_id, prefix, plen) : 0;
@@ -292,7 +451,7 @@ static int page_add(const duro_instance_info *info, void *arg)
         pg->more = 1;
         return 1;
     }
-    json_array_append_new(pg->items, instance_json(info));
+    json_array_append_new(pg->items, instance_json(info, 1));
     free(pg->last);
     pg->last = strdup(info->instance_id);
     pg->taken++;
@@ -362,8 +521,9 @@ static int get_instances(ui_request *r, json_t *body)
     /* Pages in id order from the cursor: limit rows and one more, which
      * decides next_cursor. */
     list_page pg = {json_array(), (size_t)limit, 0, 0, NULL};
+    size_t rows_read = 0;
     rc = each_listed(r->srv->client, filter, after, prefix, (size_t)limit + 1,
-                     page_add, &pg);
+                     page_add, &pg, &rows_read);
     free(after);
     json_t *items = pg.items;
     char *last = pg.last;
@@ -383,7 +543,22 @@ static int get_instances(ui_request *r, json_t *body)
         jset(doc, "next_cursor", json_null());
     }
     free(last);
-    return ui_send_json(r, 200, doc);
+    /* what the page cost the store (docs/ui-api.md): X-Duro-Rows-Read */
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    json_decref(doc);
+    if (text == NULL)
+        return ui_queue(r, 500, NULL);
+    size_t len = strlen(text);
+    text[len] = '\n';
+    struct MHD_Response *resp =
+        ui_response(text, len + 1, "application/json", 1);
+    free(text);
+    if (resp != NULL) {
+        char rows[32];
+        snprintf(rows, sizeof(rows), "%zu", rows_read);
+        MHD_add_response_header(resp, "X-Duro-Rows-Read", rows);
+    }
+    return ui_queue(r, 200, resp);
 }
 
 static int get_instance(ui_request *r, json_t *body)
@@ -400,7 +575,7 @@ static int get_instance(ui_request *r, json_t *body)
     else if (info->status == DURO_STATUS_NOT_FOUND)
         rc = ui_send_error(r, 404, "not_found", "no such instance");
     else
-        rc = ui_send_json(r, 200, instance_json(info));
+        rc = ui_send_json(r, 200, instance_json(info, 0));
     duro_free(info);
     free(id);
     return rc;
@@ -442,8 +617,18 @@ static int get_history(ui_request *r, json_t *body)
     for (; i < h->count && n < limit; i++) {
         if (h->events[i].event_id <= after)
             continue;
-        json_array_append_new(
-            events, json_event(&h->events[i], start, requester, terminator));
+        /* payload and error cut to PREVIEW_MAX bytes: the whole payload
+         * is GET /api/v1/payload's */
+        const duro_event *e = &h->events[i];
+        duro_event bare = *e;
+        bare.payload = NULL;
+        bare.error = NULL;
+        json_t *o = json_event(&bare, start, requester, terminator);
+        if (e->payload != NULL)
+            set_preview(o, "payload", e->payload, PREVIEW_MAX, 1);
+        if (e->error != NULL)
+            set_preview(o, "error", e->error, PREVIEW_MAX, 0);
+        json_array_append_new(events, o);
         last = h->events[i].event_id;
         n++;
     }
@@ -528,11 +713,38 @@ static int get_metrics(ui_request *r, json_t *body)
 
 /* ---- actions ------------------------------------------------------------- */
 
-static const char *body_string(json_t *body, const char *key)
+/* The text of @p key in @p obj (a body or its filter, @p where: "" or
+ * "filter."): *@p out is NULL when the key is absent (no filter on it, or
+ * the default), else a non-empty string without NUL. Any other value
+ * (a number, an array, null, "") queues 400 naming the key and returns -1:
+ * a filter mistake must never widen a bulk action to every instance. */
+static int body_text(ui_request *r, json_t *obj, const char *where,
+                     const char *key, const char **out, int *rc)
 {
-    json_t *v = json_object_get(body, key);
-    return json_is_string(v) && json_string_length(v) > 0 ? json_string_value(v)
-                                                          : NULL;
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (v == NULL)
+        return 0;
+    if (!json_is_string(v)) {
+        *rc = ui_send_error(r, 400, "bad_argument",
+                            "%s%s must be a string (leave it out for "
+                            "none)",
+                            where, key);
+        return -1;
+    }
+    if (json_string_length(v) == 0) {
+        *rc =
+            ui_send_error(r, 400, "bad_argument",
+                          "%s%s is empty (leave it out for none)", where, key);
+        return -1;
+    }
+    if (strlen(json_string_value(v)) != json_string_length(v)) {
+        *rc = ui_send_error(r, 400, "bad_argument", "%s%s holds a NUL", where,
+                            key);
+        return -1;
+    }
+    *out = json_string_value(v);
+    return 0;
 }
 
 static void log_action(ui_request *r, const char *what, const char *id,
@@ -604,13 +816,15 @@ static int post_control(ui_request *r, json_t *body, int control)
 {
     static const char *const body_keys[] = {"ref", "reason", NULL};
     int rc = 0;
-    if (known_keys(r, body, "body", body_keys, &rc) != 0)
+    const char *ref, *reason;
+    if (known_keys(r, body, "body", body_keys, &rc) != 0 ||
+        body_text(r, body, "", "ref", &ref, &rc) != 0 ||
+        body_text(r, body, "", "reason", &reason, &rc) != 0)
         return rc;
-    char *id = need_ref(r, body_string(body, "ref"), &rc);
+    char *id = need_ref(r, ref, &rc);
     if (id == NULL)
         return rc;
     const char *verb = control_name(control);
-    const char *reason = body_string(body, "reason");
     if (reason == NULL)
         reason = default_reason(control);
     const char *const ids[1] = {id};
@@ -653,7 +867,7 @@ static int post_control(ui_request *r, json_t *body, int control)
                              status_word(status), verb);
     }
     json_t *doc = json_object();
-    jset(doc, "ref", jstr(body_string(body, "ref")));
+    jset(doc, "ref", jstr(ref));
     jset(doc, "id", jstr(id));
     jset(doc, "outcome", jstr(name));
     jset(doc, "status", jstr(status_word(status)));
@@ -680,32 +894,107 @@ static int post_resume(ui_request *r, json_t *body)
     return post_control(r, body, DURO_CONTROL_RESUME);
 }
 
-/* raise-event {ref, name, payload}: a JSON string is sent as its text,
- * any other JSON value as its compact JSON; absent or null: no payload. */
+/* The index past the JSON value at @p i of @p t (valid JSON: the gate
+ * parsed it). */
+static size_t skip_value(const char *t, size_t n, size_t i)
+{
+    int depth = 0;
+    do {
+        if (t[i] == '"') {
+            for (i++; i < n && t[i] != '"'; i++)
+                if (t[i] == '\\')
+                    i++;
+            i++;
+        } else if (t[i] == '{' || t[i] == '[') {
+            depth++;
+            i++;
+        } else if (t[i] == '}' || t[i] == ']') {
+            depth--;
+            i++;
+        } else if (depth == 0) {
+            while (i < n && t[i] != '\0' && strchr(" \t\r\n,}]", t[i]) == NULL)
+                i++;
+        } else {
+            i++;
+        }
+    } while (i < n && depth > 0);
+    return i;
+}
+
+static size_t skip_space(const char *t, size_t n, size_t i)
+{
+    while (i < n &&
+           (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* The exact text of member @p key of the JSON object @p t (@p n bytes,
+ * valid JSON without duplicate keys, as the gate parsed it), as written:
+ * its bytes in [*@p from, *@p to). 0, or -1 when there is no such key.
+ * Keys are compared decoded ("pay\u006coad" is "payload"). */
+static int raw_member(const char *t, size_t n, const char *key, size_t *from,
+                      size_t *to)
+{
+    size_t i = skip_space(t, n, 0);
+    if (i >= n || t[i] != '{')
+        return -1;
+    for (i++;;) {
+        i = skip_space(t, n, i);
+        if (i >= n || t[i] != '"')
+            return -1;
+        size_t k0 = i;
+        i = skip_value(t, n, i);
+        json_t *k = json_loadb(t + k0, i - k0, JSON_DECODE_ANY, NULL);
+        int match = json_is_string(k) && json_string_length(k) == strlen(key) &&
+                    memcmp(json_string_value(k), key, strlen(key)) == 0;
+        json_decref(k);
+        i = skip_space(t, n, i);
+        if (i >= n || t[i] != ':')
+            return -1;
+        i = skip_space(t, n, i + 1);
+        *from = i;
+        i = skip_value(t, n, i);
+        *to = i;
+        if (match)
+            return 0;
+        i = skip_space(t, n, i);
+        if (i >= n || t[i] != ',')
+            return -1;
+        i++;
+    }
+}
+
+/* raise-event {ref, name, payload}: the payload stored is exactly the JSON
+ * text of "payload" as the body holds it (a string keeps its quotes and
+ * escapes: "hello" is stored as "hello", quotes included, as `duro raise
+ * ID E '"hello"'` does); absent or null: no payload. */
 static int post_raise(ui_request *r, json_t *body)
 {
     static const char *const body_keys[] = {"ref", "name", "payload", NULL};
     int rc = 0;
-    if (known_keys(r, body, "body", body_keys, &rc) != 0)
+    const char *ref, *name;
+    if (known_keys(r, body, "body", body_keys, &rc) != 0 ||
+        body_text(r, body, "", "ref", &ref, &rc) != 0 ||
+        body_text(r, body, "", "name", &name, &rc) != 0)
         return rc;
-    const char *name = body_string(body, "name");
     if (name == NULL)
         return ui_send_error(r, 400, "bad_argument", "name is required");
-    char *id = need_ref(r, body_string(body, "ref"), &rc);
+    char *id = need_ref(r, ref, &rc);
     if (id == NULL)
         return rc;
     json_t *p = json_object_get(body, "payload");
     char *payload = NULL;
-    if (json_is_string(p))
-        payload = strndup(json_string_value(p), json_string_length(p));
-    else if (p != NULL && !json_is_null(p))
-        payload = json_dumps(p, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (payload != NULL &&
-        strlen(payload) !=
-            (json_is_string(p) ? json_string_length(p) : strlen(payload))) {
-        free(payload);
-        free(id);
-        return ui_send_error(r, 400, "bad_argument", "payload holds a NUL");
+    size_t from = 0, to = 0;
+    if (p != NULL && !json_is_null(p)) {
+        if (raw_member(r->body, r->body_len, "payload", &from, &to) != 0) {
+            free(id);
+            return ui_send_error(r, 500, "internal",
+                                 "the payload was not found in the body");
+        }
+        payload = strndup(r->body + from, to - from);
+        if (payload == NULL)
+            abort();
     }
     int drc = duro_client_raise_event(r->srv->client, id, name, payload);
     free(payload);
@@ -715,7 +1004,7 @@ static int post_raise(ui_request *r, json_t *body)
     }
     log_action(r, "raise-event", id, "raised");
     json_t *doc = json_object();
-    jset(doc, "ref", jstr(body_string(body, "ref")));
+    jset(doc, "ref", jstr(ref));
     jset(doc, "id", jstr(id));
     jset(doc, "raised", jstr(name));
     free(id);
@@ -814,8 +1103,16 @@ static int post_bulk_cancel(ui_request *r, json_t *body)
     if (f != NULL && known_keys(r, f, "filter", filter_keys, &rc) != 0)
         return rc;
     duro_bulk_filter filter = {0};
-    filter.name = body_string(f, "name");
+    const char *prefix, *reason;
+    if (body_text(r, f, "filter.", "name", &filter.name, &rc) != 0 ||
+        body_text(r, f, "filter.", "id_prefix", &prefix, &rc) != 0 ||
+        body_text(r, body, "", "reason", &reason, &rc) != 0)
+        return rc;
     json_t *st = json_object_get(f, "status");
+    if (json_is_array(st) && json_array_size(st) == 0)
+        return ui_send_error(r, 400, "bad_argument",
+                             "filter.status is empty (leave it out for "
+                             "pending and running)");
     if (json_is_array(st)) {
         size_t i;
         json_t *w;
@@ -844,17 +1141,12 @@ static int post_bulk_cancel(ui_request *r, json_t *body)
                              "integers");
     filter.created_after_ms = ca ? json_integer_value(ca) : 0;
     filter.created_before_ms = cb ? json_integer_value(cb) : 0;
-    json_t *pj = json_object_get(f, "id_prefix");
-    if (pj != NULL && !json_is_string(pj))
+    json_t *dj = json_object_get(body, "dry_run");
+    if (dj != NULL && !json_is_boolean(dj))
         return ui_send_error(r, 400, "bad_argument",
-                             "filter.id_prefix must be a string");
-    const char *prefix = body_string(f, "id_prefix");
-    if (prefix != NULL && strlen(prefix) != json_string_length(pj))
-        return ui_send_error(r, 400, "bad_argument",
-                             "filter.id_prefix holds a NUL");
-    int dry_run = json_is_true(json_object_get(body, "dry_run"));
+                             "dry_run must be true or false");
+    int dry_run = json_is_true(dj);
     json_t *as_of = json_object_get(body, "as_of_ms");
-    const char *reason = body_string(body, "reason");
     if (reason == NULL)
         reason = default_reason(0);
     int64_t bound;
@@ -898,7 +1190,7 @@ static int post_bulk_cancel(ui_request *r, json_t *body)
         b->reason = reason;
         b->sample = sample;
         drc = each_listed(r->srv->client, lf, NULL, prefix, DURO_BULK_BATCH_MAX,
-                          prefix_one, b);
+                          prefix_one, b, NULL);
         if (drc == DURO_OK && b->rc == DURO_OK)
             prefix_flush(b);
         if (drc == DURO_OK)
@@ -972,9 +1264,11 @@ static int post_bulk_control(ui_request *r, json_t *body)
 {
     static const char *const body_keys[] = {"action", "refs", "reason", NULL};
     int rc = 0;
-    if (known_keys(r, body, "body", body_keys, &rc) != 0)
+    const char *action, *reason;
+    if (known_keys(r, body, "body", body_keys, &rc) != 0 ||
+        body_text(r, body, "", "action", &action, &rc) != 0 ||
+        body_text(r, body, "", "reason", &reason, &rc) != 0)
         return rc;
-    const char *action = body_string(body, "action");
     int control = -1;
     if (action != NULL && strcmp(action, "cancel") == 0)
         control = 0;
@@ -1010,7 +1304,6 @@ static int post_bulk_control(ui_request *r, json_t *body)
     duro_cancel_result *cres = NULL;
     duro_control_result *tres = NULL;
     int drc = DURO_OK;
-    const char *reason = body_string(body, "reason");
     if (reason == NULL)
         reason = default_reason(control);
     if (got == n) {

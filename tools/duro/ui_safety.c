@@ -250,11 +250,16 @@ static int gate(ui_request *r, int *handled)
                              "exactly one Host header is required");
     const char *host =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
-    if (host == NULL || !host_allowed(s, host, strlen(host)))
+    if (host == NULL || !host_allowed(s, host, strlen(host))) {
+        char also[320] = "";
+        if (s->listen_host[0])
+            snprintf(also, sizeof(also), ", %s:%u", s->listen_host, s->port);
         return ui_send_error(r, 421, "bad_host",
                              "Host is not this server's address (use "
-                             "127.0.0.1:%u or localhost:%u)",
-                             s->port, s->port);
+                             "127.0.0.1:%u, localhost:%u%s; another address "
+                             "needs --listen ADDR:PORT on it)",
+                             s->port, s->port, also);
+    }
     if (h.content_length > 1 || (h.content_length && h.transfer_encoding))
         return ui_send_error(r, 400, "bad_request",
                              "repeated Content-Length, or Content-Length with "

@@ -8,8 +8,10 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -27,7 +29,10 @@ static const char ui_help[] =
     "  --listen ADDR:PORT  where to listen (default 127.0.0.1:8233; port 0\n"
     "                      picks a free port). ADDR is an IPv4 address,\n"
     "                      [IPv6] or localhost; anything but loopback is\n"
-    "                      warned about: the console can cancel instances\n"
+    "                      warned about: the console can cancel instances.\n"
+    "                      It answers only to Host 127.0.0.1, localhost,\n"
+    "                      [::1] and ADDR (DNS rebinding): on 0.0.0.0 the\n"
+    "                      URL printed is 127.0.0.1's\n"
     "  --token-file F      the token is F's first line (default:\n"
     "                      $DURO_UI_TOKEN, else 32 random bytes)\n"
     "  --read-only         refuse every action (cancel, terminate, ...)\n"
@@ -175,6 +180,67 @@ static int is_loopback(const struct sockaddr_storage *addr)
         &((const struct sockaddr_in6 *)addr)->sin6_addr);
 }
 
+/* 0.0.0.0 or [::]: every interface. */
+static int is_wildcard(const struct sockaddr_storage *addr)
+{
+    if (addr->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)addr)->sin_addr.s_addr ==
+               htonl(INADDR_ANY);
+    return IN6_IS_ADDR_UNSPECIFIED(
+        &((const struct sockaddr_in6 *)addr)->sin6_addr);
+}
+
+/* Requests in flight: from their request line (MHD's URI log callback) to
+ * their end (its completion callback, which MHD calls for each of them),
+ * so that a stop lets them finish (SIGTERM dropped answers, and an action
+ * could be applied while the page said "Failed to fetch"). */
+#define STOP_GRACE_MS 5000
+static pthread_mutex_t flight_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flight_done; /* on CLOCK_MONOTONIC */
+static unsigned long in_flight;
+
+static void *request_begins(void *cls, const char *uri,
+                            struct MHD_Connection *conn)
+{
+    pthread_mutex_lock(&flight_lock);
+    in_flight++;
+    pthread_mutex_unlock(&flight_lock);
+    return ui_uri_seen(cls, uri, conn);
+}
+
+static void request_ends(void *cls, struct MHD_Connection *conn, void **state,
+                         enum MHD_RequestTerminationCode why)
+{
+    ui_completed(cls, conn, state, (int)why);
+    pthread_mutex_lock(&flight_lock);
+    if (in_flight > 0)
+        in_flight--;
+    if (in_flight == 0)
+        pthread_cond_broadcast(&flight_done);
+    pthread_mutex_unlock(&flight_lock);
+}
+
+/* Waits until no request is in flight, at most STOP_GRACE_MS; the number
+ * still in flight. */
+static unsigned long wait_in_flight(void)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += STOP_GRACE_MS / 1000;
+    deadline.tv_nsec += (long)(STOP_GRACE_MS % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&flight_lock);
+    while (in_flight > 0 && pthread_cond_timedwait(&flight_done, &flight_lock,
+                                                   &deadline) != ETIMEDOUT)
+        ;
+    unsigned long left = in_flight;
+    pthread_mutex_unlock(&flight_lock);
+    return left;
+}
+
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
@@ -272,8 +338,14 @@ int cmd_ui(cli *c, int argc, char **argv)
                          : ((struct sockaddr_in *)&addr)->sin_port);
     snprintf(srv.cookie_name, sizeof(srv.cookie_name), "duro_ui_%u", srv.port);
 
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&flight_done, &ca);
+    pthread_condattr_destroy(&ca);
+    /* MHD_USE_ITC: MHD_quiesce_daemon needs it */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+                     MHD_USE_ERROR_LOG | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, (MHD_AccessHandlerCallback)ui_handle, &srv,
         MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_LISTEN_SOCKET,
@@ -282,8 +354,8 @@ int cmd_ui(cli *c, int argc, char **argv)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)32,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
         MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_NOTIFY_COMPLETED,
-        (MHD_RequestCompletedCallback)ui_completed, NULL,
-        MHD_OPTION_URI_LOG_CALLBACK, ui_uri_seen, NULL, MHD_OPTION_END);
+        request_ends, NULL, MHD_OPTION_URI_LOG_CALLBACK, request_begins, NULL,
+        MHD_OPTION_END);
     if (d == NULL) {
         close(fd);
         duro_client_destroy(srv.client);
@@ -291,7 +363,30 @@ int cmd_ui(cli *c, int argc, char **argv)
                          "cannot start the HTTP server on %s",
                          listen_arg != NULL ? listen_arg : default_listen);
     }
-    printf("duro ui: http://%s:%u/#token=%s\n", host, srv.port, srv.token);
+    /* The Host names the gate answers (ui_safety.c, DNS rebinding), said
+     * before the URL; on 0.0.0.0 or [::] the URL is loopback's (a browser
+     * that asks for http://0.0.0.0/ or the machine's other addresses is
+     * not answered: 421). */
+    const char *url_host = host;
+    if (is_wildcard(&addr))
+        url_host = addr.ss_family == AF_INET6 ? "[::1]" : "127.0.0.1";
+    char extra[320] = "";
+    if (srv.listen_host[0] && strcmp(srv.listen_host, "127.0.0.1") != 0 &&
+        strcmp(srv.listen_host, "localhost") != 0 &&
+        strcmp(srv.listen_host, "[::1]") != 0)
+        snprintf(extra, sizeof(extra), ", %s:%u", host, srv.port);
+    fprintf(stderr,
+            "duro ui: answers only to Host 127.0.0.1:%u, localhost:%u, "
+            "[::1]:%u%s (any other: 421, against DNS rebinding)\n",
+            srv.port, srv.port, srv.port, extra);
+    if (is_wildcard(&addr))
+        fprintf(stderr,
+                "duro ui: listening on every interface (%s:%u), but a "
+                "browser on another machine is refused by the Host check: "
+                "to be reached at this machine's address A, use --listen "
+                "A:%u\n",
+                host, srv.port, srv.port);
+    printf("duro ui: http://%s:%u/#token=%s\n", url_host, srv.port, srv.token);
     fflush(stdout);
     char shown[1024];
     duro_url_mask(c->db, shown, sizeof(shown));
@@ -303,7 +398,18 @@ int cmd_ui(cli *c, int argc, char **argv)
         ;
     fprintf(stderr, "duro ui: stopping (%s)\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
+    /* No new connection; the requests in flight finish (at most
+     * STOP_GRACE_MS), then the rest is closed. */
+    MHD_socket quiet = MHD_quiesce_daemon(d);
+    unsigned long left = wait_in_flight();
+    if (left > 0)
+        fprintf(stderr,
+                "duro ui: %lu request(s) still in flight after %d ms: "
+                "closed\n",
+                left, STOP_GRACE_MS);
     MHD_stop_daemon(d);
+    if (quiet != MHD_INVALID_SOCKET)
+        close(quiet);
     duro_client_destroy(srv.client);
     return EXIT_OK;
 }
