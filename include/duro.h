@@ -627,7 +627,10 @@ DURO_API void duro_runtime_options_init(duro_runtime_options *o);
  * and activities of @p reg (copied; the registry may be destroyed after).
  * @p opts NULL = defaults. Nothing runs until duro_runtime_start().
  * DURO_BAD_URL for a NULL or malformed @p url; DURO_INVALID for a NULL
- * @p reg or @p out (*out is NULL on every failure).
+ * @p reg or @p out (*out is NULL on every failure). A server store that
+ * cannot be reached (down, restarting: "the database system is shutting
+ * down") fails DURO_STORAGE at once, retryable (duro_errmsg() says why):
+ * a process that starts while its server restarts tries again itself.
  * @note Any thread; the runtime is then used by one thread at a time. */
 DURO_API int duro_runtime_create(const char *url, const duro_registry *reg,
                                  const duro_runtime_options *opts,
@@ -797,6 +800,13 @@ DURO_API int duro_client_start(duro_client *c, const char *instance_id,
  * raised before the orchestration waits are kept, see duro_wait_event()).
  * DURO_NOT_FOUND for an unknown instance, DURO_INVALID_STATE when finished.
  * @p payload may be NULL.
+ * Delivery is at least once when a call is retried: a DURO_STORAGE failure
+ * of a server store (PostgreSQL: the connection lost while COMMIT was on its
+ * way) may come after the event was stored, and raising it again then
+ * delivers it twice (found by a chaos trial: 5 of 14 such failures had
+ * committed). An orchestration that must not count an event twice gives
+ * each a unique id in its payload and skips ids it has seen; an embedded
+ * SQLite store never reports a failure after its commit.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_raise_event(duro_client *c, const char *instance_id,
                                      const char *name, const char *payload);
