@@ -35,7 +35,8 @@ typedef struct turn_ctx {
     int warm;          /* the engine came from the cache */
     int terminal;      /* the engine was not kept */
     int had_problem;   /* the instance has a recorded problem */
-    int ack_attempted; /* the common ack of its batch failed first */
+    int ack_attempted; /* the common ack of its batch failed first, in a
+                          way that may have committed */
 } turn_ctx;
 
 /* The turns one thread commits together (ack_and_fetch_orchestration_items):
@@ -629,7 +630,13 @@ static void finish_batch(duro_runtime *rt, turn_batch *b, size_t max_next,
         int one = rc;
         duro_error one_err = err;
         if (rc != DURO_OK) {
-            c->ack_attempted = 1;
+            /* provider.h: only these failures are certain to have
+             * changed nothing; after any other the common ack may have
+             * committed */
+            c->ack_attempted = rc != DURO_LOCK_LOST &&
+                               rc != DURO_HISTORY_LIMIT &&
+                               rc != DURO_INVALID_STATE &&
+                               rc != DURO_ALREADY_EXISTS && rc != DURO_INVALID;
             one = p->ack_orchestration_item(p, c->item->lock_token, &c->ack,
                                             &one_err);
         }

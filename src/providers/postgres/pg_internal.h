@@ -695,8 +695,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
  * any), $6 created after (0: none), $7 created before (0: none), $8
  * finished before (purge), $12 1: only instances with no cancellation
  * requested (cancel_matching). It is declared as the holdable cursor
- * DURO__PG_SWEEP_CURSOR, read DURO_BULK_BATCH_MAX rows at a time
- * (SWEEP_FETCH). */
+ * duro_sweep (DURO__PG_SWEEP_DECLARE) and read DURO_BULK_BATCH_MAX rows at
+ * a time (SWEEP_FETCH). */
 #define DURO__PG_SWEEP_STATUS "status IN ($2::int, $3::int, $4::int, $11::int) "
 #define DURO__PG_SWEEP_COMMON                                                  \
     "AND ($5::text IS NULL OR version = $5::text) "                            \
