@@ -1179,6 +1179,38 @@ TEST(committed_batched_turn_acks_reported_as_failed)
     done_faulty(&f, w);
 }
 
+/* Turns acked together whose common ack fails DURO_LOCK_LOST (certain to
+ * have changed nothing) and one of which then loses its lock when acked
+ * alone: that turn is discarded at WARN, as a lost lock is, and not taken
+ * for a commit whose reply was lost. It comes back when its lock expires. */
+TEST(a_batched_turn_whose_lock_is_lost_is_discarded_at_warn)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_batch_lock_lost.db");
+    f.opts.orchestration_lock_timeout_ms = 1000; /* the lost one comes back */
+    duro_provider *w = open_faulty(&f, 7);
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    start_chains(&f, CHAIN_INSTANCES);
+    const faulty_fault common = {.method =
+                                     FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEMS,
+                                 .nth = 1,
+                                 .code = DURO_LOCK_LOST};
+    const faulty_fault alone = {.method = FAULTY_ACK_ORCHESTRATION_ITEM,
+                                .nth = 1,
+                                .code = DURO_LOCK_LOST};
+    CHECK(faulty_provider_queue_fault(w, &common));
+    CHECK(faulty_provider_queue_fault(w, &alone));
+    run_faulty(&f, w);
+    WAIT_UNTIL(fired(w) == 2, WAIT_MS);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS);
+    CHECK_EQ(rt_log_hits("acking them one by one"), 1);
+    CHECK_EQ(rt_log_hits_at(DURO_LOG_WARN, "discarded: "), 1);
+    CHECK_EQ(rt_log_hits("which probably committed it"), 0);
+    done_faulty(&f, w);
+}
+
 /* Holds the first activity a slot fetches until another row is queued, so
  * that the slot's ack-and-fetch locks a next item. */
 static _Atomic int held_once;
@@ -1445,5 +1477,6 @@ TEST_MAIN(T(orchestration_fetch_errors_back_off_and_recover),
           T(batched_turn_ack_errors_fall_back_to_one_turn_acks),
           T(a_batch_over_the_history_cap_fails_no_instance_by_itself),
           T(committed_batched_turn_acks_reported_as_failed),
+          T(a_batched_turn_whose_lock_is_lost_is_discarded_at_warn),
           T(lost_fetch_replies_come_back_after_the_lock_expires),
           T(engine_cache_eviction_keeps_histories_identical))
