@@ -748,11 +748,21 @@ static void renew_due(duro_runtime *rt)
         } else if (running(f)) {
             DURO__COUNT(rt, m_renew_failures);
             fire(f, reason, t, rt->opts.cancel_grace_ms);
-            duro__log(&rt->logger, DURO_LOG_INFO,
-                      "activity '%s' (instance '%s', event %llu): lock "
-                      "renewal failed (%s); signalling cancellation (%s)",
-                      f->name, f->instance_id,
-                      (unsigned long long)f->activity_id, err.message, reason);
+            /* the store's message guesses why the row is gone; the reason
+             * read from history knows, unless the lock was really lost */
+            if (strcmp(reason, "lock_lost") == 0)
+                duro__log(&rt->logger, DURO_LOG_INFO,
+                          "activity '%s' (instance '%s', event %llu): lock "
+                          "renewal failed (%s); signalling cancellation (%s)",
+                          f->name, f->instance_id,
+                          (unsigned long long)f->activity_id, err.message,
+                          reason);
+            else
+                duro__log(&rt->logger, DURO_LOG_INFO,
+                          "activity '%s' (instance '%s', event %llu): its row "
+                          "is gone, cancelled (%s); signalling cancellation",
+                          f->name, f->instance_id,
+                          (unsigned long long)f->activity_id, reason);
         } else {
             f->next_renew_ms = INT64_MAX;
         }

@@ -331,6 +331,9 @@ static void start_split(split *s, const char *db)
     s->b.opts.worker_concurrency = 1; /* no idle slot of b to take the row */
     s->b.opts.worker_lock_timeout_ms = 300;
     s->b.opts.lock_renewal_ms = 50;
+    s->b.opts.log_fn = rt_log_sink;
+    s->b.opts.log_level = DURO_LOG_INFO;
+    rt_log_reset();
     rt_start(&s->a);
     duro_provider *inner;
     duro_error err;
@@ -361,6 +364,17 @@ static void other_process_reads_db(const char *orch, const char *db)
     CHECK_EQ(atomic_load(&seen.started), 1);
     CHECK_STR(seen.reason[0], expected_reason(orch));
     CHECK_INT(atomic_load(&race.renew_not_found), >=, 1);
+    /* b's line names the reason read from history, not the store's guess
+     * at why the row is gone ("another fetch took the work item after the
+     * lock expired, or it was released") */
+    char by_renewal[96], by_check[128];
+    snprintf(by_renewal, sizeof(by_renewal), "its row is gone, cancelled (%s)",
+             expected_reason(orch));
+    snprintf(by_check, sizeof(by_check),
+             "its row is gone or taken; signalling cancellation (%s)",
+             expected_reason(orch));
+    CHECK_EQ(rt_log_hits(by_renewal) + rt_log_hits(by_check), 1);
+    CHECK_EQ(rt_log_hits("lock renewal failed"), 0);
     duro_instance_info *i = rt_wait(&s.a, "i", DEADLINE);
     duro_free(i);
     duro_metrics m;
