@@ -274,6 +274,11 @@ test("instance page", async (t) => {
       "\\u202Eevil-rtl-override.exe");
     await page.keyboard.press("Escape");
     await page.locator("#terminate-dialog").waitFor({ state: "detached" });
+    await page.evaluate(() => { location.hash = "#/?id_prefix=zero"; });
+    await page.locator("#rows td.id").filter({ hasText: "width" }).waitFor();
+    assert.deepEqual(await page.locator("#rows td.id").allTextContents(), ["zero\\u200Bwidth"]);
+    assert.equal(await page.locator("#rows td.id .esc").count(), 1);
+    assert.equal(await page.getByLabel("Select zero\\u200Bwidth", { exact: true }).count(), 1);
     // nothing shown holds the characters themselves
     const body = await page.evaluate(() => document.body.innerText);
     assert.ok(!/[\u202E\u200B]/.test(body), JSON.stringify(body));
