@@ -184,6 +184,17 @@ test("bulk: the dialog previews the form's filter; rows stay still under the use
     });
   });
 
+  await t.test("a half-typed time is refused, not read as no bound", async () => {
+    await page.locator("#f-after").focus();
+    await page.keyboard.type("05");
+    assert.equal(await page.locator("#f-after").evaluate((e) => e.validity.badInput), true);
+    await page.locator("#cancel-matching").click();
+    await page.locator("#status").filter({ hasText: /^Finish or clear the time/ }).waitFor();
+    assert.equal(await page.locator("#bulk-dialog").isVisible(), false);
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "f-after");
+    await page.locator("#f-after").fill("");
+  });
+
   const pending = async () =>
     Number(await page.locator('button[data-status="pending"] .n').textContent());
   const ids = () => page.locator("#rows td.id").allTextContents();

@@ -88,9 +88,13 @@ test("instances page", async (t) => {
       const ids = [...document.querySelectorAll("#rows td.id")].map((e) => e.textContent);
       return ids.length > 0 && !ids.includes(f[0]);
     }, first);
+    const second = await rowIds();
     await page.locator("#next").click();
     await page.waitForURL((u) => /cursor=[^&]+%2C|cursor=[^&]+,/.test(u.hash));
-    await page.waitForFunction(() => !document.querySelector("#prev").disabled);
+    await page.waitForFunction((s) => {
+      const ids = [...document.querySelectorAll("#rows td.id")].map((e) => e.textContent);
+      return ids.length > 0 && !ids.includes(s[0]);
+    }, second);
     const third = await rowIds();
     assert.ok(third[0] > first[2], JSON.stringify([first, third]));
     // an instance, then Back

@@ -8,7 +8,7 @@
 // and neither the pointer nor the focus is in the table (rows never move
 // under them; the counts go on), and the bulk actions of bulk.js over the
 // selection or over everything matching the filter the form shows.
-import { h, get, query, time, idText, idPlain, staleBanner, STATUSES } from "./dom.js";
+import { h, get, query, say, time, idText, idPlain, staleBanner, STATUSES } from "./dom.js";
 import { bulkBar } from "./bulk.js";
 
 const KEYS = ["status", "name", "id_prefix", "created_after", "created_before", "limit"];
@@ -110,6 +110,14 @@ export function showList(view, params) {
   // What is previewed is what the form shows: a form not applied yet is
   // applied first (as Filter does), and the new page opens the dialog.
   function openMatching() {
+    // a half-typed time reads as "" (no bound): never widen the filter so
+    const bad = [after, before].find((i) => i.validity.badInput);
+    if (bad) {
+      say("Finish or clear the time in “" + bad.labels[0].textContent.trim() +
+        "” first: the dialog cancels what the form shows.", true);
+      bad.focus();
+      return;
+    }
     const hash = "#/?" + query(current());
     if (formDiffers() && location.hash !== hash) {
       openMatchingNext = true;
