@@ -4,23 +4,7 @@
 // kept in the URL; the focus survives the 2 s refresh.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { openPage, ref, screenshot, startUi } from "./lib.mjs";
-
-// GET /api/v1/PATH from inside the page (its cookie), as JSON.
-const api = (page, path) => page.evaluate(async (p) =>
-  (await fetch("/api/v1/" + p, { credentials: "same-origin" })).json(), path);
-
-async function waitFor(what, fn, ms = 20000) {
-  const deadline = Date.now() + ms;
-  let last;
-  while (Date.now() < deadline) {
-    last = await fn();
-    if (last) return last;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("timed out waiting for " + what + ": " + JSON.stringify(last));
-}
+import { api, openPage, ref, screenshot, startInstance, startUi, waitFor } from "./lib.mjs";
 
 test("bulk actions and time filters", async (t) => {
   const ui = await startUi(t, { runtime: true });
@@ -37,8 +21,28 @@ test("bulk actions and time filters", async (t) => {
     await page.getByLabel("Select wait-2", { exact: true }).check();
     await page.locator("#bulk-count").filter({ hasText: "2 selected" }).waitFor();
     await page.locator("#bulk-reason").fill("bulk-sel");
+    // the confirmation names how many and which; Enter keeps them
+    const posts = [];
+    const count = (r) => { if (r.url().includes("/api/v1/bulk/control")) posts.push(r.url()); };
+    page.on("request", count);
+    await page.locator("#bulk-cancel").focus();
+    await page.keyboard.press("Enter");
+    const dialog = page.locator("#bulk-action-dialog");
+    await dialog.waitFor();
+    assert.match(await dialog.locator("h3").textContent(), /^Cancel 2 instances\?$/);
+    assert.deepEqual((await dialog.locator("#bulk-action-ids li").allTextContents()).sort(),
+      ["wait-1", "wait-2"]);
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "bulk-action-keep");
+    await page.keyboard.press("Enter");
+    await dialog.waitFor({ state: "detached" });
+    await page.locator("#bulk-count").filter({ hasText: "2 selected" }).waitFor();
+    // the reload after the dialog shows them still running: nothing was sent
+    assert.deepEqual(posts, []);
     await page.locator("#bulk-cancel").click();
+    await page.locator("#confirm-bulk-action").click();
     await page.locator("#status").filter({ hasText: "cancel: 2 of 2 changed" }).waitFor();
+    page.off("request", count);
+    assert.equal(posts.length, 1);
     for (const id of ["wait-1", "wait-2"]) {
       const i = await waitFor(id + " cancelled", async () => {
         const x = await api(page, "instance?ref=" + ref(id));
@@ -54,12 +58,13 @@ test("bulk actions and time filters", async (t) => {
   });
 
   await t.test("the focus survives a refresh", async () => {
-    const box = page.getByLabel("Select wait-3", { exact: true });
+    // (in the table the focus pauses the rows' refresh; the counts go on)
+    const box = page.locator('button[data-status="running"]');
     await box.focus();
-    const key = "sel:" + ref("wait-3");
-    // two refreshes of the rows after the focus
+    const key = "count:running";
+    // two refreshes of the counts after the focus
     let seen = 0;
-    const count = (r) => { if (r.url().includes("/api/v1/instances")) seen++; };
+    const count = (r) => { if (r.url().includes("/api/v1/summary")) seen++; };
     page.on("requestfinished", count);
     await waitFor("two refreshes", async () => seen >= 2, 15000);
     page.off("requestfinished", count);
@@ -89,9 +94,7 @@ test("bulk actions and time filters", async (t) => {
 
     // an instance started after the preview matches the filter but is not
     // part of it
-    const started = spawnSync(process.env.DURO_BIN, ["--db", ui.db, "start", "Waiter", "w-5"],
-      { encoding: "utf8" });
-    assert.equal(started.status, 0, started.stderr);
+    startInstance(ui, "w-5");
     await waitFor("w-5 running", async () =>
       (await api(page, "instance?ref=" + ref("w-5"))).status === "running");
 
@@ -136,15 +139,99 @@ test("bulk actions and time filters", async (t) => {
     const future = new Date(Date.now() + 86400000);
     // at :00 seconds a datetime-local input drops them from its value
     future.setUTCSeconds(30, 0);
-    const local = new Date(future - future.getTimezoneOffset() * 60000).toISOString().slice(0, 19);
-    await page.locator("#f-after").fill(local);
+    const utc = future.toISOString().slice(0, 19); // the inputs are UTC
+    await page.locator("#f-after").fill(utc);
     await page.locator("form.filters button[type=submit]").click();
     await page.waitForURL((u) => u.hash.includes("created_after=" + future.getUTCFullYear()));
     await page.locator("#rows td").filter({ hasText: "No instances match." }).waitFor();
     await page.reload();
     await page.locator("#rows td").filter({ hasText: "No instances match." }).waitFor();
-    assert.equal(await page.locator("#f-after").inputValue(), local);
+    assert.equal(await page.locator("#f-after").inputValue(), utc);
     await screenshot(page, "instances-time-filter");
+  });
+
+  assert.deepEqual(problems, []);
+});
+
+test("bulk: the dialog previews the form's filter; rows stay still under the user", async (t) => {
+  const ui = await startUi(t);
+  const { page, problems } = await openPage(t);
+  await page.goto(ui.url);
+  await page.locator("#rows tr[data-ref]").first().waitFor();
+
+  await t.test("Cancel all matching applies the form first and says its filter", async () => {
+    // typed, Filter not pressed
+    await page.locator("#f-status").selectOption("running");
+    await page.locator("#f-prefix").fill("w-");
+    await page.locator("#cancel-matching").click();
+    await page.waitForURL((u) => u.hash.includes("id_prefix=w-") && u.hash.includes("status=running"));
+    const dialog = page.locator("#bulk-dialog");
+    await dialog.locator("#bulk-matched[data-matched]").waitFor();
+    assert.equal(await dialog.locator("#bulk-matched").getAttribute("data-matched"), "4");
+    assert.match(await dialog.locator("#bulk-filter").textContent(),
+      /status running, id starting with "w-"/);
+    assert.deepEqual((await dialog.locator("#bulk-sample li.id").allTextContents()).sort(),
+      ["w-1", "w-2", "w-3", "w-4"]);
+    // Close has the focus: Enter closes, cancels nothing
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "bulk-close");
+    await page.keyboard.press("Enter");
+    await dialog.waitFor({ state: "hidden" });
+    assert.equal((await api(page, "instance?ref=" + ref("w-1"))).cancel_requested_at, null);
+    // the rows are the form's filter too
+    await page.waitForFunction(() => {
+      const ids = [...document.querySelectorAll("#rows td.id")].map((e) => e.textContent);
+      return ids.length === 4 && ids.every((x) => x.startsWith("w-"));
+    });
+  });
+
+  await t.test("a half-typed time is refused, not read as no bound", async () => {
+    await page.locator("#f-after").focus();
+    await page.keyboard.type("05");
+    assert.equal(await page.locator("#f-after").evaluate((e) => e.validity.badInput), true);
+    await page.locator("#cancel-matching").click();
+    await page.locator("#status").filter({ hasText: /^Finish or clear the time/ }).waitFor();
+    assert.equal(await page.locator("#bulk-dialog").isVisible(), false);
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "f-after");
+    await page.locator("#f-after").fill("");
+  });
+
+  const pending = async () =>
+    Number(await page.locator('button[data-status="pending"] .n').textContent());
+  const ids = () => page.locator("#rows td.id").allTextContents();
+
+  await t.test("the pointer on the table pauses the rows, not the counts", async () => {
+    await page.evaluate(() => { location.hash = "#/?id_prefix=w-"; });
+    await page.waitForFunction(() => document.querySelectorAll("#rows tr[data-ref]").length === 4);
+    const before = await ids();
+    await page.getByLabel("Select w-3", { exact: true }).hover();
+    await page.locator("#refresh-paused").filter({ hasText: /paused while the pointer/ }).waitFor();
+    const n = await pending();
+    startInstance(ui, "w-0"); // sorts first: would push every row down
+    // a refresh happened (the counts show w-0), the rows did not move
+    await waitFor("the counts to show w-0", async () => (await pending()) === n + 1);
+    assert.deepEqual(await ids(), before);
+    // the pointer leaves: the rows catch up
+    await page.mouse.move(1, 1);
+    await page.waitForFunction(() => document.querySelector("#refresh-paused").textContent === "");
+    await page.waitForFunction(() =>
+      document.querySelector("#rows td.id")?.textContent === "w-0");
+  });
+
+  await t.test("a selection pauses the rows and names itself", async () => {
+    await page.getByLabel("Select w-2", { exact: true }).check();
+    await page.mouse.move(1, 1);
+    await page.locator("body").focus();
+    await page.evaluate(() => document.activeElement?.blur());
+    await page.locator("#refresh-paused").filter({ hasText: /paused while 1 selected/ }).waitFor();
+    const before = await ids();
+    const n = await pending();
+    startInstance(ui, "w-00"); // between w-0 and w-1
+    await waitFor("the counts to show w-00", async () => (await pending()) === n + 1);
+    assert.deepEqual(await ids(), before);
+    await page.locator("#bulk-clear").click();
+    await page.mouse.move(1, 1); // the bar is gone: the table moved up under the pointer
+    await page.waitForFunction(() => [...document.querySelectorAll("#rows td.id")]
+      .map((e) => e.textContent).join(" ") === "w-0 w-00 w-1 w-2 w-3 w-4");
   });
 
   assert.deepEqual(problems, []);

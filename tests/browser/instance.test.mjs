@@ -9,7 +9,8 @@
 // zoom in / Fit change and restore the scale.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { HOSTILE, openPage, ref, screenshot, startUi } from "./lib.mjs";
+import { HOSTILE_SHOWN, api, openPage, ref, screenshot, startInstance, startUi, waitFor }
+  from "./lib.mjs";
 
 const field = (page, name) => page.locator(`#card dd[data-field="${name}"]`);
 
@@ -57,7 +58,7 @@ test("instance page", async (t) => {
     await page.locator("#rows td.id a").filter({ hasText: "onerror" }).click();
     await page.waitForURL(/#\/instance\?ref=/);
     await page.waitForFunction((id) =>
-      document.querySelector("h2.id")?.textContent === id, HOSTILE);
+      document.querySelector("h2.id")?.textContent === id, HOSTILE_SHOWN);
     await field(page, "Status").waitFor();
     assert.equal(await page.locator("img").count(), 0);
     await page.locator("#events tr").first().waitFor();
@@ -72,6 +73,7 @@ test("instance page", async (t) => {
       document.querySelector("h2.id")?.textContent === "bad-\uFFFD\uFFFD-utf8");
     assert.ok(page.url().includes("ref=YmFkLf_-LXV0Zjg"), page.url());
     await page.locator("#do-suspend").click();
+    await page.locator("#confirm-suspend").click();
     await statusBecomes(page, "suspended");
     await page.locator("#do-resume").click();
     await statusBecomes(page, "running");
@@ -102,6 +104,8 @@ test("instance page", async (t) => {
       .waitFor();
     await page.locator("#cancel-reason").fill("browser test: bad deploy");
     await page.locator("#do-cancel").click();
+    assert.match(await page.locator("#cancel-dialog").textContent(), /browser test: bad deploy/);
+    await page.locator("#confirm-cancel").click();
     await page.locator("#status").filter({ hasText: /^cancel: / }).waitFor();
     await field(page, "Cancel reason").filter({ hasText: "browser test: bad deploy" }).waitFor();
     assert.match(await field(page, "Cancel requested by").textContent(), /^ui:/);
@@ -123,6 +127,7 @@ test("instance page", async (t) => {
     const dialog = page.getByRole("dialog");
     await dialog.waitFor();
     assert.equal(await page.locator("#terminate-id").textContent(), "w-2");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "terminate-keep");
     await page.locator("#terminate-reason").fill("stuck in test");
     await page.locator("#confirm-terminate").click();
     await page.locator("#status").filter({ hasText: /^terminate: / }).waitFor();
@@ -136,6 +141,7 @@ test("instance page", async (t) => {
   await t.test("suspend and resume", async () => {
     await open(page, "w-3");
     await page.locator("#do-suspend").click();
+    await page.locator("#confirm-suspend").click();
     await statusBecomes(page, "suspended");
     await page.locator("#do-resume").click();
     await statusBecomes(page, "running");
@@ -174,6 +180,125 @@ test("instance page", async (t) => {
     const snap = await page.locator("body").ariaSnapshot();
     assert.match(snap, /status/);
     assert.match(snap, /button "Raise event"/);
+  });
+
+  await t.test("Enter never confirms terminate, cancel or suspend", async () => {
+    await open(page, "wait-1");
+    await page.locator("#do-raise").waitFor();
+    const acts = [];
+    const rec = (r) => {
+      const p = new URL(r.url()).pathname;
+      if (/^\/api\/v1\/(cancel|terminate|suspend)$/.test(p)) acts.push(p);
+    };
+    page.on("request", rec);
+    // the trial: focus Terminate…, Enter, Enter
+    await page.locator("#do-terminate").focus();
+    await page.keyboard.press("Enter");
+    await page.locator("#terminate-dialog").waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "terminate-keep");
+    await page.keyboard.press("Enter");
+    await page.locator("#terminate-dialog").waitFor({ state: "detached" });
+    // Enter in the reason box submits nothing
+    await page.locator("#do-terminate").click();
+    await page.locator("#terminate-reason").fill("oops");
+    await page.locator("#terminate-reason").press("Enter");
+    assert.equal(await page.locator("#terminate-dialog").isVisible(), true);
+    await page.keyboard.press("Escape");
+    await page.locator("#terminate-dialog").waitFor({ state: "detached" });
+    // cancel: Enter in the page's reason box opens the question, Enter keeps
+    await page.locator("#cancel-reason").fill("oops");
+    await page.locator("#cancel-reason").press("Enter");
+    await page.locator("#cancel-dialog").waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "cancel-keep");
+    await page.keyboard.press("Enter");
+    await page.locator("#cancel-dialog").waitFor({ state: "detached" });
+    await page.locator("#do-suspend").focus();
+    await page.keyboard.press("Enter");
+    await page.locator("#suspend-dialog").waitFor();
+    await page.keyboard.press("Enter");
+    await page.locator("#suspend-dialog").waitFor({ state: "detached" });
+    // two card refreshes later, nothing was asked and wait-1 still runs
+    let seen = 0;
+    const card = (r) => { if (new URL(r.url()).pathname === "/api/v1/instance") seen++; };
+    page.on("requestfinished", card);
+    await until(() => seen >= 2, "two refreshes");
+    page.off("requestfinished", card);
+    page.off("request", rec);
+    assert.deepEqual(acts, []);
+    const i = await api(page, "instance?ref=" + ref("wait-1"));
+    assert.equal(i.status, "running");
+    assert.equal(i.cancel_requested_at, null);
+    // Tab to the destructive button, then Enter: that is a confirmation
+    await page.locator("#do-suspend").click();
+    await page.locator("#suspend-keep").waitFor();
+    await page.keyboard.press("Tab");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "confirm-suspend");
+    await page.keyboard.press("Enter");
+    await statusBecomes(page, "suspended");
+    await page.locator("#do-resume").click();
+    await statusBecomes(page, "running");
+  });
+
+  await t.test("raise event: a JSON string is sent as typed, quotes and all", async () => {
+    await open(page, "wait-3");
+    await page.locator("#event-name").fill("go");
+    await page.locator("#event-payload").fill('"hello"');
+    await page.locator("#do-raise").click();
+    await page.locator("#status").filter({ hasText: "raise-event: raised" }).waitFor();
+    const ev = await waitFor("the raised event in wait-3's history", async () => {
+      const h = await api(page, "history?ref=" + ref("wait-3"));
+      return h.events.find((e) => e.name === "go" && /raise/i.test(e.kind));
+    });
+    const text = await page.evaluate(async (q) =>
+      (await fetch("/api/v1/payload?" + q, { credentials: "same-origin" })).text(),
+    new URLSearchParams({ ref: ref("wait-3"), event: String(ev.event_id) }).toString());
+    assert.equal(text, '"hello"');
+  });
+
+  await t.test("ids: bidi and invisible characters are shown, isolated", async () => {
+    const rtl = "\u202Eevil-rtl-override.exe";
+    const zw = "zero\u200bwidth";
+    startInstance(ui, rtl);
+    startInstance(ui, zw);
+    // once they ran a turn (before, they have no history to show)
+    for (const id of [rtl, zw]) {
+      await waitFor(id + " running", async () =>
+        (await api(page, "instance?ref=" + ref(id))).status === "running");
+    }
+    await page.evaluate((r) => { location.hash = "#/instance?ref=" + r; }, ref(rtl));
+    await page.locator("h2.id").filter({ hasText: "evil-rtl-override.exe" }).waitFor();
+    assert.equal(await page.locator("h2.id").textContent(), "\\u202Eevil-rtl-override.exe");
+    assert.equal(await page.locator("h2.id bdi[dir=ltr] .esc").textContent(), "\\u202E");
+    await page.locator("#do-terminate").click();
+    assert.equal(await page.locator("#terminate-id").textContent(),
+      "\\u202Eevil-rtl-override.exe");
+    await page.keyboard.press("Escape");
+    await page.locator("#terminate-dialog").waitFor({ state: "detached" });
+    await page.evaluate(() => { location.hash = "#/?id_prefix=zero"; });
+    await page.locator("#rows td.id").filter({ hasText: "width" }).waitFor();
+    assert.deepEqual(await page.locator("#rows td.id").allTextContents(), ["zero\\u200Bwidth"]);
+    assert.equal(await page.locator("#rows td.id .esc").count(), 1);
+    assert.equal(await page.getByLabel("Select zero\\u200Bwidth", { exact: true }).count(), 1);
+    // nothing shown holds the characters themselves
+    const body = await page.evaluate(() => document.body.innerText);
+    assert.ok(!/[\u202E\u200B]/.test(body), JSON.stringify(body));
+    await screenshot(page, "instance-spoofed-ids");
+  });
+
+  await t.test("a failing refresh marks the card stale; success clears it", async () => {
+    await open(page, "hello-1");
+    const before = problems.length;
+    await page.route("**/api/v1/**", (r) => r.abort());
+    await page.locator("#stale").filter({ hasText: /^Not updated since \d\d:\d\d:\d\d UTC/ })
+      .waitFor();
+    assert.match(await page.locator("#card").getAttribute("class"), /is-stale/);
+    await page.unroute("**/api/v1/**");
+    await page.locator("#stale").waitFor({ state: "hidden" });
+    await page.waitForFunction(() => document.querySelector("#status").textContent === "");
+    assert.doesNotMatch(await page.locator("#card").getAttribute("class"), /is-stale/);
+    // the aborted requests' console errors are this test's doing
+    problems.splice(before, Infinity, ...problems.slice(before)
+      .filter((x) => !/Failed to load resource/.test(x)));
   });
 
   assert.deepEqual(problems, []);

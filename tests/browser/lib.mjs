@@ -2,7 +2,7 @@
 // `duro ui` child (and, when asked, a runtime from `cli_fixture serve`)
 // killed in every path through t.after, and Debian's Chromium driven by
 // playwright-core (never a downloaded browser). run.sh sets the env.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +16,8 @@ const env = (name) => {
 
 export const TOKEN = "browser-test-token-0123456789";
 export const HOSTILE = "a\"<img src=x onerror=alert(1)>\nb";
+// HOSTILE as the page shows it: its newline is a visible escape.
+export const HOSTILE_SHOWN = "a\"<img src=x onerror=alert(1)>\\nb";
 export const ref = (id) => Buffer.from(id, "utf8").toString("base64url");
 
 const children = new Set();
@@ -57,8 +59,8 @@ function firstLine(child, ms) {
 }
 
 // A private copy of the seeded store, `duro ui` over it, and with
-// {runtime: true} a runtime so that terminate and suspend take effect.
-// Returns {url (with #token=), base, db}.
+// {runtime: true} a runtime so that terminate and suspend take effect;
+// {readOnly: true}: duro ui --read-only. Returns {url (with #token=), base, db}.
 export async function startUi(t, opts = {}) {
   const dir = mkdtempSync(join(tmpdir(), "duro-browser-test-"));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -69,7 +71,8 @@ export async function startUi(t, opts = {}) {
   const db = "sqlite:" + join(dir, "s.db");
   writeFileSync(join(dir, "token"), TOKEN + "\n");
   const ui = spawn(env("DURO_BIN"), ["--db", db, "ui", "--listen", "127.0.0.1:0",
-    "--token-file", join(dir, "token")], { stdio: ["ignore", "pipe", "pipe"] });
+    "--token-file", join(dir, "token"), ...(opts.readOnly ? ["--read-only"] : [])],
+  { stdio: ["ignore", "pipe", "pipe"] });
   track(t, ui);
   const line = await firstLine(ui, 15000);
   const m = /^duro ui: (http:\/\/127\.0\.0\.1:\d+)\/#token=(.*)$/.exec(line);
@@ -84,14 +87,16 @@ export async function startUi(t, opts = {}) {
 
 // Chromium and a page whose problems are collected: page errors, console
 // messages about the Content Security Policy, and any dialog (dismissed).
-export async function openPage(t) {
+// @p opts.timezoneId: the browser's time zone (e.g. "America/New_York").
+export async function openPage(t, opts = {}) {
   const browser = await chromium.launch({
     executablePath: "/usr/bin/chromium",
     args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
     timeout: 30000,
   });
   t.after(() => browser.close());
-  const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+  const context = await browser.newContext({ viewport: { width: 1200, height: 900 },
+    ...(opts.timezoneId ? { timezoneId: opts.timezoneId } : {}) });
   const page = await context.newPage();
   page.setDefaultTimeout(15000);
   const problems = [];
@@ -112,4 +117,27 @@ export async function openPage(t) {
 export async function screenshot(page, name) {
   const dir = process.env.DURO_SCREENSHOTS;
   if (dir) await page.screenshot({ path: join(dir, name + ".png"), fullPage: true });
+}
+
+// Starts instance @p id of Waiter in the store of @p ui with the CLI.
+export function startInstance(ui, id) {
+  const r = spawnSync(env("DURO_BIN"), ["--db", ui.db, "start", "Waiter", id],
+    { encoding: "utf8" });
+  if (r.status !== 0) throw new Error("duro start " + JSON.stringify(id) + ": " + r.stderr);
+}
+
+// GET /api/v1/PATH from inside the page (its cookie), as JSON.
+export const api = (page, path) => page.evaluate(async (p) =>
+  (await fetch("/api/v1/" + p, { credentials: "same-origin" })).json(), path);
+
+// Polls fn() until it returns a truthy value (returned); fails after ms.
+export async function waitFor(what, fn, ms = 20000) {
+  const deadline = Date.now() + ms;
+  let last;
+  while (Date.now() < deadline) {
+    last = await fn();
+    if (last) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("timed out waiting for " + what + ": " + JSON.stringify(last));
 }

@@ -3,7 +3,7 @@
 // paging with the cursor.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { HOSTILE, openPage, screenshot, startUi } from "./lib.mjs";
+import { HOSTILE_SHOWN, openPage, ref, screenshot, startUi } from "./lib.mjs";
 
 test("instances page", async (t) => {
   const ui = await startUi(t);
@@ -22,7 +22,7 @@ test("instances page", async (t) => {
 
   await t.test("hostile ids are shown as text", async () => {
     const ids = await page.locator("#rows td.id").allTextContents();
-    assert.ok(ids.includes(HOSTILE), JSON.stringify(ids));
+    assert.ok(ids.includes(HOSTILE_SHOWN), JSON.stringify(ids));
     assert.ok(ids.includes("<script>alert(2)</script>"), JSON.stringify(ids));
     assert.equal(await page.locator("img").count(), 0);
     assert.equal(await page.locator("script").count(), 1);
@@ -78,6 +78,63 @@ test("instances page", async (t) => {
       document.querySelector("#rows td.id")?.textContent === f[0], first);
   });
 
+  await t.test("the page is in the URL: reload and Back return to it", async () => {
+    await page.evaluate(() => { location.hash = "#/?limit=3"; });
+    await page.waitForFunction(() => document.querySelectorAll("#rows tr[data-ref]").length === 3);
+    const rowIds = () => page.locator("#rows td.id").allTextContents();
+    const first = await rowIds();
+    await page.locator("#next").click();
+    await page.waitForFunction((f) => {
+      const ids = [...document.querySelectorAll("#rows td.id")].map((e) => e.textContent);
+      return ids.length > 0 && !ids.includes(f[0]);
+    }, first);
+    const second = await rowIds();
+    await page.locator("#next").click();
+    await page.waitForURL((u) => /cursor=[^&]+%2C|cursor=[^&]+,/.test(u.hash));
+    await page.waitForFunction((s) => {
+      const ids = [...document.querySelectorAll("#rows td.id")].map((e) => e.textContent);
+      return ids.length > 0 && !ids.includes(s[0]);
+    }, second);
+    const third = await rowIds();
+    assert.ok(third[0] > first[2], JSON.stringify([first, third]));
+    // an instance, then Back
+    await page.locator("#rows td.id a").first().click();
+    await page.waitForURL(/#\/instance\?ref=/);
+    await page.locator("h2.id").filter({ hasText: third[0] }).waitFor();
+    await page.goBack();
+    await page.waitForFunction((f) =>
+      document.querySelector("#rows td.id")?.textContent === f[0], third);
+    assert.deepEqual(await rowIds(), third);
+    // a reload
+    await page.reload();
+    await page.waitForFunction((f) =>
+      document.querySelector("#rows td.id")?.textContent === f[0], third);
+    // Previous walks the trail back to the first page
+    await page.locator("#prev").click();
+    await page.waitForFunction((f) =>
+      document.querySelector("#rows td.id")?.textContent !== f[0], third);
+    await page.locator("#prev").click();
+    await page.waitForFunction((f) =>
+      document.querySelector("#rows td.id")?.textContent === f[0], first);
+    assert.equal(await page.locator("#prev").isDisabled(), true);
+    assert.ok(!page.url().includes("cursor="), page.url());
+  });
+
+  await t.test("a failing refresh marks the rows stale; success clears it", async () => {
+    const before = problems.length;
+    await page.route("**/api/v1/**", (r) => r.abort());
+    await page.locator("#stale").filter({ hasText: /^Not updated since \d\d:\d\d:\d\d UTC/ })
+      .waitFor();
+    assert.match(await page.locator("#instances").getAttribute("class"), /is-stale/);
+    await page.unroute("**/api/v1/**");
+    await page.locator("#stale").waitFor({ state: "hidden" });
+    await page.waitForFunction(() => document.querySelector("#status").textContent === "");
+    assert.doesNotMatch(await page.locator("#instances").getAttribute("class") || "", /is-stale/);
+    // the aborted requests' console errors are this test's doing
+    problems.splice(before, Infinity, ...problems.slice(before)
+      .filter((x) => !/Failed to load resource/.test(x)));
+  });
+
   await t.test("auto-refresh pauses while the tab is hidden", async () => {
     let calls = 0;
     const count = (r) => { if (r.url().includes("/api/v1/instances")) calls++; };
@@ -110,4 +167,48 @@ test("instances page", async (t) => {
     }
     assert.ok(problems.some((p) => p.startsWith("csp:")), JSON.stringify(problems));
   });
+});
+
+test("times: the filters are UTC, as the table, in any time zone", async (t) => {
+  const ui = await startUi(t);
+  const { page, problems } = await openPage(t, { timezoneId: "America/New_York" });
+  await page.goto(ui.url);
+  await page.locator("#rows tr[data-ref]").first().waitFor();
+  assert.equal(await page.evaluate(() => new Date(Date.UTC(2026, 0, 1)).getHours()), 19,
+    "the browser is in New York");
+  assert.match(await page.locator('label[for="f-after"]').textContent(), /UTC/);
+  assert.match(await page.locator('label[for="f-before"]').textContent(), /UTC/);
+  // the table's time, typed into the filter, is the same instant
+  const shown = (await page.locator("#rows tr[data-ref] td").nth(4).textContent()).trim();
+  assert.match(shown, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z$/);
+  await page.locator("#f-after").fill("2026-05-01T10:17:59");
+  await page.locator("form.filters button[type=submit]").click();
+  await page.waitForURL((u) => decodeURIComponent(u.hash).includes("created_after=2026-05-01T10:17:59Z"));
+  await page.reload();
+  await page.locator("#rows tr").first().waitFor();
+  assert.equal(await page.locator("#f-after").inputValue(), "2026-05-01T10:17:59");
+  assert.deepEqual(problems, []);
+});
+
+test("read-only: neither page offers an action", async (t) => {
+  const ui = await startUi(t, { readOnly: true });
+  const { page, problems } = await openPage(t);
+  await page.goto(ui.url);
+  await page.locator("#rows tr[data-ref]").first().waitFor();
+  await page.locator("#mode").filter({ hasText: /^read-only, as ui:/ }).waitFor();
+  assert.equal(await page.locator("#cancel-matching").isHidden(), true);
+  // from the list, and after a reload (the mode then comes from summary)
+  for (const how of ["click", "reload"]) {
+    if (how === "click") {
+      await page.evaluate((r) => { location.hash = "#/instance?ref=" + r; }, ref("wait-1"));
+    } else {
+      await page.reload();
+    }
+    await page.locator('#card dd[data-field="Status"]').waitFor();
+    for (const id of ["#do-cancel", "#do-terminate", "#do-suspend", "#do-raise"]) {
+      assert.equal(await page.locator(id).isHidden(), true, how + ": " + id);
+    }
+    assert.equal(await page.locator('section[aria-label="Actions"]').isHidden(), true);
+  }
+  assert.deepEqual(problems, []);
 });

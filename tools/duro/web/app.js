@@ -7,8 +7,10 @@ import { showList } from "./list.js";
 import { showInstance } from "./instance.js";
 
 let stopPage = null;
+let readOnly = false; // the session's, from the session or summary answer
 
 function showMode(s) {
+  readOnly = !!s.read_only;
   document.getElementById("mode").textContent =
     (s.read_only ? "read-only, " : "") + "as " + s.requested_by;
 }
@@ -35,7 +37,7 @@ function route() {
   view.replaceChildren();
   say("");
   if (path === "/instance" && params.get("ref")) {
-    stopPage = showInstance(view, params.get("ref"));
+    stopPage = showInstance(view, params.get("ref"), { readOnly });
   } else {
     stopPage = showList(view, params);
   }

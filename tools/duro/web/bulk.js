@@ -1,11 +1,12 @@
 // bulk.js - the instances page's bulk actions: the bar over the selected
-// rows (cancel, terminate after a confirmation, suspend, resume: one
+// rows (cancel, terminate, suspend, resume, each after a confirmation
+// naming how many and which, whose Enter key cannot confirm: one
 // POST /api/v1/bulk/control with their refs) and the dialog that cancels
 // every pending or running instance matching the page's filter: a preview
 // (POST bulk/cancel with dry_run: how many, by status, a sample), then an
 // apply bounded by the preview's as_of_ms, so that nothing started after
 // the preview is touched.
-import { h, post, say, time } from "./dom.js";
+import { h, post, say, time, idText, idPlain, confirmAction } from "./dom.js";
 
 export const SELECT_MAX = 500; // refs in one bulk/control request
 
@@ -35,31 +36,20 @@ export function cancelFilter(filters) {
 function describe(filters) {
   const parts = [];
   parts.push(filters.status ? "status " + filters.status : "status pending or running");
-  if (filters.name) parts.push("name " + filters.name);
-  if (filters.id_prefix) parts.push("id starting with \"" + filters.id_prefix + "\"");
-  if (filters.created_after) parts.push("created from " + time(filters.created_after));
-  if (filters.created_before) parts.push("created before " + time(filters.created_before));
+  if (filters.name) parts.push("name " + idPlain(filters.name));
+  if (filters.id_prefix) parts.push("id starting with \"" + idPlain(filters.id_prefix) + "\"");
+  const at = (t) => time(/^\d+$/.test(t) ? new Date(Number(t)).toISOString() : t);
+  if (filters.created_after) parts.push("created from " + at(filters.created_after));
+  if (filters.created_before) parts.push("created before " + at(filters.created_before));
   return parts.join(", ");
 }
 
-// A modal yes/no question; resolves true on yes.
-function confirmDialog(id, title, text, yes) {
-  return new Promise((resolve) => {
-    const d = h("dialog", { id, "aria-labelledby": id + "-title" },
-      h("form", { method: "dialog" },
-        h("h3", { id: id + "-title" }, title),
-        h("p", {}, text),
-        h("p", {},
-          h("button", { type: "submit", value: "yes", id: id + "-yes" }, yes), " ",
-          h("button", { type: "submit", value: "no", autofocus: true }, "Keep them"))));
-    d.addEventListener("close", () => {
-      d.remove();
-      resolve(d.returnValue === "yes");
-    });
-    document.body.append(d);
-    d.showModal();
-  });
-}
+const CONFIRM = {
+  cancel: ["Cancel", "They stop at their next turn; their activities are cancelled."],
+  terminate: ["Terminate", "Their code does not run again; their activities are cancelled."],
+  suspend: ["Suspend", "They stop taking turns until they are resumed."],
+  resume: ["Resume", "They take turns again."],
+};
 
 // The bar: {el, update(), openMatching()}. @p selection maps ref -> id;
 // @p getFilters returns the page's filters; @p done() reloads the page.
@@ -79,10 +69,10 @@ export function bulkBar(selection, getFilters, done) {
   const el = h("div", { id: "bulk", class: "bulk", role: "region",
     "aria-label": "Bulk actions", hidden: true },
   count, " ", reason, " ",
-  act("cancel", "Cancel selected", { id: "bulk-cancel" }), " ",
+  act("cancel", "Cancel selected…", { id: "bulk-cancel" }), " ",
   act("terminate", "Terminate selected…", { id: "bulk-terminate" }), " ",
-  act("suspend", "Suspend selected", { id: "bulk-suspend" }), " ",
-  act("resume", "Resume selected", { id: "bulk-resume" }), " ",
+  act("suspend", "Suspend selected…", { id: "bulk-suspend" }), " ",
+  act("resume", "Resume selected…", { id: "bulk-resume" }), " ",
   h("button", { type: "button", id: "bulk-clear",
     onclick: () => { selection.clear(); done(false); } }, "Clear selection"),
   " ", limit);
@@ -101,12 +91,15 @@ export function bulkBar(selection, getFilters, done) {
 
   async function run(action) {
     const refs = [...selection.keys()];
-    if (action === "terminate") {
-      const ok = await confirmDialog("bulk-confirm", "Terminate " + refs.length +
-        (refs.length === 1 ? " instance?" : " instances?"),
-      "Their code does not run again; their activities are cancelled.", "Terminate");
-      if (!ok) return;
-    }
+    const ids = [...selection.values()];
+    const [verb, what] = CONFIRM[action];
+    const n = refs.length + (refs.length === 1 ? " instance" : " instances");
+    const { ok } = await confirmAction({ id: "bulk-action",
+      title: verb + " " + n + "?",
+      text: what + (reason.value ? " Reason: \u201C" + reason.value + "\u201D." : "") +
+        " The selected, from every page:",
+      ids, yes: verb + " " + n, no: "Keep them" });
+    if (!ok) return;
     buttons.forEach((b) => { b.disabled = true; });
     try {
       const body = { action, refs };
@@ -137,12 +130,14 @@ export function bulkBar(selection, getFilters, done) {
   const apply = h("button", { type: "button", id: "bulk-apply", disabled: true }, "Cancel them");
   const result = h("p", { id: "bulk-result", role: "status" });
   const what = h("p", { id: "bulk-filter" });
+  const close = h("button", { type: "button", id: "bulk-close", onclick: () => dialog.close() },
+    "Close");
   const dialog = h("dialog", { id: "bulk-dialog", "aria-labelledby": "bulk-title" },
     h("h3", { id: "bulk-title" }, "Cancel every instance matching the filter"),
     what, matched, sample,
     h("p", {}, h("label", { for: "bulk-query-reason" }, "Reason "), qReason),
-    h("p", {}, apply, " ",
-      h("button", { type: "button", id: "bulk-close", onclick: () => dialog.close() }, "Close")),
+    // Close first, and focused: no key but a deliberate one reaches apply.
+    h("p", {}, close, " ", apply),
     result);
   let preview = null;
 
@@ -174,9 +169,10 @@ export function bulkBar(selection, getFilters, done) {
     result.textContent = "";
     delete result.dataset.cancelled;
     sample.replaceChildren();
-    what.textContent = "Filter: " + describe(filters) + ".";
+    what.textContent = "Filter (as the form shows it): " + describe(filters) + ".";
     matched.textContent = filter ? "Counting…" : "Nothing to cancel: " + why + ".";
     if (!dialog.open) dialog.showModal();
+    close.focus();
     if (!filter) return;
     try {
       const p = await post("bulk/cancel", { filter, dry_run: true });
@@ -186,7 +182,7 @@ export function bulkBar(selection, getFilters, done) {
         p.by_status.running + "), created before " +
         time(new Date(p.as_of_ms).toISOString()) + ". Instances started later are not touched.";
       matched.dataset.matched = String(p.matched);
-      sample.replaceChildren(...p.sample.map((s) => h("li", { class: "id" }, s.id)));
+      sample.replaceChildren(...p.sample.map((s) => h("li", { class: "id" }, idText(s.id))));
       if (p.matched > p.sample.length) {
         sample.append(h("li", {}, "… and " + (p.matched - p.sample.length) + " more"));
       }

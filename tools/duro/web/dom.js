@@ -88,3 +88,114 @@ export function payloadText(p, max) {
   const s = typeof p === "string" ? p : JSON.stringify(p);
   return max && s.length > max ? s.slice(0, max) + "…" : s;
 }
+
+// Characters an id must not hide: bidi controls (they reorder what
+// follows), zero-width and other invisible characters (they make two ids
+// look alike), C0/C1 controls, line separators. Shown as visible escapes.
+const HIDDEN = /[\u0000-\u001F\u007F-\u009F\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF9-\uFFFB]|\uDB40[\uDC00-\uDDEF]/g;
+const SHORT = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+function escapeOf(ch) {
+  if (SHORT[ch]) return SHORT[ch];
+  const cp = ch.codePointAt(0);
+  return cp > 0xFFFF ? "\\u{" + cp.toString(16).toUpperCase() + "}"
+    : "\\u" + cp.toString(16).toUpperCase().padStart(4, "0");
+}
+
+// An id (or any store string that names something) as plain text with
+// its hidden characters escaped: for attributes (aria-label, title).
+export function idPlain(s) {
+  return String(s).replace(HIDDEN, escapeOf);
+}
+
+// An id as a node: isolated left-to-right (<bdi dir=ltr>, so neither it
+// nor the text around it is reordered), each hidden character a marked
+// escape (<span class="esc">\u202E</span>), never the character itself.
+export function idText(s) {
+  const e = h("bdi", { dir: "ltr", class: "idt" });
+  const str = String(s);
+  let at = 0;
+  for (const m of str.matchAll(HIDDEN)) {
+    if (m.index > at) e.append(str.slice(at, m.index));
+    e.append(h("span", { class: "esc", title: "hidden character " + escapeOf(m[0]) },
+      escapeOf(m[0])));
+    at = m.index + m[0].length;
+  }
+  if (at < str.length) e.append(str.slice(at));
+  return e;
+}
+
+// "HH:MM:SS UTC" of @p d (the page shows UTC everywhere).
+export function clock(d) {
+  return d.toISOString().slice(11, 19) + " UTC";
+}
+
+// A banner for data that could not be refreshed: {el, ok(), fail(e)}.
+// fail() shows "Not updated since HH:MM:SS UTC" (the last success) and
+// marks @p region stale (dimmed); ok() hides it, clears the region mark
+// and the status line when it still holds the failure.
+export function staleBanner(region) {
+  const el = h("p", { id: "stale", class: "stale", role: "alert", hidden: true });
+  let last = null;
+  let said = null;
+  return {
+    el,
+    ok() {
+      last = new Date();
+      el.hidden = true;
+      region().forEach((r) => r.classList.remove("is-stale"));
+      const s = document.getElementById("status");
+      if (said !== null && s.textContent === said) say("");
+      said = null;
+    },
+    fail(e) {
+      el.textContent = (last ? "Not updated since " + clock(last) : "Not loaded") +
+        ": " + e.message + ". What is shown may be out of date; retrying every 2 s.";
+      el.hidden = false;
+      region().forEach((r) => r.classList.add("is-stale"));
+      said = e.message;
+      say(said, true);
+    },
+  };
+}
+
+// A modal confirmation whose Enter key can never confirm: no form (Enter
+// in the reason box submits nothing), the safe button first and focused,
+// Escape closes it. The destructive button acts only when clicked or
+// activated once focused (Tab to it, then Enter or Space).
+//   opts: {id, title, text, ids (up to 5 shown, "… and N more"),
+//          reason: placeholder (a reason box) or undefined, yes, no}
+// Resolves {ok, reason}. Elements: #ID-dialog, #ID-keep, #confirm-ID,
+// #ID-reason, #ID-ids (an <ul> of ids).
+export function confirmAction(opts) {
+  return new Promise((resolve) => {
+    const SHOW = 5;
+    const ids = opts.ids || [];
+    let ok = false;
+    const reason = opts.reason === undefined ? null
+      : h("input", { id: opts.id + "-reason", autocomplete: "off",
+        placeholder: opts.reason });
+    const keep = h("button", { type: "button", id: opts.id + "-keep", autofocus: true,
+      onclick: () => d.close() }, opts.no || "Keep it");
+    const yes = h("button", { type: "button", id: "confirm-" + opts.id, class: "danger",
+      onclick: () => { ok = true; d.close(); } }, opts.yes);
+    const list = ids.length === 0 ? null
+      : h("ul", { id: opts.id + "-ids", class: "sample" },
+        ids.slice(0, SHOW).map((i) => h("li", { class: "id" }, idText(i))),
+        ids.length > SHOW ? h("li", {}, "… and " + (ids.length - SHOW) + " more") : null);
+    const d = h("dialog", { id: opts.id + "-dialog", "aria-labelledby": opts.id + "-title",
+      class: "confirm" },
+    h("h3", { id: opts.id + "-title" }, opts.title),
+    h("p", {}, opts.text),
+    list,
+    reason && h("p", {}, h("label", { for: opts.id + "-reason" }, "Reason "), reason),
+    h("p", {}, keep, " ", yes));
+    d.addEventListener("close", () => {
+      d.remove();
+      resolve({ ok, reason: reason ? reason.value : "" });
+    });
+    document.body.append(d);
+    d.showModal();
+    keep.focus();
+  });
+}

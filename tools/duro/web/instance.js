@@ -1,26 +1,33 @@
 // instance.js - one instance ("#/instance?ref=REF"): its status card,
-// the actions (cancel with a reason, terminate after a confirmation,
-// suspend/resume, raise an event with a JSON payload checked first) and
+// the actions (cancel with a reason, terminate and suspend, each after a
+// confirmation whose Enter key cannot confirm; resume; raise an event
+// with a JSON payload checked first; none in a read-only session) and
 // its events, paged. After an action the card is fetched again at once
 // and the result announced in the role="status" region; the card is also
 // refreshed every 2 s while the tab is visible (the events too, when
 // the history grew and only their first page is shown).
-import { h, get, getText, post, query, say, time, payloadText } from "./dom.js";
+import { h, get, getText, post, query, say, time, payloadText, idText, staleBanner,
+  confirmAction } from "./dom.js";
 import { timeline } from "./timeline.js";
 
 const PREVIEW = 200; // characters of a payload shown in the events table
 
 function row(label, value) {
   if (value === null || value === undefined || value === "") return null;
-  return [h("dt", {}, label), h("dd", { "data-field": label }, String(value))];
+  return [h("dt", {}, label), h("dd", { "data-field": label },
+    value instanceof Node ? value : String(value))];
 }
 
-export function showInstance(view, ref) {
+// @p opts.readOnly: the session is read-only (duro ui --read-only), so no
+// action is offered.
+export function showInstance(view, ref, opts = {}) {
+  const readOnly = !!opts.readOnly;
   let timer = null;
   let info = null;
   let seen = -1; // history_count the events table was loaded at
   const title = h("h2", { class: "id" }, "Instance");
   const card = h("dl", { id: "card", class: "card" });
+  const stale = staleBanner(() => [card, title]);
   // Rows the timeline fills in (kept out of card, which is rebuilt).
   const waits = h("dd", { "data-field": "Waiting on" });
   const waitsRow = h("dl", { class: "card card-more", hidden: true },
@@ -54,41 +61,40 @@ export function showInstance(view, ref) {
     }
   }
 
+  // The destructive actions ask first (confirmAction: Enter never
+  // confirms, "Keep it" has the focus).
+  const idLine = (name, text) => [text + " Id: ",
+    h("code", { id: name + "-id" }, idText(info ? info.id : ""))];
+
   // Cancel with a reason.
   const reason = h("input", { id: "cancel-reason", autocomplete: "off",
     placeholder: "cancelled from duro ui" });
-  const cancelForm = h("form", { class: "action", onsubmit: (ev) => {
+  const cancelForm = h("form", { class: "action", onsubmit: async (ev) => {
     ev.preventDefault();
-    act("cancel", reason.value ? { reason: reason.value } : {});
+    const why = reason.value;
+    const r = await confirmAction({ id: "cancel", title: "Cancel this instance?",
+      text: idLine("cancel", "It stops at its next turn; its activities are cancelled" +
+        (why ? "; reason: \u201C" + why + "\u201D." : ".")),
+      yes: "Cancel instance" });
+    if (r.ok) act("cancel", why ? { reason: why } : {});
   } }, h("label", { for: "cancel-reason" }, "Reason "), reason,
-  button("Cancel instance", { type: "submit", id: "do-cancel" }));
+  button("Cancel instance…", { type: "submit", id: "do-cancel" }));
 
-  // Terminate, after a confirmation dialog.
-  const termReason = h("input", { id: "terminate-reason", autocomplete: "off",
-    placeholder: "terminated from duro ui" });
-  const dialog = h("dialog", { id: "terminate-dialog",
-    "aria-labelledby": "terminate-title" },
-  h("form", { method: "dialog", onsubmit: (ev) => {
-    ev.preventDefault();
-    const confirmed = ev.submitter && ev.submitter.value === "yes";
-    dialog.close();
-    if (confirmed) {
-      act("terminate", termReason.value ? { reason: termReason.value } : {});
-    }
-  } },
-  h("h3", { id: "terminate-title" }, "Terminate this instance?"),
-  h("p", {}, "Its code does not run again; its activities are cancelled. Id: ",
-    h("code", { id: "terminate-id" }, "")),
-  h("label", { for: "terminate-reason" }, "Reason "), termReason,
-  h("p", {},
-    h("button", { type: "submit", value: "yes", id: "confirm-terminate" },
-      "Terminate"), " ",
-    h("button", { type: "submit", value: "no" }, "Keep it"))));
+  // Terminate, with its reason asked in the dialog.
   const terminate = button("Terminate…", { id: "do-terminate",
-    onclick: () => dialog.showModal() });
+    onclick: async () => {
+      const r = await confirmAction({ id: "terminate", title: "Terminate this instance?",
+        text: idLine("terminate", "Its code does not run again; its activities are cancelled."),
+        reason: "terminated from duro ui", yes: "Terminate" });
+      if (r.ok) act("terminate", r.reason ? { reason: r.reason } : {});
+    } });
 
-  const suspend = button("Suspend", { id: "do-suspend",
-    onclick: () => act("suspend", {}) });
+  const suspend = button("Suspend…", { id: "do-suspend",
+    onclick: async () => {
+      const r = await confirmAction({ id: "suspend", title: "Suspend this instance?",
+        text: idLine("suspend", "It stops taking turns until it is resumed."), yes: "Suspend" });
+      if (r.ok) act("suspend", {});
+    } });
   const resume = button("Resume", { id: "do-resume",
     onclick: () => act("resume", {}) });
 
@@ -99,9 +105,13 @@ export function showInstance(view, ref) {
   const raiseForm = h("form", { class: "action", onsubmit: (ev) => {
     ev.preventDefault();
     const body = { name: evName.value };
-    if (evPayload.value.trim() !== "") {
+    const text = evPayload.value.trim();
+    if (text !== "") {
       try {
-        body.payload = JSON.parse(evPayload.value);
+        JSON.parse(text); // checked here; sent as the text typed
+        // The server sends a JSON string as its text: the payload is
+        // the JSON the user typed ("hello" stays "hello", quotes and all).
+        body.payload = text;
       } catch (e) {
         say("The payload is not JSON: " + e.message, true);
         evPayload.setAttribute("aria-invalid", "true");
@@ -114,6 +124,10 @@ export function showInstance(view, ref) {
   h("label", { for: "event-name" }, "Event "), evName,
   h("label", { for: "event-payload" }, " payload "), evPayload,
   button("Raise event", { type: "submit", id: "do-raise" }));
+
+  const actions = h("section", { "aria-label": "Actions", class: "actions",
+    hidden: readOnly }, cancelForm, h("p", {}, terminate, " ", suspend, " ", resume),
+  raiseForm);
 
   const tl = timeline(ref);
 
@@ -170,12 +184,12 @@ export function showInstance(view, ref) {
   async function refresh() {
     try {
       info = await get("instance?" + query({ ref }));
+      stale.ok();
     } catch (e) {
-      say(e.message, true);
+      stale.fail(e);
       return;
     }
-    title.textContent = info.id;
-    dialog.querySelector("#terminate-id").textContent = info.id;
+    title.replaceChildren(idText(info.id));
     const finished = ["completed", "failed", "cancelled", "terminated"]
       .includes(info.status);
     card.replaceChildren(...[
@@ -193,13 +207,14 @@ export function showInstance(view, ref) {
       row("Error", info.error),
       row("Last problem", info.last_problem &&
         info.last_problem + " (" + time(info.last_problem_at) + ")"),
-      row("Parent", info.parent_instance),
+      row("Parent", info.parent_instance && idText(info.parent_instance)),
       row("History events", info.history_count),
     ].flat().filter(Boolean));
     card.querySelector("dd").classList.add("status", "st-" + info.status);
     for (const b of [terminate, suspend, resume]) b.hidden = finished;
     cancelForm.hidden = finished;
     raiseForm.hidden = finished;
+    actions.hidden = readOnly; // --read-only: the server refuses every action
     suspend.hidden = finished || info.status === "suspended";
     resume.hidden = info.status !== "suspended";
     // New history: reload the events, unless more pages were opened.
@@ -221,11 +236,10 @@ export function showInstance(view, ref) {
 
   view.append(
     h("p", {}, h("a", { href: "#/" }, "← Instances")),
+    stale.el,
     title,
     h("section", { "aria-label": "Status" }, card, waitsRow, termRow),
-    h("section", { "aria-label": "Actions", class: "actions" },
-      cancelForm, h("p", {}, terminate, " ", suspend, " ", resume), raiseForm,
-      dialog),
+    actions,
     tl.el,
     h("section", { "aria-label": "Events" },
       h("table", {},
