@@ -1091,14 +1091,16 @@ int main(int argc, char **argv)
         json_decref(doc);
         free(output);
 
-        /* raise-event stores the payload's JSON text as the body has it:
-         * a JSON string keeps its quotes (the page sends what was typed,
-         * parsed: "hello" came out as hello, not JSON) */
+        /* raise-event: a JSON string is stored as its text, exactly (the
+         * page sends the JSON typed as a string: "hello" typed is stored
+         * with its quotes; a payload need not be JSON), another JSON
+         * value as its compact JSON */
         const char *raised[][2] = {
-            {"\"hello\"", "\"hello\""},
-            {"{\"a\": [1, 2.50, \"\\u00e9\"]}",
+            {"\"\\\"hello\\\"\"", "\"hello\""},
+            {"\"{\\\"a\\\": [1, 2.50, \\\"\\\\u00e9\\\"]}\"",
              "{\"a\": [1, 2.50, \"\\u00e9\"]}"},
-            {"[0.1, -0]", "[0.1, -0]"},
+            {"\"plain text\"", "plain text"},
+            {"{\"a\": [1, 2.50]}", "{\"a\":[1,2.5]}"},
         };
         snprintf(hdr, sizeof(hdr), "Content-Type: application/json\r\n%s",
                  auth);

@@ -894,81 +894,10 @@ static int post_resume(ui_request *r, json_t *body)
     return post_control(r, body, DURO_CONTROL_RESUME);
 }
 
-/* The index past the JSON value at @p i of @p t (valid JSON: the gate
- * parsed it). */
-static size_t skip_value(const char *t, size_t n, size_t i)
-{
-    int depth = 0;
-    do {
-        if (t[i] == '"') {
-            for (i++; i < n && t[i] != '"'; i++)
-                if (t[i] == '\\')
-                    i++;
-            i++;
-        } else if (t[i] == '{' || t[i] == '[') {
-            depth++;
-            i++;
-        } else if (t[i] == '}' || t[i] == ']') {
-            depth--;
-            i++;
-        } else if (depth == 0) {
-            while (i < n && t[i] != '\0' && strchr(" \t\r\n,}]", t[i]) == NULL)
-                i++;
-        } else {
-            i++;
-        }
-    } while (i < n && depth > 0);
-    return i;
-}
-
-static size_t skip_space(const char *t, size_t n, size_t i)
-{
-    while (i < n &&
-           (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r'))
-        i++;
-    return i;
-}
-
-/* The exact text of member @p key of the JSON object @p t (@p n bytes,
- * valid JSON without duplicate keys, as the gate parsed it), as written:
- * its bytes in [*@p from, *@p to). 0, or -1 when there is no such key.
- * Keys are compared decoded ("pay\u006coad" is "payload"). */
-static int raw_member(const char *t, size_t n, const char *key, size_t *from,
-                      size_t *to)
-{
-    size_t i = skip_space(t, n, 0);
-    if (i >= n || t[i] != '{')
-        return -1;
-    for (i++;;) {
-        i = skip_space(t, n, i);
-        if (i >= n || t[i] != '"')
-            return -1;
-        size_t k0 = i;
-        i = skip_value(t, n, i);
-        json_t *k = json_loadb(t + k0, i - k0, JSON_DECODE_ANY, NULL);
-        int match = json_is_string(k) && json_string_length(k) == strlen(key) &&
-                    memcmp(json_string_value(k), key, strlen(key)) == 0;
-        json_decref(k);
-        i = skip_space(t, n, i);
-        if (i >= n || t[i] != ':')
-            return -1;
-        i = skip_space(t, n, i + 1);
-        *from = i;
-        i = skip_value(t, n, i);
-        *to = i;
-        if (match)
-            return 0;
-        i = skip_space(t, n, i);
-        if (i >= n || t[i] != ',')
-            return -1;
-        i++;
-    }
-}
-
-/* raise-event {ref, name, payload}: the payload stored is exactly the JSON
- * text of "payload" as the body holds it (a string keeps its quotes and
- * escapes: "hello" is stored as "hello", quotes included, as `duro raise
- * ID E '"hello"'` does); absent or null: no payload. */
+/* raise-event {ref, name, payload}: a JSON string is stored as its text
+ * (the page sends the JSON typed as a string: "hello" typed is stored as
+ * "hello", quotes included), any other JSON value as its compact JSON;
+ * absent or null: no payload. */
 static int post_raise(ui_request *r, json_t *body)
 {
     static const char *const body_keys[] = {"ref", "name", "payload", NULL};
@@ -985,16 +914,16 @@ static int post_raise(ui_request *r, json_t *body)
         return rc;
     json_t *p = json_object_get(body, "payload");
     char *payload = NULL;
-    size_t from = 0, to = 0;
-    if (p != NULL && !json_is_null(p)) {
-        if (raw_member(r->body, r->body_len, "payload", &from, &to) != 0) {
-            free(id);
-            return ui_send_error(r, 500, "internal",
-                                 "the payload was not found in the body");
-        }
-        payload = strndup(r->body + from, to - from);
-        if (payload == NULL)
-            abort();
+    if (json_is_string(p))
+        payload = strndup(json_string_value(p), json_string_length(p));
+    else if (p != NULL && !json_is_null(p))
+        payload = json_dumps(p, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (payload != NULL &&
+        strlen(payload) !=
+            (json_is_string(p) ? json_string_length(p) : strlen(payload))) {
+        free(payload);
+        free(id);
+        return ui_send_error(r, 400, "bad_argument", "payload holds a NUL");
     }
     int drc = duro_client_raise_event(r->srv->client, id, name, payload);
     free(payload);
