@@ -373,6 +373,8 @@ static void other_process_reads_db(const char *orch, const char *db)
     snprintf(by_check, sizeof(by_check),
              "its row is gone or taken; signalling cancellation (%s)",
              expected_reason(orch));
+    /* (the line comes just after the token fires) */
+    WAIT_UNTIL(rt_log_hits(by_renewal) + rt_log_hits(by_check) >= 1, DEADLINE);
     CHECK_EQ(rt_log_hits(by_renewal) + rt_log_hits(by_check), 1);
     CHECK_EQ(rt_log_hits("lock renewal failed"), 0);
     duro_instance_info *i = rt_wait(&s.a, "i", DEADLINE);
