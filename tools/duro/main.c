@@ -205,8 +205,8 @@ int cli_open(cli *c, int how, duro_client **out)
      * or schema is an error, never a new empty store; the verbs that
      * only read open a sqlite file with mode=ro as well, so they never
      * write it. A one-shot verb makes one call after another: on
-     * PostgreSQL it opens one pooled connection (pool=1), not the five a
-     * runtime would; duro ui serves requests at once and keeps the
+     * PostgreSQL it opens one pooled connection (pool=1), not a client's
+     * default five; duro ui serves requests at once and keeps the
      * default. A create=, mode= or pool= in the URL is the user's choice. */
     int add_create = how != CLI_OPEN_CREATE && (sqlite || is_postgres(c->db)) &&
                      url_param(c->db, "create=", &n) == NULL;
