@@ -1148,9 +1148,28 @@ int main(int argc, char **argv)
                  any_port, any_port, any_port);
         CHECK(strstr(said, expect) != NULL && strstr(said, "--listen") != NULL,
               "allowed Host names not said: %s", said);
+        CHECK(strstr(said, "has the token can cancel instances") != NULL,
+              "no warning that anyone may cancel: %s", said);
         kill(any_ui, SIGTERM);
         int any_st = 0;
         CHECK(wait_exit(any_ui, 2, &any_st) == 0, "0.0.0.0 ui did not stop");
+
+        /* read-only, the warning says what is exposed: reading, not
+         * cancelling */
+        const char *any_ro[] = {"--listen", "0.0.0.0:0", "--read-only", NULL};
+        pid_t ro_any = start_ui(3, any_ro, &any_port);
+        snprintf(errfile, sizeof(errfile), "%s/ui3.err", dir);
+        ef = fopen(errfile, "r");
+        got = ef != NULL ? fread(said, 1, sizeof(said) - 1, ef) : 0;
+        said[got] = '\0';
+        if (ef != NULL)
+            fclose(ef);
+        CHECK(strstr(said, "has the token can read every instance") != NULL &&
+                  strstr(said, "can cancel") == NULL,
+              "read-only warning: %s", said);
+        kill(ro_any, SIGTERM);
+        CHECK(wait_exit(ro_any, 3, &any_st) == 0,
+              "0.0.0.0 read-only ui did not stop");
     }
 
     /* SIGTERM lets a request in flight finish: a cancel whose body is

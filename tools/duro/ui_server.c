@@ -298,8 +298,10 @@ int cmd_ui(cli *c, int argc, char **argv)
     if (!is_loopback(&addr))
         fprintf(stderr,
                 "duro ui: warning: listening on %s, not loopback: anyone who "
-                "can reach it and has the token can cancel instances\n",
-                host);
+                "can reach it and has the token can %s\n",
+                host,
+                srv.read_only ? "read every instance, its inputs and outputs"
+                              : "cancel instances");
     if ((status = cli_open(c, srv.read_only ? CLI_OPEN_READ : CLI_OPEN_EXISTING,
                            &srv.client)) != EXIT_OK)
         return status;
