@@ -779,6 +779,21 @@ PV_TEST(a_connection_dropped_while_idle_is_reopened_before_use)
     duro_provider_close(p);
 }
 
+/* Two admin connections, *c and *locker; -1 (both closed, and p with
+ * them, a check failed) when either could not open. */
+static int admin_pair(PGconn **c, PGconn **locker, duro_provider *p)
+{
+    *c = admin();
+    *locker = admin();
+    CHECK(*c != NULL && *locker != NULL);
+    if (*c != NULL && *locker != NULL)
+        return 0;
+    PQfinish(*c);
+    PQfinish(*locker);
+    duro_provider_close(p);
+    return -1;
+}
+
 /* Waits until one session named `app` waits for a lock. */
 static void wait_for_one_lock_waiter(PGconn *c, const char *app)
 {
@@ -829,14 +844,9 @@ PV_TEST(a_connection_lost_during_a_call_fails_retryably_and_is_reopened)
     duro_work_item st = {
         .kind = DURO_WORK_START, .instance_id = "a", .name = "orch"};
     CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
-    PGconn *c = admin(), *locker = admin();
-    CHECK(c != NULL && locker != NULL);
-    if (c == NULL || locker == NULL) {
-        PQfinish(c);
-        PQfinish(locker);
-        duro_provider_close(p);
+    PGconn *c, *locker;
+    if (admin_pair(&c, &locker, p) != 0)
         return;
-    }
     snprintf(sql, sizeof(sql),
              "BEGIN; LOCK TABLE \"%s\".orchestrator_queue, \"%s\".instances "
              "IN ACCESS EXCLUSIVE MODE",
@@ -920,14 +930,9 @@ PV_TEST(a_sweep_holds_no_transaction_open_while_its_batches_wait)
             .kind = DURO_WORK_START, .instance_id = id, .name = "orch"};
         CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
     }
-    PGconn *c = admin(), *locker = admin();
-    CHECK(c != NULL && locker != NULL);
-    if (c == NULL || locker == NULL) {
-        PQfinish(c);
-        PQfinish(locker);
-        duro_provider_close(p);
+    PGconn *c, *locker;
+    if (admin_pair(&c, &locker, p) != 0)
         return;
-    }
     /* an instance of the second batch, locked */
     CHECK(admin_exec(locker, "BEGIN"));
     snprintf(sql, sizeof(sql),

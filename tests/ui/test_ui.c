@@ -132,6 +132,27 @@ static pid_t start_ui(int slot, const char *const *extra, unsigned *port)
     return pid;
 }
 
+/* Reads from @p fd into @p buf (from @p len) until @p until appears, or
+ * the peer closes (@p until NULL), within 10 s; the new length. */
+static size_t read_until(int fd, char *buf, size_t len, size_t size,
+                         const char *until)
+{
+    int64_t deadline = now_ms() + 10000;
+    buf[len] = '\0';
+    while (until == NULL || strstr(buf, until) == NULL) {
+        int left = (int)(deadline - now_ms());
+        struct pollfd p = {fd, POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, left) <= 0)
+            break;
+        ssize_t n = recv(fd, buf + len, size - 1 - len, 0);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+    }
+    return len;
+}
+
 /* Sends @p raw to 127.0.0.1:@p port and reads the whole answer (the
  * request says Connection: close) into @p buf, within 10 s. The status, or
  * 0 when there was no HTTP answer. */
@@ -153,21 +174,7 @@ static int http(unsigned port, const char *raw, size_t raw_len, char *buf,
             break; /* the server may answer (413) and close early */
         sent += (size_t)n;
     }
-    size_t len = 0;
-    int64_t deadline = now_ms() + 10000;
-    for (;;) {
-        int left = (int)(deadline - now_ms());
-        struct pollfd p = {fd, POLLIN, 0};
-        if (left <= 0 || poll(&p, 1, left) <= 0)
-            break;
-        ssize_t n = recv(fd, buf + len, size - 1 - len, 0);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        if (len >= size - 1)
-            break;
-    }
-    buf[len] = '\0';
+    read_until(fd, buf, 0, size, NULL);
     close(fd);
     int status = 0;
     if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
@@ -324,27 +331,6 @@ static int make_big(duro_client *c, char **big)
     if (duro_client_start(c, "big-1", "Big", *big, NULL) != DURO_OK)
         die("start big-1: %s", duro_errmsg());
     return wait_completed(c, "big-1");
-}
-
-/* Reads from @p fd into @p buf (from @p len) until @p until appears, or
- * the peer closes (@p until NULL), within 10 s; the new length. */
-static size_t read_until(int fd, char *buf, size_t len, size_t size,
-                         const char *until)
-{
-    int64_t deadline = now_ms() + 10000;
-    buf[len] = '\0';
-    while (until == NULL || strstr(buf, until) == NULL) {
-        int left = (int)(deadline - now_ms());
-        struct pollfd p = {fd, POLLIN, 0};
-        if (left <= 0 || poll(&p, 1, left) <= 0)
-            break;
-        ssize_t n = recv(fd, buf + len, size - 1 - len, 0);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        buf[len] = '\0';
-    }
-    return len;
 }
 
 /* Waits up to 10 s for file @p path to hold @p text: 0, else -1. */
