@@ -215,6 +215,16 @@ static int orch_gated(duro_orch *o, const char *in, duro_result *out)
                                 duro_task_output(e2)));
 }
 
+/* Echo once, then complete ("done") or, with input "can", continue as new
+ * (input "again", which runs Echo and continues again, forever). */
+static int orch_echo_then(duro_orch *o, const char *in, duro_result *out)
+{
+    duro_await(o, duro_call_activity(o, "Echo", "x"));
+    if (in != NULL && strcmp(in, "done") != 0)
+        return duro_continue_as_new(o, out, "again");
+    return duro_ok(out, "done");
+}
+
 static void setup(rt_fixture *f, const char *db, int64_t cleanup_ms)
 {
     reset_seen();
@@ -228,6 +238,8 @@ static void setup(rt_fixture *f, const char *db, int64_t cleanup_ms)
                                                 orch_parent, NULL, &oo));
     CHECK_OK(duro_registry_add_orchestration_ex(f->reg, "Gated", NULL,
                                                 orch_gated, NULL, &oo));
+    CHECK_OK(duro_registry_add_orchestration_ex(f->reg, "EchoThen", NULL,
+                                                orch_echo_then, NULL, &oo));
     oo.cleanup_timeout_ms = cleanup_ms;
     CHECK_OK(duro_registry_add_orchestration_ex(f->reg, "SlowCleanup", NULL,
                                                 orch_slow_cleanup, NULL, &oo));
@@ -519,6 +531,60 @@ TEST(a_suspended_instance_stays_suspended_across_a_restart)
     lifecycle_done(&f);
 }
 
+/* A cancel queued behind the completion that lets an observing
+ * orchestration's code return (complete, or continue as new): the turn
+ * fetches both, and the instance ends Cancelled in it, without a next
+ * execution. Runtimes of orchestrations only, then of workers only, queue
+ * the two messages while no turn runs. (The cancel used to be dropped: the
+ * instance completed, or continued as new for ever, never cancellable
+ * again since the store keeps only the first request.) */
+TEST(a_cancel_queued_behind_the_completion_that_ends_the_code_cancels)
+{
+    static const char *const inputs[] = {"done", "can"};
+    for (int k = 0; k < 2; k++) {
+        rt_fixture f;
+        setup(&f, k == 0 ? "life_batch_done.db" : "life_batch_can.db", 0);
+        const char *id = inputs[k];
+        f.opts.worker_concurrency = 0;
+        rt_start(&f);
+        rt_start_instance(&f, id, "EchoThen", inputs[k]);
+        WAIT_UNTIL(history_count(&f, id, DURO_EVENT_ACTIVITY_SCHEDULED) == 1,
+                   WAIT_MS);
+        rt_stop(&f);
+        f.opts.worker_concurrency = 1;
+        f.opts.orchestration_concurrency = 0;
+        rt_start(&f);
+        duro_metrics m = {0};
+        for (int64_t end = test_now_ms() + WAIT_MS;
+             m.activities_completed < 1 && test_now_ms() < end;
+             test_sleep_ms(5))
+            duro_runtime_metrics(f.rt, &m);
+        CHECK_EQ(m.activities_completed, 1);
+        rt_stop(&f); /* the completion is queued, no turn took it */
+        CHECK_OK(duro_client_cancel(f.client, id, "stop", "ops"));
+        f.opts.orchestration_concurrency = 1;
+        rt_start(&f);
+        duro_instance_info *info = rt_wait(&f, id, WAIT_MS);
+        CHECK_MSG(info->status == DURO_STATUS_CANCELLED, "%s: %s", id,
+                  duro_status_name(info->status));
+        CHECK_EQ(info->execution_id, 1);
+        CHECK_STR(info->error, "stop");
+        duro_free(info);
+        duro_history *h = rt_history(&f, id);
+        CHECK(h != NULL && h->count >= 3);
+        if (h != NULL && h->count >= 3) {
+            CHECK_EQ(h->events[h->count - 3].kind,
+                     DURO_EVENT_ACTIVITY_COMPLETED);
+            CHECK_EQ(h->events[h->count - 2].kind,
+                     DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED);
+            CHECK_EQ(h->events[h->count - 1].kind,
+                     DURO_EVENT_ORCHESTRATION_CANCELLED);
+        }
+        duro_history_free(h);
+        lifecycle_done(&f);
+    }
+}
+
 TEST(cancel_and_terminate_work_on_a_suspended_instance)
 {
     rt_fixture f;
@@ -558,5 +624,6 @@ TEST_MAIN(T(cancel_runs_the_compensations_of_an_observing_orchestration),
           T(terminate_ends_at_once_without_code_and_terminates_children),
           T(terminate_works_on_an_orchestration_that_is_not_registered),
           T(suspend_keeps_messages_in_order_until_resume),
+          T(a_cancel_queued_behind_the_completion_that_ends_the_code_cancels),
           T(a_suspended_instance_stays_suspended_across_a_restart),
           T(cancel_and_terminate_work_on_a_suspended_instance))
