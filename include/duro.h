@@ -804,12 +804,30 @@ DURO_API int duro_client_start(duro_client *c, const char *instance_id,
  * of a server store (PostgreSQL: the connection lost while COMMIT was on its
  * way) may come after the event was stored, and raising it again then
  * delivers it twice (found by a chaos trial: 5 of 14 such failures had
- * committed). An orchestration that must not count an event twice gives
- * each a unique id in its payload and skips ids it has seen; an embedded
- * SQLite store never reports a failure after its commit.
+ * committed). To retry safely, raise with an id:
+ * duro_client_raise_event_once(). An embedded SQLite store never reports
+ * a failure after its commit.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_raise_event(duro_client *c, const char *instance_id,
                                      const char *name, const char *payload);
+
+/** duro_client_raise_event() with an id: the event is delivered at most
+ * once per (@p instance_id, @p event_id), however often it is raised with
+ * that id, by any client, as long as the instance exists (deleting it, or
+ * purging it, forgets its ids): a repeat is DURO_OK and changes nothing.
+ * So a raise that failed (DURO_STORAGE, however it was marked) can simply
+ * be repeated with the same id until it returns DURO_OK. @p event_id:
+ * 1 to 1024 bytes, chosen by the caller (an order number, a message id);
+ * NULL behaves as duro_client_raise_event(). A repeat is not compared
+ * with the first raise: its name and payload are not checked. The
+ * instance must still be Pending or Running, as for any raise: a repeat
+ * after the instance finished is DURO_INVALID_STATE. DURO_INVALID with a
+ * store older than provider contract version 8.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_raise_event_once(duro_client *c,
+                                          const char *instance_id,
+                                          const char *name, const char *payload,
+                                          const char *event_id);
 
 /** Requests cancellation with a reason and who asked (both may be NULL;
  * reason NULL: "cancelled"). Cancelling a cancelled instance (or one with a

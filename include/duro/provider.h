@@ -148,6 +148,15 @@ typedef struct duro_work_item {
      * decided without running it: poison, an unregistered activity). */
     int64_t started_ms;
     int64_t finished_ms;
+    /* Appended in version 8: on an EXTERNAL_EVENT given to
+     * enqueue_for_orchestrator, the event's id (NULL: none). The provider
+     * records (instance_id, event_id) with the message, in its
+     * transaction, and enqueues nothing for an id already recorded for the
+     * instance: a raise retried after a failure that may have committed is
+     * delivered once. The ids go with the instance (delete, purge), not
+     * with an execution. Not stored on the message: items read back carry
+     * NULL. */
+    const char *event_id;
 } duro_work_item;
 
 /* An item to put on the orchestrator queue, visible after delay_ms. */
@@ -618,7 +627,7 @@ typedef enum duro_queue {
  * ids: 1024 bytes) fails DURO_TOO_LARGE. Such failures are not retryable and
  * change nothing. A token the provider never issued is DURO_LOCK_LOST. */
 
-#define DURO_PROVIDER_VERSION 7
+#define DURO_PROVIDER_VERSION 8
 
 typedef struct duro_provider duro_provider;
 
@@ -711,7 +720,9 @@ struct duro_provider {
      * retryable, nothing changed) with a message naming both names. Other
      * kinds are enqueued as they are. (Version 4:
      * a CANCEL_INSTANCE also records the request on its instance; see
-     * "Cancellation requests" below.) */
+     * "Cancellation requests" below. Version 8: an EXTERNAL_EVENT with an
+     * event_id already recorded for its instance is DURO_OK and enqueues
+     * nothing; see duro_work_item.event_id.) */
     int (*enqueue_for_orchestrator)(duro_provider *p,
                                     const duro_work_item *item,
                                     int64_t delay_ms, duro_error *err);

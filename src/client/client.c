@@ -152,10 +152,23 @@ static int instance_status(duro_client *c, const char *id, int *status)
 int duro_client_raise_event(duro_client *c, const char *instance_id,
                             const char *name, const char *payload)
 {
+    return duro_client_raise_event_once(c, instance_id, name, payload, NULL);
+}
+
+int duro_client_raise_event_once(duro_client *c, const char *instance_id,
+                                 const char *name, const char *payload,
+                                 const char *event_id)
+{
     int rc, status;
     if ((rc = enter(c, "instance id", instance_id)) != DURO_OK ||
-        (rc = check_id("event name", name)) != DURO_OK)
+        (rc = check_id("event name", name)) != DURO_OK ||
+        (event_id != NULL && (rc = check_id("event id", event_id)) != DURO_OK))
         return rc;
+    if (event_id != NULL && c->provider->version < 8)
+        return duro__fail(DURO_INVALID,
+                          "event ids need a store of provider contract "
+                          "version 8 (this one: %d)",
+                          c->provider->version);
     if ((rc = instance_status(c, instance_id, &status)) != DURO_OK)
         return rc;
     if (duro_status_is_terminal(status))
@@ -165,7 +178,8 @@ int duro_client_raise_event(duro_client *c, const char *instance_id,
     duro_work_item item = {.kind = DURO_WORK_EXTERNAL_EVENT,
                            .instance_id = instance_id,
                            .name = name,
-                           .payload = payload};
+                           .payload = payload,
+                           .event_id = event_id};
     duro_error err;
     if (c->provider->enqueue_for_orchestrator(c->provider, &item, 0, &err) !=
         DURO_OK)

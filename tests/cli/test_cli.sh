@@ -500,9 +500,8 @@ contains "$tmp/out" "started e-1"
 echo "== the read verbs open read-only: an older schema is not migrated"
 cp "$tmp/store.db" "$tmp/older.db"
 [ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/older.db-wal"
-"$fixture" sql "$tmp/older.db" "DROP INDEX instances_name_status;
-    CREATE INDEX instances_name_status ON instances(name, status);
-    DELETE FROM duro_schema WHERE version = 5" || fail "cli_fixture sql"
+"$fixture" sql "$tmp/older.db" "DROP TABLE event_ids;
+    DELETE FROM duro_schema WHERE version = 6" || fail "cli_fixture sql"
 run 1 --db "sqlite:$tmp/older.db" list
 one_line
 contains "$tmp/err" "has an older schema version"
@@ -594,6 +593,24 @@ json 'd["version"] == "v2"'
 run 0 delete new-4 new-5 --force
 run 3 raise nope go
 run 2 raise wait-1
+run 2 raise wait-3 go --event-id ''
+# --event-id: a repeat with the same id (a retry) delivers nothing more
+queued() { # queued ID: messages queued for ID
+    python3 -c 'import sqlite3, sys
+print(sqlite3.connect(sys.argv[1]).execute(
+    "SELECT COUNT(*) FROM orchestrator_queue WHERE instance_id = ?",
+    (sys.argv[2],)).fetchone()[0])' "$tmp/store.db" "$1"
+}
+if [ "$have_python" = 1 ]; then
+    before=$(queued wait-3)
+    run 0 raise wait-3 go '"once"' --event-id order-7
+    run 0 raise wait-3 go '"once"' --event-id order-7
+    [ "$(queued wait-3)" = $((before + 1)) ] ||
+        fail "raise --event-id twice queued $(($(queued wait-3) - before)) events"
+    run 0 raise wait-3 go '"twice"' --event-id order-8
+    [ "$(queued wait-3)" = $((before + 2)) ] ||
+        fail "another --event-id did not queue its event"
+fi
 
 echo "== terminate, suspend, resume: help and bad input"
 run 0 terminate --help

@@ -242,7 +242,7 @@ PV_TEST(concurrent_opens_of_a_fresh_schema_migrate_once)
     char sql[160];
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 3); /* migrations 1 to 3, once each */
+    CHECK_EQ(query_int(c, sql), 4); /* migrations 1 to 4, once each */
     PQfinish(c);
 }
 
@@ -499,17 +499,19 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     CHECK(p != NULL);
     duro_provider_close(p);
 
-    /* behind (migration 3 undone, as a version-2 store): migrated */
+    /* behind (migration 4 undone, as a version-3 store): migrated */
     char sql[512];
     snprintf(sql, sizeof(sql),
-             "DELETE FROM \"%s\".duro_schema WHERE version = 3", schema);
+             "DROP TABLE \"%s\".event_ids; "
+             "DELETE FROM \"%s\".duro_schema WHERE version = 4",
+             schema, schema);
     CHECK(admin_exec(c, sql));
     p = open_schema(schema, "&create=0");
     CHECK(p != NULL);
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 3);
+    CHECK_EQ(query_int(c, sql), 4);
 
     /* a schema without duro_schema, empty or another application's, is
      * no store: create=0 creates nothing in it */
@@ -545,7 +547,7 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 3);
+    CHECK_EQ(query_int(c, sql), 4);
     PQfinish(c);
 }
 
@@ -631,6 +633,8 @@ PV_TEST(migration_2_adds_activity_run_times)
     char sql[1024];
     snprintf(sql, sizeof(sql),
              "SET search_path TO \"%s\";"
+             "DROP TABLE event_ids;"
+             "DELETE FROM duro_schema WHERE version = 4;"
              "DROP INDEX instances_name_status;"
              "CREATE INDEX instances_name_status ON instances(name, status);"
              "DELETE FROM duro_schema WHERE version = 3;"
@@ -657,7 +661,13 @@ PV_TEST(migration_2_adds_activity_run_times)
     CHECK_EQ(query_int(c, sql), 4);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 3);
+    CHECK_EQ(query_int(c, sql), 4);
+    /* migration 4: the table of event ids */
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM information_schema.tables WHERE "
+             "table_schema = '%s' AND table_name = 'event_ids'",
+             schema);
+    CHECK_EQ(query_int(c, sql), 1);
     /* migration 3: the name and status index pages in id order */
     snprintf(sql, sizeof(sql),
              "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = '%s' AND "
@@ -2710,6 +2720,48 @@ static void lost_commit_case(int method, int committed, char *message,
     pv_close(p);
 }
 
+/* A raise with an event id whose COMMIT's answer was lost (committed or
+ * not: the caller cannot tell) is retried with the same id until it
+ * succeeds, and the event is on the queue exactly once. Without an id the
+ * same retry after a committed loss enqueues it twice (the case the chaos
+ * trial found). */
+PV_TEST(an_event_raised_with_an_id_is_safe_to_retry_after_a_lost_commit)
+{
+    for (int with_id = 0; with_id <= 1; with_id++) {
+        for (int committed = 0; committed <= 1; committed++) {
+            duro_provider *p = open_schema(new_schema(pv_test_name), "&pool=1");
+            CHECK(p != NULL);
+            if (p == NULL)
+                return;
+            duro_error e;
+            duro_work_item st = {
+                .kind = DURO_WORK_START, .instance_id = "i", .name = "orch"};
+            CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+            duro_work_item ev = {.kind = DURO_WORK_EXTERNAL_EVENT,
+                                 .instance_id = "i",
+                                 .name = "go",
+                                 .payload = "1",
+                                 .event_id = with_id ? "order-7" : NULL};
+            duro__pg_inject_commit_loss(p, 1, committed);
+            CHECK_PFAIL(p->enqueue_for_orchestrator(p, &ev, 0, &e),
+                        DURO_STORAGE, 1, &e);
+            CHECK_EQ(duro__pg_commit_losses(p), 1);
+            /* the caller retries, as the error invites */
+            CHECK_PRC(p->enqueue_for_orchestrator(p, &ev, 0, &e), DURO_OK, &e);
+            uint64_t n = 0;
+            CHECK_PRC(
+                p->count_messages(p, DURO_QUEUE_ORCHESTRATOR, "i", &n, &e),
+                DURO_OK, &e);
+            /* the START, then the event once - twice only without an id
+             * after a loss that had committed */
+            CHECK_MSG(n == (uint64_t)(with_id || !committed ? 2 : 3),
+                      "with id %d, committed %d: %llu messages", with_id,
+                      committed, (unsigned long long)n);
+            duro_provider_close(p);
+        }
+    }
+}
+
 PV_TEST(a_commit_whose_connection_was_lost_is_safe_to_retry)
 {
     for (int method = 0; method < LOSS_METHODS; method++) {
@@ -2769,7 +2821,8 @@ int main(int argc, char **argv)
         T(work_an_idle_local_waiter_takes_is_not_announced),
         T(controls_from_another_process_wake_a_wait_through_notify),
         T(processes_competing_for_the_queues_never_get_the_same_item),
-        T(a_commit_whose_connection_was_lost_is_safe_to_retry)};
+        T(a_commit_whose_connection_was_lost_is_safe_to_retry),
+        T(an_event_raised_with_an_id_is_safe_to_retry_after_a_lost_commit)};
     int rc =
         pv_main(argc, argv, &factory, extra, sizeof(extra) / sizeof(extra[0]));
     drop_schemas();

@@ -1214,6 +1214,74 @@ PV_TEST(ack_and_fetch_orchestration_item_with_stale_token_changes_nothing)
     duro_orch_item_free(a);
 }
 
+/* ---- version 8: event ids --------------------------------------------------
+ * An EXTERNAL_EVENT with an event_id is enqueued once per (instance, id):
+ * a raise retried after a failure that may have committed is delivered
+ * once. */
+
+static void raise_with_id(duro_provider *p, const char *id,
+                          const char *event_id, const char *payload)
+{
+    duro_work_item w = work(DURO_WORK_EXTERNAL_EVENT, id);
+    w.name = "poke";
+    w.payload = payload;
+    w.event_id = event_id;
+    enqueue(p, &w, 0);
+}
+
+PV_TEST(an_event_id_is_enqueued_once_per_instance)
+{
+    duro_provider *p = pv_open();
+    CHECK_MSG(p->version >= 8, "provider version %d", p->version);
+    begin(p, "a", 0);
+    begin(p, "b", 0);
+    raise_with_id(p, "a", "k1", "\"1\"");
+    raise_with_id(p, "a", "k1", "\"repeat\""); /* DURO_OK, nothing */
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "a"), 1);
+    raise_with_id(p, "a", "k2", "\"2\"");
+    raise_with_id(p, "b", "k1", "\"b\""); /* ids are per instance */
+    raise_event(p, "a", "\"free\"", 0);   /* no id: every raise */
+    raise_event(p, "a", "\"free\"", 0);
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "a"), 4);
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "b"), 1);
+
+    /* delivered and consumed: the id is still known */
+    duro_orch_item *item = fetch_orch_for(p, "a", LOCK_LONG);
+    CHECK_EQ(item->message_count, 4);
+    if (item->message_count == 4) {
+        CHECK_STR(item->messages[0].payload, "\"1\"");
+        CHECK_STR(item->messages[1].payload, "\"2\"");
+        CHECK(item->messages[0].event_id == NULL);
+    }
+    duro_event *d = events_for(item);
+    duro_orch_ack a = ack_of(1, d, item->message_count, NULL);
+    ack(p, item->lock_token, &a);
+    free(d);
+    duro_orch_item_free(item);
+    raise_with_id(p, "a", "k1", "\"late\"");
+    raise_with_id(p, "a", "k2", "\"late\"");
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "a"), 0);
+
+    /* deleting the instance forgets its ids: one created again under the
+     * same id takes them afresh */
+    duro_error e;
+    size_t deleted = 0;
+    CHECK_PRC(p->delete_instance(p, "a", 1, &deleted, &e), DURO_OK, &e);
+    begin(p, "a", 0);
+    raise_with_id(p, "a", "k1", "\"again\"");
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "a"), 1);
+
+    /* an id is checked like a name: too long is refused, nothing changed */
+    duro_work_item w = work(DURO_WORK_EXTERNAL_EVENT, "a");
+    w.name = "poke";
+    char *longid = repeat('x', 1025);
+    w.event_id = longid;
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_TOO_LARGE, 0,
+                &e);
+    free(longid);
+    CHECK_EQ(count(p, DURO_QUEUE_ORCHESTRATOR, "a"), 1);
+}
+
 /* ---- version 7: many turns in one transaction ----------------------------
  * The suite validates DURO_PROVIDER_VERSION, so it requires the method. */
 
@@ -8138,6 +8206,8 @@ static const pv_case suite[] = {
     C(ack_and_fetch_work_item_on_a_cancelled_row_changes_nothing),
     C(ack_and_fetch_orchestration_item_acks_and_locks_the_next),
     C(ack_and_fetch_orchestration_item_with_stale_token_changes_nothing),
+    /* version 8: event ids */
+    C(an_event_id_is_enqueued_once_per_instance),
     /* version 7: many turns in one transaction */
     C(ack_and_fetch_orchestration_items_acks_and_fetches_many),
     C(ack_and_fetch_orchestration_items_refuses_bad_input),

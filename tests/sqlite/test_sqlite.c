@@ -345,8 +345,13 @@ TEST(url_create_0_never_creates)
 
 /* Takes a version-4 database back to version 3: migration 4's columns
  * go. */
+/* Back to version 5: migration 6's table goes. */
+#define DOWNGRADE_TO_5                                                         \
+    "DROP TABLE event_ids;"                                                    \
+    "DELETE FROM duro_schema WHERE version = 6;"
 /* Back to version 4: migration 5's index as version 3 made it. */
 #define DOWNGRADE_TO_4                                                         \
+    DOWNGRADE_TO_5                                                             \
     "DROP INDEX instances_name_status;"                                        \
     "CREATE INDEX instances_name_status ON instances(name, status);"           \
     "DELETE FROM duro_schema WHERE version = 5;"
@@ -575,7 +580,7 @@ TEST(mode_ro_reads_and_never_writes)
     /* create=0 without mode=ro still migrates */
     p = open_url(url_with("ro.db", "?create=0"));
     duro_provider_close(p);
-    CHECK_EQ(raw_count(path, "SELECT MAX(version) FROM duro_schema"), 5);
+    CHECK_EQ(raw_count(path, "SELECT MAX(version) FROM duro_schema"), 6);
 }
 
 TEST(schema_version_recorded_and_newer_refused)
@@ -584,8 +589,8 @@ TEST(schema_version_recorded_and_newer_refused)
     duro_provider *p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     sqlite3 *db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 5);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 5);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 6);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 6);
     /* Back to version 1 (without migrations 2 and 3): reopening migrates. */
     CHECK_EQ(sqlite3_exec(db, downgrade_to_2, NULL, NULL, NULL), SQLITE_OK);
     CHECK_EQ(sqlite3_exec(db,
@@ -595,7 +600,7 @@ TEST(schema_version_recorded_and_newer_refused)
              SQLITE_OK);
     sqlite3_close(db);
 
-    /* Reopening migrates 1 -> 5; reopening an up-to-date one changes
+    /* Reopening migrates 1 -> 6; reopening an up-to-date one changes
      * nothing. */
     p = open_url(test_sqlite_url("schema.db"));
     start(p, "kept", "orch");
@@ -603,11 +608,12 @@ TEST(schema_version_recorded_and_newer_refused)
     p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 5);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 6);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN "
                          "('history_activity_cancel', 'instances_finished', "
-                         "'instances_name_status', 'instances_problem')"),
-             4);
+                         "'instances_name_status', 'instances_problem', "
+                         "'event_ids')"),
+             5);
     /* migration 5: the name and status index pages in id order */
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM "
                          "pragma_index_info('instances_name_status')"),
@@ -781,7 +787,7 @@ TEST(migration_4_adds_activity_run_times)
 
     p = open_url(test_sqlite_url("migrate4.db"));
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 5);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 6);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM pragma_table_info('history') "
                          "WHERE name IN ('started_ms', 'finished_ms')"),
              2);
@@ -2047,7 +2053,7 @@ TEST(concurrent_opens_of_a_new_file)
         duro_provider *p = open_url(url);
         duro_provider_close(p);
         sqlite3 *db = raw_open(test_path(name));
-        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 5);
+        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 6);
         sqlite3_close(db);
     }
 }

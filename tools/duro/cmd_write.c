@@ -87,19 +87,29 @@ int cmd_start(cli *c, int argc, char **argv)
 }
 
 static const char raise_help[] =
-    "usage: duro raise ID EVENT [PAYLOAD|@FILE] [--json]\n"
+    "usage: duro raise ID EVENT [PAYLOAD|@FILE] [--event-id K] [--json]\n"
     "\n"
     "Raises external event EVENT on a live instance (pending, running or\n"
     "suspended: a suspended one records it and gets it when resumed), with\n"
-    "an optional payload (@FILE reads it from FILE, @- from stdin).\n";
+    "an optional payload (@FILE reads it from FILE, @- from stdin).\n"
+    "  --event-id K  deliver it once per K on the instance: a repeat with\n"
+    "                the same K (a retry after a failure) changes nothing\n";
 
 int cmd_raise(cli *c, int argc, char **argv)
 {
-    static const struct option opts[] = {CLI_COMMON_OPTIONS, {0}};
+    static const struct option opts[] = {
+        CLI_COMMON_OPTIONS, {"event-id", required_argument, NULL, 'k'}, {0}};
+    const char *event_id = NULL;
     int ch, status = EXIT_OK;
-    while ((ch = cli_getopt(c, argc, argv, opts, raise_help, &status)) != -1)
+    while ((ch = cli_getopt(c, argc, argv, opts, raise_help, &status)) != -1) {
         if (ch == -2)
             return status;
+        if (ch == 'k') {
+            if (*optarg == '\0')
+                return cli_usage(c, "--event-id must not be empty");
+            event_id = optarg;
+        }
+    }
     int n = argc - optind;
     if (n < 2 || n > 3)
         return cli_usage(c, "expected an instance id, an event name and "
@@ -115,7 +125,7 @@ int cmd_raise(cli *c, int argc, char **argv)
         free(payload);
         return status;
     }
-    int rc = duro_client_raise_event(client, id, event, payload);
+    int rc = duro_client_raise_event_once(client, id, event, payload, event_id);
     free(payload);
     char shown[TEXT_ESCAPE_SIZE], event_shown[TEXT_ESCAPE_SIZE];
     duro_instance_info *info = NULL;

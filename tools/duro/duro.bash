@@ -78,7 +78,7 @@ _duro()
     status) opts="" ;;
     history) opts="--execution" ;;
     start) opts="--input --version --delay" ;;
-    raise) opts="" ;;
+    raise) opts="--event-id" ;;
     wait) opts="--timeout" ;;
     cancel | terminate | suspend | resume)
         opts="--reason --by --dry-run --name --status --before"

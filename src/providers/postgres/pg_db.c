@@ -236,7 +236,15 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
      * name and status. */
     "DROP INDEX instances_name_status;"
     "CREATE INDEX instances_name_status"
-    " ON instances(name, status, instance_id);"};
+    " ON instances(name, status, instance_id);",
+    /* 4 (SQLite's 6): the ids of the events raised with one (provider
+     * contract version 8): a raise retried with its id is delivered
+     * once. */
+    "CREATE TABLE event_ids("
+    " instance_id text COLLATE \"C\" NOT NULL,"
+    " event_id text COLLATE \"C\" NOT NULL,"
+    " raised_ms bigint NOT NULL,"
+    " PRIMARY KEY(instance_id, event_id));"};
 
 /* libpq's message on one line, as a log line needs it: each run of
  * whitespace (its "\n\tThis probably means ...") becomes one space, and

@@ -13,7 +13,7 @@
 #include "base/base.h"
 #include "providers/providers.h"
 
-#define DURO__PG_SCHEMA_VERSION 3 /* what this code creates and reads */
+#define DURO__PG_SCHEMA_VERSION 4 /* what this code creates and reads */
 #define DURO__PG_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__PG_POOL_MAX 64      /* most connections */
 #define DURO__PG_PARAM_MAX 25     /* most parameters of a statement */
@@ -663,6 +663,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
       DURO__PG_TREE "DELETE FROM orchestrator_ready WHERE " DURO__PG_IN_TREE)  \
     X(DELETE_WORK,                                                             \
       DURO__PG_TREE "DELETE FROM worker_queue WHERE " DURO__PG_IN_TREE)        \
+    X(DELETE_EVENT_IDS,                                                        \
+      DURO__PG_TREE "DELETE FROM event_ids WHERE " DURO__PG_IN_TREE)           \
     X(DELETE_INSTANCES,                                                        \
       DURO__PG_TREE "DELETE FROM instances WHERE " DURO__PG_IN_TREE)           \
     X(PRUNE_HISTORY,                                                           \
@@ -826,8 +828,16 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "DELETE FROM orchestrator_ready WHERE instance_id = ANY($1::text[])")    \
     X(PURGE_WORK,                                                              \
       "DELETE FROM worker_queue WHERE instance_id = ANY($1::text[])")          \
+    X(PURGE_EVENT_IDS,                                                         \
+      "DELETE FROM event_ids WHERE instance_id = ANY($1::text[])")             \
     X(PURGE_INSTANCES,                                                         \
       "DELETE FROM instances WHERE instance_id = ANY($1::text[])")             \
+    /* an event id raised once per instance (version 8): a row when it is      \
+     * new */                                                                  \
+    X(EVENT_ID_RECORD,                                                         \
+      "INSERT INTO event_ids(instance_id, event_id, raised_ms) "               \
+      "VALUES($1::text, $2::text, $3::bigint) "                                \
+      "ON CONFLICT(instance_id, event_id) DO NOTHING")                         \
     /* read_store_stats, one snapshot (pg_stats.c) */                          \
     X(STATS_SIZE,                                                              \
       "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint "        \

@@ -439,7 +439,8 @@ static int delete_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
     static const duro__pg_stmt_id steps[] = {
         DURO__SQL_DELETE_HISTORY,  DURO__SQL_DELETE_EXECUTIONS,
         DURO__SQL_DELETE_MESSAGES, DURO__SQL_DELETE_READY,
-        DURO__SQL_DELETE_WORK,     DURO__SQL_DELETE_INSTANCES};
+        DURO__SQL_DELETE_WORK,     DURO__SQL_DELETE_EVENT_IDS,
+        DURO__SQL_DELETE_INSTANCES};
     for (size_t i = 0; i < DURO__ARRAY_LEN(steps); i++)
         if ((rc = run_for_instance(p, c, steps[i], instance_id, op, err)) !=
             DURO_OK)

@@ -96,6 +96,7 @@ static int check_work_item(const duro__pg_provider *p, const duro_work_item *it,
         (rc = duro__pg_check_name("requested_by", it->requested_by, 0, err)) ||
         (rc = duro__pg_check_name("parent instance", it->parent_instance, 0,
                                   err)) ||
+        (rc = duro__pg_check_name("event id", it->event_id, 0, err)) ||
         (rc = duro__pg_check_payload(p, "payload", it->payload, err)) ||
         (rc = duro__pg_check_payload(p, "error", it->error, err)))
         return rc;
@@ -2018,9 +2019,30 @@ static int check_idempotent_start(duro__pg_provider *p, duro__pg_conn *c,
     return rc;
 }
 
+/* Records the event id of an EXTERNAL_EVENT (version 8); *known = 1 when
+ * it was recorded for the instance before (the event is not enqueued
+ * again). */
+static int record_event_id(duro__pg_provider *p, duro__pg_conn *c,
+                           const duro_work_item *item, int64_t now, int *known,
+                           const char *op, duro_error *err)
+{
+    duro__pg_statement *s =
+        duro__pg_stmt(p, c, DURO__SQL_EVENT_ID_RECORD, op, err);
+    if (s == NULL)
+        return err->code;
+    duro__pg_bind_text(c, s, 1, item->instance_id);
+    duro__pg_bind_text(c, s, 2, item->event_id);
+    duro__pg_bind_i64(c, s, 3, now);
+    int rc = duro__pg_run(p, c, s, op, err);
+    if (rc == DURO_OK)
+        *known = duro__pg_changes(c) == 0;
+    return rc;
+}
+
 /* Creates the instance of a START (failing when it exists, unless
- * idempotent and of the same name: *skip = 1) and enqueues an item; inside
- * a transaction. */
+ * idempotent and of the same name: *skip = 1), records an event's id (one
+ * already recorded: *skip = 1) and enqueues an item; inside a
+ * transaction. */
 static int enqueue_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                                   const duro_work_item *item, int64_t now,
                                   int64_t visible_at, int *skip, const char *op,
@@ -2041,6 +2063,11 @@ static int enqueue_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                                   "postgres %s: instance '%s' already exists",
                                   op, item->instance_id);
         }
+    }
+    if (item->kind == DURO_WORK_EXTERNAL_EVENT && item->event_id != NULL) {
+        int rc = record_event_id(p, c, item, now, skip, op, err);
+        if (rc != DURO_OK || *skip)
+            return rc;
     }
     return insert_message(p, c, item, now, visible_at, op, err);
 }

@@ -377,7 +377,8 @@ static int purge_batch(sweep *w, duro__sqlite_conn *c, const char *pairs,
     static const duro__sqlite_stmt_id steps[] = {
         DURO__SQL_PURGE_HISTORY,  DURO__SQL_PURGE_EXECUTIONS,
         DURO__SQL_PURGE_MESSAGES, DURO__SQL_PURGE_READY,
-        DURO__SQL_PURGE_WORK,     DURO__SQL_PURGE_INSTANCES};
+        DURO__SQL_PURGE_WORK,     DURO__SQL_PURGE_EVENT_IDS,
+        DURO__SQL_PURGE_INSTANCES};
     for (size_t i = 0; i < DURO__ARRAY_LEN(steps); i++) {
         sqlite3_stmt *s = duro__sqlite_stmt(p, c, steps[i], w->op, err);
         if (s == NULL)

@@ -201,7 +201,14 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
      * status. Still the store stats' covering index. */
     "DROP INDEX instances_name_status;"
     "CREATE INDEX instances_name_status"
-    " ON instances(name, status, instance_id);"};
+    " ON instances(name, status, instance_id);",
+    /* 6: the ids of the events raised with one (provider contract version
+     * 8): a raise retried with its id is delivered once. */
+    "CREATE TABLE event_ids("
+    " instance_id TEXT NOT NULL,"
+    " event_id TEXT NOT NULL,"
+    " raised_ms INTEGER NOT NULL,"
+    " PRIMARY KEY(instance_id, event_id)) WITHOUT ROWID;"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */

@@ -13,7 +13,7 @@
 #include "base/base.h"
 #include "providers/providers.h"
 
-#define DURO__SQLITE_SCHEMA_VERSION 5 /* what this code creates and reads */
+#define DURO__SQLITE_SCHEMA_VERSION 6 /* what this code creates and reads */
 #define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__SQLITE_POOL_MAX 64      /* most reader connections */
 
@@ -184,6 +184,11 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "INSERT INTO orchestrator_queue(" DURO__SQLITE_QUEUE_COLUMNS             \
       ", enqueued_ms, visible_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " \
       "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)")           \
+    /* an event id raised once per instance (version 8): 1 row changed         \
+     * when it is new */                                                       \
+    X(EVENT_ID_RECORD, "INSERT INTO event_ids(instance_id, event_id, "         \
+                       "raised_ms) VALUES(?1, ?2, ?3) "                        \
+                       "ON CONFLICT(instance_id, event_id) DO NOTHING")        \
     X(OQ_TAG, "UPDATE orchestrator_queue SET lock_token = ?2, "                \
               "fetch_count = fetch_count + 1 "                                 \
               "WHERE instance_id = ?1 AND visible_at <= ?3")                   \
@@ -273,6 +278,8 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                                       "WHERE instance_id IN tree")             \
     X(DELETE_WORK,                                                             \
       DURO__SQLITE_TREE "DELETE FROM worker_queue WHERE instance_id IN tree")  \
+    X(DELETE_EVENT_IDS,                                                        \
+      DURO__SQLITE_TREE "DELETE FROM event_ids WHERE instance_id IN tree")     \
     X(DELETE_INSTANCES,                                                        \
       DURO__SQLITE_TREE "DELETE FROM instances WHERE instance_id IN tree")     \
     X(PRUNE_HISTORY,                                                           \
@@ -413,6 +420,8 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                    "(SELECT value FROM json_each(?1))")                        \
     X(PURGE_WORK, "DELETE FROM worker_queue WHERE instance_id IN "             \
                   "(SELECT value FROM json_each(?1))")                         \
+    X(PURGE_EVENT_IDS, "DELETE FROM event_ids WHERE instance_id IN "           \
+                       "(SELECT value FROM json_each(?1))")                    \
     X(PURGE_INSTANCES, "DELETE FROM instances WHERE instance_id IN "           \
                        "(SELECT value FROM json_each(?1))")                    \
     /* read_store_stats, one snapshot on a reader (sqlite_stats.c) */          \

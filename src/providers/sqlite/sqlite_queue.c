@@ -96,6 +96,7 @@ static int check_work_item(const duro__sqlite_provider *p,
                                       err)) ||
         (rc = duro__sqlite_check_name("parent instance", it->parent_instance, 0,
                                       err)) ||
+        (rc = duro__sqlite_check_name("event id", it->event_id, 0, err)) ||
         (rc = duro__sqlite_check_payload(p, "payload", it->payload, err)) ||
         (rc = duro__sqlite_check_payload(p, "error", it->error, err)))
         return rc;
@@ -1303,9 +1304,32 @@ static int check_idempotent_start(duro__sqlite_provider *p,
     return rc;
 }
 
+/* Records the event id of an EXTERNAL_EVENT (version 8); *known = 1 when
+ * it was recorded for the instance before (the event is not enqueued
+ * again). */
+static int record_event_id(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                           const duro_work_item *item, int64_t now, int *known,
+                           const char *op, duro_error *err)
+{
+    sqlite3_stmt *s =
+        duro__sqlite_stmt(p, c, DURO__SQL_EVENT_ID_RECORD, op, err);
+    if (s == NULL)
+        return err->code;
+    duro__sqlite_bind_text(c, s, 1, item->instance_id);
+    duro__sqlite_bind_text(c, s, 2, item->event_id);
+    sqlite3_bind_int64(s, 3, now);
+    int rc = duro__sqlite_step(p, c, s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return duro__sqlite_error(c, rc, op, err);
+    *known = sqlite3_changes(c->db) == 0;
+    return DURO_OK;
+}
+
 /* Creates the instance of a START (failing when it exists, unless
- * idempotent and of the same name: *skip = 1) and enqueues an item; inside
- * a transaction. */
+ * idempotent and of the same name: *skip = 1), records an event's id (one
+ * already recorded: *skip = 1) and enqueues an item; inside a
+ * transaction. */
 static int enqueue_in_transaction(duro__sqlite_provider *p,
                                   duro__sqlite_conn *c,
                                   const duro_work_item *item, int64_t now,
@@ -1327,6 +1351,11 @@ static int enqueue_in_transaction(duro__sqlite_provider *p,
                                   "sqlite %s: instance '%s' already exists", op,
                                   item->instance_id);
         }
+    }
+    if (item->kind == DURO_WORK_EXTERNAL_EVENT && item->event_id != NULL) {
+        int rc = record_event_id(p, c, item, now, skip, op, err);
+        if (rc != DURO_OK || *skip)
+            return rc;
     }
     return insert_message(p, c, item, now, visible_at, op, err);
 }
