@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "duro.h"
+#include "duro/provider.h"
 
 static const char *duro_bin;
 static char dir[] = "/tmp/duro-test-ui-XXXXXX";
@@ -1111,6 +1112,41 @@ int main(int argc, char **argv)
             duro_free(info);
         }
         stop_runtime();
+
+        /* raise-event with event_id: once per id on the instance (a
+         * retried POST delivers nothing more); an empty or non-string id
+         * is 400. No runtime runs: the events stay queued, counted. */
+        if (duro_client_start(client, "evid-1", "Waiter", NULL, NULL) !=
+            DURO_OK)
+            die("start evid-1: %s", duro_errmsg());
+        char evref[64];
+        ref_of("evid-1", evref);
+        const char *posts[][2] = {
+            {"\"order-7\"", "200"}, {"\"order-7\"", "200"},
+            {"\"order-8\"", "200"}, {"\"\"", "400"},
+            {"7", "400"},
+        };
+        for (size_t k = 0; k < sizeof(posts) / sizeof(posts[0]); k++) {
+            snprintf(body, sizeof(body),
+                     "{\"ref\":\"%s\",\"name\":\"go\",\"payload\":\"p\","
+                     "\"event_id\":%s}",
+                     evref, posts[k][0]);
+            s = req(port, "POST", "/api/v1/raise-event", hdr, body, buf,
+                    sizeof(buf));
+            CHECK(s == atoi(posts[k][1]), "raise with event_id %s: %d %s",
+                  posts[k][0], s, body_of(buf));
+        }
+        duro_provider *store = NULL;
+        duro_error perr;
+        uint64_t queued = 0;
+        if (duro_provider_open(db, &store, &perr) != DURO_OK ||
+            store->count_messages(store, DURO_QUEUE_ORCHESTRATOR, "evid-1",
+                                  &queued, &perr) != DURO_OK)
+            die("count evid-1: %s", perr.message);
+        duro_provider_close(store);
+        /* the START, order-7 once, order-8 */
+        CHECK(queued == 3, "evid-1 has %llu queued messages, expected 3",
+              (unsigned long long)queued);
     }
 
     /* on 0.0.0.0 the URL printed is one a browser can open (loopback's),

@@ -894,18 +894,22 @@ static int post_resume(ui_request *r, json_t *body)
     return post_control(r, body, DURO_CONTROL_RESUME);
 }
 
-/* raise-event {ref, name, payload}: a JSON string is stored as its text
+/* raise-event {ref, name, payload, event_id}: event_id (optional) raises
+ * it once per id (duro_client_raise_event_once); a JSON string is stored as
+ * its text
  * (the page sends the JSON typed as a string: "hello" typed is stored as
  * "hello", quotes included), any other JSON value as its compact JSON;
  * absent or null: no payload. */
 static int post_raise(ui_request *r, json_t *body)
 {
-    static const char *const body_keys[] = {"ref", "name", "payload", NULL};
+    static const char *const body_keys[] = {"ref", "name", "payload",
+                                            "event_id", NULL};
     int rc = 0;
-    const char *ref, *name;
+    const char *ref, *name, *event_id;
     if (known_keys(r, body, "body", body_keys, &rc) != 0 ||
         body_text(r, body, "", "ref", &ref, &rc) != 0 ||
-        body_text(r, body, "", "name", &name, &rc) != 0)
+        body_text(r, body, "", "name", &name, &rc) != 0 ||
+        body_text(r, body, "", "event_id", &event_id, &rc) != 0)
         return rc;
     if (name == NULL)
         return ui_send_error(r, 400, "bad_argument", "name is required");
@@ -925,7 +929,8 @@ static int post_raise(ui_request *r, json_t *body)
         free(id);
         return ui_send_error(r, 400, "bad_argument", "payload holds a NUL");
     }
-    int drc = duro_client_raise_event(r->srv->client, id, name, payload);
+    int drc = duro_client_raise_event_once(r->srv->client, id, name, payload,
+                                           event_id);
     free(payload);
     if (drc != DURO_OK) {
         free(id);
