@@ -278,6 +278,23 @@ static PGconn *current_store_and_admin(char *schema)
     return c;
 }
 
+/* Creates login role `role` (dropped first if it exists) with USAGE on
+ * schema and `grant` on all its tables, then `setting` ("" or SET ...) as
+ * the role's default. */
+static void make_role(PGconn *c, const char *role, const char *schema,
+                      const char *grant, const char *setting)
+{
+    char sql[1024];
+    snprintf(sql, sizeof(sql),
+             "DROP ROLE IF EXISTS %s; CREATE ROLE %s LOGIN; "
+             "GRANT USAGE ON SCHEMA \"%s\" TO %s; "
+             "GRANT %s ON ALL TABLES IN SCHEMA \"%s\" TO %s; %s%s%s%s",
+             role, role, schema, role, grant, schema, role,
+             setting[0] ? "ALTER ROLE " : "", setting[0] ? role : "",
+             setting[0] ? " " : "", setting);
+    CHECK(admin_exec(c, sql));
+}
+
 /* A role that may use an existing store but create nothing: LOGIN, USAGE
  * on the schema, the DML rights on its tables; no CREATE on the database
  * or the schema. Opening a current store runs no DDL, so it opens, reads
@@ -291,13 +308,7 @@ PV_TEST(a_role_with_data_rights_only_opens_a_current_store)
         return;
     char role[64], sql[1024];
     snprintf(role, sizeof(role), "pv_data_%ld", (long)getpid());
-    snprintf(sql, sizeof(sql),
-             "DROP ROLE IF EXISTS %s; CREATE ROLE %s LOGIN; "
-             "GRANT USAGE ON SCHEMA \"%s\" TO %s; "
-             "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
-             "\"%s\" TO %s",
-             role, role, schema, role, schema, role);
-    CHECK(admin_exec(c, sql));
+    make_role(c, role, schema, "SELECT, INSERT, UPDATE, DELETE", "");
     snprintf(sql, sizeof(sql),
              "SELECT COUNT(*) FROM pg_roles WHERE rolname = '%s' AND NOT "
              "rolsuper AND NOT has_database_privilege('%s', "
@@ -397,15 +408,7 @@ PV_TEST(a_runtime_refuses_a_store_its_role_cannot_write)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char role[64], sql[1024];
         snprintf(role, sizeof(role), "pv_write_%zu_%ld", i, (long)getpid());
-        snprintf(sql, sizeof(sql),
-                 "DROP ROLE IF EXISTS %s; CREATE ROLE %s LOGIN; "
-                 "GRANT USAGE ON SCHEMA \"%s\" TO %s; "
-                 "GRANT %s ON ALL TABLES IN SCHEMA \"%s\" TO %s; %s%s%s%s",
-                 role, role, schema, role, cases[i].grant, schema, role,
-                 cases[i].setting[0] ? "ALTER ROLE " : "",
-                 cases[i].setting[0] ? role : "",
-                 cases[i].setting[0] ? " " : "", cases[i].setting);
-        CHECK(admin_exec(c, sql));
+        make_role(c, role, schema, cases[i].grant, cases[i].setting);
         char params[256], url[2048];
         snprintf(params, sizeof(params), "schema=%s&user=%s&pool=2", schema,
                  role);

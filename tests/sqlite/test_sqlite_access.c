@@ -109,20 +109,27 @@ static int write_one(const char *id)
     return 0;
 }
 
+/* Splits spec "QUERY|REST": QUERY into query[size]; returns REST. */
+static const char *split_spec(const char *spec, char *query, size_t size)
+{
+    const char *bar = strchr(spec, '|');
+    snprintf(query, size, "%.*s", (int)(bar - spec), spec);
+    return bar + 1;
+}
+
 /* Opens url(query) and expects DURO_STORAGE with `expect` in the message
  * (query and expect separated by '|'). */
 static int open_refused(const char *spec)
 {
     char query[200];
-    const char *bar = strchr(spec, '|');
-    snprintf(query, sizeof(query), "%.*s", (int)(bar - spec), spec);
+    const char *expect = split_spec(spec, query, sizeof(query));
     duro_provider *p = NULL;
     duro_error e;
     int rc = duro_provider_open(url(query), &p, &e);
     EXPECT(rc == DURO_STORAGE, "%s: got %s (%s)", query, duro_errname(rc),
            e.message);
-    EXPECT(strstr(e.message, bar + 1) != NULL, "'%s' lacks '%s'", e.message,
-           bar + 1);
+    EXPECT(strstr(e.message, expect) != NULL, "'%s' lacks '%s'", e.message,
+           expect);
     EXPECT(strstr(e.message, db) != NULL, "'%s' lacks the path", e.message);
     EXPECT(strstr(e.message, "attempt to write a readonly database (") == NULL,
            "SQLite's message: '%s'", e.message);
@@ -134,15 +141,14 @@ static int open_refused(const char *spec)
 static int read_one(const char *spec)
 {
     char query[200];
-    const char *bar = strchr(spec, '|');
-    snprintf(query, sizeof(query), "%.*s", (int)(bar - spec), spec);
+    const char *id = split_spec(spec, query, sizeof(query));
     duro_provider *p = NULL;
     duro_error e;
     int rc = duro_provider_open(url(query), &p, &e);
     EXPECT(rc == DURO_OK, "open %s: %s (%s)", query, duro_errname(rc),
            e.message);
     duro_instance_list *l = NULL;
-    rc = p->get_instance(p, bar + 1, &l, &e);
+    rc = p->get_instance(p, id, &l, &e);
     int found = rc == DURO_OK && l != NULL && l->count == 1;
     duro_instance_list_free(l);
     if (strstr(query, "mode=ro") != NULL) {
@@ -153,7 +159,7 @@ static int read_one(const char *spec)
                "write under mode=ro: %s (%s)", duro_errname(rc), e.message);
     }
     duro_provider_close(p);
-    EXPECT(found, "instance %s not read", bar + 1);
+    EXPECT(found, "instance %s not read", id);
     return 0;
 }
 
