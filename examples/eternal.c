@@ -103,7 +103,9 @@ int main(int argc, char **argv)
            last->execution_id, last->count,
            duro_event_kind_name(last->events[last->count - 1].kind));
 
-    /* Finished executions are kept until pruned. */
+    /* The runtime keeps the last 10 executions of a chain
+     * (duro_runtime_options.keep_executions; this one ran 10); older ones
+     * are pruned as it goes on. Pruning by hand keeps fewer. */
     size_t pruned = 0;
     if ((rc = duro_client_prune(client, "job-1", 1, &pruned)) != DURO_OK) {
         fprintf(stderr, "eternal: prune: %s (%s)\n", duro_errname(rc),

@@ -616,6 +616,17 @@ typedef struct duro_runtime_options {
                                 (with a provider that can; one at a time
                                 otherwise); default 16; 1 .. 1024; 1 turns
                                 one instance per transaction */
+    /* version 4 */
+    uint32_t keep_executions; /* executions of a continue-as-new chain kept
+                                 per instance: when a turn ends execution n
+                                 with continue-as-new and n is a multiple
+                                 of it, all but the last keep_executions
+                                 (their history and rows) are deleted
+                                 (duro_client_prune()) after the turn
+                                 commits, so an instance that continues as
+                                 new for ever keeps at most
+                                 2 x keep_executions; default 10; 0 keeps
+                                 every execution */
 } duro_runtime_options;
 
 /** Sets version and every default. NULL is a no-op. Durations in these

@@ -309,6 +309,31 @@ static int run_turn(turn_ctx *c, int terminate_status,
     return DURO_OK;
 }
 
+/* After a committed turn that ended execution n with continue-as-new: when
+ * n is a multiple of keep_executions, deletes the executions before the
+ * last keep_executions (n among them), so a chain that continues for ever
+ * keeps at most 2 x keep_executions of them. Its own transaction, after
+ * the turn's: housekeeping, which a crash or a failure merely postpones to
+ * the next multiple (pruning is idempotent), and every keep_executions-th
+ * continue-as-new pays for it, not each one. */
+static void prune_chain(turn_ctx *c)
+{
+    duro_runtime *rt = c->rt;
+    uint64_t keep = rt->opts.keep_executions;
+    uint64_t n = c->plan.execution_id;
+    if (keep == 0 || n % keep != 0 || n == keep ||
+        rt->provider->prune_executions == NULL)
+        return;
+    duro_error err;
+    if (rt->provider->prune_executions(rt->provider, c->item->instance_id, keep,
+                                       NULL, &err) != DURO_OK)
+        duro__log(&rt->logger, err.retryable ? DURO_LOG_DEBUG : DURO_LOG_WARN,
+                  "instance '%s': pruning the executions before its last "
+                  "%llu failed (tried again %llu executions later): %s",
+                  c->item->instance_id, (unsigned long long)keep,
+                  (unsigned long long)keep, err.message);
+}
+
 /* What follows the ack of the turn run_turn prepared, given the ack's
  * result rc (err says why when it failed): on failure the kept engine is
  * dropped and the batch abandoned for another try; on success the turn is
@@ -372,6 +397,8 @@ static int acked(turn_ctx *c, int rc, const duro_error *err)
         duro__metrics_cancel_requests(&rt->metrics, turn->cancel_reasons,
                                       turn->cancelled_count);
     }
+    if (turn->meta_changed && turn->meta.status == DURO_STATUS_CONTINUED_AS_NEW)
+        prune_chain(c);
     return DURO_OK;
 }
 

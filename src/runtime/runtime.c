@@ -28,7 +28,7 @@ void duro_runtime_options_init(duro_runtime_options *o)
     if (o == NULL)
         return;
     memset(o, 0, sizeof(*o));
-    o->version = 3;
+    o->version = 4;
     o->orchestration_concurrency = 2;
     o->worker_concurrency = 8;
     o->orchestration_lock_timeout_ms = 30000;
@@ -45,6 +45,7 @@ void duro_runtime_options_init(duro_runtime_options *o)
     o->log_level = DURO_LOG_WARN;
     o->cleanup_timeout_ms = 300000;
     o->orchestration_batch = 16;
+    o->keep_executions = 10;
 }
 
 /* Largest fiber_stack_size: far beyond what orchestration code needs,
@@ -129,14 +130,16 @@ static int create(duro_provider *p, int owns, const duro_registry *reg,
     duro_runtime *rt = duro__calloc(1, sizeof(*rt));
     if (rt == NULL)
         return duro__fail(DURO_NOMEM, "out of memory");
-    if (opts->version >= 3) {
+    if (opts->version >= 4) {
         rt->opts = *opts;
     } else {
         /* a caller built against an older version has no fields past its
          * version's last: those keep their defaults */
         duro_runtime_options_init(&rt->opts);
         memcpy(&rt->opts, opts,
-               opts->version >= 2
+               opts->version >= 3
+                   ? offsetof(duro_runtime_options, keep_executions)
+               : opts->version >= 2
                    ? offsetof(duro_runtime_options, orchestration_batch)
                    : offsetof(duro_runtime_options, cleanup_timeout_ms));
     }

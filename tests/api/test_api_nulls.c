@@ -184,9 +184,10 @@ TEST(registry_and_initializers)
     C(duro_retry_policy_init)(NULL);
     duro_runtime_options ro;
     duro_runtime_options_init(&ro);
-    CHECK_EQ(ro.version, 3);
+    CHECK_EQ(ro.version, 4);
     CHECK_EQ(ro.cleanup_timeout_ms, 300000);
     CHECK_EQ(ro.orchestration_batch, 16);
+    CHECK_EQ(ro.keep_executions, 10);
     duro_start_options so;
     duro_start_options_init(&so);
     CHECK_EQ(so.version, 1);

@@ -328,6 +328,69 @@ TEST(continue_as_new_chain_has_separate_histories_and_latest_status)
     rt_done(&f);
 }
 
+/* Continues as new until execution `in` (its input: "last"), then waits
+ * for "finish". */
+static int orch_can_loop(duro_orch *o, const char *in, duro_result *out)
+{
+    uint64_t exec = duro_execution_id(o);
+    duro_task *t = duro_call_activity(o, "Echo", "x");
+    if (duro_await(o, t) != DURO_OK)
+        return duro_fail(out, duro_task_error(t));
+    if (exec < (uint64_t)atoi(in))
+        return duro_continue_as_new(o, out, in);
+    duro_await(o, duro_wait_event(o, "finish"));
+    return duro_ok(out, duro_sprintf(o, "exec=%llu", (unsigned long long)exec));
+}
+
+/* Whether execution `exec` of `id` is still stored: DURO_NOT_FOUND once it
+ * was pruned; any other failure stops the test. */
+static int execution_stored(rt_fixture *f, const char *id, uint64_t exec)
+{
+    duro_history *h = NULL;
+    int rc = duro_client_read_history(f->client, id, exec, &h);
+    CHECK_MSG(rc == DURO_OK || rc == DURO_NOT_FOUND,
+              "history of %s execution %llu: %s (%s)", id,
+              (unsigned long long)exec, duro_errname(rc), duro_errmsg());
+    int stored = rc == DURO_OK && h->count > 0;
+    duro_history_free(h);
+    return stored;
+}
+
+/* keep_executions bounds what a chain keeps: with 3, the turns that end
+ * executions 6, 9, ... prune down to the last 3, so at execution 20 the
+ * executions up to 15 are gone (the prune after 18 may run before or after
+ * execution 19 begins: 16 may or may not be left) and 17..20 remain. With
+ * 0 every execution stays. The instance itself runs unchanged. */
+TEST(keep_executions_bounds_the_executions_a_chain_keeps)
+{
+    for (int keep = 3; keep >= 0; keep -= 3) {
+        rt_fixture f;
+        rt_init(&f, keep ? "replay_keep3.db" : "replay_keep0.db");
+        register_common(&f);
+        CHECK_OK(duro_registry_add_orchestration(f.reg, "CanLoop", NULL,
+                                                 orch_can_loop, NULL));
+        f.opts.keep_executions = (uint32_t)keep;
+        rt_start(&f);
+        rt_start_instance(&f, "loop", "CanLoop", "20");
+        WAIT_UNTIL(
+            execution_of(&f, "loop") == 20 &&
+                rt_count_events(&f, "loop", DURO_EVENT_EVENT_SUBSCRIBED) == 1,
+            30000);
+        for (uint64_t e = 1; e <= 20; e++) {
+            int stored = execution_stored(&f, "loop", e);
+            if (keep == 0 || e >= 17)
+                CHECK_MSG(stored, "keep %d: execution %llu is gone", keep,
+                          (unsigned long long)e);
+            else if (e <= 15)
+                CHECK_MSG(!stored, "keep %d: execution %llu is still stored",
+                          keep, (unsigned long long)e);
+        }
+        CHECK_OK(duro_client_raise_event(f.client, "loop", "finish", NULL));
+        expect_output(&f, "loop", "exec=20", 10000);
+        rt_done(&f);
+    }
+}
+
 static int orch_can_events(duro_orch *o, const char *in, duro_result *out)
 {
     (void)in;
@@ -1330,6 +1393,7 @@ TEST_MAIN(T(continue_as_new_chain_has_separate_histories_and_latest_status),
           T(continue_as_new_events_in_the_triggering_batch_are_not_lost),
           T(continue_as_new_carries_unconsumed_events_in_raise_order),
           T(continue_as_new_cancels_outstanding_activities),
+          T(keep_executions_bounds_the_executions_a_chain_keeps),
           T(now_and_guid_are_the_same_on_replay_warm_and_cold),
           T(is_replaying_is_true_exactly_when_code_re_executes),
           T(log_is_written_once_per_logical_call_under_replay),
