@@ -2,8 +2,13 @@
  * server: duro's parameters taken out of the libpq URI, defaults, malformed
  * URLs, and the password masked in the display form and in every error
  * message (bad URL, nothing listening). Main thread. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "providers/postgres/pg_internal.h"
 #include "providers/postgres/pg_provider.h"
@@ -95,9 +100,11 @@ TEST(mask_cuts_to_the_buffer)
     CHECK_EQ(duro__pg_mask_url("postgres://u:p@h/d", out, 0), 0);
 }
 
-/* What duro adds to every URL that does not say otherwise. */
+/* What duro adds to every URL that does not say otherwise, after its
+ * fallback_application_name. */
 #define KEEPALIVES                                                             \
-    "&keepalives_idle=30&keepalives_interval=10&keepalives_count=3"
+    "&keepalives_idle=30&keepalives_interval=10&keepalives_count=3"            \
+    "&connect_timeout=10"
 
 TEST(duro_parameters_are_taken_out)
 {
@@ -167,7 +174,8 @@ TEST(duro_parameters_are_taken_out)
               DURO_OK, &e);
     CHECK_STR(cfg.conninfo, "postgres://h/db?keepalives_idle=5&keepalives=0&"
                             "fallback_application_name=duro&keepalives_"
-                            "interval=10&keepalives_count=3");
+                            "interval=10&keepalives_count=3&connect_"
+                            "timeout=10");
     duro__pg_config_free(&cfg);
 }
 
@@ -315,9 +323,82 @@ TEST(libpq_reasons_only_without_a_password)
     duro__pg_config_free(&cfg);
 }
 
-TEST_MAIN(T(libpq_reasons_only_without_a_password), T(mask_hides_the_password),
-          T(mask_cuts_to_the_buffer), T(duro_parameters_are_taken_out),
-          T(malformed_urls_fail_bad_url_without_the_password),
-          T(open_failures_name_the_masked_url),
-          T(unescaped_delimiters_in_a_password_are_refused),
-          T(schema_names_keep_their_case_and_system_schemas_are_refused))
+/* connect_timeout: the URL's own is kept; none is added when the
+ * environment (PGCONNECT_TIMEOUT) or a service (service=, PGSERVICE) may
+ * set it. */
+TEST(the_connect_timeout_default_yields_to_the_url_environment_and_services)
+{
+    duro__pg_config cfg;
+    duro_error e;
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db?connect_timeout=3", &cfg, &e),
+              DURO_OK, &e);
+    CHECK_STR(cfg.conninfo,
+              "postgres://h/db?connect_timeout=3&fallback_application_name="
+              "duro&keepalives_idle=30&keepalives_interval=10&keepalives_"
+              "count=3");
+    duro__pg_config_free(&cfg);
+    const char *without =
+        "postgres://h/db?fallback_application_name=duro&keepalives_idle=30&"
+        "keepalives_interval=10&keepalives_count=3";
+    CHECK_EQ(setenv("PGCONNECT_TIMEOUT", "7", 1), 0);
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db", &cfg, &e), DURO_OK, &e);
+    CHECK_STR(cfg.conninfo, without);
+    duro__pg_config_free(&cfg);
+    CHECK_EQ(unsetenv("PGCONNECT_TIMEOUT"), 0);
+    CHECK_EQ(setenv("PGSERVICE", "orders", 1), 0);
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db", &cfg, &e), DURO_OK, &e);
+    CHECK_STR(cfg.conninfo, without);
+    duro__pg_config_free(&cfg);
+    CHECK_EQ(unsetenv("PGSERVICE"), 0);
+    CHECK_PRC(duro__pg_parse_url("postgres:///db?service=orders", &cfg, &e),
+              DURO_OK, &e);
+    CHECK(strstr(cfg.conninfo, "connect_timeout") == NULL);
+    duro__pg_config_free(&cfg);
+    /* and back: the default again */
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db", &cfg, &e), DURO_OK, &e);
+    CHECK(strstr(cfg.conninfo, "&connect_timeout=10") != NULL);
+    duro__pg_config_free(&cfg);
+}
+
+/* A server that accepts the connection and never answers (a stopped
+ * postmaster, a proxy queueing its clients): the open fails retryably once
+ * connect_timeout passes, naming the masked URL, instead of waiting for
+ * ever. (The URL sets 2 s, libpq's least, so the test is quick; the
+ * default's 10 s is in every other URL, above.) */
+TEST(a_server_that_never_answers_fails_the_open_after_connect_timeout)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    CHECK_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    CHECK_EQ(listen(fd, 8), 0); /* the kernel completes the handshake;
+                                   nobody accepts or answers */
+    CHECK_EQ(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    char url[256];
+    snprintf(url, sizeof(url),
+             "postgres://u:hunter2@127.0.0.1:%d/db?connect_timeout=2",
+             ntohs(a.sin_port));
+    duro_provider *p = NULL;
+    duro_error e;
+    int rc = duro_provider_open(url, &p, &e);
+    CHECK_EQ(rc, DURO_STORAGE);
+    CHECK_EQ(e.retryable, 1);
+    CHECK(p == NULL);
+    CHECK_MSG(strstr(e.message, "hunter2") == NULL, "the password is in '%s'",
+              e.message);
+    CHECK_MSG(strstr(e.message, "timeout") != NULL,
+              "'%s' does not say it timed out", e.message);
+    close(fd);
+}
+
+TEST_MAIN(
+    T(libpq_reasons_only_without_a_password), T(mask_hides_the_password),
+    T(mask_cuts_to_the_buffer), T(duro_parameters_are_taken_out),
+    T(malformed_urls_fail_bad_url_without_the_password),
+    T(open_failures_name_the_masked_url),
+    T(unescaped_delimiters_in_a_password_are_refused),
+    T(schema_names_keep_their_case_and_system_schemas_are_refused),
+    T(the_connect_timeout_default_yields_to_the_url_environment_and_services),
+    T(a_server_that_never_answers_fails_the_open_after_connect_timeout))

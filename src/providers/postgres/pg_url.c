@@ -22,13 +22,20 @@
  *   the connection: a server that vanished (a partition, a machine lost)
  *   is noticed in about a minute, by a call waiting for its answer or by
  *   the idle listener, instead of after the kernel's 2 hours. (Ignored on
- *   unix sockets.) */
+ *   unix sockets.)
+ * - connect_timeout 10 s (per host of the URL): without one libpq waits
+ *   for ever for a server that accepted the connection but never answers
+ *   (stopped, hung, a proxy queueing its clients), and a pool thread
+ *   reconnecting to it would hold up the runtime's shutdown. Not added when
+ *   PGCONNECT_TIMEOUT or a service (service=, PGSERVICE) may say it. */
 static const char *const url_defaults[][2] = {
     {"fallback_application_name", "duro"},
     {"keepalives_idle", "30"},
     {"keepalives_interval", "10"},
     {"keepalives_count", "3"},
+    {"connect_timeout", "10"},
 };
+#define CONNECT_TIMEOUT_DEFAULT 4 /* its index */
 #define URL_DEFAULTS (sizeof(url_defaults) / sizeof(url_defaults[0]))
 #define URL_DEFAULTS_MAX 128 /* bytes all of them take, '&'s included */
 #define DEFAULT_MAX_HISTORY 100000
@@ -129,7 +136,7 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
     size_t len = base_len;
     cfg->conninfo[len] = '\0';
     int seen_schema = 0, seen_pool = 0, seen_history = 0, seen_payload = 0;
-    int seen_create = 0;
+    int seen_create = 0, seen_service = 0;
     int kept = 0, named[URL_DEFAULTS] = {0};
     const char *s = query;
     while (s != NULL) {
@@ -193,6 +200,7 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
             cfg->create = (int)x;
         } else {
             /* libpq's own (host, port, user, sslmode, ...) */
+            seen_service |= KEY("service");
             for (size_t i = 0; i < URL_DEFAULTS; i++)
                 named[i] |= key_len == strlen(url_defaults[i][0]) &&
                             strncmp(p, url_defaults[i][0], key_len) == 0;
@@ -204,6 +212,11 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
 #undef KEY
         s = next;
     }
+    const char *env_timeout = getenv("PGCONNECT_TIMEOUT");
+    const char *env_service = getenv("PGSERVICE");
+    if ((env_timeout != NULL && *env_timeout != '\0') ||
+        (env_service != NULL && *env_service != '\0') || seen_service)
+        named[CONNECT_TIMEOUT_DEFAULT] = 1;
     for (size_t i = 0; i < URL_DEFAULTS; i++)
         if (!named[i])
             len += (size_t)snprintf(cfg->conninfo + len,
