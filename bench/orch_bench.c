@@ -7,6 +7,7 @@
  *
  * orch_bench [--workload chain|fanout|long|long_cold|all] [--n N]
  *            [--url sqlite:PATH|postgresql://...] [--procs P]
+ *            [--cpu-cap C]
  *
  * Methods (see bench/RESULTS.md):
  *  chain   N concurrent 5-step chains: N instances (default 1000), each 5
@@ -42,6 +43,15 @@
  *          a quarter of the run's statement time at N = 1000. A Failed or
  *          Cancelled chain, a runtime process that ends early, or
  *          DEADLINE_MS fails the run and kills the runtime processes.
+ *          With --cpu-cap C (chain only) the chains run on --procs runtime
+ *          processes as above, one included, and each is put in a cgroup of
+ *          its own whose CPU time is capped at C CPUs (the cgroup v1 `cpu`
+ *          controller, or v2's; root): as if each ran on a machine of its
+ *          own with C CPUs while the store keeps the rest. On a machine that
+ *          one uncapped process already saturates (2 cores and a local
+ *          PostgreSQL server), this is how a second process can be seen
+ *          adding throughput - or not, when the store makes processes wait
+ *          for each other. The line carries "cpu_cap".
  *          Latency as above. cpu_busy_pct (both forms) is the share of
  *          the machine's CPU time (all cores, /proc/stat) that was busy
  *          while the clock ran: near 100 the machine, server included, was
@@ -63,6 +73,7 @@
  *          cache saves, when instances outnumber the cache.
  *  peak_rss_kb is getrusage(RUSAGE_SELF).ru_maxrss of the workload's process
  *  at its end (chain with --procs > 1: see above). */
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -70,6 +81,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -82,6 +94,7 @@
 #define PROCS_MAX 64
 
 static const char *provider_name = "sqlite";
+static double cpu_cap; /* --cpu-cap: CPUs per runtime process; 0: none */
 
 /* chain with --procs > 1: the runtime processes this process forked, which
  * die() kills (and reaps) so a failed run leaves none behind. */
@@ -404,14 +417,18 @@ static void print_chain(long n, int procs, double wall_ms, double enqueue_ms,
     int len = snprintf(label, sizeof(label), "%ld concurrent %d-step chains", n,
                        CHAIN_STEPS);
     if (procs > 1)
-        snprintf(label + len, sizeof(label) - (size_t)len, " on %d processes",
-                 procs);
+        len += snprintf(label + len, sizeof(label) - (size_t)len,
+                        " on %d processes", procs);
+    if (cpu_cap > 0)
+        snprintf(label + len, sizeof(label) - (size_t)len, ", %.2f CPU each",
+                 cpu_cap);
     printf("{\"bench\":\"orch\",\"workload\":\"chain\",\"label\":\"%s\","
-           "\"provider\":\"%s\",\"n\":%ld,\"procs\":%d,\"activities\":%ld,"
+           "\"provider\":\"%s\",\"n\":%ld,\"procs\":%d,\"cpu_cap\":%.2f,"
+           "\"activities\":%ld,"
            "\"orch_per_s\":%.1f,\"act_per_s\":%.1f,\"p50_ms\":%.1f,"
            "\"p99_ms\":%.1f,\"wall_ms\":%.1f,\"enqueue_ms\":%.1f,"
            "\"turns\":%llu,\"peak_rss_kb\":%ld,\"cpu_busy_pct\":%.1f}\n",
-           label, provider_name, n, procs, n * CHAIN_STEPS,
+           label, provider_name, n, procs, cpu_cap, n * CHAIN_STEPS,
            (double)n * 1000.0 / wall_ms,
            (double)(n * CHAIN_STEPS) * 1000.0 / wall_ms, p50, p99, wall_ms,
            enqueue_ms, (unsigned long long)turns, rss_kb, busy_pct);
@@ -438,6 +455,79 @@ static void bench_chain(const char *url, long n)
                 busy_pct);
 }
 
+/* --cpu-cap: the cgroup of runtime process `index` of workload process
+ * `parent`, under the cgroup v1 cpu controller or, failing that, under a
+ * cgroup v2 root that offers the cpu controller; "" when neither is there. */
+static void cap_path(char *out, size_t size, pid_t parent, int index, int *v2)
+{
+    FILE *f = fopen("/sys/fs/cgroup/cgroup.controllers", "r");
+    char line[256] = "";
+    if (f != NULL) {
+        if (fgets(line, sizeof(line), f) == NULL)
+            line[0] = '\0';
+        fclose(f);
+    }
+    *v2 = access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", F_OK) != 0 &&
+          strstr(line, "cpu") != NULL;
+    if (!*v2 && access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", F_OK) != 0) {
+        out[0] = '\0';
+        return;
+    }
+    snprintf(out, size, "/sys/fs/cgroup/%sorch_bench.%ld.%d", *v2 ? "" : "cpu/",
+             (long)parent, index);
+}
+
+static int write_file(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -1;
+    int ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* Moves this process (no threads yet) into a cgroup of its own capped at
+ * cpu_cap CPUs; exits 1 saying why when it cannot. */
+static void cap_self(pid_t parent, int index)
+{
+    char dir[256], text[64];
+    int v2;
+    cap_path(dir, sizeof(dir), parent, index, &v2);
+    long period = 100000, quota = (long)(cpu_cap * (double)period);
+    if (v2)
+        snprintf(text, sizeof(text), "%ld %ld\n", quota, period);
+    else
+        snprintf(text, sizeof(text), "%ld\n", quota);
+    char pid[32];
+    snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+    if (dir[0] == '\0' || (mkdir(dir, 0755) != 0 && errno != EEXIST) ||
+        (!v2 && write_file(dir, "cpu.cfs_period_us", "100000\n") != 0) ||
+        write_file(dir, v2 ? "cpu.max" : "cpu.cfs_quota_us", text) != 0 ||
+        write_file(dir, "cgroup.procs", pid) != 0) {
+        fprintf(stderr,
+                "orch_bench: --cpu-cap: cannot cap this process in a cgroup "
+                "of its own (%s: %s); it needs root and the cgroup v1 cpu "
+                "controller or cgroup v2 with cpu\n",
+                dir[0] != '\0' ? dir : "no cpu controller", strerror(errno));
+        _exit(1);
+    }
+}
+
+/* The workload process removes the runtime processes' cgroups (empty once
+ * they are reaped). */
+static void uncap_all(int procs)
+{
+    for (int i = 0; i < procs; i++) {
+        char dir[256];
+        int v2;
+        cap_path(dir, sizeof(dir), getpid(), i, &v2);
+        if (dir[0] != '\0')
+            rmdir(dir);
+    }
+}
+
 /* One of the chain workload's runtime processes: runs a runtime on the
  * store until the workload process (`parent`) sets sh->stop, then shuts
  * down, records its turns in slot `index` and exits 0. Exits 1 on any
@@ -445,6 +535,8 @@ static void bench_chain(const char *url, long n)
 static void chain_proc(const char *url, procs_shared *sh, int index,
                        pid_t parent)
 {
+    if (cpu_cap > 0)
+        cap_self(parent, index);
     duro_registry *reg = registry_make();
     duro_runtime_options o;
     duro_runtime_options_init(&o); /* the defaults are what is measured */
@@ -628,6 +720,8 @@ static void bench_chain_procs(const char *url, long n, int procs)
     }
     proc_count = 0;
     munmap(sh, sizeof(*sh));
+    if (cpu_cap > 0)
+        uncap_all(procs);
     if (failed)
         exit(1);
     double p50, p99;
@@ -747,7 +841,8 @@ static void usage(void)
     fprintf(stderr,
             "usage: orch_bench [--workload chain|fanout|long|"
             "long_cold|all] [--n N] [--url sqlite:PATH|postgresql://...] "
-            "[--procs P (chain only, 1..%d)]\n",
+            "[--procs P (chain only, 1..%d)] [--cpu-cap CPUS (chain "
+            "only; root)]\n",
             PROCS_MAX);
     exit(2);
 }
@@ -769,7 +864,7 @@ static int run_child(const char *workload, const char *url_arg, const char *dir,
         return 1;
     }
     if (pid == 0) {
-        if (strcmp(workload, "chain") == 0 && procs > 1)
+        if (strcmp(workload, "chain") == 0 && (procs > 1 || cpu_cap > 0))
             bench_chain_procs(url, n > 0 ? n : 1000, procs);
         else if (strcmp(workload, "chain") == 0)
             bench_chain(url, n > 0 ? n : 1000);
@@ -817,6 +912,8 @@ int main(int argc, char **argv)
             url = argv[++i];
         else if (strcmp(argv[i], "--procs") == 0)
             procs = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--cpu-cap") == 0)
+            cpu_cap = strtod(argv[++i], NULL);
         else
             usage();
     }
@@ -840,6 +937,12 @@ int main(int argc, char **argv)
                 "orch_bench: --procs is 1..%d, and above 1 only with "
                 "--workload chain\n",
                 PROCS_MAX);
+        usage();
+    }
+    if (!(cpu_cap >= 0 && cpu_cap <= 1024) ||
+        (cpu_cap > 0 && (cpu_cap < 0.01 || strcmp(workload, "chain") != 0))) {
+        fprintf(stderr, "orch_bench: --cpu-cap is 0.01..1024 CPUs, and only "
+                        "with --workload chain\n");
         usage();
     }
     if (url != NULL && strncmp(url, "postgres", 8) == 0)
