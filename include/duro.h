@@ -627,6 +627,13 @@ typedef struct duro_runtime_options {
                                  new for ever keeps at most
                                  2 x keep_executions; default 10; 0 keeps
                                  every execution */
+    size_t fiber_cache_bytes; /* bytes the suspended orchestrations of
+                                 fiber_cache_size may hold: what replay
+                                 built for each (about 200 bytes per
+                                 history event), least recently used
+                                 evicted first (their next turn replays);
+                                 default 256 MiB; 0: no bound but
+                                 fiber_cache_size */
 } duro_runtime_options;
 
 /** Sets version and every default. NULL is a no-op. Durations in these

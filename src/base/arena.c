@@ -16,6 +16,7 @@ typedef struct arena_block {
 
 struct duro_arena {
     arena_block *head;
+    size_t bytes; /* of its blocks, headers included */
 };
 
 duro_arena *duro_arena_create(void)
@@ -51,6 +52,7 @@ void *duro_arena_alloc(duro_arena *a, size_t size)
             return NULL;
         b->size = cap;
         b->used = 0;
+        a->bytes += sizeof(arena_block) + cap;
         /* A large one-off block goes behind the head so the head's free
          * space stays usable for small allocations. */
         if (size > ARENA_BLOCK && a->head != NULL) {
@@ -65,6 +67,11 @@ void *duro_arena_alloc(duro_arena *a, size_t size)
     b->used += size;
     memset(p, 0, size);
     return p;
+}
+
+size_t duro__arena_bytes(const duro_arena *a)
+{
+    return a != NULL ? a->bytes : 0;
 }
 
 char *duro_arena_strdup(duro_arena *a, const char *s)

@@ -22,6 +22,8 @@ char *duro__strdup(const char *s); /* NULL in, NULL out */
 char *duro__strndup(const char *s, size_t n);
 char *duro__sprintf(const char *fmt, ...) DURO_PRINTF(1, 2);
 char *duro__vsprintf(const char *fmt, va_list ap) DURO_PRINTF(1, 0);
+/* Bytes an arena holds (its blocks, headers included); 0 for NULL. */
+size_t duro__arena_bytes(const duro_arena *a);
 
 /* Growable arrays: appends one zeroed element of elem_size to *data (count,
  * cap updated); returns it, or NULL when out of memory (nothing changed). */

@@ -207,5 +207,9 @@ int duro__engine_terminal(const duro_orch *e);    /* execution ended */
 int duro__engine_reusable(const duro_orch *e);
 uint64_t duro__engine_execution(const duro_orch *e);
 const char *duro__engine_instance(const duro_orch *e);
+/* Heap bytes the engine holds: what replay built (its arena: tasks,
+ * outputs, strings), its tracker and its struct. Not its fiber's stack
+ * pages (a few KiB each, committed as touched). */
+size_t duro__engine_bytes(const duro_orch *e);
 
 #endif

@@ -1178,6 +1178,13 @@ int duro__engine_terminal(const duro_orch *e)
     return e->terminal;
 }
 
+size_t duro__engine_bytes(const duro_orch *e)
+{
+    return sizeof(*e) + duro__arena_bytes(e->arena) +
+           e->tracker.cap * sizeof(*e->tracker.slots) +
+           e->leftover_cap * sizeof(*e->leftover);
+}
+
 uint64_t duro__engine_execution(const duro_orch *e)
 {
     return e->execution_id;

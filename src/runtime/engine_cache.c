@@ -1,6 +1,8 @@
 /* engine_cache.c - suspended orchestration engines kept between turns, so the
  * next turn of an instance resumes its fiber instead of replaying history. A
- * bounded map from instance id to engine with least-recently-used eviction.
+ * map from instance id to engine, bounded in engines and in bytes (an engine
+ * grows with its history: about 200 bytes per event), with
+ * least-recently-used eviction.
  * Thread-safe under one mutex; an engine is owned by the cache while in it
  * and by exactly one turn thread while taken out. */
 #include <string.h>
@@ -11,6 +13,7 @@ typedef struct node {
     duro_orch *engine;
     const char *key; /* the engine's instance id */
     uint64_t hash;
+    size_t bytes; /* duro__engine_bytes when it was put */
     struct node *bucket_next;
     struct node *lru_prev, *lru_next; /* head = most recent */
 } node;
@@ -19,6 +22,8 @@ struct duro__engine_cache {
     pthread_mutex_t lock;
     size_t capacity;
     size_t count;
+    size_t max_bytes; /* 0: no bound */
+    size_t bytes;     /* of the engines kept */
     node **buckets;
     size_t bucket_count; /* power of two */
     node *lru_head, *lru_tail;
@@ -32,12 +37,14 @@ static uint64_t hash_str(const char *s)
     return h;
 }
 
-int duro__cache_create(size_t capacity, duro__engine_cache **out)
+int duro__cache_create(size_t capacity, size_t max_bytes,
+                       duro__engine_cache **out)
 {
     duro__engine_cache *c = duro__calloc(1, sizeof(*c));
     if (c == NULL)
         return DURO_NOMEM;
     c->capacity = capacity;
+    c->max_bytes = max_bytes;
     c->bucket_count = 64;
     while (c->bucket_count < capacity * 2 && c->bucket_count < (1u << 20))
         c->bucket_count *= 2;
@@ -91,6 +98,7 @@ static void detach(duro__engine_cache *c, node *n)
         *pp = n->bucket_next;
     lru_unlink(c, n);
     c->count--;
+    c->bytes -= n->bytes;
 }
 
 void duro__cache_destroy(duro__engine_cache *c)
@@ -143,7 +151,8 @@ void duro__cache_put(duro__engine_cache *c, duro_orch *e)
     n->engine = e;
     n->key = duro__engine_instance(e);
     n->hash = hash_str(n->key);
-    node *old = NULL, *evicted = NULL;
+    n->bytes = duro__engine_bytes(e);
+    node *old = NULL, *evicted = NULL; /* evicted: a list through lru_next */
     pthread_mutex_lock(&c->lock);
     node **pp = find_slot(c, n->key, n->hash);
     if (*pp != NULL) {
@@ -155,18 +164,24 @@ void duro__cache_put(duro__engine_cache *c, duro_orch *e)
     *pp = n;
     lru_push_front(c, n);
     c->count++;
-    if (c->count > c->capacity) {
-        evicted = c->lru_tail;
-        detach(c, evicted);
+    c->bytes += n->bytes;
+    while (c->count > c->capacity ||
+           (c->max_bytes > 0 && c->bytes > c->max_bytes)) {
+        node *t = c->lru_tail;
+        detach(c, t);
+        t->lru_next = evicted;
+        evicted = t;
     }
     pthread_mutex_unlock(&c->lock);
     if (old != NULL) {
         duro__engine_destroy(old->engine);
         duro__free(old);
     }
-    if (evicted != NULL) {
+    while (evicted != NULL) {
+        node *next = evicted->lru_next;
         duro__engine_destroy(evicted->engine);
         duro__free(evicted);
+        evicted = next;
     }
 }
 
@@ -187,6 +202,14 @@ size_t duro__cache_size(duro__engine_cache *c)
 {
     pthread_mutex_lock(&c->lock);
     size_t n = c->count;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+size_t duro__cache_bytes(duro__engine_cache *c)
+{
+    pthread_mutex_lock(&c->lock);
+    size_t n = c->bytes;
     pthread_mutex_unlock(&c->lock);
     return n;
 }

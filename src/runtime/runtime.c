@@ -46,6 +46,7 @@ void duro_runtime_options_init(duro_runtime_options *o)
     o->cleanup_timeout_ms = 300000;
     o->orchestration_batch = 16;
     o->keep_executions = 10;
+    o->fiber_cache_bytes = (size_t)256 * 1024 * 1024;
 }
 
 /* Largest fiber_stack_size: far beyond what orchestration code needs,
@@ -157,7 +158,8 @@ static int create(duro_provider *p, int owns, const duro_registry *reg,
         rc = duro__metrics_init(&rt->metrics, rt->registry, p->name,
                                 opts->worker_concurrency);
     if (rc == DURO_OK)
-        rc = duro__cache_create(opts->fiber_cache_size, &rt->cache);
+        rc = duro__cache_create(rt->opts.fiber_cache_size,
+                                rt->opts.fiber_cache_bytes, &rt->cache);
     if (rc != DURO_OK) {
         rt->owns_provider = 0;
         duro_runtime_destroy(rt);

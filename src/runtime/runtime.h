@@ -149,19 +149,23 @@ void duro__mark_runtime_thread(void);
 
 /* ---- engine cache (engine_cache.c) --------------------------------------- */
 
-int duro__cache_create(size_t capacity, duro__engine_cache **out);
+/* At most `capacity` engines and, when max_bytes > 0, at most max_bytes of
+ * them (duro__engine_bytes, measured as each is put back). */
+int duro__cache_create(size_t capacity, size_t max_bytes,
+                       duro__engine_cache **out);
 void duro__cache_destroy(duro__engine_cache *c); /* destroys the engines */
 /* Takes the engine of (instance, execution) out of the cache; NULL if none.
  * Engines of other executions of the instance are destroyed. */
 duro_orch *duro__cache_take(duro__engine_cache *c, const char *instance_id,
                             uint64_t execution_id);
 /* Puts an engine back (the cache owns it); may evict and destroy the least
- * recently used one. */
+ * recently used ones, this one too when it alone is over max_bytes. */
 void duro__cache_put(duro__engine_cache *c, duro_orch *e);
 /* The duro_history_cache callback (user = the cache). */
 uint64_t duro__cache_cached_events(void *user, const char *instance_id,
                                    uint64_t execution_id);
 size_t duro__cache_size(duro__engine_cache *c);
+size_t duro__cache_bytes(duro__engine_cache *c); /* of the engines kept */
 
 /* ---- orchestration dispatcher (orchestrator.c) ----------------------------
  */

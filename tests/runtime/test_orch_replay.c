@@ -391,6 +391,57 @@ TEST(keep_executions_bounds_the_executions_a_chain_keeps)
     }
 }
 
+/* Ten activities in a row, their outputs joined. */
+static int orch_ten_steps(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    const char *acc = "";
+    for (int k = 0; k < 10; k++) {
+        duro_task *t = duro_call_activity(o, "Echo", duro_sprintf(o, "%d", k));
+        if (duro_await(o, t) != DURO_OK)
+            return duro_fail(out, duro_task_error(t));
+        acc = duro_sprintf(o, "%s%s", acc, duro_task_output(t));
+    }
+    return duro_ok(out, acc);
+}
+
+/* fiber_cache_bytes bounds what the cache keeps: with 1 byte no engine is
+ * kept, so every turn after an instance's first replays its history (and
+ * the outputs are the same); with the default, turns resume kept fibers. */
+TEST(fiber_cache_bytes_bounds_the_suspended_orchestrations_kept)
+{
+    for (int bounded = 1; bounded >= 0; bounded--) {
+        rt_fixture f;
+        rt_init(&f, bounded ? "replay_cache_1b.db" : "replay_cache_dflt.db");
+        register_common(&f);
+        CHECK_OK(duro_registry_add_orchestration(f.reg, "TenSteps", NULL,
+                                                 orch_ten_steps, NULL));
+        if (bounded)
+            f.opts.fiber_cache_bytes = 1;
+        rt_start(&f);
+        char id[16];
+        for (int i = 0; i < 5; i++) {
+            snprintf(id, sizeof(id), "ten-%d", i);
+            rt_start_instance(&f, id, "TenSteps", NULL);
+        }
+        for (int i = 0; i < 5; i++) {
+            snprintf(id, sizeof(id), "ten-%d", i);
+            expect_output(&f, id, "0123456789", 20000);
+        }
+        duro_metrics m;
+        rt_final_metrics(&f, &m);
+        if (bounded) {
+            CHECK_EQ(m.fiber_cache_hits, 0);
+            CHECK_MSG(m.replays >= 5 * 10, "%llu replays",
+                      (unsigned long long)m.replays);
+        } else {
+            CHECK_MSG(m.fiber_cache_hits >= 5, "%llu cache hits",
+                      (unsigned long long)m.fiber_cache_hits);
+        }
+        rt_done(&f);
+    }
+}
+
 static int orch_can_events(duro_orch *o, const char *in, duro_result *out)
 {
     (void)in;
@@ -1394,6 +1445,7 @@ TEST_MAIN(T(continue_as_new_chain_has_separate_histories_and_latest_status),
           T(continue_as_new_carries_unconsumed_events_in_raise_order),
           T(continue_as_new_cancels_outstanding_activities),
           T(keep_executions_bounds_the_executions_a_chain_keeps),
+          T(fiber_cache_bytes_bounds_the_suspended_orchestrations_kept),
           T(now_and_guid_are_the_same_on_replay_warm_and_cold),
           T(is_replaying_is_true_exactly_when_code_re_executes),
           T(log_is_written_once_per_logical_call_under_replay),
