@@ -7,7 +7,11 @@
  * NULL arguments never crash: the doc of each function, or of its section,
  * says what a NULL pointer argument means (a no-op, a default, DURO_INVALID
  * or DURO_MISUSE). tests/api/test_api_nulls.c calls every function with
- * each pointer argument NULL and holds it to its word. */
+ * each pointer argument NULL and holds it to its word.
+ *
+ * fork(): a child process must not use, shut down or destroy a runtime or
+ * client made before the fork (their threads, locks and connections stay
+ * with the parent); it makes its own. */
 #ifndef DURO_H
 #define DURO_H
 
@@ -89,7 +93,9 @@ DURO_API int duro_failf(duro_result *out, const char *fmt, ...)
 
 /* A function that returns without calling any of these succeeds with no
  * output when it returns DURO_OK and fails (application, duro_strerror of
- * its return value) otherwise. */
+ * its return value) otherwise. One that called them ends as the last call
+ * said, whatever it returns. A category outside duro_category is stored as
+ * application. */
 
 /* ========================================================================
  * Registry
@@ -418,7 +424,8 @@ DURO_API int64_t duro_now(duro_orch *o);
 DURO_API const char *duro_new_guid(duro_orch *o);
 
 /** Sets the custom status (copied; NULL clears it), stored when the turn
- * commits and shown by duro_client_get_status().
+ * commits and shown by duro_client_get_status(). One over max_payload is
+ * stored as "(custom status over the payload limit)".
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API void duro_set_custom_status(duro_orch *o, const char *status);
 
@@ -517,22 +524,29 @@ DURO_API void *duro_activity_user(duro_activity *a);
  * for threads the activity starts. */
 typedef struct duro_cancel_token duro_cancel_token;
 
-/** 1 once cancellation was requested. Non-blocking. @note Any thread. */
+/** 1 once cancellation was requested. Non-blocking.
+ * @note Any thread, while the activity function runs: @p a is freed when it
+ * returns. A thread that may outlive it takes duro_activity_cancel_token()
+ * first and uses the token's functions. */
 DURO_API int duro_activity_cancelled(duro_activity *a);
 
 /** Blocks until cancellation or @p timeout_ms (< 0: forever).
- * @return 1 when cancelled, 0 on timeout. @note Any thread. */
+ * @return 1 when cancelled, 0 on timeout.
+ * @note Any thread, called while the activity function runs (a wait that
+ * is under way when it returns ends normally). */
 DURO_API int duro_activity_wait_cancelled(duro_activity *a, int64_t timeout_ms);
 
 /** A file descriptor that becomes readable (POLLIN) on cancellation, for
  * code that waits in poll/epoll. Owned by duro: do not read or close it.
+ * It is closed when the activity returns (unless a token reference keeps
+ * it: duro_cancel_token_fd()).
  * -1 with duro_errmsg() set when no descriptor can be made.
- * @note Any thread. */
+ * @note Any thread, while the activity function runs. */
 DURO_API int duro_activity_cancel_fd(duro_activity *a);
 
 /** Why it was cancelled ("instance_cancelled", "select_loser", "lock_lost",
  * "shutdown", ...); NULL while not cancelled or when unknown. Borrowed.
- * @note Any thread. */
+ * @note Any thread, while the activity function runs. */
 DURO_API const char *duro_activity_cancel_reason(duro_activity *a);
 
 /** A new reference to the activity's token (NULL for a NULL @p a).

@@ -99,6 +99,10 @@ duro_task *duro_wait_event(duro_orch *o, const char *name)
         return duro__task_new_failed(o, DURO_INVALID,
                                      DURO_CATEGORY_CONFIGURATION,
                                      "event name is empty");
+    if (strlen(name) > DURO__NAME_MAX)
+        return duro__task_new_failed(o, DURO_TOO_LARGE,
+                                     DURO_CATEGORY_CONFIGURATION,
+                                     "event name is longer than 1024 bytes");
     struct duro_task *t = duro__task_new(o, TASK_EVENT);
     if (t == &duro__misuse_task)
         return t;
@@ -146,6 +150,20 @@ static struct duro_task *start_child(duro_orch *o, const char *name,
             o, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
             "child orchestration input over the payload "
             "limit");
+    /* The default id, "<this id>:<execution>:<event id>", grows with each
+     * level of children that take it: past the limit, the code is told
+     * here rather than the store refusing the turn on every delivery. */
+    char suffix[48];
+    snprintf(suffix, sizeof(suffix), ":%llu:%llu",
+             (unsigned long long)o->execution_id,
+             (unsigned long long)(o->tracker.count + 1));
+    if (instance_id == NULL &&
+        strlen(o->instance_id) + strlen(suffix) > DURO__NAME_MAX)
+        return duro__task_new_failed(
+            o, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
+            "the child's default instance id (this instance's id followed "
+            "by ':<execution>:<event>') would be longer than 1024 bytes: "
+            "pass an instance id");
     struct duro_task *t = duro__task_new(o, TASK_CHILD);
     if (t == &duro__misuse_task)
         return t;
@@ -153,9 +171,7 @@ static struct duro_task *start_child(duro_orch *o, const char *name,
     t->child_instance =
         instance_id != NULL
             ? duro__engine_strdup(o, instance_id)
-            : duro__engine_sprintf(o, "%s:%llu:%llu", o->instance_id,
-                                   (unsigned long long)o->execution_id,
-                                   (unsigned long long)(o->tracker.count + 1));
+            : duro__engine_sprintf(o, "%s%s", o->instance_id, suffix);
     duro_event ev = {.kind = DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED,
                      .name = t->name,
                      .version = version,

@@ -157,7 +157,15 @@ int duro_activity_cancelled(duro_activity *a)
 
 int duro_activity_wait_cancelled(duro_activity *a, int64_t timeout_ms)
 {
-    return a != NULL && duro_cancel_token_wait(a->token, timeout_ms);
+    if (a == NULL)
+        return 0;
+    /* A reference for the wait: a thread of the activity's may be blocked
+     * here when the activity returns and its context (and reference) go. */
+    duro_cancel_token *t = a->token;
+    duro__token_retain(t);
+    int fired = duro_cancel_token_wait(t, timeout_ms);
+    duro_cancel_token_release(t);
+    return fired;
 }
 
 int duro_activity_cancel_fd(duro_activity *a)

@@ -363,16 +363,29 @@ static int acked(turn_ctx *c, int rc, const duro_error *err)
                       "not, the batch comes back when its lock expires): %s",
                       c->item->instance_id, err->message);
         } else if (rc == DURO_LOCK_LOST) {
+            /* Code that blocks its turn past the lock's timeout loses the
+             * lock on every delivery until the batch is poison: say so. */
+            int64_t ran_ms = (duro__mono_ns() - c->begin_ns) / 1000000;
+            int slow = ran_ms >= rt->opts.orchestration_lock_timeout_ms;
             duro__log(&rt->logger, DURO_LOG_WARN,
-                      "turn of instance '%s' discarded: %s",
-                      c->item->instance_id, err->message);
+                      "turn of instance '%.200s' discarded: %s%s", instance,
+                      err->message,
+                      slow ? " (the turn ran longer than "
+                             "orchestration_lock_timeout_ms: orchestration "
+                             "code must not block)"
+                           : "");
+            if (slow)
+                retry_later(c, 0,
+                            "the turn ran longer than "
+                            "orchestration_lock_timeout_ms and lost its lock "
+                            "(orchestration code must not block)",
+                            err->message);
         } else {
             if (err->retryable)
                 DURO__COUNT(rt, m_storage_retries);
-            duro__log(&rt->logger,
-                      err->retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
-                      "ack of instance '%s' failed: %s", c->item->instance_id,
-                      err->message);
+            duro__log(
+                &rt->logger, err->retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
+                "ack of instance '%.200s' failed: %s", instance, err->message);
             /* A failed ack may have committed (provider.h): when the
              * abandon finds the lock gone, it probably did, and nothing is
              * retried - no problem to record (it would outlive the turn,
@@ -555,10 +568,14 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
     int rc;
     if (item->attempt > rt->opts.max_attempts) {
         DURO__COUNT(rt, m_poison);
+        /* The last problem recorded says why the deliveries failed (a
+         * turn the store refused, code that blocks past the lock) */
         snprintf(why, sizeof(why),
-                 "poison message: a batch of instance '%s' was delivered %u "
-                 "times without a committed turn (max_attempts %u)",
-                 item->instance_id, item->attempt, rt->opts.max_attempts);
+                 "poison message: a batch of instance '%.100s' was delivered "
+                 "%u times without a committed turn (max_attempts %u)%s%.300s",
+                 item->instance_id, item->attempt, rt->opts.max_attempts,
+                 item->last_problem != NULL ? "; the last: " : "",
+                 item->last_problem != NULL ? item->last_problem : "");
         duro__log(&rt->logger, DURO_LOG_ERROR, "%s", why);
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_INFRASTRUCTURE);

@@ -235,9 +235,29 @@ TEST(malformed_urls_fail_bad_url_without_the_password)
         "postgres://u:hunter2@h/db?create=yes",
         "postgres://u:hunter2@h/db?create=0&create=0",
         "mysql://u:hunter2@h/db",
+        /* ports libpq would only refuse when connecting, retryably */
+        "postgres://u:hunter2@h:99999/db",
+        "postgres://u:hunter2@h:0/db",
+        "postgres://u:hunter2@h/db?port=abc",
+        "postgres://u:hunter2@h1,h2/db?port=5432,65536",
+        "postgres://u:hunter2@h/db?port=-1",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         check_refused(bad[i], "hunter2", NULL);
+    char message[DURO_ERROR_MESSAGE_MAX];
+    check_refused("postgres://u:hunter2@h:99999/db", "hunter2", message);
+    CHECK_MSG(strstr(message, "port '99999' is not a port number") != NULL,
+              "'%s'", message);
+    /* good port lists */
+    const char *good[] = {"postgres://h:5432/db", "postgres://h1:1,h2:65535/db",
+                          "postgres://h1,h2/db?port=5432,",
+                          "postgres:///db?host=/tmp&port=5544"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        duro__pg_config cfg;
+        duro_error e;
+        CHECK_PRC(duro__pg_parse_url(good[i], &cfg, &e), DURO_OK, &e);
+        duro__pg_config_free(&cfg);
+    }
 }
 
 /* A password holding an unescaped '@', '/' or '?' would be split by

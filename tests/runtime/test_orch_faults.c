@@ -227,6 +227,12 @@ TEST(poison_orchestration_batch_fails_the_instance)
     CHECK_EQ(i->status, DURO_STATUS_FAILED);
     CHECK_EQ(i->category, DURO_CATEGORY_INFRASTRUCTURE);
     CHECK(i->error && strstr(i->error, "poison") != NULL);
+    /* and says why the deliveries failed: the last one's problem */
+    CHECK_MSG(i->error &&
+                  strstr(i->error, "the last: the turn could not be "
+                                   "committed") != NULL &&
+                  strstr(i->error, "injected permanent failure of ack") != NULL,
+              "the cause is not in '%s'", i->error ? i->error : "(null)");
     duro_free(i);
     duro_history *h = rt_history(&f, "po");
     CHECK(h->count >= 2);

@@ -1150,6 +1150,58 @@ TEST(misuse_and_bad_input_fail_tasks_not_the_process)
     sim_free(&s);
 }
 
+/* Names and ids over 1024 bytes that code makes are refused when the task
+ * is created (DURO_TOO_LARGE), not by the store on every delivery of the
+ * turn: an event name, and a child's default id ("<id>:<exec>:<event>")
+ * from an instance whose id is near the limit. Observed on the fiber. */
+static struct {
+    int event_rc, child_rc, start_rc, explicit_failed;
+} long_seen;
+
+static int orch_long_names(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    char name[1026];
+    memset(name, 'e', sizeof(name) - 1);
+    name[sizeof(name) - 1] = '\0';
+    long_seen.event_rc = duro_await(o, duro_wait_event(o, name));
+    long_seen.child_rc =
+        duro_await(o, duro_call_sub_orchestration(o, "C", NULL, NULL, NULL));
+    long_seen.start_rc = duro_start_orchestration(o, "C", NULL, NULL, NULL);
+    long_seen.explicit_failed = duro_task_failed(
+        duro_call_sub_orchestration(o, "C", NULL, "child-1", NULL));
+    return duro_ok(out, "handled");
+}
+
+TEST(names_and_default_child_ids_over_the_limit_fail_their_tasks)
+{
+    char id[1022]; /* 1021 bytes: with ":1:2" the default id is 1025 */
+    memset(id, 'p', sizeof(id) - 1);
+    id[sizeof(id) - 1] = '\0';
+    memset(&long_seen, 0, sizeof(long_seen));
+    duro__engine_config cfg = {.fn = orch_long_names, .max_payload = 4096};
+    duro_orch *e;
+    CHECK_OK(duro__engine_create(&cfg, id, 1, &e));
+    duro__turn t;
+    duro__turn_init(&t);
+    duro_work_item start = start_msg;
+    start.instance_id = id;
+    duro__turn_input in = {.now_ms = 1, .start = &start};
+    CHECK_OK(duro__engine_turn(e, &in, &t));
+    CHECK_RC(long_seen.event_rc, DURO_TOO_LARGE);
+    CHECK_RC(long_seen.child_rc, DURO_TOO_LARGE);
+    CHECK_RC(long_seen.start_rc, DURO_TOO_LARGE);
+    CHECK_EQ(long_seen.explicit_failed, 0);
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    /* only the child with an explicit id was started */
+    size_t starts = 0;
+    for (size_t i = 0; i < t.outbound_count; i++)
+        starts += t.outbound[i].item.kind == DURO_WORK_START;
+    CHECK_EQ(starts, 1);
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+}
+
 /* duro_orch_alloc with sizes whose arithmetic would wrap: each must be
  * NULL (not a small block the code then overruns), and the engine must go
  * on (a refused size is not out of memory). Observed on the fiber, checked
@@ -1733,6 +1785,7 @@ TEST(release_last_cold_engine)
 TEST_MAIN(
     T(plan_turn_cases), T(chain_warm_and_cold_give_the_same_history),
     T(nondeterminism_different_command),
+    T(names_and_default_child_ids_over_the_limit_fail_their_tasks),
     T(nondeterminism_waiting_where_history_has_a_command),
     T(nondeterminism_returned_while_history_continues),
     T(select_loser_activity_is_cancelled_once),

@@ -78,6 +78,21 @@ static int parse_u64(const char *v, size_t n, uint64_t lo, uint64_t hi,
  * its own (letters, digits, '_', not starting with a digit, at most 63
  * bytes). It is always used quoted, so case matters and keywords are
  * allowed. */
+/* A libpq port list: comma-separated numbers 1 .. 65535, each may be
+ * empty (that host's default port). */
+static int valid_ports(const char *v)
+{
+    while (1) {
+        size_t n = strcspn(v, ",");
+        uint64_t x;
+        if (n > 0 && parse_u64(v, n, 1, 65535, &x) != 0)
+            return 0;
+        if (v[n] == '\0')
+            return 1;
+        v += n + 1;
+    }
+}
+
 static int valid_identifier(const char *v, size_t n)
 {
     if (n == 0 || n > DURO__PG_SCHEMA_MAX)
@@ -241,6 +256,21 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
                        "'%s' is not a valid libpq connection URI%s%s",
                        cfg->display, secret ? "" : ": ", secret ? "" : why);
         PQfreemem(why);
+        return DURO_BAD_URL;
+    }
+    /* libpq reads the port only when it connects, and a bad one then
+     * fails like a server that is down (retryably). */
+    const char *bad_port = NULL;
+    for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+        if (strcmp(o->keyword, "port") == 0 && o->val != NULL &&
+            !valid_ports(o->val))
+            bad_port = o->val;
+    if (bad_port != NULL) {
+        duro_error_set(err, DURO_BAD_URL, 0,
+                       "'%s': port '%.40s' is not a port number (1 .. 65535; "
+                       "one per host, separated by commas)",
+                       cfg->display, bad_port);
+        PQconninfoFree(opts);
         return DURO_BAD_URL;
     }
     PQconninfoFree(opts);
