@@ -2,7 +2,8 @@
  * whose renewal cannot keep the lock are refused; a long, healthy activity
  * keeps its lock under load (500 short chains beside it) and runs exactly
  * once; a renewal that comes after the lock expired, while no other worker
- * took the row, extends it instead of losing it. Real runtimes on SQLite
+ * took the row, extends it instead of losing it; a turn that outlasts its
+ * orchestration lock says so. Real runtimes on SQLite
  * files; waits have deadlines and nothing asserts how long anything took. */
 #include <stdlib.h>
 #include <unistd.h>
@@ -293,6 +294,56 @@ TEST(renewal_after_expiry_of_an_untaken_lock_keeps_the_activity)
     rt_done(&f);
 }
 
+/* ------------------------------------------------------------------------
+ * a turn longer than its lock */
+
+static _Atomic int slow_entries;
+
+/* The first run of its code blocks until another turn thread, having taken
+ * the instance after the lock expired, runs the code too; that second run
+ * returns at once. */
+static int orch_blocks_once(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    if (!duro_is_replaying(o) && atomic_fetch_add(&slow_entries, 1) == 0) {
+        int64_t until = test_now_ms() + DEADLINE;
+        while (atomic_load(&slow_entries) < 2 && test_now_ms() < until)
+            test_sleep_ms(5);
+    }
+    return duro_ok(out, "done");
+}
+
+/* Orchestration code that blocks its turn past orchestration_lock_timeout_ms
+ * loses the lock; the discarded turn's warning says the turn ran longer
+ * than the timeout (code must not block). (The same words become the
+ * instance's problem, which a poison failure carries; here the instance
+ * completes through the other thread's turn, which clears it.) */
+TEST(a_turn_longer_than_its_lock_says_so)
+{
+    rt_fixture f;
+    rt_init(&f, "locks_slow_turn.db");
+    rt_log_reset();
+    f.opts.log_fn = rt_log_sink;
+    f.opts.log_level = DURO_LOG_WARN;
+    f.opts.orchestration_lock_timeout_ms = 100;
+    f.opts.orchestration_concurrency = 2;
+    f.opts.orchestration_batch = 1;
+    CHECK_OK(duro_registry_add_orchestration(f.reg, "BlocksOnce", NULL,
+                                             orch_blocks_once, NULL));
+    rt_start(&f);
+    rt_start_instance(&f, "slow", "BlocksOnce", NULL);
+    duro_instance_info *i = rt_wait(&f, "slow", DEADLINE);
+    CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+    duro_free(i);
+    WAIT_UNTIL(rt_log_hits_at(DURO_LOG_WARN,
+                              "the turn ran longer than "
+                              "orchestration_lock_timeout_ms") == 1,
+               DEADLINE);
+    CHECK_EQ(atomic_load(&slow_entries), 2);
+    rt_done(&f);
+}
+
 TEST_MAIN(T(lock_renewal_over_half_the_lock_timeout_is_refused),
+          T(a_turn_longer_than_its_lock_says_so),
           T(renewal_after_expiry_of_an_untaken_lock_keeps_the_activity),
           T(long_activity_beside_500_chains_runs_once))

@@ -16,8 +16,7 @@ static _Atomic int waiter_result = -1;
 static void *waiter(void *arg)
 {
     (void)arg;
-    atomic_store(&waiter_result,
-                 duro_activity_wait_cancelled(shared_a, 60000));
+    atomic_store(&waiter_result, duro_activity_wait_cancelled(shared_a, 60000));
     return NULL;
 }
 
