@@ -375,6 +375,7 @@ run 3 cancel --reason "dash dash" -- --dry-run
 contains "$tmp/err" "--dry-run: no such instance"
 run 3 history nope
 run 3 history hello-1 --execution 7
+contains "$tmp/err" "has no execution 7 (the current one is 1)"
 run 2 history hello-1 --execution x
 
 echo "== wait"

@@ -604,10 +604,15 @@ int cmd_history(cli *c, int argc, char **argv)
         if (rc == DURO_NOT_FOUND && execution != 0)
             status = cli_error(c, EXIT_NOT_FOUND, "not_found",
                                "instance '%s' has no execution %llu (the "
-                               "current one is %llu)",
+                               "current one is %llu%s)",
                                text_quote(id, quoted, sizeof(quoted)),
                                (unsigned long long)execution,
-                               (unsigned long long)info->execution_id);
+                               (unsigned long long)info->execution_id,
+                               execution < info->execution_id
+                                   ? "; earlier executions are pruned as a "
+                                     "chain goes on (keep_executions) or by "
+                                     "duro prune"
+                                   : "");
         else if (rc != DURO_OK)
             status =
                 cli_error_rc(c, rc, text_quote(id, quoted, sizeof(quoted)));
