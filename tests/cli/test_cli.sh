@@ -606,6 +606,7 @@ if [ "$have_python" = 1 ]; then
     before=$(queued wait-3)
     run 0 raise wait-3 go '"once"' --event-id order-7
     run 0 raise wait-3 go '"once"' --event-id order-7
+    contains "$tmp/out" "with event id order-7 (delivered once, however often"
     [ "$(queued wait-3)" = $((before + 1)) ] ||
         fail "raise --event-id twice queued $(($(queued wait-3) - before)) events"
     run 0 raise wait-3 go '"twice"' --event-id order-8

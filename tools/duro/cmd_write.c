@@ -151,7 +151,17 @@ int cmd_raise(cli *c, int argc, char **argv)
         jset(doc, "id", jstr(id));
         jset(doc, "event", jstr(event));
         jset(doc, "raised", jstr(event)); /* as duro ui's raise-event */
+        if (event_id != NULL)
+            jset(doc, "event_id", jstr(event_id));
         json_print(doc);
+    } else if (event_id != NULL) {
+        /* the store does not say whether this id was new */
+        char id_shown[TEXT_ESCAPE_SIZE];
+        printf("raised %s on %s with event id %s (delivered once, however "
+               "often it is raised with that id)\n",
+               text_escape(event, event_shown, sizeof(event_shown)),
+               text_escape(id, shown, sizeof(shown)),
+               text_escape(event_id, id_shown, sizeof(id_shown)));
     } else {
         printf("raised %s on %s\n",
                text_escape(event, event_shown, sizeof(event_shown)),
