@@ -163,14 +163,32 @@ int duro__provider_open_for(const char *url, int concurrency,
                               "found)");
 #endif
     }
-    /* A mistyped scheme may still carry a password. */
+    /* A mistyped scheme may still carry a password: a URL (with "://") is
+     * shown masked; of anything else, only what comes before its first
+     * ':', '=' or space, since where a password sits in it is unknown
+     * (libpq's "host=h password=pw", "postgres:u:pw@h/db"). */
+    static const char expected[] = "expected sqlite:path, sqlite::memory:, "
+                                   "postgres://... or postgresql://...";
     char shown[512];
-    duro__mask_url(url, shown, sizeof(shown));
+    if (strstr(url, "://") != NULL) {
+        duro__mask_url(url, shown, sizeof(shown));
+        return duro_error_set(err, DURO_BAD_URL, 0,
+                              "unknown database URL scheme in '%s' (%s)", shown,
+                              expected);
+    }
+    size_t n = strcspn(url, ":= \t");
+    if (url[n] == '=' || url[n] == ' ' || url[n] == '\t')
+        return duro_error_set(err, DURO_BAD_URL, 0,
+                              "the database URL looks like a libpq "
+                              "key=value string, which is not accepted "
+                              "(not shown: it may hold a password); write "
+                              "postgresql://[user@]host[:port]/dbname[?key="
+                              "value&...] (%s)",
+                              expected);
     return duro_error_set(err, DURO_BAD_URL, 0,
-                          "unknown database URL scheme in '%s' (expected "
-                          "sqlite:path, sqlite::memory:, postgres://... or "
-                          "postgresql://...)",
-                          shown);
+                          "unknown database URL scheme '%.*s:' (the rest is "
+                          "not shown: it may hold a password; %s)",
+                          (int)(n < 32 ? n : 32), url, expected);
 }
 
 int duro__provider_check_writable(duro_provider *p, duro_error *err)

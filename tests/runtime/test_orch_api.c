@@ -1088,6 +1088,21 @@ TEST(runtime_options_validation)
     duro_runtime_destroy(rt);
     CHECK_RC(duro_runtime_create(url, NULL, &o, &rt), DURO_INVALID);
     CHECK_RC(duro_runtime_create("nosuchscheme:x", reg, &o, &rt), DURO_BAD_URL);
+    /* a string that is not a URL is not echoed where a password may sit */
+    static const char *const not_urls[][2] = {
+        {"host=db user=app password=S3cret", "libpq key=value string"},
+        {"dbname=app password=S3cret", "libpq key=value string"},
+        {"postgres:app:S3cret@db/app", "scheme 'postgres:'"},
+        {"postgresql:/app:S3cret@db/app", "scheme 'postgresql:'"},
+        {"postgress://app:S3cret@db/app", "postgress://app:***@db/app"},
+    };
+    for (size_t k = 0; k < sizeof(not_urls) / sizeof(not_urls[0]); k++) {
+        CHECK_RC(duro_runtime_create(not_urls[k][0], reg, &o, &rt),
+                 DURO_BAD_URL);
+        CHECK_MSG(strstr(duro_errmsg(), "S3cret") == NULL &&
+                      strstr(duro_errmsg(), not_urls[k][1]) != NULL,
+                  "'%s': %s", not_urls[k][1], duro_errmsg());
+    }
     duro_registry_destroy(reg);
 }
 
