@@ -199,6 +199,24 @@ if(DURO_POSTGRES)
   endif()
 endif()
 
+# duro behind PgBouncer (tests/postgres/test_pg_pgbouncer.sh): refused in
+# transaction and statement pooling (a connection's statements would run in
+# other server sessions: another schema's search_path, lost prepared
+# statements and LISTEN), working in session pooling. Skipped (77) without
+# pgbouncer.
+if(DURO_POSTGRES)
+  add_test(NAME test_pg_pgbouncer
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_pg_pgbouncer.sh
+            $<TARGET_FILE:duro_cli> ${PROJECT_SOURCE_DIR}/.ci/pg-cluster)
+  set_tests_properties(test_pg_pgbouncer PROPERTIES
+    LABELS "postgres;cli" FIXTURES_REQUIRED pg SKIP_RETURN_CODE 77
+    TIMEOUT 120)
+  if(NOT DURO_PG_SKIP_REASON)
+    set_tests_properties(test_pg_pgbouncer PROPERTIES ENVIRONMENT
+      "DURO_TEST_PG_URL_FILE=${DURO_PG_URL_FILE};DURO_PG_BINDIR=${DURO_PG_SERVER_BINDIR}")
+  endif()
+endif()
+
 # .ci/pg-cluster itself: crash and stop use the port the cluster started
 # on, not DURO_PG_PORT (its own cluster, port $DURO_PG_PORT + 4).
 if(NOT DURO_PG_SKIP_REASON)

@@ -341,6 +341,61 @@ int duro__pg_conn_open(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
     return rc;
 }
 
+/* The backend serving c's next statement, in *pid; -1 and the server's
+ * (or pooler's) message in why[] when it fails. */
+static int backend_pid(duro__pg_conn *c, const char *sql, long *pid, char *why,
+                       size_t size)
+{
+    PGresult *r = PQexec(c->pg, sql);
+    int ok =
+        r != NULL && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    if (ok)
+        *pid = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    else
+        snprintf(why, size, "%s",
+                 r != NULL ? PQresultErrorMessage(r) : PQerrorMessage(c->pg));
+    PQclear(r);
+    one_line(why);
+    return ok ? 0 : -1;
+}
+
+int duro__pg_check_sessions(duro__pg_provider *p, duro__pg_conn *a,
+                            duro_error *err)
+{
+    duro__pg_conn b;
+    int rc = duro__pg_conn_open(p, &b, err);
+    if (rc != DURO_OK)
+        return rc;
+    long a1 = -1, a2 = -1, pb = -1;
+    char why[256] = "";
+    int failed =
+        backend_pid(a, "SELECT pg_backend_pid()", &a1, why, sizeof(why)) ||
+        backend_pid(&b, "BEGIN; SELECT pg_backend_pid()", &pb, why,
+                    sizeof(why)) ||
+        backend_pid(a, "SELECT pg_backend_pid()", &a2, why, sizeof(why));
+    PQclear(PQexec(b.pg, "ROLLBACK"));
+    duro__pg_conn_close(&b);
+    if (failed && PQstatus(a->pg) != CONNECTION_OK)
+        return duro_error_set(err, DURO_STORAGE, 1,
+                              "postgres open: %s: the connection was lost: "
+                              "%s",
+                              p->cfg.display, why);
+    if (!failed && a1 == a2 && pb != a1)
+        return DURO_OK;
+    return duro_error_set(
+        err, DURO_STORAGE, 0,
+        "postgres open: %s: %s; duro needs one server session per "
+        "connection for as long as it lasts (it sets the schema's "
+        "search_path, prepares statements, takes advisory locks and "
+        "LISTENs), which a pooler in transaction or statement mode (such as "
+        "PgBouncer's pool_mode = transaction) does not keep: connect to the "
+        "server, or through session pooling",
+        p->cfg.display,
+        failed ? why
+               : "a connection's statements ran in more than one server "
+                 "session");
+}
+
 void duro__pg_conn_close(duro__pg_conn *c)
 {
     for (size_t i = 0; i < DURO__SQL_COUNT; i++) {

@@ -691,8 +691,11 @@ static int open_pool(duro__pg_provider *p, duro_error *err)
         if (rc != DURO_OK)
             return rc;
         p->conn_count++;
-        /* the first one creates or migrates the schema */
-        if (i == 0 && (rc = duro__pg_migrate(p, &p->conns[0], err)) != DURO_OK)
+        /* the first one checks that sessions are not pooled by
+         * transaction, then creates or migrates the schema */
+        if (i == 0 &&
+            ((rc = duro__pg_check_sessions(p, &p->conns[0], err)) != DURO_OK ||
+             (rc = duro__pg_migrate(p, &p->conns[0], err)) != DURO_OK))
             return rc;
         p->free_conns[p->free_count++] = &p->conns[i];
     }
