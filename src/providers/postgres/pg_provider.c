@@ -221,8 +221,11 @@ static short wait_input(notifier *n, int sock, int ms)
     return sock >= 0 ? fds[1].revents : 0;
 }
 
-static PGconn *listen_connect(notifier *n)
+/* A listening connection, or NULL; *standby is set when the server is a
+ * hot standby (in recovery: LISTEN is refused, SQLSTATE 25006). */
+static PGconn *listen_connect(notifier *n, int *standby)
 {
+    *standby = 0;
     PGconn *c = PQconnectdb(n->conninfo);
     if (c == NULL || PQstatus(c) != CONNECTION_OK) {
         PQfinish(c);
@@ -233,6 +236,8 @@ static PGconn *listen_connect(notifier *n)
     snprintf(sql, sizeof(sql), "LISTEN \"%s\"", n->channel);
     PGresult *r = PQexec(c, sql);
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    const char *state = ok ? NULL : PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    *standby = state != NULL && strcmp(state, "25006") == 0;
     PQclear(r);
     if (!ok) {
         PQfinish(c);
@@ -240,6 +245,12 @@ static PGconn *listen_connect(notifier *n)
     }
     return c;
 }
+
+/* Between tries to listen: up to 5 s after a lost connection; up to 5
+ * minutes on a standby, which refuses LISTEN until it is promoted (each
+ * try is an error in the server's log; reads there wait by polling). */
+#define LISTEN_RETRY_MAX_MS 5000
+#define LISTEN_STANDBY_RETRY_MAX_MS 300000
 
 /* Sends one notification, on connection c, of the items committed here and
  * not announced yet (none: nothing is sent). */
@@ -265,9 +276,12 @@ static void *listener_main(void *arg)
     int64_t last_sent_ms = 0;
     while (!atomic_load(&n->stop)) {
         if (c == NULL) {
-            if ((c = listen_connect(n)) == NULL) {
+            int standby;
+            if ((c = listen_connect(n, &standby)) == NULL) {
                 wait_input(n, -1, backoff_ms);
-                backoff_ms = backoff_ms < 5000 ? backoff_ms * 2 : 5000;
+                int cap =
+                    standby ? LISTEN_STANDBY_RETRY_MAX_MS : LISTEN_RETRY_MAX_MS;
+                backoff_ms = backoff_ms < cap / 2 ? backoff_ms * 2 : cap;
                 continue;
             }
             backoff_ms = 100;
