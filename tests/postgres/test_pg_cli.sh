@@ -137,6 +137,13 @@ contains "$tmp/metrics.out" duro_
 run 3 status --db "$url" status nosuch
 run 3 json_status --db "$url" --json status nosuch
 
+echo "== a server that takes no writes says so (as a hot standby would)"
+ro="$url&options=-c%20default_transaction_read_only%3Don"
+run 0 ro_list --db "$ro" list
+contains "$tmp/ro_list.out" g1
+run 1 ro_start --db "$ro" start Anything ro-1
+contains "$tmp/ro_start.err" "(25006); the server takes no writes here"
+
 echo "== a connection that fails: nothing listens on port 1"
 run 1 port --db "$url&port=1" list
 contains "$tmp/port.err" "cannot connect"

@@ -361,7 +361,10 @@ PV_TEST(a_role_with_data_rights_only_opens_a_current_store)
     url_with(url, sizeof(url), params);
     p = NULL;
     CHECK_PFAIL(duro_provider_open(url, &p, &e), DURO_STORAGE, 0, &e);
-    CHECK_MSG(strstr(e.message, "42501") != NULL, "'%s'", e.message);
+    CHECK_MSG(strstr(e.message, "42501") != NULL &&
+                  strstr(e.message, "see the grants in "
+                                    "docs/postgres-provider.md") != NULL,
+              "'%s'", e.message);
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "%s_new", schema);
     CHECK(!schema_exists(c, sql));

@@ -319,10 +319,17 @@ int duro__pg_conn_open(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
         one_line(msg);
         PQfinish(c->pg);
         c->pg = NULL;
-        /* A server that is down or restarting may come back. */
-        return duro_error_set(err, DURO_STORAGE, 1,
-                              "postgres open: cannot connect to %s: %s",
-                              p->cfg.display, msg);
+        /* A server that is down or restarting may come back; one that
+         * has no connection left says so in its own words only. */
+        int full = strstr(msg, "too many clients") != NULL ||
+                   strstr(msg, "connection slots are reserved") != NULL;
+        return duro_error_set(
+            err, DURO_STORAGE, 1, "postgres open: cannot connect to %s: %s%s",
+            p->cfg.display, msg,
+            full ? " (duro opens the URL's pool= connections, one per "
+                   "runtime thread by default, plus one to listen: lower "
+                   "pool= or raise the server's max_connections)"
+                 : "");
     }
     PQsetNoticeProcessor(c->pg, ignore_notice, NULL);
     for (size_t i = 0; i < DURO__SQL_COUNT; i++) {
@@ -787,8 +794,17 @@ int duro__pg_error(duro__pg_conn *c, int rc, const char *op, duro_error *err)
     if (strcmp(c->sqlstate, "53200") == 0) /* out of memory */
         return duro_error_set(err, DURO_NOMEM, 0, "postgres %s: %s", op,
                               c->message);
-    return duro_error_set(err, DURO_STORAGE, 0, "postgres %s: %s (%s)", op,
-                          c->message, c->sqlstate);
+    /* what the server's words leave to guess */
+    const char *hint =
+        strcmp(c->sqlstate, "25006") == 0
+            ? "; the server takes no writes here (a hot standby, or "
+              "default_transaction_read_only): write through the primary"
+        : strcmp(c->sqlstate, "42501") == 0
+            ? "; the role lacks a privilege duro needs: see the grants in "
+              "docs/postgres-provider.md (Schema)"
+            : "";
+    return duro_error_set(err, DURO_STORAGE, 0, "postgres %s: %s (%s)%s", op,
+                          c->message, c->sqlstate, hint);
 }
 
 void duro__pg_bind_text(duro__pg_conn *c, duro__pg_statement *s, int i,
