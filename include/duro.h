@@ -650,10 +650,21 @@ typedef struct duro_runtime_options {
                                  fiber_cache_size */
 } duro_runtime_options;
 
-/** Sets version and every default. NULL is a no-op. Durations in these
- * options have no upper bound: a huge one (INT64_MAX) means "practically
- * never" (deadlines saturate, never overflow). @note Any thread. */
+/** Sets version and every default of the first @p size bytes of @p o (the
+ * caller's sizeof(duro_runtime_options)): a program built against an older
+ * duro.h, whose struct ends before the fields of later versions, gets its
+ * version and nothing written past its end. NULL is a no-op. Durations in
+ * these options have no upper bound: a huge one (INT64_MAX) means
+ * "practically never" (deadlines saturate, never overflow).
+ * @note Any thread. */
+DURO_API void duro_runtime_options_init_size(duro_runtime_options *o,
+                                             size_t size);
+/** duro_runtime_options_init_size() with version 3's size: what programs
+ * built against version 3's duro.h call. Programs built against this one
+ * call the macro below. */
 DURO_API void duro_runtime_options_init(duro_runtime_options *o);
+#define duro_runtime_options_init(o)                                           \
+    duro_runtime_options_init_size((o), sizeof(duro_runtime_options))
 
 /** Opens the store at @p url and prepares a runtime for the orchestrations
  * and activities of @p reg (copied; the registry may be destroyed after).

@@ -22,6 +22,15 @@ char *duro__strdup(const char *s); /* NULL in, NULL out */
 char *duro__strndup(const char *s, size_t n);
 char *duro__sprintf(const char *fmt, ...) DURO_PRINTF(1, 2);
 char *duro__vsprintf(const char *fmt, va_list ap) DURO_PRINTF(1, 0);
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid
+ * (overlong, a surrogate, past U+10FFFF, cut short). */
+size_t duro__utf8_len(const unsigned char *s);
+/* Drops, in place, every byte of s that is not part of a valid UTF-8
+ * sequence, and returns the new length. For text duro composes from parts
+ * cut to a byte count ("%.200s" may split a character) before it is stored:
+ * PostgreSQL refuses invalid UTF-8 (22021), and an ack that always fails so
+ * never commits. */
+size_t duro__utf8_scrub(char *s);
 /* Bytes an arena holds (its blocks, headers included); 0 for NULL. */
 size_t duro__arena_bytes(const duro_arena *a);
 

@@ -151,3 +151,50 @@ void duro__random_token(char buf[33])
     }
     buf[32] = '\0';
 }
+
+size_t duro__utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    unsigned min;
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2;
+        min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    unsigned cp = c & (0x7f >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+size_t duro__utf8_scrub(char *s)
+{
+    unsigned char *in = (unsigned char *)s, *out = in;
+    while (*in != '\0') {
+        size_t k = duro__utf8_len(in);
+        if (k == 0) {
+            in++;
+            continue;
+        }
+        memmove(out, in, k);
+        out += k;
+        in += k;
+    }
+    *out = '\0';
+    return (size_t)(out - (unsigned char *)s);
+}

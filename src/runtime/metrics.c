@@ -107,37 +107,6 @@ static size_t reason_index(const char *reason)
 /* ------------------------------------------------------------------------
  * label values */
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid. */
-static size_t utf8_len(const unsigned char *s)
-{
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t n;
-    unsigned min;
-    if (c >= 0xc2 && c <= 0xdf) {
-        n = 2;
-        min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    unsigned cp = c & (0x7f >> n);
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
-}
-
 /* The name as a label value: `\`, `"` and newline escaped, and each byte
  * that is not valid UTF-8 replaced by U+FFFD (the format is UTF-8).
  * Caller-owned; NULL on OOM. */
@@ -151,7 +120,7 @@ static char *label_value(const char *name)
     const unsigned char *s = (const unsigned char *)name;
     size_t o = 0;
     while (*s != '\0') {
-        size_t k = utf8_len(s);
+        size_t k = duro__utf8_len(s);
         if (k == 0) {
             memcpy(out + o, "\xef\xbf\xbd", 3);
             o += 3;

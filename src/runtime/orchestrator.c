@@ -484,6 +484,7 @@ static void end_item(turn_ctx *c, int rc)
     if (rc == DURO_HISTORY_LIMIT) {
         snprintf(why, sizeof(why), "history limit reached: %.480s",
                  c->limit_why);
+        duro__utf8_scrub(why);
         duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s': %s",
                   item->instance_id, why);
         c->next = NULL;
@@ -576,6 +577,7 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
                  item->instance_id, item->attempt, rt->opts.max_attempts,
                  item->last_problem != NULL ? "; the last: " : "",
                  item->last_problem != NULL ? item->last_problem : "");
+        duro__utf8_scrub(why); /* stored: no character cut in two */
         duro__log(&rt->logger, DURO_LOG_ERROR, "%s", why);
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_INFRASTRUCTURE);
@@ -603,6 +605,7 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
             duro_history_free(c.full);
             return;
         }
+        duro__utf8_scrub(why); /* a name cut short by the buffer */
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_CONFIGURATION);
     } else {

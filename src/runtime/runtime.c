@@ -23,10 +23,8 @@ void duro__mark_runtime_thread(void)
     runtime_thread = 1;
 }
 
-void duro_runtime_options_init(duro_runtime_options *o)
+static void set_defaults(duro_runtime_options *o)
 {
-    if (o == NULL)
-        return;
     memset(o, 0, sizeof(*o));
     o->version = 4;
     o->orchestration_concurrency = 2;
@@ -47,6 +45,34 @@ void duro_runtime_options_init(duro_runtime_options *o)
     o->orchestration_batch = 16;
     o->keep_executions = 10;
     o->fiber_cache_bytes = (size_t)256 * 1024 * 1024;
+}
+
+/* Where each version's struct ends (its last field's end; a caller's
+ * sizeof may add tail padding). */
+static const size_t options_end[] = {
+    0,
+    offsetof(duro_runtime_options, cleanup_timeout_ms),  /* 1 */
+    offsetof(duro_runtime_options, orchestration_batch), /* 2 */
+    offsetof(duro_runtime_options, keep_executions),     /* 3 */
+    sizeof(duro_runtime_options),                        /* 4 */
+};
+
+void duro_runtime_options_init_size(duro_runtime_options *o, size_t size)
+{
+    if (o == NULL)
+        return;
+    duro_runtime_options d;
+    set_defaults(&d);
+    int v = 4;
+    while (v > 1 && size < options_end[v])
+        v--;
+    d.version = v;
+    memcpy(o, &d, size < sizeof(d) ? size : sizeof(d));
+}
+
+void(duro_runtime_options_init)(duro_runtime_options *o)
+{
+    duro_runtime_options_init_size(o, options_end[3]);
 }
 
 /* Largest fiber_stack_size: far beyond what orchestration code needs,
@@ -137,12 +163,7 @@ static int create(duro_provider *p, int owns, const duro_registry *reg,
         /* a caller built against an older version has no fields past its
          * version's last: those keep their defaults */
         duro_runtime_options_init(&rt->opts);
-        memcpy(&rt->opts, opts,
-               opts->version >= 3
-                   ? offsetof(duro_runtime_options, keep_executions)
-               : opts->version >= 2
-                   ? offsetof(duro_runtime_options, orchestration_batch)
-                   : offsetof(duro_runtime_options, cleanup_timeout_ms));
+        memcpy(&rt->opts, opts, options_end[opts->version]);
     }
     rt->logger.level = opts->log_level;
     rt->logger.fn = opts->log_fn;
@@ -181,15 +202,15 @@ int duro_runtime_create(const char *url, const duro_registry *reg,
      * slot, and the activity manager (renewals, cancellation checks). A
      * provider with a connection pool sizes it from this. Options that
      * create() will refuse size nothing. */
-    duro_runtime_options o;
-    if (opts != NULL)
-        o = *opts;
-    else
-        duro_runtime_options_init(&o);
+    duro_runtime_options defaults;
+    duro_runtime_options_init(&defaults);
+    /* Fields of version 1 only: a caller's struct of an older version is
+     * shorter than this one, and must not be read past its end. */
+    const duro_runtime_options *o = opts != NULL ? opts : &defaults;
+    int oc = o->orchestration_concurrency, wc = o->worker_concurrency;
     int concurrency = 0;
-    if (o.orchestration_concurrency >= 0 && o.worker_concurrency >= 0 &&
-        o.orchestration_concurrency <= 256 && o.worker_concurrency <= 4096)
-        concurrency = o.orchestration_concurrency + o.worker_concurrency + 1;
+    if (oc >= 0 && wc >= 0 && oc <= 256 && wc <= 4096)
+        concurrency = oc + wc + 1;
     duro_provider *p;
     duro_error err;
     int rc = duro__provider_open_for(url, concurrency, &p, &err);
@@ -364,6 +385,14 @@ void duro__runtime_set_problem(duro_runtime *rt, const char *instance_id,
     duro_provider *p = rt->provider;
     if (p->version < 4 || p->set_instance_problem == NULL)
         return;
+    /* Problems are composed from parts cut to a byte count: a split
+     * character would make the store refuse them. */
+    char text[DURO_ERROR_MESSAGE_MAX];
+    if (problem != NULL) {
+        snprintf(text, sizeof(text), "%s", problem);
+        duro__utf8_scrub(text);
+        problem = text;
+    }
     duro_error err;
     int rc = p->set_instance_problem(p, instance_id, problem,
                                      next_attempt_ms > 0 ? next_attempt_ms : 0,

@@ -359,6 +359,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                  "activity '%s' is not registered (gave up after %u "
                  "attempts)",
                  x->name, w->attempt);
+        duro__utf8_scrub(why); /* a name cut short by the buffer */
         fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
         if (ack_with_retries(rt, x->name, w->lock_token, &completion, NULL,
                              &err) == DURO_OK) {

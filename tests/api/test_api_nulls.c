@@ -180,6 +180,7 @@ TEST(registry_and_initializers)
 
     /* NULL is a no-op; a real struct gets its version and defaults */
     C(duro_runtime_options_init)(NULL);
+    C(duro_runtime_options_init_size)(NULL, sizeof(duro_runtime_options));
     C(duro_start_options_init)(NULL);
     C(duro_retry_policy_init)(NULL);
     duro_runtime_options ro;
@@ -188,6 +189,21 @@ TEST(registry_and_initializers)
     CHECK_EQ(ro.cleanup_timeout_ms, 300000);
     CHECK_EQ(ro.orchestration_batch, 16);
     CHECK_EQ(ro.keep_executions, 10);
+    /* a program built against version 3's header: its struct ends before
+     * keep_executions, and nothing past that is written (ASan sees an
+     * allocation of exactly that size), whether it calls the function it
+     * was built with or the sized one */
+    size_t v3_size = offsetof(duro_runtime_options, keep_executions);
+    duro_runtime_options *v3 = malloc(v3_size);
+    CHECK(v3 != NULL);
+    (duro_runtime_options_init)(v3);
+    CHECK_EQ(v3->version, 3);
+    CHECK_EQ(v3->orchestration_batch, 16);
+    memset(v3, 0, v3_size);
+    duro_runtime_options_init_size(v3, v3_size);
+    CHECK_EQ(v3->version, 3);
+    CHECK_EQ(v3->cleanup_timeout_ms, 300000);
+    free(v3);
     duro_start_options so;
     duro_start_options_init(&so);
     CHECK_EQ(so.version, 1);

@@ -19,22 +19,8 @@ if [ $# -ne 2 ]; then
     exit 2
 fi
 duro=$1 pg_cluster=$2
-
-if [ -n "${DURO_TEST_PG_URL:-}" ]; then
-    base=$DURO_TEST_PG_URL
-elif [ -n "${DURO_TEST_PG_URL_FILE:-}" ]; then
-    base=$(head -n 1 "$DURO_TEST_PG_URL_FILE" 2>/dev/null)
-    if [ -z "$base" ]; then
-        echo "cannot read the PostgreSQL URL from $DURO_TEST_PG_URL_FILE" \
-             "(written by the pg_cluster_start test: run the tests with" \
-             "ctest, or set DURO_TEST_PG_URL)" >&2
-        exit 1
-    fi
-else
-    echo "no PostgreSQL server to test against: DURO_TEST_PG_URL and" \
-         "DURO_TEST_PG_URL_FILE are not set; skipped"
-    exit 77
-fi
+. "$(dirname "$0")/pg_test_lib.sh"
+pg_test_base
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/duro-pg-cli-test.XXXXXX") || exit 1
 schema="pgcli_$$"
@@ -59,13 +45,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
-
-failures=0
-checks=0
-fail() {
-    printf 'FAIL: %s\n' "$*" >&2
-    failures=$((failures + 1))
-}
 
 # The password, in the userinfo and as a parameter. The userinfo needs a
 # user name: the URL's own, else the user= parameter's (which libpq
@@ -98,26 +77,6 @@ case $base in
 *\?*) nsep='&' ;;
 *) nsep='?' ;;
 esac
-
-# run EXPECTED_RC NAME ARGS...: runs duro ARGS with stdout in $tmp/NAME.out
-# and stderr in $tmp/NAME.err.
-run() {
-    want=$1 name=$2
-    shift 2
-    checks=$((checks + 1))
-    "$duro" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" </dev/null
-    got=$?
-    if [ "$got" != "$want" ]; then
-        fail "duro $name exited $got, expected $want"
-        sed 's/^/  stdout: /' "$tmp/$name.out" >&2
-        sed 's/^/  stderr: /' "$tmp/$name.err" >&2
-    fi
-}
-# contains FILE TEXT: FILE has TEXT (fixed string).
-contains() {
-    checks=$((checks + 1))
-    grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 600 "$1")"
-}
 
 echo "== a store on schema $schema (created by start)"
 run 0 start --db "$url" start Greeting g1 --input '"hi"'

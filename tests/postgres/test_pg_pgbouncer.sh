@@ -20,19 +20,8 @@ if [ $# -ne 2 ]; then
     exit 2
 fi
 duro=$1 pg_cluster=$2
-
-if [ -n "${DURO_TEST_PG_URL:-}" ]; then
-    base=$DURO_TEST_PG_URL
-elif [ -n "${DURO_TEST_PG_URL_FILE:-}" ]; then
-    base=$(head -n 1 "$DURO_TEST_PG_URL_FILE" 2>/dev/null)
-    if [ -z "$base" ]; then
-        echo "cannot read the PostgreSQL URL from $DURO_TEST_PG_URL_FILE" >&2
-        exit 1
-    fi
-else
-    echo "no PostgreSQL server to test against; skipped"
-    exit 77
-fi
+. "$(dirname "$0")/pg_test_lib.sh"
+pg_test_base
 pgbouncer=$(command -v pgbouncer || ls /usr/sbin/pgbouncer 2>/dev/null)
 if [ -z "$pgbouncer" ]; then
     echo "pgbouncer is not installed (Debian: apt-get install pgbouncer);" \
@@ -71,13 +60,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 
-failures=0
-checks=0
-fail() {
-    printf 'FAIL: %s\n' "$*" >&2
-    failures=$((failures + 1))
-}
-
 # bouncer MODE PORT: a pgbouncer in pool MODE on a unix socket in $tmp,
 # PORT, in front of the server; waits until it accepts connections.
 bouncer() {
@@ -106,24 +88,6 @@ EOF
     [ -S "$tmp/.s.PGSQL.$2" ] || fail "pgbouncer ($1) has no socket"
 }
 
-# run EXPECTED_RC NAME ARGS...: duro ARGS, stdout in $tmp/NAME.out, stderr
-# in $tmp/NAME.err.
-run() {
-    want=$1 name=$2
-    shift 2
-    checks=$((checks + 1))
-    "$duro" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" </dev/null
-    got=$?
-    if [ "$got" != "$want" ]; then
-        fail "duro $name exited $got, expected $want"
-        sed 's/^/  stdout: /' "$tmp/$name.out" >&2
-        sed 's/^/  stderr: /' "$tmp/$name.err" >&2
-    fi
-}
-contains() {
-    checks=$((checks + 1))
-    grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 600 "$1")"
-}
 # schema_exists: 1 when the test's schema exists on the server, 0 when not
 # ("?" without psql).
 schema_exists() {

@@ -182,39 +182,33 @@ if(DURO_POSTGRES)
   target_link_libraries(test_pg_lifecycle PRIVATE duro_rt_util)
 endif()
 
-# The duro command on the server: a password in the URL (userinfo and
-# password=) is in none of its output (list, metrics, status, a failed
-# connection, duro ui when built with the console), and a read verb on a
-# schema that does not exist fails and creates nothing (create=0).
-if(DURO_POSTGRES)
-  add_test(NAME test_pg_cli
-    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_pg_cli.sh
+# A shell test of the duro command on the server: NAME.sh DURO PG_CLUSTER,
+# with the pg fixture's URL file (skipped, 77, without a server).
+function(duro_pg_cli_test name)
+  add_test(NAME ${name}
+    COMMAND sh ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/${name}.sh
             $<TARGET_FILE:duro_cli> ${PROJECT_SOURCE_DIR}/.ci/pg-cluster)
-  set_tests_properties(test_pg_cli PROPERTIES
+  set_tests_properties(${name} PROPERTIES
     LABELS "postgres;cli" FIXTURES_REQUIRED pg SKIP_RETURN_CODE 77
     TIMEOUT 120)
   if(NOT DURO_PG_SKIP_REASON)
-    set_tests_properties(test_pg_cli PROPERTIES ENVIRONMENT
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT
       "DURO_TEST_PG_URL_FILE=${DURO_PG_URL_FILE};DURO_PG_BINDIR=${DURO_PG_SERVER_BINDIR}")
   endif()
-endif()
+endfunction()
 
-# duro behind PgBouncer (tests/postgres/test_pg_pgbouncer.sh): refused in
-# transaction and statement pooling (a connection's statements would run in
-# other server sessions: another schema's search_path, lost prepared
-# statements and LISTEN), working in session pooling. Skipped (77) without
-# pgbouncer.
 if(DURO_POSTGRES)
-  add_test(NAME test_pg_pgbouncer
-    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_pg_pgbouncer.sh
-            $<TARGET_FILE:duro_cli> ${PROJECT_SOURCE_DIR}/.ci/pg-cluster)
-  set_tests_properties(test_pg_pgbouncer PROPERTIES
-    LABELS "postgres;cli" FIXTURES_REQUIRED pg SKIP_RETURN_CODE 77
-    TIMEOUT 120)
-  if(NOT DURO_PG_SKIP_REASON)
-    set_tests_properties(test_pg_pgbouncer PROPERTIES ENVIRONMENT
-      "DURO_TEST_PG_URL_FILE=${DURO_PG_URL_FILE};DURO_PG_BINDIR=${DURO_PG_SERVER_BINDIR}")
-  endif()
+  # A password in the URL (userinfo and password=) is in none of the
+  # command's output (list, metrics, status, a failed connection, duro ui
+  # when built with the console); a read verb on a schema that does not
+  # exist fails and creates nothing (create=0); a server that takes no
+  # writes says so.
+  duro_pg_cli_test(test_pg_cli)
+  # duro behind PgBouncer: refused in transaction and statement pooling (a
+  # connection's statements would run in other server sessions: another
+  # schema's search_path, lost prepared statements and LISTEN), working in
+  # session pooling. Skipped (77) without pgbouncer.
+  duro_pg_cli_test(test_pg_pgbouncer)
 endif()
 
 # .ci/pg-cluster itself: crash and stop use the port the cluster started

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "base/base.h"
 #include "faulty_provider.h"
 #include "rt_util.h"
 
@@ -209,10 +210,28 @@ static void fail_next_calls(duro_provider *w, int method, uint64_t n,
     }
 }
 
+/* 99 bytes of 'p', then an Omega (2 bytes): the poison message quotes the
+ * first 100 bytes of the id, which cut the Omega in two. */
+#define POISON_ID                                                              \
+    "ppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp"    \
+    "pppppppppppppppppppppppppppppp\xce\xa9"
+
 static void start_simple(void *arg)
 {
     rt_fixture *f = arg;
-    rt_start_instance(f, "po", "Simple", "never");
+    rt_start_instance(f, POISON_ID, "Simple", "never");
+}
+
+/* Whether s is valid UTF-8 throughout (what PostgreSQL would store). */
+static int valid_utf8(const char *s)
+{
+    while (*s != '\0') {
+        size_t k = duro__utf8_len((const unsigned char *)s);
+        if (k == 0)
+            return 0;
+        s += k;
+    }
+    return 1;
 }
 
 TEST(poison_orchestration_batch_fails_the_instance)
@@ -223,10 +242,12 @@ TEST(poison_orchestration_batch_fails_the_instance)
     f.opts.max_attempts = 3;
     duro_provider *w = start_on_faulty(&f);
     fail_next_calls(w, FAULTY_ACK_ORCHESTRATION_ITEM, 3, start_simple, &f);
-    duro_instance_info *i = rt_wait(&f, "po", 20000);
+    duro_instance_info *i = rt_wait(&f, POISON_ID, 20000);
     CHECK_EQ(i->status, DURO_STATUS_FAILED);
     CHECK_EQ(i->category, DURO_CATEGORY_INFRASTRUCTURE);
     CHECK(i->error && strstr(i->error, "poison") != NULL);
+    /* valid UTF-8, though its id is cut in the middle of a character */
+    CHECK_MSG(i->error && valid_utf8(i->error), "'%s'", i->error);
     /* and says why the deliveries failed: the last one's problem */
     CHECK_MSG(i->error &&
                   strstr(i->error, "the last: the turn could not be "
@@ -234,7 +255,7 @@ TEST(poison_orchestration_batch_fails_the_instance)
                   strstr(i->error, "injected permanent failure of ack") != NULL,
               "the cause is not in '%s'", i->error ? i->error : "(null)");
     duro_free(i);
-    duro_history *h = rt_history(&f, "po");
+    duro_history *h = rt_history(&f, POISON_ID);
     CHECK(h->count >= 2);
     CHECK_EQ(h->events[0].kind, DURO_EVENT_ORCHESTRATION_STARTED);
     CHECK_EQ(h->events[h->count - 1].kind, DURO_EVENT_ORCHESTRATION_FAILED);

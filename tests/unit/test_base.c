@@ -205,6 +205,32 @@ TEST(random_tokens_differ)
     CHECK(strcmp(a, b) != 0);
 }
 
+/* Scrubbing keeps valid UTF-8 as it is and drops each byte that is not
+ * part of a valid sequence: a character cut in two (by "%.Ns"), a stray
+ * continuation byte, an overlong form, a surrogate, past U+10FFFF. */
+TEST(utf8_scrub_drops_what_is_not_utf8)
+{
+    static const char *const cases[][2] = {
+        {"plain ascii", "plain ascii"},
+        {"\xce\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+         "\xce\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+        {"cut \xce' here", "cut ' here"},       /* Omega's first byte */
+        {"cut \xe2\x82", "cut "},               /* at the end */
+        {"\x80stray", "stray"},                 /* continuation alone */
+        {"over\xc0\xaflong", "overlong"},       /* overlong '/' */
+        {"sur\xed\xa0\x80rogate", "surrogate"}, /* U+D800 */
+        {"big\xf4\x90\x80\x80", "big"},         /* U+110000 */
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char buf[64];
+        snprintf(buf, sizeof(buf), "%s", cases[i][0]);
+        size_t n = duro__utf8_scrub(buf);
+        CHECK_STR(buf, cases[i][1]);
+        CHECK_EQ(n, strlen(cases[i][1]));
+    }
+}
+
 TEST(provider_open_rejects_bad_urls)
 {
     duro_provider *p = (duro_provider *)1;
@@ -226,8 +252,9 @@ TEST(provider_open_rejects_bad_urls)
     duro_provider_close(NULL);
 }
 
-TEST_MAIN(T(error_names_cover_every_code), T(status_names_round_trip),
-          T(event_kind_names), T(arena_allocates_aligned_zeroed_memory),
+TEST_MAIN(T(utf8_scrub_drops_what_is_not_utf8), T(error_names_cover_every_code),
+          T(status_names_round_trip), T(event_kind_names),
+          T(arena_allocates_aligned_zeroed_memory),
           T(allocation_failure_injection), T(error_set_and_thread_local_detail),
           T(random_tokens_differ), T(provider_open_rejects_bad_urls),
           T(arena_and_helpers_refuse_sizes_that_overflow),
