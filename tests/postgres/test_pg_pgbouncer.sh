@@ -116,6 +116,19 @@ for verb in start list; do
 done
 checks=$((checks + 1))
 [ "$(schema_exists)" != 1 ] || fail "transaction pooling: the schema was created"
+# and nothing was SET on the pooler's server sessions, which other clients
+# get next: each still has the server's search_path
+if [ -n "$psql" ]; then
+    for k in 1 2 3; do
+        checks=$((checks + 1))
+        sp=$("$psql" "postgresql:///postgres?host=$tmp&port=6441&user=$pg_user" \
+            -qAt -c "SHOW search_path" </dev/null 2>&1)
+        case $sp in
+        *public*) ;;
+        *) fail "a pooled session was left with search_path '$sp'" ;;
+        esac
+    done
+fi
 
 # Statement pooling: refused too.
 bouncer statement 6442

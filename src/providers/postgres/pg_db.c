@@ -307,7 +307,8 @@ static void ignore_notice(void *arg, const char *message)
     (void)message;
 }
 
-int duro__pg_conn_open(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
+/* A connection, its session not set up yet (no SET run). */
+static int conn_connect(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
 {
     memset(c, 0, sizeof(*c));
     c->pg = PQconnectdb(p->cfg.conninfo);
@@ -337,6 +338,12 @@ int duro__pg_conn_open(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
         c->stmts[i].id = (duro__pg_stmt_id)i;
         c->stmts[i].row = -1;
     }
+    return DURO_OK;
+}
+
+/* Sets up c's session: the schema, the notices, the planner's costs. */
+static int conn_setup(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
+{
     /* The schema name was validated as an identifier; quoted anyway. */
     char sql[256];
     snprintf(sql, sizeof(sql), SESSION_SQL, p->cfg.schema);
@@ -346,6 +353,12 @@ int duro__pg_conn_open(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
         c->pg = NULL;
     }
     return rc;
+}
+
+int duro__pg_conn_open(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
+{
+    int rc = conn_connect(p, c, err);
+    return rc == DURO_OK ? conn_setup(p, c, err) : rc;
 }
 
 /* The backend serving c's next statement, in *pid; -1 and the server's
@@ -366,11 +379,14 @@ static int backend_pid(duro__pg_conn *c, const char *sql, long *pid, char *why,
     return ok ? 0 : -1;
 }
 
-int duro__pg_check_sessions(duro__pg_provider *p, duro__pg_conn *a,
-                            duro_error *err)
+/* duro__pg_conn_open_checked's check, on a connection `a` whose session is
+ * not set up yet: nothing is SET before a pooler is ruled out (behind one,
+ * a SET would stay on a server session another client gets next). */
+static int check_sessions(duro__pg_provider *p, duro__pg_conn *a,
+                          duro_error *err)
 {
     duro__pg_conn b;
-    int rc = duro__pg_conn_open(p, &b, err);
+    int rc = conn_connect(p, &b, err);
     if (rc != DURO_OK)
         return rc;
     long a1 = -1, a2 = -1, pb = -1;
@@ -401,6 +417,17 @@ int duro__pg_check_sessions(duro__pg_provider *p, duro__pg_conn *a,
         failed ? why
                : "a connection's statements ran in more than one server "
                  "session");
+}
+
+int duro__pg_conn_open_checked(duro__pg_provider *p, duro__pg_conn *c,
+                               duro_error *err)
+{
+    int rc = conn_connect(p, c, err);
+    if (rc == DURO_OK && (rc = check_sessions(p, c, err)) != DURO_OK) {
+        PQfinish(c->pg);
+        c->pg = NULL;
+    }
+    return rc == DURO_OK ? conn_setup(p, c, err) : rc;
 }
 
 void duro__pg_conn_close(duro__pg_conn *c)

@@ -959,17 +959,18 @@ void duro__pg_conn_close(duro__pg_conn *c);
  * a missing schema fails DURO_NOT_FOUND) or migrates it under a
  * transaction-level advisory lock, checking again under the lock. */
 int duro__pg_migrate(duro__pg_provider *p, duro__pg_conn *c, duro_error *err);
-/* Whether each connection keeps one server session: refuses (DURO_STORAGE,
- * not retryable) a pooler that hands a connection's transactions to other
- * sessions, where the schema's search_path, the prepared statements and
- * LISTEN would go astray: a connection `a` of the pool, then another one
- * opened for the check, each ask which backend serves them, `a` before,
- * while and after the other holds a transaction open. A pooler that reuses
- * the session `a` just released (PgBouncer does) hands it to the other, so
- * `a` is served by another one; a server session per connection always
- * answers the same for `a` and another for the other. */
-int duro__pg_check_sessions(duro__pg_provider *p, duro__pg_conn *a,
-                            duro_error *err);
+/* duro__pg_conn_open, after checking that each connection keeps one
+ * server session: refuses (DURO_STORAGE, not retryable) a pooler that hands
+ * a connection's transactions to other sessions, where the schema's
+ * search_path, the prepared statements and LISTEN would go astray. The new
+ * connection `a`, before its session is set up, and another one opened for
+ * the check each ask which backend serves them, `a` before, while and after
+ * the other holds a transaction open. A pooler that reuses the session `a`
+ * just released (PgBouncer does) hands it to the other, so `a` is served by
+ * another one; a server session per connection always answers the same for
+ * `a` and another for the other. */
+int duro__pg_conn_open_checked(duro__pg_provider *p, duro__pg_conn *c,
+                               duro_error *err);
 
 /* The statement `id` on c, its last result freed and its parameters
  * cleared; NULL with err set when it cannot be prepared. */

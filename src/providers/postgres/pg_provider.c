@@ -701,15 +701,14 @@ static int open_pool(duro__pg_provider *p, duro_error *err)
     if (p->conns == NULL || p->free_conns == NULL)
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     for (int i = 0; i < n; i++) {
-        int rc = duro__pg_conn_open(p, &p->conns[i], err);
+        /* the first one checks that sessions are not pooled by
+         * transaction, then creates or migrates the schema */
+        int rc = i == 0 ? duro__pg_conn_open_checked(p, &p->conns[i], err)
+                        : duro__pg_conn_open(p, &p->conns[i], err);
         if (rc != DURO_OK)
             return rc;
         p->conn_count++;
-        /* the first one checks that sessions are not pooled by
-         * transaction, then creates or migrates the schema */
-        if (i == 0 &&
-            ((rc = duro__pg_check_sessions(p, &p->conns[0], err)) != DURO_OK ||
-             (rc = duro__pg_migrate(p, &p->conns[0], err)) != DURO_OK))
+        if (i == 0 && (rc = duro__pg_migrate(p, &p->conns[0], err)) != DURO_OK)
             return rc;
         p->free_conns[p->free_count++] = &p->conns[i];
     }
