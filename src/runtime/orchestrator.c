@@ -32,6 +32,7 @@ typedef struct turn_ctx {
     /* the turn run_turn prepared, for its ack */
     duro_orch_ack ack;
     int64_t begin_ns;
+    int64_t ran_ms;    /* how long run_turn took (replay and code) */
     int warm;          /* the engine came from the cache */
     int terminal;      /* the engine was not kept */
     int had_problem;   /* the instance has a recorded problem */
@@ -301,6 +302,7 @@ static int run_turn(turn_ctx *c, int terminate_status,
     c->terminal = !duro__engine_reusable(e) || fn == NULL;
     c->warm = warm;
     c->begin_ns = begin_ns;
+    c->ran_ms = (duro__mono_ns() - begin_ns) / 1000000;
     if (c->terminal) {
         duro__engine_destroy(e);
     } else {
@@ -364,9 +366,11 @@ static int acked(turn_ctx *c, int rc, const duro_error *err)
                       c->item->instance_id, err->message);
         } else if (rc == DURO_LOCK_LOST) {
             /* Code that blocks its turn past the lock's timeout loses the
-             * lock on every delivery until the batch is poison: say so. */
-            int64_t ran_ms = (duro__mono_ns() - c->begin_ns) / 1000000;
-            int slow = ran_ms >= rt->opts.orchestration_lock_timeout_ms;
+             * lock on every delivery until the batch is poison: say so.
+             * (Only in the log: the instance may be running on, its batch
+             * committed by another thread, and a problem recorded now would
+             * outlive it.) */
+            int slow = c->ran_ms >= rt->opts.orchestration_lock_timeout_ms;
             duro__log(&rt->logger, DURO_LOG_WARN,
                       "turn of instance '%.200s' discarded: %s%s", instance,
                       err->message,
@@ -374,12 +378,6 @@ static int acked(turn_ctx *c, int rc, const duro_error *err)
                              "orchestration_lock_timeout_ms: orchestration "
                              "code must not block)"
                            : "");
-            if (slow)
-                retry_later(c, 0,
-                            "the turn ran longer than "
-                            "orchestration_lock_timeout_ms and lost its lock "
-                            "(orchestration code must not block)",
-                            err->message);
         } else {
             if (err->retryable)
                 DURO__COUNT(rt, m_storage_retries);

@@ -315,9 +315,8 @@ static int orch_blocks_once(duro_orch *o, const char *in, duro_result *out)
 
 /* Orchestration code that blocks its turn past orchestration_lock_timeout_ms
  * loses the lock; the discarded turn's warning says the turn ran longer
- * than the timeout (code must not block). (The same words become the
- * instance's problem, which a poison failure carries; here the instance
- * completes through the other thread's turn, which clears it.) */
+ * than the timeout (code must not block). The instance completes through
+ * the other thread's turn. */
 TEST(a_turn_longer_than_its_lock_says_so)
 {
     rt_fixture f;
