@@ -532,8 +532,10 @@ DURO_API int duro_activity_cancelled(duro_activity *a);
 
 /** Blocks until cancellation or @p timeout_ms (< 0: forever).
  * @return 1 when cancelled, 0 on timeout.
- * @note Any thread, called while the activity function runs (a wait that
- * is under way when it returns ends normally). */
+ * @note Any thread, called while the activity function runs. A wait under
+ * way when it returns keeps the token alive and ends when the token fires
+ * or @p timeout_ms passes (the token of an activity that returned may
+ * never fire: wait with a timeout). */
 DURO_API int duro_activity_wait_cancelled(duro_activity *a, int64_t timeout_ms);
 
 /** A file descriptor that becomes readable (POLLIN) on cancellation, for
@@ -639,7 +641,7 @@ typedef struct duro_runtime_options {
                                  (duro_client_prune()) after the turn
                                  commits, so an instance that continues as
                                  new for ever keeps at most
-                                 2 x keep_executions; default 10; 0 keeps
+                                 2 x keep_executions + 1; default 10; 0 keeps
                                  every execution */
     size_t fiber_cache_bytes; /* bytes the suspended orchestrations of
                                  fiber_cache_size may hold: what replay

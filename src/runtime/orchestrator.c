@@ -314,7 +314,7 @@ static int run_turn(turn_ctx *c, int terminate_status,
 /* After a committed turn that ended execution n with continue-as-new: when
  * n is a multiple of keep_executions, deletes the executions before the
  * last keep_executions (n among them), so a chain that continues for ever
- * keeps at most 2 x keep_executions of them. Its own transaction, after
+ * keeps at most 2 x keep_executions + 1 of them. Its own transaction, after
  * the turn's: housekeeping, which a crash or a failure merely postpones to
  * the next multiple (pruning is idempotent), and every keep_executions-th
  * continue-as-new pays for it, not each one. */
