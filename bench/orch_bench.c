@@ -166,6 +166,10 @@ static double cpu_busy_pct(unsigned long long busy0, unsigned long long total0)
     return 100.0 * (double)(busy - busy0) / (double)(total - total0);
 }
 
+static void uncap_all(int procs);
+
+/* Kills and reaps the runtime processes, and removes their cgroups
+ * (--cpu-cap). */
 static void kill_procs(void)
 {
     for (int i = 0; i < proc_count; i++) {
@@ -175,6 +179,8 @@ static void kill_procs(void)
             proc_pids[i] = 0;
         }
     }
+    if (cpu_cap > 0)
+        uncap_all(proc_count);
 }
 
 static void die(const char *what, int rc)
@@ -457,7 +463,9 @@ static void bench_chain(const char *url, long n)
 
 /* --cpu-cap: the cgroup of runtime process `index` of workload process
  * `parent`, under the cgroup v1 cpu controller or, failing that, under a
- * cgroup v2 root that offers the cpu controller; "" when neither is there. */
+ * cgroup v2 root that offers the cpu controller (enabled for its children
+ * in cgroup.subtree_control, which this does not do); "" when neither is
+ * there. */
 static void cap_path(char *out, size_t size, pid_t parent, int index, int *v2)
 {
     FILE *f = fopen("/sys/fs/cgroup/cgroup.controllers", "r");

@@ -170,13 +170,21 @@ int duro__provider_open_for(const char *url, int concurrency,
     static const char expected[] = "expected sqlite:path, sqlite::memory:, "
                                    "postgres://... or postgresql://...";
     char shown[512];
-    if (strstr(url, "://") != NULL) {
+    size_t scheme = strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+                                "QRSTUVWXYZ0123456789+.-");
+    if (scheme > 0 && strncmp(url + scheme, "://", 3) == 0) {
         duro__mask_url(url, shown, sizeof(shown));
         return duro_error_set(err, DURO_BAD_URL, 0,
                               "unknown database URL scheme in '%s' (%s)", shown,
                               expected);
     }
     size_t n = strcspn(url, ":= \t");
+    if (url[n] == '\0')
+        return duro_error_set(err, DURO_BAD_URL, 0,
+                              "the database URL has no scheme (not shown: "
+                              "it may hold a password); a SQLite file is "
+                              "sqlite:PATH, e.g. sqlite:orders.db (%s)",
+                              expected);
     if (url[n] == '=' || url[n] == ' ' || url[n] == '\t')
         return duro_error_set(err, DURO_BAD_URL, 0,
                               "the database URL looks like a libpq "

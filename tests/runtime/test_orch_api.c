@@ -1095,6 +1095,8 @@ TEST(runtime_options_validation)
         {"postgres:app:S3cret@db/app", "scheme 'postgres:'"},
         {"postgresql:/app:S3cret@db/app", "scheme 'postgresql:'"},
         {"postgress://app:S3cret@db/app", "postgress://app:***@db/app"},
+        {"host=db password=S3cret options=http://x", "key=value string"},
+        {"S3cret.db", "has no scheme"},
     };
     for (size_t k = 0; k < sizeof(not_urls) / sizeof(not_urls[0]); k++) {
         CHECK_RC(duro_runtime_create(not_urls[k][0], reg, &o, &rt),

@@ -35,7 +35,6 @@ static const char *const url_defaults[][2] = {
     {"keepalives_count", "3"},
     {"connect_timeout", "10"},
 };
-#define CONNECT_TIMEOUT_DEFAULT 4 /* its index */
 #define URL_DEFAULTS (sizeof(url_defaults) / sizeof(url_defaults[0]))
 #define URL_DEFAULTS_MAX 128 /* bytes all of them take, '&'s included */
 #define DEFAULT_MAX_HISTORY 100000
@@ -74,10 +73,6 @@ static int parse_u64(const char *v, size_t n, uint64_t lo, uint64_t hi,
     return 0;
 }
 
-/* A schema name: a plain SQL identifier, so it needs no quoting rules of
- * its own (letters, digits, '_', not starting with a digit, at most 63
- * bytes). It is always used quoted, so case matters and keywords are
- * allowed. */
 /* A libpq port list: comma-separated numbers 1 .. 65535, each may be
  * empty (that host's default port). */
 static int valid_ports(const char *v)
@@ -93,6 +88,10 @@ static int valid_ports(const char *v)
     }
 }
 
+/* A schema name: a plain SQL identifier, so it needs no quoting rules of
+ * its own (letters, digits, '_', not starting with a digit, at most 63
+ * bytes). It is always used quoted, so case matters and keywords are
+ * allowed. */
 static int valid_identifier(const char *v, size_t n)
 {
     if (n == 0 || n > DURO__PG_SCHEMA_MAX)
@@ -231,7 +230,8 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
     const char *env_service = getenv("PGSERVICE");
     if ((env_timeout != NULL && *env_timeout != '\0') ||
         (env_service != NULL && *env_service != '\0') || seen_service)
-        named[CONNECT_TIMEOUT_DEFAULT] = 1;
+        for (size_t i = 0; i < URL_DEFAULTS; i++)
+            named[i] |= strcmp(url_defaults[i][0], "connect_timeout") == 0;
     for (size_t i = 0; i < URL_DEFAULTS; i++)
         if (!named[i])
             len += (size_t)snprintf(cfg->conninfo + len,
