@@ -153,10 +153,11 @@ static struct duro_task *start_child(duro_orch *o, const char *name,
     /* The default id, "<this id>:<execution>:<event id>", grows with each
      * level of children that take it: past the limit, the code is told
      * here rather than the store refusing the turn on every delivery. */
-    char suffix[48];
-    snprintf(suffix, sizeof(suffix), ":%llu:%llu",
-             (unsigned long long)o->execution_id,
-             (unsigned long long)(o->tracker.count + 1));
+    char suffix[48] = "";
+    if (instance_id == NULL)
+        snprintf(suffix, sizeof(suffix), ":%llu:%llu",
+                 (unsigned long long)o->execution_id,
+                 (unsigned long long)(o->tracker.count + 1));
     if (instance_id == NULL &&
         strlen(o->instance_id) + strlen(suffix) > DURO__NAME_MAX)
         return duro__task_new_failed(

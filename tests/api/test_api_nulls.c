@@ -189,6 +189,7 @@ TEST(registry_and_initializers)
     CHECK_EQ(ro.cleanup_timeout_ms, 300000);
     CHECK_EQ(ro.orchestration_batch, 16);
     CHECK_EQ(ro.keep_executions, 10);
+    CHECK_EQ(ro.fiber_cache_bytes, (size_t)256 * 1024 * 1024);
     /* a program built against version 3's header: its struct ends before
      * keep_executions, and nothing past that is written (ASan sees an
      * allocation of exactly that size), whether it calls the function it
