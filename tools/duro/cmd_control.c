@@ -367,6 +367,15 @@ static int control_query(cli *c, const control_verb *v, duro_client *client,
             ? duro_client_cancel_matching(client, filter, reason, by, &bo, &r)
             : duro_client_control_matching(client, v->control, filter, reason,
                                            by, &bo, &r);
+    if ((rc == DURO_STORAGE || rc == DURO_BUSY) && !dry_run) {
+        /* a sweep commits batch by batch: say what stands */
+        char what[256];
+        snprintf(what, sizeof(what),
+                 "%s (the batches done before this failure stand; the same "
+                 "command again does the rest)",
+                 v->doing);
+        return cli_error_rc(c, rc, what);
+    }
     if (rc != DURO_OK)
         return cli_error_rc(c, rc, v->doing);
     if (c->json) {
