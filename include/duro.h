@@ -663,7 +663,8 @@ DURO_API void duro_runtime_options_init_size(duro_runtime_options *o,
                                              size_t size);
 /** duro_runtime_options_init_size() with version 3's size: what programs
  * built against version 3's duro.h call. Programs built against this one
- * call the macro below. */
+ * call the macro below; bindings that call through a pointer (cgo, ctypes)
+ * call duro_runtime_options_init_size() with their struct's size. */
 DURO_API void duro_runtime_options_init(duro_runtime_options *o);
 #define duro_runtime_options_init(o)                                           \
     duro_runtime_options_init_size((o), sizeof(duro_runtime_options))

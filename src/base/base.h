@@ -31,6 +31,9 @@ size_t duro__utf8_len(const unsigned char *s);
  * PostgreSQL refuses invalid UTF-8 (22021), and an ack that always fails so
  * never commits. */
 size_t duro__utf8_scrub(char *s);
+/* The longest prefix of s of at most max bytes that ends on a character
+ * boundary, for "%.*s" (a plain "%.Ns" may split a character). */
+size_t duro__utf8_cut(const char *s, size_t max);
 /* Bytes an arena holds (its blocks, headers included); 0 for NULL. */
 size_t duro__arena_bytes(const duro_arena *a);
 

@@ -198,3 +198,13 @@ size_t duro__utf8_scrub(char *s)
     *out = '\0';
     return (size_t)(out - (unsigned char *)s);
 }
+
+size_t duro__utf8_cut(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max);
+    if (n < max)
+        return n; /* all of it */
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    return n;
+}

@@ -93,7 +93,7 @@ static void preview(char *buf, size_t size, const char *s)
     if (n + 3 <= size)
         snprintf(buf, size, "\"%s\"", s);
     else
-        snprintf(buf, size, "\"%.*s...\"", (int)(size - 6), s);
+        snprintf(buf, size, "\"%.*s...\"", (int)duro__utf8_cut(s, size - 6), s);
 }
 
 /* "ActivityScheduled 'Name'" and similar, for nondeterminism messages. */
@@ -176,6 +176,8 @@ static void set_nondeterminism(duro_orch *e, const char *fmt, ...)
     e->result.kind = DURO__RESULT_FAILED;
     duro__free(e->result.error);
     e->result.error = duro__strdup(msg ? msg : "nondeterminism");
+    if (e->result.error != NULL) /* its parts were cut to buffers */
+        duro__utf8_scrub(e->result.error);
     e->result.category = DURO_CATEGORY_CONFIGURATION;
 }
 
@@ -446,7 +448,9 @@ void duro__task_cancel(duro_orch *e, struct duro_task *t, const char *reason)
     struct duro_task *parent = t->parent;
     t->parent = NULL;
     char buf[96];
-    snprintf(buf, sizeof(buf), "cancelled: %s", reason);
+    const char *why = str_or(reason, "");
+    snprintf(buf, sizeof(buf), "cancelled: %.*s",
+             (int)duro__utf8_cut(why, sizeof(buf) - 12), why);
     duro__task_finish(e, t, TASK_CANCELLED, NULL, buf, DURO_CATEGORY_CANCELLED);
     t->parent = parent;
 }

@@ -568,7 +568,7 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
     if (item->attempt > rt->opts.max_attempts) {
         DURO__COUNT(rt, m_poison);
         /* The last problem recorded says why the deliveries failed (a
-         * turn the store refused, code that blocks past the lock) */
+         * turn the store refused) */
         snprintf(why, sizeof(why),
                  "poison message: a batch of instance '%.100s' was delivered "
                  "%u times without a committed turn (max_attempts %u)%s%.300s",

@@ -324,6 +324,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                  "poison message: activity '%s' was delivered %u times "
                  "without completing (max_attempts %u)",
                  x->name, w->attempt, rt->opts.max_attempts);
+        duro__utf8_scrub(why); /* a name cut short by the buffer */
         duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s': %s",
                   x->instance_id, why);
         fill_failure(&completion, x, why, DURO_CATEGORY_INFRASTRUCTURE);
@@ -483,6 +484,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                          "output of activity '%s' is %zu bytes, over the "
                          "limit of %zu",
                          x->name, strlen(res.output), rt->opts.max_payload);
+                duro__utf8_scrub(why);
                 fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
             }
         } else {

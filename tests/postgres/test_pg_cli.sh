@@ -103,7 +103,7 @@ contains "$tmp/ro_list.out" g1
 run 1 ro_start --db "$ro" start Anything ro-1
 contains "$tmp/ro_start.err" "(25006); the server takes no writes here"
 run 1 ro_cancel --db "$ro" cancel --name Greeting
-contains "$tmp/ro_cancel.err" "the same command again does the rest"
+contains "$tmp/ro_cancel.err" "the batches done before this failure stand"
 
 echo "== a connection that fails: nothing listens on port 1"
 run 1 port --db "$url&port=1" list

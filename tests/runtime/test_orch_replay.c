@@ -360,8 +360,8 @@ static int execution_stored(rt_fixture *f, const char *id, uint64_t exec)
  * executions 6, 9, ... prune down to the last 3, so once execution 20
  * runs, the executions up to 15 go (the prune after 18, in the thread that
  * committed 18, may still be under way: waited for), and 18..20 remain
- * (that prune keeps the last 3 of those there when it runs: 16..18 at the
- * earliest, 18..20 at the latest). With 0 every execution stays. The
+ * (that prune keeps the last 3 of those there when it runs: they end at 18
+ * at the earliest, at 20 at the latest). With 0 every execution stays. The
  * instance itself runs unchanged. */
 TEST(keep_executions_bounds_the_executions_a_chain_keeps)
 {

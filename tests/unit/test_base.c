@@ -231,6 +231,22 @@ TEST(utf8_scrub_drops_what_is_not_utf8)
     }
 }
 
+/* A cut never splits a character: it ends before the one that would not
+ * fit; a string shorter than the cut is whole. */
+TEST(utf8_cut_ends_on_a_character_boundary)
+{
+    const char *s = "ab\xce\xa9"
+                    "cd\xe2\x82\xac"; /* "ab", Omega, "cd", Euro */
+    CHECK_EQ(duro__utf8_cut(s, 0), 0);
+    CHECK_EQ(duro__utf8_cut(s, 2), 2);
+    CHECK_EQ(duro__utf8_cut(s, 3), 2); /* not half the Omega */
+    CHECK_EQ(duro__utf8_cut(s, 4), 4);
+    CHECK_EQ(duro__utf8_cut(s, 7), 6); /* not two thirds of the Euro */
+    CHECK_EQ(duro__utf8_cut(s, 8), 6);
+    CHECK_EQ(duro__utf8_cut(s, 9), 9);
+    CHECK_EQ(duro__utf8_cut(s, 100), 9);
+}
+
 TEST(provider_open_rejects_bad_urls)
 {
     duro_provider *p = (duro_provider *)1;
@@ -252,9 +268,10 @@ TEST(provider_open_rejects_bad_urls)
     duro_provider_close(NULL);
 }
 
-TEST_MAIN(T(utf8_scrub_drops_what_is_not_utf8), T(error_names_cover_every_code),
-          T(status_names_round_trip), T(event_kind_names),
-          T(arena_allocates_aligned_zeroed_memory),
+TEST_MAIN(T(utf8_scrub_drops_what_is_not_utf8),
+          T(utf8_cut_ends_on_a_character_boundary),
+          T(error_names_cover_every_code), T(status_names_round_trip),
+          T(event_kind_names), T(arena_allocates_aligned_zeroed_memory),
           T(allocation_failure_injection), T(error_set_and_thread_local_detail),
           T(random_tokens_differ), T(provider_open_rejects_bad_urls),
           T(arena_and_helpers_refuse_sizes_that_overflow),

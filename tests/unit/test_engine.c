@@ -464,6 +464,35 @@ TEST(nondeterminism_different_command)
     sim_free(&s);
 }
 
+/* The nondeterminism message quotes 42 bytes of an input: an input with
+ * a two-byte character across that cut gives a message that is still
+ * valid UTF-8 (PostgreSQL refuses anything else, and the failing turn would
+ * never commit). */
+TEST(nondeterminism_message_is_valid_utf8_when_an_input_is_cut)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    CHECK_OK(run_turn(orch_chain, NULL, NULL, &s, NULL, 0, 1, &t));
+    /* A's output, B's input: 41 bytes, then a u-umlaut at bytes 41-42 */
+    duro_work_item m =
+        msg_done(1, 2, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\xc3\xbcyyyy");
+    CHECK_OK(run_turn(orch_chain, NULL, NULL, &s, &m, 1, 2, &t));
+    m = msg_done(1, 4, "b");
+    CHECK_OK(run_turn(orch_chain_changed, NULL, NULL, &s, &m, 1, 3, &t));
+    CHECK_EQ(t.nondeterminism, 1);
+    for (const char *p = t.meta.error; *p != '\0';) {
+        size_t k = duro__utf8_len((const unsigned char *)p);
+        CHECK_MSG(k > 0, "invalid UTF-8 at byte %zu of '%s'",
+                  (size_t)(p - t.meta.error), t.meta.error);
+        p += k;
+    }
+    CHECK(strstr(t.meta.error, "xxxxxxxx") != NULL); /* the input is quoted */
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
 static int orch_waits_on_timer(duro_orch *o, const char *input,
                                duro_result *out)
 {
@@ -1786,6 +1815,7 @@ TEST_MAIN(
     T(plan_turn_cases), T(chain_warm_and_cold_give_the_same_history),
     T(nondeterminism_different_command),
     T(names_and_default_child_ids_over_the_limit_fail_their_tasks),
+    T(nondeterminism_message_is_valid_utf8_when_an_input_is_cut),
     T(nondeterminism_waiting_where_history_has_a_command),
     T(nondeterminism_returned_while_history_continues),
     T(select_loser_activity_is_cancelled_once),

@@ -371,8 +371,8 @@ static int control_query(cli *c, const control_verb *v, duro_client *client,
         /* a sweep commits batch by batch: say what stands */
         char what[256];
         snprintf(what, sizeof(what),
-                 "%s (the batches done before this failure stand; the same "
-                 "command again does the rest)",
+                 "%s (the batches done before this failure stand; once its "
+                 "cause is gone, the same command does the rest)",
                  v->doing);
         return cli_error_rc(c, rc, what);
     }
