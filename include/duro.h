@@ -9,9 +9,11 @@
  * or DURO_MISUSE). tests/api/test_api_nulls.c calls every function with
  * each pointer argument NULL and holds it to its word.
  *
- * fork(): a child process must not use, shut down or destroy a runtime or
- * client made before the fork (their threads, locks and connections stay
- * with the parent); it makes its own. */
+ * fork(): fork before the process makes its first runtime or client, or
+ * have the child call exec() at once. A child forked while a runtime runs
+ * may find locks taken that only the parent's threads would release
+ * (SQLite's own among them: a client created there hung), so it must not
+ * use, shut down or destroy what the parent made, nor make its own. */
 #ifndef DURO_H
 #define DURO_H
 

@@ -323,13 +323,15 @@ static int conn_connect(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
         /* A server that is down or restarting may come back; one that
          * has no connection left says so in its own words only. */
         int full = strstr(msg, "too many clients") != NULL ||
+                   strstr(msg, "too many connections") != NULL ||
                    strstr(msg, "connection slots are reserved") != NULL;
         return duro_error_set(
             err, DURO_STORAGE, 1, "postgres open: cannot connect to %s: %s%s",
             p->cfg.display, msg,
-            full ? " (duro opens the URL's pool= connections, one per "
-                   "runtime thread by default, plus one to listen: lower "
-                   "pool= or raise the server's max_connections)"
+            full ? " (duro opens the URL's pool= connections - by default "
+                   "one per runtime thread plus one, 5 for a client - and "
+                   "one to listen: lower pool=, or raise the server's "
+                   "max_connections or the role's connection limit)"
                  : "");
     }
     PQsetNoticeProcessor(c->pg, ignore_notice, NULL);
