@@ -290,6 +290,20 @@ TEST(unescaped_delimiters_in_a_password_are_refused)
     duro__pg_config_free(&cfg);
 }
 
+/* Opens url, which must fail retryably (DURO_STORAGE: no server there, or
+ * one that never answers) without the password "hunter2" in the message,
+ * left in *e. */
+static void open_fails_retryably(const char *url, duro_error *e)
+{
+    duro_provider *p = NULL;
+    int rc = duro_provider_open(url, &p, e);
+    CHECK_EQ(rc, DURO_STORAGE);
+    CHECK_EQ(e->retryable, 1);
+    CHECK(p == NULL);
+    CHECK_MSG(strstr(e->message, "hunter2") == NULL, "the password is in '%s'",
+              e->message);
+}
+
 /* Opening through duro_provider_open: a bad URL never connects, and a
  * server that is not there fails retryably, naming the masked URL. */
 TEST(open_failures_name_the_masked_url)
@@ -313,12 +327,7 @@ TEST(open_failures_name_the_masked_url)
     snprintf(url, sizeof(url),
              "postgresql://u:hunter2@/db?host=%s&port=1&password=hunter2",
              test_tmpdir());
-    int rc = duro_provider_open(url, &p, &e);
-    CHECK_EQ(rc, DURO_STORAGE);
-    CHECK_EQ(e.retryable, 1);
-    CHECK(p == NULL);
-    CHECK_MSG(strstr(e.message, "hunter2") == NULL, "the password is in '%s'",
-              e.message);
+    open_fails_retryably(url, &e);
     CHECK_MSG(strstr(e.message, "u:***@") != NULL &&
                   strstr(e.message, "password=***") != NULL,
               "the masked URL is not in '%s'", e.message);
@@ -400,14 +409,8 @@ TEST(a_server_that_never_answers_fails_the_open_after_connect_timeout)
     snprintf(url, sizeof(url),
              "postgres://u:hunter2@127.0.0.1:%d/db?connect_timeout=2",
              ntohs(a.sin_port));
-    duro_provider *p = NULL;
     duro_error e;
-    int rc = duro_provider_open(url, &p, &e);
-    CHECK_EQ(rc, DURO_STORAGE);
-    CHECK_EQ(e.retryable, 1);
-    CHECK(p == NULL);
-    CHECK_MSG(strstr(e.message, "hunter2") == NULL, "the password is in '%s'",
-              e.message);
+    open_fails_retryably(url, &e);
     CHECK_MSG(strstr(e.message, "timeout") != NULL,
               "'%s' does not say it timed out", e.message);
     close(fd);
