@@ -338,26 +338,36 @@ typedef struct duro_bulk_filter {
  * duro_client_cancel_many). Values are append-only. */
 typedef enum duro_cancel_outcome {
     DURO_CANCEL_NONE = 0,              /* not decided: the call failed first */
-    DURO_CANCEL_CANCELLED = 1,         /* Pending or Running: this call
-                                          requested the cancellation; the
-                                          instance becomes Cancelled at its
-                                          next turn, unless a turn already
-                                          running finishes it first */
-    DURO_CANCEL_ALREADY_CANCELLED = 2, /* Cancelled, or Pending or Running
-                                          with a cancellation requested
-                                          before: nothing changed, the first
-                                          reason stays */
+    DURO_CANCEL_REQUESTED = 1,         /* live: this call recorded the
+                                          request; the instance's next turn
+                                          decides it. It ends Cancelled
+                                          unless a turn already running
+                                          finishes it otherwise first (its
+                                          status then shows the request
+                                          arrived too late) */
+    DURO_CANCEL_ALREADY_CANCELLED = 2, /* Cancelled, or live with a
+                                          cancellation requested before:
+                                          nothing changed, the first reason
+                                          stays */
     DURO_CANCEL_NOT_FOUND = 3,         /* no such instance */
     DURO_CANCEL_NOT_CANCELLABLE = 4,   /* Completed, Failed or (version 5)
                                           Terminated (see status) */
-    DURO_CANCEL_DUPLICATE = 5          /* the id came earlier in the same
+    DURO_CANCEL_DUPLICATE = 5,         /* the id came earlier in the same
                                           call; handled once, at its first
                                           occurrence, whose status it
                                           repeats */
+    DURO_CANCEL_CANCELLED = 6          /* decided in this call (version 9):
+                                          a Pending instance that had not
+                                          begun - no history, its START not
+                                          held by a runtime - is Cancelled
+                                          when the call returns, its
+                                          history and queues written in the
+                                          request's transaction */
 } duro_cancel_outcome;
 
-/** "cancelled", "already_cancelled", "not_found", "not_cancellable",
- * "duplicate", "none"; "unknown" for any other value. Never NULL.
+/** "requested", "cancelled", "already_cancelled", "not_found",
+ * "not_cancellable", "duplicate", "none"; "unknown" for any other value. Never
+ * NULL.
  * @note Any thread. */
 DURO_API const char *duro_cancel_outcome_name(int outcome);
 
@@ -393,12 +403,20 @@ typedef enum duro_control_outcome {
     DURO_CONTROL_OUTCOME_NOT_FOUND = 3, /* no such instance */
     DURO_CONTROL_OUTCOME_FINISHED = 4,  /* Completed, Failed, Cancelled or
                                            Terminated: nothing enqueued */
-    DURO_CONTROL_OUTCOME_DUPLICATE = 5  /* the id came earlier in the same
+    DURO_CONTROL_OUTCOME_DUPLICATE = 5, /* the id came earlier in the same
                                            call; handled there */
+    DURO_CONTROL_OUTCOME_APPLIED = 6    /* decided in this call (version 9):
+                                           a Pending instance that had not
+                                           begun - no history, its START
+                                           not held by a runtime - is
+                                           Terminated (terminate) or
+                                           Suspended before any of its code
+                                           ran (suspend) when the call
+                                           returns */
 } duro_control_outcome;
 
-/** "requested", "not_found", "finished", "duplicate", "none"; "unknown"
- * for any other value. Never NULL. @note Any thread. */
+/** "requested", "applied", "not_found", "finished", "duplicate", "none";
+ * "unknown" for any other value. Never NULL. @note Any thread. */
 DURO_API const char *duro_control_outcome_name(int outcome);
 
 typedef struct duro_control_result {
@@ -415,6 +433,11 @@ typedef struct duro_bulk_result {
     uint64_t count;   /* instances cancelled, sent a control or deleted */
     const char **ids; /* the first id_count of them (see each method) */
     size_t id_count;  /* min(count, the caller's max_ids) */
+    uint64_t applied; /* (version 9) of count, how many were decided in the
+                         call's own transactions instead of sent a
+                         request: cancelled or terminated, or suspended
+                         before their code ran (see
+                         DURO_CANCEL_CANCELLED); 0 for a purge */
 } duro_bulk_result;
 
 /** Frees a bulk result; NULL is a no-op.

@@ -100,8 +100,9 @@ const char *duro_event_kind_name(int kind)
 const char *duro_cancel_outcome_name(int outcome)
 {
     static const char *const names[] = {
-        "none",      "cancelled",       "already_cancelled",
-        "not_found", "not_cancellable", "duplicate"};
+        "none",      "requested",       "already_cancelled",
+        "not_found", "not_cancellable", "duplicate",
+        "cancelled"};
     if (outcome < 0 || (size_t)outcome >= DURO__ARRAY_LEN(names))
         return "unknown";
     return names[outcome];
@@ -120,7 +121,8 @@ const char *duro_control_outcome_name(int outcome)
 {
     /* 2 is not an outcome (the values follow duro_cancel_outcome's) */
     static const char *const names[] = {"none",      "requested", "unknown",
-                                        "not_found", "finished",  "duplicate"};
+                                        "not_found", "finished",  "duplicate",
+                                        "applied"};
     if (outcome < 0 || (size_t)outcome >= DURO__ARRAY_LEN(names))
         return "unknown";
     return names[outcome];

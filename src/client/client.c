@@ -228,6 +228,7 @@ int duro_client_cancel(duro_client *c, const char *instance_id,
             return duro__fail_from(&err);
         duro__client_count_cancel(&c->metrics, r.outcome, 1);
         switch (r.outcome) {
+        case DURO_CANCEL_REQUESTED:
         case DURO_CANCEL_CANCELLED:
         case DURO_CANCEL_ALREADY_CANCELLED:
             return DURO_OK; /* idempotent: the first reason stays */
@@ -264,7 +265,7 @@ int duro_client_cancel(duro_client *c, const char *instance_id,
     if (c->provider->enqueue_for_orchestrator(c->provider, &item, 0, &err) !=
         DURO_OK)
         return duro__fail_from(&err);
-    duro__client_count_cancel(&c->metrics, DURO_CANCEL_CANCELLED, 1);
+    duro__client_count_cancel(&c->metrics, DURO_CANCEL_REQUESTED, 1);
     return DURO_OK;
 }
 
@@ -476,6 +477,7 @@ static int control_one(duro_client *c, int control, const char *instance_id,
         return DURO_OK; /* idempotent, as a cancel of a cancelled one */
     switch (r.outcome) {
     case DURO_CONTROL_OUTCOME_REQUESTED:
+    case DURO_CONTROL_OUTCOME_APPLIED:
         return DURO_OK;
     case DURO_CONTROL_OUTCOME_NOT_FOUND:
         return duro__fail(DURO_NOT_FOUND, "instance '%s' does not exist",
@@ -588,9 +590,12 @@ int duro_client_cancel_matching(duro_client *c, const duro_bulk_filter *filter,
                            requested_by, o->dry_run, o->max_ids, out,
                            &err) != DURO_OK)
         return duro__fail_from(&err);
-    if (!o->dry_run)
+    if (!o->dry_run) {
+        duro__client_count_cancel(&c->metrics, DURO_CANCEL_REQUESTED,
+                                  (*out)->count - (*out)->applied);
         duro__client_count_cancel(&c->metrics, DURO_CANCEL_CANCELLED,
-                                  (*out)->count);
+                                  (*out)->applied);
+    }
     return DURO_OK;
 }
 

@@ -7,12 +7,16 @@
 #include "duro/provider.h"
 
 static const char *const outcome_label[DURO__CANCEL_REQ_COUNT] = {
-    "cancelled", "already_cancelled", "not_found", "invalid_status"};
+    "requested", "cancelled", "already_cancelled", "not_found",
+    "invalid_status"};
 
 void duro__client_count_cancel(duro__client_metrics *m, int outcome, uint64_t n)
 {
     int i;
     switch (outcome) {
+    case DURO_CANCEL_REQUESTED:
+        i = DURO__CANCEL_REQ_REQUESTED;
+        break;
     case DURO_CANCEL_CANCELLED:
         i = DURO__CANCEL_REQ_CANCELLED;
         break;

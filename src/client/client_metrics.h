@@ -10,7 +10,8 @@
 
 /* The outcome label of duro_cancel_requests_total, in the seed's words. */
 enum {
-    DURO__CANCEL_REQ_CANCELLED,         /* the request was recorded */
+    DURO__CANCEL_REQ_REQUESTED,         /* the request was recorded */
+    DURO__CANCEL_REQ_CANCELLED,         /* decided at once: Cancelled */
     DURO__CANCEL_REQ_ALREADY_CANCELLED, /* cancelled, or a request pending */
     DURO__CANCEL_REQ_NOT_FOUND,         /* no such instance */
     DURO__CANCEL_REQ_INVALID_STATUS,    /* Completed or Failed */

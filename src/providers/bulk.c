@@ -197,7 +197,7 @@ static int cancel_outcome(int status, int pending)
     if (status == DURO_STATUS_NOT_FOUND)
         return DURO_CANCEL_NOT_FOUND;
     if (status_in(DURO__LIVE_STATUSES, status))
-        return pending ? DURO_CANCEL_ALREADY_CANCELLED : DURO_CANCEL_CANCELLED;
+        return pending ? DURO_CANCEL_ALREADY_CANCELLED : DURO_CANCEL_REQUESTED;
     /* Terminated, like Completed and Failed, cannot be cancelled */
     return status == DURO_STATUS_CANCELLED ? DURO_CANCEL_ALREADY_CANCELLED
                                            : DURO_CANCEL_NOT_CANCELLABLE;
@@ -220,7 +220,7 @@ int duro__bulk_decide(const duro__bulk_request *r, duro__bulk_decision *d,
     if (r->cancel) {
         d->outcome =
             first ? cancel_outcome(status, pending) : DURO_CANCEL_DUPLICATE;
-        return d->outcome == DURO_CANCEL_CANCELLED;
+        return d->outcome == DURO_CANCEL_REQUESTED;
     }
     d->outcome =
         first ? control_outcome(status) : DURO_CONTROL_OUTCOME_DUPLICATE;

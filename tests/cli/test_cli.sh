@@ -698,7 +698,7 @@ cp "$tmp/out" "$tmp/before.json"
 run 0 cancel --name Waiter --dry-run --json
 json 'd["dry_run"] is True and d["count"] == 3 and d["ids"] == ["wait-1", "wait-2", "wait-3"]'
 run 1 cancel wait-1 hello-1 --dry-run --json
-json '[r["outcome"] for r in d["results"]] == ["cancelled", "not_cancellable"]'
+json '[r["outcome"] for r in d["results"]] == ["requested", "not_cancellable"]'
 run 0 list --json
 cmp -s "$tmp/out" "$tmp/before.json" || fail "a dry run changed the store"
 run 0 cancel --name Waiter --dry-run
@@ -714,7 +714,7 @@ one_line
 run 3 cancel nope
 one_line
 run 1 cancel wait-2 nope hello-1 --json
-json '[r["outcome"] for r in d["results"]] == ["cancelled", "not_found", "not_cancellable"]'
+json '[r["outcome"] for r in d["results"]] == ["requested", "not_found", "not_cancellable"]'
 [ "$(wc -l <"$tmp/err")" = 2 ] || fail "bulk cancel: one stderr line per failure: $(cat "$tmp/err")"
 run 0 cancel wait-1 wait-2 wait-2 --json
 json '[r["outcome"] for r in d["results"]] == ["already_cancelled", "already_cancelled", "duplicate"]'

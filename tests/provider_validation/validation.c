@@ -6166,7 +6166,7 @@ PV_TEST(cancel_instances_reports_one_outcome_per_id)
                          "asked", "ghost", "run",  "ghost", "pend"};
     enum { N = sizeof(ids) / sizeof(ids[0]) };
     static const int outcome[N] = {
-        DURO_CANCEL_CANCELLED,         DURO_CANCEL_CANCELLED,
+        DURO_CANCEL_REQUESTED,         DURO_CANCEL_REQUESTED,
         DURO_CANCEL_NOT_CANCELLABLE,   DURO_CANCEL_NOT_CANCELLABLE,
         DURO_CANCEL_ALREADY_CANCELLED, DURO_CANCEL_ALREADY_CANCELLED,
         DURO_CANCEL_NOT_FOUND,         DURO_CANCEL_DUPLICATE,
@@ -6296,7 +6296,7 @@ static void ids_refuse_bad_input(duro_provider *p, int control)
         request_ids(p, control, many, DURO_BULK_BATCH_MAX, "r", "b", res, &e),
         DURO_OK, &e);
     int sent = control != 0 ? (int)DURO_CONTROL_OUTCOME_REQUESTED
-                            : (int)DURO_CANCEL_CANCELLED;
+                            : (int)DURO_CANCEL_REQUESTED;
     int duplicate = control != 0 ? (int)DURO_CONTROL_OUTCOME_DUPLICATE
                                  : (int)DURO_CANCEL_DUPLICATE;
     CHECK_EQ(res[0].outcome, sent);
@@ -7311,7 +7311,7 @@ static void fault_sweep_ids(duro_provider *p, int control)
     fault_sweep(p, control != 0 ? "control_instances" : "cancel_instances",
                 sweep_cancel_ids, &arg);
     static const int cancelled[5] = {
-        DURO_CANCEL_CANCELLED, DURO_CANCEL_CANCELLED,
+        DURO_CANCEL_REQUESTED, DURO_CANCEL_REQUESTED,
         DURO_CANCEL_NOT_CANCELLABLE, DURO_CANCEL_NOT_FOUND,
         DURO_CANCEL_DUPLICATE};
     static const int controlled[5] = {
@@ -7739,7 +7739,7 @@ PV_TEST(cancel_reaches_a_suspended_instance_and_not_a_terminated_one)
               &e);
     CHECK_EQ(res[0].outcome, DURO_CANCEL_ALREADY_CANCELLED);
     CHECK_EQ(res[0].status, DURO_STATUS_SUSPENDED);
-    CHECK_EQ(res[1].outcome, DURO_CANCEL_CANCELLED);
+    CHECK_EQ(res[1].outcome, DURO_CANCEL_REQUESTED);
     CHECK_EQ(res[1].status, DURO_STATUS_SUSPENDED);
     CHECK_EQ(res[2].outcome, DURO_CANCEL_NOT_CANCELLABLE);
     CHECK_EQ(res[2].status, DURO_STATUS_TERMINATED);

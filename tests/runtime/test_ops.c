@@ -222,10 +222,10 @@ TEST(cancel_many_reports_one_outcome_per_id)
     CHECK_OK(
         duro_client_cancel_many(f.client, ids, 7, "cleanup", "user:ops", res));
     static const int outcome[7] = {
-        DURO_CANCEL_CANCELLED,       DURO_CANCEL_NOT_CANCELLABLE,
+        DURO_CANCEL_REQUESTED,       DURO_CANCEL_NOT_CANCELLABLE,
         DURO_CANCEL_NOT_CANCELLABLE, DURO_CANCEL_ALREADY_CANCELLED,
         DURO_CANCEL_NOT_FOUND,       DURO_CANCEL_DUPLICATE,
-        DURO_CANCEL_CANCELLED};
+        DURO_CANCEL_REQUESTED};
     static const int status[7] = {DURO_STATUS_RUNNING,
                                   DURO_STATUS_COMPLETED,
                                   DURO_STATUS_FAILED,
@@ -254,7 +254,7 @@ TEST(cancel_many_reports_one_outcome_per_id)
     /* The client counted each distinct request once, by outcome: "gone"
      * alone, then the batch (the repeated w1 is not a request of its
      * own). */
-    CHECK_EQ(cancel_requests(f.client, "cancelled"), 3);
+    CHECK_EQ(cancel_requests(f.client, "requested"), 3);
     CHECK_EQ(cancel_requests(f.client, "already_cancelled"), 1);
     CHECK_EQ(cancel_requests(f.client, "not_found"), 1);
     CHECK_EQ(cancel_requests(f.client, "invalid_status"), 2);
@@ -266,7 +266,7 @@ TEST(cancel_many_reports_one_outcome_per_id)
     CHECK_EQ(cancel_requests(f.client, "not_found"), 2);
     CHECK_EQ(cancel_requests(f.client, "invalid_status"), 3);
     CHECK_EQ(cancel_requests(f.client, "already_cancelled"), 2);
-    CHECK_EQ(cancel_requests(f.client, "cancelled"), 3);
+    CHECK_EQ(cancel_requests(f.client, "requested"), 3);
     rt_done(&f);
 }
 
@@ -304,7 +304,7 @@ TEST(cancel_many_batches_and_reports_repeats_across_batches)
     for (int k = 0; k < IDS; k++)
         filled += res[k].outcome != DURO_CANCEL_NONE;
     CHECK_EQ(filled, DURO_BULK_BATCH_MAX + 150); /* repeats of batch 1 */
-    CHECK_EQ(res[0].outcome, DURO_CANCEL_CANCELLED);
+    CHECK_EQ(res[0].outcome, DURO_CANCEL_REQUESTED);
     CHECK_EQ(res[N].outcome, DURO_CANCEL_DUPLICATE);
     CHECK_EQ(res[DURO_BULK_BATCH_MAX].outcome, DURO_CANCEL_NONE);
     uint64_t before = faulty_provider_calls(w, FAULTY_CANCEL_INSTANCES);
@@ -316,7 +316,7 @@ TEST(cancel_many_batches_and_reports_repeats_across_batches)
              (N + 1 + DURO_BULK_BATCH_MAX - 1) / DURO_BULK_BATCH_MAX);
     for (int k = 0; k < IDS; k++) {
         int want = k < DURO_BULK_BATCH_MAX ? DURO_CANCEL_ALREADY_CANCELLED
-                   : k < N                 ? DURO_CANCEL_CANCELLED
+                   : k < N                 ? DURO_CANCEL_REQUESTED
                    : k == N + 150          ? DURO_CANCEL_NOT_FOUND
                                            : DURO_CANCEL_DUPLICATE;
         CHECK_MSG(res[k].outcome == want, "#%d (%s): %s, expected %s", k,
@@ -369,7 +369,7 @@ TEST(cancel_matching_and_purge_end_to_end)
     CHECK_OK(duro_client_cancel_matching(f.client, &filter, "sweep", "user:ops",
                                          &o, &dry));
     CHECK_EQ(dry->count, 30);
-    CHECK_EQ(cancel_requests(f.client, "cancelled"), 0); /* a dry run */
+    CHECK_EQ(cancel_requests(f.client, "requested"), 0); /* a dry run */
     CHECK_EQ(dry->id_count, 30);
     CHECK_STR(dry->ids[0], "a-00");
     CHECK_STR(dry->ids[29], "a-29");
@@ -378,7 +378,7 @@ TEST(cancel_matching_and_purge_end_to_end)
     CHECK_OK(duro_client_cancel_matching(f.client, &filter, "sweep", "user:ops",
                                          &o, &r));
     CHECK_EQ(r->count, 30);
-    CHECK_EQ(cancel_requests(f.client, "cancelled"), 30);
+    CHECK_EQ(cancel_requests(f.client, "requested"), 30);
     for (size_t k = 0; k < 30; k++)
         CHECK_STR(r->ids[k], dry->ids[k]);
     duro_bulk_result_free(dry);
@@ -732,7 +732,7 @@ TEST(a_version_3_provider_has_no_bulk_calls)
     CHECK_EQ(i->cancel_requested_ms, 0);
     duro_free(i);
     CHECK_RC(duro_client_cancel(f.client, "ghost", NULL, NULL), DURO_NOT_FOUND);
-    CHECK_EQ(cancel_requests(f.client, "cancelled"), 1);
+    CHECK_EQ(cancel_requests(f.client, "requested"), 1);
     CHECK_EQ(cancel_requests(f.client, "not_found"), 1);
     CHECK_EQ(cancel_requests(f.client, "already_cancelled"), 0);
     duro_client_destroy(f.client);

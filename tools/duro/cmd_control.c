@@ -156,6 +156,7 @@ static int outcome_class(const control_verb *v, const verdict *r)
 {
     if (v->control == 0) {
         switch (r->outcome) {
+        case DURO_CANCEL_REQUESTED:
         case DURO_CANCEL_CANCELLED:
             return DONE;
         case DURO_CANCEL_ALREADY_CANCELLED:
@@ -169,6 +170,8 @@ static int outcome_class(const control_verb *v, const verdict *r)
         }
     }
     switch (r->outcome) {
+    case DURO_CONTROL_OUTCOME_APPLIED:
+        return DONE;
     case DURO_CONTROL_OUTCOME_REQUESTED:
         /* a live instance: whether it changes anything is its status */
         if ((v->control == DURO_CONTROL_SUSPEND &&
@@ -223,7 +226,7 @@ static int dry_outcome(const control_verb *v, duro_client *client,
                                 : DURO_CANCEL_NOT_CANCELLABLE;
     else
         r->outcome =
-            v->control ? DURO_CONTROL_OUTCOME_REQUESTED : DURO_CANCEL_CANCELLED;
+            v->control ? DURO_CONTROL_OUTCOME_REQUESTED : DURO_CANCEL_REQUESTED;
     return DURO_OK;
 }
 

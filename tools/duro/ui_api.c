@@ -972,7 +972,8 @@ static int prefix_flush(prefix_bulk *b)
                                     b->reason, b->r->srv->requester, res);
     for (size_t i = 0; i < b->count; i++) {
         b->cancelled +=
-            b->rc == DURO_OK && res[i].outcome == DURO_CANCEL_CANCELLED;
+            b->rc == DURO_OK && (res[i].outcome == DURO_CANCEL_REQUESTED ||
+                                 res[i].outcome == DURO_CANCEL_CANCELLED);
         free(b->batch[i]);
     }
     b->count = 0;
@@ -1265,8 +1266,10 @@ static int post_bulk_control(ui_request *r, json_t *body)
         for (size_t i = 0; i < n; i++) {
             int outcome = cres ? cres[i].outcome : tres[i].outcome;
             int status = cres ? cres[i].status : tres[i].status;
-            changed += cres ? outcome == DURO_CANCEL_CANCELLED
-                            : outcome == DURO_CONTROL_OUTCOME_REQUESTED;
+            changed += cres ? outcome == DURO_CANCEL_REQUESTED ||
+                                  outcome == DURO_CANCEL_CANCELLED
+                            : outcome == DURO_CONTROL_OUTCOME_REQUESTED ||
+                                  outcome == DURO_CONTROL_OUTCOME_APPLIED;
             json_t *o = json_object();
             jset(o, "ref", jstr(json_string_value(json_array_get(refs, i))));
             jset(o, "id", jstr(ids[i]));
