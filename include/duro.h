@@ -883,8 +883,14 @@ DURO_API int duro_client_raise_event_once(duro_client *c,
  * failed one is DURO_INVALID_STATE and nothing changes; an unknown one
  * DURO_NOT_FOUND. The request shows in the status at once
  * (cancel_requested_ms, cancel_reason, cancelled_by); the instance becomes
- * Cancelled at its next turn. With a provider of version 4 the check and
- * the request are one transaction.
+ * Cancelled at its next turn - or, when it has not begun (Pending, no
+ * runtime has taken its first turn or holds it now), when this call
+ * returns: the call writes its history and ends it itself (provider
+ * version 9; duro_client_cancel_many() tells the two apart). A turn that
+ * was already running when the request came may still finish the
+ * instance otherwise (Completed or Failed, the request kept on it: see
+ * duro_instance_info). With a provider of version 4 the check and the
+ * request are one transaction.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_cancel(duro_client *c, const char *instance_id,
                                 const char *reason, const char *requested_by);
@@ -892,9 +898,10 @@ DURO_API int duro_client_cancel(duro_client *c, const char *instance_id,
 /** Requests cancellation of @p count instances with one reason and
  * requester (both may be NULL; reason NULL: "cancelled") and reports one
  * outcome per id in @p results (caller-provided, @p count entries):
- * results[i] is for instance_ids[i] (see duro_cancel_outcome: cancelled,
- * already cancelled - a cancel pending counts -, not found, not cancellable
- * with the status it has). An id that appears more than once is cancelled
+ * results[i] is for instance_ids[i] (see duro_cancel_outcome: requested,
+ * cancelled - decided in this call, the instance had not begun -, already
+ * cancelled - a cancel pending counts -, not found, not cancellable with
+ * the status it has). An id that appears more than once is cancelled
  * once, at its first occurrence; every later occurrence gets
  * DURO_CANCEL_DUPLICATE and the first one's status. Runs in transactions of
  * up to DURO_BULK_BATCH_MAX distinct ids, each deciding and recording its
@@ -906,7 +913,8 @@ DURO_API int duro_client_cancel(duro_client *c, const char *instance_id,
  * than version 4; a storage error otherwise. After a storage error the
  * transactions that committed before it stand, and their ids' results are
  * filled; the others are zero (DURO_CANCEL_NONE). Repeating the call is
- * safe: what was cancelled then reports "already cancelled".
+ * safe: what was requested or cancelled then reports "already
+ * cancelled".
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_cancel_many(duro_client *c,
                                      const char *const *instance_ids,
@@ -926,8 +934,10 @@ typedef struct duro_bulk_options {
 DURO_API void duro_bulk_options_init(duro_bulk_options *o);
 
 /** Requests cancellation of every instance @p filter selects (name,
- * version, created range; status_mask within Pending and Running, 0: both)
- * that has no cancellation requested yet, with one reason and requester
+ * version, created range; status_mask within Pending, Running and
+ * Suspended, 0: Pending and Running - a suspended instance only when
+ * asked) that has no cancellation requested yet, with one reason and
+ * requester
  * (both may be NULL; reason NULL: "cancelled"). The set is what matched
  * when the call started: instances created meanwhile are not cancelled.
  * Runs in transactions of up to DURO_BULK_BATCH_MAX instances. With
@@ -935,7 +945,8 @@ DURO_API void duro_bulk_options_init(duro_bulk_options *o);
  * run would cancel now. @p opts NULL: defaults (a real run).
  * *out (caller-owned, free with duro_bulk_result_free()) holds how many
  * were (would be) cancelled and the first opts->max_ids of their ids, in id
- * order.
+ * order; of those, applied is how many had not begun and were cancelled by
+ * the call itself (a dry run: would be).
  * @return DURO_OK; DURO_INVALID for a NULL client, @p filter or @p out, a
  * status outside Pending and Running, or a finished_before_ms;
  * DURO_TOO_LARGE for a name, version, reason or requester over 1024 bytes;
@@ -956,7 +967,9 @@ DURO_API int duro_client_cancel_matching(duro_client *c,
  * cancel), cancels its outstanding activities (reason
  * "instance_terminated") and terminates its children. The instance
  * becomes Terminated at its next turn, with OrchestrationTerminated
- * {reason, requested_by} in history. @p reason (NULL: "terminated") and
+ * {reason, requested_by} in history; one that has not begun (see
+ * duro_client_cancel()) is Terminated when this call returns.
+ * @p reason (NULL: "terminated") and
  * @p requested_by may be NULL. DURO_NOT_FOUND for an unknown instance,
  * DURO_INVALID_STATE for one that ended otherwise (nothing changes);
  * terminating a terminated instance, or one with a terminate pending, is
@@ -973,6 +986,9 @@ DURO_API int duro_client_terminate(duro_client *c, const char *instance_id,
  * in history in the order they arrive and handed to the code, in that
  * order, when it is resumed. Running activities keep running. Status
  * Suspended; history records ExecutionSuspended {reason, requested_by}.
+ * An instance that has not begun (see duro_client_cancel()) is Suspended
+ * when this call returns, before any of its code ran: its code starts
+ * when it is resumed (a delayed start's delay ends with the suspension).
  * Suspending a suspended instance is DURO_OK and changes nothing.
  * Cancel and terminate work on a suspended instance (a cancel ends it at
  * once, without cleanup: its code does not run while suspended).

@@ -210,6 +210,11 @@ typedef enum duro_event_kind {
 /* Flag of a TimerCreated event: the cleanup deadline that an observed
  * cancellation started; when it fires first, the instance is terminated. */
 #define DURO_TIMER_CLEANUP_DEADLINE 0x10u
+/* Flag of an ExecutionSuspended event (provider version 9): the instance
+ * was suspended before any of its code ran, by the request's own
+ * transaction; the event follows OrchestrationStarted, and the code starts
+ * at the ExecutionResumed that ends the suspension. */
+#define DURO_SUSPEND_BEFORE_START 0x20u
 
 /** "ActivityScheduled", ...; never NULL. @note Any thread. */
 DURO_API const char *duro_event_kind_name(int kind);
@@ -650,7 +655,7 @@ typedef enum duro_queue {
  * ids: 1024 bytes) fails DURO_TOO_LARGE. Such failures are not retryable and
  * change nothing. A token the provider never issued is DURO_LOCK_LOST. */
 
-#define DURO_PROVIDER_VERSION 8
+#define DURO_PROVIDER_VERSION 9
 
 typedef struct duro_provider duro_provider;
 
@@ -965,7 +970,9 @@ struct duro_provider {
      * duro_cancel_outcome): a Pending or Running instance with no
      * cancellation requested gets a CANCEL_INSTANCE carrying reason and
      * requested_by (each may be NULL), visible at once, and the request is
-     * recorded on it (DURO_CANCEL_CANCELLED); nothing else changes. An id
+     * recorded on it (DURO_CANCEL_REQUESTED); nothing else changes; from
+     * version 9 one that has not begun is cancelled in this transaction
+     * instead (DURO_CANCEL_CANCELLED; see version 9). An id
      * given more than once is handled at its first occurrence; the later
      * ones get DURO_CANCEL_DUPLICATE and the first one's status. A NULL
      * instance_ids or results with count > 0, or a NULL or empty id, fails
@@ -978,8 +985,11 @@ struct duro_provider {
     /* Requests cancellation, as cancel_instances does, of every instance
      * that filter selects and that is Pending or Running with no
      * cancellation requested yet. filter->status_mask may hold only
-     * Pending and Running (0: both) and finished_before_ms must be 0,
-     * else DURO_INVALID; a NULL filter or out fails DURO_INVALID.
+     * Pending and Running (and from version 5 Suspended; 0: Pending and
+     * Running) and finished_before_ms must be 0, else DURO_INVALID; a NULL
+     * filter or out fails DURO_INVALID. From version 9 the instances of a
+     * batch that have not begun are cancelled in the batch's transaction
+     * (see version 9), and *out's applied counts them.
      *
      * The set is fixed when the call starts: an instance created (or that
      * begins to match) after that moment is not cancelled, however long
@@ -1095,7 +1105,10 @@ struct duro_provider {
      * duro_control_outcome): a live instance (Pending, Running or
      * Suspended) gets the message of `control` (a duro_control) carrying
      * reason and requested_by (each may be NULL), visible at once
-     * (DURO_CONTROL_OUTCOME_REQUESTED); nothing else changes. An id given
+     * (DURO_CONTROL_OUTCOME_REQUESTED); nothing else changes; from version
+     * 9 one that has not begun is terminated, or suspended, in this
+     * transaction instead (DURO_CONTROL_OUTCOME_APPLIED; see version 9).
+     * An id given
      * more than once is handled at its first occurrence; the later ones
      * get DURO_CONTROL_OUTCOME_DUPLICATE and the first one's status. An
      * unknown control, a NULL instance_ids or results with count > 0, or
@@ -1166,6 +1179,45 @@ struct duro_provider {
         const duro_orch_ack *acks, int64_t lock_timeout_ms,
         const duro_history_cache *cache, size_t max_next, duro_orch_item **next,
         size_t *next_count, duro_error *err);
+
+    /* --- version 9 ------------------------------------------------------
+     * Decided at once: no new method. cancel_instances, cancel_matching,
+     * and control_instances and control_matching with
+     * DURO_CONTROL_TERMINATE or DURO_CONTROL_SUSPEND decide an instance
+     * that has not begun in the request's own transaction, instead of
+     * queueing a message for a turn that may never come: a Pending
+     * instance with no execution yet (no history), whose orchestration
+     * lock no runtime holds (none, or one whose locked_until has passed:
+     * that runtime's ack then fails DURO_LOCK_LOST), with no cancel,
+     * terminate, suspend or resume queued (a turn must record those
+     * first; a cancel's request counts). The transaction writes what that
+     * instance's first turn would have written:
+     * - cancel: execution 1 with OrchestrationStarted (name, the version
+     *   the start asked for - NULL for the highest, as no runtime resolved
+     *   it -, the START's input, parent link and DURO_START_DETACHED),
+     *   an EventRaised for each external event queued, in arrival order,
+     *   OrchestrationCancelRequested{reason, requested_by, flags 0} and
+     *   OrchestrationCancelled{reason ("" when NULL)}; the instance and
+     *   execution Cancelled (error the reason, category cancelled,
+     *   finished_ms), the request recorded on the instance as for a
+     *   queued cancel, the last problem cleared; everything queued for it
+     *   deleted; an attached parent sent CHILD_FAILED {"child 'ID' was
+     *   cancelled: REASON", category cancelled} to the scheduling event,
+     *   as a turn's end sends it. Outcome DURO_CANCEL_CANCELLED.
+     * - terminate: the same with OrchestrationTerminated{reason
+     *   ("terminated" when NULL), requested_by}, status Terminated, no
+     *   request recorded on the instance ("was terminated" to the
+     *   parent). Outcome DURO_CONTROL_OUTCOME_APPLIED.
+     * - suspend: execution 1 with OrchestrationStarted and
+     *   ExecutionSuspended{reason, requested_by, DURO_SUSPEND_BEFORE_START};
+     *   the instance and execution Suspended; only the START is deleted
+     *   (its content is in history): what else is queued stays for the
+     *   turns that record it while suspended. The runtime starts the code
+     *   at the resume (a delayed start's delay ends with the suspension).
+     *   Outcome DURO_CONTROL_OUTCOME_APPLIED.
+     * A resume is never decided at once. *_matching count such instances
+     * in duro_bulk_result.applied (a dry run: those that have not begun
+     * when it reads the set). */
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

@@ -162,6 +162,11 @@ typedef struct duro__engine_config {
     const duro__logger *logger; /* replay-safe duro_log goes here */
     int observe_cancel;         /* a cancel is delivered to the code */
     int64_t cleanup_timeout_ms; /* observe_cancel: the cleanup deadline */
+    const char *version;        /* the registration's version, taken for an
+                                   execution whose OrchestrationStarted
+                                   names none (begun by a store, not a
+                                   runtime: provider version 9); NULL:
+                                   none */
 } duro__engine_config;
 
 typedef struct duro__turn_input {

@@ -750,6 +750,20 @@ static void resume_code(duro_orch *e)
         e->code_done = 1;
 }
 
+/* Starts the code on a fiber of its own and runs it until it first waits
+ * (or returns). */
+static int start_code(duro_orch *e)
+{
+    if (e->cfg.fn == NULL)
+        return DURO_INVALID;
+    int rc = duro__fiber_create(e->cfg.stack_size, fiber_main, e, &e->fiber);
+    if (rc != DURO_OK)
+        return rc;
+    e->code_started = 1;
+    resume_code(e);
+    return DURO_OK;
+}
+
 /* Called by API functions: 1 when called correctly on the engine's fiber. */
 int duro__engine_on_fiber(duro_orch *o)
 {
@@ -870,6 +884,13 @@ static void take_event(duro_orch *e, const duro_event *ev)
             e->suspended = 1;
         } else if (ev->kind == DURO_EVENT_EXECUTION_RESUMED) {
             e->suspended = 0;
+            if (e->start_deferred && !e->code_started) {
+                /* suspended before it began: the code starts here */
+                if (start_code(e) != DURO_OK) {
+                    e->oom = 1;
+                    return;
+                }
+            }
             drain_held(e);
         } else if ((ev->flags & DURO_CANCEL_OBSERVED) && !e->cancel_delivered) {
             observe_cancel(e, ev->reason, ev->requested_by);
@@ -1126,7 +1147,12 @@ static int absorb_history(duro_orch *e)
 static int load_started(duro_orch *e, const duro_event *ev)
 {
     e->name = duro__engine_strdup(e, ev->name);
-    e->version = duro__engine_strdup(e, ev->version);
+    /* A store that began the execution (provider version 9) records the
+     * version the start asked for, NULL for "the highest": the one that
+     * runs it is the registration's, written on the instance with the
+     * first meta. */
+    e->version = duro__engine_strdup(e, ev->version != NULL ? ev->version
+                                                            : e->cfg.version);
     e->input = duro__engine_strdup(e, ev->payload);
     e->parent_instance = duro__engine_strdup(e, ev->ref_instance);
     e->parent_execution = ev->ref_execution;
@@ -1282,6 +1308,10 @@ static int begin_execution(duro_orch *e, const duro__turn_input *in)
             return DURO_NOMEM;
         e->now = first->timestamp_ms;
         e->replay_pos = 1;
+        e->start_deferred =
+            in->history_count > 1 &&
+            in->history[1].kind == DURO_EVENT_EXECUTION_SUSPENDED &&
+            (in->history[1].flags & DURO_SUSPEND_BEFORE_START) != 0;
         return DURO_OK;
     }
     const duro_work_item *s = in->start;
@@ -1463,16 +1493,11 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
 
     if (e->replay_pos < e->replay_count)
         out->replayed = 1;
-    if (!e->code_started) {
-        if (e->cfg.fn == NULL)
-            return DURO_INVALID;
-        int rc =
-            duro__fiber_create(e->cfg.stack_size, fiber_main, e, &e->fiber);
+    if (!e->code_started && !e->start_deferred) {
+        e->replay_segment = in->history_count > 0;
+        int rc = start_code(e);
         if (rc != DURO_OK)
             return rc;
-        e->code_started = 1;
-        e->replay_segment = in->history_count > 0;
-        resume_code(e);
     }
     while (!e->nondet && !e->oom && e->replay_pos < e->replay_count) {
         const duro_event *h = &e->replay[e->replay_pos];

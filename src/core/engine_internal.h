@@ -110,6 +110,10 @@ struct duro_orch {
     uint64_t guid_counter;
 
     int code_started;
+    int start_deferred; /* suspended before its code began (history's
+                           second event is an ExecutionSuspended with
+                           DURO_SUSPEND_BEFORE_START): the code starts at
+                           the resume, never at OrchestrationStarted */
     int replay_segment; /* the code is re-running what a recorded input (or
                            a recorded start) made it run before */
     int code_done;

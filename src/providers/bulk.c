@@ -33,12 +33,13 @@ static int status_in(uint32_t mask, int status)
     return status >= 0 && status < 32 && ((mask >> status) & 1u) != 0;
 }
 
-const duro__bulk_request duro__bulk_cancel = {.kind = DURO_WORK_CANCEL_INSTANCE,
-                                              .cancel = 1,
-                                              .statuses = DURO__LIVE_STATUSES,
-                                              .op_instances =
-                                                  "cancel_instances",
-                                              .op_matching = "cancel_matching"};
+const duro__bulk_request duro__bulk_cancel = {
+    .kind = DURO_WORK_CANCEL_INSTANCE,
+    .cancel = 1,
+    .statuses = DURO__LIVE_STATUSES,
+    .default_statuses = DURO__CANCEL_DEFAULT_STATUSES,
+    .op_instances = "cancel_instances",
+    .op_matching = "cancel_matching"};
 
 duro__bulk_request duro__bulk_control(int control)
 {
@@ -111,14 +112,15 @@ int duro__bulk_check_instances(const duro__bulk_request *r,
     return DURO_OK;
 }
 
-/* The statuses of the mask into statuses[] (0: every allowed one);
- * DURO_INVALID when it holds any outside `allowed`. */
-static int pick_statuses(uint32_t mask, uint32_t allowed,
+/* The statuses of the mask into statuses[] (0: the `defaults`, or every
+ * allowed one when those are 0); DURO_INVALID when it holds any outside
+ * `allowed`. */
+static int pick_statuses(uint32_t mask, uint32_t allowed, uint32_t defaults,
                          int statuses[DURO__BULK_STATUSES_MAX],
                          const char *provider, const char *op, duro_error *err)
 {
     if (mask == 0)
-        mask = allowed;
+        mask = defaults != 0 ? defaults : allowed;
     if ((mask & ~allowed) != 0)
         return duro_error_set(err, DURO_INVALID, 0,
                               "%s %s: status_mask 0x%x holds statuses "
@@ -169,8 +171,8 @@ int duro__bulk_check_matching(const duro__bulk_request *r, const char *provider,
                               "%s %s: finished_before_ms selects finished "
                               "instances, which take no requests",
                               provider, op);
-    return pick_statuses(filter->status_mask, r->statuses, statuses, provider,
-                         op, err);
+    return pick_statuses(filter->status_mask, r->statuses, r->default_statuses,
+                         statuses, provider, op, err);
 }
 
 int duro__bulk_check_purge(const char *provider, const duro_bulk_filter *filter,
@@ -187,7 +189,7 @@ int duro__bulk_check_purge(const char *provider, const duro_bulk_filter *filter,
                               "%s %s: finished_before_ms is required "
                               "(INT64_MAX: any time)",
                               provider, op);
-    return pick_statuses(filter->status_mask, DURO__ENDED_STATUSES, statuses,
+    return pick_statuses(filter->status_mask, DURO__ENDED_STATUSES, 0, statuses,
                          provider, op, err);
 }
 
@@ -213,16 +215,35 @@ static int control_outcome(int status)
                : DURO_CONTROL_OUTCOME_FINISHED;
 }
 
+int duro__bulk_decides_unbegun(const duro__bulk_request *r)
+{
+    return r->kind == DURO_WORK_CANCEL_INSTANCE ||
+           r->kind == DURO_WORK_TERMINATE_INSTANCE ||
+           r->kind == DURO_WORK_SUSPEND_INSTANCE;
+}
+
 int duro__bulk_decide(const duro__bulk_request *r, duro__bulk_decision *d,
-                      int status, int pending, int first)
+                      int status, int pending, int first, int unbegun)
 {
     d->status = status;
+    int at_once = unbegun && status == DURO_STATUS_PENDING &&
+                  duro__bulk_decides_unbegun(r);
     if (r->cancel) {
         d->outcome =
             first ? cancel_outcome(status, pending) : DURO_CANCEL_DUPLICATE;
-        return d->outcome == DURO_CANCEL_REQUESTED;
+        if (d->outcome != DURO_CANCEL_REQUESTED)
+            return DURO__BULK_SKIP;
+        if (!at_once)
+            return DURO__BULK_SEND;
+        d->outcome = DURO_CANCEL_CANCELLED;
+        return DURO__BULK_DECIDE;
     }
     d->outcome =
         first ? control_outcome(status) : DURO_CONTROL_OUTCOME_DUPLICATE;
-    return d->outcome == DURO_CONTROL_OUTCOME_REQUESTED;
+    if (d->outcome != DURO_CONTROL_OUTCOME_REQUESTED)
+        return DURO__BULK_SKIP;
+    if (!at_once)
+        return DURO__BULK_SEND;
+    d->outcome = DURO_CONTROL_OUTCOME_APPLIED;
+    return DURO__BULK_DECIDE;
 }

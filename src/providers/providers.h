@@ -95,6 +95,12 @@ int duro__provider_check_writable(duro_provider *p, duro_error *err);
 #define DURO__LIVE_SQL "1, 2, 7"
 #define DURO__ENDED_SQL "3, 4, 5, 8"
 
+/* What cancel_matching takes when the filter names no status: Pending and
+ * Running. A Suspended instance was paused on purpose, by someone; a sweep
+ * takes it only when asked (status_mask with Suspended). */
+#define DURO__CANCEL_DEFAULT_STATUSES                                          \
+    ((1u << DURO_STATUS_PENDING) | (1u << DURO_STATUS_RUNNING))
+
 /* 1 when `status` is in `mask` (out-of-range statuses never are). */
 int duro__status_in(uint32_t mask, int status);
 
@@ -102,16 +108,17 @@ int duro__status_in(uint32_t mask, int status);
  * control_instances / control_matching: the message it enqueues on each
  * live instance and what it takes. */
 typedef struct duro__bulk_request {
-    int kind;                 /* duro_work_kind of the message; 0: the
-                                 control is unknown (refused by the
-                                 checks below) */
-    int control;              /* duro_control; 0 for a cancel */
-    int cancel;               /* 1: CANCEL_INSTANCE, which goes only to an
-                                 instance with no cancellation requested
-                                 and records the request on it */
-    uint32_t statuses;        /* what a *_matching status_mask may hold
-                                 (0 there: all of them) */
-    const char *op_instances; /* the methods' names, for messages */
+    int kind;                  /* duro_work_kind of the message; 0: the
+                                  control is unknown (refused by the
+                                  checks below) */
+    int control;               /* duro_control; 0 for a cancel */
+    int cancel;                /* 1: CANCEL_INSTANCE, which goes only to an
+                                  instance with no cancellation requested
+                                  and records the request on it */
+    uint32_t statuses;         /* what a *_matching status_mask may hold */
+    uint32_t default_statuses; /* what status_mask 0 selects (0: all of
+                                  `statuses`) */
+    const char *op_instances;  /* the methods' names, for messages */
     const char *op_matching;
 } duro__bulk_request;
 
@@ -169,12 +176,28 @@ typedef struct duro__bulk_decision {
     int status;
 } duro__bulk_decision;
 
+/* What a request does to one instance (duro__bulk_decide). */
+enum {
+    DURO__BULK_SKIP = 0,  /* nothing: not found, finished, repeated... */
+    DURO__BULK_SEND = 1,  /* the message goes on its queue; its turn
+                             decides */
+    DURO__BULK_DECIDE = 2 /* decided in the request's transaction (provider
+                             version 9): the instance has not begun */
+};
+
 /* Decides request r for an instance in `status` (DURO_STATUS_NOT_FOUND:
  * none) with `pending` a cancellation requested, at the id's first
  * occurrence in the call (`first`) or a later one, into *d (a
- * duro_cancel_outcome for a cancel, else a duro_control_outcome). Returns 1
- * when the instance is sent the message, else 0. */
+ * duro_cancel_outcome for a cancel, else a duro_control_outcome).
+ * `unbegun`: the instance has not begun and no runtime holds it (the
+ * provider's DURO__*_UNBEGUN condition), so a cancel, terminate or suspend
+ * is decided at once. Returns a DURO__BULK_* action. */
 int duro__bulk_decide(const duro__bulk_request *r, duro__bulk_decision *d,
-                      int status, int pending, int first);
+                      int status, int pending, int first, int unbegun);
+
+/* 1 when request r is decided at once for an instance that has not begun:
+ * cancel, terminate and suspend; never resume (a resume needs a
+ * Suspended instance, which has begun). */
+int duro__bulk_decides_unbegun(const duro__bulk_request *r);
 
 #endif

@@ -199,7 +199,8 @@ static int get_engine(turn_ctx *c, duro_orchestration_fn fn, void *user,
         .observe_cancel = oo != NULL && oo->observe_cancel,
         .cleanup_timeout_ms = oo != NULL && oo->cleanup_timeout_ms > 0
                                   ? oo->cleanup_timeout_ms
-                                  : rt->opts.cleanup_timeout_ms};
+                                  : rt->opts.cleanup_timeout_ms,
+        .version = c->entry ? c->entry->version : NULL};
     return duro__engine_create(&cfg, item->instance_id, c->plan.execution_id,
                                out);
 }

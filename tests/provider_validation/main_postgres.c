@@ -2061,8 +2061,10 @@ PV_TEST(work_an_idle_local_waiter_takes_is_not_announced)
     duro_provider_close(b);
 }
 
-/* Consumes what is queued for "x" (an ack without history or meta). */
-static void consume_x(duro_provider *p)
+/* Consumes what is queued for "x" (an ack without history or meta; with
+ * `begin`, its first turn: then it is Running, and a request goes on its
+ * queue instead of deciding it at once). */
+static void consume_x(duro_provider *p, int begin)
 {
     duro_error e;
     duro_orch_item *item = NULL;
@@ -2073,6 +2075,16 @@ static void consume_x(duro_provider *p)
         return;
     CHECK_STR(item->instance_id, "x");
     duro_orch_ack ack = {0};
+    duro_event started = {.event_id = 1,
+                          .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                          .name = "orch"};
+    duro_instance_meta m = {.status = DURO_STATUS_RUNNING};
+    if (begin) {
+        ack.execution_id = 1;
+        ack.history_delta = &started;
+        ack.history_delta_count = 1;
+        ack.meta = &m;
+    }
     CHECK_PRC(p->ack_orchestration_item(p, item->lock_token, &ack, &e), DURO_OK,
               &e);
     duro_orch_item_free(item);
@@ -2110,15 +2122,15 @@ PV_TEST(controls_from_another_process_wake_a_wait_through_notify)
         return;
     enqueue_start_x(b);
     WAIT_UNTIL(duro__pg_notifications_received(a) > 0, 5000);
-    consume_x(a); /* x stays Pending, nothing queued */
+    consume_x(a, 1); /* x Running, nothing queued */
     uint64_t heard = duro__pg_notifications_received(a);
     far_wait_ends_after(a, b, terminate_x);
     CHECK(duro__pg_notifications_received(a) > heard);
-    consume_x(a);
+    consume_x(a, 0);
     heard = duro__pg_notifications_received(a);
     far_wait_ends_after(a, b, suspend_all);
     CHECK(duro__pg_notifications_received(a) > heard);
-    consume_x(a);
+    consume_x(a, 0);
     duro_provider_close(a);
     duro_provider_close(b);
 }

@@ -440,6 +440,16 @@ static void begin(duro_provider *p, const char *id, size_t activities)
     duro_orch_item_free(item);
 }
 
+/* Starts `id` and fetches its START under a long lock that stays held, as
+ * a runtime busy with its first turn holds it: a cancel, terminate or
+ * suspend then goes on its queue (DURO_CANCEL_REQUESTED) instead of
+ * deciding it at once (provider version 9). Free the item. */
+static duro_orch_item *start_held(duro_provider *p, const char *id)
+{
+    start(p, id);
+    return fetch_orch_for(p, id, LOCK_LONG);
+}
+
 /* Raises an event for `id` and fetches its item (others abandoned). */
 static duro_orch_item *poke(duro_provider *p, const char *id)
 {
@@ -6112,11 +6122,21 @@ PV_TEST(a_cancel_or_terminate_is_not_held_back_by_an_abandon_delay)
             w.requested_by = "pv";
             CHECK_PRC(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_OK, &e);
         } else {
+            /* the bulk calls (version 9) decide it in their own
+             * transaction: no runtime holds it, it has not begun */
             duro_control_result res = {0};
             CHECK_PRC(request_ids(p, terminate ? DURO_CONTROL_TERMINATE : 0,
                                   &ids[i], 1, "stop", "pv", &res, &e),
                       DURO_OK, &e);
-            CHECK_EQ(res.outcome, DURO_CONTROL_OUTCOME_REQUESTED);
+            CHECK_EQ(res.outcome, terminate ? (int)DURO_CONTROL_OUTCOME_APPLIED
+                                            : (int)DURO_CANCEL_CANCELLED);
+            const duro_instance_info *in;
+            duro_instance_list *l = status_of(p, ids[i], &in);
+            CHECK_EQ(in->status, terminate ? DURO_STATUS_TERMINATED
+                                           : DURO_STATUS_CANCELLED);
+            duro_instance_list_free(l);
+            CHECK_EQ(count(p, ORCH, ids[i]), 0);
+            continue;
         }
         duro_orch_item *b = fetch_orch_expect(p, ids[i], LOCK_LONG);
         CHECK_EQ(b->message_count, 3);
@@ -6140,12 +6160,14 @@ static void expect_outcomes(int control, const char *const *ids,
                   name(outcome[i]), duro_status_name(status[i]));
 }
 
-/* The instances the *_instances outcome tests ask about: pend Pending,
- * run Running (one activity), comp, fail and canc ended so, asked Running
- * with a cancellation requested ("earlier", by "dave"). */
-static void outcome_fixture(duro_provider *p)
+/* The instances the *_instances outcome tests ask about: pend Pending with
+ * its START held by a runtime (the returned item: free it), fresh Pending
+ * and not begun, run Running (one activity), comp, fail and canc ended so,
+ * asked Running with a cancellation requested ("earlier", by "dave"). */
+static duro_orch_item *outcome_fixture(duro_provider *p)
 {
-    start(p, "pend");
+    duro_orch_item *held = start_held(p, "pend");
+    start(p, "fresh");
     begin(p, "run", 1);
     begin(p, "comp", 0);
     finish(p, "comp");
@@ -6155,27 +6177,29 @@ static void outcome_fixture(duro_provider *p)
     end_as(p, "canc", DURO_STATUS_CANCELLED, NULL);
     begin(p, "asked", 0);
     enqueue_cancel(p, "asked", "earlier", "dave");
+    return held;
 }
 
 PV_TEST(cancel_instances_reports_one_outcome_per_id)
 {
     duro_provider *p = pv_open();
     require_v4(p);
-    outcome_fixture(p);
-    const char *ids[] = {"pend",  "run",   "comp", "fail",  "canc",
-                         "asked", "ghost", "run",  "ghost", "pend"};
+    duro_orch_item *held = outcome_fixture(p);
+    const char *ids[] = {"pend",  "run", "comp",  "fail", "canc",  "asked",
+                         "ghost", "run", "ghost", "pend", "fresh", "fresh"};
     enum { N = sizeof(ids) / sizeof(ids[0]) };
     static const int outcome[N] = {
         DURO_CANCEL_REQUESTED,         DURO_CANCEL_REQUESTED,
         DURO_CANCEL_NOT_CANCELLABLE,   DURO_CANCEL_NOT_CANCELLABLE,
         DURO_CANCEL_ALREADY_CANCELLED, DURO_CANCEL_ALREADY_CANCELLED,
         DURO_CANCEL_NOT_FOUND,         DURO_CANCEL_DUPLICATE,
-        DURO_CANCEL_DUPLICATE,         DURO_CANCEL_DUPLICATE};
-    static const int status[N] = {DURO_STATUS_PENDING,   DURO_STATUS_RUNNING,
-                                  DURO_STATUS_COMPLETED, DURO_STATUS_FAILED,
-                                  DURO_STATUS_CANCELLED, DURO_STATUS_RUNNING,
-                                  DURO_STATUS_NOT_FOUND, DURO_STATUS_RUNNING,
-                                  DURO_STATUS_NOT_FOUND, DURO_STATUS_PENDING};
+        DURO_CANCEL_DUPLICATE,         DURO_CANCEL_DUPLICATE,
+        DURO_CANCEL_CANCELLED,         DURO_CANCEL_DUPLICATE};
+    static const int status[N] = {
+        DURO_STATUS_PENDING,   DURO_STATUS_RUNNING,   DURO_STATUS_COMPLETED,
+        DURO_STATUS_FAILED,    DURO_STATUS_CANCELLED, DURO_STATUS_RUNNING,
+        DURO_STATUS_NOT_FOUND, DURO_STATUS_RUNNING,   DURO_STATUS_NOT_FOUND,
+        DURO_STATUS_PENDING,   DURO_STATUS_PENDING,   DURO_STATUS_PENDING};
     duro_control_result res[N];
     duro_error e;
     int64_t t0 = duro_now_ms();
@@ -6185,8 +6209,8 @@ PV_TEST(cancel_instances_reports_one_outcome_per_id)
     /* Recorded and enqueued once for each instance it cancelled; the
      * earlier request stays. */
     const duro_instance_info *in;
-    const char *cancelled[] = {"pend", "run"};
-    for (int i = 0; i < 2; i++) {
+    const char *cancelled[] = {"pend", "run", "fresh"};
+    for (int i = 0; i < 3; i++) {
         duro_instance_list *l = status_of(p, cancelled[i], &in);
         CHECK_STR(in->cancel_reason, "bulk");
         CHECK_STR(in->cancelled_by, "ops");
@@ -6204,6 +6228,10 @@ PV_TEST(cancel_instances_reports_one_outcome_per_id)
     CHECK_EQ(count(p, ORCH, "pend"), 2); /* its START and the cancel */
     CHECK_EQ(count(p, ORCH, "run"), 1);
     CHECK_EQ(count(p, ORCH, "asked"), 1);
+    CHECK_EQ(count(p, ORCH, "fresh"), 0); /* decided: nothing queued */
+    duro_instance_list *fl = status_of(p, "fresh", &in);
+    CHECK_EQ(in->status, DURO_STATUS_CANCELLED);
+    duro_instance_list_free(fl);
     CHECK_EQ(count(p, ORCH, "comp") + count(p, ORCH, "fail") +
                  count(p, ORCH, "canc"),
              0);
@@ -6222,6 +6250,12 @@ PV_TEST(cancel_instances_reports_one_outcome_per_id)
     CHECK_EQ(res[0].outcome, DURO_CANCEL_ALREADY_CANCELLED);
     CHECK_EQ(res[1].outcome, DURO_CANCEL_ALREADY_CANCELLED);
     CHECK_EQ(count(p, ORCH, "run"), 1);
+    const char *fresh = "fresh";
+    CHECK_PRC(request_ids(p, 0, &fresh, 1, "again", NULL, res, &e), DURO_OK,
+              &e);
+    CHECK_EQ(res[0].outcome, DURO_CANCEL_ALREADY_CANCELLED);
+    CHECK_EQ(res[0].status, DURO_STATUS_CANCELLED);
+    duro_orch_item_free(held);
 }
 
 /* cancel_instances (control 0) or control_instances refuses NULL arrays,
@@ -6231,7 +6265,7 @@ PV_TEST(cancel_instances_reports_one_outcome_per_id)
 static void ids_refuse_bad_input(duro_provider *p, int control)
 {
     begin(p, "run", 1);
-    start(p, "pend");
+    duro_orch_item *held = start_held(p, "pend");
     duro_error e;
     pv_snapshot s;
     pv_snapshot_take(p, &s);
@@ -6306,6 +6340,7 @@ static void ids_refuse_bad_input(duro_provider *p, int control)
     CHECK_EQ(res[DURO_BULK_BATCH_MAX - 1].status, DURO_STATUS_RUNNING);
     CHECK_EQ(count(p, ORCH, "run"), 1);
     CHECK_EQ(count(p, ORCH, "pend"), 2);
+    duro_orch_item_free(held);
 }
 
 PV_TEST(cancel_instances_refuses_bad_input_and_changes_nothing)
@@ -6410,6 +6445,7 @@ PV_TEST(cancel_matching_selects_by_filter_and_a_dry_run_changes_nothing)
     r = dry_then_real(p, 0, &f, "sweep", "ops");
     int64_t t1 = duro_now_ms();
     CHECK_IDS(r, "a-1,a-2,a-3");
+    CHECK_EQ(r->applied, 1); /* a-1 */
     duro_bulk_result_free(r);
     const char *swept[] = {"a-1", "a-2", "a-3"};
     for (int i = 0; i < 3; i++) {
@@ -6420,8 +6456,11 @@ PV_TEST(cancel_matching_selects_by_filter_and_a_dry_run_changes_nothing)
         CHECK_INT(in->cancel_requested_ms, <=, t1 + CLOCK_SLACK_MS);
         duro_instance_list_free(l);
     }
-    CHECK_EQ(count(p, ORCH, "a-1"), 2);
+    CHECK_EQ(count(p, ORCH, "a-1"), 0); /* not begun: Cancelled at once */
     CHECK_EQ(count(p, ORCH, "a-2"), 1);
+    l = status_of(p, "a-1", &in);
+    CHECK_EQ(in->status, DURO_STATUS_CANCELLED);
+    duro_instance_list_free(l);
     l = status_of(p, "a-5", &in);
     CHECK_STR(in->cancel_reason, "earlier");
     duro_instance_list_free(l);
@@ -6462,7 +6501,15 @@ static int request_reached(duro_provider *p, int control, const char *id)
         uint64_t n = 0;
         if (p->count_messages(p, ORCH, id, &n, &e) != DURO_OK)
             return -1;
-        return n == 2;
+        if (n == 2)
+            return 1;
+        /* or decided at once (version 9): no longer Pending */
+        duro_instance_list *l = NULL;
+        if (p->get_instance(p, id, &l, &e) != DURO_OK)
+            return -1;
+        int reached = l->items[0].status != DURO_STATUS_PENDING;
+        duro_instance_list_free(l);
+        return reached;
     }
     duro_instance_list *l = NULL;
     if (p->get_instance(p, id, &l, &e) != DURO_OK)
@@ -6498,6 +6545,23 @@ static void matching_handles_more_than_a_batch(duro_provider *p, int control)
     const int n = 2 * DURO_BULK_BATCH_MAX + 1;
     start_many(p, "g-", "many", n);
     start_many(p, "o-", "other", 20);
+    /* Every other g- instance held by a runtime in its first turn (the
+     * request goes on its queue); the others not begun (decided at once,
+     * version 9), their STARTs held back by an abandon delay. */
+    duro_orch_item **held = calloc((size_t)n, sizeof(*held));
+    CHECK(held != NULL);
+    int n_held = 0;
+    duro_orch_item *it;
+    while ((it = fetch_orch(p, LOCK_LONG)) != NULL) {
+        int k = -1;
+        if (sscanf(it->instance_id, "g-%d", &k) == 1 && k % 2 == 0) {
+            held[n_held++] = it;
+        } else {
+            abandon_orch(p, it, 600000);
+            duro_orch_item_free(it);
+        }
+    }
+    CHECK_EQ(n_held, n / 2 + 1);
     duro_bulk_filter f;
     memset(&f, 0, sizeof(f));
     f.name = "many";
@@ -6505,6 +6569,7 @@ static void matching_handles_more_than_a_batch(duro_provider *p, int control)
         bulk_request(p, control, &f, 1, (size_t)n, "r", "b");
     CHECK_EQ(dry->count, n);
     CHECK_EQ(dry->id_count, n);
+    CHECK_EQ(dry->applied, (uint64_t)(n - n_held));
     for (int i = 0; i < n; i++) {
         char id[64];
         snprintf(id, sizeof(id), "g-%05d", i);
@@ -6513,6 +6578,7 @@ static void matching_handles_more_than_a_batch(duro_provider *p, int control)
     CHECK_EQ(count(p, ORCH, NULL), (uint64_t)(n + 20)); /* the STARTs */
     duro_bulk_result *r = bulk_request(p, control, &f, 0, (size_t)n, "r", "b");
     CHECK_EQ(r->count, n);
+    CHECK_EQ(r->applied, (uint64_t)(n - n_held));
     char *a = ids_text(dry), *b = ids_text(r);
     CHECK_MSG(strcmp(a, b) == 0,
               "the real run's ids differ from the dry run's");
@@ -6520,9 +6586,14 @@ static void matching_handles_more_than_a_batch(duro_provider *p, int control)
     free(b);
     duro_bulk_result_free(dry);
     duro_bulk_result_free(r);
-    CHECK_EQ(count(p, ORCH, NULL), (uint64_t)(2 * n + 20));
+    /* a message more for each held one, the START gone of each other */
+    CHECK_EQ(count(p, ORCH, NULL), (uint64_t)(n + 20 + n_held - (n - n_held)));
     CHECK_EQ(count(p, ORCH, "g-00000"), 2);
+    CHECK_EQ(count(p, ORCH, "g-00001"), 0);
     CHECK_EQ(count(p, ORCH, "o-00000"), 1);
+    for (int i = 0; i < n_held; i++)
+        duro_orch_item_free(held[i]);
+    free(held);
     if (control == 0) {
         size_t total = 0;
         CHECK_EQ(requested_of(p, "many", &total), n);
@@ -6625,9 +6696,11 @@ matching_never_takes_instances_created_while_it_runs(duro_provider *p,
         pthread_join(t, NULL);
         CHECK_PRC(rc, DURO_OK, &e);
         CHECK_RC(c.rc, DURO_OK);
-        /* Exactly the set that was there when it began, one message each:
-         * the new instances hold only their STARTs. */
+        /* Exactly the set that was there when it began, none begun, so
+         * each decided at once (version 9), its START gone: the new
+         * instances hold only their STARTs. */
         CHECK_EQ(r->count, n);
+        CHECK_EQ(r->applied, n);
         CHECK_EQ(r->id_count, n);
         for (int i = 0; i < n && (size_t)i < r->id_count; i++) {
             char id[64];
@@ -6636,7 +6709,7 @@ matching_never_takes_instances_created_while_it_runs(duro_provider *p,
         }
         duro_bulk_result_free(r);
         CHECK_EQ(count(p, ORCH, NULL),
-                 queued + (uint64_t)n + (uint64_t)atomic_load(&c.created));
+                 queued - (uint64_t)n + (uint64_t)atomic_load(&c.created));
         duro_instance_filter lf;
         memset(&lf, 0, sizeof(lf));
         lf.name = name;
@@ -6924,8 +6997,19 @@ static size_t cancelled_consistently(duro_provider *p, const char *name,
     size_t total = 0;
     size_t done = requested_of(p, name, &total);
     CHECK_EQ(total, n);
-    /* one START each, one CANCEL for each request recorded */
-    CHECK_EQ(count(p, ORCH, NULL), n + done);
+    /* Not begun, each was cancelled at once (version 9) or not at all: a
+     * START for each one left, nothing for the others, which are
+     * Cancelled */
+    CHECK_EQ(count(p, ORCH, NULL), n - done);
+    duro_instance_filter f;
+    memset(&f, 0, sizeof(f));
+    f.name = name;
+    f.status_mask = 1u << DURO_STATUS_CANCELLED;
+    duro_instance_list *l = NULL;
+    duro_error e;
+    CHECK_PRC(p->list_instances(p, &f, &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->count, done);
+    duro_instance_list_free(l);
     return done;
 }
 
@@ -7310,12 +7394,14 @@ static void fault_sweep_ids(duro_provider *p, int control)
     sweep_cancel_ids_arg arg = {ids, 5, control, res};
     fault_sweep(p, control != 0 ? "control_instances" : "cancel_instances",
                 sweep_cancel_ids, &arg);
+    /* pend has not begun: decided at once (version 9), in the same
+     * transaction as run's request */
     static const int cancelled[5] = {
-        DURO_CANCEL_REQUESTED, DURO_CANCEL_REQUESTED,
+        DURO_CANCEL_REQUESTED, DURO_CANCEL_CANCELLED,
         DURO_CANCEL_NOT_CANCELLABLE, DURO_CANCEL_NOT_FOUND,
         DURO_CANCEL_DUPLICATE};
     static const int controlled[5] = {
-        DURO_CONTROL_OUTCOME_REQUESTED, DURO_CONTROL_OUTCOME_REQUESTED,
+        DURO_CONTROL_OUTCOME_REQUESTED, DURO_CONTROL_OUTCOME_APPLIED,
         DURO_CONTROL_OUTCOME_FINISHED, DURO_CONTROL_OUTCOME_NOT_FOUND,
         DURO_CONTROL_OUTCOME_DUPLICATE};
     static const int status[5] = {DURO_STATUS_RUNNING, DURO_STATUS_PENDING,
@@ -7324,7 +7410,8 @@ static void fault_sweep_ids(duro_provider *p, int control)
     expect_outcomes(control, ids, res, control != 0 ? controlled : cancelled,
                     status, 5);
     CHECK_EQ(count(p, ORCH, "run"), 1);
-    CHECK_EQ(count(p, ORCH, "pend"), 2);
+    CHECK_EQ(count(p, ORCH, "pend"), 0);
+    CHECK_EQ(history_len(p, "pend", 1), control != 0 ? 2 : 3);
 }
 
 PV_TEST(fault_sweep_cancel_instances)
@@ -7372,10 +7459,12 @@ static void fault_sweep_matching(duro_provider *p, int control)
                 sweep_bulk, &arg);
     CHECK(arg.r != NULL);
     CHECK_EQ(arg.r->count, 2);
+    CHECK_EQ(arg.r->applied, 1); /* a-2 has not begun */
     CHECK_IDS(arg.r, "a-1,a-2");
     duro_bulk_result_free(arg.r);
     CHECK_EQ(count(p, ORCH, "a-1"), 1);
-    CHECK_EQ(count(p, ORCH, "a-2"), 2);
+    CHECK_EQ(count(p, ORCH, "a-2"), 0);
+    CHECK_EQ(history_len(p, "a-2", 1), 2 + (control == 0));
 }
 
 PV_TEST(fault_sweep_cancel_matching)
@@ -7751,7 +7840,8 @@ PV_TEST(cancel_reaches_a_suspended_instance_and_not_a_terminated_one)
     CHECK_EQ(count(p, ORCH, "s2"), 1);
     CHECK_EQ(count(p, ORCH, "t"), 1); /* only the late message */
 
-    /* cancel_matching takes Suspended in its mask, and by default. */
+    /* cancel_matching takes Suspended when its mask holds it, not by
+     * default: a suspended instance was paused on purpose. */
     duro_bulk_filter f;
     memset(&f, 0, sizeof(f));
     f.status_mask = 1u << DURO_STATUS_SUSPENDED;
@@ -7759,6 +7849,11 @@ PV_TEST(cancel_reaches_a_suspended_instance_and_not_a_terminated_one)
     CHECK_IDS(dry, "s3,s4");
     duro_bulk_result_free(dry);
     f.status_mask = 0;
+    dry = bulk_cancel(p, &f, 1, 10, "sweep", "ops");
+    CHECK_IDS(dry, "r");
+    duro_bulk_result_free(dry);
+    f.status_mask = (1u << DURO_STATUS_PENDING) | (1u << DURO_STATUS_RUNNING) |
+                    (1u << DURO_STATUS_SUSPENDED);
     duro_bulk_result *r = dry_then_real(p, 0, &f, "sweep", "ops");
     CHECK_IDS(r, "r,s3,s4");
     duro_bulk_result_free(r);
@@ -7844,7 +7939,7 @@ PV_TEST(control_instances_reports_one_outcome_per_id)
 {
     duro_provider *p = pv_open();
     require_v5(p);
-    outcome_fixture(p);
+    duro_orch_item *held = outcome_fixture(p);
     begin(p, "susp", 0);
     turn_to(p, "susp", DURO_STATUS_SUSPENDED);
     begin(p, "term", 0);
@@ -7853,8 +7948,8 @@ PV_TEST(control_instances_reports_one_outcome_per_id)
     duro_instance_list *l = status_of(p, "run", &in);
     int64_t run_updated = in->updated_ms;
     duro_instance_list_free(l);
-    const char *ids[] = {"pend", "run",   "susp", "comp",  "fail", "canc",
-                         "term", "ghost", "run",  "ghost", "asked"};
+    const char *ids[] = {"pend", "run",   "susp", "comp",  "fail",  "canc",
+                         "term", "ghost", "run",  "ghost", "asked", "fresh"};
     enum { N = sizeof(ids) / sizeof(ids[0]) };
     static const int outcome[N] = {
         DURO_CONTROL_OUTCOME_REQUESTED, DURO_CONTROL_OUTCOME_REQUESTED,
@@ -7862,12 +7957,12 @@ PV_TEST(control_instances_reports_one_outcome_per_id)
         DURO_CONTROL_OUTCOME_FINISHED,  DURO_CONTROL_OUTCOME_FINISHED,
         DURO_CONTROL_OUTCOME_FINISHED,  DURO_CONTROL_OUTCOME_NOT_FOUND,
         DURO_CONTROL_OUTCOME_DUPLICATE, DURO_CONTROL_OUTCOME_DUPLICATE,
-        DURO_CONTROL_OUTCOME_REQUESTED};
+        DURO_CONTROL_OUTCOME_REQUESTED, DURO_CONTROL_OUTCOME_APPLIED};
     static const int status[N] = {
         DURO_STATUS_PENDING,    DURO_STATUS_RUNNING,   DURO_STATUS_SUSPENDED,
         DURO_STATUS_COMPLETED,  DURO_STATUS_FAILED,    DURO_STATUS_CANCELLED,
         DURO_STATUS_TERMINATED, DURO_STATUS_NOT_FOUND, DURO_STATUS_RUNNING,
-        DURO_STATUS_NOT_FOUND,  DURO_STATUS_RUNNING};
+        DURO_STATUS_NOT_FOUND,  DURO_STATUS_RUNNING,   DURO_STATUS_PENDING};
     duro_control_result res[N];
     memset(res, 0x5a, sizeof(res));
     duro_error e;
@@ -7881,8 +7976,10 @@ PV_TEST(control_instances_reports_one_outcome_per_id)
     CHECK_EQ(count(p, ORCH, "susp"), 1);
     CHECK_EQ(count(p, ORCH, "asked"), 2); /* the cancel and the terminate */
     CHECK_EQ(count(p, ORCH, "comp") + count(p, ORCH, "fail") +
-                 count(p, ORCH, "canc") + count(p, ORCH, "term"),
+                 count(p, ORCH, "canc") + count(p, ORCH, "term") +
+                 count(p, ORCH, "fresh"),
              0);
+    expect_status(p, "fresh", DURO_STATUS_TERMINATED);
     expect_no_instance(p, "ghost");
     CHECK_EQ(count(p, ORCH, "ghost"), 0);
     /* Nothing is recorded on the instances. */
@@ -7934,6 +8031,7 @@ PV_TEST(control_instances_reports_one_outcome_per_id)
               DURO_OK, &e);
     CHECK_EQ(res[1].outcome, DURO_CONTROL_OUTCOME_REQUESTED);
     CHECK_EQ(count(p, ORCH, "run"), 3);
+    duro_orch_item_free(held);
 }
 
 PV_TEST(control_instances_refuses_bad_input_and_changes_nothing)
@@ -8102,8 +8200,10 @@ PV_TEST(control_matching_selects_by_filter_and_a_dry_run_equals_the_real_run)
     f.status_mask = ST(RUNNING) | ST(PENDING);
     r = dry_then_real(p, DURO_CONTROL_SUSPEND, &f, "pause", "ops");
     CHECK_IDS(r, "a-1,a-2,a-5");
+    CHECK_EQ(r->applied, 1); /* a-1: not begun, Suspended at once */
     duro_bulk_result_free(r);
-    CHECK_EQ(count(p, ORCH, "a-1"), 2); /* START, suspend */
+    CHECK_EQ(count(p, ORCH, "a-1"), 0); /* its START is in history */
+    expect_status(p, "a-1", DURO_STATUS_SUSPENDED);
     CHECK_EQ(count(p, ORCH, "a-5"), 2); /* cancel, suspend */
     CHECK_EQ(count(p, ORCH, "a-3"), 0); /* Suspended: not in the mask */
     CHECK_EQ(count(p, ORCH, "b-2"), 0);
@@ -8122,11 +8222,14 @@ PV_TEST(control_matching_selects_by_filter_and_a_dry_run_equals_the_real_run)
     CHECK_STR(a->messages[0].requested_by, "ops");
     abandon_orch(p, a, 0);
     duro_orch_item_free(a);
-    /* Resume reaches the suspended one only. */
+    /* Resume reaches the suspended ones only, and is never decided at
+     * once (the code of a-1 starts in its turn). */
     memset(&f, 0, sizeof(f));
     r = bulk_request(p, DURO_CONTROL_RESUME, &f, 0, 100, "go", NULL);
-    CHECK_IDS(r, "a-3");
+    CHECK_IDS(r, "a-1,a-3");
+    CHECK_EQ(r->applied, 0);
     duro_bulk_result_free(r);
+    CHECK_EQ(count(p, ORCH, "a-1"), 1);
     a = fetch_orch_for(p, "a-3", LOCK_LONG);
     CHECK_EQ(a->message_count, 1);
     CHECK_EQ(a->messages[0].kind, DURO_WORK_RESUME_INSTANCE);
@@ -8165,6 +8268,321 @@ PV_TEST(fault_sweep_control_matching)
     duro_provider *p = pv_open();
     require_v5(p);
     fault_sweep_matching(p, DURO_CONTROL_SUSPEND);
+}
+
+/* ========================================================================
+ * Version 9: a cancel, terminate or suspend of an instance that has not
+ * begun (Pending, no history, its START held by no runtime) is decided in
+ * the request's own transaction. */
+
+static void require_v9(duro_provider *p)
+{
+    require_v5(p);
+    CHECK_MSG(p->version >= 9,
+              "provider '%s' is version %d: requests are not decided at once",
+              p->name, p->version);
+}
+
+/* The kinds of the events of execution 1 of `id`, as "1,14,5,6". */
+static void kinds_of(duro_provider *p, const char *id, char *out, size_t size)
+{
+    duro_history *h = history(p, id, 1);
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < h->count && len < size; i++) {
+        CHECK_EQ(h->events[i].event_id, i + 1);
+        len += (size_t)snprintf(out + len, size - len, "%s%d", i ? "," : "",
+                                (int)h->events[i].kind);
+    }
+    duro_history_free(h);
+}
+
+#define CHECK_KINDS(p, id, want)                                               \
+    do {                                                                       \
+        char kinds_[128];                                                      \
+        kinds_of(p, id, kinds_, sizeof(kinds_));                               \
+        CHECK_STR(kinds_, want);                                               \
+    } while (0)
+
+/* Fails unless t0 - slack <= t <= t1 + slack. */
+#define CHECK_WITHIN(t, t0, t1)                                                \
+    do {                                                                       \
+        CHECK_INT(t, >=, (t0)-CLOCK_SLACK_MS);                                 \
+        CHECK_INT(t, <=, (t1) + CLOCK_SLACK_MS);                               \
+    } while (0)
+
+PV_TEST(unbegun_instances_are_decided_in_the_request_transaction)
+{
+    duro_provider *p = pv_open();
+    require_v9(p);
+    duro_error e;
+    /* c: an event raised before the cancel; d: its START delayed an hour;
+     * t: terminated; s: suspended with an event queued */
+    start_named(p, "c", "\"in-c\"");
+    raise_event(p, "c", "\"early\"", 0);
+    duro_work_item w = work(DURO_WORK_START, "d");
+    w.name = "orch";
+    enqueue(p, &w, 3600000);
+    start(p, "t");
+    start(p, "s");
+    raise_event(p, "s", "\"held\"", 0);
+
+    int64_t t0 = duro_now_ms();
+    const char *cancels[] = {"c", "d"};
+    duro_cancel_result cr[2];
+    CHECK_PRC(
+        p->cancel_instances(p, cancels, 2, "not needed", "user:ann", cr, &e),
+        DURO_OK, &e);
+    const char *t_id = "t", *s_id = "s";
+    duro_control_result tr, sr;
+    CHECK_PRC(p->control_instances(p, DURO_CONTROL_TERMINATE, &t_id, 1, "stop",
+                                   "ops", &tr, &e),
+              DURO_OK, &e);
+    CHECK_PRC(p->control_instances(p, DURO_CONTROL_SUSPEND, &s_id, 1, "hold",
+                                   "ops", &sr, &e),
+              DURO_OK, &e);
+    int64_t t1 = duro_now_ms();
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(cr[i].outcome, DURO_CANCEL_CANCELLED);
+        CHECK_EQ(cr[i].status, DURO_STATUS_PENDING); /* before the call */
+    }
+    CHECK_EQ(tr.outcome, DURO_CONTROL_OUTCOME_APPLIED);
+    CHECK_EQ(sr.outcome, DURO_CONTROL_OUTCOME_APPLIED);
+
+    /* c: Cancelled, as a turn would have left it */
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, "c", &in);
+    CHECK_EQ(in->status, DURO_STATUS_CANCELLED);
+    CHECK_EQ(in->execution_id, 1);
+    CHECK_STR(in->error, "not needed");
+    CHECK_EQ(in->category, DURO_CATEGORY_CANCELLED);
+    CHECK_STR(in->cancel_reason, "not needed");
+    CHECK_STR(in->cancelled_by, "user:ann");
+    CHECK_WITHIN(in->cancel_requested_ms, t0, t1);
+    CHECK_WITHIN(in->finished_ms, t0, t1);
+    CHECK_EQ(in->history_count, 4);
+    duro_instance_list_free(l);
+    duro_history *h = history(p, "c", 1);
+    CHECK_EQ(h->count, 4);
+    CHECK_EQ(h->events[0].kind, DURO_EVENT_ORCHESTRATION_STARTED);
+    CHECK_STR(h->events[0].name, "orch");
+    CHECK_STR(h->events[0].version, "1.0");
+    CHECK_STR(h->events[0].payload, "\"in-c\"");
+    CHECK(h->events[0].ref_instance == NULL);
+    CHECK_EQ(h->events[1].kind, DURO_EVENT_EVENT_RAISED);
+    CHECK_STR(h->events[1].name, "poke");
+    CHECK_STR(h->events[1].payload, "\"early\"");
+    CHECK_EQ(h->events[2].kind, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED);
+    CHECK_STR(h->events[2].reason, "not needed");
+    CHECK_STR(h->events[2].requested_by, "user:ann");
+    CHECK_EQ(h->events[2].flags, 0);
+    CHECK_EQ(h->events[3].kind, DURO_EVENT_ORCHESTRATION_CANCELLED);
+    CHECK_STR(h->events[3].reason, "not needed");
+    for (size_t i = 0; i < h->count; i++)
+        CHECK_WITHIN(h->events[i].timestamp_ms, t0, t1);
+    duro_history_free(h);
+    CHECK_EQ(latest(p, "c"), 1);
+    CHECK_KINDS(p, "d", "1,5,6");
+
+    /* t: Terminated, the request in its OrchestrationTerminated */
+    l = status_of(p, "t", &in);
+    CHECK_EQ(in->status, DURO_STATUS_TERMINATED);
+    CHECK_STR(in->error, "stop");
+    CHECK_EQ(in->category, DURO_CATEGORY_CANCELLED);
+    CHECK_EQ(in->cancel_requested_ms, 0);
+    CHECK_WITHIN(in->finished_ms, t0, t1);
+    duro_instance_list_free(l);
+    h = history(p, "t", 1);
+    CHECK_EQ(h->count, 2);
+    CHECK_EQ(h->events[1].kind, DURO_EVENT_ORCHESTRATION_TERMINATED);
+    CHECK_STR(h->events[1].reason, "stop");
+    CHECK_STR(h->events[1].requested_by, "ops");
+    duro_history_free(h);
+
+    /* s: Suspended before any code ran; the event stays queued for the
+     * turn that records it */
+    l = status_of(p, "s", &in);
+    CHECK_EQ(in->status, DURO_STATUS_SUSPENDED);
+    CHECK_EQ(in->execution_id, 1);
+    CHECK_EQ(in->finished_ms, 0);
+    CHECK_EQ(in->cancel_requested_ms, 0);
+    duro_instance_list_free(l);
+    h = history(p, "s", 1);
+    CHECK_EQ(h->count, 2);
+    CHECK_EQ(h->events[1].kind, DURO_EVENT_EXECUTION_SUSPENDED);
+    CHECK_STR(h->events[1].reason, "hold");
+    CHECK_STR(h->events[1].requested_by, "ops");
+    CHECK_EQ(h->events[1].flags, DURO_SUSPEND_BEFORE_START);
+    duro_history_free(h);
+    CHECK_EQ(count(p, ORCH, "s"), 1);
+
+    /* Nothing is queued for the ended ones: the only item is s's event,
+     * fetched as a Suspended instance's batch of execution 1. */
+    CHECK_EQ(count(p, ORCH, NULL), 1);
+    duro_orch_item *a = fetch_orch_expect(p, "s", LOCK_LONG);
+    CHECK_EQ(a->status, DURO_STATUS_SUSPENDED);
+    CHECK_EQ(a->execution_id, 1);
+    CHECK_EQ(a->history_total, 2);
+    CHECK_EQ(a->message_count, 1);
+    CHECK_EQ(a->messages[0].kind, DURO_WORK_EXTERNAL_EVENT);
+    CHECK_STR(a->messages[0].payload, "\"held\"");
+    abandon_orch(p, a, 600000);
+    duro_orch_item_free(a);
+    expect_no_orch(p);
+
+    /* Asking again: already decided. */
+    CHECK_PRC(p->cancel_instances(p, cancels, 1, "again", NULL, cr, &e),
+              DURO_OK, &e);
+    CHECK_EQ(cr[0].outcome, DURO_CANCEL_ALREADY_CANCELLED);
+    CHECK_PRC(p->control_instances(p, DURO_CONTROL_SUSPEND, &s_id, 1, "again",
+                                   NULL, &sr, &e),
+              DURO_OK, &e);
+    CHECK_EQ(sr.outcome, DURO_CONTROL_OUTCOME_REQUESTED); /* a no-op turn */
+    CHECK_KINDS(p, "s", "1,20");
+}
+
+PV_TEST(a_held_or_asked_instance_is_sent_the_request)
+{
+    duro_provider *p = pv_open();
+    require_v9(p);
+    duro_error e;
+    /* h: its START held by a runtime in its first turn */
+    duro_orch_item *held = start_held(p, "h");
+    const char *h_id = "h";
+    duro_cancel_result cr;
+    CHECK_PRC(p->cancel_instances(p, &h_id, 1, "r", "b", &cr, &e), DURO_OK, &e);
+    CHECK_EQ(cr.outcome, DURO_CANCEL_REQUESTED);
+    expect_status(p, "h", DURO_STATUS_PENDING);
+    CHECK_EQ(count(p, ORCH, "h"), 2);
+    /* ... whose holder then gives it up: the cancel waits on its queue
+     * for a turn, which a terminate does not jump (a turn records the
+     * cancel first) */
+    abandon_orch(p, held, 0);
+    duro_orch_item_free(held);
+    duro_control_result tr;
+    CHECK_PRC(p->control_instances(p, DURO_CONTROL_TERMINATE, &h_id, 1, "t",
+                                   NULL, &tr, &e),
+              DURO_OK, &e);
+    CHECK_EQ(tr.outcome, DURO_CONTROL_OUTCOME_REQUESTED);
+    CHECK_EQ(count(p, ORCH, "h"), 3);
+
+    /* x: a lock that expired no longer holds it; its holder's ack then
+     * finds the lock gone and changes nothing */
+    start(p, "x");
+    duro_orch_item *late = fetch_orch_for(p, "x", LOCK_SHORT);
+    const char *x_id = "x";
+    int64_t expires = duro_now_ms() + LOCK_SHORT;
+    WAIT_UNTIL(duro_now_ms() > expires + CLOCK_SLACK_MS, DEADLINE_MS);
+    CHECK_PRC(p->cancel_instances(p, &x_id, 1, "r", "b", &cr, &e), DURO_OK, &e);
+    CHECK_EQ(cr.outcome, DURO_CANCEL_CANCELLED);
+    duro_event started = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    duro_orch_ack ak = ack_of(1, &started, 1, &m);
+    int rc = p->ack_orchestration_item(p, late->lock_token, &ak, &e);
+    CHECK_MSG(rc == DURO_LOCK_LOST || rc == DURO_NOT_FOUND,
+              "the expired holder's ack returned %s", duro_errname(rc));
+    duro_orch_item_free(late);
+    expect_status(p, "x", DURO_STATUS_CANCELLED);
+    CHECK_KINDS(p, "x", "1,5,6");
+
+    /* r: begun (Running) */
+    begin(p, "r", 0);
+    const char *r_id = "r";
+    CHECK_PRC(p->control_instances(p, DURO_CONTROL_SUSPEND, &r_id, 1, NULL,
+                                   NULL, &tr, &e),
+              DURO_OK, &e);
+    CHECK_EQ(tr.outcome, DURO_CONTROL_OUTCOME_REQUESTED);
+    expect_status(p, "r", DURO_STATUS_RUNNING);
+}
+
+/* A child cancelled or terminated before it began tells its parent, as
+ * its turn would have: a detached one does not. */
+static void child_decided_at_once(duro_provider *p, int control,
+                                  const char *parent, const char *kid)
+{
+    begin(p, parent, 0);
+    uint64_t scheduled = start_child(p, parent, kid);
+    duro_error e;
+    duro_control_result res;
+    CHECK_PRC(request_ids(p, control, &kid, 1, "enough", "ops", &res, &e),
+              DURO_OK, &e);
+    CHECK_EQ(res.outcome, control != 0 ? (int)DURO_CONTROL_OUTCOME_APPLIED
+                                       : (int)DURO_CANCEL_CANCELLED);
+    duro_history *h = history(p, kid, 1);
+    CHECK_STR(h->events[0].ref_instance, parent);
+    CHECK_EQ(h->events[0].ref_execution, 1);
+    CHECK_EQ(h->events[0].ref_event_id, scheduled);
+    duro_history_free(h);
+    duro_orch_item *a = fetch_orch_expect(p, parent, LOCK_LONG);
+    CHECK_EQ(a->message_count, 1);
+    const duro_work_item *m = &a->messages[0];
+    CHECK_EQ(m->kind, DURO_WORK_CHILD_FAILED);
+    CHECK_EQ(m->execution_id, 1);
+    CHECK_EQ(m->source_id, scheduled);
+    CHECK_EQ(m->category, DURO_CATEGORY_CANCELLED);
+    char want[128];
+    snprintf(want, sizeof(want), "child '%s' was %s: enough", kid,
+             control != 0 ? "terminated" : "cancelled");
+    CHECK_STR(m->error, want);
+    abandon_orch(p, a, 600000);
+    duro_orch_item_free(a);
+    expect_no_orch(p);
+}
+
+PV_TEST(a_child_decided_at_once_tells_its_parent)
+{
+    duro_provider *p = pv_open();
+    require_v9(p);
+    child_decided_at_once(p, 0, "parent", "kid");
+    child_decided_at_once(p, DURO_CONTROL_TERMINATE, "parent2", "kid2");
+    duro_provider *q = p;
+    /* a detached child does not */
+    begin(q, "boss", 0);
+    duro_work_item w = work(DURO_WORK_START, "loose");
+    w.name = "orch";
+    w.parent_instance = "boss";
+    w.parent_execution = 1;
+    w.parent_event_id = 1;
+    w.flags = DURO_START_DETACHED;
+    enqueue(q, &w, 0);
+    duro_error e;
+    const char *loose = "loose";
+    duro_cancel_result cr;
+    CHECK_PRC(q->cancel_instances(q, &loose, 1, NULL, NULL, &cr, &e), DURO_OK,
+              &e);
+    CHECK_EQ(cr.outcome, DURO_CANCEL_CANCELLED);
+    duro_history *h = history(q, "loose", 1);
+    CHECK_EQ(h->events[0].flags, DURO_START_DETACHED);
+    duro_history_free(h);
+    CHECK_EQ(count(q, ORCH, "boss"), 0);
+}
+
+typedef struct sweep_child_arg {
+    int control;
+} sweep_child_arg;
+
+static int sweep_decide_child(duro_provider *p, void *arg, duro_error *e)
+{
+    sweep_child_arg *a = arg;
+    const char *kid = "kid";
+    duro_control_result res;
+    return request_ids(p, a->control, &kid, 1, "enough", "ops", &res, e);
+}
+
+PV_TEST(fault_sweep_a_child_decided_at_once)
+{
+    duro_provider *p = pv_open();
+    require_v9(p);
+    begin(p, "parent", 0);
+    start_child(p, "parent", "kid");
+    raise_event(p, "kid", "\"early\"", 0);
+    sweep_child_arg arg = {0};
+    fault_sweep(p, "cancel_instances (a child, at once)", sweep_decide_child,
+                &arg);
+    expect_status(p, "kid", DURO_STATUS_CANCELLED);
+    CHECK_KINDS(p, "kid", "1,14,5,6");
+    CHECK_EQ(count(p, ORCH, "parent"), 1);
+    CHECK_EQ(count(p, ORCH, "kid"), 0);
 }
 
 /* ========================================================================
@@ -8331,6 +8749,11 @@ static const pv_case suite[] = {
     C(control_matching_never_takes_instances_created_while_it_runs),
     C_NEEDS(fault_sweep_control_instances, NEEDS_INJECT),
     C_NEEDS(fault_sweep_control_matching, NEEDS_INJECT),
+    /* version 9: decided at once */
+    C(unbegun_instances_are_decided_in_the_request_transaction),
+    C(a_held_or_asked_instance_is_sent_the_request),
+    C(a_child_decided_at_once_tells_its_parent),
+    C_NEEDS(fault_sweep_a_child_decided_at_once, NEEDS_INJECT),
 };
 
 int pv_main(int argc, char **argv, const pv_factory *f, const test_case *extra,

@@ -504,6 +504,76 @@ TEST(suspend_keeps_messages_in_order_until_resume)
     lifecycle_done(&f);
 }
 
+/* With no runtime holding it, an instance that has not begun is suspended
+ * (and terminated) by the request itself: no code runs until it is
+ * resumed - a delayed one too, whose delay ends with the suspension - and
+ * what arrives meanwhile is kept for the code in order. */
+TEST(an_instance_suspended_before_its_first_turn_runs_no_code_until_resumed)
+{
+    rt_fixture f;
+    setup(&f, "life_suspend_first.db", 0);
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    rt_start_instance(&f, "g3", "Gated", NULL);
+    duro_start_options so;
+    duro_start_options_init(&so);
+    so.delay_ms = 3600000;
+    CHECK_OK(duro_client_start(f.client, "g4", "Gated", NULL, &so));
+    rt_start_instance(&f, "g5", "Gated", NULL);
+    const char *ids[] = {"g3", "g4"};
+    duro_control_result res[2];
+    CHECK_OK(duro_client_control_many(f.client, DURO_CONTROL_SUSPEND, ids, 2,
+                                      "not yet", "ops", res));
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(res[i].outcome, DURO_CONTROL_OUTCOME_APPLIED);
+        CHECK_EQ(rt_status(&f, ids[i]), DURO_STATUS_SUSPENDED);
+    }
+    CHECK_OK(duro_client_terminate(f.client, "g5", "never mind", "ops"));
+    CHECK_EQ(rt_status(&f, "g5"), DURO_STATUS_TERMINATED);
+
+    rt_start(&f);
+    CHECK_OK(duro_client_raise_event(f.client, "g3", "e", "one"));
+    WAIT_UNTIL(history_count(&f, "g3", DURO_EVENT_EVENT_RAISED) == 1, WAIT_MS);
+    /* the event's turn ran no code */
+    CHECK_EQ(atomic_load(&seen.gate_started), 0);
+    CHECK_EQ(history_count(&f, "g3", DURO_EVENT_ACTIVITY_SCHEDULED), 0);
+    CHECK_EQ(rt_status(&f, "g3"), DURO_STATUS_SUSPENDED);
+
+    /* resumed: the code starts, with the event kept for it */
+    atomic_store(&seen.gate_open, 1);
+    CHECK_OK(duro_client_resume(f.client, "g3", "go", "ops"));
+    WAIT_UNTIL(history_count(&f, "g3", DURO_EVENT_ACTIVITY_COMPLETED) == 2,
+               WAIT_MS);
+    CHECK_OK(duro_client_raise_event(f.client, "g3", "e", "two"));
+    duro_instance_info *info = rt_wait(&f, "g3", WAIT_MS);
+    CHECK_EQ(info->status, DURO_STATUS_COMPLETED);
+    CHECK_STR(info->output, "gate+after+one+two");
+    CHECK(info->version != NULL); /* the version that ran, pinned */
+    duro_free(info);
+    duro_history *h = rt_history(&f, "g3");
+    CHECK(h->count > 5);
+    CHECK_EQ(h->events[0].kind, DURO_EVENT_ORCHESTRATION_STARTED);
+    CHECK_EQ(h->events[1].kind, DURO_EVENT_EXECUTION_SUSPENDED);
+    CHECK_EQ(h->events[1].flags, DURO_SUSPEND_BEFORE_START);
+    CHECK_STR(h->events[1].reason, "not yet");
+    CHECK_EQ(h->events[2].kind, DURO_EVENT_EVENT_RAISED);
+    CHECK_EQ(h->events[3].kind, DURO_EVENT_EXECUTION_RESUMED);
+    CHECK_EQ(h->events[4].kind, DURO_EVENT_ACTIVITY_SCHEDULED);
+    duro_history_free(h);
+
+    /* the delayed one starts when resumed */
+    CHECK_OK(duro_client_resume(f.client, "g4", NULL, NULL));
+    WAIT_UNTIL(history_count(&f, "g4", DURO_EVENT_ACTIVITY_COMPLETED) == 2,
+               WAIT_MS);
+    CHECK_OK(duro_client_raise_event(f.client, "g4", "e", "a"));
+    CHECK_OK(duro_client_raise_event(f.client, "g4", "e", "b"));
+    info = rt_wait(&f, "g4", WAIT_MS);
+    CHECK_EQ(info->status, DURO_STATUS_COMPLETED);
+    CHECK_STR(info->output, "gate+after+a+b");
+    duro_free(info);
+    CHECK_EQ(atomic_load(&seen.gate_started), 2); /* not g5 */
+    lifecycle_done(&f);
+}
+
 TEST(a_suspended_instance_stays_suspended_across_a_restart)
 {
     rt_fixture f;
@@ -618,12 +688,14 @@ TEST(cancel_and_terminate_work_on_a_suspended_instance)
     lifecycle_done(&f);
 }
 
-TEST_MAIN(T(cancel_runs_the_compensations_of_an_observing_orchestration),
-          T(a_second_cancel_during_the_cleanup_changes_nothing),
-          T(a_cleanup_past_its_deadline_is_terminated),
-          T(terminate_ends_at_once_without_code_and_terminates_children),
-          T(terminate_works_on_an_orchestration_that_is_not_registered),
-          T(suspend_keeps_messages_in_order_until_resume),
-          T(a_cancel_queued_behind_the_completion_that_ends_the_code_cancels),
-          T(a_suspended_instance_stays_suspended_across_a_restart),
-          T(cancel_and_terminate_work_on_a_suspended_instance))
+TEST_MAIN(
+    T(cancel_runs_the_compensations_of_an_observing_orchestration),
+    T(a_second_cancel_during_the_cleanup_changes_nothing),
+    T(a_cleanup_past_its_deadline_is_terminated),
+    T(terminate_ends_at_once_without_code_and_terminates_children),
+    T(terminate_works_on_an_orchestration_that_is_not_registered),
+    T(suspend_keeps_messages_in_order_until_resume),
+    T(a_cancel_queued_behind_the_completion_that_ends_the_code_cancels),
+    T(a_suspended_instance_stays_suspended_across_a_restart),
+    T(an_instance_suspended_before_its_first_turn_runs_no_code_until_resumed),
+    T(cancel_and_terminate_work_on_a_suspended_instance))

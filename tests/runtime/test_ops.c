@@ -79,6 +79,20 @@ static duro_instance_info *wait_problem(duro_client *c, const char *id,
     }
 }
 
+static long long cancel_requests(duro_client *c, const char *outcome);
+
+/* Runs `id` (orchestration Wait) until it waits for its event, then stops
+ * the runtime: the instance has begun, and nothing takes a turn of it
+ * until the next rt_start(). */
+static void begin_and_stop(rt_fixture *f, const char *id)
+{
+    rt_start(f);
+    rt_start_instance(f, id, "Wait", NULL);
+    rt_wait_status(f, id, DURO_STATUS_RUNNING, WAIT_MS);
+    duro_runtime_destroy(f->rt);
+    f->rt = NULL;
+}
+
 /* ------------------------------------------------------------------------
  * cancellation as status shows it */
 
@@ -88,15 +102,16 @@ TEST(cancel_shows_in_status_before_the_turn_and_agrees_with_history)
     rt_init(&f, "ops_cancel_status.db");
     CHECK_OK(
         duro_registry_add_orchestration(f.reg, "Wait", NULL, orch_wait, NULL));
-    /* No runtime yet: the request is all there is. */
     CHECK_OK(duro_client_create(f.url, &f.client));
-    rt_start_instance(&f, "w", "Wait", NULL);
+    /* Running, waiting for an event: the request shows before its turn
+     * decides it */
+    begin_and_stop(&f, "w");
     int64_t t0 = duro_now_ms();
     CHECK_OK(duro_client_cancel(f.client, "w", "first", "user:alice"));
     int64_t t1 = duro_now_ms();
     CHECK_OK(duro_client_cancel(f.client, "w", "second", "user:bob"));
     duro_instance_info *i = status_of(f.client, "w");
-    CHECK_EQ(i->status, DURO_STATUS_PENDING);
+    CHECK_EQ(i->status, DURO_STATUS_RUNNING);
     CHECK_STR(i->cancel_reason, "first");
     CHECK_STR(i->cancelled_by, "user:alice");
     CHECK_INT(i->cancel_requested_ms, >=, t0 - 2);
@@ -131,6 +146,59 @@ TEST(cancel_shows_in_status_before_the_turn_and_agrees_with_history)
     rt_done(&f);
 }
 
+/* With no runtime up, an instance that has not begun is cancelled by the
+ * request itself (qo: a pending task nobody claimed is cancelled at once):
+ * Cancelled when the call returns, with the request and the end in
+ * history; a runtime started later runs none of its code. */
+TEST(cancel_of_an_instance_that_has_not_begun_is_decided_at_once)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_cancel_at_once.db");
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Echo", NULL, orch_echo, NULL));
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    rt_start_instance(&f, "w", "Echo", "\"in\"");
+    int64_t t0 = duro_now_ms();
+    CHECK_OK(duro_client_cancel(f.client, "w", "first", "user:alice"));
+    int64_t t1 = duro_now_ms();
+    duro_instance_info *i = status_of(f.client, "w");
+    CHECK_EQ(i->status, DURO_STATUS_CANCELLED);
+    CHECK_STR(i->error, "first");
+    CHECK_STR(i->cancel_reason, "first");
+    CHECK_STR(i->cancelled_by, "user:alice");
+    CHECK_INT(i->cancel_requested_ms, >=, t0 - 2);
+    CHECK_INT(i->finished_ms, <=, t1 + 2);
+    duro_free(i);
+    CHECK_EQ(cancel_requests(f.client, "cancelled"), 1);
+    CHECK_EQ(cancel_requests(f.client, "requested"), 0);
+    CHECK_OK(duro_client_cancel(f.client, "w", "second", "user:bob"));
+    CHECK_EQ(cancel_requests(f.client, "already_cancelled"), 1);
+    const char *id = "w";
+    duro_cancel_result r;
+    CHECK_OK(duro_client_cancel_many(f.client, &id, 1, "third", NULL, &r));
+    CHECK_EQ(r.outcome, DURO_CANCEL_ALREADY_CANCELLED);
+    duro_history *h = rt_history(&f, "w");
+    CHECK_EQ(h->count, 3);
+    CHECK_EQ(h->events[0].kind, DURO_EVENT_ORCHESTRATION_STARTED);
+    CHECK_STR(h->events[0].payload, "\"in\"");
+    CHECK_EQ(h->events[1].kind, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED);
+    CHECK_STR(h->events[1].reason, "first");
+    CHECK_STR(h->events[1].requested_by, "user:alice");
+    CHECK_EQ(h->events[2].kind, DURO_EVENT_ORCHESTRATION_CANCELLED);
+    duro_history_free(h);
+    /* A runtime started now finds nothing to do for it: an instance it
+     * starts afterwards completes, and w's history stays as it was. */
+    rt_start(&f);
+    rt_start_instance(&f, "after", "Echo", "\"x\"");
+    i = rt_wait(&f, "after", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+    duro_free(i);
+    h = rt_history(&f, "w");
+    CHECK_EQ(h->count, 3);
+    duro_history_free(h);
+    rt_done(&f);
+}
+
 /* Two requests whose messages a turn takes in the other order than they
  * were recorded (a clock that stepped back between two writers): history
  * and status still name the request recorded first. */
@@ -141,7 +209,7 @@ TEST(history_records_the_request_status_shows)
     CHECK_OK(
         duro_registry_add_orchestration(f.reg, "Wait", NULL, orch_wait, NULL));
     CHECK_OK(duro_client_create(f.url, &f.client));
-    rt_start_instance(&f, "w", "Wait", NULL);
+    begin_and_stop(&f, "w");
     CHECK_OK(duro_client_cancel(f.client, "w", "recorded", "user:first"));
     duro_provider *p = NULL;
     duro_error e;
@@ -304,7 +372,8 @@ TEST(cancel_many_batches_and_reports_repeats_across_batches)
     for (int k = 0; k < IDS; k++)
         filled += res[k].outcome != DURO_CANCEL_NONE;
     CHECK_EQ(filled, DURO_BULK_BATCH_MAX + 150); /* repeats of batch 1 */
-    CHECK_EQ(res[0].outcome, DURO_CANCEL_REQUESTED);
+    /* no runtime: none has begun, each is cancelled at once */
+    CHECK_EQ(res[0].outcome, DURO_CANCEL_CANCELLED);
     CHECK_EQ(res[N].outcome, DURO_CANCEL_DUPLICATE);
     CHECK_EQ(res[DURO_BULK_BATCH_MAX].outcome, DURO_CANCEL_NONE);
     uint64_t before = faulty_provider_calls(w, FAULTY_CANCEL_INSTANCES);
@@ -316,14 +385,18 @@ TEST(cancel_many_batches_and_reports_repeats_across_batches)
              (N + 1 + DURO_BULK_BATCH_MAX - 1) / DURO_BULK_BATCH_MAX);
     for (int k = 0; k < IDS; k++) {
         int want = k < DURO_BULK_BATCH_MAX ? DURO_CANCEL_ALREADY_CANCELLED
-                   : k < N                 ? DURO_CANCEL_REQUESTED
+                   : k < N                 ? DURO_CANCEL_CANCELLED
                    : k == N + 150          ? DURO_CANCEL_NOT_FOUND
                                            : DURO_CANCEL_DUPLICATE;
         CHECK_MSG(res[k].outcome == want, "#%d (%s): %s, expected %s", k,
                   ids[k], duro_cancel_outcome_name(res[k].outcome),
                   duro_cancel_outcome_name(want));
-        CHECK_EQ(res[k].status,
-                 k < N + 150 ? DURO_STATUS_PENDING : DURO_STATUS_NOT_FOUND);
+        /* the first batch (and its repeats) was Cancelled at once */
+        int status = k < N + 150 ? (k < DURO_BULK_BATCH_MAX || k >= N
+                                        ? DURO_STATUS_CANCELLED
+                                        : DURO_STATUS_PENDING)
+                                 : DURO_STATUS_NOT_FOUND;
+        CHECK_EQ(res[k].status, status);
     }
     duro_instance_info *i = status_of(f.client, "m-01099");
     CHECK_STR(i->cancel_reason, "cancelled"); /* NULL reason: the default */
@@ -369,7 +442,9 @@ TEST(cancel_matching_and_purge_end_to_end)
     CHECK_OK(duro_client_cancel_matching(f.client, &filter, "sweep", "user:ops",
                                          &o, &dry));
     CHECK_EQ(dry->count, 30);
-    CHECK_EQ(cancel_requests(f.client, "requested"), 0); /* a dry run */
+    CHECK_EQ(cancel_requests(f.client, "requested") +
+                 cancel_requests(f.client, "cancelled"),
+             0); /* a dry run */
     CHECK_EQ(dry->id_count, 30);
     CHECK_STR(dry->ids[0], "a-00");
     CHECK_STR(dry->ids[29], "a-29");
@@ -378,7 +453,9 @@ TEST(cancel_matching_and_purge_end_to_end)
     CHECK_OK(duro_client_cancel_matching(f.client, &filter, "sweep", "user:ops",
                                          &o, &r));
     CHECK_EQ(r->count, 30);
-    CHECK_EQ(cancel_requests(f.client, "requested"), 30);
+    /* those no turn had begun yet were cancelled at once */
+    CHECK_EQ(cancel_requests(f.client, "requested"), 30 - r->applied);
+    CHECK_EQ(cancel_requests(f.client, "cancelled"), r->applied);
     for (size_t k = 0; k < 30; k++)
         CHECK_STR(r->ids[k], dry->ids[k]);
     duro_bulk_result_free(dry);
@@ -742,6 +819,7 @@ TEST(a_version_3_provider_has_no_bulk_calls)
 }
 
 TEST_MAIN(T(cancel_shows_in_status_before_the_turn_and_agrees_with_history),
+          T(cancel_of_an_instance_that_has_not_begun_is_decided_at_once),
           T(history_records_the_request_status_shows),
           T(cancel_many_reports_one_outcome_per_id),
           T(cancel_many_batches_and_reports_repeats_across_batches),

@@ -128,6 +128,7 @@ static duro_orch *last_cold;
 static int g_observe;
 static int64_t g_cleanup_ms;
 static int g_suspended;
+static const char *g_version; /* the registration's version */
 
 /* One turn. warm: *e is kept and only new messages are given; cold: a new
  * engine replays the whole recorded history. */
@@ -139,7 +140,8 @@ static int run_turn(duro_orchestration_fn fn, void *user, duro_orch **warm,
                                .user = user,
                                .max_payload = 4096,
                                .observe_cancel = g_observe,
-                               .cleanup_timeout_ms = g_cleanup_ms};
+                               .cleanup_timeout_ms = g_cleanup_ms,
+                               .version = g_version};
     duro_orch *e = warm ? *warm : NULL;
     if (e == NULL) {
         CHECK_OK(duro__engine_create(&cfg, "i1", 1, &e));
@@ -1783,6 +1785,105 @@ TEST(a_suspended_instance_is_cancelled_at_once_even_when_observing)
     sim_free(&s2);
 }
 
+/* A store that suspends an instance before any runtime began it writes
+ * OrchestrationStarted (no version: the start asked for none) and a
+ * flagged ExecutionSuspended; the code starts at the resume, the
+ * registration's version is taken, and a replay from scratch starts it at
+ * the same place. */
+static void seed_suspended_before_start(sim *s, uint32_t flags)
+{
+    duro_event started = {.event_id = 1,
+                          .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                          .timestamp_ms = 100,
+                          .name = "orch",
+                          .payload = "in"};
+    duro_event suspended = {.event_id = 2,
+                            .kind = DURO_EVENT_EXECUTION_SUSPENDED,
+                            .timestamp_ms = 100,
+                            .reason = "not yet",
+                            .requested_by = "operator",
+                            .flags = flags};
+    s->events[s->count++] = started;
+    s->events[s->count++] = suspended;
+}
+
+static void suspended_before_start_scenario(int warm_mode, sim *s)
+{
+    duro__turn t;
+    CHECK_OK(duro__turn_init(&t));
+    seed_suspended_before_start(s, DURO_SUSPEND_BEFORE_START);
+    g_version = "2.0";
+    /* an event while suspended: recorded, no code */
+    g_suspended = 1;
+    duro_work_item ev = msg_event("go", "first");
+    CHECK_OK(run_turn(must_not_run, NULL, NULL, s, &ev, 1, 1000, &t));
+    CHECK_EQ(t.status, DURO_STATUS_SUSPENDED);
+    CHECK_EQ(t.ran_code, 0);
+    /* the resume starts the code: its first command follows the resume,
+     * its clock is the resume's */
+    duro_orch *e = NULL;
+    duro_work_item m = msg_control(DURO_WORK_RESUME_INSTANCE, "go on");
+    CHECK_OK(run_turn(orch_events, NULL, &e, s, &m, 1, 5000, &t));
+    g_suspended = 0;
+    CHECK_EQ(t.status, DURO_STATUS_RUNNING);
+    CHECK_EQ(t.ran_code, 1);
+    CHECK_EQ(t.meta_changed, 1);
+    CHECK_STR(t.meta.version, "2.0");
+    CHECK_EQ(t.delta_count, 2);
+    CHECK_EQ(t.delta[0].kind, DURO_EVENT_EXECUTION_RESUMED);
+    CHECK_EQ(t.delta[1].kind, DURO_EVENT_TIMER_CREATED);
+    CHECK_EQ(t.delta[1].fire_at_ms, 5010);
+    CHECK_EQ(duro__engine_reusable(e), 1);
+    if (!warm_mode) {
+        duro__engine_destroy(e);
+        e = NULL;
+    }
+    /* the timer and the second event: a warm engine goes on, a cold one
+     * replays from the start and must start the code at the resume */
+    duro_work_item more[2] = {msg_timer(1, 5), msg_event("go", "second")};
+    CHECK_OK(run_turn(orch_events, NULL, warm_mode ? &e : NULL, s, more, 2,
+                      6000, &t));
+    CHECK_EQ(t.nondeterminism, 0);
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_STR(t.meta.output, "first+second");
+    g_version = NULL;
+    duro__engine_destroy(e);
+    duro__turn_free(&t);
+}
+
+TEST(an_instance_suspended_before_it_began_starts_its_code_at_the_resume)
+{
+    sim warm, cold;
+    sim_init(&warm);
+    sim_init(&cold);
+    suspended_before_start_scenario(1, &warm);
+    suspended_before_start_scenario(0, &cold);
+    CHECK_EQ(cold.count, warm.count);
+    for (size_t i = 0; i < warm.count; i++)
+        CHECK_EQ(cold.events[i].kind, warm.events[i].kind);
+    CHECK_EQ(warm.events[2].kind, DURO_EVENT_EVENT_RAISED);
+    CHECK_EQ(warm.events[3].kind, DURO_EVENT_EXECUTION_RESUMED);
+    sim_free(&warm);
+    sim_free(&cold);
+
+    /* without the flag (a suspend recorded by a turn after the code ran),
+     * the code starts at OrchestrationStarted as it always did: such a
+     * history, whose code issued nothing before the suspend, replays */
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    duro__turn_init(&t);
+    seed_suspended_before_start(&s, 0);
+    g_suspended = 1;
+    duro_work_item m = msg_control(DURO_WORK_RESUME_INSTANCE, "go on");
+    CHECK_OK(run_turn(orch_events, NULL, NULL, &s, &m, 1, 5000, &t));
+    g_suspended = 0;
+    CHECK_EQ(t.nondeterminism, 1); /* it issued its timer before the
+                                      recorded suspend */
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
 TEST(nondeterministic_code_can_still_be_cancelled)
 {
     sim s;
@@ -1843,6 +1944,7 @@ TEST_MAIN(
     T(terminate_ends_without_code_and_terminates_children),
     T(suspend_keeps_inputs_in_order_until_resume),
     T(a_suspended_instance_is_cancelled_at_once_even_when_observing),
+    T(an_instance_suspended_before_it_began_starts_its_code_at_the_resume),
     T(nondeterministic_code_can_still_be_cancelled),
     T(a_cancel_after_the_code_returned_in_the_same_batch_still_cancels),
     T(a_suspend_after_a_continue_as_new_in_the_same_batch_is_carried_over),

@@ -708,6 +708,11 @@ void duro__pg_config_free(duro__pg_config *cfg);
 #define DURO__PG_SWEEP_DECLARE                                                 \
     "DECLARE duro_sweep NO SCROLL CURSOR WITH HOLD FOR "                       \
     "SELECT instance_id, created_ms FROM instances WHERE "
+/* ... and a request's, which also says which have not begun ($13 now) */
+#define DURO__PG_SWEEP_DECLARE_REQUEST                                         \
+    "DECLARE duro_sweep NO SCROLL CURSOR WITH HOLD FOR "                       \
+    "SELECT instance_id, created_ms, " DURO__PG_UNBEGUN(                       \
+        "instances", "$13::bigint") "::int FROM instances WHERE "
 /* DURO_BULK_BATCH_MAX, as SQL text */
 #define DURO__PG_SWEEP_PAGE "500"
 #define DURO__PG_SWEEP_REQUEST                                                 \
@@ -726,6 +731,138 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "AND ($6::bigint = 0 OR " t ".created_ms >= $6::bigint) "                \
       "AND ($7::bigint = 0 OR " t ".created_ms < $7::bigint)"
 
+/* An instance (alias t) that has not begun, which a cancel, terminate or
+ * suspend decides at once (provider version 9): as SQLite's
+ * DURO__SQLITE_UNBEGUN (NOW: an SQL expression). */
+#define DURO__PG_UNBEGUN(t, NOW)                                               \
+    "(" t ".status = 1 AND " t ".execution_id = 0 AND NOT EXISTS (SELECT 1 "   \
+    "FROM orchestrator_ready AS r WHERE r.instance_id = " t ".instance_id "    \
+    "AND r.lock_token IS NOT NULL AND r.locked_until > " NOW ") "              \
+    "AND NOT EXISTS (SELECT 1 FROM orchestrator_queue AS q "                   \
+    "WHERE q.instance_id = " t ".instance_id AND q.kind IN (8, 11, 12, 13)))"
+
+/* Deciding unbegun instances at once (provider version 9), set-based, as
+ * SQLite's DURO__SQLITE_DECIDE_STATEMENTS (see there) with the parameters
+ * in another order, so that each statement takes a prefix of them: $1 the
+ * ids (text[], found DURO__PG_UNBEGUN in this transaction, their readiness
+ * and instance rows locked), $2 the request's kind (8 cancel, 11
+ * terminate, 12 suspend), $3 now, $4 reason, $5 requester. */
+#define DURO__PG_DECIDE_IDS(t)                                                 \
+    t ".instance_id = ANY($1::text[]) AND " t ".status = 1 AND " t             \
+      ".execution_id = 0"
+#define DURO__PG_DECIDE_START(i)                                               \
+    "orchestrator_queue AS s ON s.id = (SELECT MIN(q.id) FROM "                \
+    "orchestrator_queue AS q WHERE q.instance_id = " i ".instance_id "         \
+    "AND q.kind = 1)"
+#define DURO__PG_DECIDE_STATUS                                                 \
+    "CASE $2::int WHEN 8 THEN 5 WHEN 11 THEN 8 ELSE 7 END"
+#define DURO__PG_DECIDE_ERROR                                                  \
+    "CASE $2::int WHEN 8 THEN COALESCE($4::text, '') WHEN 11 THEN "            \
+    "COALESCE($4::text, 'terminated') END"
+#define DURO__PG_DECIDE_PARENT                                                 \
+    "$2::int IN (8, 11) AND NULLIF(s.parent_instance, '') IS NOT NULL "        \
+    "AND (s.flags & 2) = 0"
+#define DURO__PG_DECIDE_STATEMENTS(X)                                          \
+    X(DECIDE_EXECUTIONS,                                                       \
+      "INSERT INTO executions(instance_id, execution_id, status, name, "       \
+      "version, started_ms, completed_ms, error, category) "                   \
+      "SELECT instance_id, 1, " DURO__PG_DECIDE_STATUS ", name, version, "     \
+      "$3::bigint, CASE WHEN $2::int = 12 THEN NULL ELSE $3::bigint "          \
+      "END, " DURO__PG_DECIDE_ERROR                                            \
+      ", CASE WHEN $2::int = 12 THEN 0 ELSE 5 END "                            \
+      "FROM instances WHERE " DURO__PG_DECIDE_IDS("instances"))                \
+    X(DECIDE_HISTORY,                                                          \
+      "WITH t AS (SELECT instance_id, name, version, parent_instance, "        \
+      "parent_execution, parent_event_id FROM instances "                      \
+      "WHERE " DURO__PG_DECIDE_IDS(                                            \
+          "instances") "), "                                                   \
+                       "ev AS (SELECT q.instance_id, q.name, q.payload, "      \
+                       "ROW_NUMBER() OVER "                                    \
+                       "(PARTITION BY q.instance_id ORDER BY q.id) AS n "      \
+                       "FROM t JOIN orchestrator_queue AS q ON q.instance_id " \
+                       "= t.instance_id "                                      \
+                       "WHERE q.kind = 5 AND q.name IS NOT NULL AND $2::int "  \
+                       "<> 12), "                                              \
+                       "k AS (SELECT t.instance_id, (SELECT COUNT(*) FROM ev " \
+                       "WHERE ev.instance_id = t.instance_id) AS n FROM t), "  \
+                       "x(off, kind, by_, flags, req) AS (VALUES (0, 5, "      \
+                       "true, 0, 8), "                                         \
+                       "(1, 6, false, 0, 8), (0, 19, true, 0, 11), (0, 20, "   \
+                       "true, 32, 12)) "                                       \
+                       "INSERT INTO history(instance_id, execution_id, "       \
+                       "event_id, kind, "                                      \
+                       "timestamp_ms, name, version, payload, reason, "        \
+                       "requested_by, "                                        \
+                       "ref_instance, ref_execution, ref_event_id, flags) "    \
+                       "SELECT t.instance_id, 1, 1, 1, $3::bigint, "           \
+                       "COALESCE(s.name, t.name), "                            \
+                       "CASE WHEN s.id IS NULL THEN t.version ELSE s.version " \
+                       "END, s.payload, "                                      \
+                       "NULL::text, NULL::text, "                              \
+                       "NULLIF(COALESCE(s.parent_instance, "                   \
+                       "t.parent_instance), ''), "                             \
+                       "COALESCE(s.parent_execution, t.parent_execution), "    \
+                       "COALESCE(s.parent_event_id, t.parent_event_id), "      \
+                       "COALESCE(s.flags, 0) & 2 FROM t LEFT "                 \
+                       "JOIN " DURO__PG_DECIDE_START(                          \
+                           "t") " UNION ALL SELECT instance_id, 1, 1 + n, "    \
+                                "14, $3::bigint, name, NULL, "                 \
+                                "payload, NULL, NULL, NULL, 0, 0, 0 FROM ev "  \
+                                "UNION ALL SELECT k.instance_id, 1, 2 + k.n "  \
+                                "+ x.off, x.kind, "                            \
+                                "$3::bigint, NULL, NULL, NULL, CASE x.kind "   \
+                                "WHEN 6 THEN "                                 \
+                                "COALESCE($4::text, '') WHEN 19 THEN "         \
+                                "COALESCE($4::text, 'terminated') "            \
+                                "ELSE $4::text END, CASE WHEN x.by_ THEN "     \
+                                "$5::text END, NULL, 0, 0, "                   \
+                                "x.flags FROM k CROSS JOIN x WHERE x.req = "   \
+                                "$2::int")                                     \
+    X(DECIDE_PARENT_MESSAGES,                                                  \
+      "INSERT INTO orchestrator_queue(kind, instance_id, execution_id, "       \
+      "source_id, error, category, enqueued_ms, visible_at) "                  \
+      "SELECT 7, s.parent_instance, s.parent_execution, s.parent_event_id, "   \
+      "'child ''' || i.instance_id || ''' was ' || CASE $2::int WHEN 8 THEN "  \
+      "'cancelled' ELSE 'terminated' END || ': ' || " DURO__PG_DECIDE_ERROR    \
+      ", 5, $3::bigint, $3::bigint FROM instances AS i "                       \
+      "JOIN " DURO__PG_DECIDE_START("i") " WHERE " DURO__PG_DECIDE_IDS(        \
+          "i") " AND " DURO__PG_DECIDE_PARENT)                                 \
+    X(DECIDE_PARENT_READY,                                                     \
+      "INSERT INTO orchestrator_ready AS r(instance_id, ready_at) "            \
+      "SELECT DISTINCT s.parent_instance, $3::bigint FROM instances AS i "     \
+      "JOIN " DURO__PG_DECIDE_START("i") " WHERE " DURO__PG_DECIDE_IDS(        \
+          "i") " AND " DURO__PG_DECIDE_PARENT                                  \
+               " ORDER BY 1 " DURO__PG_READY_UPSERT_HOLD(                      \
+                   "COALESCE(r.locked_until, 0)"))                             \
+    X(DECIDE_INSTANCES,                                                        \
+      "UPDATE instances SET status = " DURO__PG_DECIDE_STATUS ", "             \
+      "execution_id = 1, updated_ms = $3::bigint, output = NULL, "             \
+      "error = " DURO__PG_DECIDE_ERROR ", "                                    \
+      "category = CASE WHEN $2::int = 12 THEN 0 ELSE 5 END, "                  \
+      "finished_ms = CASE WHEN $2::int = 12 THEN NULL ELSE $3::bigint END, "   \
+      "cancel_requested_ms = CASE WHEN $2::int = 8 THEN $3::bigint "           \
+      "ELSE cancel_requested_ms END, "                                         \
+      "cancel_reason = CASE WHEN $2::int = 8 THEN $4::text "                   \
+      "ELSE cancel_reason END, "                                               \
+      "cancelled_by = CASE WHEN $2::int = 8 THEN $5::text "                    \
+      "ELSE cancelled_by END, "                                                \
+      "last_problem = CASE WHEN $2::int = 12 THEN last_problem END, "          \
+      "last_problem_ms = CASE WHEN $2::int = 12 THEN last_problem_ms END, "    \
+      "next_attempt_ms = CASE WHEN $2::int = 12 THEN next_attempt_ms END "     \
+      "WHERE " DURO__PG_DECIDE_IDS("instances"))                               \
+    X(DECIDE_QUEUE,                                                            \
+      "DELETE FROM orchestrator_queue WHERE instance_id = ANY($1::text[]) "    \
+      "AND ($2::int <> 12 OR kind = 1)")                                       \
+    X(DECIDE_READY_DROP,                                                       \
+      "DELETE FROM orchestrator_ready AS r WHERE r.instance_id = "             \
+      "ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM orchestrator_queue AS q " \
+      "WHERE q.instance_id = r.instance_id)")                                  \
+    X(DECIDE_READY_SET,                                                        \
+      "UPDATE orchestrator_ready AS r SET lock_token = NULL, "                 \
+      "locked_until = NULL, ready_at = (SELECT MIN(q.visible_at) FROM "        \
+      "orchestrator_queue AS q WHERE q.instance_id = r.instance_id) "          \
+      "WHERE r.instance_id = ANY($1::text[])")
+
 #define DURO__PG_BULK_STATEMENTS(X)                                            \
     /* cancel_instances, control_instances: each id's state, its instance row  \
      * locked; rank > 1 marks a repeated id */                                 \
@@ -741,14 +878,19 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "(SELECT j.v->>0 FROM json_array_elements($1::json) AS j(v)) "           \
       "ORDER BY instance_id FOR UPDATE")                                       \
     X(REQUEST_IDS_READ,                                                        \
-      "WITH locked AS (SELECT instance_id, status, cancel_requested_ms "       \
+      "WITH locked AS (SELECT instance_id, status, execution_id, "             \
+      "cancel_requested_ms "                                                   \
       "FROM instances WHERE instance_id = ANY($1::text[]) "                    \
       "ORDER BY instance_id FOR UPDATE) "                                      \
       "SELECT j.k - 1, l.status, "                                             \
       "(l.cancel_requested_ms IS NOT NULL)::int, "                             \
-      "ROW_NUMBER() OVER (PARTITION BY j.v ORDER BY j.k) "                     \
-      "FROM unnest($1::text[]) WITH ORDINALITY AS j(v, k) "                    \
-      "LEFT JOIN locked AS l ON l.instance_id = j.v ORDER BY j.k")             \
+      "ROW_NUMBER() OVER (PARTITION BY j.v ORDER BY j.k), "                    \
+      "(l.instance_id IS NOT NULL AND " DURO__PG_UNBEGUN(                      \
+          "l",                                                                 \
+          "$2::bigint") ")::int "                                              \
+                        "FROM unnest($1::text[]) WITH ORDINALITY AS j(v, k) "  \
+                        "LEFT JOIN locked AS l ON l.instance_id = j.v ORDER "  \
+                        "BY j.k")                                              \
     /* the writes of a request, set-based: the message ($5 its kind, $2        \
      * reason, $3 requester, $4 now), the instance's readiness (as             \
      * READY_ENQUEUE) and, for a cancel, the record; in this order: the last   \
@@ -764,25 +906,31 @@ void duro__pg_config_free(duro__pg_config *cfg);
       " ORDER BY 1 " DURO__PG_READY_UPSERT_HOLD(                               \
           "CASE WHEN $5::int IN " DURO__STOP_KINDS " THEN 0 ELSE "             \
           "COALESCE(r.locked_until, 0) END"))                                  \
+    DURO__PG_DECIDE_STATEMENTS(X)                                              \
     X(CANCEL_IDS_MARK,                                                         \
       "UPDATE instances SET cancel_requested_ms = $4::bigint, "                \
       "cancel_reason = $2::text, cancelled_by = $3::text "                     \
       "WHERE instance_id = ANY($1::text[]) AND " DURO__PG_REQUESTABLE)         \
     /* cancel_matching, control_matching: the set, as of one snapshot */       \
-    X(SWEEP_REQUEST_NAME,                                                      \
-      DURO__PG_SWEEP_DECLARE "name = $1::text AND " DURO__PG_SWEEP_REQUEST)    \
-    X(SWEEP_REQUEST_ALL, DURO__PG_SWEEP_DECLARE DURO__PG_SWEEP_REQUEST)        \
+    X(SWEEP_REQUEST_NAME, DURO__PG_SWEEP_DECLARE_REQUEST                       \
+      "name = $1::text AND " DURO__PG_SWEEP_REQUEST)                           \
+    X(SWEEP_REQUEST_ALL,                                                       \
+      DURO__PG_SWEEP_DECLARE_REQUEST DURO__PG_SWEEP_REQUEST)                   \
     X(SWEEP_FETCH, "FETCH " DURO__PG_SWEEP_PAGE " FROM duro_sweep")            \
     /* ... and which of a batch are still the same instances, in the mask      \
      * (and for a cancel, with no cancellation requested) */                   \
     X(SWEEP_REQUEST_RECHECK,                                                   \
-      "SELECT i.instance_id FROM json_array_elements($1::json) "               \
-      "WITH ORDINALITY AS j(v, k) JOIN instances AS i "                        \
-      "ON i.instance_id = (j.v->>0) "                                          \
-      "WHERE i.created_ms = (j.v->>1)::bigint "                                \
-      "AND i." DURO__PG_SWEEP_STATUS                                           \
-      "AND ($12::int = 0 OR i.cancel_requested_ms IS NULL) "                   \
-      "ORDER BY j.k FOR UPDATE OF i")                                          \
+      "SELECT i.instance_id, " DURO__PG_UNBEGUN(                               \
+          "i",                                                                 \
+          "$13::bigint") "::int "                                              \
+                         "FROM json_array_elements($1::json) "                 \
+                         "WITH ORDINALITY AS j(v, k) JOIN instances AS i "     \
+                         "ON i.instance_id = (j.v->>0) "                       \
+                         "WHERE i.created_ms = (j.v->>1)::bigint "             \
+                         "AND i." DURO__PG_SWEEP_STATUS                        \
+                         "AND ($12::int = 0 OR i.cancel_requested_ms IS "      \
+                         "NULL) "                                              \
+                         "ORDER BY j.k FOR UPDATE OF i")                       \
     /* purge_instances: the set, as of one snapshot */                         \
     X(SWEEP_PURGE_NAME,                                                        \
       DURO__PG_SWEEP_DECLARE "name = $1::text AND " DURO__PG_SWEEP_PURGE)      \

@@ -58,51 +58,162 @@ static int request_ids(duro__sqlite_provider *p, duro__sqlite_conn *c,
     return DURO_OK;
 }
 
+/* Decides request r at once for the unbegun instances in json (found so
+ * by DURO__SQLITE_UNBEGUN in this transaction): DECIDE_* in their order.
+ * *decided receives how many instances it ended or suspended (it must be
+ * all of them), *woken how many messages it sent to parents. */
+static int decide_ids(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                      const duro__bulk_request *r, const char *json,
+                      const char *reason, const char *by, int64_t now,
+                      size_t *decided, size_t *woken, const char *op,
+                      duro_error *err)
+{
+    static const duro__sqlite_stmt_id steps[] = {
+        DURO__SQL_DECIDE_EXECUTIONS,      DURO__SQL_DECIDE_HISTORY,
+        DURO__SQL_DECIDE_PARENT_MESSAGES, DURO__SQL_DECIDE_PARENT_READY,
+        DURO__SQL_DECIDE_INSTANCES,       DURO__SQL_DECIDE_QUEUE,
+        DURO__SQL_DECIDE_READY_DROP,      DURO__SQL_DECIDE_READY_SET};
+    for (size_t i = 0; i < DURO__ARRAY_LEN(steps); i++) {
+        sqlite3_stmt *s = duro__sqlite_stmt(p, c, steps[i], op, err);
+        if (s == NULL)
+            return err->code;
+        int params = sqlite3_bind_parameter_count(s);
+        duro__sqlite_bind_text(c, s, 1, json);
+        if (params >= 5) {
+            duro__sqlite_bind_text(c, s, 2, reason);
+            duro__sqlite_bind_text(c, s, 3, by);
+            duro__sqlite_bind_i64(c, s, 4, now);
+            duro__sqlite_bind_i64(c, s, 5, r->kind);
+        }
+        int rc = duro__sqlite_run(p, c, s, op, err);
+        if (rc != DURO_OK)
+            return rc;
+        if (steps[i] == DURO__SQL_DECIDE_INSTANCES)
+            *decided = (size_t)sqlite3_changes(c->db);
+        else if (steps[i] == DURO__SQL_DECIDE_PARENT_MESSAGES)
+            *woken = (size_t)sqlite3_changes(c->db);
+    }
+    return DURO_OK;
+}
+
+/* What one transaction of a request does: sends the message to the ids in
+ * send (json, `n_send` of them) and decides the ids in decide at once
+ * (`n_decide`), checking that each write found what the reads said.
+ * *woken receives how many messages went on the orchestrator queue. */
+static int send_and_decide(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                           const duro__bulk_request *r, const char *send,
+                           size_t n_send, const char *decide, size_t n_decide,
+                           const char *reason, const char *by, int64_t now,
+                           size_t *woken, const char *op, duro_error *err)
+{
+    size_t sent = 0, decided = 0, told = 0;
+    int rc = DURO_OK;
+    if (n_send > 0)
+        rc = request_ids(p, c, r, send, reason, by, now, &sent, op, err);
+    if (rc == DURO_OK && n_decide > 0)
+        rc = decide_ids(p, c, r, decide, reason, by, now, &decided, &told, op,
+                        err);
+    if (rc != DURO_OK)
+        return rc;
+    if (sent != n_send || decided != n_decide)
+        return duro_error_set(err, DURO_STORAGE, 0,
+                              "sqlite %s: %zu instances to send to and %zu "
+                              "to decide, %zu sent and %zu decided",
+                              op, n_send, n_decide, sent, decided);
+    *woken = sent + told;
+    return DURO_OK;
+}
+
+/* Two JSON arrays of ids, what a batch sends its message to and what it
+ * decides at once. */
+typedef struct split {
+    duro__strbuf send, decide;
+    size_t n_send, n_decide;
+} split;
+
+static void split_open(split *s)
+{
+    memset(s, 0, sizeof(*s));
+    duro__strbuf_open(&s->send, '[');
+    duro__strbuf_open(&s->decide, '[');
+}
+
+static void split_add(split *s, const char *id, int action)
+{
+    duro__strbuf *b = action == DURO__BULK_DECIDE ? &s->decide : &s->send;
+    duro__strbuf_sep(b);
+    duro__strbuf_json(b, id);
+    if (action == DURO__BULK_DECIDE)
+        s->n_decide++;
+    else
+        s->n_send++;
+}
+
+static int split_close(split *s)
+{
+    duro__strbuf_add(&s->send, "]", 1);
+    duro__strbuf_add(&s->decide, "]", 1);
+    return s->send.oom || s->decide.oom ? DURO_NOMEM : DURO_OK;
+}
+
+static void split_free(split *s)
+{
+    duro__free(s->send.s);
+    duro__free(s->decide.s);
+}
+
 /* The body of cancel_instances and control_instances inside their
  * transaction. */
 static int request_instances_in_transaction(
     duro__sqlite_provider *p, duro__sqlite_conn *c, const duro__bulk_request *r,
-    const char *json, size_t count, const char *reason, const char *by,
-    int64_t now, duro__bulk_decision *found, size_t *sent, const char *op,
-    duro_error *err)
+    const char *const *instance_ids, const char *json, size_t count,
+    const char *reason, const char *by, int64_t now, duro__bulk_decision *found,
+    size_t *woken, const char *op, duro_error *err)
 {
     sqlite3_stmt *s =
         duro__sqlite_stmt(p, c, DURO__SQL_REQUEST_IDS_READ, op, err);
     if (s == NULL)
         return err->code;
     duro__sqlite_bind_text(c, s, 1, json);
-    size_t seen = 0, expected = 0;
+    duro__sqlite_bind_i64(c, s, 2, now);
+    size_t seen = 0;
+    split ids;
+    split_open(&ids);
     int rc;
     while ((rc = duro__sqlite_step(p, c, s)) == SQLITE_ROW) {
         int64_t key = sqlite3_column_int64(s, 0);
-        if (key < 0 || (uint64_t)key >= count)
+        if (key < 0 || (uint64_t)key >= count) {
+            split_free(&ids);
             return duro_error_set(err, DURO_STORAGE, 0,
                                   "sqlite %s: json_each gave index %lld of %zu",
                                   op, (long long)key, count);
+        }
         int status = sqlite3_column_type(s, 1) == SQLITE_NULL
                          ? DURO_STATUS_NOT_FOUND
                          : sqlite3_column_int(s, 1);
-        expected += (size_t)duro__bulk_decide(r, &found[key], status,
-                                              sqlite3_column_int(s, 2) != 0,
-                                              sqlite3_column_int64(s, 3) == 1);
+        int action = duro__bulk_decide(
+            r, &found[key], status, sqlite3_column_int(s, 2) != 0,
+            sqlite3_column_int64(s, 3) == 1, sqlite3_column_int(s, 4) != 0);
+        if (action != DURO__BULK_SKIP)
+            split_add(&ids, instance_ids[key], action);
         seen++;
     }
-    if (rc != SQLITE_DONE)
+    if (rc != SQLITE_DONE) {
+        split_free(&ids);
         return duro__sqlite_error(c, rc, op, err);
+    }
     sqlite3_reset(s);
     if (seen != count)
-        return duro_error_set(err, DURO_STORAGE, 0,
-                              "sqlite %s: json_each gave %zu ids of %zu", op,
-                              seen, count);
-    *sent = 0;
-    if (expected > 0 && (rc = request_ids(p, c, r, json, reason, by, now, sent,
-                                          op, err)) != DURO_OK)
-        return rc;
-    if (*sent != expected)
-        return duro_error_set(err, DURO_STORAGE, 0,
-                              "sqlite %s: %zu instances to send to, %zu sent",
-                              op, expected, *sent);
-    return DURO_OK;
+        rc = duro_error_set(err, DURO_STORAGE, 0,
+                            "sqlite %s: json_each gave %zu ids of %zu", op,
+                            seen, count);
+    else if (split_close(&ids) != DURO_OK)
+        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    else
+        rc = send_and_decide(p, c, r, ids.send.s, ids.n_send, ids.decide.s,
+                             ids.n_decide, reason, by, now, woken, op, err);
+    split_free(&ids);
+    return rc;
 }
 
 /* cancel_instances and control_instances: request r of each instance;
@@ -140,9 +251,9 @@ static int request_instances(duro_provider *base, const duro__bulk_request *r,
     size_t sent = 0;
     rc = duro__sqlite_write_begin(p, op, &c, err);
     if (rc == DURO_OK) {
-        rc = request_instances_in_transaction(p, c, r, json.s, count, reason,
-                                              requested_by, now, found, &sent,
-                                              op, err);
+        rc = request_instances_in_transaction(p, c, r, instance_ids, json.s,
+                                              count, reason, requested_by, now,
+                                              found, &sent, op, err);
         if (rc == DURO_OK)
             rc = duro__sqlite_write_commit(p, c, op, err);
         else
@@ -204,6 +315,7 @@ typedef struct sweep {
     size_t ids_cap;
     duro__sqlite_conn *snap; /* where the set is read (and dry runs run) */
     int64_t now;
+    size_t woken; /* messages the sweep put on the orchestrator queue */
 } sweep;
 
 /* One row of the set: an id and its instance's creation time (together
@@ -211,6 +323,7 @@ typedef struct sweep {
 typedef struct member {
     const char *id;
     int64_t created_ms;
+    int unbegun; /* a request sweep: decided at once (when its kind is) */
 } member;
 
 static void bind_if(duro__sqlite_conn *c, sqlite3_stmt *s, int i, int64_t v)
@@ -242,6 +355,7 @@ static void bind_filter(sweep *w, duro__sqlite_conn *c, sqlite3_stmt *s,
     bind_if(c, s, 7, f->created_before_ms);
     bind_if(c, s, 8, f->finished_before_ms);
     bind_if(c, s, 12, w->req != NULL && w->req->cancel);
+    bind_if(c, s, 13, w->now);
 }
 
 /* Appends ids[0..n) to the result's list while it holds fewer than
@@ -320,10 +434,12 @@ static int ids_json(const char *const *ids, size_t n, duro__strbuf *b)
 
 /* A cancel_matching or control_matching batch on the writer, inside its
  * transaction: which members are still the same instances, still to be
- * sent the request, then the request; *done receives them. */
+ * sent the request (and which of them have not begun, to be decided at
+ * once), then the request; *done receives them, *applied how many of them
+ * were decided. */
 static int request_batch(sweep *w, duro__sqlite_conn *c, const char *pairs,
-                         duro_arena *a, duro__strbuf *plain, const char ***done,
-                         size_t *n, duro_error *err)
+                         duro_arena *a, const char ***done, size_t *n,
+                         size_t *applied, size_t *woken, duro_error *err)
 {
     duro__sqlite_provider *p = w->p;
     sqlite3_stmt *s =
@@ -332,18 +448,41 @@ static int request_batch(sweep *w, duro__sqlite_conn *c, const char *pairs,
         return err->code;
     duro__sqlite_bind_text(c, s, 1, pairs);
     bind_filter(w, c, s, 0);
-    int rc = collect_ids(p, c, s, a, done, n, w->op, err);
-    if (rc != DURO_OK || *n == 0)
-        return rc;
-    if (ids_json(*done, *n, plain) != DURO_OK)
-        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    size_t sent = 0;
-    rc = request_ids(p, c, w->req, plain->s, w->reason, w->by, w->now, &sent,
-                     w->op, err);
-    if (rc == DURO_OK && sent != *n)
-        rc = duro_error_set(err, DURO_STORAGE, 0,
-                            "sqlite %s: %zu instances to send to, %zu sent",
-                            w->op, *n, sent);
+    size_t cap = 0;
+    split ids;
+    split_open(&ids);
+    int rc = DURO_OK, step;
+    while ((step = duro__sqlite_step(p, c, s)) == SQLITE_ROW) {
+        if (*n == cap &&
+            (*done = duro__sqlite_arena_grow(a, (void *)*done, *n, &cap,
+                                             sizeof(**done))) == NULL) {
+            rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+            break;
+        }
+        if (duro__sqlite_column_text(a, s, 0, &(*done)[*n]) != 0 ||
+            (*done)[*n] == NULL) {
+            rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+            break;
+        }
+        int decide =
+            duro__bulk_decides_unbegun(w->req) && sqlite3_column_int(s, 1) != 0;
+        split_add(&ids, (*done)[*n],
+                  decide ? DURO__BULK_DECIDE : DURO__BULK_SEND);
+        (*n)++;
+    }
+    if (rc == DURO_OK && step != SQLITE_DONE)
+        rc = duro__sqlite_error(c, step, w->op, err);
+    sqlite3_reset(s);
+    if (rc == DURO_OK && *n > 0) {
+        if (split_close(&ids) != DURO_OK)
+            rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        else
+            rc = send_and_decide(p, c, w->req, ids.send.s, ids.n_send,
+                                 ids.decide.s, ids.n_decide, w->reason, w->by,
+                                 w->now, woken, w->op, err);
+        *applied = ids.n_decide;
+    }
+    split_free(&ids);
     return rc;
 }
 
@@ -409,17 +548,20 @@ static int handle_batch(sweep *w, const member *m, size_t count,
                  ? DURO_OK
                  : duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     const char **done = NULL;
-    size_t n = 0;
+    size_t n = 0, applied = 0, woken = 0;
     if (rc == DURO_OK && w->dry_run) {
         if (w->req == NULL) {
             rc = purge_select(w, w->snap, pairs.s, a, &done, &n, err);
         } else {
-            /* the SELECT already took only the instances to send to */
+            /* the SELECT already took only the instances to send to, and
+             * said which it would decide at once */
             done = duro_arena_alloc(a, count * sizeof(*done));
             if (done == NULL)
                 rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-            for (size_t i = 0; rc == DURO_OK && i < count; i++)
+            for (size_t i = 0; rc == DURO_OK && i < count; i++) {
                 done[n++] = m[i].id;
+                applied += duro__bulk_decides_unbegun(w->req) && m[i].unbegun;
+            }
         }
     } else if (rc == DURO_OK) {
         duro__sqlite_conn *c = &p->writer;
@@ -429,17 +571,20 @@ static int handle_batch(sweep *w, const member *m, size_t count,
             w->now = duro__wall_ms();
             rc = w->req == NULL
                      ? purge_batch(w, c, pairs.s, a, &plain, &done, &n, err)
-                     : request_batch(w, c, pairs.s, a, &plain, &done, &n, err);
+                     : request_batch(w, c, pairs.s, a, &done, &n, &applied,
+                                     &woken, err);
             if (own_transaction && rc == DURO_OK)
                 rc = duro__sqlite_write_commit(p, c, w->op, err);
             else if (own_transaction)
                 duro__sqlite_write_rollback(p, c);
         }
         if (rc == DURO_OK && own_transaction && w->req != NULL)
-            duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, n);
+            duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, woken);
+        w->woken += woken;
     }
     if (rc == DURO_OK) {
         w->res->count += n;
+        w->res->applied += applied;
         if (keep_ids(w, done, n) != DURO_OK)
             rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     }
@@ -477,6 +622,8 @@ static int read_and_handle(sweep *w, sqlite3_stmt *s, size_t batch,
                 cap = new_cap;
             }
             m[n].created_ms = sqlite3_column_int64(s, 1);
+            m[n].unbegun =
+                sqlite3_column_count(s) > 2 && sqlite3_column_int(s, 2) != 0;
             if (duro__sqlite_column_text(a, s, 0, &m[n].id) != 0 ||
                 m[n].id == NULL) {
                 rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
@@ -525,6 +672,7 @@ static int run_sweep(sweep *w, duro_bulk_result **out, duro_error *err)
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     }
     w->res->arena = a;
+    w->now = duro__wall_ms(); /* the set's: which have not begun */
     int rc;
     if (p->cfg.memory) {
         /* One transaction on the only connection (see above). */
@@ -545,7 +693,7 @@ static int run_sweep(sweep *w, duro_bulk_result **out, duro_error *err)
         else
             duro__sqlite_write_rollback(p, c);
         if (rc == DURO_OK && !w->dry_run && w->req != NULL)
-            duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, w->res->count);
+            duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, w->woken);
     } else {
         /* A snapshot connection of the sweep's own: a pooled reader would
          * be taken from other callers for the whole sweep. */

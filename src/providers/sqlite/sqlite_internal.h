@@ -305,6 +305,18 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     "+status IN (" DURO__LIVE_SQL ") "                                         \
     "AND (?6 = 0 OR cancel_requested_ms IS NULL) "
 
+/* An instance (alias t) that has not begun, which a cancel, terminate or
+ * suspend decides at once (provider version 9): Pending, no execution yet,
+ * no runtime holding its lock (held: a token whose lock has not expired
+ * at NOW, an SQL expression), and no earlier request queued that a turn
+ * would have to record first. */
+#define DURO__SQLITE_UNBEGUN(t, NOW)                                           \
+    "(" t ".status = 1 AND " t ".execution_id = 0 AND NOT EXISTS (SELECT 1 "   \
+    "FROM orchestrator_ready AS r WHERE r.instance_id = " t ".instance_id "    \
+    "AND r.lock_token IS NOT NULL AND r.locked_until > " NOW ") "              \
+    "AND NOT EXISTS (SELECT 1 FROM orchestrator_queue AS q "                   \
+    "WHERE q.instance_id = " t ".instance_id AND q.kind IN (8, 11, 12, 13)))"
+
 #define DURO__SQLITE_REQUEST_IDS                                               \
     "FROM instances WHERE instance_id IN (SELECT value FROM json_each(?1)) "   \
     "AND " DURO__SQLITE_REQUESTABLE
@@ -332,14 +344,163 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     "AND (?6 = 0 OR " t ".created_ms >= ?6) "                                  \
     "AND (?7 = 0 OR " t ".created_ms < ?7)"
 
+/* Deciding unbegun instances at once (provider version 9), set-based: ?1
+ * the JSON array of ids (found DURO__SQLITE_UNBEGUN in this transaction),
+ * ?2 reason, ?3 requester, ?4 now, ?5 the request's kind: 8 cancel, 11
+ * terminate, 12 suspend. The statements write what a runtime's turn would
+ * have written (engine.c: stop_without_code, terminate), in this order:
+ * each before DECIDE_INSTANCES reads the ids' instances still Pending with
+ * no execution, which DECIDE_INSTANCES ends. Execution 1 begins with
+ * OrchestrationStarted from the START message (with the version the start
+ * asked for: no runtime resolved it); a cancel or terminate records the
+ * external events queued meanwhile in arrival order, as a turn records a
+ * batch's inputs before what stops it, then its request and its end, tells
+ * the parent as a turn's end does, and deletes what was queued; a suspend
+ * records ExecutionSuspended with DURO_SUSPEND_BEFORE_START, drops only
+ * the START (its content is in history) and leaves what else is queued
+ * for the turns that record it while suspended. */
+#define DURO__SQLITE_DECIDE_IDS(t)                                             \
+    t ".instance_id IN (SELECT value FROM json_each(?1)) AND +" t ".status = " \
+      "1 AND " t ".execution_id = 0"
+#define DURO__SQLITE_DECIDE_START(i)                                           \
+    "orchestrator_queue AS s ON s.id = (SELECT MIN(id) FROM "                  \
+    "orchestrator_queue WHERE instance_id = " i ".instance_id AND kind = 1)"
+/* the status, error and category of the decision, as a turn's meta */
+#define DURO__SQLITE_DECIDE_STATUS                                             \
+    "CASE ?5 WHEN 8 THEN 5 WHEN 11 THEN 8 ELSE 7 END"
+#define DURO__SQLITE_DECIDE_ERROR                                              \
+    "CASE ?5 WHEN 8 THEN IFNULL(?2, '') WHEN 11 THEN IFNULL(?2, "              \
+    "'terminated') END"
+#define DURO__SQLITE_DECIDE_PARENT                                             \
+    "?5 IN (8, 11) AND NULLIF(s.parent_instance, '') IS NOT NULL "             \
+    "AND (s.flags & 2) = 0"
+#define DURO__SQLITE_DECIDE_STATEMENTS(X)                                             \
+    X(DECIDE_EXECUTIONS,                                                              \
+      "INSERT INTO executions(instance_id, execution_id, status, name, "              \
+      "version, started_ms, completed_ms, error, category) "                          \
+      "SELECT instance_id, 1, " DURO__SQLITE_DECIDE_STATUS ", name, version, "        \
+      "?4, CASE WHEN ?5 = 12 THEN NULL ELSE ?4 "                                      \
+      "END, " DURO__SQLITE_DECIDE_ERROR                                               \
+      ", CASE WHEN ?5 = 12 THEN 0 ELSE 5 END "                                        \
+      "FROM instances WHERE " DURO__SQLITE_DECIDE_IDS("instances"))                   \
+    X(DECIDE_HISTORY,                                                                 \
+      "WITH t AS (SELECT instance_id, name, version, parent_instance, "               \
+      "parent_execution, parent_event_id FROM instances "                             \
+      "WHERE " DURO__SQLITE_DECIDE_IDS(                                               \
+          "instances") "), "                                                          \
+                       "ev AS (SELECT q.instance_id, q.name, q.payload, "             \
+                       "ROW_NUMBER() OVER "                                           \
+                       "(PARTITION BY q.instance_id ORDER BY q.id) AS n "             \
+                       "FROM t CROSS JOIN orchestrator_queue AS q "                   \
+                       "ON q.instance_id = t.instance_id "                            \
+                       "WHERE q.kind = 5 AND q.name IS NOT NULL AND ?5 <> "           \
+                       "12), "                                                        \
+                       "k AS (SELECT t.instance_id, (SELECT COUNT(*) FROM ev "        \
+                       "WHERE ev.instance_id = t.instance_id) AS n FROM t), "         \
+                       "x(off, kind, by, flags, req) AS (VALUES (0, 5, 1, 0, "        \
+                       "8), "                                                         \
+                       "(1, 6, 0, 0, 8), (0, 19, 1, 0, 11), (0, 20, 1, 32, "          \
+                       "12)) "                                                        \
+                       "INSERT INTO history(instance_id, execution_id, "              \
+                       "event_id, kind, "                                             \
+                       "timestamp_ms, name, version, payload, reason, "               \
+                       "requested_by, "                                               \
+                       "ref_instance, ref_execution, ref_event_id, flags) "           \
+                       "SELECT t.instance_id, 1, 1, 1, ?4, COALESCE(s.name, "         \
+                       "t.name), "                                                    \
+                       "CASE WHEN s.id IS NULL THEN t.version ELSE s.version "        \
+                       "END, s.payload, "                                             \
+                       "NULL, NULL, NULLIF(COALESCE(s.parent_instance, "              \
+                       "t.parent_instance), "                                         \
+                       "''), COALESCE(s.parent_execution, "                           \
+                       "t.parent_execution), "                                        \
+                       "COALESCE(s.parent_event_id, t.parent_event_id), "             \
+                       "IFNULL(s.flags, 0) & 2 FROM t LEFT "                          \
+                       "JOIN " DURO__SQLITE_DECIDE_START(                             \
+                           "t") " UNION ALL SELECT instance_id, 1, 1 + n, "           \
+                                "14, ?4, name, NULL, "                                \
+                                "payload, NULL, NULL, NULL, 0, 0, 0 FROM ev "         \
+                                "UNION ALL SELECT k.instance_id, 1, 2 + k.n "         \
+                                "+ x.off, x.kind, "                                   \
+                                "?4, NULL, NULL, NULL, CASE x.kind WHEN 6 "           \
+                                "THEN IFNULL(?2, '') "                                \
+                                "WHEN 19 THEN IFNULL(?2, 'terminated') ELSE "         \
+                                "?2 END, "                                            \
+                                "CASE WHEN x.by THEN ?3 END, NULL, 0, 0, "            \
+                                "x.flags "                                            \
+                                "FROM k CROSS JOIN x WHERE x.req = ?5")               \
+    /* a cancelled or terminated child tells its parent (not a detached               \
+     * one) as engine.c's terminate() does; then the parent's readiness, as           \
+     * READY_ENQUEUE for a message that does not stop it */                           \
+    X(DECIDE_PARENT_MESSAGES,                                                         \
+      "INSERT INTO orchestrator_queue(kind, instance_id, execution_id, "              \
+      "source_id, error, category, enqueued_ms, visible_at) "                         \
+      "SELECT 7, s.parent_instance, s.parent_execution, s.parent_event_id, "          \
+      "'child ''' || i.instance_id || ''' was ' || CASE ?5 WHEN 8 THEN "              \
+      "'cancelled' ELSE 'terminated' END || ': ' "                                    \
+      "|| " DURO__SQLITE_DECIDE_ERROR ", 5, ?4, ?4 FROM instances AS i "              \
+      "JOIN " DURO__SQLITE_DECIDE_START(                                              \
+          "i") " WHERE " DURO__SQLITE_DECIDE_IDS("i") " AND"                          \
+                                                      " " DURO__SQLITE_DECIDE_PARENT) \
+    X(DECIDE_PARENT_READY,                                                            \
+      "INSERT INTO orchestrator_ready(instance_id, ready_at) "                        \
+      "SELECT DISTINCT s.parent_instance, ?4 FROM instances AS i "                    \
+      "JOIN " DURO__SQLITE_DECIDE_START(                                              \
+          "i") " WHERE " DURO__SQLITE_DECIDE_IDS("i") " AND"                          \
+                                                      " " DURO__SQLITE_DECIDE_PARENT  \
+                                                      " "                             \
+                                                      "ON "                           \
+                                                      "CONFLICT(instance_id) "        \
+                                                      "DO UPDATE SET "                \
+                                                      "ready_at = "                   \
+                                                      "MAX(excluded.ready_at,"        \
+                                                      " IFNULL(locked_until, "        \
+                                                      "0)) "                          \
+                                                      "WHERE lock_token IS "          \
+                                                      "NULL AND "                     \
+                                                      "excluded.ready_at < "          \
+                                                      "ready_at")                     \
+    X(DECIDE_INSTANCES,                                                               \
+      "UPDATE instances SET status = " DURO__SQLITE_DECIDE_STATUS ", "                \
+      "execution_id = 1, updated_ms = ?4, output = NULL, "                            \
+      "error = " DURO__SQLITE_DECIDE_ERROR ", "                                       \
+      "category = CASE WHEN ?5 = 12 THEN 0 ELSE 5 END, "                              \
+      "finished_ms = CASE WHEN ?5 = 12 THEN NULL ELSE ?4 END, "                       \
+      "cancel_requested_ms = CASE WHEN ?5 = 8 THEN ?4 "                               \
+      "ELSE cancel_requested_ms END, "                                                \
+      "cancel_reason = CASE WHEN ?5 = 8 THEN ?2 ELSE cancel_reason END, "             \
+      "cancelled_by = CASE WHEN ?5 = 8 THEN ?3 ELSE cancelled_by END, "               \
+      "last_problem = CASE WHEN ?5 = 12 THEN last_problem END, "                      \
+      "last_problem_ms = CASE WHEN ?5 = 12 THEN last_problem_ms END, "                \
+      "next_attempt_ms = CASE WHEN ?5 = 12 THEN next_attempt_ms END "                 \
+      "WHERE " DURO__SQLITE_DECIDE_IDS("instances"))                                  \
+    X(DECIDE_QUEUE,                                                                   \
+      "DELETE FROM orchestrator_queue WHERE instance_id IN "                          \
+      "(SELECT value FROM json_each(?1)) AND (?5 <> 12 OR kind = 1)")                 \
+    /* readiness from what remains, unlocked (a runtime whose lock had                \
+     * expired finds it gone at its ack) */                                           \
+    X(DECIDE_READY_DROP,                                                              \
+      "DELETE FROM orchestrator_ready WHERE instance_id IN "                          \
+      "(SELECT value FROM json_each(?1)) AND NOT EXISTS (SELECT 1 FROM "              \
+      "orchestrator_queue AS q "                                                      \
+      "WHERE q.instance_id = orchestrator_ready.instance_id)")                        \
+    X(DECIDE_READY_SET,                                                               \
+      "UPDATE orchestrator_ready SET lock_token = NULL, locked_until = NULL, "        \
+      "ready_at = (SELECT MIN(q.visible_at) FROM orchestrator_queue AS q "            \
+      "WHERE q.instance_id = orchestrator_ready.instance_id) "                        \
+      "WHERE instance_id IN (SELECT value FROM json_each(?1))")
+
 #define DURO__SQLITE_BULK_STATEMENTS(X)                                        \
     /* cancel_instances, control_instances: each id's state; rank > 1 marks a  \
      * repeated id */                                                          \
     X(REQUEST_IDS_READ,                                                        \
       "SELECT j.key, i.status, i.cancel_requested_ms IS NOT NULL, "            \
-      "ROW_NUMBER() OVER (PARTITION BY j.value ORDER BY j.key) "               \
-      "FROM json_each(?1) AS j "                                               \
-      "LEFT JOIN instances AS i ON i.instance_id = j.value ORDER BY j.key")    \
+      "ROW_NUMBER() OVER (PARTITION BY j.value ORDER BY j.key), "              \
+      "i.instance_id IS NOT NULL AND " DURO__SQLITE_UNBEGUN(                   \
+          "i", "?2") " "                                                       \
+                     "FROM json_each(?1) AS j "                                \
+                     "LEFT JOIN instances AS i ON i.instance_id = j.value "    \
+                     "ORDER BY j.key")                                         \
     /* the writes of a request, set-based: the message (?5 its kind, ?2        \
      * reason, ?3 requester, ?4 now), the instance's readiness (as             \
      * READY_ENQUEUE) and, for a cancel, the record; in this order: the last   \
@@ -359,20 +520,27 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "UPDATE instances SET cancel_requested_ms = ?4, cancel_reason = ?2, "    \
       "cancelled_by = ?3 WHERE instance_id IN "                                \
       "(SELECT value FROM json_each(?1)) AND " DURO__SQLITE_REQUESTABLE)       \
+    DURO__SQLITE_DECIDE_STATEMENTS(X)                                          \
     /* cancel_matching, control_matching: the set, read once on a snapshot */  \
-    X(SWEEP_REQUEST_NAME, "SELECT instance_id, created_ms FROM instances "     \
-                          "WHERE name = ?1 AND " DURO__SQLITE_SWEEP_REQUEST)   \
-    X(SWEEP_REQUEST_ALL, "SELECT instance_id, created_ms FROM instances "      \
-                         "WHERE " DURO__SQLITE_SWEEP_REQUEST)                  \
+    X(SWEEP_REQUEST_NAME,                                                      \
+      "SELECT instance_id, created_ms, " DURO__SQLITE_UNBEGUN(                 \
+          "instances", "?13") " FROM instances WHERE name = ?1 "               \
+                              "AND " DURO__SQLITE_SWEEP_REQUEST)               \
+    X(SWEEP_REQUEST_ALL,                                                       \
+      "SELECT instance_id, created_ms, " DURO__SQLITE_UNBEGUN(                 \
+          "instances",                                                         \
+          "?13") " FROM instances WHERE " DURO__SQLITE_SWEEP_REQUEST)          \
     /* ... and which of a batch are still the same instances, in the mask      \
      * (and for a cancel, with no cancellation requested) */                   \
     X(SWEEP_REQUEST_RECHECK,                                                   \
-      "SELECT i.instance_id FROM json_each(?1) AS j CROSS JOIN instances AS "  \
-      "i "                                                                     \
-      "ON i.instance_id = json_extract(j.value, '$[0]') "                      \
-      "WHERE i.created_ms = json_extract(j.value, '$[1]') "                    \
-      "AND +i.status IN (?2, ?3, ?4, ?11) "                                    \
-      "AND (?12 = 0 OR i.cancel_requested_ms IS NULL) ORDER BY j.key")         \
+      "SELECT i.instance_id, " DURO__SQLITE_UNBEGUN(                           \
+          "i", "?13") " "                                                      \
+                      "FROM json_each(?1) AS j CROSS JOIN instances AS i "     \
+                      "ON i.instance_id = json_extract(j.value, '$[0]') "      \
+                      "WHERE i.created_ms = json_extract(j.value, '$[1]') "    \
+                      "AND +i.status IN (?2, ?3, ?4, ?11) "                    \
+                      "AND (?12 = 0 OR i.cancel_requested_ms IS NULL) ORDER "  \
+                      "BY j.key")                                              \
     /* purge_instances: the set, read once on a snapshot */                    \
     X(SWEEP_PURGE_NAME, "SELECT instance_id, created_ms FROM instances "       \
                         "WHERE name = ?1 AND " DURO__SQLITE_SWEEP_PURGE)       \
