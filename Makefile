@@ -26,10 +26,13 @@ build:
 	fi
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Builds everything and runs the whole suite (WERROR=ON: warnings as
-# errors, as CI does); says
-# so when the browser tests could not run (ctest lists them as skipped).
-test: build
+# Installs what is missing, the servers the PostgreSQL tests start
+# included, builds everything and runs the whole suite (WERROR=ON: warnings
+# as errors, as CI does); says so when the browser tests could not run
+# (ctest lists them as skipped).
+test:
+	./.ci/install-deps --tests
+	$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 	@[ -x /usr/bin/chromium ] && command -v node >/dev/null 2>&1 && \
 	    [ -d tests/browser/node_modules ] || \
@@ -85,11 +88,13 @@ uninstall:
 	    rmdir "$$dest$$d" 2>/dev/null || true; \
 	done
 
+# Installs what is missing, for building and for the tests.
 deps:
-	./.ci/install-deps
+	./.ci/install-deps --tests
 
-# Installs what is missing, builds, and runs examples/demo.c on a fresh
-# SQLite file in the build directory.
+# Installs what is missing for building (not the servers only the tests
+# need), builds, and runs examples/demo.c on a fresh SQLite file in the
+# build directory.
 demo:
 	./.ci/install-deps
 	$(MAKE) build

@@ -1,3 +1,15 @@
+# README's first program compiles with warnings as errors against this
+# build's libraries, prints its result, and fails cleanly (a message, no
+# crash) when its store cannot be opened. It needs no ldd, so it comes
+# first.
+add_test(NAME readme_first_program
+  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_readme.sh
+          ${PROJECT_SOURCE_DIR} ${CMAKE_C_COMPILER}
+          $<TARGET_FILE:duro_static> $<TARGET_FILE_DIR:duro_shared>
+          ${DURO_POSTGRES} "${DURO_SANITIZE}")
+set_tests_properties(readme_first_program PROPERTIES
+  LABELS "example;tsan" TIMEOUT 120)
+
 # The installed library works for a program outside this build: install
 # into a temporary prefix, then build and run a program against it through
 # pkg-config and find_package(duro), shared and static. Sanitized builds

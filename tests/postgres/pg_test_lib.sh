@@ -6,6 +6,11 @@
 # fail TEXT, run EXPECTED_RC NAME ARGS... (duro ARGS, stdout in
 #   $tmp/NAME.out and stderr in $tmp/NAME.err), contains FILE TEXT: count
 #   in $checks and $failures; $duro and $tmp are the caller's.
+# pg_wait_role_gone ROLE: waits, polling with a 30 s deadline, until no
+#   backend of ROLE is left in pg_stat_activity (psql "$base": $psql is the
+#   caller's); fails and returns 1 at the deadline. A client's exit does
+#   not wait for its backends to exit, so until they have, a role with a
+#   CONNECTION LIMIT can be refused ("too many connections for role").
 
 pg_test_base() {
     if [ -n "${DURO_TEST_PG_URL:-}" ]; then
@@ -48,4 +53,25 @@ run() {
 contains() {
     checks=$((checks + 1))
     grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 600 "$1")"
+}
+
+pg_wait_role_gone() {
+    wait_role=$1
+    wait_deadline=$(($(date +%s) + 30))
+    wait_polls=0
+    while :; do
+        wait_n=$("$psql" "$base" -qAt -c "SELECT COUNT(*) FROM pg_stat_activity
+            WHERE usename = '$wait_role'" </dev/null 2>&1)
+        [ "$wait_n" = 0 ] && break
+        if [ "$(date +%s)" -ge "$wait_deadline" ]; then
+            fail "backends of role $wait_role still connected after 30 s" \
+                 "(pg_stat_activity: $wait_n)"
+            return 1
+        fi
+        wait_polls=$((wait_polls + 1))
+        sleep 0.05 2>/dev/null || sleep 1
+    done
+    [ "$wait_polls" = 0 ] ||
+        echo "   waited $wait_polls polls for role $wait_role's backends to exit"
+    return 0
 }

@@ -193,9 +193,15 @@ if [ -n "$psql" ]; then
     *user=$role*) ;;
     *) two="$two&user=$role" ;;
     esac
-    # five pooled connections and the listener were refused by the limit
+    # five pooled connections and the listener were refused by the limit;
+    # each verb waits for the previous one's backends to exit, which they
+    # do after duro has (on a busy machine, not always before the next
+    # verb connects)
+    pg_wait_role_gone "$role"
     run 0 two_list --db "$two" list
+    pg_wait_role_gone "$role"
     run 0 two_metrics --db "$two" metrics
+    pg_wait_role_gone "$role"
     run 3 two_status --db "$two" status x-1
     contains "$tmp/two_status.err" "x-1"
     "$psql" "$base" -qAt -c "REVOKE ALL ON ALL TABLES IN SCHEMA \"$schema\"

@@ -11,8 +11,9 @@
 # DURO_TEST_PG_URL_FILE names (the pg fixture's); it must name the server
 # with host= and port= parameters (the fixture's does). Exit 77 (skipped,
 # saying why) without a server, without such a URL, or without pgbouncer
-# (Debian's package; .ci/install-deps installs it). pgbouncer refuses to
-# run as root: as root it runs as the `postgres` user, like the cluster.
+# (Debian's package; .ci/install-deps --tests, which make test runs,
+# installs it). pgbouncer refuses to run as root: as root it runs as the
+# `postgres` user, like the cluster.
 set -u
 
 if [ $# -ne 2 ]; then
