@@ -24,3 +24,16 @@ duro_add_test(test_powerloss LABELS runtime provider TIMEOUT 600
 target_compile_definitions(test_powerloss PRIVATE
   POWERLOSS_WORKER_PATH="$<TARGET_FILE:powerloss_worker>")
 add_dependencies(test_powerloss powerloss_worker)
+
+# Decided at once (provider contract version 9): decide_worker cancels,
+# terminates or suspends 1,000 instances that have not begun and is
+# SIGKILLed mid-way; test_decide_kill checks each is whole or untouched.
+add_executable(decide_worker ${CMAKE_CURRENT_LIST_DIR}/decide_worker.c)
+target_link_libraries(decide_worker PRIVATE duro_static)
+target_compile_definitions(decide_worker PRIVATE _GNU_SOURCE)
+target_compile_options(decide_worker PRIVATE ${DURO_WARNINGS})
+duro_add_test(test_decide_kill LABELS runtime provider TIMEOUT 600
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_decide_kill.c)
+target_compile_definitions(test_decide_kill PRIVATE
+  DECIDE_WORKER_PATH="$<TARGET_FILE:decide_worker>")
+add_dependencies(test_decide_kill decide_worker)
