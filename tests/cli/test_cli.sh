@@ -1036,6 +1036,37 @@ done
 for word in "EXIT STATUS" "JSON OUTPUT" '"truncated"' '"dry_run"' NO_COLOR; do
     grep -qF -- "$word" "$tooldir/duro.1" || fail "duro.1 does not mention $word"
 done
+# duro.1's SYNOPSIS lists, for each verb, the options its --help's usage
+# lines list, and no other (the common --db, --json and --help aside)
+if [ "$have_python" = 1 ]; then
+    for verb in list status history start raise wait cancel terminate \
+        suspend resume delete purge prune metrics version ui; do
+        "$duro" "$verb" --help | sed -n '1,/^$/p' >"$tmp/usage.$verb"
+    done
+    checks=$((checks + 1))
+    python3 - "$tooldir/duro.1" "$tmp" <<'PY' 2>"$tmp/pyerr" ||
+import re, sys
+man = open(sys.argv[1], encoding="utf-8").read()
+synopsis = man.split(".SH SYNOPSIS", 1)[1].split(".SH DESCRIPTION", 1)[0]
+in_man = {}
+for entry in synopsis.split(".br"):
+    m = re.search(r"^\.B duro ([a-z]+)", entry, re.M)
+    if m:
+        in_man.setdefault(m.group(1), set()).update(
+            o.replace("\\-", "-") for o in re.findall(r"\\-\\-[a-z\\-]+[a-z]", entry))
+bad = []
+for verb in ["list", "status", "history", "start", "raise", "wait", "cancel",
+             "terminate", "suspend", "resume", "delete", "purge", "prune",
+             "metrics", "version", "ui"]:
+    usage = open("%s/usage.%s" % (sys.argv[2], verb), encoding="utf-8").read()
+    in_help = set(re.findall(r"--[a-z][a-z-]*[a-z]", usage)) - {"--json", "--db", "--help"}
+    common = {"--json", "--db", "--help"}
+    if in_help != in_man.get(verb, set()) - common:
+        bad.append("%s: --help %s, duro.1 %s" % (verb, sorted(in_help), sorted(in_man.get(verb, set()) - common)))
+assert not bad, "; ".join(bad)
+PY
+        fail "duro.1's SYNOPSIS and the verbs' usage lines differ: $(cat "$tmp/pyerr")"
+fi
 if command -v bash >/dev/null 2>&1; then
     # complete WORDS...: the completions for the last word
     complete_words() {
