@@ -427,6 +427,74 @@ one_line
 run 0 --db "sqlite:$tmp/evil.db" suspend "$evil-2" --by "$(printf 'ops\033')" --reason "$(printf 'r\ns')"
 run 0 --db "sqlite:$tmp/evil.db" delete "$evil-2" --force
 contains "$tmp/out" 'deleted evil\nid\x1b[31m-2'
+echo "== bidirectional and C1 controls are escaped in text output"
+# U+202E (right-to-left override), U+2066 and U+2069 (isolates), U+009B
+# (CSI): each shown as \uXXXX, never as the bytes a terminal obeys
+bidi=$(printf 'bidi\342\200\256dI\342\201\246x\342\201\251\302\233')
+bidi_shown='bidi\u202edI\u2066x\u2069\u009b'
+bidi_name=$(printf 'Na\342\200\217me\330\234')
+bdb="sqlite:$tmp/bidi.db"
+# no_raw_bidi: neither stdout nor stderr holds a bidirectional control,
+# a line or paragraph separator or a C1 control
+no_raw_bidi() {
+    checks=$((checks + 1))
+    if LC_ALL=C grep -q "$(printf '\342\200[\216\217\250-\256]\|\342\201[\246-\251]\|\330\234\|\302[\200-\237]')" \
+        "$tmp/out" "$tmp/err"; then
+        fail "raw bidirectional or C1 control in the output: $(cat -v "$tmp/out" "$tmp/err")"
+    fi
+}
+run 0 --db "$bdb" start Hello "$bidi"
+contains "$tmp/out" "started $bidi_shown (Hello)"
+no_raw_bidi
+run 0 --db "$bdb" start "$bidi_name" plain-b
+contains "$tmp/out" 'started plain-b (Na\u200fme\u061c)'
+no_raw_bidi
+run 0 --db "$bdb" list
+contains "$tmp/out" "$bidi_shown  "
+contains "$tmp/out" 'Na\u200fme\u061c'
+no_raw_bidi
+run 0 --db "$bdb" raise "$bidi" "$(printf 'go\342\200\256')"
+contains "$tmp/out" "raised go\\u202e on $bidi_shown"
+no_raw_bidi
+run 7 --db "$bdb" wait "$bidi" --timeout 10ms
+contains "$tmp/out" "$bidi_shown pending"
+contains "$tmp/err" "instance '$bidi_shown' still pending"
+no_raw_bidi
+run 0 --db "$bdb" cancel "$bidi" --reason "$(printf 'why\342\200\256not')" \
+    --by "$(printf 'ops\342\201\246')"
+contains "$tmp/out" "$bidi_shown: cancel requested (was pending)"
+no_raw_bidi
+run 0 --db "$bdb" cancel --name "$bidi_name" --dry-run
+contains "$tmp/out" 'would cancel 1 instance of Na\u200fme\u061c'
+no_raw_bidi
+"$fixture" run "$bdb" "$bidi=cancelled" 2>"$tmp/settle" ||
+    fail "cli_fixture run $bidi=cancelled: $(cat "$tmp/settle")"
+run 0 --db "$bdb" status "$bidi"
+contains "$tmp/out" "$bidi_shown"
+contains "$tmp/out" 'why\u202enot'
+contains "$tmp/out" 'ops\u2066'
+no_raw_bidi
+run 0 --db "$bdb" history "$bidi"
+contains "$tmp/out" "$bidi_shown"
+contains "$tmp/out" 'reason="why\u202enot" by=ops\u2066'
+no_raw_bidi
+run 3 --db "$bdb" status "$bidi-3"
+contains "$tmp/err" "instance '$bidi_shown-3' does not exist"
+no_raw_bidi
+run 0 --db "$bdb" prune "$bidi" --keep 1
+contains "$tmp/out" "of $bidi_shown"
+no_raw_bidi
+run 0 --db "$bdb" purge --before now --dry-run
+contains "$tmp/out" "  $bidi_shown"
+no_raw_bidi
+run 0 --db "$bdb" delete "$bidi"
+contains "$tmp/out" "deleted $bidi_shown"
+no_raw_bidi
+# an error message of the library quoting what was typed
+run 2 --db "$bdb" list --status "$(printf 'run\342\200\256')"
+no_raw_bidi
+run 2 --db "$bdb" "$(printf 'li\342\200\256st')"
+no_raw_bidi
 grep -qF 'payloads cut to one line with control characters escaped' "$tooldir/duro.1" &&
     grep -qF 'Ids, names, versions, reasons, requesters and event names' "$tooldir/duro.1" ||
     fail "duro.1 does not promise escaping for ids and names"

@@ -164,9 +164,13 @@ const char *text_local_time(int64_t ms, char *buf, size_t size);
 const char *text_age(int64_t now_ms, int64_t ms, char *buf, size_t size);
 /* "1.206s", "45ms", "3m12s". */
 const char *text_duration(int64_t ms, char *buf, size_t size);
-/* A one-line rendering of @p s at most @p max characters (code points):
- * control characters escaped (\n, \t, \r, \x1b; U+0080..U+009F as
- * \u009b; a byte of invalid UTF-8 as \xff), cut with "…". "-" for NULL. */
+/* A one-line rendering of @p s at most @p max characters (code points),
+ * safe on a terminal: control characters escaped (\n, \t, \r, \x1b, \x7f;
+ * C1 controls U+0080..U+009F, the bidirectional controls U+061C, U+200E,
+ * U+200F, U+202A..U+202E, U+2066..U+2069 and the separators U+2028,
+ * U+2029 as \u202e; a byte of invalid UTF-8 as \xff), cut with "…". "-"
+ * for NULL. The one function every text output of ids, names, reasons,
+ * requesters, payloads and messages goes through. */
 const char *text_short(const char *s, size_t max, char *buf, size_t size);
 /* Room for a whole escaped id, name, reason or requester (the library
  * refuses them over 1024 bytes; an escape is at most 6 bytes a byte). */

@@ -65,24 +65,22 @@ void cli_print_help(const char *help)
 
 static int report(cli *c, int status, const char *code, const char *text)
 {
-    /* One line, whatever the library (libpq) put in its message, and no
-     * other control character: the callers escape what they quote, this
-     * catches what a library message quotes raw. */
-    char message[2048];
+    /* One line, whatever the library (libpq) put in its message: line
+     * breaks and tabs become one space; then escaped as every text output
+     * is (text_escape): the callers escape what they quote, this catches
+     * what a library message quotes raw. */
+    char flat[2048], message[2048];
     size_t n = 0;
-    for (const char *t = text; *t != '\0' && n + 5 < sizeof(message); t++) {
+    for (const char *t = text; *t != '\0' && n + 1 < sizeof(flat); t++) {
         char ch = *t == '\n' || *t == '\t' || *t == '\r' ? ' ' : *t;
-        if (ch == ' ' && (n == 0 || message[n - 1] == ' '))
+        if (ch == ' ' && (n == 0 || flat[n - 1] == ' '))
             continue;
-        if ((unsigned char)ch < 0x20 || ch == 0x7f)
-            n += (size_t)snprintf(message + n, sizeof(message) - n, "\\x%02x",
-                                  (unsigned char)ch);
-        else
-            message[n++] = ch;
+        flat[n++] = ch;
     }
-    while (n > 0 && message[n - 1] == ' ')
+    while (n > 0 && flat[n - 1] == ' ')
         n--;
-    message[n] = '\0';
+    flat[n] = '\0';
+    text_escape(flat, message, sizeof(message));
     fprintf(stderr, "duro%s%s: %s\n", c->verb ? " " : "",
             c->verb ? c->verb : "", message);
     if (c->json) {

@@ -244,10 +244,11 @@ static unsigned long wait_in_flight(void)
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
-    char line[512];
+    char line[512], shown[512 * 6 + 16];
     vsnprintf(line, sizeof(line), fmt, ap);
     line[strcspn(line, "\n")] = '\0';
-    fprintf(stderr, "duro ui: %s\n", line);
+    /* MHD's messages may quote what a client sent */
+    fprintf(stderr, "duro ui: %s\n", text_escape(line, shown, sizeof(shown)));
 }
 
 int cmd_ui(cli *c, int argc, char **argv)
