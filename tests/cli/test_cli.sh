@@ -145,6 +145,10 @@ contains "$tmp/out" "name from"
 contains "$tmp/out" "the password database, else \$USER"
 run 0 raise --help
 contains "$tmp/out" "suspended: a suspended one records it"
+run 0 wait --help
+contains "$tmp/out" "0 completed, 8 failed, 9 cancelled, 10 terminated, 7"
+run 0 --help
+contains "$tmp/out" "wait: 8 ended failed, 9 cancelled, 10 terminated"
 
 echo "== metrics"
 run 0 metrics
@@ -381,8 +385,15 @@ run 2 history hello-1 --execution x
 echo "== wait"
 run 0 wait hello-1
 contains "$tmp/out" "completed"
+# one exit status per way of ending: failed 8, cancelled 9 (an operator's
+# cancel is not a failure), terminated 10 (the control store's term-1)
 run 8 wait boom-1
-run 8 wait slow-1 --json
+contains "$tmp/out" "boom-1 failed"
+run 8 wait boom-1 --json
+json 'd["timed_out"] is False and d["instance"]["status"] == "failed"'
+run 9 wait slow-1
+contains "$tmp/out" "slow-1 cancelled"
+run 9 wait slow-1 --json
 json 'd["timed_out"] is False and d["instance"]["status"] == "cancelled"'
 run 7 wait wait-1 --timeout 100ms --json
 json 'd["timed_out"] is True and d["instance"]["status"] == "running"'
@@ -874,7 +885,7 @@ run 0 status careful-1 --json
 json 'd["status"] == "running" and d["cancelling"] is True and d["cancelled_by"] == "user:dave" and d["cancel_reason"] == "rollback"'
 run 0 status w-1
 grep -Eq '^status: +running$' "$tmp/out" || fail "status w-1: $(grep status: "$tmp/out")"
-run 8 wait term-1 --json
+run 10 wait term-1 --json
 json 'd["timed_out"] is False and d["instance"]["status"] == "terminated"'
 run 7 wait susp-1 --timeout 50ms
 contains "$tmp/err" "still suspended"

@@ -14,16 +14,19 @@
 #include "duro/provider.h"
 
 /* Exit statuses (duro(1), EXIT STATUS). 0-4 are the contract of every
- * verb; 7 and 8 are wait's own. */
+ * verb; 7 is a deadline's (wait, cancel and terminate --wait); 8-10 are
+ * wait's own, one per way of ending but completed. */
 enum {
     EXIT_OK = 0,
-    EXIT_FAILED = 1,            /* the operation failed; the message says why */
-    EXIT_USAGE = 2,             /* bad command line or input */
-    EXIT_NOT_FOUND = 3,         /* no such instance */
-    EXIT_INVALID_STATE = 4,     /* e.g. cancel or terminate of a finished
-                                   instance */
-    EXIT_WAIT_TIMEOUT = 7,      /* wait: still running at the timeout */
-    EXIT_WAIT_NOT_COMPLETED = 8 /* wait: ended Failed or Cancelled */
+    EXIT_FAILED = 1,          /* the operation failed; the message says why */
+    EXIT_USAGE = 2,           /* bad command line or input */
+    EXIT_NOT_FOUND = 3,       /* no such instance */
+    EXIT_INVALID_STATE = 4,   /* e.g. cancel or terminate of a finished
+                                 instance; --wait: it ended otherwise */
+    EXIT_TIMEOUT = 7,         /* still live at the deadline */
+    EXIT_WAIT_FAILED = 8,     /* wait: ended Failed */
+    EXIT_WAIT_CANCELLED = 9,  /* wait: ended Cancelled */
+    EXIT_WAIT_TERMINATED = 10 /* wait: ended Terminated */
 };
 
 typedef struct cli {

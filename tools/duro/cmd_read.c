@@ -708,8 +708,8 @@ static const char wait_help[] =
     "terminated, then prints its status and output or error (a suspended\n"
     "instance is waited for like a running one).\n"
     "  --timeout D   give up after D (500ms, 30s, 5m, 1h; default: never)\n"
-    "Exit status: 0 completed, 8 failed, cancelled or terminated, 7 timed\n"
-    "out, 3 no such instance.\n";
+    "Exit status: 0 completed, 8 failed, 9 cancelled, 10 terminated, 7\n"
+    "timed out, 3 no such instance.\n";
 
 int cmd_wait(cli *c, int argc, char **argv)
 {
@@ -754,9 +754,11 @@ int cmd_wait(cli *c, int argc, char **argv)
         return cli_error_rc(c, rc, text_quote(id, quoted, sizeof(quoted)));
     }
     int timed_out = rc == DURO_TIMEOUT;
-    status = timed_out                               ? EXIT_WAIT_TIMEOUT
-             : info->status == DURO_STATUS_COMPLETED ? EXIT_OK
-                                                     : EXIT_WAIT_NOT_COMPLETED;
+    status = timed_out                                ? EXIT_TIMEOUT
+             : info->status == DURO_STATUS_COMPLETED  ? EXIT_OK
+             : info->status == DURO_STATUS_CANCELLED  ? EXIT_WAIT_CANCELLED
+             : info->status == DURO_STATUS_TERMINATED ? EXIT_WAIT_TERMINATED
+                                                      : EXIT_WAIT_FAILED;
     if (c->json) {
         json_t *doc = json_object();
         jset(doc, "timed_out", json_boolean(timed_out));

@@ -54,7 +54,8 @@ static void print_main_help(FILE *out)
     for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
         fprintf(out, "  %-9s %s\n", verbs[i].name, verbs[i].summary);
     fputs("\nExit status: 0 ok, 1 failed, 2 usage, 3 not found, 4 invalid "
-          "state;\nwait: 7 timed out, 8 ended but not completed.\n",
+          "state,\n7 timed out (wait, cancel and terminate --wait);\nwait: 8 "
+          "ended failed, 9 cancelled, 10 terminated.\n",
           out);
 }
 
