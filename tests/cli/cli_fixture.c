@@ -12,6 +12,8 @@
  *                                resumed-1 suspended and resumed by
  *                                user:erin; w-1..4 running (waiting for
  *                                "go"); pend-1 pending (1 h delay)
+ *   (every runtime also has Chain, which continues as new while its
+ *   input, a count, is above 0)
  *   cli_fixture run URL ID=STATUS...  runs a runtime until each ID has
  *                                STATUS (a status word) and no
  *                                orchestrator message is ready or locked
@@ -35,6 +37,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,6 +162,18 @@ static int fanout(duro_orch *o, const char *input, duro_result *out)
     return duro_ok(out, NULL);
 }
 
+/* Continues as new while its input, a count, is above 0: "4" makes
+ * executions 1 to 5, the last one completed. */
+static int chain(duro_orch *o, const char *input, duro_result *out)
+{
+    int left = input != NULL ? atoi(input) : 0;
+    if (left <= 0)
+        return duro_ok(out, "\"end\"");
+    char next[16];
+    snprintf(next, sizeof(next), "%d", left - 1);
+    return duro_continue_as_new(o, out, next);
+}
+
 /* Registered with observe_cancel: a cancel while it waits for "go" is
  * delivered to it, and its cleanup waits for "undone". */
 static int careful(duro_orch *o, const char *input, duro_result *out)
@@ -217,6 +232,7 @@ static int begin(const char *url, world *w)
         duro_registry_add_orchestration(w->reg, "Waiter", NULL, waiter, NULL) ||
         duro_registry_add_orchestration(w->reg, "Slow", NULL, slow, NULL) ||
         duro_registry_add_orchestration(w->reg, "Fanout", NULL, fanout, NULL) ||
+        duro_registry_add_orchestration(w->reg, "Chain", NULL, chain, NULL) ||
         duro_registry_add_orchestration(w->reg, "Retry", NULL, retrying,
                                         NULL) ||
         duro_registry_add_orchestration(w->reg, "RetryTimeout", NULL,

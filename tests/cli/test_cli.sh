@@ -838,6 +838,29 @@ contains "$tmp/out" "purged 1 instance"
 run 3 status boom-1
 run 0 prune hello-1 --keep 1 --json
 json 'd == {"id": "hello-1", "kept": 1, "pruned": 0}'
+# kept is what is left, not --keep: one execution, or none yet
+run 0 prune hello-1 --keep 2 --json
+json 'd == {"id": "hello-1", "kept": 1, "pruned": 0}'
+run 0 prune hello-1 --keep 2
+contains "$tmp/out" "pruned 0 executions of hello-1; 1 kept"
+run 0 prune later-1 --keep 3 --json
+json 'd == {"id": "later-1", "kept": 0, "pruned": 0}'
+# a chain of 5 executions: 2 kept of 5, then 2 kept (not 3) of 2
+run 0 start Chain chain-1 --input 4
+"$fixture" run "$db" chain-1=completed 2>"$tmp/settle" ||
+    fail "cli_fixture run chain-1=completed: $(cat "$tmp/settle")"
+run 0 status chain-1 --json
+json 'd["execution_id"] == 5 and d["status"] == "completed"'
+run 0 prune chain-1 --keep 2 --json
+json 'd == {"id": "chain-1", "kept": 2, "pruned": 3}'
+run 0 prune chain-1 --keep 3 --json
+json 'd == {"id": "chain-1", "kept": 2, "pruned": 0}'
+run 0 prune chain-1 --keep 1000000 --json
+json 'd == {"id": "chain-1", "kept": 2, "pruned": 0}'
+run 0 prune chain-1 --keep 1 --json
+json 'd == {"id": "chain-1", "kept": 1, "pruned": 1}'
+run 0 prune chain-1 --keep 1 --json
+json 'd == {"id": "chain-1", "kept": 1, "pruned": 0}'
 run 3 prune nope --keep 1
 run 2 prune hello-1
 run 2 prune hello-1 --keep 0

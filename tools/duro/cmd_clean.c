@@ -183,8 +183,62 @@ static const char prune_help[] =
     "usage: duro prune ID --keep N [--json]\n"
     "\n"
     "Deletes the history of all but the last N executions of an instance\n"
-    "(continue-as-new chains); the current execution is always kept.\n"
+    "(continue-as-new chains); the current execution is always kept. Says\n"
+    "how many executions went and how many are kept: N, or fewer when\n"
+    "fewer exist.\n"
     "  --keep N   executions to keep, at least 1 (required)\n";
+
+/* 1 when execution @p e of @p id still has its history, 0 when it was
+ * pruned; -1 with the library's code in *rc on a failure. */
+static int execution_exists(duro_client *client, const char *id, uint64_t e,
+                            int *rc)
+{
+    duro_history *h = NULL;
+    *rc = duro_client_read_history(client, id, e, &h);
+    duro_history_free(h);
+    if (*rc == DURO_OK)
+        return 1;
+    if (*rc == DURO_NOT_FOUND) {
+        *rc = DURO_OK;
+        return 0;
+    }
+    return -1;
+}
+
+/* How many executions of @p id are kept after a prune to the last @p keep
+ * that removed @p pruned, @p current being the current execution (0: none
+ * ran yet). What is left is always the last ones, current included: all
+ * of the last @p keep when this prune removed any, else those that
+ * existed, fewer when the chain is shorter or earlier prunes (duro prune,
+ * a runtime's keep_executions) took more; the oldest that exists is found
+ * by bisection, reading O(log keep) executions. */
+static int executions_kept(duro_client *client, const char *id,
+                           uint64_t current, uint64_t keep, size_t pruned,
+                           uint64_t *kept)
+{
+    *kept = 0;
+    if (current == 0)
+        return DURO_OK;
+    uint64_t lo = current >= keep ? current - keep + 1 : 1, hi = current;
+    if (pruned > 0) {
+        *kept = current - lo + 1;
+        return DURO_OK;
+    }
+    /* the oldest execution that exists lies in [lo, hi]: hi does */
+    int rc = DURO_OK;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        int exists = execution_exists(client, id, mid, &rc);
+        if (exists < 0)
+            return rc;
+        if (exists)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    *kept = current - lo + 1;
+    return DURO_OK;
+}
 
 int cmd_prune(cli *c, int argc, char **argv)
 {
@@ -213,7 +267,17 @@ int cmd_prune(cli *c, int argc, char **argv)
     if ((status = cli_open(c, CLI_OPEN_EXISTING, &client)) != EXIT_OK)
         return status;
     size_t pruned = 0;
+    uint64_t kept = 0;
+    duro_instance_info *info = NULL;
     int rc = duro_client_prune(client, id, keep, &pruned);
+    if (rc == DURO_OK)
+        rc = duro_client_get_status(client, id, &info);
+    if (rc == DURO_OK && info->status == DURO_STATUS_NOT_FOUND)
+        rc = DURO_NOT_FOUND; /* deleted meanwhile */
+    if (rc == DURO_OK)
+        rc = executions_kept(client, id, info->execution_id, keep, pruned,
+                             &kept);
+    duro_free(info);
     duro_client_destroy(client);
     char shown[TEXT_ESCAPE_SIZE];
     if (rc == DURO_NOT_FOUND)
@@ -225,12 +289,13 @@ int cmd_prune(cli *c, int argc, char **argv)
     if (c->json) {
         json_t *doc = json_object();
         jset(doc, "id", jstr(id));
-        jset(doc, "kept", jint((int64_t)keep));
+        jset(doc, "kept", jint((int64_t)kept));
         jset(doc, "pruned", jint((int64_t)pruned));
         json_print(doc);
     } else {
-        printf("pruned %zu execution%s of %s\n", pruned, pruned == 1 ? "" : "s",
-               text_escape(id, shown, sizeof(shown)));
+        printf("pruned %zu execution%s of %s; %llu kept\n", pruned,
+               pruned == 1 ? "" : "s", text_escape(id, shown, sizeof(shown)),
+               (unsigned long long)kept);
     }
     return EXIT_OK;
 }
