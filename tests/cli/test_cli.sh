@@ -339,7 +339,34 @@ contains "$tmp/out" "bad deploy"
 run 0 status slow-1 --json
 json 'd["status"] == "cancelled" and d["cancelled_by"] == "user:alice" and d["cancel_reason"] == "bad deploy" and rfc.match(d["cancel_requested_at"])'
 run 0 status later-1 --json
-json 'd["status"] == "pending"'
+json 'd["status"] == "pending" and d["cancel_outcome"] is None'
+run 0 status slow-1 --json
+json 'd["cancel_outcome"] == "cancelled" and d["cancelling"] is False'
+# a cancel that arrived while the turn that finished the instance ran: it
+# ended completed (failed) with the request recorded, and is never shown
+# as cancelled or cancelling (the race itself: "cancel --wait" below)
+cp "$tmp/store.db" "$tmp/late.db"
+[ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/late.db-wal"
+"$fixture" sql "$tmp/late.db" "UPDATE instances SET cancel_requested_ms =
+    finished_ms, cancel_reason = 'too slow', cancelled_by = 'user:zed'
+    WHERE instance_id IN ('hello-1', 'boom-1')" || fail "cli_fixture sql (late)"
+run 0 --db "sqlite:$tmp/late.db" status hello-1
+grep -Eq '^status: +completed$' "$tmp/out" || fail "status hello-1 (late): $(cat "$tmp/out")"
+grep -Eq '^cancel_requested: .* by user:zed, arrived after the instance completed: not applied$' "$tmp/out" ||
+    fail "status hello-1 (late): $(cat "$tmp/out")"
+grep -Eq '^cancelled_by: +-$' "$tmp/out" || fail "status hello-1 (late) names a canceller: $(cat "$tmp/out")"
+contains "$tmp/out" "too slow"
+run 0 --db "sqlite:$tmp/late.db" status boom-1
+contains "$tmp/out" "by user:zed, arrived after the instance failed: not applied"
+run 0 --db "sqlite:$tmp/late.db" status hello-1 --json
+json 'd["status"] == "completed" and d["cancel_outcome"] == "too_late" and d["cancelling"] is False and d["cancelled_by"] == "user:zed" and rfc.match(d["cancel_requested_at"])'
+run 0 --db "sqlite:$tmp/late.db" list --json
+json '[(i["id"], i["cancel_outcome"]) for i in d["instances"] if i["cancel_outcome"] == "too_late"] == [("boom-1", "too_late"), ("hello-1", "too_late")]'
+json 'not any(i["cancelling"] for i in d["instances"] if i["id"] in ("boom-1", "hello-1"))'
+run 0 --db "sqlite:$tmp/late.db" list --status completed
+grep -q cancel "$tmp/out" && fail "list shows a late cancel as cancelling: $(cat "$tmp/out")"
+run 0 status --help
+contains "$tmp/out" "did not apply"
 run 3 status nope
 one_line
 contains "$tmp/err" "nope"
@@ -1052,7 +1079,10 @@ run 0 terminate careful-1 --by ops
 contains "$tmp/out" "careful-1: terminate requested (was running)"
 settle careful-1=terminated
 run 0 status careful-1 --json
-json 'd["status"] == "terminated" and d["cancelling"] is False'
+json 'd["status"] == "terminated" and d["cancelling"] is False and d["cancel_outcome"] == "terminated"'
+run 0 status careful-1
+contains "$tmp/out" "by user:dave, then terminated before the cancel took effect: not applied"
+grep -Eq '^cancelled_by: +-$' "$tmp/out" || fail "status careful-1 (terminated) names a canceller: $(cat "$tmp/out")"
 event_is careful-1 -1 OrchestrationTerminated terminated ops
 
 echo "== suspend, resume, terminate by query"

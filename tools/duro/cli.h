@@ -119,6 +119,13 @@ const char *status_word(int status);
  * ended yet: one registered with observe_cancel cleaning up (it stays
  * Running), or any before its next turn. */
 int instance_cancelling(const duro_instance_info *info);
+/* What became of the cancellation requested of an instance: NULL when
+ * none was (and it is not Cancelled); "pending" while it is live (the
+ * next turn decides, or an observe_cancel cleanup runs); "cancelled";
+ * "too_late" when it ended Completed or Failed all the same (the request
+ * arrived while the turn that finished it ran); "terminated" when a
+ * termination ended it before the cancel did. */
+const char *cancel_outcome(const duro_instance_info *info);
 /* The default requester: "user:NAME" (getpwuid, else $USER). */
 const char *args_default_requester(char *buf, size_t size);
 

@@ -214,7 +214,9 @@ static const char status_help[] =
     "and why, and why it is stuck (last problem, next attempt). A live\n"
     "instance with a cancellation requested shows \"(cancelling)\": one\n"
     "registered with observe_cancel stays running while its code cleans\n"
-    "up.\n";
+    "up. A cancellation that arrived while the turn that completed (or\n"
+    "failed) the instance was running did not apply: cancel_requested says\n"
+    "so, and cancelled_by is empty (JSON: cancel_outcome \"too_late\").\n";
 
 /* Opens the store and reads one instance; exit status 3 when it does not
  * exist. */
@@ -262,7 +264,7 @@ static void card_time(const cli *c, const char *key, int64_t ms)
 
 static void print_card(const cli *c, const duro_instance_info *in)
 {
-    char buf[512], line[600];
+    char buf[512], line[1024];
     card_text("id:", in->instance_id);
     card_text("name:", in->name);
     card_text("version:", in->version);
@@ -295,12 +297,34 @@ static void print_card(const cli *c, const duro_instance_info *in)
     card_text("parent:", in->parent_instance);
     snprintf(line, sizeof(line), "%llu", (unsigned long long)in->history_count);
     card_line("history_events:", line);
-    card_time(c, "cancel_requested:", in->cancel_requested_ms);
+    /* A request that did not end the instance is never shown as if it
+     * had: it says what happened instead, and cancelled_by stays empty. */
+    const char *outcome = cancel_outcome(in);
+    int applied = outcome != NULL && (strcmp(outcome, "cancelled") == 0 ||
+                                      strcmp(outcome, "pending") == 0);
+    if (outcome != NULL && !applied) {
+        char t[64], age[32], by[TEXT_QUOTE_SIZE];
+        snprintf(line, sizeof(line), "%s (%s) by %s, %s",
+                 text_local_time(in->cancel_requested_ms, t, sizeof(t)),
+                 text_age(c->now_ms, in->cancel_requested_ms, age, sizeof(age)),
+                 in->cancelled_by != NULL
+                     ? text_quote(in->cancelled_by, by, sizeof(by))
+                     : "-",
+                 strcmp(outcome, "terminated") == 0
+                     ? "then terminated before the cancel took effect: not "
+                       "applied"
+                 : in->status == DURO_STATUS_FAILED
+                     ? "arrived after the instance failed: not applied"
+                     : "arrived after the instance completed: not applied");
+        card_line("cancel_requested:", line);
+    } else {
+        card_time(c, "cancel_requested:", in->cancel_requested_ms);
+    }
     card_line("cancel_reason:",
               in->cancel_reason
                   ? text_short(in->cancel_reason, 120, buf, sizeof(buf))
                   : NULL);
-    card_text("cancelled_by:", in->cancelled_by);
+    card_text("cancelled_by:", applied ? in->cancelled_by : NULL);
     card_line("last_problem:",
               in->last_problem
                   ? text_short(in->last_problem, 200, buf, sizeof(buf))
