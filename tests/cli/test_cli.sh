@@ -729,8 +729,11 @@ contains "$tmp/out" "[--status pending,running]"
 run 0 resume --help
 contains "$tmp/out" "[--status suspended]"
 run 0 cancel --help
-contains "$tmp/out" "[--status pending,running]"
+contains "$tmp/out" "[--status pending,running,suspended]"
+contains "$tmp/out" "(default: pending,running)"
 contains "$tmp/out" "observe_cancel"
+run 0 terminate --help
+contains "$tmp/out" "(default: pending,running)"
 for verb in terminate suspend resume; do
     run 2 "$verb"
     one_line
@@ -757,8 +760,8 @@ run 2 resume --name Waiter --status running
 contains "$tmp/err" "only suspended instances can be resumed"
 run 2 terminate --name Waiter --status pending,terminated
 contains "$tmp/err" "only pending, running and suspended instances can be terminated"
-run 2 cancel --name Waiter --status suspended
-contains "$tmp/err" "only pending and running instances can be cancelled"
+run 2 cancel --name Waiter --status completed
+contains "$tmp/err" "only pending, running and suspended instances can be cancelled"
 
 echo "== terminate, suspend, resume: dry runs by ids read status only"
 run 0 list --json
@@ -910,6 +913,22 @@ event_is() {
     run 0 history "$1" --json
     json "(lambda e: e['kind'] == '$3' and e.get('reason') == '$4' and (e.get('requested_by') == '$5' or ('$5'.endswith('*') and (e.get('requested_by') or '').startswith('${5%\*}'))))(d['events'][$2])"
 }
+# a cancel by name leaves a suspended instance alone unless --status
+# names it (a copy of the store: the request is recorded, no runtime runs)
+cp "$tmp/control.db" "$tmp/susp.db"
+[ -e "$tmp/control.db-wal" ] && cp "$tmp/control.db-wal" "$tmp/susp.db-wal"
+run 0 --db "sqlite:$tmp/susp.db" cancel --name Waiter --json
+json 'd["ids"] == ["resumed-1", "w-1", "w-2", "w-3", "w-4"]'
+run 0 --db "sqlite:$tmp/susp.db" status susp-1 --json
+json 'd["status"] == "suspended" and d["cancel_requested_at"] is None and d["cancel_outcome"] is None'
+run 0 --db "sqlite:$tmp/susp.db" status w-1 --json
+json 'd["cancel_outcome"] == "pending"'
+run 0 --db "sqlite:$tmp/susp.db" cancel --name Waiter --status suspended --json
+json 'd["ids"] == ["susp-1"]'
+run 0 --db "sqlite:$tmp/susp.db" status susp-1 --json
+json 'd["cancel_outcome"] == "pending" and d["cancelling"] is True'
+run 0 --db "sqlite:$tmp/susp.db" terminate --name Careful
+contains "$tmp/out" "terminate requested for 1 instance of Careful"
 export DURO_DB="$cdb"
 run 0 list --status suspended --json
 json '[i["id"] for i in d["instances"]] == ["susp-1"] and d["instances"][0]["status"] == "suspended"'
@@ -1095,14 +1114,24 @@ run 0 suspend --name Waiter --dry-run --json
 json 'd == {"dry_run": True, "count": 2, "ids": ["resumed-1", "w-4"]}'
 run 0 resume --name Waiter --dry-run --json
 json 'd == {"dry_run": True, "count": 1, "ids": ["susp-1"]}'
+# by query, a suspended instance is taken only when --status names it
 run 0 terminate --name Waiter --dry-run --json
-json 'd["count"] == 3 and d["ids"] == ["resumed-1", "susp-1", "w-4"]'
+json 'd["count"] == 2 and d["ids"] == ["resumed-1", "w-4"]'
 run 0 terminate --name Waiter --status suspended --dry-run --json
+json 'd["ids"] == ["susp-1"]'
+run 0 terminate --name Waiter --status pending,running,suspended --dry-run --json
+json 'd["ids"] == ["resumed-1", "susp-1", "w-4"]'
+run 0 cancel --name Waiter --dry-run --json
+json 'd["ids"] == ["resumed-1", "w-4"]'
+run 0 cancel --name Waiter --status suspended --dry-run --json
 json 'd["ids"] == ["susp-1"]'
 run 0 suspend --name Waiter --before 2000-01-01 --dry-run --json
 json 'd["count"] == 0 and d["ids"] == []'
 run 0 terminate --name Waiter --dry-run
-contains "$tmp/out" "would terminate 3 instances of Waiter"
+contains "$tmp/out" "would terminate 2 instances of Waiter"
+grep -q susp-1 "$tmp/out" && fail "terminate --name took a suspended instance: $(cat "$tmp/out")"
+run 0 terminate --name Waiter --status suspended --dry-run
+contains "$tmp/out" "would terminate 1 instance of Waiter"
 contains "$tmp/out" "  susp-1"
 run 0 list --json
 cmp -s "$tmp/out" "$tmp/before.json" || fail "a dry run by query changed an instance"
@@ -1207,7 +1236,7 @@ if command -v bash >/dev/null 2>&1; then
     }
     checks=$((checks + 1))
     [ "$(complete_words duro ca)" = cancel ] || fail "completion of 'ca': $(complete_words duro ca)"
-    [ "$(complete_words duro cancel --status '')" = "pending running" ] ||
+    [ "$(complete_words duro cancel --status '')" = "pending running suspended" ] ||
         fail "completion of cancel --status: $(complete_words duro cancel --status '')"
     for pair in "terminate:pending running suspended" "suspend:pending running" \
         "resume:suspended" "purge:completed failed cancelled terminated"; do
@@ -1224,7 +1253,7 @@ if command -v bash >/dev/null 2>&1; then
     esac
     [ "$(complete_words duro list --status completed,fa)" = completed,failed ] ||
         fail "completion of a status list: $(complete_words duro list --status completed,fa)"
-    [ "$(complete_words duro cancel --status pending,)" = pending,running ] ||
+    [ "$(complete_words duro cancel --status pending,)" = "pending,running pending,suspended" ] ||
         fail "completion offers a given status again: $(complete_words duro cancel --status pending,)"
     [ "$(complete_words duro terminate --status running,pending,)" = running,pending,suspended ] ||
         fail "completion offers a given status again: $(complete_words duro terminate --status running,pending,)"

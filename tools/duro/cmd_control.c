@@ -15,7 +15,10 @@
 typedef struct control_verb {
     const char *name;  /* "terminate" */
     int control;       /* 0: cancel; else a duro_control */
-    uint32_t statuses; /* what --status may select (and its default) */
+    uint32_t statuses; /* what --status may select */
+    uint32_t defaults; /* what --name selects without --status: never
+                          Suspended for a cancel or a terminate (an
+                          operator paused it on purpose) */
     const char *done;  /* "terminated": what a requested id will be, and
                           the library's default reason */
     const char *doing; /* "terminating", for a failed call */
@@ -28,15 +31,18 @@ typedef struct control_verb {
 static const control_verb cancel_verb = {
     "cancel",
     0,
+    BIT(DURO_STATUS_PENDING) | BIT(DURO_STATUS_RUNNING) |
+        BIT(DURO_STATUS_SUSPENDED),
     BIT(DURO_STATUS_PENDING) | BIT(DURO_STATUS_RUNNING),
     "cancelled",
     "cancelling",
     "Requests cancellation of instances: the ids given, or every pending or\n"
     "running instance of orchestration N (created before T) that has no\n"
-    "cancellation requested yet. An orchestration registered with\n"
-    "observe_cancel is told and may clean up first (it stays running,\n"
-    "cancelling, until its code returns); any other ends cancelled at its\n"
-    "next turn without running its code.\n",
+    "cancellation requested yet (suspended ones only with --status\n"
+    "suspended: a cancel ends them at once, without cleanup). An\n"
+    "orchestration registered with observe_cancel is told and may clean up\n"
+    "first (it stays running, cancelling, until its code returns); any\n"
+    "other ends cancelled at its next turn without running its code.\n",
     "was cancelled or already was",
     "already cancelled",
 };
@@ -46,13 +52,15 @@ static const control_verb terminate_verb = {
     DURO_CONTROL_TERMINATE,
     BIT(DURO_STATUS_PENDING) | BIT(DURO_STATUS_RUNNING) |
         BIT(DURO_STATUS_SUSPENDED),
+    BIT(DURO_STATUS_PENDING) | BIT(DURO_STATUS_RUNNING),
     "terminated",
     "terminating",
     "Ends instances at once (at their next turn) without running their\n"
-    "code: the ids given, or every pending, running or suspended instance\n"
-    "of orchestration N (created before T). Their activities are cancelled\n"
-    "(reason instance_terminated) and their children terminated. It also\n"
-    "ends an instance that is cleaning up after a cancel.\n",
+    "code: the ids given, or every pending or running instance of\n"
+    "orchestration N (created before T; suspended ones only with --status\n"
+    "suspended). Their activities are cancelled (reason\n"
+    "instance_terminated) and their children terminated. It also ends an\n"
+    "instance that is cleaning up after a cancel.\n",
     "was live (pending, running or suspended)\nor terminated",
     "already terminated",
 };
@@ -60,6 +68,7 @@ static const control_verb terminate_verb = {
 static const control_verb suspend_verb = {
     "suspend",
     DURO_CONTROL_SUSPEND,
+    BIT(DURO_STATUS_PENDING) | BIT(DURO_STATUS_RUNNING),
     BIT(DURO_STATUS_PENDING) | BIT(DURO_STATUS_RUNNING),
     "suspended",
     "suspending",
@@ -76,6 +85,7 @@ static const control_verb suspend_verb = {
 static const control_verb resume_verb = {
     "resume",
     DURO_CONTROL_RESUME,
+    BIT(DURO_STATUS_SUSPENDED),
     BIT(DURO_STATUS_SUSPENDED),
     "resumed",
     "resuming",
@@ -112,12 +122,16 @@ static const char *status_names(uint32_t mask, const char *sep,
 /* The verb's usage text into @p buf. */
 static const char *help_text(const control_verb *v, char *buf, size_t size)
 {
-    char list[96], choice[128];
+    char list[96], defaults[96], choice[256];
     status_names(v->statuses, ",", ",", list, sizeof(list));
-    if (strchr(list, ',') != NULL)
+    status_names(v->defaults, ",", ",", defaults, sizeof(defaults));
+    if (strchr(list, ',') == NULL)
+        snprintf(choice, sizeof(choice), "%s (the only choice)", list);
+    else if (v->defaults == v->statuses)
         snprintf(choice, sizeof(choice), "among %s (default: all)", list);
     else
-        snprintf(choice, sizeof(choice), "%s (the only choice)", list);
+        snprintf(choice, sizeof(choice),
+                 "among %s\n               (default: %s)", list, defaults);
     int indent = (int)(strlen("       duro  ") + strlen(v->name));
     snprintf(buf, size,
              "usage: duro %s ID... [--reason R] [--by WHO] [--dry-run] "
@@ -461,6 +475,10 @@ static int control_verb_run(cli *c, const control_verb *v, int argc,
         return cli_usage(c, "expected instance ids or --name");
     if (filter.name != NULL && *filter.name == '\0')
         return cli_usage(c, "--name must not be empty");
+    /* Said here, not left to the library's default for 0: a suspended
+     * instance is taken only when asked for. */
+    if (filter.status_mask == 0)
+        filter.status_mask = v->defaults;
     for (size_t i = 0; i < count; i++)
         if (argv[optind + (int)i][0] == '\0')
             return cli_usage(c, "an instance id must not be empty");

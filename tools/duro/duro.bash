@@ -25,8 +25,8 @@ _duro()
         local statuses="pending running suspended completed failed
             cancelled terminated"
         case $verb in
-        cancel | suspend) statuses="pending running" ;;
-        terminate) statuses="pending running suspended" ;;
+        suspend) statuses="pending running" ;;
+        cancel | terminate) statuses="pending running suspended" ;;
         resume) statuses="suspended" ;;
         purge) statuses="completed failed cancelled terminated" ;;
         esac
