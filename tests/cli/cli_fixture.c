@@ -13,7 +13,8 @@
  *                                user:erin; w-1..4 running (waiting for
  *                                "go"); pend-1 pending (1 h delay)
  *   (every runtime also has Chain, which continues as new while its
- *   input, a count, is above 0)
+ *   input, a count, is above 0, and Racer, whose completing turn waits
+ *   for a file: see racer())
  *   cli_fixture run URL ID=STATUS...  runs a runtime until each ID has
  *                                STATUS (a status word) and no
  *                                orchestrator message is ready or locked
@@ -162,6 +163,30 @@ static int fanout(duro_orch *o, const char *input, duro_result *out)
     return duro_ok(out, NULL);
 }
 
+static void sleep_ms(long ms);
+
+/* Waits for "go"; the turn that takes it (not a replay) creates the file
+ * INPUT.in-turn and holds until the file INPUT.release exists (30 s at
+ * most), then completes the instance. A cancel or terminate sent in
+ * between arrives while the turn that completes the instance runs: the
+ * race "cancel vs complete", which the request loses. */
+static int racer(duro_orch *o, const char *input, duro_result *out)
+{
+    duro_task *t = duro_wait_event(o, "go");
+    duro_await(o, t);
+    if (!duro_is_replaying(o) && input != NULL) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s.in-turn", input);
+        FILE *f = fopen(path, "w");
+        if (f != NULL)
+            fclose(f);
+        snprintf(path, sizeof(path), "%s.release", input);
+        for (int i = 0; i < 3000 && access(path, F_OK) != 0; i++)
+            sleep_ms(10);
+    }
+    return duro_ok(out, "\"raced\"");
+}
+
 /* Continues as new while its input, a count, is above 0: "4" makes
  * executions 1 to 5, the last one completed. */
 static int chain(duro_orch *o, const char *input, duro_result *out)
@@ -233,6 +258,7 @@ static int begin(const char *url, world *w)
         duro_registry_add_orchestration(w->reg, "Slow", NULL, slow, NULL) ||
         duro_registry_add_orchestration(w->reg, "Fanout", NULL, fanout, NULL) ||
         duro_registry_add_orchestration(w->reg, "Chain", NULL, chain, NULL) ||
+        duro_registry_add_orchestration(w->reg, "Racer", NULL, racer, NULL) ||
         duro_registry_add_orchestration(w->reg, "Retry", NULL, retrying,
                                         NULL) ||
         duro_registry_add_orchestration(w->reg, "RetryTimeout", NULL,

@@ -14,7 +14,10 @@ if [ $# -ne 3 ]; then
 fi
 duro=$1 fixture=$2 tooldir=$3
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/duro-cli-test.XXXXXX")
+serve_pid=""
 cleanup() {
+    # a runtime left serving (cli_fixture serve) by a test that failed
+    [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null
     if [ -n "${DURO_TEST_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
@@ -1111,9 +1114,9 @@ cp "$tmp/out" "$tmp/before.json"
 run 0 metrics
 grep '^duro_queue_messages' "$tmp/out" >"$tmp/queues-before.txt"
 run 0 suspend --name Waiter --dry-run --json
-json 'd == {"dry_run": True, "count": 2, "ids": ["resumed-1", "w-4"]}'
+json 'd == {"dry_run": True, "count": 2, "applied": 0, "ids": ["resumed-1", "w-4"]}'
 run 0 resume --name Waiter --dry-run --json
-json 'd == {"dry_run": True, "count": 1, "ids": ["susp-1"]}'
+json 'd == {"dry_run": True, "count": 1, "applied": 0, "ids": ["susp-1"]}'
 # by query, a suspended instance is taken only when --status names it
 run 0 terminate --name Waiter --dry-run --json
 json 'd["count"] == 2 and d["ids"] == ["resumed-1", "w-4"]'
@@ -1140,7 +1143,7 @@ grep '^duro_queue_messages' "$tmp/out" >"$tmp/queues-after.txt"
 cmp -s "$tmp/queues-before.txt" "$tmp/queues-after.txt" ||
     fail "a dry run by query queued a message: $(cat "$tmp/queues-before.txt" "$tmp/queues-after.txt")"
 run 0 suspend --name Waiter --status running --reason bulk --json
-json 'd == {"dry_run": False, "count": 2, "ids": ["resumed-1", "w-4"]}'
+json 'd == {"dry_run": False, "count": 2, "applied": 0, "ids": ["resumed-1", "w-4"]}'
 settle resumed-1=suspended w-4=suspended
 run 0 list --status suspended --name Waiter --json
 json '[i["id"] for i in d["instances"]] == ["resumed-1", "susp-1", "w-4"]'
@@ -1167,6 +1170,156 @@ run 3 status term-1
 run 0 delete w-2
 contains "$tmp/out" "deleted w-2"
 export DURO_DB="$db"
+
+echo "== cancel and terminate --wait, with a runtime serving the store"
+run 2 cancel wait-1 --wait=5x
+contains "$tmp/err" "--wait: bad duration '5x'"
+run 2 cancel wait-1 --wait --dry-run
+contains "$tmp/err" "not with --dry-run"
+for verb in suspend resume; do
+    run 2 "$verb" wait-1 --wait
+    contains "$tmp/err" "--wait is for cancel and terminate"
+done
+run 0 cancel --help
+contains "$tmp/out" "[--wait[=D]]"
+contains "$tmp/out" "60s; the '=' is needed"
+if [ "$have_python" = 1 ] && command -v mkfifo >/dev/null 2>&1; then
+    wdb="sqlite:$tmp/wait.db"
+    # await ID PYEXPR: until `duro status ID --json` (d) satisfies PYEXPR,
+    # 30 s at most
+    await() {
+        checks=$((checks + 1))
+        n=0
+        while [ "$n" -lt 600 ]; do
+            "$duro" --db "$wdb" status "$1" --json >"$tmp/await" 2>/dev/null &&
+                python3 -c 'import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$tmp/await" "$2" && return 0
+            sleep 0.05
+            n=$((n + 1))
+        done
+        fail "$1 never satisfied $2: $(cat "$tmp/await")"
+        return 1
+    }
+    # await_file PATH: until PATH exists, 30 s at most
+    await_file() {
+        checks=$((checks + 1))
+        n=0
+        while [ ! -e "$1" ] && [ "$n" -lt 600 ]; do
+            sleep 0.05
+            n=$((n + 1))
+        done
+        [ -e "$1" ] || fail "$1 never appeared"
+    }
+    for id in cw-1 cw-2 cw-3 cw-4 sx-1 tw-1; do
+        run 0 --db "$wdb" start Waiter "$id"
+    done
+    run 0 --db "$wdb" start Racer race-1 --input "$tmp/race1"
+    run 0 --db "$wdb" start Racer race-2 --input "$tmp/race2"
+    mkfifo "$tmp/serve.in"
+    "$fixture" serve "$wdb" <"$tmp/serve.in" 2>"$tmp/serve.err" &
+    serve_pid=$!
+    exec 9>"$tmp/serve.in" # the runtime serves until this closes
+    for id in cw-1 cw-2 cw-3 cw-4 sx-1 tw-1 race-1 race-2; do
+        await "$id" 'd["status"] == "running" and d["history_count"] >= 2'
+    done
+    export DURO_DB="$wdb"
+
+    # by ids: 0 when it ended as asked, and what it ended as
+    run 0 cancel cw-1 --wait=30s
+    contains "$tmp/out" "cw-1: cancel requested (was running)"
+    contains "$tmp/out" "cw-1: ended cancelled"
+    run 0 cancel cw-2 --wait=30s --json
+    json 'd == {"dry_run": False, "results": [{"id": "cw-2", "outcome": "requested", "status": "running", "final_status": "cancelled", "timed_out": False}]}'
+    run 0 terminate tw-1 --wait=30s
+    contains "$tmp/out" "tw-1: terminate requested (was running)"
+    contains "$tmp/out" "tw-1: ended terminated"
+    # already cancelled: nothing sent, and it has ended cancelled
+    run 0 cancel cw-1 --wait
+    contains "$tmp/out" "cw-1: already cancelled (cancelled)"
+    contains "$tmp/out" "cw-1: ended cancelled"
+    # a request that failed for one id: exit as without --wait
+    run 1 cancel cw-2 nope --wait=30s --json
+    json '[(r["id"], r["outcome"], r["final_status"]) for r in d["results"]] == [("cw-2", "already_cancelled", "cancelled"), ("nope", "not_found", None)]'
+
+    # by query: a suspended instance stays out unless --status names it
+    run 0 suspend sx-1
+    await sx-1 'd["status"] == "suspended"'
+    run 0 cancel --name Waiter --wait=30s --json
+    json 'd == {"dry_run": False, "count": 2, "applied": 0, "ids": ["cw-3", "cw-4"], "results": [{"id": "cw-3", "final_status": "cancelled", "timed_out": False}, {"id": "cw-4", "final_status": "cancelled", "timed_out": False}]}'
+    run 0 status sx-1 --json
+    json 'd["status"] == "suspended" and d["cancel_outcome"] is None'
+    run 0 cancel --name Waiter --status suspended --wait=30s
+    contains "$tmp/out" "cancel requested for 1 instance of Waiter"
+    contains "$tmp/out" "  sx-1"
+    contains "$tmp/out" "sx-1: ended cancelled"
+
+    # the race "cancel vs complete": the request is recorded while the
+    # turn that completes the instance runs (Racer holds that turn until
+    # told); the cancel fails: exit 4, and status says it came too late
+    # race VERB ID FILE: sends VERB --wait while ID's completing turn runs
+    race() {
+        run 0 raise "$2" go
+        await_file "$3.in-turn"
+        "$duro" "$1" "$2" --wait=30s --json >"$tmp/out" 2>"$tmp/err" &
+        verb_pid=$!
+        # the request is on record, the instance still running: the race
+        # is on (a cancel shows on the instance, a terminate is a queued
+        # message, kind 11)
+        if [ "$1" = cancel ]; then
+            await "$2" 'd["cancel_requested_at"] is not None and d["status"] == "running"'
+        else
+            checks=$((checks + 1))
+            n=0
+            until python3 -c 'import sqlite3, sys
+sys.exit(0 if sqlite3.connect(sys.argv[1]).execute(
+    "SELECT COUNT(*) FROM orchestrator_queue WHERE instance_id = ? AND kind = 11",
+    (sys.argv[2],)).fetchone()[0] else 1)' "$tmp/wait.db" "$2" 2>/dev/null; do
+                n=$((n + 1))
+                [ "$n" -lt 600 ] || break
+                sleep 0.05
+            done
+            [ "$n" -lt 600 ] || fail "the terminate of $2 was never queued"
+            await "$2" 'd["status"] == "running"'
+        fi
+        : >"$3.release"
+        wait "$verb_pid"
+        got=$?
+        checks=$((checks + 1))
+        [ "$got" = 4 ] || fail "duro $1 $2 --wait lost the race but exited $got: $(cat "$tmp/out" "$tmp/err")"
+    }
+    race cancel race-1 "$tmp/race1"
+    json 'd["results"] == [{"id": "race-1", "outcome": "requested", "status": "running", "final_status": "completed", "timed_out": False}]'
+    contains "$tmp/err" "duro cancel: race-1: it ended completed before the cancel took effect; it was not cancelled"
+    run 0 status race-1
+    grep -Eq '^status: +completed$' "$tmp/out" || fail "status race-1: $(cat "$tmp/out")"
+    contains "$tmp/out" "arrived after the instance completed: not applied"
+    grep -Eq '^cancelled_by: +-$' "$tmp/out" || fail "status race-1 names a canceller: $(cat "$tmp/out")"
+    run 0 status race-1 --json
+    json 'd["status"] == "completed" and d["output"] == "raced" and d["cancel_outcome"] == "too_late" and d["cancelling"] is False'
+    run 0 list --json
+    json '[i["id"] for i in d["instances"] if i["cancelling"]] == []'
+    race terminate race-2 "$tmp/race2"
+    json 'd["results"] == [{"id": "race-2", "outcome": "requested", "status": "running", "final_status": "completed", "timed_out": False}]'
+    contains "$tmp/err" "duro terminate: race-2: it ended completed before the terminate took effect; it was not terminated"
+
+    # no runtime: the deadline passes, exit 7
+    run 0 start Waiter cw-5
+    await cw-5 'd["status"] == "running" and d["history_count"] >= 2'
+    exec 9>&-
+    wait "$serve_pid" || fail "cli_fixture serve: $(cat "$tmp/serve.err")"
+    serve_pid=""
+    run 7 cancel cw-5 --wait=200ms
+    contains "$tmp/out" "cw-5: cancel requested (was running)"
+    contains "$tmp/err" "duro cancel: cw-5: still running at the deadline (--wait=200ms)"
+    run 7 cancel cw-5 --wait=0 --json
+    json 'd["results"] == [{"id": "cw-5", "outcome": "already_cancelled", "status": "running", "final_status": "running", "timed_out": True}]'
+    run 7 terminate --name Waiter --wait=100ms --json
+    json 'd["ids"] == ["cw-5"] and d["results"] == [{"id": "cw-5", "final_status": "running", "timed_out": True}]'
+    export DURO_DB="$db"
+else
+    echo "   skipped: needs python3 and mkfifo"
+fi
 
 echo "== colour"
 NO_COLOR=1 TERM=xterm run 0 list
