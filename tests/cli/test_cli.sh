@@ -842,6 +842,30 @@ run 0 status wait-3 --json
 json 'd["cancelled_by"] == "ops-bot" and d["cancel_reason"] == "rollout"'
 run 0 cancel --name Waiter
 contains "$tmp/out" "cancel requested for 0 instances"
+grep -q "closest" "$tmp/err" && fail "a known name got the unknown-name note: $(cat "$tmp/err")"
+# a name no instance in the store has: said, with the closest one there
+run 0 cancel --name Waitr
+contains "$tmp/out" "cancel requested for 0 instances of Waitr"
+contains "$tmp/err" "duro cancel: no instance in the store has the orchestration name 'Waitr'; the closest name there is 'Waiter'"
+run 0 cancel --name Waitr --dry-run --json
+json 'd["count"] == 0'
+contains "$tmp/err" "the closest name there is 'Waiter'"
+for verb in terminate suspend resume; do
+    run 0 "$verb" --name Bom --json
+    one_line
+    contains "$tmp/err" "duro $verb: no instance in the store has the orchestration name 'Bom'; the closest name there is 'Boom'"
+done
+run 0 purge --before now --name Helo
+contains "$tmp/err" "duro purge: no instance in the store has the orchestration name 'Helo'; the closest name there is 'Hello'"
+run 0 list --name hello
+contains "$tmp/err" "no instances match"
+contains "$tmp/err" "duro list: no instance in the store has the orchestration name 'hello'; the closest name there is 'Hello'"
+run 0 list --name Hello --status running
+grep -q "closest" "$tmp/err" && fail "list: a known name got the unknown-name note: $(cat "$tmp/err")"
+run 0 --db "sqlite:$tmp/gone.db" start Hello gone-1
+run 0 --db "sqlite:$tmp/gone.db" delete gone-1 --force
+run 0 --db "sqlite:$tmp/gone.db" cancel --name Hello
+contains "$tmp/err" "no instance in the store has the orchestration name 'Hello'; the store has no instances"
 
 echo "== delete, purge, prune"
 run 4 delete new-1

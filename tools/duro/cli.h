@@ -74,6 +74,13 @@ int cli_open(cli *c, int how, duro_client **out);
 int cli_list_page(duro_client *client, duro_instance_filter *filter,
                   size_t limit, char **after, duro_instance_list **page);
 
+/* After a query by orchestration name @p name matched nothing: when no
+ * instance in the store has that name at all (duro_client_store_stats),
+ * says so on stderr with the closest name there (edit distance), so that
+ * a typo is not taken for "nothing to do". Nothing when the name exists
+ * or the store cannot say. */
+void cli_note_unknown_name(cli *c, duro_client *client, const char *name);
+
 /* Options every verb takes besides its own: --db, --json, --help. */
 enum { OPT_DB = 0x100, OPT_JSON, OPT_HELP };
 #define CLI_COMMON_OPTIONS                                                     \

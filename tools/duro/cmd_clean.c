@@ -165,9 +165,10 @@ int cmd_purge(cli *c, int argc, char **argv)
     bo.max_ids = SIZE_MAX;
     duro_bulk_result *r = NULL;
     int rc = duro_client_purge(client, &filter, &bo, &r);
-    duro_client_destroy(client);
-    if (rc != DURO_OK)
+    if (rc != DURO_OK) {
+        duro_client_destroy(client);
         return cli_error_rc(c, rc, "purging");
+    }
     if (c->json) {
         json_print(json_bulk(r, dry_run));
     } else {
@@ -175,6 +176,9 @@ int cmd_purge(cli *c, int argc, char **argv)
                (unsigned long long)r->count, r->count == 1 ? "" : "s");
         text_bulk_ids(r);
     }
+    if (r->count == 0 && filter.name != NULL)
+        cli_note_unknown_name(c, client, filter.name);
+    duro_client_destroy(client);
     duro_bulk_result_free(r);
     return EXIT_OK;
 }

@@ -635,6 +635,8 @@ static int control_query(cli *c, const control_verb *v, duro_client *client,
     }
     for (size_t i = 0; wait != NULL && i < r->id_count; i++)
         print_waited(c, v, r->ids[i], &wait[i], wait_ms);
+    if (r->count == 0)
+        cli_note_unknown_name(c, client, filter->name);
     free(wait);
     duro_bulk_result_free(r);
     return status;

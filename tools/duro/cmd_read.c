@@ -24,6 +24,71 @@ int cli_list_page(duro_client *client, duro_instance_filter *filter,
     return DURO_OK;
 }
 
+/* Levenshtein distance between @p a and @p b, by bytes (names are at
+ * most 1024 bytes); SIZE_MAX when out of memory. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t *row = malloc((lb + 1) * sizeof(*row));
+    if (row == NULL)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t above = row[j];
+            size_t best = diagonal + (a[i - 1] != b[j - 1]);
+            if (above + 1 < best)
+                best = above + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diagonal = above;
+        }
+    }
+    size_t d = row[lb];
+    free(row);
+    return d;
+}
+
+void cli_note_unknown_name(cli *c, duro_client *client, const char *name)
+{
+    duro_store_stats *st = NULL;
+    if (name == NULL || duro_client_store_stats(client, &st) != DURO_OK) {
+        duro_free(st); /* an older provider: no note */
+        return;
+    }
+    const char *closest = NULL;
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < st->instance_count; i++) {
+        const char *known = st->instances[i].name;
+        if (strcmp(known, name) == 0) {
+            duro_free(st);
+            return;
+        }
+        if (closest != NULL && strcmp(known, closest) == 0)
+            continue; /* the same name, another status */
+        size_t d = edit_distance(name, known);
+        if (d < best) {
+            best = d;
+            closest = known;
+        }
+    }
+    char shown[TEXT_QUOTE_SIZE], near[TEXT_QUOTE_SIZE];
+    fflush(stdout);
+    fprintf(stderr,
+            "duro %s: no instance in the store has the orchestration name "
+            "'%s'; %s%s%s\n",
+            c->verb, text_quote(name, shown, sizeof(shown)),
+            closest != NULL ? "the closest name there is '"
+                            : "the store has no instances",
+            closest != NULL ? text_quote(closest, near, sizeof(near)) : "",
+            closest != NULL ? "'" : "");
+    duro_free(st);
+}
+
 /* ---- list ---------------------------------------------------------------- */
 
 static const char list_help[] =
@@ -198,6 +263,8 @@ int cmd_list(cli *c, int argc, char **argv)
             fprintf(stderr, "showing %zu of %llu; use --limit K (0: all)\n",
                     shown, (unsigned long long)total);
     }
+    if (total == 0 && filter.name != NULL)
+        cli_note_unknown_name(c, client, filter.name);
     for (size_t i = 0; i < kept_count; i++)
         duro_instance_list_free(kept[i]);
     free(kept);
