@@ -13,6 +13,7 @@ if [ $# -ne 3 ]; then
     exit 2
 fi
 duro=$1 fixture=$2 tooldir=$3
+here=$(cd "$(dirname "$0")" && pwd) # pty_run.py
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/duro-cli-test.XXXXXX")
 serve_pid=""
 cleanup() {
@@ -866,6 +867,84 @@ run 0 --db "sqlite:$tmp/gone.db" start Hello gone-1
 run 0 --db "sqlite:$tmp/gone.db" delete gone-1 --force
 run 0 --db "sqlite:$tmp/gone.db" cancel --name Hello
 contains "$tmp/err" "no instance in the store has the orchestration name 'Hello'; the store has no instances"
+
+echo "== cancel, terminate and purge by query ask on a terminal"
+# on_tty EXPECTED_RC [--expect T|--send T]... -- ARGS...: runs duro ARGS
+# on a pseudo-terminal (stdin, stdout and stderr), answering as told;
+# what it printed in $tmp/tty
+on_tty() {
+    want=$1
+    shift
+    checks=$((checks + 1))
+    python3 "$here/pty_run.py" "$@" >"$tmp/tty" 2>"$tmp/tty.err"
+    got=$?
+    [ "$got" = "$want" ] ||
+        fail "on a terminal: $* exited $got, expected $want: $(cat -v "$tmp/tty" "$tmp/tty.err")"
+}
+if [ "$have_python" = 1 ]; then
+    adb="sqlite:$tmp/ask.db"
+    for id in a-1 a-2 a-3; do
+        run 0 --db "$adb" start Waiter "$id"
+    done
+    run 0 --db "$adb" start Slow s-1
+    # no: nothing changes, exit 1
+    on_tty 1 --expect "Cancel 3 instances of Waiter? [y/N] " --send 'n\n' \
+        -- "$duro" --db "$adb" cancel --name Waiter
+    contains "$tmp/tty" "not confirmed; nothing was changed"
+    run 0 --db "$adb" list --json
+    json 'all(i["cancel_requested_at"] is None for i in d["instances"])'
+    # the end of input is no too
+    on_tty 1 --expect "Cancel 3 instances of Waiter? [y/N] " --send '\x04' \
+        -- "$duro" --db "$adb" cancel --name Waiter --reason eof
+    run 0 --db "$adb" list --json
+    json 'all(i["cancel_requested_at"] is None for i in d["instances"])'
+    # a dry run never asks
+    on_tty 0 -- "$duro" --db "$adb" cancel --name Waiter --dry-run
+    contains "$tmp/tty" "would cancel 3 instances of Waiter"
+    grep -qF "[y/N]" "$tmp/tty" && fail "a dry run asked: $(cat "$tmp/tty")"
+    # nor a run with stderr not a terminal (the question would go unseen)
+    on_tty 0 -- sh -c '"$0" --db "$1" terminate --name Slow --dry-run 2>/dev/null' "$duro" "$adb"
+    grep -qF "[y/N]" "$tmp/tty" && fail "asked without stderr on a terminal: $(cat "$tmp/tty")"
+    # yes: it acts
+    on_tty 0 --expect "Cancel 3 instances of Waiter? [y/N] " --send 'yes\n' \
+        -- "$duro" --db "$adb" cancel --name Waiter --reason asked
+    contains "$tmp/tty" "3 instances of Waiter"
+    run 0 --db "$adb" list --name Waiter --json
+    json 'all(i["cancel_reason"] == "asked" for i in d["instances"])'
+    on_tty 0 --expect "Terminate 1 instance of Slow? [y/N] " --send 'Y\n' \
+        -- "$duro" --db "$adb" terminate --name Slow
+    contains "$tmp/tty" "1 instance of Slow"
+    # -y and --yes: no question
+    run 0 --db "$adb" start Slow s-2
+    run 0 --db "$adb" start Slow s-3
+    on_tty 0 -- "$duro" --db "$adb" terminate --name Slow -y --status pending --json
+    grep -qF "[y/N]" "$tmp/tty" && fail "-y asked: $(cat "$tmp/tty")"
+    contains "$tmp/tty" '"s-2"'
+    run 2 --db "$adb" suspend --name Slow --yes
+    contains "$tmp/err" "--yes is for cancel and terminate: suspend never asks"
+    # the count with thousands separated: 2,600 pending instances of Many
+    on_tty 1 --expect "Cancel 2,600 instances of Many? [y/N] " --send '\n' \
+        -- "$duro" --db "sqlite:$tmp/many.db" cancel --name Many
+    # purge: late.db holds 4 finished instances
+    on_tty 1 --expect "Purge 4 instances? [y/N] " --send 'no\n' \
+        -- "$duro" --db "sqlite:$tmp/late.db" purge --before now
+    run 0 --db "sqlite:$tmp/late.db" purge --before now --dry-run --json
+    json 'd["count"] == 4'
+    on_tty 0 --expect "Purge 1 instance of Boom? [y/N] " --send 'y\n' \
+        -- "$duro" --db "sqlite:$tmp/late.db" purge --before now --name Boom
+    contains "$tmp/tty" "purged 1 instance"
+    on_tty 0 -- "$duro" --db "sqlite:$tmp/late.db" purge --before now --yes
+    contains "$tmp/tty" "purged 3 instances"
+    # without a terminal it acts as it always did (no question)
+    run 0 --db "$adb" start Waiter a-4
+    run 0 --db "$adb" cancel --name Waiter </dev/null
+    grep -qF "[y/N]" "$tmp/err" && fail "asked without a terminal: $(cat "$tmp/err")"
+    contains "$tmp/out" "1 instance of Waiter"
+    run 0 cancel --help
+    contains "$tmp/out" '"Cancel N instances of NAME? [y/N]"'
+else
+    echo "   skipped: needs python3"
+fi
 
 echo "== delete, purge, prune"
 run 4 delete new-1

@@ -48,6 +48,14 @@ int cli_error(cli *c, int status, const char *code, const char *fmt, ...)
  * @p rc (DURO_NOT_FOUND: 3, DURO_INVALID_STATE: 4, else 1), the message is
  * duro_errmsg() (or duro_strerror(rc)). */
 int cli_error_rc(cli *c, int rc, const char *what);
+/* Before a destructive command by query: on a terminal (stdin and stderr
+ * both are one) asks "ACTION 1,201 instances of NAME? [y/N]" on stderr
+ * (NAME may be NULL) and reads the answer; 1 for y or yes (any case), 0
+ * otherwise (end of input too). Without a terminal, or for 0 instances,
+ * asks nothing and returns 1. */
+int cli_confirm(const char *action, uint64_t count, const char *name);
+/* 1 when stdin and stderr are both a terminal: a person may be asked. */
+int cli_interactive(void);
 /* Usage error: exit 2, with "(see duro VERB --help)". */
 int cli_usage(cli *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -203,6 +211,8 @@ const char *text_quote(const char *s, char *buf, size_t size);
 /* The ids of a bulk result, one per line, the first 50 (with a note on
  * the rest). */
 void text_bulk_ids(const duro_bulk_result *r);
+/* @p n with thousands separated by commas: "1,201". */
+const char *text_count(uint64_t n, char *buf, size_t size);
 /* Display width (code points) of UTF-8 @p s. */
 size_t text_width(const char *s);
 /* Prints @p s padded to @p width columns. */

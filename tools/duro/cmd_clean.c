@@ -95,15 +95,18 @@ int cmd_delete(cli *c, int argc, char **argv)
 static const char purge_help[] =
     "usage: duro purge --before T\n"
     "                  [--status completed,failed,cancelled,terminated]\n"
-    "                  [--name N] [--dry-run] [--json]\n"
+    "                  [--name N] [--dry-run] [--yes] [--json]\n"
     "\n"
     "Deletes finished instances (with their sub-orchestrations, when all\n"
-    "of them are finished too) that finished before T.\n"
+    "of them are finished too) that finished before T. On a terminal it\n"
+    "shows the count and asks \"Purge N instances? [y/N]\" first.\n"
     "  --before T   required: 2026-05-01T00:00:00Z, 2026-05-01, 30d, '7d ago'\n"
     "  --status S   among completed, failed, cancelled, terminated\n"
     "               (default: all four)\n"
     "  --name N     only instances of orchestration N\n"
-    "  --dry-run    change nothing; show what would be deleted\n";
+    "  --dry-run    change nothing; show what would be deleted\n"
+    "  -y, --yes    do not ask (without a terminal, or with --dry-run, it\n"
+    "               never asks)\n";
 
 int cmd_purge(cli *c, int argc, char **argv)
 {
@@ -113,9 +116,10 @@ int cmd_purge(cli *c, int argc, char **argv)
         {"status", required_argument, NULL, 's'},
         {"name", required_argument, NULL, 'N'},
         {"dry-run", no_argument, NULL, 'n'},
+        {"yes", no_argument, NULL, 'y'},
         {0}};
     duro_bulk_filter filter = {0};
-    int dry_run = 0;
+    int dry_run = 0, yes = 0;
     int ch, status = EXIT_OK;
     while ((ch = cli_getopt(c, argc, argv, opts, purge_help, &status)) != -1) {
         int bad = 0;
@@ -143,6 +147,9 @@ int cmd_purge(cli *c, int argc, char **argv)
         case 'n':
             dry_run = 1;
             break;
+        case 'y':
+            yes = 1;
+            break;
         }
         if (bad)
             return EXIT_USAGE;
@@ -161,10 +168,25 @@ int cmd_purge(cli *c, int argc, char **argv)
         return status;
     duro_bulk_options bo;
     duro_bulk_options_init(&bo);
+    duro_bulk_result *r = NULL;
+    int rc = DURO_OK;
+    if (!dry_run && !yes && cli_interactive()) {
+        /* the count a real run would take now, for the question */
+        bo.dry_run = 1;
+        rc = duro_client_purge(client, &filter, &bo, &r);
+        int go = rc == DURO_OK && cli_confirm("Purge", r->count, filter.name);
+        duro_bulk_result_free(r);
+        r = NULL;
+        if (rc == DURO_OK && !go) {
+            duro_client_destroy(client);
+            return cli_error(c, EXIT_FAILED, "not_confirmed",
+                             "not confirmed; nothing was changed");
+        }
+    }
     bo.dry_run = dry_run;
     bo.max_ids = SIZE_MAX;
-    duro_bulk_result *r = NULL;
-    int rc = duro_client_purge(client, &filter, &bo, &r);
+    if (rc == DURO_OK)
+        rc = duro_client_purge(client, &filter, &bo, &r);
     if (rc != DURO_OK) {
         duro_client_destroy(client);
         return cli_error_rc(c, rc, "purging");

@@ -34,6 +34,9 @@ typedef struct control_verb {
     int ends_as;       /* --wait: the status that means it worked
                           (DURO_STATUS_CANCELLED, _TERMINATED); 0: the
                           verb does not wait */
+    const char *ask;   /* "Cancel": by query on a terminal, the question
+                          asked first (--yes skips it); NULL: the verb
+                          destroys nothing and never asks */
 } control_verb;
 
 static const control_verb cancel_verb = {
@@ -54,6 +57,7 @@ static const control_verb cancel_verb = {
     "was cancelled or already was",
     "already cancelled",
     DURO_STATUS_CANCELLED,
+    "Cancel",
 };
 
 static const control_verb terminate_verb = {
@@ -73,6 +77,7 @@ static const control_verb terminate_verb = {
     "was live (pending, running or suspended)\nor terminated",
     "already terminated",
     DURO_STATUS_TERMINATED,
+    "Terminate",
 };
 
 static const control_verb suspend_verb = {
@@ -91,6 +96,7 @@ static const control_verb suspend_verb = {
     "was live (a suspended one stays suspended)",
     "already suspended",
     0,
+    NULL,
 };
 
 static const control_verb resume_verb = {
@@ -107,6 +113,7 @@ static const control_verb resume_verb = {
     "was live (one not suspended is left as it is)",
     "not suspended; nothing to resume",
     0,
+    NULL,
 };
 
 /* The statuses of @p mask in status order: "pending,running" (@p sep ",",
@@ -153,14 +160,20 @@ static const char *help_text(const control_verb *v, char *buf, size_t size)
                  "%*s[--json]\n"
                  "       duro %s --name N [--status %s]\n"
                  "%*s[--before T] [--reason R] [--by WHO] [--dry-run]\n"
-                 "%*s[--wait[=D]] [--json]\n",
+                 "%*s[--wait[=D]] [--yes] [--json]\n",
                  v->name, indent, "", v->name, list, indent, "", indent, "");
         snprintf(waits, sizeof(waits),
                  "  --wait[=D]   then wait until each instance has ended, at "
                  "most D (default\n"
                  "               %ds; the '=' is needed: in --wait 5m, 5m "
-                 "is an id)\n",
-                 CONTROL_WAIT_DEFAULT_MS / 1000);
+                 "is an id)\n"
+                 "  -y, --yes    do not ask: by --name on a terminal it "
+                 "shows the count\n"
+                 "               and asks \"%s N instances of NAME? [y/N]\" "
+                 "first\n"
+                 "               (without a terminal, or with --dry-run, it "
+                 "never asks)\n",
+                 CONTROL_WAIT_DEFAULT_MS / 1000, v->ask);
     } else {
         snprintf(usage, sizeof(usage),
                  "usage: duro %s ID... [--reason R] [--by WHO] [--dry-run] "
@@ -571,10 +584,39 @@ static void print_query_summary(const control_verb *v,
                (unsigned long long)r->count, s, name);
 }
 
+/* The count a real run by query would take now (a dry run without ids),
+ * for the question; DURO_OK or the library's code. */
+static int query_count(const control_verb *v, duro_client *client,
+                       const duro_bulk_filter *filter, uint64_t *count)
+{
+    duro_bulk_options bo;
+    duro_bulk_options_init(&bo);
+    bo.dry_run = 1;
+    bo.max_ids = 0;
+    duro_bulk_result *r = NULL;
+    int rc =
+        v->control == 0
+            ? duro_client_cancel_matching(client, filter, NULL, NULL, &bo, &r)
+            : duro_client_control_matching(client, v->control, filter, NULL,
+                                           NULL, &bo, &r);
+    *count = rc == DURO_OK ? r->count : 0;
+    duro_bulk_result_free(r);
+    return rc;
+}
+
 static int control_query(cli *c, const control_verb *v, duro_client *client,
                          const duro_bulk_filter *filter, const char *reason,
-                         const char *by, int dry_run, int64_t wait_ms)
+                         const char *by, int dry_run, int64_t wait_ms, int yes)
 {
+    if (!dry_run && !yes && v->ask != NULL && cli_interactive()) {
+        uint64_t count = 0;
+        int rc = query_count(v, client, filter, &count);
+        if (rc != DURO_OK)
+            return cli_error_rc(c, rc, "counting");
+        if (!cli_confirm(v->ask, count, filter->name))
+            return cli_error(c, EXIT_FAILED, "not_confirmed",
+                             "not confirmed; nothing was changed");
+    }
     duro_bulk_options bo;
     duro_bulk_options_init(&bo);
     bo.dry_run = dry_run;
@@ -654,10 +696,11 @@ static int control_verb_run(cli *c, const control_verb *v, int argc,
         {"status", required_argument, NULL, 's'},
         {"before", required_argument, NULL, 'B'},
         {"wait", optional_argument, NULL, 'w'},
+        {"yes", no_argument, NULL, 'y'},
         {0}};
     duro_bulk_filter filter = {0};
     const char *reason = NULL, *by = NULL;
-    int dry_run = 0, query_options = 0;
+    int dry_run = 0, query_options = 0, yes = 0;
     int64_t wait_ms = -1; /* -1: no --wait */
     char help[4096];
     help_text(v, help, sizeof(help));
@@ -694,6 +737,14 @@ static int control_verb_run(cli *c, const control_verb *v, int argc,
         case 'B':
             query_options = 1;
             bad = args_time(c, "--before", optarg, &filter.created_before_ms);
+            break;
+        case 'y':
+            if (v->ask == NULL) {
+                cli_usage(c, "--yes is for cancel and terminate: %s never asks",
+                          v->name);
+                bad = 1;
+            }
+            yes = 1;
             break;
         case 'w':
             if (v->ends_as == 0) {
@@ -736,8 +787,8 @@ static int control_verb_run(cli *c, const control_verb *v, int argc,
     if ((status = cli_open(c, CLI_OPEN_EXISTING, &client)) != EXIT_OK)
         return status;
     if (filter.name != NULL)
-        status =
-            control_query(c, v, client, &filter, reason, by, dry_run, wait_ms);
+        status = control_query(c, v, client, &filter, reason, by, dry_run,
+                               wait_ms, yes);
     else
         status = control_ids(c, v, client, argv + optind, count, reason, by,
                              dry_run, wait_ms);

@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -93,6 +95,31 @@ static int report(cli *c, int status, const char *code, const char *text)
         json_print(doc);
     }
     return status;
+}
+
+int cli_interactive(void)
+{
+    return isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
+}
+
+int cli_confirm(const char *action, uint64_t count, const char *name)
+{
+    if (count == 0 || !cli_interactive())
+        return 1;
+    char n[32], shown[TEXT_QUOTE_SIZE];
+    fflush(stdout);
+    fprintf(stderr, "%s %s instance%s%s%s? [y/N] ", action,
+            text_count(count, n, sizeof(n)), count == 1 ? "" : "s",
+            name != NULL ? " of " : "",
+            name != NULL ? text_quote(name, shown, sizeof(shown)) : "");
+    fflush(stderr);
+    char answer[64];
+    if (fgets(answer, sizeof(answer), stdin) == NULL) {
+        fputc('\n', stderr); /* end of input (Ctrl-D): no */
+        return 0;
+    }
+    answer[strcspn(answer, "\r\n")] = '\0';
+    return strcasecmp(answer, "y") == 0 || strcasecmp(answer, "yes") == 0;
 }
 
 int cli_error(cli *c, int status, const char *code, const char *fmt, ...)
@@ -332,11 +359,16 @@ static void scan_json(cli *c, int argc, char **argv, const char *shortopts,
 int cli_getopt(cli *c, int argc, char **argv, const struct option *opts,
                const char *help, int *status)
 {
+    /* -h everywhere; -y where the verb has --yes (returned as 'y') */
+    const char *shortopts = ":h";
+    for (size_t i = 0; opts[i].name != NULL; i++)
+        if (strcmp(opts[i].name, "yes") == 0 && opts[i].val == 'y')
+            shortopts = ":hy";
     if (optind == 0) /* the first call for this verb */
-        scan_json(c, argc, argv, ":h", opts);
+        scan_json(c, argc, argv, shortopts, opts);
     for (;;) {
         int index = -1;
-        int ch = getopt_long(argc, argv, ":h", opts, &index);
+        int ch = getopt_long(argc, argv, shortopts, opts, &index);
         if (ch == -1)
             return -1;
         if (ch == '?') {

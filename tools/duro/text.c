@@ -148,6 +148,20 @@ const char *text_quote(const char *s, char *buf, size_t size)
     return text_short(s, TEXT_QUOTE_CHARS, buf, size);
 }
 
+const char *text_count(uint64_t n, char *buf, size_t size)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)n);
+    size_t o = 0;
+    for (int i = 0; i < len && o + 2 < size; i++) {
+        if (i > 0 && (len - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 size_t text_width(const char *s)
 {
     size_t w = 0;
