@@ -1460,6 +1460,9 @@ if [ "$have_python" = 1 ]; then
         suspend resume delete purge prune metrics version ui; do
         "$duro" "$verb" --help | sed -n '1,/^$/p' >"$tmp/usage.$verb"
     done
+    # a duro built without the console has no ui usage: its synopsis
+    # stands as it is
+    [ -s "$tmp/usage.ui" ] || echo "usage: duro ui [--listen ADDR:PORT] [--token-file F] [--read-only]" >"$tmp/usage.ui"
     checks=$((checks + 1))
     python3 - "$tooldir/duro.1" "$tmp" <<'PY' 2>"$tmp/pyerr" ||
 import re, sys
@@ -1532,6 +1535,41 @@ done
 run 2 ui --listen "[::1"
 if ! grep -q "not built" "$tmp/err"; then
     contains "$tmp/err" "malformed address '[::1'"
+    # --json: the first line is one JSON object; the server goes on
+    if [ "$have_python" = 1 ]; then
+        checks=$((checks + 1))
+        printf 'ui-json-token-0123456789\n' >"$tmp/ui.token"
+        python3 - "$duro" "$db" "$tmp/ui.token" <<'PY' 2>"$tmp/pyerr" ||
+import json, select, signal, subprocess, sys, time
+ui = subprocess.Popen([sys.argv[1], "--db", sys.argv[2], "ui", "--listen",
+                       "127.0.0.1:0", "--token-file", sys.argv[3], "--json",
+                       "--read-only"],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+try:
+    line, deadline = b"", time.monotonic() + 10
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        assert left > 0 and select.select([ui.stdout], [], [], left)[0], \
+            "no first line within 10 s"
+        chunk = ui.stdout.read1(4096)
+        assert chunk, "duro ui ended: %r" % ui.stderr.read()
+        line += chunk
+    first = line.split(b"\n")[0].decode("utf-8")
+    d = json.loads(first)
+    assert set(d) == {"url", "listen", "host", "port", "token", "read_only"}, d
+    assert d["token"] == "ui-json-token-0123456789" and d["read_only"] is True, d
+    assert d["host"] == "127.0.0.1" and d["listen"] == "127.0.0.1:%d" % d["port"], d
+    assert d["url"] == "http://127.0.0.1:%d/#token=%s" % (d["port"], d["token"]), d
+    assert ui.poll() is None, "duro ui stopped after its first line"
+finally:
+    ui.send_signal(signal.SIGTERM)
+    ui.wait(10)
+assert ui.returncode == 0, ui.returncode
+PY
+            fail "duro ui --json: $(cat "$tmp/pyerr")"
+    fi
+    run 0 ui --help
+    contains "$tmp/out" "With --json it is one JSON object on one line instead"
 fi
 
 echo "$checks checks, $failures failed"
