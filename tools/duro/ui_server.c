@@ -417,9 +417,10 @@ int cmd_ui(cli *c, int argc, char **argv)
                srv.token);
     }
     fflush(stdout);
-    char shown[1024];
-    duro_url_mask(c->db, shown, sizeof(shown));
-    fprintf(stderr, "duro ui: serving %s%s; stop with Ctrl-C\n", shown,
+    char masked[1024], shown[TEXT_ESCAPE_SIZE];
+    duro_url_mask(c->db, masked, sizeof(masked));
+    fprintf(stderr, "duro ui: serving %s%s; stop with Ctrl-C\n",
+            text_escape(masked, shown, sizeof(shown)),
             srv.read_only ? " read-only" : "");
 
     int sig = 0;
