@@ -122,7 +122,10 @@ typedef enum duro_log_level {
     DURO_LOG_OFF = 5
 } duro_log_level;
 
-/** Receives one formatted log line (no trailing newline). Called from any
+/** Receives one formatted log line (no trailing newline), always one line
+ * safe to print: control characters in it (a newline in an instance id)
+ * come escaped as \n, \r, \t or \x1b, invalid UTF-8 bytes as \xff, C1
+ * and bidirectional controls (U+202E, ...) as \u202e. Called from any
  * duro thread; must be thread-safe and must not call back into duro. */
 typedef void (*duro_log_fn)(void *user, int level, const char *message);
 

@@ -119,6 +119,14 @@ void duro__log(const duro__logger *lg, int level, const char *fmt, ...)
 void duro__vlog(const duro__logger *lg, int level, const char *fmt, va_list ap)
     DURO_PRINTF(3, 0);
 void duro__log_stderr(void *user, int level, const char *message);
+/* @p in as one safe line in out[size] (size > 0): C0 controls and DEL as
+ * \n, \r, \t or \x1b, a byte of invalid UTF-8 as \xff, the C1 controls
+ * U+0080..U+009F, the bidirectional controls U+061C, U+200E, U+200F,
+ * U+202A..U+202E, U+2066..U+2069 and the separators U+2028, U+2029 as
+ * \u202e; what does not fit is cut on a character boundary and ends in
+ * "...". Returns the length written. duro__vlog passes every message
+ * through it before any sink sees it. */
+size_t duro__log_escape(const char *in, char *out, size_t size);
 
 /* 64-bit random numbers from a thread-local generator seeded from the OS. */
 uint64_t duro__random_u64(void);

@@ -82,16 +82,79 @@ void duro__log_stderr(void *user, int level, const char *message)
     fprintf(stderr, "duro %s: %s\n", level_name(level), message);
 }
 
+/* 1 when code point @p cp is escaped in a log line (see
+ * duro__log_escape). */
+static int log_escaped(uint32_t cp)
+{
+    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x61c ||
+           cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+           (cp >= 0x2066 && cp <= 0x2069);
+}
+
+size_t duro__log_escape(const char *in, char *out, size_t size)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (size == 0)
+        return 0;
+    const unsigned char *p = (const unsigned char *)in;
+    size_t o = 0;
+    /* room for the longest escape (6 bytes), then "..." and the NUL */
+    while (*p != '\0' && o + 10 < size) {
+        size_t n = duro__utf8_len(p);
+        uint32_t cp = p[0];
+        if (n > 1) {
+            cp = p[0] & (0x7fu >> n);
+            for (size_t i = 1; i < n; i++)
+                cp = (cp << 6) | (p[i] & 0x3fu);
+        }
+        if (n == 0 || log_escaped(cp)) {
+            out[o++] = '\\';
+            if (n != 0 && cp == '\n') {
+                out[o++] = 'n';
+            } else if (n != 0 && cp == '\r') {
+                out[o++] = 'r';
+            } else if (n != 0 && cp == '\t') {
+                out[o++] = 't';
+            } else if (n <= 1) {
+                /* a C0 control, DEL, or a byte of invalid UTF-8 */
+                out[o++] = 'x';
+                out[o++] = hex[p[0] >> 4];
+                out[o++] = hex[p[0] & 15];
+            } else {
+                out[o++] = 'u';
+                for (int shift = 12; shift >= 0; shift -= 4)
+                    out[o++] = hex[(cp >> shift) & 15];
+            }
+            p += n == 0 ? 1 : n;
+        } else {
+            memcpy(out + o, p, n);
+            o += n;
+            p += n;
+        }
+    }
+    if (*p != '\0' && o + 4 <= size) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+    return o;
+}
+
 void duro__vlog(const duro__logger *lg, int level, const char *fmt, va_list ap)
 {
     if (lg == NULL || level < lg->level || level >= DURO_LOG_OFF)
         return;
-    char buf[1024];
+    /* Escaped here, once, for every sink: a log line quotes instance ids,
+     * names and messages that anyone who can start an instance chose, and
+     * a newline in one must not forge a second line, nor a bidirectional
+     * control reorder the line on a terminal. */
+    char buf[1024], line[2048];
     vsnprintf(buf, sizeof(buf), fmt, ap);
+    duro__log_escape(buf, line, sizeof(line));
     if (lg->fn != NULL)
-        lg->fn(lg->user, level, buf);
+        lg->fn(lg->user, level, line);
     else
-        duro__log_stderr(NULL, level, buf);
+        duro__log_stderr(NULL, level, line);
 }
 
 void duro__log(const duro__logger *lg, int level, const char *fmt, ...)

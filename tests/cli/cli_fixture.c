@@ -12,6 +12,9 @@
  *                                resumed-1 suspended and resumed by
  *                                user:erin; w-1..4 running (waiting for
  *                                "go"); pend-1 pending (1 h delay)
+ *   (every runtime also has Chain, which continues as new while its
+ *   input, a count, is above 0, and Racer, whose completing turn waits
+ *   for a file: see racer())
  *   cli_fixture run URL ID=STATUS...  runs a runtime until each ID has
  *                                STATUS (a status word) and no
  *                                orchestrator message is ready or locked
@@ -35,6 +38,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,6 +163,42 @@ static int fanout(duro_orch *o, const char *input, duro_result *out)
     return duro_ok(out, NULL);
 }
 
+static void sleep_ms(long ms);
+
+/* Waits for "go"; the turn that takes it (not a replay) creates the file
+ * INPUT.in-turn and holds until the file INPUT.release exists (30 s at
+ * most), then completes the instance. A cancel or terminate sent in
+ * between arrives while the turn that completes the instance runs: the
+ * race "cancel vs complete", which the request loses. */
+static int racer(duro_orch *o, const char *input, duro_result *out)
+{
+    duro_task *t = duro_wait_event(o, "go");
+    duro_await(o, t);
+    if (!duro_is_replaying(o) && input != NULL) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s.in-turn", input);
+        FILE *f = fopen(path, "w");
+        if (f != NULL)
+            fclose(f);
+        snprintf(path, sizeof(path), "%s.release", input);
+        for (int i = 0; i < 3000 && access(path, F_OK) != 0; i++)
+            sleep_ms(10);
+    }
+    return duro_ok(out, "\"raced\"");
+}
+
+/* Continues as new while its input, a count, is above 0: "4" makes
+ * executions 1 to 5, the last one completed. */
+static int chain(duro_orch *o, const char *input, duro_result *out)
+{
+    int left = input != NULL ? atoi(input) : 0;
+    if (left <= 0)
+        return duro_ok(out, "\"end\"");
+    char next[16];
+    snprintf(next, sizeof(next), "%d", left - 1);
+    return duro_continue_as_new(o, out, next);
+}
+
 /* Registered with observe_cancel: a cancel while it waits for "go" is
  * delivered to it, and its cleanup waits for "undone". */
 static int careful(duro_orch *o, const char *input, duro_result *out)
@@ -217,6 +257,8 @@ static int begin(const char *url, world *w)
         duro_registry_add_orchestration(w->reg, "Waiter", NULL, waiter, NULL) ||
         duro_registry_add_orchestration(w->reg, "Slow", NULL, slow, NULL) ||
         duro_registry_add_orchestration(w->reg, "Fanout", NULL, fanout, NULL) ||
+        duro_registry_add_orchestration(w->reg, "Chain", NULL, chain, NULL) ||
+        duro_registry_add_orchestration(w->reg, "Racer", NULL, racer, NULL) ||
         duro_registry_add_orchestration(w->reg, "Retry", NULL, retrying,
                                         NULL) ||
         duro_registry_add_orchestration(w->reg, "RetryTimeout", NULL,

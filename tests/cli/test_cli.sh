@@ -13,8 +13,12 @@ if [ $# -ne 3 ]; then
     exit 2
 fi
 duro=$1 fixture=$2 tooldir=$3
+here=$(cd "$(dirname "$0")" && pwd) # pty_run.py
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/duro-cli-test.XXXXXX")
+serve_pid=""
 cleanup() {
+    # a runtime left serving (cli_fixture serve) by a test that failed
+    [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null
     if [ -n "${DURO_TEST_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
@@ -145,6 +149,10 @@ contains "$tmp/out" "name from"
 contains "$tmp/out" "the password database, else \$USER"
 run 0 raise --help
 contains "$tmp/out" "suspended: a suspended one records it"
+run 0 wait --help
+contains "$tmp/out" "0 completed, 8 failed, 9 cancelled, 10 terminated, 7"
+run 0 --help
+contains "$tmp/out" "wait: 8 ended failed, 9 cancelled, 10 terminated"
 
 echo "== metrics"
 run 0 metrics
@@ -335,7 +343,34 @@ contains "$tmp/out" "bad deploy"
 run 0 status slow-1 --json
 json 'd["status"] == "cancelled" and d["cancelled_by"] == "user:alice" and d["cancel_reason"] == "bad deploy" and rfc.match(d["cancel_requested_at"])'
 run 0 status later-1 --json
-json 'd["status"] == "pending"'
+json 'd["status"] == "pending" and d["cancel_outcome"] is None'
+run 0 status slow-1 --json
+json 'd["cancel_outcome"] == "cancelled" and d["cancelling"] is False'
+# a cancel that arrived while the turn that finished the instance ran: it
+# ended completed (failed) with the request recorded, and is never shown
+# as cancelled or cancelling (the race itself: "cancel --wait" below)
+cp "$tmp/store.db" "$tmp/late.db"
+[ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/late.db-wal"
+"$fixture" sql "$tmp/late.db" "UPDATE instances SET cancel_requested_ms =
+    finished_ms, cancel_reason = 'too slow', cancelled_by = 'user:zed'
+    WHERE instance_id IN ('hello-1', 'boom-1')" || fail "cli_fixture sql (late)"
+run 0 --db "sqlite:$tmp/late.db" status hello-1
+grep -Eq '^status: +completed$' "$tmp/out" || fail "status hello-1 (late): $(cat "$tmp/out")"
+grep -Eq '^cancel_requested: .* by user:zed, arrived after the instance completed: not applied$' "$tmp/out" ||
+    fail "status hello-1 (late): $(cat "$tmp/out")"
+grep -Eq '^cancelled_by: +-$' "$tmp/out" || fail "status hello-1 (late) names a canceller: $(cat "$tmp/out")"
+contains "$tmp/out" "too slow"
+run 0 --db "sqlite:$tmp/late.db" status boom-1
+contains "$tmp/out" "by user:zed, arrived after the instance failed: not applied"
+run 0 --db "sqlite:$tmp/late.db" status hello-1 --json
+json 'd["status"] == "completed" and d["cancel_outcome"] == "too_late" and d["cancelling"] is False and d["cancelled_by"] == "user:zed" and rfc.match(d["cancel_requested_at"])'
+run 0 --db "sqlite:$tmp/late.db" list --json
+json '[(i["id"], i["cancel_outcome"]) for i in d["instances"] if i["cancel_outcome"] == "too_late"] == [("boom-1", "too_late"), ("hello-1", "too_late")]'
+json 'not any(i["cancelling"] for i in d["instances"] if i["id"] in ("boom-1", "hello-1"))'
+run 0 --db "sqlite:$tmp/late.db" list --status completed
+grep -q cancel "$tmp/out" && fail "list shows a late cancel as cancelling: $(cat "$tmp/out")"
+run 0 status --help
+contains "$tmp/out" "did not apply"
 run 3 status nope
 one_line
 contains "$tmp/err" "nope"
@@ -381,8 +416,15 @@ run 2 history hello-1 --execution x
 echo "== wait"
 run 0 wait hello-1
 contains "$tmp/out" "completed"
+# one exit status per way of ending: failed 8, cancelled 9 (an operator's
+# cancel is not a failure), terminated 10 (the control store's term-1)
 run 8 wait boom-1
-run 8 wait slow-1 --json
+contains "$tmp/out" "boom-1 failed"
+run 8 wait boom-1 --json
+json 'd["timed_out"] is False and d["instance"]["status"] == "failed"'
+run 9 wait slow-1
+contains "$tmp/out" "slow-1 cancelled"
+run 9 wait slow-1 --json
 json 'd["timed_out"] is False and d["instance"]["status"] == "cancelled"'
 run 7 wait wait-1 --timeout 100ms --json
 json 'd["timed_out"] is True and d["instance"]["status"] == "running"'
@@ -427,6 +469,74 @@ one_line
 run 0 --db "sqlite:$tmp/evil.db" suspend "$evil-2" --by "$(printf 'ops\033')" --reason "$(printf 'r\ns')"
 run 0 --db "sqlite:$tmp/evil.db" delete "$evil-2" --force
 contains "$tmp/out" 'deleted evil\nid\x1b[31m-2'
+echo "== bidirectional and C1 controls are escaped in text output"
+# U+202E (right-to-left override), U+2066 and U+2069 (isolates), U+009B
+# (CSI): each shown as \uXXXX, never as the bytes a terminal obeys
+bidi=$(printf 'bidi\342\200\256dI\342\201\246x\342\201\251\302\233')
+bidi_shown='bidi\u202edI\u2066x\u2069\u009b'
+bidi_name=$(printf 'Na\342\200\217me\330\234')
+bdb="sqlite:$tmp/bidi.db"
+# no_raw_bidi: neither stdout nor stderr holds a bidirectional control,
+# a line or paragraph separator or a C1 control
+no_raw_bidi() {
+    checks=$((checks + 1))
+    if LC_ALL=C grep -q "$(printf '\342\200[\216\217\250-\256]\|\342\201[\246-\251]\|\330\234\|\302[\200-\237]')" \
+        "$tmp/out" "$tmp/err"; then
+        fail "raw bidirectional or C1 control in the output: $(cat -v "$tmp/out" "$tmp/err")"
+    fi
+}
+run 0 --db "$bdb" start Hello "$bidi"
+contains "$tmp/out" "started $bidi_shown (Hello)"
+no_raw_bidi
+run 0 --db "$bdb" start "$bidi_name" plain-b
+contains "$tmp/out" 'started plain-b (Na\u200fme\u061c)'
+no_raw_bidi
+run 0 --db "$bdb" list
+contains "$tmp/out" "$bidi_shown  "
+contains "$tmp/out" 'Na\u200fme\u061c'
+no_raw_bidi
+run 0 --db "$bdb" raise "$bidi" "$(printf 'go\342\200\256')"
+contains "$tmp/out" "raised go\\u202e on $bidi_shown"
+no_raw_bidi
+run 7 --db "$bdb" wait "$bidi" --timeout 10ms
+contains "$tmp/out" "$bidi_shown pending"
+contains "$tmp/err" "instance '$bidi_shown' still pending"
+no_raw_bidi
+run 0 --db "$bdb" cancel "$bidi" --reason "$(printf 'why\342\200\256not')" \
+    --by "$(printf 'ops\342\201\246')"
+contains "$tmp/out" "$bidi_shown: cancel requested (was pending)"
+no_raw_bidi
+run 0 --db "$bdb" cancel --name "$bidi_name" --dry-run
+contains "$tmp/out" 'would cancel 1 instance of Na\u200fme\u061c'
+no_raw_bidi
+"$fixture" run "$bdb" "$bidi=cancelled" 2>"$tmp/settle" ||
+    fail "cli_fixture run $bidi=cancelled: $(cat "$tmp/settle")"
+run 0 --db "$bdb" status "$bidi"
+contains "$tmp/out" "$bidi_shown"
+contains "$tmp/out" 'why\u202enot'
+contains "$tmp/out" 'ops\u2066'
+no_raw_bidi
+run 0 --db "$bdb" history "$bidi"
+contains "$tmp/out" "$bidi_shown"
+contains "$tmp/out" 'reason="why\u202enot" by=ops\u2066'
+no_raw_bidi
+run 3 --db "$bdb" status "$bidi-3"
+contains "$tmp/err" "instance '$bidi_shown-3' does not exist"
+no_raw_bidi
+run 0 --db "$bdb" prune "$bidi" --keep 1
+contains "$tmp/out" "of $bidi_shown"
+no_raw_bidi
+run 0 --db "$bdb" purge --before now --dry-run
+contains "$tmp/out" "  $bidi_shown"
+no_raw_bidi
+run 0 --db "$bdb" delete "$bidi"
+contains "$tmp/out" "deleted $bidi_shown"
+no_raw_bidi
+# an error message of the library quoting what was typed
+run 2 --db "$bdb" list --status "$(printf 'run\342\200\256')"
+no_raw_bidi
+run 2 --db "$bdb" "$(printf 'li\342\200\256st')"
+no_raw_bidi
 grep -qF 'payloads cut to one line with control characters escaped' "$tooldir/duro.1" &&
     grep -qF 'Ids, names, versions, reasons, requesters and event names' "$tooldir/duro.1" ||
     fail "duro.1 does not promise escaping for ids and names"
@@ -623,8 +733,11 @@ contains "$tmp/out" "[--status pending,running]"
 run 0 resume --help
 contains "$tmp/out" "[--status suspended]"
 run 0 cancel --help
-contains "$tmp/out" "[--status pending,running]"
+contains "$tmp/out" "[--status pending,running,suspended]"
+contains "$tmp/out" "(default: pending,running)"
 contains "$tmp/out" "observe_cancel"
+run 0 terminate --help
+contains "$tmp/out" "(default: pending,running)"
 for verb in terminate suspend resume; do
     run 2 "$verb"
     one_line
@@ -651,8 +764,8 @@ run 2 resume --name Waiter --status running
 contains "$tmp/err" "only suspended instances can be resumed"
 run 2 terminate --name Waiter --status pending,terminated
 contains "$tmp/err" "only pending, running and suspended instances can be terminated"
-run 2 cancel --name Waiter --status suspended
-contains "$tmp/err" "only pending and running instances can be cancelled"
+run 2 cancel --name Waiter --status completed
+contains "$tmp/err" "only pending, running and suspended instances can be cancelled"
 
 echo "== terminate, suspend, resume: dry runs by ids read status only"
 run 0 list --json
@@ -730,6 +843,108 @@ run 0 status wait-3 --json
 json 'd["cancelled_by"] == "ops-bot" and d["cancel_reason"] == "rollout"'
 run 0 cancel --name Waiter
 contains "$tmp/out" "cancel requested for 0 instances"
+grep -q "closest" "$tmp/err" && fail "a known name got the unknown-name note: $(cat "$tmp/err")"
+# a name no instance in the store has: said, with the closest one there
+run 0 cancel --name Waitr
+contains "$tmp/out" "cancel requested for 0 instances of Waitr"
+contains "$tmp/err" "duro cancel: no instance in the store has the orchestration name 'Waitr'; the closest name there is 'Waiter'"
+run 0 cancel --name Waitr --dry-run --json
+json 'd["count"] == 0'
+contains "$tmp/err" "the closest name there is 'Waiter'"
+for verb in terminate suspend resume; do
+    run 0 "$verb" --name Bom --json
+    one_line
+    contains "$tmp/err" "duro $verb: no instance in the store has the orchestration name 'Bom'; the closest name there is 'Boom'"
+done
+run 0 purge --before now --name Helo
+contains "$tmp/err" "duro purge: no instance in the store has the orchestration name 'Helo'; the closest name there is 'Hello'"
+run 0 list --name hello
+contains "$tmp/err" "no instances match"
+contains "$tmp/err" "duro list: no instance in the store has the orchestration name 'hello'; the closest name there is 'Hello'"
+run 0 list --name Hello --status running
+grep -q "closest" "$tmp/err" && fail "list: a known name got the unknown-name note: $(cat "$tmp/err")"
+run 0 --db "sqlite:$tmp/gone.db" start Hello gone-1
+run 0 --db "sqlite:$tmp/gone.db" delete gone-1 --force
+run 0 --db "sqlite:$tmp/gone.db" cancel --name Hello
+contains "$tmp/err" "no instance in the store has the orchestration name 'Hello'; the store has no instances"
+
+echo "== cancel, terminate and purge by query ask on a terminal"
+# on_tty EXPECTED_RC [--expect T|--send T]... -- ARGS...: runs duro ARGS
+# on a pseudo-terminal (stdin, stdout and stderr), answering as told;
+# what it printed in $tmp/tty
+on_tty() {
+    want=$1
+    shift
+    checks=$((checks + 1))
+    python3 "$here/pty_run.py" "$@" >"$tmp/tty" 2>"$tmp/tty.err"
+    got=$?
+    [ "$got" = "$want" ] ||
+        fail "on a terminal: $* exited $got, expected $want: $(cat -v "$tmp/tty" "$tmp/tty.err")"
+}
+if [ "$have_python" = 1 ]; then
+    adb="sqlite:$tmp/ask.db"
+    for id in a-1 a-2 a-3; do
+        run 0 --db "$adb" start Waiter "$id"
+    done
+    run 0 --db "$adb" start Slow s-1
+    # no: nothing changes, exit 1
+    on_tty 1 --expect "Cancel 3 instances of Waiter? [y/N] " --send 'n\n' \
+        -- "$duro" --db "$adb" cancel --name Waiter
+    contains "$tmp/tty" "not confirmed; nothing was changed"
+    run 0 --db "$adb" list --json
+    json 'all(i["cancel_requested_at"] is None for i in d["instances"])'
+    # the end of input is no too
+    on_tty 1 --expect "Cancel 3 instances of Waiter? [y/N] " --send '\x04' \
+        -- "$duro" --db "$adb" cancel --name Waiter --reason eof
+    run 0 --db "$adb" list --json
+    json 'all(i["cancel_requested_at"] is None for i in d["instances"])'
+    # a dry run never asks
+    on_tty 0 -- "$duro" --db "$adb" cancel --name Waiter --dry-run
+    contains "$tmp/tty" "would cancel 3 instances of Waiter"
+    grep -qF "[y/N]" "$tmp/tty" && fail "a dry run asked: $(cat "$tmp/tty")"
+    # nor a run with stderr not a terminal (the question would go unseen)
+    on_tty 0 -- sh -c '"$0" --db "$1" terminate --name Slow --dry-run 2>/dev/null' "$duro" "$adb"
+    grep -qF "[y/N]" "$tmp/tty" && fail "asked without stderr on a terminal: $(cat "$tmp/tty")"
+    # yes: it acts
+    on_tty 0 --expect "Cancel 3 instances of Waiter? [y/N] " --send 'yes\n' \
+        -- "$duro" --db "$adb" cancel --name Waiter --reason asked
+    contains "$tmp/tty" "3 instances of Waiter"
+    run 0 --db "$adb" list --name Waiter --json
+    json 'all(i["cancel_reason"] == "asked" for i in d["instances"])'
+    on_tty 0 --expect "Terminate 1 instance of Slow? [y/N] " --send 'Y\n' \
+        -- "$duro" --db "$adb" terminate --name Slow
+    contains "$tmp/tty" "1 instance of Slow"
+    # -y and --yes: no question
+    run 0 --db "$adb" start Slow s-2
+    run 0 --db "$adb" start Slow s-3
+    on_tty 0 -- "$duro" --db "$adb" terminate --name Slow -y --status pending --json
+    grep -qF "[y/N]" "$tmp/tty" && fail "-y asked: $(cat "$tmp/tty")"
+    contains "$tmp/tty" '"s-2"'
+    run 2 --db "$adb" suspend --name Slow --yes
+    contains "$tmp/err" "--yes is for cancel and terminate: suspend never asks"
+    # the count with thousands separated: 2,600 pending instances of Many
+    on_tty 1 --expect "Cancel 2,600 instances of Many? [y/N] " --send '\n' \
+        -- "$duro" --db "sqlite:$tmp/many.db" cancel --name Many
+    # purge: late.db holds 4 finished instances
+    on_tty 1 --expect "Purge 4 instances? [y/N] " --send 'no\n' \
+        -- "$duro" --db "sqlite:$tmp/late.db" purge --before now
+    run 0 --db "sqlite:$tmp/late.db" purge --before now --dry-run --json
+    json 'd["count"] == 4'
+    on_tty 0 --expect "Purge 1 instance of Boom? [y/N] " --send 'y\n' \
+        -- "$duro" --db "sqlite:$tmp/late.db" purge --before now --name Boom
+    contains "$tmp/tty" "purged 1 instance"
+    on_tty 0 -- "$duro" --db "sqlite:$tmp/late.db" purge --before now --yes
+    contains "$tmp/tty" "purged 3 instances"
+    # without a terminal it acts as it always did (no question)
+    run 0 --db "$adb" start Waiter a-4
+    run 0 --db "$adb" cancel --name Waiter </dev/null
+    grep -qF "[y/N]" "$tmp/err" && fail "asked without a terminal: $(cat "$tmp/err")"
+    contains "$tmp/out" "1 instance of Waiter"
+    run 0 cancel --help
+    contains "$tmp/out" '"Cancel N instances of NAME? [y/N]"'
+else
+    echo "   skipped: needs python3"
+fi
 
 echo "== delete, purge, prune"
 run 4 delete new-1
@@ -759,6 +974,29 @@ contains "$tmp/out" "purged 1 instance"
 run 3 status boom-1
 run 0 prune hello-1 --keep 1 --json
 json 'd == {"id": "hello-1", "kept": 1, "pruned": 0}'
+# kept is what is left, not --keep: one execution, or none yet
+run 0 prune hello-1 --keep 2 --json
+json 'd == {"id": "hello-1", "kept": 1, "pruned": 0}'
+run 0 prune hello-1 --keep 2
+contains "$tmp/out" "pruned 0 executions of hello-1; 1 kept"
+run 0 prune later-1 --keep 3 --json
+json 'd == {"id": "later-1", "kept": 0, "pruned": 0}'
+# a chain of 5 executions: 2 kept of 5, then 2 kept (not 3) of 2
+run 0 start Chain chain-1 --input 4
+"$fixture" run "$db" chain-1=completed 2>"$tmp/settle" ||
+    fail "cli_fixture run chain-1=completed: $(cat "$tmp/settle")"
+run 0 status chain-1 --json
+json 'd["execution_id"] == 5 and d["status"] == "completed"'
+run 0 prune chain-1 --keep 2 --json
+json 'd == {"id": "chain-1", "kept": 2, "pruned": 3}'
+run 0 prune chain-1 --keep 3 --json
+json 'd == {"id": "chain-1", "kept": 2, "pruned": 0}'
+run 0 prune chain-1 --keep 1000000 --json
+json 'd == {"id": "chain-1", "kept": 2, "pruned": 0}'
+run 0 prune chain-1 --keep 1 --json
+json 'd == {"id": "chain-1", "kept": 1, "pruned": 1}'
+run 0 prune chain-1 --keep 1 --json
+json 'd == {"id": "chain-1", "kept": 1, "pruned": 0}'
 run 3 prune nope --keep 1
 run 2 prune hello-1
 run 2 prune hello-1 --keep 0
@@ -781,6 +1019,22 @@ event_is() {
     run 0 history "$1" --json
     json "(lambda e: e['kind'] == '$3' and e.get('reason') == '$4' and (e.get('requested_by') == '$5' or ('$5'.endswith('*') and (e.get('requested_by') or '').startswith('${5%\*}'))))(d['events'][$2])"
 }
+# a cancel by name leaves a suspended instance alone unless --status
+# names it (a copy of the store: the request is recorded, no runtime runs)
+cp "$tmp/control.db" "$tmp/susp.db"
+[ -e "$tmp/control.db-wal" ] && cp "$tmp/control.db-wal" "$tmp/susp.db-wal"
+run 0 --db "sqlite:$tmp/susp.db" cancel --name Waiter --json
+json 'd["ids"] == ["resumed-1", "w-1", "w-2", "w-3", "w-4"]'
+run 0 --db "sqlite:$tmp/susp.db" status susp-1 --json
+json 'd["status"] == "suspended" and d["cancel_requested_at"] is None and d["cancel_outcome"] is None'
+run 0 --db "sqlite:$tmp/susp.db" status w-1 --json
+json 'd["cancel_outcome"] == "pending"'
+run 0 --db "sqlite:$tmp/susp.db" cancel --name Waiter --status suspended --json
+json 'd["ids"] == ["susp-1"]'
+run 0 --db "sqlite:$tmp/susp.db" status susp-1 --json
+json 'd["cancel_outcome"] == "pending" and d["cancelling"] is True'
+run 0 --db "sqlite:$tmp/susp.db" terminate --name Careful
+contains "$tmp/out" "terminate requested for 1 instance of Careful"
 export DURO_DB="$cdb"
 run 0 list --status suspended --json
 json '[i["id"] for i in d["instances"]] == ["susp-1"] and d["instances"][0]["status"] == "suspended"'
@@ -806,7 +1060,7 @@ run 0 status careful-1 --json
 json 'd["status"] == "running" and d["cancelling"] is True and d["cancelled_by"] == "user:dave" and d["cancel_reason"] == "rollback"'
 run 0 status w-1
 grep -Eq '^status: +running$' "$tmp/out" || fail "status w-1: $(grep status: "$tmp/out")"
-run 8 wait term-1 --json
+run 10 wait term-1 --json
 json 'd["timed_out"] is False and d["instance"]["status"] == "terminated"'
 run 7 wait susp-1 --timeout 50ms
 contains "$tmp/err" "still suspended"
@@ -950,7 +1204,10 @@ run 0 terminate careful-1 --by ops
 contains "$tmp/out" "careful-1: terminate requested (was running)"
 settle careful-1=terminated
 run 0 status careful-1 --json
-json 'd["status"] == "terminated" and d["cancelling"] is False'
+json 'd["status"] == "terminated" and d["cancelling"] is False and d["cancel_outcome"] == "terminated"'
+run 0 status careful-1
+contains "$tmp/out" "by user:dave, then terminated before the cancel took effect: not applied"
+grep -Eq '^cancelled_by: +-$' "$tmp/out" || fail "status careful-1 (terminated) names a canceller: $(cat "$tmp/out")"
 event_is careful-1 -1 OrchestrationTerminated terminated ops
 
 echo "== suspend, resume, terminate by query"
@@ -960,17 +1217,27 @@ cp "$tmp/out" "$tmp/before.json"
 run 0 metrics
 grep '^duro_queue_messages' "$tmp/out" >"$tmp/queues-before.txt"
 run 0 suspend --name Waiter --dry-run --json
-json 'd == {"dry_run": True, "count": 2, "ids": ["resumed-1", "w-4"]}'
+json 'd == {"dry_run": True, "count": 2, "applied": 0, "ids": ["resumed-1", "w-4"]}'
 run 0 resume --name Waiter --dry-run --json
-json 'd == {"dry_run": True, "count": 1, "ids": ["susp-1"]}'
+json 'd == {"dry_run": True, "count": 1, "applied": 0, "ids": ["susp-1"]}'
+# by query, a suspended instance is taken only when --status names it
 run 0 terminate --name Waiter --dry-run --json
-json 'd["count"] == 3 and d["ids"] == ["resumed-1", "susp-1", "w-4"]'
+json 'd["count"] == 2 and d["ids"] == ["resumed-1", "w-4"]'
 run 0 terminate --name Waiter --status suspended --dry-run --json
+json 'd["ids"] == ["susp-1"]'
+run 0 terminate --name Waiter --status pending,running,suspended --dry-run --json
+json 'd["ids"] == ["resumed-1", "susp-1", "w-4"]'
+run 0 cancel --name Waiter --dry-run --json
+json 'd["ids"] == ["resumed-1", "w-4"]'
+run 0 cancel --name Waiter --status suspended --dry-run --json
 json 'd["ids"] == ["susp-1"]'
 run 0 suspend --name Waiter --before 2000-01-01 --dry-run --json
 json 'd["count"] == 0 and d["ids"] == []'
 run 0 terminate --name Waiter --dry-run
-contains "$tmp/out" "would terminate 3 instances of Waiter"
+contains "$tmp/out" "would terminate 2 instances of Waiter"
+grep -q susp-1 "$tmp/out" && fail "terminate --name took a suspended instance: $(cat "$tmp/out")"
+run 0 terminate --name Waiter --status suspended --dry-run
+contains "$tmp/out" "would terminate 1 instance of Waiter"
 contains "$tmp/out" "  susp-1"
 run 0 list --json
 cmp -s "$tmp/out" "$tmp/before.json" || fail "a dry run by query changed an instance"
@@ -979,7 +1246,7 @@ grep '^duro_queue_messages' "$tmp/out" >"$tmp/queues-after.txt"
 cmp -s "$tmp/queues-before.txt" "$tmp/queues-after.txt" ||
     fail "a dry run by query queued a message: $(cat "$tmp/queues-before.txt" "$tmp/queues-after.txt")"
 run 0 suspend --name Waiter --status running --reason bulk --json
-json 'd == {"dry_run": False, "count": 2, "ids": ["resumed-1", "w-4"]}'
+json 'd == {"dry_run": False, "count": 2, "applied": 0, "ids": ["resumed-1", "w-4"]}'
 settle resumed-1=suspended w-4=suspended
 run 0 list --status suspended --name Waiter --json
 json '[i["id"] for i in d["instances"]] == ["resumed-1", "susp-1", "w-4"]'
@@ -1006,6 +1273,156 @@ run 3 status term-1
 run 0 delete w-2
 contains "$tmp/out" "deleted w-2"
 export DURO_DB="$db"
+
+echo "== cancel and terminate --wait, with a runtime serving the store"
+run 2 cancel wait-1 --wait=5x
+contains "$tmp/err" "--wait: bad duration '5x'"
+run 2 cancel wait-1 --wait --dry-run
+contains "$tmp/err" "not with --dry-run"
+for verb in suspend resume; do
+    run 2 "$verb" wait-1 --wait
+    contains "$tmp/err" "--wait is for cancel and terminate"
+done
+run 0 cancel --help
+contains "$tmp/out" "[--wait[=D]]"
+contains "$tmp/out" "60s; the '=' is needed"
+if [ "$have_python" = 1 ] && command -v mkfifo >/dev/null 2>&1; then
+    wdb="sqlite:$tmp/wait.db"
+    # await ID PYEXPR: until `duro status ID --json` (d) satisfies PYEXPR,
+    # 30 s at most
+    await() {
+        checks=$((checks + 1))
+        n=0
+        while [ "$n" -lt 600 ]; do
+            "$duro" --db "$wdb" status "$1" --json >"$tmp/await" 2>/dev/null &&
+                python3 -c 'import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$tmp/await" "$2" && return 0
+            sleep 0.05
+            n=$((n + 1))
+        done
+        fail "$1 never satisfied $2: $(cat "$tmp/await")"
+        return 1
+    }
+    # await_file PATH: until PATH exists, 30 s at most
+    await_file() {
+        checks=$((checks + 1))
+        n=0
+        while [ ! -e "$1" ] && [ "$n" -lt 600 ]; do
+            sleep 0.05
+            n=$((n + 1))
+        done
+        [ -e "$1" ] || fail "$1 never appeared"
+    }
+    for id in cw-1 cw-2 cw-3 cw-4 sx-1 tw-1; do
+        run 0 --db "$wdb" start Waiter "$id"
+    done
+    run 0 --db "$wdb" start Racer race-1 --input "$tmp/race1"
+    run 0 --db "$wdb" start Racer race-2 --input "$tmp/race2"
+    mkfifo "$tmp/serve.in"
+    "$fixture" serve "$wdb" <"$tmp/serve.in" 2>"$tmp/serve.err" &
+    serve_pid=$!
+    exec 9>"$tmp/serve.in" # the runtime serves until this closes
+    for id in cw-1 cw-2 cw-3 cw-4 sx-1 tw-1 race-1 race-2; do
+        await "$id" 'd["status"] == "running" and d["history_count"] >= 2'
+    done
+    export DURO_DB="$wdb"
+
+    # by ids: 0 when it ended as asked, and what it ended as
+    run 0 cancel cw-1 --wait=30s
+    contains "$tmp/out" "cw-1: cancel requested (was running)"
+    contains "$tmp/out" "cw-1: ended cancelled"
+    run 0 cancel cw-2 --wait=30s --json
+    json 'd == {"dry_run": False, "results": [{"id": "cw-2", "outcome": "requested", "status": "running", "final_status": "cancelled", "timed_out": False}]}'
+    run 0 terminate tw-1 --wait=30s
+    contains "$tmp/out" "tw-1: terminate requested (was running)"
+    contains "$tmp/out" "tw-1: ended terminated"
+    # already cancelled: nothing sent, and it has ended cancelled
+    run 0 cancel cw-1 --wait
+    contains "$tmp/out" "cw-1: already cancelled (cancelled)"
+    contains "$tmp/out" "cw-1: ended cancelled"
+    # a request that failed for one id: exit as without --wait
+    run 1 cancel cw-2 nope --wait=30s --json
+    json '[(r["id"], r["outcome"], r["final_status"]) for r in d["results"]] == [("cw-2", "already_cancelled", "cancelled"), ("nope", "not_found", None)]'
+
+    # by query: a suspended instance stays out unless --status names it
+    run 0 suspend sx-1
+    await sx-1 'd["status"] == "suspended"'
+    run 0 cancel --name Waiter --wait=30s --json
+    json 'd == {"dry_run": False, "count": 2, "applied": 0, "ids": ["cw-3", "cw-4"], "results": [{"id": "cw-3", "final_status": "cancelled", "timed_out": False}, {"id": "cw-4", "final_status": "cancelled", "timed_out": False}]}'
+    run 0 status sx-1 --json
+    json 'd["status"] == "suspended" and d["cancel_outcome"] is None'
+    run 0 cancel --name Waiter --status suspended --wait=30s
+    contains "$tmp/out" "cancel requested for 1 instance of Waiter"
+    contains "$tmp/out" "  sx-1"
+    contains "$tmp/out" "sx-1: ended cancelled"
+
+    # the race "cancel vs complete": the request is recorded while the
+    # turn that completes the instance runs (Racer holds that turn until
+    # told); the cancel fails: exit 4, and status says it came too late
+    # race VERB ID FILE: sends VERB --wait while ID's completing turn runs
+    race() {
+        run 0 raise "$2" go
+        await_file "$3.in-turn"
+        "$duro" "$1" "$2" --wait=30s --json >"$tmp/out" 2>"$tmp/err" &
+        verb_pid=$!
+        # the request is on record, the instance still running: the race
+        # is on (a cancel shows on the instance, a terminate is a queued
+        # message, kind 11)
+        if [ "$1" = cancel ]; then
+            await "$2" 'd["cancel_requested_at"] is not None and d["status"] == "running"'
+        else
+            checks=$((checks + 1))
+            n=0
+            until python3 -c 'import sqlite3, sys
+sys.exit(0 if sqlite3.connect(sys.argv[1]).execute(
+    "SELECT COUNT(*) FROM orchestrator_queue WHERE instance_id = ? AND kind = 11",
+    (sys.argv[2],)).fetchone()[0] else 1)' "$tmp/wait.db" "$2" 2>/dev/null; do
+                n=$((n + 1))
+                [ "$n" -lt 600 ] || break
+                sleep 0.05
+            done
+            [ "$n" -lt 600 ] || fail "the terminate of $2 was never queued"
+            await "$2" 'd["status"] == "running"'
+        fi
+        : >"$3.release"
+        wait "$verb_pid"
+        got=$?
+        checks=$((checks + 1))
+        [ "$got" = 4 ] || fail "duro $1 $2 --wait lost the race but exited $got: $(cat "$tmp/out" "$tmp/err")"
+    }
+    race cancel race-1 "$tmp/race1"
+    json 'd["results"] == [{"id": "race-1", "outcome": "requested", "status": "running", "final_status": "completed", "timed_out": False}]'
+    contains "$tmp/err" "duro cancel: race-1: it ended completed before the cancel took effect; it was not cancelled"
+    run 0 status race-1
+    grep -Eq '^status: +completed$' "$tmp/out" || fail "status race-1: $(cat "$tmp/out")"
+    contains "$tmp/out" "arrived after the instance completed: not applied"
+    grep -Eq '^cancelled_by: +-$' "$tmp/out" || fail "status race-1 names a canceller: $(cat "$tmp/out")"
+    run 0 status race-1 --json
+    json 'd["status"] == "completed" and d["output"] == "raced" and d["cancel_outcome"] == "too_late" and d["cancelling"] is False'
+    run 0 list --json
+    json '[i["id"] for i in d["instances"] if i["cancelling"]] == []'
+    race terminate race-2 "$tmp/race2"
+    json 'd["results"] == [{"id": "race-2", "outcome": "requested", "status": "running", "final_status": "completed", "timed_out": False}]'
+    contains "$tmp/err" "duro terminate: race-2: it ended completed before the terminate took effect; it was not terminated"
+
+    # no runtime: the deadline passes, exit 7
+    run 0 start Waiter cw-5
+    await cw-5 'd["status"] == "running" and d["history_count"] >= 2'
+    exec 9>&-
+    wait "$serve_pid" || fail "cli_fixture serve: $(cat "$tmp/serve.err")"
+    serve_pid=""
+    run 7 cancel cw-5 --wait=200ms
+    contains "$tmp/out" "cw-5: cancel requested (was running)"
+    contains "$tmp/err" "duro cancel: cw-5: still running at the deadline (--wait=200ms)"
+    run 7 cancel cw-5 --wait=0 --json
+    json 'd["results"] == [{"id": "cw-5", "outcome": "already_cancelled", "status": "running", "final_status": "running", "timed_out": True}]'
+    run 7 terminate --name Waiter --wait=100ms --json
+    json 'd["ids"] == ["cw-5"] and d["results"] == [{"id": "cw-5", "final_status": "running", "timed_out": True}]'
+    export DURO_DB="$db"
+else
+    echo "   skipped: needs python3 and mkfifo"
+fi
 
 echo "== colour"
 NO_COLOR=1 TERM=xterm run 0 list
@@ -1036,6 +1453,40 @@ done
 for word in "EXIT STATUS" "JSON OUTPUT" '"truncated"' '"dry_run"' NO_COLOR; do
     grep -qF -- "$word" "$tooldir/duro.1" || fail "duro.1 does not mention $word"
 done
+# duro.1's SYNOPSIS lists, for each verb, the options its --help's usage
+# lines list, and no other (the common --db, --json and --help aside)
+if [ "$have_python" = 1 ]; then
+    for verb in list status history start raise wait cancel terminate \
+        suspend resume delete purge prune metrics version ui; do
+        "$duro" "$verb" --help | sed -n '1,/^$/p' >"$tmp/usage.$verb"
+    done
+    # a duro built without the console has no ui usage: its synopsis
+    # stands as it is
+    [ -s "$tmp/usage.ui" ] || echo "usage: duro ui [--listen ADDR:PORT] [--token-file F] [--read-only]" >"$tmp/usage.ui"
+    checks=$((checks + 1))
+    python3 - "$tooldir/duro.1" "$tmp" <<'PY' 2>"$tmp/pyerr" ||
+import re, sys
+man = open(sys.argv[1], encoding="utf-8").read()
+synopsis = man.split(".SH SYNOPSIS", 1)[1].split(".SH DESCRIPTION", 1)[0]
+in_man = {}
+for entry in synopsis.split(".br"):
+    m = re.search(r"^\.B duro ([a-z]+)", entry, re.M)
+    if m:
+        in_man.setdefault(m.group(1), set()).update(
+            o.replace("\\-", "-") for o in re.findall(r"\\-\\-[a-z\\-]+[a-z]", entry))
+bad = []
+for verb in ["list", "status", "history", "start", "raise", "wait", "cancel",
+             "terminate", "suspend", "resume", "delete", "purge", "prune",
+             "metrics", "version", "ui"]:
+    usage = open("%s/usage.%s" % (sys.argv[2], verb), encoding="utf-8").read()
+    in_help = set(re.findall(r"--[a-z][a-z-]*[a-z]", usage)) - {"--json", "--db", "--help"}
+    common = {"--json", "--db", "--help"}
+    if in_help != in_man.get(verb, set()) - common:
+        bad.append("%s: --help %s, duro.1 %s" % (verb, sorted(in_help), sorted(in_man.get(verb, set()) - common)))
+assert not bad, "; ".join(bad)
+PY
+        fail "duro.1's SYNOPSIS and the verbs' usage lines differ: $(cat "$tmp/pyerr")"
+fi
 if command -v bash >/dev/null 2>&1; then
     # complete WORDS...: the completions for the last word
     complete_words() {
@@ -1044,7 +1495,7 @@ if command -v bash >/dev/null 2>&1; then
     }
     checks=$((checks + 1))
     [ "$(complete_words duro ca)" = cancel ] || fail "completion of 'ca': $(complete_words duro ca)"
-    [ "$(complete_words duro cancel --status '')" = "pending running" ] ||
+    [ "$(complete_words duro cancel --status '')" = "pending running suspended" ] ||
         fail "completion of cancel --status: $(complete_words duro cancel --status '')"
     for pair in "terminate:pending running suspended" "suspend:pending running" \
         "resume:suspended" "purge:completed failed cancelled terminated"; do
@@ -1061,7 +1512,7 @@ if command -v bash >/dev/null 2>&1; then
     esac
     [ "$(complete_words duro list --status completed,fa)" = completed,failed ] ||
         fail "completion of a status list: $(complete_words duro list --status completed,fa)"
-    [ "$(complete_words duro cancel --status pending,)" = pending,running ] ||
+    [ "$(complete_words duro cancel --status pending,)" = "pending,running pending,suspended" ] ||
         fail "completion offers a given status again: $(complete_words duro cancel --status pending,)"
     [ "$(complete_words duro terminate --status running,pending,)" = running,pending,suspended ] ||
         fail "completion offers a given status again: $(complete_words duro terminate --status running,pending,)"
@@ -1084,6 +1535,41 @@ done
 run 2 ui --listen "[::1"
 if ! grep -q "not built" "$tmp/err"; then
     contains "$tmp/err" "malformed address '[::1'"
+    # --json: the first line is one JSON object; the server goes on
+    if [ "$have_python" = 1 ]; then
+        checks=$((checks + 1))
+        printf 'ui-json-token-0123456789\n' >"$tmp/ui.token"
+        python3 - "$duro" "$db" "$tmp/ui.token" <<'PY' 2>"$tmp/pyerr" ||
+import json, select, signal, subprocess, sys, time
+ui = subprocess.Popen([sys.argv[1], "--db", sys.argv[2], "ui", "--listen",
+                       "127.0.0.1:0", "--token-file", sys.argv[3], "--json",
+                       "--read-only"],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+try:
+    line, deadline = b"", time.monotonic() + 10
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        assert left > 0 and select.select([ui.stdout], [], [], left)[0], \
+            "no first line within 10 s"
+        chunk = ui.stdout.read1(4096)
+        assert chunk, "duro ui ended: %r" % ui.stderr.read()
+        line += chunk
+    first = line.split(b"\n")[0].decode("utf-8")
+    d = json.loads(first)
+    assert set(d) == {"url", "listen", "host", "port", "token", "read_only"}, d
+    assert d["token"] == "ui-json-token-0123456789" and d["read_only"] is True, d
+    assert d["host"] == "127.0.0.1" and d["listen"] == "127.0.0.1:%d" % d["port"], d
+    assert d["url"] == "http://127.0.0.1:%d/#token=%s" % (d["port"], d["token"]), d
+    assert ui.poll() is None, "duro ui stopped after its first line"
+finally:
+    ui.send_signal(signal.SIGTERM)
+    ui.wait(10)
+assert ui.returncode == 0, ui.returncode
+PY
+            fail "duro ui --json: $(cat "$tmp/pyerr")"
+    fi
+    run 0 ui --help
+    contains "$tmp/out" "With --json it is one JSON object on one line instead"
 fi
 
 echo "$checks checks, $failures failed"

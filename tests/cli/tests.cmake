@@ -9,3 +9,10 @@ add_test(NAME test_cli
           $<TARGET_FILE:duro_cli> $<TARGET_FILE:cli_fixture>
           ${PROJECT_SOURCE_DIR}/tools/duro)
 set_tests_properties(test_cli PROPERTIES LABELS cli TIMEOUT 300)
+# The bash completion typed into an interactive bash on a pseudo-terminal
+# (skipped, exit 77, without bash or python3).
+add_test(NAME test_cli_completion
+  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_completion.sh
+          ${PROJECT_SOURCE_DIR}/tools/duro)
+set_tests_properties(test_cli_completion PROPERTIES LABELS cli TIMEOUT 120
+                     SKIP_RETURN_CODE 77)

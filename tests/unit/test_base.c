@@ -247,6 +247,55 @@ TEST(utf8_cut_ends_on_a_character_boundary)
     CHECK_EQ(duro__utf8_cut(s, 100), 9);
 }
 
+/* What a log sink received: the logger's escaping is seen from outside. */
+static char logged[4096];
+static int logged_level;
+
+static void capture_log(void *user, int level, const char *message)
+{
+    (void)user;
+    logged_level = level;
+    snprintf(logged, sizeof(logged), "%s", message);
+}
+
+/* Every sink gets one safe line: a newline in an instance id cannot forge
+ * a second log line, nor a bidirectional control reorder it on a
+ * terminal; other text (UTF-8 letters, a backslash) is kept as it is. */
+TEST(log_lines_escape_control_characters)
+{
+    duro__logger lg = {DURO_LOG_INFO, capture_log, NULL};
+    duro__log(&lg, DURO_LOG_WARN, "instance '%s' failed: %s",
+              "evil\nduro error: forged\r\x1b[31m",
+              "\xe2\x80\xae"
+              "txt.exe \xe2\x81\xa6x\xe2\x81\xa9 \xd8\x9c\xe2\x80\x8e"
+              "\xe2\x80\x8f\xe2\x80\xaa\xc2\x9b\x7f\x01\t\xff "
+              "\xce\xa9 back\\slash \xe2\x80\xa8");
+    CHECK_EQ(logged_level, DURO_LOG_WARN);
+    CHECK_STR(logged, "instance 'evil\\nduro error: forged\\r\\x1b[31m' "
+                      "failed: \\u202etxt.exe \\u2066x\\u2069 "
+                      "\\u061c\\u200e\\u200f\\u202a\\u009b\\x7f\\x01\\t\\xff "
+                      "\xce\xa9 back\\slash \\u2028");
+    CHECK(strchr(logged, '\n') == NULL);
+    /* below the level: nothing */
+    logged[0] = '\0';
+    duro__log(&lg, DURO_LOG_DEBUG, "%s", "x\ny");
+    CHECK_STR(logged, "");
+    /* a message whose escaped form is longer than a line holds is cut on a
+     * character boundary, with "..." */
+    char big[1000];
+    memset(big, '\x01', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    duro__log(&lg, DURO_LOG_ERROR, "%s", big);
+    size_t len = strlen(logged);
+    CHECK(len > 1000 && len < 2048);
+    CHECK_STR(logged + len - 7, "\\x01...");
+    char out[16];
+    CHECK_EQ(duro__log_escape("\xe2\x80\xae\xe2\x80\xae\xe2\x80\xae", out,
+                              sizeof(out)),
+             9);
+    CHECK_STR(out, "\\u202e...");
+}
+
 TEST(provider_open_rejects_bad_urls)
 {
     duro_provider *p = (duro_provider *)1;
@@ -274,6 +323,7 @@ TEST_MAIN(T(utf8_scrub_drops_what_is_not_utf8),
           T(event_kind_names), T(arena_allocates_aligned_zeroed_memory),
           T(allocation_failure_injection), T(error_set_and_thread_local_detail),
           T(random_tokens_differ), T(provider_open_rejects_bad_urls),
+          T(log_lines_escape_control_characters),
           T(arena_and_helpers_refuse_sizes_that_overflow),
           T(vec_push_refuses_growth_that_overflows),
           T(sprintf_refuses_a_null_format),

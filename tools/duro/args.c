@@ -32,6 +32,19 @@ int instance_cancelling(const duro_instance_info *info)
            info->cancel_requested_ms != 0;
 }
 
+const char *cancel_outcome(const duro_instance_info *info)
+{
+    if (info->status == DURO_STATUS_CANCELLED)
+        return "cancelled";
+    if (info->cancel_requested_ms == 0 || info->status == DURO_STATUS_NOT_FOUND)
+        return NULL;
+    if (!duro_status_is_terminal(info->status))
+        return "pending";
+    /* the request was recorded while the turn that ended the instance
+     * otherwise was running: that turn committed first */
+    return info->status == DURO_STATUS_TERMINATED ? "terminated" : "too_late";
+}
+
 /* Parses "1h30m", "500ms", "2d", "45" (seconds) from text[0..len). */
 static int parse_duration(const char *text, size_t len, int64_t *ms)
 {

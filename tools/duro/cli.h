@@ -14,16 +14,19 @@
 #include "duro/provider.h"
 
 /* Exit statuses (duro(1), EXIT STATUS). 0-4 are the contract of every
- * verb; 7 and 8 are wait's own. */
+ * verb; 7 is a deadline's (wait, cancel and terminate --wait); 8-10 are
+ * wait's own, one per way of ending but completed. */
 enum {
     EXIT_OK = 0,
-    EXIT_FAILED = 1,            /* the operation failed; the message says why */
-    EXIT_USAGE = 2,             /* bad command line or input */
-    EXIT_NOT_FOUND = 3,         /* no such instance */
-    EXIT_INVALID_STATE = 4,     /* e.g. cancel or terminate of a finished
-                                   instance */
-    EXIT_WAIT_TIMEOUT = 7,      /* wait: still running at the timeout */
-    EXIT_WAIT_NOT_COMPLETED = 8 /* wait: ended Failed or Cancelled */
+    EXIT_FAILED = 1,          /* the operation failed; the message says why */
+    EXIT_USAGE = 2,           /* bad command line or input */
+    EXIT_NOT_FOUND = 3,       /* no such instance */
+    EXIT_INVALID_STATE = 4,   /* e.g. cancel or terminate of a finished
+                                 instance; --wait: it ended otherwise */
+    EXIT_TIMEOUT = 7,         /* still live at the deadline */
+    EXIT_WAIT_FAILED = 8,     /* wait: ended Failed */
+    EXIT_WAIT_CANCELLED = 9,  /* wait: ended Cancelled */
+    EXIT_WAIT_TERMINATED = 10 /* wait: ended Terminated */
 };
 
 typedef struct cli {
@@ -45,6 +48,14 @@ int cli_error(cli *c, int status, const char *code, const char *fmt, ...)
  * @p rc (DURO_NOT_FOUND: 3, DURO_INVALID_STATE: 4, else 1), the message is
  * duro_errmsg() (or duro_strerror(rc)). */
 int cli_error_rc(cli *c, int rc, const char *what);
+/* Before a destructive command by query: on a terminal (stdin and stderr
+ * both are one) asks "ACTION 1,201 instances of NAME? [y/N]" on stderr
+ * (NAME may be NULL) and reads the answer; 1 for y or yes (any case), 0
+ * otherwise (end of input too). Without a terminal, or for 0 instances,
+ * asks nothing and returns 1. */
+int cli_confirm(const char *action, uint64_t count, const char *name);
+/* 1 when stdin and stderr are both a terminal: a person may be asked. */
+int cli_interactive(void);
 /* Usage error: exit 2, with "(see duro VERB --help)". */
 int cli_usage(cli *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -70,6 +81,13 @@ int cli_open(cli *c, int how, duro_client **out);
  * caller frees *page and, at the end, *after. duro_client_list's code. */
 int cli_list_page(duro_client *client, duro_instance_filter *filter,
                   size_t limit, char **after, duro_instance_list **page);
+
+/* After a query by orchestration name @p name matched nothing: when no
+ * instance in the store has that name at all (duro_client_store_stats),
+ * says so on stderr with the closest name there (edit distance), so that
+ * a typo is not taken for "nothing to do". Nothing when the name exists
+ * or the store cannot say. */
+void cli_note_unknown_name(cli *c, duro_client *client, const char *name);
 
 /* Options every verb takes besides its own: --db, --json, --help. */
 enum { OPT_DB = 0x100, OPT_JSON, OPT_HELP };
@@ -116,6 +134,13 @@ const char *status_word(int status);
  * ended yet: one registered with observe_cancel cleaning up (it stays
  * Running), or any before its next turn. */
 int instance_cancelling(const duro_instance_info *info);
+/* What became of the cancellation requested of an instance: NULL when
+ * none was (and it is not Cancelled); "pending" while it is live (the
+ * next turn decides, or an observe_cancel cleanup runs); "cancelled";
+ * "too_late" when it ended Completed or Failed all the same (the request
+ * arrived while the turn that finished it ran); "terminated" when a
+ * termination ended it before the cancel did. */
+const char *cancel_outcome(const duro_instance_info *info);
 /* The default requester: "user:NAME" (getpwuid, else $USER). */
 const char *args_default_requester(char *buf, size_t size);
 
@@ -164,9 +189,13 @@ const char *text_local_time(int64_t ms, char *buf, size_t size);
 const char *text_age(int64_t now_ms, int64_t ms, char *buf, size_t size);
 /* "1.206s", "45ms", "3m12s". */
 const char *text_duration(int64_t ms, char *buf, size_t size);
-/* A one-line rendering of @p s at most @p max characters (code points):
- * control characters escaped (\n, \t, \r, \x1b; U+0080..U+009F as
- * \u009b; a byte of invalid UTF-8 as \xff), cut with "…". "-" for NULL. */
+/* A one-line rendering of @p s at most @p max characters (code points),
+ * safe on a terminal: control characters escaped (\n, \t, \r, \x1b, \x7f;
+ * C1 controls U+0080..U+009F, the bidirectional controls U+061C, U+200E,
+ * U+200F, U+202A..U+202E, U+2066..U+2069 and the separators U+2028,
+ * U+2029 as \u202e; a byte of invalid UTF-8 as \xff), cut with "…". "-"
+ * for NULL. The one function every text output of ids, names, reasons,
+ * requesters, payloads and messages goes through. */
 const char *text_short(const char *s, size_t max, char *buf, size_t size);
 /* Room for a whole escaped id, name, reason or requester (the library
  * refuses them over 1024 bytes; an escape is at most 6 bytes a byte). */
@@ -182,6 +211,8 @@ const char *text_quote(const char *s, char *buf, size_t size);
 /* The ids of a bulk result, one per line, the first 50 (with a note on
  * the rest). */
 void text_bulk_ids(const duro_bulk_result *r);
+/* @p n with thousands separated by commas: "1,201". */
+const char *text_count(uint64_t n, char *buf, size_t size);
 /* Display width (code points) of UTF-8 @p s. */
 size_t text_width(const char *s);
 /* Prints @p s padded to @p width columns. */

@@ -24,6 +24,71 @@ int cli_list_page(duro_client *client, duro_instance_filter *filter,
     return DURO_OK;
 }
 
+/* Levenshtein distance between @p a and @p b, by bytes (names are at
+ * most 1024 bytes); SIZE_MAX when out of memory. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t *row = malloc((lb + 1) * sizeof(*row));
+    if (row == NULL)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t above = row[j];
+            size_t best = diagonal + (a[i - 1] != b[j - 1]);
+            if (above + 1 < best)
+                best = above + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diagonal = above;
+        }
+    }
+    size_t d = row[lb];
+    free(row);
+    return d;
+}
+
+void cli_note_unknown_name(cli *c, duro_client *client, const char *name)
+{
+    duro_store_stats *st = NULL;
+    if (name == NULL || duro_client_store_stats(client, &st) != DURO_OK) {
+        duro_free(st); /* an older provider: no note */
+        return;
+    }
+    const char *closest = NULL;
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < st->instance_count; i++) {
+        const char *known = st->instances[i].name;
+        if (strcmp(known, name) == 0) {
+            duro_free(st);
+            return;
+        }
+        if (closest != NULL && strcmp(known, closest) == 0)
+            continue; /* the same name, another status */
+        size_t d = edit_distance(name, known);
+        if (d < best) {
+            best = d;
+            closest = known;
+        }
+    }
+    char shown[TEXT_QUOTE_SIZE], near[TEXT_QUOTE_SIZE];
+    fflush(stdout);
+    fprintf(stderr,
+            "duro %s: no instance in the store has the orchestration name "
+            "'%s'; %s%s%s\n",
+            c->verb, text_quote(name, shown, sizeof(shown)),
+            closest != NULL ? "the closest name there is '"
+                            : "the store has no instances",
+            closest != NULL ? text_quote(closest, near, sizeof(near)) : "",
+            closest != NULL ? "'" : "");
+    duro_free(st);
+}
+
 /* ---- list ---------------------------------------------------------------- */
 
 static const char list_help[] =
@@ -198,6 +263,8 @@ int cmd_list(cli *c, int argc, char **argv)
             fprintf(stderr, "showing %zu of %llu; use --limit K (0: all)\n",
                     shown, (unsigned long long)total);
     }
+    if (total == 0 && filter.name != NULL)
+        cli_note_unknown_name(c, client, filter.name);
     for (size_t i = 0; i < kept_count; i++)
         duro_instance_list_free(kept[i]);
     free(kept);
@@ -214,7 +281,9 @@ static const char status_help[] =
     "and why, and why it is stuck (last problem, next attempt). A live\n"
     "instance with a cancellation requested shows \"(cancelling)\": one\n"
     "registered with observe_cancel stays running while its code cleans\n"
-    "up.\n";
+    "up. A cancellation that arrived while the turn that completed (or\n"
+    "failed) the instance was running did not apply: cancel_requested says\n"
+    "so, and cancelled_by is empty (JSON: cancel_outcome \"too_late\").\n";
 
 /* Opens the store and reads one instance; exit status 3 when it does not
  * exist. */
@@ -262,7 +331,7 @@ static void card_time(const cli *c, const char *key, int64_t ms)
 
 static void print_card(const cli *c, const duro_instance_info *in)
 {
-    char buf[512], line[600];
+    char buf[512], line[1024];
     card_text("id:", in->instance_id);
     card_text("name:", in->name);
     card_text("version:", in->version);
@@ -295,12 +364,34 @@ static void print_card(const cli *c, const duro_instance_info *in)
     card_text("parent:", in->parent_instance);
     snprintf(line, sizeof(line), "%llu", (unsigned long long)in->history_count);
     card_line("history_events:", line);
-    card_time(c, "cancel_requested:", in->cancel_requested_ms);
+    /* A request that did not end the instance is never shown as if it
+     * had: it says what happened instead, and cancelled_by stays empty. */
+    const char *outcome = cancel_outcome(in);
+    int applied = outcome != NULL && (strcmp(outcome, "cancelled") == 0 ||
+                                      strcmp(outcome, "pending") == 0);
+    if (outcome != NULL && !applied) {
+        char t[64], age[32], by[TEXT_QUOTE_SIZE];
+        snprintf(line, sizeof(line), "%s (%s) by %s, %s",
+                 text_local_time(in->cancel_requested_ms, t, sizeof(t)),
+                 text_age(c->now_ms, in->cancel_requested_ms, age, sizeof(age)),
+                 in->cancelled_by != NULL
+                     ? text_quote(in->cancelled_by, by, sizeof(by))
+                     : "-",
+                 strcmp(outcome, "terminated") == 0
+                     ? "then terminated before the cancel took effect: not "
+                       "applied"
+                 : in->status == DURO_STATUS_FAILED
+                     ? "arrived after the instance failed: not applied"
+                     : "arrived after the instance completed: not applied");
+        card_line("cancel_requested:", line);
+    } else {
+        card_time(c, "cancel_requested:", in->cancel_requested_ms);
+    }
     card_line("cancel_reason:",
               in->cancel_reason
                   ? text_short(in->cancel_reason, 120, buf, sizeof(buf))
                   : NULL);
-    card_text("cancelled_by:", in->cancelled_by);
+    card_text("cancelled_by:", applied ? in->cancelled_by : NULL);
     card_line("last_problem:",
               in->last_problem
                   ? text_short(in->last_problem, 200, buf, sizeof(buf))
@@ -708,8 +799,8 @@ static const char wait_help[] =
     "terminated, then prints its status and output or error (a suspended\n"
     "instance is waited for like a running one).\n"
     "  --timeout D   give up after D (500ms, 30s, 5m, 1h; default: never)\n"
-    "Exit status: 0 completed, 8 failed, cancelled or terminated, 7 timed\n"
-    "out, 3 no such instance.\n";
+    "Exit status: 0 completed, 8 failed, 9 cancelled, 10 terminated, 7\n"
+    "timed out, 3 no such instance.\n";
 
 int cmd_wait(cli *c, int argc, char **argv)
 {
@@ -754,9 +845,11 @@ int cmd_wait(cli *c, int argc, char **argv)
         return cli_error_rc(c, rc, text_quote(id, quoted, sizeof(quoted)));
     }
     int timed_out = rc == DURO_TIMEOUT;
-    status = timed_out                               ? EXIT_WAIT_TIMEOUT
-             : info->status == DURO_STATUS_COMPLETED ? EXIT_OK
-                                                     : EXIT_WAIT_NOT_COMPLETED;
+    status = timed_out                                ? EXIT_TIMEOUT
+             : info->status == DURO_STATUS_COMPLETED  ? EXIT_OK
+             : info->status == DURO_STATUS_CANCELLED  ? EXIT_WAIT_CANCELLED
+             : info->status == DURO_STATUS_TERMINATED ? EXIT_WAIT_TERMINATED
+                                                      : EXIT_WAIT_FAILED;
     if (c->json) {
         json_t *doc = json_object();
         jset(doc, "timed_out", json_boolean(timed_out));

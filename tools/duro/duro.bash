@@ -1,32 +1,95 @@
-# bash completion for duro(1): verbs, each verb's options, status names.
-# Installed as share/bash-completion/completions/duro.
+# bash completion for duro(1): verbs, each verb's options, status names,
+# files after --db sqlite:, --output, --token-file and @.
+# Installed as share/bash-completion/completions/duro; needs bash alone,
+# not the bash-completion package.
 
-_duro()
+# The words of the command line up to the cursor as they were typed, in
+# the array words and the index cword. Bash splits a word at each
+# character of COMP_WORDBREAKS (':', '=' and '@' among them), so
+# `--db sqlite:PATH` reaches a completion function as "--db", "sqlite",
+# ":", "PATH"; the pieces no blank separates are joined again here
+# (bash-completion's _get_comp_words_by_ref -n does the same). Without
+# COMP_LINE (a caller that sets COMP_WORDS itself) the words are taken as
+# given.
+_duro_words()
 {
-    local cur prev verb i
-    COMPREPLY=()
-    cur=${COMP_WORDS[COMP_CWORD]}
-    prev=${COMP_WORDS[COMP_CWORD-1]}
+    words=()
+    cword=0
+    if [[ -z ${COMP_LINE+set} ]]; then
+        words=("${COMP_WORDS[@]}")
+        cword=$COMP_CWORD
+        return
+    fi
+    local line=${COMP_LINE:0:COMP_POINT} rest piece i n=-1 blank
+    for ((i = 0; i <= COMP_CWORD; i++)); do
+        piece=${COMP_WORDS[i]}
+        rest=${line#"${line%%[![:space:]]*}"} # the line without its blanks
+        blank=0
+        ((${#rest} != ${#line})) && blank=1
+        if [[ $rest == "$piece"* ]]; then
+            line=${rest:${#piece}}
+        else # the word under the cursor, cut at the cursor
+            piece=$rest
+            line=""
+        fi
+        if ((n < 0 || blank)); then
+            words[++n]=$piece
+        else
+            words[n]+=$piece
+        fi
+    done
+    cword=$n
+}
+
+# Bash replaces only what follows the last COMP_WORDBREAKS character of
+# the word being completed (from an '@' on: readline keeps it in the word,
+# it is one of bash's rl_special_prefixes): takes what comes before off
+# each completion (bash-completion's __ltrim_colon_completions, for ':',
+# '=' and '@').
+_duro_trim()
+{
+    [[ -n ${COMP_LINE+set} ]] || return 0
+    local b breaks=""
+    for b in @ = :; do
+        [[ $COMP_WORDBREAKS == *"$b"* ]] && breaks+=$b
+    done
+    [[ -n $breaks && $cur == *[$breaks]* ]] || return 0
+    local keep=${cur%"${cur##*[$breaks]}"}
+    keep=${keep%@}
+    [[ -n $keep ]] && COMPREPLY=("${COMPREPLY[@]#"$keep"}")
+    return 0
+}
+
+_duro_complete()
+{
     local verbs="list status history start raise wait cancel terminate
         suspend resume delete purge prune metrics version ui"
     local common="--db --json --help"
 
     verb=""
-    for ((i = 1; i < COMP_CWORD; i++)); do
-        case ${COMP_WORDS[i]} in
+    for ((i = 1; i < cword; i++)); do
+        case ${words[i]} in
         --db) ((i++)) ;;
         -*) ;;
-        *) verb=${COMP_WORDS[i]}; break ;;
+        *) verb=${words[i]}; break ;;
         esac
     done
+
+    case $cur in
+    --db=*)
+        local url=${cur#--db=}
+        COMPREPLY=($(compgen -P --db=sqlite: -f -- "${url#sqlite:}"))
+        return
+        ;;
+    esac
 
     case $prev in
     --status)
         local statuses="pending running suspended completed failed
             cancelled terminated"
         case $verb in
-        cancel | suspend) statuses="pending running" ;;
-        terminate) statuses="pending running suspended" ;;
+        suspend) statuses="pending running" ;;
+        cancel | terminate) statuses="pending running suspended" ;;
         resume) statuses="suspended" ;;
         purge) statuses="completed failed cancelled terminated" ;;
         esac
@@ -80,11 +143,14 @@ _duro()
     start) opts="--input --version --delay" ;;
     raise) opts="--event-id" ;;
     wait) opts="--timeout" ;;
-    cancel | terminate | suspend | resume)
+    cancel | terminate)
+        opts="--reason --by --dry-run --wait --yes --name --status --before"
+        ;;
+    suspend | resume)
         opts="--reason --by --dry-run --name --status --before"
         ;;
     delete) opts="--force" ;;
-    purge) opts="--before --status --name --dry-run" ;;
+    purge) opts="--before --status --name --dry-run --yes" ;;
     prune) opts="--keep" ;;
     metrics) opts="--output" ;;
     ui) opts="--listen --token-file --read-only" ;;
@@ -95,5 +161,17 @@ _duro()
     elif [[ $cur == @* ]]; then
         COMPREPLY=($(compgen -P @ -f -- "${cur#@}"))
     fi
+}
+
+_duro()
+{
+    local cur prev verb i words cword
+    COMPREPLY=()
+    _duro_words
+    cur=${words[cword]}
+    prev=""
+    ((cword > 0)) && prev=${words[cword - 1]}
+    _duro_complete
+    _duro_trim
 }
 complete -F _duro duro

@@ -149,6 +149,7 @@ json_t *json_instance(const duro_instance_info *i)
     jset(o, "cancel_reason", jstr(i->cancel_reason));
     jset(o, "cancelled_by", jstr(i->cancelled_by));
     jset_time(o, "cancel_requested_at", i->cancel_requested_ms);
+    jset(o, "cancel_outcome", jstr(cancel_outcome(i)));
     jset(o, "last_problem", jstr(i->last_problem));
     jset_time(o, "last_problem_at", i->last_problem_ms);
     jset_time(o, "next_attempt_at", i->next_attempt_ms);

@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -54,7 +56,8 @@ static void print_main_help(FILE *out)
     for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
         fprintf(out, "  %-9s %s\n", verbs[i].name, verbs[i].summary);
     fputs("\nExit status: 0 ok, 1 failed, 2 usage, 3 not found, 4 invalid "
-          "state;\nwait: 7 timed out, 8 ended but not completed.\n",
+          "state,\n7 timed out (wait, cancel and terminate --wait);\nwait: 8 "
+          "ended failed, 9 cancelled, 10 terminated.\n",
           out);
 }
 
@@ -65,24 +68,22 @@ void cli_print_help(const char *help)
 
 static int report(cli *c, int status, const char *code, const char *text)
 {
-    /* One line, whatever the library (libpq) put in its message, and no
-     * other control character: the callers escape what they quote, this
-     * catches what a library message quotes raw. */
-    char message[2048];
+    /* One line, whatever the library (libpq) put in its message: line
+     * breaks and tabs become one space; then escaped as every text output
+     * is (text_escape): the callers escape what they quote, this catches
+     * what a library message quotes raw. */
+    char flat[2048], message[2048];
     size_t n = 0;
-    for (const char *t = text; *t != '\0' && n + 5 < sizeof(message); t++) {
+    for (const char *t = text; *t != '\0' && n + 1 < sizeof(flat); t++) {
         char ch = *t == '\n' || *t == '\t' || *t == '\r' ? ' ' : *t;
-        if (ch == ' ' && (n == 0 || message[n - 1] == ' '))
+        if (ch == ' ' && (n == 0 || flat[n - 1] == ' '))
             continue;
-        if ((unsigned char)ch < 0x20 || ch == 0x7f)
-            n += (size_t)snprintf(message + n, sizeof(message) - n, "\\x%02x",
-                                  (unsigned char)ch);
-        else
-            message[n++] = ch;
+        flat[n++] = ch;
     }
-    while (n > 0 && message[n - 1] == ' ')
+    while (n > 0 && flat[n - 1] == ' ')
         n--;
-    message[n] = '\0';
+    flat[n] = '\0';
+    text_escape(flat, message, sizeof(message));
     fprintf(stderr, "duro%s%s: %s\n", c->verb ? " " : "",
             c->verb ? c->verb : "", message);
     if (c->json) {
@@ -94,6 +95,31 @@ static int report(cli *c, int status, const char *code, const char *text)
         json_print(doc);
     }
     return status;
+}
+
+int cli_interactive(void)
+{
+    return isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
+}
+
+int cli_confirm(const char *action, uint64_t count, const char *name)
+{
+    if (count == 0 || !cli_interactive())
+        return 1;
+    char n[32], shown[TEXT_QUOTE_SIZE];
+    fflush(stdout);
+    fprintf(stderr, "%s %s instance%s%s%s? [y/N] ", action,
+            text_count(count, n, sizeof(n)), count == 1 ? "" : "s",
+            name != NULL ? " of " : "",
+            name != NULL ? text_quote(name, shown, sizeof(shown)) : "");
+    fflush(stderr);
+    char answer[64];
+    if (fgets(answer, sizeof(answer), stdin) == NULL) {
+        fputc('\n', stderr); /* end of input (Ctrl-D): no */
+        return 0;
+    }
+    answer[strcspn(answer, "\r\n")] = '\0';
+    return strcasecmp(answer, "y") == 0 || strcasecmp(answer, "yes") == 0;
 }
 
 int cli_error(cli *c, int status, const char *code, const char *fmt, ...)
@@ -333,11 +359,16 @@ static void scan_json(cli *c, int argc, char **argv, const char *shortopts,
 int cli_getopt(cli *c, int argc, char **argv, const struct option *opts,
                const char *help, int *status)
 {
+    /* -h everywhere; -y where the verb has --yes (returned as 'y') */
+    const char *shortopts = ":h";
+    for (size_t i = 0; opts[i].name != NULL; i++)
+        if (strcmp(opts[i].name, "yes") == 0 && opts[i].val == 'y')
+            shortopts = ":hy";
     if (optind == 0) /* the first call for this verb */
-        scan_json(c, argc, argv, ":h", opts);
+        scan_json(c, argc, argv, shortopts, opts);
     for (;;) {
         int index = -1;
-        int ch = getopt_long(argc, argv, ":h", opts, &index);
+        int ch = getopt_long(argc, argv, shortopts, opts, &index);
         if (ch == -1)
             return -1;
         if (ch == '?') {

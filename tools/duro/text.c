@@ -74,6 +74,28 @@ const char *text_duration(int64_t ms, char *buf, size_t size)
     return buf;
 }
 
+/* 1 when code point @p cp must not reach a terminal as it is: a C1
+ * control (U+009B is CSI to some terminals), a bidirectional control that
+ * reorders what follows it (U+061C, U+200E, U+200F, U+202A..U+202E,
+ * U+2066..U+2069: "Trojan Source"), or a line or paragraph separator
+ * (U+2028, U+2029). C0 controls and DEL are single bytes, handled apart. */
+static int escaped_code_point(uint32_t cp)
+{
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e ||
+           cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+           (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* The code point of the valid @p n-byte UTF-8 sequence at @p p. */
+static uint32_t code_point(const unsigned char *p, size_t n)
+{
+    static const unsigned char lead_mask[] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+    uint32_t cp = p[0] & lead_mask[n];
+    for (size_t i = 1; i < n; i++)
+        cp = (cp << 6) | (p[i] & 0x3f);
+    return cp;
+}
+
 const char *text_short(const char *s, size_t max, char *buf, size_t size)
 {
     if (s == NULL) {
@@ -82,7 +104,7 @@ const char *text_short(const char *s, size_t max, char *buf, size_t size)
     }
     size_t o = 0, shown = 0;
     const unsigned char *p = (const unsigned char *)s;
-    /* room for "\u009b" (6 bytes), then "…" (3 bytes) and the NUL */
+    /* room for "\u202e" (6 bytes), then "…" (3 bytes) and the NUL */
     while (*p != '\0' && o + 10 < size) {
         if (shown == max) {
             break;
@@ -97,10 +119,10 @@ const char *text_short(const char *s, size_t max, char *buf, size_t size)
                               ? snprintf(buf + o, size - o, "\\r")
                               : snprintf(buf + o, size - o, "\\x%02x", *p));
             p++;
-        } else if (n == 2 && p[0] == 0xC2 && p[1] < 0xA0) {
-            /* U+0080..U+009F: C1 controls (CSI is U+009B) */
-            o += (size_t)snprintf(buf + o, size - o, "\\u%04x", p[1]);
-            p += 2;
+        } else if (n > 1 && escaped_code_point(code_point(p, n))) {
+            o += (size_t)snprintf(buf + o, size - o, "\\u%04x",
+                                  (unsigned)code_point(p, n));
+            p += n;
         } else {
             memcpy(buf + o, p, n);
             o += n;
@@ -124,6 +146,20 @@ const char *text_escape(const char *s, char *buf, size_t size)
 const char *text_quote(const char *s, char *buf, size_t size)
 {
     return text_short(s, TEXT_QUOTE_CHARS, buf, size);
+}
+
+const char *text_count(uint64_t n, char *buf, size_t size)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)n);
+    size_t o = 0;
+    for (int i = 0; i < len && o + 2 < size; i++) {
+        if (i > 0 && (len - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+    return buf;
 }
 
 size_t text_width(const char *s)

@@ -22,10 +22,14 @@
 
 static const char ui_help[] =
     "usage: duro ui [--listen ADDR:PORT] [--token-file F] [--read-only]\n"
+    "               [--json]\n"
     "\n"
     "Serves the web console and its JSON API (/api/v1/..., /metrics).\n"
     "The first line on stdout is the URL to open, with the token:\n"
     "  duro ui: http://HOST:PORT/#token=TOKEN\n"
+    "With --json it is one JSON object on one line instead:\n"
+    "  {\"url\", \"listen\", \"host\", \"port\", \"token\", "
+    "\"read_only\"}\n"
     "  --listen ADDR:PORT  where to listen (default 127.0.0.1:8233; port 0\n"
     "                      picks a free port). ADDR is an IPv4 address,\n"
     "                      [IPv6] or localhost; anything but loopback is\n"
@@ -244,10 +248,11 @@ static unsigned long wait_in_flight(void)
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
-    char line[512];
+    char line[512], shown[512 * 6 + 16];
     vsnprintf(line, sizeof(line), fmt, ap);
     line[strcspn(line, "\n")] = '\0';
-    fprintf(stderr, "duro ui: %s\n", line);
+    /* MHD's messages may quote what a client sent */
+    fprintf(stderr, "duro ui: %s\n", text_escape(line, shown, sizeof(shown)));
 }
 
 int cmd_ui(cli *c, int argc, char **argv)
@@ -388,11 +393,34 @@ int cmd_ui(cli *c, int argc, char **argv)
                 "to be reached at this machine's address A, use --listen "
                 "A:%u\n",
                 host, srv.port, srv.port);
-    printf("duro ui: http://%s:%u/#token=%s\n", url_host, srv.port, srv.token);
+    if (c->json) {
+        /* one line, flushed, as the text's: a reader takes the first line
+         * and the server goes on */
+        char url[1024], listening[320];
+        snprintf(url, sizeof(url), "http://%s:%u/#token=%s", url_host, srv.port,
+                 srv.token);
+        snprintf(listening, sizeof(listening), "%s:%u", host, srv.port);
+        json_t *doc = json_object();
+        jset(doc, "url", jstr(url));
+        jset(doc, "listen", jstr(listening));
+        jset(doc, "host", jstr(url_host));
+        jset(doc, "port", jint(srv.port));
+        jset(doc, "token", jstr(srv.token));
+        jset(doc, "read_only", json_boolean(srv.read_only));
+        char *line = json_dumps(doc, JSON_COMPACT);
+        json_decref(doc);
+        if (line != NULL)
+            puts(line);
+        free(line);
+    } else {
+        printf("duro ui: http://%s:%u/#token=%s\n", url_host, srv.port,
+               srv.token);
+    }
     fflush(stdout);
-    char shown[1024];
-    duro_url_mask(c->db, shown, sizeof(shown));
-    fprintf(stderr, "duro ui: serving %s%s; stop with Ctrl-C\n", shown,
+    char masked[1024], shown[TEXT_ESCAPE_SIZE];
+    duro_url_mask(c->db, masked, sizeof(masked));
+    fprintf(stderr, "duro ui: serving %s%s; stop with Ctrl-C\n",
+            text_escape(masked, shown, sizeof(shown)),
             srv.read_only ? " read-only" : "");
 
     int sig = 0;
