@@ -504,7 +504,7 @@ contains "$tmp/err" "instance '$bidi_shown' still pending"
 no_raw_bidi
 run 0 --db "$bdb" cancel "$bidi" --reason "$(printf 'why\342\200\256not')" \
     --by "$(printf 'ops\342\201\246')"
-contains "$tmp/out" "$bidi_shown: cancel requested (was pending)"
+contains "$tmp/out" "$bidi_shown: cancelled (was pending)"
 no_raw_bidi
 run 0 --db "$bdb" cancel --name "$bidi_name" --dry-run
 contains "$tmp/out" 'would cancel 1 instance of Na\u200fme\u061c'
@@ -1263,7 +1263,7 @@ json 'd["ids"] == ["resumed-1", "w-4"]'
 settle resumed-1=terminated w-4=terminated
 event_is w-4 -1 OrchestrationTerminated terminated ops-bot
 run 0 terminate --name Hello --status pending
-contains "$tmp/out" "terminate requested for 1 instance of Hello"
+contains "$tmp/out" "terminated 1 instance of Hello"
 settle pend-1=terminated
 run 0 list --status terminated --json
 json 'sorted(i["id"] for i in d["instances"]) == ["careful-1", "pend-1", "resumed-1", "term-1", "w-2", "w-3", "w-4"]'
