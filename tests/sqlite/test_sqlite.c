@@ -508,6 +508,11 @@ TEST(a_file_that_is_no_duro_store_is_never_changed)
                                                 ? "another application"
                                                 : "not a duro store") != NULL,
                       "'%s'", e.message);
+            /* other.db holds one table: the count agrees with its noun */
+            if (i == 3)
+                CHECK_MSG(strstr(e.message, "holds 1 other schema object (") !=
+                              NULL,
+                          "'%s'", e.message);
             char *after = slurp(path, &after_size);
             CHECK_MSG(before_size == after_size &&
                           memcmp(before, after, before_size) == 0,
@@ -519,6 +524,21 @@ TEST(a_file_that_is_no_duro_store_is_never_changed)
     }
     CHECK_STR(journal_mode(other), "delete");
     CHECK_EQ(raw_count(other, "SELECT COUNT(*) FROM sqlite_master"), 1);
+
+    /* two objects (a table and its index): the plural */
+    db = raw_open(test_path("other2.db"));
+    CHECK_EQ(sqlite3_exec(db,
+                          "CREATE TABLE users(id INTEGER); "
+                          "CREATE INDEX users_id ON users(id);",
+                          NULL, NULL, NULL),
+             SQLITE_OK);
+    sqlite3_close(db);
+    duro_error e2;
+    duro_provider *p2 = NULL;
+    CHECK_EQ(duro_provider_open(url_with("other2.db", ""), &p2, &e2),
+             DURO_SCHEMA);
+    CHECK_MSG(strstr(e2.message, "holds 2 other schema objects (") != NULL,
+              "'%s'", e2.message);
 
     /* an empty file is where a new store may start */
     duro_provider *p = open_url(url_with("empty.db", "?create=1"));

@@ -291,13 +291,14 @@ static int check_is_store(const duro__sqlite_provider *p,
     if (st->others > 0)
         return duro_error_set(err, DURO_SCHEMA, 0,
                               "database file %s holds %lld other schema "
-                              "objects (tables, indexes, views or triggers) "
+                              "object%s (tables, indexes, views or triggers) "
                               "but no duro_schema table: it is "
                               "another application's database, not a duro "
                               "store, and duro does not take it over; "
                               "nothing in it was changed (give duro a new "
                               "or empty file)",
-                              p->cfg.path, (long long)st->others);
+                              p->cfg.path, (long long)st->others,
+                              st->others == 1 ? "" : "s");
     return DURO_OK;
 }
 
