@@ -13,8 +13,9 @@
 #define DEFAULT_POOL 4
 /* ~8 MB of WAL frames with 2 KiB pages, so the WAL file stays under ~17 MB
  * (twice the interval; see duro__sqlite_checkpoint). 1000 (SQLite's own
- * wal_autocheckpoint) cost a quarter of chain's throughput; 4000 showed no
- * cost (bench/RESULTS.md). */
+ * wal_autocheckpoint) cost a quarter of chain's throughput; 4000 nothing
+ * measurable at 1,000 chains, a few percent over longer runs
+ * (bench/RESULTS.md, issue 21). */
 #define DEFAULT_CHECKPOINT_PAGES 4000
 #define MAX_CHECKPOINT_PAGES 1000000
 #define MAX_PAYLOAD_LIMIT 1000000000u /* SQLite's default SQLITE_MAX_LENGTH */
