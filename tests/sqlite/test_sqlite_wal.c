@@ -45,7 +45,8 @@ static void note_wal_size(void)
         return;
     int64_t size = (int64_t)st.st_size;
     int64_t seen = atomic_load(&wal_largest);
-    while (size > seen && !atomic_compare_exchange_weak(&wal_largest, &seen, size)) {
+    while (size > seen &&
+           !atomic_compare_exchange_weak(&wal_largest, &seen, size)) {
     }
     atomic_fetch_add(&wal_samples, 1);
 }
@@ -82,8 +83,8 @@ typedef struct wal_fixture {
 static void wal_start(wal_fixture *w, const char *db)
 {
     rt_init(&w->f, db);
-    CHECK_OK(duro_registry_add_orchestration(w->f.reg, "Chain", NULL, orch_chain,
-                                         NULL));
+    CHECK_OK(duro_registry_add_orchestration(w->f.reg, "Chain", NULL,
+                                             orch_chain, NULL));
     CHECK_OK(duro_registry_add_activity(w->f.reg, "Step", act_step, NULL));
     char url[700];
     snprintf(url, sizeof(url), "%s?checkpoint_pages=%d", w->f.url,
@@ -170,8 +171,8 @@ TEST(space_a_reader_held_back_is_given_back)
     CHECK_EQ(sqlite3_open_v2(test_path("held.db"), &reader,
                              SQLITE_OPEN_READONLY, NULL),
              SQLITE_OK);
-    CHECK_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM instances",
-                          NULL, NULL, NULL),
+    CHECK_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM instances", NULL,
+                          NULL, NULL),
              SQLITE_OK);
     run_chains(&w, 10, 100);
     struct stat st;
