@@ -565,6 +565,19 @@ int duro__sqlite_error(duro__sqlite_conn *c, int rc, const char *op,
                               detail, sqlite3_errstr(rc));
     if (primary == SQLITE_NOMEM)
         return duro_error_set(err, DURO_NOMEM, 0, "sqlite %s: %s", op, detail);
+    if (primary == SQLITE_FULL && c->db != NULL) {
+        /* What it means and that it passes, for the operator who reads it
+         * in a log (docs/sqlite-provider.md, "A full disk") */
+        const char *file = sqlite3_db_filename(c->db, "main");
+        return duro_error_set(err, DURO_STORAGE, 0,
+                              "sqlite %s: %s (code %d): the file system of "
+                              "%s has no room left; the failed call changed "
+                              "nothing, and the store works again once "
+                              "space is freed",
+                              op, detail, rc,
+                              file != NULL && file[0] != '\0' ? file
+                                                              : "the store");
+    }
     return duro_error_set(err, DURO_STORAGE, 0, "sqlite %s: %s (%s, code %d)",
                           op, detail, sqlite3_errstr(rc), rc);
 }
