@@ -759,6 +759,45 @@ TEST(a_store_refusing_every_turn_says_the_instance_cannot_progress)
     done_faulty(&f, w);
 }
 
+/* The same on the worker side: an activity whose completion the store
+ * refuses runs again at every delivery; past max_attempts its poison
+ * failure is refused too, and the problem and the log say the instance
+ * cannot progress, not that the activity failed (counted and logged once
+ * the failure commits). */
+TEST(refused_activity_results_say_the_instance_cannot_progress)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_refused_activity.db");
+    f.opts.max_attempts = 2;
+    f.opts.worker_lock_timeout_ms = 1000; /* the refused poison waits */
+    f.opts.lock_renewal_ms = 100;
+    duro_provider *w = start_faulty(&f, 6);
+    faulty_provider_fail_always(w, FAULTY_ACK_WORK_ITEM, 0, 1);
+    rt_start_instance(&f, "a", "Chain", "1");
+    WAIT_UNTIL(problem_has(&f, "a",
+                           "cannot progress until the store is "
+                           "repaired (activity 'Add'"),
+               WAIT_MS);
+    CHECK(problem_has(&f, "a", "failing it as poison is refused too"));
+    CHECK_EQ(rt_status(&f, "a"), DURO_STATUS_RUNNING);
+    CHECK_INT(rt_log_hits_at(DURO_LOG_ERROR, "instance 'a': the store "
+                                             "refuses writes"),
+              >=, 1);
+    CHECK_EQ(rt_log_hits("poison message"), 0);
+
+    faulty_provider_fail_always(w, FAULTY_ACK_WORK_ITEM, 0, 0);
+    duro_instance_info *i = rt_wait(&f, "a", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_FAILED); /* Chain fails with it */
+    CHECK_MSG(i->error && strstr(i->error, "poison message: activity 'Add'"),
+              "'%s'", i->error ? i->error : "(null)");
+    duro_free(i);
+    CHECK_EQ(rt_log_hits_at(DURO_LOG_ERROR, "poison message"), 1);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_EQ(m.poison_messages, 1);
+    done_faulty(&f, w);
+}
+
 /* A worker slot retries a failed ack in place (5, 10, 20 ... ms) while the
  * error is retryable: the activity is not run again. */
 static void activity_ack_retries(int version, const char *db)
@@ -1529,6 +1568,7 @@ TEST_MAIN(T(orchestration_fetch_errors_back_off_and_recover),
           T(orchestration_ack_errors_abandon_the_turn_version_1),
           T(retryable_ack_errors_count_toward_poison),
           T(a_store_refusing_every_turn_says_the_instance_cannot_progress),
+          T(refused_activity_results_say_the_instance_cannot_progress),
           T(activity_ack_errors_are_retried_in_place),
           T(activity_ack_retries_run_out_and_the_row_is_abandoned),
           T(abandon_after_failed_acks_and_failed_abandons),
