@@ -738,8 +738,9 @@ typedef struct duro_metrics {
     /* rows deleted by our turns; counted after this runtime's own tokens
      * for them are set */
     uint64_t activities_cancel_requested;
-    uint64_t activities_abandoned; /* ignored cancellation past grace */
-    uint64_t poison_messages;
+    uint64_t activities_abandoned;  /* ignored cancellation past grace */
+    uint64_t poison_messages;       /* batches and activities failed as
+                                       poison, once the failure commits */
     uint64_t lock_renewal_failures; /* non-retryable */
     uint64_t storage_retries;       /* retryable storage errors */
     uint64_t nondeterminism_errors;

@@ -59,16 +59,66 @@ static int64_t unknown_name_delay(const duro_runtime *rt, uint32_t attempt)
     return DURO__MIN(d, 60000);
 }
 
+/* A delivery past max_attempts runs the turn that fails the instance as
+ * poison. */
+static int failing_as_poison(const turn_ctx *c)
+{
+    return c->item->attempt > c->rt->opts.max_attempts;
+}
+
 /* Abandons the batch after a failed turn and notes why, for the instance's
  * status (process_item records it). */
 static void retry_later(turn_ctx *c, int64_t delay_ms, const char *what,
                         const char *detail)
 {
-    snprintf(c->problem, sizeof(c->problem),
-             "%s (delivery %u; the batch fails as poison after "
-             "max_attempts %u): %.300s",
-             what, c->item->attempt, c->rt->opts.max_attempts, detail);
+    if (failing_as_poison(c))
+        snprintf(c->problem, sizeof(c->problem),
+                 "%s while failing the instance as poison (delivery %u, past "
+                 "max_attempts %u; tried again in %lld ms): %.300s",
+                 what, c->item->attempt, c->rt->opts.max_attempts,
+                 (long long)delay_ms, detail);
+    else
+        snprintf(c->problem, sizeof(c->problem),
+                 "%s (delivery %u; the batch fails as poison after "
+                 "max_attempts %u): %.300s",
+                 what, c->item->attempt, c->rt->opts.max_attempts, detail);
     c->retry_at = duro__add_ms(duro__wall_ms(), delay_ms);
+}
+
+/* What a failed ack means, for the log and the instance's status, when
+ * the forecast "fails as poison after max_attempts" does not hold: the
+ * store refused the write (not retryable), so the poison failure, a write
+ * too, may be refused as well; or it already was. Writes it into c->problem
+ * (with the next try after delay_ms) and returns 1; 0 for the other
+ * failures, which retry_later describes. */
+static int refused_problem(turn_ctx *c, int rc, const duro_error *err,
+                           int64_t delay_ms)
+{
+    unsigned attempt = c->item->attempt, max = c->rt->opts.max_attempts;
+    if (failing_as_poison(c) && !err->retryable && rc == DURO_STORAGE)
+        snprintf(c->problem, sizeof(c->problem),
+                 "the store refuses writes: the instance cannot progress "
+                 "until the store is repaired (delivered %u times, past "
+                 "max_attempts %u: failing it as poison is refused too; "
+                 "tried again in %lld ms): %.300s",
+                 attempt, max, (long long)delay_ms, err->message);
+    else if (failing_as_poison(c))
+        snprintf(c->problem, sizeof(c->problem),
+                 "failing the instance as poison could not be committed "
+                 "(delivery %u, past max_attempts %u; tried again in %lld "
+                 "ms): %.300s",
+                 attempt, max, (long long)delay_ms, err->message);
+    else if (!err->retryable && rc == DURO_STORAGE)
+        snprintf(c->problem, sizeof(c->problem),
+                 "the turn could not be committed, the store refused it "
+                 "(delivery %u; tried again in %lld ms; after max_attempts "
+                 "%u the instance is failed as poison, if the store takes "
+                 "that write): %.300s",
+                 attempt, (long long)delay_ms, max, err->message);
+    else
+        return 0;
+    c->retry_at = duro__add_ms(duro__wall_ms(), delay_ms);
+    return 1;
 }
 
 static int abandon(turn_ctx *c, int64_t delay_ms)
@@ -380,18 +430,30 @@ static int acked(turn_ctx *c, int rc, const duro_error *err)
                              "code must not block)"
                            : "");
         } else {
+            int64_t delay = err->retryable ? 10 : 1000;
             if (err->retryable)
                 DURO__COUNT(rt, m_storage_retries);
-            duro__log(
-                &rt->logger, err->retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
-                "ack of instance '%.200s' failed: %s", instance, err->message);
             /* A failed ack may have committed (provider.h): when the
              * abandon finds the lock gone, it probably did, and nothing is
              * retried - no problem to record (it would outlive the turn,
              * even on a finished instance). */
-            if (abandon(c, err->retryable ? 10 : 1000) != DURO_LOCK_LOST)
-                retry_later(c, err->retryable ? 10 : 1000,
-                            "the turn could not be committed", err->message);
+            int gone = abandon(c, delay) == DURO_LOCK_LOST;
+            if (!refused_problem(c, rc, err, delay))
+                retry_later(c, delay, "the turn could not be committed",
+                            err->message);
+            if (gone)
+                c->problem[0] = '\0';
+            /* The poison failure refused too: say what that means, not
+             * that the instance fails (it cannot, until the store takes a
+             * write). */
+            if (failing_as_poison(c) && !err->retryable && !gone)
+                duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%.200s': %s",
+                          instance, c->problem);
+            else
+                duro__log(&rt->logger,
+                          err->retryable ? DURO_LOG_DEBUG : DURO_LOG_ERROR,
+                          "ack of instance '%.200s' failed: %s", instance,
+                          err->message);
         }
         return rc;
     }
@@ -567,7 +629,6 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
     char why[512];
     int rc;
     if (item->attempt > rt->opts.max_attempts) {
-        DURO__COUNT(rt, m_poison);
         /* The last problem recorded says why the deliveries failed (a
          * turn the store refused) */
         snprintf(why, sizeof(why),
@@ -577,9 +638,15 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
                  item->last_problem != NULL ? "; the last: " : "",
                  item->last_problem != NULL ? item->last_problem : "");
         duro__utf8_scrub(why); /* stored: no character cut in two */
-        duro__log(&rt->logger, DURO_LOG_ERROR, "%s", why);
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_INFRASTRUCTURE);
+        /* Counted and logged once it happened: a store that refuses the
+         * failure's write too sees it tried again on every delivery, and
+         * acked() logs what that means instead. */
+        if (rc == DURO_OK) {
+            DURO__COUNT(rt, m_poison);
+            duro__log(&rt->logger, DURO_LOG_ERROR, "%s", why);
+        }
     } else if (c.entry == NULL && !codeless_possible(item)) {
         if (version != NULL)
             snprintf(why, sizeof(why),

@@ -319,18 +319,39 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
     char why[512];
 
     if (w->attempt > rt->opts.max_attempts) {
-        DURO__COUNT(rt, m_poison);
         snprintf(why, sizeof(why),
                  "poison message: activity '%s' was delivered %u times "
                  "without completing (max_attempts %u)",
                  x->name, w->attempt, rt->opts.max_attempts);
         duro__utf8_scrub(why); /* a name cut short by the buffer */
-        duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s': %s",
-                  x->instance_id, why);
         fill_failure(&completion, x, why, DURO_CATEGORY_INFRASTRUCTURE);
-        if (ack_with_retries(rt, x->name, w->lock_token, &completion, NULL,
-                             &err) == DURO_OK)
+        int rc = ack_with_retries(rt, x->name, w->lock_token, &completion, NULL,
+                                  &err);
+        if (rc == DURO_OK) {
+            /* counted and logged once it happened */
+            DURO__COUNT(rt, m_poison);
+            duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s': %s",
+                      x->instance_id, why);
             resolved(rt, w);
+        } else if (rc == DURO_STORAGE && !err.retryable) {
+            /* The store refuses the failure too: the row comes back when
+             * its lock expires, and is refused again until it is
+             * repaired. Say that, not that the activity failed. */
+            char refused[1024]; /* cut to the problem's size when set */
+            snprintf(refused, sizeof(refused),
+                     "the store refuses writes: the instance cannot progress "
+                     "until the store is repaired (activity '%.100s', event "
+                     "%llu, delivered %u times, past max_attempts %u: "
+                     "failing it as poison is refused too; tried again when "
+                     "its lock expires): %.300s",
+                     x->name, (unsigned long long)x->source_id, w->attempt,
+                     rt->opts.max_attempts, err.message);
+            duro__log(&rt->logger, DURO_LOG_ERROR, "instance '%s': %s",
+                      x->instance_id, refused);
+            duro__runtime_set_problem(rt, x->instance_id, refused,
+                                      duro__wall_ms() +
+                                          rt->opts.worker_lock_timeout_ms);
+        }
         return 0;
     }
     const duro__activity_entry *entry =

@@ -691,6 +691,113 @@ TEST(retryable_ack_errors_count_toward_poison)
     done_faulty(&f, w);
 }
 
+/* Whether the instance's recorded problem holds `needle`. */
+static int problem_has(rt_fixture *f, const char *id, const char *needle)
+{
+    duro_instance_info *i = NULL;
+    if (duro_client_get_status(f->client, id, &i) != DURO_OK)
+        return 0;
+    int has = i->last_problem != NULL && strstr(i->last_problem, needle);
+    duro_free(i);
+    return has;
+}
+
+/* A store that refuses every turn's commit (a corrupted history page, say)
+ * but still takes other writes: the deliveries' problem says the store
+ * refused the turn and hedges the poison forecast; past max_attempts the
+ * poison failure is refused too, so the problem and the log say that the
+ * instance cannot progress until the store is repaired - not that it fails
+ * as poison, which never comes (it said "the batch fails as poison after
+ * max_attempts" at every delivery, and logged "poison message" every
+ * second, for ever). Once the store takes writes again, the failure
+ * commits and is counted then. */
+TEST(a_store_refusing_every_turn_says_the_instance_cannot_progress)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_refused.db");
+    f.opts.max_attempts = 2;
+    duro_provider *w = start_faulty(&f, 6); /* problems are recorded from 4 */
+    faulty_provider_fail_always(w, FAULTY_ACK_ORCHESTRATION_ITEM, 0, 1);
+    rt_start_instance(&f, "p", "Chain", "1");
+    WAIT_UNTIL(problem_has(&f, "p", "the store refused it"), WAIT_MS);
+    CHECK(problem_has(&f, "p", "if the store takes that write"));
+    WAIT_UNTIL(problem_has(&f, "p",
+                           "cannot progress until the store is "
+                           "repaired"),
+               WAIT_MS);
+    duro_instance_info *i = NULL;
+    CHECK_OK(duro_client_get_status(f.client, "p", &i));
+    CHECK_EQ(i->status, DURO_STATUS_PENDING); /* no turn ever committed */
+    CHECK_MSG(i->last_problem != NULL &&
+                  strstr(i->last_problem, "the store refuses writes") ==
+                      i->last_problem &&
+                  strstr(i->last_problem, "failing it as poison is refused "
+                                          "too") != NULL &&
+                  strstr(i->last_problem, "injected permanent failure of "
+                                          "ack") != NULL &&
+                  strstr(i->last_problem, "fails as poison after") == NULL,
+              "'%s'", i->last_problem ? i->last_problem : "(null)");
+    duro_free(i);
+    CHECK_INT(rt_log_hits_at(DURO_LOG_ERROR, "instance 'p': the store "
+                                             "refuses writes: the instance "
+                                             "cannot progress"),
+              >=, 1);
+    CHECK_EQ(rt_log_hits("poison message"), 0);
+
+    faulty_provider_fail_always(w, FAULTY_ACK_ORCHESTRATION_ITEM, 0, 0);
+    i = rt_wait(&f, "p", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_FAILED);
+    CHECK_MSG(i->error && strstr(i->error, "poison message") == i->error &&
+                  strstr(i->error, "the last: the store refuses writes") !=
+                      NULL,
+              "'%s'", i->error ? i->error : "(null)");
+    duro_free(i);
+    CHECK_EQ(rt_log_hits_at(DURO_LOG_ERROR, "poison message"), 1);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_EQ(m.poison_messages, 1);
+    done_faulty(&f, w);
+}
+
+/* The same on the worker side: an activity whose completion the store
+ * refuses runs again at every delivery; past max_attempts its poison
+ * failure is refused too, and the problem and the log say the instance
+ * cannot progress, not that the activity failed (counted and logged once
+ * the failure commits). */
+TEST(refused_activity_results_say_the_instance_cannot_progress)
+{
+    rt_fixture f;
+    init_faulty(&f, "rtf_refused_activity.db");
+    f.opts.max_attempts = 2;
+    f.opts.worker_lock_timeout_ms = 1000; /* the refused poison waits */
+    f.opts.lock_renewal_ms = 100;
+    duro_provider *w = start_faulty(&f, 6);
+    faulty_provider_fail_always(w, FAULTY_ACK_WORK_ITEM, 0, 1);
+    rt_start_instance(&f, "a", "Chain", "1");
+    WAIT_UNTIL(problem_has(&f, "a",
+                           "cannot progress until the store is "
+                           "repaired (activity 'Add'"),
+               WAIT_MS);
+    CHECK(problem_has(&f, "a", "failing it as poison is refused too"));
+    CHECK_EQ(rt_status(&f, "a"), DURO_STATUS_RUNNING);
+    CHECK_INT(rt_log_hits_at(DURO_LOG_ERROR, "instance 'a': the store "
+                                             "refuses writes"),
+              >=, 1);
+    CHECK_EQ(rt_log_hits("poison message"), 0);
+
+    faulty_provider_fail_always(w, FAULTY_ACK_WORK_ITEM, 0, 0);
+    duro_instance_info *i = rt_wait(&f, "a", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_FAILED); /* Chain fails with it */
+    CHECK_MSG(i->error && strstr(i->error, "poison message: activity 'Add'"),
+              "'%s'", i->error ? i->error : "(null)");
+    duro_free(i);
+    CHECK_EQ(rt_log_hits_at(DURO_LOG_ERROR, "poison message"), 1);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_EQ(m.poison_messages, 1);
+    done_faulty(&f, w);
+}
+
 /* A worker slot retries a failed ack in place (5, 10, 20 ... ms) while the
  * error is retryable: the activity is not run again. */
 static void activity_ack_retries(int version, const char *db)
@@ -1460,6 +1567,8 @@ TEST_MAIN(T(orchestration_fetch_errors_back_off_and_recover),
           T(orchestration_ack_and_fetch_errors_abandon_the_turn),
           T(orchestration_ack_errors_abandon_the_turn_version_1),
           T(retryable_ack_errors_count_toward_poison),
+          T(a_store_refusing_every_turn_says_the_instance_cannot_progress),
+          T(refused_activity_results_say_the_instance_cannot_progress),
           T(activity_ack_errors_are_retried_in_place),
           T(activity_ack_retries_run_out_and_the_row_is_abandoned),
           T(abandon_after_failed_acks_and_failed_abandons),

@@ -291,13 +291,14 @@ static int check_is_store(const duro__sqlite_provider *p,
     if (st->others > 0)
         return duro_error_set(err, DURO_SCHEMA, 0,
                               "database file %s holds %lld other schema "
-                              "objects (tables, indexes, views or triggers) "
+                              "object%s (tables, indexes, views or triggers) "
                               "but no duro_schema table: it is "
                               "another application's database, not a duro "
                               "store, and duro does not take it over; "
                               "nothing in it was changed (give duro a new "
                               "or empty file)",
-                              p->cfg.path, (long long)st->others);
+                              p->cfg.path, (long long)st->others,
+                              st->others == 1 ? "" : "s");
     return DURO_OK;
 }
 
@@ -564,6 +565,19 @@ int duro__sqlite_error(duro__sqlite_conn *c, int rc, const char *op,
                               detail, sqlite3_errstr(rc));
     if (primary == SQLITE_NOMEM)
         return duro_error_set(err, DURO_NOMEM, 0, "sqlite %s: %s", op, detail);
+    if (primary == SQLITE_FULL && c->db != NULL) {
+        /* What it means and that it passes, for the operator who reads it
+         * in a log (docs/sqlite-provider.md, "A full disk") */
+        const char *file = sqlite3_db_filename(c->db, "main");
+        return duro_error_set(err, DURO_STORAGE, 0,
+                              "sqlite %s: %s (code %d): the file system of "
+                              "%s has no room left; the failed call changed "
+                              "nothing, and the store works again once "
+                              "space is freed",
+                              op, detail, rc,
+                              file != NULL && file[0] != '\0' ? file
+                                                              : "the store");
+    }
     return duro_error_set(err, DURO_STORAGE, 0, "sqlite %s: %s (%s, code %d)",
                           op, detail, sqlite3_errstr(rc), rc);
 }
@@ -684,6 +698,20 @@ int duro__sqlite_write_begin(duro__sqlite_provider *p, const char *op,
         pthread_mutex_unlock(&p->urgent_lock);
     }
     pthread_mutex_lock(&p->write_lock);
+    /* A WAL past its cap: the checkpoint first (one atomic load when it is
+     * not). Checked under write_lock, so of the writers waiting for it
+     * only the one whose commit crossed the cap got past; a few tries at
+     * most (each ends by starting the WAL over or by finding it held
+     * back). Urgent writes (renewals, a few frames each) do not wait. */
+    for (int tries = 0;
+         tries < 3 && p->has_checkpointer &&
+         atomic_load(&p->wal_frames) >= 2 * p->checkpoint_frames &&
+         atomic_load(&p->sweeps) == 0 && !atomic_load(&p->checkpoint_held_back);
+         tries++) {
+        pthread_mutex_unlock(&p->write_lock);
+        duro__sqlite_checkpoint_behind(p);
+        pthread_mutex_lock(&p->write_lock);
+    }
     return write_begin_locked(p, op, out, err);
 }
 
@@ -733,10 +761,19 @@ int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
  * threshold, holding the write lock for as long as it copies pages back and
  * syncs (~17 ms every few thousand commits: a fifth of the writer's time
  * under load). A checkpoint does not need the write lock, so it runs here,
- * after the commit, on its own connection, while other threads write. */
-
-/* Frames between checkpoints (~20 MB of WAL with 2 KiB pages). */
-#define CHECKPOINT_FRAMES 10000
+ * after the commit, on its own connection, while other threads write.
+ *
+ * The WAL must also stay small: it is disk space the store takes beside the
+ * database, and a checkpoint grows the database by what it copies. It
+ * starts over (is rewritten from its first frame) only at a write that
+ * finds every frame copied back and no reader on it; under a load that
+ * never pauses, a checkpoint that runs beside the writers never finds that,
+ * so the WAL would grow for ever. Hence the policy below: every
+ * cfg.checkpoint_pages new frames a PASSIVE checkpoint, and when commits
+ * went on while it ran, a RESTART under write_lock to copy the rest and
+ * make the next write start the WAL over. journal_size_limit then cuts the
+ * file back at that write, so space a sweep or a large transaction took is
+ * given back. */
 
 /* How long a RESTART checkpoint waits for the writer and for readers of
  * older snapshots (its connection's busy timeout). While it waits, SQLite
@@ -769,10 +806,101 @@ int duro__sqlite_checkpoint_setup(duro__sqlite_provider *p, duro_error *err)
     if (rc != DURO_OK)
         return rc;
     sqlite3_busy_timeout(p->checkpointer.db, CHECKPOINT_WAIT_MS);
-    if (p->checkpoint_frames == 0)
-        p->checkpoint_frames = CHECKPOINT_FRAMES;
+    p->checkpoint_frames = p->cfg.checkpoint_pages;
+    /* The writer's first commit after the WAL started over truncates the
+     * file to this size (when it is larger): what a checkpoint interval
+     * fills, twice over. Per connection, and only the writer writes WAL
+     * frames. (A file of 4 KiB pages made by an older duro keeps them.) */
+    int64_t page_size = 0;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(p->writer.db, "PRAGMA page_size", -1, &s, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        page_size = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    if (page_size <= 0)
+        page_size = 4096;
+    snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %lld",
+             (long long)duro__sqlite_wal_limit_bytes(p->cfg.checkpoint_pages,
+                                                     page_size));
+    rc = exec_sql(&p->writer, sql, "open: journal_size_limit", err);
+    if (rc != DURO_OK)
+        return rc;
     sqlite3_wal_hook(p->writer.db, wal_hook, p);
     return DURO_OK;
+}
+
+int64_t duro__sqlite_wal_limit_bytes(int checkpoint_pages, int64_t page_size)
+{
+    /* a WAL header of 32 bytes, then frames of a 24-byte header and a page */
+    return 32 + 2 * (int64_t)checkpoint_pages * (24 + page_size);
+}
+
+/* Runs a checkpoint when the WAL holds checkpoint_frames frames more than
+ * the last one copied, the WAL having `frames` frames after the last
+ * commit; with `behind`, when it holds twice the interval at all, and then
+ * it ends with a RESTART. The caller holds checkpoint_lock. */
+static void checkpoint_locked(duro__sqlite_provider *p, int frames, int behind)
+{
+    int every = p->checkpoint_frames;
+    if (frames < p->checkpointed)
+        p->checkpointed = 0; /* the WAL was rewound since */
+    behind = behind && frames >= 2 * every;
+    if (frames - p->checkpointed < every && !behind)
+        return;
+    /* PASSIVE copies what it can without waiting for anyone. When it copied
+     * everything and nothing was committed meanwhile, the next write starts
+     * the WAL over by itself. Otherwise (commits went on while it copied,
+     * as under a load that never pauses) RESTART copies the rest, waits (at
+     * most CHECKPOINT_WAIT_MS) for the readers still on the WAL and lets the
+     * next write start it over. While it waits, every new writer waits too,
+     * so it is not tried when it cannot succeed: while a sweep of this
+     * provider holds its snapshot, within a second of one that gave up,
+     * and - unless writers wait past the cap - when PASSIVE copied nothing
+     * new and not everything (a reader holds an old snapshot: a bulk sweep
+     * of another provider or process between two of its batches, a long
+     * read elsewhere; or a short read that the RESTART of a writer past
+     * the cap then outwaits). The WAL then grows until the reader is gone;
+     * the next checkpoint catches up, and journal_size_limit gives the
+     * space back when the WAL starts over. */
+    int log = 0, done = 0;
+    int rc = sqlite3_wal_checkpoint_v2(p->checkpointer.db, NULL,
+                                       SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+    int64_t now = duro__mono_ms();
+    int moving = done == log || done > p->checkpointed;
+    /* (a transaction of this provider may be under way unseen: then the
+     * WAL does not start over, and the next checkpoint or a writer past
+     * the cap, which always ends with RESTART, catches up) */
+    int caught_up =
+        !behind && done == log && atomic_load(&p->wal_frames) <= log;
+    if (rc == SQLITE_OK && (moving || behind) && !caught_up &&
+        atomic_load(&p->sweeps) == 0 && now >= p->restart_after_ms) {
+        /* Under write_lock: this provider's writers would wait anyway, and
+         * RESTART need not win SQLite's write lock from them (its busy
+         * handler polls, and a writer that never pauses would keep taking
+         * the lock back). */
+        pthread_mutex_lock(&p->write_lock);
+        rc = sqlite3_wal_checkpoint_v2(p->checkpointer.db, NULL,
+                                       SQLITE_CHECKPOINT_RESTART, &log, &done);
+        /* Every frame is copied and no reader is on the WAL: the next
+         * write starts it over (no commit of this provider comes between,
+         * it waits for write_lock; another process's commit would set the
+         * count again through the hook of our next commit). */
+        if (rc == SQLITE_OK)
+            atomic_store(&p->wal_frames, 0);
+        pthread_mutex_unlock(&p->write_lock);
+        if (rc == SQLITE_BUSY)
+            p->restart_after_ms = now + 1000;
+    }
+    /* Writers past the cap wait only for a checkpoint that can catch up:
+     * not within a second of a RESTART that a reader made give up, nor
+     * while checkpoints fail (a full disk: the database cannot grow). */
+    atomic_store(&p->checkpoint_held_back,
+                 (rc != SQLITE_OK && rc != SQLITE_BUSY) ||
+                     now < p->restart_after_ms);
+    if (rc == SQLITE_OK || rc == SQLITE_BUSY)
+        p->checkpointed = done > 0 ? done : p->checkpointed;
+    atomic_fetch_add(&p->checkpoints, 1);
 }
 
 void duro__sqlite_checkpoint(duro__sqlite_provider *p)
@@ -780,49 +908,28 @@ void duro__sqlite_checkpoint(duro__sqlite_provider *p)
     if (!p->has_checkpointer)
         return;
     int frames = atomic_load(&p->wal_frames);
-    int every = p->checkpoint_frames;
-    if (frames < every || pthread_mutex_trylock(&p->checkpoint_lock) != 0)
+    if (frames < p->checkpoint_frames ||
+        pthread_mutex_trylock(&p->checkpoint_lock) != 0)
         return;
-    if (frames < p->checkpointed)
-        p->checkpointed = 0; /* the WAL was rewound since */
-    if (frames - p->checkpointed >= every) {
-        /* PASSIVE copies what it can without waiting for anyone. Under a
-         * load that never pauses, the WAL is never fully copied at the
-         * start of a write, so it never rewinds and keeps growing; past four
-         * times the threshold, after PASSIVE, RESTART waits (at most
-         * CHECKPOINT_WAIT_MS) for the readers still on the WAL, copies the
-         * rest and lets the next write start the WAL over. While it waits,
-         * every new writer waits too, so it is not tried when it cannot
-         * succeed: when PASSIVE copied nothing new and not everything (a
-         * reader holds an old snapshot: a bulk sweep, of this provider or of
-         * another process, between two of its batches; a long read
-         * elsewhere - short readers only lag a commit or two, and PASSIVE
-         * gets past them), while a sweep of this provider holds its
-         * snapshot, or within a second of one that gave up. The WAL then
-         * grows until the reader is gone; the next checkpoint catches up. */
-        int log = 0, done = 0;
-        int rc = sqlite3_wal_checkpoint_v2(
-            p->checkpointer.db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
-        int64_t now = duro__mono_ms();
-        int moving = done == log || done > p->checkpointed;
-        if (rc == SQLITE_OK && moving && frames >= 4 * every &&
-            atomic_load(&p->sweeps) == 0 && now >= p->restart_after_ms) {
-            /* Under write_lock: this provider's writers would wait anyway,
-             * and RESTART need not win SQLite's write lock from them (its
-             * busy handler polls, and a writer that never pauses would
-             * keep taking the lock back). */
-            pthread_mutex_lock(&p->write_lock);
-            rc = sqlite3_wal_checkpoint_v2(p->checkpointer.db, NULL,
-                                           SQLITE_CHECKPOINT_RESTART, &log,
-                                           &done);
-            pthread_mutex_unlock(&p->write_lock);
-            if (rc == SQLITE_BUSY)
-                p->restart_after_ms = now + 1000;
-        }
-        if (rc == SQLITE_OK || rc == SQLITE_BUSY)
-            p->checkpointed = done > 0 ? done : p->checkpointed;
-        atomic_fetch_add(&p->checkpoints, 1);
-    }
+    checkpoint_locked(p, frames, 0);
+    pthread_mutex_unlock(&p->checkpoint_lock);
+}
+
+void duro__sqlite_checkpoint_behind(duro__sqlite_provider *p)
+{
+    /* Past twice the interval the checkpoints have fallen behind the
+     * writers (a checkpoint's copies and syncs are slower than commits that
+     * wait for no disk, at synchronous=normal): a writer waits for the one
+     * running, or runs one, before it writes. Writes are serialized by
+     * write_lock, so the WAL passes the cap by at most the transaction that
+     * crossed it (per provider: each knows the WAL's size from its own last
+     * commit) and the renewals that skip this. Not when the checkpoint
+     * cannot catch up (a reader held the WAL back for longer than a RESTART
+     * waits, or checkpoints fail): writers would wait for nothing. */
+    if (atomic_load(&p->sweeps) > 0 || atomic_load(&p->checkpoint_held_back))
+        return;
+    pthread_mutex_lock(&p->checkpoint_lock);
+    checkpoint_locked(p, atomic_load(&p->wal_frames), 1);
     pthread_mutex_unlock(&p->checkpoint_lock);
 }
 

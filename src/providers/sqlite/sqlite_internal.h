@@ -31,6 +31,9 @@ typedef struct duro__sqlite_config {
     int read_only;        /* mode=ro: every connection SQLITE_OPEN_READONLY,
                              no PRAGMA that writes, no migration, every
                              write refused; implies create=0 */
+    int checkpoint_pages; /* WAL frames between checkpoints; the WAL
+                             starts over past them (see
+                             duro__sqlite_checkpoint) */
 } duro__sqlite_config;
 
 /* Parses `spec` (the URL after "sqlite:") into cfg; DURO_BAD_URL with the
@@ -676,18 +679,22 @@ typedef struct duro__sqlite_provider {
     duro__sqlite_conn checkpointer;
     int has_checkpointer;
     pthread_mutex_t checkpoint_lock;
-    _Atomic int wal_frames;       /* WAL size after the last commit */
-    _Atomic uint64_t checkpoints; /* run so far, for tests */
-    int checkpointed;             /* frames backfilled by the last
-                                     checkpoint (under checkpoint_lock) */
-    int64_t restart_after_ms;     /* no RESTART checkpoint before (one
-                                     gave up; under checkpoint_lock) */
-    int checkpoint_frames;        /* new frames between checkpoints;
-                                     RESTART past 4 times as many (set
-                                     once at open; a test may lower it) */
-    _Atomic int wake_sticky;      /* wake(p, 1) until wake(p, 0) */
-    _Atomic int sweeps;           /* bulk sweeps holding a snapshot open
-                                     (no RESTART checkpoint meanwhile) */
+    _Atomic int wal_frames;           /* WAL size after the last commit */
+    _Atomic uint64_t checkpoints;     /* run so far, for tests */
+    int checkpointed;                 /* frames backfilled by the last
+                                         checkpoint (under checkpoint_lock) */
+    int64_t restart_after_ms;         /* no RESTART checkpoint before (one
+                                         gave up; under checkpoint_lock) */
+    int checkpoint_frames;            /* new frames between checkpoints
+                                         (cfg.checkpoint_pages; a test may
+                                         lower it right after open) */
+    _Atomic int checkpoint_held_back; /* the last checkpoint could not
+                                         catch up (a RESTART gave up for a
+                                         reader, or it failed): writers
+                                         past the cap do not wait */
+    _Atomic int wake_sticky;          /* wake(p, 1) until wake(p, 0) */
+    _Atomic int sweeps;               /* bulk sweeps holding a snapshot open
+                                         (no RESTART checkpoint meanwhile) */
 
     _Atomic uint64_t statements_prepared;
     _Atomic uint64_t steps;    /* sqlite3_step calls, for the fault hook */
@@ -770,10 +777,20 @@ void duro__sqlite_reader_release(duro__sqlite_provider *p,
                                  duro__sqlite_conn *c);
 
 /* Checkpoints the WAL when enough frames accumulated since the last
- * checkpoint. Call without write_lock held. */
+ * checkpoint, unless another thread is checkpointing. Call without
+ * write_lock held (after a commit). */
 void duro__sqlite_checkpoint(duro__sqlite_provider *p);
-/* Installs the WAL hook on the writer (replacing SQLite's autocheckpoint). */
+/* For a writer about to begin while the WAL is past twice the interval:
+ * waits for the checkpoint running, or runs one. Call without write_lock
+ * held. */
+void duro__sqlite_checkpoint_behind(duro__sqlite_provider *p);
+/* Installs the WAL hook on the writer (replacing SQLite's autocheckpoint)
+ * and sets its journal_size_limit. */
 int duro__sqlite_checkpoint_setup(duro__sqlite_provider *p, duro_error *err);
+/* The writer's journal_size_limit for a checkpoint interval of
+ * checkpoint_pages frames of page_size bytes: the WAL file is cut back to
+ * it when the WAL starts over. */
+int64_t duro__sqlite_wal_limit_bytes(int checkpoint_pages, int64_t page_size);
 
 /* Wakes wait_for_work on `queue` after a commit that made `items` items
  * fetchable: one waiter per item (all waiters when items > 1), so idle

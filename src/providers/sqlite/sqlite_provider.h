@@ -18,9 +18,10 @@ uint64_t duro__sqlite_statements_prepared(duro_provider *p);
  * duro__sqlite_checkpoint), for tests. */
 uint64_t duro__sqlite_checkpoints(duro_provider *p);
 
-/* Sets the new WAL frames between checkpoints (RESTART past four times as
- * many), for a test that needs checkpoints without writing ~80 MB. Call
- * right after opening, before any other thread uses the provider. */
+/* Sets the new WAL frames between checkpoints (what the URL's
+ * checkpoint_pages sets; writers wait for a checkpoint past twice as many),
+ * for a test that needs many checkpoints. Call right after opening, before
+ * any other thread uses the provider. */
 void duro__sqlite_set_checkpoint_frames(duro_provider *p, int frames);
 
 /* Makes the nth_step-th sqlite3_step call from now (counting every step on

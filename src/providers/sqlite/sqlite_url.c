@@ -11,6 +11,13 @@
 #define DEFAULT_MAX_HISTORY 100000
 #define DEFAULT_MAX_PAYLOAD (1024 * 1024)
 #define DEFAULT_POOL 4
+/* ~8 MB of WAL frames with 2 KiB pages, so the WAL file stays under ~17 MB
+ * (twice the interval; see duro__sqlite_checkpoint). 1000 (SQLite's own
+ * wal_autocheckpoint) cost a quarter of chain's throughput; 4000 nothing
+ * measurable at 1,000 chains, a few percent over longer runs
+ * (bench/RESULTS.md, issue 21). */
+#define DEFAULT_CHECKPOINT_PAGES 4000
+#define MAX_CHECKPOINT_PAGES 1000000
 #define MAX_PAYLOAD_LIMIT 1000000000u /* SQLite's default SQLITE_MAX_LENGTH */
 
 /* Parses a decimal number of [min, max] from value[0..len); 0 on success. */
@@ -50,12 +57,13 @@ enum {
     PARAM_PAYLOAD,
     PARAM_POOL,
     PARAM_CREATE,
-    PARAM_MODE
+    PARAM_MODE,
+    PARAM_CHECKPOINT
 };
 
 static const char *const param_names[] = {
     "synchronous", "busy_timeout_ms", "max_history", "max_payload",
-    "pool",        "create",          "mode"};
+    "pool",        "create",          "mode",        "checkpoint_pages"};
 
 /* Applies one "key=value" of length len. */
 static int parse_param(const char *param, size_t len, unsigned *seen,
@@ -83,7 +91,8 @@ static int parse_param(const char *param, size_t len, unsigned *seen,
         return duro_error_set(err, DURO_BAD_URL, 0,
                               "unknown sqlite URL parameter '%.*s' (known: "
                               "synchronous, busy_timeout_ms, max_history, "
-                              "max_payload, pool, create, mode)",
+                              "max_payload, pool, create, mode, "
+                              "checkpoint_pages)",
                               (int)key_len, param);
     if (*seen & (1u << which))
         return duro_error_set(err, DURO_BAD_URL, 0,
@@ -139,6 +148,12 @@ static int parse_param(const char *param, size_t len, unsigned *seen,
             return DURO_OK;
         }
         break;
+    case PARAM_CHECKPOINT:
+        if (parse_number(value, value_len, 1, MAX_CHECKPOINT_PAGES, &n) == 0) {
+            cfg->checkpoint_pages = (int)n;
+            return DURO_OK;
+        }
+        break;
     }
     static const char *const ranges[] = {
         "",
@@ -147,7 +162,8 @@ static int parse_param(const char *param, size_t len, unsigned *seen,
         "a number of bytes, 1 to 1000000000",
         "a number of connections, 0 to 64",
         "0 or 1",
-        "ro or rw"};
+        "ro or rw",
+        "a number of WAL pages, 1 to 1000000"};
     return duro_error_set(err, DURO_BAD_URL, 0,
                           "bad value '%.*s' for sqlite URL parameter %s "
                           "(expected %s)",
@@ -182,6 +198,7 @@ int duro__sqlite_parse_url(const char *spec, duro__sqlite_config *cfg,
     cfg->max_payload = DEFAULT_MAX_PAYLOAD;
     cfg->pool = DEFAULT_POOL;
     cfg->create = 1;
+    cfg->checkpoint_pages = DEFAULT_CHECKPOINT_PAGES;
     if (spec == NULL)
         return duro_error_set(err, DURO_BAD_URL, 0, "sqlite URL is NULL");
 
