@@ -1124,12 +1124,14 @@ DURO_API int duro_client_store_stats(duro_client *c, duro_store_stats **out);
 /** Writes this client's counters to @p out in the Prometheus text
  * exposition format 0.0.4, then flushes it: one family,
  * duro_cancel_requests_total{outcome}, the cancellation requests made
- * through this client since it was created, by outcome - cancelled,
- * already_cancelled (cancelled, or a request pending), not_found,
- * invalid_status (Completed or Failed) - each written from the start, at
- * 0. duro_client_cancel() counts one; duro_client_cancel_many() one per
- * distinct id it decided; duro_client_cancel_matching() (not a dry run)
- * counts the instances it cancelled. A process that runs a runtime and a
+ * through this client since it was created, by outcome - requested (the
+ * instance's next turn decides), cancelled (decided by the request: the
+ * instance had not begun), already_cancelled (cancelled, or a request
+ * pending), not_found, invalid_status (Completed or Failed) - each written
+ * from the start, at 0. duro_client_cancel() counts one;
+ * duro_client_cancel_many() one per distinct id it decided;
+ * duro_client_cancel_matching() (not a dry run) counts the instances it
+ * reached, as requested or cancelled. A process that runs a runtime and a
  * client serves both texts one after the other: their families differ.
  * @return DURO_OK; DURO_INVALID for a NULL @p c or @p out; DURO_ERROR when
  * writing or flushing failed.

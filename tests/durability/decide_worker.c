@@ -64,13 +64,12 @@ int main(int argc, char **argv)
         }
         rc = control == 0 ? duro_client_cancel_many(c, ids, (size_t)n,
                                                     "killed?", "worker", cr)
-                          : duro_client_control_many(c, control, ids,
-                                                     (size_t)n, "killed?",
-                                                     "worker", tr);
+                          : duro_client_control_many(c, control, ids, (size_t)n,
+                                                     "killed?", "worker", tr);
     }
     if (rc != DURO_OK) {
-        fprintf(stderr, "decide_worker: %s: %s (%s)\n", verb,
-                duro_errname(rc), duro_errmsg());
+        fprintf(stderr, "decide_worker: %s: %s (%s)\n", verb, duro_errname(rc),
+                duro_errmsg());
         return 1;
     }
     say("done\n");

@@ -26,7 +26,7 @@
 #error "DECIDE_WORKER_PATH must name the decide_worker executable"
 #endif
 
-#define COUNT 1000          /* coprime with 7: the worker's walk */
+#define COUNT 1000            /* coprime with 7: the worker's walk */
 #define CHILD_DEADLINE 120000 /* ms; generous for ASan on a loaded machine */
 
 static const char *const verbs[] = {"cancel", "terminate", "suspend"};
@@ -100,9 +100,8 @@ static int check_instance(duro_provider *p, const duro_instance_info *in,
                   (long long)in->cancel_requested_ms);
         return 0;
     }
-    static const int status_of[] = {DURO_STATUS_CANCELLED,
-                                    DURO_STATUS_TERMINATED,
-                                    DURO_STATUS_SUSPENDED};
+    static const int status_of[] = {
+        DURO_STATUS_CANCELLED, DURO_STATUS_TERMINATED, DURO_STATUS_SUSPENDED};
     static const int kinds[3][3] = {
         {DURO_EVENT_ORCHESTRATION_STARTED,
          DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED,
@@ -111,8 +110,8 @@ static int check_instance(duro_provider *p, const duro_instance_info *in,
          0},
         {DURO_EVENT_ORCHESTRATION_STARTED, DURO_EVENT_EXECUTION_SUSPENDED, 0}};
     static const size_t events[] = {3, 2, 2};
-    CHECK_MSG(in->status == status_of[verb], "%s: %s after %s",
-              in->instance_id, duro_status_name(in->status), verbs[verb]);
+    CHECK_MSG(in->status == status_of[verb], "%s: %s after %s", in->instance_id,
+              duro_status_name(in->status), verbs[verb]);
     CHECK_EQ(in->execution_id, 1);
     CHECK_EQ(queued, 0); /* a suspend dropped the START, the only message */
     CHECK_EQ(in->cancel_requested_ms != 0, verb == 0);
@@ -131,8 +130,7 @@ static int check_instance(duro_provider *p, const duro_instance_info *in,
 static void check_integrity(const char *path)
 {
     sqlite3 *db = NULL;
-    CHECK_EQ(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
-             SQLITE_OK);
+    CHECK_EQ(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *s = NULL;
     CHECK_EQ(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &s, NULL),
              SQLITE_OK);
@@ -240,8 +238,8 @@ TEST(a_killed_request_decides_each_instance_whole_or_not_at_all)
     for (int r = 0; r < rounds; r++) {
         char name[32];
         snprintf(name, sizeof(name), "R%d", r);
-        CHECK_OK(duro_registry_add_orchestration(reg, name, NULL, orch_done,
-                                                 NULL));
+        CHECK_OK(
+            duro_registry_add_orchestration(reg, name, NULL, orch_done, NULL));
     }
     duro_runtime *rt = NULL;
     CHECK_OK(duro_runtime_create(url, reg, NULL, &rt));
