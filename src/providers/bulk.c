@@ -215,6 +215,41 @@ static int control_outcome(int status)
                : DURO_CONTROL_OUTCOME_FINISHED;
 }
 
+void duro__bulk_split_open(duro__bulk_split *s, int json)
+{
+    memset(s, 0, sizeof(*s));
+    s->json = json;
+    duro__strbuf_open(&s->send, json ? '[' : '{');
+    duro__strbuf_open(&s->decide, json ? '[' : '{');
+}
+
+void duro__bulk_split_add(duro__bulk_split *s, const char *id, int action)
+{
+    duro__strbuf *b = action == DURO__BULK_DECIDE ? &s->decide : &s->send;
+    duro__strbuf_sep(b);
+    if (s->json)
+        duro__strbuf_json(b, id);
+    else
+        duro__strbuf_quoted(b, id);
+    if (action == DURO__BULK_DECIDE)
+        s->n_decide++;
+    else
+        s->n_send++;
+}
+
+int duro__bulk_split_close(duro__bulk_split *s)
+{
+    duro__strbuf_add(&s->send, s->json ? "]" : "}", 1);
+    duro__strbuf_add(&s->decide, s->json ? "]" : "}", 1);
+    return s->send.oom || s->decide.oom ? DURO_NOMEM : DURO_OK;
+}
+
+void duro__bulk_split_free(duro__bulk_split *s)
+{
+    duro__free(s->send.s);
+    duro__free(s->decide.s);
+}
+
 int duro__bulk_decides_unbegun(const duro__bulk_request *r)
 {
     return r->kind == DURO_WORK_CANCEL_INSTANCE ||

@@ -3,6 +3,7 @@
 #ifndef DURO_PROVIDERS_H
 #define DURO_PROVIDERS_H
 
+#include "base/base.h"
 #include "duro/provider.h"
 
 /* `spec` is what follows "sqlite:" in the URL: a path or ":memory:",
@@ -194,6 +195,22 @@ enum {
  * is decided at once. Returns a DURO__BULK_* action. */
 int duro__bulk_decide(const duro__bulk_request *r, duro__bulk_decision *d,
                       int status, int pending, int first, int unbegun);
+
+/* The ids a request sends its message to and those it decides at once, as
+ * two arrays in the provider's literal syntax: a JSON array (SQLite's
+ * json_each) or a text[] literal (PostgreSQL). */
+typedef struct duro__bulk_split {
+    duro__strbuf send, decide;
+    size_t n_send, n_decide;
+    int json; /* 1: JSON arrays; 0: text[] literals */
+} duro__bulk_split;
+
+void duro__bulk_split_open(duro__bulk_split *s, int json);
+/* Adds id to the array of `action` (DURO__BULK_DECIDE, else send). */
+void duro__bulk_split_add(duro__bulk_split *s, const char *id, int action);
+/* Closes both arrays: DURO_NOMEM when either ran out of memory. */
+int duro__bulk_split_close(duro__bulk_split *s);
+void duro__bulk_split_free(duro__bulk_split *s);
 
 /* 1 when request r is decided at once for an instance that has not begun:
  * cancel, terminate and suspend; never resume (a resume needs a

@@ -284,7 +284,15 @@ TEST(a_full_disk_loses_nothing_and_the_store_recovers)
     CHECK(ticker != NULL && ticker->status == DURO_STATUS_COMPLETED);
     CHECK_STR(ticker ? ticker->output : NULL, "stopped");
     duro_free(ticker);
-    CHECK_INT(rt_log_hits_at(DURO_LOG_WARN, "the store answers again"), >=, 1);
+    /* A fetch whose failure was announced is followed by the line that
+     * says the store answers again. (Whether a fetch fails at all is
+     * timing: one may fit in WAL space already allocated, and only acks
+     * meet the full disk; seen under load.) */
+    if (rt_log_hits("fetch of orchestration work failed") +
+            rt_log_hits("fetch of activity work failed") >
+        0)
+        CHECK_INT(rt_log_hits_at(DURO_LOG_WARN, "the store answers again"), >=,
+                  1);
     rt_done(&f);
     sqlite3 *db = NULL;
     CHECK_EQ(sqlite3_open(in_dir("store.db"), &db), SQLITE_OK);

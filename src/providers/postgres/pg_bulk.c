@@ -146,44 +146,6 @@ static int send_and_decide(duro__pg_provider *p, duro__pg_conn *c,
     return DURO_OK;
 }
 
-/* Two text[] literals of ids, what a batch sends its message to and what
- * it decides at once. */
-typedef struct split {
-    duro__strbuf send, decide;
-    size_t n_send, n_decide;
-} split;
-
-static void split_open(split *s)
-{
-    memset(s, 0, sizeof(*s));
-    duro__strbuf_open(&s->send, '{');
-    duro__strbuf_open(&s->decide, '{');
-}
-
-static void split_add(split *s, const char *id, int action)
-{
-    duro__strbuf *b = action == DURO__BULK_DECIDE ? &s->decide : &s->send;
-    duro__strbuf_sep(b);
-    duro__strbuf_quoted(b, id);
-    if (action == DURO__BULK_DECIDE)
-        s->n_decide++;
-    else
-        s->n_send++;
-}
-
-static int split_close(split *s)
-{
-    duro__strbuf_add(&s->send, "}", 1);
-    duro__strbuf_add(&s->decide, "}", 1);
-    return s->send.oom || s->decide.oom ? DURO_NOMEM : DURO_OK;
-}
-
-static void split_free(split *s)
-{
-    duro__free(s->send.s);
-    duro__free(s->decide.s);
-}
-
 /* The body of cancel_instances and control_instances inside their
  * transaction. */
 static int request_instances_in_transaction(
@@ -202,12 +164,12 @@ static int request_instances_in_transaction(
     duro__pg_bind_text(c, s, 1, ids);
     duro__pg_bind_i64(c, s, 2, now);
     size_t seen = 0;
-    split got;
-    split_open(&got);
+    duro__bulk_split got;
+    duro__bulk_split_open(&got, 0);
     while ((rc = duro__pg_step(p, c, s)) == DURO__PG_ROW) {
         int64_t key = duro__pg_column_int64(s, 0);
         if (key < 0 || (uint64_t)key >= count) {
-            split_free(&got);
+            duro__bulk_split_free(&got);
             return duro_error_set(err, DURO_STORAGE, 0,
                                   "postgres %s: unnest gave index %lld of %zu",
                                   op, (long long)key, count);
@@ -218,11 +180,11 @@ static int request_instances_in_transaction(
             r, &found[key], status, duro__pg_column_int(s, 2) != 0,
             duro__pg_column_int64(s, 3) == 1, duro__pg_column_int(s, 4) != 0);
         if (action != DURO__BULK_SKIP)
-            split_add(&got, instance_ids[key], action);
+            duro__bulk_split_add(&got, instance_ids[key], action);
         seen++;
     }
     if (rc != DURO__PG_DONE) {
-        split_free(&got);
+        duro__bulk_split_free(&got);
         return duro__pg_error(c, rc, op, err);
     }
     duro__pg_reset(s);
@@ -230,12 +192,12 @@ static int request_instances_in_transaction(
         rc = duro_error_set(err, DURO_STORAGE, 0,
                             "postgres %s: unnest gave %zu ids of %zu", op, seen,
                             count);
-    else if (split_close(&got) != DURO_OK)
+    else if (duro__bulk_split_close(&got) != DURO_OK)
         rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     else
         rc = send_and_decide(p, c, r, got.send.s, got.n_send, got.decide.s,
                              got.n_decide, reason, by, now, woken, op, err);
-    split_free(&got);
+    duro__bulk_split_free(&got);
     return rc;
 }
 
@@ -473,8 +435,8 @@ static int request_batch(sweep *w, duro__pg_conn *c, const char *pairs,
     duro__pg_bind_text(c, s, 1, pairs);
     bind_filter(w, c, s, 0);
     size_t cap = 0;
-    split got;
-    split_open(&got);
+    duro__bulk_split got;
+    duro__bulk_split_open(&got, 0);
     int step;
     while ((step = duro__pg_step(p, c, s)) == DURO__PG_ROW) {
         if (*n == cap &&
@@ -490,15 +452,15 @@ static int request_batch(sweep *w, duro__pg_conn *c, const char *pairs,
         }
         int decide = duro__bulk_decides_unbegun(w->req) &&
                      duro__pg_column_int(s, 1) != 0;
-        split_add(&got, (*done)[*n],
-                  decide ? DURO__BULK_DECIDE : DURO__BULK_SEND);
+        duro__bulk_split_add(&got, (*done)[*n],
+                             decide ? DURO__BULK_DECIDE : DURO__BULK_SEND);
         (*n)++;
     }
     if (rc == DURO_OK && step != DURO__PG_DONE)
         rc = duro__pg_error(c, step, w->op, err);
     duro__pg_reset(s);
     if (rc == DURO_OK && *n > 0) {
-        if (split_close(&got) != DURO_OK)
+        if (duro__bulk_split_close(&got) != DURO_OK)
             rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
         else
             rc = send_and_decide(p, c, w->req, got.send.s, got.n_send,
@@ -506,7 +468,7 @@ static int request_batch(sweep *w, duro__pg_conn *c, const char *pairs,
                                  w->now, woken, w->op, err);
         *applied = got.n_decide;
     }
-    split_free(&got);
+    duro__bulk_split_free(&got);
     return rc;
 }
 

@@ -124,44 +124,6 @@ static int send_and_decide(duro__sqlite_provider *p, duro__sqlite_conn *c,
     return DURO_OK;
 }
 
-/* Two JSON arrays of ids, what a batch sends its message to and what it
- * decides at once. */
-typedef struct split {
-    duro__strbuf send, decide;
-    size_t n_send, n_decide;
-} split;
-
-static void split_open(split *s)
-{
-    memset(s, 0, sizeof(*s));
-    duro__strbuf_open(&s->send, '[');
-    duro__strbuf_open(&s->decide, '[');
-}
-
-static void split_add(split *s, const char *id, int action)
-{
-    duro__strbuf *b = action == DURO__BULK_DECIDE ? &s->decide : &s->send;
-    duro__strbuf_sep(b);
-    duro__strbuf_json(b, id);
-    if (action == DURO__BULK_DECIDE)
-        s->n_decide++;
-    else
-        s->n_send++;
-}
-
-static int split_close(split *s)
-{
-    duro__strbuf_add(&s->send, "]", 1);
-    duro__strbuf_add(&s->decide, "]", 1);
-    return s->send.oom || s->decide.oom ? DURO_NOMEM : DURO_OK;
-}
-
-static void split_free(split *s)
-{
-    duro__free(s->send.s);
-    duro__free(s->decide.s);
-}
-
 /* The body of cancel_instances and control_instances inside their
  * transaction. */
 static int request_instances_in_transaction(
@@ -177,13 +139,13 @@ static int request_instances_in_transaction(
     duro__sqlite_bind_text(c, s, 1, json);
     duro__sqlite_bind_i64(c, s, 2, now);
     size_t seen = 0;
-    split ids;
-    split_open(&ids);
+    duro__bulk_split ids;
+    duro__bulk_split_open(&ids, 1);
     int rc;
     while ((rc = duro__sqlite_step(p, c, s)) == SQLITE_ROW) {
         int64_t key = sqlite3_column_int64(s, 0);
         if (key < 0 || (uint64_t)key >= count) {
-            split_free(&ids);
+            duro__bulk_split_free(&ids);
             return duro_error_set(err, DURO_STORAGE, 0,
                                   "sqlite %s: json_each gave index %lld of %zu",
                                   op, (long long)key, count);
@@ -195,11 +157,11 @@ static int request_instances_in_transaction(
             r, &found[key], status, sqlite3_column_int(s, 2) != 0,
             sqlite3_column_int64(s, 3) == 1, sqlite3_column_int(s, 4) != 0);
         if (action != DURO__BULK_SKIP)
-            split_add(&ids, instance_ids[key], action);
+            duro__bulk_split_add(&ids, instance_ids[key], action);
         seen++;
     }
     if (rc != SQLITE_DONE) {
-        split_free(&ids);
+        duro__bulk_split_free(&ids);
         return duro__sqlite_error(c, rc, op, err);
     }
     sqlite3_reset(s);
@@ -207,12 +169,12 @@ static int request_instances_in_transaction(
         rc = duro_error_set(err, DURO_STORAGE, 0,
                             "sqlite %s: json_each gave %zu ids of %zu", op,
                             seen, count);
-    else if (split_close(&ids) != DURO_OK)
+    else if (duro__bulk_split_close(&ids) != DURO_OK)
         rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     else
         rc = send_and_decide(p, c, r, ids.send.s, ids.n_send, ids.decide.s,
                              ids.n_decide, reason, by, now, woken, op, err);
-    split_free(&ids);
+    duro__bulk_split_free(&ids);
     return rc;
 }
 
@@ -449,8 +411,8 @@ static int request_batch(sweep *w, duro__sqlite_conn *c, const char *pairs,
     duro__sqlite_bind_text(c, s, 1, pairs);
     bind_filter(w, c, s, 0);
     size_t cap = 0;
-    split ids;
-    split_open(&ids);
+    duro__bulk_split ids;
+    duro__bulk_split_open(&ids, 1);
     int rc = DURO_OK, step;
     while ((step = duro__sqlite_step(p, c, s)) == SQLITE_ROW) {
         if (*n == cap &&
@@ -466,15 +428,15 @@ static int request_batch(sweep *w, duro__sqlite_conn *c, const char *pairs,
         }
         int decide =
             duro__bulk_decides_unbegun(w->req) && sqlite3_column_int(s, 1) != 0;
-        split_add(&ids, (*done)[*n],
-                  decide ? DURO__BULK_DECIDE : DURO__BULK_SEND);
+        duro__bulk_split_add(&ids, (*done)[*n],
+                             decide ? DURO__BULK_DECIDE : DURO__BULK_SEND);
         (*n)++;
     }
     if (rc == DURO_OK && step != SQLITE_DONE)
         rc = duro__sqlite_error(c, step, w->op, err);
     sqlite3_reset(s);
     if (rc == DURO_OK && *n > 0) {
-        if (split_close(&ids) != DURO_OK)
+        if (duro__bulk_split_close(&ids) != DURO_OK)
             rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
         else
             rc = send_and_decide(p, c, w->req, ids.send.s, ids.n_send,
@@ -482,7 +444,7 @@ static int request_batch(sweep *w, duro__sqlite_conn *c, const char *pairs,
                                  w->now, woken, w->op, err);
         *applied = ids.n_decide;
     }
-    split_free(&ids);
+    duro__bulk_split_free(&ids);
     return rc;
 }
 
