@@ -269,8 +269,26 @@ static int echo_event(duro_orch *o, const char *input, duro_result *out)
     return duro_ok(out, duro_task_output(t));
 }
 
-/* A runtime in this process for Big and Waiter (other instances fail as
- * unregistered: started last). */
+/* Parent: its custom status is its input; it calls Big as child-1 and
+ * returns its input. */
+static int parent_of(duro_orch *o, const char *input, duro_result *out)
+{
+    duro_set_custom_status(o, input);
+    duro_task *t =
+        duro_call_sub_orchestration(o, "Big", NULL, "child-1", "\"c\"");
+    duro_await(o, t);
+    return duro_ok(out, input);
+}
+
+static int fail_now(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)o;
+    (void)input;
+    return duro_fail(out, "failed on purpose");
+}
+
+/* A runtime in this process for Big, Waiter, Parent and Fail (other
+ * instances fail as unregistered: started last). */
 static duro_registry *registry;
 static duro_runtime *runtime;
 
@@ -280,6 +298,10 @@ static void start_runtime(const char *db)
         duro_registry_add_orchestration(registry, "Big", NULL, echo_input,
                                         NULL) != DURO_OK ||
         duro_registry_add_orchestration(registry, "Waiter", NULL, echo_event,
+                                        NULL) != DURO_OK ||
+        duro_registry_add_orchestration(registry, "Parent", NULL, parent_of,
+                                        NULL) != DURO_OK ||
+        duro_registry_add_orchestration(registry, "Fail", NULL, fail_now,
                                         NULL) != DURO_OK ||
         duro_runtime_create(db, registry, NULL, &runtime) != DURO_OK ||
         duro_runtime_start(runtime) != DURO_OK)
@@ -293,6 +315,23 @@ static void stop_runtime(void)
     duro_registry_destroy(registry);
     runtime = NULL;
     registry = NULL;
+}
+
+/* Waits up to 30 s for @p id to have @p status: 0, else -1. */
+static int wait_status(duro_client *c, const char *id, int status)
+{
+    int64_t deadline = now_ms() + 30000;
+    while (now_ms() < deadline) {
+        duro_instance_info *info = NULL;
+        int done = duro_client_get_status(c, id, &info) == DURO_OK &&
+                   info->status == status;
+        duro_free(info);
+        if (done)
+            return 0;
+        struct pollfd none;
+        poll(&none, 0, 10);
+    }
+    return -1;
 }
 
 /* Waits up to 30 s for @p id to be completed: 0, else -1. */
@@ -380,6 +419,215 @@ static duro_instance_info *status_of(duro_client *c, const char *id)
     if (duro_client_get_status(c, id, &info) != DURO_OK)
         die("get_status");
     return info;
+}
+
+/* The JSON body of @p resp (caller decrefs), or NULL. */
+static json_t *json_of(const char *resp)
+{
+    json_error_t jerr;
+    return json_loads(body_of(resp), 0, &jerr);
+}
+
+/* 1 when the GET instances answer @p resp lists the instance @p id. */
+static int lists(const char *resp, const char *id)
+{
+    json_t *doc = json_of(resp);
+    size_t i;
+    json_t *it;
+    int found = 0;
+    json_array_foreach(json_object_get(doc, "instances"), i, it)
+    {
+        const char *shown = json_string_value(json_object_get(it, "id"));
+        found |= shown != NULL && strcmp(shown, id) == 0;
+    }
+    json_decref(doc);
+    return found;
+}
+
+/* The views of the page over a store with no runtime: a pending instance
+ * that never ran has an empty history, not an error; its input is not
+ * known yet; attention=1 lists live instances with a recorded problem
+ * (and failed ones), in pages. */
+static void test_views_pending(unsigned port, const char *auth, const char *db,
+                               duro_client *client)
+{
+    static char buf[1 << 16];
+    char path[512], ref[64];
+    duro_start_options later;
+    duro_start_options_init(&later);
+    later.delay_ms = 3600 * 1000;
+    const char *att[] = {"att-1", "att-2", "att-3", "att-4"};
+    for (size_t k = 0; k < 4; k++)
+        if (duro_client_start(client, att[k], "Idle", NULL, &later) != DURO_OK)
+            die("start %s: %s", att[k], duro_errmsg());
+
+    ref_of("att-1", ref);
+    snprintf(path, sizeof(path), "/api/v1/history?ref=%s", ref);
+    int s = req(port, "GET", path, auth, NULL, buf, sizeof(buf));
+    json_t *doc = json_of(buf);
+    CHECK(s == 200 && doc != NULL &&
+              json_integer_value(json_object_get(doc, "execution_id")) == 0 &&
+              json_array_size(json_object_get(doc, "events")) == 0 &&
+              json_is_null(json_object_get(doc, "next_after")),
+          "history of a pending instance that never ran: %d %s", s,
+          body_of(buf));
+    json_decref(doc);
+    snprintf(path, sizeof(path), "/api/v1/history?ref=%s&execution=1", ref);
+    s = req(port, "GET", path, auth, NULL, buf, sizeof(buf));
+    CHECK(s == 404, "its execution 1: %d %s", s, body_of(buf));
+    char none[64];
+    ref_of("no-such-instance", none);
+    snprintf(path, sizeof(path), "/api/v1/history?ref=%s", none);
+    s = req(port, "GET", path, auth, NULL, buf, sizeof(buf));
+    CHECK(s == 404, "history of no instance: %d %s", s, body_of(buf));
+    snprintf(path, sizeof(path), "/api/v1/payload?ref=%s&field=input", ref);
+    s = req(port, "GET", path, auth, NULL, buf, sizeof(buf));
+    CHECK(s == 404 && strstr(buf, "not started") != NULL,
+          "input of a pending instance: %d %s", s, body_of(buf));
+    snprintf(path, sizeof(path), "/api/v1/instance?ref=%s", ref);
+    s = req(port, "GET", path, auth, NULL, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"parent_ref\":null") != NULL,
+          "no parent, parent_ref null: %s", body_of(buf));
+
+    /* attention=1: att-1 and att-3 have a problem; att-2 and att-4 not */
+    duro_provider *store = NULL;
+    duro_error perr;
+    if (duro_provider_open(db, &store, &perr) != DURO_OK ||
+        store->set_instance_problem(store, "att-1", "stuck on purpose", 0,
+                                    &perr) != DURO_OK ||
+        store->set_instance_problem(store, "att-3", "stuck \xe2\x80\xae too", 0,
+                                    &perr) != DURO_OK)
+        die("set_instance_problem: %s", perr.message);
+    duro_provider_close(store);
+    s = req(port, "GET", "/api/v1/instances?attention=1&id_prefix=att-", auth,
+            NULL, buf, sizeof(buf));
+    CHECK(s == 200 && lists(buf, "att-1") && lists(buf, "att-3") &&
+              !lists(buf, "att-2") && !lists(buf, "att-4") &&
+              strstr(buf, "\"last_problem\":\"stuck on purpose\"") != NULL,
+          "attention: %d %s", s, body_of(buf));
+    s = req(port, "GET", "/api/v1/instances?id_prefix=att-", auth, NULL, buf,
+            sizeof(buf));
+    CHECK(s == 200 && lists(buf, "att-2"), "without attention: %s",
+          body_of(buf));
+    /* paged: one a page, the cursor after the last one taken */
+    s = req(port, "GET", "/api/v1/instances?attention=1&id_prefix=att-&limit=1",
+            auth, NULL, buf, sizeof(buf));
+    doc = json_of(buf);
+    const char *cursor = json_string_value(json_object_get(doc, "next_cursor"));
+    CHECK(s == 200 && lists(buf, "att-1") && cursor != NULL,
+          "attention page 1: %s", body_of(buf));
+    snprintf(path, sizeof(path),
+             "/api/v1/instances?attention=1&id_prefix=att-&limit=1&cursor=%s",
+             cursor != NULL ? cursor : "");
+    json_decref(doc);
+    s = req(port, "GET", path, auth, NULL, buf, sizeof(buf));
+    CHECK(s == 200 && lists(buf, "att-3") && !lists(buf, "att-1") &&
+              strstr(buf, "\"next_cursor\":null") != NULL,
+          "attention page 2: %s", body_of(buf));
+    s = req(port, "GET", "/api/v1/instances?attention=1&status=completed", auth,
+            NULL, buf, sizeof(buf));
+    doc = json_of(buf);
+    CHECK(s == 200 && doc != NULL &&
+              json_array_size(json_object_get(doc, "instances")) == 0,
+          "attention among completed instances: %d %s", s, body_of(buf));
+    json_decref(doc);
+    s = req(port, "GET",
+            "/api/v1/instances?attention=1&status=pending&id_prefix=att-", auth,
+            NULL, buf, sizeof(buf));
+    CHECK(s == 200 && lists(buf, "att-1") && !lists(buf, "att-2"),
+          "attention among pending: %d %s", s, body_of(buf));
+    s = req(port, "GET", "/api/v1/instances?attention=yes", auth, NULL, buf,
+            sizeof(buf));
+    CHECK(s == 400 && strstr(buf, "bad_argument") != NULL,
+          "attention=yes: %d %s", s, body_of(buf));
+}
+
+/* GET @p path into @p buf (of @p size), bearer @p auth; the status. */
+static int get_path(unsigned port, const char *auth, const char *path,
+                    char *buf, size_t size)
+{
+    return req(port, "GET", path, auth, NULL, buf, size);
+}
+
+/* With the runtime: a child's parent_ref is its parent's exact ref (the
+ * parent's id is not UTF-8); an instance's whole input, output, custom
+ * status and error are GET payload?field= away from their previews;
+ * attention=1 lists failed instances. */
+static void test_views_runtime(unsigned port, const char *auth,
+                               duro_client *client)
+{
+    static char buf[1 << 16];
+    enum { LONG_BYTES = 6000 };
+    char input[LONG_BYTES + 1], path[512], pref[64], cref[64], fref[64];
+    memset(input, 'y', LONG_BYTES);
+    input[0] = input[LONG_BYTES - 1] = '"';
+    input[LONG_BYTES] = '\0';
+    const char *parent = "par\xff-1";
+    if (duro_client_start(client, parent, "Parent", input, NULL) != DURO_OK ||
+        duro_client_start(client, "fail-1", "Fail", NULL, NULL) != DURO_OK)
+        die("start Parent, Fail: %s", duro_errmsg());
+    CHECK(wait_completed(client, parent) == 0, "the parent did not complete");
+    CHECK(wait_status(client, "fail-1", DURO_STATUS_FAILED) == 0,
+          "fail-1 did not fail");
+    ref_of(parent, pref);
+    ref_of("child-1", cref);
+    ref_of("fail-1", fref);
+
+    snprintf(path, sizeof(path), "/api/v1/instance?ref=%s", cref);
+    int s = get_path(port, auth, path, buf, sizeof(buf));
+    json_t *doc = json_of(buf);
+    const char *got = json_string_value(json_object_get(doc, "parent_ref"));
+    CHECK(s == 200 && got != NULL && strcmp(got, pref) == 0,
+          "child-1's parent_ref: %s, not %s", got ? got : "(none)", pref);
+    got = json_string_value(json_object_get(doc, "parent_instance"));
+    CHECK(got != NULL && strcmp(got, "par\xEF\xBF\xBD-1") == 0,
+          "parent_instance for display: %s", got ? got : "(none)");
+    json_decref(doc);
+
+    snprintf(path, sizeof(path), "/api/v1/instance?ref=%s", pref);
+    s = get_path(port, auth, path, buf, sizeof(buf));
+    doc = json_of(buf);
+    CHECK(s == 200 &&
+              json_is_true(json_object_get(doc, "custom_status_truncated")) &&
+              json_integer_value(json_object_get(doc, "custom_status_bytes")) ==
+                  LONG_BYTES &&
+              json_is_true(json_object_get(doc, "output_truncated")),
+          "previews of the parent: %d %s", s, body_of(buf));
+    json_decref(doc);
+    const char *whole[] = {"input", "output", "custom_status"};
+    for (size_t k = 0; k < 3; k++) {
+        snprintf(path, sizeof(path), "/api/v1/payload?ref=%s&field=%s", pref,
+                 whole[k]);
+        s = get_path(port, auth, path, buf, sizeof(buf));
+        CHECK(s == 200 && strcmp(body_of(buf), input) == 0 &&
+                  strstr(buf, "Content-Disposition: attachment") != NULL &&
+                  strstr(buf, "Content-Type: text/plain") != NULL,
+              "the whole %s: %d, %zu bytes", whole[k], s, strlen(body_of(buf)));
+    }
+    snprintf(path, sizeof(path), "/api/v1/payload?ref=%s&field=error", pref);
+    s = get_path(port, auth, path, buf, sizeof(buf));
+    CHECK(s == 404, "the error of a completed instance: %d", s);
+    snprintf(path, sizeof(path), "/api/v1/payload?ref=%s&field=error", fref);
+    s = get_path(port, auth, path, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(body_of(buf), "failed on purpose") != NULL,
+          "the error of fail-1: %d %s", s, body_of(buf));
+    const char *refused[] = {"field=bogus", "field=input&event=1",
+                             "field=output&execution=1", "execution=1"};
+    for (size_t k = 0; k < 4; k++) {
+        snprintf(path, sizeof(path), "/api/v1/payload?ref=%s&%s", pref,
+                 refused[k]);
+        s = get_path(port, auth, path, buf, sizeof(buf));
+        CHECK(s == 400 && strstr(buf, "bad_argument") != NULL, "%s: %d %.200s",
+              refused[k], s, body_of(buf));
+    }
+    s = get_path(port, auth, "/api/v1/instances?attention=1&id_prefix=fail-",
+                 buf, sizeof(buf));
+    CHECK(s == 200 && lists(buf, "fail-1"), "attention lists fail-1: %s",
+          body_of(buf));
+    s = get_path(port, auth, "/api/v1/instances?attention=1&id_prefix=child-",
+                 buf, sizeof(buf));
+    CHECK(s == 200 && !lists(buf, "child-1"), "attention lists child-1: %s",
+          body_of(buf));
 }
 
 int main(int argc, char **argv)
@@ -638,7 +886,7 @@ int main(int argc, char **argv)
         "/api/v1/instances?status=continued_as_new"};
     for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
         s = req(port, "GET", refused[k], auth, NULL, buf, sizeof(buf));
-        CHECK(s == 400 && strstr(buf, "bad_argument") != NULL, "%s: %d %s",
+        CHECK(s == 400 && strstr(buf, "bad_argument") != NULL, "%s: %d %.200s",
               refused[k], s, body_of(buf));
     }
     s = req(port, "GET",
@@ -748,6 +996,8 @@ int main(int argc, char **argv)
                   cases[k].rows_max);
         }
     }
+
+    test_views_pending(port, auth, db, client);
 
     /* nothing above changed anything */
     duro_instance_info *info = status_of(client, "plain-1");
@@ -1017,6 +1267,7 @@ int main(int argc, char **argv)
         start_runtime(db);
         char *output = NULL;
         CHECK(make_big(client, &output) == 0, "big-1 did not complete");
+        test_views_runtime(port, auth, client);
         char big_ref[64];
         ref_of("big-1", big_ref);
         s = req(port, "GET", "/api/v1/instances?id_prefix=big-", auth, NULL,

@@ -155,6 +155,16 @@ static json_t *instance_json(const duro_instance_info *info, int listed)
     char *ref = ui_ref_encode(info->instance_id, strlen(info->instance_id));
     jset(o, "ref", jstr(ref));
     free(ref);
+    /* the parent's exact ref: parent_instance is for display (its invalid
+     * UTF-8 repaired), a link to it needs the bytes */
+    if (info->parent_instance != NULL && *info->parent_instance != '\0') {
+        ref =
+            ui_ref_encode(info->parent_instance, strlen(info->parent_instance));
+        jset(o, "parent_ref", jstr(ref));
+        free(ref);
+    } else {
+        jset(o, "parent_ref", json_null());
+    }
     return o;
 }
 
@@ -436,17 +446,34 @@ static int each_listed(duro_client *c, duro_instance_filter filter,
     return rc;
 }
 
+/* The statuses an instance may need attention in (attention=1). */
+#define ATTENTION_STATUSES                                                     \
+    (BIT(DURO_STATUS_PENDING) | BIT(DURO_STATUS_RUNNING) |                     \
+     BIT(DURO_STATUS_SUSPENDED) | BIT(DURO_STATUS_FAILED))
+
+/* attention=1: failed, or live (pending, running, suspended) with a
+ * problem a runtime recorded (the summary's "stuck"). */
+static int needs_attention(const duro_instance_info *info)
+{
+    return info->status == DURO_STATUS_FAILED ||
+           (info->last_problem != NULL &&
+            !duro_status_is_terminal(info->status));
+}
+
 /* get_instances' page: up to limit rows, and whether one more matches. */
 typedef struct list_page {
     json_t *items;
     size_t limit, taken;
     int more;
     char *last;
+    int attention; /* only the rows needs_attention() takes */
 } list_page;
 
 static int page_add(const duro_instance_info *info, void *arg)
 {
     list_page *pg = arg;
+    if (pg->attention && !needs_attention(info))
+        return 0;
     if (pg->taken == pg->limit) {
         pg->more = 1;
         return 1;
@@ -467,8 +494,9 @@ static enum MHD_Result find_unknown_arg(void *cls, enum MHD_ValueKind kind,
                                         const char *key, const char *value)
 {
     static const char *const list_args[] = {
-        "status",         "name",  "id_prefix", "created_after",
-        "created_before", "limit", "cursor",    NULL};
+        "status",        "name",           "id_prefix",
+        "created_after", "created_before", "limit",
+        "cursor",        "attention",      NULL};
     unknown_arg *u = cls;
     (void)kind;
     (void)value;
@@ -510,6 +538,19 @@ static int get_instances(ui_request *r, json_t *body)
                              "created_after/created_before: milliseconds "
                              "since the epoch or RFC 3339 UTC "
                              "(2026-05-01T12:00:00Z)");
+    const char *attention = arg(r, "attention");
+    if (attention != NULL && strcmp(attention, "1") != 0)
+        return ui_send_error(r, 400, "bad_argument",
+                             "attention: 1 (failed, or live with a recorded "
+                             "problem), or leave it out");
+    int none = 0; /* a status filter attention excludes: nothing matches */
+    if (attention != NULL) {
+        none = filter.status_mask != 0 &&
+               (filter.status_mask & ATTENTION_STATUSES) == 0;
+        filter.status_mask = filter.status_mask != 0
+                                 ? filter.status_mask & ATTENTION_STATUSES
+                                 : ATTENTION_STATUSES;
+    }
     const char *prefix = arg(r, "id_prefix");
     char *after = NULL;
     if (arg(r, "cursor") != NULL) {
@@ -520,10 +561,11 @@ static int get_instances(ui_request *r, json_t *body)
     }
     /* Pages in id order from the cursor: limit rows and one more, which
      * decides next_cursor. */
-    list_page pg = {json_array(), (size_t)limit, 0, 0, NULL};
+    list_page pg = {json_array(), (size_t)limit, 0, 0, NULL, attention != NULL};
     size_t rows_read = 0;
-    rc = each_listed(r->srv->client, filter, after, prefix, (size_t)limit + 1,
-                     page_add, &pg, &rows_read);
+    rc = none ? DURO_OK
+              : each_listed(r->srv->client, filter, after, prefix,
+                            (size_t)limit + 1, page_add, &pg, &rows_read);
     free(after);
     json_t *items = pg.items;
     char *last = pg.last;
@@ -581,6 +623,17 @@ static int get_instance(ui_request *r, json_t *body)
     return rc;
 }
 
+/* 1 when instance @p id exists and has no execution yet (Pending, its
+ * first turn not run). */
+static int never_ran(ui_request *r, const char *id)
+{
+    duro_instance_info *info = NULL;
+    int yes = duro_client_get_status(r->srv->client, id, &info) == DURO_OK &&
+              info->status != DURO_STATUS_NOT_FOUND && info->execution_id == 0;
+    duro_free(info);
+    return yes;
+}
+
 static int get_history(ui_request *r, json_t *body)
 {
     (void)body;
@@ -597,6 +650,18 @@ static int get_history(ui_request *r, json_t *body)
         return rc;
     duro_history *h = NULL;
     int drc = duro_client_read_history(r->srv->client, id, execution, &h);
+    if (drc == DURO_NOT_FOUND && execution == 0 && never_ran(r, id)) {
+        /* Pending, its first turn not run: no execution, no events yet
+         * (as duro history says), not an error. */
+        json_t *doc = json_object();
+        jset(doc, "ref", jstr(arg(r, "ref")));
+        jset(doc, "instance_id", jstr(id));
+        jset(doc, "execution_id", jint(0));
+        jset(doc, "events", json_array());
+        jset(doc, "next_after", json_null());
+        free(id);
+        return ui_send_json(r, 200, doc);
+    }
     if (drc != DURO_OK) {
         free(id);
         return send_rc(r, drc, "reading the history");
@@ -647,45 +712,107 @@ static int get_history(ui_request *r, json_t *body)
     return ui_send_json(r, 200, doc);
 }
 
+/* @p text whole as a text/plain attachment named @p file (never rendered
+ * by the browser). */
+static int send_attachment(ui_request *r, const char *text, const char *file)
+{
+    struct MHD_Response *resp =
+        ui_response(text, strlen(text), "text/plain; charset=utf-8", 1);
+    if (resp != NULL) {
+        char disposition[96];
+        snprintf(disposition, sizeof(disposition),
+                 "attachment; filename=\"%s\"", file);
+        MHD_add_response_header(resp, "Content-Disposition", disposition);
+    }
+    return ui_queue(r, 200, resp);
+}
+
+/* payload?ref=&event=[&execution=]: one event's payload, whole;
+ * payload?ref=&field=F: the instance's whole input (its current
+ * execution's, or &execution='s: the payload of its ExecutionStarted
+ * event), output, custom_status or error, of which the instance object
+ * carries previews. */
 static int get_payload(ui_request *r, json_t *body)
 {
     (void)body;
+    static const char *const fields[] = {"input", "output", "custom_status",
+                                         "error", NULL};
     int rc = 0;
     uint64_t execution, event;
     if (arg_uint(r, "execution", 0, UINT64_MAX / 2, &execution, &rc) != 0 ||
         arg_uint(r, "event", 0, UINT64_MAX / 2, &event, &rc) != 0)
         return rc;
-    if (event == 0)
+    const char *field = arg(r, "field");
+    size_t f = 0;
+    while (field != NULL && fields[f] != NULL && strcmp(fields[f], field) != 0)
+        f++;
+    if ((event == 0) == (field == NULL) || (field != NULL && fields[f] == NULL))
         return ui_send_error(r, 400, "bad_argument",
-                             "event is required (an event_id)");
+                             "one of event (an event_id) or field (input, "
+                             "output, custom_status, error)");
+    if (field != NULL && f > 0 && execution != 0)
+        return ui_send_error(r, 400, "bad_argument",
+                             "execution: only with event or field=input (the "
+                             "instance's output, custom status and error are "
+                             "its current execution's)");
     char *id = need_ref(r, arg(r, "ref"), &rc);
     if (id == NULL)
         return rc;
+    char file[64];
+    if (field != NULL && f > 0) {
+        duro_instance_info *info = NULL;
+        int drc = duro_client_get_status(r->srv->client, id, &info);
+        const char *text = drc != DURO_OK ? NULL
+                           : f == 1       ? info->output
+                           : f == 2       ? info->custom_status
+                                          : info->error;
+        if (drc != DURO_OK)
+            rc = send_rc(r, drc, "reading the instance");
+        else if (info->status == DURO_STATUS_NOT_FOUND)
+            rc = ui_send_error(r, 404, "not_found", "no such instance");
+        else if (text == NULL)
+            rc = ui_send_error(r, 404, "not_found", "it has no %s", field);
+        else {
+            snprintf(file, sizeof(file), "%s.txt", field);
+            rc = send_attachment(r, text, file);
+        }
+        duro_free(info);
+        free(id);
+        return rc;
+    }
     duro_history *h = NULL;
     int drc = duro_client_read_history(r->srv->client, id, execution, &h);
+    if (drc == DURO_NOT_FOUND && field != NULL && execution == 0 &&
+        never_ran(r, id)) {
+        free(id);
+        return ui_send_error(r, 404, "not_found",
+                             "it has not started: no runtime has taken its "
+                             "first turn, which records its input");
+    }
     free(id);
     if (drc != DURO_OK)
         return send_rc(r, drc, "reading the history");
     const duro_event *e = NULL;
-    for (size_t i = 0; i < h->count; i++)
-        if (h->events[i].event_id == event)
+    for (size_t i = 0; i < h->count && e == NULL; i++)
+        if (field != NULL
+                ? h->events[i].kind == DURO_EVENT_ORCHESTRATION_STARTED
+                : h->events[i].event_id == event)
             e = &h->events[i];
     if (e == NULL || e->payload == NULL) {
         duro_history_free(h);
         return ui_send_error(r, 404, "not_found",
-                             "no such event, or it has no payload");
+                             field != NULL
+                                 ? "it has no input"
+                                 : "no such event, or it has no payload");
     }
-    struct MHD_Response *resp = ui_response(e->payload, strlen(e->payload),
-                                            "text/plain; charset=utf-8", 1);
-    if (resp != NULL) {
-        char disposition[96];
-        snprintf(disposition, sizeof(disposition),
-                 "attachment; filename=\"payload-%llu.txt\"",
+    if (field != NULL)
+        snprintf(file, sizeof(file), "input.txt");
+    else
+        snprintf(file, sizeof(file), "payload-%llu.txt",
                  (unsigned long long)event);
-        MHD_add_response_header(resp, "Content-Disposition", disposition);
-    }
+    rc = send_attachment(r, e->payload, file);
     duro_history_free(h);
-    return ui_queue(r, 200, resp);
+    return rc;
 }
 
 static int get_metrics(ui_request *r, json_t *body)
