@@ -25,7 +25,7 @@ command -v node >/dev/null 2>&1 || skip "no node"
 dir=$(mktemp -d /tmp/duro-browser-XXXXXX) || exit 1
 trap 'rm -rf "$dir"' EXIT
 db="sqlite:$dir/seed.db"
-for mode in populate control hostile; do
+for mode in populate control hostile views; do
     "$fixture" "$mode" "$db" || {
         echo "ui_browser: cli_fixture $mode failed" >&2
         exit 1

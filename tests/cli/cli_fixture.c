@@ -30,6 +30,19 @@
  *                                under a retry policy (40 ms backoff);
  *                                retry-timeout-1 completed, its first
  *                                attempt timed out (200 ms) and cancelled
+ *   cli_fixture views URL        for the console's views: echo-big-1
+ *                                completed, its input, output and custom
+ *                                status 6000 bytes each; parent-1 running,
+ *                                its children kid-1 completed and kid-2
+ *                                running (waiting for "go"); stuck-1
+ *                                pending, its orchestration Missing not
+ *                                registered (a recorded problem);
+ *                                spoof-out-1 completed and spoof-cancel-1
+ *                                cancelled by "user:\u202Eecila", with bidi
+ *                                and invisible characters in their
+ *                                output, custom status and reason;
+ *                                spoof-name-1 completed, of orchestration
+ *                                "Sp\u202Eoof"
  *   cli_fixture serve URL        runs a runtime until SIGTERM/SIGINT or
  *                                until stdin closes (duro ui's browser
  *                                tests: terminate, suspend take effect)
@@ -199,6 +212,27 @@ static int chain(duro_orch *o, const char *input, duro_result *out)
     return duro_continue_as_new(o, out, next);
 }
 
+/* Echo: its custom status is its input, which it returns. */
+static int echo(duro_orch *o, const char *input, duro_result *out)
+{
+    duro_set_custom_status(o, input);
+    return duro_ok(out, input);
+}
+
+/* Parent: kid-1 (Hello) then kid-2 (Waiter, waits for "go"). */
+static int parent(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    duro_task *a =
+        duro_call_sub_orchestration(o, "Hello", NULL, "kid-1", "\"kid\"");
+    duro_await(o, a);
+    duro_task *b =
+        duro_call_sub_orchestration(o, "Waiter", NULL, "kid-2", NULL);
+    if (duro_await(o, b) != DURO_OK)
+        return duro_fail(out, duro_task_error(b));
+    return duro_ok(out, duro_task_output(b));
+}
+
 /* Registered with observe_cancel: a cancel while it waits for "go" is
  * delivered to it, and its cleanup waits for "undone". */
 static int careful(duro_orch *o, const char *input, duro_result *out)
@@ -265,6 +299,10 @@ static int begin(const char *url, world *w)
                                         retrying_timeout, NULL) ||
         duro_registry_add_orchestration_ex(w->reg, "Careful", NULL, careful,
                                            NULL, &observe) ||
+        duro_registry_add_orchestration(w->reg, "Echo", NULL, echo, NULL) ||
+        duro_registry_add_orchestration(w->reg, "Sp\xe2\x80\xaeoof", NULL, echo,
+                                        NULL) ||
+        duro_registry_add_orchestration(w->reg, "Parent", NULL, parent, NULL) ||
         duro_registry_add_activity(w->reg, "Greet", greet, NULL) ||
         duro_registry_add_activity(w->reg, "Explode", explode, NULL) ||
         duro_registry_add_activity(w->reg, "Block", block, NULL) ||
@@ -537,6 +575,79 @@ static int hostile(const char *url)
     return failed ? 1 : 0;
 }
 
+/* Waits up to 30 s for @p id to have a last problem recorded. */
+static int reach_problem(duro_client *c, const char *id)
+{
+    for (int i = 0; i < 3000; i++) {
+        duro_instance_info *info = NULL;
+        int found = duro_client_get_status(c, id, &info) == DURO_OK &&
+                    info->last_problem != NULL;
+        duro_free(info);
+        if (found)
+            return 0;
+        sleep_ms(10);
+    }
+    fprintf(stderr, "cli_fixture: %s never had a problem recorded\n", id);
+    return -1;
+}
+
+static int views(const char *url)
+{
+    enum { LONG_BYTES = 6000 };
+    char big[LONG_BYTES + 1];
+    /* a JSON string of 6000 bytes: "line 0001 ...\n" lines */
+    size_t o = 0;
+    big[o++] = '"';
+    for (int line = 1; o + 40 < LONG_BYTES; line++)
+        o += (size_t)snprintf(big + o, sizeof(big) - o,
+                              "line %04d of a long value\\n", line);
+    while (o < LONG_BYTES - 1)
+        big[o++] = 'z';
+    big[o++] = '"';
+    big[o] = '\0';
+    /* U+202E (right-to-left override) and U+200B (zero width space) */
+    static const char spoof[] = "\"out:\xe2\x80\xae"
+                                "evil\xe2\x80\x8b\"";
+    world w = {0};
+    int failed = begin(url, &w);
+    duro_client *c = w.c;
+    if (!failed)
+        failed =
+            failed_call(duro_client_start(c, "echo-big-1", "Echo", big, NULL),
+                        "start") ||
+            failed_call(duro_client_start(c, "parent-1", "Parent", NULL, NULL),
+                        "start") ||
+            failed_call(duro_client_start(c, "stuck-1", "Missing", NULL, NULL),
+                        "start") ||
+            failed_call(
+                duro_client_start(c, "spoof-out-1", "Echo", spoof, NULL),
+                "start") ||
+            failed_call(
+                duro_client_start(c, "spoof-cancel-1", "Waiter", NULL, NULL),
+                "start") ||
+            failed_call(duro_client_start(c, "spoof-name-1",
+                                          "Sp\xe2\x80\xaeoof", "\"n\"", NULL),
+                        "start");
+    if (!failed)
+        failed = reach(c, "echo-big-1", DURO_STATUS_COMPLETED, 0) ||
+                 reach(c, "kid-1", DURO_STATUS_COMPLETED, 0) ||
+                 reach(c, "kid-2", DURO_STATUS_RUNNING, 2) ||
+                 reach(c, "spoof-out-1", DURO_STATUS_COMPLETED, 0) ||
+                 reach(c, "spoof-name-1", DURO_STATUS_COMPLETED, 0) ||
+                 reach(c, "spoof-cancel-1", DURO_STATUS_RUNNING, 2) ||
+                 reach_problem(c, "stuck-1");
+    if (!failed)
+        failed =
+            failed_call(duro_client_cancel(c, "spoof-cancel-1",
+                                           "re\xe2\x80\xaenosae\xe2\x80\x8bx",
+                                           "user:\xe2\x80\xae"
+                                           "ecila"),
+                        "cancel") ||
+            reach(c, "spoof-cancel-1", DURO_STATUS_CANCELLED, 0);
+    stop(&w);
+    return failed ? 1 : 0;
+}
+
 static volatile sig_atomic_t stopping;
 
 static void on_signal(int sig)
@@ -579,8 +690,10 @@ int main(int argc, char **argv)
         return hostile(argv[2]);
     if (argc == 3 && strcmp(argv[1], "serve") == 0)
         return serve(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "views") == 0)
+        return views(argv[2]);
     fprintf(stderr, "usage: cli_fixture populate URL | control URL | run URL "
                     "ID=STATUS[:EVENTS]... | newer-schema PATH | hostile URL | "
-                    "serve URL\n");
+                    "serve URL | views URL\n");
     return 2;
 }
