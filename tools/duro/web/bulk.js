@@ -6,7 +6,7 @@
 // (POST bulk/cancel with dry_run: how many, by status, a sample), then an
 // apply bounded by the preview's as_of_ms, so that nothing started after
 // the preview is touched.
-import { h, post, say, time, idText, idPlain, confirmAction } from "./dom.js";
+import { h, post, say, time, userText, userPlain, confirmAction } from "./dom.js";
 
 export const SELECT_MAX = 500; // refs in one bulk/control request
 
@@ -36,8 +36,8 @@ export function cancelFilter(filters) {
 function describe(filters) {
   const parts = [];
   parts.push(filters.status ? "status " + filters.status : "status pending or running");
-  if (filters.name) parts.push("name " + idPlain(filters.name));
-  if (filters.id_prefix) parts.push("id starting with \"" + idPlain(filters.id_prefix) + "\"");
+  if (filters.name) parts.push("name " + userPlain(filters.name));
+  if (filters.id_prefix) parts.push("id starting with \"" + userPlain(filters.id_prefix) + "\"");
   const at = (t) => time(/^\d+$/.test(t) ? new Date(Number(t)).toISOString() : t);
   if (filters.created_after) parts.push("created from " + at(filters.created_after));
   if (filters.created_before) parts.push("created before " + at(filters.created_before));
@@ -96,7 +96,7 @@ export function bulkBar(selection, getFilters, done) {
     const n = refs.length + (refs.length === 1 ? " instance" : " instances");
     const { ok } = await confirmAction({ id: "bulk-action",
       title: verb + " " + n + "?",
-      text: what + (reason.value ? " Reason: \u201C" + reason.value + "\u201D." : "") +
+      text: what + (reason.value ? " Reason: \u201C" + userPlain(reason.value) + "\u201D." : "") +
         " The selected, from every page:",
       ids, yes: verb + " " + n, no: "Keep them" });
     if (!ok) return;
@@ -182,7 +182,7 @@ export function bulkBar(selection, getFilters, done) {
         p.by_status.running + "), created before " +
         time(new Date(p.as_of_ms).toISOString()) + ". Instances started later are not touched.";
       matched.dataset.matched = String(p.matched);
-      sample.replaceChildren(...p.sample.map((s) => h("li", { class: "id" }, idText(s.id))));
+      sample.replaceChildren(...p.sample.map((s) => h("li", { class: "id" }, userText(s.id))));
       if (p.matched > p.sample.length) {
         sample.append(h("li", {}, "… and " + (p.matched - p.sample.length) + " more"));
       }

@@ -27,7 +27,7 @@ export function h(tag, attrs, ...children) {
 // Announces in the role="status" region.
 export function say(text, isError) {
   const s = document.getElementById("status");
-  s.textContent = text;
+  s.textContent = userPlain(text); // it may quote a store string
   s.className = isError ? "error" : "";
 }
 
@@ -89,9 +89,10 @@ export function payloadText(p, max) {
   return max && s.length > max ? s.slice(0, max) + "…" : s;
 }
 
-// Characters an id must not hide: bidi controls (they reorder what
-// follows), zero-width and other invisible characters (they make two ids
-// look alike), C0/C1 controls, line separators. Shown as visible escapes.
+// Characters no store string may hide: bidi controls (they reorder what
+// follows: "user:\u202Eecila" would read "user:alice"), zero-width and
+// other invisible characters (they make two strings look alike), C0/C1
+// controls, line separators. Shown as visible escapes.
 const HIDDEN = /[\u0000-\u001F\u007F-\u009F\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF9-\uFFFB]|\uDB40[\uDC00-\uDDEF]/g;
 const SHORT = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
@@ -102,20 +103,28 @@ function escapeOf(ch) {
     : "\\u" + cp.toString(16).toUpperCase().padStart(4, "0");
 }
 
-// An id (or any store string that names something) as plain text with
-// its hidden characters escaped: for attributes (aria-label, title).
-export function idPlain(s) {
+// The one way the page shows a string that came from the store or from a
+// person (ids, names, versions, reasons, requesters, errors, problems,
+// payloads, outputs, custom statuses, event names): userText() as a node,
+// userPlain() for attributes (aria-label, title) and the status line.
+
+// @p s as plain text with its hidden characters escaped.
+export function userPlain(s) {
   return String(s).replace(HIDDEN, escapeOf);
 }
 
-// An id as a node: isolated left-to-right (<bdi dir=ltr>, so neither it
+// @p s as a node: isolated left-to-right (<bdi dir=ltr>, so neither it
 // nor the text around it is reordered), each hidden character a marked
 // escape (<span class="esc">\u202E</span>), never the character itself.
-export function idText(s) {
+// @p opts.lines: a multi-line value (a payload in a <pre>): its line feeds
+// and tabs stay what they are; every other hidden character is escaped.
+export function userText(s, opts) {
   const e = h("bdi", { dir: "ltr", class: "idt" });
   const str = String(s);
+  const keep = opts && opts.lines;
   let at = 0;
   for (const m of str.matchAll(HIDDEN)) {
+    if (keep && (m[0] === "\n" || m[0] === "\t")) continue;
     if (m.index > at) e.append(str.slice(at, m.index));
     e.append(h("span", { class: "esc", title: "hidden character " + escapeOf(m[0]) },
       escapeOf(m[0])));
@@ -150,10 +159,10 @@ export function staleBanner(region) {
     },
     fail(e) {
       el.textContent = (last ? "Not updated since " + clock(last) : "Not loaded") +
-        ": " + e.message + ". What is shown may be out of date; retrying every 2 s.";
+        ": " + userPlain(e.message) + ". What is shown may be out of date; retrying every 2 s.";
       el.hidden = false;
       region().forEach((r) => r.classList.add("is-stale"));
-      said = e.message;
+      said = userPlain(e.message);
       say(said, true);
     },
   };
@@ -181,7 +190,7 @@ export function confirmAction(opts) {
       onclick: () => { ok = true; d.close(); } }, opts.yes);
     const list = ids.length === 0 ? null
       : h("ul", { id: opts.id + "-ids", class: "sample" },
-        ids.slice(0, SHOW).map((i) => h("li", { class: "id" }, idText(i))),
+        ids.slice(0, SHOW).map((i) => h("li", { class: "id" }, userText(i))),
         ids.length > SHOW ? h("li", {}, "… and " + (ids.length - SHOW) + " more") : null);
     const d = h("dialog", { id: opts.id + "-dialog", "aria-labelledby": opts.id + "-title",
       class: "confirm" },

@@ -1,13 +1,18 @@
-// instance.js - one instance ("#/instance?ref=REF"): its status card,
-// the actions (cancel with a reason, terminate and suspend, each after a
+// instance.js - one instance ("#/instance?ref=REF&from=LIST", LIST the
+// query of the instances page it was opened from, which "← Instances"
+// returns to): its status card (times with their ages, the parent a
+// link, what a pending instance that never ran waits for), its input,
+// output and custom status as previews with their sizes and the whole
+// value on demand, the actions (cancel with a reason, terminate and suspend, each after a
 // confirmation whose Enter key cannot confirm; resume; raise an event
 // with a JSON payload checked first; none in a read-only session) and
 // its events, paged. After an action the card is fetched again at once
 // and the result announced in the role="status" region; the card is also
 // refreshed every 2 s while the tab is visible (the events too, when
 // the history grew and only their first page is shown).
-import { h, get, getText, post, query, say, time, payloadText, idText, staleBanner,
+import { h, get, getText, post, query, say, payloadText, userText, userPlain, staleBanner,
   confirmAction } from "./dom.js";
+import { age, bytes, offset, when } from "./fmt.js";
 import { timeline } from "./timeline.js";
 
 const PREVIEW = 200; // characters of a payload shown in the events table
@@ -17,6 +22,24 @@ function row(label, value) {
   return [h("dt", {}, label), h("dd", { "data-field": label },
     value instanceof Node ? value : String(value))];
 }
+
+// A store string of the card (name, reason, error...) as userText.
+const user = (s) => (s === null || s === undefined || s === "" ? null : userText(s));
+
+// The query of the instances page this one was opened from (its "from"
+// parameter), or "" (the first page, no filter).
+function listFrom() {
+  const hash = location.hash;
+  const q = hash.indexOf("?");
+  return q < 0 ? "" : new URLSearchParams(hash.slice(q + 1)).get("from") || "";
+}
+
+const VALUES = [
+  // [label, field of GET payload?field=, key of the instance object]
+  ["Input", "input", null],
+  ["Output", "output", "output"],
+  ["Custom status", "custom_status", "custom_status"],
+];
 
 // @p opts.readOnly: the session is read-only (duro ui --read-only), so no
 // action is offered.
@@ -64,7 +87,7 @@ export function showInstance(view, ref, opts = {}) {
   // The destructive actions ask first (confirmAction: Enter never
   // confirms, "Keep it" has the focus).
   const idLine = (name, text) => [text + " Id: ",
-    h("code", { id: name + "-id" }, idText(info ? info.id : ""))];
+    h("code", { id: name + "-id" }, userText(info ? info.id : ""))];
 
   // Cancel with a reason.
   const reason = h("input", { id: "cancel-reason", autocomplete: "off",
@@ -74,7 +97,7 @@ export function showInstance(view, ref, opts = {}) {
     const why = reason.value;
     const r = await confirmAction({ id: "cancel", title: "Cancel this instance?",
       text: idLine("cancel", "It stops at its next turn; its activities are cancelled" +
-        (why ? "; reason: \u201C" + why + "\u201D." : ".")),
+        (why ? "; reason: \u201C" + userPlain(why) + "\u201D." : ".")),
       yes: "Cancel instance" });
     if (r.ok) act("cancel", why ? { reason: why } : {});
   } }, h("label", { for: "cancel-reason" }, "Reason "), reason,
@@ -130,6 +153,67 @@ export function showInstance(view, ref, opts = {}) {
   raiseForm);
 
   const tl = timeline(ref);
+  const from = listFrom();
+
+  // Input, output and custom status: a preview (at most 4 KB, from the
+  // API) with its size; "Show all" reads the whole value (GET payload
+  // ?field=), "Download" saves it. Rebuilt only when a value changes, so
+  // that a value shown whole stays so across refreshes.
+  const valuesBox = h("dl", { id: "values", class: "card values" });
+  const valueState = new Map(); // field -> {key, whole (text) or null}
+  function valueRow(label, field, v) {
+    // v: {preview (JSON value or text), bytes, truncated} or null
+    const key = v ? JSON.stringify([v.preview, v.bytes]) : "";
+    const st = valueState.get(field);
+    if (st && st.key === key && st.el) return st.el;
+    const state = { key, whole: null, el: null };
+    valueState.set(field, state);
+    if (!v) {
+      state.el = [];
+      return state.el;
+    }
+    const text = payloadText(v.preview, 0);
+    const pre = h("pre", { class: "payload value", id: "value-" + field, tabindex: "0" },
+      userText(text, { lines: true }));
+    const size = h("span", { class: "size", id: "size-" + field },
+      bytes(v.bytes) + (v.truncated ? ", the first " + bytes(new TextEncoder()
+        .encode(text).length).replace(/ \(.*\)$/, "") + " shown" : ""));
+    const download = h("a", { class: "download", download: field + ".txt",
+      href: "/api/v1/payload?" + query({ ref, field }) }, "Download");
+    const all = v.truncated ? h("button", { type: "button", class: "link",
+      id: "show-all-" + field,
+      onclick: async () => {
+        all.disabled = true;
+        try {
+          const whole = await getText("payload?" + query({ ref, field }));
+          pre.replaceChildren(userText(whole, { lines: true }));
+          size.textContent = bytes(v.bytes) + ", all shown";
+          all.remove();
+        } catch (e) {
+          all.disabled = false;
+          say(label + ": " + e.message, true);
+        }
+      } }, "Show all") : null;
+    state.el = [h("dt", {}, label), h("dd", { "data-field": label },
+      h("p", { class: "value-head" }, size, " ", all, all ? " " : null, download), pre)];
+    return state.el;
+  }
+  let input = null; // the current execution's input preview, from its events
+  function drawValues() {
+    if (!info) return;
+    const parts = VALUES.map(([label, field, key]) => {
+      const v = key === null ? input
+        : info[key + "_bytes"] === null || info[key + "_bytes"] === undefined ? null
+          : { preview: info[key], bytes: info[key + "_bytes"],
+            truncated: !!info[key + "_truncated"] };
+      return valueRow(label, field, v);
+    }).flat();
+    if (parts.length !== valuesBox.childNodes.length ||
+      parts.some((p, i) => valuesBox.childNodes[i] !== p)) {
+      valuesBox.replaceChildren(...parts);
+    }
+    valuesBox.hidden = parts.length === 0;
+  }
 
   // Events, paged with next_after.
   const evRows = h("tbody", { id: "events" });
@@ -143,20 +227,30 @@ export function showInstance(view, ref, opts = {}) {
       this.paged = append;
       const p = await get("history?" + query({ ref, after: append ? this.after : 0,
         limit: 100 }));
+      if (!append) {
+        const started = p.events.find((e) => e.kind === "OrchestrationStarted");
+        input = started && started.payload !== undefined ? { preview: started.payload,
+          bytes: started.payload_bytes, truncated: !!started.payload_truncated } : null;
+        drawValues();
+      }
       const made = p.events.map((e) => {
-        const details = [e.reason && "reason: " + e.reason,
-          e.requested_by && "by " + e.requested_by,
-          e.error && "error: " + e.error,
-          e.attempt > 1 && "attempt " + e.attempt].filter(Boolean).join("; ");
+        const details = [];
+        for (const [label, v] of [["reason: ", e.reason], ["by ", e.requested_by],
+          ["error: ", e.error]]) {
+          if (!v) continue;
+          if (details.length) details.push("; ");
+          details.push(label, userText(v));
+        }
+        if (e.attempt > 1) details.push((details.length ? "; " : "") + "attempt " + e.attempt);
         const text = payloadText(e.payload, 0);
-        const cell = h("td", { class: "payload" }, payloadText(e.payload, PREVIEW));
-        if (text.length > PREVIEW) {
+        const cell = h("td", { class: "payload" }, userText(payloadText(e.payload, PREVIEW)));
+        if (text.length > PREVIEW || e.payload_truncated) {
           cell.append(" ", h("button", { type: "button", class: "link",
             onclick: () => showPayload(e.event_id, p.execution_id) }, "whole"));
         }
         return h("tr", {}, h("td", {}, "#" + e.event_id),
-          h("td", {}, "+" + e.offset_ms + " ms"), h("td", {}, e.kind),
-          h("td", {}, e.name || ""), h("td", {}, details), cell);
+          h("td", { title: e.offset_ms + " ms" }, offset(e.offset_ms)), h("td", {}, e.kind),
+          h("td", {}, e.name ? userText(e.name) : ""), h("td", {}, details), cell);
       });
       if (append) evRows.append(...made);
       else evRows.replaceChildren(...made);
@@ -172,8 +266,8 @@ export function showInstance(view, ref, opts = {}) {
 
   async function showPayload(eventId, execution) {
     try {
-      full.textContent = await getText("payload?" +
-        query({ ref, event: eventId, execution }));
+      full.replaceChildren(userText(await getText("payload?" +
+        query({ ref, event: eventId, execution })), { lines: true }));
       full.hidden = false;
       full.focus();
     } catch (e) {
@@ -189,27 +283,45 @@ export function showInstance(view, ref, opts = {}) {
       stale.fail(e);
       return;
     }
-    title.replaceChildren(idText(info.id));
+    title.replaceChildren(userText(info.id));
     const finished = ["completed", "failed", "cancelled", "terminated"]
       .includes(info.status);
+    // Pending, its first turn not run: no execution and no history yet.
+    const neverRan = info.execution_id === 0;
+    const now = Date.now();
+    const problem = info.last_problem && h("span", {}, userText(info.last_problem),
+      " (", when(info.last_problem_at, info.last_problem_at_ms, now), ")",
+      info.next_attempt_at_ms ? "; next attempt " + age(info.next_attempt_at_ms, now) : "");
     card.replaceChildren(...[
       row("Status", info.status + (info.cancelling ? " (cancelling)" : "")),
-      row("Name", info.name),
-      row("Version", info.version),
-      row("Execution", info.execution_id),
-      row("Created", time(info.created_at)),
-      row("Updated", time(info.updated_at)),
-      row("Finished", info.finished_at && time(info.finished_at)),
-      row("Cancel reason", info.cancel_reason),
-      row("Cancel requested by", info.cancelled_by),
+      row("Waiting for", neverRan && info.status === "pending"
+        ? h("span", { id: "first-turn" }, "a runtime to take its first turn" +
+          (info.last_problem ? ", which cannot yet: see its last problem"
+            : " (a delayed start waits for its time)")) : null),
+      row("Name", user(info.name)),
+      row("Version", user(info.version)),
+      row("Execution", neverRan ? "none yet" : info.execution_id),
+      row("Created", when(info.created_at, info.created_at_ms, now)),
+      row("Updated", when(info.updated_at, info.updated_at_ms, now)),
+      row("Finished", info.finished_at && when(info.finished_at, info.finished_at_ms, now)),
+      row("Cancel reason", user(info.cancel_reason)),
+      row("Cancel requested by", user(info.cancelled_by)),
       row("Cancel requested", info.cancel_requested_at &&
-        time(info.cancel_requested_at)),
-      row("Error", info.error),
-      row("Last problem", info.last_problem &&
-        info.last_problem + " (" + time(info.last_problem_at) + ")"),
-      row("Parent", info.parent_instance && idText(info.parent_instance)),
+        when(info.cancel_requested_at, info.cancel_requested_at_ms, now)),
+      row("Error", user(info.error)),
+      row("Last problem", problem),
+      row("Parent", info.parent_instance && (info.parent_ref
+        ? h("a", { href: "#/instance?" + query({ ref: info.parent_ref, from }),
+          id: "parent-link" }, userText(info.parent_instance))
+        : userText(info.parent_instance))),
       row("History events", info.history_count),
     ].flat().filter(Boolean));
+    if (neverRan) {
+      input = null;
+      drawValues();
+    } else if (info.history_count === seen) {
+      drawValues(); // output and custom status; the input comes with events
+    }
     card.querySelector("dd").classList.add("status", "st-" + info.status);
     for (const b of [terminate, suspend, resume]) b.hidden = finished;
     cancelForm.hidden = finished;
@@ -218,35 +330,42 @@ export function showInstance(view, ref, opts = {}) {
     suspend.hidden = finished || info.status === "suspended";
     resume.hidden = info.status !== "suspended";
     // New history: reload the events, unless more pages were opened.
-    if (info.history_count !== seen) {
+    if (info.history_count !== seen && !neverRan) {
       seen = info.history_count;
-      if (!events.paged) events.first();
+      if (!events.paged) events.first().then(drawValues);
+    } else if (neverRan) {
+      evRows.replaceChildren(h("tr", {}, h("td", { colspan: "6" },
+        "No events yet: its first turn has not run.")));
     }
     // The timeline reads only the events it has not read (none when the
     // history did not grow) and moves "now" on for a running instance.
+    tl.el.hidden = neverRan;
     tl.load(info).then(() => {
       // from the history: what it waits on; who terminated it and why
-      waits.textContent = tl.waiting();
-      waitsRow.hidden = waits.textContent === "";
+      const waiting = tl.waiting();
+      waits.replaceChildren(waiting ? userText(waiting) : "");
+      waitsRow.hidden = waiting === "";
       const t = info.status === "terminated" ? tl.terminated() : null;
-      termBy.textContent = t ? (t.by || "-") + (t.reason ? " — " + t.reason : "") : "";
+      termBy.replaceChildren(...(t ? [t.by ? userText(t.by) : "-",
+        t.reason ? " — " : "", t.reason ? userText(t.reason) : ""] : []));
       termRow.hidden = !t;
     }).catch((e) => say("timeline: " + e.message, true));
   }
 
   view.append(
-    h("p", {}, h("a", { href: "#/" }, "← Instances")),
+    h("p", {}, h("a", { href: "#/" + (from ? "?" + from : ""), id: "back" }, "← Instances")),
     stale.el,
     title,
     h("section", { "aria-label": "Status" }, card, waitsRow, termRow),
+    h("section", { "aria-label": "Input, output and custom status" }, valuesBox),
     actions,
     tl.el,
     h("section", { "aria-label": "Events" },
-      h("table", {},
+      h("div", { class: "scroll-x" }, h("table", { id: "events-table" },
         h("caption", {}, "Events"),
         h("thead", {}, h("tr", {}, ["#", "Offset", "Kind", "Name", "Details",
           "Payload"].map((c) => h("th", { scope: "col" }, c)))),
-        evRows),
+        evRows)),
       evMore, full));
   full.setAttribute("tabindex", "-1");
 

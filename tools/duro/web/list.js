@@ -1,17 +1,26 @@
-// list.js - the instances page: counts by status (which are filters),
+// list.js - the instances page: counts by status (which are filters) and
+// "need attention" (failed, or live with a problem a runtime recorded),
 // filters kept in the URL ("#/?status=&name=&id_prefix=&created_after=
-// &created_before=&limit=&cursor="; times in UTC, as everywhere on the
-// page), the table with a checkbox per row, keyset paging with the API's
+// &created_before=&attention=&limit=&cursor="; times in UTC, as everywhere
+// on the page, each with its age), a skip link to the table, the table
+// with a checkbox and the last problem per row (stacked cards on a narrow
+// screen), each instance's link carrying this page's URL (its "←
+// Instances" returns here), keyset paging with the API's
 // cursor (the URL's "cursor" is the trail of the pages' cursors, so that
 // a reload or Back returns to the same page and Previous still works),
 // auto-refresh every 2 s while the tab is visible and nothing is selected
 // and neither the pointer nor the focus is in the table (rows never move
 // under them; the counts go on), and the bulk actions of bulk.js over the
 // selection or over everything matching the filter the form shows.
-import { h, get, query, say, time, idText, idPlain, staleBanner, STATUSES } from "./dom.js";
+import { h, get, query, say, userText, userPlain, staleBanner, STATUSES } from "./dom.js";
+import { when } from "./fmt.js";
 import { bulkBar } from "./bulk.js";
 
-const KEYS = ["status", "name", "id_prefix", "created_after", "created_before", "limit"];
+const KEYS = ["status", "name", "id_prefix", "created_after", "created_before", "attention",
+  "limit"];
+
+// The characters of a problem shown in a row (the whole in its title).
+const PROBLEM_SHOWN = 160;
 
 const RANGES = [
   ["", "any time"],
@@ -82,7 +91,8 @@ export function showList(view, params) {
     : fromUtcInput(input.value));
   const current = () => ({ status: statusSel.value, name: name.value,
     id_prefix: prefix.value, created_after: formTime(after, "created_after"),
-    created_before: formTime(before, "created_before"), limit: filters.limit });
+    created_before: formTime(before, "created_before"), attention: filters.attention,
+    limit: filters.limit });
   const applied = () => query(Object.assign({}, filters));
   const formDiffers = () => query(current()) !== applied();
   range.addEventListener("change", () => {
@@ -93,11 +103,12 @@ export function showList(view, params) {
   });
   const form = h("form", { class: "filters", role: "search",
     onsubmit: (ev) => { ev.preventDefault(); go(current()); } },
-  h("label", { for: "f-status" }, "Status "), statusSel,
-  h("label", { for: "f-name" }, "Name "), name,
-  h("label", { for: "f-prefix" }, "Id prefix "), prefix,
-  h("label", { for: "f-after" }, "Created from (UTC) "), after,
-  h("label", { for: "f-before" }, "to (UTC) "), before,
+  // each label with its control, so that they wrap together
+  h("span", { class: "field" }, h("label", { for: "f-status" }, "Status "), statusSel),
+  h("span", { class: "field" }, h("label", { for: "f-name" }, "Name "), name),
+  h("span", { class: "field" }, h("label", { for: "f-prefix" }, "Id prefix "), prefix),
+  h("span", { class: "field" }, h("label", { for: "f-after" }, "Created from (UTC) "), after),
+  h("span", { class: "field" }, h("label", { for: "f-before" }, "to (UTC) "), before),
   range,
   h("button", { type: "submit" }, "Filter"),
   h("button", { type: "button", onclick: () => go({}) }, "Clear"));
@@ -155,10 +166,12 @@ export function showList(view, params) {
   }
 
   const rows = h("tbody", { id: "rows" });
+  // This page's state (filters and the trail of cursors), as in its URL.
+  const listQuery = () => query(Object.assign({}, filters,
+    { cursor: cursors.slice(1).join(",") }));
   // Paging keeps the selection: the URL is replaced, not routed again.
   const paged = () => {
-    history.replaceState(null, "", "#/?" + query(Object.assign({}, filters,
-      { cursor: cursors.slice(1).join(",") })));
+    history.replaceState(null, "", "#/?" + listQuery());
     load();
   };
   const prev = h("button", { type: "button", id: "prev", disabled: cursors.length <= 1,
@@ -199,16 +212,31 @@ export function showList(view, params) {
     onmouseleave: () => setTimeout(paused, 0),
     onfocusin: () => paused(),
     onfocusout: () => setTimeout(paused, 0) },
-  h("caption", {}, "Instances"),
+  h("caption", {}, filters.attention ? "Instances that need attention" : "Instances"),
   h("thead", {}, h("tr", {},
     h("th", { scope: "col" }, allOnPage),
-    ["Id", "Name", "Status", "Created (UTC)", "Updated (UTC)"].map((c) =>
-      h("th", { scope: "col" }, c)))),
+    COLUMNS.map((c) => h("th", { scope: "col" }, c)))),
   rows);
+  table.setAttribute("tabindex", "-1");
   const stale = staleBanner(() => [counts, table]);
+  // Past the counts and the filter form, straight to the rows.
+  const skip = h("a", { href: "#instances", class: "skip", id: "skip-to-table",
+    onclick: (ev) => {
+      ev.preventDefault(); // the fragment routes: never navigate
+      const first = rows.querySelector("a");
+      (first || table).focus();
+    } }, "Skip to the instances");
+  const attentionNote = h("p", { id: "attention-note", class: "attention-note",
+    hidden: !filters.attention },
+  "Needs attention: failed instances, and pending, running or suspended ones " +
+    "whose runtime recorded a problem (it cannot make progress with them). ",
+  h("a", { href: "#/?" + query(Object.assign({}, filters, { attention: "" })) },
+    "Show every instance"));
 
   view.append(
+    skip,
     h("section", { "aria-label": "Counts by status" }, counts),
+    attentionNote,
     form,
     h("p", { class: "bulk-actions" }, matching),
     bulk.el,
@@ -231,6 +259,18 @@ export function showList(view, params) {
         onclick: () => go(Object.assign({}, filters, { status: on ? "" : st })),
       }, h("span", { class: "n" }, String(s.counts[st] || 0)), " ", st));
     });
+    // failed, and live with a recorded problem (the summary's "stuck")
+    const stuck = (s.stuck || []).reduce((n, x) => n + x.count, 0);
+    const need = (s.counts.failed || 0) + stuck;
+    const on = !!filters.attention;
+    items.unshift(h("li", {}, h("button", {
+      type: "button", class: "count attention" + (need > 0 ? " has" : ""),
+      id: "attention", "data-key": "count:attention", "data-stuck": String(stuck),
+      "aria-pressed": on ? "true" : "false",
+      title: stuck + " stuck (a runtime recorded a problem), " +
+        (s.counts.failed || 0) + " failed",
+      onclick: () => go(Object.assign({}, filters, { attention: on ? "" : "1" })),
+    }, h("span", { class: "n" }, String(need)), " need attention")));
     replaceKeepingFocus(counts, items);
   }
 
@@ -239,24 +279,28 @@ export function showList(view, params) {
     const p = await get("instances?" + query(Object.assign({}, filters,
       { limit: filters.limit || 50, cursor })));
     shown = p.instances.map((i) => i.ref);
+    const from = listQuery();
+    const now = Date.now();
     const made = p.instances.map((i) => h("tr", { "data-ref": i.ref, "data-id": i.id },
-      h("td", {}, h("input", { type: "checkbox", "data-key": "sel:" + i.ref,
-        "aria-label": "Select " + idPlain(i.id),
+      h("td", { class: "sel" }, h("input", { type: "checkbox", "data-key": "sel:" + i.ref,
+        "aria-label": "Select " + userPlain(i.id),
         onchange: (ev) => {
           if (ev.target.checked) selection.set(i.ref, i.id);
           else selection.delete(i.ref);
           sync();
         } })),
-      h("td", { class: "id" },
-        h("a", { href: "#/instance?" + query({ ref: i.ref }), "data-key": "open:" + i.ref },
-        idText(i.id))),
-      h("td", {}, i.name || ""),
-      h("td", { class: "status st-" + i.status },
+      h("td", { class: "id", "data-label": "Id" },
+        h("a", { href: "#/instance?" + query({ ref: i.ref, from }), "data-key": "open:" + i.ref },
+          userText(i.id))),
+      h("td", { "data-label": "Name" }, i.name ? userText(i.name) : ""),
+      h("td", { class: "status st-" + i.status, "data-label": "Status" },
         i.status + (i.cancelling ? " (cancelling)" : "")),
-      h("td", {}, time(i.created_at)),
-      h("td", {}, time(i.updated_at))));
+      h("td", { "data-label": "Created" }, when(i.created_at, i.created_at_ms, now)),
+      h("td", { "data-label": "Updated" }, when(i.updated_at, i.updated_at_ms, now)),
+      problemCell(i)));
     if (p.instances.length === 0) {
-      made.push(h("tr", {}, h("td", { colspan: "6" }, "No instances match.")));
+      made.push(h("tr", {}, h("td", { colspan: String(COLUMNS.length + 1) },
+        filters.attention ? "No instance needs attention." : "No instances match.")));
     }
     replaceKeepingFocus(rows, made);
     prev.disabled = cursors.length <= 1;
@@ -287,6 +331,21 @@ export function showList(view, params) {
     load(!paused());
   }, 2000);
   return () => clearInterval(timer);
+}
+
+const COLUMNS = ["Id", "Name", "Status", "Created (UTC)", "Updated (UTC)", "Last problem"];
+
+// What is wrong with an instance: the problem a runtime recorded, else a
+// failed one's error; cut to PROBLEM_SHOWN characters (the whole in the
+// title).
+function problemCell(i) {
+  const text = i.last_problem || (i.status === "failed" ? i.error : "") || "";
+  const td = h("td", { class: "problem", "data-label": "Last problem" });
+  if (!text) return td;
+  const cut = text.length > PROBLEM_SHOWN ? text.slice(0, PROBLEM_SHOWN) + "…" : text;
+  td.append(userText(cut));
+  td.setAttribute("title", userPlain(text));
+  return td;
 }
 
 // Replaces @p parent's children; the element that had the focus (found

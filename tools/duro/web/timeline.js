@@ -42,7 +42,7 @@
 // DOM. Bars are placed with el.style (CSSOM), which the CSP allows, and
 // clipped to the view in JS so zoomed widths stay small numbers. Every
 // string from the store goes through h() (textContent/setAttribute).
-import { h, get, query, time } from "./dom.js";
+import { h, get, query, time, userText, userPlain } from "./dom.js";
 
 const ROW = 24; // px per row
 const OVERSCAN = 10; // rows drawn above and below the view
@@ -348,7 +348,8 @@ export function timeline(ref) {
     if (seg.cancelledAt !== null) {
       lines.push("✕ cancelled" + (seg.cancelReason ? ": " + seg.cancelReason : ""));
     }
-    const bar = h("div", { class: "tl-bar tl-seg tl-" + cls, title: lines.join("\n"),
+    const bar = h("div", { class: "tl-bar tl-seg tl-" + cls,
+      title: lines.map(userPlain).join("\n"),
       "data-attempt": seg.attempt === null ? null : String(seg.attempt) });
     if (!place(bar, seg.start, end)) return;
     parts.push(bar);
@@ -361,7 +362,8 @@ export function timeline(ref) {
     }
     if (seg.cancelledAt !== null && pct(seg.cancelledAt) >= 0 && pct(seg.cancelledAt) <= 100) {
       const x = h("div", { class: "tl-x",
-        title: "✕ cancelled" + (seg.cancelReason ? ": " + seg.cancelReason : "") }, "✕");
+        title: "✕ cancelled" + (seg.cancelReason ? ": " + userPlain(seg.cancelReason) : "") },
+      "✕");
       x.style.left = pct(seg.cancelledAt) + "%";
       parts.push(x);
     }
@@ -390,7 +392,7 @@ export function timeline(ref) {
         segment(row, seg, label, parts);
       }
       const r = h("div", { class: "tl-row", "data-span": String(row.id), "data-row": String(i) },
-        h("div", { class: "tl-label", title: label }, label),
+        h("div", { class: "tl-label", title: userPlain(label) }, userText(label)),
         h("div", { class: "tl-track" }, parts));
       r.style.top = i * ROW + "px";
       made.push(r);
@@ -424,8 +426,8 @@ export function timeline(ref) {
     const shown = model.marks.filter((m) => pct(m.at) >= 0 && pct(m.at) <= 100);
     strip.replaceChildren(...shown.map((m) => {
       const mark = h("div", { class: "tl-mark" },
-        m.what + (m.by ? " by " + m.by : "") + (m.reason ? " — \"" + m.reason + "\"" : "") +
-        " at +" + duration(m.at - model.t0));
+        userText(m.what + (m.by ? " by " + m.by : "") +
+          (m.reason ? " — \"" + m.reason + "\"" : "") + " at +" + duration(m.at - model.t0)));
       mark.style.left = pct(m.at) + "%";
       if (pct(m.at) > 50) mark.classList.add("tl-mark-left"); // label before the line
       return mark;
