@@ -611,7 +611,11 @@ contains "$tmp/out" "started e-1"
 echo "== the read verbs open read-only: an older schema is not migrated"
 cp "$tmp/store.db" "$tmp/older.db"
 [ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/older.db-wal"
-"$fixture" sql "$tmp/older.db" "DROP TABLE event_ids;
+"$fixture" sql "$tmp/older.db" "DROP INDEX instances_status_created;
+    DROP INDEX instances_status_updated;
+    DROP INDEX instances_name_status_created;
+    DROP INDEX instances_name_status_updated; DROP INDEX history_control;
+    DELETE FROM duro_schema WHERE version = 7; DROP TABLE event_ids;
     DELETE FROM duro_schema WHERE version = 6" || fail "cli_fixture sql"
 run 1 --db "sqlite:$tmp/older.db" list
 one_line

@@ -242,9 +242,19 @@ PV_TEST(concurrent_opens_of_a_fresh_schema_migrate_once)
     char sql[160];
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 4); /* migrations 1 to 4, once each */
+    CHECK_EQ(query_int(c, sql), 5); /* migrations 1 to 5, once each */
     PQfinish(c);
 }
+
+/* Takes a version-5 schema (search_path set to it) back to version 4:
+ * migration 5's indexes go. */
+#define UNDO_PG_MIGRATION_5                                                    \
+    "DROP INDEX instances_status_created; "                                    \
+    "DROP INDEX instances_status_updated; "                                    \
+    "DROP INDEX instances_name_status_created; "                               \
+    "DROP INDEX instances_name_status_updated; "                               \
+    "DROP INDEX history_control; "                                             \
+    "DELETE FROM duro_schema WHERE version = 5; "
 
 static int admin_exec(PGconn *c, const char *sql)
 {
@@ -505,19 +515,21 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     CHECK(p != NULL);
     duro_provider_close(p);
 
-    /* behind (migration 4 undone, as a version-3 store): migrated */
-    char sql[512];
+    /* behind (migrations 5 and 4 undone, as a version-3 store):
+     * migrated */
+    char sql[1024];
     snprintf(sql, sizeof(sql),
-             "DROP TABLE \"%s\".event_ids; "
-             "DELETE FROM \"%s\".duro_schema WHERE version = 4",
-             schema, schema);
+             "SET search_path TO \"%s\"; " UNDO_PG_MIGRATION_5
+             "DROP TABLE event_ids; "
+             "DELETE FROM duro_schema WHERE version = 4",
+             schema);
     CHECK(admin_exec(c, sql));
     p = open_schema(schema, "&create=0");
     CHECK(p != NULL);
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 4);
+    CHECK_EQ(query_int(c, sql), 5);
 
     /* a schema without duro_schema, empty or another application's, is
      * no store: create=0 creates nothing in it */
@@ -553,7 +565,7 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 4);
+    CHECK_EQ(query_int(c, sql), 5);
     PQfinish(c);
 }
 
@@ -636,9 +648,9 @@ PV_TEST(migration_2_adds_activity_run_times)
     CHECK(c != NULL);
     if (c == NULL)
         return;
-    char sql[1024];
+    char sql[2048];
     snprintf(sql, sizeof(sql),
-             "SET search_path TO \"%s\";"
+             "SET search_path TO \"%s\";" UNDO_PG_MIGRATION_5
              "DROP TABLE event_ids;"
              "DELETE FROM duro_schema WHERE version = 4;"
              "DROP INDEX instances_name_status;"
@@ -667,7 +679,7 @@ PV_TEST(migration_2_adds_activity_run_times)
     CHECK_EQ(query_int(c, sql), 4);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 4);
+    CHECK_EQ(query_int(c, sql), 5);
     /* migration 4: the table of event ids */
     snprintf(sql, sizeof(sql),
              "SELECT COUNT(*) FROM information_schema.tables WHERE "

@@ -244,7 +244,26 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
     " instance_id text COLLATE \"C\" NOT NULL,"
     " event_id text COLLATE \"C\" NOT NULL,"
     " raised_ms bigint NOT NULL,"
-    " PRIMARY KEY(instance_id, event_id));"};
+    " PRIMARY KEY(instance_id, event_id));",
+    /* 5 (SQLite's 7): the operators' queries (provider contract version
+     * 10): instances newest first by creation or last change, by status
+     * and by name and status, each page one index range per status from
+     * the cursor's key, merged; and the control requests across
+     * instances, a partial index of their four kinds (5, 19, 20, 21), so
+     * the other history inserts pay nothing. Built in the migration's
+     * transaction: writers of these tables wait for the build (one pass
+     * over each table). */
+    "CREATE INDEX instances_status_created"
+    " ON instances(status, created_ms, instance_id);"
+    "CREATE INDEX instances_status_updated"
+    " ON instances(status, updated_ms, instance_id);"
+    "CREATE INDEX instances_name_status_created"
+    " ON instances(name, status, created_ms, instance_id);"
+    "CREATE INDEX instances_name_status_updated"
+    " ON instances(name, status, updated_ms, instance_id);"
+    "CREATE INDEX history_control"
+    " ON history(timestamp_ms, instance_id, execution_id, event_id)"
+    " WHERE kind IN (5, 19, 20, 21);"};
 
 /* libpq's message on one line, as a log line needs it: each run of
  * whitespace (its "\n\tThis probably means ...") becomes one space, and

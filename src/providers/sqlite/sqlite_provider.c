@@ -458,6 +458,8 @@ static void fill_methods(duro_provider *m)
     m->check_work_item_locks = duro__sqlite_check_work_item_locks;
     m->control_instances = duro__sqlite_control_instances;
     m->control_matching = duro__sqlite_control_matching;
+    m->query_instances = duro__sqlite_query_instances;
+    m->list_control_events = duro__sqlite_list_control_events;
 }
 
 static int open_readers(duro__sqlite_provider *p, duro_error *err)
