@@ -1025,7 +1025,11 @@ void duro__pg_config_free(duro__pg_config *cfg);
  * SQLite's (sqlite_internal.h, DURO__SQLITE_QUERY_STATEMENTS): the same
  * parameters ($1 .. $19), paths and shapes. Text compares bytewise: the
  * columns are COLLATE "C", which the parameters take from them. strpos
- * finds a substring of valid UTF-8 where its bytes are. */
+ * finds a substring of valid UTF-8 where its bytes are. These statements
+ * are planned at each run with their values (statement_per_call in
+ * pg_db.c): a filter that is off is gone from the plan, and the planner
+ * weighs the created bounds with the column's statistics, so none needs
+ * SQLite's unary + to keep a range off the wrong index. */
 #define DURO__PG_Q_FILTER                                                      \
     "($1::text IS NULL OR i.name = $1::text) "                                 \
     "AND ($5::text IS NULL OR i.parent_instance = $5::text) "                  \
