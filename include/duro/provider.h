@@ -954,7 +954,8 @@ struct duro_provider {
     int (*get_instance)(duro_provider *p, const char *instance_id,
                         duro_instance_list **out, duro_error *err);
 
-    /* Instances matching filter, ordered by instance id. */
+    /* Instances matching filter, ordered by instance id (query_instances,
+     * version 10, has more filters, orders and opaque cursors). */
     int (*list_instances)(duro_provider *p, const duro_instance_filter *filter,
                           duro_instance_list **out, duro_error *err);
 
@@ -1390,16 +1391,18 @@ struct duro_provider {
      * page and any later one read about a page of index entries however
      * many instances the store holds, when the query filters by nothing
      * else than: status (one or several statuses: one index range each,
-     * merged), exact name, or name and status; the created bounds narrow
-     * that range in DURO_ORDER_CREATED_DESC and are checked row by row in
-     * the other orders. name_contains is checked row by row (a substring
-     * has no index): alone, a page reads instances until it has its
-     * matches, all of them when there are few. Otherwise, in this order of
-     * precedence, the page reads every child of parent_instance, every
-     * instance with a problem (with_problem), or the index range of the
-     * names that begin with name_prefix, and sorts them: a cost that grows
-     * with those instances, not with the store. count_total counts every
-     * match, which may read all of them.
+     * merged; newest first with no status, the ranges of all seven, so up
+     * to seven pages of entries), exact name, or name and status; the
+     * created bounds narrow those ranges in DURO_ORDER_CREATED_DESC and
+     * are checked row by row in the other orders. name_contains is
+     * checked row by row (a substring has no index): a page reads
+     * instances until it has its matches, all of them when there are few.
+     * Otherwise, in this order of precedence, the page reads every child
+     * of parent_instance, every instance with a problem (with_problem),
+     * or the index range of the names that begin with name_prefix, and
+     * sorts them: a cost that grows with those instances, not with the
+     * store. count_total counts every match, which may read all of
+     * them.
      *
      * Errors (not retryable; *out NULL): DURO_INVALID for a NULL q or out,
      * q->version < 1, an unknown order, a limit over
