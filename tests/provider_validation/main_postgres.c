@@ -1597,6 +1597,9 @@ PV_TEST(query_pages_read_a_page_of_100000_instances)
     const size_t limit = 100;
     const long most = 10 * (long)(limit + 1);
     char args[4096], what[128];
+    /* the provider prepares none of them: each is planned with its values,
+     * as the EXPLAINs below are (force_custom_plan) */
+    uint64_t prepared = duro__pg_statements_prepared(p);
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         for (int order = 0; order <= DURO_ORDER_UPDATED_DESC; order++) {
             if (cases[k].before != 0 && order != DURO_ORDER_CREATED_DESC)
@@ -1666,6 +1669,7 @@ PV_TEST(query_pages_read_a_page_of_100000_instances)
         duro__events_plan_free(&pl);
     }
     duro_control_event_list_free(l);
+    CHECK_EQ(duro__pg_statements_prepared(p), prepared);
     PQfinish(c);
 }
 
