@@ -413,8 +413,8 @@ static ui_ratelog log_failed, log_unchecked;
 
 /* The log line of a failure (never the secret) and its answer: 401 when
  * the next token is checked at once, else 429 with Retry-After. */
-static int failed(ui_request *r, const char *what, unsigned failures,
-                  int64_t wait_ms)
+static int failed(ui_request *r, const char *what, const char *via,
+                  unsigned failures, int64_t wait_ms)
 {
     unsigned wait_s = seconds_up(wait_ms);
     if (failures == 0) /* a wrong secret seen lately: not counted again */
@@ -426,8 +426,8 @@ static int failed(ui_request *r, const char *what, unsigned failures,
     if (wait_s > 0)
         snprintf(waits, sizeof(waits), "; token sign-ins wait %u s", wait_s);
     ui_log_limited(&log_failed, 1000,
-                   "failed sign-in from %s: %s; %u failure%s%s", r->peer, what,
-                   failures, failures == 1 ? "" : "s", waits);
+                   "failed sign-in from %s (%s): %s; %u failure%s%s", r->peer,
+                   via, what, failures, failures == 1 ? "" : "s", waits);
     if (wait_s == 0)
         return ui_send_refusal(r, 401, "unauthorized", failures, 0,
                                "%s: sign in with the URL duro ui printed, "
@@ -500,7 +500,7 @@ int ui_auth_bearer(ui_request *r, const char *token, const ui_operator **who,
         return 0;
     }
     *rc = verdict == 2 ? unchecked(r, failures, wait_ms)
-                       : failed(r, "wrong token (Authorization: Bearer)",
+                       : failed(r, "wrong token", "Authorization: Bearer",
                                 failures, wait_ms);
     return -1;
 }
@@ -553,7 +553,8 @@ int ui_auth_post_session(ui_request *r, json_t *body)
         if (verdict == 2)
             return unchecked(r, failures, wait_ms);
         if (verdict == 1)
-            return failed(r, "wrong token (sign-in form)", failures, wait_ms);
+            return failed(r, "wrong token", "the sign-in form", failures,
+                          wait_ms);
     } else {
         /* codes are checked even while token checks wait (see the top) */
         const char *given = json_string_value(code);
@@ -581,7 +582,7 @@ int ui_auth_post_session(ui_request *r, json_t *body)
             return failed(r,
                           expired ? "expired login code"
                                   : "unknown or used login code",
-                          failures, wait_ms);
+                          "a login URL", failures, wait_ms);
     }
     char id[2 * SESSION_BYTES + 1];
     int64_t expires = 0;

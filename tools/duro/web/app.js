@@ -15,7 +15,7 @@ import { showInstance } from "./instance.js";
 
 let stopPage = null;
 let readOnly = false; // the session's, from the session or summary answer
-let routing = false;
+let routing = false; // signed in: the fragment picks the page
 
 function showMode(s) {
   readOnly = !!s.read_only;
@@ -67,7 +67,7 @@ function askOtherTabs() {
   });
 }
 
-function stopRouting() {
+function stopPageNow() {
   if (stopPage) stopPage();
   stopPage = null;
 }
@@ -75,7 +75,8 @@ function stopRouting() {
 // The sign-in form: a token (the first line of --token-file, a line of
 // --tokens-file, or $DURO_UI_TOKEN), exchanged for a session.
 function showSignIn(message, isError) {
-  stopRouting();
+  routing = false;
+  stopPageNow();
   document.getElementById("mode").textContent = "";
   signOutButton().hidden = true;
   const token = h("input", { id: "signin-token", type: "password", autocomplete: "off",
@@ -113,7 +114,7 @@ function adopt(s) {
 }
 
 function route() {
-  stopRouting();
+  stopPageNow();
   const hash = location.hash.replace(/^#/, "") || "/";
   const qpos = hash.indexOf("?");
   const path = qpos < 0 ? hash : hash.slice(0, qpos);
@@ -129,35 +130,42 @@ function route() {
 }
 
 function start() {
-  if (!routing) {
-    routing = true;
-    window.addEventListener("hashchange", () => { if (session.get()) route(); });
-  }
+  routing = true;
   route();
+}
+
+// A #login=CODE (or a #token=, refused) in the fragment: at load, or
+// pasted into the address bar of an open console (a hashchange).
+async function signInFromFragment() {
+  const code = /(?:^#|&)login=([^&]*)/.exec(location.hash);
+  const token = /(?:^#|&)token=/.test(location.hash);
+  if (!code && !token) return false;
+  // Out of the address bar (and this history entry) before anything else.
+  history.replaceState(null, "", location.pathname + location.search + "#/");
+  if (token) {
+    session.clear();
+    showSignIn("A token is never taken from the URL: paste it here.", true);
+    return true;
+  }
+  try {
+    adopt(await post("session", { code: decodeURIComponent(code[1]) }));
+  } catch (e) {
+    if (e.status !== 401 && e.status !== 429) throw e;
+    // used or expired: a tab that is signed in already goes on
+    if (!session.get()) showSignIn(e.message, true);
+    else start();
+  }
+  return true;
 }
 
 async function main() {
   whenSignedOut(() => showSignIn("The session has ended or expired: sign in again.", true));
-  const code = /(?:^#|&)login=([^&]*)/.exec(location.hash);
-  const token = /(?:^#|&)token=/.test(location.hash);
-  if (code || token) {
-    // Out of the address bar (and this history entry) before anything else.
-    history.replaceState(null, "", location.pathname + location.search + "#/");
-  }
-  if (token) {
-    showSignIn("A token is never taken from the URL: paste it here.", true);
-    return;
-  }
-  if (code) {
-    try {
-      adopt(await post("session", { code: decodeURIComponent(code[1]) }));
-      return;
-    } catch (e) {
-      if (e.status !== 401 && e.status !== 429) throw e;
-      // used or expired: a tab that is signed in already goes on
-      if (!session.get()) return showSignIn(e.message, true);
-    }
-  }
+  window.addEventListener("hashchange", () => {
+    signInFromFragment().then((took) => {
+      if (!took && routing && session.get()) route();
+    }).catch((e) => say(e.message, true));
+  });
+  if (await signInFromFragment()) return;
   if (!session.get()) {
     const borrowed = await askOtherTabs();
     if (borrowed) session.set(borrowed);
