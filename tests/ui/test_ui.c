@@ -1137,6 +1137,35 @@ static void test_lockout(void)
         close(idle[i]);
     for (int i = 0; i < MORE; i++)
         close(more[i]);
+    /* In the HTTP server, one that has not signed in cannot hold a place:
+     * 300 sign-ins whose body never comes (more than UI_SERVING_MAX, 256)
+     * do not keep a request out, the oldest is closed to make room, and
+     * the others when they have taken 10 s. */
+    enum { SLOW = 300 };
+    static int slow[SLOW];
+    char slow_raw[512];
+    int slow_n = snprintf(slow_raw, sizeof(slow_raw),
+                          "POST /api/v1/session HTTP/1.1\r\nHost: "
+                          "127.0.0.1:%u\r\nContent-Type: application/json\r\n"
+                          "Sec-Fetch-Site: same-origin\r\nContent-Length: "
+                          "100\r\n\r\n{",
+                          port);
+    for (int i = 0; i < SLOW; i++) {
+        slow[i] = connect_to(port);
+        if (send(slow[i], slow_raw, (size_t)slow_n, MSG_NOSIGNAL) != slow_n)
+            die("send: %s", strerror(errno));
+    }
+    /* as above: 5 s, generous, and half what the slow ones may take */
+    s = http_within(port, raw, (size_t)n, buf, sizeof(buf), 5000);
+    CHECK(s == 200, "a request among %d slow sign-ins: %d", SLOW, s);
+    deadline = now_ms() + 10000;
+    while (still_open(slow[0]) && now_ms() < deadline)
+        pause_ms(20);
+    CHECK(!still_open(slow[0]), "the oldest slow sign-in is open");
+    CHECK(still_open(slow[SLOW - 1]) || now_ms() > deadline,
+          "the newest slow sign-in was closed at once");
+    CHECK(wait_file_holds(errfile, "the oldest that had not signed in") == 0,
+          "making room was not said");
     /* a trickler gets 408, with duro's headers, at the deadline */
     read_until_within(trickling[TRICKLING - 1], buf, 0, sizeof(buf), NULL,
                       30000);
@@ -1144,6 +1173,18 @@ static void test_lockout(void)
           "a trickler's end: %.300s", buf);
     for (int i = 0; i < TRICKLING; i++)
         close(trickling[i]);
+    deadline = now_ms() + 30000;
+    int slow_open = SLOW;
+    while (slow_open > 0 && now_ms() < deadline) {
+        slow_open = 0;
+        for (int i = 0; i < SLOW; i++)
+            slow_open += still_open(slow[i]);
+        if (slow_open > 0)
+            pause_ms(50);
+    }
+    CHECK(slow_open == 0, "%d slow sign-ins still open after 30 s", slow_open);
+    for (int i = 0; i < SLOW; i++)
+        close(slow[i]);
     kill(pid, SIGTERM);
     int st = 0;
     CHECK(wait_exit(pid, 7, &st) == 0, "ui 7 did not stop");

@@ -199,6 +199,10 @@ ui_door *ui_door_create(int listen_fd);
  * closure: counts the connections MHD serves. */
 void ui_door_notify(void *cls, struct MHD_Connection *conn, void **context,
                     enum MHD_ConnectionNotificationCode code);
+/* Marks the connection of a request that signed in: the door never
+ * closes it early (one that has not is closed when it takes longer than
+ * UI_HEADER_DEADLINE_MS in MHD, or first when MHD is full). Any thread. */
+void ui_door_trust(struct MHD_Connection *conn);
 /* Starts the door's thread, handing complete requests to @p daemon. 0,
  * or -1. */
 int ui_door_start(ui_door *door, struct MHD_Daemon *daemon);

@@ -8,10 +8,15 @@
  * block that is too large or breaks HTTP/1.1's grammar is answered here
  * (400, 411, 413, 414, 431, 505; 503 when MHD serves UI_SERVING_MAX), with
  * duro's headers: MHD 0.9.75 never gets a request it would refuse by
- * itself, with its own pages that lack them. Owns the listening socket and
- * the waiting connections (its thread only); the counts of connections in
- * flight are under its lock, read by the main thread and written by MHD's
- * (ui_door_notify). */
+ * itself, with its own pages that lack them. Once in MHD, a connection
+ * that has not signed in (ui_door_trust) has UI_HEADER_DEADLINE_MS more
+ * to be done, and is the first closed when UI_SERVING_MAX are served: a
+ * slow reader of the page or a trickled sign-in body cannot hold MHD
+ * either. Owns the listening socket and the waiting connections (its
+ * thread only); the connections MHD serves are under its lock, added and
+ * removed by MHD's threads (ui_door_notify) and closed by the door with
+ * shutdown(), which is safe under that lock: MHD closes a socket only
+ * after its CLOSED notification. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -46,6 +51,16 @@ typedef struct waiting_list {
     waiting *head, *tail; /* by deadline: FIFO, every one gets the same */
 } waiting_list;
 
+/* A connection MHD serves (its socket context). */
+typedef struct served {
+    ui_door *door;
+    int fd;
+    int64_t since_ms; /* handed over (about: when MHD took it) */
+    int trusted;      /* a request on it signed in */
+    int ended;        /* shut down by the door, MHD not done with it */
+    struct served *prev, *next;
+} served;
+
 struct ui_door {
     int listen_fd, epoll_fd, wake_fd;
     struct MHD_Daemon *daemon;
@@ -60,6 +75,8 @@ struct ui_door {
     pthread_cond_t changed;
     unsigned long busy; /* in flight: waiting with a byte, or served */
     unsigned serving;   /* handed to MHD, not yet closed */
+    unsigned ended;     /* of them, shut down by the door */
+    served *served_head, *served_tail; /* oldest first */
     int stop_accepting, quit;
 };
 
@@ -262,17 +279,79 @@ static void busy_add(ui_door *door, long busy, int serving)
     pthread_mutex_unlock(&door->lock);
 }
 
+/* The context of a connection MHD took when no record could be made: it
+ * is counted, never trusted nor closed by the door. */
+static char counted_only;
+
 void ui_door_notify(void *cls, struct MHD_Connection *conn, void **context,
                     enum MHD_ConnectionNotificationCode code)
 {
-    (void)conn;
+    ui_door *door = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        *context = cls;
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        served *s = calloc(1, sizeof(*s));
+        if (s == NULL || info == NULL) {
+            free(s);
+            *context = &counted_only;
+            return;
+        }
+        s->door = door;
+        s->fd = info->connect_fd;
+        s->since_ms = ui_now_ms();
+        pthread_mutex_lock(&door->lock);
+        s->prev = door->served_tail;
+        if (door->served_tail != NULL)
+            door->served_tail->next = s;
+        else
+            door->served_head = s;
+        door->served_tail = s;
+        pthread_mutex_unlock(&door->lock);
+        *context = s;
         return;
     }
-    if (*context != NULL)
-        busy_add(cls, -1, -1);
+    if (*context == NULL)
+        return;
+    served *s = *context == &counted_only ? NULL : *context;
+    pthread_mutex_lock(&door->lock);
+    if (s != NULL) {
+        if (s->prev != NULL)
+            s->prev->next = s->next;
+        else
+            door->served_head = s->next;
+        if (s->next != NULL)
+            s->next->prev = s->prev;
+        else
+            door->served_tail = s->prev;
+        if (s->ended)
+            door->ended--;
+    }
+    door->busy--;
+    door->serving--;
+    pthread_cond_broadcast(&door->changed);
+    pthread_mutex_unlock(&door->lock);
+    free(s);
     *context = NULL;
+}
+
+void ui_door_trust(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    served *s = info != NULL ? info->socket_context : NULL;
+    if (s == NULL || (void *)s == (void *)&counted_only)
+        return;
+    pthread_mutex_lock(&s->door->lock);
+    s->trusted = 1;
+    pthread_mutex_unlock(&s->door->lock);
+}
+
+/* Closes @p s (under the lock): MHD sees the end and lets it go. */
+static void end_served(ui_door *door, served *s)
+{
+    shutdown(s->fd, SHUT_RDWR);
+    s->ended = 1;
+    door->ended++;
 }
 
 /* ---- the waiting lists --------------------------------------------------- */
@@ -340,7 +419,8 @@ static void answer(ui_door *door, waiting *w, unsigned status, const char *code,
     list_append(&door->lingering, w);
 }
 
-static ui_ratelog log_timeout, log_evict, log_full, log_refused;
+static ui_ratelog log_timeout, log_evict, log_full, log_refused, log_slow,
+    log_dropped;
 
 /* Closes the oldest connection held (lingering first): 0, or -1 when
  * none is held. */
@@ -360,11 +440,32 @@ static int evict_oldest(ui_door *door)
     return 0;
 }
 
+/* Room in MHD for one more: when UI_SERVING_MAX are served, the oldest
+ * that has not signed in is closed; 0, or -1 when all have (or MHD holds
+ * twice as many, closing). Under the lock. */
+static int make_room(ui_door *door)
+{
+    if (door->serving >= 2 * UI_SERVING_MAX)
+        return -1;
+    if (door->serving - door->ended < UI_SERVING_MAX)
+        return 0;
+    for (served *s = door->served_head; s != NULL; s = s->next)
+        if (!s->trusted && !s->ended) {
+            end_served(door, s);
+            ui_log_limited(&log_slow, 10000,
+                           "%d requests were being served: the oldest that "
+                           "had not signed in was closed",
+                           UI_SERVING_MAX);
+            return 0;
+        }
+    return -1;
+}
+
 /* Hands @p w, whose header block is in, to MHD. */
 static void hand_over(ui_door *door, waiting *w)
 {
     pthread_mutex_lock(&door->lock);
-    int full = door->serving >= UI_SERVING_MAX;
+    int full = make_room(door) != 0;
     pthread_mutex_unlock(&door->lock);
     if (full) {
         ui_log_limited(&log_full, 10000,
@@ -383,8 +484,12 @@ static void hand_over(ui_door *door, waiting *w)
     busy_add(door, 1, 1);
     drop(door, w, 1);
     if (MHD_add_connection(door->daemon, fd, (struct sockaddr *)&addr,
-                           addr_len) != MHD_YES)
+                           addr_len) != MHD_YES) {
         busy_add(door, -1, -1); /* MHD closed it */
+        ui_log_limited(&log_dropped, 10000,
+                       "a request could not be handed to the HTTP server "
+                       "(out of memory?): closed");
+    }
 }
 
 /* What @p w sent so far: waits, refuses or hands it over. */
@@ -485,7 +590,25 @@ static int expire(ui_door *door)
         else
             drop(door, w, 0);
     }
-    if (door->waiting.head != NULL)
+    /* a connection in MHD that has not signed in has as long again */
+    pthread_mutex_lock(&door->lock);
+    for (served *s = door->served_head; s != NULL; s = s->next) {
+        if (s->trusted || s->ended)
+            continue;
+        int64_t end = s->since_ms + UI_HEADER_DEADLINE_MS;
+        if (end <= now) {
+            end_served(door, s);
+            ui_log_limited(&log_slow, 10000,
+                           "a request that had not signed in was not done "
+                           "%d s after its headers: closed",
+                           UI_HEADER_DEADLINE_MS / 1000);
+        } else if (next < 0 || end < next) {
+            next = end;
+        }
+    }
+    pthread_mutex_unlock(&door->lock);
+    if (door->waiting.head != NULL &&
+        (next < 0 || door->waiting.head->deadline_ms < next))
         next = door->waiting.head->deadline_ms;
     if (door->lingering.head != NULL &&
         (next < 0 || door->lingering.head->deadline_ms < next))
@@ -647,6 +770,7 @@ void ui_door_destroy(ui_door *door)
         drop(door, door->waiting.head, 0);
     while (door->lingering.head != NULL)
         drop(door, door->lingering.head, 0);
+    /* MHD has stopped: it notified the end of each of its connections */
     if (door->listen_fd >= 0)
         close(door->listen_fd);
     close(door->epoll_fd);

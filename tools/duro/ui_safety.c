@@ -457,6 +457,8 @@ static int gate(ui_request *r, int *handled)
     int rc = MHD_YES;
     if (sign_in(r, ui_route_needs(r->route), tok, session, &rc) != 0)
         return rc;
+    if (r->who != NULL)
+        ui_door_trust(conn);
     if (ui_route_is_action(r->route) && s->read_only)
         return ui_send_error(r, 403, "read_only",
                              "duro ui runs with --read-only: actions are "

@@ -546,7 +546,12 @@ int cmd_ui(cli *c, int argc, char **argv)
      * deadline and limits hold for every request. MHD_USE_ITC:
      * MHD_add_connection needs it. The door enforces a grammar stricter
      * than MHD's strict mode, and the gate the Host rule: MHD is told to
-     * refuse nothing itself (its refusals lack duro's headers). */
+     * refuse nothing itself (its refusals lack duro's headers). The door
+     * hands over at most 2 * UI_SERVING_MAX at once, so that neither pool
+     * thread (each gets half the limit) ever reaches it: MHD would drop
+     * a connection unannounced. 128 KiB per connection holds the largest
+     * header block the door lets through, with its cookies and
+     * arguments parsed. */
     ui_door *door = ui_door_create(fd);
     if (door == NULL) {
         close(fd);
@@ -562,7 +567,7 @@ int cmd_ui(cli *c, int argc, char **argv)
         flags, 0, NULL, NULL, (MHD_AccessHandlerCallback)ui_handle, &srv,
         MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)2, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)(2 * UI_SERVING_MAX), MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)(4 * UI_SERVING_MAX), MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)15, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
         MHD_OPTION_STRICT_FOR_CLIENT, (int)0, MHD_OPTION_NOTIFY_COMPLETED,
         request_ends, NULL, MHD_OPTION_URI_LOG_CALLBACK, request_begins, NULL,
