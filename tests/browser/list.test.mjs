@@ -56,7 +56,7 @@ test("instances page", async (t) => {
     await page.waitForFunction(() =>
       document.querySelectorAll("#rows td.id").length === 4);
     assert.equal(await page.locator("#f-prefix").inputValue(), "w-");
-    // the cookie is the session: who acts is shown again
+    // the session (sessionStorage) outlives the reload: who acts is shown again
     await page.locator("#mode").filter({ hasText: /^as ui:/ }).waitFor();
   });
 
