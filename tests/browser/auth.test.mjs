@@ -156,6 +156,24 @@ test("the sign-in form, signing out, a used login URL, a second tab", async (t) 
     assert.equal(status, 401);
   });
 
+  await t.test("a session ended elsewhere brings the form back", async () => {
+    await page.locator("#signin-token").fill(TOKEN);
+    await page.locator("#signin button[type=submit]").click();
+    await page.locator("#rows tr[data-ref]").first().waitFor();
+    // the server ends it (as an expiry or a restart would); the page
+    // notices at its next request (the list refreshes every 2 s)
+    const status = await page.evaluate(async () => (await fetch("/api/v1/logout", {
+      method: "POST",
+      headers: { "Content-Type": "application/json",
+        "X-Duro-Session": sessionStorage.getItem("duro_session") },
+      body: "{}",
+    })).status);
+    assert.equal(status, 200);
+    await page.locator("#signin-token").waitFor();
+    await page.locator("#status").filter({ hasText: /ended or expired/ }).waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem("duro_session")), null);
+  });
+
   await t.test("a token in the URL is dropped, never used", async () => {
     await page.goto(ui.base + "/#token=" + TOKEN);
     await page.locator("#signin-token").waitFor();
