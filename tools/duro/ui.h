@@ -213,8 +213,11 @@ void ui_door_stop_accepting(ui_door *door);
  * not answered, waiting here or served by MHD), at most @p ms; how many
  * are left. */
 unsigned long ui_door_wait_idle(ui_door *door, int64_t ms);
-/* Stops the thread and closes what it holds; after MHD_stop_daemon (whose
- * closing connections it counts). NULL is a no-op. */
+/* Stops the thread and closes what it holds, so that nothing is handed
+ * to MHD any more: before MHD_stop_daemon. */
+void ui_door_halt(ui_door *door);
+/* Halts it if need be and frees it: after MHD_stop_daemon (whose closing
+ * connections it counts). NULL is a no-op. */
 void ui_door_destroy(ui_door *door);
 
 /* ---- ui_assets.c --------------------------------------------------------- */

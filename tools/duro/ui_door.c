@@ -755,24 +755,32 @@ unsigned long ui_door_wait_idle(ui_door *door, int64_t ms)
     return left;
 }
 
-void ui_door_destroy(ui_door *door)
+void ui_door_halt(ui_door *door)
 {
-    if (door == NULL)
-        return;
     if (door->started) {
         pthread_mutex_lock(&door->lock);
         door->quit = 1;
         pthread_mutex_unlock(&door->lock);
         wake(door);
         pthread_join(door->thread, NULL);
+        door->started = 0;
     }
     while (door->waiting.head != NULL)
         drop(door, door->waiting.head, 0);
     while (door->lingering.head != NULL)
         drop(door, door->lingering.head, 0);
-    /* MHD has stopped: it notified the end of each of its connections */
     if (door->listen_fd >= 0)
         close(door->listen_fd);
+    door->listen_fd = -1;
+}
+
+void ui_door_destroy(ui_door *door)
+{
+    if (door == NULL)
+        return;
+    ui_door_halt(door);
+    /* MHD has stopped: it notified the end of each of its connections,
+     * which freed their records */
     close(door->epoll_fd);
     close(door->wake_fd);
     pthread_cond_destroy(&door->changed);

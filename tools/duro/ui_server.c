@@ -635,6 +635,7 @@ int cmd_ui(cli *c, int argc, char **argv)
                 "duro ui: %lu request(s) still in flight after %d ms: "
                 "closed\n",
                 left, STOP_GRACE_MS);
+    ui_door_halt(door); /* nothing more is handed to MHD */
     MHD_stop_daemon(d);
     ui_door_destroy(door);
     duro_client_destroy(srv.client);
