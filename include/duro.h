@@ -1106,6 +1106,67 @@ DURO_API int duro_client_list(duro_client *c,
                               const duro_instance_filter *filter,
                               duro_instance_list **out);
 
+/** Sets version and every default of @p q: every instance, in
+ * DURO_ORDER_ID, DURO_QUERY_LIMIT_DEFAULT a page, the first page, no
+ * total. NULL is a no-op. @note Any thread. */
+DURO_API void duro_instance_query_init(duro_instance_query *q);
+
+/** One page of the instances @p q selects, in its order (see
+ * duro_instance_query and duro_instance_order in duro/provider.h): every
+ * filter given holds (status, exact name, name prefix or substring,
+ * parent, with a problem, a created range). To page, call again with
+ * q->cursor set to the page's next_cursor (NULL on the last page): paging
+ * is by key, so a page never repeats an instance of an earlier one, and
+ * one that exists throughout and keeps its sort key is on exactly one
+ * page, whatever changes between calls; in DURO_ORDER_UPDATED_DESC an
+ * instance that changes moves to the front, ahead of the cursor. With
+ * q->count_total, page->total counts every match (from the same snapshot
+ * as the page; it may read every match). Reads take no lock a writer
+ * waits for. @p q NULL: the defaults of duro_instance_query_init().
+ * Caller-owned *out: free with duro_instance_page_free().
+ * A store older than provider contract version 10 answers a query that
+ * list_instances can express (DURO_ORDER_ID, at most status, exact name
+ * and a created range, no total) through it, with the same cursors; any
+ * other query is DURO_UNSUPPORTED there.
+ * @return DURO_OK; DURO_INVALID for a NULL client or @p out, q->version
+ * not set (< 1: call duro_instance_query_init() first), an unknown
+ * order, a limit over DURO_QUERY_LIMIT_MAX (a negative one converted to
+ * size_t is), a status_mask bit outside 1..8, with_problem or
+ * count_total other than 0 or 1, a negative created bound, an empty name
+ * or parent_instance, or a malformed cursor (not a next_cursor of this
+ * call, or from a query of another order); DURO_TOO_LARGE for a name,
+ * name_prefix, name_contains or parent_instance over 1024 bytes;
+ * DURO_UNSUPPORTED as above; a storage error otherwise (*out NULL).
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_query(duro_client *c, const duro_instance_query *q,
+                               duro_instance_page **out);
+
+/** Sets version and every default of @p q: the four kinds, any
+ * requester, any time, DURO_QUERY_LIMIT_DEFAULT a page, the first page.
+ * NULL is a no-op. @note Any thread. */
+DURO_API void duro_control_event_query_init(duro_control_event_query *q);
+
+/** The operators' requests across every instance, newest first - who
+ * cancelled, terminated, suspended or resumed what, when and why - as
+ * history recorded them (duro_control_event; list_control_events in
+ * duro/provider.h says exactly which are there: a request appears once a
+ * turn records it, or at once when it decided an instance that had not
+ * begun; requests of pruned executions and of deleted or purged
+ * instances are gone with their history). Filter by kind (q->kind_mask),
+ * requester and a time range; page with q->cursor as duro_client_query().
+ * @p q NULL: the defaults of duro_control_event_query_init().
+ * Caller-owned *out: free with duro_control_event_list_free().
+ * @return DURO_OK; DURO_INVALID for a NULL client or @p out, q->version
+ * not set, a kind_mask bit outside DURO_CONTROL_EVENT_KINDS, a negative
+ * since_ms or until_ms, a limit over DURO_QUERY_LIMIT_MAX, a malformed
+ * cursor; DURO_TOO_LARGE for a requested_by over 1024 bytes;
+ * DURO_UNSUPPORTED with a store older than provider contract version 10;
+ * a storage error otherwise (*out NULL).
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_control_events(duro_client *c,
+                                        const duro_control_event_query *q,
+                                        duro_control_event_list **out);
+
 /** The store's gauges, for monitoring (`duro metrics`): instances by
  * orchestration name and status, Pending and Running instances with a
  * problem by name, the two queues' ready, delayed and locked counts with

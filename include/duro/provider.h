@@ -599,6 +599,143 @@ typedef struct duro_instance_list {
  * @note One thread, after the last use of the list. */
 DURO_API void duro_instance_list_free(duro_instance_list *list);
 
+/* ------------------------------------------------------------------------
+ * Queries for operators (version 10): instances by several filters in one
+ * of three orders, a page at a time (query_instances), and the control
+ * requests recorded across instances (list_control_events). duro.h's
+ * duro_client_query() and duro_client_control_events() call them. */
+
+/* The order of query_instances. Values are append-only. */
+typedef enum duro_instance_order {
+    DURO_ORDER_ID = 0,           /* instance id ascending (bytewise) */
+    DURO_ORDER_CREATED_DESC = 1, /* newest first by created_ms, instance id
+                                    descending among equals */
+    DURO_ORDER_UPDATED_DESC = 2  /* most recently changed first by
+                                    updated_ms, then instance id
+                                    descending */
+} duro_instance_order;
+
+/* Page sizes of query_instances and list_control_events: a limit of 0
+ * asks for the default, one over the maximum is refused. */
+#define DURO_QUERY_LIMIT_DEFAULT 100
+#define DURO_QUERY_LIMIT_MAX 1000
+
+/* What query_instances selects and in which order. Fill it with
+ * duro_instance_query_init() (duro.h), which sets version and the
+ * defaults - every instance, by id, DURO_QUERY_LIMIT_DEFAULT a page - and
+ * set the fields you need: every filter given must hold (they combine
+ * with AND). Strings are borrowed for the call. */
+typedef struct duro_instance_query {
+    int version;             /* set by duro_instance_query_init() */
+    uint32_t status_mask;    /* bits (1u << status) of the statuses
+                                Pending 1 .. Terminated 8 (an instance
+                                is never ContinuedAsNew, 6: that bit
+                                selects nothing); 0: any */
+    const char *name;        /* exact orchestration name; NULL: any
+                                ("" is refused) */
+    const char *name_prefix; /* names that begin with it, compared
+                                bytewise; NULL or "": any */
+    const char
+        *name_contains;          /* names that hold it as a byte substring
+                                    (case-sensitive; '%', '_' and
+                                    backslashes are plain characters); NULL or "": any */
+    const char *parent_instance; /* only the sub-orchestrations this
+                                    instance started; NULL: any ("" is
+                                    refused) */
+    int with_problem;            /* 1: only instances with a last_problem:
+                                    live ones (Pending, Running, Suspended)
+                                    a runtime cannot make progress with,
+                                    and ended ones whose ending turn
+                                    recorded one - a Failed instance that
+                                    a runtime failed itself (poison,
+                                    nondeterminism, an orchestration never
+                                    registered, the history cap); one that
+                                    failed by its own code has none. 0:
+                                    any. With status_mask (AND): the
+                                    live statuses give what is stuck now,
+                                    Failed what the runtime gave up on */
+    int64_t created_after_ms;    /* created_ms >= it; 0: no bound */
+    int64_t created_before_ms;   /* created_ms < it; 0: no bound */
+    int order;                   /* duro_instance_order */
+    size_t limit;                /* page size, 1 .. DURO_QUERY_LIMIT_MAX;
+                                    0: DURO_QUERY_LIMIT_DEFAULT */
+    const char *cursor;          /* NULL: the first page; else the
+                                    next_cursor of the page before, from a
+                                    query of the same order */
+    int count_total;             /* 1: also count every match (total) */
+} duro_instance_query;
+
+/* One page of query_instances, everything in one arena: free with
+ * duro_instance_page_free(). */
+typedef struct duro_instance_page {
+    duro_arena *arena;
+    duro_instance_info *items; /* in the query's order, as get_instance
+                                  returns each */
+    size_t count;              /* at most the query's limit */
+    const char *next_cursor;   /* NULL when this is the last page; else
+                                  opaque text of [A-Za-z0-9._-] (safe in a
+                                  URL), valid across calls, handles and
+                                  processes */
+    int64_t total;             /* every match, on all pages; -1 when
+                                  count_total was 0 */
+} duro_instance_page;
+
+/** Frees a page and everything in it; NULL is a no-op.
+ * @note One thread, after the last use of the page. */
+DURO_API void duro_instance_page_free(duro_instance_page *page);
+
+/* The history events of an operator's request: what list_control_events
+ * returns, as a kind_mask. */
+#define DURO_CONTROL_EVENT_KINDS                                               \
+    ((1u << DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED) |                       \
+     (1u << DURO_EVENT_ORCHESTRATION_TERMINATED) |                             \
+     (1u << DURO_EVENT_EXECUTION_SUSPENDED) |                                  \
+     (1u << DURO_EVENT_EXECUTION_RESUMED))
+
+/* One control request as history recorded it (list_control_events). */
+typedef struct duro_control_event {
+    const char *instance_id;
+    const char *name; /* the instance's orchestration name */
+    uint64_t execution_id, event_id;
+    int kind;             /* DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED,
+                             _ORCHESTRATION_TERMINATED,
+                             _EXECUTION_SUSPENDED or _EXECUTION_RESUMED */
+    int64_t timestamp_ms; /* when it was recorded (the event's time) */
+    const char *reason;   /* NULL when none was given */
+    const char *requested_by;
+    uint32_t flags; /* DURO_CANCEL_OBSERVED, DURO_SUSPEND_BEFORE_START */
+} duro_control_event;
+
+/* What list_control_events selects. Fill it with
+ * duro_control_event_query_init() (duro.h): version and the defaults
+ * (the four kinds, anyone, any time, DURO_QUERY_LIMIT_DEFAULT a page). */
+typedef struct duro_control_event_query {
+    int version;
+    uint32_t kind_mask;       /* bits (1u << kind) within
+                                 DURO_CONTROL_EVENT_KINDS; 0: all four */
+    const char *requested_by; /* exactly this requester; NULL: any */
+    int64_t since_ms;         /* timestamp_ms >= it; 0: no bound */
+    int64_t until_ms;         /* timestamp_ms < it; 0: no bound */
+    size_t limit;             /* 1 .. DURO_QUERY_LIMIT_MAX; 0:
+                                 DURO_QUERY_LIMIT_DEFAULT */
+    const char *cursor;       /* NULL: the first page; else the
+                                 next_cursor of the page before */
+} duro_control_event_query;
+
+/* One page of list_control_events in one arena: free with
+ * duro_control_event_list_free(). */
+typedef struct duro_control_event_list {
+    duro_arena *arena;
+    duro_control_event *items; /* newest first */
+    size_t count;
+    const char *next_cursor; /* NULL when this is the last page; opaque,
+                                as duro_instance_page.next_cursor */
+} duro_control_event_list;
+
+/** Frees a list and everything in it; NULL is a no-op.
+ * @note One thread, after the last use of the list. */
+DURO_API void duro_control_event_list_free(duro_control_event_list *list);
+
 /* Lets a fetch skip history the caller already holds. The provider calls
  * cached_events() once per fetch, inside its fetch transaction, after it has
  * chosen the instance; it must be fast and must not call the provider. It
@@ -655,7 +792,7 @@ typedef enum duro_queue {
  * ids: 1024 bytes) fails DURO_TOO_LARGE. Such failures are not retryable and
  * change nothing. A token the provider never issued is DURO_LOCK_LOST. */
 
-#define DURO_PROVIDER_VERSION 9
+#define DURO_PROVIDER_VERSION 10
 
 typedef struct duro_provider duro_provider;
 
@@ -817,7 +954,8 @@ struct duro_provider {
     int (*get_instance)(duro_provider *p, const char *instance_id,
                         duro_instance_list **out, duro_error *err);
 
-    /* Instances matching filter, ordered by instance id. */
+    /* Instances matching filter, ordered by instance id (query_instances,
+     * version 10, has more filters, orders and opaque cursors). */
     int (*list_instances)(duro_provider *p, const duro_instance_filter *filter,
                           duro_instance_list **out, duro_error *err);
 
@@ -1218,6 +1356,102 @@ struct duro_provider {
      * A resume is never decided at once. *_matching count such instances
      * in duro_bulk_result.applied (a dry run: those that have not begun
      * when it reads the set). */
+
+    /* --- version 10 -----------------------------------------------------
+     * Queries for operators' views (a console's lists): instances by
+     * filters in three orders, and the control requests across instances.
+     * Both are pure reads in one read transaction (a page and its total
+     * come from one snapshot) on the provider's readers: they take no
+     * lock a writer waits for and change nothing. Callers report
+     * DURO_UNSUPPORTED when the version is below 10 or the pointer is NULL
+     * (duro_client_query() falls back to list_instances for a query it can
+     * express).
+     *
+     * Paging is by key, never by offset: a cursor holds the sort key and
+     * id of its page's last row, and the next page is the rows after it
+     * in the order, as the store holds them when that page is read. So no
+     * row is on two pages, and a row that exists throughout and keeps its
+     * sort key is on exactly one, whatever is created, changed or deleted
+     * between pages. A row whose sort key changes between pages (an
+     * instance's updated_ms in DURO_ORDER_UPDATED_DESC) moves: to the
+     * front, before the cursor, so the pages after show it neither again
+     * nor, when it had not been shown, at all. New rows sort where their
+     * key puts them: in DURO_ORDER_ID after the cursor when their id
+     * does; in the newest-first orders and for control events before it
+     * (a new first page shows them). A cursor is checked, never trusted:
+     * a malformed one, or one of another order or method, fails
+     * DURO_INVALID. */
+
+    /* The instances q selects (see duro_instance_query), in q->order, at
+     * most q->limit of them: *out (free with duro_instance_page_free())
+     * holds them, next_cursor to read the next page, and with count_total
+     * every match counted.
+     *
+     * Cost. The page is read through an index in its order, so a first
+     * page and any later one read about a page of index entries however
+     * many instances the store holds, when the query filters by nothing
+     * else than: status (one or several statuses: one index range each,
+     * merged; newest first with no status, the ranges of all seven, so up
+     * to seven pages of entries), exact name, or name and status; the
+     * created bounds narrow those ranges in DURO_ORDER_CREATED_DESC and
+     * are checked row by row in the other orders. name_contains is
+     * checked row by row (a substring has no index): a page reads
+     * instances until it has its matches, all of them when there are few.
+     * Otherwise, in this order of precedence, the page reads every child
+     * of parent_instance, every instance with a problem (with_problem),
+     * or the index range of the names that begin with name_prefix, and
+     * sorts them: a cost that grows with those instances, not with the
+     * store. count_total counts every match, which may read all of
+     * them.
+     *
+     * Errors (not retryable; *out NULL): DURO_INVALID for a NULL q or out,
+     * q->version < 1, an unknown order, a limit over
+     * DURO_QUERY_LIMIT_MAX (a negative one converted to size_t is), a
+     * status_mask bit outside 1..8, with_problem or count_total other than
+     * 0 or 1, a negative created bound, an empty name or parent_instance,
+     * or a malformed cursor (not a next_cursor of this method, or of
+     * another order); DURO_TOO_LARGE for a name, name_prefix,
+     * name_contains or parent_instance over 1024 bytes; busy storage
+     * retryably. */
+    int (*query_instances)(duro_provider *p, const duro_instance_query *q,
+                           duro_instance_page **out, duro_error *err);
+
+    /* The control requests history records, across every instance, newest
+     * first: the OrchestrationCancelRequested, OrchestrationTerminated,
+     * ExecutionSuspended and ExecutionResumed events (q->kind_mask picks
+     * among them; 0: all four), each with its instance, execution, event
+     * id, the instance's orchestration name, timestamp_ms, reason,
+     * requested_by and flags. Ordered by timestamp_ms descending, then
+     * instance id, execution id and event id descending; paged by key as
+     * query_instances. since_ms is inclusive, until_ms exclusive; q->limit
+     * as query_instances'.
+     *
+     * What is there is what history records: a request appears when the
+     * turn that takes it records it (timestamp_ms is that turn's time, not
+     * the request's: the instance's cancel_requested_ms keeps when the
+     * first cancel was asked), or at once when the request decided an
+     * instance that had not begun (version 9; the event's time is the
+     * request's). So a request still queued, and one that changed nothing
+     * (its instance had ended, a second suspend), are not there; requests
+     * the runtime makes are (requested_by "duro" for a cleanup deadline's
+     * terminate, "parent:<id>" for a parent's). History goes with its
+     * execution and instance: requests of executions pruned
+     * (prune_executions, keep_executions) and of instances deleted or
+     * purged are gone.
+     *
+     * Cost: a partial index of history holds these four kinds only (other
+     * events never pay for it), in the order of the list: a page reads
+     * about a page of its entries; requested_by and a kind_mask of some of
+     * the four are checked entry by entry.
+     *
+     * Errors (not retryable; *out NULL): DURO_INVALID for a NULL q or out,
+     * q->version < 1, a kind_mask bit outside DURO_CONTROL_EVENT_KINDS, a
+     * negative since_ms or until_ms, a limit over DURO_QUERY_LIMIT_MAX, a
+     * malformed cursor; DURO_TOO_LARGE for a requested_by over 1024
+     * bytes; busy storage retryably. */
+    int (*list_control_events)(duro_provider *p,
+                               const duro_control_event_query *q,
+                               duro_control_event_list **out, duro_error *err);
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

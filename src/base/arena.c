@@ -114,3 +114,15 @@ void duro_bulk_result_free(duro_bulk_result *r)
     if (r != NULL)
         duro_arena_destroy(r->arena);
 }
+
+void duro_instance_page_free(duro_instance_page *page)
+{
+    if (page != NULL)
+        duro_arena_destroy(page->arena);
+}
+
+void duro_control_event_list_free(duro_control_event_list *list)
+{
+    if (list != NULL)
+        duro_arena_destroy(list->arena);
+}

@@ -10,6 +10,7 @@
 #include "client/client_metrics.h"
 #include "core/fiber.h"
 #include "duro.h"
+#include "providers/providers.h"
 
 struct duro_client {
     duro_provider *provider;
@@ -798,6 +799,157 @@ int duro_client_list(duro_client *c, const duro_instance_filter *filter,
     duro_error err;
     if (c->provider->list_instances(c->provider, filter ? filter : &all, out,
                                     &err) != DURO_OK)
+        return duro__fail_from(&err);
+    return DURO_OK;
+}
+
+/* ---- queries (provider contract version 10) ------------------------------ */
+
+#define HAS_V10(p, m) ((p)->version >= 10 && (p)->m != NULL)
+
+void duro_instance_query_init(duro_instance_query *q)
+{
+    if (q == NULL)
+        return;
+    memset(q, 0, sizeof(*q));
+    q->version = 1;
+    q->order = DURO_ORDER_ID;
+    q->limit = DURO_QUERY_LIMIT_DEFAULT;
+}
+
+void duro_control_event_query_init(duro_control_event_query *q)
+{
+    if (q == NULL)
+        return;
+    memset(q, 0, sizeof(*q));
+    q->version = 1;
+    q->limit = DURO_QUERY_LIMIT_DEFAULT;
+}
+
+/* What of q list_instances (a store before version 10) cannot express;
+ * NULL when it can express all of it. */
+static const char *beyond_list(const duro_instance_query *q)
+{
+    if (q->order != DURO_ORDER_ID)
+        return "an order other than DURO_ORDER_ID";
+    if (q->name_prefix != NULL && q->name_prefix[0] != '\0')
+        return "name_prefix";
+    if (q->name_contains != NULL && q->name_contains[0] != '\0')
+        return "name_contains";
+    if (q->parent_instance != NULL)
+        return "parent_instance";
+    if (q->with_problem)
+        return "with_problem";
+    if (q->count_total)
+        return "count_total";
+    return NULL;
+}
+
+/* A page through list_instances, for a store of version 4 to 9 (older
+ * ones lay duro_instance_info out shorter): the same rows, order and
+ * cursors as query_instances gives. */
+static int query_by_list(duro_client *c, const duro_instance_query *q,
+                         const duro__instance_plan *plan,
+                         duro_instance_page **out)
+{
+    duro_provider *p = c->provider;
+    duro_instance_filter f = {
+        .status_mask = q->status_mask,
+        .name = q->name,
+        .created_after_ms = q->created_after_ms,
+        .created_before_ms = q->created_before_ms,
+        .limit = plan->limit + 1,
+        .after_instance = plan->after_id[0] != '\0' ? plan->after_id : NULL};
+    duro_instance_list *list = NULL;
+    duro_error err;
+    if (p->list_instances(p, &f, &list, &err) != DURO_OK)
+        return duro__fail_from(&err);
+    duro_instance_page *page = duro_arena_alloc(list->arena, sizeof(*page));
+    if (page == NULL) {
+        duro_instance_list_free(list);
+        return duro__fail(DURO_NOMEM, "out of memory");
+    }
+    page->arena = list->arena;
+    page->items = list->items;
+    page->count = list->count;
+    page->total = -1;
+    if (duro__query_page_finish(page, plan, &err) != DURO_OK) {
+        duro_instance_list_free(list);
+        return duro__fail_from(&err);
+    }
+    *out = page;
+    return DURO_OK;
+}
+
+int duro_client_query(duro_client *c, const duro_instance_query *q,
+                      duro_instance_page **out)
+{
+    if (out == NULL)
+        return duro__fail(DURO_INVALID, "out is NULL");
+    *out = NULL;
+    int rc = enter(c, NULL, NULL);
+    if (rc != DURO_OK)
+        return rc;
+    duro_instance_query defaults;
+    if (q == NULL) {
+        duro_instance_query_init(&defaults);
+        q = &defaults;
+    }
+    duro_provider *p = c->provider;
+    /* Checked here too, so every store (and the fallback) refuses the
+     * same input with the same words. */
+    duro__instance_plan plan;
+    duro_error err;
+    if (duro__query_plan(p->name ? p->name : "store", q, 0, &plan, &err) !=
+        DURO_OK) {
+        duro__query_plan_free(&plan);
+        return duro__fail_from(&err);
+    }
+    if (HAS_V10(p, query_instances)) {
+        duro__query_plan_free(&plan);
+        if (p->query_instances(p, q, out, &err) != DURO_OK)
+            return duro__fail_from(&err);
+        return DURO_OK;
+    }
+    const char *beyond = beyond_list(q);
+    if (beyond != NULL || p->version < 4) {
+        duro__query_plan_free(&plan);
+        return duro__fail(DURO_UNSUPPORTED,
+                          "duro_client_query: %s needs a store provider of "
+                          "version 10; '%s' is version %d",
+                          beyond != NULL ? beyond : "a query",
+                          p->name ? p->name : "?", p->version);
+    }
+    rc = query_by_list(c, q, &plan, out);
+    duro__query_plan_free(&plan);
+    return rc;
+}
+
+int duro_client_control_events(duro_client *c,
+                               const duro_control_event_query *q,
+                               duro_control_event_list **out)
+{
+    if (out == NULL)
+        return duro__fail(DURO_INVALID, "out is NULL");
+    *out = NULL;
+    int rc = enter(c, NULL, NULL);
+    if (rc != DURO_OK)
+        return rc;
+    duro_control_event_query defaults;
+    if (q == NULL) {
+        duro_control_event_query_init(&defaults);
+        q = &defaults;
+    }
+    duro_provider *p = c->provider;
+    duro__event_plan plan;
+    duro_error err;
+    rc = duro__events_plan(p->name ? p->name : "store", q, 0, &plan, &err);
+    duro__events_plan_free(&plan);
+    if (rc != DURO_OK)
+        return duro__fail_from(&err);
+    if (!HAS_V10(p, list_control_events))
+        return unsupported(c, "duro_client_control_events", 10);
+    if (p->list_control_events(p, q, out, &err) != DURO_OK)
         return duro__fail_from(&err);
     return DURO_OK;
 }

@@ -217,4 +217,90 @@ void duro__bulk_split_free(duro__bulk_split *s);
  * Suspended instance, which has begun). */
 int duro__bulk_decides_unbegun(const duro__bulk_request *r);
 
+/* ---- query_instances and list_control_events (query.c) ------------------
+ * What both built-in providers share: input checks, the index path of a
+ * query, the bounds their statements bind, and the cursors. The client's
+ * fallback to list_instances uses the same checks and cursors. */
+
+/* The index path a query_instances page takes, from its filters (in this
+ * precedence: parent, problem, name with or without statuses, statuses,
+ * name prefix, none); each provider has one statement per path and
+ * order, and one count per path. */
+typedef enum duro__query_path {
+    DURO__QUERY_ALL = 0,     /* by id: the primary key (newest first: a
+                                STATUS path of every status) */
+    DURO__QUERY_NAME,        /* by id: (name, id) (newest first: a
+                                NAME_STATUS path of every status) */
+    DURO__QUERY_STATUS,      /* a range of (status, key, id) per status,
+                                merged */
+    DURO__QUERY_NAME_STATUS, /* the same with the name */
+    DURO__QUERY_PREFIX,      /* the range of the names, sorted */
+    DURO__QUERY_PARENT,      /* the parent's children, sorted */
+    DURO__QUERY_PROBLEM,     /* the instances with a problem, sorted */
+    DURO__QUERY_PATHS
+} duro__query_path;
+
+/* Statuses an instance row can hold (1..8 but 6): a STATUS path's ranges. */
+#define DURO__QUERY_ARMS 7
+
+/* What a query_instances statement binds. */
+typedef struct duro__instance_plan {
+    int path; /* duro__query_path */
+    int order;
+    size_t limit;         /* the page's rows; the statement reads one more
+                             to know whether another page follows */
+    const char *name;     /* exact name; NULL: any */
+    const char *prefix;   /* NULL: none ("" is none) */
+    char *prefix_end;     /* with prefix: the least string above every name
+                             that begins with it (owned) */
+    const char *contains; /* NULL: none ("" is none) */
+    const char *parent;   /* NULL: any */
+    int with_problem;
+    uint32_t mask;              /* statuses checked row by row; 0: any (the
+                                   STATUS paths select by arms instead) */
+    int arms[DURO__QUERY_ARMS]; /* the STATUS paths' statuses; 0 (no
+                                   instance has it) for the unused */
+    int64_t created_from;       /* inclusive; INT64_MIN: none */
+    int64_t created_until;      /* exclusive; INT64_MAX: none */
+    int64_t after_key;          /* the page is the rows after (after_key,
+                                   after_id) in the order (ID order: after
+                                   after_id; the key is 0) */
+    char *after_id;             /* owned; "" on a first page */
+    int count_total;
+} duro__instance_plan;
+
+/* Checks q (every error provider.h names for query_instances, messages
+ * starting with `provider`), decodes its cursor, and fills *plan (free
+ * with duro__query_plan_free, also after a failure). utf8: the store
+ * holds UTF-8 text only (PostgreSQL): text filters must be valid UTF-8,
+ * and the prefix's end is computed by code point. */
+int duro__query_plan(const char *provider, const duro_instance_query *q,
+                     int utf8, duro__instance_plan *plan, duro_error *err);
+void duro__query_plan_free(duro__instance_plan *plan);
+/* For a page whose statement read up to plan->limit + 1 rows into
+ * page->items (page->arena set): keeps plan->limit of them and, when there
+ * were more, sets next_cursor (in the arena) to the last one kept. */
+int duro__query_page_finish(duro_instance_page *page,
+                            const duro__instance_plan *plan, duro_error *err);
+
+/* What a list_control_events statement binds. */
+typedef struct duro__event_plan {
+    uint32_t mask;            /* kinds checked row by row; 0: all four */
+    const char *requested_by; /* NULL: any */
+    int64_t since;            /* inclusive; INT64_MIN: none */
+    size_t limit;             /* as duro__instance_plan's */
+    /* the page is the events below (before_ts, before_id,
+       before_execution, before_event) in (timestamp, instance id,
+       execution, event) order */
+    int64_t before_ts;
+    char *before_id; /* owned; "" on a first page */
+    int64_t before_execution, before_event;
+} duro__event_plan;
+
+int duro__events_plan(const char *provider, const duro_control_event_query *q,
+                      int utf8, duro__event_plan *plan, duro_error *err);
+void duro__events_plan_free(duro__event_plan *plan);
+int duro__events_finish(duro_control_event_list *list,
+                        const duro__event_plan *plan, duro_error *err);
+
 #endif

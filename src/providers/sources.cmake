@@ -1,3 +1,4 @@
 list(APPEND DURO_SOURCES
   src/providers/bulk.c
-  src/providers/provider.c)
+  src/providers/provider.c
+  src/providers/query.c)

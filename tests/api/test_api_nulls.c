@@ -494,6 +494,84 @@ TEST(client_functions)
     CHECK(st != NULL);
     duro_free(st);
 
+    /* queries: client and out required; a NULL query is the defaults; a
+     * query whose version is not set, or with bad input, is refused */
+    C(duro_instance_query_init)(NULL);
+    duro_instance_query iq;
+    duro_instance_query_init(&iq);
+    CHECK_EQ(iq.version, 1);
+    CHECK_EQ(iq.order, DURO_ORDER_ID);
+    CHECK_EQ(iq.limit, DURO_QUERY_LIMIT_DEFAULT);
+    duro_instance_page *pg = (duro_instance_page *)&f;
+    CHECK_RC(C(duro_client_query)(NULL, &iq, &pg), DURO_INVALID);
+    CHECK(pg == NULL);
+    CHECK_RC(duro_client_query(c, &iq, NULL), DURO_INVALID);
+    CHECK_OK(duro_client_query(c, NULL, &pg));
+    CHECK_EQ(pg->count, 5);
+    CHECK(pg->next_cursor == NULL);
+    CHECK_EQ(pg->total, -1);
+    C(duro_instance_page_free)(pg);
+    C(duro_instance_page_free)(NULL);
+    duro_instance_query unset;
+    memset(&unset, 0, sizeof(unset));
+    pg = (duro_instance_page *)&f;
+    CHECK_RC(duro_client_query(c, &unset, &pg), DURO_INVALID);
+    CHECK(pg == NULL);
+    CHECK_ERRMSG("duro_instance_query_init");
+    iq.limit = (size_t)-1;
+    CHECK_RC(duro_client_query(c, &iq, &pg), DURO_INVALID);
+    CHECK_ERRMSG("limit");
+    iq.limit = 2;
+    iq.order = 3;
+    CHECK_RC(duro_client_query(c, &iq, &pg), DURO_INVALID);
+    CHECK_ERRMSG("order");
+    iq.order = DURO_ORDER_CREATED_DESC;
+    iq.cursor = "not a cursor";
+    CHECK_RC(duro_client_query(c, &iq, &pg), DURO_INVALID);
+    CHECK_ERRMSG("cursor");
+    iq.cursor = NULL;
+    char long_name[1026];
+    memset(long_name, 'n', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    iq.name_prefix = long_name;
+    CHECK_RC(duro_client_query(c, &iq, &pg), DURO_TOO_LARGE);
+    CHECK_ERRMSG("name_prefix");
+    iq.name_prefix = NULL;
+    iq.count_total = 1;
+    CHECK_OK(duro_client_query(c, &iq, &pg));
+    CHECK_EQ(pg->count, 2);
+    CHECK_EQ(pg->total, 5);
+    CHECK(pg->next_cursor != NULL);
+    duro_instance_page_free(pg);
+
+    /* control events: the same rules */
+    C(duro_control_event_query_init)(NULL);
+    duro_control_event_query eq;
+    duro_control_event_query_init(&eq);
+    CHECK_EQ(eq.version, 1);
+    CHECK_EQ(eq.limit, DURO_QUERY_LIMIT_DEFAULT);
+    duro_control_event_list *el = (duro_control_event_list *)&f;
+    CHECK_RC(C(duro_client_control_events)(NULL, &eq, &el), DURO_INVALID);
+    CHECK(el == NULL);
+    CHECK_RC(duro_client_control_events(c, &eq, NULL), DURO_INVALID);
+    CHECK_OK(duro_client_control_events(c, NULL, &el));
+    CHECK_INT(el->count, >=, 1); /* w3's cancel */
+    C(duro_control_event_list_free)(el);
+    C(duro_control_event_list_free)(NULL);
+    duro_control_event_query eunset;
+    memset(&eunset, 0, sizeof(eunset));
+    el = (duro_control_event_list *)&f;
+    CHECK_RC(duro_client_control_events(c, &eunset, &el), DURO_INVALID);
+    CHECK(el == NULL);
+    CHECK_ERRMSG("duro_control_event_query_init");
+    eq.kind_mask = 1u << DURO_EVENT_TIMER_FIRED;
+    CHECK_RC(duro_client_control_events(c, &eq, &el), DURO_INVALID);
+    CHECK_ERRMSG("kind_mask");
+    eq.kind_mask = 0;
+    eq.requested_by = long_name;
+    CHECK_RC(duro_client_control_events(c, &eq, &el), DURO_TOO_LARGE);
+    CHECK_ERRMSG("requested_by");
+
     /* client metrics: client and stream required; the buffer variant
      * reports its length even when it fails for size */
     CHECK_RC(C(duro_client_metrics_write)(NULL, stdout), DURO_INVALID);

@@ -9,8 +9,8 @@
 // zoom in / Fit change and restore the scale.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { HOSTILE_SHOWN, api, openPage, ref, screenshot, startInstance, startUi, waitFor }
-  from "./lib.mjs";
+import { HOSTILE_SHOWN, api, apiText, openPage, ref, screenshot, startInstance, startUi,
+  waitFor } from "./lib.mjs";
 
 const field = (page, name) => page.locator(`#card dd[data-field="${name}"]`);
 
@@ -249,9 +249,8 @@ test("instance page", async (t) => {
       const h = await api(page, "history?ref=" + ref("wait-3"));
       return h.events.find((e) => e.name === "go" && /raise/i.test(e.kind));
     });
-    const text = await page.evaluate(async (q) =>
-      (await fetch("/api/v1/payload?" + q, { credentials: "same-origin" })).text(),
-    new URLSearchParams({ ref: ref("wait-3"), event: String(ev.event_id) }).toString());
+    const text = await apiText(page, "payload?" +
+      new URLSearchParams({ ref: ref("wait-3"), event: String(ev.event_id) }).toString());
     assert.equal(text, '"hello"');
   });
 

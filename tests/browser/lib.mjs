@@ -60,7 +60,9 @@ function firstLine(child, ms) {
 
 // A private copy of the seeded store, `duro ui` over it, and with
 // {runtime: true} a runtime so that terminate and suspend take effect;
-// {readOnly: true}: duro ui --read-only. Returns {url (with #token=), base, db}.
+// {readOnly: true}: duro ui --read-only; {args: [...]}: more options (e.g.
+// --tokens-file). Returns {url (the printed one, with its one-time
+// #login=CODE), base, db, dir, child, stderr() (what it said so far)}.
 export async function startUi(t, opts = {}) {
   const dir = mkdtempSync(join(tmpdir(), "duro-browser-test-"));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -71,18 +73,22 @@ export async function startUi(t, opts = {}) {
   const db = "sqlite:" + join(dir, "s.db");
   writeFileSync(join(dir, "token"), TOKEN + "\n");
   const ui = spawn(env("DURO_BIN"), ["--db", db, "ui", "--listen", "127.0.0.1:0",
-    "--token-file", join(dir, "token"), ...(opts.readOnly ? ["--read-only"] : [])],
+    "--token-file", join(dir, "token"), ...(opts.readOnly ? ["--read-only"] : []),
+    ...(opts.args || [])],
   { stdio: ["ignore", "pipe", "pipe"] });
   track(t, ui);
+  let said = "";
+  ui.stderr.on("data", (d) => { said += d; });
   const line = await firstLine(ui, 15000);
-  const m = /^duro ui: (http:\/\/127\.0\.0\.1:\d+)\/#token=(.*)$/.exec(line);
-  if (!m || m[2] !== TOKEN) throw new Error("unexpected first line: " + line);
+  const m = /^duro ui: (http:\/\/127\.0\.0\.1:\d+)\/#login=([0-9a-f]+)$/.exec(line);
+  if (!m) throw new Error("unexpected first line: " + line);
   if (opts.runtime) {
     const rt = spawn(env("DURO_FIXTURE"), ["serve", db],
       { stdio: ["pipe", "inherit", "inherit"] });
     track(t, rt);
   }
-  return { url: line.slice("duro ui: ".length), base: m[1], db };
+  return { url: line.slice("duro ui: ".length), base: m[1], db, dir, child: ui,
+    stderr: () => said };
 }
 
 // Chromium and a page whose problems are collected: page errors, console
@@ -126,9 +132,15 @@ export function startInstance(ui, id) {
   if (r.status !== 0) throw new Error("duro start " + JSON.stringify(id) + ": " + r.stderr);
 }
 
-// GET /api/v1/PATH from inside the page (its cookie), as JSON.
-export const api = (page, path) => page.evaluate(async (p) =>
-  (await fetch("/api/v1/" + p, { credentials: "same-origin" })).json(), path);
+// GET /api/v1/PATH from inside the page, with its session (sessionStorage),
+// as JSON; apiText: as text.
+const fetchInPage = (page, path, as) => page.evaluate(async ([p, a]) => {
+  const r = await fetch("/api/v1/" + p,
+    { headers: { "X-Duro-Session": sessionStorage.getItem("duro_session") || "" } });
+  return a === "json" ? r.json() : r.text();
+}, [path, as]);
+export const api = (page, path) => fetchInPage(page, path, "json");
+export const apiText = (page, path) => fetchInPage(page, path, "text");
 
 // Polls fn() until it returns a truthy value (returned); fails after ms.
 export async function waitFor(what, fn, ms = 20000) {

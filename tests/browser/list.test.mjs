@@ -1,5 +1,5 @@
-// The instances page: the #token= fragment becomes the cookie and leaves
-// the URL; hostile ids are text; the counts filter the rows and the URL;
+// The instances page: the #login= code becomes a session and leaves the
+// URL; hostile ids are text; the counts filter the rows and the URL;
 // paging with the cursor.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -10,14 +10,12 @@ test("instances page", async (t) => {
   const { context, page, problems } = await openPage(t);
   await page.goto(ui.url);
 
-  await t.test("the token is exchanged for the cookie and leaves the URL", async () => {
+  await t.test("the login code is exchanged for a session and leaves the URL", async () => {
     await page.locator("#rows tr[data-ref]").first().waitFor();
-    assert.ok(!page.url().includes("token"), page.url());
-    const port = new URL(ui.base).port;
-    const cookie = (await context.cookies()).find((c) => c.name === "duro_ui_" + port);
-    assert.ok(cookie, "cookie duro_ui_" + port);
-    assert.equal(cookie.httpOnly, true);
-    assert.equal(cookie.sameSite, "Strict");
+    assert.ok(!page.url().includes("login="), page.url());
+    assert.deepEqual(await context.cookies(), []);
+    const id = await page.evaluate(() => sessionStorage.getItem("duro_session"));
+    assert.match(id, /^[0-9a-f]{64}$/);
   });
 
   await t.test("hostile ids are shown as text", async () => {
@@ -58,7 +56,7 @@ test("instances page", async (t) => {
     await page.waitForFunction(() =>
       document.querySelectorAll("#rows td.id").length === 4);
     assert.equal(await page.locator("#f-prefix").inputValue(), "w-");
-    // the cookie is the session: who acts is shown again
+    // the session (sessionStorage) outlives the reload: who acts is shown again
     await page.locator("#mode").filter({ hasText: /^as ui:/ }).waitFor();
   });
 

@@ -611,7 +611,11 @@ contains "$tmp/out" "started e-1"
 echo "== the read verbs open read-only: an older schema is not migrated"
 cp "$tmp/store.db" "$tmp/older.db"
 [ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/older.db-wal"
-"$fixture" sql "$tmp/older.db" "DROP TABLE event_ids;
+"$fixture" sql "$tmp/older.db" "DROP INDEX instances_status_created;
+    DROP INDEX instances_status_updated;
+    DROP INDEX instances_name_status_created;
+    DROP INDEX instances_name_status_updated; DROP INDEX history_control;
+    DELETE FROM duro_schema WHERE version = 7; DROP TABLE event_ids;
     DELETE FROM duro_schema WHERE version = 6" || fail "cli_fixture sql"
 run 1 --db "sqlite:$tmp/older.db" list
 one_line
@@ -1543,7 +1547,7 @@ if ! grep -q "not built" "$tmp/err"; then
 import json, select, signal, subprocess, sys, time
 ui = subprocess.Popen([sys.argv[1], "--db", sys.argv[2], "ui", "--listen",
                        "127.0.0.1:0", "--token-file", sys.argv[3], "--json",
-                       "--read-only"],
+                       "--read-only", "--operator", "json-op"],
                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 try:
     line, deadline = b"", time.monotonic() + 10
@@ -1556,10 +1560,16 @@ try:
         line += chunk
     first = line.split(b"\n")[0].decode("utf-8")
     d = json.loads(first)
-    assert set(d) == {"url", "listen", "host", "port", "token", "read_only"}, d
+    assert set(d) == {"url", "listen", "host", "port", "token", "read_only",
+                      "operator"}, d
     assert d["token"] == "ui-json-token-0123456789" and d["read_only"] is True, d
     assert d["host"] == "127.0.0.1" and d["listen"] == "127.0.0.1:%d" % d["port"], d
-    assert d["url"] == "http://127.0.0.1:%d/#token=%s" % (d["port"], d["token"]), d
+    assert d["operator"] == "json-op", d
+    # the URL holds a one-time login code, never the token
+    prefix = "http://127.0.0.1:%d/#login=" % d["port"]
+    assert d["url"].startswith(prefix) and d["token"] not in d["url"], d
+    code = d["url"][len(prefix):]
+    assert len(code) == 32 and all(c in "0123456789abcdef" for c in code), d
     assert ui.poll() is None, "duro ui stopped after its first line"
 finally:
     ui.send_signal(signal.SIGTERM)

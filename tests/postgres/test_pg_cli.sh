@@ -134,7 +134,7 @@ if "$duro" ui --help >/dev/null 2>&1; then
     ui_pid=""
     contains "$tmp/ui.err" "serving"
     contains "$tmp/ui.err" "$user:***@"
-    contains "$tmp/ui.out" "#token="
+    contains "$tmp/ui.out" "#login="
 else
     echo "this duro was built without the console (duro ui --help fails):" \
          "the ui part is skipped"

@@ -64,6 +64,8 @@ static const char *const method_names[FAULTY_METHOD_COUNT] = {
     "control_instances",
     "control_matching",
     "ack_and_fetch_orchestration_items",
+    "query_instances",
+    "list_control_events",
 };
 
 const char *faulty_method_name(int method)
@@ -896,6 +898,49 @@ static int faulty_check_work_item_locks(duro_provider *p,
                   err);
 }
 
+static int faulty_query_instances(duro_provider *p,
+                                  const duro_instance_query *q,
+                                  duro_instance_page **out, duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_QUERY_INSTANCES, -1, &f);
+    if (before(&f)) {
+        if (out != NULL)
+            *out = NULL;
+        return report(fp, &f, FAULTY_QUERY_INSTANCES, err);
+    }
+    int rc = fp->inner->query_instances(fp->inner, q, out, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL) {
+        duro_instance_page_free(*out);
+        *out = NULL;
+    }
+    return finish(fp, &f, FAULTY_QUERY_INSTANCES, rc, struck, err);
+}
+
+static int faulty_list_control_events(duro_provider *p,
+                                      const duro_control_event_query *q,
+                                      duro_control_event_list **out,
+                                      duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_LIST_CONTROL_EVENTS, -1, &f);
+    if (before(&f)) {
+        if (out != NULL)
+            *out = NULL;
+        return report(fp, &f, FAULTY_LIST_CONTROL_EVENTS, err);
+    }
+    int rc = fp->inner->list_control_events(fp->inner, q, out, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL) {
+        duro_control_event_list_free(*out);
+        *out = NULL;
+    }
+    return finish(fp, &f, FAULTY_LIST_CONTROL_EVENTS, rc, struck, err);
+}
+
 /* Passed through: the waits it tells of are not faults of their own. */
 static int faulty_wait_for_cancellations(duro_provider *p, int64_t max_wait_ms,
                                          duro_error *err)
@@ -976,6 +1021,10 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
     }
     if (fp->base.version >= 7)
         FORWARD(ack_and_fetch_orchestration_items);
+    if (fp->base.version >= 10) {
+        FORWARD(query_instances);
+        FORWARD(list_control_events);
+    }
     return &fp->base;
 }
 

@@ -52,6 +52,9 @@ typedef enum faulty_method {
      * a call without acks counts and fails as FAULTY_FETCH_ORCHESTRATION_ITEM
      */
     FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEMS,
+    /* version 10: reads; an after-commit fault drops the page */
+    FAULTY_QUERY_INSTANCES,
+    FAULTY_LIST_CONTROL_EVENTS,
     FAULTY_METHOD_COUNT
 } faulty_method;
 

@@ -17,6 +17,7 @@
 
 #include "pg_util.h"
 #include "providers/postgres/pg_provider.h"
+#include "providers/providers.h"
 #include "validation.h"
 
 #define SCHEMAS_MAX 4096
@@ -242,9 +243,19 @@ PV_TEST(concurrent_opens_of_a_fresh_schema_migrate_once)
     char sql[160];
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 4); /* migrations 1 to 4, once each */
+    CHECK_EQ(query_int(c, sql), 5); /* migrations 1 to 5, once each */
     PQfinish(c);
 }
+
+/* Takes a version-5 schema (search_path set to it) back to version 4:
+ * migration 5's indexes go. */
+#define UNDO_PG_MIGRATION_5                                                    \
+    "DROP INDEX instances_status_created; "                                    \
+    "DROP INDEX instances_status_updated; "                                    \
+    "DROP INDEX instances_name_status_created; "                               \
+    "DROP INDEX instances_name_status_updated; "                               \
+    "DROP INDEX history_control; "                                             \
+    "DELETE FROM duro_schema WHERE version = 5; "
 
 static int admin_exec(PGconn *c, const char *sql)
 {
@@ -505,19 +516,21 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     CHECK(p != NULL);
     duro_provider_close(p);
 
-    /* behind (migration 4 undone, as a version-3 store): migrated */
-    char sql[512];
+    /* behind (migrations 5 and 4 undone, as a version-3 store):
+     * migrated */
+    char sql[1024];
     snprintf(sql, sizeof(sql),
-             "DROP TABLE \"%s\".event_ids; "
-             "DELETE FROM \"%s\".duro_schema WHERE version = 4",
-             schema, schema);
+             "SET search_path TO \"%s\"; " UNDO_PG_MIGRATION_5
+             "DROP TABLE event_ids; "
+             "DELETE FROM duro_schema WHERE version = 4",
+             schema);
     CHECK(admin_exec(c, sql));
     p = open_schema(schema, "&create=0");
     CHECK(p != NULL);
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 4);
+    CHECK_EQ(query_int(c, sql), 5);
 
     /* a schema without duro_schema, empty or another application's, is
      * no store: create=0 creates nothing in it */
@@ -553,7 +566,7 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 4);
+    CHECK_EQ(query_int(c, sql), 5);
     PQfinish(c);
 }
 
@@ -636,9 +649,9 @@ PV_TEST(migration_2_adds_activity_run_times)
     CHECK(c != NULL);
     if (c == NULL)
         return;
-    char sql[1024];
+    char sql[2048];
     snprintf(sql, sizeof(sql),
-             "SET search_path TO \"%s\";"
+             "SET search_path TO \"%s\";" UNDO_PG_MIGRATION_5
              "DROP TABLE event_ids;"
              "DELETE FROM duro_schema WHERE version = 4;"
              "DROP INDEX instances_name_status;"
@@ -667,7 +680,7 @@ PV_TEST(migration_2_adds_activity_run_times)
     CHECK_EQ(query_int(c, sql), 4);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 4);
+    CHECK_EQ(query_int(c, sql), 5);
     /* migration 4: the table of event ids */
     snprintf(sql, sizeof(sql),
              "SELECT COUNT(*) FROM information_schema.tables WHERE "
@@ -1424,6 +1437,272 @@ PV_TEST(a_batch_claim_probes_indexes_among_many_instances)
     PQfinish(c);
     CHECK_MSG(ok, "EXPLAIN: %s", why);
     CHECK_MSG(scan[0] == '\0', "the batch claim scans a table: %s", scan);
+}
+
+/* ---- the operators' queries among 100,000 instances ------------------- */
+
+#define BIG 100000
+
+/* The highest $n statement `name` names: how many arguments EXECUTE
+ * takes. */
+static int statement_params(const char *name)
+{
+    int params = 0;
+    for (size_t i = 0; i < duro__pg_statement_count(); i++) {
+        if (strcmp(duro__pg_statement_name(i), name) != 0)
+            continue;
+        const char *text = duro__pg_statement_sql(i);
+        for (const char *q = strchr(text, '$'); q != NULL;
+             q = strchr(q + 1, '$')) {
+            int n = atoi(q + 1);
+            params = n > params ? n : params;
+        }
+    }
+    return params;
+}
+
+/* The first n arguments a plan binds ($1 .. $19, as pg_manage.c binds
+ * them), as EXECUTE's list. */
+static void plan_args(PGconn *c, const duro__instance_plan *pl, int n,
+                      char *out, size_t size)
+{
+    char v[19][1100];
+    const char *texts[] = {pl->name, pl->prefix, pl->prefix_end, pl->contains,
+                           pl->parent};
+    for (int i = 0; i < 5; i++) {
+        char *lit = texts[i] != NULL
+                        ? PQescapeLiteral(c, texts[i], strlen(texts[i]))
+                        : NULL;
+        snprintf(v[i], sizeof(v[i]), "%s", lit != NULL ? lit : "NULL");
+        PQfreemem(lit);
+    }
+    snprintf(v[5], sizeof(v[5]), "'%d'", pl->with_problem);
+    snprintf(v[6], sizeof(v[6]), "'%lld'", (long long)pl->created_from);
+    snprintf(v[7], sizeof(v[7]), "'%lld'", (long long)pl->created_until);
+    snprintf(v[8], sizeof(v[8]), "'%u'", (unsigned)pl->mask);
+    snprintf(v[9], sizeof(v[9]), "'%lld'", (long long)pl->after_key);
+    char *id = PQescapeLiteral(c, pl->after_id, strlen(pl->after_id));
+    snprintf(v[10], sizeof(v[10]), "%s", id);
+    PQfreemem(id);
+    snprintf(v[11], sizeof(v[11]), "'%zu'", pl->limit + 1);
+    for (int k = 0; k < DURO__QUERY_ARMS; k++)
+        snprintf(v[12 + k], sizeof(v[12 + k]), "'%d'", pl->arms[k]);
+    size_t len = (size_t)snprintf(out, size, "(");
+    for (int i = 0; i < n && i < 19; i++)
+        len += (size_t)snprintf(out + len, size - len, "%s%s", i ? ", " : "",
+                                v[i]);
+    snprintf(out + len, size - len, ")");
+}
+
+/* The name of the page statement of a plan (pg_manage.c's table). */
+static const char *page_statement(const duro__instance_plan *pl)
+{
+    static const char *const paths[] = {
+        "ALL", "NAME", "STATUS", "NAME_STATUS", "PREFIX", "PARENT", "PROBLEM"};
+    static const char *const orders[] = {"ID", "CREATED", "UPDATED"};
+    static char name[64];
+    snprintf(name, sizeof(name), "QUERY_%s_%s", paths[pl->path],
+             orders[pl->order]);
+    return name;
+}
+
+/* Runs EXPLAIN ANALYZE of prepared statement q with `args`: no node scans
+ * a table, and no index node reads (returns and filters out) more than
+ * `most` rows per loop. */
+static void check_reads(PGconn *c, const char *what, const char *args,
+                        long most)
+{
+    char sql[4096];
+    snprintf(sql, sizeof(sql), "EXPLAIN (ANALYZE, TIMING OFF) EXECUTE q%s",
+             args);
+    PGresult *r = PQexec(c, sql);
+    CHECK_MSG(PQresultStatus(r) == PGRES_TUPLES_OK, "%s: %s", what,
+              PQresultErrorMessage(r));
+    int bad = 0;
+    long read = 0;
+    for (int row = 0;
+         PQresultStatus(r) == PGRES_TUPLES_OK && row < PQntuples(r) + 1;
+         row++) {
+        const char *line = row < PQntuples(r) ? PQgetvalue(r, row, 0) : "->";
+        if (strstr(line, "Seq Scan") != NULL)
+            bad = 1;
+        /* a node ends where the next begins */
+        if (strstr(line, "->") != NULL || row == 0) {
+            if (read > most)
+                bad = 1;
+            read = 0;
+            const char *rows = strstr(line, "rows=");
+            const char *actual = strstr(line, "actual");
+            if (strstr(line, "Index") != NULL && actual != NULL &&
+                (rows = strstr(actual, "rows=")) != NULL)
+                read = strtol(rows + 5, NULL, 10);
+        } else if (read > 0 && strstr(line, "Rows Removed by Filter: ")) {
+            read += strtol(strstr(line, "Filter: ") + 8, NULL, 10);
+        }
+    }
+    if (bad)
+        for (int row = 0; row < PQntuples(r); row++)
+            fprintf(stderr, "    %s\n", PQgetvalue(r, row, 0));
+    CHECK_MSG(!bad, "%s: a table scan, or more than %ld rows read (above)",
+              what, most);
+    PQclear(r);
+}
+
+/* Among BIG instances, with the statistics autovacuum would gather and
+ * planned with their values as the provider plans them (per call, never a
+ * generic plan: see statement_per_call in pg_db.c), the first page and the
+ * next of every ordered path - nothing, a status, several statuses, a
+ * name, a name and a status, a creation bound newest first - in each
+ * order, and of the control requests, read about a page from each index
+ * they use (at most 10 pages' rows per index node and loop), never a
+ * table. */
+PV_TEST(query_pages_read_a_page_of_100000_instances)
+{
+    duro_provider *p;
+    PGconn *c = admin_in_schema(&p, "SET plan_cache_mode = force_custom_plan");
+    if (c == NULL)
+        return;
+    CHECK(admin_exec(
+        c, "INSERT INTO instances(instance_id, name, status, execution_id, "
+           "created_ms, updated_ms) SELECT 'i' || lpad(g::text, 6, '0'), "
+           "'orch-' || (g % 10), (ARRAY[1, 2, 3, 4, 5, 7, 8])[g % 7 + 1], 1, "
+           "1000000 + g / 3, 1000000 + (g * 7919) % 100000 "
+           "FROM generate_series(0, 99999) AS g"));
+    CHECK(admin_exec(c, "INSERT INTO history(instance_id, execution_id, "
+                        "event_id, kind, timestamp_ms) SELECT instance_id, 1, "
+                        "1, 1, created_ms FROM instances"));
+    CHECK(admin_exec(
+        c, "INSERT INTO history(instance_id, execution_id, event_id, kind, "
+           "timestamp_ms, reason, requested_by) SELECT instance_id, 1, 2, "
+           "(ARRAY[5, 19, 20, 21])[(created_ms / 5) % 4 + 1], updated_ms, "
+           "'why', 'ops:' || (updated_ms % 3) FROM instances "
+           "WHERE substr(instance_id, 2)::int % 5 = 0"));
+    CHECK(admin_exec(c, "ANALYZE instances, history"));
+    const uint32_t live = (1u << DURO_STATUS_PENDING) |
+                          (1u << DURO_STATUS_RUNNING) |
+                          (1u << DURO_STATUS_SUSPENDED);
+    static const struct {
+        const char *what;
+        uint32_t mask;
+        const char *name;
+        int64_t before;
+    } cases[] = {
+        {"everything", 0, NULL, 0},
+        {"Failed", 1u << DURO_STATUS_FAILED, NULL, 0},
+        {"live", 0 /* below */, NULL, 0},
+        {"name", 0, "orch-3", 0},
+        {"name and status", 1u << DURO_STATUS_COMPLETED, "orch-3", 0},
+        {"created before the middle", 0, NULL, 1000000 + BIG / 6},
+    };
+    const size_t limit = 100;
+    const long most = 10 * (long)(limit + 1);
+    char args[4096], what[128];
+    /* the provider prepares none of them: each is planned with its values,
+     * as the EXPLAINs below are (force_custom_plan) */
+    uint64_t prepared = duro__pg_statements_prepared(p);
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        for (int order = 0; order <= DURO_ORDER_UPDATED_DESC; order++) {
+            if (cases[k].before != 0 && order != DURO_ORDER_CREATED_DESC)
+                continue;
+            duro_instance_query q;
+            memset(&q, 0, sizeof(q));
+            q.version = 1;
+            q.order = order;
+            q.limit = limit;
+            q.status_mask = k == 2 ? live : cases[k].mask;
+            q.name = cases[k].name;
+            q.created_before_ms = cases[k].before;
+            duro_error e;
+            duro_instance_page *first = NULL;
+            CHECK_PRC(p->query_instances(p, &q, &first, &e), DURO_OK, &e);
+            CHECK_EQ(first->count, limit);
+            for (int page = 0; page < 2; page++) {
+                q.cursor = page == 0 ? NULL : first->next_cursor;
+                duro__instance_plan pl;
+                CHECK_PRC(duro__query_plan("postgres", &q, 1, &pl, &e), DURO_OK,
+                          &e);
+                if (!prepare_as_q(c, page_statement(&pl))) {
+                    duro__query_plan_free(&pl);
+                    continue;
+                }
+                plan_args(c, &pl, statement_params(page_statement(&pl)), args,
+                          sizeof(args));
+                snprintf(what, sizeof(what), "%s, order %d, page %d (%s)",
+                         cases[k].what, order, page + 1, page_statement(&pl));
+                check_reads(c, what, args, most);
+                PQclear(PQexec(c, "DEALLOCATE q"));
+                duro__query_plan_free(&pl);
+            }
+            duro_instance_page *next = NULL;
+            CHECK_PRC(p->query_instances(p, &q, &next, &e), DURO_OK, &e);
+            CHECK_EQ(next->count, limit);
+            duro_instance_page_free(next);
+            duro_instance_page_free(first);
+        }
+    }
+    /* the control requests: 20,000 among 120,000 events */
+    duro_control_event_query eq;
+    memset(&eq, 0, sizeof(eq));
+    eq.version = 1;
+    eq.limit = limit;
+    duro_error e;
+    duro_control_event_list *l = NULL;
+    CHECK_PRC(p->list_control_events(p, &eq, &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->count, limit);
+    for (int page = 0; page < 2; page++) {
+        eq.cursor = page == 0 ? NULL : l->next_cursor;
+        duro__event_plan pl;
+        CHECK_PRC(duro__events_plan("postgres", &eq, 1, &pl, &e), DURO_OK, &e);
+        if (prepare_as_q(c, "CONTROL_EVENTS")) {
+            char *id = PQescapeLiteral(c, pl.before_id, strlen(pl.before_id));
+            snprintf(args, sizeof(args),
+                     "('%u', NULL, '%lld', '%lld', %s, '%lld', '%lld', '%zu')",
+                     (unsigned)pl.mask, (long long)pl.since,
+                     (long long)pl.before_ts, id,
+                     (long long)pl.before_execution, (long long)pl.before_event,
+                     pl.limit + 1);
+            PQfreemem(id);
+            snprintf(what, sizeof(what), "control requests, page %d", page + 1);
+            check_reads(c, what, args, most);
+            PQclear(PQexec(c, "DEALLOCATE q"));
+        }
+        duro__events_plan_free(&pl);
+    }
+    duro_control_event_list_free(l);
+    CHECK_EQ(duro__pg_statements_prepared(p), prepared);
+    PQfinish(c);
+}
+
+/* Text a PostgreSQL store cannot hold is refused as input: a name filter
+ * that is not UTF-8 (SQLite stores any bytes and would find nothing). */
+PV_TEST(query_text_that_is_not_utf8_is_refused)
+{
+    duro_provider *p = pv_open();
+    duro_instance_query q;
+    memset(&q, 0, sizeof(q));
+    q.version = 1;
+    duro_error e;
+    duro_instance_page *page = NULL;
+    const char **fields[] = {&q.name, &q.name_prefix, &q.name_contains,
+                             &q.parent_instance};
+    static const char *const names[] = {"name", "name_prefix", "name_contains",
+                                        "parent_instance"};
+    for (int f = 0; f < 4; f++) {
+        *fields[f] = "a\xff";
+        CHECK_PFAIL(p->query_instances(p, &q, &page, &e), DURO_INVALID, 0, &e);
+        CHECK(page == NULL);
+        CHECK_MSG(strstr(e.message, names[f]) != NULL &&
+                      strstr(e.message, "UTF-8") != NULL,
+                  "'%s'", e.message);
+        *fields[f] = NULL;
+    }
+    duro_control_event_query eq;
+    memset(&eq, 0, sizeof(eq));
+    eq.version = 1;
+    eq.requested_by = "\xc3";
+    duro_control_event_list *l = NULL;
+    CHECK_PFAIL(p->list_control_events(p, &eq, &l, &e), DURO_INVALID, 0, &e);
+    CHECK(l == NULL);
 }
 
 /* Slot threads that ack activities at the same moment share statements
@@ -2833,6 +3112,8 @@ int main(int argc, char **argv)
         T(activity_acks_of_many_threads_share_statements),
         T(readiness_rows_are_locked_in_instance_order),
         T(a_batch_claim_probes_indexes_among_many_instances),
+        T(query_pages_read_a_page_of_100000_instances),
+        T(query_text_that_is_not_utf8_is_refused),
         T(work_from_another_process_wakes_a_wait_through_notify),
         T(work_committed_just_before_a_close_is_announced),
         T(notifications_count_the_items_they_announce),

@@ -8586,6 +8586,1123 @@ PV_TEST(fault_sweep_a_child_decided_at_once)
 }
 
 /* ========================================================================
+ * Version 10: the operators' queries. query_instances is checked against a
+ * model - every instance read with list_instances, filtered and sorted in
+ * C - for many filters, each order and several page sizes; paging while
+ * instances are created; list_control_events against the requests the
+ * test made. */
+
+static void require_v10(duro_provider *p)
+{
+    require_v9(p);
+    CHECK_MSG(p->version >= 10 && p->query_instances != NULL &&
+                  p->list_control_events != NULL,
+              "provider '%s' (version %d) lacks the version-10 methods",
+              p->name, p->version);
+}
+
+/* Starts kids[i] of orchestration names[i] from one turn of `parent`: one
+ * ack creates them all, so they share created_ms (and updated_ms). */
+static void start_kids(duro_provider *p, const char *parent,
+                       const char *const *kids, const char *const *names,
+                       size_t n)
+{
+    duro_orch_item *a = poke(p, parent);
+    duro_event *d = calloc(n + 1, sizeof(*d));
+    duro_outbound *out = calloc(n, sizeof(*out));
+    CHECK(d != NULL && out != NULL);
+    d[0] = event(a->history_total + 1, DURO_EVENT_EVENT_RAISED);
+    d[0].name = "poke";
+    for (size_t i = 0; i < n; i++) {
+        d[i + 1] = event(a->history_total + 2 + i,
+                         DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED);
+        d[i + 1].name = names[i];
+        d[i + 1].ref_instance = kids[i];
+        out[i].item = work(DURO_WORK_START, kids[i]);
+        out[i].item.name = names[i];
+        out[i].item.parent_instance = parent;
+        out[i].item.parent_execution = a->execution_id;
+        out[i].item.parent_event_id = d[i + 1].event_id;
+    }
+    duro_orch_ack ak = ack_of(a->execution_id, d, n + 1, NULL);
+    ak.orchestrator_items = out;
+    ak.orchestrator_item_count = n;
+    ack(p, a->lock_token, &ak);
+    free(d);
+    free(out);
+    duro_orch_item_free(a);
+}
+
+static void start_as(duro_provider *p, const char *id, const char *name)
+{
+    duro_work_item w = work(DURO_WORK_START, id);
+    w.name = name;
+    enqueue(p, &w, 0);
+}
+
+/* The first turn of Pending `id`: OrchestrationStarted, Running, its name
+ * kept. */
+static void first_turn_keep_name(duro_provider *p, const char *id)
+{
+    duro_orch_item *a = fetch_orch_for(p, id, LOCK_LONG);
+    CHECK_EQ(a->execution_id, 0);
+    duro_event d = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    duro_instance_meta m = meta(DURO_STATUS_RUNNING);
+    duro_orch_ack ak = ack_of(1, &d, 1, &m);
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+}
+
+/* A query as the model reads it. */
+typedef struct qspec {
+    const char *what; /* for messages */
+    uint32_t mask;
+    const char *name, *prefix, *contains, *parent;
+    int with_problem;
+    int64_t after, before;
+} qspec;
+
+static void qspec_to_query(const qspec *q, int order, size_t limit,
+                           duro_instance_query *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->version = 1;
+    out->status_mask = q->mask;
+    out->name = q->name;
+    out->name_prefix = q->prefix;
+    out->name_contains = q->contains;
+    out->parent_instance = q->parent;
+    out->with_problem = q->with_problem;
+    out->created_after_ms = q->after;
+    out->created_before_ms = q->before;
+    out->order = order;
+    out->limit = limit;
+}
+
+static int model_match(const duro_instance_info *in, const qspec *q)
+{
+    if (q->mask != 0 && !((q->mask >> in->status) & 1u))
+        return 0;
+    if (q->name != NULL && strcmp(in->name, q->name) != 0)
+        return 0;
+    if (q->prefix != NULL && strncmp(in->name, q->prefix, strlen(q->prefix)))
+        return 0;
+    if (q->contains != NULL && strstr(in->name, q->contains) == NULL)
+        return 0;
+    if (q->parent != NULL && (in->parent_instance == NULL ||
+                              strcmp(in->parent_instance, q->parent) != 0))
+        return 0;
+    if (q->with_problem && in->last_problem == NULL)
+        return 0;
+    if (q->after != 0 && in->created_ms < q->after)
+        return 0;
+    if (q->before != 0 && in->created_ms >= q->before)
+        return 0;
+    return 1;
+}
+
+static int model_order; /* for model_compare (main thread only) */
+
+static int model_compare(const void *x, const void *y)
+{
+    const duro_instance_info *a = *(const duro_instance_info *const *)x;
+    const duro_instance_info *b = *(const duro_instance_info *const *)y;
+    if (model_order == DURO_ORDER_ID)
+        return strcmp(a->instance_id, b->instance_id);
+    int64_t ka =
+        model_order == DURO_ORDER_CREATED_DESC ? a->created_ms : a->updated_ms;
+    int64_t kb =
+        model_order == DURO_ORDER_CREATED_DESC ? b->created_ms : b->updated_ms;
+    if (ka != kb)
+        return ka > kb ? -1 : 1;
+    return -strcmp(a->instance_id, b->instance_id);
+}
+
+/* The ids the model selects from `all` in `order`, comma-separated, and
+ * how many (caller frees). */
+static char *model_ids(const duro_instance_list *all, const qspec *q, int order,
+                       size_t *count)
+{
+    const duro_instance_info **sel = calloc(all->count + 1, sizeof(*sel));
+    CHECK(sel != NULL);
+    size_t n = 0;
+    for (size_t i = 0; i < all->count; i++)
+        if (model_match(&all->items[i], q))
+            sel[n++] = &all->items[i];
+    model_order = order;
+    qsort(sel, n, sizeof(*sel), model_compare);
+    strbuf b = {0};
+    sb_printf(&b, "%s", "");
+    for (size_t i = 0; i < n; i++)
+        sb_printf(&b, "%s%s", i ? "," : "", sel[i]->instance_id);
+    free(sel);
+    *count = n;
+    return b.s;
+}
+
+static duro_instance_page *query_page(duro_provider *p,
+                                      const duro_instance_query *q)
+{
+    duro_error e;
+    duro_instance_page *page = NULL;
+    CHECK_PRC(p->query_instances(p, q, &page, &e), DURO_OK, &e);
+    CHECK(page != NULL);
+    CHECK_INT(page->count, <=, q->limit ? q->limit : DURO_QUERY_LIMIT_DEFAULT);
+    return page;
+}
+
+/* Pages through q in `order`, `limit` a page, with nothing changing
+ * meanwhile: every page but the last is full and has a cursor, the last
+ * has none; the first counts the total when asked. Returns the ids,
+ * comma-separated (caller frees). */
+static char *query_ids(duro_provider *p, const qspec *q, int order,
+                       size_t limit, int count_total, int64_t *total)
+{
+    duro_instance_query qq;
+    qspec_to_query(q, order, limit, &qq);
+    qq.count_total = count_total;
+    strbuf b = {0};
+    sb_printf(&b, "%s", "");
+    char *cursor = NULL;
+    size_t seen = 0;
+    for (int pages = 0;; pages++) {
+        CHECK_MSG(pages < 1000, "%s: more than 1000 pages", q->what);
+        qq.cursor = cursor;
+        duro_instance_page *page = query_page(p, &qq);
+        if (pages == 0)
+            *total = page->total;
+        else
+            CHECK_EQ(page->total, -1); /* counted on the first page only */
+        qq.count_total = 0;
+        for (size_t i = 0; i < page->count; i++)
+            sb_printf(&b, "%s%s", seen++ ? "," : "",
+                      page->items[i].instance_id);
+        free(cursor);
+        cursor = NULL;
+        if (page->next_cursor == NULL) {
+            CHECK_MSG(page->count > 0 || pages == 0,
+                      "%s: an empty page after a cursor", q->what);
+            duro_instance_page_free(page);
+            break;
+        }
+        CHECK_MSG(page->count == limit,
+                  "%s (order %d, limit %zu): a page of %zu has a cursor",
+                  q->what, order, limit, page->count);
+        cursor = xstrdup(page->next_cursor);
+        duro_instance_page_free(page);
+    }
+    return b.s;
+}
+
+/* Fails unless q, in each order and page size, gives what the model
+ * gives for `all`. */
+static void check_query(duro_provider *p, const duro_instance_list *all,
+                        const qspec *q)
+{
+    static const size_t limits[] = {1, 2, 3, 7, 1000};
+    for (int order = 0; order <= DURO_ORDER_UPDATED_DESC; order++) {
+        size_t want_count;
+        char *want = model_ids(all, q, order, &want_count);
+        for (size_t k = 0; k < sizeof(limits) / sizeof(limits[0]); k++) {
+            int64_t total = -2;
+            int count_total = k % 2 == 0;
+            char *got = query_ids(p, q, order, limits[k], count_total, &total);
+            CHECK_MSG(strcmp(got, want) == 0,
+                      "%s, order %d, limit %zu:\n  got  %s\n  want %s", q->what,
+                      order, limits[k], got, want);
+            CHECK_EQ(total, count_total ? (int64_t)want_count : -1);
+            free(got);
+        }
+        free(want);
+    }
+}
+
+static duro_instance_list *list_all(duro_provider *p)
+{
+    duro_instance_filter f;
+    memset(&f, 0, sizeof(f));
+    duro_error e;
+    duro_instance_list *l = NULL;
+    CHECK_PRC(p->list_instances(p, &f, &l, &e), DURO_OK, &e);
+    return l;
+}
+
+PV_TEST(query_instances_selects_and_orders_as_a_model_does)
+{
+    duro_provider *p = pv_open();
+    require_v10(p);
+    duro_error e;
+    /* Names that a LIKE would confuse, and prefixes at the edges of a
+     * byte and of a code point: U+007F then U+0080, U+10FFFF. */
+    static const char *const names[] = {"a%b",
+                                        "a_b",
+                                        "axb",
+                                        "ab",
+                                        "a\\b",
+                                        "\xc3\xa9t\xc3\xa9",
+                                        "\xc3\xaa",
+                                        "\x7f"
+                                        "x",
+                                        "\xc2\x80",
+                                        "\xf4\x8f\xbf\xbfz",
+                                        "zz"};
+    enum { NAMES = sizeof(names) / sizeof(names[0]) };
+    begin(p, "q-root", 0);
+    begin(p, "q-root2", 0);
+    /* Three kids created in one ack (a tie on created_ms), then one
+     * instance per name, each a clock tick later, then four more kids of
+     * another parent in one ack. */
+    duro_instance_list *l = get(p, "q-root2");
+    clock_past(l->items[0].created_ms);
+    duro_instance_list_free(l);
+    const char *kids1[] = {"q-k3", "q-k1", "q-k2"};
+    const char *kid_names1[] = {"a_b", "zz", "a%b"};
+    start_kids(p, "q-root", kids1, kid_names1, 3);
+    int64_t mid = 0;
+    for (int i = 0; i < NAMES; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "q-%02d", i);
+        start_as(p, id, names[i]);
+        l = get(p, id);
+        if (i == NAMES / 2)
+            mid = l->items[0].created_ms;
+        clock_past(l->items[0].created_ms);
+        duro_instance_list_free(l);
+    }
+    const char *kids2[] = {"q-m2", "q-m4", "q-m1", "q-m3"};
+    const char *kid_names2[] = {"ab", "ab", "a_b", "zz"};
+    start_kids(p, "q-root2", kids2, kid_names2, 4);
+    /* Statuses: Running, Completed, Failed (with and without a problem),
+     * Cancelled, Suspended, Terminated; Pending ones stay; problems on
+     * live instances; and later changes, so the last-change order differs
+     * from the creation order. */
+    begin(p, "q-run", 0);
+    static const char *const begun[] = {"q-00", "q-01", "q-02", "q-03", "q-04",
+                                        "q-05", "q-06", "q-k2", "q-m1"};
+    for (size_t i = 0; i < sizeof(begun) / sizeof(begun[0]); i++)
+        first_turn_keep_name(p, begun[i]);
+    end_as(p, "q-00", DURO_STATUS_RUNNING, NULL);
+    end_as(p, "q-01", DURO_STATUS_COMPLETED, NULL);
+    end_as(p, "q-02", DURO_STATUS_FAILED, NULL);
+    duro_instance_meta fm = failed_meta("poison", "gave up");
+    turn_meta(p, "q-03", &fm);
+    end_as(p, "q-04", DURO_STATUS_CANCELLED, NULL);
+    end_as(p, "q-05", DURO_STATUS_SUSPENDED, NULL);
+    end_as(p, "q-06", DURO_STATUS_TERMINATED, NULL);
+    end_as(p, "q-k2", DURO_STATUS_COMPLETED, NULL);
+    end_as(p, "q-m1", DURO_STATUS_SUSPENDED, NULL);
+    CHECK_PRC(p->set_instance_problem(p, "q-07", "stuck", 0, &e), DURO_OK, &e);
+    CHECK_PRC(p->set_instance_problem(p, "q-m1", "held", 0, &e), DURO_OK, &e);
+    CHECK_PRC(p->set_instance_problem(p, "q-root", "slow", 0, &e), DURO_OK, &e);
+    l = get(p, "q-m1");
+    clock_past(l->items[0].updated_ms);
+    duro_instance_list_free(l);
+    end_as(p, "q-root2", DURO_STATUS_RUNNING, NULL); /* changed last */
+
+    duro_instance_list *all = list_all(p);
+    CHECK_EQ(all->count, 2 + 3 + NAMES + 4 + 1);
+    const uint32_t live = (1u << DURO_STATUS_PENDING) |
+                          (1u << DURO_STATUS_RUNNING) |
+                          (1u << DURO_STATUS_SUSPENDED);
+    const uint32_t ended =
+        (1u << DURO_STATUS_COMPLETED) | (1u << DURO_STATUS_FAILED) |
+        (1u << DURO_STATUS_CANCELLED) | (1u << DURO_STATUS_TERMINATED);
+    const qspec specs[] = {
+        {.what = "everything"},
+        {.what = "Running", .mask = 1u << DURO_STATUS_RUNNING},
+        {.what = "Pending", .mask = 1u << DURO_STATUS_PENDING},
+        {.what = "live", .mask = live},
+        {.what = "ended", .mask = ended},
+        {.what = "every status", .mask = live | ended},
+        {.what = "ContinuedAsNew (none)",
+         .mask = 1u << DURO_STATUS_CONTINUED_AS_NEW},
+        {.what = "name a_b", .name = "a_b"},
+        {.what = "name ab, Pending",
+         .name = "ab",
+         .mask = 1u << DURO_STATUS_PENDING},
+        {.what = "name a_b, live", .name = "a_b", .mask = live},
+        {.what = "name nope", .name = "nope"},
+        {.what = "prefix a%", .prefix = "a%"},
+        {.what = "prefix a_", .prefix = "a_"},
+        {.what = "prefix a", .prefix = "a"},
+        {.what = "prefix a\\", .prefix = "a\\"},
+        {.what = "prefix e-acute", .prefix = "\xc3\xa9"},
+        {.what = "prefix U+007F", .prefix = "\x7f"},
+        {.what = "prefix U+10FFFF", .prefix = "\xf4\x8f\xbf\xbf"},
+        {.what = "prefix empty", .prefix = ""},
+        {.what = "prefix a, ended", .prefix = "a", .mask = ended},
+        {.what = "contains %", .contains = "%"},
+        {.what = "contains _", .contains = "_"},
+        {.what = "contains \\", .contains = "\\"},
+        {.what = "contains b", .contains = "b"},
+        {.what = "contains b, live", .contains = "b", .mask = live},
+        {.what = "contains empty", .contains = ""},
+        {.what = "name ab, contains b", .name = "ab", .contains = "b"},
+        {.what = "parent q-root", .parent = "q-root"},
+        {.what = "parent q-root2, live", .parent = "q-root2", .mask = live},
+        {.what = "parent q-root2, prefix a",
+         .parent = "q-root2",
+         .prefix = "a"},
+        {.what = "parent nobody", .parent = "nobody"},
+        {.what = "with a problem", .with_problem = 1},
+        {.what = "with a problem, live", .with_problem = 1, .mask = live},
+        {.what = "with a problem, Failed",
+         .with_problem = 1,
+         .mask = 1u << DURO_STATUS_FAILED},
+        {.what = "with a problem, parent",
+         .with_problem = 1,
+         .parent = "q-root2"},
+        {.what = "created from mid", .after = mid},
+        {.what = "created before mid", .before = mid},
+        {.what = "created range", .after = mid - 3, .before = mid + 3},
+        {.what = "created from mid, Pending",
+         .after = mid,
+         .mask = 1u << DURO_STATUS_PENDING},
+        {.what = "created before mid, name zz", .before = mid, .name = "zz"},
+        {.what = "created before mid, prefix a", .before = mid, .prefix = "a"},
+    };
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+        check_query(p, all, &specs[i]);
+    /* Spot checks of the model itself, with the ties of one ack. */
+    size_t n;
+    char *ids = model_ids(all, &specs[7], DURO_ORDER_CREATED_DESC, &n);
+    CHECK_STR(ids, "q-m1,q-01,q-k3");
+    free(ids);
+    ids = model_ids(all, &specs[11], DURO_ORDER_ID, &n);
+    CHECK_STR(ids, "q-00,q-k2");
+    free(ids);
+    ids = model_ids(all, &specs[16], DURO_ORDER_ID, &n);
+    CHECK_STR(ids, "q-07");
+    free(ids);
+    /* Each item is what get_instance says. */
+    duro_instance_query q;
+    qspec_to_query(&specs[0], DURO_ORDER_UPDATED_DESC, 1000, &q);
+    duro_instance_page *page = query_page(p, &q);
+    CHECK_EQ(page->count, all->count);
+    CHECK_STR(page->items[0].instance_id, "q-root2");
+    for (size_t i = 0; i < page->count; i++) {
+        duro_instance_list *one = get(p, page->items[i].instance_id);
+        const duro_instance_info *a = &page->items[i], *b = &one->items[0];
+        CHECK_STR(a->name, b->name);
+        CHECK_EQ(a->status, b->status);
+        CHECK_EQ(a->execution_id, b->execution_id);
+        CHECK_EQ(a->created_ms, b->created_ms);
+        CHECK_EQ(a->updated_ms, b->updated_ms);
+        CHECK_EQ(a->history_count, b->history_count);
+        CHECK_STR(a->error, b->error);
+        CHECK_STR(a->parent_instance, b->parent_instance);
+        CHECK_STR(a->last_problem, b->last_problem);
+        CHECK_EQ(a->finished_ms, b->finished_ms);
+        duro_instance_list_free(one);
+    }
+    duro_instance_page_free(page);
+    duro_instance_list_free(all);
+}
+
+/* Pages of 10 through 26 instances (two and a half pages, with ties on
+ * created_ms), in each order, while instances are created between pages:
+ * every instance that was there is on exactly one page, none is on two;
+ * new ones appear only where their key sorts after the cursor (by id),
+ * never in the newest-first orders. In the last-change order an instance
+ * that changes moves to the front: shown before, it is not shown again;
+ * not shown yet, it is skipped (the contract says so). */
+PV_TEST(query_instances_pages_once_through_while_instances_are_created)
+{
+    duro_provider *p = pv_open();
+    require_v10(p);
+    begin(p, "pg-root", 0);
+    char ids[25][16];
+    const char *batch[9], *names[9];
+    for (int b = 0, k = 0; b < 3; b++) {
+        int n = b < 2 ? 8 : 9;
+        for (int i = 0; i < n; i++, k++) {
+            /* ids not in creation order: the id ties break both ways */
+            snprintf(ids[k], sizeof(ids[k]), "pg-%02d", (k * 7) % 25);
+            batch[i] = ids[k];
+            names[i] = "orch";
+        }
+        start_kids(p, "pg-root", batch, names, (size_t)n);
+    }
+    duro_instance_list *all = list_all(p);
+    CHECK_EQ(all->count, 26);
+    int64_t newest = 0;
+    for (size_t i = 0; i < all->count; i++) {
+        if (all->items[i].created_ms > newest)
+            newest = all->items[i].created_ms;
+        if (all->items[i].updated_ms > newest)
+            newest = all->items[i].updated_ms;
+    }
+    int made = 0;
+    for (int order = 0; order <= DURO_ORDER_UPDATED_DESC; order++) {
+        /* later instances are newer than every one of `all` */
+        clock_past(newest);
+        duro_instance_query q;
+        memset(&q, 0, sizeof(q));
+        q.version = 1;
+        q.order = order;
+        q.limit = 10;
+        char seen[64][32];
+        size_t seen_n = 0;
+        char *cursor = NULL;
+        int pages = 0;
+        const char *moved_seen = NULL, *moved_unseen = NULL;
+        for (;; pages++) {
+            CHECK(pages < 10);
+            q.cursor = cursor;
+            duro_instance_page *page = query_page(p, &q);
+            for (size_t i = 0; i < page->count; i++) {
+                for (size_t j = 0; j < seen_n; j++)
+                    CHECK_MSG(strcmp(seen[j], page->items[i].instance_id),
+                              "order %d: %s on two pages", order,
+                              page->items[i].instance_id);
+                CHECK(seen_n < 64);
+                snprintf(seen[seen_n++], sizeof(seen[0]), "%s",
+                         page->items[i].instance_id);
+            }
+            free(cursor);
+            cursor = page->next_cursor ? xstrdup(page->next_cursor) : NULL;
+            duro_instance_page_free(page);
+            if (cursor == NULL)
+                break;
+            /* between pages: one id before every original, one after, and
+             * a batch of kids in one ack */
+            char a[32], z[32], k1[32], k2[32];
+            snprintf(a, sizeof(a), "pa-%d", made);
+            snprintf(z, sizeof(z), "pz-%d", made);
+            snprintf(k1, sizeof(k1), "pa-k%d", made);
+            snprintf(k2, sizeof(k2), "pg-%02d-new", made);
+            made++;
+            start_as(p, a, "orch");
+            start_as(p, z, "orch");
+            const char *kb[] = {k1, k2};
+            start_kids(p, "pg-root", kb, names, 2);
+            if (order == DURO_ORDER_UPDATED_DESC && pages == 0) {
+                /* one shown on the first page, one not shown yet */
+                moved_seen = xstrdup(seen[3]);
+                for (size_t i = 0; i < all->count && !moved_unseen; i++) {
+                    int shown = 0;
+                    for (size_t j = 0; j < seen_n; j++)
+                        shown |= !strcmp(seen[j], all->items[i].instance_id);
+                    if (!shown && strcmp(all->items[i].instance_id, "pg-root"))
+                        moved_unseen = xstrdup(all->items[i].instance_id);
+                }
+                first_turn_keep_name(p, moved_seen);
+                first_turn_keep_name(p, moved_unseen);
+            }
+        }
+        /* two and a half pages at least, each full but the last */
+        CHECK_MSG(pages >= 2 && (size_t)pages == (seen_n - 1) / 10,
+                  "order %d: %zu instances on %d pages", order, seen_n,
+                  pages + 1);
+        /* every original once, except the one that moved unseen */
+        for (size_t i = 0; i < all->count; i++) {
+            int times = 0;
+            for (size_t j = 0; j < seen_n; j++)
+                times += !strcmp(seen[j], all->items[i].instance_id);
+            int want = moved_unseen != NULL &&
+                               !strcmp(moved_unseen, all->items[i].instance_id)
+                           ? 0
+                           : 1;
+            CHECK_MSG(times == want, "order %d: %s shown %d times", order,
+                      all->items[i].instance_id, times);
+        }
+        /* new ones: by id, those after the cursor they were created at */
+        for (size_t j = 0; j < seen_n; j++) {
+            int original = 0;
+            for (size_t i = 0; i < all->count; i++)
+                original |= !strcmp(seen[j], all->items[i].instance_id);
+            if (original)
+                continue;
+            CHECK_MSG(order == DURO_ORDER_ID,
+                      "order %d: %s, created after the first page, shown",
+                      order, seen[j]);
+            CHECK_MSG(strncmp(seen[j], "pz-", 3) == 0,
+                      "order id: %s sorts before the cursor, shown", seen[j]);
+        }
+        free((char *)moved_seen);
+        free((char *)moved_unseen);
+        /* the instances made for this order are the newest for the next */
+        duro_instance_list_free(all);
+        all = list_all(p);
+        newest = 0;
+        for (size_t i = 0; i < all->count; i++) {
+            if (all->items[i].created_ms > newest)
+                newest = all->items[i].created_ms;
+            if (all->items[i].updated_ms > newest)
+                newest = all->items[i].updated_ms;
+        }
+    }
+    duro_instance_list_free(all);
+}
+
+/* Fails unless query q is refused with `code`, not retryably, *out NULL,
+ * and a message that holds `needle`. */
+static void expect_query_refused(duro_provider *p, const duro_instance_query *q,
+                                 int code, const char *needle)
+{
+    duro_error e;
+    duro_instance_page *page = (duro_instance_page *)&e;
+    CHECK_PFAIL(p->query_instances(p, q, &page, &e), code, 0, &e);
+    CHECK(page == NULL);
+    CHECK_MSG(strstr(e.message, needle) != NULL,
+              "query_instances' message '%s' does not say '%s'", e.message,
+              needle);
+}
+
+PV_TEST(query_instances_refuses_bad_input_and_bad_cursors)
+{
+    duro_provider *p = pv_open();
+    require_v10(p);
+    const char *kids[] = {"b-2", "b-1", "b-3"};
+    const char *names[] = {"orch", "orch", "orch"};
+    begin(p, "b-root", 0);
+    start_kids(p, "b-root", kids, names, 3);
+    duro_instance_query q;
+    memset(&q, 0, sizeof(q));
+    q.version = 1;
+    duro_error e;
+    CHECK_PFAIL(p->query_instances(p, &q, NULL, &e), DURO_INVALID, 0, &e);
+    duro_instance_page *page = (duro_instance_page *)&e;
+    CHECK_PFAIL(p->query_instances(p, NULL, &page, &e), DURO_INVALID, 0, &e);
+    CHECK(page == NULL);
+    q.version = 0;
+    expect_query_refused(p, &q, DURO_INVALID, "duro_instance_query_init");
+    q.version = 1;
+    q.order = 3;
+    expect_query_refused(p, &q, DURO_INVALID, "order");
+    q.order = -1;
+    expect_query_refused(p, &q, DURO_INVALID, "order");
+    q.order = 0;
+    q.limit = DURO_QUERY_LIMIT_MAX + 1;
+    expect_query_refused(p, &q, DURO_INVALID, "limit");
+    q.limit = (size_t)-1; /* a negative limit */
+    expect_query_refused(p, &q, DURO_INVALID, "limit");
+    q.limit = 0;
+    q.status_mask = 1u; /* NOT_FOUND is no status */
+    expect_query_refused(p, &q, DURO_INVALID, "status_mask");
+    q.status_mask = 1u << 9;
+    expect_query_refused(p, &q, DURO_INVALID, "status_mask");
+    q.status_mask = 0;
+    q.with_problem = 2;
+    expect_query_refused(p, &q, DURO_INVALID, "with_problem");
+    q.with_problem = 0;
+    q.count_total = -1;
+    expect_query_refused(p, &q, DURO_INVALID, "count_total");
+    q.count_total = 0;
+    q.created_after_ms = -1;
+    expect_query_refused(p, &q, DURO_INVALID, "created_after_ms");
+    q.created_after_ms = 0;
+    q.created_before_ms = -5;
+    expect_query_refused(p, &q, DURO_INVALID, "created_before_ms");
+    q.created_before_ms = 0;
+    q.name = "";
+    expect_query_refused(p, &q, DURO_INVALID, "name");
+    q.name = NULL;
+    q.parent_instance = "";
+    expect_query_refused(p, &q, DURO_INVALID, "parent_instance");
+    q.parent_instance = NULL;
+    char *big = repeat('n', 1025);
+    char *max = repeat('n', 1024);
+    const char **fields[] = {&q.name, &q.name_prefix, &q.name_contains,
+                             &q.parent_instance};
+    static const char *const field_names[] = {
+        "name", "name_prefix", "name_contains", "parent_instance"};
+    for (int f = 0; f < 4; f++) {
+        *fields[f] = big;
+        expect_query_refused(p, &q, DURO_TOO_LARGE, field_names[f]);
+        *fields[f] = max; /* the maximum itself is fine */
+        page = query_page(p, &q);
+        CHECK_EQ(page->count, 0);
+        duro_instance_page_free(page);
+        *fields[f] = NULL;
+    }
+    free(big);
+    free(max);
+    /* The default page, and an empty prefix and substring: no filter. */
+    q.name_prefix = "";
+    q.name_contains = "";
+    page = query_page(p, &q);
+    CHECK_EQ(page->count, 4);
+    CHECK(page->next_cursor == NULL);
+    CHECK_EQ(page->total, -1);
+    duro_instance_page_free(page);
+    q.name_prefix = q.name_contains = NULL;
+
+    /* A real cursor works in its order, and in no other. */
+    q.limit = 2;
+    q.order = DURO_ORDER_CREATED_DESC;
+    page = query_page(p, &q);
+    CHECK(page->next_cursor != NULL);
+    for (const char *c = page->next_cursor; *c; c++)
+        CHECK_MSG(strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789._-",
+                         *c) != NULL,
+                  "cursor '%s' holds '%c'", page->next_cursor, *c);
+    char *created_cursor = xstrdup(page->next_cursor);
+    duro_instance_page_free(page);
+    q.cursor = created_cursor;
+    page = query_page(p, &q);
+    CHECK_EQ(page->count, 2);
+    duro_instance_page_free(page);
+    q.order = DURO_ORDER_ID;
+    expect_query_refused(p, &q, DURO_INVALID, "order");
+    q.order = DURO_ORDER_UPDATED_DESC;
+    expect_query_refused(p, &q, DURO_INVALID, "order");
+    q.order = DURO_ORDER_CREATED_DESC;
+    /* Anything else is malformed, never a wrong page. */
+    char *long_cursor = repeat('A', 5000);
+    static const char *const bad[] = {"",
+                                      "garbage",
+                                      "i1",
+                                      "i1.",
+                                      "i1.1",
+                                      "i1.1.",
+                                      "i1.1.5",
+                                      "i1.1.5.",
+                                      "i1.1.5.!!!!",
+                                      "i1.1.x.YQ",
+                                      "i1.9.5.YQ",
+                                      "i1.-1.5.YQ",
+                                      "i1.01.5.YQ",
+                                      "i1.1.05.YQ",
+                                      "i1.1.-0.YQ",
+                                      "i1.1.99999999999999999999.YQ",
+                                      "i1.1.5.Y",
+                                      "i1.1.5.YR",
+                                      "i1.1.5.AA",
+                                      "i1.1.5.YQ==",
+                                      "i2.1.5.YQ",
+                                      "e1.5.1.2.YQ",
+                                      "i1.1.5.YQ.x",
+                                      " i1.1.5.YQ"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        q.cursor = bad[i];
+        expect_query_refused(p, &q, DURO_INVALID, "cursor");
+    }
+    q.cursor = long_cursor;
+    expect_query_refused(p, &q, DURO_INVALID, "cursor");
+    free(long_cursor);
+    /* a well-formed cursor that names no instance still pages by key */
+    q.cursor = "i1.1.5.YQ"; /* (5, "a"): nothing was created before 5 ms */
+    page = query_page(p, &q);
+    CHECK_EQ(page->count, 0);
+    CHECK(page->next_cursor == NULL);
+    duro_instance_page_free(page);
+    q.order = DURO_ORDER_ID;
+    q.cursor = "i1.0.0.Yi0y"; /* after "b-2" */
+    page = query_page(p, &q);
+    CHECK_EQ(page->count, 2);
+    CHECK_STR(page->items[0].instance_id, "b-3");
+    CHECK_STR(page->items[1].instance_id, "b-root");
+    duro_instance_page_free(page);
+    free(created_cursor);
+}
+
+/* The turn that takes the control messages queued for `id`: records each
+ * as its event (reason and requester from the message), leaving the
+ * instance `status`. */
+static void turn_controls(duro_provider *p, const char *id, int status)
+{
+    duro_orch_item *a = fetch_orch_for(p, id, LOCK_LONG);
+    duro_event *d = calloc(a->message_count, sizeof(*d));
+    CHECK(d != NULL);
+    for (size_t i = 0; i < a->message_count; i++) {
+        const duro_work_item *m = &a->messages[i];
+        int kind = m->kind == DURO_WORK_TERMINATE_INSTANCE
+                       ? DURO_EVENT_ORCHESTRATION_TERMINATED
+                   : m->kind == DURO_WORK_SUSPEND_INSTANCE
+                       ? DURO_EVENT_EXECUTION_SUSPENDED
+                   : m->kind == DURO_WORK_RESUME_INSTANCE
+                       ? DURO_EVENT_EXECUTION_RESUMED
+                       : DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED;
+        d[i] = event(a->history_total + 1 + i, (duro_event_kind)kind);
+        d[i].reason = m->reason;
+        d[i].requested_by = m->requested_by;
+    }
+    duro_instance_meta m = meta(status);
+    duro_orch_ack ak = ack_of(a->execution_id, d, a->message_count, &m);
+    ack(p, a->lock_token, &ak);
+    free(d);
+    duro_orch_item_free(a);
+}
+
+static duro_control_event_list *events_page(duro_provider *p,
+                                            const duro_control_event_query *q)
+{
+    duro_error e;
+    duro_control_event_list *l = NULL;
+    CHECK_PRC(p->list_control_events(p, q, &l, &e), DURO_OK, &e);
+    CHECK(l != NULL);
+    return l;
+}
+
+/* Every event q selects, paging `limit` at a time, as
+ * "instance:execution:event:kind:reason:by:flags;" lines (caller frees). */
+static char *events_text(duro_provider *p, duro_control_event_query q,
+                         size_t limit)
+{
+    q.limit = limit;
+    q.cursor = NULL;
+    strbuf b = {0};
+    sb_printf(&b, "%s", "");
+    char *cursor = NULL;
+    int64_t last_ts = INT64_MAX;
+    for (int pages = 0; pages < 100; pages++) {
+        q.cursor = cursor;
+        duro_control_event_list *l = events_page(p, &q);
+        CHECK_INT(l->count, <=, limit);
+        for (size_t i = 0; i < l->count; i++) {
+            const duro_control_event *ev = &l->items[i];
+            CHECK_INT(ev->timestamp_ms, <=, last_ts); /* newest first */
+            last_ts = ev->timestamp_ms;
+            sb_printf(&b, "%s:%s:%llu:%llu:%d:%s:%s:%u;", ev->instance_id,
+                      ev->name ? ev->name : "(null)",
+                      (unsigned long long)ev->execution_id,
+                      (unsigned long long)ev->event_id, ev->kind,
+                      ev->reason ? ev->reason : "(null)",
+                      ev->requested_by ? ev->requested_by : "(null)",
+                      (unsigned)ev->flags);
+        }
+        free(cursor);
+        cursor = l->next_cursor ? xstrdup(l->next_cursor) : NULL;
+        if (cursor != NULL)
+            CHECK_EQ(l->count, limit);
+        duro_control_event_list_free(l);
+        if (cursor == NULL)
+            break;
+    }
+    CHECK(cursor == NULL);
+    return b.s;
+}
+
+PV_TEST(list_control_events_says_who_did_what_and_why)
+{
+    duro_provider *p = pv_open();
+    require_v10(p);
+    duro_error e;
+    /* c1, c2: Pending, cancelled at once by one call (one timestamp: the
+     * tie goes by instance id, descending); t: terminated at once; s:
+     * suspended before it began; r: Running, suspended, resumed and
+     * terminated by turns; x: Running, cancelled by a turn (observed),
+     * then deleted with its history; k: a turn records nothing of the
+     * kind. */
+    start_as(p, "c1", "billing");
+    start_as(p, "c2", "billing");
+    start_as(p, "t", "shipping");
+    start_as(p, "s", "shipping");
+    begin(p, "r", 0);
+    begin(p, "x", 0);
+    begin(p, "k", 3);
+    int64_t t0 = duro_now_ms();
+    const char *cs[] = {"c1", "c2"};
+    duro_cancel_result cr[2];
+    CHECK_PRC(p->cancel_instances(p, cs, 2, "not needed", "user:ann", cr, &e),
+              DURO_OK, &e);
+    CHECK_EQ(cr[0].outcome, DURO_CANCEL_CANCELLED);
+    CHECK_EQ(cr[1].outcome, DURO_CANCEL_CANCELLED);
+    duro_history *h = history(p, "c1", 1);
+    int64_t cancel_ts = h->events[2].timestamp_ms;
+    duro_history_free(h);
+    clock_past(cancel_ts);
+    const char *one[1];
+    duro_control_result res;
+    one[0] = "t";
+    CHECK_PRC(p->control_instances(p, DURO_CONTROL_TERMINATE, one, 1, "stop",
+                                   "ops:bob", &res, &e),
+              DURO_OK, &e);
+    CHECK_EQ(res.outcome, DURO_CONTROL_OUTCOME_APPLIED);
+    h = history(p, "t", 1);
+    clock_past(h->events[1].timestamp_ms);
+    duro_history_free(h);
+    one[0] = "s";
+    CHECK_PRC(p->control_instances(p, DURO_CONTROL_SUSPEND, one, 1, NULL,
+                                   "ops:bob", &res, &e),
+              DURO_OK, &e);
+    CHECK_EQ(res.outcome, DURO_CONTROL_OUTCOME_APPLIED);
+    h = history(p, "s", 1);
+    int64_t mid = h->events[1].timestamp_ms;
+    duro_history_free(h);
+    clock_past(mid);
+    one[0] = "r";
+    CHECK_PRC(p->control_instances(p, DURO_CONTROL_SUSPEND, one, 1, "look",
+                                   "ops:cy", &res, &e),
+              DURO_OK, &e);
+    CHECK_EQ(res.outcome, DURO_CONTROL_OUTCOME_REQUESTED);
+    turn_controls(p, "r", DURO_STATUS_SUSPENDED);
+    h = history(p, "r", 1);
+    clock_past(h->events[h->count - 1].timestamp_ms);
+    duro_history_free(h);
+    CHECK_PRC(p->control_instances(p, DURO_CONTROL_RESUME, one, 1, "go on",
+                                   "ops:cy", &res, &e),
+              DURO_OK, &e);
+    turn_controls(p, "r", DURO_STATUS_RUNNING);
+    h = history(p, "r", 1);
+    clock_past(h->events[h->count - 1].timestamp_ms);
+    duro_history_free(h);
+    CHECK_PRC(p->control_instances(p, DURO_CONTROL_TERMINATE, one, 1, "enough",
+                                   "ops:cy", &res, &e),
+              DURO_OK, &e);
+    turn_controls(p, "r", DURO_STATUS_TERMINATED);
+    one[0] = "x";
+    duro_cancel_result xr;
+    CHECK_PRC(p->cancel_instances(p, one, 1, "gone", "user:dee", &xr, &e),
+              DURO_OK, &e);
+    CHECK_EQ(xr.outcome, DURO_CANCEL_REQUESTED);
+    turn_controls(p, "x", DURO_STATUS_RUNNING);
+    end_as(p, "k", DURO_STATUS_RUNNING, NULL);
+    int64_t t1 = duro_now_ms();
+
+    /* Newest first; the two cancels decided at once share a timestamp and
+     * come by instance id, descending. The instance's name is each one's;
+     * r's requests are in its execution 1 at the ids its turns gave. */
+    duro_control_event_query q;
+    memset(&q, 0, sizeof(q));
+    q.version = 1;
+    const char *want = "x:orch:1:2:5:gone:user:dee:0;"
+                       "r:orch:1:4:19:enough:ops:cy:0;"
+                       "r:orch:1:3:21:go on:ops:cy:0;"
+                       "r:orch:1:2:20:look:ops:cy:0;"
+                       "s:shipping:1:2:20:(null):ops:bob:32;"
+                       "t:shipping:1:2:19:stop:ops:bob:0;"
+                       "c2:billing:1:2:5:not needed:user:ann:0;"
+                       "c1:billing:1:2:5:not needed:user:ann:0;";
+    static const size_t limits[] = {1, 2, 3, 8, 100};
+    for (size_t k = 0; k < sizeof(limits) / sizeof(limits[0]); k++) {
+        char *got = events_text(p, q, limits[k]);
+        CHECK_STR(got, want);
+        free(got);
+    }
+    duro_control_event_list *l = events_page(p, &q);
+    CHECK_EQ(l->count, 8);
+    CHECK(l->next_cursor == NULL);
+    for (size_t i = 0; i < l->count; i++)
+        CHECK_WITHIN(l->items[i].timestamp_ms, t0, t1);
+    CHECK_EQ(l->items[7].timestamp_ms, cancel_ts);
+    duro_control_event_list_free(l);
+
+    /* Filters: kinds, requester, time range, and together. */
+    q.kind_mask = 1u << DURO_EVENT_ORCHESTRATION_TERMINATED;
+    char *got = events_text(p, q, 1);
+    CHECK_STR(got, "r:orch:1:4:19:enough:ops:cy:0;"
+                   "t:shipping:1:2:19:stop:ops:bob:0;");
+    free(got);
+    q.kind_mask = (1u << DURO_EVENT_EXECUTION_SUSPENDED) |
+                  (1u << DURO_EVENT_EXECUTION_RESUMED);
+    got = events_text(p, q, 2);
+    CHECK_STR(got, "r:orch:1:3:21:go on:ops:cy:0;"
+                   "r:orch:1:2:20:look:ops:cy:0;"
+                   "s:shipping:1:2:20:(null):ops:bob:32;");
+    free(got);
+    q.kind_mask = DURO_CONTROL_EVENT_KINDS;
+    q.requested_by = "ops:bob";
+    got = events_text(p, q, 1);
+    CHECK_STR(got, "s:shipping:1:2:20:(null):ops:bob:32;"
+                   "t:shipping:1:2:19:stop:ops:bob:0;");
+    free(got);
+    q.requested_by = "ops:bo";
+    got = events_text(p, q, 5);
+    CHECK_STR(got, "");
+    free(got);
+    q.requested_by = NULL;
+    q.until_ms = mid; /* before s's suspend */
+    got = events_text(p, q, 2);
+    CHECK_STR(got, "t:shipping:1:2:19:stop:ops:bob:0;"
+                   "c2:billing:1:2:5:not needed:user:ann:0;"
+                   "c1:billing:1:2:5:not needed:user:ann:0;");
+    free(got);
+    q.until_ms = 0;
+    q.since_ms = mid; /* from s's suspend */
+    q.kind_mask = 1u << DURO_EVENT_EXECUTION_SUSPENDED;
+    got = events_text(p, q, 1);
+    CHECK_STR(got, "r:orch:1:2:20:look:ops:cy:0;"
+                   "s:shipping:1:2:20:(null):ops:bob:32;");
+    free(got);
+    q.since_ms = cancel_ts;
+    q.until_ms = cancel_ts + 1;
+    q.kind_mask = 0;
+    got = events_text(p, q, 1);
+    CHECK_STR(got, "c2:billing:1:2:5:not needed:user:ann:0;"
+                   "c1:billing:1:2:5:not needed:user:ann:0;");
+    free(got);
+    q.since_ms = q.until_ms = 0;
+
+    /* An instance deleted takes its requests with it; a request of a
+     * later page survives a deletion between pages. */
+    q.limit = 4;
+    l = events_page(p, &q);
+    CHECK(l->next_cursor != NULL);
+    q.cursor = l->next_cursor;
+    size_t deleted = 0;
+    CHECK_PRC(p->delete_instance(p, "x", 1, &deleted, &e), DURO_OK, &e);
+    CHECK_EQ(deleted, 1);
+    duro_control_event_list *l2 = events_page(p, &q);
+    CHECK_EQ(l2->count, 4);
+    CHECK_STR(l2->items[0].instance_id, "s");
+    CHECK(l2->next_cursor == NULL);
+    duro_control_event_list_free(l2);
+    duro_control_event_list_free(l);
+    q.cursor = NULL;
+    got = events_text(p, q, 100);
+    CHECK(strstr(got, "x:") == NULL);
+    free(got);
+}
+
+static void expect_events_refused(duro_provider *p,
+                                  const duro_control_event_query *q, int code,
+                                  const char *needle)
+{
+    duro_error e;
+    duro_control_event_list *l = (duro_control_event_list *)&e;
+    CHECK_PFAIL(p->list_control_events(p, q, &l, &e), code, 0, &e);
+    CHECK(l == NULL);
+    CHECK_MSG(strstr(e.message, needle) != NULL,
+              "list_control_events' message '%s' does not say '%s'", e.message,
+              needle);
+}
+
+PV_TEST(list_control_events_refuses_bad_input_and_bad_cursors)
+{
+    duro_provider *p = pv_open();
+    require_v10(p);
+    start_as(p, "a", "orch");
+    start_as(p, "b", "orch");
+    const char *ids[] = {"a", "b"};
+    duro_cancel_result cr[2];
+    duro_error e;
+    CHECK_PRC(p->cancel_instances(p, ids, 2, "r", "me", cr, &e), DURO_OK, &e);
+    duro_control_event_query q;
+    memset(&q, 0, sizeof(q));
+    CHECK_PFAIL(p->list_control_events(p, &q, NULL, &e), DURO_INVALID, 0, &e);
+    duro_control_event_list *l = (duro_control_event_list *)&e;
+    CHECK_PFAIL(p->list_control_events(p, NULL, &l, &e), DURO_INVALID, 0, &e);
+    CHECK(l == NULL);
+    expect_events_refused(p, &q, DURO_INVALID, "duro_control_event_query_init");
+    q.version = 1;
+    q.kind_mask = 1u << DURO_EVENT_ACTIVITY_SCHEDULED;
+    expect_events_refused(p, &q, DURO_INVALID, "kind_mask");
+    q.kind_mask = DURO_CONTROL_EVENT_KINDS | (1u << 6);
+    expect_events_refused(p, &q, DURO_INVALID, "kind_mask");
+    q.kind_mask = 0;
+    q.since_ms = -1;
+    expect_events_refused(p, &q, DURO_INVALID, "since_ms");
+    q.since_ms = 0;
+    q.until_ms = -1;
+    expect_events_refused(p, &q, DURO_INVALID, "until_ms");
+    q.until_ms = 0;
+    q.limit = DURO_QUERY_LIMIT_MAX + 1;
+    expect_events_refused(p, &q, DURO_INVALID, "limit");
+    q.limit = (size_t)-1;
+    expect_events_refused(p, &q, DURO_INVALID, "limit");
+    q.limit = 1;
+    char *big = repeat('r', 1025);
+    q.requested_by = big;
+    expect_events_refused(p, &q, DURO_TOO_LARGE, "requested_by");
+    free(big);
+    q.requested_by = NULL;
+    l = events_page(p, &q);
+    CHECK_EQ(l->count, 1);
+    CHECK_STR(l->items[0].instance_id, "b");
+    CHECK(l->next_cursor != NULL);
+    char *cursor = xstrdup(l->next_cursor);
+    duro_control_event_list_free(l);
+    q.cursor = cursor;
+    l = events_page(p, &q);
+    CHECK_EQ(l->count, 1);
+    CHECK_STR(l->items[0].instance_id, "a");
+    CHECK(l->next_cursor == NULL);
+    duro_control_event_list_free(l);
+    free(cursor);
+    static const char *const bad[] = {"",
+                                      "x",
+                                      "e1",
+                                      "e1.",
+                                      "e1.5",
+                                      "e1.5.1",
+                                      "e1.5.1.2",
+                                      "e1.5.1.2.",
+                                      "e1.5.1.2.@@",
+                                      "e1.5.-1.2.YQ",
+                                      "e1.5.1.-2.YQ",
+                                      "e1.5.1.2.YR",
+                                      "e1.5.1.2.AA",
+                                      "e2.5.1.2.YQ",
+                                      "i1.0.5.YQ",
+                                      "e1.5.1.2.YQ.",
+                                      "e1.5.1.YQ"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        q.cursor = bad[i];
+        expect_events_refused(p, &q, DURO_INVALID, "cursor");
+    }
+}
+
+typedef struct sweep_query_arg {
+    int order;
+} sweep_query_arg;
+
+static int sweep_query(duro_provider *p, void *arg, duro_error *e)
+{
+    sweep_query_arg *a = arg;
+    duro_instance_query q;
+    memset(&q, 0, sizeof(q));
+    q.version = 1;
+    q.order = a->order;
+    q.status_mask = 1u << DURO_STATUS_PENDING;
+    q.count_total = 1;
+    q.limit = 1;
+    duro_instance_page *page = (duro_instance_page *)e; /* must be reset */
+    int rc = p->query_instances(p, &q, &page, e);
+    if (rc != DURO_OK) {
+        CHECK(page == NULL);
+        return rc;
+    }
+    CHECK_EQ(page->count, 1);
+    CHECK_EQ(page->total, 2);
+    CHECK(page->next_cursor != NULL);
+    duro_instance_page_free(page);
+    return rc;
+}
+
+PV_TEST(fault_sweep_query_instances)
+{
+    duro_provider *p = pv_open();
+    require_v10(p);
+    start(p, "a");
+    start(p, "b");
+    begin(p, "c", 0);
+    sweep_query_arg arg = {DURO_ORDER_CREATED_DESC};
+    fault_sweep(p, "query_instances (with count_total)", sweep_query, &arg);
+}
+
+static int sweep_events(duro_provider *p, void *arg, duro_error *e)
+{
+    (void)arg;
+    duro_control_event_query q;
+    memset(&q, 0, sizeof(q));
+    q.version = 1;
+    duro_control_event_list *l = (duro_control_event_list *)e;
+    int rc = p->list_control_events(p, &q, &l, e);
+    if (rc != DURO_OK) {
+        CHECK(l == NULL);
+        return rc;
+    }
+    CHECK_EQ(l->count, 1);
+    duro_control_event_list_free(l);
+    return rc;
+}
+
+PV_TEST(fault_sweep_list_control_events)
+{
+    duro_provider *p = pv_open();
+    require_v10(p);
+    start(p, "a");
+    const char *id = "a";
+    duro_cancel_result cr;
+    duro_error e;
+    CHECK_PRC(p->cancel_instances(p, &id, 1, "r", "me", &cr, &e), DURO_OK, &e);
+    fault_sweep(p, "list_control_events", sweep_events, NULL);
+}
+
+/* ========================================================================
  * The table. */
 
 typedef enum needs {
@@ -8754,6 +9871,14 @@ static const pv_case suite[] = {
     C(a_held_or_asked_instance_is_sent_the_request),
     C(a_child_decided_at_once_tells_its_parent),
     C_NEEDS(fault_sweep_a_child_decided_at_once, NEEDS_INJECT),
+    /* version 10: the operators' queries */
+    C(query_instances_selects_and_orders_as_a_model_does),
+    C(query_instances_pages_once_through_while_instances_are_created),
+    C(query_instances_refuses_bad_input_and_bad_cursors),
+    C(list_control_events_says_who_did_what_and_why),
+    C(list_control_events_refuses_bad_input_and_bad_cursors),
+    C_NEEDS(fault_sweep_query_instances, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_list_control_events, NEEDS_INJECT),
 };
 
 int pv_main(int argc, char **argv, const pv_factory *f, const test_case *extra,

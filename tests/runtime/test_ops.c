@@ -818,6 +818,218 @@ TEST(a_version_3_provider_has_no_bulk_calls)
     rt_done(&f);
 }
 
+/* ------------------------------------------------------------------------
+ * the operators' queries (provider contract version 10) */
+
+/* The control events the client lists, newest first, as
+ * "instance:kind:reason:by;" (caller frees). */
+static char *control_events_text(duro_client *c,
+                                 const duro_control_event_query *q)
+{
+    duro_control_event_list *l = NULL;
+    CHECK_OK(duro_client_control_events(c, q, &l));
+    size_t cap = 4096, len = 0;
+    char *out = malloc(cap);
+    CHECK(out != NULL);
+    out[0] = '\0';
+    for (size_t i = 0; i < l->count; i++) {
+        const duro_control_event *ev = &l->items[i];
+        len += (size_t)snprintf(out + len, cap - len, "%s:%s:%d:%s:%s;",
+                                ev->instance_id, ev->name, ev->kind,
+                                ev->reason ? ev->reason : "-",
+                                ev->requested_by ? ev->requested_by : "-");
+        CHECK(len < cap);
+    }
+    CHECK(l->next_cursor == NULL);
+    duro_control_event_list_free(l);
+    return out;
+}
+
+/* Who did what, as a runtime's turns and the requests decided at once
+ * record it, and the instances a console lists: stuck ones, newest
+ * changes first. */
+TEST(queries_and_control_events_end_to_end)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_queries.db");
+    f.opts.max_attempts = 1000; /* "Helo" keeps its problem while we look */
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Wait", NULL, orch_wait, NULL));
+    CHECK_OK(
+        duro_registry_add_orchestration(f.reg, "Echo", NULL, orch_echo, NULL));
+    rt_start(&f);
+    rt_start_instance(&f, "w1", "Wait", NULL);
+    rt_start_instance(&f, "w2", "Wait", NULL);
+    rt_start_instance(&f, "e1", "Echo", "\"hi\"");
+    rt_start_instance(&f, "x", "Helo", NULL); /* never registered */
+    rt_wait_status(&f, "w1", DURO_STATUS_RUNNING, WAIT_MS);
+    rt_wait_status(&f, "w2", DURO_STATUS_RUNNING, WAIT_MS);
+    duro_free(rt_wait(&f, "e1", WAIT_MS));
+    duro_free(wait_problem(f.client, "x", "'Helo'"));
+    duro_client *c = f.client;
+    CHECK_OK(duro_client_cancel(c, "w1", "no longer needed", "user:ann"));
+    duro_free(rt_wait(&f, "w1", WAIT_MS));
+    CHECK_OK(duro_client_suspend(c, "w2", "look", "ops:cy"));
+    rt_wait_status(&f, "w2", DURO_STATUS_SUSPENDED, WAIT_MS);
+    CHECK_OK(duro_client_resume(c, "w2", NULL, "ops:cy"));
+    rt_wait_status(&f, "w2", DURO_STATUS_RUNNING, WAIT_MS);
+    CHECK_OK(duro_client_terminate(c, "w2", "enough", "ops:cy"));
+    duro_free(rt_wait(&f, "w2", WAIT_MS));
+    rt_stop(&f);
+    /* no runtime: a cancel decided at once, later than everything above
+     * (at the same millisecond the instance id would order them) */
+    duro_instance_info *w2 = status_of(c, "w2");
+    WAIT_UNTIL(duro_now_ms() > w2->updated_ms, WAIT_MS);
+    duro_free(w2);
+    rt_start_instance(&f, "late", "Echo", NULL);
+    CHECK_OK(duro_client_cancel(c, "late", NULL, "user:bob"));
+
+    duro_control_event_query eq;
+    duro_control_event_query_init(&eq);
+    char *got = control_events_text(c, &eq);
+    CHECK_STR(got, "late:Echo:5:cancelled:user:bob;"
+                   "w2:Wait:19:enough:ops:cy;"
+                   "w2:Wait:21:resumed:ops:cy;"
+                   "w2:Wait:20:look:ops:cy;"
+                   "w1:Wait:5:no longer needed:user:ann;");
+    free(got);
+    eq.requested_by = "user:ann";
+    got = control_events_text(c, &eq);
+    CHECK_STR(got, "w1:Wait:5:no longer needed:user:ann;");
+    free(got);
+
+    /* stuck now: live with a problem; the newest change first */
+    duro_instance_query q;
+    duro_instance_query_init(&q);
+    q.with_problem = 1;
+    q.status_mask = (1u << DURO_STATUS_PENDING) | (1u << DURO_STATUS_RUNNING) |
+                    (1u << DURO_STATUS_SUSPENDED);
+    q.count_total = 1;
+    duro_instance_page *page = NULL;
+    CHECK_OK(duro_client_query(c, &q, &page));
+    CHECK_EQ(page->count, 1);
+    CHECK_EQ(page->total, 1);
+    CHECK_STR(page->items[0].instance_id, "x");
+    CHECK(strstr(page->items[0].last_problem, "'Helo'") != NULL);
+    duro_instance_page_free(page);
+    duro_instance_query_init(&q);
+    q.order = DURO_ORDER_UPDATED_DESC;
+    q.limit = 2;
+    CHECK_OK(duro_client_query(c, &q, &page));
+    CHECK_EQ(page->count, 2);
+    CHECK_STR(page->items[0].instance_id, "late");
+    CHECK_STR(page->items[1].instance_id, "w2");
+    CHECK(page->next_cursor != NULL);
+    q.cursor = page->next_cursor;
+    duro_instance_page *next = NULL;
+    CHECK_OK(duro_client_query(c, &q, &next));
+    CHECK_EQ(next->count, 2);
+    CHECK_STR(next->items[0].instance_id, "w1");
+    duro_instance_page_free(next);
+    duro_instance_page_free(page);
+    rt_done(&f);
+}
+
+/* A store of provider contract version 9 has no query_instances: the
+ * client answers through list_instances what it can express (id order,
+ * statuses, exact name, created range, paging with the same cursors) and
+ * refuses the rest, naming it. */
+TEST(an_older_provider_answers_the_queries_list_instances_can)
+{
+    rt_fixture f;
+    rt_init(&f, "ops_query_v9.db");
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    static const char *const ids[] = {"a1", "a2", "a3", "b1", "b2"};
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+        rt_start_instance(&f, ids[i], ids[i][0] == 'a' ? "A" : "B", NULL);
+    duro_provider *inner = NULL;
+    duro_error e;
+    CHECK_PRC(duro_provider_open(f.url, &inner, &e), DURO_OK, &e);
+    duro_provider *w = faulty_provider_wrap_version(inner, 1, 9);
+    CHECK(w->query_instances == NULL);
+    duro_client *old = NULL;
+    CHECK_OK(duro_client_create_with_provider(w, &old));
+
+    /* the same pages as a version-10 store gives, cursors interchangeable */
+    duro_instance_query q;
+    duro_instance_query_init(&q);
+    q.name = "A";
+    q.status_mask = 1u << DURO_STATUS_PENDING;
+    q.limit = 2;
+    duro_instance_page *a = NULL, *b = NULL;
+    CHECK_OK(duro_client_query(old, &q, &a));
+    CHECK_OK(duro_client_query(f.client, &q, &b));
+    CHECK_EQ(a->count, 2);
+    CHECK_EQ(b->count, 2);
+    CHECK_STR(a->items[0].instance_id, "a1");
+    CHECK_STR(a->items[1].instance_id, "a2");
+    CHECK_EQ(a->total, -1);
+    CHECK_STR(a->next_cursor, b->next_cursor);
+    q.cursor = b->next_cursor;
+    duro_instance_page *rest = NULL;
+    CHECK_OK(duro_client_query(old, &q, &rest));
+    CHECK_EQ(rest->count, 1);
+    CHECK_STR(rest->items[0].instance_id, "a3");
+    CHECK(rest->next_cursor == NULL);
+    duro_instance_page_free(rest);
+    duro_instance_page_free(a);
+    duro_instance_page_free(b);
+    q.cursor = "i1.1.5.YQ"; /* another order's: refused as by a store */
+    CHECK_RC(duro_client_query(old, &q, &a), DURO_INVALID);
+    CHECK(a == NULL);
+
+    /* the rest: DURO_UNSUPPORTED, naming what needs version 10 */
+    const char *why[] = {"order",           "name_prefix",  "name_contains",
+                         "parent_instance", "with_problem", "count_total"};
+    for (int k = 0; k < 6; k++) {
+        duro_instance_query_init(&q);
+        switch (k) {
+        case 0:
+            q.order = DURO_ORDER_CREATED_DESC;
+            break;
+        case 1:
+            q.name_prefix = "a";
+            break;
+        case 2:
+            q.name_contains = "a";
+            break;
+        case 3:
+            q.parent_instance = "a1";
+            break;
+        case 4:
+            q.with_problem = 1;
+            break;
+        default:
+            q.count_total = 1;
+        }
+        a = (duro_instance_page *)&q;
+        CHECK_RC(duro_client_query(old, &q, &a), DURO_UNSUPPORTED);
+        CHECK(a == NULL);
+        CHECK_MSG(strstr(duro_errmsg(), why[k]) != NULL &&
+                      strstr(duro_errmsg(), "version 10") != NULL,
+                  "'%s'", duro_errmsg());
+    }
+    duro_control_event_list *l = (duro_control_event_list *)&q;
+    CHECK_RC(duro_client_control_events(old, NULL, &l), DURO_UNSUPPORTED);
+    CHECK(l == NULL);
+    /* bad input is refused as bad input first */
+    duro_instance_query_init(&q);
+    q.limit = 5000;
+    CHECK_RC(duro_client_query(old, &q, &a), DURO_INVALID);
+    duro_client_destroy(old);
+    duro_provider_close(w);
+
+    /* before version 4 an instance list is laid out shorter: nothing */
+    CHECK_PRC(duro_provider_open(f.url, &inner, &e), DURO_OK, &e);
+    w = faulty_provider_wrap_version(inner, 1, 3);
+    CHECK_OK(duro_client_create_with_provider(w, &old));
+    duro_instance_query_init(&q);
+    CHECK_RC(duro_client_query(old, &q, &a), DURO_UNSUPPORTED);
+    duro_client_destroy(old);
+    duro_provider_close(w);
+    rt_done(&f);
+}
+
 TEST_MAIN(T(cancel_shows_in_status_before_the_turn_and_agrees_with_history),
           T(cancel_of_an_instance_that_has_not_begun_is_decided_at_once),
           T(history_records_the_request_status_shows),
@@ -829,4 +1041,6 @@ TEST_MAIN(T(cancel_shows_in_status_before_the_turn_and_agrees_with_history),
           T(unregistered_activity_shows_its_problem_until_registered),
           T(nondeterminism_fails_the_instance_and_its_problem_stays),
           T(failing_commits_show_a_climbing_delivery_count_until_one_commits),
-          T(a_version_3_provider_has_no_bulk_calls))
+          T(a_version_3_provider_has_no_bulk_calls),
+          T(queries_and_control_events_end_to_end),
+          T(an_older_provider_answers_the_queries_list_instances_can))

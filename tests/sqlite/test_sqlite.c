@@ -359,8 +359,17 @@ TEST(url_create_0_never_creates)
 
 /* Takes a version-4 database back to version 3: migration 4's columns
  * go. */
+/* Back to version 6: migration 7's indexes go. */
+#define DOWNGRADE_TO_6                                                         \
+    "DROP INDEX instances_status_created;"                                     \
+    "DROP INDEX instances_status_updated;"                                     \
+    "DROP INDEX instances_name_status_created;"                                \
+    "DROP INDEX instances_name_status_updated;"                                \
+    "DROP INDEX history_control;"                                              \
+    "DELETE FROM duro_schema WHERE version = 7;"
 /* Back to version 5: migration 6's table goes. */
 #define DOWNGRADE_TO_5                                                         \
+    DOWNGRADE_TO_6                                                             \
     "DROP TABLE event_ids;"                                                    \
     "DELETE FROM duro_schema WHERE version = 6;"
 /* Back to version 4: migration 5's index as version 3 made it. */
@@ -614,7 +623,7 @@ TEST(mode_ro_reads_and_never_writes)
     /* create=0 without mode=ro still migrates */
     p = open_url(url_with("ro.db", "?create=0"));
     duro_provider_close(p);
-    CHECK_EQ(raw_count(path, "SELECT MAX(version) FROM duro_schema"), 6);
+    CHECK_EQ(raw_count(path, "SELECT MAX(version) FROM duro_schema"), 7);
 }
 
 TEST(schema_version_recorded_and_newer_refused)
@@ -623,8 +632,8 @@ TEST(schema_version_recorded_and_newer_refused)
     duro_provider *p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     sqlite3 *db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 6);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 6);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 7);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 7);
     /* Back to version 1 (without migrations 2 and 3): reopening migrates. */
     CHECK_EQ(sqlite3_exec(db, downgrade_to_2, NULL, NULL, NULL), SQLITE_OK);
     CHECK_EQ(sqlite3_exec(db,
@@ -634,7 +643,7 @@ TEST(schema_version_recorded_and_newer_refused)
              SQLITE_OK);
     sqlite3_close(db);
 
-    /* Reopening migrates 1 -> 6; reopening an up-to-date one changes
+    /* Reopening migrates 1 -> 7; reopening an up-to-date one changes
      * nothing. */
     p = open_url(test_sqlite_url("schema.db"));
     start(p, "kept", "orch");
@@ -642,7 +651,7 @@ TEST(schema_version_recorded_and_newer_refused)
     p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 6);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 7);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN "
                          "('history_activity_cancel', 'instances_finished', "
                          "'instances_name_status', 'instances_problem', "
@@ -821,7 +830,7 @@ TEST(migration_4_adds_activity_run_times)
 
     p = open_url(test_sqlite_url("migrate4.db"));
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 6);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 7);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM pragma_table_info('history') "
                          "WHERE name IN ('started_ms', 'finished_ms')"),
              2);
@@ -900,6 +909,166 @@ static void plan_of(sqlite3 *db, const char *sql, char *out, size_t cap)
         used += (size_t)snprintf(out + used, cap - used, "%s; ", d);
     }
     sqlite3_finalize(s);
+}
+
+/* The rows of EXPLAIN QUERY PLAN sql: id, parent and detail each. */
+typedef struct plan_row {
+    int id, parent;
+    char detail[256];
+} plan_row;
+
+static size_t plan_rows(sqlite3 *db, const char *sql, plan_row *rows,
+                        size_t cap)
+{
+    char eqp[8192];
+    snprintf(eqp, sizeof(eqp), "EXPLAIN QUERY PLAN %s", sql);
+    sqlite3_stmt *s = NULL;
+    CHECK_MSG(sqlite3_prepare_v2(db, eqp, -1, &s, NULL) == SQLITE_OK, "%s: %s",
+              sql, sqlite3_errmsg(db));
+    size_t n = 0;
+    while (sqlite3_step(s) == SQLITE_ROW && n < cap) {
+        rows[n].id = sqlite3_column_int(s, 0);
+        rows[n].parent = sqlite3_column_int(s, 1);
+        snprintf(rows[n].detail, sizeof(rows[n].detail), "%s",
+                 (const char *)sqlite3_column_text(s, 3));
+        n++;
+    }
+    sqlite3_finalize(s);
+    return n;
+}
+
+/* 1 when row r lies inside a CO-ROUTINE (a subquery that chooses rows). */
+static int in_coroutine(const plan_row *rows, size_t n, size_t r)
+{
+    for (int parent = rows[r].parent; parent != 0;) {
+        size_t k = 0;
+        while (k < n && rows[k].id != parent)
+            k++;
+        if (k == n)
+            return 0;
+        if (strncmp(rows[k].detail, "CO-ROUTINE", 10) == 0)
+            return 1;
+        parent = rows[k].parent;
+    }
+    return 0;
+}
+
+/* The operators' queries (provider contract version 10): every page
+ * statement reads its index by a seek - the cursor's key is the range's
+ * bound - and never scans a table. The ordered paths read their ranges in
+ * the page's order, so nothing they read is sorted: no TEMP B-TREE inside
+ * the rows they choose (one range per status, `ranges` times), only the
+ * final sort of the at most 7 pages of ids they chose, when they join them
+ * with their instances. The sorted paths (a name prefix's range, a
+ * parent's children, the instances with a problem) sort what their index
+ * selects. */
+static void check_query_plans(sqlite3 *db)
+{
+    static const struct {
+        const char *name, *index;
+        int ranges; /* times `index` is read */
+        int sorts;  /* 1: sorts what it chose */
+    } cases[] = {
+        {"QUERY_ALL_ID", "sqlite_autoindex_instances_1 (instance_id>?)", 1, 0},
+        {"QUERY_NAME_ID", "INDEX instances_name (name=? AND instance_id>?)", 1,
+         0},
+        {"QUERY_STATUS_ID",
+         "INDEX instances_status (status=? AND "
+         "instance_id>?)",
+         7, 0},
+        {"QUERY_STATUS_CREATED",
+         "instances_status_created (status=? AND created_ms>? AND "
+         "(created_ms,instance_id)<(?,?))",
+         7, 0},
+        {"QUERY_STATUS_UPDATED",
+         "instances_status_updated (status=? AND "
+         "(updated_ms,instance_id)<(?,?))",
+         7, 0},
+        {"QUERY_NAME_STATUS_ID",
+         "instances_name_status (name=? AND status=? AND instance_id>?)", 7, 0},
+        {"QUERY_NAME_STATUS_CREATED",
+         "instances_name_status_created (name=? AND status=? AND "
+         "created_ms>? AND (created_ms,instance_id)<(?,?))",
+         7, 0},
+        {"QUERY_NAME_STATUS_UPDATED",
+         "instances_name_status_updated (name=? AND status=? AND "
+         "(updated_ms,instance_id)<(?,?))",
+         7, 0},
+        {"QUERY_PREFIX_ID", "INDEX instances_name (name>? AND name<?)", 1, 1},
+        {"QUERY_PREFIX_CREATED", "INDEX instances_name (name>? AND name<?)", 1,
+         1},
+        {"QUERY_PREFIX_UPDATED", "INDEX instances_name (name>? AND name<?)", 1,
+         1},
+        {"QUERY_PARENT_ID", "instances_parent (parent_instance=?)", 1, 1},
+        {"QUERY_PARENT_CREATED", "instances_parent (parent_instance=?)", 1, 1},
+        {"QUERY_PARENT_UPDATED", "instances_parent (parent_instance=?)", 1, 1},
+        {"QUERY_PROBLEM_ID", "USING INDEX instances_problem", 1, 1},
+        {"QUERY_PROBLEM_CREATED", "USING INDEX instances_problem", 1, 1},
+        {"QUERY_PROBLEM_UPDATED", "USING INDEX instances_problem", 1, 1},
+        {"QUERY_COUNT_NAME", "(name=?)", 1, 0},
+        {"QUERY_COUNT_STATUS", "(status=?)", 1, 0},
+        {"QUERY_COUNT_NAME_STATUS", "(name=? AND status=?)", 1, 0},
+        {"QUERY_COUNT_PREFIX", "instances_name (name>? AND name<?)", 1, 0},
+        {"QUERY_COUNT_PARENT", "instances_parent (parent_instance=?)", 1, 0},
+        {"QUERY_COUNT_PROBLEM", "USING INDEX instances_problem", 1, 0},
+        {"CONTROL_EVENTS",
+         "history_control (timestamp_ms>? AND "
+         "(timestamp_ms,instance_id,execution_id,event_id)<(?,?,?,?))",
+         1, 0},
+    };
+    size_t checked = 0;
+    for (size_t i = 0; i < duro__sqlite_statement_count(); i++) {
+        const char *name = duro__sqlite_statement_name(i);
+        if (strncmp(name, "QUERY_", 6) != 0 && strcmp(name, "CONTROL_EVENTS"))
+            continue;
+        size_t k = 0;
+        while (k < sizeof(cases) / sizeof(cases[0]) &&
+               strcmp(cases[k].name, name) != 0)
+            k++;
+        if (k == sizeof(cases) / sizeof(cases[0])) {
+            /* the count of every instance reads them all: it may */
+            CHECK_MSG(strcmp(name, "QUERY_COUNT_ALL") == 0,
+                      "%s has no expected plan", name);
+            continue;
+        }
+        checked++;
+        plan_row rows[128];
+        size_t n = plan_rows(db, duro__sqlite_statement_sql(i), rows, 128);
+        int ranges = 0, sorts_chosen = 0, sorts = 0;
+        char all[4096] = "";
+        for (size_t r = 0; r < n; r++) {
+            const char *d = rows[r].detail;
+            size_t len = strlen(all);
+            snprintf(all + len, sizeof(all) - len, "%s; ", d);
+            ranges += strstr(d, cases[k].index) != NULL;
+            if (strstr(d, "TEMP B-TREE") != NULL) {
+                sorts++;
+                sorts_chosen += in_coroutine(rows, n, r);
+            }
+            /* a table read whole: "SCAN i", "SCAN h" (the page's own
+             * subquery, SCAN pg, is its chosen ids) */
+            int whole =
+                (strncmp(d, "SCAN i", 6) == 0 || strncmp(d, "SCAN h", 6) == 0 ||
+                 strncmp(d, "SCAN instances", 14) == 0 ||
+                 strncmp(d, "SCAN history", 12) == 0) &&
+                strstr(d, " USING ") == NULL;
+            CHECK_MSG(!whole, "%s scans a table: %s", name, all);
+        }
+        CHECK_MSG(ranges == cases[k].ranges, "%s reads %s %d times, not %d: %s",
+                  name, cases[k].index, ranges, cases[k].ranges, all);
+        CHECK_MSG(sorts_chosen == cases[k].sorts,
+                  "%s sorts what it chose %d times, expected %d: %s", name,
+                  sorts_chosen, cases[k].sorts, all);
+        /* only a joined page sorts again, its final ids */
+        int joined = strncmp(name, "QUERY_COUNT", 11) != 0 &&
+                     strcmp(name, "QUERY_ALL_ID") != 0 &&
+                     strcmp(name, "QUERY_NAME_ID") != 0 &&
+                     strcmp(name, "CONTROL_EVENTS") != 0;
+        CHECK_MSG(sorts - sorts_chosen == joined,
+                  "%s: %d sorts of its page (expected %d): %s", name,
+                  sorts - sorts_chosen, joined, all);
+    }
+    CHECK_EQ(checked, sizeof(cases) / sizeof(cases[0]));
 }
 
 TEST(query_plans_use_indexes)
@@ -1020,6 +1189,7 @@ TEST(query_plans_use_indexes)
         CHECK_MSG(strstr(plan, "sqlite_autoindex_instances_1") != NULL,
                   "%s: %s", by_key[k], plan);
     }
+    check_query_plans(db);
     sqlite3_close(db);
     duro_provider_close(p);
 }
@@ -1075,6 +1245,175 @@ static void workload_round(duro_provider *p, int i)
     CHECK_PRC(p->latest_execution_id(p, id, &exec, &e), DURO_OK, &e);
     CHECK_EQ(count(p, DURO_QUEUE_WORKER, id), 0);
     CHECK_PRC(p->delete_instance(p, id, 0, NULL, &e), DURO_OK, &e);
+}
+
+/* ---- the operators' queries on a large store ---------------------------- */
+
+#define BIG 100000
+
+/* Fills the store at `path` (open in the provider, schema current) with
+ * BIG instances - ids "i000000" .., names "orch-0" .. "orch-9" by id, the
+ * seven statuses in turn, three created per millisecond (ties), last
+ * changes scattered - and, every fifth instance, a control request in
+ * history after its OrchestrationStarted. */
+static void fill_big_store(const char *path)
+{
+    sqlite3 *db = raw_open(path);
+    CHECK_EQ(sqlite3_exec(
+                 db,
+                 "BEGIN;"
+                 "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 "
+                 "FROM n WHERE i < 99999) "
+                 "INSERT INTO instances(instance_id, name, status, "
+                 "execution_id, created_ms, updated_ms) "
+                 "SELECT printf('i%06d', i), 'orch-' || (i % 10), "
+                 "CASE i % 7 WHEN 0 THEN 1 WHEN 1 THEN 2 WHEN 2 THEN 3 "
+                 "WHEN 3 THEN 4 WHEN 4 THEN 5 WHEN 5 THEN 7 ELSE 8 END, 1, "
+                 "1000000 + i / 3, 1000000 + (i * 7919) % 100000 FROM n;"
+                 "INSERT INTO history(instance_id, execution_id, event_id, "
+                 "kind, timestamp_ms) SELECT instance_id, 1, 1, 1, created_ms "
+                 "FROM instances;"
+                 "INSERT INTO history(instance_id, execution_id, event_id, "
+                 "kind, timestamp_ms, reason, requested_by) "
+                 "SELECT instance_id, 1, 2, "
+                 "CASE (created_ms / 5) % 4 WHEN 0 THEN 5 WHEN 1 THEN 19 "
+                 "WHEN 2 THEN 20 ELSE 21 END, updated_ms, 'why', "
+                 "'ops:' || (updated_ms % 3) "
+                 "FROM instances WHERE CAST(substr(instance_id, 2) AS "
+                 "INTEGER) % 5 = 0;"
+                 "COMMIT",
+                 NULL, NULL, NULL),
+             SQLITE_OK);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM instances"), BIG);
+    sqlite3_close(db);
+}
+
+/* The VM steps of one query_instances call (and its page, for the next
+ * one: caller frees). */
+static uint64_t query_steps(duro_provider *p, const duro_instance_query *q,
+                            duro_instance_page **page)
+{
+    duro_error e;
+    uint64_t before = duro__sqlite_vm_steps(p);
+    CHECK_PRC(p->query_instances(p, q, page, &e), DURO_OK, &e);
+    return duro__sqlite_vm_steps(p) - before;
+}
+
+/* Among BIG instances, the first page and the next of every ordered path
+ * - nothing, a status, several statuses, a name, a name and a status, a
+ * creation bound newest first - in each order, and of the control
+ * requests, cost about what a page holds: fewer virtual-machine steps
+ * than a thousand per row of the page, seven ranges merged included
+ * (reading the store takes tens of millions; counting every instance,
+ * which this checks for scale, does). */
+TEST(query_pages_read_a_page_of_100000_instances)
+{
+    duro_provider *p = open_url(url_with("big.db", "?pool=1"));
+    fill_big_store(test_path("big.db"));
+    const uint32_t live = (1u << DURO_STATUS_PENDING) |
+                          (1u << DURO_STATUS_RUNNING) |
+                          (1u << DURO_STATUS_SUSPENDED);
+    static const struct {
+        const char *what;
+        uint32_t mask;
+        const char *name;
+        int64_t before;
+    } cases[] = {
+        {"everything", 0, NULL, 0},
+        {"Failed", 1u << DURO_STATUS_FAILED, NULL, 0},
+        {"live", 0 /* below */, NULL, 0},
+        {"name", 0, "orch-3", 0},
+        {"name and status", 1u << DURO_STATUS_COMPLETED, "orch-3", 0},
+        {"created before the middle", 0, NULL, 1000000 + BIG / 6},
+    };
+    const size_t limit = 100;
+    const uint64_t bound = 1000 * (limit + 1);
+    duro_instance_query q;
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        for (int order = 0; order <= DURO_ORDER_UPDATED_DESC; order++) {
+            /* a creation bound is the range's own in that order only (in
+             * the others it is checked row by row) */
+            if (cases[k].before != 0 && order != DURO_ORDER_CREATED_DESC)
+                continue;
+            memset(&q, 0, sizeof(q));
+            q.version = 1;
+            q.order = order;
+            q.limit = limit;
+            q.status_mask = k == 2 ? live : cases[k].mask;
+            q.name = cases[k].name;
+            q.created_before_ms = cases[k].before;
+            duro_instance_page *first = NULL, *next = NULL;
+            uint64_t s1 = query_steps(p, &q, &first);
+            CHECK_EQ(first->count, limit);
+            CHECK(first->next_cursor != NULL);
+            q.cursor = first->next_cursor;
+            uint64_t s2 = query_steps(p, &q, &next);
+            CHECK_EQ(next->count, limit);
+            fprintf(stderr, "  %s, order %d: %llu and %llu steps\n",
+                    cases[k].what, order, (unsigned long long)s1,
+                    (unsigned long long)s2);
+            CHECK_MSG(s1 < bound && s2 < bound,
+                      "%s, order %d: pages took %llu and %llu steps (bound "
+                      "%llu)",
+                      cases[k].what, order, (unsigned long long)s1,
+                      (unsigned long long)s2, (unsigned long long)bound);
+            if (order != DURO_ORDER_ID && cases[k].before == 0) {
+                /* the next page goes on where the first stopped */
+                const duro_instance_info *a = &first->items[limit - 1],
+                                         *b = &next->items[0];
+                int64_t ka = order == DURO_ORDER_CREATED_DESC ? a->created_ms
+                                                              : a->updated_ms;
+                int64_t kb = order == DURO_ORDER_CREATED_DESC ? b->created_ms
+                                                              : b->updated_ms;
+                CHECK(ka > kb ||
+                      (ka == kb && strcmp(a->instance_id, b->instance_id) > 0));
+            }
+            duro_instance_page_free(next);
+            duro_instance_page_free(first);
+        }
+    }
+    /* reading every instance, for scale: what a page must not cost */
+    memset(&q, 0, sizeof(q));
+    q.version = 1;
+    q.limit = 1;
+    q.count_total = 1;
+    duro_instance_page *all = NULL;
+    uint64_t counted = query_steps(p, &q, &all);
+    CHECK_EQ(all->total, BIG);
+    duro_instance_page_free(all);
+    fprintf(stderr, "  counting all: %llu steps\n",
+            (unsigned long long)counted);
+    CHECK_INT(counted, >, 5 * bound);
+
+    /* control requests: 20,000 of them among 120,000 events */
+    duro_control_event_query eq;
+    memset(&eq, 0, sizeof(eq));
+    eq.version = 1;
+    eq.limit = limit;
+    for (int k = 0; k < 2; k++) {
+        eq.kind_mask = k == 0 ? 0 : 1u << DURO_EVENT_ORCHESTRATION_TERMINATED;
+        eq.cursor = NULL;
+        duro_error e;
+        duro_control_event_list *l1 = NULL, *l2 = NULL;
+        uint64_t before = duro__sqlite_vm_steps(p);
+        CHECK_PRC(p->list_control_events(p, &eq, &l1, &e), DURO_OK, &e);
+        uint64_t s1 = duro__sqlite_vm_steps(p) - before;
+        CHECK_EQ(l1->count, limit);
+        eq.cursor = l1->next_cursor;
+        before = duro__sqlite_vm_steps(p);
+        CHECK_PRC(p->list_control_events(p, &eq, &l2, &e), DURO_OK, &e);
+        uint64_t s2 = duro__sqlite_vm_steps(p) - before;
+        CHECK_EQ(l2->count, limit);
+        CHECK_INT(l1->items[limit - 1].timestamp_ms, >=,
+                  l2->items[0].timestamp_ms);
+        fprintf(stderr, "  control requests (%s): %llu and %llu steps\n",
+                k == 0 ? "all" : "terminations", (unsigned long long)s1,
+                (unsigned long long)s2);
+        CHECK(s1 < bound && s2 < bound);
+        duro_control_event_list_free(l2);
+        duro_control_event_list_free(l1);
+    }
+    duro_provider_close(p);
 }
 
 TEST(statements_are_reused)
@@ -2092,7 +2431,7 @@ TEST(concurrent_opens_of_a_new_file)
         duro_provider *p = open_url(url);
         duro_provider_close(p);
         sqlite3 *db = raw_open(test_path(name));
-        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 6);
+        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 7);
         sqlite3_close(db);
     }
 }
@@ -2109,7 +2448,9 @@ TEST_MAIN(T(url_forms_open), T(concurrent_opens_of_a_new_file),
           T(schema_version_recorded_and_newer_refused),
           T(migration_3_fills_in_cancellations_and_finish_times),
           T(migration_4_adds_activity_run_times), T(wal_mode_applied),
-          T(query_plans_use_indexes), T(statements_are_reused),
+          T(query_plans_use_indexes),
+          T(query_pages_read_a_page_of_100000_instances),
+          T(statements_are_reused),
           T(busy_from_another_connection_is_retryable),
           T(payload_cap_and_input_rules), T(history_cap),
           T(fault_at_every_step_rolls_back), T(wait_for_work_wakes),

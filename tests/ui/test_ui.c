@@ -16,7 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +31,10 @@ static const char *duro_bin;
 static char dir[] = "/tmp/duro-test-ui-XXXXXX";
 static char url[512];
 static const char token[] = "test-token-0123456789abcdef";
-static pid_t children[4];
+#define SLOTS 10
+static pid_t children[SLOTS];
+static int outputs[SLOTS];     /* the stdout of each duro ui */
+static char codes[SLOTS][128]; /* the login code of its first line */
 static int failures, checks;
 
 static const char hostile[] = "a\"<img src=x onerror=alert(1)>\nb";
@@ -36,7 +42,7 @@ static const char bad_utf8[] = "bad-\xff\xfe-id";
 
 static void kill_children(void)
 {
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < SLOTS; i++)
         if (children[i] > 0) {
             kill(children[i], SIGKILL);
             waitpid(children[i], NULL, 0);
@@ -74,6 +80,30 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The next stdout line of the duro ui in @p slot (without its newline),
+ * read a byte at a time so nothing after it is consumed, within 10 s: 0,
+ * or -1. */
+static int next_line(int slot, char *line, size_t size)
+{
+    size_t len = 0;
+    int64_t deadline = now_ms() + 10000;
+    for (;;) {
+        int left = (int)(deadline - now_ms());
+        struct pollfd p = {outputs[slot], POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, left) <= 0)
+            return -1;
+        char ch;
+        if (read(outputs[slot], &ch, 1) != 1)
+            return -1;
+        if (ch == '\n')
+            break;
+        if (len + 1 < size)
+            line[len++] = ch;
+    }
+    line[len] = '\0';
+    return 0;
+}
+
 /* Starts duro ui with @p extra (NULL-ended); its port in *port. */
 static pid_t start_ui(int slot, const char *const *extra, unsigned *port)
 {
@@ -88,7 +118,7 @@ static pid_t start_ui(int slot, const char *const *extra, unsigned *port)
     if (pid < 0)
         die("fork: %s", strerror(errno));
     if (pid == 0) {
-        const char *argv[16] = {duro_bin,       "--db",     db,
+        const char *argv[32] = {duro_bin,       "--db",     db,
                                 "ui",           "--listen", "127.0.0.1:0",
                                 "--token-file", tokfile};
         size_t n = 8;
@@ -106,39 +136,30 @@ static pid_t start_ui(int slot, const char *const *extra, unsigned *port)
     }
     children[slot] = pid;
     close(out[1]);
-    /* The first line, within 10 s. */
+    if (outputs[slot] > 0)
+        close(outputs[slot]);
+    outputs[slot] = out[0];
     char line[512];
-    size_t len = 0;
-    int64_t deadline = now_ms() + 10000;
-    while (len == 0 || line[len - 1] != '\n') {
-        int left = (int)(deadline - now_ms());
-        struct pollfd p = {out[0], POLLIN, 0};
-        if (left <= 0 || poll(&p, 1, left) <= 0)
-            die("duro ui printed no first line within 10 s (see %s)", errfile);
-        ssize_t n = read(out[0], line + len, sizeof(line) - 1 - len);
-        if (n <= 0)
-            die("duro ui exited before its first line (see %s)", errfile);
-        len += (size_t)n;
-        if (len >= sizeof(line) - 1)
-            break;
-    }
-    line[len] = '\0';
-    close(out[0]);
-    char expect[128];
-    snprintf(expect, sizeof(expect), "/#token=%s\n", token);
-    if (sscanf(line, "duro ui: http://127.0.0.1:%u/", port) != 1 ||
-        strstr(line, expect) == NULL)
+    if (next_line(slot, line, sizeof(line)) != 0)
+        die("duro ui printed no first line within 10 s (see %s)", errfile);
+    /* "duro ui: http://127.0.0.1:PORT/#login=CODE": never the token */
+    int at = 0;
+    if (sscanf(line, "duro ui: http://127.0.0.1:%u/#login=%n", port, &at) !=
+            1 ||
+        at == 0 || strspn(line + at, "0123456789abcdef") != 32 ||
+        line[at + 32] != '\0' || strstr(line, token) != NULL)
         die("unexpected first line: %s", line);
-    snprintf(url, sizeof(url), "%.*s", (int)strcspn(line, "\n"), line);
+    snprintf(codes[slot], sizeof(codes[slot]), "%s", line + at);
+    snprintf(url, sizeof(url), "%s", line);
     return pid;
 }
 
 /* Reads from @p fd into @p buf (from @p len) until @p until appears, or
- * the peer closes (@p until NULL), within 10 s; the new length. */
-static size_t read_until(int fd, char *buf, size_t len, size_t size,
-                         const char *until)
+ * the peer closes (@p until NULL), within @p ms; the new length. */
+static size_t read_until_within(int fd, char *buf, size_t len, size_t size,
+                                const char *until, int ms)
 {
-    int64_t deadline = now_ms() + 10000;
+    int64_t deadline = now_ms() + ms;
     buf[len] = '\0';
     while (until == NULL || strstr(buf, until) == NULL) {
         int left = (int)(deadline - now_ms());
@@ -154,11 +175,18 @@ static size_t read_until(int fd, char *buf, size_t len, size_t size,
     return len;
 }
 
+/* read_until_within 10 s. */
+static size_t read_until(int fd, char *buf, size_t len, size_t size,
+                         const char *until)
+{
+    return read_until_within(fd, buf, len, size, until, 10000);
+}
+
 /* Sends @p raw to 127.0.0.1:@p port and reads the whole answer (the
- * request says Connection: close) into @p buf, within 10 s. The status, or
- * 0 when there was no HTTP answer. */
-static int http(unsigned port, const char *raw, size_t raw_len, char *buf,
-                size_t size)
+ * request says Connection: close) into @p buf, within @p ms. The status,
+ * or 0 when there was no HTTP answer. */
+static int http_within(unsigned port, const char *raw, size_t raw_len,
+                       char *buf, size_t size, int ms)
 {
     buf[0] = '\0';
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -175,12 +203,19 @@ static int http(unsigned port, const char *raw, size_t raw_len, char *buf,
             break; /* the server may answer (413) and close early */
         sent += (size_t)n;
     }
-    read_until(fd, buf, 0, size, NULL);
+    read_until_within(fd, buf, 0, size, NULL, ms);
     close(fd);
     int status = 0;
     if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
         return 0;
     return status;
+}
+
+/* http_within 10 s. */
+static int http(unsigned port, const char *raw, size_t raw_len, char *buf,
+                size_t size)
+{
+    return http_within(port, raw, raw_len, buf, size, 10000);
 }
 
 /* A request: METHOD PATH, our Host unless @p headers has one, then
@@ -630,6 +665,779 @@ static void test_views_runtime(unsigned port, const char *auth,
           body_of(buf));
 }
 
+/* ---- sign-in, the front door, the backoff, operators -------------------- */
+
+/* The value of header @p name in the response @p resp (its first), into
+ * @p out; 0, or -1 when absent. */
+static int header_of(const char *resp, const char *name, char *out, size_t size)
+{
+    const char *end = strstr(resp, "\r\n\r\n");
+    size_t nlen = strlen(name);
+    for (const char *p = resp; p != NULL && (end == NULL || p < end);) {
+        const char *line = p;
+        p = strstr(p, "\r\n");
+        if (p != NULL)
+            p += 2;
+        if (strncasecmp(line, name, nlen) == 0 && line[nlen] == ':') {
+            const char *v = line + nlen + 1;
+            while (*v == ' ')
+                v++;
+            snprintf(out, size, "%.*s", (int)strcspn(v, "\r\n"), v);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* How many lines of @p resp start a response ("HTTP/1.x NNN"). */
+static int status_lines(const char *resp)
+{
+    int n = 0;
+    for (const char *p = resp; p != NULL && *p;) {
+        n += strncmp(p, "HTTP/1.", 7) == 0;
+        p = strstr(p, "\r\n");
+        if (p != NULL)
+            p += 2;
+    }
+    return n;
+}
+
+/* 1 when @p resp carries duro's headers: the CSP and nosniff, once. */
+static int has_duro_headers(const char *resp)
+{
+    const char *csp = "Content-Security-Policy: default-src 'none'";
+    const char *first = strstr(resp, csp);
+    return first != NULL && strstr(first + 1, csp) == NULL &&
+           strstr(resp, "X-Content-Type-Options: nosniff") != NULL &&
+           strstr(resp, "X-Frame-Options: DENY") != NULL;
+}
+
+/* POST /api/v1/session {"KIND":"SECRET"} as the page does; the status,
+ * and the session id into @p id ("" when none). */
+static int sign_in(unsigned port, const char *kind, const char *secret,
+                   char *id, size_t id_size, char *buf, size_t size)
+{
+    char body[512];
+    snprintf(body, sizeof(body), "{\"%s\":\"%s\"}", kind, secret);
+    int s = req(port, "POST", "/api/v1/session",
+                "Content-Type: application/json\r\nSec-Fetch-Site: "
+                "same-origin\r\n",
+                body, buf, size);
+    id[0] = '\0';
+    json_t *doc = json_loads(body_of(buf), 0, NULL);
+    const char *v = json_string_value(json_object_get(doc, "session"));
+    if (v != NULL)
+        snprintf(id, id_size, "%s", v);
+    json_decref(doc);
+    return s;
+}
+
+/* The string @p key of the JSON body of @p resp into @p out ("" when
+ * absent). */
+static void json_field(const char *resp, const char *key, char *out,
+                       size_t size)
+{
+    json_t *doc = json_loads(body_of(resp), 0, NULL);
+    const char *v = json_string_value(json_object_get(doc, key));
+    snprintf(out, size, "%s", v != NULL ? v : "");
+    json_decref(doc);
+}
+
+/* Item 1 of issue 22: no ambient credential. The session is a random id
+ * (not the token), sent as a header; no cookie is set or taken. */
+static void test_sessions(unsigned port)
+{
+    static char buf[65536];
+    char id[128], hdr[512], who[128];
+    int s = sign_in(port, "token", token, id, sizeof(id), buf, sizeof(buf));
+    CHECK(s == 200, "session: %d %s", s, buf);
+    CHECK(strstr(buf, "Set-Cookie") == NULL, "a cookie was set: %s", buf);
+    CHECK(strstr(buf, token) == NULL, "the token came back: %s", buf);
+    CHECK(strlen(id) == 64 && strspn(id, "0123456789abcdef") == 64,
+          "session id '%s'", id);
+    json_field(buf, "requested_by", who, sizeof(who));
+    CHECK(strncmp(who, "ui:", 3) == 0, "requested_by '%s'", who);
+    snprintf(hdr, sizeof(hdr), "X-Duro-Session: %s\r\n", id);
+    s = req(port, "GET", "/api/v1/summary", hdr, NULL, buf, sizeof(buf));
+    CHECK(s == 200, "summary with the session: %d", s);
+    /* the page's POSTs carry it too (and Sec-Fetch-Site) */
+    snprintf(hdr, sizeof(hdr),
+             "X-Duro-Session: %s\r\nContent-Type: application/json\r\n"
+             "Sec-Fetch-Site: same-origin\r\n",
+             id);
+    s = req(port, "POST", "/api/v1/cancel", hdr, "{\"ref\":\"bm9uZQ\"}", buf,
+            sizeof(buf));
+    CHECK(s == 404, "a POST with the session reaches the route: %d", s);
+    /* the cookie of old is no credential, even holding the token */
+    snprintf(hdr, sizeof(hdr), "Cookie: duro_ui_%u=%s\r\n", port, token);
+    s = req(port, "GET", "/api/v1/summary", hdr, NULL, buf, sizeof(buf));
+    CHECK(s == 401, "the token as a cookie signed in: %d", s);
+    CHECK(has_duro_headers(buf) && strstr(buf, "Set-Cookie") == NULL, "401: %s",
+          buf);
+    /* an unknown session is 401, and the page's own request never sends
+     * its session as a cookie */
+    s = req(port, "GET", "/api/v1/summary",
+            "X-Duro-Session: "
+            "00000000000000000000000000000000000000000000000000000000000000"
+            "00\r\n",
+            NULL, buf, sizeof(buf));
+    CHECK(s == 401, "an unknown session: %d", s);
+    /* a wrong token in the sign-in form: 401, no session */
+    s = sign_in(port, "token", "nope-nope-nope-nope", id, sizeof(id), buf,
+                sizeof(buf));
+    CHECK(s == 401 && id[0] == '\0' && strstr(buf, "Set-Cookie") == NULL,
+          "bad session: %d %s", s, buf);
+    /* logout ends the session */
+    s = sign_in(port, "token", token, id, sizeof(id), buf, sizeof(buf));
+    snprintf(hdr, sizeof(hdr),
+             "X-Duro-Session: %s\r\nContent-Type: application/json\r\n"
+             "Sec-Fetch-Site: same-origin\r\n",
+             id);
+    s = req(port, "POST", "/api/v1/logout", hdr, "{}", buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"ended\":true") != NULL, "logout: %d %s", s,
+          buf);
+    snprintf(hdr, sizeof(hdr), "X-Duro-Session: %s\r\n", id);
+    s = req(port, "GET", "/api/v1/summary", hdr, NULL, buf, sizeof(buf));
+    CHECK(s == 401, "a session after logout: %d", s);
+}
+
+/* Item 4: what MHD 0.9.75 would refuse with its own pages (no CSP, and a
+ * 400 whose status line and headers went out twice) is refused by the
+ * front door with duro's headers, once. */
+static void test_early_refusals(unsigned port, const char *auth)
+{
+    static char buf[65536];
+    size_t big = 100 * 1024;
+    char *raw = malloc(big + 4096);
+    if (raw == NULL)
+        die("out of memory");
+    struct {
+        const char *what;
+        int status;
+    } cases[] = {
+        {"a 100 KB request line", 414},
+        {"a 20 KB header", 431},
+        {"a header line without a colon", 400},
+        {"a folded header line", 400},
+        {"HTTP/2.0", 505},
+        {"a request line without a version", 400},
+        {"not HTTP (a TLS hello)", 400},
+        {"a chunked body", 411},
+        {"Content-Length: 12abc", 400},
+        {"200 cookies", 431},
+        {"no Host", 400},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int n = 0;
+        switch (i) {
+        case 0:
+            n = snprintf(raw, 64, "GET /");
+            memset(raw + n, 'a', big);
+            n += (int)big;
+            n += snprintf(raw + n, 4096,
+                          " HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
+                          "Connection: close\r\n\r\n",
+                          port);
+            break;
+        case 1:
+            n = snprintf(raw, 4096,
+                         "GET / HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
+                         "X-Big: ",
+                         port);
+            memset(raw + n, 'b', 20 * 1024);
+            n += 20 * 1024;
+            n += snprintf(raw + n, 64, "\r\n\r\n");
+            break;
+        case 2:
+            n = snprintf(raw, 4096,
+                         "GET / HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nfoo\r\n\r\n",
+                         port);
+            break;
+        case 3:
+            n = snprintf(raw, 4096,
+                         "GET / HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nX-A: b\r\n"
+                         " folded\r\n\r\n",
+                         port);
+            break;
+        case 4:
+            n = snprintf(raw, 4096,
+                         "GET / HTTP/2.0\r\nHost: 127.0.0.1:%u\r\n\r\n", port);
+            break;
+        case 5:
+            n = snprintf(raw, 4096, "GET /\r\n\r\n");
+            break;
+        case 6:
+            memcpy(raw, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);
+            n = 11;
+            break;
+        case 7:
+            n = snprintf(
+                raw, 4096,
+                "POST /api/v1/cancel HTTP/1.1\r\nHost: "
+                "127.0.0.1:%u\r\n%sContent-Type: application/json\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+                port, auth);
+            break;
+        case 8:
+            n = snprintf(raw, 4096,
+                         "POST /api/v1/cancel HTTP/1.1\r\nHost: "
+                         "127.0.0.1:%u\r\n%sContent-Type: application/json\r\n"
+                         "Content-Length: 12abc\r\n\r\n{}",
+                         port, auth);
+            break;
+        case 9:
+            n = snprintf(
+                raw, 4096,
+                "GET / HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nCookie: ", port);
+            for (int k = 0; k < 200; k++)
+                n += snprintf(raw + n, 16, "c%d=1; ", k);
+            n += snprintf(raw + n, 16, "\r\n\r\n");
+            break;
+        default:
+            n = snprintf(raw, 4096, "GET / HTTP/1.1\r\n\r\n");
+            break;
+        }
+        int s = http(port, raw, (size_t)n, buf, sizeof(buf));
+        CHECK(s == cases[i].status, "%s: %d, not %d: %.200s", cases[i].what, s,
+              cases[i].status, buf);
+        CHECK(has_duro_headers(buf), "%s: without duro's headers: %.600s",
+              cases[i].what, buf);
+        CHECK(status_lines(buf) == 1, "%s: %d status lines: %.600s",
+              cases[i].what, status_lines(buf), buf);
+        CHECK(strstr(body_of(buf), "{\"error\":{\"code\":") == body_of(buf),
+              "%s: body %s", cases[i].what, body_of(buf));
+    }
+    free(raw);
+    /* the limits leave room: a 6 KB path and 60 header lines are served */
+    raw = malloc(16384);
+    if (raw == NULL)
+        die("out of memory");
+    int n = snprintf(raw, 64, "GET /static/");
+    memset(raw + n, 'p', 6000);
+    n += 6000;
+    n += snprintf(raw + n, 4096, " HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n", port);
+    for (int k = 0; k < 60; k++)
+        n += snprintf(raw + n, 64, "X-Line-%d: %d\r\n", k, k);
+    n += snprintf(raw + n, 64, "\r\n");
+    int s = http(port, raw, (size_t)n, buf, sizeof(buf));
+    CHECK(s == 404 && has_duro_headers(buf), "a long path: %d %.300s", s, buf);
+    free(raw);
+}
+
+/* Item 6: the 421 names each Host it answers once, [::1] included. */
+static void test_421_names(unsigned port, const char *auth)
+{
+    static char buf[65536];
+    char hdr[512], want[64];
+    snprintf(hdr, sizeof(hdr), "Host: evil.example:%u\r\n%s", port, auth);
+    int s = req(port, "GET", "/api/v1/summary", hdr, NULL, buf, sizeof(buf));
+    CHECK(s == 421, "bad Host: %d", s);
+    const char *names[] = {"127.0.0.1", "localhost", "[::1]"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(want, sizeof(want), "%s:%u", names[i], port);
+        const char *at = strstr(body_of(buf), want);
+        CHECK(at != NULL && strstr(at + 1, want) == NULL,
+              "421 names %s other than once: %s", want, body_of(buf));
+    }
+}
+
+/* Runs `duro ui` with @p extra until it exits (it must, within 10 s); its
+ * exit status, and its stderr into @p err. */
+static int ui_exit_status(const char *const *extra, char *err, size_t size)
+{
+    char db[600], errfile[600];
+    snprintf(db, sizeof(db), "sqlite:%s/s.db", dir);
+    snprintf(errfile, sizeof(errfile), "%s/exit.err", dir);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        const char *argv[32] = {duro_bin, "--db",     db,
+                                "ui",     "--listen", "127.0.0.1:0"};
+        size_t n = 6;
+        for (size_t i = 0; extra[i] != NULL; i++)
+            argv[n++] = extra[i];
+        argv[n] = NULL;
+        FILE *e = fopen(errfile, "w");
+        if (e != NULL)
+            dup2(fileno(e), 2);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        execv(duro_bin, (char *const *)argv);
+        _exit(127);
+    }
+    children[SLOTS - 1] = pid;
+    int st = 0;
+    if (wait_exit(pid, SLOTS - 1, &st) != 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        children[SLOTS - 1] = 0;
+        return -1;
+    }
+    FILE *e = fopen(errfile, "r");
+    size_t got = e != NULL ? fread(err, 1, size - 1, e) : 0;
+    err[got] = '\0';
+    if (e != NULL)
+        fclose(e);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
+        die("cannot write %s", path);
+    chmod(path, 0600);
+}
+
+/* Item 7: --tokens-file: bad lines are refused at start, by number. */
+static void test_tokens_file_errors(void)
+{
+    char path[700], err[8192];
+    snprintf(path, sizeof(path), "%s/bad-tokens", dir);
+    struct {
+        const char *text, *said;
+    } cases[] = {
+        {"# ops\nalice alice-token-0123456789\nbob\n", "line 3: expected NAME"},
+        {"alice alice-token-0123456789\n\nbad/name bob-token-0123456789\n",
+         "line 3: 'bad/name' is not a name"},
+        {"alice short\n", "line 1: the token of 'alice' must be 16"},
+        {"alice alice-token-0123456789\nalice other-token-0123456789\n",
+         "line 2: 'alice' is named twice (line 1)"},
+        {"alice alice-token-0123456789\nbob alice-token-0123456789\n",
+         "line 2: the token of 'bob' is the token of 'alice'"},
+        {"alice alice-token-0123456789 # a comment after\n",
+         "line 1: expected NAME TOKEN"},
+        {"# nobody\n", "no operator"},
+    };
+    const char *args[] = {"--tokens-file", path, NULL};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        write_file(path, cases[i].text);
+        int st = ui_exit_status(args, err, sizeof(err));
+        CHECK(st == 2 && strstr(err, cases[i].said) != NULL &&
+                  strstr(err, "alice-token") == NULL,
+              "tokens file %zu: exit %d, said %s", i, st, err);
+    }
+    const char *bad_operator[] = {"--operator", "no way", NULL};
+    int st = ui_exit_status(bad_operator, err, sizeof(err));
+    CHECK(st == 2 && strstr(err, "--operator") != NULL,
+          "--operator 'no way': exit %d, said %s", st, err);
+}
+
+/* Sleeps @p ms (to let a lifetime pass, never to wait for an event). */
+static void pause_ms(int ms)
+{
+    struct pollfd none;
+    poll(&none, 0, ms);
+}
+
+/* Item 2 (and 7): the printed login code signs in once, as the operator
+ * who ran duro ui; SIGUSR1 prints a fresh one; POST /api/v1/login-code
+ * makes one for a bearer of a token, never for a session; each operator of
+ * --tokens-file signs in with their token and is audited as ui:NAME, in
+ * the instance, its history and the log. */
+static void test_operators(duro_client *client, const char *db)
+{
+    static char buf[1 << 16];
+    char path[700], hdr[1024], id[128], line[512], code[128], body[512];
+    char alice_auth[128], carol_auth[128], alice_session[128];
+    snprintf(path, sizeof(path), "%s/tokens", dir);
+    write_file(path, "# the team\nalice alice-token-0123456789\n\n"
+                     "  carol\tcarol-token-0123456789  \n");
+    snprintf(alice_auth, sizeof(alice_auth),
+             "Authorization: Bearer alice-token-0123456789\r\n");
+    snprintf(carol_auth, sizeof(carol_auth),
+             "Authorization: Bearer carol-token-0123456789\r\n");
+    const char *extra[] = {"--tokens-file", path, "--operator", "bob", NULL};
+    unsigned port = 0;
+    pid_t pid = start_ui(4, extra, &port);
+
+    int s = sign_in(port, "code", codes[4], id, sizeof(id), buf, sizeof(buf));
+    CHECK(s == 200 && id[0] &&
+              strstr(buf, "\"requested_by\":\"ui:bob\"") != NULL,
+          "the printed code: %d %s", s, buf);
+    s = sign_in(port, "code", codes[4], id, sizeof(id), buf, sizeof(buf));
+    CHECK(s == 401 && id[0] == '\0', "a code used twice: %d %s", s, buf);
+
+    kill(pid, SIGUSR1);
+    int at = 0;
+    CHECK(next_line(4, line, sizeof(line)) == 0 &&
+              sscanf(line, "duro ui: http://127.0.0.1:%*u/#login=%n", &at) ==
+                  0 &&
+              at > 0,
+          "SIGUSR1: no new login line (%s)", line);
+    snprintf(code, sizeof(code), "%s", at > 0 ? line + at : "");
+    CHECK(strcmp(code, codes[4]) != 0, "SIGUSR1: the same code %s", code);
+    s = sign_in(port, "code", code, id, sizeof(id), buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"requested_by\":\"ui:bob\"") != NULL,
+          "SIGUSR1's code: %d %s", s, buf);
+
+    /* bob's token is --token-file's; alice's and carol's their lines' */
+    char auth[128];
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", token);
+    const char *bearers[] = {auth, alice_auth, carol_auth};
+    const char *names[] = {"ui:bob", "ui:alice", "ui:carol"};
+    for (size_t i = 0; i < 3; i++) {
+        s = req(port, "GET", "/api/v1/summary", bearers[i], NULL, buf,
+                sizeof(buf));
+        char who[128];
+        json_field(buf, "requested_by", who, sizeof(who));
+        CHECK(s == 200 && strcmp(who, names[i]) == 0, "%s: %d %s", names[i], s,
+              who);
+    }
+    s = sign_in(port, "token", "alice-token-0123456789", alice_session,
+                sizeof(alice_session), buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"operator\":\"alice\"") != NULL,
+          "alice's sign-in: %d %s", s, buf);
+
+    /* a login code for a bearer of a token, as that operator */
+    snprintf(hdr, sizeof(hdr), "%sContent-Type: application/json\r\n",
+             alice_auth);
+    s = req(port, "POST", "/api/v1/login-code", hdr, "{}", buf, sizeof(buf));
+    char url_made[512];
+    json_field(buf, "url", url_made, sizeof(url_made));
+    const char *made = strstr(url_made, "/#login=");
+    CHECK(s == 200 && made != NULL, "login-code: %d %s", s, buf);
+    s = sign_in(port, "code", made != NULL ? made + 8 : "x", id, sizeof(id),
+                buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"requested_by\":\"ui:alice\"") != NULL,
+          "alice's login code: %d %s", s, buf);
+    snprintf(hdr, sizeof(hdr),
+             "X-Duro-Session: %s\r\nContent-Type: application/json\r\n"
+             "Sec-Fetch-Site: same-origin\r\n",
+             alice_session);
+    s = req(port, "POST", "/api/v1/login-code", hdr, "{}", buf, sizeof(buf));
+    CHECK(s == 403 && strstr(buf, "bearer_required") != NULL,
+          "login-code for a session: %d %s", s, buf);
+
+    /* alice cancels a running instance from the page (her session): the
+     * store, its history and the log say ui:alice */
+    start_runtime(db);
+    if (duro_client_start(client, "alice-wait", "Waiter", NULL, NULL) !=
+        DURO_OK)
+        die("start alice-wait: %s", duro_errmsg());
+    int64_t deadline = now_ms() + 30000;
+    int running = 0;
+    while (!running && now_ms() < deadline) {
+        duro_instance_info *info = status_of(client, "alice-wait");
+        running = info->status == DURO_STATUS_RUNNING;
+        duro_free(info);
+        if (!running)
+            pause_ms(20);
+    }
+    CHECK(running, "alice-wait did not run");
+    char wait_ref[64];
+    ref_of("alice-wait", wait_ref);
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\",\"reason\":\"by alice\"}",
+             wait_ref);
+    s = req(port, "POST", "/api/v1/cancel", hdr, body, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"requested_by\":\"ui:alice\"") != NULL,
+          "alice's cancel: %d %s", s, buf);
+    int cancelled = 0;
+    deadline = now_ms() + 30000;
+    while (!cancelled && now_ms() < deadline) {
+        duro_instance_info *info = status_of(client, "alice-wait");
+        cancelled = info->status == DURO_STATUS_CANCELLED;
+        if (cancelled)
+            CHECK(info->cancelled_by != NULL &&
+                      strcmp(info->cancelled_by, "ui:alice") == 0,
+                  "cancelled_by %s",
+                  info->cancelled_by ? info->cancelled_by : "(none)");
+        duro_free(info);
+        if (!cancelled)
+            pause_ms(20);
+    }
+    CHECK(cancelled, "alice-wait was not cancelled");
+    stop_runtime();
+    snprintf(path, sizeof(path), "/api/v1/history?ref=%s", wait_ref);
+    s = req(port, "GET", path, carol_auth, NULL, buf, sizeof(buf));
+    CHECK(
+        s == 200 &&
+            strstr(body_of(buf), "\"kind\":\"OrchestrationCancelRequested\"") &&
+            strstr(body_of(buf), "\"requested_by\":\"ui:alice\"") != NULL,
+        "alice in the history: %d %s", s, body_of(buf));
+
+    /* carol, as a script (bearer) */
+    if (duro_client_start(client, "carol-1", "Idle", NULL, NULL) != DURO_OK)
+        die("start carol-1: %s", duro_errmsg());
+    char carol_ref[64];
+    ref_of("carol-1", carol_ref);
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\"}", carol_ref);
+    snprintf(hdr, sizeof(hdr), "%sContent-Type: application/json\r\n",
+             carol_auth);
+    s = req(port, "POST", "/api/v1/cancel", hdr, body, buf, sizeof(buf));
+    duro_instance_info *info = status_of(client, "carol-1");
+    CHECK(s == 200 && info->cancelled_by != NULL &&
+              strcmp(info->cancelled_by, "ui:carol") == 0,
+          "carol's cancel: %d by %s", s,
+          info->cancelled_by ? info->cancelled_by : "(none)");
+    duro_free(info);
+
+    char errfile[600];
+    snprintf(errfile, sizeof(errfile), "%s/ui4.err", dir);
+    CHECK(wait_file_holds(errfile, "alice-wait by ui:alice") == 0 &&
+              wait_file_holds(errfile, "carol-1 by ui:carol") == 0,
+          "the action log lacks ui:alice or ui:carol");
+    CHECK(wait_file_holds(errfile, "token-0123456789") != 0,
+          "a token in the log");
+    kill(pid, SIGTERM);
+    int st = 0;
+    CHECK(wait_exit(pid, 4, &st) == 0, "ui 4 did not stop");
+}
+
+/* Item 2: a login code and a session end with their lifetimes
+ * (--login-code-ttl, --session-ttl); a session is this server's only. */
+static void test_lifetimes(unsigned main_port)
+{
+    static char buf[65536];
+    char id[128], hdr[256];
+    const char *extra[] = {"--login-code-ttl", "1s", "--session-ttl", "2s",
+                           NULL};
+    unsigned port = 0;
+    pid_t pid = start_ui(5, extra, &port);
+    int64_t printed = now_ms(); /* the code was made before it was printed */
+    int s = sign_in(port, "token", token, id, sizeof(id), buf, sizeof(buf));
+    int64_t signed_in = now_ms();
+    CHECK(s == 200 && id[0], "sign-in: %d", s);
+    snprintf(hdr, sizeof(hdr), "X-Duro-Session: %s\r\n", id);
+    s = req(main_port, "GET", "/api/v1/summary", hdr, NULL, buf, sizeof(buf));
+    CHECK(s == 401, "another server's session: %d", s);
+    pause_ms(
+        (int)(printed + 1500 - now_ms() > 0 ? printed + 1500 - now_ms() : 0));
+    char none[128];
+    s = sign_in(port, "code", codes[5], none, sizeof(none), buf, sizeof(buf));
+    CHECK(s == 401 && none[0] == '\0' && strstr(buf, "expired") != NULL,
+          "an expired code: %d %s", s, buf);
+    pause_ms((int)(signed_in + 2500 - now_ms() > 0 ? signed_in + 2500 - now_ms()
+                                                   : 0));
+    s = req(port, "GET", "/api/v1/summary", hdr, NULL, buf, sizeof(buf));
+    CHECK(s == 401, "an expired session: %d", s);
+    kill(pid, SIGTERM);
+    int st = 0;
+    CHECK(wait_exit(pid, 5, &st) == 0, "ui 5 did not stop");
+}
+
+/* Item 5: failed sign-ins are logged (count, address, never the secret)
+ * and slowed: past three, each new failure makes token checks wait, said
+ * with 429 and Retry-After; N correct tokens are answered with no wait.
+ * A login code still signs in while tokens wait. */
+static void test_backoff(void)
+{
+    static char buf[65536];
+    char hdr[256], value[64], id[128];
+    char auth[128];
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", token);
+    unsigned port = 0;
+    pid_t pid = start_ui(6, NULL, &port);
+    enum { N = 8 };
+    for (int i = 0; i < N; i++) {
+        int s =
+            req(port, "GET", "/api/v1/summary", auth, NULL, buf, sizeof(buf));
+        CHECK(s == 200 &&
+                  header_of(buf, "Retry-After", value, sizeof(value)) != 0,
+              "correct token %d: %d", i, s);
+    }
+    long waits_s = 0;
+    int slowed = 0;
+    for (int i = 0; i < N; i++) {
+        snprintf(hdr, sizeof(hdr),
+                 "Authorization: Bearer wrong-token-%02d-0123456789\r\n", i);
+        int s =
+            req(port, "GET", "/api/v1/summary", hdr, NULL, buf, sizeof(buf));
+        int said = header_of(buf, "Retry-After", value, sizeof(value)) == 0;
+        CHECK(i < 3 ? s == 401 && !said : s == 429 && said,
+              "wrong token %d: %d, Retry-After %s", i, s, said ? value : "-");
+        if (s == 429) {
+            slowed++;
+            waits_s += strtol(value, NULL, 10);
+            CHECK(strstr(buf, "\"code\":\"too_many_failures\"") != NULL &&
+                      strstr(buf, "\"failures\":") != NULL,
+                  "429: %s", body_of(buf));
+        }
+    }
+    CHECK(slowed == N - 3 && waits_s >= N - 3,
+          "%d wrong tokens: %d slowed, %ld s of waits reported", N, slowed,
+          waits_s);
+    /* a wrong token already seen: 401 at once, not counted again */
+    int s = req(port, "GET", "/api/v1/summary",
+                "Authorization: Bearer wrong-token-00-0123456789\r\n", NULL,
+                buf, sizeof(buf));
+    CHECK(s == 401, "a repeated wrong token: %d", s);
+    /* the printed login code is never held up */
+    s = sign_in(port, "code", codes[6], id, sizeof(id), buf, sizeof(buf));
+    CHECK(s == 200 && id[0], "the login code while tokens wait: %d %s", s, buf);
+    /* the wait ends: the right token is taken again */
+    int64_t deadline = now_ms() + 60000;
+    do {
+        s = req(port, "GET", "/api/v1/summary", auth, NULL, buf, sizeof(buf));
+        if (s == 429)
+            pause_ms(200);
+    } while (s == 429 && now_ms() < deadline);
+    CHECK(s == 200, "the right token after the wait: %d", s);
+    char errfile[600];
+    snprintf(errfile, sizeof(errfile), "%s/ui6.err", dir);
+    CHECK(wait_file_holds(errfile, "failed sign-in from 127.0.0.1:") == 0,
+          "no log line of a failed sign-in");
+    CHECK(wait_file_holds(errfile, "wrong-token") != 0 &&
+              wait_file_holds(errfile, token) != 0,
+          "a secret in the log");
+    kill(pid, SIGTERM);
+    int st = 0;
+    CHECK(wait_exit(pid, 6, &st) == 0, "ui 6 did not stop");
+}
+
+static int connect_to(unsigned port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+        die("connect: %s", strerror(errno));
+    return fd;
+}
+
+/* 1 while the server has neither answered nor closed @p fd. */
+static int still_open(int fd)
+{
+    struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
+    return poll(&p, 1, 0) == 0;
+}
+
+/* How many lines of file @p path hold @p text. */
+static int lines_holding(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int n = 0;
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        n += strstr(line, text) != NULL;
+    if (f != NULL)
+        fclose(f);
+    return n;
+}
+
+/* Item 3: 200 idle and 32 trickling connections (as many as took the
+ * console down before) do not keep a request out; past the waiting
+ * limit the oldest is closed, said in one line; a request whose headers
+ * do not come within the deadline is answered 408. */
+static void test_lockout(void)
+{
+    static char buf[65536];
+    char auth[128], raw[512], errfile[600];
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", token);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 2048) {
+        rl.rlim_cur = rl.rlim_max < 2048 ? rl.rlim_max : 2048;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    unsigned port = 0;
+    pid_t pid = start_ui(7, NULL, &port);
+    snprintf(errfile, sizeof(errfile), "%s/ui7.err", dir);
+    enum { IDLE = 200, TRICKLING = 32, MORE = 400 };
+    static int idle[IDLE], trickling[TRICKLING], more[MORE];
+    for (int i = 0; i < IDLE; i++)
+        idle[i] = connect_to(port);
+    for (int i = 0; i < TRICKLING; i++) {
+        trickling[i] = connect_to(port);
+        if (send(trickling[i], "GET /api/v1/summ", 16, MSG_NOSIGNAL) != 16)
+            die("send: %s", strerror(errno));
+    }
+    int n = snprintf(raw, sizeof(raw),
+                     "GET /api/v1/summary HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
+                     "%sConnection: close\r\n\r\n",
+                     port, auth);
+    /* The issue asks for an answer within a second; the deadline here is
+     * 5 s, generous for a loaded machine and still half the 10 s the door
+     * gives each hostile connection: they are checked below to be all
+     * still open after the answer, so it did not get in by their closing. */
+    int s = http_within(port, raw, (size_t)n, buf, sizeof(buf), 5000);
+    CHECK(s == 200,
+          "a request among %d idle and %d trickling connections: "
+          "%d %.200s",
+          IDLE, TRICKLING, s, buf);
+    int open = 0;
+    for (int i = 0; i < IDLE; i++)
+        open += still_open(idle[i]);
+    for (int i = 0; i < TRICKLING; i++)
+        open += still_open(trickling[i]);
+    CHECK(open == IDLE + TRICKLING,
+          "%d of the %d hostile connections were closed before the answer",
+          IDLE + TRICKLING - open, IDLE + TRICKLING);
+    /* past UI_WAITING_MAX (512) the oldest is closed, and it is said once */
+    for (int i = 0; i < MORE; i++)
+        more[i] = connect_to(port);
+    s = http_within(port, raw, (size_t)n, buf, sizeof(buf), 5000);
+    CHECK(s == 200, "a request among %d waiting connections: %d",
+          IDLE + TRICKLING + MORE, s);
+    int64_t deadline = now_ms() + 10000;
+    while (still_open(idle[0]) && now_ms() < deadline)
+        pause_ms(20);
+    CHECK(!still_open(idle[0]), "the oldest waiting connection is open");
+    CHECK(wait_file_holds(errfile, "were waiting for their request") == 0,
+          "the closing of the oldest was not said");
+    int said = lines_holding(errfile, "were waiting for their request");
+    CHECK(said >= 1 && said <= 2, "said %d times", said);
+    CHECK(lines_holding(errfile, "connection limit") == 0,
+          "MHD's connection-limit lines");
+    for (int i = 0; i < IDLE; i++)
+        close(idle[i]);
+    for (int i = 0; i < MORE; i++)
+        close(more[i]);
+    /* In the HTTP server, one that has not signed in cannot hold a place:
+     * 300 sign-ins whose body never comes (more than UI_SERVING_MAX, 256)
+     * do not keep a request out, the oldest is closed to make room, and
+     * the others when they have taken 10 s. */
+    enum { SLOW = 300 };
+    static int slow[SLOW];
+    char slow_raw[512];
+    int slow_n = snprintf(slow_raw, sizeof(slow_raw),
+                          "POST /api/v1/session HTTP/1.1\r\nHost: "
+                          "127.0.0.1:%u\r\nContent-Type: application/json\r\n"
+                          "Sec-Fetch-Site: same-origin\r\nContent-Length: "
+                          "100\r\n\r\n{",
+                          port);
+    for (int i = 0; i < SLOW; i++) {
+        slow[i] = connect_to(port);
+        if (send(slow[i], slow_raw, (size_t)slow_n, MSG_NOSIGNAL) != slow_n)
+            die("send: %s", strerror(errno));
+    }
+    /* as above: 5 s, generous, and half what the slow ones may take */
+    s = http_within(port, raw, (size_t)n, buf, sizeof(buf), 5000);
+    CHECK(s == 200, "a request among %d slow sign-ins: %d", SLOW, s);
+    deadline = now_ms() + 10000;
+    while (still_open(slow[0]) && now_ms() < deadline)
+        pause_ms(20);
+    CHECK(!still_open(slow[0]), "the oldest slow sign-in is open");
+    CHECK(still_open(slow[SLOW - 1]) || now_ms() > deadline,
+          "the newest slow sign-in was closed at once");
+    CHECK(wait_file_holds(errfile, "the oldest that had not signed in") == 0,
+          "making room was not said");
+    /* a trickler gets 408, with duro's headers, at the deadline */
+    read_until_within(trickling[TRICKLING - 1], buf, 0, sizeof(buf), NULL,
+                      30000);
+    CHECK(strncmp(buf, "HTTP/1.1 408 ", 13) == 0 && has_duro_headers(buf),
+          "a trickler's end: %.300s", buf);
+    for (int i = 0; i < TRICKLING; i++)
+        close(trickling[i]);
+    deadline = now_ms() + 30000;
+    int slow_open = SLOW;
+    while (slow_open > 0 && now_ms() < deadline) {
+        slow_open = 0;
+        for (int i = 0; i < SLOW; i++)
+            slow_open += still_open(slow[i]);
+        if (slow_open > 0)
+            pause_ms(50);
+    }
+    CHECK(slow_open == 0, "%d slow sign-ins still open after 30 s", slow_open);
+    for (int i = 0; i < SLOW; i++)
+        close(slow[i]);
+    kill(pid, SIGTERM);
+    int st = 0;
+    CHECK(wait_exit(pid, 7, &st) == 0, "ui 7 did not stop");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -661,7 +1469,7 @@ int main(int argc, char **argv)
     unsigned port = 0;
     pid_t ui = start_ui(0, NULL, &port);
     static char buf[1 << 20];
-    char auth[128], hdr[1024];
+    char auth[128], hdr[1024], body[1024];
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", token);
     int s;
 
@@ -681,37 +1489,10 @@ int main(int argc, char **argv)
     s = req(port, "GET", "/api/v1/summary", hdr, NULL, buf, sizeof(buf));
     CHECK(s == 401, "wrong bearer: %d", s);
 
-    /* the session cookie */
-    char body[1024];
-    snprintf(body, sizeof(body), "{\"token\":\"%s\"}", token);
-    s = req(port, "POST", "/api/v1/session",
-            "Content-Type: application/json\r\nSec-Fetch-Site: "
-            "same-origin\r\n",
-            body, buf, sizeof(buf));
-    CHECK(s == 200, "session: %d", s);
-    char cookie_name[64];
-    snprintf(cookie_name, sizeof(cookie_name), "Set-Cookie: duro_ui_%u=", port);
-    const char *set = strstr(buf, cookie_name);
-    CHECK(set != NULL, "no Set-Cookie %s", buf);
-    if (set != NULL) {
-        size_t line = strcspn(set, "\r");
-        char cookie[512];
-        snprintf(cookie, sizeof(cookie), "%.*s", (int)line, set);
-        CHECK(strstr(cookie, "HttpOnly") != NULL, "%s", cookie);
-        CHECK(strstr(cookie, "SameSite=Strict") != NULL, "%s", cookie);
-        CHECK(strstr(cookie, "Path=/") != NULL, "%s", cookie);
-        const char *value = set + strlen("Set-Cookie: ");
-        snprintf(hdr, sizeof(hdr), "Cookie: %.*s\r\n", (int)strcspn(value, ";"),
-                 value);
-        s = req(port, "GET", "/api/v1/summary", hdr, NULL, buf, sizeof(buf));
-        CHECK(s == 200, "cookie: %d", s);
-    }
-    snprintf(body, sizeof(body), "{\"token\":\"nope-nope-nope-nope\"}");
-    s = req(port, "POST", "/api/v1/session",
-            "Content-Type: application/json\r\nSec-Fetch-Site: "
-            "same-origin\r\n",
-            body, buf, sizeof(buf));
-    CHECK(s == 401 && strstr(buf, "Set-Cookie") == NULL, "bad session: %d", s);
+    test_sessions(port);
+    test_early_refusals(port, auth);
+
+    test_421_names(port, auth);
 
     /* Host (DNS rebinding), on every path */
     const char *paths[] = {"/api/v1/summary", "/metrics", "/"};
@@ -1421,7 +2202,7 @@ int main(int argc, char **argv)
                  any_port, any_port, any_port);
         CHECK(strstr(said, expect) != NULL && strstr(said, "--listen") != NULL,
               "allowed Host names not said: %s", said);
-        CHECK(strstr(said, "has the token can cancel instances") != NULL,
+        CHECK(strstr(said, "has a token can cancel instances") != NULL,
               "no warning that anyone may cancel: %s", said);
         kill(any_ui, SIGTERM);
         int any_st = 0;
@@ -1437,13 +2218,19 @@ int main(int argc, char **argv)
         said[got] = '\0';
         if (ef != NULL)
             fclose(ef);
-        CHECK(strstr(said, "has the token can read every instance") != NULL &&
+        CHECK(strstr(said, "has a token can read every instance") != NULL &&
                   strstr(said, "can cancel") == NULL,
               "read-only warning: %s", said);
         kill(ro_any, SIGTERM);
         CHECK(wait_exit(ro_any, 3, &any_st) == 0,
               "0.0.0.0 read-only ui did not stop");
     }
+
+    test_operators(client, db);
+    test_lifetimes(port);
+    test_backoff();
+    test_lockout();
+    test_tokens_file_errors();
 
     /* SIGTERM lets a request in flight finish: a cancel whose body is
      * still coming when the signal is taken (after the server said 100

@@ -1,5 +1,5 @@
 # bash completion for duro(1): verbs, each verb's options, status names,
-# files after --db sqlite:, --output, --token-file and @.
+# files after --db sqlite:, --output, --token-file, --tokens-file and @.
 # Installed as share/bash-completion/completions/duro; needs bash alone,
 # not the bash-completion package.
 
@@ -110,7 +110,7 @@ _duro_complete()
         COMPREPLY=($(compgen -P sqlite: -f -- "${cur#sqlite:}"))
         return
         ;;
-    --output | --token-file)
+    --output | --token-file | --tokens-file)
         COMPREPLY=($(compgen -f -- "$cur"))
         return
         ;;
@@ -153,7 +153,7 @@ _duro_complete()
     purge) opts="--before --status --name --dry-run --yes" ;;
     prune) opts="--keep" ;;
     metrics) opts="--output" ;;
-    ui) opts="--listen --token-file --read-only" ;;
+    ui) opts="--listen --token-file --tokens-file --operator --login-code-ttl --session-ttl --read-only" ;;
     version) opts="" ;;
     esac
     if [[ $cur == -* ]]; then

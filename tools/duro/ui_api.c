@@ -3,7 +3,8 @@
  * refs, base64url of the id's bytes, in ?ref= or a JSON body, never in the
  * path. Shapes are the CLI's (json.c, duro history --json, duro metrics
  * --json) plus "ref". Actions go through the client calls the CLI uses,
- * requested_by "ui:NAME". Runs on MHD's pool threads. */
+ * requested_by "ui:NAME" of the operator signed in (r->who). Runs on MHD's
+ * pool threads. */
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,7 +308,7 @@ static int get_summary(ui_request *r, json_t *body)
     jset(doc, "counts", counts);
     jset(doc, "total", jint((int64_t)total));
     jset(doc, "read_only", json_boolean(r->srv->read_only));
-    jset(doc, "requested_by", jstr(r->srv->requester));
+    jset(doc, "requested_by", jstr(r->who->requester));
     duro_free(st);
     return ui_send_json(r, 200, doc);
 }
@@ -879,7 +880,7 @@ static void log_action(ui_request *r, const char *what, const char *id,
 {
     char shown[256];
     fprintf(stderr, "duro ui: %s %s by %s: %s\n", what,
-            text_short(id, 80, shown, sizeof(shown)), r->srv->requester,
+            text_short(id, 80, shown, sizeof(shown)), r->who->requester,
             outcome);
 }
 
@@ -960,14 +961,14 @@ static int post_control(ui_request *r, json_t *body, int control)
     if (control == 0) {
         duro_cancel_result res = {0};
         drc = duro_client_cancel_many(r->srv->client, ids, 1, reason,
-                                      r->srv->requester, &res);
+                                      r->who->requester, &res);
         outcome = res.outcome;
         status = res.status;
         name = duro_cancel_outcome_name(outcome);
     } else {
         duro_control_result res = {0};
         drc = duro_client_control_many(r->srv->client, control, ids, 1, reason,
-                                       r->srv->requester, &res);
+                                       r->who->requester, &res);
         outcome = res.outcome;
         status = res.status;
         name = duro_control_outcome_name(outcome);
@@ -998,7 +999,7 @@ static int post_control(ui_request *r, json_t *body, int control)
     jset(doc, "id", jstr(id));
     jset(doc, "outcome", jstr(name));
     jset(doc, "status", jstr(status_word(status)));
-    jset(doc, "requested_by", jstr(r->srv->requester));
+    jset(doc, "requested_by", jstr(r->who->requester));
     jset(doc, "reason", jstr(reason));
     free(id);
     return ui_send_json(r, 200, doc);
@@ -1096,7 +1097,7 @@ static int prefix_flush(prefix_bulk *b)
     memset(res, 0, sizeof(res));
     b->rc = duro_client_cancel_many(b->r->srv->client,
                                     (const char *const *)b->batch, b->count,
-                                    b->reason, b->r->srv->requester, res);
+                                    b->reason, b->r->who->requester, res);
     for (size_t i = 0; i < b->count; i++) {
         b->cancelled +=
             b->rc == DURO_OK && (res[i].outcome == DURO_CANCEL_REQUESTED ||
@@ -1279,7 +1280,7 @@ static int post_bulk_cancel(ui_request *r, json_t *body)
             }
             duro_bulk_result *res = NULL;
             drc = duro_client_cancel_matching(r->srv->client, &one, reason,
-                                              r->srv->requester, &bo, &res);
+                                              r->who->requester, &bo, &res);
             if (drc != DURO_OK)
                 break;
             by[k] = res->count;
@@ -1375,14 +1376,14 @@ static int post_bulk_control(ui_request *r, json_t *body)
                 abort();
             drc = duro_client_cancel_many(r->srv->client,
                                           (const char *const *)ids, n, reason,
-                                          r->srv->requester, cres);
+                                          r->who->requester, cres);
         } else {
             tres = calloc(n, sizeof(*tres));
             if (tres == NULL)
                 abort();
             drc = duro_client_control_many(r->srv->client, control,
                                            (const char *const *)ids, n, reason,
-                                           r->srv->requester, tres);
+                                           r->who->requester, tres);
         }
         if (drc != DURO_OK)
             rc = send_rc(r, drc, control_name(control));
@@ -1412,7 +1413,7 @@ static int post_bulk_control(ui_request *r, json_t *body)
                    control == 0 ? "(selected)" : control_name(control), what);
         json_t *doc = json_object();
         jset(doc, "action", jstr(control_name(control)));
-        jset(doc, "requested_by", jstr(r->srv->requester));
+        jset(doc, "requested_by", jstr(r->who->requester));
         jset(doc, "reason", jstr(reason));
         jset(doc, "changed", jint((int64_t)changed));
         jset(doc, "results", results);
@@ -1442,6 +1443,10 @@ static const ui_route routes[] = {
     {"POST", "/api/v1/raise-event", 1, post_raise, 0},
     {"POST", "/api/v1/bulk/cancel", 1, post_bulk_cancel, 0},
     {"POST", "/api/v1/bulk/control", 1, post_bulk_control, 0},
+    /* sign-in (ui_auth.c) */
+    {"POST", "/api/v1/session", 0, ui_auth_post_session, 0},
+    {"POST", "/api/v1/logout", 0, ui_auth_post_logout, 0},
+    {"POST", "/api/v1/login-code", 0, ui_auth_post_login_code, 0},
 };
 
 const ui_route *ui_route_find(const char *path, const char *method,
@@ -1465,6 +1470,13 @@ const ui_route *ui_route_find(const char *path, const char *method,
 int ui_route_is_action(const ui_route *route)
 {
     return route->action;
+}
+
+int ui_route_needs(const ui_route *route)
+{
+    return route->run == ui_auth_post_session      ? UI_NEEDS_NOTHING
+           : route->run == ui_auth_post_login_code ? UI_NEEDS_BEARER
+                                                   : UI_NEEDS_SIGNIN;
 }
 
 int ui_route_run(const ui_route *route, ui_request *r, json_t *body)

@@ -1,28 +1,36 @@
 /* ui_safety.c - the gate of duro ui: every request passes here, and every
- * safety rule is enforced here once, before routing:
- *   1. header sanity: one Host, one Content-Length, not both Content-Length
- *      and Transfer-Encoding, no NUL in a decoded header, cookie or
- *      argument, no control character in the path, raw or %-encoded (400);
- *      MHD 0.9.75 lets all of these through;
+ * safety rule is enforced here once, before routing (the front door,
+ * ui_door.c, has already refused what breaks HTTP/1.1's grammar or sizes):
+ *   1. header sanity: one Host, one Content-Length, no NUL in a decoded
+ *      header, cookie or argument, no control character in the path, raw
+ *      or %-encoded (400); MHD 0.9.75 lets all of these through;
  *   2. the Host allow-list (DNS rebinding): 127.0.0.1:PORT, localhost:PORT,
  *      [::1]:PORT and the explicit --listen host, case and trailing dot
  *      normalised (421), on every method and path;
  *   3. no token in the URL (?token=: 400);
  *   4. CSRF, for every method but GET and HEAD: Sec-Fetch-Site
  *      same-origin, or (absent) Origin equal to ours, or (both absent) a
- *      bearer token (403); Content-Type application/json (415); a body of
- *      at most 1 MiB (413) holding a JSON object (400);
- *   5. auth for /api and /metrics: the cookie duro_ui_<port> (from POST
- *      /api/v1/session) or Authorization: Bearer, compared in constant
- *      time (401); the page and its assets need none;
- *   6. routing, before auth and the body: unknown route 404, wrong method
- *      405; then (after auth) --read-only refuses every action (403).
- * Every response carries the CSP and the other headers (ui_response). */
+ *      credential header (403); Content-Type application/json (415); a
+ *      body of at most 1 MiB (413) holding a JSON object (400);
+ *   5. sign-in for /api and /metrics: X-Duro-Session (a session of POST
+ *      /api/v1/session) or Authorization: Bearer (a token, with the
+ *      failure backoff of ui_auth.c) (401, 429); never a cookie, so
+ *      nothing is sent by the browser on its own; the page and its assets
+ *      need none;
+ *   6. routing, before sign-in and the body: unknown route 404, wrong
+ *      method 405; then (after sign-in) --read-only refuses every action
+ *      (403).
+ * Every response carries the CSP and the other headers (ui_response, and
+ * the door's ui_raw_error), and Connection: close: every request comes
+ * through the door, whose deadline and limits then hold for each. */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ui.h"
 
@@ -30,6 +38,20 @@ static const char csp[] =
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src "
     "'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'";
+
+/* The headers of every response, MHD's (ui_response) and the door's
+ * (ui_raw_error). */
+static const char *const security_headers[][2] = {
+    {"Content-Security-Policy", csp},
+    {"X-Content-Type-Options", "nosniff"},
+    {"Referrer-Policy", "no-referrer"},
+    {"Cross-Origin-Opener-Policy", "same-origin"},
+    {"Cross-Origin-Resource-Policy", "same-origin"},
+    {"X-Frame-Options", "DENY"},
+    {"Connection", "close"},
+};
+#define SECURITY_HEADERS                                                       \
+    (sizeof(security_headers) / sizeof(security_headers[0]))
 
 struct MHD_Response *ui_response(const void *data, size_t len, const char *mime,
                                  int api)
@@ -39,16 +61,77 @@ struct MHD_Response *ui_response(const void *data, size_t len, const char *mime,
     if (resp == NULL)
         return NULL;
     MHD_add_response_header(resp, "Content-Type", mime);
-    MHD_add_response_header(resp, "Content-Security-Policy", csp);
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
-    MHD_add_response_header(resp, "Cross-Origin-Opener-Policy", "same-origin");
-    MHD_add_response_header(resp, "Cross-Origin-Resource-Policy",
-                            "same-origin");
-    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+    for (size_t i = 0; i < SECURITY_HEADERS; i++)
+        MHD_add_response_header(resp, security_headers[i][0],
+                                security_headers[i][1]);
     if (api)
         MHD_add_response_header(resp, "Cache-Control", "no-store");
     return resp;
+}
+
+/* {"error":{"code","message"}} as compact JSON text with a newline;
+ * caller frees (NULL when out of memory). */
+static char *error_text(const char *code, const char *message,
+                        unsigned failures, unsigned retry_after_s, size_t *len)
+{
+    json_t *err = json_object();
+    jset(err, "code", jstr(code));
+    jset(err, "message", jstr(message));
+    if (failures > 0) {
+        jset(err, "failures", jint(failures));
+        jset(err, "retry_after_s", jint(retry_after_s));
+    }
+    json_t *doc = json_object();
+    jset(doc, "error", err);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    if (text == NULL)
+        return NULL;
+    *len = strlen(text);
+    char *with_nl = realloc(text, *len + 2);
+    if (with_nl == NULL) {
+        free(text);
+        return NULL;
+    }
+    with_nl[(*len)++] = '\n';
+    with_nl[*len] = '\0';
+    return with_nl;
+}
+
+size_t ui_raw_error(unsigned status, const char *code, const char *message,
+                    char *out, size_t size)
+{
+    size_t body_len = 0;
+    char *body = error_text(code, message, 0, 0, &body_len);
+    if (body == NULL)
+        return 0;
+    const char *reason = MHD_get_reason_phrase_for(status);
+    int n = snprintf(out, size,
+                     "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\n"
+                     "Cache-Control: no-store\r\n",
+                     status, reason != NULL && *reason ? reason : "Error");
+    for (size_t i = 0; i < SECURITY_HEADERS && n > 0 && (size_t)n < size; i++)
+        n += snprintf(out + n, size - (size_t)n, "%s: %s\r\n",
+                      security_headers[i][0], security_headers[i][1]);
+    if (n > 0 && (size_t)n < size)
+        n += snprintf(out + n, size - (size_t)n,
+                      "Content-Length: %zu\r\n\r\n%s", body_len, body);
+    free(body);
+    return n > 0 && (size_t)n < size ? (size_t)n : 0;
+}
+
+int64_t ui_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t ui_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int ui_queue(ui_request *r, unsigned status, struct MHD_Response *resp)
@@ -89,6 +172,28 @@ int ui_send_error(ui_request *r, unsigned status, const char *code,
     json_t *doc = json_object();
     jset(doc, "error", err);
     return ui_send_json(r, status, doc);
+}
+
+int ui_send_refusal(ui_request *r, unsigned status, const char *code,
+                    unsigned failures, unsigned retry_after_s, const char *fmt,
+                    ...)
+{
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    size_t len = 0;
+    char *text = error_text(code, message, failures, retry_after_s, &len);
+    struct MHD_Response *resp =
+        text != NULL ? ui_response(text, len, "application/json", 1) : NULL;
+    free(text);
+    if (resp != NULL && retry_after_s > 0) {
+        char seconds[16];
+        snprintf(seconds, sizeof(seconds), "%u", retry_after_s);
+        MHD_add_response_header(resp, "Retry-After", seconds);
+    }
+    return ui_queue(r, status, resp);
 }
 
 /* ---- 1. header sanity ---------------------------------------------------- */
@@ -159,14 +264,29 @@ static int normalise_host(const char *in, size_t len, char *out, size_t size)
     return 1;
 }
 
+/* The Host names answered, each once: 127.0.0.1, localhost, [::1] and
+ * the explicit --listen host when it is none of them; how many. */
+static size_t host_names(const ui_server *s, const char *names[4])
+{
+    size_t n = 0;
+    names[n++] = "127.0.0.1";
+    names[n++] = "localhost";
+    names[n++] = "[::1]";
+    if (s->listen_host[0] && strcmp(s->listen_host, "127.0.0.1") != 0 &&
+        strcmp(s->listen_host, "localhost") != 0 &&
+        strcmp(s->listen_host, "[::1]") != 0)
+        names[n++] = s->listen_host;
+    return n;
+}
+
 static int host_allowed(const ui_server *s, const char *host, size_t len)
 {
     char norm[320], want[320];
     if (!normalise_host(host, len, norm, sizeof(norm)))
         return 0;
-    const char *names[] = {"127.0.0.1", "localhost", "[::1]",
-                           s->listen_host[0] ? s->listen_host : NULL};
-    for (size_t i = 0; i < 4 && names[i] != NULL; i++) {
+    const char *names[4];
+    size_t n = host_names(s, names);
+    for (size_t i = 0; i < n; i++) {
         snprintf(want, sizeof(want), "%s:%u", names[i], s->port);
         if (strcmp(norm, want) == 0)
             return 1;
@@ -174,18 +294,7 @@ static int host_allowed(const ui_server *s, const char *host, size_t len)
     return 0;
 }
 
-/* ---- 5. auth ------------------------------------------------------------- */
-
-static int same_secret(const ui_server *s, const char *given)
-{
-    if (given == NULL)
-        return 0;
-    size_t len = strlen(given);
-    unsigned char diff = len != s->token_len;
-    for (size_t i = 0; i < s->token_len; i++)
-        diff |= (unsigned char)(s->token[i] ^ (i < len ? given[i] : 0));
-    return diff == 0;
-}
+/* ---- 5. sign-in ---------------------------------------------------------- */
 
 /* The token of "Authorization: Bearer T", or NULL. */
 static const char *bearer(struct MHD_Connection *conn)
@@ -200,30 +309,39 @@ static const char *bearer(struct MHD_Connection *conn)
     return a;
 }
 
-/* ---- the session: the page's token for the cookie ------------------------ */
-
-static int session(ui_request *r, json_t *body)
+/* Sets r->who from the request's credential as the route needs it: 0, or
+ * -1 with the refusal queued (its MHD result in *@p rc). */
+static int sign_in(ui_request *r, int needs, const char *token,
+                   const char *session, int *rc)
 {
-    json_t *t = json_object_get(body, "token");
-    if (!json_is_string(t) || !same_secret(r->srv, json_string_value(t)))
-        return ui_send_error(r, 401, "unauthorized", "wrong token");
-    json_t *doc = json_object();
-    jset(doc, "ok", json_true());
-    jset(doc, "read_only", json_boolean(r->srv->read_only));
-    jset(doc, "requested_by", jstr(r->srv->requester));
-    char *text = json_dumps(doc, JSON_COMPACT);
-    json_decref(doc);
-    struct MHD_Response *resp =
-        text ? ui_response(text, strlen(text), "application/json", 1) : NULL;
-    free(text);
-    if (resp != NULL) {
-        char cookie[400];
-        snprintf(cookie, sizeof(cookie),
-                 "%s=%s; HttpOnly; SameSite=Strict; Path=/",
-                 r->srv->cookie_name, r->srv->token);
-        MHD_add_response_header(resp, "Set-Cookie", cookie);
+    if (needs == UI_NEEDS_NOTHING)
+        return 0;
+    if (needs == UI_NEEDS_BEARER && token == NULL) {
+        *rc = ui_send_error(r, 403, "bearer_required",
+                            "this route takes Authorization: Bearer only (a "
+                            "session cannot make login codes: they would "
+                            "outlive it)");
+        return -1;
     }
-    return ui_queue(r, 200, resp);
+    if (session != NULL && needs != UI_NEEDS_BEARER) {
+        r->who = ui_auth_session(r->srv->auth, session);
+        if (r->who != NULL)
+            return 0;
+        *rc = ui_send_error(r, 401, "unauthorized",
+                            "the session has ended or expired: sign in "
+                            "again");
+        return -1;
+    }
+    if (token == NULL) {
+        *rc = ui_send_error(r, 401, "unauthorized",
+                            "sign in: open the URL duro ui printed, or send "
+                            "Authorization: Bearer");
+        return -1;
+    }
+    if (ui_auth_bearer(r, token, &r->who, rc) != 0)
+        return -1;
+    r->by_bearer = 1;
+    return 0;
 }
 
 /* ---- the gate ------------------------------------------------------------ */
@@ -234,8 +352,8 @@ static int is_safe_method(const char *m)
 }
 
 /* Every rule on the headers alone (the first call, before any body is
- * read): *@p handled 0 to go on (r->route set, NULL for the session),
- * else the MHD result of the refusal (or asset) queued. */
+ * read): *@p handled 0 to go on (r->route and r->who set), else the MHD
+ * result of the refusal (or asset) queued. */
 static int gate(ui_request *r, int *handled)
 {
     const ui_server *s = r->srv;
@@ -251,14 +369,19 @@ static int gate(ui_request *r, int *handled)
     const char *host =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
     if (host == NULL || !host_allowed(s, host, strlen(host))) {
-        char also[320] = "";
-        if (s->listen_host[0])
-            snprintf(also, sizeof(also), ", %s:%u", s->listen_host, s->port);
+        const char *names[4];
+        size_t n = host_names(s, names);
+        char list[1400];
+        size_t used = 0;
+        for (size_t i = 0; i < n && used < sizeof(list); i++)
+            used +=
+                (size_t)snprintf(list + used, sizeof(list) - used, "%s%s:%u",
+                                 i ? ", " : "", names[i], s->port);
         return ui_send_error(r, 421, "bad_host",
-                             "Host is not this server's address (use "
-                             "127.0.0.1:%u, localhost:%u%s; another address "
-                             "needs --listen ADDR:PORT on it)",
-                             s->port, s->port, also);
+                             "Host is not this server's address (use %s; "
+                             "another address needs --listen ADDR:PORT on "
+                             "it)",
+                             list);
     }
     if (h.content_length > 1 || (h.content_length && h.transfer_encoding))
         return ui_send_error(r, 400, "bad_request",
@@ -274,8 +397,9 @@ static int gate(ui_request *r, int *handled)
     if (MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token"))
         return ui_send_error(r, 400, "token_in_url",
                              "the token is never taken from the URL (it "
-                             "would end up in logs): use the page's "
-                             "#token= fragment or Authorization: Bearer");
+                             "would end up in logs and history): send "
+                             "Authorization: Bearer, or sign in on the "
+                             "page");
     const char *path = r->path;
     int api = strncmp(path, "/api/", 5) == 0 || strcmp(path, "/metrics") == 0;
     if (!api) {
@@ -287,19 +411,16 @@ static int gate(ui_request *r, int *handled)
             return ui_send_error(r, 404, "not_found", "no such page");
         return ui_asset_send(r, a);
     }
-    int is_session = strcmp(path, "/api/v1/session") == 0;
-    if (is_session && strcmp(r->method, "POST") != 0)
-        return ui_send_error(r, 405, "method_not_allowed", "POST only");
-    if (!is_session) {
-        int method_ok = 1;
-        r->route = ui_route_find(path, r->method, &method_ok);
-        if (r->route == NULL && method_ok)
-            return ui_send_error(r, 404, "not_found", "no such route");
-        if (r->route == NULL)
-            return ui_send_error(r, 405, "method_not_allowed",
-                                 "this route does not take %s", r->method);
-    }
+    int method_ok = 1;
+    r->route = ui_route_find(path, r->method, &method_ok);
+    if (r->route == NULL && method_ok)
+        return ui_send_error(r, 404, "not_found", "no such route");
+    if (r->route == NULL)
+        return ui_send_error(r, 405, "method_not_allowed",
+                             "this route does not take %s", r->method);
     const char *tok = bearer(conn);
+    const char *session =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Duro-Session");
     if (!is_safe_method(r->method)) {
         const char *site = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                        "Sec-Fetch-Site");
@@ -312,7 +433,7 @@ static int gate(ui_request *r, int *handled)
             ok = strncmp(origin, "http://", 7) == 0 &&
                  host_allowed(s, origin + 7, strlen(origin + 7));
         else
-            ok = tok != NULL;
+            ok = tok != NULL || session != NULL;
         if (!ok)
             return ui_send_error(r, 403, "cross_origin",
                                  "a state-changing request must come from "
@@ -333,26 +454,15 @@ static int gate(ui_request *r, int *handled)
             return ui_send_error(r, 413, "too_large",
                                  "the body is larger than 1 MiB");
     }
-    if (!is_session) {
-        /* without Sec-Fetch-Site and Origin (a script) only the bearer
-         * token counts: a cookie alone could be a forged request */
-        const char *cookie =
-            MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, s->cookie_name);
-        int cookie_ok =
-            is_safe_method(r->method) ||
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                        "Sec-Fetch-Site") ||
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
-        if (!(tok != NULL && same_secret(s, tok)) &&
-            !(cookie_ok && same_secret(s, cookie)))
-            return ui_send_error(r, 401, "unauthorized",
-                                 "a token is needed: open the URL duro ui "
-                                 "printed, or send Authorization: Bearer");
-        if (ui_route_is_action(r->route) && s->read_only)
-            return ui_send_error(r, 403, "read_only",
-                                 "duro ui runs with --read-only: actions are "
-                                 "refused");
-    }
+    int rc = MHD_YES;
+    if (sign_in(r, ui_route_needs(r->route), tok, session, &rc) != 0)
+        return rc;
+    if (r->who != NULL)
+        ui_door_trust(conn);
+    if (ui_route_is_action(r->route) && s->read_only)
+        return ui_send_error(r, 403, "read_only",
+                             "duro ui runs with --read-only: actions are "
+                             "refused");
     *handled = 0;
     return MHD_YES;
 }
@@ -375,8 +485,7 @@ static int dispatch(ui_request *r)
                 body == NULL ? ": " : "", body == NULL ? err.text : "");
         }
     }
-    int rc =
-        r->route == NULL ? session(r, body) : ui_route_run(r->route, r, body);
+    int rc = ui_route_run(r->route, r, body);
     json_decref(body);
     return rc;
 }
@@ -387,6 +496,29 @@ static int hex_value(char ch)
            : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
            : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
                                     : -1;
+}
+
+/* "127.0.0.1:54321" or "[::1]:54321" of the client, for the log. */
+static void peer_of(struct MHD_Connection *conn, char *out, size_t size)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    char addr[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    const struct sockaddr *sa = info != NULL ? info->client_addr : NULL;
+    if (sa != NULL && sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, addr, sizeof(addr));
+        port = ntohs(in->sin_port);
+        snprintf(out, size, "%s:%u", addr, port);
+    } else if (sa != NULL && sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof(addr));
+        port = ntohs(in6->sin6_port);
+        snprintf(out, size, "[%s]:%u", addr, port);
+    } else {
+        snprintf(out, size, "?");
+    }
 }
 
 void *ui_uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
@@ -425,6 +557,7 @@ int ui_handle(void *cls, struct MHD_Connection *conn, const char *url,
         r->srv = cls;
         r->method = method;
         r->path = url;
+        peer_of(conn, r->peer, sizeof(r->peer));
         int handled = 0;
         int rc = gate(r, &handled);
         if (handled || !is_safe_method(method))

@@ -58,6 +58,20 @@ static pthread_once_t params_once = PTHREAD_ONCE_INIT;
 /* 1 for a statement that changes rows (the commit-loss hook counts one run
  * alone as a commit), set with statement_params. */
 static unsigned char statement_writes[DURO__SQL_COUNT];
+/* 1 for a statement that is planned at each run with its parameters'
+ * values (PQexecParams: libpq's unnamed statement), never prepared: the
+ * operators' queries (QUERY_*, CONTROL_EVENTS), whose filters are each on
+ * or off. A generic plan cannot tell a filter that is off ($5 IS NULL)
+ * from one that is on: it takes the matches for a handful and sorts the
+ * whole range it reads (a name's 10,000 instances, for a page of 100);
+ * planned with the values, a filter that is off is gone, and the page is
+ * read in its order, a page long (test
+ * query_pages_read_a_page_of_100000_instances). Planning costs about a
+ * millisecond, which an operator's read affords; every other statement
+ * stays prepared. Set with statement_params. */
+static unsigned char statement_per_call[DURO__SQL_COUNT];
+/* The parameter types of every statement: text (every use casts). */
+static Oid text_types[DURO__PG_PARAM_MAX];
 
 /* INSERT, DELETE or UPDATE, not counting the row locks of claims (FOR
  * UPDATE, FOR NO KEY UPDATE). */
@@ -75,6 +89,8 @@ static int sql_writes(const char *sql)
 
 static void count_params(void)
 {
+    for (int i = 0; i < DURO__PG_PARAM_MAX; i++)
+        text_types[i] = 25;
     for (size_t i = 0; i < DURO__SQL_COUNT; i++) {
         int most = 0;
         for (const char *s = statement_sql[i]; *s; s++) {
@@ -85,6 +101,9 @@ static void count_params(void)
         }
         statement_params[i] = most;
         statement_writes[i] = (unsigned char)sql_writes(statement_sql[i]);
+        statement_per_call[i] =
+            strncmp(statement_names[i], "QUERY_", 6) == 0 ||
+            strcmp(statement_names[i], "CONTROL_EVENTS") == 0;
     }
 }
 
@@ -244,7 +263,26 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
     " instance_id text COLLATE \"C\" NOT NULL,"
     " event_id text COLLATE \"C\" NOT NULL,"
     " raised_ms bigint NOT NULL,"
-    " PRIMARY KEY(instance_id, event_id));"};
+    " PRIMARY KEY(instance_id, event_id));",
+    /* 5 (SQLite's 7): the operators' queries (provider contract version
+     * 10): instances newest first by creation or last change, by status
+     * and by name and status, each page one index range per status from
+     * the cursor's key, merged; and the control requests across
+     * instances, a partial index of their four kinds (5, 19, 20, 21), so
+     * the other history inserts pay nothing. Built in the migration's
+     * transaction: writers of these tables wait for the build (one pass
+     * over each table). */
+    "CREATE INDEX instances_status_created"
+    " ON instances(status, created_ms, instance_id);"
+    "CREATE INDEX instances_status_updated"
+    " ON instances(status, updated_ms, instance_id);"
+    "CREATE INDEX instances_name_status_created"
+    " ON instances(name, status, created_ms, instance_id);"
+    "CREATE INDEX instances_name_status_updated"
+    " ON instances(name, status, updated_ms, instance_id);"
+    "CREATE INDEX history_control"
+    " ON history(timestamp_ms, instance_id, execution_id, event_id)"
+    " WHERE kind IN (5, 19, 20, 21);"};
 
 /* libpq's message on one line, as a log line needs it: each run of
  * whitespace (its "\n\tThis probably means ...") becomes one space, and
@@ -612,20 +650,17 @@ duro__pg_statement *duro__pg_stmt(duro__pg_provider *p, duro__pg_conn *c,
     s->row = -1;
     s->ran = 0;
     memset(s->values, 0, sizeof(s->values));
-    if (c->prepared[id / 64] & (1ull << (id % 64)))
+    if (statement_per_call[id] || (c->prepared[id / 64] & (1ull << (id % 64))))
         return s;
     if (c->broken) {
         duro_error_set(err, DURO_STORAGE, 1, "postgres %s: connection lost: %s",
                        op, c->message);
         return NULL;
     }
-    Oid types[DURO__PG_PARAM_MAX];
     int n = statement_params[id];
-    for (int i = 0; i < n; i++)
-        types[i] = 25; /* text: every use casts */
     char name[16];
     snprintf(name, sizeof(name), "d%d", (int)id);
-    PGresult *res = PQprepare(c->pg, name, statement_sql[id], n, types);
+    PGresult *res = PQprepare(c->pg, name, statement_sql[id], n, text_types);
     if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
         c->injected = 0;
         note_failure(c, res);
@@ -705,11 +740,23 @@ static int inject(duro__pg_provider *p, duro__pg_conn *c)
     return 1;
 }
 
-/* Runs prepared statement `name` after the BEGIN that c owes, in one round
- * trip (libpq's pipeline mode: BEGIN, the statement, a sync). Returns the
- * statement's result, or the BEGIN's when that failed, or NULL when the
- * connection failed. */
-static PGresult *exec_after_begin(duro__pg_conn *c, const char *name, int n,
+/* Sends statement id - prepared as `name`, or its text when it is planned
+ * per call - with its n values. */
+static int send_statement(PGconn *pg, duro__pg_stmt_id id, const char *name,
+                          int n, const char *const *values)
+{
+    if (statement_per_call[id])
+        return PQsendQueryParams(pg, statement_sql[id], n, text_types, values,
+                                 NULL, NULL, 0);
+    return PQsendQueryPrepared(pg, name, n, values, NULL, NULL, 0);
+}
+
+/* Runs statement id (prepared as `name`) after the BEGIN that c owes, in
+ * one round trip (libpq's pipeline mode: BEGIN, the statement, a sync).
+ * Returns the statement's result, or the BEGIN's when that failed, or NULL
+ * when the connection failed. */
+static PGresult *exec_after_begin(duro__pg_conn *c, duro__pg_stmt_id id,
+                                  const char *name, int n,
                                   const char *const *values)
 {
     PGconn *pg = c->pg;
@@ -717,8 +764,7 @@ static PGresult *exec_after_begin(duro__pg_conn *c, const char *name, int n,
         return NULL;
     PGresult *begin = NULL, *res = NULL, *x;
     if (PQsendQueryParams(pg, c->begin_sql, 0, NULL, NULL, NULL, 0, 0) &&
-        PQsendQueryPrepared(pg, name, n, values, NULL, NULL, 0) &&
-        PQpipelineSync(pg)) {
+        send_statement(pg, id, name, n, values) && PQpipelineSync(pg)) {
         /* each query's results end with NULL; then the sync's */
         if ((begin = PQgetResult(pg)) != NULL)
             while ((x = PQgetResult(pg)) != NULL)
@@ -760,11 +806,13 @@ int duro__pg_step(duro__pg_provider *p, duro__pg_conn *c, duro__pg_statement *s)
             return drop_connection(p, c);
         char name[16];
         snprintf(name, sizeof(name), "d%d", (int)s->id);
+        int n = statement_params[s->id];
         s->result =
-            with_begin
-                ? exec_after_begin(c, name, statement_params[s->id], s->values)
-                : PQexecPrepared(c->pg, name, statement_params[s->id],
-                                 s->values, NULL, NULL, 0);
+            with_begin ? exec_after_begin(c, s->id, name, n, s->values)
+            : statement_per_call[s->id]
+                ? PQexecParams(c->pg, statement_sql[s->id], n, text_types,
+                               s->values, NULL, NULL, 0)
+                : PQexecPrepared(c->pg, name, n, s->values, NULL, NULL, 0);
         ExecStatusType st =
             s->result != NULL ? PQresultStatus(s->result) : PGRES_FATAL_ERROR;
         if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {

@@ -13,7 +13,7 @@
 #include "base/base.h"
 #include "providers/providers.h"
 
-#define DURO__PG_SCHEMA_VERSION 4 /* what this code creates and reads */
+#define DURO__PG_SCHEMA_VERSION 5 /* what this code creates and reads */
 #define DURO__PG_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__PG_POOL_MAX 64      /* most connections */
 #define DURO__PG_PARAM_MAX 25     /* most parameters of a statement */
@@ -44,7 +44,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
  * declared text and cast where it is used, so a statement may leave some of
  * its numbered parameters unused. X(ID, sql) */
 
-#define DURO__PG_INFO_COLUMNS                                                  \
+/* The columns of a duro_instance_info of instance alias i (read_info in
+ * pg_manage.c), and with them the table. */
+#define DURO__PG_INFO_SELECT                                                   \
     "SELECT i.instance_id, i.name, i.version, i.status, i.execution_id, "      \
     "i.created_ms, i.updated_ms, i.output, i.error, i.category, "              \
     "i.custom_status, i.parent_instance, "                                     \
@@ -52,8 +54,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "WHERE h.instance_id = i.instance_id AND h.execution_id = "                \
     "i.execution_id), "                                                        \
     "i.cancel_reason, i.cancelled_by, i.cancel_requested_ms, i.finished_ms, "  \
-    "i.last_problem, i.last_problem_ms, i.next_attempt_ms "                    \
-    "FROM instances AS i "
+    "i.last_problem, i.last_problem_ms, i.next_attempt_ms "
+#define DURO__PG_INFO_COLUMNS DURO__PG_INFO_SELECT "FROM instances AS i "
 
 #define DURO__PG_LIST_FILTER                                                   \
     "WHERE i.instance_id > $1::text "                                          \
@@ -675,7 +677,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(PRUNE_EXECUTIONS,                                                        \
       "DELETE FROM executions WHERE instance_id = $1::text "                   \
       "AND execution_id <= $2::bigint AND status IN (" DURO__ENDED_SQL ", 6)") \
-    DURO__PG_BULK_STATEMENTS(X)
+    DURO__PG_BULK_STATEMENTS(X)                                                \
+    DURO__PG_QUERY_STATEMENTS(X)
 
 /* Operations on many instances (pg_bulk.c). cancel_instances,
  * control_instances and the deletes of a purge name their instances in
@@ -1018,6 +1021,125 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "SELECT COUNT(*) FROM worker_queue WHERE available_at > $1::bigint "     \
       "AND lock_token IS NOT NULL")
 
+/* query_instances (pg_manage.c; the plan and its bounds: query.c), as
+ * SQLite's (sqlite_internal.h, DURO__SQLITE_QUERY_STATEMENTS): the same
+ * parameters ($1 .. $19), paths and shapes. Text compares bytewise: the
+ * columns are COLLATE "C", which the parameters take from them. strpos
+ * finds a substring of valid UTF-8 where its bytes are. These statements
+ * are planned at each run with their values (statement_per_call in
+ * pg_db.c): a filter that is off is gone from the plan, and the planner
+ * weighs the created bounds with the column's statistics, so none needs
+ * SQLite's unary + to keep a range off the wrong index. */
+#define DURO__PG_Q_FILTER                                                      \
+    "($1::text IS NULL OR i.name = $1::text) "                                 \
+    "AND ($5::text IS NULL OR i.parent_instance = $5::text) "                  \
+    "AND ($6::int = 0 OR i.last_problem IS NOT NULL) "                         \
+    "AND ($9::bigint = 0 OR (($9::bigint >> i.status) & 1) = 1) "              \
+    "AND " DURO__PG_Q_FILTER_ARM
+#define DURO__PG_Q_FILTER_ARM                                                  \
+    "($2::text IS NULL OR (i.name >= $2::text AND i.name < $3::text)) "        \
+    "AND ($4::text IS NULL OR strpos(i.name, $4::text) > 0) "                  \
+    "AND i.created_ms >= $7::bigint AND i.created_ms < $8::bigint "
+#define DURO__PG_Q_KEYSET_ID "i.instance_id > $11::text "
+#define DURO__PG_Q_KEYSET_CREATED                                              \
+    "(i.created_ms, i.instance_id) < ($10::bigint, $11::text) "
+#define DURO__PG_Q_KEYSET_UPDATED                                              \
+    "(i.updated_ms, i.instance_id) < ($10::bigint, $11::text) "
+#define DURO__PG_Q_ORDER_ID "i.instance_id"
+#define DURO__PG_Q_ORDER_CREATED "i.created_ms DESC, i.instance_id DESC"
+#define DURO__PG_Q_ORDER_UPDATED "i.updated_ms DESC, i.instance_id DESC"
+#define DURO__PG_Q_KEY_ID "0::bigint"
+#define DURO__PG_Q_KEY_CREATED "i.created_ms"
+#define DURO__PG_Q_KEY_UPDATED "i.updated_ms"
+#define DURO__PG_Q_OUTER_ID "pg.pid"
+#define DURO__PG_Q_OUTER_CREATED "pg.pk DESC, pg.pid DESC"
+#define DURO__PG_Q_OUTER_UPDATED "pg.pk DESC, pg.pid DESC"
+#define DURO__PG_Q_WHERE_F(F, drive, o)                                        \
+    "WHERE " drive DURO__PG_Q_KEYSET_##o                                       \
+        "AND " F "ORDER BY " DURO__PG_Q_ORDER_##o " LIMIT $12::bigint"
+#define DURO__PG_Q_ORDERED(drive, o)                                           \
+    DURO__PG_INFO_COLUMNS DURO__PG_Q_WHERE_F(DURO__PG_Q_FILTER, drive, o)
+#define DURO__PG_Q_JOINED(chosen, o)                                           \
+    DURO__PG_INFO_SELECT "FROM (" chosen ") AS pg "                            \
+                         "JOIN instances AS i ON i.instance_id = pg.pid "      \
+                         "ORDER BY " DURO__PG_Q_OUTER_##o " LIMIT $12::bigint"
+#define DURO__PG_Q_CHOOSE_F(F, drive, o)                                       \
+    "SELECT i.instance_id AS pid, " DURO__PG_Q_KEY_##o                         \
+        " AS pk "                                                              \
+        "FROM instances AS i " DURO__PG_Q_WHERE_F(F, drive, o)
+#define DURO__PG_Q_SORTED(drive, o)                                            \
+    DURO__PG_Q_JOINED(DURO__PG_Q_CHOOSE_F(DURO__PG_Q_FILTER, drive, o), o)
+#define DURO__PG_Q_ARM(k, name, o)                                             \
+    "(" DURO__PG_Q_CHOOSE_F(DURO__PG_Q_FILTER_ARM,                             \
+                            name "i.status = $" k "::int AND ", o) ")"
+#define DURO__PG_Q_UNION7(a, b, c, d, e, f, g)                                 \
+    a " UNION ALL " b " UNION ALL " c " UNION ALL " d " UNION ALL " e          \
+      " UNION ALL " f " UNION ALL " g
+#define DURO__PG_Q_ARMS(name, o)                                               \
+    DURO__PG_Q_JOINED(                                                         \
+        DURO__PG_Q_UNION7(                                                     \
+            DURO__PG_Q_ARM("13", name, o), DURO__PG_Q_ARM("14", name, o),      \
+            DURO__PG_Q_ARM("15", name, o), DURO__PG_Q_ARM("16", name, o),      \
+            DURO__PG_Q_ARM("17", name, o), DURO__PG_Q_ARM("18", name, o),      \
+            DURO__PG_Q_ARM("19", name, o)),                                    \
+        o)
+#define DURO__PG_Q_ALL(o) DURO__PG_Q_ORDERED("", o)
+#define DURO__PG_Q_NAME(o) DURO__PG_Q_ORDERED("i.name = $1::text AND ", o)
+#define DURO__PG_Q_STATUS(o) DURO__PG_Q_ARMS("", o)
+#define DURO__PG_Q_NAME_STATUS(o) DURO__PG_Q_ARMS("i.name = $1::text AND ", o)
+#define DURO__PG_Q_PREFIX(o)                                                   \
+    DURO__PG_Q_SORTED("i.name >= $2::text AND i.name < $3::text AND ", o)
+#define DURO__PG_Q_PARENT(o)                                                   \
+    DURO__PG_Q_SORTED("i.parent_instance = $5::text AND ", o)
+#define DURO__PG_Q_PROBLEM(o)                                                  \
+    DURO__PG_Q_SORTED("i.last_problem IS NOT NULL AND ", o)
+#define DURO__PG_Q_COUNT(drive)                                                \
+    "SELECT COUNT(*) FROM instances AS i WHERE " drive DURO__PG_Q_FILTER
+#define DURO__PG_Q_STATUSES                                                    \
+    "i.status IN ($13::int, $14::int, $15::int, $16::int, $17::int, "          \
+    "$18::int, $19::int) "
+#define DURO__PG_Q3(X, P)                                                      \
+    X(QUERY_##P##_ID, DURO__PG_Q_##P(ID))                                      \
+    X(QUERY_##P##_CREATED, DURO__PG_Q_##P(CREATED))                            \
+    X(QUERY_##P##_UPDATED, DURO__PG_Q_##P(UPDATED))
+
+/* In duro__query_path order (pg_manage.c indexes them by path and
+ * order). */
+#define DURO__PG_QUERY_STATEMENTS(X)                                           \
+    X(QUERY_ALL_ID, DURO__PG_Q_ALL(ID))                                        \
+    X(QUERY_NAME_ID, DURO__PG_Q_NAME(ID))                                      \
+    DURO__PG_Q3(X, STATUS)                                                     \
+    DURO__PG_Q3(X, NAME_STATUS)                                                \
+    DURO__PG_Q3(X, PREFIX)                                                     \
+    DURO__PG_Q3(X, PARENT)                                                     \
+    DURO__PG_Q3(X, PROBLEM)                                                    \
+    X(QUERY_COUNT_ALL, DURO__PG_Q_COUNT(""))                                   \
+    X(QUERY_COUNT_NAME, DURO__PG_Q_COUNT("i.name = $1::text AND "))            \
+    X(QUERY_COUNT_STATUS, DURO__PG_Q_COUNT(DURO__PG_Q_STATUSES "AND "))        \
+    X(QUERY_COUNT_NAME_STATUS,                                                 \
+      DURO__PG_Q_COUNT("i.name = $1::text AND " DURO__PG_Q_STATUSES "AND "))   \
+    X(QUERY_COUNT_PREFIX,                                                      \
+      DURO__PG_Q_COUNT("i.name >= $2::text AND i.name < $3::text AND "))       \
+    X(QUERY_COUNT_PARENT,                                                      \
+      DURO__PG_Q_COUNT("i.parent_instance = $5::text AND "))                   \
+    X(QUERY_COUNT_PROBLEM,                                                     \
+      DURO__PG_Q_COUNT("i.last_problem IS NOT NULL AND "))                     \
+    /* list_control_events, as SQLite's CONTROL_EVENTS; history_control is     \
+     * a partial index of the four kinds as written here */                    \
+    X(CONTROL_EVENTS,                                                          \
+      "SELECT h.instance_id, i.name, h.execution_id, h.event_id, h.kind, "     \
+      "h.timestamp_ms, h.reason, h.requested_by, h.flags "                     \
+      "FROM history AS h LEFT JOIN instances AS i "                            \
+      "ON i.instance_id = h.instance_id "                                      \
+      "WHERE h.kind IN (5, 19, 20, 21) "                                       \
+      "AND (h.timestamp_ms, h.instance_id, h.execution_id, h.event_id) "       \
+      "< ($4::bigint, $5::text, $6::bigint, $7::bigint) "                      \
+      "AND h.timestamp_ms >= $3::bigint "                                      \
+      "AND ($1::bigint = 0 OR (($1::bigint >> h.kind) & 1) = 1) "              \
+      "AND ($2::text IS NULL OR h.requested_by = $2::text) "                   \
+      "ORDER BY h.timestamp_ms DESC, h.instance_id DESC, "                     \
+      "h.execution_id DESC, h.event_id DESC LIMIT $8::bigint")
+
 typedef enum duro__pg_stmt_id {
 #define DURO__X(id, sql) DURO__SQL_##id,
     DURO__PG_STATEMENTS(DURO__X)
@@ -1278,6 +1400,12 @@ int duro__pg_get_instance(duro_provider *p, const char *instance_id,
 int duro__pg_list_instances(duro_provider *p,
                             const duro_instance_filter *filter,
                             duro_instance_list **out, duro_error *err);
+int duro__pg_query_instances(duro_provider *p, const duro_instance_query *q,
+                             duro_instance_page **out, duro_error *err);
+int duro__pg_list_control_events(duro_provider *p,
+                                 const duro_control_event_query *q,
+                                 duro_control_event_list **out,
+                                 duro_error *err);
 int duro__pg_count_messages(duro_provider *p, duro_queue queue,
                             const char *instance_id, uint64_t *out,
                             duro_error *err);

@@ -1,5 +1,6 @@
-/* pg_manage.c - the PostgreSQL provider's reads (history, instances, queue
- * counts, next due time) on pooled connections, and the management writes
+/* pg_manage.c - the PostgreSQL provider's reads (history, instances, the
+ * operators' queries and control requests, queue counts, next due time) on
+ * pooled connections, and the management writes
  * (recursive delete, pruning, problems) as single transactions. Any
  * thread. */
 #include <inttypes.h>
@@ -326,6 +327,197 @@ int duro__pg_list_instances(duro_provider *base,
     }
     duro__pg_reader_release(p, c);
     return rc;
+}
+
+/* ---- query_instances and list_control_events --------------------------- */
+
+/* The page and count statements of each path (DURO__PG_QUERY_STATEMENTS),
+ * pages by order. */
+static const duro__pg_stmt_id query_pages[DURO__QUERY_PATHS][3] = {
+    /* newest first, query.c makes ALL and NAME the status paths of
+     * every status: these two never run */
+    {DURO__SQL_QUERY_ALL_ID, DURO__SQL_QUERY_STATUS_CREATED,
+     DURO__SQL_QUERY_STATUS_UPDATED},
+    {DURO__SQL_QUERY_NAME_ID, DURO__SQL_QUERY_NAME_STATUS_CREATED,
+     DURO__SQL_QUERY_NAME_STATUS_UPDATED},
+    {DURO__SQL_QUERY_STATUS_ID, DURO__SQL_QUERY_STATUS_CREATED,
+     DURO__SQL_QUERY_STATUS_UPDATED},
+    {DURO__SQL_QUERY_NAME_STATUS_ID, DURO__SQL_QUERY_NAME_STATUS_CREATED,
+     DURO__SQL_QUERY_NAME_STATUS_UPDATED},
+    {DURO__SQL_QUERY_PREFIX_ID, DURO__SQL_QUERY_PREFIX_CREATED,
+     DURO__SQL_QUERY_PREFIX_UPDATED},
+    {DURO__SQL_QUERY_PARENT_ID, DURO__SQL_QUERY_PARENT_CREATED,
+     DURO__SQL_QUERY_PARENT_UPDATED},
+    {DURO__SQL_QUERY_PROBLEM_ID, DURO__SQL_QUERY_PROBLEM_CREATED,
+     DURO__SQL_QUERY_PROBLEM_UPDATED}};
+static const duro__pg_stmt_id query_counts[DURO__QUERY_PATHS] = {
+    DURO__SQL_QUERY_COUNT_ALL,    DURO__SQL_QUERY_COUNT_NAME,
+    DURO__SQL_QUERY_COUNT_STATUS, DURO__SQL_QUERY_COUNT_NAME_STATUS,
+    DURO__SQL_QUERY_COUNT_PREFIX, DURO__SQL_QUERY_COUNT_PARENT,
+    DURO__SQL_QUERY_COUNT_PROBLEM};
+
+/* Binds $1 .. $19 of a plan's statement (a statement ignores those it
+ * does not name: every parameter is sent as text). */
+static void bind_plan(duro__pg_conn *c, duro__pg_statement *s,
+                      const duro__instance_plan *q)
+{
+    duro__pg_bind_text(c, s, 1, q->name);
+    duro__pg_bind_text(c, s, 2, q->prefix);
+    duro__pg_bind_text(c, s, 3, q->prefix_end);
+    duro__pg_bind_text(c, s, 4, q->contains);
+    duro__pg_bind_text(c, s, 5, q->parent);
+    duro__pg_bind_i64(c, s, 6, q->with_problem);
+    duro__pg_bind_i64(c, s, 7, q->created_from);
+    duro__pg_bind_i64(c, s, 8, q->created_until);
+    duro__pg_bind_i64(c, s, 9, q->mask);
+    duro__pg_bind_i64(c, s, 10, q->after_key);
+    duro__pg_bind_text(c, s, 11, q->after_id);
+    duro__pg_bind_i64(c, s, 12, (int64_t)q->limit + 1);
+    for (int k = 0; k < DURO__QUERY_ARMS; k++)
+        duro__pg_bind_i64(c, s, 13 + k, q->arms[k]);
+}
+
+int duro__pg_query_instances(duro_provider *base, const duro_instance_query *q,
+                             duro_instance_page **out, duro_error *err)
+{
+    static const char op[] = "query_instances";
+    duro_error local;
+    DURO__PG_ERR_INIT(err, local);
+    if (out == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "postgres %s: out is NULL",
+                              op);
+    *out = NULL;
+    duro__instance_plan plan;
+    int rc = duro__query_plan("postgres", q, 1, &plan, err);
+    if (rc != DURO_OK)
+        return rc;
+    duro__pg_provider *p = pg_of(base);
+    duro__pg_conn *c = duro__pg_reader_acquire(p);
+    /* a page and its total from one snapshot */
+    if (plan.count_total)
+        rc = begin_read(p, c, op, err);
+    duro_instance_list *list = NULL;
+    if (rc == DURO_OK) {
+        duro__pg_statement *s =
+            duro__pg_stmt(p, c, query_pages[plan.path][plan.order], op, err);
+        rc = s != NULL ? DURO_OK : err->code;
+        if (rc == DURO_OK) {
+            bind_plan(c, s, &plan);
+            rc = read_list(p, c, s, &list, op, err);
+        }
+    }
+    int64_t total = -1;
+    if (rc == DURO_OK && plan.count_total) {
+        duro__pg_statement *s =
+            duro__pg_stmt(p, c, query_counts[plan.path], op, err);
+        rc = s != NULL ? DURO_OK : err->code;
+        if (rc == DURO_OK) {
+            bind_plan(c, s, &plan);
+            int step = duro__pg_step(p, c, s);
+            if (step == DURO__PG_ROW)
+                total = duro__pg_column_int64(s, 0);
+            else
+                rc = duro__pg_error(c, step, op, err);
+        }
+    }
+    duro__pg_reader_release(p, c);
+    duro_instance_page *page =
+        rc == DURO_OK ? duro_arena_alloc(list->arena, sizeof(*page)) : NULL;
+    if (rc == DURO_OK && page == NULL)
+        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    if (rc == DURO_OK) {
+        page->arena = list->arena;
+        page->items = list->items;
+        page->count = list->count;
+        page->total = total;
+        rc = duro__query_page_finish(page, &plan, err);
+    }
+    duro__query_plan_free(&plan);
+    if (rc != DURO_OK) {
+        duro_instance_list_free(list);
+        return rc;
+    }
+    *out = page;
+    return DURO_OK;
+}
+
+int duro__pg_list_control_events(duro_provider *base,
+                                 const duro_control_event_query *q,
+                                 duro_control_event_list **out, duro_error *err)
+{
+    static const char op[] = "list_control_events";
+    duro_error local;
+    DURO__PG_ERR_INIT(err, local);
+    if (out == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "postgres %s: out is NULL",
+                              op);
+    *out = NULL;
+    duro__event_plan plan;
+    int rc = duro__events_plan("postgres", q, 1, &plan, err);
+    if (rc != DURO_OK)
+        return rc;
+    duro_arena *a = duro_arena_create();
+    duro_control_event_list *list =
+        a != NULL ? duro_arena_alloc(a, sizeof(*list)) : NULL;
+    if (list == NULL) {
+        duro_arena_destroy(a);
+        duro__events_plan_free(&plan);
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    }
+    list->arena = a;
+    duro__pg_provider *p = pg_of(base);
+    duro__pg_conn *c = duro__pg_reader_acquire(p);
+    duro__pg_statement *s =
+        duro__pg_stmt(p, c, DURO__SQL_CONTROL_EVENTS, op, err);
+    rc = s != NULL ? DURO_OK : err->code;
+    if (rc == DURO_OK) {
+        duro__pg_bind_i64(c, s, 1, plan.mask);
+        duro__pg_bind_text(c, s, 2, plan.requested_by);
+        duro__pg_bind_i64(c, s, 3, plan.since);
+        duro__pg_bind_i64(c, s, 4, plan.before_ts);
+        duro__pg_bind_text(c, s, 5, plan.before_id);
+        duro__pg_bind_i64(c, s, 6, plan.before_execution);
+        duro__pg_bind_i64(c, s, 7, plan.before_event);
+        duro__pg_bind_i64(c, s, 8, (int64_t)plan.limit + 1);
+        size_t cap = 0;
+        int step;
+        while ((step = duro__pg_step(p, c, s)) == DURO__PG_ROW) {
+            if (list->count == cap) {
+                list->items = duro__pg_arena_grow(a, list->items, list->count,
+                                                  &cap, sizeof(*list->items));
+                if (list->items == NULL)
+                    break;
+            }
+            duro_control_event *ev = &list->items[list->count];
+            ev->execution_id = (uint64_t)duro__pg_column_int64(s, 2);
+            ev->event_id = (uint64_t)duro__pg_column_int64(s, 3);
+            ev->kind = duro__pg_column_int(s, 4);
+            ev->timestamp_ms = duro__pg_column_int64(s, 5);
+            ev->flags = (uint32_t)duro__pg_column_int64(s, 8);
+            if (duro__pg_column_text(a, s, 0, &ev->instance_id) ||
+                duro__pg_column_text(a, s, 1, &ev->name) ||
+                duro__pg_column_text(a, s, 6, &ev->reason) ||
+                duro__pg_column_text(a, s, 7, &ev->requested_by)) {
+                list->items = NULL;
+                break;
+            }
+            list->count++;
+        }
+        if (step == DURO__PG_ROW)
+            rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        else if (step != DURO__PG_DONE)
+            rc = duro__pg_error(c, step, op, err);
+    }
+    duro__pg_reader_release(p, c);
+    if (rc == DURO_OK)
+        rc = duro__events_finish(list, &plan, err);
+    duro__events_plan_free(&plan);
+    if (rc != DURO_OK) {
+        duro_arena_destroy(a);
+        return rc;
+    }
+    *out = list;
+    return DURO_OK;
 }
 
 /* Runs a single-value query (bound with instance_id when not NULL) on a

@@ -691,6 +691,8 @@ static void fill_methods(duro_provider *m)
     m->wait_for_cancellations = pg_wait_for_cancellations;
     m->control_instances = duro__pg_control_instances;
     m->control_matching = duro__pg_control_matching;
+    m->query_instances = duro__pg_query_instances;
+    m->list_control_events = duro__pg_list_control_events;
 }
 
 static int open_pool(duro__pg_provider *p, duro_error *err)

@@ -208,7 +208,27 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
     " instance_id TEXT NOT NULL,"
     " event_id TEXT NOT NULL,"
     " raised_ms INTEGER NOT NULL,"
-    " PRIMARY KEY(instance_id, event_id)) WITHOUT ROWID;"};
+    " PRIMARY KEY(instance_id, event_id)) WITHOUT ROWID;",
+    /* 7: the operators' queries (provider contract version 10). Pages of
+     * instances newest first by creation or by last change, by status and
+     * by name and status: one range per status, each read by a seek from
+     * the cursor's key, merged (every status's ranges are the whole
+     * order); and the control requests across instances, a partial index
+     * of their four kinds (OrchestrationCancelRequested 5,
+     * OrchestrationTerminated 19, ExecutionSuspended 20, ExecutionResumed
+     * 21), so the other history inserts pay nothing. Building them reads
+     * each table once. */
+    "CREATE INDEX instances_status_created"
+    " ON instances(status, created_ms, instance_id);"
+    "CREATE INDEX instances_status_updated"
+    " ON instances(status, updated_ms, instance_id);"
+    "CREATE INDEX instances_name_status_created"
+    " ON instances(name, status, created_ms, instance_id);"
+    "CREATE INDEX instances_name_status_updated"
+    " ON instances(name, status, updated_ms, instance_id);"
+    "CREATE INDEX history_control"
+    " ON history(timestamp_ms, instance_id, execution_id, event_id)"
+    " WHERE kind IN (5, 19, 20, 21);"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */

@@ -13,7 +13,7 @@
 #include "base/base.h"
 #include "providers/providers.h"
 
-#define DURO__SQLITE_SCHEMA_VERSION 6 /* what this code creates and reads */
+#define DURO__SQLITE_SCHEMA_VERSION 7 /* what this code creates and reads */
 #define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__SQLITE_POOL_MAX 64      /* most reader connections */
 
@@ -46,7 +46,9 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
  * Every statement the provider runs, prepared at most once per connection
  * (on first use) and reused with sqlite3_reset. X(ID, sql) */
 
-#define DURO__SQLITE_INFO_COLUMNS                                              \
+/* The columns of a duro_instance_info of instance alias i (read_info in
+ * sqlite_manage.c), and with them the table. */
+#define DURO__SQLITE_INFO_SELECT                                               \
     "SELECT i.instance_id, i.name, i.version, i.status, i.execution_id, "      \
     "i.created_ms, i.updated_ms, i.output, i.error, i.category, "              \
     "i.custom_status, i.parent_instance, "                                     \
@@ -54,8 +56,9 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     "WHERE h.instance_id = i.instance_id AND h.execution_id = "                \
     "i.execution_id), "                                                        \
     "i.cancel_reason, i.cancelled_by, i.cancel_requested_ms, i.finished_ms, "  \
-    "i.last_problem, i.last_problem_ms, i.next_attempt_ms "                    \
-    "FROM instances AS i "
+    "i.last_problem, i.last_problem_ms, i.next_attempt_ms "
+#define DURO__SQLITE_INFO_COLUMNS                                              \
+    DURO__SQLITE_INFO_SELECT "FROM instances AS i "
 
 #define DURO__SQLITE_LIST_FILTER                                               \
     "WHERE i.instance_id > ?1 AND (?2 = 0 OR ((?2 >> i.status) & 1)) "         \
@@ -292,7 +295,8 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(PRUNE_EXECUTIONS, "DELETE FROM executions WHERE instance_id = ?1 "       \
                         "AND execution_id <= ?2 "                              \
                         "AND status IN (" DURO__ENDED_SQL ", 6)")              \
-    DURO__SQLITE_BULK_STATEMENTS(X)
+    DURO__SQLITE_BULK_STATEMENTS(X)                                            \
+    DURO__SQLITE_QUERY_STATEMENTS(X)
 
 /* Operations on many instances (sqlite_bulk.c). A batch names its
  * instances in ?1, a JSON array read with json_each: plain ids for
@@ -624,6 +628,171 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "SELECT COUNT(*) FROM worker_queue WHERE available_at > ?1 "             \
       "AND lock_token IS NOT NULL")
 
+/* query_instances (sqlite_manage.c; the plan and its bounds: query.c).
+ * Parameters: ?1 name (NULL: any), ?2 and ?3 the name prefix's range
+ * (NULL: none), ?4 the substring (NULL: none), ?5 parent (NULL: any), ?6
+ * 1: only with a problem, ?7 and ?8 created from (inclusive) and until
+ * (exclusive), ?9 statuses checked row by row (0: any), ?10 and ?11 the
+ * keyset (the rows after (?10, ?11) in the order), ?12 the rows to read
+ * (a page and one), ?13 .. ?19 the statuses of a STATUS path (0: none).
+ * A path writes the term its index serves as it is; every other filter is
+ * a term that its NULL or 0 parameter makes true (DURO__SQLITE_Q_FILTER),
+ * which no index serves. The created bounds are an index range in the
+ * created order only: elsewhere a unary + keeps the planner on the
+ * order's index. Ordered paths (ALL and NAME by id, and each status range
+ * of STATUS and NAME_STATUS, which newest first serve ALL and NAME too,
+ * with every status) read their index in the order and stop after ?12
+ * rows; the others (PREFIX, PARENT, PROBLEM, named by INDEXED BY) read
+ * their index's rows and sort them, the instance ids and keys only. A
+ * page that joins the rows it chose with their info sorts those again, at
+ * most 7 x ?12 rows. */
+#define DURO__SQLITE_Q_FILTER(cr)                                              \
+    "(?1 IS NULL OR i.name = ?1) "                                             \
+    "AND (?5 IS NULL OR i.parent_instance = ?5) "                              \
+    "AND (?6 = 0 OR i.last_problem IS NOT NULL) "                              \
+    "AND (?9 = 0 OR ((?9 >> i.status) & 1)) "                                  \
+    "AND " DURO__SQLITE_Q_FILTER_ARM(cr)
+/* What a status range checks: the plan's precedence leaves a STATUS path
+ * no parent or problem, and its name drives or is absent (a statement
+ * must stay within C's 4095 characters). */
+#define DURO__SQLITE_Q_FILTER_ARM(cr)                                          \
+    "(?2 IS NULL OR (i.name >= ?2 AND i.name < ?3)) "                          \
+    "AND (?4 IS NULL OR instr(CAST(i.name AS BLOB), CAST(?4 AS BLOB)) > 0) "   \
+    "AND " cr "i.created_ms >= ?7 AND " cr "i.created_ms < ?8 "
+/* per order: the keyset, the ORDER BY, the sort key, the outer ORDER BY
+ * of a joined page, the created bounds' prefix */
+#define DURO__SQLITE_Q_KEYSET_ID "i.instance_id > ?11 "
+#define DURO__SQLITE_Q_KEYSET_CREATED                                          \
+    "(i.created_ms, i.instance_id) < (?10, ?11) "
+#define DURO__SQLITE_Q_KEYSET_UPDATED                                          \
+    "(i.updated_ms, i.instance_id) < (?10, ?11) "
+#define DURO__SQLITE_Q_ORDER_ID "i.instance_id"
+#define DURO__SQLITE_Q_ORDER_CREATED "i.created_ms DESC, i.instance_id DESC"
+#define DURO__SQLITE_Q_ORDER_UPDATED "i.updated_ms DESC, i.instance_id DESC"
+#define DURO__SQLITE_Q_KEY_ID "0"
+#define DURO__SQLITE_Q_KEY_CREATED "i.created_ms"
+#define DURO__SQLITE_Q_KEY_UPDATED "i.updated_ms"
+#define DURO__SQLITE_Q_OUTER_ID "pg.pid"
+#define DURO__SQLITE_Q_OUTER_CREATED "pg.pk DESC, pg.pid DESC"
+#define DURO__SQLITE_Q_OUTER_UPDATED "pg.pk DESC, pg.pid DESC"
+#define DURO__SQLITE_Q_CR_ID "+"
+#define DURO__SQLITE_Q_CR_CREATED ""
+#define DURO__SQLITE_Q_CR_UPDATED "+"
+/* the WHERE of path term `drive` in order o with filter F, and its ORDER
+ * BY and LIMIT */
+#define DURO__SQLITE_Q_WHERE_F(F, drive, o)                                    \
+    "WHERE " drive DURO__SQLITE_Q_KEYSET_##o                                   \
+        "AND " F(DURO__SQLITE_Q_CR_##o) "ORDER BY " DURO__SQLITE_Q_ORDER_##o   \
+        " LIMIT ?12"
+#define DURO__SQLITE_Q_WHERE(drive, o)                                         \
+    DURO__SQLITE_Q_WHERE_F(DURO__SQLITE_Q_FILTER, drive, o)
+/* a page read in its order from the index `drive` serves */
+#define DURO__SQLITE_Q_ORDERED(drive, o)                                       \
+    DURO__SQLITE_INFO_COLUMNS DURO__SQLITE_Q_WHERE(drive, o)
+/* the ids and keys a path chose (alias pg: pid, pk) joined with their
+ * instances */
+#define DURO__SQLITE_Q_JOINED(chosen, o)                                       \
+    DURO__SQLITE_INFO_SELECT                                                   \
+    "FROM (" chosen ") AS pg "                                                 \
+    "CROSS JOIN instances AS i ON i.instance_id = pg.pid "                     \
+    "ORDER BY " DURO__SQLITE_Q_OUTER_##o " LIMIT ?12"
+#define DURO__SQLITE_Q_CHOOSE_F(F, from, drive, o)                             \
+    "SELECT i.instance_id AS pid, " DURO__SQLITE_Q_KEY_##o                     \
+        " AS pk "                                                              \
+        "FROM " from " " DURO__SQLITE_Q_WHERE_F(F, drive, o)
+#define DURO__SQLITE_Q_CHOOSE(from, drive, o)                                  \
+    DURO__SQLITE_Q_CHOOSE_F(DURO__SQLITE_Q_FILTER, from, drive, o)
+/* a sorted path: every row of index `index` that `drive` selects */
+#define DURO__SQLITE_Q_SORTED(index, drive, o)                                 \
+    DURO__SQLITE_Q_JOINED(                                                     \
+        DURO__SQLITE_Q_CHOOSE("instances AS i INDEXED BY " index, drive, o),   \
+        o)
+/* the STATUS paths: one ordered range per status ?13 .. ?19, merged */
+#define DURO__SQLITE_Q_ARM(k, name, o)                                         \
+    "SELECT * FROM (" DURO__SQLITE_Q_CHOOSE_F(                                 \
+        DURO__SQLITE_Q_FILTER_ARM, "instances AS i",                           \
+        name "i.status = ?" k " AND ", o) ")"
+#define DURO__SQLITE_Q_UNION7(a, b, c, d, e, f, g)                             \
+    a " UNION ALL " b " UNION ALL " c " UNION ALL " d " UNION ALL " e          \
+      " UNION ALL " f " UNION ALL " g
+#define DURO__SQLITE_Q_ARMS(name, o)                                           \
+    DURO__SQLITE_Q_JOINED(                                                     \
+        DURO__SQLITE_Q_UNION7(DURO__SQLITE_Q_ARM("13", name, o),               \
+                              DURO__SQLITE_Q_ARM("14", name, o),               \
+                              DURO__SQLITE_Q_ARM("15", name, o),               \
+                              DURO__SQLITE_Q_ARM("16", name, o),               \
+                              DURO__SQLITE_Q_ARM("17", name, o),               \
+                              DURO__SQLITE_Q_ARM("18", name, o),               \
+                              DURO__SQLITE_Q_ARM("19", name, o)),              \
+        o)
+#define DURO__SQLITE_Q_ALL(o) DURO__SQLITE_Q_ORDERED("", o)
+#define DURO__SQLITE_Q_NAME(o) DURO__SQLITE_Q_ORDERED("i.name = ?1 AND ", o)
+#define DURO__SQLITE_Q_STATUS(o) DURO__SQLITE_Q_ARMS("", o)
+#define DURO__SQLITE_Q_NAME_STATUS(o) DURO__SQLITE_Q_ARMS("i.name = ?1 AND ", o)
+#define DURO__SQLITE_Q_PREFIX(o)                                               \
+    DURO__SQLITE_Q_SORTED("instances_name",                                    \
+                          "i.name >= ?2 AND i.name < ?3 AND ", o)
+#define DURO__SQLITE_Q_PARENT(o)                                               \
+    DURO__SQLITE_Q_SORTED("instances_parent", "i.parent_instance = ?5 AND ", o)
+#define DURO__SQLITE_Q_PROBLEM(o)                                              \
+    DURO__SQLITE_Q_SORTED("instances_problem",                                 \
+                          "i.last_problem IS NOT NULL AND ", o)
+/* total: the matches of a path (may read every one) */
+#define DURO__SQLITE_Q_COUNT(from, drive)                                      \
+    "SELECT COUNT(*) FROM " from " WHERE " drive DURO__SQLITE_Q_FILTER("+")
+#define DURO__SQLITE_Q_STATUSES                                                \
+    "i.status IN (?13, ?14, ?15, ?16, ?17, ?18, ?19) "
+/* X for the three orders of path P */
+#define DURO__SQLITE_Q3(X, P)                                                  \
+    X(QUERY_##P##_ID, DURO__SQLITE_Q_##P(ID))                                  \
+    X(QUERY_##P##_CREATED, DURO__SQLITE_Q_##P(CREATED))                        \
+    X(QUERY_##P##_UPDATED, DURO__SQLITE_Q_##P(UPDATED))
+
+/* In duro__query_path order (sqlite_manage.c indexes them by path and
+ * order). */
+#define DURO__SQLITE_QUERY_STATEMENTS(X)                                       \
+    X(QUERY_ALL_ID, DURO__SQLITE_Q_ALL(ID))                                    \
+    X(QUERY_NAME_ID, DURO__SQLITE_Q_NAME(ID))                                  \
+    DURO__SQLITE_Q3(X, STATUS)                                                 \
+    DURO__SQLITE_Q3(X, NAME_STATUS)                                            \
+    DURO__SQLITE_Q3(X, PREFIX)                                                 \
+    DURO__SQLITE_Q3(X, PARENT)                                                 \
+    DURO__SQLITE_Q3(X, PROBLEM)                                                \
+    X(QUERY_COUNT_ALL,                                                         \
+      "SELECT COUNT(*) FROM instances AS i WHERE " DURO__SQLITE_Q_FILTER(""))  \
+    X(QUERY_COUNT_NAME,                                                        \
+      DURO__SQLITE_Q_COUNT("instances AS i", "i.name = ?1 AND "))              \
+    X(QUERY_COUNT_STATUS,                                                      \
+      DURO__SQLITE_Q_COUNT("instances AS i", DURO__SQLITE_Q_STATUSES "AND "))  \
+    X(QUERY_COUNT_NAME_STATUS,                                                 \
+      DURO__SQLITE_Q_COUNT("instances AS i",                                   \
+                           "i.name = ?1 AND " DURO__SQLITE_Q_STATUSES "AND ")) \
+    X(QUERY_COUNT_PREFIX,                                                      \
+      DURO__SQLITE_Q_COUNT("instances AS i INDEXED BY instances_name",         \
+                           "i.name >= ?2 AND i.name < ?3 AND "))               \
+    X(QUERY_COUNT_PARENT,                                                      \
+      DURO__SQLITE_Q_COUNT("instances AS i INDEXED BY instances_parent",       \
+                           "i.parent_instance = ?5 AND "))                     \
+    X(QUERY_COUNT_PROBLEM,                                                     \
+      DURO__SQLITE_Q_COUNT("instances AS i INDEXED BY instances_problem",      \
+                           "i.last_problem IS NOT NULL AND "))                 \
+    /* list_control_events: ?1 kinds checked row by row (0: the four), ?2      \
+     * requester (NULL: any), ?3 since (inclusive), ?4 .. ?7 the keyset (the   \
+     * events below it in the order), ?8 the rows to read. The four kinds as   \
+     * written let history_control, a partial index of them alone, serve. */   \
+    X(CONTROL_EVENTS,                                                          \
+      "SELECT h.instance_id, i.name, h.execution_id, h.event_id, h.kind, "     \
+      "h.timestamp_ms, h.reason, h.requested_by, h.flags "                     \
+      "FROM history AS h LEFT JOIN instances AS i "                            \
+      "ON i.instance_id = h.instance_id "                                      \
+      "WHERE h.kind IN (5, 19, 20, 21) "                                       \
+      "AND (h.timestamp_ms, h.instance_id, h.execution_id, h.event_id) "       \
+      "< (?4, ?5, ?6, ?7) AND h.timestamp_ms >= ?3 "                           \
+      "AND (?1 = 0 OR ((?1 >> h.kind) & 1)) "                                  \
+      "AND (?2 IS NULL OR h.requested_by = ?2) "                               \
+      "ORDER BY h.timestamp_ms DESC, h.instance_id DESC, "                     \
+      "h.execution_id DESC, h.event_id DESC LIMIT ?8")
+
 typedef enum duro__sqlite_stmt_id {
 #define DURO__X(id, sql) DURO__SQL_##id,
     DURO__SQLITE_STATEMENTS(DURO__X)
@@ -885,6 +1054,12 @@ int duro__sqlite_get_instance(duro_provider *p, const char *instance_id,
 int duro__sqlite_list_instances(duro_provider *p,
                                 const duro_instance_filter *filter,
                                 duro_instance_list **out, duro_error *err);
+int duro__sqlite_query_instances(duro_provider *p, const duro_instance_query *q,
+                                 duro_instance_page **out, duro_error *err);
+int duro__sqlite_list_control_events(duro_provider *p,
+                                     const duro_control_event_query *q,
+                                     duro_control_event_list **out,
+                                     duro_error *err);
 int duro__sqlite_count_messages(duro_provider *p, duro_queue queue,
                                 const char *instance_id, uint64_t *out,
                                 duro_error *err);

@@ -458,6 +458,8 @@ static void fill_methods(duro_provider *m)
     m->check_work_item_locks = duro__sqlite_check_work_item_locks;
     m->control_instances = duro__sqlite_control_instances;
     m->control_matching = duro__sqlite_control_matching;
+    m->query_instances = duro__sqlite_query_instances;
+    m->list_control_events = duro__sqlite_list_control_events;
 }
 
 static int open_readers(duro__sqlite_provider *p, duro_error *err)
@@ -560,6 +562,28 @@ uint64_t duro__sqlite_statements_prepared(duro_provider *base)
 {
     duro__sqlite_provider *p = hook_target(base);
     return p != NULL ? atomic_load(&p->statements_prepared) : 0;
+}
+
+/* One connection's VM steps, over the statements it has prepared. */
+static uint64_t conn_vm_steps(duro__sqlite_conn *c)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; c->db != NULL && i < DURO__SQL_COUNT; i++)
+        if (c->stmts[i] != NULL)
+            n += (uint64_t)sqlite3_stmt_status(c->stmts[i],
+                                               SQLITE_STMTSTATUS_VM_STEP, 0);
+    return n;
+}
+
+uint64_t duro__sqlite_vm_steps(duro_provider *base)
+{
+    duro__sqlite_provider *p = hook_target(base);
+    if (p == NULL)
+        return 0;
+    uint64_t n = conn_vm_steps(&p->writer);
+    for (int i = 0; i < p->reader_count; i++)
+        n += conn_vm_steps(&p->readers[i]);
+    return n;
 }
 
 void duro__sqlite_inject_fault(duro_provider *base, uint64_t nth_step,

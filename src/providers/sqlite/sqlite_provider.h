@@ -14,6 +14,12 @@
  * connections. Flat once every statement in use has been prepared. */
 uint64_t duro__sqlite_statements_prepared(duro_provider *p);
 
+/* The virtual-machine steps (SQLITE_STMTSTATUS_VM_STEP) that the
+ * statements of every connection (writer and readers) have run since they
+ * were prepared, summed: how much work the provider's statements did, in
+ * rows visited, not time. Nothing else may use the provider meanwhile. */
+uint64_t duro__sqlite_vm_steps(duro_provider *p);
+
 /* Checkpoints run by this provider off the writer's path (see
  * duro__sqlite_checkpoint), for tests. */
 uint64_t duro__sqlite_checkpoints(duro_provider *p);

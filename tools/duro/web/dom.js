@@ -39,9 +39,40 @@ export class ApiError extends Error {
   }
 }
 
+// The session: a random id POST /api/v1/session returned (never the
+// token), kept in this tab's sessionStorage (scoped to this origin: scheme,
+// host and port) and sent as X-Duro-Session on every API request. No
+// cookie: nothing of duro's is sent by the browser on its own, to this
+// server or to another one on this host.
+const SESSION_KEY = "duro_session";
+let sessionInMemory = null; // when sessionStorage is not available
+export const session = {
+  get() {
+    try { return sessionStorage.getItem(SESSION_KEY); } catch { return sessionInMemory; }
+  },
+  set(id) {
+    sessionInMemory = id;
+    try { sessionStorage.setItem(SESSION_KEY, id); } catch { /* memory only */ }
+  },
+  clear() {
+    sessionInMemory = null;
+    try { sessionStorage.removeItem(SESSION_KEY); } catch { /* memory only */ }
+  },
+};
+
+let signedOut = null;
+// @p fn runs when the server refuses the session (ended or expired).
+export function whenSignedOut(fn) { signedOut = fn; }
+
 async function request(path, options) {
-  const r = await fetch("/api/v1/" + path,
-    Object.assign({ credentials: "same-origin" }, options));
+  const o = Object.assign({ credentials: "omit" }, options);
+  const id = session.get();
+  if (id) o.headers = Object.assign({ "X-Duro-Session": id }, o.headers);
+  const r = await fetch("/api/v1/" + path, o);
+  if (r.status === 401 && id && session.get() === id) {
+    session.clear();
+    if (signedOut) signedOut();
+  }
   return r;
 }
 
@@ -49,7 +80,9 @@ async function check(r) {
   if (r.ok) return r;
   const body = await r.json().catch(() => null);
   const e = body && body.error ? body.error : { code: "http", message: r.statusText };
-  throw new ApiError(r.status, e.code, e.message || e.code);
+  const err = new ApiError(r.status, e.code, e.message || e.code);
+  err.retryAfter = Number(r.headers.get("Retry-After")) || 0;
+  throw err;
 }
 
 export async function get(path) {
