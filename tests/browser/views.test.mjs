@@ -9,7 +9,7 @@
 // scrolling.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { openPage, ref, screenshot, startUi } from "./lib.mjs";
+import { api, openPage, ref, screenshot, startUi } from "./lib.mjs";
 
 const field = (page, name) => page.locator(`#card dd[data-field="${name}"]`);
 
@@ -134,9 +134,20 @@ test("views", async (t) => {
         assert.ok(preview.startsWith('"line 0001 of a long value\\nline 0002'), f + ": " +
           preview.slice(0, 60));
         assert.ok(preview.length < 4100 && !preview.includes("zzz"), f + " " + preview.length);
-        assert.match(await page.locator(`#values a.download[href*="field=${f}"]`)
-          .getAttribute("href"), /^\/api\/v1\/payload\?ref=/);
+        await page.locator("#download-" + f).waitFor();
       }
+      // Download saves the whole value (read with the session, as every
+      // API request)
+      const [download] = await Promise.all([page.waitForEvent("download"),
+        page.locator("#download-output").click()]);
+      assert.equal(download.suggestedFilename(), "echo-big-1-output.txt");
+      const saved = await (async () => {
+        const chunks = [];
+        for await (const c of await download.createReadStream()) chunks.push(c);
+        return Buffer.concat(chunks).toString("utf8");
+      })();
+      assert.equal(saved.length, 6000);
+      assert.ok(saved.endsWith('zzz"'));
       await page.locator("#show-all-output").click();
       await page.locator("#size-output").filter({ hasText: "all shown" }).waitFor();
       const whole = await page.locator("#value-output").textContent();
@@ -234,8 +245,7 @@ test("views", async (t) => {
     const button = page.locator("#attention");
     await button.waitFor();
     const n = Number(await button.locator(".n").textContent());
-    const s = await page.evaluate(async () =>
-      (await fetch("/api/v1/summary", { credentials: "same-origin" })).json());
+    const s = await api(page, "summary");
     const stuck = s.stuck.reduce((a, x) => a + x.count, 0);
     assert.ok(stuck >= 1, JSON.stringify(s.stuck));
     assert.equal(n, s.counts.failed + stuck);
@@ -276,9 +286,8 @@ async function inside(page, sel) {
     sel + " is outside the viewport: " + JSON.stringify(box));
 }
 
-// The page is no wider than the phone's 375 px (a mobile browser widens
-// its layout viewport, window.innerWidth, to a wider page: compare with
-// the device's width, not with innerWidth).
+// The page is no wider than the phone's 375 px (compared with 375, not
+// with window.innerWidth, which a mobile browser widens to a wider page).
 async function noPageScroll(page, where) {
   const w = await page.evaluate(() => ({
     doc: document.documentElement.scrollWidth,
@@ -291,12 +300,8 @@ async function noPageScroll(page, where) {
 
 test("375 px: the list, the instance page and the dialogs", async (t) => {
   const ui = await startUi(t);
-  const { browser, problems } = await openPage(t);
-  const context = await browser.newContext({ viewport: { width: 375, height: 740 },
-    isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
-  const page = await context.newPage();
-  page.setDefaultTimeout(15000);
-  page.on("pageerror", (e) => problems.push("pageerror: " + e.message));
+  const { page, problems } = await openPage(t);
+  await page.setViewportSize({ width: 375, height: 740 });
   await page.goto(ui.url);
   await page.locator("#rows tr[data-ref]").first().waitFor();
 

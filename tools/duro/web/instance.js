@@ -34,6 +34,11 @@ function listFrom() {
   return q < 0 ? "" : new URLSearchParams(hash.slice(q + 1)).get("from") || "";
 }
 
+// "ID-FIELD.txt", the id's characters a file name cannot hold as "_".
+function fileName(id, field) {
+  return String(id).replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 100) + "-" + field + ".txt";
+}
+
 const VALUES = [
   // [label, field of GET payload?field=, key of the instance object]
   ["Input", "input", null],
@@ -178,8 +183,23 @@ export function showInstance(view, ref, opts = {}) {
     const size = h("span", { class: "size", id: "size-" + field },
       bytes(v.bytes) + (v.truncated ? ", the first " + bytes(new TextEncoder()
         .encode(text).length).replace(/ \(.*\)$/, "") + " shown" : ""));
-    const download = h("a", { class: "download", download: field + ".txt",
-      href: "/api/v1/payload?" + query({ ref, field }) }, "Download");
+    // read with the session (an API request), then saved as a file
+    const download = h("button", { type: "button", class: "link download",
+      id: "download-" + field,
+      onclick: async () => {
+        try {
+          const whole = await getText("payload?" + query({ ref, field }));
+          const url = URL.createObjectURL(new Blob([whole],
+            { type: "text/plain;charset=utf-8" }));
+          const a = h("a", { href: url, download: fileName(info.id, field) });
+          document.body.append(a);
+          a.click();
+          a.remove();
+          setTimeout(() => URL.revokeObjectURL(url), 10000);
+        } catch (e) {
+          say(label + ": " + e.message, true);
+        }
+      } }, "Download");
     const all = v.truncated ? h("button", { type: "button", class: "link",
       id: "show-all-" + field,
       onclick: async () => {
