@@ -659,6 +659,19 @@ static void test_views_runtime(unsigned port, const char *auth,
                  buf, sizeof(buf));
     CHECK(s == 200 && lists(buf, "fail-1"), "attention lists fail-1: %s",
           body_of(buf));
+    /* children: GET instances?parent=REF (the parent's exact bytes) */
+    snprintf(path, sizeof(path), "/api/v1/instances?parent=%s&count=1", pref);
+    s = get_path(port, auth, path, buf, sizeof(buf));
+    doc = json_of(buf);
+    CHECK(s == 200 && lists(buf, "child-1") &&
+              json_array_size(json_object_get(doc, "instances")) == 1 &&
+              json_integer_value(json_object_get(doc, "total")) == 1,
+          "children of the parent: %d %.300s", s, body_of(buf));
+    json_decref(doc);
+    snprintf(path, sizeof(path), "/api/v1/instances?parent=%s&count=1", cref);
+    s = get_path(port, auth, path, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"total\":0") != NULL,
+          "children of child-1: %d %.300s", s, body_of(buf));
     s = get_path(port, auth, "/api/v1/instances?attention=1&id_prefix=child-",
                  buf, sizeof(buf));
     CHECK(s == 200 && !lists(buf, "child-1"), "attention lists child-1: %s",
@@ -1438,6 +1451,270 @@ static void test_lockout(void)
     CHECK(wait_exit(pid, 7, &st) == 0, "ui 7 did not stop");
 }
 
+/* The ids listed by the GET instances answer in @p resp, comma-separated,
+ * into @p out; *@p next the next_cursor (or "" when null), *@p total
+ * the total (or -1). */
+static void listed_ids(const char *resp, char *out, size_t size, char *next,
+                       size_t next_size, long long *total)
+{
+    json_t *doc = json_of(resp);
+    size_t i, o = 0;
+    json_t *it;
+    out[0] = '\0';
+    json_array_foreach(json_object_get(doc, "instances"), i, it)
+    {
+        o += (size_t)snprintf(out + o, size - o, "%s%s", i ? "," : "",
+                              json_string_value(json_object_get(it, "id")));
+        if (o >= size)
+            break;
+    }
+    const char *n = json_string_value(json_object_get(doc, "next_cursor"));
+    snprintf(next, next_size, "%s", n != NULL ? n : "");
+    json_t *t = json_object_get(doc, "total");
+    *total = json_is_integer(t) ? (long long)json_integer_value(t) : -1;
+    json_decref(doc);
+}
+
+/* Pages through GET instances?@p query with limit @p limit from the start
+ * to the end; the ids of every page in @p out (comma-separated); the
+ * number of pages, or -1 on an error answer. */
+static int page_through(unsigned port, const char *auth, const char *query,
+                        int limit, char *out, size_t size)
+{
+    static char buf[1 << 20];
+    char path[1024], next[256] = "", ids[8192];
+    long long total;
+    size_t o = 0;
+    int pages = 0;
+    out[0] = '\0';
+    do {
+        snprintf(path, sizeof(path), "/api/v1/instances?%s&limit=%d%s%s", query,
+                 limit, next[0] ? "&cursor=" : "", next);
+        if (req(port, "GET", path, auth, NULL, buf, sizeof(buf)) != 200)
+            return -1;
+        listed_ids(buf, ids, sizeof(ids), next, sizeof(next), &total);
+        if (ids[0] != '\0')
+            o += (size_t)snprintf(out + o, size - o, "%s%s", o ? "," : "", ids);
+        pages++;
+    } while (next[0] != '\0' && pages < 1000 && o < size);
+    return pages;
+}
+
+/* The store query API through GET instances (order, count, several
+ * statuses, name prefix and substring, attention over the query in
+ * pages), GET counts and GET control-events, over a store no runtime
+ * changes any more. */
+static void test_views_query(unsigned port, const char *auth,
+                             duro_client *client)
+{
+    static char buf[1 << 20];
+    char one[16384], all[16384], next[256];
+    long long total = 0;
+
+    /* newest first: created_ms descending; updated likewise */
+    const char *orders[][2] = {{"created", "created_at_ms"},
+                               {"updated", "updated_at_ms"}};
+    for (size_t k = 0; k < 2; k++) {
+        char path[128];
+        snprintf(path, sizeof(path),
+                 "/api/v1/instances?order=%s&limit=1000&count=1", orders[k][0]);
+        int s = get_path(port, auth, path, buf, sizeof(buf));
+        json_t *doc = json_of(buf);
+        json_t *items = json_object_get(doc, "instances");
+        int sorted = json_array_size(items) > 10;
+        for (size_t i = 1; i < json_array_size(items); i++)
+            sorted &=
+                json_integer_value(json_object_get(json_array_get(items, i - 1),
+                                                   orders[k][1])) >=
+                json_integer_value(
+                    json_object_get(json_array_get(items, i), orders[k][1]));
+        CHECK(s == 200 && sorted &&
+                  json_integer_value(json_object_get(doc, "total")) ==
+                      (json_int_t)json_array_size(items),
+              "order=%s: %d, %zu rows", orders[k][0], s,
+              json_array_size(items));
+        json_decref(doc);
+    }
+    /* paging newest first: every instance once, the same as one page */
+    int pages = page_through(port, auth, "order=created", 7, one, sizeof(one));
+    page_through(port, auth, "order=created", 1000, all, sizeof(all));
+    CHECK(pages > 2 && strcmp(one, all) == 0,
+          "order=created in pages of 7 (%d pages) differs from one page",
+          pages);
+    /* attention over the query, in pages of 1 and 2: the same rows as
+     * in one page, each once */
+    page_through(port, auth, "attention=1", 1000, all, sizeof(all));
+    CHECK(strstr(all, "fail-1") != NULL && strstr(all, "att-1") != NULL &&
+              strstr(all, "att-2") == NULL && strstr(all, "child-1") == NULL,
+          "attention=1: %s", all);
+    for (int limit = 1; limit <= 2; limit++) {
+        pages =
+            page_through(port, auth, "attention=1", limit, one, sizeof(one));
+        CHECK(pages > 1 && strcmp(one, all) == 0,
+              "attention=1 in pages of %d: %s, not %s", limit, one, all);
+        pages = page_through(port, auth, "attention=1&order=created", limit,
+                             one, sizeof(one));
+        char newest[16384];
+        page_through(port, auth, "attention=1&order=created", 1000, newest,
+                     sizeof(newest));
+        CHECK(pages > 1 && strcmp(one, newest) == 0,
+              "attention=1, newest first, in pages of %d: %s, not %s", limit,
+              one, newest);
+    }
+    int s =
+        get_path(port, auth, "/api/v1/instances?attention=1&count=1&limit=1",
+                 buf, sizeof(buf));
+    listed_ids(buf, one, sizeof(one), next, sizeof(next), &total);
+    {
+        size_t n = all[0] ? 1 : 0;
+        for (const char *c = all; *c; c++)
+            n += *c == ',';
+        CHECK(s == 200 && total == (long long)n,
+              "attention total %lld, listed %zu", total, n);
+    }
+    /* several statuses, and their count */
+    s = get_path(port, auth,
+                 "/api/v1/instances?status=completed,failed&limit=1000&count=1",
+                 buf, sizeof(buf));
+    json_t *doc = json_of(buf);
+    size_t i;
+    json_t *it;
+    int only = 1;
+    json_array_foreach(json_object_get(doc, "instances"), i, it)
+    {
+        const char *st = json_string_value(json_object_get(it, "status"));
+        only &= strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0;
+    }
+    CHECK(
+        s == 200 && only &&
+            json_integer_value(json_object_get(doc, "total")) ==
+                (json_int_t)json_array_size(json_object_get(doc, "instances")),
+        "status=completed,failed: %d", s);
+    json_decref(doc);
+    /* names by prefix and by substring */
+    s = get_path(port, auth, "/api/v1/instances?name_prefix=Wai&limit=1000",
+                 buf, sizeof(buf));
+    CHECK(s == 200 && lists(buf, "wait-0") && !lists(buf, "plain-2"),
+          "name_prefix=Wai: %d", s);
+    s = get_path(port, auth,
+                 "/api/v1/instances?name_contains=are&limit=1000&count=1", buf,
+                 sizeof(buf));
+    listed_ids(buf, one, sizeof(one), next, sizeof(next), &total);
+    CHECK(s == 200 && strstr(one, "par") != NULL && total == 1,
+          "name_contains=are (Parent): %d %s %lld", s, one, total);
+    /* GET counts follows the filter */
+    s = get_path(port, auth, "/api/v1/counts?name_prefix=Wai", buf,
+                 sizeof(buf));
+    doc = json_of(buf);
+    json_t *counts = json_object_get(doc, "counts");
+    CHECK(s == 200 &&
+              json_integer_value(json_object_get(counts, "completed")) == 4 &&
+              json_integer_value(json_object_get(counts, "pending")) == 0,
+          "counts?name_prefix=Wai: %d %s", s, body_of(buf));
+    json_decref(doc);
+    s = get_path(port, auth, "/api/v1/counts?attention=1", buf, sizeof(buf));
+    doc = json_of(buf);
+    {
+        size_t n = 1;
+        for (const char *c = all; *c; c++)
+            n += *c == ',';
+        CHECK(s == 200 &&
+                  json_integer_value(json_object_get(doc, "total")) ==
+                      (json_int_t)n &&
+                  json_integer_value(json_object_get(
+                      json_object_get(doc, "counts"), "completed")) == 0,
+              "counts?attention=1: %s", body_of(buf));
+    }
+    json_decref(doc);
+    s = get_path(port, auth, "/api/v1/counts?id_prefix=att-", buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"pending\":4") != NULL,
+          "counts?id_prefix=att-: %s", body_of(buf));
+    /* refused: a bad order, a prefix in another order, status in counts */
+    const char *refused[] = {"/api/v1/instances?order=oldest",
+                             "/api/v1/instances?order=created&id_prefix=a",
+                             "/api/v1/instances?count=yes",
+                             "/api/v1/instances?parent=!!",
+                             "/api/v1/instances?id_prefix=a&name_contains=b",
+                             "/api/v1/instances?order=created&cursor=nonsense",
+                             "/api/v1/counts?status=running",
+                             "/api/v1/control-events?action=purge",
+                             "/api/v1/control-events?kind=cancel"};
+    for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
+        s = get_path(port, auth, refused[k], buf, sizeof(buf));
+        CHECK(s == 400, "%s: %d %.200s", refused[k], s, body_of(buf));
+    }
+    /* control events: plain-1's cancel by ui:NAME ("test"), newest first */
+    s = get_path(port, auth, "/api/v1/control-events?action=cancel&limit=1000",
+                 buf, sizeof(buf));
+    doc = json_of(buf);
+    json_t *plain = NULL;
+    int newest_first = 1;
+    int64_t prev = INT64_MAX;
+    json_array_foreach(json_object_get(doc, "events"), i, it)
+    {
+        int64_t at = json_integer_value(json_object_get(it, "at_ms"));
+        newest_first &= at <= prev;
+        prev = at;
+        newest_first &= strcmp(json_string_value(json_object_get(it, "action")),
+                               "cancel") == 0;
+        if (strcmp(json_string_value(json_object_get(it, "id")), "plain-1") ==
+            0)
+            plain = it;
+    }
+    const char *by =
+        plain ? json_string_value(json_object_get(plain, "requested_by")) : "";
+    CHECK(s == 200 && newest_first && plain != NULL &&
+              strcmp(json_string_value(json_object_get(plain, "reason")),
+                     "test") == 0 &&
+              strncmp(by, "ui:", 3) == 0 &&
+              json_object_get(plain, "ref") != NULL,
+          "control-events: %d %.300s", s, body_of(buf));
+    char q[256];
+    snprintf(q, sizeof(q),
+             "/api/v1/control-events?requested_by=%s&action=terminate,cancel",
+             by != NULL ? by : "");
+    json_decref(doc);
+    s = get_path(port, auth, q, buf, sizeof(buf));
+    doc = json_of(buf);
+    int mine = json_array_size(json_object_get(doc, "events")) > 0;
+    json_array_foreach(json_object_get(doc, "events"), i, it) mine &=
+        strncmp(json_string_value(json_object_get(it, "requested_by")),
+                "ui:", 3) == 0;
+    CHECK(s == 200 && mine, "control-events by requester: %d %.300s", s,
+          body_of(buf));
+    json_decref(doc);
+    /* paged by one: newest first, each once */
+    s = get_path(port, auth, "/api/v1/control-events?limit=1", buf,
+                 sizeof(buf));
+    doc = json_of(buf);
+    const char *c1 = json_string_value(json_object_get(doc, "next_cursor"));
+    char path[512];
+    snprintf(path, sizeof(path), "/api/v1/control-events?limit=1&cursor=%s",
+             c1 != NULL ? c1 : "");
+    char first_id[64];
+    snprintf(
+        first_id, sizeof(first_id), "%s:%lld",
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(doc, "events"), 0), "id")),
+        (long long)json_integer_value(json_object_get(
+            json_array_get(json_object_get(doc, "events"), 0), "event_id")));
+    json_decref(doc);
+    s = get_path(port, auth, path, buf, sizeof(buf));
+    doc = json_of(buf);
+    json_t *second = json_array_get(json_object_get(doc, "events"), 0);
+    char second_id[64];
+    snprintf(second_id, sizeof(second_id), "%s:%lld",
+             second ? json_string_value(json_object_get(second, "id")) : "",
+             second ? (long long)json_integer_value(
+                          json_object_get(second, "event_id"))
+                    : 0LL);
+    CHECK(c1 != NULL && s == 200 && second != NULL &&
+              strcmp(first_id, second_id) != 0,
+          "control-events page 2: %s then %s", first_id, second_id);
+    json_decref(doc);
+    (void)client;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -2144,6 +2421,7 @@ int main(int argc, char **argv)
             duro_free(info);
         }
         stop_runtime();
+        test_views_query(port, auth, client);
 
         /* raise-event with event_id: once per id on the instance (a
          * retried POST delivers nothing more); an empty or non-string id

@@ -451,6 +451,17 @@ static int each_listed(duro_client *c, duro_instance_filter filter,
 #define ATTENTION_STATUSES                                                     \
     (BIT(DURO_STATUS_PENDING) | BIT(DURO_STATUS_RUNNING) |                     \
      BIT(DURO_STATUS_SUSPENDED) | BIT(DURO_STATUS_FAILED))
+#define LIVE_STATUSES                                                          \
+    (BIT(DURO_STATUS_PENDING) | BIT(DURO_STATUS_RUNNING) |                     \
+     BIT(DURO_STATUS_SUSPENDED))
+/* Every instance status (an instance is never ContinuedAsNew). */
+#define ALL_STATUSES (LIVE_STATUSES | ENDED_STATUSES)
+#define ENDED_STATUSES                                                         \
+    (BIT(DURO_STATUS_COMPLETED) | BIT(DURO_STATUS_FAILED) |                    \
+     BIT(DURO_STATUS_CANCELLED) | BIT(DURO_STATUS_TERMINATED))
+/* The most instances a total counts by listing (id_prefix): past it the
+ * total is this and total_capped true. */
+#define COUNT_CAP 10000
 
 /* attention=1: failed, or live (pending, running, suspended) with a
  * problem a runtime recorded (the summary's "stuck"). */
@@ -461,13 +472,222 @@ static int needs_attention(const duro_instance_info *info)
             !duro_status_is_terminal(info->status));
 }
 
-/* get_instances' page: up to limit rows, and whether one more matches. */
+/* The filter of GET instances and GET counts, from the request. */
+typedef struct list_args {
+    uint32_t status_mask; /* 0: any */
+    const char *name, *name_prefix, *name_contains, *id_prefix;
+    char *parent; /* parent=REF decoded (caller frees) */
+    int64_t created_after_ms, created_before_ms;
+    int attention;
+    int order; /* duro_instance_order */
+    size_t limit;
+    const char *cursor;
+    int count;
+} list_args;
+
+/* The first argument of the request not in its route's list, or NULL. */
+typedef struct unknown_arg {
+    const char *const *known;
+    const char *key;
+} unknown_arg;
+
+static enum MHD_Result find_unknown_arg(void *cls, enum MHD_ValueKind kind,
+                                        const char *key, const char *value)
+{
+    unknown_arg *u = cls;
+    (void)kind;
+    (void)value;
+    for (size_t i = 0; u->known[i] != NULL; i++)
+        if (strcmp(u->known[i], key) == 0)
+            return MHD_YES;
+    u->key = key;
+    return MHD_NO;
+}
+
+/* 0 when every argument is in @p known (NULL-ended); else queues 400
+ * naming the first other one (a misspelt filter, "nmae=", must not list
+ * everything) and returns -1. */
+static int known_args(ui_request *r, const char *const *known, int *rc)
+{
+    unknown_arg unknown = {known, NULL};
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, find_unknown_arg,
+                              &unknown);
+    if (unknown.key == NULL)
+        return 0;
+    char shown[TEXT_QUOTE_SIZE];
+    *rc = ui_send_error(r, 400, "bad_argument", "unknown parameter '%s'",
+                        text_quote(unknown.key, shown, sizeof(shown)));
+    return -1;
+}
+
+/* Reads the filter (and, with @p paged, order, limit, cursor and count)
+ * into @p a; -1 after queueing a 400 in *rc. */
+static int parse_list_args(ui_request *r, int paged, list_args *a, int *rc)
+{
+    memset(a, 0, sizeof(*a));
+    if (parse_statuses(arg(r, "status"), &a->status_mask) != 0) {
+        *rc = ui_send_error(r, 400, "bad_argument",
+                            "status: a comma-separated list of pending, "
+                            "running, suspended, completed, failed, "
+                            "cancelled, terminated");
+        return -1;
+    }
+    a->name = arg(r, "name");
+    a->name_prefix = arg(r, "name_prefix");
+    a->name_contains = arg(r, "name_contains");
+    a->id_prefix = arg(r, "id_prefix");
+    if (parse_time(arg(r, "created_after"), &a->created_after_ms) != 0 ||
+        parse_time(arg(r, "created_before"), &a->created_before_ms) != 0) {
+        *rc = ui_send_error(r, 400, "bad_argument",
+                            "created_after/created_before: milliseconds "
+                            "since the epoch or RFC 3339 UTC "
+                            "(2026-05-01T12:00:00Z)");
+        return -1;
+    }
+    const char *attention = arg(r, "attention");
+    if (attention != NULL && strcmp(attention, "1") != 0) {
+        *rc = ui_send_error(r, 400, "bad_argument",
+                            "attention: 1 (failed, or live with a recorded "
+                            "problem), or leave it out");
+        return -1;
+    }
+    a->attention = attention != NULL;
+    if (arg(r, "parent") != NULL) {
+        a->parent = ref_decode(arg(r, "parent"));
+        if (a->parent == NULL) {
+            *rc = ui_send_error(r, 400, "bad_argument",
+                                "parent: the ref of an instance");
+            return -1;
+        }
+    }
+    if (a->id_prefix != NULL &&
+        (a->name_prefix != NULL || a->name_contains != NULL ||
+         a->parent != NULL)) {
+        *rc = ui_send_error(r, 400, "bad_argument",
+                            "id_prefix goes with status, name, created_*, "
+                            "attention and the id order only");
+        free(a->parent);
+        a->parent = NULL;
+        return -1;
+    }
+    if (!paged)
+        return 0;
+    uint64_t limit;
+    const char *order = arg(r, "order");
+    const char *count = arg(r, "count");
+    if (arg_uint(r, "limit", 50, PAGE_MAX, &limit, rc) != 0) {
+        free(a->parent);
+        a->parent = NULL;
+        return -1;
+    }
+    a->limit = limit == 0 ? 50 : (size_t)limit;
+    a->cursor = arg(r, "cursor");
+    a->order = order == NULL || strcmp(order, "id") == 0 ? DURO_ORDER_ID
+               : strcmp(order, "created") == 0 ? DURO_ORDER_CREATED_DESC
+               : strcmp(order, "updated") == 0 ? DURO_ORDER_UPDATED_DESC
+                                               : -1;
+    const char *why =
+        a->order < 0 ? "order: id, created (newest first) or updated (most "
+                       "recently changed first)"
+        : count != NULL && strcmp(count, "1") != 0
+            ? "count: 1 (count every match: total), or leave it out"
+        : a->id_prefix != NULL && a->order != DURO_ORDER_ID
+            ? "id_prefix lists in id order only (order=id)"
+            : NULL;
+    if (why != NULL) {
+        *rc = ui_send_error(r, 400, "bad_argument", "%s", why);
+        free(a->parent);
+        a->parent = NULL;
+        return -1;
+    }
+    a->count = count != NULL;
+    return 0;
+}
+
+/* The query of @p a with @p mask as its statuses (0: any). */
+static duro_instance_query query_of(const list_args *a, uint32_t mask)
+{
+    duro_instance_query q;
+    duro_instance_query_init(&q);
+    q.status_mask = mask;
+    q.name = a->name;
+    q.name_prefix = a->name_prefix;
+    q.name_contains = a->name_contains;
+    q.parent_instance = a->parent;
+    q.created_after_ms = a->created_after_ms;
+    q.created_before_ms = a->created_before_ms;
+    q.order = a->order;
+    return q;
+}
+
+/* The statuses @p a selects: its status filter, narrowed by attention to
+ * ATTENTION_STATUSES. 0 with *none set: nothing can match. */
+static uint32_t mask_of(const list_args *a, int *none)
+{
+    uint32_t mask = a->status_mask;
+    *none = 0;
+    if (!a->attention)
+        return mask;
+    *none = mask != 0 && (mask & ATTENTION_STATUSES) == 0;
+    return mask != 0 ? mask & ATTENTION_STATUSES : ATTENTION_STATUSES;
+}
+
+/* How many instances @p a selects among @p mask (0: any), by
+ * duro_client_query's count: attention counts the live ones with a
+ * problem and the failed ones (disjoint). DURO_OK or the query's error. */
+static int count_query(duro_client *c, const list_args *a, uint32_t mask,
+                       int64_t *total)
+{
+    int none;
+    uint32_t m = mask_of(a, &none);
+    if (mask != 0)
+        m = m != 0 ? m & mask : mask;
+    *total = 0;
+    if (none || (mask != 0 && m == 0))
+        return DURO_OK;
+    /* counting reads every match: through the created-time index when
+     * there is a window */
+    list_args ordered = *a;
+    ordered.order = a->created_after_ms || a->created_before_ms
+                        ? DURO_ORDER_CREATED_DESC
+                        : DURO_ORDER_ID;
+    uint32_t parts[2] = {m, 0};
+    int problem[2] = {0, 0};
+    if (a->attention) {
+        parts[0] = m & LIVE_STATUSES;
+        problem[0] = 1;
+        parts[1] = m & BIT(DURO_STATUS_FAILED);
+    }
+    for (int k = 0; k < 2; k++) {
+        if (k == 1 && parts[1] == 0)
+            break;
+        if (a->attention && parts[k] == 0)
+            continue;
+        duro_instance_query q = query_of(&ordered, parts[k]);
+        q.with_problem = problem[k];
+        q.limit = 1;
+        q.count_total = 1;
+        duro_instance_page *pg = NULL;
+        int rc = duro_client_query(c, &q, &pg);
+        if (rc != DURO_OK)
+            return rc;
+        *total += pg->total;
+        duro_instance_page_free(pg);
+    }
+    return DURO_OK;
+}
+
+/* get_instances' page by listing (id_prefix): up to limit rows, whether
+ * one more matches; with count, every match counted up to COUNT_CAP. */
 typedef struct list_page {
     json_t *items;
     size_t limit, taken;
     int more;
     char *last;
     int attention; /* only the rows needs_attention() takes */
+    int counting;  /* go on past the page to count, up to COUNT_CAP */
+    uint64_t counted;
+    uint64_t by[DURO_STATUS_TERMINATED + 1]; /* counted, by status */
 } list_page;
 
 static int page_add(const duro_instance_info *info, void *arg)
@@ -475,118 +695,32 @@ static int page_add(const duro_instance_info *info, void *arg)
     list_page *pg = arg;
     if (pg->attention && !needs_attention(info))
         return 0;
+    if (pg->counting) {
+        if (pg->counted == COUNT_CAP) {
+            pg->counted++; /* more than COUNT_CAP */
+            pg->more |= pg->taken == pg->limit;
+            return 1;
+        }
+        pg->counted++;
+        if (info->status >= 0 && info->status <= DURO_STATUS_TERMINATED)
+            pg->by[info->status]++;
+    }
     if (pg->taken == pg->limit) {
         pg->more = 1;
-        return 1;
+        return !pg->counting;
     }
-    json_array_append_new(pg->items, instance_json(info, 1));
+    if (pg->items != NULL)
+        json_array_append_new(pg->items, instance_json(info, 1));
     free(pg->last);
     pg->last = strdup(info->instance_id);
     pg->taken++;
     return 0;
 }
 
-/* The first argument of the request not in list_args, or NULL. */
-typedef struct unknown_arg {
-    const char *key;
-} unknown_arg;
-
-static enum MHD_Result find_unknown_arg(void *cls, enum MHD_ValueKind kind,
-                                        const char *key, const char *value)
+/* A list answer: @p doc (stolen) with X-Duro-Rows-Read: @p rows_read, the
+ * rows the store returned to make it. */
+static int send_listing(ui_request *r, json_t *doc, size_t rows_read)
 {
-    static const char *const list_args[] = {
-        "status",        "name",           "id_prefix",
-        "created_after", "created_before", "limit",
-        "cursor",        "attention",      NULL};
-    unknown_arg *u = cls;
-    (void)kind;
-    (void)value;
-    for (size_t i = 0; list_args[i] != NULL; i++)
-        if (strcmp(list_args[i], key) == 0)
-            return MHD_YES;
-    u->key = key;
-    return MHD_NO;
-}
-
-static int get_instances(ui_request *r, json_t *body)
-{
-    (void)body;
-    int rc = 0;
-    /* a misspelt filter ("nmae=") must not list everything */
-    unknown_arg unknown = {NULL};
-    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, find_unknown_arg,
-                              &unknown);
-    if (unknown.key != NULL) {
-        char shown[TEXT_QUOTE_SIZE];
-        return ui_send_error(r, 400, "bad_argument", "unknown parameter '%s'",
-                             text_quote(unknown.key, shown, sizeof(shown)));
-    }
-    duro_instance_filter filter = {0};
-    uint64_t limit;
-    if (arg_uint(r, "limit", 50, PAGE_MAX, &limit, &rc) != 0)
-        return rc;
-    if (limit == 0)
-        limit = 50;
-    if (parse_statuses(arg(r, "status"), &filter.status_mask) != 0)
-        return ui_send_error(r, 400, "bad_argument",
-                             "status: a comma-separated list of pending, "
-                             "running, suspended, completed, failed, "
-                             "cancelled, terminated");
-    filter.name = arg(r, "name");
-    if (parse_time(arg(r, "created_after"), &filter.created_after_ms) != 0 ||
-        parse_time(arg(r, "created_before"), &filter.created_before_ms) != 0)
-        return ui_send_error(r, 400, "bad_argument",
-                             "created_after/created_before: milliseconds "
-                             "since the epoch or RFC 3339 UTC "
-                             "(2026-05-01T12:00:00Z)");
-    const char *attention = arg(r, "attention");
-    if (attention != NULL && strcmp(attention, "1") != 0)
-        return ui_send_error(r, 400, "bad_argument",
-                             "attention: 1 (failed, or live with a recorded "
-                             "problem), or leave it out");
-    int none = 0; /* a status filter attention excludes: nothing matches */
-    if (attention != NULL) {
-        none = filter.status_mask != 0 &&
-               (filter.status_mask & ATTENTION_STATUSES) == 0;
-        filter.status_mask = filter.status_mask != 0
-                                 ? filter.status_mask & ATTENTION_STATUSES
-                                 : ATTENTION_STATUSES;
-    }
-    const char *prefix = arg(r, "id_prefix");
-    char *after = NULL;
-    if (arg(r, "cursor") != NULL) {
-        after = ref_decode(arg(r, "cursor"));
-        if (after == NULL)
-            return ui_send_error(r, 400, "bad_argument",
-                                 "cursor: not a cursor this API returned");
-    }
-    /* Pages in id order from the cursor: limit rows and one more, which
-     * decides next_cursor. */
-    list_page pg = {json_array(), (size_t)limit, 0, 0, NULL, attention != NULL};
-    size_t rows_read = 0;
-    rc = none ? DURO_OK
-              : each_listed(r->srv->client, filter, after, prefix,
-                            (size_t)limit + 1, page_add, &pg, &rows_read);
-    free(after);
-    json_t *items = pg.items;
-    char *last = pg.last;
-    int more = pg.more;
-    if (rc != DURO_OK) {
-        free(last);
-        json_decref(items);
-        return send_rc(r, rc, "listing instances");
-    }
-    json_t *doc = json_object();
-    jset(doc, "instances", items);
-    if (more && last != NULL) {
-        char *cursor = ui_ref_encode(last, strlen(last));
-        jset(doc, "next_cursor", jstr(cursor));
-        free(cursor);
-    } else {
-        jset(doc, "next_cursor", json_null());
-    }
-    free(last);
-    /* what the page cost the store (docs/ui-api.md): X-Duro-Rows-Read */
     char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
     json_decref(doc);
     if (text == NULL)
@@ -602,6 +736,354 @@ static int get_instances(ui_request *r, json_t *body)
         MHD_add_response_header(resp, "X-Duro-Rows-Read", rows);
     }
     return ui_queue(r, 200, resp);
+}
+
+/* id_prefix: in id order over duro_client_list (which has no prefix
+ * filter), from the first id with the prefix (each_listed); the cursor is
+ * the ref of the page's last id. */
+static int list_by_prefix(ui_request *r, const list_args *a)
+{
+    int none;
+    duro_instance_filter filter = {0};
+    filter.status_mask = mask_of(a, &none);
+    filter.name = a->name;
+    filter.created_after_ms = a->created_after_ms;
+    filter.created_before_ms = a->created_before_ms;
+    char *after = NULL;
+    if (a->cursor != NULL) {
+        after = ref_decode(a->cursor);
+        if (after == NULL)
+            return ui_send_error(r, 400, "bad_argument",
+                                 "cursor: not a cursor this API returned");
+    }
+    /* limit rows and one more, which decides next_cursor */
+    list_page pg = {json_array(), a->limit, 0, 0,  NULL,
+                    a->attention, 0,        0, {0}};
+    size_t rows_read = 0;
+    int rc = none ? DURO_OK
+                  : each_listed(r->srv->client, filter, after, a->id_prefix,
+                                a->limit + 1, page_add, &pg, &rows_read);
+    free(after);
+    uint64_t counted = 0;
+    if (rc == DURO_OK && a->count && !none) {
+        /* counted from the prefix's start, up to COUNT_CAP */
+        list_page all = {NULL, 0, 0, 0, NULL, a->attention, 1, 0, {0}};
+        size_t more_rows = 0;
+        rc = each_listed(r->srv->client, filter, NULL, a->id_prefix, PAGE_MAX,
+                         page_add, &all, &more_rows);
+        rows_read += more_rows;
+        counted = all.counted;
+        free(all.last);
+    }
+    if (rc != DURO_OK) {
+        free(pg.last);
+        json_decref(pg.items);
+        return send_rc(r, rc, "listing instances");
+    }
+    json_t *doc = json_object();
+    jset(doc, "instances", pg.items);
+    if (pg.more && pg.last != NULL) {
+        char *cursor = ui_ref_encode(pg.last, strlen(pg.last));
+        jset(doc, "next_cursor", jstr(cursor));
+        free(cursor);
+    } else {
+        jset(doc, "next_cursor", json_null());
+    }
+    free(pg.last);
+    if (a->count) {
+        jset(doc, "total",
+             jint((int64_t)(counted > COUNT_CAP ? COUNT_CAP : counted)));
+        jset(doc, "total_capped", json_boolean(counted > COUNT_CAP));
+    }
+    return send_listing(r, doc, rows_read);
+}
+
+/* The next_cursor after the first @p n rows of the query @p q from
+ * @p cursor (NULL: the start): the cursor after a row amid a page. Caller
+ * frees; *@p out NULL when none. */
+static int cursor_after(duro_client *c, duro_instance_query q,
+                        const char *cursor, size_t n, char **out)
+{
+    q.cursor = cursor;
+    q.limit = n;
+    q.count_total = 0;
+    duro_instance_page *pg = NULL;
+    int rc = duro_client_query(c, &q, &pg);
+    *out = NULL;
+    if (rc == DURO_OK && pg->next_cursor != NULL) {
+        *out = strdup(pg->next_cursor);
+        if (*out == NULL)
+            abort();
+    }
+    duro_instance_page_free(pg);
+    return rc;
+}
+
+#define ATTENTION_BATCH 250 /* rows a query reads at once for attention=1 */
+
+/* Without id_prefix: duro_client_query in the order asked. attention=1
+ * reads the live and failed instances in batches and keeps those that
+ * need attention; its next_cursor is the query's cursor after the last
+ * row kept (cursor_after), so no row is skipped or repeated. */
+static int list_by_query(ui_request *r, const list_args *a)
+{
+    duro_client *c = r->srv->client;
+    int none;
+    uint32_t mask = mask_of(a, &none);
+    duro_instance_query q = query_of(a, mask);
+    json_t *items = json_array();
+    char *next = NULL;
+    size_t rows_read = 0;
+    int rc = DURO_OK;
+    if (!none && !a->attention) {
+        q.limit = a->limit;
+        q.cursor = a->cursor;
+        duro_instance_page *pg = NULL;
+        rc = duro_client_query(c, &q, &pg);
+        if (rc == DURO_OK) {
+            for (size_t i = 0; i < pg->count; i++)
+                json_array_append_new(items, instance_json(&pg->items[i], 1));
+            rows_read = pg->count;
+            if (pg->next_cursor != NULL &&
+                (next = strdup(pg->next_cursor)) == NULL)
+                abort();
+        }
+        duro_instance_page_free(pg);
+    } else if (!none) {
+        char *from = a->cursor != NULL ? strdup(a->cursor) : NULL;
+        char *kept_from = NULL; /* the batch of the last row kept */
+        size_t kept_at = 0, taken = 0;
+        int more = 0;
+        while (rc == DURO_OK && !more) {
+            q.cursor = from;
+            q.limit = ATTENTION_BATCH;
+            duro_instance_page *pg = NULL;
+            rc = duro_client_query(c, &q, &pg);
+            if (rc != DURO_OK)
+                break;
+            rows_read += pg->count;
+            for (size_t i = 0; i < pg->count && !more; i++) {
+                if (!needs_attention(&pg->items[i]))
+                    continue;
+                if (taken == a->limit) {
+                    more = 1; /* one more matches: there is a next page */
+                    break;
+                }
+                json_array_append_new(items, instance_json(&pg->items[i], 1));
+                taken++;
+                free(kept_from);
+                kept_from = from != NULL ? strdup(from) : NULL;
+                kept_at = i + 1;
+            }
+            char *after =
+                pg->next_cursor != NULL ? strdup(pg->next_cursor) : NULL;
+            duro_instance_page_free(pg);
+            free(from);
+            from = after;
+            if (from == NULL)
+                break;
+        }
+        free(from);
+        if (rc == DURO_OK && more)
+            rc = cursor_after(c, q, kept_from, kept_at, &next);
+        free(kept_from);
+    }
+    int64_t total = 0;
+    if (rc == DURO_OK && a->count)
+        rc = count_query(c, a, 0, &total);
+    if (rc != DURO_OK) {
+        free(next);
+        json_decref(items);
+        return send_rc(r, rc, "listing instances");
+    }
+    json_t *doc = json_object();
+    jset(doc, "instances", items);
+    jset(doc, "next_cursor", next != NULL ? jstr(next) : json_null());
+    free(next);
+    if (a->count) {
+        jset(doc, "total", jint(total));
+        jset(doc, "total_capped", json_false());
+    }
+    return send_listing(r, doc, rows_read);
+}
+
+static const char *const list_known[] = {
+    "status",    "name",   "name_prefix",   "name_contains",
+    "id_prefix", "parent", "created_after", "created_before",
+    "attention", "order",  "limit",         "cursor",
+    "count",     NULL};
+
+static int get_instances(ui_request *r, json_t *body)
+{
+    (void)body;
+    int rc = 0;
+    list_args a;
+    if (known_args(r, list_known, &rc) != 0 ||
+        parse_list_args(r, 1, &a, &rc) != 0)
+        return rc;
+    rc = a.id_prefix != NULL ? list_by_prefix(r, &a) : list_by_query(r, &a);
+    free(a.parent);
+    return rc;
+}
+
+/* GET counts: the instances of each status the filter selects (the
+ * list's filter but status), for the page's counts. */
+static int get_counts(ui_request *r, json_t *body)
+{
+    (void)body;
+    static const char *const known[] = {
+        "name",           "name_prefix", "name_contains",
+        "id_prefix",      "parent",      "created_after",
+        "created_before", "attention",   NULL};
+    int rc = 0;
+    list_args a;
+    if (known_args(r, known, &rc) != 0 || parse_list_args(r, 0, &a, &rc) != 0)
+        return rc;
+    uint64_t by[DURO_STATUS_TERMINATED + 1] = {0};
+    int capped = 0;
+    int drc = DURO_OK;
+    size_t rows_read = 0;
+    if (a.id_prefix != NULL) {
+        /* by listing the prefix's range, up to COUNT_CAP */
+        int none;
+        duro_instance_filter filter = {0};
+        filter.status_mask = mask_of(&a, &none);
+        filter.name = a.name;
+        filter.created_after_ms = a.created_after_ms;
+        filter.created_before_ms = a.created_before_ms;
+        list_page all = {NULL, 0, 0, 0, NULL, a.attention, 1, 0, {0}};
+        if (!none)
+            drc = each_listed(r->srv->client, filter, NULL, a.id_prefix,
+                              PAGE_MAX, page_add, &all, &rows_read);
+        free(all.last);
+        memcpy(by, all.by, sizeof(by));
+        capped = all.counted > COUNT_CAP;
+    } else if (a.name_prefix == NULL && a.name_contains == NULL &&
+               a.parent == NULL && a.created_after_ms == 0 &&
+               a.created_before_ms == 0 && !a.attention) {
+        /* no filter, or an exact name: the store's counts */
+        duro_store_stats *st = NULL;
+        drc = duro_client_store_stats(r->srv->client, &st);
+        for (size_t i = 0; drc == DURO_OK && i < st->instance_count; i++) {
+            int s = st->instances[i].status;
+            if ((a.name == NULL ||
+                 strcmp(st->instances[i].name, a.name) == 0) &&
+                s >= 0 && s <= DURO_STATUS_TERMINATED)
+                by[s] += st->instances[i].count;
+        }
+        duro_free(st);
+    } else {
+        for (int s = 1; drc == DURO_OK && s <= DURO_STATUS_TERMINATED; s++) {
+            if (s == DURO_STATUS_CONTINUED_AS_NEW)
+                continue;
+            int64_t n = 0;
+            drc = count_query(r->srv->client, &a, BIT(s), &n);
+            by[s] = (uint64_t)n;
+        }
+    }
+    free(a.parent);
+    if (drc != DURO_OK)
+        return send_rc(r, drc, "counting instances");
+    json_t *counts = json_object();
+    uint64_t total = 0;
+    for (int s = 1; s <= DURO_STATUS_TERMINATED; s++) {
+        if (s == DURO_STATUS_CONTINUED_AS_NEW)
+            continue;
+        jset(counts, status_word(s), jint((int64_t)by[s]));
+        total += by[s];
+    }
+    json_t *doc = json_object();
+    jset(doc, "counts", counts);
+    jset(doc, "total", jint((int64_t)(capped ? COUNT_CAP : total)));
+    jset(doc, "total_capped", json_boolean(capped));
+    return send_listing(r, doc, rows_read);
+}
+
+/* The action words of the control events, by kind. */
+static const struct {
+    const char *word;
+    int kind;
+} control_kinds[] = {
+    {"cancel", DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED},
+    {"terminate", DURO_EVENT_ORCHESTRATION_TERMINATED},
+    {"suspend", DURO_EVENT_EXECUTION_SUSPENDED},
+    {"resume", DURO_EVENT_EXECUTION_RESUMED},
+};
+
+/* GET control-events: the operators' requests across instances, newest
+ * first (duro_client_control_events), paged by next_cursor. */
+static int get_control_events(ui_request *r, json_t *body)
+{
+    (void)body;
+    static const char *const known[] = {
+        "action", "requested_by", "since", "until", "limit", "cursor", NULL};
+    int rc = 0;
+    if (known_args(r, known, &rc) != 0)
+        return rc;
+    duro_control_event_query q;
+    duro_control_event_query_init(&q);
+    for (const char *t = arg(r, "action"); t != NULL && *t;) {
+        size_t len = strcspn(t, ","), k = 0;
+        while (k < 4 && (strlen(control_kinds[k].word) != len ||
+                         strncmp(control_kinds[k].word, t, len) != 0))
+            k++;
+        if (k == 4)
+            return ui_send_error(r, 400, "bad_argument",
+                                 "action: a comma-separated list of cancel, "
+                                 "terminate, suspend, resume");
+        q.kind_mask |= 1u << control_kinds[k].kind;
+        t += len + (t[len] == ',');
+    }
+    uint64_t limit;
+    if (arg_uint(r, "limit", 50, PAGE_MAX, &limit, &rc) != 0)
+        return rc;
+    q.limit = limit == 0 ? 50 : (size_t)limit;
+    q.requested_by = arg(r, "requested_by");
+    q.cursor = arg(r, "cursor");
+    if (parse_time(arg(r, "since"), &q.since_ms) != 0 ||
+        parse_time(arg(r, "until"), &q.until_ms) != 0)
+        return ui_send_error(r, 400, "bad_argument",
+                             "since/until: milliseconds since the epoch or "
+                             "RFC 3339 UTC (2026-05-01T12:00:00Z)");
+    duro_control_event_list *list = NULL;
+    int drc = duro_client_control_events(r->srv->client, &q, &list);
+    if (drc != DURO_OK)
+        return send_rc(r, drc, "reading the control requests");
+    json_t *events = json_array();
+    for (size_t i = 0; i < list->count; i++) {
+        const duro_control_event *e = &list->items[i];
+        const char *word = "?";
+        for (size_t k = 0; k < 4; k++)
+            if (control_kinds[k].kind == e->kind)
+                word = control_kinds[k].word;
+        json_t *o = json_object();
+        char *ref = ui_ref_encode(e->instance_id, strlen(e->instance_id));
+        jset(o, "id", jstr(e->instance_id));
+        jset(o, "ref", jstr(ref));
+        free(ref);
+        jset(o, "name", jstr(e->name));
+        jset(o, "action", jstr(word));
+        jset(o, "kind", jstr(duro_event_kind_name(e->kind)));
+        jset(o, "execution_id", jint((int64_t)e->execution_id));
+        jset(o, "event_id", jint((int64_t)e->event_id));
+        jset_time(o, "at", e->timestamp_ms);
+        jset(o, "reason", jstr(e->reason));
+        jset(o, "requested_by", jstr(e->requested_by));
+        jset(
+            o, "observed",
+            json_boolean(e->kind == DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED &&
+                         (e->flags & DURO_CANCEL_OBSERVED)));
+        jset(o, "before_start",
+             json_boolean(e->kind == DURO_EVENT_EXECUTION_SUSPENDED &&
+                          (e->flags & DURO_SUSPEND_BEFORE_START)));
+        json_array_append_new(events, o);
+    }
+    json_t *doc = json_object();
+    jset(doc, "events", events);
+    jset(doc, "next_cursor",
+         list->next_cursor != NULL ? jstr(list->next_cursor) : json_null());
+    duro_control_event_list_free(list);
+    return ui_send_json(r, 200, doc);
 }
 
 static int get_instance(ui_request *r, json_t *body)
@@ -1432,6 +1914,8 @@ static int post_bulk_control(ui_request *r, json_t *body)
 static const ui_route routes[] = {
     {"GET", "/api/v1/summary", 0, get_summary, 0},
     {"GET", "/api/v1/instances", 0, get_instances, 0},
+    {"GET", "/api/v1/counts", 0, get_counts, 0},
+    {"GET", "/api/v1/control-events", 0, get_control_events, 0},
     {"GET", "/api/v1/instance", 0, get_instance, 0},
     {"GET", "/api/v1/history", 0, get_history, 0},
     {"GET", "/api/v1/payload", 0, get_payload, 0},
