@@ -161,7 +161,7 @@ test("bulk: the dialog previews the form's filter; rows stay still under the use
 
   await t.test("Cancel all matching applies the form first and says its filter", async () => {
     // typed, Filter not pressed
-    await page.locator("#f-status").selectOption("running");
+    await page.locator("#f-st-running").check();
     await page.locator("#f-prefix").fill("w-");
     await page.locator("#cancel-matching").click();
     await page.waitForURL((u) => u.hash.includes("id_prefix=w-") && u.hash.includes("status=running"));

@@ -102,7 +102,7 @@ test("views", async (t) => {
     assert.equal(back.get("status"), "completed");
     assert.equal(back.get("limit"), "2");
     assert.equal(back.get("cursor"), new URLSearchParams(listHash.split("?")[1]).get("cursor"));
-    assert.equal(await page.locator("#f-status").inputValue(), "completed");
+    assert.equal(await page.locator("#f-st-completed").isChecked(), true);
     assert.equal(await page.locator("#prev").isDisabled(), false);
     // through a parent link and a reload, the way back is kept
     await page.evaluate(() => { location.hash = "#/?id_prefix=kid-"; });
@@ -309,6 +309,7 @@ test("375 px: the list, the instance page and the dialogs", async (t) => {
     await page.waitForFunction(() => document.querySelectorAll("#rows tr[data-ref]").length >= 20);
     await noPageScroll(page, "the list");
     for (const sel of ["#attention", 'button[data-status="running"]', "#f-status", "#f-name",
+      "#f-name-mode", "#f-order", "#f-limit", "#matches",
       "form.filters button[type=submit]", "#cancel-matching", "#rows td.id a",
       '#rows td[data-label="Status"]', "#rows input[type=checkbox]", "#next"]) {
       await inside(page, sel);
@@ -321,6 +322,17 @@ test("375 px: the list, the instance page and the dialogs", async (t) => {
     await inside(page, "#bulk-cancel");
     await inside(page, "#bulk-clear");
     await page.locator("#bulk-clear").click();
+  });
+
+  await t.test("recent actions", async () => {
+    await page.evaluate(() => { location.hash = "#/actions"; });
+    await page.locator("#action-rows tr[data-ref]").first().waitFor();
+    await noPageScroll(page, "recent actions");
+    for (const sel of ["#nav-instances", "#a-action", "#a-by", "#action-rows td.id a",
+      "#action-rows td.reason", "#actions-next"]) {
+      await inside(page, sel);
+    }
+    await screenshot(page, "narrow-actions");
   });
 
   await t.test("the bulk dialog", async () => {

@@ -12,6 +12,7 @@
 import { get, post, say, h, session, whenSignedOut } from "./dom.js";
 import { showList } from "./list.js";
 import { showInstance } from "./instance.js";
+import { showActions } from "./actions.js";
 
 let stopPage = null;
 let readOnly = false; // the session's, from the session or summary answer
@@ -124,6 +125,8 @@ function route() {
   say("");
   if (path === "/instance" && params.get("ref")) {
     stopPage = showInstance(view, params.get("ref"), { readOnly });
+  } else if (path === "/actions") {
+    stopPage = showActions(view, params);
   } else {
     stopPage = showList(view, params);
   }

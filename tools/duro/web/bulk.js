@@ -16,6 +16,15 @@ const CANCELLABLE = ["pending", "running"];
 // the reason when nothing it shows can be cancelled.
 export function cancelFilter(filters) {
   const f = {};
+  // what bulk/cancel cannot express must not widen into "every instance"
+  if (filters.name_prefix || filters.name_contains) {
+    return { filter: null, why: "a name prefix or substring is not a filter a bulk cancel " +
+      "takes: select the rows instead, or filter by the exact name" };
+  }
+  if (filters.attention) {
+    return { filter: null, why: "\"need attention\" is not a filter a bulk cancel takes: " +
+      "select the rows instead" };
+  }
   if (filters.status) {
     const st = filters.status.split(",").filter((s) => CANCELLABLE.includes(s));
     if (st.length === 0) return { filter: null, why: "only pending and running instances can be cancelled" };
@@ -37,6 +46,9 @@ function describe(filters) {
   const parts = [];
   parts.push(filters.status ? "status " + filters.status : "status pending or running");
   if (filters.name) parts.push("name " + userPlain(filters.name));
+  if (filters.name_prefix) parts.push("name starting with " + userPlain(filters.name_prefix));
+  if (filters.name_contains) parts.push("name containing " + userPlain(filters.name_contains));
+  if (filters.attention) parts.push("needing attention");
   if (filters.id_prefix) parts.push("id starting with \"" + userPlain(filters.id_prefix) + "\"");
   const at = (t) => time(/^\d+$/.test(t) ? new Date(Number(t)).toISOString() : t);
   if (filters.created_after) parts.push("created from " + at(filters.created_after));

@@ -1,7 +1,8 @@
 // instance.js - one instance ("#/instance?ref=REF&from=LIST", LIST the
-// query of the instances page it was opened from, which "← Instances"
-// returns to): its status card (times with their ages, the parent a
-// link, what a pending instance that never ran waits for), its input,
+// query of the instances page it was opened from, or "/actions?..." the
+// recent actions page's, which "←" returns to): its status card (times
+// with their ages, the parent a link, what a pending instance that never
+// ran waits for), its children with their status, its input,
 // output and custom status as previews with their sizes and the whole
 // value on demand, the actions (cancel with a reason, terminate and suspend, each after a
 // confirmation whose Enter key cannot confirm; resume; raise an event
@@ -13,6 +14,8 @@
 import { h, get, getText, post, query, say, payloadText, userText, userPlain, staleBanner,
   confirmAction } from "./dom.js";
 import { age, bytes, offset, when } from "./fmt.js";
+
+const CHILDREN_PAGE = 20; // children listed at once
 import { timeline } from "./timeline.js";
 
 const PREVIEW = 200; // characters of a payload shown in the events table
@@ -159,6 +162,61 @@ export function showInstance(view, ref, opts = {}) {
 
   const tl = timeline(ref);
   const from = listFrom();
+
+  // Children (sub-orchestrations it started), newest first, with their
+  // status: GET instances?parent=REF, "More" for the next page. Read
+  // again when the history grows (a child started or ended) and every
+  // 10 s (a detached child's status changes with no event here).
+  const kidRows = h("tbody", { id: "children" });
+  const kidCount = h("span", { id: "children-count" });
+  const kidMore = h("button", { type: "button", id: "children-more", hidden: true },
+    "More children");
+  const kidSection = h("section", { "aria-label": "Children", id: "children-section",
+    hidden: true },
+  h("div", { class: "scroll-x" }, h("table", { id: "children-table" },
+    h("caption", {}, "Children ", kidCount),
+    h("thead", {}, h("tr", {}, ["Id", "Name", "Status", "Created (UTC)"].map((c) =>
+      h("th", { scope: "col" }, c)))),
+    kidRows)), kidMore);
+  const kids = {
+    cursor: null, // the next page's, when more were asked for
+    shownPages: 1,
+    at: 0, // Date.now() of the last read
+    seen: -1, // history_count at the last read
+    async load() {
+      this.at = Date.now();
+      let cursor = null;
+      const made = [];
+      let p = null;
+      // the pages opened so far, again (children change status)
+      for (let i = 0; i < this.shownPages; i++) {
+        p = await get("instances?" + query({ parent: ref, order: "created",
+          limit: CHILDREN_PAGE, cursor, count: i === 0 ? "1" : "" }));
+        if (i === 0) {
+          kidSection.hidden = p.total === 0;
+          kidCount.textContent = "(" + p.total + ", newest first)";
+        }
+        const now = Date.now();
+        for (const c of p.instances) {
+          made.push(h("tr", { "data-ref": c.ref },
+            h("td", { class: "id" }, h("a", { href: "#/instance?" + query({ ref: c.ref, from }) },
+              userText(c.id))),
+            h("td", {}, c.name ? userText(c.name) : ""),
+            h("td", { class: "status st-" + c.status },
+              c.status + (c.cancelling ? " (cancelling)" : "")),
+            h("td", {}, when(c.created_at, c.created_at_ms, now))));
+        }
+        cursor = p.next_cursor;
+        if (!cursor) break;
+      }
+      kidRows.replaceChildren(...made);
+      kidMore.hidden = !cursor;
+    },
+  };
+  kidMore.addEventListener("click", () => {
+    kids.shownPages++;
+    kids.load().catch((e) => say("children: " + e.message, true));
+  });
 
   // Input, output and custom status: a preview (at most 4 KB, from the
   // API) with its size; "Show all" reads the whole value (GET payload
@@ -360,6 +418,10 @@ export function showInstance(view, ref, opts = {}) {
     // The timeline reads only the events it has not read (none when the
     // history did not grow) and moves "now" on for a running instance.
     tl.el.hidden = neverRan;
+    if (!neverRan && (info.history_count !== kids.seen || Date.now() - kids.at > 10000)) {
+      kids.seen = info.history_count;
+      kids.load().catch((e) => say("children: " + e.message, true));
+    }
     tl.load(info).then(() => {
       // from the history: what it waits on; who terminated it and why
       const waiting = tl.waiting();
@@ -373,11 +435,14 @@ export function showInstance(view, ref, opts = {}) {
   }
 
   view.append(
-    h("p", {}, h("a", { href: "#/" + (from ? "?" + from : ""), id: "back" }, "← Instances")),
+    h("p", {}, from.startsWith("/actions")
+      ? h("a", { href: "#" + from, id: "back" }, "← Recent actions")
+      : h("a", { href: "#/" + (from ? "?" + from : ""), id: "back" }, "← Instances")),
     stale.el,
     title,
     h("section", { "aria-label": "Status" }, card, waitsRow, termRow),
     h("section", { "aria-label": "Input, output and custom status" }, valuesBox),
+    kidSection,
     actions,
     tl.el,
     h("section", { "aria-label": "Events" },

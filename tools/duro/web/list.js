@@ -1,8 +1,11 @@
-// list.js - the instances page: counts by status (which are filters) and
-// "need attention" (failed, or live with a problem a runtime recorded),
-// filters kept in the URL ("#/?status=&name=&id_prefix=&created_after=
-// &created_before=&attention=&limit=&cursor="; times in UTC, as everywhere
-// on the page, each with its age), a skip link to the table, the table
+// list.js - the instances page: counts by status (which are filters; they
+// count what the rest of the filter selects) and "need attention" (failed,
+// or live with a problem a runtime recorded), the number of matches,
+// filters kept in the URL ("#/?status=a,b&name=|name_prefix=|name_contains=
+// &id_prefix=&created_after=&created_before=&attention=&order=&limit=
+// &cursor="; times in UTC, as everywhere on the page, each with its age),
+// the order (by id, newest created, recently updated), the page size, a
+// skip link to the table, the table
 // with a checkbox and the last problem per row (stacked cards on a narrow
 // screen), each instance's link carrying this page's URL (its "←
 // Instances" returns here), keyset paging with the API's
@@ -14,10 +17,17 @@
 // selection or over everything matching the filter the form shows.
 import { h, get, query, say, userText, userPlain, staleBanner, STATUSES } from "./dom.js";
 import { when } from "./fmt.js";
+import { listNav } from "./actions.js";
 import { bulkBar } from "./bulk.js";
 
-const KEYS = ["status", "name", "id_prefix", "created_after", "created_before", "attention",
-  "limit"];
+const KEYS = ["status", "name", "name_prefix", "name_contains", "id_prefix", "created_after",
+  "created_before", "attention", "order", "limit"];
+
+// How the name field matches: its URL key for each mode.
+const NAME_MODES = [["name", "is"], ["name_prefix", "starts with"],
+  ["name_contains", "contains"]];
+const ORDERS = [["", "by id"], ["created", "newest first"], ["updated", "recently changed"]];
+const SIZES = ["20", "50", "100", "200", "500"];
 
 // The characters of a problem shown in a row (the whole in its title).
 const PROBLEM_SHOWN = 160;
@@ -69,14 +79,25 @@ export function showList(view, params) {
   let hasNext = false;
 
   const counts = h("ul", { class: "counts", "aria-label": "Counts by status" });
-  const statusSel = h("select", { id: "f-status", name: "status" },
-    h("option", { value: "" }, "any"),
-    STATUSES.map((s) => h("option", { value: s, selected: s === filters.status }, s)),
-    // a list from the URL ("pending,running") stays what the form shows
-    filters.status && !STATUSES.includes(filters.status)
-      ? h("option", { value: filters.status, selected: true }, filters.status) : null);
-  const name = h("input", { id: "f-name", name: "name", value: filters.name,
+  // several statuses at once: none checked is any
+  const picked = new Set((filters.status || "").split(",").filter(Boolean));
+  const statusBoxes = STATUSES.map((st) => h("input", { type: "checkbox", value: st,
+    id: "f-st-" + st, checked: picked.has(st) }));
+  const statusSel = h("fieldset", { id: "f-status", class: "statuses" },
+    h("legend", {}, "Status"),
+    statusBoxes.map((b) => h("span", { class: "st-box" }, b, " ",
+      h("label", { for: b.id }, b.value))));
+  const statusValue = () => statusBoxes.filter((b) => b.checked).map((b) => b.value).join(",");
+  const nameKey = NAME_MODES.find(([k]) => filters[k])?.[0] || "name";
+  const nameMode = h("select", { id: "f-name-mode", "aria-label": "Name matches" },
+    NAME_MODES.map(([k, text]) => h("option", { value: k, selected: k === nameKey }, text)));
+  const name = h("input", { id: "f-name", name: "name", value: filters[nameKey],
     autocomplete: "off" });
+  const order = h("select", { id: "f-order" },
+    ORDERS.map(([v, text]) => h("option", { value: v, selected: v === filters.order }, text)));
+  const size = h("select", { id: "f-limit" },
+    SIZES.map((v) => h("option", { value: v, selected: v === (filters.limit || "50") },
+      v + " a page")));
   const prefix = h("input", { id: "f-prefix", name: "id_prefix",
     value: filters.id_prefix, autocomplete: "off" });
   const after = h("input", { id: "f-after", type: "datetime-local", step: "1",
@@ -89,10 +110,21 @@ export function showList(view, params) {
   // (which may hold milliseconds the input cannot).
   const formTime = (input, k) => (input.value === toUtcInput(filters[k]) ? filters[k]
     : fromUtcInput(input.value));
-  const current = () => ({ status: statusSel.value, name: name.value,
-    id_prefix: prefix.value, created_after: formTime(after, "created_after"),
-    created_before: formTime(before, "created_before"), attention: filters.attention,
-    limit: filters.limit });
+  const current = () => {
+    const f = {};
+    for (const k of KEYS) f[k] = filters[k];
+    f.status = statusValue();
+    for (const [k] of NAME_MODES) f[k] = k === nameMode.value ? name.value : "";
+    f.id_prefix = prefix.value;
+    f.created_after = formTime(after, "created_after");
+    f.created_before = formTime(before, "created_before");
+    // an id prefix lists by id only
+    f.order = prefix.value ? "" : order.value;
+    f.limit = size.value === "50" && !filters.limit ? "" : size.value;
+    return f;
+  };
+  order.disabled = !!filters.id_prefix;
+  if (order.disabled) order.title = "an id prefix lists by id";
   const applied = () => query(Object.assign({}, filters));
   const formDiffers = () => query(current()) !== applied();
   range.addEventListener("change", () => {
@@ -104,12 +136,14 @@ export function showList(view, params) {
   const form = h("form", { class: "filters", role: "search",
     onsubmit: (ev) => { ev.preventDefault(); go(current()); } },
   // each label with its control, so that they wrap together
-  h("span", { class: "field" }, h("label", { for: "f-status" }, "Status "), statusSel),
-  h("span", { class: "field" }, h("label", { for: "f-name" }, "Name "), name),
+  statusSel,
+  h("span", { class: "field" }, h("label", { for: "f-name" }, "Name "), nameMode, name),
   h("span", { class: "field" }, h("label", { for: "f-prefix" }, "Id prefix "), prefix),
   h("span", { class: "field" }, h("label", { for: "f-after" }, "Created from (UTC) "), after),
   h("span", { class: "field" }, h("label", { for: "f-before" }, "to (UTC) "), before),
   range,
+  h("span", { class: "field" }, h("label", { for: "f-order" }, "Order "), order),
+  h("span", { class: "field" }, h("label", { for: "f-limit" }, "Show "), size),
   h("button", { type: "submit" }, "Filter"),
   h("button", { type: "button", onclick: () => go({}) }, "Clear"));
 
@@ -166,6 +200,18 @@ export function showList(view, params) {
   }
 
   const rows = h("tbody", { id: "rows" });
+  // "51–100 of 1,234 matching": the page's place and the number of matches
+  const matches = h("span", { id: "matches", class: "matches", role: "status" });
+  let total = null; // matches, from the counts ({n, capped})
+  let onPage = 0;
+  const limit = Number(filters.limit || 50);
+  function showMatches() {
+    const first = (cursors.length - 1) * limit;
+    const place = onPage > 0 ? (first + 1) + "–" + (first + onPage) : "none";
+    matches.textContent = total === null ? "" : "· " + place + " of " +
+      total.n.toLocaleString("en-US") + (total.capped ? "+" : "") + " matching";
+    if (total !== null) matches.dataset.total = String(total.n);
+  }
   // This page's state (filters and the trail of cursors), as in its URL.
   const listQuery = () => query(Object.assign({}, filters,
     { cursor: cursors.slice(1).join(",") }));
@@ -212,7 +258,8 @@ export function showList(view, params) {
     onmouseleave: () => setTimeout(paused, 0),
     onfocusin: () => paused(),
     onfocusout: () => setTimeout(paused, 0) },
-  h("caption", {}, filters.attention ? "Instances that need attention" : "Instances"),
+  h("caption", {}, filters.attention ? "Instances that need attention" : "Instances",
+    " ", matches),
   h("thead", {}, h("tr", {},
     h("th", { scope: "col" }, allOnPage),
     COLUMNS.map((c) => h("th", { scope: "col" }, c)))),
@@ -235,6 +282,7 @@ export function showList(view, params) {
 
   view.append(
     skip,
+    listNav("instances"),
     h("section", { "aria-label": "Counts by status" }, counts),
     attentionNote,
     form,
@@ -247,17 +295,51 @@ export function showList(view, params) {
       h("label", {}, auto, " Refresh every 2 s"), " ", pauseText),
     bulk.dialog);
 
+  // The filter but its status (what the counts count), and whether it
+  // filters anything.
+  const countFilter = () => {
+    const f = {};
+    for (const k of ["name", "name_prefix", "name_contains", "id_prefix", "created_after",
+      "created_before", "attention"]) f[k] = filters[k];
+    return f;
+  };
+  const filtered = Object.values(countFilter()).some(Boolean);
+  // Filtered counts may read every match: asked again after 2 s, or ten
+  // times as long as they took.
+  let counts2 = null;
+  let countsAt = 0;
+  let countsCost = 0;
+  async function filteredCounts() {
+    if (!filtered) return null;
+    if (counts2 && Date.now() - countsAt < Math.max(2000, 10 * countsCost)) return counts2;
+    const t0 = Date.now();
+    counts2 = await get("counts?" + query(countFilter()));
+    countsCost = Date.now() - t0;
+    countsAt = Date.now();
+    return counts2;
+  }
+
   async function summary() {
-    const s = await get("summary");
+    const [s, c] = await Promise.all([get("summary"), filteredCounts()]);
     readOnly = !!s.read_only;
     matching.hidden = readOnly;
+    const by = c ? c.counts : s.counts;
+    const chosen = (filters.status || "").split(",").filter(Boolean);
+    total = { n: chosen.length ? chosen.reduce((n, st) => n + (by[st] || 0), 0)
+      : c ? c.total : s.total, capped: !!(c && c.total_capped) };
+    showMatches();
+    counts.setAttribute("aria-label", filtered ? "Counts by status, in this filter"
+      : "Counts by status");
     const items = STATUSES.map((st) => {
-      const on = filters.status === st;
+      const on = chosen.includes(st);
+      // a count adds its status to the filter, or takes it out
+      const status = on ? chosen.filter((x) => x !== st) : [...chosen, st];
       return h("li", {}, h("button", {
         type: "button", class: "count st-" + st, "data-status": st,
         "aria-pressed": on ? "true" : "false", "data-key": "count:" + st,
-        onclick: () => go(Object.assign({}, filters, { status: on ? "" : st })),
-      }, h("span", { class: "n" }, String(s.counts[st] || 0)), " ", st));
+        onclick: () => go(Object.assign({}, filters,
+          { status: STATUSES.filter((x) => status.includes(x)).join(",") })),
+      }, h("span", { class: "n" }, String(by[st] || 0)), " ", st));
     });
     // failed, and live with a recorded problem (the summary's "stuck")
     const stuck = (s.stuck || []).reduce((n, x) => n + x.count, 0);
@@ -279,6 +361,8 @@ export function showList(view, params) {
     const p = await get("instances?" + query(Object.assign({}, filters,
       { limit: filters.limit || 50, cursor })));
     shown = p.instances.map((i) => i.ref);
+    onPage = p.instances.length;
+    showMatches();
     const from = listQuery();
     const now = Date.now();
     const made = p.instances.map((i) => h("tr", { "data-ref": i.ref, "data-id": i.id },
