@@ -34,6 +34,13 @@
  *                every Order row is read (the worst name+status case)
  *   created_none a window in 2100: no row matches, every row is read (the
  *                worst time-window case: created_ms has no index)
+ *   newest       order=created: the newest first (store query API)
+ *   newest_next  its second page
+ *   updated      order=updated: the most recently changed first
+ *   first_count  the first page with count=1 (every match counted)
+ *   name_contains  name_contains=ser (User, 10 %)
+ *   counts_prefix  GET counts?name_prefix=Pa (the page's counts under a
+ *                name filter: one count per status)
  *   attention    attention=1: failed, or live with a recorded problem (the
  *                failed 5 %); skipped by a duro that does not know it
  *   summary      GET /api/v1/summary (counts by status and name)
@@ -395,6 +402,25 @@ int main(int argc, char **argv)
             n);
     measure(port, "created_none",
             "/api/v1/instances?limit=50&created_after=4102444800000", requests,
+            n);
+    measure(port, "newest", "/api/v1/instances?limit=50&order=created",
+            requests, n);
+    const char *nc2 =
+        get(port, "/api/v1/instances?limit=50&order=created", &rows) == 200
+            ? strstr(buf, "\"next_cursor\":\"")
+            : NULL;
+    if (nc2 != NULL && sscanf(nc2, "\"next_cursor\":\"%127[^\"]", next) == 1) {
+        snprintf(q, sizeof(q),
+                 "/api/v1/instances?limit=50&order=created&cursor=%s", next);
+        measure(port, "newest_next", q, requests, n);
+    }
+    measure(port, "updated", "/api/v1/instances?limit=50&order=updated",
+            requests, n);
+    measure(port, "first_count", "/api/v1/instances?limit=50&count=1", requests,
+            n);
+    measure(port, "name_contains",
+            "/api/v1/instances?limit=50&name_contains=ser", requests, n);
+    measure(port, "counts_prefix", "/api/v1/counts?name_prefix=Pa", requests,
             n);
     measure(port, "attention", "/api/v1/instances?limit=50&attention=1",
             requests, n);
