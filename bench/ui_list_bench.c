@@ -47,8 +47,9 @@
  *   instance     GET /api/v1/instance of a completed instance (the
  *                instance page's card, polled every 2 s)
  *   history      GET /api/v1/history?limit=100 of it (the page's events)
- * A shape a duro answers with 400 (a parameter it does not know) is
- * skipped, and said on stderr, so that one program measures two builds. */
+ * A shape a duro answers with 400 or 404 (a parameter or route it does
+ * not know) is skipped, and said on stderr, so that one program measures
+ * two builds. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -260,11 +261,11 @@ static void measure(unsigned port, const char *shape, const char *path,
         double t0 = now_ms();
         int status = get(port, path, &rows);
         t[i] = now_ms() - t0;
-        if (status == 400 && i == 0) {
+        if ((status == 400 || status == 404) && i == 0) {
             fprintf(stderr,
-                    "ui_list_bench: %s: skipped (HTTP 400: this duro "
-                    "does not know it)\n",
-                    shape);
+                    "ui_list_bench: %s: skipped (HTTP %d: this duro does "
+                    "not know it)\n",
+                    shape, status);
             free(t);
             return;
         }
