@@ -174,6 +174,17 @@ static void seed(const char *url, long n)
 
 static pid_t ui_pid;
 
+/* The duro ui child goes with the program, on every exit (a failed shape
+ * exits at once). */
+static void stop_ui(void)
+{
+    if (ui_pid > 0) {
+        kill(ui_pid, SIGTERM);
+        waitpid(ui_pid, NULL, 0);
+        ui_pid = 0;
+    }
+}
+
 /* Starts duro ui on @p url; returns its port. */
 static unsigned start_ui(const char *duro, const char *url, const char *dir)
 {
@@ -190,6 +201,8 @@ static unsigned start_ui(const char *duro, const char *url, const char *dir)
         exit(1);
     }
     ui_pid = fork();
+    if (ui_pid > 0)
+        atexit(stop_ui);
     if (ui_pid == 0) {
         dup2(out[1], 1);
         close(out[0]);
@@ -455,8 +468,7 @@ int main(int argc, char **argv)
     snprintf(q, sizeof(q), "/api/v1/history?ref=%s&after=0&limit=100", one_ref);
     measure(port, "history", q, requests, n);
 
-    kill(ui_pid, SIGTERM);
-    waitpid(ui_pid, NULL, 0);
+    stop_ui();
     char cmd[700];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)
