@@ -1106,9 +1106,10 @@ DURO_API int duro_client_list(duro_client *c,
                               const duro_instance_filter *filter,
                               duro_instance_list **out);
 
-/** Sets version and every default of @p q: every instance, in
- * DURO_ORDER_ID, DURO_QUERY_LIMIT_DEFAULT a page, the first page, no
- * total. NULL is a no-op. @note Any thread. */
+/** Sets version (DURO_INSTANCE_QUERY_VERSION) and every default of @p q:
+ * every instance, in DURO_ORDER_ID, DURO_QUERY_LIMIT_DEFAULT a page, the
+ * first page, no total (and, when counted, no cap). NULL is a no-op.
+ * @note Any thread. */
 DURO_API void duro_instance_query_init(duro_instance_query *q);
 
 /** One page of the instances @p q selects, in its order (see
@@ -1121,7 +1122,12 @@ DURO_API void duro_instance_query_init(duro_instance_query *q);
  * page, whatever changes between calls; in DURO_ORDER_UPDATED_DESC an
  * instance that changes moves to the front, ahead of the cursor. With
  * q->count_total, page->total counts every match (from the same snapshot
- * as the page; it may read every match). Reads take no lock a writer
+ * as the page; it may read every match); q->count_max > 0 bounds that
+ * count and its cost: it stops after count_max + 1 matches, and when
+ * more than count_max match, page->total is count_max and
+ * page->total_capped 1 ("more than 10,000"), reading at most
+ * count_max + 1 index entries when the query filters by no more than
+ * statuses, a name and a created range. Reads take no lock a writer
  * waits for. @p q NULL: the defaults of duro_instance_query_init().
  * Caller-owned *out: free with duro_instance_page_free().
  * A store older than provider contract version 10 answers a query that
@@ -1132,9 +1138,9 @@ DURO_API void duro_instance_query_init(duro_instance_query *q);
  * not set (< 1: call duro_instance_query_init() first), an unknown
  * order, a limit over DURO_QUERY_LIMIT_MAX (a negative one converted to
  * size_t is), a status_mask bit outside 1..8, with_problem or
- * count_total other than 0 or 1, a negative created bound, an empty name
- * or parent_instance, or a malformed cursor (not a next_cursor of this
- * call, or from a query of another order); DURO_TOO_LARGE for a name,
+ * count_total other than 0 or 1, a negative created bound or count_max,
+ * an empty name or parent_instance, or a malformed cursor (not a next_cursor of
+ * this call, or from a query of another order); DURO_TOO_LARGE for a name,
  * name_prefix, name_contains or parent_instance over 1024 bytes;
  * DURO_UNSUPPORTED as above; a storage error otherwise (*out NULL).
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */

@@ -620,13 +620,19 @@ typedef enum duro_instance_order {
 #define DURO_QUERY_LIMIT_DEFAULT 100
 #define DURO_QUERY_LIMIT_MAX 1000
 
+/* The version of duro_instance_query this header declares. */
+#define DURO_INSTANCE_QUERY_VERSION 2
+
 /* What query_instances selects and in which order. Fill it with
  * duro_instance_query_init() (duro.h), which sets version and the
  * defaults - every instance, by id, DURO_QUERY_LIMIT_DEFAULT a page - and
  * set the fields you need: every filter given must hold (they combine
  * with AND). Strings are borrowed for the call. */
 typedef struct duro_instance_query {
-    int version;             /* set by duro_instance_query_init() */
+    int version;             /* set by duro_instance_query_init():
+                                DURO_INSTANCE_QUERY_VERSION; fields marked
+                                (query version 2) are read only when
+                                version >= 2 */
     uint32_t status_mask;    /* bits (1u << status) of the statuses
                                 Pending 1 .. Terminated 8 (an instance
                                 is never ContinuedAsNew, 6: that bit
@@ -662,7 +668,13 @@ typedef struct duro_instance_query {
     const char *cursor;          /* NULL: the first page; else the
                                     next_cursor of the page before, from a
                                     query of the same order */
-    int count_total;             /* 1: also count every match (total) */
+    int count_total;             /* 1: also count the matches (total) */
+    /* (query version 2) */
+    int64_t count_max; /* with count_total: count at most this many
+                          matches - a page's total is then the smaller of
+                          the matches and count_max, total_capped says
+                          which - at a cost bounded by it (see
+                          query_instances); 0: count every match */
 } duro_instance_query;
 
 /* One page of query_instances, everything in one arena: free with
@@ -677,7 +689,11 @@ typedef struct duro_instance_page {
                                   URL), valid across calls, handles and
                                   processes */
     int64_t total;             /* every match, on all pages; -1 when
-                                  count_total was 0 */
+                                  count_total was 0; the query's count_max
+                                  when more than that many match */
+    int total_capped;          /* 1: more than total match (the count
+                                  stopped at the query's count_max); 0:
+                                  total is exact, or not counted */
 } duro_instance_page;
 
 /** Frees a page and everything in it; NULL is a no-op.
@@ -1402,15 +1418,22 @@ struct duro_provider {
      * or the index range of the names that begin with name_prefix, and
      * sorts them: a cost that grows with those instances, not with the
      * store. count_total counts every match, which may read all of
-     * them.
+     * them; with count_max (query version 2) it counts up to count_max + 1
+     * of them and stops - total is then count_max and total_capped 1 when
+     * the last one was found. With no filter but statuses, a name and
+     * created bounds, which an index of status, name and creation time
+     * checks, that is at most count_max + 1 index entries and no
+     * instance row, whatever the store holds; a filter checked row by
+     * row (name_contains, a prefix, a parent, with_problem) reads until
+     * count_max + 1 match, every candidate when fewer do.
      *
      * Errors (not retryable; *out NULL): DURO_INVALID for a NULL q or out,
      * q->version < 1, an unknown order, a limit over
      * DURO_QUERY_LIMIT_MAX (a negative one converted to size_t is), a
      * status_mask bit outside 1..8, with_problem or count_total other than
-     * 0 or 1, a negative created bound, an empty name or parent_instance,
-     * or a malformed cursor (not a next_cursor of this method, or of
-     * another order); DURO_TOO_LARGE for a name, name_prefix,
+     * 0 or 1, a negative created bound or count_max, an empty name or
+     * parent_instance, or a malformed cursor (not a next_cursor of this
+     * method, or of another order); DURO_TOO_LARGE for a name, name_prefix,
      * name_contains or parent_instance over 1024 bytes; busy storage
      * retryably. */
     int (*query_instances)(duro_provider *p, const duro_instance_query *q,

@@ -812,7 +812,7 @@ void duro_instance_query_init(duro_instance_query *q)
     if (q == NULL)
         return;
     memset(q, 0, sizeof(*q));
-    q->version = 1;
+    q->version = DURO_INSTANCE_QUERY_VERSION;
     q->order = DURO_ORDER_ID;
     q->limit = DURO_QUERY_LIMIT_DEFAULT;
 }
@@ -873,6 +873,7 @@ static int query_by_list(duro_client *c, const duro_instance_query *q,
     page->items = list->items;
     page->count = list->count;
     page->total = -1;
+    page->total_capped = 0;
     if (duro__query_page_finish(page, plan, &err) != DURO_OK) {
         duro_instance_list_free(list);
         return duro__fail_from(&err);

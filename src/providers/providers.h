@@ -267,6 +267,15 @@ typedef struct duro__instance_plan {
                                    after_id; the key is 0) */
     char *after_id;             /* owned; "" on a first page */
     int count_total;
+    int64_t count_max;  /* 0: count every match */
+    int count_path;     /* duro__query_path of the count: a
+                           bounded count of ALL or NAME is the
+                           STATUS or NAME_STATUS count of every
+                           status (arms), whose index holds the
+                           created bounds */
+    int64_t count_rows; /* what the count statement binds: the
+                           matches it reads (count_max + 1), -1
+                           for every match */
 } duro__instance_plan;
 
 /* Checks q (every error provider.h names for query_instances, messages
@@ -277,6 +286,10 @@ typedef struct duro__instance_plan {
 int duro__query_plan(const char *provider, const duro_instance_query *q,
                      int utf8, duro__instance_plan *plan, duro_error *err);
 void duro__query_plan_free(duro__instance_plan *plan);
+/* Sets page->total and total_capped from what the count statement of
+ * plan counted (at most plan->count_rows; ignored without count_total). */
+void duro__query_count_finish(duro_instance_page *page,
+                              const duro__instance_plan *plan, int64_t counted);
 /* For a page whose statement read up to plan->limit + 1 rows into
  * page->items (page->arena set): keeps plan->limit of them and, when there
  * were more, sets next_cursor (in the arena) to the last one kept. */

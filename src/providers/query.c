@@ -201,6 +201,19 @@ static int check_bound(const char *provider, const char *method,
     return DURO_OK;
 }
 
+/* count_max, read from a query of version 2 on (an older caller's struct
+ * ends before it). */
+static int check_count_max(const char *provider, const char *method,
+                           const duro_instance_query *q, duro_error *err)
+{
+    if (q->version >= 2 && q->count_max < 0)
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "%s %s: count_max is negative (%lld; 0: count "
+                              "every match)",
+                              provider, method, (long long)q->count_max);
+    return DURO_OK;
+}
+
 /* ---- the name prefix's range ---- */
 
 /* A string above every name of at most NAME_MAX_BYTES: 1025 bytes 0xFF
@@ -374,6 +387,7 @@ int duro__query_plan(const char *provider, const duro_instance_query *q,
                           q->created_after_ms, err)) ||
         (rc = check_bound(provider, method, "created_before_ms",
                           q->created_before_ms, err)) ||
+        (rc = check_count_max(provider, method, q, err)) ||
         (rc = check_text(provider, method, "name", q->name, 1, utf8, err)) ||
         (rc = check_text(provider, method, "name_prefix", q->name_prefix, 0,
                          utf8, err)) ||
@@ -394,6 +408,7 @@ int duro__query_plan(const char *provider, const duro_instance_query *q,
     plan->parent = q->parent_instance;
     plan->with_problem = q->with_problem;
     plan->count_total = q->count_total;
+    plan->count_max = q->version >= 2 ? q->count_max : 0;
     plan->created_from =
         q->created_after_ms > 0 ? q->created_after_ms : INT64_MIN;
     plan->created_until =
@@ -465,7 +480,40 @@ int duro__query_plan(const char *provider, const duro_instance_query *q,
     } else {
         plan->mask = q->status_mask;
     }
+    /* The count. Bounded, the matches of ALL and NAME are counted as the
+     * STATUS and NAME_STATUS paths' of every status (by id, those paths'
+     * pages bind no arms, so the arms are free for it): their indexes
+     * hold the status, the name and the creation time, so the count
+     * reads count_max + 1 of their entries and checks the created bounds
+     * there, never in an instance's row. Unbounded, a count reads every
+     * match whichever way, and the store picks its cheapest. */
+    plan->count_path = plan->path;
+    plan->count_rows = -1;
+    if (plan->count_max > 0) {
+        plan->count_rows =
+            plan->count_max < INT64_MAX ? plan->count_max + 1 : INT64_MAX;
+        if (plan->path == DURO__QUERY_ALL || plan->path == DURO__QUERY_NAME) {
+            plan->count_path = plan->path == DURO__QUERY_ALL
+                                   ? DURO__QUERY_STATUS
+                                   : DURO__QUERY_NAME_STATUS;
+            int n = 0;
+            for (int s = DURO_STATUS_PENDING; s <= DURO_STATUS_TERMINATED; s++)
+                if (s != DURO_STATUS_CONTINUED_AS_NEW)
+                    plan->arms[n++] = s;
+        }
+    }
     return DURO_OK;
+}
+
+void duro__query_count_finish(duro_instance_page *page,
+                              const duro__instance_plan *plan, int64_t counted)
+{
+    page->total_capped = 0;
+    page->total = plan->count_total ? counted : -1;
+    if (plan->count_total && plan->count_max > 0 && counted > plan->count_max) {
+        page->total = plan->count_max;
+        page->total_capped = 1;
+    }
 }
 
 int duro__query_page_finish(duro_instance_page *page,

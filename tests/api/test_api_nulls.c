@@ -499,7 +499,8 @@ TEST(client_functions)
     C(duro_instance_query_init)(NULL);
     duro_instance_query iq;
     duro_instance_query_init(&iq);
-    CHECK_EQ(iq.version, 1);
+    CHECK_EQ(iq.version, DURO_INSTANCE_QUERY_VERSION);
+    CHECK_EQ(iq.count_max, 0);
     CHECK_EQ(iq.order, DURO_ORDER_ID);
     CHECK_EQ(iq.limit, DURO_QUERY_LIMIT_DEFAULT);
     duro_instance_page *pg = (duro_instance_page *)&f;
@@ -541,8 +542,33 @@ TEST(client_functions)
     CHECK_OK(duro_client_query(c, &iq, &pg));
     CHECK_EQ(pg->count, 2);
     CHECK_EQ(pg->total, 5);
+    CHECK_EQ(pg->total_capped, 0);
     CHECK(pg->next_cursor != NULL);
     duro_instance_page_free(pg);
+    /* a bounded count: negative is refused; below the matches it is the
+     * cap, capped; at or above them, exact; a query of version 1 ends
+     * before count_max, which is then not read */
+    iq.count_max = -1;
+    CHECK_RC(duro_client_query(c, &iq, &pg), DURO_INVALID);
+    CHECK_ERRMSG("count_max");
+    iq.count_max = 3;
+    CHECK_OK(duro_client_query(c, &iq, &pg));
+    CHECK_EQ(pg->total, 3);
+    CHECK_EQ(pg->total_capped, 1);
+    duro_instance_page_free(pg);
+    iq.count_max = 5;
+    CHECK_OK(duro_client_query(c, &iq, &pg));
+    CHECK_EQ(pg->total, 5);
+    CHECK_EQ(pg->total_capped, 0);
+    duro_instance_page_free(pg);
+    iq.version = 1;
+    iq.count_max = -1;
+    CHECK_OK(duro_client_query(c, &iq, &pg));
+    CHECK_EQ(pg->total, 5);
+    CHECK_EQ(pg->total_capped, 0);
+    duro_instance_page_free(pg);
+    iq.version = DURO_INSTANCE_QUERY_VERSION;
+    iq.count_max = 0;
 
     /* control events: the same rules */
     C(duro_control_event_query_init)(NULL);

@@ -260,7 +260,7 @@ contains "$tmp/out" "ID"
 contains "$tmp/out" "hello-1"
 grep -Eq "(just now|ago)" "$tmp/out" || fail "list shows no relative age"
 run 0 list --json
-json 'set(d) == {"instances", "total", "truncated"} and d["total"] == 8 and d["truncated"] is False and len(d["instances"]) == 8'
+json 'set(d) == {"instances", "total", "total_capped", "truncated"} and d["total"] == 8 and d["total_capped"] is False and d["truncated"] is False and len(d["instances"]) == 8'
 json '[i["id"] for i in d["instances"]] == sorted(i["id"] for i in d["instances"])'
 json 'all(rfc.match(i["created_at"]) and isinstance(i["created_at_ms"], int) for i in d["instances"])'
 run 0 list --limit 2 --json
@@ -299,8 +299,30 @@ json '[i["id"] for i in d["instances"]] == sorted(set(i["id"] for i in d["instan
 run 0 --db "sqlite:$tmp/many.db" list --status completed --json
 json 'open(sys.argv[1], encoding="utf-8").read() == json.dumps(d, indent=2, ensure_ascii=False) + "\n"'
 run 0 --db "sqlite:$tmp/many.db" list --name Nobody --json
-json 'd == {"instances": [], "total": 0, "truncated": False}'
+json 'd == {"instances": [], "total": 0, "total_capped": False, "truncated": False}'
 json 'open(sys.argv[1], encoding="utf-8").read() == json.dumps(d, indent=2, ensure_ascii=False) + "\n"'
+echo "== list counts up to 10,000"
+# 10,001 more instances: the first page counts the matches up to 10,000
+# (more than that: "more than"), a --limit above that counts up to it,
+# and a filter that matches fewer is counted exactly.
+cp "$tmp/store.db" "$tmp/lots.db"
+"$fixture" sql "$tmp/lots.db" "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL
+    SELECT i + 1 FROM n WHERE i < 10001)
+    INSERT INTO instances(instance_id, name, status, created_ms, updated_ms)
+    SELECT printf('lots-%05d', i), 'Lots', 1, 1700000000000 + i,
+    1700000000000 + i FROM n" || fail "cli_fixture sql (lots)"
+run 0 --db "sqlite:$tmp/lots.db" list
+contains "$tmp/err" "showing 100 of more than 10000; use --limit K (0: all)"
+run 0 --db "sqlite:$tmp/lots.db" list --json
+json 'd["total"] == 10000 and d["total_capped"] is True and d["truncated"] is True and len(d["instances"]) == 100'
+run 0 --db "sqlite:$tmp/lots.db" list --name Lots --limit 5 --json
+json 'd["total"] == 10000 and d["total_capped"] is True and d["truncated"] is True and len(d["instances"]) == 5'
+run 0 --db "sqlite:$tmp/lots.db" list --limit 10005 --json
+json 'd["total"] == 10005 and d["total_capped"] is True and d["truncated"] is True and len(d["instances"]) == 10005'
+run 0 --db "sqlite:$tmp/lots.db" list --limit 20000 --json
+json 'd["total"] == 10009 and d["total_capped"] is False and d["truncated"] is False and len(d["instances"]) == 10009'
+run 0 --db "sqlite:$tmp/lots.db" list --status completed,failed --limit 1
+contains "$tmp/err" "showing 1 of 3; use --limit K (0: all)"
 
 run 2 list --since yesterday
 contains "$tmp/err" "bad time 'yesterday'"

@@ -1323,7 +1323,9 @@ PV_TEST(claims_and_lookups_use_indexes)
         {"HISTORY_READ", "('i', '1', '0')"},
         {"EXEC_EVENT_COUNT", "('i', '1')"},
         {"STATS_WORKER_READY", "('0')"},
-        {"STATS_ORCH_READY", "('0')"},
+        {"STATS_ORCH_QUEUED", "('0')"},
+        {"STATS_ORCH_WAITING", "('0')"},
+        {"STATS_ORCH_OLDEST", "('0')"},
     };
     duro_provider *p;
     PGconn *c = admin_in_schema(&p, "SET enable_seqscan = off; "

@@ -8773,6 +8773,7 @@ static char *query_ids(duro_provider *p, const qspec *q, int order,
             *total = page->total;
         else
             CHECK_EQ(page->total, -1); /* counted on the first page only */
+        CHECK_EQ(page->total_capped, 0);
         qq.count_total = 0;
         for (size_t i = 0; i < page->count; i++)
             sb_printf(&b, "%s%s", seen++ ? "," : "",
@@ -8812,6 +8813,27 @@ static void check_query(duro_provider *p, const duro_instance_list *all,
                       order, limits[k], got, want);
             CHECK_EQ(total, count_total ? (int64_t)want_count : -1);
             free(got);
+        }
+        /* a count bounded below, at and above the matches: the smaller of
+         * the two, capped when more match (query version 2) */
+        const int64_t n = (int64_t)want_count;
+        const int64_t caps[] = {1, n - 1, n, n + 1};
+        for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
+            if (caps[k] < 1)
+                continue;
+            duro_instance_query qq;
+            qspec_to_query(q, order, 2, &qq);
+            qq.version = 2;
+            qq.count_total = 1;
+            qq.count_max = caps[k];
+            duro_instance_page *page = query_page(p, &qq);
+            CHECK_MSG(page->total == (n < caps[k] ? n : caps[k]) &&
+                          page->total_capped == (n > caps[k]),
+                      "%s, order %d, count_max %lld: total %lld capped %d "
+                      "(%lld match)",
+                      q->what, order, (long long)caps[k],
+                      (long long)page->total, page->total_capped, (long long)n);
+            duro_instance_page_free(page);
         }
         free(want);
     }
@@ -9189,6 +9211,14 @@ PV_TEST(query_instances_refuses_bad_input_and_bad_cursors)
     q.count_total = -1;
     expect_query_refused(p, &q, DURO_INVALID, "count_total");
     q.count_total = 0;
+    q.version = 2; /* count_max is read from version 2 on */
+    q.count_max = -1;
+    expect_query_refused(p, &q, DURO_INVALID, "count_max");
+    q.version = 1;
+    duro_instance_page *v1 = NULL;
+    CHECK_PRC(p->query_instances(p, &q, &v1, &e), DURO_OK, &e);
+    duro_instance_page_free(v1);
+    q.count_max = 0;
     q.created_after_ms = -1;
     expect_query_refused(p, &q, DURO_INVALID, "created_after_ms");
     q.created_after_ms = 0;

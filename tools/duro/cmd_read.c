@@ -6,7 +6,10 @@
 
 #include "cli.h"
 
-#define LIST_PAGE 1000
+#define LIST_PAGE 1000 /* DURO_QUERY_LIMIT_MAX */
+/* `duro list` counts the matches up to this many (or --limit, when
+ * larger): "showing 100 of more than 10000". */
+#define LIST_COUNT_CAP 10000
 
 /* Keyset paging for `duro list` and the console's lister (cli.h). */
 int cli_list_page(duro_client *client, duro_instance_filter *filter,
@@ -103,8 +106,9 @@ static const char list_help[] =
     "  --since T       created at or after T (2026-05-01T12:00:00Z,\n"
     "                  2026-05-01, 2h, '30m ago')\n"
     "  --until T       created before T\n"
-    "  --limit K       show at most K (default 100; 0: all); the total is\n"
-    "                  always counted\n";
+    "  --limit K       show at most K (default 100; 0: all). The matches\n"
+    "                  are counted up to 10000 (or K, when larger): past\n"
+    "                  that, \"showing 100 of more than 10000\"\n";
 
 int cmd_list(cli *c, int argc, char **argv)
 {
@@ -152,64 +156,107 @@ int cmd_list(cli *c, int argc, char **argv)
     duro_client *client;
     if ((status = cli_open(c, CLI_OPEN_READ, &client)) != EXIT_OK)
         return status;
-    /* Pages of LIST_PAGE by id. --json prints each page's shown rows as it
-     * comes (memory holds one page, however many are listed); for people,
-     * pages holding shown rows are kept (the columns' widths come first).
-     * The rest are only counted. */
-    duro_instance_list **kept = NULL;
+    /* Pages of up to LIST_PAGE by id (duro_client_query), until --limit
+     * rows are shown. --json prints each page's rows as it comes (memory
+     * holds one page, however many are listed); for people, the pages are
+     * kept (the columns' widths come first). Nothing past the last row
+     * shown is read: the first page counts the matches up to count_max
+     * (LIST_COUNT_CAP, or the limit when larger), from its snapshot, so
+     * the first page costs the same among 100 or a million instances. */
+    duro_instance_query q;
+    duro_instance_query_init(&q);
+    q.order = DURO_ORDER_ID;
+    q.status_mask = filter.status_mask;
+    q.name = filter.name;
+    q.created_after_ms = filter.created_after_ms;
+    q.created_before_ms = filter.created_before_ms;
+    q.count_max = limit > LIST_COUNT_CAP ? (int64_t)limit : LIST_COUNT_CAP;
+    duro_instance_page **kept = NULL;
     size_t kept_count = 0, shown = 0;
     uint64_t total = 0;
-    char *after = NULL;
+    int capped = 0, more = 0;
+    char *cursor = NULL;
     int rc = DURO_OK, out_failed = 0;
     if (c->json)
         out_failed |= fputs("{\n  \"instances\": [", stdout) == EOF;
-    for (;;) {
-        duro_instance_list *page = NULL;
-        rc = cli_list_page(client, &filter, LIST_PAGE, &after, &page);
+    for (int first = 1;; first = 0) {
+        q.limit = limit == 0 || limit - shown > LIST_PAGE
+                      ? LIST_PAGE
+                      : (size_t)(limit - shown);
+        q.cursor = cursor;
+        q.count_total = first && limit != 0;
+        duro_instance_page *page = NULL;
+        rc = duro_client_query(client, &q, &page);
         if (rc != DURO_OK)
             break;
+        if (q.count_total) {
+            total = page->total > 0 ? (uint64_t)page->total : 0;
+            capped = page->total_capped;
+        }
+        free(cursor);
+        cursor = NULL;
+        if (page->next_cursor != NULL &&
+            (cursor = strdup(page->next_cursor)) == NULL) {
+            duro_instance_page_free(page);
+            rc = DURO_NOMEM;
+            break;
+        }
         size_t n = page->count;
-        total += n;
-        size_t take =
-            limit == 0 || limit - shown > n ? n : (size_t)(limit - shown);
-        duro_instance_list **more = NULL;
+        duro_instance_page **grown = NULL;
         if (c->json) {
-            for (size_t i = 0; i < take; i++) {
+            for (size_t i = 0; i < n; i++) {
                 out_failed |=
                     fputs(shown + i > 0 ? ",\n" : "\n", stdout) == EOF;
                 out_failed |=
                     json_print_nested(json_instance(&page->items[i]), 2) != 0;
             }
-            shown += take;
-            duro_instance_list_free(page);
-        } else if (take > 0 &&
-                   (more = realloc(kept, (kept_count + 1) * sizeof(*kept))) !=
+            shown += n;
+            duro_instance_page_free(page);
+        } else if (n > 0 &&
+                   (grown = realloc(kept, (kept_count + 1) * sizeof(*kept))) !=
                        NULL) {
-            kept = more;
+            kept = grown;
             kept[kept_count++] = page;
-            shown += take;
+            shown += n;
         } else {
-            duro_instance_list_free(page);
+            duro_instance_page_free(page);
+            if (n > 0) {
+                rc = DURO_NOMEM;
+                break;
+            }
         }
-        if (n < LIST_PAGE || after == NULL)
+        if (cursor == NULL)
+            break; /* every match is shown */
+        if (limit != 0 && shown >= limit) {
+            more = 1; /* matches after the last row shown */
             break;
+        }
     }
-    free(after);
+    free(cursor);
     if (rc != DURO_OK) {
         for (size_t i = 0; i < kept_count; i++)
-            duro_instance_list_free(kept[i]);
+            duro_instance_page_free(kept[i]);
         free(kept);
         duro_client_destroy(client);
         if (c->json) /* what was printed is not a document: end the line */
             fputc('\n', stdout);
         return cli_error_rc(c, rc, "listing instances");
     }
+    /* All shown: the count is what was shown. Otherwise the first page's
+     * count, which rows created or deleted since may have overtaken. */
+    if (!more) {
+        total = shown;
+        capped = 0;
+    } else if (!capped && total <= shown) {
+        total = shown + 1;
+    }
 
     if (c->json) {
         out_failed |=
-            printf("%s],\n  \"total\": %llu,\n  \"truncated\": %s\n}\n",
+            printf("%s],\n  \"total\": %llu,\n  \"total_capped\": %s,\n"
+                   "  \"truncated\": %s\n}\n",
                    shown > 0 ? "\n  " : "", (unsigned long long)total,
-                   shown < total ? "true" : "false") < 0 ||
+                   capped ? "true" : "false", more ? "true" : "false") < 0 ||
             fflush(stdout) == EOF;
         if (out_failed)
             fputs("duro: writing the listing failed\n", stderr);
@@ -259,14 +306,15 @@ int cmd_list(cli *c, int argc, char **argv)
                 text_pad(created, w_created + 2);
                 puts(text_age(c->now_ms, in->updated_ms, age, sizeof(age)));
             }
-        if (shown < total)
-            fprintf(stderr, "showing %zu of %llu; use --limit K (0: all)\n",
-                    shown, (unsigned long long)total);
+        if (more)
+            fprintf(stderr, "showing %zu of %s%llu; use --limit K (0: all)\n",
+                    shown, capped ? "more than " : "",
+                    (unsigned long long)total);
     }
     if (total == 0 && filter.name != NULL)
         cli_note_unknown_name(c, client, filter.name);
     for (size_t i = 0; i < kept_count; i++)
-        duro_instance_list_free(kept[i]);
+        duro_instance_page_free(kept[i]);
     free(kept);
     duro_client_destroy(client);
     return out_failed ? EXIT_FAILED : EXIT_OK;

@@ -989,30 +989,46 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "INSERT INTO event_ids(instance_id, event_id, raised_ms) "               \
       "VALUES($1::text, $2::text, $3::bigint) "                                \
       "ON CONFLICT(instance_id, event_id) DO NOTHING")                         \
-    /* read_store_stats, one snapshot (pg_stats.c) */                          \
+    /* read_store_stats, one snapshot (pg_stats.c). Every count reads          \
+     * index entries only, never a queue's or instances' rows, whose size      \
+     * grows with payloads: STATS_PLAN turns sequential scans off for the      \
+     * snapshot's transaction, where the planner would read a whole heap       \
+     * for a count (it prices a full index scan's pages as random reads). */   \
+    X(STATS_PLAN, "SELECT set_config('enable_seqscan', 'off', true)")          \
     X(STATS_SIZE,                                                              \
       "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint "        \
       "FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace "   \
       "WHERE n.nspname = current_schema() AND c.relkind = 'r'")                \
+    /* instances_name_status, read in its order: no sort */                    \
     X(STATS_INSTANCES, "SELECT name, status, COUNT(*) FROM instances "         \
                        "GROUP BY name, status ORDER BY name, status")          \
     X(STATS_PROBLEMS,                                                          \
       "SELECT name, COUNT(*) FROM instances "                                  \
       "WHERE last_problem IS NOT NULL AND status IN (" DURO__LIVE_SQL ") "     \
       "GROUP BY name ORDER BY name")                                           \
-    /* messages of fetchable instances that are visible, and since when the    \
-     * oldest such instance has been fetchable */                              \
-    X(STATS_ORCH_READY,                                                        \
-      "SELECT COUNT(*), MIN(r.ready_at) FROM orchestrator_ready AS r "         \
+    /* the messages, and those visible at $1: orchestrator_queue_instance's    \
+     * entries (it holds visible_at) */                                        \
+    X(STATS_ORCH_QUEUED,                                                       \
+      "SELECT COUNT(*), COUNT(*) FILTER (WHERE visible_at <= $1::bigint) "     \
+      "FROM orchestrator_queue")                                               \
+    /* the visible messages of instances not fetchable at $1 (ready_at is      \
+     * the lock's expiry while locked, the end of an abandon delay while       \
+     * held), and of those the locked ones: the instances ready_at's index     \
+     * finds after $1, each probing its messages' index. The other visible     \
+     * messages are ready: every message's instance has a readiness row (an    \
+     * enqueue upserts it, an ack deletes it with the last message). */        \
+    X(STATS_ORCH_WAITING,                                                      \
+      "SELECT COUNT(*), COUNT(*) FILTER (WHERE r.lock_token IS NOT NULL) "     \
+      "FROM orchestrator_ready AS r "                                          \
       "JOIN orchestrator_queue AS q ON q.instance_id = r.instance_id "         \
-      "AND q.visible_at <= $1::bigint WHERE r.ready_at <= $1::bigint")         \
-    /* visible messages of instances whose lock holds (ready_at is the         \
-     * lock's expiry while locked) */                                          \
-    X(STATS_ORCH_LOCKED,                                                       \
-      "SELECT COUNT(*) FROM orchestrator_ready AS r "                          \
-      "JOIN orchestrator_queue AS q ON q.instance_id = r.instance_id "         \
-      "AND q.visible_at <= $1::bigint "                                        \
-      "WHERE r.ready_at > $1::bigint AND r.lock_token IS NOT NULL")            \
+      "AND q.visible_at <= $1::bigint WHERE r.ready_at > $1::bigint")          \
+    /* since when the oldest fetchable instance with a visible message has     \
+     * been fetchable (NULL: none): the first such in ready_at's index */      \
+    X(STATS_ORCH_OLDEST,                                                       \
+      "SELECT (SELECT r.ready_at FROM orchestrator_ready AS r "                \
+      "WHERE r.ready_at <= $1::bigint AND EXISTS (SELECT 1 "                   \
+      "FROM orchestrator_queue AS q WHERE q.instance_id = r.instance_id "      \
+      "AND q.visible_at <= $1::bigint) ORDER BY r.ready_at LIMIT 1)")          \
     X(STATS_WORKER_READY,                                                      \
       "SELECT COUNT(*), MIN(available_at) FROM worker_queue "                  \
       "WHERE available_at <= $1::bigint")                                      \
@@ -1093,8 +1109,11 @@ void duro__pg_config_free(duro__pg_config *cfg);
     DURO__PG_Q_SORTED("i.parent_instance = $5::text AND ", o)
 #define DURO__PG_Q_PROBLEM(o)                                                  \
     DURO__PG_Q_SORTED("i.last_problem IS NOT NULL AND ", o)
+/* A count reads at most $20 matches (NULL: every one; LIMIT NULL is no
+ * limit, and the planner drops it): a bounded count stops in its index. */
 #define DURO__PG_Q_COUNT(drive)                                                \
-    "SELECT COUNT(*) FROM instances AS i WHERE " drive DURO__PG_Q_FILTER
+    "SELECT COUNT(*) FROM (SELECT 1 FROM instances AS i WHERE " drive          \
+        DURO__PG_Q_FILTER "LIMIT $20::bigint) AS m"
 #define DURO__PG_Q_STATUSES                                                    \
     "i.status IN ($13::int, $14::int, $15::int, $16::int, $17::int, "          \
     "$18::int, $19::int) "

@@ -356,7 +356,7 @@ static const duro__pg_stmt_id query_counts[DURO__QUERY_PATHS] = {
     DURO__SQL_QUERY_COUNT_PREFIX, DURO__SQL_QUERY_COUNT_PARENT,
     DURO__SQL_QUERY_COUNT_PROBLEM};
 
-/* Binds $1 .. $19 of a plan's statement (a statement ignores those it
+/* Binds $1 .. $20 of a plan's statement (a statement ignores those it
  * does not name: every parameter is sent as text). */
 static void bind_plan(duro__pg_conn *c, duro__pg_statement *s,
                       const duro__instance_plan *q)
@@ -375,6 +375,10 @@ static void bind_plan(duro__pg_conn *c, duro__pg_statement *s,
     duro__pg_bind_i64(c, s, 12, (int64_t)q->limit + 1);
     for (int k = 0; k < DURO__QUERY_ARMS; k++)
         duro__pg_bind_i64(c, s, 13 + k, q->arms[k]);
+    if (q->count_rows >= 0)
+        duro__pg_bind_i64(c, s, 20, q->count_rows);
+    else
+        duro__pg_bind_text(c, s, 20, NULL); /* LIMIT NULL: every match */
 }
 
 int duro__pg_query_instances(duro_provider *base, const duro_instance_query *q,
@@ -409,7 +413,7 @@ int duro__pg_query_instances(duro_provider *base, const duro_instance_query *q,
     int64_t total = -1;
     if (rc == DURO_OK && plan.count_total) {
         duro__pg_statement *s =
-            duro__pg_stmt(p, c, query_counts[plan.path], op, err);
+            duro__pg_stmt(p, c, query_counts[plan.count_path], op, err);
         rc = s != NULL ? DURO_OK : err->code;
         if (rc == DURO_OK) {
             bind_plan(c, s, &plan);
@@ -429,7 +433,7 @@ int duro__pg_query_instances(duro_provider *base, const duro_instance_query *q,
         page->arena = list->arena;
         page->items = list->items;
         page->count = list->count;
-        page->total = total;
+        duro__query_count_finish(page, &plan, total);
         rc = duro__query_page_finish(page, &plan, err);
     }
     duro__query_plan_free(&plan);

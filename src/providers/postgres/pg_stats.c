@@ -1,7 +1,8 @@
 /* pg_stats.c - read_store_stats: the store's gauges (instances by name
  * and status, problems, queue states, size on disk) in one REPEATABLE READ
  * READ ONLY transaction on a pooled connection, packed into one
- * caller-owned allocation. Any thread; takes no lock another transaction waits
+ * caller-owned allocation. The counts read index entries, never the rows
+ * (STATS_PLAN). Any thread; takes no lock another transaction waits
  * for. */
 #include <stdint.h>
 #include <string.h>
@@ -147,6 +148,10 @@ static int read_all(duro__pg_provider *p, duro__pg_conn *c, duro_store_stats *v,
     if (s == NULL)
         return err->code;
     int rc = duro__pg_run(p, c, s, op, err);
+    if (rc == DURO_OK) {
+        s = duro__pg_stmt(p, c, DURO__SQL_STATS_PLAN, op, err);
+        rc = s != NULL ? duro__pg_run(p, c, s, op, err) : err->code;
+    }
     int64_t pages = 0, total = 0, ready = 0, oldest = 0, locked = 0;
     if (rc == DURO_OK)
         rc = read_one(p, c, DURO__SQL_STATS_SIZE, 0, &pages, NULL, op, err);
@@ -156,16 +161,20 @@ static int read_all(duro__pg_provider *p, duro__pg_conn *c, duro_store_stats *v,
         rc = read_rows(p, c, DURO__SQL_STATS_INSTANCES, 1, inst, op, err);
     if (rc == DURO_OK)
         rc = read_rows(p, c, DURO__SQL_STATS_PROBLEMS, -1, prob, op, err);
+    /* ready: the visible messages but those of instances not fetchable */
+    int64_t visible = 0, waiting = 0;
     if (rc == DURO_OK)
-        rc = read_one(p, c, DURO__SQL_OQ_COUNT, now, &total, NULL, op, err);
-    if (rc == DURO_OK)
-        rc = read_one(p, c, DURO__SQL_STATS_ORCH_READY, now, &ready, &oldest,
+        rc = read_one(p, c, DURO__SQL_STATS_ORCH_QUEUED, now, &total, &visible,
                       op, err);
     if (rc == DURO_OK)
-        rc = read_one(p, c, DURO__SQL_STATS_ORCH_LOCKED, now, &locked, NULL, op,
+        rc = read_one(p, c, DURO__SQL_STATS_ORCH_WAITING, now, &waiting,
+                      &locked, op, err);
+    if (rc == DURO_OK)
+        rc = read_one(p, c, DURO__SQL_STATS_ORCH_OLDEST, now, &oldest, NULL, op,
                       err);
     if (rc != DURO_OK)
         return rc;
+    ready = visible > waiting ? visible - waiting : 0;
     v->orchestrator_ready = (uint64_t)ready;
     v->orchestrator_locked = (uint64_t)locked;
     v->orchestrator_delayed =

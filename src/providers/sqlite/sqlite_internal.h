@@ -608,19 +608,29 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "SELECT name, COUNT(*) FROM instances INDEXED BY instances_problem "     \
       "WHERE last_problem IS NOT NULL AND status IN (" DURO__LIVE_SQL ") "     \
       "GROUP BY name ORDER BY name")                                           \
-    /* messages of fetchable instances that are visible, and since when the    \
-     * oldest such instance has been fetchable */                              \
-    X(STATS_ORCH_READY,                                                        \
-      "SELECT COUNT(*), MIN(r.ready_at) FROM orchestrator_ready AS r "         \
+    /* the messages, and those visible at ?1: orchestrator_queue_instance's    \
+     * entries (it holds visible_at), never the rows and their payloads */     \
+    X(STATS_ORCH_QUEUED,                                                       \
+      "SELECT COUNT(*), SUM(CASE WHEN visible_at <= ?1 THEN 1 ELSE 0 END) "    \
+      "FROM orchestrator_queue INDEXED BY orchestrator_queue_instance")        \
+    /* the visible messages of instances not fetchable at ?1 (ready_at is      \
+     * the lock's expiry while locked, the end of an abandon delay while       \
+     * held), and of those the locked ones. The other visible messages are     \
+     * ready: every message's instance has a readiness row (an enqueue         \
+     * upserts it, an ack deletes it with the last message). */                \
+    X(STATS_ORCH_WAITING,                                                      \
+      "SELECT COUNT(*), "                                                      \
+      "SUM(CASE WHEN r.lock_token IS NOT NULL THEN 1 ELSE 0 END) "             \
+      "FROM orchestrator_ready AS r "                                          \
       "JOIN orchestrator_queue AS q ON q.instance_id = r.instance_id "         \
-      "AND q.visible_at <= ?1 WHERE r.ready_at <= ?1")                         \
-    /* visible messages of instances whose lock holds (ready_at is the         \
-     * lock's expiry while locked) */                                          \
-    X(STATS_ORCH_LOCKED,                                                       \
-      "SELECT COUNT(*) FROM orchestrator_ready AS r "                          \
-      "JOIN orchestrator_queue AS q ON q.instance_id = r.instance_id "         \
-      "AND q.visible_at <= ?1 "                                                \
-      "WHERE r.ready_at > ?1 AND r.lock_token IS NOT NULL")                    \
+      "AND q.visible_at <= ?1 WHERE r.ready_at > ?1")                          \
+    /* since when the oldest fetchable instance with a visible message has     \
+     * been fetchable (NULL: none): the first such in ready_at's index */      \
+    X(STATS_ORCH_OLDEST,                                                       \
+      "SELECT (SELECT r.ready_at FROM orchestrator_ready AS r "                \
+      "WHERE r.ready_at <= ?1 AND EXISTS (SELECT 1 "                           \
+      "FROM orchestrator_queue AS q WHERE q.instance_id = r.instance_id "      \
+      "AND q.visible_at <= ?1) ORDER BY r.ready_at LIMIT 1)")                  \
     X(STATS_WORKER_READY, "SELECT COUNT(*), MIN(available_at) "                \
                           "FROM worker_queue WHERE available_at <= ?1")        \
     /* available_at is the lock's expiry while locked */                       \
@@ -737,9 +747,13 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
 #define DURO__SQLITE_Q_PROBLEM(o)                                              \
     DURO__SQLITE_Q_SORTED("instances_problem",                                 \
                           "i.last_problem IS NOT NULL AND ", o)
-/* total: the matches of a path (may read every one) */
+/* total: the matches of a path, at most ?20 of them (a negative LIMIT is
+ * none: every one) */
+#define DURO__SQLITE_Q_COUNT_CR(from, drive, cr)                               \
+    "SELECT COUNT(*) FROM (SELECT 1 FROM " from " WHERE " drive                \
+    DURO__SQLITE_Q_FILTER(cr) "LIMIT ?20)"
 #define DURO__SQLITE_Q_COUNT(from, drive)                                      \
-    "SELECT COUNT(*) FROM " from " WHERE " drive DURO__SQLITE_Q_FILTER("+")
+    DURO__SQLITE_Q_COUNT_CR(from, drive, "+")
 #define DURO__SQLITE_Q_STATUSES                                                \
     "i.status IN (?13, ?14, ?15, ?16, ?17, ?18, ?19) "
 /* X for the three orders of path P */
@@ -758,8 +772,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     DURO__SQLITE_Q3(X, PREFIX)                                                 \
     DURO__SQLITE_Q3(X, PARENT)                                                 \
     DURO__SQLITE_Q3(X, PROBLEM)                                                \
-    X(QUERY_COUNT_ALL,                                                         \
-      "SELECT COUNT(*) FROM instances AS i WHERE " DURO__SQLITE_Q_FILTER(""))  \
+    X(QUERY_COUNT_ALL, DURO__SQLITE_Q_COUNT_CR("instances AS i", "", ""))      \
     X(QUERY_COUNT_NAME,                                                        \
       DURO__SQLITE_Q_COUNT("instances AS i", "i.name = ?1 AND "))              \
     X(QUERY_COUNT_STATUS,                                                      \

@@ -353,7 +353,7 @@ static const duro__sqlite_stmt_id query_counts[DURO__QUERY_PATHS] = {
     DURO__SQL_QUERY_COUNT_PREFIX, DURO__SQL_QUERY_COUNT_PARENT,
     DURO__SQL_QUERY_COUNT_PROBLEM};
 
-/* Binds what a plan's statement s uses of ?1 .. ?19 (a statement's
+/* Binds what a plan's statement s uses of ?1 .. ?20 (a statement's
  * parameters end at the highest it names). */
 static void bind_plan(duro__sqlite_conn *c, sqlite3_stmt *s,
                       const duro__instance_plan *q)
@@ -373,6 +373,8 @@ static void bind_plan(duro__sqlite_conn *c, sqlite3_stmt *s,
         duro__sqlite_bind_i64(c, s, 12, (int64_t)q->limit + 1);
     for (int k = 0; k < DURO__QUERY_ARMS && 13 + k <= n; k++)
         duro__sqlite_bind_i64(c, s, 13 + k, q->arms[k]);
+    if (n >= 20) /* a negative LIMIT is none: every match */
+        duro__sqlite_bind_i64(c, s, 20, q->count_rows);
 }
 
 int duro__sqlite_query_instances(duro_provider *base,
@@ -408,7 +410,7 @@ int duro__sqlite_query_instances(duro_provider *base,
     int64_t total = -1;
     if (rc == DURO_OK && plan.count_total) {
         sqlite3_stmt *s =
-            duro__sqlite_stmt(p, c, query_counts[plan.path], op, err);
+            duro__sqlite_stmt(p, c, query_counts[plan.count_path], op, err);
         rc = s != NULL ? DURO_OK : err->code;
         if (rc == DURO_OK) {
             bind_plan(c, s, &plan);
@@ -428,7 +430,7 @@ int duro__sqlite_query_instances(duro_provider *base,
         page->arena = list->arena;
         page->items = list->items;
         page->count = list->count;
-        page->total = total;
+        duro__query_count_finish(page, &plan, total);
         rc = duro__query_page_finish(page, &plan, err);
     }
     duro__query_plan_free(&plan);

@@ -172,16 +172,20 @@ static int read_all(duro__sqlite_provider *p, duro__sqlite_conn *c,
         rc = read_rows(p, c, DURO__SQL_STATS_INSTANCES, 1, inst, op, err);
     if (rc == DURO_OK)
         rc = read_rows(p, c, DURO__SQL_STATS_PROBLEMS, -1, prob, op, err);
+    /* ready: the visible messages but those of instances not fetchable */
+    int64_t visible = 0, waiting = 0;
     if (rc == DURO_OK)
-        rc = read_one(p, c, DURO__SQL_OQ_COUNT, now, &total, NULL, op, err);
-    if (rc == DURO_OK)
-        rc = read_one(p, c, DURO__SQL_STATS_ORCH_READY, now, &ready, &oldest,
+        rc = read_one(p, c, DURO__SQL_STATS_ORCH_QUEUED, now, &total, &visible,
                       op, err);
     if (rc == DURO_OK)
-        rc = read_one(p, c, DURO__SQL_STATS_ORCH_LOCKED, now, &locked, NULL, op,
+        rc = read_one(p, c, DURO__SQL_STATS_ORCH_WAITING, now, &waiting,
+                      &locked, op, err);
+    if (rc == DURO_OK)
+        rc = read_one(p, c, DURO__SQL_STATS_ORCH_OLDEST, now, &oldest, NULL, op,
                       err);
     if (rc != DURO_OK)
         return rc;
+    ready = visible > waiting ? visible - waiting : 0;
     v->orchestrator_ready = (uint64_t)ready;
     v->orchestrator_locked = (uint64_t)locked;
     v->orchestrator_delayed =
