@@ -1043,9 +1043,16 @@ void duro__pg_config_free(duro__pg_config *cfg);
  * columns are COLLATE "C", which the parameters take from them. strpos
  * finds a substring of valid UTF-8 where its bytes are. These statements
  * are planned at each run with their values (statement_per_call in
- * pg_db.c): a filter that is off is gone from the plan, and the planner
- * weighs the created bounds with the column's statistics, so none needs
- * SQLite's unary + to keep a range off the wrong index. */
+ * pg_db.c): a filter that is off is gone from the plan - the created
+ * bounds too, written so that the bound of none ($7 INT64_MIN, $8
+ * INT64_MAX) folds to true, so that a range that needs only the status,
+ * name and id is an index-only scan of the index that has them in the
+ * page's order (kept, the bounds made every candidate a heap fetch, and
+ * the planner read a name's and status's first page through the primary
+ * key, stepping over the 100,000 instances created before its first
+ * match) - and the planner weighs the created bounds with the column's
+ * statistics, so none needs SQLite's unary + to keep a range off the
+ * wrong index. */
 #define DURO__PG_Q_FILTER                                                      \
     "($1::text IS NULL OR i.name = $1::text) "                                 \
     "AND ($5::text IS NULL OR i.parent_instance = $5::text) "                  \
@@ -1055,7 +1062,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
 #define DURO__PG_Q_FILTER_ARM                                                  \
     "($2::text IS NULL OR (i.name >= $2::text AND i.name < $3::text)) "        \
     "AND ($4::text IS NULL OR strpos(i.name, $4::text) > 0) "                  \
-    "AND i.created_ms >= $7::bigint AND i.created_ms < $8::bigint "
+    "AND ($7::bigint < 0 OR i.created_ms >= $7::bigint) "                      \
+    "AND ($8::bigint = 9223372036854775807 OR i.created_ms < $8::bigint) "
 #define DURO__PG_Q_KEYSET_ID "i.instance_id > $11::text "
 #define DURO__PG_Q_KEYSET_CREATED                                              \
     "(i.created_ms, i.instance_id) < ($10::bigint, $11::text) "
