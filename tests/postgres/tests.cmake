@@ -222,6 +222,17 @@ if(DURO_POSTGRES)
   duro_pg_cli_test(test_pg_pgbouncer)
 endif()
 
+# bench/pg_cost_bench.sh once with a tiny store, as every benchmark is
+# (label bench): it runs, prints its lines, and drops its schema.
+if(DURO_POSTGRES AND NOT DURO_PG_SKIP_REASON)
+  add_test(NAME bench_pg_cost_smoke
+    COMMAND sh -c "sh \"$1\" \"$(cat \"$2\")\" 1 300 100 \"$3\""
+            bench_pg_cost_smoke ${PROJECT_SOURCE_DIR}/bench/pg_cost_bench.sh
+            ${DURO_PG_URL_FILE} ${PROJECT_BINARY_DIR})
+  set_tests_properties(bench_pg_cost_smoke PROPERTIES
+    LABELS "bench;postgres" FIXTURES_REQUIRED pg TIMEOUT 120)
+endif()
+
 # .ci/pg-cluster itself: crash and stop use the port the cluster started
 # on, not DURO_PG_PORT (its own cluster, port $DURO_PG_PORT + 4).
 if(NOT DURO_PG_SKIP_REASON)
