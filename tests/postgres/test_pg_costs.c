@@ -33,7 +33,8 @@ static char schema[64];
 static duro_provider *provider;
 static PGconn *admin;
 
-/* ---- the store ------------------------------------------------------------ */
+/* ---- the store ------------------------------------------------------------
+ */
 
 static const char *const load[] = {
     "INSERT INTO instances(instance_id, name, status, execution_id, "
@@ -89,8 +90,8 @@ static void drop_schema(void)
     snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS \"%s\" CASCADE", schema);
     PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
     if (PQresultStatus(r) != PGRES_COMMAND_OK)
-        fprintf(stderr, "test_pg_costs: could not drop schema %s: %s\n",
-                schema, PQerrorMessage(c));
+        fprintf(stderr, "test_pg_costs: could not drop schema %s: %s\n", schema,
+                PQerrorMessage(c));
     PQclear(r);
     PQfinish(c);
 }
@@ -139,17 +140,18 @@ static long relation_pages(const char *name)
     return n;
 }
 
-/* ---- EXPLAIN, summed ------------------------------------------------------ */
+/* ---- EXPLAIN, summed ------------------------------------------------------
+ */
 
 /* What the scan nodes of a plan read. */
 typedef struct reads {
-    long buffers;       /* shared blocks hit and read, the whole plan */
-    long rows;          /* rows the scan nodes read: returned and removed */
-    long heap_fetches;  /* of index-only scans */
-    int index_only;     /* Index Only Scan nodes */
-    int heap_scans;     /* Seq Scan, Index Scan, Bitmap Heap Scan nodes */
-    char heap_of[512];  /* which relations those read */
-    char plan[8192];    /* the plan, for a message */
+    long buffers;      /* shared blocks hit and read, the whole plan */
+    long rows;         /* rows the scan nodes read: returned and removed */
+    long heap_fetches; /* of index-only scans */
+    int index_only;    /* Index Only Scan nodes */
+    int heap_scans;    /* Seq Scan, Index Scan, Bitmap Heap Scan nodes */
+    char heap_of[512]; /* which relations those read */
+    char plan[8192];   /* the plan, for a message */
 } reads;
 
 static long number(json_t *node, const char *key)
@@ -241,7 +243,8 @@ static int explain(const char *name, const char *args, reads *r)
     return 1;
 }
 
-/* ---- duro list ------------------------------------------------------------ */
+/* ---- duro list ------------------------------------------------------------
+ */
 
 /* EXECUTE's arguments for a plan's statement ($1 .. $20 as pg_manage.c's
  * bind_plan binds them; a statement's PREPARE takes the first n). */
@@ -388,11 +391,14 @@ TEST(list_first_page_and_count_read_a_bounded_index_range)
         }
         duro__query_plan_free(&pl);
     }
-    CHECK_MSG(heap > 5000, "the instances' heap is %ld pages: too small to "
-                           "tell a bounded read from a scan", heap);
+    CHECK_MSG(heap > 5000,
+              "the instances' heap is %ld pages: too small to "
+              "tell a bounded read from a scan",
+              heap);
 }
 
-/* ---- duro metrics ---------------------------------------------------------- */
+/* ---- duro metrics ----------------------------------------------------------
+ */
 
 /* Among 101,010 queued messages (100,000 ready, 1,000 delayed, 10 locked)
  * and 2,000 activity rows: the gauges are right, and with the snapshot's
@@ -442,8 +448,9 @@ TEST(metrics_read_index_entries_not_queue_rows)
         {"STATS_INSTANCES", 0, INSTANCES, NULL},
         {"STATS_PROBLEMS", 0, 0, NULL},
         {"STATS_ORCH_QUEUED", 1, PENDING + TIMERS + LOCKED, NULL},
-        /* the not fetchable instances and their visible messages */
-        {"STATS_ORCH_WAITING", 1, 2 * (TIMERS + LOCKED),
+        /* the instances not fetchable, and the locked ones' visible
+         * messages: the timers' delayed instances probe nothing */
+        {"STATS_ORCH_WAITING", 1, TIMERS + 2 * LOCKED,
          "orchestrator_ready (Index Scan)"},
         {"STATS_ORCH_OLDEST", 1, 2, "orchestrator_ready (Index Scan)"},
         {"STATS_WORKER_READY", 1, WORK, NULL},

@@ -1011,17 +1011,21 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(STATS_ORCH_QUEUED,                                                       \
       "SELECT COUNT(*), COUNT(*) FILTER (WHERE visible_at <= $1::bigint) "     \
       "FROM orchestrator_queue")                                               \
-    /* the visible messages of instances not fetchable at $1 (ready_at is      \
-     * the lock's expiry while locked, the end of an abandon delay while       \
-     * held), and of those the locked ones: the instances ready_at's index     \
-     * finds after $1, each probing its messages' index. The other visible     \
-     * messages are ready: every message's instance has a readiness row (an    \
-     * enqueue upserts it, an ack deletes it with the last message). */        \
+    /* the visible messages of instances not fetchable at $1, and of those     \
+     * the locked ones. An instance's ready_at is its lock's expiry while      \
+     * locked, else its earliest message's visibility or, later, the end of    \
+     * an abandon delay (locked_until): so of the instances ready_at's index   \
+     * finds after $1 (timers' too), only the locked and the held can have a   \
+     * visible message, and only theirs probe the messages' index. The         \
+     * other visible messages are ready: every message's instance has a        \
+     * readiness row (an enqueue upserts it, an ack deletes it with the last   \
+     * message). */                                                            \
     X(STATS_ORCH_WAITING,                                                      \
       "SELECT COUNT(*), COUNT(*) FILTER (WHERE r.lock_token IS NOT NULL) "     \
       "FROM orchestrator_ready AS r "                                          \
       "JOIN orchestrator_queue AS q ON q.instance_id = r.instance_id "         \
-      "AND q.visible_at <= $1::bigint WHERE r.ready_at > $1::bigint")          \
+      "AND q.visible_at <= $1::bigint WHERE r.ready_at > $1::bigint "          \
+      "AND (r.lock_token IS NOT NULL OR r.locked_until > $1::bigint)")         \
     /* since when the oldest fetchable instance with a visible message has     \
      * been fetchable (NULL: none): the first such in ready_at's index */      \
     X(STATS_ORCH_OLDEST,                                                       \

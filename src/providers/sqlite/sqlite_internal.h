@@ -613,17 +613,17 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(STATS_ORCH_QUEUED,                                                       \
       "SELECT COUNT(*), SUM(CASE WHEN visible_at <= ?1 THEN 1 ELSE 0 END) "    \
       "FROM orchestrator_queue INDEXED BY orchestrator_queue_instance")        \
-    /* the visible messages of instances not fetchable at ?1 (ready_at is      \
-     * the lock's expiry while locked, the end of an abandon delay while       \
-     * held), and of those the locked ones. The other visible messages are     \
-     * ready: every message's instance has a readiness row (an enqueue         \
-     * upserts it, an ack deletes it with the last message). */                \
+    /* the visible messages of instances not fetchable at ?1, and of those     \
+     * the locked ones: as PostgreSQL's (pg_internal.h), only the locked and   \
+     * the held among the instances ready_at's index finds after ?1 probe      \
+     * the messages' index; the other visible messages are ready. */           \
     X(STATS_ORCH_WAITING,                                                      \
       "SELECT COUNT(*), "                                                      \
       "SUM(CASE WHEN r.lock_token IS NOT NULL THEN 1 ELSE 0 END) "             \
       "FROM orchestrator_ready AS r "                                          \
       "JOIN orchestrator_queue AS q ON q.instance_id = r.instance_id "         \
-      "AND q.visible_at <= ?1 WHERE r.ready_at > ?1")                          \
+      "AND q.visible_at <= ?1 WHERE r.ready_at > ?1 "                          \
+      "AND (r.lock_token IS NOT NULL OR r.locked_until > ?1)")                 \
     /* since when the oldest fetchable instance with a visible message has     \
      * been fetchable (NULL: none): the first such in ready_at's index */      \
     X(STATS_ORCH_OLDEST,                                                       \
