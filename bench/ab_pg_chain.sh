@@ -17,7 +17,11 @@ set -euo pipefail
 [ $# -eq 4 ] || { echo "usage: bench/ab_pg_chain.sh ROUNDS BUILD_A BUILD_B URL" >&2; exit 2; }
 rounds=$1 a=$2 b=$3 url=$4
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+schema=
+# the run's schema goes after the run, and on a failure (set -e) too
+drop() { [ -z "$schema" ] || psql "$url" -qc "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true; schema=; }
+trap 'drop; rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM HUP
 for dir in "$a" "$b"; do
     [ -x "$dir/bench/orch_bench" ] || { echo "ab_pg_chain.sh: no $dir/bench/orch_bench" >&2; exit 2; }
 done
@@ -30,7 +34,7 @@ for i in $(seq 1 "$rounds"); do
             psql "$url" -qc "CHECKPOINT" >/dev/null 2>&1 || true
             "$dir/bench/orch_bench" --workload chain --procs "$procs" \
                 --url "$url&schema=$schema" | tag "$build" "$i"
-            psql "$url" -qc "DROP SCHEMA $schema CASCADE" >/dev/null 2>&1 || true
+            drop
         done
     done
     for build in a b; do

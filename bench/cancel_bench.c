@@ -9,8 +9,11 @@
  *   mass_cancel    one turn cancels 1,000 outstanding activities; time until
  *                  all running ones observed it
  * Usage: cancel_bench [--workload NAME|all] [--samples N] [--dir PATH]
+ *                     [--url postgresql://...]
  * Observation times travel through shared memory (CLOCK_MONOTONIC and
- * CLOCK_REALTIME, same machine). */
+ * CLOCK_REALTIME, same machine). With --url each workload runs on a schema
+ * of its own, dropped when the workload ends and, after a failure, at
+ * exit (once the activity process is killed). */
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -23,6 +26,11 @@
 #include <unistd.h>
 
 #include "duro.h"
+#ifdef DURO_BENCH_POSTGRES
+#include <libpq-fe.h>
+
+#include "providers/postgres/pg_internal.h"
+#endif
 
 #define MAX_SAMPLES 4096
 
@@ -131,6 +139,11 @@ static int cmp_double(const void *a, const void *b)
  * workload gets a schema of its own. */
 static const char *base_url;
 
+/* The schemas of the workloads that have not ended (--url): a workload's
+ * is dropped when it ends; what a failure left is dropped at exit. */
+#define MAX_SCHEMAS 8
+static char schemas[MAX_SCHEMAS][64];
+
 static const char *provider_name(void)
 {
     return base_url != NULL ? "postgres" : "sqlite";
@@ -181,12 +194,76 @@ static void store_url(const char *path, char *out, size_t size)
     (void)n;
     snprintf(out, size, "%s%cschema=%s", base_url,
              strchr(base_url, '?') ? '&' : '?', schema);
+    int free_slot = -1, known = 0;
+    for (int i = 0; i < MAX_SCHEMAS; i++) {
+        known |= strcmp(schemas[i], schema) == 0;
+        if (schemas[i][0] == '\0' && free_slot < 0)
+            free_slot = i;
+    }
+    if (!known && free_slot >= 0)
+        snprintf(schemas[free_slot], sizeof(schemas[free_slot]), "%s", schema);
+}
+
+static void drop_schema(char *schema)
+{
+    if (schema[0] == '\0')
+        return;
+#ifdef DURO_BENCH_POSTGRES
+    /* libpq's part of the URL: duro's parameters (schema, pool, ...) out */
+    duro__pg_config cfg;
+    duro_error e;
+    memset(&cfg, 0, sizeof(cfg));
+    PGconn *c = NULL;
+    if (duro__pg_parse_url(base_url, &cfg, &e) == DURO_OK)
+        c = PQconnectdb(cfg.conninfo);
+    duro__pg_config_free(&cfg);
+    char sql[160];
+    /* a runtime of a failed run may still hold a lock: wait for it a
+     * while, not for ever */
+    snprintf(sql, sizeof(sql),
+             "SET lock_timeout = '10s'; SET client_min_messages = warning; "
+             "DROP SCHEMA IF EXISTS \"%s\" CASCADE",
+             schema);
+    PGresult *r =
+        c != NULL && PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        fprintf(stderr, "cancel_bench: could not drop schema %s: %s\n", schema,
+                c != NULL ? PQerrorMessage(c) : "bad URL");
+    PQclear(r);
+    PQfinish(c);
+#else
+    fprintf(stderr,
+            "cancel_bench: built without libpq: drop schema %s yourself\n",
+            schema);
+#endif
+    schema[0] = '\0';
+}
+
+static void drop_schemas_left(void)
+{
+    if (child_pid > 0) { /* its connections go with it */
+        kill(child_pid, SIGKILL);
+        waitpid(child_pid, NULL, 0);
+        child_pid = 0;
+    }
+    for (int i = 0; i < MAX_SCHEMAS; i++)
+        drop_schema(schemas[i]);
 }
 
 static void remove_db(const char *path)
 {
-    if (base_url != NULL)
-        return; /* a schema of its own: nothing to remove */
+    if (base_url != NULL) {
+        /* a schema of its own (store_url): dropped */
+        const char *name = strrchr(path, '/');
+        name = name != NULL ? name + 1 : path;
+        char schema[64];
+        snprintf(schema, sizeof(schema), "bench_%ld_%.*s", (long)getpid(),
+                 (int)strcspn(name, "."), name);
+        for (int i = 0; i < MAX_SCHEMAS; i++)
+            if (strcmp(schemas[i], schema) == 0)
+                drop_schema(schemas[i]);
+        return;
+    }
     char p[600];
     unlink(path);
     snprintf(p, sizeof(p), "%s-wal", path);
@@ -525,6 +602,8 @@ int main(int argc, char **argv)
         perror("mmap");
         return 1;
     }
+    if (base_url != NULL)
+        atexit(drop_schemas_left); /* after a failure (exit(1)) too */
     int all = strcmp(workload, "all") == 0;
     if (all || strcmp(workload, "same_process") == 0)
         bench_same_process(dir, samples);
