@@ -220,6 +220,9 @@ if(DURO_POSTGRES)
   # schema's search_path, lost prepared statements and LISTEN), working in
   # session pooling. Skipped (77) without pgbouncer.
   duro_pg_cli_test(test_pg_pgbouncer)
+  # A URL without a password works with PGPASSWORD and a password file
+  # (libpq's), for a role the fixture's cluster makes present one.
+  duro_pg_cli_test(test_pg_password)
 endif()
 
 # bench/pg_cost_bench.sh once with a tiny store, as every benchmark is
