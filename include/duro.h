@@ -1179,8 +1179,9 @@ DURO_API int duro_client_control_events(duro_client *c,
  * the time since when the oldest ready item has waited, and the store's
  * size; every field from one consistent snapshot. duro_store_stats in
  * duro/provider.h defines each field. Cheap enough to call every few
- * seconds: the cost grows with the number of names and statuses and of
- * queued work, never with history. Caller-owned *out, ONE allocation (the
+ * seconds: both built-in stores count index entries, never an instance's
+ * or a message's row, so the cost grows with the instances and the queued
+ * work, never with history or payloads. Caller-owned *out, ONE allocation (the
  * arrays and names inside it): free with duro_free().
  * @return DURO_OK; DURO_INVALID for a NULL client or @p out;
  * DURO_UNSUPPORTED for a provider older than version 4 or one without the
