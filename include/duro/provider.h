@@ -1463,12 +1463,18 @@ struct duro_provider {
 DURO_API int duro_provider_open(const char *url, duro_provider **out,
                                 duro_error *err);
 
-/** Copies @p url into out[size] (always terminated, cut to fit) with its
- * password replaced by "***", as duro names a URL in every message: the
- * userinfo's (scheme://user:***\@host/..., whole even when it holds
- * unescaped '@', '/' or '?') and every password=... parameter's. For a
- * program or tool that shows the URL it was given. Returns the length
- * written; NULL @p url writes "", NULL @p out writes nothing (0).
+/** Copies @p url into out[size] (always terminated, cut to fit) with every
+ * secret it may hold replaced by "***", as duro names a URL in every
+ * message: the userinfo's password (scheme://user:***\@host/..., whole
+ * even when it holds unescaped '@', '/' or '?'), and the value of every
+ * query parameter but those known to hold no secret - duro's own and
+ * libpq's (host, port, sslmode, application_name, ...) - the name
+ * percent-decoded and compared case-sensitively, as libpq reads it: so
+ * password=***, pass%77ord=***, PASSWORD=***, sslpassword=***,
+ * no_such=***. A parameter that is not name=value, or whose decoded name
+ * is not a plain word (password%3Dx=y), is "***" whole. For a program or
+ * tool that shows the URL it was given. Returns the length written; NULL
+ * @p url writes "", NULL @p out writes nothing (0).
  * @note Any thread. */
 DURO_API size_t duro_url_mask(const char *url, char *out, size_t size);
 

@@ -353,8 +353,9 @@ static int conn_connect(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
     if (c->pg == NULL)
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     if (PQstatus(c->pg) != CONNECTION_OK) {
-        char msg[256];
-        snprintf(msg, sizeof(msg), "%s", PQerrorMessage(c->pg));
+        char msg[256]; /* libpq's text, scrubbed of the URL's secrets */
+        duro__pg_scrub(p->cfg.conninfo, PQerrorMessage(c->pg), msg,
+                       sizeof(msg));
         one_line(msg);
         PQfinish(c->pg);
         c->pg = NULL;
@@ -997,7 +998,8 @@ static void reconnect(duro__pg_provider *p, duro__pg_conn *c)
     }
     if (c->broken) {
         char why[256];
-        snprintf(why, sizeof(why), "%s", PQerrorMessage(c->pg));
+        duro__pg_scrub(p->cfg.conninfo, PQerrorMessage(c->pg), why,
+                       sizeof(why));
         one_line(why);
         c->sqlstate[0] = '\0';
         /* the URL cut so that a long one leaves room for the reason */
