@@ -790,7 +790,14 @@ typedef enum duro_queue {
  * required name fails DURO_INVALID; a payload, error, name or id longer than
  * the provider's configured maximum (payload: max_payload bytes; names and
  * ids: 1024 bytes) fails DURO_TOO_LARGE. Such failures are not retryable and
- * change nothing. A token the provider never issued is DURO_LOCK_LOST. */
+ * change nothing. A token the provider never issued is DURO_LOCK_LOST.
+ * Text: duro stores UTF-8 (README, "Text is UTF-8"); the runtime and the
+ * client refuse anything else where it enters. A provider whose store
+ * holds UTF-8 only fails text that is not UTF-8 with DURO_INVALID naming
+ * the field, before any statement (PostgreSQL, whose server would refuse
+ * it with SQLSTATE 22021 however often it was retried); SQLite stores the
+ * bytes as given, so that a store written by an earlier duro, which may
+ * hold such text, can still be read and worked on. */
 
 #define DURO_PROVIDER_VERSION 10
 

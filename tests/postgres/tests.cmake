@@ -197,6 +197,15 @@ if(DURO_POSTGRES)
   target_link_libraries(test_pg_lifecycle PRIVATE duro_rt_util)
 endif()
 
+# duro's text rule on the server, which refuses invalid UTF-8 itself
+# (22021): test_utf8's file built with UTF8_PG (a fresh schema per test).
+if(DURO_POSTGRES)
+  duro_pg_test(test_pg_utf8
+    ${PROJECT_SOURCE_DIR}/tests/runtime/test_utf8.c LABELS runtime tsan)
+  target_compile_definitions(test_pg_utf8 PRIVATE UTF8_PG)
+  target_link_libraries(test_pg_utf8 PRIVATE duro_rt_util)
+endif()
+
 # A shell test of the duro command on the server: NAME.sh DURO PG_CLUSTER,
 # with the pg fixture's URL file (skipped, 77, without a server).
 function(duro_pg_cli_test name)
