@@ -214,7 +214,9 @@ DURO_API int duro_registry_add_activity(duro_registry *r, const char *name,
  * a name, version, id or input that is not fails at once with
  * DURO_INVALID, category configuration, its error naming the field and
  * the byte ("activity 'Charge' input is not valid UTF-8 at byte 6
- * (0xE9)"), and nothing is recorded in history; the code goes on.
+ * (0xE9)"), and nothing is recorded in history; the code goes on. (A
+ * command an earlier duro recorded with such text, in a SQLite store,
+ * replays as it was recorded.)
  *
  * A task belongs to the context that created it. Every function that takes
  * a task checks, by its address alone and without reading it, that it is

@@ -483,6 +483,14 @@ const char *duro__engine_bad_text(duro_orch *e, const char *what,
     return why != NULL ? why : "text is not valid UTF-8";
 }
 
+int duro__engine_recorded(const duro_orch *e, const duro_event *want)
+{
+    if (e->replay_pos >= e->replay_count)
+        return 0;
+    const duro_event *h = &e->replay[e->replay_pos];
+    return duro__event_is_command(h->kind) && same_command(h, want);
+}
+
 struct duro_task *duro__engine_refuse_text(duro_orch *e, const char *why)
 {
     duro__fail(DURO_INVALID, "%s", why);
@@ -512,7 +520,11 @@ struct duro_task *duro__engine_schedule_activity(duro_orch *e, const char *name,
     const char *bad = duro__engine_bad_text(e, "activity", NULL, "name", name);
     if (bad == NULL)
         bad = duro__engine_bad_text(e, "activity", name, "input", input);
-    if (bad != NULL)
+    duro_event want = {.kind = DURO_EVENT_ACTIVITY_SCHEDULED,
+                       .name = name,
+                       .payload = input,
+                       .attempt = attempt};
+    if (bad != NULL && !duro__engine_recorded(e, &want))
         return duro__engine_refuse_text(e, bad);
     if (duro__engine_over_limit(e, input))
         return duro__task_new_failed(

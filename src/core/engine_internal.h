@@ -204,6 +204,12 @@ int duro__engine_over_limit(duro_orch *e, const char *s);
 const char *duro__engine_bad_text(duro_orch *e, const char *what,
                                   const char *name, const char *field,
                                   const char *s);
+/* 1 when the code replays and the next recorded event is exactly the
+ * command `want`. Text that is refused live (not UTF-8) is accepted in
+ * such a command: an earlier duro recorded it (a SQLite store may hold
+ * it), and a command refused live is never recorded, so only such an
+ * event can match: replay stays deterministic, nothing new is stored. */
+int duro__engine_recorded(const duro_orch *e, const duro_event *want);
 /* A task that failed at once with DURO_INVALID (category configuration)
  * and error `why`, from duro__engine_bad_text; duro_errmsg() says why. */
 struct duro_task *duro__engine_refuse_text(duro_orch *e, const char *why);

@@ -276,6 +276,15 @@ static int orch_bad_calls(duro_orch *o, const char *in, duro_result *out)
     return duro_ok(out, duro_task_output(ok));
 }
 
+/* Passes its input to Echo and ends as Echo did. */
+static int orch_pass_on(duro_orch *o, const char *in, duro_result *out)
+{
+    duro_task *t = duro_call_activity(o, "Echo", in);
+    if (duro_await(o, t) == DURO_OK)
+        return duro_ok(out, duro_task_output(t));
+    return duro_fail_with(out, duro_task_category(t), duro_task_error(t));
+}
+
 static int orch_child(duro_orch *o, const char *in, duro_result *out)
 {
     (void)o;
@@ -313,6 +322,8 @@ static void register_all(rt_fixture *f)
                                              orch_bad_calls, NULL));
     CHECK_OK(duro_registry_add_orchestration(f->reg, "Child", NULL, orch_child,
                                              NULL));
+    CHECK_OK(duro_registry_add_orchestration(f->reg, "PassOn", NULL,
+                                             orch_pass_on, NULL));
     CHECK_OK(duro_registry_add_orchestration(f->reg, "Waiter", NULL,
                                              orch_waiter, NULL));
 }
@@ -565,8 +576,97 @@ TEST(client_calls_refuse_invalid_utf8_and_change_nothing)
     utf8_done(&f);
 }
 
+#ifndef UTF8_PG
+/* A SQLite store written by an earlier duro may hold text that is not
+ * UTF-8, an instance in flight among it: its input, and an activity its
+ * code scheduled with that input, recorded in history and queued. The
+ * runtime runs it: the replay accepts the recorded command (refusing it
+ * would be nondeterminism: a command refused live is never recorded, so
+ * only an earlier duro's can match), the activity's output - the same
+ * bytes - is refused, and the instance fails naming that cause. */
+TEST(an_instance_stored_by_an_earlier_duro_replays_and_fails_clearly)
+{
+    rt_fixture f;
+    utf8_init(&f, "legacy.db");
+    register_all(&f);
+    duro_provider *p = NULL;
+    duro_error e;
+    CHECK_OK(duro_provider_open(f.url, &p, &e));
+    if (p == NULL)
+        return;
+    duro_work_item start = {.kind = DURO_WORK_START,
+                            .instance_id = "legacy-1",
+                            .name = "PassOn",
+                            .payload = "caf\xe9"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &start, 0, &e), DURO_OK, &e);
+    duro_orch_item *it = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 30000, NULL, &it, &e), DURO_OK,
+              &e);
+    CHECK(it != NULL);
+    if (it != NULL) {
+        int64_t now = duro_now_ms();
+        duro_event delta[2] = {
+            {.kind = DURO_EVENT_ORCHESTRATION_STARTED,
+             .event_id = 1,
+             .timestamp_ms = now,
+             .name = "PassOn",
+             .payload = "caf\xe9"},
+            {.kind = DURO_EVENT_ACTIVITY_SCHEDULED,
+             .event_id = 2,
+             .timestamp_ms = now,
+             .name = "Echo",
+             .payload = "caf\xe9",
+             .attempt = 1},
+        };
+        duro_work_item work = {.kind = DURO_WORK_ACTIVITY_EXECUTE,
+                               .instance_id = "legacy-1",
+                               .execution_id = 1,
+                               .source_id = 2,
+                               .name = "Echo",
+                               .payload = "caf\xe9",
+                               .attempt = 1};
+        duro_instance_meta meta = {.status = DURO_STATUS_RUNNING,
+                                   .name = "PassOn"};
+        duro_orch_ack ack = {.execution_id = 1,
+                             .history_delta = delta,
+                             .history_delta_count = 2,
+                             .worker_items = &work,
+                             .worker_item_count = 1,
+                             .meta = &meta};
+        CHECK_PRC(p->ack_orchestration_item(p, it->lock_token, &ack, &e),
+                  DURO_OK, &e);
+    }
+    duro_orch_item_free(it);
+    duro_provider_close(p);
+
+    rt_start(&f);
+    duro_instance_info *info = rt_wait(&f, "legacy-1", WAIT_MS);
+    if (info != NULL) {
+        CHECK_MSG(info->status == DURO_STATUS_FAILED, "legacy-1 is %s: %s",
+                  duro_status_name(info->status),
+                  info->error ? info->error : "");
+        CHECK_STR(info->error, "activity 'Echo' output is not valid UTF-8 at "
+                               "byte 3 (0xE9)");
+        CHECK_EQ(info->category, DURO_CATEGORY_CONFIGURATION);
+    }
+    duro_free(info);
+    duro_history *h = rt_history(&f, "legacy-1");
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_SCHEDULED), 1);
+    CHECK_EQ(rt_count_kind(h, DURO_EVENT_ACTIVITY_FAILED), 1);
+    duro_history_free(h);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_EQ(m.nondeterminism_errors, 0);
+    utf8_done(&f);
+}
+#define SQLITE_ONLY_TESTS                                                      \
+    , T(an_instance_stored_by_an_earlier_duro_replays_and_fails_clearly)
+#else
+#define SQLITE_ONLY_TESTS
+#endif
+
 TEST_MAIN(
     T(an_activity_returning_invalid_utf8_fails_once_naming_the_cause),
     T(an_orchestration_with_invalid_utf8_results_fails_with_a_clear_reason),
     T(context_calls_refuse_invalid_utf8_and_record_nothing),
-    T(client_calls_refuse_invalid_utf8_and_change_nothing))
+    T(client_calls_refuse_invalid_utf8_and_change_nothing) SQLITE_ONLY_TESTS)
