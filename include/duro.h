@@ -67,28 +67,46 @@ DURO_API int duro_version_number(void);
  * ======================================================================== */
 
 /* What an orchestration or activity function produced. Filled through
- * duro_ok() / duro_fail*() / duro_continue_as_new(); opaque otherwise. */
+ * duro_ok() / duro_fail*() / duro_continue_as_new(); opaque otherwise.
+ *
+ * Text is UTF-8 (README, "Text is UTF-8"): every string duro stores - ids,
+ * names, versions, inputs, outputs, payloads, failure messages, custom
+ * statuses, reasons - must be valid UTF-8 (no overlong forms, surrogates
+ * or code points past U+10FFFF; a NUL ends a string). What is not is
+ * refused where it enters duro, naming the field and the offset of the
+ * first bad byte ("output is not valid UTF-8 at byte 3 (0xE9)"), the same
+ * with every store; encode binary data (base64) first. */
 typedef struct duro_result duro_result;
 
 /** Success with @p output (copied; NULL means no output).
  * @return DURO_OK, so a function may `return duro_ok(out, s);`;
- * DURO_INVALID for a NULL @p out.
+ * DURO_INVALID for a NULL @p out, and for an @p output that is not valid
+ * UTF-8: the result is then a failure of category configuration, "output
+ * is not valid UTF-8 at byte N (0xXX)" - an activity fails once, in
+ * history, as "activity 'NAME' output is ..." (a retry policy does not
+ * retry it), an orchestration fails as "orchestration 'NAME' output is
+ * ..." - unless a later call sets the result again.
  * @note Only inside the callback that received @p out. */
 DURO_API int duro_ok(duro_result *out, const char *output);
 
 /** Failure of category application with @p message (copied; NULL:
- * "failed"). @return DURO_FAILED; DURO_INVALID for a NULL @p out.
+ * "failed"). @return DURO_FAILED; DURO_INVALID for a NULL @p out, and for
+ * a @p message that is not valid UTF-8 (the failure is then of category
+ * configuration, "failure message is not valid UTF-8 at byte N (0xXX)",
+ * as duro_ok() says for an output).
  * @note Only inside the callback. */
 DURO_API int duro_fail(duro_result *out, const char *message);
 
 /** Failure with an explicit duro_category (@p message NULL: "failed").
- * @return DURO_FAILED; DURO_INVALID for a NULL @p out.
+ * @return DURO_FAILED; DURO_INVALID for a NULL @p out or a @p message that
+ * is not valid UTF-8 (as duro_fail()).
  * @note Only inside the callback that received @p out. */
 DURO_API int duro_fail_with(duro_result *out, int category,
                             const char *message);
 
 /** printf-style duro_fail() (@p fmt NULL: "failed"). @return DURO_FAILED;
- * DURO_INVALID for a NULL @p out.
+ * DURO_INVALID for a NULL @p out or a message that is not valid UTF-8 (as
+ * duro_fail()).
  * @note Only inside the callback that received @p out. */
 DURO_API int duro_failf(duro_result *out, const char *fmt, ...)
     DURO_PRINTF(2, 3);
@@ -192,6 +210,14 @@ DURO_API int duro_registry_add_activity(duro_registry *r, const char *name,
  * Strings returned are borrowed from the context: valid until the
  * orchestration function returns.
  *
+ * Strings given must be valid UTF-8 (see duro_result above): a task given
+ * a name, version, id or input that is not fails at once with
+ * DURO_INVALID, category configuration, its error naming the field and
+ * the byte ("activity 'Charge' input is not valid UTF-8 at byte 6
+ * (0xE9)"), and nothing is recorded in history; the code goes on. (A
+ * command an earlier duro recorded with such text, in a SQLite store,
+ * replays as it was recorded.)
+ *
  * A task belongs to the context that created it. Every function that takes
  * a task checks, by its address alone and without reading it, that it is
  * one of the calling context's tasks; a task of another instance, or of an
@@ -202,7 +228,8 @@ DURO_API int duro_registry_add_activity(duro_registry *r, const char *name,
  * ======================================================================== */
 
 /** Schedules activity @p name with @p input (copied; NULL allowed). A NULL
- * or empty @p name gives a task failed with DURO_INVALID (configuration).
+ * or empty @p name, or a name or input that is not valid UTF-8, gives a
+ * task failed with DURO_INVALID (configuration).
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_call_activity(duro_orch *o, const char *name,
                                        const char *input);
@@ -236,9 +263,9 @@ DURO_API void duro_retry_policy_init(duro_retry_policy *p);
  * error, or with category timeout when a timeout ends it. A NULL or empty
  * @p name or a NULL or invalid @p policy (version not set, max_attempts 0,
  * a backoff not in enum duro_backoff, a negative delay, max_delay_ms or
- * timeout, an exponential coefficient below 1) gives a task failed with
- * DURO_INVALID (configuration) whose error names the field; @p input may
- * be NULL.
+ * timeout, an exponential coefficient below 1), or a name or input that
+ * is not valid UTF-8, gives a task failed with DURO_INVALID
+ * (configuration) whose error names the field; @p input may be NULL.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *
 duro_call_activity_with_retry(duro_orch *o, const char *name, const char *input,
@@ -253,8 +280,8 @@ DURO_API duro_task *duro_timer(duro_orch *o, int64_t delay_ms);
 /** Waits for external event @p name. Events raised before anyone waits are
  * kept in order and matched to waits in order: the n-th wait for a name
  * receives the n-th event of that name not yet consumed. The output is the
- * event's payload. A NULL or empty @p name gives a task failed with
- * DURO_INVALID.
+ * event's payload. A NULL or empty @p name, or one that is not valid
+ * UTF-8, gives a task failed with DURO_INVALID.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_wait_event(duro_orch *o, const char *name);
 
@@ -263,9 +290,10 @@ DURO_API duro_task *duro_wait_event(duro_orch *o, const char *name);
  * @p instance_id (NULL: "<parent id>:<execution id>:<event id>",
  * deterministic and unique across continue-as-new) and returns a task that
  * completes with the child. Cancelling the parent cancels it. @p input may
- * be NULL; a NULL or empty @p name gives a task failed with DURO_INVALID; a
- * name, version or id over 1024 bytes, or an input over max_payload, one
- * failed with DURO_TOO_LARGE.
+ * be NULL; a NULL or empty @p name, or a name, version, id or input that
+ * is not valid UTF-8, gives a task failed with DURO_INVALID; a name,
+ * version or id over 1024 bytes, or an input over max_payload, one failed
+ * with DURO_TOO_LARGE.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
                                                 const char *version,
@@ -282,8 +310,9 @@ DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
  * telling the runtime). History still records the SubOrchestrationScheduled.
  * duro_call_sub_orchestration() reports the same case as a failed task
  * (DURO_ALREADY_EXISTS).
- * @return DURO_OK, DURO_MISUSE, DURO_INVALID for a NULL or empty name, or
- * DURO_TOO_LARGE as duro_call_sub_orchestration().
+ * @return DURO_OK, DURO_MISUSE, DURO_INVALID for a NULL or empty name or
+ * text that is not valid UTF-8, or DURO_TOO_LARGE as
+ * duro_call_sub_orchestration().
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_start_orchestration(duro_orch *o, const char *name,
                                       const char *version,
@@ -411,7 +440,9 @@ DURO_API int duro_task_category(const duro_task *t);
  * external events it received but did not consume are carried over.
  * @p input may be NULL.
  * @return DURO_OK; use as `return duro_continue_as_new(o, out, next);`
- * DURO_INVALID for a NULL @p out.
+ * DURO_INVALID for a NULL @p out, and for an @p input that is not valid
+ * UTF-8: the instance then fails (configuration, "orchestration 'NAME'
+ * continue-as-new input is not valid UTF-8 at byte N (0xXX)").
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_continue_as_new(duro_orch *o, duro_result *out,
                                   const char *input);
@@ -427,7 +458,11 @@ DURO_API const char *duro_new_guid(duro_orch *o);
 
 /** Sets the custom status (copied; NULL clears it), stored when the turn
  * commits and shown by duro_client_get_status(). One over max_payload is
- * stored as "(custom status over the payload limit)".
+ * stored as "(custom status over the payload limit)". One that is not
+ * valid UTF-8 is not stored: the instance fails at the end of the turn
+ * (configuration, "orchestration 'NAME' custom status is not valid UTF-8
+ * at byte N (0xXX)"; duro_errmsg() says so at once), and from the call on
+ * the code's further calls are not recorded.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API void duro_set_custom_status(duro_orch *o, const char *status);
 
@@ -788,7 +823,14 @@ DURO_API int duro_runtime_metrics_format(duro_runtime *rt, char *buf,
  * A client may be used from any thread, concurrently. Every call below
  * fails DURO_INVALID for a NULL client, a NULL or empty instance id or
  * name, or a NULL out-parameter (which is set to NULL first when it can
- * be); each says which other arguments may be NULL.
+ * be); each says which other arguments may be NULL. Every text a call
+ * would store - a new instance's id, a name, version, input, event
+ * payload or event id, a reason, a requester - that is not valid UTF-8
+ * fails DURO_INVALID naming the field and the byte ("input is not valid
+ * UTF-8 at byte 6 (0xE9)") and changes nothing. An id that names an
+ * existing instance (status, wait, history, cancel, delete, ...) is a
+ * key, not refused: a SQLite store written by an earlier duro may hold
+ * ids that are not UTF-8.
  * ======================================================================== */
 
 typedef struct duro_client duro_client;
@@ -825,10 +867,11 @@ DURO_API void duro_start_options_init(duro_start_options *o);
  * both names in duro_errmsg(), when it runs another one (an id reused for
  * other code is a conflict, not a success: the caller's code would never
  * run).
- * DURO_INVALID for an empty id or name or for @p opts whose version is not
- * set (< 1: call duro_start_options_init() first), DURO_TOO_LARGE for
- * oversized input or an id, name or opts->orchestration_version over 1024
- * bytes.
+ * DURO_INVALID for an empty id or name, for @p opts whose version is not
+ * set (< 1: call duro_start_options_init() first), and for an id, name,
+ * opts->orchestration_version or input that is not valid UTF-8 (no
+ * instance is created); DURO_TOO_LARGE for oversized input or an id, name
+ * or opts->orchestration_version over 1024 bytes.
  * Unknown orchestration names are noticed by the runtime, which retries
  * before it fails the instance (configuration error): during a rolling
  * deploy another process sharing the store may have the orchestration
@@ -847,8 +890,9 @@ DURO_API int duro_client_start(duro_client *c, const char *instance_id,
 
 /** Raises external event @p name on a Pending or Running instance (events
  * raised before the orchestration waits are kept, see duro_wait_event()).
- * DURO_NOT_FOUND for an unknown instance, DURO_INVALID_STATE when finished.
- * @p payload may be NULL.
+ * DURO_NOT_FOUND for an unknown instance, DURO_INVALID_STATE when finished,
+ * DURO_INVALID for a name or payload that is not valid UTF-8 (nothing is
+ * raised). @p payload may be NULL.
  * Delivery is at least once when a call is retried: a DURO_STORAGE failure
  * of a server store (PostgreSQL: the connection lost while COMMIT was on its
  * way) may come after the event was stored, and raising it again then

@@ -27,6 +27,9 @@ struct duro_result {
     char *error;  /* failed */
     int category; /* failed */
     int oom;      /* a copy failed: the result is unusable */
+    int invalid;  /* the text given was not UTF-8: failed, configuration,
+                     error "<field> is not valid UTF-8 at byte N (0xXX)",
+                     which the runtime prefixes with whose it was */
 };
 
 void duro__result_init(duro_result *r);

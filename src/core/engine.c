@@ -223,7 +223,7 @@ static uint64_t append_event(duro_orch *e, const duro_event *ev)
 static uint64_t issue(duro_orch *e, const duro_event *want, int *live)
 {
     *live = 0;
-    if (e->nondet || e->oom)
+    if (e->nondet || e->oom || e->bad_text != NULL)
         return 0;
     if (e->replay_pos < e->replay_count) {
         const duro_event *h = &e->replay[e->replay_pos];
@@ -464,6 +464,47 @@ int duro__engine_over_limit(duro_orch *e, const char *s)
            strlen(s) > e->cfg.max_payload;
 }
 
+const char *duro__engine_bad_text(duro_orch *e, const char *what,
+                                  const char *name, const char *field,
+                                  const char *s)
+{
+    if (s == NULL)
+        return NULL;
+    size_t n = strlen(s), at = duro__utf8_check(s, n);
+    if (at == n)
+        return NULL;
+    char problem[64];
+    duro__utf8_problem(s, at, problem, sizeof(problem));
+    const char *why =
+        name != NULL
+            ? duro__engine_sprintf(e, "%s '%s' %s %s", what, name, field,
+                                   problem)
+            : duro__engine_sprintf(e, "%s %s %s", what, field, problem);
+    return why != NULL ? why : "text is not valid UTF-8";
+}
+
+int duro__engine_recorded(const duro_orch *e, const duro_event *want)
+{
+    if (e->replay_pos >= e->replay_count)
+        return 0;
+    const duro_event *h = &e->replay[e->replay_pos];
+    return duro__event_is_command(h->kind) && same_command(h, want);
+}
+
+struct duro_task *duro__engine_refuse_text(duro_orch *e, const char *why)
+{
+    duro__fail(DURO_INVALID, "%s", why);
+    return duro__task_new_failed(e, DURO_INVALID, DURO_CATEGORY_CONFIGURATION,
+                                 why);
+}
+
+void duro__engine_fail_text(duro_orch *e, const char *why)
+{
+    if (e->bad_text == NULL)
+        e->bad_text = why;
+    duro__fail(DURO_INVALID, "%s", why);
+}
+
 struct duro_task *duro__engine_schedule_activity(duro_orch *e, const char *name,
                                                  const char *input,
                                                  uint32_t attempt)
@@ -476,6 +517,15 @@ struct duro_task *duro__engine_schedule_activity(duro_orch *e, const char *name,
         return duro__task_new_failed(e, DURO_TOO_LARGE,
                                      DURO_CATEGORY_CONFIGURATION,
                                      "activity name is longer than 1024 bytes");
+    const char *bad = duro__engine_bad_text(e, "activity", NULL, "name", name);
+    if (bad == NULL)
+        bad = duro__engine_bad_text(e, "activity", name, "input", input);
+    duro_event want = {.kind = DURO_EVENT_ACTIVITY_SCHEDULED,
+                       .name = name,
+                       .payload = input,
+                       .attempt = attempt};
+    if (bad != NULL && !duro__engine_recorded(e, &want))
+        return duro__engine_refuse_text(e, bad);
     if (duro__engine_over_limit(e, input))
         return duro__task_new_failed(
             e, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
@@ -734,7 +784,8 @@ __attribute__((noinline)) static void running_set(duro_orch *e)
 static int can_run(const duro_orch *e)
 {
     return e->code_started && !e->code_done && !e->nondet && !e->oom &&
-           !e->suspended && !e->deadline_passed && !e->terminal;
+           !e->suspended && !e->deadline_passed && !e->terminal &&
+           e->bad_text == NULL;
 }
 
 static void resume_code(duro_orch *e)
@@ -1090,6 +1141,15 @@ static void finish_from_code(duro_orch *e)
          * instance ends Cancelled with the cancel's reason. */
         terminate(e, DURO_STATUS_CANCELLED, NULL, str_or(e->cancel_reason, ""),
                   DURO_CATEGORY_CANCELLED);
+        return;
+    }
+    if (r->invalid) {
+        /* its output, failure message or continue-as-new input is not
+         * UTF-8 (result.c) */
+        terminate(e, DURO_STATUS_FAILED, NULL,
+                  duro__engine_sprintf(e, "orchestration '%s' %s",
+                                       str_or(e->name, ""), r->error),
+                  DURO_CATEGORY_CONFIGURATION);
         return;
     }
     const char *output = duro__engine_turn_strdup(e, r->output);
@@ -1612,7 +1672,10 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     if (!e->terminal) {
         if (e->deadline_passed)
             stop_at_deadline(e);
-        else if (e->code_done)
+        else if (e->bad_text != NULL && !e->cancel_delivered)
+            terminate(e, DURO_STATUS_FAILED, NULL, e->bad_text,
+                      DURO_CATEGORY_CONFIGURATION);
+        else if (e->code_done || e->bad_text != NULL)
             finish_from_code(e);
     }
     return finish_turn(e);

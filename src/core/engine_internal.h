@@ -131,6 +131,10 @@ struct duro_orch {
     struct duro_task *waits_head, *waits_tail;
     const char *custom_status;
     int custom_status_dirty;
+    /* the code gave text that is not UTF-8 where no task can fail with it
+     * (a custom status): why the execution fails at the end of the turn;
+     * from then on the code neither issues commands nor resumes */
+    const char *bad_text;
 
     /* an observed cancellation (cfg.observe_cancel) */
     int cancel_delivered;
@@ -192,6 +196,27 @@ int duro__engine_issue_task(duro_orch *e, struct duro_task *t,
 duro_outbound *duro__engine_push_outbound(duro_orch *e);
 /* 1 when s is longer than the configured payload limit. */
 int duro__engine_over_limit(duro_orch *e, const char *s);
+/* NULL when s is NULL or valid UTF-8; otherwise, in e's arena, "<what>
+ * '<name>' <field> is not valid UTF-8 at byte N (0xXX)" ("<what> <field>
+ * ..." when name is NULL): "activity 'Pay' input ...", "event name ...".
+ * duro's text rule (base.h): what the code gives that is not UTF-8 fails
+ * where it is given, never in a store. */
+const char *duro__engine_bad_text(duro_orch *e, const char *what,
+                                  const char *name, const char *field,
+                                  const char *s);
+/* 1 when the code replays and the next recorded event is exactly the
+ * command `want`. Text that is refused live (not UTF-8) is accepted in
+ * such a command: an earlier duro recorded it (a SQLite store may hold
+ * it), and a command refused live is never recorded, so only such an
+ * event can match: replay stays deterministic, nothing new is stored. */
+int duro__engine_recorded(const duro_orch *e, const duro_event *want);
+/* A task that failed at once with DURO_INVALID (category configuration)
+ * and error `why`, from duro__engine_bad_text; duro_errmsg() says why. */
+struct duro_task *duro__engine_refuse_text(duro_orch *e, const char *why);
+/* The code gave text that is not UTF-8 where nothing can fail with it (a
+ * custom status): the execution fails at the end of the turn with `why`;
+ * the code issues nothing more and is not resumed. */
+void duro__engine_fail_text(duro_orch *e, const char *why);
 
 /* A new pending task of `kind` (TASK_*); &duro__misuse_task on OOM. */
 struct duro_task *duro__task_new(duro_orch *e, int kind);

@@ -62,6 +62,15 @@ duro_task *duro_call_activity_with_retry(duro_orch *o, const char *name,
         return duro__task_new_failed(o, DURO_INVALID,
                                      DURO_CATEGORY_CONFIGURATION,
                                      "activity name is empty");
+    const char *bad = duro__engine_bad_text(o, "activity", NULL, "name", name);
+    if (bad == NULL)
+        bad = duro__engine_bad_text(o, "activity", name, "input", input);
+    duro_event first = {.kind = DURO_EVENT_ACTIVITY_SCHEDULED,
+                        .name = name,
+                        .payload = input,
+                        .attempt = 1};
+    if (bad != NULL && !duro__engine_recorded(o, &first))
+        return duro__engine_refuse_text(o, bad);
     const char *problem = retry_policy_problem(policy);
     if (problem != NULL)
         return duro__task_new_failed(o, DURO_INVALID,
@@ -103,6 +112,10 @@ duro_task *duro_wait_event(duro_orch *o, const char *name)
         return duro__task_new_failed(o, DURO_TOO_LARGE,
                                      DURO_CATEGORY_CONFIGURATION,
                                      "event name is longer than 1024 bytes");
+    const char *bad = duro__engine_bad_text(o, "event", NULL, "name", name);
+    duro_event want = {.kind = DURO_EVENT_EVENT_SUBSCRIBED, .name = name};
+    if (bad != NULL && !duro__engine_recorded(o, &want))
+        return duro__engine_refuse_text(o, bad);
     struct duro_task *t = duro__task_new(o, TASK_EVENT);
     if (t == &duro__misuse_task)
         return t;
@@ -145,6 +158,31 @@ static struct duro_task *start_child(duro_orch *o, const char *name,
         return duro__task_new_failed(
             o, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
             "child name, version or id is longer than 1024 bytes");
+    static const char child[] = "child orchestration";
+    const char *bad = duro__engine_bad_text(o, child, NULL, "name", name);
+    if (bad == NULL)
+        bad = duro__engine_bad_text(o, child, name, "version", version);
+    if (bad == NULL)
+        bad = duro__engine_bad_text(o, child, name, "instance id", instance_id);
+    if (bad == NULL)
+        bad = duro__engine_bad_text(o, child, name, "input", input);
+    if (bad != NULL) {
+        duro_event want = {
+            .kind = DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED,
+            .name = name,
+            .version = version,
+            .ref_instance =
+                instance_id != NULL
+                    ? instance_id
+                    : duro__engine_sprintf(
+                          o, "%s:%llu:%llu", o->instance_id,
+                          (unsigned long long)o->execution_id,
+                          (unsigned long long)(o->tracker.count + 1)),
+            .payload = input,
+            .flags = detached ? DURO_START_DETACHED : 0};
+        if (!duro__engine_recorded(o, &want))
+            return duro__engine_refuse_text(o, bad);
+    }
     if (duro__engine_over_limit(o, input))
         return duro__task_new_failed(
             o, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
@@ -490,6 +528,18 @@ void duro_set_custom_status(duro_orch *o, const char *status)
 {
     if (!entered(o, __func__))
         return;
+    const char *bad = duro__engine_bad_text(o, "orchestration", o->name,
+                                            "custom status", status);
+    if (bad != NULL) {
+        /* Replayed, it can only be one an earlier duro stored (set live
+         * now, it fails the execution in the turn it is set, which is
+         * then never replayed): left as it is. */
+        if (duro_is_replaying(o))
+            return;
+        /* nothing to fail but the execution: at the end of this turn */
+        duro__engine_fail_text(o, bad);
+        return;
+    }
     if (duro__engine_over_limit(o, status))
         status = "(custom status over the payload limit)";
     o->custom_status = duro__engine_strdup(o, status);

@@ -508,6 +508,16 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                 duro__utf8_scrub(why);
                 fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
             }
+        } else if (res.invalid) {
+            /* The function's output or failure message is not UTF-8: it
+             * fails now, once, saying so, rather than being refused by the
+             * store on every ack (and run again each time). */
+            snprintf(why, sizeof(why), "activity '%.200s' %s", x->name,
+                     res.error);
+            duro__utf8_scrub(why); /* a name cut short by the buffer */
+            duro__log(&rt->logger, DURO_LOG_WARN, "instance '%s': %s",
+                      x->instance_id, why);
+            fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
         } else {
             const char *e = res.error ? res.error : "failed";
             if (strlen(e) > rt->opts.max_payload)

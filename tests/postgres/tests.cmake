@@ -157,6 +157,21 @@ if(DURO_POSTGRES)
     ENVIRONMENT "DURO_PG_BINDIR=${DURO_PG_SERVER_BINDIR}")
 endif()
 
+# A password in the URL, in every spelling libpq reads, is in no message of
+# a real server's refusals (wrong password, no such schema, nothing
+# listening): on a cluster of its own, port $DURO_PG_PORT + 5, whose
+# pg_hba.conf checks one role's password (the fixture's trusts all).
+if(DURO_POSTGRES)
+  duro_add_test(test_pg_secrets LABELS postgres
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pg_secrets.c)
+  target_link_libraries(test_pg_secrets PRIVATE PkgConfig::LIBPQ)
+  target_compile_definitions(test_pg_secrets PRIVATE
+    DURO_PG_CLUSTER="${PROJECT_SOURCE_DIR}/.ci/pg-cluster")
+  set_tests_properties(test_pg_secrets PROPERTIES
+    SKIP_RETURN_CODE 77 TIMEOUT 180
+    ENVIRONMENT "DURO_PG_BINDIR=${DURO_PG_SERVER_BINDIR}")
+endif()
+
 # The connection pool is sized from the runtime's concurrency (pool= in the
 # URL overrides it), counted on the server.
 if(DURO_POSTGRES)
@@ -180,6 +195,15 @@ if(DURO_POSTGRES)
     ${PROJECT_SOURCE_DIR}/tests/runtime/test_lifecycle.c LABELS runtime tsan)
   target_compile_definitions(test_pg_lifecycle PRIVATE LIFECYCLE_PG)
   target_link_libraries(test_pg_lifecycle PRIVATE duro_rt_util)
+endif()
+
+# duro's text rule on the server, which refuses invalid UTF-8 itself
+# (22021): test_utf8's file built with UTF8_PG (a fresh schema per test).
+if(DURO_POSTGRES)
+  duro_pg_test(test_pg_utf8
+    ${PROJECT_SOURCE_DIR}/tests/runtime/test_utf8.c LABELS runtime tsan)
+  target_compile_definitions(test_pg_utf8 PRIVATE UTF8_PG)
+  target_link_libraries(test_pg_utf8 PRIVATE duro_rt_util)
 endif()
 
 # A shell test of the duro command on the server: NAME.sh DURO PG_CLUSTER,

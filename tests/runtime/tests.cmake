@@ -81,3 +81,7 @@ duro_runtime_test(test_shutdown ${CMAKE_CURRENT_LIST_DIR}/test_shutdown.c
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
 target_include_directories(test_shutdown PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
+# duro's text rule: text that is not UTF-8 is refused where it enters
+# (client, orchestration context, results) and never stored (the same file
+# runs on PostgreSQL as test_pg_utf8, tests/postgres/tests.cmake).
+duro_runtime_test(test_utf8 ${CMAKE_CURRENT_LIST_DIR}/test_utf8.c)
