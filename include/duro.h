@@ -586,7 +586,8 @@ DURO_API int duro_orch_on_destroy(duro_orch *o, void (*fn)(void *arg),
  * discarded (destroy is called when start had made a state), the turn is
  * tried again later like any turn that could not run, and after
  * max_attempts deliveries the instance fails as poison. The instance's
- * last problem says "the driver's step failed".
+ * last problem (duro_client_get_status()) names the callback that failed
+ * and the code it returned.
  * ======================================================================== */
 
 /* What a driver's step returns (error codes are positive). */

@@ -1456,16 +1456,30 @@ TEST(a_failed_start_or_step_is_retried_like_a_turn_that_could_not_run)
     d.step = flaky_step;
     CHECK_OK(duro_registry_add_driven_orchestration(
         f.reg, "Chain", NULL, &d, (void *)program_of(prog_chain), NULL));
+    f.opts.max_attempts = 3;
     rt_start(&f);
     rt_start_instance(&f, "fd", "Chain", "1");
     duro_instance_info *i = rt_wait(&f, "fd", WAIT_MS);
     CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
     CHECK_STR(i->output, "chain:1");
     duro_free(i);
-    store_done(&f);
     /* the start that failed made no state; the step that failed lost its
      * state, destroyed once; the third try ran */
     CHECK_EQ(atomic_load(&starts), 2);
+    CHECK_EQ(atomic_load(&destroys), 2);
+    /* a step that always fails: poison after max_attempts, the failure
+     * naming the callback and its code */
+    atomic_store(&fail_steps_left, 1000);
+    rt_start_instance(&f, "fd-poison", "Chain", "1");
+    i = rt_wait(&f, "fd-poison", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_FAILED);
+    CHECK_MSG(i->error && strstr(i->error, "poison message") &&
+                  strstr(i->error, "the driver's step failed: it returned 2 "
+                                   "(DURO_NOMEM)"),
+              "error: %s", i->error ? i->error : "(null)");
+    duro_free(i);
+    store_done(&f);
+    CHECK_EQ(states_of("fd-poison", NULL), 3); /* one per delivery */
     check_each_destroyed_once();
 }
 
