@@ -1961,6 +1961,27 @@ TEST(replayer_matches_recorded_runs_and_names_what_changed)
               "%s", msg);
     CHECK_RC(replay_sim(orch_complete_early, &s, msg, sizeof(msg)),
              DURO_NONDETERMINISM);
+    /* failed by the code (category application): compared too */
+    {
+        sim f;
+        sim_init(&f);
+        duro_orch *w2 = NULL;
+        CHECK_OK(run_turn(orch_chain, NULL, &w2, &f, NULL, 0, 1000, &t));
+        duro_work_item fail =
+            msg_failed(1, 2, "card declined", DURO_CATEGORY_APPLICATION);
+        CHECK_OK(run_turn(orch_chain, NULL, &w2, &f, &fail, 1, 2000, &t));
+        CHECK_EQ(count_kind(&f, DURO_EVENT_ORCHESTRATION_FAILED), 1);
+        CHECK_OK(replay_sim(orch_chain, &f, msg, sizeof(msg)));
+        CHECK_RC(replay_sim(orch_chain_other_output, &f, msg, sizeof(msg)),
+                 DURO_NONDETERMINISM);
+        CHECK_MSG(strstr(msg, "ended with OrchestrationCompleted (output "
+                              "\"other\") but history has "
+                              "OrchestrationFailed (application, error "
+                              "\"card declined\")"),
+                  "%s", msg);
+        duro__engine_destroy(w2);
+        sim_free(&f);
+    }
     /* a history that is not one: refused with the reason */
     sim bad = s;
     bad.events[2].event_id = 7;
