@@ -173,7 +173,6 @@ int duro__engine_same_command(const duro_event *h, const duro_event *w)
     }
 }
 
-
 /* ------------------------------------------------------------------------
  * appending and matching */
 
@@ -831,8 +830,7 @@ static int start_code(duro_orch *e)
         leave_step(e, outer);
         if (rc != DURO_OK) {
             /* no state was made: nothing to destroy */
-            driver_failed(e, rc == DURO_STEP_DONE ? DURO_ERROR : rc,
-                          "start");
+            driver_failed(e, rc, "start");
             return DURO_ERROR;
         }
         e->driver_state = state;
@@ -1667,8 +1665,8 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     int carried_first =
         in->start != NULL && in->start->kind == DURO_WORK_CONTINUE_AS_NEW;
     for (int pass = carried_first ? 0 : 1; pass < 2; pass++) {
-        for (size_t i = 0; i < in->message_count && !e->oom &&
-                           !e->terminal && !e->driver_error;
+        for (size_t i = 0; i < in->message_count && !e->oom && !e->terminal &&
+                           !e->driver_error;
              i++) {
             const duro_work_item *m = &in->messages[i];
             int carried = carried_first &&

@@ -151,11 +151,11 @@ struct duro_orch {
     const char *end_by; /* requested_by of OrchestrationTerminated */
 
     /* driven code (cfg.driver.step set) */
-    void *driver_state; /* what the driver's start made */
-    int driver_live;    /* start succeeded: destroy is owed */
-    int in_step;        /* inside the driver's start or step right now */
-    int driver_error;   /* a duro code: start or step failed, the turn is
-                           unusable */
+    void *driver_state;  /* what the driver's start made */
+    int driver_live;     /* start succeeded: destroy is owed */
+    int in_step;         /* inside the driver's start or step right now */
+    int driver_error;    /* what start or step returned when it failed
+                            (never 0): the turn is unusable */
     const char *failure; /* why, for the log (engine arena) */
     /* duro_orch_on_destroy hooks, newest first (engine arena) */
     struct destroy_hook *hooks;

@@ -166,9 +166,8 @@ int duro__engine_replay(const duro__engine_config *cfg, const duro_history *h,
     }
     rc = duro__engine_create(cfg, h->instance_id, h->execution_id, &e);
     if (rc == DURO_OK) {
-        duro__turn_input in = {.now_ms = last->timestamp_ms,
-                               .history = ev,
-                               .history_count = end};
+        duro__turn_input in = {
+            .now_ms = last->timestamp_ms, .history = ev, .history_count = end};
         rc = duro__engine_turn(e, &in, &turn);
     }
     if (rc == DURO_ERROR) {

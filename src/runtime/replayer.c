@@ -30,9 +30,8 @@ int duro_replay_history(const duro_registry *reg, const duro_history *h,
     if (opts == NULL)
         opts = &defaults;
     if (opts->version < 1)
-        return duro__fail(DURO_INVALID,
-                          "options.version is not set: call "
-                          "duro_replay_options_init() first");
+        return duro__fail(DURO_INVALID, "options.version is not set: call "
+                                        "duro_replay_options_init() first");
     if (h->count == 0 || h->events == NULL)
         return duro__fail(DURO_INVALID, "the history is empty");
     const duro_event *start = &h->events[0];
@@ -48,8 +47,7 @@ int duro_replay_history(const duro_registry *reg, const duro_history *h,
             return duro__fail(DURO_NOT_FOUND,
                               "orchestration '%s' version '%s' is not "
                               "registered",
-                              start->name ? start->name : "",
-                              start->version);
+                              start->name ? start->name : "", start->version);
         return duro__fail(DURO_NOT_FOUND,
                           "orchestration '%s' is not registered",
                           start->name ? start->name : "");

@@ -22,7 +22,7 @@
 
 typedef struct duro__orch_entry {
     char *name;
-    char *version; /* "" = the default version */
+    char *version;            /* "" = the default version */
     duro_orchestration_fn fn; /* C code, or NULL and: */
     duro_driver driver;       /* driven code (step set); a copy */
     void *user;

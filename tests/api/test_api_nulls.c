@@ -194,25 +194,24 @@ TEST(registry_and_initializers)
         DURO_INVALID);
     /* driven: a NULL registry, name or driver is refused, NULL options
      * are the defaults, a NULL destroy means nothing to release */
-    duro_driver d = {.version = DURO_DRIVER_VERSION,
-                     .start = drv_start,
-                     .step = drv_step};
+    duro_driver d = {
+        .version = DURO_DRIVER_VERSION, .start = drv_start, .step = drv_step};
     CHECK_RC(C(duro_registry_add_driven_orchestration)(NULL, "D", NULL, &d,
                                                        NULL, NULL),
              DURO_INVALID);
-    CHECK_RC(duro_registry_add_driven_orchestration(r, NULL, NULL, &d, NULL,
-                                                    NULL),
-             DURO_INVALID);
-    CHECK_RC(duro_registry_add_driven_orchestration(r, "D", NULL, NULL, NULL,
-                                                    NULL),
-             DURO_INVALID);
+    CHECK_RC(
+        duro_registry_add_driven_orchestration(r, NULL, NULL, &d, NULL, NULL),
+        DURO_INVALID);
+    CHECK_RC(
+        duro_registry_add_driven_orchestration(r, "D", NULL, NULL, NULL, NULL),
+        DURO_INVALID);
     d.start = NULL;
-    CHECK_RC(duro_registry_add_driven_orchestration(r, "D", NULL, &d, NULL,
-                                                    NULL),
-             DURO_INVALID);
+    CHECK_RC(
+        duro_registry_add_driven_orchestration(r, "D", NULL, &d, NULL, NULL),
+        DURO_INVALID);
     d.start = drv_start;
-    CHECK_OK(duro_registry_add_driven_orchestration(r, "D", NULL, &d, NULL,
-                                                    NULL));
+    CHECK_OK(
+        duro_registry_add_driven_orchestration(r, "D", NULL, &d, NULL, NULL));
 
     /* the replayer: NULL registry or history refused, NULL options the
      * defaults; a history of one OrchestrationStarted replays */
@@ -830,8 +829,7 @@ static void context_functions_with_null_context(duro_orch *o, duro_result *out,
     CHECK(C(duro_cancel_requester)(NULL) == NULL);
     CHECK_ERRMSG("duro_cancel_requester: ");
     CHECK_MISUSE_TASK(o, C(duro_first_done)(NULL, one, 1), "duro_first_done");
-    CHECK_MISUSE_TASK(o, C(duro_select_done)(NULL, one, 1),
-                      "duro_select_done");
+    CHECK_MISUSE_TASK(o, C(duro_select_done)(NULL, one, 1), "duro_select_done");
     CHECK_RC(C(duro_all_done)(NULL, one, 1), DURO_MISUSE);
     CHECK_ERRMSG("duro_all_done: ");
     CHECK_RC(C(duro_orch_on_destroy)(NULL, noop_hook, NULL), DURO_MISUSE);

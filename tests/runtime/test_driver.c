@@ -94,11 +94,11 @@ typedef struct record {
 } record;
 
 static record records[MAX_STATES];
-static _Atomic int slots;     /* records handed out */
-static _Atomic int starts;    /* states made */
-static _Atomic int steps;     /* steps of every state */
-static _Atomic int destroys;  /* states destroyed */
-static _Atomic int hooks_run; /* duro_orch_on_destroy hooks run */
+static _Atomic int slots;             /* records handed out */
+static _Atomic int starts;            /* states made */
+static _Atomic int steps;             /* steps of every state */
+static _Atomic int destroys;          /* states destroyed */
+static _Atomic int hooks_run;         /* duro_orch_on_destroy hooks run */
 static _Atomic int destroy_misuse_ok; /* destroy found the context refused */
 
 static void reset_counts(void)
@@ -229,8 +229,8 @@ static void drv_destroy(void *state, void *user)
     (void)user;
     /* The context is not usable here: refused without being touched. */
     duro_task *t = duro_call_activity(c->o, "Echo", "from destroy");
-    int refused = strstr(duro_errmsg(), "duro_call_activity: duro API misuse") !=
-                  NULL;
+    int refused =
+        strstr(duro_errmsg(), "duro_call_activity: duro API misuse") != NULL;
     refused &= duro_now(c->o) == 0 && duro_task_state(t) == DURO_TASK_FAILED;
     atomic_fetch_add(&destroy_misuse_ok, refused);
     if (c->id < MAX_STATES) {
@@ -628,8 +628,7 @@ TEST(a_lost_lock_destroys_the_state_and_the_turn_replays)
                          .code = DURO_LOCK_LOST};
     CHECK(faulty_provider_queue_fault(wrapper, &lost));
     f.opts.orchestration_lock_timeout_ms = 1000;
-    CHECK_OK(
-        duro_runtime_create_with_provider(wrapper, f.reg, &f.opts, &f.rt));
+    CHECK_OK(duro_runtime_create_with_provider(wrapper, f.reg, &f.opts, &f.rt));
     CHECK_OK(duro_runtime_start(f.rt));
     CHECK_OK(duro_client_create(f.url, &f.client));
     rt_start_instance(&f, "ll", "Chain", "3");
@@ -766,8 +765,7 @@ TEST(select_losers_are_cancelled_as_by_duro_select)
     }
     /* the wait-any's loser was left running: cancelled only as the
      * instance completed */
-    const duro_event *blk2 =
-        rt_find_event(h, DURO_EVENT_ACTIVITY_SCHEDULED, 2);
+    const duro_event *blk2 = rt_find_event(h, DURO_EVENT_ACTIVITY_SCHEDULED, 2);
     const duro_event *c1 =
         rt_find_event(h, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED, 1);
     CHECK(blk2 != NULL && c1 != NULL);
@@ -942,20 +940,20 @@ static int prog_misuse(coro *c, duro_orch *o, duro_result *out)
                         duro_task_state(c->w) == DURO_TASK_FAILED
                             ? "wait-any-refused"
                             : "wait-any-waited");
-    c->s = duro_sprintf(o, "%s,%s", c->s,
-                        duro_errname(duro_join_n(o, c->t, 1)));
+    c->s =
+        duro_sprintf(o, "%s,%s", c->s, duro_errname(duro_join_n(o, c->t, 1)));
     /* nor may a step use the client or stop the runtime */
     {
         duro_instance_info *info = NULL;
-        c->s = duro_sprintf(
-            o, "%s,%s", c->s,
-            duro_errname(duro_client_get_status(atomic_load(&step_client),
-                                                "mis", &info)));
+        c->s = duro_sprintf(o, "%s,%s", c->s,
+                            duro_errname(duro_client_get_status(
+                                atomic_load(&step_client), "mis", &info)));
         c->s = duro_sprintf(
             o, "%s,%s", c->s,
             duro_errname(duro_runtime_shutdown(atomic_load(&step_runtime), 0)));
-        c->s = duro_sprintf(o, "%s,%s", c->s,
-                            duro_errname(duro_replay_history(NULL, NULL, NULL)));
+        c->s =
+            duro_sprintf(o, "%s,%s", c->s,
+                         duro_errname(duro_replay_history(NULL, NULL, NULL)));
     }
     CHECK_OK(duro_orch_on_destroy(o, count_hook, NULL));
     CHECK_RC(duro_orch_on_destroy(o, NULL, NULL), DURO_INVALID);
@@ -1113,13 +1111,12 @@ static int orch_golden(duro_orch *o, const char *in, duro_result *out)
     duro_await(o, duro_timer(o, 10));
     duro_start_orchestration(o, "Child", NULL, NULL, "detached");
     duro_set_custom_status(o, "done");
-    return duro_ok(out,
-                   duro_sprintf(o, "%s;%s;%s;%s;%s;%s;%s",
-                                duro_task_output(a), duro_task_output(c),
-                                duro_task_output(b), duro_task_output(go),
-                                w == stop ? duro_task_output(stop) : "blk",
-                                first == x ? duro_task_output(x) : "never",
-                                duro_task_output(kid)));
+    return duro_ok(out, duro_sprintf(o, "%s;%s;%s;%s;%s;%s;%s",
+                                     duro_task_output(a), duro_task_output(c),
+                                     duro_task_output(b), duro_task_output(go),
+                                     w == stop ? duro_task_output(stop) : "blk",
+                                     first == x ? duro_task_output(x) : "never",
+                                     duro_task_output(kid)));
 }
 
 /* The same workflow as a driven coroutine. */
@@ -1127,8 +1124,8 @@ static int prog_golden(coro *c, duro_orch *o, duro_result *out)
 {
     CO_BEGIN(c);
     c->s = duro_new_guid(o);
-    c->t[0] = duro_call_activity(
-        o, "Echo", duro_sprintf(o, "%s|%s", duro_input(o), c->s));
+    c->t[0] = duro_call_activity(o, "Echo",
+                                 duro_sprintf(o, "%s|%s", duro_input(o), c->s));
     CO_AWAIT(c, c->t[0]);
     if (duro_task_state(c->t[0]) != DURO_TASK_SUCCEEDED) {
         duro_fail(out, duro_task_error(c->t[0]));
@@ -1161,10 +1158,10 @@ static int prog_golden(coro *c, duro_orch *o, duro_result *out)
     CO_AWAIT(c, c->t[5]);
     duro_start_orchestration(o, "Child", NULL, NULL, "detached");
     duro_set_custom_status(o, "done");
-    duro_ok(out, duro_sprintf(o, "%s;%s;%s;%s;%s", duro_task_output(c->t[0]),
-                              duro_task_output(c->t[1]),
-                              duro_task_output(c->t[2]),
-                              duro_task_output(c->t[3]), c->s));
+    duro_ok(out,
+            duro_sprintf(o, "%s;%s;%s;%s;%s", duro_task_output(c->t[0]),
+                         duro_task_output(c->t[1]), duro_task_output(c->t[2]),
+                         duro_task_output(c->t[3]), c->s));
     CO_END(c);
 }
 
@@ -1176,8 +1173,7 @@ static void run_golden(rt_fixture *f)
     rt_start(f);
     rt_start_instance(f, "golden", "Golden", "in");
     /* a, c's second attempt and b completed: then "go" */
-    WAIT_UNTIL(rt_count_events(f, "golden", DURO_EVENT_ACTIVITY_COMPLETED) ==
-                   3,
+    WAIT_UNTIL(rt_count_events(f, "golden", DURO_EVENT_ACTIVITY_COMPLETED) == 3,
                WAIT_MS);
     CHECK_OK(duro_client_raise_event(f->client, "golden", "go", "went"));
     WAIT_UNTIL(rt_count_events(f, "golden", DURO_EVENT_EVENT_SUBSCRIBED) == 2,
@@ -1192,8 +1188,8 @@ static void run_golden(rt_fixture *f)
 static void register_golden(rt_fixture *f, int driven)
 {
     add_activities(f);
-    CHECK_OK(
-        duro_registry_add_orchestration(f->reg, "Child", NULL, orch_child, NULL));
+    CHECK_OK(duro_registry_add_orchestration(f->reg, "Child", NULL, orch_child,
+                                             NULL));
     if (driven)
         add_driven(f, "Golden", prog_golden);
     else
@@ -1209,8 +1205,8 @@ static int str_same(const char *a, const char *b)
 /* The timestamp of the TimerCreated a timer event belongs to. */
 static int64_t timer_base(const duro_history *h, const duro_event *e)
 {
-    uint64_t id = e->kind == DURO_EVENT_TIMER_CREATED ? e->event_id
-                                                      : e->source_event_id;
+    uint64_t id =
+        e->kind == DURO_EVENT_TIMER_CREATED ? e->event_id : e->source_event_id;
     return id >= 1 && id <= h->count ? h->events[id - 1].timestamp_ms : 0;
 }
 
@@ -1236,8 +1232,8 @@ static void check_same_history(const duro_history *x, const duro_history *y,
             a->ref_event_id == b->ref_event_id && a->attempt == b->attempt &&
             a->flags == b->flags &&
             (a->fire_at_ms == 0) == (b->fire_at_ms == 0) &&
-            (a->fire_at_ms == 0 ||
-             a->fire_at_ms - timer_base(x, a) == b->fire_at_ms - timer_base(y, b));
+            (a->fire_at_ms == 0 || a->fire_at_ms - timer_base(x, a) ==
+                                       b->fire_at_ms - timer_base(y, b));
         CHECK_MSG(same, "%s: event %zu differs: %s '%s' '%s' vs %s '%s' '%s'",
                   what, k + 1, duro_event_kind_name(a->kind),
                   a->name ? a->name : "", a->payload ? a->payload : "",
@@ -1295,8 +1291,8 @@ TEST(the_same_workflow_in_c_and_driven_gives_identical_histories)
     duro_registry *rc, *rd;
     CHECK_OK(duro_registry_create(&rc));
     CHECK_OK(duro_registry_create(&rd));
-    CHECK_OK(duro_registry_add_orchestration(rc, "Golden", NULL, orch_golden,
-                                             NULL));
+    CHECK_OK(
+        duro_registry_add_orchestration(rc, "Golden", NULL, orch_golden, NULL));
     add_driven_with(rd, "Golden", prog_golden, NULL);
     int before = atomic_load(&starts);
     CHECK_OK(duro_replay_history(rc, hc, NULL));
@@ -1320,8 +1316,7 @@ static int prog_golden_changed(coro *c, duro_orch *o, duro_result *out)
 {
     CO_BEGIN(c);
     c->t[0] = duro_call_activity(
-        o, "Echo",
-        duro_sprintf(o, "%s|%s", duro_input(o), duro_new_guid(o)));
+        o, "Echo", duro_sprintf(o, "%s|%s", duro_input(o), duro_new_guid(o)));
     CO_AWAIT(c, c->t[0]);
     c->t[1] = duro_call_activity(o, "Echo", "not flaky");
     CO_AWAIT(c, c->t[1]);
@@ -1357,12 +1352,11 @@ TEST(the_replayer_reports_changed_code_as_nondeterminism)
     rt_start_instance(&f, "term", "Wait", "1");
     rt_start_instance(&f, "obs", "Observe", NULL);
     duro_free(rt_wait(&f, "ch", WAIT_MS));
-    WAIT_UNTIL(rt_count_events(&f, "waiting", DURO_EVENT_EVENT_SUBSCRIBED) ==
-                       1 &&
-                   rt_count_events(&f, "term", DURO_EVENT_EVENT_SUBSCRIBED) ==
-                       1 &&
-                   atomic_load(&seen.block_started) >= 1,
-               WAIT_MS);
+    WAIT_UNTIL(
+        rt_count_events(&f, "waiting", DURO_EVENT_EVENT_SUBSCRIBED) == 1 &&
+            rt_count_events(&f, "term", DURO_EVENT_EVENT_SUBSCRIBED) == 1 &&
+            atomic_load(&seen.block_started) >= 1,
+        WAIT_MS);
     CHECK_OK(duro_client_terminate(f.client, "term", NULL, "tests"));
     CHECK_OK(duro_client_cancel(f.client, "obs", "undo", "tests"));
     duro_free(rt_wait(&f, "term", WAIT_MS));
@@ -1488,27 +1482,27 @@ TEST(registering_a_driver_checks_it)
     duro_registry *r;
     CHECK_OK(duro_registry_create(&r));
     duro_driver d = test_driver;
-    CHECK_RC(duro_registry_add_driven_orchestration(r, "D", NULL, NULL, NULL,
-                                                    NULL),
-             DURO_INVALID);
+    CHECK_RC(
+        duro_registry_add_driven_orchestration(r, "D", NULL, NULL, NULL, NULL),
+        DURO_INVALID);
     d.version = 0;
-    CHECK_RC(duro_registry_add_driven_orchestration(r, "D", NULL, &d, NULL,
-                                                    NULL),
-             DURO_INVALID);
+    CHECK_RC(
+        duro_registry_add_driven_orchestration(r, "D", NULL, &d, NULL, NULL),
+        DURO_INVALID);
     d = test_driver;
     d.step = NULL;
-    CHECK_RC(duro_registry_add_driven_orchestration(r, "D", NULL, &d, NULL,
-                                                    NULL),
-             DURO_INVALID);
+    CHECK_RC(
+        duro_registry_add_driven_orchestration(r, "D", NULL, &d, NULL, NULL),
+        DURO_INVALID);
     d = test_driver;
     d.destroy = NULL; /* nothing to release: allowed */
-    CHECK_OK(duro_registry_add_driven_orchestration(r, "D", NULL, &d, NULL,
-                                                    NULL));
+    CHECK_OK(
+        duro_registry_add_driven_orchestration(r, "D", NULL, &d, NULL, NULL));
     CHECK_RC(duro_registry_add_orchestration(r, "D", NULL, orch_child, NULL),
              DURO_ALREADY_EXISTS);
-    CHECK_RC(duro_registry_add_driven_orchestration(r, "", NULL, &d, NULL,
-                                                    NULL),
-             DURO_INVALID);
+    CHECK_RC(
+        duro_registry_add_driven_orchestration(r, "", NULL, &d, NULL, NULL),
+        DURO_INVALID);
     duro_registry_destroy(r);
 }
 
