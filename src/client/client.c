@@ -8,7 +8,7 @@
 
 #include "base/base.h"
 #include "client/client_metrics.h"
-#include "core/fiber.h"
+#include "core/core.h"
 #include "duro.h"
 #include "providers/providers.h"
 
@@ -22,7 +22,7 @@ struct duro_client {
 
 static int misuse_check(void)
 {
-    if (duro__fiber_current() != NULL)
+    if (duro__engine_in_code())
         return duro__fail(DURO_MISUSE,
                           "the client cannot be used from orchestration "
                           "code; use the orchestration context instead");

@@ -4,8 +4,9 @@
  * and commits everything the turns decided in one transaction
  * (ack_and_fetch_orchestration_items, or one ack_orchestration_item per
  * turn). After the commit it fires the tokens of cancelled activities
- * running in this process. Runs user orchestration code (on fibers); holds
- * no lock while doing so. */
+ * running in this process. Runs user orchestration code (on fibers, or a
+ * driver's steps on the turn thread's stack); holds no lock while doing
+ * so. */
 #include <stdio.h>
 #include <string.h>
 
@@ -205,8 +206,9 @@ static int load_full_history(turn_ctx *c, const duro_event **hist,
 }
 
 /* Gets the engine for this turn: the kept one when it matches, otherwise a
- * new one with the history it must replay. */
-static int get_engine(turn_ctx *c, duro_orchestration_fn fn, void *user,
+ * new one with the history it must replay. `code` is the registration whose
+ * code runs, NULL for a turn decided without code. */
+static int get_engine(turn_ctx *c, const duro__orch_entry *code,
                       duro_orch **out, const duro_event **hist,
                       size_t *hist_count, int *warm)
 {
@@ -219,10 +221,10 @@ static int get_engine(turn_ctx *c, duro_orchestration_fn fn, void *user,
     if (c->plan.action == DURO__PLAN_RUN) {
         duro_orch *e = duro__cache_take(rt->cache, item->instance_id,
                                         c->plan.execution_id);
-        /* A turn decided without code (fn NULL) takes a fresh engine: a
-         * kept one would run the code it was made with. */
+        /* A turn decided without code takes a fresh engine: a kept one
+         * would run the code it was made with. */
         if (e != NULL && duro__engine_events(e) == item->history_offset &&
-            fn != NULL) {
+            code != NULL) {
             *out = e;
             *warm = 1;
             *hist = item->history;
@@ -239,18 +241,20 @@ static int get_engine(turn_ctx *c, duro_orchestration_fn fn, void *user,
             *hist_count = item->history_count;
         }
     }
-    const duro_orchestration_options *oo = c->entry ? &c->entry->opts : NULL;
-    duro__engine_config cfg = {
-        .fn = fn,
-        .user = user,
-        .stack_size = rt->opts.fiber_stack_size,
-        .max_payload = rt->opts.max_payload,
-        .logger = &rt->logger,
-        .observe_cancel = oo != NULL && oo->observe_cancel,
-        .cleanup_timeout_ms = oo != NULL && oo->cleanup_timeout_ms > 0
-                                  ? oo->cleanup_timeout_ms
-                                  : rt->opts.cleanup_timeout_ms,
-        .version = c->entry ? c->entry->version : NULL};
+    duro__engine_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    if (c->entry != NULL) {
+        duro__registry_engine_config(c->entry, &cfg);
+        if (code == NULL) { /* options and version, no code */
+            cfg.fn = NULL;
+            memset(&cfg.driver, 0, sizeof(cfg.driver));
+        }
+    }
+    cfg.stack_size = rt->opts.fiber_stack_size;
+    cfg.max_payload = rt->opts.max_payload;
+    cfg.logger = &rt->logger;
+    if (cfg.cleanup_timeout_ms <= 0)
+        cfg.cleanup_timeout_ms = rt->opts.cleanup_timeout_ms;
     return duro__engine_create(&cfg, item->instance_id, c->plan.execution_id,
                                out);
 }
@@ -269,10 +273,9 @@ static int run_turn(turn_ctx *c, int terminate_status,
     const duro_event *hist;
     size_t hist_count;
     int warm;
-    duro_orchestration_fn fn =
-        terminate_status == 0 && c->entry && !c->codeless ? c->entry->fn : NULL;
-    void *user = c->entry ? c->entry->user : NULL;
-    int rc = get_engine(c, fn, user, &e, &hist, &hist_count, &warm);
+    const duro__orch_entry *code =
+        terminate_status == 0 && !c->codeless ? c->entry : NULL;
+    int rc = get_engine(c, code, &e, &hist, &hist_count, &warm);
     if (rc != DURO_OK) {
         abandon(c, 1000);
         retry_later(c, 1000, "the turn could not start", duro_strerror(rc));
@@ -299,7 +302,7 @@ static int run_turn(turn_ctx *c, int terminate_status,
         rc = load_full_history(c, &hist, &hist_count);
         if (rc == DURO_OK) {
             c->item->history_offset = 0;
-            rc = get_engine(c, fn, user, &e, &hist, &hist_count, &warm);
+            rc = get_engine(c, code, &e, &hist, &hist_count, &warm);
         }
         if (rc == DURO_OK) {
             in.history = c->full->events;
@@ -309,12 +312,18 @@ static int run_turn(turn_ctx *c, int terminate_status,
         }
     }
     if (rc != DURO_OK) {
+        /* a driver's failed start or step says what it was */
+        char why[256];
+        snprintf(why, sizeof(why), "%s",
+                 e != NULL && duro__engine_failure(e) != NULL
+                     ? duro__engine_failure(e)
+                     : duro_strerror(rc));
         duro__log(&rt->logger, DURO_LOG_ERROR,
                   "turn of instance '%s' could not run: %s",
-                  c->item->instance_id, duro_strerror(rc));
+                  c->item->instance_id, why);
         duro__engine_destroy(e);
         abandon(c, 1000);
-        retry_later(c, 1000, "the turn could not run", duro_strerror(rc));
+        retry_later(c, 1000, "the turn could not run", why);
         return rc;
     }
     uint64_t stored =
@@ -350,7 +359,7 @@ static int run_turn(turn_ctx *c, int terminate_status,
      * If the ack fails, the engine (ahead of the store) is taken back out;
      * should another thread already hold it, the mismatch of event counts
      * makes that thread replay instead. */
-    c->terminal = !duro__engine_reusable(e) || fn == NULL;
+    c->terminal = !duro__engine_reusable(e) || code == NULL;
     c->warm = warm;
     c->begin_ns = begin_ns;
     c->ran_ms = (duro__mono_ns() - begin_ns) / 1000000;

@@ -22,8 +22,9 @@
 
 typedef struct duro__orch_entry {
     char *name;
-    char *version; /* "" = the default version */
-    duro_orchestration_fn fn;
+    char *version;            /* "" = the default version */
+    duro_orchestration_fn fn; /* C code, or NULL and: */
+    duro_driver driver;       /* driven code (step set); a copy */
     void *user;
     duro_orchestration_options opts;
 } duro__orch_entry;
@@ -49,6 +50,11 @@ const duro__orch_entry *duro__registry_find_orch(const duro_registry *r,
                                                  const char *version);
 const duro__activity_entry *duro__registry_find_activity(const duro_registry *r,
                                                          const char *name);
+/* The engine configuration of entry `e` that does not depend on a
+ * runtime: its code (C function or driver), user pointer and cancellation
+ * options (cleanup_timeout_ms 0 when the entry has none of its own). */
+void duro__registry_engine_config(const duro__orch_entry *e,
+                                  duro__engine_config *cfg);
 
 /* ---- cancellation token ------------------------------------------------ */
 
@@ -154,6 +160,9 @@ void duro__mark_runtime_thread(void);
 int duro__cache_create(size_t capacity, size_t max_bytes,
                        duro__engine_cache **out);
 void duro__cache_destroy(duro__engine_cache *c); /* destroys the engines */
+/* Destroys every engine kept (after releasing the lock); the cache stays
+ * usable. */
+void duro__cache_clear(duro__engine_cache *c);
 /* Takes the engine of (instance, execution) out of the cache; NULL if none.
  * Engines of other executions of the instance are destroyed. */
 duro_orch *duro__cache_take(duro__engine_cache *c, const char *instance_id,

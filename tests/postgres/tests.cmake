@@ -206,6 +206,19 @@ if(DURO_POSTGRES)
   target_link_libraries(test_pg_utf8 PRIVATE duro_rt_util)
 endif()
 
+# Driven orchestrations on the server: test_driver's file, built with
+# DRIVER_PG (a fresh schema per store).
+if(DURO_POSTGRES)
+  duro_pg_test(test_pg_driver
+    ${PROJECT_SOURCE_DIR}/tests/runtime/test_driver.c
+    ${PROJECT_SOURCE_DIR}/tests/provider_validation/faulty_provider.c
+    LABELS runtime tsan)
+  target_compile_definitions(test_pg_driver PRIVATE DRIVER_PG)
+  target_link_libraries(test_pg_driver PRIVATE duro_rt_util)
+  target_include_directories(test_pg_driver PRIVATE
+    ${PROJECT_SOURCE_DIR}/tests/provider_validation)
+endif()
+
 # A shell test of the duro command on the server: NAME.sh DURO PG_CLUSTER,
 # with the pg fixture's URL file (skipped, 77, without a server).
 function(duro_pg_cli_test name)
