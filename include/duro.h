@@ -745,6 +745,11 @@ typedef struct duro_metrics {
     uint64_t storage_retries;       /* retryable storage errors */
     uint64_t nondeterminism_errors;
     uint64_t orchestrations_terminated;
+    /* acks given up because the store kept failing until the item's lock
+     * could have expired (or a shutdown's deadline passed): the activity,
+     * or the turn, runs again */
+    uint64_t activity_acks_given_up;
+    uint64_t turn_acks_given_up;
 } duro_metrics;
 
 /** Copies the counters: all zero for a NULL @p rt; a NULL @p out is a
