@@ -579,8 +579,11 @@ typedef struct duro_runtime_options {
                                               runtime runs activities only */
     int worker_concurrency;                /* activity slots; default 8; 0: this
                                               runtime runs orchestrations only */
-    int64_t orchestration_lock_timeout_ms; /* default 30000 */
-    int64_t worker_lock_timeout_ms;        /* default 30000; >= 10 */
+    int64_t orchestration_lock_timeout_ms; /* default 30000; a turn's ack
+                                              is retried through an outage
+                                              until its lock's deadline */
+    int64_t worker_lock_timeout_ms;        /* default 30000; >= 10; so is
+                                              an activity's result's */
     int64_t lock_renewal_ms;       /* renew in-flight activity locks this
                                       often; default 2000;
                                       1 .. worker_lock_timeout_ms / 2 (the

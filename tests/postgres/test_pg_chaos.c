@@ -33,7 +33,7 @@
 #include "test.h"
 
 #define KILL_EVERY_MS 2000
-#define STOP_MS 10000       /* the server stopped this long */
+#define STOP_MS 10000           /* the server stopped this long */
 #define STAGE_DEADLINE_MS 90000 /* for the run to reach each next fault */
 
 /* The activity runs of a run without faults: what the fault points and

@@ -100,8 +100,8 @@ TEST(results_finished_during_a_server_stop_are_recorded_once)
 
     duro_registry *reg = NULL;
     CHECK_OK(duro_registry_create(&reg));
-    CHECK_OK(duro_registry_add_orchestration(reg, "Short", NULL, orch_short,
-                                             NULL));
+    CHECK_OK(
+        duro_registry_add_orchestration(reg, "Short", NULL, orch_short, NULL));
     CHECK_OK(duro_registry_add_activity(reg, "Step", act_step, NULL));
     duro_runtime_options o;
     duro_runtime_options_init(&o); /* locks of 30 s, renewed every 2 s */
