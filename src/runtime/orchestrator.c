@@ -467,8 +467,17 @@ static int acked(turn_ctx *c, int rc, const duro_error *first_err)
             duro__engine_destroy(
                 duro__cache_take(rt->cache, instance, c->plan.execution_id));
         if (c->ack_gave_up) {
-            /* No abandon, no problem recorded: store calls that would
-             * fail (or wait) too; the lock expires by itself. */
+            /* No abandon: the lock expires by itself, about now. The
+             * problem says why, with that expiry as the next try (a store
+             * call, best effort; none past a shutdown's deadline). */
+            if (duro__runtime_deadline(rt) == INT64_MAX) {
+                int64_t left =
+                    duro__add_ms(c->fetched_ms,
+                                 rt->opts.orchestration_lock_timeout_ms) -
+                    duro__mono_ms();
+                retry_later(c, left > 0 ? left : 0,
+                            "the turn could not be committed", err->message);
+            }
             return rc;
         }
         if (rc == DURO_HISTORY_LIMIT) {

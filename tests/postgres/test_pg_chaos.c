@@ -189,8 +189,25 @@ static void *canceller_main(void *arg)
     return NULL;
 }
 
-static pid_t workers[2];
+static pid_t workers[2]; /* running (not reaped yet) when > 0 */
 static const char *errlog;
+static chaos *threads_of; /* the killer and canceller run for it */
+static pthread_t killer, canceller;
+
+/* Stops and joins the killer and the canceller, when they run. */
+static void stop_threads(void)
+{
+    chaos *x = threads_of;
+    if (x == NULL)
+        return;
+    pthread_mutex_lock(&x->lock);
+    x->stop = 1;
+    pthread_cond_broadcast(&x->cond);
+    pthread_mutex_unlock(&x->lock);
+    pthread_join(killer, NULL);
+    pthread_join(canceller, NULL);
+    threads_of = NULL;
+}
 
 static void kill_workers(void)
 {
@@ -201,10 +218,12 @@ static void kill_workers(void)
     }
 }
 
-/* Unless cond: kills the workers, prints their stderr, fails the test. */
+/* Unless cond: stops the threads, kills the workers, prints their stderr
+ * and fails the test (which ends it: nothing of it is left running). */
 #define CHAOS_CHECK(cond, ...)                                                 \
     do {                                                                       \
         if (!(cond)) {                                                         \
+            stop_threads();                                                    \
             kill_workers();                                                    \
             crash_print_file(errlog, "worker stderr");                         \
             test_fail(__FILE__, __LINE__, __VA_ARGS__);                        \
@@ -219,10 +238,12 @@ static void await_runs(chaos *x, long runs, const char *before)
     long have;
     while ((have = crash_log_lines(x->log)) < runs) {
         for (int i = 0; i < 2; i++) {
-            int status;
-            CHAOS_CHECK(waitpid(workers[i], &status, WNOHANG) != workers[i],
-                        "worker %d exited (status 0x%x) before %s", i, status,
-                        before);
+            int status = 0;
+            int gone = waitpid(workers[i], &status, WNOHANG) == workers[i];
+            if (gone)
+                workers[i] = 0;
+            CHAOS_CHECK(!gone, "worker %d exited (status 0x%x) before %s", i,
+                        status, before);
         }
         CHAOS_CHECK(test_now_ms() < deadline,
                     "%ld activity runs after %d ms, %ld expected before %s",
@@ -269,17 +290,16 @@ TEST(chains_end_exactly_through_killed_backends_restarts_and_a_stop)
         workers[i] = crash_spawn_worker(&r);
         CHAOS_CHECK(workers[i] > 0, "fork failed: %s", strerror(errno));
     }
-    pthread_t killer, canceller;
     CHAOS_CHECK(pthread_create(&killer, NULL, killer_main, &x) == 0,
                 "cannot start the killer thread");
     if (pthread_create(&canceller, NULL, canceller_main, &x) != 0) {
         pthread_mutex_lock(&x.lock);
         x.stop = 1;
-        pthread_cond_broadcast(&x.cond);
         pthread_mutex_unlock(&x.lock);
         pthread_join(killer, NULL);
         CHAOS_CHECK(0, "cannot start the canceller thread");
     }
+    threads_of = &x;
 
     static const struct {
         int percent;
@@ -294,8 +314,6 @@ TEST(chains_end_exactly_through_killed_backends_restarts_and_a_stop)
         snprintf(what, sizeof(what), "%s -m %s", faults[i].verb,
                  faults[i].mode);
         await_runs(&x, (long)RUNS * faults[i].percent / 100, what);
-        if (test_failed())
-            break;
         rc = pg_own_cluster(faults[i].verb, faults[i].mode);
         fprintf(stderr, "  %s at %ld activity runs, %lld ms in: %d\n", what,
                 crash_log_lines(x.log), (long long)(test_now_ms() - t0), rc);
@@ -309,26 +327,18 @@ TEST(chains_end_exactly_through_killed_backends_restarts_and_a_stop)
         }
     }
 
+    CHAOS_CHECK(rc == 0, "pg-cluster failed (%d)", rc);
     int64_t deadline = test_now_ms() + CRASH_WORKERS_DEADLINE_MS;
-    int ended = 1;
-    for (int i = 0; i < 2 && rc == 0 && !test_failed(); i++) {
+    for (int i = 0; i < 2; i++) {
         int status = 0;
         int exited = crash_wait_child(workers[i], deadline, &status);
         if (exited)
             workers[i] = 0;
-        ended &= exited && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!ended)
-            fprintf(stderr, "  worker %d: %s (status 0x%x)\n", i,
+        CHAOS_CHECK(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                    "worker %d: %s (status 0x%x)", i,
                     exited ? "failed" : "did not finish in time", status);
     }
-    pthread_mutex_lock(&x.lock);
-    x.stop = 1;
-    pthread_cond_broadcast(&x.cond);
-    pthread_mutex_unlock(&x.lock);
-    pthread_join(killer, NULL);
-    pthread_join(canceller, NULL);
-    CHAOS_CHECK(rc == 0, "pg-cluster failed (%d)", rc);
-    CHAOS_CHECK(!test_failed() && ended, "the workers did not all end well");
+    stop_threads();
     fprintf(stderr,
             "  workers done %lld ms in; %ld backends killed in %ld rounds "
             "(%ld rounds while the server was away); %d cancelled\n",

@@ -623,7 +623,8 @@ TEST(nondeterminism_fails_the_instance_and_its_problem_stays)
     rt_done(&f);
 }
 
-/* A turn that cannot commit comes back again and again; status shows the
+/* A turn that cannot commit comes back again and again (each delivery's
+ * ack retried until its lock's deadline, then given up); status shows the
  * delivery count climbing, and the problem clears once a turn commits. */
 TEST(failing_commits_show_a_climbing_delivery_count_until_one_commits)
 {
