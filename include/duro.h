@@ -582,8 +582,8 @@ typedef struct duro_runtime_options {
     int64_t orchestration_lock_timeout_ms; /* default 30000; a turn's ack
                                               is retried through an outage
                                               until its lock's deadline */
-    int64_t worker_lock_timeout_ms;        /* default 30000; >= 10; so is
-                                              an activity's result's */
+    int64_t worker_lock_timeout_ms;        /* default 30000; >= 10; an
+                                              activity's ack likewise */
     int64_t lock_renewal_ms;       /* renew in-flight activity locks this
                                       often; default 2000;
                                       1 .. worker_lock_timeout_ms / 2 (the
