@@ -862,8 +862,11 @@ typedef struct duro_runtime_options {
                                               runtime runs activities only */
     int worker_concurrency;                /* activity slots; default 8; 0: this
                                               runtime runs orchestrations only */
-    int64_t orchestration_lock_timeout_ms; /* default 30000 */
-    int64_t worker_lock_timeout_ms;        /* default 30000; >= 10 */
+    int64_t orchestration_lock_timeout_ms; /* default 30000; a turn's ack
+                                              is retried through an outage
+                                              until its lock's deadline */
+    int64_t worker_lock_timeout_ms;        /* default 30000; >= 10; an
+                                              activity's ack likewise */
     int64_t lock_renewal_ms;       /* renew in-flight activity locks this
                                       often; default 2000;
                                       1 .. worker_lock_timeout_ms / 2 (the
@@ -1028,6 +1031,11 @@ typedef struct duro_metrics {
     uint64_t storage_retries;       /* retryable storage errors */
     uint64_t nondeterminism_errors;
     uint64_t orchestrations_terminated;
+    /* acks given up because the store kept failing until the item's lock
+     * could have expired (or a shutdown's deadline passed): the activity,
+     * or the turn, runs again */
+    uint64_t activity_acks_given_up;
+    uint64_t turn_acks_given_up;
 } duro_metrics;
 
 /** Copies the counters: all zero for a NULL @p rt; a NULL @p out is a

@@ -298,6 +298,12 @@ int64_t duro__runtime_deadline(duro_runtime *rt)
     return atomic_load(&rt->shutdown_deadline_ms);
 }
 
+int64_t duro__lock_deadline(int64_t locked_ms, int64_t timeout_ms)
+{
+    int64_t margin = DURO__MIN(timeout_ms / 10, (int64_t)DURO__LOCK_MARGIN_MS);
+    return duro__add_ms(locked_ms, timeout_ms - margin);
+}
+
 void duro__runtime_backoff(duro_runtime *rt, int64_t ms)
 {
     int64_t end = duro__add_ms(duro__mono_ms(), ms);

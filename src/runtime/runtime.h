@@ -114,7 +114,8 @@ struct duro_runtime {
      * it (duro__runtime_backoff, ack_with_retries in worker.c). */
     _Atomic int64_t shutdown_deadline_ms;
     /* completions whose ack a shutdown gave up at its deadline (the store
-     * kept failing): the shutdown then returns DURO_TIMEOUT */
+     * kept failing): the shutdown then returns DURO_TIMEOUT. Those given up
+     * at their lock's deadline count only in metrics.m_acks_given_up. */
     _Atomic int acks_given_up;
     /* per duro_queue: monotonic ms of the first retryable failure of a
      * fetch since the last success, 0 while the store answers
@@ -201,6 +202,16 @@ void duro__runtime_pause(duro_runtime *rt, int64_t ms);
 /* The monotonic ms by which a shutdown in progress returns; INT64_MAX
  * before a shutdown. One atomic load. */
 int64_t duro__runtime_deadline(duro_runtime *rt);
+
+/* Until when an ack may still find the lock of the item it acks, for a
+ * lock taken or renewed by a call that began at monotonic locked_ms with
+ * timeout_ms: the store's lock began after locked_ms, so it lasts at least
+ * until locked_ms + timeout_ms; a margin (a tenth of the timeout, at most
+ * DURO__LOCK_MARGIN_MS) leaves the last attempt time to reach the store.
+ * The ack retries of worker slots and turn threads stop there: past it,
+ * another process may have taken the item and run it again. */
+#define DURO__LOCK_MARGIN_MS 1000
+int64_t duro__lock_deadline(int64_t locked_ms, int64_t timeout_ms);
 
 /* Sleeps ms between two attempts of a retry that still runs while the
  * runtime stops (an activity's ack): the whole ms before a shutdown, never
