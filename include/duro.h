@@ -67,28 +67,46 @@ DURO_API int duro_version_number(void);
  * ======================================================================== */
 
 /* What an orchestration or activity function produced. Filled through
- * duro_ok() / duro_fail*() / duro_continue_as_new(); opaque otherwise. */
+ * duro_ok() / duro_fail*() / duro_continue_as_new(); opaque otherwise.
+ *
+ * Text is UTF-8 (README, "Text is UTF-8"): every string duro stores - ids,
+ * names, versions, inputs, outputs, payloads, failure messages, custom
+ * statuses, reasons - must be valid UTF-8 (no overlong forms, surrogates
+ * or code points past U+10FFFF; a NUL ends a string). What is not is
+ * refused where it enters duro, naming the field and the offset of the
+ * first bad byte ("output is not valid UTF-8 at byte 3 (0xE9)"), the same
+ * with every store; encode binary data (base64) first. */
 typedef struct duro_result duro_result;
 
 /** Success with @p output (copied; NULL means no output).
  * @return DURO_OK, so a function may `return duro_ok(out, s);`;
- * DURO_INVALID for a NULL @p out.
+ * DURO_INVALID for a NULL @p out, and for an @p output that is not valid
+ * UTF-8: the result is then a failure of category configuration, "output
+ * is not valid UTF-8 at byte N (0xXX)" - an activity fails once, in
+ * history, as "activity 'NAME' output is ..." (a retry policy does not
+ * retry it), an orchestration fails as "orchestration 'NAME' output is
+ * ..." - unless a later call sets the result again.
  * @note Only inside the callback that received @p out. */
 DURO_API int duro_ok(duro_result *out, const char *output);
 
 /** Failure of category application with @p message (copied; NULL:
- * "failed"). @return DURO_FAILED; DURO_INVALID for a NULL @p out.
+ * "failed"). @return DURO_FAILED; DURO_INVALID for a NULL @p out, and for
+ * a @p message that is not valid UTF-8 (the failure is then of category
+ * configuration, "failure message is not valid UTF-8 at byte N (0xXX)",
+ * as duro_ok() says for an output).
  * @note Only inside the callback. */
 DURO_API int duro_fail(duro_result *out, const char *message);
 
 /** Failure with an explicit duro_category (@p message NULL: "failed").
- * @return DURO_FAILED; DURO_INVALID for a NULL @p out.
+ * @return DURO_FAILED; DURO_INVALID for a NULL @p out or a @p message that
+ * is not valid UTF-8 (as duro_fail()).
  * @note Only inside the callback that received @p out. */
 DURO_API int duro_fail_with(duro_result *out, int category,
                             const char *message);
 
 /** printf-style duro_fail() (@p fmt NULL: "failed"). @return DURO_FAILED;
- * DURO_INVALID for a NULL @p out.
+ * DURO_INVALID for a NULL @p out or a message that is not valid UTF-8 (as
+ * duro_fail()).
  * @note Only inside the callback that received @p out. */
 DURO_API int duro_failf(duro_result *out, const char *fmt, ...)
     DURO_PRINTF(2, 3);
@@ -189,8 +207,23 @@ DURO_API int duro_registry_add_activity(duro_registry *r, const char *name,
  * task functions return a task that failed with DURO_MISUSE, the others
  * return 0 or NULL (or do nothing); all of them set duro_errmsg() to a
  * message that names the function.
+ * For an orchestration run by a driver (see "Drivers" below), "on its
+ * fiber" reads "inside the driver's start or step callback for this
+ * context, on the thread that called it": every function here works there
+ * as it does on a fiber, except the four that wait (duro_await,
+ * duro_select_n, duro_wait_any_n, duro_join_n), which return DURO_MISUSE
+ * at once there.
  * Strings returned are borrowed from the context: valid until the
- * orchestration function returns.
+ * orchestration function returns (for a driven orchestration: until the
+ * driver's destroy callback is called).
+ *
+ * Strings given must be valid UTF-8 (see duro_result above): a task given
+ * a name, version, id or input that is not fails at once with
+ * DURO_INVALID, category configuration, its error naming the field and
+ * the byte ("activity 'Charge' input is not valid UTF-8 at byte 6
+ * (0xE9)"), and nothing is recorded in history; the code goes on. (A
+ * command an earlier duro recorded with such text, in a SQLite store,
+ * replays as it was recorded.)
  *
  * A task belongs to the context that created it. Every function that takes
  * a task checks, by its address alone and without reading it, that it is
@@ -202,7 +235,8 @@ DURO_API int duro_registry_add_activity(duro_registry *r, const char *name,
  * ======================================================================== */
 
 /** Schedules activity @p name with @p input (copied; NULL allowed). A NULL
- * or empty @p name gives a task failed with DURO_INVALID (configuration).
+ * or empty @p name, or a name or input that is not valid UTF-8, gives a
+ * task failed with DURO_INVALID (configuration).
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_call_activity(duro_orch *o, const char *name,
                                        const char *input);
@@ -236,9 +270,9 @@ DURO_API void duro_retry_policy_init(duro_retry_policy *p);
  * error, or with category timeout when a timeout ends it. A NULL or empty
  * @p name or a NULL or invalid @p policy (version not set, max_attempts 0,
  * a backoff not in enum duro_backoff, a negative delay, max_delay_ms or
- * timeout, an exponential coefficient below 1) gives a task failed with
- * DURO_INVALID (configuration) whose error names the field; @p input may
- * be NULL.
+ * timeout, an exponential coefficient below 1), or a name or input that
+ * is not valid UTF-8, gives a task failed with DURO_INVALID
+ * (configuration) whose error names the field; @p input may be NULL.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *
 duro_call_activity_with_retry(duro_orch *o, const char *name, const char *input,
@@ -253,8 +287,8 @@ DURO_API duro_task *duro_timer(duro_orch *o, int64_t delay_ms);
 /** Waits for external event @p name. Events raised before anyone waits are
  * kept in order and matched to waits in order: the n-th wait for a name
  * receives the n-th event of that name not yet consumed. The output is the
- * event's payload. A NULL or empty @p name gives a task failed with
- * DURO_INVALID.
+ * event's payload. A NULL or empty @p name, or one that is not valid
+ * UTF-8, gives a task failed with DURO_INVALID.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_wait_event(duro_orch *o, const char *name);
 
@@ -263,9 +297,10 @@ DURO_API duro_task *duro_wait_event(duro_orch *o, const char *name);
  * @p instance_id (NULL: "<parent id>:<execution id>:<event id>",
  * deterministic and unique across continue-as-new) and returns a task that
  * completes with the child. Cancelling the parent cancels it. @p input may
- * be NULL; a NULL or empty @p name gives a task failed with DURO_INVALID; a
- * name, version or id over 1024 bytes, or an input over max_payload, one
- * failed with DURO_TOO_LARGE.
+ * be NULL; a NULL or empty @p name, or a name, version, id or input that
+ * is not valid UTF-8, gives a task failed with DURO_INVALID; a name,
+ * version or id over 1024 bytes, or an input over max_payload, one failed
+ * with DURO_TOO_LARGE.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
                                                 const char *version,
@@ -282,8 +317,9 @@ DURO_API duro_task *duro_call_sub_orchestration(duro_orch *o, const char *name,
  * telling the runtime). History still records the SubOrchestrationScheduled.
  * duro_call_sub_orchestration() reports the same case as a failed task
  * (DURO_ALREADY_EXISTS).
- * @return DURO_OK, DURO_MISUSE, DURO_INVALID for a NULL or empty name, or
- * DURO_TOO_LARGE as duro_call_sub_orchestration().
+ * @return DURO_OK, DURO_MISUSE, DURO_INVALID for a NULL or empty name or
+ * text that is not valid UTF-8, or DURO_TOO_LARGE as
+ * duro_call_sub_orchestration().
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_start_orchestration(duro_orch *o, const char *name,
                                       const char *version,
@@ -411,7 +447,9 @@ DURO_API int duro_task_category(const duro_task *t);
  * external events it received but did not consume are carried over.
  * @p input may be NULL.
  * @return DURO_OK; use as `return duro_continue_as_new(o, out, next);`
- * DURO_INVALID for a NULL @p out.
+ * DURO_INVALID for a NULL @p out, and for an @p input that is not valid
+ * UTF-8: the instance then fails (configuration, "orchestration 'NAME'
+ * continue-as-new input is not valid UTF-8 at byte N (0xXX)").
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_continue_as_new(duro_orch *o, duro_result *out,
                                   const char *input);
@@ -427,7 +465,11 @@ DURO_API const char *duro_new_guid(duro_orch *o);
 
 /** Sets the custom status (copied; NULL clears it), stored when the turn
  * commits and shown by duro_client_get_status(). One over max_payload is
- * stored as "(custom status over the payload limit)".
+ * stored as "(custom status over the payload limit)". One that is not
+ * valid UTF-8 is not stored: the instance fails at the end of the turn
+ * (configuration, "orchestration 'NAME' custom status is not valid UTF-8
+ * at byte N (0xXX)"; duro_errmsg() says so at once), and from the call on
+ * the code's further calls are not recorded.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API void duro_set_custom_status(duro_orch *o, const char *status);
 
@@ -482,6 +524,247 @@ DURO_API const char *duro_cancel_reason(duro_orch *o);
  * cancel or when not given. Borrowed.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API const char *duro_cancel_requester(duro_orch *o);
+
+/** Registers @p fn(@p arg) to run once when this context is discarded:
+ * after the execution ended (the turn that ended it was decided), or when
+ * its suspended code is dropped without returning - evicted from the
+ * runtime's cache, its lock lost, the runtime shut down or destroyed, a
+ * turn that could not run. For orchestration code that holds memory or
+ * other resources across an await (which a dropped fiber never unwinds):
+ * the hook releases them. Hooks run in reverse order of registration, each
+ * exactly once, on whichever thread discards the context (a turn thread,
+ * or the thread that shuts the runtime down), with no duro lock held; they
+ * must not call the orchestration context (DURO_MISUSE). Every replay runs
+ * the code on a new context, which registers its own hooks again.
+ * @return DURO_OK; DURO_INVALID for a NULL @p fn (@p arg may be NULL);
+ * DURO_NOMEM; DURO_MISUSE outside the orchestration's code.
+ * @note Only inside the orchestration function, on its fiber, or inside a
+ * driver's step. */
+DURO_API int duro_orch_on_destroy(duro_orch *o, void (*fn)(void *arg),
+                                  void *arg);
+
+/* ========================================================================
+ * Drivers: orchestration code of another language, run step by step.
+ *
+ * A C orchestration runs on a fiber and waits with blocking calls. Code
+ * whose language has its own coroutines (Python's async def, JavaScript's
+ * generators) cannot run on a fiber: its interpreter keeps per-thread
+ * state that a switch of stacks would corrupt. Such code is run by a
+ * driver: three callbacks that the engine calls on the turn thread's own
+ * stack, exactly where it would resume a fiber.
+ *
+ *   start   once per context, when the code begins: makes the driver's
+ *           state for this execution (a coroutine object, say); the engine
+ *           then calls step at once.
+ *   step    resumes the code until it has nothing to do before another
+ *           input arrives, and says so: DURO_STEP_WAITING, or
+ *           DURO_STEP_DONE with the result set on @p out through
+ *           duro_ok(), duro_fail*() or duro_continue_as_new() (a step
+ *           that sets nothing and returns DURO_STEP_DONE succeeds with no
+ *           output). Steps come where a C orchestration's await would
+ *           return: after each input the execution consumes (a completion,
+ *           a timer, an event, an observed cancel), one step per input.
+ *           The code issues commands through the context functions above
+ *           - duro_call_activity(), duro_timer(), duro_wait_event(),
+ *           duro_call_sub_orchestration(), duro_continue_as_new(),
+ *           duro_set_custom_status(), duro_now(), duro_new_guid(), ... -
+ *           which are matched against history as the call is made, as
+ *           for C code. Instead of waiting it asks, without blocking:
+ *           duro_task_state() for one task, duro_first_done() for the
+ *           first of several done in history order, duro_select_done()
+ *           for that plus the losers' cancellation of duro_select_n(),
+ *           duro_all_done() for all of them; when the answer is "not yet"
+ *           it returns DURO_STEP_WAITING and is asked again after the next
+ *           input. A driver that checks what its code awaits at every
+ *           step, this way, makes the same decisions at the same points of
+ *           history as the same code in C: the histories are identical.
+ *   destroy releases the state, exactly once for every state start made,
+ *           when the context is discarded (as duro_orch_on_destroy(): the
+ *           execution ended, eviction from the cache, a lost lock, a turn
+ *           that could not run, shutdown, or the end of a
+ *           duro_replay_history()), after the context's own hooks.
+ *
+ * The cache of suspended orchestrations (duro_runtime_options
+ * fiber_cache_size and fiber_cache_bytes) keeps a driven context with its
+ * state between turns, so a warm turn resumes the code with one step per
+ * new input and replays nothing. A context that is not kept (evicted, or
+ * the cache is off) is rebuilt by the next turn from history: start, then
+ * the steps that replay the recorded inputs, then the new ones. Everything
+ * else - nondeterminism (a command that differs from history fails the
+ * instance with both sides named), select losers, observe_cancel and its
+ * cleanup deadline, suspend and resume, terminate, continue-as-new (a new
+ * context and state for the next execution), retry policies, poison and
+ * history caps - is the engine's, the same for C and driven code.
+ *
+ * Threads: start and step run on a turn thread of the runtime (or on the
+ * thread that calls duro_replay_history()), on that thread's own stack,
+ * one at a time per context, and a context's successive steps may run on
+ * different turn threads; steps of different instances run concurrently
+ * on different turn threads, as orchestration_concurrency allows. Like
+ * orchestration code, they must not block: a step that takes longer than
+ * orchestration_lock_timeout_ms loses the turn. destroy runs on any
+ * thread - a turn thread, or the thread calling duro_runtime_shutdown(),
+ * duro_runtime_destroy() or duro_replay_history() - never during a step
+ * of the same context, with no duro lock held; it must not call the
+ * context (DURO_MISUSE) nor shut down or destroy the runtime.
+ *
+ * Lifetimes: @p o, the tasks it returns and the strings it hands out stay
+ * valid from start until destroy is called, so a state may keep task
+ * pointers across steps; but they may only be used inside start or step.
+ * The input given to start is borrowed the same way.
+ *
+ * Errors: start returns DURO_OK, or a duro error code when it cannot make
+ * the state; step returns DURO_STEP_WAITING, DURO_STEP_DONE, or a duro
+ * error code (positive) when the step itself could not run - not when the
+ * code failed, which is duro_fail() on @p out and DURO_STEP_DONE. A failed
+ * start or step ends the turn without committing anything: the context is
+ * discarded (destroy is called when start had made a state), the turn is
+ * tried again later like any turn that could not run, and after
+ * max_attempts deliveries the instance fails as poison. The instance's
+ * last problem (duro_client_get_status()) names the callback that failed
+ * and the code it returned.
+ * ======================================================================== */
+
+/* What a driver's step returns (error codes are positive). */
+enum duro_step {
+    DURO_STEP_WAITING = 0, /* the code waits: step again after the next
+                              input */
+    DURO_STEP_DONE = -1    /* the code returned: its result is on out */
+};
+
+/* The version of duro_driver this header describes. */
+#define DURO_DRIVER_VERSION 1
+
+typedef struct duro_driver {
+    int version; /* DURO_DRIVER_VERSION (>= 1); callbacks of later
+                    versions are appended and called only when version
+                    says they are there */
+    /** Makes the state for a new context (@p input borrowed as
+     * duro_input(o)) into *@p state (may be NULL). @p user: the pointer
+     * given at registration. Context functions may be called here as in a
+     * step. @return DURO_OK, or a duro error code (no state was made:
+     * destroy is not called). */
+    int (*start)(duro_orch *o, const char *input, void *user, void **state);
+    /** Resumes the code. @return DURO_STEP_WAITING, DURO_STEP_DONE with
+     * the result on @p out, or a duro error code. */
+    int (*step)(duro_orch *o, void *state, duro_result *out);
+    /** Releases @p state; NULL when there is nothing to release. */
+    void (*destroy)(void *state, void *user);
+} duro_driver;
+
+/** Registers orchestration @p name at @p version, run by @p driver
+ * (copied; the struct may go after the call) with @p user handed to its
+ * callbacks and returned by duro_orch_user(); @p opts as
+ * duro_registry_add_orchestration_ex() (NULL: defaults). Names, versions
+ * and their errors are those of duro_registry_add_orchestration_ex(): a
+ * driven and a C orchestration share one namespace. DURO_INVALID for a
+ * NULL @p driver, a driver version below 1, a NULL start or step.
+ * @note One thread at a time per registry. */
+DURO_API int
+duro_registry_add_driven_orchestration(duro_registry *r, const char *name,
+                                       const char *version,
+                                       const duro_driver *driver, void *user,
+                                       const duro_orchestration_options *opts);
+
+/* What duro_task_state() reports. */
+enum duro_task_state {
+    DURO_TASK_PENDING = 0,   /* not done yet */
+    DURO_TASK_SUCCEEDED = 1, /* duro_task_output() holds its output */
+    DURO_TASK_FAILED = 2,    /* duro_task_error(), duro_task_category() */
+    DURO_TASK_CANCELLED = 3  /* cancelled (a select loser, an observed
+                                cancel, duro_cancel_task()) */
+};
+
+/** The state of @p t, without waiting: what duro_await() would return
+ * once it is done, as an enum duro_task_state. A task refused when it was
+ * created (an empty name, an invalid policy, a misuse) is
+ * DURO_TASK_FAILED; a NULL task reads as DURO_TASK_PENDING, a task of
+ * another context as DURO_TASK_FAILED (DURO_MISUSE in duro_errmsg()), as
+ * the other task accessors read them.
+ * @note Only inside the orchestration function that created the task, or
+ * inside a step of the driver whose context created it. */
+DURO_API int duro_task_state(const duro_task *t);
+
+/** duro_wait_any_n() without waiting: the task of @p tasks that completed
+ * first in history order, or NULL when none is done yet. NULL entries are
+ * skipped; NULL when n is 0 or every entry is NULL (and, with DURO_INVALID
+ * in duro_errmsg(), when @p tasks is NULL with n > 0). When an entry is a
+ * task of another context, or when called outside the code, a task failed
+ * with DURO_MISUSE.
+ * @note Only inside the orchestration function, on its fiber, or inside a
+ * driver's step. */
+DURO_API duro_task *duro_first_done(duro_orch *o, duro_task *const *tasks,
+                                    size_t n);
+
+/** duro_select_n() without waiting: duro_first_done(), and when it finds
+ * a winner, every other task of @p tasks is cancelled exactly as
+ * duro_select_n() cancels its losers (activities and children durably,
+ * reason "select_loser"; timers and event waits dropped). When none is
+ * done yet, nothing is cancelled and NULL is returned: call it again at
+ * the next step. NULL and misuse as duro_first_done().
+ * @note Only inside the orchestration function, on its fiber, or inside a
+ * driver's step. */
+DURO_API duro_task *duro_select_done(duro_orch *o, duro_task *const *tasks,
+                                     size_t n);
+
+/** duro_join_n() without waiting. @return 1 when every task of @p tasks is
+ * done (and when n is 0; NULL entries count as done), 0 when one is
+ * pending; DURO_INVALID for a NULL @p tasks with n > 0, DURO_MISUSE
+ * outside the code or when an entry is a task of another context (both
+ * neither 0 nor 1; duro_errmsg() says why). Results are then read per task
+ * (duro_task_state(), ...), and duro_join_n()'s code is that of the first
+ * task, in argument order, that did not succeed.
+ * @note Only inside the orchestration function, on its fiber, or inside a
+ * driver's step. */
+DURO_API int duro_all_done(duro_orch *o, duro_task *const *tasks, size_t n);
+
+/* ========================================================================
+ * Replaying a recorded history, without a store or a runtime
+ * ======================================================================== */
+
+typedef struct duro_replay_options {
+    int version;
+    size_t max_payload;      /* as duro_runtime_options.max_payload (the
+                                runtime's whose history it is); default
+                                1 MiB */
+    size_t fiber_stack_size; /* C orchestrations' fiber; default 256 KiB */
+} duro_replay_options;
+
+/** Sets version and every default. NULL is a no-op. @note Any thread. */
+DURO_API void duro_replay_options_init(duro_replay_options *o);
+
+/** Replays the recorded history @p h of one execution (as
+ * duro_client_read_history() returns it: events 1..n, the first an
+ * OrchestrationStarted; instance_id and execution_id set) through the
+ * orchestration of @p reg that it names (its name and recorded version;
+ * no version recorded: the highest registered), C or driven, on the
+ * calling thread, with no store: a test that today's code still replays
+ * the histories of instances started by yesterday's. The code is run as a
+ * runtime would replay it after a restart: every command must equal the
+ * recorded one, every recorded input is fed in order. An execution that
+ * ended Completed or ContinuedAsNew, or Failed with category application
+ * (endings only the code makes), must end the same way at the same point,
+ * with the same output, next input or error, and the same cancellations
+ * before it; one that ended otherwise (Cancelled, Terminated, failed by
+ * the runtime: endings decided without the code) is checked up to where
+ * it ended; one still running is checked up to its last event, and
+ * commands the code adds after it are allowed (a runtime would append
+ * them). Activities and children are not run: their results come from
+ * history. A driver's start, steps and destroy run on the calling thread.
+ * @return DURO_OK when the code matches; DURO_NONDETERMINISM when it does
+ * not, with duro_errmsg() naming the event id and both sides (the message
+ * an instance fails with); DURO_NOT_FOUND when @p reg has no orchestration
+ * of the recorded name and version; DURO_INVALID for a NULL @p reg or
+ * @p h, an empty history, one that does not begin with
+ * OrchestrationStarted, event ids that are not 1..n, a NULL instance_id,
+ * or @p opts whose version is not set; DURO_ERROR when the driver's start
+ * or step failed; DURO_NOMEM; DURO_MISUSE from orchestration code.
+ * @p opts NULL: defaults.
+ * @note Any thread; @p reg and @p h are only read (several threads may
+ * replay at once with one registry that no thread changes). */
+DURO_API int duro_replay_history(const duro_registry *reg,
+                                 const duro_history *h,
+                                 const duro_replay_options *opts);
 
 /* ========================================================================
  * Activity context. Accessors: only inside the activity function (any
@@ -579,8 +862,11 @@ typedef struct duro_runtime_options {
                                               runtime runs activities only */
     int worker_concurrency;                /* activity slots; default 8; 0: this
                                               runtime runs orchestrations only */
-    int64_t orchestration_lock_timeout_ms; /* default 30000 */
-    int64_t worker_lock_timeout_ms;        /* default 30000; >= 10 */
+    int64_t orchestration_lock_timeout_ms; /* default 30000; a turn's ack
+                                              is retried through an outage
+                                              until its lock's deadline */
+    int64_t worker_lock_timeout_ms;        /* default 30000; >= 10; an
+                                              activity's ack likewise */
     int64_t lock_renewal_ms;       /* renew in-flight activity locks this
                                       often; default 2000;
                                       1 .. worker_lock_timeout_ms / 2 (the
@@ -745,6 +1031,11 @@ typedef struct duro_metrics {
     uint64_t storage_retries;       /* retryable storage errors */
     uint64_t nondeterminism_errors;
     uint64_t orchestrations_terminated;
+    /* acks given up because the store kept failing until the item's lock
+     * could have expired (or a shutdown's deadline passed): the activity,
+     * or the turn, runs again */
+    uint64_t activity_acks_given_up;
+    uint64_t turn_acks_given_up;
 } duro_metrics;
 
 /** Copies the counters: all zero for a NULL @p rt; a NULL @p out is a
@@ -788,7 +1079,14 @@ DURO_API int duro_runtime_metrics_format(duro_runtime *rt, char *buf,
  * A client may be used from any thread, concurrently. Every call below
  * fails DURO_INVALID for a NULL client, a NULL or empty instance id or
  * name, or a NULL out-parameter (which is set to NULL first when it can
- * be); each says which other arguments may be NULL.
+ * be); each says which other arguments may be NULL. Every text a call
+ * would store - a new instance's id, a name, version, input, event
+ * payload or event id, a reason, a requester - that is not valid UTF-8
+ * fails DURO_INVALID naming the field and the byte ("input is not valid
+ * UTF-8 at byte 6 (0xE9)") and changes nothing. An id that names an
+ * existing instance (status, wait, history, cancel, delete, ...) is a
+ * key, not refused: a SQLite store written by an earlier duro may hold
+ * ids that are not UTF-8.
  * ======================================================================== */
 
 typedef struct duro_client duro_client;
@@ -825,10 +1123,11 @@ DURO_API void duro_start_options_init(duro_start_options *o);
  * both names in duro_errmsg(), when it runs another one (an id reused for
  * other code is a conflict, not a success: the caller's code would never
  * run).
- * DURO_INVALID for an empty id or name or for @p opts whose version is not
- * set (< 1: call duro_start_options_init() first), DURO_TOO_LARGE for
- * oversized input or an id, name or opts->orchestration_version over 1024
- * bytes.
+ * DURO_INVALID for an empty id or name, for @p opts whose version is not
+ * set (< 1: call duro_start_options_init() first), and for an id, name,
+ * opts->orchestration_version or input that is not valid UTF-8 (no
+ * instance is created); DURO_TOO_LARGE for oversized input or an id, name
+ * or opts->orchestration_version over 1024 bytes.
  * Unknown orchestration names are noticed by the runtime, which retries
  * before it fails the instance (configuration error): during a rolling
  * deploy another process sharing the store may have the orchestration
@@ -847,8 +1146,9 @@ DURO_API int duro_client_start(duro_client *c, const char *instance_id,
 
 /** Raises external event @p name on a Pending or Running instance (events
  * raised before the orchestration waits are kept, see duro_wait_event()).
- * DURO_NOT_FOUND for an unknown instance, DURO_INVALID_STATE when finished.
- * @p payload may be NULL.
+ * DURO_NOT_FOUND for an unknown instance, DURO_INVALID_STATE when finished,
+ * DURO_INVALID for a name or payload that is not valid UTF-8 (nothing is
+ * raised). @p payload may be NULL.
  * Delivery is at least once when a call is retried: a DURO_STORAGE failure
  * of a server store (PostgreSQL: the connection lost while COMMIT was on its
  * way) may come after the event was stored, and raising it again then

@@ -806,7 +806,14 @@ typedef enum duro_queue {
  * required name fails DURO_INVALID; a payload, error, name or id longer than
  * the provider's configured maximum (payload: max_payload bytes; names and
  * ids: 1024 bytes) fails DURO_TOO_LARGE. Such failures are not retryable and
- * change nothing. A token the provider never issued is DURO_LOCK_LOST. */
+ * change nothing. A token the provider never issued is DURO_LOCK_LOST.
+ * Text: duro stores UTF-8 (README, "Text is UTF-8"); the runtime and the
+ * client refuse anything else where it enters. A provider whose store
+ * holds UTF-8 only fails text that is not UTF-8 with DURO_INVALID naming
+ * the field, before any statement (PostgreSQL, whose server would refuse
+ * it with SQLSTATE 22021 however often it was retried); SQLite stores the
+ * bytes as given, so that a store written by an earlier duro, which may
+ * hold such text, can still be read and worked on. */
 
 #define DURO_PROVIDER_VERSION 10
 
@@ -1486,12 +1493,18 @@ struct duro_provider {
 DURO_API int duro_provider_open(const char *url, duro_provider **out,
                                 duro_error *err);
 
-/** Copies @p url into out[size] (always terminated, cut to fit) with its
- * password replaced by "***", as duro names a URL in every message: the
- * userinfo's (scheme://user:***\@host/..., whole even when it holds
- * unescaped '@', '/' or '?') and every password=... parameter's. For a
- * program or tool that shows the URL it was given. Returns the length
- * written; NULL @p url writes "", NULL @p out writes nothing (0).
+/** Copies @p url into out[size] (always terminated, cut to fit) with every
+ * secret it may hold replaced by "***", as duro names a URL in every
+ * message: the userinfo's password (scheme://user:***\@host/..., whole
+ * even when it holds unescaped '@', '/' or '?'), and the value of every
+ * query parameter but those known to hold no secret - duro's own and
+ * libpq's (host, port, sslmode, application_name, ...) - the name
+ * percent-decoded and compared case-sensitively, as libpq reads it: so
+ * password=***, pass%77ord=***, PASSWORD=***, sslpassword=***,
+ * no_such=***. A parameter that is not name=value, or whose decoded name
+ * is not a plain word (password%3Dx=y), is "***" whole. For a program or
+ * tool that shows the URL it was given. Returns the length written; NULL
+ * @p url writes "", NULL @p out writes nothing (0).
  * @note Any thread. */
 DURO_API size_t duro_url_mask(const char *url, char *out, size_t size);
 

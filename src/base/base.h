@@ -34,6 +34,25 @@ size_t duro__utf8_scrub(char *s);
 /* The longest prefix of s of at most max bytes that ends on a character
  * boundary, for "%.*s" (a plain "%.Ns" may split a character). */
 size_t duro__utf8_cut(const char *s, size_t max);
+/* duro's one rule for text: every string it stores (ids, names, inputs,
+ * outputs, payloads, errors, custom statuses, reasons) is valid UTF-8.
+ * Returns the offset of the first byte of s[0..n) that does not begin a
+ * valid UTF-8 sequence - a stray continuation byte, an overlong form, a
+ * surrogate (U+D800..U+DFFF), a code point past U+10FFFF, a sequence cut
+ * short by n, or a NUL byte (duro's strings end at their NUL, and
+ * PostgreSQL's text cannot hold one) - or n when all of it is valid.
+ * Pure; any thread. */
+size_t duro__utf8_check(const char *s, size_t n);
+/* For the API: DURO_OK when s (NUL-terminated) is NULL or valid UTF-8;
+ * otherwise DURO_INVALID with duro_errmsg() set to "<what> is not valid
+ * UTF-8 at byte N (0xXX)". */
+int duro__check_utf8(const char *what, const char *s);
+/* The same into err (for providers); DURO_OK or DURO_INVALID. */
+int duro__check_utf8_err(const char *what, const char *s, duro_error *err);
+/* "is not valid UTF-8 at byte N (0xXX)" for s, whose first invalid byte is
+ * at offset `at`, into buf[size]; returns buf. */
+const char *duro__utf8_problem(const char *s, size_t at, char *buf,
+                               size_t size);
 /* Bytes an arena holds (its blocks, headers included); 0 for NULL. */
 size_t duro__arena_bytes(const duro_arena *a);
 

@@ -1,4 +1,6 @@
-/* util.c - clocks, sleeping, logging to a sink, and random tokens. */
+/* util.c - clocks, sleeping, logging to a sink, random tokens, and UTF-8:
+ * the one validator of duro's text rule, cuts and scrubs. Pure helpers; any
+ * thread. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -270,4 +272,74 @@ size_t duro__utf8_cut(const char *s, size_t max)
     while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
         n--;
     return n;
+}
+
+size_t duro__utf8_check(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = p[i];
+        if (c >= 0x01 && c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        unsigned min;
+        if (c >= 0xc2 && c <= 0xdf) {
+            len = 2;
+            min = 0x80;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            len = 3;
+            min = 0x800;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            len = 4;
+            min = 0x10000;
+        } else {
+            return i; /* NUL, a continuation byte, 0xc0, 0xc1, 0xf5.. */
+        }
+        if (n - i < len)
+            return i; /* cut short */
+        unsigned cp = c & (0x7fu >> len);
+        for (size_t k = 1; k < len; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return i;
+            cp = (cp << 6) | (p[i + k] & 0x3fu);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return i;
+        i += len;
+    }
+    return n;
+}
+
+const char *duro__utf8_problem(const char *s, size_t at, char *buf, size_t size)
+{
+    snprintf(buf, size, "is not valid UTF-8 at byte %zu (0x%02X)", at,
+             (unsigned)(unsigned char)s[at]);
+    return buf;
+}
+
+int duro__check_utf8(const char *what, const char *s)
+{
+    if (s == NULL)
+        return DURO_OK;
+    size_t n = strlen(s), at = duro__utf8_check(s, n);
+    if (at == n)
+        return DURO_OK;
+    char why[64];
+    return duro__fail(DURO_INVALID, "%s %s", what,
+                      duro__utf8_problem(s, at, why, sizeof(why)));
+}
+
+int duro__check_utf8_err(const char *what, const char *s, duro_error *err)
+{
+    if (s == NULL)
+        return DURO_OK;
+    size_t n = strlen(s), at = duro__utf8_check(s, n);
+    if (at == n)
+        return DURO_OK;
+    char why[64];
+    return duro_error_set(err, DURO_INVALID, 0, "%s %s", what,
+                          duro__utf8_problem(s, at, why, sizeof(why)));
 }

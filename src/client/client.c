@@ -8,7 +8,7 @@
 
 #include "base/base.h"
 #include "client/client_metrics.h"
-#include "core/fiber.h"
+#include "core/core.h"
 #include "duro.h"
 #include "providers/providers.h"
 
@@ -22,7 +22,7 @@ struct duro_client {
 
 static int misuse_check(void)
 {
-    if (duro__fiber_current() != NULL)
+    if (duro__engine_in_code())
         return duro__fail(DURO_MISUSE,
                           "the client cannot be used from orchestration "
                           "code; use the orchestration context instead");
@@ -114,6 +114,16 @@ int duro_client_start(duro_client *c, const char *instance_id,
     if (opts != NULL && opts->version < 1)
         return duro__fail(DURO_INVALID, "opts.version is not set: call "
                                         "duro_start_options_init() first");
+    /* duro's text rule: what is stored is UTF-8 (a store may refuse
+     * anything else, or keep it for every reader to trip on) */
+    if ((rc = duro__check_utf8("instance id", instance_id)) != DURO_OK ||
+        (rc = duro__check_utf8("orchestration name", orchestration)) !=
+            DURO_OK ||
+        (opts != NULL &&
+         (rc = duro__check_utf8("orchestration version",
+                                opts->orchestration_version)) != DURO_OK) ||
+        (rc = duro__check_utf8("input", input)) != DURO_OK)
+        return rc;
     duro_work_item item = {.kind = DURO_WORK_START,
                            .instance_id = instance_id,
                            .name = orchestration,
@@ -163,7 +173,11 @@ int duro_client_raise_event_once(duro_client *c, const char *instance_id,
     int rc, status;
     if ((rc = enter(c, "instance id", instance_id)) != DURO_OK ||
         (rc = check_id("event name", name)) != DURO_OK ||
-        (event_id != NULL && (rc = check_id("event id", event_id)) != DURO_OK))
+        (event_id != NULL &&
+         (rc = check_id("event id", event_id)) != DURO_OK) ||
+        (rc = duro__check_utf8("event name", name)) != DURO_OK ||
+        (rc = duro__check_utf8("event id", event_id)) != DURO_OK ||
+        (rc = duro__check_utf8("event payload", payload)) != DURO_OK)
         return rc;
     if (event_id != NULL && c->provider->version < 8)
         return duro__fail(DURO_INVALID,
@@ -198,7 +212,8 @@ static int check_reason(const char *reason, const char *requested_by)
         return duro__fail(DURO_TOO_LARGE,
                           "reason or requested_by longer than %d bytes",
                           ID_MAX);
-    return DURO_OK;
+    int rc = duro__check_utf8("reason", reason);
+    return rc == DURO_OK ? duro__check_utf8("requested_by", requested_by) : rc;
 }
 
 static int unsupported(const duro_client *c, const char *what, int needed)

@@ -27,6 +27,9 @@ struct duro_result {
     char *error;  /* failed */
     int category; /* failed */
     int oom;      /* a copy failed: the result is unusable */
+    int invalid;  /* the text given was not UTF-8: failed, configuration,
+                     error "<field> is not valid UTF-8 at byte N (0xXX)",
+                     which the runtime prefixes with whose it was */
 };
 
 void duro__result_init(duro_result *r);
@@ -155,7 +158,11 @@ void duro__plan_turn(const duro_orch_item *item, duro__plan *plan);
 /* ---- the engine ---------------------------------------------------------- */
 
 typedef struct duro__engine_config {
-    duro_orchestration_fn fn; /* NULL: never run code (terminate only) */
+    duro_orchestration_fn fn; /* C code, run on a fiber */
+    duro_driver driver;       /* or driven code: step set (then fn is
+                                 NULL), run on the caller's stack; both
+                                 unset: never run code (a turn decided
+                                 without code) */
     void *user;
     size_t stack_size;          /* fiber stack; 0 = default */
     size_t max_payload;         /* bytes; 0 = unlimited */
@@ -193,7 +200,9 @@ typedef struct duro__turn_input {
 int duro__engine_create(const duro__engine_config *cfg, const char *instance_id,
                         uint64_t execution_id, duro_orch **out);
 /* Destroys the engine and its fiber (suspended code is discarded without
- * unwinding). NULL is a no-op. */
+ * unwinding): first the code's duro_orch_on_destroy hooks (newest first),
+ * then the driver's destroy for its state, each once. Calls user code:
+ * never with a lock held. NULL is a no-op. */
 void duro__engine_destroy(duro_orch *e);
 
 /* Runs one turn: replays history it does not know yet, then applies the
@@ -201,9 +210,28 @@ void duro__engine_destroy(duro_orch *e);
  * reset). DURO_OK: `out` is ready to ack (including when the turn failed the
  * instance for nondeterminism). DURO_NOMEM: the turn is unusable and the
  * engine must be destroyed. DURO_INVALID: history does not fit this engine
- * (wrong event ids); destroy the engine and replay from scratch. */
+ * (wrong event ids); destroy the engine and replay from scratch.
+ * DURO_ERROR: the driver's start or step failed (duro__engine_failure says
+ * how); the turn is unusable and the engine must be destroyed. */
 int duro__engine_turn(duro_orch *e, const duro__turn_input *in,
                       duro__turn *out);
+
+/* Why the last duro__engine_turn returned DURO_ERROR (a driver's failed
+ * start or step), NULL otherwise. Borrowed from the engine. */
+const char *duro__engine_failure(const duro_orch *e);
+
+/* 1 when the calling thread is running orchestration code: on a fiber, or
+ * inside a driver's start or step. Calls that would block a turn thread or
+ * wait for the runtime (the client, shutdown) refuse to run there. */
+int duro__engine_in_code(void);
+
+/* ---- the store-less replayer (replay.c) ---------------------------------
+ * Replays the recorded execution `h` through the code of `cfg` (fn or
+ * driver) as duro_replay_history() says; DURO_OK, DURO_NONDETERMINISM with
+ * the message in msg, or DURO_INVALID / DURO_NOMEM / DURO_ERROR with the
+ * reason in msg. */
+int duro__engine_replay(const duro__engine_config *cfg, const duro_history *h,
+                        char *msg, size_t msg_size);
 
 uint64_t duro__engine_events(const duro_orch *e); /* events known */
 int duro__engine_terminal(const duro_orch *e);    /* execution ended */

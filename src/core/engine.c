@@ -1,5 +1,7 @@
 /* engine.c - the replay engine: runs one execution of an orchestration on a
- * fiber, matching every command the code issues against recorded history,
+ * fiber (C code) or through a driver's steps on the caller's stack (driven
+ * code, duro_driver), matching every command the code issues against
+ * recorded history,
  * feeding recorded and new inputs to the code one at a time in history order,
  * and deciding what each turn appends, enqueues and cancels. Owns the engine
  * (its arena, tracker, fiber) and its tasks; the public context API is in
@@ -97,7 +99,7 @@ static void preview(char *buf, size_t size, const char *s)
 }
 
 /* "ActivityScheduled 'Name'" and similar, for nondeterminism messages. */
-static void describe(char *buf, size_t size, const duro_event *ev)
+void duro__engine_describe(char *buf, size_t size, const duro_event *ev)
 {
     char p[48];
     const char *kind = duro_event_kind_name(ev->kind);
@@ -128,13 +130,25 @@ static void describe(char *buf, size_t size, const duro_event *ev)
                  (unsigned long long)ev->source_event_id,
                  str_or(ev->reason, ""));
         break;
+    case DURO_EVENT_ORCHESTRATION_COMPLETED:
+    case DURO_EVENT_CONTINUED_AS_NEW:
+        preview(p, sizeof(p), ev->payload);
+        snprintf(buf, size, "%s (%s %s)", kind,
+                 ev->kind == DURO_EVENT_CONTINUED_AS_NEW ? "input" : "output",
+                 p);
+        break;
+    case DURO_EVENT_ORCHESTRATION_FAILED:
+        preview(p, sizeof(p), ev->error);
+        snprintf(buf, size, "%s (%s, error %s)", kind,
+                 duro_category_name(ev->category), p);
+        break;
     default:
         snprintf(buf, size, "%s", kind);
         break;
     }
 }
 
-static int same_command(const duro_event *h, const duro_event *w)
+int duro__engine_same_command(const duro_event *h, const duro_event *w)
 {
     if (h->kind != w->kind)
         return 0;
@@ -223,23 +237,23 @@ static uint64_t append_event(duro_orch *e, const duro_event *ev)
 static uint64_t issue(duro_orch *e, const duro_event *want, int *live)
 {
     *live = 0;
-    if (e->nondet || e->oom)
+    if (e->nondet || e->oom || e->bad_text != NULL)
         return 0;
     if (e->replay_pos < e->replay_count) {
         const duro_event *h = &e->replay[e->replay_pos];
         char a[160], b[160];
         if (!duro__event_is_command(h->kind)) {
-            describe(a, sizeof(a), want);
-            describe(b, sizeof(b), h);
+            duro__engine_describe(a, sizeof(a), want);
+            duro__engine_describe(b, sizeof(b), h);
             set_nondeterminism(e,
                                "nondeterminism at event %llu: the "
                                "orchestration issued %s but history has %s",
                                (unsigned long long)h->event_id, a, b);
             return 0;
         }
-        if (!same_command(h, want)) {
-            describe(a, sizeof(a), want);
-            describe(b, sizeof(b), h);
+        if (!duro__engine_same_command(h, want)) {
+            duro__engine_describe(a, sizeof(a), want);
+            duro__engine_describe(b, sizeof(b), h);
             set_nondeterminism(e,
                                "nondeterminism at event %llu: the "
                                "orchestration issued %s but history has %s",
@@ -464,6 +478,48 @@ int duro__engine_over_limit(duro_orch *e, const char *s)
            strlen(s) > e->cfg.max_payload;
 }
 
+const char *duro__engine_bad_text(duro_orch *e, const char *what,
+                                  const char *name, const char *field,
+                                  const char *s)
+{
+    if (s == NULL)
+        return NULL;
+    size_t n = strlen(s), at = duro__utf8_check(s, n);
+    if (at == n)
+        return NULL;
+    char problem[64];
+    duro__utf8_problem(s, at, problem, sizeof(problem));
+    const char *why =
+        name != NULL
+            ? duro__engine_sprintf(e, "%s '%s' %s %s", what, name, field,
+                                   problem)
+            : duro__engine_sprintf(e, "%s %s %s", what, field, problem);
+    return why != NULL ? why : "text is not valid UTF-8";
+}
+
+int duro__engine_recorded(const duro_orch *e, const duro_event *want)
+{
+    if (e->replay_pos >= e->replay_count)
+        return 0;
+    const duro_event *h = &e->replay[e->replay_pos];
+    return duro__event_is_command(h->kind) &&
+           duro__engine_same_command(h, want);
+}
+
+struct duro_task *duro__engine_refuse_text(duro_orch *e, const char *why)
+{
+    duro__fail(DURO_INVALID, "%s", why);
+    return duro__task_new_failed(e, DURO_INVALID, DURO_CATEGORY_CONFIGURATION,
+                                 why);
+}
+
+void duro__engine_fail_text(duro_orch *e, const char *why)
+{
+    if (e->bad_text == NULL)
+        e->bad_text = why;
+    duro__fail(DURO_INVALID, "%s", why);
+}
+
 struct duro_task *duro__engine_schedule_activity(duro_orch *e, const char *name,
                                                  const char *input,
                                                  uint32_t attempt)
@@ -476,6 +532,15 @@ struct duro_task *duro__engine_schedule_activity(duro_orch *e, const char *name,
         return duro__task_new_failed(e, DURO_TOO_LARGE,
                                      DURO_CATEGORY_CONFIGURATION,
                                      "activity name is longer than 1024 bytes");
+    const char *bad = duro__engine_bad_text(e, "activity", NULL, "name", name);
+    if (bad == NULL)
+        bad = duro__engine_bad_text(e, "activity", name, "input", input);
+    duro_event want = {.kind = DURO_EVENT_ACTIVITY_SCHEDULED,
+                       .name = name,
+                       .payload = input,
+                       .attempt = attempt};
+    if (bad != NULL && !duro__engine_recorded(e, &want))
+        return duro__engine_refuse_text(e, bad);
     if (duro__engine_over_limit(e, input))
         return duro__task_new_failed(
             e, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
@@ -731,10 +796,48 @@ __attribute__((noinline)) static void running_set(duro_orch *e)
     running_engine = e;
 }
 
+static int driven(const duro_orch *e)
+{
+    return e->cfg.driver.step != NULL;
+}
+
+/* The engine has code to run (a C function or a driver); without, its
+ * turns are decided from history alone. */
+static int has_code(const duro_orch *e)
+{
+    return e->cfg.fn != NULL || driven(e);
+}
+
 static int can_run(const duro_orch *e)
 {
     return e->code_started && !e->code_done && !e->nondet && !e->oom &&
-           !e->suspended && !e->deadline_passed && !e->terminal;
+           !e->suspended && !e->deadline_passed && !e->terminal &&
+           e->bad_text == NULL && !e->driver_error;
+}
+
+/* A driver's start or step failed (rc, a duro code; `what` names the
+ * callback): the turn is unusable, and the code is not run again. */
+static void driver_failed(duro_orch *e, int rc, const char *what)
+{
+    e->driver_error = rc;
+    e->failure = duro__engine_sprintf(
+        e, "the driver's %s failed: it returned %d (%s)", what, rc,
+        rc > 0 ? duro_errname(rc) : "not a duro code");
+}
+
+/* Runs a driver callback as the context's code: the context functions
+ * accept `e` on this thread until it returns. */
+static void enter_step(duro_orch *e, duro_orch **outer)
+{
+    *outer = running_get();
+    running_set(e);
+    e->in_step = 1;
+}
+
+static void leave_step(duro_orch *e, duro_orch *outer)
+{
+    e->in_step = 0;
+    running_set(outer);
 }
 
 static void resume_code(duro_orch *e)
@@ -742,7 +845,20 @@ static void resume_code(duro_orch *e)
     if (!can_run(e))
         return;
     e->turn->ran_code = 1;
-    duro_orch *outer = running_get();
+    duro_orch *outer;
+    if (driven(e)) {
+        enter_step(e, &outer);
+        int rc = e->cfg.driver.step(e, e->driver_state, &e->result);
+        leave_step(e, outer);
+        if (rc == DURO_STEP_DONE) {
+            duro__result_finish(&e->result, DURO_OK);
+            e->code_done = 1;
+        } else if (rc != DURO_STEP_WAITING) {
+            driver_failed(e, rc, "step");
+        }
+        return;
+    }
+    outer = running_get();
     running_set(e);
     duro__fiber_resume(e->fiber);
     running_set(outer);
@@ -750,10 +866,29 @@ static void resume_code(duro_orch *e)
         e->code_done = 1;
 }
 
-/* Starts the code on a fiber of its own and runs it until it first waits
- * (or returns). */
+/* Starts the code - on a fiber of its own, or by the driver's start - and
+ * runs it until it first waits (or returns). DURO_ERROR when the driver's
+ * start failed. */
 static int start_code(duro_orch *e)
 {
+    if (driven(e)) {
+        e->code_started = 1;
+        e->turn->ran_code = 1;
+        duro_orch *outer;
+        void *state = NULL;
+        enter_step(e, &outer);
+        int rc = e->cfg.driver.start(e, e->input, e->cfg.user, &state);
+        leave_step(e, outer);
+        if (rc != DURO_OK) {
+            /* no state was made: nothing to destroy */
+            driver_failed(e, rc, "start");
+            return DURO_ERROR;
+        }
+        e->driver_state = state;
+        e->driver_live = 1;
+        resume_code(e);
+        return DURO_OK;
+    }
     if (e->cfg.fn == NULL)
         return DURO_INVALID;
     int rc = duro__fiber_create(e->cfg.stack_size, fiber_main, e, &e->fiber);
@@ -764,11 +899,28 @@ static int start_code(duro_orch *e)
     return DURO_OK;
 }
 
-/* Called by API functions: 1 when called correctly on the engine's fiber. */
+/* Called by API functions: 1 when called correctly on the engine's fiber,
+ * or inside its driver's start or step on this thread. */
 int duro__engine_on_fiber(duro_orch *o)
 {
-    return o != NULL && o == running_get() && !o->code_done &&
-           duro__fiber_current() == o->fiber;
+    if (o == NULL || o != running_get() || o->code_done)
+        return 0;
+    return driven(o) ? o->in_step : duro__fiber_current() == o->fiber;
+}
+
+int duro__engine_in_step(const duro_orch *o)
+{
+    return o != NULL && driven(o) && o->in_step;
+}
+
+int duro__engine_in_code(void)
+{
+    return duro__fiber_current() != NULL || running_get() != NULL;
+}
+
+const char *duro__engine_failure(const duro_orch *e)
+{
+    return e->driver_error ? e->failure : NULL;
 }
 
 duro_orch *duro__engine_current(void)
@@ -887,7 +1039,8 @@ static void take_event(duro_orch *e, const duro_event *ev)
             if (e->start_deferred && !e->code_started) {
                 /* suspended before it began: the code starts here */
                 if (start_code(e) != DURO_OK) {
-                    e->oom = 1;
+                    if (!e->driver_error)
+                        e->oom = 1;
                     return;
                 }
             }
@@ -907,7 +1060,7 @@ static void take_event(duro_orch *e, const duro_event *ev)
 /* ------------------------------------------------------------------------
  * ending an execution */
 
-static const char *cancel_reason_for(int status)
+const char *duro__engine_end_reason(int status)
 {
     switch (status) {
     case DURO_STATUS_COMPLETED:
@@ -929,7 +1082,7 @@ static const char *cancel_reason_for(int status)
 static void terminate(duro_orch *e, int status, const char *output,
                       const char *error, int category)
 {
-    const char *reason = cancel_reason_for(status);
+    const char *reason = duro__engine_end_reason(status);
     uint64_t count = e->tracker.count;
     for (uint64_t id = 1; id <= count && !e->oom; id++) {
         duro__slot s = e->tracker.slots[id];
@@ -1092,6 +1245,15 @@ static void finish_from_code(duro_orch *e)
                   DURO_CATEGORY_CANCELLED);
         return;
     }
+    if (r->invalid) {
+        /* its output, failure message or continue-as-new input is not
+         * UTF-8 (result.c) */
+        terminate(e, DURO_STATUS_FAILED, NULL,
+                  duro__engine_sprintf(e, "orchestration '%s' %s",
+                                       str_or(e->name, ""), r->error),
+                  DURO_CATEGORY_CONFIGURATION);
+        return;
+    }
     const char *output = duro__engine_turn_strdup(e, r->output);
     if (r->kind == DURO__RESULT_OK) {
         if (duro__engine_over_limit(e, output)) {
@@ -1190,6 +1352,17 @@ void duro__engine_destroy(duro_orch *e)
 {
     if (e == NULL)
         return;
+    /* Unlinked before each call: a hook runs once whatever it does. */
+    while (e->hooks != NULL) {
+        destroy_hook *h = e->hooks;
+        e->hooks = h->next;
+        h->fn(h->arg);
+    }
+    if (e->driver_live) {
+        e->driver_live = 0;
+        if (e->cfg.driver.destroy != NULL)
+            e->cfg.driver.destroy(e->driver_state, e->cfg.user);
+    }
     duro__fiber_destroy(e->fiber);
     duro__tracker_free(&e->tracker);
     duro__free(e->leftover);
@@ -1443,7 +1616,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
      * cancellation, must not run, the instance is suspended, or the
      * execution only begins in this turn. */
     int codeless_cancel =
-        e->cfg.fn == NULL || !e->cfg.observe_cancel || in->suspended || begins;
+        !has_code(e) || !e->cfg.observe_cancel || in->suspended || begins;
     const duro_work_item *stop = NULL;
     int resumes = 0;
     for (size_t i = 0; i < in->message_count && stop == NULL; i++) {
@@ -1467,7 +1640,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
         return finish_turn(e);
     }
 
-    if (in->suspended && !resumes && (!e->code_started || e->cfg.fn == NULL)) {
+    if (in->suspended && !resumes && (!e->code_started || !has_code(e))) {
         /* A suspended instance runs no code: the batch is recorded in
          * history from history alone (the engine is then not kept, its
          * code never having run). */
@@ -1499,11 +1672,12 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
         if (rc != DURO_OK)
             return rc;
     }
-    while (!e->nondet && !e->oom && e->replay_pos < e->replay_count) {
+    while (!e->nondet && !e->oom && !e->driver_error &&
+           e->replay_pos < e->replay_count) {
         const duro_event *h = &e->replay[e->replay_pos];
         char b[160];
         if (e->code_done || e->deadline_passed) {
-            describe(b, sizeof(b), h);
+            duro__engine_describe(b, sizeof(b), h);
             set_nondeterminism(e,
                                "nondeterminism at event %llu: the "
                                "orchestration returned but history continues "
@@ -1512,7 +1686,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
             break;
         }
         if (duro__event_is_command(h->kind)) {
-            describe(b, sizeof(b), h);
+            duro__engine_describe(b, sizeof(b), h);
             set_nondeterminism(e,
                                "nondeterminism at event %llu: the "
                                "orchestration is waiting but history has %s",
@@ -1526,6 +1700,8 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     e->replay_segment = 0;
     if (e->oom)
         return DURO_NOMEM;
+    if (e->driver_error)
+        return DURO_ERROR;
     if (e->nondet) {
         if (absorb_history(e) != DURO_OK)
             return DURO_INVALID;
@@ -1549,7 +1725,8 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     int carried_first =
         in->start != NULL && in->start->kind == DURO_WORK_CONTINUE_AS_NEW;
     for (int pass = carried_first ? 0 : 1; pass < 2; pass++) {
-        for (size_t i = 0; i < in->message_count && !e->oom && !e->terminal;
+        for (size_t i = 0; i < in->message_count && !e->oom && !e->terminal &&
+                           !e->driver_error;
              i++) {
             const duro_work_item *m = &in->messages[i];
             int carried = carried_first &&
@@ -1609,10 +1786,15 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     }
     if (e->oom)
         return DURO_NOMEM;
+    if (e->driver_error)
+        return DURO_ERROR;
     if (!e->terminal) {
         if (e->deadline_passed)
             stop_at_deadline(e);
-        else if (e->code_done)
+        else if (e->bad_text != NULL && !e->cancel_delivered)
+            terminate(e, DURO_STATUS_FAILED, NULL, e->bad_text,
+                      DURO_CATEGORY_CONFIGURATION);
+        else if (e->code_done || e->bad_text != NULL)
             finish_from_code(e);
     }
     return finish_turn(e);

@@ -28,6 +28,11 @@ enum {
     TASK_FAILED = 2,
     TASK_CANCELLED = 3
 };
+_Static_assert((int)TASK_PENDING == (int)DURO_TASK_PENDING &&
+                   (int)TASK_SUCCEEDED == (int)DURO_TASK_SUCCEEDED &&
+                   (int)TASK_FAILED == (int)DURO_TASK_FAILED &&
+                   (int)TASK_CANCELLED == (int)DURO_TASK_CANCELLED,
+               "duro_task_state() returns the task's state as it is");
 
 typedef struct retry_state {
     duro_retry_policy policy;
@@ -131,6 +136,10 @@ struct duro_orch {
     struct duro_task *waits_head, *waits_tail;
     const char *custom_status;
     int custom_status_dirty;
+    /* the code gave text that is not UTF-8 where no task can fail with it
+     * (a custom status): why the execution fails at the end of the turn;
+     * from then on the code neither issues commands nor resumes */
+    const char *bad_text;
 
     /* an observed cancellation (cfg.observe_cancel) */
     int cancel_delivered;
@@ -144,7 +153,23 @@ struct duro_orch {
     held_input *held_head, *held_tail;
     int codeless;       /* this turn was decided without the code: never kept */
     const char *end_by; /* requested_by of OrchestrationTerminated */
+
+    /* driven code (cfg.driver.step set) */
+    void *driver_state;  /* what the driver's start made */
+    int driver_live;     /* start succeeded: destroy is owed */
+    int in_step;         /* inside the driver's start or step right now */
+    int driver_error;    /* what start or step returned when it failed
+                            (never 0): the turn is unusable */
+    const char *failure; /* why, for the log (engine arena) */
+    /* duro_orch_on_destroy hooks, newest first (engine arena) */
+    struct destroy_hook *hooks;
 };
+
+typedef struct destroy_hook {
+    void (*fn)(void *arg);
+    void *arg;
+    struct destroy_hook *next;
+} destroy_hook;
 
 /* The shared failed tasks returned for misuse; never written. Code receives
  * duro__misuse_task from a context function called off its fiber, and
@@ -192,6 +217,27 @@ int duro__engine_issue_task(duro_orch *e, struct duro_task *t,
 duro_outbound *duro__engine_push_outbound(duro_orch *e);
 /* 1 when s is longer than the configured payload limit. */
 int duro__engine_over_limit(duro_orch *e, const char *s);
+/* NULL when s is NULL or valid UTF-8; otherwise, in e's arena, "<what>
+ * '<name>' <field> is not valid UTF-8 at byte N (0xXX)" ("<what> <field>
+ * ..." when name is NULL): "activity 'Pay' input ...", "event name ...".
+ * duro's text rule (base.h): what the code gives that is not UTF-8 fails
+ * where it is given, never in a store. */
+const char *duro__engine_bad_text(duro_orch *e, const char *what,
+                                  const char *name, const char *field,
+                                  const char *s);
+/* 1 when the code replays and the next recorded event is exactly the
+ * command `want`. Text that is refused live (not UTF-8) is accepted in
+ * such a command: an earlier duro recorded it (a SQLite store may hold
+ * it), and a command refused live is never recorded, so only such an
+ * event can match: replay stays deterministic, nothing new is stored. */
+int duro__engine_recorded(const duro_orch *e, const duro_event *want);
+/* A task that failed at once with DURO_INVALID (category configuration)
+ * and error `why`, from duro__engine_bad_text; duro_errmsg() says why. */
+struct duro_task *duro__engine_refuse_text(duro_orch *e, const char *why);
+/* The code gave text that is not UTF-8 where nothing can fail with it (a
+ * custom status): the execution fails at the end of the turn with `why`;
+ * the code issues nothing more and is not resumed. */
+void duro__engine_fail_text(duro_orch *e, const char *why);
 
 /* A new pending task of `kind` (TASK_*); &duro__misuse_task on OOM. */
 struct duro_task *duro__task_new(duro_orch *e, int kind);
@@ -212,8 +258,12 @@ struct duro_task *duro__engine_schedule_activity(duro_orch *e, const char *name,
                                                  uint32_t attempt);
 struct duro_task *duro__engine_schedule_timer(duro_orch *e, int64_t delay_ms);
 
-/* 1 when called correctly on the engine's fiber while its code runs. */
+/* 1 when called correctly on the engine's fiber while its code runs, or
+ * inside its driver's start or step on the thread that called it. */
 int duro__engine_on_fiber(duro_orch *o);
+/* 1 when o is driven code inside its driver's start or step: the calls
+ * that would wait refuse (the caller checked duro__engine_on_fiber). */
+int duro__engine_in_step(const duro_orch *o);
 /* The engine whose code is running on the calling thread's current fiber,
  * NULL outside orchestration code. */
 duro_orch *duro__engine_current(void);
@@ -222,6 +272,16 @@ duro_orch *duro__engine_current(void);
 int duro__engine_owns_task(const duro_orch *e, const struct duro_task *t);
 /* Suspends the code until the engine has consumed another input. */
 void duro__engine_wait(duro_orch *o);
+
+/* "ActivityScheduled 'Name' (input ..., attempt 1)" and the like, for
+ * nondeterminism messages. */
+void duro__engine_describe(char *buf, size_t size, const duro_event *ev);
+/* 1 when a command the code issued (w) equals the recorded one (h), as
+ * replay compares them (kind, names, inputs, attempt, timer time, ids). */
+int duro__engine_same_command(const duro_event *h, const duro_event *w);
+/* The reason of the cancellations an execution ending with `status`
+ * (DURO_STATUS_*) records for what is still outstanding. */
+const char *duro__engine_end_reason(int status);
 
 /* ---- retry.c --------------------------------------------------------------
  */

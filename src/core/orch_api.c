@@ -1,7 +1,9 @@
 /* orch_api.c - the public orchestration-context API (duro_call_activity,
- * duro_await, duro_select_n, duro_now, ...). Every function checks that it
- * runs on its engine's fiber before touching the engine; it owns nothing and
- * runs on whichever turn thread resumed the fiber. */
+ * duro_await, duro_select_n, duro_now, ...) and the waits a driver asks
+ * without blocking (duro_task_state, duro_first_done, duro_select_done,
+ * duro_all_done). Every function checks that it runs on its engine's fiber,
+ * or inside its driver's step, before touching the engine; it owns nothing
+ * and runs on whichever turn thread resumed the code. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +18,22 @@ static int entered(duro_orch *o, const char *fn)
         return 1;
     duro__fail(DURO_MISUSE, "%s: %s%s", fn, duro__misuse_task.error,
                o == NULL ? " (the context is NULL)" : "");
+    return 0;
+}
+
+/* entered(), for the calls that wait: inside a driver's step they would
+ * block the turn thread, so they refuse (DURO_MISUSE). */
+static int entered_to_wait(duro_orch *o, const char *fn)
+{
+    if (!entered(o, fn))
+        return 0;
+    if (!duro__engine_in_step(o))
+        return 1;
+    duro__fail(DURO_MISUSE,
+               "%s: duro API misuse: a driver's step must not wait; ask "
+               "duro_task_state(), duro_first_done(), duro_select_done() or "
+               "duro_all_done() and return DURO_STEP_WAITING instead",
+               fn);
     return 0;
 }
 
@@ -62,6 +80,15 @@ duro_task *duro_call_activity_with_retry(duro_orch *o, const char *name,
         return duro__task_new_failed(o, DURO_INVALID,
                                      DURO_CATEGORY_CONFIGURATION,
                                      "activity name is empty");
+    const char *bad = duro__engine_bad_text(o, "activity", NULL, "name", name);
+    if (bad == NULL)
+        bad = duro__engine_bad_text(o, "activity", name, "input", input);
+    duro_event first = {.kind = DURO_EVENT_ACTIVITY_SCHEDULED,
+                        .name = name,
+                        .payload = input,
+                        .attempt = 1};
+    if (bad != NULL && !duro__engine_recorded(o, &first))
+        return duro__engine_refuse_text(o, bad);
     const char *problem = retry_policy_problem(policy);
     if (problem != NULL)
         return duro__task_new_failed(o, DURO_INVALID,
@@ -103,6 +130,10 @@ duro_task *duro_wait_event(duro_orch *o, const char *name)
         return duro__task_new_failed(o, DURO_TOO_LARGE,
                                      DURO_CATEGORY_CONFIGURATION,
                                      "event name is longer than 1024 bytes");
+    const char *bad = duro__engine_bad_text(o, "event", NULL, "name", name);
+    duro_event want = {.kind = DURO_EVENT_EVENT_SUBSCRIBED, .name = name};
+    if (bad != NULL && !duro__engine_recorded(o, &want))
+        return duro__engine_refuse_text(o, bad);
     struct duro_task *t = duro__task_new(o, TASK_EVENT);
     if (t == &duro__misuse_task)
         return t;
@@ -145,6 +176,31 @@ static struct duro_task *start_child(duro_orch *o, const char *name,
         return duro__task_new_failed(
             o, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
             "child name, version or id is longer than 1024 bytes");
+    static const char child[] = "child orchestration";
+    const char *bad = duro__engine_bad_text(o, child, NULL, "name", name);
+    if (bad == NULL)
+        bad = duro__engine_bad_text(o, child, name, "version", version);
+    if (bad == NULL)
+        bad = duro__engine_bad_text(o, child, name, "instance id", instance_id);
+    if (bad == NULL)
+        bad = duro__engine_bad_text(o, child, name, "input", input);
+    if (bad != NULL) {
+        duro_event want = {
+            .kind = DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED,
+            .name = name,
+            .version = version,
+            .ref_instance =
+                instance_id != NULL
+                    ? instance_id
+                    : duro__engine_sprintf(
+                          o, "%s:%llu:%llu", o->instance_id,
+                          (unsigned long long)o->execution_id,
+                          (unsigned long long)(o->tracker.count + 1)),
+            .payload = input,
+            .flags = detached ? DURO_START_DETACHED : 0};
+        if (!duro__engine_recorded(o, &want))
+            return duro__engine_refuse_text(o, bad);
+    }
     if (duro__engine_over_limit(o, input))
         return duro__task_new_failed(
             o, DURO_TOO_LARGE, DURO_CATEGORY_CONFIGURATION,
@@ -280,7 +336,7 @@ int duro_await(duro_orch *o, duro_task *t)
         return duro__fail(DURO_INVALID, "duro_await: task is NULL");
     if (duro__task_is_static(t))
         return task_rc(t);
-    if (!entered(o, __func__))
+    if (!entered_to_wait(o, __func__))
         return DURO_MISUSE;
     if (!usable_task(o, t, "duro_await"))
         return DURO_MISUSE;
@@ -303,6 +359,16 @@ static struct duro_task *first_done(duro_task *const *tasks, size_t n)
     return best;
 }
 
+/* A select's losers: every task but the winner, cancelled in argument
+ * order (the order of the cancel events in history). */
+static void cancel_all_but(duro_orch *o, duro_task *const *tasks, size_t n,
+                           const struct duro_task *winner)
+{
+    for (size_t i = 0; i < n; i++)
+        if (tasks[i] != NULL && tasks[i] != winner)
+            duro__task_cancel(o, tasks[i], DURO_REASON_SELECT_LOSER);
+}
+
 static duro_task *wait_first(duro_orch *o, duro_task *const *tasks, size_t n,
                              int cancel_losers, const char *fn)
 {
@@ -312,7 +378,7 @@ static duro_task *wait_first(duro_orch *o, duro_task *const *tasks, size_t n,
         duro__fail(DURO_INVALID, "%s: tasks is NULL (n is %zu)", fn, n);
         return NULL;
     }
-    if (!entered(o, fn))
+    if (!entered_to_wait(o, fn))
         return &duro__misuse_task;
     /* Checked before waiting or cancelling anything: a foreign task would
      * never complete here, and must not be read. */
@@ -322,10 +388,7 @@ static duro_task *wait_first(duro_orch *o, duro_task *const *tasks, size_t n,
         struct duro_task *winner = first_done(tasks, n);
         if (winner != NULL) {
             if (cancel_losers)
-                for (size_t i = 0; i < n; i++)
-                    if (tasks[i] != NULL && tasks[i] != winner)
-                        duro__task_cancel(o, tasks[i],
-                                          DURO_REASON_SELECT_LOSER);
+                cancel_all_but(o, tasks, n, winner);
             return winner;
         }
         int any = 0;
@@ -349,7 +412,7 @@ duro_task *duro_wait_any_n(duro_orch *o, duro_task *const *tasks, size_t n)
 
 int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n)
 {
-    if (!entered(o, __func__))
+    if (!entered_to_wait(o, __func__))
         return DURO_MISUSE;
     if (n == 0)
         return DURO_OK;
@@ -375,6 +438,55 @@ int duro_join_n(duro_orch *o, duro_task *const *tasks, size_t n)
             return task_rc(tasks[i]);
     }
     return DURO_OK;
+}
+
+/* duro_first_done() and duro_select_done(): wait_first() without the
+ * wait, so a driver's step makes the decision at the same points as the
+ * C code's select would (after each input the engine consumed). */
+static duro_task *poll_first(duro_orch *o, duro_task *const *tasks, size_t n,
+                             int cancel_losers, const char *fn)
+{
+    if (n == 0)
+        return NULL;
+    if (tasks == NULL) {
+        duro__fail(DURO_INVALID, "%s: tasks is NULL (n is %zu)", fn, n);
+        return NULL;
+    }
+    if (!entered(o, fn))
+        return &duro__misuse_task;
+    if (!usable_tasks(o, tasks, n, fn))
+        return &duro__foreign_task;
+    struct duro_task *winner = first_done(tasks, n);
+    if (winner != NULL && cancel_losers)
+        cancel_all_but(o, tasks, n, winner);
+    return winner;
+}
+
+duro_task *duro_first_done(duro_orch *o, duro_task *const *tasks, size_t n)
+{
+    return poll_first(o, tasks, n, 0, "duro_first_done");
+}
+
+duro_task *duro_select_done(duro_orch *o, duro_task *const *tasks, size_t n)
+{
+    return poll_first(o, tasks, n, 1, "duro_select_done");
+}
+
+int duro_all_done(duro_orch *o, duro_task *const *tasks, size_t n)
+{
+    if (!entered(o, __func__))
+        return DURO_MISUSE;
+    if (n == 0)
+        return 1;
+    if (tasks == NULL)
+        return duro__fail(DURO_INVALID,
+                          "duro_all_done: tasks is NULL (n is %zu)", n);
+    if (!usable_tasks(o, tasks, n, "duro_all_done"))
+        return DURO_MISUSE;
+    for (size_t i = 0; i < n; i++)
+        if (tasks[i] != NULL && tasks[i]->state == TASK_PENDING)
+            return 0;
+    return 1;
 }
 
 void duro_cancel_task(duro_orch *o, duro_task *t)
@@ -403,7 +515,7 @@ static const struct duro_task *readable(const duro_task *t, const char *fn)
         duro__fail(DURO_MISUSE,
                    "%s: called outside orchestration code; a task can only "
                    "be read by the orchestration function that created it, "
-                   "on its fiber",
+                   "on its fiber, or inside a step of its driver",
                    fn);
     else
         duro__fail(DURO_MISUSE, "%s: %s", fn, duro__foreign_task.error);
@@ -434,6 +546,13 @@ const char *duro_task_error(const duro_task *t)
     return t != NULL && (t->state == TASK_FAILED || t->state == TASK_CANCELLED)
                ? t->error
                : NULL;
+}
+
+int duro_task_state(const duro_task *t)
+{
+    t = readable(t, "duro_task_state");
+    /* TASK_* and enum duro_task_state have the same values */
+    return t != NULL ? t->state : DURO_TASK_PENDING;
 }
 
 int duro_task_category(const duro_task *t)
@@ -490,6 +609,18 @@ void duro_set_custom_status(duro_orch *o, const char *status)
 {
     if (!entered(o, __func__))
         return;
+    const char *bad = duro__engine_bad_text(o, "orchestration", o->name,
+                                            "custom status", status);
+    if (bad != NULL) {
+        /* Replayed, it can only be one an earlier duro stored (set live
+         * now, it fails the execution in the turn it is set, which is
+         * then never replayed): left as it is. */
+        if (duro_is_replaying(o))
+            return;
+        /* nothing to fail but the execution: at the end of this turn */
+        duro__engine_fail_text(o, bad);
+        return;
+    }
     if (duro__engine_over_limit(o, status))
         status = "(custom status over the payload limit)";
     o->custom_status = duro__engine_strdup(o, status);
@@ -592,4 +723,20 @@ const char *duro_cancel_reason(duro_orch *o)
 const char *duro_cancel_requester(duro_orch *o)
 {
     return entered(o, __func__) ? o->cancel_by : NULL;
+}
+
+int duro_orch_on_destroy(duro_orch *o, void (*fn)(void *arg), void *arg)
+{
+    if (!entered(o, __func__))
+        return DURO_MISUSE;
+    if (fn == NULL)
+        return duro__fail(DURO_INVALID, "duro_orch_on_destroy: fn is NULL");
+    destroy_hook *h = duro_arena_alloc(o->arena, sizeof(*h));
+    if (h == NULL)
+        return duro__fail(DURO_NOMEM, "duro_orch_on_destroy: out of memory");
+    h->fn = fn;
+    h->arg = arg;
+    h->next = o->hooks;
+    o->hooks = h;
+    return DURO_OK;
 }

@@ -1,7 +1,9 @@
 /* result.c - duro_result: what an orchestration or activity function
- * produced. Strings are heap copies so a result outlives the function. Used
- * only by the thread running the function. */
+ * produced. Strings are heap copies so a result outlives the function; text
+ * that is not UTF-8 turns the result into a failure naming it. Used only by
+ * the thread running the function. */
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/core.h"
@@ -30,6 +32,29 @@ static int set_result(duro_result *r, int kind, const char *output,
     r->kind = kind;
     r->category = category;
     r->oom = 0;
+    r->invalid = 0;
+    /* duro's text rule: what is not UTF-8 never reaches a store (which
+     * may refuse it on every ack, or keep it for every reader to trip
+     * on). The result becomes a failure that names the field; it is not
+     * retried (configuration): the same code returns the same bytes. */
+    const char *text = kind == DURO__RESULT_FAILED ? error : output;
+    size_t n = text != NULL ? strlen(text) : 0;
+    size_t at = text != NULL ? duro__utf8_check(text, n) : 0;
+    if (at < n) {
+        char why[96], problem[64];
+        snprintf(why, sizeof(why), "%s %s",
+                 kind == DURO__RESULT_FAILED ? "failure message"
+                 : kind == DURO__RESULT_CONTINUE_AS_NEW
+                     ? "continue-as-new input"
+                     : "output",
+                 duro__utf8_problem(text, at, problem, sizeof(problem)));
+        r->kind = DURO__RESULT_FAILED;
+        r->category = DURO_CATEGORY_CONFIGURATION;
+        r->invalid = 1;
+        if ((r->error = duro__strdup(why)) == NULL)
+            r->oom = 1;
+        return duro__fail(DURO_INVALID, "%s", why);
+    }
     if (output != NULL && (r->output = duro__strdup(output)) == NULL)
         r->oom = 1;
     if (error != NULL && (r->error = duro__strdup(error)) == NULL)

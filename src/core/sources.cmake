@@ -2,6 +2,7 @@ list(APPEND DURO_SOURCES
   src/core/engine.c
   src/core/fiber.c
   src/core/orch_api.c
+  src/core/replay.c
   src/core/result.c
   src/core/retry.c
   src/core/tracker.c

@@ -43,12 +43,27 @@ _Static_assert(DURO_WORK_CANCEL_INSTANCE == 8 &&
     ((kind) == DURO_WORK_CANCEL_INSTANCE ||                                    \
      (kind) == DURO_WORK_TERMINATE_INSTANCE)
 
-/* Copies url into out[size] (always terminated, cut to fit) with its
- * password replaced by "***": the userinfo's (scheme://user:***@host/...,
- * whole when it holds unescaped '@', '/' or '?') and every password=...
- * parameter's.
- * Returns the length written. Any thread. */
+/* Copies url into out[size] (always terminated, cut to fit) with every
+ * secret it may hold replaced by "***": the userinfo's password
+ * (scheme://user:***@host/..., whole when it holds unescaped '@', '/' or
+ * '?'), and the value of every query parameter but those known to hold
+ * none (duro's, libpq's but its secrets; the name percent-decoded and
+ * compared case-sensitively, as libpq does): pass%77ord=***, PASSWORD=***,
+ * sslpassword=***, no_such=***. A parameter that is not name=value, or
+ * whose name is not a plain word once decoded (password%3Dx=y), is "***"
+ * whole. Returns the length written. Any thread. */
 size_t duro__mask_url(const char *url, char *out, size_t size);
+
+/* Copies text into out[size] (always terminated, cut to fit) with every
+ * secret of url (what duro__mask_url hides) replaced by "***", in each
+ * form text may quote it: as written in url and percent-decoded, and of a
+ * parameter masked whole also its name and its value. For libpq's
+ * messages, which quote a URI, a decoded parameter name or a value that
+ * does not decode. The secrets are matched in text before it is cut, so a
+ * cut never leaves part of one. Out of memory: a fixed sentence instead
+ * of text. Returns the length written. Any thread. */
+size_t duro__url_scrub(const char *url, const char *text, char *out,
+                       size_t size);
 
 /* 1 when the userinfo of url (user:password@) holds an unescaped '@', '/'
  * or '?': a typo that splits the URL where its writer did not mean (libpq

@@ -1,10 +1,13 @@
 /* engine_cache.c - suspended orchestration engines kept between turns, so the
- * next turn of an instance resumes its fiber instead of replaying history. A
+ * next turn of an instance resumes its fiber (or its driver's state) instead
+ * of replaying history. A
  * map from instance id to engine, bounded in engines and in bytes (an engine
  * grows with its history: about 200 bytes per event), with
  * least-recently-used eviction.
  * Thread-safe under one mutex; an engine is owned by the cache while in it
- * and by exactly one turn thread while taken out. */
+ * and by exactly one turn thread while taken out. Engines are destroyed
+ * (which runs user code: destroy hooks, a driver's destroy) only after the
+ * mutex is released. */
 #include <string.h>
 
 #include "runtime/runtime.h"
@@ -115,6 +118,23 @@ void duro__cache_destroy(duro__engine_cache *c)
     duro__free(c->buckets);
     pthread_mutex_destroy(&c->lock);
     duro__free(c);
+}
+
+void duro__cache_clear(duro__engine_cache *c)
+{
+    pthread_mutex_lock(&c->lock);
+    node *n = c->lru_head;
+    c->lru_head = c->lru_tail = NULL;
+    memset(c->buckets, 0, c->bucket_count * sizeof(node *));
+    c->count = 0;
+    c->bytes = 0;
+    pthread_mutex_unlock(&c->lock);
+    while (n != NULL) {
+        node *next = n->lru_next;
+        duro__engine_destroy(n->engine);
+        duro__free(n);
+        n = next;
+    }
 }
 
 duro_orch *duro__cache_take(duro__engine_cache *c, const char *instance_id,

@@ -429,6 +429,8 @@ void duro__metrics_totals(duro__metrics *m, duro_metrics *out)
     out->lock_renewal_failures = LOAD(m->m_renew_failures);
     out->storage_retries = LOAD(m->m_storage_retries);
     out->nondeterminism_errors = LOAD(m->m_nondeterminism);
+    out->activity_acks_given_up = LOAD(m->m_acks_given_up);
+    out->turn_acks_given_up = LOAD(m->m_turn_acks_given_up);
 }
 
 /* Where the text goes: a stream, or a caller's buffer (the text is
@@ -691,6 +693,18 @@ static void write_all(duro__metrics *m, sink *s)
     name = "duro_storage_retries_total";
     family(s, name, "counter", "Retryable storage errors.");
     sample(s, name, NULL, 0, LOAD(m->m_storage_retries));
+
+    name = "duro_activity_acks_given_up_total";
+    family(s, name, "counter",
+           "Activity results not recorded: the store kept failing until the "
+           "lock's deadline or a shutdown's; the activity runs again.");
+    sample(s, name, NULL, 0, LOAD(m->m_acks_given_up));
+
+    name = "duro_turn_acks_given_up_total";
+    family(s, name, "counter",
+           "Turns not committed: the store kept failing until the instance "
+           "lock's deadline or a shutdown's; the turn runs again.");
+    sample(s, name, NULL, 0, LOAD(m->m_turn_acks_given_up));
 }
 
 int duro__metrics_expose(duro__metrics *m, FILE *f, char *buf, size_t size,

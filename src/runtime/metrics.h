@@ -84,6 +84,10 @@ typedef struct duro__metrics {
 
     _Atomic uint64_t m_cache_hits, m_poison, m_renew_failures,
         m_storage_retries, m_nondeterminism;
+    /* activity completions and turns whose ack was given up: the store
+     * kept failing until the lock's deadline (duro__lock_deadline) or a
+     * shutdown's; they run again */
+    _Atomic uint64_t m_acks_given_up, m_turn_acks_given_up;
 } duro__metrics;
 
 /* Builds the tables from the runtime's registry copy (which must outlive

@@ -4,8 +4,9 @@
  * and commits everything the turns decided in one transaction
  * (ack_and_fetch_orchestration_items, or one ack_orchestration_item per
  * turn). After the commit it fires the tokens of cancelled activities
- * running in this process. Runs user orchestration code (on fibers); holds
- * no lock while doing so. */
+ * running in this process. Runs user orchestration code (on fibers, or a
+ * driver's steps on the turn thread's stack); holds no lock while doing
+ * so. */
 #include <stdio.h>
 #include <string.h>
 
@@ -21,8 +22,12 @@ typedef struct turn_ctx {
     int has_start;
     const duro__orch_entry *entry;
     duro_history *full;    /* full history, when it had to be read */
+    int64_t fetched_ms;    /* monotonic: when the fetch that locked the
+                              item began (its lock's deadline counts from
+                              it) */
     duro_orch_item **next; /* non-NULL: ack and fetch the next item in
                               one transaction (provider version 2) */
+    int64_t *next_ms;      /* with next: set to when that ack began */
     int codeless;          /* decide the turn without running code */
     char limit_why[DURO_ERROR_MESSAGE_MAX]; /* which history cap applied,
                                                when DURO_HISTORY_LIMIT */
@@ -36,8 +41,11 @@ typedef struct turn_ctx {
     int warm;          /* the engine came from the cache */
     int terminal;      /* the engine was not kept */
     int had_problem;   /* the instance has a recorded problem */
-    int ack_attempted; /* the common ack of its batch failed first, in a
+    int ack_attempted; /* the common ack of its batch (1), or an earlier
+                          attempt of its own ack (2), failed first, in a
                           way that may have committed */
+    int ack_gave_up;   /* its ack kept failing until the lock's deadline
+                          or a shutdown's (retry_ack) */
 } turn_ctx;
 
 /* The turns one thread commits together (ack_and_fetch_orchestration_items):
@@ -205,8 +213,9 @@ static int load_full_history(turn_ctx *c, const duro_event **hist,
 }
 
 /* Gets the engine for this turn: the kept one when it matches, otherwise a
- * new one with the history it must replay. */
-static int get_engine(turn_ctx *c, duro_orchestration_fn fn, void *user,
+ * new one with the history it must replay. `code` is the registration whose
+ * code runs, NULL for a turn decided without code. */
+static int get_engine(turn_ctx *c, const duro__orch_entry *code,
                       duro_orch **out, const duro_event **hist,
                       size_t *hist_count, int *warm)
 {
@@ -219,10 +228,10 @@ static int get_engine(turn_ctx *c, duro_orchestration_fn fn, void *user,
     if (c->plan.action == DURO__PLAN_RUN) {
         duro_orch *e = duro__cache_take(rt->cache, item->instance_id,
                                         c->plan.execution_id);
-        /* A turn decided without code (fn NULL) takes a fresh engine: a
-         * kept one would run the code it was made with. */
+        /* A turn decided without code takes a fresh engine: a kept one
+         * would run the code it was made with. */
         if (e != NULL && duro__engine_events(e) == item->history_offset &&
-            fn != NULL) {
+            code != NULL) {
             *out = e;
             *warm = 1;
             *hist = item->history;
@@ -239,18 +248,20 @@ static int get_engine(turn_ctx *c, duro_orchestration_fn fn, void *user,
             *hist_count = item->history_count;
         }
     }
-    const duro_orchestration_options *oo = c->entry ? &c->entry->opts : NULL;
-    duro__engine_config cfg = {
-        .fn = fn,
-        .user = user,
-        .stack_size = rt->opts.fiber_stack_size,
-        .max_payload = rt->opts.max_payload,
-        .logger = &rt->logger,
-        .observe_cancel = oo != NULL && oo->observe_cancel,
-        .cleanup_timeout_ms = oo != NULL && oo->cleanup_timeout_ms > 0
-                                  ? oo->cleanup_timeout_ms
-                                  : rt->opts.cleanup_timeout_ms,
-        .version = c->entry ? c->entry->version : NULL};
+    duro__engine_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    if (c->entry != NULL) {
+        duro__registry_engine_config(c->entry, &cfg);
+        if (code == NULL) { /* options and version, no code */
+            cfg.fn = NULL;
+            memset(&cfg.driver, 0, sizeof(cfg.driver));
+        }
+    }
+    cfg.stack_size = rt->opts.fiber_stack_size;
+    cfg.max_payload = rt->opts.max_payload;
+    cfg.logger = &rt->logger;
+    if (cfg.cleanup_timeout_ms <= 0)
+        cfg.cleanup_timeout_ms = rt->opts.cleanup_timeout_ms;
     return duro__engine_create(&cfg, item->instance_id, c->plan.execution_id,
                                out);
 }
@@ -269,10 +280,9 @@ static int run_turn(turn_ctx *c, int terminate_status,
     const duro_event *hist;
     size_t hist_count;
     int warm;
-    duro_orchestration_fn fn =
-        terminate_status == 0 && c->entry && !c->codeless ? c->entry->fn : NULL;
-    void *user = c->entry ? c->entry->user : NULL;
-    int rc = get_engine(c, fn, user, &e, &hist, &hist_count, &warm);
+    const duro__orch_entry *code =
+        terminate_status == 0 && !c->codeless ? c->entry : NULL;
+    int rc = get_engine(c, code, &e, &hist, &hist_count, &warm);
     if (rc != DURO_OK) {
         abandon(c, 1000);
         retry_later(c, 1000, "the turn could not start", duro_strerror(rc));
@@ -299,7 +309,7 @@ static int run_turn(turn_ctx *c, int terminate_status,
         rc = load_full_history(c, &hist, &hist_count);
         if (rc == DURO_OK) {
             c->item->history_offset = 0;
-            rc = get_engine(c, fn, user, &e, &hist, &hist_count, &warm);
+            rc = get_engine(c, code, &e, &hist, &hist_count, &warm);
         }
         if (rc == DURO_OK) {
             in.history = c->full->events;
@@ -309,12 +319,18 @@ static int run_turn(turn_ctx *c, int terminate_status,
         }
     }
     if (rc != DURO_OK) {
+        /* a driver's failed start or step says what it was */
+        char why[256];
+        snprintf(why, sizeof(why), "%s",
+                 e != NULL && duro__engine_failure(e) != NULL
+                     ? duro__engine_failure(e)
+                     : duro_strerror(rc));
         duro__log(&rt->logger, DURO_LOG_ERROR,
                   "turn of instance '%s' could not run: %s",
-                  c->item->instance_id, duro_strerror(rc));
+                  c->item->instance_id, why);
         duro__engine_destroy(e);
         abandon(c, 1000);
-        retry_later(c, 1000, "the turn could not run", duro_strerror(rc));
+        retry_later(c, 1000, "the turn could not run", why);
         return rc;
     }
     uint64_t stored =
@@ -350,7 +366,7 @@ static int run_turn(turn_ctx *c, int terminate_status,
      * If the ack fails, the engine (ahead of the store) is taken back out;
      * should another thread already hold it, the mismatch of event counts
      * makes that thread replay instead. */
-    c->terminal = !duro__engine_reusable(e) || fn == NULL;
+    c->terminal = !duro__engine_reusable(e) || code == NULL;
     c->warm = warm;
     c->begin_ns = begin_ns;
     c->ran_ms = (duro__mono_ns() - begin_ns) / 1000000;
@@ -387,21 +403,92 @@ static void prune_chain(turn_ctx *c)
                   (unsigned long long)keep, err.message);
 }
 
+/* The turn's ack failed retryably (rc, *err: an outage of the store, a
+ * server restarting or stopped for a while): acks it again, alone
+ * (ack_orchestration_item), backing off 5 ms doubling to 500 ms, while the
+ * instance lock may still hold - until duro__lock_deadline of the fetch
+ * that locked it - and no later than a shutdown's deadline. Giving up at
+ * once threw the turn away: its batch came back only when the lock
+ * expired (up to orchestration_lock_timeout_ms after the store answered
+ * again), was replayed, and counted one more delivery towards poison. The
+ * kept engine stays in the cache meanwhile: the lock keeps the instance
+ * from every other thread. Returns the last result, err saying why:
+ * DURO_OK; a failure that is not retryable; DURO_LOCK_LOST after a retry,
+ * when an earlier attempt probably committed (c->ack_attempted is set); or
+ * a retryable failure at the deadline, with c->ack_gave_up set (logged and
+ * counted here). */
+static int retry_ack(turn_ctx *c, int rc, duro_error *err)
+{
+    duro_runtime *rt = c->rt;
+    int64_t until = duro__lock_deadline(c->fetched_ms,
+                                        rt->opts.orchestration_lock_timeout_ms);
+    int64_t first = duro__mono_ms(), delay = 5;
+    int attempts = 1;
+    while (rc != DURO_OK && err->retryable && rc != DURO_LOCK_LOST &&
+           rc != DURO_HISTORY_LIMIT) {
+        int64_t now = duro__mono_ms();
+        int64_t stop = DURO__MIN(until, duro__runtime_deadline(rt));
+        if (now >= stop) {
+            c->ack_gave_up = 1;
+            DURO__COUNT(rt, m_turn_acks_given_up);
+            duro__log(&rt->logger, DURO_LOG_WARN,
+                      "turn of instance '%.200s' could not be committed in "
+                      "%d attempts over %lld ms (%s); given up %s; its batch "
+                      "comes back when the instance lock expires",
+                      c->item->instance_id, attempts, (long long)(now - first),
+                      err->message,
+                      stop == until ? "at its lock's deadline"
+                                    : "at the shutdown's deadline");
+            return rc;
+        }
+        DURO__COUNT(rt, m_storage_retries);
+        /* the last attempt at the deadline, not a backoff after it */
+        duro__runtime_backoff(rt, DURO__MIN(delay, stop - now));
+        delay = DURO__MIN(delay * 2, 500);
+        rc = c->p->ack_orchestration_item(c->p, c->item->lock_token, &c->ack,
+                                          err);
+        attempts++;
+        if (rc == DURO_LOCK_LOST)
+            c->ack_attempted = 2;
+    }
+    return rc;
+}
+
 /* What follows the ack of the turn run_turn prepared, given the ack's
- * result rc (err says why when it failed): on failure the kept engine is
- * dropped and the batch abandoned for another try; on success the turn is
- * counted and the tokens of activities it cancelled here are fired.
- * Returns rc (DURO_HISTORY_LIMIT: the store refused the turn, end the
+ * result rc (err says why when it failed): a retryable failure is retried
+ * in place while the lock may hold (retry_ack); on failure the kept engine
+ * is dropped and the batch abandoned for another try (or, given up at a
+ * deadline, left to its lock's expiry); on success the turn is counted and
+ * the tokens of activities it cancelled here are fired. Returns the final
+ * result (DURO_HISTORY_LIMIT: the store refused the turn, end the
  * instance). */
-static int acked(turn_ctx *c, int rc, const duro_error *err)
+static int acked(turn_ctx *c, int rc, const duro_error *first_err)
 {
     duro_runtime *rt = c->rt;
     duro__turn *turn = c->turn;
     const char *instance = c->item->instance_id;
+    duro_error last = rc != DURO_OK ? *first_err : (duro_error){0};
+    const duro_error *err = &last;
+    if (rc != DURO_OK)
+        rc = retry_ack(c, rc, &last);
     if (rc != DURO_OK) {
         if (!c->terminal)
             duro__engine_destroy(
                 duro__cache_take(rt->cache, instance, c->plan.execution_id));
+        if (c->ack_gave_up) {
+            /* No abandon: the lock expires by itself, about now. The
+             * problem says why, with that expiry as the next try (a store
+             * call, best effort; none past a shutdown's deadline). */
+            if (duro__runtime_deadline(rt) == INT64_MAX) {
+                int64_t left =
+                    duro__add_ms(c->fetched_ms,
+                                 rt->opts.orchestration_lock_timeout_ms) -
+                    duro__mono_ms();
+                retry_later(c, left > 0 ? left : 0,
+                            "the turn could not be committed", err->message);
+            }
+            return rc;
+        }
         if (rc == DURO_HISTORY_LIMIT) {
             snprintf(c->limit_why, sizeof(c->limit_why),
                      "the store refused the turn: %.470s", err->message);
@@ -411,10 +498,13 @@ static int acked(turn_ctx *c, int rc, const duro_error *err)
             /* provider.h: a lost lock after a failed attempt means that
              * attempt probably committed */
             duro__log(&rt->logger, DURO_LOG_DEBUG,
-                      "turn of instance '%s': its lock is gone after the "
-                      "common ack failed, which probably committed it (if "
-                      "not, the batch comes back when its lock expires): %s",
-                      c->item->instance_id, err->message);
+                      "turn of instance '%s': its lock is gone after %s "
+                      "failed, which probably committed it (if not, the "
+                      "batch comes back when its lock expires): %s",
+                      c->item->instance_id,
+                      c->ack_attempted == 1 ? "the common ack"
+                                            : "an earlier attempt",
+                      err->message);
         } else if (rc == DURO_LOCK_LOST) {
             /* Code that blocks its turn past the lock's timeout loses the
              * lock on every delivery until the batch is poison: say so.
@@ -488,6 +578,7 @@ static int run_and_ack(turn_ctx *c, int terminate_status,
     if (c->next != NULL) {
         duro_history_cache hc = {.cached_events = duro__cache_cached_events,
                                  .user = c->rt->cache};
+        *c->next_ms = duro__mono_ms(); /* the next item's lock begins after */
         rc = c->p->ack_and_fetch_orchestration_item(
             c->p, c->item->lock_token, &c->ack,
             c->rt->opts.orchestration_lock_timeout_ms, &hc, c->next, &err);
@@ -589,14 +680,21 @@ static void end_item(turn_ctx *c, int rc)
     c->full = NULL;
 }
 
-/* Processes one fetched item. With `batch`, a turn on the common path is
- * run but not acked: it joins the batch (finish_batch acks and ends it);
- * otherwise with `next`, its ack fetches the next item. */
+/* Processes one fetched item, locked by a fetch that began at monotonic
+ * fetched_ms. With `batch`, a turn on the common path is run but not
+ * acked: it joins the batch (finish_batch acks and ends it); otherwise
+ * with `next`, its ack fetches the next item (locked by a call that began
+ * at *next_ms). */
 static void process_item(duro_runtime *rt, duro_orch_item *item,
-                         duro__turn *turn, duro_orch_item **next,
+                         int64_t fetched_ms, duro__turn *turn,
+                         duro_orch_item **next, int64_t *next_ms,
                          turn_batch *batch)
 {
-    turn_ctx c = {.rt = rt, .p = rt->provider, .item = item, .turn = turn};
+    turn_ctx c = {.rt = rt,
+                  .p = rt->provider,
+                  .item = item,
+                  .turn = turn,
+                  .fetched_ms = fetched_ms};
     duro__plan_turn(item, &c.plan);
     if (c.plan.action == DURO__PLAN_DROP) {
         drop_batch(&c, c.plan.why);
@@ -706,6 +804,7 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
             }
         } else {
             c.next = next; /* the common path may fetch the next item */
+            c.next_ms = next_ms;
             rc = run_and_ack(&c, 0, NULL, 0);
             c.next = NULL;
             clear_retried_problem(&c, rc);
@@ -720,7 +819,8 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
  * single acks sort out which failed and why (a lost lock, the history
  * limit), and one that committed unseen finds its lock gone. */
 static void finish_batch(duro_runtime *rt, turn_batch *b, size_t max_next,
-                         duro_orch_item **next, size_t *next_count)
+                         duro_orch_item **next, size_t *next_count,
+                         int64_t *next_ms)
 {
     duro_provider *p = rt->provider;
     duro_history_cache hc = {.cached_events = duro__cache_cached_events,
@@ -731,6 +831,7 @@ static void finish_batch(duro_runtime *rt, turn_batch *b, size_t max_next,
         b->tokens[i] = b->ctx[i].item->lock_token;
         b->acks[i] = b->ctx[i].ack;
     }
+    *next_ms = duro__mono_ms(); /* the next items' locks begin after */
     int rc = p->ack_and_fetch_orchestration_items(
         p, b->count, b->tokens, b->acks, rt->opts.orchestration_lock_timeout_ms,
         &hc, max_next, next, next_count, &err);
@@ -820,9 +921,11 @@ static void batch_loop(duro_runtime *rt, turn_batch *b)
                              .user = rt->cache};
     size_t count = 0;
     int64_t backoff = 0;
+    int64_t items_ms = 0, next_ms = 0; /* when their fetches began */
     while (!atomic_load(&rt->stop_flag)) {
         duro_error err;
         if (count == 0) {
+            items_ms = duro__mono_ms();
             int rc = p->ack_and_fetch_orchestration_items(
                 p, 0, NULL, NULL, rt->opts.orchestration_lock_timeout_ms, &hc,
                 cap, items, &count, &err);
@@ -838,17 +941,19 @@ static void batch_loop(duro_runtime *rt, turn_batch *b)
             continue;
         }
         for (size_t i = 0; i < count; i++)
-            process_item(rt, items[i], &b->turns[b->count], NULL, b);
+            process_item(rt, items[i], items_ms, &b->turns[b->count], NULL,
+                         NULL, b);
         size_t got = 0;
         if (b->count > 0)
             finish_batch(rt, b, atomic_load(&rt->stop_flag) ? 0 : cap, next,
-                         &got);
+                         &got, &next_ms);
         for (size_t i = 0; i < count; i++)
             duro_orch_item_free(items[i]);
         duro_orch_item **t = items;
         items = next;
         next = t;
         count = got;
+        items_ms = next_ms;
     }
     for (size_t i = 0; i < count; i++) {
         /* Fetched with the last acks as the runtime stopped: let them go. */
@@ -888,15 +993,20 @@ void *duro__orchestration_thread(void *arg)
     int combined = p->version >= 2 && p->ack_and_fetch_orchestration_item;
     int64_t backoff = 0;
     duro_orch_item *item = NULL; /* fetched with the previous ack */
+    int64_t item_ms = 0;         /* when the fetch of item began */
     while (!atomic_load(&rt->stop_flag)) {
         duro_error err;
         if (item != NULL) {
             duro_orch_item *next = NULL;
-            process_item(rt, item, &turn, combined ? &next : NULL, NULL);
+            int64_t next_ms = 0;
+            process_item(rt, item, item_ms, &turn, combined ? &next : NULL,
+                         &next_ms, NULL);
             duro_orch_item_free(item);
             item = next;
+            item_ms = next_ms;
             continue;
         }
+        item_ms = duro__mono_ms();
         int rc = p->fetch_orchestration_item(
             p, rt->opts.orchestration_lock_timeout_ms, &hc, &item, &err);
         if (rc != DURO_OK) {

@@ -46,13 +46,12 @@ void duro_orchestration_options_init(duro_orchestration_options *o)
     o->version = 1;
 }
 
-int duro_registry_add_orchestration_ex(duro_registry *r, const char *name,
-                                       const char *version,
-                                       duro_orchestration_fn fn, void *user,
-                                       const duro_orchestration_options *opts)
+/* Adds an orchestration run by C function fn, or (fn NULL) by driver. */
+static int add_orchestration(duro_registry *r, const char *name,
+                             const char *version, duro_orchestration_fn fn,
+                             const duro_driver *driver, void *user,
+                             const duro_orchestration_options *opts)
 {
-    if (r == NULL || fn == NULL)
-        return duro__fail(DURO_INVALID, "registry or function is NULL");
     int rc = check_name("orchestration", name);
     if (rc != DURO_OK)
         return rc;
@@ -85,9 +84,12 @@ int duro_registry_add_orchestration_ex(duro_registry *r, const char *name,
                                          &r->orch_cap, sizeof(*e));
     if (e == NULL)
         return duro__fail(DURO_NOMEM, "out of memory");
+    memset(e, 0, sizeof(*e));
     e->name = duro__strdup(name);
     e->version = duro__strdup(version);
     e->fn = fn;
+    if (driver != NULL)
+        e->driver = *driver;
     e->user = user;
     e->opts = defaults;
     e->opts.observe_cancel = opts->observe_cancel != 0;
@@ -99,6 +101,40 @@ int duro_registry_add_orchestration_ex(duro_registry *r, const char *name,
         return duro__fail(DURO_NOMEM, "out of memory");
     }
     return DURO_OK;
+}
+
+int duro_registry_add_orchestration_ex(duro_registry *r, const char *name,
+                                       const char *version,
+                                       duro_orchestration_fn fn, void *user,
+                                       const duro_orchestration_options *opts)
+{
+    if (r == NULL || fn == NULL)
+        return duro__fail(DURO_INVALID, "registry or function is NULL");
+    return add_orchestration(r, name, version, fn, NULL, user, opts);
+}
+
+int duro_registry_add_driven_orchestration(
+    duro_registry *r, const char *name, const char *version,
+    const duro_driver *driver, void *user,
+    const duro_orchestration_options *opts)
+{
+    if (r == NULL || driver == NULL)
+        return duro__fail(DURO_INVALID, "registry or driver is NULL");
+    if (driver->version < 1)
+        return duro__fail(DURO_INVALID,
+                          "driver.version is %d: set it to "
+                          "DURO_DRIVER_VERSION",
+                          driver->version);
+    if (driver->start == NULL || driver->step == NULL)
+        return duro__fail(DURO_INVALID,
+                          "the driver's start and step must be set");
+    /* The callbacks this library knows; a newer struct's later ones are
+     * not read. */
+    duro_driver d = {.version = DURO_DRIVER_VERSION,
+                     .start = driver->start,
+                     .step = driver->step,
+                     .destroy = driver->destroy};
+    return add_orchestration(r, name, version, NULL, &d, user, opts);
 }
 
 int duro_registry_add_orchestration(duro_registry *r, const char *name,
@@ -139,10 +175,13 @@ int duro__registry_copy(const duro_registry *src, duro_registry **out)
     int rc = duro_registry_create(&r);
     if (rc != DURO_OK)
         return rc;
-    for (size_t i = 0; src != NULL && i < src->orch_count && rc == DURO_OK; i++)
-        rc = duro_registry_add_orchestration_ex(
-            r, src->orchs[i].name, src->orchs[i].version, src->orchs[i].fn,
-            src->orchs[i].user, &src->orchs[i].opts);
+    for (size_t i = 0; src != NULL && i < src->orch_count && rc == DURO_OK;
+         i++) {
+        const duro__orch_entry *e = &src->orchs[i];
+        rc = add_orchestration(r, e->name, e->version, e->fn,
+                               e->fn == NULL ? &e->driver : NULL, e->user,
+                               &e->opts);
+    }
     for (size_t i = 0; src != NULL && i < src->act_count && rc == DURO_OK; i++)
         rc = duro_registry_add_activity(r, src->acts[i].name, src->acts[i].fn,
                                         src->acts[i].user);
@@ -186,4 +225,17 @@ const duro__activity_entry *duro__registry_find_activity(const duro_registry *r,
         if (strcmp(r->acts[i].name, name) == 0)
             return &r->acts[i];
     return NULL;
+}
+
+void duro__registry_engine_config(const duro__orch_entry *e,
+                                  duro__engine_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->fn = e->fn;
+    if (e->fn == NULL)
+        cfg->driver = e->driver;
+    cfg->user = e->user;
+    cfg->observe_cancel = e->opts.observe_cancel;
+    cfg->cleanup_timeout_ms = e->opts.cleanup_timeout_ms;
+    cfg->version = e->version;
 }

@@ -242,7 +242,7 @@ int duro_runtime_start(duro_runtime *rt)
 {
     if (rt == NULL)
         return duro__fail(DURO_INVALID, "runtime is NULL");
-    if (duro__fiber_current() != NULL)
+    if (duro__engine_in_code())
         return duro__fail(DURO_MISUSE,
                           "duro_runtime_start called from orchestration code");
     pthread_mutex_lock(&rt->lock);
@@ -296,6 +296,12 @@ void duro__runtime_pause(duro_runtime *rt, int64_t ms)
 int64_t duro__runtime_deadline(duro_runtime *rt)
 {
     return atomic_load(&rt->shutdown_deadline_ms);
+}
+
+int64_t duro__lock_deadline(int64_t locked_ms, int64_t timeout_ms)
+{
+    int64_t margin = DURO__MIN(timeout_ms / 10, (int64_t)DURO__LOCK_MARGIN_MS);
+    return duro__add_ms(locked_ms, timeout_ms - margin);
 }
 
 void duro__runtime_backoff(duro_runtime *rt, int64_t ms)
@@ -410,7 +416,7 @@ int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms)
 {
     if (rt == NULL)
         return duro__fail(DURO_INVALID, "runtime is NULL");
-    if (duro__on_runtime_thread() || duro__fiber_current() != NULL)
+    if (duro__on_runtime_thread() || duro__engine_in_code())
         return duro__fail(DURO_MISUSE,
                           "duro_runtime_shutdown called from a thread of the "
                           "runtime (an activity or orchestration); it would "
@@ -430,6 +436,10 @@ int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms)
     for (int i = 0; i < rt->orch_thread_count; i++)
         pthread_join(rt->orch_threads[i], NULL);
     rt->orch_thread_count = 0;
+    /* A runtime never runs again once shut down: the suspended
+     * orchestrations it kept are released now, on this thread (drivers'
+     * destroy callbacks, duro_orch_on_destroy hooks), not at destroy. */
+    duro__cache_clear(rt->cache);
     int64_t left = duro__add_ms(timeout_ms, -(duro__mono_ms() - start));
     int rc = duro__workers_stop(rt, left > 0 ? left : 0);
     if (rc != DURO_OK)
@@ -443,7 +453,7 @@ void duro_runtime_destroy(duro_runtime *rt)
 {
     if (rt == NULL)
         return;
-    if (duro__on_runtime_thread() || duro__fiber_current() != NULL) {
+    if (duro__on_runtime_thread() || duro__engine_in_code()) {
         duro__fail(DURO_MISUSE, "duro_runtime_destroy called from a runtime "
                                 "thread; ignored");
         return;

@@ -22,8 +22,9 @@
 
 typedef struct duro__orch_entry {
     char *name;
-    char *version; /* "" = the default version */
-    duro_orchestration_fn fn;
+    char *version;            /* "" = the default version */
+    duro_orchestration_fn fn; /* C code, or NULL and: */
+    duro_driver driver;       /* driven code (step set); a copy */
     void *user;
     duro_orchestration_options opts;
 } duro__orch_entry;
@@ -49,6 +50,11 @@ const duro__orch_entry *duro__registry_find_orch(const duro_registry *r,
                                                  const char *version);
 const duro__activity_entry *duro__registry_find_activity(const duro_registry *r,
                                                          const char *name);
+/* The engine configuration of entry `e` that does not depend on a
+ * runtime: its code (C function or driver), user pointer and cancellation
+ * options (cleanup_timeout_ms 0 when the entry has none of its own). */
+void duro__registry_engine_config(const duro__orch_entry *e,
+                                  duro__engine_config *cfg);
 
 /* ---- cancellation token ------------------------------------------------ */
 
@@ -108,7 +114,8 @@ struct duro_runtime {
      * it (duro__runtime_backoff, ack_with_retries in worker.c). */
     _Atomic int64_t shutdown_deadline_ms;
     /* completions whose ack a shutdown gave up at its deadline (the store
-     * kept failing): the shutdown then returns DURO_TIMEOUT */
+     * kept failing): the shutdown then returns DURO_TIMEOUT. Those given up
+     * at their lock's deadline count only in metrics.m_acks_given_up. */
     _Atomic int acks_given_up;
     /* per duro_queue: monotonic ms of the first retryable failure of a
      * fetch since the last success, 0 while the store answers
@@ -154,6 +161,9 @@ void duro__mark_runtime_thread(void);
 int duro__cache_create(size_t capacity, size_t max_bytes,
                        duro__engine_cache **out);
 void duro__cache_destroy(duro__engine_cache *c); /* destroys the engines */
+/* Destroys every engine kept (after releasing the lock); the cache stays
+ * usable. */
+void duro__cache_clear(duro__engine_cache *c);
 /* Takes the engine of (instance, execution) out of the cache; NULL if none.
  * Engines of other executions of the instance are destroyed. */
 duro_orch *duro__cache_take(duro__engine_cache *c, const char *instance_id,
@@ -192,6 +202,16 @@ void duro__runtime_pause(duro_runtime *rt, int64_t ms);
 /* The monotonic ms by which a shutdown in progress returns; INT64_MAX
  * before a shutdown. One atomic load. */
 int64_t duro__runtime_deadline(duro_runtime *rt);
+
+/* Until when an ack may still find the lock of the item it acks, for a
+ * lock taken or renewed by a call that began at monotonic locked_ms with
+ * timeout_ms: the store's lock began after locked_ms, so it lasts at least
+ * until locked_ms + timeout_ms; a margin (a tenth of the timeout, at most
+ * DURO__LOCK_MARGIN_MS) leaves the last attempt time to reach the store.
+ * The ack retries of worker slots and turn threads stop there: past it,
+ * another process may have taken the item and run it again. */
+#define DURO__LOCK_MARGIN_MS 1000
+int64_t duro__lock_deadline(int64_t locked_ms, int64_t timeout_ms);
 
 /* Sleeps ms between two attempts of a retry that still runs while the
  * runtime stops (an activity's ack): the whole ms before a shutdown, never

@@ -4,5 +4,6 @@ list(APPEND DURO_SOURCES
   src/runtime/metrics.c
   src/runtime/orchestrator.c
   src/runtime/registry.c
+  src/runtime/replayer.c
   src/runtime/runtime.c
   src/runtime/worker.c)

@@ -29,6 +29,8 @@ struct duro__inflight {
     char *name;
     duro_cancel_token *token;
     int64_t next_renew_ms;     /* monotonic; INT64_MAX: stop renewing */
+    int64_t locked_ms;         /* monotonic: when the fetch or the last
+                                  successful renewal of its lock began */
     int64_t grace_deadline_ms; /* monotonic; 0: not cancelled */
     int renewing;              /* a renewal call is in progress */
     _Atomic int phase;         /* PHASE_*: RUNNING until the function returns
@@ -198,17 +200,41 @@ static void fill_failure(duro_work_item *c, const duro_work_item *x,
     c->category = category;
 }
 
+/* When the lock of the item being acked was last taken or renewed: by the
+ * manager's renewals while f (not NULL) is registered, else by the fetch
+ * that began at claimed_ms. */
+static int64_t lock_began(duro_runtime *rt, duro__inflight *f,
+                          int64_t claimed_ms)
+{
+    if (f == NULL)
+        return claimed_ms;
+    pthread_mutex_lock(&rt->manager->lock);
+    int64_t t = f->locked_ms;
+    pthread_mutex_unlock(&rt->manager->lock);
+    return t;
+}
+
 /* Acks with retries on retryable errors; with `next` (and a version-2
- * provider) the next item is fetched in the same transaction. Returns the
- * final code. A failed call may still have committed (provider.h): when a
- * retry after a retryable failure finds the row gone (DURO_LOCK_LOST), the
- * first attempt probably committed, and the result is ACK_OUTCOME_UNKNOWN
- * instead - the caller must neither count the activity as cancelled nor
- * run it again.
+ * provider) the next item is fetched in the same transaction, and
+ * *next_claimed_ms is set to when the attempt that fetched it began. Returns
+ * the final code. A failed call may still have committed (provider.h): when
+ * a retry after a retryable failure finds the row gone (DURO_LOCK_LOST),
+ * the first attempt probably committed, and the result is
+ * ACK_OUTCOME_UNKNOWN instead - the caller must neither count the activity
+ * as cancelled nor run it again.
  *
- * A shutdown bounds the retries: the backoff never sleeps past its
- * deadline, and once the deadline has passed after an attempt made during
- * the shutdown, the loop gives up (logged here) and returns ACK_GAVE_UP:
+ * The retries go on while the item's lock may still hold (an outage of the
+ * store: a server restarting, stopped for a while): until
+ * duro__lock_deadline of its last claim or renewal (lock_began; the
+ * manager goes on renewing f meanwhile, and a renewal that succeeds moves
+ * the deadline), and never more than worker_lock_timeout_ms after the
+ * first failure, so a store that takes renewals but keeps refusing the ack
+ * does not hold the slot for ever. Giving up earlier would throw the
+ * finished result away while the lock still kept the item from anyone
+ * else: it ran again once the lock expired. A shutdown also bounds them:
+ * the backoff never sleeps past its deadline, and once the deadline has
+ * passed after an attempt made during the shutdown, the loop gives up.
+ * Either way it is logged here and counted, and the result is ACK_GAVE_UP:
  * the caller makes no more store calls for the item. Nothing is lost, as
  * activities run at least once: the row stays locked until its lock
  * expires, then this activity (`name`) runs again here or elsewhere. */
@@ -217,24 +243,33 @@ static void fill_failure(duro_work_item *c, const duro_work_item *x,
 
 static int ack_with_retries(duro_runtime *rt, const char *name,
                             const char *token, const duro_work_item *completion,
-                            duro_worker_item **next, duro_error *err)
+                            duro__inflight *f, int64_t claimed_ms,
+                            duro_worker_item **next, int64_t *next_claimed_ms,
+                            duro_error *err)
 {
     duro_provider *p = rt->provider;
-    int64_t delay = 5;
+    int64_t timeout = rt->opts.worker_lock_timeout_ms;
+    int64_t delay = 5, first_failure = 0;
     int combined =
         next != NULL && p->version >= 2 && p->ack_and_fetch_work_item != NULL;
     for (int i = 0;; i++) {
         int stopping = duro__runtime_deadline(rt) != INT64_MAX;
-        int rc = combined ? p->ack_and_fetch_work_item(
-                                p, token, completion,
-                                rt->opts.worker_lock_timeout_ms, next, err)
+        int64_t began = duro__mono_ms();
+        if (next_claimed_ms != NULL)
+            *next_claimed_ms = began;
+        int rc = combined ? p->ack_and_fetch_work_item(p, token, completion,
+                                                       timeout, next, err)
                           : p->ack_work_item(p, token, completion, err);
         if (rc == DURO_LOCK_LOST && i > 0)
             return ACK_OUTCOME_UNKNOWN;
-        if (rc == DURO_OK || !err->retryable || i >= 20)
+        if (rc == DURO_OK || !err->retryable)
             return rc;
-        if (stopping && duro__mono_ms() >= duro__runtime_deadline(rt)) {
+        int64_t now = duro__mono_ms();
+        if (i == 0)
+            first_failure = began;
+        if (stopping && now >= duro__runtime_deadline(rt)) {
             atomic_fetch_add(&rt->acks_given_up, 1);
+            DURO__COUNT(rt, m_acks_given_up);
             duro__log(&rt->logger, DURO_LOG_WARN,
                       "shutdown: the result of activity '%s' (instance '%s', "
                       "event %llu) could not be recorded before the shutdown "
@@ -244,8 +279,28 @@ static int ack_with_retries(duro_runtime *rt, const char *name,
                       (unsigned long long)completion->source_id, err->message);
             return ACK_GAVE_UP;
         }
+        int64_t lock_end =
+            duro__lock_deadline(lock_began(rt, f, claimed_ms), timeout);
+        int64_t until =
+            DURO__MIN(lock_end, duro__add_ms(first_failure, timeout));
+        if (now >= until) {
+            DURO__COUNT(rt, m_acks_given_up);
+            duro__log(&rt->logger, DURO_LOG_WARN,
+                      "the result of activity '%s' (instance '%s', event "
+                      "%llu) could not be recorded in %d attempts over %lld "
+                      "ms (%s); given up %s; the activity will run again "
+                      "after its lock expires",
+                      name, completion->instance_id,
+                      (unsigned long long)completion->source_id, i + 1,
+                      (long long)(now - first_failure), err->message,
+                      until == lock_end
+                          ? "at its lock's deadline"
+                          : "a lock timeout after the first failure");
+            return ACK_GAVE_UP;
+        }
         DURO__COUNT(rt, m_storage_retries);
-        duro__runtime_backoff(rt, delay);
+        /* the last attempt at the deadline, not a backoff after it */
+        duro__runtime_backoff(rt, DURO__MIN(delay, until - now));
         delay = DURO__MIN(delay * 2, 500);
     }
 }
@@ -304,12 +359,14 @@ static void resolved(duro_runtime *rt, const duro_worker_item *w)
         duro__runtime_set_problem(rt, w->item.instance_id, NULL, 0);
 }
 
-/* Runs one fetched activity (fetched at monotonic time fetched_ms, which
- * the first renewal counts from). Returns 1 when this thread was abandoned
- * while the activity ran: it must then exit without touching the runtime.
- * With `next`, a successful completion ack may hand back the next item. */
+/* Runs one fetched activity (its fetch began at monotonic time
+ * fetched_ms, which the first renewal and the lock's deadline count from).
+ * Returns 1 when this thread was abandoned while the activity ran: it must
+ * then exit without touching the runtime. With `next`, a successful
+ * completion ack may hand back the next item, fetched by the call that
+ * began at *next_fetched_ms. */
 static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
-                    duro_worker_item **next)
+                    duro_worker_item **next, int64_t *next_fetched_ms)
 {
     duro_runtime *rt = s->rt;
     duro__manager *m = rt->manager;
@@ -326,7 +383,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
         duro__utf8_scrub(why); /* a name cut short by the buffer */
         fill_failure(&completion, x, why, DURO_CATEGORY_INFRASTRUCTURE);
         int rc = ack_with_retries(rt, x->name, w->lock_token, &completion, NULL,
-                                  &err);
+                                  fetched_ms, NULL, NULL, &err);
         if (rc == DURO_OK) {
             /* counted and logged once it happened */
             DURO__COUNT(rt, m_poison);
@@ -384,7 +441,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
         duro__utf8_scrub(why); /* a name cut short by the buffer */
         fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
         if (ack_with_retries(rt, x->name, w->lock_token, &completion, NULL,
-                             &err) == DURO_OK) {
+                             fetched_ms, NULL, NULL, &err) == DURO_OK) {
             duro__metrics_activity_outcome(&rt->metrics, NULL,
                                            DURO__ACT_FAILED);
             resolved(rt, w);
@@ -440,6 +497,7 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
 
     pthread_mutex_lock(&m->lock);
     f->next_renew_ms = duro__add_ms(fetched_ms, renew_interval(rt));
+    f->locked_ms = fetched_ms;
     f->next = m->head;
     m->head = f;
     f->in_list = 1;
@@ -508,6 +566,16 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                 duro__utf8_scrub(why);
                 fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
             }
+        } else if (res.invalid) {
+            /* The function's output or failure message is not UTF-8: it
+             * fails now, once, saying so, rather than being refused by the
+             * store on every ack (and run again each time). */
+            snprintf(why, sizeof(why), "activity '%.200s' %s", x->name,
+                     res.error);
+            duro__utf8_scrub(why); /* a name cut short by the buffer */
+            duro__log(&rt->logger, DURO_LOG_WARN, "instance '%s': %s",
+                      x->instance_id, why);
+            fill_failure(&completion, x, why, DURO_CATEGORY_CONFIGURATION);
         } else {
             const char *e = res.error ? res.error : "failed";
             if (strlen(e) > rt->opts.max_payload)
@@ -521,8 +589,8 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
         completion.finished_ms = finished_ms;
         if (next != NULL)
             renew_overdue(rt); /* the ack also fetches */
-        rc = ack_with_retries(rt, f->name, f->lock_token, &completion, next,
-                              &err);
+        rc = ack_with_retries(rt, f->name, f->lock_token, &completion, f,
+                              fetched_ms, next, next_fetched_ms, &err);
         s->looked = rc == DURO_OK && next != NULL && *next == NULL &&
                     rt->provider->version >= 2 &&
                     rt->provider->ack_and_fetch_work_item != NULL;
@@ -534,8 +602,9 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
                                                : DURO__ACT_FAILED);
             resolved(rt, w);
         } else if (rc == ACK_GAVE_UP) {
-            /* A shutdown's deadline passed (logged): no abandon, no other
-             * store call that could wait too; the row's lock expires. */
+            /* The lock's deadline or a shutdown's passed (logged): no
+             * abandon, no other store call that could wait too; the row's
+             * lock expires. */
         } else if (rc == ACK_OUTCOME_UNKNOWN) {
             duro__log(&rt->logger, DURO_LOG_INFO,
                       "ack of activity '%s' (instance '%s', event %llu) "
@@ -592,11 +661,12 @@ static void *slot_main(void *arg)
         duro_error err;
         if (w != NULL) {
             duro_worker_item *next = NULL;
+            int64_t next_fetched_ms = duro__mono_ms();
             s->looked = 0;
-            int gone = run_item(s, w, fetched_ms, &next);
+            int gone = run_item(s, w, fetched_ms, &next, &next_fetched_ms);
             duro_worker_item_free(w);
             w = next;
-            fetched_ms = duro__mono_ms();
+            fetched_ms = next_fetched_ms;
             if (gone)
                 return NULL; /* abandoned: the runtime may already be gone */
             if (w == NULL && s->looked)
@@ -605,9 +675,9 @@ static void *slot_main(void *arg)
             continue;
         }
         renew_overdue(rt);
+        fetched_ms = duro__mono_ms(); /* the lock begins after this */
         int rc =
             p->fetch_work_item(p, rt->opts.worker_lock_timeout_ms, &w, &err);
-        fetched_ms = duro__mono_ms();
         if (rc != DURO_OK) {
             backoff = backoff == 0 ? 10 : DURO__MIN(backoff * 2, 1000);
             duro__runtime_storage_failed(
@@ -761,6 +831,8 @@ static void renew_due(duro_runtime *rt)
         pthread_mutex_lock(&m->lock);
         f->renewing = 0;
         if (rc == DURO_OK) {
+            f->locked_ms = start; /* an ack's retries may go on until
+                                     the lock's new deadline */
             if (f->next_renew_ms != INT64_MAX)
                 f->next_renew_ms = start + renew_interval(rt);
         } else if (err.retryable || !known) {

@@ -21,6 +21,28 @@ int orchestration(duro_orch *o, const char *, duro_result *out)
     return duro_ok(out, duro_task_output(w));
 }
 
+// A driver: the step waits without blocking (duro_task_state is both a
+// function and an enum's name, as stat is in C).
+int drv_start(duro_orch *o, const char *, void *, void **state)
+{
+    *state = duro_timer(o, 1);
+    return DURO_OK;
+}
+
+int drv_step(duro_orch *o, void *state, duro_result *out)
+{
+    duro_task *t = static_cast<duro_task *>(state);
+    duro_task *const both[] = {t, nullptr};
+    if (duro_task_state(t) == DURO_TASK_PENDING ||
+        duro_first_done(o, both, 2) == nullptr ||
+        duro_all_done(o, both, 2) != 1 ||
+        duro_select_done(o, both, 2) == nullptr)
+        return DURO_STEP_WAITING;
+    enum duro_task_state s = DURO_TASK_SUCCEEDED;
+    duro_ok(out, s == duro_task_state(t) ? "fired" : "not");
+    return DURO_STEP_DONE;
+}
+
 int activity(duro_activity *a, const char *in, duro_result *out)
 {
     duro_cancel_token *t = duro_activity_cancel_token(a);
@@ -37,6 +59,9 @@ int main()
         return 1;
     duro_registry_add_orchestration(r, "O", nullptr, orchestration, nullptr);
     duro_registry_add_activity(r, "A", activity, nullptr);
+    duro_driver d = {DURO_DRIVER_VERSION, drv_start, drv_step, nullptr};
+    duro_registry_add_driven_orchestration(r, "D", nullptr, &d, nullptr,
+                                           nullptr);
     duro_registry_destroy(r);
     duro_error err;
     duro_error_clear(&err);

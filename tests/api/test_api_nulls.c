@@ -124,6 +124,23 @@ static int orch_echo(duro_orch *o, const char *in, duro_result *out)
     return duro_ok(out, in);
 }
 
+/* A driver whose code returns its input at its first step. */
+static int drv_start(duro_orch *o, const char *in, void *user, void **state)
+{
+    (void)o;
+    (void)in;
+    (void)user;
+    *state = NULL;
+    return DURO_OK;
+}
+
+static int drv_step(duro_orch *o, void *state, duro_result *out)
+{
+    (void)state;
+    duro_ok(out, duro_input(o));
+    return DURO_STEP_DONE;
+}
+
 static int act_echo(duro_activity *a, const char *in, duro_result *out)
 {
     (void)a;
@@ -175,6 +192,50 @@ TEST(registry_and_initializers)
     CHECK_RC(
         duro_registry_add_orchestration_ex(r, "Y", NULL, orch_echo, NULL, &oo),
         DURO_INVALID);
+    /* driven: a NULL registry, name or driver is refused, NULL options
+     * are the defaults, a NULL destroy means nothing to release */
+    duro_driver d = {
+        .version = DURO_DRIVER_VERSION, .start = drv_start, .step = drv_step};
+    CHECK_RC(C(duro_registry_add_driven_orchestration)(NULL, "D", NULL, &d,
+                                                       NULL, NULL),
+             DURO_INVALID);
+    CHECK_RC(
+        duro_registry_add_driven_orchestration(r, NULL, NULL, &d, NULL, NULL),
+        DURO_INVALID);
+    CHECK_RC(
+        duro_registry_add_driven_orchestration(r, "D", NULL, NULL, NULL, NULL),
+        DURO_INVALID);
+    d.start = NULL;
+    CHECK_RC(
+        duro_registry_add_driven_orchestration(r, "D", NULL, &d, NULL, NULL),
+        DURO_INVALID);
+    d.start = drv_start;
+    CHECK_OK(
+        duro_registry_add_driven_orchestration(r, "D", NULL, &d, NULL, NULL));
+
+    /* the replayer: NULL registry or history refused, NULL options the
+     * defaults; a history of one OrchestrationStarted replays */
+    C(duro_replay_options_init)(NULL);
+    duro_replay_options rpo;
+    duro_replay_options_init(&rpo);
+    CHECK_EQ(rpo.version, 1);
+    duro_event started = {.event_id = 1,
+                          .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                          .name = "D",
+                          .version = "",
+                          .payload = "in"};
+    duro_history h = {.instance_id = "replayed",
+                      .execution_id = 1,
+                      .events = &started,
+                      .count = 1};
+    CHECK_RC(C(duro_replay_history)(NULL, &h, NULL), DURO_INVALID);
+    CHECK_RC(duro_replay_history(r, NULL, NULL), DURO_INVALID);
+    CHECK_OK(duro_replay_history(r, &h, NULL));
+    CHECK_OK(duro_replay_history(r, &h, &rpo));
+    started.name = "X"; /* C code */
+    CHECK_OK(duro_replay_history(r, &h, NULL));
+    h.instance_id = NULL;
+    CHECK_RC(duro_replay_history(r, &h, NULL), DURO_INVALID);
     C(duro_registry_destroy)(NULL);
     duro_registry_destroy(r);
 
@@ -731,6 +792,11 @@ static const char *outcome(duro_orch *o, duro_task *t)
         CHECK_RC(duro_await((o), t_), DURO_INVALID);                           \
     } while (0)
 
+static void noop_hook(void *arg)
+{
+    (void)arg;
+}
+
 static void context_functions_with_null_context(duro_orch *o, duro_result *out,
                                                 duro_task *done)
 {
@@ -788,6 +854,12 @@ static void context_functions_with_null_context(duro_orch *o, duro_result *out,
     CHECK_ERRMSG("duro_cancel_reason: ");
     CHECK(C(duro_cancel_requester)(NULL) == NULL);
     CHECK_ERRMSG("duro_cancel_requester: ");
+    CHECK_MISUSE_TASK(o, C(duro_first_done)(NULL, one, 1), "duro_first_done");
+    CHECK_MISUSE_TASK(o, C(duro_select_done)(NULL, one, 1), "duro_select_done");
+    CHECK_RC(C(duro_all_done)(NULL, one, 1), DURO_MISUSE);
+    CHECK_ERRMSG("duro_all_done: ");
+    CHECK_RC(C(duro_orch_on_destroy)(NULL, noop_hook, NULL), DURO_MISUSE);
+    CHECK_ERRMSG("duro_orch_on_destroy: ");
 }
 
 static int orch_nulls(duro_orch *o, const char *in, duro_result *out)
@@ -846,6 +918,23 @@ static int orch_nulls(duro_orch *o, const char *in, duro_result *out)
     CHECK_RC(duro_join(o, done, NULL), DURO_INVALID);
 
     duro_cancel_task(o, NULL); /* a no-op */
+
+    /* the waits a driver asks without blocking */
+    CHECK(duro_first_done(o, NULL, 2) == NULL);
+    CHECK_ERRMSG("duro_first_done: tasks is NULL");
+    CHECK(duro_first_done(o, with_null, 2) == done);
+    CHECK(duro_first_done(o, NULL, 0) == NULL);
+    CHECK(duro_select_done(o, NULL, 2) == NULL);
+    CHECK_ERRMSG("duro_select_done: tasks is NULL");
+    CHECK(duro_select_done(o, with_null, 2) == done);
+    CHECK_RC(duro_all_done(o, NULL, 2), DURO_INVALID);
+    CHECK_ERRMSG("duro_all_done: tasks is NULL");
+    CHECK_EQ(duro_all_done(o, with_null, 2), 1);
+    CHECK_EQ(duro_all_done(o, NULL, 0), 1);
+    CHECK_EQ(C(duro_task_state)(NULL), DURO_TASK_PENDING);
+    CHECK_EQ(duro_task_state(done), DURO_TASK_SUCCEEDED);
+    CHECK_RC(duro_orch_on_destroy(o, NULL, NULL), DURO_INVALID);
+    CHECK_OK(duro_orch_on_destroy(o, noop_hook, NULL));
 
     CHECK_EQ(C(duro_task_done)(NULL), 0);
     CHECK_EQ(C(duro_task_failed)(NULL), 0);
@@ -1029,6 +1118,16 @@ static void context_functions_outside(duro_orch *o, duro_result *out,
     CHECK_EQ(duro_is_replaying(o), 0);
     CHECK(duro_orch_user(o) == NULL);
     CHECK_ERRMSG("duro_orch_user: ");
+    CHECK_EQ(duro_task_state(t), DURO_TASK_FAILED);
+    CHECK_ERRMSG("duro_task_state: called outside orchestration code");
+    CHECK_MISUSE_TASK(o, duro_first_done(o, one, 1), "duro_first_done");
+    CHECK(duro_first_done(o, NULL, 1) == NULL);
+    CHECK_MISUSE_TASK(o, duro_select_done(o, one, 1), "duro_select_done");
+    CHECK(duro_select_done(o, NULL, 1) == NULL);
+    CHECK_RC(duro_all_done(o, one, 1), DURO_MISUSE);
+    CHECK_RC(duro_all_done(o, NULL, 1), DURO_MISUSE);
+    CHECK_RC(duro_orch_on_destroy(o, noop_hook, NULL), DURO_MISUSE);
+    CHECK_RC(duro_orch_on_destroy(o, NULL, NULL), DURO_MISUSE);
 }
 
 TEST(orchestration_context_outside)

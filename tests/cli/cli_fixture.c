@@ -1,6 +1,8 @@
 /* cli_fixture.c - puts instances into real states on a SQLite file for the
  * duro command's tests (test_cli.sh), with a real runtime:
- *   cli_fixture populate URL     hello-1, hello-2 completed; boom-1 failed;
+ *   cli_fixture populate URL     hello-1, hello-2 completed (hello-2's
+ *                                output not UTF-8, as an earlier duro
+ *                                stored it); boom-1 failed;
  *                                wait-1..3 running (waiting for "go");
  *                                slow-1 cancelled by user:alice while its
  *                                activity ran; later-1 pending (1 h delay)
@@ -23,7 +25,8 @@
  *   cli_fixture sql PATH SQL     runs SQL on the file (created if missing)
  *   cli_fixture hostile URL      for duro ui's browser tests: ids with
  *                                quotes, '<img ...>', a newline and invalid
- *                                UTF-8, running (waiting for "go"); fan-1
+ *                                UTF-8 (stored as an earlier duro did),
+ *                                running (waiting for "go"); fan-1
  *                                completed after 5000 parallel activities
  *                                (10,002 history events); retry-1 completed,
  *                                its activity failing twice then succeeding
@@ -58,7 +61,8 @@
 
 #include "duro.h"
 
-/* Echoes its input: hello-1's output is JSON, hello-2's is not UTF-8. */
+/* Echoes its input: hello-1's output is JSON, hello-2's is not JSON (and
+ * made not UTF-8 afterwards, see not_utf8()). */
 static int greet(duro_activity *a, const char *input, duro_result *out)
 {
     (void)a;
@@ -344,6 +348,49 @@ static int failed_call(int rc, const char *what)
     return rc != DURO_OK;
 }
 
+/* duro refuses text that is not UTF-8 where it enters (README, "Text is
+ * UTF-8"), but a SQLite store written by an earlier duro may hold it, and
+ * the command must show such a store: these two put it there as those
+ * versions did. start_raw starts an instance through the provider itself
+ * (SQLite stores the bytes as given; a runtime then runs it like any
+ * other); not_utf8 rewrites, with SQL, the marker "~ff~" in what an
+ * instance stored (output, history payloads) into the bytes FF FE. */
+static int start_raw(const char *url, const char *id, const char *name)
+{
+    duro_provider *p = NULL;
+    duro_error err;
+    int rc = duro_provider_open(url, &p, &err);
+    duro_work_item item = {
+        .kind = DURO_WORK_START, .instance_id = id, .name = name};
+    if (rc == DURO_OK)
+        rc = p->enqueue_for_orchestrator(p, &item, 0, &err);
+    if (rc != DURO_OK)
+        fprintf(stderr, "cli_fixture: start %s: %s\n", name, err.message);
+    duro_provider_close(p);
+    return rc != DURO_OK;
+}
+
+static int run_sql(const char *path, const char *sql);
+
+static int not_utf8(const char *url, const char *id)
+{
+    char sql[1024];
+    static const char ff[] = "replace(%s, '~ff~', CAST(X'FFFE' AS TEXT))";
+    char out[128], payload[128];
+    snprintf(out, sizeof(out), ff, "output");
+    snprintf(payload, sizeof(payload), ff, "payload");
+    snprintf(sql, sizeof(sql),
+             "UPDATE instances SET output = %s WHERE instance_id = '%s';"
+             "UPDATE executions SET output = %s WHERE instance_id = '%s';"
+             "UPDATE history SET payload = %s WHERE instance_id = '%s';",
+             out, id, out, id, payload, id);
+    char path[1024];
+    snprintf(path, sizeof(path), "%.*s",
+             (int)strcspn(url + strlen("sqlite:"), "?"),
+             url + strlen("sqlite:"));
+    return run_sql(path, sql);
+}
+
 static int populate(const char *url)
 {
     world w = {0};
@@ -353,7 +400,7 @@ static int populate(const char *url)
     if (!failed &&
         (duro_client_start(c, "hello-1", "Hello", "{\"greeting\":\"hi\"}",
                            NULL) ||
-         duro_client_start(c, "hello-2", "Hello", "not json \xff\xfe bytes",
+         duro_client_start(c, "hello-2", "Hello", "not json ~ff~ bytes",
                            NULL) ||
          duro_client_start(c, "boom-1", "Boom", NULL, NULL) ||
          duro_client_start(c, "wait-1", "Waiter", NULL, NULL) ||
@@ -378,6 +425,9 @@ static int populate(const char *url)
     if (!failed)
         failed = reach(c, "slow-1", DURO_STATUS_CANCELLED, 0);
     stop(&w);
+    /* hello-2's output is not UTF-8, as an earlier duro stored it */
+    if (!failed)
+        failed = not_utf8(url, "hello-2");
     return failed ? 1 : 0;
 }
 
@@ -550,9 +600,13 @@ static int hostile(const char *url)
                                       "bad-\xff\xfe-utf8"};
     world w = {0};
     int failed = begin(url, &w);
+    /* the last id is not UTF-8: started as an earlier duro did */
     for (size_t i = 0; !failed && i < sizeof(ids) / sizeof(*ids); i++)
-        failed = failed_call(
-            duro_client_start(w.c, ids[i], "Waiter", NULL, NULL), "start");
+        failed = i + 1 < sizeof(ids) / sizeof(*ids)
+                     ? failed_call(
+                           duro_client_start(w.c, ids[i], "Waiter", NULL, NULL),
+                           "start")
+                     : start_raw(url, ids[i], "Waiter");
     /* the retried calls first: behind fan-1's 5000 activities,
      * retry-timeout-1's second attempt would wait past its timeout */
     if (!failed)

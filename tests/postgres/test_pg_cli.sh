@@ -3,8 +3,9 @@
 # PostgreSQL test server: with a URL that carries a password both as
 # user:PASSWORD@ and as password=PASSWORD (the test cluster trusts local
 # connections, so libpq connects whatever the password), list, metrics,
-# status of a missing instance, a connection that fails (wrong port) and,
-# when this duro has the console, `duro ui` until it serves; the password
+# status of a missing instance, a connection that fails (wrong port), the
+# password percent-encoded (pass%77ord=) or in another case (Password=)
+# and, when this duro has the console, `duro ui` until it serves; the password
 # must be in no output at all. Then that a read verb on a schema that does
 # not exist fails and creates nothing (duro opens with create=0).
 # The server's URL: DURO_TEST_PG_URL, else the first line of the file
@@ -110,6 +111,20 @@ run 1 port --db "$url&port=1" list
 contains "$tmp/port.err" "cannot connect"
 contains "$tmp/port.err" "$user:***@"
 contains "$tmp/port.err" "password=***"
+
+echo "== other spellings of the password: percent-encoded, other case"
+# libpq decodes parameter names: pass%77ord= is its password; Password= is
+# no name of its (refused), but masked all the same.
+enc="$scheme://$user@$host$path${sep}pass%77ord=$secret&schema=$missing"
+run 1 enc_missing --db "$enc" list
+contains "$tmp/enc_missing.err" "schema \"$missing\" does not exist"
+contains "$tmp/enc_missing.err" "pass%77ord=***"
+run 1 enc_port --db "$enc&port=1" list
+contains "$tmp/enc_port.err" "cannot connect"
+contains "$tmp/enc_port.err" "pass%77ord=***"
+run 2 case_bad --db "$url&Password=$secret" list
+contains "$tmp/case_bad.err" "Password=***"
+contains "$tmp/case_bad.err" 'invalid URI query parameter: "Password"'
 
 echo "== duro ui"
 if "$duro" ui --help >/dev/null 2>&1; then

@@ -1,9 +1,10 @@
 #!/bin/sh
 # test_pg_cluster.sh PG_CLUSTER - .ci/pg-cluster keeps to the port its
-# cluster started on: a cluster started with DURO_PG_PORT set is crashed
-# and stopped without it (crash used to wait on the default port 5544,
-# report that the server did not accept connections, and stop and delete
-# the running cluster). Its own cluster, on port $DURO_PG_PORT (default
+# cluster started on: a cluster started with DURO_PG_PORT set is crashed,
+# restarted, taken down and up, and stopped without it (crash used to wait
+# on the default port 5544, report that the server did not accept
+# connections, and stop and delete the running cluster); down keeps the
+# cluster, up serves it again. Its own cluster, on port $DURO_PG_PORT (default
 # 5544) plus 4, so the fixture's keeps serving the other tests. Needs the
 # server binaries (exit 77, skipped, without them). DURO_TEST_KEEP=1 keeps
 # the cluster's directory after a failure.
@@ -69,6 +70,24 @@ fi
 [ -d "$dir" ] || fail "crash removed the cluster's directory"
 "$bindir/pg_isready" -q -h "$root" -p "$port" -t 10 ||
     fail "the server does not accept connections on port $port after crash"
+
+echo "== restart fast, down and up without DURO_PG_PORT"
+if ! without_port restart "$dir" fast </dev/null >"$tmp/restart.log" 2>&1; then
+    fail "pg-cluster restart fast failed: $(cat "$tmp/restart.log")"
+fi
+"$bindir/pg_isready" -q -h "$root" -p "$port" -t 10 ||
+    fail "the server does not accept connections after restart"
+if ! without_port down "$dir" </dev/null >"$tmp/down.log" 2>&1; then
+    fail "pg-cluster down failed: $(cat "$tmp/down.log")"
+fi
+"$bindir/pg_isready" -q -h "$root" -p "$port" -t 2 &&
+    fail "the server still accepts connections after down"
+[ -d "$root/data" ] || fail "down removed the cluster"
+if ! without_port up "$dir" </dev/null >"$tmp/up.log" 2>&1; then
+    fail "pg-cluster up failed: $(cat "$tmp/up.log")"
+fi
+"$bindir/pg_isready" -q -h "$root" -p "$port" -t 10 ||
+    fail "the server does not accept connections after up"
 
 echo "== stop without DURO_PG_PORT"
 if ! without_port stop "$dir" </dev/null >"$tmp/stop.log" 2>&1; then

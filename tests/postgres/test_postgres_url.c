@@ -1,7 +1,9 @@
 /* test_postgres_url.c - the PostgreSQL provider's URL handling without a
  * server: duro's parameters taken out of the libpq URI, defaults, malformed
- * URLs, and the password masked in the display form and in every error
- * message (bad URL, nothing listening). Main thread. */
+ * URLs, and the password - in every spelling libpq reads, and anything
+ * that may be one - masked in the display form and scrubbed from every
+ * error message (bad URL, libpq's reasons, nothing listening). Main
+ * thread. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -333,9 +335,9 @@ TEST(open_failures_name_the_masked_url)
               "the masked URL is not in '%s'", e.message);
 }
 
-/* libpq's reason for refusing a URI is passed on, but only when the URL
- * holds no password. */
-TEST(libpq_reasons_only_without_a_password)
+/* libpq's reason for refusing a URI is passed on, scrubbed of the URL's
+ * secrets (it may quote the URI). */
+TEST(libpq_reasons_are_passed_on_scrubbed)
 {
     duro__pg_config cfg;
     duro_error e;
@@ -349,6 +351,9 @@ TEST(libpq_reasons_only_without_a_password)
               DURO_BAD_URL, &e);
     CHECK(strstr(e.message, "hunter2") == NULL);
     CHECK(strstr(e.message, "postgres://u:***@h/db") != NULL);
+    CHECK_MSG(strstr(e.message, "invalid URI query parameter: "
+                                "\"no_such_option\"") != NULL,
+              "libpq's reason is missing from '%s'", e.message);
     duro__pg_config_free(&cfg);
 }
 
@@ -416,8 +421,171 @@ TEST(a_server_that_never_answers_fails_the_open_after_connect_timeout)
     close(fd);
 }
 
+/* libpq decodes percent-encoded parameter names and values: a password
+ * is one whatever its spelling, and so is anything duro cannot tell is
+ * not one. Only parameters duro or libpq knows to be harmless show their
+ * values (the name decoded, as libpq compares it: case matters); every
+ * other value is masked, and a parameter whose name is no plain word, or
+ * that is not name=value at all, is masked whole. */
+TEST(mask_hides_every_spelling_of_a_password)
+{
+    /* percent-encoded names, as libpq decodes them */
+    check_mask("postgres://u@h/db?sslmode=disable&pass%77ord=S3cret&"
+               "schema=nosuch",
+               "postgres://u@h/db?sslmode=disable&pass%77ord=***&"
+               "schema=nosuch");
+    check_mask("postgres://h/db?%70%61%73%73%77%6F%72%64=S3cret",
+               "postgres://h/db?%70%61%73%73%77%6F%72%64=***");
+    /* percent-encoded values */
+    check_mask("postgres://h/db?password=S3%63ret&port=1",
+               "postgres://h/db?password=***&port=1");
+    check_mask("postgres://u:S3%63ret@h/db", "postgres://u:***@h/db");
+    /* case variants, which libpq refuses (names are case-sensitive) */
+    check_mask("postgres://h/db?PASSWORD=S3cret",
+               "postgres://h/db?PASSWORD=***");
+    check_mask("postgres://h/db?Password=S3cret&user=u",
+               "postgres://h/db?Password=***&user=u");
+    /* other secrets libpq reads */
+    check_mask("postgres://h/db?sslpassword=S3cret",
+               "postgres://h/db?sslpassword=***");
+    check_mask("postgres://h/db?oauth_client_secret=S3cret",
+               "postgres://h/db?oauth_client_secret=***");
+    /* parameters nobody knows: the value is masked, the name shown */
+    check_mask("postgres://h/db?no_such_option=S3cret",
+               "postgres://h/db?no_such_option=***");
+    check_mask("postgres://h/db?passwd=S3cret", "postgres://h/db?passwd=***");
+    /* not name=value, or a name that is no plain word: masked whole */
+    check_mask("postgres://h/db?password%3DS3cret", "postgres://h/db?***");
+    check_mask("postgres://h/db?sslmode=require&password%3DS3cret=x&port=1",
+               "postgres://h/db?sslmode=require&***&port=1");
+    check_mask("postgres://h/db?S3cret", "postgres://h/db?***");
+    check_mask("postgres://h/db?=S3cret", "postgres://h/db?***");
+    check_mask("postgres://h/db?pass word=S3cret", "postgres://h/db?***");
+    check_mask("postgres://h/db?pass%zzword=S3cret", "postgres://h/db?***");
+    check_mask("postgres://h/db?pass%00word=S3cret", "postgres://h/db?***");
+    check_mask("postgres://h/db?port=1&&password==S3cret=",
+               "postgres://h/db?port=1&&password=***");
+    /* known parameters keep their values, encoded names too */
+    check_mask("postgres://h/db?ho%73t=/tmp&application_name=a%20b&"
+               "connect_timeout=5&schema=s&pool=2&max_history=9&"
+               "max_payload=9&create=0&target_session_attrs=any&"
+               "passfile=/p",
+               "postgres://h/db?ho%73t=/tmp&application_name=a%20b&"
+               "connect_timeout=5&schema=s&pool=2&max_history=9&"
+               "max_payload=9&create=0&target_session_attrs=any&"
+               "passfile=/p");
+    /* SQLite's parameters are shown; a password there is masked too */
+    check_mask("sqlite:/tmp/o.db?synchronous=full&busy_timeout_ms=5&mode=ro&"
+               "checkpoint_pages=1",
+               "sqlite:/tmp/o.db?synchronous=full&busy_timeout_ms=5&mode=ro&"
+               "checkpoint_pages=1");
+    check_mask("sqlite:o.db?pass%77ord=S3cret", "sqlite:o.db?pass%77ord=***");
+}
+
+/* Every message of a URL that duro cannot parse, or libpq refuses, or
+ * that names no server that answers, holds neither the secret nor its
+ * encoded form - libpq's own reasons included, which quote the URI, a
+ * decoded parameter name or a value that does not decode. */
+TEST(no_message_holds_a_secret_however_it_is_spelled)
+{
+    static const char *const refused[] = {
+        /* libpq refuses the name: its reason quotes it decoded */
+        "postgres://h/db?PASSWORD=S3cret",
+        "postgres://h/db?password%3DS3cret=1",
+        "postgres://h/db?password%3DS3%63ret=1",
+        /* not name=value: duro refuses it */
+        "postgres://h/db?password%3DS3cret",
+        "postgres://h/db?sslmode=require&S3cret",
+        /* a value that does not decode: libpq quotes it */
+        "postgres://h/db?password=S3cret%zz",
+        "postgres://h/db?pass%77ord=S3cret%zz",
+        "postgres://u:S3cret%zz@h/db",
+        "postgres://h/db?password=S3cret%00",
+        /* an extra '=': libpq quotes the name */
+        "postgres://h/db?password=S3cret=x&no_such=1",
+        /* errors that quote the whole URI */
+        "postgres://u:S3cret@[::1/db",
+        "postgres://u:S3cret@[]/db",
+        "postgres://h/db?pass%77ord=S3cret&schema=-",
+        "postgres://h/db?pass%77ord=S3cret&port=99999",
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        char message[DURO_ERROR_MESSAGE_MAX];
+        check_refused(refused[i], "S3cret", message);
+        CHECK_MSG(strstr(message, "S3%63ret") == NULL, "'%s'", message);
+        CHECK_MSG(strstr(message, "***") != NULL,
+                  "'%s' does not show the masked URL", message);
+    }
+    /* libpq's reason still says what is wrong */
+    char message[DURO_ERROR_MESSAGE_MAX];
+    check_refused("postgres://h/db?PASSWORD=S3cret", "S3cret", message);
+    CHECK_MSG(strstr(message, "invalid URI query parameter: \"PASSWORD\"") !=
+                  NULL,
+              "'%s'", message);
+    check_refused("postgres://h/db?password%3DS3cret", "S3cret", message);
+    CHECK_MSG(strstr(message, "name=value") != NULL, "'%s'", message);
+
+    /* nothing listens: the connection is refused, retryably */
+    static const char *const spellings[] = {
+        "pass%77ord=S3cret",       "password=S3%63ret", "sslpassword=S3cret",
+        "%70assword=S3cret",       "password=S3cret",   "passfile=/nonexistent",
+        "application_name=S3cret", /* a value that is no secret is shown */
+    };
+    for (size_t i = 0; i < sizeof(spellings) / sizeof(spellings[0]); i++) {
+        char url[1024];
+        snprintf(url, sizeof(url),
+                 "postgresql://u:S3cret@/db?host=%s&port=1&%s&schema=nosuch",
+                 test_tmpdir(), spellings[i]);
+        duro_error e;
+        duro_provider *p = NULL;
+        CHECK_PRC(duro_provider_open(url, &p, &e), DURO_STORAGE, &e);
+        CHECK(p == NULL);
+        int shown = strstr(spellings[i], "application_name") != NULL;
+        if (shown) {
+            /* only the userinfo's is masked */
+            CHECK_MSG(strstr(e.message, "u:***@") != NULL &&
+                          strstr(e.message, "application_name=S3cret") != NULL,
+                      "'%s'", e.message);
+            continue;
+        }
+        CHECK_MSG(strstr(e.message, "S3cret") == NULL &&
+                      strstr(e.message, "S3%63ret") == NULL,
+                  "the password is in '%s'", e.message);
+        CHECK_MSG(strstr(e.message, "schema=nosuch") != NULL,
+                  "the masked URL is not in '%s'", e.message);
+    }
+}
+
+/* libpq's text is scrubbed of every secret of the URL, in every form
+ * libpq may quote it (as written, decoded), before it is cut to fit a
+ * message: a cut never leaves part of a secret. */
+TEST(libpq_text_is_scrubbed_of_the_secrets)
+{
+    char out[256];
+    const char *url = "postgres://u:pa%73s@h/db?pass%77ord=S3%63ret&"
+                      "password%3Dxyzzy=1&sslmode=require";
+    duro__pg_scrub(url,
+                   "a \"pass\" b \"pa%73s\" c \"S3cret\" d \"S3%63ret\" e "
+                   "\"password=xyzzy\" f \"password%3Dxyzzy=1\" require",
+                   out, sizeof(out));
+    CHECK_STR(out, "a \"***\" b \"***\" c \"***\" d \"***\" e \"***\" f "
+                   "\"***\" require");
+    /* cut to the buffer: the secret is never partly copied */
+    duro__pg_scrub(url, "xxxxxxS3cret", out, 9);
+    CHECK_STR(out, "xxxxxx**");
+    /* nothing to hide: the text as it is */
+    duro__pg_scrub("postgres://h/db?sslmode=require", "sslmode require", out,
+                   sizeof(out));
+    CHECK_STR(out, "sslmode require");
+    duro__pg_scrub(NULL, "text", out, sizeof(out));
+    CHECK_STR(out, "text");
+}
+
 TEST_MAIN(
-    T(libpq_reasons_only_without_a_password), T(mask_hides_the_password),
+    T(mask_hides_every_spelling_of_a_password),
+    T(no_message_holds_a_secret_however_it_is_spelled),
+    T(libpq_text_is_scrubbed_of_the_secrets),
+    T(libpq_reasons_are_passed_on_scrubbed), T(mask_hides_the_password),
     T(mask_cuts_to_the_buffer), T(duro_parameters_are_taken_out),
     T(malformed_urls_fail_bad_url_without_the_password),
     T(open_failures_name_the_masked_url),

@@ -1707,6 +1707,52 @@ PV_TEST(query_text_that_is_not_utf8_is_refused)
     CHECK(l == NULL);
 }
 
+/* Text the server cannot hold is refused before any statement, with
+ * DURO_INVALID naming the field and the byte (not retryable), instead of
+ * the server's 22021 as a storage failure: an id, a name, a payload of a
+ * message, a lookup by an id. Nothing is stored. (The runtime and the
+ * client refuse such text where it enters duro; this is the provider's
+ * own guard, for callers of the provider itself.) */
+PV_TEST(stored_text_that_is_not_utf8_is_refused_before_the_server)
+{
+    duro_provider *p = pv_open();
+    duro_error e;
+    duro_work_item start = {.kind = DURO_WORK_START,
+                            .instance_id = "u-1",
+                            .name = "Orch",
+                            .payload = "caf\xe9"};
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &start, 0, &e), DURO_INVALID, 0,
+                &e);
+    CHECK_MSG(strstr(e.message,
+                     "payload is not valid UTF-8 at byte 3 (0xE9)") != NULL,
+              "'%s'", e.message);
+    start.payload = NULL;
+    start.instance_id = "u-\xff";
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &start, 0, &e), DURO_INVALID, 0,
+                &e);
+    CHECK_MSG(strstr(e.message, "instance id is not valid UTF-8") != NULL,
+              "'%s'", e.message);
+    start.instance_id = "u-1";
+    start.name = "Or\xc0\xaf"
+                 "ch";
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &start, 0, &e), DURO_INVALID, 0,
+                &e);
+    duro_instance_list *list = NULL;
+    CHECK_PFAIL(p->get_instance(p, "u-\xed\xa0\x80", &list, &e), DURO_INVALID,
+                0, &e);
+    CHECK(list == NULL);
+    /* nothing was stored; valid text still is */
+    CHECK_PRC(p->get_instance(p, "u-1", &list, &e), DURO_NOT_FOUND, &e);
+    duro_instance_list_free(list);
+    list = NULL;
+    start.name = "Orch";
+    start.payload = "caf\xc3\xa9";
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &start, 0, &e), DURO_OK, &e);
+    CHECK_PRC(p->get_instance(p, "u-1", &list, &e), DURO_OK, &e);
+    duro_instance_list_free(list);
+    pv_close(p);
+}
+
 /* Slot threads that ack activities at the same moment share statements
  * (WQ_ACK_COMPLETE_FETCH_MANY): 8 threads ack and claim 400 activities of
  * one instance; every completion is queued exactly once with its own
@@ -3116,6 +3162,7 @@ int main(int argc, char **argv)
         T(a_batch_claim_probes_indexes_among_many_instances),
         T(query_pages_read_a_page_of_100000_instances),
         T(query_text_that_is_not_utf8_is_refused),
+        T(stored_text_that_is_not_utf8_is_refused_before_the_server),
         T(work_from_another_process_wakes_a_wait_through_notify),
         T(work_committed_just_before_a_close_is_announced),
         T(notifications_count_the_items_they_announce),

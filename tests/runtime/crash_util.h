@@ -39,12 +39,17 @@ void crash_kill_and_reap(pid_t pid);
 /* Copies the first 200 lines of a file to stderr, under a title. */
 void crash_print_file(const char *path, const char *title);
 
+/* Lines in the file at path (the activity runs a side-effect log holds so
+ * far); 0 when it cannot be opened. */
+long crash_log_lines(const char *path);
+
 /* Checks the store of a finished run of `groups` through a client on
- * r->url: every instance Completed with its expected output, every
- * execution's history exactly-once (ids without gaps or duplicates, each
- * scheduling completed once, the shape the workload implies), no other
- * instance; and through r->log that every scheduled activity ran at least
- * once and nothing else ran. */
+ * r->url: every instance Completed with its expected output (a Linger one
+ * Cancelled), every execution's history exactly-once (ids without gaps or
+ * duplicates, each scheduling completed once - in a cancelled instance at
+ * most once, else cancelled - the shape the workload implies), no other
+ * instance, empty queues; and through r->log that every scheduled activity
+ * ran at least once (unless cancelled first) and nothing else ran. */
 void crash_check_all(const crash_run *r, const crash_group *groups,
                      size_t ngroups);
 

@@ -4,9 +4,11 @@
  * idempotently (every restart runs the same code), raises their external
  * events, and runs until every instance is terminal, then exits 0. Each
  * activity run appends one line to a side-effect log (O_APPEND) so the test
- * can count executions.
+ * can count executions. The "chaos" workload (test_pg_chaos, whose server
+ * restarts and stops for seconds) runs with lock timeouts of 15 s
+ * instead, and waits for the test to cancel its Linger instances.
  *
- * crash_worker DB_PATH|URL LOG_PATH mixed|heavy|many
+ * crash_worker DB_PATH|URL LOG_PATH mixed|heavy|many|chaos
  *
  * A first argument that starts with "sqlite:" or "postgres" is a URL, any
  * other a SQLite file's path.
@@ -237,6 +239,24 @@ static int orch_hold(duro_orch *o, const char *in, duro_result *out)
     return steps(o, "Hold", in, 1, out);
 }
 
+static int orch_short(duro_orch *o, const char *in, duro_result *out)
+{
+    return steps(o, "Step", in, CRASH_SHORT_STEPS, out);
+}
+
+/* Ends only cancelled: its timer fires in an hour. */
+static int orch_linger(duro_orch *o, const char *in, duro_result *out)
+{
+    const char *acc = in;
+    for (int i = 0; i < CRASH_LINGER_STEPS; i++)
+        if ((acc = call(o, "Step", acc, out)) == NULL)
+            return DURO_FAILED;
+    if (duro_await(o, duro_timer(o, CRASH_LINGER_TIMER_MS)) != DURO_OK)
+        return duro_fail(out, "the timer failed");
+    const char *r = call(o, "Step", acc, out);
+    return r ? duro_ok(out, r) : DURO_FAILED;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static int register_all(duro_registry *r)
@@ -248,7 +268,8 @@ static int register_all(duro_registry *r)
                  {"Fanout", orch_fanout}, {"Timers", orch_timers},
                  {"Parent", orch_parent}, {"Retry", orch_retry},
                  {"Event", orch_event},   {"Continue", orch_continue},
-                 {"Heavy", orch_heavy},   {"Hold", orch_hold}};
+                 {"Heavy", orch_heavy},   {"Hold", orch_hold},
+                 {"Short", orch_short},   {"Linger", orch_linger}};
     int rc = DURO_OK;
     for (size_t i = 0; rc == DURO_OK && i < CRASH_COUNT(orchs); i++)
         rc = duro_registry_add_orchestration(r, orchs[i].name, NULL,
@@ -276,6 +297,22 @@ static int fail(const char *what, int rc)
 static int retryable(int rc)
 {
     return rc == DURO_STORAGE || rc == DURO_BUSY;
+}
+
+/* Creates the runtime (client 0) or the client (1), again while that fails
+ * retryably and `until` (duro_now_ms) has not passed. */
+static int open_retrying(duro_runtime **rt, duro_client **c, const char *url,
+                         const duro_registry *reg,
+                         const duro_runtime_options *o, int client,
+                         int64_t until)
+{
+    for (;;) {
+        int rc = client ? duro_client_create(url, c)
+                        : duro_runtime_create(url, reg, o, rt);
+        if (!retryable(rc) || duro_now_ms() >= until)
+            return rc;
+        usleep(50000);
+    }
 }
 
 /* Starts every instance (idempotently: a start retried after a lost reply
@@ -363,19 +400,23 @@ int main(int argc, char **argv)
 {
     if (argc != 4 ||
         (strcmp(argv[3], "mixed") != 0 && strcmp(argv[3], "heavy") != 0 &&
-         strcmp(argv[3], "many") != 0)) {
+         strcmp(argv[3], "many") != 0 && strcmp(argv[3], "chaos") != 0)) {
         fprintf(stderr, "usage: crash_worker DB_PATH|URL LOG_PATH "
-                        "mixed|heavy|many\n");
+                        "mixed|heavy|many|chaos\n");
         return 2;
     }
     const crash_group *groups = crash_mixed;
     size_t ngroups = CRASH_COUNT(crash_mixed);
+    int chaos = strcmp(argv[3], "chaos") == 0;
     if (strcmp(argv[3], "heavy") == 0) {
         groups = crash_heavy;
         ngroups = CRASH_COUNT(crash_heavy);
     } else if (strcmp(argv[3], "many") == 0) {
         groups = crash_many;
         ngroups = CRASH_COUNT(crash_many);
+    } else if (chaos) {
+        groups = crash_chaos;
+        ngroups = CRASH_COUNT(crash_chaos);
     }
     char url[4200];
     store_url(argv[1], url, sizeof(url));
@@ -390,6 +431,14 @@ int main(int argc, char **argv)
     o.orchestration_lock_timeout_ms = 500;
     o.worker_lock_timeout_ms = 500;
     o.lock_renewal_ms = 100;
+    if (chaos) {
+        /* A result finished while the server is down for 10 s is still
+         * acked afterwards, and the backends killed every 2 s do not make
+         * every lock expire. */
+        o.orchestration_lock_timeout_ms = 15000;
+        o.worker_lock_timeout_ms = 15000;
+        o.lock_renewal_ms = 2000;
+    }
     o.poll_interval_ms = 20;
     o.cancel_grace_ms = 2000;
     /* Every kill raises the delivery count of what was in flight; a Slow
@@ -403,12 +452,17 @@ int main(int argc, char **argv)
     duro_runtime *rt = NULL;
     duro_client *c = NULL;
     int result = 1, rc;
+    /* Opening a store connects to it (and creates its schema): a server
+     * restarting, or a backend killed meanwhile, is retried. */
+    int64_t until = duro_now_ms() + WORKER_DEADLINE_MS;
     if ((rc = duro_registry_create(&reg)) != DURO_OK ||
         (rc = register_all(reg)) != DURO_OK) {
         fail("registry", rc);
-    } else if ((rc = duro_runtime_create(url, reg, &o, &rt)) != DURO_OK) {
+    } else if ((rc = open_retrying(&rt, &c, url, reg, &o, 0, until)) !=
+               DURO_OK) {
         fail("runtime_create", rc);
-    } else if ((rc = duro_client_create(url, &c)) != DURO_OK) {
+    } else if ((rc = open_retrying(&rt, &c, url, reg, &o, 1, until)) !=
+               DURO_OK) {
         fail("client_create", rc);
     } else if ((rc = duro_runtime_start(rt)) != DURO_OK) {
         fail("runtime_start", rc);

@@ -22,9 +22,13 @@ typedef enum crash_kind {
     CRASH_EVENT,    /* waits for external event "go", then a Step */
     CRASH_CONTINUE, /* 5 executions chained by continue-as-new, 1 Step each */
     CRASH_HEAVY,    /* 6 Slow activities joined, then 3 Slow in sequence */
-    CRASH_HOLD      /* one Hold activity: its first delivery blocks until
+    CRASH_HOLD,     /* one Hold activity: its first delivery blocks until
                        cancelled (its process is killed under it), a later
                        one is a Step */
+    CRASH_SHORT,    /* 5 sequential Step activities */
+    CRASH_LINGER    /* 2 Steps, then a timer of an hour, then a Step: it ends
+                       only when cancelled (the test cancels it), and is
+                       checked Cancelled */
 } crash_kind;
 
 #define CRASH_CHAIN_STEPS 10
@@ -35,6 +39,9 @@ typedef enum crash_kind {
 #define CRASH_HEAVY_WIDTH 6
 #define CRASH_HEAVY_DEPTH 3
 #define CRASH_RETRY_DELAY_MS 30
+#define CRASH_SHORT_STEPS 5
+#define CRASH_LINGER_STEPS 2 /* before its timer */
+#define CRASH_LINGER_TIMER_MS 3600000
 
 typedef struct crash_group {
     const char *prefix; /* instance ids are "<prefix>-<k>" */
@@ -72,6 +79,14 @@ static const crash_group crash_many[] = {
     {"mhold", "Hold", 1, CRASH_HOLD},
 };
 
+/* "chaos": 300 instances for two processes while test_pg_chaos kills the
+ * server's backends, restarts and stops the server; it cancels the Linger
+ * ones (10 %), which end only so. */
+static const crash_group crash_chaos[] = {
+    {"xshort", "Short", 270, CRASH_SHORT},
+    {"xlinger", "Linger", 30, CRASH_LINGER},
+};
+
 /* What one execution's history must hold. */
 typedef struct crash_shape {
     int executions; /* of the instance; all but the last continue as new */
@@ -80,11 +95,15 @@ typedef struct crash_shape {
     int failures;   /* ActivityFailed per execution */
     int children;   /* SubOrchestrationScheduled per execution */
     int events;     /* 1: at least one EventRaised */
+    int cancelled;  /* 1: ends Cancelled, at any point: activities and
+                       timers are at most those above, each completed at
+                       most once, an activity never completed has its
+                       ActivityCancelRequested */
 } crash_shape;
 
 static inline crash_shape crash_shape_of(crash_kind k)
 {
-    crash_shape s = {1, 0, 0, 0, 0, 0};
+    crash_shape s = {1, 0, 0, 0, 0, 0, 0};
     switch (k) {
     case CRASH_CHAIN:
         s.activities = CRASH_CHAIN_STEPS;
@@ -121,6 +140,14 @@ static inline crash_shape crash_shape_of(crash_kind k)
         break;
     case CRASH_HOLD:
         s.activities = 1;
+        break;
+    case CRASH_SHORT:
+        s.activities = CRASH_SHORT_STEPS;
+        break;
+    case CRASH_LINGER:
+        s.activities = CRASH_LINGER_STEPS;
+        s.timers = 1;
+        s.cancelled = 1;
         break;
     }
     return s;
@@ -196,6 +223,12 @@ static inline void crash_expected(crash_kind k, const char *id, char *out,
     switch (k) {
     case CRASH_CHAIN:
         crash_steps(id, CRASH_CHAIN_STEPS, out, cap);
+        break;
+    case CRASH_SHORT:
+        crash_steps(id, CRASH_SHORT_STEPS, out, cap);
+        break;
+    case CRASH_LINGER: /* cancelled: no output */
+        snprintf(out, cap, "%s", "");
         break;
     case CRASH_TIMERS:
         crash_steps(id, CRASH_TIMER_ROUNDS, out, cap);

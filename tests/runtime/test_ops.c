@@ -281,6 +281,9 @@ TEST(cancel_many_reports_one_outcome_per_id)
     rt_start_instance(&f, "gone", "Wait", NULL);
     duro_free(rt_wait(&f, "done", WAIT_MS));
     duro_free(rt_wait(&f, "failed", WAIT_MS));
+    /* begun: its cancel is a request (counted "requested"), not decided by
+     * the call (which it was, on a loaded machine, before its first turn) */
+    rt_wait_status(&f, "gone", DURO_STATUS_RUNNING, WAIT_MS);
     CHECK_OK(duro_client_cancel(f.client, "gone", "earlier", "user:dave"));
     duro_free(rt_wait(&f, "gone", WAIT_MS));
     rt_wait_status(&f, "w1", DURO_STATUS_RUNNING, WAIT_MS);
@@ -623,7 +626,8 @@ TEST(nondeterminism_fails_the_instance_and_its_problem_stays)
     rt_done(&f);
 }
 
-/* A turn that cannot commit comes back again and again; status shows the
+/* A turn that cannot commit comes back again and again (each delivery's
+ * ack retried until its lock's deadline, then given up); status shows the
  * delivery count climbing, and the problem clears once a turn commits. */
 TEST(failing_commits_show_a_climbing_delivery_count_until_one_commits)
 {

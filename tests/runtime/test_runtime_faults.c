@@ -611,10 +611,12 @@ TEST(alternating_fetch_failures_are_warned_at_most_once_per_interval)
     done_faulty(&f, w);
 }
 
-/* A turn whose ack fails (nothing committed) is abandoned - after 10 ms when
- * the error is retryable, 1 s when not - and runs again from the same
- * batch. With a version-2 store the ack is the combined ack-and-fetch; with
- * version 1 it is ack_orchestration_item. The failed turn's activities were
+/* A turn whose ack fails retryably (nothing committed) is acked again in
+ * place (ack_orchestration_item), its lock still held; one whose ack fails
+ * permanently is abandoned (back after 1 s) and runs again from the same
+ * batch. With a version-2 store the first ack is the combined
+ * ack-and-fetch; with version 1 it is ack_orchestration_item (there the
+ * permanent fault may strike a retry). The failed turn's activities were
  * never committed, so each activity still runs exactly once. */
 static void orchestration_ack_errors(int version, const char *db)
 {
@@ -637,48 +639,67 @@ static void orchestration_ack_errors(int version, const char *db)
     char needle[160];
     snprintf(needle, sizeof(needle),
              "failed: faulty_provider: injected retryable failure of %s", name);
-    CHECK_EQ(rt_log_hits(needle), 2);
+    CHECK_EQ(rt_log_hits(needle), 0); /* retried, not given up */
     snprintf(needle, sizeof(needle),
              "failed: faulty_provider: injected permanent failure of %s", name);
     CHECK_EQ(rt_log_hits(needle), 1);
-    CHECK_INT(calls(w, FAULTY_ABANDON_ORCHESTRATION_ITEM) - abandons, >=, 3);
+    CHECK_INT(calls(w, FAULTY_ABANDON_ORCHESTRATION_ITEM) - abandons, >=, 1);
     if (version < 2)
         CHECK_EQ(calls(w, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM), 0);
+    else /* the retries are single acks */
+        CHECK_INT(calls(w, FAULTY_ACK_ORCHESTRATION_ITEM), >=, 2);
     duro_metrics m;
     rt_final_metrics(&f, &m);
     CHECK_INT(m.storage_retries, >=, 2);
     CHECK_EQ(m.poison_messages, 0);
+    CHECK_EQ(m.turn_acks_given_up, 0);
     done_faulty(&f, w);
 }
 
-TEST(orchestration_ack_and_fetch_errors_abandon_the_turn)
+TEST(orchestration_ack_and_fetch_errors_retry_or_abandon_the_turn)
 {
     orchestration_ack_errors(2, "rtf_ack_orch_v2.db");
 }
 
-TEST(orchestration_ack_errors_abandon_the_turn_version_1)
+TEST(orchestration_ack_errors_retry_or_abandon_the_turn_version_1)
 {
     orchestration_ack_errors(1, "rtf_ack_orch_v1.db");
 }
 
+/* While the deliveries of instance 'p' it fetches are within max_attempts,
+ * every ack of a turn fails retryably (an outage); the delivery that fails
+ * the instance as poison is acked. */
+static void ack_fails_until_poison(void *arg, const faulty_call *call)
+{
+    duro_provider *w = arg;
+    if (!call->after || call->orch_item == NULL)
+        return;
+    int on = call->orch_item->attempt <= 3;
+    faulty_provider_fail_always(w, FAULTY_ACK_ORCHESTRATION_ITEM, 1, on);
+    faulty_provider_fail_always(w, FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEM, 1,
+                                on);
+}
+
 /* Each delivery whose ack fails counts toward max_attempts, retryable or
- * not: after max_attempts failed acks of one batch the instance fails as
+ * not: a retryable failure is retried in place until the instance lock's
+ * deadline, then given up (counted); the batch comes back when the lock
+ * expires, and after max_attempts such deliveries the instance fails as
  * poison (the existing poison test covers permanent errors). */
 TEST(retryable_ack_errors_count_toward_poison)
 {
     rt_fixture f;
     init_faulty(&f, "rtf_poison_retryable.db");
     f.opts.max_attempts = 3;
+    f.opts.orchestration_lock_timeout_ms = 300; /* each delivery gives up */
     duro_provider *w = start_faulty(&f, 2);
-    faulty_provider_arm(w, FAULTY_ACK_ORCHESTRATION_ITEM, 1, 3, 1,
-                        FAULTY_BEFORE_CALL);
+    faulty_provider_set_hook(w, FAULTY_FETCH_ORCHESTRATION_ITEM,
+                             ack_fails_until_poison, w);
     rt_start_instance(&f, "p", "Chain", "1");
     duro_instance_info *i = rt_wait(&f, "p", WAIT_MS);
     CHECK_EQ(i->status, DURO_STATUS_FAILED);
     CHECK_EQ(i->category, DURO_CATEGORY_INFRASTRUCTURE);
     CHECK(i->error && strstr(i->error, "poison") != NULL);
     duro_free(i);
-    CHECK_EQ(fired(w), 3);
     duro_history *h = rt_history(&f, "p");
     check_history_sane(h, "p");
     CHECK_EQ(h->count, 2); /* Started, Failed */
@@ -687,6 +708,10 @@ TEST(retryable_ack_errors_count_toward_poison)
     duro_metrics m;
     rt_final_metrics(&f, &m);
     CHECK_EQ(m.poison_messages, 1);
+    CHECK_EQ(m.turn_acks_given_up, 3);
+    CHECK_EQ(rt_log_hits_at(DURO_LOG_WARN, "given up at its lock's deadline"),
+             3);
+    CHECK_INT(fired(w), >, 3 * 2); /* retried in place each time */
     CHECK_INT(m.storage_retries, >=, 3);
     done_faulty(&f, w);
 }
@@ -831,29 +856,86 @@ TEST(activity_ack_errors_are_retried_in_place)
     activity_ack_retries(1, "rtf_ack_work_v1.db");
 }
 
-/* After 21 failed attempts the slot gives up: the row is abandoned (back
- * after 1 s) and the activity runs once more - at-least-once. */
-TEST(activity_ack_retries_run_out_and_the_row_is_abandoned)
+/* An outage longer than the ack's old budget (21 attempts, 7.6 s) but
+ * shorter than the lock: 22 failed attempts (8.1 s of backoff), the lock
+ * (30 s) still held; the slot goes on retrying and its ack commits. The
+ * finished result is kept: the activity ran once. (It ran twice when the
+ * slot gave up after 21 attempts and abandoned the row.) */
+TEST(activity_ack_retries_outlast_a_long_outage_within_the_lock)
 {
     rt_fixture f;
-    init_faulty(&f, "rtf_ack_work_exhausted.db");
+    init_faulty(&f, "rtf_ack_work_long.db");
     f.opts.worker_concurrency = 1; /* all failed acks are one slot's */
     duro_provider *w = start_faulty(&f, 2);
     uint64_t abandons = calls(w, FAULTY_ABANDON_WORK_ITEM);
-    faulty_provider_arm(w, FAULTY_ACK_WORK_ITEM, 1, 21, 1, FAULTY_BEFORE_CALL);
+    faulty_provider_arm(w, FAULTY_ACK_WORK_ITEM, 1, 22, 1, FAULTY_BEFORE_CALL);
     start_chains(&f, 1);
-    WAIT_UNTIL(fired(w) == 21, WAIT_MS);
+    WAIT_UNTIL(fired(w) == 22, WAIT_MS);
+    finish_chains(&f, 1);
+    check_chains(&f, 1);
+    CHECK_EQ(atomic_load(&add_runs), CHAIN_STEPS);
+    CHECK_EQ(rt_log_hits("ack of activity"), 0);
+    CHECK_EQ(calls(w, FAULTY_ABANDON_WORK_ITEM) - abandons, 0);
+    duro_metrics m;
+    rt_final_metrics(&f, &m);
+    CHECK_INT(m.storage_retries, >=, 22);
+    CHECK_EQ(m.activity_acks_given_up, 0);
+    CHECK_EQ(m.activities_completed, CHAIN_STEPS);
+    done_faulty(&f, w);
+}
+
+/* Acks of a slot that fail (retryably) until the slot gives up: at the
+ * lock's deadline (a 2 s lock, a 200 ms margin) when renewals fail too (an
+ * outage), or worker_lock_timeout_ms after the first failure when they do
+ * not (a store that keeps the lock but refuses the ack). Nothing is
+ * abandoned (a store call the outage fails too): the row comes back when
+ * its lock expires, the activity runs again, and the chain completes. */
+static void activity_ack_gives_up_at_the_deadline(int renewals_too,
+                                                  const char *db)
+{
+    rt_fixture f;
+    init_faulty(&f, db);
+    f.opts.worker_concurrency = 1;
+    f.opts.worker_lock_timeout_ms = 2000;
+    f.opts.lock_renewal_ms = 500;
+    duro_provider *w = start_faulty(&f, 2);
+    uint64_t abandons = calls(w, FAULTY_ABANDON_WORK_ITEM);
+    faulty_provider_fail_always(w, FAULTY_ACK_WORK_ITEM, 1, 1);
+    if (renewals_too)
+        faulty_provider_fail_always(w, FAULTY_RENEW_WORK_ITEM_LOCK, 1, 1);
+    int64_t began = mono_ms();
+    start_chains(&f, 1);
+    const char *gave_up = renewals_too
+                              ? "given up at its lock's deadline"
+                              : "given up a lock timeout after the first "
+                                "failure";
+    WAIT_UNTIL(rt_log_hits_at(DURO_LOG_WARN, gave_up) == 1, WAIT_MS);
+    int64_t took = mono_ms() - began;
+    faulty_provider_fail_always(w, FAULTY_ACK_WORK_ITEM, 1, 0);
+    faulty_provider_fail_always(w, FAULTY_RENEW_WORK_ITEM_LOCK, 1, 0);
+    /* not before the lock's deadline: 2 s less the margin, from the fetch
+     * (after began) or the first failed ack */
+    CHECK_INT(took, >=, 1800);
     finish_chains(&f, 1);
     check_chains(&f, 1);
     CHECK_EQ(atomic_load(&add_runs), CHAIN_STEPS + 1);
-    CHECK_EQ(rt_log_hits("ack of activity 'Add' (instance 'i0') failed: "
-                         "faulty_provider: injected retryable"),
-             1);
-    CHECK_EQ(calls(w, FAULTY_ABANDON_WORK_ITEM) - abandons, 1);
+    CHECK_EQ(calls(w, FAULTY_ABANDON_WORK_ITEM) - abandons, 0);
+    CHECK_EQ(rt_log_hits("ack of activity"), 0);
     duro_metrics m;
     rt_final_metrics(&f, &m);
-    CHECK_INT(m.storage_retries, >=, 20);
+    CHECK_EQ(m.activity_acks_given_up, 1);
+    CHECK_INT(m.storage_retries, >=, 8); /* 5, 10 ... 500 ms, then 500s */
     done_faulty(&f, w);
+}
+
+TEST(activity_ack_retries_end_at_the_lock_deadline)
+{
+    activity_ack_gives_up_at_the_deadline(1, "rtf_ack_work_deadline.db");
+}
+
+TEST(activity_ack_retries_end_a_lock_timeout_after_the_first_failure)
+{
+    activity_ack_gives_up_at_the_deadline(0, "rtf_ack_work_renewed.db");
 }
 
 /* A permanent ack error abandons the row at once (back after 1 s; the
@@ -869,12 +951,13 @@ TEST(abandon_after_failed_acks_and_failed_abandons)
     f.opts.lock_renewal_ms = 100;
     duro_provider *w = start_faulty(&f, 2);
     /* activity: a permanent ack error, the abandon works; then a permanent
-     * ack error whose abandon fails too. orchestration: a retryable ack
-     * error whose abandon fails too. */
+     * ack error whose abandon fails too. orchestration: a permanent ack
+     * error (a retryable one is retried in place) whose abandon fails
+     * too. */
     plan(w, FAULTY_ACK_WORK_ITEM, 0, FAULTY_BEFORE_CALL);
     plan(w, FAULTY_ACK_WORK_ITEM, 0, FAULTY_BEFORE_CALL);
     plan(w, FAULTY_ABANDON_WORK_ITEM, 0, FAULTY_BEFORE_CALL);
-    plan(w, FAULTY_ACK_ORCHESTRATION_ITEM, 1, FAULTY_BEFORE_CALL);
+    plan(w, FAULTY_ACK_ORCHESTRATION_ITEM, 0, FAULTY_BEFORE_CALL);
     plan(w, FAULTY_ABANDON_ORCHESTRATION_ITEM, 1, FAULTY_BEFORE_CALL);
     start_chains(&f, CHAIN_INSTANCES);
     WAIT_UNTIL(fired(w) == 5, WAIT_MS);
@@ -1191,10 +1274,12 @@ TEST(a_batch_over_the_history_cap_fails_no_instance_by_itself)
  * 3. calls that commit but report failure (the reply was lost) */
 
 /* A committed turn reported as failed: the runtime drops its kept engine
- * (the next turn replays from the store, which has the turn), and its
- * abandon finds the lock already released. With the combined call, the
- * next item the lost reply carried stays locked until its lock expires,
- * then runs. Nothing is run twice: the lost next item had not run. */
+ * (the next turn replays from the store, which has the turn). Reported
+ * retryably, the ack's retry finds the lock already released and takes
+ * the turn as probably committed; reported permanently, its abandon finds
+ * the lock released. With the combined call, the next item the lost reply
+ * carried stays locked until its lock expires, then runs. Nothing is run
+ * twice: the lost next item had not run. */
 static void committed_orchestration_acks(int version, const char *db)
 {
     rt_fixture f;
@@ -1222,9 +1307,14 @@ static void committed_orchestration_acks(int version, const char *db)
     char needle[160];
     snprintf(needle, sizeof(needle), "failure of %s after it committed",
              faulty_method_name(method));
-    CHECK_EQ(rt_log_hits(needle), (int)faults);
-    /* each reported failure was followed by an abandon the store refused */
-    CHECK_EQ(rt_log_hits("(its lock will expire)"), (int)faults);
+    CHECK_EQ(rt_log_hits(needle), 1); /* the permanent one */
+    /* which was followed by an abandon the store refused; the retryable
+     * ones by a retry that found the lock gone */
+    CHECK_EQ(rt_log_hits("(its lock will expire)"), 1);
+    CHECK_EQ(rt_log_hits_at(DURO_LOG_DEBUG,
+                            "its lock is gone after an earlier attempt "
+                            "failed, which probably committed it"),
+             (int)faults - 1);
     duro_metrics m;
     rt_final_metrics(&f, &m);
     CHECK_INT(m.storage_retries, >=, version >= 2 ? 2 : 1); /* retryable */
@@ -1564,13 +1654,15 @@ TEST(engine_cache_eviction_keeps_histories_identical)
 TEST_MAIN(T(orchestration_fetch_errors_back_off_and_recover),
           T(activity_fetch_errors_back_off_and_recover),
           T(alternating_fetch_failures_are_warned_at_most_once_per_interval),
-          T(orchestration_ack_and_fetch_errors_abandon_the_turn),
-          T(orchestration_ack_errors_abandon_the_turn_version_1),
+          T(orchestration_ack_and_fetch_errors_retry_or_abandon_the_turn),
+          T(orchestration_ack_errors_retry_or_abandon_the_turn_version_1),
           T(retryable_ack_errors_count_toward_poison),
           T(a_store_refusing_every_turn_says_the_instance_cannot_progress),
           T(refused_activity_results_say_the_instance_cannot_progress),
           T(activity_ack_errors_are_retried_in_place),
-          T(activity_ack_retries_run_out_and_the_row_is_abandoned),
+          T(activity_ack_retries_outlast_a_long_outage_within_the_lock),
+          T(activity_ack_retries_end_at_the_lock_deadline),
+          T(activity_ack_retries_end_a_lock_timeout_after_the_first_failure),
           T(abandon_after_failed_acks_and_failed_abandons),
           T(shutdown_says_whether_an_unfinished_activity_went_back),
           T(dropping_a_batch_survives_ack_errors),

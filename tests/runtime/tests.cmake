@@ -81,3 +81,14 @@ duro_runtime_test(test_shutdown ${CMAKE_CURRENT_LIST_DIR}/test_shutdown.c
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
 target_include_directories(test_shutdown PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
+# duro's text rule: text that is not UTF-8 is refused where it enters
+# (client, orchestration context, results) and never stored (the same file
+# runs on PostgreSQL as test_pg_utf8, tests/postgres/tests.cmake).
+duro_runtime_test(test_utf8 ${CMAKE_CURRENT_LIST_DIR}/test_utf8.c)
+# Orchestrations run by a driver (duro_driver), the driver written in C in
+# the test; the same file runs on PostgreSQL as test_pg_driver
+# (tests/postgres/tests.cmake).
+duro_runtime_test(test_driver ${CMAKE_CURRENT_LIST_DIR}/test_driver.c
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
+target_include_directories(test_driver PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)

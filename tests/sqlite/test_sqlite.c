@@ -13,6 +13,7 @@
 
 #include "base/base.h"
 #include "duro/provider.h"
+#include "providers/sqlite/sqlite_internal.h"
 #include "providers/sqlite/sqlite_provider.h"
 #include "test.h"
 
@@ -1419,6 +1420,105 @@ TEST(query_pages_read_a_page_of_100000_instances)
     duro_provider_close(p);
 }
 
+/* The statements of every turn and every activity (the fetches, acks,
+ * renewals and what they run) build no ephemeral table: SQLite codes a
+ * constant IN list of more than two values, and a partial index's such
+ * predicate, as one it fills again at every run (a page allocated and
+ * zeroed each time). WQ_FETCH's RETURNING rows and WQ_CANCEL's json_each
+ * ids are the two that need one. And the comparisons that stand for the
+ * IN lists agree with the status sets they spell, for every status. */
+TEST(turn_statements_build_no_ephemeral_tables)
+{
+    duro_provider *p = open_url(test_sqlite_url("ephemeral.db"));
+    sqlite3 *db = raw_open(test_path("ephemeral.db"));
+    static const char *const hot[] = {"INSTANCE_CREATE",
+                                      "INSTANCE_CURRENT",
+                                      "INSTANCE_NAME",
+                                      "INSTANCE_SET_CURRENT",
+                                      "INSTANCE_WRITE_META",
+                                      "INSTANCE_FETCH_META",
+                                      "INSTANCE_CANCEL_REQUEST",
+                                      "INSTANCE_SET_PROBLEM",
+                                      "EXEC_EVENT_COUNT",
+                                      "EXEC_CREATE",
+                                      "EXEC_WRITE_META",
+                                      "HISTORY_INSERT",
+                                      "HISTORY_READ",
+                                      "HISTORY_CANCEL_REASON",
+                                      "OQ_INSERT",
+                                      "EVENT_ID_RECORD",
+                                      "OQ_TAG",
+                                      "OQ_FETCHED",
+                                      "OQ_DELETE_TAGGED",
+                                      "OQ_UNTAG",
+                                      "OQ_DELETE_INSTANCE",
+                                      "OQ_DELETE_EXECUTION",
+                                      "OQ_MIN_VISIBLE",
+                                      "READY_ENQUEUE",
+                                      "READY_NEXT",
+                                      "READY_LOCK",
+                                      "READY_HOLDER",
+                                      "READY_RENEW",
+                                      "READY_SET",
+                                      "READY_DELETE",
+                                      "READY_MIN",
+                                      "WQ_INSERT",
+                                      "WQ_ACK",
+                                      "WQ_HELD",
+                                      "WQ_RENEW",
+                                      "WQ_ABANDON",
+                                      "WQ_EXISTS",
+                                      "WQ_MIN"};
+    for (size_t k = 0; k < sizeof(hot) / sizeof(hot[0]); k++) {
+        size_t i = 0;
+        while (i < duro__sqlite_statement_count() &&
+               strcmp(duro__sqlite_statement_name(i), hot[k]) != 0)
+            i++;
+        CHECK_MSG(i < duro__sqlite_statement_count(), "no statement %s",
+                  hot[k]);
+        char sql[8192];
+        snprintf(sql, sizeof(sql), "EXPLAIN %s", duro__sqlite_statement_sql(i));
+        sqlite3_stmt *s = NULL;
+        CHECK_MSG(sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK,
+                  "%s: %s", hot[k], sqlite3_errmsg(db));
+        int ephemeral = 0;
+        while (sqlite3_step(s) == SQLITE_ROW)
+            ephemeral += strcmp((const char *)sqlite3_column_text(s, 1),
+                                "OpenEphemeral") == 0;
+        sqlite3_finalize(s);
+        CHECK_MSG(ephemeral == 0, "%s opens %d ephemeral table(s)", hot[k],
+                  ephemeral);
+    }
+    /* A history insert evaluates history_control's predicate. */
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name = "
+                         "'history_control' AND sql LIKE '%kind = 5 OR%'"),
+             1);
+    static const struct {
+        const char *sql;
+        unsigned set;
+    } sets[] = {
+        {"SELECT " DURO__SQLITE_LIVE_STATUS " FROM (SELECT ?1 AS status)",
+         DURO__LIVE_STATUSES},
+        {"SELECT " DURO__SQLITE_ENDED_P2, DURO__ENDED_STATUSES},
+    };
+    for (size_t k = 0; k < sizeof(sets) / sizeof(sets[0]); k++) {
+        for (int status = 0; status < 16; status++) {
+            sqlite3_stmt *s = NULL;
+            CHECK_EQ(sqlite3_prepare_v2(db, sets[k].sql, -1, &s, NULL),
+                     SQLITE_OK);
+            for (int j = 1; j <= sqlite3_bind_parameter_count(s); j++)
+                sqlite3_bind_int(s, j, status);
+            CHECK_EQ(sqlite3_step(s), SQLITE_ROW);
+            CHECK_MSG(sqlite3_column_int(s, 0) ==
+                          (int)((sets[k].set >> status) & 1),
+                      "%s: status %d", sets[k].sql, status);
+            sqlite3_finalize(s);
+        }
+    }
+    sqlite3_close(db);
+    duro_provider_close(p);
+}
+
 TEST(statements_are_reused)
 {
     duro_provider *p = open_url(test_sqlite_url("reuse.db"));
@@ -2439,8 +2539,8 @@ TEST(concurrent_opens_of_a_new_file)
     }
 }
 
-TEST_MAIN(T(url_forms_open), T(concurrent_opens_of_a_new_file),
-          T(wal_is_checkpointed_while_open),
+TEST_MAIN(T(url_forms_open), T(turn_statements_build_no_ephemeral_tables),
+          T(concurrent_opens_of_a_new_file), T(wal_is_checkpointed_while_open),
           T(a_checkpoint_never_holds_writers_for_a_reader_it_cannot_outwait),
           T(commits_are_visible_to_other_connections_at_once),
           T(url_parameters_are_applied), T(url_malformed_is_bad_url),

@@ -231,6 +231,133 @@ TEST(utf8_scrub_drops_what_is_not_utf8)
     }
 }
 
+/* The validator of duro's text rule: the offset of the first byte that
+ * does not begin a valid UTF-8 sequence, or the length when all is valid.
+ * Every way UTF-8 can be wrong is caught at the right byte: a stray
+ * continuation byte, the lead bytes that can never begin a shortest form
+ * (0xC0, 0xC1, 0xF5..0xFF), overlong forms of each length, surrogates,
+ * code points past U+10FFFF, sequences cut short by the end of the text
+ * or by a byte that is not a continuation, and a NUL byte inside the
+ * length (duro's strings end at their NUL: a NUL is never part of one). */
+TEST(utf8_check_finds_the_first_invalid_byte)
+{
+    static const struct {
+        const char *s;
+        size_t n;  /* bytes checked */
+        size_t at; /* expected: n when valid */
+    } cases[] = {
+        {"", 0, 0},
+        {"plain ascii", 11, 11},
+        /* the boundaries of each length, valid */
+        {"\x7f", 1, 1},
+        {"\xc2\x80", 2, 2},         /* U+0080 */
+        {"\xdf\xbf", 2, 2},         /* U+07FF */
+        {"\xe0\xa0\x80", 3, 3},     /* U+0800 */
+        {"\xed\x9f\xbf", 3, 3},     /* U+D7FF */
+        {"\xee\x80\x80", 3, 3},     /* U+E000 */
+        {"\xef\xbf\xbf", 3, 3},     /* U+FFFF */
+        {"\xf0\x90\x80\x80", 4, 4}, /* U+10000 */
+        {"\xf4\x8f\xbf\xbf", 4, 4}, /* U+10FFFF */
+        {"\xce\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 11, 11},
+        /* stray continuation bytes */
+        {"\x80", 1, 0},
+        {"ab\xbf", 3, 2},
+        /* lead bytes that begin no shortest form */
+        {"\xc0\x80", 2, 0}, /* overlong NUL */
+        {"x\xc1\xbf", 3, 1},
+        {"\xf5\x80\x80\x80", 4, 0},
+        {"\xff", 1, 0},
+        {"\xfe\xff", 2, 0},
+        /* overlong three- and four-byte forms */
+        {"\xe0\x80\xaf", 3, 0},     /* '/' in three bytes */
+        {"\xe0\x9f\xbf", 3, 0},     /* U+07FF in three bytes */
+        {"\xf0\x80\x80\xaf", 4, 0}, /* '/' in four bytes */
+        {"\xf0\x8f\xbf\xbf", 4, 0}, /* U+FFFF in four bytes */
+        /* surrogates, alone and as a CESU-8 pair */
+        {"sur\xed\xa0\x80", 6, 3},          /* U+D800 */
+        {"\xed\xbf\xbf", 3, 0},             /* U+DFFF */
+        {"\xed\xa0\xbd\xed\xb8\x80", 6, 0}, /* U+1F600 as CESU-8 */
+        /* past U+10FFFF */
+        {"big\xf4\x90\x80\x80", 7, 3}, /* U+110000 */
+        {"\xf7\xbf\xbf\xbf", 4, 0},
+        /* cut short: by the end, by the length, by a byte that is not a
+         * continuation */
+        {"cut \xe2\x82", 6, 4},
+        {"\xf0\x9f\x98", 3, 0},
+        {"\xce\xa9", 1, 0}, /* the length ends inside it */
+        {"\xe2\x82\xac", 2, 0},
+        {"\xe2(\xac", 3, 0},
+        {"\xf0\x9f\x98x", 4, 0},
+        /* a NUL within the length is not text */
+        {"a\0b", 3, 1},
+        {"\0", 1, 0},
+        /* the first of several problems */
+        {"ok \xce\xa9 then \xff and \x80", 17, 11},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        CHECK_MSG(duro__utf8_check(cases[i].s, cases[i].n) == cases[i].at,
+                  "case %zu: %zu, expected %zu", i,
+                  duro__utf8_check(cases[i].s, cases[i].n), cases[i].at);
+    /* every code point from U+0001 to U+10FFFF, encoded by hand, is valid
+     * exactly when it is not a surrogate */
+    for (uint32_t cp = 1; cp <= 0x10FFFF; cp++) {
+        unsigned char b[4];
+        size_t n;
+        if (cp < 0x80) {
+            b[0] = (unsigned char)cp;
+            n = 1;
+        } else if (cp < 0x800) {
+            b[0] = (unsigned char)(0xC0 | (cp >> 6));
+            b[1] = (unsigned char)(0x80 | (cp & 0x3F));
+            n = 2;
+        } else if (cp < 0x10000) {
+            b[0] = (unsigned char)(0xE0 | (cp >> 12));
+            b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            b[2] = (unsigned char)(0x80 | (cp & 0x3F));
+            n = 3;
+        } else {
+            b[0] = (unsigned char)(0xF0 | (cp >> 18));
+            b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+            b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            b[3] = (unsigned char)(0x80 | (cp & 0x3F));
+            n = 4;
+        }
+        size_t want = cp >= 0xD800 && cp <= 0xDFFF ? 0 : n;
+        if (duro__utf8_check((const char *)b, n) != want) {
+            CHECK_MSG(0, "U+%04X: %zu, expected %zu", (unsigned)cp,
+                      duro__utf8_check((const char *)b, n), want);
+            break;
+        }
+        /* and it agrees with duro__utf8_len, the scrub's and the cut's */
+        unsigned char z[5] = {0};
+        memcpy(z, b, n);
+        if (duro__utf8_len(z) != want) {
+            CHECK_MSG(0, "U+%04X: duro__utf8_len %zu", (unsigned)cp,
+                      duro__utf8_len(z));
+            break;
+        }
+    }
+}
+
+/* The API's form: NULL and valid text pass; anything else is DURO_INVALID
+ * naming the field, the byte's offset and its value. */
+TEST(utf8_api_check_names_the_field_and_the_byte)
+{
+    CHECK_RC(duro__check_utf8("input", NULL), DURO_OK);
+    CHECK_RC(duro__check_utf8("input", ""), DURO_OK);
+    CHECK_RC(duro__check_utf8("input", "caf\xc3\xa9"), DURO_OK);
+    CHECK_RC(duro__check_utf8("activity 'A' output", "caf\xe9!"), DURO_INVALID);
+    CHECK_STR(duro_errmsg(),
+              "activity 'A' output is not valid UTF-8 at byte 3 (0xE9)");
+    duro_error e;
+    duro_error_clear(&e);
+    CHECK_EQ(duro__check_utf8_err("payload", "ok", &e), DURO_OK);
+    CHECK_EQ(duro__check_utf8_err("payload", "\xc0\xaf", &e), DURO_INVALID);
+    CHECK_EQ(e.code, DURO_INVALID);
+    CHECK_EQ(e.retryable, 0);
+    CHECK_STR(e.message, "payload is not valid UTF-8 at byte 0 (0xC0)");
+}
+
 /* A cut never splits a character: it ends before the one that would not
  * fit; a string shorter than the cut is whole. */
 TEST(utf8_cut_ends_on_a_character_boundary)
@@ -318,6 +445,8 @@ TEST(provider_open_rejects_bad_urls)
 }
 
 TEST_MAIN(T(utf8_scrub_drops_what_is_not_utf8),
+          T(utf8_check_finds_the_first_invalid_byte),
+          T(utf8_api_check_names_the_field_and_the_byte),
           T(utf8_cut_ends_on_a_character_boundary),
           T(error_names_cover_every_code), T(status_names_round_trip),
           T(event_kind_names), T(arena_allocates_aligned_zeroed_memory),

@@ -1905,6 +1905,120 @@ TEST(nondeterministic_code_can_still_be_cancelled)
     sim_free(&s);
 }
 
+/* ------------------------------------------------------------------------
+ * the store-less replayer (duro__engine_replay, behind
+ * duro_replay_history) */
+
+static int orch_chain_other_output(duro_orch *o, const char *input,
+                                   duro_result *out)
+{
+    orch_chain(o, input, out);
+    return duro_ok(out, "other");
+}
+
+static int replay_sim(duro_orchestration_fn fn, const sim *s, char *msg,
+                      size_t size)
+{
+    duro__engine_config cfg = {
+        .fn = fn, .max_payload = 4096, .cleanup_timeout_ms = 1000};
+    duro_history h = {.instance_id = "i1",
+                      .execution_id = 1,
+                      .events = (duro_event *)s->events,
+                      .count = s->count};
+    return duro__engine_replay(&cfg, &h, msg, size);
+}
+
+TEST(replayer_matches_recorded_runs_and_names_what_changed)
+{
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    CHECK_OK(duro__turn_init(&t));
+    duro_orch *warm = NULL;
+    char msg[512];
+    CHECK_OK(run_turn(orch_chain, NULL, &warm, &s, NULL, 0, 1000, &t));
+    duro_work_item m = msg_done(1, 2, "a");
+    CHECK_OK(run_turn(orch_chain, NULL, &warm, &s, &m, 1, 2000, &t));
+    /* still running: replays; a changed command is named with both sides */
+    CHECK_OK(replay_sim(orch_chain, &s, msg, sizeof(msg)));
+    CHECK_RC(replay_sim(orch_chain_changed, &s, msg, sizeof(msg)),
+             DURO_NONDETERMINISM);
+    CHECK_MSG(strstr(msg, "nondeterminism at event 4") &&
+                  strstr(msg, "issued ActivityScheduled 'C'") &&
+                  strstr(msg, "history has ActivityScheduled 'B'"),
+              "%s", msg);
+    m = msg_done(1, 4, "b");
+    CHECK_OK(run_turn(orch_chain, NULL, &warm, &s, &m, 1, 3000, &t));
+    CHECK_EQ(count_kind(&s, DURO_EVENT_ORCHESTRATION_COMPLETED), 1);
+    /* completed: the code must end there, the same way */
+    CHECK_OK(replay_sim(orch_chain, &s, msg, sizeof(msg)));
+    CHECK_RC(replay_sim(orch_chain_other_output, &s, msg, sizeof(msg)),
+             DURO_NONDETERMINISM);
+    CHECK_MSG(strstr(msg, "nondeterminism at event 6: the orchestration "
+                          "ended with OrchestrationCompleted (output "
+                          "\"other\") but history has "
+                          "OrchestrationCompleted (output \"b\")"),
+              "%s", msg);
+    CHECK_RC(replay_sim(orch_complete_early, &s, msg, sizeof(msg)),
+             DURO_NONDETERMINISM);
+    /* failed by the code (category application): compared too */
+    {
+        sim f;
+        sim_init(&f);
+        duro_orch *w2 = NULL;
+        CHECK_OK(run_turn(orch_chain, NULL, &w2, &f, NULL, 0, 1000, &t));
+        duro_work_item fail =
+            msg_failed(1, 2, "card declined", DURO_CATEGORY_APPLICATION);
+        CHECK_OK(run_turn(orch_chain, NULL, &w2, &f, &fail, 1, 2000, &t));
+        CHECK_EQ(count_kind(&f, DURO_EVENT_ORCHESTRATION_FAILED), 1);
+        CHECK_OK(replay_sim(orch_chain, &f, msg, sizeof(msg)));
+        CHECK_RC(replay_sim(orch_chain_other_output, &f, msg, sizeof(msg)),
+                 DURO_NONDETERMINISM);
+        CHECK_MSG(strstr(msg, "ended with OrchestrationCompleted (output "
+                              "\"other\") but history has "
+                              "OrchestrationFailed (application, error "
+                              "\"card declined\")"),
+                  "%s", msg);
+        duro__engine_destroy(w2);
+        sim_free(&f);
+    }
+    /* a history that is not one: refused with the reason */
+    sim bad = s;
+    bad.events[2].event_id = 7;
+    CHECK_RC(replay_sim(orch_chain, &bad, msg, sizeof(msg)), DURO_INVALID);
+    CHECK(strstr(msg, "event 3 of the history has id 7") != NULL);
+    duro__engine_destroy(warm);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+TEST(replayer_leaves_out_inputs_a_cancel_recorded_without_the_code)
+{
+    /* A completion and a cancel in one batch of code that does not observe
+     * cancellation: the completion is recorded, the code never sees it.
+     * Replaying it to the code would issue B where history has the
+     * cancel's events. */
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    CHECK_OK(duro__turn_init(&t));
+    duro_orch *warm = NULL;
+    char msg[512];
+    CHECK_OK(run_turn(orch_chain, NULL, &warm, &s, NULL, 0, 1000, &t));
+    duro_work_item batch[] = {msg_done(1, 2, "a"), msg_cancel("stop")};
+    CHECK_OK(run_turn(orch_chain, NULL, &warm, &s, batch, 2, 2000, &t));
+    CHECK_EQ(count_kind(&s, DURO_EVENT_ACTIVITY_COMPLETED), 1);
+    CHECK_EQ(count_kind(&s, DURO_EVENT_ORCHESTRATION_CANCELLED), 1);
+    CHECK_EQ(count_kind(&s, DURO_EVENT_ACTIVITY_SCHEDULED), 1);
+    CHECK_OK(replay_sim(orch_chain, &s, msg, sizeof(msg)));
+    /* what came before is still checked */
+    CHECK_RC(replay_sim(orch_events, &s, msg, sizeof(msg)),
+             DURO_NONDETERMINISM);
+    duro__engine_destroy(warm);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
 TEST(release_last_cold_engine)
 {
     duro__engine_destroy(last_cold);
@@ -1948,4 +2062,6 @@ TEST_MAIN(
     T(nondeterministic_code_can_still_be_cancelled),
     T(a_cancel_after_the_code_returned_in_the_same_batch_still_cancels),
     T(a_suspend_after_a_continue_as_new_in_the_same_batch_is_carried_over),
+    T(replayer_matches_recorded_runs_and_names_what_changed),
+    T(replayer_leaves_out_inputs_a_cancel_recorded_without_the_code),
     T(release_last_cold_engine))

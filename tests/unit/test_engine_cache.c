@@ -107,6 +107,28 @@ TEST(an_engine_of_another_execution_is_dropped)
     duro__cache_destroy(c);
 }
 
+/* A shutdown empties the cache (duro__cache_clear), which stays usable. */
+TEST(clear_destroys_every_engine_and_the_cache_stays_usable)
+{
+    duro__engine_cache *c = NULL;
+    CHECK_OK(duro__cache_create(8, 0, &c));
+    duro__cache_put(c, engine("a", 1));
+    duro__cache_put(c, engine("b", 1));
+    duro__cache_put(c, engine("c", 2));
+    CHECK_EQ(duro__cache_size(c), 3);
+    duro__cache_clear(c);
+    CHECK_EQ(duro__cache_size(c), 0);
+    CHECK_EQ(duro__cache_bytes(c), 0);
+    CHECK(!kept(c, "a", 1));
+    CHECK_EQ(duro__cache_cached_events(c, "b", 1), 0);
+    duro__cache_put(c, engine("a", 1));
+    CHECK(kept(c, "a", 1));
+    duro__cache_clear(c);
+    duro__cache_clear(c); /* an empty cache: nothing to do */
+    duro__cache_destroy(c);
+}
+
 TEST_MAIN(T(the_cache_keeps_at_most_capacity_engines),
           T(the_cache_keeps_at_most_max_bytes_of_engines),
-          T(an_engine_of_another_execution_is_dropped))
+          T(an_engine_of_another_execution_is_dropped),
+          T(clear_destroys_every_engine_and_the_cache_stays_usable))

@@ -353,8 +353,9 @@ static int conn_connect(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
     if (c->pg == NULL)
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     if (PQstatus(c->pg) != CONNECTION_OK) {
-        char msg[256];
-        snprintf(msg, sizeof(msg), "%s", PQerrorMessage(c->pg));
+        char msg[256]; /* libpq's text, scrubbed of the URL's secrets */
+        duro__pg_scrub(p->cfg.conninfo, PQerrorMessage(c->pg), msg,
+                       sizeof(msg));
         one_line(msg);
         PQfinish(c->pg);
         c->pg = NULL;
@@ -997,7 +998,8 @@ static void reconnect(duro__pg_provider *p, duro__pg_conn *c)
     }
     if (c->broken) {
         char why[256];
-        snprintf(why, sizeof(why), "%s", PQerrorMessage(c->pg));
+        duro__pg_scrub(p->cfg.conninfo, PQerrorMessage(c->pg), why,
+                       sizeof(why));
         one_line(why);
         c->sqlstate[0] = '\0';
         /* the URL cut so that a long one leaves room for the reason */
@@ -1120,6 +1122,17 @@ void duro__pg_reader_release(duro__pg_provider *p, duro__pg_conn *c)
 
 /* ---- input checks ----------------------------------------------------- */
 
+/* The server stores UTF-8 text only and refuses anything else (SQLSTATE
+ * 22021, on every retry of the statement): said here, naming the field,
+ * as DURO_INVALID. The runtime and the client refuse such text where it
+ * enters duro, so this is for callers of the provider itself. */
+static int check_utf8(const char *what, const char *s, duro_error *err)
+{
+    char field[96];
+    snprintf(field, sizeof(field), "postgres: %s", what);
+    return duro__check_utf8_err(field, s, err);
+}
+
 int duro__pg_check_id(const char *what, const char *s, duro_error *err)
 {
     if (s == NULL || s[0] == '\0')
@@ -1129,7 +1142,7 @@ int duro__pg_check_id(const char *what, const char *s, duro_error *err)
         return duro_error_set(err, DURO_TOO_LARGE, 0,
                               "%s is longer than %d bytes", what,
                               DURO__PG_NAME_MAX);
-    return DURO_OK;
+    return check_utf8(what, s, err);
 }
 
 int duro__pg_check_name(const char *what, const char *s, int required,
@@ -1141,7 +1154,7 @@ int duro__pg_check_name(const char *what, const char *s, int required,
         return duro_error_set(err, DURO_TOO_LARGE, 0,
                               "%s is longer than %d bytes", what,
                               DURO__PG_NAME_MAX);
-    return DURO_OK;
+    return check_utf8(what, s, err);
 }
 
 int duro__pg_check_payload(const duro__pg_provider *p, const char *what,
@@ -1151,5 +1164,5 @@ int duro__pg_check_payload(const duro__pg_provider *p, const char *what,
         return duro_error_set(err, DURO_TOO_LARGE, 0,
                               "%s is larger than max_payload (%zu bytes)", what,
                               p->cfg.max_payload);
-    return DURO_OK;
+    return check_utf8(what, s, err);
 }

@@ -1352,7 +1352,8 @@ void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue);
 void duro__pg_note_due(duro__pg_provider *p, duro_queue queue, int64_t due);
 
 /* Input checks of provider.h's "Input rules"; each returns DURO_OK or fills
- * err (not retryable). */
+ * err (not retryable). Text that is not UTF-8 is DURO_INVALID: the server
+ * would refuse it (22021). */
 int duro__pg_check_id(const char *what, const char *s, duro_error *err);
 int duro__pg_check_name(const char *what, const char *s, int required,
                         duro_error *err);

@@ -37,12 +37,15 @@ void duro__pg_inject_commit_loss(duro_provider *p, uint64_t nth_commit,
 /* How many connections duro__pg_inject_commit_loss has dropped so far. */
 uint64_t duro__pg_commit_losses(duro_provider *p);
 
-/* Copies url into out[size] (always terminated, cut to fit) with its
- * password replaced by "***": the one in the userinfo
- * (postgres://user:***@host/db) and a password=... parameter. Returns the
- * length written. Every message of the provider that names its URL names
- * this form. */
+/* duro__mask_url (providers.h): url with every secret it may hold
+ * replaced by "***". Every message of the provider that names its URL
+ * names this form. */
 size_t duro__pg_mask_url(const char *url, char *out, size_t size);
+/* duro__url_scrub (providers.h): libpq's text with every secret of url
+ * replaced by "***". Every message of libpq's the provider passes on is
+ * scrubbed with the conninfo libpq was given. */
+size_t duro__pg_scrub(const char *url, const char *text, char *out,
+                      size_t size);
 
 /* The statements the provider runs, for EXPLAIN checks: statement i's
  * name ("WQ_FETCH") and SQL, for i < the count. */

@@ -1,8 +1,8 @@
 /* pg_url.c - parses a postgres:// or postgresql:// URL into the provider's
  * configuration: duro's own parameters (schema, pool, max_history,
  * max_payload, create) are taken out, the rest is handed to libpq as is. Also
- * masks the password of a URL for every message that names it. Connects to
- * nothing; any thread. */
+ * masks the secrets of a URL for every message that names it, and scrubs
+ * them from libpq's messages. Connects to nothing; any thread. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -43,6 +43,11 @@ static const char *const url_defaults[][2] = {
 size_t duro__pg_mask_url(const char *url, char *out, size_t size)
 {
     return duro__mask_url(url, out, size);
+}
+
+size_t duro__pg_scrub(const char *url, const char *text, char *out, size_t size)
+{
+    return duro__url_scrub(url, text, out, size);
 }
 
 void duro__pg_config_free(duro__pg_config *cfg)
@@ -246,17 +251,17 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
     if (opts == NULL) {
         if (why == NULL)
             return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-        /* libpq's reason may quote the URI: given only when the URL holds
-         * no password (its masked form is the URL itself). */
+        /* libpq's reason may quote the URI, a decoded parameter name or
+         * a value that does not decode: scrubbed of every secret. */
         size_t n = strlen(why);
         while (n > 0 && (why[n - 1] == '\n' || why[n - 1] == ' '))
             why[--n] = '\0';
-        int secret = strcmp(cfg->display, url) != 0;
-        duro_error_set(err, DURO_BAD_URL, 0,
-                       "'%s' is not a valid libpq connection URI%s%s",
-                       cfg->display, secret ? "" : ": ", secret ? "" : why);
+        char reason[DURO_ERROR_MESSAGE_MAX];
+        duro__pg_scrub(cfg->conninfo, why, reason, sizeof(reason));
         PQfreemem(why);
-        return DURO_BAD_URL;
+        return duro_error_set(err, DURO_BAD_URL, 0,
+                              "'%s' is not a valid libpq connection URI: %s",
+                              cfg->display, reason);
     }
     /* libpq reads the port only when it connects, and a bad one then
      * fails like a server that is down (retryably). */

@@ -228,7 +228,7 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
     " ON instances(name, status, updated_ms, instance_id);"
     "CREATE INDEX history_control"
     " ON history(timestamp_ms, instance_id, execution_id, event_id)"
-    " WHERE kind IN (5, 19, 20, 21);"};
+    " WHERE " DURO__SQLITE_CONTROL_KIND ";"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */
