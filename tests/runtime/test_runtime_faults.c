@@ -885,8 +885,8 @@ TEST(abandon_after_failed_acks_and_failed_abandons)
              2);
     CHECK_EQ(calls(w, FAULTY_ABANDON_WORK_ITEM), 2);
     CHECK_EQ(rt_log_hits("failed: faulty_provider: injected retryable failure "
-                         "of abandon_orchestration_item (its lock will "
-                         "expire)"),
+                         "of abandon_orchestration_item (a provider that can "
+                         "abandons it again"),
              1);
     /* the two rows whose acks failed ran twice */
     CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS + 2);
@@ -1224,7 +1224,7 @@ static void committed_orchestration_acks(int version, const char *db)
              faulty_method_name(method));
     CHECK_EQ(rt_log_hits(needle), (int)faults);
     /* each reported failure was followed by an abandon the store refused */
-    CHECK_EQ(rt_log_hits("(its lock will expire)"), (int)faults);
+    CHECK_EQ(rt_log_hits("at the latest its lock expires)"), (int)faults);
     duro_metrics m;
     rt_final_metrics(&f, &m);
     CHECK_INT(m.storage_retries, >=, version >= 2 ? 2 : 1); /* retryable */
