@@ -64,7 +64,8 @@ int duro__url_userinfo_ambiguous(const char *url)
 static const char *const shown_params[] = {
     /* duro's: PostgreSQL, then SQLite's others */
     "schema", "pool", "max_history", "max_payload", "create", "synchronous",
-    "busy_timeout_ms", "mode", "checkpoint_pages",
+    "busy_timeout_ms", "mode", "checkpoint_pages", "lock_timeout",
+    "statement_timeout", "idle_in_transaction_session_timeout",
     /* libpq's (up to PostgreSQL 18), secrets left out */
     "host", "hostaddr", "port", "dbname", "user", "passfile", "channel_binding",
     "connect_timeout", "client_encoding", "options", "application_name",

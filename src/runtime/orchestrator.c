@@ -136,8 +136,9 @@ static int abandon(turn_ctx *c, int64_t delay_ms)
                                               delay_ms, &err);
     if (rc != DURO_OK)
         duro__log(&c->rt->logger, DURO_LOG_DEBUG,
-                  "abandon of instance '%s' failed: %s (its lock will "
-                  "expire)",
+                  "abandon of instance '%s' failed: %s (a provider that "
+                  "can abandons it again once the store answers; at the "
+                  "latest its lock expires)",
                   c->item->instance_id, err.message);
     return rc;
 }

@@ -394,6 +394,87 @@ TEST(the_connect_timeout_default_yields_to_the_url_environment_and_services)
     duro__pg_config_free(&cfg);
 }
 
+/* The session timeouts duro SETs on every session (lock_timeout 5 s,
+ * idle_in_transaction_session_timeout 10 s; statement_timeout none): its
+ * parameters of the same names (ms, 0 turns one off) change them and are
+ * not handed to libpq; one the URL's libpq options (or PGOPTIONS) name is
+ * left to those (-1: duro SETs nothing); a duro parameter still wins. Bad
+ * values are refused. */
+TEST(session_timeouts_default_and_yield_to_the_url)
+{
+    enum { LOCK, STATEMENT, IDLE };
+    duro__pg_config cfg;
+    duro_error e;
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db", &cfg, &e), DURO_OK, &e);
+    CHECK_EQ(cfg.session_timeouts[LOCK], 5000);
+    CHECK_EQ(cfg.session_timeouts[STATEMENT], -1);
+    CHECK_EQ(cfg.session_timeouts[IDLE], 10000);
+    duro__pg_config_free(&cfg);
+
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db?lock_timeout=250&"
+                                 "statement_timeout=60000&sslmode=disable&"
+                                 "idle_in_transaction_session_timeout=0",
+                                 &cfg, &e),
+              DURO_OK, &e);
+    CHECK_EQ(cfg.session_timeouts[LOCK], 250);
+    CHECK_EQ(cfg.session_timeouts[STATEMENT], 60000);
+    CHECK_EQ(cfg.session_timeouts[IDLE], 0);
+    CHECK_STR(cfg.conninfo, "postgres://h/"
+                            "db?sslmode=disable&fallback_application_name=duro"
+                            "" KEEPALIVES);
+    duro__pg_config_free(&cfg);
+
+    /* libpq's options name them: theirs (encoded or not, -c or --) */
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db?options=-c%20lock_timeout%"
+                                 "3D100%20--idle_in_transaction_session_"
+                                 "timeout%3D0",
+                                 &cfg, &e),
+              DURO_OK, &e);
+    CHECK_EQ(cfg.session_timeouts[LOCK], -1);
+    CHECK_EQ(cfg.session_timeouts[STATEMENT], -1);
+    CHECK_EQ(cfg.session_timeouts[IDLE], -1);
+    CHECK(strstr(cfg.conninfo, "options=-c%20lock_timeout%3D100") != NULL);
+    duro__pg_config_free(&cfg);
+    /* a name that only contains one is not it */
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db?options=-c%20"
+                                 "xlock_timeout%3D1",
+                                 &cfg, &e),
+              DURO_OK, &e);
+    CHECK_EQ(cfg.session_timeouts[LOCK], 5000);
+    duro__pg_config_free(&cfg);
+    /* duro's parameter wins over the options */
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db?options=-c%20lock_timeout%"
+                                 "3D100&lock_timeout=300",
+                                 &cfg, &e),
+              DURO_OK, &e);
+    CHECK_EQ(cfg.session_timeouts[LOCK], 300);
+    duro__pg_config_free(&cfg);
+    CHECK_EQ(setenv("PGOPTIONS", "-c idle_in_transaction_session_timeout=5", 1),
+             0);
+    CHECK_PRC(duro__pg_parse_url("postgres://h/db", &cfg, &e), DURO_OK, &e);
+    CHECK_EQ(cfg.session_timeouts[LOCK], 5000);
+    CHECK_EQ(cfg.session_timeouts[IDLE], -1);
+    duro__pg_config_free(&cfg);
+    CHECK_EQ(unsetenv("PGOPTIONS"), 0);
+
+    static const char *const bad[] = {
+        "postgres://h/db?lock_timeout=-1",
+        "postgres://h/db?lock_timeout=5s",
+        "postgres://h/db?lock_timeout=",
+        "postgres://h/db?statement_timeout=2147483648",
+        "postgres://h/db?idle_in_transaction_session_timeout=1&"
+        "idle_in_transaction_session_timeout=2",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char message[DURO_ERROR_MESSAGE_MAX];
+        check_refused(bad[i], "no secret here", message);
+        CHECK_MSG(strstr(message, "_timeout must be given once, in "
+                                  "milliseconds") != NULL ||
+                      strstr(message, "every parameter is name=value") != NULL,
+                  "%s: %s", bad[i], message);
+    }
+}
+
 /* A server that accepts the connection and never answers (a stopped
  * postmaster, a proxy queueing its clients): the open fails retryably once
  * connect_timeout passes, naming the masked URL, instead of waiting for
@@ -592,4 +673,5 @@ TEST_MAIN(
     T(unescaped_delimiters_in_a_password_are_refused),
     T(schema_names_keep_their_case_and_system_schemas_are_refused),
     T(the_connect_timeout_default_yields_to_the_url_environment_and_services),
+    T(session_timeouts_default_and_yield_to_the_url),
     T(a_server_that_never_answers_fails_the_open_after_connect_timeout))

@@ -325,3 +325,29 @@ if(NOT DURO_PG_SKIP_REASON)
     LABELS postgres SKIP_RETURN_CODE 77 TIMEOUT 180
     ENVIRONMENT "DURO_PG_BINDIR=${DURO_PG_SERVER_BINDIR}")
 endif()
+
+# A runtime stopped (SIGSTOP) inside a turn's ack holds row locks another
+# runtime's activity acks need: the other must go on completing its own work
+# while it stays stopped (lock_timeout, acks that need the rows run apart,
+# and the server ending the frozen session). freeze_worker is the process
+# that stops itself, through the provider's ack hook.
+if(DURO_POSTGRES)
+  add_executable(freeze_worker ${CMAKE_CURRENT_LIST_DIR}/freeze_worker.c)
+  target_link_libraries(freeze_worker PRIVATE duro_static)
+  target_compile_definitions(freeze_worker PRIVATE _GNU_SOURCE)
+  target_compile_options(freeze_worker PRIVATE ${DURO_WARNINGS})
+  duro_pg_test(test_pg_frozen ${CMAKE_CURRENT_LIST_DIR}/test_pg_frozen.c
+    LABELS runtime)
+  target_compile_definitions(test_pg_frozen PRIVATE
+    FREEZE_WORKER_PATH="$<TARGET_FILE:freeze_worker>")
+  add_dependencies(test_pg_frozen freeze_worker)
+endif()
+
+# What a runtime holds when its connections are lost is released when it
+# reconnects: a turn whose ack, retry and abandon failed while its role could
+# not log in completes as soon as it may again, not when its lock expires.
+if(DURO_POSTGRES)
+  duro_pg_test(test_pg_reconnect ${CMAKE_CURRENT_LIST_DIR}/test_pg_reconnect.c
+    LABELS runtime)
+  target_link_libraries(test_pg_reconnect PRIVATE duro_rt_util)
+endif()

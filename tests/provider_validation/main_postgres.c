@@ -3065,6 +3065,619 @@ static void lost_commit_case(int method, int committed, char *message,
     pv_close(p);
 }
 
+/* ---- session timeouts ------------------------------------------------------
+ * duro's sessions give up waiting for a row lock after lock_timeout, never
+ * wait for one to renew a lock, and are ended by the server when they sit
+ * idle in a transaction for idle_in_transaction_session_timeout (a host
+ * stopped in the middle of one). */
+
+/* Locks `table`'s row WHERE `where` in an open transaction of locker;
+ * 1 when it did. */
+static int hold_row(PGconn *locker, const char *schema, const char *table,
+                    const char *where)
+{
+    char sql[512];
+    if (!admin_exec(locker, "BEGIN"))
+        return 0;
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM (SELECT 1 FROM \"%s\".%s WHERE %s "
+             "FOR UPDATE) AS l",
+             schema, table, where);
+    return query_int(locker, sql) == 1;
+}
+
+/* A statement that needs a row another session holds fails after
+ * lock_timeout (here 300 ms, a URL parameter), DURO_BUSY and retryable,
+ * changing nothing - also on a connection opened again after the server
+ * ended the first (the setting is the session's) - and goes through once
+ * the row is free. */
+PV_TEST(a_statement_waiting_for_a_held_row_gives_up_after_lock_timeout)
+{
+    char extra[128], app[64], pids[256], schema[64];
+    snprintf(app, sizeof(app), "duro_pv_lockto_%ld", (long)getpid());
+    snprintf(extra, sizeof(extra),
+             "&pool=1&application_name=%s&lock_timeout=300", app);
+    snprintf(schema, sizeof(schema), "%s", new_schema(pv_test_name));
+    duro_provider *p = open_schema(schema, extra);
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    duro_error e;
+    duro_work_item st = {
+        .kind = DURO_WORK_START, .instance_id = "a", .name = "orch"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+    PGconn *c, *locker;
+    if (admin_pair(&c, &locker, p) != 0)
+        return;
+    CHECK(hold_row(locker, schema, "orchestrator_ready", "instance_id = 'a'"));
+    duro_work_item ev = {.kind = DURO_WORK_EXTERNAL_EVENT,
+                         .instance_id = "a",
+                         .name = "go",
+                         .payload = "1"};
+    for (int round = 0; round < 2; round++) {
+        CHECK_PFAIL(p->enqueue_for_orchestrator(p, &ev, 0, &e), DURO_BUSY, 1,
+                    &e);
+        CHECK_MSG(strstr(e.message, "lock_timeout") != NULL &&
+                      strstr(e.message, "55P03") != NULL,
+                  "round %d: %s", round, e.message);
+        if (round == 0) {
+            /* a new session: the timeout is set on it too */
+            backends_of(c, app, pids, sizeof(pids));
+            CHECK(pids[0] != '\0');
+            terminate(c, pids);
+        }
+    }
+    uint64_t n = 0;
+    CHECK_PRC(p->count_messages(p, DURO_QUEUE_ORCHESTRATOR, "a", &n, &e),
+              DURO_OK, &e);
+    CHECK_EQ(n, 1);
+    CHECK(admin_exec(locker, "ROLLBACK"));
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &ev, 0, &e), DURO_OK, &e);
+    CHECK_PRC(p->count_messages(p, DURO_QUEUE_ORCHESTRATOR, "a", &n, &e),
+              DURO_OK, &e);
+    CHECK_EQ(n, 2);
+    PQfinish(locker);
+    PQfinish(c);
+    duro_provider_close(p);
+}
+
+/* A renewal whose row another session holds fails at once, DURO_BUSY and
+ * retryable (NOWAIT: "could not obtain lock"), however long lock_timeout
+ * is (here 20 s): the runtime tries again soon, and a renewal no longer
+ * holds up those after it. It succeeds once the row is free. */
+PV_TEST(renewals_never_wait_for_a_held_row)
+{
+    char schema[64];
+    snprintf(schema, sizeof(schema), "%s", new_schema(pv_test_name));
+    duro_provider *p = open_schema(schema, "&lock_timeout=20000");
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    duro_error e;
+    cycle_start(p, "a");
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    PGconn *c, *locker;
+    if (item == NULL || admin_pair(&c, &locker, p) != 0) {
+        duro_orch_item_free(item);
+        return;
+    }
+    CHECK(hold_row(locker, schema, "orchestrator_ready", "instance_id = 'a'"));
+    CHECK_PFAIL(
+        p->renew_orchestration_item_lock(p, item->lock_token, 60000, &e),
+        DURO_BUSY, 1, &e);
+    CHECK_MSG(strstr(e.message, "could not obtain lock") != NULL, "%s",
+              e.message);
+    CHECK(admin_exec(locker, "ROLLBACK"));
+    CHECK_PRC(p->renew_orchestration_item_lock(p, item->lock_token, 60000, &e),
+              DURO_OK, &e);
+    cycle_ack_items(p, item, NULL);
+
+    duro_worker_item *w = NULL;
+    CHECK_PRC(p->fetch_work_item(p, 60000, &w, &e), DURO_OK, &e);
+    CHECK(w != NULL);
+    if (w != NULL) {
+        CHECK(hold_row(locker, schema, "worker_queue", "instance_id = 'a'"));
+        CHECK_PFAIL(p->renew_work_item_lock(p, w->lock_token, 60000, &e),
+                    DURO_BUSY, 1, &e);
+        CHECK_MSG(strstr(e.message, "could not obtain lock") != NULL, "%s",
+                  e.message);
+        CHECK(admin_exec(locker, "ROLLBACK"));
+        CHECK_PRC(p->renew_work_item_lock(p, w->lock_token, 60000, &e), DURO_OK,
+                  &e);
+        cycle_ack_items(p, NULL, w);
+    }
+    cycle_drain(p);
+    check_cycle_done(p, "a");
+    PQfinish(locker);
+    PQfinish(c);
+    duro_provider_close(p);
+}
+
+typedef struct {
+    PGconn *c;
+    char sql[256];
+    int calls; /* the hook's */
+    int ended; /* the server ended the session meanwhile */
+} idle_wait;
+
+/* The ack hook: on its first call, waits (up to 30 s) until no session of
+ * the provider sits idle in a transaction - until the server ended the
+ * ack's. Runs on the provider's thread: no check here (a failed one would
+ * jump out of the provider). */
+static void wait_for_the_session_to_end(void *arg)
+{
+    idle_wait *x = arg;
+    if (x->calls++ > 0)
+        return;
+    int64_t deadline = test_now_ms() + 30000;
+    while (!x->ended && test_now_ms() < deadline) {
+        x->ended = query_int(x->c, x->sql) == 0;
+        if (!x->ended)
+            test_sleep_ms(5);
+    }
+}
+
+/* A session idle in a transaction for idle_in_transaction_session_timeout
+ * (here 200 ms, a URL parameter) is ended by the server, rolling the
+ * transaction back; the call that owned it then fails as a lost
+ * connection does (DURO_STORAGE, retryable: the server's 25P03), and the
+ * same call, run again, goes through on a new connection. The ack stops
+ * between its statements through the provider's hook, as a frozen host
+ * does. */
+PV_TEST(a_session_idle_in_a_transaction_is_ended_and_its_call_retried)
+{
+    char extra[160], app[64];
+    snprintf(app, sizeof(app), "duro_pv_idle_%ld", (long)getpid());
+    snprintf(extra, sizeof(extra),
+             "&pool=1&application_name=%s&"
+             "idle_in_transaction_session_timeout=200",
+             app);
+    duro_provider *p = open_schema(new_schema(pv_test_name), extra);
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    duro_error e;
+    cycle_start(p, "a");
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    idle_wait x = {.c = admin()};
+    CHECK(x.c != NULL);
+    if (item == NULL || x.c == NULL) {
+        duro_orch_item_free(item);
+        PQfinish(x.c);
+        return;
+    }
+    snprintf(x.sql, sizeof(x.sql),
+             "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = "
+             "'%s' AND state LIKE 'idle in transaction%%'",
+             app);
+    duro__pg_hook_turn_ack_locked(p, wait_for_the_session_to_end, &x);
+    cycle_turn t;
+    CHECK_PFAIL(
+        p->ack_orchestration_item(p, item->lock_token, cycle_ack(item, &t), &e),
+        DURO_STORAGE, 1, &e);
+    CHECK_MSG(strstr(e.message, "connection lost") != NULL, "%s", e.message);
+    CHECK_MSG(x.ended, "the server did not end the session idle in its "
+                       "transaction");
+    duro__pg_hook_turn_ack_locked(p, NULL, NULL);
+    CHECK_PRC(
+        p->ack_orchestration_item(p, item->lock_token, cycle_ack(item, &t), &e),
+        DURO_OK, &e);
+    duro_orch_item_free(item);
+    cycle_drain(p);
+    check_cycle_done(p, "a");
+    PQfinish(x.c);
+    duro_provider_close(p);
+}
+
+#define HELD_ACKS 4
+
+typedef struct {
+    duro_provider *p;
+    duro_worker_item *w;
+    _Atomic int done;
+    int rc;
+    char message[512];
+} held_ack;
+
+static void *held_ack_main(void *arg)
+{
+    held_ack *h = arg;
+    duro_error e;
+    duro_work_item done = cycle_completion(h->w->item.instance_id);
+    duro_worker_item *next = NULL;
+    h->rc = h->p->ack_and_fetch_work_item(h->p, h->w->lock_token, &done, 60000,
+                                          &next, &e);
+    snprintf(h->message, sizeof(h->message), "%s",
+             h->rc != DURO_OK ? e.message : "");
+    duro_worker_item_free(next);
+    atomic_store(&h->done, 1);
+    return NULL;
+}
+
+/* Activity acks queue behind the statement that runs to share the next
+ * one; when that statement waits for a row another session holds (here
+ * with no lock_timeout at all), the acks queued behind it run alone after
+ * a second instead of waiting with it: they go through while the held one
+ * still waits. And the waiting ack has not claimed its next item first: a
+ * fetch meanwhile gets it (it used to stay claimed by the waiting
+ * statement). */
+PV_TEST(acks_queued_behind_a_held_ack_do_not_wait_for_it)
+{
+    char extra[160], app[64], schema[64];
+    snprintf(app, sizeof(app), "duro_pv_held_%ld", (long)getpid());
+    snprintf(extra, sizeof(extra), "&application_name=%s&lock_timeout=0", app);
+    snprintf(schema, sizeof(schema), "%s", new_schema(pv_test_name));
+    duro_provider *p = open_schema(schema, extra);
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    duro_error e;
+    held_ack h[HELD_ACKS];
+    memset(h, 0, sizeof(h));
+    for (int i = 0; i <= HELD_ACKS; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "a%d", i);
+        cycle_start(p, id);
+        duro_orch_item *item = NULL;
+        loss_take(p, id, &item, NULL);
+        cycle_ack_items(p, item, NULL);
+    }
+    /* a0 keeps a ready row (an event due in an hour) for the test to hold */
+    duro_work_item later = {
+        .kind = DURO_WORK_EXTERNAL_EVENT, .instance_id = "a0", .name = "later"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &later, 3600000, &e), DURO_OK, &e);
+    for (int i = 0; i < HELD_ACKS; i++) {
+        duro_worker_item *w = NULL;
+        CHECK_PRC(p->fetch_work_item(p, 60000, &w, &e), DURO_OK, &e);
+        CHECK(w != NULL);
+        if (w == NULL)
+            return;
+        int k = w->item.instance_id[1] - '0';
+        CHECK(k >= 0 && k < HELD_ACKS && h[k].w == NULL);
+        h[k].p = p;
+        h[k].w = w;
+    }
+    /* a4's activity is left queued: the next item of a0's ack */
+    PGconn *c, *locker;
+    if (admin_pair(&c, &locker, p) != 0)
+        return;
+    CHECK(hold_row(locker, schema, "orchestrator_ready", "instance_id = 'a0'"));
+    pthread_t t[HELD_ACKS];
+    CHECK_EQ(pthread_create(&t[0], NULL, held_ack_main, &h[0]), 0);
+    wait_for_one_lock_waiter(c, app); /* a0's ack, running, waits */
+    duro_worker_item *spare = NULL;
+    CHECK_PRC(p->fetch_work_item(p, 60000, &spare, &e), DURO_OK, &e);
+    CHECK_MSG(spare != NULL && strcmp(spare->item.instance_id, "a4") == 0,
+              "a4's activity was not fetchable while a0's ack waited");
+    for (int i = 1; i < HELD_ACKS; i++)
+        CHECK_EQ(pthread_create(&t[i], NULL, held_ack_main, &h[i]), 0);
+    int64_t deadline = test_now_ms() + 30000;
+    int others = 0;
+    while (test_now_ms() < deadline) {
+        others = 0;
+        for (int i = 1; i < HELD_ACKS; i++)
+            others += atomic_load(&h[i].done);
+        if (others == HELD_ACKS - 1)
+            break;
+        test_sleep_ms(5);
+    }
+    int held_done = atomic_load(&h[0].done);
+    /* released either way, so that every thread ends */
+    CHECK(admin_exec(locker, "ROLLBACK"));
+    for (int i = 0; i < HELD_ACKS; i++)
+        pthread_join(t[i], NULL);
+    CHECK_MSG(others == HELD_ACKS - 1,
+              "%d of %d acks queued behind the held one went through while "
+              "it waited",
+              others, HELD_ACKS - 1);
+    CHECK_MSG(!held_done, "the held ack finished while its row was held");
+    for (int i = 0; i < HELD_ACKS; i++) {
+        CHECK_MSG(h[i].rc == DURO_OK, "ack of a%d: %s (%s)", i,
+                  duro_errname(h[i].rc), h[i].message);
+        duro_worker_item_free(h[i].w);
+    }
+    cycle_ack_items(p, NULL, spare);
+    cycle_drain(p);
+    PQfinish(locker);
+    PQfinish(c);
+    duro_provider_close(p);
+}
+
+typedef struct {
+    duro_provider *p;
+    const char *token;
+    const char *instance;
+    int rc;
+    char message[512];
+} token_ack;
+
+static void *token_ack_main(void *arg)
+{
+    token_ack *a = arg;
+    duro_error e;
+    duro_work_item done = cycle_completion(a->instance);
+    duro_worker_item *next = NULL;
+    a->rc =
+        a->p->ack_and_fetch_work_item(a->p, a->token, &done, 60000, &next, &e);
+    snprintf(a->message, sizeof(a->message), "%s",
+             a->rc != DURO_OK ? e.message : "");
+    duro_worker_item_free(next);
+    return NULL;
+}
+
+/* After a server crash lost a claim, the worker that held it retries its
+ * ack with the lost claim's token while another slot of the same process
+ * has claimed the row again and acks it with the new one: two acks of one
+ * row with two tokens. Queued together for one combined statement, the
+ * current one used to be dropped as a duplicate (DURO_LOCK_LOST: its
+ * completion lost, the row left locked until its lock expired); now the
+ * old token fails DURO_LOCK_LOST and the current one goes through, its
+ * completion queued once. (The statement running before them waits for a
+ * row the test holds, so that both queue behind it.) */
+PV_TEST(an_old_token_acked_beside_the_current_one_does_not_drop_it)
+{
+    char extra[160], app[64], schema[64], sql[512];
+    snprintf(app, sizeof(app), "duro_pv_tokens_%ld", (long)getpid());
+    snprintf(extra, sizeof(extra), "&application_name=%s&lock_timeout=0", app);
+    snprintf(schema, sizeof(schema), "%s", new_schema(pv_test_name));
+    duro_provider *p = open_schema(schema, extra);
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    duro_error e;
+    const char *ids[2] = {"x", "a"};
+    for (int i = 0; i < 2; i++) {
+        cycle_start(p, ids[i]);
+        duro_orch_item *item = NULL;
+        loss_take(p, ids[i], &item, NULL);
+        cycle_ack_items(p, item, NULL);
+    }
+    duro_work_item later = {
+        .kind = DURO_WORK_EXTERNAL_EVENT, .instance_id = "x", .name = "later"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &later, 3600000, &e), DURO_OK, &e);
+    duro_worker_item *wx = NULL, *old = NULL, *cur = NULL;
+    loss_take(p, "x", NULL, &wx);
+    loss_take(p, "a", NULL, &old);
+    PGconn *c, *locker;
+    if (wx == NULL || old == NULL || admin_pair(&c, &locker, p) != 0)
+        return;
+    /* the claim a crash lost: the row as it was before it */
+    snprintf(sql, sizeof(sql),
+             "UPDATE \"%s\".worker_queue SET lock_token = NULL, "
+             "locked_until = NULL, available_at = 0 WHERE lock_token = '%s'",
+             schema, old->lock_token);
+    CHECK(admin_exec(c, sql));
+    loss_take(p, "a", NULL, &cur);
+    CHECK(cur != NULL && strcmp(cur->lock_token, old->lock_token) != 0);
+    CHECK(hold_row(locker, schema, "orchestrator_ready", "instance_id = 'x'"));
+    token_ack acks[3] = {{p, wx->lock_token, "x", -1, ""},
+                         {p, old->lock_token, "a", -1, ""},
+                         {p, cur != NULL ? cur->lock_token : "", "a", -1, ""}};
+    pthread_t t[3];
+    CHECK_EQ(pthread_create(&t[0], NULL, token_ack_main, &acks[0]), 0);
+    wait_for_one_lock_waiter(c, app); /* x's ack runs, and waits */
+    /* the old token first, as the retry came first after the restart */
+    for (int i = 1; i < 3; i++) {
+        CHECK_EQ(pthread_create(&t[i], NULL, token_ack_main, &acks[i]), 0);
+        WAIT_UNTIL(duro__pg_combine_queued(p) == i, 10000);
+    }
+    CHECK(admin_exec(locker, "ROLLBACK"));
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    CHECK_MSG(acks[0].rc == DURO_OK, "x: %s (%s)", duro_errname(acks[0].rc),
+              acks[0].message);
+    CHECK_MSG(acks[1].rc == DURO_LOCK_LOST, "a, old token: %s (%s)",
+              duro_errname(acks[1].rc), acks[1].message);
+    CHECK_MSG(acks[2].rc == DURO_OK, "a, current token: %s (%s)",
+              duro_errname(acks[2].rc), acks[2].message);
+    uint64_t n = 0;
+    CHECK_PRC(p->count_messages(p, DURO_QUEUE_ORCHESTRATOR, "a", &n, &e),
+              DURO_OK, &e);
+    CHECK_EQ(n, 1);
+    CHECK_PRC(p->count_messages(p, DURO_QUEUE_WORKER, "a", &n, &e), DURO_OK,
+              &e);
+    CHECK_EQ(n, 0);
+    duro_worker_item_free(wx);
+    duro_worker_item_free(old);
+    duro_worker_item_free(cur);
+    PQfinish(locker);
+    PQfinish(c);
+    duro_provider_close(p);
+}
+
+/* A claim whose commit stood but whose answer was lost (the connection
+ * dropped right after it: a server restart, a network cut) locked items
+ * under a token nobody holds; the provider made that token, knows the call
+ * failed, and releases them at its next fetch instead of leaving them
+ * locked until the lock expires (here 120 s). Each claim: the turn alone,
+ * the activity (a statement run alone), a batch of turns. */
+PV_TEST(a_claim_whose_answer_was_lost_is_released_at_the_next_fetch)
+{
+    duro_provider *p = pv_open();
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    duro_error e;
+    cycle_start(p, "a");
+    duro_orch_item *item = NULL;
+    duro__pg_inject_commit_loss(p, 1, 1);
+    CHECK_PFAIL(p->fetch_orchestration_item(p, LOSS_HOLD_MS, NULL, &item, &e),
+                DURO_STORAGE, 1, &e);
+    CHECK_EQ(duro__pg_commit_losses(p), 1);
+    CHECK(item == NULL);
+    CHECK_PRC(p->fetch_orchestration_item(p, LOSS_HOLD_MS, NULL, &item, &e),
+              DURO_OK, &e);
+    CHECK_MSG(item != NULL, "the turn whose claim's answer was lost is still "
+                            "locked");
+    if (item == NULL)
+        return;
+    CHECK_STR(item->instance_id, "a");
+    CHECK_EQ(item->attempt, 2); /* the lost claim counted */
+    cycle_ack_items(p, item, NULL);
+
+    duro_worker_item *w = NULL;
+    duro__pg_inject_commit_loss(p, 1, 1);
+    CHECK_PFAIL(p->fetch_work_item(p, LOSS_HOLD_MS, &w, &e), DURO_STORAGE, 1,
+                &e);
+    CHECK_EQ(duro__pg_commit_losses(p), 2);
+    CHECK(w == NULL);
+    CHECK_PRC(p->fetch_work_item(p, LOSS_HOLD_MS, &w, &e), DURO_OK, &e);
+    CHECK_MSG(w != NULL, "the activity whose claim's answer was lost is "
+                         "still locked");
+    if (w == NULL)
+        return;
+    CHECK_STR(w->item.instance_id, "a");
+    CHECK_EQ(w->attempt, 2);
+    cycle_ack_items(p, NULL, w);
+
+    duro_orch_item *batch[4] = {0};
+    size_t got = 0;
+    duro__pg_inject_commit_loss(p, 1, 1);
+    CHECK_PFAIL(p->ack_and_fetch_orchestration_items(
+                    p, 0, NULL, NULL, LOSS_HOLD_MS, NULL, 4, batch, &got, &e),
+                DURO_STORAGE, 1, &e);
+    CHECK_EQ(got, 0);
+    CHECK_PRC(p->ack_and_fetch_orchestration_items(
+                  p, 0, NULL, NULL, LOSS_HOLD_MS, NULL, 4, batch, &got, &e),
+              DURO_OK, &e);
+    CHECK_MSG(got == 1,
+              "the batch claim whose answer was lost: %zu of 1 "
+              "item back",
+              got);
+    if (got != 1)
+        return;
+    CHECK_STR(batch[0]->instance_id, "a");
+    cycle_ack_items(p, batch[0], NULL);
+    check_cycle_done(p, "a");
+    pv_close(p);
+}
+
+/* An abandon that failed retryably (the server unreachable, a lock it
+ * waited for too long) leaves its item locked by a token only the caller
+ * held; the provider keeps it and abandons it again at its next fetch, so
+ * the item comes back then rather than when its lock expires (120 s). */
+PV_TEST(an_abandon_that_failed_is_retried_at_the_next_fetch)
+{
+    duro_provider *p = pv_open();
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    duro_error e;
+    cycle_start(p, "a");
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, LOSS_HOLD_MS, NULL, &item, &e),
+              DURO_OK, &e);
+    CHECK(item != NULL);
+    if (item == NULL)
+        return;
+    duro__pg_inject_fault(p, 1, 1);
+    CHECK_PFAIL(p->abandon_orchestration_item(p, item->lock_token, 0, &e),
+                DURO_BUSY, 1, &e);
+    duro_orch_item_free(item);
+    item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, LOSS_HOLD_MS, NULL, &item, &e),
+              DURO_OK, &e);
+    CHECK_MSG(item != NULL, "the turn whose abandon failed is still locked");
+    if (item == NULL)
+        return;
+    CHECK_STR(item->instance_id, "a");
+    cycle_ack_items(p, item, NULL);
+
+    duro_worker_item *w = NULL;
+    CHECK_PRC(p->fetch_work_item(p, LOSS_HOLD_MS, &w, &e), DURO_OK, &e);
+    CHECK(w != NULL);
+    if (w == NULL)
+        return;
+    duro__pg_inject_fault(p, 1, 1);
+    CHECK_PFAIL(p->abandon_work_item(p, w->lock_token, 0, &e), DURO_BUSY, 1,
+                &e);
+    duro_worker_item_free(w);
+    w = NULL;
+    CHECK_PRC(p->fetch_work_item(p, LOSS_HOLD_MS, &w, &e), DURO_OK, &e);
+    CHECK_MSG(w != NULL, "the activity whose abandon failed is still locked");
+    if (w == NULL)
+        return;
+    CHECK_STR(w->item.instance_id, "a");
+    cycle_ack_items(p, NULL, w);
+    cycle_drain(p);
+    check_cycle_done(p, "a");
+    pv_close(p);
+}
+
+/* An activity ack commits without waiting for the WAL flush, so a server
+ * crash can lose it: the row comes back locked by the worker's token,
+ * which the worker let go when its ack succeeded. The provider keeps the
+ * tokens of its latest such acks; when a connection that broke is opened
+ * again, the rows those still hold are released at the next fetch, rather
+ * than when their locks expire (here 120 s). The crash's loss is made
+ * here by hand: the row put back as it was, the completion taken away,
+ * the provider's sessions ended. */
+PV_TEST(an_activity_ack_a_crash_lost_is_released_after_the_reconnect)
+{
+    char extra[96], app[64], pids[256], schema[64], sql[1024];
+    snprintf(app, sizeof(app), "duro_pv_crash_%ld", (long)getpid());
+    snprintf(extra, sizeof(extra), "&pool=1&application_name=%s", app);
+    snprintf(schema, sizeof(schema), "%s", new_schema(pv_test_name));
+    duro_provider *p = open_schema(schema, extra);
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    duro_error e;
+    cycle_start(p, "a");
+    duro_orch_item *item = NULL;
+    loss_take(p, "a", &item, NULL);
+    cycle_ack_items(p, item, NULL);
+    duro_worker_item *w = NULL;
+    CHECK_PRC(p->fetch_work_item(p, LOSS_HOLD_MS, &w, &e), DURO_OK, &e);
+    CHECK(w != NULL);
+    PGconn *c = admin();
+    CHECK(c != NULL);
+    if (w == NULL || c == NULL) {
+        duro_worker_item_free(w);
+        PQfinish(c);
+        return;
+    }
+    /* the row as the claim left it, to put back */
+    snprintf(sql, sizeof(sql),
+             "CREATE TEMP TABLE lost AS SELECT * FROM \"%s\".worker_queue",
+             schema);
+    CHECK(admin_exec(c, sql));
+    duro_work_item done = cycle_completion("a");
+    CHECK_PRC(p->ack_work_item(p, w->lock_token, &done, &e), DURO_OK, &e);
+    /* the crash lost the ack */
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO \"%s\".worker_queue OVERRIDING SYSTEM VALUE "
+             "SELECT * FROM lost; DELETE FROM \"%s\".orchestrator_queue; "
+             "DELETE FROM \"%s\".orchestrator_ready",
+             schema, schema, schema);
+    CHECK(admin_exec(c, sql));
+    backends_of(c, app, pids, sizeof(pids));
+    CHECK(pids[0] != '\0');
+    terminate(c, pids);
+    /* the first fetch reopens the connection (and finds the row locked),
+     * the next releases it and takes it */
+    duro_worker_item *again = NULL;
+    for (int i = 0; i < 2 && again == NULL; i++)
+        CHECK_PRC(p->fetch_work_item(p, LOSS_HOLD_MS, &again, &e), DURO_OK, &e);
+    CHECK_MSG(again != NULL, "the row of the lost ack is still locked");
+    if (again != NULL) {
+        CHECK_EQ(again->item.source_id, w->item.source_id);
+        CHECK_EQ(again->attempt, 2);
+        cycle_ack_items(p, NULL, again);
+    }
+    duro_worker_item_free(w);
+    cycle_drain(p);
+    check_cycle_done(p, "a");
+    PQfinish(c);
+    duro_provider_close(p);
+}
+
 /* A raise with an event id whose COMMIT's answer was lost (committed or
  * not: the caller cannot tell) is retried with the same id until it
  * succeeds, and the event is on the queue exactly once. Without an id the
@@ -3151,6 +3764,11 @@ int main(int argc, char **argv)
         T(a_connection_dropped_while_idle_is_reopened_before_use),
         T(a_connection_lost_during_a_call_fails_retryably_and_is_reopened),
         T(a_sweep_holds_no_transaction_open_while_its_batches_wait),
+        T(a_statement_waiting_for_a_held_row_gives_up_after_lock_timeout),
+        T(renewals_never_wait_for_a_held_row),
+        T(a_session_idle_in_a_transaction_is_ended_and_its_call_retried),
+        T(acks_queued_behind_a_held_ack_do_not_wait_for_it),
+        T(an_old_token_acked_beside_the_current_one_does_not_drop_it),
         T(many_events_of_a_turn_round_trip_exactly),
         T(statements_are_prepared_once_per_connection),
         T(claims_and_lookups_use_indexes),
@@ -3170,6 +3788,9 @@ int main(int argc, char **argv)
         T(controls_from_another_process_wake_a_wait_through_notify),
         T(processes_competing_for_the_queues_never_get_the_same_item),
         T(a_commit_whose_connection_was_lost_is_safe_to_retry),
+        T(a_claim_whose_answer_was_lost_is_released_at_the_next_fetch),
+        T(an_abandon_that_failed_is_retried_at_the_next_fetch),
+        T(an_activity_ack_a_crash_lost_is_released_after_the_reconnect),
         T(an_event_raised_with_an_id_is_safe_to_retry_after_a_lost_commit)};
     int rc =
         pv_main(argc, argv, &factory, extra, sizeof(extra) / sizeof(extra[0]));

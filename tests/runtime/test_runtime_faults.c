@@ -968,8 +968,8 @@ TEST(abandon_after_failed_acks_and_failed_abandons)
              2);
     CHECK_EQ(calls(w, FAULTY_ABANDON_WORK_ITEM), 2);
     CHECK_EQ(rt_log_hits("failed: faulty_provider: injected retryable failure "
-                         "of abandon_orchestration_item (its lock will "
-                         "expire)"),
+                         "of abandon_orchestration_item (a provider that can "
+                         "abandons it again"),
              1);
     /* the two rows whose acks failed ran twice */
     CHECK_EQ(atomic_load(&add_runs), CHAIN_INSTANCES * CHAIN_STEPS + 2);
@@ -1310,7 +1310,7 @@ static void committed_orchestration_acks(int version, const char *db)
     CHECK_EQ(rt_log_hits(needle), 1); /* the permanent one */
     /* which was followed by an abandon the store refused; the retryable
      * ones by a retry that found the lock gone */
-    CHECK_EQ(rt_log_hits("(its lock will expire)"), 1);
+    CHECK_EQ(rt_log_hits("at the latest its lock expires)"), 1);
     CHECK_EQ(rt_log_hits_at(DURO_LOG_DEBUG,
                             "its lock is gone after an earlier attempt "
                             "failed, which probably committed it"),

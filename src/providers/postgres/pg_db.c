@@ -24,6 +24,21 @@
 #define SESSION_SQL                                                            \
     "SET search_path TO \"%s\"; SET client_min_messages TO warning; "          \
     "SET random_page_cost TO 1.1"
+#define SESSION_SQL_MAX 512
+
+/* SESSION_SQL for p's schema, then the session timeouts its URL leaves to
+ * duro (pg_url.c: lock_timeout, idle_in_transaction_session_timeout, and
+ * statement_timeout when the URL sets it), into out[SESSION_SQL_MAX]. */
+static void session_sql(const duro__pg_provider *p, char *out)
+{
+    /* The schema name was validated as an identifier; quoted anyway. */
+    int n = snprintf(out, SESSION_SQL_MAX, SESSION_SQL, p->cfg.schema);
+    for (int i = 0; i < DURO__PG_TIMEOUTS && n > 0 && n < SESSION_SQL_MAX; i++)
+        if (p->cfg.session_timeouts[i] >= 0)
+            n += snprintf(out + n, (size_t)(SESSION_SQL_MAX - n),
+                          "; SET %s TO %lld", duro__pg_timeout_names[i],
+                          (long long)p->cfg.session_timeouts[i]);
+}
 
 static const char *const statement_sql[] = {
 #define DURO__X(id, sql) sql,
@@ -303,6 +318,15 @@ static void one_line(char *msg)
     msg[out] = '\0';
 }
 
+/* Marks c broken (reopened at its next use), noting when it was first
+ * found so (duro__pg_reconnected). */
+static void mark_broken(duro__pg_conn *c)
+{
+    if (!c->broken)
+        c->broken_ms = duro__mono_ms();
+    c->broken = 1;
+}
+
 /* Keeps the text of a failed result in c (sqlstate and message). */
 static void note_failure(duro__pg_conn *c, const PGresult *res)
 {
@@ -316,10 +340,15 @@ static void note_failure(duro__pg_conn *c, const PGresult *res)
     snprintf(c->message, sizeof(c->message), "%s",
              msg != NULL ? msg : "unknown error");
     one_line(c->message);
+    /* 25P03, 25P04: the server ended the session, idle in a transaction
+     * (idle_in_transaction_session_timeout) or open too long
+     * (transaction_timeout); libpq may not have seen the end of the
+     * stream yet */
     if (PQstatus(c->pg) != CONNECTION_OK ||
         strncmp(c->sqlstate, "08", 2) == 0 || c->sqlstate[0] == '\0' ||
-        strncmp(c->sqlstate, "57P", 3) == 0)
-        c->broken = 1;
+        strncmp(c->sqlstate, "57P", 3) == 0 ||
+        strcmp(c->sqlstate, "25P03") == 0 || strcmp(c->sqlstate, "25P04") == 0)
+        mark_broken(c);
 }
 
 /* Runs SQL text (no parameters, any number of statements) outside the
@@ -382,12 +411,12 @@ static int conn_connect(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
     return DURO_OK;
 }
 
-/* Sets up c's session: the schema, the notices, the planner's costs. */
+/* Sets up c's session: the schema, the notices, the planner's costs, the
+ * timeouts. */
 static int conn_setup(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
 {
-    /* The schema name was validated as an identifier; quoted anyway. */
-    char sql[256];
-    snprintf(sql, sizeof(sql), SESSION_SQL, p->cfg.schema);
+    char sql[SESSION_SQL_MAX];
+    session_sql(p, sql);
     int rc = exec_sql(c, sql, "open", err);
     if (rc != DURO_OK) {
         PQfinish(c->pg);
@@ -592,7 +621,14 @@ int duro__pg_migrate(duro__pg_provider *p, duro__pg_conn *c, duro_error *err)
     if (!has_table && !p->cfg.create)
         return schema_not_a_store(p, err);
 
-    if ((rc = exec_sql(c, "BEGIN", op, err)) != DURO_OK)
+    /* A migration waits as long as it takes, for the lock below and for
+     * the tables' locks, as before duro set timeouts: the processes opening
+     * a store at once wait for the one migrating it, however long that
+     * takes on a large store. SET LOCAL ends with the transaction. */
+    if ((rc = exec_sql(c,
+                       "BEGIN; SET LOCAL lock_timeout TO 0; "
+                       "SET LOCAL statement_timeout TO 0",
+                       op, err)) != DURO_OK)
         return rc;
     /* Every process opening the schema at once queues here; the first
      * migrates, the others find it done. The lock ends with the
@@ -716,7 +752,7 @@ static int drop_connection(duro__pg_provider *p, duro__pg_conn *c)
 {
     shutdown(PQsocket(c->pg), SHUT_RDWR);
     atomic_fetch_add(&p->commit_losses, 1);
-    c->broken = 1;
+    mark_broken(c);
     c->injected = 0;
     c->sqlstate[0] = '\0';
     snprintf(c->message, sizeof(c->message),
@@ -776,7 +812,7 @@ static PGresult *exec_after_begin(duro__pg_conn *c, duro__pg_stmt_id id,
         PQclear(PQgetResult(pg)); /* PGRES_PIPELINE_SYNC */
     }
     if (!PQexitPipelineMode(pg))
-        c->broken = 1;
+        mark_broken(c);
     if (begin != NULL && PQresultStatus(begin) != PGRES_COMMAND_OK) {
         PQclear(res);
         return begin;
@@ -867,8 +903,13 @@ int duro__pg_error(duro__pg_conn *c, int rc, const char *op, duro_error *err)
                                        "57014"};
     for (size_t i = 0; i < DURO__ARRAY_LEN(busy); i++)
         if (strcmp(c->sqlstate, busy[i]) == 0)
-            return duro_error_set(err, DURO_BUSY, 1, "postgres %s: %s (%s)", op,
-                                  c->message, c->sqlstate);
+            return duro_error_set(
+                err, DURO_BUSY, 1, "postgres %s: %s (%s)%s", op, c->message,
+                c->sqlstate,
+                strcmp(c->sqlstate, "55P03") == 0
+                    ? "; another session holds a row it needs (lock_timeout, "
+                      "a URL parameter, bounds the wait): retried"
+                    : "");
     if (strcmp(c->sqlstate, "53200") == 0) /* out of memory */
         return duro_error_set(err, DURO_NOMEM, 0, "postgres %s: %s", op,
                               c->message);
@@ -989,13 +1030,15 @@ static void reconnect(duro__pg_provider *p, duro__pg_conn *c)
 {
     conn_reset(c);
     if (!c->broken) {
-        char sql[256];
-        snprintf(sql, sizeof(sql), SESSION_SQL, p->cfg.schema);
+        char sql[SESSION_SQL_MAX];
+        session_sql(p, sql);
         PGresult *res = PQexec(c->pg, sql);
         if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
             c->broken = 1;
         PQclear(res);
     }
+    if (!c->broken)
+        duro__pg_reconnected(p, c->broken_ms);
     if (c->broken) {
         char why[256];
         duro__pg_scrub(p->cfg.conninfo, PQerrorMessage(c->pg), why,
@@ -1018,7 +1061,7 @@ static duro__pg_conn *acquire(duro__pg_provider *p)
     pthread_mutex_unlock(&p->pool_lock);
     /* c is this thread's now: its socket is peeked at by no one else */
     if (!c->broken && closed_by_server(c))
-        c->broken = 1;
+        mark_broken(c);
     if (c->broken)
         reconnect(p, c);
     return c;
@@ -1039,7 +1082,7 @@ static void rollback(duro__pg_provider *p, duro__pg_conn *c)
     PQclear(res);
     if (PQstatus(c->pg) != CONNECTION_OK ||
         PQtransactionStatus(c->pg) != PQTRANS_IDLE)
-        c->broken = 1;
+        mark_broken(c);
 }
 
 static void release(duro__pg_provider *p, duro__pg_conn *c)

@@ -30,7 +30,17 @@ typedef struct duro__pg_config {
     uint64_t max_history;                 /* events per execution */
     size_t max_payload; /* bytes of a payload, error or custom status */
     int create;         /* create=1 (default): a missing schema is created */
+    /* Session timeouts every connection SETs (ms, 0: none; -1: SET
+     * nothing, the server's, a role's or the URL's libpq options' value
+     * stands): lock_timeout, statement_timeout,
+     * idle_in_transaction_session_timeout. */
+    int64_t session_timeouts[3];
 } duro__pg_config;
+
+/* The session timeouts duro sets (duro__pg_config.session_timeouts), by
+ * their server names, and their defaults (-1: none). */
+#define DURO__PG_TIMEOUTS 3
+extern const char *const duro__pg_timeout_names[DURO__PG_TIMEOUTS];
 
 /* Parses a postgres:// or postgresql:// URL into cfg; DURO_BAD_URL with
  * the problem named (and the password masked) when it is malformed.
@@ -213,7 +223,16 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "$15::bigint, $16::bigint, $17::bigint, $24::bigint, $25::bigint, "        \
     "$18::bigint, $19::bigint FROM a), "                                       \
     "r AS (INSERT INTO orchestrator_ready AS r(instance_id, ready_at) "        \
-    "SELECT $2::text, $19::bigint FROM a " DURO__PG_READY_UPSERT ") "
+    "SELECT $2::text, $19::bigint FROM a " DURO__PG_READY_UPSERT               \
+    " RETURNING 1) "
+
+/* A condition that is always true and makes the claim that carries it wait
+ * until r (the readiness upsert of an ack's CTEs) has run: a one-time
+ * filter (no column in it), evaluated before the claim's scan locks a row.
+ * Without it the claim ran first, and an ack that then waited for its
+ * instance's readiness row (held by another session, up to lock_timeout)
+ * held the item it had claimed from every other fetch meanwhile. */
+#define DURO__PG_AFTER_R "(SELECT COUNT(*) FROM r) >= 0 "
 
 #define DURO__PG_STATEMENTS(X)                                                 \
     X(BEGIN_WRITE, "BEGIN")                                                    \
@@ -532,14 +551,26 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "locked_until = NULL, ready_at = m.v FROM m "                            \
       "WHERE r.id = m.ready_id AND m.v IS NOT NULL) "                          \
       "SELECT COUNT(m.v) FROM m")                                              \
-    X(READY_RENEW, "UPDATE orchestrator_ready SET locked_until = $3::bigint, " \
-                   "ready_at = $3::bigint WHERE id = $1::bigint "              \
-                   "AND lock_token = $2::text AND locked_until > $4::bigint")  \
+    /* renewals never wait for a row lock (NOWAIT: 55P03, DURO_BUSY,           \
+     * retried soon): a renewal queued behind a session that holds the row     \
+     * (stopped in the middle of its transaction) held up every renewal of     \
+     * its runtime after it */                                                 \
+    X(READY_RENEW,                                                             \
+      "UPDATE orchestrator_ready SET locked_until = $3::bigint, "              \
+      "ready_at = $3::bigint WHERE id = (SELECT id FROM orchestrator_ready "   \
+      "WHERE id = $1::bigint AND lock_token = $2::text "                       \
+      "AND locked_until > $4::bigint FOR NO KEY UPDATE NOWAIT)")               \
     X(READY_SET, "UPDATE orchestrator_ready SET lock_token = NULL, "           \
                  "locked_until = $2::bigint, ready_at = $3::bigint "           \
                  "WHERE id = $1::bigint")                                      \
     X(READY_DELETE, "DELETE FROM orchestrator_ready WHERE id = $1::bigint")    \
     X(READY_MIN, "SELECT MIN(ready_at) FROM orchestrator_ready")               \
+    /* the locks a claim whose outcome is unknown may hold ($1 its token       \
+     * hex; its answer was lost, so no caller holds them): pg_queue.c,         \
+     * "releases". A scan of the table, on that rare path only */              \
+    X(READY_CLAIMED_BY, "SELECT lock_token FROM orchestrator_ready "           \
+                        "WHERE lock_token IS NOT NULL "                        \
+                        "AND right(lock_token, 33) = '.' || $1::text")         \
     /* worker queue */                                                         \
     X(WQ_INSERT,                                                               \
       "INSERT INTO worker_queue(instance_id, execution_id, activity_id, "      \
@@ -578,6 +609,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "fetch_count = fetch_count + 1 "                                         \
       "WHERE id = (SELECT id FROM worker_queue "                               \
       "WHERE available_at <= $18::bigint AND id <> $20::bigint "               \
+      "AND " DURO__PG_AFTER_R                                                  \
       "ORDER BY available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) "             \
       "AND EXISTS (SELECT 1 FROM a) "                                          \
       "RETURNING instance_id, execution_id, activity_id, name, version, "      \
@@ -613,9 +645,10 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "FROM k JOIN a ON a.id = k.id), "                                        \
       "r AS (INSERT INTO orchestrator_ready AS r(instance_id, ready_at) "      \
       "SELECT DISTINCT k.instance_id, $22::bigint FROM k JOIN a "              \
-      "ON a.id = k.id ORDER BY 1 " DURO__PG_READY_UPSERT "), "                 \
+      "ON a.id = k.id ORDER BY 1 " DURO__PG_READY_UPSERT " RETURNING 1), "     \
       "c AS (SELECT id FROM worker_queue WHERE available_at <= $22::bigint "   \
-      "AND id <> ALL($1::bigint[]) ORDER BY available_at, id "                 \
+      "AND id <> ALL($1::bigint[]) AND " DURO__PG_AFTER_R                      \
+      "ORDER BY available_at, id "                                             \
       "LIMIT (SELECT COUNT(*) FROM a) FOR UPDATE SKIP LOCKED), "               \
       "f AS (UPDATE worker_queue AS w SET lock_token = 'w' || w.id || '.' "    \
       "|| $23::text, locked_until = $24::bigint, available_at = $24::bigint, " \
@@ -631,15 +664,31 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "NULL, 2, (SELECT MIN(available_at) FROM worker_queue "                  \
       "WHERE id <> ALL($1::bigint[])) WHERE NOT EXISTS (SELECT 1 FROM f)")     \
     /* renew and abandon need only the token: an expired lock that no other    \
-     * fetch took still holds the row (a fetch replaces the token) */          \
-    X(WQ_RENEW, "UPDATE worker_queue SET locked_until = $3::bigint, "          \
-                "available_at = $3::bigint WHERE id = $1::bigint "             \
-                "AND lock_token = $2::text")                                   \
+     * fetch took still holds the row (a fetch replaces the token); a          \
+     * renewal never waits for the row's lock (NOWAIT, as READY_RENEW) */      \
+    X(WQ_RENEW,                                                                \
+      "UPDATE worker_queue SET locked_until = $3::bigint, "                    \
+      "available_at = $3::bigint WHERE id = (SELECT id FROM worker_queue "     \
+      "WHERE id = $1::bigint AND lock_token = $2::text "                       \
+      "FOR NO KEY UPDATE NOWAIT)")                                             \
     X(WQ_ABANDON,                                                              \
       "UPDATE worker_queue SET lock_token = NULL, locked_until = NULL, "       \
       "available_at = $3::bigint WHERE id = $1::bigint "                       \
       "AND lock_token = $2::text")                                             \
     X(WQ_EXISTS, "SELECT 1 FROM worker_queue WHERE id = $1::bigint")           \
+    /* WQ_ABANDON of rows by their tokens ($1 row ids, $2 tokens: arrays in    \
+     * the same order; $3 available from): the rows of activity acks a         \
+     * server crash may have lost (pg_queue.c, "releases") */                  \
+    X(WQ_RELEASE_ACKED,                                                        \
+      "UPDATE worker_queue AS w SET lock_token = NULL, locked_until = NULL, "  \
+      "available_at = $3::bigint FROM unnest($1::bigint[], $2::text[]) "       \
+      "AS k(id, token) WHERE w.id = k.id AND w.lock_token = k.token")          \
+    /* WQ_ABANDON of every row a claim whose outcome is unknown may have       \
+     * locked ($1 its token hex, $2 available from), as READY_CLAIMED_BY */    \
+    X(WQ_RELEASE_CLAIMED,                                                      \
+      "UPDATE worker_queue SET lock_token = NULL, locked_until = NULL, "       \
+      "available_at = $2::bigint WHERE lock_token IS NOT NULL "                \
+      "AND right(lock_token, 33) = '.' || $1::text")                           \
     /* check_work_item_locks: does the token still hold its row? */            \
     X(WQ_HELD, "SELECT 1 FROM worker_queue WHERE id = $1::bigint "             \
                "AND lock_token = $2::text")                                    \
@@ -1202,6 +1251,7 @@ typedef struct duro__pg_statement {
 
 typedef struct duro__pg_conn {
     PGconn *pg;
+    int64_t broken_ms; /* when it was found broken (monotonic) */
     duro__pg_statement stmts[DURO__SQL_COUNT];
     uint64_t prepared[(DURO__SQL_COUNT + 63) / 64]; /* PQprepare done */
     int64_t changes;   /* rows the last command changed */
@@ -1214,6 +1264,25 @@ typedef struct duro__pg_conn {
     char sqlstate[6];  /* of the last failure, "" when none */
     char message[512]; /* of the last failure */
 } duro__pg_conn;
+
+/* A lock this process may hold under a token no caller will use again
+ * (pg_queue.c, "releases"): kept until a fetch releases it. */
+#define DURO__PG_RELEASES_MAX 64
+#define DURO__PG_TOKEN_MAX 64 /* "w<row id>.<32 hex>", with its NUL */
+#define DURO__PG_ACKED_MAX 512
+typedef struct duro__pg_acked {
+    int64_t at_ms;                  /* when it committed (monotonic) */
+    char token[DURO__PG_TOKEN_MAX]; /* "" once taken as a suspect */
+} duro__pg_acked;
+#define DURO__PG_CONTENDED_MAX 16
+typedef struct duro__pg_release {
+    char kind;        /* 'o' / 'w': an instance or work item lock token an
+                         abandon failed to release; 'O' / 'W': the hex of a
+                         claim of unknown outcome (its rows' tokens end
+                         with it) */
+    int64_t delay_ms; /* the abandon's delay ('o', 'w') */
+    char text[64];    /* the token, or the claim's 32 hex digits */
+} duro__pg_release;
 
 typedef struct duro__pg_provider {
     duro_provider base; /* first member */
@@ -1240,6 +1309,11 @@ typedef struct duro__pg_provider {
                                           0: off */
     _Atomic int commit_loss_committed; /* 1: after the COMMIT, 0: before */
     _Atomic uint64_t commit_losses;    /* connections the hook dropped */
+    /* duro__pg_hook_turn_ack_locked: called inside a turn's ack once its
+     * locks are taken; NULL (the default) calls nothing. Set before any
+     * thread acks. */
+    void (*turn_ack_locked)(void *arg);
+    void *turn_ack_locked_arg;
 
     /* Activity acks of many slot threads in one statement: callers queue
      * their acks; whoever finds no statement running takes the queue and
@@ -1250,6 +1324,28 @@ typedef struct duro__pg_provider {
     int combine_busy;                    /* a statement is running */
     _Atomic uint64_t combine_max;        /* most acks one statement carried */
     _Atomic uint64_t combine_statements; /* statements of more than one */
+    /* Rows whose ack gave up waiting for a lock (lock_timeout): their next
+     * acks run alone, outside the combined statements, so that one waiting
+     * again holds up no other. Under combine_lock. */
+    int64_t contended[DURO__PG_CONTENDED_MAX];
+    int contended_count;
+
+    /* Locks left held by tokens no caller will use again, released by the
+     * next fetch (pg_queue.c, "releases"). Lock order: release_lock, then
+     * nothing; no SQL under it. */
+    pthread_mutex_t release_lock;
+    duro__pg_release releases[DURO__PG_RELEASES_MAX];
+    int releases_kept;          /* entries of releases[], under the lock */
+    int releasing;              /* a thread is releasing them */
+    _Atomic int releases_count; /* releases_kept + suspect_count, read
+                                   without the lock */
+    /* The latest activity acks committed without waiting for the flush
+     * (a ring, allocated at the first), and those a server crash may have
+     * lost, to release: under release_lock. */
+    duro__pg_acked *acked;
+    size_t acked_next, acked_count;
+    char (*suspects)[DURO__PG_TOKEN_MAX];
+    size_t suspect_count;
 } duro__pg_provider;
 
 /* Connections: connect (search_path set to the schema), close. */
@@ -1335,6 +1431,13 @@ void duro__pg_write_rollback(duro__pg_provider *p, duro__pg_conn *c);
  * read transaction); release ends any transaction and returns it. */
 duro__pg_conn *duro__pg_reader_acquire(duro__pg_provider *p);
 void duro__pg_reader_release(duro__pg_provider *p, duro__pg_conn *c);
+
+/* Connection c of p was opened again after it broke (at c->broken_ms):
+ * the activity acks p committed without waiting for the flush shortly
+ * before may have been lost with the server, leaving their rows locked by
+ * their tokens; the next fetch releases them (pg_queue.c, "releases").
+ * Runs no SQL. */
+void duro__pg_reconnected(duro__pg_provider *p, int64_t broken_ms);
 
 /* Wakes wait_for_work on `queue` after a commit that made `items` items
  * fetchable: one waiter per item here, and as many in every other process

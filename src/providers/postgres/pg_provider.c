@@ -648,6 +648,9 @@ static void pg_close(duro_provider *base)
     pthread_cond_destroy(&p->pool_cond);
     pthread_mutex_destroy(&p->combine_lock);
     pthread_cond_destroy(&p->combine_cond);
+    pthread_mutex_destroy(&p->release_lock);
+    duro__free(p->acked);
+    duro__free(p->suspects);
     notifier_detach(p->notifier);
     duro__pg_config_free(&p->cfg);
     duro__free(p);
@@ -745,7 +748,8 @@ int duro__pg_open(const char *url, int concurrency, duro_provider **out,
     pthread_mutex_init(&p->pool_lock, NULL);
     pthread_cond_init(&p->pool_cond, NULL);
     pthread_mutex_init(&p->combine_lock, NULL);
-    pthread_cond_init(&p->combine_cond, NULL);
+    duro__cond_init_monotonic(&p->combine_cond);
+    pthread_mutex_init(&p->release_lock, NULL);
     rc = open_pool(p, err);
     if (rc == DURO_OK && (p->notifier = notifier_attach(p)) == NULL)
         rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
@@ -800,6 +804,16 @@ uint64_t duro__pg_commit_losses(duro_provider *base)
 {
     duro__pg_provider *p = hook_target(base);
     return p != NULL ? atomic_load(&p->commit_losses) : 0;
+}
+
+void duro__pg_hook_turn_ack_locked(duro_provider *base, void (*fn)(void *arg),
+                                   void *arg)
+{
+    duro__pg_provider *p = hook_target(base);
+    if (p == NULL)
+        return;
+    p->turn_ack_locked = fn;
+    p->turn_ack_locked_arg = arg;
 }
 
 const char *duro__pg_schema(duro_provider *base)

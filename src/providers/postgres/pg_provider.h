@@ -37,6 +37,16 @@ void duro__pg_inject_commit_loss(duro_provider *p, uint64_t nth_commit,
 /* How many connections duro__pg_inject_commit_loss has dropped so far. */
 uint64_t duro__pg_commit_losses(duro_provider *p);
 
+/* Calls fn(arg) on the thread that acks turns (ack_orchestration_item and
+ * the ack_and_fetch calls), inside the ack's transaction, once the
+ * instances' locks are taken (their readiness rows locked until the
+ * transaction ends) and before anything is written: a test can stop the
+ * process there (raise(SIGSTOP)) to hold those row locks as a frozen host
+ * does. fn NULL removes it; without one an ack tests a pointer, nothing
+ * more. Set it before any thread acks (before the runtime starts). */
+void duro__pg_hook_turn_ack_locked(duro_provider *p, void (*fn)(void *arg),
+                                   void *arg);
+
 /* duro__mask_url (providers.h): url with every secret it may hold
  * replaced by "***". Every message of the provider that names its URL
  * names this form. */
@@ -74,6 +84,9 @@ int duro__pg_idle_waiters(duro_provider *p, duro_queue queue);
 /* The most activity acks (ack_and_fetch_work_item calls of as many
  * threads) one statement has carried on p. */
 uint64_t duro__pg_combined_acks_max(duro_provider *p);
+/* Activity acks queued on p for the next combined statement, waiting for
+ * the one that runs (or for a thread to lead). */
+int duro__pg_combine_queued(duro_provider *p);
 
 /* The cross-process notification's payload (pg_provider.c): queues with
  * items pending and their counts ("o3w12"; "c": work items cancelled), and

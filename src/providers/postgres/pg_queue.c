@@ -5,6 +5,7 @@
  * whole on any failure; fetches claim rows with FOR UPDATE SKIP LOCKED, so
  * concurrent fetchers (threads or processes) never take the same row. Any
  * thread. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "providers/providers.h"
 #include "providers/postgres/pg_internal.h"
+#include "providers/postgres/pg_provider.h"
 
 #define TOKEN_MAX 64      /* "o<ready id>.<32 hex>" */
 #define FETCH_ATTEMPTS 64 /* readiness repairs per fetch before giving up */
@@ -530,6 +532,325 @@ static int run_cols(duro__pg_provider *p, duro__pg_conn *c,
     return duro__pg_step(p, c, s);
 }
 
+/* ---- releases -------------------------------------------------------------
+ * What this process may hold locked under a token that no caller will use
+ * again, released by its next fetch rather than left until the lock
+ * expires (orchestration_lock_timeout_ms, worker_lock_timeout_ms; 30 s by
+ * default). Three ways it happens, all when the server goes away (a
+ * restart, a failover, a network cut) or does not answer in time:
+ * - a claim whose answer was lost: its COMMIT (or the one statement that
+ *   is its own transaction) may have committed, locking items under a
+ *   token only the lost answer carried. The token's random part is made
+ *   here before the claim is sent ('O', 'W': its hex), so the rows whose
+ *   tokens end with it can be found and released;
+ * - an abandon that failed retryably ('o', 'w': its token): the runtime
+ *   abandons a turn whose ack failed, or an activity it could not ack, and
+ *   lets the token go whatever the abandon returns. After a restart the ack
+ *   failed (connection lost), its retry and the abandon failed too (the
+ *   server was still down), and the instance stayed locked: 5 to 11 of
+ *   2,000 instances took 30 s more after four restarts;
+ * - an activity ack committed without waiting for the flush
+ *   (WQ_ACK_COMPLETE*) and lost in a server crash: its row comes back
+ *   locked by the token the worker had, which it let go when the ack
+ *   succeeded. The latest such acks are kept (a ring of
+ *   DURO__PG_ACKED_MAX); when a connection that broke is opened again, those
+ *   committed up to ACK_LOSS_MS before it broke become suspects, released
+ *   in one statement (a row whose ack stood is gone: nothing to release).
+ * Kept in a fixed table (the oldest dropped when full: its lock expires as
+ * before), released at the start of the next fetch of either queue (one
+ * atomic load when there is nothing), one thread at a time; a release that
+ * fails retryably (the store still away) stays for the next fetch. */
+
+static int abandon_orch(duro__pg_provider *p, int64_t ready_id,
+                        const char *lock_token, int64_t delay_ms,
+                        const char *op, duro_error *err);
+static int update_work_row(duro__pg_provider *p, duro__pg_stmt_id update,
+                           int64_t id, const char *token, int64_t ms,
+                           int renewal, const char *op, duro_error *err);
+
+/* Keeps a lock to release (kind and text as duro__pg_release's). */
+static void keep_release(duro__pg_provider *p, char kind, const char *text,
+                         int64_t delay_ms)
+{
+    if (strlen(text) >= sizeof(p->releases[0].text))
+        return; /* not a token of this provider */
+    pthread_mutex_lock(&p->release_lock);
+    int known = 0;
+    for (int i = 0; i < p->releases_kept && !known; i++)
+        known = p->releases[i].kind == kind &&
+                strcmp(p->releases[i].text, text) == 0;
+    if (!known) {
+        if (p->releases_kept == DURO__PG_RELEASES_MAX) {
+            memmove(p->releases, p->releases + 1,
+                    sizeof(p->releases[0]) * (DURO__PG_RELEASES_MAX - 1));
+            p->releases_kept--;
+        }
+        duro__pg_release *r = &p->releases[p->releases_kept++];
+        r->kind = kind;
+        r->delay_ms = delay_ms;
+        snprintf(r->text, sizeof(r->text), "%s", text);
+        atomic_store(&p->releases_count,
+                     p->releases_kept + (int)p->suspect_count);
+    }
+    pthread_mutex_unlock(&p->release_lock);
+}
+
+/* A claim (token hex `hex`, of kind 'O' or 'W') failed with rc: when its
+ * connection was lost (DURO_STORAGE, retryable) it may have committed, so
+ * what it locked is released by the next fetch. A failure that changed
+ * nothing for sure (DURO_BUSY: a lock it waited for, a deadlock) keeps
+ * nothing. */
+static void keep_unknown_claim(duro__pg_provider *p, char kind, const char *hex,
+                               int rc, const duro_error *err)
+{
+    if (rc == DURO_STORAGE && err->retryable)
+        keep_release(p, kind, hex, 0);
+}
+
+/* Abandons every instance lock whose token ends with claim hex `hex`. */
+static int release_orch_claim(duro__pg_provider *p, const char *hex,
+                              const char *op, duro_error *err)
+{
+    duro__pg_conn *c = duro__pg_reader_acquire(p);
+    duro__pg_statement *s =
+        duro__pg_stmt(p, c, DURO__SQL_READY_CLAIMED_BY, op, err);
+    int rc = s != NULL ? DURO_OK : err->code;
+    char **tokens = NULL;
+    size_t n = 0, cap = 0;
+    if (rc == DURO_OK) {
+        duro__pg_bind_text(c, s, 1, hex);
+        int step = duro__pg_step(p, c, s);
+        for (; step == DURO__PG_ROW && rc == DURO_OK;
+             step = duro__pg_step(p, c, s)) {
+            if (n == cap) {
+                size_t more = cap != 0 ? cap * 2 : 16;
+                char **grown = duro__realloc(tokens, more * sizeof(*tokens));
+                if (grown == NULL) {
+                    rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+                    break;
+                }
+                tokens = grown;
+                cap = more;
+            }
+            tokens[n] = duro__strdup(duro__pg_column_text_raw(s, 0));
+            if (tokens[n++] == NULL)
+                rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        }
+        if (rc == DURO_OK && step != DURO__PG_DONE)
+            rc = duro__pg_error(c, step, op, err);
+        duro__pg_reset(s);
+    }
+    duro__pg_reader_release(p, c);
+    for (size_t i = 0; i < n && rc == DURO_OK; i++) {
+        int64_t ready_id;
+        if (tokens[i] == NULL || parse_token(tokens[i], 'o', &ready_id) != 0)
+            continue;
+        duro_error one;
+        int r = abandon_orch(p, ready_id, tokens[i], 0, op, &one);
+        if (r != DURO_OK && one.retryable) {
+            *err = one;
+            rc = r;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        duro__free(tokens[i]);
+    duro__free(tokens);
+    return rc;
+}
+
+/* Releases every work item lock whose token ends with claim hex `hex`. */
+static int release_work_claim(duro__pg_provider *p, const char *hex,
+                              const char *op, duro_error *err)
+{
+    duro__pg_conn *c = duro__pg_reader_acquire(p);
+    duro__pg_statement *s =
+        duro__pg_stmt(p, c, DURO__SQL_WQ_RELEASE_CLAIMED, op, err);
+    int rc = s != NULL ? DURO_OK : err->code;
+    int released = 0;
+    if (rc == DURO_OK) {
+        duro__pg_bind_text(c, s, 1, hex);
+        duro__pg_bind_i64(c, s, 2, duro__wall_ms());
+        rc = duro__pg_run(p, c, s, op, err);
+        released = rc == DURO_OK ? duro__pg_changes(c) : 0;
+    }
+    duro__pg_reader_release(p, c);
+    if (released > 0)
+        duro__pg_signal(p, DURO_QUEUE_WORKER, (size_t)released);
+    return rc;
+}
+
+static int release_one(duro__pg_provider *p, const duro__pg_release *r,
+                       duro_error *err)
+{
+    int64_t id;
+    duro_error_clear(err);
+    switch (r->kind) {
+    case 'o':
+        if (parse_token(r->text, 'o', &id) != 0)
+            return DURO_OK;
+        return abandon_orch(p, id, r->text, r->delay_ms,
+                            "abandon_orchestration_item, again", err);
+    case 'w':
+        if (parse_token(r->text, 'w', &id) != 0)
+            return DURO_OK;
+        if (update_work_row(p, DURO__SQL_WQ_ABANDON, id, r->text, r->delay_ms,
+                            0, "abandon_work_item, again", err) != DURO_OK)
+            return err->code;
+        duro__pg_signal(p, DURO_QUEUE_WORKER, 1);
+        return DURO_OK;
+    case 'O':
+        return release_orch_claim(p, r->text, "release of a lost claim", err);
+    default:
+        return release_work_claim(p, r->text, "release of a lost claim", err);
+    }
+}
+
+/* How long before a connection broke an activity ack committed without
+ * waiting for the flush may have been lost with the server: PostgreSQL
+ * flushes such commits within 3 x wal_writer_delay (600 ms by default),
+ * and a connection idle in the pool is found broken only when taken. */
+#define ACK_LOSS_MS 3000
+
+/* Remembers the tokens of n activity acks that committed without waiting
+ * for the flush (the oldest forgotten beyond DURO__PG_ACKED_MAX). */
+static void note_async_acks(duro__pg_provider *p, const char *const *tokens,
+                            size_t n)
+{
+    int64_t now = duro__mono_ms();
+    pthread_mutex_lock(&p->release_lock);
+    if (p->acked == NULL) {
+        p->acked = duro__calloc(DURO__PG_ACKED_MAX, sizeof(*p->acked));
+        p->suspects = duro__calloc(DURO__PG_ACKED_MAX, sizeof(*p->suspects));
+    }
+    for (size_t i = 0; p->acked != NULL && p->suspects != NULL && i < n; i++) {
+        if (strlen(tokens[i]) >= DURO__PG_TOKEN_MAX)
+            continue;
+        duro__pg_acked *a = &p->acked[p->acked_next];
+        a->at_ms = now;
+        snprintf(a->token, sizeof(a->token), "%s", tokens[i]);
+        p->acked_next = (p->acked_next + 1) % DURO__PG_ACKED_MAX;
+        if (p->acked_count < DURO__PG_ACKED_MAX)
+            p->acked_count++;
+    }
+    pthread_mutex_unlock(&p->release_lock);
+}
+
+void duro__pg_reconnected(duro__pg_provider *p, int64_t broken_ms)
+{
+    pthread_mutex_lock(&p->release_lock);
+    for (size_t i = 0; p->acked != NULL && i < p->acked_count; i++) {
+        duro__pg_acked *a = &p->acked[i];
+        if (a->token[0] == '\0' || a->at_ms < broken_ms - ACK_LOSS_MS ||
+            p->suspect_count == DURO__PG_ACKED_MAX)
+            continue;
+        memcpy(p->suspects[p->suspect_count++], a->token, sizeof(a->token));
+        a->token[0] = '\0';
+    }
+    atomic_store(&p->releases_count, p->releases_kept + (int)p->suspect_count);
+    pthread_mutex_unlock(&p->release_lock);
+}
+
+/* Releases the rows of the suspects[0 .. n) whose tokens still hold them,
+ * in one statement. */
+static int release_suspects(duro__pg_provider *p,
+                            char (*suspects)[DURO__PG_TOKEN_MAX], size_t n,
+                            duro_error *err)
+{
+    static const char op[] = "release of activity acks a crash may have lost";
+    duro__strbuf col[2];
+    memset(col, 0, sizeof(col));
+    cols_open(col, 2);
+    for (size_t i = 0; i < n; i++) {
+        int64_t id;
+        if (parse_token(suspects[i], 'w', &id) != 0)
+            continue;
+        col_num(&col[0], id);
+        col_text(&col[1], suspects[i]);
+    }
+    int rc = DURO_OK;
+    int released = 0;
+    duro__pg_conn *c = duro__pg_reader_acquire(p);
+    duro__pg_statement *s = NULL;
+    if (cols_close(col, 2))
+        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    else if ((s = duro__pg_stmt(p, c, DURO__SQL_WQ_RELEASE_ACKED, op, err)) ==
+             NULL)
+        rc = err->code;
+    if (rc == DURO_OK) {
+        duro__pg_bind_i64(c, s, 3, duro__wall_ms());
+        int step = run_cols(p, c, s, col, 2);
+        if (step != DURO__PG_DONE && step != DURO__PG_ROW)
+            rc = duro__pg_error(c, step, op, err);
+        else
+            released = duro__pg_changes(c);
+        duro__pg_reset(s);
+    }
+    duro__pg_reader_release(p, c);
+    cols_free(col, 2);
+    if (released > 0)
+        duro__pg_signal(p, DURO_QUEUE_WORKER, (size_t)released);
+    return rc;
+}
+
+/* Releases what keep_release kept and the suspects, at the start of a
+ * fetch; nothing (one atomic load) when there is nothing, or while another
+ * thread does it. */
+static void release_kept(duro__pg_provider *p)
+{
+    if (atomic_load_explicit(&p->releases_count, memory_order_relaxed) == 0)
+        return;
+    duro__pg_release todo[DURO__PG_RELEASES_MAX];
+    char(*suspects)[DURO__PG_TOKEN_MAX] = NULL;
+    size_t nsuspects = 0;
+    pthread_mutex_lock(&p->release_lock);
+    int n = p->releasing ? 0 : p->releases_kept;
+    if (!p->releasing && p->suspect_count > 0) {
+        suspects = duro__malloc(p->suspect_count * sizeof(*suspects));
+        if (suspects != NULL) {
+            nsuspects = p->suspect_count;
+            memcpy(suspects, p->suspects, nsuspects * sizeof(*suspects));
+            p->suspect_count = 0;
+        }
+    }
+    if (n > 0 || nsuspects > 0) {
+        memcpy(todo, p->releases, sizeof(todo[0]) * (size_t)n);
+        p->releases_kept = 0;
+        atomic_store(&p->releases_count, (int)p->suspect_count);
+        p->releasing = 1;
+    }
+    pthread_mutex_unlock(&p->release_lock);
+    if (n == 0 && nsuspects == 0)
+        return;
+    duro_error err;
+    if (nsuspects > 0 &&
+        release_suspects(p, suspects, nsuspects, &err) != DURO_OK &&
+        err.retryable) {
+        /* the store is still away: again at the next fetch */
+        pthread_mutex_lock(&p->release_lock);
+        for (size_t i = 0;
+             i < nsuspects && p->suspect_count < DURO__PG_ACKED_MAX; i++)
+            memcpy(p->suspects[p->suspect_count++], suspects[i],
+                   sizeof(suspects[i]));
+        atomic_store(&p->releases_count,
+                     p->releases_kept + (int)p->suspect_count);
+        pthread_mutex_unlock(&p->release_lock);
+    }
+    duro__free(suspects);
+    int done = 0;
+    for (; done < n; done++) {
+        /* a lock gone meanwhile (expired and taken, or the claim did not
+         * commit) is nothing to release; a store still away keeps the rest
+         * for the next fetch */
+        if (release_one(p, &todo[done], &err) != DURO_OK && err.retryable)
+            break;
+    }
+    pthread_mutex_lock(&p->release_lock);
+    p->releasing = 0;
+    pthread_mutex_unlock(&p->release_lock);
+    for (int i = done; i < n; i++)
+        keep_release(p, todo[i].kind, todo[i].text, todo[i].delay_ms);
+}
+
 /* ---- orchestrator queue: fetch ------------------------------------------- */
 
 /* Fills the locked instance's messages, metadata and history into item. */
@@ -611,12 +932,13 @@ static int read_claimed_messages(duro__pg_provider *p, duro__pg_conn *c,
     return DURO_OK;
 }
 
-/* Binds a claim's visibility time ($1), a fresh token ($2, written into
- * token_hex, which must outlive the step) and its lock's end ($3). */
+/* Binds a claim's visibility time ($1), its token's random part ($2, the
+ * caller's fresh duro__random_token, which must outlive the step: the
+ * caller keeps it to release what the claim locked should its outcome be
+ * unknown) and its lock's end ($3). */
 static void bind_claim(duro__pg_conn *c, duro__pg_statement *s,
-                       char token_hex[33], int64_t now, int64_t until)
+                       const char *token_hex, int64_t now, int64_t until)
 {
-    duro__random_token(token_hex);
     duro__pg_bind_i64(c, s, 1, now);
     duro__pg_bind_text(c, s, 2, token_hex);
     duro__pg_bind_i64(c, s, 3, until);
@@ -636,10 +958,11 @@ static int claimed_nothing(duro__pg_provider *p, duro__pg_statement *s)
 
 /* The body of fetch_orchestration_item inside an open write transaction:
  * one `claim` (READY_CLAIM; READY_CLAIM_ASYNC when the transaction writes
- * nothing else that must be durable), then the item's metadata and
- * history. *out is the locked item, or NULL when nothing is visible. */
+ * nothing else that must be durable) with token hex `hex` (each locked
+ * row's token ends with it), then the item's metadata and history. *out is
+ * the locked item, or NULL when nothing is visible. */
 static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
-                                     duro__pg_stmt_id claim,
+                                     duro__pg_stmt_id claim, const char *hex,
                                      int64_t lock_timeout_ms,
                                      const duro_history_cache *cache,
                                      int64_t now, duro_orch_item **out,
@@ -667,8 +990,7 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
             rc = err->code;
             break;
         }
-        char token_hex[33];
-        bind_claim(c, s, token_hex, now, until);
+        bind_claim(c, s, hex, now, until);
         int step = duro__pg_step(p, c, s);
         if (step != DURO__PG_ROW) {
             rc = duro__pg_error(c, step, op, err);
@@ -782,11 +1104,12 @@ static int load_claimed_histories(duro__pg_provider *p, duro__pg_conn *c,
 }
 
 /* Up to max items with one claim (READY_CLAIM_MANY, or its _ASYNC form as
- * the transaction's only write) inside an open write transaction:
- * next[0 .. *got), distinct instances, oldest first. An instance claimed
- * with nothing visible has its readiness repaired and is left out. */
+ * the transaction's only write; token hex `hex`) inside an open write
+ * transaction: next[0 .. *got), distinct instances, oldest first. An
+ * instance claimed with nothing visible has its readiness repaired and is
+ * left out. */
 static int fetch_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
-                                     duro__pg_stmt_id claim,
+                                     duro__pg_stmt_id claim, const char *hex,
                                      int64_t lock_timeout_ms,
                                      const duro_history_cache *cache,
                                      int64_t now, size_t max,
@@ -806,8 +1129,7 @@ static int fetch_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
     else if ((s = duro__pg_stmt(p, c, claim, op, err)) == NULL)
         rc = err->code;
     if (rc == DURO_OK) {
-        char token_hex[33];
-        bind_claim(c, s, token_hex, now, until);
+        bind_claim(c, s, hex, now, until);
         duro__pg_bind_i64(c, s, 4, (int64_t)max);
         duro_orch_item *item = NULL;
         int64_t item_ready = -1;
@@ -888,6 +1210,7 @@ int duro__pg_fetch_orchestration_item(duro_provider *base,
         return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
     *out = NULL;
     duro__pg_provider *p = pg_of(base);
+    release_kept(p);
     duro__pg_note_fetch(p, DURO_QUEUE_ORCHESTRATOR);
     int64_t now = duro__wall_ms();
     duro__pg_conn *c;
@@ -895,9 +1218,11 @@ int duro__pg_fetch_orchestration_item(duro_provider *base,
     if (rc != DURO_OK)
         return rc;
     duro_orch_item *item = NULL;
+    char hex[33];
+    duro__random_token(hex);
     /* Its writes are the claim and readiness repairs, which a later fetch
      * redoes: its commit need not wait for the WAL flush. */
-    rc = fetch_orch_in_transaction(p, c, DURO__SQL_READY_CLAIM_ASYNC,
+    rc = fetch_orch_in_transaction(p, c, DURO__SQL_READY_CLAIM_ASYNC, hex,
                                    lock_timeout_ms, cache, now, &item, op, err);
     if (rc != DURO_OK) {
         duro__pg_write_rollback(p, c);
@@ -905,6 +1230,7 @@ int duro__pg_fetch_orchestration_item(duro_provider *base,
     }
     if ((rc = duro__pg_write_commit(p, c, op, err)) != DURO_OK) {
         duro_orch_item_free(item);
+        keep_unknown_claim(p, 'O', hex, rc, err);
         return rc;
     }
     *out = item;
@@ -1614,6 +1940,8 @@ static int ack_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
 {
     lock_holder h;
     int rc = lock_and_current(p, c, ready_id, token, now, &h, op, err);
+    if (rc == DURO_OK && p->turn_ack_locked != NULL)
+        p->turn_ack_locked(p->turn_ack_locked_arg); /* a test's hook */
     if (rc == DURO_OK)
         rc = ack_first_writes(p, c, &h, ack, now, NULL, op, err);
     if (rc == DURO_OK)
@@ -1729,6 +2057,8 @@ static int ack_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
         parse_token(tokens[i], 'o', &ids[i]);
     if ((rc = lock_many(p, c, n, ids, tokens, now, h, op, err)) != DURO_OK)
         goto done;
+    if (p->turn_ack_locked != NULL)
+        p->turn_ack_locked(p->turn_ack_locked_arg); /* a test's hook */
     for (size_t i = 0; i < n && rc == DURO_OK; i++)
         rc = ack_first_writes(p, c, &h[i], &acks[i], now, &b, op, err);
     if (rc == DURO_OK)
@@ -1790,12 +2120,15 @@ static int ack_orch(duro_provider *base, size_t n,
         if (parse_token(lock_tokens[i], 'o', &ready_id) != 0)
             return lock_lost(
                 op, "not an orchestration lock token of this store", err);
+    release_kept(p);
     if (max_next > 0)
         duro__pg_note_fetch(p, DURO_QUEUE_ORCHESTRATOR);
     int64_t now = duro__wall_ms();
     duro__pg_conn *c;
     if ((rc = duro__pg_write_begin(p, op, &c, err)) != DURO_OK)
         return rc;
+    char hex[33];
+    duro__random_token(hex);
     size_t workers = 0, outbound = 0, cancels = 0, got = 0;
     for (size_t i = 0; i < n; i++) {
         workers += acks[i].worker_item_count;
@@ -1818,17 +2151,19 @@ static int ack_orch(duro_provider *base, size_t n,
     if (rc == DURO_OK && max_next == 1) {
         rc = fetch_orch_in_transaction(
             p, c, n == 0 ? DURO__SQL_READY_CLAIM_ASYNC : DURO__SQL_READY_CLAIM,
-            lock_timeout_ms, cache, now, &next[0], op, err);
+            hex, lock_timeout_ms, cache, now, &next[0], op, err);
         got = rc == DURO_OK && next[0] != NULL ? 1 : 0;
     } else if (rc == DURO_OK && max_next > 1) {
         rc = fetch_many_in_transaction(p, c,
                                        n == 0 ? DURO__SQL_READY_CLAIM_MANY_ASYNC
                                               : DURO__SQL_READY_CLAIM_MANY,
-                                       lock_timeout_ms, cache, now, max_next,
-                                       next, &got, op, err);
+                                       hex, lock_timeout_ms, cache, now,
+                                       max_next, next, &got, op, err);
     }
     if (rc == DURO_OK) {
         rc = duro__pg_write_commit(p, c, op, err);
+        if (rc != DURO_OK && max_next > 0)
+            keep_unknown_claim(p, 'O', hex, rc, err);
     } else {
         duro__pg_write_rollback(p, c);
     }
@@ -1891,24 +2226,17 @@ int duro__pg_ack_and_fetch_orchestration_items(
 /* ---- orchestrator queue: abandon, renew, enqueue ---------------------------
  */
 
-int duro__pg_abandon_orchestration_item(duro_provider *base,
-                                        const char *lock_token,
-                                        int64_t delay_ms, duro_error *err)
+/* abandon_orchestration_item of a token this provider issued (ready row
+ * ready_id): its messages untagged, its lock released, the instance ready
+ * after delay_ms. */
+static int abandon_orch(duro__pg_provider *p, int64_t ready_id,
+                        const char *lock_token, int64_t delay_ms,
+                        const char *op, duro_error *err)
 {
-    static const char op[] = "abandon_orchestration_item";
-    duro_error local;
-    DURO__PG_ERR_INIT(err, local);
-    duro__pg_provider *p = pg_of(base);
-    int64_t ready_id;
-    int rc = check_token(lock_token, err);
-    if (rc != DURO_OK)
-        return rc;
-    if (parse_token(lock_token, 'o', &ready_id) != 0)
-        return lock_lost(op, "not an orchestration lock token of this store",
-                         err);
     int64_t now = duro__wall_ms();
     duro__pg_conn *c;
-    if ((rc = duro__pg_write_begin(p, op, &c, err)) != DURO_OK)
+    int rc = duro__pg_write_begin(p, op, &c, err);
+    if (rc != DURO_OK)
         return rc;
     lock_holder h;
     rc = lock_and_current(p, c, ready_id, lock_token, now, &h, op, err);
@@ -1935,6 +2263,29 @@ int duro__pg_abandon_orchestration_item(duro_provider *base,
         return rc;
     duro__pg_signal(p, DURO_QUEUE_ORCHESTRATOR, 1);
     return DURO_OK;
+}
+
+int duro__pg_abandon_orchestration_item(duro_provider *base,
+                                        const char *lock_token,
+                                        int64_t delay_ms, duro_error *err)
+{
+    static const char op[] = "abandon_orchestration_item";
+    duro_error local;
+    DURO__PG_ERR_INIT(err, local);
+    duro__pg_provider *p = pg_of(base);
+    int64_t ready_id;
+    int rc = check_token(lock_token, err);
+    if (rc != DURO_OK)
+        return rc;
+    if (parse_token(lock_token, 'o', &ready_id) != 0)
+        return lock_lost(op, "not an orchestration lock token of this store",
+                         err);
+    rc = abandon_orch(p, ready_id, lock_token, delay_ms, op, err);
+    /* The caller lets the token go either way: when the store could not be
+     * reached (or waited for), the provider abandons it again later. */
+    if (rc != DURO_OK && err->retryable)
+        keep_release(p, 'o', lock_token, delay_ms);
+    return rc;
 }
 
 /* Updates a lock row its token still holds, unexpired, with `update`
@@ -2123,16 +2474,16 @@ static int read_work_row(duro_arena *a, duro__pg_statement *s,
 }
 
 /* The body of fetch_work_item inside an open write transaction; `claim`
- * is WQ_FETCH, or WQ_FETCH_ASYNC when the claim is its own transaction. */
+ * is WQ_FETCH, or WQ_FETCH_ASYNC when the claim is its own transaction;
+ * token_hex its token's random part (duro__random_token). */
 static int fetch_work_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                                      duro__pg_stmt_id claim,
+                                     const char *token_hex,
                                      int64_t lock_timeout_ms, int64_t now,
                                      duro_worker_item **out, const char *op,
                                      duro_error *err)
 {
     *out = NULL;
-    char token_hex[33];
-    duro__random_token(token_hex);
     duro_arena *a = NULL;
     duro_worker_item *w = NULL;
     duro__pg_statement *s = duro__pg_stmt(p, c, claim, op, err);
@@ -2180,6 +2531,7 @@ int duro__pg_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
         return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
     *out = NULL;
     duro__pg_provider *p = pg_of(base);
+    release_kept(p);
     duro__pg_note_fetch(p, DURO_QUEUE_WORKER);
     int64_t now = duro__wall_ms();
     /* The claim is one statement: run alone, it is its own transaction
@@ -2187,11 +2539,15 @@ int duro__pg_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
      * idle worker find nothing). */
     duro__pg_conn *c = duro__pg_reader_acquire(p);
     duro_worker_item *w = NULL;
-    int rc = fetch_work_in_transaction(p, c, DURO__SQL_WQ_FETCH_ASYNC,
+    char hex[33];
+    duro__random_token(hex);
+    int rc = fetch_work_in_transaction(p, c, DURO__SQL_WQ_FETCH_ASYNC, hex,
                                        lock_timeout_ms, now, &w, op, err);
     duro__pg_reader_release(p, c);
     if (rc == DURO_OK)
         *out = w;
+    else
+        keep_unknown_claim(p, 'W', hex, rc, err);
     return rc;
 }
 
@@ -2339,8 +2695,8 @@ static int ack_work_one(duro__pg_provider *p, int64_t id,
     duro__pg_bind_i64(c, s, 20, id);
     duro__pg_bind_text(c, s, 21, lock_token);
     char token_hex[33];
+    duro__random_token(token_hex);
     if (next != NULL) {
-        duro__random_token(token_hex);
         duro__pg_bind_text(c, s, 22, token_hex);
         duro__pg_bind_i64(c, s, 23, after_ms(duro__wall_ms(), lock_timeout_ms));
     }
@@ -2364,16 +2720,19 @@ static int ack_work_one(duro__pg_provider *p, int64_t id,
         duro_arena *a = duro_arena_create();
         w = a != NULL ? duro_arena_alloc(a, sizeof(*w)) : NULL;
         if (w == NULL || (w->arena = a, read_work_row(a, s, w) != 0)) {
-            /* committed: the claimed item comes back when its lock
-             * expires, as after any failure that may have committed */
+            /* committed: the claimed item is released by the next fetch */
             duro_arena_destroy(a);
             w = NULL;
             rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+            keep_release(p, 'W', token_hex, 0);
         }
     }
     duro__pg_reader_release(p, c);
+    if (rc != DURO_OK && next != NULL)
+        keep_unknown_claim(p, 'W', token_hex, rc, err);
     if (rc != DURO_OK)
         return rc;
+    note_async_acks(p, &lock_token, 1); /* committed without the flush */
     duro__pg_signal(p, DURO_QUEUE_ORCHESTRATOR, 1);
     if (next != NULL)
         *next = w;
@@ -2392,7 +2751,14 @@ static int ack_work_one(duro__pg_provider *p, int64_t id,
  * unless one is already running, so one ack alone costs what it did
  * before (WQ_ACK_COMPLETE_FETCH). Each ack gets its own outcome: acked,
  * or DURO_LOCK_LOST when its row was gone; the claimed items go one to
- * each acked caller. */
+ * each acked caller.
+ * A statement may wait for a readiness row another session holds (a
+ * runtime stopped in the middle of its ack), up to lock_timeout; it must
+ * hold up no ack but its own: a combined statement that fails DURO_BUSY
+ * (nothing changed) has each of its acks run again alone on its own
+ * thread; an ack that gave up waiting runs alone until it goes through
+ * (p->contended); and an ack queued behind a statement that runs longer
+ * than COMBINE_WAIT_MS runs alone instead of waiting on. */
 
 #define COMBINE_MAX 64
 
@@ -2401,7 +2767,10 @@ typedef struct duro__pg_wq_req {
     const char *token;
     const duro_work_item *completion;
     int64_t lock_timeout_ms;
-    int done; /* under combine_lock */
+    int done;  /* under combine_lock */
+    int taken; /* in a leader's batch, under combine_lock */
+    int alone; /* the combined statement failed, changing nothing: the
+                  caller runs its ack alone */
     int rc;
     duro_error err;
     duro_worker_item *next;
@@ -2416,16 +2785,25 @@ static void run_combined(duro__pg_provider *p, wq_req **all, size_t count,
                          const char *op)
 {
     enum { K_COLUMNS = 21 };
-    /* A row acked twice at once (one token used by two threads): the
-     * second finds it gone, as it would after the first. */
+    /* A row acked twice at once with one token (used by two threads): the
+     * second finds it gone, as it would after the first. With two tokens -
+     * the current holder's, and an old one whose claim a server crash lost
+     * (its ack retried after the restart, while the row was claimed again)
+     * - the second runs alone after this statement: in it, both would be
+     * joined to the one row deleted and queue two completions, and dropping
+     * it instead (as before) dropped the holder's completion, the row left
+     * locked by a token no one held until it expired. */
     wq_req *batch[COMBINE_MAX];
     size_t n = 0;
     for (size_t i = 0; i < count; i++) {
-        int twice = 0;
-        for (size_t j = 0; j < n && !twice; j++)
-            twice = batch[j]->id == all[i]->id;
-        if (twice)
+        const wq_req *same = NULL;
+        for (size_t j = 0; j < n && same == NULL; j++)
+            if (batch[j]->id == all[i]->id)
+                same = batch[j];
+        if (same != NULL && strcmp(same->token, all[i]->token) == 0)
             all[i]->rc = lock_lost(op, gone_msg, &all[i]->err);
+        else if (same != NULL)
+            all[i]->alone = 1;
         else
             batch[n++] = all[i];
     }
@@ -2466,14 +2844,14 @@ static void run_combined(duro__pg_provider *p, wq_req **all, size_t count,
     size_t claims = 0, acked = 0;
     int64_t due = INT64_MAX;
     int due_known = 0;
+    char token_hex[33];
+    duro__random_token(token_hex);
     if (cols_close(col, K_COLUMNS))
         rc = duro_error_set(&err, DURO_NOMEM, 0, "out of memory");
     else if ((s = duro__pg_stmt(p, c, DURO__SQL_WQ_ACK_COMPLETE_FETCH_MANY, op,
                                 &err)) == NULL)
         rc = err.code;
     if (rc == DURO_OK) {
-        char token_hex[33];
-        duro__random_token(token_hex);
         duro__pg_bind_i64(c, s, 22, now);
         duro__pg_bind_text(c, s, 23, token_hex);
         duro__pg_bind_i64(c, s, 24,
@@ -2495,11 +2873,11 @@ static void run_combined(duro__pg_provider *p, wq_req **all, size_t count,
                 duro_worker_item *w =
                     a != NULL ? duro_arena_alloc(a, sizeof(*w)) : NULL;
                 if (w == NULL || (w->arena = a, read_work_row(a, s, w) != 0)) {
-                    /* committed: the claimed item comes back when its lock
-                     * expires, as after any failure that may have
-                     * committed */
+                    /* committed: the claimed items are released by the
+                     * next fetch */
                     duro_arena_destroy(a);
                     rc = duro_error_set(&err, DURO_NOMEM, 0, "out of memory");
+                    keep_release(p, 'W', token_hex, 0);
                     break;
                 }
                 claimed[claims++] = w;
@@ -2517,25 +2895,37 @@ static void run_combined(duro__pg_provider *p, wq_req **all, size_t count,
     duro__pg_reader_release(p, c);
     cols_free(col, K_COLUMNS);
     if (rc != DURO_OK) {
+        for (size_t i = 0; i < claims; i++)
+            duro_worker_item_free(claimed[i]);
+        if (rc == DURO_BUSY) {
+            /* It changed nothing (a lock it waited for too long, a
+             * deadlock): one ack's row held by another session must not
+             * fail the others, so each runs alone, on its own thread. */
+            for (size_t i = 0; i < n; i++)
+                batch[i]->alone = 1;
+            return;
+        }
         /* the statement failed as a whole: every ack gets its error (one
          * whose connection was lost may have committed: provider.h) */
         for (size_t i = 0; i < n; i++) {
             batch[i]->rc = rc;
             batch[i]->err = err;
         }
-        for (size_t i = 0; i < claims; i++)
-            duro_worker_item_free(claimed[i]);
+        keep_unknown_claim(p, 'W', token_hex, rc, &err);
         return;
     }
-    size_t given = 0;
+    size_t given = 0, k = 0;
+    const char *acked_tokens[COMBINE_MAX];
     for (size_t i = 0; i < n; i++) {
         if (batch[i]->rc != DURO_OK) {
             lock_lost(op, gone_msg, &batch[i]->err);
             continue;
         }
+        acked_tokens[k++] = batch[i]->token;
         batch[i]->next = given < claims ? claimed[given++] : NULL;
     }
-    for (; given < claims; given++) /* cannot happen: one claim per ack */
+    note_async_acks(p, acked_tokens, k); /* committed without the flush */
+    for (; given < claims; given++)      /* cannot happen: one claim per ack */
         duro_worker_item_free(claimed[given]);
     if (due_known)
         duro__pg_note_due(p, DURO_QUEUE_WORKER, due);
@@ -2547,6 +2937,76 @@ static void run_combined(duro__pg_provider *p, wq_req **all, size_t count,
         ;
     atomic_fetch_add(&p->combine_statements, 1);
 }
+
+/* Where row `id` is in p->contended, or -1; under combine_lock. */
+static int contended_at(duro__pg_provider *p, int64_t id)
+{
+    for (int i = 0; i < p->contended_count; i++)
+        if (p->contended[i] == id)
+            return i;
+    return -1;
+}
+
+/* Remembers whether row id's ack gave up waiting for a lock (rc
+ * DURO_BUSY): then its next attempt runs alone (the oldest such row is
+ * forgotten when DURO__PG_CONTENDED_MAX are); any other outcome forgets
+ * it. */
+static void note_contended(duro__pg_provider *p, int64_t id, int rc)
+{
+    pthread_mutex_lock(&p->combine_lock);
+    int at = contended_at(p, id);
+    if (rc == DURO_BUSY && at < 0) {
+        if (p->contended_count == DURO__PG_CONTENDED_MAX) {
+            memmove(p->contended, p->contended + 1,
+                    sizeof(p->contended[0]) * (DURO__PG_CONTENDED_MAX - 1));
+            p->contended_count--;
+        }
+        p->contended[p->contended_count++] = id;
+    } else if (rc != DURO_BUSY && at >= 0) {
+        memmove(p->contended + at, p->contended + at + 1,
+                sizeof(p->contended[0]) *
+                    (size_t)(p->contended_count - at - 1));
+        p->contended_count--;
+    }
+    pthread_mutex_unlock(&p->combine_lock);
+}
+
+/* An ack that may wait for a row another session holds (its last attempt
+ * did, or the combined statement it was in did): alone, so that it holds
+ * up no other ack while it waits. (Its claim of the next item runs after
+ * its readiness upsert, DURO__PG_AFTER_R: it holds no item meanwhile.) */
+static int ack_apart(duro__pg_provider *p, int64_t id, const char *lock_token,
+                     const duro_work_item *completion, int64_t lock_timeout_ms,
+                     duro_worker_item **next, const char *op, duro_error *err)
+{
+    int rc = ack_work_one(p, id, lock_token, completion, lock_timeout_ms, next,
+                          op, err);
+    note_contended(p, id, rc);
+    return rc;
+}
+
+/* Removes r from the combine queue; under combine_lock. */
+static void unqueue(duro__pg_provider *p, wq_req *r)
+{
+    wq_req *prev = NULL;
+    for (wq_req *x = p->combine_head; x != NULL; prev = x, x = x->link) {
+        if (x != r)
+            continue;
+        if (prev != NULL)
+            prev->link = r->link;
+        else
+            p->combine_head = r->link;
+        if (p->combine_tail == r)
+            p->combine_tail = prev;
+        return;
+    }
+}
+
+/* How long a queued ack waits for the statement running before it runs
+ * its own, alone: a combined statement takes milliseconds, unless it waits
+ * for a row another session holds (up to lock_timeout), and the acks
+ * queued behind it are not held up by that. */
+#define COMBINE_WAIT_MS 1000
 
 /* ack_work_one for an ack with its completion and the next claim, run
  * together with the acks other threads make at the same time. */
@@ -2561,14 +3021,34 @@ static int ack_work_combined(duro__pg_provider *p, int64_t id,
                  .completion = completion,
                  .lock_timeout_ms = lock_timeout_ms};
     pthread_mutex_lock(&p->combine_lock);
+    if (contended_at(p, id) >= 0) {
+        /* it waited for a row lock last time: alone, holding up no other
+         * ack while it may wait again */
+        pthread_mutex_unlock(&p->combine_lock);
+        return ack_apart(p, id, lock_token, completion, lock_timeout_ms, next,
+                         op, err);
+    }
     if (p->combine_tail != NULL)
         p->combine_tail->link = &me;
     else
         p->combine_head = &me;
     p->combine_tail = &me;
+    struct timespec give_up;
+    duro__deadline_ts(&give_up, COMBINE_WAIT_MS);
     while (!me.done) {
         if (p->combine_busy) {
-            pthread_cond_wait(&p->combine_cond, &p->combine_lock);
+            if (me.taken) {
+                pthread_cond_wait(&p->combine_cond, &p->combine_lock);
+            } else if (pthread_cond_timedwait(&p->combine_cond,
+                                              &p->combine_lock,
+                                              &give_up) == ETIMEDOUT &&
+                       !me.taken && !me.done) {
+                /* the running statement is held up: not behind it */
+                unqueue(p, &me);
+                pthread_mutex_unlock(&p->combine_lock);
+                return ack_apart(p, id, lock_token, completion, lock_timeout_ms,
+                                 next, op, err);
+            }
             continue;
         }
         /* lead: take the queued acks that share the first one's lock
@@ -2582,6 +3062,7 @@ static int ack_work_combined(duro__pg_provider *p, int64_t id,
         while (*at != NULL) {
             wq_req *r = *at;
             if (n < COMBINE_MAX && r->lock_timeout_ms == timeout) {
+                r->taken = 1;
                 batch[n++] = r;
                 *at = r->link;
             } else {
@@ -2591,7 +3072,7 @@ static int ack_work_combined(duro__pg_provider *p, int64_t id,
         }
         pthread_mutex_unlock(&p->combine_lock);
         if (n == 1)
-            batch[0]->rc = ack_work_one(
+            batch[0]->rc = ack_apart(
                 p, batch[0]->id, batch[0]->token, batch[0]->completion,
                 batch[0]->lock_timeout_ms, &batch[0]->next, op, &batch[0]->err);
         else
@@ -2603,12 +3084,26 @@ static int ack_work_combined(duro__pg_provider *p, int64_t id,
         pthread_cond_broadcast(&p->combine_cond);
     }
     pthread_mutex_unlock(&p->combine_lock);
+    if (me.alone)
+        return ack_apart(p, id, lock_token, completion, lock_timeout_ms, next,
+                         op, err);
     if (me.rc != DURO_OK) {
         *err = me.err;
         return me.rc;
     }
     *next = me.next;
     return DURO_OK;
+}
+
+int duro__pg_combine_queued(duro_provider *base)
+{
+    duro__pg_provider *p = pg_of(base);
+    pthread_mutex_lock(&p->combine_lock);
+    int n = 0;
+    for (const wq_req *r = p->combine_head; r != NULL; r = r->link)
+        n++;
+    pthread_mutex_unlock(&p->combine_lock);
+    return n;
 }
 
 static int ack_work_at_once(duro__pg_provider *p, int64_t id,
@@ -2639,6 +3134,7 @@ static int ack_work(duro_provider *base, const char *lock_token,
         return rc;
     if (parse_token(lock_token, 'w', &id) != 0)
         return lock_lost(op, "not a work item lock token of this store", err);
+    release_kept(p);
     if (next != NULL)
         duro__pg_note_fetch(p, DURO_QUEUE_WORKER);
     if (completion != NULL && completion->kind != DURO_WORK_START &&
@@ -2667,8 +3163,10 @@ static int ack_work(duro_provider *base, const char *lock_token,
     if (rc == DURO_OK && completion != NULL)
         rc = enqueue_in_transaction(p, c, completion, now, now, &skip, op, err);
     duro_worker_item *w = NULL;
+    char hex[33];
+    duro__random_token(hex);
     if (rc == DURO_OK && next != NULL)
-        rc = fetch_work_in_transaction(p, c, DURO__SQL_WQ_FETCH,
+        rc = fetch_work_in_transaction(p, c, DURO__SQL_WQ_FETCH, hex,
                                        lock_timeout_ms, now, &w, op, err);
     if (rc != DURO_OK) {
         duro__pg_write_rollback(p, c);
@@ -2676,6 +3174,8 @@ static int ack_work(duro_provider *base, const char *lock_token,
     }
     if ((rc = duro__pg_write_commit(p, c, op, err)) != DURO_OK) {
         duro_worker_item_free(w);
+        if (next != NULL)
+            keep_unknown_claim(p, 'W', hex, rc, err);
         return rc;
     }
     if (completion != NULL && !skip)
@@ -2725,5 +3225,8 @@ int duro__pg_abandon_work_item(duro_provider *base, const char *lock_token,
                          op, err);
     if (rc == DURO_OK)
         duro__pg_signal(p, DURO_QUEUE_WORKER, 1);
+    /* the caller lets the token go either way: abandoned again later */
+    if (rc != DURO_OK && err->retryable)
+        keep_release(p, 'w', lock_token, delay_ms);
     return rc;
 }

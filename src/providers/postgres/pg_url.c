@@ -1,8 +1,10 @@
 /* pg_url.c - parses a postgres:// or postgresql:// URL into the provider's
  * configuration: duro's own parameters (schema, pool, max_history,
- * max_payload, create) are taken out, the rest is handed to libpq as is. Also
- * masks the secrets of a URL for every message that names it, and scrubs
- * them from libpq's messages. Connects to nothing; any thread. */
+ * max_payload, create, and the session timeouts lock_timeout,
+ * statement_timeout, idle_in_transaction_session_timeout) are taken out,
+ * the rest is handed to libpq as is. Also masks the secrets of a URL for
+ * every message that names it, and scrubs them from libpq's messages.
+ * Connects to nothing; any thread. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -39,6 +41,26 @@ static const char *const url_defaults[][2] = {
 #define URL_DEFAULTS_MAX 128 /* bytes all of them take, '&'s included */
 #define DEFAULT_MAX_HISTORY 100000
 #define DEFAULT_MAX_PAYLOAD (1024 * 1024)
+
+/* Server settings duro SETs on every session it opens, unless the URL
+ * says otherwise (a duro parameter of the same name, in ms; or the name in
+ * libpq's options= or PGOPTIONS, which then decide). A host stopped or cut
+ * off in the middle of a transaction (SIGSTOP, a partition: its kernel or
+ * nobody answers, so no keepalive ends it) holds its row locks for as long
+ * as its session lasts, and every other runtime's statement that needs one
+ * of those rows waited behind it: one frozen runtime stopped a second one's
+ * activity acks for 20 s. So duro's sessions may not sit idle in a
+ * transaction for long (the server ends such a session, rolling it back),
+ * and its statements do not queue behind a lock for long (they fail
+ * DURO_BUSY, retryable, and the caller retries, or acks apart: pg_queue.c).
+ * statement_timeout stays the server's unless the URL sets it: duro's own
+ * long statements (a purge, a prune, counts over a large store) are
+ * legitimate, and a statement that waits for a lock is bounded by
+ * lock_timeout already. */
+const char *const duro__pg_timeout_names[DURO__PG_TIMEOUTS] = {
+    "lock_timeout", "statement_timeout", "idle_in_transaction_session_timeout"};
+static const int64_t timeout_defaults[DURO__PG_TIMEOUTS] = {5000, -1, 10000};
+#define TIMEOUT_MAX 2147483647 /* the server's int, in ms */
 
 size_t duro__pg_mask_url(const char *url, char *out, size_t size)
 {
@@ -121,6 +143,40 @@ static int reserved_schema(const char *v, size_t n)
     return n == sizeof(info) - 1 && strncasecmp(v, info, n) == 0;
 }
 
+/* The session timeout named key[0 .. n), or -1. */
+static int timeout_key(const char *key, size_t n)
+{
+    for (int i = 0; i < DURO__PG_TIMEOUTS; i++)
+        if (strlen(duro__pg_timeout_names[i]) == n &&
+            strncmp(key, duro__pg_timeout_names[i], n) == 0)
+            return i;
+    return -1;
+}
+
+/* Marks in named[] the session timeouts that libpq options v[0 .. n)
+ * set ("-c lock_timeout=5000", "--lock_timeout=5000", percent-encoded or
+ * not): a whole name, followed by '=' (or %3D, or a space). */
+static void names_timeouts(const char *v, size_t n, int *named)
+{
+    for (int i = 0; i < DURO__PG_TIMEOUTS; i++) {
+        const char *name = duro__pg_timeout_names[i];
+        size_t len = strlen(name);
+        for (size_t at = 0; at + len < n; at++) {
+            if (strncmp(v + at, name, len) != 0)
+                continue;
+            const char *after = v + at + len;
+            size_t left = n - at - len;
+            int starts = at == 0 || v[at - 1] == '=' || v[at - 1] == ' ' ||
+                         v[at - 1] == '+' || v[at - 1] == '-' ||
+                         (at >= 3 && strncasecmp(v + at - 3, "%20", 3) == 0);
+            int assigns = after[0] == '=' || after[0] == ' ' ||
+                          (left >= 3 && strncasecmp(after, "%3D", 3) == 0);
+            if (starts && assigns)
+                named[i] = 1;
+        }
+    }
+}
+
 int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -129,6 +185,8 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
     cfg->max_history = DEFAULT_MAX_HISTORY;
     cfg->max_payload = DEFAULT_MAX_PAYLOAD;
     cfg->create = 1;
+    for (int i = 0; i < DURO__PG_TIMEOUTS; i++)
+        cfg->session_timeouts[i] = timeout_defaults[i];
     if (url == NULL)
         return duro_error_set(err, DURO_BAD_URL, 0, "database URL is NULL");
     size_t url_len = strlen(url);
@@ -155,7 +213,9 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
     size_t len = base_len;
     cfg->conninfo[len] = '\0';
     int seen_schema = 0, seen_pool = 0, seen_history = 0, seen_payload = 0;
-    int seen_create = 0, seen_service = 0;
+    int seen_create = 0, seen_service = 0, seen_options = 0;
+    int seen_timeout[DURO__PG_TIMEOUTS] = {0};
+    int in_options[DURO__PG_TIMEOUTS] = {0}; /* named in options= */
     int kept = 0, named[URL_DEFAULTS] = {0};
     const char *s = query;
     while (s != NULL) {
@@ -217,9 +277,22 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
                                       "1",
                                       cfg->display);
             cfg->create = (int)x;
+        } else if (timeout_key(p, key_len) >= 0) {
+            int t = timeout_key(p, key_len);
+            if (seen_timeout[t]++ || parse_u64(v, v_len, 0, TIMEOUT_MAX, &x))
+                return duro_error_set(err, DURO_BAD_URL, 0,
+                                      "'%s': %s must be given once, in "
+                                      "milliseconds, 0 .. %d (0: none)",
+                                      cfg->display, duro__pg_timeout_names[t],
+                                      TIMEOUT_MAX);
+            cfg->session_timeouts[t] = (int64_t)x;
         } else {
             /* libpq's own (host, port, user, sslmode, ...) */
             seen_service |= KEY("service");
+            if (KEY("options")) {
+                seen_options = 1;
+                names_timeouts(v, v_len, in_options);
+            }
             for (size_t i = 0; i < URL_DEFAULTS; i++)
                 named[i] |= key_len == strlen(url_defaults[i][0]) &&
                             strncmp(p, url_defaults[i][0], key_len) == 0;
@@ -231,6 +304,14 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
 #undef KEY
         s = next;
     }
+    /* A timeout libpq's options name (the URL's, or PGOPTIONS when the URL
+     * has none) is the options' to set, unless duro's parameter says. */
+    const char *env_options = getenv("PGOPTIONS");
+    if (env_options != NULL && !seen_options)
+        names_timeouts(env_options, strlen(env_options), in_options);
+    for (int i = 0; i < DURO__PG_TIMEOUTS; i++)
+        if (in_options[i] && !seen_timeout[i])
+            cfg->session_timeouts[i] = -1;
     const char *env_timeout = getenv("PGCONNECT_TIMEOUT");
     const char *env_service = getenv("PGSERVICE");
     if ((env_timeout != NULL && *env_timeout != '\0') ||
