@@ -1445,8 +1445,19 @@ static void test_lockout(void)
         if (send(slow[i], slow_raw, (size_t)slow_n, MSG_NOSIGNAL) != slow_n)
             die("send: %s", strerror(errno));
     }
-    /* as above: 5 s, generous, and half what the slow ones may take */
-    s = http_within(port, raw, (size_t)n, buf, sizeof(buf), 5000);
+    /* as above: 5 s, generous, and half what the slow ones may take. A
+     * 503 ("try again") is the door's answer while the HTTP server has not
+     * yet reaped the connections it was told to close (twice
+     * UI_SERVING_MAX held): on a loaded machine it can lag; the request
+     * must get through within the 5 s all the same. */
+    int64_t until = now_ms() + 5000;
+    do {
+        int64_t left = until - now_ms();
+        s = http_within(port, raw, (size_t)n, buf, sizeof(buf),
+                        left > 0 ? (int)left : 1);
+        if (s == 503)
+            pause_ms(50);
+    } while (s == 503 && now_ms() < until);
     CHECK(s == 200, "a request among %d slow sign-ins: %d", SLOW, s);
     deadline = now_ms() + 10000;
     while (still_open(slow[0]) && now_ms() < deadline)
@@ -1456,7 +1467,10 @@ static void test_lockout(void)
      * server's clock can only follow): closed to make room, wrongly; on a
      * loaded machine the wait above may take long enough for the newest to
      * reach its 10 s, which is no failure */
-    CHECK(still_open(slow[SLOW - 1]) || now_ms() - newest_at >= 10000,
+    /* (or answered 503 by the door, said so, when the HTTP server lagged
+     * as above: never closed to make room) */
+    CHECK(still_open(slow[SLOW - 1]) || now_ms() - newest_at >= 10000 ||
+              lines_holding(errfile, "a new one was answered 503") > 0,
           "the newest slow sign-in was closed at once");
     CHECK(wait_file_holds(errfile, "the oldest that had not signed in") == 0,
           "making room was not said");
