@@ -123,6 +123,9 @@ if(DURO_POSTGRES)
     ${DURO_PV_DIR}/main_postgres.c ${DURO_PV_DIR}/validation.c
     ${DURO_PV_DIR}/faulty_provider.c LABELS provider tsan)
   target_include_directories(test_provider_postgres PRIVATE ${DURO_PV_DIR})
+  # 50-80 s on a quiet machine (a 16 s server stop, the session timeouts'
+  # waits); a loaded one, or ASan, can take several times that
+  set_tests_properties(test_provider_postgres PROPERTIES TIMEOUT 900)
 endif()
 
 # A cancellation decided in one process reaches an activity running in
