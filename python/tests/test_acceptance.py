@@ -1,9 +1,9 @@
 """Issue 24's acceptance program, as written there (only the database path
-is the test's own)."""
+is the test's own: a SQLite file in the test's directory, or a schema of
+the PostgreSQL server in the python_postgres run)."""
 
 
-def test_process_order_runs_as_written(tmp_path):
-    db = f"sqlite:{tmp_path}/orders.db"
+def test_process_order_runs_as_written(db):
 
     import duro
 

@@ -142,7 +142,7 @@ def test_nondeterminism_names_both_sides(db):
     assert "'A'" in info.error and "'B'" in info.error, info.error
 
 
-def test_exit_with_a_live_runtime_does_not_hang(tmp_path):
+def test_exit_with_a_live_runtime_does_not_hang(db):
     script = textwrap.dedent(f"""
         import duro
         reg = duro.Registry()
@@ -158,7 +158,7 @@ def test_exit_with_a_live_runtime_does_not_hang(tmp_path):
             ctx.call_activity("Spin")
             await ctx.wait_event("never")
 
-        db = "sqlite:{tmp_path}/exit.db"
+        db = {db!r}
         rt = duro.Runtime(db, reg).start()
         c = duro.Client(db)
         c.start("O", "o1")
