@@ -118,6 +118,8 @@ typedef struct {
  * for task @p t of context @p ctx. */
 static PyObject *task_wrap(octx_object *ctx, duro_task *t, PyObject *cls)
 {
+    if (!t) /* out of memory: duro_errmsg() says so */
+        return raise_duro(DURO_NOMEM, "creating a task");
     if (!cls || cls == Py_None)
         cls = (PyObject *)task_type;
     PyObject *obj = PyObject_CallNoArgs(cls);
