@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import datetime as _dt
 import json
+import random as _random
 import traceback
 import weakref
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ __all__ = [
     "AlreadyExists",
     "InvalidState",
     "Timeout",
+    "Nondeterminism",
     "TaskFailed",
     "ActivityFailed",
     "SubOrchestrationFailed",
@@ -64,11 +66,17 @@ class Timeout(Error):  # type: ignore[misc, valid-type]
     """A wait's deadline passed (DURO_TIMEOUT)."""
 
 
+class Nondeterminism(Error):  # type: ignore[misc, valid-type]
+    """The code no longer matches the recorded history
+    (DURO_NONDETERMINISM); the message names the event and both sides."""
+
+
 for _code, _cls in (
     (_duro.DURO_NOT_FOUND, NotFound),
     (_duro.DURO_ALREADY_EXISTS, AlreadyExists),
     (_duro.DURO_INVALID_STATE, InvalidState),
     (_duro.DURO_TIMEOUT, Timeout),
+    (_duro.DURO_NONDETERMINISM, Nondeterminism),
 ):
     _duro._register_error(_code, _cls)
 
@@ -326,6 +334,27 @@ class Context:
         """Sets the custom status (JSON-encoded; None clears it)."""
         self._n.set_custom_status(_encode(value))
 
+    @property
+    def cancel_requested(self) -> bool:
+        """True once a cancel of this instance was delivered to the code
+        (orchestrations registered with ``observe_cancel=True``)."""
+        return self._n.cancel_requested()
+
+    @property
+    def cancel_reason(self) -> Optional[str]:
+        """The cancel's reason, None before a cancel."""
+        return self._n.cancel_reason()
+
+    def random(self) -> _random.Random:
+        """A ``random.Random`` seeded from ``new_guid()``: the same numbers
+        on replay."""
+        return _random.Random(self.new_guid())
+
+    def log(self, message: str, level: int = 2) -> None:
+        """Logs through the runtime's log sink, never while replaying
+        (``level``: 0 trace .. 4 error; 2 info)."""
+        self._n.log(level, str(message))
+
     def continue_as_new(self, input: Any = None) -> None:
         """Ends this execution and starts the next with ``input``. Raises
         an exception that the orchestration must let through."""
@@ -372,13 +401,26 @@ class Registry:
         self._native = _duro.Registry()
 
     def orchestration(
-        self, name: Optional[str] = None, *, version: Optional[str] = None
+        self,
+        name: Optional[str] = None,
+        *,
+        version: Optional[str] = None,
+        observe_cancel: bool = False,
+        cleanup_timeout: float = 0.0,
     ) -> Callable[[Callable], Callable]:
-        """Decorator: registers an ``async def f(ctx, input)``."""
+        """Decorator: registers an ``async def f(ctx, input)``. With
+        ``observe_cancel`` a cancel is delivered to the code: its pending
+        awaits raise ``TaskCancelled``, ``ctx.cancel_requested`` turns True,
+        and it may run cleanup work (within ``cleanup_timeout`` seconds, 0:
+        the runtime's default) before the instance ends Cancelled."""
 
         def deco(fn: Callable) -> Callable:
             self._native.add_orchestration(
-                name or fn.__name__, version, _orchestration_starter(fn)
+                name or fn.__name__,
+                version,
+                _orchestration_starter(fn),
+                observe_cancel,
+                int(cleanup_timeout * 1000),
             )
             return fn
 
@@ -563,6 +605,25 @@ class Client:
         ``kind`` ("ActivityScheduled", ...), ``event_id``, ``name``,
         ``payload``, ``error``, ``reason``, ``source_event_id``."""
         return self._native.history(instance_id, execution_id)
+
+    def suspend(
+        self, instance_id: str, reason: Optional[str] = None, requested_by: Optional[str] = None
+    ) -> None:
+        """Suspends the instance: it takes no decisions until resumed."""
+        self._native.suspend_resume(False, instance_id, reason, requested_by)
+
+    def resume(
+        self, instance_id: str, reason: Optional[str] = None, requested_by: Optional[str] = None
+    ) -> None:
+        """Resumes a suspended instance."""
+        self._native.suspend_resume(True, instance_id, reason, requested_by)
+
+    def replay(self, registry: Registry, instance_id: str, execution_id: int = 0) -> None:
+        """Replays the recorded history of an execution (0: the current one)
+        through ``registry``'s code on this thread, with no runtime: returns
+        when the code still matches, raises ``Nondeterminism`` naming the
+        event and both sides when it does not."""
+        self._native.replay(registry._native, instance_id, execution_id)
 
     def close(self) -> None:
         """Releases the client's connection."""

@@ -19,14 +19,14 @@
  * module globals (one interpreter: the module refuses to be imported twice
  * into different interpreters by being single-phase) */
 
-static PyObject *error_type;     /* duro.Error */
-static PyObject *error_classes;  /* dict: code -> subclass of Error */
-static PyTypeObject *task_type;  /* _duro.Task */
-static PyTypeObject *wait_type;  /* _duro.Wait */
-static PyTypeObject *octx_type;  /* _duro.OrchestrationContext */
-static PyTypeObject *actx_type;  /* _duro.ActivityContext */
-static PyTypeObject *reg_type;   /* _duro.Registry */
-static PyTypeObject *rt_type;    /* _duro.Runtime */
+static PyObject *error_type;      /* duro.Error */
+static PyObject *error_classes;   /* dict: code -> subclass of Error */
+static PyTypeObject *task_type;   /* _duro.Task */
+static PyTypeObject *wait_type;   /* _duro.Wait */
+static PyTypeObject *octx_type;   /* _duro.OrchestrationContext */
+static PyTypeObject *actx_type;   /* _duro.ActivityContext */
+static PyTypeObject *reg_type;    /* _duro.Registry */
+static PyTypeObject *rt_type;     /* _duro.Runtime */
 static PyTypeObject *client_type; /* _duro.Client */
 
 /* Set by the package's atexit hook after it shut every runtime down: from
@@ -86,8 +86,7 @@ static PyObject *str_or_none(const char *s)
  * in_step (inside the driver's start or step); alive turns 0 at destroy. */
 
 typedef struct {
-    PyObject_HEAD
-    duro_orch *o;
+    PyObject_HEAD duro_orch *o;
     int in_step;
     int alive;
 } octx_object;
@@ -105,10 +104,9 @@ static int octx_check(octx_object *c, const char *fn)
 }
 
 typedef struct {
-    PyObject_HEAD
-    octx_object *ctx; /* strong */
+    PyObject_HEAD octx_object *ctx; /* strong */
     duro_task *t;
-    int state;       /* cached enum duro_task_state once done */
+    int state;        /* cached enum duro_task_state once done */
     PyObject *output; /* cached once done: str or None */
     PyObject *error;
     int category;
@@ -257,18 +255,16 @@ static PyType_Slot task_slots[] = {
     {Py_tp_methods, task_methods},
     {0, NULL}};
 
-static PyType_Spec task_spec = {"duro._duro.Task", sizeof(task_object), 0,
-                                Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE |
-                                    Py_TPFLAGS_HAVE_GC,
-                                task_slots};
+static PyType_Spec task_spec = {
+    "duro._duro.Task", sizeof(task_object), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, task_slots};
 
 /* ------------------------------------------------------------------------
  * Wait: what ctx.any() and ctx.all() await. kind 0: select (any), 1: all.
  * The driver fills winner (an index into tasks) for a select. */
 
 typedef struct {
-    PyObject_HEAD
-    PyObject *tasks; /* tuple of Task */
+    PyObject_HEAD PyObject *tasks; /* tuple of Task */
     int kind;
     Py_ssize_t winner; /* -1 until decided */
 } wait_object;
@@ -345,10 +341,9 @@ static PyType_Slot wait_slots[] = {
     {Py_tp_methods, wait_methods},
     {0, NULL}};
 
-static PyType_Spec wait_spec = {"duro._duro.Wait", sizeof(wait_object), 0,
-                                Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE |
-                                    Py_TPFLAGS_HAVE_GC,
-                                wait_slots};
+static PyType_Spec wait_spec = {
+    "duro._duro.Wait", sizeof(wait_object), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, wait_slots};
 
 /* ------------------------------------------------------------------------
  * OrchestrationContext methods */
@@ -370,9 +365,9 @@ static PyObject *octx_call_activity(PyObject *self, PyObject *args)
         duro_retry_policy_init(&p);
         unsigned int attempts;
         long long initial, max_delay, attempt_timeout, total_timeout;
-        if (!PyArg_ParseTuple(retry, "IiLdLLL", &attempts, &p.backoff,
-                              &initial, &p.coefficient, &max_delay,
-                              &attempt_timeout, &total_timeout))
+        if (!PyArg_ParseTuple(retry, "IiLdLLL", &attempts, &p.backoff, &initial,
+                              &p.coefficient, &max_delay, &attempt_timeout,
+                              &total_timeout))
             return NULL;
         p.max_attempts = attempts;
         p.initial_delay_ms = initial;
@@ -472,7 +467,41 @@ static PyObject *octx_is_replaying(PyObject *self, PyObject *unused)
     return PyBool_FromLong(duro_is_replaying(c->o));
 }
 
+static PyObject *octx_cancel_requested(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    octx_object *c = (octx_object *)self;
+    if (octx_check(c, "cancel_requested") < 0)
+        return NULL;
+    return PyBool_FromLong(duro_cancel_requested(c->o));
+}
+
+static PyObject *octx_cancel_reason(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    octx_object *c = (octx_object *)self;
+    if (octx_check(c, "cancel_reason") < 0)
+        return NULL;
+    return str_or_none(duro_cancel_reason(c->o));
+}
+
+static PyObject *octx_log(PyObject *self, PyObject *args)
+{
+    octx_object *c = (octx_object *)self;
+    int level;
+    const char *text;
+    if (!PyArg_ParseTuple(args, "is", &level, &text))
+        return NULL;
+    if (octx_check(c, "log") < 0)
+        return NULL;
+    duro_log(c->o, level, "%s", text);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef octx_methods[] = {
+    {"cancel_requested", octx_cancel_requested, METH_NOARGS, NULL},
+    {"cancel_reason", octx_cancel_reason, METH_NOARGS, NULL},
+    {"log", octx_log, METH_VARARGS, NULL},
     {"call_activity", octx_call_activity, METH_VARARGS, NULL},
     {"timer", octx_timer, METH_VARARGS, NULL},
     {"wait_event", octx_wait_event, METH_VARARGS, NULL},
@@ -511,8 +540,7 @@ typedef struct {
     PyObject *awaiting; /* what it awaits (Task or Wait), strong, or NULL */
 } drv_state;
 
-static int drv_start(duro_orch *o, const char *input, void *user,
-                     void **state)
+static int drv_start(duro_orch *o, const char *input, void *user, void **state)
 {
     if (atomic_load(&finalizing))
         return DURO_SHUTDOWN;
@@ -564,8 +592,7 @@ static void fail_with_exception(duro_result *out, const char *what)
     const char *sm = s ? PyUnicode_AsUTF8AndSize(s, NULL) : NULL;
     const char *tm = tn ? PyUnicode_AsUTF8AndSize(tn, NULL) : NULL;
     PyErr_Clear();
-    duro_failf(out, "%s: %s: %s", what, tm ? tm : "exception",
-               sm ? sm : "?");
+    duro_failf(out, "%s: %s: %s", what, tm ? tm : "exception", sm ? sm : "?");
     Py_XDECREF(s);
     Py_XDECREF(tn);
     Py_XDECREF(type);
@@ -754,8 +781,7 @@ static const duro_driver python_driver = {DURO_DRIVER_VERSION, drv_start,
  * Activities: the trampoline and ActivityContext */
 
 typedef struct {
-    PyObject_HEAD
-    duro_activity *a; /* NULL once the activity returned */
+    PyObject_HEAD duro_activity *a; /* NULL once the activity returned */
 } actx_object;
 
 static int actx_check(actx_object *c)
@@ -867,8 +893,7 @@ out:
  * Registry */
 
 typedef struct {
-    PyObject_HEAD
-    duro_registry *r;
+    PyObject_HEAD duro_registry *r;
     PyObject *keep; /* list: the callables whose pointers duro holds */
 } reg_object;
 
@@ -904,12 +929,19 @@ static PyObject *reg_add_orchestration(PyObject *self, PyObject *args)
     reg_object *r = (reg_object *)self;
     const char *name, *version;
     PyObject *fn;
-    if (!PyArg_ParseTuple(args, "szO", &name, &version, &fn))
+    int observe_cancel = 0;
+    long long cleanup_timeout_ms = 0;
+    if (!PyArg_ParseTuple(args, "szO|pL", &name, &version, &fn, &observe_cancel,
+                          &cleanup_timeout_ms))
         return NULL;
     if (!r->r)
         return raise_duro(DURO_INVALID, "Registry not initialized");
+    duro_orchestration_options opts;
+    duro_orchestration_options_init(&opts);
+    opts.observe_cancel = observe_cancel;
+    opts.cleanup_timeout_ms = cleanup_timeout_ms;
     int rc = duro_registry_add_driven_orchestration(r->r, name, version,
-                                                    &python_driver, fn, NULL);
+                                                    &python_driver, fn, &opts);
     if (rc)
         return raise_duro(rc, "add_orchestration");
     if (PyList_Append(r->keep, fn) < 0)
@@ -954,8 +986,7 @@ static PyType_Spec reg_spec = {"duro._duro.Registry", sizeof(reg_object), 0,
  * Runtime */
 
 typedef struct {
-    PyObject_HEAD
-    duro_runtime *rt;
+    PyObject_HEAD duro_runtime *rt;
     PyObject *reg; /* keeps the registry's callables alive */
 } rt_object;
 
@@ -998,10 +1029,10 @@ static int rt_init(PyObject *self, PyObject *args, PyObject *kw)
         o.poll_interval_ms = poll;
     duro_runtime *r = NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc =
-        duro_runtime_create(url, ((reg_object *)reg)->r, &o, &r);
-    Py_END_ALLOW_THREADS if (rc)
-    {
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_runtime_create(url, ((reg_object *)reg)->r, &o, &r);
+    Py_END_ALLOW_THREADS
+    if (rc) {
         raise_duro(rc, "Runtime");
         return -1;
     }
@@ -1018,8 +1049,11 @@ static PyObject *rt_start(PyObject *self, PyObject *unused)
     if (!rt->rt)
         return raise_duro(DURO_INVALID_STATE, "Runtime.start");
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = duro_runtime_start(rt->rt);
-    Py_END_ALLOW_THREADS if (rc) return raise_duro(rc, "Runtime.start");
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_runtime_start(rt->rt);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Runtime.start");
     Py_RETURN_NONE;
 }
 
@@ -1032,9 +1066,11 @@ static PyObject *rt_shutdown(PyObject *self, PyObject *args)
     if (!rt->rt)
         Py_RETURN_NONE;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = duro_runtime_shutdown(rt->rt, timeout_ms);
-    Py_END_ALLOW_THREADS if (rc && rc != DURO_TIMEOUT) return raise_duro(
-        rc, "Runtime.shutdown");
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_runtime_shutdown(rt->rt, timeout_ms);
+    Py_END_ALLOW_THREADS
+    if (rc && rc != DURO_TIMEOUT)
+        return raise_duro(rc, "Runtime.shutdown");
     return PyBool_FromLong(rc == DURO_OK);
 }
 
@@ -1045,7 +1081,8 @@ static PyObject *rt_close(PyObject *self, PyObject *unused)
     duro_runtime *r = rt->rt;
     rt->rt = NULL;
     if (r) {
-        Py_BEGIN_ALLOW_THREADS duro_runtime_destroy(r);
+        Py_BEGIN_ALLOW_THREADS
+        duro_runtime_destroy(r);
         Py_END_ALLOW_THREADS
     }
     Py_RETURN_NONE;
@@ -1062,10 +1099,9 @@ static PyObject *rt_metrics(PyObject *self, PyObject *unused)
         "{sKsKsKsKsKsKsK}", "turns", (unsigned long long)m.turns, "replays",
         (unsigned long long)m.replays, "fiber_cache_hits",
         (unsigned long long)m.fiber_cache_hits, "orchestrations_completed",
-        (unsigned long long)m.orchestrations_completed,
-        "orchestrations_failed", (unsigned long long)m.orchestrations_failed,
-        "activities_completed", (unsigned long long)m.activities_completed,
-        "nondeterminism_errors",
+        (unsigned long long)m.orchestrations_completed, "orchestrations_failed",
+        (unsigned long long)m.orchestrations_failed, "activities_completed",
+        (unsigned long long)m.activities_completed, "nondeterminism_errors",
         (unsigned long long)m.nondeterminism_errors);
 }
 
@@ -1075,7 +1111,8 @@ static void rt_dealloc(PyObject *self)
     /* Never at finalization: the hook closed every runtime before. */
     if (rt->rt && !atomic_load(&finalizing)) {
         duro_runtime *r = rt->rt;
-        Py_BEGIN_ALLOW_THREADS duro_runtime_destroy(r);
+        Py_BEGIN_ALLOW_THREADS
+        duro_runtime_destroy(r);
         Py_END_ALLOW_THREADS
     }
     rt->rt = NULL;
@@ -1105,8 +1142,7 @@ static PyType_Spec rt_spec = {"duro._duro.Runtime", sizeof(rt_object), 0,
  * Client */
 
 typedef struct {
-    PyObject_HEAD
-    duro_client *c;
+    PyObject_HEAD duro_client *c;
 } client_object;
 
 static int client_init(PyObject *self, PyObject *args, PyObject *kw)
@@ -1122,9 +1158,10 @@ static int client_init(PyObject *self, PyObject *args, PyObject *kw)
     }
     int rc;
     duro_client *c = NULL;
-    Py_BEGIN_ALLOW_THREADS rc = duro_client_create(url, &c);
-    Py_END_ALLOW_THREADS if (rc)
-    {
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_create(url, &c);
+    Py_END_ALLOW_THREADS
+    if (rc) {
         raise_duro(rc, "Client");
         return -1;
     }
@@ -1158,8 +1195,11 @@ static PyObject *client_start(PyObject *self, PyObject *args)
     o.delay_ms = delay_ms;
     o.idempotent = idempotent;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = duro_client_start(cl->c, id, name, input, &o);
-    Py_END_ALLOW_THREADS if (rc) return raise_duro(rc, "Client.start");
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_start(cl->c, id, name, input, &o);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.start");
     Py_RETURN_NONE;
 }
 
@@ -1172,9 +1212,11 @@ static PyObject *client_raise_event(PyObject *self, PyObject *args)
     if (client_check(cl) < 0)
         return NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc =
-        duro_client_raise_event_once(cl->c, id, name, payload, event_id);
-    Py_END_ALLOW_THREADS if (rc) return raise_duro(rc, "Client.raise_event");
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_raise_event_once(cl->c, id, name, payload, event_id);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.raise_event");
     Py_RETURN_NONE;
 }
 
@@ -1187,8 +1229,11 @@ static PyObject *client_cancel(PyObject *self, PyObject *args)
     if (client_check(cl) < 0)
         return NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = duro_client_cancel(cl->c, id, reason, by);
-    Py_END_ALLOW_THREADS if (rc) return raise_duro(rc, "Client.cancel");
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_cancel(cl->c, id, reason, by);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.cancel");
     Py_RETURN_NONE;
 }
 
@@ -1201,8 +1246,56 @@ static PyObject *client_terminate(PyObject *self, PyObject *args)
     if (client_check(cl) < 0)
         return NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = duro_client_terminate(cl->c, id, reason, by);
-    Py_END_ALLOW_THREADS if (rc) return raise_duro(rc, "Client.terminate");
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_terminate(cl->c, id, reason, by);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.terminate");
+    Py_RETURN_NONE;
+}
+
+static PyObject *client_suspend_resume(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id, *reason, *by;
+    int resume;
+    if (!PyArg_ParseTuple(args, "pszz", &resume, &id, &reason, &by))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = resume ? duro_client_resume(cl->c, id, reason, by)
+                : duro_client_suspend(cl->c, id, reason, by);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, resume ? "Client.resume" : "Client.suspend");
+    Py_RETURN_NONE;
+}
+
+/* Reads an execution's history and replays it through @p registry's
+ * code on this thread (duro_replay_history): None when it matches. The
+ * driver takes the GIL for its steps, so it is released around the call. */
+static PyObject *client_replay(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    PyObject *reg;
+    const char *id;
+    unsigned long long execution = 0;
+    if (!PyArg_ParseTuple(args, "O!s|K", reg_type, &reg, &id, &execution))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    duro_history *h = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_read_history(cl->c, id, (uint64_t)execution, &h);
+    if (rc == DURO_OK)
+        rc = duro_replay_history(((reg_object *)reg)->r, h, NULL);
+    Py_END_ALLOW_THREADS
+    duro_history_free(h);
+    if (rc)
+        return raise_duro(rc, "replay");
     Py_RETURN_NONE;
 }
 
@@ -1230,8 +1323,11 @@ static PyObject *client_status(PyObject *self, PyObject *args)
         return NULL;
     duro_instance_info *info = NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = duro_client_get_status(cl->c, id, &info);
-    Py_END_ALLOW_THREADS if (rc) return raise_duro(rc, "Client.status");
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_get_status(cl->c, id, &info);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.status");
     PyObject *d = info_dict(info);
     duro_free(info);
     return d;
@@ -1249,9 +1345,10 @@ static PyObject *client_wait(PyObject *self, PyObject *args)
         return NULL;
     duro_instance_info *info = NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = duro_client_wait(cl->c, id, timeout_ms, &info);
-    Py_END_ALLOW_THREADS if (rc && rc != DURO_TIMEOUT)
-    {
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_wait(cl->c, id, timeout_ms, &info);
+    Py_END_ALLOW_THREADS
+    if (rc && rc != DURO_TIMEOUT) {
         duro_free(info);
         return raise_duro(rc, "Client.wait");
     }
@@ -1273,9 +1370,11 @@ static PyObject *client_history(PyObject *self, PyObject *args)
         return NULL;
     duro_history *h = NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc =
-        duro_client_read_history(cl->c, id, (uint64_t)execution, &h);
-    Py_END_ALLOW_THREADS if (rc) return raise_duro(rc, "Client.history");
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_read_history(cl->c, id, (uint64_t)execution, &h);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.history");
     PyObject *list = PyList_New(0);
     for (size_t i = 0; list && i < h->count; i++) {
         const duro_event *e = &h->events[i];
@@ -1285,9 +1384,9 @@ static PyObject *client_history(PyObject *self, PyObject *args)
             duro_event_kind_name(e->kind), "source_event_id",
             (unsigned long long)e->source_event_id, "name",
             str_or_none(e->name), "payload", str_or_none(e->payload), "error",
-            str_or_none(e->error), "reason", str_or_none(e->reason),
-            "category", e->category, "timestamp_ms",
-            (long long)e->timestamp_ms, "flags", (unsigned int)e->flags);
+            str_or_none(e->error), "reason", str_or_none(e->reason), "category",
+            e->category, "timestamp_ms", (long long)e->timestamp_ms, "flags",
+            (unsigned int)e->flags);
         if (!d || PyList_Append(list, d) < 0) {
             Py_XDECREF(d);
             Py_CLEAR(list);
@@ -1306,7 +1405,8 @@ static PyObject *client_close(PyObject *self, PyObject *unused)
     duro_client *c = cl->c;
     cl->c = NULL;
     if (c) {
-        Py_BEGIN_ALLOW_THREADS duro_client_destroy(c);
+        Py_BEGIN_ALLOW_THREADS
+        duro_client_destroy(c);
         Py_END_ALLOW_THREADS
     }
     Py_RETURN_NONE;
@@ -1329,6 +1429,8 @@ static PyMethodDef client_methods[] = {
     {"status", client_status, METH_VARARGS, NULL},
     {"wait", client_wait, METH_VARARGS, NULL},
     {"history", client_history, METH_VARARGS, NULL},
+    {"suspend_resume", client_suspend_resume, METH_VARARGS, NULL},
+    {"replay", client_replay, METH_VARARGS, NULL},
     {"close", client_close, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
@@ -1339,8 +1441,8 @@ static PyType_Slot client_slots[] = {
     {Py_tp_methods, client_methods},
     {0, NULL}};
 
-static PyType_Spec client_spec = {"duro._duro.Client", sizeof(client_object),
-                                  0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+static PyType_Spec client_spec = {"duro._duro.Client", sizeof(client_object), 0,
+                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
                                   client_slots};
 
 /* ------------------------------------------------------------------------
@@ -1358,12 +1460,10 @@ static PyObject *mod_debug_counters(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{sKsKsK}", "starts",
-                         (unsigned long long)atomic_load(&count_starts),
-                         "steps",
-                         (unsigned long long)atomic_load(&count_steps),
-                         "destroys",
-                         (unsigned long long)atomic_load(&count_destroys));
+    return Py_BuildValue(
+        "{sKsKsK}", "starts", (unsigned long long)atomic_load(&count_starts),
+        "steps", (unsigned long long)atomic_load(&count_steps), "destroys",
+        (unsigned long long)atomic_load(&count_destroys));
 }
 
 static PyObject *mod_register_error(PyObject *self, PyObject *args)
@@ -1403,12 +1503,18 @@ static PyMethodDef mod_methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef duro_module = {
-    PyModuleDef_HEAD_INIT, "duro._duro",
-    "The native part of duro (see the duro package).", -1, mod_methods,
-    NULL, NULL, NULL, NULL};
+    PyModuleDef_HEAD_INIT,
+    "duro._duro",
+    "The native part of duro (see the duro package).",
+    -1,
+    mod_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL};
 
-static PyTypeObject *add_type(PyObject *m, PyType_Spec *spec,
-                              PyObject *base, const char *name)
+static PyTypeObject *add_type(PyObject *m, PyType_Spec *spec, PyObject *base,
+                              const char *name)
 {
     PyObject *t = PyType_FromSpecWithBases(spec, base);
     if (!t)

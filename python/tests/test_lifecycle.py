@@ -175,3 +175,38 @@ def test_exit_with_a_live_runtime_does_not_hang(db):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "exiting"
+
+
+def test_a_small_cache_evicts_and_resumes_and_releases_once(db):
+    released = []
+    reg = duro.Registry()
+
+    @reg.orchestration("Steps")
+    async def steps(ctx, n):
+        iid = ctx.instance_id
+        marker = type("Marker", (), {})()
+        weakref.finalize(marker, released.append, iid)
+        got = []
+        for _ in range(n):
+            got.append(await ctx.wait_event("e"))
+        return got
+
+    ids = [f"s{i}" for i in range(4)]
+    before = duro._debug_counters()
+    with duro.Runtime(db, reg, cache_size=1, orchestration_concurrency=2):
+        client = duro.Client(db)
+        for iid in ids:
+            client.start("Steps", iid, 3)
+        for k in range(3):
+            for iid in ids:
+                client.raise_event(iid, "e", k)
+        infos = [client.wait(iid, timeout=20) for iid in ids]
+    after = duro._debug_counters()
+    assert all(i.status == "Completed" and i.output == [0, 1, 2]
+               for i in infos), infos
+    delta = {k: after[k] - before[k] for k in after}
+    assert delta["starts"] == delta["destroys"] >= len(ids), delta
+    gc.collect()
+    assert sorted(released) == sorted(
+        [iid for iid in ids for _ in range(released.count(iid))])
+    assert len(released) == delta["starts"]

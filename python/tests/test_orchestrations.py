@@ -1,6 +1,7 @@
 """Orchestrations as async def: activities, failures, timers, events,
 select and join, children, continue-as-new, custom status, determinism
 helpers, and what the driver refuses."""
+import json
 import time
 
 import duro
@@ -241,3 +242,100 @@ def test_client_errors_carry_duro_codes(db):
     assert e.value.errname == "DURO_BAD_URL"
     client.terminate("o1", "test")
     assert client.wait("o1", timeout=5).status == "Terminated"
+
+
+def test_observed_cancel_runs_a_compensation(db):
+    reg = duro.Registry()
+
+    @reg.activity("Refund")
+    def refund(ctx, what):
+        return f"refunded {what}"
+
+    @reg.orchestration("O", observe_cancel=True)
+    async def o(ctx, order):
+        try:
+            await ctx.wait_event("shipped")
+        except duro.TaskCancelled:
+            assert ctx.cancel_requested
+            ctx.log(f"cancelled: {ctx.cancel_reason}")
+            await ctx.call_activity("Refund", [order, ctx.cancel_reason])
+            return "compensated"
+        return "shipped"
+
+    with duro.Runtime(db, reg):
+        client = duro.Client(db)
+        client.start("O", "o1", 42)
+        deadline = time.monotonic() + 10
+        while client.status("o1").status != "Running":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        client.cancel("o1", "customer asked")
+        info = client.wait("o1", timeout=10)
+    assert info.status == "Cancelled"
+    done = [json.loads(e["payload"]) for e in client.history("o1")
+            if e["kind"] == "ActivityCompleted"]
+    assert done == ["refunded [42, 'customer asked']"], done
+
+
+def test_suspend_and_resume(db):
+    reg = duro.Registry()
+
+    @reg.orchestration("O")
+    async def o(ctx, _):
+        return await ctx.wait_event("go")
+
+    with duro.Runtime(db, reg):
+        client = duro.Client(db)
+        client.start("O", "o1")
+        client.suspend("o1", "hold on")
+        assert client.status("o1").status == "Suspended"
+        client.raise_event("o1", "go", "went")
+        with pytest.raises(duro.Timeout):
+            client.wait("o1", timeout=0.3)
+        client.resume("o1")
+        info = client.wait("o1", timeout=10)
+    assert (info.status, info.output) == ("Completed", "went")
+
+
+def test_random_is_the_same_on_replay(db):
+    reg = duro.Registry()
+
+    @reg.activity("Echo")
+    def echo(ctx, x):
+        return x
+
+    @reg.orchestration("O")
+    async def o(ctx, _):
+        x = ctx.random().randint(0, 10**9)
+        y = await ctx.call_activity("Echo", x)
+        z = await ctx.call_activity("Echo", x)
+        return [x, y, z]
+
+    # no cache: every turn replays from history, drawing again
+    info, _ = run(db, reg, ("O", "o1"), cache_size=0)
+    assert info.status == "Completed", info
+    assert info.output[0] == info.output[1] == info.output[2]
+
+
+def test_the_store_less_replayer(db):
+    def registry(name):
+        reg = duro.Registry()
+
+        @reg.activity(name)
+        def act(ctx, x):
+            return x
+
+        @reg.orchestration("O")
+        async def o(ctx, x):
+            return await ctx.call_activity(name, x)
+
+        return reg
+
+    good = registry("A")
+    info, client = run(db, good, ("O", "o1", 5))
+    assert info.output == 5
+    client.replay(good, "o1")  # the code still matches its history
+    with pytest.raises(duro.Nondeterminism) as e:
+        client.replay(registry("B"), "o1")
+    assert "'A'" in str(e.value) and "'B'" in str(e.value), str(e.value)
+    assert e.value.errname == "DURO_NONDETERMINISM"
