@@ -137,7 +137,11 @@ def test_nondeterminism_names_both_sides(db):
     with duro.Runtime(db, registry("B")) as rt:
         client.raise_event("o1", "go")
         info = client.wait("o1", timeout=10)
-        assert rt.metrics()["nondeterminism_errors"] == 1
+        # counted after the turn's commit, which the wait may precede
+        deadline = time.monotonic() + 10
+        while rt.metrics()["nondeterminism_errors"] != 1:
+            assert time.monotonic() < deadline, rt.metrics()
+            time.sleep(0.01)
     assert info.status == "Failed"
     assert "'A'" in info.error and "'B'" in info.error, info.error
 

@@ -19,6 +19,13 @@ def run(db, reg, start, raise_events=(), timeout=20, **rt):
         return info, client
 
 
+def wait_status(client, instance_id, status, seconds=10):
+    deadline = time.monotonic() + seconds
+    while client.status(instance_id).status != status:
+        assert time.monotonic() < deadline, client.status(instance_id)
+        time.sleep(0.01)
+
+
 def test_activity_failure_is_caught_in_the_orchestration(db):
     reg = duro.Registry()
 
@@ -209,10 +216,7 @@ def test_a_cancelled_instance(db):
     with duro.Runtime(db, reg):
         client = duro.Client(db)
         client.start("O", "o1")
-        deadline = time.monotonic() + 10
-        while client.status("o1").status != "Running":
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_status(client, "o1", "Running")
         client.cancel("o1", "changed my mind")
         info = client.wait("o1", timeout=10)
     assert info.status == "Cancelled"
@@ -265,10 +269,7 @@ def test_observed_cancel_runs_a_compensation(db):
     with duro.Runtime(db, reg):
         client = duro.Client(db)
         client.start("O", "o1", 42)
-        deadline = time.monotonic() + 10
-        while client.status("o1").status != "Running":
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_status(client, "o1", "Running")
         client.cancel("o1", "customer asked")
         info = client.wait("o1", timeout=10)
     assert info.status == "Cancelled"
@@ -287,8 +288,10 @@ def test_suspend_and_resume(db):
     with duro.Runtime(db, reg):
         client = duro.Client(db)
         client.start("O", "o1")
+        wait_status(client, "o1", "Running")
         client.suspend("o1", "hold on")
-        assert client.status("o1").status == "Suspended"
+        # applied by the instance's next turn
+        wait_status(client, "o1", "Suspended")
         client.raise_event("o1", "go", "went")
         with pytest.raises(duro.Timeout):
             client.wait("o1", timeout=0.3)
