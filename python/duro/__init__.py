@@ -15,7 +15,7 @@ import random as _random
 import traceback
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from . import _duro
 

@@ -1293,10 +1293,10 @@ static PyObject *client_replay(PyObject *self, PyObject *args)
     if (rc == DURO_OK)
         rc = duro_replay_history(((reg_object *)reg)->r, h, NULL);
     Py_END_ALLOW_THREADS
+    /* duro_errmsg() first: it is valid until the next duro call */
+    PyObject *result = rc ? raise_duro(rc, "replay") : Py_NewRef(Py_None);
     duro_history_free(h);
-    if (rc)
-        return raise_duro(rc, "replay");
-    Py_RETURN_NONE;
+    return result;
 }
 
 static PyObject *info_dict(const duro_instance_info *i)
@@ -1349,8 +1349,9 @@ static PyObject *client_wait(PyObject *self, PyObject *args)
     rc = duro_client_wait(cl->c, id, timeout_ms, &info);
     Py_END_ALLOW_THREADS
     if (rc && rc != DURO_TIMEOUT) {
+        raise_duro(rc, "Client.wait"); /* reads duro_errmsg() first */
         duro_free(info);
-        return raise_duro(rc, "Client.wait");
+        return NULL;
     }
     PyObject *d = info ? info_dict(info) : Py_NewRef(Py_None);
     duro_free(info);
