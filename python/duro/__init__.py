@@ -444,7 +444,9 @@ class Runtime:
     """Runs the registry's orchestrations and activities on the store at
     ``url`` ("sqlite:path", "postgres://..."). A context manager: entering
     starts it, leaving shuts it down. Runtimes still running when the
-    interpreter exits are shut down by an atexit hook."""
+    interpreter exits are shut down by an atexit hook. Options left at
+    their defaults (-1, 0) keep duro's (duro_runtime_options); durations
+    are in seconds."""
 
     def __init__(
         self,
@@ -456,6 +458,8 @@ class Runtime:
         cache_size: int = -1,
         log_level: int = -1,
         poll_interval: float = 0.0,
+        worker_lock_timeout: float = 0.0,
+        lock_renewal: float = 0.0,
     ) -> None:
         self._native = _duro.Runtime(
             url,
@@ -465,6 +469,8 @@ class Runtime:
             fiber_cache_size=cache_size,
             log_level=log_level,
             poll_interval_ms=int(poll_interval * 1000),
+            worker_lock_timeout_ms=int(worker_lock_timeout * 1000),
+            lock_renewal_ms=int(lock_renewal * 1000),
         )
         self._registry = registry
         _live_runtimes.add(self)

@@ -830,7 +830,60 @@ static PyObject *actx_get_cancelled(PyObject *self, void *closure)
     return PyBool_FromLong(duro_activity_cancelled(c->a));
 }
 
+static PyObject *actx_get_delivery(PyObject *self, void *closure)
+{
+    (void)closure;
+    actx_object *c = (actx_object *)self;
+    if (actx_check(c) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLong(duro_activity_delivery(c->a));
+}
+
+static PyObject *actx_get_cancel_reason(PyObject *self, void *closure)
+{
+    (void)closure;
+    actx_object *c = (actx_object *)self;
+    if (actx_check(c) < 0)
+        return NULL;
+    return str_or_none(duro_activity_cancel_reason(c->a));
+}
+
+/* wait_cancelled(timeout): True when cancelled, False after timeout
+ * seconds (None or < 0: no deadline); the GIL is released while it waits. */
+static PyObject *actx_wait_cancelled(PyObject *self, PyObject *args)
+{
+    actx_object *c = (actx_object *)self;
+    PyObject *timeout = Py_None;
+    if (!PyArg_ParseTuple(args, "|O", &timeout))
+        return NULL;
+    if (actx_check(c) < 0)
+        return NULL;
+    long long timeout_ms = -1;
+    if (timeout != Py_None) {
+        double seconds = PyFloat_AsDouble(timeout);
+        if (seconds == -1.0 && PyErr_Occurred())
+            return NULL;
+        timeout_ms = seconds < 0 ? -1 : (long long)(seconds * 1000.0);
+    }
+    duro_activity *a = c->a;
+    int cancelled;
+    Py_BEGIN_ALLOW_THREADS
+    cancelled = duro_activity_wait_cancelled(a, timeout_ms);
+    Py_END_ALLOW_THREADS
+    return PyBool_FromLong(cancelled);
+}
+
+static PyMethodDef actx_methods[] = {
+    {"wait_cancelled", actx_wait_cancelled, METH_VARARGS,
+     "wait_cancelled(timeout=None): True once cancelled, False after "
+     "timeout seconds; the GIL is released while it waits."},
+    {NULL, NULL, 0, NULL}};
+
 static PyGetSetDef actx_getset[] = {
+    {"delivery", actx_get_delivery, NULL,
+     "How many times this scheduling was delivered (1 normally).", NULL},
+    {"cancel_reason", actx_get_cancel_reason, NULL,
+     "Why it was cancelled (\"select_loser\", ...), None before.", NULL},
     {"instance_id", actx_get_instance_id, NULL, "The instance's id.", NULL},
     {"name", actx_get_name, NULL, "The activity's name.", NULL},
     {"attempt", actx_get_attempt, NULL, "Retry attempt, 1 for the first.",
@@ -843,6 +896,7 @@ static PyType_Slot actx_slots[] = {
     {Py_tp_doc, "What an activity sees of its scheduling."},
     {Py_tp_dealloc, plain_dealloc},
     {Py_tp_getset, actx_getset},
+    {Py_tp_methods, actx_methods},
     {0, NULL}};
 
 static PyType_Spec actx_spec = {"duro._duro.ActivityContext",
@@ -1000,12 +1054,16 @@ static int rt_init(PyObject *self, PyObject *args, PyObject *kw)
                              "fiber_cache_size",
                              "log_level",
                              "poll_interval_ms",
+                             "worker_lock_timeout_ms",
+                             "lock_renewal_ms",
                              NULL};
     const char *url;
     PyObject *reg;
     int oc = -1, wc = -1, cache = -1, level = -1, poll = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|iiiii", kwlist, &url, &reg,
-                                     &oc, &wc, &cache, &level, &poll))
+    long long worker_lock = 0, renewal = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|iiiiiLL", kwlist, &url, &reg,
+                                     &oc, &wc, &cache, &level, &poll,
+                                     &worker_lock, &renewal))
         return -1;
     if (!PyObject_TypeCheck(reg, reg_type)) {
         PyErr_SetString(PyExc_TypeError, "registry must be a duro.Registry");
@@ -1027,6 +1085,10 @@ static int rt_init(PyObject *self, PyObject *args, PyObject *kw)
         o.log_level = level;
     if (poll > 0)
         o.poll_interval_ms = poll;
+    if (worker_lock > 0)
+        o.worker_lock_timeout_ms = worker_lock;
+    if (renewal > 0)
+        o.lock_renewal_ms = renewal;
     duro_runtime *r = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS

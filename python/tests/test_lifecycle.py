@@ -214,3 +214,62 @@ def test_a_small_cache_evicts_and_resumes_and_releases_once(db):
     assert sorted(released) == sorted(
         [iid for iid in ids for _ in range(released.count(iid))])
     assert len(released) == delta["starts"]
+
+
+def test_a_cpu_bound_activity_keeps_its_lock(db):
+    """Lock renewal runs on duro's C threads: a Python activity that keeps
+    the interpreter busy for longer than its lock's timeout is neither
+    delivered again nor cancelled."""
+    reg = duro.Registry()
+
+    @reg.activity("Busy")
+    def busy(ctx, seconds):
+        end = time.monotonic() + seconds
+        n = 0
+        while time.monotonic() < end:
+            n += 1  # pure Python: holds the GIL but for the switch interval
+        return [ctx.delivery, ctx.cancelled]
+
+    @reg.orchestration("O")
+    async def o(ctx, _):
+        return await ctx.call_activity("Busy", 3.0)
+
+    with duro.Runtime(db, reg, worker_lock_timeout=1.0, lock_renewal=0.2):
+        client = duro.Client(db)
+        client.start("O", "o1")
+        info = client.wait("o1", timeout=30)
+    assert (info.status, info.output) == ("Completed", [1, False]), info
+
+
+def test_an_activity_waits_for_its_cancellation_without_the_gil(db):
+    reg = duro.Registry()
+    seen = []
+
+    started = []
+
+    @reg.activity("Waits")
+    def waits(ctx, _):
+        started.append(True)
+        seen.append([ctx.wait_cancelled(20), ctx.cancel_reason])
+
+    @reg.orchestration("O")
+    async def o(ctx, _):
+        w = ctx.call_activity("Waits")
+        await ctx.any(w, ctx.wait_event("stop"))
+        return "event won"
+
+    with duro.Runtime(db, reg):
+        client = duro.Client(db)
+        client.start("O", "o1")
+        deadline = time.monotonic() + 20
+        while not started:  # the activity runs: now make it lose
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        client.raise_event("o1", "stop")
+        info = client.wait("o1", timeout=20)
+        # the loser's activity saw its cancellation and returned
+        while not seen:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    assert (info.status, info.output) == ("Completed", "event won")
+    assert seen == [[True, "select_loser"]]
