@@ -460,6 +460,7 @@ class Runtime:
         poll_interval: float = 0.0,
         worker_lock_timeout: float = 0.0,
         lock_renewal: float = 0.0,
+        orchestration_lock_timeout: float = 0.0,
     ) -> None:
         self._native = _duro.Runtime(
             url,
@@ -471,6 +472,7 @@ class Runtime:
             poll_interval_ms=int(poll_interval * 1000),
             worker_lock_timeout_ms=int(worker_lock_timeout * 1000),
             lock_renewal_ms=int(lock_renewal * 1000),
+            orchestration_lock_timeout_ms=int(orchestration_lock_timeout * 1000),
         )
         self._registry = registry
         _live_runtimes.add(self)

@@ -1056,14 +1056,15 @@ static int rt_init(PyObject *self, PyObject *args, PyObject *kw)
                              "poll_interval_ms",
                              "worker_lock_timeout_ms",
                              "lock_renewal_ms",
+                             "orchestration_lock_timeout_ms",
                              NULL};
     const char *url;
     PyObject *reg;
     int oc = -1, wc = -1, cache = -1, level = -1, poll = -1;
-    long long worker_lock = 0, renewal = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|iiiiiLL", kwlist, &url, &reg,
-                                     &oc, &wc, &cache, &level, &poll,
-                                     &worker_lock, &renewal))
+    long long worker_lock = 0, renewal = 0, orch_lock = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|iiiiiLLL", kwlist, &url,
+                                     &reg, &oc, &wc, &cache, &level, &poll,
+                                     &worker_lock, &renewal, &orch_lock))
         return -1;
     if (!PyObject_TypeCheck(reg, reg_type)) {
         PyErr_SetString(PyExc_TypeError, "registry must be a duro.Registry");
@@ -1089,6 +1090,8 @@ static int rt_init(PyObject *self, PyObject *args, PyObject *kw)
         o.worker_lock_timeout_ms = worker_lock;
     if (renewal > 0)
         o.lock_renewal_ms = renewal;
+    if (orch_lock > 0)
+        o.orchestration_lock_timeout_ms = orch_lock;
     duro_runtime *r = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
