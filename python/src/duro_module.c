@@ -1,0 +1,1633 @@
+/* duro_module.c - duro._duro, the CPython extension under the duro package:
+ * a driver (duro_driver) that runs `async def` orchestrations step by step
+ * with PyIter_Send, the activity trampoline, and thin types over the
+ * registry, runtime and client. Written against the Limited API (3.10).
+ * Owns the coroutines of the contexts it drives; holds the GIL only inside
+ * the driver's callbacks and the activity trampoline, and releases it
+ * around every blocking duro call (docs/python.md). */
+#define Py_LIMITED_API 0x030A0000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duro.h"
+
+/* ------------------------------------------------------------------------
+ * module globals (one interpreter: the module refuses to be imported twice
+ * into different interpreters by being single-phase) */
+
+static PyObject *error_type;      /* duro.Error */
+static PyObject *error_classes;   /* dict: code -> subclass of Error */
+static PyTypeObject *task_type;   /* _duro.Task */
+static PyTypeObject *wait_type;   /* _duro.Wait */
+static PyTypeObject *octx_type;   /* _duro.OrchestrationContext */
+static PyTypeObject *actx_type;   /* _duro.ActivityContext */
+static PyTypeObject *reg_type;    /* _duro.Registry */
+static PyTypeObject *rt_type;     /* _duro.Runtime */
+static PyTypeObject *client_type; /* _duro.Client */
+
+/* Set by the package's atexit hook after it shut every runtime down: from
+ * then on no callback touches Python (finalization may have begun). */
+static atomic_int finalizing;
+
+/* Debug counters (tests): driver starts, steps, destroys. */
+static atomic_ullong count_starts, count_steps, count_destroys;
+
+/* Raises duro.Error (or the subclass registered for @p code) with the
+ * text of duro_errmsg() when there is one. Returns NULL. */
+static PyObject *raise_duro(int code, const char *what)
+{
+    const char *detail = duro_errmsg();
+    PyObject *cls = NULL;
+    PyObject *key = PyLong_FromLong(code);
+    if (key && error_classes)
+        cls = PyDict_GetItem(error_classes, key); /* borrowed */
+    Py_XDECREF(key);
+    if (!cls)
+        cls = error_type;
+    PyObject *msg;
+    if (detail && *detail)
+        msg = PyUnicode_FromFormat("%s: %s (%s)", what, detail,
+                                   duro_errname(code));
+    else
+        msg = PyUnicode_FromFormat("%s: %s (%s)", what, duro_strerror(code),
+                                   duro_errname(code));
+    if (!msg)
+        return NULL;
+    PyObject *exc = PyObject_CallFunctionObjArgs(cls, msg, NULL);
+    Py_DECREF(msg);
+    if (!exc)
+        return NULL;
+    PyObject *c = PyLong_FromLong(code);
+    PyObject *n = PyUnicode_FromString(duro_errname(code));
+    if (c && n) {
+        PyObject_SetAttrString(exc, "code", c);
+        PyObject_SetAttrString(exc, "errname", n);
+    }
+    Py_XDECREF(c);
+    Py_XDECREF(n);
+    PyErr_SetObject(cls, exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+static PyObject *str_or_none(const char *s)
+{
+    if (!s)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(s);
+}
+
+/* ------------------------------------------------------------------------
+ * OrchestrationContext: the native side of ctx. `o` is usable only while
+ * in_step (inside the driver's start or step); alive turns 0 at destroy. */
+
+typedef struct {
+    PyObject_HEAD duro_orch *o;
+    int in_step;
+    int alive;
+} octx_object;
+
+static int octx_check(octx_object *c, const char *fn)
+{
+    if (!c->alive || !c->in_step || !c->o) {
+        PyErr_Format(error_type,
+                     "%s: orchestration context used outside the "
+                     "orchestration's code (DURO_MISUSE)",
+                     fn);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    PyObject_HEAD octx_object *ctx; /* strong */
+    duro_task *t;
+    int state;        /* cached enum duro_task_state once done */
+    PyObject *output; /* cached once done: str or None */
+    PyObject *error;
+    int category;
+} task_object;
+
+/* A new Task of @p cls (the pure layer's duro.Task; None: the base type)
+ * for task @p t of context @p ctx. */
+static PyObject *task_wrap(octx_object *ctx, duro_task *t, PyObject *cls)
+{
+    if (!t) /* out of memory: duro_errmsg() says so */
+        return raise_duro(DURO_NOMEM, "creating a task");
+    if (!cls || cls == Py_None)
+        cls = (PyObject *)task_type;
+    PyObject *obj = PyObject_CallNoArgs(cls);
+    if (!obj)
+        return NULL;
+    if (!PyObject_TypeCheck(obj, task_type)) {
+        Py_DECREF(obj);
+        PyErr_SetString(PyExc_TypeError, "task class is not a Task");
+        return NULL;
+    }
+    task_object *task = (task_object *)obj;
+    PyObject *old = (PyObject *)task->ctx;
+    Py_INCREF(ctx);
+    task->ctx = ctx;
+    Py_XDECREF(old);
+    task->t = t;
+    return obj;
+}
+
+static PyObject *task_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
+{
+    (void)args;
+    (void)kw;
+    allocfunc alloc = (allocfunc)PyType_GetSlot(tp, Py_tp_alloc);
+    task_object *task = (task_object *)alloc(tp, 0);
+    if (!task)
+        return NULL;
+    task->ctx = NULL;
+    task->t = NULL;
+    task->state = DURO_TASK_PENDING;
+    return (PyObject *)task;
+}
+
+static int task_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    task_object *t = (task_object *)self;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(t->ctx);
+    Py_VISIT(t->output);
+    Py_VISIT(t->error);
+    return 0;
+}
+
+static int task_clear(PyObject *self)
+{
+    task_object *t = (task_object *)self;
+    Py_CLEAR(t->ctx);
+    Py_CLEAR(t->output);
+    Py_CLEAR(t->error);
+    return 0;
+}
+
+static void task_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    task_clear(self);
+    freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    f(self);
+    Py_DECREF(tp);
+}
+
+/* Reads the task's state (cached once done). -1 with an exception set
+ * when it cannot be read (outside the code). */
+static int task_read(task_object *task)
+{
+    if (task->state != DURO_TASK_PENDING)
+        return task->state;
+    if (!task->ctx || octx_check(task->ctx, "Task") < 0)
+        return -1;
+    int s = duro_task_state(task->t);
+    if (s == DURO_TASK_PENDING)
+        return s;
+    PyObject *out = str_or_none(duro_task_output(task->t));
+    PyObject *err = str_or_none(duro_task_error(task->t));
+    if (!out || !err) {
+        Py_XDECREF(out);
+        Py_XDECREF(err);
+        return -1;
+    }
+    task->output = out;
+    task->error = err;
+    task->category = duro_task_category(task->t);
+    task->state = s;
+    return s;
+}
+
+static PyObject *task_state(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    int s = task_read((task_object *)self);
+    if (s < 0)
+        return NULL;
+    return PyLong_FromLong(s);
+}
+
+/* (state, output, error, category) */
+static PyObject *task_outcome(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    task_object *task = (task_object *)self;
+    int s = task_read(task);
+    if (s < 0)
+        return NULL;
+    if (s == DURO_TASK_PENDING)
+        return Py_BuildValue("(iOOi)", s, Py_None, Py_None, 0);
+    return Py_BuildValue("(iOOi)", s, task->output, task->error,
+                         task->category);
+}
+
+static PyObject *task_cancel(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    task_object *task = (task_object *)self;
+    if (!task->ctx || octx_check(task->ctx, "Task.cancel") < 0)
+        return NULL;
+    duro_cancel_task(task->ctx->o, task->t);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef task_methods[] = {
+    {"_state", task_state, METH_NOARGS, "enum duro_task_state, no wait."},
+    {"_outcome", task_outcome, METH_NOARGS,
+     "(state, output, error, category) of the task."},
+    {"cancel", task_cancel, METH_NOARGS,
+     "Abandons the task (activities and children durably cancelled)."},
+    {NULL, NULL, 0, NULL}};
+
+static PyType_Slot task_slots[] = {
+    {Py_tp_doc, "A durable task; await it inside an orchestration."},
+    {Py_tp_new, task_tp_new},
+    {Py_tp_dealloc, task_dealloc},
+    {Py_tp_traverse, task_traverse},
+    {Py_tp_clear, task_clear},
+    {Py_tp_methods, task_methods},
+    {0, NULL}};
+
+static PyType_Spec task_spec = {
+    "duro._duro.Task", sizeof(task_object), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, task_slots};
+
+/* ------------------------------------------------------------------------
+ * Wait: what ctx.any() and ctx.all() await. kind 0: select (any), 1: all.
+ * The driver fills winner (an index into tasks) for a select. */
+
+typedef struct {
+    PyObject_HEAD PyObject *tasks; /* tuple of Task */
+    int kind;
+    Py_ssize_t winner; /* -1 until decided */
+} wait_object;
+
+static int wait_init(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)kw;
+    wait_object *w = (wait_object *)self;
+    int kind;
+    PyObject *tasks;
+    if (!PyArg_ParseTuple(args, "iO!", &kind, &PyTuple_Type, &tasks))
+        return -1;
+    Py_ssize_t n = PyTuple_Size(tasks);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyObject_TypeCheck(PyTuple_GetItem(tasks, i), task_type)) {
+            PyErr_SetString(PyExc_TypeError,
+                            "ctx.any() and ctx.all() take duro tasks only");
+            return -1;
+        }
+    }
+    PyObject *old = w->tasks;
+    Py_INCREF(tasks);
+    w->tasks = tasks;
+    Py_XDECREF(old);
+    w->kind = kind;
+    w->winner = -1;
+    return 0;
+}
+
+static int wait_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(((wait_object *)self)->tasks);
+    return 0;
+}
+
+static int wait_clear(PyObject *self)
+{
+    Py_CLEAR(((wait_object *)self)->tasks);
+    return 0;
+}
+
+static void wait_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    wait_clear(self);
+    freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    f(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *wait_winner(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    wait_object *w = (wait_object *)self;
+    if (w->winner < 0 || !w->tasks)
+        Py_RETURN_NONE;
+    PyObject *t = PyTuple_GetItem(w->tasks, w->winner);
+    Py_XINCREF(t);
+    return t;
+}
+
+static PyMethodDef wait_methods[] = {
+    {"_winner", wait_winner, METH_NOARGS, "The select's winner, or None."},
+    {NULL, NULL, 0, NULL}};
+
+static PyType_Slot wait_slots[] = {
+    {Py_tp_doc, "A wait on several tasks (ctx.any, ctx.all)."},
+    {Py_tp_init, wait_init},
+    {Py_tp_dealloc, wait_dealloc},
+    {Py_tp_traverse, wait_traverse},
+    {Py_tp_clear, wait_clear},
+    {Py_tp_methods, wait_methods},
+    {0, NULL}};
+
+static PyType_Spec wait_spec = {
+    "duro._duro.Wait", sizeof(wait_object), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, wait_slots};
+
+/* ------------------------------------------------------------------------
+ * OrchestrationContext methods */
+
+static PyObject *octx_call_activity(PyObject *self, PyObject *args)
+{
+    octx_object *c = (octx_object *)self;
+    const char *name, *input;
+    PyObject *retry, *cls;
+    if (!PyArg_ParseTuple(args, "szOO", &name, &input, &retry, &cls))
+        return NULL;
+    if (octx_check(c, "call_activity") < 0)
+        return NULL;
+    duro_task *t;
+    if (retry == Py_None) {
+        t = duro_call_activity(c->o, name, input);
+    } else {
+        duro_retry_policy p;
+        duro_retry_policy_init(&p);
+        unsigned int attempts;
+        long long initial, max_delay, attempt_timeout, total_timeout;
+        if (!PyArg_ParseTuple(retry, "IiLdLLL", &attempts, &p.backoff, &initial,
+                              &p.coefficient, &max_delay, &attempt_timeout,
+                              &total_timeout))
+            return NULL;
+        p.max_attempts = attempts;
+        p.initial_delay_ms = initial;
+        p.max_delay_ms = max_delay;
+        p.attempt_timeout_ms = attempt_timeout;
+        p.total_timeout_ms = total_timeout;
+        t = duro_call_activity_with_retry(c->o, name, input, &p);
+    }
+    return task_wrap(c, t, cls);
+}
+
+static PyObject *octx_timer(PyObject *self, PyObject *args)
+{
+    octx_object *c = (octx_object *)self;
+    long long ms;
+    PyObject *cls;
+    if (!PyArg_ParseTuple(args, "LO", &ms, &cls))
+        return NULL;
+    if (octx_check(c, "timer") < 0)
+        return NULL;
+    return task_wrap(c, duro_timer(c->o, ms), cls);
+}
+
+static PyObject *octx_wait_event(PyObject *self, PyObject *args)
+{
+    octx_object *c = (octx_object *)self;
+    const char *name;
+    PyObject *cls;
+    if (!PyArg_ParseTuple(args, "sO", &name, &cls))
+        return NULL;
+    if (octx_check(c, "wait_event") < 0)
+        return NULL;
+    return task_wrap(c, duro_wait_event(c->o, name), cls);
+}
+
+static PyObject *octx_call_sub(PyObject *self, PyObject *args)
+{
+    octx_object *c = (octx_object *)self;
+    const char *name, *version, *id, *input;
+    PyObject *cls;
+    if (!PyArg_ParseTuple(args, "szzzO", &name, &version, &id, &input, &cls))
+        return NULL;
+    if (octx_check(c, "call_sub_orchestration") < 0)
+        return NULL;
+    return task_wrap(
+        c, duro_call_sub_orchestration(c->o, name, version, id, input), cls);
+}
+
+static PyObject *octx_now_ms(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    octx_object *c = (octx_object *)self;
+    if (octx_check(c, "now") < 0)
+        return NULL;
+    return PyLong_FromLongLong(duro_now(c->o));
+}
+
+static PyObject *octx_new_guid(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    octx_object *c = (octx_object *)self;
+    if (octx_check(c, "new_guid") < 0)
+        return NULL;
+    const char *g = duro_new_guid(c->o);
+    if (!g)
+        return raise_duro(DURO_NOMEM, "new_guid");
+    return PyUnicode_FromString(g);
+}
+
+static PyObject *octx_set_custom_status(PyObject *self, PyObject *args)
+{
+    octx_object *c = (octx_object *)self;
+    const char *s;
+    if (!PyArg_ParseTuple(args, "z", &s))
+        return NULL;
+    if (octx_check(c, "set_custom_status") < 0)
+        return NULL;
+    duro_set_custom_status(c->o, s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *octx_instance_id(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    octx_object *c = (octx_object *)self;
+    if (octx_check(c, "instance_id") < 0)
+        return NULL;
+    return str_or_none(duro_instance_id(c->o));
+}
+
+static PyObject *octx_is_replaying(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    octx_object *c = (octx_object *)self;
+    if (octx_check(c, "is_replaying") < 0)
+        return NULL;
+    return PyBool_FromLong(duro_is_replaying(c->o));
+}
+
+static PyObject *octx_cancel_requested(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    octx_object *c = (octx_object *)self;
+    if (octx_check(c, "cancel_requested") < 0)
+        return NULL;
+    return PyBool_FromLong(duro_cancel_requested(c->o));
+}
+
+static PyObject *octx_cancel_reason(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    octx_object *c = (octx_object *)self;
+    if (octx_check(c, "cancel_reason") < 0)
+        return NULL;
+    return str_or_none(duro_cancel_reason(c->o));
+}
+
+static PyObject *octx_log(PyObject *self, PyObject *args)
+{
+    octx_object *c = (octx_object *)self;
+    int level;
+    const char *text;
+    if (!PyArg_ParseTuple(args, "is", &level, &text))
+        return NULL;
+    if (octx_check(c, "log") < 0)
+        return NULL;
+    duro_log(c->o, level, "%s", text);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef octx_methods[] = {
+    {"cancel_requested", octx_cancel_requested, METH_NOARGS, NULL},
+    {"cancel_reason", octx_cancel_reason, METH_NOARGS, NULL},
+    {"log", octx_log, METH_VARARGS, NULL},
+    {"call_activity", octx_call_activity, METH_VARARGS, NULL},
+    {"timer", octx_timer, METH_VARARGS, NULL},
+    {"wait_event", octx_wait_event, METH_VARARGS, NULL},
+    {"call_sub_orchestration", octx_call_sub, METH_VARARGS, NULL},
+    {"now_ms", octx_now_ms, METH_NOARGS, NULL},
+    {"new_guid", octx_new_guid, METH_NOARGS, NULL},
+    {"set_custom_status", octx_set_custom_status, METH_VARARGS, NULL},
+    {"instance_id", octx_instance_id, METH_NOARGS, NULL},
+    {"is_replaying", octx_is_replaying, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static void plain_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    f(self);
+    Py_DECREF(tp);
+}
+
+static PyType_Slot octx_slots[] = {
+    {Py_tp_doc, "The native orchestration context (see duro.Context)."},
+    {Py_tp_dealloc, plain_dealloc},
+    {Py_tp_methods, octx_methods},
+    {0, NULL}};
+
+static PyType_Spec octx_spec = {"duro._duro.OrchestrationContext",
+                                sizeof(octx_object), 0, Py_TPFLAGS_DEFAULT,
+                                octx_slots};
+
+/* ------------------------------------------------------------------------
+ * The driver */
+
+typedef struct {
+    octx_object *ctx;   /* strong */
+    PyObject *coro;     /* the coroutine, strong */
+    PyObject *awaiting; /* what it awaits (Task or Wait), strong, or NULL */
+} drv_state;
+
+static int drv_start(duro_orch *o, const char *input, void *user, void **state)
+{
+    if (atomic_load(&finalizing))
+        return DURO_SHUTDOWN;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int rc = DURO_ERROR;
+    drv_state *st = NULL;
+    octx_object *ctx = PyObject_New(octx_object, octx_type);
+    if (!ctx)
+        goto out;
+    ctx->o = o;
+    ctx->in_step = 1;
+    ctx->alive = 1;
+    PyObject *in = str_or_none(input);
+    if (!in)
+        goto out;
+    PyObject *coro =
+        PyObject_CallFunctionObjArgs((PyObject *)user, ctx, in, NULL);
+    Py_DECREF(in);
+    if (!coro)
+        goto out;
+    st = calloc(1, sizeof *st);
+    if (!st) {
+        Py_DECREF(coro);
+        rc = DURO_NOMEM;
+        goto out;
+    }
+    ctx->in_step = 0;
+    st->ctx = ctx;
+    st->coro = coro;
+    ctx = NULL;
+    *state = st;
+    atomic_fetch_add(&count_starts, 1);
+    rc = DURO_OK;
+out:
+    if (PyErr_Occurred())
+        PyErr_Print();
+    Py_XDECREF(ctx);
+    PyGILState_Release(g);
+    return rc;
+}
+
+/* Fails the orchestration with the current exception's text. */
+static void fail_with_exception(duro_result *out, const char *what)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *s = value ? PyObject_Str(value) : NULL;
+    PyObject *tn = type ? PyObject_GetAttrString(type, "__name__") : NULL;
+    const char *sm = s ? PyUnicode_AsUTF8AndSize(s, NULL) : NULL;
+    const char *tm = tn ? PyUnicode_AsUTF8AndSize(tn, NULL) : NULL;
+    PyErr_Clear();
+    duro_failf(out, "%s: %s: %s", what, tm ? tm : "exception", sm ? sm : "?");
+    Py_XDECREF(s);
+    Py_XDECREF(tn);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+}
+
+/* Closes the coroutine (runs its finally blocks) after the code failed. */
+static void close_coroutine(drv_state *st)
+{
+    PyObject *r = PyObject_CallMethod(st->coro, "close", NULL);
+    if (!r)
+        PyErr_Clear();
+    Py_XDECREF(r);
+}
+
+enum { READY = 0, WAITING = 1, BAD = 2 };
+
+/* Whether what the coroutine awaits lets it go on. */
+static int check_awaiting(drv_state *st, duro_result *out)
+{
+    PyObject *a = st->awaiting;
+    duro_orch *o = st->ctx->o;
+    if (PyObject_TypeCheck(a, task_type)) {
+        int s = task_read((task_object *)a);
+        if (s < 0) {
+            fail_with_exception(out, "awaiting a task");
+            return BAD;
+        }
+        return s == DURO_TASK_PENDING ? WAITING : READY;
+    }
+    wait_object *w = (wait_object *)a;
+    Py_ssize_t n = PyTuple_Size(w->tasks);
+    duro_task *one[8];
+    duro_task **ts = n <= 8 ? one : malloc((size_t)n * sizeof *ts);
+    if (!ts) {
+        duro_fail(out, "out of memory");
+        return BAD;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        ts[i] = ((task_object *)PyTuple_GetItem(w->tasks, i))->t;
+    int r = WAITING;
+    if (w->kind == 0) {
+        duro_task *won = duro_select_done(o, ts, (size_t)n);
+        if (won) {
+            r = BAD;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if (ts[i] == won) {
+                    w->winner = i;
+                    r = READY;
+                    break;
+                }
+            }
+            if (r == BAD)
+                duro_failf(out, "ctx.any(): %s",
+                           duro_task_error(won) ? duro_task_error(won)
+                                                : duro_errmsg());
+        } else if (n == 0) {
+            duro_fail(out, "ctx.any() of no tasks");
+            r = BAD;
+        }
+    } else {
+        int done = duro_all_done(o, ts, (size_t)n);
+        if (done == 1)
+            r = READY;
+        else if (done != 0) {
+            duro_failf(out, "ctx.all(): %s", duro_errmsg());
+            r = BAD;
+        }
+    }
+    if (ts != one)
+        free(ts);
+    return r;
+}
+
+/* Sets the orchestration's result from what the pure layer's wrapper
+ * returned: ("ok", output), ("fail", message) or ("continue_as_new",
+ * input). */
+static void set_result(duro_orch *o, duro_result *out, PyObject *r)
+{
+    const char *kind, *text;
+    if (!PyTuple_Check(r) || !PyArg_ParseTuple(r, "sz", &kind, &text)) {
+        PyErr_Clear();
+        duro_fail(out, "the orchestration wrapper returned a bad result");
+        return;
+    }
+    if (strcmp(kind, "ok") == 0)
+        duro_ok(out, text);
+    else if (strcmp(kind, "continue_as_new") == 0)
+        duro_continue_as_new(o, out, text);
+    else
+        duro_fail(out, text);
+}
+
+static int drv_step(duro_orch *o, void *state, duro_result *out)
+{
+    if (atomic_load(&finalizing))
+        return DURO_SHUTDOWN;
+    drv_state *st = state;
+    PyGILState_STATE g = PyGILState_Ensure();
+    atomic_fetch_add(&count_steps, 1);
+    st->ctx->o = o;
+    st->ctx->in_step = 1;
+    int rc;
+    for (;;) {
+        if (st->awaiting) {
+            int r = check_awaiting(st, out);
+            if (r == WAITING) {
+                rc = DURO_STEP_WAITING;
+                break;
+            }
+            Py_CLEAR(st->awaiting);
+            if (r == BAD) {
+                close_coroutine(st);
+                rc = DURO_STEP_DONE;
+                break;
+            }
+        }
+        PyObject *yielded = NULL;
+        PySendResult sr = PyIter_Send(st->coro, Py_None, &yielded);
+        if (sr == PYGEN_NEXT) {
+            if (PyObject_TypeCheck(yielded, task_type) ||
+                PyObject_TypeCheck(yielded, wait_type)) {
+                st->awaiting = yielded;
+                continue;
+            }
+            PyObject *repr = PyObject_Repr(yielded);
+            const char *rs = repr ? PyUnicode_AsUTF8AndSize(repr, NULL) : NULL;
+            PyErr_Clear();
+            duro_failf(out,
+                       "the orchestration awaited %s, which is not a duro "
+                       "task: await only what ctx gives (call_activity, "
+                       "timer, wait_event, any, all, ...); asyncio and "
+                       "other event loops are not available in "
+                       "orchestrations",
+                       rs ? rs : "an object");
+            Py_XDECREF(repr);
+            Py_DECREF(yielded);
+            close_coroutine(st);
+            rc = DURO_STEP_DONE;
+            break;
+        }
+        if (sr == PYGEN_RETURN) {
+            set_result(o, out, yielded);
+            Py_XDECREF(yielded);
+            rc = DURO_STEP_DONE;
+            break;
+        }
+        fail_with_exception(out, "orchestration raised");
+        rc = DURO_STEP_DONE;
+        break;
+    }
+    st->ctx->in_step = 0;
+    PyGILState_Release(g);
+    return rc;
+}
+
+static void drv_destroy(void *state, void *user)
+{
+    (void)user;
+    drv_state *st = state;
+    if (!st)
+        return;
+    /* After the atexit hook: the interpreter may be finalizing, and a
+     * thread taking the GIL then hangs or dies. Leak instead. */
+    if (atomic_load(&finalizing))
+        return;
+    PyGILState_STATE g = PyGILState_Ensure();
+    st->ctx->alive = 0;
+    st->ctx->in_step = 0;
+    st->ctx->o = NULL;
+    Py_CLEAR(st->awaiting);
+    Py_CLEAR(st->coro); /* a suspended coroutine is closed here */
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    Py_CLEAR(st->ctx);
+    atomic_fetch_add(&count_destroys, 1);
+    PyGILState_Release(g);
+    free(st);
+}
+
+static const duro_driver python_driver = {DURO_DRIVER_VERSION, drv_start,
+                                          drv_step, drv_destroy};
+
+/* ------------------------------------------------------------------------
+ * Activities: the trampoline and ActivityContext */
+
+typedef struct {
+    PyObject_HEAD duro_activity *a; /* NULL once the activity returned */
+} actx_object;
+
+static int actx_check(actx_object *c)
+{
+    if (!c->a) {
+        PyErr_SetString(error_type, "activity context used after the "
+                                    "activity returned (DURO_MISUSE)");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *actx_get_instance_id(PyObject *self, void *closure)
+{
+    (void)closure;
+    actx_object *c = (actx_object *)self;
+    if (actx_check(c) < 0)
+        return NULL;
+    return str_or_none(duro_activity_instance_id(c->a));
+}
+
+static PyObject *actx_get_name(PyObject *self, void *closure)
+{
+    (void)closure;
+    actx_object *c = (actx_object *)self;
+    if (actx_check(c) < 0)
+        return NULL;
+    return str_or_none(duro_activity_name(c->a));
+}
+
+static PyObject *actx_get_attempt(PyObject *self, void *closure)
+{
+    (void)closure;
+    actx_object *c = (actx_object *)self;
+    if (actx_check(c) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLong(duro_activity_attempt(c->a));
+}
+
+static PyObject *actx_get_cancelled(PyObject *self, void *closure)
+{
+    (void)closure;
+    actx_object *c = (actx_object *)self;
+    if (actx_check(c) < 0)
+        return NULL;
+    return PyBool_FromLong(duro_activity_cancelled(c->a));
+}
+
+static PyObject *actx_get_delivery(PyObject *self, void *closure)
+{
+    (void)closure;
+    actx_object *c = (actx_object *)self;
+    if (actx_check(c) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLong(duro_activity_delivery(c->a));
+}
+
+static PyObject *actx_get_cancel_reason(PyObject *self, void *closure)
+{
+    (void)closure;
+    actx_object *c = (actx_object *)self;
+    if (actx_check(c) < 0)
+        return NULL;
+    return str_or_none(duro_activity_cancel_reason(c->a));
+}
+
+/* wait_cancelled(timeout): True when cancelled, False after timeout
+ * seconds (None or < 0: no deadline); the GIL is released while it waits. */
+static PyObject *actx_wait_cancelled(PyObject *self, PyObject *args)
+{
+    actx_object *c = (actx_object *)self;
+    PyObject *timeout = Py_None;
+    if (!PyArg_ParseTuple(args, "|O", &timeout))
+        return NULL;
+    if (actx_check(c) < 0)
+        return NULL;
+    long long timeout_ms = -1;
+    if (timeout != Py_None) {
+        double seconds = PyFloat_AsDouble(timeout);
+        if (seconds == -1.0 && PyErr_Occurred())
+            return NULL;
+        timeout_ms = seconds < 0 ? -1 : (long long)(seconds * 1000.0);
+    }
+    duro_activity *a = c->a;
+    int cancelled;
+    Py_BEGIN_ALLOW_THREADS
+    cancelled = duro_activity_wait_cancelled(a, timeout_ms);
+    Py_END_ALLOW_THREADS
+    return PyBool_FromLong(cancelled);
+}
+
+static PyMethodDef actx_methods[] = {
+    {"wait_cancelled", actx_wait_cancelled, METH_VARARGS,
+     "wait_cancelled(timeout=None): True once cancelled, False after "
+     "timeout seconds; the GIL is released while it waits."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef actx_getset[] = {
+    {"delivery", actx_get_delivery, NULL,
+     "How many times this scheduling was delivered (1 normally).", NULL},
+    {"cancel_reason", actx_get_cancel_reason, NULL,
+     "Why it was cancelled (\"select_loser\", ...), None before.", NULL},
+    {"instance_id", actx_get_instance_id, NULL, "The instance's id.", NULL},
+    {"name", actx_get_name, NULL, "The activity's name.", NULL},
+    {"attempt", actx_get_attempt, NULL, "Retry attempt, 1 for the first.",
+     NULL},
+    {"cancelled", actx_get_cancelled, NULL,
+     "True once the activity has been cancelled.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyType_Slot actx_slots[] = {
+    {Py_tp_doc, "What an activity sees of its scheduling."},
+    {Py_tp_dealloc, plain_dealloc},
+    {Py_tp_getset, actx_getset},
+    {Py_tp_methods, actx_methods},
+    {0, NULL}};
+
+static PyType_Spec actx_spec = {"duro._duro.ActivityContext",
+                                sizeof(actx_object), 0, Py_TPFLAGS_DEFAULT,
+                                actx_slots};
+
+/* Runs the pure layer's activity wrapper, which returns ("ok", output) or
+ * ("fail", message), on a worker thread with the GIL taken. */
+static int run_activity(duro_activity *a, const char *input, duro_result *out)
+{
+    if (atomic_load(&finalizing))
+        return duro_fail_with(out, DURO_CATEGORY_INFRASTRUCTURE,
+                              "the Python interpreter is shutting down");
+    PyGILState_STATE g = PyGILState_Ensure();
+    actx_object *ctx = PyObject_New(actx_object, actx_type);
+    int rc = DURO_FAILED;
+    if (!ctx) {
+        fail_with_exception(out, "activity");
+        goto out;
+    }
+    ctx->a = a;
+    PyObject *in = str_or_none(input);
+    PyObject *r =
+        in ? PyObject_CallFunctionObjArgs(duro_activity_user(a), ctx, in, NULL)
+           : NULL;
+    Py_XDECREF(in);
+    ctx->a = NULL;
+    Py_DECREF(ctx);
+    if (!r) {
+        fail_with_exception(out, "activity raised");
+        goto out;
+    }
+    const char *kind, *text;
+    if (!PyArg_ParseTuple(r, "sz", &kind, &text)) {
+        fail_with_exception(out, "activity wrapper");
+    } else if (strcmp(kind, "ok") == 0) {
+        rc = duro_ok(out, text);
+    } else {
+        rc = duro_fail(out, text);
+    }
+    Py_DECREF(r);
+out:
+    PyGILState_Release(g);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * Registry */
+
+typedef struct {
+    PyObject_HEAD duro_registry *r;
+    PyObject *keep; /* list: the callables whose pointers duro holds */
+} reg_object;
+
+static int reg_init(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)kw;
+    reg_object *r = (reg_object *)self;
+    if (!PyArg_ParseTuple(args, ""))
+        return -1;
+    if (r->r)
+        return 0;
+    r->keep = PyList_New(0);
+    if (!r->keep)
+        return -1;
+    int rc = duro_registry_create(&r->r);
+    if (rc) {
+        raise_duro(rc, "Registry");
+        return -1;
+    }
+    return 0;
+}
+
+static void reg_dealloc(PyObject *self)
+{
+    reg_object *r = (reg_object *)self;
+    duro_registry_destroy(r->r);
+    Py_XDECREF(r->keep);
+    plain_dealloc(self);
+}
+
+static PyObject *reg_add_orchestration(PyObject *self, PyObject *args)
+{
+    reg_object *r = (reg_object *)self;
+    const char *name, *version;
+    PyObject *fn;
+    int observe_cancel = 0;
+    long long cleanup_timeout_ms = 0;
+    if (!PyArg_ParseTuple(args, "szO|pL", &name, &version, &fn, &observe_cancel,
+                          &cleanup_timeout_ms))
+        return NULL;
+    if (!r->r)
+        return raise_duro(DURO_INVALID, "Registry not initialized");
+    duro_orchestration_options opts;
+    duro_orchestration_options_init(&opts);
+    opts.observe_cancel = observe_cancel;
+    opts.cleanup_timeout_ms = cleanup_timeout_ms;
+    int rc = duro_registry_add_driven_orchestration(r->r, name, version,
+                                                    &python_driver, fn, &opts);
+    if (rc)
+        return raise_duro(rc, "add_orchestration");
+    if (PyList_Append(r->keep, fn) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *reg_add_activity(PyObject *self, PyObject *args)
+{
+    reg_object *r = (reg_object *)self;
+    const char *name;
+    PyObject *fn;
+    if (!PyArg_ParseTuple(args, "sO", &name, &fn))
+        return NULL;
+    if (!r->r)
+        return raise_duro(DURO_INVALID, "Registry not initialized");
+    int rc = duro_registry_add_activity(r->r, name, run_activity, fn);
+    if (rc)
+        return raise_duro(rc, "add_activity");
+    if (PyList_Append(r->keep, fn) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef reg_methods[] = {
+    {"add_orchestration", reg_add_orchestration, METH_VARARGS, NULL},
+    {"add_activity", reg_add_activity, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static PyType_Slot reg_slots[] = {
+    {Py_tp_doc, "The native registry (see duro.Registry)."},
+    {Py_tp_init, reg_init},
+    {Py_tp_dealloc, reg_dealloc},
+    {Py_tp_methods, reg_methods},
+    {0, NULL}};
+
+static PyType_Spec reg_spec = {"duro._duro.Registry", sizeof(reg_object), 0,
+                               Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+                               reg_slots};
+
+/* ------------------------------------------------------------------------
+ * Runtime */
+
+typedef struct {
+    PyObject_HEAD duro_runtime *rt;
+    PyObject *reg; /* keeps the registry's callables alive */
+} rt_object;
+
+static int rt_init(PyObject *self, PyObject *args, PyObject *kw)
+{
+    rt_object *rt = (rt_object *)self;
+    static char *kwlist[] = {"url",
+                             "registry",
+                             "orchestration_concurrency",
+                             "worker_concurrency",
+                             "fiber_cache_size",
+                             "log_level",
+                             "poll_interval_ms",
+                             "worker_lock_timeout_ms",
+                             "lock_renewal_ms",
+                             "orchestration_lock_timeout_ms",
+                             NULL};
+    const char *url;
+    PyObject *reg;
+    int oc = -1, wc = -1, cache = -1, level = -1, poll = -1;
+    long long worker_lock = 0, renewal = 0, orch_lock = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|iiiiiLLL", kwlist, &url,
+                                     &reg, &oc, &wc, &cache, &level, &poll,
+                                     &worker_lock, &renewal, &orch_lock))
+        return -1;
+    if (!PyObject_TypeCheck(reg, reg_type)) {
+        PyErr_SetString(PyExc_TypeError, "registry must be a duro.Registry");
+        return -1;
+    }
+    if (rt->rt) {
+        PyErr_SetString(PyExc_RuntimeError, "Runtime already initialized");
+        return -1;
+    }
+    duro_runtime_options o;
+    duro_runtime_options_init(&o);
+    if (oc >= 0)
+        o.orchestration_concurrency = oc;
+    if (wc >= 0)
+        o.worker_concurrency = wc;
+    if (cache >= 0)
+        o.fiber_cache_size = (size_t)cache;
+    if (level >= 0)
+        o.log_level = level;
+    if (poll > 0)
+        o.poll_interval_ms = poll;
+    if (worker_lock > 0)
+        o.worker_lock_timeout_ms = worker_lock;
+    if (renewal > 0)
+        o.lock_renewal_ms = renewal;
+    if (orch_lock > 0)
+        o.orchestration_lock_timeout_ms = orch_lock;
+    duro_runtime *r = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_runtime_create(url, ((reg_object *)reg)->r, &o, &r);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        raise_duro(rc, "Runtime");
+        return -1;
+    }
+    rt->rt = r;
+    Py_INCREF(reg);
+    rt->reg = reg;
+    return 0;
+}
+
+static PyObject *rt_start(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    rt_object *rt = (rt_object *)self;
+    if (!rt->rt)
+        return raise_duro(DURO_INVALID_STATE, "Runtime.start");
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_runtime_start(rt->rt);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Runtime.start");
+    Py_RETURN_NONE;
+}
+
+static PyObject *rt_shutdown(PyObject *self, PyObject *args)
+{
+    rt_object *rt = (rt_object *)self;
+    long long timeout_ms = 10000;
+    if (!PyArg_ParseTuple(args, "|L", &timeout_ms))
+        return NULL;
+    if (!rt->rt)
+        Py_RETURN_NONE;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_runtime_shutdown(rt->rt, timeout_ms);
+    Py_END_ALLOW_THREADS
+    if (rc && rc != DURO_TIMEOUT)
+        return raise_duro(rc, "Runtime.shutdown");
+    return PyBool_FromLong(rc == DURO_OK);
+}
+
+static PyObject *rt_close(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    rt_object *rt = (rt_object *)self;
+    duro_runtime *r = rt->rt;
+    rt->rt = NULL;
+    if (r) {
+        Py_BEGIN_ALLOW_THREADS
+        duro_runtime_destroy(r);
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *rt_metrics(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    rt_object *rt = (rt_object *)self;
+    duro_metrics m;
+    memset(&m, 0, sizeof m);
+    duro_runtime_metrics(rt->rt, &m);
+    return Py_BuildValue(
+        "{sKsKsKsKsKsKsK}", "turns", (unsigned long long)m.turns, "replays",
+        (unsigned long long)m.replays, "fiber_cache_hits",
+        (unsigned long long)m.fiber_cache_hits, "orchestrations_completed",
+        (unsigned long long)m.orchestrations_completed, "orchestrations_failed",
+        (unsigned long long)m.orchestrations_failed, "activities_completed",
+        (unsigned long long)m.activities_completed, "nondeterminism_errors",
+        (unsigned long long)m.nondeterminism_errors);
+}
+
+static void rt_dealloc(PyObject *self)
+{
+    rt_object *rt = (rt_object *)self;
+    /* Never at finalization: the hook closed every runtime before. */
+    if (rt->rt && !atomic_load(&finalizing)) {
+        duro_runtime *r = rt->rt;
+        Py_BEGIN_ALLOW_THREADS
+        duro_runtime_destroy(r);
+        Py_END_ALLOW_THREADS
+    }
+    rt->rt = NULL;
+    Py_XDECREF(rt->reg);
+    plain_dealloc(self);
+}
+
+static PyMethodDef rt_methods[] = {
+    {"start", rt_start, METH_NOARGS, NULL},
+    {"shutdown", rt_shutdown, METH_VARARGS, NULL},
+    {"close", rt_close, METH_NOARGS, NULL},
+    {"metrics", rt_metrics, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static PyType_Slot rt_slots[] = {
+    {Py_tp_doc, "The native runtime (see duro.Runtime)."},
+    {Py_tp_init, rt_init},
+    {Py_tp_dealloc, rt_dealloc},
+    {Py_tp_methods, rt_methods},
+    {0, NULL}};
+
+static PyType_Spec rt_spec = {"duro._duro.Runtime", sizeof(rt_object), 0,
+                              Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+                              rt_slots};
+
+/* ------------------------------------------------------------------------
+ * Client */
+
+typedef struct {
+    PyObject_HEAD duro_client *c;
+} client_object;
+
+static int client_init(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)kw;
+    client_object *cl = (client_object *)self;
+    const char *url;
+    if (!PyArg_ParseTuple(args, "s", &url))
+        return -1;
+    if (cl->c) {
+        PyErr_SetString(PyExc_RuntimeError, "Client already initialized");
+        return -1;
+    }
+    int rc;
+    duro_client *c = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_create(url, &c);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        raise_duro(rc, "Client");
+        return -1;
+    }
+    cl->c = c;
+    return 0;
+}
+
+static int client_check(client_object *cl)
+{
+    if (!cl->c) {
+        raise_duro(DURO_INVALID_STATE, "Client is closed");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *client_start(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id, *name, *input, *version;
+    long long delay_ms;
+    int idempotent;
+    if (!PyArg_ParseTuple(args, "sszzLp", &id, &name, &input, &version,
+                          &delay_ms, &idempotent))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    duro_start_options o;
+    duro_start_options_init(&o);
+    o.orchestration_version = version;
+    o.delay_ms = delay_ms;
+    o.idempotent = idempotent;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_start(cl->c, id, name, input, &o);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.start");
+    Py_RETURN_NONE;
+}
+
+static PyObject *client_raise_event(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id, *name, *payload, *event_id;
+    if (!PyArg_ParseTuple(args, "sszz", &id, &name, &payload, &event_id))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_raise_event_once(cl->c, id, name, payload, event_id);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.raise_event");
+    Py_RETURN_NONE;
+}
+
+static PyObject *client_cancel(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id, *reason, *by;
+    if (!PyArg_ParseTuple(args, "szz", &id, &reason, &by))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_cancel(cl->c, id, reason, by);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.cancel");
+    Py_RETURN_NONE;
+}
+
+static PyObject *client_terminate(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id, *reason, *by;
+    if (!PyArg_ParseTuple(args, "szz", &id, &reason, &by))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_terminate(cl->c, id, reason, by);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.terminate");
+    Py_RETURN_NONE;
+}
+
+static PyObject *client_suspend_resume(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id, *reason, *by;
+    int resume;
+    if (!PyArg_ParseTuple(args, "pszz", &resume, &id, &reason, &by))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = resume ? duro_client_resume(cl->c, id, reason, by)
+                : duro_client_suspend(cl->c, id, reason, by);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, resume ? "Client.resume" : "Client.suspend");
+    Py_RETURN_NONE;
+}
+
+/* Reads an execution's history and replays it through @p registry's
+ * code on this thread (duro_replay_history): None when it matches. The
+ * driver takes the GIL for its steps, so it is released around the call. */
+static PyObject *client_replay(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    PyObject *reg;
+    const char *id;
+    unsigned long long execution = 0;
+    if (!PyArg_ParseTuple(args, "O!s|K", reg_type, &reg, &id, &execution))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    duro_history *h = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_read_history(cl->c, id, (uint64_t)execution, &h);
+    if (rc == DURO_OK)
+        rc = duro_replay_history(((reg_object *)reg)->r, h, NULL);
+    Py_END_ALLOW_THREADS
+    /* duro_errmsg() first: it is valid until the next duro call */
+    PyObject *result = rc ? raise_duro(rc, "replay") : Py_NewRef(Py_None);
+    duro_history_free(h);
+    return result;
+}
+
+static PyObject *info_dict(const duro_instance_info *i)
+{
+    return Py_BuildValue(
+        "{sNsNsNsssKsNsNsisNsLsLsN}", "instance_id",
+        str_or_none(i->instance_id), "name", str_or_none(i->name), "version",
+        str_or_none(i->version), "status", duro_status_name(i->status),
+        "execution_id", (unsigned long long)i->execution_id, "output",
+        str_or_none(i->output), "error", str_or_none(i->error), "category",
+        i->category, "custom_status", str_or_none(i->custom_status),
+        "created_ms", (long long)i->created_ms, "finished_ms",
+        (long long)i->finished_ms, "last_problem",
+        str_or_none(i->last_problem));
+}
+
+static PyObject *client_status(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id;
+    if (!PyArg_ParseTuple(args, "s", &id))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    duro_instance_info *info = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_get_status(cl->c, id, &info);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.status");
+    PyObject *d = info_dict(info);
+    duro_free(info);
+    return d;
+}
+
+/* (code, info dict or None): the caller decides what a timeout means. */
+static PyObject *client_wait(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id;
+    long long timeout_ms;
+    if (!PyArg_ParseTuple(args, "sL", &id, &timeout_ms))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    duro_instance_info *info = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_wait(cl->c, id, timeout_ms, &info);
+    Py_END_ALLOW_THREADS
+    if (rc && rc != DURO_TIMEOUT) {
+        raise_duro(rc, "Client.wait"); /* reads duro_errmsg() first */
+        duro_free(info);
+        return NULL;
+    }
+    PyObject *d = info ? info_dict(info) : Py_NewRef(Py_None);
+    duro_free(info);
+    if (!d)
+        return NULL;
+    return Py_BuildValue("(iN)", rc, d);
+}
+
+static PyObject *client_history(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id;
+    unsigned long long execution = 0;
+    if (!PyArg_ParseTuple(args, "s|K", &id, &execution))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    duro_history *h = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_read_history(cl->c, id, (uint64_t)execution, &h);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.history");
+    PyObject *list = PyList_New(0);
+    for (size_t i = 0; list && i < h->count; i++) {
+        const duro_event *e = &h->events[i];
+        PyObject *d = Py_BuildValue(
+            "{sKsssKsNsNsNsNsisLsI}", "event_id",
+            (unsigned long long)e->event_id, "kind",
+            duro_event_kind_name(e->kind), "source_event_id",
+            (unsigned long long)e->source_event_id, "name",
+            str_or_none(e->name), "payload", str_or_none(e->payload), "error",
+            str_or_none(e->error), "reason", str_or_none(e->reason), "category",
+            e->category, "timestamp_ms", (long long)e->timestamp_ms, "flags",
+            (unsigned int)e->flags);
+        if (!d || PyList_Append(list, d) < 0) {
+            Py_XDECREF(d);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(d);
+    }
+    duro_history_free(h);
+    return list;
+}
+
+static PyObject *client_close(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    client_object *cl = (client_object *)self;
+    duro_client *c = cl->c;
+    cl->c = NULL;
+    if (c) {
+        Py_BEGIN_ALLOW_THREADS
+        duro_client_destroy(c);
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
+}
+
+static void client_dealloc(PyObject *self)
+{
+    client_object *cl = (client_object *)self;
+    if (cl->c && !atomic_load(&finalizing))
+        duro_client_destroy(cl->c);
+    cl->c = NULL;
+    plain_dealloc(self);
+}
+
+static PyMethodDef client_methods[] = {
+    {"start", client_start, METH_VARARGS, NULL},
+    {"raise_event", client_raise_event, METH_VARARGS, NULL},
+    {"cancel", client_cancel, METH_VARARGS, NULL},
+    {"terminate", client_terminate, METH_VARARGS, NULL},
+    {"status", client_status, METH_VARARGS, NULL},
+    {"wait", client_wait, METH_VARARGS, NULL},
+    {"history", client_history, METH_VARARGS, NULL},
+    {"suspend_resume", client_suspend_resume, METH_VARARGS, NULL},
+    {"replay", client_replay, METH_VARARGS, NULL},
+    {"close", client_close, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static PyType_Slot client_slots[] = {
+    {Py_tp_doc, "The native client (see duro.Client)."},
+    {Py_tp_init, client_init},
+    {Py_tp_dealloc, client_dealloc},
+    {Py_tp_methods, client_methods},
+    {0, NULL}};
+
+static PyType_Spec client_spec = {"duro._duro.Client", sizeof(client_object), 0,
+                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+                                  client_slots};
+
+/* ------------------------------------------------------------------------
+ * module functions */
+
+static PyObject *mod_set_finalizing(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    atomic_store(&finalizing, 1);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_debug_counters(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return Py_BuildValue(
+        "{sKsKsK}", "starts", (unsigned long long)atomic_load(&count_starts),
+        "steps", (unsigned long long)atomic_load(&count_steps), "destroys",
+        (unsigned long long)atomic_load(&count_destroys));
+}
+
+static PyObject *mod_register_error(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int code;
+    PyObject *cls;
+    if (!PyArg_ParseTuple(args, "iO", &code, &cls))
+        return NULL;
+    PyObject *key = PyLong_FromLong(code);
+    if (!key)
+        return NULL;
+    int rc = PyDict_SetItem(error_classes, key, cls);
+    Py_DECREF(key);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_errname(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int code;
+    if (!PyArg_ParseTuple(args, "i", &code))
+        return NULL;
+    return PyUnicode_FromString(duro_errname(code));
+}
+
+static PyMethodDef mod_methods[] = {
+    {"_set_finalizing", mod_set_finalizing, METH_NOARGS,
+     "From now on no duro thread touches Python (the atexit hook)."},
+    {"_debug_counters", mod_debug_counters, METH_NOARGS,
+     "Driver starts, steps and destroys since import (tests)."},
+    {"_register_error", mod_register_error, METH_VARARGS,
+     "The Error subclass raised for a duro code."},
+    {"errname", mod_errname, METH_VARARGS, "duro_errname(code)."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef duro_module = {
+    PyModuleDef_HEAD_INIT,
+    "duro._duro",
+    "The native part of duro (see the duro package).",
+    -1,
+    mod_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL};
+
+static PyTypeObject *add_type(PyObject *m, PyType_Spec *spec, PyObject *base,
+                              const char *name)
+{
+    PyObject *t = PyType_FromSpecWithBases(spec, base);
+    if (!t)
+        return NULL;
+    Py_INCREF(t);
+    if (PyModule_AddObject(m, name, t) < 0) {
+        Py_DECREF(t);
+        Py_DECREF(t);
+        return NULL;
+    }
+    return (PyTypeObject *)t;
+}
+
+PyMODINIT_FUNC PyInit__duro(void);
+
+PyMODINIT_FUNC PyInit__duro(void)
+{
+    PyObject *m = PyModule_Create(&duro_module);
+    if (!m)
+        return NULL;
+    error_type = PyErr_NewExceptionWithDoc(
+        "duro.Error",
+        "A duro call failed; .code is duro's error code, .errname its name.",
+        NULL, NULL);
+    error_classes = PyDict_New();
+    if (!error_type || !error_classes)
+        goto fail;
+    Py_INCREF(error_type);
+    if (PyModule_AddObject(m, "Error", error_type) < 0)
+        goto fail;
+    if (!(task_type = add_type(m, &task_spec, NULL, "Task")) ||
+        !(wait_type = add_type(m, &wait_spec, NULL, "Wait")) ||
+        !(octx_type = add_type(m, &octx_spec, NULL, "OrchestrationContext")) ||
+        !(actx_type = add_type(m, &actx_spec, NULL, "ActivityContext")) ||
+        !(reg_type = add_type(m, &reg_spec, NULL, "Registry")) ||
+        !(rt_type = add_type(m, &rt_spec, NULL, "Runtime")) ||
+        !(client_type = add_type(m, &client_spec, NULL, "Client")))
+        goto fail;
+#define CODE(name, value, text)                                                \
+    if (PyModule_AddIntConstant(m, #name, value) < 0)                          \
+        goto fail;
+    DURO_ERROR_TABLE(CODE)
+#undef CODE
+    if (PyModule_AddStringConstant(m, "DURO_VERSION", duro_version()) < 0)
+        goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}
