@@ -37,7 +37,6 @@ typedef struct turn_ctx {
     /* the turn run_turn prepared, for its ack */
     duro_orch_ack ack;
     int64_t begin_ns;
-    int64_t ran_ms;    /* how long run_turn took (replay and code) */
     int warm;          /* the engine came from the cache */
     int terminal;      /* the engine was not kept */
     int had_problem;   /* the instance has a recorded problem */
@@ -370,7 +369,6 @@ static int run_turn(turn_ctx *c, int terminate_status,
     c->terminal = !duro__engine_reusable(e) || code == NULL;
     c->warm = warm;
     c->begin_ns = begin_ns;
-    c->ran_ms = (duro__mono_ns() - begin_ns) / 1000000;
     if (c->terminal) {
         duro__engine_destroy(e);
     } else {
@@ -495,7 +493,13 @@ static int acked(turn_ctx *c, int rc, const duro_error *first_err)
                      "the store refused the turn: %.470s", err->message);
             return rc;
         }
-        if (rc == DURO_LOCK_LOST && c->ack_attempted) {
+        /* The lock began at the fetch: a turn that held it longer than
+         * orchestration_lock_timeout_ms (replay, code and acks) lost it to
+         * its expiry, whatever its attempts did. */
+        int slow = rc == DURO_LOCK_LOST &&
+                   duro__mono_ms() - c->fetched_ms >=
+                       rt->opts.orchestration_lock_timeout_ms;
+        if (rc == DURO_LOCK_LOST && c->ack_attempted && !slow) {
             /* provider.h: a lost lock after a failed attempt means that
              * attempt probably committed */
             duro__log(&rt->logger, DURO_LOG_DEBUG,
@@ -512,7 +516,6 @@ static int acked(turn_ctx *c, int rc, const duro_error *first_err)
              * (Only in the log: the instance may be running on, its batch
              * committed by another thread, and a problem recorded now would
              * outlive it.) */
-            int slow = c->ran_ms >= rt->opts.orchestration_lock_timeout_ms;
             duro__log(&rt->logger, DURO_LOG_WARN,
                       "turn of instance '%.200s' discarded: %s%s", instance,
                       err->message,
