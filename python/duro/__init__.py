@@ -983,7 +983,7 @@ class Client:
         self._native.raise_event(instance_id, name, _encode(payload), event_id)
 
     @overload
-    def cancel(
+    def cancel(  # type: ignore[misc]  # a str is an Iterable[str] too
         self, instance_id: str, reason: Optional[str] = ..., requested_by: Optional[str] = ...
     ) -> None: ...
 
@@ -1017,21 +1017,21 @@ class Client:
         dry_run: bool = False,
         max_ids: Optional[int] = None,
     ) -> Union[None, ManyResult, BulkResult]:
-        """Requests cancellation (duro_client_cancel): the instance
-        ends Cancelled at its next turn, or at once when it had not begun; a
-        cancelled one (or one with a cancel pending) is no error and keeps
-        the first reason; a Completed or Failed one raises
-        ``InvalidState``, an unknown one ``NotFound``. ``reason`` None:
-        "cancelled".
+        """Requests cancellation (duro_client_cancel): the instance ends
+        Cancelled at its next turn, or at once when it had not begun; a
+        cancelled one (or one with a cancel pending) is no error and keeps the
+        first reason; a Completed or Failed one raises ``InvalidState``, an
+        unknown one ``NotFound``. ``reason`` None: "cancelled".
 
-        One id: returns None and raises duro's error. Many ids (any
-        iterable of str): one call for all of them, in transactions of up
-        to 500 ids, returning a ``ManyResult`` with one ``Outcome`` per id
-        given (duro_client_cancel_many); an unknown or finished id is
-        an outcome, not an error. ``where=Filter(...)``: every instance the
-        filter selects when the call starts (status default: Pending and Running (a suspended instance only when asked)), returning a ``BulkResult``; with ``dry_run``
-        nothing changes and the result is exactly what a real run would
-        do now. duro has no dry run for ids: ``dry_run`` needs ``where``.
+        One id: returns None and raises duro's error. Many ids (any iterable of
+        str): one call for all of them, in transactions of up to 500 ids,
+        returning a ``ManyResult`` with one ``Outcome`` per id given
+        (duro_client_cancel_many); an unknown or finished id is an outcome, not
+        an error. ``where=Filter(...)``: every instance the filter selects when
+        the call starts (status default: Pending and Running (a suspended
+        instance only when asked)), returning a ``BulkResult``; with
+        ``dry_run`` nothing changes and the result is exactly what a real run
+        would do now. duro has no dry run for ids: ``dry_run`` needs ``where``.
         A failure part way raises with what was decided before it:
         ``.outcomes`` (many ids) - transactions that committed stand."""
         return self._verb(
@@ -1039,7 +1039,7 @@ class Client:
         )
 
     @overload
-    def terminate(
+    def terminate(  # type: ignore[misc]  # a str is an Iterable[str] too
         self, instance_id: str, reason: Optional[str] = ..., requested_by: Optional[str] = ...
     ) -> None: ...
 
@@ -1073,26 +1073,27 @@ class Client:
         dry_run: bool = False,
         max_ids: Optional[int] = None,
     ) -> Union[None, ManyResult, BulkResult]:
-        """Ends the instance without running its code
-        (duro_client_terminate): it cancels its activities and terminates
-        its children; ``reason`` None: "terminated".
+        """Ends the instance without running its code (duro_client_terminate):
+        it cancels its activities and terminates its children; ``reason`` None:
+        "terminated".
 
-        One id: returns None and raises duro's error. Many ids (any
-        iterable of str): one call for all of them, in transactions of up
-        to 500 ids, returning a ``ManyResult`` with one ``Outcome`` per id
-        given (duro_client_control_many); an unknown or finished id is
-        an outcome, not an error. ``where=Filter(...)``: every instance the
-        filter selects when the call starts (status default: Pending, Running and Suspended), returning a ``BulkResult``; with ``dry_run``
-        nothing changes and the result is exactly what a real run would
-        do now. duro has no dry run for ids: ``dry_run`` needs ``where``.
-        A failure part way raises with what was decided before it:
-        ``.outcomes`` (many ids) - transactions that committed stand."""
+        One id: returns None and raises duro's error. Many ids (any iterable of
+        str): one call for all of them, in transactions of up to 500 ids,
+        returning a ``ManyResult`` with one ``Outcome`` per id given
+        (duro_client_control_many); an unknown or finished id is an outcome,
+        not an error. ``where=Filter(...)``: every instance the filter selects
+        when the call starts (status default: Pending, Running and Suspended),
+        returning a ``BulkResult``; with ``dry_run`` nothing changes and the
+        result is exactly what a real run would do now. duro has no dry run for
+        ids: ``dry_run`` needs ``where``. A failure part way raises with what
+        was decided before it: ``.outcomes`` (many ids) - transactions that
+        committed stand."""
         return self._verb(
             "terminate", instance_id, reason, requested_by, where, dry_run, max_ids
         )
 
     @overload
-    def suspend(
+    def suspend(  # type: ignore[misc]  # a str is an Iterable[str] too
         self, instance_id: str, reason: Optional[str] = ..., requested_by: Optional[str] = ...
     ) -> None: ...
 
@@ -1126,26 +1127,27 @@ class Client:
         dry_run: bool = False,
         max_ids: Optional[int] = None,
     ) -> Union[None, ManyResult, BulkResult]:
-        """Suspends the instance (duro_client_suspend): from its
-        next turn it takes no decisions and runs no code; what arrives
-        meanwhile is kept for its resume.
+        """Suspends the instance (duro_client_suspend): from its next turn it
+        takes no decisions and runs no code; what arrives meanwhile is kept for
+        its resume.
 
-        One id: returns None and raises duro's error. Many ids (any
-        iterable of str): one call for all of them, in transactions of up
-        to 500 ids, returning a ``ManyResult`` with one ``Outcome`` per id
-        given (duro_client_control_many); an unknown or finished id is
-        an outcome, not an error. ``where=Filter(...)``: every instance the
-        filter selects when the call starts (status default: Pending and Running), returning a ``BulkResult``; with ``dry_run``
-        nothing changes and the result is exactly what a real run would
-        do now. duro has no dry run for ids: ``dry_run`` needs ``where``.
-        A failure part way raises with what was decided before it:
-        ``.outcomes`` (many ids) - transactions that committed stand."""
+        One id: returns None and raises duro's error. Many ids (any iterable of
+        str): one call for all of them, in transactions of up to 500 ids,
+        returning a ``ManyResult`` with one ``Outcome`` per id given
+        (duro_client_control_many); an unknown or finished id is an outcome,
+        not an error. ``where=Filter(...)``: every instance the filter selects
+        when the call starts (status default: Pending and Running), returning a
+        ``BulkResult``; with ``dry_run`` nothing changes and the result is
+        exactly what a real run would do now. duro has no dry run for ids:
+        ``dry_run`` needs ``where``. A failure part way raises with what was
+        decided before it: ``.outcomes`` (many ids) - transactions that
+        committed stand."""
         return self._verb(
             "suspend", instance_id, reason, requested_by, where, dry_run, max_ids
         )
 
     @overload
-    def resume(
+    def resume(  # type: ignore[misc]  # a str is an Iterable[str] too
         self, instance_id: str, reason: Optional[str] = ..., requested_by: Optional[str] = ...
     ) -> None: ...
 
@@ -1179,19 +1181,20 @@ class Client:
         dry_run: bool = False,
         max_ids: Optional[int] = None,
     ) -> Union[None, ManyResult, BulkResult]:
-        """Resumes a suspended instance (duro_client_resume); one
-        that is not suspended is left as it is, no error.
+        """Resumes a suspended instance (duro_client_resume); one that is not
+        suspended is left as it is, no error.
 
-        One id: returns None and raises duro's error. Many ids (any
-        iterable of str): one call for all of them, in transactions of up
-        to 500 ids, returning a ``ManyResult`` with one ``Outcome`` per id
-        given (duro_client_control_many); an unknown or finished id is
-        an outcome, not an error. ``where=Filter(...)``: every instance the
-        filter selects when the call starts (status default: Suspended), returning a ``BulkResult``; with ``dry_run``
-        nothing changes and the result is exactly what a real run would
-        do now. duro has no dry run for ids: ``dry_run`` needs ``where``.
-        A failure part way raises with what was decided before it:
-        ``.outcomes`` (many ids) - transactions that committed stand."""
+        One id: returns None and raises duro's error. Many ids (any iterable of
+        str): one call for all of them, in transactions of up to 500 ids,
+        returning a ``ManyResult`` with one ``Outcome`` per id given
+        (duro_client_control_many); an unknown or finished id is an outcome,
+        not an error. ``where=Filter(...)``: every instance the filter selects
+        when the call starts (status default: Suspended), returning a
+        ``BulkResult``; with ``dry_run`` nothing changes and the result is
+        exactly what a real run would do now. duro has no dry run for ids:
+        ``dry_run`` needs ``where``. A failure part way raises with what was
+        decided before it: ``.outcomes`` (many ids) - transactions that
+        committed stand."""
         return self._verb(
             "resume", instance_id, reason, requested_by, where, dry_run, max_ids
         )
@@ -1366,7 +1369,8 @@ class Client:
         if dry_run:
             raise ValueError("Client.purge: dry_run needs where= (duro has no dry run for ids)")
         given = [instance_id] if isinstance(instance_id, str) else list(instance_id)
-        count, done = 0, []
+        count = 0
+        done: List[str] = []
         for iid in given:
             try:
                 count += self._native.delete(iid, False)

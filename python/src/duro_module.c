@@ -1496,18 +1496,17 @@ static PyObject *client_history(PyObject *self, PyObject *args)
             (unsigned int)e->flags);
         /* the rest of duro_event (issue 24's typed history) */
         PyObject *more =
-            d ? Py_BuildValue("{sisNsNsNsKsKsLsIsLsL}", "kind_code",
-                              (int)e->kind, "version", str_or_none(e->version),
-                              "requested_by", str_or_none(e->requested_by),
-                              "ref_instance", str_or_none(e->ref_instance),
-                              "ref_execution",
-                              (unsigned long long)e->ref_execution,
-                              "ref_event_id",
-                              (unsigned long long)e->ref_event_id,
-                              "fire_at_ms", (long long)e->fire_at_ms,
-                              "attempt", (unsigned int)e->attempt,
-                              "started_ms", (long long)e->started_ms,
-                              "finished_ms", (long long)e->finished_ms)
+            d ? Py_BuildValue(
+                    "{sisNsNsNsKsKsLsIsLsL}", "kind_code", (int)e->kind,
+                    "version", str_or_none(e->version), "requested_by",
+                    str_or_none(e->requested_by), "ref_instance",
+                    str_or_none(e->ref_instance), "ref_execution",
+                    (unsigned long long)e->ref_execution, "ref_event_id",
+                    (unsigned long long)e->ref_event_id, "fire_at_ms",
+                    (long long)e->fire_at_ms, "attempt",
+                    (unsigned int)e->attempt, "started_ms",
+                    (long long)e->started_ms, "finished_ms",
+                    (long long)e->finished_ms)
               : NULL;
         if (!more || PyDict_Update(d, more) < 0) {
             Py_XDECREF(more);
@@ -1563,9 +1562,8 @@ static const char **ids_array(PyObject *seq, size_t *count)
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *s = PyTuple_GetItem(seq, i);
         Py_ssize_t len;
-        const char *u = s && PyUnicode_Check(s)
-                            ? PyUnicode_AsUTF8AndSize(s, &len)
-                            : NULL;
+        const char *u =
+            s && PyUnicode_Check(s) ? PyUnicode_AsUTF8AndSize(s, &len) : NULL;
         if (!u) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_TypeError, "instance ids must be str");
@@ -1632,9 +1630,9 @@ static PyObject *client_many(client_object *cl, int control, PyObject *seq,
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = control ? duro_client_control_many(cl->c, control, ids, n, reason, by,
-                                            kr)
-                 : duro_client_cancel_many(cl->c, ids, n, reason, by, cr);
+    rc = control
+             ? duro_client_control_many(cl->c, control, ids, n, reason, by, kr)
+             : duro_client_cancel_many(cl->c, ids, n, reason, by, cr);
     Py_END_ALLOW_THREADS
     for (size_t i = 0; i < n; i++) {
         outcome[i] = control ? kr[i].outcome : cr[i].outcome;
@@ -1645,10 +1643,9 @@ static PyObject *client_many(client_object *cl, int control, PyObject *seq,
                               : duro_cancel_outcome_name};
     PyObject *result;
     if (rc)
-        result = raise_duro_with(rc,
-                                 control ? "Client.control_many"
-                                         : "Client.cancel_many",
-                                 "outcomes", outcomes_list, &a);
+        result = raise_duro_with(
+            rc, control ? "Client.control_many" : "Client.cancel_many",
+            "outcomes", outcomes_list, &a);
     else
         result = outcomes_list(&a);
     free(cr);
@@ -1677,8 +1674,8 @@ static PyObject *client_control_many(PyObject *self, PyObject *args)
     int control;
     PyObject *seq;
     const char *reason, *by;
-    if (!PyArg_ParseTuple(args, "iO!zz", &control, &PyTuple_Type, &seq,
-                          &reason, &by))
+    if (!PyArg_ParseTuple(args, "iO!zz", &control, &PyTuple_Type, &seq, &reason,
+                          &by))
         return NULL;
     if (client_check(cl) < 0)
         return NULL;
@@ -1803,10 +1800,10 @@ static PyObject *client_query(PyObject *self, PyObject *args)
     unsigned int mask;
     long long after, before, count_max;
     Py_ssize_t limit;
-    if (!PyArg_ParseTuple(args, "IzzzzpLLinzpL", &mask, &q.name,
-                          &q.name_prefix, &q.name_contains, &q.parent_instance,
-                          &q.with_problem, &after, &before, &q.order, &limit,
-                          &q.cursor, &q.count_total, &count_max))
+    if (!PyArg_ParseTuple(args, "IzzzzpLLinzpL", &mask, &q.name, &q.name_prefix,
+                          &q.name_contains, &q.parent_instance, &q.with_problem,
+                          &after, &before, &q.order, &limit, &q.cursor,
+                          &q.count_total, &count_max))
         return NULL;
     if (client_check(cl) < 0)
         return NULL;
@@ -2035,12 +2032,12 @@ PyMODINIT_FUNC PyInit__duro(void)
                                 DURO_CONTROL_TERMINATE) < 0 ||
         PyModule_AddIntConstant(m, "DURO_CONTROL_SUSPEND",
                                 DURO_CONTROL_SUSPEND) < 0 ||
-        PyModule_AddIntConstant(m, "DURO_CONTROL_RESUME",
-                                DURO_CONTROL_RESUME) < 0 ||
-        PyModule_AddIntConstant(m, "DURO_EVENT_KIND_MAX",
-                                DURO_EVENT_KIND_MAX) < 0 ||
-        PyModule_AddIntConstant(m, "DURO_START_DETACHED",
-                                DURO_START_DETACHED) < 0 ||
+        PyModule_AddIntConstant(m, "DURO_CONTROL_RESUME", DURO_CONTROL_RESUME) <
+            0 ||
+        PyModule_AddIntConstant(m, "DURO_EVENT_KIND_MAX", DURO_EVENT_KIND_MAX) <
+            0 ||
+        PyModule_AddIntConstant(m, "DURO_START_DETACHED", DURO_START_DETACHED) <
+            0 ||
         PyModule_AddIntConstant(m, "DURO_CANCEL_OBSERVED",
                                 DURO_CANCEL_OBSERVED) < 0 ||
         PyModule_AddIntConstant(m, "DURO_TIMER_CLEANUP_DEADLINE",

@@ -116,8 +116,8 @@ def test_cancel_by_filter_dry_run_changes_nothing_then_the_real_run(db):
             assert duro.EventKind.ORCHESTRATION_CANCEL_REQUESTED not in kinds(
                 client, i)
         real = client.cancel(where=where, reason="r", max_ids=2)
-        assert (real.count, real.ids, real.dry_run) == (5, tuple(ids[:2]),
-                                                         False)
+        assert (real.count, real.ids, real.dry_run) == (
+            5, tuple(ids[:2]), False)
         for i in ids:
             assert client.wait(i, timeout=30).status == "Cancelled"
         assert client.status("q1").status == "Completed"
@@ -161,8 +161,8 @@ def test_suspend_resume_terminate_many(db):
                      f"{i} Suspended")
             ev = [e for e in client.history(i)
                   if e.kind == duro.EventKind.EXECUTION_SUSPENDED]
-            assert [(e.reason, e.requested_by) for e in ev] == [("hold",
-                                                                  "ops")]
+            assert [(e.reason, e.requested_by) for e in ev] == [
+                ("hold", "ops")]
         res = client.resume(["a", "b"])
         assert [o.outcome for o in res] == ["requested"] * 2
         for i in ("a", "b"):
