@@ -711,7 +711,7 @@ class Filter:
     as datetimes or seconds since the epoch. duro's bulk calls select by
     these fields only (no name prefix: list first, then pass the ids)."""
 
-    status: Union[None, str, Tuple[str, ...]] = None
+    status: Union[None, str, Iterable[str]] = None
     name: Optional[str] = None
     version: Optional[str] = None
     created_after: Optional[Time] = None
