@@ -34,7 +34,8 @@ loader.exec_module(module)
 # the "legacy" config): there duro's own check is what refuses.
 makers = [interpreters.create]
 if hasattr(interpreters, "new_config"):
-    makers.append(lambda: interpreters.create(interpreters.new_config("legacy")))
+    legacy = interpreters.new_config("legacy")
+    makers.append(lambda: interpreters.create(legacy))
 elif sys.version_info >= (3, 12):
     makers.append(lambda: interpreters.create(isolated=False))
 for make in makers:
