@@ -103,9 +103,10 @@ class sdist_with_c(sdist):
             dest = os.path.join(base_dir, "csrc", rel)
             self.mkpath(os.path.dirname(dest))
             self.copy_file(c_path(rel), dest)
-        license_file = c_path("LICENSE") if C_ROOT == ".." else "LICENSE"
-        if os.path.exists(license_file):
-            self.copy_file(license_file, os.path.join(base_dir, "LICENSE"))
+        # From an sdist, LICENSE is at the top already (in `files`).
+        if C_ROOT == ".." and os.path.exists(c_path("LICENSE")):
+            self.copy_file(c_path("LICENSE"),
+                           os.path.join(base_dir, "LICENSE"))
 
 
 class parallel_build_ext(build_ext):
