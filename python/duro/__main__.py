@@ -111,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
                         "(0: replay every turn)")
     w.add_argument("--poll-interval", type=float, default=0.0, metavar="S",
                    help="seconds between two polls of the store when idle")
-    w.add_argument("--log-level", choices=sorted(_LEVELS, key=_LEVELS.get),
+    w.add_argument("--log-level", choices=list(_LEVELS),
                    default=None, help="the runtime's log level (default "
                                       "warn)")
     w.add_argument("--shutdown-timeout", type=float, default=10.0,
