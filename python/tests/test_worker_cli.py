@@ -56,35 +56,36 @@ def app(tmp_path):
 
 
 class Lines:
-    """The stderr lines of a process, read with deadlines."""
+    """The stderr of a process, read from its pipe with deadlines (no
+    buffered reader: select() then tells the truth)."""
 
     def __init__(self, proc):
         self.proc = proc
-        self.seen = []
+        self.text = ""
 
     def until(self, text, seconds=60):
         deadline = time.monotonic() + seconds
+        fd = self.proc.stderr.fileno()
         with selectors.DefaultSelector() as sel:
-            sel.register(self.proc.stderr, selectors.EVENT_READ)
-            while not any(text in line for line in self.seen):
+            sel.register(fd, selectors.EVENT_READ)
+            while text not in self.text:
                 left = deadline - time.monotonic()
                 assert left > 0 and sel.select(left), \
-                    f"no {text!r} within {seconds} s: {self.seen}"
-                line = self.proc.stderr.readline()
-                assert line, f"stderr ended before {text!r}: {self.seen}"
-                self.seen.append(line)
-        return self.seen
+                    f"no {text!r} within {seconds} s: {self.text}"
+                chunk = os.read(fd, 65536)
+                assert chunk, f"stderr ended before {text!r}: {self.text}"
+                self.text += chunk.decode()
 
     def rest(self):
-        self.seen += self.proc.stderr.readlines()
-        return "".join(self.seen)
+        self.text += self.proc.stderr.read().decode()
+        return self.text
 
 
 def start_worker(app, db, *args):
     p = subprocess.Popen(
         [sys.executable, "-m", "duro", "worker", *args, "--db", db],
         cwd=app, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True)
+        stderr=subprocess.PIPE)
     lines = Lines(p)
     try:
         lines.until("SIGTERM or SIGINT stops it")
@@ -104,7 +105,7 @@ def stop(p, lines, sig, seconds=60):
         p.kill()
         p.wait()
         pytest.fail(f"the worker still ran {seconds} s after "
-                    f"{signal.Signals(sig).name}: {lines.rest()}")
+                    f"{signal.Signals(sig).name}: {lines.text}")
     return p.returncode, lines.rest()
 
 
