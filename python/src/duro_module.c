@@ -1331,6 +1331,27 @@ static PyObject *rt_close(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* The cancellation counters of activities, beside rt_metrics' own. */
+static int add_activity_metrics(PyObject *d, const duro_metrics *m)
+{
+    const struct {
+        const char *name;
+        uint64_t value;
+    } items[] = {
+        {"activities_cancelled", m->activities_cancelled},
+        {"activities_cancel_requested", m->activities_cancel_requested},
+        {"activities_abandoned", m->activities_abandoned},
+    };
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(items[i].value);
+        int rc = v ? PyDict_SetItemString(d, items[i].name, v) : -1;
+        Py_XDECREF(v);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static PyObject *rt_metrics(PyObject *self, PyObject *unused)
 {
     (void)unused;
@@ -1338,7 +1359,7 @@ static PyObject *rt_metrics(PyObject *self, PyObject *unused)
     duro_metrics m;
     memset(&m, 0, sizeof m);
     duro_runtime_metrics(rt->rt, &m);
-    return Py_BuildValue(
+    PyObject *d = Py_BuildValue(
         "{sKsKsKsKsKsKsK}", "turns", (unsigned long long)m.turns, "replays",
         (unsigned long long)m.replays, "fiber_cache_hits",
         (unsigned long long)m.fiber_cache_hits, "orchestrations_completed",
@@ -1346,6 +1367,9 @@ static PyObject *rt_metrics(PyObject *self, PyObject *unused)
         (unsigned long long)m.orchestrations_failed, "activities_completed",
         (unsigned long long)m.activities_completed, "nondeterminism_errors",
         (unsigned long long)m.nondeterminism_errors);
+    if (d && add_activity_metrics(d, &m) < 0)
+        Py_CLEAR(d);
+    return d;
 }
 
 static void rt_dealloc(PyObject *self)
