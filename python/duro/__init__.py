@@ -538,37 +538,36 @@ async def _run_cancellable(fn: Callable, ctx: ActivityContext, value: Any) -> An
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
+    try:
+        fd = ctx.cancel_fd()
+    except Error:
+        fd = -1  # out of descriptors: poll the flag instead
+    poller: List[asyncio.TimerHandle] = []
 
     def fire() -> None:
         task.cancel(ctx.cancel_reason or "cancelled")
 
-    try:
-        fd = ctx.cancel_fd()
-    except Error:
-        fd = -1
-    if fd >= 0:
+    def on_readable() -> None:
+        loop.remove_reader(fd)  # the eventfd stays readable
+        fire()
 
-        def on_readable() -> None:
-            loop.remove_reader(fd)  # the eventfd stays readable
+    def poll() -> None:
+        if ctx.cancelled:
             fire()
+        else:
+            poller[:] = [loop.call_later(_CANCEL_POLL_SECONDS, poll)]
 
+    if fd >= 0:
         loop.add_reader(fd, on_readable)
-        stop: Callable[[], Any] = lambda: loop.remove_reader(fd)
-    else:  # out of descriptors: poll the flag instead
-        handle: List[asyncio.TimerHandle] = []
-
-        def poll() -> None:
-            if ctx.cancelled:
-                fire()
-            else:
-                handle[:] = [loop.call_later(_CANCEL_POLL_SECONDS, poll)]
-
+    else:
         poll()
-        stop = lambda: handle and handle[0].cancel()
     try:
         return await fn(ctx, value)
     finally:
-        stop()
+        if fd >= 0:
+            loop.remove_reader(fd)
+        for handle in poller:
+            handle.cancel()
 
 
 def _async_activity_runner(fn: Callable) -> Callable:

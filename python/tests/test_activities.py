@@ -150,7 +150,15 @@ def test_a_select_loser_is_interrupted_at_its_await(db):
     assert ("ActivityCancelRequested", "select_loser") in kinds
 
 
-def test_an_instance_cancel_interrupts_an_async_activity(db):
+@pytest.mark.parametrize("watch", ["fd", "poll"])
+def test_an_instance_cancel_interrupts_an_async_activity(db, watch,
+                                                         monkeypatch):
+    """Through the cancel fd, and through the flag polled by the loop when
+    no descriptor can be made."""
+    if watch == "poll":
+        def no_fd(self):
+            raise duro.Error("no descriptor (test)")
+        monkeypatch.setattr(duro.ActivityContext, "cancel_fd", no_fd)
     reg = duro.Registry()
     started = threading.Event()
     seen = []
