@@ -1073,9 +1073,8 @@ static PyType_Slot token_slots[] = {
     {Py_tp_methods, token_methods},
     {0, NULL}};
 
-static PyType_Spec token_spec = {"duro._duro.CancelToken",
-                                 sizeof(token_object), 0, Py_TPFLAGS_DEFAULT,
-                                 token_slots};
+static PyType_Spec token_spec = {"duro._duro.CancelToken", sizeof(token_object),
+                                 0, Py_TPFLAGS_DEFAULT, token_slots};
 
 /* Runs the pure layer's activity wrapper, which returns ("ok", output) or
  * ("fail", message), on a worker thread with the GIL taken. */
@@ -1237,10 +1236,9 @@ static int rt_init(PyObject *self, PyObject *args, PyObject *kw)
     PyObject *reg;
     int oc = -1, wc = -1, cache = -1, level = -1, poll = -1;
     long long worker_lock = 0, renewal = 0, orch_lock = 0, grace = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|iiiiiLLLL", kwlist, &url,
-                                     &reg, &oc, &wc, &cache, &level, &poll,
-                                     &worker_lock, &renewal, &orch_lock,
-                                     &grace))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "sO|iiiiiLLLL", kwlist, &url, &reg, &oc, &wc, &cache,
+            &level, &poll, &worker_lock, &renewal, &orch_lock, &grace))
         return -1;
     if (!PyObject_TypeCheck(reg, reg_type)) {
         PyErr_SetString(PyExc_TypeError, "registry must be a duro.Registry");
