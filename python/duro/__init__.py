@@ -518,10 +518,21 @@ def _orchestration_starter(fn: Callable) -> Callable:
 
 
 def _activity_runner(fn: Callable) -> Callable:
+    """Runs an activity on the worker thread duro gave it. A plain ``def``
+    is called; what an ``async def`` (or any callable returning a
+    coroutine) makes is run to completion there in a fresh event loop
+    (``asyncio.run``: the loop's leftover tasks are cancelled and its
+    executor joined before the activity returns, so nothing of it outlives
+    the call but what it handed a ``CancelToken``)."""
+
     def run(native: Any, input: Optional[str]):
+        ctx = ActivityContext(native)
         try:
-            return ("ok", _encode(fn(ActivityContext(native), _decode(input))))
-        except Exception as e:
+            value = fn(ctx, _decode(input))
+            if inspect.iscoroutine(value):
+                value = asyncio.run(_run_cancellable(value, ctx))
+            return ("ok", _encode(value))
+        except (Exception, asyncio.CancelledError) as e:
             return ("fail", _failure_text(e))
 
     return run
@@ -530,14 +541,15 @@ def _activity_runner(fn: Callable) -> Callable:
 _CANCEL_POLL_SECONDS = 0.05  # only when no cancel fd can be made
 
 
-async def _run_cancellable(fn: Callable, ctx: ActivityContext, value: Any) -> Any:
-    """Awaits ``fn(ctx, value)`` in this task, cancelling the task with the
-    reason as message as soon as duro cancels the activity: the activity's
-    eventfd, watched by the loop's selector, makes it within milliseconds
-    with no thread of its own."""
+async def _run_cancellable(coro: Any, ctx: ActivityContext) -> Any:
+    """Awaits the activity's coroutine in this task, cancelling the task
+    with the reason as message as soon as duro cancels the activity: the
+    activity's eventfd, watched by the loop's selector, makes it within
+    milliseconds with no thread of its own."""
     loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None
+    current = asyncio.current_task()
+    assert current is not None  # asyncio.run's main task
+    task: "asyncio.Task[Any]" = current
     try:
         fd = ctx.cancel_fd()
     except Error:
@@ -562,30 +574,12 @@ async def _run_cancellable(fn: Callable, ctx: ActivityContext, value: Any) -> An
     else:
         poll()
     try:
-        return await fn(ctx, value)
+        return await coro
     finally:
         if fd >= 0:
             loop.remove_reader(fd)
         for handle in poller:
             handle.cancel()
-
-
-def _async_activity_runner(fn: Callable) -> Callable:
-    """An ``async def`` activity runs to completion on the worker thread
-    duro gave it, in a fresh event loop (``asyncio.run``: the loop's
-    leftover tasks are cancelled and its executor joined before the
-    activity returns, so nothing outlives the call but what it handed a
-    ``CancelToken``)."""
-
-    def run(native: Any, input: Optional[str]):
-        ctx = ActivityContext(native)
-        try:
-            value = asyncio.run(_run_cancellable(fn, ctx, _decode(input)))
-            return ("ok", _encode(value))
-        except (Exception, asyncio.CancelledError) as e:
-            return ("fail", _failure_text(e))
-
-    return run
 
 
 class Registry:
@@ -622,18 +616,15 @@ class Registry:
 
     def activity(self, name: Optional[str] = None) -> Callable[[Callable], Callable]:
         """Decorator: registers an activity ``f(ctx, input)``, a plain
-        ``def`` or an ``async def``, run on duro's worker threads (each
-        ``async def`` call in its own asyncio event loop on that thread).
+        ``def`` or an ``async def`` (or any callable returning a coroutine),
+        run on duro's worker threads (each ``async def`` call in its own
+        asyncio event loop on that thread).
         ``ctx`` is an ``ActivityContext``; the input and the return value
         are JSON; an exception fails the activity with its type, message
         and traceback."""
 
         def deco(fn: Callable) -> Callable:
-            if inspect.iscoroutinefunction(fn):
-                runner = _async_activity_runner(fn)
-            else:
-                runner = _activity_runner(fn)
-            self._native.add_activity(name or fn.__name__, runner)
+            self._native.add_activity(name or fn.__name__, _activity_runner(fn))
             return fn
 
         return deco

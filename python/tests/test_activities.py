@@ -29,23 +29,49 @@ def run(db, reg, start, **rt):
 
 
 def test_an_async_activity_returns_its_value(db):
+    """Registered directly, and through a plain decorator that hides the
+    coroutine function (a def returning a coroutine)."""
     reg = duro.Registry()
 
-    @reg.activity("Double")
+    def logged(fn):
+        def wrapper(ctx, value):
+            return fn(ctx, value)
+
+        return wrapper
+
     async def double(ctx, order):
         await asyncio.sleep(0)
-        return {"total": order["amount"] * 2, "attempt": ctx.attempt,
-                "name": ctx.name, "instance": ctx.instance_id,
-                "cancelled": ctx.cancelled, "reason": ctx.cancel_reason}
+        return {
+            "total": order["amount"] * 2,
+            "attempt": ctx.attempt,
+            "name": ctx.name,
+            "instance": ctx.instance_id,
+            "cancelled": ctx.cancelled,
+            "reason": ctx.cancel_reason,
+        }
+
+    reg.activity("Double")(double)
+    reg.activity("Wrapped")(logged(double))
 
     @reg.orchestration("O")
     async def o(ctx, order):
-        return await ctx.call_activity("Double", order)
+        return [
+            await ctx.call_activity("Double", order),
+            await ctx.call_activity("Wrapped", order),
+        ]
 
     info = run(db, reg, ("O", "o1", {"amount": 21}))
-    assert (info.status, info.output) == ("Completed", {
-        "total": 42, "attempt": 1, "name": "Double", "instance": "o1",
-        "cancelled": False, "reason": None})
+    expected = {
+        "total": 42,
+        "attempt": 1,
+        "instance": "o1",
+        "cancelled": False,
+        "reason": None,
+    }
+    assert (info.status, info.output) == (
+        "Completed",
+        [dict(expected, name="Double"), dict(expected, name="Wrapped")],
+    )
 
 
 def test_an_async_activity_failure_is_caught_with_its_type(db):
@@ -61,14 +87,14 @@ def test_an_async_activity_failure_is_caught_with_its_type(db):
         try:
             await ctx.call_activity("Charge", order)
         except duro.ActivityFailed as e:
-            return [e.type, e.message, e.category,
-                    "in charge" in (e.traceback or "")]
+            return [e.type, e.message, e.category, "in charge" in (e.traceback or "")]
         return "not reached"
 
     info = run(db, reg, ("O", "o1", {"amount": 7}))
     assert (info.status, info.output) == (
-        "Completed", ["ValueError", "card declined for 7", "application",
-                      True])
+        "Completed",
+        ["ValueError", "card declined for 7", "application", True],
+    )
 
 
 def test_an_async_activity_does_real_asyncio_io(db):
@@ -94,16 +120,14 @@ def test_an_async_activity_does_real_asyncio_io(db):
         writer.close()
         server.close()
         await server.wait_closed()
-        return [line.decode().strip(), await slept,
-                time.monotonic() - start >= 0.09]
+        return [line.decode().strip(), await slept, time.monotonic() - start >= 0.09]
 
     @reg.orchestration("O")
     async def o(ctx, text):
         return await ctx.call_activity("Echo", text)
 
     info = run(db, reg, ("O", "o1", "hello"))
-    assert (info.status, info.output) == ("Completed",
-                                          ["HELLO", "slept", True])
+    assert (info.status, info.output) == ("Completed", ["HELLO", "slept", True])
 
 
 def test_a_select_loser_is_interrupted_at_its_await(db):
@@ -121,8 +145,7 @@ def test_a_select_loser_is_interrupted_at_its_await(db):
             await asyncio.sleep(WAIT * 10)
             seen.append("not interrupted")
         except asyncio.CancelledError as e:
-            seen.append(["CancelledError", str(e), ctx.cancelled,
-                         ctx.cancel_reason])
+            seen.append(["CancelledError", str(e), ctx.cancelled, ctx.cancel_reason])
             raise
         finally:
             seen.append("finally")
@@ -144,20 +167,20 @@ def test_a_select_loser_is_interrupted_at_its_await(db):
         client.raise_event("o1", "stop")
         info = client.wait("o1", timeout=WAIT)
     assert (info.status, info.output) == ("Completed", [False, 2])
-    assert seen == [["CancelledError", "select_loser", True, "select_loser"],
-                    "finally"]
+    assert seen == [["CancelledError", "select_loser", True, "select_loser"], "finally"]
     kinds = [(e["kind"], e["reason"]) for e in client.history("o1")]
     assert ("ActivityCancelRequested", "select_loser") in kinds
 
 
 @pytest.mark.parametrize("watch", ["fd", "poll"])
-def test_an_instance_cancel_interrupts_an_async_activity(db, watch,
-                                                         monkeypatch):
+def test_an_instance_cancel_interrupts_an_async_activity(db, watch, monkeypatch):
     """Through the cancel fd, and through the flag polled by the loop when
     no descriptor can be made."""
     if watch == "poll":
+
         def no_fd(self):
             raise duro.Error("no descriptor (test)")
+
         monkeypatch.setattr(duro.ActivityContext, "cancel_fd", no_fd)
     reg = duro.Registry()
     started = threading.Event()
@@ -240,8 +263,7 @@ def test_a_def_activity_polling_cancelled_sees_a_terminate(db):
         deadline = time.monotonic() + WAIT
         while not ctx.cancelled and time.monotonic() < deadline:
             time.sleep(0.005)
-        seen.append(before + [ctx.cancelled, ctx.cancel_reason,
-                              ctx.wait_cancelled(0)])
+        seen.append(before + [ctx.cancelled, ctx.cancel_reason, ctx.wait_cancelled(0)])
 
     @reg.orchestration("O")
     async def o(ctx, _):
@@ -327,6 +349,8 @@ def test_context_misuse_is_refused(db):
 
     info = run(db, reg, ("O", "o1"))
     assert (info.status, info.output) == (
-        "Completed", ["wait refused", "token released", False])
+        "Completed",
+        ["wait refused", "token released", False],
+    )
     with pytest.raises(duro.Error):
         kept[0].cancelled
