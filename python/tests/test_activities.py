@@ -4,6 +4,9 @@ slots freed by a cancelled activity and by the grace period, and the
 cancellation of plain `def` activities (flag, wait, token)."""
 import asyncio
 import select
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -354,3 +357,53 @@ def test_context_misuse_is_refused(db):
     )
     with pytest.raises(duro.Error):
         kept[0].cancelled
+
+
+def test_an_async_activity_at_interpreter_exit_is_cancelled(db):
+    """The atexit hook shuts the runtime down; past its 5 s deadline the
+    running async activity gets CancelledError("shutdown"), its finally
+    runs, and the process exits 0."""
+    script = textwrap.dedent(
+        f"""
+        import asyncio, sys, threading
+        import duro
+        reg = duro.Registry()
+        started = threading.Event()
+
+        @reg.activity("Waits")
+        async def waits(ctx, _):
+            started.set()
+            try:
+                await asyncio.sleep(600)
+            except asyncio.CancelledError as e:
+                print("cancelled", e, ctx.cancel_reason)
+                raise
+            finally:
+                print("finally")
+                sys.stdout.flush()
+
+        @reg.orchestration("O")
+        async def o(ctx, _):
+            await ctx.call_activity("Waits")
+
+        db = {db!r}
+        rt = duro.Runtime(db, reg).start()
+        duro.Client(db).start("O", "o1")
+        assert started.wait({WAIT})
+        print("exiting")
+        sys.stdout.flush()
+        """
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 2,
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\n") == [
+        "exiting",
+        "cancelled shutdown shutdown",
+        "finally",
+        "",
+    ], p.stdout
