@@ -11,13 +11,26 @@ from __future__ import annotations
 import asyncio
 import atexit
 import datetime as _dt
+import enum
 import inspect
 import json
 import random as _random
 import traceback
 import weakref
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from dataclasses import dataclass, field
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+    overload,
+)
 
 from . import _duro
 
@@ -31,12 +44,20 @@ __all__ = [
     "Task",
     "RetryPolicy",
     "InstanceInfo",
+    "InstancePage",
+    "Filter",
+    "Outcome",
+    "ManyResult",
+    "BulkResult",
+    "EventKind",
+    "HistoryEvent",
     "Error",
     "NotFound",
     "AlreadyExists",
     "InvalidState",
     "Timeout",
     "Nondeterminism",
+    "InvalidArgument",
     "TaskFailed",
     "ActivityFailed",
     "SubOrchestrationFailed",
@@ -74,7 +95,13 @@ class Nondeterminism(Error):  # type: ignore[misc, valid-type]
     (DURO_NONDETERMINISM); the message names the event and both sides."""
 
 
+class InvalidArgument(Error):  # type: ignore[misc, valid-type]
+    """duro refused an argument (DURO_INVALID): a filter a bulk call does
+    not accept, a live status given to ``purge``, a malformed cursor..."""
+
+
 for _code, _cls in (
+    (_duro.DURO_INVALID, InvalidArgument),
     (_duro.DURO_NOT_FOUND, NotFound),
     (_duro.DURO_ALREADY_EXISTS, AlreadyExists),
     (_duro.DURO_INVALID_STATE, InvalidState),
@@ -295,10 +322,38 @@ class Context:
         instance_id: Optional[str] = None,
         version: Optional[str] = None,
     ) -> Task:
-        """Starts child orchestration ``name``; the task completes with it."""
+        """Starts child orchestration ``name``; the task completes with it
+        (its output, or ``SubOrchestrationFailed``). The options are C's
+        (duro_call_sub_orchestration): ``instance_id`` None gives
+        "<parent id>:<execution>:<event id>", deterministic; an id that
+        already exists fails the task (``AlreadyExists`` text, category
+        configuration). ``version`` None runs the highest version
+        registered, "" exactly the version "". Cancelling or terminating
+        the parent cancels or terminates the child; for a child that lives
+        on its own use ``start_orchestration``."""
         return self._n.call_sub_orchestration(
             name, version, instance_id, _encode(input), _ChildTask
         )
+
+    def start_orchestration(
+        self,
+        name: str,
+        input: Any = None,
+        *,
+        instance_id: Optional[str] = None,
+        version: Optional[str] = None,
+    ) -> None:
+        """Starts orchestration ``name`` detached, fire-and-forget
+        (duro_start_orchestration): nothing comes back, and it is not
+        cancelled, terminated or ended with this one. Recorded in history
+        (SubOrchestrationScheduled with ``detached`` set) and so replay-safe:
+        a replay does not start it again. ``instance_id`` None: duro's
+        deterministic "<parent id>:<execution>:<event id>". When an instance
+        ``instance_id`` already exists the start is dropped silently and the
+        existing one is left alone (as C). ``version`` as for
+        ``call_sub_orchestration``. Raises ``Error`` for what duro refuses
+        at once (an empty name: ``InvalidArgument``)."""
+        self._n.start_orchestration(name, version, instance_id, _encode(input))
 
     def timer(self, seconds: float) -> Task:
         """A durable timer firing ``seconds`` after ``now()``."""
@@ -312,6 +367,12 @@ class Context:
         """Awaitable: the first task done in history order; every other one
         is cancelled (activities and children durably). Returns the task."""
         return _Any(0, tuple(tasks))
+
+    def first(self, *tasks: Task) -> Any:
+        """Awaitable: the first task done in history order (duro_first_done);
+        unlike ``any()`` the others are left running - nothing is cancelled,
+        and they may be awaited later. Returns the task."""
+        return _Any(2, tuple(tasks))
 
     def all(self, *tasks: Task) -> Any:
         """Awaitable: every task done; returns their results in order and
@@ -708,13 +769,49 @@ def _shutdown_all() -> None:
     _duro._set_finalizing()
 
 
+def _ms(t: "Optional[Time]") -> int:
+    """Milliseconds since the epoch of a datetime (naive: local time, as
+    ``datetime.timestamp()`` reads it) or of seconds since the epoch; 0 for
+    None (duro: no bound)."""
+    if t is None:
+        return 0
+    if isinstance(t, _dt.datetime):
+        return int(round(t.timestamp() * 1000))
+    return int(round(float(t) * 1000))
+
+
+def _when(ms: int) -> Optional[_dt.datetime]:
+    return None if not ms else _dt.datetime.fromtimestamp(ms / 1000.0, tz=_dt.timezone.utc)
+
+
+def _status_mask(status: Union[None, str, Iterable[str]]) -> int:
+    """duro's status_mask of status names ("Running", case-insensitive,
+    parsed by duro_status_parse); 0 for None."""
+    if status is None:
+        return 0
+    names = [status] if isinstance(status, str) else list(status)
+    mask = 0
+    for n in names:
+        code = _duro.status_code(n)
+        if code < 0:
+            raise ValueError(f"unknown status {n!r}")
+        mask |= 1 << code
+    return mask
+
+
+Time = Union[_dt.datetime, float, int]
+"""A point in time: a datetime, or seconds since the epoch."""
+
+
 @dataclass
 class InstanceInfo:
-    """An instance's status. ``status`` is "Pending", "Running",
-    "Completed", "Failed", "Cancelled", "Terminated", "Suspended" or
-    "ContinuedAsNew"; ``output`` and ``custom_status`` are decoded from
-    JSON; ``error`` is the failure's message, ``error_type`` its Python type
-    name when it came from Python code."""
+    """An instance's status (duro_instance_info). ``status`` is "Pending",
+    "Running", "Completed", "Failed", "Cancelled", "Terminated",
+    "Suspended" or "ContinuedAsNew"; ``output`` and ``custom_status`` are
+    decoded from JSON; ``error`` is the failure's message, ``error_type``
+    its Python type name when it came from Python code. Times are
+    milliseconds since the epoch as duro stores them (0: not yet / never);
+    ``created``, ``updated`` and ``finished`` give them as datetimes."""
 
     instance_id: str
     name: Optional[str]
@@ -727,6 +824,31 @@ class InstanceInfo:
     category: str
     custom_status: Any
     last_problem: Optional[str]
+    created_ms: int = 0
+    updated_ms: int = 0
+    finished_ms: int = 0
+    parent_instance: Optional[str] = None
+    history_count: int = 0
+    cancel_reason: Optional[str] = None
+    cancelled_by: Optional[str] = None
+    cancel_requested_ms: int = 0
+    last_problem_ms: int = 0
+    next_attempt_ms: int = 0
+
+    @property
+    def created(self) -> Optional[_dt.datetime]:
+        """``created_ms`` as a UTC datetime."""
+        return _when(self.created_ms)
+
+    @property
+    def updated(self) -> Optional[_dt.datetime]:
+        """``updated_ms`` as a UTC datetime."""
+        return _when(self.updated_ms)
+
+    @property
+    def finished(self) -> Optional[_dt.datetime]:
+        """``finished_ms`` as a UTC datetime, None while live."""
+        return _when(self.finished_ms)
 
     @classmethod
     def _from(cls, d: Dict[str, Any]) -> "InstanceInfo":
@@ -743,7 +865,287 @@ class InstanceInfo:
             category=_CATEGORIES[d["category"]] if 0 <= d["category"] < 6 else "none",
             custom_status=_decode(d["custom_status"]),
             last_problem=d["last_problem"],
+            created_ms=d["created_ms"],
+            updated_ms=d["updated_ms"],
+            finished_ms=d["finished_ms"],
+            parent_instance=d["parent_instance"],
+            history_count=d["history_count"],
+            cancel_reason=d["cancel_reason"],
+            cancelled_by=d["cancelled_by"],
+            cancel_requested_ms=d["cancel_requested_ms"],
+            last_problem_ms=d["last_problem_ms"],
+            next_attempt_ms=d["next_attempt_ms"],
         )
+
+
+@dataclass(frozen=True)
+class InstancePage:
+    """One page of ``Client.list()`` (duro_instance_page): ``items`` in the
+    query's order; ``next_cursor`` to pass as ``cursor`` for the next page
+    (None on the last); ``total`` the count of every match when asked for
+    (``count_total``), else None; ``total_capped`` True when more than
+    ``total`` (the query's ``count_max``) match. Iterable over items."""
+
+    items: Tuple[InstanceInfo, ...]
+    next_cursor: Optional[str]
+    total: Optional[int]
+    total_capped: bool
+
+    def __iter__(self) -> Iterator[InstanceInfo]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which instances a bulk call selects (duro_bulk_filter): every field
+    given must hold. ``status``: one status name or several (None: the
+    call's default set, as duro documents per call); ``name`` and
+    ``version``: exact; ``created_after`` (inclusive), ``created_before``
+    and ``finished_before`` (exclusive; ``purge`` only, and required there)
+    as datetimes or seconds since the epoch. duro's bulk calls select by
+    these fields only (no name prefix: list first, then pass the ids)."""
+
+    status: Union[None, str, Iterable[str]] = None
+    name: Optional[str] = None
+    version: Optional[str] = None
+    created_after: Optional[Time] = None
+    created_before: Optional[Time] = None
+    finished_before: Optional[Time] = None
+
+    def _native(self) -> tuple:
+        return (
+            _status_mask(self.status),
+            self.name,
+            self.version,
+            _ms(self.created_after),
+            _ms(self.created_before),
+            _ms(self.finished_before),
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a call on many ids did for one of them. ``outcome`` is duro's
+    name: for cancel "requested" (the next turn decides), "cancelled"
+    (decided by the call: the instance had not begun),
+    "already_cancelled", "not_found", "not_cancellable", "duplicate" (the
+    id came earlier in the call), "none" (not decided: the call failed
+    first); for terminate, suspend and resume "requested", "applied"
+    (decided by the call), "not_found", "finished", "duplicate", "none".
+    ``status`` is the instance's status before the call ("NotFound")."""
+
+    instance_id: str
+    outcome: str
+    status: str
+
+
+@dataclass(frozen=True)
+class ManyResult:
+    """The outcomes of a cancel, terminate, suspend or resume of many ids
+    (duro_client_cancel_many, duro_client_control_many), one per id given,
+    in order. Iterable; ``outcome(id)`` reads one."""
+
+    outcomes: Tuple[Outcome, ...]
+
+    def __iter__(self) -> Iterator[Outcome]:
+        return iter(self.outcomes)
+
+    def __len__(self) -> int:
+        return len(self.outcomes)
+
+    def __getitem__(self, i: int) -> Outcome:
+        return self.outcomes[i]
+
+    def outcome(self, instance_id: str) -> str:
+        """The outcome of the first occurrence of ``instance_id``."""
+        for o in self.outcomes:
+            if o.instance_id == instance_id:
+                return o.outcome
+        raise KeyError(instance_id)
+
+    @classmethod
+    def _from(cls, rows: Sequence[tuple]) -> "ManyResult":
+        return cls(tuple(Outcome(*r) for r in rows))
+
+
+@dataclass(frozen=True)
+class BulkResult:
+    """What a call by ``where=`` (duro_client_cancel_matching,
+    _control_matching, duro_client_purge) or a purge did, or with
+    ``dry_run`` would do now: ``count`` instances (a purge counts
+    sub-orchestrations too), the first ``max_ids`` of their ``ids`` in id
+    order (all by default), and of ``count``, ``applied`` how many were
+    decided in the call itself instead of sent a request (instances that
+    had not begun; 0 for a purge)."""
+
+    count: int
+    ids: Tuple[str, ...]
+    applied: int
+    dry_run: bool
+
+
+class EventKind(str, enum.Enum):
+    """The kind of a history event (duro_event_kind); the value is duro's
+    name (duro_event_kind_name), so a kind compares equal to its name."""
+
+    ORCHESTRATION_STARTED = "OrchestrationStarted"
+    ORCHESTRATION_COMPLETED = "OrchestrationCompleted"
+    ORCHESTRATION_FAILED = "OrchestrationFailed"
+    CONTINUED_AS_NEW = "ContinuedAsNew"
+    ORCHESTRATION_CANCEL_REQUESTED = "OrchestrationCancelRequested"
+    ORCHESTRATION_CANCELLED = "OrchestrationCancelled"
+    ACTIVITY_SCHEDULED = "ActivityScheduled"
+    ACTIVITY_COMPLETED = "ActivityCompleted"
+    ACTIVITY_FAILED = "ActivityFailed"
+    ACTIVITY_CANCEL_REQUESTED = "ActivityCancelRequested"
+    TIMER_CREATED = "TimerCreated"
+    TIMER_FIRED = "TimerFired"
+    EVENT_SUBSCRIBED = "EventSubscribed"
+    EVENT_RAISED = "EventRaised"
+    SUB_ORCHESTRATION_SCHEDULED = "SubOrchestrationScheduled"
+    SUB_ORCHESTRATION_COMPLETED = "SubOrchestrationCompleted"
+    SUB_ORCHESTRATION_FAILED = "SubOrchestrationFailed"
+    SUB_ORCHESTRATION_CANCEL_REQUESTED = "SubOrchestrationCancelRequested"
+    ORCHESTRATION_TERMINATED = "OrchestrationTerminated"
+    EXECUTION_SUSPENDED = "ExecutionSuspended"
+    EXECUTION_RESUMED = "ExecutionResumed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_LEGACY_EVENT_KEYS = (
+    "event_id",
+    "kind",
+    "source_event_id",
+    "name",
+    "payload",
+    "error",
+    "reason",
+    "category",
+    "timestamp_ms",
+    "flags",
+)
+
+
+@dataclass(frozen=True)
+class HistoryEvent:
+    """One history event (duro_event), every field duro stores. Which fields
+    a kind sets (duro/provider.h): OrchestrationStarted name, version,
+    payload (input), ref_instance/ref_execution/ref_event_id (the parent);
+    ActivityScheduled name, payload (input), attempt; completions
+    source_event_id (their scheduling event) and payload (output) or error
+    and category; ActivityCompleted/Failed started_ms, finished_ms (when
+    the worker ran it); TimerCreated/Fired fire_at_ms; EventSubscribed and
+    EventRaised name (and payload); SubOrchestrationScheduled name,
+    version, ref_instance (the child's id), payload, ``detached``;
+    cancels, terminate, suspend and resume reason and requested_by.
+
+    ``payload`` is decoded from JSON (text that is not JSON stays a
+    string); ``error`` is a failure's message, with ``error_type`` and
+    ``traceback`` when Python code raised it; ``category`` is duro's
+    ("none" when not a failure). Times are milliseconds since the epoch (0:
+    not set); ``timestamp`` is ``timestamp_ms``, when the turn that wrote
+    the event began, as a datetime.
+
+    ``event["kind"]`` and the other keys of the dicts ``history()``
+    returned before (event_id, kind, source_event_id, name, payload,
+    error, reason, category, timestamp_ms, flags; payload and error as raw
+    text, category as a number) still read, for older code."""
+
+    event_id: int
+    kind: EventKind
+    source_event_id: int
+    timestamp_ms: int
+    name: Optional[str]
+    version: Optional[str]
+    payload: Any
+    error: Optional[str]
+    error_type: Optional[str]
+    traceback: Optional[str]
+    category: str
+    reason: Optional[str]
+    requested_by: Optional[str]
+    ref_instance: Optional[str]
+    ref_execution: int
+    ref_event_id: int
+    fire_at_ms: int
+    attempt: int
+    flags: int
+    started_ms: int
+    finished_ms: int
+    _raw: Dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @property
+    def timestamp(self) -> _dt.datetime:
+        """``timestamp_ms`` as a UTC datetime."""
+        return _dt.datetime.fromtimestamp(self.timestamp_ms / 1000.0, tz=_dt.timezone.utc)
+
+    @property
+    def detached(self) -> bool:
+        """SubOrchestrationScheduled: started by ``start_orchestration``."""
+        return bool(self.flags & _duro.DURO_START_DETACHED)
+
+    @property
+    def cancel_observed(self) -> bool:
+        """OrchestrationCancelRequested: delivered to code registered with
+        ``observe_cancel``."""
+        return bool(self.flags & _duro.DURO_CANCEL_OBSERVED)
+
+    @property
+    def cleanup_deadline(self) -> bool:
+        """TimerCreated: the deadline of an observed cancel's cleanup."""
+        return bool(self.flags & _duro.DURO_TIMER_CLEANUP_DEADLINE)
+
+    @property
+    def suspended_before_start(self) -> bool:
+        """ExecutionSuspended: suspended before any of its code ran."""
+        return bool(self.flags & _duro.DURO_SUSPEND_BEFORE_START)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _LEGACY_EVENT_KEYS:
+            raise KeyError(key)
+        return self._raw[key]
+
+    @classmethod
+    def _from(cls, d: Dict[str, Any]) -> "HistoryEvent":
+        etype, emsg, tb = _parse_failure(d["error"]) if d["error"] else (None, None, None)
+        return cls(
+            event_id=d["event_id"],
+            kind=EventKind(d["kind"]),
+            source_event_id=d["source_event_id"],
+            timestamp_ms=d["timestamp_ms"],
+            name=d["name"],
+            version=d["version"],
+            payload=_decode(d["payload"]),
+            error=emsg,
+            error_type=etype,
+            traceback=tb,
+            category=_CATEGORIES[d["category"]] if 0 <= d["category"] < 6 else "none",
+            reason=d["reason"],
+            requested_by=d["requested_by"],
+            ref_instance=d["ref_instance"],
+            ref_execution=d["ref_execution"],
+            ref_event_id=d["ref_event_id"],
+            fire_at_ms=d["fire_at_ms"],
+            attempt=d["attempt"],
+            flags=d["flags"],
+            started_ms=d["started_ms"],
+            finished_ms=d["finished_ms"],
+            _raw={k: d[k] for k in _LEGACY_EVENT_KEYS},
+        )
+
+
+_ORDERS = {"id": 0, "created_desc": 1, "updated_desc": 2}
+_CONTROLS = {
+    "terminate": _duro.DURO_CONTROL_TERMINATE,
+    "suspend": _duro.DURO_CONTROL_SUSPEND,
+    "resume": _duro.DURO_CONTROL_RESUME,
+}
+_IdOrIds = Union[str, Iterable[str], None]
 
 
 class Client:
@@ -777,17 +1179,272 @@ class Client:
         with ``event_id`` it is delivered at most once per id."""
         self._native.raise_event(instance_id, name, _encode(payload), event_id)
 
+    @overload
+    def cancel(  # type: ignore[misc]  # a str is an Iterable[str] too
+        self, instance_id: str, reason: Optional[str] = ..., requested_by: Optional[str] = ...
+    ) -> None: ...
+
+    @overload
     def cancel(
-        self, instance_id: str, reason: Optional[str] = None, requested_by: Optional[str] = None
-    ) -> None:
-        """Requests cancellation of the instance."""
-        self._native.cancel(instance_id, reason, requested_by)
+        self,
+        instance_id: Iterable[str],
+        reason: Optional[str] = ...,
+        requested_by: Optional[str] = ...,
+    ) -> ManyResult: ...
+
+    @overload
+    def cancel(
+        self,
+        instance_id: None = ...,
+        reason: Optional[str] = ...,
+        requested_by: Optional[str] = ...,
+        *,
+        where: Filter,
+        dry_run: bool = ...,
+        max_ids: Optional[int] = ...,
+    ) -> BulkResult: ...
+
+    def cancel(
+        self,
+        instance_id: _IdOrIds = None,
+        reason: Optional[str] = None,
+        requested_by: Optional[str] = None,
+        *,
+        where: Optional[Filter] = None,
+        dry_run: bool = False,
+        max_ids: Optional[int] = None,
+    ) -> Union[None, ManyResult, BulkResult]:
+        """Requests cancellation (duro_client_cancel): the instance ends
+        Cancelled at its next turn, or at once when it had not begun; a
+        cancelled one (or one with a cancel pending) is no error and keeps the
+        first reason; a Completed or Failed one raises ``InvalidState``, an
+        unknown one ``NotFound``. ``reason`` None: "cancelled".
+
+        One id: returns None and raises duro's error. Many ids (any iterable of
+        str): one call for all of them, in transactions of up to 500 ids,
+        returning a ``ManyResult`` with one ``Outcome`` per id given
+        (duro_client_cancel_many); an unknown or finished id is an outcome, not
+        an error. ``where=Filter(...)``: every instance the filter selects when
+        the call starts (status default: Pending and Running (a suspended
+        instance only when asked)), returning a ``BulkResult``; with
+        ``dry_run`` nothing changes and the result is exactly what a real run
+        would do now. duro has no dry run for ids: ``dry_run`` needs ``where``.
+        A failure part way raises with what was decided before it:
+        ``.outcomes`` (many ids) - transactions that committed stand."""
+        return self._verb(
+            "cancel", instance_id, reason, requested_by, where, dry_run, max_ids
+        )
+
+    @overload
+    def terminate(  # type: ignore[misc]  # a str is an Iterable[str] too
+        self, instance_id: str, reason: Optional[str] = ..., requested_by: Optional[str] = ...
+    ) -> None: ...
+
+    @overload
+    def terminate(
+        self,
+        instance_id: Iterable[str],
+        reason: Optional[str] = ...,
+        requested_by: Optional[str] = ...,
+    ) -> ManyResult: ...
+
+    @overload
+    def terminate(
+        self,
+        instance_id: None = ...,
+        reason: Optional[str] = ...,
+        requested_by: Optional[str] = ...,
+        *,
+        where: Filter,
+        dry_run: bool = ...,
+        max_ids: Optional[int] = ...,
+    ) -> BulkResult: ...
 
     def terminate(
-        self, instance_id: str, reason: Optional[str] = None, requested_by: Optional[str] = None
-    ) -> None:
-        """Ends the instance without running its code."""
-        self._native.terminate(instance_id, reason, requested_by)
+        self,
+        instance_id: _IdOrIds = None,
+        reason: Optional[str] = None,
+        requested_by: Optional[str] = None,
+        *,
+        where: Optional[Filter] = None,
+        dry_run: bool = False,
+        max_ids: Optional[int] = None,
+    ) -> Union[None, ManyResult, BulkResult]:
+        """Ends the instance without running its code (duro_client_terminate):
+        it cancels its activities and terminates its children; ``reason`` None:
+        "terminated".
+
+        One id: returns None and raises duro's error. Many ids (any iterable of
+        str): one call for all of them, in transactions of up to 500 ids,
+        returning a ``ManyResult`` with one ``Outcome`` per id given
+        (duro_client_control_many); an unknown or finished id is an outcome,
+        not an error. ``where=Filter(...)``: every instance the filter selects
+        when the call starts (status default: Pending, Running and Suspended),
+        returning a ``BulkResult``; with ``dry_run`` nothing changes and the
+        result is exactly what a real run would do now. duro has no dry run for
+        ids: ``dry_run`` needs ``where``. A failure part way raises with what
+        was decided before it: ``.outcomes`` (many ids) - transactions that
+        committed stand."""
+        return self._verb(
+            "terminate", instance_id, reason, requested_by, where, dry_run, max_ids
+        )
+
+    @overload
+    def suspend(  # type: ignore[misc]  # a str is an Iterable[str] too
+        self, instance_id: str, reason: Optional[str] = ..., requested_by: Optional[str] = ...
+    ) -> None: ...
+
+    @overload
+    def suspend(
+        self,
+        instance_id: Iterable[str],
+        reason: Optional[str] = ...,
+        requested_by: Optional[str] = ...,
+    ) -> ManyResult: ...
+
+    @overload
+    def suspend(
+        self,
+        instance_id: None = ...,
+        reason: Optional[str] = ...,
+        requested_by: Optional[str] = ...,
+        *,
+        where: Filter,
+        dry_run: bool = ...,
+        max_ids: Optional[int] = ...,
+    ) -> BulkResult: ...
+
+    def suspend(
+        self,
+        instance_id: _IdOrIds = None,
+        reason: Optional[str] = None,
+        requested_by: Optional[str] = None,
+        *,
+        where: Optional[Filter] = None,
+        dry_run: bool = False,
+        max_ids: Optional[int] = None,
+    ) -> Union[None, ManyResult, BulkResult]:
+        """Suspends the instance (duro_client_suspend): from its next turn it
+        takes no decisions and runs no code; what arrives meanwhile is kept for
+        its resume.
+
+        One id: returns None and raises duro's error. Many ids (any iterable of
+        str): one call for all of them, in transactions of up to 500 ids,
+        returning a ``ManyResult`` with one ``Outcome`` per id given
+        (duro_client_control_many); an unknown or finished id is an outcome,
+        not an error. ``where=Filter(...)``: every instance the filter selects
+        when the call starts (status default: Pending and Running), returning a
+        ``BulkResult``; with ``dry_run`` nothing changes and the result is
+        exactly what a real run would do now. duro has no dry run for ids:
+        ``dry_run`` needs ``where``. A failure part way raises with what was
+        decided before it: ``.outcomes`` (many ids) - transactions that
+        committed stand."""
+        return self._verb(
+            "suspend", instance_id, reason, requested_by, where, dry_run, max_ids
+        )
+
+    @overload
+    def resume(  # type: ignore[misc]  # a str is an Iterable[str] too
+        self, instance_id: str, reason: Optional[str] = ..., requested_by: Optional[str] = ...
+    ) -> None: ...
+
+    @overload
+    def resume(
+        self,
+        instance_id: Iterable[str],
+        reason: Optional[str] = ...,
+        requested_by: Optional[str] = ...,
+    ) -> ManyResult: ...
+
+    @overload
+    def resume(
+        self,
+        instance_id: None = ...,
+        reason: Optional[str] = ...,
+        requested_by: Optional[str] = ...,
+        *,
+        where: Filter,
+        dry_run: bool = ...,
+        max_ids: Optional[int] = ...,
+    ) -> BulkResult: ...
+
+    def resume(
+        self,
+        instance_id: _IdOrIds = None,
+        reason: Optional[str] = None,
+        requested_by: Optional[str] = None,
+        *,
+        where: Optional[Filter] = None,
+        dry_run: bool = False,
+        max_ids: Optional[int] = None,
+    ) -> Union[None, ManyResult, BulkResult]:
+        """Resumes a suspended instance (duro_client_resume); one that is not
+        suspended is left as it is, no error.
+
+        One id: returns None and raises duro's error. Many ids (any iterable of
+        str): one call for all of them, in transactions of up to 500 ids,
+        returning a ``ManyResult`` with one ``Outcome`` per id given
+        (duro_client_control_many); an unknown or finished id is an outcome,
+        not an error. ``where=Filter(...)``: every instance the filter selects
+        when the call starts (status default: Suspended), returning a
+        ``BulkResult``; with ``dry_run`` nothing changes and the result is
+        exactly what a real run would do now. duro has no dry run for ids:
+        ``dry_run`` needs ``where``. A failure part way raises with what was
+        decided before it: ``.outcomes`` (many ids) - transactions that
+        committed stand."""
+        return self._verb(
+            "resume", instance_id, reason, requested_by, where, dry_run, max_ids
+        )
+
+    def _verb(
+        self,
+        verb: str,
+        instance_id: _IdOrIds,
+        reason: Optional[str],
+        requested_by: Optional[str],
+        where: Optional[Filter],
+        dry_run: bool,
+        max_ids: Optional[int],
+    ) -> Union[None, ManyResult, BulkResult]:
+        control = _CONTROLS.get(verb, 0)
+        if where is not None:
+            if instance_id is not None:
+                raise TypeError(f"Client.{verb}: give ids or where=, not both")
+            count, ids, applied = self._native.matching(
+                control,
+                where._native(),
+                reason,
+                requested_by,
+                dry_run,
+                -1 if max_ids is None else max_ids,
+            )
+            return BulkResult(count, tuple(ids), applied, bool(dry_run))
+        if instance_id is None:
+            raise TypeError(f"Client.{verb}: an id, ids or where= is needed")
+        if dry_run:
+            raise ValueError(
+                f"Client.{verb}: dry_run needs where= (duro has no dry run for ids)"
+            )
+        if isinstance(instance_id, str):
+            if verb == "cancel":
+                self._native.cancel(instance_id, reason, requested_by)
+            elif verb == "terminate":
+                self._native.terminate(instance_id, reason, requested_by)
+            else:
+                self._native.suspend_resume(verb == "resume", instance_id, reason, requested_by)
+            return None
+        ids = tuple(instance_id)
+        try:
+            if verb == "cancel":
+                rows = self._native.cancel_many(ids, reason, requested_by)
+            else:
+                rows = self._native.control_many(control, ids, reason, requested_by)
+        except Error as e:
+            rows = getattr(e, "outcomes", None)
+            if rows is not None:
+                e.outcomes = ManyResult._from(rows)
+            raise
+        return ManyResult._from(rows)
 
     def status(self, instance_id: str) -> InstanceInfo:
         """The instance's status (status "NotFound" when there is none)."""
@@ -805,23 +1462,120 @@ class Client:
             )
         return InstanceInfo._from(info)
 
-    def history(self, instance_id: str, execution_id: int = 0) -> List[Dict[str, Any]]:
-        """The events of an execution (0: the current one), as dicts with
-        ``kind`` ("ActivityScheduled", ...), ``event_id``, ``name``,
-        ``payload``, ``error``, ``reason``, ``source_event_id``."""
-        return self._native.history(instance_id, execution_id)
+    def history(self, instance_id: str, execution_id: int = 0) -> List[HistoryEvent]:
+        """The events of an execution (0: the current one) in order, as
+        ``HistoryEvent``s (duro_client_read_history). ``NotFound`` for an
+        unknown instance."""
+        return [HistoryEvent._from(d) for d in self._native.history(instance_id, execution_id)]
 
-    def suspend(
-        self, instance_id: str, reason: Optional[str] = None, requested_by: Optional[str] = None
-    ) -> None:
-        """Suspends the instance: it takes no decisions until resumed."""
-        self._native.suspend_resume(False, instance_id, reason, requested_by)
+    def list(
+        self,
+        *,
+        status: Union[None, str, Iterable[str]] = None,
+        name: Optional[str] = None,
+        name_prefix: Optional[str] = None,
+        name_contains: Optional[str] = None,
+        parent_instance: Optional[str] = None,
+        with_problem: bool = False,
+        created_after: Optional[Time] = None,
+        created_before: Optional[Time] = None,
+        order: str = "id",
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+        count_total: bool = False,
+        count_max: int = 0,
+    ) -> InstancePage:
+        """One page of the instances that match every filter given
+        (duro_client_query): status names, exact name, name prefix or
+        substring, the children of ``parent_instance``, ``with_problem``,
+        a created range (after inclusive, before exclusive). ``order``:
+        "id", "created_desc" or "updated_desc"; ``limit``: page size (None:
+        duro's 100; at most 1000). Page with ``cursor=page.next_cursor``:
+        an instance that exists throughout and keeps its sort key is on
+        exactly one page. ``count_total`` fills ``page.total``;
+        ``count_max`` > 0 caps that count (``total_capped``). duro's
+        refusals (a bad cursor, a limit over 1000, an empty name) raise
+        ``InvalidArgument``."""
+        if order not in _ORDERS:
+            raise ValueError(f"unknown order {order!r} (id, created_desc, updated_desc)")
+        items, next_cursor, total, capped = self._native.query(
+            _status_mask(status),
+            name,
+            name_prefix,
+            name_contains,
+            parent_instance,
+            with_problem,
+            _ms(created_after),
+            _ms(created_before),
+            _ORDERS[order],
+            0 if limit is None else limit,
+            cursor,
+            count_total,
+            count_max,
+        )
+        return InstancePage(
+            tuple(InstanceInfo._from(d) for d in items),
+            next_cursor,
+            None if total < 0 else total,
+            bool(capped),
+        )
 
-    def resume(
-        self, instance_id: str, reason: Optional[str] = None, requested_by: Optional[str] = None
-    ) -> None:
-        """Resumes a suspended instance."""
-        self._native.suspend_resume(True, instance_id, reason, requested_by)
+    def list_all(self, **filters: Any) -> Iterator[InstanceInfo]:
+        """Every instance ``list(**filters)`` selects, page after page
+        (``limit`` is the page size; no ``cursor``)."""
+        cursor = None
+        while True:
+            page = self.list(cursor=cursor, **filters)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def purge(
+        self,
+        instance_id: _IdOrIds = None,
+        *,
+        where: Optional[Filter] = None,
+        dry_run: bool = False,
+        max_ids: Optional[int] = None,
+    ) -> BulkResult:
+        """Deletes ended instances (Completed, Failed, Cancelled,
+        Terminated) with their history and sub-orchestrations.
+
+        ``where=Filter(...)`` (duro_client_purge): ``finished_before`` is
+        required and ``status`` may name ended statuses only (None: the
+        four); asking for a live status raises ``InvalidArgument`` and
+        changes nothing; an instance goes only with all its children ended,
+        else it is kept whole; ``dry_run`` reports exactly what a real run
+        would delete now. One id (duro_client_delete without force): a live
+        instance raises ``InvalidState``, an unknown one ``NotFound``. Many
+        ids: one delete per id, in order (duro has no many-id purge: each
+        is its own transaction); the first error is raised with
+        ``.result``, the BulkResult of the ids deleted before it. ``count``
+        includes the sub-orchestrations that went too; for ids, ``ids``
+        are the ids given that were deleted."""
+        if where is not None:
+            if instance_id is not None:
+                raise TypeError("Client.purge: give ids or where=, not both")
+            count, ids, applied = self._native.matching(
+                -1, where._native(), None, None, dry_run, -1 if max_ids is None else max_ids
+            )
+            return BulkResult(count, tuple(ids), applied, bool(dry_run))
+        if instance_id is None:
+            raise TypeError("Client.purge: an id, ids or where= is needed")
+        if dry_run:
+            raise ValueError("Client.purge: dry_run needs where= (duro has no dry run for ids)")
+        given = [instance_id] if isinstance(instance_id, str) else list(instance_id)
+        count = 0
+        done: List[str] = []
+        for iid in given:
+            try:
+                count += self._native.delete(iid, False)
+            except Error as e:
+                e.result = BulkResult(count, tuple(done), 0, False)
+                raise
+            done.append(iid)
+        return BulkResult(count, tuple(done), 0, False)
 
     def replay(self, registry: Registry, instance_id: str, execution_id: int = 0) -> None:
         """Replays the recorded history of an execution (0: the current one)

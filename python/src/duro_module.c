@@ -260,7 +260,8 @@ static PyType_Spec task_spec = {
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, task_slots};
 
 /* ------------------------------------------------------------------------
- * Wait: what ctx.any() and ctx.all() await. kind 0: select (any), 1: all.
+ * Wait: what ctx.any(), ctx.all() and ctx.first() await. kind 0: select
+ * (any), 1: all, 2: the first done, losers left running (first).
  * The driver fills winner (an index into tasks) for a select. */
 
 typedef struct {
@@ -281,7 +282,8 @@ static int wait_init(PyObject *self, PyObject *args, PyObject *kw)
     for (Py_ssize_t i = 0; i < n; i++) {
         if (!PyObject_TypeCheck(PyTuple_GetItem(tasks, i), task_type)) {
             PyErr_SetString(PyExc_TypeError,
-                            "ctx.any() and ctx.all() take duro tasks only");
+                            "ctx.any(), ctx.all() and ctx.first() take duro "
+                            "tasks only");
             return -1;
         }
     }
@@ -416,6 +418,22 @@ static PyObject *octx_call_sub(PyObject *self, PyObject *args)
         c, duro_call_sub_orchestration(c->o, name, version, id, input), cls);
 }
 
+/* ctx.start_orchestration(): a detached start (duro_start_orchestration),
+ * fire-and-forget; raises duro.Error for a code other than DURO_OK. */
+static PyObject *octx_start_orchestration(PyObject *self, PyObject *args)
+{
+    octx_object *c = (octx_object *)self;
+    const char *name, *version, *id, *input;
+    if (!PyArg_ParseTuple(args, "szzz", &name, &version, &id, &input))
+        return NULL;
+    if (octx_check(c, "start_orchestration") < 0)
+        return NULL;
+    int rc = duro_start_orchestration(c->o, name, version, id, input);
+    if (rc)
+        return raise_duro(rc, "start_orchestration");
+    Py_RETURN_NONE;
+}
+
 static PyObject *octx_now_ms(PyObject *self, PyObject *unused)
 {
     (void)unused;
@@ -506,6 +524,7 @@ static PyMethodDef octx_methods[] = {
     {"timer", octx_timer, METH_VARARGS, NULL},
     {"wait_event", octx_wait_event, METH_VARARGS, NULL},
     {"call_sub_orchestration", octx_call_sub, METH_VARARGS, NULL},
+    {"start_orchestration", octx_start_orchestration, METH_VARARGS, NULL},
     {"now_ms", octx_now_ms, METH_NOARGS, NULL},
     {"new_guid", octx_new_guid, METH_NOARGS, NULL},
     {"set_custom_status", octx_set_custom_status, METH_VARARGS, NULL},
@@ -635,8 +654,11 @@ static int check_awaiting(drv_state *st, duro_result *out)
     for (Py_ssize_t i = 0; i < n; i++)
         ts[i] = ((task_object *)PyTuple_GetItem(w->tasks, i))->t;
     int r = WAITING;
-    if (w->kind == 0) {
-        duro_task *won = duro_select_done(o, ts, (size_t)n);
+    /* kind 0 (ctx.any) cancels the losers; kind 2 (ctx.first) leaves them */
+    if (w->kind == 0 || w->kind == 2) {
+        const char *what = w->kind == 0 ? "ctx.any()" : "ctx.first()";
+        duro_task *won = w->kind == 0 ? duro_select_done(o, ts, (size_t)n)
+                                      : duro_first_done(o, ts, (size_t)n);
         if (won) {
             r = BAD;
             for (Py_ssize_t i = 0; i < n; i++) {
@@ -647,11 +669,11 @@ static int check_awaiting(drv_state *st, duro_result *out)
                 }
             }
             if (r == BAD)
-                duro_failf(out, "ctx.any(): %s",
+                duro_failf(out, "%s: %s", what,
                            duro_task_error(won) ? duro_task_error(won)
                                                 : duro_errmsg());
         } else if (n == 0) {
-            duro_fail(out, "ctx.any() of no tasks");
+            duro_failf(out, "%s of no tasks", what);
             r = BAD;
         }
     } else {
@@ -1566,7 +1588,7 @@ static PyObject *client_replay(PyObject *self, PyObject *args)
 
 static PyObject *info_dict(const duro_instance_info *i)
 {
-    return Py_BuildValue(
+    PyObject *d = Py_BuildValue(
         "{sNsNsNsssKsNsNsisNsLsLsN}", "instance_id",
         str_or_none(i->instance_id), "name", str_or_none(i->name), "version",
         str_or_none(i->version), "status", duro_status_name(i->status),
@@ -1576,6 +1598,25 @@ static PyObject *info_dict(const duro_instance_info *i)
         "created_ms", (long long)i->created_ms, "finished_ms",
         (long long)i->finished_ms, "last_problem",
         str_or_none(i->last_problem));
+    if (!d)
+        return NULL;
+    /* the rest of duro_instance_info (issue 24's typed rows) */
+    PyObject *more = Py_BuildValue(
+        "{sLsNsKsNsNsLsLsL}", "updated_ms", (long long)i->updated_ms,
+        "parent_instance", str_or_none(i->parent_instance), "history_count",
+        (unsigned long long)i->history_count, "cancel_reason",
+        str_or_none(i->cancel_reason), "cancelled_by",
+        str_or_none(i->cancelled_by), "cancel_requested_ms",
+        (long long)i->cancel_requested_ms, "last_problem_ms",
+        (long long)i->last_problem_ms, "next_attempt_ms",
+        (long long)i->next_attempt_ms);
+    if (!more || PyDict_Update(d, more) < 0) {
+        Py_XDECREF(more);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(more);
+    return d;
 }
 
 static PyObject *client_status(PyObject *self, PyObject *args)
@@ -1653,6 +1694,26 @@ static PyObject *client_history(PyObject *self, PyObject *args)
             str_or_none(e->error), "reason", str_or_none(e->reason), "category",
             e->category, "timestamp_ms", (long long)e->timestamp_ms, "flags",
             (unsigned int)e->flags);
+        /* the rest of duro_event (issue 24's typed history) */
+        PyObject *more =
+            d ? Py_BuildValue(
+                    "{sisNsNsNsKsKsLsIsLsL}", "kind_code", (int)e->kind,
+                    "version", str_or_none(e->version), "requested_by",
+                    str_or_none(e->requested_by), "ref_instance",
+                    str_or_none(e->ref_instance), "ref_execution",
+                    (unsigned long long)e->ref_execution, "ref_event_id",
+                    (unsigned long long)e->ref_event_id, "fire_at_ms",
+                    (long long)e->fire_at_ms, "attempt",
+                    (unsigned int)e->attempt, "started_ms",
+                    (long long)e->started_ms, "finished_ms",
+                    (long long)e->finished_ms)
+              : NULL;
+        if (!more || PyDict_Update(d, more) < 0) {
+            Py_XDECREF(more);
+            Py_CLEAR(d);
+        } else {
+            Py_DECREF(more);
+        }
         if (!d || PyList_Append(list, d) < 0) {
             Py_XDECREF(d);
             Py_CLEAR(list);
@@ -1662,6 +1723,320 @@ static PyObject *client_history(PyObject *self, PyObject *args)
     }
     duro_history_free(h);
     return list;
+}
+
+/* ------------------------------------------------------------------------
+ * Client: bulk operations, queries, purge (issue 24). Each call releases
+ * the GIL around the duro call; results are built after it, with the GIL.
+ * Every outcome and status name comes from libduro (duro_*_name). */
+
+/* Raises for @p rc (duro_errmsg() read first) and sets @p attr on the
+ * exception to @p value (stolen; may be NULL when building it failed). */
+static PyObject *raise_duro_with(int rc, const char *what, const char *attr,
+                                 PyObject *(*build)(void *), void *arg)
+{
+    raise_duro(rc, what);
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *v = build(arg);
+    if (v && value)
+        PyObject_SetAttrString(value, attr, v);
+    Py_XDECREF(v);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    return NULL;
+}
+
+/* The ids of @p seq (a tuple of str) as a malloc'd array of UTF-8
+ * pointers borrowed from the str objects, which the tuple keeps alive. */
+static const char **ids_array(PyObject *seq, size_t *count)
+{
+    Py_ssize_t n = PyTuple_Size(seq);
+    if (n < 0)
+        return NULL;
+    const char **ids = malloc(((size_t)n + 1) * sizeof *ids);
+    if (!ids) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = PyTuple_GetItem(seq, i);
+        Py_ssize_t len;
+        const char *u =
+            s && PyUnicode_Check(s) ? PyUnicode_AsUTF8AndSize(s, &len) : NULL;
+        if (!u) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "instance ids must be str");
+            free(ids);
+            return NULL;
+        }
+        if ((size_t)len != strlen(u)) {
+            PyErr_SetString(PyExc_ValueError,
+                            "an instance id holds a NUL character");
+            free(ids);
+            return NULL;
+        }
+        ids[i] = u;
+    }
+    *count = (size_t)n;
+    return ids;
+}
+
+typedef struct {
+    const char **ids;
+    size_t count;
+    const int *outcome; /* count entries each */
+    const int *status;
+    const char *(*name)(int);
+} outcomes_arg;
+
+/* [(id, outcome name, status name before the call), ...] */
+static PyObject *outcomes_list(void *arg)
+{
+    const outcomes_arg *a = arg;
+    PyObject *list = PyList_New((Py_ssize_t)a->count);
+    for (size_t i = 0; list && i < a->count; i++) {
+        PyObject *t = Py_BuildValue("(sss)", a->ids[i], a->name(a->outcome[i]),
+                                    duro_status_name(a->status[i]));
+        if (!t) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SetItem(list, (Py_ssize_t)i, t); /* steals */
+    }
+    return list;
+}
+
+/* cancel_many(ids, reason, by) -> outcomes; control_many(control, ids,
+ * reason, by) likewise (duro_client_cancel_many, _control_many). */
+static PyObject *client_many(client_object *cl, int control, PyObject *seq,
+                             const char *reason, const char *by)
+{
+    size_t n = 0;
+    const char **ids = ids_array(seq, &n);
+    if (!ids)
+        return NULL;
+    duro_cancel_result *cr = calloc(n ? n : 1, sizeof *cr);
+    duro_control_result *kr = calloc(n ? n : 1, sizeof *kr);
+    int *outcome = calloc(n ? n : 1, sizeof *outcome);
+    int *status = calloc(n ? n : 1, sizeof *status);
+    if (!cr || !kr || !outcome || !status) {
+        free(cr);
+        free(kr);
+        free(outcome);
+        free(status);
+        free(ids);
+        return PyErr_NoMemory();
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = control
+             ? duro_client_control_many(cl->c, control, ids, n, reason, by, kr)
+             : duro_client_cancel_many(cl->c, ids, n, reason, by, cr);
+    Py_END_ALLOW_THREADS
+    for (size_t i = 0; i < n; i++) {
+        outcome[i] = control ? kr[i].outcome : cr[i].outcome;
+        status[i] = control ? kr[i].status : cr[i].status;
+    }
+    outcomes_arg a = {ids, n, outcome, status,
+                      control ? duro_control_outcome_name
+                              : duro_cancel_outcome_name};
+    PyObject *result;
+    if (rc)
+        result = raise_duro_with(
+            rc, control ? "Client.control_many" : "Client.cancel_many",
+            "outcomes", outcomes_list, &a);
+    else
+        result = outcomes_list(&a);
+    free(cr);
+    free(kr);
+    free(outcome);
+    free(status);
+    free(ids);
+    return result;
+}
+
+static PyObject *client_cancel_many(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    PyObject *seq;
+    const char *reason, *by;
+    if (!PyArg_ParseTuple(args, "O!zz", &PyTuple_Type, &seq, &reason, &by))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    return client_many(cl, 0, seq, reason, by);
+}
+
+static PyObject *client_control_many(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    int control;
+    PyObject *seq;
+    const char *reason, *by;
+    if (!PyArg_ParseTuple(args, "iO!zz", &control, &PyTuple_Type, &seq, &reason,
+                          &by))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    if (control == 0) {
+        PyErr_SetString(PyExc_ValueError, "control 0");
+        return NULL;
+    }
+    return client_many(cl, control, seq, reason, by);
+}
+
+/* A bulk filter from (status_mask, name, version, created_after_ms,
+ * created_before_ms, finished_before_ms); strings borrowed from @p t. */
+static int bulk_filter_parse(PyObject *t, duro_bulk_filter *f)
+{
+    memset(f, 0, sizeof *f);
+    unsigned int mask;
+    long long after, before, finished;
+    if (!PyArg_ParseTuple(t, "IzzLLL", &mask, &f->name, &f->version, &after,
+                          &before, &finished))
+        return -1;
+    f->status_mask = mask;
+    f->created_after_ms = after;
+    f->created_before_ms = before;
+    f->finished_before_ms = finished;
+    return 0;
+}
+
+/* (count, [ids], applied) of a bulk result */
+static PyObject *bulk_tuple(const duro_bulk_result *r)
+{
+    PyObject *ids = PyList_New((Py_ssize_t)r->id_count);
+    for (size_t i = 0; ids && i < r->id_count; i++) {
+        PyObject *s = PyUnicode_FromString(r->ids[i]);
+        if (!s) {
+            Py_CLEAR(ids);
+            break;
+        }
+        PyList_SetItem(ids, (Py_ssize_t)i, s);
+    }
+    if (!ids)
+        return NULL;
+    return Py_BuildValue("(KNK)", (unsigned long long)r->count, ids,
+                         (unsigned long long)r->applied);
+}
+
+enum { BULK_CANCEL = 0, BULK_PURGE = -1 }; /* others: a duro_control */
+
+/* matching(op, filter, reason, by, dry_run, max_ids) -> (count, ids,
+ * applied): duro_client_cancel_matching (op 0), _control_matching (op a
+ * duro_control) or duro_client_purge (op -1; reason and by unused).
+ * max_ids < 0: every id. */
+static PyObject *client_matching(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    int op, dry_run;
+    PyObject *ft;
+    const char *reason, *by;
+    long long max_ids;
+    if (!PyArg_ParseTuple(args, "iO!zzpL", &op, &PyTuple_Type, &ft, &reason,
+                          &by, &dry_run, &max_ids))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    duro_bulk_filter f;
+    if (bulk_filter_parse(ft, &f) < 0)
+        return NULL;
+    duro_bulk_options o;
+    duro_bulk_options_init(&o);
+    o.dry_run = dry_run;
+    o.max_ids = max_ids < 0 ? SIZE_MAX : (size_t)max_ids;
+    duro_bulk_result *r = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    if (op == BULK_PURGE)
+        rc = duro_client_purge(cl->c, &f, &o, &r);
+    else if (op == BULK_CANCEL)
+        rc = duro_client_cancel_matching(cl->c, &f, reason, by, &o, &r);
+    else
+        rc = duro_client_control_matching(cl->c, op, &f, reason, by, &o, &r);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        raise_duro(rc, op == BULK_PURGE    ? "Client.purge"
+                       : op == BULK_CANCEL ? "Client.cancel_matching"
+                                           : "Client.control_matching");
+        duro_bulk_result_free(r);
+        return NULL;
+    }
+    PyObject *t = bulk_tuple(r);
+    duro_bulk_result_free(r);
+    return t;
+}
+
+/* delete(id, force) -> instances deleted (duro_client_delete) */
+static PyObject *client_delete(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id;
+    int force;
+    if (!PyArg_ParseTuple(args, "sp", &id, &force))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    size_t deleted = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_delete(cl->c, id, force, &deleted);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.purge");
+    return PyLong_FromSize_t(deleted);
+}
+
+/* query(status_mask, name, name_prefix, name_contains, parent,
+ * with_problem, created_after_ms, created_before_ms, order, limit, cursor,
+ * count_total, count_max) -> ([info dict], next_cursor, total,
+ * total_capped) (duro_client_query) */
+static PyObject *client_query(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    duro_instance_query q;
+    duro_instance_query_init(&q);
+    unsigned int mask;
+    long long after, before, count_max;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "IzzzzpLLinzpL", &mask, &q.name, &q.name_prefix,
+                          &q.name_contains, &q.parent_instance, &q.with_problem,
+                          &after, &before, &q.order, &limit, &q.cursor,
+                          &q.count_total, &count_max))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    q.status_mask = mask;
+    q.created_after_ms = after;
+    q.created_before_ms = before;
+    /* a negative limit reaches duro as the huge size_t it converts to,
+     * which duro refuses (DURO_INVALID), as its doc says */
+    q.limit = (size_t)limit;
+    q.count_max = count_max;
+    duro_instance_page *page = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_query(cl->c, &q, &page);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.list");
+    PyObject *items = PyList_New((Py_ssize_t)page->count);
+    for (size_t i = 0; items && i < page->count; i++) {
+        PyObject *d = info_dict(&page->items[i]);
+        if (!d) {
+            Py_CLEAR(items);
+            break;
+        }
+        PyList_SetItem(items, (Py_ssize_t)i, d);
+    }
+    PyObject *t = NULL;
+    if (items)
+        t = Py_BuildValue("(NNLO)", items, str_or_none(page->next_cursor),
+                          (long long)page->total,
+                          page->total_capped ? Py_True : Py_False);
+    duro_instance_page_free(page);
+    return t;
 }
 
 static PyObject *client_close(PyObject *self, PyObject *unused)
@@ -1697,6 +2072,11 @@ static PyMethodDef client_methods[] = {
     {"history", client_history, METH_VARARGS, NULL},
     {"suspend_resume", client_suspend_resume, METH_VARARGS, NULL},
     {"replay", client_replay, METH_VARARGS, NULL},
+    {"cancel_many", client_cancel_many, METH_VARARGS, NULL},
+    {"control_many", client_control_many, METH_VARARGS, NULL},
+    {"matching", client_matching, METH_VARARGS, NULL},
+    {"delete", client_delete, METH_VARARGS, NULL},
+    {"query", client_query, METH_VARARGS, NULL},
     {"close", client_close, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
@@ -1758,7 +2138,31 @@ static PyObject *mod_errname(PyObject *self, PyObject *args)
     return PyUnicode_FromString(duro_errname(code));
 }
 
+/* status_code(name) -> duro_status, -1 when unknown (duro_status_parse) */
+static PyObject *mod_status_code(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    return PyLong_FromLong(duro_status_parse(name));
+}
+
+/* event_kind_name(kind) -> duro_event_kind_name(kind) */
+static PyObject *mod_event_kind_name(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int kind;
+    if (!PyArg_ParseTuple(args, "i", &kind))
+        return NULL;
+    return PyUnicode_FromString(duro_event_kind_name(kind));
+}
+
 static PyMethodDef mod_methods[] = {
+    {"status_code", mod_status_code, METH_VARARGS,
+     "duro_status_parse(name): the status's code, -1 when unknown."},
+    {"event_kind_name", mod_event_kind_name, METH_VARARGS,
+     "duro_event_kind_name(kind)."},
     {"_set_finalizing", mod_set_finalizing, METH_NOARGS,
      "From now on no duro thread touches Python (the atexit hook)."},
     {"_debug_counters", mod_debug_counters, METH_NOARGS,
@@ -1825,6 +2229,23 @@ PyMODINIT_FUNC PyInit__duro(void)
         goto fail;
     DURO_ERROR_TABLE(CODE)
 #undef CODE
+    if (PyModule_AddIntConstant(m, "DURO_CONTROL_TERMINATE",
+                                DURO_CONTROL_TERMINATE) < 0 ||
+        PyModule_AddIntConstant(m, "DURO_CONTROL_SUSPEND",
+                                DURO_CONTROL_SUSPEND) < 0 ||
+        PyModule_AddIntConstant(m, "DURO_CONTROL_RESUME", DURO_CONTROL_RESUME) <
+            0 ||
+        PyModule_AddIntConstant(m, "DURO_EVENT_KIND_MAX", DURO_EVENT_KIND_MAX) <
+            0 ||
+        PyModule_AddIntConstant(m, "DURO_START_DETACHED", DURO_START_DETACHED) <
+            0 ||
+        PyModule_AddIntConstant(m, "DURO_CANCEL_OBSERVED",
+                                DURO_CANCEL_OBSERVED) < 0 ||
+        PyModule_AddIntConstant(m, "DURO_TIMER_CLEANUP_DEADLINE",
+                                DURO_TIMER_CLEANUP_DEADLINE) < 0 ||
+        PyModule_AddIntConstant(m, "DURO_SUSPEND_BEFORE_START",
+                                DURO_SUSPEND_BEFORE_START) < 0)
+        goto fail;
     if (PyModule_AddStringConstant(m, "DURO_VERSION", duro_version()) < 0)
         goto fail;
     return m;

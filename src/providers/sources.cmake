@@ -1,4 +1,6 @@
 list(APPEND DURO_SOURCES
+  src/providers/batch.c
   src/providers/bulk.c
-  src/providers/provider.c
-  src/providers/query.c)
+  src/providers/open.c
+  src/providers/query.c
+  src/providers/url.c)

@@ -496,9 +496,9 @@ static int acked(turn_ctx *c, int rc, const duro_error *first_err)
         /* The lock began at the fetch: a turn that held it longer than
          * orchestration_lock_timeout_ms (replay, code and acks) lost it to
          * its expiry, whatever its attempts did. */
-        int slow = rc == DURO_LOCK_LOST &&
-                   duro__mono_ms() - c->fetched_ms >=
-                       rt->opts.orchestration_lock_timeout_ms;
+        int slow =
+            rc == DURO_LOCK_LOST && duro__mono_ms() - c->fetched_ms >=
+                                        rt->opts.orchestration_lock_timeout_ms;
         if (rc == DURO_LOCK_LOST && c->ack_attempted && !slow) {
             /* provider.h: a lost lock after a failed attempt means that
              * attempt probably committed */

@@ -6,4 +6,5 @@ list(APPEND DURO_SOURCES
   src/runtime/registry.c
   src/runtime/replayer.c
   src/runtime/runtime.c
+  src/runtime/services.c
   src/runtime/worker.c)
