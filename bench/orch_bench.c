@@ -67,6 +67,10 @@
  *          that consumes a completion and schedules the next activity, plus
  *          the activity's round trip). first_turn_ms / last_turn_ms are the
  *          mean of the first and last `window` (100) intervals.
+ *          step_ms_at_E (E = 10, 100, 1000, 10000, those the run reaches)
+ *          is the median of the 10 intervals from step E/2 on, the steps
+ *          whose turns read E to E + 20 events of history: flat on a warm
+ *          cache (no replay), growing with E without one (long_cold).
  *  long_cold  the same with fiber_cache_size 0: no suspended orchestration
  *          is kept, so every turn replays the whole history so far (turn k
  *          re-executes k steps). Shows what replay costs, and what the fiber
@@ -798,6 +802,15 @@ static double max_step_ms(long n)
     return m;
 }
 
+/* long: the median step at history lengths of 10 to 10,000 events. Step i
+ * (from 0) is scheduled by the turn that reads 1 + 2i events (the start,
+ * then a scheduled and a completed event per step before it), so the
+ * AT_WINDOW steps from step E/2 on are those of a history of E to about
+ * E + 2 * AT_WINDOW events; a length the run does not reach is left out. */
+#define AT_WINDOW 10
+#define AT_EVENTS_COUNT 4
+static const long at_events[AT_EVENTS_COUNT] = {10, 100, 1000, 10000};
+
 static void bench_long(const char *url, long n, int cold)
 {
     step_count = n;
@@ -827,6 +840,12 @@ static void bench_long(const char *url, long n, int cold)
         last_p50 = median_step_ms(n - 1 - window, window);
     }
     double max_ms = max_step_ms(n);
+    double at_step_ms[AT_EVENTS_COUNT];
+    for (int i = 0; i < AT_EVENTS_COUNT; i++) {
+        long from = at_events[i] / 2; /* the step whose turn reads E events */
+        at_step_ms[i] =
+            from + AT_WINDOW < n ? median_step_ms(from, AT_WINDOW) : -1;
+    }
     free(step_began_ns);
     step_began_ns = NULL;
     printf(
@@ -835,11 +854,15 @@ static void bench_long(const char *url, long n, int cold)
         "\"first_turn_ms\":%.3f,\"last_turn_ms\":%.3f,\"window\":%ld,"
         "\"first_turn_p50_ms\":%.3f,\"last_turn_p50_ms\":%.3f,"
         "\"max_turn_ms\":%.3f,\"turns\":%llu,\"replays\":%llu,"
-        "\"peak_rss_kb\":%ld}\n",
+        "\"peak_rss_kb\":%ld",
         cold ? "long_cold" : "long", cold ? "0" : "\"default\"", provider_name,
         n, (double)n * 1000.0 / wall_ms, wall_ms, first, last, window,
         first_p50, last_p50, max_ms, (unsigned long long)m.turns,
         (unsigned long long)m.replays, peak_rss_kb());
+    for (int i = 0; i < AT_EVENTS_COUNT; i++)
+        if (at_step_ms[i] >= 0)
+            printf(",\"step_ms_at_%ld\":%.3f", at_events[i], at_step_ms[i]);
+    printf("}\n");
 }
 
 /* ---- main ---------------------------------------------------------------- */

@@ -15,6 +15,8 @@ import enum
 import inspect
 import json
 import random as _random
+import threading
+import time
 import traceback
 import weakref
 from dataclasses import dataclass, field
@@ -1148,6 +1150,35 @@ _CONTROLS = {
 _IdOrIds = Union[str, Iterable[str], None]
 
 
+# How long one wait of the main thread lasts at most before Python handles
+# the signals that came meanwhile (Ctrl-C).
+_WAIT_SLICE = 0.25
+
+
+def _wait_handling_signals(native: Any, instance_id: str, ms: int) -> Any:
+    """``native.wait(instance_id, ms)``; on the main thread in slices of at
+    most _WAIT_SLICE s, so that Python handles signals between two (Ctrl-C
+    raises KeyboardInterrupt: a wait in C, with the GIL released, cannot be
+    interrupted). duro_client_wait returns a retryable store failure only at
+    its deadline: a slice that ends in a failure at its own deadline rode
+    one out, and the wait goes on until the caller's."""
+    if threading.current_thread() is not threading.main_thread():
+        return native.wait(instance_id, ms)
+    deadline = None if ms < 0 else time.monotonic() + ms / 1000
+    while True:
+        began = time.monotonic()
+        left = _WAIT_SLICE if deadline is None else max(0.0, deadline - began)
+        last = deadline is not None and left <= _WAIT_SLICE
+        try:
+            code, info = native.wait(instance_id, int(min(left, _WAIT_SLICE) * 1000))
+        except Error:
+            if last or time.monotonic() - began < _WAIT_SLICE:
+                raise
+            continue
+        if code != _duro.DURO_TIMEOUT or last:
+            return code, info
+
+
 class Client:
     """Starts, signals, cancels and watches instances on the store at
     ``url``. Every call releases the GIL while it waits on the store."""
@@ -1454,7 +1485,7 @@ class Client:
         """Waits until the instance finished; raises ``Timeout`` after
         ``timeout`` seconds (None: no deadline)."""
         ms = -1 if timeout is None else int(timeout * 1000)
-        code, info = self._native.wait(instance_id, ms)
+        code, info = _wait_handling_signals(self._native, instance_id, ms)
         if code == _duro.DURO_TIMEOUT:
             raise Timeout(
                 f"Client.wait: {instance_id} not finished after {timeout} s "

@@ -16,8 +16,7 @@
 #include "duro.h"
 
 /* ------------------------------------------------------------------------
- * module globals (one interpreter: the module refuses to be imported twice
- * into different interpreters by being single-phase) */
+ * module globals (one interpreter: duro_exec refuses sub-interpreters) */
 
 static PyObject *error_type;      /* duro.Error */
 static PyObject *error_classes;   /* dict: code -> subclass of Error */
@@ -2176,9 +2175,9 @@ static struct PyModuleDef duro_module = {
     PyModuleDef_HEAD_INIT,
     "duro._duro",
     "The native part of duro (see the duro package).",
-    -1,
+    0,
     mod_methods,
-    NULL,
+    NULL, /* m_slots: set by PyInit__duro (duro_slots) */
     NULL,
     NULL,
     NULL};
@@ -2198,13 +2197,70 @@ static PyTypeObject *add_type(PyObject *m, PyType_Spec *spec, PyObject *base,
     return (PyTypeObject *)t;
 }
 
+/* ------------------------------------------------------------------------
+ * one interpreter only: the module's state is process-wide (the globals
+ * above) and its callbacks take the GIL with PyGILState_Ensure, which knows
+ * the main interpreter only. With multi-phase init the exec slot runs in
+ * every interpreter that imports the module (a single-phase module would be
+ * copied into a sub-interpreter without running any code of ours), so it
+ * refuses all but the main one (id 0; the Limited API 3.10 has no
+ * PyInterpreterState_Main nor the 3.12 slot Py_mod_multiple_interpreters).
+ * A second import in the main interpreter (sys.modules emptied, a reload)
+ * gets the objects of the first one, as a single-phase module would. */
+
+static PyObject *first_dict; /* the first module's names, dunders left out */
+
+static int module_init(PyObject *m);
+
+static int duro_exec(PyObject *m)
+{
+    if (PyInterpreterState_GetID(PyInterpreterState_Get()) != 0) {
+        PyErr_SetString(PyExc_ImportError,
+                        "duro._duro cannot be imported in a sub-interpreter: "
+                        "its state is process-wide and its threads call "
+                        "Python through PyGILState_Ensure; import duro in "
+                        "the main interpreter only");
+        return -1;
+    }
+    if (first_dict)
+        return PyDict_Update(PyModule_GetDict(m), first_dict);
+    if (module_init(m) < 0)
+        return -1;
+    PyObject *names = PyDict_New(), *key, *value;
+    Py_ssize_t pos = 0;
+    if (!names)
+        return -1;
+    while (PyDict_Next(PyModule_GetDict(m), &pos, &key, &value)) {
+        const char *name = PyUnicode_AsUTF8AndSize(key, NULL);
+        if (!name) {
+            Py_DECREF(names);
+            return -1;
+        }
+        if (strncmp(name, "__", 2) == 0)
+            continue;
+        if (PyDict_SetItem(names, key, value) < 0) {
+            Py_DECREF(names);
+            return -1;
+        }
+    }
+    first_dict = names;
+    return 0;
+}
+
+static PyModuleDef_Slot duro_slots[] = {{Py_mod_exec, (void *)duro_exec},
+                                        {0, NULL}};
+
 PyMODINIT_FUNC PyInit__duro(void);
 
 PyMODINIT_FUNC PyInit__duro(void)
 {
-    PyObject *m = PyModule_Create(&duro_module);
-    if (!m)
-        return NULL;
+    duro_module.m_slots = duro_slots;
+    return PyModuleDef_Init(&duro_module);
+}
+
+/* The first import's body of duro_exec: the types, Error and constants. */
+static int module_init(PyObject *m)
+{
     error_type = PyErr_NewExceptionWithDoc(
         "duro.Error",
         "A duro call failed; .code is duro's error code, .errname its name.",
@@ -2248,8 +2304,7 @@ PyMODINIT_FUNC PyInit__duro(void)
         goto fail;
     if (PyModule_AddStringConstant(m, "DURO_VERSION", duro_version()) < 0)
         goto fail;
-    return m;
+    return 0;
 fail:
-    Py_DECREF(m);
-    return NULL;
+    return -1;
 }
