@@ -590,6 +590,8 @@ def _activity_runner(fn: Callable) -> Callable:
 
     def run(native: Any, input: Optional[str]):
         ctx = ActivityContext(native)
+        with _activities_running:
+            _activities_running.count += 1
         try:
             value = fn(ctx, _decode(input))
             if inspect.iscoroutine(value):
@@ -597,8 +599,22 @@ def _activity_runner(fn: Callable) -> Callable:
             return ("ok", _encode(value))
         except (Exception, asyncio.CancelledError) as e:
             return ("fail", _failure_text(e))
+        finally:
+            with _activities_running:
+                _activities_running.count -= 1
+                _activities_running.notify_all()
 
     return run
+
+
+class _Running(threading.Condition):
+    count = 0
+
+
+# Python activities under way in this process: the exit hook gives those
+# that a shutdown cancelled a moment to return (their finally blocks run).
+_activities_running = _Running()
+_EXIT_ACTIVITY_GRACE = 2.0  # seconds, past the shutdown's own 5
 
 
 _CANCEL_POLL_SECONDS = 0.05  # only when no cancel fd can be made
@@ -768,6 +784,11 @@ def _shutdown_all() -> None:
             rt.shutdown(timeout=5.0)
         except Exception:
             pass
+    # An activity still running was cancelled ("shutdown") and abandoned:
+    # let it see that and return before the interpreter finalizes, which
+    # would stop its thread wherever it next takes the GIL.
+    with _activities_running:
+        _activities_running.wait_for(lambda: _activities_running.count == 0, _EXIT_ACTIVITY_GRACE)
     _duro._set_finalizing()
 
 
