@@ -8,9 +8,11 @@ See docs/python.md in the repository.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import datetime as _dt
 import enum
+import inspect
 import json
 import random as _random
 import threading
@@ -40,6 +42,7 @@ __all__ = [
     "Client",
     "Context",
     "ActivityContext",
+    "CancelToken",
     "Task",
     "RetryPolicy",
     "InstanceInfo",
@@ -424,7 +427,137 @@ class Context:
         raise _ContinueAsNew(input)
 
 
-ActivityContext = _duro.ActivityContext
+class ActivityContext:
+    """What an activity receives: its scheduling and its cancellation.
+
+    Usable only while the activity runs (from the activity's thread or any
+    thread it started, as duro's C context); afterwards every member raises
+    ``Error``. duro cancels an activity when nobody will wait for its result
+    (docs/cancellable-activities.md): ``cancelled`` turns True and
+    ``cancel_reason`` says why ("instance_cancelled", "select_loser",
+    "instance_terminated", "lock_lost", "shutdown", ...). The activity then
+    has the runtime's grace period (``Runtime(cancel_grace=...)``) to return;
+    what it returns is discarded. An ``async def`` activity is also
+    interrupted: ``asyncio.CancelledError`` (its message the reason) is
+    raised at its next ``await``."""
+
+    __slots__ = ("_n",)
+
+    def __init__(self, native: Any) -> None:
+        self._n = native
+
+    @property
+    def instance_id(self) -> str:
+        """The instance's id."""
+        return self._n.instance_id
+
+    @property
+    def execution_id(self) -> int:
+        """The instance's execution (1 for the first, +1 per
+        continue-as-new)."""
+        return self._n.execution_id
+
+    @property
+    def name(self) -> str:
+        """The activity's name."""
+        return self._n.name
+
+    @property
+    def activity_id(self) -> int:
+        """The event id of the ActivityScheduled this run belongs to: with
+        ``instance_id`` an idempotency key for side effects."""
+        return self._n.activity_id
+
+    @property
+    def attempt(self) -> int:
+        """The retry policy's attempt, 1 for the first."""
+        return self._n.attempt
+
+    @property
+    def delivery(self) -> int:
+        """How many times this scheduling was delivered to a worker, 1
+        normally; more after a crash or an expired lock."""
+        return self._n.delivery
+
+    @property
+    def cancelled(self) -> bool:
+        """True once duro cancelled the activity. Non-blocking: check it
+        between steps of a long loop."""
+        return self._n.cancelled
+
+    @property
+    def cancel_reason(self) -> Optional[str]:
+        """Why the activity was cancelled ("select_loser",
+        "instance_cancelled", ...), None while it is not."""
+        return self._n.cancel_reason
+
+    def wait_cancelled(self, timeout: Optional[float] = None) -> bool:
+        """Blocks until the activity is cancelled (True) or ``timeout``
+        seconds passed (False; None: no deadline), with the GIL released:
+        use it instead of ``time.sleep``. Refused (``RuntimeError``) with a
+        timeout other than 0 inside a running asyncio loop, which it would
+        stall: an ``async def`` activity awaits instead (any await raises
+        ``asyncio.CancelledError`` on cancellation)."""
+        if timeout != 0 and asyncio._get_running_loop() is not None:
+            raise RuntimeError(
+                "ActivityContext.wait_cancelled() would block the event loop; "
+                "an async activity sees its cancellation as "
+                "asyncio.CancelledError at its next await"
+            )
+        return self._n.wait_cancelled(timeout)
+
+    def cancel_fd(self) -> int:
+        """A file descriptor that becomes readable on cancellation, for
+        ``select``/``poll``/``loop.add_reader``. Owned by duro: do not read
+        or close it; it is closed when the activity returns (a
+        ``cancel_token()`` keeps its own). Raises ``Error`` when none can
+        be made."""
+        return self._n.cancel_fd()
+
+    def cancel_token(self) -> "CancelToken":
+        """A reference to the activity's cancellation token, for threads
+        that may outlive the activity call. Release it (``with`` or
+        ``release()``) when the thread is done."""
+        return CancelToken(self._n.cancel_token())
+
+
+class CancelToken:
+    """An activity's cancellation token, kept by a thread the activity
+    started (``ActivityContext.cancel_token()``); valid after the activity
+    returned, until ``release()``. A context manager that releases it. Any
+    thread."""
+
+    __slots__ = ("_n",)
+
+    def __init__(self, native: Any) -> None:
+        self._n = native
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the activity was cancelled. Non-blocking."""
+        return self._n.cancelled()
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Blocks (GIL released) until cancelled (True) or ``timeout``
+        seconds passed (False; None: no deadline). The token of an activity
+        that returned may never fire: wait with a timeout."""
+        ms = -1 if timeout is None or timeout < 0 else int(timeout * 1000)
+        return self._n.wait(ms)
+
+    def fd(self) -> int:
+        """A file descriptor readable once cancelled, owned by the token
+        (do not read or close it): valid until ``release()``."""
+        return self._n.fd()
+
+    def release(self) -> None:
+        """Drops the reference (idempotent); the token is unusable after."""
+        self._n.release()
+
+    def __enter__(self) -> "CancelToken":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
 
 
 # ---------------------------------------------------------------------------
@@ -448,13 +581,84 @@ def _orchestration_starter(fn: Callable) -> Callable:
 
 
 def _activity_runner(fn: Callable) -> Callable:
-    def run(ctx: Any, input: Optional[str]):
+    """Runs an activity on the worker thread duro gave it. A plain ``def``
+    is called; what an ``async def`` (or any callable returning a
+    coroutine) makes is run to completion there in a fresh event loop
+    (``asyncio.run``: the loop's leftover tasks are cancelled and its
+    executor joined before the activity returns, so nothing of it outlives
+    the call but what it handed a ``CancelToken``)."""
+
+    def run(native: Any, input: Optional[str]):
+        ctx = ActivityContext(native)
+        with _activities_running:
+            _activities_running.count += 1
         try:
-            return ("ok", _encode(fn(ctx, _decode(input))))
-        except Exception as e:
+            value = fn(ctx, _decode(input))
+            if inspect.iscoroutine(value):
+                value = asyncio.run(_run_cancellable(value, ctx))
+            return ("ok", _encode(value))
+        except (Exception, asyncio.CancelledError) as e:
             return ("fail", _failure_text(e))
+        finally:
+            with _activities_running:
+                _activities_running.count -= 1
+                _activities_running.notify_all()
 
     return run
+
+
+class _Running(threading.Condition):
+    count = 0
+
+
+# Python activities under way in this process: the exit hook gives those
+# that a shutdown cancelled a moment to return (their finally blocks run).
+_activities_running = _Running()
+_EXIT_ACTIVITY_GRACE = 2.0  # seconds, past the shutdown's own 5
+
+
+_CANCEL_POLL_SECONDS = 0.05  # only when no cancel fd can be made
+
+
+async def _run_cancellable(coro: Any, ctx: ActivityContext) -> Any:
+    """Awaits the activity's coroutine in this task, cancelling the task
+    with the reason as message as soon as duro cancels the activity: the
+    activity's eventfd, watched by the loop's selector, makes it within
+    milliseconds with no thread of its own."""
+    loop = asyncio.get_running_loop()
+    current = asyncio.current_task()
+    assert current is not None  # asyncio.run's main task
+    task: "asyncio.Task[Any]" = current
+    try:
+        fd = ctx.cancel_fd()
+    except Error:
+        fd = -1  # out of descriptors: poll the flag instead
+    poller: List[asyncio.TimerHandle] = []
+
+    def fire() -> None:
+        task.cancel(ctx.cancel_reason or "cancelled")
+
+    def on_readable() -> None:
+        loop.remove_reader(fd)  # the eventfd stays readable
+        fire()
+
+    def poll() -> None:
+        if ctx.cancelled:
+            fire()
+        else:
+            poller[:] = [loop.call_later(_CANCEL_POLL_SECONDS, poll)]
+
+    if fd >= 0:
+        loop.add_reader(fd, on_readable)
+    else:
+        poll()
+    try:
+        return await coro
+    finally:
+        if fd >= 0:
+            loop.remove_reader(fd)
+        for handle in poller:
+            handle.cancel()
 
 
 class Registry:
@@ -490,8 +694,13 @@ class Registry:
         return deco
 
     def activity(self, name: Optional[str] = None) -> Callable[[Callable], Callable]:
-        """Decorator: registers a plain ``def f(ctx, input)``, run on duro's
-        worker threads."""
+        """Decorator: registers an activity ``f(ctx, input)``, a plain
+        ``def`` or an ``async def`` (or any callable returning a coroutine),
+        run on duro's worker threads (each ``async def`` call in its own
+        asyncio event loop on that thread).
+        ``ctx`` is an ``ActivityContext``; the input and the return value
+        are JSON; an exception fails the activity with its type, message
+        and traceback."""
 
         def deco(fn: Callable) -> Callable:
             self._native.add_activity(name or fn.__name__, _activity_runner(fn))
@@ -508,8 +717,10 @@ class Runtime:
     ``url`` ("sqlite:path", "postgres://..."). A context manager: entering
     starts it, leaving shuts it down. Runtimes still running when the
     interpreter exits are shut down by an atexit hook. Options left at
-    their defaults (-1, 0) keep duro's (duro_runtime_options); durations
-    are in seconds."""
+    their defaults (-1, 0, None) keep duro's (duro_runtime_options);
+    durations are in seconds. ``cancel_grace`` is how long a cancelled
+    activity may take to return before its worker slot gets a new thread
+    and the old one is abandoned (default 10)."""
 
     def __init__(
         self,
@@ -524,6 +735,7 @@ class Runtime:
         worker_lock_timeout: float = 0.0,
         lock_renewal: float = 0.0,
         orchestration_lock_timeout: float = 0.0,
+        cancel_grace: Optional[float] = None,
     ) -> None:
         self._native = _duro.Runtime(
             url,
@@ -536,6 +748,7 @@ class Runtime:
             worker_lock_timeout_ms=int(worker_lock_timeout * 1000),
             lock_renewal_ms=int(lock_renewal * 1000),
             orchestration_lock_timeout_ms=int(orchestration_lock_timeout * 1000),
+            cancel_grace_ms=-1 if cancel_grace is None else int(cancel_grace * 1000),
         )
         self._registry = registry
         _live_runtimes.add(self)
@@ -571,6 +784,11 @@ def _shutdown_all() -> None:
             rt.shutdown(timeout=5.0)
         except Exception:
             pass
+    # An activity still running was cancelled ("shutdown") and abandoned:
+    # let it see that and return before the interpreter finalizes, which
+    # would stop its thread wherever it next takes the GIL.
+    with _activities_running:
+        _activities_running.wait_for(lambda: _activities_running.count == 0, _EXIT_ACTIVITY_GRACE)
     _duro._set_finalizing()
 
 

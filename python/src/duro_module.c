@@ -894,10 +894,61 @@ static PyObject *actx_wait_cancelled(PyObject *self, PyObject *args)
     return PyBool_FromLong(cancelled);
 }
 
+static PyObject *actx_get_activity_id(PyObject *self, void *closure)
+{
+    (void)closure;
+    actx_object *c = (actx_object *)self;
+    if (actx_check(c) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLongLong(duro_activity_id(c->a));
+}
+
+static PyObject *actx_get_execution_id(PyObject *self, void *closure)
+{
+    (void)closure;
+    actx_object *c = (actx_object *)self;
+    if (actx_check(c) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLongLong(duro_activity_execution_id(c->a));
+}
+
+/* cancel_fd(): the activity's cancellation eventfd (readable once
+ * cancelled), owned by duro and closed when the activity returns. The
+ * async activity runner watches it with loop.add_reader. */
+static PyObject *actx_cancel_fd(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    actx_object *c = (actx_object *)self;
+    if (actx_check(c) < 0)
+        return NULL;
+    int fd = duro_activity_cancel_fd(c->a);
+    if (fd < 0)
+        return raise_duro(DURO_ERROR, "ActivityContext.cancel_fd");
+    return PyLong_FromLong(fd);
+}
+
+static PyObject *token_wrap(duro_cancel_token *t);
+
+/* cancel_token(): a CancelToken holding a reference to the activity's
+ * token, for threads that may outlive the activity. */
+static PyObject *actx_cancel_token(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    actx_object *c = (actx_object *)self;
+    if (actx_check(c) < 0)
+        return NULL;
+    return token_wrap(duro_activity_cancel_token(c->a));
+}
+
 static PyMethodDef actx_methods[] = {
     {"wait_cancelled", actx_wait_cancelled, METH_VARARGS,
      "wait_cancelled(timeout=None): True once cancelled, False after "
      "timeout seconds; the GIL is released while it waits."},
+    {"cancel_fd", actx_cancel_fd, METH_NOARGS,
+     "The cancellation file descriptor (readable once cancelled); owned "
+     "by duro: do not read or close it."},
+    {"cancel_token", actx_cancel_token, METH_NOARGS,
+     "A CancelToken that outlives the activity call."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef actx_getset[] = {
@@ -911,6 +962,10 @@ static PyGetSetDef actx_getset[] = {
      NULL},
     {"cancelled", actx_get_cancelled, NULL,
      "True once the activity has been cancelled.", NULL},
+    {"activity_id", actx_get_activity_id, NULL,
+     "The event id of the ActivityScheduled this run belongs to.", NULL},
+    {"execution_id", actx_get_execution_id, NULL,
+     "The instance's execution id.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyType_Slot actx_slots[] = {
@@ -923,6 +978,124 @@ static PyType_Slot actx_slots[] = {
 static PyType_Spec actx_spec = {"duro._duro.ActivityContext",
                                 sizeof(actx_object), 0, Py_TPFLAGS_DEFAULT,
                                 actx_slots};
+
+/* ------------------------------------------------------------------------
+ * CancelToken: a reference to an activity's cancellation token
+ * (duro_cancel_token) that threads the activity starts may keep after it
+ * returned. Released by release() or when collected; a release while a
+ * wait() is under way (GIL released) is deferred to the last waiter. */
+
+typedef struct {
+    PyObject_HEAD duro_cancel_token *t; /* NULL once released */
+    int waiters;                        /* wait() calls under way */
+    int released;                       /* release() was called */
+} token_object;
+
+static PyTypeObject *token_type; /* _duro.CancelToken */
+
+static PyObject *token_wrap(duro_cancel_token *t)
+{
+    if (!t)
+        return raise_duro(DURO_INVALID, "no cancellation token");
+    token_object *tk = PyObject_New(token_object, token_type);
+    if (!tk) {
+        duro_cancel_token_release(t);
+        return NULL;
+    }
+    tk->t = t;
+    tk->waiters = 0;
+    tk->released = 0;
+    return (PyObject *)tk;
+}
+
+static int token_check(token_object *tk)
+{
+    if (!tk->t || tk->released) {
+        PyErr_SetString(error_type, "CancelToken used after release() "
+                                    "(DURO_MISUSE)");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *token_cancelled(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    token_object *tk = (token_object *)self;
+    if (token_check(tk) < 0)
+        return NULL;
+    return PyBool_FromLong(duro_cancel_token_cancelled(tk->t));
+}
+
+/* wait(timeout_ms): the GIL is released while it waits; the object (held
+ * by the call) keeps the token, and a concurrent release() waits for us. */
+static PyObject *token_wait(PyObject *self, PyObject *args)
+{
+    token_object *tk = (token_object *)self;
+    long long timeout_ms = -1;
+    if (!PyArg_ParseTuple(args, "|L", &timeout_ms))
+        return NULL;
+    if (token_check(tk) < 0)
+        return NULL;
+    duro_cancel_token *t = tk->t;
+    int fired;
+    tk->waiters++;
+    Py_BEGIN_ALLOW_THREADS
+    fired = duro_cancel_token_wait(t, timeout_ms);
+    Py_END_ALLOW_THREADS
+    if (--tk->waiters == 0 && tk->released && tk->t) {
+        duro_cancel_token_release(tk->t);
+        tk->t = NULL;
+    }
+    return PyBool_FromLong(fired);
+}
+
+static PyObject *token_fd(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    token_object *tk = (token_object *)self;
+    if (token_check(tk) < 0)
+        return NULL;
+    int fd = duro_cancel_token_fd(tk->t);
+    if (fd < 0)
+        return raise_duro(DURO_ERROR, "CancelToken.fd");
+    return PyLong_FromLong(fd);
+}
+
+static PyObject *token_release(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    token_object *tk = (token_object *)self;
+    tk->released = 1;
+    if (tk->t && tk->waiters == 0) {
+        duro_cancel_token_release(tk->t);
+        tk->t = NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static void token_dealloc(PyObject *self)
+{
+    token_object *tk = (token_object *)self;
+    duro_cancel_token_release(tk->t); /* no waiter: each holds self */
+    plain_dealloc(self);
+}
+
+static PyMethodDef token_methods[] = {
+    {"cancelled", token_cancelled, METH_NOARGS, NULL},
+    {"wait", token_wait, METH_VARARGS, NULL},
+    {"fd", token_fd, METH_NOARGS, NULL},
+    {"release", token_release, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static PyType_Slot token_slots[] = {
+    {Py_tp_doc, "The native cancellation token (see duro.CancelToken)."},
+    {Py_tp_dealloc, token_dealloc},
+    {Py_tp_methods, token_methods},
+    {0, NULL}};
+
+static PyType_Spec token_spec = {"duro._duro.CancelToken", sizeof(token_object),
+                                 0, Py_TPFLAGS_DEFAULT, token_slots};
 
 /* Runs the pure layer's activity wrapper, which returns ("ok", output) or
  * ("fail", message), on a worker thread with the GIL taken. */
@@ -1078,14 +1251,15 @@ static int rt_init(PyObject *self, PyObject *args, PyObject *kw)
                              "worker_lock_timeout_ms",
                              "lock_renewal_ms",
                              "orchestration_lock_timeout_ms",
+                             "cancel_grace_ms",
                              NULL};
     const char *url;
     PyObject *reg;
     int oc = -1, wc = -1, cache = -1, level = -1, poll = -1;
-    long long worker_lock = 0, renewal = 0, orch_lock = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|iiiiiLLL", kwlist, &url,
-                                     &reg, &oc, &wc, &cache, &level, &poll,
-                                     &worker_lock, &renewal, &orch_lock))
+    long long worker_lock = 0, renewal = 0, orch_lock = 0, grace = -1;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "sO|iiiiiLLLL", kwlist, &url, &reg, &oc, &wc, &cache,
+            &level, &poll, &worker_lock, &renewal, &orch_lock, &grace))
         return -1;
     if (!PyObject_TypeCheck(reg, reg_type)) {
         PyErr_SetString(PyExc_TypeError, "registry must be a duro.Registry");
@@ -1113,6 +1287,8 @@ static int rt_init(PyObject *self, PyObject *args, PyObject *kw)
         o.lock_renewal_ms = renewal;
     if (orch_lock > 0)
         o.orchestration_lock_timeout_ms = orch_lock;
+    if (grace >= 0)
+        o.cancel_grace_ms = grace;
     duro_runtime *r = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -1174,6 +1350,27 @@ static PyObject *rt_close(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* The cancellation counters of activities, beside rt_metrics' own. */
+static int add_activity_metrics(PyObject *d, const duro_metrics *m)
+{
+    const struct {
+        const char *name;
+        uint64_t value;
+    } items[] = {
+        {"activities_cancelled", m->activities_cancelled},
+        {"activities_cancel_requested", m->activities_cancel_requested},
+        {"activities_abandoned", m->activities_abandoned},
+    };
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(items[i].value);
+        int rc = v ? PyDict_SetItemString(d, items[i].name, v) : -1;
+        Py_XDECREF(v);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static PyObject *rt_metrics(PyObject *self, PyObject *unused)
 {
     (void)unused;
@@ -1181,7 +1378,7 @@ static PyObject *rt_metrics(PyObject *self, PyObject *unused)
     duro_metrics m;
     memset(&m, 0, sizeof m);
     duro_runtime_metrics(rt->rt, &m);
-    return Py_BuildValue(
+    PyObject *d = Py_BuildValue(
         "{sKsKsKsKsKsKsK}", "turns", (unsigned long long)m.turns, "replays",
         (unsigned long long)m.replays, "fiber_cache_hits",
         (unsigned long long)m.fiber_cache_hits, "orchestrations_completed",
@@ -1189,6 +1386,9 @@ static PyObject *rt_metrics(PyObject *self, PyObject *unused)
         (unsigned long long)m.orchestrations_failed, "activities_completed",
         (unsigned long long)m.activities_completed, "nondeterminism_errors",
         (unsigned long long)m.nondeterminism_errors);
+    if (d && add_activity_metrics(d, &m) < 0)
+        Py_CLEAR(d);
+    return d;
 }
 
 static void rt_dealloc(PyObject *self)
@@ -2075,6 +2275,7 @@ static int module_init(PyObject *m)
         !(wait_type = add_type(m, &wait_spec, NULL, "Wait")) ||
         !(octx_type = add_type(m, &octx_spec, NULL, "OrchestrationContext")) ||
         !(actx_type = add_type(m, &actx_spec, NULL, "ActivityContext")) ||
+        !(token_type = add_type(m, &token_spec, NULL, "CancelToken")) ||
         !(reg_type = add_type(m, &reg_spec, NULL, "Registry")) ||
         !(rt_type = add_type(m, &rt_spec, NULL, "Runtime")) ||
         !(client_type = add_type(m, &client_spec, NULL, "Client")))
