@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,60 @@ static atomic_int finalizing;
 
 /* Debug counters (tests): driver starts, steps, destroys. */
 static atomic_ullong count_starts, count_steps, count_destroys;
+/* ... and thread states kept by duro's threads (gil_ensure), deleted */
+static atomic_ullong count_tstates_kept, count_tstates_deleted;
+
+/* A thread of duro's (a turn thread, a worker slot) that runs Python keeps
+ * one Python thread state for its whole life: PyGILState_Ensure on a thread
+ * without one makes a thread state (and its frame stack, an mmap) and the
+ * matching Release deletes it, at every step of a replay. gil_ensure makes
+ * the first Ensure on such a thread an outer one that is never released
+ * while the thread runs, so later Ensure/Release pairs only take and give
+ * back the GIL; the thread's exit (a pthread key's destructor) clears and
+ * deletes the state. Threads that Python made, or that
+ * had a state already, are left as they are. After the atexit hook
+ * (finalizing) an exiting thread does not touch Python: its state is left
+ * to the interpreter's end. */
+static pthread_key_t kept_tstate_key;
+static pthread_once_t kept_tstate_once = PTHREAD_ONCE_INIT;
+static int kept_tstate_ok;
+
+static void kept_tstate_drop(void *p)
+{
+    if (atomic_load(&finalizing))
+        return;
+    /* Not PyGILState_Release: glibc may have emptied Python's own key of
+     * this thread already (it empties each key as it passes it). */
+    PyThreadState *ts = p;
+    PyEval_RestoreThread(ts);
+    PyThreadState_Clear(ts);
+    PyEval_SaveThread();
+    PyThreadState_Delete(ts);
+    atomic_fetch_add(&count_tstates_deleted, 1);
+}
+
+static void kept_tstate_init(void)
+{
+    kept_tstate_ok =
+        pthread_key_create(&kept_tstate_key, kept_tstate_drop) == 0;
+}
+
+static PyGILState_STATE gil_ensure(void)
+{
+    pthread_once(&kept_tstate_once, kept_tstate_init);
+    if (kept_tstate_ok && PyGILState_GetThisThreadState() == NULL) {
+        PyGILState_STATE outer = PyGILState_Ensure();
+        PyThreadState *ts = PyEval_SaveThread();
+        if (outer != PyGILState_UNLOCKED ||
+            pthread_setspecific(kept_tstate_key, ts) != 0) {
+            /* not ours to keep (cannot happen without a state before) */
+            PyEval_RestoreThread(ts);
+            return outer;
+        }
+        atomic_fetch_add(&count_tstates_kept, 1);
+    }
+    return PyGILState_Ensure();
+}
 
 /* Raises duro.Error (or the subclass registered for @p code) with the
  * text of duro_errmsg() when there is one. Returns NULL. */
@@ -562,7 +617,7 @@ static int drv_start(duro_orch *o, const char *input, void *user, void **state)
 {
     if (atomic_load(&finalizing))
         return DURO_SHUTDOWN;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = gil_ensure();
     int rc = DURO_ERROR;
     drv_state *st = NULL;
     octx_object *ctx = PyObject_New(octx_object, octx_type);
@@ -713,7 +768,7 @@ static int drv_step(duro_orch *o, void *state, duro_result *out)
     if (atomic_load(&finalizing))
         return DURO_SHUTDOWN;
     drv_state *st = state;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = gil_ensure();
     atomic_fetch_add(&count_steps, 1);
     st->ctx->o = o;
     st->ctx->in_step = 1;
@@ -781,7 +836,7 @@ static void drv_destroy(void *state, void *user)
      * thread taking the GIL then hangs or dies. Leak instead. */
     if (atomic_load(&finalizing))
         return;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = gil_ensure();
     st->ctx->alive = 0;
     st->ctx->in_step = 0;
     st->ctx->o = NULL;
@@ -1104,7 +1159,7 @@ static int run_activity(duro_activity *a, const char *input, duro_result *out)
     if (atomic_load(&finalizing))
         return duro_fail_with(out, DURO_CATEGORY_INFRASTRUCTURE,
                               "the Python interpreter is shutting down");
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = gil_ensure();
     actx_object *ctx = PyObject_New(actx_object, actx_type);
     int rc = DURO_FAILED;
     if (!ctx) {
@@ -2106,9 +2161,12 @@ static PyObject *mod_debug_counters(PyObject *self, PyObject *unused)
     (void)self;
     (void)unused;
     return Py_BuildValue(
-        "{sKsKsK}", "starts", (unsigned long long)atomic_load(&count_starts),
-        "steps", (unsigned long long)atomic_load(&count_steps), "destroys",
-        (unsigned long long)atomic_load(&count_destroys));
+        "{sKsKsKsKsK}", "starts",
+        (unsigned long long)atomic_load(&count_starts), "steps",
+        (unsigned long long)atomic_load(&count_steps), "destroys",
+        (unsigned long long)atomic_load(&count_destroys), "tstates_kept",
+        (unsigned long long)atomic_load(&count_tstates_kept), "tstates_deleted",
+        (unsigned long long)atomic_load(&count_tstates_deleted));
 }
 
 static PyObject *mod_register_error(PyObject *self, PyObject *args)

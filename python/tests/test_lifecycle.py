@@ -54,7 +54,7 @@ def test_warm_cache_steps_once_per_input_and_releases_once(db):
         metrics = rt.metrics()
     after = duro._debug_counters()
     assert (info.status, info.output) == ("Completed", 5)
-    delta = {k: after[k] - before[k] for k in after}
+    delta = {k: after[k] - before[k] for k in ("starts", "steps", "destroys")}
     # the first step (OrchestrationStarted), then one per completion
     assert delta == {"starts": 1, "steps": 6, "destroys": 1}, delta
     assert metrics["replays"] == 0, metrics
@@ -78,6 +78,29 @@ def test_without_a_cache_each_turn_replays_and_releases(db):
     assert delta["steps"] == 1 + 2 + 3 + 4, delta
     gc.collect()
     assert released == ["c1"] * 4
+
+
+def test_duro_threads_keep_one_thread_state_each_and_delete_it(db):
+    # Each duro thread that runs Python keeps one thread state for its life
+    # (not one per step: a replay of 40 steps per turn would make hundreds),
+    # and its exit deletes it: after shutdown has joined the threads, every
+    # kept state is gone. Two runtimes in a row: the second's threads keep
+    # states of their own.
+    reg = chain_registry([])
+    for round_ in range(2):
+        before = duro._debug_counters()
+        with duro.Runtime(db, reg, cache_size=0, orchestration_concurrency=2,
+                          worker_concurrency=2):
+            client = duro.Client(db)
+            client.start("Chain", f"k{round_}", 8)
+            info = client.wait(f"k{round_}", timeout=30)
+        after = duro._debug_counters()
+        assert (info.status, info.output) == ("Completed", 8)
+        delta = {k: after[k] - before[k] for k in after}
+        assert delta["steps"] == sum(range(1, 10)), delta  # 45 replayed steps
+        # at most one per thread of this runtime (2 turn threads, 2 slots)
+        assert 1 <= delta["tstates_kept"] <= 4, delta
+        assert delta["tstates_deleted"] == delta["tstates_kept"], delta
 
 
 def test_shutdown_releases_suspended_coroutines(db):
