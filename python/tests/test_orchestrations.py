@@ -223,6 +223,70 @@ def test_a_cancelled_instance(db):
     assert info.category == "cancelled"
 
 
+def test_a_cancelled_instance_drops_its_pending_activity(db):
+    # One worker slot, held by instance a's activity: instance b's activity
+    # is queued, not started, when b is cancelled. The cancelling turn
+    # deletes its row: it never runs, even once the slot is free, and b's
+    # history says it was cancelled and why.
+    import threading
+
+    hold = threading.Event()
+    ran = {"Hold": 0, "Pending": 0, "Marker": 0}
+    reg = duro.Registry()
+
+    def activity(name):
+        def body(ctx, x):
+            ran[name] += 1
+            if name == "Hold":
+                assert hold.wait(60), "never released"
+            return x
+
+        reg.activity(name)(body)
+
+    for name in ran:
+        activity(name)
+
+    @reg.orchestration("Call")
+    async def call(ctx, name):
+        return await ctx.call_activity(name, name)
+
+    with duro.Runtime(db, reg, worker_concurrency=1):
+        client = duro.Client(db)
+        client.start("Call", "a", "Hold")
+        deadline = time.monotonic() + 30
+        while ran["Hold"] == 0:
+            assert time.monotonic() < deadline, "Hold never started"
+            time.sleep(0.01)
+        client.start("Call", "b", "Pending")
+        def scheduled():
+            try:
+                return any(e.kind == "ActivityScheduled"
+                           for e in client.history("b"))
+            except duro.NotFound:  # no execution before the first turn
+                return False
+
+        deadline = time.monotonic() + 30
+        while not scheduled():
+            assert time.monotonic() < deadline, "b never scheduled"
+            time.sleep(0.01)
+        client.cancel("b", "changed my mind")
+        try:
+            assert client.wait("b", timeout=30).status == "Cancelled"
+        finally:
+            hold.set()
+        assert client.wait("a", timeout=30).output == "Hold"
+        # the slot is free again: a later activity runs, b's does not
+        client.start("Call", "c", "Marker")
+        assert client.wait("c", timeout=30).output == "Marker"
+    assert ran == {"Hold": 1, "Pending": 0, "Marker": 1}, ran
+    history = client.history("b")
+    names = {e.event_id: e.name for e in history
+             if e.kind == "ActivityScheduled"}
+    cancels = [(names.get(e.source_event_id), e.reason) for e in history
+               if e.kind == "ActivityCancelRequested"]
+    assert cancels == [("Pending", "instance_cancelled")], history
+
+
 def test_client_errors_carry_duro_codes(db):
     reg = duro.Registry()
 
