@@ -276,12 +276,24 @@ test("views", async (t) => {
   assert.deepEqual(problems, []);
 });
 
+// The box of @p locator's element once it has one: the page's refresh may
+// replace an element between finding it and measuring it (boundingBox()
+// is null for a detached element), so this asks again until a deadline.
+async function boxOf(locator, what) {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    const box = await locator.boundingBox();
+    if (box) return box;
+    assert.ok(Date.now() < deadline, what + " has no box (hidden?)");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 // Whether @p sel is shown whole within the 375 px wide viewport.
 async function inside(page, sel) {
   const e = page.locator(sel).first();
   await e.scrollIntoViewIfNeeded();
-  const box = await e.boundingBox();
-  assert.ok(box, sel + " has no box (hidden?)");
+  const box = await boxOf(e, sel);
   assert.ok(box.x >= 0 && box.x + box.width <= 375 + 0.5,
     sel + " is outside the viewport: " + JSON.stringify(box));
 }
@@ -358,7 +370,8 @@ test("375 px: the list, the instance page and the dialogs", async (t) => {
       await inside(page, '#card dd[data-field="Status"]');
       await inside(page, "#timeline-rows");
       await inside(page, 'section[aria-label="Events"] .scroll-x');
-      const label = await page.locator("#timeline .tl-label").first().boundingBox();
+      const label = await boxOf(page.locator("#timeline .tl-label").first(),
+        "the timeline's first label");
       assert.ok(label.width <= 120, "timeline label column " + label.width + " px");
     }
     await screenshot(page, "narrow-instance");

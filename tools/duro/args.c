@@ -13,38 +13,6 @@
 
 #include "cli.h"
 
-static const char *const status_words[] = {
-    "not_found", "pending",          "running",   "completed", "failed",
-    "cancelled", "continued_as_new", "suspended", "terminated"};
-
-const char *status_word(int status)
-{
-    if (status >= 0 &&
-        (size_t)status < sizeof(status_words) / sizeof(status_words[0]))
-        return status_words[status];
-    return "unknown";
-}
-
-int instance_cancelling(const duro_instance_info *info)
-{
-    return !duro_status_is_terminal(info->status) &&
-           info->status != DURO_STATUS_NOT_FOUND &&
-           info->cancel_requested_ms != 0;
-}
-
-const char *cancel_outcome(const duro_instance_info *info)
-{
-    if (info->status == DURO_STATUS_CANCELLED)
-        return "cancelled";
-    if (info->cancel_requested_ms == 0 || info->status == DURO_STATUS_NOT_FOUND)
-        return NULL;
-    if (!duro_status_is_terminal(info->status))
-        return "pending";
-    /* the request was recorded while the turn that ended the instance
-     * otherwise was running: that turn committed first */
-    return info->status == DURO_STATUS_TERMINATED ? "terminated" : "too_late";
-}
-
 /* Parses "1h30m", "500ms", "2d", "45" (seconds) from text[0..len). */
 static int parse_duration(const char *text, size_t len, int64_t *ms)
 {
@@ -238,8 +206,8 @@ int args_status_mask(cli *c, const char *option, const char *text,
         size_t len = strcspn(p, ",");
         int found = -1;
         for (int s = 1; s <= DURO_STATUS_TERMINATED; s++)
-            if (strlen(status_words[s]) == len &&
-                strncasecmp(p, status_words[s], len) == 0)
+            if (strlen(status_word(s)) == len &&
+                strncasecmp(p, status_word(s), len) == 0)
                 found = s;
         if (found < 0 && len == 8 && strncasecmp(p, "canceled", 8) == 0)
             found = DURO_STATUS_CANCELLED;

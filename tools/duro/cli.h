@@ -98,6 +98,12 @@ enum { OPT_DB = 0x100, OPT_JSON, OPT_HELP };
         "help", no_argument, NULL, OPT_HELP                                    \
     }
 
+/* A first pass over the arguments that only looks for --json (main's global
+ * options and cli_getopt's), so that a usage error met before it is a JSON
+ * document too. Leaves optind reset. */
+void cli_scan_json(cli *c, int argc, char **argv, const char *shortopts,
+                   const struct option *opts);
+
 /* getopt_long over a verb's options (with CLI_COMMON_OPTIONS), from
  * argv[1]. Returns the option, -1 at the end, or -2 after reporting a usage
  * error in *status (unknown option, missing argument, an abbreviated long

@@ -325,34 +325,6 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
                    text_escape(line, shown, sizeof(shown)));
 }
 
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void ui_log_limited(ui_ratelog *limiter, int64_t every_ms, const char *fmt, ...)
-{
-    char line[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    int64_t now = ui_now_ms();
-    pthread_mutex_lock(&log_lock);
-    if (now < limiter->next_ms) {
-        limiter->held++;
-        pthread_mutex_unlock(&log_lock);
-        return;
-    }
-    unsigned long held = limiter->held;
-    limiter->held = 0;
-    limiter->next_ms = now + every_ms;
-    if (held > 0)
-        fprintf(stderr,
-                "duro ui: %s (and %lu more like it in the last %lld s)\n", line,
-                held, (long long)((every_ms + 999) / 1000));
-    else
-        fprintf(stderr, "duro ui: %s\n", line);
-    pthread_mutex_unlock(&log_lock);
-}
-
 /* MHD's request callbacks, as ui_safety.c wants them. */
 static void *request_begins(void *cls, const char *uri,
                             struct MHD_Connection *conn)
