@@ -1,6 +1,7 @@
 list(APPEND DURO_SOURCES
   src/runtime/activity.c
   src/runtime/engine_cache.c
+  src/runtime/manager.c
   src/runtime/metrics.c
   src/runtime/orchestrator.c
   src/runtime/registry.c
