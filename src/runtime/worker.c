@@ -115,6 +115,9 @@ static int ack_with_retries(duro_runtime *rt, const char *name,
                           : p->ack_work_item(p, token, completion, err);
         if (rc == DURO_LOCK_LOST && i > 0)
             return ACK_OUTCOME_UNKNOWN;
+        if (rc == DURO_OK && combined) /* activity work was fetched: after
+                                          an outage, the store answers */
+            duro__runtime_storage_ok(rt, DURO_QUEUE_WORKER);
         if (rc == DURO_OK || !err->retryable)
             return rc;
         int64_t now = duro__mono_ms();
