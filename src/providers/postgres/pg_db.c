@@ -40,31 +40,47 @@ static void session_sql(const duro__pg_provider *p, char *out)
                           (long long)p->cfg.session_timeouts[i]);
 }
 
-static const char *const statement_sql[] = {
-#define DURO__X(id, sql) sql,
+/* By id (statements.h): NULL for the ids this dialect has no text for. */
+static const char *const statement_sql[DURO__SQL_COUNT] = {
+#define DURO__X(id, sql) [DURO__SQL_##id] = sql,
     DURO__PG_STATEMENTS(DURO__X)
 #undef DURO__X
 };
 
-static const char *const statement_names[] = {
-#define DURO__X(id, sql) #id,
+static const char *const statement_names[DURO__SQL_COUNT] = {
+#define DURO__X(id) [DURO__SQL_##id] = #id,
+    DURO__SQL_IDS(DURO__X)
+#undef DURO__X
+};
+
+/* The ids this dialect has a text for, in its own order. */
+static const duro__sql_stmt_id statement_ids[] = {
+#define DURO__X(id, sql) DURO__SQL_##id,
     DURO__PG_STATEMENTS(DURO__X)
 #undef DURO__X
 };
 
 size_t duro__pg_statement_count(void)
 {
-    return DURO__SQL_COUNT;
+    return DURO__ARRAY_LEN(statement_ids);
 }
 
 const char *duro__pg_statement_name(size_t i)
 {
-    return i < DURO__SQL_COUNT ? statement_names[i] : NULL;
+    return i < DURO__ARRAY_LEN(statement_ids)
+               ? statement_names[statement_ids[i]]
+               : NULL;
 }
 
 const char *duro__pg_statement_sql(size_t i)
 {
-    return i < DURO__SQL_COUNT ? statement_sql[i] : NULL;
+    return i < DURO__ARRAY_LEN(statement_ids) ? statement_sql[statement_ids[i]]
+                                              : NULL;
+}
+
+int duro__pg_has_statement(duro__sql_stmt_id id)
+{
+    return id < DURO__SQL_COUNT && statement_sql[id] != NULL;
 }
 
 /* Parameters of each statement: the highest $n in its SQL, counted once. */
@@ -107,6 +123,8 @@ static void count_params(void)
     for (int i = 0; i < DURO__PG_PARAM_MAX; i++)
         text_types[i] = 25;
     for (size_t i = 0; i < DURO__SQL_COUNT; i++) {
+        if (statement_sql[i] == NULL)
+            continue;
         int most = 0;
         for (const char *s = statement_sql[i]; *s; s++) {
             if (*s != '$' || s[1] < '0' || s[1] > '9')
@@ -681,6 +699,12 @@ duro__pg_statement *duro__pg_stmt(duro__pg_provider *p, duro__pg_conn *c,
                                   duro_error *err)
 {
     pthread_once(&params_once, count_params);
+    if (statement_sql[id] == NULL) {
+        duro_error_set(err, DURO_UNSUPPORTED, 0,
+                       "postgres %s: no statement %s in this dialect", op,
+                       statement_names[id]);
+        return NULL;
+    }
     duro__pg_statement *s = &c->stmts[id];
     PQclear(s->result);
     s->result = NULL;

@@ -12,6 +12,7 @@
 
 #include "base/base.h"
 #include "providers/providers.h"
+#include "providers/sql/sql.h"
 
 #define DURO__PG_SCHEMA_VERSION 5 /* what this code creates and reads */
 #define DURO__PG_NAME_MAX 1024    /* bytes of a name, id or reason */
@@ -1038,7 +1039,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "INSERT INTO event_ids(instance_id, event_id, raised_ms) "               \
       "VALUES($1::text, $2::text, $3::bigint) "                                \
       "ON CONFLICT(instance_id, event_id) DO NOTHING")                         \
-    /* read_store_stats, one snapshot (pg_stats.c). Every count reads          \
+    /* read_store_stats, one snapshot (sql/stats.c). Every count reads          \
      * index entries only, never a queue's or instances' rows, whose size      \
      * grows with payloads: STATS_PLAN turns sequential scans off for the      \
      * snapshot's transaction, where the planner would read a whole heap       \
@@ -1220,12 +1221,11 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "ORDER BY h.timestamp_ms DESC, h.instance_id DESC, "                     \
       "h.execution_id DESC, h.event_id DESC LIMIT $8::bigint")
 
-typedef enum duro__pg_stmt_id {
-#define DURO__X(id, sql) DURO__SQL_##id,
-    DURO__PG_STATEMENTS(DURO__X)
-#undef DURO__X
-        DURO__SQL_COUNT
-} duro__pg_stmt_id;
+/* The ids are the shared list's (statements.h); the texts above are this
+ * dialect's. */
+typedef duro__sql_stmt_id duro__pg_stmt_id;
+/* 1 when this dialect has a text for id. */
+int duro__pg_has_statement(duro__sql_stmt_id id);
 
 /* What duro__pg_step returns. */
 #define DURO__PG_FAILED 1   /* the statement failed: see the connection */
@@ -1285,7 +1285,7 @@ typedef struct duro__pg_release {
 } duro__pg_release;
 
 typedef struct duro__pg_provider {
-    duro_provider base; /* first member */
+    duro__sql_store sql; /* first member (its first: duro_provider) */
     duro__pg_config cfg;
 
     /* Lock order: pool_lock, then nothing; the notifier's lock is never
@@ -1575,11 +1575,12 @@ int duro__pg_purge_instances(duro_provider *p, const duro_bulk_filter *filter,
 int duro__pg_check_work_item_locks(duro_provider *p,
                                    const char *const *lock_tokens, size_t count,
                                    unsigned char *held, duro_error *err);
-int duro__pg_read_store_stats(duro_provider *p, duro_store_stats **out,
-                              duro_error *err);
 /* The earliest time (wall ms) at which something on `queue` becomes
  * fetchable, INT64_MAX when the queue is empty. */
 int duro__pg_next_due(duro__pg_provider *p, duro_queue queue, int64_t *out,
                       duro_error *err);
+
+/* The primitives of the shared SQL layer on this store (pg_dialect.c). */
+extern const duro__sql_dialect duro__pg_dialect;
 
 #endif

@@ -689,7 +689,7 @@ static void fill_methods(duro_provider *m)
     m->cancel_instances = duro__pg_cancel_instances;
     m->cancel_matching = duro__pg_cancel_matching;
     m->purge_instances = duro__pg_purge_instances;
-    m->read_store_stats = duro__pg_read_store_stats;
+    m->read_store_stats = duro__sql_read_store_stats;
     m->check_work_item_locks = duro__pg_check_work_item_locks;
     m->wait_for_cancellations = pg_wait_for_cancellations;
     m->control_instances = duro__pg_control_instances;
@@ -744,7 +744,10 @@ int duro__pg_open(const char *url, int concurrency, duro_provider **out,
      * waits for another's; the URL's pool= overrides. */
     if (!p->cfg.pool_given && concurrency > 0)
         p->cfg.pool = DURO__MIN(concurrency, DURO__PG_POOL_MAX);
-    fill_methods(&p->base);
+    fill_methods(&p->sql.base);
+    p->sql.dialect = &duro__pg_dialect;
+    p->sql.max_payload = cfg.max_payload;
+    p->sql.utf8_only = 1;
     pthread_mutex_init(&p->pool_lock, NULL);
     pthread_cond_init(&p->pool_cond, NULL);
     pthread_mutex_init(&p->combine_lock, NULL);
@@ -754,10 +757,10 @@ int duro__pg_open(const char *url, int concurrency, duro_provider **out,
     if (rc == DURO_OK && (p->notifier = notifier_attach(p)) == NULL)
         rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     if (rc != DURO_OK) {
-        pg_close(&p->base);
+        pg_close(&p->sql.base);
         return rc;
     }
-    *out = &p->base;
+    *out = &p->sql.base;
     return DURO_OK;
 }
 

@@ -5,8 +5,8 @@
 list(APPEND DURO_SOURCES
   src/providers/postgres/pg_bulk.c
   src/providers/postgres/pg_db.c
+  src/providers/postgres/pg_dialect.c
   src/providers/postgres/pg_manage.c
   src/providers/postgres/pg_provider.c
   src/providers/postgres/pg_queue.c
-  src/providers/postgres/pg_stats.c
   src/providers/postgres/pg_url.c)

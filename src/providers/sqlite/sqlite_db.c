@@ -11,31 +11,47 @@
 #include "providers/sqlite/sqlite_internal.h"
 #include "providers/sqlite/sqlite_provider.h"
 
-static const char *const statement_sql[] = {
-#define DURO__X(id, sql) sql,
+/* By id (statements.h): NULL for the ids this dialect has no text for. */
+static const char *const statement_sql[DURO__SQL_COUNT] = {
+#define DURO__X(id, sql) [DURO__SQL_##id] = sql,
     DURO__SQLITE_STATEMENTS(DURO__X)
 #undef DURO__X
 };
 
-static const char *const statement_names[] = {
-#define DURO__X(id, sql) #id,
+static const char *const statement_names[DURO__SQL_COUNT] = {
+#define DURO__X(id) [DURO__SQL_##id] = #id,
+    DURO__SQL_IDS(DURO__X)
+#undef DURO__X
+};
+
+/* The ids this dialect has a text for, in its own order. */
+static const duro__sql_stmt_id statement_ids[] = {
+#define DURO__X(id, sql) DURO__SQL_##id,
     DURO__SQLITE_STATEMENTS(DURO__X)
 #undef DURO__X
 };
 
 size_t duro__sqlite_statement_count(void)
 {
-    return DURO__SQL_COUNT;
+    return DURO__ARRAY_LEN(statement_ids);
 }
 
 const char *duro__sqlite_statement_name(size_t i)
 {
-    return i < DURO__SQL_COUNT ? statement_names[i] : NULL;
+    return i < DURO__ARRAY_LEN(statement_ids)
+               ? statement_names[statement_ids[i]]
+               : NULL;
 }
 
 const char *duro__sqlite_statement_sql(size_t i)
 {
-    return i < DURO__SQL_COUNT ? statement_sql[i] : NULL;
+    return i < DURO__ARRAY_LEN(statement_ids) ? statement_sql[statement_ids[i]]
+                                              : NULL;
+}
+
+int duro__sqlite_has_statement(duro__sql_stmt_id id)
+{
+    return id < DURO__SQL_COUNT && statement_sql[id] != NULL;
 }
 
 /* ---- schema ----------------------------------------------------------- */
@@ -519,6 +535,12 @@ sqlite3_stmt *duro__sqlite_stmt(duro__sqlite_provider *p, duro__sqlite_conn *c,
                                 duro_error *err)
 {
     sqlite3_stmt *s = c->stmts[id];
+    if (s == NULL && statement_sql[id] == NULL) {
+        duro_error_set(err, DURO_UNSUPPORTED, 0,
+                       "sqlite %s: no statement %s in this dialect", op,
+                       statement_names[id]);
+        return NULL;
+    }
     if (s == NULL) {
         int rc = sqlite3_prepare_v3(c->db, statement_sql[id], -1,
                                     SQLITE_PREPARE_PERSISTENT, &s, NULL);

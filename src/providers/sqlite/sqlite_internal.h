@@ -12,6 +12,7 @@
 
 #include "base/base.h"
 #include "providers/providers.h"
+#include "providers/sql/sql.h"
 
 #define DURO__SQLITE_SCHEMA_VERSION 7 /* what this code creates and reads */
 #define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
@@ -617,7 +618,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                        "(SELECT value FROM json_each(?1))")                    \
     X(PURGE_INSTANCES, "DELETE FROM instances WHERE instance_id IN "           \
                        "(SELECT value FROM json_each(?1))")                    \
-    /* read_store_stats, one snapshot on a reader (sqlite_stats.c) */          \
+    /* read_store_stats, one snapshot on a reader (sql/stats.c) */          \
     X(STATS_SIZE, "SELECT pc.page_count * ps.page_size "                       \
                   "FROM pragma_page_count() AS pc, pragma_page_size() AS ps")  \
     X(STATS_INSTANCES, "SELECT name, status, COUNT(*) FROM instances "         \
@@ -824,12 +825,11 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "ORDER BY h.timestamp_ms DESC, h.instance_id DESC, "                     \
       "h.execution_id DESC, h.event_id DESC LIMIT ?8")
 
-typedef enum duro__sqlite_stmt_id {
-#define DURO__X(id, sql) DURO__SQL_##id,
-    DURO__SQLITE_STATEMENTS(DURO__X)
-#undef DURO__X
-        DURO__SQL_COUNT
-} duro__sqlite_stmt_id;
+/* The ids are the shared list's (statements.h); the texts above are this
+ * dialect's. */
+typedef duro__sql_stmt_id duro__sqlite_stmt_id;
+/* 1 when this dialect has a text for id. */
+int duro__sqlite_has_statement(duro__sql_stmt_id id);
 
 /* ---- connections and the provider ---------------------------------------- */
 
@@ -842,7 +842,7 @@ typedef struct duro__sqlite_conn {
 } duro__sqlite_conn;
 
 typedef struct duro__sqlite_provider {
-    duro_provider base; /* first member */
+    duro__sql_store sql; /* first member (its first: duro_provider) */
     duro__sqlite_config cfg;
 
     /* Lock order: write_lock, then pool_lock or the notifier's lock; the
@@ -1130,11 +1130,12 @@ int duro__sqlite_check_work_item_locks(duro_provider *p,
                                        const char *const *lock_tokens,
                                        size_t count, unsigned char *held,
                                        duro_error *err);
-int duro__sqlite_read_store_stats(duro_provider *p, duro_store_stats **out,
-                                  duro_error *err);
 /* The earliest time (wall ms) at which something on `queue` becomes
  * fetchable, INT64_MAX when the queue is empty. */
 int duro__sqlite_next_due(duro__sqlite_provider *p, duro_queue queue,
                           int64_t *out, duro_error *err);
+
+/* The primitives of the shared SQL layer on this store (sqlite_dialect.c). */
+extern const duro__sql_dialect duro__sqlite_dialect;
 
 #endif

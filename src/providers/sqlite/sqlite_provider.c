@@ -454,7 +454,7 @@ static void fill_methods(duro_provider *m)
     m->cancel_instances = duro__sqlite_cancel_instances;
     m->cancel_matching = duro__sqlite_cancel_matching;
     m->purge_instances = duro__sqlite_purge_instances;
-    m->read_store_stats = duro__sqlite_read_store_stats;
+    m->read_store_stats = duro__sql_read_store_stats;
     m->check_work_item_locks = duro__sqlite_check_work_item_locks;
     m->control_instances = duro__sqlite_control_instances;
     m->control_matching = duro__sqlite_control_matching;
@@ -500,7 +500,9 @@ int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     }
     p->cfg = cfg;
-    fill_methods(&p->base);
+    fill_methods(&p->sql.base);
+    p->sql.dialect = &duro__sqlite_dialect;
+    p->sql.max_payload = cfg.max_payload;
     pthread_mutex_init(&p->write_lock, NULL);
     pthread_mutex_init(&p->urgent_lock, NULL);
     pthread_cond_init(&p->urgent_cond, NULL);
@@ -527,10 +529,10 @@ int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
         }
     }
     if (rc != DURO_OK) {
-        sqlite_close(&p->base);
+        sqlite_close(&p->sql.base);
         return rc;
     }
-    *out = &p->base;
+    *out = &p->sql.base;
     return DURO_OK;
 }
 

@@ -1,13 +1,14 @@
-/* pg_stats.c - read_store_stats: the store's gauges (instances by name
- * and status, problems, queue states, size on disk) in one REPEATABLE READ
- * READ ONLY transaction on a pooled connection, packed into one
- * caller-owned allocation. The counts read index entries, never the rows
- * (STATS_PLAN). Any thread; takes no lock another transaction waits
- * for. */
+/* stats.c - read_store_stats, written once: the store's gauges (instances
+ * by name and status, problems, queue states, size on disk) in one read
+ * transaction on a reader (a snapshot: SQLite's BEGIN on a reader,
+ * PostgreSQL's REPEATABLE READ READ ONLY), packed into one caller-owned
+ * allocation. PostgreSQL first sets its plan (STATS_PLAN: the counts read
+ * index entries, never the rows). Any thread; holds no lock a writer
+ * waits for (with a reader pool). */
 #include <stdint.h>
 #include <string.h>
 
-#include "providers/postgres/pg_internal.h"
+#include "providers/sql/sql.h"
 
 /* One row of a count list while it is read: the name is a copy of its own
  * until everything is packed into the caller's allocation. */
@@ -38,18 +39,18 @@ static int nomem(duro_error *err)
 
 /* Runs a statement without parameters whose rows are (name, [status,]
  * count) and appends them to out; status_col < 0: no status column. */
-static int read_rows(duro__pg_provider *p, duro__pg_conn *c,
-                     duro__pg_stmt_id id, int status_col, rows *out,
+static int read_rows(duro__sql_store *p, duro__sql_conn *c,
+                     duro__sql_stmt_id id, int status_col, rows *out,
                      const char *op, duro_error *err)
 {
-    duro__pg_statement *s = duro__pg_stmt(p, c, id, op, err);
+    duro__sql_stmt *s = duro__sql_prepare(p, c, id, op, err);
     if (s == NULL)
         return err->code;
     int count_col = status_col < 0 ? 1 : 2;
     int rc;
-    while ((rc = duro__pg_step(p, c, s)) == DURO__PG_ROW) {
-        const char *text = (const char *)duro__pg_column_text_raw(s, 0);
-        size_t n = text != NULL ? (size_t)duro__pg_column_bytes(s, 0) : 0;
+    while ((rc = duro__sql_step(p, c, s)) == DURO__SQL_ROW) {
+        const char *text = duro__sql_column_text_raw(p, s, 0);
+        size_t n = text != NULL ? (size_t)duro__sql_column_bytes(p, s, 0) : 0;
         row *r = duro__vec_push((void **)&out->items, &out->count, &out->cap,
                                 sizeof(*out->items));
         if (r == NULL)
@@ -58,37 +59,38 @@ static int read_rows(duro__pg_provider *p, duro__pg_conn *c,
         r->name = duro__strndup(text != NULL ? text : "", n);
         if (r->name == NULL)
             return nomem(err);
-        r->status = status_col < 0 ? 0 : duro__pg_column_int(s, status_col);
-        r->count = (uint64_t)duro__pg_column_int64(s, count_col);
+        r->status = status_col < 0 ? 0 : duro__sql_column_int(p, s, status_col);
+        r->count = (uint64_t)duro__sql_column_int64(p, s, count_col);
         out->name_bytes += n + 1;
     }
-    if (rc != DURO__PG_DONE)
-        return duro__pg_error(c, rc, op, err);
-    duro__pg_reset(s);
+    if (rc != DURO__SQL_DONE)
+        return duro__sql_error(p, c, rc, op, err);
+    duro__sql_reset(p, s);
     return DURO_OK;
 }
 
-/* Runs a statement bound to now ($1, when it has a parameter) that returns
+/* Runs a statement bound to now (?1, when it has a parameter) that returns
  * one row and reads up to two integer columns of it (NULL reads as 0). */
-static int read_one(duro__pg_provider *p, duro__pg_conn *c, duro__pg_stmt_id id,
+static int read_one(duro__sql_store *p, duro__sql_conn *c, duro__sql_stmt_id id,
                     int64_t now, int64_t *a, int64_t *b, const char *op,
                     duro_error *err)
 {
-    duro__pg_statement *s = duro__pg_stmt(p, c, id, op, err);
+    duro__sql_stmt *s = duro__sql_prepare(p, c, id, op, err);
     if (s == NULL)
         return err->code;
-    if (duro__pg_param_count(s) > 0)
-        duro__pg_bind_i64(c, s, 1, now);
-    int rc = duro__pg_step(p, c, s);
-    if (rc == DURO__PG_DONE)
+    if (duro__sql_param_count(p, s) > 0)
+        duro__sql_bind_i64(p, c, s, 1, now);
+    int rc = duro__sql_step(p, c, s);
+    if (rc == DURO__SQL_DONE)
         return duro_error_set(err, DURO_STORAGE, 0,
-                              "postgres %s: an aggregate returned no row", op);
-    if (rc != DURO__PG_ROW)
-        return duro__pg_error(c, rc, op, err);
-    *a = duro__pg_column_int64(s, 0);
+                              "%s %s: an aggregate returned no row",
+                              p->dialect->name, op);
+    if (rc != DURO__SQL_ROW)
+        return duro__sql_error(p, c, rc, op, err);
+    *a = duro__sql_column_int64(p, s, 0);
     if (b != NULL)
-        *b = duro__pg_column_int64(s, 1);
-    duro__pg_reset(s);
+        *b = duro__sql_column_int64(p, s, 1);
+    duro__sql_reset(p, s);
     return DURO_OK;
 }
 
@@ -141,17 +143,15 @@ static duro_store_stats *pack(const duro_store_stats *v, const rows *inst,
 /* Every statement of the snapshot, in order. The first read starts the
  * snapshot; now is read after it, so no commit the snapshot misses can
  * have happened before now. */
-static int read_all(duro__pg_provider *p, duro__pg_conn *c, duro_store_stats *v,
+static int read_all(duro__sql_store *p, duro__sql_conn *c, duro_store_stats *v,
                     rows *inst, rows *prob, const char *op, duro_error *err)
 {
-    duro__pg_statement *s = duro__pg_stmt(p, c, DURO__SQL_BEGIN_READ, op, err);
+    duro__sql_stmt *s = duro__sql_prepare(p, c, DURO__SQL_BEGIN_READ, op, err);
     if (s == NULL)
         return err->code;
-    int rc = duro__pg_run(p, c, s, op, err);
-    if (rc == DURO_OK) {
-        s = duro__pg_stmt(p, c, DURO__SQL_STATS_PLAN, op, err);
-        rc = s != NULL ? duro__pg_run(p, c, s, op, err) : err->code;
-    }
+    int rc = duro__sql_run(p, c, s, op, err);
+    if (rc == DURO_OK && p->dialect->has(DURO__SQL_STATS_PLAN))
+        rc = duro__sql_exec(p, c, DURO__SQL_STATS_PLAN, op, err);
     int64_t pages = 0, total = 0, ready = 0, oldest = 0, locked = 0;
     if (rc == DURO_OK)
         rc = read_one(p, c, DURO__SQL_STATS_SIZE, 0, &pages, NULL, op, err);
@@ -190,27 +190,28 @@ static int read_all(duro__pg_provider *p, duro__pg_conn *c, duro_store_stats *v,
     v->worker_ready = (uint64_t)ready;
     v->worker_locked = (uint64_t)locked;
     v->worker_oldest_ready_ms = ready > 0 ? oldest : 0;
-    /* the schema's tables with their indexes and TOAST, not the WAL */
-    v->store_size_bytes = pages;
+    /* the tables and their indexes (PostgreSQL's with TOAST), and what the
+     * store keeps beside them (SQLite's WAL) */
+    v->store_size_bytes = pages + p->dialect->bytes_beside(p);
     return DURO_OK;
 }
 
-int duro__pg_read_store_stats(duro_provider *base, duro_store_stats **out,
-                              duro_error *err)
+int duro__sql_read_store_stats(duro_provider *base, duro_store_stats **out,
+                               duro_error *err)
 {
     static const char op[] = "read_store_stats";
     duro_error local;
-    DURO__PG_ERR_INIT(err, local);
+    DURO__SQL_ERR_INIT(err, local);
     if (out == NULL)
         return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
     *out = NULL;
-    duro__pg_provider *p = (duro__pg_provider *)base;
+    duro__sql_store *p = duro__sql_of(base);
     duro_store_stats v;
     memset(&v, 0, sizeof(v));
     rows inst = {0}, prob = {0};
-    duro__pg_conn *c = duro__pg_reader_acquire(p);
+    duro__sql_conn *c = duro__sql_reader_acquire(p);
     int rc = read_all(p, c, &v, &inst, &prob, op, err);
-    duro__pg_reader_release(p, c);
+    duro__sql_reader_release(p, c);
     if (rc == DURO_OK) {
         *out = pack(&v, &inst, &prob);
         if (*out == NULL)

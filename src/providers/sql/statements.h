@@ -1,0 +1,165 @@
+/* statements.h - the one list of statement ids of the SQL stores. Each
+ * dialect gives the text of the ids it runs (sqlite_internal.h,
+ * pg_internal.h: X(ID, sql)); an id a dialect has no text for is one the
+ * shared layer asks for only through a dialect hook of that store (the
+ * PostgreSQL batches, SQLite's queue tags). X(ID) */
+#ifndef DURO_SQL_STATEMENTS_H
+#define DURO_SQL_STATEMENTS_H
+
+#define DURO__SQL_IDS(X)                                                       \
+    X(BEGIN_WRITE)                                                             \
+    X(BEGIN_READ)                                                              \
+    X(BEGIN_SNAPSHOT)                                                          \
+    X(COMMIT)                                                                  \
+    X(ROLLBACK)                                                                \
+    X(INSTANCE_CREATE)                                                         \
+    X(INSTANCE_CURRENT)                                                        \
+    X(INSTANCE_NAME)                                                           \
+    X(INSTANCE_SET_CURRENT)                                                    \
+    X(INSTANCE_WRITE_META)                                                     \
+    X(INSTANCE_FETCH_META)                                                     \
+    X(INSTANCE_CANCEL_REQUEST)                                                 \
+    X(INSTANCE_SET_PROBLEM)                                                    \
+    X(INSTANCE_INFO)                                                           \
+    X(LIST_ALL)                                                                \
+    X(LIST_NAME)                                                               \
+    X(LIST_STATUS)                                                             \
+    X(LIST_NAME_STATUS)                                                        \
+    X(EXEC_EVENT_COUNT)                                                        \
+    X(EXEC_CREATE)                                                             \
+    X(EXEC_WRITE_META)                                                         \
+    X(HISTORY_INSERT)                                                          \
+    X(HISTORY_INSERT_MANY)                                                     \
+    X(HISTORY_INSERT_BATCH)                                                    \
+    X(EXEC_CREATE_MANY)                                                        \
+    X(META_WRITE_MANY)                                                         \
+    X(HISTORY_READ_MANY)                                                       \
+    X(HISTORY_READ)                                                            \
+    X(HISTORY_CANCEL_REASON)                                                   \
+    X(OQ_INSERT)                                                               \
+    X(EVENT_ID_RECORD)                                                         \
+    X(STATS_PLAN)                                                              \
+    X(OQ_TAG)                                                                  \
+    X(OQ_FETCHED)                                                              \
+    X(OQ_DELETE_TAGGED)                                                        \
+    X(OQ_UNTAG)                                                                \
+    X(OQ_DELETE_INSTANCE)                                                      \
+    X(OQ_DELETE_EXECUTION)                                                     \
+    X(OQ_MIN_VISIBLE)                                                          \
+    X(OQ_COUNT)                                                                \
+    X(OQ_COUNT_INSTANCE)                                                       \
+    X(READY_ENQUEUE)                                                           \
+    X(READY_CLAIM)                                                             \
+    X(READY_CLAIM_ASYNC)                                                       \
+    X(READY_CLAIM_MANY)                                                        \
+    X(READY_CLAIM_MANY_ASYNC)                                                  \
+    X(READY_HOLDER_CURRENT)                                                    \
+    X(READY_ACK_SETTLE)                                                        \
+    X(READY_HOLDER_MANY)                                                       \
+    X(READY_ACK_SETTLE_MANY)                                                   \
+    X(READY_NEXT)                                                              \
+    X(READY_LOCK)                                                              \
+    X(READY_HOLDER)                                                            \
+    X(READY_RENEW)                                                             \
+    X(READY_SET)                                                               \
+    X(READY_DELETE)                                                            \
+    X(READY_MIN)                                                               \
+    X(READY_CLAIMED_BY)                                                        \
+    X(WQ_INSERT)                                                               \
+    X(WQ_INSERT_MANY)                                                          \
+    X(WQ_FETCH)                                                                \
+    X(WQ_FETCH_ASYNC)                                                          \
+    X(WQ_ACK)                                                                  \
+    X(WQ_ACK_COMPLETE)                                                         \
+    X(WQ_ACK_COMPLETE_FETCH)                                                   \
+    X(WQ_ACK_COMPLETE_FETCH_MANY)                                              \
+    X(WQ_HELD)                                                                 \
+    X(WQ_RENEW)                                                                \
+    X(WQ_ABANDON)                                                              \
+    X(WQ_EXISTS)                                                               \
+    X(WQ_RELEASE_ACKED)                                                        \
+    X(WQ_RELEASE_CLAIMED)                                                      \
+    X(WQ_CANCEL)                                                               \
+    X(WQ_MIN)                                                                  \
+    X(WQ_COUNT)                                                                \
+    X(WQ_COUNT_INSTANCE)                                                       \
+    X(DELETE_CHECK)                                                            \
+    X(DELETE_HISTORY)                                                          \
+    X(DELETE_EXECUTIONS)                                                       \
+    X(DELETE_MESSAGES)                                                         \
+    X(DELETE_READY)                                                            \
+    X(DELETE_WORK)                                                             \
+    X(DELETE_EVENT_IDS)                                                        \
+    X(DELETE_INSTANCES)                                                        \
+    X(PRUNE_HISTORY)                                                           \
+    X(PRUNE_EXECUTIONS)                                                        \
+    X(REQUEST_IDS_LOCK_READY)                                                  \
+    X(SWEEP_REQUEST_LOCK_READY)                                                \
+    X(REQUEST_IDS_READ)                                                        \
+    X(REQUEST_IDS_ENQUEUE)                                                     \
+    X(REQUEST_IDS_READY)                                                       \
+    X(CANCEL_IDS_MARK)                                                         \
+    X(DECIDE_EXECUTIONS)                                                       \
+    X(DECIDE_HISTORY)                                                          \
+    X(DECIDE_PARENT_MESSAGES)                                                  \
+    X(DECIDE_PARENT_READY)                                                     \
+    X(DECIDE_INSTANCES)                                                        \
+    X(DECIDE_QUEUE)                                                            \
+    X(DECIDE_READY_DROP)                                                       \
+    X(DECIDE_READY_SET)                                                        \
+    X(SWEEP_REQUEST_NAME)                                                      \
+    X(SWEEP_REQUEST_ALL)                                                       \
+    X(SWEEP_FETCH)                                                             \
+    X(SWEEP_REQUEST_RECHECK)                                                   \
+    X(SWEEP_PURGE_NAME)                                                        \
+    X(SWEEP_PURGE_ALL)                                                         \
+    X(PURGE_BATCH)                                                             \
+    X(PURGE_HISTORY)                                                           \
+    X(PURGE_EXECUTIONS)                                                        \
+    X(PURGE_MESSAGES)                                                          \
+    X(PURGE_READY)                                                             \
+    X(PURGE_WORK)                                                              \
+    X(PURGE_EVENT_IDS)                                                         \
+    X(PURGE_INSTANCES)                                                         \
+    X(STATS_SIZE)                                                              \
+    X(STATS_INSTANCES)                                                         \
+    X(STATS_PROBLEMS)                                                          \
+    X(STATS_ORCH_QUEUED)                                                       \
+    X(STATS_ORCH_WAITING)                                                      \
+    X(STATS_ORCH_OLDEST)                                                       \
+    X(STATS_WORKER_READY)                                                      \
+    X(STATS_WORKER_LOCKED)                                                     \
+    X(QUERY_ALL_ID)                                                            \
+    X(QUERY_NAME_ID)                                                           \
+    X(QUERY_STATUS_ID)                                                         \
+    X(QUERY_STATUS_CREATED)                                                    \
+    X(QUERY_STATUS_UPDATED)                                                    \
+    X(QUERY_NAME_STATUS_ID)                                                    \
+    X(QUERY_NAME_STATUS_CREATED)                                               \
+    X(QUERY_NAME_STATUS_UPDATED)                                               \
+    X(QUERY_PREFIX_ID)                                                         \
+    X(QUERY_PREFIX_CREATED)                                                    \
+    X(QUERY_PREFIX_UPDATED)                                                    \
+    X(QUERY_PARENT_ID)                                                         \
+    X(QUERY_PARENT_CREATED)                                                    \
+    X(QUERY_PARENT_UPDATED)                                                    \
+    X(QUERY_PROBLEM_ID)                                                        \
+    X(QUERY_PROBLEM_CREATED)                                                   \
+    X(QUERY_PROBLEM_UPDATED)                                                   \
+    X(QUERY_COUNT_ALL)                                                         \
+    X(QUERY_COUNT_NAME)                                                        \
+    X(QUERY_COUNT_STATUS)                                                      \
+    X(QUERY_COUNT_NAME_STATUS)                                                 \
+    X(QUERY_COUNT_PREFIX)                                                      \
+    X(QUERY_COUNT_PARENT)                                                      \
+    X(QUERY_COUNT_PROBLEM)                                                     \
+    X(CONTROL_EVENTS)
+
+typedef enum duro__sql_stmt_id {
+#define DURO__X(id) DURO__SQL_##id,
+    DURO__SQL_IDS(DURO__X)
+#undef DURO__X
+        DURO__SQL_COUNT
+} duro__sql_stmt_id;
+
+#endif
