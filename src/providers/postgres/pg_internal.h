@@ -1039,7 +1039,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "INSERT INTO event_ids(instance_id, event_id, raised_ms) "               \
       "VALUES($1::text, $2::text, $3::bigint) "                                \
       "ON CONFLICT(instance_id, event_id) DO NOTHING")                         \
-    /* read_store_stats, one snapshot (sql/stats.c). Every count reads          \
+    /* read_store_stats, one snapshot (sql/stats.c). Every count reads         \
      * index entries only, never a queue's or instances' rows, whose size      \
      * grows with payloads: STATS_PLAN turns sequential scans off for the      \
      * snapshot's transaction, where the planner would read a whole heap       \

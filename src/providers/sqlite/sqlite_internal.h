@@ -618,7 +618,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                        "(SELECT value FROM json_each(?1))")                    \
     X(PURGE_INSTANCES, "DELETE FROM instances WHERE instance_id IN "           \
                        "(SELECT value FROM json_each(?1))")                    \
-    /* read_store_stats, one snapshot on a reader (sql/stats.c) */          \
+    /* read_store_stats, one snapshot on a reader (sql/stats.c) */             \
     X(STATS_SIZE, "SELECT pc.page_count * ps.page_size "                       \
                   "FROM pragma_page_count() AS pc, pragma_page_size() AS ps")  \
     X(STATS_INSTANCES, "SELECT name, status, COUNT(*) FROM instances "         \
