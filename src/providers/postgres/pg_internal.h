@@ -1439,6 +1439,22 @@ void duro__pg_reader_release(duro__pg_provider *p, duro__pg_conn *c);
  * Runs no SQL. */
 void duro__pg_reconnected(duro__pg_provider *p, int64_t broken_ms);
 
+/* ---- the wake-up (pg_wake.c) ------------------------------------------- */
+
+/* The notifier of p's store (shared with the other providers of this
+ * process on it): attach at open (DURO_NOMEM when it cannot be made);
+ * flush before closing the pool (sends an announcement the listener still
+ * holds); detach last. */
+int duro__pg_notifier_attach(duro__pg_provider *p);
+void duro__pg_notifier_flush(duro__pg_provider *p);
+void duro__pg_notifier_detach(duro__pg_provider *p);
+/* The provider methods wait_for_work, wait_for_cancellations and wake. */
+int duro__pg_wait_for_work(duro_provider *base, duro_queue queue,
+                           int64_t max_wait_ms, duro_error *err);
+int duro__pg_wait_for_cancellations(duro_provider *base, int64_t max_wait_ms,
+                                    duro_error *err);
+void duro__pg_wake(duro_provider *base, int sticky);
+
 /* Wakes wait_for_work on `queue` after a commit that made `items` items
  * fetchable: one waiter per item here, and as many in every other process
  * (through the listener's notification). */

@@ -88,7 +88,7 @@ uint64_t duro__pg_combined_acks_max(duro_provider *p);
  * the one that runs (or for a thread to lead). */
 int duro__pg_combine_queued(duro_provider *p);
 
-/* The cross-process notification's payload (pg_provider.c): queues with
+/* The cross-process notification's payload (pg_wake.c): queues with
  * items pending and their counts ("o3w12"; "c": work items cancelled), and
  * the count a payload gives for one queue's letter (returns 0 when it does
  * not name the queue; *items SIZE_MAX when it names it without a count). */

@@ -9,4 +9,5 @@ list(APPEND DURO_SOURCES
   src/providers/postgres/pg_manage.c
   src/providers/postgres/pg_provider.c
   src/providers/postgres/pg_queue.c
-  src/providers/postgres/pg_url.c)
+  src/providers/postgres/pg_url.c
+  src/providers/postgres/pg_wake.c)
