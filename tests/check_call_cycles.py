@@ -24,9 +24,9 @@ import sys
 # has none: main.c above the verbs, cli.c, words.c and ui_reply.c below.
 KNOWN = [
     {"engine.c.o", "retry.c.o"},
-    {"sqlite_bulk.c.o", "sqlite_db.c.o", "sqlite_manage.c.o",
-     "sqlite_provider.c.o", "sqlite_queue.c.o", "sqlite_dialect.c.o"},
-    {"pg_db.c.o", "pg_manage.c.o", "pg_queue.c.o", "pg_wake.c.o"},
+    {"sqlite_bulk.c.o", "sqlite_db.c.o", "sqlite_provider.c.o",
+     "sqlite_queue.c.o", "sqlite_dialect.c.o"},
+    {"pg_db.c.o", "pg_queue.c.o"},
 ]
 
 

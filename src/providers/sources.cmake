@@ -4,5 +4,7 @@ list(APPEND DURO_SOURCES
   src/providers/open.c
   src/providers/query.c
   src/providers/url.c
+  src/providers/sql/history.c
+  src/providers/sql/manage.c
   src/providers/sql/stats.c
   src/providers/sql/store.c)

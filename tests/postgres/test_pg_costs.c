@@ -246,7 +246,7 @@ static int explain(const char *name, const char *args, reads *r)
 /* ---- duro list ------------------------------------------------------------
  */
 
-/* EXECUTE's arguments for a plan's statement ($1 .. $20 as pg_manage.c's
+/* EXECUTE's arguments for a plan's statement ($1 .. $20 as sql/manage.c's
  * bind_plan binds them; a statement's PREPARE takes the first n). */
 static void plan_args(const duro__instance_plan *pl, const char *name,
                       char *out, size_t size)

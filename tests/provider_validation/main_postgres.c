@@ -1463,7 +1463,7 @@ static int statement_params(const char *name)
     return params;
 }
 
-/* The first n arguments a plan binds ($1 .. $19, as pg_manage.c binds
+/* The first n arguments a plan binds ($1 .. $19, as sql/manage.c binds
  * them), as EXECUTE's list. */
 static void plan_args(PGconn *c, const duro__instance_plan *pl, int n,
                       char *out, size_t size)
@@ -1496,7 +1496,7 @@ static void plan_args(PGconn *c, const duro__instance_plan *pl, int n,
     snprintf(out + len, size - len, ")");
 }
 
-/* The name of the page statement of a plan (pg_manage.c's table). */
+/* The name of the page statement of a plan (sql/manage.c's table). */
 static const char *page_statement(const duro__instance_plan *pl)
 {
     static const char *const paths[] = {

@@ -125,6 +125,15 @@ static int64_t nothing_beside(duro__sql_store *st)
     return 0;
 }
 
+/* sql/manage.c: LIMIT NULL is none (a negative LIMIT fails). */
+static void bind_limit(duro__sql_conn *c, duro__sql_stmt *s, int i, int64_t v)
+{
+    if (v >= 0)
+        duro__pg_bind_i64(CONN(c), STMT(s), i, v);
+    else
+        duro__pg_bind_text(CONN(c), STMT(s), i, NULL);
+}
+
 const duro__sql_dialect duro__pg_dialect = {
     .name = "postgres",
     .prepare = prepare,
@@ -148,4 +157,6 @@ const duro__sql_dialect duro__pg_dialect = {
     .signal = signal_queue,
     .has = duro__pg_has_statement,
     .bytes_beside = nothing_beside,
+    /* sql/manage.c */
+    .bind_limit = bind_limit,
 };

@@ -56,7 +56,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
  * its numbered parameters unused. X(ID, sql) */
 
 /* The columns of a duro_instance_info of instance alias i (read_info in
- * pg_manage.c), and with them the table. */
+ * sql/manage.c), and with them the table. */
 #define DURO__PG_INFO_SELECT                                                   \
     "SELECT i.instance_id, i.name, i.version, i.status, i.execution_id, "      \
     "i.created_ms, i.updated_ms, i.output, i.error, i.category, "              \
@@ -1091,7 +1091,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "SELECT COUNT(*) FROM worker_queue WHERE available_at > $1::bigint "     \
       "AND lock_token IS NOT NULL")
 
-/* query_instances (pg_manage.c; the plan and its bounds: query.c), as
+/* query_instances (sql/manage.c; the plan and its bounds: query.c), as
  * SQLite's (sqlite_internal.h, DURO__SQLITE_QUERY_STATEMENTS): the same
  * parameters ($1 .. $19), paths and shapes. Text compares bytewise: the
  * columns are COLLATE "C", which the parameters take from them. strpos
@@ -1184,7 +1184,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(QUERY_##P##_CREATED, DURO__PG_Q_##P(CREATED))                            \
     X(QUERY_##P##_UPDATED, DURO__PG_Q_##P(UPDATED))
 
-/* In duro__query_path order (pg_manage.c indexes them by path and
+/* In duro__query_path order (sql/manage.c indexes them by path and
  * order). */
 #define DURO__PG_QUERY_STATEMENTS(X)                                           \
     X(QUERY_ALL_ID, DURO__PG_Q_ALL(ID))                                        \
@@ -1535,39 +1535,7 @@ int duro__pg_ack_work_item(duro_provider *p, const char *lock_token,
                            const duro_work_item *completion, duro_error *err);
 int duro__pg_abandon_work_item(duro_provider *p, const char *lock_token,
                                int64_t delay_ms, duro_error *err);
-int duro__pg_read_activity_cancel_reason(duro_provider *p,
-                                         const char *instance_id,
-                                         uint64_t execution_id,
-                                         uint64_t activity_id, char *reason,
-                                         size_t reason_size, duro_error *err);
 
-int duro__pg_read_history(duro_provider *p, const char *instance_id,
-                          uint64_t execution_id, duro_history **out,
-                          duro_error *err);
-int duro__pg_latest_execution_id(duro_provider *p, const char *instance_id,
-                                 uint64_t *out, duro_error *err);
-int duro__pg_get_instance(duro_provider *p, const char *instance_id,
-                          duro_instance_list **out, duro_error *err);
-int duro__pg_list_instances(duro_provider *p,
-                            const duro_instance_filter *filter,
-                            duro_instance_list **out, duro_error *err);
-int duro__pg_query_instances(duro_provider *p, const duro_instance_query *q,
-                             duro_instance_page **out, duro_error *err);
-int duro__pg_list_control_events(duro_provider *p,
-                                 const duro_control_event_query *q,
-                                 duro_control_event_list **out,
-                                 duro_error *err);
-int duro__pg_count_messages(duro_provider *p, duro_queue queue,
-                            const char *instance_id, uint64_t *out,
-                            duro_error *err);
-int duro__pg_delete_instance(duro_provider *p, const char *instance_id,
-                             int force, size_t *deleted, duro_error *err);
-int duro__pg_prune_executions(duro_provider *p, const char *instance_id,
-                              uint64_t keep_last, size_t *pruned,
-                              duro_error *err);
-int duro__pg_set_instance_problem(duro_provider *p, const char *instance_id,
-                                  const char *problem, int64_t next_attempt_ms,
-                                  duro_error *err);
 int duro__pg_cancel_instances(duro_provider *p, const char *const *instance_ids,
                               size_t count, const char *reason,
                               const char *requested_by,
@@ -1591,10 +1559,6 @@ int duro__pg_purge_instances(duro_provider *p, const duro_bulk_filter *filter,
 int duro__pg_check_work_item_locks(duro_provider *p,
                                    const char *const *lock_tokens, size_t count,
                                    unsigned char *held, duro_error *err);
-/* The earliest time (wall ms) at which something on `queue` becomes
- * fetchable, INT64_MAX when the queue is empty. */
-int duro__pg_next_due(duro__pg_provider *p, duro_queue queue, int64_t *out,
-                      duro_error *err);
 
 /* The primitives of the shared SQL layer on this store (pg_dialect.c). */
 extern const duro__sql_dialect duro__pg_dialect;

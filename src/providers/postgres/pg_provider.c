@@ -63,18 +63,18 @@ static void fill_methods(duro_provider *m)
     m->ack_and_fetch_orchestration_items =
         duro__pg_ack_and_fetch_orchestration_items;
     m->ack_and_fetch_work_item = duro__pg_ack_and_fetch_work_item;
-    m->read_activity_cancel_reason = duro__pg_read_activity_cancel_reason;
+    m->read_activity_cancel_reason = duro__sql_read_activity_cancel_reason;
     m->abandon_work_item = duro__pg_abandon_work_item;
-    m->read_history = duro__pg_read_history;
-    m->latest_execution_id = duro__pg_latest_execution_id;
-    m->get_instance = duro__pg_get_instance;
-    m->list_instances = duro__pg_list_instances;
-    m->count_messages = duro__pg_count_messages;
-    m->delete_instance = duro__pg_delete_instance;
-    m->prune_executions = duro__pg_prune_executions;
+    m->read_history = duro__sql_read_history;
+    m->latest_execution_id = duro__sql_latest_execution_id;
+    m->get_instance = duro__sql_get_instance;
+    m->list_instances = duro__sql_list_instances;
+    m->count_messages = duro__sql_count_messages;
+    m->delete_instance = duro__sql_delete_instance;
+    m->prune_executions = duro__sql_prune_executions;
     m->wait_for_work = duro__pg_wait_for_work;
     m->wake = duro__pg_wake;
-    m->set_instance_problem = duro__pg_set_instance_problem;
+    m->set_instance_problem = duro__sql_set_instance_problem;
     m->cancel_instances = duro__pg_cancel_instances;
     m->cancel_matching = duro__pg_cancel_matching;
     m->purge_instances = duro__pg_purge_instances;
@@ -83,8 +83,8 @@ static void fill_methods(duro_provider *m)
     m->wait_for_cancellations = duro__pg_wait_for_cancellations;
     m->control_instances = duro__pg_control_instances;
     m->control_matching = duro__pg_control_matching;
-    m->query_instances = duro__pg_query_instances;
-    m->list_control_events = duro__pg_list_control_events;
+    m->query_instances = duro__sql_query_instances;
+    m->list_control_events = duro__sql_list_control_events;
 }
 
 static int open_pool(duro__pg_provider *p, duro_error *err)

@@ -536,7 +536,7 @@ int duro__pg_wait_for_work(duro_provider *base, duro_queue queue,
         due = fetch_seen.due[q];
         fetch_seen.valid[q] = 0;
     } else {
-        int rc = duro__pg_next_due(p, queue, &due, err);
+        int rc = duro__sql_next_due(&p->sql, queue, &due, err);
         if (rc != DURO_OK)
             return rc;
     }

@@ -87,6 +87,11 @@ typedef struct duro__sql_dialect {
     /* Bytes the store keeps on disk beside its tables (SQLite's WAL); 0
      * when none. */
     int64_t (*bytes_beside)(duro__sql_store *st);
+
+    /* sql/manage.c */
+    /* Binds a LIMIT's row count; a negative v is no limit (SQLite reads a
+     * negative LIMIT as none, PostgreSQL reads NULL). */
+    void (*bind_limit)(duro__sql_conn *c, duro__sql_stmt *s, int i, int64_t v);
 } duro__sql_dialect;
 
 /* The part of a SQL store the shared layer reads. */
@@ -252,5 +257,55 @@ void *duro__sql_arena_grow(duro_arena *a, void *old, size_t count, size_t *cap,
 /* sql/stats.c */
 int duro__sql_read_store_stats(duro_provider *p, duro_store_stats **out,
                                duro_error *err);
+
+/* sql/history.c */
+/* Reads a row of HISTORY_READ's columns into ev (text copied into a); -1
+ * when out of memory. */
+int duro__sql_read_event(duro__sql_store *st, duro_arena *a, duro__sql_stmt *s,
+                         duro_event *ev);
+/* Reads the events after `after` of (instance, execution) into the arena,
+ * oldest first. */
+int duro__sql_read_events(duro__sql_store *st, duro__sql_conn *c, duro_arena *a,
+                          const char *instance_id, uint64_t execution_id,
+                          uint64_t after, duro_event **events, size_t *count,
+                          const char *op, duro_error *err);
+
+/* sql/manage.c */
+int duro__sql_read_history(duro_provider *p, const char *instance_id,
+                           uint64_t execution_id, duro_history **out,
+                           duro_error *err);
+int duro__sql_latest_execution_id(duro_provider *p, const char *instance_id,
+                                  uint64_t *out, duro_error *err);
+int duro__sql_read_activity_cancel_reason(duro_provider *p,
+                                          const char *instance_id,
+                                          uint64_t execution_id,
+                                          uint64_t activity_id, char *reason,
+                                          size_t reason_size, duro_error *err);
+int duro__sql_get_instance(duro_provider *p, const char *instance_id,
+                           duro_instance_list **out, duro_error *err);
+int duro__sql_list_instances(duro_provider *p,
+                             const duro_instance_filter *filter,
+                             duro_instance_list **out, duro_error *err);
+int duro__sql_query_instances(duro_provider *p, const duro_instance_query *q,
+                              duro_instance_page **out, duro_error *err);
+int duro__sql_list_control_events(duro_provider *p,
+                                  const duro_control_event_query *q,
+                                  duro_control_event_list **out,
+                                  duro_error *err);
+int duro__sql_count_messages(duro_provider *p, duro_queue queue,
+                             const char *instance_id, uint64_t *out,
+                             duro_error *err);
+int duro__sql_delete_instance(duro_provider *p, const char *instance_id,
+                              int force, size_t *deleted, duro_error *err);
+int duro__sql_prune_executions(duro_provider *p, const char *instance_id,
+                               uint64_t keep_last, size_t *pruned,
+                               duro_error *err);
+int duro__sql_set_instance_problem(duro_provider *p, const char *instance_id,
+                                   const char *problem, int64_t next_attempt_ms,
+                                   duro_error *err);
+/* The earliest time (wall ms) at which something on `queue` becomes
+ * fetchable, INT64_MAX when the queue is empty (wait_for_work). */
+int duro__sql_next_due(duro__sql_store *st, duro_queue queue, int64_t *out,
+                       duro_error *err);
 
 #endif

@@ -1,11 +1,10 @@
 # The SQLite provider: URL parsing, connections and schema, queues,
-# management reads/writes, operations on many instances, the store's
-# gauges, and the provider object.
+# operations on many instances, the store's gauges, and the provider
+# object (its management reads/writes: src/providers/sql/manage.c).
 list(APPEND DURO_SOURCES
   src/providers/sqlite/sqlite_bulk.c
   src/providers/sqlite/sqlite_db.c
   src/providers/sqlite/sqlite_dialect.c
-  src/providers/sqlite/sqlite_manage.c
   src/providers/sqlite/sqlite_provider.c
   src/providers/sqlite/sqlite_queue.c
   src/providers/sqlite/sqlite_url.c)

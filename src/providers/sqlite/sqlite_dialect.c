@@ -152,4 +152,6 @@ const duro__sql_dialect duro__sqlite_dialect = {
     .signal = signal_queue,
     .has = duro__sqlite_has_statement,
     .bytes_beside = wal_bytes,
+    /* sql/manage.c */
+    .bind_limit = bind_i64, /* a negative LIMIT is none */
 };

@@ -65,7 +65,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
  * (on first use) and reused with sqlite3_reset. X(ID, sql) */
 
 /* The columns of a duro_instance_info of instance alias i (read_info in
- * sqlite_manage.c), and with them the table. */
+ * sql/manage.c), and with them the table. */
 #define DURO__SQLITE_INFO_SELECT                                               \
     "SELECT i.instance_id, i.name, i.version, i.status, i.execution_id, "      \
     "i.created_ms, i.updated_ms, i.output, i.error, i.category, "              \
@@ -657,7 +657,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "SELECT COUNT(*) FROM worker_queue WHERE available_at > ?1 "             \
       "AND lock_token IS NOT NULL")
 
-/* query_instances (sqlite_manage.c; the plan and its bounds: query.c).
+/* query_instances (sql/manage.c; the plan and its bounds: query.c).
  * Parameters: ?1 name (NULL: any), ?2 and ?3 the name prefix's range
  * (NULL: none), ?4 the substring (NULL: none), ?5 parent (NULL: any), ?6
  * 1: only with a problem, ?7 and ?8 created from (inclusive) and until
@@ -781,7 +781,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(QUERY_##P##_CREATED, DURO__SQLITE_Q_##P(CREATED))                        \
     X(QUERY_##P##_UPDATED, DURO__SQLITE_Q_##P(UPDATED))
 
-/* In duro__query_path order (sqlite_manage.c indexes them by path and
+/* In duro__query_path order (sql/manage.c indexes them by path and
  * order). */
 #define DURO__SQLITE_QUERY_STATEMENTS(X)                                       \
     X(QUERY_ALL_ID, DURO__SQLITE_Q_ALL(ID))                                    \
@@ -1071,37 +1071,7 @@ int duro__sqlite_ack_work_item(duro_provider *p, const char *lock_token,
                                duro_error *err);
 int duro__sqlite_abandon_work_item(duro_provider *p, const char *lock_token,
                                    int64_t delay_ms, duro_error *err);
-int duro__sqlite_read_activity_cancel_reason(
-    duro_provider *p, const char *instance_id, uint64_t execution_id,
-    uint64_t activity_id, char *reason, size_t reason_size, duro_error *err);
 
-int duro__sqlite_read_history(duro_provider *p, const char *instance_id,
-                              uint64_t execution_id, duro_history **out,
-                              duro_error *err);
-int duro__sqlite_latest_execution_id(duro_provider *p, const char *instance_id,
-                                     uint64_t *out, duro_error *err);
-int duro__sqlite_get_instance(duro_provider *p, const char *instance_id,
-                              duro_instance_list **out, duro_error *err);
-int duro__sqlite_list_instances(duro_provider *p,
-                                const duro_instance_filter *filter,
-                                duro_instance_list **out, duro_error *err);
-int duro__sqlite_query_instances(duro_provider *p, const duro_instance_query *q,
-                                 duro_instance_page **out, duro_error *err);
-int duro__sqlite_list_control_events(duro_provider *p,
-                                     const duro_control_event_query *q,
-                                     duro_control_event_list **out,
-                                     duro_error *err);
-int duro__sqlite_count_messages(duro_provider *p, duro_queue queue,
-                                const char *instance_id, uint64_t *out,
-                                duro_error *err);
-int duro__sqlite_delete_instance(duro_provider *p, const char *instance_id,
-                                 int force, size_t *deleted, duro_error *err);
-int duro__sqlite_prune_executions(duro_provider *p, const char *instance_id,
-                                  uint64_t keep_last, size_t *pruned,
-                                  duro_error *err);
-int duro__sqlite_set_instance_problem(duro_provider *p, const char *instance_id,
-                                      const char *problem,
-                                      int64_t next_attempt_ms, duro_error *err);
 int duro__sqlite_cancel_instances(duro_provider *p,
                                   const char *const *instance_ids, size_t count,
                                   const char *reason, const char *requested_by,
@@ -1130,10 +1100,6 @@ int duro__sqlite_check_work_item_locks(duro_provider *p,
                                        const char *const *lock_tokens,
                                        size_t count, unsigned char *held,
                                        duro_error *err);
-/* The earliest time (wall ms) at which something on `queue` becomes
- * fetchable, INT64_MAX when the queue is empty. */
-int duro__sqlite_next_due(duro__sqlite_provider *p, duro_queue queue,
-                          int64_t *out, duro_error *err);
 
 /* The primitives of the shared SQL layer on this store (sqlite_dialect.c). */
 extern const duro__sql_dialect duro__sqlite_dialect;

@@ -168,7 +168,7 @@ static int sqlite_wait_for_work(duro_provider *base, duro_queue queue,
         /* Wait no longer than until the earliest delayed item (or expiring
          * lock) on the queue becomes due. */
         int64_t due;
-        int rc = duro__sqlite_next_due(p, queue, &due, err);
+        int rc = duro__sql_next_due(&p->sql, queue, &due, err);
         if (rc != DURO_OK)
             return rc;
         if (due != INT64_MAX) {
@@ -439,18 +439,18 @@ static void fill_methods(duro_provider *m)
     m->ack_and_fetch_orchestration_items =
         duro__sqlite_ack_and_fetch_orchestration_items;
     m->ack_and_fetch_work_item = duro__sqlite_ack_and_fetch_work_item;
-    m->read_activity_cancel_reason = duro__sqlite_read_activity_cancel_reason;
+    m->read_activity_cancel_reason = duro__sql_read_activity_cancel_reason;
     m->abandon_work_item = duro__sqlite_abandon_work_item;
-    m->read_history = duro__sqlite_read_history;
-    m->latest_execution_id = duro__sqlite_latest_execution_id;
-    m->get_instance = duro__sqlite_get_instance;
-    m->list_instances = duro__sqlite_list_instances;
-    m->count_messages = duro__sqlite_count_messages;
-    m->delete_instance = duro__sqlite_delete_instance;
-    m->prune_executions = duro__sqlite_prune_executions;
+    m->read_history = duro__sql_read_history;
+    m->latest_execution_id = duro__sql_latest_execution_id;
+    m->get_instance = duro__sql_get_instance;
+    m->list_instances = duro__sql_list_instances;
+    m->count_messages = duro__sql_count_messages;
+    m->delete_instance = duro__sql_delete_instance;
+    m->prune_executions = duro__sql_prune_executions;
     m->wait_for_work = sqlite_wait_for_work;
     m->wake = sqlite_wake;
-    m->set_instance_problem = duro__sqlite_set_instance_problem;
+    m->set_instance_problem = duro__sql_set_instance_problem;
     m->cancel_instances = duro__sqlite_cancel_instances;
     m->cancel_matching = duro__sqlite_cancel_matching;
     m->purge_instances = duro__sqlite_purge_instances;
@@ -458,8 +458,8 @@ static void fill_methods(duro_provider *m)
     m->check_work_item_locks = duro__sqlite_check_work_item_locks;
     m->control_instances = duro__sqlite_control_instances;
     m->control_matching = duro__sqlite_control_matching;
-    m->query_instances = duro__sqlite_query_instances;
-    m->list_control_events = duro__sqlite_list_control_events;
+    m->query_instances = duro__sql_query_instances;
+    m->list_control_events = duro__sql_list_control_events;
 }
 
 static int open_readers(duro__sqlite_provider *p, duro_error *err)
