@@ -24,8 +24,6 @@ import sys
 # has none: main.c above the verbs, cli.c, words.c and ui_reply.c below.
 KNOWN = [
     {"engine.c.o", "retry.c.o"},
-    {"sqlite_bulk.c.o", "sqlite_db.c.o", "sqlite_provider.c.o",
-     "sqlite_queue.c.o", "sqlite_dialect.c.o"},
     {"pg_db.c.o", "pg_queue.c.o"},
 ]
 

@@ -5,6 +5,8 @@ list(APPEND DURO_SOURCES
   src/providers/sqlite/sqlite_bulk.c
   src/providers/sqlite/sqlite_db.c
   src/providers/sqlite/sqlite_dialect.c
+  src/providers/sqlite/sqlite_files.c
   src/providers/sqlite/sqlite_provider.c
   src/providers/sqlite/sqlite_queue.c
-  src/providers/sqlite/sqlite_url.c)
+  src/providers/sqlite/sqlite_url.c
+  src/providers/sqlite/sqlite_wake.c)

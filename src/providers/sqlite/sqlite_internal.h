@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 #include "base/base.h"
 #include "providers/providers.h"
@@ -916,6 +917,9 @@ int duro__sqlite_migrate(duro__sqlite_provider *p, duro_error *err);
  * take one shorter than its header for an empty database. */
 int duro__sqlite_check_is_database(duro__sqlite_provider *p, duro_error *err);
 
+/* A user's name, or "uid N" without one, for messages (sqlite_files.c). */
+void duro__sqlite_user_name(uid_t uid, char *out, size_t size);
+
 /* Refuses (DURO_STORAGE, the reason and the way out in the message) to let
  * SQLite create the file's -wal and -shm where that would fail (directory
  * not writable) or lock the file's owner out (another user would own
@@ -991,6 +995,18 @@ int duro__sqlite_checkpoint_setup(duro__sqlite_provider *p, duro_error *err);
  * checkpoint_pages frames of page_size bytes: the WAL file is cut back to
  * it when the WAL starts over. */
 int64_t duro__sqlite_wal_limit_bytes(int checkpoint_pages, int64_t page_size);
+
+/* ---- the wake-up (sqlite_wake.c) --------------------------------------- */
+
+/* The notifier of p's file (shared with the other providers of this
+ * process on it): attach at open (DURO_NOMEM when it cannot be made),
+ * detach at close. */
+int duro__sqlite_notifier_attach(duro__sqlite_provider *p);
+void duro__sqlite_notifier_detach(duro__sqlite_provider *p);
+/* The provider methods wait_for_work and wake. */
+int duro__sqlite_wait_for_work(duro_provider *base, duro_queue queue,
+                               int64_t max_wait_ms, duro_error *err);
+void duro__sqlite_wake(duro_provider *base, int sticky);
 
 /* Wakes wait_for_work on `queue` after a commit that made `items` items
  * fetchable: one waiter per item (all waiters when items > 1), so idle

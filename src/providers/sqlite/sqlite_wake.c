@@ -1,0 +1,220 @@
+/* sqlite_wake.c - the SQLite provider's in-process wake-up: wait_for_work
+ * and wake, through a notifier shared by every provider of this process on
+ * the same database file; signal and note_fetch for the queues' commits
+ * and fetches. (Another process's commits are found by the waits' polling
+ * of the store.) Any thread. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "providers/sqlite/sqlite_internal.h"
+
+/* ---- the shared notifier --------------------------------------------------
+ * One per database file per process (keyed by device and inode; every
+ * :memory: database has its own), reference-counted by the providers that
+ * use it, found through a process-wide list. */
+
+typedef struct duro__sqlite_notifier {
+    char key[64];    /* "dev:ino", or "" for a private one */
+    int refs;        /* under registry_lock */
+    uint64_t serial; /* unique, for the thread-local wait state */
+    pthread_mutex_t lock;
+    pthread_cond_t cond[2];         /* per duro_queue */
+    _Atomic uint64_t generation[2]; /* raised after each commit that adds or
+                                       releases work, and by wake() */
+    struct duro__sqlite_notifier *next;
+} notifier;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static notifier *registry;
+static _Atomic uint64_t next_serial = 1;
+
+static notifier *notifier_new(const char *key)
+{
+    notifier *n = duro__calloc(1, sizeof(*n));
+    if (n == NULL)
+        return NULL;
+    snprintf(n->key, sizeof(n->key), "%s", key);
+    n->refs = 1;
+    n->serial = atomic_fetch_add(&next_serial, 1);
+    pthread_mutex_init(&n->lock, NULL);
+    duro__cond_init_monotonic(&n->cond[0]);
+    duro__cond_init_monotonic(&n->cond[1]);
+    return n;
+}
+
+/* The notifier for this provider's database file. */
+static notifier *notifier_attach(duro__sqlite_provider *p)
+{
+    char key[64] = "";
+    const char *file = sqlite3_db_filename(p->writer.db, "main");
+    struct stat st;
+    if (file != NULL && file[0] != '\0' && stat(file, &st) == 0)
+        snprintf(key, sizeof(key), "%llu:%llu", (unsigned long long)st.st_dev,
+                 (unsigned long long)st.st_ino);
+    if (key[0] == '\0')
+        return notifier_new("");
+    pthread_mutex_lock(&registry_lock);
+    notifier *n = registry;
+    while (n != NULL && strcmp(n->key, key) != 0)
+        n = n->next;
+    if (n != NULL) {
+        n->refs++;
+    } else if ((n = notifier_new(key)) != NULL) {
+        n->next = registry;
+        registry = n;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return n;
+}
+
+static void notifier_detach(notifier *n)
+{
+    if (n == NULL)
+        return;
+    pthread_mutex_lock(&registry_lock);
+    int last = --n->refs == 0;
+    if (last && n->key[0] != '\0') {
+        notifier **pp = &registry;
+        while (*pp != NULL && *pp != n)
+            pp = &(*pp)->next;
+        if (*pp == n)
+            *pp = n->next;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&n->lock);
+    pthread_cond_destroy(&n->cond[0]);
+    pthread_cond_destroy(&n->cond[1]);
+    duro__free(n);
+}
+
+/* The wake generation each thread saw at its last fetch per queue, so a wait
+ * after an empty fetch returns at once when work was committed in between.
+ */
+static _Thread_local struct {
+    uint64_t serial; /* notifier the values belong to */
+    uint64_t generation[2];
+    int valid[2];
+} fetch_seen;
+
+static duro__sqlite_provider *sqlite_of(duro_provider *p)
+{
+    return (duro__sqlite_provider *)p;
+}
+
+void duro__sqlite_note_fetch(duro__sqlite_provider *p, duro_queue queue)
+{
+    notifier *n = p->notifier;
+    if (n == NULL)
+        return;
+    if (fetch_seen.serial != n->serial) {
+        fetch_seen.serial = n->serial;
+        fetch_seen.valid[0] = fetch_seen.valid[1] = 0;
+    }
+    fetch_seen.generation[queue] = atomic_load(&n->generation[queue]);
+    fetch_seen.valid[queue] = 1;
+}
+
+void duro__sqlite_signal(duro__sqlite_provider *p, duro_queue queue,
+                         size_t items)
+{
+    notifier *n = p->notifier;
+    if (n == NULL || items == 0)
+        return;
+    pthread_mutex_lock(&n->lock);
+    atomic_fetch_add(&n->generation[queue], 1);
+    if (items == 1)
+        pthread_cond_signal(&n->cond[queue]);
+    else
+        pthread_cond_broadcast(&n->cond[queue]);
+    pthread_mutex_unlock(&n->lock);
+}
+
+int duro__sqlite_wait_for_work(duro_provider *base, duro_queue queue,
+                               int64_t max_wait_ms, duro_error *err)
+{
+    duro_error local;
+    DURO__SQLITE_ERR_INIT(err, local);
+    if (queue != DURO_QUEUE_ORCHESTRATOR && queue != DURO_QUEUE_WORKER)
+        return duro_error_set(err, DURO_INVALID, 0, "unknown queue %d",
+                              (int)queue);
+    duro__sqlite_provider *p = sqlite_of(base);
+    notifier *n = p->notifier;
+
+    /* Baseline: what this thread's last fetch saw, else the current
+     * generation. Any commit after it ends the wait. */
+    pthread_mutex_lock(&n->lock);
+    uint64_t now_generation = atomic_load(&n->generation[queue]);
+    uint64_t seen = now_generation;
+    if (fetch_seen.serial == n->serial && fetch_seen.valid[queue])
+        seen = fetch_seen.generation[queue];
+    int done = atomic_load(&p->wake_sticky) || seen != now_generation ||
+               max_wait_ms <= 0;
+    pthread_mutex_unlock(&n->lock);
+
+    int64_t wait_ms = max_wait_ms;
+    if (!done) {
+        /* Wait no longer than until the earliest delayed item (or expiring
+         * lock) on the queue becomes due. */
+        int64_t due;
+        int rc = duro__sql_next_due(&p->sql, queue, &due, err);
+        if (rc != DURO_OK)
+            return rc;
+        if (due != INT64_MAX) {
+            int64_t until_due = due - duro__wall_ms();
+            if (until_due <= 0)
+                done = 1;
+            else if (until_due < wait_ms)
+                wait_ms = until_due;
+        }
+    }
+
+    pthread_mutex_lock(&n->lock);
+    if (!done) {
+        struct timespec deadline;
+        duro__deadline_ts(&deadline, wait_ms);
+        while (!atomic_load(&p->wake_sticky) &&
+               atomic_load(&n->generation[queue]) == seen) {
+            if (pthread_cond_timedwait(&n->cond[queue], &n->lock, &deadline) ==
+                ETIMEDOUT)
+                break;
+        }
+    }
+    /* The next wait needs a newer commit than the ones seen now. */
+    fetch_seen.serial = n->serial;
+    fetch_seen.generation[queue] = atomic_load(&n->generation[queue]);
+    fetch_seen.valid[queue] = 1;
+    pthread_mutex_unlock(&n->lock);
+    return DURO_OK;
+}
+
+void duro__sqlite_wake(duro_provider *base, int sticky)
+{
+    duro__sqlite_provider *p = sqlite_of(base);
+    notifier *n = p->notifier;
+    atomic_store(&p->wake_sticky, sticky != 0);
+    /* Other providers on the same file see a spurious return, which the
+     * contract allows. */
+    pthread_mutex_lock(&n->lock);
+    for (int q = 0; q < 2; q++) {
+        atomic_fetch_add(&n->generation[q], 1);
+        pthread_cond_broadcast(&n->cond[q]);
+    }
+    pthread_mutex_unlock(&n->lock);
+}
+
+int duro__sqlite_notifier_attach(duro__sqlite_provider *p)
+{
+    p->notifier = notifier_attach(p);
+    return p->notifier != NULL ? DURO_OK : DURO_NOMEM;
+}
+
+void duro__sqlite_notifier_detach(duro__sqlite_provider *p)
+{
+    notifier_detach(p->notifier);
+    p->notifier = NULL;
+}
