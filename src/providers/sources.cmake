@@ -6,5 +6,6 @@ list(APPEND DURO_SOURCES
   src/providers/url.c
   src/providers/sql/history.c
   src/providers/sql/manage.c
+  src/providers/sql/statements.c
   src/providers/sql/stats.c
   src/providers/sql/store.c)

@@ -201,9 +201,9 @@ static int explain(const char *name, const char *args, reads *r)
 {
     memset(r, 0, sizeof(*r));
     const char *text = NULL;
-    for (size_t i = 0; i < duro__pg_statement_count(); i++)
-        if (strcmp(duro__pg_statement_name(i), name) == 0)
-            text = duro__pg_statement_sql(i);
+    for (size_t i = 0; i < duro__sql_statement_count(&duro__pg_dialect); i++)
+        if (strcmp(duro__sql_statement_name(&duro__pg_dialect, i), name) == 0)
+            text = duro__sql_statement_sql(&duro__pg_dialect, i);
     CHECK_MSG(text != NULL, "no statement %s", name);
     if (text == NULL)
         return 0;
@@ -252,9 +252,10 @@ static void plan_args(const duro__instance_plan *pl, const char *name,
                       char *out, size_t size)
 {
     int n = 0;
-    for (size_t i = 0; i < duro__pg_statement_count(); i++)
-        if (strcmp(duro__pg_statement_name(i), name) == 0)
-            for (const char *q = strchr(duro__pg_statement_sql(i), '$');
+    for (size_t i = 0; i < duro__sql_statement_count(&duro__pg_dialect); i++)
+        if (strcmp(duro__sql_statement_name(&duro__pg_dialect, i), name) == 0)
+            for (const char *q =
+                     strchr(duro__sql_statement_sql(&duro__pg_dialect, i), '$');
                  q != NULL; q = strchr(q + 1, '$'))
                 n = atoi(q + 1) > n ? atoi(q + 1) : n;
     char v[20][1100];

@@ -1267,9 +1267,9 @@ static PGconn *admin_in_schema(duro_provider **p, const char *settings)
 static int prepare_as_q(PGconn *c, const char *name)
 {
     const char *text = NULL;
-    for (size_t i = 0; i < duro__pg_statement_count(); i++)
-        if (strcmp(duro__pg_statement_name(i), name) == 0)
-            text = duro__pg_statement_sql(i);
+    for (size_t i = 0; i < duro__sql_statement_count(&duro__pg_dialect); i++)
+        if (strcmp(duro__sql_statement_name(&duro__pg_dialect, i), name) == 0)
+            text = duro__sql_statement_sql(&duro__pg_dialect, i);
     CHECK_MSG(text != NULL, "no statement %s", name);
     if (text == NULL)
         return 0;
@@ -1450,10 +1450,10 @@ PV_TEST(a_batch_claim_probes_indexes_among_many_instances)
 static int statement_params(const char *name)
 {
     int params = 0;
-    for (size_t i = 0; i < duro__pg_statement_count(); i++) {
-        if (strcmp(duro__pg_statement_name(i), name) != 0)
+    for (size_t i = 0; i < duro__sql_statement_count(&duro__pg_dialect); i++) {
+        if (strcmp(duro__sql_statement_name(&duro__pg_dialect, i), name) != 0)
             continue;
-        const char *text = duro__pg_statement_sql(i);
+        const char *text = duro__sql_statement_sql(&duro__pg_dialect, i);
         for (const char *q = strchr(text, '$'); q != NULL;
              q = strchr(q + 1, '$')) {
             int n = atoi(q + 1);

@@ -1019,8 +1019,9 @@ static void check_query_plans(sqlite3 *db)
          1, 0},
     };
     size_t checked = 0;
-    for (size_t i = 0; i < duro__sqlite_statement_count(); i++) {
-        const char *name = duro__sqlite_statement_name(i);
+    for (size_t i = 0; i < duro__sql_statement_count(&duro__sqlite_dialect);
+         i++) {
+        const char *name = duro__sql_statement_name(&duro__sqlite_dialect, i);
         if (strncmp(name, "QUERY_", 6) != 0 && strcmp(name, "CONTROL_EVENTS"))
             continue;
         size_t k = 0;
@@ -1035,7 +1036,8 @@ static void check_query_plans(sqlite3 *db)
         }
         checked++;
         plan_row rows[128];
-        size_t n = plan_rows(db, duro__sqlite_statement_sql(i), rows, 128);
+        size_t n = plan_rows(
+            db, duro__sql_statement_sql(&duro__sqlite_dialect, i), rows, 128);
         int ranges = 0, sorts_chosen = 0, sorts = 0;
         char all[4096] = "";
         for (size_t r = 0; r < n; r++) {
@@ -1087,9 +1089,10 @@ TEST(query_plans_use_indexes)
                                         "SCAN instances",
                                         "SCAN c"};
     char plan[4096];
-    for (size_t i = 0; i < duro__sqlite_statement_count(); i++) {
-        const char *name = duro__sqlite_statement_name(i);
-        const char *sql = duro__sqlite_statement_sql(i);
+    for (size_t i = 0; i < duro__sql_statement_count(&duro__sqlite_dialect);
+         i++) {
+        const char *name = duro__sql_statement_name(&duro__sqlite_dialect, i);
+        const char *sql = duro__sql_statement_sql(&duro__sqlite_dialect, i);
         if (strncmp(sql, "BEGIN", 5) == 0 || strcmp(sql, "COMMIT") == 0 ||
             strcmp(sql, "ROLLBACK") == 0 || plan_may_scan(name))
             continue;
@@ -1144,11 +1147,13 @@ TEST(query_plans_use_indexes)
     };
     for (size_t k = 0; k < sizeof(expect) / sizeof(expect[0]); k++) {
         size_t i = 0;
-        while (i < duro__sqlite_statement_count() &&
-               strcmp(duro__sqlite_statement_name(i), expect[k].name) != 0)
+        while (i < duro__sql_statement_count(&duro__sqlite_dialect) &&
+               strcmp(duro__sql_statement_name(&duro__sqlite_dialect, i),
+                      expect[k].name) != 0)
             i++;
-        CHECK(i < duro__sqlite_statement_count());
-        plan_of(db, duro__sqlite_statement_sql(i), plan, sizeof(plan));
+        CHECK(i < duro__sql_statement_count(&duro__sqlite_dialect));
+        plan_of(db, duro__sql_statement_sql(&duro__sqlite_dialect, i), plan,
+                sizeof(plan));
         CHECK_MSG(strstr(plan, expect[k].index) != NULL, "%s: %s",
                   expect[k].name, plan);
         CHECK_MSG(strstr(plan, "TEMP B-TREE") == NULL, "%s sorts: %s",
@@ -1164,11 +1169,13 @@ TEST(query_plans_use_indexes)
     };
     for (size_t k = 0; k < sizeof(sorted) / sizeof(sorted[0]); k++) {
         size_t i = 0;
-        while (i < duro__sqlite_statement_count() &&
-               strcmp(duro__sqlite_statement_name(i), sorted[k].name) != 0)
+        while (i < duro__sql_statement_count(&duro__sqlite_dialect) &&
+               strcmp(duro__sql_statement_name(&duro__sqlite_dialect, i),
+                      sorted[k].name) != 0)
             i++;
-        CHECK(i < duro__sqlite_statement_count());
-        plan_of(db, duro__sqlite_statement_sql(i), plan, sizeof(plan));
+        CHECK(i < duro__sql_statement_count(&duro__sqlite_dialect));
+        plan_of(db, duro__sql_statement_sql(&duro__sqlite_dialect, i), plan,
+                sizeof(plan));
         CHECK_MSG(strstr(plan, sorted[k].index) != NULL, "%s: %s",
                   sorted[k].name, plan);
     }
@@ -1180,11 +1187,13 @@ TEST(query_plans_use_indexes)
         "PURGE_INSTANCES"};
     for (size_t k = 0; k < sizeof(by_key) / sizeof(by_key[0]); k++) {
         size_t i = 0;
-        while (i < duro__sqlite_statement_count() &&
-               strcmp(duro__sqlite_statement_name(i), by_key[k]) != 0)
+        while (i < duro__sql_statement_count(&duro__sqlite_dialect) &&
+               strcmp(duro__sql_statement_name(&duro__sqlite_dialect, i),
+                      by_key[k]) != 0)
             i++;
-        CHECK(i < duro__sqlite_statement_count());
-        plan_of(db, duro__sqlite_statement_sql(i), plan, sizeof(plan));
+        CHECK(i < duro__sql_statement_count(&duro__sqlite_dialect));
+        plan_of(db, duro__sql_statement_sql(&duro__sqlite_dialect, i), plan,
+                sizeof(plan));
         CHECK_MSG(strstr(plan, "instances_status") == NULL &&
                       strstr(plan, "instances_finished") == NULL &&
                       strstr(plan, "instances_name") == NULL,
@@ -1471,13 +1480,15 @@ TEST(turn_statements_build_no_ephemeral_tables)
                                       "WQ_MIN"};
     for (size_t k = 0; k < sizeof(hot) / sizeof(hot[0]); k++) {
         size_t i = 0;
-        while (i < duro__sqlite_statement_count() &&
-               strcmp(duro__sqlite_statement_name(i), hot[k]) != 0)
+        while (i < duro__sql_statement_count(&duro__sqlite_dialect) &&
+               strcmp(duro__sql_statement_name(&duro__sqlite_dialect, i),
+                      hot[k]) != 0)
             i++;
-        CHECK_MSG(i < duro__sqlite_statement_count(), "no statement %s",
-                  hot[k]);
+        CHECK_MSG(i < duro__sql_statement_count(&duro__sqlite_dialect),
+                  "no statement %s", hot[k]);
         char sql[8192];
-        snprintf(sql, sizeof(sql), "EXPLAIN %s", duro__sqlite_statement_sql(i));
+        snprintf(sql, sizeof(sql), "EXPLAIN %s",
+                 duro__sql_statement_sql(&duro__sqlite_dialect, i));
         sqlite3_stmt *s = NULL;
         CHECK_MSG(sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK,
                   "%s: %s", hot[k], sqlite3_errmsg(db));

@@ -41,42 +41,12 @@ static void session_sql(const duro__pg_provider *p, char *out)
 }
 
 /* By id (statements.h): NULL for the ids this dialect has no text for. */
-static const char *const statement_sql[DURO__SQL_COUNT] = {
+const char *const duro__pg_statement_texts[DURO__SQL_COUNT] = {
 #define DURO__X(id, sql) [DURO__SQL_##id] = sql,
     DURO__PG_STATEMENTS(DURO__X)
 #undef DURO__X
 };
-
-static const char *const statement_names[DURO__SQL_COUNT] = {
-#define DURO__X(id) [DURO__SQL_##id] = #id,
-    DURO__SQL_IDS(DURO__X)
-#undef DURO__X
-};
-
-/* The ids this dialect has a text for, in its own order. */
-static const duro__sql_stmt_id statement_ids[] = {
-#define DURO__X(id, sql) DURO__SQL_##id,
-    DURO__PG_STATEMENTS(DURO__X)
-#undef DURO__X
-};
-
-size_t duro__pg_statement_count(void)
-{
-    return DURO__ARRAY_LEN(statement_ids);
-}
-
-const char *duro__pg_statement_name(size_t i)
-{
-    return i < DURO__ARRAY_LEN(statement_ids)
-               ? statement_names[statement_ids[i]]
-               : NULL;
-}
-
-const char *duro__pg_statement_sql(size_t i)
-{
-    return i < DURO__ARRAY_LEN(statement_ids) ? statement_sql[statement_ids[i]]
-                                              : NULL;
-}
+#define statement_sql duro__pg_statement_texts
 
 int duro__pg_has_statement(duro__sql_stmt_id id)
 {
@@ -135,8 +105,8 @@ static void count_params(void)
         statement_params[i] = most;
         statement_writes[i] = (unsigned char)sql_writes(statement_sql[i]);
         statement_per_call[i] =
-            strncmp(statement_names[i], "QUERY_", 6) == 0 ||
-            strcmp(statement_names[i], "CONTROL_EVENTS") == 0;
+            strncmp(duro__sql_statement_id_name(i), "QUERY_", 6) == 0 ||
+            strcmp(duro__sql_statement_id_name(i), "CONTROL_EVENTS") == 0;
     }
 }
 
@@ -702,7 +672,7 @@ duro__pg_statement *duro__pg_stmt(duro__pg_provider *p, duro__pg_conn *c,
     if (statement_sql[id] == NULL) {
         duro_error_set(err, DURO_UNSUPPORTED, 0,
                        "postgres %s: no statement %s in this dialect", op,
-                       statement_names[id]);
+                       duro__sql_statement_id_name(id));
         return NULL;
     }
     duro__pg_statement *s = &c->stmts[id];

@@ -156,6 +156,7 @@ const duro__sql_dialect duro__pg_dialect = {
     .reader_release = reader_release,
     .signal = signal_queue,
     .has = duro__pg_has_statement,
+    .texts = duro__pg_statement_texts,
     .bytes_beside = nothing_beside,
     /* sql/manage.c */
     .bind_limit = bind_limit,

@@ -1226,6 +1226,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
 typedef duro__sql_stmt_id duro__pg_stmt_id;
 /* 1 when this dialect has a text for id. */
 int duro__pg_has_statement(duro__sql_stmt_id id);
+/* The texts by id (NULL: none). */
+extern const char *const duro__pg_statement_texts[DURO__SQL_COUNT];
 
 /* What duro__pg_step returns. */
 #define DURO__PG_FAILED 1   /* the statement failed: see the connection */

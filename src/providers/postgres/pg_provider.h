@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "providers/sql/sql.h"
 #include "duro/provider.h"
 
 /* How many statements the provider has prepared so far, over all its
@@ -57,11 +58,9 @@ size_t duro__pg_mask_url(const char *url, char *out, size_t size);
 size_t duro__pg_scrub(const char *url, const char *text, char *out,
                       size_t size);
 
-/* The statements the provider runs, for EXPLAIN checks: statement i's
- * name ("WQ_FETCH") and SQL, for i < the count. */
-size_t duro__pg_statement_count(void);
-const char *duro__pg_statement_name(size_t i);
-const char *duro__pg_statement_sql(size_t i);
+/* The store's primitives for the shared SQL layer; the statements it runs,
+ * for EXPLAIN checks, are duro__sql_statement_count/name/sql of it. */
+extern const duro__sql_dialect duro__pg_dialect;
 
 /* 1 once the provider's listener LISTENs (work committed by other
  * processes then wakes wait_for_work at once); 0 before, or while its

@@ -87,6 +87,9 @@ typedef struct duro__sql_dialect {
     /* Bytes the store keeps on disk beside its tables (SQLite's WAL); 0
      * when none. */
     int64_t (*bytes_beside)(duro__sql_store *st);
+    /* The dialect's statement texts by id (NULL: none), and so the
+     * statements it runs (for the tests' EXPLAIN checks). */
+    const char *const *texts;
 
     /* sql/manage.c */
     /* Binds a LIMIT's row count; a negative v is no limit (SQLite reads a
@@ -251,6 +254,15 @@ void *duro__sql_arena_grow(duro_arena *a, void *old, size_t count, size_t *cap,
             (err) = &(local);                                                  \
         duro_error_clear(err);                                                 \
     } while (0)
+
+/* The statements a dialect runs, for EXPLAIN checks: the i-th id of
+ * statements.h's list it has a text for (i < the count), its name ("WQ_FETCH")
+ * and its SQL (sql/statements.c). */
+size_t duro__sql_statement_count(const duro__sql_dialect *d);
+const char *duro__sql_statement_name(const duro__sql_dialect *d, size_t i);
+const char *duro__sql_statement_sql(const duro__sql_dialect *d, size_t i);
+/* The name of statement id ("WQ_FETCH"). */
+const char *duro__sql_statement_id_name(duro__sql_stmt_id id);
 
 /* ---- the store's operations written once (duro/provider.h methods) ------ */
 

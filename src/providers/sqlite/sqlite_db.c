@@ -12,42 +12,12 @@
 #include "providers/sqlite/sqlite_provider.h"
 
 /* By id (statements.h): NULL for the ids this dialect has no text for. */
-static const char *const statement_sql[DURO__SQL_COUNT] = {
+const char *const duro__sqlite_statement_texts[DURO__SQL_COUNT] = {
 #define DURO__X(id, sql) [DURO__SQL_##id] = sql,
     DURO__SQLITE_STATEMENTS(DURO__X)
 #undef DURO__X
 };
-
-static const char *const statement_names[DURO__SQL_COUNT] = {
-#define DURO__X(id) [DURO__SQL_##id] = #id,
-    DURO__SQL_IDS(DURO__X)
-#undef DURO__X
-};
-
-/* The ids this dialect has a text for, in its own order. */
-static const duro__sql_stmt_id statement_ids[] = {
-#define DURO__X(id, sql) DURO__SQL_##id,
-    DURO__SQLITE_STATEMENTS(DURO__X)
-#undef DURO__X
-};
-
-size_t duro__sqlite_statement_count(void)
-{
-    return DURO__ARRAY_LEN(statement_ids);
-}
-
-const char *duro__sqlite_statement_name(size_t i)
-{
-    return i < DURO__ARRAY_LEN(statement_ids)
-               ? statement_names[statement_ids[i]]
-               : NULL;
-}
-
-const char *duro__sqlite_statement_sql(size_t i)
-{
-    return i < DURO__ARRAY_LEN(statement_ids) ? statement_sql[statement_ids[i]]
-                                              : NULL;
-}
+#define statement_sql duro__sqlite_statement_texts
 
 int duro__sqlite_has_statement(duro__sql_stmt_id id)
 {
@@ -538,7 +508,7 @@ sqlite3_stmt *duro__sqlite_stmt(duro__sqlite_provider *p, duro__sqlite_conn *c,
     if (s == NULL && statement_sql[id] == NULL) {
         duro_error_set(err, DURO_UNSUPPORTED, 0,
                        "sqlite %s: no statement %s in this dialect", op,
-                       statement_names[id]);
+                       duro__sql_statement_id_name(id));
         return NULL;
     }
     if (s == NULL) {

@@ -151,6 +151,7 @@ const duro__sql_dialect duro__sqlite_dialect = {
     .reader_release = reader_release,
     .signal = signal_queue,
     .has = duro__sqlite_has_statement,
+    .texts = duro__sqlite_statement_texts,
     .bytes_beside = wal_bytes,
     /* sql/manage.c */
     .bind_limit = bind_i64, /* a negative LIMIT is none */

@@ -831,6 +831,8 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
 typedef duro__sql_stmt_id duro__sqlite_stmt_id;
 /* 1 when this dialect has a text for id. */
 int duro__sqlite_has_statement(duro__sql_stmt_id id);
+/* The texts by id (NULL: none). */
+extern const char *const duro__sqlite_statement_texts[DURO__SQL_COUNT];
 
 /* ---- connections and the provider ---------------------------------------- */
 

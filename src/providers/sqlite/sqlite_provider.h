@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "providers/sql/sql.h"
 #include "duro/provider.h"
 
 /* How many statements the provider has prepared so far, over all its
@@ -43,10 +44,8 @@ void duro__sqlite_inject_fault(duro_provider *p, uint64_t nth_step,
  * not visible from another connection). Returns 0, or -1 on failure. */
 int duro__sqlite_pragma_int(duro_provider *p, const char *name, int64_t *out);
 
-/* The statements the provider runs, for EXPLAIN QUERY PLAN checks:
- * statement i's name ("WQ_FETCH") and SQL, for i < the count. */
-size_t duro__sqlite_statement_count(void);
-const char *duro__sqlite_statement_name(size_t i);
-const char *duro__sqlite_statement_sql(size_t i);
+/* The store's primitives for the shared SQL layer; the statements it runs,
+ * for EXPLAIN checks, are duro__sql_statement_count/name/sql of it. */
+extern const duro__sql_dialect duro__sqlite_dialect;
 
 #endif
