@@ -65,6 +65,11 @@ size_t duro__mask_url(const char *url, char *out, size_t size);
 size_t duro__url_scrub(const char *url, const char *text, char *out,
                        size_t size);
 
+/* Parses a URL parameter's decimal number of [min, max] from
+ * value[0..len) (digits only, no sign): 0 and *out set, or -1. Any thread. */
+int duro__parse_decimal(const char *value, size_t len, uint64_t min,
+                        uint64_t max, uint64_t *out);
+
 /* 1 when the userinfo of url (user:password@) holds an unescaped '@', '/'
  * or '?': a typo that splits the URL where its writer did not mean (libpq
  * would take part of the password for a host, port or database name and

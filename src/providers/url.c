@@ -1,6 +1,7 @@
-/* url.c - the secrets of a database URL: masks them for messages, scrubs
- * them from text that may quote them (libpq's). Below the providers (they
- * and open.c call it); calls nothing above. Any thread. */
+/* url.c - what both stores' URL parsers need: the secrets of a database
+ * URL (masked for messages, scrubbed from text that may quote them, as
+ * libpq's does) and the parameters' decimal numbers. Below the providers
+ * (they and open.c call it); calls nothing above. Any thread. */
 #include <stdio.h>
 #include <string.h>
 
@@ -316,4 +317,24 @@ size_t duro__url_scrub(const char *url, const char *text, char *out,
 size_t duro_url_mask(const char *url, char *out, size_t size)
 {
     return out != NULL ? duro__mask_url(url, out, size) : 0;
+}
+
+int duro__parse_decimal(const char *value, size_t len, uint64_t min,
+                        uint64_t max, uint64_t *out)
+{
+    if (len == 0 || len > 20)
+        return -1;
+    uint64_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (value[i] < '0' || value[i] > '9')
+            return -1;
+        uint64_t digit = (uint64_t)(value[i] - '0');
+        if (n > (UINT64_MAX - digit) / 10)
+            return -1;
+        n = n * 10 + digit;
+    }
+    if (n < min || n > max)
+        return -1;
+    *out = n;
+    return 0;
 }

@@ -80,26 +80,6 @@ void duro__pg_config_free(duro__pg_config *cfg)
     cfg->display = NULL;
 }
 
-static int parse_u64(const char *v, size_t n, uint64_t lo, uint64_t hi,
-                     uint64_t *out)
-{
-    if (n == 0 || n > 20)
-        return -1;
-    uint64_t x = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] < '0' || v[i] > '9')
-            return -1;
-        uint64_t d = (uint64_t)(v[i] - '0');
-        if (x > (UINT64_MAX - d) / 10)
-            return -1;
-        x = x * 10 + d;
-    }
-    if (x < lo || x > hi)
-        return -1;
-    *out = x;
-    return 0;
-}
-
 /* A libpq port list: comma-separated numbers 1 .. 65535, each may be
  * empty (that host's default port). */
 static int valid_ports(const char *v)
@@ -107,7 +87,7 @@ static int valid_ports(const char *v)
     while (1) {
         size_t n = strcspn(v, ",");
         uint64_t x;
-        if (n > 0 && parse_u64(v, n, 1, 65535, &x) != 0)
+        if (n > 0 && duro__parse_decimal(v, n, 1, 65535, &x) != 0)
             return 0;
         if (v[n] == '\0')
             return 1;
@@ -250,28 +230,31 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
             memcpy(cfg->schema, v, v_len);
             cfg->schema[v_len] = '\0';
         } else if (KEY("pool")) {
-            if (seen_pool++ || parse_u64(v, v_len, 1, DURO__PG_POOL_MAX, &x))
+            if (seen_pool++ ||
+                duro__parse_decimal(v, v_len, 1, DURO__PG_POOL_MAX, &x))
                 return duro_error_set(err, DURO_BAD_URL, 0,
                                       "'%s': pool must be given once, 1 .. %d",
                                       cfg->display, DURO__PG_POOL_MAX);
             cfg->pool = (int)x;
             cfg->pool_given = 1;
         } else if (KEY("max_history")) {
-            if (seen_history++ || parse_u64(v, v_len, 1, UINT64_MAX / 2, &x))
+            if (seen_history++ ||
+                duro__parse_decimal(v, v_len, 1, UINT64_MAX / 2, &x))
                 return duro_error_set(err, DURO_BAD_URL, 0,
                                       "'%s': max_history must be given once, "
                                       ">= 1",
                                       cfg->display);
             cfg->max_history = x;
         } else if (KEY("max_payload")) {
-            if (seen_payload++ || parse_u64(v, v_len, 1, 1000000000, &x))
+            if (seen_payload++ ||
+                duro__parse_decimal(v, v_len, 1, 1000000000, &x))
                 return duro_error_set(err, DURO_BAD_URL, 0,
                                       "'%s': max_payload must be given once, "
                                       "1 .. 1000000000",
                                       cfg->display);
             cfg->max_payload = (size_t)x;
         } else if (KEY("create")) {
-            if (seen_create++ || parse_u64(v, v_len, 0, 1, &x))
+            if (seen_create++ || duro__parse_decimal(v, v_len, 0, 1, &x))
                 return duro_error_set(err, DURO_BAD_URL, 0,
                                       "'%s': create must be given once, 0 or "
                                       "1",
@@ -279,7 +262,8 @@ int duro__pg_parse_url(const char *url, duro__pg_config *cfg, duro_error *err)
             cfg->create = (int)x;
         } else if (timeout_key(p, key_len) >= 0) {
             int t = timeout_key(p, key_len);
-            if (seen_timeout[t]++ || parse_u64(v, v_len, 0, TIMEOUT_MAX, &x))
+            if (seen_timeout[t]++ ||
+                duro__parse_decimal(v, v_len, 0, TIMEOUT_MAX, &x))
                 return duro_error_set(err, DURO_BAD_URL, 0,
                                       "'%s': %s must be given once, in "
                                       "milliseconds, 0 .. %d (0: none)",

@@ -20,27 +20,6 @@
 #define MAX_CHECKPOINT_PAGES 1000000
 #define MAX_PAYLOAD_LIMIT 1000000000u /* SQLite's default SQLITE_MAX_LENGTH */
 
-/* Parses a decimal number of [min, max] from value[0..len); 0 on success. */
-static int parse_number(const char *value, size_t len, uint64_t min,
-                        uint64_t max, uint64_t *out)
-{
-    if (len == 0 || len > 20)
-        return -1;
-    uint64_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (value[i] < '0' || value[i] > '9')
-            return -1;
-        uint64_t digit = (uint64_t)(value[i] - '0');
-        if (n > (UINT64_MAX - digit) / 10)
-            return -1;
-        n = n * 10 + digit;
-    }
-    if (n < min || n > max)
-        return -1;
-    *out = n;
-    return 0;
-}
-
 static int parse_synchronous(const char *value, size_t len)
 {
     static const char *const levels[] = {"off", "normal", "full", "extra"};
@@ -112,31 +91,33 @@ static int parse_param(const char *param, size_t len, unsigned *seen,
                               "extra)",
                               (int)value_len, value);
     case PARAM_BUSY:
-        if (parse_number(value, value_len, 0, INT_MAX, &n) == 0) {
+        if (duro__parse_decimal(value, value_len, 0, INT_MAX, &n) == 0) {
             cfg->busy_timeout_ms = (int)n;
             return DURO_OK;
         }
         break;
     case PARAM_HISTORY:
-        if (parse_number(value, value_len, 1, INT64_MAX, &n) == 0) {
+        if (duro__parse_decimal(value, value_len, 1, INT64_MAX, &n) == 0) {
             cfg->max_history = n;
             return DURO_OK;
         }
         break;
     case PARAM_PAYLOAD:
-        if (parse_number(value, value_len, 1, MAX_PAYLOAD_LIMIT, &n) == 0) {
+        if (duro__parse_decimal(value, value_len, 1, MAX_PAYLOAD_LIMIT, &n) ==
+            0) {
             cfg->max_payload = (size_t)n;
             return DURO_OK;
         }
         break;
     case PARAM_POOL:
-        if (parse_number(value, value_len, 0, DURO__SQLITE_POOL_MAX, &n) == 0) {
+        if (duro__parse_decimal(value, value_len, 0, DURO__SQLITE_POOL_MAX,
+                                &n) == 0) {
             cfg->pool = (int)n;
             return DURO_OK;
         }
         break;
     case PARAM_CREATE:
-        if (parse_number(value, value_len, 0, 1, &n) == 0) {
+        if (duro__parse_decimal(value, value_len, 0, 1, &n) == 0) {
             cfg->create = (int)n;
             return DURO_OK;
         }
@@ -149,7 +130,8 @@ static int parse_param(const char *param, size_t len, unsigned *seen,
         }
         break;
     case PARAM_CHECKPOINT:
-        if (parse_number(value, value_len, 1, MAX_CHECKPOINT_PAGES, &n) == 0) {
+        if (duro__parse_decimal(value, value_len, 1, MAX_CHECKPOINT_PAGES,
+                                &n) == 0) {
             cfg->checkpoint_pages = (int)n;
             return DURO_OK;
         }
