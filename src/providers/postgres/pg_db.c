@@ -275,17 +275,7 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
      * the other history inserts pay nothing. Built in the migration's
      * transaction: writers of these tables wait for the build (one pass
      * over each table). */
-    "CREATE INDEX instances_status_created"
-    " ON instances(status, created_ms, instance_id);"
-    "CREATE INDEX instances_status_updated"
-    " ON instances(status, updated_ms, instance_id);"
-    "CREATE INDEX instances_name_status_created"
-    " ON instances(name, status, created_ms, instance_id);"
-    "CREATE INDEX instances_name_status_updated"
-    " ON instances(name, status, updated_ms, instance_id);"
-    "CREATE INDEX history_control"
-    " ON history(timestamp_ms, instance_id, execution_id, event_id)"
-    " WHERE kind IN (5, 19, 20, 21);"};
+    DURO__SQL_DDL_QUERY_INDEXES " WHERE kind IN (5, 19, 20, 21);"};
 
 /* libpq's message on one line, as a log line needs it: each run of
  * whitespace (its "\n\tThis probably means ...") becomes one space, and

@@ -155,6 +155,22 @@
     X(QUERY_COUNT_PROBLEM)                                                     \
     X(CONTROL_EVENTS)
 
+/* The operators' query indexes (provider contract version 10), the same
+ * DDL in both stores' migrations (SQLite's 7, PostgreSQL's 5); each ends
+ * the last, a partial index of the four control kinds, with its WHERE. A
+ * shipped migration's text: never edit. */
+#define DURO__SQL_DDL_QUERY_INDEXES                                            \
+    "CREATE INDEX instances_status_created"                                    \
+    " ON instances(status, created_ms, instance_id);"                          \
+    "CREATE INDEX instances_status_updated"                                    \
+    " ON instances(status, updated_ms, instance_id);"                          \
+    "CREATE INDEX instances_name_status_created"                               \
+    " ON instances(name, status, created_ms, instance_id);"                    \
+    "CREATE INDEX instances_name_status_updated"                               \
+    " ON instances(name, status, updated_ms, instance_id);"                    \
+    "CREATE INDEX history_control"                                             \
+    " ON history(timestamp_ms, instance_id, execution_id, event_id)"
+
 typedef enum duro__sql_stmt_id {
 #define DURO__X(id) DURO__SQL_##id,
     DURO__SQL_IDS(DURO__X)

@@ -204,17 +204,7 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
      * OrchestrationTerminated 19, ExecutionSuspended 20, ExecutionResumed
      * 21), so the other history inserts pay nothing. Building them reads
      * each table once. */
-    "CREATE INDEX instances_status_created"
-    " ON instances(status, created_ms, instance_id);"
-    "CREATE INDEX instances_status_updated"
-    " ON instances(status, updated_ms, instance_id);"
-    "CREATE INDEX instances_name_status_created"
-    " ON instances(name, status, created_ms, instance_id);"
-    "CREATE INDEX instances_name_status_updated"
-    " ON instances(name, status, updated_ms, instance_id);"
-    "CREATE INDEX history_control"
-    " ON history(timestamp_ms, instance_id, execution_id, event_id)"
-    " WHERE " DURO__SQLITE_CONTROL_KIND ";"};
+    DURO__SQL_DDL_QUERY_INDEXES " WHERE " DURO__SQLITE_CONTROL_KIND ";"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */
