@@ -6,6 +6,7 @@ list(APPEND DURO_SOURCES
   src/providers/url.c
   src/providers/sql/history.c
   src/providers/sql/manage.c
+  src/providers/sql/methods.c
   src/providers/sql/statements.c
   src/providers/sql/stats.c
   src/providers/sql/store.c)

@@ -47,7 +47,7 @@ static void pg_close(duro_provider *base)
 
 static void fill_methods(duro_provider *m)
 {
-    m->version = DURO_PROVIDER_VERSION;
+    duro__sql_fill_methods(m);
     m->name = "postgres";
     m->close = pg_close;
     m->fetch_orchestration_item = duro__pg_fetch_orchestration_item;
@@ -63,28 +63,16 @@ static void fill_methods(duro_provider *m)
     m->ack_and_fetch_orchestration_items =
         duro__pg_ack_and_fetch_orchestration_items;
     m->ack_and_fetch_work_item = duro__pg_ack_and_fetch_work_item;
-    m->read_activity_cancel_reason = duro__sql_read_activity_cancel_reason;
     m->abandon_work_item = duro__pg_abandon_work_item;
-    m->read_history = duro__sql_read_history;
-    m->latest_execution_id = duro__sql_latest_execution_id;
-    m->get_instance = duro__sql_get_instance;
-    m->list_instances = duro__sql_list_instances;
-    m->count_messages = duro__sql_count_messages;
-    m->delete_instance = duro__sql_delete_instance;
-    m->prune_executions = duro__sql_prune_executions;
     m->wait_for_work = duro__pg_wait_for_work;
     m->wake = duro__pg_wake;
-    m->set_instance_problem = duro__sql_set_instance_problem;
     m->cancel_instances = duro__pg_cancel_instances;
     m->cancel_matching = duro__pg_cancel_matching;
     m->purge_instances = duro__pg_purge_instances;
-    m->read_store_stats = duro__sql_read_store_stats;
     m->check_work_item_locks = duro__pg_check_work_item_locks;
     m->wait_for_cancellations = duro__pg_wait_for_cancellations;
     m->control_instances = duro__pg_control_instances;
     m->control_matching = duro__pg_control_matching;
-    m->query_instances = duro__sql_query_instances;
-    m->list_control_events = duro__sql_list_control_events;
 }
 
 static int open_pool(duro__pg_provider *p, duro_error *err)
@@ -158,10 +146,7 @@ int duro__pg_open(const char *url, int concurrency, duro_provider **out,
 
 static duro__pg_provider *hook_target(duro_provider *p)
 {
-    if (p == NULL || p->name == NULL || strcmp(p->name, "postgres") != 0 ||
-        p->close != pg_close)
-        return NULL;
-    return pg_of(p);
+    return (duro__pg_provider *)duro__sql_store_of(p, "postgres");
 }
 
 uint64_t duro__pg_statements_prepared(duro_provider *base)

@@ -650,14 +650,9 @@ void duro__pg_notifier_detach(duro__pg_provider *p)
 /* ---- test hooks ------------------------------------------------------------
  */
 
-/* p when it is a PostgreSQL provider (whose wait is this file's), else
- * NULL. */
 static duro__pg_provider *hook_target(duro_provider *p)
 {
-    if (p == NULL || p->name == NULL || strcmp(p->name, "postgres") != 0 ||
-        p->wait_for_work != duro__pg_wait_for_work)
-        return NULL;
-    return pg_of(p);
+    return (duro__pg_provider *)duro__sql_store_of(p, "postgres");
 }
 
 int duro__pg_listening(duro_provider *base)

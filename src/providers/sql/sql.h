@@ -266,6 +266,14 @@ const char *duro__sql_statement_id_name(duro__sql_stmt_id id);
 
 /* ---- the store's operations written once (duro/provider.h methods) ------ */
 
+/* sql/methods.c: sets version and every method the shared layer
+ * implements; the dialect sets name, close and the rest after it. */
+void duro__sql_fill_methods(duro_provider *m);
+/* p as the SQL store of the dialect named `dialect` ("sqlite"), NULL when
+ * it is anything else (another provider, a wrapper of one): for test
+ * hooks, which any provider may be passed to. */
+duro__sql_store *duro__sql_store_of(duro_provider *p, const char *dialect);
+
 /* sql/stats.c */
 int duro__sql_read_store_stats(duro_provider *p, duro_store_stats **out,
                                duro_error *err);

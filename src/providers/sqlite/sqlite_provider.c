@@ -50,7 +50,7 @@ static void sqlite_close(duro_provider *base)
 
 static void fill_methods(duro_provider *m)
 {
-    m->version = DURO_PROVIDER_VERSION;
+    duro__sql_fill_methods(m);
     m->name = "sqlite";
     m->close = sqlite_close;
     m->fetch_orchestration_item = duro__sqlite_fetch_orchestration_item;
@@ -67,27 +67,15 @@ static void fill_methods(duro_provider *m)
     m->ack_and_fetch_orchestration_items =
         duro__sqlite_ack_and_fetch_orchestration_items;
     m->ack_and_fetch_work_item = duro__sqlite_ack_and_fetch_work_item;
-    m->read_activity_cancel_reason = duro__sql_read_activity_cancel_reason;
     m->abandon_work_item = duro__sqlite_abandon_work_item;
-    m->read_history = duro__sql_read_history;
-    m->latest_execution_id = duro__sql_latest_execution_id;
-    m->get_instance = duro__sql_get_instance;
-    m->list_instances = duro__sql_list_instances;
-    m->count_messages = duro__sql_count_messages;
-    m->delete_instance = duro__sql_delete_instance;
-    m->prune_executions = duro__sql_prune_executions;
     m->wait_for_work = duro__sqlite_wait_for_work;
     m->wake = duro__sqlite_wake;
-    m->set_instance_problem = duro__sql_set_instance_problem;
     m->cancel_instances = duro__sqlite_cancel_instances;
     m->cancel_matching = duro__sqlite_cancel_matching;
     m->purge_instances = duro__sqlite_purge_instances;
-    m->read_store_stats = duro__sql_read_store_stats;
     m->check_work_item_locks = duro__sqlite_check_work_item_locks;
     m->control_instances = duro__sqlite_control_instances;
     m->control_matching = duro__sqlite_control_matching;
-    m->query_instances = duro__sql_query_instances;
-    m->list_control_events = duro__sql_list_control_events;
 }
 
 static int open_readers(duro__sqlite_provider *p, duro_error *err)
@@ -169,10 +157,7 @@ int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
 
 static duro__sqlite_provider *hook_target(duro_provider *p)
 {
-    if (p == NULL || p->name == NULL || strcmp(p->name, "sqlite") != 0 ||
-        p->close != sqlite_close)
-        return NULL;
-    return sqlite_of(p);
+    return (duro__sqlite_provider *)duro__sql_store_of(p, "sqlite");
 }
 
 uint64_t duro__sqlite_checkpoints(duro_provider *base)

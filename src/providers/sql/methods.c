@@ -1,0 +1,36 @@
+/* methods.c - the provider methods a SQL store takes from the shared layer,
+ * set in one place (each dialect's provider file sets the rest: its queues
+ * until they are shared, its wake-up, its close), and the test hooks' check
+ * that a provider is a SQL store of a given dialect. Above the rest of
+ * sql/ (it names their functions); called by the dialects' provider files
+ * only. Any thread. */
+#include <string.h>
+
+#include "providers/sql/sql.h"
+
+void duro__sql_fill_methods(duro_provider *m)
+{
+    m->version = DURO_PROVIDER_VERSION;
+    m->read_activity_cancel_reason = duro__sql_read_activity_cancel_reason;
+    m->read_history = duro__sql_read_history;
+    m->latest_execution_id = duro__sql_latest_execution_id;
+    m->get_instance = duro__sql_get_instance;
+    m->list_instances = duro__sql_list_instances;
+    m->count_messages = duro__sql_count_messages;
+    m->delete_instance = duro__sql_delete_instance;
+    m->prune_executions = duro__sql_prune_executions;
+    m->set_instance_problem = duro__sql_set_instance_problem;
+    m->read_store_stats = duro__sql_read_store_stats;
+    m->query_instances = duro__sql_query_instances;
+    m->list_control_events = duro__sql_list_control_events;
+}
+
+duro__sql_store *duro__sql_store_of(duro_provider *p, const char *dialect)
+{
+    /* name and version are version 1's; read_store_stats exists from 4 */
+    if (p == NULL || p->name == NULL || strcmp(p->name, dialect) != 0 ||
+        p->version < 4 || p->read_store_stats != duro__sql_read_store_stats)
+        return NULL;
+    duro__sql_store *st = (duro__sql_store *)p;
+    return strcmp(st->dialect->name, dialect) == 0 ? st : NULL;
+}
