@@ -24,10 +24,10 @@ import sys
 # has none: main.c above the verbs, cli.c, words.c and ui_reply.c below.
 KNOWN = [
     {"engine.c.o", "retry.c.o"},
-    {"sqlite_bulk.c.o", "sqlite_db.c.o", "sqlite_manage.c.o",
-     "sqlite_provider.c.o", "sqlite_queue.c.o", "sqlite_dialect.c.o"},
-    {"pg_bulk.c.o", "pg_db.c.o", "pg_manage.c.o", "pg_provider.c.o",
-     "pg_queue.c.o", "pg_dialect.c.o"},
+    {"sqlite_db.c.o", "sqlite_manage.c.o", "sqlite_provider.c.o",
+     "sqlite_queue.c.o", "sqlite_dialect.c.o"},
+    {"pg_db.c.o", "pg_manage.c.o", "pg_provider.c.o", "pg_queue.c.o",
+     "pg_dialect.c.o"},
 ]
 
 

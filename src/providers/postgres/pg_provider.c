@@ -686,14 +686,14 @@ static void fill_methods(duro_provider *m)
     m->wait_for_work = pg_wait_for_work;
     m->wake = pg_wake;
     m->set_instance_problem = duro__pg_set_instance_problem;
-    m->cancel_instances = duro__pg_cancel_instances;
-    m->cancel_matching = duro__pg_cancel_matching;
-    m->purge_instances = duro__pg_purge_instances;
+    m->cancel_instances = duro__sql_cancel_instances;
+    m->cancel_matching = duro__sql_cancel_matching;
+    m->purge_instances = duro__sql_purge_instances;
     m->read_store_stats = duro__sql_read_store_stats;
     m->check_work_item_locks = duro__pg_check_work_item_locks;
     m->wait_for_cancellations = pg_wait_for_cancellations;
-    m->control_instances = duro__pg_control_instances;
-    m->control_matching = duro__pg_control_matching;
+    m->control_instances = duro__sql_control_instances;
+    m->control_matching = duro__sql_control_matching;
     m->query_instances = duro__pg_query_instances;
     m->list_control_events = duro__pg_list_control_events;
 }

@@ -3,7 +3,6 @@
 # reads/writes, operations on many instances, the store's gauges, and the
 # provider object.
 list(APPEND DURO_SOURCES
-  src/providers/postgres/pg_bulk.c
   src/providers/postgres/pg_db.c
   src/providers/postgres/pg_dialect.c
   src/providers/postgres/pg_manage.c

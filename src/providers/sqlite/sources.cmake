@@ -2,7 +2,6 @@
 # management reads/writes, operations on many instances, the store's
 # gauges, and the provider object.
 list(APPEND DURO_SOURCES
-  src/providers/sqlite/sqlite_bulk.c
   src/providers/sqlite/sqlite_db.c
   src/providers/sqlite/sqlite_dialect.c
   src/providers/sqlite/sqlite_manage.c

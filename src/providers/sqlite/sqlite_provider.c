@@ -451,13 +451,13 @@ static void fill_methods(duro_provider *m)
     m->wait_for_work = sqlite_wait_for_work;
     m->wake = sqlite_wake;
     m->set_instance_problem = duro__sqlite_set_instance_problem;
-    m->cancel_instances = duro__sqlite_cancel_instances;
-    m->cancel_matching = duro__sqlite_cancel_matching;
-    m->purge_instances = duro__sqlite_purge_instances;
+    m->cancel_instances = duro__sql_cancel_instances;
+    m->cancel_matching = duro__sql_cancel_matching;
+    m->purge_instances = duro__sql_purge_instances;
     m->read_store_stats = duro__sql_read_store_stats;
     m->check_work_item_locks = duro__sqlite_check_work_item_locks;
-    m->control_instances = duro__sqlite_control_instances;
-    m->control_matching = duro__sqlite_control_matching;
+    m->control_instances = duro__sql_control_instances;
+    m->control_matching = duro__sql_control_matching;
     m->query_instances = duro__sqlite_query_instances;
     m->list_control_events = duro__sqlite_list_control_events;
 }
