@@ -88,7 +88,7 @@ int duro__bulk_check_instances(const duro__bulk_request *r,
                                const char *const *instance_ids, size_t count,
                                const char *reason, const char *requested_by,
                                void *results, duro__check_name_fn check,
-                               duro_error *err)
+                               const void *check_arg, duro_error *err)
 {
     if (count > 0 && (instance_ids == NULL || results == NULL))
         return duro_error_set(err, DURO_INVALID, 0,
@@ -103,11 +103,12 @@ int duro__bulk_check_instances(const duro__bulk_request *r,
         return duro_error_set(err, DURO_TOO_LARGE, 0,
                               "%zu ids in one call; at most %d", count,
                               DURO_BULK_BATCH_MAX);
-    if ((rc = check("reason", reason, 0, err)) ||
-        (rc = check("requested_by", requested_by, 0, err)))
+    if ((rc = check(check_arg, "reason", reason, 0, err)) ||
+        (rc = check(check_arg, "requested_by", requested_by, 0, err)))
         return rc;
     for (size_t i = 0; i < count; i++)
-        if ((rc = check("instance id", instance_ids[i], 1, err)) != DURO_OK)
+        if ((rc = check(check_arg, "instance id", instance_ids[i], 1, err)) !=
+            DURO_OK)
             return rc;
     return DURO_OK;
 }
@@ -137,15 +138,16 @@ static int pick_statuses(uint32_t mask, uint32_t allowed, uint32_t defaults,
 
 /* What every sweep checks first. */
 static int check_sweep(const duro_bulk_filter *f, duro_bulk_result **out,
-                       duro__check_name_fn check, duro_error *err)
+                       duro__check_name_fn check, const void *check_arg,
+                       duro_error *err)
 {
     if (out != NULL)
         *out = NULL;
     if (out == NULL || f == NULL)
         return duro_error_set(err, DURO_INVALID, 0, "filter or out is NULL");
     int rc;
-    if ((rc = check("name filter", f->name, 0, err)) ||
-        (rc = check("version filter", f->version, 0, err)))
+    if ((rc = check(check_arg, "name filter", f->name, 0, err)) ||
+        (rc = check(check_arg, "version filter", f->version, 0, err)))
         return rc;
     return DURO_OK;
 }
@@ -155,16 +157,17 @@ int duro__bulk_check_matching(const duro__bulk_request *r, const char *provider,
                               const char *reason, const char *requested_by,
                               duro_bulk_result **out,
                               int statuses[DURO__BULK_STATUSES_MAX],
-                              duro__check_name_fn check, duro_error *err)
+                              duro__check_name_fn check, const void *check_arg,
+                              duro_error *err)
 {
     const char *op = r->op_matching;
     if (out != NULL)
         *out = NULL;
     int rc;
     if ((rc = check_control(r, provider, op, err)) ||
-        (rc = check_sweep(filter, out, check, err)) ||
-        (rc = check("reason", reason, 0, err)) ||
-        (rc = check("requested_by", requested_by, 0, err)))
+        (rc = check_sweep(filter, out, check, check_arg, err)) ||
+        (rc = check(check_arg, "reason", reason, 0, err)) ||
+        (rc = check(check_arg, "requested_by", requested_by, 0, err)))
         return rc;
     if (filter->finished_before_ms != 0)
         return duro_error_set(err, DURO_INVALID, 0,
@@ -178,10 +181,11 @@ int duro__bulk_check_matching(const duro__bulk_request *r, const char *provider,
 int duro__bulk_check_purge(const char *provider, const duro_bulk_filter *filter,
                            duro_bulk_result **out,
                            int statuses[DURO__BULK_STATUSES_MAX],
-                           duro__check_name_fn check, duro_error *err)
+                           duro__check_name_fn check, const void *check_arg,
+                           duro_error *err)
 {
     static const char op[] = "purge_instances";
-    int rc = check_sweep(filter, out, check, err);
+    int rc = check_sweep(filter, out, check, check_arg, err);
     if (rc != DURO_OK)
         return rc;
     if (filter->finished_before_ms <= 0)

@@ -151,9 +151,11 @@ extern const duro__bulk_request duro__bulk_cancel;
 duro__bulk_request duro__bulk_control(int control);
 
 /* A provider's input check of a name or id (required: NULL or empty fails
- * DURO_INVALID; too long fails DURO_TOO_LARGE). */
-typedef int (*duro__check_name_fn)(const char *what, const char *s,
-                                   int required, duro_error *err);
+ * DURO_INVALID; too long fails DURO_TOO_LARGE); `arg` is the check_arg
+ * the checks below were given (the store). */
+typedef int (*duro__check_name_fn)(const void *arg, const char *what,
+                                   const char *s, int required,
+                                   duro_error *err);
 
 /* The input checks of cancel_instances and control_instances, in this
  * order: NULL arrays with count > 0 (DURO_INVALID); then results (count
@@ -166,7 +168,7 @@ int duro__bulk_check_instances(const duro__bulk_request *r,
                                const char *const *instance_ids, size_t count,
                                const char *reason, const char *requested_by,
                                void *results, duro__check_name_fn check,
-                               duro_error *err);
+                               const void *check_arg, duro_error *err);
 
 /* Statuses a sweep binds: at most this many. */
 #define DURO__BULK_STATUSES_MAX 4
@@ -181,14 +183,16 @@ int duro__bulk_check_matching(const duro__bulk_request *r, const char *provider,
                               const char *reason, const char *requested_by,
                               duro_bulk_result **out,
                               int statuses[DURO__BULK_STATUSES_MAX],
-                              duro__check_name_fn check, duro_error *err);
+                              duro__check_name_fn check, const void *check_arg,
+                              duro_error *err);
 
 /* The same for purge_instances: the mask within the ended statuses, a
  * positive finished_before_ms. */
 int duro__bulk_check_purge(const char *provider, const duro_bulk_filter *filter,
                            duro_bulk_result **out,
                            int statuses[DURO__BULK_STATUSES_MAX],
-                           duro__check_name_fn check, duro_error *err);
+                           duro__check_name_fn check, const void *check_arg,
+                           duro_error *err);
 
 /* One id's decision: one array of these is copied out as either
  * duro_cancel_result or duro_control_result (bulk.c checks the layouts). */

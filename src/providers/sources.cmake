@@ -8,5 +8,6 @@ list(APPEND DURO_SOURCES
   src/providers/sql/manage.c
   src/providers/sql/methods.c
   src/providers/sql/statements.c
+  src/providers/sql/many.c
   src/providers/sql/stats.c
   src/providers/sql/store.c)

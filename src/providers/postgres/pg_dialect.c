@@ -1,7 +1,8 @@
 /* pg_dialect.c - the primitives the shared SQL layer (sql/sql.h) runs on a
  * PostgreSQL store: pg_db.c's statements over libpq, pooled connections
- * for writes and reads, the wake-up that reaches every process. Each is a
- * cast around pg_db.c's own function. Thread rules: pg_db.c's. */
+ * for writes and reads, the wake-up that reaches every process, a sweep's
+ * cursor. Each is a cast around pg_db.c's own function. Thread rules:
+ * pg_db.c's. */
 #include "providers/postgres/pg_internal.h"
 
 _Static_assert(DURO__PG_ROW == DURO__SQL_ROW && DURO__PG_DONE == DURO__SQL_DONE,
@@ -134,6 +135,93 @@ static void bind_limit(duro__sql_conn *c, duro__sql_stmt *s, int i, int64_t v)
         duro__pg_bind_text(CONN(c), STMT(s), i, NULL);
 }
 
+/* ---- a sweep's set (sql/many.c) --------------------------------------
+ * The set is the rows of a holdable cursor, declared on a REPEATABLE READ
+ * snapshot on a connection of the sweep's own, in id order; it is read a
+ * page of DURO_BULK_BATCH_MAX rows at a time (SWEEP_FETCH). A real run
+ * commits the cursor's transaction at once (the server keeps the rows), so
+ * no transaction stays open while the batches run: each is checked again
+ * and handled in one write transaction on a pooled connection, however
+ * long it waits for locks, and a role's
+ * idle_in_transaction_session_timeout cannot end the sweep, nor does it
+ * hold back vacuum. A dry run reads the set and checks each batch within
+ * the one snapshot, which ends with the call. The connection is the
+ * sweep's own: a pooled one would be taken from other callers for the
+ * whole sweep (and a pool of one would deadlock with the batches'
+ * transactions). */
+
+_Static_assert(DURO_BULK_BATCH_MAX == 500, "DURO__PG_SWEEP_PAGE says 500");
+
+typedef struct pg_sweep {
+    duro__pg_conn conn;
+    int declared; /* the cursor is declared (by the first page) */
+} pg_sweep;
+
+static int sweep_open(duro__sql_store *st, duro__sql_sweep *sw, const char *op,
+                      duro_error *err)
+{
+    duro__pg_provider *p = PROVIDER(st);
+    pg_sweep *own = duro__calloc(1, sizeof(*own));
+    if (own == NULL)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    int rc = duro__pg_conn_open(p, &own->conn, err);
+    if (rc != DURO_OK) {
+        duro__free(own);
+        return rc;
+    }
+    duro__pg_statement *s =
+        duro__pg_stmt(p, &own->conn, DURO__SQL_BEGIN_READ, op, err);
+    rc = s != NULL ? duro__pg_run(p, &own->conn, s, op, err) : err->code;
+    if (rc != DURO_OK) {
+        duro__pg_conn_close(&own->conn);
+        duro__free(own);
+        return rc;
+    }
+    sw->conn = (duro__sql_conn *)&own->conn;
+    sw->state = own;
+    sw->in_place = 0;
+    sw->page = DURO_BULK_BATCH_MAX;
+    return DURO_OK;
+}
+
+/* The first page declares the cursor (set) on the snapshot; a real run
+ * then commits, which keeps the cursor's rows and ends the snapshot. Each
+ * page is a FETCH. */
+static duro__sql_stmt *sweep_page(duro__sql_store *st, duro__sql_sweep *sw,
+                                  duro__sql_stmt *set, const char *op,
+                                  duro_error *err)
+{
+    duro__pg_provider *p = PROVIDER(st);
+    pg_sweep *own = sw->state;
+    duro__pg_conn *c = &own->conn;
+    if (!own->declared) {
+        own->declared = 1;
+        int rc = duro__pg_run(p, c, STMT(set), op, err);
+        if (rc == DURO_OK && !sw->dry_run) {
+            duro__pg_statement *s =
+                duro__pg_stmt(p, c, DURO__SQL_COMMIT, op, err);
+            rc = s != NULL ? duro__pg_run(p, c, s, op, err) : err->code;
+        }
+        if (rc != DURO_OK)
+            return NULL;
+    }
+    return (duro__sql_stmt *)duro__pg_stmt(p, c, DURO__SQL_SWEEP_FETCH, op,
+                                           err);
+}
+
+static int sweep_close(duro__sql_store *st, duro__sql_sweep *sw, int rc,
+                       const char *op, duro_error *err)
+{
+    (void)st;
+    (void)op;
+    (void)err;
+    pg_sweep *own = sw->state;
+    duro__pg_conn_close(&own->conn); /* ends a dry run's snapshot, the
+                                        cursor */
+    duro__free(own);
+    return rc;
+}
+
 const duro__sql_dialect duro__pg_dialect = {
     .name = "postgres",
     .prepare = prepare,
@@ -160,4 +248,10 @@ const duro__sql_dialect duro__pg_dialect = {
     .bytes_beside = nothing_beside,
     /* sql/manage.c */
     .bind_limit = bind_limit,
+    /* operations on many instances (sql/many.c) */
+    .ids_json = 0,
+    .ids_reader = "unnest",
+    .sweep_open = sweep_open,
+    .sweep_page = sweep_page,
+    .sweep_close = sweep_close,
 };

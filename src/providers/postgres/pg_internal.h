@@ -730,7 +730,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
     DURO__PG_BULK_STATEMENTS(X)                                                \
     DURO__PG_QUERY_STATEMENTS(X)
 
-/* Operations on many instances (pg_bulk.c). cancel_instances,
+/* Operations on many instances (sql/many.c). cancel_instances,
  * control_instances and the deletes of a purge name their instances in
  * $1, a text[] array; the sweeps' batches are JSON arrays of [id,
  * created_ms] pairs, so an instance deleted and created again under the
@@ -795,8 +795,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "WHERE q.instance_id = " t ".instance_id AND q.kind IN (8, 11, 12, 13)))"
 
 /* Deciding unbegun instances at once (provider version 9), set-based, as
- * SQLite's DURO__SQLITE_DECIDE_STATEMENTS (see there) with the parameters
- * in another order, so that each statement takes a prefix of them: $1 the
+ * SQLite's DURO__SQLITE_DECIDE_STATEMENTS (see there), with the parameters
+ * in the same order, so that each statement takes a prefix of them: $1 the
  * ids (text[], found DURO__PG_UNBEGUN in this transaction, their readiness
  * and instance rows locked), $2 the request's kind (8 cancel, 11
  * terminate, 12 suspend), $3 now, $4 reason, $5 requester. */
@@ -1538,26 +1538,6 @@ int duro__pg_ack_work_item(duro_provider *p, const char *lock_token,
 int duro__pg_abandon_work_item(duro_provider *p, const char *lock_token,
                                int64_t delay_ms, duro_error *err);
 
-int duro__pg_cancel_instances(duro_provider *p, const char *const *instance_ids,
-                              size_t count, const char *reason,
-                              const char *requested_by,
-                              duro_cancel_result *results, duro_error *err);
-int duro__pg_cancel_matching(duro_provider *p, const duro_bulk_filter *filter,
-                             const char *reason, const char *requested_by,
-                             int dry_run, size_t max_ids,
-                             duro_bulk_result **out, duro_error *err);
-int duro__pg_control_instances(duro_provider *p, int control,
-                               const char *const *instance_ids, size_t count,
-                               const char *reason, const char *requested_by,
-                               duro_control_result *results, duro_error *err);
-int duro__pg_control_matching(duro_provider *p, int control,
-                              const duro_bulk_filter *filter,
-                              const char *reason, const char *requested_by,
-                              int dry_run, size_t max_ids,
-                              duro_bulk_result **out, duro_error *err);
-int duro__pg_purge_instances(duro_provider *p, const duro_bulk_filter *filter,
-                             int dry_run, size_t max_ids,
-                             duro_bulk_result **out, duro_error *err);
 int duro__pg_check_work_item_locks(duro_provider *p,
                                    const char *const *lock_tokens, size_t count,
                                    unsigned char *held, duro_error *err);

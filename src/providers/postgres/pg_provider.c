@@ -66,13 +66,8 @@ static void fill_methods(duro_provider *m)
     m->abandon_work_item = duro__pg_abandon_work_item;
     m->wait_for_work = duro__pg_wait_for_work;
     m->wake = duro__pg_wake;
-    m->cancel_instances = duro__pg_cancel_instances;
-    m->cancel_matching = duro__pg_cancel_matching;
-    m->purge_instances = duro__pg_purge_instances;
     m->check_work_item_locks = duro__pg_check_work_item_locks;
     m->wait_for_cancellations = duro__pg_wait_for_cancellations;
-    m->control_instances = duro__pg_control_instances;
-    m->control_matching = duro__pg_control_matching;
 }
 
 static int open_pool(duro__pg_provider *p, duro_error *err)

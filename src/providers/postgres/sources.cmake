@@ -3,7 +3,6 @@
 # many instances, the store's gauges, and the provider object (its
 # management reads/writes: src/providers/sql/manage.c).
 list(APPEND DURO_SOURCES
-  src/providers/postgres/pg_bulk.c
   src/providers/postgres/pg_db.c
   src/providers/postgres/pg_dialect.c
   src/providers/postgres/pg_provider.c

@@ -23,6 +23,11 @@ void duro__sql_fill_methods(duro_provider *m)
     m->read_store_stats = duro__sql_read_store_stats;
     m->query_instances = duro__sql_query_instances;
     m->list_control_events = duro__sql_list_control_events;
+    m->cancel_instances = duro__sql_cancel_instances;
+    m->cancel_matching = duro__sql_cancel_matching;
+    m->purge_instances = duro__sql_purge_instances;
+    m->control_instances = duro__sql_control_instances;
+    m->control_matching = duro__sql_control_matching;
 }
 
 duro__sql_store *duro__sql_store_of(duro_provider *p, const char *dialect)

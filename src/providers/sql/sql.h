@@ -31,6 +31,7 @@
 typedef struct duro__sql_conn duro__sql_conn; /* a dialect's connection */
 typedef struct duro__sql_stmt duro__sql_stmt; /* a dialect's statement */
 typedef struct duro__sql_store duro__sql_store;
+typedef struct duro__sql_sweep duro__sql_sweep; /* a sweep's set (many.c) */
 
 /* The primitives. Every member is set. */
 typedef struct duro__sql_dialect {
@@ -95,6 +96,27 @@ typedef struct duro__sql_dialect {
     /* Binds a LIMIT's row count; a negative v is no limit (SQLite reads a
      * negative LIMIT as none, PostgreSQL reads NULL). */
     void (*bind_limit)(duro__sql_conn *c, duro__sql_stmt *s, int i, int64_t v);
+
+    /* ---- operations on many instances (sql/many.c) ---- */
+    /* How a list of ids is bound: 1, a JSON array (SQLite's json_each
+     * reads it); 0, a text[] literal (PostgreSQL's unnest). */
+    int ids_json;
+    const char *ids_reader; /* what reads such a list, for messages */
+    /* A sweep's set, read on a snapshot of its own (duro__sql_sweep).
+     * open sets conn, in_place and page and begins the snapshot; when it
+     * fails nothing stays open. page gives the statement whose rows are
+     * the next page (stepped until DONE or `page` rows), given `set`, the
+     * set's statement prepared on conn and bound; NULL with err set when
+     * it fails. close ends what open began, given the sweep's rc so far
+     * (an in-place sweep commits when rc is DURO_OK and it is no dry run,
+     * else rolls back), and returns rc or its own failure. */
+    int (*sweep_open)(duro__sql_store *st, duro__sql_sweep *sw, const char *op,
+                      duro_error *err);
+    duro__sql_stmt *(*sweep_page)(duro__sql_store *st, duro__sql_sweep *sw,
+                                  duro__sql_stmt *set, const char *op,
+                                  duro_error *err);
+    int (*sweep_close)(duro__sql_store *st, duro__sql_sweep *sw, int rc,
+                       const char *op, duro_error *err);
 } duro__sql_dialect;
 
 /* The part of a SQL store the shared layer reads. */
@@ -327,5 +349,43 @@ int duro__sql_set_instance_problem(duro_provider *p, const char *instance_id,
  * fetchable, INT64_MAX when the queue is empty (wait_for_work). */
 int duro__sql_next_due(duro__sql_store *st, duro_queue queue, int64_t *out,
                        duro_error *err);
+/* sql/many.c: cancel_instances, control_instances, cancel_matching,
+ * control_matching, purge_instances. */
+
+/* A sweep's set as the dialect holds it between sweep_open and
+ * sweep_close. */
+struct duro__sql_sweep {
+    int dry_run;          /* the caller's: nothing is written */
+    duro__sql_conn *conn; /* open's: where the set is read (and a dry
+                             run's checks run) */
+    int in_place;         /* open's: 1, the batches write on conn in the
+                             sweep's one transaction (SQLite's :memory:,
+                             whose only connection is the writer); 0, each
+                             batch is a write transaction of its own */
+    size_t page;          /* open's: rows a page holds at most (SIZE_MAX:
+                             the set is read whole before any write) */
+    void *state;          /* the dialect's */
+};
+
+int duro__sql_cancel_instances(duro_provider *p,
+                               const char *const *instance_ids, size_t count,
+                               const char *reason, const char *requested_by,
+                               duro_cancel_result *results, duro_error *err);
+int duro__sql_control_instances(duro_provider *p, int control,
+                                const char *const *instance_ids, size_t count,
+                                const char *reason, const char *requested_by,
+                                duro_control_result *results, duro_error *err);
+int duro__sql_cancel_matching(duro_provider *p, const duro_bulk_filter *filter,
+                              const char *reason, const char *requested_by,
+                              int dry_run, size_t max_ids,
+                              duro_bulk_result **out, duro_error *err);
+int duro__sql_control_matching(duro_provider *p, int control,
+                               const duro_bulk_filter *filter,
+                               const char *reason, const char *requested_by,
+                               int dry_run, size_t max_ids,
+                               duro_bulk_result **out, duro_error *err);
+int duro__sql_purge_instances(duro_provider *p, const duro_bulk_filter *filter,
+                              int dry_run, size_t max_ids,
+                              duro_bulk_result **out, duro_error *err);
 
 #endif

@@ -2,7 +2,6 @@
 # operations on many instances, the store's gauges, and the provider
 # object (its management reads/writes: src/providers/sql/manage.c).
 list(APPEND DURO_SOURCES
-  src/providers/sqlite/sqlite_bulk.c
   src/providers/sqlite/sqlite_db.c
   src/providers/sqlite/sqlite_dialect.c
   src/providers/sqlite/sqlite_files.c

@@ -1,7 +1,8 @@
 /* sqlite_dialect.c - the primitives the shared SQL layer (sql/sql.h) runs
  * on a SQLite store: statements, steps and columns of sqlite3, the one
- * writer, the reader pool, the in-process wake-up. Each is a cast around
- * sqlite_db.c's own function or sqlite3's. Thread rules: sqlite_db.c's. */
+ * writer, the reader pool, the in-process wake-up, a sweep's snapshot.
+ * Each is a cast around sqlite_db.c's own function or sqlite3's. Thread
+ * rules: sqlite_db.c's. */
 #include <string.h>
 #include <sys/stat.h>
 
@@ -128,6 +129,84 @@ static int64_t wal_bytes(duro__sql_store *st)
     return size;
 }
 
+/* ---- a sweep's set (sql/many.c) --------------------------------------
+ * A file database reads the set on a read snapshot of a connection of the
+ * sweep's own, so the snapshot stays while batches commit on the writer (a
+ * pooled reader would be taken from other callers for the whole sweep),
+ * stepping its SELECT a page of DURO_BULK_BATCH_MAX rows at a time; while
+ * it is open, p->sweeps holds RESTART checkpoints back. A :memory:
+ * database has only the writer: there the whole sweep is one write
+ * transaction, which no other write can interleave with, and the set is
+ * read whole before the first write (memory grows with it; :memory: is for
+ * tests). */
+
+static void snapshot_close(duro__sqlite_provider *p, duro__sqlite_conn *snap)
+{
+    duro__sqlite_conn_close(snap); /* ends the read transaction */
+    atomic_fetch_sub(&p->sweeps, 1);
+    duro__free(snap);
+}
+
+static int sweep_open(duro__sql_store *st, duro__sql_sweep *sw, const char *op,
+                      duro_error *err)
+{
+    duro__sqlite_provider *p = PROVIDER(st);
+    if (p->cfg.memory) {
+        duro__sqlite_conn *c = NULL;
+        int rc = duro__sqlite_write_begin(p, op, &c, err);
+        sw->conn = (duro__sql_conn *)c;
+        sw->in_place = 1;
+        sw->page = SIZE_MAX;
+        return rc;
+    }
+    duro__sqlite_conn *snap = duro__calloc(1, sizeof(*snap));
+    if (snap == NULL)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    int rc = duro__sqlite_conn_open(p, snap, 1, err);
+    if (rc != DURO_OK) {
+        duro__free(snap);
+        return rc;
+    }
+    atomic_fetch_add(&p->sweeps, 1);
+    sqlite3_stmt *s = duro__sqlite_stmt(p, snap, DURO__SQL_BEGIN_READ, op, err);
+    rc = s != NULL ? duro__sqlite_run(p, snap, s, op, err) : err->code;
+    if (rc != DURO_OK) {
+        snapshot_close(p, snap);
+        return rc;
+    }
+    sw->conn = (duro__sql_conn *)snap;
+    sw->state = snap;
+    sw->in_place = 0;
+    sw->page = DURO_BULK_BATCH_MAX;
+    return DURO_OK;
+}
+
+/* The SELECT's rows are the set: each page steps on from the last. */
+static duro__sql_stmt *sweep_page(duro__sql_store *st, duro__sql_sweep *sw,
+                                  duro__sql_stmt *set, const char *op,
+                                  duro_error *err)
+{
+    (void)st;
+    (void)sw;
+    (void)op;
+    (void)err;
+    return set;
+}
+
+static int sweep_close(duro__sql_store *st, duro__sql_sweep *sw, int rc,
+                       const char *op, duro_error *err)
+{
+    duro__sqlite_provider *p = PROVIDER(st);
+    if (!sw->in_place) {
+        snapshot_close(p, sw->state);
+        return rc;
+    }
+    if (rc == DURO_OK && !sw->dry_run)
+        return duro__sqlite_write_commit(p, CONN(sw->conn), op, err);
+    duro__sqlite_write_rollback(p, CONN(sw->conn));
+    return rc;
+}
+
 /* The writer's transactions always see one snapshot. */
 const duro__sql_dialect duro__sqlite_dialect = {
     .name = "sqlite",
@@ -155,4 +234,10 @@ const duro__sql_dialect duro__sqlite_dialect = {
     .bytes_beside = wal_bytes,
     /* sql/manage.c */
     .bind_limit = bind_i64, /* a negative LIMIT is none */
+    /* operations on many instances (sql/many.c) */
+    .ids_json = 1,
+    .ids_reader = "json_each",
+    .sweep_open = sweep_open,
+    .sweep_page = sweep_page,
+    .sweep_close = sweep_close,
 };

@@ -318,7 +318,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     DURO__SQLITE_BULK_STATEMENTS(X)                                            \
     DURO__SQLITE_QUERY_STATEMENTS(X)
 
-/* Operations on many instances (sqlite_bulk.c). A batch names its
+/* Operations on many instances (sql/many.c). A batch names its
  * instances in ?1, a JSON array read with json_each: plain ids for
  * cancel_instances and control_instances, [id, created_ms] pairs for the
  * sweeps, so an instance deleted and created again under the same id after
@@ -373,8 +373,9 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
 
 /* Deciding unbegun instances at once (provider version 9), set-based: ?1
  * the JSON array of ids (found DURO__SQLITE_UNBEGUN in this transaction),
- * ?2 reason, ?3 requester, ?4 now, ?5 the request's kind: 8 cancel, 11
- * terminate, 12 suspend. The statements write what a runtime's turn would
+ * ?2 the request's kind (8 cancel, 11 terminate, 12 suspend), ?3 now, ?4
+ * reason, ?5 requester (PostgreSQL's order, where each statement takes a
+ * prefix of them). The statements write what a runtime's turn would
  * have written (engine.c: stop_without_code, terminate), in this order:
  * each before DECIDE_INSTANCES reads the ids' instances still Pending with
  * no execution, which DECIDE_INSTANCES ends. Execution 1 begins with
@@ -394,21 +395,21 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     "orchestrator_queue WHERE instance_id = " i ".instance_id AND kind = 1)"
 /* the status, error and category of the decision, as a turn's meta */
 #define DURO__SQLITE_DECIDE_STATUS                                             \
-    "CASE ?5 WHEN 8 THEN 5 WHEN 11 THEN 8 ELSE 7 END"
+    "CASE ?2 WHEN 8 THEN 5 WHEN 11 THEN 8 ELSE 7 END"
 #define DURO__SQLITE_DECIDE_ERROR                                              \
-    "CASE ?5 WHEN 8 THEN IFNULL(?2, '') WHEN 11 THEN IFNULL(?2, "              \
+    "CASE ?2 WHEN 8 THEN IFNULL(?4, '') WHEN 11 THEN IFNULL(?4, "              \
     "'terminated') END"
 #define DURO__SQLITE_DECIDE_PARENT                                             \
-    "?5 IN (8, 11) AND NULLIF(s.parent_instance, '') IS NOT NULL "             \
+    "?2 IN (8, 11) AND NULLIF(s.parent_instance, '') IS NOT NULL "             \
     "AND (s.flags & 2) = 0"
 #define DURO__SQLITE_DECIDE_STATEMENTS(X)                                             \
     X(DECIDE_EXECUTIONS,                                                              \
       "INSERT INTO executions(instance_id, execution_id, status, name, "              \
       "version, started_ms, completed_ms, error, category) "                          \
       "SELECT instance_id, 1, " DURO__SQLITE_DECIDE_STATUS ", name, version, "        \
-      "?4, CASE WHEN ?5 = 12 THEN NULL ELSE ?4 "                                      \
+      "?3, CASE WHEN ?2 = 12 THEN NULL ELSE ?3 "                                      \
       "END, " DURO__SQLITE_DECIDE_ERROR                                               \
-      ", CASE WHEN ?5 = 12 THEN 0 ELSE 5 END "                                        \
+      ", CASE WHEN ?2 = 12 THEN 0 ELSE 5 END "                                        \
       "FROM instances WHERE " DURO__SQLITE_DECIDE_IDS("instances"))                   \
     X(DECIDE_HISTORY,                                                                 \
       "WITH t AS (SELECT instance_id, name, version, parent_instance, "               \
@@ -420,7 +421,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                        "(PARTITION BY q.instance_id ORDER BY q.id) AS n "             \
                        "FROM t CROSS JOIN orchestrator_queue AS q "                   \
                        "ON q.instance_id = t.instance_id "                            \
-                       "WHERE q.kind = 5 AND q.name IS NOT NULL AND ?5 <> "           \
+                       "WHERE q.kind = 5 AND q.name IS NOT NULL AND ?2 <> "           \
                        "12), "                                                        \
                        "k AS (SELECT t.instance_id, (SELECT COUNT(*) FROM ev "        \
                        "WHERE ev.instance_id = t.instance_id) AS n FROM t), "         \
@@ -433,7 +434,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                        "timestamp_ms, name, version, payload, reason, "               \
                        "requested_by, "                                               \
                        "ref_instance, ref_execution, ref_event_id, flags) "           \
-                       "SELECT t.instance_id, 1, 1, 1, ?4, COALESCE(s.name, "         \
+                       "SELECT t.instance_id, 1, 1, 1, ?3, COALESCE(s.name, "         \
                        "t.name), "                                                    \
                        "CASE WHEN s.id IS NULL THEN t.version ELSE s.version "        \
                        "END, s.payload, "                                             \
@@ -445,17 +446,17 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                        "IFNULL(s.flags, 0) & 2 FROM t LEFT "                          \
                        "JOIN " DURO__SQLITE_DECIDE_START(                             \
                            "t") " UNION ALL SELECT instance_id, 1, 1 + n, "           \
-                                "14, ?4, name, NULL, "                                \
+                                "14, ?3, name, NULL, "                                \
                                 "payload, NULL, NULL, NULL, 0, 0, 0 FROM ev "         \
                                 "UNION ALL SELECT k.instance_id, 1, 2 + k.n "         \
                                 "+ x.off, x.kind, "                                   \
-                                "?4, NULL, NULL, NULL, CASE x.kind WHEN 6 "           \
-                                "THEN IFNULL(?2, '') "                                \
-                                "WHEN 19 THEN IFNULL(?2, 'terminated') ELSE "         \
-                                "?2 END, "                                            \
-                                "CASE WHEN x.by THEN ?3 END, NULL, 0, 0, "            \
+                                "?3, NULL, NULL, NULL, CASE x.kind WHEN 6 "           \
+                                "THEN IFNULL(?4, '') "                                \
+                                "WHEN 19 THEN IFNULL(?4, 'terminated') ELSE "         \
+                                "?4 END, "                                            \
+                                "CASE WHEN x.by THEN ?5 END, NULL, 0, 0, "            \
                                 "x.flags "                                            \
-                                "FROM k CROSS JOIN x WHERE x.req = ?5")               \
+                                "FROM k CROSS JOIN x WHERE x.req = ?2")               \
     /* a cancelled or terminated child tells its parent (not a detached               \
      * one) as engine.c's terminate() does; then the parent's readiness, as           \
      * READY_ENQUEUE for a message that does not stop it */                           \
@@ -463,15 +464,15 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "INSERT INTO orchestrator_queue(kind, instance_id, execution_id, "              \
       "source_id, error, category, enqueued_ms, visible_at) "                         \
       "SELECT 7, s.parent_instance, s.parent_execution, s.parent_event_id, "          \
-      "'child ''' || i.instance_id || ''' was ' || CASE ?5 WHEN 8 THEN "              \
+      "'child ''' || i.instance_id || ''' was ' || CASE ?2 WHEN 8 THEN "              \
       "'cancelled' ELSE 'terminated' END || ': ' "                                    \
-      "|| " DURO__SQLITE_DECIDE_ERROR ", 5, ?4, ?4 FROM instances AS i "              \
+      "|| " DURO__SQLITE_DECIDE_ERROR ", 5, ?3, ?3 FROM instances AS i "              \
       "JOIN " DURO__SQLITE_DECIDE_START(                                              \
           "i") " WHERE " DURO__SQLITE_DECIDE_IDS("i") " AND"                          \
                                                       " " DURO__SQLITE_DECIDE_PARENT) \
     X(DECIDE_PARENT_READY,                                                            \
       "INSERT INTO orchestrator_ready(instance_id, ready_at) "                        \
-      "SELECT DISTINCT s.parent_instance, ?4 FROM instances AS i "                    \
+      "SELECT DISTINCT s.parent_instance, ?3 FROM instances AS i "                    \
       "JOIN " DURO__SQLITE_DECIDE_START(                                              \
           "i") " WHERE " DURO__SQLITE_DECIDE_IDS("i") " AND"                          \
                                                       " " DURO__SQLITE_DECIDE_PARENT  \
@@ -489,21 +490,21 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                                                       "ready_at")                     \
     X(DECIDE_INSTANCES,                                                               \
       "UPDATE instances SET status = " DURO__SQLITE_DECIDE_STATUS ", "                \
-      "execution_id = 1, updated_ms = ?4, output = NULL, "                            \
+      "execution_id = 1, updated_ms = ?3, output = NULL, "                            \
       "error = " DURO__SQLITE_DECIDE_ERROR ", "                                       \
-      "category = CASE WHEN ?5 = 12 THEN 0 ELSE 5 END, "                              \
-      "finished_ms = CASE WHEN ?5 = 12 THEN NULL ELSE ?4 END, "                       \
-      "cancel_requested_ms = CASE WHEN ?5 = 8 THEN ?4 "                               \
+      "category = CASE WHEN ?2 = 12 THEN 0 ELSE 5 END, "                              \
+      "finished_ms = CASE WHEN ?2 = 12 THEN NULL ELSE ?3 END, "                       \
+      "cancel_requested_ms = CASE WHEN ?2 = 8 THEN ?3 "                               \
       "ELSE cancel_requested_ms END, "                                                \
-      "cancel_reason = CASE WHEN ?5 = 8 THEN ?2 ELSE cancel_reason END, "             \
-      "cancelled_by = CASE WHEN ?5 = 8 THEN ?3 ELSE cancelled_by END, "               \
-      "last_problem = CASE WHEN ?5 = 12 THEN last_problem END, "                      \
-      "last_problem_ms = CASE WHEN ?5 = 12 THEN last_problem_ms END, "                \
-      "next_attempt_ms = CASE WHEN ?5 = 12 THEN next_attempt_ms END "                 \
+      "cancel_reason = CASE WHEN ?2 = 8 THEN ?4 ELSE cancel_reason END, "             \
+      "cancelled_by = CASE WHEN ?2 = 8 THEN ?5 ELSE cancelled_by END, "               \
+      "last_problem = CASE WHEN ?2 = 12 THEN last_problem END, "                      \
+      "last_problem_ms = CASE WHEN ?2 = 12 THEN last_problem_ms END, "                \
+      "next_attempt_ms = CASE WHEN ?2 = 12 THEN next_attempt_ms END "                 \
       "WHERE " DURO__SQLITE_DECIDE_IDS("instances"))                                  \
     X(DECIDE_QUEUE,                                                                   \
       "DELETE FROM orchestrator_queue WHERE instance_id IN "                          \
-      "(SELECT value FROM json_each(?1)) AND (?5 <> 12 OR kind = 1)")                 \
+      "(SELECT value FROM json_each(?1)) AND (?2 <> 12 OR kind = 1)")                 \
     /* readiness from what remains, unlocked (a runtime whose lock had                \
      * expired finds it gone at its ack) */                                           \
     X(DECIDE_READY_DROP,                                                              \
@@ -1090,30 +1091,6 @@ int duro__sqlite_ack_work_item(duro_provider *p, const char *lock_token,
 int duro__sqlite_abandon_work_item(duro_provider *p, const char *lock_token,
                                    int64_t delay_ms, duro_error *err);
 
-int duro__sqlite_cancel_instances(duro_provider *p,
-                                  const char *const *instance_ids, size_t count,
-                                  const char *reason, const char *requested_by,
-                                  duro_cancel_result *results, duro_error *err);
-int duro__sqlite_cancel_matching(duro_provider *p,
-                                 const duro_bulk_filter *filter,
-                                 const char *reason, const char *requested_by,
-                                 int dry_run, size_t max_ids,
-                                 duro_bulk_result **out, duro_error *err);
-int duro__sqlite_control_instances(duro_provider *p, int control,
-                                   const char *const *instance_ids,
-                                   size_t count, const char *reason,
-                                   const char *requested_by,
-                                   duro_control_result *results,
-                                   duro_error *err);
-int duro__sqlite_control_matching(duro_provider *p, int control,
-                                  const duro_bulk_filter *filter,
-                                  const char *reason, const char *requested_by,
-                                  int dry_run, size_t max_ids,
-                                  duro_bulk_result **out, duro_error *err);
-int duro__sqlite_purge_instances(duro_provider *p,
-                                 const duro_bulk_filter *filter, int dry_run,
-                                 size_t max_ids, duro_bulk_result **out,
-                                 duro_error *err);
 int duro__sqlite_check_work_item_locks(duro_provider *p,
                                        const char *const *lock_tokens,
                                        size_t count, unsigned char *held,

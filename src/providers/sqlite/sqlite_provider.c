@@ -70,12 +70,7 @@ static void fill_methods(duro_provider *m)
     m->abandon_work_item = duro__sqlite_abandon_work_item;
     m->wait_for_work = duro__sqlite_wait_for_work;
     m->wake = duro__sqlite_wake;
-    m->cancel_instances = duro__sqlite_cancel_instances;
-    m->cancel_matching = duro__sqlite_cancel_matching;
-    m->purge_instances = duro__sqlite_purge_instances;
     m->check_work_item_locks = duro__sqlite_check_work_item_locks;
-    m->control_instances = duro__sqlite_control_instances;
-    m->control_matching = duro__sqlite_control_matching;
 }
 
 static int open_readers(duro__sqlite_provider *p, duro_error *err)
