@@ -4,6 +4,7 @@
  * cursor. Each is a cast around pg_db.c's own function. Thread rules:
  * pg_db.c's. */
 #include "providers/postgres/pg_internal.h"
+#include "providers/sql/adapt.h"
 
 _Static_assert(DURO__PG_ROW == DURO__SQL_ROW && DURO__PG_DONE == DURO__SQL_DONE,
                "the shared layer reads duro__pg_step's codes");
@@ -12,77 +13,8 @@ _Static_assert(DURO__PG_ROW == DURO__SQL_ROW && DURO__PG_DONE == DURO__SQL_DONE,
 #define CONN(c) ((duro__pg_conn *)(c))
 #define STMT(s) ((duro__pg_statement *)(s))
 
-static duro__sql_stmt *prepare(duro__sql_store *st, duro__sql_conn *c,
-                               duro__sql_stmt_id id, const char *op,
-                               duro_error *err)
-{
-    return (duro__sql_stmt *)duro__pg_stmt(PROVIDER(st), CONN(c), id, op, err);
-}
-
-static int step(duro__sql_store *st, duro__sql_conn *c, duro__sql_stmt *s)
-{
-    return duro__pg_step(PROVIDER(st), CONN(c), STMT(s));
-}
-
-static int error(duro__sql_conn *c, int rc, const char *op, duro_error *err)
-{
-    return duro__pg_error(CONN(c), rc, op, err);
-}
-
-static void reset(duro__sql_stmt *s)
-{
-    duro__pg_reset(STMT(s));
-}
-
-static int changes(duro__sql_conn *c)
-{
-    return duro__pg_changes(CONN(c));
-}
-
-static int param_count(duro__sql_stmt *s)
-{
-    return duro__pg_param_count(STMT(s));
-}
-
-static void bind_text(duro__sql_conn *c, duro__sql_stmt *s, int i,
-                      const char *v)
-{
-    duro__pg_bind_text(CONN(c), STMT(s), i, v);
-}
-
-static void bind_i64(duro__sql_conn *c, duro__sql_stmt *s, int i, int64_t v)
-{
-    duro__pg_bind_i64(CONN(c), STMT(s), i, v);
-}
-
-static int64_t column_int64(duro__sql_stmt *s, int col)
-{
-    return duro__pg_column_int64(STMT(s), col);
-}
-
-static int column_null(duro__sql_stmt *s, int col)
-{
-    return duro__pg_column_null(STMT(s), col);
-}
-
-static const char *column_text(duro__sql_stmt *s, int col)
-{
-    return duro__pg_column_text_raw(STMT(s), col);
-}
-
-static int column_bytes(duro__sql_stmt *s, int col)
-{
-    return duro__pg_column_bytes(STMT(s), col);
-}
-
-static int write_begin(duro__sql_store *st, const char *op,
-                       duro__sql_conn **out, duro_error *err)
-{
-    duro__pg_conn *c = NULL;
-    int rc = duro__pg_write_begin(PROVIDER(st), op, &c, err);
-    *out = (duro__sql_conn *)c;
-    return rc;
-}
+DURO__SQL_ADAPTERS(pg, duro__pg_provider, duro__pg_conn, duro__pg_statement)
+DURO__SQL_ADAPT_COLUMNS(pg, duro__pg_conn, duro__pg_statement)
 
 static int write_begin_snapshot(duro__sql_store *st, const char *op,
                                 duro__sql_conn **out, duro_error *err)
@@ -91,32 +23,6 @@ static int write_begin_snapshot(duro__sql_store *st, const char *op,
     int rc = duro__pg_write_begin_snapshot(PROVIDER(st), op, &c, err);
     *out = (duro__sql_conn *)c;
     return rc;
-}
-
-static int write_commit(duro__sql_store *st, duro__sql_conn *c, const char *op,
-                        duro_error *err)
-{
-    return duro__pg_write_commit(PROVIDER(st), CONN(c), op, err);
-}
-
-static void write_rollback(duro__sql_store *st, duro__sql_conn *c)
-{
-    duro__pg_write_rollback(PROVIDER(st), CONN(c));
-}
-
-static duro__sql_conn *reader_acquire(duro__sql_store *st)
-{
-    return (duro__sql_conn *)duro__pg_reader_acquire(PROVIDER(st));
-}
-
-static void reader_release(duro__sql_store *st, duro__sql_conn *c)
-{
-    duro__pg_reader_release(PROVIDER(st), CONN(c));
-}
-
-static void signal_queue(duro__sql_store *st, duro_queue queue, size_t items)
-{
-    duro__pg_signal(PROVIDER(st), queue, items);
 }
 
 /* Everything the store keeps is in its tables (the WAL is the server's). */
@@ -223,26 +129,9 @@ static int sweep_close(duro__sql_store *st, duro__sql_sweep *sw, int rc,
 }
 
 const duro__sql_dialect duro__pg_dialect = {
+    DURO__SQL_ADAPTED,
     .name = "postgres",
-    .prepare = prepare,
-    .step = step,
-    .error = error,
-    .reset = reset,
-    .changes = changes,
-    .param_count = param_count,
-    .bind_text = bind_text,
-    .bind_i64 = bind_i64,
-    .column_int64 = column_int64,
-    .column_null = column_null,
-    .column_text = column_text,
-    .column_bytes = column_bytes,
-    .write_begin = write_begin,
     .write_begin_snapshot = write_begin_snapshot,
-    .write_commit = write_commit,
-    .write_rollback = write_rollback,
-    .reader_acquire = reader_acquire,
-    .reader_release = reader_release,
-    .signal = signal_queue,
     .has = duro__pg_has_statement,
     .texts = duro__pg_statement_texts,
     .bytes_beside = nothing_beside,

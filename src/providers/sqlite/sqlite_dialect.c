@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "providers/sql/adapt.h"
 #include "providers/sqlite/sqlite_internal.h"
 
 _Static_assert(SQLITE_ROW == DURO__SQL_ROW && SQLITE_DONE == DURO__SQL_DONE,
@@ -15,103 +16,43 @@ _Static_assert(SQLITE_ROW == DURO__SQL_ROW && SQLITE_DONE == DURO__SQL_DONE,
 #define CONN(c) ((duro__sqlite_conn *)(c))
 #define STMT(s) ((sqlite3_stmt *)(s))
 
-static duro__sql_stmt *prepare(duro__sql_store *st, duro__sql_conn *c,
-                               duro__sql_stmt_id id, const char *op,
-                               duro_error *err)
-{
-    return (duro__sql_stmt *)duro__sqlite_stmt(PROVIDER(st), CONN(c), id, op,
-                                               err);
-}
+DURO__SQL_ADAPTERS(sqlite, duro__sqlite_provider, duro__sqlite_conn,
+                   sqlite3_stmt)
 
-static int step(duro__sql_store *st, duro__sql_conn *c, duro__sql_stmt *s)
-{
-    return duro__sqlite_step(PROVIDER(st), CONN(c), STMT(s));
-}
-
-static int error(duro__sql_conn *c, int rc, const char *op, duro_error *err)
-{
-    return duro__sqlite_error(CONN(c), rc, op, err);
-}
-
-static void reset(duro__sql_stmt *s)
+/* The statement and column primitives are sqlite3's own. */
+static void adapt_reset(duro__sql_stmt *s)
 {
     sqlite3_reset(STMT(s));
 }
 
-static int changes(duro__sql_conn *c)
+static int adapt_changes(duro__sql_conn *c)
 {
     return sqlite3_changes(CONN(c)->db);
 }
 
-static int param_count(duro__sql_stmt *s)
+static int adapt_param_count(duro__sql_stmt *s)
 {
     return sqlite3_bind_parameter_count(STMT(s));
 }
 
-static void bind_text(duro__sql_conn *c, duro__sql_stmt *s, int i,
-                      const char *v)
-{
-    duro__sqlite_bind_text(CONN(c), STMT(s), i, v);
-}
-
-static void bind_i64(duro__sql_conn *c, duro__sql_stmt *s, int i, int64_t v)
-{
-    duro__sqlite_bind_i64(CONN(c), STMT(s), i, v);
-}
-
-static int64_t column_int64(duro__sql_stmt *s, int col)
+static int64_t adapt_column_int64(duro__sql_stmt *s, int col)
 {
     return sqlite3_column_int64(STMT(s), col);
 }
 
-static int column_null(duro__sql_stmt *s, int col)
+static int adapt_column_null(duro__sql_stmt *s, int col)
 {
     return sqlite3_column_type(STMT(s), col) == SQLITE_NULL;
 }
 
-static const char *column_text(duro__sql_stmt *s, int col)
+static const char *adapt_column_text(duro__sql_stmt *s, int col)
 {
     return (const char *)sqlite3_column_text(STMT(s), col);
 }
 
-static int column_bytes(duro__sql_stmt *s, int col)
+static int adapt_column_bytes(duro__sql_stmt *s, int col)
 {
     return sqlite3_column_bytes(STMT(s), col);
-}
-
-static int write_begin(duro__sql_store *st, const char *op,
-                       duro__sql_conn **out, duro_error *err)
-{
-    duro__sqlite_conn *c = NULL;
-    int rc = duro__sqlite_write_begin(PROVIDER(st), op, &c, err);
-    *out = (duro__sql_conn *)c;
-    return rc;
-}
-
-static int write_commit(duro__sql_store *st, duro__sql_conn *c, const char *op,
-                        duro_error *err)
-{
-    return duro__sqlite_write_commit(PROVIDER(st), CONN(c), op, err);
-}
-
-static void write_rollback(duro__sql_store *st, duro__sql_conn *c)
-{
-    duro__sqlite_write_rollback(PROVIDER(st), CONN(c));
-}
-
-static duro__sql_conn *reader_acquire(duro__sql_store *st)
-{
-    return (duro__sql_conn *)duro__sqlite_reader_acquire(PROVIDER(st));
-}
-
-static void reader_release(duro__sql_store *st, duro__sql_conn *c)
-{
-    duro__sqlite_reader_release(PROVIDER(st), CONN(c));
-}
-
-static void signal_queue(duro__sql_store *st, duro_queue queue, size_t items)
-{
-    duro__sqlite_signal(PROVIDER(st), queue, items);
 }
 
 /* Bytes of the WAL file beside a file database; 0 when there is none. */
@@ -209,31 +150,14 @@ static int sweep_close(duro__sql_store *st, duro__sql_sweep *sw, int rc,
 
 /* The writer's transactions always see one snapshot. */
 const duro__sql_dialect duro__sqlite_dialect = {
+    DURO__SQL_ADAPTED,
     .name = "sqlite",
-    .prepare = prepare,
-    .step = step,
-    .error = error,
-    .reset = reset,
-    .changes = changes,
-    .param_count = param_count,
-    .bind_text = bind_text,
-    .bind_i64 = bind_i64,
-    .column_int64 = column_int64,
-    .column_null = column_null,
-    .column_text = column_text,
-    .column_bytes = column_bytes,
-    .write_begin = write_begin,
-    .write_begin_snapshot = write_begin,
-    .write_commit = write_commit,
-    .write_rollback = write_rollback,
-    .reader_acquire = reader_acquire,
-    .reader_release = reader_release,
-    .signal = signal_queue,
+    .write_begin_snapshot = adapt_write_begin, /* one writer: one snapshot */
     .has = duro__sqlite_has_statement,
     .texts = duro__sqlite_statement_texts,
     .bytes_beside = wal_bytes,
     /* sql/manage.c */
-    .bind_limit = bind_i64, /* a negative LIMIT is none */
+    .bind_limit = adapt_bind_i64, /* a negative LIMIT is none */
     /* operations on many instances (sql/many.c) */
     .ids_json = 1,
     .ids_reader = "json_each",
