@@ -85,8 +85,6 @@ static int sweep_open(duro__sql_store *st, duro__sql_sweep *sw, const char *op,
     }
     sw->conn = (duro__sql_conn *)&own->conn;
     sw->state = own;
-    sw->in_place = 0;
-    sw->page = DURO_BULK_BATCH_MAX;
     return DURO_OK;
 }
 

@@ -678,7 +678,10 @@ static int run_sweep(sweep *w, duro_bulk_result **out, duro_error *err)
     }
     w->res->arena = a;
     w->now = duro__wall_ms(); /* the set's: which have not begun */
-    duro__sql_sweep src = {.dry_run = w->dry_run};
+    /* pages of a batch, written batch by batch, unless the dialect says
+     * otherwise */
+    duro__sql_sweep src = {
+        .dry_run = w->dry_run, .in_place = 0, .page = DURO_BULK_BATCH_MAX};
     int rc = st->dialect->sweep_open(st, &src, op, err);
     if (rc != DURO_OK) {
         duro_arena_destroy(a);

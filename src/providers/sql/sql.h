@@ -358,12 +358,14 @@ struct duro__sql_sweep {
     int dry_run;          /* the caller's: nothing is written */
     duro__sql_conn *conn; /* open's: where the set is read (and a dry
                              run's checks run) */
-    int in_place;         /* open's: 1, the batches write on conn in the
-                             sweep's one transaction (SQLite's :memory:,
-                             whose only connection is the writer); 0, each
-                             batch is a write transaction of its own */
-    size_t page;          /* open's: rows a page holds at most (SIZE_MAX:
-                             the set is read whole before any write) */
+    int in_place;         /* 0 unless open says 1: the batches write on
+                             conn in the sweep's one transaction (SQLite's
+                             :memory:, whose only connection is the
+                             writer); 0, each batch is a write transaction
+                             of its own */
+    size_t page;          /* rows a page holds at most:
+                             DURO_BULK_BATCH_MAX unless open says SIZE_MAX
+                             (the set is read whole before any write) */
     void *state;          /* the dialect's */
 };
 
