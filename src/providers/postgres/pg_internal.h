@@ -567,8 +567,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(READY_DELETE, "DELETE FROM orchestrator_ready WHERE id = $1::bigint")    \
     X(READY_MIN, "SELECT MIN(ready_at) FROM orchestrator_ready")               \
     /* the locks a claim whose outcome is unknown may hold ($1 its token       \
-     * hex; its answer was lost, so no caller holds them): pg_queue.c,         \
-     * "releases". A scan of the table, on that rare path only */              \
+     * hex; its answer was lost, so no caller holds them): pg_release.c.       \
+     * A scan of the table, on that rare path only */                          \
     X(READY_CLAIMED_BY, "SELECT lock_token FROM orchestrator_ready "           \
                         "WHERE lock_token IS NOT NULL "                        \
                         "AND right(lock_token, 33) = '.' || $1::text")         \
@@ -679,7 +679,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(WQ_EXISTS, "SELECT 1 FROM worker_queue WHERE id = $1::bigint")           \
     /* WQ_ABANDON of rows by their tokens ($1 row ids, $2 tokens: arrays in    \
      * the same order; $3 available from): the rows of activity acks a         \
-     * server crash may have lost (pg_queue.c, "releases") */                  \
+     * server crash may have lost (pg_release.c) */                            \
     X(WQ_RELEASE_ACKED,                                                        \
       "UPDATE worker_queue AS w SET lock_token = NULL, locked_until = NULL, "  \
       "available_at = $3::bigint FROM unnest($1::bigint[], $2::text[]) "       \
@@ -1266,7 +1266,7 @@ typedef struct duro__pg_conn {
 } duro__pg_conn;
 
 /* A lock this process may hold under a token no caller will use again
- * (pg_queue.c, "releases"): kept until a fetch releases it. */
+ * (pg_release.c): kept until a fetch releases it. */
 #define DURO__PG_RELEASES_MAX 64
 #define DURO__PG_TOKEN_MAX 64 /* "w<row id>.<32 hex>", with its NUL */
 #define DURO__PG_ACKED_MAX 512
@@ -1317,7 +1317,7 @@ typedef struct duro__pg_provider {
 
     /* Activity acks of many slot threads in one statement: callers queue
      * their acks; whoever finds no statement running takes the queue and
-     * runs it for all (pg_queue.c, "combined"). */
+     * runs it for all (pg_combine.c). */
     pthread_mutex_t combine_lock;
     pthread_cond_t combine_cond; /* a combined statement finished */
     struct duro__pg_wq_req *combine_head, *combine_tail;
@@ -1331,7 +1331,7 @@ typedef struct duro__pg_provider {
     int contended_count;
 
     /* Locks left held by tokens no caller will use again, released by the
-     * next fetch (pg_queue.c, "releases"). Lock order: release_lock, then
+     * next fetch (pg_release.c). Lock order: release_lock, then
      * nothing; no SQL under it. */
     pthread_mutex_t release_lock;
     duro__pg_release releases[DURO__PG_RELEASES_MAX];
@@ -1435,7 +1435,7 @@ void duro__pg_reader_release(duro__pg_provider *p, duro__pg_conn *c);
 /* Connection c of p was opened again after it broke (at c->broken_ms):
  * the activity acks p committed without waiting for the flush shortly
  * before may have been lost with the server, leaving their rows locked by
- * their tokens; the next fetch releases them (pg_queue.c, "releases").
+ * their tokens; the next fetch releases them (pg_release.c).
  * Runs no SQL. */
 void duro__pg_reconnected(duro__pg_provider *p, int64_t broken_ms);
 
