@@ -28,7 +28,7 @@ KNOWN = [
      "sqlite_provider.c.o", "sqlite_queue.c.o", "sqlite_dialect.c.o"},
     {"pg_bulk.c.o", "pg_db.c.o", "pg_manage.c.o", "pg_provider.c.o",
      "pg_queue.c.o", "pg_dialect.c.o", "pg_ack.c.o", "pg_arrays.c.o",
-     "pg_batch.c.o", "pg_combine.c.o", "pg_locks.c.o", "pg_release.c.o",
+     "pg_batch.c.o", "pg_combine.c.o", "pg_release.c.o",
      "pg_rows.c.o", "pg_work.c.o"},
 ]
 

@@ -8,19 +8,20 @@
 #include "providers/postgres/pg_queue.h"
 
 /* The locks of n tokens (ready ids ids[]), row-locked as
- * duro__pg_lock_and_current does, into h[]: DURO_LOCK_LOST when any is not held
+ * duro__sql_hold_lock does, into h[]: DURO_LOCK_LOST when any is not held
  * or expired. */
 static int lock_many(duro__pg_provider *p, duro__pg_conn *c, size_t n,
                      const int64_t *ids, const char *const *tokens, int64_t now,
-                     duro__pg_lock_holder *h, const char *op, duro_error *err)
+                     duro__sql_lock_holder *h, const char *op, duro_error *err)
 {
     /* a lock given twice: the first ack would release what the second
      * needs (the statement would return its row twice) */
     for (size_t i = 1; i < n; i++)
         for (size_t j = 0; j < i; j++)
             if (ids[i] == ids[j])
-                return duro__pg_lock_lost(
-                    op, "the same instance lock twice in one call", err);
+                return duro__sql_lock_lost(
+                    &p->sql, op, "the same instance lock twice in one call",
+                    err);
     duro__strbuf col[2];
     memset(col, 0, sizeof(col));
     duro__pg_cols_open(col, 2);
@@ -48,7 +49,7 @@ static int lock_many(duro__pg_provider *p, duro__pg_conn *c, size_t n,
                                     "postgres %s: corrupt lock row", op);
                 break;
             }
-            duro__pg_lock_holder *x = &h[ord - 1];
+            duro__sql_lock_holder *x = &h[ord - 1];
             memcpy(x->instance_id, id, len + 1);
             x->current = (uint64_t)duro__pg_column_int64(s, 3);
             x->exists = duro__pg_column_int(s, 4);
@@ -65,8 +66,8 @@ static int lock_many(duro__pg_provider *p, duro__pg_conn *c, size_t n,
     }
     duro__pg_cols_free(col, 2);
     if (rc == DURO_OK && held < n)
-        rc = duro__pg_lock_lost(
-            op,
+        rc = duro__sql_lock_lost(
+            &p->sql, op,
             "a token does not hold an instance lock (released, "
             "expired and taken by another fetch, the instance "
             "deleted, or the token given twice)",
@@ -79,7 +80,7 @@ static int lock_many(duro__pg_provider *p, duro__pg_conn *c, size_t n,
  * ack on its own (rare: cancellations, outbound messages, metadata), and
  * the release of all locks in one. *queued: instances that still have
  * messages. The same writes, in an order with the same outcome, as n
- * duro__pg_ack_in_transaction calls: each instance's events and work items
+ * duro__sql_ack_turn calls: each instance's events and work items
  * before its cancellations (an activity scheduled and cancelled in one turn),
  * every release last. */
 int duro__pg_ack_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
@@ -90,7 +91,7 @@ int duro__pg_ack_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
 {
     *queued = 0;
     int64_t *ids = duro__calloc(n, sizeof(*ids));
-    duro__pg_lock_holder *h = duro__calloc(n, sizeof(*h));
+    duro__sql_lock_holder *h = duro__calloc(n, sizeof(*h));
     duro__pg_batch_cols b;
     duro__pg_batch_open(&b);
     int rc = DURO_OK;
@@ -99,13 +100,13 @@ int duro__pg_ack_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
         goto done;
     }
     for (size_t i = 0; i < n; i++)
-        duro__pg_parse_token(tokens[i], 'o', &ids[i]);
+        duro__sql_parse_token(tokens[i], 'o', &ids[i]);
     if ((rc = lock_many(p, c, n, ids, tokens, now, h, op, err)) != DURO_OK)
         goto done;
     if (p->turn_ack_locked != NULL)
         p->turn_ack_locked(p->turn_ack_locked_arg); /* a test's hook */
     for (size_t i = 0; i < n && rc == DURO_OK; i++)
-        rc = duro__pg_ack_first_writes(p, c, &h[i], &acks[i], now, &b, op, err);
+        rc = duro__pg_ack_first_writes(p, c, &h[i], &acks[i], &b, op, err);
     if (rc == DURO_OK)
         rc = duro__pg_flush_batch_rows(p, c, &b, now, op, err);
     for (size_t i = 0; i < n && rc == DURO_OK; i++) {
@@ -229,7 +230,7 @@ int duro__pg_fetch_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                                        const char *op, duro_error *err)
 {
     *got = 0;
-    int64_t until = duro__pg_after_ms(duro__wall_ms(), lock_timeout_ms);
+    int64_t until = duro__sql_after_ms(duro__wall_ms(), lock_timeout_ms);
     duro_arena *scratch = duro_arena_create(); /* repairs' instance ids */
     int64_t *repair_ids = duro__calloc(max, sizeof(*repair_ids));
     const char **repair_names = duro__calloc(max, sizeof(*repair_names));
@@ -283,7 +284,7 @@ int duro__pg_fetch_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                     break;
                 }
             }
-            if (duro__pg_append_claimed_message(item, s, &cap) != 0) {
+            if (duro__pg_append_claimed_message(p, item, s, &cap) != 0) {
                 rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
                 break;
             }
@@ -293,8 +294,8 @@ int duro__pg_fetch_many_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
         duro__pg_reset(s);
     }
     for (size_t i = 0; i < repairs && rc == DURO_OK; i++)
-        rc = duro__pg_settle_ready(p, c, repair_ids[i], repair_names[i], 0,
-                                   NULL, op, err);
+        rc = duro__sql_settle_ready(&p->sql, (duro__sql_conn *)c, repair_ids[i],
+                                    repair_names[i], 0, NULL, op, err);
     if (rc == DURO_OK)
         rc = load_claimed_histories(p, c, next, *got, cache, op, err);
     if (rc != DURO_OK) {

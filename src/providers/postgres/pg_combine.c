@@ -72,7 +72,8 @@ static int ack_work_one(duro__pg_provider *p, int64_t id,
         duro__pg_reader_release(p, c);
         return err->code;
     }
-    duro__pg_bind_message(c, s, completion, now, now);
+    duro__sql_bind_message(&p->sql, (duro__sql_conn *)c, (duro__sql_stmt *)s,
+                           completion, now, now);
     duro__pg_bind_i64(c, s, 20, id);
     duro__pg_bind_text(c, s, 21, lock_token);
     char token_hex[33];
@@ -80,7 +81,7 @@ static int ack_work_one(duro__pg_provider *p, int64_t id,
     if (next != NULL) {
         duro__pg_bind_text(c, s, 22, token_hex);
         duro__pg_bind_i64(c, s, 23,
-                          duro__pg_after_ms(duro__wall_ms(), lock_timeout_ms));
+                          duro__sql_after_ms(duro__wall_ms(), lock_timeout_ms));
     }
     int rc = DURO_OK;
     duro_worker_item *w = NULL;
@@ -89,8 +90,8 @@ static int ack_work_one(duro__pg_provider *p, int64_t id,
         rc = duro__pg_error(c, step, op, err);
     } else if (duro__pg_column_int64(s, next != NULL ? 9 : 0) == 0) {
         /* Nothing deleted, so nothing queued and nothing claimed. */
-        rc = duro__pg_lock_lost(
-            op,
+        rc = duro__sql_lock_lost(
+            &p->sql, op,
             "the work item is gone (cancelled or acked) or its "
             "lock was taken by another fetch",
             err);
@@ -102,7 +103,9 @@ static int ack_work_one(duro__pg_provider *p, int64_t id,
     } else if (next != NULL) {
         duro_arena *a = duro_arena_create();
         w = a != NULL ? duro_arena_alloc(a, sizeof(*w)) : NULL;
-        if (w == NULL || (w->arena = a, duro__pg_read_work_row(a, s, w) != 0)) {
+        if (w == NULL ||
+            (w->arena = a, duro__sql_read_work_row(
+                               &p->sql, a, (duro__sql_stmt *)s, w) != 0)) {
             /* committed: the claimed item is released by the next fetch */
             duro_arena_destroy(a);
             w = NULL;
@@ -144,7 +147,8 @@ static void run_combined(duro__pg_provider *p, wq_req **all, size_t count,
             if (batch[j]->id == all[i]->id)
                 same = batch[j];
         if (same != NULL && strcmp(same->token, all[i]->token) == 0)
-            all[i]->rc = duro__pg_lock_lost(op, gone_msg, &all[i]->err);
+            all[i]->rc =
+                duro__sql_lock_lost(&p->sql, op, gone_msg, &all[i]->err);
         else if (same != NULL)
             all[i]->alone = 1;
         else
@@ -168,7 +172,7 @@ static void run_combined(duro__pg_provider *p, wq_req **all, size_t count,
         duro__pg_col_num(&col[10], it->category);
         duro__pg_col_text(&col[11], it->reason);
         duro__pg_col_text(&col[12], it->requested_by);
-        duro__pg_col_text(&col[13], duro__pg_nonempty(it->parent_instance));
+        duro__pg_col_text(&col[13], duro__sql_nonempty(it->parent_instance));
         duro__pg_col_num(&col[14], (int64_t)it->parent_execution);
         duro__pg_col_num(&col[15], (int64_t)it->parent_event_id);
         duro__pg_col_num(&col[16], it->fire_at_ms);
@@ -199,7 +203,7 @@ static void run_combined(duro__pg_provider *p, wq_req **all, size_t count,
         duro__pg_bind_text(c, s, 23, token_hex);
         duro__pg_bind_i64(
             c, s, 24,
-            duro__pg_after_ms(duro__wall_ms(), batch[0]->lock_timeout_ms));
+            duro__sql_after_ms(duro__wall_ms(), batch[0]->lock_timeout_ms));
         int step = duro__pg_run_cols(p, c, s, col, K_COLUMNS);
         for (; step == DURO__PG_ROW && rc == DURO_OK;
              step = duro__pg_step(p, c, s)) {
@@ -217,7 +221,9 @@ static void run_combined(duro__pg_provider *p, wq_req **all, size_t count,
                 duro_worker_item *w =
                     a != NULL ? duro_arena_alloc(a, sizeof(*w)) : NULL;
                 if (w == NULL ||
-                    (w->arena = a, duro__pg_read_work_row(a, s, w) != 0)) {
+                    (w->arena = a,
+                     duro__sql_read_work_row(&p->sql, a, (duro__sql_stmt *)s,
+                                             w) != 0)) {
                     /* committed: the claimed items are released by the
                      * next fetch */
                     duro_arena_destroy(a);
@@ -263,7 +269,7 @@ static void run_combined(duro__pg_provider *p, wq_req **all, size_t count,
     const char *acked_tokens[COMBINE_MAX];
     for (size_t i = 0; i < n; i++) {
         if (batch[i]->rc != DURO_OK) {
-            duro__pg_lock_lost(op, gone_msg, &batch[i]->err);
+            duro__sql_lock_lost(&p->sql, op, gone_msg, &batch[i]->err);
             continue;
         }
         acked_tokens[k++] = batch[i]->token;

@@ -662,20 +662,20 @@ static void fill_methods(duro_provider *m)
     m->name = "postgres";
     m->close = pg_close;
     m->fetch_orchestration_item = duro__pg_fetch_orchestration_item;
-    m->ack_orchestration_item = duro__pg_ack_orchestration_item;
-    m->abandon_orchestration_item = duro__pg_abandon_orchestration_item;
-    m->renew_orchestration_item_lock = duro__pg_renew_orchestration_item_lock;
-    m->enqueue_for_orchestrator = duro__pg_enqueue_for_orchestrator;
+    m->ack_orchestration_item = duro__sql_ack_orchestration_item;
+    m->abandon_orchestration_item = duro__sql_abandon_orchestration_item;
+    m->renew_orchestration_item_lock = duro__sql_renew_orchestration_item_lock;
+    m->enqueue_for_orchestrator = duro__sql_enqueue_for_orchestrator;
     m->fetch_work_item = duro__pg_fetch_work_item;
-    m->renew_work_item_lock = duro__pg_renew_work_item_lock;
-    m->ack_work_item = duro__pg_ack_work_item;
+    m->renew_work_item_lock = duro__sql_renew_work_item_lock;
+    m->ack_work_item = duro__sql_ack_work_item;
     m->ack_and_fetch_orchestration_item =
-        duro__pg_ack_and_fetch_orchestration_item;
+        duro__sql_ack_and_fetch_orchestration_item;
     m->ack_and_fetch_orchestration_items =
-        duro__pg_ack_and_fetch_orchestration_items;
-    m->ack_and_fetch_work_item = duro__pg_ack_and_fetch_work_item;
+        duro__sql_ack_and_fetch_orchestration_items;
+    m->ack_and_fetch_work_item = duro__sql_ack_and_fetch_work_item;
     m->read_activity_cancel_reason = duro__pg_read_activity_cancel_reason;
-    m->abandon_work_item = duro__pg_abandon_work_item;
+    m->abandon_work_item = duro__sql_abandon_work_item;
     m->read_history = duro__pg_read_history;
     m->latest_execution_id = duro__pg_latest_execution_id;
     m->get_instance = duro__pg_get_instance;

@@ -1,10 +1,10 @@
-/* pg_queue.c - the orchestrator queue of the PostgreSQL provider: fetch,
- * ack (one turn, or many with the set-based statements of pg_batch.c),
- * abandon and renew (instance locks live in orchestrator_ready), and client
- * enqueue. Every write is one BEGIN ... COMMIT transaction on one pooled
- * connection, rolled back whole on any failure; fetches claim rows with
- * FOR UPDATE SKIP LOCKED, so concurrent fetchers (threads or processes)
- * never take the same row. Any thread. */
+/* pg_queue.c - the orchestrator queue of the PostgreSQL provider: fetch
+ * and ack (one turn, or many with the set-based statements of pg_batch.c;
+ * instance locks live in orchestrator_ready; enqueue, renew and abandon
+ * are sql/queue.c's). Every write is one BEGIN ... COMMIT transaction on
+ * one pooled connection, rolled back whole on any failure; fetches claim
+ * rows with FOR UPDATE SKIP LOCKED, so concurrent fetchers (threads or
+ * processes) never take the same row. Any thread. */
 #include <string.h>
 
 #include "providers/postgres/pg_queue.h"
@@ -37,7 +37,7 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
     /* `now` (the caller's, read before it waited for a connection) decides
      * what is visible: nothing that became fetchable while it waited. The
      * lock runs from this moment, so a wait never shortens it. */
-    int64_t until = duro__pg_after_ms(duro__wall_ms(), lock_timeout_ms);
+    int64_t until = duro__sql_after_ms(duro__wall_ms(), lock_timeout_ms);
     int rc = DURO_OK;
     int found = 0;
     for (int attempt = 0; rc == DURO_OK && !found && attempt < FETCH_ATTEMPTS;
@@ -65,8 +65,8 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
             /* Ready but nothing visible (an expired lock over delayed
              * messages): repair its readiness and look again. */
             duro__pg_reset(s);
-            rc = duro__pg_settle_ready(p, c, ready_id, item->instance_id, 0,
-                                       NULL, op, err);
+            rc = duro__sql_settle_ready(&p->sql, (duro__sql_conn *)c, ready_id,
+                                        item->instance_id, 0, NULL, op, err);
             continue;
         }
         if (duro__pg_read_claimed_meta(item, s) != 0) {
@@ -128,32 +128,20 @@ int duro__pg_fetch_orchestration_item(duro_provider *base,
 /* ---- orchestrator queue: ack ----------------------------------------------
  */
 
-/* The acks of n items, then up to max_next fetches, in one transaction
- * (ack_orchestration_item: n 1, max_next 0; ack_and_fetch_orchestration_item:
- * n 1, max_next 1; ack_and_fetch_orchestration_items: any). */
-static int ack_orch(duro_provider *base, size_t n,
-                    const char *const *lock_tokens, const duro_orch_ack *acks,
-                    int64_t lock_timeout_ms, const duro_history_cache *cache,
-                    size_t max_next, duro_orch_item **next, size_t *next_count,
-                    const char *op, duro_error *err)
+/* The dialect's ack_turns (sql/queue.c checked the tokens and acks): one
+ * ack at once, or many with the set-based statements of pg_batch.c, then
+ * one claim, or many in one statement; a claim whose commit's outcome is
+ * unknown is kept for release. */
+int duro__pg_ack_turns(duro_provider *base, size_t n,
+                       const char *const *lock_tokens,
+                       const duro_orch_ack *acks, int64_t lock_timeout_ms,
+                       const duro_history_cache *cache, size_t max_next,
+                       duro_orch_item **next, size_t *next_count,
+                       const char *op, duro_error *err)
 {
     duro__pg_provider *p = duro__pg_of(base);
-    *next_count = 0;
-    if (n > 0 && acks == NULL)
-        return duro_error_set(err, DURO_INVALID, 0, "ack is NULL");
     int rc = DURO_OK;
-    for (size_t i = 0; i < n && rc == DURO_OK; i++) {
-        rc = duro__pg_check_token(lock_tokens[i], err);
-        if (rc == DURO_OK)
-            rc = duro__pg_check_ack(p, &acks[i], err);
-    }
-    if (rc != DURO_OK)
-        return rc;
     int64_t ready_id;
-    for (size_t i = 0; i < n; i++)
-        if (duro__pg_parse_token(lock_tokens[i], 'o', &ready_id) != 0)
-            return duro__pg_lock_lost(
-                op, "not an orchestration lock token of this store", err);
     duro__pg_release_kept(p);
     if (max_next > 0)
         duro__pg_note_fetch(p, DURO_QUEUE_ORCHESTRATOR);
@@ -171,9 +159,10 @@ static int ack_orch(duro_provider *base, size_t n,
     }
     if (n == 1) {
         int queued = 0;
-        duro__pg_parse_token(lock_tokens[0], 'o', &ready_id);
-        rc = duro__pg_ack_in_transaction(p, c, ready_id, lock_tokens[0],
-                                         &acks[0], now, &queued, op, err);
+        duro__sql_parse_token(lock_tokens[0], 'o', &ready_id);
+        rc =
+            duro__sql_ack_turn(&p->sql, (duro__sql_conn *)c, ready_id,
+                               lock_tokens[0], &acks[0], now, &queued, op, err);
         outbound += queued ? 1 : 0;
     } else if (n > 1) {
         size_t queued = 0;
@@ -215,116 +204,5 @@ static int ack_orch(duro_provider *base, size_t n,
     return DURO_OK;
 }
 
-int duro__pg_ack_orchestration_item(duro_provider *base, const char *lock_token,
-                                    const duro_orch_ack *ack, duro_error *err)
-{
-    duro_error local;
-    DURO__PG_ERR_INIT(err, local);
-    size_t none;
-    return ack_orch(base, 1, &lock_token, ack, 0, NULL, 0, NULL, &none,
-                    "ack_orchestration_item", err);
-}
-
-int duro__pg_ack_and_fetch_orchestration_item(
-    duro_provider *base, const char *lock_token, const duro_orch_ack *ack,
-    int64_t lock_timeout_ms, const duro_history_cache *cache,
-    duro_orch_item **next, duro_error *err)
-{
-    duro_error local;
-    DURO__PG_ERR_INIT(err, local);
-    if (next == NULL)
-        return duro_error_set(err, DURO_INVALID, 0, "next is NULL");
-    *next = NULL;
-    size_t got;
-    return ack_orch(base, 1, &lock_token, ack, lock_timeout_ms, cache, 1, next,
-                    &got, "ack_and_fetch_orchestration_item", err);
-}
-
-int duro__pg_ack_and_fetch_orchestration_items(
-    duro_provider *base, size_t n, const char *const *lock_tokens,
-    const duro_orch_ack *acks, int64_t lock_timeout_ms,
-    const duro_history_cache *cache, size_t max_next, duro_orch_item **next,
-    size_t *next_count, duro_error *err)
-{
-    duro_error local;
-    DURO__PG_ERR_INIT(err, local);
-    int rc = duro__check_batch_args(n, lock_tokens, acks, max_next, next,
-                                    next_count, err);
-    if (rc != DURO_OK)
-        return rc;
-    return ack_orch(base, n, lock_tokens, acks, lock_timeout_ms, cache,
-                    max_next, next, next_count,
-                    "ack_and_fetch_orchestration_items", err);
-}
-
 /* ---- orchestrator queue: abandon, renew, enqueue ---------------------------
  */
-
-int duro__pg_abandon_orchestration_item(duro_provider *base,
-                                        const char *lock_token,
-                                        int64_t delay_ms, duro_error *err)
-{
-    static const char op[] = "abandon_orchestration_item";
-    duro_error local;
-    DURO__PG_ERR_INIT(err, local);
-    duro__pg_provider *p = duro__pg_of(base);
-    int64_t ready_id;
-    int rc = duro__pg_check_token(lock_token, err);
-    if (rc != DURO_OK)
-        return rc;
-    if (duro__pg_parse_token(lock_token, 'o', &ready_id) != 0)
-        return duro__pg_lock_lost(
-            op, "not an orchestration lock token of this store", err);
-    rc = duro__pg_abandon_orch(p, ready_id, lock_token, delay_ms, op, err);
-    /* The caller lets the token go either way: when the store could not be
-     * reached (or waited for), the provider abandons it again later. */
-    if (rc != DURO_OK && err->retryable)
-        duro__pg_keep_release(p, 'o', lock_token, delay_ms);
-    return rc;
-}
-
-int duro__pg_renew_orchestration_item_lock(duro_provider *base,
-                                           const char *lock_token,
-                                           int64_t extend_ms, duro_error *err)
-{
-    static const char op[] = "renew_orchestration_item_lock";
-    duro_error local;
-    DURO__PG_ERR_INIT(err, local);
-    int64_t ready_id;
-    int rc = duro__pg_check_token(lock_token, err);
-    if (rc != DURO_OK)
-        return rc;
-    if (duro__pg_parse_token(lock_token, 'o', &ready_id) != 0)
-        return duro__pg_lock_lost(
-            op, "not an orchestration lock token of this store", err);
-    return duro__pg_renew_lock(duro__pg_of(base), DURO__SQL_READY_RENEW,
-                               ready_id, lock_token, extend_ms, op, err);
-}
-
-int duro__pg_enqueue_for_orchestrator(duro_provider *base,
-                                      const duro_work_item *item,
-                                      int64_t delay_ms, duro_error *err)
-{
-    static const char op[] = "enqueue_for_orchestrator";
-    duro_error local;
-    DURO__PG_ERR_INIT(err, local);
-    duro__pg_provider *p = duro__pg_of(base);
-    int rc = duro__pg_check_work_item(p, item, 0, err);
-    if (rc != DURO_OK)
-        return rc;
-    int64_t now = duro__wall_ms();
-    duro__pg_conn *c;
-    if ((rc = duro__pg_write_begin(p, op, &c, err)) != DURO_OK)
-        return rc;
-    int skip = 0;
-    rc = duro__pg_enqueue_in_transaction(
-        p, c, item, now, duro__pg_after_ms(now, delay_ms), &skip, op, err);
-    if (rc != DURO_OK || skip) {
-        duro__pg_write_rollback(p, c);
-        return rc;
-    }
-    if ((rc = duro__pg_write_commit(p, c, op, err)) != DURO_OK)
-        return rc;
-    duro__pg_signal(p, DURO_QUEUE_ORCHESTRATOR, 1);
-    return DURO_OK;
-}

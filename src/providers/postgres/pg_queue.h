@@ -1,13 +1,12 @@
-/* pg_queue.h - what the queue files of the PostgreSQL provider share, from
- * the bottom up (each file calls only the ones above it in this list):
- * pg_arrays.c (array literals of many rows), pg_rows.c (rows read into
- * items), pg_locks.c (lock tokens; holding, renewing and giving back a
- * lock), pg_release.c (locks kept by tokens nobody will use again),
- * pg_ack.c (the writes of an ack and of an enqueue), pg_batch.c (the
+/* pg_queue.h - what the queue files of the PostgreSQL provider share (the
+ * queues' common part is sql/queue.c's), from the bottom up (each file
+ * calls only the ones above it in this list): pg_arrays.c (array literals
+ * of many rows), pg_rows.c (rows read into items), pg_release.c (locks
+ * kept by tokens nobody will use again), pg_ack.c (PostgreSQL's part of a
+ * turn's ack, and the writes a batch of turns gathers), pg_batch.c (the
  * set-based acks and claims of many turns), pg_queue.c (the orchestrator
- * queue's methods), pg_combine.c (activity acks of many threads in one
- * statement), pg_work.c (the worker queue's methods). Thread rules: each
- * file's. */
+ * queue), pg_combine.c (activity acks of many threads in one statement),
+ * pg_work.c (the worker queue). Thread rules: each file's. */
 #ifndef DURO_PG_QUEUE_H
 #define DURO_PG_QUEUE_H
 
@@ -18,18 +17,6 @@
 static inline duro__pg_provider *duro__pg_of(duro_provider *p)
 {
     return (duro__pg_provider *)p;
-}
-
-/* now + delay_ms (saturating), or now when there is no delay. */
-static inline int64_t duro__pg_after_ms(int64_t now, int64_t delay_ms)
-{
-    return delay_ms > 0 ? duro__add_ms(now, delay_ms) : now;
-}
-
-/* s, or NULL when it is NULL or empty. */
-static inline const char *duro__pg_nonempty(const char *s)
-{
-    return s != NULL && s[0] != '\0' ? s : NULL;
 }
 
 /* ---- pg_arrays.c: array literals --------------------------------------- */
@@ -52,49 +39,14 @@ int duro__pg_load_claimed_history(duro__pg_provider *p, duro__pg_conn *c,
                                   duro_orch_item *item,
                                   const duro_history_cache *cache,
                                   const char *op, duro_error *err);
-int duro__pg_append_claimed_message(duro_orch_item *item, duro__pg_statement *s,
-                                    size_t *cap);
+int duro__pg_append_claimed_message(duro__pg_provider *p, duro_orch_item *item,
+                                    duro__pg_statement *s, size_t *cap);
 int duro__pg_read_claimed_messages(duro__pg_provider *p, duro__pg_conn *c,
                                    duro__pg_statement *s, duro_orch_item *item,
                                    const char *op, duro_error *err);
 void duro__pg_bind_claim(duro__pg_conn *c, duro__pg_statement *s,
                          const char *token_hex, int64_t now, int64_t until);
 int duro__pg_claimed_nothing(duro__pg_provider *p, duro__pg_statement *s);
-int duro__pg_read_work_row(duro_arena *a, duro__pg_statement *s,
-                           duro_worker_item *w);
-
-/* ---- pg_locks.c: lock tokens and locks --------------------------------- */
-
-/* The instance held by an orchestration lock token (unexpired), its ready
- * row locked until the transaction ends. */
-typedef struct duro__pg_lock_holder {
-    char instance_id[DURO__PG_NAME_MAX + 1];
-    int exists;       /* the instance row is there */
-    uint64_t current; /* its current execution, 0 when none */
-    int has_events;   /* `current` has an executions row ... */
-    uint64_t events;  /* ... holding this many events */
-} duro__pg_lock_holder;
-
-int duro__pg_check_token(const char *token, duro_error *err);
-int duro__pg_parse_token(const char *token, char prefix, int64_t *id);
-int duro__pg_lock_lost(const char *op, const char *why, duro_error *err);
-int duro__pg_lock_and_current(duro__pg_provider *p, duro__pg_conn *c,
-                              int64_t ready_id, const char *token, int64_t now,
-                              duro__pg_lock_holder *h, const char *op,
-                              duro_error *err);
-int duro__pg_settle_ready(duro__pg_provider *p, duro__pg_conn *c,
-                          int64_t ready_id, const char *instance_id,
-                          int64_t hold, int *queued, const char *op,
-                          duro_error *err);
-int duro__pg_abandon_orch(duro__pg_provider *p, int64_t ready_id,
-                          const char *lock_token, int64_t delay_ms,
-                          const char *op, duro_error *err);
-int duro__pg_renew_lock(duro__pg_provider *p, duro__pg_stmt_id update,
-                        int64_t ready_id, const char *token, int64_t ms,
-                        const char *op, duro_error *err);
-int duro__pg_update_work_row(duro__pg_provider *p, duro__pg_stmt_id update,
-                             int64_t id, const char *token, int64_t ms,
-                             int renewal, const char *op, duro_error *err);
 
 /* ---- pg_release.c: releases -------------------------------------------- */
 
@@ -107,7 +59,7 @@ void duro__pg_note_async_acks(duro__pg_provider *p, const char *const *tokens,
                               size_t n);
 void duro__pg_release_kept(duro__pg_provider *p);
 
-/* ---- pg_ack.c: the writes of an ack and of an enqueue ------------------ */
+/* ---- pg_ack.c: an ack's writes, at once or gathered ------------------ */
 
 /* ---- the statements a batch of turns shares
  * ack_and_fetch_orchestration_items writes the executions, events, work
@@ -144,14 +96,6 @@ typedef struct duro__pg_batch_cols {
     size_t events, works, execs, metas;
 } duro__pg_batch_cols;
 
-int duro__pg_check_work_item(const duro__pg_provider *p,
-                             const duro_work_item *it, int worker,
-                             duro_error *err);
-int duro__pg_check_ack(const duro__pg_provider *p, const duro_orch_ack *ack,
-                       duro_error *err);
-void duro__pg_bind_message(duro__pg_conn *c, duro__pg_statement *s,
-                           const duro_work_item *it, int64_t now,
-                           int64_t visible_at);
 void duro__pg_batch_open(duro__pg_batch_cols *b);
 void duro__pg_batch_free(duro__pg_batch_cols *b);
 int duro__pg_flush_batch_metas(duro__pg_provider *p, duro__pg_conn *c,
@@ -160,24 +104,24 @@ int duro__pg_flush_batch_metas(duro__pg_provider *p, duro__pg_conn *c,
 int duro__pg_flush_batch_rows(duro__pg_provider *p, duro__pg_conn *c,
                               duro__pg_batch_cols *b, int64_t now,
                               const char *op, duro_error *err);
+/* A turn's events in one statement (one event: HISTORY_INSERT): the
+ * dialect's insert_events. */
+int duro__pg_insert_events(duro__pg_provider *p, duro__pg_conn *c,
+                           const char *instance_id, uint64_t execution_id,
+                           const duro_event *events, size_t count,
+                           const char *op, duro_error *err);
+/* A turn's writes gathered into a batch's statements: its checks, history
+ * and work items (first), then its cancellations, outbound messages and
+ * metadata (other). */
 int duro__pg_ack_first_writes(duro__pg_provider *p, duro__pg_conn *c,
-                              const duro__pg_lock_holder *h,
-                              const duro_orch_ack *ack, int64_t now,
-                              duro__pg_batch_cols *b, const char *op,
-                              duro_error *err);
+                              const duro__sql_lock_holder *h,
+                              const duro_orch_ack *ack, duro__pg_batch_cols *b,
+                              const char *op, duro_error *err);
 int duro__pg_ack_other_writes(duro__pg_provider *p, duro__pg_conn *c,
-                              const duro__pg_lock_holder *h,
+                              const duro__sql_lock_holder *h,
                               const duro_orch_ack *ack, int64_t now,
                               duro__pg_batch_cols *b, const char *op,
                               duro_error *err);
-int duro__pg_ack_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
-                                int64_t ready_id, const char *token,
-                                const duro_orch_ack *ack, int64_t now,
-                                int *queued, const char *op, duro_error *err);
-int duro__pg_enqueue_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
-                                    const duro_work_item *item, int64_t now,
-                                    int64_t visible_at, int *skip,
-                                    const char *op, duro_error *err);
 
 /* ---- pg_batch.c: the set-based acks and claims of many turns ----------- */
 

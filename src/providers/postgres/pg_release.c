@@ -115,10 +115,11 @@ static int release_orch_claim(duro__pg_provider *p, const char *hex,
     for (size_t i = 0; i < n && rc == DURO_OK; i++) {
         int64_t ready_id;
         if (tokens[i] == NULL ||
-            duro__pg_parse_token(tokens[i], 'o', &ready_id) != 0)
+            duro__sql_parse_token(tokens[i], 'o', &ready_id) != 0)
             continue;
         duro_error one;
-        int r = duro__pg_abandon_orch(p, ready_id, tokens[i], 0, op, &one);
+        int r =
+            duro__sql_abandon_orch(&p->sql, ready_id, tokens[i], 0, op, &one);
         if (r != DURO_OK && one.retryable) {
             *err = one;
             rc = r;
@@ -158,16 +159,16 @@ static int release_one(duro__pg_provider *p, const duro__pg_release *r,
     duro_error_clear(err);
     switch (r->kind) {
     case 'o':
-        if (duro__pg_parse_token(r->text, 'o', &id) != 0)
+        if (duro__sql_parse_token(r->text, 'o', &id) != 0)
             return DURO_OK;
-        return duro__pg_abandon_orch(p, id, r->text, r->delay_ms,
-                                     "abandon_orchestration_item, again", err);
+        return duro__sql_abandon_orch(&p->sql, id, r->text, r->delay_ms,
+                                      "abandon_orchestration_item, again", err);
     case 'w':
-        if (duro__pg_parse_token(r->text, 'w', &id) != 0)
+        if (duro__sql_parse_token(r->text, 'w', &id) != 0)
             return DURO_OK;
-        if (duro__pg_update_work_row(p, DURO__SQL_WQ_ABANDON, id, r->text,
-                                     r->delay_ms, 0, "abandon_work_item, again",
-                                     err) != DURO_OK)
+        if (duro__sql_update_work_row(
+                &p->sql, DURO__SQL_WQ_ABANDON, id, r->text, r->delay_ms, 0,
+                "abandon_work_item, again", err) != DURO_OK)
             return err->code;
         duro__pg_signal(p, DURO_QUEUE_WORKER, 1);
         return DURO_OK;
@@ -235,7 +236,7 @@ static int release_suspects(duro__pg_provider *p,
     duro__pg_cols_open(col, 2);
     for (size_t i = 0; i < n; i++) {
         int64_t id;
-        if (duro__pg_parse_token(suspects[i], 'w', &id) != 0)
+        if (duro__sql_parse_token(suspects[i], 'w', &id) != 0)
             continue;
         duro__pg_col_num(&col[0], id);
         duro__pg_col_text(&col[1], suspects[i]);

@@ -10,41 +10,7 @@
 void *duro__pg_arena_grow(duro_arena *a, void *old, size_t count, size_t *cap,
                           size_t elem)
 {
-    size_t new_cap = *cap != 0 ? *cap * 2 : 8;
-    void *grown = duro_arena_alloc(a, new_cap * elem);
-    if (grown == NULL)
-        return NULL;
-    if (count > 0)
-        memcpy(grown, old, count * elem);
-    *cap = new_cap;
-    return grown;
-}
-
-/* A row of READY_CLAIM (columns 0..16; the run times are 35, 36). */
-static int read_message(duro_arena *a, duro__pg_statement *s,
-                        duro_work_item *it)
-{
-    it->kind = (duro_work_kind)duro__pg_column_int(s, 0);
-    it->execution_id = (uint64_t)duro__pg_column_int64(s, 2);
-    it->source_id = (uint64_t)duro__pg_column_int64(s, 3);
-    it->category = duro__pg_column_int(s, 8);
-    it->parent_execution = (uint64_t)duro__pg_column_int64(s, 12);
-    it->parent_event_id = (uint64_t)duro__pg_column_int64(s, 13);
-    it->fire_at_ms = duro__pg_column_int64(s, 14);
-    it->attempt = (uint32_t)duro__pg_column_int64(s, 15);
-    it->flags = (uint32_t)duro__pg_column_int64(s, 16);
-    it->started_ms = duro__pg_column_int64(s, 35);
-    it->finished_ms = duro__pg_column_int64(s, 36);
-    if (duro__pg_column_text(a, s, 1, &it->instance_id) ||
-        duro__pg_column_text(a, s, 4, &it->name) ||
-        duro__pg_column_text(a, s, 5, &it->version) ||
-        duro__pg_column_text(a, s, 6, &it->payload) ||
-        duro__pg_column_text(a, s, 7, &it->error) ||
-        duro__pg_column_text(a, s, 9, &it->reason) ||
-        duro__pg_column_text(a, s, 10, &it->requested_by) ||
-        duro__pg_column_text(a, s, 11, &it->parent_instance))
-        return -1;
-    return 0;
+    return duro__sql_arena_grow(a, old, count, cap, elem);
 }
 
 /* A row of HISTORY_READ (columns DURO__PG_HISTORY_COLUMNS). */
@@ -159,8 +125,8 @@ int duro__pg_load_claimed_history(duro__pg_provider *p, duro__pg_conn *c,
 
 /* Appends the message on s's claim row to item (*cap grown as needed),
  * raising item->attempt to its fetch count; -1 when out of memory. */
-int duro__pg_append_claimed_message(duro_orch_item *item, duro__pg_statement *s,
-                                    size_t *cap)
+int duro__pg_append_claimed_message(duro__pg_provider *p, duro_orch_item *item,
+                                    duro__pg_statement *s, size_t *cap)
 {
     if (item->message_count == *cap) {
         item->messages = duro__pg_arena_grow(item->arena, item->messages,
@@ -169,7 +135,9 @@ int duro__pg_append_claimed_message(duro_orch_item *item, duro__pg_statement *s,
         if (item->messages == NULL)
             return -1;
     }
-    if (read_message(item->arena, s, &item->messages[item->message_count]) != 0)
+    /* READY_CLAIM's columns 0..16; the run times are 35, 36 */
+    if (duro__sql_read_message(&p->sql, item->arena, (duro__sql_stmt *)s, 35,
+                               &item->messages[item->message_count]) != 0)
         return -1;
     uint32_t fetches = (uint32_t)duro__pg_column_int64(s, 17);
     item->attempt = DURO__MAX(item->attempt, fetches);
@@ -185,7 +153,7 @@ int duro__pg_read_claimed_messages(duro__pg_provider *p, duro__pg_conn *c,
     size_t cap = 0;
     int step = DURO__PG_ROW;
     for (; step == DURO__PG_ROW; step = duro__pg_step(p, c, s))
-        if (duro__pg_append_claimed_message(item, s, &cap) != 0)
+        if (duro__pg_append_claimed_message(p, item, s, &cap) != 0)
             return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     if (step != DURO__PG_DONE)
         return duro__pg_error(c, step, op, err);
@@ -215,23 +183,4 @@ int duro__pg_claimed_nothing(duro__pg_provider *p, duro__pg_statement *s)
         p, DURO_QUEUE_ORCHESTRATOR,
         duro__pg_column_null(s, 21) ? INT64_MAX : duro__pg_column_int64(s, 21));
     return 1;
-}
-
-/* The row WQ_FETCH returned, into a worker item. */
-int duro__pg_read_work_row(duro_arena *a, duro__pg_statement *s,
-                           duro_worker_item *w)
-{
-    duro_work_item *it = &w->item;
-    it->kind = DURO_WORK_ACTIVITY_EXECUTE;
-    it->execution_id = (uint64_t)duro__pg_column_int64(s, 1);
-    it->source_id = (uint64_t)duro__pg_column_int64(s, 2);
-    it->attempt = (uint32_t)duro__pg_column_int64(s, 6);
-    w->attempt = (uint32_t)duro__pg_column_int64(s, 7);
-    if (duro__pg_column_text(a, s, 0, &it->instance_id) ||
-        duro__pg_column_text(a, s, 3, &it->name) ||
-        duro__pg_column_text(a, s, 4, &it->version) ||
-        duro__pg_column_text(a, s, 5, &it->payload) ||
-        duro__pg_column_text(a, s, 8, &w->lock_token))
-        return -1;
-    return 0;
 }

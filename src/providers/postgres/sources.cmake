@@ -10,7 +10,6 @@ list(APPEND DURO_SOURCES
   src/providers/postgres/pg_combine.c
   src/providers/postgres/pg_db.c
   src/providers/postgres/pg_dialect.c
-  src/providers/postgres/pg_locks.c
   src/providers/postgres/pg_manage.c
   src/providers/postgres/pg_provider.c
   src/providers/postgres/pg_queue.c

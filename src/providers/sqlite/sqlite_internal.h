@@ -1036,41 +1036,20 @@ int duro__sqlite_fetch_orchestration_item(duro_provider *p,
                                           const duro_history_cache *cache,
                                           duro_orch_item **out,
                                           duro_error *err);
-int duro__sqlite_ack_orchestration_item(duro_provider *p,
-                                        const char *lock_token,
-                                        const duro_orch_ack *ack,
-                                        duro_error *err);
-int duro__sqlite_abandon_orchestration_item(duro_provider *p,
-                                            const char *lock_token,
-                                            int64_t delay_ms, duro_error *err);
-int duro__sqlite_renew_orchestration_item_lock(duro_provider *p,
-                                               const char *lock_token,
-                                               int64_t extend_ms,
-                                               duro_error *err);
-int duro__sqlite_enqueue_for_orchestrator(duro_provider *p,
-                                          const duro_work_item *item,
-                                          int64_t delay_ms, duro_error *err);
-int duro__sqlite_ack_and_fetch_orchestration_item(
-    duro_provider *p, const char *lock_token, const duro_orch_ack *ack,
-    int64_t lock_timeout_ms, const duro_history_cache *cache,
-    duro_orch_item **next, duro_error *err);
-int duro__sqlite_ack_and_fetch_orchestration_items(
-    duro_provider *base, size_t n, const char *const *lock_tokens,
-    const duro_orch_ack *acks, int64_t lock_timeout_ms,
-    const duro_history_cache *cache, size_t max_next, duro_orch_item **next,
-    size_t *next_count, duro_error *err);
-int duro__sqlite_ack_and_fetch_work_item(
-    duro_provider *p, const char *lock_token, const duro_work_item *completion,
-    int64_t lock_timeout_ms, duro_worker_item **next, duro_error *err);
 int duro__sqlite_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
                                  duro_worker_item **out, duro_error *err);
-int duro__sqlite_renew_work_item_lock(duro_provider *p, const char *lock_token,
-                                      int64_t extend_ms, duro_error *err);
-int duro__sqlite_ack_work_item(duro_provider *p, const char *lock_token,
-                               const duro_work_item *completion,
-                               duro_error *err);
-int duro__sqlite_abandon_work_item(duro_provider *p, const char *lock_token,
-                                   int64_t delay_ms, duro_error *err);
+/* The dialect's ack_turns and ack_work (sqlite_queue.c): see sql/sql.h. */
+int duro__sqlite_ack_turns(duro_provider *base, size_t n,
+                           const char *const *lock_tokens,
+                           const duro_orch_ack *acks, int64_t lock_timeout_ms,
+                           const duro_history_cache *cache, size_t max_next,
+                           duro_orch_item **next, size_t *next_count,
+                           const char *op, duro_error *err);
+int duro__sqlite_ack_work(duro_provider *base, int64_t id,
+                          const char *lock_token,
+                          const duro_work_item *completion,
+                          int64_t lock_timeout_ms, duro_worker_item **next,
+                          const char *op, duro_error *err);
 int duro__sqlite_read_activity_cancel_reason(
     duro_provider *p, const char *instance_id, uint64_t execution_id,
     uint64_t activity_id, char *reason, size_t reason_size, duro_error *err);

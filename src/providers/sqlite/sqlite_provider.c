@@ -426,21 +426,20 @@ static void fill_methods(duro_provider *m)
     m->name = "sqlite";
     m->close = sqlite_close;
     m->fetch_orchestration_item = duro__sqlite_fetch_orchestration_item;
-    m->ack_orchestration_item = duro__sqlite_ack_orchestration_item;
-    m->abandon_orchestration_item = duro__sqlite_abandon_orchestration_item;
-    m->renew_orchestration_item_lock =
-        duro__sqlite_renew_orchestration_item_lock;
-    m->enqueue_for_orchestrator = duro__sqlite_enqueue_for_orchestrator;
+    m->ack_orchestration_item = duro__sql_ack_orchestration_item;
+    m->abandon_orchestration_item = duro__sql_abandon_orchestration_item;
+    m->renew_orchestration_item_lock = duro__sql_renew_orchestration_item_lock;
+    m->enqueue_for_orchestrator = duro__sql_enqueue_for_orchestrator;
     m->fetch_work_item = duro__sqlite_fetch_work_item;
-    m->renew_work_item_lock = duro__sqlite_renew_work_item_lock;
-    m->ack_work_item = duro__sqlite_ack_work_item;
+    m->renew_work_item_lock = duro__sql_renew_work_item_lock;
+    m->ack_work_item = duro__sql_ack_work_item;
     m->ack_and_fetch_orchestration_item =
-        duro__sqlite_ack_and_fetch_orchestration_item;
+        duro__sql_ack_and_fetch_orchestration_item;
     m->ack_and_fetch_orchestration_items =
-        duro__sqlite_ack_and_fetch_orchestration_items;
-    m->ack_and_fetch_work_item = duro__sqlite_ack_and_fetch_work_item;
+        duro__sql_ack_and_fetch_orchestration_items;
+    m->ack_and_fetch_work_item = duro__sql_ack_and_fetch_work_item;
     m->read_activity_cancel_reason = duro__sqlite_read_activity_cancel_reason;
-    m->abandon_work_item = duro__sqlite_abandon_work_item;
+    m->abandon_work_item = duro__sql_abandon_work_item;
     m->read_history = duro__sqlite_read_history;
     m->latest_execution_id = duro__sqlite_latest_execution_id;
     m->get_instance = duro__sqlite_get_instance;
