@@ -171,6 +171,14 @@ static void turn_locked(duro__sql_store *st)
         p->turn_ack_locked(p->turn_ack_locked_arg);
 }
 
+/* A claim whose commit's outcome is unknown: released by the next fetch
+ * (pg_release.c). */
+static void claim_lost(duro__sql_store *st, char kind, const char *hex, int rc,
+                       const duro_error *err)
+{
+    duro__pg_keep_unknown_claim(PROVIDER(st), kind, hex, rc, err);
+}
+
 const duro__sql_dialect duro__pg_dialect = {
     .name = "postgres",
     .prepare = prepare,
@@ -207,4 +215,7 @@ const duro__sql_dialect duro__pg_dialect = {
     .max_history = max_history,
     .insert_events = insert_events,
     .turn_locked = turn_locked,
+    .claim_lost = claim_lost,
+    .fetch_work = duro__pg_fetch_work,
+    .reader_snapshot = 0, /* a pooled connection, each statement alone */
 };

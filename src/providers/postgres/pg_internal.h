@@ -1484,13 +1484,8 @@ int duro__pg_read_events(duro__pg_provider *p, duro__pg_conn *c, duro_arena *a,
                          const char *op, duro_error *err);
 
 /* Methods, by file. */
-int duro__pg_fetch_orchestration_item(duro_provider *p, int64_t lock_timeout_ms,
-                                      const duro_history_cache *cache,
-                                      duro_orch_item **out, duro_error *err);
-int duro__pg_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
-                             duro_worker_item **out, duro_error *err);
-/* The dialect's ack_turns (pg_queue.c) and ack_work (pg_work.c): see
- * sql/sql.h. */
+/* The dialect's ack_turns (pg_queue.c), ack_work and fetch_work (pg_work.c):
+ * see sql/sql.h. */
 int duro__pg_ack_turns(duro_provider *base, size_t n,
                        const char *const *lock_tokens,
                        const duro_orch_ack *acks, int64_t lock_timeout_ms,
@@ -1500,6 +1495,9 @@ int duro__pg_ack_turns(duro_provider *base, size_t n,
 int duro__pg_ack_work(duro_provider *base, int64_t id, const char *lock_token,
                       const duro_work_item *completion, int64_t lock_timeout_ms,
                       duro_worker_item **next, const char *op, duro_error *err);
+int duro__pg_fetch_work(duro_provider *base, int64_t lock_timeout_ms,
+                        duro_worker_item **out, const char *op,
+                        duro_error *err);
 int duro__pg_read_activity_cancel_reason(duro_provider *p,
                                          const char *instance_id,
                                          uint64_t execution_id,
@@ -1553,9 +1551,6 @@ int duro__pg_control_matching(duro_provider *p, int control,
 int duro__pg_purge_instances(duro_provider *p, const duro_bulk_filter *filter,
                              int dry_run, size_t max_ids,
                              duro_bulk_result **out, duro_error *err);
-int duro__pg_check_work_item_locks(duro_provider *p,
-                                   const char *const *lock_tokens, size_t count,
-                                   unsigned char *held, duro_error *err);
 /* The earliest time (wall ms) at which something on `queue` becomes
  * fetchable, INT64_MAX when the queue is empty. */
 int duro__pg_next_due(duro__pg_provider *p, duro_queue queue, int64_t *out,

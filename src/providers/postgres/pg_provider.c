@@ -661,12 +661,12 @@ static void fill_methods(duro_provider *m)
     m->version = DURO_PROVIDER_VERSION;
     m->name = "postgres";
     m->close = pg_close;
-    m->fetch_orchestration_item = duro__pg_fetch_orchestration_item;
+    m->fetch_orchestration_item = duro__sql_fetch_orchestration_item;
     m->ack_orchestration_item = duro__sql_ack_orchestration_item;
     m->abandon_orchestration_item = duro__sql_abandon_orchestration_item;
     m->renew_orchestration_item_lock = duro__sql_renew_orchestration_item_lock;
     m->enqueue_for_orchestrator = duro__sql_enqueue_for_orchestrator;
-    m->fetch_work_item = duro__pg_fetch_work_item;
+    m->fetch_work_item = duro__sql_fetch_work_item;
     m->renew_work_item_lock = duro__sql_renew_work_item_lock;
     m->ack_work_item = duro__sql_ack_work_item;
     m->ack_and_fetch_orchestration_item =
@@ -690,7 +690,7 @@ static void fill_methods(duro_provider *m)
     m->cancel_matching = duro__pg_cancel_matching;
     m->purge_instances = duro__pg_purge_instances;
     m->read_store_stats = duro__sql_read_store_stats;
-    m->check_work_item_locks = duro__pg_check_work_item_locks;
+    m->check_work_item_locks = duro__sql_check_work_item_locks;
     m->wait_for_cancellations = pg_wait_for_cancellations;
     m->control_instances = duro__pg_control_instances;
     m->control_matching = duro__pg_control_matching;

@@ -1,7 +1,8 @@
-/* pg_queue.c - the orchestrator queue of the PostgreSQL provider: fetch
- * and ack (one turn, or many with the set-based statements of pg_batch.c;
- * instance locks live in orchestrator_ready; enqueue, renew and abandon
- * are sql/queue.c's). Every write is one BEGIN ... COMMIT transaction on
+/* pg_queue.c - the orchestrator queue of the PostgreSQL provider: its
+ * claim and the dialect's ack_turns (one ack at once, or many with the
+ * set-based statements of pg_batch.c, then one claim or many; a fetch is
+ * an ack of no turns). Instance locks live in orchestrator_ready; the rest
+ * is sql/queue.c's. Every write is one BEGIN ... COMMIT transaction on
  * one pooled connection, rolled back whole on any failure; fetches claim
  * rows with FOR UPDATE SKIP LOCKED, so concurrent fetchers (threads or
  * processes) never take the same row. Any thread. */
@@ -9,15 +10,55 @@
 
 #include "providers/postgres/pg_queue.h"
 
-#define FETCH_ATTEMPTS 64 /* readiness repairs per fetch before giving up */
-
 /* ---- orchestrator queue: fetch ------------------------------------------- */
 
-/* The body of fetch_orchestration_item inside an open write transaction:
- * one `claim` (READY_CLAIM; READY_CLAIM_ASYNC when the transaction writes
- * nothing else that must be durable) with token hex `hex` (each locked
- * row's token ends with it), then the item's metadata and history. *out is
- * the locked item, or NULL when nothing is visible. */
+/* What a fetch claims with: `claim` (READY_CLAIM; READY_CLAIM_ASYNC when
+ * the transaction writes nothing else that must be durable) and its
+ * token's random part (each locked row's token ends with it). */
+typedef struct claim_with {
+    duro__pg_stmt_id claim;
+    const char *hex;
+} claim_with;
+
+/* duro__sql_fetch_turn's claim: one statement claims the next instance
+ * and returns its messages with its metadata; then its history. */
+static int claim_turn(duro__sql_store *st, duro__sql_conn *sc, void *arg,
+                      duro_orch_item *item, int64_t now, int64_t until,
+                      const duro_history_cache *cache, int *got, int *repair,
+                      int64_t *ready_id, const char *op, duro_error *err)
+{
+    const claim_with *with = arg;
+    duro__pg_provider *p = (duro__pg_provider *)st;
+    duro__pg_conn *c = (duro__pg_conn *)sc;
+    duro_arena *a = item->arena;
+    duro__pg_statement *s = duro__pg_stmt(p, c, with->claim, op, err);
+    if (s == NULL)
+        return err->code;
+    duro__pg_bind_claim(c, s, with->hex, now, until);
+    int step = duro__pg_step(p, c, s);
+    if (step != DURO__PG_ROW)
+        return duro__pg_error(c, step, op, err);
+    if (duro__pg_claimed_nothing(p, s))
+        return DURO_OK;
+    int64_t ready = duro__pg_column_int64(s, 18);
+    if (duro__pg_column_text(a, s, 19, &item->instance_id) != 0 ||
+        duro__pg_column_text(a, s, 20, &item->lock_token) != 0)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    if (duro__pg_column_null(s, 0)) {
+        duro__pg_reset(s); /* ready, but nothing visible */
+        *repair = 1;
+        *ready_id = ready;
+        return DURO_OK;
+    }
+    if (duro__pg_read_claimed_meta(item, s) != 0)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    int rc = duro__pg_read_claimed_messages(p, c, s, item, op, err);
+    if (rc == DURO_OK)
+        rc = duro__pg_load_claimed_history(p, c, item, cache, op, err);
+    *got = rc == DURO_OK;
+    return rc;
+}
+
 static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                                      duro__pg_stmt_id claim, const char *hex,
                                      int64_t lock_timeout_ms,
@@ -25,104 +66,9 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
                                      int64_t now, duro_orch_item **out,
                                      const char *op, duro_error *err)
 {
-    *out = NULL;
-    duro_arena *a = duro_arena_create();
-    duro_orch_item *item =
-        a != NULL ? duro_arena_alloc(a, sizeof(*item)) : NULL;
-    if (item == NULL) {
-        duro_arena_destroy(a);
-        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    }
-    item->arena = a;
-    /* `now` (the caller's, read before it waited for a connection) decides
-     * what is visible: nothing that became fetchable while it waited. The
-     * lock runs from this moment, so a wait never shortens it. */
-    int64_t until = duro__sql_after_ms(duro__wall_ms(), lock_timeout_ms);
-    int rc = DURO_OK;
-    int found = 0;
-    for (int attempt = 0; rc == DURO_OK && !found && attempt < FETCH_ATTEMPTS;
-         attempt++) {
-        duro__pg_statement *s = duro__pg_stmt(p, c, claim, op, err);
-        if (s == NULL) {
-            rc = err->code;
-            break;
-        }
-        duro__pg_bind_claim(c, s, hex, now, until);
-        int step = duro__pg_step(p, c, s);
-        if (step != DURO__PG_ROW) {
-            rc = duro__pg_error(c, step, op, err);
-            break;
-        }
-        if (duro__pg_claimed_nothing(p, s))
-            break;
-        int64_t ready_id = duro__pg_column_int64(s, 18);
-        if (duro__pg_column_text(a, s, 19, &item->instance_id) != 0 ||
-            duro__pg_column_text(a, s, 20, &item->lock_token) != 0) {
-            rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-            break;
-        }
-        if (duro__pg_column_null(s, 0)) {
-            /* Ready but nothing visible (an expired lock over delayed
-             * messages): repair its readiness and look again. */
-            duro__pg_reset(s);
-            rc = duro__sql_settle_ready(&p->sql, (duro__sql_conn *)c, ready_id,
-                                        item->instance_id, 0, NULL, op, err);
-            continue;
-        }
-        if (duro__pg_read_claimed_meta(item, s) != 0) {
-            rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-            break;
-        }
-        rc = duro__pg_read_claimed_messages(p, c, s, item, op, err);
-        if (rc == DURO_OK)
-            rc = duro__pg_load_claimed_history(p, c, item, cache, op, err);
-        found = rc == DURO_OK;
-    }
-    if (rc != DURO_OK || !found) {
-        duro_arena_destroy(a);
-        return rc;
-    }
-    *out = item;
-    return DURO_OK;
-}
-
-int duro__pg_fetch_orchestration_item(duro_provider *base,
-                                      int64_t lock_timeout_ms,
-                                      const duro_history_cache *cache,
-                                      duro_orch_item **out, duro_error *err)
-{
-    static const char op[] = "fetch_orchestration_item";
-    duro_error local;
-    DURO__PG_ERR_INIT(err, local);
-    if (out == NULL)
-        return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
-    *out = NULL;
-    duro__pg_provider *p = duro__pg_of(base);
-    duro__pg_release_kept(p);
-    duro__pg_note_fetch(p, DURO_QUEUE_ORCHESTRATOR);
-    int64_t now = duro__wall_ms();
-    duro__pg_conn *c;
-    int rc = duro__pg_write_begin(p, op, &c, err);
-    if (rc != DURO_OK)
-        return rc;
-    duro_orch_item *item = NULL;
-    char hex[33];
-    duro__random_token(hex);
-    /* Its writes are the claim and readiness repairs, which a later fetch
-     * redoes: its commit need not wait for the WAL flush. */
-    rc = fetch_orch_in_transaction(p, c, DURO__SQL_READY_CLAIM_ASYNC, hex,
-                                   lock_timeout_ms, cache, now, &item, op, err);
-    if (rc != DURO_OK) {
-        duro__pg_write_rollback(p, c);
-        return rc;
-    }
-    if ((rc = duro__pg_write_commit(p, c, op, err)) != DURO_OK) {
-        duro_orch_item_free(item);
-        duro__pg_keep_unknown_claim(p, 'O', hex, rc, err);
-        return rc;
-    }
-    *out = item;
-    return DURO_OK;
+    claim_with with = {.claim = claim, .hex = hex};
+    return duro__sql_fetch_turn(&p->sql, (duro__sql_conn *)c, claim_turn, &with,
+                                lock_timeout_ms, cache, now, out, op, err);
 }
 
 /* ---- orchestrator queue: ack ----------------------------------------------
@@ -183,22 +129,11 @@ int duro__pg_ack_turns(duro_provider *base, size_t n,
                    : DURO__SQL_READY_CLAIM_MANY,
             hex, lock_timeout_ms, cache, now, max_next, next, &got, op, err);
     }
-    if (rc == DURO_OK) {
-        rc = duro__pg_write_commit(p, c, op, err);
-        if (rc != DURO_OK && max_next > 0)
-            duro__pg_keep_unknown_claim(p, 'O', hex, rc, err);
-    } else {
-        duro__pg_write_rollback(p, c);
-    }
-    if (rc != DURO_OK) {
-        for (size_t i = 0; i < got; i++) {
-            duro_orch_item_free(next[i]);
-            next[i] = NULL;
-        }
+    rc = duro__sql_finish_turns(&p->sql, (duro__sql_conn *)c, rc,
+                                max_next > 0 ? hex : NULL, next, got, workers,
+                                outbound, op, err);
+    if (rc != DURO_OK)
         return rc;
-    }
-    duro__pg_signal(p, DURO_QUEUE_WORKER, workers);
-    duro__pg_signal(p, DURO_QUEUE_ORCHESTRATOR, outbound);
     duro__pg_signal_cancels(p, cancels);
     *next_count = got;
     return DURO_OK;

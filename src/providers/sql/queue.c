@@ -1020,7 +1020,7 @@ int duro__sql_abandon_orch(duro__sql_store *st, int64_t ready_id,
     return DURO_OK;
 }
 
-/* ---- a turn's history and an acked work row ---------------------------- */
+/* ---- pieces of the fetches' and acks' transactions -------------------- */
 
 int duro__sql_history_room(duro__sql_store *st, duro__sql_conn *c,
                            const char *instance_id, uint64_t current,
@@ -1111,6 +1111,116 @@ int duro__sql_delete_acked_work(duro__sql_store *st, duro__sql_conn *c,
         rc = duro__sql_enqueue_in_transaction(st, c, completion, now, now, skip,
                                               op, err);
     return rc;
+}
+
+int duro__sql_ack_work_in_transaction(duro__sql_store *st, int64_t id,
+                                      const char *lock_token,
+                                      const duro_work_item *completion,
+                                      int64_t lock_timeout_ms,
+                                      duro_worker_item **next, const char *op,
+                                      duro_error *err)
+{
+    int64_t now = duro__wall_ms();
+    duro__sql_conn *c;
+    int rc = duro__sql_write_begin(st, op, &c, err);
+    if (rc != DURO_OK)
+        return rc;
+    int skip = 0;
+    rc = duro__sql_delete_acked_work(st, c, id, lock_token, completion, now,
+                                     &skip, op, err);
+    duro_worker_item *w = NULL;
+    char hex[33];
+    if (next != NULL)
+        duro__random_token(hex);
+    if (rc == DURO_OK && next != NULL)
+        rc = duro__sql_claim_work(st, c, DURO__SQL_WQ_FETCH, hex,
+                                  lock_timeout_ms, now, &w, op, err);
+    if (rc != DURO_OK) {
+        duro__sql_write_rollback(st, c);
+        return rc;
+    }
+    if ((rc = duro__sql_write_commit(st, c, op, err)) != DURO_OK) {
+        duro_worker_item_free(w);
+        if (next != NULL && st->dialect->claim_lost != NULL)
+            st->dialect->claim_lost(st, 'W', hex, rc, err);
+        return rc;
+    }
+    if (completion != NULL && !skip)
+        duro__sql_signal(st, DURO_QUEUE_ORCHESTRATOR, 1);
+    if (next != NULL)
+        *next = w;
+    return DURO_OK;
+}
+
+#define FETCH_ATTEMPTS 64 /* readiness repairs per fetch before giving up */
+
+int duro__sql_fetch_turn(duro__sql_store *st, duro__sql_conn *c,
+                         duro__sql_claim_fn claim, void *arg,
+                         int64_t lock_timeout_ms,
+                         const duro_history_cache *cache, int64_t now,
+                         duro_orch_item **out, const char *op, duro_error *err)
+{
+    *out = NULL;
+    duro_arena *a = duro_arena_create();
+    duro_orch_item *item =
+        a != NULL ? duro_arena_alloc(a, sizeof(*item)) : NULL;
+    if (item == NULL) {
+        duro_arena_destroy(a);
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    }
+    item->arena = a;
+    /* `now` decides what is visible: nothing that became fetchable while
+     * the caller waited. The lock runs from this moment, so a wait never
+     * shortens it. */
+    int64_t until = duro__sql_after_ms(duro__wall_ms(), lock_timeout_ms);
+    int rc = DURO_OK;
+    int found = 0;
+    for (int attempt = 0; rc == DURO_OK && !found && attempt < FETCH_ATTEMPTS;
+         attempt++) {
+        int repair = 0;
+        int64_t ready_id = 0;
+        rc = claim(st, c, arg, item, now, until, cache, &found, &repair,
+                   &ready_id, op, err);
+        if (rc != DURO_OK || found)
+            break;
+        if (!repair)
+            break; /* nothing is ready */
+        /* Ready but nothing visible (an expired lock over delayed
+         * messages): repair its readiness and look again. */
+        rc = duro__sql_settle_ready(st, c, ready_id, item->instance_id, 0, NULL,
+                                    op, err);
+    }
+    if (rc != DURO_OK || !found) {
+        duro_arena_destroy(a);
+        return rc;
+    }
+    *out = item;
+    return DURO_OK;
+}
+
+int duro__sql_finish_turns(duro__sql_store *st, duro__sql_conn *c, int rc,
+                           const char *claim_hex, duro_orch_item **next,
+                           size_t got, size_t workers, size_t outbound,
+                           const char *op, duro_error *err)
+{
+    if (rc == DURO_OK) {
+        rc = duro__sql_write_commit(st, c, op, err);
+        if (rc != DURO_OK && claim_hex != NULL &&
+            st->dialect->claim_lost != NULL)
+            st->dialect->claim_lost(st, 'O', claim_hex, rc, err);
+    } else {
+        duro__sql_write_rollback(st, c);
+    }
+    if (rc != DURO_OK) {
+        for (size_t i = 0; i < got; i++) {
+            duro_orch_item_free(next[i]);
+            next[i] = NULL;
+        }
+        return rc;
+    }
+    duro__sql_signal(st, DURO_QUEUE_WORKER, workers);
+    duro__sql_signal(st, DURO_QUEUE_ORCHESTRATOR, outbound);
+    return DURO_OK;
 }
 
 /* ---- the ack of one turn ------------------------------------------------ */
@@ -1429,5 +1539,83 @@ int duro__sql_abandon_orchestration_item(duro_provider *base,
      * reached (or waited for), a store that can abandons it again later. */
     if (rc != DURO_OK && err->retryable && st->dialect->abandon_failed != NULL)
         st->dialect->abandon_failed(st, 'o', lock_token, delay_ms);
+    return rc;
+}
+
+/* A fetch is an ack of no turns with one fetch (the same transaction). */
+int duro__sql_fetch_orchestration_item(duro_provider *base,
+                                       int64_t lock_timeout_ms,
+                                       const duro_history_cache *cache,
+                                       duro_orch_item **out, duro_error *err)
+{
+    duro_error local;
+    DURO__SQL_ERR_INIT(err, local);
+    if (out == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
+    *out = NULL;
+    size_t got;
+    return duro__sql_of(base)->dialect->ack_turns(
+        base, 0, NULL, NULL, lock_timeout_ms, cache, 1, out, &got,
+        "fetch_orchestration_item", err);
+}
+
+int duro__sql_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
+                              duro_worker_item **out, duro_error *err)
+{
+    duro_error local;
+    DURO__SQL_ERR_INIT(err, local);
+    if (out == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
+    *out = NULL;
+    return duro__sql_of(base)->dialect->fetch_work(base, lock_timeout_ms, out,
+                                                   "fetch_work_item", err);
+}
+
+/* One primary-key probe per token on a reader (in one snapshot where the
+ * dialect reads so); no write. */
+int duro__sql_check_work_item_locks(duro_provider *base,
+                                    const char *const *lock_tokens,
+                                    size_t count, unsigned char *held,
+                                    duro_error *err)
+{
+    static const char op[] = "check_work_item_locks";
+    duro_error local;
+    DURO__SQL_ERR_INIT(err, local);
+    if (count == 0)
+        return DURO_OK;
+    if (lock_tokens == NULL || held == NULL)
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "lock_tokens or held is NULL");
+    for (size_t i = 0; i < count; i++) {
+        int rc = duro__sql_check_token(lock_tokens[i], err);
+        if (rc != DURO_OK)
+            return rc;
+    }
+    duro__sql_store *st = duro__sql_of(base);
+    duro__sql_conn *c = duro__sql_reader_acquire(st);
+    int rc = st->dialect->reader_snapshot
+                 ? duro__sql_exec(st, c, DURO__SQL_BEGIN_READ, op, err)
+                 : DURO_OK;
+    for (size_t i = 0; i < count && rc == DURO_OK; i++) {
+        int64_t id;
+        held[i] = 0;
+        if (duro__sql_parse_token(lock_tokens[i], 'w', &id) != 0)
+            continue;
+        duro__sql_stmt *s =
+            duro__sql_prepare(st, c, DURO__SQL_WQ_HELD, op, err);
+        if (s == NULL) {
+            rc = err->code;
+            break;
+        }
+        duro__sql_bind_i64(st, c, s, 1, id);
+        duro__sql_bind_text(st, c, s, 2, lock_tokens[i]);
+        int step = duro__sql_step(st, c, s);
+        if (step == DURO__SQL_ROW)
+            held[i] = 1;
+        else if (step != DURO__SQL_DONE)
+            rc = duro__sql_error(st, c, step, op, err);
+        duro__sql_reset(st, s);
+    }
+    duro__sql_reader_release(st, c);
     return rc;
 }

@@ -140,6 +140,20 @@ typedef struct duro__sql_dialect {
     /* Called when a turn's ack holds its lock, before it writes (a test's
      * hook; PostgreSQL's). NULL: none. */
     void (*turn_locked)(duro__sql_store *st);
+    /* A claim (kind 'O' or 'W', token hex `hex`) whose commit failed with
+     * rc: when its outcome is unknown the store may release what it locked
+     * later (PostgreSQL's releases). NULL: a failed commit changed nothing
+     * (SQLite's). */
+    void (*claim_lost)(duro__sql_store *st, char kind, const char *hex, int rc,
+                       const duro_error *err);
+    /* 1: the reads of one call on a reader go in one read transaction
+     * (BEGIN_READ: SQLite's one snapshot); 0: each statement alone
+     * (PostgreSQL's pooled connection). */
+    int reader_snapshot;
+    /* fetch_work_item after its checks: the claim of the next work item
+     * (SQLite's in a write transaction; PostgreSQL's one statement alone). */
+    int (*fetch_work)(duro_provider *base, int64_t lock_timeout_ms,
+                      duro_worker_item **out, const char *op, duro_error *err);
 } duro__sql_dialect;
 
 /* The part of a SQL store the shared layer reads. */
@@ -425,6 +439,39 @@ int duro__sql_create_execution(duro__sql_store *st, duro__sql_conn *c,
                                const duro_instance_meta *m, int64_t now,
                                const char *op, duro_error *err);
 
+/* One claim of an instance for duro__sql_fetch_turn, the store's own: it
+ * locks the next visible instance by `now` until `until` and fills item
+ * (its arena given) with it: *got = 1; or finds an instance ready with
+ * nothing visible (an expired lock over delayed messages): *repair = 1,
+ * *ready_id its ready row and item->instance_id set; or neither when
+ * nothing is ready. */
+typedef int (*duro__sql_claim_fn)(duro__sql_store *st, duro__sql_conn *c,
+                                  void *arg, duro_orch_item *item, int64_t now,
+                                  int64_t until,
+                                  const duro_history_cache *cache, int *got,
+                                  int *repair, int64_t *ready_id,
+                                  const char *op, duro_error *err);
+/* The body of fetch_orchestration_item inside an open write transaction:
+ * claims (claim with arg) until one locks an item or nothing is ready,
+ * repairing the readiness of instances ready with nothing visible (up to
+ * a bound); *out the locked item or NULL. `now` (the caller's, read before
+ * it waited for the writer) decides what is visible; the lock runs from
+ * when the claim runs. */
+int duro__sql_fetch_turn(duro__sql_store *st, duro__sql_conn *c,
+                         duro__sql_claim_fn claim, void *arg,
+                         int64_t lock_timeout_ms,
+                         const duro_history_cache *cache, int64_t now,
+                         duro_orch_item **out, const char *op, duro_error *err);
+
+/* The end of ack_turns' transaction on c: committed when rc is DURO_OK
+ * (a claim with token hex claim_hex, NULL for none, whose commit fails is
+ * the dialect's claim_lost), else rolled back; on failure next[0 .. got)
+ * are freed; on success the worker and orchestrator queues' wake-ups. */
+int duro__sql_finish_turns(duro__sql_store *st, duro__sql_conn *c, int rc,
+                           const char *claim_hex, duro_orch_item **next,
+                           size_t got, size_t workers, size_t outbound,
+                           const char *op, duro_error *err);
+
 /* A turn's ack (sql/queue.c writes it at once; PostgreSQL's batches
  * gather the same writes): check_turn refuses an ack that writes history
  * or meta to an instance that is gone or without an execution, and gives
@@ -439,6 +486,16 @@ int duro__sql_check_turn(const duro__sql_store *st,
 int duro__sql_ack_turn(duro__sql_store *st, duro__sql_conn *c, int64_t ready_id,
                        const char *token, const duro_orch_ack *ack, int64_t now,
                        int *queued, const char *op, duro_error *err);
+
+/* ack_work in one write transaction of its own: the acked row deleted,
+ * its completion enqueued and with `next` the next item claimed (WQ_FETCH),
+ * committed; then the orchestrator queue's wake-up. */
+int duro__sql_ack_work_in_transaction(duro__sql_store *st, int64_t id,
+                                      const char *lock_token,
+                                      const duro_work_item *completion,
+                                      int64_t lock_timeout_ms,
+                                      duro_worker_item **next, const char *op,
+                                      duro_error *err);
 
 /* An acked work item's row deleted by its token (DURO_LOCK_LOST when the
  * token no longer holds it) and its completion enqueued (*skip = 1 when
@@ -503,6 +560,16 @@ int duro__sql_ack_and_fetch_work_item(duro_provider *base,
                                       duro_worker_item **next, duro_error *err);
 int duro__sql_abandon_work_item(duro_provider *base, const char *lock_token,
                                 int64_t delay_ms, duro_error *err);
+int duro__sql_fetch_orchestration_item(duro_provider *base,
+                                       int64_t lock_timeout_ms,
+                                       const duro_history_cache *cache,
+                                       duro_orch_item **out, duro_error *err);
+int duro__sql_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
+                              duro_worker_item **out, duro_error *err);
+int duro__sql_check_work_item_locks(duro_provider *base,
+                                    const char *const *lock_tokens,
+                                    size_t count, unsigned char *held,
+                                    duro_error *err);
 int duro__sql_abandon_orchestration_item(duro_provider *base,
                                          const char *lock_token,
                                          int64_t delay_ms, duro_error *err);

@@ -192,4 +192,7 @@ const duro__sql_dialect duro__sqlite_dialect = {
     .max_history = max_history,
     .insert_events = NULL, /* one statement per event */
     .turn_locked = NULL,
+    .claim_lost = NULL, /* a failed commit changed nothing */
+    .fetch_work = duro__sqlite_fetch_work,
+    .reader_snapshot = 1, /* one snapshot, no lock per statement */
 };

@@ -425,12 +425,12 @@ static void fill_methods(duro_provider *m)
     m->version = DURO_PROVIDER_VERSION;
     m->name = "sqlite";
     m->close = sqlite_close;
-    m->fetch_orchestration_item = duro__sqlite_fetch_orchestration_item;
+    m->fetch_orchestration_item = duro__sql_fetch_orchestration_item;
     m->ack_orchestration_item = duro__sql_ack_orchestration_item;
     m->abandon_orchestration_item = duro__sql_abandon_orchestration_item;
     m->renew_orchestration_item_lock = duro__sql_renew_orchestration_item_lock;
     m->enqueue_for_orchestrator = duro__sql_enqueue_for_orchestrator;
-    m->fetch_work_item = duro__sqlite_fetch_work_item;
+    m->fetch_work_item = duro__sql_fetch_work_item;
     m->renew_work_item_lock = duro__sql_renew_work_item_lock;
     m->ack_work_item = duro__sql_ack_work_item;
     m->ack_and_fetch_orchestration_item =
@@ -454,7 +454,7 @@ static void fill_methods(duro_provider *m)
     m->cancel_matching = duro__sqlite_cancel_matching;
     m->purge_instances = duro__sqlite_purge_instances;
     m->read_store_stats = duro__sql_read_store_stats;
-    m->check_work_item_locks = duro__sqlite_check_work_item_locks;
+    m->check_work_item_locks = duro__sql_check_work_item_locks;
     m->control_instances = duro__sqlite_control_instances;
     m->control_matching = duro__sqlite_control_matching;
     m->query_instances = duro__sqlite_query_instances;

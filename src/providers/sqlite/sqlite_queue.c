@@ -1,9 +1,8 @@
-/* sqlite_queue.c - the two queues of the SQLite provider: fetch, ack and
- * abandon on the orchestrator queue (instance locks live in
- * orchestrator_ready) and the worker queue; what both stores do alike
- * (enqueue, renew, the writes of an ack) is sql/queue.c's. Every write is
- * one BEGIN IMMEDIATE transaction on the writer connection, rolled back
- * whole on any failure. Any thread. */
+/* sqlite_queue.c - what is SQLite's own on its two queues: the claim of an
+ * instance (instance locks live in orchestrator_ready) and the dialect's
+ * ack_turns, ack_work and fetch_work; what both stores do alike is
+ * sql/queue.c's. Every write is one BEGIN IMMEDIATE transaction on the
+ * writer connection, rolled back whole on any failure. Any thread. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +11,7 @@
 #include "providers/providers.h"
 #include "providers/sqlite/sqlite_internal.h"
 
-#define TOKEN_MAX 64      /* "o<rowid>.<32 hex>" */
-#define FETCH_ATTEMPTS 64 /* readiness repairs per fetch before giving up */
+#define TOKEN_MAX 64 /* "o<rowid>.<32 hex>" */
 
 static duro__sqlite_provider *sqlite_of(duro_provider *p)
 {
@@ -174,8 +172,65 @@ static int load_orch_item(duro__sqlite_provider *p, duro__sqlite_conn *c,
         &item->history, &item->history_count, op, err);
 }
 
-/* The body of fetch_orchestration_item inside an open write transaction:
- * *out is the locked item, or NULL when nothing is visible. */
+/* duro__sql_fetch_turn's claim: the next ready instance (READY_NEXT), its
+ * visible messages tagged with a fresh token (OQ_TAG) and its ready row
+ * locked (READY_LOCK), then its metadata and history. */
+static int claim_turn(duro__sql_store *st, duro__sql_conn *sc, void *arg,
+                      duro_orch_item *item, int64_t now, int64_t until,
+                      const duro_history_cache *cache, int *got, int *repair,
+                      int64_t *ready_id, const char *op, duro_error *err)
+{
+    (void)arg;
+    duro__sqlite_provider *p = (duro__sqlite_provider *)st;
+    duro__sqlite_conn *c = (duro__sqlite_conn *)sc;
+    duro_arena *a = item->arena;
+    sqlite3_stmt *s = duro__sqlite_stmt(p, c, DURO__SQL_READY_NEXT, op, err);
+    if (s == NULL)
+        return err->code;
+    duro__sqlite_bind_i64(c, s, 1, now);
+    int step = duro__sqlite_step(p, c, s);
+    if (step == SQLITE_DONE)
+        return DURO_OK;
+    if (step != SQLITE_ROW)
+        return duro__sqlite_error(c, step, op, err);
+    int64_t rowid = sqlite3_column_int64(s, 0);
+    if (duro__sqlite_column_text(a, s, 1, &item->instance_id) != 0)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    sqlite3_reset(s);
+
+    char token_hex[33], token[TOKEN_MAX];
+    duro__random_token(token_hex);
+    snprintf(token, sizeof(token), "o%lld.%s", (long long)rowid, token_hex);
+    item->lock_token = duro_arena_strdup(a, token);
+    if (item->lock_token == NULL)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    s = duro__sqlite_stmt(p, c, DURO__SQL_OQ_TAG, op, err);
+    if (s == NULL)
+        return err->code;
+    duro__sqlite_bind_text(c, s, 1, item->instance_id);
+    duro__sqlite_bind_text(c, s, 2, item->lock_token);
+    duro__sqlite_bind_i64(c, s, 3, now);
+    int rc = duro__sqlite_run(p, c, s, op, err);
+    if (rc != DURO_OK)
+        return rc;
+    if (sqlite3_changes(c->db) == 0) {
+        *repair = 1; /* ready, but nothing visible */
+        *ready_id = rowid;
+        return DURO_OK;
+    }
+    s = duro__sqlite_stmt(p, c, DURO__SQL_READY_LOCK, op, err);
+    if (s == NULL)
+        return err->code;
+    duro__sqlite_bind_i64(c, s, 1, rowid);
+    duro__sqlite_bind_text(c, s, 2, item->lock_token);
+    duro__sqlite_bind_i64(c, s, 3, until);
+    if ((rc = duro__sqlite_run(p, c, s, op, err)) != DURO_OK)
+        return rc;
+    rc = load_orch_item(p, c, item, now, cache, op, err);
+    *got = rc == DURO_OK;
+    return rc;
+}
+
 static int fetch_orch_in_transaction(duro__sqlite_provider *p,
                                      duro__sqlite_conn *c,
                                      int64_t lock_timeout_ms,
@@ -183,121 +238,8 @@ static int fetch_orch_in_transaction(duro__sqlite_provider *p,
                                      int64_t now, duro_orch_item **out,
                                      const char *op, duro_error *err)
 {
-    *out = NULL;
-    duro_arena *a = duro_arena_create();
-    duro_orch_item *item =
-        a != NULL ? duro_arena_alloc(a, sizeof(*item)) : NULL;
-    if (item == NULL) {
-        duro_arena_destroy(a);
-        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    }
-    item->arena = a;
-    /* `now` (the caller's, read before it waited for the write lock) decides
-     * what is visible: nothing that became fetchable while it waited. The
-     * lock runs from this moment, so a wait never shortens it. */
-    int64_t until = duro__sql_after_ms(duro__wall_ms(), lock_timeout_ms);
-    int rc = DURO_OK;
-    int found = 0;
-    for (int attempt = 0; rc == DURO_OK && !found && attempt < FETCH_ATTEMPTS;
-         attempt++) {
-        sqlite3_stmt *s =
-            duro__sqlite_stmt(p, c, DURO__SQL_READY_NEXT, op, err);
-        if (s == NULL) {
-            rc = err->code;
-            break;
-        }
-        duro__sqlite_bind_i64(c, s, 1, now);
-        int step = duro__sqlite_step(p, c, s);
-        if (step == SQLITE_DONE)
-            break;
-        if (step != SQLITE_ROW) {
-            rc = duro__sqlite_error(c, step, op, err);
-            break;
-        }
-        int64_t rowid = sqlite3_column_int64(s, 0);
-        if (duro__sqlite_column_text(a, s, 1, &item->instance_id) != 0) {
-            rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-            break;
-        }
-        sqlite3_reset(s);
-
-        char token_hex[33], token[TOKEN_MAX];
-        duro__random_token(token_hex);
-        snprintf(token, sizeof(token), "o%lld.%s", (long long)rowid, token_hex);
-        item->lock_token = duro_arena_strdup(a, token);
-        if (item->lock_token == NULL) {
-            rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-            break;
-        }
-        s = duro__sqlite_stmt(p, c, DURO__SQL_OQ_TAG, op, err);
-        if (s == NULL) {
-            rc = err->code;
-            break;
-        }
-        duro__sqlite_bind_text(c, s, 1, item->instance_id);
-        duro__sqlite_bind_text(c, s, 2, item->lock_token);
-        duro__sqlite_bind_i64(c, s, 3, now);
-        if ((rc = duro__sqlite_run(p, c, s, op, err)) != DURO_OK)
-            break;
-        if (sqlite3_changes(c->db) == 0) {
-            /* Ready but nothing visible (an expired lock over delayed
-             * messages): repair its readiness and look again. */
-            rc = duro__sql_settle_ready(&p->sql, (duro__sql_conn *)c, rowid,
-                                        item->instance_id, 0, NULL, op, err);
-            continue;
-        }
-        s = duro__sqlite_stmt(p, c, DURO__SQL_READY_LOCK, op, err);
-        if (s == NULL) {
-            rc = err->code;
-            break;
-        }
-        duro__sqlite_bind_i64(c, s, 1, rowid);
-        duro__sqlite_bind_text(c, s, 2, item->lock_token);
-        duro__sqlite_bind_i64(c, s, 3, until);
-        if ((rc = duro__sqlite_run(p, c, s, op, err)) != DURO_OK)
-            break;
-        rc = load_orch_item(p, c, item, now, cache, op, err);
-        found = rc == DURO_OK;
-    }
-    if (rc != DURO_OK || !found) {
-        duro_arena_destroy(a);
-        return rc;
-    }
-    *out = item;
-    return DURO_OK;
-}
-
-int duro__sqlite_fetch_orchestration_item(duro_provider *base,
-                                          int64_t lock_timeout_ms,
-                                          const duro_history_cache *cache,
-                                          duro_orch_item **out, duro_error *err)
-{
-    static const char op[] = "fetch_orchestration_item";
-    duro_error local;
-    DURO__SQLITE_ERR_INIT(err, local);
-    if (out == NULL)
-        return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
-    *out = NULL;
-    duro__sqlite_provider *p = sqlite_of(base);
-    duro__sqlite_note_fetch(p, DURO_QUEUE_ORCHESTRATOR);
-    int64_t now = duro__wall_ms();
-    duro__sqlite_conn *c;
-    int rc = duro__sqlite_write_begin(p, op, &c, err);
-    if (rc != DURO_OK)
-        return rc;
-    duro_orch_item *item = NULL;
-    rc = fetch_orch_in_transaction(p, c, lock_timeout_ms, cache, now, &item, op,
-                                   err);
-    if (rc != DURO_OK) {
-        duro__sqlite_write_rollback(p, c);
-        return rc;
-    }
-    if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK) {
-        duro_orch_item_free(item);
-        return rc;
-    }
-    *out = item;
-    return DURO_OK;
+    return duro__sql_fetch_turn(&p->sql, (duro__sql_conn *)c, claim_turn, NULL,
+                                lock_timeout_ms, cache, now, out, op, err);
 }
 
 /* ---- orchestrator queue: ack ----------------------------------------------
@@ -339,20 +281,10 @@ int duro__sqlite_ack_turns(duro_provider *base, size_t n,
             break;
         next[got++] = item;
     }
-    if (rc == DURO_OK) {
-        rc = duro__sqlite_write_commit(p, c, op, err);
-    } else {
-        duro__sqlite_write_rollback(p, c);
-    }
-    if (rc != DURO_OK) {
-        for (size_t i = 0; i < got; i++) {
-            duro_orch_item_free(next[i]);
-            next[i] = NULL;
-        }
+    rc = duro__sql_finish_turns(&p->sql, (duro__sql_conn *)c, rc, NULL, next,
+                                got, workers, outbound, op, err);
+    if (rc != DURO_OK)
         return rc;
-    }
-    duro__sqlite_signal(p, DURO_QUEUE_WORKER, workers);
-    duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, outbound);
     *next_count = got;
     return DURO_OK;
 }
@@ -377,15 +309,11 @@ static int fetch_work_in_transaction(duro__sqlite_provider *p,
                                 now, out, op, err);
 }
 
-int duro__sqlite_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
-                                 duro_worker_item **out, duro_error *err)
+/* The dialect's fetch_work: the claim in a write transaction. */
+int duro__sqlite_fetch_work(duro_provider *base, int64_t lock_timeout_ms,
+                            duro_worker_item **out, const char *op,
+                            duro_error *err)
 {
-    static const char op[] = "fetch_work_item";
-    duro_error local;
-    DURO__SQLITE_ERR_INIT(err, local);
-    if (out == NULL)
-        return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
-    *out = NULL;
     duro__sqlite_provider *p = sqlite_of(base);
     duro__sqlite_note_fetch(p, DURO_QUEUE_WORKER);
     int64_t now = duro__wall_ms();
@@ -407,52 +335,6 @@ int duro__sqlite_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
     return DURO_OK;
 }
 
-/* One snapshot on a reader, one primary-key probe per token. */
-int duro__sqlite_check_work_item_locks(duro_provider *base,
-                                       const char *const *lock_tokens,
-                                       size_t count, unsigned char *held,
-                                       duro_error *err)
-{
-    static const char op[] = "check_work_item_locks";
-    duro_error local;
-    DURO__SQLITE_ERR_INIT(err, local);
-    if (count == 0)
-        return DURO_OK;
-    if (lock_tokens == NULL || held == NULL)
-        return duro_error_set(err, DURO_INVALID, 0,
-                              "lock_tokens or held is NULL");
-    for (size_t i = 0; i < count; i++) {
-        int rc = duro__sql_check_token(lock_tokens[i], err);
-        if (rc != DURO_OK)
-            return rc;
-    }
-    duro__sqlite_provider *p = sqlite_of(base);
-    duro__sqlite_conn *c = duro__sqlite_reader_acquire(p);
-    sqlite3_stmt *s = duro__sqlite_stmt(p, c, DURO__SQL_BEGIN_READ, op, err);
-    int rc = s != NULL ? duro__sqlite_run(p, c, s, op, err) : err->code;
-    for (size_t i = 0; i < count && rc == DURO_OK; i++) {
-        int64_t id;
-        held[i] = 0;
-        if (duro__sql_parse_token(lock_tokens[i], 'w', &id) != 0)
-            continue;
-        s = duro__sqlite_stmt(p, c, DURO__SQL_WQ_HELD, op, err);
-        if (s == NULL) {
-            rc = err->code;
-            break;
-        }
-        duro__sqlite_bind_i64(c, s, 1, id);
-        duro__sqlite_bind_text(c, s, 2, lock_tokens[i]);
-        int step = duro__sqlite_step(p, c, s);
-        if (step == SQLITE_ROW)
-            held[i] = 1;
-        else if (step != SQLITE_DONE)
-            rc = duro__sqlite_error(c, step, op, err);
-        sqlite3_reset(s);
-    }
-    duro__sqlite_reader_release(p, c);
-    return rc;
-}
-
 /* ack_work_item, and with `next` the fetch of the next item in the same
  * transaction (ack_and_fetch_work_item). */
 /* The dialect's ack_work (sql/queue.c checked the token and completion):
@@ -465,31 +347,8 @@ int duro__sqlite_ack_work(duro_provider *base, int64_t id,
                           const char *op, duro_error *err)
 {
     duro__sqlite_provider *p = sqlite_of(base);
-    int rc;
     if (next != NULL)
         duro__sqlite_note_fetch(p, DURO_QUEUE_WORKER);
-    int64_t now = duro__wall_ms();
-    duro__sqlite_conn *c;
-    if ((rc = duro__sqlite_write_begin(p, op, &c, err)) != DURO_OK)
-        return rc;
-    int skip = 0;
-    rc = duro__sql_delete_acked_work(&p->sql, (duro__sql_conn *)c, id,
-                                     lock_token, completion, now, &skip, op,
-                                     err);
-    duro_worker_item *w = NULL;
-    if (rc == DURO_OK && next != NULL)
-        rc = fetch_work_in_transaction(p, c, lock_timeout_ms, now, &w, op, err);
-    if (rc != DURO_OK) {
-        duro__sqlite_write_rollback(p, c);
-        return rc;
-    }
-    if ((rc = duro__sqlite_write_commit(p, c, op, err)) != DURO_OK) {
-        duro_worker_item_free(w);
-        return rc;
-    }
-    if (completion != NULL && !skip)
-        duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, 1);
-    if (next != NULL)
-        *next = w;
-    return DURO_OK;
+    return duro__sql_ack_work_in_transaction(
+        &p->sql, id, lock_token, completion, lock_timeout_ms, next, op, err);
 }
