@@ -1,3 +1,5 @@
+# What the providers share: the URL dispatcher (open.c, above them), the
+# helpers below them, and the shared SQL layer (sql/) both stores run on.
 list(APPEND DURO_SOURCES
   src/providers/batch.c
   src/providers/bulk.c
@@ -9,5 +11,6 @@ list(APPEND DURO_SOURCES
   src/providers/sql/methods.c
   src/providers/sql/statements.c
   src/providers/sql/many.c
+  src/providers/sql/queue.c
   src/providers/sql/stats.c
   src/providers/sql/store.c)

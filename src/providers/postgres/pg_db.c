@@ -297,7 +297,7 @@ static void one_line(char *msg)
 }
 
 /* Marks c broken (reopened at its next use), noting when it was first
- * found so (duro__pg_reconnected). */
+ * found so (p->reconnected: duro__pg_reconnected). */
 static void mark_broken(duro__pg_conn *c)
 {
     if (!c->broken)
@@ -1021,8 +1021,8 @@ static void reconnect(duro__pg_provider *p, duro__pg_conn *c)
             c->broken = 1;
         PQclear(res);
     }
-    if (!c->broken)
-        duro__pg_reconnected(p, c->broken_ms);
+    if (!c->broken && p->reconnected != NULL)
+        p->reconnected(p, c->broken_ms);
     if (c->broken) {
         char why[256];
         duro__pg_scrub(p->cfg.conninfo, PQerrorMessage(c->pg), why,
@@ -1145,51 +1145,4 @@ duro__pg_conn *duro__pg_reader_acquire(duro__pg_provider *p)
 void duro__pg_reader_release(duro__pg_provider *p, duro__pg_conn *c)
 {
     release(p, c);
-}
-
-/* ---- input checks ----------------------------------------------------- */
-
-/* The server stores UTF-8 text only and refuses anything else (SQLSTATE
- * 22021, on every retry of the statement): said here, naming the field,
- * as DURO_INVALID. The runtime and the client refuse such text where it
- * enters duro, so this is for callers of the provider itself. */
-static int check_utf8(const char *what, const char *s, duro_error *err)
-{
-    char field[96];
-    snprintf(field, sizeof(field), "postgres: %s", what);
-    return duro__check_utf8_err(field, s, err);
-}
-
-int duro__pg_check_id(const char *what, const char *s, duro_error *err)
-{
-    if (s == NULL || s[0] == '\0')
-        return duro_error_set(err, DURO_INVALID, 0, "%s is NULL or empty",
-                              what);
-    if (strnlen(s, DURO__PG_NAME_MAX + 1) > DURO__PG_NAME_MAX)
-        return duro_error_set(err, DURO_TOO_LARGE, 0,
-                              "%s is longer than %d bytes", what,
-                              DURO__PG_NAME_MAX);
-    return check_utf8(what, s, err);
-}
-
-int duro__pg_check_name(const char *what, const char *s, int required,
-                        duro_error *err)
-{
-    if (required)
-        return duro__pg_check_id(what, s, err);
-    if (s != NULL && strnlen(s, DURO__PG_NAME_MAX + 1) > DURO__PG_NAME_MAX)
-        return duro_error_set(err, DURO_TOO_LARGE, 0,
-                              "%s is longer than %d bytes", what,
-                              DURO__PG_NAME_MAX);
-    return check_utf8(what, s, err);
-}
-
-int duro__pg_check_payload(const duro__pg_provider *p, const char *what,
-                           const char *s, duro_error *err)
-{
-    if (s != NULL && strnlen(s, p->cfg.max_payload + 1) > p->cfg.max_payload)
-        return duro_error_set(err, DURO_TOO_LARGE, 0,
-                              "%s is larger than max_payload (%zu bytes)", what,
-                              p->cfg.max_payload);
-    return check_utf8(what, s, err);
 }

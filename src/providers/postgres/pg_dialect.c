@@ -5,6 +5,7 @@
  * pg_db.c's. */
 #include "providers/postgres/pg_internal.h"
 #include "providers/sql/adapt.h"
+#include "providers/postgres/pg_queue.h"
 
 _Static_assert(DURO__PG_ROW == DURO__SQL_ROW && DURO__PG_DONE == DURO__SQL_DONE,
                "the shared layer reads duro__pg_step's codes");
@@ -126,8 +127,60 @@ static int sweep_close(duro__sql_store *st, duro__sql_sweep *sw, int rc,
     return rc;
 }
 
+/* ---- sql/queue.c (the queues) ---- */
+
+static void bind_flag(duro__sql_conn *c, duro__sql_stmt *s, int i, int v)
+{
+    duro__pg_bind_text(CONN(c), STMT(s), i, v ? "t" : "f");
+}
+
+static int unique_violation(int rc)
+{
+    return rc == DURO__PG_UNIQUE;
+}
+
+/* Kept for the next fetch to abandon again (pg_release.c). */
+static void abandon_failed(duro__sql_store *st, char kind, const char *token,
+                           int64_t delay_ms)
+{
+    duro__pg_keep_release(PROVIDER(st), kind, token, delay_ms);
+}
+
+static void note_due(duro__sql_store *st, duro_queue queue, int64_t due_ms)
+{
+    duro__pg_note_due(PROVIDER(st), queue, due_ms);
+}
+
+static uint64_t max_history(duro__sql_store *st)
+{
+    return PROVIDER(st)->cfg.max_history;
+}
+
+static int insert_events(duro__sql_store *st, duro__sql_conn *c,
+                         const char *instance_id, uint64_t execution_id,
+                         const duro_event *events, size_t count, const char *op,
+                         duro_error *err)
+{
+    return duro__pg_insert_events(PROVIDER(st), CONN(c), instance_id,
+                                  execution_id, events, count, op, err);
+}
+
+static void turn_locked(duro__sql_store *st)
+{
+    duro__pg_provider *p = PROVIDER(st);
+    if (p->turn_ack_locked != NULL)
+        p->turn_ack_locked(p->turn_ack_locked_arg);
+}
+
+/* A claim whose commit's outcome is unknown: released by the next fetch
+ * (pg_release.c). */
+static void claim_lost(duro__sql_store *st, char kind, const char *hex, int rc,
+                       const duro_error *err)
+{
+    duro__pg_keep_unknown_claim(PROVIDER(st), kind, hex, rc, err);
+}
+
 const duro__sql_dialect duro__pg_dialect = {
-    DURO__SQL_ADAPTED,
     .name = "postgres",
     .write_begin_snapshot = write_begin_snapshot,
     .has = duro__pg_has_statement,
@@ -141,4 +194,22 @@ const duro__sql_dialect duro__pg_dialect = {
     .sweep_open = sweep_open,
     .sweep_page = sweep_page,
     .sweep_close = sweep_close,
+    /* sql/queue.c (the queues) */
+    .message_params = {18, 19, 24, 25}, /* now, visible_at, started, finished */
+    .bind_flag = bind_flag,
+    .unique_violation = unique_violation,
+    /* writers do not queue in-process */
+    .write_begin_urgent = adapt_write_begin,
+    .id_list = "{}",
+    .ack_turns = duro__pg_ack_turns,
+    .ack_work = duro__pg_ack_work,
+    .abandon_failed = abandon_failed,
+    .note_due = note_due,
+    .max_history = max_history,
+    .insert_events = insert_events,
+    .turn_locked = turn_locked,
+    .claim_lost = claim_lost,
+    .fetch_work = duro__pg_fetch_work,
+    .reader_snapshot = 0, /* a pooled connection, each statement alone */
+    DURO__SQL_ADAPTED     /* the casts of sql/adapt.h */
 };

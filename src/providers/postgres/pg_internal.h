@@ -567,8 +567,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(READY_DELETE, "DELETE FROM orchestrator_ready WHERE id = $1::bigint")    \
     X(READY_MIN, "SELECT MIN(ready_at) FROM orchestrator_ready")               \
     /* the locks a claim whose outcome is unknown may hold ($1 its token       \
-     * hex; its answer was lost, so no caller holds them): pg_queue.c,         \
-     * "releases". A scan of the table, on that rare path only */              \
+     * hex; its answer was lost, so no caller holds them): pg_release.c.       \
+     * A scan of the table, on that rare path only */                          \
     X(READY_CLAIMED_BY, "SELECT lock_token FROM orchestrator_ready "           \
                         "WHERE lock_token IS NOT NULL "                        \
                         "AND right(lock_token, 33) = '.' || $1::text")         \
@@ -679,7 +679,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(WQ_EXISTS, "SELECT 1 FROM worker_queue WHERE id = $1::bigint")           \
     /* WQ_ABANDON of rows by their tokens ($1 row ids, $2 tokens: arrays in    \
      * the same order; $3 available from): the rows of activity acks a         \
-     * server crash may have lost (pg_queue.c, "releases") */                  \
+     * server crash may have lost (pg_release.c) */                            \
     X(WQ_RELEASE_ACKED,                                                        \
       "UPDATE worker_queue AS w SET lock_token = NULL, locked_until = NULL, "  \
       "available_at = $3::bigint FROM unnest($1::bigint[], $2::text[]) "       \
@@ -1268,7 +1268,7 @@ typedef struct duro__pg_conn {
 } duro__pg_conn;
 
 /* A lock this process may hold under a token no caller will use again
- * (pg_queue.c, "releases"): kept until a fetch releases it. */
+ * (pg_release.c): kept until a fetch releases it. */
 #define DURO__PG_RELEASES_MAX 64
 #define DURO__PG_TOKEN_MAX 64 /* "w<row id>.<32 hex>", with its NUL */
 #define DURO__PG_ACKED_MAX 512
@@ -1316,10 +1316,14 @@ typedef struct duro__pg_provider {
      * thread acks. */
     void (*turn_ack_locked)(void *arg);
     void *turn_ack_locked_arg;
+    /* duro__pg_reconnected, set at open: pg_db.c calls it through this
+     * pointer when it opens a broken connection again (the releases are
+     * above the connections; a call up would be a loop). */
+    void (*reconnected)(struct duro__pg_provider *p, int64_t broken_ms);
 
     /* Activity acks of many slot threads in one statement: callers queue
      * their acks; whoever finds no statement running takes the queue and
-     * runs it for all (pg_queue.c, "combined"). */
+     * runs it for all (pg_combine.c). */
     pthread_mutex_t combine_lock;
     pthread_cond_t combine_cond; /* a combined statement finished */
     struct duro__pg_wq_req *combine_head, *combine_tail;
@@ -1333,7 +1337,7 @@ typedef struct duro__pg_provider {
     int contended_count;
 
     /* Locks left held by tokens no caller will use again, released by the
-     * next fetch (pg_queue.c, "releases"). Lock order: release_lock, then
+     * next fetch (pg_release.c). Lock order: release_lock, then
      * nothing; no SQL under it. */
     pthread_mutex_t release_lock;
     duro__pg_release releases[DURO__PG_RELEASES_MAX];
@@ -1437,7 +1441,7 @@ void duro__pg_reader_release(duro__pg_provider *p, duro__pg_conn *c);
 /* Connection c of p was opened again after it broke (at c->broken_ms):
  * the activity acks p committed without waiting for the flush shortly
  * before may have been lost with the server, leaving their rows locked by
- * their tokens; the next fetch releases them (pg_queue.c, "releases").
+ * their tokens; the next fetch releases them (pg_release.c).
  * Runs no SQL. */
 void duro__pg_reconnected(duro__pg_provider *p, int64_t broken_ms);
 
@@ -1475,11 +1479,6 @@ void duro__pg_note_due(duro__pg_provider *p, duro_queue queue, int64_t due);
 /* Input checks of provider.h's "Input rules"; each returns DURO_OK or fills
  * err (not retryable). Text that is not UTF-8 is DURO_INVALID: the server
  * would refuse it (22021). */
-int duro__pg_check_id(const char *what, const char *s, duro_error *err);
-int duro__pg_check_name(const char *what, const char *s, int required,
-                        duro_error *err);
-int duro__pg_check_payload(const duro__pg_provider *p, const char *what,
-                           const char *s, duro_error *err);
 
 /* Clears err on entry, pointing it at `local` when the caller passed NULL. */
 #define DURO__PG_ERR_INIT(err, local)                                          \
@@ -1491,56 +1490,25 @@ int duro__pg_check_payload(const duro__pg_provider *p, const char *what,
 
 /* A larger copy of an arena array of `count` elements (capacity doubled);
  * NULL when out of memory. */
-void *duro__pg_arena_grow(duro_arena *a, void *old, size_t count, size_t *cap,
-                          size_t elem);
 
 /* Reads events after `after` of (instance, execution) into the arena, oldest
  * first. */
-int duro__pg_read_events(duro__pg_provider *p, duro__pg_conn *c, duro_arena *a,
-                         const char *instance_id, uint64_t execution_id,
-                         uint64_t after, duro_event **events, size_t *count,
-                         const char *op, duro_error *err);
 
 /* Methods, by file. */
-int duro__pg_fetch_orchestration_item(duro_provider *p, int64_t lock_timeout_ms,
-                                      const duro_history_cache *cache,
-                                      duro_orch_item **out, duro_error *err);
-int duro__pg_ack_orchestration_item(duro_provider *p, const char *lock_token,
-                                    const duro_orch_ack *ack, duro_error *err);
-int duro__pg_abandon_orchestration_item(duro_provider *p,
-                                        const char *lock_token,
-                                        int64_t delay_ms, duro_error *err);
-int duro__pg_renew_orchestration_item_lock(duro_provider *p,
-                                           const char *lock_token,
-                                           int64_t extend_ms, duro_error *err);
-int duro__pg_enqueue_for_orchestrator(duro_provider *p,
-                                      const duro_work_item *item,
-                                      int64_t delay_ms, duro_error *err);
-int duro__pg_ack_and_fetch_orchestration_item(
-    duro_provider *p, const char *lock_token, const duro_orch_ack *ack,
-    int64_t lock_timeout_ms, const duro_history_cache *cache,
-    duro_orch_item **next, duro_error *err);
-int duro__pg_ack_and_fetch_orchestration_items(
-    duro_provider *base, size_t n, const char *const *lock_tokens,
-    const duro_orch_ack *acks, int64_t lock_timeout_ms,
-    const duro_history_cache *cache, size_t max_next, duro_orch_item **next,
-    size_t *next_count, duro_error *err);
-int duro__pg_ack_and_fetch_work_item(duro_provider *p, const char *lock_token,
-                                     const duro_work_item *completion,
-                                     int64_t lock_timeout_ms,
-                                     duro_worker_item **next, duro_error *err);
-int duro__pg_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
-                             duro_worker_item **out, duro_error *err);
-int duro__pg_renew_work_item_lock(duro_provider *p, const char *lock_token,
-                                  int64_t extend_ms, duro_error *err);
-int duro__pg_ack_work_item(duro_provider *p, const char *lock_token,
-                           const duro_work_item *completion, duro_error *err);
-int duro__pg_abandon_work_item(duro_provider *p, const char *lock_token,
-                               int64_t delay_ms, duro_error *err);
-
-int duro__pg_check_work_item_locks(duro_provider *p,
-                                   const char *const *lock_tokens, size_t count,
-                                   unsigned char *held, duro_error *err);
+/* The dialect's ack_turns (pg_queue.c), ack_work and fetch_work (pg_work.c):
+ * see sql/sql.h. */
+int duro__pg_ack_turns(duro_provider *base, size_t n,
+                       const char *const *lock_tokens,
+                       const duro_orch_ack *acks, int64_t lock_timeout_ms,
+                       const duro_history_cache *cache, size_t max_next,
+                       duro_orch_item **next, size_t *next_count,
+                       const char *op, duro_error *err);
+int duro__pg_ack_work(duro_provider *base, int64_t id, const char *lock_token,
+                      const duro_work_item *completion, int64_t lock_timeout_ms,
+                      duro_worker_item **next, const char *op, duro_error *err);
+int duro__pg_fetch_work(duro_provider *base, int64_t lock_timeout_ms,
+                        duro_worker_item **out, const char *op,
+                        duro_error *err);
 
 /* The primitives of the shared SQL layer on this store (pg_dialect.c). */
 extern const duro__sql_dialect duro__pg_dialect;

@@ -50,23 +50,8 @@ static void fill_methods(duro_provider *m)
     duro__sql_fill_methods(m);
     m->name = "postgres";
     m->close = pg_close;
-    m->fetch_orchestration_item = duro__pg_fetch_orchestration_item;
-    m->ack_orchestration_item = duro__pg_ack_orchestration_item;
-    m->abandon_orchestration_item = duro__pg_abandon_orchestration_item;
-    m->renew_orchestration_item_lock = duro__pg_renew_orchestration_item_lock;
-    m->enqueue_for_orchestrator = duro__pg_enqueue_for_orchestrator;
-    m->fetch_work_item = duro__pg_fetch_work_item;
-    m->renew_work_item_lock = duro__pg_renew_work_item_lock;
-    m->ack_work_item = duro__pg_ack_work_item;
-    m->ack_and_fetch_orchestration_item =
-        duro__pg_ack_and_fetch_orchestration_item;
-    m->ack_and_fetch_orchestration_items =
-        duro__pg_ack_and_fetch_orchestration_items;
-    m->ack_and_fetch_work_item = duro__pg_ack_and_fetch_work_item;
-    m->abandon_work_item = duro__pg_abandon_work_item;
     m->wait_for_work = duro__pg_wait_for_work;
     m->wake = duro__pg_wake;
-    m->check_work_item_locks = duro__pg_check_work_item_locks;
     m->wait_for_cancellations = duro__pg_wait_for_cancellations;
 }
 
@@ -120,6 +105,7 @@ int duro__pg_open(const char *url, int concurrency, duro_provider **out,
     p->sql.dialect = &duro__pg_dialect;
     p->sql.max_payload = cfg.max_payload;
     p->sql.utf8_only = 1;
+    p->reconnected = duro__pg_reconnected;
     pthread_mutex_init(&p->pool_lock, NULL);
     pthread_cond_init(&p->pool_cond, NULL);
     pthread_mutex_init(&p->combine_lock, NULL);

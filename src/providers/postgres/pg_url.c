@@ -52,7 +52,7 @@ static const char *const url_defaults[][2] = {
  * activity acks for 20 s. So duro's sessions may not sit idle in a
  * transaction for long (the server ends such a session, rolling it back),
  * and its statements do not queue behind a lock for long (they fail
- * DURO_BUSY, retryable, and the caller retries, or acks apart: pg_queue.c).
+ * DURO_BUSY, retryable, and the caller retries, or acks apart: pg_combine.c).
  * statement_timeout stays the server's unless the URL sets it: duro's own
  * long statements (a purge, a prune, counts over a large store) are
  * legitimate, and a statement that waits for a lock is bounded by

@@ -1,6 +1,6 @@
 /* methods.c - the provider methods a SQL store takes from the shared layer,
- * set in one place (each dialect's provider file sets the rest: its queues
- * until they are shared, its wake-up, its close), and the test hooks' check
+ * set in one place (each dialect's provider file sets the rest: its
+ * wake-up, its close), and the test hooks' check
  * that a provider is a SQL store of a given dialect. Above the rest of
  * sql/ (it names their functions); called by the dialects' provider files
  * only. Any thread. */
@@ -11,6 +11,21 @@
 void duro__sql_fill_methods(duro_provider *m)
 {
     m->version = DURO_PROVIDER_VERSION;
+    m->fetch_orchestration_item = duro__sql_fetch_orchestration_item;
+    m->ack_orchestration_item = duro__sql_ack_orchestration_item;
+    m->abandon_orchestration_item = duro__sql_abandon_orchestration_item;
+    m->renew_orchestration_item_lock = duro__sql_renew_orchestration_item_lock;
+    m->enqueue_for_orchestrator = duro__sql_enqueue_for_orchestrator;
+    m->fetch_work_item = duro__sql_fetch_work_item;
+    m->renew_work_item_lock = duro__sql_renew_work_item_lock;
+    m->ack_work_item = duro__sql_ack_work_item;
+    m->ack_and_fetch_orchestration_item =
+        duro__sql_ack_and_fetch_orchestration_item;
+    m->ack_and_fetch_orchestration_items =
+        duro__sql_ack_and_fetch_orchestration_items;
+    m->ack_and_fetch_work_item = duro__sql_ack_and_fetch_work_item;
+    m->abandon_work_item = duro__sql_abandon_work_item;
+    m->check_work_item_locks = duro__sql_check_work_item_locks;
     m->read_activity_cancel_reason = duro__sql_read_activity_cancel_reason;
     m->read_history = duro__sql_read_history;
     m->latest_execution_id = duro__sql_latest_execution_id;

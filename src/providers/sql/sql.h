@@ -117,6 +117,73 @@ typedef struct duro__sql_dialect {
                                   duro_error *err);
     int (*sweep_close)(duro__sql_store *st, duro__sql_sweep *sw, int rc,
                        const char *op, duro_error *err);
+
+    /* ---- sql/queue.c (the queues); a member whose comment says what
+     * NULL means may be NULL ---- */
+    /* Where OQ_INSERT (and PostgreSQL's WQ_ACK_COMPLETE*) take a message's
+     * enqueue time, visibility time, started_ms and finished_ms: its
+     * fields ?1..?17 are the same in both (duro__sql_bind_message). */
+    unsigned char message_params[4];
+    /* Binds a boolean (PostgreSQL: text 't' or 'f'; SQLite: 1 or 0). */
+    void (*bind_flag)(duro__sql_conn *c, duro__sql_stmt *s, int i, int v);
+    /* 1 when a failed step's rc is a primary key conflict. */
+    int (*unique_violation)(int rc);
+    /* A write transaction that goes ahead of writers waiting for theirs
+     * (SQLite's one writer, for a renewal's deadline); write_begin where
+     * writers do not queue so. */
+    int (*write_begin_urgent)(duro__sql_store *st, const char *op,
+                              duro__sql_conn **out, duro_error *err);
+    /* The brackets of a list of ids bound as one text parameter: "{}" (a
+     * PostgreSQL bigint[] literal) or "[]" (JSON, for SQLite's
+     * json_each). */
+    const char *id_list;
+    /* The acks of n turns (tokens checked, of this store), then up to
+     * max_next fetches, in one write transaction: PostgreSQL's set-based
+     * statements, SQLite's turn by turn. */
+    int (*ack_turns)(duro_provider *base, size_t n,
+                     const char *const *lock_tokens, const duro_orch_ack *acks,
+                     int64_t lock_timeout_ms, const duro_history_cache *cache,
+                     size_t max_next, duro_orch_item **next, size_t *next_count,
+                     const char *op, duro_error *err);
+    /* The ack of work item `id` (its token checked, of this store) with
+     * its completion, and with `next` the fetch of the next item. */
+    int (*ack_work)(duro_provider *base, int64_t id, const char *lock_token,
+                    const duro_work_item *completion, int64_t lock_timeout_ms,
+                    duro_worker_item **next, const char *op, duro_error *err);
+    /* An abandon of a token failed retryably (kind 'o' or 'w'): the store
+     * may abandon it again later (PostgreSQL's releases). NULL: not. */
+    void (*abandon_failed)(duro__sql_store *st, char kind, const char *token,
+                           int64_t delay_ms);
+    /* A claim that took nothing answers a row whose lock token (column 8
+     * of WQ_FETCH) is NULL, with when the queue's next item is due in
+     * column 9 (NULL: none), handed to note_due (PostgreSQL's). NULL: a
+     * claim that takes nothing answers no row (SQLite's). */
+    void (*note_due)(duro__sql_store *st, duro_queue queue, int64_t due_ms);
+    /* The store's max_history (events of one execution). */
+    uint64_t (*max_history)(duro__sql_store *st);
+    /* A turn's `count` events in one statement (PostgreSQL's). NULL: one
+     * HISTORY_INSERT each. */
+    int (*insert_events)(duro__sql_store *st, duro__sql_conn *c,
+                         const char *instance_id, uint64_t execution_id,
+                         const duro_event *events, size_t count, const char *op,
+                         duro_error *err);
+    /* Called when a turn's ack holds its lock, before it writes (a test's
+     * hook; PostgreSQL's). NULL: none. */
+    void (*turn_locked)(duro__sql_store *st);
+    /* A claim (kind 'O' or 'W', token hex `hex`) whose commit failed with
+     * rc: when its outcome is unknown the store may release what it locked
+     * later (PostgreSQL's releases). NULL: a failed commit changed nothing
+     * (SQLite's). */
+    void (*claim_lost)(duro__sql_store *st, char kind, const char *hex, int rc,
+                       const duro_error *err);
+    /* 1: the reads of one call on a reader go in one read transaction
+     * (BEGIN_READ: SQLite's one snapshot); 0: each statement alone
+     * (PostgreSQL's pooled connection). */
+    int reader_snapshot;
+    /* fetch_work_item after its checks: the claim of the next work item
+     * (SQLite's in a write transaction; PostgreSQL's one statement alone). */
+    int (*fetch_work)(duro_provider *base, int64_t lock_timeout_ms,
+                      duro_worker_item **out, const char *op, duro_error *err);
 } duro__sql_dialect;
 
 /* The part of a SQL store the shared layer reads. */
@@ -389,5 +456,258 @@ int duro__sql_control_matching(duro_provider *p, int control,
 int duro__sql_purge_instances(duro_provider *p, const duro_bulk_filter *filter,
                               int dry_run, size_t max_ids,
                               duro_bulk_result **out, duro_error *err);
+/* ---- sql/queue.c: what both stores do alike on their queues ------------ */
+
+/* now + delay_ms (saturating), or now when there is no delay. */
+static inline int64_t duro__sql_after_ms(int64_t now, int64_t delay_ms)
+{
+    return delay_ms > 0 ? duro__add_ms(now, delay_ms) : now;
+}
+
+/* s, or NULL when it is NULL or empty. */
+static inline const char *duro__sql_nonempty(const char *s)
+{
+    return s != NULL && s[0] != '\0' ? s : NULL;
+}
+
+/* Lock tokens: "o<ready row id>.<32 hex>" (an instance lock), "w<worker
+ * row id>.<32 hex>" (a work item). check_token refuses NULL or empty
+ * (DURO_INVALID); parse_token gives the row id of a token of this store
+ * with `prefix`, -1 for any other; lock_lost fills err DURO_LOCK_LOST. */
+int duro__sql_check_token(const char *token, duro_error *err);
+int duro__sql_parse_token(const char *token, char prefix, int64_t *id);
+int duro__sql_lock_lost(const duro__sql_store *st, const char *op,
+                        const char *why, duro_error *err);
+
+/* The instance an orchestration lock token holds, unexpired (SQLite's
+ * READY_HOLDER; PostgreSQL's READY_HOLDER_CURRENT, which row-locks the
+ * ready row until the transaction ends and reads the rest too). */
+typedef struct duro__sql_lock_holder {
+    char instance_id[DURO__SQL_NAME_MAX + 1];
+    int exists;       /* the instance row is there (READY_HOLDER_CURRENT) */
+    uint64_t current; /* its current execution, 0 when none (idem) */
+    int has_events;   /* `current` has an executions row ... (idem) */
+    uint64_t events;  /* ... holding this many events (idem) */
+} duro__sql_lock_holder;
+
+/* Fills *h for the lock `token` holds on ready row ready_id, inside the
+ * caller's write transaction: DURO_LOCK_LOST when it holds none or it
+ * expired by `now`. */
+int duro__sql_hold_lock(duro__sql_store *st, duro__sql_conn *c,
+                        int64_t ready_id, const char *token, int64_t now,
+                        duro__sql_lock_holder *h, const char *op,
+                        duro_error *err);
+/* abandon_orchestration_item of a token of this store (ready row
+ * ready_id) in a write transaction of its own: its messages untagged, its
+ * lock released, the instance ready after delay_ms. */
+int duro__sql_abandon_orch(duro__sql_store *st, int64_t ready_id,
+                           const char *lock_token, int64_t delay_ms,
+                           const char *op, duro_error *err);
+
+/* Input checks of a work item (for the worker queue when `worker`) and of
+ * an ack: DURO_OK or err (not retryable). */
+int duro__sql_check_work_item(const duro__sql_store *st,
+                              const duro_work_item *it, int worker,
+                              duro_error *err);
+int duro__sql_check_ack(const duro__sql_store *st, const duro_orch_ack *ack,
+                        duro_error *err);
+
+/* The current execution of an instance (0 when it has none or no row);
+ * *exists says whether it has a row. */
+int duro__sql_current_execution(duro__sql_store *st, duro__sql_conn *c,
+                                const char *instance_id, int *exists,
+                                uint64_t *execution_id, const char *op,
+                                duro_error *err);
+
+/* Binds a message's parameters (OQ_INSERT's): it, enqueued at now,
+ * visible from visible_at. */
+void duro__sql_bind_message(duro__sql_store *st, duro__sql_conn *c,
+                            duro__sql_stmt *s, const duro_work_item *it,
+                            int64_t now, int64_t visible_at);
+
+/* Writes inside the caller's write transaction on c. */
+int duro__sql_insert_message(duro__sql_store *st, duro__sql_conn *c,
+                             const duro_work_item *it, int64_t now,
+                             int64_t visible_at, const char *op,
+                             duro_error *err);
+int duro__sql_enqueue_in_transaction(duro__sql_store *st, duro__sql_conn *c,
+                                     const duro_work_item *item, int64_t now,
+                                     int64_t visible_at, int *skip,
+                                     const char *op, duro_error *err);
+int duro__sql_settle_ready(duro__sql_store *st, duro__sql_conn *c,
+                           int64_t ready_id, const char *instance_id,
+                           int64_t hold, int *queued, const char *op,
+                           duro_error *err);
+int duro__sql_cancel_activities(duro__sql_store *st, duro__sql_conn *c,
+                                const char *instance_id, uint64_t execution_id,
+                                const duro_activity_ref *refs, size_t count,
+                                const char *op, duro_error *err);
+int duro__sql_insert_history(duro__sql_store *st, duro__sql_conn *c,
+                             const char *instance_id, uint64_t execution_id,
+                             const duro_event *ev, const char *op,
+                             duro_error *err);
+int duro__sql_insert_work(duro__sql_store *st, duro__sql_conn *c,
+                          const duro_work_item *it, uint64_t execution_id,
+                          int64_t now, const char *op, duro_error *err);
+int duro__sql_enqueue_outbound(duro__sql_store *st, duro__sql_conn *c,
+                               const duro_outbound *out, int64_t now,
+                               const char *op, duro_error *err);
+int duro__sql_write_meta(duro__sql_store *st, duro__sql_conn *c,
+                         const char *instance_id, uint64_t execution_id,
+                         const duro_instance_meta *m, int64_t now,
+                         const char *op, duro_error *err);
+int duro__sql_drop_dead_messages(duro__sql_store *st, duro__sql_conn *c,
+                                 const char *instance_id, uint64_t execution_id,
+                                 int status, const char *op, duro_error *err);
+
+/* A turn's history: whether execution_id (the current one is `current`;
+ * `known`, when not NULL, its event count read with the lock) has room for
+ * delta more events under max_history (DURO_HISTORY_LIMIT when not;
+ * DURO_INVALID for an older execution that does not exist); and the row of
+ * a new execution, made the instance's current one. */
+int duro__sql_history_room(duro__sql_store *st, duro__sql_conn *c,
+                           const char *instance_id, uint64_t current,
+                           uint64_t execution_id, const uint64_t *known,
+                           size_t delta, uint64_t max_history, const char *op,
+                           duro_error *err);
+int duro__sql_create_execution(duro__sql_store *st, duro__sql_conn *c,
+                               const char *instance_id, uint64_t execution_id,
+                               const duro_instance_meta *m, int64_t now,
+                               const char *op, duro_error *err);
+
+/* One claim of an instance for duro__sql_fetch_turn, the store's own: it
+ * locks the next visible instance by `now` until `until` and fills item
+ * (its arena given) with it: *got = 1; or finds an instance ready with
+ * nothing visible (an expired lock over delayed messages): *repair = 1,
+ * *ready_id its ready row and item->instance_id set; or neither when
+ * nothing is ready. */
+typedef int (*duro__sql_claim_fn)(duro__sql_store *st, duro__sql_conn *c,
+                                  void *arg, duro_orch_item *item, int64_t now,
+                                  int64_t until,
+                                  const duro_history_cache *cache, int *got,
+                                  int *repair, int64_t *ready_id,
+                                  const char *op, duro_error *err);
+/* The body of fetch_orchestration_item inside an open write transaction:
+ * claims (claim with arg) until one locks an item or nothing is ready,
+ * repairing the readiness of instances ready with nothing visible (up to
+ * a bound); *out the locked item or NULL. `now` (the caller's, read before
+ * it waited for the writer) decides what is visible; the lock runs from
+ * when the claim runs. */
+int duro__sql_fetch_turn(duro__sql_store *st, duro__sql_conn *c,
+                         duro__sql_claim_fn claim, void *arg,
+                         int64_t lock_timeout_ms,
+                         const duro_history_cache *cache, int64_t now,
+                         duro_orch_item **out, const char *op, duro_error *err);
+
+/* The end of ack_turns' transaction on c: committed when rc is DURO_OK
+ * (a claim with token hex claim_hex, NULL for none, whose commit fails is
+ * the dialect's claim_lost), else rolled back; on failure next[0 .. got)
+ * are freed; on success the worker and orchestrator queues' wake-ups. */
+int duro__sql_finish_turns(duro__sql_store *st, duro__sql_conn *c, int rc,
+                           const char *claim_hex, duro_orch_item **next,
+                           size_t got, size_t workers, size_t outbound,
+                           const char *op, duro_error *err);
+
+/* A turn's ack (sql/queue.c writes it at once; PostgreSQL's batches
+ * gather the same writes): check_turn refuses an ack that writes history
+ * or meta to an instance that is gone or without an execution, and gives
+ * the execution it writes; ack_turn is the whole ack of the lock `token`
+ * holds on ready row ready_id inside the caller's write transaction: the
+ * lock, the turn's writes in their order, the consumed messages deleted
+ * and the lock released (*queued: the instance still has messages). */
+int duro__sql_check_turn(const duro__sql_store *st,
+                         const duro__sql_lock_holder *h,
+                         const duro_orch_ack *ack, uint64_t *execution_id,
+                         const char *op, duro_error *err);
+int duro__sql_ack_turn(duro__sql_store *st, duro__sql_conn *c, int64_t ready_id,
+                       const char *token, const duro_orch_ack *ack, int64_t now,
+                       int *queued, const char *op, duro_error *err);
+
+/* ack_work in one write transaction of its own: the acked row deleted,
+ * its completion enqueued and with `next` the next item claimed (WQ_FETCH),
+ * committed; then the orchestrator queue's wake-up. */
+int duro__sql_ack_work_in_transaction(duro__sql_store *st, int64_t id,
+                                      const char *lock_token,
+                                      const duro_work_item *completion,
+                                      int64_t lock_timeout_ms,
+                                      duro_worker_item **next, const char *op,
+                                      duro_error *err);
+
+/* An acked work item's row deleted by its token (DURO_LOCK_LOST when the
+ * token no longer holds it) and its completion enqueued (*skip = 1 when
+ * there is nothing to enqueue: an idempotent start, an event id seen). */
+int duro__sql_delete_acked_work(duro__sql_store *st, duro__sql_conn *c,
+                                int64_t id, const char *lock_token,
+                                const duro_work_item *completion, int64_t now,
+                                int *skip, const char *op, duro_error *err);
+
+/* A queue row's message (columns 0..16 as OQ_INSERT's first parameters,
+ * started_ms and finished_ms at times_col and times_col + 1) into it,
+ * copied into a; -1 when out of memory. */
+int duro__sql_read_message(duro__sql_store *st, duro_arena *a,
+                           duro__sql_stmt *s, int times_col,
+                           duro_work_item *it);
+
+/* The worker queue: a claimed row (WQ_FETCH's columns) into w, -1 when out
+ * of memory; and a row update by token in its own write transaction
+ * (WQ_RENEW with `renewal`, or WQ_ABANDON). */
+int duro__sql_read_work_row(duro__sql_store *st, duro_arena *a,
+                            duro__sql_stmt *s, duro_worker_item *w);
+/* The claim of the next work item (`claim`: WQ_FETCH or a dialect's form
+ * of it) on c with token hex token_hex (duro__random_token), visible by
+ * `now`, locked for lock_timeout_ms from when it runs: *out, or NULL when
+ * nothing is visible. */
+int duro__sql_claim_work(duro__sql_store *st, duro__sql_conn *c,
+                         duro__sql_stmt_id claim, const char *token_hex,
+                         int64_t lock_timeout_ms, int64_t now,
+                         duro_worker_item **out, const char *op,
+                         duro_error *err);
+int duro__sql_update_work_row(duro__sql_store *st, duro__sql_stmt_id update,
+                              int64_t id, const char *token, int64_t ms,
+                              int renewal, const char *op, duro_error *err);
+
+/* The methods (duro/provider.h) that are the same on both stores. */
+int duro__sql_enqueue_for_orchestrator(duro_provider *base,
+                                       const duro_work_item *item,
+                                       int64_t delay_ms, duro_error *err);
+int duro__sql_renew_orchestration_item_lock(duro_provider *base,
+                                            const char *lock_token,
+                                            int64_t extend_ms, duro_error *err);
+int duro__sql_renew_work_item_lock(duro_provider *base, const char *lock_token,
+                                   int64_t extend_ms, duro_error *err);
+int duro__sql_ack_orchestration_item(duro_provider *base,
+                                     const char *lock_token,
+                                     const duro_orch_ack *ack, duro_error *err);
+int duro__sql_ack_and_fetch_orchestration_item(
+    duro_provider *base, const char *lock_token, const duro_orch_ack *ack,
+    int64_t lock_timeout_ms, const duro_history_cache *cache,
+    duro_orch_item **next, duro_error *err);
+int duro__sql_ack_and_fetch_orchestration_items(
+    duro_provider *base, size_t n, const char *const *lock_tokens,
+    const duro_orch_ack *acks, int64_t lock_timeout_ms,
+    const duro_history_cache *cache, size_t max_next, duro_orch_item **next,
+    size_t *next_count, duro_error *err);
+int duro__sql_ack_work_item(duro_provider *base, const char *lock_token,
+                            const duro_work_item *completion, duro_error *err);
+int duro__sql_ack_and_fetch_work_item(duro_provider *base,
+                                      const char *lock_token,
+                                      const duro_work_item *completion,
+                                      int64_t lock_timeout_ms,
+                                      duro_worker_item **next, duro_error *err);
+int duro__sql_abandon_work_item(duro_provider *base, const char *lock_token,
+                                int64_t delay_ms, duro_error *err);
+int duro__sql_fetch_orchestration_item(duro_provider *base,
+                                       int64_t lock_timeout_ms,
+                                       const duro_history_cache *cache,
+                                       duro_orch_item **out, duro_error *err);
+int duro__sql_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,
+                              duro_worker_item **out, duro_error *err);
+int duro__sql_check_work_item_locks(duro_provider *base,
+                                    const char *const *lock_tokens,
+                                    size_t count, unsigned char *held,
+                                    duro_error *err);
+int duro__sql_abandon_orchestration_item(duro_provider *base,
+                                         const char *lock_token,
+                                         int64_t delay_ms, duro_error *err);
 
 #endif

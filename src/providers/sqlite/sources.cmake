@@ -1,6 +1,6 @@
-# The SQLite provider: URL parsing, connections and schema, queues,
-# operations on many instances, the store's gauges, and the provider
-# object (its management reads/writes: src/providers/sql/manage.c).
+# The SQLite provider: its URL, connections and schema, its dialect for
+# the shared SQL layer (../sql/), its own parts of the queues, the wake-up,
+# the file checks, and the provider object.
 list(APPEND DURO_SOURCES
   src/providers/sqlite/sqlite_db.c
   src/providers/sqlite/sqlite_dialect.c

@@ -146,9 +146,35 @@ static int sweep_close(duro__sql_store *st, duro__sql_sweep *sw, int rc,
     return rc;
 }
 
+/* ---- sql/queue.c (the queues) ---- */
+
+static void bind_flag(duro__sql_conn *c, duro__sql_stmt *s, int i, int v)
+{
+    duro__sqlite_bind_i64(CONN(c), STMT(s), i, v);
+}
+
+static int unique_violation(int rc)
+{
+    return rc == SQLITE_CONSTRAINT_PRIMARYKEY;
+}
+
+/* A renewal's writer: ahead of the writers that wait for the one writer. */
+static int write_begin_urgent(duro__sql_store *st, const char *op,
+                              duro__sql_conn **out, duro_error *err)
+{
+    duro__sqlite_conn *c = NULL;
+    int rc = duro__sqlite_write_begin_urgent(PROVIDER(st), op, &c, err);
+    *out = (duro__sql_conn *)c;
+    return rc;
+}
+
+static uint64_t max_history(duro__sql_store *st)
+{
+    return PROVIDER(st)->cfg.max_history;
+}
+
 /* The writer's transactions always see one snapshot. */
 const duro__sql_dialect duro__sqlite_dialect = {
-    DURO__SQL_ADAPTED,
     .name = "sqlite",
     .write_begin_snapshot = adapt_write_begin, /* one writer: one snapshot */
     .has = duro__sqlite_has_statement,
@@ -162,4 +188,21 @@ const duro__sql_dialect duro__sqlite_dialect = {
     .sweep_open = sweep_open,
     .sweep_page = sweep_page,
     .sweep_close = sweep_close,
+    /* sql/queue.c (the queues) */
+    .message_params = {20, 21, 18, 19}, /* now, visible_at, started, finished */
+    .bind_flag = bind_flag,
+    .unique_violation = unique_violation,
+    .write_begin_urgent = write_begin_urgent,
+    .id_list = "[]",
+    .ack_turns = duro__sqlite_ack_turns,
+    .ack_work = duro__sqlite_ack_work,
+    .abandon_failed = NULL, /* a writer in this process: nothing is lost */
+    .note_due = NULL,       /* a claim that takes nothing answers no row */
+    .max_history = max_history,
+    .insert_events = NULL, /* one statement per event */
+    .turn_locked = NULL,
+    .claim_lost = NULL, /* a failed commit changed nothing */
+    .fetch_work = duro__sqlite_fetch_work,
+    .reader_snapshot = 1, /* one snapshot, no lock per statement */
+    DURO__SQL_ADAPTED     /* the casts of sql/adapt.h */
 };

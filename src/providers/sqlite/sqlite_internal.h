@@ -1022,11 +1022,6 @@ void duro__sqlite_note_fetch(duro__sqlite_provider *p, duro_queue queue);
 
 /* Input checks of provider.h's "Input rules"; each returns DURO_OK or fills
  * err (not retryable). */
-int duro__sqlite_check_id(const char *what, const char *s, duro_error *err);
-int duro__sqlite_check_name(const char *what, const char *s, int required,
-                            duro_error *err);
-int duro__sqlite_check_payload(const duro__sqlite_provider *p, const char *what,
-                               const char *s, duro_error *err);
 
 /* Clears err on entry, pointing it at `local` when the caller passed NULL. */
 #define DURO__SQLITE_ERR_INIT(err, local)                                      \
@@ -1038,63 +1033,27 @@ int duro__sqlite_check_payload(const duro__sqlite_provider *p, const char *what,
 
 /* A larger copy of an arena array of `count` elements (capacity doubled);
  * NULL when out of memory. */
-void *duro__sqlite_arena_grow(duro_arena *a, void *old, size_t count,
-                              size_t *cap, size_t elem);
 
 /* Reads events after `after` of (instance, execution) into the arena, oldest
  * first. */
-int duro__sqlite_read_events(duro__sqlite_provider *p, duro__sqlite_conn *c,
-                             duro_arena *a, const char *instance_id,
-                             uint64_t execution_id, uint64_t after,
-                             duro_event **events, size_t *count, const char *op,
-                             duro_error *err);
 
 /* Methods, by file. */
-int duro__sqlite_fetch_orchestration_item(duro_provider *p,
-                                          int64_t lock_timeout_ms,
-                                          const duro_history_cache *cache,
-                                          duro_orch_item **out,
-                                          duro_error *err);
-int duro__sqlite_ack_orchestration_item(duro_provider *p,
-                                        const char *lock_token,
-                                        const duro_orch_ack *ack,
-                                        duro_error *err);
-int duro__sqlite_abandon_orchestration_item(duro_provider *p,
-                                            const char *lock_token,
-                                            int64_t delay_ms, duro_error *err);
-int duro__sqlite_renew_orchestration_item_lock(duro_provider *p,
-                                               const char *lock_token,
-                                               int64_t extend_ms,
-                                               duro_error *err);
-int duro__sqlite_enqueue_for_orchestrator(duro_provider *p,
-                                          const duro_work_item *item,
-                                          int64_t delay_ms, duro_error *err);
-int duro__sqlite_ack_and_fetch_orchestration_item(
-    duro_provider *p, const char *lock_token, const duro_orch_ack *ack,
-    int64_t lock_timeout_ms, const duro_history_cache *cache,
-    duro_orch_item **next, duro_error *err);
-int duro__sqlite_ack_and_fetch_orchestration_items(
-    duro_provider *base, size_t n, const char *const *lock_tokens,
-    const duro_orch_ack *acks, int64_t lock_timeout_ms,
-    const duro_history_cache *cache, size_t max_next, duro_orch_item **next,
-    size_t *next_count, duro_error *err);
-int duro__sqlite_ack_and_fetch_work_item(
-    duro_provider *p, const char *lock_token, const duro_work_item *completion,
-    int64_t lock_timeout_ms, duro_worker_item **next, duro_error *err);
-int duro__sqlite_fetch_work_item(duro_provider *p, int64_t lock_timeout_ms,
-                                 duro_worker_item **out, duro_error *err);
-int duro__sqlite_renew_work_item_lock(duro_provider *p, const char *lock_token,
-                                      int64_t extend_ms, duro_error *err);
-int duro__sqlite_ack_work_item(duro_provider *p, const char *lock_token,
-                               const duro_work_item *completion,
-                               duro_error *err);
-int duro__sqlite_abandon_work_item(duro_provider *p, const char *lock_token,
-                                   int64_t delay_ms, duro_error *err);
-
-int duro__sqlite_check_work_item_locks(duro_provider *p,
-                                       const char *const *lock_tokens,
-                                       size_t count, unsigned char *held,
-                                       duro_error *err);
+/* The dialect's ack_turns, ack_work and fetch_work (sqlite_queue.c): see
+ * sql/sql.h. */
+int duro__sqlite_ack_turns(duro_provider *base, size_t n,
+                           const char *const *lock_tokens,
+                           const duro_orch_ack *acks, int64_t lock_timeout_ms,
+                           const duro_history_cache *cache, size_t max_next,
+                           duro_orch_item **next, size_t *next_count,
+                           const char *op, duro_error *err);
+int duro__sqlite_ack_work(duro_provider *base, int64_t id,
+                          const char *lock_token,
+                          const duro_work_item *completion,
+                          int64_t lock_timeout_ms, duro_worker_item **next,
+                          const char *op, duro_error *err);
+int duro__sqlite_fetch_work(duro_provider *base, int64_t lock_timeout_ms,
+                            duro_worker_item **out, const char *op,
+                            duro_error *err);
 
 /* The primitives of the shared SQL layer on this store (sqlite_dialect.c). */
 extern const duro__sql_dialect duro__sqlite_dialect;

@@ -53,24 +53,8 @@ static void fill_methods(duro_provider *m)
     duro__sql_fill_methods(m);
     m->name = "sqlite";
     m->close = sqlite_close;
-    m->fetch_orchestration_item = duro__sqlite_fetch_orchestration_item;
-    m->ack_orchestration_item = duro__sqlite_ack_orchestration_item;
-    m->abandon_orchestration_item = duro__sqlite_abandon_orchestration_item;
-    m->renew_orchestration_item_lock =
-        duro__sqlite_renew_orchestration_item_lock;
-    m->enqueue_for_orchestrator = duro__sqlite_enqueue_for_orchestrator;
-    m->fetch_work_item = duro__sqlite_fetch_work_item;
-    m->renew_work_item_lock = duro__sqlite_renew_work_item_lock;
-    m->ack_work_item = duro__sqlite_ack_work_item;
-    m->ack_and_fetch_orchestration_item =
-        duro__sqlite_ack_and_fetch_orchestration_item;
-    m->ack_and_fetch_orchestration_items =
-        duro__sqlite_ack_and_fetch_orchestration_items;
-    m->ack_and_fetch_work_item = duro__sqlite_ack_and_fetch_work_item;
-    m->abandon_work_item = duro__sqlite_abandon_work_item;
     m->wait_for_work = duro__sqlite_wait_for_work;
     m->wake = duro__sqlite_wake;
-    m->check_work_item_locks = duro__sqlite_check_work_item_locks;
 }
 
 static int open_readers(duro__sqlite_provider *p, duro_error *err)
