@@ -74,6 +74,9 @@ struct duro__manager {
     int watching;
     recent_cancel recent[RECENT_CANCELS]; /* ring, oldest overwritten */
     size_t recent_next;
+    size_t recent_count;    /* entries in use */
+    int64_t sleep_until_ms; /* monotonic: the manager waits until then; 0
+                               while it is awake; under lock */
 };
 
 typedef struct work_list {
@@ -89,6 +92,10 @@ void duro__inflight_release(duro__inflight *f);
  * its renewals; under m->lock. */
 void duro__inflight_fire(duro__inflight *f, const char *reason, int64_t now,
                          int64_t grace);
+/* After a slot listed f (under m->lock): wakes the manager when it sleeps
+ * past f's first renewal or the next check of running rows, so that a
+ * slot's activity costs the manager no wake-up when it does not. */
+void duro__manager_listed(duro_runtime *rt, const duro__inflight *f);
 /* Removes f from the in-flight list; under m->lock. */
 void duro__manager_unlist(duro__manager *m, duro__inflight *f);
 /* The reason of a remembered cancellation of f (forgetting it), or NULL;

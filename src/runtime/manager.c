@@ -33,8 +33,12 @@ static void remember_cancel(duro__manager *m, const duro_activity_ref *r,
 {
     recent_cancel *e = &m->recent[m->recent_next];
     m->recent_next = (m->recent_next + 1) % RECENT_CANCELS;
+    if (e->instance_id != NULL)
+        m->recent_count--;
     duro__free(e->instance_id);
     e->instance_id = duro__strdup(r->instance_id);
+    if (e->instance_id != NULL)
+        m->recent_count++;
     e->execution_id = r->execution_id;
     e->activity_id = r->activity_id;
     e->reason = reason;
@@ -44,7 +48,8 @@ static void remember_cancel(duro__manager *m, const duro_activity_ref *r,
 const char *duro__manager_take_recent_cancel(duro__manager *m,
                                              duro__inflight *f)
 {
-    for (size_t i = 0; i < RECENT_CANCELS; i++) {
+    /* every activity a slot runs asks: most often none is remembered */
+    for (size_t i = 0; i < RECENT_CANCELS && m->recent_count > 0; i++) {
         recent_cancel *e = &m->recent[i];
         if (e->instance_id != NULL && e->activity_id == f->activity_id &&
             e->execution_id == f->execution_id &&
@@ -52,6 +57,7 @@ const char *duro__manager_take_recent_cancel(duro__manager *m,
             const char *reason = e->reason;
             duro__free(e->instance_id);
             e->instance_id = NULL;
+            m->recent_count--;
             return reason;
         }
     }
@@ -268,6 +274,18 @@ static int checks_held(const duro_runtime *rt)
            rt->opts.poll_interval_ms < duro__renew_interval(rt);
 }
 
+void duro__manager_listed(duro_runtime *rt, const duro__inflight *f)
+{
+    duro__manager *m = rt->manager;
+    /* A manager that is awake sees f when it next computes its wait. */
+    int64_t need = f->next_renew_ms;
+    if (checks_held(rt))
+        need = DURO__MIN(
+            need, duro__add_ms(duro__mono_ms(), rt->opts.poll_interval_ms));
+    if (m->sleep_until_ms > need)
+        pthread_cond_signal(&m->cond);
+}
+
 /* Learns, at the poll interval, that a running activity's row is gone or
  * taken - cancelled by a turn in another process, most often - without
  * waiting for its next renewal: one read of every in-flight token (a keyed
@@ -420,11 +438,14 @@ static void *manager_main(void *arg)
             break;
         if (atomic_load(&m->check_now))
             next = 0; /* told while this round ran */
-        int64_t wait = next == INT64_MAX ? 60000 : next - duro__mono_ms();
+        int64_t awake_ms = duro__mono_ms();
+        int64_t wait = next == INT64_MAX ? 60000 : next - awake_ms;
         if (wait > 0) {
             struct timespec ts;
             duro__deadline_ts(&ts, wait);
+            m->sleep_until_ms = awake_ms + wait;
             pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+            m->sleep_until_ms = 0;
         }
     }
     pthread_mutex_unlock(&m->lock);

@@ -363,7 +363,10 @@ static int run_item(slot_ctx *s, duro_worker_item *w, int64_t fetched_ms,
     if (cancelled != NULL)
         duro__inflight_fire(f, cancelled, duro__mono_ms(),
                             rt->opts.cancel_grace_ms);
-    pthread_cond_signal(&m->cond);
+    if (cancelled != NULL)
+        pthread_cond_signal(&m->cond); /* its grace period is watched */
+    else
+        duro__manager_listed(rt, f);
     pthread_mutex_unlock(&m->lock);
 
     duro_result res;
