@@ -732,8 +732,9 @@ int duro__sqlite_write_begin_urgent(duro__sqlite_provider *p, const char *op,
     return write_begin_locked(p, op, out, err);
 }
 
-int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
-                              const char *op, duro_error *err)
+/* write_commit without the checkpoint after it. */
+static int commit_unlock(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                         const char *op, duro_error *err)
 {
     /* Reset every statement first: a statement still holding a row would
      * keep the transaction from committing cleanly. */
@@ -754,8 +755,179 @@ int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
     }
     reset_used(c);
     pthread_mutex_unlock(&p->write_lock);
-    duro__sqlite_checkpoint(p);
     return DURO_OK;
+}
+
+int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                              const char *op, duro_error *err)
+{
+    int rc = commit_unlock(p, c, op, err);
+    if (rc == DURO_OK)
+        duro__sqlite_checkpoint(p);
+    return rc;
+}
+
+/* ---- group commit -------------------------------------------------------
+ * Worker slots ack their activities (and fetch the next) from many threads
+ * at once, each ack a few rows; alone, each is a transaction of its own,
+ * and a commit writes every page the transaction dirtied to the WAL whole:
+ * a single ack wrote ~9 pages, eight acks in one transaction share most of
+ * theirs (the queues' last pages, the indexes' hot pages). The writer is
+ * serialized by write_lock anyway, so the writes that queue while one
+ * thread waits for it go in with that thread's. Every write keeps its own
+ * outcome, and each is as durable as before: its caller learns it only
+ * after the COMMIT that carried it. */
+
+#define GROUP_MAX 64 /* writes per shared transaction */
+
+/* Runs g alone in a transaction of its own (the path of a write whose
+ * shared transaction failed, and of a leader's write with no company). */
+static int group_alone(duro__sqlite_provider *p, const char *op,
+                       duro__sqlite_grouped *g)
+{
+    duro__sqlite_conn *c;
+    int rc = duro__sqlite_write_begin(p, op, &c, g->err);
+    if (rc != DURO_OK)
+        return rc;
+    int clean = 0;
+    rc = g->run(p, c, g, &clean, g->err);
+    if (rc != DURO_OK) {
+        duro__sqlite_write_rollback(p, c);
+        if (g->undo != NULL)
+            g->undo(g);
+        return rc;
+    }
+    rc = duro__sqlite_write_commit(p, c, op, g->err);
+    if (rc != DURO_OK && g->undo != NULL)
+        g->undo(g);
+    return rc;
+}
+
+/* Ends a leader's turn: wakes the first write queued meanwhile, which
+ * leads next. Under group_lock. */
+static void group_hand_over(duro__sqlite_provider *p)
+{
+    p->group_leading = 0;
+    if (p->group_head != NULL)
+        pthread_cond_signal(&p->group_head->cond);
+}
+
+/* Leads one shared transaction: self's write and every write queued by
+ * the time write_lock is held. Called with group_leading set by this
+ * thread, without group_lock. */
+static void group_lead(duro__sqlite_provider *p, const char *op,
+                       duro__sqlite_grouped *self)
+{
+    duro__sqlite_conn *c;
+    duro_error begin_err;
+    int rc = duro__sqlite_write_begin(p, op, &c, &begin_err);
+    duro__sqlite_grouped *batch[GROUP_MAX];
+    size_t n = 0;
+    pthread_mutex_lock(&p->group_lock);
+    if (rc != DURO_OK) {
+        /* Only this write was tried: it fails, the others stay queued. */
+        duro__sqlite_grouped **at = &p->group_head, *prev = NULL;
+        while (*at != self) {
+            prev = *at;
+            at = &(*at)->link;
+        }
+        *at = self->link;
+        if (p->group_tail == self)
+            p->group_tail = prev;
+        self->rc = rc;
+        *self->err = begin_err;
+        self->done = 1;
+        group_hand_over(p);
+        pthread_mutex_unlock(&p->group_lock);
+        return;
+    }
+    while (p->group_head != NULL && n < GROUP_MAX) {
+        batch[n++] = p->group_head;
+        p->group_head = p->group_head->link;
+    }
+    if (p->group_head == NULL)
+        p->group_tail = NULL;
+    pthread_mutex_unlock(&p->group_lock);
+
+    /* Run them in order; one that fails cleanly drops out alone. */
+    size_t ran = 0, written = 0;
+    int broken = 0; /* a write failed and may have changed something */
+    for (; ran < n && !broken; ran++) {
+        int clean = 0;
+        duro__sqlite_grouped *g = batch[ran];
+        g->rc = g->run(p, c, g, &clean, g->err);
+        if (g->rc == DURO_OK)
+            written++;
+        else if (!clean)
+            broken = 1;
+    }
+    int committed = 0;
+    if (broken || written == 0) {
+        duro__sqlite_write_rollback(p, c);
+    } else {
+        duro_error commit_err;
+        rc = commit_unlock(p, c, op, &commit_err);
+        committed = rc == DURO_OK;
+        for (size_t i = 0; !committed && i < n; i++)
+            if (batch[i]->rc == DURO_OK) {
+                batch[i]->rc = rc;
+                *batch[i]->err = commit_err;
+            }
+    }
+    for (size_t i = 0; !committed && i < ran; i++)
+        if (batch[i]->undo != NULL)
+            batch[i]->undo(batch[i]);
+    if (committed) {
+        atomic_fetch_add(&p->group_transactions, 1);
+        atomic_fetch_add(&p->group_writes, written);
+    }
+
+    pthread_mutex_lock(&p->group_lock);
+    for (size_t i = 0; i < n; i++) {
+        /* One write alone keeps its failure; with company, a failure that
+         * broke the transaction is tried again by each, alone. */
+        batch[i]->alone = broken && n > 1;
+        batch[i]->done = 1;
+        if (batch[i] != self)
+            pthread_cond_signal(&batch[i]->cond);
+    }
+    group_hand_over(p);
+    pthread_mutex_unlock(&p->group_lock);
+    if (committed)
+        duro__sqlite_checkpoint(p);
+}
+
+int duro__sqlite_write_grouped(duro__sqlite_provider *p, const char *op,
+                               duro__sqlite_grouped *g)
+{
+    if (p->cfg.read_only)
+        return refuse_read_only(p, op, g->err);
+    g->rc = DURO_OK;
+    g->done = 0;
+    g->alone = 0;
+    g->link = NULL;
+    pthread_cond_init(&g->cond, NULL);
+    pthread_mutex_lock(&p->group_lock);
+    if (p->group_tail != NULL)
+        p->group_tail->link = g;
+    else
+        p->group_head = g;
+    p->group_tail = g;
+    while (!g->done) {
+        if (!p->group_leading) {
+            p->group_leading = 1;
+            pthread_mutex_unlock(&p->group_lock);
+            group_lead(p, op, g);
+            pthread_mutex_lock(&p->group_lock);
+            continue;
+        }
+        pthread_cond_wait(&g->cond, &p->group_lock);
+    }
+    pthread_mutex_unlock(&p->group_lock);
+    pthread_cond_destroy(&g->cond);
+    if (g->alone)
+        return group_alone(p, op, g);
+    return g->rc;
 }
 
 /* ---- checkpoints ------------------------------------------------------
@@ -784,6 +956,10 @@ int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
  * holds its snapshot across batches; a long read elsewhere) makes it give
  * up after this, having copied what it could; a later one catches up. */
 #define CHECKPOINT_WAIT_MS 100
+
+/* Frames committed during a PASSIVE checkpoint that a RESTART may copy
+ * while every writer waits; past them, another PASSIVE copies first. */
+#define TAIL_FRAMES 256
 
 static int wal_hook(void *arg, sqlite3 *db, const char *schema, int frames)
 {
@@ -875,8 +1051,26 @@ static void checkpoint_locked(duro__sqlite_provider *p, int frames, int behind)
      * the cap, which always ends with RESTART, catches up) */
     int caught_up =
         !behind && done == log && atomic_load(&p->wal_frames) <= log;
-    if (rc == SQLITE_OK && (moving || behind) && !caught_up &&
-        atomic_load(&p->sweeps) == 0 && now >= p->restart_after_ms) {
+    int restart = rc == SQLITE_OK && (moving || behind) && !caught_up &&
+                  atomic_load(&p->sweeps) == 0 && now >= p->restart_after_ms;
+    /* RESTART holds every writer back while it copies what was committed
+     * since the PASSIVE began (under a steady load as much as PASSIVE took
+     * time to copy: several milliseconds of commits) and syncs. A second
+     * and third PASSIVE copy that tail while the writers go on, so that
+     * RESTART is left the few frames committed during the last one. Not
+     * for a writer past the cap: the others wait for it, nothing is
+     * committed meanwhile. */
+    for (int pass = 0; restart && !behind && pass < 2 &&
+                       atomic_load(&p->wal_frames) - done > TAIL_FRAMES;
+         pass++) {
+        int before = done;
+        rc = sqlite3_wal_checkpoint_v2(p->checkpointer.db, NULL,
+                                       SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+        if (rc != SQLITE_OK || done <= before)
+            break; /* a reader holds the rest back: RESTART waits for it */
+    }
+    restart = restart && rc == SQLITE_OK;
+    if (restart) {
         /* Under write_lock: this provider's writers would wait anyway, and
          * RESTART need not win SQLite's write lock from them (its busy
          * handler polls, and a writer that never pauses would keep taking

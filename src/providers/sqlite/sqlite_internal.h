@@ -849,11 +849,20 @@ typedef struct duro__sqlite_provider {
     duro__sql_store sql; /* first member (its first: duro_provider) */
     duro__sqlite_config cfg;
 
-    /* Lock order: write_lock, then pool_lock or the notifier's lock; the
-     * notifier's lock is never held while taking another lock; urgent_lock
-     * and checkpoint_lock are taken only without write_lock. */
+    /* Lock order: write_lock, then pool_lock, group_lock or the
+     * notifier's lock; the notifier's lock is never held while taking
+     * another lock; urgent_lock and checkpoint_lock are taken only without
+     * write_lock. */
     pthread_mutex_t write_lock; /* held for every use of `writer` */
     duro__sqlite_conn writer;
+    /* Group commit (duro__sqlite_write_grouped): the writes queued for the
+     * next shared transaction, and whether a thread is leading one. Under
+     * group_lock, which is held only to queue and take writes. */
+    pthread_mutex_t group_lock;
+    struct duro__sqlite_grouped *group_head, *group_tail;
+    int group_leading;
+    _Atomic uint64_t group_transactions; /* shared transactions committed */
+    _Atomic uint64_t group_writes;       /* writes they carried */
     /* Urgent writes (work-item lock renewals: they have a deadline, the
      * rest is throughput) go first: while one waits for write_lock, other
      * writers wait on urgent_cond before taking it, so no fetch that began
@@ -975,6 +984,43 @@ int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
                               const char *op, duro_error *err);
 void duro__sqlite_write_rollback(duro__sqlite_provider *p,
                                  duro__sqlite_conn *c);
+
+/* A write that may share its transaction with the writes other threads
+ * make at the same time: group commit. The caller fills run (and undo),
+ * err and its own fields around it, and calls duro__sqlite_write_grouped;
+ * the rest is the provider's. */
+typedef struct duro__sqlite_grouped duro__sqlite_grouped;
+struct duro__sqlite_grouped {
+    /* The write, inside the transaction on the writer c (under write_lock,
+     * on whichever thread leads it); returns DURO_OK or fills err. With a
+     * failure, *clean = 1 says it changed nothing: the transaction goes
+     * on with the others' writes; any other failure rolls all of it back. */
+    int (*run)(duro__sqlite_provider *p, duro__sqlite_conn *c,
+               duro__sqlite_grouped *g, int *clean, duro_error *err);
+    /* The transaction in which run ran did not commit: let go of what run
+     * made outside the store (an item it fetched). May be NULL. */
+    void (*undo)(duro__sqlite_grouped *g);
+    duro_error *err; /* the caller's: the outcome's detail */
+    /* the provider's */
+    int rc;
+    int done;  /* under group_lock: the outcome is known */
+    int alone; /* the shared transaction failed: run again alone */
+    pthread_cond_t cond;
+    duro__sqlite_grouped *link;
+};
+
+/* Runs g in a write transaction together with the grouped writes that
+ * other threads queue meanwhile: one thread (the first to find none
+ * leading) takes write_lock, then every write queued by then, runs each
+ * and commits them together; the others wait for their outcome. One
+ * write alone runs exactly as write_begin, run, write_commit would (the
+ * fault hook sees the same steps). A write that fails cleanly fails
+ * alone; when one fails otherwise, the transaction rolls back and each
+ * write of it runs again alone, on its own thread; when the commit fails,
+ * every write of it fails with the commit's error. Returns g's outcome
+ * (g->err set on failure). Any thread; not under write_lock. */
+int duro__sqlite_write_grouped(duro__sqlite_provider *p, const char *op,
+                               duro__sqlite_grouped *g);
 
 /* Reader connections: a pooled read-only one, or the writer (under
  * write_lock) when the database is :memory: or pool=0. release resets the

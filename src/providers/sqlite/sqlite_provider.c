@@ -38,6 +38,7 @@ static void sqlite_close(duro_provider *base)
      * into the database file. */
     duro__sqlite_conn_close(&p->writer);
     pthread_mutex_destroy(&p->write_lock);
+    pthread_mutex_destroy(&p->group_lock);
     pthread_mutex_destroy(&p->urgent_lock);
     pthread_cond_destroy(&p->urgent_cond);
     pthread_mutex_destroy(&p->pool_lock);
@@ -99,6 +100,7 @@ int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
     p->sql.dialect = &duro__sqlite_dialect;
     p->sql.max_payload = cfg.max_payload;
     pthread_mutex_init(&p->write_lock, NULL);
+    pthread_mutex_init(&p->group_lock, NULL);
     pthread_mutex_init(&p->urgent_lock, NULL);
     pthread_cond_init(&p->urgent_cond, NULL);
     pthread_mutex_init(&p->checkpoint_lock, NULL);

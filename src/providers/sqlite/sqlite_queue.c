@@ -179,8 +179,66 @@ static int fetch_orch_in_transaction(duro__sqlite_provider *p,
 /* ---- orchestrator queue: ack ----------------------------------------------
  */
 
+/* The acks of n turns, then up to max_next fetches, as a grouped write: it
+ * shares its transaction with the writes other threads make at the same
+ * time (group commit, duro__sqlite_write_grouped). */
+typedef struct turns_ack {
+    duro__sqlite_grouped g; /* first member */
+    size_t n;
+    const char *const *tokens;
+    const duro_orch_ack *acks;
+    int64_t lock_timeout_ms;
+    const duro_history_cache *cache;
+    size_t max_next;
+    int64_t now; /* the caller's, read before it queued */
+    const char *op;
+    duro_orch_item **next; /* fetched: got of them */
+    size_t got;
+    size_t workers, outbound; /* what the commit makes fetchable */
+} turns_ack;
+
+static int turns_ack_run(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                         duro__sqlite_grouped *g, int *clean, duro_error *err)
+{
+    turns_ack *a = (turns_ack *)g;
+    a->got = a->workers = a->outbound = 0;
+    int rc = DURO_OK;
+    for (size_t i = 0; i < a->n && rc == DURO_OK; i++) {
+        int queued = 0;
+        int64_t rowid;
+        duro__sql_parse_token(a->tokens[i], 'o', &rowid);
+        rc = duro__sql_ack_turn(&p->sql, (duro__sql_conn *)c, rowid,
+                                a->tokens[i], &a->acks[i], a->now, &queued,
+                                a->op, err);
+        /* a lost lock is found before the ack writes anything */
+        *clean = rc == DURO_LOCK_LOST && i == 0;
+        a->workers += a->acks[i].worker_item_count;
+        a->outbound += a->acks[i].orchestrator_item_count + (queued ? 1 : 0);
+    }
+    while (rc == DURO_OK && a->got < a->max_next) {
+        duro_orch_item *item = NULL;
+        rc = fetch_orch_in_transaction(p, c, a->lock_timeout_ms, a->cache,
+                                       a->now, &item, a->op, err);
+        if (item == NULL)
+            break;
+        a->next[a->got++] = item;
+    }
+    return rc;
+}
+
+static void turns_ack_undo(duro__sqlite_grouped *g)
+{
+    turns_ack *a = (turns_ack *)g;
+    for (size_t i = 0; i < a->got; i++) {
+        duro_orch_item_free(a->next[i]);
+        a->next[i] = NULL;
+    }
+    a->got = 0;
+}
+
 /* The dialect's ack_turns (sql/queue.c checked the tokens and acks): the
- * acks one by one, then up to max_next fetches, in one transaction. */
+ * acks one by one, then up to max_next fetches, in one transaction, shared
+ * with other threads' writes. */
 int duro__sqlite_ack_turns(duro_provider *base, size_t n,
                            const char *const *lock_tokens,
                            const duro_orch_ack *acks, int64_t lock_timeout_ms,
@@ -189,37 +247,25 @@ int duro__sqlite_ack_turns(duro_provider *base, size_t n,
                            const char *op, duro_error *err)
 {
     duro__sqlite_provider *p = sqlite_of(base);
-    int rc = DURO_OK;
-    int64_t rowid;
     if (max_next > 0)
         duro__sqlite_note_fetch(p, DURO_QUEUE_ORCHESTRATOR);
-    int64_t now = duro__wall_ms();
-    duro__sqlite_conn *c;
-    if ((rc = duro__sqlite_write_begin(p, op, &c, err)) != DURO_OK)
-        return rc;
-    size_t workers = 0, outbound = 0, got = 0;
-    for (size_t i = 0; i < n && rc == DURO_OK; i++) {
-        int queued = 0;
-        duro__sql_parse_token(lock_tokens[i], 'o', &rowid);
-        rc =
-            duro__sql_ack_turn(&p->sql, (duro__sql_conn *)c, rowid,
-                               lock_tokens[i], &acks[i], now, &queued, op, err);
-        workers += acks[i].worker_item_count;
-        outbound += acks[i].orchestrator_item_count + (queued ? 1 : 0);
-    }
-    while (rc == DURO_OK && got < max_next) {
-        duro_orch_item *item = NULL;
-        rc = fetch_orch_in_transaction(p, c, lock_timeout_ms, cache, now, &item,
-                                       op, err);
-        if (item == NULL)
-            break;
-        next[got++] = item;
-    }
-    rc = duro__sql_finish_turns(&p->sql, (duro__sql_conn *)c, rc, NULL, next,
-                                got, workers, outbound, op, err);
+    turns_ack a = {
+        .g = {.run = turns_ack_run, .undo = turns_ack_undo, .err = err},
+        .n = n,
+        .tokens = lock_tokens,
+        .acks = acks,
+        .lock_timeout_ms = lock_timeout_ms,
+        .cache = cache,
+        .max_next = max_next,
+        .now = duro__wall_ms(),
+        .op = op,
+        .next = next};
+    int rc = duro__sqlite_write_grouped(p, op, &a.g);
     if (rc != DURO_OK)
         return rc;
-    *next_count = got;
+    duro__sqlite_signal(p, DURO_QUEUE_WORKER, a.workers);
+    duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, a.outbound);
+    *next_count = a.got;
     return DURO_OK;
 }
 
@@ -269,11 +315,48 @@ int duro__sqlite_fetch_work(duro_provider *base, int64_t lock_timeout_ms,
     return DURO_OK;
 }
 
-/* ack_work_item, and with `next` the fetch of the next item in the same
- * transaction (ack_and_fetch_work_item). */
+/* An activity's ack, and with `fetch` the claim of the next item, as a
+ * grouped write: it shares its transaction with the acks other worker slots
+ * make at the same time (group commit, duro__sqlite_write_grouped). */
+typedef struct work_ack {
+    duro__sqlite_grouped g; /* first member */
+    int64_t id;             /* the row, from the token */
+    const char *token;
+    const duro_work_item *completion; /* NULL: none */
+    int64_t lock_timeout_ms;
+    int64_t now; /* the caller's, read before it queued */
+    int fetch;
+    const char *op;
+    duro_worker_item *next; /* claimed */
+    int skip;               /* the completion was not enqueued */
+} work_ack;
+
+static int work_ack_run(duro__sqlite_provider *p, duro__sqlite_conn *c,
+                        duro__sqlite_grouped *g, int *clean, duro_error *err)
+{
+    work_ack *a = (work_ack *)g;
+    a->next = NULL;
+    int rc = duro__sql_delete_acked_work(&p->sql, (duro__sql_conn *)c, a->id,
+                                         a->token, a->completion, a->now,
+                                         &a->skip, a->op, err);
+    /* a lost lock is found by the delete, before anything is written */
+    *clean = rc == DURO_LOCK_LOST;
+    if (rc == DURO_OK && a->fetch)
+        rc = fetch_work_in_transaction(p, c, a->lock_timeout_ms, a->now,
+                                       &a->next, a->op, err);
+    return rc;
+}
+
+static void work_ack_undo(duro__sqlite_grouped *g)
+{
+    work_ack *a = (work_ack *)g;
+    duro_worker_item_free(a->next);
+    a->next = NULL;
+}
+
 /* The dialect's ack_work (sql/queue.c checked the token and completion):
  * the row's delete, the completion's enqueue and with `next` the next
- * claim, in one transaction. */
+ * claim, in one transaction shared with other slots' acks. */
 int duro__sqlite_ack_work(duro_provider *base, int64_t id,
                           const char *lock_token,
                           const duro_work_item *completion,
@@ -283,6 +366,20 @@ int duro__sqlite_ack_work(duro_provider *base, int64_t id,
     duro__sqlite_provider *p = sqlite_of(base);
     if (next != NULL)
         duro__sqlite_note_fetch(p, DURO_QUEUE_WORKER);
-    return duro__sql_ack_work_in_transaction(
-        &p->sql, id, lock_token, completion, lock_timeout_ms, next, op, err);
+    work_ack a = {.g = {.run = work_ack_run, .undo = work_ack_undo, .err = err},
+                  .id = id,
+                  .token = lock_token,
+                  .completion = completion,
+                  .lock_timeout_ms = lock_timeout_ms,
+                  .now = duro__wall_ms(),
+                  .fetch = next != NULL,
+                  .op = op};
+    int rc = duro__sqlite_write_grouped(p, op, &a.g);
+    if (rc != DURO_OK)
+        return rc;
+    if (completion != NULL && !a.skip)
+        duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, 1);
+    if (next != NULL)
+        *next = a.next;
+    return DURO_OK;
 }
