@@ -1111,7 +1111,8 @@ TEST(query_plans_use_indexes)
         {"OQ_TAG", "orchestrator_queue_instance"},
         {"OQ_MIN_VISIBLE", "orchestrator_queue_instance"},
         {"OQ_DELETE_TAGGED", "orchestrator_queue_instance"},
-        {"WQ_FETCH", "worker_queue_available"},
+        {"WQ_NEXT", "worker_queue_available"},
+        {"WQ_CLAIM", "INTEGER PRIMARY KEY"},
         {"WQ_MIN", "worker_queue_available"},
         {"WQ_CANCEL", "worker_queue_activity"},
         {"WQ_ACK", "INTEGER PRIMARY KEY"},
@@ -1433,8 +1434,9 @@ TEST(query_pages_read_a_page_of_100000_instances)
  * renewals and what they run) build no ephemeral table: SQLite codes a
  * constant IN list of more than two values, and a partial index's such
  * predicate, as one it fills again at every run (a page allocated and
- * zeroed each time). WQ_FETCH's RETURNING rows and WQ_CANCEL's json_each
- * ids are the two that need one. And the comparisons that stand for the
+ * zeroed each time). WQ_CANCEL's json_each ids are the one that needs one
+ * (a fetch reads, then claims: no UPDATE ... RETURNING, whose rows SQLite
+ * keeps in one). And the comparisons that stand for the
  * IN lists agree with the status sets they spell, for every status. */
 TEST(turn_statements_build_no_ephemeral_tables)
 {
@@ -1472,6 +1474,8 @@ TEST(turn_statements_build_no_ephemeral_tables)
                                       "READY_DELETE",
                                       "READY_MIN",
                                       "WQ_INSERT",
+                                      "WQ_NEXT",
+                                      "WQ_CLAIM",
                                       "WQ_ACK",
                                       "WQ_HELD",
                                       "WQ_RENEW",

@@ -69,6 +69,8 @@
     X(WQ_INSERT_MANY)                                                          \
     X(WQ_FETCH)                                                                \
     X(WQ_FETCH_ASYNC)                                                          \
+    X(WQ_NEXT)                                                                 \
+    X(WQ_CLAIM)                                                                \
     X(WQ_ACK)                                                                  \
     X(WQ_ACK_COMPLETE)                                                         \
     X(WQ_ACK_COMPLETE_FETCH)                                                   \
