@@ -4,6 +4,7 @@
  * connection and the pool of reader connections. Thread-safe: the writer is
  * used under write_lock, a reader by the one thread that took it. */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -779,6 +780,9 @@ int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
  * after the COMMIT that carried it. */
 
 #define GROUP_MAX 64 /* writes per shared transaction */
+/* A leader whose last shared transaction carried company waits up to this
+ * long for as many writes to queue before it takes write_lock (below). */
+#define GROUP_LINGER_NS 100000
 
 /* Runs g alone in a transaction of its own (the path of a write whose
  * shared transaction failed, and of a leader's write with no company). */
@@ -834,6 +838,7 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
         *at = self->link;
         if (p->group_tail == self)
             p->group_tail = prev;
+        p->group_queued--;
         self->rc = rc;
         *self->err = begin_err;
         self->done = 1;
@@ -845,6 +850,8 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
         batch[n++] = p->group_head;
         p->group_head = p->group_head->link;
     }
+    p->group_queued -= (int)n;
+    p->group_last = (int)n;
     if (p->group_head == NULL)
         p->group_tail = NULL;
     pthread_mutex_unlock(&p->group_lock);
@@ -897,6 +904,27 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
         duro__sqlite_checkpoint(p);
 }
 
+/* A new leader whose last shared transaction carried `company` writes
+ * (more than one: threads are writing side by side) gives them the time to
+ * queue theirs, up to GROUP_LINGER_NS, before it takes write_lock: the
+ * writes of other threads a moment behind (a worker slot back from a
+ * short activity, a turn thread finishing its batch) then share its
+ * commit instead of each paying a commit of their own right after, which
+ * on this write path costs far more than the wait (a commit writes every
+ * page it dirtied, ~4 us each; the queues' hot pages are shared). It
+ * yields the CPU meanwhile, which those threads may be waiting for. A
+ * write of a thread alone (the last transaction carried only one write)
+ * never waits: PostgreSQL's commit_delay and commit_siblings, by the
+ * writes just seen. */
+static void group_linger(duro__sqlite_provider *p, int company)
+{
+    if (company <= 1)
+        return;
+    int64_t until = duro__mono_ns() + GROUP_LINGER_NS;
+    while (atomic_load(&p->group_queued) < company && duro__mono_ns() < until)
+        sched_yield();
+}
+
 int duro__sqlite_write_grouped(duro__sqlite_provider *p, const char *op,
                                duro__sqlite_grouped *g)
 {
@@ -913,10 +941,13 @@ int duro__sqlite_write_grouped(duro__sqlite_provider *p, const char *op,
     else
         p->group_head = g;
     p->group_tail = g;
+    p->group_queued++;
     while (!g->done) {
         if (!p->group_leading) {
             p->group_leading = 1;
+            int company = p->group_last;
             pthread_mutex_unlock(&p->group_lock);
+            group_linger(p, company);
             group_lead(p, op, g);
             pthread_mutex_lock(&p->group_lock);
             continue;

@@ -864,6 +864,9 @@ typedef struct duro__sqlite_provider {
     pthread_mutex_t group_lock;
     struct duro__sqlite_grouped *group_head, *group_tail;
     int group_leading;
+    _Atomic int group_queued; /* writes in the queue (written under
+                                 group_lock) */
+    int group_last;           /* writes in the last shared transaction */
     _Atomic uint64_t group_transactions; /* shared transactions committed */
     _Atomic uint64_t group_writes;       /* writes they carried */
     /* Urgent writes (work-item lock renewals: they have a deadline, the
@@ -1015,7 +1018,9 @@ struct duro__sqlite_grouped {
 /* Runs g in a write transaction together with the grouped writes that
  * other threads queue meanwhile: one thread (the first to find none
  * leading) takes write_lock, then every write queued by then, runs each
- * and commits them together; the others wait for their outcome. One
+ * and commits them together; the others wait for their outcome. (When the
+ * last such transaction carried several writes, the leader first gives the
+ * threads writing beside it up to 100 us to queue as many.) One
  * write alone runs exactly as write_begin, run, write_commit would (the
  * fault hook sees the same steps). A write that fails cleanly fails
  * alone; when one fails otherwise, the transaction rolls back and each
