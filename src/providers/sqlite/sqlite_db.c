@@ -1,8 +1,9 @@
 /* sqlite_db.c - the SQLite provider's plumbing: the statement table, opening
  * connections, the schema and its migrations, running statements through the
  * fault hook, mapping SQLite errors, write transactions on the one writer
- * connection and the pool of reader connections. Thread-safe: the writer is
- * used under write_lock, a reader by the one thread that took it. */
+ * connection (alone, or grouped: one commit for the writes of several
+ * threads), checkpoints and the pool of reader connections. Thread-safe: the
+ * writer is used under write_lock, a reader by the one thread that took it. */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -772,7 +773,7 @@ int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
  * Worker slots ack their activities (and fetch the next) from many threads
  * at once, each ack a few rows; alone, each is a transaction of its own,
  * and a commit writes every page the transaction dirtied to the WAL whole:
- * a single ack wrote ~9 pages, eight acks in one transaction share most of
+ * a single ack wrote ~9 pages, acks in one transaction share most of
  * theirs (the queues' last pages, the indexes' hot pages). The writer is
  * serialized by write_lock anyway, so the writes that queue while one
  * thread waits for it go in with that thread's. Every write keeps its own
@@ -784,8 +785,8 @@ int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
  * long for as many writes to queue before it takes write_lock (below). */
 #define GROUP_LINGER_NS 100000
 
-/* Runs g alone in a transaction of its own (the path of a write whose
- * shared transaction failed, and of a leader's write with no company). */
+/* Runs g alone in a transaction of its own, on the caller's thread: a
+ * write whose shared transaction failed (another write of it broke it). */
 static int group_alone(duro__sqlite_provider *p, const char *op,
                        duro__sqlite_grouped *g)
 {
