@@ -1476,39 +1476,11 @@ void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue);
  * wait_for_work on the queue uses it instead of asking the store. */
 void duro__pg_note_due(duro__pg_provider *p, duro_queue queue, int64_t due);
 
-/* Input checks of provider.h's "Input rules"; each returns DURO_OK or fills
- * err (not retryable). Text that is not UTF-8 is DURO_INVALID: the server
- * would refuse it (22021). */
-
-/* Clears err on entry, pointing it at `local` when the caller passed NULL. */
-#define DURO__PG_ERR_INIT(err, local)                                          \
-    do {                                                                       \
-        if ((err) == NULL)                                                     \
-            (err) = &(local);                                                  \
-        duro_error_clear(err);                                                 \
-    } while (0)
-
-/* A larger copy of an arena array of `count` elements (capacity doubled);
- * NULL when out of memory. */
-
-/* Reads events after `after` of (instance, execution) into the arena, oldest
- * first. */
-
-/* Methods, by file. */
-/* The dialect's ack_turns (pg_queue.c), ack_work and fetch_work (pg_work.c):
- * see sql/sql.h. */
-int duro__pg_ack_turns(duro_provider *base, size_t n,
-                       const char *const *lock_tokens,
-                       const duro_orch_ack *acks, int64_t lock_timeout_ms,
-                       const duro_history_cache *cache, size_t max_next,
-                       duro_orch_item **next, size_t *next_count,
-                       const char *op, duro_error *err);
-int duro__pg_ack_work(duro_provider *base, int64_t id, const char *lock_token,
-                      const duro_work_item *completion, int64_t lock_timeout_ms,
-                      duro_worker_item **next, const char *op, duro_error *err);
-int duro__pg_fetch_work(duro_provider *base, int64_t lock_timeout_ms,
-                        duro_worker_item **out, const char *op,
-                        duro_error *err);
+/* The dialect's queue members (pg_queue.c; ack_work and fetch_work: pg_work.c;
+ * contracts: sql/sql.h). */
+duro__sql_ack_turns_fn duro__pg_ack_turns;
+duro__sql_ack_work_fn duro__pg_ack_work;
+duro__sql_fetch_work_fn duro__pg_fetch_work;
 
 /* The primitives of the shared SQL layer on this store (pg_dialect.c). */
 extern const duro__sql_dialect duro__pg_dialect;

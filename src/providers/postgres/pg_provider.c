@@ -81,7 +81,7 @@ int duro__pg_open(const char *url, int concurrency, duro_provider **out,
                   duro_error *err)
 {
     duro_error local;
-    DURO__PG_ERR_INIT(err, local);
+    DURO__SQL_ERR_INIT(err, local);
     if (out == NULL)
         return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
     *out = NULL;

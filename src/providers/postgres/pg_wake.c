@@ -504,7 +504,7 @@ int duro__pg_wait_for_work(duro_provider *base, duro_queue queue,
                            int64_t max_wait_ms, duro_error *err)
 {
     duro_error local;
-    DURO__PG_ERR_INIT(err, local);
+    DURO__SQL_ERR_INIT(err, local);
     if (queue != DURO_QUEUE_ORCHESTRATOR && queue != DURO_QUEUE_WORKER)
         return duro_error_set(err, DURO_INVALID, 0, "unknown queue %d",
                               (int)queue);
@@ -582,7 +582,7 @@ int duro__pg_wait_for_cancellations(duro_provider *base, int64_t max_wait_ms,
                                     duro_error *err)
 {
     duro_error local;
-    DURO__PG_ERR_INIT(err, local);
+    DURO__SQL_ERR_INIT(err, local);
     duro__pg_provider *p = pg_of(base);
     notifier *n = p->notifier;
     pthread_mutex_lock(&n->lock);

@@ -33,7 +33,25 @@ typedef struct duro__sql_stmt duro__sql_stmt; /* a dialect's statement */
 typedef struct duro__sql_store duro__sql_store;
 typedef struct duro__sql_sweep duro__sql_sweep; /* a sweep's set (many.c) */
 
-/* The primitives. Every member is set. */
+/* The types of the queue members a dialect implements in its own files
+ * (declared there as `duro__sql_ack_turns_fn duro__<dialect>_ack_turns;`);
+ * their contracts are the members' below. */
+typedef int duro__sql_ack_turns_fn(
+    duro_provider *base, size_t n, const char *const *lock_tokens,
+    const duro_orch_ack *acks, int64_t lock_timeout_ms,
+    const duro_history_cache *cache, size_t max_next, duro_orch_item **next,
+    size_t *next_count, const char *op, duro_error *err);
+typedef int
+duro__sql_ack_work_fn(duro_provider *base, int64_t id, const char *lock_token,
+                      const duro_work_item *completion, int64_t lock_timeout_ms,
+                      duro_worker_item **next, const char *op, duro_error *err);
+typedef int duro__sql_fetch_work_fn(duro_provider *base,
+                                    int64_t lock_timeout_ms,
+                                    duro_worker_item **out, const char *op,
+                                    duro_error *err);
+
+/* The primitives. Every member is set but those whose comment says what
+ * NULL means. */
 typedef struct duro__sql_dialect {
     const char *name; /* "sqlite", "postgres": begins every message */
 
@@ -140,16 +158,10 @@ typedef struct duro__sql_dialect {
     /* The acks of n turns (tokens checked, of this store), then up to
      * max_next fetches, in one write transaction: PostgreSQL's set-based
      * statements, SQLite's turn by turn. */
-    int (*ack_turns)(duro_provider *base, size_t n,
-                     const char *const *lock_tokens, const duro_orch_ack *acks,
-                     int64_t lock_timeout_ms, const duro_history_cache *cache,
-                     size_t max_next, duro_orch_item **next, size_t *next_count,
-                     const char *op, duro_error *err);
+    duro__sql_ack_turns_fn *ack_turns;
     /* The ack of work item `id` (its token checked, of this store) with
      * its completion, and with `next` the fetch of the next item. */
-    int (*ack_work)(duro_provider *base, int64_t id, const char *lock_token,
-                    const duro_work_item *completion, int64_t lock_timeout_ms,
-                    duro_worker_item **next, const char *op, duro_error *err);
+    duro__sql_ack_work_fn *ack_work;
     /* An abandon of a token failed retryably (kind 'o' or 'w'): the store
      * may abandon it again later (PostgreSQL's releases). NULL: not. */
     void (*abandon_failed)(duro__sql_store *st, char kind, const char *token,
@@ -182,8 +194,7 @@ typedef struct duro__sql_dialect {
     int reader_snapshot;
     /* fetch_work_item after its checks: the claim of the next work item
      * (SQLite's in a write transaction; PostgreSQL's one statement alone). */
-    int (*fetch_work)(duro_provider *base, int64_t lock_timeout_ms,
-                      duro_worker_item **out, const char *op, duro_error *err);
+    duro__sql_fetch_work_fn *fetch_work;
 } duro__sql_dialect;
 
 /* The part of a SQL store the shared layer reads. */

@@ -1074,40 +1074,10 @@ void duro__sqlite_signal(duro__sqlite_provider *p, duro_queue queue,
  * empty fetch notices work committed in between. */
 void duro__sqlite_note_fetch(duro__sqlite_provider *p, duro_queue queue);
 
-/* Input checks of provider.h's "Input rules"; each returns DURO_OK or fills
- * err (not retryable). */
-
-/* Clears err on entry, pointing it at `local` when the caller passed NULL. */
-#define DURO__SQLITE_ERR_INIT(err, local)                                      \
-    do {                                                                       \
-        if ((err) == NULL)                                                     \
-            (err) = &(local);                                                  \
-        duro_error_clear(err);                                                 \
-    } while (0)
-
-/* A larger copy of an arena array of `count` elements (capacity doubled);
- * NULL when out of memory. */
-
-/* Reads events after `after` of (instance, execution) into the arena, oldest
- * first. */
-
-/* Methods, by file. */
-/* The dialect's ack_turns, ack_work and fetch_work (sqlite_queue.c): see
- * sql/sql.h. */
-int duro__sqlite_ack_turns(duro_provider *base, size_t n,
-                           const char *const *lock_tokens,
-                           const duro_orch_ack *acks, int64_t lock_timeout_ms,
-                           const duro_history_cache *cache, size_t max_next,
-                           duro_orch_item **next, size_t *next_count,
-                           const char *op, duro_error *err);
-int duro__sqlite_ack_work(duro_provider *base, int64_t id,
-                          const char *lock_token,
-                          const duro_work_item *completion,
-                          int64_t lock_timeout_ms, duro_worker_item **next,
-                          const char *op, duro_error *err);
-int duro__sqlite_fetch_work(duro_provider *base, int64_t lock_timeout_ms,
-                            duro_worker_item **out, const char *op,
-                            duro_error *err);
+/* The dialect's queue members (sqlite_queue.c; contracts: sql/sql.h). */
+duro__sql_ack_turns_fn duro__sqlite_ack_turns;
+duro__sql_ack_work_fn duro__sqlite_ack_work;
+duro__sql_fetch_work_fn duro__sqlite_fetch_work;
 
 /* The primitives of the shared SQL layer on this store (sqlite_dialect.c). */
 extern const duro__sql_dialect duro__sqlite_dialect;

@@ -80,7 +80,7 @@ static int open_readers(duro__sqlite_provider *p, duro_error *err)
 int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
 {
     duro_error local;
-    DURO__SQLITE_ERR_INIT(err, local);
+    DURO__SQL_ERR_INIT(err, local);
     if (out == NULL)
         return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
     *out = NULL;

@@ -138,7 +138,7 @@ int duro__sqlite_wait_for_work(duro_provider *base, duro_queue queue,
                                int64_t max_wait_ms, duro_error *err)
 {
     duro_error local;
-    DURO__SQLITE_ERR_INIT(err, local);
+    DURO__SQL_ERR_INIT(err, local);
     if (queue != DURO_QUEUE_ORCHESTRATOR && queue != DURO_QUEUE_WORKER)
         return duro_error_set(err, DURO_INVALID, 0, "unknown queue %d",
                               (int)queue);
