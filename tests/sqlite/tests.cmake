@@ -15,3 +15,7 @@ duro_add_test(test_sqlite_disk_full LABELS provider runtime TIMEOUT 120
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sqlite_disk_full.c)
 target_link_libraries(test_sqlite_disk_full PRIVATE duro_rt_util)
 set_tests_properties(test_sqlite_disk_full PROPERTIES SKIP_RETURN_CODE 77)
+# Group commit: writes queued behind the writer share one transaction; a
+# clean failure fails alone, another reruns each write alone.
+duro_add_test(test_sqlite_group LABELS provider unit tsan
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sqlite_group.c)
