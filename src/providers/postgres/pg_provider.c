@@ -114,12 +114,7 @@ int duro__pg_open(const char *url, int concurrency, duro_provider **out,
     rc = open_pool(p, err);
     if (rc == DURO_OK && duro__pg_notifier_attach(p) != DURO_OK)
         rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    if (rc != DURO_OK) {
-        pg_close(&p->sql.base);
-        return rc;
-    }
-    *out = &p->sql.base;
-    return DURO_OK;
+    return duro__sql_open_done(&p->sql.base, rc, out);
 }
 
 /* ---- test hooks ------------------------------------------------------------

@@ -54,3 +54,13 @@ duro__sql_store *duro__sql_store_of(duro_provider *p, const char *dialect)
     duro__sql_store *st = (duro__sql_store *)p;
     return strcmp(st->dialect->name, dialect) == 0 ? st : NULL;
 }
+
+int duro__sql_open_done(duro_provider *base, int rc, duro_provider **out)
+{
+    if (rc != DURO_OK) {
+        base->close(base);
+        return rc;
+    }
+    *out = base;
+    return DURO_OK;
+}

@@ -369,6 +369,9 @@ const char *duro__sql_statement_id_name(duro__sql_stmt_id id);
 /* sql/methods.c: sets version and every method the shared layer
  * implements; the dialect sets name, close and the rest after it. */
 void duro__sql_fill_methods(duro_provider *m);
+/* The end of a dialect's open: on failure closes base (its methods
+ * filled, whatever it opened so far) and returns rc; else *out = base. */
+int duro__sql_open_done(duro_provider *base, int rc, duro_provider **out);
 /* p as the SQL store of the dialect named `dialect` ("sqlite"), NULL when
  * it is anything else (another provider, a wrapper of one): for test
  * hooks, which any provider may be passed to. */

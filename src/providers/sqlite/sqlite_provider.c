@@ -125,12 +125,7 @@ int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
             rc = duro__sqlite_checkpoint_setup(p, err);
         }
     }
-    if (rc != DURO_OK) {
-        sqlite_close(&p->sql.base);
-        return rc;
-    }
-    *out = &p->sql.base;
-    return DURO_OK;
+    return duro__sql_open_done(&p->sql.base, rc, out);
 }
 
 /* ---- test hooks ------------------------------------------------------------
