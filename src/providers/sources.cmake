@@ -12,5 +12,6 @@ list(APPEND DURO_SOURCES
   src/providers/sql/statements.c
   src/providers/sql/many.c
   src/providers/sql/queue.c
+  src/providers/sql/shared.c
   src/providers/sql/stats.c
   src/providers/sql/store.c)

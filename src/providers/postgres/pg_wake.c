@@ -61,11 +61,9 @@
 #define NOTIFY_GAP_MS 5
 
 typedef struct duro__pg_notifier {
-    char *key;       /* "schema@conninfo" */
-    pid_t pid;       /* the process it serves: a child after fork() has no
-                        listener thread and makes its own */
-    int refs;        /* under registry_lock */
-    uint64_t serial; /* unique, for the thread-local wait state */
+    duro__sql_shared shared; /* first member: key "schema@conninfo" (a
+                                child after fork() has no listener thread
+                                and makes its own) */
     pthread_mutex_t lock;
     pthread_cond_t cond[3];         /* per duro_queue, then CANCELS */
     _Atomic uint64_t generation[3]; /* raised after each commit that adds or
@@ -73,7 +71,6 @@ typedef struct duro__pg_notifier {
                                        items: CANCELS), and by wake() */
     int tokens[2];  /* under lock: waits owed a return, per duro_queue */
     int waiters[2]; /* under lock: threads blocked in wait_for_work */
-    struct duro__pg_notifier *next;
     /* the listener */
     char *conninfo;
     char channel[64]; /* "duro_<schema>", at most 63 bytes */
@@ -88,9 +85,7 @@ typedef struct duro__pg_notifier {
     _Atomic uint64_t announced_items[2]; /* items left to other processes */
 } notifier;
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static notifier *registry;
-static _Atomic uint64_t next_serial = 1;
+static duro__sql_registry registry = DURO__SQL_REGISTRY_INIT;
 
 /* With n->lock held: raises queue q's generation and wakes waiters for
  * `items` new items (all of them for SIZE_MAX), granting tokens to the
@@ -319,15 +314,24 @@ static void *listener_main(void *arg)
     return NULL;
 }
 
-static notifier *notifier_new(const char *key, const duro__pg_provider *p)
+/* The arguments of notifier_new, duro__sql_shared_attach's make. */
+typedef struct notifier_args {
+    const char *key;
+    const duro__pg_provider *p;
+} notifier_args;
+
+static duro__sql_shared *notifier_new(void *arg)
 {
+    const char *key = ((notifier_args *)arg)->key;
+    const duro__pg_provider *p = ((notifier_args *)arg)->p;
     notifier *n = duro__calloc(1, sizeof(*n));
     if (n == NULL)
         return NULL;
-    n->key = duro__strdup(key);
+    char *own_key = duro__strdup(key);
+    n->shared.key = own_key;
     n->conninfo = duro__strdup(p->cfg.conninfo);
-    if (n->key == NULL || n->conninfo == NULL) {
-        duro__free(n->key);
+    if (own_key == NULL || n->conninfo == NULL) {
+        duro__free(own_key);
         duro__free(n->conninfo);
         duro__free(n);
         return NULL;
@@ -341,12 +345,9 @@ static notifier *notifier_new(const char *key, const duro__pg_provider *p)
     memcpy(n->channel, "duro_", 5);
     memcpy(n->channel + 5, p->cfg.schema, len);
     n->channel[5 + len] = '\0';
-    n->refs = 1;
-    n->serial = atomic_fetch_add(&next_serial, 1);
     pthread_mutex_init(&n->lock, NULL);
     for (int q = 0; q < 3; q++)
         duro__cond_init_monotonic(&n->cond[q]);
-    n->pid = getpid();
     n->pipe_fd[0] = n->pipe_fd[1] = -1;
     /* Without a pipe or a thread, waits poll: slower, still correct. */
     if (pipe2(n->pipe_fd, O_NONBLOCK | O_CLOEXEC) != 0) {
@@ -358,7 +359,7 @@ static notifier *notifier_new(const char *key, const duro__pg_provider *p)
         close(n->pipe_fd[1]);
         n->pipe_fd[0] = n->pipe_fd[1] = -1;
     }
-    return n;
+    return &n->shared;
 }
 
 /* The notifier for this provider's store. */
@@ -369,37 +370,16 @@ static notifier *notifier_attach(duro__pg_provider *p)
     if (key == NULL)
         return NULL;
     snprintf(key, size, "%s@%s", p->cfg.schema, p->cfg.conninfo);
-    pthread_mutex_lock(&registry_lock);
-    notifier *n = registry;
-    pid_t self = getpid();
-    while (n != NULL && (n->pid != self || strcmp(n->key, key) != 0))
-        n = n->next;
-    if (n != NULL) {
-        n->refs++;
-    } else if ((n = notifier_new(key, p)) != NULL) {
-        n->next = registry;
-        registry = n;
-    }
-    pthread_mutex_unlock(&registry_lock);
+    notifier_args args = {key, p};
+    notifier *n = (notifier *)duro__sql_shared_attach(&registry, key,
+                                                      notifier_new, &args);
     duro__free(key);
     return n;
 }
 
 static void notifier_detach(notifier *n)
 {
-    if (n == NULL)
-        return;
-    pthread_mutex_lock(&registry_lock);
-    int last = --n->refs == 0;
-    if (last) {
-        notifier **pp = &registry;
-        while (*pp != NULL && *pp != n)
-            pp = &(*pp)->next;
-        if (*pp == n)
-            *pp = n->next;
-    }
-    pthread_mutex_unlock(&registry_lock);
-    if (!last)
+    if (n == NULL || !duro__sql_shared_detach(&registry, &n->shared))
         return;
     if (n->has_thread) {
         atomic_store(&n->stop, 1);
@@ -414,7 +394,7 @@ static void notifier_detach(notifier *n)
     pthread_mutex_destroy(&n->lock);
     for (int q = 0; q < 3; q++)
         pthread_cond_destroy(&n->cond[q]);
-    duro__free(n->key);
+    duro__free((char *)n->shared.key);
     duro__free(n);
 }
 
@@ -439,8 +419,8 @@ void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue)
     notifier *n = p->notifier;
     if (n == NULL)
         return;
-    if (fetch_seen.serial != n->serial) {
-        fetch_seen.serial = n->serial;
+    if (fetch_seen.serial != n->shared.serial) {
+        fetch_seen.serial = n->shared.serial;
         fetch_seen.valid[0] = fetch_seen.valid[1] = 0;
     }
     pthread_mutex_lock(&n->lock);
@@ -453,7 +433,7 @@ void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue)
 void duro__pg_note_due(duro__pg_provider *p, duro_queue queue, int64_t due)
 {
     notifier *n = p->notifier;
-    if (n == NULL || fetch_seen.serial != n->serial)
+    if (n == NULL || fetch_seen.serial != n->shared.serial)
         return;
     fetch_seen.due[queue] = due;
     fetch_seen.valid[queue] = 1;
@@ -515,7 +495,7 @@ int duro__pg_wait_for_work(duro_provider *base, duro_queue queue,
     /* A token granted since this thread's fetch began (work committed
      * while it fetched, or since): go. Tokens granted before it were for
      * work that fetch could see. */
-    int mine = fetch_seen.serial == n->serial && fetch_seen.began[q];
+    int mine = fetch_seen.serial == n->shared.serial && fetch_seen.began[q];
     pthread_mutex_lock(&n->lock);
     uint64_t seen =
         mine ? fetch_seen.generation[q] : atomic_load(&n->generation[q]);
@@ -532,7 +512,7 @@ int duro__pg_wait_for_work(duro_provider *base, duro_queue queue,
      * lock) on the queue becomes due: as the empty fetch just before saw
      * it, else asked now. Later commits grant tokens. */
     int64_t wait_ms = max_wait_ms, due;
-    if (fetch_seen.serial == n->serial && fetch_seen.valid[q]) {
+    if (fetch_seen.serial == n->shared.serial && fetch_seen.valid[q]) {
         due = fetch_seen.due[q];
         fetch_seen.valid[q] = 0;
     } else {
@@ -587,7 +567,7 @@ int duro__pg_wait_for_cancellations(duro_provider *base, int64_t max_wait_ms,
     notifier *n = p->notifier;
     pthread_mutex_lock(&n->lock);
     uint64_t seen = atomic_load(&n->generation[CANCELS]);
-    if (cancels_seen.valid && cancels_seen.serial == n->serial)
+    if (cancels_seen.valid && cancels_seen.serial == n->shared.serial)
         seen = cancels_seen.generation;
     if (max_wait_ms > 0) {
         struct timespec deadline;
@@ -599,7 +579,7 @@ int duro__pg_wait_for_cancellations(duro_provider *base, int64_t max_wait_ms,
                 break;
         }
     }
-    cancels_seen.serial = n->serial;
+    cancels_seen.serial = n->shared.serial;
     cancels_seen.generation = atomic_load(&n->generation[CANCELS]);
     cancels_seen.valid = 1;
     pthread_mutex_unlock(&n->lock);

@@ -13,8 +13,10 @@
 #ifndef DURO_SQL_H
 #define DURO_SQL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/base.h"
 #include "duro/provider.h"
@@ -363,6 +365,35 @@ const char *duro__sql_statement_name(const duro__sql_dialect *d, size_t i);
 const char *duro__sql_statement_sql(const duro__sql_dialect *d, size_t i);
 /* The name of statement id ("WQ_FETCH"). */
 const char *duro__sql_statement_id_name(duro__sql_stmt_id id);
+
+/* ---- one object per store per process (sql/shared.c) --------------------
+ * A dialect's in-process notifier embeds duro__sql_shared first; attach
+ * finds the one of this process under key (refs raised) or has make(arg)
+ * make it (NULL: out of memory), listed unless key is "" (a private one:
+ * an in-memory database). detach lowers refs and returns 1 when it was the
+ * last: the entry is out of the list and the dialect frees it. make runs
+ * under the registry's lock. Any thread. */
+typedef struct duro__sql_shared {
+    const char *key; /* the dialect's (it lives as long as the entry) */
+    pid_t pid;       /* the process that made it: after fork() a child
+                        makes its own */
+    int refs;        /* under the registry's lock */
+    uint64_t serial; /* unique in the process (thread-local wait state) */
+    struct duro__sql_shared *next;
+} duro__sql_shared;
+typedef struct duro__sql_registry {
+    pthread_mutex_t lock;
+    duro__sql_shared *head;
+} duro__sql_registry;
+#define DURO__SQL_REGISTRY_INIT                                                \
+    {                                                                          \
+        PTHREAD_MUTEX_INITIALIZER, NULL                                        \
+    }
+duro__sql_shared *duro__sql_shared_attach(duro__sql_registry *r,
+                                          const char *key,
+                                          duro__sql_shared *(*make)(void *arg),
+                                          void *arg);
+int duro__sql_shared_detach(duro__sql_registry *r, duro__sql_shared *s);
 
 /* ---- the store's operations written once (duro/provider.h methods) ------ */
 

@@ -12,40 +12,36 @@
 #include "providers/sqlite/sqlite_internal.h"
 
 /* ---- the shared notifier --------------------------------------------------
- * One per database file per process (keyed by device and inode; every
- * :memory: database has its own), reference-counted by the providers that
- * use it, found through a process-wide list. */
+ * One per database file per process (sql/shared.c), reference-counted by
+ * the providers that use it. */
 
 typedef struct duro__sqlite_notifier {
-    char key[64];    /* "dev:ino", or "" for a private one */
-    int refs;        /* under registry_lock */
-    uint64_t serial; /* unique, for the thread-local wait state */
+    duro__sql_shared shared; /* first member; its key is key[] */
+    char key[64];            /* "dev:ino", or "" for a private one */
     pthread_mutex_t lock;
     pthread_cond_t cond[2];         /* per duro_queue */
     _Atomic uint64_t generation[2]; /* raised after each commit that adds or
                                        releases work, and by wake() */
-    struct duro__sqlite_notifier *next;
 } notifier;
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static notifier *registry;
-static _Atomic uint64_t next_serial = 1;
+static duro__sql_registry registry = DURO__SQL_REGISTRY_INIT;
 
-static notifier *notifier_new(const char *key)
+/* duro__sql_shared_attach's make: arg is the key. */
+static duro__sql_shared *notifier_new(void *arg)
 {
     notifier *n = duro__calloc(1, sizeof(*n));
     if (n == NULL)
         return NULL;
-    snprintf(n->key, sizeof(n->key), "%s", key);
-    n->refs = 1;
-    n->serial = atomic_fetch_add(&next_serial, 1);
+    snprintf(n->key, sizeof(n->key), "%s", (const char *)arg);
+    n->shared.key = n->key;
     pthread_mutex_init(&n->lock, NULL);
     duro__cond_init_monotonic(&n->cond[0]);
     duro__cond_init_monotonic(&n->cond[1]);
-    return n;
+    return &n->shared;
 }
 
-/* The notifier for this provider's database file. */
+/* The notifier for this provider's database file (keyed by device and
+ * inode: one per file per process; every :memory: database its own). */
 static notifier *notifier_attach(duro__sqlite_provider *p)
 {
     char key[64] = "";
@@ -54,37 +50,13 @@ static notifier *notifier_attach(duro__sqlite_provider *p)
     if (file != NULL && file[0] != '\0' && stat(file, &st) == 0)
         snprintf(key, sizeof(key), "%llu:%llu", (unsigned long long)st.st_dev,
                  (unsigned long long)st.st_ino);
-    if (key[0] == '\0')
-        return notifier_new("");
-    pthread_mutex_lock(&registry_lock);
-    notifier *n = registry;
-    while (n != NULL && strcmp(n->key, key) != 0)
-        n = n->next;
-    if (n != NULL) {
-        n->refs++;
-    } else if ((n = notifier_new(key)) != NULL) {
-        n->next = registry;
-        registry = n;
-    }
-    pthread_mutex_unlock(&registry_lock);
-    return n;
+    return (notifier *)duro__sql_shared_attach(&registry, key, notifier_new,
+                                               key);
 }
 
 static void notifier_detach(notifier *n)
 {
-    if (n == NULL)
-        return;
-    pthread_mutex_lock(&registry_lock);
-    int last = --n->refs == 0;
-    if (last && n->key[0] != '\0') {
-        notifier **pp = &registry;
-        while (*pp != NULL && *pp != n)
-            pp = &(*pp)->next;
-        if (*pp == n)
-            *pp = n->next;
-    }
-    pthread_mutex_unlock(&registry_lock);
-    if (!last)
+    if (n == NULL || !duro__sql_shared_detach(&registry, &n->shared))
         return;
     pthread_mutex_destroy(&n->lock);
     pthread_cond_destroy(&n->cond[0]);
@@ -111,8 +83,8 @@ void duro__sqlite_note_fetch(duro__sqlite_provider *p, duro_queue queue)
     notifier *n = p->notifier;
     if (n == NULL)
         return;
-    if (fetch_seen.serial != n->serial) {
-        fetch_seen.serial = n->serial;
+    if (fetch_seen.serial != n->shared.serial) {
+        fetch_seen.serial = n->shared.serial;
         fetch_seen.valid[0] = fetch_seen.valid[1] = 0;
     }
     fetch_seen.generation[queue] = atomic_load(&n->generation[queue]);
@@ -150,7 +122,7 @@ int duro__sqlite_wait_for_work(duro_provider *base, duro_queue queue,
     pthread_mutex_lock(&n->lock);
     uint64_t now_generation = atomic_load(&n->generation[queue]);
     uint64_t seen = now_generation;
-    if (fetch_seen.serial == n->serial && fetch_seen.valid[queue])
+    if (fetch_seen.serial == n->shared.serial && fetch_seen.valid[queue])
         seen = fetch_seen.generation[queue];
     int done = atomic_load(&p->wake_sticky) || seen != now_generation ||
                max_wait_ms <= 0;
@@ -185,7 +157,7 @@ int duro__sqlite_wait_for_work(duro_provider *base, duro_queue queue,
         }
     }
     /* The next wait needs a newer commit than the ones seen now. */
-    fetch_seen.serial = n->serial;
+    fetch_seen.serial = n->shared.serial;
     fetch_seen.generation[queue] = atomic_load(&n->generation[queue]);
     fetch_seen.valid[queue] = 1;
     pthread_mutex_unlock(&n->lock);
