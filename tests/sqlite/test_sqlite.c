@@ -1468,7 +1468,7 @@ TEST(turn_statements_build_no_ephemeral_tables)
                                       "READY_ENQUEUE",
                                       "READY_NEXT",
                                       "READY_LOCK",
-                                      "READY_HOLDER",
+                                      "READY_HOLDER_CURRENT",
                                       "READY_RENEW",
                                       "READY_SET",
                                       "READY_DELETE",

@@ -137,10 +137,16 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "WHEN ?15 IS NULL THEN NULL ELSE ?13 END, "                              \
       "next_attempt_ms = CASE WHEN ?14 THEN NULL ELSE next_attempt_ms END "    \
       "WHERE instance_id = ?1")                                                \
+    /* the last column is EXEC_EVENT_COUNT's of the current execution (NULL    \
+     * when it has no row), read in the same probe */                          \
     X(INSTANCE_FETCH_META,                                                     \
       "SELECT status, execution_id, name, version, parent_instance, "          \
       "parent_execution, parent_event_id, custom_status, "                     \
-      "cancel_requested_ms, cancel_reason, cancelled_by, last_problem "        \
+      "cancel_requested_ms, cancel_reason, cancelled_by, last_problem, "       \
+      "(SELECT (SELECT IFNULL(MAX(h.event_id), 0) FROM history AS h "          \
+      "WHERE h.instance_id = ?1 AND h.execution_id = e.execution_id) "         \
+      "FROM executions AS e WHERE e.instance_id = ?1 "                         \
+      "AND e.execution_id = instances.execution_id) "                          \
       "FROM instances WHERE instance_id = ?1")                                 \
     /* a CANCEL_INSTANCE records the first request on a live instance */       \
     X(INSTANCE_CANCEL_REQUEST,                                                 \
@@ -250,8 +256,20 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                   "WHERE ready_at <= ?1 ORDER BY ready_at LIMIT 1")            \
     X(READY_LOCK, "UPDATE orchestrator_ready SET lock_token = ?2, "            \
                   "locked_until = ?3, ready_at = ?3 WHERE rowid = ?1")         \
-    X(READY_HOLDER, "SELECT instance_id, locked_until FROM "                   \
-                    "orchestrator_ready WHERE rowid = ?1 AND lock_token = ?2") \
+    /* the holder of a lock, with what an ack reads of its instance in the     \
+     * same probe: its current execution, whether the instance row is there,   \
+     * whether that execution's row is, and its last event id (one seek of     \
+     * history's primary key) */                                               \
+    X(READY_HOLDER_CURRENT,                                                    \
+      "SELECT r.instance_id, r.locked_until, i.execution_id, "                 \
+      "i.instance_id IS NOT NULL, EXISTS (SELECT 1 FROM executions AS e "      \
+      "WHERE e.instance_id = r.instance_id "                                   \
+      "AND e.execution_id = i.execution_id), "                                 \
+      "(SELECT IFNULL(MAX(h.event_id), 0) FROM history AS h "                  \
+      "WHERE h.instance_id = r.instance_id "                                   \
+      "AND h.execution_id = i.execution_id) FROM orchestrator_ready AS r "     \
+      "LEFT JOIN instances AS i ON i.instance_id = r.instance_id "             \
+      "WHERE r.rowid = ?1 AND r.lock_token = ?2")                              \
     X(READY_RENEW,                                                             \
       "UPDATE orchestrator_ready SET locked_until = ?3, ready_at = ?3 "        \
       "WHERE rowid = ?1 AND lock_token = ?2 AND locked_until > ?4")            \
