@@ -880,8 +880,9 @@ typedef struct duro__sqlite_provider {
     duro__sqlite_config cfg;
 
     /* Lock order: write_lock, then pool_lock, group_lock or the
-     * notifier's lock; the notifier's lock is never held while taking
-     * another lock; urgent_lock and checkpoint_lock are taken only without
+     * notifier's lock; group_lock, then a grouped write's wait_lock; the
+     * notifier's lock and a wait_lock are never held while taking another
+     * lock; urgent_lock and checkpoint_lock are taken only without
      * write_lock. */
     pthread_mutex_t write_lock; /* held for every use of `writer` */
     duro__sqlite_conn writer;
@@ -1034,11 +1035,19 @@ struct duro__sqlite_grouped {
      * made outside the store (an item it fetched). May be NULL. */
     void (*undo)(duro__sqlite_grouped *g);
     duro_error *err; /* the caller's: the outcome's detail */
-    /* the provider's */
+    /* the provider's. A waiting thread sleeps on its own wait_lock and
+     * cond, not on group_lock: a leader tells each write of its batch the
+     * outcome after it has handed the lead on and let group_lock go, so a
+     * woken writer neither waits for group_lock nor holds up the next
+     * leader. */
     int rc;
-    int done;  /* under group_lock: the outcome is known */
-    int alone; /* the shared transaction failed: run again alone */
-    pthread_cond_t cond;
+    int done;     /* under wait_lock (the leader's own: its thread's): the
+                     outcome is known */
+    int alone;    /* idem: the shared transaction failed: run again alone */
+    int taken;    /* under group_lock: in a leader's batch */
+    int may_lead; /* under wait_lock: handed the lead (the queue's head) */
+    pthread_mutex_t wait_lock;
+    pthread_cond_t cond; /* done or may_lead set */
     duro__sqlite_grouped *link;
 };
 
