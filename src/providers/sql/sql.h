@@ -524,9 +524,9 @@ int duro__sql_parse_token(const char *token, char prefix, int64_t *id);
 int duro__sql_lock_lost(const duro__sql_store *st, const char *op,
                         const char *why, duro_error *err);
 
-/* The instance an orchestration lock token holds, unexpired (SQLite's
- * READY_HOLDER; PostgreSQL's READY_HOLDER_CURRENT, which row-locks the
- * ready row until the transaction ends and reads the rest too). */
+/* The instance an orchestration lock token holds, unexpired
+ * (READY_HOLDER, or READY_HOLDER_CURRENT, which reads the rest too; on
+ * PostgreSQL it row-locks the ready row until the transaction ends). */
 typedef struct duro__sql_lock_holder {
     char instance_id[DURO__SQL_NAME_MAX + 1];
     int exists;       /* the instance row is there (READY_HOLDER_CURRENT) */

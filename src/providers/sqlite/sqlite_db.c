@@ -813,8 +813,13 @@ static int group_alone(duro__sqlite_provider *p, const char *op,
 static void group_hand_over(duro__sqlite_provider *p)
 {
     p->group_leading = 0;
-    if (p->group_head != NULL)
-        pthread_cond_signal(&p->group_head->cond);
+    duro__sqlite_grouped *head = p->group_head;
+    if (head != NULL) {
+        pthread_mutex_lock(&head->wait_lock);
+        head->may_lead = 1;
+        pthread_cond_signal(&head->cond);
+        pthread_mutex_unlock(&head->wait_lock);
+    }
 }
 
 /* Leads one shared transaction: self's write and every write queued by
@@ -848,7 +853,8 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
         return;
     }
     while (p->group_head != NULL && n < GROUP_MAX) {
-        batch[n++] = p->group_head;
+        batch[n] = p->group_head;
+        batch[n++]->taken = 1;
         p->group_head = p->group_head->link;
     }
     p->group_queued -= (int)n;
@@ -890,17 +896,28 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
         atomic_fetch_add(&p->group_writes, written);
     }
 
+    /* The lead goes on first, and group_lock is free before the writes
+     * hear their outcome: each woken writer once ran into group_lock,
+     * still held while the rest were woken, and the next leader waited for
+     * all of them (two more context switches a write on two cores). */
     pthread_mutex_lock(&p->group_lock);
+    group_hand_over(p);
+    pthread_mutex_unlock(&p->group_lock);
     for (size_t i = 0; i < n; i++) {
         /* One write alone keeps its failure; with company, a failure that
          * broke the transaction is tried again by each, alone. */
-        batch[i]->alone = broken && n > 1;
-        batch[i]->done = 1;
-        if (batch[i] != self)
-            pthread_cond_signal(&batch[i]->cond);
+        duro__sqlite_grouped *g = batch[i];
+        if (g == self) {
+            g->alone = broken && n > 1;
+            g->done = 1;
+            continue;
+        }
+        pthread_mutex_lock(&g->wait_lock);
+        g->alone = broken && n > 1;
+        g->done = 1;
+        pthread_cond_signal(&g->cond);
+        pthread_mutex_unlock(&g->wait_lock);
     }
-    group_hand_over(p);
-    pthread_mutex_unlock(&p->group_lock);
     if (committed)
         duro__sqlite_checkpoint(p);
 }
@@ -934,7 +951,10 @@ int duro__sqlite_write_grouped(duro__sqlite_provider *p, const char *op,
     g->rc = DURO_OK;
     g->done = 0;
     g->alone = 0;
+    g->taken = 0;
+    g->may_lead = 0;
     g->link = NULL;
+    pthread_mutex_init(&g->wait_lock, NULL);
     pthread_cond_init(&g->cond, NULL);
     pthread_mutex_lock(&p->group_lock);
     if (p->group_tail != NULL)
@@ -943,20 +963,31 @@ int duro__sqlite_write_grouped(duro__sqlite_provider *p, const char *op,
         p->group_head = g;
     p->group_tail = g;
     p->group_queued++;
-    while (!g->done) {
-        if (!p->group_leading) {
+    for (;;) {
+        if (!g->taken && !p->group_leading) {
             p->group_leading = 1;
             int company = p->group_last;
             pthread_mutex_unlock(&p->group_lock);
             group_linger(p, company);
             group_lead(p, op, g);
+            if (g->done) /* this thread's own write: set by it */
+                break;
             pthread_mutex_lock(&p->group_lock);
             continue;
         }
-        pthread_cond_wait(&g->cond, &p->group_lock);
+        pthread_mutex_unlock(&p->group_lock);
+        pthread_mutex_lock(&g->wait_lock);
+        while (!g->done && !g->may_lead)
+            pthread_cond_wait(&g->cond, &g->wait_lock);
+        int done = g->done;
+        g->may_lead = 0;
+        pthread_mutex_unlock(&g->wait_lock);
+        if (done)
+            break;
+        pthread_mutex_lock(&p->group_lock);
     }
-    pthread_mutex_unlock(&p->group_lock);
     pthread_cond_destroy(&g->cond);
+    pthread_mutex_destroy(&g->wait_lock);
     if (g->alone)
         return group_alone(p, op, g);
     return g->rc;

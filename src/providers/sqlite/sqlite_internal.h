@@ -120,12 +120,12 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(INSTANCE_SET_CURRENT,                                                    \
       "UPDATE instances SET execution_id = ?2, updated_ms = ?3 "               \
       "WHERE instance_id = ?1")                                                \
+    /* name (?3) and parent_instance (?10) are INSTANCE_WRITE_NAMES's */       \
     X(INSTANCE_WRITE_META,                                                     \
-      "UPDATE instances SET status = ?2, name = COALESCE(?3, name), "          \
+      "UPDATE instances SET status = ?2, "                                     \
       "version = COALESCE(?4, version), output = ?5, error = ?6, "             \
       "category = ?7, "                                                        \
       "custom_status = CASE WHEN ?8 THEN ?9 ELSE custom_status END, "          \
-      "parent_instance = COALESCE(?10, parent_instance), "                     \
       "parent_execution = CASE WHEN ?10 IS NULL THEN parent_execution "        \
       "ELSE ?11 END, "                                                         \
       "parent_event_id = CASE WHEN ?10 IS NULL THEN parent_event_id "          \
@@ -137,10 +137,25 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "WHEN ?15 IS NULL THEN NULL ELSE ?13 END, "                              \
       "next_attempt_ms = CASE WHEN ?14 THEN NULL ELSE next_attempt_ms END "    \
       "WHERE instance_id = ?1")                                                \
+    /* the name and parent of a meta (NULL: kept), written only where one      \
+     * differs: naming them in WRITE_META's SET rewrote instances_name's and   \
+     * instances_parent's entries at every write (an UPDATE rewrites each      \
+     * index with a column it sets) */                                         \
+    X(INSTANCE_WRITE_NAMES,                                                    \
+      "UPDATE instances SET name = COALESCE(?2, name), "                       \
+      "parent_instance = COALESCE(?3, parent_instance) "                       \
+      "WHERE instance_id = ?1 AND (name IS NOT COALESCE(?2, name) "            \
+      "OR parent_instance IS NOT COALESCE(?3, parent_instance))")              \
+    /* the last column is EXEC_EVENT_COUNT's of the current execution (NULL    \
+     * when it has no row), read in the same probe */                          \
     X(INSTANCE_FETCH_META,                                                     \
       "SELECT status, execution_id, name, version, parent_instance, "          \
       "parent_execution, parent_event_id, custom_status, "                     \
-      "cancel_requested_ms, cancel_reason, cancelled_by, last_problem "        \
+      "cancel_requested_ms, cancel_reason, cancelled_by, last_problem, "       \
+      "(SELECT (SELECT IFNULL(MAX(h.event_id), 0) FROM history AS h "          \
+      "WHERE h.instance_id = ?1 AND h.execution_id = e.execution_id) "         \
+      "FROM executions AS e WHERE e.instance_id = ?1 "                         \
+      "AND e.execution_id = instances.execution_id) "                          \
       "FROM instances WHERE instance_id = ?1")                                 \
     /* a CANCEL_INSTANCE records the first request on a live instance */       \
     X(INSTANCE_CANCEL_REQUEST,                                                 \
@@ -250,8 +265,20 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                   "WHERE ready_at <= ?1 ORDER BY ready_at LIMIT 1")            \
     X(READY_LOCK, "UPDATE orchestrator_ready SET lock_token = ?2, "            \
                   "locked_until = ?3, ready_at = ?3 WHERE rowid = ?1")         \
-    X(READY_HOLDER, "SELECT instance_id, locked_until FROM "                   \
-                    "orchestrator_ready WHERE rowid = ?1 AND lock_token = ?2") \
+    /* the holder of a lock, with what an ack reads of its instance in the     \
+     * same probe: its current execution, whether the instance row is there,   \
+     * whether that execution's row is, and its last event id (one seek of     \
+     * history's primary key) */                                               \
+    X(READY_HOLDER_CURRENT,                                                    \
+      "SELECT r.instance_id, r.locked_until, i.execution_id, "                 \
+      "i.instance_id IS NOT NULL, EXISTS (SELECT 1 FROM executions AS e "      \
+      "WHERE e.instance_id = r.instance_id "                                   \
+      "AND e.execution_id = i.execution_id), "                                 \
+      "(SELECT IFNULL(MAX(h.event_id), 0) FROM history AS h "                  \
+      "WHERE h.instance_id = r.instance_id "                                   \
+      "AND h.execution_id = i.execution_id) FROM orchestrator_ready AS r "     \
+      "LEFT JOIN instances AS i ON i.instance_id = r.instance_id "             \
+      "WHERE r.rowid = ?1 AND r.lock_token = ?2")                              \
     X(READY_RENEW,                                                             \
       "UPDATE orchestrator_ready SET locked_until = ?3, ready_at = ?3 "        \
       "WHERE rowid = ?1 AND lock_token = ?2 AND locked_until > ?4")            \
@@ -853,8 +880,9 @@ typedef struct duro__sqlite_provider {
     duro__sqlite_config cfg;
 
     /* Lock order: write_lock, then pool_lock, group_lock or the
-     * notifier's lock; the notifier's lock is never held while taking
-     * another lock; urgent_lock and checkpoint_lock are taken only without
+     * notifier's lock; group_lock, then a grouped write's wait_lock; the
+     * notifier's lock and a wait_lock are never held while taking another
+     * lock; urgent_lock and checkpoint_lock are taken only without
      * write_lock. */
     pthread_mutex_t write_lock; /* held for every use of `writer` */
     duro__sqlite_conn writer;
@@ -1007,11 +1035,19 @@ struct duro__sqlite_grouped {
      * made outside the store (an item it fetched). May be NULL. */
     void (*undo)(duro__sqlite_grouped *g);
     duro_error *err; /* the caller's: the outcome's detail */
-    /* the provider's */
+    /* the provider's. A waiting thread sleeps on its own wait_lock and
+     * cond, not on group_lock: a leader tells each write of its batch the
+     * outcome after it has handed the lead on and let group_lock go, so a
+     * woken writer neither waits for group_lock nor holds up the next
+     * leader. */
     int rc;
-    int done;  /* under group_lock: the outcome is known */
-    int alone; /* the shared transaction failed: run again alone */
-    pthread_cond_t cond;
+    int done;     /* under wait_lock (the leader's own: its thread's): the
+                     outcome is known */
+    int alone;    /* idem: the shared transaction failed: run again alone */
+    int taken;    /* under group_lock: in a leader's batch */
+    int may_lead; /* under wait_lock: handed the lead (the queue's head) */
+    pthread_mutex_t wait_lock;
+    pthread_cond_t cond; /* done or may_lead set */
     duro__sqlite_grouped *link;
 };
 

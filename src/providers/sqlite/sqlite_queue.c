@@ -71,6 +71,9 @@ static int load_orch_item(duro__sqlite_provider *p, duro__sqlite_conn *c,
         item->parent_execution = (uint64_t)sqlite3_column_int64(s, 5);
         item->parent_event_id = (uint64_t)sqlite3_column_int64(s, 6);
         item->cancel_requested_ms = sqlite3_column_int64(s, 8);
+        if (item->execution_id > 0) /* the execution's events: 0 with no
+                                       executions row */
+            item->history_total = (uint64_t)sqlite3_column_int64(s, 12);
         if (duro__sqlite_column_text(a, s, 2, &item->name) ||
             duro__sqlite_column_text(a, s, 3, &item->version) ||
             duro__sqlite_column_text(a, s, 4, &item->parent_instance) ||
@@ -84,19 +87,6 @@ static int load_orch_item(duro__sqlite_provider *p, duro__sqlite_conn *c,
     }
     sqlite3_reset(s);
 
-    if (item->execution_id > 0) {
-        s = duro__sqlite_stmt(p, c, DURO__SQL_EXEC_EVENT_COUNT, op, err);
-        if (s == NULL)
-            return err->code;
-        duro__sqlite_bind_text(c, s, 1, item->instance_id);
-        duro__sqlite_bind_u64(c, s, 2, item->execution_id);
-        rc = duro__sqlite_step(p, c, s);
-        if (rc == SQLITE_ROW)
-            item->history_total = (uint64_t)sqlite3_column_int64(s, 0);
-        else if (rc != SQLITE_DONE)
-            return duro__sqlite_error(c, rc, op, err);
-        sqlite3_reset(s);
-    }
     item->history_offset = duro__history_offset(
         cache, item->instance_id, item->execution_id, item->history_total);
     if (item->history_total == item->history_offset)
