@@ -1327,7 +1327,9 @@ typedef struct duro__pg_provider {
     pthread_mutex_t combine_lock;
     pthread_cond_t combine_cond; /* a combined statement finished */
     struct duro__pg_wq_req *combine_head, *combine_tail;
-    int combine_busy;                    /* a statement is running */
+    int combine_busy;           /* a statement is running */
+    _Atomic int combine_queued; /* acks in the queue */
+    int combine_last; /* acks the last statement took (combine_lock) */
     _Atomic uint64_t combine_max;        /* most acks one statement carried */
     _Atomic uint64_t combine_statements; /* statements of more than one */
     /* Rows whose ack gave up waiting for a lock (lock_timeout): their next
