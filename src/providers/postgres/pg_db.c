@@ -1123,7 +1123,8 @@ int duro__pg_write_begin_generic(duro__pg_provider *p, const char *op,
                                  duro__pg_conn **out, duro_error *err)
 {
     int rc = begin_with(p, DURO__SQL_BEGIN_WRITE, op, out, err);
-    if (rc == DURO_OK)
+    /* plan_cache_mode is PostgreSQL 12's; an older server plans as before */
+    if (rc == DURO_OK && PQserverVersion((*out)->pg) >= 120000)
         (*out)->begin_then = "SET LOCAL plan_cache_mode TO force_generic_plan";
     return rc;
 }
