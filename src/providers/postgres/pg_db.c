@@ -783,11 +783,18 @@ static PGresult *exec_after_begin(duro__pg_conn *c, duro__pg_stmt_id id,
     PGconn *pg = c->pg;
     if (!PQenterPipelineMode(pg))
         return NULL;
-    PGresult *begin = NULL, *res = NULL, *x;
+    PGresult *begin = NULL, *then = NULL, *res = NULL, *x;
+    const char *then_sql = c->begin_then;
+    c->begin_then = NULL;
     if (PQsendQueryParams(pg, c->begin_sql, 0, NULL, NULL, NULL, 0, 0) &&
+        (then_sql == NULL ||
+         PQsendQueryParams(pg, then_sql, 0, NULL, NULL, NULL, 0, 0)) &&
         send_statement(pg, id, name, n, values) && PQpipelineSync(pg)) {
         /* each query's results end with NULL; then the sync's */
         if ((begin = PQgetResult(pg)) != NULL)
+            while ((x = PQgetResult(pg)) != NULL)
+                PQclear(x);
+        if (then_sql != NULL && (then = PQgetResult(pg)) != NULL)
             while ((x = PQgetResult(pg)) != NULL)
                 PQclear(x);
         if ((res = PQgetResult(pg)) != NULL)
@@ -798,10 +805,17 @@ static PGresult *exec_after_begin(duro__pg_conn *c, duro__pg_stmt_id id,
     if (!PQexitPipelineMode(pg))
         mark_broken(c);
     if (begin != NULL && PQresultStatus(begin) != PGRES_COMMAND_OK) {
+        PQclear(then);
         PQclear(res);
         return begin;
     }
     PQclear(begin);
+    if (then_sql != NULL &&
+        (then == NULL || PQresultStatus(then) != PGRES_COMMAND_OK)) {
+        PQclear(res);
+        return then; /* its failure, or NULL: the connection failed */
+    }
+    PQclear(then);
     return begin != NULL ? res : (PQclear(res), NULL);
 }
 
@@ -1055,6 +1069,7 @@ static void rollback(duro__pg_provider *p, duro__pg_conn *c)
 {
     (void)p;
     c->begin_pending = 0; /* never sent: nothing to roll back */
+    c->begin_then = NULL;
     for (size_t i = 0; i < DURO__SQL_COUNT; i++)
         if (c->stmts[i].result != NULL)
             duro__pg_reset(&c->stmts[i]);
@@ -1093,6 +1108,7 @@ static int begin_with(duro__pg_provider *p, duro__pg_stmt_id begin,
      * trip. */
     c->begin_pending = 1;
     c->begin_sql = statement_sql[begin];
+    c->begin_then = NULL;
     *out = c;
     return DURO_OK;
 }
@@ -1101,6 +1117,16 @@ int duro__pg_write_begin(duro__pg_provider *p, const char *op,
                          duro__pg_conn **out, duro_error *err)
 {
     return begin_with(p, DURO__SQL_BEGIN_WRITE, op, out, err);
+}
+
+int duro__pg_write_begin_generic(duro__pg_provider *p, const char *op,
+                                 duro__pg_conn **out, duro_error *err)
+{
+    int rc = begin_with(p, DURO__SQL_BEGIN_WRITE, op, out, err);
+    /* plan_cache_mode is PostgreSQL 12's; an older server plans as before */
+    if (rc == DURO_OK && PQserverVersion((*out)->pg) >= 120000)
+        (*out)->begin_then = "SET LOCAL plan_cache_mode TO force_generic_plan";
+    return rc;
 }
 
 int duro__pg_write_begin_snapshot(duro__pg_provider *p, const char *op,

@@ -1261,10 +1261,12 @@ typedef struct duro__pg_conn {
     int begin_pending; /* a BEGIN is owed: it goes with the next statement
                           (begin_sql), in one round trip */
     const char *begin_sql;
-    int injected;      /* the last failure was injected: 1 retryable,
-                          2 not */
-    char sqlstate[6];  /* of the last failure, "" when none */
-    char message[512]; /* of the last failure */
+    const char *begin_then; /* sent after begin_sql in its round trip, or
+                               NULL (duro__pg_write_begin_generic) */
+    int injected;           /* the last failure was injected: 1 retryable,
+                               2 not */
+    char sqlstate[6];       /* of the last failure, "" when none */
+    char message[512];      /* of the last failure */
 } duro__pg_conn;
 
 /* A lock this process may hold under a token no caller will use again
@@ -1327,7 +1329,9 @@ typedef struct duro__pg_provider {
     pthread_mutex_t combine_lock;
     pthread_cond_t combine_cond; /* a combined statement finished */
     struct duro__pg_wq_req *combine_head, *combine_tail;
-    int combine_busy;                    /* a statement is running */
+    int combine_busy;           /* a statement is running */
+    _Atomic int combine_queued; /* acks in the queue */
+    int combine_last; /* acks the last statement took (combine_lock) */
     _Atomic uint64_t combine_max;        /* most acks one statement carried */
     _Atomic uint64_t combine_statements; /* statements of more than one */
     /* Rows whose ack gave up waiting for a lock (lock_timeout): their next
@@ -1427,6 +1431,13 @@ int duro__pg_write_begin(duro__pg_provider *p, const char *op,
  * a row another transaction changed since fails the call DURO_BUSY
  * (retryable). For multi-statement writes that recompute a set (the tree
  * of delete_instance), which must be the same set in every statement. */
+/* duro__pg_write_begin for a transaction of set-based statements whose
+ * plans do not depend on their parameters' values (a turn batch): its
+ * statements run with generic plans (SET LOCAL plan_cache_mode, sent in
+ * the BEGIN's round trip), so that each is not planned again at every
+ * bind. */
+int duro__pg_write_begin_generic(duro__pg_provider *p, const char *op,
+                                 duro__pg_conn **out, duro_error *err);
 int duro__pg_write_begin_snapshot(duro__pg_provider *p, const char *op,
                                   duro__pg_conn **out, duro_error *err);
 int duro__pg_write_commit(duro__pg_provider *p, duro__pg_conn *c,

@@ -93,7 +93,7 @@ int duro__pg_ack_turns(duro_provider *base, size_t n,
         duro__pg_note_fetch(p, DURO_QUEUE_ORCHESTRATOR);
     int64_t now = duro__wall_ms();
     duro__pg_conn *c;
-    if ((rc = duro__pg_write_begin(p, op, &c, err)) != DURO_OK)
+    if ((rc = duro__pg_write_begin_generic(p, op, &c, err)) != DURO_OK)
         return rc;
     char hex[33];
     duro__random_token(hex);
