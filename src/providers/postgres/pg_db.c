@@ -691,7 +691,7 @@ duro__pg_statement *duro__pg_stmt(duro__pg_provider *p, duro__pg_conn *c,
     }
     PQclear(res);
     c->prepared[id / 64] |= 1ull << (id % 64);
-    atomic_fetch_add(&p->statements_prepared, 1);
+    atomic_fetch_add(&p->sql.statements_prepared, 1);
     return s;
 }
 
@@ -748,12 +748,11 @@ static int drop_connection(duro__pg_provider *p, duro__pg_conn *c)
  * fails it (c then holds the injected failure). */
 static int inject(duro__pg_provider *p, duro__pg_conn *c)
 {
-    uint64_t step = atomic_fetch_add(&p->steps, 1) + 1;
-    uint64_t at = atomic_load(&p->fault_at);
-    if (at == 0 || step != at)
+    uint64_t step;
+    int fault = duro__sql_fault_due(&p->sql, &step);
+    if (fault == 0)
         return 0;
-    atomic_store(&p->fault_at, 0);
-    c->injected = atomic_load(&p->fault_retryable) ? 1 : 2;
+    c->injected = fault;
     snprintf(c->sqlstate, sizeof(c->sqlstate), "%s",
              c->injected == 1 ? "40001" : "XX000");
     snprintf(c->message, sizeof(c->message), "injected fault at step %llu",

@@ -239,8 +239,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(BEGIN_WRITE, "BEGIN")                                                    \
     X(BEGIN_READ, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")           \
     X(BEGIN_SNAPSHOT, "BEGIN ISOLATION LEVEL REPEATABLE READ")                 \
-    X(COMMIT, "COMMIT")                                                        \
-    X(ROLLBACK, "ROLLBACK")                                                    \
+    DURO__SQL_END_STATEMENTS(X)                                                \
     /* instances */                                                            \
     X(INSTANCE_CREATE,                                                         \
       "INSERT INTO instances(instance_id, name, version, status, "             \
@@ -285,9 +284,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "cancel_reason = $3::text, cancelled_by = $4::text "                     \
       "WHERE instance_id = $1::text AND status IN (" DURO__LIVE_SQL ") "       \
       "AND cancel_requested_ms IS NULL")                                       \
-    /* only a live instance (Pending, Running, Suspended) changes: an ended    \
-     * one keeps the problem it ended with; the row always matches             \
-     * (NOT_FOUND only when there is none) */                                  \
+    /* as SQLite's: only a live instance changes */                            \
     X(INSTANCE_SET_PROBLEM,                                                    \
       "UPDATE instances SET "                                                  \
       "last_problem = CASE WHEN status IN (" DURO__LIVE_SQL ") "               \
@@ -764,7 +761,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
 /* ... and a request's, which also says which have not begun ($13 now) */
 #define DURO__PG_SWEEP_DECLARE_REQUEST                                         \
     "DECLARE duro_sweep NO SCROLL CURSOR WITH HOLD FOR "                       \
-    "SELECT instance_id, created_ms, " DURO__PG_UNBEGUN(                       \
+    "SELECT instance_id, created_ms, " DURO__SQL_UNBEGUN(                      \
         "instances", "$13::bigint") "::int FROM instances WHERE "
 /* DURO_BULK_BATCH_MAX, as SQL text */
 #define DURO__PG_SWEEP_PAGE "500"
@@ -784,20 +781,10 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "AND ($6::bigint = 0 OR " t ".created_ms >= $6::bigint) "                \
       "AND ($7::bigint = 0 OR " t ".created_ms < $7::bigint)"
 
-/* An instance (alias t) that has not begun, which a cancel, terminate or
- * suspend decides at once (provider version 9): as SQLite's
- * DURO__SQLITE_UNBEGUN (NOW: an SQL expression). */
-#define DURO__PG_UNBEGUN(t, NOW)                                               \
-    "(" t ".status = 1 AND " t ".execution_id = 0 AND NOT EXISTS (SELECT 1 "   \
-    "FROM orchestrator_ready AS r WHERE r.instance_id = " t ".instance_id "    \
-    "AND r.lock_token IS NOT NULL AND r.locked_until > " NOW ") "              \
-    "AND NOT EXISTS (SELECT 1 FROM orchestrator_queue AS q "                   \
-    "WHERE q.instance_id = " t ".instance_id AND q.kind IN (8, 11, 12, 13)))"
-
 /* Deciding unbegun instances at once (provider version 9), set-based, as
  * SQLite's DURO__SQLITE_DECIDE_STATEMENTS (see there), with the parameters
  * in the same order, so that each statement takes a prefix of them: $1 the
- * ids (text[], found DURO__PG_UNBEGUN in this transaction, their readiness
+ * ids (text[], found DURO__SQL_UNBEGUN in this transaction, their readiness
  * and instance rows locked), $2 the request's kind (8 cancel, 11
  * terminate, 12 suspend), $3 now, $4 reason, $5 requester. */
 #define DURO__PG_DECIDE_IDS(t)                                                 \
@@ -938,7 +925,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "SELECT j.k - 1, l.status, "                                             \
       "(l.cancel_requested_ms IS NOT NULL)::int, "                             \
       "ROW_NUMBER() OVER (PARTITION BY j.v ORDER BY j.k), "                    \
-      "(l.instance_id IS NOT NULL AND " DURO__PG_UNBEGUN(                      \
+      "(l.instance_id IS NOT NULL AND " DURO__SQL_UNBEGUN(                     \
           "l",                                                                 \
           "$2::bigint") ")::int "                                              \
                         "FROM unnest($1::text[]) WITH ORDINALITY AS j(v, k) "  \
@@ -973,7 +960,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
     /* ... and which of a batch are still the same instances, in the mask      \
      * (and for a cancel, with no cancellation requested) */                   \
     X(SWEEP_REQUEST_RECHECK,                                                   \
-      "SELECT i.instance_id, " DURO__PG_UNBEGUN(                               \
+      "SELECT i.instance_id, " DURO__SQL_UNBEGUN(                              \
           "i",                                                                 \
           "$13::bigint") "::int "                                              \
                          "FROM json_array_elements($1::json) "                 \
@@ -1009,12 +996,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
                "up.pick "                                                      \
                "FROM up JOIN instances AS a ON a.instance_id = up.id "         \
                "WHERE " DURO__PG_PURGE_MATCH(                                  \
-                   "a") ")), "                                                 \
-                        "tree(root, id) AS (SELECT id, id FROM top UNION "     \
-                        "SELECT tree.root, c.instance_id FROM tree "           \
-                        "JOIN instances AS c ON c.parent_instance = tree.id) " \
-                        "SELECT id FROM tree WHERE root NOT IN (SELECT "       \
-                        "t.root FROM tree AS t "                               \
+                   "a") ")), " DURO__SQL_PURGE_TREES                           \
                         "JOIN instances AS x ON x.instance_id = t.id "         \
                         "WHERE x.status NOT IN (" DURO__ENDED_SQL              \
                         ")) ORDER BY id")                                      \
@@ -1304,10 +1286,6 @@ typedef struct duro__pg_provider {
     struct duro__pg_notifier *notifier;
     _Atomic int wake_sticky; /* wake(p, 1) until wake(p, 0) */
 
-    _Atomic uint64_t statements_prepared;
-    _Atomic uint64_t steps;    /* statements run, for the fault hook */
-    _Atomic uint64_t fault_at; /* fail when `steps` reaches it; 0: off */
-    _Atomic int fault_retryable;
     _Atomic uint64_t commits;          /* write COMMITs, for the loss hook */
     _Atomic uint64_t commit_loss_at;   /* lose the connection at this COMMIT;
                                           0: off */

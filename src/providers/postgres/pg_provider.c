@@ -127,19 +127,13 @@ static duro__pg_provider *hook_target(duro_provider *p)
 
 uint64_t duro__pg_statements_prepared(duro_provider *base)
 {
-    duro__pg_provider *p = hook_target(base);
-    return p != NULL ? atomic_load(&p->statements_prepared) : 0;
+    return duro__sql_statements_prepared(base, "postgres");
 }
 
 void duro__pg_inject_fault(duro_provider *base, uint64_t nth_step,
                            int retryable)
 {
-    duro__pg_provider *p = hook_target(base);
-    if (p == NULL)
-        return;
-    atomic_store(&p->fault_retryable, retryable != 0);
-    atomic_store(&p->fault_at,
-                 nth_step == 0 ? 0 : atomic_load(&p->steps) + nth_step);
+    duro__sql_inject_fault(base, "postgres", nth_step, retryable);
 }
 
 void duro__pg_inject_commit_loss(duro_provider *base, uint64_t nth_commit,

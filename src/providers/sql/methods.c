@@ -4,6 +4,7 @@
  * that a provider is a SQL store of a given dialect. Above the rest of
  * sql/ (it names their functions); called by the dialects' provider files
  * only. Any thread. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "providers/sql/sql.h"
@@ -63,4 +64,21 @@ int duro__sql_open_done(duro_provider *base, int rc, duro_provider **out)
     }
     *out = base;
     return DURO_OK;
+}
+
+void duro__sql_inject_fault(duro_provider *p, const char *dialect,
+                            uint64_t nth_step, int retryable)
+{
+    duro__sql_store *st = duro__sql_store_of(p, dialect);
+    if (st == NULL)
+        return;
+    atomic_store(&st->fault_retryable, retryable != 0);
+    atomic_store(&st->fault_at,
+                 nth_step == 0 ? 0 : atomic_load(&st->steps) + nth_step);
+}
+
+uint64_t duro__sql_statements_prepared(duro_provider *p, const char *dialect)
+{
+    duro__sql_store *st = duro__sql_store_of(p, dialect);
+    return st != NULL ? atomic_load(&st->statements_prepared) : 0;
 }

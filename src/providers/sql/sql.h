@@ -14,6 +14,7 @@
 #define DURO_SQL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -206,6 +207,12 @@ struct duro__sql_store {
     size_t max_payload; /* bytes of a payload, from the URL */
     int utf8_only;      /* text that is not UTF-8 is refused (PostgreSQL
                            would fail it with 22021) */
+    /* The fault hook (tests): the statements run so far, and the one to
+     * fail (0: off), retryably or not. */
+    _Atomic uint64_t steps;
+    _Atomic uint64_t fault_at;
+    _Atomic int fault_retryable;
+    _Atomic uint64_t statements_prepared; /* for the tests */
 };
 
 static inline duro__sql_store *duro__sql_of(duro_provider *base)
@@ -322,6 +329,16 @@ static inline void duro__sql_signal(duro__sql_store *st, duro_queue queue,
 }
 
 /* ---- written once on top of them (sql/store.c) ------------------------- */
+
+/* Counts a statement about to run for the fault hook: 0 to run it; 1 or
+ * 2 when the hook fails it, retryably or not (sql/store.c). */
+int duro__sql_fault_due(duro__sql_store *st, uint64_t *step);
+/* The test hooks on any provider (nothing when it is no SQL store of the
+ * dialect named): fail the nth_step-th statement from now (0: off), and
+ * how many statements were prepared (sql/methods.c). */
+void duro__sql_inject_fault(duro_provider *p, const char *dialect,
+                            uint64_t nth_step, int retryable);
+uint64_t duro__sql_statements_prepared(duro_provider *p, const char *dialect);
 
 /* Prepares `id` and steps it to completion: DURO_OK or err. */
 int duro__sql_run(duro__sql_store *st, duro__sql_conn *c, duro__sql_stmt *s,

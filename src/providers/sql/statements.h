@@ -174,6 +174,33 @@
     "CREATE INDEX history_control"                                             \
     " ON history(timestamp_ms, instance_id, execution_id, event_id)"
 
+/* An instance (alias t) that has not begun, which a cancel, terminate or
+ * suspend decides at once (provider version 9): Pending, no execution yet,
+ * no runtime holding its lock (held: a token whose lock has not expired
+ * at NOW, an SQL expression), and no earlier request queued that a turn
+ * would have to record first. The same SQL in both stores. */
+#define DURO__SQL_UNBEGUN(t, NOW)                                              \
+    "(" t ".status = 1 AND " t ".execution_id = 0 AND NOT EXISTS (SELECT 1 "   \
+    "FROM orchestrator_ready AS r WHERE r.instance_id = " t ".instance_id "    \
+    "AND r.lock_token IS NOT NULL AND r.locked_until > " NOW ") "              \
+    "AND NOT EXISTS (SELECT 1 FROM orchestrator_queue AS q "                   \
+    "WHERE q.instance_id = " t ".instance_id AND q.kind IN (8, 11, 12, 13)))"
+
+/* The statements both stores spell alike. */
+#define DURO__SQL_END_STATEMENTS(X)                                            \
+    X(COMMIT, "COMMIT")                                                        \
+    X(ROLLBACK, "ROLLBACK")
+
+/* A purge's trees: every instance under the roots in top(id), and of them
+ * those whose whole tree has ended (the ids, in order); the same SQL in
+ * both stores after the roots' pick. */
+#define DURO__SQL_PURGE_TREES                                                  \
+    "tree(root, id) AS (SELECT id, id FROM top UNION "                         \
+    "SELECT tree.root, c.instance_id FROM tree "                               \
+    "JOIN instances AS c ON c.parent_instance = tree.id) "                     \
+    "SELECT id FROM tree WHERE root NOT IN (SELECT "                           \
+    "t.root FROM tree AS t "
+
 typedef enum duro__sql_stmt_id {
 #define DURO__X(id) DURO__SQL_##id,
     DURO__SQL_IDS(DURO__X)

@@ -2,6 +2,7 @@
  * primitives: running a statement to completion, copying a text column,
  * the input checks, growing arena arrays. Any thread (a connection by one
  * at a time). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -97,4 +98,16 @@ void *duro__sql_arena_grow(duro_arena *a, void *old, size_t count, size_t *cap,
         memcpy(grown, old, count * elem);
     *cap = new_cap;
     return grown;
+}
+
+int duro__sql_fault_due(duro__sql_store *st, uint64_t *step)
+{
+    uint64_t n = atomic_fetch_add(&st->steps, 1) + 1;
+    uint64_t at = atomic_load(&st->fault_at);
+    if (step != NULL)
+        *step = n;
+    if (at == 0 || n != at)
+        return 0;
+    atomic_store(&st->fault_at, 0);
+    return atomic_load(&st->fault_retryable) ? 1 : 2;
 }

@@ -511,7 +511,7 @@ sqlite3_stmt *duro__sqlite_stmt(duro__sqlite_provider *p, duro__sqlite_conn *c,
             return NULL;
         }
         c->stmts[id] = s;
-        atomic_fetch_add(&p->statements_prepared, 1);
+        atomic_fetch_add(&p->sql.statements_prepared, 1);
     } else {
         sqlite3_reset(s);
         sqlite3_clear_bindings(s);
@@ -529,12 +529,9 @@ int duro__sqlite_step(duro__sqlite_provider *p, duro__sqlite_conn *c,
         c->bind_rc = SQLITE_OK;
         return rc;
     }
-    uint64_t n = atomic_fetch_add(&p->steps, 1) + 1;
-    uint64_t at = atomic_load(&p->fault_at);
-    if (at != 0 && n == at) {
-        atomic_store(&p->fault_at, 0);
-        c->injected_rc =
-            atomic_load(&p->fault_retryable) ? SQLITE_BUSY : SQLITE_IOERR;
+    int fault = duro__sql_fault_due(&p->sql, NULL);
+    if (fault != 0) {
+        c->injected_rc = fault == 1 ? SQLITE_BUSY : SQLITE_IOERR;
         return c->injected_rc;
     }
     return sqlite3_step(s);

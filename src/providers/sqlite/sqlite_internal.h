@@ -104,8 +104,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
 #define DURO__SQLITE_STATEMENTS(X)                                             \
     X(BEGIN_WRITE, "BEGIN IMMEDIATE")                                          \
     X(BEGIN_READ, "BEGIN")                                                     \
-    X(COMMIT, "COMMIT")                                                        \
-    X(ROLLBACK, "ROLLBACK")                                                    \
+    DURO__SQL_END_STATEMENTS(X)                                                \
     /* instances */                                                            \
     X(INSTANCE_CREATE,                                                         \
       "INSERT INTO instances(instance_id, name, version, status, "             \
@@ -362,18 +361,6 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     "+status IN (" DURO__LIVE_SQL ") "                                         \
     "AND (?6 = 0 OR cancel_requested_ms IS NULL) "
 
-/* An instance (alias t) that has not begun, which a cancel, terminate or
- * suspend decides at once (provider version 9): Pending, no execution yet,
- * no runtime holding its lock (held: a token whose lock has not expired
- * at NOW, an SQL expression), and no earlier request queued that a turn
- * would have to record first. */
-#define DURO__SQLITE_UNBEGUN(t, NOW)                                           \
-    "(" t ".status = 1 AND " t ".execution_id = 0 AND NOT EXISTS (SELECT 1 "   \
-    "FROM orchestrator_ready AS r WHERE r.instance_id = " t ".instance_id "    \
-    "AND r.lock_token IS NOT NULL AND r.locked_until > " NOW ") "              \
-    "AND NOT EXISTS (SELECT 1 FROM orchestrator_queue AS q "                   \
-    "WHERE q.instance_id = " t ".instance_id AND q.kind IN (8, 11, 12, 13)))"
-
 #define DURO__SQLITE_REQUEST_IDS                                               \
     "FROM instances WHERE instance_id IN (SELECT value FROM json_each(?1)) "   \
     "AND " DURO__SQLITE_REQUESTABLE
@@ -402,7 +389,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     "AND (?7 = 0 OR " t ".created_ms < ?7)"
 
 /* Deciding unbegun instances at once (provider version 9), set-based: ?1
- * the JSON array of ids (found DURO__SQLITE_UNBEGUN in this transaction),
+ * the JSON array of ids (found DURO__SQL_UNBEGUN in this transaction),
  * ?2 the request's kind (8 cancel, 11 terminate, 12 suspend), ?3 now, ?4
  * reason, ?5 requester (PostgreSQL's order, where each statement takes a
  * prefix of them). The statements write what a runtime's turn would
@@ -554,7 +541,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(REQUEST_IDS_READ,                                                        \
       "SELECT j.key, i.status, i.cancel_requested_ms IS NOT NULL, "            \
       "ROW_NUMBER() OVER (PARTITION BY j.value ORDER BY j.key), "              \
-      "i.instance_id IS NOT NULL AND " DURO__SQLITE_UNBEGUN(                   \
+      "i.instance_id IS NOT NULL AND " DURO__SQL_UNBEGUN(                      \
           "i", "?2") " "                                                       \
                      "FROM json_each(?1) AS j "                                \
                      "LEFT JOIN instances AS i ON i.instance_id = j.value "    \
@@ -581,17 +568,17 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     DURO__SQLITE_DECIDE_STATEMENTS(X)                                          \
     /* cancel_matching, control_matching: the set, read once on a snapshot */  \
     X(SWEEP_REQUEST_NAME,                                                      \
-      "SELECT instance_id, created_ms, " DURO__SQLITE_UNBEGUN(                 \
+      "SELECT instance_id, created_ms, " DURO__SQL_UNBEGUN(                    \
           "instances", "?13") " FROM instances WHERE name = ?1 "               \
                               "AND " DURO__SQLITE_SWEEP_REQUEST)               \
     X(SWEEP_REQUEST_ALL,                                                       \
-      "SELECT instance_id, created_ms, " DURO__SQLITE_UNBEGUN(                 \
+      "SELECT instance_id, created_ms, " DURO__SQL_UNBEGUN(                    \
           "instances",                                                         \
           "?13") " FROM instances WHERE " DURO__SQLITE_SWEEP_REQUEST)          \
     /* ... and which of a batch are still the same instances, in the mask      \
      * (and for a cancel, with no cancellation requested) */                   \
     X(SWEEP_REQUEST_RECHECK,                                                   \
-      "SELECT i.instance_id, " DURO__SQLITE_UNBEGUN(                           \
+      "SELECT i.instance_id, " DURO__SQL_UNBEGUN(                              \
           "i", "?13") " "                                                      \
                       "FROM json_each(?1) AS j CROSS JOIN instances AS i "     \
                       "ON i.instance_id = json_extract(j.value, '$[0]') "      \
@@ -626,12 +613,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                "up.pick "                                                      \
                "FROM up CROSS JOIN instances AS a ON a.instance_id = up.id "   \
                "WHERE " DURO__SQLITE_PURGE_MATCH(                              \
-                   "a") ")), "                                                 \
-                        "tree(root, id) AS (SELECT id, id FROM top UNION "     \
-                        "SELECT tree.root, c.instance_id FROM tree "           \
-                        "JOIN instances AS c ON c.parent_instance = tree.id) " \
-                        "SELECT id FROM tree WHERE root NOT IN (SELECT "       \
-                        "t.root FROM tree AS t "                               \
+                   "a") ")), " DURO__SQL_PURGE_TREES                           \
                         "CROSS JOIN instances AS x ON x.instance_id = t.id "   \
                         "WHERE x.status NOT IN (" DURO__ENDED_SQL              \
                         ")) ORDER BY id")                                      \
@@ -943,10 +925,6 @@ typedef struct duro__sqlite_provider {
     _Atomic int sweeps;               /* bulk sweeps holding a snapshot open
                                          (no RESTART checkpoint meanwhile) */
 
-    _Atomic uint64_t statements_prepared;
-    _Atomic uint64_t steps;    /* sqlite3_step calls, for the fault hook */
-    _Atomic uint64_t fault_at; /* fail when `steps` reaches it; 0: off */
-    _Atomic int fault_retryable;
 } duro__sqlite_provider;
 
 /* Connections. conn_open applies busy_timeout; conn_close finalizes the

@@ -151,8 +151,7 @@ void duro__sqlite_set_checkpoint_frames(duro_provider *base, int frames)
 
 uint64_t duro__sqlite_statements_prepared(duro_provider *base)
 {
-    duro__sqlite_provider *p = hook_target(base);
-    return p != NULL ? atomic_load(&p->statements_prepared) : 0;
+    return duro__sql_statements_prepared(base, "sqlite");
 }
 
 /* One connection's VM steps, over the statements it has prepared. */
@@ -180,12 +179,7 @@ uint64_t duro__sqlite_vm_steps(duro_provider *base)
 void duro__sqlite_inject_fault(duro_provider *base, uint64_t nth_step,
                                int retryable)
 {
-    duro__sqlite_provider *p = hook_target(base);
-    if (p == NULL)
-        return;
-    atomic_store(&p->fault_retryable, retryable != 0);
-    atomic_store(&p->fault_at,
-                 nth_step == 0 ? 0 : atomic_load(&p->steps) + nth_step);
+    duro__sql_inject_fault(base, "sqlite", nth_step, retryable);
 }
 
 int duro__sqlite_pragma_int(duro_provider *base, const char *name, int64_t *out)
