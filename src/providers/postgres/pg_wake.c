@@ -377,10 +377,10 @@ static notifier *notifier_attach(duro__pg_provider *p)
     return n;
 }
 
-static void notifier_detach(notifier *n)
+/* duro__sql_shared_release's destroy: the last provider let go. */
+static void notifier_free(duro__sql_shared *s)
 {
-    if (n == NULL || !duro__sql_shared_detach(&registry, &n->shared))
-        return;
+    notifier *n = (notifier *)s;
     if (n->has_thread) {
         atomic_store(&n->stop, 1);
         poke(n);
@@ -485,9 +485,8 @@ int duro__pg_wait_for_work(duro_provider *base, duro_queue queue,
 {
     duro_error local;
     DURO__SQL_ERR_INIT(err, local);
-    if (queue != DURO_QUEUE_ORCHESTRATOR && queue != DURO_QUEUE_WORKER)
-        return duro_error_set(err, DURO_INVALID, 0, "unknown queue %d",
-                              (int)queue);
+    if (duro__sql_check_queue(queue, err) != DURO_OK)
+        return err->code;
     duro__pg_provider *p = pg_of(base);
     notifier *n = p->notifier;
     int q = (int)queue;
@@ -623,7 +622,9 @@ void duro__pg_notifier_flush(duro__pg_provider *p)
 
 void duro__pg_notifier_detach(duro__pg_provider *p)
 {
-    notifier_detach(p->notifier);
+    if (p->notifier != NULL)
+        duro__sql_shared_release(&registry, &p->notifier->shared,
+                                 notifier_free);
     p->notifier = NULL;
 }
 

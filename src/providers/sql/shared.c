@@ -50,3 +50,10 @@ int duro__sql_shared_detach(duro__sql_registry *r, duro__sql_shared *s)
     pthread_mutex_unlock(&r->lock);
     return last;
 }
+
+void duro__sql_shared_release(duro__sql_registry *r, duro__sql_shared *s,
+                              void (*destroy)(duro__sql_shared *s))
+{
+    if (s != NULL && duro__sql_shared_detach(r, s))
+        destroy(s);
+}

@@ -333,6 +333,9 @@ static inline void duro__sql_signal(duro__sql_store *st, duro_queue queue,
 /* Counts a statement about to run for the fault hook: 0 to run it; 1 or
  * 2 when the hook fails it, retryably or not (sql/store.c). */
 int duro__sql_fault_due(duro__sql_store *st, uint64_t *step);
+/* wait_for_work's queue: DURO_OK for the orchestrator's and the
+ * worker's, else DURO_INVALID in err (sql/store.c). */
+int duro__sql_check_queue(duro_queue queue, duro_error *err);
 /* The test hooks on any provider (nothing when it is no SQL store of the
  * dialect named): fail the nth_step-th statement from now (0: off), and
  * how many statements were prepared (sql/methods.c). */
@@ -411,6 +414,10 @@ duro__sql_shared *duro__sql_shared_attach(duro__sql_registry *r,
                                           duro__sql_shared *(*make)(void *arg),
                                           void *arg);
 int duro__sql_shared_detach(duro__sql_registry *r, duro__sql_shared *s);
+/* Releases s (duro__sql_shared_detach); when it was the last reference,
+ * destroy(s) frees the dialect's object (sql/shared.c). s may be NULL. */
+void duro__sql_shared_release(duro__sql_registry *r, duro__sql_shared *s,
+                              void (*destroy)(duro__sql_shared *s));
 
 /* ---- the store's operations written once (duro/provider.h methods) ------ */
 

@@ -111,3 +111,11 @@ int duro__sql_fault_due(duro__sql_store *st, uint64_t *step)
     atomic_store(&st->fault_at, 0);
     return atomic_load(&st->fault_retryable) ? 1 : 2;
 }
+
+int duro__sql_check_queue(duro_queue queue, duro_error *err)
+{
+    if (queue != DURO_QUEUE_ORCHESTRATOR && queue != DURO_QUEUE_WORKER)
+        return duro_error_set(err, DURO_INVALID, 0, "unknown queue %d",
+                              (int)queue);
+    return DURO_OK;
+}

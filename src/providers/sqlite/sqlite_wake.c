@@ -54,10 +54,10 @@ static notifier *notifier_attach(duro__sqlite_provider *p)
                                                key);
 }
 
-static void notifier_detach(notifier *n)
+/* duro__sql_shared_release's destroy: the last provider let go. */
+static void notifier_free(duro__sql_shared *s)
 {
-    if (n == NULL || !duro__sql_shared_detach(&registry, &n->shared))
-        return;
+    notifier *n = (notifier *)s;
     pthread_mutex_destroy(&n->lock);
     pthread_cond_destroy(&n->cond[0]);
     pthread_cond_destroy(&n->cond[1]);
@@ -111,9 +111,8 @@ int duro__sqlite_wait_for_work(duro_provider *base, duro_queue queue,
 {
     duro_error local;
     DURO__SQL_ERR_INIT(err, local);
-    if (queue != DURO_QUEUE_ORCHESTRATOR && queue != DURO_QUEUE_WORKER)
-        return duro_error_set(err, DURO_INVALID, 0, "unknown queue %d",
-                              (int)queue);
+    if (duro__sql_check_queue(queue, err) != DURO_OK)
+        return err->code;
     duro__sqlite_provider *p = sqlite_of(base);
     notifier *n = p->notifier;
 
@@ -187,6 +186,8 @@ int duro__sqlite_notifier_attach(duro__sqlite_provider *p)
 
 void duro__sqlite_notifier_detach(duro__sqlite_provider *p)
 {
-    notifier_detach(p->notifier);
+    if (p->notifier != NULL)
+        duro__sql_shared_release(&registry, &p->notifier->shared,
+                                 notifier_free);
     p->notifier = NULL;
 }
