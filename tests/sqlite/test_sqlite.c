@@ -1447,7 +1447,6 @@ TEST(turn_statements_build_no_ephemeral_tables)
                                       "INSTANCE_NAME",
                                       "INSTANCE_SET_CURRENT",
                                       "INSTANCE_WRITE_META",
-                                      "INSTANCE_WRITE_NAMES",
                                       "INSTANCE_FETCH_META",
                                       "INSTANCE_CANCEL_REQUEST",
                                       "INSTANCE_SET_PROBLEM",

@@ -547,19 +547,6 @@ int duro__sql_write_meta(duro__sql_store *st, duro__sql_conn *c,
     duro__sql_bind_i64(st, c, s, 14, finished || m->problem != NULL);
     duro__sql_bind_text(st, c, s, 15, m->problem);
     int rc = duro__sql_run(st, c, s, op, err);
-    /* A dialect whose WRITE_META leaves name and parent alone writes them
-     * here, only where they change: an UPDATE that names an indexed column
-     * rewrites that index's entry even when its value stays. */
-    if (rc == DURO_OK && (m->name != NULL || parent != NULL) &&
-        st->dialect->has(DURO__SQL_INSTANCE_WRITE_NAMES)) {
-        s = duro__sql_prepare(st, c, DURO__SQL_INSTANCE_WRITE_NAMES, op, err);
-        if (s == NULL)
-            return err->code;
-        duro__sql_bind_text(st, c, s, 1, instance_id);
-        duro__sql_bind_text(st, c, s, 2, m->name);
-        duro__sql_bind_text(st, c, s, 3, parent);
-        rc = duro__sql_run(st, c, s, op, err);
-    }
     if (rc != DURO_OK || execution_id == 0)
         return rc;
     s = duro__sql_prepare(st, c, DURO__SQL_EXEC_WRITE_META, op, err);

@@ -17,7 +17,6 @@
     X(INSTANCE_NAME)                                                           \
     X(INSTANCE_SET_CURRENT)                                                    \
     X(INSTANCE_WRITE_META)                                                     \
-    X(INSTANCE_WRITE_NAMES)                                                    \
     X(INSTANCE_FETCH_META)                                                     \
     X(INSTANCE_CANCEL_REQUEST)                                                 \
     X(INSTANCE_SET_PROBLEM)                                                    \

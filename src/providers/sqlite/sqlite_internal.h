@@ -119,12 +119,12 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(INSTANCE_SET_CURRENT,                                                    \
       "UPDATE instances SET execution_id = ?2, updated_ms = ?3 "               \
       "WHERE instance_id = ?1")                                                \
-    /* name (?3) and parent_instance (?10) are INSTANCE_WRITE_NAMES's */       \
     X(INSTANCE_WRITE_META,                                                     \
-      "UPDATE instances SET status = ?2, "                                     \
+      "UPDATE instances SET status = ?2, name = COALESCE(?3, name), "          \
       "version = COALESCE(?4, version), output = ?5, error = ?6, "             \
       "category = ?7, "                                                        \
       "custom_status = CASE WHEN ?8 THEN ?9 ELSE custom_status END, "          \
+      "parent_instance = COALESCE(?10, parent_instance), "                     \
       "parent_execution = CASE WHEN ?10 IS NULL THEN parent_execution "        \
       "ELSE ?11 END, "                                                         \
       "parent_event_id = CASE WHEN ?10 IS NULL THEN parent_event_id "          \
@@ -136,15 +136,6 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "WHEN ?15 IS NULL THEN NULL ELSE ?13 END, "                              \
       "next_attempt_ms = CASE WHEN ?14 THEN NULL ELSE next_attempt_ms END "    \
       "WHERE instance_id = ?1")                                                \
-    /* the name and parent of a meta (NULL: kept), written only where one      \
-     * differs: naming them in WRITE_META's SET rewrote instances_name's and   \
-     * instances_parent's entries at every write (an UPDATE rewrites each      \
-     * index with a column it sets) */                                         \
-    X(INSTANCE_WRITE_NAMES,                                                    \
-      "UPDATE instances SET name = COALESCE(?2, name), "                       \
-      "parent_instance = COALESCE(?3, parent_instance) "                       \
-      "WHERE instance_id = ?1 AND (name IS NOT COALESCE(?2, name) "            \
-      "OR parent_instance IS NOT COALESCE(?3, parent_instance))")              \
     /* the last column is EXEC_EVENT_COUNT's of the current execution (NULL    \
      * when it has no row), read in the same probe */                          \
     X(INSTANCE_FETCH_META,                                                     \
