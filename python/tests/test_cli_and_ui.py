@@ -18,6 +18,8 @@ import urllib.request
 import duro
 import pytest
 
+from helpers import kinds
+
 DURO_BIN = os.environ.get("DURO_TEST_DURO_BIN")
 pytestmark = pytest.mark.skipif(
     not DURO_BIN, reason="DURO_TEST_DURO_BIN is set by CTest")
@@ -63,9 +65,8 @@ def store(db):
         assert client.wait("py-ok", timeout=60).status == "Completed"
         assert client.wait("py-bad", timeout=60).status == "Failed"
         deadline = time.monotonic() + 60
-        while [e["kind"] for e in client.history("py-wait")][-1:] != \
-                ["EventSubscribed"]:
-            assert time.monotonic() < deadline, client.history("py-wait")
+        while kinds(client, "py-wait")[-1:] != ["EventSubscribed"]:
+            assert time.monotonic() < deadline, kinds(client, "py-wait")
             time.sleep(0.01)
         yield db, client
 

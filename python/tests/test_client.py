@@ -9,6 +9,7 @@ import duro
 import pytest
 
 from duro import _duro
+from helpers import kinds
 
 
 def wait_for(cond, what, seconds=30):
@@ -47,14 +48,6 @@ def start_running(client, ids, name="Waiter"):
 
 def statuses(client, ids):
     return {i: client.status(i).status for i in ids}
-
-
-def kinds(client, instance_id):
-    """The kinds of the current execution's events ([] before it began)."""
-    try:
-        return [e.kind for e in client.history(instance_id)]
-    except duro.NotFound:
-        return []
 
 
 # --- cancel -------------------------------------------------------------
