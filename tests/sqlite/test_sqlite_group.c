@@ -1,5 +1,6 @@
 /* test_sqlite_group.c - SQLite's group commit (duro__sqlite_write_grouped):
- * writes that queue while another holds the writer share one transaction;
+ * writes that queue while another holds the writer share one transaction,
+ * and those that queue while a shared transaction runs join it;
  * a write that fails having changed nothing fails alone and the others
  * commit; a write that fails after changing something rolls the group back
  * and every write runs again alone, so each caller learns its own outcome
@@ -140,11 +141,14 @@ static int queued(void)
     return n == queued_target;
 }
 
-/* One round: a BLOCK_INSERT write takes the writer; WRITERS writes of
- * `what[i]` queue behind it; the blocker is released. Returns the rows
- * that committed; the writes' outcomes are in w[]. */
-static int64_t round_of(const char *name, const enum behaviour *what,
-                        test_write *w, uint64_t *transactions, uint64_t *writes)
+/* One round: the writer is held, by a BLOCK_INSERT grouped write when
+ * `grouped` (a shared transaction running), else by the test itself
+ * holding write_lock (a writer outside the groups); WRITERS writes of
+ * `what[i]` queue behind it; the writer is released. Returns the rows that
+ * committed; the writes' outcomes are in w[]. */
+static int64_t round_of(const char *name, int grouped,
+                        const enum behaviour *what, test_write *w,
+                        uint64_t *transactions, uint64_t *writes)
 {
     duro_provider *base = NULL;
     duro_error e;
@@ -166,8 +170,12 @@ static int64_t round_of(const char *name, const enum behaviour *what,
     blocker.what = BLOCK_INSERT;
     blocker.row = 100;
     pthread_t bt, t[WRITERS];
-    CHECK_EQ(pthread_create(&bt, NULL, writer_main, &blocker), 0);
-    wait_until(is_blocked, "the blocker to hold the writer");
+    if (grouped) {
+        CHECK_EQ(pthread_create(&bt, NULL, writer_main, &blocker), 0);
+        wait_until(is_blocked, "the blocker to hold the writer");
+    } else {
+        pthread_mutex_lock(&provider->write_lock);
+    }
     /* one at a time, so the queue's order is w[]'s */
     for (int i = 0; i < WRITERS; i++) {
         memset(&w[i], 0, sizeof(w[i]));
@@ -177,14 +185,18 @@ static int64_t round_of(const char *name, const enum behaviour *what,
         queued_target = i + 1;
         wait_until(queued, "a write to queue behind the blocker");
     }
-    pthread_mutex_lock(&gate_lock);
-    gate_open = 1;
-    pthread_cond_broadcast(&gate_cond);
-    pthread_mutex_unlock(&gate_lock);
-    CHECK_EQ(pthread_join(bt, NULL), 0);
+    if (grouped) {
+        pthread_mutex_lock(&gate_lock);
+        gate_open = 1;
+        pthread_cond_broadcast(&gate_cond);
+        pthread_mutex_unlock(&gate_lock);
+        CHECK_EQ(pthread_join(bt, NULL), 0);
+        CHECK_MSG(blocker.rc == DURO_OK, "blocker: %s", blocker.err.message);
+    } else {
+        pthread_mutex_unlock(&provider->write_lock);
+    }
     for (int i = 0; i < WRITERS; i++)
         CHECK_EQ(pthread_join(t[i], NULL), 0);
-    CHECK_MSG(blocker.rc == DURO_OK, "blocker: %s", blocker.err.message);
     *transactions = atomic_load(&provider->group_transactions) - t0;
     *writes = atomic_load(&provider->group_writes) - w0;
     int64_t rows = count_rows(provider);
@@ -200,15 +212,36 @@ TEST(writes_queued_together_share_one_commit)
         what[i] = INSERT;
     test_write w[WRITERS];
     uint64_t transactions, writes;
-    int64_t rows = round_of("group_share.db", what, w, &transactions, &writes);
+    int64_t rows =
+        round_of("group_share.db", 0, what, w, &transactions, &writes);
+    for (int i = 0; i < WRITERS; i++) {
+        CHECK_MSG(w[i].rc == DURO_OK, "write %d: %s", i, w[i].err.message);
+        CHECK_EQ(atomic_load(&w[i].runs), 1);
+        CHECK_EQ(atomic_load(&w[i].undos), 0);
+    }
+    CHECK_EQ(rows, WRITERS);
+    CHECK_EQ(transactions, 1);
+    CHECK_EQ(writes, WRITERS);
+}
+
+/* Seven writes queued while a shared transaction runs join it before its
+ * COMMIT: one transaction carries the eight. */
+TEST(writes_queued_while_a_group_runs_join_it)
+{
+    enum behaviour what[WRITERS];
+    for (int i = 0; i < WRITERS; i++)
+        what[i] = INSERT;
+    test_write w[WRITERS];
+    uint64_t transactions, writes;
+    int64_t rows =
+        round_of("group_join.db", 1, what, w, &transactions, &writes);
     for (int i = 0; i < WRITERS; i++) {
         CHECK_MSG(w[i].rc == DURO_OK, "write %d: %s", i, w[i].err.message);
         CHECK_EQ(atomic_load(&w[i].runs), 1);
         CHECK_EQ(atomic_load(&w[i].undos), 0);
     }
     CHECK_EQ(rows, WRITERS + 1);
-    /* the blocker's transaction, then the seven in one */
-    CHECK_EQ(transactions, 2);
+    CHECK_EQ(transactions, 1);
     CHECK_EQ(writes, WRITERS + 1);
 }
 
@@ -221,7 +254,8 @@ TEST(a_clean_failure_fails_alone)
         what[i] = i == 3 ? LOST_CLEAN : INSERT;
     test_write w[WRITERS];
     uint64_t transactions, writes;
-    int64_t rows = round_of("group_clean.db", what, w, &transactions, &writes);
+    int64_t rows =
+        round_of("group_clean.db", 0, what, w, &transactions, &writes);
     for (int i = 0; i < WRITERS; i++) {
         if (i == 3) {
             CHECK_EQ(w[i].rc, DURO_LOCK_LOST);
@@ -231,9 +265,9 @@ TEST(a_clean_failure_fails_alone)
         }
         CHECK_EQ(atomic_load(&w[i].runs), 1);
     }
-    CHECK_EQ(rows, WRITERS); /* the blocker's and six */
-    CHECK_EQ(transactions, 2);
-    CHECK_EQ(writes, WRITERS); /* the blocker and six */
+    CHECK_EQ(rows, WRITERS - 1);
+    CHECK_EQ(transactions, 1);
+    CHECK_EQ(writes, WRITERS - 1);
 }
 
 /* A write that fails after changing something breaks the group: nothing
@@ -246,7 +280,8 @@ TEST(a_failure_that_changed_something_reruns_each_alone)
         what[i] = i == 2 ? BREAK_ONCE : INSERT;
     test_write w[WRITERS];
     uint64_t transactions, writes;
-    int64_t rows = round_of("group_break.db", what, w, &transactions, &writes);
+    int64_t rows =
+        round_of("group_break.db", 0, what, w, &transactions, &writes);
     for (int i = 0; i < WRITERS; i++) {
         CHECK_MSG(w[i].rc == DURO_OK, "write %d: %s", i, w[i].err.message);
         /* writes before the break ran, were undone and ran again; those
@@ -255,11 +290,12 @@ TEST(a_failure_that_changed_something_reruns_each_alone)
         CHECK_EQ(atomic_load(&w[i].runs), ran_in_group ? 2 : 1);
         CHECK_EQ(atomic_load(&w[i].undos), ran_in_group ? 1 : 0);
     }
-    CHECK_EQ(rows, WRITERS + 1); /* each row once: the group rolled back */
-    CHECK_EQ(transactions, 1);   /* the blocker's; the alone runs are not */
-    CHECK_EQ(writes, 1);         /* counted as shared transactions */
+    CHECK_EQ(rows, WRITERS);   /* each row once: the group rolled back */
+    CHECK_EQ(transactions, 0); /* the alone runs are not counted as */
+    CHECK_EQ(writes, 0);       /* shared transactions */
 }
 
 TEST_MAIN(T(writes_queued_together_share_one_commit),
+          T(writes_queued_while_a_group_runs_join_it),
           T(a_clean_failure_fails_alone),
           T(a_failure_that_changed_something_reruns_each_alone))

@@ -819,9 +819,27 @@ static void group_hand_over(duro__sqlite_provider *p)
     }
 }
 
-/* Leads one shared transaction: self's write and every write queued by
- * the time write_lock is held. Called with group_leading set by this
- * thread, without group_lock. */
+/* Moves the writes queued (up to GROUP_MAX in all) into batch after its n
+ * first; returns the new count. Under group_lock. */
+static size_t group_take(duro__sqlite_provider *p, duro__sqlite_grouped **batch,
+                         size_t n)
+{
+    size_t was = n;
+    while (p->group_head != NULL && n < GROUP_MAX) {
+        batch[n] = p->group_head;
+        batch[n++]->taken = 1;
+        p->group_head = p->group_head->link;
+    }
+    p->group_queued -= (int)(n - was);
+    p->group_last = (int)n;
+    if (p->group_head == NULL)
+        p->group_tail = NULL;
+    return n;
+}
+
+/* Leads one shared transaction: self's write, every write queued by the
+ * time write_lock is held, and those queued while they run. Called with
+ * group_leading set by this thread, without group_lock. */
 static void group_lead(duro__sqlite_provider *p, const char *op,
                        duro__sqlite_grouped *self)
 {
@@ -849,28 +867,32 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
         pthread_mutex_unlock(&p->group_lock);
         return;
     }
-    while (p->group_head != NULL && n < GROUP_MAX) {
-        batch[n] = p->group_head;
-        batch[n++]->taken = 1;
-        p->group_head = p->group_head->link;
-    }
-    p->group_queued -= (int)n;
-    p->group_last = (int)n;
-    if (p->group_head == NULL)
-        p->group_tail = NULL;
+    n = group_take(p, batch, n);
     pthread_mutex_unlock(&p->group_lock);
 
-    /* Run them in order; one that fails cleanly drops out alone. */
+    /* Run them in order; one that fails cleanly drops out alone. Writes
+     * queued while these ran join before the COMMIT: the writer does not
+     * sit idle while they wait for the next transaction. */
     size_t ran = 0, written = 0;
     int broken = 0; /* a write failed and may have changed something */
-    for (; ran < n && !broken; ran++) {
-        int clean = 0;
-        duro__sqlite_grouped *g = batch[ran];
-        g->rc = g->run(p, c, g, &clean, g->err);
-        if (g->rc == DURO_OK)
-            written++;
-        else if (!clean)
-            broken = 1;
+    for (;;) {
+        for (; ran < n && !broken; ran++) {
+            int clean = 0;
+            duro__sqlite_grouped *g = batch[ran];
+            g->rc = g->run(p, c, g, &clean, g->err);
+            if (g->rc == DURO_OK)
+                written++;
+            else if (!clean)
+                broken = 1;
+        }
+        if (broken || n == GROUP_MAX)
+            break;
+        pthread_mutex_lock(&p->group_lock);
+        size_t was = n;
+        n = group_take(p, batch, n);
+        pthread_mutex_unlock(&p->group_lock);
+        if (n == was)
+            break;
     }
     int committed = 0;
     if (broken || written == 0) {
