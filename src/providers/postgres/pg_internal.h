@@ -268,6 +268,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "ELSE $11::bigint END, "                                                 \
       "parent_event_id = CASE WHEN $10::text IS NULL THEN parent_event_id "    \
       "ELSE $12::bigint END, updated_ms = $13::bigint, "                       \
+      "execution_id = CASE WHEN $16::bigint <> 0 THEN $16::bigint "            \
+      "ELSE execution_id END, "                                                \
       "finished_ms = CASE WHEN $2::int IN (" DURO__ENDED_SQL                   \
       ") THEN $13::bigint "                                                    \
       "ELSE NULL END, "                                                        \
@@ -313,11 +315,13 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "WHERE instance_id = $1::text AND execution_id = $2::bigint")            \
     X(EXEC_CREATE,                                                             \
       "INSERT INTO executions(instance_id, execution_id, status, name, "       \
-      "version, started_ms, category) VALUES($1::text, $2::bigint, 2, "        \
+      "version, started_ms, output, error, category, completed_ms) "           \
+      "VALUES($1::text, $2::bigint, $6::int, "                                 \
       "COALESCE($3::text, (SELECT name FROM instances "                        \
       "WHERE instance_id = $1::text)), "                                       \
       "COALESCE($4::text, (SELECT version FROM instances "                     \
-      "WHERE instance_id = $1::text)), $5::bigint, 0)")                        \
+      "WHERE instance_id = $1::text)), $5::bigint, $7::text, $8::text, "       \
+      "$9::int, $10::bigint)")                                                 \
     X(EXEC_WRITE_META,                                                         \
       "UPDATE executions SET status = $3::int, "                               \
       "name = COALESCE($4::text, name), "                                      \

@@ -513,10 +513,12 @@ int duro__sql_enqueue_outbound(duro__sql_store *st, duro__sql_conn *c,
 }
 
 /* Step 6 of an ack: meta on the instance row and the acked execution's row.
- */
+ * `began`: the turn began execution_id (create_execution wrote its row
+ * with this meta and left the instance's current execution to this
+ * update: one write of each row, not two). */
 int duro__sql_write_meta(duro__sql_store *st, duro__sql_conn *c,
                          const char *instance_id, uint64_t execution_id,
-                         const duro_instance_meta *m, int64_t now,
+                         int began, const duro_instance_meta *m, int64_t now,
                          const char *op, duro_error *err)
 {
     int continued = m->status == DURO_STATUS_CONTINUED_AS_NEW;
@@ -546,8 +548,9 @@ int duro__sql_write_meta(duro__sql_store *st, duro__sql_conn *c,
      * is written. */
     duro__sql_bind_i64(st, c, s, 14, finished || m->problem != NULL);
     duro__sql_bind_text(st, c, s, 15, m->problem);
+    duro__sql_bind_u64(st, c, s, 16, began ? execution_id : 0);
     int rc = duro__sql_run(st, c, s, op, err);
-    if (rc != DURO_OK || execution_id == 0)
+    if (rc != DURO_OK || execution_id == 0 || began)
         return rc;
     s = duro__sql_prepare(st, c, DURO__SQL_EXEC_WRITE_META, op, err);
     if (s == NULL)
@@ -1070,13 +1073,26 @@ int duro__sql_create_execution(duro__sql_store *st, duro__sql_conn *c,
         duro__sql_prepare(st, c, DURO__SQL_EXEC_CREATE, op, err);
     if (s == NULL)
         return err->code;
+    int finished = m != NULL && (m->status == DURO_STATUS_CONTINUED_AS_NEW ||
+                                 duro_status_is_terminal(m->status));
     duro__sql_bind_text(st, c, s, 1, instance_id);
     duro__sql_bind_u64(st, c, s, 2, execution_id);
     duro__sql_bind_text(st, c, s, 3, m != NULL ? m->name : NULL);
     duro__sql_bind_text(st, c, s, 4, m != NULL ? m->version : NULL);
     duro__sql_bind_i64(st, c, s, 5, now);
+    /* the row as write_meta's EXEC_WRITE_META would leave it */
+    duro__sql_bind_i64(st, c, s, 6,
+                       m != NULL ? m->status : DURO_STATUS_RUNNING);
+    duro__sql_bind_text(st, c, s, 7, m != NULL ? m->output : NULL);
+    duro__sql_bind_text(st, c, s, 8, m != NULL ? m->error : NULL);
+    duro__sql_bind_i64(st, c, s, 9, m != NULL ? m->category : 0);
+    if (finished)
+        duro__sql_bind_i64(st, c, s, 10, now);
+    else
+        duro__sql_bind_text(st, c, s, 10, NULL);
     int rc = duro__sql_run(st, c, s, op, err);
-    if (rc != DURO_OK)
+    /* with a meta, write_meta makes it the instance's current execution */
+    if (rc != DURO_OK || m != NULL)
         return rc;
     s = duro__sql_prepare(st, c, DURO__SQL_INSTANCE_SET_CURRENT, op, err);
     if (s == NULL)
@@ -1305,8 +1321,9 @@ static int write_turn(duro__sql_store *st, duro__sql_conn *c,
                                              now, op, err)) != DURO_OK)
             return rc;
     if (ack->meta != NULL &&
-        (rc = duro__sql_write_meta(st, c, instance_id, execution_id, ack->meta,
-                                   now, op, err)) != DURO_OK)
+        (rc = duro__sql_write_meta(st, c, instance_id, execution_id,
+                                   execution_id > h->current, ack->meta, now,
+                                   op, err)) != DURO_OK)
         return rc;
     if (ack->meta != NULL && (rc = duro__sql_drop_dead_messages(
                                   st, c, instance_id, execution_id,

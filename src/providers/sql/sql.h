@@ -623,7 +623,7 @@ int duro__sql_enqueue_outbound(duro__sql_store *st, duro__sql_conn *c,
                                const char *op, duro_error *err);
 int duro__sql_write_meta(duro__sql_store *st, duro__sql_conn *c,
                          const char *instance_id, uint64_t execution_id,
-                         const duro_instance_meta *m, int64_t now,
+                         int began, const duro_instance_meta *m, int64_t now,
                          const char *op, duro_error *err);
 int duro__sql_drop_dead_messages(duro__sql_store *st, duro__sql_conn *c,
                                  const char *instance_id, uint64_t execution_id,
@@ -633,7 +633,9 @@ int duro__sql_drop_dead_messages(duro__sql_store *st, duro__sql_conn *c,
  * `known`, when not NULL, its event count read with the lock) has room for
  * delta more events under max_history (DURO_HISTORY_LIMIT when not;
  * DURO_INVALID for an older execution that does not exist); and the row of
- * a new execution, made the instance's current one. */
+ * a new execution, written with m's status and outcome (NULL: running),
+ * made the instance's current one here when m is NULL, else by
+ * duro__sql_write_meta (began). */
 int duro__sql_history_room(duro__sql_store *st, duro__sql_conn *c,
                            const char *instance_id, uint64_t current,
                            uint64_t execution_id, const uint64_t *known,

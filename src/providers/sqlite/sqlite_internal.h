@@ -129,6 +129,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "ELSE ?11 END, "                                                         \
       "parent_event_id = CASE WHEN ?10 IS NULL THEN parent_event_id "          \
       "ELSE ?12 END, updated_ms = ?13, "                                       \
+      "execution_id = CASE WHEN ?16 <> 0 THEN ?16 ELSE execution_id END, "     \
       "finished_ms = CASE WHEN " DURO__SQLITE_ENDED_P2 " THEN ?13 "            \
       "ELSE NULL END, "                                                        \
       "last_problem = CASE WHEN ?14 THEN ?15 ELSE last_problem END, "          \
@@ -183,10 +184,11 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "WHERE instance_id = ?1 AND execution_id = ?2")                          \
     X(EXEC_CREATE,                                                             \
       "INSERT INTO executions(instance_id, execution_id, status, name, "       \
-      "version, started_ms, category) VALUES(?1, ?2, 2, "                      \
+      "version, started_ms, output, error, category, completed_ms) "           \
+      "VALUES(?1, ?2, ?6, "                                                    \
       "COALESCE(?3, (SELECT name FROM instances WHERE instance_id = ?1)), "    \
       "COALESCE(?4, (SELECT version FROM instances WHERE instance_id = ?1)), " \
-      "?5, 0)")                                                                \
+      "?5, ?7, ?8, ?9, ?10)")                                                  \
     X(EXEC_WRITE_META,                                                         \
       "UPDATE executions SET status = ?3, name = COALESCE(?4, name), "         \
       "version = COALESCE(?5, version), output = ?6, error = ?7, "             \
