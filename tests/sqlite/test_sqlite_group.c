@@ -181,6 +181,7 @@ static int64_t round_of(const char *name, int grouped,
         memset(&w[i], 0, sizeof(w[i]));
         w[i].what = what[i];
         w[i].row = i;
+        w[i].g.urgent = i == 1; /* counted while queued (group_urgent) */
         CHECK_EQ(pthread_create(&t[i], NULL, writer_main, &w[i]), 0);
         queued_target = i + 1;
         wait_until(queued, "a write to queue behind the blocker");
@@ -197,6 +198,8 @@ static int64_t round_of(const char *name, int grouped,
     }
     for (int i = 0; i < WRITERS; i++)
         CHECK_EQ(pthread_join(t[i], NULL), 0);
+    /* every urgent write taken: no leader is kept from waiting for company */
+    CHECK_EQ(atomic_load(&provider->group_urgent), 0);
     *transactions = atomic_load(&provider->group_transactions) - t0;
     *writes = atomic_load(&provider->group_writes) - w0;
     int64_t rows = count_rows(provider);

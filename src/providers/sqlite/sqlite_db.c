@@ -827,7 +827,9 @@ static size_t group_take(duro__sqlite_provider *p, duro__sqlite_grouped **batch,
     size_t was = n;
     while (p->group_head != NULL && n < GROUP_MAX) {
         batch[n] = p->group_head;
-        batch[n++]->taken = 1;
+        batch[n]->taken = 1;
+        if (batch[n++]->urgent)
+            atomic_fetch_sub(&p->group_urgent, 1);
         p->group_head = p->group_head->link;
     }
     p->group_queued -= (int)(n - was);
@@ -860,6 +862,8 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
         if (p->group_tail == self)
             p->group_tail = prev;
         p->group_queued--;
+        if (self->urgent)
+            atomic_fetch_sub(&p->group_urgent, 1);
         self->rc = rc;
         *self->err = begin_err;
         self->done = 1;
@@ -952,13 +956,15 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
  * yields the CPU meanwhile, which those threads may be waiting for. A
  * write of a thread alone (the last transaction carried only one write)
  * never waits: PostgreSQL's commit_delay and commit_siblings, by the
- * writes just seen. */
+ * writes just seen. Nor while an urgent write is queued: a cancellation
+ * reaches its activity no later for the company. */
 static void group_linger(duro__sqlite_provider *p, int company)
 {
     if (company <= 1)
         return;
     int64_t until = duro__mono_ns() + GROUP_LINGER_NS;
-    while (atomic_load(&p->group_queued) < company && duro__mono_ns() < until)
+    while (atomic_load(&p->group_queued) < company &&
+           atomic_load(&p->group_urgent) == 0 && duro__mono_ns() < until)
         sched_yield();
 }
 
@@ -982,6 +988,8 @@ int duro__sqlite_write_grouped(duro__sqlite_provider *p, const char *op,
         p->group_head = g;
     p->group_tail = g;
     p->group_queued++;
+    if (g->urgent)
+        atomic_fetch_add(&p->group_urgent, 1);
     for (;;) {
         if (!g->taken && !p->group_leading) {
             p->group_leading = 1;

@@ -870,6 +870,7 @@ typedef struct duro__sqlite_provider {
     _Atomic int group_queued; /* writes in the queue (written under
                                  group_lock) */
     int group_last;           /* writes in the last shared transaction */
+    _Atomic int group_urgent; /* urgent writes in the queue (idem) */
     _Atomic uint64_t group_transactions; /* shared transactions committed */
     _Atomic uint64_t group_writes;       /* writes they carried */
     /* Urgent writes (work-item lock renewals: they have a deadline, the
@@ -1006,6 +1007,10 @@ struct duro__sqlite_grouped {
      * made outside the store (an item it fetched). May be NULL. */
     void (*undo)(duro__sqlite_grouped *g);
     duro_error *err; /* the caller's: the outcome's detail */
+    /* the caller's: 1 for a write whose outcome a running activity waits
+     * for (a turn that cancels activities): while it is queued no leader
+     * waits for company */
+    int urgent;
     /* the provider's. A waiting thread sleeps on its own wait_lock and
      * cond, not on group_lock: a leader tells each write of its batch the
      * outcome after it has handed the lead on and let group_lock go, so a
@@ -1025,9 +1030,10 @@ struct duro__sqlite_grouped {
 /* Runs g in a write transaction together with the grouped writes that
  * other threads queue meanwhile: one thread (the first to find none
  * leading) takes write_lock, then every write queued by then, runs each
- * and commits them together; the others wait for their outcome. (When the
- * last such transaction carried several writes, the leader first gives the
- * threads writing beside it up to 100 us to queue as many.) One
+ * and commits them together, with those queued while they run; the others
+ * wait for their outcome. (When the last such transaction carried several
+ * writes and no urgent one is queued, the leader first gives the threads
+ * writing beside it up to 100 us to queue as many.) One
  * write alone runs exactly as write_begin, run, write_commit would (the
  * fault hook sees the same steps). A write that fails cleanly fails
  * alone; when one fails otherwise, the transaction rolls back and each

@@ -250,6 +250,8 @@ int duro__sqlite_ack_turns(duro_provider *base, size_t n,
         .now = duro__wall_ms(),
         .op = op,
         .next = next};
+    for (size_t i = 0; i < n && !a.g.urgent; i++)
+        a.g.urgent = acks[i].cancelled_activity_count > 0;
     int rc = duro__sqlite_write_grouped(p, op, &a.g);
     if (rc != DURO_OK)
         return rc;
