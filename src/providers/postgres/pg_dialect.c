@@ -1,8 +1,8 @@
 /* pg_dialect.c - the primitives the shared SQL layer (sql/sql.h) runs on a
  * PostgreSQL store: pg_db.c's statements over libpq, pooled connections
- * for writes and reads, the wake-up that reaches every process, a sweep's
- * cursor. Each is a cast around pg_db.c's own function. Thread rules:
- * pg_db.c's. */
+ * for writes and reads, the wake-up that reaches every process (pg_wake.c's
+ * signal), a sweep's cursor, the URL's config. Each is a cast around pg_db.c's
+ * own function. Thread rules: pg_db.c's. */
 #include "providers/postgres/pg_internal.h"
 #include "providers/sql/adapt.h"
 #include "providers/postgres/pg_queue.h"

@@ -1,8 +1,8 @@
-/* pg_provider.c - opens and closes the PostgreSQL provider (URL, schema
- * migration, the connection pool, the wake-up of pg_wake.c), fills its
- * methods table, and the test hooks of what it owns. Any method may be called
- * from any thread: each takes a connection from the pool for the length of its
- * transaction. */
+/* pg_provider.c - opens (the rest of sql/methods.c's duro__sql_open: the
+ * connection pool, schema migration, the notifier of pg_wake.c) and closes
+ * the PostgreSQL provider, and the test hooks of what it owns. Any method
+ * may be called from any thread: each takes a connection from the pool for
+ * the length of its transaction. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

@@ -1,8 +1,8 @@
 /* sqlite_dialect.c - the primitives the shared SQL layer (sql/sql.h) runs
  * on a SQLite store: statements, steps and columns of sqlite3, the one
- * writer, the reader pool, the in-process wake-up, a sweep's snapshot.
- * Each is a cast around sqlite_db.c's own function or sqlite3's. Thread
- * rules: sqlite_db.c's. */
+ * writer, the readers, a sweep's snapshot, the URL's config (the wake-up
+ * is sql/notify.c's, in process only). Each is a cast around sqlite_db.c's
+ * own function or sqlite3's. Thread rules: sqlite_db.c's. */
 #include <string.h>
 #include <sys/stat.h>
 

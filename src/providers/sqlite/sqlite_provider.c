@@ -1,6 +1,6 @@
-/* sqlite_provider.c - opens and closes the SQLite provider (URL, writer and
- * reader connections, schema, its in-process wake-up), fills its
- * methods table, and the test hooks. Threading
+/* sqlite_provider.c - opens (the rest of sql/methods.c's duro__sql_open:
+ * writer and reader connections, schema, the in-process notifier's key)
+ * and closes the SQLite provider, and the test hooks. Threading
  * model: one writer connection used under write_lock for every write
  * transaction, a pool of read-only connections for pure reads (WAL lets them
  * run beside the writer); any method may be called from any thread. */
