@@ -11,6 +11,8 @@ list(APPEND DURO_SOURCES
   src/providers/sql/methods.c
   src/providers/sql/statements.c
   src/providers/sql/many.c
+  src/providers/sql/notify.c
+  src/providers/sql/pool.c
   src/providers/sql/queue.c
   src/providers/sql/shared.c
   src/providers/sql/stats.c

@@ -4,7 +4,6 @@
  * time. Owns the combine queue (p->combine_*, p->contended) under
  * p->combine_lock. Any thread. */
 #include <errno.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -380,11 +379,7 @@ static void unqueue(duro__pg_provider *p, wq_req *r)
  * group commit (sqlite_db.c). */
 static void gather(duro__pg_provider *p, int company)
 {
-    if (company <= 1)
-        return;
-    int64_t until = duro__mono_ns() + COMBINE_GATHER_NS;
-    while (atomic_load(&p->combine_queued) < company && duro__mono_ns() < until)
-        sched_yield();
+    duro__sql_linger(&p->combine_queued, NULL, company, COMBINE_GATHER_NS);
 }
 
 /* ack_work_one for an ack with its completion and the next claim, run

@@ -1051,11 +1051,7 @@ static void reconnect(duro__pg_provider *p, duro__pg_conn *c)
 
 static duro__pg_conn *acquire(duro__pg_provider *p)
 {
-    pthread_mutex_lock(&p->pool_lock);
-    while (p->free_count == 0)
-        pthread_cond_wait(&p->pool_cond, &p->pool_lock);
-    duro__pg_conn *c = p->free_conns[--p->free_count];
-    pthread_mutex_unlock(&p->pool_lock);
+    duro__pg_conn *c = duro__sql_pool_take(&p->sql.pool);
     /* c is this thread's now: its socket is peeked at by no one else */
     if (!c->broken && closed_by_server(c))
         mark_broken(c);
@@ -1086,10 +1082,7 @@ static void rollback(duro__pg_provider *p, duro__pg_conn *c)
 static void release(duro__pg_provider *p, duro__pg_conn *c)
 {
     rollback(p, c);
-    pthread_mutex_lock(&p->pool_lock);
-    p->free_conns[p->free_count++] = c;
-    pthread_cond_signal(&p->pool_cond);
-    pthread_mutex_unlock(&p->pool_lock);
+    duro__sql_pool_give(&p->sql.pool, c);
 }
 
 static int begin_with(duro__pg_provider *p, duro__pg_stmt_id begin,

@@ -1,8 +1,8 @@
 /* pg_dialect.c - the primitives the shared SQL layer (sql/sql.h) runs on a
  * PostgreSQL store: pg_db.c's statements over libpq, pooled connections
- * for writes and reads, the wake-up that reaches every process, a sweep's
- * cursor. Each is a cast around pg_db.c's own function. Thread rules:
- * pg_db.c's. */
+ * for writes and reads, the wake-up that reaches every process (pg_wake.c's
+ * signal), a sweep's cursor, the URL's config. Each is a cast around pg_db.c's
+ * own function. Thread rules: pg_db.c's. */
 #include "providers/postgres/pg_internal.h"
 #include "providers/sql/adapt.h"
 #include "providers/postgres/pg_queue.h"
@@ -17,21 +17,8 @@ _Static_assert(DURO__PG_ROW == DURO__SQL_ROW && DURO__PG_DONE == DURO__SQL_DONE,
 DURO__SQL_ADAPTERS(pg, duro__pg_provider, duro__pg_conn, duro__pg_statement)
 DURO__SQL_ADAPT_COLUMNS(pg, duro__pg_conn, duro__pg_statement)
 
-static int write_begin_snapshot(duro__sql_store *st, const char *op,
-                                duro__sql_conn **out, duro_error *err)
-{
-    duro__pg_conn *c = NULL;
-    int rc = duro__pg_write_begin_snapshot(PROVIDER(st), op, &c, err);
-    *out = (duro__sql_conn *)c;
-    return rc;
-}
-
-/* Everything the store keeps is in its tables (the WAL is the server's). */
-static int64_t nothing_beside(duro__sql_store *st)
-{
-    (void)st;
-    return 0;
-}
+DURO__SQL_ADAPT_BEGIN(write_begin_snapshot, duro__pg_write_begin_snapshot,
+                      duro__pg_provider, duro__pg_conn)
 
 /* sql/manage.c: LIMIT NULL is none (a negative LIMIT fails). */
 static void bind_limit(duro__sql_conn *c, duro__sql_stmt *s, int i, int64_t v)
@@ -146,14 +133,10 @@ static void abandon_failed(duro__sql_store *st, char kind, const char *token,
     duro__pg_keep_release(PROVIDER(st), kind, token, delay_ms);
 }
 
-static void note_due(duro__sql_store *st, duro_queue queue, int64_t due_ms)
+/* Wakes waiters here and, through the listener, in other processes. */
+static void signal(duro__sql_store *st, duro_queue queue, size_t items)
 {
-    duro__pg_note_due(PROVIDER(st), queue, due_ms);
-}
-
-static uint64_t max_history(duro__sql_store *st)
-{
-    return PROVIDER(st)->cfg.max_history;
+    duro__pg_signal(PROVIDER(st), queue, items);
 }
 
 static int insert_events(duro__sql_store *st, duro__sql_conn *c,
@@ -180,36 +163,47 @@ static void claim_lost(duro__sql_store *st, char kind, const char *hex, int rc,
     duro__pg_keep_unknown_claim(PROVIDER(st), kind, hex, rc, err);
 }
 
+/* The URL's config (pg_url.c); text that is not UTF-8 is refused before
+ * PostgreSQL fails it (22021). */
+static int configure(duro__sql_store *st, const char *url, duro_error *err)
+{
+    duro__pg_config *cfg = &PROVIDER(st)->cfg;
+    st->utf8_only = 1;
+    int rc = duro__pg_parse_url(url, cfg, err);
+    if (rc != DURO_OK) {
+        duro__pg_config_free(cfg);
+        return rc;
+    }
+    st->max_payload = cfg->max_payload;
+    st->max_history = cfg->max_history;
+    return DURO_OK;
+}
+
 const duro__sql_dialect duro__pg_dialect = {
     .name = "postgres",
     .write_begin_snapshot = write_begin_snapshot,
-    .has = duro__pg_has_statement,
-    .texts = duro__pg_statement_texts,
-    .bytes_beside = nothing_beside,
     /* sql/manage.c */
     .bind_limit = bind_limit,
     /* operations on many instances (sql/many.c) */
     .ids_json = 0,
     .ids_reader = "unnest",
-    .sweep_open = sweep_open,
-    .sweep_page = sweep_page,
-    .sweep_close = sweep_close,
     /* sql/queue.c (the queues) */
     .message_params = {18, 19, 24, 25}, /* now, visible_at, started, finished */
-    .bind_flag = bind_flag,
-    .unique_violation = unique_violation,
     /* writers do not queue in-process */
     .write_begin_urgent = adapt_write_begin,
     .id_list = "{}",
-    .ack_turns = duro__pg_ack_turns,
-    .ack_work = duro__pg_ack_work,
     .abandon_failed = abandon_failed,
-    .note_due = note_due,
-    .max_history = max_history,
+    .note_due = duro__sql_note_due,
     .insert_events = insert_events,
     .turn_locked = turn_locked,
     .claim_lost = claim_lost,
-    .fetch_work = duro__pg_fetch_work,
     .reader_snapshot = 0, /* a pooled connection, each statement alone */
-    DURO__SQL_ADAPTED     /* the casts of sql/adapt.h */
+    .signal = signal,
+    /* h-dups: the in-process wake-up (sql/notify.c) */
+    .wake_counted = 1,       /* a commit of n items ends n waits */
+    .due_held_retry_ms = 10, /* due already: look again soon */
+    .notifier_end = duro__pg_notifier_end,
+    /* .bytes_beside: none (the WAL is the server's) */
+    DURO__SQL_DIALECT_NAMED(pg), /* this file's and pg_*.c's (sql/adapt.h) */
+    DURO__SQL_ADAPTED            /* the casts of sql/adapt.h */
 };

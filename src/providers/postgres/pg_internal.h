@@ -12,6 +12,7 @@
 
 #include "base/base.h"
 #include "providers/providers.h"
+#include "providers/sql/adapt.h"
 #include "providers/sql/sql.h"
 
 #define DURO__PG_SCHEMA_VERSION 5 /* what this code creates and reads */
@@ -1136,12 +1137,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
 #define DURO__PG_Q_ARM(k, name, o)                                             \
     "(" DURO__PG_Q_CHOOSE_F(DURO__PG_Q_FILTER_ARM,                             \
                             name "i.status = $" k "::int AND ", o) ")"
-#define DURO__PG_Q_UNION7(a, b, c, d, e, f, g)                                 \
-    a " UNION ALL " b " UNION ALL " c " UNION ALL " d " UNION ALL " e          \
-      " UNION ALL " f " UNION ALL " g
 #define DURO__PG_Q_ARMS(name, o)                                               \
     DURO__PG_Q_JOINED(                                                         \
-        DURO__PG_Q_UNION7(                                                     \
+        DURO__SQL_UNION7(                                                      \
             DURO__PG_Q_ARM("13", name, o), DURO__PG_Q_ARM("14", name, o),      \
             DURO__PG_Q_ARM("15", name, o), DURO__PG_Q_ARM("16", name, o),      \
             DURO__PG_Q_ARM("17", name, o), DURO__PG_Q_ARM("18", name, o),      \
@@ -1165,21 +1163,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
 #define DURO__PG_Q_STATUSES                                                    \
     "i.status IN ($13::int, $14::int, $15::int, $16::int, $17::int, "          \
     "$18::int, $19::int) "
-#define DURO__PG_Q3(X, P)                                                      \
-    X(QUERY_##P##_ID, DURO__PG_Q_##P(ID))                                      \
-    X(QUERY_##P##_CREATED, DURO__PG_Q_##P(CREATED))                            \
-    X(QUERY_##P##_UPDATED, DURO__PG_Q_##P(UPDATED))
-
-/* In duro__query_path order (sql/manage.c indexes them by path and
- * order). */
+/* The paths' statements (sql/statements.h), then the counts. */
 #define DURO__PG_QUERY_STATEMENTS(X)                                           \
-    X(QUERY_ALL_ID, DURO__PG_Q_ALL(ID))                                        \
-    X(QUERY_NAME_ID, DURO__PG_Q_NAME(ID))                                      \
-    DURO__PG_Q3(X, STATUS)                                                     \
-    DURO__PG_Q3(X, NAME_STATUS)                                                \
-    DURO__PG_Q3(X, PREFIX)                                                     \
-    DURO__PG_Q3(X, PARENT)                                                     \
-    DURO__PG_Q3(X, PROBLEM)                                                    \
+    DURO__SQL_QUERY_PATHS(X, DURO__PG_Q)                                       \
     X(QUERY_COUNT_ALL, DURO__PG_Q_COUNT(""))                                   \
     X(QUERY_COUNT_NAME, DURO__PG_Q_COUNT("i.name = $1::text AND "))            \
     X(QUERY_COUNT_STATUS, DURO__PG_Q_COUNT(DURO__PG_Q_STATUSES "AND "))        \
@@ -1278,17 +1264,11 @@ typedef struct duro__pg_provider {
     duro__sql_store sql; /* first member (its first: duro_provider) */
     duro__pg_config cfg;
 
-    /* Lock order: pool_lock, then nothing; the notifier's lock is never
-     * held while taking another lock or running SQL. */
-    pthread_mutex_t pool_lock; /* guards free_conns */
-    pthread_cond_t pool_cond;  /* a connection was returned */
+    /* Lock order: the pool's lock, then nothing; the notifier's lock is
+     * never held while taking another lock or running SQL. */
+    /* the pooled connections (idle ones in sql.pool) */
     duro__pg_conn *conns;
-    duro__pg_conn **free_conns; /* stack of idle connections */
     int conn_count;
-    int free_count;
-
-    struct duro__pg_notifier *notifier;
-    _Atomic int wake_sticky; /* wake(p, 1) until wake(p, 0) */
 
     _Atomic uint64_t commits;          /* write COMMITs, for the loss hook */
     _Atomic uint64_t commit_loss_at;   /* lose the connection at this COMMIT;
@@ -1361,35 +1341,24 @@ int duro__pg_migrate(duro__pg_provider *p, duro__pg_conn *c, duro_error *err);
 int duro__pg_conn_open_checked(duro__pg_provider *p, duro__pg_conn *c,
                                duro_error *err);
 
-/* The statement `id` on c, its last result freed and its parameters
- * cleared; NULL with err set when it cannot be prepared. */
-duro__pg_statement *duro__pg_stmt(duro__pg_provider *p, duro__pg_conn *c,
-                                  duro__pg_stmt_id id, const char *op,
-                                  duro_error *err);
-/* Runs the statement on its first call (through the fault hook), then
- * steps through its rows: DURO__PG_ROW, DURO__PG_DONE or a failure. */
-int duro__pg_step(duro__pg_provider *p, duro__pg_conn *c,
-                  duro__pg_statement *s);
-/* Runs a statement to completion: DURO_OK or err. */
-int duro__pg_run(duro__pg_provider *p, duro__pg_conn *c, duro__pg_statement *s,
-                 const char *op, duro_error *err);
-/* Maps a failed step to a DURO code in err: serialization failures,
- * deadlocks and lock timeouts become DURO_BUSY (retryable), a lost
- * connection DURO_STORAGE (retryable), the rest DURO_STORAGE. */
-int duro__pg_error(duro__pg_conn *c, int rc, const char *op, duro_error *err);
+/* The primitives over libpq (pg_db.c; sql/adapt.h declares them, their
+ * contracts are sql.h's): stmt frees the statement's last result; step
+ * returns DURO__PG_ROW, DURO__PG_DONE or a failure; error maps
+ * serialization failures, deadlocks and lock timeouts to DURO_BUSY
+ * (retryable), a lost connection to DURO_STORAGE (retryable), the rest to
+ * DURO_STORAGE; bound text is borrowed until the statement runs;
+ * write_begin takes a connection from the pool and runs BEGIN, commit and
+ * rollback return it; a reader is a pooled connection in autocommit
+ * unless the caller begins a read transaction. */
+DURO__SQL_DECLARE_PRIMITIVES(pg, duro__pg_provider, duro__pg_conn,
+                             duro__pg_statement);
 /* Frees the statement's result. */
 void duro__pg_reset(duro__pg_statement *s);
 /* Rows the last command run on c changed. */
 int duro__pg_changes(duro__pg_conn *c);
 /* Parameters of a statement (the highest $n in its SQL). */
 int duro__pg_param_count(duro__pg_statement *s);
-
-/* Bindings: text is borrowed until the statement runs. NULL binds SQL
- * NULL. */
-void duro__pg_bind_text(duro__pg_conn *c, duro__pg_statement *s, int i,
-                        const char *v);
-void duro__pg_bind_i64(duro__pg_conn *c, duro__pg_statement *s, int i,
-                       int64_t v);
+/* Binds v as the same 64 bits (read back with a cast). */
 void duro__pg_bind_u64(duro__pg_conn *c, duro__pg_statement *s, int i,
                        uint64_t v);
 
@@ -1399,20 +1368,7 @@ int duro__pg_column_int(duro__pg_statement *s, int col);
 int duro__pg_column_null(duro__pg_statement *s, int col);
 const char *duro__pg_column_text_raw(duro__pg_statement *s, int col);
 int duro__pg_column_bytes(duro__pg_statement *s, int col);
-/* A copy of a text column in the arena (NULL for SQL NULL); returns -1 when
- * out of memory. */
-int duro__pg_column_text(duro_arena *a, duro__pg_statement *s, int col,
-                         const char **out);
 
-/* Write transactions: write_begin takes a connection from the pool and
- * runs BEGIN; write_commit commits and returns it (rolling back on
- * failure); write_rollback rolls back and returns it. */
-int duro__pg_write_begin(duro__pg_provider *p, const char *op,
-                         duro__pg_conn **out, duro_error *err);
-/* write_begin at REPEATABLE READ: every statement sees one snapshot, and
- * a row another transaction changed since fails the call DURO_BUSY
- * (retryable). For multi-statement writes that recompute a set (the tree
- * of delete_instance), which must be the same set in every statement. */
 /* duro__pg_write_begin for a transaction of set-based statements whose
  * plans do not depend on their parameters' values (a turn batch): its
  * statements run with generic plans (SET LOCAL plan_cache_mode, sent in
@@ -1420,16 +1376,12 @@ int duro__pg_write_begin(duro__pg_provider *p, const char *op,
  * bind. */
 int duro__pg_write_begin_generic(duro__pg_provider *p, const char *op,
                                  duro__pg_conn **out, duro_error *err);
+/* write_begin at REPEATABLE READ: every statement sees one snapshot, and
+ * a row another transaction changed since fails the call DURO_BUSY
+ * (retryable). For multi-statement writes that recompute a set (the tree
+ * of delete_instance), which must be the same set in every statement. */
 int duro__pg_write_begin_snapshot(duro__pg_provider *p, const char *op,
                                   duro__pg_conn **out, duro_error *err);
-int duro__pg_write_commit(duro__pg_provider *p, duro__pg_conn *c,
-                          const char *op, duro_error *err);
-void duro__pg_write_rollback(duro__pg_provider *p, duro__pg_conn *c);
-
-/* A pooled connection for reads (autocommit unless the caller begins a
- * read transaction); release ends any transaction and returns it. */
-duro__pg_conn *duro__pg_reader_acquire(duro__pg_provider *p);
-void duro__pg_reader_release(duro__pg_provider *p, duro__pg_conn *c);
 
 /* Connection c of p was opened again after it broke (at c->broken_ms):
  * the activity acks p committed without waiting for the flush shortly
@@ -1440,19 +1392,13 @@ void duro__pg_reconnected(duro__pg_provider *p, int64_t broken_ms);
 
 /* ---- the wake-up (pg_wake.c) ------------------------------------------- */
 
-/* The notifier of p's store (shared with the other providers of this
- * process on it): attach at open (DURO_NOMEM when it cannot be made);
- * flush before closing the pool (sends an announcement the listener still
- * holds); detach last. */
+/* The notifier of p's store (sql/notify.c's, with the listener): attach
+ * at open (DURO_NOMEM when it cannot be made); flush before closing the
+ * pool (sends an announcement the listener still holds); the dialect's
+ * notifier_end stops the listener when the last provider lets go. */
 int duro__pg_notifier_attach(duro__pg_provider *p);
 void duro__pg_notifier_flush(duro__pg_provider *p);
-void duro__pg_notifier_detach(duro__pg_provider *p);
-/* The provider methods wait_for_work, wait_for_cancellations and wake. */
-int duro__pg_wait_for_work(duro_provider *base, duro_queue queue,
-                           int64_t max_wait_ms, duro_error *err);
-int duro__pg_wait_for_cancellations(duro_provider *base, int64_t max_wait_ms,
-                                    duro_error *err);
-void duro__pg_wake(duro_provider *base, int sticky);
+void duro__pg_notifier_end(duro__sql_notifier *n);
 
 /* Wakes wait_for_work on `queue` after a commit that made `items` items
  * fetchable: one waiter per item here, and as many in every other process
@@ -1461,13 +1407,17 @@ void duro__pg_signal(duro__pg_provider *p, duro_queue queue, size_t items);
 /* Work items were cancelled by a commit: wakes wait_for_cancellations here
  * and, through the listener, in every process. */
 void duro__pg_signal_cancels(duro__pg_provider *p, size_t items);
-/* A fetch of `queue` begins on this thread: forgets what the last one saw.
- */
-void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue);
-/* The fetch found nothing; `due` is the earliest time anything on the queue
- * becomes due (INT64_MAX: nothing queued). The thread's next
- * wait_for_work on the queue uses it instead of asking the store. */
-void duro__pg_note_due(duro__pg_provider *p, duro_queue queue, int64_t due);
+/* A fetch of `queue` begins on this thread; it found nothing, and `due` is
+ * the earliest time anything on the queue becomes due (sql/notify.c). */
+static inline void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue)
+{
+    duro__sql_note_fetch(&p->sql, queue);
+}
+static inline void duro__pg_note_due(duro__pg_provider *p, duro_queue queue,
+                                     int64_t due)
+{
+    duro__sql_note_due(&p->sql, queue, due);
+}
 
 /* The dialect's queue members (pg_queue.c; ack_work and fetch_work: pg_work.c;
  * contracts: sql/sql.h). */

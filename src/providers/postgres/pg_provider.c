@@ -1,8 +1,8 @@
-/* pg_provider.c - opens and closes the PostgreSQL provider (URL, schema
- * migration, the connection pool, the notifier of pg_wake.c), fills its
- * methods table, and the test hooks of what it owns. Any method may be called
- * from any thread: each takes a connection from the pool for the length of its
- * transaction. */
+/* pg_provider.c - opens (the rest of sql/methods.c's duro__sql_open: the
+ * connection pool, schema migration, the notifier of pg_wake.c) and closes
+ * the PostgreSQL provider, and the test hooks of what it owns. Any method
+ * may be called from any thread: each takes a connection from the pool for
+ * the length of its transaction. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -16,51 +16,31 @@
 #include "providers/postgres/pg_internal.h"
 #include "providers/postgres/pg_provider.h"
 
-static duro__pg_provider *pg_of(duro_provider *p)
-{
-    return (duro__pg_provider *)p;
-}
-
 /* ---- open and close ----------------------------------------------------- */
 
 static void pg_close(duro_provider *base)
 {
-    duro__pg_provider *p = pg_of(base);
+    duro__pg_provider *p = (duro__pg_provider *)base;
     if (p == NULL)
         return;
     duro__pg_notifier_flush(p);
     for (int i = 0; i < p->conn_count; i++)
         duro__pg_conn_close(&p->conns[i]);
     duro__free(p->conns);
-    duro__free(p->free_conns);
-    pthread_mutex_destroy(&p->pool_lock);
-    pthread_cond_destroy(&p->pool_cond);
     pthread_mutex_destroy(&p->combine_lock);
     pthread_cond_destroy(&p->combine_cond);
     pthread_mutex_destroy(&p->release_lock);
     duro__free(p->acked);
     duro__free(p->suspects);
-    duro__pg_notifier_detach(p);
     duro__pg_config_free(&p->cfg);
-    duro__free(p);
-}
-
-static void fill_methods(duro_provider *m)
-{
-    duro__sql_fill_methods(m);
-    m->name = "postgres";
-    m->close = pg_close;
-    m->wait_for_work = duro__pg_wait_for_work;
-    m->wake = duro__pg_wake;
-    m->wait_for_cancellations = duro__pg_wait_for_cancellations;
+    duro__sql_store_free(&p->sql);
 }
 
 static int open_pool(duro__pg_provider *p, duro_error *err)
 {
     int n = p->cfg.pool;
     p->conns = duro__calloc((size_t)n, sizeof(*p->conns));
-    p->free_conns = duro__calloc((size_t)n, sizeof(*p->free_conns));
-    if (p->conns == NULL || p->free_conns == NULL)
+    if (p->conns == NULL || duro__sql_pool_reserve(&p->sql.pool, n) != DURO_OK)
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     for (int i = 0; i < n; i++) {
         /* the first one checks that sessions are not pooled by
@@ -72,49 +52,36 @@ static int open_pool(duro__pg_provider *p, duro_error *err)
         p->conn_count++;
         if (i == 0 && (rc = duro__pg_migrate(p, &p->conns[0], err)) != DURO_OK)
             return rc;
-        p->free_conns[p->free_count++] = &p->conns[i];
+        duro__sql_pool_give(&p->sql.pool, &p->conns[i]);
     }
     return DURO_OK;
+}
+
+/* duro__sql_open's open: the pool (its first connection creates or
+ * migrates the schema), the notifier and its listener. */
+static int open_store(duro__sql_store *st, int concurrency, duro_error *err)
+{
+    duro__pg_provider *p = (duro__pg_provider *)st;
+    /* One connection per thread that may use the store at once, so none
+     * waits for another's; the URL's pool= overrides. */
+    if (!p->cfg.pool_given && concurrency > 0)
+        p->cfg.pool = DURO__MIN(concurrency, DURO__PG_POOL_MAX);
+    p->sql.base.wait_for_cancellations = duro__sql_wait_for_cancellations;
+    p->reconnected = duro__pg_reconnected;
+    pthread_mutex_init(&p->combine_lock, NULL);
+    duro__cond_init_monotonic(&p->combine_cond);
+    pthread_mutex_init(&p->release_lock, NULL);
+    int rc = open_pool(p, err);
+    if (rc == DURO_OK && duro__pg_notifier_attach(p) != DURO_OK)
+        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    return rc;
 }
 
 int duro__pg_open(const char *url, int concurrency, duro_provider **out,
                   duro_error *err)
 {
-    duro_error local;
-    DURO__SQL_ERR_INIT(err, local);
-    if (out == NULL)
-        return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
-    *out = NULL;
-    duro__pg_config cfg;
-    int rc = duro__pg_parse_url(url, &cfg, err);
-    if (rc != DURO_OK) {
-        duro__pg_config_free(&cfg);
-        return rc;
-    }
-    duro__pg_provider *p = duro__calloc(1, sizeof(*p));
-    if (p == NULL) {
-        duro__pg_config_free(&cfg);
-        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    }
-    p->cfg = cfg;
-    /* One connection per thread that may use the store at once, so none
-     * waits for another's; the URL's pool= overrides. */
-    if (!p->cfg.pool_given && concurrency > 0)
-        p->cfg.pool = DURO__MIN(concurrency, DURO__PG_POOL_MAX);
-    fill_methods(&p->sql.base);
-    p->sql.dialect = &duro__pg_dialect;
-    p->sql.max_payload = cfg.max_payload;
-    p->sql.utf8_only = 1;
-    p->reconnected = duro__pg_reconnected;
-    pthread_mutex_init(&p->pool_lock, NULL);
-    pthread_cond_init(&p->pool_cond, NULL);
-    pthread_mutex_init(&p->combine_lock, NULL);
-    duro__cond_init_monotonic(&p->combine_cond);
-    pthread_mutex_init(&p->release_lock, NULL);
-    rc = open_pool(p, err);
-    if (rc == DURO_OK && duro__pg_notifier_attach(p) != DURO_OK)
-        rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    return duro__sql_open_done(&p->sql.base, rc, out);
+    return duro__sql_open(&duro__pg_dialect, url, concurrency, open_store,
+                          pg_close, out, err);
 }
 
 /* ---- test hooks ------------------------------------------------------------
@@ -171,7 +138,7 @@ const char *duro__pg_schema(duro_provider *base)
 
 uint64_t duro__pg_combined_acks_max(duro_provider *base)
 {
-    return atomic_load(&pg_of(base)->combine_max);
+    return atomic_load(&((duro__pg_provider *)base)->combine_max);
 }
 
 /* ---- can this role write the store? ---------------------------------------

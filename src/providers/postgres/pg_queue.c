@@ -78,19 +78,18 @@ static int fetch_orch_in_transaction(duro__pg_provider *p, duro__pg_conn *c,
  * ack at once, or many with the set-based statements of pg_batch.c, then
  * one claim, or many in one statement; a claim whose commit's outcome is
  * unknown is kept for release. */
-int duro__pg_ack_turns(duro_provider *base, size_t n,
-                       const char *const *lock_tokens,
-                       const duro_orch_ack *acks, int64_t lock_timeout_ms,
-                       const duro_history_cache *cache, size_t max_next,
-                       duro_orch_item **next, size_t *next_count,
-                       const char *op, duro_error *err)
+int duro__pg_ack_turns(duro_provider *base, const duro__sql_turns *t,
+                       duro_error *err)
 {
     duro__pg_provider *p = duro__pg_of(base);
+    size_t n = t->n, max_next = t->max_next;
+    const char *const *lock_tokens = t->lock_tokens;
+    const duro_orch_ack *acks = t->acks;
+    duro_orch_item **next = t->next;
+    const char *op = t->op;
     int rc = DURO_OK;
     int64_t ready_id;
     duro__pg_release_kept(p);
-    if (max_next > 0)
-        duro__pg_note_fetch(p, DURO_QUEUE_ORCHESTRATOR);
     int64_t now = duro__wall_ms();
     duro__pg_conn *c;
     if ((rc = duro__pg_write_begin_generic(p, op, &c, err)) != DURO_OK)
@@ -120,14 +119,15 @@ int duro__pg_ack_turns(duro_provider *base, size_t n,
     if (rc == DURO_OK && max_next == 1) {
         rc = fetch_orch_in_transaction(
             p, c, n == 0 ? DURO__SQL_READY_CLAIM_ASYNC : DURO__SQL_READY_CLAIM,
-            hex, lock_timeout_ms, cache, now, &next[0], op, err);
+            hex, t->lock_timeout_ms, t->cache, now, &next[0], op, err);
         got = rc == DURO_OK && next[0] != NULL ? 1 : 0;
     } else if (rc == DURO_OK && max_next > 1) {
         rc = duro__pg_fetch_many_in_transaction(
             p, c,
             n == 0 ? DURO__SQL_READY_CLAIM_MANY_ASYNC
                    : DURO__SQL_READY_CLAIM_MANY,
-            hex, lock_timeout_ms, cache, now, max_next, next, &got, op, err);
+            hex, t->lock_timeout_ms, t->cache, now, max_next, next, &got, op,
+            err);
     }
     rc = duro__sql_finish_turns(&p->sql, (duro__sql_conn *)c, rc,
                                 max_next > 0 ? hex : NULL, next, got, workers,
@@ -135,7 +135,7 @@ int duro__pg_ack_turns(duro_provider *base, size_t n,
     if (rc != DURO_OK)
         return rc;
     duro__pg_signal_cancels(p, cancels);
-    *next_count = got;
+    *t->next_count = got;
     return DURO_OK;
 }
 

@@ -1,8 +1,8 @@
-/* pg_wake.c - the PostgreSQL provider's wake-up: wait_for_work, wake and
- * wait_for_cancellations, in process through a notifier shared by the
- * providers of one store, and across processes through LISTEN/NOTIFY on a
- * listener thread of the notifier's own; signal and note_* for the queues'
- * commits and fetches; the test hooks that read the notifier. Any thread. */
+/* pg_wake.c - the PostgreSQL provider's wake-up across processes: the
+ * notifier of sql/notify.c (in process, shared by the providers of one
+ * store) with a LISTEN/NOTIFY listener thread of its own; the dialect's
+ * signal, which wakes waiters here and announces what they will not take to
+ * the other processes; the test hooks that read the notifier. Any thread. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -15,11 +15,9 @@
 #include "providers/postgres/pg_internal.h"
 #include "providers/postgres/pg_provider.h"
 
-/* ---- the shared notifier --------------------------------------------------
- * One per store per process (keyed by schema and connection string: a
- * client and a runtime of one process open their own providers on the same
- * store, and an enqueue through one must wake the other), reference-counted
- * by the providers that use it, found through a process-wide list.
+/* ---- the notifier ---------------------------------------------------------
+ * sql/notify.c's, one per store per process (keyed by schema and connection
+ * string), with this file's listener as its own part.
  *
  * Across processes: each notifier has a listener thread with a connection
  * of its own (outside the pool) that LISTENs on the channel "duro_<schema>".
@@ -30,7 +28,7 @@
  * after the commit, never inside a queue transaction (NOTIFY takes a
  * database-wide lock at commit), so bursts of commits coalesce into few
  * notifications. A notification from another backend wakes as many waiters
- * of each queue it names as it counts items (grant(), below), every
+ * of each queue it names as it counts items (sql/notify.c's grant), every
  * waiter of CANCELS, and every waiter of a queue named without a count;
  * waking every worker slot of every process for each notification made
  * the processes' empty claims outnumber their items five to one (two
@@ -40,8 +38,9 @@
  * announced meanwhile). Lock order: the notifier's lock is never held while
  * running SQL.
  *
- * Within the process, a commit that adds n items to a queue wakes n
- * waiters, not all of them: it grants the queue n "tokens" (a wait that
+ * Within the process (sql/notify.c, as the dialect's wake_counted asks), a
+ * commit that adds n items to a queue wakes n waiters, not all of them: it
+ * grants the queue n "tokens" (a wait that
  * finds one takes it and returns), capped at the number of threads waiting
  * plus one. Waking every waiter for each item made all but one of them run
  * an empty fetch (seven of eight worker slots, per activity). A token is
@@ -49,9 +48,7 @@
  * a thread whose fetch missed the commit fetches again; the cap is safe
  * because a thread that fetched an item fetches again before it waits. */
 
-/* The third wait channel beside the two duro_queue values: work items
- * cancelled (deleted) by a turn, for wait_for_cancellations. */
-#define CANCELS 2
+#define CANCELS DURO__SQL_CANCELS
 
 /* The least time between two notifications of one process: a burst of
  * commits (hundreds a second under load) is announced a few times, not once
@@ -60,18 +57,11 @@
  * later. */
 #define NOTIFY_GAP_MS 5
 
+/* The dialect's part of a notifier (its `own`). */
 typedef struct duro__pg_notifier {
-    duro__sql_shared shared; /* first member: key "schema@conninfo" (a
-                                child after fork() has no listener thread
-                                and makes its own) */
-    pthread_mutex_t lock;
-    pthread_cond_t cond[3];         /* per duro_queue, then CANCELS */
-    _Atomic uint64_t generation[3]; /* raised after each commit that adds or
-                                       releases work (or cancels work
-                                       items: CANCELS), and by wake() */
-    int tokens[2];  /* under lock: waits owed a return, per duro_queue */
-    int waiters[2]; /* under lock: threads blocked in wait_for_work */
-    /* the listener */
+    duro__sql_notifier *base; /* key "schema@conninfo" (a child after
+                                 fork() has no listener thread and makes
+                                 its own) */
     char *conninfo;
     char channel[64]; /* "duro_<schema>", at most 63 bytes */
     int pipe_fd[2];   /* pokes the listener; -1 when none */
@@ -85,33 +75,11 @@ typedef struct duro__pg_notifier {
     _Atomic uint64_t announced_items[2]; /* items left to other processes */
 } notifier;
 
-static duro__sql_registry registry = DURO__SQL_REGISTRY_INIT;
-
-/* With n->lock held: raises queue q's generation and wakes waiters for
- * `items` new items (all of them for SIZE_MAX), granting tokens to the
- * queues of wait_for_work. */
-static void grant(notifier *n, int q, size_t items)
-{
-    atomic_fetch_add(&n->generation[q], 1);
-    if (q < CANCELS) {
-        size_t cap = (size_t)n->waiters[q] + 1;
-        size_t t = (size_t)n->tokens[q];
-        t = items >= cap || t >= cap - items ? cap : t + items;
-        n->tokens[q] = (int)t;
-    }
-    if (items == 1)
-        pthread_cond_signal(&n->cond[q]);
-    else
-        pthread_cond_broadcast(&n->cond[q]);
-}
-
 /* Wakes waiters of queue q for `items` items of another process (SIZE_MAX:
  * work of unknown size, as after a reconnected listener). */
 static void bump(notifier *n, int q, size_t items)
 {
-    pthread_mutex_lock(&n->lock);
-    grant(n, q, items);
-    pthread_mutex_unlock(&n->lock);
+    duro__sql_notify(n->base, q, items);
 }
 
 static void poke(notifier *n)
@@ -314,28 +282,19 @@ static void *listener_main(void *arg)
     return NULL;
 }
 
-/* The arguments of notifier_new, duro__sql_shared_attach's make. */
-typedef struct notifier_args {
-    const char *key;
-    const duro__pg_provider *p;
-} notifier_args;
-
-static duro__sql_shared *notifier_new(void *arg)
+/* duro__sql_notify_attach's start: the listener's connection string,
+ * channel, pipe and thread. */
+static int notifier_start(duro__sql_notifier *base, void *arg)
 {
-    const char *key = ((notifier_args *)arg)->key;
-    const duro__pg_provider *p = ((notifier_args *)arg)->p;
+    const duro__pg_provider *p = arg;
     notifier *n = duro__calloc(1, sizeof(*n));
     if (n == NULL)
-        return NULL;
-    char *own_key = duro__strdup(key);
-    n->shared.key = own_key;
-    n->conninfo = duro__strdup(p->cfg.conninfo);
-    if (own_key == NULL || n->conninfo == NULL) {
-        duro__free(own_key);
-        duro__free(n->conninfo);
-        duro__free(n);
-        return NULL;
-    }
+        return DURO_NOMEM;
+    n->base = base;
+    base->own = n;
+    n->pipe_fd[0] = n->pipe_fd[1] = -1;
+    if ((n->conninfo = duro__strdup(p->cfg.conninfo)) == NULL)
+        return DURO_NOMEM;
     /* "duro_" and the schema, cut to an identifier's 63 bytes (two
      * schemas alike in their first 58 bytes share a channel: spurious
      * wake-ups only) */
@@ -345,10 +304,6 @@ static duro__sql_shared *notifier_new(void *arg)
     memcpy(n->channel, "duro_", 5);
     memcpy(n->channel + 5, p->cfg.schema, len);
     n->channel[5 + len] = '\0';
-    pthread_mutex_init(&n->lock, NULL);
-    for (int q = 0; q < 3; q++)
-        duro__cond_init_monotonic(&n->cond[q]);
-    n->pipe_fd[0] = n->pipe_fd[1] = -1;
     /* Without a pipe or a thread, waits poll: slower, still correct. */
     if (pipe2(n->pipe_fd, O_NONBLOCK | O_CLOEXEC) != 0) {
         n->pipe_fd[0] = n->pipe_fd[1] = -1;
@@ -359,28 +314,13 @@ static duro__sql_shared *notifier_new(void *arg)
         close(n->pipe_fd[1]);
         n->pipe_fd[0] = n->pipe_fd[1] = -1;
     }
-    return &n->shared;
+    return DURO_OK;
 }
 
-/* The notifier for this provider's store. */
-static notifier *notifier_attach(duro__pg_provider *p)
+/* The dialect's notifier_end: the listener stopped, its pipe closed. */
+void duro__pg_notifier_end(duro__sql_notifier *base)
 {
-    size_t size = strlen(p->cfg.schema) + strlen(p->cfg.conninfo) + 2;
-    char *key = duro__malloc(size);
-    if (key == NULL)
-        return NULL;
-    snprintf(key, size, "%s@%s", p->cfg.schema, p->cfg.conninfo);
-    notifier_args args = {key, p};
-    notifier *n = (notifier *)duro__sql_shared_attach(&registry, key,
-                                                      notifier_new, &args);
-    duro__free(key);
-    return n;
-}
-
-/* duro__sql_shared_release's destroy: the last provider let go. */
-static void notifier_free(duro__sql_shared *s)
-{
-    notifier *n = (notifier *)s;
+    notifier *n = base->own;
     if (n->has_thread) {
         atomic_store(&n->stop, 1);
         poke(n);
@@ -391,78 +331,21 @@ static void notifier_free(duro__sql_shared *s)
         close(n->pipe_fd[1]);
     }
     duro__free(n->conninfo);
-    pthread_mutex_destroy(&n->lock);
-    for (int q = 0; q < 3; q++)
-        pthread_cond_destroy(&n->cond[q]);
-    duro__free((char *)n->shared.key);
     duro__free(n);
 }
 
-/* What this thread's last fetch per queue learnt: when it found nothing, the
- * earliest time anything on the queue becomes due (a delayed item, an
- * expiring lock), so the wait after it needs no query of its own. */
-static _Thread_local struct {
-    uint64_t serial;        /* notifier the values belong to */
-    uint64_t generation[2]; /* the queue's, as the fetch began */
-    int began[2];           /* generation is set */
-    int64_t due[2];         /* INT64_MAX: nothing queued */
-    int valid[2];           /* due is set */
-} fetch_seen;
-
-static duro__pg_provider *pg_of(duro_provider *p)
+static notifier *notifier_of(duro__pg_provider *p)
 {
-    return (duro__pg_provider *)p;
-}
-
-void duro__pg_note_fetch(duro__pg_provider *p, duro_queue queue)
-{
-    notifier *n = p->notifier;
-    if (n == NULL)
-        return;
-    if (fetch_seen.serial != n->shared.serial) {
-        fetch_seen.serial = n->shared.serial;
-        fetch_seen.valid[0] = fetch_seen.valid[1] = 0;
-    }
-    pthread_mutex_lock(&n->lock);
-    fetch_seen.generation[queue] = atomic_load(&n->generation[queue]);
-    pthread_mutex_unlock(&n->lock);
-    fetch_seen.began[queue] = 1;
-    fetch_seen.valid[queue] = 0;
-}
-
-void duro__pg_note_due(duro__pg_provider *p, duro_queue queue, int64_t due)
-{
-    notifier *n = p->notifier;
-    if (n == NULL || fetch_seen.serial != n->shared.serial)
-        return;
-    fetch_seen.due[queue] = due;
-    fetch_seen.valid[queue] = 1;
-}
-
-static void signal_index(duro__pg_provider *p, int queue, size_t items);
-
-void duro__pg_signal(duro__pg_provider *p, duro_queue queue, size_t items)
-{
-    signal_index(p, (int)queue, items);
-}
-
-void duro__pg_signal_cancels(duro__pg_provider *p, size_t items)
-{
-    signal_index(p, CANCELS, items);
+    return p->sql.notifier != NULL ? p->sql.notifier->own : NULL;
 }
 
 static void signal_index(duro__pg_provider *p, int queue, size_t items)
 {
-    notifier *n = p->notifier;
+    notifier *n = notifier_of(p);
     if (n == NULL || items == 0)
         return;
-    pthread_mutex_lock(&n->lock);
     /* waiters here that no token is owed to yet: each takes one item */
-    size_t idle = 0;
-    if (queue < CANCELS && n->waiters[queue] > n->tokens[queue])
-        idle = (size_t)(n->waiters[queue] - n->tokens[queue]);
-    grant(n, queue, items);
-    pthread_mutex_unlock(&n->lock);
+    size_t idle = duro__sql_notify(n->base, queue, items);
     /* Other processes, through the listener after this commit: the items
      * no idle waiter here will take (all of them for CANCELS). A waiter
      * woken here fetches before it waits again, so an item kept here is
@@ -476,132 +359,26 @@ static void signal_index(duro__pg_provider *p, int queue, size_t items)
         poke(n);
 }
 
-/* How soon a wait looks again when something is due but the fetch before
- * it could not take it. */
-#define DUE_HELD_RETRY_MS 10
-
-int duro__pg_wait_for_work(duro_provider *base, duro_queue queue,
-                           int64_t max_wait_ms, duro_error *err)
+void duro__pg_signal(duro__pg_provider *p, duro_queue queue, size_t items)
 {
-    duro_error local;
-    DURO__SQL_ERR_INIT(err, local);
-    if (duro__sql_check_queue(queue, err) != DURO_OK)
-        return err->code;
-    duro__pg_provider *p = pg_of(base);
-    notifier *n = p->notifier;
-    int q = (int)queue;
-
-    /* A token granted since this thread's fetch began (work committed
-     * while it fetched, or since): go. Tokens granted before it were for
-     * work that fetch could see. */
-    int mine = fetch_seen.serial == n->shared.serial && fetch_seen.began[q];
-    pthread_mutex_lock(&n->lock);
-    uint64_t seen =
-        mine ? fetch_seen.generation[q] : atomic_load(&n->generation[q]);
-    int done = atomic_load(&p->wake_sticky) || max_wait_ms <= 0;
-    if (!done && n->tokens[q] > 0 && atomic_load(&n->generation[q]) != seen) {
-        n->tokens[q]--;
-        done = 1;
-    }
-    pthread_mutex_unlock(&n->lock);
-    if (done)
-        return DURO_OK;
-
-    /* Wait no longer than until the earliest delayed item (or expiring
-     * lock) on the queue becomes due: as the empty fetch just before saw
-     * it, else asked now. Later commits grant tokens. */
-    int64_t wait_ms = max_wait_ms, due;
-    if (fetch_seen.serial == n->shared.serial && fetch_seen.valid[q]) {
-        due = fetch_seen.due[q];
-        fetch_seen.valid[q] = 0;
-    } else {
-        int rc = duro__sql_next_due(&p->sql, queue, &due, err);
-        if (rc != DURO_OK)
-            return rc;
-    }
-    if (due != INT64_MAX) {
-        int64_t until_due = due - duro__wall_ms();
-        /* Due already, yet the fetch found nothing: another transaction
-         * holds the row (claiming or acking it). Its outcome usually
-         * grants a token; look again soon in any case. */
-        if (until_due <= 0)
-            until_due = DUE_HELD_RETRY_MS;
-        if (until_due < wait_ms)
-            wait_ms = until_due;
-    }
-
-    pthread_mutex_lock(&n->lock);
-    struct timespec deadline;
-    duro__deadline_ts(&deadline, wait_ms);
-    while (!atomic_load(&p->wake_sticky)) {
-        if (n->tokens[q] > 0 && atomic_load(&n->generation[q]) != seen) {
-            n->tokens[q]--;
-            break;
-        }
-        n->waiters[q]++;
-        int timed_out = pthread_cond_timedwait(&n->cond[q], &n->lock,
-                                               &deadline) == ETIMEDOUT;
-        n->waiters[q]--;
-        if (timed_out)
-            break;
-    }
-    pthread_mutex_unlock(&n->lock);
-    return DURO_OK;
+    signal_index(p, (int)queue, items);
 }
 
-/* The CANCELS generation this thread saw at its last wait_for_cancellations,
- * so a cancellation committed between two waits ends the second at once. */
-static _Thread_local struct {
-    uint64_t serial;
-    uint64_t generation;
-    int valid;
-} cancels_seen;
-
-int duro__pg_wait_for_cancellations(duro_provider *base, int64_t max_wait_ms,
-                                    duro_error *err)
+void duro__pg_signal_cancels(duro__pg_provider *p, size_t items)
 {
-    duro_error local;
-    DURO__SQL_ERR_INIT(err, local);
-    duro__pg_provider *p = pg_of(base);
-    notifier *n = p->notifier;
-    pthread_mutex_lock(&n->lock);
-    uint64_t seen = atomic_load(&n->generation[CANCELS]);
-    if (cancels_seen.valid && cancels_seen.serial == n->shared.serial)
-        seen = cancels_seen.generation;
-    if (max_wait_ms > 0) {
-        struct timespec deadline;
-        duro__deadline_ts(&deadline, max_wait_ms);
-        while (!atomic_load(&p->wake_sticky) &&
-               atomic_load(&n->generation[CANCELS]) == seen) {
-            if (pthread_cond_timedwait(&n->cond[CANCELS], &n->lock,
-                                       &deadline) == ETIMEDOUT)
-                break;
-        }
-    }
-    cancels_seen.serial = n->shared.serial;
-    cancels_seen.generation = atomic_load(&n->generation[CANCELS]);
-    cancels_seen.valid = 1;
-    pthread_mutex_unlock(&n->lock);
-    return DURO_OK;
-}
-
-void duro__pg_wake(duro_provider *base, int sticky)
-{
-    duro__pg_provider *p = pg_of(base);
-    notifier *n = p->notifier;
-    atomic_store(&p->wake_sticky, sticky != 0);
-    /* Other providers on the same file see a spurious return, which the
-     * contract allows. */
-    pthread_mutex_lock(&n->lock);
-    for (int q = 0; q < 3; q++)
-        grant(n, q, SIZE_MAX);
-    pthread_mutex_unlock(&n->lock);
+    signal_index(p, CANCELS, items);
 }
 
 int duro__pg_notifier_attach(duro__pg_provider *p)
 {
-    p->notifier = notifier_attach(p);
-    return p->notifier != NULL ? DURO_OK : DURO_NOMEM;
+    size_t size = strlen(p->cfg.schema) + strlen(p->cfg.conninfo) + 2;
+    char *key = duro__malloc(size);
+    if (key == NULL)
+        return DURO_NOMEM;
+    snprintf(key, size, "%s@%s", p->cfg.schema, p->cfg.conninfo);
+    int rc = duro__sql_notify_attach(&p->sql, key, notifier_start, p);
+    duro__free(key);
+    return rc;
 }
 
 void duro__pg_notifier_flush(duro__pg_provider *p)
@@ -609,7 +386,7 @@ void duro__pg_notifier_flush(duro__pg_provider *p)
     /* A process that closes its store right after a commit (`duro cancel`)
      * must not take the commit's announcement with it: its listener may be
      * holding it (NOTIFY_GAP_MS), or not be connected yet. */
-    notifier *n = p->notifier;
+    notifier *n = notifier_of(p);
     for (int i = 0; n != NULL && n->has_thread && i < p->conn_count; i++) {
         PGconn *c = p->conns[i].pg;
         if (c != NULL && PQstatus(c) == CONNECTION_OK &&
@@ -618,14 +395,6 @@ void duro__pg_notifier_flush(duro__pg_provider *p)
             break;
         }
     }
-}
-
-void duro__pg_notifier_detach(duro__pg_provider *p)
-{
-    if (p->notifier != NULL)
-        duro__sql_shared_release(&registry, &p->notifier->shared,
-                                 notifier_free);
-    p->notifier = NULL;
 }
 
 /* ---- test hooks ------------------------------------------------------------
@@ -639,15 +408,15 @@ static duro__pg_provider *hook_target(duro_provider *p)
 int duro__pg_listening(duro_provider *base)
 {
     duro__pg_provider *p = hook_target(base);
-    return p != NULL && p->notifier != NULL &&
-           atomic_load(&p->notifier->listening);
+    return p != NULL && notifier_of(p) != NULL &&
+           atomic_load(&notifier_of(p)->listening);
 }
 
 uint64_t duro__pg_notifications_received(duro_provider *base)
 {
     duro__pg_provider *p = hook_target(base);
-    return p != NULL && p->notifier != NULL
-               ? atomic_load(&p->notifier->received)
+    return p != NULL && notifier_of(p) != NULL
+               ? atomic_load(&notifier_of(p)->received)
                : 0;
 }
 
@@ -659,7 +428,7 @@ static notifier *hook_notifier(duro_provider *base, duro_queue queue)
     if (p == NULL ||
         (queue != DURO_QUEUE_ORCHESTRATOR && queue != DURO_QUEUE_WORKER))
         return NULL;
-    return p->notifier;
+    return notifier_of(p);
 }
 
 uint64_t duro__pg_announced_items(duro_provider *base, duro_queue queue)
@@ -679,10 +448,11 @@ int duro__pg_idle_waiters(duro_provider *base, duro_queue queue)
     notifier *n = hook_notifier(base, queue);
     if (n == NULL)
         return 0;
-    pthread_mutex_lock(&n->lock);
-    int idle = n->waiters[queue] > n->tokens[queue]
-                   ? n->waiters[queue] - n->tokens[queue]
+    duro__sql_notifier *b = n->base;
+    pthread_mutex_lock(&b->lock);
+    int idle = b->waiters[queue] > b->tokens[queue]
+                   ? b->waiters[queue] - b->tokens[queue]
                    : 0;
-    pthread_mutex_unlock(&n->lock);
+    pthread_mutex_unlock(&b->lock);
     return idle;
 }

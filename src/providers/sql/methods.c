@@ -1,6 +1,7 @@
 /* methods.c - the provider methods a SQL store takes from the shared layer,
- * set in one place (each dialect's provider file sets the rest: its
- * wake-up, its close), and the test hooks' check
+ * set in one place (each dialect's provider file sets the rest:
+ * PostgreSQL's wait_for_cancellations), the start and end of a dialect's
+ * open and the end of its close, and the test hooks' check
  * that a provider is a SQL store of a given dialect. Above the rest of
  * sql/ (it names their functions); called by the dialects' provider files
  * only. Any thread. */
@@ -44,6 +45,8 @@ void duro__sql_fill_methods(duro_provider *m)
     m->purge_instances = duro__sql_purge_instances;
     m->control_instances = duro__sql_control_instances;
     m->control_matching = duro__sql_control_matching;
+    m->wait_for_work = duro__sql_wait_for_work;
+    m->wake = duro__sql_wake;
 }
 
 duro__sql_store *duro__sql_store_of(duro_provider *p, const char *dialect)
@@ -56,13 +59,58 @@ duro__sql_store *duro__sql_store_of(duro_provider *p, const char *dialect)
     return strcmp(st->dialect->name, dialect) == 0 ? st : NULL;
 }
 
-int duro__sql_open_done(duro_provider *base, int rc, duro_provider **out)
+/* open's start: NULL with err set when it fails (nothing stays). */
+static duro__sql_store *open_start(const duro__sql_dialect *d,
+                                   void (*close)(duro_provider *base),
+                                   const char *url, duro_provider **out,
+                                   duro_error *err)
 {
+    if (out == NULL) {
+        duro_error_set(err, DURO_INVALID, 0, "out is NULL");
+        return NULL;
+    }
+    *out = NULL;
+    duro__sql_store *st = duro__calloc(1, d->provider_size);
+    if (st == NULL) {
+        duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        return NULL;
+    }
+    if (d->configure(st, url, err) != DURO_OK) {
+        duro__free(st);
+        return NULL;
+    }
+    duro__sql_fill_methods(&st->base);
+    st->base.name = d->name;
+    st->base.close = close;
+    st->dialect = d;
+    duro__sql_pool_init(&st->pool);
+    return st;
+}
+
+void duro__sql_store_free(duro__sql_store *st)
+{
+    duro__sql_notify_detach(st);
+    duro__sql_pool_destroy(&st->pool);
+    duro__free(st);
+}
+
+int duro__sql_open(const duro__sql_dialect *d, const char *url, int concurrency,
+                   int (*open)(duro__sql_store *st, int concurrency,
+                               duro_error *err),
+                   void (*close)(duro_provider *base), duro_provider **out,
+                   duro_error *err)
+{
+    duro_error local;
+    DURO__SQL_ERR_INIT(err, local);
+    duro__sql_store *st = open_start(d, close, url, out, err);
+    if (st == NULL)
+        return err->code;
+    int rc = open(st, concurrency, err);
     if (rc != DURO_OK) {
-        base->close(base);
+        close(&st->base);
         return rc;
     }
-    *out = base;
+    *out = &st->base;
     return DURO_OK;
 }
 

@@ -1272,7 +1272,7 @@ static int write_history(duro__sql_store *st, duro__sql_conn *c,
     int rc = duro__sql_history_room(
         st, c, instance_id, h->current, execution_id,
         h->has_events ? &h->events : NULL, ack->history_delta_count,
-        st->dialect->max_history(st), op, err);
+        st->max_history, op, err);
     if (rc == DURO_OK && execution_id > h->current)
         rc = duro__sql_create_execution(st, c, instance_id, execution_id,
                                         ack->meta, now, op, err);
@@ -1405,6 +1405,17 @@ static int check_turns(duro__sql_store *st, size_t n,
     return DURO_OK;
 }
 
+/* The dialect's ack_turns, its fetches (if any) noted first: a commit
+ * from now on ends the thread's next wait. */
+static int dialect_turns(duro_provider *base, const duro__sql_turns *t,
+                         duro_error *err)
+{
+    duro__sql_store *st = duro__sql_of(base);
+    if (t->max_next > 0)
+        duro__sql_note_fetch(st, DURO_QUEUE_ORCHESTRATOR);
+    return st->dialect->ack_turns(base, t, err);
+}
+
 /* The acks of n items, then up to max_next fetches, in one transaction
  * (ack_orchestration_item: n 1, max_next 0; ack_and_fetch_orchestration_item:
  * n 1, max_next 1; ack_and_fetch_orchestration_items: any). */
@@ -1419,8 +1430,10 @@ static int ack_turns(duro_provider *base, size_t n,
     int rc = check_turns(st, n, lock_tokens, acks, op, err);
     if (rc != DURO_OK)
         return rc;
-    return st->dialect->ack_turns(base, n, lock_tokens, acks, lock_timeout_ms,
-                                  cache, max_next, next, next_count, op, err);
+    duro__sql_turns t = {n,     lock_tokens, acks, lock_timeout_ms,
+                         cache, max_next,    next, next_count,
+                         op};
+    return dialect_turns(base, &t, err);
 }
 
 int duro__sql_ack_orchestration_item(duro_provider *base,
@@ -1571,9 +1584,9 @@ int duro__sql_fetch_orchestration_item(duro_provider *base,
         return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
     *out = NULL;
     size_t got;
-    return duro__sql_of(base)->dialect->ack_turns(
-        base, 0, NULL, NULL, lock_timeout_ms, cache, 1, out, &got,
-        "fetch_orchestration_item", err);
+    duro__sql_turns t = {0, NULL, NULL, lock_timeout_ms,           cache,
+                         1, out,  &got, "fetch_orchestration_item"};
+    return dialect_turns(base, &t, err);
 }
 
 int duro__sql_fetch_work_item(duro_provider *base, int64_t lock_timeout_ms,

@@ -1,8 +1,8 @@
 /* shared.c - one object per store per process, found by key: the
- * dialects' in-process notifiers (a client and a runtime of one process
+ * in-process notifiers of sql/notify.c (a client and a runtime of one process
  * open their own providers on one store, and an enqueue through one must
  * wake the other). Reference-counted by the providers that use it; made by
- * the dialect, freed by it when the last one lets go. Any thread. */
+ * its owner, freed by it when the last one lets go. Any thread. */
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>

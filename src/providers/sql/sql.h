@@ -35,15 +35,28 @@ typedef struct duro__sql_conn duro__sql_conn; /* a dialect's connection */
 typedef struct duro__sql_stmt duro__sql_stmt; /* a dialect's statement */
 typedef struct duro__sql_store duro__sql_store;
 typedef struct duro__sql_sweep duro__sql_sweep; /* a sweep's set (many.c) */
+typedef struct duro__sql_notifier duro__sql_notifier; /* sql/notify.c */
+
+/* What ack_turns is given: the acks of n turns by their lock tokens
+ * (checked, of this store), then up to max_next fetches into next (locked
+ * for lock_timeout_ms; *next_count of them). */
+typedef struct duro__sql_turns {
+    size_t n;
+    const char *const *lock_tokens;
+    const duro_orch_ack *acks;
+    int64_t lock_timeout_ms;
+    const duro_history_cache *cache;
+    size_t max_next;
+    duro_orch_item **next;
+    size_t *next_count;
+    const char *op;
+} duro__sql_turns;
 
 /* The types of the queue members a dialect implements in its own files
  * (declared there as `duro__sql_ack_turns_fn duro__<dialect>_ack_turns;`);
  * their contracts are the members' below. */
-typedef int duro__sql_ack_turns_fn(
-    duro_provider *base, size_t n, const char *const *lock_tokens,
-    const duro_orch_ack *acks, int64_t lock_timeout_ms,
-    const duro_history_cache *cache, size_t max_next, duro_orch_item **next,
-    size_t *next_count, const char *op, duro_error *err);
+typedef int duro__sql_ack_turns_fn(duro_provider *base,
+                                   const duro__sql_turns *t, duro_error *err);
 typedef int
 duro__sql_ack_work_fn(duro_provider *base, int64_t id, const char *lock_token,
                       const duro_work_item *completion, int64_t lock_timeout_ms,
@@ -106,8 +119,8 @@ typedef struct duro__sql_dialect {
     /* 1 when the dialect has a text for id: an optional step (PostgreSQL's
      * STATS_PLAN) is skipped where it has none. */
     int (*has)(duro__sql_stmt_id id);
-    /* Bytes the store keeps on disk beside its tables (SQLite's WAL); 0
-     * when none. */
+    /* Bytes the store keeps on disk beside its tables (SQLite's WAL);
+     * NULL: none (PostgreSQL's WAL is the server's). */
     int64_t (*bytes_beside)(duro__sql_store *st);
     /* The dialect's statement texts by id (NULL: none), and so the
      * statements it runs (for the tests' EXPLAIN checks). */
@@ -174,8 +187,6 @@ typedef struct duro__sql_dialect {
      * column 9 (NULL: none), handed to note_due (PostgreSQL's). NULL: a
      * claim that takes nothing answers no row (SQLite's). */
     void (*note_due)(duro__sql_store *st, duro_queue queue, int64_t due_ms);
-    /* The store's max_history (events of one execution). */
-    uint64_t (*max_history)(duro__sql_store *st);
     /* A turn's `count` events in one statement (PostgreSQL's). NULL: one
      * HISTORY_INSERT each. */
     int (*insert_events)(duro__sql_store *st, duro__sql_conn *c,
@@ -198,21 +209,66 @@ typedef struct duro__sql_dialect {
     /* fetch_work_item after its checks: the claim of the next work item
      * (SQLite's in a write transaction; PostgreSQL's one statement alone). */
     duro__sql_fetch_work_fn *fetch_work;
+
+    /* ---- h-dups: the in-process wake-up (sql/notify.c) ---- */
+    /* 1: a commit of n items ends n waits, not all of them (tokens, capped
+     * at the waiters plus one: PostgreSQL's, whose every woken worker slot
+     * would otherwise run an empty claim); 0: a commit ends every wait
+     * begun before it (SQLite's). */
+    int wake_counted;
+    /* How long a wait waits when something is due already yet the fetch
+     * before it found nothing (another transaction holds the row); 0: it
+     * returns at once (SQLite's). */
+    int64_t due_held_retry_ms;
+    /* What ends the dialect's part of a notifier (its `own`) before the
+     * notifier is freed; NULL: it has none. */
+    void (*notifier_end)(duro__sql_notifier *n);
+
+    /* ---- h-dups: open (sql/methods.c) ---- */
+    size_t provider_size; /* the dialect's provider struct (this first) */
+    /* Parses the URL into the dialect's config in st (zeroed before) and
+     * sets st's max_payload and max_history (and the rest the URL
+     * decides); on failure nothing it parsed stays allocated. */
+    int (*configure)(duro__sql_store *st, const char *url, duro_error *err);
 } duro__sql_dialect;
+
+/* ---- a pool of connections (sql/pool.c) ---------------------------------
+ * The idle connections of a store, a stack: init at open (before anything
+ * that may fail), reserve room for `size` (DURO_NOMEM), give each opened
+ * connection; take blocks until one is idle; destroy at close. Any
+ * thread. */
+typedef struct duro__sql_pool {
+    pthread_mutex_t lock; /* guards idle and count */
+    pthread_cond_t cond;  /* a connection was given back */
+    void **idle;          /* stack of idle connections */
+    int count;
+} duro__sql_pool;
+void duro__sql_pool_init(duro__sql_pool *pool);
+int duro__sql_pool_reserve(duro__sql_pool *pool, int size);
+void duro__sql_pool_destroy(duro__sql_pool *pool);
+void *duro__sql_pool_take(duro__sql_pool *pool);
+void duro__sql_pool_give(duro__sql_pool *pool, void *c);
 
 /* The part of a SQL store the shared layer reads. */
 struct duro__sql_store {
     duro_provider base; /* first member */
     const duro__sql_dialect *dialect;
-    size_t max_payload; /* bytes of a payload, from the URL */
-    int utf8_only;      /* text that is not UTF-8 is refused (PostgreSQL
-                           would fail it with 22021) */
+    size_t max_payload;   /* bytes of a payload, from the URL */
+    uint64_t max_history; /* events of one execution, from the URL */
+    int utf8_only;        /* text that is not UTF-8 is refused (PostgreSQL
+                             would fail it with 22021) */
     /* The fault hook (tests): the statements run so far, and the one to
      * fail (0: off), retryably or not. */
     _Atomic uint64_t steps;
     _Atomic uint64_t fault_at;
     _Atomic int fault_retryable;
     _Atomic uint64_t statements_prepared; /* for the tests */
+    duro__sql_pool pool; /* the idle connections (SQLite's readers,
+                            PostgreSQL's pooled connections) */
+    /* The in-process wake-up (sql/notify.c): the notifier this process's
+     * providers of the store share, and wake()'s flag. */
+    duro__sql_notifier *notifier;
+    _Atomic int wake_sticky; /* wake(p, 1) until wake(p, 0) */
 };
 
 static inline duro__sql_store *duro__sql_of(duro_provider *base)
@@ -343,6 +399,15 @@ void duro__sql_inject_fault(duro_provider *p, const char *dialect,
                             uint64_t nth_step, int retryable);
 uint64_t duro__sql_statements_prepared(duro_provider *p, const char *dialect);
 
+/* A grouped write's new leader (SQLite's group commit, PostgreSQL's
+ * combined acks) whose last group carried `company` writes (more than
+ * one: threads are writing side by side) waits, yielding the CPU, until as
+ * many are queued (*queued) or ns nanoseconds passed; alone it never
+ * waits (PostgreSQL's commit_delay and commit_siblings, by the writes just
+ * seen), nor while *urgent (when not NULL: urgent writes queued) is not 0.
+ * The dialect's comment says why its wait pays. */
+void duro__sql_linger(_Atomic int *queued, _Atomic int *urgent, int company,
+                      int64_t ns);
 /* Prepares `id` and steps it to completion: DURO_OK or err. */
 int duro__sql_run(duro__sql_store *st, duro__sql_conn *c, duro__sql_stmt *s,
                   const char *op, duro_error *err);
@@ -419,14 +484,87 @@ int duro__sql_shared_detach(duro__sql_registry *r, duro__sql_shared *s);
 void duro__sql_shared_release(duro__sql_registry *r, duro__sql_shared *s,
                               void (*destroy)(duro__sql_shared *s));
 
+/* ---- the in-process wake-up (sql/notify.c) ------------------------------
+ * One notifier per store per process (a client and a runtime of one process
+ * open their own providers on one store, and an enqueue through one must
+ * wake the other), found in one registry by the dialect's name and key,
+ * reference-counted by the providers that use it. A wait ends at a commit
+ * made since its thread's last fetch began (wake_counted: at one that left
+ * a token for it), at wake(), at its deadline, or when something on the
+ * queue becomes due. Its lock is never held while taking another lock or
+ * running SQL. Any thread. */
+
+/* The third wait channel beside the two duro_queue values: work items
+ * cancelled (deleted) by a turn, for wait_for_cancellations. */
+#define DURO__SQL_CANCELS 2
+
+struct duro__sql_notifier {
+    duro__sql_shared shared; /* first member; key "<dialect>/<key>" */
+    int counted;             /* the dialect's wake_counted */
+    void (*end)(duro__sql_notifier *n); /* the dialect's notifier_end */
+    void *own; /* the dialect's part (start makes it; NULL: none) */
+    pthread_mutex_t lock;
+    pthread_cond_t cond[3];         /* per duro_queue, then CANCELS */
+    _Atomic uint64_t generation[3]; /* raised after each commit that adds or
+                                       releases work (or cancels work
+                                       items: CANCELS), and by wake() */
+    int tokens[2];  /* under lock: waits owed a return, per duro_queue */
+    int waiters[2]; /* under lock: threads blocked in wait_for_work */
+};
+
+/* st->notifier for key (the dialect's; "" makes a private one, as for an
+ * in-memory database): the one of this process, or a new one that
+ * start(n, arg) (NULL: none) gives the dialect's part (n->own); when start
+ * fails, having set n->own or not, the notifier is ended and freed.
+ * DURO_NOMEM when it cannot be made. */
+int duro__sql_notify_attach(duro__sql_store *st, const char *key,
+                            int (*start)(duro__sql_notifier *n, void *arg),
+                            void *arg);
+/* Lets go of st->notifier (the last provider frees it); NULL is a no-op. */
+void duro__sql_notify_detach(duro__sql_store *st);
+/* A commit made `items` items of channel q (a duro_queue, or
+ * DURO__SQL_CANCELS) available: wakes waiters here. Returns how many
+ * threads were waiting on q with no token owed them (each will take one
+ * item). n may be NULL. */
+size_t duro__sql_notify(duro__sql_notifier *n, int q, size_t items);
+/* The dialect's signal of a store woken in process only. */
+void duro__sql_notify_signal(duro__sql_store *st, duro_queue queue,
+                             size_t items);
+/* A fetch of `queue` begins on this thread; and, when it found nothing,
+ * `due` the earliest time anything on the queue becomes due (INT64_MAX:
+ * nothing queued), which the thread's next wait uses instead of asking the
+ * store (the dialect's note_due). */
+void duro__sql_note_fetch(duro__sql_store *st, duro_queue queue);
+void duro__sql_note_due(duro__sql_store *st, duro_queue queue, int64_t due);
+/* The provider methods wait_for_work, wake and wait_for_cancellations (a
+ * dialect that signals DURO__SQL_CANCELS sets the last). */
+int duro__sql_wait_for_work(duro_provider *base, duro_queue queue,
+                            int64_t max_wait_ms, duro_error *err);
+void duro__sql_wake(duro_provider *base, int sticky);
+int duro__sql_wait_for_cancellations(duro_provider *base, int64_t max_wait_ms,
+                                     duro_error *err);
+
 /* ---- the store's operations written once (duro/provider.h methods) ------ */
 
 /* sql/methods.c: sets version and every method the shared layer
- * implements; the dialect sets name, close and the rest after it. */
+ * implements (duro__sql_open then sets name and close; the dialect the
+ * rest). */
 void duro__sql_fill_methods(duro_provider *m);
-/* The end of a dialect's open: on failure closes base (its methods
- * filled, whatever it opened so far) and returns rc; else *out = base. */
-int duro__sql_open_done(duro_provider *base, int rc, duro_provider **out);
+/* A dialect's open (the provider method's skeleton): out checked
+ * (DURO_INVALID) and cleared; the dialect's provider struct allocated
+ * (DURO_NOMEM) and configured from url (the dialect's configure), its
+ * methods filled (the shared layer's, the dialect's name, close), its pool
+ * ready for connections; then open(st, concurrency, err) opens the rest
+ * (concurrency: the caller's, 0 when none). When open fails, close(st)
+ * closes whatever it opened (it ends with duro__sql_store_free, after the
+ * dialect freed its own parts and config). *out = the provider on
+ * success. */
+int duro__sql_open(const duro__sql_dialect *d, const char *url, int concurrency,
+                   int (*open)(duro__sql_store *st, int concurrency,
+                               duro_error *err),
+                   void (*close)(duro_provider *base), duro_provider **out,
+                   duro_error *err);
+void duro__sql_store_free(duro__sql_store *st);
 /* p as the SQL store of the dialect named `dialect` ("sqlite"), NULL when
  * it is anything else (another provider, a wrapper of one): for test
  * hooks, which any provider may be passed to. */

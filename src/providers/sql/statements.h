@@ -185,6 +185,27 @@
     "AND NOT EXISTS (SELECT 1 FROM orchestrator_queue AS q "                   \
     "WHERE q.instance_id = " t ".instance_id AND q.kind IN (8, 11, 12, 13)))"
 
+/* The instance queries' paths (query_instances), written once over a
+ * dialect's path macros Q_ALL(o), Q_NAME(o), Q_STATUS(o) ... Q_PROBLEM(o)
+ * (Q its prefix, o ID, CREATED or UPDATED): X(id, text) for each, in
+ * duro__query_path order (sql/manage.c indexes them by path and order).
+ * UNION7 joins the seven arms of a STATUS path, one per status. */
+#define DURO__SQL_UNION7(a, b, c, d, e, f, g)                                  \
+    a " UNION ALL " b " UNION ALL " c " UNION ALL " d " UNION ALL " e          \
+      " UNION ALL " f " UNION ALL " g
+#define DURO__SQL_Q3(X, Q, P)                                                  \
+    X(QUERY_##P##_ID, Q##_##P(ID))                                             \
+    X(QUERY_##P##_CREATED, Q##_##P(CREATED))                                   \
+    X(QUERY_##P##_UPDATED, Q##_##P(UPDATED))
+#define DURO__SQL_QUERY_PATHS(X, Q)                                            \
+    X(QUERY_ALL_ID, Q##_ALL(ID))                                               \
+    X(QUERY_NAME_ID, Q##_NAME(ID))                                             \
+    DURO__SQL_Q3(X, Q, STATUS)                                                 \
+    DURO__SQL_Q3(X, Q, NAME_STATUS)                                            \
+    DURO__SQL_Q3(X, Q, PREFIX)                                                 \
+    DURO__SQL_Q3(X, Q, PARENT)                                                 \
+    DURO__SQL_Q3(X, Q, PROBLEM)
+
 /* The statements both stores spell alike. */
 #define DURO__SQL_END_STATEMENTS(X)                                            \
     X(COMMIT, "COMMIT")                                                        \

@@ -192,7 +192,9 @@ static int read_all(duro__sql_store *p, duro__sql_conn *c, duro_store_stats *v,
     v->worker_oldest_ready_ms = ready > 0 ? oldest : 0;
     /* the tables and their indexes (PostgreSQL's with TOAST), and what the
      * store keeps beside them (SQLite's WAL) */
-    v->store_size_bytes = pages + p->dialect->bytes_beside(p);
+    v->store_size_bytes = pages;
+    if (p->dialect->bytes_beside != NULL)
+        v->store_size_bytes += p->dialect->bytes_beside(p);
     return DURO_OK;
 }
 

@@ -1,12 +1,25 @@
 /* store.c - what the SQL layer writes once on top of a dialect's
  * primitives: running a statement to completion, copying a text column,
- * the input checks, growing arena arrays. Any thread (a connection by one
- * at a time). */
+ * the input checks, growing arena arrays, a grouped write's linger. Any
+ * thread (a connection by one at a time). */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "providers/sql/sql.h"
+
+void duro__sql_linger(_Atomic int *queued, _Atomic int *urgent, int company,
+                      int64_t ns)
+{
+    if (company <= 1)
+        return;
+    int64_t until = duro__mono_ns() + ns;
+    while (atomic_load(queued) < company &&
+           (urgent == NULL || atomic_load(urgent) == 0) &&
+           duro__mono_ns() < until)
+        sched_yield();
+}
 
 int duro__sql_run(duro__sql_store *st, duro__sql_conn *c, duro__sql_stmt *s,
                   const char *op, duro_error *err)

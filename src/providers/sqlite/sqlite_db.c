@@ -5,7 +5,6 @@
  * threads), checkpoints and the pool of reader connections. Thread-safe: the
  * writer is used under write_lock, a reader by the one thread that took it. */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -600,13 +599,6 @@ void duro__sqlite_bind_i64(duro__sqlite_conn *c, sqlite3_stmt *s, int i,
         c->bind_rc = rc;
 }
 
-void duro__sqlite_bind_u64(duro__sqlite_conn *c, sqlite3_stmt *s, int i,
-                           uint64_t v)
-{
-    /* Stored as the same 64 bits; read back with a cast. */
-    duro__sqlite_bind_i64(c, s, i, (int64_t)v);
-}
-
 int duro__sqlite_column_text(duro_arena *a, sqlite3_stmt *s, int col,
                              const char **out)
 {
@@ -960,12 +952,8 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
  * reaches its activity no later for the company. */
 static void group_linger(duro__sqlite_provider *p, int company)
 {
-    if (company <= 1)
-        return;
-    int64_t until = duro__mono_ns() + GROUP_LINGER_NS;
-    while (atomic_load(&p->group_queued) < company &&
-           atomic_load(&p->group_urgent) == 0 && duro__mono_ns() < until)
-        sched_yield();
+    duro__sql_linger(&p->group_queued, &p->group_urgent, company,
+                     GROUP_LINGER_NS);
 }
 
 int duro__sqlite_write_grouped(duro__sqlite_provider *p, const char *op,
@@ -1231,12 +1219,7 @@ duro__sqlite_conn *duro__sqlite_reader_acquire(duro__sqlite_provider *p)
         pthread_mutex_lock(&p->write_lock);
         return &p->writer;
     }
-    pthread_mutex_lock(&p->pool_lock);
-    while (p->free_count == 0)
-        pthread_cond_wait(&p->pool_cond, &p->pool_lock);
-    duro__sqlite_conn *c = p->free_readers[--p->free_count];
-    pthread_mutex_unlock(&p->pool_lock);
-    return c;
+    return duro__sql_pool_take(&p->sql.pool);
 }
 
 void duro__sqlite_reader_release(duro__sqlite_provider *p, duro__sqlite_conn *c)
@@ -1246,8 +1229,5 @@ void duro__sqlite_reader_release(duro__sqlite_provider *p, duro__sqlite_conn *c)
         pthread_mutex_unlock(&p->write_lock);
         return;
     }
-    pthread_mutex_lock(&p->pool_lock);
-    p->free_readers[p->free_count++] = c;
-    pthread_cond_signal(&p->pool_cond);
-    pthread_mutex_unlock(&p->pool_lock);
+    duro__sql_pool_give(&p->sql.pool, c);
 }

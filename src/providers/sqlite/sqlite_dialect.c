@@ -1,8 +1,8 @@
 /* sqlite_dialect.c - the primitives the shared SQL layer (sql/sql.h) runs
  * on a SQLite store: statements, steps and columns of sqlite3, the one
- * writer, the reader pool, the in-process wake-up, a sweep's snapshot.
- * Each is a cast around sqlite_db.c's own function or sqlite3's. Thread
- * rules: sqlite_db.c's. */
+ * writer, the readers, a sweep's snapshot, the URL's config (the wake-up
+ * is sql/notify.c's, in process only). Each is a cast around sqlite_db.c's
+ * own function or sqlite3's. Thread rules: sqlite_db.c's. */
 #include <string.h>
 #include <sys/stat.h>
 
@@ -159,50 +159,44 @@ static int unique_violation(int rc)
 }
 
 /* A renewal's writer: ahead of the writers that wait for the one writer. */
-static int write_begin_urgent(duro__sql_store *st, const char *op,
-                              duro__sql_conn **out, duro_error *err)
-{
-    duro__sqlite_conn *c = NULL;
-    int rc = duro__sqlite_write_begin_urgent(PROVIDER(st), op, &c, err);
-    *out = (duro__sql_conn *)c;
-    return rc;
-}
+DURO__SQL_ADAPT_BEGIN(write_begin_urgent, duro__sqlite_write_begin_urgent,
+                      duro__sqlite_provider, duro__sqlite_conn)
 
-static uint64_t max_history(duro__sql_store *st)
+/* The URL's config (sqlite_url.c). */
+static int configure(duro__sql_store *st, const char *url, duro_error *err)
 {
-    return PROVIDER(st)->cfg.max_history;
+    duro__sqlite_config *cfg = &PROVIDER(st)->cfg;
+    int rc = duro__sqlite_parse_url(url, cfg, err);
+    if (rc != DURO_OK)
+        duro__sqlite_config_free(cfg);
+    st->max_payload = cfg->max_payload;
+    st->max_history = cfg->max_history;
+    return rc;
 }
 
 /* The writer's transactions always see one snapshot. */
 const duro__sql_dialect duro__sqlite_dialect = {
     .name = "sqlite",
     .write_begin_snapshot = adapt_write_begin, /* one writer: one snapshot */
-    .has = duro__sqlite_has_statement,
-    .texts = duro__sqlite_statement_texts,
     .bytes_beside = wal_bytes,
     /* sql/manage.c */
     .bind_limit = adapt_bind_i64, /* a negative LIMIT is none */
     /* operations on many instances (sql/many.c) */
     .ids_json = 1,
     .ids_reader = "json_each",
-    .sweep_open = sweep_open,
-    .sweep_page = sweep_page,
-    .sweep_close = sweep_close,
     /* sql/queue.c (the queues) */
     .message_params = {20, 21, 18, 19}, /* now, visible_at, started, finished */
-    .bind_flag = bind_flag,
-    .unique_violation = unique_violation,
     .write_begin_urgent = write_begin_urgent,
     .id_list = "[]",
-    .ack_turns = duro__sqlite_ack_turns,
-    .ack_work = duro__sqlite_ack_work,
-    .abandon_failed = NULL, /* a writer in this process: nothing is lost */
-    .note_due = NULL,       /* a claim that takes nothing answers no row */
-    .max_history = max_history,
-    .insert_events = NULL, /* one statement per event */
-    .turn_locked = NULL,
-    .claim_lost = NULL, /* a failed commit changed nothing */
-    .fetch_work = duro__sqlite_fetch_work,
-    .reader_snapshot = 1, /* one snapshot, no lock per statement */
-    DURO__SQL_ADAPTED     /* the casts of sql/adapt.h */
+    /* NULL (left out): abandon_failed (a writer in this process: nothing is
+     * lost), note_due (a claim that takes nothing answers no row),
+     * insert_events (one statement per event), turn_locked, claim_lost (a
+     * failed commit changed nothing), notifier_end (no part of its own) */
+    .reader_snapshot = 1,              /* one snapshot, no lock per statement */
+    .signal = duro__sql_notify_signal, /* in process only */
+    /* h-dups: the in-process wake-up (sql/notify.c) */
+    .wake_counted = 0,               /* a commit ends every wait before it */
+    .due_held_retry_ms = 0,          /* due already: the wait returns at once */
+    DURO__SQL_DIALECT_NAMED(sqlite), /* this file's, sqlite_*.c's (adapt.h) */
+    DURO__SQL_ADAPTED                /* the casts of sql/adapt.h */
 };

@@ -13,6 +13,7 @@
 
 #include "base/base.h"
 #include "providers/providers.h"
+#include "providers/sql/adapt.h"
 #include "providers/sql/sql.h"
 
 #define DURO__SQLITE_SCHEMA_VERSION 7 /* what this code creates and reads */
@@ -748,19 +749,15 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     "SELECT * FROM (" DURO__SQLITE_Q_CHOOSE_F(                                 \
         DURO__SQLITE_Q_FILTER_ARM, "instances AS i",                           \
         name "i.status = ?" k " AND ", o) ")"
-#define DURO__SQLITE_Q_UNION7(a, b, c, d, e, f, g)                             \
-    a " UNION ALL " b " UNION ALL " c " UNION ALL " d " UNION ALL " e          \
-      " UNION ALL " f " UNION ALL " g
 #define DURO__SQLITE_Q_ARMS(name, o)                                           \
-    DURO__SQLITE_Q_JOINED(                                                     \
-        DURO__SQLITE_Q_UNION7(DURO__SQLITE_Q_ARM("13", name, o),               \
-                              DURO__SQLITE_Q_ARM("14", name, o),               \
-                              DURO__SQLITE_Q_ARM("15", name, o),               \
-                              DURO__SQLITE_Q_ARM("16", name, o),               \
-                              DURO__SQLITE_Q_ARM("17", name, o),               \
-                              DURO__SQLITE_Q_ARM("18", name, o),               \
-                              DURO__SQLITE_Q_ARM("19", name, o)),              \
-        o)
+    DURO__SQLITE_Q_JOINED(DURO__SQL_UNION7(DURO__SQLITE_Q_ARM("13", name, o),  \
+                                           DURO__SQLITE_Q_ARM("14", name, o),  \
+                                           DURO__SQLITE_Q_ARM("15", name, o),  \
+                                           DURO__SQLITE_Q_ARM("16", name, o),  \
+                                           DURO__SQLITE_Q_ARM("17", name, o),  \
+                                           DURO__SQLITE_Q_ARM("18", name, o),  \
+                                           DURO__SQLITE_Q_ARM("19", name, o)), \
+                          o)
 #define DURO__SQLITE_Q_ALL(o) DURO__SQLITE_Q_ORDERED("", o)
 #define DURO__SQLITE_Q_NAME(o) DURO__SQLITE_Q_ORDERED("i.name = ?1 AND ", o)
 #define DURO__SQLITE_Q_STATUS(o) DURO__SQLITE_Q_ARMS("", o)
@@ -782,22 +779,9 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     DURO__SQLITE_Q_COUNT_CR(from, drive, "+")
 #define DURO__SQLITE_Q_STATUSES                                                \
     "i.status IN (?13, ?14, ?15, ?16, ?17, ?18, ?19) "
-/* X for the three orders of path P */
-#define DURO__SQLITE_Q3(X, P)                                                  \
-    X(QUERY_##P##_ID, DURO__SQLITE_Q_##P(ID))                                  \
-    X(QUERY_##P##_CREATED, DURO__SQLITE_Q_##P(CREATED))                        \
-    X(QUERY_##P##_UPDATED, DURO__SQLITE_Q_##P(UPDATED))
-
-/* In duro__query_path order (sql/manage.c indexes them by path and
- * order). */
+/* The paths' statements (sql/statements.h), then the counts. */
 #define DURO__SQLITE_QUERY_STATEMENTS(X)                                       \
-    X(QUERY_ALL_ID, DURO__SQLITE_Q_ALL(ID))                                    \
-    X(QUERY_NAME_ID, DURO__SQLITE_Q_NAME(ID))                                  \
-    DURO__SQLITE_Q3(X, STATUS)                                                 \
-    DURO__SQLITE_Q3(X, NAME_STATUS)                                            \
-    DURO__SQLITE_Q3(X, PREFIX)                                                 \
-    DURO__SQLITE_Q3(X, PARENT)                                                 \
-    DURO__SQLITE_Q3(X, PROBLEM)                                                \
+    DURO__SQL_QUERY_PATHS(X, DURO__SQLITE_Q)                                   \
     X(QUERY_COUNT_ALL, DURO__SQLITE_Q_COUNT_CR("instances AS i", "", ""))      \
     X(QUERY_COUNT_NAME,                                                        \
       DURO__SQLITE_Q_COUNT("instances AS i", "i.name = ?1 AND "))              \
@@ -854,7 +838,7 @@ typedef struct duro__sqlite_provider {
     duro__sql_store sql; /* first member (its first: duro_provider) */
     duro__sqlite_config cfg;
 
-    /* Lock order: write_lock, then pool_lock, group_lock or the
+    /* Lock order: write_lock, then the pool's lock, group_lock or the
      * notifier's lock; group_lock, then a grouped write's wait_lock; the
      * notifier's lock and a wait_lock are never held while taking another
      * lock; urgent_lock and checkpoint_lock are taken only without
@@ -882,17 +866,9 @@ typedef struct duro__sqlite_provider {
     pthread_mutex_t urgent_lock;
     pthread_cond_t urgent_cond;
 
-    pthread_mutex_t pool_lock; /* guards free_readers */
-    pthread_cond_t pool_cond;  /* a reader was returned */
+    /* the pooled readers (idle ones in sql.pool) */
     duro__sqlite_conn *readers;
-    duro__sqlite_conn **free_readers; /* stack of idle readers */
     int reader_count;
-    int free_count;
-
-    /* In-process wake-up, shared by every provider of this process that
-     * has the same database file open (a client and a runtime each open
-     * their own provider; an enqueue through one must wake the other). */
-    struct duro__sqlite_notifier *notifier;
 
     /* WAL checkpoints off the writer's path (file databases). The writer's
      * automatic checkpoint is replaced by a WAL hook that records the WAL's
@@ -915,7 +891,6 @@ typedef struct duro__sqlite_provider {
                                          catch up (a RESTART gave up for a
                                          reader, or it failed): writers
                                          past the cap do not wait */
-    _Atomic int wake_sticky;          /* wake(p, 1) until wake(p, 0) */
     _Atomic int sweeps;               /* bulk sweeps holding a snapshot open
                                          (no RESTART checkpoint meanwhile) */
 
@@ -946,50 +921,20 @@ void duro__sqlite_user_name(uid_t uid, char *out, size_t size);
 int duro__sqlite_check_wal_files(duro__sqlite_provider *p, int opened,
                                  duro_error *err);
 
-/* The statement `id` on c, reset and with bindings cleared; NULL with err
- * set when it cannot be prepared. */
-sqlite3_stmt *duro__sqlite_stmt(duro__sqlite_provider *p, duro__sqlite_conn *c,
-                                duro__sqlite_stmt_id id, const char *op,
-                                duro_error *err);
-/* sqlite3_step through the fault hook. */
-int duro__sqlite_step(duro__sqlite_provider *p, duro__sqlite_conn *c,
-                      sqlite3_stmt *s);
-/* Steps a statement that returns no rows to completion: DURO_OK or err. */
-int duro__sqlite_run(duro__sqlite_provider *p, duro__sqlite_conn *c,
-                     sqlite3_stmt *s, const char *op, duro_error *err);
-/* Maps a failed SQLite result to a DURO code in err: BUSY/LOCKED become
- * DURO_BUSY (retryable), the rest DURO_STORAGE with SQLite's message. */
-int duro__sqlite_error(duro__sqlite_conn *c, int rc, const char *op,
-                       duro_error *err);
-
-/* Bindings record their first failure in c->bind_rc; the next step reports
- * it. Text is bound SQLITE_STATIC: inputs are borrowed for the call and every
- * statement is reset before the call returns. NULL binds SQL NULL. */
-void duro__sqlite_bind_text(duro__sqlite_conn *c, sqlite3_stmt *s, int i,
-                            const char *v);
-void duro__sqlite_bind_i64(duro__sqlite_conn *c, sqlite3_stmt *s, int i,
-                           int64_t v);
-void duro__sqlite_bind_u64(duro__sqlite_conn *c, sqlite3_stmt *s, int i,
-                           uint64_t v);
-
-/* A copy of a text column in the arena (NULL for SQL NULL); returns -1 when
- * out of memory. */
-int duro__sqlite_column_text(duro_arena *a, sqlite3_stmt *s, int col,
-                             const char **out);
-
-/* Transactions on the writer connection. write_begin takes write_lock and
- * runs BEGIN IMMEDIATE; write_commit commits and releases it (rolling back on
- * failure); write_rollback rolls back and releases it. */
-int duro__sqlite_write_begin(duro__sqlite_provider *p, const char *op,
-                             duro__sqlite_conn **out, duro_error *err);
+/* The primitives on SQLite (sqlite_db.c; sql/adapt.h declares them, their
+ * contracts are sql.h's): step is sqlite3_step through the fault hook;
+ * error maps BUSY/LOCKED to DURO_BUSY (retryable), the rest to
+ * DURO_STORAGE with SQLite's message; bindings record their first failure
+ * in c->bind_rc for the next step, text bound SQLITE_STATIC (every
+ * statement is reset before the call returns); write_begin takes
+ * write_lock and runs BEGIN IMMEDIATE, commit and rollback release it;
+ * readers (below) are pooled read-only connections. */
+DURO__SQL_DECLARE_PRIMITIVES(sqlite, duro__sqlite_provider, duro__sqlite_conn,
+                             sqlite3_stmt);
 /* write_begin for a write with a deadline: it takes write_lock before any
  * writer that arrives while it waits. */
 int duro__sqlite_write_begin_urgent(duro__sqlite_provider *p, const char *op,
                                     duro__sqlite_conn **out, duro_error *err);
-int duro__sqlite_write_commit(duro__sqlite_provider *p, duro__sqlite_conn *c,
-                              const char *op, duro_error *err);
-void duro__sqlite_write_rollback(duro__sqlite_provider *p,
-                                 duro__sqlite_conn *c);
 
 /* A write that may share its transaction with the writes other threads
  * make at the same time: group commit. The caller fills run (and undo),
@@ -1043,12 +988,10 @@ struct duro__sqlite_grouped {
 int duro__sqlite_write_grouped(duro__sqlite_provider *p, const char *op,
                                duro__sqlite_grouped *g);
 
-/* Reader connections: a pooled read-only one, or the writer (under
- * write_lock) when the database is :memory: or pool=0. release resets the
- * statements used and ends any read transaction. */
-duro__sqlite_conn *duro__sqlite_reader_acquire(duro__sqlite_provider *p);
-void duro__sqlite_reader_release(duro__sqlite_provider *p,
-                                 duro__sqlite_conn *c);
+/* Reader connections (reader_acquire, reader_release): a pooled read-only
+ * one, or the writer (under write_lock) when the database is :memory: or
+ * pool=0. release resets the statements used and ends any read
+ * transaction. */
 
 /* Checkpoints the WAL when enough frames accumulated since the last
  * checkpoint, unless another thread is checkpointing. Call without
@@ -1065,27 +1008,6 @@ int duro__sqlite_checkpoint_setup(duro__sqlite_provider *p, duro_error *err);
  * checkpoint_pages frames of page_size bytes: the WAL file is cut back to
  * it when the WAL starts over. */
 int64_t duro__sqlite_wal_limit_bytes(int checkpoint_pages, int64_t page_size);
-
-/* ---- the wake-up (sqlite_wake.c) --------------------------------------- */
-
-/* The notifier of p's file (shared with the other providers of this
- * process on it): attach at open (DURO_NOMEM when it cannot be made),
- * detach at close. */
-int duro__sqlite_notifier_attach(duro__sqlite_provider *p);
-void duro__sqlite_notifier_detach(duro__sqlite_provider *p);
-/* The provider methods wait_for_work and wake. */
-int duro__sqlite_wait_for_work(duro_provider *base, duro_queue queue,
-                               int64_t max_wait_ms, duro_error *err);
-void duro__sqlite_wake(duro_provider *base, int sticky);
-
-/* Wakes wait_for_work on `queue` after a commit that made `items` items
- * fetchable: one waiter per item (all waiters when items > 1), so idle
- * threads do not stampede for one item. */
-void duro__sqlite_signal(duro__sqlite_provider *p, duro_queue queue,
-                         size_t items);
-/* Records the wake generation of `queue` before a fetch, so a wait after an
- * empty fetch notices work committed in between. */
-void duro__sqlite_note_fetch(duro__sqlite_provider *p, duro_queue queue);
 
 /* The dialect's queue members (sqlite_queue.c; contracts: sql/sql.h). */
 duro__sql_ack_turns_fn duro__sqlite_ack_turns;

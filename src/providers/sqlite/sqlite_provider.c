@@ -1,6 +1,6 @@
-/* sqlite_provider.c - opens and closes the SQLite provider (URL, writer and
- * reader connections, schema, the notifier of sqlite_wake.c), fills its
- * methods table, and the test hooks. Threading
+/* sqlite_provider.c - opens (the rest of sql/methods.c's duro__sql_open:
+ * writer and reader connections, schema, the in-process notifier's key)
+ * and closes the SQLite provider, and the test hooks. Threading
  * model: one writer connection used under write_lock for every write
  * transaction, a pool of read-only connections for pure reads (WAL lets them
  * run beside the writer); any method may be called from any thread. */
@@ -16,22 +16,16 @@
 #include "providers/sqlite/sqlite_internal.h"
 #include "providers/sqlite/sqlite_provider.h"
 
-static duro__sqlite_provider *sqlite_of(duro_provider *p)
-{
-    return (duro__sqlite_provider *)p;
-}
-
 /* ---- open and close ----------------------------------------------------- */
 
 static void sqlite_close(duro_provider *base)
 {
-    duro__sqlite_provider *p = sqlite_of(base);
+    duro__sqlite_provider *p = (duro__sqlite_provider *)base;
     if (p == NULL)
         return;
     for (int i = 0; i < p->reader_count; i++)
         duro__sqlite_conn_close(&p->readers[i]);
     duro__free(p->readers);
-    duro__free(p->free_readers);
     if (p->has_checkpointer)
         duro__sqlite_conn_close(&p->checkpointer);
     /* The writer closes last: as the last connection it checkpoints the WAL
@@ -41,21 +35,23 @@ static void sqlite_close(duro_provider *base)
     pthread_mutex_destroy(&p->group_lock);
     pthread_mutex_destroy(&p->urgent_lock);
     pthread_cond_destroy(&p->urgent_cond);
-    pthread_mutex_destroy(&p->pool_lock);
-    pthread_cond_destroy(&p->pool_cond);
-    duro__sqlite_notifier_detach(p);
     pthread_mutex_destroy(&p->checkpoint_lock);
     duro__sqlite_config_free(&p->cfg);
-    duro__free(p);
+    duro__sql_store_free(&p->sql);
 }
 
-static void fill_methods(duro_provider *m)
+/* The in-process wake-up (sql/notify.c) of this database file: one per file
+ * per process, keyed by device and inode; every :memory: database its own.
+ */
+static int attach_notifier(duro__sqlite_provider *p)
 {
-    duro__sql_fill_methods(m);
-    m->name = "sqlite";
-    m->close = sqlite_close;
-    m->wait_for_work = duro__sqlite_wait_for_work;
-    m->wake = duro__sqlite_wake;
+    char key[64] = "";
+    const char *file = sqlite3_db_filename(p->writer.db, "main");
+    struct stat st;
+    if (file != NULL && file[0] != '\0' && stat(file, &st) == 0)
+        snprintf(key, sizeof(key), "%llu:%llu", (unsigned long long)st.st_dev,
+                 (unsigned long long)st.st_ino);
+    return duro__sql_notify_attach(&p->sql, key, NULL, NULL);
 }
 
 static int open_readers(duro__sqlite_provider *p, duro_error *err)
@@ -64,50 +60,32 @@ static int open_readers(duro__sqlite_provider *p, duro_error *err)
     if (n == 0)
         return DURO_OK;
     p->readers = duro__calloc((size_t)n, sizeof(*p->readers));
-    p->free_readers = duro__calloc((size_t)n, sizeof(*p->free_readers));
-    if (p->readers == NULL || p->free_readers == NULL)
+    if (p->readers == NULL ||
+        duro__sql_pool_reserve(&p->sql.pool, n) != DURO_OK)
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     for (int i = 0; i < n; i++) {
         int rc = duro__sqlite_conn_open(p, &p->readers[i], 1, err);
         if (rc != DURO_OK)
             return rc;
         p->reader_count++;
-        p->free_readers[p->free_count++] = &p->readers[i];
+        duro__sql_pool_give(&p->sql.pool, &p->readers[i]);
     }
     return DURO_OK;
 }
 
-int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
+/* duro__sql_open's open: the locks, the files' checks, the writer, the
+ * schema, the readers, the notifier, the checkpointer. */
+static int open_store(duro__sql_store *st, int concurrency, duro_error *err)
 {
-    duro_error local;
-    DURO__SQL_ERR_INIT(err, local);
-    if (out == NULL)
-        return duro_error_set(err, DURO_INVALID, 0, "out is NULL");
-    *out = NULL;
-    duro__sqlite_config cfg;
-    int rc = duro__sqlite_parse_url(spec, &cfg, err);
-    if (rc != DURO_OK) {
-        duro__sqlite_config_free(&cfg);
-        return rc;
-    }
-    duro__sqlite_provider *p = duro__calloc(1, sizeof(*p));
-    if (p == NULL) {
-        duro__sqlite_config_free(&cfg);
-        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    }
-    p->cfg = cfg;
-    fill_methods(&p->sql.base);
-    p->sql.dialect = &duro__sqlite_dialect;
-    p->sql.max_payload = cfg.max_payload;
+    duro__sqlite_provider *p = (duro__sqlite_provider *)st;
+    (void)concurrency; /* one writer; readers as the URL's pool= says */
     pthread_mutex_init(&p->write_lock, NULL);
     pthread_mutex_init(&p->group_lock, NULL);
     pthread_mutex_init(&p->urgent_lock, NULL);
     pthread_cond_init(&p->urgent_cond, NULL);
     pthread_mutex_init(&p->checkpoint_lock, NULL);
-    pthread_mutex_init(&p->pool_lock, NULL);
-    pthread_cond_init(&p->pool_cond, NULL);
 
-    rc = duro__sqlite_check_is_database(p, err);
+    int rc = duro__sqlite_check_is_database(p, err);
     if (rc == DURO_OK)
         rc = duro__sqlite_check_wal_files(p, 0, err);
     if (rc == DURO_OK)
@@ -116,7 +94,7 @@ int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
         rc = duro__sqlite_migrate(p, err);
     if (rc == DURO_OK)
         rc = open_readers(p, err);
-    if (rc == DURO_OK && duro__sqlite_notifier_attach(p) != DURO_OK)
+    if (rc == DURO_OK && attach_notifier(p) != DURO_OK)
         rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     if (rc == DURO_OK && !p->cfg.memory && !p->cfg.read_only) {
         rc = duro__sqlite_conn_open(p, &p->checkpointer, 0, err);
@@ -125,7 +103,13 @@ int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
             rc = duro__sqlite_checkpoint_setup(p, err);
         }
     }
-    return duro__sql_open_done(&p->sql.base, rc, out);
+    return rc;
+}
+
+int duro__sqlite_open(const char *spec, duro_provider **out, duro_error *err)
+{
+    return duro__sql_open(&duro__sqlite_dialect, spec, 0, open_store,
+                          sqlite_close, out, err);
 }
 
 /* ---- test hooks ------------------------------------------------------------

@@ -173,17 +173,10 @@ static int fetch_orch_in_transaction(duro__sqlite_provider *p,
  * shares its transaction with the writes other threads make at the same
  * time (group commit, duro__sqlite_write_grouped). */
 typedef struct turns_ack {
-    duro__sqlite_grouped g; /* first member */
-    size_t n;
-    const char *const *tokens;
-    const duro_orch_ack *acks;
-    int64_t lock_timeout_ms;
-    const duro_history_cache *cache;
-    size_t max_next;
-    int64_t now; /* the caller's, read before it queued */
-    const char *op;
-    duro_orch_item **next; /* fetched: got of them */
-    size_t got;
+    duro__sqlite_grouped g;   /* first member */
+    const duro__sql_turns *t; /* the caller's (it waits for the outcome) */
+    int64_t now;              /* the caller's, read before it queued */
+    size_t got;               /* fetched into t->next */
     size_t workers, outbound; /* what the commit makes fetchable */
 } turns_ack;
 
@@ -191,27 +184,28 @@ static int turns_ack_run(duro__sqlite_provider *p, duro__sqlite_conn *c,
                          duro__sqlite_grouped *g, int *clean, duro_error *err)
 {
     turns_ack *a = (turns_ack *)g;
+    const duro__sql_turns *t = a->t;
     a->got = a->workers = a->outbound = 0;
     int rc = DURO_OK;
-    for (size_t i = 0; i < a->n && rc == DURO_OK; i++) {
+    for (size_t i = 0; i < t->n && rc == DURO_OK; i++) {
         int queued = 0;
         int64_t rowid;
-        duro__sql_parse_token(a->tokens[i], 'o', &rowid);
+        duro__sql_parse_token(t->lock_tokens[i], 'o', &rowid);
         rc = duro__sql_ack_turn(&p->sql, (duro__sql_conn *)c, rowid,
-                                a->tokens[i], &a->acks[i], a->now, &queued,
-                                a->op, err);
+                                t->lock_tokens[i], &t->acks[i], a->now, &queued,
+                                t->op, err);
         /* a lost lock is found before the ack writes anything */
         *clean = rc == DURO_LOCK_LOST && i == 0;
-        a->workers += a->acks[i].worker_item_count;
-        a->outbound += a->acks[i].orchestrator_item_count + (queued ? 1 : 0);
+        a->workers += t->acks[i].worker_item_count;
+        a->outbound += t->acks[i].orchestrator_item_count + (queued ? 1 : 0);
     }
-    while (rc == DURO_OK && a->got < a->max_next) {
+    while (rc == DURO_OK && a->got < t->max_next) {
         duro_orch_item *item = NULL;
-        rc = fetch_orch_in_transaction(p, c, a->lock_timeout_ms, a->cache,
-                                       a->now, &item, a->op, err);
+        rc = fetch_orch_in_transaction(p, c, t->lock_timeout_ms, t->cache,
+                                       a->now, &item, t->op, err);
         if (item == NULL)
             break;
-        a->next[a->got++] = item;
+        t->next[a->got++] = item;
     }
     return rc;
 }
@@ -220,8 +214,8 @@ static void turns_ack_undo(duro__sqlite_grouped *g)
 {
     turns_ack *a = (turns_ack *)g;
     for (size_t i = 0; i < a->got; i++) {
-        duro_orch_item_free(a->next[i]);
-        a->next[i] = NULL;
+        duro_orch_item_free(a->t->next[i]);
+        a->t->next[i] = NULL;
     }
     a->got = 0;
 }
@@ -229,35 +223,22 @@ static void turns_ack_undo(duro__sqlite_grouped *g)
 /* The dialect's ack_turns (sql/queue.c checked the tokens and acks): the
  * acks one by one, then up to max_next fetches, in one transaction, shared
  * with other threads' writes. */
-int duro__sqlite_ack_turns(duro_provider *base, size_t n,
-                           const char *const *lock_tokens,
-                           const duro_orch_ack *acks, int64_t lock_timeout_ms,
-                           const duro_history_cache *cache, size_t max_next,
-                           duro_orch_item **next, size_t *next_count,
-                           const char *op, duro_error *err)
+int duro__sqlite_ack_turns(duro_provider *base, const duro__sql_turns *t,
+                           duro_error *err)
 {
     duro__sqlite_provider *p = sqlite_of(base);
-    if (max_next > 0)
-        duro__sqlite_note_fetch(p, DURO_QUEUE_ORCHESTRATOR);
     turns_ack a = {
         .g = {.run = turns_ack_run, .undo = turns_ack_undo, .err = err},
-        .n = n,
-        .tokens = lock_tokens,
-        .acks = acks,
-        .lock_timeout_ms = lock_timeout_ms,
-        .cache = cache,
-        .max_next = max_next,
-        .now = duro__wall_ms(),
-        .op = op,
-        .next = next};
-    for (size_t i = 0; i < n && !a.g.urgent; i++)
-        a.g.urgent = acks[i].cancelled_activity_count > 0;
-    int rc = duro__sqlite_write_grouped(p, op, &a.g);
+        .t = t,
+        .now = duro__wall_ms()};
+    for (size_t i = 0; i < t->n && !a.g.urgent; i++)
+        a.g.urgent = t->acks[i].cancelled_activity_count > 0;
+    int rc = duro__sqlite_write_grouped(p, t->op, &a.g);
     if (rc != DURO_OK)
         return rc;
-    duro__sqlite_signal(p, DURO_QUEUE_WORKER, a.workers);
-    duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, a.outbound);
-    *next_count = a.got;
+    duro__sql_notify_signal(&p->sql, DURO_QUEUE_WORKER, a.workers);
+    duro__sql_notify_signal(&p->sql, DURO_QUEUE_ORCHESTRATOR, a.outbound);
+    *t->next_count = a.got;
     return DURO_OK;
 }
 
@@ -351,7 +332,7 @@ int duro__sqlite_fetch_work(duro_provider *base, int64_t lock_timeout_ms,
                             duro_error *err)
 {
     duro__sqlite_provider *p = sqlite_of(base);
-    duro__sqlite_note_fetch(p, DURO_QUEUE_WORKER);
+    duro__sql_note_fetch(&p->sql, DURO_QUEUE_WORKER);
     int64_t now = duro__wall_ms();
     duro__sqlite_conn *c;
     int rc = duro__sqlite_write_begin(p, op, &c, err);
@@ -421,7 +402,7 @@ int duro__sqlite_ack_work(duro_provider *base, int64_t id,
 {
     duro__sqlite_provider *p = sqlite_of(base);
     if (next != NULL)
-        duro__sqlite_note_fetch(p, DURO_QUEUE_WORKER);
+        duro__sql_note_fetch(&p->sql, DURO_QUEUE_WORKER);
     work_ack a = {.g = {.run = work_ack_run, .undo = work_ack_undo, .err = err},
                   .id = id,
                   .token = lock_token,
@@ -434,7 +415,7 @@ int duro__sqlite_ack_work(duro_provider *base, int64_t id,
     if (rc != DURO_OK)
         return rc;
     if (completion != NULL && !a.skip)
-        duro__sqlite_signal(p, DURO_QUEUE_ORCHESTRATOR, 1);
+        duro__sql_notify_signal(&p->sql, DURO_QUEUE_ORCHESTRATOR, 1);
     if (next != NULL)
         *next = a.next;
     return DURO_OK;
