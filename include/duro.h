@@ -500,6 +500,45 @@ DURO_API const char *duro_instance_id(duro_orch *o);
 DURO_API uint64_t duro_execution_id(duro_orch *o);
 /** @note Only inside the orchestration function, on its fiber. */
 DURO_API const char *duro_input(duro_orch *o);
+/* The longest change id duro_patched() takes, in bytes. */
+#define DURO_PATCH_ID_MAX 255
+
+/** Asks whether this execution takes the new path of the change
+ * @p change_id: how code changes under instances already in flight (see
+ * docs/changing-code.md). Reached live - the code runs this point for the
+ * first time - it records a PatchMarker event with the id in history and
+ * returns 1: the new code runs. Replaying history recorded by code without
+ * the change (no PatchMarker of this id next in history at this point) it
+ * returns 0 and records nothing: the instance keeps the old path it
+ * started on. Replaying a history that holds the marker here, it returns 1.
+ * Asked again for the same id in the same execution, it returns its first
+ * answer and records nothing more, so one change may be asked at several
+ * places. A marker in history that the code does not ask for at that point
+ * (removed, moved, or another id) is nondeterminism: the instance fails
+ * with a message naming the event id and both sides. @p change_id is
+ * NUL-terminated UTF-8, 1..DURO_PATCH_ID_MAX bytes; another is the code's
+ * mistake: the call returns 0, duro_errmsg() says why (DURO_INVALID), and
+ * the execution fails with that message at the end of the turn. Works the
+ * same in a driver's step. Example:
+ * @code
+ *     if (duro_patched(o, "charge-before-ship"))
+ *         rc = duro_await(o, duro_call_activity(o, "Charge", order));
+ *     rc = duro_await(o, duro_call_activity(o, "Ship", order));
+ * @endcode
+ * @note Only inside the orchestration function, on its fiber (or in a
+ * driver's start or step). */
+DURO_API int duro_patched(duro_orch *o, const char *change_id);
+
+/** The form of duro_patched() for when no instance started before the
+ * change remains, and the old path is deleted: records nothing, and accepts
+ * a history with or without a PatchMarker of @p change_id at this point
+ * (consuming it when there is one), so histories recorded before and after
+ * the change both replay. Once no instance that could hold the marker
+ * remains either, the call can be removed. Same checks of @p change_id as
+ * duro_patched(). @note Only inside the orchestration function, on its
+ * fiber (or in a driver's start or step). */
+DURO_API void duro_patch_deprecated(duro_orch *o, const char *change_id);
+
 /** 1 while the code is re-executing history recorded by an earlier turn.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_is_replaying(duro_orch *o);

@@ -1035,6 +1035,7 @@ class EventKind(str, enum.Enum):
     ORCHESTRATION_TERMINATED = "OrchestrationTerminated"
     EXECUTION_SUSPENDED = "ExecutionSuspended"
     EXECUTION_RESUMED = "ExecutionResumed"
+    PATCH_MARKER = "PatchMarker"
 
     def __str__(self) -> str:
         return self.value

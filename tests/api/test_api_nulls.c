@@ -846,6 +846,10 @@ static void context_functions_with_null_context(duro_orch *o, duro_result *out,
     CHECK_ERRMSG("duro_input: ");
     CHECK_EQ(C(duro_is_replaying)(NULL), 0);
     CHECK_ERRMSG("duro_is_replaying: ");
+    CHECK_EQ(C(duro_patched)(NULL, "change"), 0);
+    CHECK_ERRMSG("duro_patched: ");
+    C(duro_patch_deprecated)(NULL, "change");
+    CHECK_ERRMSG("duro_patch_deprecated: ");
     CHECK(C(duro_orch_user)(NULL) == NULL);
     CHECK_ERRMSG("duro_orch_user: ");
     CHECK_EQ(C(duro_cancel_requested)(NULL), 0);
@@ -1116,6 +1120,8 @@ static void context_functions_outside(duro_orch *o, duro_result *out,
     CHECK_EQ(duro_execution_id(o), 0);
     CHECK(duro_input(o) == NULL);
     CHECK_EQ(duro_is_replaying(o), 0);
+    CHECK_EQ(duro_patched(o, "change"), 0);
+    CHECK_ERRMSG("duro_patched: duro API misuse");
     CHECK(duro_orch_user(o) == NULL);
     CHECK_ERRMSG("duro_orch_user: ");
     CHECK_EQ(duro_task_state(t), DURO_TASK_FAILED);

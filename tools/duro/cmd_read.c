@@ -630,6 +630,11 @@ static void event_details(const cli *c, const duro_history *h,
         snprintf(out, size, "payload=%s",
                  text_short(e->payload, 60, a, sizeof(a)));
         break;
+    case DURO_EVENT_PATCH_MARKER:
+        /* the change id is the name column; said again so that a reader
+         * of the details alone sees which change the code took */
+        snprintf(out, size, "change=%s", text_short(e->name, 80, a, sizeof(a)));
+        break;
     case DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED:
         snprintf(out, size, "child=%s input=%s%s",
                  text_short(e->ref_instance, 80, r, sizeof(r)),
