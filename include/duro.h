@@ -805,6 +805,46 @@ DURO_API int duro_replay_history(const duro_registry *reg,
                                  const duro_history *h,
                                  const duro_replay_options *opts);
 
+/* Where an exported history first stopped replaying (duro_replay_json). */
+typedef struct duro_replay_divergence {
+    uint64_t execution_id; /* the execution that did not replay; 0: none
+                              did not (or the document is not one) */
+    uint64_t event_id;     /* its first event that differs; 0: not one
+                              event (an unregistered orchestration, a
+                              driver that failed) */
+} duro_replay_divergence;
+
+/** Replays every execution of an exported history - the JSON document
+ * duro_client_export_history() and `duro history --export` write
+ * (docs/history-json.md), @p len bytes at @p json - through @p reg with
+ * duro_replay_history(), oldest execution first, and stops at the first
+ * that does not replay: the store-less test a team runs in CI over
+ * histories recorded in production, before deploying changed code (see
+ * docs/changing-code.md). Executions pruned before the export are not in
+ * the document; one with no events yet is skipped.
+ * @return DURO_OK when every execution replays cleanly; otherwise
+ * duro_replay_history()'s code for the first that does not, with
+ * duro_errmsg() "execution N of '<id>': <its message>" - for
+ * DURO_NONDETERMINISM the event id, what history holds and what the code
+ * asked - and @p out (may be NULL) set to the execution and event;
+ * DURO_INVALID for a NULL @p reg or @p json, text that is not JSON (the
+ * message says at which line and column) or JSON that is not such a
+ * document (which execution, which event, which field), a format_version
+ * this duro does not read; DURO_NOMEM.
+ * @note Any thread; the code runs on the calling thread, as for
+ * duro_replay_history(). */
+DURO_API int duro_replay_json(const duro_registry *reg, const char *json,
+                              size_t len, const duro_replay_options *opts,
+                              duro_replay_divergence *out);
+
+/** duro_replay_json() over the file at @p path; duro_errmsg() begins with
+ * the path. DURO_NOT_FOUND when there is no such file, DURO_TOO_LARGE for
+ * one over 1 GiB, DURO_INVALID when it cannot be read.
+ * @note Any thread, as duro_replay_json(). */
+DURO_API int duro_replay_file(const duro_registry *reg, const char *path,
+                              const duro_replay_options *opts,
+                              duro_replay_divergence *out);
+
 /* ========================================================================
  * Activity context. Accessors: only inside the activity function (any
  * thread it hands the context to, while the function runs). Strings are
@@ -1437,6 +1477,21 @@ DURO_API int duro_client_wait(duro_client *c, const char *instance_id,
 DURO_API int duro_client_read_history(duro_client *c, const char *instance_id,
                                       uint64_t execution_id,
                                       duro_history **out);
+
+/** Every execution of an instance's history that the store holds, as one
+ * JSON document in the stable form of docs/history-json.md ("format":
+ * "duro-history", "format_version": 1), which duro_replay_json() reads:
+ * the input of replay tests. Every field of every event is kept as stored
+ * (payloads as strings, times as integer milliseconds), so a replay of the
+ * document is a replay of the store's history. Caller-owned *out (NUL-
+ * terminated): free with duro_free(). DURO_NOT_FOUND for an unknown
+ * instance; DURO_INVALID when an event holds text that is not valid UTF-8
+ * (an older duro may have stored it; JSON cannot carry it unchanged), the
+ * message naming the event; the store's failures as
+ * duro_client_read_history().
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_export_history(duro_client *c, const char *instance_id,
+                                        char **out);
 
 /** Instances matching @p filter (NULL: all). Free with
  * duro_instance_list_free().

@@ -396,6 +396,20 @@ class Context:
         """A deterministic GUID, the same on replay."""
         return self._n.new_guid()
 
+    def patched(self, change_id: str) -> bool:
+        """Whether this execution takes the new path of change ``change_id``
+        (duro_patched): True, recording a PatchMarker, when the code
+        reaches this point for the first time; False when replaying a
+        history recorded before the change, so instances in flight keep
+        the old path. See docs/changing-code.md."""
+        return self._n.patched(change_id)
+
+    def patch_deprecated(self, change_id: str) -> None:
+        """``patched`` for when no instance from before the change remains
+        (duro_patch_deprecated): records nothing, accepts histories with or
+        without the marker."""
+        self._n.patch_deprecated(change_id)
+
     def set_custom_status(self, value: Any) -> None:
         """Sets the custom status (JSON-encoded; None clears it)."""
         self._n.set_custom_status(_encode(value))

@@ -521,6 +521,31 @@ static PyObject *octx_set_custom_status(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* duro_patched() / duro_patch_deprecated(): a bad id fails the execution
+ * (duro's rule), so neither raises for it. */
+static PyObject *octx_patched(PyObject *self, PyObject *args)
+{
+    octx_object *c = (octx_object *)self;
+    const char *id;
+    if (!PyArg_ParseTuple(args, "s", &id))
+        return NULL;
+    if (octx_check(c, "patched") < 0)
+        return NULL;
+    return PyBool_FromLong(duro_patched(c->o, id));
+}
+
+static PyObject *octx_patch_deprecated(PyObject *self, PyObject *args)
+{
+    octx_object *c = (octx_object *)self;
+    const char *id;
+    if (!PyArg_ParseTuple(args, "s", &id))
+        return NULL;
+    if (octx_check(c, "patch_deprecated") < 0)
+        return NULL;
+    duro_patch_deprecated(c->o, id);
+    Py_RETURN_NONE;
+}
+
 static PyObject *octx_instance_id(PyObject *self, PyObject *unused)
 {
     (void)unused;
@@ -582,6 +607,8 @@ static PyMethodDef octx_methods[] = {
     {"now_ms", octx_now_ms, METH_NOARGS, NULL},
     {"new_guid", octx_new_guid, METH_NOARGS, NULL},
     {"set_custom_status", octx_set_custom_status, METH_VARARGS, NULL},
+    {"patched", octx_patched, METH_VARARGS, NULL},
+    {"patch_deprecated", octx_patch_deprecated, METH_VARARGS, NULL},
     {"instance_id", octx_instance_id, METH_NOARGS, NULL},
     {"is_replaying", octx_is_replaying, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};

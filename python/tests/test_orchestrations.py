@@ -406,3 +406,35 @@ def test_the_store_less_replayer(db):
         client.replay(registry("B"), "o1")
     assert "'A'" in str(e.value) and "'B'" in str(e.value), str(e.value)
     assert e.value.errname == "DURO_NONDETERMINISM"
+
+
+def test_patched_keeps_recorded_runs_on_the_old_path(db):
+    def registry(patched):
+        reg = duro.Registry()
+
+        @reg.activity("Old")
+        def old(ctx, x):
+            return "old"
+
+        @reg.activity("New")
+        def new(ctx, x):
+            return "new"
+
+        @reg.orchestration("O")
+        async def o(ctx, x):
+            if patched and ctx.patched("use-new"):
+                return await ctx.call_activity("New", x)
+            return await ctx.call_activity("Old", x)
+
+        return reg
+
+    info, client = run(db, registry(False), ("O", "p1", 1))
+    assert info.output == "old"
+    client.replay(registry(True), "p1")  # recorded before: the old path
+    info, client = run(db, registry(True), ("O", "p2", 1))
+    assert info.output == "new"
+    kinds = [e.kind for e in client.history("p2")]
+    assert duro.EventKind.PATCH_MARKER in kinds, kinds
+    with pytest.raises(duro.Nondeterminism) as e:
+        client.replay(registry(False), "p2")
+    assert "PatchMarker 'use-new'" in str(e.value), str(e.value)
