@@ -798,6 +798,8 @@ DURO_API void duro_replay_options_init(duro_replay_options *o);
  * OrchestrationStarted, event ids that are not 1..n, a NULL instance_id,
  * or @p opts whose version is not set; DURO_ERROR when the driver's start
  * or step failed; DURO_NOMEM; DURO_MISUSE from orchestration code.
+ * DURO_INVALID too when the code, replaying a history that has not ended,
+ * fails the execution itself (a bad change id to duro_patched()).
  * @p opts NULL: defaults.
  * @note Any thread; @p reg and @p h are only read (several threads may
  * replay at once with one registry that no thread changes). */

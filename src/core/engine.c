@@ -197,6 +197,17 @@ static void set_nondeterminism(duro_orch *e, const char *fmt, ...)
     e->result.category = DURO_CATEGORY_CONFIGURATION;
 }
 
+void duro__engine_bad_replay(duro_orch *e, const char *why)
+{
+    if (e->replay_pos >= e->replay_count)
+        return;
+    set_nondeterminism(e,
+                       "nondeterminism at event %llu: before reaching it the "
+                       "code failed: %s",
+                       (unsigned long long)e->replay[e->replay_pos].event_id,
+                       why);
+}
+
 /* What a nondeterminism message adds when history holds a patch marker at
  * position pos where the code had just been told its own change id was
  * not recorded: both ids, so the reader sees the two changes. "" else. */

@@ -255,6 +255,11 @@ int duro__engine_recorded(const duro_orch *e, const duro_event *want);
  * execution gets its first answer again, with nothing consumed or
  * recorded. 0 when the engine stopped (nondeterminism, out of memory). */
 int duro__engine_patch(duro_orch *e, const char *id, int deprecated);
+/* While replaying: the code made a mistake (`why`) that it cannot have
+ * made when the history was recorded - a bad change id is refused live and
+ * so never recorded - so the code changed: nondeterminism at the next
+ * recorded event, with `why`. Nothing when not replaying. */
+void duro__engine_bad_replay(duro_orch *e, const char *why);
 /* A task that failed at once with DURO_INVALID (category configuration)
  * and error `why`, from duro__engine_bad_text; duro_errmsg() says why. */
 struct duro_task *duro__engine_refuse_text(duro_orch *e, const char *why);

@@ -649,7 +649,11 @@ static int patch(duro_orch *o, const char *fn, const char *id, int deprecated)
         return 0;
     const char *why = change_id_problem(o, fn, id);
     if (why != NULL) {
-        duro__engine_fail_text(o, why);
+        duro__fail(DURO_INVALID, "%s", why);
+        if (o->replay_pos < o->replay_count)
+            duro__engine_bad_replay(o, why); /* history continues */
+        else
+            duro__engine_fail_text(o, why);
         return 0;
     }
     return duro__engine_patch(o, id, deprecated);

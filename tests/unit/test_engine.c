@@ -2280,6 +2280,36 @@ TEST(patch_ids_that_are_empty_long_or_not_utf8_fail_the_execution)
         duro__turn_free(&t);
         sim_free(&s);
     }
+    /* over a recorded history: where the replay stops, with the reason;
+     * and a history that ends first (the code runs on live) too */
+    {
+        sim rec;
+        sim_init(&rec);
+        record_until_second_call(orch_chain, 0, &rec);
+        char msg[512];
+        g_patch_id = "";
+        CHECK_RC(replay_sim(orch_bad_patch, &rec, msg, sizeof(msg)),
+                 DURO_NONDETERMINISM);
+        CHECK_MSG(strstr(msg, "nondeterminism at event 2: before reaching it "
+                              "the code failed: duro_patched: the change id "
+                              "is empty"),
+                  "%s", msg);
+        duro__turn t;
+        CHECK_OK(duro__turn_init(&t));
+        duro_work_item m = msg_done(1, 4, "b");
+        CHECK_OK(run_turn(orch_bad_patch, NULL, NULL, &rec, &m, 1, 9, &t));
+        CHECK_EQ(t.status, DURO_STATUS_FAILED);
+        CHECK_MSG(strstr(t.meta.error, "the change id is empty"), "%s",
+                  t.meta.error);
+        rec.count = 1; /* OrchestrationStarted only */
+        CHECK_RC(replay_sim(orch_bad_patch, &rec, msg, sizeof(msg)),
+                 DURO_INVALID);
+        CHECK_MSG(strstr(msg, "the code fails the execution: duro_patched: "
+                              "the change id is empty"),
+                  "%s", msg);
+        duro__turn_free(&t);
+        sim_free(&rec);
+    }
     /* exactly DURO_PATCH_ID_MAX bytes is fine */
     long_id[DURO_PATCH_ID_MAX] = '\0';
     g_patch_id = long_id;
