@@ -99,6 +99,7 @@ static duro_registry *registry_of(duro_orchestration_fn fn)
 
 static void run_with(rt_fixture *f, duro_orchestration_fn fn)
 {
+    duro_registry_destroy(f->reg); /* rt_init's, or NULL */
     f->reg = registry_of(fn);
     rt_start(f);
 }
@@ -335,6 +336,30 @@ TEST(documents_that_are_not_histories_are_refused_with_where)
             duro_replay_json(r, cases[i].doc, strlen(cases[i].doc), NULL, &dv);
         CHECK_MSG(rc != DURO_OK && strstr(duro_errmsg(), cases[i].says),
                   "case %zu: %s: %s", i, duro_errname(rc), duro_errmsg());
+    }
+    /* the reader's own limits: nesting, trailing text, bytes that are not
+     * UTF-8, a lone surrogate, a bad number */
+    char deep[200];
+    memset(deep, '[', 70);
+    memset(deep + 70, ']', 70);
+    deep[140] = '\0';
+    const struct {
+        const char *doc, *says;
+    } reader[] = {
+        {deep, "nested deeper than 64 levels"},
+        {"{} x", "line 1, column 4: text after the document's end"},
+        {"{\"a\":\"\xff\"}", "a string is not valid UTF-8"},
+        {"{\"a\":\"\\udc00\"}", "a lone low surrogate"},
+        {"{\"a\":01}", "expected ',' or '}'"},
+        {"{\"a\":1.}", "a digit after its '.'"},
+        {"{\"a\":\"x", "the string does not end"},
+    };
+    for (size_t i = 0; i < sizeof(reader) / sizeof(reader[0]); i++) {
+        int rc = duro_replay_json(r, reader[i].doc, strlen(reader[i].doc), NULL,
+                                  &dv);
+        CHECK_MSG(rc == DURO_INVALID && strstr(duro_errmsg(), reader[i].says),
+                  "reader case %zu: %s: %s", i, duro_errname(rc),
+                  duro_errmsg());
     }
     /* escapes and surrogate pairs decode; \u0000 cannot be a C string */
     static const char esc[] =
