@@ -64,6 +64,8 @@ __all__ = [
     "ActivityFailed",
     "SubOrchestrationFailed",
     "TaskCancelled",
+    "replay_json",
+    "replay_file",
 ]
 
 __version__ = _duro.DURO_VERSION
@@ -1651,6 +1653,12 @@ class Client:
         event and both sides when it does not."""
         self._native.replay(registry._native, instance_id, execution_id)
 
+    def export_history(self, instance_id: str) -> str:
+        """The instance's history, every execution the store holds, as the
+        stable JSON document replay tests read (duro_client_export_history;
+        docs/history-json.md), what ``duro history --export`` writes."""
+        return self._native.export_history(instance_id)
+
     def close(self) -> None:
         """Releases the client's connection."""
         self._native.close()
@@ -1660,6 +1668,21 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def replay_json(registry: Registry, document: str) -> None:
+    """Replays every execution of an exported history (the JSON document of
+    ``Client.export_history``) through ``registry``'s code on this thread,
+    with no store (duro_replay_json): returns when the code still matches,
+    raises ``Nondeterminism`` naming the execution, the event and both sides
+    when it does not, ``InvalidArgument`` for a document that is not one."""
+    _duro.replay_json(registry._native, document)
+
+
+def replay_file(registry: Registry, path: str) -> None:
+    """``replay_json`` over the file at ``path`` (duro_replay_file): the
+    replay test a team runs in CI over histories kept from production."""
+    _duro.replay_file(registry._native, path)
 
 
 def _debug_counters() -> Dict[str, int]:

@@ -438,3 +438,31 @@ def test_patched_keeps_recorded_runs_on_the_old_path(db):
     with pytest.raises(duro.Nondeterminism) as e:
         client.replay(registry(False), "p2")
     assert "PatchMarker 'use-new'" in str(e.value), str(e.value)
+
+
+def test_exported_histories_replay_without_a_store(db, tmp_path):
+    def registry(second):
+        reg = duro.Registry()
+
+        @reg.activity(second)
+        def act(ctx, x):
+            return x
+
+        @reg.orchestration("O")
+        async def o(ctx, x):
+            return await ctx.call_activity(second, x)
+
+        return reg
+
+    info, client = run(db, registry("A"), ("O", "x1", 7))
+    doc = client.export_history("x1")
+    assert json.loads(doc)["executions"][0]["events"][0]["kind"] == "OrchestrationStarted"
+    duro.replay_json(registry("A"), doc)
+    path = tmp_path / "x1.json"
+    path.write_text(doc, encoding="utf-8")
+    duro.replay_file(registry("A"), str(path))
+    with pytest.raises(duro.Nondeterminism) as e:
+        duro.replay_file(registry("B"), str(path))
+    assert "execution 1 of 'x1'" in str(e.value) and "'B'" in str(e.value)
+    with pytest.raises(duro.InvalidArgument):
+        duro.replay_json(registry("A"), "{}")
