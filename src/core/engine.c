@@ -1671,6 +1671,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     e->replay = in->history;
     e->replay_count = in->history_count;
     e->replay_pos = 0;
+    e->patch_declined = NULL; /* a position of the last turn's history */
     e->leftover_count = 0;
     e->status_dirty = 0;
     out->status = DURO_STATUS_RUNNING;

@@ -642,7 +642,9 @@ static const char *change_id_problem(duro_orch *o, const char *fn,
 }
 
 /* duro_patched() and duro_patch_deprecated(). A bad id is the code's
- * mistake, the same on every replay: the execution fails with it. */
+ * mistake: live, the execution fails with it at the end of the turn; in a
+ * replay, the history cannot hold what follows (a bad id is never
+ * recorded), so the code changed: nondeterminism naming it. */
 static int patch(duro_orch *o, const char *fn, const char *id, int deprecated)
 {
     if (!entered(o, fn))
