@@ -500,6 +500,45 @@ DURO_API const char *duro_instance_id(duro_orch *o);
 DURO_API uint64_t duro_execution_id(duro_orch *o);
 /** @note Only inside the orchestration function, on its fiber. */
 DURO_API const char *duro_input(duro_orch *o);
+/* The longest change id duro_patched() takes, in bytes. */
+#define DURO_PATCH_ID_MAX 255
+
+/** Asks whether this execution takes the new path of the change
+ * @p change_id: how code changes under instances already in flight (see
+ * docs/changing-code.md). Reached live - the code runs this point for the
+ * first time - it records a PatchMarker event with the id in history and
+ * returns 1: the new code runs. Replaying history recorded by code without
+ * the change (no PatchMarker of this id next in history at this point) it
+ * returns 0 and records nothing: the instance keeps the old path it
+ * started on. Replaying a history that holds the marker here, it returns 1.
+ * Asked again for the same id in the same execution, it returns its first
+ * answer and records nothing more, so one change may be asked at several
+ * places. A marker in history that the code does not ask for at that point
+ * (removed, moved, or another id) is nondeterminism: the instance fails
+ * with a message naming the event id and both sides. @p change_id is
+ * NUL-terminated UTF-8, 1..DURO_PATCH_ID_MAX bytes; another is the code's
+ * mistake: the call returns 0, duro_errmsg() says why (DURO_INVALID), and
+ * the execution fails with that message at the end of the turn. Works the
+ * same in a driver's step. Example:
+ * @code
+ *     if (duro_patched(o, "charge-before-ship"))
+ *         rc = duro_await(o, duro_call_activity(o, "Charge", order));
+ *     rc = duro_await(o, duro_call_activity(o, "Ship", order));
+ * @endcode
+ * @note Only inside the orchestration function, on its fiber (or in a
+ * driver's start or step). */
+DURO_API int duro_patched(duro_orch *o, const char *change_id);
+
+/** The form of duro_patched() for when no instance started before the
+ * change remains, and the old path is deleted: records nothing, and accepts
+ * a history with or without a PatchMarker of @p change_id at this point
+ * (consuming it when there is one), so histories recorded before and after
+ * the change both replay. Once no instance that could hold the marker
+ * remains either, the call can be removed. Same checks of @p change_id as
+ * duro_patched(). @note Only inside the orchestration function, on its
+ * fiber (or in a driver's start or step). */
+DURO_API void duro_patch_deprecated(duro_orch *o, const char *change_id);
+
 /** 1 while the code is re-executing history recorded by an earlier turn.
  * @note Only inside the orchestration function, on its fiber. */
 DURO_API int duro_is_replaying(duro_orch *o);
@@ -759,12 +798,54 @@ DURO_API void duro_replay_options_init(duro_replay_options *o);
  * OrchestrationStarted, event ids that are not 1..n, a NULL instance_id,
  * or @p opts whose version is not set; DURO_ERROR when the driver's start
  * or step failed; DURO_NOMEM; DURO_MISUSE from orchestration code.
+ * DURO_INVALID too when the code, replaying a history that has not ended,
+ * fails the execution itself (a bad change id to duro_patched()).
  * @p opts NULL: defaults.
  * @note Any thread; @p reg and @p h are only read (several threads may
  * replay at once with one registry that no thread changes). */
 DURO_API int duro_replay_history(const duro_registry *reg,
                                  const duro_history *h,
                                  const duro_replay_options *opts);
+
+/* Where an exported history first stopped replaying (duro_replay_json). */
+typedef struct duro_replay_divergence {
+    uint64_t execution_id; /* the execution that did not replay; 0: none
+                              did not (or the document is not one) */
+    uint64_t event_id;     /* its first event that differs; 0: not one
+                              event (an unregistered orchestration, a
+                              driver that failed) */
+} duro_replay_divergence;
+
+/** Replays every execution of an exported history - the JSON document
+ * duro_client_export_history() and `duro history --export` write
+ * (docs/history-json.md), @p len bytes at @p json - through @p reg with
+ * duro_replay_history(), oldest execution first, and stops at the first
+ * that does not replay: the store-less test a team runs in CI over
+ * histories recorded in production, before deploying changed code (see
+ * docs/changing-code.md). Executions pruned before the export are not in
+ * the document; one with no events yet is skipped.
+ * @return DURO_OK when every execution replays cleanly; otherwise
+ * duro_replay_history()'s code for the first that does not, with
+ * duro_errmsg() "execution N of '<id>': <its message>" - for
+ * DURO_NONDETERMINISM the event id, what history holds and what the code
+ * asked - and @p out (may be NULL) set to the execution and event;
+ * DURO_INVALID for a NULL @p reg or @p json, text that is not JSON (the
+ * message says at which line and column) or JSON that is not such a
+ * document (which execution, which event, which field), a format_version
+ * this duro does not read; DURO_NOMEM.
+ * @note Any thread; the code runs on the calling thread, as for
+ * duro_replay_history(). */
+DURO_API int duro_replay_json(const duro_registry *reg, const char *json,
+                              size_t len, const duro_replay_options *opts,
+                              duro_replay_divergence *out);
+
+/** duro_replay_json() over the file at @p path; duro_errmsg() begins with
+ * the path. DURO_NOT_FOUND when there is no such file, DURO_TOO_LARGE for
+ * one over 1 GiB, DURO_INVALID when it cannot be read.
+ * @note Any thread, as duro_replay_json(). */
+DURO_API int duro_replay_file(const duro_registry *reg, const char *path,
+                              const duro_replay_options *opts,
+                              duro_replay_divergence *out);
 
 /* ========================================================================
  * Activity context. Accessors: only inside the activity function (any
@@ -1398,6 +1479,21 @@ DURO_API int duro_client_wait(duro_client *c, const char *instance_id,
 DURO_API int duro_client_read_history(duro_client *c, const char *instance_id,
                                       uint64_t execution_id,
                                       duro_history **out);
+
+/** Every execution of an instance's history that the store holds, as one
+ * JSON document in the stable form of docs/history-json.md ("format":
+ * "duro-history", "format_version": 1), which duro_replay_json() reads:
+ * the input of replay tests. Every field of every event is kept as stored
+ * (payloads as strings, times as integer milliseconds), so a replay of the
+ * document is a replay of the store's history. Caller-owned *out (NUL-
+ * terminated): free with duro_free(). DURO_NOT_FOUND for an unknown
+ * instance; DURO_INVALID when an event holds text that is not valid UTF-8
+ * (an older duro may have stored it; JSON cannot carry it unchanged), the
+ * message naming the event; the store's failures as
+ * duro_client_read_history().
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_export_history(duro_client *c, const char *instance_id,
+                                        char **out);
 
 /** Instances matching @p filter (NULL: all). Free with
  * duro_instance_list_free().

@@ -197,10 +197,13 @@ typedef enum duro_event_kind {
     DURO_EVENT_ORCHESTRATION_TERMINATED = 19, /* reason, requested_by;
                                                  terminal */
     DURO_EVENT_EXECUTION_SUSPENDED = 20,      /* reason, requested_by */
-    DURO_EVENT_EXECUTION_RESUMED = 21         /* reason, requested_by */
+    DURO_EVENT_EXECUTION_RESUMED = 21,        /* reason, requested_by */
+    /* a command with no side effect: the code asked duro_patched() for a
+     * change, live, and took its new path */
+    DURO_EVENT_PATCH_MARKER = 22 /* name (the change id) */
 } duro_event_kind;
 
-#define DURO_EVENT_KIND_MAX 21
+#define DURO_EVENT_KIND_MAX 22
 
 /* Flag of an OrchestrationCancelRequested event: the cancellation was
  * delivered to the code, which may clean up before the instance ends

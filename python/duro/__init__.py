@@ -64,6 +64,8 @@ __all__ = [
     "ActivityFailed",
     "SubOrchestrationFailed",
     "TaskCancelled",
+    "replay_json",
+    "replay_file",
 ]
 
 __version__ = _duro.DURO_VERSION
@@ -395,6 +397,20 @@ class Context:
     def new_guid(self) -> str:
         """A deterministic GUID, the same on replay."""
         return self._n.new_guid()
+
+    def patched(self, change_id: str) -> bool:
+        """Whether this execution takes the new path of change ``change_id``
+        (duro_patched): True, recording a PatchMarker, when the code
+        reaches this point for the first time; False when replaying a
+        history recorded before the change, so instances in flight keep
+        the old path. See docs/changing-code.md."""
+        return self._n.patched(change_id)
+
+    def patch_deprecated(self, change_id: str) -> None:
+        """``patched`` for when no instance from before the change remains
+        (duro_patch_deprecated): records nothing, accepts histories with or
+        without the marker."""
+        self._n.patch_deprecated(change_id)
 
     def set_custom_status(self, value: Any) -> None:
         """Sets the custom status (JSON-encoded; None clears it)."""
@@ -1035,6 +1051,7 @@ class EventKind(str, enum.Enum):
     ORCHESTRATION_TERMINATED = "OrchestrationTerminated"
     EXECUTION_SUSPENDED = "ExecutionSuspended"
     EXECUTION_RESUMED = "ExecutionResumed"
+    PATCH_MARKER = "PatchMarker"
 
     def __str__(self) -> str:
         return self.value
@@ -1636,6 +1653,12 @@ class Client:
         event and both sides when it does not."""
         self._native.replay(registry._native, instance_id, execution_id)
 
+    def export_history(self, instance_id: str) -> str:
+        """The instance's history, every execution the store holds, as the
+        stable JSON document replay tests read (duro_client_export_history;
+        docs/history-json.md), what ``duro history --export`` writes."""
+        return self._native.export_history(instance_id)
+
     def close(self) -> None:
         """Releases the client's connection."""
         self._native.close()
@@ -1645,6 +1668,21 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def replay_json(registry: Registry, document: str) -> None:
+    """Replays every execution of an exported history (the JSON document of
+    ``Client.export_history``) through ``registry``'s code on this thread,
+    with no store (duro_replay_json): returns when the code still matches,
+    raises ``Nondeterminism`` naming the execution, the event and both sides
+    when it does not, ``InvalidArgument`` for a document that is not one."""
+    _duro.replay_json(registry._native, document)
+
+
+def replay_file(registry: Registry, path: str) -> None:
+    """``replay_json`` over the file at ``path`` (duro_replay_file): the
+    replay test a team runs in CI over histories kept from production."""
+    _duro.replay_file(registry._native, path)
 
 
 def _debug_counters() -> Dict[str, int]:

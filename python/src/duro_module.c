@@ -521,6 +521,31 @@ static PyObject *octx_set_custom_status(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* duro_patched() / duro_patch_deprecated(): a bad id fails the execution
+ * (duro's rule), so neither raises for it. */
+static PyObject *octx_patched(PyObject *self, PyObject *args)
+{
+    octx_object *c = (octx_object *)self;
+    const char *id;
+    if (!PyArg_ParseTuple(args, "s", &id))
+        return NULL;
+    if (octx_check(c, "patched") < 0)
+        return NULL;
+    return PyBool_FromLong(duro_patched(c->o, id));
+}
+
+static PyObject *octx_patch_deprecated(PyObject *self, PyObject *args)
+{
+    octx_object *c = (octx_object *)self;
+    const char *id;
+    if (!PyArg_ParseTuple(args, "s", &id))
+        return NULL;
+    if (octx_check(c, "patch_deprecated") < 0)
+        return NULL;
+    duro_patch_deprecated(c->o, id);
+    Py_RETURN_NONE;
+}
+
 static PyObject *octx_instance_id(PyObject *self, PyObject *unused)
 {
     (void)unused;
@@ -582,6 +607,8 @@ static PyMethodDef octx_methods[] = {
     {"now_ms", octx_now_ms, METH_NOARGS, NULL},
     {"new_guid", octx_new_guid, METH_NOARGS, NULL},
     {"set_custom_status", octx_set_custom_status, METH_VARARGS, NULL},
+    {"patched", octx_patched, METH_VARARGS, NULL},
+    {"patch_deprecated", octx_patch_deprecated, METH_VARARGS, NULL},
     {"instance_id", octx_instance_id, METH_NOARGS, NULL},
     {"is_replaying", octx_is_replaying, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
@@ -1640,6 +1667,27 @@ static PyObject *client_replay(PyObject *self, PyObject *args)
     return result;
 }
 
+/* The instance's history as the stable JSON document replay tests read
+ * (duro_client_export_history), as a str. */
+static PyObject *client_export_history(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id;
+    if (!PyArg_ParseTuple(args, "s", &id))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    char *doc = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_export_history(cl->c, id, &doc);
+    Py_END_ALLOW_THREADS
+    PyObject *result =
+        rc ? raise_duro(rc, "export_history") : PyUnicode_FromString(doc);
+    duro_free(doc);
+    return result;
+}
+
 static PyObject *info_dict(const duro_instance_info *i)
 {
     PyObject *d = Py_BuildValue(
@@ -2126,6 +2174,7 @@ static PyMethodDef client_methods[] = {
     {"history", client_history, METH_VARARGS, NULL},
     {"suspend_resume", client_suspend_resume, METH_VARARGS, NULL},
     {"replay", client_replay, METH_VARARGS, NULL},
+    {"export_history", client_export_history, METH_VARARGS, NULL},
     {"cancel_many", client_cancel_many, METH_VARARGS, NULL},
     {"control_many", client_control_many, METH_VARARGS, NULL},
     {"matching", client_matching, METH_VARARGS, NULL},
@@ -2215,6 +2264,40 @@ static PyObject *mod_event_kind_name(PyObject *self, PyObject *args)
     return PyUnicode_FromString(duro_event_kind_name(kind));
 }
 
+/* replay_json(registry, document) / replay_file(registry, path): an
+ * exported history replayed through the registry's code on this thread
+ * (duro_replay_json, duro_replay_file), the GIL released around it (the
+ * driver takes it for each step): None, or raises with duro's message. */
+static PyObject *mod_replay_exported(PyObject *args, int file)
+{
+    PyObject *reg;
+    const char *text;
+    Py_ssize_t len = 0;
+    if (file ? !PyArg_ParseTuple(args, "O!s", reg_type, &reg, &text)
+             : !PyArg_ParseTuple(args, "O!s#", reg_type, &reg, &text, &len))
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = file ? duro_replay_file(((reg_object *)reg)->r, text, NULL, NULL)
+              : duro_replay_json(((reg_object *)reg)->r, text, (size_t)len,
+                                 NULL, NULL);
+    Py_END_ALLOW_THREADS
+    return rc ? raise_duro(rc, file ? "replay_file" : "replay_json")
+              : Py_NewRef(Py_None);
+}
+
+static PyObject *mod_replay_json(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return mod_replay_exported(args, 0);
+}
+
+static PyObject *mod_replay_file(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return mod_replay_exported(args, 1);
+}
+
 static PyMethodDef mod_methods[] = {
     {"status_code", mod_status_code, METH_VARARGS,
      "duro_status_parse(name): the status's code, -1 when unknown."},
@@ -2227,6 +2310,10 @@ static PyMethodDef mod_methods[] = {
     {"_register_error", mod_register_error, METH_VARARGS,
      "The Error subclass raised for a duro code."},
     {"errname", mod_errname, METH_VARARGS, "duro_errname(code)."},
+    {"replay_json", mod_replay_json, METH_VARARGS,
+     "duro_replay_json(registry, document)."},
+    {"replay_file", mod_replay_file, METH_VARARGS,
+     "duro_replay_file(registry, path)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef duro_module = {

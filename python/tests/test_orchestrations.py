@@ -406,3 +406,63 @@ def test_the_store_less_replayer(db):
         client.replay(registry("B"), "o1")
     assert "'A'" in str(e.value) and "'B'" in str(e.value), str(e.value)
     assert e.value.errname == "DURO_NONDETERMINISM"
+
+
+def test_patched_keeps_recorded_runs_on_the_old_path(db):
+    def registry(patched):
+        reg = duro.Registry()
+
+        @reg.activity("Old")
+        def old(ctx, x):
+            return "old"
+
+        @reg.activity("New")
+        def new(ctx, x):
+            return "new"
+
+        @reg.orchestration("O")
+        async def o(ctx, x):
+            if patched and ctx.patched("use-new"):
+                return await ctx.call_activity("New", x)
+            return await ctx.call_activity("Old", x)
+
+        return reg
+
+    info, client = run(db, registry(False), ("O", "p1", 1))
+    assert info.output == "old"
+    client.replay(registry(True), "p1")  # recorded before: the old path
+    info, client = run(db, registry(True), ("O", "p2", 1))
+    assert info.output == "new"
+    kinds = [e.kind for e in client.history("p2")]
+    assert duro.EventKind.PATCH_MARKER in kinds, kinds
+    with pytest.raises(duro.Nondeterminism) as e:
+        client.replay(registry(False), "p2")
+    assert "PatchMarker 'use-new'" in str(e.value), str(e.value)
+
+
+def test_exported_histories_replay_without_a_store(db, tmp_path):
+    def registry(second):
+        reg = duro.Registry()
+
+        @reg.activity(second)
+        def act(ctx, x):
+            return x
+
+        @reg.orchestration("O")
+        async def o(ctx, x):
+            return await ctx.call_activity(second, x)
+
+        return reg
+
+    info, client = run(db, registry("A"), ("O", "x1", 7))
+    doc = client.export_history("x1")
+    assert json.loads(doc)["executions"][0]["events"][0]["kind"] == "OrchestrationStarted"
+    duro.replay_json(registry("A"), doc)
+    path = tmp_path / "x1.json"
+    path.write_text(doc, encoding="utf-8")
+    duro.replay_file(registry("A"), str(path))
+    with pytest.raises(duro.Nondeterminism) as e:
+        duro.replay_file(registry("B"), str(path))
+    assert "execution 1 of 'x1'" in str(e.value) and "'B'" in str(e.value)
+    with pytest.raises(duro.InvalidArgument):
+        duro.replay_json(registry("A"), "{}")

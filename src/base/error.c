@@ -91,7 +91,8 @@ const char *duro_event_kind_name(int kind)
                                         "SubOrchestrationCancelRequested",
                                         "OrchestrationTerminated",
                                         "ExecutionSuspended",
-                                        "ExecutionResumed"};
+                                        "ExecutionResumed",
+                                        "PatchMarker"};
     if (kind < 0 || (size_t)kind >= DURO__ARRAY_LEN(names))
         return "Unknown";
     return names[kind];

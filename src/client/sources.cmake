@@ -1,3 +1,4 @@
 list(APPEND DURO_SOURCES
   src/client/client.c
-  src/client/client_metrics.c)
+  src/client/client_metrics.c
+  src/client/export.c)

@@ -94,8 +94,8 @@ int duro__tracker_apply(duro__tracker *t, const duro_event *e,
  * against the slot of its source event. */
 int duro__tracker_classify(const duro__tracker *t, const duro_event *e);
 /* 1 for events produced by code or decisions (scheduling, cancel requests,
- * terminal events, OrchestrationStarted); 0 for inputs consumed while the
- * code waits (completions, EventRaised, OrchestrationCancelRequested,
+ * patch markers, terminal events, OrchestrationStarted); 0 for inputs consumed
+ * while the code waits (completions, EventRaised, OrchestrationCancelRequested,
  * ExecutionSuspended, ExecutionResumed). */
 int duro__event_is_command(int kind);
 /* 1 for terminal events (completed, failed, continued-as-new, cancelled,

@@ -115,6 +115,7 @@ void duro__engine_describe(char *buf, size_t size, const duro_event *ev)
                  str_or(ev->name, ""), str_or(ev->ref_instance, ""), p);
         break;
     case DURO_EVENT_EVENT_SUBSCRIBED:
+    case DURO_EVENT_PATCH_MARKER:
         snprintf(buf, size, "%s '%s'", kind, str_or(ev->name, ""));
         break;
     case DURO_EVENT_TIMER_CREATED:
@@ -159,6 +160,7 @@ int duro__engine_same_command(const duro_event *h, const duro_event *w)
     case DURO_EVENT_TIMER_CREATED:
         return h->fire_at_ms == w->fire_at_ms && h->flags == w->flags;
     case DURO_EVENT_EVENT_SUBSCRIBED:
+    case DURO_EVENT_PATCH_MARKER:
         return str_eq(h->name, w->name);
     case DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED:
         return str_eq(h->name, w->name) && str_eq(h->version, w->version) &&
@@ -193,6 +195,32 @@ static void set_nondeterminism(duro_orch *e, const char *fmt, ...)
     if (e->result.error != NULL) /* its parts were cut to buffers */
         duro__utf8_scrub(e->result.error);
     e->result.category = DURO_CATEGORY_CONFIGURATION;
+}
+
+void duro__engine_bad_replay(duro_orch *e, const char *why)
+{
+    if (e->replay_pos >= e->replay_count)
+        return;
+    set_nondeterminism(e,
+                       "nondeterminism at event %llu: before reaching it the "
+                       "code failed: %s",
+                       (unsigned long long)e->replay[e->replay_pos].event_id,
+                       why);
+}
+
+/* What a nondeterminism message adds when history holds a patch marker at
+ * position pos where the code had just been told its own change id was
+ * not recorded: both ids, so the reader sees the two changes. "" else. */
+static const char *patch_note(duro_orch *e, size_t pos)
+{
+    const duro_event *h = &e->replay[pos];
+    if (h->kind != DURO_EVENT_PATCH_MARKER || e->patch_declined == NULL ||
+        e->patch_declined_pos != pos)
+        return "";
+    const char *note = duro__engine_sprintf(
+        e, " (at this point the code asked for patch '%s', not '%s')",
+        e->patch_declined, str_or(h->name, ""));
+    return note != NULL ? note : "";
 }
 
 /* Adds an event to the turn's delta with the next event id and the turn's
@@ -247,8 +275,9 @@ static uint64_t issue(duro_orch *e, const duro_event *want, int *live)
             duro__engine_describe(b, sizeof(b), h);
             set_nondeterminism(e,
                                "nondeterminism at event %llu: the "
-                               "orchestration issued %s but history has %s",
-                               (unsigned long long)h->event_id, a, b);
+                               "orchestration issued %s but history has %s%s",
+                               (unsigned long long)h->event_id, a, b,
+                               patch_note(e, e->replay_pos));
             return 0;
         }
         if (!duro__engine_same_command(h, want)) {
@@ -256,8 +285,9 @@ static uint64_t issue(duro_orch *e, const duro_event *want, int *live)
             duro__engine_describe(b, sizeof(b), h);
             set_nondeterminism(e,
                                "nondeterminism at event %llu: the "
-                               "orchestration issued %s but history has %s",
-                               (unsigned long long)h->event_id, a, b);
+                               "orchestration issued %s but history has %s%s",
+                               (unsigned long long)h->event_id, a, b,
+                               patch_note(e, e->replay_pos));
             return 0;
         }
         if (duro__tracker_apply(&e->tracker, h, e->arena) != DURO_OK) {
@@ -288,6 +318,49 @@ int duro__engine_issue_task(duro_orch *e, struct duro_task *t,
     t->event_id = id;
     e->tracker.slots[id].task = t;
     return live;
+}
+
+int duro__engine_patch(duro_orch *e, const char *id, int deprecated)
+{
+    for (const patch_answer *p = e->patches; p != NULL; p = p->next)
+        if (strcmp(p->id, id) == 0)
+            return p->patched;
+    if (e->nondet || e->oom || e->bad_text != NULL)
+        return 0;
+    int live = 0, patched;
+    const char *own = duro__engine_strdup(e, id);
+    if (own == NULL)
+        return 0;
+    if (e->replay_pos < e->replay_count) {
+        const duro_event *h = &e->replay[e->replay_pos];
+        patched = h->kind == DURO_EVENT_PATCH_MARKER && str_eq(h->name, id);
+        if (patched && issue(e, h, &live) == 0)
+            return 0;
+        if (!patched) {
+            /* Recorded before the change: the old path. */
+            e->patch_declined = own;
+            e->patch_declined_pos = e->replay_pos;
+            if (deprecated)
+                return 0;
+        }
+    } else if (deprecated) {
+        return 0; /* no old instance remains: nothing to record */
+    } else {
+        duro_event ev = {.kind = DURO_EVENT_PATCH_MARKER, .name = own};
+        patched = issue(e, &ev, &live) != 0;
+        if (!patched)
+            return 0;
+    }
+    patch_answer *p = duro_arena_alloc(e->arena, sizeof(*p));
+    if (p == NULL) {
+        e->oom = 1;
+        return 0;
+    }
+    p->id = own;
+    p->patched = patched;
+    p->next = e->patches;
+    e->patches = p;
+    return patched;
 }
 
 static duro_work_item *push_worker_item(duro_orch *e)
@@ -1598,6 +1671,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     e->replay = in->history;
     e->replay_count = in->history_count;
     e->replay_pos = 0;
+    e->patch_declined = NULL; /* a position of the last turn's history */
     e->leftover_count = 0;
     e->status_dirty = 0;
     out->status = DURO_STATUS_RUNNING;
@@ -1681,16 +1755,18 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
             set_nondeterminism(e,
                                "nondeterminism at event %llu: the "
                                "orchestration returned but history continues "
-                               "with %s",
-                               (unsigned long long)h->event_id, b);
+                               "with %s%s",
+                               (unsigned long long)h->event_id, b,
+                               patch_note(e, e->replay_pos));
             break;
         }
         if (duro__event_is_command(h->kind)) {
             duro__engine_describe(b, sizeof(b), h);
             set_nondeterminism(e,
                                "nondeterminism at event %llu: the "
-                               "orchestration is waiting but history has %s",
-                               (unsigned long long)h->event_id, b);
+                               "orchestration is waiting but history has %s%s",
+                               (unsigned long long)h->event_id, b,
+                               patch_note(e, e->replay_pos));
             break;
         }
         e->replay_pos++;

@@ -80,6 +80,14 @@ typedef struct held_input {
     struct held_input *next;
 } held_input;
 
+/* What duro_patched() answered for one change id in this execution: every
+ * later ask of the same id gets the same answer (engine arena). */
+typedef struct patch_answer {
+    const char *id;
+    int patched;
+    struct patch_answer *next;
+} patch_answer;
+
 typedef struct raised_event {
     const char *name;
     const char *payload;
@@ -136,6 +144,12 @@ struct duro_orch {
     struct duro_task *waits_head, *waits_tail;
     const char *custom_status;
     int custom_status_dirty;
+    patch_answer *patches; /* duro_patched's answers, newest first */
+    /* the change id duro_patched() last answered 0 in replay, and the
+     * history position it was asked at: named when the code's next move
+     * there meets a recorded marker of another id */
+    const char *patch_declined;
+    size_t patch_declined_pos;
     /* the code gave text that is not UTF-8 where no task can fail with it
      * (a custom status): why the execution fails at the end of the turn;
      * from then on the code neither issues commands nor resumes */
@@ -231,12 +245,28 @@ const char *duro__engine_bad_text(duro_orch *e, const char *what,
  * it), and a command refused live is never recorded, so only such an
  * event can match: replay stays deterministic, nothing new is stored. */
 int duro__engine_recorded(const duro_orch *e, const duro_event *want);
+/* A patch marker for change `id` (checked: non-empty, bounded, UTF-8) at
+ * this point of the code: duro_patched() (deprecated 0) and
+ * duro_patch_deprecated() (1). Replaying, a recorded PatchMarker of that id
+ * next in history is consumed and the answer is 1; anything else there
+ * means the history was recorded before the change: 0, nothing consumed.
+ * Live, duro_patched() records the marker and answers 1;
+ * duro_patch_deprecated() records nothing. An id asked before in this
+ * execution gets its first answer again, with nothing consumed or
+ * recorded. 0 when the engine stopped (nondeterminism, out of memory). */
+int duro__engine_patch(duro_orch *e, const char *id, int deprecated);
+/* While replaying: the code made a mistake (`why`) that it cannot have
+ * made when the history was recorded - a bad change id is refused live and
+ * so never recorded - so the code changed: nondeterminism at the next
+ * recorded event, with `why`. Nothing when not replaying. */
+void duro__engine_bad_replay(duro_orch *e, const char *why);
 /* A task that failed at once with DURO_INVALID (category configuration)
  * and error `why`, from duro__engine_bad_text; duro_errmsg() says why. */
 struct duro_task *duro__engine_refuse_text(duro_orch *e, const char *why);
 /* The code gave text that is not UTF-8 where nothing can fail with it (a
- * custom status): the execution fails at the end of the turn with `why`;
- * the code issues nothing more and is not resumed. */
+ * custom status), or a change id that is not valid: the execution fails at the
+ * end of the turn with `why`; the code issues nothing more and is not resumed.
+ */
 void duro__engine_fail_text(duro_orch *e, const char *why);
 
 /* A new pending task of `kind` (TASK_*); &duro__misuse_task on OOM. */

@@ -627,6 +627,50 @@ void duro_set_custom_status(duro_orch *o, const char *status)
     o->custom_status_dirty = 1;
 }
 
+/* What is wrong with a change id given to fn, or NULL; in o's arena. */
+static const char *change_id_problem(duro_orch *o, const char *fn,
+                                     const char *id)
+{
+    if (id == NULL || id[0] == '\0')
+        return duro__engine_sprintf(o, "%s: the change id is empty", fn);
+    if (strlen(id) > DURO_PATCH_ID_MAX)
+        return duro__engine_sprintf(o,
+                                    "%s: the change id is %zu bytes, longer "
+                                    "than DURO_PATCH_ID_MAX (%d)",
+                                    fn, strlen(id), DURO_PATCH_ID_MAX);
+    return duro__engine_bad_text(o, fn, NULL, "change id", id);
+}
+
+/* duro_patched() and duro_patch_deprecated(). A bad id is the code's
+ * mistake: live, the execution fails with it at the end of the turn; in a
+ * replay, the history cannot hold what follows (a bad id is never
+ * recorded), so the code changed: nondeterminism naming it. */
+static int patch(duro_orch *o, const char *fn, const char *id, int deprecated)
+{
+    if (!entered(o, fn))
+        return 0;
+    const char *why = change_id_problem(o, fn, id);
+    if (why != NULL) {
+        duro__fail(DURO_INVALID, "%s", why);
+        if (o->replay_pos < o->replay_count)
+            duro__engine_bad_replay(o, why); /* history continues */
+        else
+            duro__engine_fail_text(o, why);
+        return 0;
+    }
+    return duro__engine_patch(o, id, deprecated);
+}
+
+int duro_patched(duro_orch *o, const char *change_id)
+{
+    return patch(o, __func__, change_id, 0);
+}
+
+void duro_patch_deprecated(duro_orch *o, const char *change_id)
+{
+    (void)patch(o, __func__, change_id, 1);
+}
+
 int duro_is_replaying(duro_orch *o)
 {
     if (!entered(o, __func__))

@@ -185,6 +185,12 @@ int duro__engine_replay(const duro__engine_config *cfg, const duro_history *h,
         rc = DURO_NONDETERMINISM;
     } else if (compare) {
         rc = compare_ending(&ev[end], n - end, &turn, msg, msg_size);
+    } else if (e->bad_text != NULL && !duro__event_is_terminal(last->kind)) {
+        /* The code itself fails the execution (a change id or a custom
+         * status it may not give): a runtime would end the instance. */
+        snprintf(msg, msg_size, "the code fails the execution: %s",
+                 e->bad_text);
+        rc = DURO_INVALID;
     }
     /* The code's destroy hooks and the driver's destroy run here, on the
      * caller's thread. */

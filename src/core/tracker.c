@@ -31,6 +31,7 @@ int duro__event_is_command(int kind)
     case DURO_EVENT_EVENT_SUBSCRIBED:
     case DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED:
     case DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED:
+    case DURO_EVENT_PATCH_MARKER:
         return 1;
     default:
         return 0;

@@ -5,6 +5,7 @@ list(APPEND DURO_SOURCES
   src/runtime/metrics.c
   src/runtime/orchestrator.c
   src/runtime/registry.c
+  src/runtime/replay_json.c
   src/runtime/replayer.c
   src/runtime/runtime.c
   src/runtime/services.c

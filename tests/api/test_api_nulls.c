@@ -236,6 +236,24 @@ TEST(registry_and_initializers)
     CHECK_OK(duro_replay_history(r, &h, NULL));
     h.instance_id = NULL;
     CHECK_RC(duro_replay_history(r, &h, NULL), DURO_INVALID);
+    /* the JSON replayer: NULL registry, document or path refused; a NULL
+     * divergence is not written */
+    static const char doc[] =
+        "{\"format\":\"duro-history\",\"format_version\":1,"
+        "\"instance_id\":\"replayed\",\"executions\":[{\"execution_id\":1,"
+        "\"events\":[{\"event_id\":1,\"kind\":\"OrchestrationStarted\","
+        "\"timestamp_ms\":1,\"name\":\"X\",\"payload\":\"in\"}]}]}";
+    duro_replay_divergence dv;
+    CHECK_RC(C(duro_replay_json)(NULL, doc, sizeof(doc) - 1, NULL, &dv),
+             DURO_INVALID);
+    CHECK_RC(duro_replay_json(r, NULL, 0, NULL, NULL), DURO_INVALID);
+    CHECK_OK(duro_replay_json(r, doc, sizeof(doc) - 1, NULL, NULL));
+    CHECK_OK(duro_replay_json(r, doc, sizeof(doc) - 1, &rpo, &dv));
+    CHECK_EQ(dv.execution_id, 0);
+    CHECK_RC(C(duro_replay_file)(r, NULL, NULL, NULL), DURO_INVALID);
+    CHECK_RC(duro_replay_file(NULL, "h.json", NULL, &dv), DURO_INVALID);
+    CHECK_RC(duro_replay_file(r, "/nonexistent/h.json", NULL, &dv),
+             DURO_NOT_FOUND);
     C(duro_registry_destroy)(NULL);
     duro_registry_destroy(r);
 
@@ -537,6 +555,14 @@ TEST(client_functions)
     CHECK(h == NULL);
     CHECK_RC(duro_client_read_history(c, NULL, 0, &h), DURO_INVALID);
     CHECK_RC(duro_client_read_history(c, "s1", 0, NULL), DURO_INVALID);
+    char *exported = (char *)&f;
+    CHECK_RC(C(duro_client_export_history)(NULL, "s1", &exported),
+             DURO_INVALID);
+    CHECK(exported == NULL);
+    CHECK_RC(duro_client_export_history(c, NULL, &exported), DURO_INVALID);
+    CHECK_RC(duro_client_export_history(c, "s1", NULL), DURO_INVALID);
+    CHECK_RC(duro_client_export_history(c, "no-such", &exported),
+             DURO_NOT_FOUND);
     duro_instance_list *l = (duro_instance_list *)&f;
     CHECK_RC(C(duro_client_list)(NULL, NULL, &l), DURO_INVALID);
     CHECK(l == NULL);
@@ -846,6 +872,10 @@ static void context_functions_with_null_context(duro_orch *o, duro_result *out,
     CHECK_ERRMSG("duro_input: ");
     CHECK_EQ(C(duro_is_replaying)(NULL), 0);
     CHECK_ERRMSG("duro_is_replaying: ");
+    CHECK_EQ(C(duro_patched)(NULL, "change"), 0);
+    CHECK_ERRMSG("duro_patched: ");
+    C(duro_patch_deprecated)(NULL, "change");
+    CHECK_ERRMSG("duro_patch_deprecated: ");
     CHECK(C(duro_orch_user)(NULL) == NULL);
     CHECK_ERRMSG("duro_orch_user: ");
     CHECK_EQ(C(duro_cancel_requested)(NULL), 0);
@@ -1116,6 +1146,8 @@ static void context_functions_outside(duro_orch *o, duro_result *out,
     CHECK_EQ(duro_execution_id(o), 0);
     CHECK(duro_input(o) == NULL);
     CHECK_EQ(duro_is_replaying(o), 0);
+    CHECK_EQ(duro_patched(o, "change"), 0);
+    CHECK_ERRMSG("duro_patched: duro API misuse");
     CHECK(duro_orch_user(o) == NULL);
     CHECK_ERRMSG("duro_orch_user: ");
     CHECK_EQ(duro_task_state(t), DURO_TASK_FAILED);

@@ -2,8 +2,8 @@
 // a reason shows the reason and the requester (ui:...) in the status
 // card; terminate (after its dialog) and suspend/resume change the
 // status; raise-event checks its payload is JSON before sending; the
-// timeline draws activities and a cancel request, and reads only the new
-// events when the history grows. Then, over the seeded store alone, the
+// timeline draws activities, a cancel request and a patch marker, and
+// reads only the new events when the history grows. Then, over the seeded store alone, the
 // timeline of fan-1 (10,002 events) stays windowed and is read once, in
 // pages; retry-1 is one row of three attempts; the axis has ticks and
 // zoom in / Fit change and restore the scale.
@@ -95,6 +95,20 @@ test("instance page", async (t) => {
     assert.ok(await page.locator("#timeline .tl-line").count() >= 1);
     assert.ok(await page.locator("#timeline .tl-row").count() <= 200);
     await screenshot(page, "instance-timeline");
+  });
+
+  await t.test("timeline and events: a patch marker shows its change id", async () => {
+    startInstance(ui, "patched-1", "Patched");
+    await waitFor("patched-1 completed", async () =>
+      (await api(page, "instance?ref=" + ref("patched-1"))).status === "completed");
+    await open(page, "patched-1");
+    const mark = page.locator("#timeline .tl-mark", { hasText: "patch greet-twice" });
+    await mark.waitFor();
+    const row = page.locator("#events tr", { hasText: "PatchMarker" });
+    await row.waitFor();
+    assert.match(await row.textContent(), /greet-twice/);
+    // two Greet calls: the new path
+    assert.equal(await page.locator("#timeline .tl-row", { hasText: "activity Greet" }).count(), 2);
   });
 
   await t.test("cancel with a reason shows the reason and the requester", async () => {

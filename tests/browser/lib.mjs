@@ -126,8 +126,8 @@ export async function screenshot(page, name) {
 }
 
 // Starts instance @p id of Waiter in the store of @p ui with the CLI.
-export function startInstance(ui, id) {
-  const r = spawnSync(env("DURO_BIN"), ["--db", ui.db, "start", "Waiter", id],
+export function startInstance(ui, id, orchestration = "Waiter") {
+  const r = spawnSync(env("DURO_BIN"), ["--db", ui.db, "start", orchestration, id],
     { encoding: "utf8" });
   if (r.status !== 0) throw new Error("duro start " + JSON.stringify(id) + ": " + r.stderr);
 }

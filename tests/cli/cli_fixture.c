@@ -112,6 +112,18 @@ static int hello(duro_orch *o, const char *input, duro_result *out)
     return duro_ok(out, duro_task_output(t));
 }
 
+/* A change behind a patch marker: greets twice where it once greeted
+ * once (the browser tests' timeline shows the marker). */
+static int patched(duro_orch *o, const char *input, duro_result *out)
+{
+    if (duro_patched(o, "greet-twice")) {
+        duro_task *first = duro_call_activity(o, "Greet", input);
+        if (duro_await(o, first) != DURO_OK)
+            return duro_fail(out, duro_task_error(first));
+    }
+    return hello(o, input, out);
+}
+
 static int boom(duro_orch *o, const char *input, duro_result *out)
 {
     duro_task *t = duro_call_activity(o, "Explode", input);
@@ -292,6 +304,8 @@ static int begin(const char *url, world *w)
     if (duro_registry_create(&w->reg) != DURO_OK ||
         duro_registry_add_orchestration(w->reg, "Hello", NULL, hello, NULL) ||
         duro_registry_add_orchestration(w->reg, "Boom", NULL, boom, NULL) ||
+        duro_registry_add_orchestration(w->reg, "Patched", NULL, patched,
+                                        NULL) ||
         duro_registry_add_orchestration(w->reg, "Waiter", NULL, waiter, NULL) ||
         duro_registry_add_orchestration(w->reg, "Slow", NULL, slow, NULL) ||
         duro_registry_add_orchestration(w->reg, "Fanout", NULL, fanout, NULL) ||

@@ -434,6 +434,17 @@ run 3 history nope
 run 3 history hello-1 --execution 7
 contains "$tmp/err" "has no execution 7 (the current one is 1)"
 run 2 history hello-1 --execution x
+# the export replay tests read: every execution, payloads as the stored
+# strings, times as integer milliseconds (docs/history-json.md)
+run 0 history --export hello-1
+json 'd["format"] == "duro-history" and d["format_version"] == 1 and d["instance_id"] == "hello-1" and [x["execution_id"] for x in d["executions"]] == [1]'
+json '[e["kind"] for e in d["executions"][0]["events"]] == ["OrchestrationStarted", "ActivityScheduled", "ActivityCompleted", "OrchestrationCompleted"] and [e["event_id"] for e in d["executions"][0]["events"]] == [1, 2, 3, 4]'
+json 'all(isinstance(e.get("payload", ""), str) and isinstance(e["timestamp_ms"], int) for e in d["executions"][0]["events"]) and d["executions"][0]["events"][2]["source_event_id"] == 2'
+run 0 history --export later-1
+json 'd["instance_id"] == "later-1" and d["executions"] == []'
+run 3 history --export nope
+run 2 history --export hello-1 --execution 1
+contains "$tmp/err" "takes no --execution"
 
 echo "== wait"
 run 0 wait hello-1
@@ -1015,6 +1026,9 @@ run 0 status chain-1 --json
 json 'd["execution_id"] == 5 and d["status"] == "completed"'
 run 0 prune chain-1 --keep 2 --json
 json 'd == {"id": "chain-1", "kept": 2, "pruned": 3}'
+# the export holds the executions the store kept
+run 0 history --export chain-1
+json '[x["execution_id"] for x in d["executions"]] == [4, 5] and d["executions"][1]["events"][-1]["kind"] == "OrchestrationCompleted"'
 run 0 prune chain-1 --keep 3 --json
 json 'd == {"id": "chain-1", "kept": 2, "pruned": 0}'
 run 0 prune chain-1 --keep 1000000 --json

@@ -3492,6 +3492,7 @@ static const unsigned event_fields[DURO_EVENT_KIND_MAX + 1] = {
     [DURO_EVENT_ORCHESTRATION_TERMINATED] = F_REASON | F_REQUESTED_BY,
     [DURO_EVENT_EXECUTION_SUSPENDED] = F_REASON | F_REQUESTED_BY,
     [DURO_EVENT_EXECUTION_RESUMED] = F_REASON | F_REQUESTED_BY,
+    [DURO_EVENT_PATCH_MARKER] = F_NAME,
 };
 
 /* Strings live in a static table so expected events outlive the call. */

@@ -47,6 +47,7 @@ target_link_libraries(test_cleanup_crash PRIVATE duro_rt_util)
 duro_runtime_test(test_orch_context ${CMAKE_CURRENT_LIST_DIR}/test_orch_context.c)
 duro_runtime_test(test_orch_foreign ${CMAKE_CURRENT_LIST_DIR}/test_orch_foreign.c)
 duro_runtime_test(test_orch_replay ${CMAKE_CURRENT_LIST_DIR}/test_orch_replay.c)
+duro_runtime_test(test_replay_histories ${CMAKE_CURRENT_LIST_DIR}/test_replay_histories.c)
 duro_runtime_test(test_cancel_faults ${CMAKE_CURRENT_LIST_DIR}/test_cancel_faults.c
                   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
 target_include_directories(test_cancel_faults PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)

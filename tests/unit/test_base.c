@@ -43,7 +43,9 @@ TEST(event_kind_names)
               "OrchestrationTerminated");
     CHECK_STR(duro_event_kind_name(DURO_EVENT_EXECUTION_SUSPENDED),
               "ExecutionSuspended");
-    CHECK_STR(duro_event_kind_name(DURO_EVENT_KIND_MAX), "ExecutionResumed");
+    CHECK_STR(duro_event_kind_name(DURO_EVENT_EXECUTION_RESUMED),
+              "ExecutionResumed");
+    CHECK_STR(duro_event_kind_name(DURO_EVENT_KIND_MAX), "PatchMarker");
     CHECK_STR(duro_event_kind_name(DURO_EVENT_KIND_MAX + 1), "Unknown");
 }
 

@@ -2026,6 +2026,305 @@ TEST(release_last_cold_engine)
     CHECK(last_cold == NULL);
 }
 
+/* ------------------------------------------------------------------------
+ * patch markers (duro_patched, duro_patch_deprecated) */
+
+/* v2 of orch_chain: B became C behind the change "use-c" */
+static int orch_patched(duro_orch *o, const char *input, duro_result *out)
+{
+    duro_task *a = duro_call_activity(o, "A", input);
+    duro_await(o, a);
+    int patched = duro_patched(o, "use-c");
+    /* asked again: the same answer, nothing more recorded */
+    CHECK_EQ(duro_patched(o, "use-c"), patched);
+    duro_task *b =
+        duro_call_activity(o, patched ? "C" : "B", duro_task_output(a));
+    duro_await(o, b);
+    return duro_ok(out, patched ? "new" : "old");
+}
+
+/* v3: no instance of v1 is left; the old path is gone */
+static int orch_deprecated(duro_orch *o, const char *input, duro_result *out)
+{
+    duro_task *a = duro_call_activity(o, "A", input);
+    duro_await(o, a);
+    duro_patch_deprecated(o, "use-c");
+    duro_await(o, duro_call_activity(o, "C", duro_task_output(a)));
+    return duro_ok(out, "new");
+}
+
+/* another change id where v2 recorded "use-c" */
+static int orch_other_patch(duro_orch *o, const char *input, duro_result *out)
+{
+    duro_task *a = duro_call_activity(o, "A", input);
+    duro_await(o, a);
+    int patched = duro_patched(o, "use-d");
+    duro_await(o,
+               duro_call_activity(o, patched ? "D" : "B", duro_task_output(a)));
+    return duro_ok(out, "other");
+}
+
+/* the change asked before A instead of after it */
+static int orch_moved_patch(duro_orch *o, const char *input, duro_result *out)
+{
+    int patched = duro_patched(o, "use-c");
+    duro_task *a = duro_call_activity(o, "A", input);
+    duro_await(o, a);
+    duro_await(o,
+               duro_call_activity(o, patched ? "C" : "B", duro_task_output(a)));
+    return duro_ok(out, "moved");
+}
+
+static const char *g_patch_id;
+static int orch_patched_id(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    CHECK_EQ(duro_patched(o, g_patch_id), 1);
+    return duro_ok(out, "patched");
+}
+
+static int orch_bad_patch(duro_orch *o, const char *input, duro_result *out)
+{
+    (void)input;
+    CHECK_EQ(duro_patched(o, g_patch_id), 0);
+    CHECK_MSG(strstr(duro_errmsg(), "change id") != NULL, "%s", duro_errmsg());
+    duro_await(o, duro_call_activity(o, "A", "never recorded"));
+    return duro_ok(out, "unreached");
+}
+
+/* Runs orch_chain (v1) or orch_patched (v2) through its first turn and
+ * A's completion: Started, Scheduled A, Completed A, then (v2) the marker
+ * and Scheduled C, or (v1) Scheduled B. */
+static void record_until_second_call(duro_orchestration_fn fn, int warm_mode,
+                                     sim *s)
+{
+    duro_orch *e = NULL;
+    duro_orch **w = warm_mode ? &e : NULL;
+    duro__turn t;
+    CHECK_OK(duro__turn_init(&t));
+    CHECK_OK(run_turn(fn, NULL, w, s, NULL, 0, 1000, &t));
+    duro_work_item m = msg_done(1, 2, "a");
+    CHECK_OK(run_turn(fn, NULL, w, s, &m, 1, 2000, &t));
+    CHECK_EQ(t.nondeterminism, 0);
+    duro__turn_free(&t);
+    duro__engine_destroy(e);
+}
+
+/* One more turn of fn over s: the second activity (event id `source`)
+ * completes. */
+static void finish_second_call(duro_orchestration_fn fn, sim *s,
+                               uint64_t source, duro__turn *t)
+{
+    duro_work_item m = msg_done(1, source, "done");
+    CHECK_OK(run_turn(fn, NULL, NULL, s, &m, 1, 3000, t));
+}
+
+TEST(patched_records_a_marker_live_and_takes_the_new_path)
+{
+    for (int warm_mode = 0; warm_mode < 2; warm_mode++) {
+        sim s;
+        sim_init(&s);
+        record_until_second_call(orch_patched, warm_mode, &s);
+        /* Started, Scheduled A, Completed A, PatchMarker, Scheduled C: the
+         * marker once, though the code asked twice */
+        CHECK_EQ(s.count, 5);
+        CHECK_EQ(s.events[3].kind, DURO_EVENT_PATCH_MARKER);
+        CHECK_STR(s.events[3].name, "use-c");
+        CHECK_EQ(s.events[3].timestamp_ms, 2000);
+        CHECK_EQ(s.events[4].kind, DURO_EVENT_ACTIVITY_SCHEDULED);
+        CHECK_STR(s.events[4].name, "C");
+        CHECK_EQ(count_kind(&s, DURO_EVENT_PATCH_MARKER), 1);
+        /* replayed (cold), the marker is consumed: true again, completes */
+        duro__turn t;
+        CHECK_OK(duro__turn_init(&t));
+        finish_second_call(orch_patched, &s, 5, &t);
+        CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+        CHECK_STR(t.meta.output, "new");
+        CHECK_EQ(count_kind(&s, DURO_EVENT_PATCH_MARKER), 1);
+        char msg[512];
+        CHECK_OK(replay_sim(orch_patched, &s, msg, sizeof(msg)));
+        duro__turn_free(&t);
+        sim_free(&s);
+    }
+}
+
+TEST(patched_is_false_over_a_history_recorded_before_the_change)
+{
+    sim s;
+    sim_init(&s);
+    record_until_second_call(orch_chain, 0, &s); /* v1: Scheduled B */
+    CHECK_EQ(s.count, 4);
+    duro__turn t;
+    CHECK_OK(duro__turn_init(&t));
+    /* v2 over v1's history: the old path, nothing recorded */
+    finish_second_call(orch_patched, &s, 4, &t);
+    CHECK_EQ(t.nondeterminism, 0);
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_STR(t.meta.output, "old");
+    CHECK_EQ(count_kind(&s, DURO_EVENT_PATCH_MARKER), 0);
+    char msg[512];
+    CHECK_OK(replay_sim(orch_patched, &s, msg, sizeof(msg)));
+    /* an instance of v1 still waiting on A takes the new path when its
+     * code first reaches the change under v2 */
+    sim w;
+    sim_init(&w);
+    CHECK_OK(run_turn(orch_chain, NULL, NULL, &w, NULL, 0, 1000, &t));
+    duro_work_item m = msg_done(1, 2, "a");
+    CHECK_OK(run_turn(orch_patched, NULL, NULL, &w, &m, 1, 2000, &t));
+    CHECK_EQ(t.nondeterminism, 0);
+    CHECK_EQ(w.events[3].kind, DURO_EVENT_PATCH_MARKER);
+    CHECK_STR(w.events[4].name, "C");
+    duro__turn_free(&t);
+    sim_free(&w);
+    sim_free(&s);
+}
+
+TEST(patch_deprecated_accepts_histories_with_and_without_the_marker)
+{
+    char msg[512];
+    sim s2;
+    sim_init(&s2);
+    record_until_second_call(orch_patched, 0, &s2); /* with the marker */
+    duro__turn t;
+    CHECK_OK(duro__turn_init(&t));
+    finish_second_call(orch_deprecated, &s2, 5, &t);
+    CHECK_EQ(t.nondeterminism, 0);
+    CHECK_STR(t.meta.output, "new");
+    CHECK_OK(replay_sim(orch_deprecated, &s2, msg, sizeof(msg)));
+    /* live, it records nothing */
+    sim s3;
+    sim_init(&s3);
+    record_until_second_call(orch_deprecated, 0, &s3);
+    CHECK_EQ(count_kind(&s3, DURO_EVENT_PATCH_MARKER), 0);
+    CHECK_EQ(s3.count, 4);
+    CHECK_STR(s3.events[3].name, "C");
+    finish_second_call(orch_deprecated, &s3, 4, &t);
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_OK(replay_sim(orch_deprecated, &s3, msg, sizeof(msg)));
+    /* and v2 replays v3's history (no marker): the old path, B, where
+     * history has C - the deprecation is only safe once v1 is gone */
+    CHECK_RC(replay_sim(orch_patched, &s3, msg, sizeof(msg)),
+             DURO_NONDETERMINISM);
+    duro__turn_free(&t);
+    sim_free(&s3);
+    sim_free(&s2);
+}
+
+TEST(patch_marker_mismatches_are_nondeterminism_naming_both_sides)
+{
+    char msg[512];
+    sim s;
+    sim_init(&s);
+    record_until_second_call(orch_patched, 0, &s);
+    /* the code no longer asks for the change */
+    CHECK_RC(replay_sim(orch_chain, &s, msg, sizeof(msg)), DURO_NONDETERMINISM);
+    CHECK_MSG(strstr(msg, "nondeterminism at event 4: the orchestration "
+                          "issued ActivityScheduled 'B'") &&
+                  strstr(msg, "but history has PatchMarker 'use-c'"),
+              "%s", msg);
+    /* another id at that point: both ids named */
+    CHECK_RC(replay_sim(orch_other_patch, &s, msg, sizeof(msg)),
+             DURO_NONDETERMINISM);
+    CHECK_MSG(strstr(msg, "event 4") &&
+                  strstr(msg, "history has PatchMarker 'use-c' (at this "
+                              "point the code asked for patch 'use-d', not "
+                              "'use-c')"),
+              "%s", msg);
+    /* asked in another place: the marker meets the old path's command */
+    CHECK_RC(replay_sim(orch_moved_patch, &s, msg, sizeof(msg)),
+             DURO_NONDETERMINISM);
+    CHECK_MSG(strstr(msg, "event 4") && strstr(msg, "PatchMarker 'use-c'"),
+              "%s", msg);
+    /* the code returns, or waits, where history has the marker */
+    CHECK_RC(replay_sim(orch_returns_at_once, &s, msg, sizeof(msg)),
+             DURO_NONDETERMINISM);
+    CHECK(strstr(msg, "history continues with ActivityScheduled 'A'"));
+    /* in a live turn, the instance fails with the same message */
+    duro__turn t;
+    CHECK_OK(duro__turn_init(&t));
+    finish_second_call(orch_chain, &s, 5, &t);
+    CHECK_EQ(t.nondeterminism, 1);
+    CHECK_EQ(t.status, DURO_STATUS_FAILED);
+    CHECK_MSG(strstr(t.meta.error, "history has PatchMarker 'use-c'"), "%s",
+              t.meta.error);
+    duro__turn_free(&t);
+    sim_free(&s);
+}
+
+TEST(patch_ids_that_are_empty_long_or_not_utf8_fail_the_execution)
+{
+    char long_id[DURO_PATCH_ID_MAX + 2];
+    memset(long_id, 'x', sizeof(long_id) - 1);
+    long_id[sizeof(long_id) - 1] = '\0';
+    const struct {
+        const char *id, *says;
+    } cases[] = {
+        {"", "duro_patched: the change id is empty"},
+        {NULL, "duro_patched: the change id is empty"},
+        {long_id, "longer than DURO_PATCH_ID_MAX (255)"},
+        {"bad\xff", "duro_patched change id is not valid UTF-8 at byte 3"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sim s;
+        sim_init(&s);
+        duro__turn t;
+        CHECK_OK(duro__turn_init(&t));
+        g_patch_id = cases[i].id;
+        CHECK_OK(run_turn(orch_bad_patch, NULL, NULL, &s, NULL, 0, 1, &t));
+        CHECK_EQ(t.status, DURO_STATUS_FAILED);
+        CHECK_EQ(t.meta.category, DURO_CATEGORY_CONFIGURATION);
+        CHECK_MSG(strstr(t.meta.error, cases[i].says), "case %zu: %s", i,
+                  t.meta.error);
+        CHECK_EQ(count_kind(&s, DURO_EVENT_PATCH_MARKER), 0);
+        CHECK_EQ(count_kind(&s, DURO_EVENT_ACTIVITY_SCHEDULED), 0);
+        duro__turn_free(&t);
+        sim_free(&s);
+    }
+    /* over a recorded history: where the replay stops, with the reason;
+     * and a history that ends first (the code runs on live) too */
+    {
+        sim rec;
+        sim_init(&rec);
+        record_until_second_call(orch_chain, 0, &rec);
+        char msg[512];
+        g_patch_id = "";
+        CHECK_RC(replay_sim(orch_bad_patch, &rec, msg, sizeof(msg)),
+                 DURO_NONDETERMINISM);
+        CHECK_MSG(strstr(msg, "nondeterminism at event 2: before reaching it "
+                              "the code failed: duro_patched: the change id "
+                              "is empty"),
+                  "%s", msg);
+        duro__turn t;
+        CHECK_OK(duro__turn_init(&t));
+        duro_work_item m = msg_done(1, 4, "b");
+        CHECK_OK(run_turn(orch_bad_patch, NULL, NULL, &rec, &m, 1, 9, &t));
+        CHECK_EQ(t.status, DURO_STATUS_FAILED);
+        CHECK_MSG(strstr(t.meta.error, "the change id is empty"), "%s",
+                  t.meta.error);
+        rec.count = 1; /* OrchestrationStarted only */
+        CHECK_RC(replay_sim(orch_bad_patch, &rec, msg, sizeof(msg)),
+                 DURO_INVALID);
+        CHECK_MSG(strstr(msg, "the code fails the execution: duro_patched: "
+                              "the change id is empty"),
+                  "%s", msg);
+        duro__turn_free(&t);
+        sim_free(&rec);
+    }
+    /* exactly DURO_PATCH_ID_MAX bytes is fine */
+    long_id[DURO_PATCH_ID_MAX] = '\0';
+    g_patch_id = long_id;
+    sim s;
+    sim_init(&s);
+    duro__turn t;
+    CHECK_OK(duro__turn_init(&t));
+    CHECK_OK(run_turn(orch_patched_id, NULL, NULL, &s, NULL, 0, 1, &t));
+    CHECK_EQ(t.status, DURO_STATUS_COMPLETED);
+    CHECK_EQ(count_kind(&s, DURO_EVENT_PATCH_MARKER), 1);
+    duro__turn_free(&t);
+    sim_free(&s);
+    g_patch_id = NULL;
+}
+
 TEST_MAIN(
     T(plan_turn_cases), T(chain_warm_and_cold_give_the_same_history),
     T(nondeterminism_different_command),
@@ -2064,4 +2363,9 @@ TEST_MAIN(
     T(a_suspend_after_a_continue_as_new_in_the_same_batch_is_carried_over),
     T(replayer_matches_recorded_runs_and_names_what_changed),
     T(replayer_leaves_out_inputs_a_cancel_recorded_without_the_code),
+    T(patched_records_a_marker_live_and_takes_the_new_path),
+    T(patched_is_false_over_a_history_recorded_before_the_change),
+    T(patch_deprecated_accepts_histories_with_and_without_the_marker),
+    T(patch_marker_mismatches_are_nondeterminism_naming_both_sides),
+    T(patch_ids_that_are_empty_long_or_not_utf8_fail_the_execution),
     T(release_last_cold_engine))

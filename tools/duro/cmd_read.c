@@ -412,6 +412,7 @@ int cmd_status(cli *c, int argc, char **argv)
 
 static const char history_help[] =
     "usage: duro history ID [--execution N] [--json]\n"
+    "       duro history --export ID\n"
     "\n"
     "Prints one execution's history (default: the current one), one line\n"
     "per event: #id +offset Kind name details. Completions cite their\n"
@@ -419,7 +420,12 @@ static const char history_help[] =
     "suspensions and resumptions show reason and who asked; a cancel\n"
     "delivered to the code says \"observed\", the timer that bounds its\n"
     "cleanup \"cleanup deadline\".\n"
-    "  --execution N   execution N (1 is the first)\n";
+    "A patch marker shows its change id (change=ID).\n"
+    "  --execution N   execution N (1 is the first)\n"
+    "  --export        every execution the store holds, as the stable JSON\n"
+    "                  document replay tests read (duro_replay_json;\n"
+    "                  docs/history-json.md): duro history --export ID >\n"
+    "                  ID.json\n";
 
 /* Who decided an activity or child cancellation with this reason:
  * @p requester asked for the instance's cancellation, @p terminator for
@@ -630,6 +636,11 @@ static void event_details(const cli *c, const duro_history *h,
         snprintf(out, size, "payload=%s",
                  text_short(e->payload, 60, a, sizeof(a)));
         break;
+    case DURO_EVENT_PATCH_MARKER:
+        /* the change id is the name column; said again so that a reader
+         * of the details alone sees which change the code took */
+        snprintf(out, size, "change=%s", text_short(e->name, 80, a, sizeof(a)));
+        break;
     case DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED:
         snprintf(out, size, "child=%s input=%s%s",
                  text_short(e->ref_instance, 80, r, sizeof(r)),
@@ -646,13 +657,18 @@ static void event_details(const cli *c, const duro_history *h,
 int cmd_history(cli *c, int argc, char **argv)
 {
     static const struct option opts[] = {
-        CLI_COMMON_OPTIONS, {"execution", required_argument, NULL, 'e'}, {0}};
+        CLI_COMMON_OPTIONS,
+        {"execution", required_argument, NULL, 'e'},
+        {"export", no_argument, NULL, 'x'},
+        {0}};
     uint64_t execution = 0;
-    int ch, status = EXIT_OK;
+    int ch, status = EXIT_OK, export = 0;
     while ((ch = cli_getopt(c, argc, argv, opts, history_help, &status)) !=
            -1) {
         if (ch == -2)
             return status;
+        if (ch == 'x')
+            export = 1;
         /* executions count from 1 */
         if (ch == 'e' && args_uint_range(c, "--execution", optarg, 1,
                                          UINT64_MAX, &execution) != 0)
@@ -663,9 +679,28 @@ int cmd_history(cli *c, int argc, char **argv)
     const char *id = argv[optind];
     if (*id == '\0')
         return cli_usage(c, "the instance id must not be empty");
+    if (export && execution != 0)
+        return cli_usage(c, "--export writes every execution: it takes no "
+                            "--execution");
     duro_client *client = NULL;
     duro_instance_info *info = NULL;
     status = read_instance(c, id, &client, &info);
+    if (export && status == EXIT_OK) {
+        /* The library writes the form (one writer, beside its reader). */
+        char *doc = NULL, quoted[TEXT_QUOTE_SIZE];
+        int rc = duro_client_export_history(client, id, &doc);
+        if (rc != DURO_OK)
+            status =
+                cli_error_rc(c, rc, text_quote(id, quoted, sizeof(quoted)));
+        else
+            fputs(doc, stdout);
+        duro_free(doc);
+    }
+    if (export) {
+        duro_free(info);
+        duro_client_destroy(client);
+        return status;
+    }
     duro_history *h = NULL;
     duro_history none = {0};
     if (status == EXIT_OK && execution == 0 && info->execution_id == 0) {

@@ -139,7 +139,7 @@ _duro_complete()
     case $verb in
     list) opts="--status --name --since --until --limit" ;;
     status) opts="" ;;
-    history) opts="--execution" ;;
+    history) opts="--execution --export" ;;
     start) opts="--input --version --delay" ;;
     raise) opts="--event-id" ;;
     wait) opts="--timeout" ;;

@@ -9,7 +9,8 @@
 // request is a marked moment (reason, requester) above the rows and a
 // dashed line through them; every activity or child it cut carries a ✕
 // with its own reason (ActivityCancelRequested, SubOrchestrationCancel-
-// Requested). A timer that never fired in a finished execution shows as
+// Requested). A patch marker (duro_patched took a change's new path) is a
+// marked moment too, named by its change id. A timer that never fired in a finished execution shows as
 // "not fired" (the history records no timer cancellation).
 //
 // Retries. A call under a retry policy records one ActivityScheduled per
@@ -67,6 +68,7 @@ const CUTS = new Set(["ActivityCancelRequested", "SubOrchestrationCancelRequeste
 const MARKS = {
   OrchestrationCancelRequested: "cancel requested",
   OrchestrationTerminated: "terminated",
+  PatchMarker: "patch",
 };
 
 // A queue whose shift() is O(1).
@@ -127,7 +129,8 @@ export class Spans {
       else if (CUTS.has(e.kind)) this.cut(e, t);
       else if (e.kind === "EventRaised") this.raised(e, t);
       else if (MARKS[e.kind]) {
-        this.marks.push({ at: t, what: MARKS[e.kind], by: e.requested_by || "",
+        const what = e.kind === "PatchMarker" ? "patch " + (e.name || "") : MARKS[e.kind];
+        this.marks.push({ at: t, what, by: e.requested_by || "",
           reason: e.reason || "" });
       }
     }
