@@ -275,7 +275,14 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
      * the other history inserts pay nothing. Built in the migration's
      * transaction: writers of these tables wait for the build (one pass
      * over each table). */
-    DURO__SQL_DDL_QUERY_INDEXES " WHERE kind IN (5, 19, 20, 21);"};
+    DURO__SQL_DDL_QUERY_INDEXES " WHERE kind IN (5, 19, 20, 21);",
+    /* 6 (PostgreSQL only): room in orchestrator_queue's pages for a claim's
+     * new row versions. A claim tags each message it takes (lock_token, no
+     * indexed column): a heap-only (HOT) update, no index entry, when the
+     * page has room for the new version; full pages made 6 of 10 of those
+     * updates write an entry in both indexes. New pages only: no rewrite,
+     * no lock but the ALTER's own (SHARE UPDATE EXCLUSIVE). */
+    "ALTER TABLE orchestrator_queue SET (fillfactor = 50);"};
 
 /* libpq's message on one line, as a log line needs it: each run of
  * whitespace (its "\n\tThis probably means ...") becomes one space, and

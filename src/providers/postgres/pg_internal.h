@@ -14,7 +14,7 @@
 #include "providers/providers.h"
 #include "providers/sql/sql.h"
 
-#define DURO__PG_SCHEMA_VERSION 5 /* what this code creates and reads */
+#define DURO__PG_SCHEMA_VERSION 6 /* what this code creates and reads */
 #define DURO__PG_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__PG_POOL_MAX 64      /* most connections */
 #define DURO__PG_PARAM_MAX 25     /* most parameters of a statement */
