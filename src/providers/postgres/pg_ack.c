@@ -130,11 +130,18 @@ int duro__pg_flush_batch_rows(duro__pg_provider *p, duro__pg_conn *c,
     if (duro__pg_cols_close(b->ev, DURO__PG_BATCH_EVENT_COLUMNS) ||
         duro__pg_cols_close(b->wq, DURO__PG_BATCH_WORK_COLUMNS))
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    if (b->events > 0) {
+    if (b->events > 0 || b->works > 0) {
         duro__pg_statement *s =
             duro__pg_stmt(p, c, DURO__SQL_HISTORY_INSERT_BATCH, op, err);
         if (s == NULL)
             return err->code;
+        for (int i = 0; i < DURO__PG_BATCH_WORK_COLUMNS; i++)
+            duro__pg_bind_text(c, s, DURO__PG_BATCH_EVENT_COLUMNS + 1 + i,
+                               b->wq[i].s);
+        duro__pg_bind_i64(c, s,
+                          DURO__PG_BATCH_EVENT_COLUMNS +
+                              DURO__PG_BATCH_WORK_COLUMNS + 1,
+                          now);
         int step =
             duro__pg_run_cols(p, c, s, b->ev, DURO__PG_BATCH_EVENT_COLUMNS);
         if (step == DURO__PG_UNIQUE)
@@ -143,18 +150,6 @@ int duro__pg_flush_batch_rows(duro__pg_provider *p, duro__pg_conn *c,
                                 "already exists (duplicate event id)",
                                 op);
         else if (step != DURO__PG_DONE)
-            rc = duro__pg_error(c, step, op, err);
-        duro__pg_reset(s);
-    }
-    if (rc == DURO_OK && b->works > 0) {
-        duro__pg_statement *s =
-            duro__pg_stmt(p, c, DURO__SQL_WQ_INSERT_MANY, op, err);
-        if (s == NULL)
-            return err->code;
-        duro__pg_bind_i64(c, s, 8, now);
-        int step =
-            duro__pg_run_cols(p, c, s, b->wq, DURO__PG_BATCH_WORK_COLUMNS);
-        if (step != DURO__PG_DONE)
             rc = duro__pg_error(c, step, op, err);
         duro__pg_reset(s);
     }

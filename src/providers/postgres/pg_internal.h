@@ -17,7 +17,7 @@
 #define DURO__PG_SCHEMA_VERSION 6 /* what this code creates and reads */
 #define DURO__PG_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__PG_POOL_MAX 64      /* most connections */
-#define DURO__PG_PARAM_MAX 25     /* most parameters of a statement */
+#define DURO__PG_PARAM_MAX 29     /* most parameters of a statement */
 #define DURO__PG_SCHEMA_MAX 63    /* bytes of a schema name (NAMEDATALEN-1) */
 
 /* What the URL configures. */
@@ -343,8 +343,16 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "$14::text[], $15::bigint[], $16::bigint[], $17::bigint[], "             \
       "$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[]) AS u")      \
     /* the events of many instances: HISTORY_INSERT_MANY with the instance     \
-     * ids ($1) and executions ($2) arrays too */                              \
+     * ids ($1) and executions ($2) arrays too; and with them the work items   \
+     * of those turns, one statement for both tables (one executor start and   \
+     * one round trip fewer a batch): WQ_INSERT's $1..$7 as arrays in          \
+     * $22..$28, $29 the time. Either set may be empty ({} literals). */       \
     X(HISTORY_INSERT_BATCH,                                                    \
+      "WITH w AS (INSERT INTO worker_queue(instance_id, execution_id, "        \
+      "activity_id, name, version, payload, attempt, enqueued_ms, "            \
+      "available_at) SELECT u.*, $29::bigint, $29::bigint FROM "               \
+      "unnest($22::text[], $23::bigint[], $24::bigint[], $25::text[], "        \
+      "$26::text[], $27::text[], $28::bigint[]) AS u) "                        \
       "INSERT INTO history(instance_id, "                                      \
       "execution_id, " DURO__PG_HISTORY_COLUMNS                                \
       ") SELECT u.* FROM unnest($1::text[], $2::bigint[], $3::bigint[], "      \
@@ -585,13 +593,6 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "name, version, payload, attempt, enqueued_ms, available_at) "           \
       "VALUES($1::text, $2::bigint, $3::bigint, $4::text, $5::text, "          \
       "$6::text, $7::bigint, $8::bigint, $8::bigint)")                         \
-    /* many work items: WQ_INSERT's $1..$7 as arrays, $8 the time */           \
-    X(WQ_INSERT_MANY,                                                          \
-      "INSERT INTO worker_queue(instance_id, execution_id, activity_id, "      \
-      "name, version, payload, attempt, enqueued_ms, available_at) "           \
-      "SELECT u.*, $8::bigint, $8::bigint FROM unnest($1::text[], "            \
-      "$2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], "       \
-      "$7::bigint[]) AS u")                                                    \
     /* the claim: the oldest fetchable row no other transaction holds; one     \
      * row, the claimed item's columns, or NULLs and (column 9) the earliest   \
      * time a row becomes due when none was claimable */                       \
