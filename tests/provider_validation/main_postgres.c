@@ -2180,6 +2180,76 @@ PV_TEST(a_batch_writes_the_rows_one_ack_at_a_time_writes)
     PQfinish(c);
 }
 
+/* A batch's first turns write each instance row once: the new execution
+ * goes with the status in META_WRITE_MANY, not in an update of its own
+ * (every update of an instance row writes an entry in each of its 11
+ * indexes). Counted by a row trigger the test adds. */
+PV_TEST(a_batch_first_turn_updates_its_instance_row_once)
+{
+    duro_provider *p;
+    PGconn *c = admin_in_schema(&p, "");
+    if (c == NULL)
+        return;
+    char sql[1024];
+    snprintf(sql, sizeof(sql),
+             "CREATE TABLE updates(instance_id text);"
+             "CREATE FUNCTION count_update() RETURNS trigger LANGUAGE plpgsql"
+             " AS $f$BEGIN INSERT INTO \"%s\".updates"
+             " VALUES(NEW.instance_id); RETURN NULL; END$f$;"
+             "CREATE TRIGGER count_update AFTER UPDATE ON instances"
+             " FOR EACH ROW EXECUTE FUNCTION count_update()",
+             duro__pg_schema(p));
+    CHECK(admin_exec(c, sql));
+    cycle_start(p, "a");
+    cycle_start(p, "b");
+    duro_error e;
+    duro_orch_item *got[2] = {NULL};
+    size_t n = 99;
+    CHECK_PRC(p->ack_and_fetch_orchestration_items(p, 0, NULL, NULL, 60000,
+                                                   NULL, 2, got, &n, &e),
+              DURO_OK, &e);
+    CHECK_EQ(n, 2);
+    if (n == 2) {
+        duro_event ev[2] = {{.event_id = 1,
+                             .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                             .name = "orch",
+                             .timestamp_ms = 1},
+                            {.event_id = 2,
+                             .kind = DURO_EVENT_ACTIVITY_SCHEDULED,
+                             .name = "act",
+                             .timestamp_ms = 1}};
+        duro_instance_meta running = {.status = DURO_STATUS_RUNNING,
+                                      .name = "orch"};
+        duro_orch_ack ack = {.execution_id = 1,
+                             .history_delta = ev,
+                             .history_delta_count = 2,
+                             .meta = &running};
+        const char *tokens[2] = {got[0]->lock_token, got[1]->lock_token};
+        duro_orch_ack acks[2] = {ack, ack};
+        duro_orch_item *next[2] = {NULL};
+        size_t m = 99;
+        CHECK_PRC(p->ack_and_fetch_orchestration_items(
+                      p, 2, tokens, acks, 60000, NULL, 2, next, &m, &e),
+                  DURO_OK, &e);
+        CHECK_EQ(m, 0);
+    }
+    for (size_t i = 0; i < n && i < 2; i++)
+        duro_orch_item_free(got[i]);
+    CHECK_EQ(query_int(c, "SELECT COUNT(*) FROM updates WHERE instance_id = "
+                          "'a'"),
+             1);
+    CHECK_EQ(query_int(c, "SELECT COUNT(*) FROM updates WHERE instance_id = "
+                          "'b'"),
+             1);
+    CHECK_EQ(query_int(c, "SELECT COUNT(*) FROM instances WHERE "
+                          "execution_id = 1 AND status = 2"),
+             2);
+    CHECK_EQ(query_int(c, "SELECT COUNT(*) FROM executions WHERE "
+                          "execution_id = 1 AND status = 2"),
+             2);
+    PQfinish(c);
+}
+
 PV_TEST(a_batch_claim_repairs_an_instance_with_nothing_visible)
 {
     duro_provider *p;
@@ -3865,6 +3935,7 @@ int main(int argc, char **argv)
         T(statements_are_prepared_once_per_connection),
         T(claims_and_lookups_use_indexes),
         T(pg_claims_and_activity_acks_commit_without_waiting_for_the_flush),
+        T(a_batch_first_turn_updates_its_instance_row_once),
         T(a_batch_claim_repairs_an_instance_with_nothing_visible),
         T(a_batch_writes_the_rows_one_ack_at_a_time_writes),
         T(activity_acks_of_many_threads_share_statements),
