@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pg_util.h"
+#include "providers/postgres/pg_internal.h"
 #include "providers/postgres/pg_provider.h"
 #include "providers/providers.h"
 #include "validation.h"
@@ -1552,6 +1553,25 @@ static int statement_params(const char *name)
         }
     }
     return params;
+}
+
+/* Every statement takes at most DURO__PG_PARAM_MAX parameters: a value
+ * bound beyond them is dropped (the parameter goes as SQL NULL) and the
+ * parameters' types are read past their end. HISTORY_INSERT_BATCH takes
+ * 29 since it carries the work items too. */
+PV_TEST(every_statement_fits_the_parameter_slots)
+{
+    int most = 0;
+    for (size_t i = 0; i < duro__sql_statement_count(&duro__pg_dialect); i++) {
+        const char *name = duro__sql_statement_name(&duro__pg_dialect, i);
+        if (duro__sql_statement_sql(&duro__pg_dialect, i) == NULL)
+            continue;
+        int n = statement_params(name);
+        CHECK_MSG(n <= DURO__PG_PARAM_MAX, "%s takes %d parameters, %d fit",
+                  name, n, DURO__PG_PARAM_MAX);
+        most = n > most ? n : most;
+    }
+    CHECK_EQ(most, DURO__PG_PARAM_MAX);
 }
 
 /* The first n arguments a plan binds ($1 .. $19, as sql/manage.c binds
@@ -3936,6 +3956,7 @@ int main(int argc, char **argv)
         T(claims_and_lookups_use_indexes),
         T(pg_claims_and_activity_acks_commit_without_waiting_for_the_flush),
         T(a_batch_first_turn_updates_its_instance_row_once),
+        T(every_statement_fits_the_parameter_slots),
         T(a_batch_claim_repairs_an_instance_with_nothing_visible),
         T(a_batch_writes_the_rows_one_ack_at_a_time_writes),
         T(activity_acks_of_many_threads_share_statements),
