@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pg_util.h"
+#include "providers/postgres/pg_internal.h"
 #include "providers/postgres/pg_provider.h"
 #include "providers/providers.h"
 #include "validation.h"
@@ -243,13 +244,19 @@ PV_TEST(concurrent_opens_of_a_fresh_schema_migrate_once)
     char sql[160];
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 5); /* migrations 1 to 5, once each */
+    CHECK_EQ(query_int(c, sql), 6); /* migrations 1 to 6, once each */
     PQfinish(c);
 }
 
-/* Takes a version-5 schema (search_path set to it) back to version 4:
- * migration 5's indexes go. */
+/* Takes a version-6 schema (search_path set to it) back to version 5:
+ * orchestrator_queue's fillfactor as version 5 made it. */
+#define UNDO_PG_MIGRATION_6                                                    \
+    "ALTER TABLE orchestrator_queue RESET (fillfactor); "                      \
+    "DELETE FROM duro_schema WHERE version = 6; "
+
+/* ... and back to version 4: migration 5's indexes go. */
 #define UNDO_PG_MIGRATION_5                                                    \
+    UNDO_PG_MIGRATION_6                                                        \
     "DROP INDEX instances_status_created; "                                    \
     "DROP INDEX instances_status_updated; "                                    \
     "DROP INDEX instances_name_status_created; "                               \
@@ -530,7 +537,7 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 5);
+    CHECK_EQ(query_int(c, sql), 6);
 
     /* a schema without duro_schema, empty or another application's, is
      * no store: create=0 creates nothing in it */
@@ -566,7 +573,7 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 5);
+    CHECK_EQ(query_int(c, sql), 6);
     PQfinish(c);
 }
 
@@ -604,6 +611,88 @@ PV_TEST(schema_names_are_case_sensitive_and_may_be_keywords)
     }
     for (int i = 0; i < 3; i++)
         duro_provider_close(p[i]);
+}
+
+/* 1 when schema %s's orchestrator_queue has migration 6's fillfactor. */
+#define QUEUE_FILLFACTOR_50                                                    \
+    "SELECT COUNT(*) FROM pg_class AS c JOIN pg_namespace AS n "               \
+    "ON n.oid = c.relnamespace WHERE n.nspname = '%s' "                        \
+    "AND c.relname = 'orchestrator_queue' "                                    \
+    "AND 'fillfactor=50' = ANY(c.reloptions)"
+
+/* Migration 6 upgrades a version-5 store in place while a runtime works on
+ * it: an instance locked by a claim made before stays locked by it (its
+ * ack goes through after the upgrade), a message queued before is claimed
+ * after, and orchestrator_queue's new pages keep room for a claim's row
+ * versions (fillfactor 50). */
+PV_TEST(migration_6_upgrades_a_version_5_store_in_place)
+{
+    duro_provider *p = pv_open();
+    duro_error e;
+    char schema[64];
+    snprintf(schema, sizeof(schema), "%s", duro__pg_schema(p));
+    const char *ids[2] = {"v5-a", "v5-b"};
+    for (int i = 0; i < 2; i++) {
+        duro_work_item st = {
+            .kind = DURO_WORK_START, .instance_id = ids[i], .name = "orch"};
+        CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+    }
+    duro_orch_item *item = NULL;
+    CHECK_PRC(p->fetch_orchestration_item(p, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    PGconn *c = admin();
+    CHECK(c != NULL);
+    if (item == NULL || c == NULL) {
+        duro_orch_item_free(item);
+        PQfinish(c);
+        return;
+    }
+    char sql[1024];
+    snprintf(sql, sizeof(sql),
+             "SET search_path TO \"%s\"; " UNDO_PG_MIGRATION_6, schema);
+    CHECK(admin_exec(c, sql));
+    snprintf(sql, sizeof(sql), QUEUE_FILLFACTOR_50, schema);
+    CHECK_EQ(query_int(c, sql), 0);
+    snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
+             schema);
+    CHECK_EQ(query_int(c, sql), 5);
+
+    duro_provider *q = pv_open_same(); /* migrates */
+    CHECK(q != NULL);
+    CHECK_EQ(query_int(c, sql), 6);
+    snprintf(sql, sizeof(sql), QUEUE_FILLFACTOR_50, schema);
+    CHECK_EQ(query_int(c, sql), 1);
+    PQfinish(c);
+    if (q == NULL) {
+        duro_orch_item_free(item);
+        return;
+    }
+    /* the claim made before the upgrade still holds its lock */
+    duro_event ev = {.event_id = 1,
+                     .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                     .name = "orch",
+                     .timestamp_ms = 1};
+    duro_instance_meta running = {.status = DURO_STATUS_RUNNING,
+                                  .name = "orch"};
+    duro_orch_ack ack = {.execution_id = 1,
+                         .history_delta = &ev,
+                         .history_delta_count = 1,
+                         .meta = &running};
+    CHECK_PRC(q->ack_orchestration_item(q, item->lock_token, &ack, &e), DURO_OK,
+              &e);
+    const char *other =
+        strcmp(item->instance_id, ids[0]) == 0 ? ids[1] : ids[0];
+    duro_orch_item_free(item);
+    /* the other start, queued before, is claimed after */
+    item = NULL;
+    CHECK_PRC(q->fetch_orchestration_item(q, 60000, NULL, &item, &e), DURO_OK,
+              &e);
+    CHECK(item != NULL);
+    if (item != NULL)
+        CHECK_STR(item->instance_id, other);
+    duro_orch_item_free(item);
+    pv_close(q);
 }
 
 /* Migration 2 adds the activity run times to a version-1 schema in place:
@@ -680,7 +769,10 @@ PV_TEST(migration_2_adds_activity_run_times)
     CHECK_EQ(query_int(c, sql), 4);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 5);
+    CHECK_EQ(query_int(c, sql), 6);
+    /* migration 6: room in orchestrator_queue's pages */
+    snprintf(sql, sizeof(sql), QUEUE_FILLFACTOR_50, schema);
+    CHECK_EQ(query_int(c, sql), 1);
     /* migration 4: the table of event ids */
     snprintf(sql, sizeof(sql),
              "SELECT COUNT(*) FROM information_schema.tables WHERE "
@@ -1463,6 +1555,25 @@ static int statement_params(const char *name)
     return params;
 }
 
+/* Every statement takes at most DURO__PG_PARAM_MAX parameters: a value
+ * bound beyond them is dropped (the parameter goes as SQL NULL) and the
+ * parameters' types are read past their end. HISTORY_INSERT_BATCH takes
+ * 29 since it carries the work items too. */
+PV_TEST(every_statement_fits_the_parameter_slots)
+{
+    int most = 0;
+    for (size_t i = 0; i < duro__sql_statement_count(&duro__pg_dialect); i++) {
+        const char *name = duro__sql_statement_name(&duro__pg_dialect, i);
+        if (duro__sql_statement_sql(&duro__pg_dialect, i) == NULL)
+            continue;
+        int n = statement_params(name);
+        CHECK_MSG(n <= DURO__PG_PARAM_MAX, "%s takes %d parameters, %d fit",
+                  name, n, DURO__PG_PARAM_MAX);
+        most = n > most ? n : most;
+    }
+    CHECK_EQ(most, DURO__PG_PARAM_MAX);
+}
+
 /* The first n arguments a plan binds ($1 .. $19, as sql/manage.c binds
  * them), as EXECUTE's list. */
 static void plan_args(PGconn *c, const duro__instance_plan *pl, int n,
@@ -2086,6 +2197,76 @@ PV_TEST(a_batch_writes_the_rows_one_ack_at_a_time_writes)
     CHECK_EQ(query_int(c, "SELECT COUNT(*) FROM orchestrator_queue "
                           "WHERE instance_id = 'b2' AND kind = 4"),
              0);
+    PQfinish(c);
+}
+
+/* A batch's first turns write each instance row once: the new execution
+ * goes with the status in META_WRITE_MANY, not in an update of its own
+ * (every update of an instance row writes an entry in each of its 11
+ * indexes). Counted by a row trigger the test adds. */
+PV_TEST(a_batch_first_turn_updates_its_instance_row_once)
+{
+    duro_provider *p;
+    PGconn *c = admin_in_schema(&p, "");
+    if (c == NULL)
+        return;
+    char sql[1024];
+    snprintf(sql, sizeof(sql),
+             "CREATE TABLE updates(instance_id text);"
+             "CREATE FUNCTION count_update() RETURNS trigger LANGUAGE plpgsql"
+             " AS $f$BEGIN INSERT INTO \"%s\".updates"
+             " VALUES(NEW.instance_id); RETURN NULL; END$f$;"
+             "CREATE TRIGGER count_update AFTER UPDATE ON instances"
+             " FOR EACH ROW EXECUTE FUNCTION count_update()",
+             duro__pg_schema(p));
+    CHECK(admin_exec(c, sql));
+    cycle_start(p, "a");
+    cycle_start(p, "b");
+    duro_error e;
+    duro_orch_item *got[2] = {NULL};
+    size_t n = 99;
+    CHECK_PRC(p->ack_and_fetch_orchestration_items(p, 0, NULL, NULL, 60000,
+                                                   NULL, 2, got, &n, &e),
+              DURO_OK, &e);
+    CHECK_EQ(n, 2);
+    if (n == 2) {
+        duro_event ev[2] = {{.event_id = 1,
+                             .kind = DURO_EVENT_ORCHESTRATION_STARTED,
+                             .name = "orch",
+                             .timestamp_ms = 1},
+                            {.event_id = 2,
+                             .kind = DURO_EVENT_ACTIVITY_SCHEDULED,
+                             .name = "act",
+                             .timestamp_ms = 1}};
+        duro_instance_meta running = {.status = DURO_STATUS_RUNNING,
+                                      .name = "orch"};
+        duro_orch_ack ack = {.execution_id = 1,
+                             .history_delta = ev,
+                             .history_delta_count = 2,
+                             .meta = &running};
+        const char *tokens[2] = {got[0]->lock_token, got[1]->lock_token};
+        duro_orch_ack acks[2] = {ack, ack};
+        duro_orch_item *next[2] = {NULL};
+        size_t m = 99;
+        CHECK_PRC(p->ack_and_fetch_orchestration_items(
+                      p, 2, tokens, acks, 60000, NULL, 2, next, &m, &e),
+                  DURO_OK, &e);
+        CHECK_EQ(m, 0);
+    }
+    for (size_t i = 0; i < n && i < 2; i++)
+        duro_orch_item_free(got[i]);
+    CHECK_EQ(query_int(c, "SELECT COUNT(*) FROM updates WHERE instance_id = "
+                          "'a'"),
+             1);
+    CHECK_EQ(query_int(c, "SELECT COUNT(*) FROM updates WHERE instance_id = "
+                          "'b'"),
+             1);
+    CHECK_EQ(query_int(c, "SELECT COUNT(*) FROM instances WHERE "
+                          "execution_id = 1 AND status = 2"),
+             2);
+    CHECK_EQ(query_int(c, "SELECT COUNT(*) FROM executions WHERE "
+                          "execution_id = 1 AND status = 2"),
+             2);
     PQfinish(c);
 }
 
@@ -3761,6 +3942,7 @@ int main(int argc, char **argv)
         T(a_runtime_refuses_a_store_its_role_cannot_write),
         T(schema_names_are_case_sensitive_and_may_be_keywords),
         T(migration_2_adds_activity_run_times),
+        T(migration_6_upgrades_a_version_5_store_in_place),
         T(a_connection_dropped_while_idle_is_reopened_before_use),
         T(a_connection_lost_during_a_call_fails_retryably_and_is_reopened),
         T(a_sweep_holds_no_transaction_open_while_its_batches_wait),
@@ -3773,6 +3955,8 @@ int main(int argc, char **argv)
         T(statements_are_prepared_once_per_connection),
         T(claims_and_lookups_use_indexes),
         T(pg_claims_and_activity_acks_commit_without_waiting_for_the_flush),
+        T(a_batch_first_turn_updates_its_instance_row_once),
+        T(every_statement_fits_the_parameter_slots),
         T(a_batch_claim_repairs_an_instance_with_nothing_visible),
         T(a_batch_writes_the_rows_one_ack_at_a_time_writes),
         T(activity_acks_of_many_threads_share_statements),

@@ -130,11 +130,18 @@ int duro__pg_flush_batch_rows(duro__pg_provider *p, duro__pg_conn *c,
     if (duro__pg_cols_close(b->ev, DURO__PG_BATCH_EVENT_COLUMNS) ||
         duro__pg_cols_close(b->wq, DURO__PG_BATCH_WORK_COLUMNS))
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
-    if (b->events > 0) {
+    if (b->events > 0 || b->works > 0) {
         duro__pg_statement *s =
             duro__pg_stmt(p, c, DURO__SQL_HISTORY_INSERT_BATCH, op, err);
         if (s == NULL)
             return err->code;
+        for (int i = 0; i < DURO__PG_BATCH_WORK_COLUMNS; i++)
+            duro__pg_bind_text(c, s, DURO__PG_BATCH_EVENT_COLUMNS + 1 + i,
+                               b->wq[i].s);
+        duro__pg_bind_i64(c, s,
+                          DURO__PG_BATCH_EVENT_COLUMNS +
+                              DURO__PG_BATCH_WORK_COLUMNS + 1,
+                          now);
         int step =
             duro__pg_run_cols(p, c, s, b->ev, DURO__PG_BATCH_EVENT_COLUMNS);
         if (step == DURO__PG_UNIQUE)
@@ -143,18 +150,6 @@ int duro__pg_flush_batch_rows(duro__pg_provider *p, duro__pg_conn *c,
                                 "already exists (duplicate event id)",
                                 op);
         else if (step != DURO__PG_DONE)
-            rc = duro__pg_error(c, step, op, err);
-        duro__pg_reset(s);
-    }
-    if (rc == DURO_OK && b->works > 0) {
-        duro__pg_statement *s =
-            duro__pg_stmt(p, c, DURO__SQL_WQ_INSERT_MANY, op, err);
-        if (s == NULL)
-            return err->code;
-        duro__pg_bind_i64(c, s, 8, now);
-        int step =
-            duro__pg_run_cols(p, c, s, b->wq, DURO__PG_BATCH_WORK_COLUMNS);
-        if (step != DURO__PG_DONE)
             rc = duro__pg_error(c, step, op, err);
         duro__pg_reset(s);
     }
@@ -181,6 +176,10 @@ static int append_history(duro__pg_provider *p, duro__pg_conn *c,
         duro__pg_col_num(&b->ex[1], (int64_t)execution_id);
         duro__pg_col_text(&b->ex[2], m != NULL ? m->name : NULL);
         duro__pg_col_text(&b->ex[3], m != NULL ? m->version : NULL);
+        /* a turn with metadata (a first turn's status) sets the instance's
+         * current execution in its META_WRITE_MANY row (gather_meta's
+         * `began`): one update of the instance row, not two */
+        duro__pg_col_num(&b->ex[4], m != NULL);
         b->execs++;
     }
     for (size_t i = 0; i < ack->history_delta_count; i++) {
@@ -228,9 +227,12 @@ int duro__pg_ack_first_writes(duro__pg_provider *p, duro__pg_conn *c,
 }
 
 /* write_meta's and drop_dead_messages' writes gathered into b
- * (META_WRITE_MANY) instead. */
+ * (META_WRITE_MANY) instead; `began` is the execution the turn began
+ * (append_history left the instance's current execution to this row), or
+ * 0. */
 static void gather_meta(duro__pg_batch_cols *b, const char *instance_id,
-                        uint64_t execution_id, const duro_instance_meta *m)
+                        uint64_t execution_id, uint64_t began,
+                        const duro_instance_meta *m)
 {
     int continued = m->status == DURO_STATUS_CONTINUED_AS_NEW;
     int finished = continued || duro_status_is_terminal(m->status);
@@ -253,6 +255,7 @@ static void gather_meta(duro__pg_batch_cols *b, const char *instance_id,
     duro__pg_col_num(&b->mt[15], finished || m->problem != NULL);
     duro__pg_col_text(&b->mt[16], m->problem);
     duro__pg_col_num(&b->mt[17], finished);
+    duro__pg_col_num(&b->mt[18], (int64_t)began);
     b->metas++;
 }
 
@@ -284,6 +287,7 @@ int duro__pg_ack_other_writes(duro__pg_provider *p, duro__pg_conn *c,
                                              op, err)) != DURO_OK)
             return rc;
     if (ack->meta != NULL)
-        gather_meta(b, instance_id, execution_id, ack->meta);
+        gather_meta(b, instance_id, execution_id,
+                    execution_id > h->current ? execution_id : 0, ack->meta);
     return DURO_OK;
 }

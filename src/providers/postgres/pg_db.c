@@ -275,7 +275,14 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
      * the other history inserts pay nothing. Built in the migration's
      * transaction: writers of these tables wait for the build (one pass
      * over each table). */
-    DURO__SQL_DDL_QUERY_INDEXES " WHERE kind IN (5, 19, 20, 21);"};
+    DURO__SQL_DDL_QUERY_INDEXES " WHERE kind IN (5, 19, 20, 21);",
+    /* 6 (PostgreSQL only): room in orchestrator_queue's pages for a claim's
+     * new row versions. A claim tags each message it takes (lock_token, no
+     * indexed column): a heap-only (HOT) update, no index entry, when the
+     * page has room for the new version; full pages made 6 of 10 of those
+     * updates write an entry in both indexes. New pages only: no rewrite,
+     * no lock but the ALTER's own (SHARE UPDATE EXCLUSIVE). */
+    "ALTER TABLE orchestrator_queue SET (fillfactor = 50);"};
 
 /* libpq's message on one line, as a log line needs it: each run of
  * whitespace (its "\n\tThis probably means ...") becomes one space, and
@@ -771,12 +778,15 @@ static int send_statement(PGconn *pg, duro__pg_stmt_id id, const char *name,
     return PQsendQueryPrepared(pg, name, n, values, NULL, NULL, 0);
 }
 
-/* Runs statement id (prepared as `name`) after the BEGIN that c owes, in
- * one round trip (libpq's pipeline mode: BEGIN, the statement, a sync).
- * Returns the statement's result, or the BEGIN's when that failed, or NULL
- * when the connection failed. */
-static PGresult *exec_after_begin(duro__pg_conn *c, duro__pg_stmt_id id,
-                                  const char *name, int n,
+/* Runs statement id (prepared as `name`) after the BEGIN that c owes
+ * (with_begin) and c->begin_then, in one round trip (libpq's pipeline mode:
+ * BEGIN, the setting, the statement, a sync). Without the BEGIN the
+ * statement is still its own transaction, begin_then's too: the messages
+ * before a sync run in one implicit transaction, which the sync commits.
+ * Returns the statement's result, or the BEGIN's or the setting's when that
+ * failed, or NULL when the connection failed. */
+static PGresult *exec_after_begin(duro__pg_conn *c, int with_begin,
+                                  duro__pg_stmt_id id, const char *name, int n,
                                   const char *const *values)
 {
     PGconn *pg = c->pg;
@@ -785,12 +795,15 @@ static PGresult *exec_after_begin(duro__pg_conn *c, duro__pg_stmt_id id,
     PGresult *begin = NULL, *then = NULL, *res = NULL, *x;
     const char *then_sql = c->begin_then;
     c->begin_then = NULL;
-    if (PQsendQueryParams(pg, c->begin_sql, 0, NULL, NULL, NULL, 0, 0) &&
+    if ((!with_begin ||
+         PQsendQueryParams(pg, c->begin_sql, 0, NULL, NULL, NULL, 0, 0)) &&
         (then_sql == NULL ||
          PQsendQueryParams(pg, then_sql, 0, NULL, NULL, NULL, 0, 0)) &&
         send_statement(pg, id, name, n, values) && PQpipelineSync(pg)) {
         /* each query's results end with NULL; then the sync's */
-        if ((begin = PQgetResult(pg)) != NULL)
+        if (!with_begin)
+            begin = PQmakeEmptyPGresult(pg, PGRES_COMMAND_OK);
+        else if ((begin = PQgetResult(pg)) != NULL)
             while ((x = PQgetResult(pg)) != NULL)
                 PQclear(x);
         if (then_sql != NULL && (then = PQgetResult(pg)) != NULL)
@@ -810,7 +823,8 @@ static PGresult *exec_after_begin(duro__pg_conn *c, duro__pg_stmt_id id,
     }
     PQclear(begin);
     if (then_sql != NULL &&
-        (then == NULL || PQresultStatus(then) != PGRES_COMMAND_OK)) {
+        (then == NULL || (PQresultStatus(then) != PGRES_COMMAND_OK &&
+                          PQresultStatus(then) != PGRES_TUPLES_OK))) {
         PQclear(res);
         return then; /* its failure, or NULL: the connection failed */
     }
@@ -826,6 +840,7 @@ int duro__pg_step(duro__pg_provider *p, duro__pg_conn *c, duro__pg_statement *s)
         c->injected = 0;
         /* the owed BEGIN counts as the step before this statement */
         int with_begin = c->begin_pending;
+        int pipelined = with_begin || c->begin_then != NULL;
         c->begin_pending = 0;
         if (with_begin && inject(p, c))
             return DURO__PG_FAILED;
@@ -842,7 +857,8 @@ int duro__pg_step(duro__pg_provider *p, duro__pg_conn *c, duro__pg_statement *s)
         snprintf(name, sizeof(name), "d%d", (int)s->id);
         int n = statement_params[s->id];
         s->result =
-            with_begin ? exec_after_begin(c, s->id, name, n, s->values)
+            pipelined
+                ? exec_after_begin(c, with_begin, s->id, name, n, s->values)
             : statement_per_call[s->id]
                 ? PQexecParams(c->pg, statement_sql[s->id], n, text_types,
                                s->values, NULL, NULL, 0)

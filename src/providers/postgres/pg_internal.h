@@ -15,10 +15,10 @@
 #include "providers/sql/adapt.h"
 #include "providers/sql/sql.h"
 
-#define DURO__PG_SCHEMA_VERSION 5 /* what this code creates and reads */
+#define DURO__PG_SCHEMA_VERSION 6 /* what this code creates and reads */
 #define DURO__PG_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__PG_POOL_MAX 64      /* most connections */
-#define DURO__PG_PARAM_MAX 25     /* most parameters of a statement */
+#define DURO__PG_PARAM_MAX 29     /* most parameters of a statement */
 #define DURO__PG_SCHEMA_MAX 63    /* bytes of a schema name (NAMEDATALEN-1) */
 
 /* What the URL configures. */
@@ -348,8 +348,16 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "$14::text[], $15::bigint[], $16::bigint[], $17::bigint[], "             \
       "$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[]) AS u")      \
     /* the events of many instances: HISTORY_INSERT_MANY with the instance     \
-     * ids ($1) and executions ($2) arrays too */                              \
+     * ids ($1) and executions ($2) arrays too; and with them the work items   \
+     * of those turns, one statement for both tables (one executor start and   \
+     * one round trip fewer a batch): WQ_INSERT's $1..$7 as arrays in          \
+     * $22..$28, $29 the time. Either set may be empty ({} literals). */       \
     X(HISTORY_INSERT_BATCH,                                                    \
+      "WITH w AS (INSERT INTO worker_queue(instance_id, execution_id, "        \
+      "activity_id, name, version, payload, attempt, enqueued_ms, "            \
+      "available_at) SELECT u.*, $29::bigint, $29::bigint FROM "               \
+      "unnest($22::text[], $23::bigint[], $24::bigint[], $25::text[], "        \
+      "$26::text[], $27::text[], $28::bigint[]) AS u) "                        \
       "INSERT INTO history(instance_id, "                                      \
       "execution_id, " DURO__PG_HISTORY_COLUMNS                                \
       ") SELECT u.* FROM unnest($1::text[], $2::bigint[], $3::bigint[], "      \
@@ -359,39 +367,47 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "$18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[]) AS u")      \
     /* the executions that turns of a batch begin (EXEC_CREATE and             \
      * INSTANCE_SET_CURRENT of each, in one statement): $1 instances, $2       \
-     * executions, $3 names, $4 versions (NULL: the instance's), $5 now.       \
-     * The INSERT reads the instance rows as they were before the UPDATE,      \
-     * which changes neither name nor version. */                              \
+     * executions, $3 names, $4 versions (NULL: the instance's), $5 1 where    \
+     * the turn's META_WRITE_MANY sets the instance's execution instead (one   \
+     * row version and its index entries fewer: a first turn writes its        \
+     * status too), $6 now. The INSERT reads the instance rows as they were    \
+     * before the UPDATE, which changes neither name nor version. */           \
     X(EXEC_CREATE_MANY,                                                        \
       "WITH k AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], " \
-      "$4::text[]) AS k(instance_id, execution_id, name, version)), "          \
+      "$4::text[], $5::int[]) "                                                \
+      "AS k(instance_id, execution_id, name, version, later)), "               \
       "x AS (INSERT INTO executions(instance_id, execution_id, status, name, " \
       "version, started_ms, category) SELECT k.instance_id, k.execution_id, "  \
       "2, COALESCE(k.name, i.name), COALESCE(k.version, i.version), "          \
-      "$5::bigint, 0 FROM k LEFT JOIN instances AS i "                         \
+      "$6::bigint, 0 FROM k LEFT JOIN instances AS i "                         \
       "ON i.instance_id = k.instance_id) "                                     \
       "UPDATE instances AS i SET execution_id = k.execution_id, "              \
-      "updated_ms = $5::bigint FROM k WHERE i.instance_id = k.instance_id")    \
+      "updated_ms = $6::bigint FROM k WHERE i.instance_id = k.instance_id "    \
+      "AND k.later = 0")                                                       \
     /* the metadata that turns of a batch write (INSTANCE_WRITE_META and       \
      * EXEC_WRITE_META of each), and the messages their endings leave dead     \
      * (OQ_DELETE_INSTANCE, or OQ_DELETE_EXECUTION after a continue-as-new),   \
      * in one statement: $1..$18 arrays, one element per turn, as the          \
      * columns of k below ($3 the instance's status, $4 the execution's; $7    \
      * the instance's output, $8 the execution's; $18 1 when the execution     \
-     * ended); $19 now. No execution row changes where $2 is 0. */             \
+     * ended; $19 the execution the turn began, whose EXEC_CREATE_MANY left    \
+     * the instance's current execution to this statement, else 0); $20        \
+     * now. No execution row changes where $2 is 0. */                         \
     X(META_WRITE_MANY,                                                         \
       "WITH k AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], "  \
       "$4::int[], $5::text[], $6::text[], $7::text[], $8::text[], "            \
       "$9::text[], $10::int[], $11::int[], $12::text[], $13::text[], "         \
-      "$14::bigint[], $15::bigint[], $16::int[], $17::text[], $18::int[]) "    \
+      "$14::bigint[], $15::bigint[], $16::int[], $17::text[], $18::int[], "    \
+      "$19::bigint[]) "                                                        \
       "AS k(instance_id, execution_id, istatus, estatus, name, version, "      \
       "ioutput, eoutput, error, category, cs_set, cs, parent, "                \
-      "parent_execution, parent_event_id, problem_set, problem, finished)), "  \
+      "parent_execution, parent_event_id, problem_set, problem, finished, "    \
+      "began)), "                                                              \
       "e AS (UPDATE executions AS e SET status = k.estatus, "                  \
       "name = COALESCE(k.name, e.name), "                                      \
       "version = COALESCE(k.version, e.version), output = k.eoutput, "         \
       "error = k.error, category = k.category, completed_ms = CASE WHEN "      \
-      "k.finished <> 0 THEN $19::bigint ELSE NULL END FROM k "                 \
+      "k.finished <> 0 THEN $20::bigint ELSE NULL END FROM k "                 \
       "WHERE k.execution_id <> 0 AND e.instance_id = k.instance_id "           \
       "AND e.execution_id = k.execution_id), "                                 \
       "d AS (DELETE FROM orchestrator_queue AS q USING k "                     \
@@ -400,6 +416,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "AND q.execution_id = k.execution_id "                                   \
       "AND q.kind IN (" DURO__PG_EXECUTION_KINDS ")))) "                       \
       "UPDATE instances AS i SET status = k.istatus, "                         \
+      "execution_id = CASE WHEN k.began <> 0 THEN k.began "                    \
+      "ELSE i.execution_id END, "                                              \
       "name = COALESCE(k.name, i.name), "                                      \
       "version = COALESCE(k.version, i.version), output = k.ioutput, "         \
       "error = k.error, category = k.category, "                               \
@@ -410,13 +428,13 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "THEN i.parent_execution ELSE k.parent_execution END, "                  \
       "parent_event_id = CASE WHEN k.parent IS NULL "                          \
       "THEN i.parent_event_id ELSE k.parent_event_id END, "                    \
-      "updated_ms = $19::bigint, "                                             \
+      "updated_ms = $20::bigint, "                                             \
       "finished_ms = CASE WHEN k.istatus IN (" DURO__ENDED_SQL ") "            \
-      "THEN $19::bigint ELSE NULL END, "                                       \
+      "THEN $20::bigint ELSE NULL END, "                                       \
       "last_problem = CASE WHEN k.problem_set <> 0 THEN k.problem "            \
       "ELSE i.last_problem END, "                                              \
       "last_problem_ms = CASE WHEN k.problem_set = 0 THEN i.last_problem_ms "  \
-      "WHEN k.problem IS NULL THEN NULL ELSE $19::bigint END, "                \
+      "WHEN k.problem IS NULL THEN NULL ELSE $20::bigint END, "                \
       "next_attempt_ms = CASE WHEN k.problem_set <> 0 THEN NULL "              \
       "ELSE i.next_attempt_ms END "                                            \
       "FROM k WHERE i.instance_id = k.instance_id")                            \
@@ -580,13 +598,6 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "name, version, payload, attempt, enqueued_ms, available_at) "           \
       "VALUES($1::text, $2::bigint, $3::bigint, $4::text, $5::text, "          \
       "$6::text, $7::bigint, $8::bigint, $8::bigint)")                         \
-    /* many work items: WQ_INSERT's $1..$7 as arrays, $8 the time */           \
-    X(WQ_INSERT_MANY,                                                          \
-      "INSERT INTO worker_queue(instance_id, execution_id, activity_id, "      \
-      "name, version, payload, attempt, enqueued_ms, available_at) "           \
-      "SELECT u.*, $8::bigint, $8::bigint FROM unnest($1::text[], "            \
-      "$2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], "       \
-      "$7::bigint[]) AS u")                                                    \
     /* the claim: the oldest fetchable row no other transaction holds; one     \
      * row, the claimed item's columns, or NULLs and (column 9) the earliest   \
      * time a row becomes due when none was claimable */                       \

@@ -63,11 +63,11 @@ void duro__pg_release_kept(duro__pg_provider *p);
 /* ---- pg_ack.c: an ack's writes, at once or gathered ------------------ */
 
 /* ---- the statements a batch of turns shares
- * ack_and_fetch_orchestration_items writes the executions, events, work
- * items and metadata of all its turns in one statement each
- * (EXEC_CREATE_MANY, HISTORY_INSERT_BATCH, WQ_INSERT_MANY, META_WRITE_MANY)
- * and releases all their locks in one (READY_ACK_SETTLE_MANY): each column
- * a PostgreSQL array literal bound as one parameter.
+ * ack_and_fetch_orchestration_items writes the executions, events and work
+ * items, and metadata of all its turns in one statement each
+ * (EXEC_CREATE_MANY, HISTORY_INSERT_BATCH, META_WRITE_MANY) and releases all
+ * their locks in one (READY_ACK_SETTLE_MANY): each column a PostgreSQL array
+ * literal bound as one parameter.
  *
  * The batch must change what one-by-one acks in its order would. Within a
  * turn's own rows the order of its writes does not matter; across turns
@@ -80,8 +80,8 @@ enum {
     DURO__PG_BATCH_EVENT_COLUMNS = 21,
     DURO__PG_BATCH_WORK_COLUMNS = 7,
     DURO__PG_BATCH_SETTLE_COLUMNS = 3,
-    DURO__PG_BATCH_EXEC_COLUMNS = 4,
-    DURO__PG_BATCH_META_COLUMNS = 18
+    DURO__PG_BATCH_EXEC_COLUMNS = 5,
+    DURO__PG_BATCH_META_COLUMNS = 19
 };
 
 typedef struct duro__pg_batch_cols {
