@@ -146,6 +146,8 @@ static int queued(void)
  * holding write_lock (a writer outside the groups); WRITERS writes of
  * `what[i]` queue behind it; the writer is released. Returns the rows that
  * committed; the writes' outcomes are in w[]. */
+static int blocker_urgent; /* the grouped blocker is an urgent write */
+
 static int64_t round_of(const char *name, int grouped,
                         const enum behaviour *what, test_write *w,
                         uint64_t *transactions, uint64_t *writes)
@@ -169,6 +171,7 @@ static int64_t round_of(const char *name, int grouped,
     memset(&blocker, 0, sizeof(blocker));
     blocker.what = BLOCK_INSERT;
     blocker.row = 100;
+    blocker.g.urgent = blocker_urgent;
     pthread_t bt, t[WRITERS];
     if (grouped) {
         CHECK_EQ(pthread_create(&bt, NULL, writer_main, &blocker), 0);
@@ -248,6 +251,26 @@ TEST(writes_queued_while_a_group_runs_join_it)
     CHECK_EQ(writes, WRITERS + 1);
 }
 
+/* An urgent write (a turn that cancels activities) commits without the
+ * writes queued while it ran: they go in the next transaction. */
+TEST(an_urgent_group_commits_without_late_writes)
+{
+    enum behaviour what[WRITERS];
+    for (int i = 0; i < WRITERS; i++)
+        what[i] = INSERT;
+    test_write w[WRITERS];
+    uint64_t transactions, writes;
+    blocker_urgent = 1;
+    int64_t rows =
+        round_of("group_urgent.db", 1, what, w, &transactions, &writes);
+    blocker_urgent = 0;
+    for (int i = 0; i < WRITERS; i++)
+        CHECK_MSG(w[i].rc == DURO_OK, "write %d: %s", i, w[i].err.message);
+    CHECK_EQ(rows, WRITERS + 1);
+    CHECK_EQ(transactions, 2); /* the blocker's, then the seven's */
+    CHECK_EQ(writes, WRITERS + 1);
+}
+
 /* A write that fails having changed nothing (a lost lock) fails alone: the
  * others commit together, and it is not run again. */
 TEST(a_clean_failure_fails_alone)
@@ -300,5 +323,6 @@ TEST(a_failure_that_changed_something_reruns_each_alone)
 
 TEST_MAIN(T(writes_queued_together_share_one_commit),
           T(writes_queued_while_a_group_runs_join_it),
+          T(an_urgent_group_commits_without_late_writes),
           T(a_clean_failure_fails_alone),
           T(a_failure_that_changed_something_reruns_each_alone))

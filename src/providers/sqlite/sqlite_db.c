@@ -867,8 +867,9 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
     pthread_mutex_unlock(&p->group_lock);
 
     /* Run them in order; one that fails cleanly drops out alone. Writes
-     * queued while these ran join before the COMMIT: the writer does not
-     * sit idle while they wait for the next transaction. */
+     * queued while these ran join before the COMMIT (unless one of these
+     * is urgent): the writer does not sit idle while they wait for the next
+     * transaction. */
     size_t ran = 0, written = 0;
     int broken = 0; /* a write failed and may have changed something */
     for (;;) {
@@ -881,7 +882,11 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
             else if (!clean)
                 broken = 1;
         }
-        if (broken || n == GROUP_MAX)
+        /* an urgent write commits without waiting for the late ones */
+        int urgent = 0;
+        for (size_t i = 0; i < n && !urgent; i++)
+            urgent = batch[i]->urgent;
+        if (broken || n == GROUP_MAX || urgent)
             break;
         pthread_mutex_lock(&p->group_lock);
         size_t was = n;
