@@ -999,8 +999,10 @@ typedef struct duro_runtime_options {
     int orchestration_batch; /* instances a turn thread fetches at once and
                                 whose turns it commits in one transaction
                                 (with a provider that can; one at a time
-                                otherwise); default 16; 1 .. 1024; 1 turns
-                                one instance per transaction */
+                                otherwise); 1 .. 1024, 1 turns one instance
+                                per transaction; default 0: the store's
+                                choice (its provider's turn_batch: 16 on
+                                SQLite, 64 on PostgreSQL; else 16) */
     /* version 4 */
     uint32_t keep_executions; /* executions of a continue-as-new chain kept
                                  per instance: when a turn ends execution n

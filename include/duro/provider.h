@@ -818,7 +818,7 @@ typedef enum duro_queue {
  * bytes as given, so that a store written by an earlier duro, which may
  * hold such text, can still be read and worked on. */
 
-#define DURO_PROVIDER_VERSION 10
+#define DURO_PROVIDER_VERSION 11
 
 typedef struct duro_provider duro_provider;
 
@@ -1485,6 +1485,16 @@ struct duro_provider {
     int (*list_control_events)(duro_provider *p,
                                const duro_control_event_query *q,
                                duro_control_event_list **out, duro_error *err);
+
+    /* --- version 11 -----------------------------------------------------
+     * How many turns a runtime's thread should fetch and commit together
+     * (ack_and_fetch_orchestration_items) when its caller leaves
+     * orchestration_batch to the store (0, the default): what this store
+     * runs best with. 1 .. 1024; 0 or a version below 11: the runtime's
+     * own default, 16. A store of set-based statements over the network
+     * gains from more turns a statement (PostgreSQL's: 64); one that runs a
+     * statement a row in process does not (SQLite's: 16). */
+    int turn_batch;
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

@@ -30,7 +30,7 @@ static void set_defaults(duro_runtime_options *o)
     o->max_payload = 1048576;
     o->log_level = DURO_LOG_WARN;
     o->cleanup_timeout_ms = 300000;
-    o->orchestration_batch = 16;
+    o->orchestration_batch = 0; /* the store's (its turn_batch) */
     o->keep_executions = 10;
     o->fiber_cache_bytes = (size_t)256 * 1024 * 1024;
 }
@@ -77,8 +77,9 @@ static int check_options(const duro_runtime_options *o)
     if (o->version >= 2 && o->cleanup_timeout_ms <= 0)
         return duro__fail(DURO_INVALID, "cleanup_timeout_ms must be > 0");
     if (o->version >= 3 &&
-        (o->orchestration_batch < 1 || o->orchestration_batch > 1024))
-        return duro__fail(DURO_INVALID, "orchestration_batch must be 1..1024");
+        (o->orchestration_batch < 0 || o->orchestration_batch > 1024))
+        return duro__fail(DURO_INVALID, "orchestration_batch must be 0..1024 "
+                                        "(0: the store's choice)");
     if (o->orchestration_concurrency < 0 || o->orchestration_concurrency > 256)
         return duro__fail(DURO_INVALID,
                           "orchestration_concurrency must be 0..256");
@@ -153,6 +154,11 @@ static int create(duro_provider *p, int owns, const duro_registry *reg,
         duro_runtime_options_init(&rt->opts);
         memcpy(&rt->opts, opts, options_end[opts->version]);
     }
+    if (rt->opts.orchestration_batch == 0)
+        rt->opts.orchestration_batch =
+            p->version >= 11 && p->turn_batch >= 1 && p->turn_batch <= 1024
+                ? p->turn_batch
+                : 16;
     rt->logger.level = opts->log_level;
     rt->logger.fn = opts->log_fn;
     rt->logger.user = opts->log_user;

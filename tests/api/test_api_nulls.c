@@ -266,7 +266,7 @@ TEST(registry_and_initializers)
     duro_runtime_options_init(&ro);
     CHECK_EQ(ro.version, 4);
     CHECK_EQ(ro.cleanup_timeout_ms, 300000);
-    CHECK_EQ(ro.orchestration_batch, 16);
+    CHECK_EQ(ro.orchestration_batch, 0); /* the store's choice */
     CHECK_EQ(ro.keep_executions, 10);
     CHECK_EQ(ro.fiber_cache_bytes, (size_t)256 * 1024 * 1024);
     /* a program built against version 3's header: its struct ends before
@@ -285,7 +285,7 @@ TEST(registry_and_initializers)
     V3_FIELD(version, version);
     V3_FIELD(orchestration_batch, batch);
     CHECK_EQ(version, 3);
-    CHECK_EQ(batch, 16);
+    CHECK_EQ(batch, 0);
     memset(v3, 0, v3_size);
     duro_runtime_options_init_size((duro_runtime_options *)(void *)v3, v3_size);
     V3_FIELD(version, version);

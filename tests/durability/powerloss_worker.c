@@ -356,6 +356,7 @@ static duro_provider *rec_wrap(duro_provider *inner)
     m->version = inner->version < DURO_PROVIDER_VERSION ? inner->version
                                                         : DURO_PROVIDER_VERSION;
     m->name = "recording";
+    m->turn_batch = inner->turn_batch;
     m->close = r_close;
     m->fetch_orchestration_item = r_fetch_orch;
     m->ack_orchestration_item = r_ack_orch;

@@ -31,6 +31,7 @@ typedef struct faulty_provider {
     _Atomic uint64_t fired;
     _Atomic uint64_t discarded;
     _Atomic uint64_t max_batch;
+    _Atomic uint64_t max_next; /* most next items a call asked for */
 } faulty_provider;
 
 static const char *const method_names[FAULTY_METHOD_COUNT] = {
@@ -497,6 +498,10 @@ static int faulty_ack_and_fetch_orchestration_items(
     uint64_t seen = atomic_load(&fp->max_batch);
     while (n > seen &&
            !atomic_compare_exchange_weak(&fp->max_batch, &seen, (uint64_t)n))
+        ;
+    seen = atomic_load(&fp->max_next);
+    while (max_next > seen && !atomic_compare_exchange_weak(
+                                  &fp->max_next, &seen, (uint64_t)max_next))
         ;
     faulty_method method = n > 0 ? FAULTY_ACK_AND_FETCH_ORCHESTRATION_ITEMS
                                  : FAULTY_FETCH_ORCHESTRATION_ITEM;
@@ -976,6 +981,7 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
     atomic_init(&fp->fired, 0);
     atomic_init(&fp->discarded, 0);
     atomic_init(&fp->max_batch, 0);
+    atomic_init(&fp->max_next, 0);
     snprintf(fp->name, sizeof(fp->name), "faulty(%s)",
              inner->name ? inner->name : "?");
     fp->base.version = version < inner->version ? version : inner->version;
@@ -1025,6 +1031,8 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
         FORWARD(query_instances);
         FORWARD(list_control_events);
     }
+    if (fp->base.version >= 11)
+        fp->base.turn_batch = inner->turn_batch;
     return &fp->base;
 }
 
@@ -1039,6 +1047,11 @@ duro_provider *faulty_provider_wrap(duro_provider *inner, int own_inner)
 uint64_t faulty_provider_max_batch(duro_provider *wrapper)
 {
     return atomic_load(&from(wrapper)->max_batch);
+}
+
+uint64_t faulty_provider_max_next(duro_provider *wrapper)
+{
+    return atomic_load(&from(wrapper)->max_next);
 }
 
 duro_provider *faulty_provider_inner(duro_provider *wrapper)

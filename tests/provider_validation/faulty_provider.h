@@ -204,6 +204,10 @@ uint64_t faulty_provider_faults_fired(duro_provider *wrapper);
 /** The most acks one ack_and_fetch_orchestration_items call carried. */
 uint64_t faulty_provider_max_batch(duro_provider *wrapper);
 
+/** The most next items one ack_and_fetch_orchestration_items call asked
+ * for (max_next): the runtime's orchestration_batch. */
+uint64_t faulty_provider_max_next(duro_provider *wrapper);
+
 /** How many fetched items after-commit faults have freed unseen. */
 uint64_t faulty_provider_items_discarded(duro_provider *wrapper);
 

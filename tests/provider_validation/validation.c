@@ -90,6 +90,8 @@ static duro_provider *track_store(duro_provider *p, int check_empty)
     open_stores[slot] = p;
     CHECK_EQ(p->version, DURO_PROVIDER_VERSION);
     CHECK(p->name != NULL);
+    /* version 11: 0 (no preference) or a batch a runtime may take */
+    CHECK(p->turn_batch >= 0 && p->turn_batch <= 1024);
     if (!check_empty)
         return p;
     /* Every test starts from an empty store. */

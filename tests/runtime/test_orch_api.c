@@ -1008,7 +1008,7 @@ static const char *break_option(int which, duro_runtime_options *o)
         o->max_payload = 0;
         return "max_payload";
     case 14:
-        o->orchestration_batch = 0;
+        o->orchestration_batch = -1;
         return "orchestration_batch";
     case 15:
         o->orchestration_batch = 1025;
@@ -1063,7 +1063,7 @@ TEST(runtime_options_validation)
     /* a caller built against version 2 has no orchestration_batch: what
      * lies there is not read (the default applies) */
     o.version = 2;
-    o.orchestration_batch = 0;
+    o.orchestration_batch = -7;
     CHECK_OK(duro_runtime_create(url, reg, &o, &rt));
     duro_runtime_destroy(rt);
     o.version = 3;

@@ -1333,6 +1333,38 @@ TEST(committed_orchestration_acks_reported_as_failed_version_1)
     committed_orchestration_acks(1, "rtf_committed_orch_v1.db");
 }
 
+/* orchestration_batch 0 (the default) takes the store's turn_batch
+ * (provider version 11); an explicit one wins; a provider of an older
+ * version, or one with no preference, gets 16. The runtime's first fetch
+ * asks for a whole batch. */
+static uint64_t batch_asked(int version, int turn_batch, int option)
+{
+    rt_fixture f;
+    char db[64];
+    snprintf(db, sizeof(db), "rtf_turn_batch_%d_%d_%d.db", version, turn_batch,
+             option);
+    init_faulty(&f, db);
+    f.opts.orchestration_batch = option;
+    duro_provider *w = open_faulty(&f, version);
+    w->turn_batch = turn_batch; /* read only from version 11 */
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    start_chains(&f, CHAIN_INSTANCES);
+    run_faulty(&f, w);
+    finish_chains(&f, CHAIN_INSTANCES);
+    check_chains(&f, CHAIN_INSTANCES);
+    uint64_t asked = faulty_provider_max_next(w);
+    done_faulty(&f, w);
+    return asked;
+}
+
+TEST(the_store_chooses_the_turn_batch_unless_the_options_do)
+{
+    CHECK_EQ(batch_asked(11, 3, 0), 3);
+    CHECK_EQ(batch_asked(11, 3, 2), 2);
+    CHECK_EQ(batch_asked(11, 0, 0), 16);
+    CHECK_EQ(batch_asked(10, 3, 0), 16);
+}
+
 /* Turns acked together whose common ack committed but was reported as
  * failed (the reply was lost): each turn's own ack then finds its lock
  * gone and the turn is discarded (it is in the store; the kept engine is
@@ -1678,6 +1710,7 @@ TEST_MAIN(T(orchestration_fetch_errors_back_off_and_recover),
           T(batched_turn_ack_errors_fall_back_to_one_turn_acks),
           T(a_batch_over_the_history_cap_fails_no_instance_by_itself),
           T(committed_batched_turn_acks_reported_as_failed),
+          T(the_store_chooses_the_turn_batch_unless_the_options_do),
           T(a_batched_turn_whose_lock_is_lost_is_discarded_at_warn),
           T(lost_fetch_replies_come_back_after_the_lock_expires),
           T(engine_cache_eviction_keeps_histories_identical))

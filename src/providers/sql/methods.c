@@ -81,6 +81,7 @@ static duro__sql_store *open_start(const duro__sql_dialect *d,
     }
     duro__sql_fill_methods(&st->base);
     st->base.name = d->name;
+    st->base.turn_batch = d->turn_batch;
     st->base.close = close;
     st->dialect = d;
     duro__sql_pool_init(&st->pool);

@@ -230,6 +230,11 @@ typedef struct duro__sql_dialect {
      * sets st's max_payload and max_history (and the rest the URL
      * decides); on failure nothing it parsed stays allocated. */
     int (*configure)(duro__sql_store *st, const char *url, duro_error *err);
+
+    /* ---- turn batches ---- */
+    /* The provider's turn_batch (duro/provider.h, version 11): the turns a
+     * runtime's thread commits together by default. */
+    int turn_batch;
 } duro__sql_dialect;
 
 /* ---- a pool of connections (sql/pool.c) ---------------------------------
