@@ -210,21 +210,32 @@ static int64_t round_of(const char *name, int grouped,
     return rows;
 }
 
-/* Seven writes queued behind a held writer share one transaction. */
-TEST(writes_queued_together_share_one_commit)
+/* A round of seven plain inserts (round_of's `grouped`, `urgent` blocker);
+ * each must succeed, run once and not be undone. Returns the rows. */
+static int64_t round_of_inserts(const char *name, int grouped, int urgent,
+                                uint64_t *transactions, uint64_t *writes)
 {
     enum behaviour what[WRITERS];
     for (int i = 0; i < WRITERS; i++)
         what[i] = INSERT;
     test_write w[WRITERS];
-    uint64_t transactions, writes;
-    int64_t rows =
-        round_of("group_share.db", 0, what, w, &transactions, &writes);
+    blocker_urgent = urgent;
+    int64_t rows = round_of(name, grouped, what, w, transactions, writes);
+    blocker_urgent = 0;
     for (int i = 0; i < WRITERS; i++) {
         CHECK_MSG(w[i].rc == DURO_OK, "write %d: %s", i, w[i].err.message);
         CHECK_EQ(atomic_load(&w[i].runs), 1);
         CHECK_EQ(atomic_load(&w[i].undos), 0);
     }
+    return rows;
+}
+
+/* Seven writes queued behind a held writer share one transaction. */
+TEST(writes_queued_together_share_one_commit)
+{
+    uint64_t transactions, writes;
+    int64_t rows =
+        round_of_inserts("group_share.db", 0, 0, &transactions, &writes);
     CHECK_EQ(rows, WRITERS);
     CHECK_EQ(transactions, 1);
     CHECK_EQ(writes, WRITERS);
@@ -234,18 +245,9 @@ TEST(writes_queued_together_share_one_commit)
  * COMMIT: one transaction carries the eight. */
 TEST(writes_queued_while_a_group_runs_join_it)
 {
-    enum behaviour what[WRITERS];
-    for (int i = 0; i < WRITERS; i++)
-        what[i] = INSERT;
-    test_write w[WRITERS];
     uint64_t transactions, writes;
     int64_t rows =
-        round_of("group_join.db", 1, what, w, &transactions, &writes);
-    for (int i = 0; i < WRITERS; i++) {
-        CHECK_MSG(w[i].rc == DURO_OK, "write %d: %s", i, w[i].err.message);
-        CHECK_EQ(atomic_load(&w[i].runs), 1);
-        CHECK_EQ(atomic_load(&w[i].undos), 0);
-    }
+        round_of_inserts("group_join.db", 1, 0, &transactions, &writes);
     CHECK_EQ(rows, WRITERS + 1);
     CHECK_EQ(transactions, 1);
     CHECK_EQ(writes, WRITERS + 1);
@@ -255,17 +257,9 @@ TEST(writes_queued_while_a_group_runs_join_it)
  * writes queued while it ran: they go in the next transaction. */
 TEST(an_urgent_group_commits_without_late_writes)
 {
-    enum behaviour what[WRITERS];
-    for (int i = 0; i < WRITERS; i++)
-        what[i] = INSERT;
-    test_write w[WRITERS];
     uint64_t transactions, writes;
-    blocker_urgent = 1;
     int64_t rows =
-        round_of("group_urgent.db", 1, what, w, &transactions, &writes);
-    blocker_urgent = 0;
-    for (int i = 0; i < WRITERS; i++)
-        CHECK_MSG(w[i].rc == DURO_OK, "write %d: %s", i, w[i].err.message);
+        round_of_inserts("group_urgent.db", 1, 1, &transactions, &writes);
     CHECK_EQ(rows, WRITERS + 1);
     CHECK_EQ(transactions, 2); /* the blocker's, then the seven's */
     CHECK_EQ(writes, WRITERS + 1);
