@@ -5,7 +5,8 @@
  *             [--batch B] [--threads T]
  *
  * The model: N instances of S sequential activities (defaults 1000, 5 and
- * 16, orch_bench's chain and the runtime's orchestration_batch). Each
+ * 16: orch_bench's chain and SQLite's turn_batch, the runtime's default
+ * orchestration_batch there; PostgreSQL's is 64, --batch 64). Each
  * instance, its history and its messages are rows in four tables (instances,
  * history, orch_queue, work_queue); nothing else is kept. One thread
  * alternates between two kinds of transaction until every instance is done:
