@@ -20,14 +20,20 @@ static void add(duro__strbuf *b, const char *s)
     duro__strbuf_add(b, s, strlen(s));
 }
 
+/* ,"key": */
+static void field_key(duro__strbuf *b, const char *key)
+{
+    add(b, ",\"");
+    add(b, key);
+    add(b, "\":");
+}
+
 /* ,"key":"value" for a string that is set (an empty one included). */
 static void text_field(duro__strbuf *b, const char *key, const char *v)
 {
     if (v == NULL)
         return;
-    add(b, ",\"");
-    add(b, key);
-    add(b, "\":");
+    field_key(b, key);
     duro__strbuf_json(b, v);
 }
 
@@ -38,9 +44,7 @@ static void int_field(duro__strbuf *b, const char *key, int64_t v)
         return;
     char n[32];
     snprintf(n, sizeof(n), "%" PRId64, v);
-    add(b, ",\"");
-    add(b, key);
-    add(b, "\":");
+    field_key(b, key);
     add(b, n);
 }
 
@@ -50,9 +54,7 @@ static void uint_field(duro__strbuf *b, const char *key, uint64_t v)
         return;
     char n[32];
     snprintf(n, sizeof(n), "%" PRIu64, v);
-    add(b, ",\"");
-    add(b, key);
-    add(b, "\":");
+    field_key(b, key);
     add(b, n);
 }
 

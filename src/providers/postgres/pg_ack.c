@@ -211,9 +211,7 @@ int duro__pg_ack_first_writes(duro__pg_provider *p, duro__pg_conn *c,
         return rc;
     for (size_t i = 0; i < ack->worker_item_count; i++) {
         const duro_work_item *it = &ack->worker_items[i];
-        uint64_t exec = it->execution_id;
-        if (exec == 0 && strcmp(it->instance_id, instance_id) == 0)
-            exec = execution_id;
+        uint64_t exec = duro__sql_item_execution(it, instance_id, execution_id);
         duro__pg_col_text(&b->wq[0], it->instance_id);
         duro__pg_col_num(&b->wq[1], (int64_t)exec);
         duro__pg_col_num(&b->wq[2], (int64_t)it->source_id);

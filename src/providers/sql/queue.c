@@ -1241,6 +1241,15 @@ int duro__sql_finish_turns(duro__sql_store *st, duro__sql_conn *c, int rc,
 
 /* ---- the ack of one turn ------------------------------------------------ */
 
+uint64_t duro__sql_item_execution(const duro_work_item *it,
+                                  const char *instance_id,
+                                  uint64_t execution_id)
+{
+    if (it->execution_id == 0 && strcmp(it->instance_id, instance_id) == 0)
+        return execution_id;
+    return it->execution_id;
+}
+
 int duro__sql_check_turn(const duro__sql_store *st,
                          const duro__sql_lock_holder *h,
                          const duro_orch_ack *ack, uint64_t *execution_id,
@@ -1304,9 +1313,7 @@ static int write_turn(duro__sql_store *st, duro__sql_conn *c,
         return rc;
     for (size_t i = 0; i < ack->worker_item_count; i++) {
         const duro_work_item *it = &ack->worker_items[i];
-        uint64_t exec = it->execution_id;
-        if (exec == 0 && strcmp(it->instance_id, instance_id) == 0)
-            exec = execution_id;
+        uint64_t exec = duro__sql_item_execution(it, instance_id, execution_id);
         if ((rc = duro__sql_insert_work(st, c, it, exec, now, op, err)) !=
             DURO_OK)
             return rc;

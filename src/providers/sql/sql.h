@@ -829,6 +829,11 @@ int duro__sql_finish_turns(duro__sql_store *st, duro__sql_conn *c, int rc,
  * holds on ready row ready_id inside the caller's write transaction: the
  * lock, the turn's writes in their order, the consumed messages deleted
  * and the lock released (*queued: the instance still has messages). */
+/* The execution a turn's work item `it` runs in: its own, or, when it
+ * names none (0) and is the turn's instance's, the turn's execution. */
+uint64_t duro__sql_item_execution(const duro_work_item *it,
+                                  const char *instance_id,
+                                  uint64_t execution_id);
 int duro__sql_check_turn(const duro__sql_store *st,
                          const duro__sql_lock_holder *h,
                          const duro_orch_ack *ack, uint64_t *execution_id,

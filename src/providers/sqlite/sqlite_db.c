@@ -812,16 +812,19 @@ static void group_hand_over(duro__sqlite_provider *p)
 }
 
 /* Moves the writes queued (up to GROUP_MAX in all) into batch after its n
- * first; returns the new count. Under group_lock. */
+ * first; returns the new count, *urgent set when an urgent one was taken.
+ * Under group_lock. */
 static size_t group_take(duro__sqlite_provider *p, duro__sqlite_grouped **batch,
-                         size_t n)
+                         size_t n, int *urgent)
 {
     size_t was = n;
     while (p->group_head != NULL && n < GROUP_MAX) {
         batch[n] = p->group_head;
         batch[n]->taken = 1;
-        if (batch[n++]->urgent)
+        if (batch[n++]->urgent) {
             atomic_fetch_sub(&p->group_urgent, 1);
+            *urgent = 1;
+        }
         p->group_head = p->group_head->link;
     }
     p->group_queued -= (int)(n - was);
@@ -863,7 +866,8 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
         pthread_mutex_unlock(&p->group_lock);
         return;
     }
-    n = group_take(p, batch, n);
+    int urgent = 0; /* an urgent write commits without the late ones */
+    n = group_take(p, batch, n, &urgent);
     pthread_mutex_unlock(&p->group_lock);
 
     /* Run them in order; one that fails cleanly drops out alone. Writes
@@ -882,15 +886,11 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
             else if (!clean)
                 broken = 1;
         }
-        /* an urgent write commits without waiting for the late ones */
-        int urgent = 0;
-        for (size_t i = 0; i < n && !urgent; i++)
-            urgent = batch[i]->urgent;
         if (broken || n == GROUP_MAX || urgent)
             break;
         pthread_mutex_lock(&p->group_lock);
         size_t was = n;
-        n = group_take(p, batch, n);
+        n = group_take(p, batch, n, &urgent);
         pthread_mutex_unlock(&p->group_lock);
         if (n == was)
             break;
