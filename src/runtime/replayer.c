@@ -43,6 +43,12 @@ int duro_replay_history(const duro_registry *reg, const duro_history *h,
     const duro__orch_entry *e =
         duro__registry_find_orch(reg, start->name, start->version);
     if (e == NULL) {
+        /* "" is the default version: named as such, not as '' */
+        if (start->version != NULL && start->version[0] == '\0')
+            return duro__fail(DURO_NOT_FOUND,
+                              "orchestration '%s' (its default version) is "
+                              "not registered",
+                              start->name ? start->name : "");
         if (start->version != NULL)
             return duro__fail(DURO_NOT_FOUND,
                               "orchestration '%s' version '%s' is not "

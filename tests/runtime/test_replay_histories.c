@@ -330,6 +330,11 @@ TEST(documents_that_are_not_histories_are_refused_with_where)
          "\"events\":[{\"event_id\":1,\"kind\":\"OrchestrationStarted\","
          "\"name\":\"Gone\"}]}]}",
          "orchestration 'Gone' is not registered"},
+        {"{\"format\":\"duro-history\",\"format_version\":1,"
+         "\"instance_id\":\"i\",\"executions\":[{\"execution_id\":1,"
+         "\"events\":[{\"event_id\":1,\"kind\":\"OrchestrationStarted\","
+         "\"name\":\"Gone\",\"version\":\"\"}]}]}",
+         "orchestration 'Gone' (its default version) is not registered"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int rc =
