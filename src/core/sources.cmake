@@ -5,5 +5,6 @@ list(APPEND DURO_SOURCES
   src/core/replay.c
   src/core/result.c
   src/core/retry.c
+  src/core/schedule.c
   src/core/tracker.c
   src/core/turn.c)
