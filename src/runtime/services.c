@@ -31,6 +31,34 @@ void duro__runtime_pause(duro_runtime *rt, int64_t ms)
     }
 }
 
+/* One change of rt->loops: a busy thread more (+1) or fewer (-1). */
+#define LOOP_CHANGE ((uint64_t)1 << DURO__LOOPS_BUSY_BITS)
+
+void duro__runtime_loop_enter(duro_runtime *rt)
+{
+    atomic_fetch_add(&rt->loops, LOOP_CHANGE + 1);
+}
+
+void duro__runtime_loop_leave(duro_runtime *rt)
+{
+    atomic_fetch_add(&rt->loops, LOOP_CHANGE - 1);
+}
+
+void duro__runtime_wait_for_work(duro_runtime *rt, duro_queue queue)
+{
+    duro_error err;
+    duro__runtime_loop_leave(rt);
+    rt->provider->wait_for_work(rt->provider, queue, rt->opts.poll_interval_ms,
+                                &err);
+    duro__runtime_loop_enter(rt);
+}
+
+int duro__runtime_loops_idle(duro_runtime *rt, uint64_t *mark)
+{
+    *mark = atomic_load(&rt->loops);
+    return (*mark & (LOOP_CHANGE - 1)) == 0;
+}
+
 int64_t duro__runtime_deadline(duro_runtime *rt)
 {
     return atomic_load(&rt->shutdown_deadline_ms);
