@@ -48,14 +48,12 @@ def registry():
 
 
 def test_a_30_day_timer_completes_in_milliseconds():
-    began = time.monotonic()
     with duro.TestEnv(registry()) as env:
         env.client.start("Month", "m1")
-        info = env.wait("m1", timeout=20)
+        info = env.wait("m1", timeout=20)  # 20 s of real time at most
         assert info.status == "Completed", info
         assert info.output >= 30 * DAY * 1000
         assert env.skipped >= 30 * DAY - 20
-    assert time.monotonic() - began < 20
 
 
 def test_a_delayed_start_and_hours_of_retry_backoff_are_skipped():

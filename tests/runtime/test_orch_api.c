@@ -619,14 +619,13 @@ TEST(client_start_with_delay_not_before_its_time)
     duro_start_options so;
     duro_start_options_init(&so);
     so.delay_ms = delay;
-    int64_t t0 = duro_now_ms(), real0 = test_now_ms();
+    int64_t t0 = duro_now_ms();
     CHECK_OK(duro_client_start(c, "late", "Echo", "hi", &so));
     duro_instance_info *i = NULL;
     CHECK_OK(duro_test_env_wait(env, "late", 15000, &i));
     CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
     CHECK_STR(i->output, "hi");
     duro_free(i);
-    CHECK_INT(test_now_ms() - real0, <, 15000);
     duro_history *h = NULL;
     CHECK_OK(duro_client_read_history(c, "late", 0, &h));
     CHECK(h->count >= 1);
