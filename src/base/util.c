@@ -1,10 +1,10 @@
-/* util.c - clocks, sleeping, logging to a sink, random tokens, and UTF-8:
- * the one validator of duro's text rule, cuts and scrubs. Pure helpers; any
- * thread. */
+/* util.c - clocks (the wall clock with the virtual clock's offset),
+ * sleeping, logging to a sink, random tokens, and UTF-8: the one validator
+ * of duro's text rule, cuts and scrubs. Pure helpers; any thread. */
 #include <errno.h>
-#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>

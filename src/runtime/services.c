@@ -1,8 +1,10 @@
 /* services.c - what the runtime's threads (turn threads, worker slots,
  * the activity manager) use of their runtime: the marks of its threads,
- * pauses and backoffs that end at a shutdown's deadline, lock deadlines,
- * the log of storage outages, recorded problems. Below runtime.c, worker.c
- * and orchestrator.c; calls none of them. */
+ * their waits for work and the count of those not idle (which a test
+ * environment reads before it skips time), pauses and backoffs that end at
+ * a shutdown's deadline, lock deadlines, the log of storage outages,
+ * recorded problems. Below runtime.c, worker.c and orchestrator.c; calls
+ * none of them. */
 #include <stdio.h>
 
 #include "runtime/runtime.h"
