@@ -1633,6 +1633,116 @@ DURO_API int duro_client_delete(duro_client *c, const char *instance_id,
 DURO_API int duro_client_prune(duro_client *c, const char *instance_id,
                                uint64_t keep_last, size_t *pruned);
 
+/* ========================================================================
+ * Test environment: a store, a runtime and a client on a virtual clock, for
+ * tests of orchestrations whose timers, delayed starts, retry backoffs,
+ * attempt timeouts and cleanup deadlines span hours or days. While
+ * duro_test_env_wait() waits, whenever nothing can run - no turn or
+ * activity in progress in the environment's runtime and nothing due now on
+ * either queue - the clock jumps to the next time something in the store
+ * becomes due, so a 30-day timer fires in milliseconds. Time moves only
+ * there (as Temporal's test environment skips time only while a test waits
+ * on a result) and by hand (duro_test_env_advance()), never while an
+ * activity runs: its code sees real time pass.
+ *
+ * The virtual clock is the process's wall clock as duro reads it
+ * (duro_now_ms(), every store's visibility and lock times, turn times): the
+ * real time plus what the environment skipped or advanced. So one
+ * environment at a time per process, and nothing else in the process should
+ * use duro while one is open; the clock goes back to real time when it is
+ * destroyed. Monotonic waits stay real (lock renewals, the cancellation
+ * grace period, real timeouts such as duro_test_env_wait()'s).
+ * ======================================================================== */
+
+typedef struct duro_test_env duro_test_env;
+
+typedef struct duro_test_env_options {
+    int version;
+    const char *url; /* NULL (default): a SQLite store in a new temporary
+                        directory ($TMPDIR, else /tmp), removed with every
+                        file in it by duro_test_env_destroy(); else any
+                        store URL, kept */
+    const duro_runtime_options *runtime; /* NULL (default): the runtime's
+                                            defaults, except both lock
+                                            timeouts, ten years of virtual
+                                            time so that no skip or advance
+                                            expires a lock; copied */
+} duro_test_env_options;
+
+/** Sets version and every default. NULL is a no-op. @note Any thread. */
+DURO_API void duro_test_env_options_init(duro_test_env_options *o);
+
+/** Opens the store, a client and a runtime (not started) for the
+ * orchestrations and activities of @p reg (copied), and takes the virtual
+ * clock (starting at the real time). @p opts NULL = defaults.
+ * @return DURO_OK; DURO_INVALID for a NULL @p reg or @p out, @p opts whose
+ * version is not set, or invalid runtime options; DURO_INVALID_STATE when
+ * another environment is open in the process; DURO_UNSUPPORTED for a store
+ * older than provider version 12 (it cannot tell when work is next due);
+ * DURO_ERROR when the temporary directory cannot be made; DURO_BAD_URL or
+ * DURO_STORAGE as the store's opening fails. *out is NULL on every
+ * failure.
+ * @note Any thread; the environment is then used by one thread at a time. */
+DURO_API int duro_test_env_create(const duro_registry *reg,
+                                  const duro_test_env_options *opts,
+                                  duro_test_env **out);
+
+/** Runs @p fn (with @p user) instead of the activity registered as @p name,
+ * or registers it when none is. Before duro_test_env_start() only.
+ * @return DURO_OK; DURO_INVALID for a NULL @p env or @p fn, an empty or
+ * NULL @p name; DURO_TOO_LARGE for a name over 1024 bytes;
+ * DURO_INVALID_STATE once the environment started.
+ * @note One thread at a time per environment. */
+DURO_API int duro_test_env_mock_activity(duro_test_env *env, const char *name,
+                                         duro_activity_fn fn, void *user);
+
+/** Starts the runtime (mocks apply from here on). Instances may be started
+ * through the client before or after.
+ * @return DURO_OK; DURO_INVALID for a NULL @p env; DURO_INVALID_STATE when
+ * already started; duro_runtime_start()'s failures.
+ * @note One thread at a time per environment. */
+DURO_API int duro_test_env_start(duro_test_env *env);
+
+/** The environment's client, borrowed: valid until duro_test_env_destroy().
+ * NULL for a NULL @p env.
+ * @note Any thread, as a client is. */
+DURO_API duro_client *duro_test_env_client(duro_test_env *env);
+
+/** Moves the virtual clock @p ms forward and wakes the runtime, so what
+ * became due runs (a timer, a delayed start, a retry). An activity running
+ * meanwhile keeps running: it sees its attempt timeout fire, not its lock
+ * expire (see the options' lock timeouts).
+ * @return DURO_OK; DURO_INVALID for a NULL @p env or a negative @p ms.
+ * @note One thread at a time per environment. */
+DURO_API int duro_test_env_advance(duro_test_env *env, int64_t ms);
+
+/** How far the virtual clock is ahead of real time: every skip and advance
+ * so far, in ms. 0 for a NULL @p env. @note Any thread. */
+DURO_API int64_t duro_test_env_skipped_ms(duro_test_env *env);
+
+/** duro_client_wait() that skips time: waits until @p instance_id has
+ * finished (Completed, Failed, Cancelled or Terminated) or @p timeout_ms
+ * of real time passes (DURO_TIMEOUT, *out holding the latest status;
+ * < 0: no deadline), and whenever nothing in the runtime can run, moves
+ * the clock to the next due time in the store and wakes the runtime.
+ * Caller-owned *out: free with duro_free().
+ * @return DURO_OK; DURO_TIMEOUT; DURO_NOT_FOUND for an unknown instance
+ * (*out holds status DURO_STATUS_NOT_FOUND); DURO_INVALID for a NULL
+ * @p env, @p instance_id or @p out; DURO_INVALID_STATE before
+ * duro_test_env_start(); a failure of the store ends the wait with its
+ * code (*out NULL).
+ * @note One thread at a time per environment; not from orchestration or
+ * activity code (DURO_MISUSE). */
+DURO_API int duro_test_env_wait(duro_test_env *env, const char *instance_id,
+                                int64_t timeout_ms, duro_instance_info **out);
+
+/** Shuts the runtime down (waiting up to its cancel grace period), closes
+ * the client and the store, removes a temporary store, and gives the
+ * process its real clock back. NULL is a no-op.
+ * @note One thread at a time per environment; not from orchestration or
+ * activity code. */
+DURO_API void duro_test_env_destroy(duro_test_env *env);
+
 #ifdef __cplusplus
 }
 #endif

@@ -133,7 +133,10 @@ typedef void (*duro_log_fn)(void *user, int level, const char *message);
  * @note Any thread. */
 DURO_API void duro_free(void *p);
 
-/** Milliseconds since the Unix epoch from the wall clock. @note Any thread. */
+/** Milliseconds since the Unix epoch from the wall clock, as the stores
+ * read it: while a test environment is open (duro_test_env_create()) its
+ * virtual clock, the real time moved forward by what the environment
+ * skipped or advanced. @note Any thread. */
 DURO_API int64_t duro_now_ms(void);
 
 #ifdef __cplusplus

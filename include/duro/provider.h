@@ -818,7 +818,7 @@ typedef enum duro_queue {
  * bytes as given, so that a store written by an earlier duro, which may
  * hold such text, can still be read and worked on. */
 
-#define DURO_PROVIDER_VERSION 11
+#define DURO_PROVIDER_VERSION 12
 
 typedef struct duro_provider duro_provider;
 
@@ -1495,6 +1495,22 @@ struct duro_provider {
      * gains from more turns a statement (PostgreSQL's: 64); one that runs a
      * statement a row in process does not (SQLite's: 16). */
     int turn_batch;
+
+    /* --- version 12 -----------------------------------------------------
+     * The earliest time, on the store's clock (ms since the epoch, the
+     * clock visibility and lock expiry are compared with), at which a fetch
+     * on either queue could find an item: a delayed message (a timer, a
+     * delayed start, a retry's abandon delay) or a worker row becoming
+     * visible, or a lock expiring. *any is 0 (and *due_ms 0) when both
+     * queues are empty. A time at or before now: something is fetchable
+     * now, or a transaction in flight holds it. What a test environment's
+     * virtual clock skips to when nothing else can run. Read-only; reads
+     * each queue's earliest time from an index (no rows scanned); takes no
+     * lock. Any thread; does not block beyond its reads.
+     * Errors: DURO_INVALID for a NULL due_ms or any; busy storage
+     * retryably (*any 0). */
+    int (*next_due)(duro_provider *p, int64_t *due_ms, int *any,
+                    duro_error *err);
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

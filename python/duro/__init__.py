@@ -66,6 +66,7 @@ __all__ = [
     "TaskCancelled",
     "replay_json",
     "replay_file",
+    "TestEnv",
 ]
 
 __version__ = _duro.DURO_VERSION
@@ -726,6 +727,7 @@ class Registry:
 
 
 _live_runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()
+_live_envs: "weakref.WeakSet[TestEnv]" = weakref.WeakSet()
 
 
 class Runtime:
@@ -795,6 +797,11 @@ class Runtime:
 
 @atexit.register
 def _shutdown_all() -> None:
+    for env in list(_live_envs):
+        try:
+            env.close()
+        except Exception:
+            pass
     for rt in list(_live_runtimes):
         try:
             rt.shutdown(timeout=5.0)
@@ -1665,6 +1672,86 @@ class Client:
 
     def __enter__(self) -> "Client":
         return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class TestEnv:
+    """A test environment on a virtual clock (duro_test_env): a temporary
+    SQLite store (or the store at ``url``), a ``client`` and a runtime for
+    ``registry``. ``wait()`` waits for an instance and, whenever nothing can
+    run (no turn or activity in progress, nothing due now), moves the clock
+    to the next timer, delayed start, retry or deadline in the store, so a
+    30-day workflow completes in milliseconds; ``advance()`` moves it by
+    hand; ``mock_activity()`` replaces an activity by name before
+    ``start()``. The clock is the process's as duro reads it: one TestEnv
+    at a time per process. A context manager: entering starts it, leaving
+    closes it (and removes a temporary store)."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, registry: Registry, url: Optional[str] = None) -> None:
+        if not isinstance(registry, Registry):
+            raise TypeError("registry must be a duro.Registry")
+        self._native = _duro.TestEnv(registry._native, url)
+        self._registry = registry
+        client = Client.__new__(Client)
+        client._native = _duro.Client(self._native)
+        self._client = client
+        _live_envs.add(self)
+
+    @property
+    def client(self) -> Client:
+        """The environment's client (closed with it)."""
+        return self._client
+
+    def mock_activity(self, name: str, fn: Callable) -> None:
+        """Runs ``fn(ctx, input)`` (a ``def`` or ``async def``, as
+        ``Registry.activity``) instead of the activity registered as
+        ``name``, or adds it; before ``start()`` only (``InvalidState``
+        after)."""
+        self._native.mock_activity(name, _activity_runner(fn))
+
+    def start(self) -> "TestEnv":
+        """Starts the runtime."""
+        self._native.start()
+        return self
+
+    def advance(self, seconds: float) -> None:
+        """Moves the clock ``seconds`` forward (``InvalidArgument`` when
+        negative) and wakes the runtime, so what became due runs."""
+        self._native.advance(int(seconds * 1000))
+
+    @property
+    def skipped(self) -> float:
+        """Seconds the clock is ahead of real time (every skip and
+        advance)."""
+        return float(self._native.skipped_ms()) / 1000.0
+
+    def wait(self, instance_id: str, timeout: Optional[float] = None) -> InstanceInfo:
+        """``Client.wait`` that skips time: waits until the instance
+        finished, at most ``timeout`` seconds of real time (None: no
+        deadline; ``Timeout`` after), skipping to the next due time whenever
+        nothing can run. ``NotFound`` for an unknown instance."""
+        ms = -1 if timeout is None else int(timeout * 1000)
+        code, info = _wait_handling_signals(self._native, instance_id, ms)
+        if code == _duro.DURO_TIMEOUT:
+            raise Timeout(
+                f"TestEnv.wait: {instance_id} not finished after {timeout} s "
+                f"(status {info['status'] if info else '?'}, "
+                f"{self.skipped:.0f} s skipped)"
+            )
+        return InstanceInfo._from(info)
+
+    def close(self) -> None:
+        """Shuts the runtime down, closes the store (removing a temporary
+        one) and gives the process its real clock back."""
+        self._native.close()
+        _live_envs.discard(self)
+
+    def __enter__(self) -> "TestEnv":
+        return self.start()
 
     def __exit__(self, *exc: Any) -> None:
         self.close()

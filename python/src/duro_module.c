@@ -28,6 +28,7 @@ static PyTypeObject *actx_type;   /* _duro.ActivityContext */
 static PyTypeObject *reg_type;    /* _duro.Registry */
 static PyTypeObject *rt_type;     /* _duro.Runtime */
 static PyTypeObject *client_type; /* _duro.Client */
+static PyTypeObject *env_type;    /* _duro.TestEnv */
 
 /* Set by the package's atexit hook after it shut every runtime down: from
  * then on no callback touches Python (finalization may have begun). */
@@ -1511,17 +1512,45 @@ static PyType_Spec rt_spec = {"duro._duro.Runtime", sizeof(rt_object), 0,
 
 typedef struct {
     PyObject_HEAD duro_client *c;
+    PyObject *owner; /* a TestEnv whose client c is (borrowed: the TestEnv
+                        destroys it), or NULL */
 } client_object;
+
+/* The test environment (duro_test_env); see duro.TestEnv. */
+typedef struct {
+    PyObject_HEAD duro_test_env *env;
+    PyObject *reg;  /* keeps the registry's callables alive */
+    PyObject *keep; /* list: the mocks' callables duro holds */
+} env_object;
 
 static int client_init(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)kw;
     client_object *cl = (client_object *)self;
-    const char *url;
-    if (!PyArg_ParseTuple(args, "s", &url))
+    PyObject *where;
+    if (!PyArg_ParseTuple(args, "O", &where))
         return -1;
     if (cl->c) {
         PyErr_SetString(PyExc_RuntimeError, "Client already initialized");
+        return -1;
+    }
+    if (PyObject_TypeCheck(where, env_type)) {
+        /* the test environment's own client, borrowed */
+        env_object *e = (env_object *)where;
+        if (!e->env) {
+            raise_duro(DURO_INVALID_STATE, "TestEnv is closed");
+            return -1;
+        }
+        cl->c = duro_test_env_client(e->env);
+        Py_INCREF(where);
+        cl->owner = where;
+        return 0;
+    }
+    const char *url =
+        PyUnicode_Check(where) ? PyUnicode_AsUTF8AndSize(where, NULL) : NULL;
+    if (!url) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "url must be a str");
         return -1;
     }
     int rc;
@@ -1539,7 +1568,7 @@ static int client_init(PyObject *self, PyObject *args, PyObject *kw)
 
 static int client_check(client_object *cl)
 {
-    if (!cl->c) {
+    if (!cl->c || (cl->owner && !((env_object *)cl->owner)->env)) {
         raise_duro(DURO_INVALID_STATE, "Client is closed");
         return -1;
     }
@@ -2147,7 +2176,7 @@ static PyObject *client_close(PyObject *self, PyObject *unused)
     client_object *cl = (client_object *)self;
     duro_client *c = cl->c;
     cl->c = NULL;
-    if (c) {
+    if (c && !cl->owner) {
         Py_BEGIN_ALLOW_THREADS
         duro_client_destroy(c);
         Py_END_ALLOW_THREADS
@@ -2158,9 +2187,10 @@ static PyObject *client_close(PyObject *self, PyObject *unused)
 static void client_dealloc(PyObject *self)
 {
     client_object *cl = (client_object *)self;
-    if (cl->c && !atomic_load(&finalizing))
+    if (cl->c && !cl->owner && !atomic_load(&finalizing))
         duro_client_destroy(cl->c);
     cl->c = NULL;
+    Py_CLEAR(cl->owner);
     plain_dealloc(self);
 }
 
@@ -2193,6 +2223,186 @@ static PyType_Slot client_slots[] = {
 static PyType_Spec client_spec = {"duro._duro.Client", sizeof(client_object), 0,
                                   Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
                                   client_slots};
+
+/* ------------------------------------------------------------------------
+ * TestEnv: duro_test_env, the virtual clock; every rule is libduro's */
+
+static int env_init(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)kw;
+    env_object *e = (env_object *)self;
+    PyObject *reg;
+    const char *url = NULL;
+    if (!PyArg_ParseTuple(args, "O|z", &reg, &url))
+        return -1;
+    if (!PyObject_TypeCheck(reg, reg_type)) {
+        PyErr_SetString(PyExc_TypeError, "registry must be a duro.Registry");
+        return -1;
+    }
+    if (e->env) {
+        PyErr_SetString(PyExc_RuntimeError, "TestEnv already initialized");
+        return -1;
+    }
+    if (!e->keep && !(e->keep = PyList_New(0)))
+        return -1;
+    duro_test_env_options o;
+    duro_test_env_options_init(&o);
+    o.url = url;
+    duro_test_env *env = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_test_env_create(((reg_object *)reg)->r, &o, &env);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        raise_duro(rc, "TestEnv");
+        return -1;
+    }
+    e->env = env;
+    Py_INCREF(reg);
+    e->reg = reg;
+    return 0;
+}
+
+static int env_check(env_object *e)
+{
+    if (!e->env) {
+        raise_duro(DURO_INVALID_STATE, "TestEnv is closed");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *env_mock_activity(PyObject *self, PyObject *args)
+{
+    env_object *e = (env_object *)self;
+    const char *name;
+    PyObject *fn;
+    if (!PyArg_ParseTuple(args, "sO", &name, &fn))
+        return NULL;
+    if (env_check(e) < 0)
+        return NULL;
+    int rc = duro_test_env_mock_activity(e->env, name, run_activity, fn);
+    if (rc)
+        return raise_duro(rc, "TestEnv.mock_activity");
+    if (PyList_Append(e->keep, fn) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *env_start(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    env_object *e = (env_object *)self;
+    if (env_check(e) < 0)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_test_env_start(e->env);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "TestEnv.start");
+    Py_RETURN_NONE;
+}
+
+static PyObject *env_advance(PyObject *self, PyObject *args)
+{
+    env_object *e = (env_object *)self;
+    long long ms;
+    if (!PyArg_ParseTuple(args, "L", &ms))
+        return NULL;
+    if (env_check(e) < 0)
+        return NULL;
+    int rc = duro_test_env_advance(e->env, ms);
+    if (rc)
+        return raise_duro(rc, "TestEnv.advance");
+    Py_RETURN_NONE;
+}
+
+static PyObject *env_skipped_ms(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    env_object *e = (env_object *)self;
+    if (env_check(e) < 0)
+        return NULL;
+    return PyLong_FromLongLong(duro_test_env_skipped_ms(e->env));
+}
+
+/* (code, info) as Client.wait: DURO_OK or DURO_TIMEOUT; raises else. */
+static PyObject *env_wait(PyObject *self, PyObject *args)
+{
+    env_object *e = (env_object *)self;
+    const char *id;
+    long long timeout_ms;
+    if (!PyArg_ParseTuple(args, "sL", &id, &timeout_ms))
+        return NULL;
+    if (env_check(e) < 0)
+        return NULL;
+    duro_instance_info *info = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_test_env_wait(e->env, id, timeout_ms, &info);
+    Py_END_ALLOW_THREADS
+    if (rc && rc != DURO_TIMEOUT) {
+        raise_duro(rc, "TestEnv.wait"); /* reads duro_errmsg() first */
+        duro_free(info);
+        return NULL;
+    }
+    PyObject *d = info ? info_dict(info) : Py_NewRef(Py_None);
+    duro_free(info);
+    if (!d)
+        return NULL;
+    return Py_BuildValue("(iN)", rc, d);
+}
+
+static PyObject *env_close(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    env_object *e = (env_object *)self;
+    duro_test_env *env = e->env;
+    e->env = NULL; /* its borrowed clients are closed with it */
+    if (env) {
+        Py_BEGIN_ALLOW_THREADS
+        duro_test_env_destroy(env);
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
+}
+
+static void env_dealloc(PyObject *self)
+{
+    env_object *e = (env_object *)self;
+    /* Never at finalization: the atexit hook closed it before. */
+    if (e->env && !atomic_load(&finalizing)) {
+        duro_test_env *env = e->env;
+        Py_BEGIN_ALLOW_THREADS
+        duro_test_env_destroy(env);
+        Py_END_ALLOW_THREADS
+    }
+    e->env = NULL;
+    Py_XDECREF(e->reg);
+    Py_XDECREF(e->keep);
+    plain_dealloc(self);
+}
+
+static PyMethodDef env_methods[] = {
+    {"mock_activity", env_mock_activity, METH_VARARGS, NULL},
+    {"start", env_start, METH_NOARGS, NULL},
+    {"advance", env_advance, METH_VARARGS, NULL},
+    {"skipped_ms", env_skipped_ms, METH_NOARGS, NULL},
+    {"wait", env_wait, METH_VARARGS, NULL},
+    {"close", env_close, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static PyType_Slot env_slots[] = {
+    {Py_tp_doc, "The native test environment (see duro.TestEnv)."},
+    {Py_tp_init, env_init},
+    {Py_tp_dealloc, env_dealloc},
+    {Py_tp_methods, env_methods},
+    {0, NULL}};
+
+static PyType_Spec env_spec = {"duro._duro.TestEnv", sizeof(env_object), 0,
+                               Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+                               env_slots};
 
 /* ------------------------------------------------------------------------
  * module functions */
@@ -2423,7 +2633,8 @@ static int module_init(PyObject *m)
         !(token_type = add_type(m, &token_spec, NULL, "CancelToken")) ||
         !(reg_type = add_type(m, &reg_spec, NULL, "Registry")) ||
         !(rt_type = add_type(m, &rt_spec, NULL, "Runtime")) ||
-        !(client_type = add_type(m, &client_spec, NULL, "Client")))
+        !(client_type = add_type(m, &client_spec, NULL, "Client")) ||
+        !(env_type = add_type(m, &env_spec, NULL, "TestEnv")))
         goto fail;
 #define CODE(name, value, text)                                                \
     if (PyModule_AddIntConstant(m, #name, value) < 0)                          \

@@ -113,7 +113,17 @@ static inline int64_t duro__add_ms(int64_t a, int64_t b)
 }
 
 /* Clocks. */
-int64_t duro__wall_ms(void); /* CLOCK_REALTIME, ms since the epoch */
+/* CLOCK_REALTIME, ms since the epoch, plus the virtual clock's offset: the
+ * one clock the stores compare visibility and lock expiry with, and turns
+ * stamp their time from. */
+int64_t duro__wall_ms(void);
+/* The virtual clock (a test environment's, src/runtime/test_env.c): an
+ * offset added to duro__wall_ms() in the whole process, 0 unless a test
+ * environment moved it. Only ever grows while one is open; it goes back to
+ * 0 when that closes. Monotonic clocks stay real: they time waits, grace
+ * periods and lock renewals, which a test waits through for real. */
+int64_t duro__clock_offset(void);
+void duro__clock_set_offset(int64_t ms);
 int64_t duro__mono_ms(void); /* CLOCK_MONOTONIC, ms */
 int64_t duro__mono_ns(void);
 void duro__sleep_ms(int64_t ms);

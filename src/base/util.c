@@ -1,9 +1,10 @@
-/* util.c - clocks, sleeping, logging to a sink, random tokens, and UTF-8:
- * the one validator of duro's text rule, cuts and scrubs. Pure helpers; any
- * thread. */
+/* util.c - clocks (the wall clock with the virtual clock's offset),
+ * sleeping, logging to a sink, random tokens, and UTF-8: the one validator
+ * of duro's text rule, cuts and scrubs. Pure helpers; any thread. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -12,11 +13,26 @@
 
 #include "base/base.h"
 
+/* The virtual clock's offset: one relaxed load on every reading of the
+ * wall clock, 0 outside test environments. */
+static _Atomic int64_t clock_offset_ms;
+
 int64_t duro__wall_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
+           atomic_load_explicit(&clock_offset_ms, memory_order_relaxed);
+}
+
+int64_t duro__clock_offset(void)
+{
+    return atomic_load_explicit(&clock_offset_ms, memory_order_relaxed);
+}
+
+void duro__clock_set_offset(int64_t ms)
+{
+    atomic_store_explicit(&clock_offset_ms, ms, memory_order_relaxed);
 }
 
 int64_t duro_now_ms(void)

@@ -410,6 +410,7 @@ static void *manager_main(void *arg)
                 pthread_detach(old);
             /* The abandoned thread no longer counts as a slot thread. */
             atomic_fetch_sub(&rt->live_slot_threads, 1);
+            duro__runtime_loop_leave(rt);
             if (!atomic_load(&rt->stop_flag) && m->respawn(rt, s) != DURO_OK)
                 duro__log(&rt->logger, DURO_LOG_ERROR,
                           "could not start a replacement worker thread");

@@ -940,8 +940,7 @@ static void batch_loop(duro_runtime *rt, turn_batch *b)
             duro__runtime_storage_ok(rt, DURO_QUEUE_ORCHESTRATOR);
             backoff = 0;
             if (count == 0)
-                p->wait_for_work(p, DURO_QUEUE_ORCHESTRATOR,
-                                 rt->opts.poll_interval_ms, &err);
+                duro__runtime_wait_for_work(rt, DURO_QUEUE_ORCHESTRATOR);
             continue;
         }
         for (size_t i = 0; i < count; i++)
@@ -969,10 +968,9 @@ static void batch_loop(duro_runtime *rt, turn_batch *b)
     duro__free(next);
 }
 
-void *duro__orchestration_thread(void *arg)
+/* A turn thread's life (duro__orchestration_thread). */
+static void turn_thread(duro_runtime *rt)
 {
-    duro_runtime *rt = arg;
-    duro__mark_runtime_thread();
     duro_provider *p = rt->provider;
     if (rt->opts.orchestration_batch > 1 && p->version >= 7 &&
         p->ack_and_fetch_orchestration_items != NULL) {
@@ -980,17 +978,17 @@ void *duro__orchestration_thread(void *arg)
         if (batch_init(&b, (size_t)rt->opts.orchestration_batch) != DURO_OK) {
             duro__log(&rt->logger, DURO_LOG_ERROR,
                       "orchestration thread: out of memory");
-            return NULL;
+            return;
         }
         batch_loop(rt, &b);
         batch_free(&b);
-        return NULL;
+        return;
     }
     duro__turn turn;
     if (duro__turn_init(&turn) != DURO_OK) {
         duro__log(&rt->logger, DURO_LOG_ERROR,
                   "orchestration thread: out of memory");
-        return NULL;
+        return;
     }
     duro_history_cache hc = {.cached_events = duro__cache_cached_events,
                              .user = rt->cache};
@@ -1020,8 +1018,7 @@ void *duro__orchestration_thread(void *arg)
         duro__runtime_storage_ok(rt, DURO_QUEUE_ORCHESTRATOR);
         backoff = 0;
         if (item == NULL)
-            p->wait_for_work(p, DURO_QUEUE_ORCHESTRATOR,
-                             rt->opts.poll_interval_ms, &err);
+            duro__runtime_wait_for_work(rt, DURO_QUEUE_ORCHESTRATOR);
     }
     if (item != NULL) {
         /* Fetched with the last ack as the runtime stopped: let it go. */
@@ -1030,5 +1027,13 @@ void *duro__orchestration_thread(void *arg)
         duro_orch_item_free(item);
     }
     duro__turn_free(&turn);
+}
+
+void *duro__orchestration_thread(void *arg)
+{
+    duro_runtime *rt = arg;
+    duro__mark_runtime_thread();
+    turn_thread(rt);
+    duro__runtime_loop_leave(rt); /* entered by duro_runtime_start */
     return NULL;
 }

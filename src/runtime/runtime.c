@@ -265,8 +265,10 @@ int duro_runtime_start(duro_runtime *rt)
         return duro__fail(DURO_NOMEM, "out of memory");
     }
     for (int i = 0; i < rt->opts.orchestration_concurrency; i++) {
+        duro__runtime_loop_enter(rt);
         if (pthread_create(&rt->orch_threads[i], NULL,
                            duro__orchestration_thread, rt) != 0) {
+            duro__runtime_loop_leave(rt);
             duro_runtime_shutdown(rt, 0);
             return duro__fail(DURO_ERROR,
                               "could not start orchestration threads");

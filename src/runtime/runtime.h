@@ -141,6 +141,15 @@ struct duro_runtime {
     _Atomic int live_slot_threads; /* slot threads not yet exited */
     pthread_cond_t slots_cond;     /* signalled when a slot thread exits */
 
+    /* What a test environment's virtual clock (test_env.c) needs to know
+     * before it skips time: the loop threads (turn threads and worker slots,
+     * counted from before their start to their exit or abandonment) that
+     * are not idle in wait_for_work, in the low DURO__LOOPS_BUSY_BITS bits;
+     * above them a count of every change, so that equal values before and
+     * after a read of the store prove no thread fetched, ran or acked
+     * anything meanwhile (services.c). */
+    _Atomic uint64_t loops;
+
     /* counters and histograms, updated with relaxed atomics (metrics.c) */
     duro__metrics metrics;
 };
@@ -195,6 +204,17 @@ void duro__workers_free(duro_runtime *rt);
  * run in this process. */
 void duro__workers_cancel_local(duro_runtime *rt, const duro_activity_ref *refs,
                                 const char **reasons, size_t count);
+
+/* The loop threads' count (rt->loops): one more busy loop thread before
+ * a turn thread or slot starts, one less when it exits or is abandoned. */
+#define DURO__LOOPS_BUSY_BITS 20
+void duro__runtime_loop_enter(duro_runtime *rt);
+void duro__runtime_loop_leave(duro_runtime *rt);
+/* A loop thread's wait_for_work(queue, poll_interval_ms) after a fetch
+ * found nothing: the thread counts as idle while it waits. */
+void duro__runtime_wait_for_work(duro_runtime *rt, duro_queue queue);
+/* rt->loops now (*mark), and whether every loop thread is idle in it. */
+int duro__runtime_loops_idle(duro_runtime *rt, uint64_t *mark);
 
 /* Sleeps up to ms unless the runtime is stopping (returns early). */
 void duro__runtime_pause(duro_runtime *rt, int64_t ms);

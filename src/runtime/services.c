@@ -1,8 +1,10 @@
 /* services.c - what the runtime's threads (turn threads, worker slots,
  * the activity manager) use of their runtime: the marks of its threads,
- * pauses and backoffs that end at a shutdown's deadline, lock deadlines,
- * the log of storage outages, recorded problems. Below runtime.c, worker.c
- * and orchestrator.c; calls none of them. */
+ * their waits for work and the count of those not idle (which a test
+ * environment reads before it skips time), pauses and backoffs that end at
+ * a shutdown's deadline, lock deadlines, the log of storage outages,
+ * recorded problems. Below runtime.c, worker.c and orchestrator.c; calls
+ * none of them. */
 #include <stdio.h>
 
 #include "runtime/runtime.h"
@@ -29,6 +31,34 @@ void duro__runtime_pause(duro_runtime *rt, int64_t ms)
             return;
         duro__sleep_ms(DURO__MIN(left, 10));
     }
+}
+
+/* One change of rt->loops: a busy thread more (+1) or fewer (-1). */
+#define LOOP_CHANGE ((uint64_t)1 << DURO__LOOPS_BUSY_BITS)
+
+void duro__runtime_loop_enter(duro_runtime *rt)
+{
+    atomic_fetch_add(&rt->loops, LOOP_CHANGE + 1);
+}
+
+void duro__runtime_loop_leave(duro_runtime *rt)
+{
+    atomic_fetch_add(&rt->loops, LOOP_CHANGE - 1);
+}
+
+void duro__runtime_wait_for_work(duro_runtime *rt, duro_queue queue)
+{
+    duro_error err;
+    duro__runtime_loop_leave(rt);
+    rt->provider->wait_for_work(rt->provider, queue, rt->opts.poll_interval_ms,
+                                &err);
+    duro__runtime_loop_enter(rt);
+}
+
+int duro__runtime_loops_idle(duro_runtime *rt, uint64_t *mark)
+{
+    *mark = atomic_load(&rt->loops);
+    return (*mark & (LOOP_CHANGE - 1)) == 0;
 }
 
 int64_t duro__runtime_deadline(duro_runtime *rt)

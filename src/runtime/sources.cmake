@@ -9,4 +9,5 @@ list(APPEND DURO_SOURCES
   src/runtime/replayer.c
   src/runtime/runtime.c
   src/runtime/services.c
+  src/runtime/test_env.c
   src/runtime/worker.c)

@@ -24,7 +24,9 @@ static int spawn_slot_thread(duro_runtime *rt, slot_ctx *s)
 {
     pthread_t t;
     atomic_fetch_add(&rt->live_slot_threads, 1);
+    duro__runtime_loop_enter(rt);
     if (pthread_create(&t, NULL, slot_main, s) != 0) {
+        duro__runtime_loop_leave(rt);
         atomic_fetch_sub(&rt->live_slot_threads, 1);
         return DURO_ERROR;
     }
@@ -35,6 +37,7 @@ static int spawn_slot_thread(duro_runtime *rt, slot_ctx *s)
 
 static void slot_exited(duro_runtime *rt)
 {
+    duro__runtime_loop_leave(rt);
     pthread_mutex_lock(&rt->lock);
     atomic_fetch_sub(&rt->live_slot_threads, 1);
     pthread_cond_broadcast(&rt->slots_cond);
@@ -530,8 +533,7 @@ static void *slot_main(void *arg)
             if (gone)
                 return NULL; /* abandoned: the runtime may already be gone */
             if (w == NULL && s->looked)
-                p->wait_for_work(p, DURO_QUEUE_WORKER,
-                                 rt->opts.poll_interval_ms, &err);
+                duro__runtime_wait_for_work(rt, DURO_QUEUE_WORKER);
             continue;
         }
         duro__renew_overdue(rt);
@@ -548,8 +550,7 @@ static void *slot_main(void *arg)
         duro__runtime_storage_ok(rt, DURO_QUEUE_WORKER);
         backoff = 0;
         if (w == NULL)
-            p->wait_for_work(p, DURO_QUEUE_WORKER, rt->opts.poll_interval_ms,
-                             &err);
+            duro__runtime_wait_for_work(rt, DURO_QUEUE_WORKER);
     }
     if (w != NULL) {
         /* Fetched with the last ack as the runtime stopped: let it go. */
@@ -626,6 +627,7 @@ int duro__workers_stop(duro_runtime *rt, int64_t timeout_ms)
                 pthread_detach(s->thread);
                 s->thread_valid = 0;
                 atomic_fetch_sub(&rt->live_slot_threads, 1);
+                duro__runtime_loop_leave(rt);
             }
         }
         for (size_t i = 0; i < left.count; i++) {

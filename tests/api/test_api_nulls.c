@@ -716,6 +716,44 @@ TEST(client_functions)
 }
 
 /* ------------------------------------------------------------------------
+ * the test environment (tests/runtime/test_test_env.c runs it) */
+
+TEST(test_env_functions)
+{
+    duro_test_env_options o;
+    C(duro_test_env_options_init)(NULL);
+    duro_test_env_options_init(&o);
+    CHECK_EQ(o.version, 1);
+    duro_registry *r = NULL;
+    CHECK_OK(duro_registry_create(&r));
+    duro_test_env *env = NULL;
+    CHECK_RC(C(duro_test_env_create)(NULL, &o, &env), DURO_INVALID);
+    CHECK_RC(duro_test_env_create(r, &o, NULL), DURO_INVALID);
+    CHECK(env == NULL);
+    CHECK_RC(C(duro_test_env_mock_activity)(NULL, "A", act_echo, NULL),
+             DURO_INVALID);
+    CHECK_RC(C(duro_test_env_start)(NULL), DURO_INVALID);
+    CHECK(C(duro_test_env_client)(NULL) == NULL);
+    CHECK_RC(C(duro_test_env_advance)(NULL, 0), DURO_INVALID);
+    CHECK_EQ(C(duro_test_env_skipped_ms)(NULL), 0);
+    duro_instance_info *i = NULL;
+    CHECK_RC(C(duro_test_env_wait)(NULL, "x", 0, &i), DURO_INVALID);
+    C(duro_test_env_destroy)(NULL);
+    /* with an environment: each pointer argument NULL */
+    CHECK_OK(duro_test_env_create(r, NULL, &env));
+    CHECK_RC(duro_test_env_mock_activity(env, NULL, act_echo, NULL),
+             DURO_INVALID);
+    CHECK_RC(duro_test_env_mock_activity(env, "A", NULL, NULL), DURO_INVALID);
+    CHECK_OK(duro_test_env_mock_activity(env, "A", act_echo, NULL));
+    CHECK(duro_test_env_client(env) != NULL);
+    CHECK_OK(duro_test_env_start(env));
+    CHECK_RC(duro_test_env_wait(env, NULL, 0, &i), DURO_INVALID);
+    CHECK_RC(duro_test_env_wait(env, "x", 0, NULL), DURO_INVALID);
+    duro_test_env_destroy(env);
+    duro_registry_destroy(r);
+}
+
+/* ------------------------------------------------------------------------
  * inside an activity */
 
 static int act_user_tag, orch_user_tag; /* registration user pointers */
@@ -1227,6 +1265,6 @@ TEST(every_public_function_was_called)
 }
 
 TEST_MAIN(T(common_and_provider_helpers), T(registry_and_initializers),
-          T(runtime_functions), T(client_functions),
+          T(runtime_functions), T(client_functions), T(test_env_functions),
           T(orchestration_and_activity_contexts_inside),
           T(orchestration_context_outside), T(every_public_function_was_called))

@@ -136,6 +136,13 @@ if(DURO_POSTGRES)
     LABELS runtime tsan)
 endif()
 
+# duro_test_env on a PostgreSQL store: its wait skips a month and hours of
+# retry backoff through the provider's next_due and counted wake-ups.
+if(DURO_POSTGRES)
+  duro_pg_test(test_pg_test_env ${CMAKE_CURRENT_LIST_DIR}/test_pg_test_env.c
+    LABELS runtime tsan)
+endif()
+
 # Crash recovery on the server: three crash_worker processes share a fresh
 # schema and 300 orchestrations; the one running a given activity is
 # SIGKILLed mid-activity and restarted (test_crash's scenario and checks,

@@ -67,6 +67,7 @@ static const char *const method_names[FAULTY_METHOD_COUNT] = {
     "ack_and_fetch_orchestration_items",
     "query_instances",
     "list_control_events",
+    "next_due",
 };
 
 const char *faulty_method_name(int method)
@@ -946,6 +947,28 @@ static int faulty_list_control_events(duro_provider *p,
     return finish(fp, &f, FAULTY_LIST_CONTROL_EVENTS, rc, struck, err);
 }
 
+static int faulty_next_due(duro_provider *p, int64_t *due_ms, int *any,
+                           duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_NEXT_DUE, -1, &f);
+    if (before(&f)) {
+        if (any != NULL)
+            *any = 0;
+        if (due_ms != NULL)
+            *due_ms = 0;
+        return report(fp, &f, FAULTY_NEXT_DUE, err);
+    }
+    int rc = fp->inner->next_due(fp->inner, due_ms, any, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && any != NULL && due_ms != NULL) {
+        *any = 0;
+        *due_ms = 0;
+    }
+    return finish(fp, &f, FAULTY_NEXT_DUE, rc, struck, err);
+}
+
 /* Passed through: the waits it tells of are not faults of their own. */
 static int faulty_wait_for_cancellations(duro_provider *p, int64_t max_wait_ms,
                                          duro_error *err)
@@ -1033,6 +1056,8 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
     }
     if (fp->base.version >= 11)
         fp->base.turn_batch = inner->turn_batch;
+    if (fp->base.version >= 12)
+        FORWARD(next_due);
     return &fp->base;
 }
 

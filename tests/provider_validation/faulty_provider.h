@@ -55,6 +55,8 @@ typedef enum faulty_method {
     /* version 10: reads; an after-commit fault drops the page */
     FAULTY_QUERY_INSTANCES,
     FAULTY_LIST_CONTROL_EVENTS,
+    /* version 12: a read; an after-commit fault drops the answer */
+    FAULTY_NEXT_DUE,
     FAULTY_METHOD_COUNT
 } faulty_method;
 

@@ -9736,6 +9736,111 @@ PV_TEST(fault_sweep_list_control_events)
 }
 
 /* ========================================================================
+ * Version 12: next_due, the earliest time a fetch could find an item. */
+
+static void require_v12(duro_provider *p)
+{
+    require_v10(p);
+    CHECK_MSG(p->version >= 12 && p->next_due != NULL,
+              "provider '%s' (version %d) lacks the version-12 method", p->name,
+              p->version);
+}
+
+/* next_due's answer, checked to lie within [lo, hi] (any 1), or none. */
+static void expect_due(duro_provider *p, int any, int64_t lo, int64_t hi)
+{
+    duro_error e;
+    int64_t due = -1;
+    int got = -1;
+    CHECK_PRC(p->next_due(p, &due, &got, &e), DURO_OK, &e);
+    CHECK_EQ(got, any);
+    if (!any) {
+        CHECK_EQ(due, 0);
+        return;
+    }
+    CHECK_MSG(due >= lo && due <= hi,
+              "next_due %lld outside [%lld, %lld] (%lld ms from its bounds)",
+              (long long)due, (long long)lo, (long long)hi,
+              (long long)(due < lo ? lo - due : due - hi));
+}
+
+#define HOUR_MS (3600LL * 1000)
+
+/* A start of `id` visible `delay` ms from now. */
+static void start_later(duro_provider *p, const char *id, int64_t delay)
+{
+    duro_work_item w = work(DURO_WORK_START, id);
+    w.name = "orch";
+    w.version = "1.0";
+    enqueue(p, &w, delay);
+}
+
+PV_TEST(next_due_is_the_earliest_visibility_or_lock_expiry_of_both_queues)
+{
+    duro_provider *p = pv_open();
+    require_v12(p);
+    duro_error e;
+    int64_t due = 0;
+    int any = 0;
+    CHECK_PRC(p->next_due(p, NULL, &any, &e), DURO_INVALID, &e);
+    CHECK_EQ(e.retryable, 0);
+    CHECK_PRC(p->next_due(p, &due, NULL, &e), DURO_INVALID, &e);
+    CHECK_EQ(e.retryable, 0);
+    expect_due(p, 0, 0, 0); /* an empty store */
+
+    /* A start delayed by an hour, then an event for another instance
+     * delayed by ten minutes: the earlier wins, whatever the order. */
+    int64_t before = duro_now_ms();
+    start_later(p, "late", HOUR_MS);
+    expect_due(p, 1, before + HOUR_MS, duro_now_ms() + HOUR_MS);
+    before = duro_now_ms();
+    start_later(p, "soon", HOUR_MS / 6);
+    int64_t soon_lo = before + HOUR_MS / 6,
+            soon_hi = duro_now_ms() + HOUR_MS / 6;
+    expect_due(p, 1, soon_lo, soon_hi);
+
+    /* An activity visible now on the worker queue: due now. */
+    begin(p, "x", 1);
+    expect_due(p, 1, 0, duro_now_ms());
+    /* Locked for two hours, the row is due when its lock expires: the
+     * event's ten minutes come first again. */
+    duro_worker_item *wi = fetch_work(p, 2 * HOUR_MS);
+    CHECK(wi != NULL);
+    expect_due(p, 1, soon_lo, soon_hi);
+    /* A locked instance is due at its lock's expiry too: lock "x" (its
+     * event, visible now) for five minutes. */
+    raise_event(p, "x", "2", 0);
+    before = duro_now_ms();
+    duro_orch_item *item = fetch_orch_expect(p, "x", HOUR_MS / 12);
+    expect_due(p, 1, before + HOUR_MS / 12, duro_now_ms() + HOUR_MS / 12);
+    duro_orch_item_free(item);
+    duro_worker_item_free(wi);
+}
+
+static int sweep_next_due(duro_provider *p, void *arg, duro_error *e)
+{
+    (void)arg;
+    int64_t due = -1;
+    int any = -1;
+    int rc = p->next_due(p, &due, &any, e);
+    if (rc != DURO_OK) {
+        CHECK_EQ(any, 0);
+        return rc;
+    }
+    CHECK_EQ(any, 1);
+    CHECK_INT(due, >, duro_now_ms());
+    return rc;
+}
+
+PV_TEST(fault_sweep_next_due)
+{
+    duro_provider *p = pv_open();
+    require_v12(p);
+    start_later(p, "a", HOUR_MS);
+    fault_sweep(p, "next_due", sweep_next_due, NULL);
+}
+
+/* ========================================================================
  * The table. */
 
 typedef enum needs {
@@ -9912,6 +10017,9 @@ static const pv_case suite[] = {
     C(list_control_events_refuses_bad_input_and_bad_cursors),
     C_NEEDS(fault_sweep_query_instances, NEEDS_INJECT),
     C_NEEDS(fault_sweep_list_control_events, NEEDS_INJECT),
+    /* version 12: what a virtual clock skips to */
+    C(next_due_is_the_earliest_visibility_or_lock_expiry_of_both_queues),
+    C_NEEDS(fault_sweep_next_due, NEEDS_INJECT),
 };
 
 int pv_main(int argc, char **argv, const pv_factory *f, const test_case *extra,

@@ -5,7 +5,8 @@
  * limits, events, status through an instance's life, wait, history, list,
  * delete, prune) and the runtime handle (option validation, double start,
  * graceful shutdown, calls refused from runtime threads). Each test runs a
- * real runtime on its own SQLite file. */
+ * real runtime on its own SQLite file; the delayed start runs on a test
+ * environment's virtual clock (duro_test_env). */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -601,27 +602,36 @@ TEST(client_start_duplicate_and_idempotent)
     rt_done(&f);
 }
 
+/* On the test environment's virtual clock (duro_test_env): a start delayed
+ * by 30 days begins not before its time, in milliseconds of real time. */
 TEST(client_start_with_delay_not_before_its_time)
 {
-    rt_fixture f;
-    rt_init(&f, "api_delay.db");
+    duro_registry *reg = NULL;
+    CHECK_OK(duro_registry_create(&reg));
     CHECK_OK(
-        duro_registry_add_orchestration(f.reg, "Echo", NULL, orch_echo, NULL));
-    rt_start(&f);
+        duro_registry_add_orchestration(reg, "Echo", NULL, orch_echo, NULL));
+    duro_test_env *env = NULL;
+    CHECK_OK(duro_test_env_create(reg, NULL, &env));
+    duro_registry_destroy(reg);
+    CHECK_OK(duro_test_env_start(env));
+    duro_client *c = duro_test_env_client(env);
+    const int64_t delay = 30LL * 24 * 3600 * 1000;
     duro_start_options so;
     duro_start_options_init(&so);
-    so.delay_ms = 700;
+    so.delay_ms = delay;
     int64_t t0 = duro_now_ms();
-    CHECK_OK(duro_client_start(f.client, "late", "Echo", "hi", &so));
-    duro_instance_info *i = rt_wait(&f, "late", 15000);
+    CHECK_OK(duro_client_start(c, "late", "Echo", "hi", &so));
+    duro_instance_info *i = NULL;
+    CHECK_OK(duro_test_env_wait(env, "late", 15000, &i));
     CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
     CHECK_STR(i->output, "hi");
     duro_free(i);
-    duro_history *h = rt_history(&f, "late");
+    duro_history *h = NULL;
+    CHECK_OK(duro_client_read_history(c, "late", 0, &h));
     CHECK(h->count >= 1);
-    CHECK_INT(h->events[0].timestamp_ms, >=, t0 + 700);
+    CHECK_INT(h->events[0].timestamp_ms, >=, t0 + delay);
     duro_history_free(h);
-    rt_done(&f);
+    duro_test_env_destroy(env);
 }
 
 TEST(client_start_rejects_bad_ids_names_and_sizes)

@@ -11,6 +11,8 @@ function(duro_runtime_test name)
 endfunction()
 
 duro_runtime_test(test_smoke ${CMAKE_CURRENT_LIST_DIR}/test_smoke.c)
+# duro_test_env: the virtual clock that skips while a test waits.
+duro_runtime_test(test_test_env ${CMAKE_CURRENT_LIST_DIR}/test_test_env.c)
 duro_runtime_test(test_cancel ${CMAKE_CURRENT_LIST_DIR}/test_cancel.c
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
 target_include_directories(test_cancel PRIVATE

@@ -612,16 +612,52 @@ int duro__sql_count_messages(duro_provider *base, duro_queue queue,
     return rc;
 }
 
-int duro__sql_next_due(duro__sql_store *p, duro_queue queue, int64_t *out,
-                       duro_error *err)
+/* The earliest time something on `queue` becomes fetchable, INT64_MAX
+ * when it is empty: a ready row's ready_at (the earliest visible message of
+ * its instance, or its lock's expiry) or a worker row's available_at (its
+ * visibility, or its lock's expiry), from their indexes. */
+static int queue_due(duro__sql_store *p, duro_queue queue, const char *op,
+                     int64_t *out, duro_error *err)
 {
     int64_t at = 0;
     int is_null = 1;
     int rc = read_value(
         p, queue == DURO_QUEUE_WORKER ? DURO__SQL_WQ_MIN : DURO__SQL_READY_MIN,
-        NULL, &at, &is_null, "wait_for_work", err);
+        NULL, &at, &is_null, op, err);
     *out = rc == DURO_OK && !is_null ? at : INT64_MAX;
     return rc;
+}
+
+int duro__sql_next_due(duro__sql_store *p, duro_queue queue, int64_t *out,
+                       duro_error *err)
+{
+    return queue_due(p, queue, "wait_for_work", out, err);
+}
+
+int duro__sql_next_due_any(duro_provider *base, int64_t *due_ms, int *any,
+                           duro_error *err)
+{
+    static const char op[] = "next_due";
+    duro_error local;
+    DURO__SQL_ERR_INIT(err, local);
+    if (due_ms == NULL || any == NULL)
+        return duro_error_set(err, DURO_INVALID, 0, "%s is NULL",
+                              due_ms == NULL ? "due_ms" : "any");
+    *due_ms = 0;
+    *any = 0;
+    duro__sql_store *p = duro__sql_of(base);
+    int64_t orch, work;
+    int rc = queue_due(p, DURO_QUEUE_ORCHESTRATOR, op, &orch, err);
+    if (rc == DURO_OK)
+        rc = queue_due(p, DURO_QUEUE_WORKER, op, &work, err);
+    if (rc != DURO_OK)
+        return rc;
+    int64_t due = DURO__MIN(orch, work);
+    if (due != INT64_MAX) {
+        *due_ms = due;
+        *any = 1;
+    }
+    return DURO_OK;
 }
 
 /* ---- management writes -------------------------------------------------- */

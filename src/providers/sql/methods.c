@@ -47,6 +47,7 @@ void duro__sql_fill_methods(duro_provider *m)
     m->control_matching = duro__sql_control_matching;
     m->wait_for_work = duro__sql_wait_for_work;
     m->wake = duro__sql_wake;
+    m->next_due = duro__sql_next_due_any;
 }
 
 duro__sql_store *duro__sql_store_of(duro_provider *p, const char *dialect)

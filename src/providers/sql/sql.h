@@ -628,6 +628,9 @@ int duro__sql_set_instance_problem(duro_provider *p, const char *instance_id,
  * fetchable, INT64_MAX when the queue is empty (wait_for_work). */
 int duro__sql_next_due(duro__sql_store *st, duro_queue queue, int64_t *out,
                        duro_error *err);
+/* The provider's next_due (version 12): the earliest of both queues'. */
+int duro__sql_next_due_any(duro_provider *p, int64_t *due_ms, int *any,
+                           duro_error *err);
 /* sql/many.c: cancel_instances, control_instances, cancel_matching,
  * control_matching, purge_instances. */
 
