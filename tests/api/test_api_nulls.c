@@ -600,6 +600,7 @@ TEST(client_functions)
     CHECK_EQ(pg->total, -1);
     C(duro_instance_page_free)(pg);
     C(duro_instance_page_free)(NULL);
+    C(duro_runtime_list_free)(NULL);
     duro_instance_query unset;
     memset(&unset, 0, sizeof(unset));
     pg = (duro_instance_page *)&f;

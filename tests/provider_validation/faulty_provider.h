@@ -55,6 +55,10 @@ typedef enum faulty_method {
     /* version 10: reads; an after-commit fault drops the page */
     FAULTY_QUERY_INSTANCES,
     FAULTY_LIST_CONTROL_EVENTS,
+    FAULTY_REGISTER_RUNTIME,
+    FAULTY_LIST_RUNTIMES,
+    FAULTY_REMOVE_RUNTIME,
+    FAULTY_PASS_ORCHESTRATION_ITEM,
     FAULTY_METHOD_COUNT
 } faulty_method;
 

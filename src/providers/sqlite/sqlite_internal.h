@@ -16,7 +16,7 @@
 #include "providers/sql/adapt.h"
 #include "providers/sql/sql.h"
 
-#define DURO__SQLITE_SCHEMA_VERSION 7 /* what this code creates and reads */
+#define DURO__SQLITE_SCHEMA_VERSION 8 /* what this code creates and reads */
 #define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__SQLITE_POOL_MAX 64      /* most reader connections */
 
@@ -233,6 +233,11 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                         "WHERE instance_id = ?1 AND lock_token = ?2")          \
     X(OQ_UNTAG, "UPDATE orchestrator_queue SET lock_token = NULL "             \
                 "WHERE instance_id = ?1 AND lock_token = ?2")                  \
+    /* pass_orchestration_item: the fetch did not count */                     \
+    X(OQ_UNTAG_UNCOUNT,                                                        \
+      "UPDATE orchestrator_queue SET lock_token = NULL, "                      \
+      "fetch_count = MAX(fetch_count - 1, 0) "                                 \
+      "WHERE instance_id = ?1 AND lock_token = ?2")                            \
     /* an ack that ends the instance: nothing queued for it is live */         \
     X(OQ_DELETE_INSTANCE,                                                      \
       "DELETE FROM orchestrator_queue WHERE instance_id = ?1")                 \
@@ -339,7 +344,26 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                         "AND execution_id <= ?2 "                              \
                         "AND status IN (" DURO__ENDED_SQL ", 6)")              \
     DURO__SQLITE_BULK_STATEMENTS(X)                                            \
-    DURO__SQLITE_QUERY_STATEMENTS(X)
+    DURO__SQLITE_QUERY_STATEMENTS(X)                                           \
+    DURO__SQLITE_RUNTIME_STATEMENTS(X)
+
+/* The live runtimes (sql/runtimes.c; provider contract version 12). */
+#define DURO__SQLITE_RUNTIME_STATEMENTS(X)                                     \
+    X(RUNTIME_UPSERT,                                                          \
+      "INSERT INTO runtimes(" DURO__SQL_RUNTIME_COLUMNS ") "                   \
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "                                \
+      "ON CONFLICT(runtime_id) DO UPDATE SET host = excluded.host, "           \
+      "pid = excluded.pid, started_ms = excluded.started_ms, "                 \
+      "heartbeat_ms = excluded.heartbeat_ms, "                                 \
+      "heartbeat_every_ms = excluded.heartbeat_every_ms, "                     \
+      "orchestrations = excluded.orchestrations, "                             \
+      "activities = excluded.activities")                                      \
+    X(RUNTIME_EXPIRE, "DELETE FROM runtimes WHERE NOT ("                       \
+                      DURO__SQL_RUNTIME_LIVE("?1") ")")                        \
+    X(RUNTIME_DELETE, "DELETE FROM runtimes WHERE runtime_id = ?1")            \
+    X(RUNTIME_LIST, "SELECT " DURO__SQL_RUNTIME_COLUMNS " FROM runtimes "      \
+                    "WHERE " DURO__SQL_RUNTIME_LIVE("?1") " "                  \
+                    "ORDER BY started_ms, runtime_id")
 
 /* Operations on many instances (sql/many.c). A batch names its
  * instances in ?1, a JSON array read with json_each: plain ids for
