@@ -624,7 +624,7 @@ typedef enum duro_instance_order {
 #define DURO_QUERY_LIMIT_MAX 1000
 
 /* The version of duro_instance_query this header declares. */
-#define DURO_INSTANCE_QUERY_VERSION 2
+#define DURO_INSTANCE_QUERY_VERSION 3
 
 /* What query_instances selects and in which order. Fill it with
  * duro_instance_query_init() (duro.h), which sets version and the
@@ -678,6 +678,14 @@ typedef struct duro_instance_query {
                           the matches and count_max, total_capped says
                           which - at a cost bounded by it (see
                           query_instances); 0: count every match */
+    /* (query version 3; a provider reads it from contract version 12) */
+    const char *orchestration_version; /* exact orchestration version as
+                                          stored - the one asked for at
+                                          start, then the one that ran
+                                          ("" the default version; an
+                                          instance started without one
+                                          has none until it runs) -
+                                          checked row by row; NULL: any */
 } duro_instance_query;
 
 /* One page of query_instances, everything in one arena: free with
@@ -1497,8 +1505,10 @@ struct duro_provider {
      * 0 or 1, a negative created bound or count_max, an empty name or
      * parent_instance, or a malformed cursor (not a next_cursor of this
      * method, or of another order); DURO_TOO_LARGE for a name, name_prefix,
-     * name_contains or parent_instance over 1024 bytes; busy storage
-     * retryably. */
+     * name_contains, parent_instance or (query version 3, provider version
+     * 12) orchestration_version over 1024 bytes; busy storage retryably.
+     * A text filter that is not UTF-8 fails DURO_INVALID in a store of
+     * UTF-8 only. */
     int (*query_instances)(duro_provider *p, const duro_instance_query *q,
                            duro_instance_page **out, duro_error *err);
 

@@ -1630,12 +1630,12 @@ PV_TEST(every_statement_fits_the_parameter_slots)
     CHECK_EQ(most, DURO__PG_PARAM_MAX);
 }
 
-/* The first n arguments a plan binds ($1 .. $19, as sql/manage.c binds
+/* The first n arguments a plan binds ($1 .. $21, as sql/manage.c binds
  * them), as EXECUTE's list. */
 static void plan_args(PGconn *c, const duro__instance_plan *pl, int n,
                       char *out, size_t size)
 {
-    char v[19][1100];
+    char v[21][1100];
     const char *texts[] = {pl->name, pl->prefix, pl->prefix_end, pl->contains,
                            pl->parent};
     for (int i = 0; i < 5; i++) {
@@ -1656,8 +1656,17 @@ static void plan_args(PGconn *c, const duro__instance_plan *pl, int n,
     snprintf(v[11], sizeof(v[11]), "'%zu'", pl->limit + 1);
     for (int k = 0; k < DURO__QUERY_ARMS; k++)
         snprintf(v[12 + k], sizeof(v[12 + k]), "'%d'", pl->arms[k]);
+    if (pl->count_rows < 0) /* bind_limit: NULL is no limit */
+        snprintf(v[19], sizeof(v[19]), "NULL");
+    else
+        snprintf(v[19], sizeof(v[19]), "'%lld'", (long long)pl->count_rows);
+    char *version = pl->version != NULL
+                        ? PQescapeLiteral(c, pl->version, strlen(pl->version))
+                        : NULL;
+    snprintf(v[20], sizeof(v[20]), "%s", version != NULL ? version : "NULL");
+    PQfreemem(version);
     size_t len = (size_t)snprintf(out, size, "(");
-    for (int i = 0; i < n && i < 19; i++)
+    for (int i = 0; i < n && i < 21; i++)
         len += (size_t)snprintf(out + len, size - len, "%s%s", i ? ", " : "",
                                 v[i]);
     snprintf(out + len, size - len, ")");

@@ -8663,13 +8663,15 @@ typedef struct qspec {
     const char *name, *prefix, *contains, *parent;
     int with_problem;
     int64_t after, before;
+    const char *orch_version; /* query version 3 */
 } qspec;
 
 static void qspec_to_query(const qspec *q, int order, size_t limit,
                            duro_instance_query *out)
 {
     memset(out, 0, sizeof(*out));
-    out->version = 1;
+    out->version = q->orch_version != NULL ? 3 : 1;
+    out->orchestration_version = q->orch_version;
     out->status_mask = q->mask;
     out->name = q->name;
     out->name_prefix = q->prefix;
@@ -8700,6 +8702,9 @@ static int model_match(const duro_instance_info *in, const qspec *q)
     if (q->after != 0 && in->created_ms < q->after)
         return 0;
     if (q->before != 0 && in->created_ms >= q->before)
+        return 0;
+    if (q->orch_version != NULL &&
+        (in->version == NULL || strcmp(in->version, q->orch_version) != 0))
         return 0;
     return 1;
 }
@@ -8826,7 +8831,7 @@ static void check_query(duro_provider *p, const duro_instance_list *all,
                 continue;
             duro_instance_query qq;
             qspec_to_query(q, order, 2, &qq);
-            qq.version = 2;
+            qq.version = qq.version > 2 ? qq.version : 2;
             qq.count_total = 1;
             qq.count_max = caps[k];
             duro_instance_page *page = query_page(p, &qq);
@@ -10009,6 +10014,84 @@ PV_TEST(pass_orchestration_item_does_not_count_the_fetch)
                 0, &e);
 }
 
+/* Query version 3 (provider version 12): the orchestration version, as
+ * stored - "" is the default version, an instance started without one has
+ * none - alone and with every other filter, in each order, against the
+ * model. */
+PV_TEST(query_instances_filters_by_orchestration_version)
+{
+    duro_provider *p = pv_open();
+    require_v12(p);
+    duro_error e;
+    run_to(p, "v-1a", "order", "1", DURO_STATUS_RUNNING);
+    run_to(p, "v-1b", "order", "1", DURO_STATUS_COMPLETED);
+    run_to(p, "v-def", "order", "", DURO_STATUS_FAILED);
+    duro_work_item w = work(DURO_WORK_START, "v-2p"); /* waits: Pending */
+    w.name = "order";
+    w.version = "2";
+    enqueue(p, &w, 0);
+    w = work(DURO_WORK_START, "v-none"); /* no version asked */
+    w.name = "order";
+    enqueue(p, &w, 0);
+    w = work(DURO_WORK_START, "v-ship2");
+    w.name = "ship";
+    w.version = "2";
+    enqueue(p, &w, 0);
+    duro_instance_list *l = get(p, "v-ship2");
+    int64_t mid = l->items[0].created_ms;
+    clock_past(mid);
+    duro_instance_list_free(l);
+    run_to(p, "v-2r", "order", "2", DURO_STATUS_RUNNING);
+    CHECK_PRC(
+        p->set_instance_problem(p, "v-2p", "waits for version '2'", 0, &e),
+        DURO_OK, &e);
+    duro_instance_list *all = list_all(p);
+    CHECK_EQ(all->count, 7);
+    const uint32_t pending = 1u << DURO_STATUS_PENDING;
+    const qspec specs[] = {
+        {.what = "version 1", .orch_version = "1"},
+        {.what = "version 2", .orch_version = "2"},
+        {.what = "the default version", .orch_version = ""},
+        {.what = "version 9 (none)", .orch_version = "9"},
+        {.what = "version 2, Pending", .orch_version = "2", .mask = pending},
+        {.what = "version 2, name order", .orch_version = "2", .name = "order"},
+        {.what = "version 2, name order, Pending",
+         .orch_version = "2",
+         .name = "order",
+         .mask = pending},
+        {.what = "version 2, prefix s", .orch_version = "2", .prefix = "s"},
+        {.what = "version 2, contains r", .orch_version = "2", .contains = "r"},
+        {.what = "version 2, with a problem",
+         .orch_version = "2",
+         .with_problem = 1},
+        {.what = "version 2, created from mid",
+         .orch_version = "2",
+         .after = mid},
+        {.what = "version 1, ended",
+         .orch_version = "1",
+         .mask = (1u << DURO_STATUS_COMPLETED) | (1u << DURO_STATUS_FAILED)},
+    };
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+        check_query(p, all, &specs[i]);
+    duro_instance_list_free(all);
+
+    /* a caller of query version 2 has no such field: it is not read */
+    duro_instance_query q;
+    memset(&q, 0, sizeof(q));
+    q.version = 2;
+    q.orchestration_version = "nothing has it";
+    duro_instance_page *page = query_page(p, &q);
+    CHECK_EQ(page->count, 7);
+    duro_instance_page_free(page);
+    /* bad input */
+    q.version = 3;
+    char *big = repeat('v', 1025);
+    CHECK(big != NULL);
+    q.orchestration_version = big;
+    expect_query_refused(p, &q, DURO_TOO_LARGE, "orchestration_version");
+    free(big);
+}
+
 static int sweep_register(duro_provider *p, void *arg, duro_error *e)
 {
     const duro_runtime_info *r = arg;
@@ -10226,6 +10309,7 @@ static const pv_case suite[] = {
     C(a_runtime_that_missed_its_heartbeats_is_gone),
     C(register_list_and_remove_runtime_refuse_bad_input),
     C(pass_orchestration_item_does_not_count_the_fetch),
+    C(query_instances_filters_by_orchestration_version),
     C_NEEDS(fault_sweep_runtimes, NEEDS_INJECT),
 };
 

@@ -79,6 +79,28 @@ static duro_instance_info *wait_problem(duro_client *c, const char *id,
     }
 }
 
+/* Waits until `id`'s problem was recorded again after after_ms (a later
+ * delivery); caller frees. */
+static duro_instance_info *wait_problem_after(duro_client *c, const char *id,
+                                              int64_t after_ms)
+{
+    duro_instance_info *i = NULL;
+    int64_t deadline = test_now_ms() + WAIT_MS;
+    for (;;) {
+        CHECK_OK(duro_client_get_status(c, id, &i));
+        if (i->last_problem_ms > after_ms)
+            return i;
+        duro_free(i);
+        if (test_now_ms() > deadline) {
+            test_fail(__FILE__, __LINE__,
+                      "'%s' has no problem recorded after %lld", id,
+                      (long long)after_ms);
+            return NULL;
+        }
+        test_sleep_ms(2);
+    }
+}
+
 static long long cancel_requests(duro_client *c, const char *outcome);
 
 /* Runs `id` (orchestration Wait) until it waits for its event, then stops
@@ -551,6 +573,100 @@ TEST(orchestration_never_registered_fails_and_keeps_its_problem)
     CHECK(i->finished_ms > 0);
     duro_free(i);
     rt_done(&f);
+}
+
+/* Worker versioning: three runtimes on one file. A has Order version 1
+ * only; B has 1 and 2 but runs no turns (orchestration_concurrency 0), so
+ * only A takes the instance at version 2: it is never failed there while
+ * B lives - the deliveries A passes on do not count - and its status says
+ * which version it waits for and who has what. C (1 and 2) runs it. With
+ * B and C stopped (their rows removed), A is the only live runtime: the
+ * status says so and the instance fails after max_attempts, as before. */
+static duro_instance_info *
+start_v2_and_wait_problem(rt_fixture *f, const char *id, const char *needle)
+{
+    duro_start_options so;
+    duro_start_options_init(&so);
+    so.orchestration_version = "2";
+    CHECK_OK(duro_client_start(f->client, id, "Order", "in", &so));
+    return wait_problem(f->client, id, needle);
+}
+
+TEST(an_orchestration_version_another_live_runtime_has_is_left_to_it)
+{
+    rt_fixture a, b, c;
+    rt_init(&a, "ops_versions.db");
+    rt_init(&b, "ops_versions.db");
+    rt_init(&c, "ops_versions.db");
+    CHECK_OK(
+        duro_registry_add_orchestration(a.reg, "Order", "1", orch_echo, NULL));
+    for (int k = 0; k < 2; k++) {
+        rt_fixture *f = k == 0 ? &b : &c;
+        CHECK_OK(duro_registry_add_orchestration(f->reg, "Order", "1",
+                                                 orch_echo, NULL));
+        CHECK_OK(duro_registry_add_orchestration(f->reg, "Order", "2",
+                                                 orch_echo, NULL));
+    }
+    a.opts.max_attempts = 2;
+    a.opts.unknown_name_retry_ms = 5;
+    b.opts.orchestration_concurrency = 0;
+    b.opts.worker_concurrency = 1;
+    rt_start(&a);
+    rt_start(&b);
+    duro_runtime_list *live = NULL;
+    CHECK_OK(duro_client_runtimes(a.client, &live));
+    CHECK_EQ(live->count, 2);
+    duro_runtime_list_free(live);
+
+    duro_instance_info *i =
+        start_v2_and_wait_problem(&a, "x", "left to a live runtime");
+    CHECK(strstr(i->last_problem, "version '2' of 'Order'") != NULL);
+    CHECK_MSG(strstr(i->last_problem, " (this one) has 1;") != NULL &&
+                  strstr(i->last_problem, " has 1, 2") != NULL,
+              "'%s'", i->last_problem);
+    int64_t seen = i->last_problem_ms;
+    duro_free(i);
+    /* A passes it on again and again, many more times than max_attempts:
+     * never failed, never poison */
+    for (int n = 0; n < 4 * 2; n++) {
+        i = wait_problem_after(a.client, "x", seen);
+        if (i == NULL)
+            break;
+        CHECK_EQ(i->status, DURO_STATUS_PENDING);
+        seen = i->last_problem_ms;
+        duro_free(i);
+    }
+    CHECK_EQ(rt_status(&a, "x"), DURO_STATUS_PENDING);
+    /* a runtime that runs turns and has version 2: it runs it */
+    rt_start(&c);
+    i = rt_wait(&c, "x", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+    CHECK_STR(i->output, "in");
+    CHECK(i->last_problem == NULL);
+    duro_free(i);
+
+    /* B and C stop: their rows go; A alone */
+    rt_stop(&b);
+    rt_stop(&c);
+    CHECK_OK(duro_client_runtimes(a.client, &live));
+    CHECK_EQ(live->count, 1);
+    duro_runtime_list_free(live);
+    i = start_v2_and_wait_problem(&a, "y", "then the instance fails");
+    CHECK_MSG(strstr(i->last_problem, "version '2' of 'Order'") != NULL &&
+                  strstr(i->last_problem, " (this one) has 1") != NULL &&
+                  strstr(i->last_problem, "1, 2") == NULL,
+              "'%s'", i->last_problem);
+    duro_free(i);
+    i = rt_wait(&a, "y", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_FAILED);
+    CHECK_EQ(i->category, DURO_CATEGORY_CONFIGURATION);
+    CHECK_MSG(i->error != NULL &&
+                  strstr(i->error, "no live runtime has it") != NULL,
+              "'%s'", i->error ? i->error : "(null)");
+    duro_free(i);
+    rt_done(&c);
+    rt_done(&b);
+    rt_done(&a);
 }
 
 TEST(unregistered_activity_shows_its_problem_until_registered)
@@ -1042,6 +1158,7 @@ TEST_MAIN(T(cancel_shows_in_status_before_the_turn_and_agrees_with_history),
           T(cancel_matching_and_purge_end_to_end), T(store_stats_end_to_end),
           T(misspelt_orchestration_shows_its_problem_until_registered),
           T(orchestration_never_registered_fails_and_keeps_its_problem),
+          T(an_orchestration_version_another_live_runtime_has_is_left_to_it),
           T(unregistered_activity_shows_its_problem_until_registered),
           T(nondeterminism_fails_the_instance_and_its_problem_stays),
           T(failing_commits_show_a_climbing_delivery_count_until_one_commits),

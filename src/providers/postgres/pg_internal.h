@@ -762,11 +762,11 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "heartbeat_every_ms = excluded.heartbeat_every_ms, "                     \
       "orchestrations = excluded.orchestrations, "                             \
       "activities = excluded.activities")                                      \
-    X(RUNTIME_EXPIRE, "DELETE FROM runtimes WHERE NOT ("                       \
-                      DURO__SQL_RUNTIME_LIVE("$1::bigint") ")")                \
+    X(RUNTIME_EXPIRE,                                                          \
+      "DELETE FROM runtimes WHERE NOT (" DURO__SQL_RUNTIME_LIVE "$1::bigint)") \
     X(RUNTIME_DELETE, "DELETE FROM runtimes WHERE runtime_id = $1::text")      \
     X(RUNTIME_LIST, "SELECT " DURO__SQL_RUNTIME_COLUMNS " FROM runtimes "      \
-                    "WHERE " DURO__SQL_RUNTIME_LIVE("$1::bigint") " "          \
+                    "WHERE " DURO__SQL_RUNTIME_LIVE "$1::bigint "              \
                     "ORDER BY started_ms, runtime_id")
 
 /* Operations on many instances (sql/many.c). cancel_instances,
@@ -1117,7 +1117,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
 
 /* query_instances (sql/manage.c; the plan and its bounds: query.c), as
  * SQLite's (sqlite_internal.h, DURO__SQLITE_QUERY_STATEMENTS): the same
- * parameters ($1 .. $19), paths and shapes. Text compares bytewise: the
+ * parameters ($1 .. $21), paths and shapes. Text compares bytewise: the
  * columns are COLLATE "C", which the parameters take from them. strpos
  * finds a substring of valid UTF-8 where its bytes are. These statements
  * are planned at each run with their values (statement_per_call in
@@ -1130,7 +1130,11 @@ void duro__pg_config_free(duro__pg_config *cfg);
  * key, stepping over the 100,000 instances created before its first
  * match) - and the planner weighs the created bounds with the column's
  * statistics, so none needs SQLite's unary + to keep a range off the
- * wrong index. */
+ * wrong index. The version ($21) is such a filter too: off, it is gone
+ * from the plan, which keeps its index-only scans. Every parameter is sent
+ * as text (text_types in pg_db.c): a text one needs no cast, and a status
+ * range (7 of them in one statement) none of the characters a cast takes,
+ * to stay within C's 4095 characters. */
 #define DURO__PG_Q_FILTER                                                      \
     "($1::text IS NULL OR i.name = $1::text) "                                 \
     "AND ($5::text IS NULL OR i.parent_instance = $5::text) "                  \
@@ -1138,8 +1142,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "AND ($9::bigint = 0 OR (($9::bigint >> i.status) & 1) = 1) "              \
     "AND " DURO__PG_Q_FILTER_ARM
 #define DURO__PG_Q_FILTER_ARM                                                  \
-    "($2::text IS NULL OR (i.name >= $2::text AND i.name < $3::text)) "        \
-    "AND ($4::text IS NULL OR strpos(i.name, $4::text) > 0) "                  \
+    "($21 IS NULL OR i.version = $21) "                                        \
+    "AND ($2 IS NULL OR (i.name >= $2 AND i.name < $3)) "                      \
+    "AND ($4 IS NULL OR strpos(i.name, $4) > 0) "                              \
     "AND ($7::bigint < 0 OR i.created_ms >= $7::bigint) "                      \
     "AND ($8::bigint = 9223372036854775807 OR i.created_ms < $8::bigint) "
 #define DURO__PG_Q_KEYSET_ID "i.instance_id > $11::text "

@@ -213,10 +213,9 @@
 
 /* The live runtimes (provider contract version 12): a row is live while
  * heartbeat_ms + DURO_RUNTIME_MISSED_HEARTBEATS (3) x heartbeat_every_ms
- * is not before the time a statement binds (NOW). The same SQL in both
- * stores. */
-#define DURO__SQL_RUNTIME_LIVE(NOW)                                            \
-    "heartbeat_ms + 3 * heartbeat_every_ms >= " NOW
+ * is not before the time the statement binds, written after it. The same
+ * SQL in both stores. */
+#define DURO__SQL_RUNTIME_LIVE "heartbeat_ms + 3 * heartbeat_every_ms >= "
 #define DURO__SQL_RUNTIME_COLUMNS                                              \
     "runtime_id, host, pid, started_ms, heartbeat_ms, heartbeat_every_ms, "    \
     "orchestrations, activities"
