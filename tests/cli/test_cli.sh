@@ -1541,6 +1541,13 @@ json '[r["host"] for r in d["runtimes"]] == ["host-a", "host-b"] and d["runtimes
 run 0 --db "$vdb" runtimes --name Order --json
 json 'd["runtimes"][1]["orchestrations"] == [{"name": "Order", "version": "1"}, {"name": "Order", "version": "2"}]'
 run 2 --db "$vdb" runtimes --name ''
+# status shows a version's wait whole: the live runtimes come last
+problem="orchestration 'Order' version '2' is not registered in this runtime; left to a live runtime that has it; waits for version '2' of 'Order'; live runtimes: $(printf 'host-%02d:1 has 1; ' 1 2 3 4 5 6 7 8 9 10 11 12)host-b:99 has 1, 2"
+"$fixture" sql "$tmp/versions.db" "UPDATE instances SET last_problem = '$(printf %s "$problem" | sed "s/'/''/g")', last_problem_ms = 1 WHERE instance_id = 'ver-2a'" ||
+    fail "cli_fixture sql: setting a problem"
+run 0 --db "$vdb" status ver-2a
+contains "$tmp/out" "host-b:99 has 1, 2"
+contains "$tmp/out" "waits for version '2' of 'Order'"
 run 2 --db "$vdb" runtimes extra
 
 echo "== man page and completion"
