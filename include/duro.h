@@ -1513,8 +1513,9 @@ DURO_API void duro_instance_query_init(duro_instance_query *q);
 /** One page of the instances @p q selects, in its order (see
  * duro_instance_query and duro_instance_order in duro/provider.h): every
  * filter given holds (status, exact name, name prefix or substring,
- * parent, with a problem, a created range). To page, call again with
- * q->cursor set to the page's next_cursor (NULL on the last page): paging
+ * parent, with a problem, a created range, an orchestration version). To
+ * page, call again with q->cursor set to the page's next_cursor (NULL on
+ * the last page): paging
  * is by key, so a page never repeats an instance of an earlier one, and
  * one that exists throughout and keeps its sort key is on exactly one
  * page, whatever changes between calls; in DURO_ORDER_UPDATED_DESC an
@@ -1539,8 +1540,10 @@ DURO_API void duro_instance_query_init(duro_instance_query *q);
  * count_total other than 0 or 1, a negative created bound or count_max,
  * an empty name or parent_instance, or a malformed cursor (not a next_cursor of
  * this call, or from a query of another order); DURO_TOO_LARGE for a name,
- * name_prefix, name_contains or parent_instance over 1024 bytes;
- * DURO_UNSUPPORTED as above; a storage error otherwise (*out NULL).
+ * name_prefix, name_contains, parent_instance or orchestration_version
+ * over 1024 bytes; DURO_UNSUPPORTED as above, and for
+ * q->orchestration_version (query version 3) with a store older than
+ * provider contract version 12; a storage error otherwise (*out NULL).
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_query(duro_client *c, const duro_instance_query *q,
                                duro_instance_page **out);
@@ -1570,6 +1573,22 @@ DURO_API void duro_control_event_query_init(duro_control_event_query *q);
 DURO_API int duro_client_control_events(duro_client *c,
                                         const duro_control_event_query *q,
                                         duro_control_event_list **out);
+
+/** The live runtimes (`duro runtimes`): every runtime that wrote its
+ * heartbeat within the last DURO_RUNTIME_MISSED_HEARTBEATS of its periods
+ * (duro_runtime_info in duro/provider.h: its host and pid, when it
+ * started, its last heartbeat, and the orchestrations - with their
+ * versions - and activities it registers), oldest start first. A runtime
+ * is listed from its duro_runtime_start() until its shutdown, and counts
+ * as gone 30 s after its last heartbeat when it stops without one (a
+ * crash). This is how to see which runtimes can run an orchestration
+ * version (docs/changing-code.md). Caller-owned *out: free with
+ * duro_runtime_list_free().
+ * @return DURO_OK; DURO_INVALID for a NULL client or @p out;
+ * DURO_UNSUPPORTED with a store older than provider contract version 12;
+ * a storage error otherwise (*out NULL).
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_runtimes(duro_client *c, duro_runtime_list **out);
 
 /** The store's gauges, for monitoring (`duro metrics`): instances by
  * orchestration name and status, Pending and Running instances with a

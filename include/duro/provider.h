@@ -624,7 +624,7 @@ typedef enum duro_instance_order {
 #define DURO_QUERY_LIMIT_MAX 1000
 
 /* The version of duro_instance_query this header declares. */
-#define DURO_INSTANCE_QUERY_VERSION 2
+#define DURO_INSTANCE_QUERY_VERSION 3
 
 /* What query_instances selects and in which order. Fill it with
  * duro_instance_query_init() (duro.h), which sets version and the
@@ -678,6 +678,14 @@ typedef struct duro_instance_query {
                           the matches and count_max, total_capped says
                           which - at a cost bounded by it (see
                           query_instances); 0: count every match */
+    /* (query version 3; a provider reads it from contract version 12) */
+    const char *orchestration_version; /* exact orchestration version as
+                                          stored - the one asked for at
+                                          start, then the one that ran
+                                          ("" the default version; an
+                                          instance started without one
+                                          has none until it runs) -
+                                          checked row by row; NULL: any */
 } duro_instance_query;
 
 /* One page of query_instances, everything in one arena: free with
@@ -792,6 +800,59 @@ typedef enum duro_queue {
     DURO_QUEUE_ORCHESTRATOR = 0,
     DURO_QUEUE_WORKER = 1
 } duro_queue;
+
+/* ------------------------------------------------------------------------
+ * The live runtimes (version 12): each runtime records itself in the store
+ * - where it runs, since when, and what it registers - and keeps its row
+ * fresh with a heartbeat, so an operator (and another runtime) can see
+ * which runtimes are live and which orchestration versions they can run
+ * (register_runtime, list_runtimes, remove_runtime). */
+
+/* A row is live while its last heartbeat is at most this many of its own
+ * periods old: a runtime that missed that many heartbeats (it died, or
+ * lost the store for that long) counts as gone, and its row is removed by
+ * the next register_runtime or remove_runtime of any runtime. */
+#define DURO_RUNTIME_MISSED_HEARTBEATS 3
+/* The longest heartbeat period a runtime may record (a day). */
+#define DURO_RUNTIME_HEARTBEAT_MAX_MS 86400000
+
+/* An orchestration a runtime registers: its name and version ("" the
+ * default version). */
+typedef struct duro_runtime_orchestration {
+    const char *name;
+    const char *version;
+} duro_runtime_orchestration;
+
+/* One runtime's row. register_runtime reads every field but heartbeat_ms
+ * (the store's time of the call); list_runtimes fills every field. */
+typedef struct duro_runtime_info {
+    const char *runtime_id;     /* unique per runtime, 1 .. 1024 bytes */
+    const char *host;           /* the host it runs on; NULL or "": unknown
+                                   (listed as "") */
+    int64_t pid;                /* its process id, >= 0 (0: unknown) */
+    int64_t started_ms;         /* wall ms it started, >= 0 */
+    int64_t heartbeat_ms;       /* wall ms of its last heartbeat */
+    int64_t heartbeat_every_ms; /* its period, 1 ..
+                                   DURO_RUNTIME_HEARTBEAT_MAX_MS */
+    const duro_runtime_orchestration *orchestrations; /* what it runs */
+    size_t orchestration_count;
+    const char *const *activities; /* the activity names it runs */
+    size_t activity_count;
+} duro_runtime_info;
+
+/* list_runtimes' answer, everything in one arena: free with
+ * duro_runtime_list_free(). */
+typedef struct duro_runtime_list {
+    duro_arena *arena;
+    duro_runtime_info *items; /* the live runtimes, oldest start first */
+    size_t count;
+    int64_t read_ms; /* the store's time of the read: a runtime's
+                        heartbeat age is read_ms - heartbeat_ms */
+} duro_runtime_list;
+
+/** Frees the list and its rows; NULL is a no-op.
+ * @note One thread, after the last use of the list. */
+DURO_API void duro_runtime_list_free(duro_runtime_list *list);
 
 /* ------------------------------------------------------------------------
  * The methods table. `version` is the first field; methods are only ever
@@ -1444,8 +1505,10 @@ struct duro_provider {
      * 0 or 1, a negative created bound or count_max, an empty name or
      * parent_instance, or a malformed cursor (not a next_cursor of this
      * method, or of another order); DURO_TOO_LARGE for a name, name_prefix,
-     * name_contains or parent_instance over 1024 bytes; busy storage
-     * retryably. */
+     * name_contains, parent_instance or (query version 3, provider version
+     * 12) orchestration_version over 1024 bytes; busy storage retryably.
+     * A text filter that is not UTF-8 fails DURO_INVALID in a store of
+     * UTF-8 only. */
     int (*query_instances)(duro_provider *p, const duro_instance_query *q,
                            duro_instance_page **out, duro_error *err);
 
@@ -1511,6 +1574,53 @@ struct duro_provider {
      * retryably (*any 0). */
     int (*next_due)(duro_provider *p, int64_t *due_ms, int *any,
                     duro_error *err);
+
+    /* Also version 12: the live runtimes (see duro_runtime_info), and an abandon that does
+     * not count the delivery. Callers do without them (report
+     * DURO_UNSUPPORTED, or behave as before) when the version is below 12
+     * or a pointer is NULL.
+     *
+     * register_runtime: writes info's row (inserted, or replaced whole when
+     * a row of its runtime_id exists) with heartbeat_ms the store's time
+     * now, and deletes the rows that are no longer live at that time, in
+     * one write transaction. A runtime calls it at start and then every
+     * heartbeat_every_ms: a heartbeat that finds its row removed (it
+     * missed too many) writes it again. Any thread; blocks for a write
+     * transaction. Errors (not retryable; nothing written): DURO_INVALID
+     * for a NULL info, an empty runtime_id, a NULL or empty orchestration
+     * or activity name, a NULL array with a count, a negative pid or
+     * started_ms, a heartbeat_every_ms outside 1 ..
+     * DURO_RUNTIME_HEARTBEAT_MAX_MS, text that is not UTF-8 in a store of
+     * UTF-8 only; DURO_TOO_LARGE for a text over 1024 bytes, or a
+     * registration whose names take more than the store's max_payload;
+     * busy storage retryably. */
+    int (*register_runtime)(duro_provider *p, const duro_runtime_info *info,
+                            duro_error *err);
+    /* The live runtimes (a row's heartbeat_ms + DURO_RUNTIME_MISSED_HEARTBEATS
+     * x heartbeat_every_ms >= now), oldest start first (then by
+     * runtime_id), each with what it registers in the order it was
+     * registered: *out (free with duro_runtime_list_free()). A pure read on
+     * a reader; rows no longer live are skipped, not deleted. Any thread.
+     * Errors (*out NULL): DURO_INVALID for a NULL out; busy storage
+     * retryably. */
+    int (*list_runtimes)(duro_provider *p, duro_runtime_list **out,
+                         duro_error *err);
+    /* Deletes the row of runtime_id (a runtime's clean stop), and the rows
+     * no longer live, in one write transaction. DURO_NOT_FOUND when it has
+     * no row (never registered, or removed as gone: the others are deleted
+     * all the same); DURO_INVALID for a NULL or empty runtime_id,
+     * DURO_TOO_LARGE for one over 1024 bytes; busy storage retryably. */
+    int (*remove_runtime)(duro_provider *p, const char *runtime_id,
+                          duro_error *err);
+    /* abandon_orchestration_item, except that the fetch it abandons is not
+     * counted: the fetch count of the messages it locked goes back to what
+     * it was before that fetch (duro_orch_item.attempt). For a runtime that
+     * cannot run an instance that another live runtime can (its
+     * orchestration version is not registered here): passing it on many
+     * times never makes it poison for the runtime that runs it. The same
+     * transaction contract and errors as abandon_orchestration_item. */
+    int (*pass_orchestration_item)(duro_provider *p, const char *lock_token,
+                                   int64_t delay_ms, duro_error *err);
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

@@ -126,3 +126,9 @@ void duro_control_event_list_free(duro_control_event_list *list)
     if (list != NULL)
         duro_arena_destroy(list->arena);
 }
+
+void duro_runtime_list_free(duro_runtime_list *list)
+{
+    if (list != NULL)
+        duro_arena_destroy(list->arena);
+}

@@ -921,6 +921,13 @@ int duro_client_query(duro_client *c, const duro_instance_query *q,
         duro__query_plan_free(&plan);
         return duro__fail_from(&err);
     }
+    /* query version 3's filter is read from provider version 12: an
+     * older provider would ignore it and list every version */
+    if (plan.version != NULL && p->version < 12) {
+        duro__query_plan_free(&plan);
+        return unsupported(c, "duro_client_query with orchestration_version",
+                           12);
+    }
     if (HAS_V10(p, query_instances)) {
         duro__query_plan_free(&plan);
         if (p->query_instances(p, q, out, &err) != DURO_OK)
@@ -966,6 +973,23 @@ int duro_client_control_events(duro_client *c,
     if (!HAS_V10(p, list_control_events))
         return unsupported(c, "duro_client_control_events", 10);
     if (p->list_control_events(p, q, out, &err) != DURO_OK)
+        return duro__fail_from(&err);
+    return DURO_OK;
+}
+
+int duro_client_runtimes(duro_client *c, duro_runtime_list **out)
+{
+    if (out == NULL)
+        return duro__fail(DURO_INVALID, "out is NULL");
+    *out = NULL;
+    int rc = enter(c, NULL, NULL);
+    if (rc != DURO_OK)
+        return rc;
+    duro_provider *p = c->provider;
+    if (p->version < 12 || p->list_runtimes == NULL)
+        return unsupported(c, "duro_client_runtimes", 12);
+    duro_error err;
+    if (p->list_runtimes(p, out, &err) != DURO_OK)
         return duro__fail_from(&err);
     return DURO_OK;
 }

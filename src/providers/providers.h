@@ -279,6 +279,8 @@ typedef struct duro__instance_plan {
                              that begins with it (owned) */
     const char *contains; /* NULL: none ("" is none) */
     const char *parent;   /* NULL: any */
+    const char *version;  /* exact orchestration version (query version
+                             3); NULL: any */
     int with_problem;
     uint32_t mask;              /* statuses checked row by row; 0: any (the
                                    STATUS paths select by arms instead) */

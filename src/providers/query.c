@@ -394,7 +394,10 @@ int duro__query_plan(const char *provider, const duro_instance_query *q,
         (rc = check_text(provider, method, "name_contains", q->name_contains, 0,
                          utf8, err)) ||
         (rc = check_text(provider, method, "parent_instance",
-                         q->parent_instance, 1, utf8, err)))
+                         q->parent_instance, 1, utf8, err)) ||
+        (q->version >= 3 &&
+         (rc = check_text(provider, method, "orchestration_version",
+                          q->orchestration_version, 0, utf8, err))))
         return rc;
 
     plan->order = q->order;
@@ -406,6 +409,8 @@ int duro__query_plan(const char *provider, const duro_instance_query *q,
                          ? q->name_contains
                          : NULL;
     plan->parent = q->parent_instance;
+    /* "" is a version (the default one): only NULL is none */
+    plan->version = q->version >= 3 ? q->orchestration_version : NULL;
     plan->with_problem = q->with_problem;
     plan->count_total = q->count_total;
     plan->count_max = q->version >= 2 ? q->count_max : 0;

@@ -69,8 +69,10 @@ struct duro__manager {
     pthread_t thread;
     int running;
     int64_t next_check_ms; /* monotonic: the next check_held; manager only */
-    _Atomic int check_now; /* the watcher heard of a cancellation */
-    pthread_t watcher;     /* waits on wait_for_cancellations */
+    int64_t next_heartbeat_ms; /* monotonic: the runtime's next heartbeat
+                                  (duro__runtime_heartbeat); manager only */
+    _Atomic int check_now;     /* the watcher heard of a cancellation */
+    pthread_t watcher;         /* waits on wait_for_cancellations */
     int watching;
     recent_cancel recent[RECENT_CANCELS]; /* ring, oldest overwritten */
     size_t recent_next;

@@ -1,5 +1,6 @@
 /* manager.c - the activity manager: one thread per runtime that renews the
- * locks of every in-flight activity before they expire, fires an
+ * locks of every in-flight activity before they expire, writes the
+ * runtime's heartbeat among the live runtimes (services.c), fires an
  * activity's cancellation token when its row is gone or taken (with the
  * reason the cancelling turn recorded, else "instance_deleted" when the
  * instance is gone, else "lock_lost"; at once when a turn of this runtime
@@ -382,6 +383,13 @@ static void *manager_main(void *arg)
         pthread_mutex_unlock(&m->lock);
 
         renew_due(rt);
+        /* the runtime's row among the live runtimes: one small write a
+         * period, on this thread because it always runs */
+        if (duro__mono_ms() >= m->next_heartbeat_ms) {
+            duro__runtime_heartbeat(rt);
+            m->next_heartbeat_ms =
+                duro__add_ms(duro__mono_ms(), DURO__HEARTBEAT_MS);
+        }
         int told = atomic_exchange(&m->check_now, 0);
         if ((told && can_check(rt)) ||
             (checks_held(rt) && duro__mono_ms() >= m->next_check_ms)) {
@@ -435,6 +443,8 @@ static void *manager_main(void *arg)
         }
         if (any_running && checks_held(rt) && m->next_check_ms < next)
             next = m->next_check_ms;
+        if (m->next_heartbeat_ms < next)
+            next = m->next_heartbeat_ms;
         if (m->stop)
             break;
         if (atomic_load(&m->check_now))
@@ -529,6 +539,8 @@ int duro__manager_start(duro_runtime *rt,
     pthread_mutex_init(&m->lock, NULL);
     duro__cond_init_monotonic(&m->cond);
     atomic_init(&m->next_due_ms, INT64_MAX);
+    /* duro_runtime_start wrote the first heartbeat */
+    m->next_heartbeat_ms = duro__add_ms(duro__mono_ms(), DURO__HEARTBEAT_MS);
     m->respawn = respawn;
     rt->manager = m;
     if (pthread_create(&m->thread, NULL, manager_main, rt) != 0)

@@ -7,6 +7,7 @@
  * running in this process. Runs user orchestration code (on fibers, or a
  * driver's steps on the turn thread's stack); holds no lock while doing
  * so. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,6 +65,100 @@ static int64_t unknown_name_delay(const duro_runtime *rt, uint32_t attempt)
     for (uint32_t i = 1; i < attempt && d < 60000; i++)
         d *= 2;
     return DURO__MIN(d, 60000);
+}
+
+/* Appends printf text to out[size] (cut to fit, always terminated). */
+static void append(char *out, size_t size, const char *fmt, ...)
+    DURO_PRINTF(3, 4);
+static void append(char *out, size_t size, const char *fmt, ...)
+{
+    size_t used = strlen(out);
+    if (used + 1 >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out + used, size - used, fmt, ap);
+    va_end(ap);
+}
+
+/* 1 when live runtime r registers orchestration `name` at `version`
+ * (NULL: at any version, as an instance started without one runs the
+ * highest a runtime has). */
+static int registers(const duro_runtime_info *r, const char *name,
+                     const char *version)
+{
+    for (size_t i = 0; i < r->orchestration_count; i++)
+        if (strcmp(r->orchestrations[i].name, name) == 0 &&
+            (version == NULL ||
+             strcmp(r->orchestrations[i].version, version) == 0))
+            return 1;
+    return 0;
+}
+
+/* What the live runtimes (provider version 12) say of orchestration
+ * `name` at `version`, which this runtime does not have: appends to
+ * out[size] "; live runtimes: host-a:1234 (this one) has 1, 2; host-b:99
+ * has 1, 2, 3" - the versions of `name` each registers, "none" when it has
+ * none ("(default)" for the default version) - or, when the store cannot
+ * tell, nothing. Returns 1 when another live runtime registers it: that
+ * one runs it, this one passes it on. */
+static int live_runtimes(duro_runtime *rt, const char *name,
+                         const char *version, char *out, size_t size)
+{
+    duro_provider *p = rt->provider;
+    if (p->version < 12 || p->list_runtimes == NULL)
+        return 0;
+    duro_runtime_list *list = NULL;
+    duro_error err;
+    if (p->list_runtimes(p, &list, &err) != DURO_OK) {
+        if (err.retryable)
+            DURO__COUNT(rt, m_storage_retries);
+        duro__log(&rt->logger, DURO_LOG_DEBUG,
+                  "reading the live runtimes failed: %s", err.message);
+        return 0;
+    }
+    int elsewhere = 0;
+    append(out, size, "; live runtimes:");
+    for (size_t i = 0; i < list->count; i++) {
+        const duro_runtime_info *r = &list->items[i];
+        int mine = strcmp(r->runtime_id, rt->runtime_id) == 0;
+        if (!mine && registers(r, name, version))
+            elsewhere = 1;
+        char label[256];
+        duro__runtime_label(r, label, sizeof(label));
+        append(out, size, "%s %s%s has", i > 0 ? ";" : "", label,
+               mine ? " (this one)" : "");
+        int any = 0;
+        for (size_t k = 0; k < r->orchestration_count; k++) {
+            const duro_runtime_orchestration *o = &r->orchestrations[k];
+            if (strcmp(o->name, name) != 0)
+                continue;
+            append(out, size, "%s %.100s", any ? "," : "",
+                   o->version[0] != '\0' ? o->version : "(default)");
+            any = 1;
+        }
+        if (!any)
+            append(out, size, " none");
+    }
+    if (list->count == 0)
+        append(out, size, " none");
+    duro_runtime_list_free(list);
+    return elsewhere;
+}
+
+/* The instance waits for a runtime that has its orchestration: passed on
+ * without counting the delivery (provider version 12), so the runtime
+ * that has it never finds it poison. */
+static void pass_on(turn_ctx *c, int64_t delay_ms)
+{
+    duro_error err;
+    int rc = c->p->pass_orchestration_item(c->p, c->item->lock_token, delay_ms,
+                                           &err);
+    if (rc != DURO_OK)
+        duro__log(&c->rt->logger, DURO_LOG_DEBUG,
+                  "passing instance '%s' on failed: %s (at the latest its "
+                  "lock expires)",
+                  c->item->instance_id, err.message);
 }
 
 /* A delivery past max_attempts runs the turn that fails the instance as
@@ -752,27 +847,60 @@ static void process_item(duro_runtime *rt, duro_orch_item *item,
     } else if (c.entry == NULL && !codeless_possible(item)) {
         if (version != NULL)
             snprintf(why, sizeof(why),
-                     "orchestration '%s' version '%s' is not registered", name,
-                     version);
+                     "orchestration '%.200s' version '%.100s' is not "
+                     "registered",
+                     name, version);
         else
-            snprintf(why, sizeof(why), "orchestration '%s' is not registered",
+            snprintf(why, sizeof(why),
+                     "orchestration '%.200s' is not registered", name);
+        /* which version it waits for, and who has what (docs/lifecycle.md:
+         * "An orchestration version no runtime has") */
+        char live[DURO_ERROR_MESSAGE_MAX] = "";
+        if (version != NULL)
+            snprintf(live, sizeof(live),
+                     "; waits for version '%.100s' of '%.200s'", version, name);
+        else
+            snprintf(live, sizeof(live), "; waits for a runtime of '%.200s'",
                      name);
+        int elsewhere = live_runtimes(rt, name, version, live, sizeof(live));
+        if (elsewhere && c.p->pass_orchestration_item != NULL) {
+            /* Another live runtime has it (a rolling deploy): it is that
+             * runtime's, never failed here, however often it comes here. */
+            int64_t delay = unknown_name_delay(rt, 1);
+            duro__log(&rt->logger, DURO_LOG_DEBUG,
+                      "%s here (instance '%s'); another live runtime has it: "
+                      "passed on for %lld ms",
+                      why, item->instance_id, (long long)delay);
+            char problem[3 * DURO_ERROR_MESSAGE_MAX]; /* set_problem cuts */
+            snprintf(problem, sizeof(problem),
+                     "%s in this runtime; left to a live runtime that has "
+                     "it%s",
+                     why, live);
+            duro__runtime_set_problem(rt, item->instance_id, problem,
+                                      duro__wall_ms() + delay);
+            pass_on(&c, delay);
+            duro_history_free(c.full);
+            return;
+        }
         if (item->attempt < rt->opts.max_attempts) {
             int64_t delay = unknown_name_delay(rt, item->attempt);
             duro__log(&rt->logger, DURO_LOG_WARN,
                       "%s (instance '%s'); retrying in %lld ms", why,
                       item->instance_id, (long long)delay);
-            char problem[DURO_ERROR_MESSAGE_MAX];
+            char problem[3 * DURO_ERROR_MESSAGE_MAX]; /* set_problem cuts */
             snprintf(problem, sizeof(problem),
-                     "%.400s in this runtime (attempt %u of %u, then the "
-                     "instance fails)",
-                     why, item->attempt, rt->opts.max_attempts);
+                     "%s in this runtime (attempt %u of %u, then the "
+                     "instance fails)%s",
+                     why, item->attempt, rt->opts.max_attempts, live);
             duro__runtime_set_problem(rt, item->instance_id, problem,
                                       duro__wall_ms() + delay);
             abandon(&c, delay);
             duro_history_free(c.full);
             return;
         }
+        if (live[0] != '\0' && strstr(live, "; live runtimes:") != NULL)
+            append(why, sizeof(why), "; no live runtime has it (%s)",
+                   strstr(live, "live runtimes:"));
         duro__utf8_scrub(why); /* a name cut short by the buffer */
         rc = run_and_ack(&c, DURO_STATUS_FAILED, why,
                          DURO_CATEGORY_CONFIGURATION);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/fiber.h"
 #include "runtime/runtime.h"
@@ -164,6 +165,11 @@ static int create(duro_provider *p, int owns, const duro_registry *reg,
     rt->logger.user = opts->log_user;
     rt->provider = p;
     rt->owns_provider = owns;
+    duro__random_token(rt->runtime_id);
+    if (gethostname(rt->host, sizeof(rt->host)) != 0)
+        rt->host[0] = '\0';
+    rt->host[sizeof(rt->host) - 1] = '\0';
+    rt->started_ms = duro__wall_ms();
     atomic_init(&rt->shutdown_deadline_ms, INT64_MAX);
     pthread_mutex_init(&rt->lock, NULL);
     pthread_mutex_init(&rt->storage_log_lock, NULL);
@@ -253,6 +259,9 @@ int duro_runtime_start(duro_runtime *rt)
     rt->started = 1;
     pthread_mutex_unlock(&rt->lock);
     rt->provider->wake(rt->provider, 0);
+    /* listed among the live runtimes before it takes any work; the
+     * manager's thread keeps the row fresh */
+    duro__runtime_heartbeat(rt);
     int rc = duro__workers_start(rt);
     if (rc != DURO_OK) {
         duro_runtime_shutdown(rt, 0);
@@ -308,6 +317,8 @@ int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms)
     duro__cache_clear(rt->cache);
     int64_t left = duro__add_ms(timeout_ms, -(duro__mono_ms() - start));
     int rc = duro__workers_stop(rt, left > 0 ? left : 0);
+    /* after the manager's last heartbeat: nothing writes the row again */
+    duro__runtime_unregister(rt);
     if (rc != DURO_OK)
         duro__fail(rc, "activities still running at the shutdown deadline "
                        "were returned to the queue, or their completions "

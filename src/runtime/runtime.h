@@ -152,7 +152,18 @@ struct duro_runtime {
 
     /* counters and histograms, updated with relaxed atomics (metrics.c) */
     duro__metrics metrics;
+
+    /* Its row among the live runtimes (provider version 12; services.c):
+     * written at start and every DURO__HEARTBEAT_MS by the manager's
+     * thread, removed at shutdown. Set at create, read-only after. */
+    char runtime_id[33]; /* random hex, unique */
+    char host[256];      /* gethostname(); "" when unknown */
+    int64_t started_ms;  /* wall ms of duro_runtime_create */
 };
+
+/* How often a runtime writes its heartbeat; it counts as gone after
+ * DURO_RUNTIME_MISSED_HEARTBEATS of them (30 s). */
+#define DURO__HEARTBEAT_MS 10000
 
 /* A runtime-wide counter of rt->metrics (m_poison, m_storage_retries ...);
  * per-name counts go through the duro__metrics_* calls. */
@@ -268,5 +279,18 @@ void duro__runtime_storage_ok(duro_runtime *rt, duro_queue queue);
  * healthy turn or activity. */
 void duro__runtime_set_problem(duro_runtime *rt, const char *instance_id,
                                const char *problem, int64_t next_attempt_ms);
+
+/* The runtime's row among the live runtimes (register_runtime, provider
+ * version 12; a no-op with an older one): what it runs from its registry,
+ * where it runs, its heartbeat. Best effort, as a problem: a failure is
+ * logged, and the next heartbeat writes the row again. heartbeat: at
+ * start and then every DURO__HEARTBEAT_MS; unregister: at shutdown, after
+ * the last heartbeat. */
+void duro__runtime_heartbeat(duro_runtime *rt);
+void duro__runtime_unregister(duro_runtime *rt);
+
+/* How a live runtime is named to people: "host:pid" ("?" for an unknown
+ * host), into out[size]. */
+void duro__runtime_label(const duro_runtime_info *r, char *out, size_t size);
 
 #endif

@@ -3,9 +3,10 @@
  * their waits for work and the count of those not idle (which a test
  * environment reads before it skips time), pauses and backoffs that end at
  * a shutdown's deadline, lock deadlines, the log of storage outages,
- * recorded problems. Below runtime.c, worker.c and orchestrator.c; calls
- * none of them. */
+ * recorded problems, its row among the live runtimes. Below runtime.c,
+ * worker.c, manager.c and orchestrator.c; calls none of them. */
 #include <stdio.h>
+#include <unistd.h>
 
 #include "runtime/runtime.h"
 #include "providers/providers.h"
@@ -178,4 +179,74 @@ void duro__runtime_set_problem(duro_runtime *rt, const char *instance_id,
                   "recording the problem of instance '%s' failed: %s",
                   instance_id, err.message);
     }
+}
+
+void duro__runtime_label(const duro_runtime_info *r, char *out, size_t size)
+{
+    snprintf(out, size, "%.200s:%lld",
+             r->host != NULL && r->host[0] != '\0' ? r->host : "?",
+             (long long)r->pid);
+}
+
+void duro__runtime_heartbeat(duro_runtime *rt)
+{
+    duro_provider *p = rt->provider;
+    if (p->version < 12 || p->register_runtime == NULL)
+        return;
+    const duro_registry *reg = rt->registry;
+    /* the registry is the runtime's own copy, unchanged while it runs:
+     * the row borrows its strings */
+    duro_runtime_orchestration *orchs =
+        duro__calloc(reg->orch_count + 1, sizeof(*orchs));
+    const char **acts = duro__calloc(reg->act_count + 1, sizeof(*acts));
+    if (orchs == NULL || acts == NULL) {
+        duro__free(orchs);
+        duro__free(acts);
+        duro__log(&rt->logger, DURO_LOG_DEBUG,
+                  "heartbeat skipped: out of memory");
+        return;
+    }
+    for (size_t i = 0; i < reg->orch_count; i++) {
+        orchs[i].name = reg->orchs[i].name;
+        orchs[i].version = reg->orchs[i].version;
+    }
+    for (size_t i = 0; i < reg->act_count; i++)
+        acts[i] = reg->acts[i].name;
+    duro_runtime_info info = {.runtime_id = rt->runtime_id,
+                              .host = rt->host,
+                              .pid = (int64_t)getpid(),
+                              .started_ms = rt->started_ms,
+                              .heartbeat_every_ms = DURO__HEARTBEAT_MS,
+                              .orchestrations = orchs,
+                              .orchestration_count = reg->orch_count,
+                              .activities = acts,
+                              .activity_count = reg->act_count};
+    duro_error err;
+    int rc = p->register_runtime(p, &info, &err);
+    duro__free(orchs);
+    duro__free(acts);
+    if (rc != DURO_OK) {
+        if (err.retryable)
+            DURO__COUNT(rt, m_storage_retries);
+        /* a store that is down says so through the fetches; a refusal
+         * (a name the store cannot hold) is this runtime's to fix */
+        duro__log(&rt->logger, err.retryable ? DURO_LOG_DEBUG : DURO_LOG_WARN,
+                  "recording this runtime among the live runtimes failed: "
+                  "%s",
+                  err.message);
+    }
+}
+
+void duro__runtime_unregister(duro_runtime *rt)
+{
+    duro_provider *p = rt->provider;
+    if (p->version < 12 || p->remove_runtime == NULL)
+        return;
+    duro_error err;
+    int rc = p->remove_runtime(p, rt->runtime_id, &err);
+    if (rc != DURO_OK && rc != DURO_NOT_FOUND)
+        duro__log(&rt->logger, DURO_LOG_DEBUG,
+                  "removing this runtime from the live runtimes failed: %s "
+                  "(it counts as gone once its heartbeats stop)",
+                  err.message);
 }

@@ -600,6 +600,14 @@ TEST(client_functions)
     CHECK_EQ(pg->total, -1);
     C(duro_instance_page_free)(pg);
     C(duro_instance_page_free)(NULL);
+    duro_runtime_list *rl = (duro_runtime_list *)&f;
+    CHECK_RC(C(duro_client_runtimes)(NULL, &rl), DURO_INVALID);
+    CHECK(rl == NULL);
+    CHECK_RC(duro_client_runtimes(c, NULL), DURO_INVALID);
+    CHECK_OK(duro_client_runtimes(c, &rl));
+    CHECK(rl != NULL);
+    C(duro_runtime_list_free)(rl);
+    C(duro_runtime_list_free)(NULL);
     duro_instance_query unset;
     memset(&unset, 0, sizeof(unset));
     pg = (duro_instance_page *)&f;

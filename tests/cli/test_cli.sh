@@ -90,7 +90,7 @@ contains "$tmp/out" "duro "
 run 0 version --json
 json 'set(d) == {"version", "library_version"}'
 for verb in list status history start raise wait cancel terminate suspend \
-    resume delete purge prune metrics version; do
+    resume delete purge prune metrics runtimes version; do
     run 0 "$verb" --help
     contains "$tmp/out" "usage: duro $verb"
     run 0 "$verb" -h
@@ -577,7 +577,8 @@ grep -qF 'payloads cut to one line with control characters escaped' "$tooldir/du
 echo "== missing database: never created"
 for args in "list" "status hello-1" "history hello-1" "wait hello-1" \
     "cancel hello-1" "raise wait-1 go" "delete hello-1" \
-    "purge --before 1d" "prune hello-1 --keep 1" "cancel --name Waiter"; do
+    "purge --before 1d" "prune hello-1 --keep 1" "cancel --name Waiter" \
+    "runtimes"; do
     # shellcheck disable=SC2086
     run 1 --db "sqlite:$tmp/missing.db" $args
     one_line
@@ -644,7 +645,8 @@ contains "$tmp/out" "started e-1"
 echo "== the read verbs open read-only: an older schema is not migrated"
 cp "$tmp/store.db" "$tmp/older.db"
 [ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/older.db-wal"
-"$fixture" sql "$tmp/older.db" "DROP INDEX instances_status_created;
+"$fixture" sql "$tmp/older.db" "DROP TABLE runtimes;
+    DELETE FROM duro_schema WHERE version = 8; DROP INDEX instances_status_created;
     DROP INDEX instances_status_updated;
     DROP INDEX instances_name_status_created;
     DROP INDEX instances_name_status_updated; DROP INDEX history_control;
@@ -1485,9 +1487,72 @@ for url in 'postgresql://app:s3cret@db.invalid/orders?bogus=1' \
     done
 done
 
+echo "== list --version and runtimes: which instances wait for which version, who has it"
+vdb="sqlite:$tmp/versions.db"
+run 0 --db "$vdb" start Order ver-1 --version 1
+run 0 --db "$vdb" start Order ver-2a --version 2
+run 0 --db "$vdb" start Order ver-2b --version 2
+run 0 --db "$vdb" start Order ver-def --version ''
+run 0 --db "$vdb" start Order ver-none
+run 0 --db "$vdb" list --version 2 --json
+json '[i["id"] for i in d["instances"]] == ["ver-2a", "ver-2b"] and d["total"] == 2 and d["instances"][0]["version"] == "2"'
+run 0 --db "$vdb" list --version '' --json
+json '[i["id"] for i in d["instances"]] == ["ver-def"]'
+run 0 --db "$vdb" list --version 2 --status pending --name Order
+contains "$tmp/out" "ver-2b"
+grep -q "ver-1" "$tmp/out" && fail "list --version 2 shows ver-1"
+run 0 --db "$vdb" list --version 9
+contains "$tmp/err" "no instances match"
+big=$(head -c 1025 /dev/zero | tr '\0' v)
+run 1 --db "$vdb" list --version "$big"
+contains "$tmp/err" "orchestration_version"
+contains "$tmp/err" "1024"
+run 2 --db "$vdb" list --version
+run 0 --db "$vdb" runtimes
+contains "$tmp/err" "no live runtimes"
+run 0 --db "$vdb" runtimes --json
+json 'd["runtimes"] == [] and rfc.match(d["read"])'
+# two live runtimes as runtimes record themselves (a heartbeat period of a
+# day keeps them live through the test), and one gone (no heartbeat for
+# three periods)
+now='CAST(strftime('"'"'%s'"'"', '"'"'now'"'"') AS INTEGER) * 1000'
+"$fixture" sql "$tmp/versions.db" "INSERT INTO runtimes VALUES
+    ('rt-a', 'host-a', 1234, $now - 2000, $now, 86400000,
+     '[[\"Order\",\"1\"]]', '[]'),
+    ('rt-b', 'host-b', 99, $now - 1000, $now, 86400000,
+     '[[\"Order\",\"1\"],[\"Order\",\"2\"],[\"Ship\",\"\"]]', '[\"Greet\"]'),
+    ('rt-gone', 'host-c', 7, 0, $now - 40000, 10000, '[]', '[]')" ||
+    fail "cli_fixture sql: inserting runtimes"
+run 0 --db "$vdb" runtimes
+contains "$tmp/out" "RUNTIME"
+contains "$tmp/out" "host-a:1234"
+contains "$tmp/out" "Order@1, Order@2, Ship@(default)"
+grep -q "host-c" "$tmp/out" && fail "runtimes lists a runtime that missed its heartbeats"
+[ "$(grep -n host-a "$tmp/out" | cut -d: -f1)" -lt "$(grep -n host-b "$tmp/out" | cut -d: -f1)" ] ||
+    fail "runtimes: not oldest start first: $(cat "$tmp/out")"
+run 0 --db "$vdb" runtimes --name Order
+contains "$tmp/out" "VERSIONS"
+contains "$tmp/out" "1, 2"
+run 0 --db "$vdb" runtimes --name Ship
+contains "$tmp/out" "(default)"
+contains "$tmp/out" "none"
+run 0 --db "$vdb" runtimes --json
+json '[r["host"] for r in d["runtimes"]] == ["host-a", "host-b"] and d["runtimes"][1]["orchestrations"] == [{"name": "Order", "version": "1"}, {"name": "Order", "version": "2"}, {"name": "Ship", "version": ""}] and d["runtimes"][1]["activities"] == ["Greet"] and d["runtimes"][0]["pid"] == 1234 and rfc.match(d["runtimes"][0]["heartbeat"]) and d["runtimes"][0]["heartbeat_every_ms"] == 86400000'
+run 0 --db "$vdb" runtimes --name Order --json
+json 'd["runtimes"][1]["orchestrations"] == [{"name": "Order", "version": "1"}, {"name": "Order", "version": "2"}]'
+run 2 --db "$vdb" runtimes --name ''
+# status shows a version's wait whole: the live runtimes come last
+problem="orchestration 'Order' version '2' is not registered in this runtime; left to a live runtime that has it; waits for version '2' of 'Order'; live runtimes: $(printf 'host-%02d:1 has 1; ' 1 2 3 4 5 6 7 8 9 10 11 12)host-b:99 has 1, 2"
+"$fixture" sql "$tmp/versions.db" "UPDATE instances SET last_problem = '$(printf %s "$problem" | sed "s/'/''/g")', last_problem_ms = 1 WHERE instance_id = 'ver-2a'" ||
+    fail "cli_fixture sql: setting a problem"
+run 0 --db "$vdb" status ver-2a
+contains "$tmp/out" "host-b:99 has 1, 2"
+contains "$tmp/out" "waits for version '2' of 'Order'"
+run 2 --db "$vdb" runtimes extra
+
 echo "== man page and completion"
 for verb in list status history start raise wait cancel terminate suspend resume \
-    delete purge prune metrics version; do
+    delete purge prune metrics runtimes version; do
     grep -q "^\.SS $verb" "$tooldir/duro.1" || fail "duro.1 has no section for $verb"
 done
 for word in "EXIT STATUS" "JSON OUTPUT" '"truncated"' '"dry_run"' NO_COLOR; do
@@ -1497,7 +1562,7 @@ done
 # lines list, and no other (the common --db, --json and --help aside)
 if [ "$have_python" = 1 ]; then
     for verb in list status history start raise wait cancel terminate \
-        suspend resume delete purge prune metrics version ui; do
+        suspend resume delete purge prune metrics runtimes version ui; do
         "$duro" "$verb" --help | sed -n '1,/^$/p' >"$tmp/usage.$verb"
     done
     # a duro built without the console has no ui usage: its synopsis
@@ -1517,7 +1582,7 @@ for entry in synopsis.split(".br"):
 bad = []
 for verb in ["list", "status", "history", "start", "raise", "wait", "cancel",
              "terminate", "suspend", "resume", "delete", "purge", "prune",
-             "metrics", "version", "ui"]:
+             "metrics", "runtimes", "version", "ui"]:
     usage = open("%s/usage.%s" % (sys.argv[2], verb), encoding="utf-8").read()
     in_help = set(re.findall(r"--[a-z][a-z-]*[a-z]", usage)) - {"--json", "--db", "--help"}
     common = {"--json", "--db", "--help"}

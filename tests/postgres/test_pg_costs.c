@@ -258,7 +258,7 @@ static void plan_args(const duro__instance_plan *pl, const char *name,
                      strchr(duro__sql_statement_sql(&duro__pg_dialect, i), '$');
                  q != NULL; q = strchr(q + 1, '$'))
                 n = atoi(q + 1) > n ? atoi(q + 1) : n;
-    char v[20][1100];
+    char v[21][1100];
     const char *texts[] = {pl->name, pl->prefix, pl->prefix_end, pl->contains,
                            pl->parent};
     for (int i = 0; i < 5; i++) {
@@ -283,8 +283,13 @@ static void plan_args(const duro__instance_plan *pl, const char *name,
         snprintf(v[19], sizeof(v[19]), "'%lld'", (long long)pl->count_rows);
     else
         snprintf(v[19], sizeof(v[19]), "NULL");
+    char *version = pl->version != NULL ? PQescapeLiteral(admin, pl->version,
+                                                          strlen(pl->version))
+                                        : NULL;
+    snprintf(v[20], sizeof(v[20]), "%s", version != NULL ? version : "NULL");
+    PQfreemem(version);
     size_t len = (size_t)snprintf(out, size, "(");
-    for (int i = 0; i < n && i < 20; i++)
+    for (int i = 0; i < n && i < 21; i++)
         len += (size_t)snprintf(out + len, size - len, "%s%s", i ? ", " : "",
                                 v[i]);
     snprintf(out + len, size - len, ")");

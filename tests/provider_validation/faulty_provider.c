@@ -68,6 +68,10 @@ static const char *const method_names[FAULTY_METHOD_COUNT] = {
     "query_instances",
     "list_control_events",
     "next_due",
+    "register_runtime",
+    "list_runtimes",
+    "remove_runtime",
+    "pass_orchestration_item",
 };
 
 const char *faulty_method_name(int method)
@@ -969,6 +973,67 @@ static int faulty_next_due(duro_provider *p, int64_t *due_ms, int *any,
     return finish(fp, &f, FAULTY_NEXT_DUE, rc, struck, err);
 }
 
+static int faulty_register_runtime(duro_provider *p,
+                                   const duro_runtime_info *info,
+                                   duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_REGISTER_RUNTIME, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_REGISTER_RUNTIME, err);
+    int rc = fp->inner->register_runtime(fp->inner, info, err);
+    return finish(fp, &f, FAULTY_REGISTER_RUNTIME, rc, lost(fp, &f, rc, 0),
+                  err);
+}
+
+static int faulty_list_runtimes(duro_provider *p, duro_runtime_list **out,
+                                duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_LIST_RUNTIMES, -1, &f);
+    if (before(&f)) {
+        if (out != NULL)
+            *out = NULL;
+        return report(fp, &f, FAULTY_LIST_RUNTIMES, err);
+    }
+    int rc = fp->inner->list_runtimes(fp->inner, out, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL) {
+        duro_runtime_list_free(*out);
+        *out = NULL;
+    }
+    return finish(fp, &f, FAULTY_LIST_RUNTIMES, rc, struck, err);
+}
+
+static int faulty_remove_runtime(duro_provider *p, const char *runtime_id,
+                                 duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_REMOVE_RUNTIME, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_REMOVE_RUNTIME, err);
+    int rc = fp->inner->remove_runtime(fp->inner, runtime_id, err);
+    return finish(fp, &f, FAULTY_REMOVE_RUNTIME, rc, lost(fp, &f, rc, 0), err);
+}
+
+static int faulty_pass_orchestration_item(duro_provider *p,
+                                          const char *lock_token,
+                                          int64_t delay_ms, duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_PASS_ORCHESTRATION_ITEM, -1, &f);
+    if (before(&f))
+        return report(fp, &f, FAULTY_PASS_ORCHESTRATION_ITEM, err);
+    int rc = fp->inner->pass_orchestration_item(fp->inner, lock_token, delay_ms,
+                                                err);
+    return finish(fp, &f, FAULTY_PASS_ORCHESTRATION_ITEM, rc,
+                  lost(fp, &f, rc, 0), err);
+}
+
 /* Passed through: the waits it tells of are not faults of their own. */
 static int faulty_wait_for_cancellations(duro_provider *p, int64_t max_wait_ms,
                                          duro_error *err)
@@ -1058,6 +1123,12 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
         fp->base.turn_batch = inner->turn_batch;
     if (fp->base.version >= 12)
         FORWARD(next_due);
+    if (fp->base.version >= 12) {
+        FORWARD(register_runtime);
+        FORWARD(list_runtimes);
+        FORWARD(remove_runtime);
+        FORWARD(pass_orchestration_item);
+    }
     return &fp->base;
 }
 

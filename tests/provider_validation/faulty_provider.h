@@ -57,6 +57,10 @@ typedef enum faulty_method {
     FAULTY_LIST_CONTROL_EVENTS,
     /* version 12: a read; an after-commit fault drops the answer */
     FAULTY_NEXT_DUE,
+    FAULTY_REGISTER_RUNTIME,
+    FAULTY_LIST_RUNTIMES,
+    FAULTY_REMOVE_RUNTIME,
+    FAULTY_PASS_ORCHESTRATION_ITEM,
     FAULTY_METHOD_COUNT
 } faulty_method;
 

@@ -244,13 +244,20 @@ PV_TEST(concurrent_opens_of_a_fresh_schema_migrate_once)
     char sql[160];
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 6); /* migrations 1 to 6, once each */
+    CHECK_EQ(query_int(c, sql), 7); /* migrations 1 to 7, once each */
     PQfinish(c);
 }
 
-/* Takes a version-6 schema (search_path set to it) back to version 5:
- * orchestrator_queue's fillfactor as version 5 made it. */
+/* Takes a version-7 schema (search_path set to it) back to version 6:
+ * migration 7's table of live runtimes goes. */
+#define UNDO_PG_MIGRATION_7                                                    \
+    "DROP TABLE runtimes; "                                                    \
+    "DELETE FROM duro_schema WHERE version = 7; "
+
+/* ... and back to version 5: orchestrator_queue's fillfactor as version 5
+ * made it. */
 #define UNDO_PG_MIGRATION_6                                                    \
+    UNDO_PG_MIGRATION_7                                                        \
     "ALTER TABLE orchestrator_queue RESET (fillfactor); "                      \
     "DELETE FROM duro_schema WHERE version = 6; "
 
@@ -537,7 +544,7 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 6);
+    CHECK_EQ(query_int(c, sql), 7);
 
     /* a schema without duro_schema, empty or another application's, is
      * no store: create=0 creates nothing in it */
@@ -573,7 +580,7 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 6);
+    CHECK_EQ(query_int(c, sql), 7);
     PQfinish(c);
 }
 
@@ -660,7 +667,7 @@ PV_TEST(migration_6_upgrades_a_version_5_store_in_place)
 
     duro_provider *q = pv_open_same(); /* migrates */
     CHECK(q != NULL);
-    CHECK_EQ(query_int(c, sql), 6);
+    CHECK_EQ(query_int(c, sql), 7);
     snprintf(sql, sizeof(sql), QUEUE_FILLFACTOR_50, schema);
     CHECK_EQ(query_int(c, sql), 1);
     PQfinish(c);
@@ -693,6 +700,55 @@ PV_TEST(migration_6_upgrades_a_version_5_store_in_place)
         CHECK_STR(item->instance_id, other);
     duro_orch_item_free(item);
     pv_close(q);
+}
+
+/* Migration 7 adds the table of live runtimes to a version-6 store in
+ * place: what it held stays, and runtimes register in it at once. */
+PV_TEST(migration_7_adds_the_live_runtimes)
+{
+    duro_provider *p = pv_open();
+    duro_error e;
+    char schema[64];
+    snprintf(schema, sizeof(schema), "%s", duro__pg_schema(p));
+    duro_work_item st = {
+        .kind = DURO_WORK_START, .instance_id = "v6", .name = "orch"};
+    CHECK_PRC(p->enqueue_for_orchestrator(p, &st, 0, &e), DURO_OK, &e);
+    pv_close(p);
+    PGconn *c = admin();
+    CHECK(c != NULL);
+    if (c == NULL)
+        return;
+    char sql[1024];
+    snprintf(sql, sizeof(sql),
+             "SET search_path TO \"%s\"; " UNDO_PG_MIGRATION_7, schema);
+    CHECK(admin_exec(c, sql));
+    snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
+             schema);
+    CHECK_EQ(query_int(c, sql), 6);
+
+    p = pv_open_same(); /* migrates */
+    CHECK(p != NULL);
+    CHECK_EQ(query_int(c, sql), 7);
+    PQfinish(c);
+    if (p == NULL)
+        return;
+    duro_instance_list *l = NULL;
+    CHECK_PRC(p->get_instance(p, "v6", &l, &e), DURO_OK, &e);
+    duro_instance_list_free(l);
+    duro_runtime_orchestration o = {"orch", "2"};
+    duro_runtime_info r = {.runtime_id = "rt",
+                           .host = "h",
+                           .pid = 7,
+                           .heartbeat_every_ms = 1000,
+                           .orchestrations = &o,
+                           .orchestration_count = 1};
+    CHECK_PRC(p->register_runtime(p, &r, &e), DURO_OK, &e);
+    duro_runtime_list *rl = NULL;
+    CHECK_PRC(p->list_runtimes(p, &rl, &e), DURO_OK, &e);
+    CHECK_EQ(rl->count, 1);
+    CHECK_STR(rl->items[0].orchestrations[0].version, "2");
+    duro_runtime_list_free(rl);
+    pv_close(p);
 }
 
 /* Migration 2 adds the activity run times to a version-1 schema in place:
@@ -769,7 +825,7 @@ PV_TEST(migration_2_adds_activity_run_times)
     CHECK_EQ(query_int(c, sql), 4);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 6);
+    CHECK_EQ(query_int(c, sql), 7);
     /* migration 6: room in orchestrator_queue's pages */
     snprintf(sql, sizeof(sql), QUEUE_FILLFACTOR_50, schema);
     CHECK_EQ(query_int(c, sql), 1);
@@ -1574,12 +1630,12 @@ PV_TEST(every_statement_fits_the_parameter_slots)
     CHECK_EQ(most, DURO__PG_PARAM_MAX);
 }
 
-/* The first n arguments a plan binds ($1 .. $19, as sql/manage.c binds
+/* The first n arguments a plan binds ($1 .. $21, as sql/manage.c binds
  * them), as EXECUTE's list. */
 static void plan_args(PGconn *c, const duro__instance_plan *pl, int n,
                       char *out, size_t size)
 {
-    char v[19][1100];
+    char v[21][1100];
     const char *texts[] = {pl->name, pl->prefix, pl->prefix_end, pl->contains,
                            pl->parent};
     for (int i = 0; i < 5; i++) {
@@ -1600,8 +1656,17 @@ static void plan_args(PGconn *c, const duro__instance_plan *pl, int n,
     snprintf(v[11], sizeof(v[11]), "'%zu'", pl->limit + 1);
     for (int k = 0; k < DURO__QUERY_ARMS; k++)
         snprintf(v[12 + k], sizeof(v[12 + k]), "'%d'", pl->arms[k]);
+    if (pl->count_rows < 0) /* bind_limit: NULL is no limit */
+        snprintf(v[19], sizeof(v[19]), "NULL");
+    else
+        snprintf(v[19], sizeof(v[19]), "'%lld'", (long long)pl->count_rows);
+    char *version = pl->version != NULL
+                        ? PQescapeLiteral(c, pl->version, strlen(pl->version))
+                        : NULL;
+    snprintf(v[20], sizeof(v[20]), "%s", version != NULL ? version : "NULL");
+    PQfreemem(version);
     size_t len = (size_t)snprintf(out, size, "(");
-    for (int i = 0; i < n && i < 19; i++)
+    for (int i = 0; i < n && i < 21; i++)
         len += (size_t)snprintf(out + len, size - len, "%s%s", i ? ", " : "",
                                 v[i]);
     snprintf(out + len, size - len, ")");
@@ -3943,6 +4008,7 @@ int main(int argc, char **argv)
         T(schema_names_are_case_sensitive_and_may_be_keywords),
         T(migration_2_adds_activity_run_times),
         T(migration_6_upgrades_a_version_5_store_in_place),
+        T(migration_7_adds_the_live_runtimes),
         T(a_connection_dropped_while_idle_is_reopened_before_use),
         T(a_connection_lost_during_a_call_fails_retryably_and_is_reopened),
         T(a_sweep_holds_no_transaction_open_while_its_batches_wait),

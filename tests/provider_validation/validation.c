@@ -8663,13 +8663,15 @@ typedef struct qspec {
     const char *name, *prefix, *contains, *parent;
     int with_problem;
     int64_t after, before;
+    const char *orch_version; /* query version 3 */
 } qspec;
 
 static void qspec_to_query(const qspec *q, int order, size_t limit,
                            duro_instance_query *out)
 {
     memset(out, 0, sizeof(*out));
-    out->version = 1;
+    out->version = q->orch_version != NULL ? 3 : 1;
+    out->orchestration_version = q->orch_version;
     out->status_mask = q->mask;
     out->name = q->name;
     out->name_prefix = q->prefix;
@@ -8700,6 +8702,9 @@ static int model_match(const duro_instance_info *in, const qspec *q)
     if (q->after != 0 && in->created_ms < q->after)
         return 0;
     if (q->before != 0 && in->created_ms >= q->before)
+        return 0;
+    if (q->orch_version != NULL &&
+        (in->version == NULL || strcmp(in->version, q->orch_version) != 0))
         return 0;
     return 1;
 }
@@ -8826,7 +8831,7 @@ static void check_query(duro_provider *p, const duro_instance_list *all,
                 continue;
             duro_instance_query qq;
             qspec_to_query(q, order, 2, &qq);
-            qq.version = 2;
+            qq.version = qq.version > 2 ? qq.version : 2;
             qq.count_total = 1;
             qq.count_max = caps[k];
             duro_instance_page *page = query_page(p, &qq);
@@ -9841,6 +9846,393 @@ PV_TEST(fault_sweep_next_due)
 }
 
 /* ========================================================================
+ * Version 12: the live runtimes, and a pass that does not count. */
+
+static void require_v12_runtimes(duro_provider *p)
+{
+    require_v10(p);
+    CHECK_MSG(p->version >= 12 && p->register_runtime != NULL &&
+                  p->list_runtimes != NULL && p->remove_runtime != NULL &&
+                  p->pass_orchestration_item != NULL,
+              "provider '%s' (version %d) lacks the version-12 methods",
+              p->name, p->version);
+}
+
+static const duro_runtime_orchestration rt_orchs[] = {
+    {"order", "1"}, {"order", "2"}, {"ship \"fast\"\\", ""}};
+static const char *const rt_acts[] = {"charge", "pack"};
+
+static duro_runtime_info runtime_info(const char *id, const char *host,
+                                      int64_t pid, int64_t started_ms)
+{
+    duro_runtime_info r;
+    memset(&r, 0, sizeof(r));
+    r.runtime_id = id;
+    r.host = host;
+    r.pid = pid;
+    r.started_ms = started_ms;
+    r.heartbeat_every_ms = 10000;
+    r.orchestrations = rt_orchs;
+    r.orchestration_count = 3;
+    r.activities = rt_acts;
+    r.activity_count = 2;
+    return r;
+}
+
+static void register_rt(duro_provider *p, const duro_runtime_info *r)
+{
+    duro_error e;
+    CHECK_PRC(p->register_runtime(p, r, &e), DURO_OK, &e);
+}
+
+static duro_runtime_list *runtimes(duro_provider *p)
+{
+    duro_error e;
+    duro_runtime_list *l = NULL;
+    CHECK_PRC(p->list_runtimes(p, &l, &e), DURO_OK, &e);
+    CHECK(l != NULL);
+    return l;
+}
+
+/* The runtime_id of each listed runtime, joined with ','. */
+static char *runtime_ids(duro_provider *p)
+{
+    duro_runtime_list *l = runtimes(p);
+    strbuf b = {0};
+    for (size_t i = 0; l != NULL && i < l->count; i++)
+        sb_printf(&b, "%s%s", i > 0 ? "," : "", l->items[i].runtime_id);
+    duro_runtime_list_free(l);
+    return b.s != NULL ? b.s : xstrdup("");
+}
+
+#define CHECK_RUNTIMES(p, expected)                                            \
+    do {                                                                       \
+        char *ids_ = runtime_ids(p);                                           \
+        CHECK_STR(ids_, expected);                                             \
+        free(ids_);                                                            \
+    } while (0)
+
+static int runtime_listed(duro_provider *p, const char *id)
+{
+    char *ids = runtime_ids(p);
+    int found = strstr(ids, id) != NULL;
+    free(ids);
+    return found;
+}
+
+PV_TEST(runtimes_are_registered_listed_replaced_and_removed)
+{
+    duro_provider *p = pv_open();
+    require_v12_runtimes(p);
+    CHECK_RUNTIMES(p, "");
+    int64_t before = duro_now_ms();
+    duro_runtime_info a = runtime_info("rt-a", "host-a", 1234, before - 50);
+    duro_runtime_info b = runtime_info("rt-b", NULL, 0, before - 100);
+    b.orchestration_count = 1;
+    b.activities = NULL;
+    b.activity_count = 0;
+    register_rt(p, &a);
+    register_rt(p, &b);
+    /* oldest start first */
+    CHECK_RUNTIMES(p, "rt-b,rt-a");
+    duro_runtime_list *l = runtimes(p);
+    CHECK_EQ(l->count, 2);
+    CHECK(l->read_ms >= before);
+    const duro_runtime_info *ra = &l->items[1], *rb = &l->items[0];
+    CHECK_STR(ra->host, "host-a");
+    CHECK_EQ(ra->pid, 1234);
+    CHECK_EQ(ra->started_ms, before - 50);
+    CHECK(ra->heartbeat_ms >= before && ra->heartbeat_ms <= l->read_ms);
+    CHECK_EQ(ra->heartbeat_every_ms, 10000);
+    CHECK_EQ(ra->orchestration_count, 3);
+    for (size_t i = 0; i < 3 && i < ra->orchestration_count; i++) {
+        CHECK_STR(ra->orchestrations[i].name, rt_orchs[i].name);
+        CHECK_STR(ra->orchestrations[i].version, rt_orchs[i].version);
+    }
+    CHECK_EQ(ra->activity_count, 2);
+    if (ra->activity_count == 2) {
+        CHECK_STR(ra->activities[0], "charge");
+        CHECK_STR(ra->activities[1], "pack");
+    }
+    CHECK_STR(rb->host, ""); /* NULL: unknown */
+    CHECK_EQ(rb->orchestration_count, 1);
+    CHECK_EQ(rb->activity_count, 0);
+    duro_runtime_list_free(l);
+
+    /* a heartbeat replaces the row whole: what it registers now */
+    a.orchestration_count = 0;
+    a.host = "host-a2";
+    register_rt(p, &a);
+    l = runtimes(p);
+    CHECK_EQ(l->count, 2);
+    if (l->count == 2) {
+        CHECK_STR(l->items[1].host, "host-a2");
+        CHECK_EQ(l->items[1].orchestration_count, 0);
+        CHECK_EQ(l->items[1].activity_count, 2);
+    }
+    duro_runtime_list_free(l);
+
+    duro_error e;
+    CHECK_PRC(p->remove_runtime(p, "rt-a", &e), DURO_OK, &e);
+    CHECK_RUNTIMES(p, "rt-b");
+    CHECK_PFAIL(p->remove_runtime(p, "rt-a", &e), DURO_NOT_FOUND, 0, &e);
+    CHECK(strstr(e.message, "rt-a") != NULL);
+    /* a runtime whose row was removed writes it again at its heartbeat */
+    register_rt(p, &a);
+    CHECK_RUNTIMES(p, "rt-b,rt-a");
+}
+
+PV_TEST(a_runtime_that_missed_its_heartbeats_is_gone)
+{
+    duro_provider *p = pv_open();
+    require_v12_runtimes(p);
+    enum { EVERY = 100, GONE = 3 * EVERY };
+    duro_runtime_info live = runtime_info("live", "h", 1, 1);
+    duro_runtime_info brief = runtime_info("brief", "h", 2, 2);
+    brief.heartbeat_every_ms = EVERY; /* gone once GONE ms pass without one */
+    register_rt(p, &live);
+    int64_t beat = duro_now_ms(); /* at most its heartbeat_ms */
+    register_rt(p, &brief);
+    char *ids = runtime_ids(p);
+    /* (a machine too busy to read within GONE ms checks only the rest) */
+    if (duro_now_ms() - beat < GONE)
+        CHECK_STR(ids, "live,brief");
+    free(ids);
+    WAIT_UNTIL(!runtime_listed(p, "brief"), 10000);
+    CHECK(duro_now_ms() - beat >= GONE);
+    CHECK_RUNTIMES(p, "live");
+    /* skipped by the read, removed by the next write of any runtime */
+    register_rt(p, &live);
+    duro_error e;
+    CHECK_PFAIL(p->remove_runtime(p, "brief", &e), DURO_NOT_FOUND, 0, &e);
+    /* a heartbeat writes the row again */
+    register_rt(p, &brief);
+    CHECK_PRC(p->remove_runtime(p, "brief", &e), DURO_OK, &e);
+    CHECK_RUNTIMES(p, "live");
+}
+
+static void expect_register_refused(duro_provider *p,
+                                    const duro_runtime_info *r, int code,
+                                    const char *needle)
+{
+    duro_error e;
+    CHECK_PFAIL(p->register_runtime(p, r, &e), code, 0, &e);
+    CHECK_MSG(strstr(e.message, needle) != NULL,
+              "message '%s' does not name '%s'", e.message, needle);
+}
+
+PV_TEST(register_list_and_remove_runtime_refuse_bad_input)
+{
+    duro_provider *p = pv_open();
+    require_v12_runtimes(p);
+    duro_error e;
+    CHECK_PFAIL(p->register_runtime(p, NULL, &e), DURO_INVALID, 0, &e);
+    duro_runtime_info r = runtime_info("", "h", 1, 1);
+    expect_register_refused(p, &r, DURO_INVALID, "runtime_id");
+    r.runtime_id = NULL;
+    expect_register_refused(p, &r, DURO_INVALID, "runtime_id");
+    char *big = repeat('x', 1025);
+    CHECK(big != NULL);
+    r.runtime_id = big;
+    expect_register_refused(p, &r, DURO_TOO_LARGE, "runtime_id");
+    r.runtime_id = "rt";
+    r.host = big;
+    expect_register_refused(p, &r, DURO_TOO_LARGE, "host");
+    r.host = "h";
+    r.pid = -1;
+    expect_register_refused(p, &r, DURO_INVALID, "pid");
+    r.pid = 1;
+    r.started_ms = -1;
+    expect_register_refused(p, &r, DURO_INVALID, "started_ms");
+    r.started_ms = 1;
+    r.heartbeat_every_ms = 0;
+    expect_register_refused(p, &r, DURO_INVALID, "heartbeat_every_ms");
+    r.heartbeat_every_ms = DURO_RUNTIME_HEARTBEAT_MAX_MS + 1;
+    expect_register_refused(p, &r, DURO_INVALID, "heartbeat_every_ms");
+    r.heartbeat_every_ms = 1000;
+    r.orchestrations = NULL;
+    expect_register_refused(p, &r, DURO_INVALID, "orchestrations");
+    duro_runtime_orchestration bad[2] = {{"ok", "1"}, {NULL, "1"}};
+    r.orchestrations = bad;
+    r.orchestration_count = 2;
+    expect_register_refused(p, &r, DURO_INVALID, "orchestration name 1");
+    bad[1].name = "";
+    expect_register_refused(p, &r, DURO_INVALID, "orchestration name 1");
+    bad[1].name = "n";
+    bad[1].version = big;
+    expect_register_refused(p, &r, DURO_TOO_LARGE, "orchestration version 1");
+    bad[1].version = "\xC3\x28"; /* not UTF-8, in every store */
+    expect_register_refused(p, &r, DURO_INVALID, "UTF-8");
+    bad[1].version = "1";
+    const char *acts[] = {"a", ""};
+    r.activities = acts;
+    r.activity_count = 2;
+    expect_register_refused(p, &r, DURO_INVALID, "activity name 1");
+    r.activities = NULL;
+    expect_register_refused(p, &r, DURO_INVALID, "activities");
+    free(big);
+    CHECK_RUNTIMES(p, ""); /* nothing written */
+    r.activity_count = 0;
+    register_rt(p, &r);
+    CHECK_RUNTIMES(p, "rt");
+
+    CHECK_PFAIL(p->list_runtimes(p, NULL, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->remove_runtime(p, NULL, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->remove_runtime(p, "", &e), DURO_INVALID, 0, &e);
+    big = repeat('y', 1025);
+    CHECK(big != NULL);
+    CHECK_PFAIL(p->remove_runtime(p, big, &e), DURO_TOO_LARGE, 0, &e);
+    free(big);
+    CHECK_RUNTIMES(p, "rt");
+}
+
+PV_TEST(pass_orchestration_item_does_not_count_the_fetch)
+{
+    duro_provider *p = pv_open();
+    require_v12_runtimes(p);
+    start(p, "a");
+    duro_error e;
+    for (int i = 0; i < 3; i++) {
+        duro_orch_item *it = fetch_orch_expect(p, "a", 30000);
+        CHECK_EQ(it->attempt, 1);
+        CHECK_PRC(p->pass_orchestration_item(p, it->lock_token, 0, &e), DURO_OK,
+                  &e);
+        /* the token no longer holds */
+        CHECK_PFAIL(p->pass_orchestration_item(p, it->lock_token, 0, &e),
+                    DURO_LOCK_LOST, 0, &e);
+        duro_orch_item_free(it);
+    }
+    duro_orch_item *it = fetch_orch_expect(p, "a", 30000);
+    CHECK_EQ(it->attempt, 1);
+    abandon_orch(p, it, 0); /* an abandon counts */
+    it = fetch_orch_expect(p, "a", 30000);
+    CHECK_EQ(it->attempt, 2);
+    /* a pass with a delay hides the instance as an abandon does */
+    CHECK_PRC(p->pass_orchestration_item(p, it->lock_token, 60000, &e), DURO_OK,
+              &e);
+    duro_orch_item_free(it);
+    expect_no_orch(p);
+    CHECK_EQ(count(p, ORCH, "a"), 1);
+    CHECK_PFAIL(p->pass_orchestration_item(p, NULL, 0, &e), DURO_INVALID, 0,
+                &e);
+    CHECK_PFAIL(p->pass_orchestration_item(p, "o1.nope", 0, &e), DURO_LOCK_LOST,
+                0, &e);
+}
+
+/* Query version 3 (provider version 12): the orchestration version, as
+ * stored - "" is the default version, an instance started without one has
+ * none - alone and with every other filter, in each order, against the
+ * model. */
+PV_TEST(query_instances_filters_by_orchestration_version)
+{
+    duro_provider *p = pv_open();
+    require_v12_runtimes(p);
+    duro_error e;
+    run_to(p, "v-1a", "order", "1", DURO_STATUS_RUNNING);
+    run_to(p, "v-1b", "order", "1", DURO_STATUS_COMPLETED);
+    run_to(p, "v-def", "order", "", DURO_STATUS_FAILED);
+    duro_work_item w = work(DURO_WORK_START, "v-2p"); /* waits: Pending */
+    w.name = "order";
+    w.version = "2";
+    enqueue(p, &w, 0);
+    w = work(DURO_WORK_START, "v-none"); /* no version asked */
+    w.name = "order";
+    enqueue(p, &w, 0);
+    w = work(DURO_WORK_START, "v-ship2");
+    w.name = "ship";
+    w.version = "2";
+    enqueue(p, &w, 0);
+    duro_instance_list *l = get(p, "v-ship2");
+    int64_t mid = l->items[0].created_ms;
+    clock_past(mid);
+    duro_instance_list_free(l);
+    run_to(p, "v-2r", "order", "2", DURO_STATUS_RUNNING);
+    CHECK_PRC(
+        p->set_instance_problem(p, "v-2p", "waits for version '2'", 0, &e),
+        DURO_OK, &e);
+    duro_instance_list *all = list_all(p);
+    CHECK_EQ(all->count, 7);
+    const uint32_t pending = 1u << DURO_STATUS_PENDING;
+    const qspec specs[] = {
+        {.what = "version 1", .orch_version = "1"},
+        {.what = "version 2", .orch_version = "2"},
+        {.what = "the default version", .orch_version = ""},
+        {.what = "version 9 (none)", .orch_version = "9"},
+        {.what = "version 2, Pending", .orch_version = "2", .mask = pending},
+        {.what = "version 2, name order", .orch_version = "2", .name = "order"},
+        {.what = "version 2, name order, Pending",
+         .orch_version = "2",
+         .name = "order",
+         .mask = pending},
+        {.what = "version 2, prefix s", .orch_version = "2", .prefix = "s"},
+        {.what = "version 2, contains r", .orch_version = "2", .contains = "r"},
+        {.what = "version 2, with a problem",
+         .orch_version = "2",
+         .with_problem = 1},
+        {.what = "version 2, created from mid",
+         .orch_version = "2",
+         .after = mid},
+        {.what = "version 1, ended",
+         .orch_version = "1",
+         .mask = (1u << DURO_STATUS_COMPLETED) | (1u << DURO_STATUS_FAILED)},
+    };
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+        check_query(p, all, &specs[i]);
+    duro_instance_list_free(all);
+
+    /* a caller of query version 2 has no such field: it is not read */
+    duro_instance_query q;
+    memset(&q, 0, sizeof(q));
+    q.version = 2;
+    q.orchestration_version = "nothing has it";
+    duro_instance_page *page = query_page(p, &q);
+    CHECK_EQ(page->count, 7);
+    duro_instance_page_free(page);
+    /* bad input */
+    q.version = 3;
+    char *big = repeat('v', 1025);
+    CHECK(big != NULL);
+    q.orchestration_version = big;
+    expect_query_refused(p, &q, DURO_TOO_LARGE, "orchestration_version");
+    free(big);
+}
+
+static int sweep_register(duro_provider *p, void *arg, duro_error *e)
+{
+    const duro_runtime_info *r = arg;
+    int rc = p->register_runtime(p, r, e);
+    if (rc != DURO_OK)
+        CHECK_RUNTIMES(p, "old"); /* nothing written, nothing expired */
+    return rc;
+}
+
+static int sweep_list_runtimes(duro_provider *p, void *arg, duro_error *e)
+{
+    (void)arg;
+    duro_runtime_list *l = (duro_runtime_list *)e;
+    int rc = p->list_runtimes(p, &l, e);
+    if (rc != DURO_OK) {
+        CHECK(l == NULL);
+        return rc;
+    }
+    CHECK_EQ(l->count, 1);
+    duro_runtime_list_free(l);
+    return rc;
+}
+
+PV_TEST(fault_sweep_runtimes)
+{
+    duro_provider *p = pv_open();
+    require_v12_runtimes(p);
+    duro_runtime_info old = runtime_info("old", "h", 1, 1);
+    register_rt(p, &old);
+    fault_sweep(p, "list_runtimes", sweep_list_runtimes, NULL);
+    duro_runtime_info r = runtime_info("new", "h", 2, 2);
+    fault_sweep(p, "register_runtime", sweep_register, &r);
+    CHECK_RUNTIMES(p, "old,new");
+}
+
+/* ========================================================================
  * The table. */
 
 typedef enum needs {
@@ -10020,6 +10412,13 @@ static const pv_case suite[] = {
     /* version 12: what a virtual clock skips to */
     C(next_due_is_the_earliest_visibility_or_lock_expiry_of_both_queues),
     C_NEEDS(fault_sweep_next_due, NEEDS_INJECT),
+    /* version 12: the live runtimes */
+    C(runtimes_are_registered_listed_replaced_and_removed),
+    C(a_runtime_that_missed_its_heartbeats_is_gone),
+    C(register_list_and_remove_runtime_refuse_bad_input),
+    C(pass_orchestration_item_does_not_count_the_fetch),
+    C(query_instances_filters_by_orchestration_version),
+    C_NEEDS(fault_sweep_runtimes, NEEDS_INJECT),
 };
 
 int pv_main(int argc, char **argv, const pv_factory *f, const test_case *extra,

@@ -79,6 +79,28 @@ static duro_instance_info *wait_problem(duro_client *c, const char *id,
     }
 }
 
+/* Waits until `id`'s problem was recorded again after after_ms (a later
+ * delivery); caller frees. */
+static duro_instance_info *wait_problem_after(duro_client *c, const char *id,
+                                              int64_t after_ms)
+{
+    duro_instance_info *i = NULL;
+    int64_t deadline = test_now_ms() + WAIT_MS;
+    for (;;) {
+        CHECK_OK(duro_client_get_status(c, id, &i));
+        if (i->last_problem_ms > after_ms)
+            return i;
+        duro_free(i);
+        if (test_now_ms() > deadline) {
+            test_fail(__FILE__, __LINE__,
+                      "'%s' has no problem recorded after %lld", id,
+                      (long long)after_ms);
+            return NULL;
+        }
+        test_sleep_ms(2);
+    }
+}
+
 static long long cancel_requests(duro_client *c, const char *outcome);
 
 /* Runs `id` (orchestration Wait) until it waits for its event, then stops
@@ -551,6 +573,158 @@ TEST(orchestration_never_registered_fails_and_keeps_its_problem)
     CHECK(i->finished_ms > 0);
     duro_free(i);
     rt_done(&f);
+}
+
+/* Worker versioning: three runtimes on one file. A has Order version 1
+ * only; B has 1 and 2 but runs no turns (orchestration_concurrency 0), so
+ * only A takes the instance at version 2: it is never failed there while
+ * B lives - the deliveries A passes on do not count - and its status says
+ * which version it waits for and who has what. C (1 and 2) runs it. With
+ * B and C stopped (their rows removed), A is the only live runtime: the
+ * status says so and the instance fails after max_attempts, as before. */
+static duro_instance_info *
+start_v2_and_wait_problem(rt_fixture *f, const char *id, const char *needle)
+{
+    duro_start_options so;
+    duro_start_options_init(&so);
+    so.orchestration_version = "2";
+    CHECK_OK(duro_client_start(f->client, id, "Order", "in", &so));
+    return wait_problem(f->client, id, needle);
+}
+
+TEST(an_orchestration_version_another_live_runtime_has_is_left_to_it)
+{
+    rt_fixture a, b, c;
+    rt_init(&a, "ops_versions.db");
+    rt_init(&b, "ops_versions.db");
+    rt_init(&c, "ops_versions.db");
+    CHECK_OK(
+        duro_registry_add_orchestration(a.reg, "Order", "1", orch_echo, NULL));
+    for (int k = 0; k < 2; k++) {
+        rt_fixture *f = k == 0 ? &b : &c;
+        CHECK_OK(duro_registry_add_orchestration(f->reg, "Order", "1",
+                                                 orch_echo, NULL));
+        CHECK_OK(duro_registry_add_orchestration(f->reg, "Order", "2",
+                                                 orch_echo, NULL));
+    }
+    a.opts.max_attempts = 2;
+    a.opts.unknown_name_retry_ms = 5;
+    b.opts.orchestration_concurrency = 0;
+    b.opts.worker_concurrency = 1;
+    rt_start(&a);
+    rt_start(&b);
+    duro_runtime_list *live = NULL;
+    CHECK_OK(duro_client_runtimes(a.client, &live));
+    CHECK_EQ(live->count, 2);
+    duro_runtime_list_free(live);
+
+    duro_instance_info *i =
+        start_v2_and_wait_problem(&a, "x", "left to a live runtime");
+    CHECK(strstr(i->last_problem, "version '2' of 'Order'") != NULL);
+    CHECK_MSG(strstr(i->last_problem, " (this one) has 1;") != NULL &&
+                  strstr(i->last_problem, " has 1, 2") != NULL,
+              "'%s'", i->last_problem);
+    int64_t seen = i->last_problem_ms;
+    duro_free(i);
+    /* A passes it on again and again, many more times than max_attempts:
+     * never failed, never poison */
+    for (int n = 0; n < 4 * 2; n++) {
+        i = wait_problem_after(a.client, "x", seen);
+        if (i == NULL)
+            break;
+        CHECK_EQ(i->status, DURO_STATUS_PENDING);
+        seen = i->last_problem_ms;
+        duro_free(i);
+    }
+    CHECK_EQ(rt_status(&a, "x"), DURO_STATUS_PENDING);
+    /* a runtime that runs turns and has version 2: it runs it */
+    rt_start(&c);
+    i = rt_wait(&c, "x", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_COMPLETED);
+    CHECK_STR(i->output, "in");
+    CHECK(i->last_problem == NULL);
+    duro_free(i);
+
+    /* B and C stop: their rows go; A alone */
+    rt_stop(&b);
+    rt_stop(&c);
+    CHECK_OK(duro_client_runtimes(a.client, &live));
+    CHECK_EQ(live->count, 1);
+    duro_runtime_list_free(live);
+    i = start_v2_and_wait_problem(&a, "y", "then the instance fails");
+    CHECK_MSG(strstr(i->last_problem, "version '2' of 'Order'") != NULL &&
+                  strstr(i->last_problem, " (this one) has 1") != NULL &&
+                  strstr(i->last_problem, "1, 2") == NULL,
+              "'%s'", i->last_problem);
+    duro_free(i);
+    i = rt_wait(&a, "y", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_FAILED);
+    CHECK_EQ(i->category, DURO_CATEGORY_CONFIGURATION);
+    CHECK_MSG(i->error != NULL &&
+                  strstr(i->error, "no live runtime has it") != NULL,
+              "'%s'", i->error ? i->error : "(null)");
+    duro_free(i);
+    rt_done(&c);
+    rt_done(&b);
+    rt_done(&a);
+}
+
+/* A runtime that stops without removing its row (a crash) holds its
+ * versions only while its heartbeats are recent: here a row of a runtime
+ * with version 2 and a 50 ms period, never renewed. While it is live, A
+ * (version 1 only) passes the instance on; once it missed 3 heartbeats, A
+ * retries and fails the instance as for a version no runtime has. */
+TEST(a_runtime_gone_silent_holds_its_versions_until_its_heartbeats_lapse)
+{
+    rt_fixture a;
+    rt_init(&a, "ops_versions_lapse.db");
+    CHECK_OK(
+        duro_registry_add_orchestration(a.reg, "Order", "1", orch_echo, NULL));
+    a.opts.max_attempts = 3;
+    a.opts.unknown_name_retry_ms = 5;
+    rt_start(&a);
+    duro_provider *p = NULL;
+    duro_error e;
+    CHECK_PRC(duro_provider_open(a.url, &p, &e), DURO_OK, &e);
+    duro_runtime_orchestration v[2] = {{"Order", "1"}, {"Order", "2"}};
+    duro_runtime_info gone = {.runtime_id = "crashed",
+                              .host = "host-b",
+                              .pid = 99,
+                              .started_ms = 1,
+                              .heartbeat_every_ms = 50,
+                              .orchestrations = v,
+                              .orchestration_count = 2};
+    CHECK_PRC(p->register_runtime(p, &gone, &e), DURO_OK, &e);
+    int64_t beat = duro_now_ms();
+    duro_start_options so;
+    duro_start_options_init(&so);
+    so.orchestration_version = "2";
+    CHECK_OK(duro_client_start(a.client, "x", "Order", "in", &so));
+    /* passed on while host-b counts as live (a machine too slow to see it
+     * within its 150 ms sees only what follows) */
+    duro_instance_info *i = wait_problem(a.client, "x", "'Order'");
+    if (i->last_problem_ms < beat + 150)
+        CHECK_MSG(strstr(i->last_problem, "left to a live runtime") != NULL &&
+                      strstr(i->last_problem, "host-b:99 has 1, 2") != NULL,
+                  "'%s'", i->last_problem);
+    duro_free(i);
+    /* then failed after its attempts, host-b no longer among the live */
+    i = rt_wait(&a, "x", WAIT_MS);
+    CHECK_EQ(i->status, DURO_STATUS_FAILED);
+    CHECK_EQ(i->category, DURO_CATEGORY_CONFIGURATION);
+    CHECK_MSG(i->error != NULL &&
+                  strstr(i->error, "no live runtime has it") != NULL &&
+                  strstr(i->error, "host-b") == NULL,
+              "'%s'", i->error ? i->error : "(null)");
+    CHECK_INT(duro_now_ms() - beat, >=, 150);
+    duro_free(i);
+    /* only A is listed: the lapsed row is skipped */
+    duro_runtime_list *live = NULL;
+    CHECK_OK(duro_client_runtimes(a.client, &live));
+    CHECK_EQ(live->count, 1);
+    duro_runtime_list_free(live);
+    duro_provider_close(p);
+    rt_done(&a);
 }
 
 TEST(unregistered_activity_shows_its_problem_until_registered)
@@ -1034,17 +1208,20 @@ TEST(an_older_provider_answers_the_queries_list_instances_can)
     rt_done(&f);
 }
 
-TEST_MAIN(T(cancel_shows_in_status_before_the_turn_and_agrees_with_history),
-          T(cancel_of_an_instance_that_has_not_begun_is_decided_at_once),
-          T(history_records_the_request_status_shows),
-          T(cancel_many_reports_one_outcome_per_id),
-          T(cancel_many_batches_and_reports_repeats_across_batches),
-          T(cancel_matching_and_purge_end_to_end), T(store_stats_end_to_end),
-          T(misspelt_orchestration_shows_its_problem_until_registered),
-          T(orchestration_never_registered_fails_and_keeps_its_problem),
-          T(unregistered_activity_shows_its_problem_until_registered),
-          T(nondeterminism_fails_the_instance_and_its_problem_stays),
-          T(failing_commits_show_a_climbing_delivery_count_until_one_commits),
-          T(a_version_3_provider_has_no_bulk_calls),
-          T(queries_and_control_events_end_to_end),
-          T(an_older_provider_answers_the_queries_list_instances_can))
+TEST_MAIN(
+    T(cancel_shows_in_status_before_the_turn_and_agrees_with_history),
+    T(cancel_of_an_instance_that_has_not_begun_is_decided_at_once),
+    T(history_records_the_request_status_shows),
+    T(cancel_many_reports_one_outcome_per_id),
+    T(cancel_many_batches_and_reports_repeats_across_batches),
+    T(cancel_matching_and_purge_end_to_end), T(store_stats_end_to_end),
+    T(misspelt_orchestration_shows_its_problem_until_registered),
+    T(orchestration_never_registered_fails_and_keeps_its_problem),
+    T(an_orchestration_version_another_live_runtime_has_is_left_to_it),
+    T(a_runtime_gone_silent_holds_its_versions_until_its_heartbeats_lapse),
+    T(unregistered_activity_shows_its_problem_until_registered),
+    T(nondeterminism_fails_the_instance_and_its_problem_stays),
+    T(failing_commits_show_a_climbing_delivery_count_until_one_commits),
+    T(a_version_3_provider_has_no_bulk_calls),
+    T(queries_and_control_events_end_to_end),
+    T(an_older_provider_answers_the_queries_list_instances_can))

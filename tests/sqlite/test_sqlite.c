@@ -360,8 +360,13 @@ TEST(url_create_0_never_creates)
 
 /* Takes a version-4 database back to version 3: migration 4's columns
  * go. */
+/* Back to version 7: migration 8's table of live runtimes goes. */
+#define DOWNGRADE_TO_7                                                         \
+    "DROP TABLE runtimes;"                                                     \
+    "DELETE FROM duro_schema WHERE version = 8;"
 /* Back to version 6: migration 7's indexes go. */
 #define DOWNGRADE_TO_6                                                         \
+    DOWNGRADE_TO_7                                                             \
     "DROP INDEX instances_status_created;"                                     \
     "DROP INDEX instances_status_updated;"                                     \
     "DROP INDEX instances_name_status_created;"                                \
@@ -624,7 +629,7 @@ TEST(mode_ro_reads_and_never_writes)
     /* create=0 without mode=ro still migrates */
     p = open_url(url_with("ro.db", "?create=0"));
     duro_provider_close(p);
-    CHECK_EQ(raw_count(path, "SELECT MAX(version) FROM duro_schema"), 7);
+    CHECK_EQ(raw_count(path, "SELECT MAX(version) FROM duro_schema"), 8);
 }
 
 TEST(schema_version_recorded_and_newer_refused)
@@ -633,8 +638,8 @@ TEST(schema_version_recorded_and_newer_refused)
     duro_provider *p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     sqlite3 *db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 7);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 7);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 8);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 8);
     /* Back to version 1 (without migrations 2 and 3): reopening migrates. */
     CHECK_EQ(sqlite3_exec(db, downgrade_to_2, NULL, NULL, NULL), SQLITE_OK);
     CHECK_EQ(sqlite3_exec(db,
@@ -644,7 +649,7 @@ TEST(schema_version_recorded_and_newer_refused)
              SQLITE_OK);
     sqlite3_close(db);
 
-    /* Reopening migrates 1 -> 7; reopening an up-to-date one changes
+    /* Reopening migrates 1 -> 8; reopening an up-to-date one changes
      * nothing. */
     p = open_url(test_sqlite_url("schema.db"));
     start(p, "kept", "orch");
@@ -652,12 +657,12 @@ TEST(schema_version_recorded_and_newer_refused)
     p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 7);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 8);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN "
                          "('history_activity_cancel', 'instances_finished', "
                          "'instances_name_status', 'instances_problem', "
-                         "'event_ids')"),
-             5);
+                         "'event_ids', 'runtimes')"),
+             6);
     /* migration 5: the name and status index pages in id order */
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM "
                          "pragma_index_info('instances_name_status')"),
@@ -793,6 +798,43 @@ TEST(migration_3_fills_in_cancellations_and_finish_times)
     duro_provider_close(p);
 }
 
+/* Migration 8 adds the table of live runtimes to a version-7 store in
+ * place: what it held stays, and runtimes register in it at once. */
+TEST(migration_8_adds_the_live_runtimes)
+{
+    const char *path = test_path("migrate8.db");
+    duro_provider *p = open_url(test_sqlite_url("migrate8.db"));
+    start(p, "kept", "orch");
+    duro_provider_close(p);
+    sqlite3 *db = raw_open(path);
+    CHECK_EQ(sqlite3_exec(db, DOWNGRADE_TO_7, NULL, NULL, NULL), SQLITE_OK);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name = "
+                         "'runtimes'"),
+             0);
+    sqlite3_close(db);
+
+    p = open_url(test_sqlite_url("migrate8.db"));
+    db = raw_open(path);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 8);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM instances"), 1);
+    sqlite3_close(db);
+    duro_runtime_orchestration o = {"orch", "2"};
+    duro_runtime_info r = {.runtime_id = "rt",
+                           .host = "h",
+                           .pid = 7,
+                           .heartbeat_every_ms = 1000,
+                           .orchestrations = &o,
+                           .orchestration_count = 1};
+    duro_error e;
+    CHECK_PRC(p->register_runtime(p, &r, &e), DURO_OK, &e);
+    duro_runtime_list *l = NULL;
+    CHECK_PRC(p->list_runtimes(p, &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->count, 1);
+    CHECK_STR(l->items[0].orchestrations[0].version, "2");
+    duro_runtime_list_free(l);
+    duro_provider_close(p);
+}
+
 /* Migration 4 adds the activity run times to a version-3 store in place:
  * its history and queued completions read 0 ("unknown"), and what is
  * written after it keeps its times. */
@@ -831,7 +873,7 @@ TEST(migration_4_adds_activity_run_times)
 
     p = open_url(test_sqlite_url("migrate4.db"));
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 7);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 8);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM pragma_table_info('history') "
                          "WHERE name IN ('started_ms', 'finished_ms')"),
              2);
@@ -2549,7 +2591,7 @@ TEST(concurrent_opens_of_a_new_file)
         duro_provider *p = open_url(url);
         duro_provider_close(p);
         sqlite3 *db = raw_open(test_path(name));
-        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 7);
+        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 8);
         sqlite3_close(db);
     }
 }
@@ -2565,7 +2607,8 @@ TEST_MAIN(T(url_forms_open), T(turn_statements_build_no_ephemeral_tables),
           T(mode_ro_reads_and_never_writes),
           T(schema_version_recorded_and_newer_refused),
           T(migration_3_fills_in_cancellations_and_finish_times),
-          T(migration_4_adds_activity_run_times), T(wal_mode_applied),
+          T(migration_4_adds_activity_run_times),
+          T(migration_8_adds_the_live_runtimes), T(wal_mode_applied),
           T(query_plans_use_indexes),
           T(query_pages_read_a_page_of_100000_instances),
           T(statements_are_reused),

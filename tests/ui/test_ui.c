@@ -1649,6 +1649,34 @@ static void test_views_query(unsigned port, const char *auth,
     listed_ids(buf, one, sizeof(one), next, sizeof(next), &total);
     CHECK(s == 200 && strstr(one, "par") != NULL && total == 1,
           "name_contains=are (Parent): %d %s %lld", s, one, total);
+    /* by orchestration version (query version 3): "" is the default
+     * version, which every instance that ran here has; nothing has
+     * "nope" */
+    s = get_path(port, auth, "/api/v1/instances?limit=1000", buf, sizeof(buf));
+    doc = json_of(buf);
+    long long by_default = 0;
+    json_array_foreach(json_object_get(doc, "instances"), i, it)
+    {
+        const char *v = json_string_value(json_object_get(it, "version"));
+        by_default += v != NULL && v[0] == '\0';
+    }
+    json_decref(doc);
+    s = get_path(port, auth, "/api/v1/instances?version=&limit=1000&count=1",
+                 buf, sizeof(buf));
+    listed_ids(buf, one, sizeof(one), next, sizeof(next), &total);
+    CHECK(s == 200 && by_default > 0 && total == by_default,
+          "version= (the default version): %d, %lld of %lld", s, total,
+          by_default);
+    s = get_path(port, auth, "/api/v1/instances?version=nope&count=1", buf,
+                 sizeof(buf));
+    listed_ids(buf, one, sizeof(one), next, sizeof(next), &total);
+    CHECK(s == 200 && total == 0 && one[0] == '\0', "version=nope: %d %s", s,
+          body_of(buf));
+    s = get_path(port, auth, "/api/v1/counts?version=nope", buf, sizeof(buf));
+    doc = json_of(buf);
+    CHECK(s == 200 && json_integer_value(json_object_get(doc, "total")) == 0,
+          "counts?version=nope: %d %s", s, body_of(buf));
+    json_decref(doc);
     /* GET counts follows the filter */
     s = get_path(port, auth, "/api/v1/counts?name_prefix=Wai", buf,
                  sizeof(buf));
@@ -1682,6 +1710,7 @@ static void test_views_query(unsigned port, const char *auth,
                              "/api/v1/instances?count=yes",
                              "/api/v1/instances?parent=!!",
                              "/api/v1/instances?id_prefix=a&name_contains=b",
+                             "/api/v1/instances?id_prefix=a&version=1",
                              "/api/v1/instances?order=created&cursor=nonsense",
                              "/api/v1/counts?status=running",
                              "/api/v1/control-events?action=purge",

@@ -248,6 +248,7 @@ int cmd_purge(cli *c, int argc, char **argv);
 int cmd_prune(cli *c, int argc, char **argv);
 int cmd_metrics(cli *c, int argc, char **argv);
 int cmd_version(cli *c, int argc, char **argv);
+int cmd_runtimes(cli *c, int argc, char **argv);
 int cmd_ui(cli *c, int argc, char **argv); /* ui_server.c, or ui_none.c */
 
 /* ---- cmd_metrics.c ------------------------------------------------------- */

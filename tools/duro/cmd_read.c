@@ -1,6 +1,6 @@
-/* cmd_read.c - the verbs that only look: list, status, history, wait and
- * version. They open the store with create=0, so a missing database file is
- * an error and is never created. Single-threaded. */
+/* cmd_read.c - the verbs that only look: list, status, history, wait,
+ * runtimes and version. They open the store with create=0, so a missing
+ * database file is an error and is never created. Single-threaded. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,14 +30,18 @@ int cli_list_page(duro_client *client, duro_instance_filter *filter,
 /* ---- list ---------------------------------------------------------------- */
 
 static const char list_help[] =
-    "usage: duro list [--status S[,S...]] [--name N] [--since T] [--until T]\n"
-    "                 [--limit K] [--json]\n"
+    "usage: duro list [--status S[,S...]] [--name N] [--version V]\n"
+    "                 [--since T] [--until T] [--limit K] [--json]\n"
     "\n"
     "Lists instances in id order, with their status and times.\n"
     "  --status S,...  only these statuses (pending, running, suspended,\n"
     "                  completed, failed, cancelled, terminated; an\n"
     "                  instance that continues as new stays running)\n"
     "  --name N        only instances of orchestration N\n"
+    "  --version V     only instances of orchestration version V (as\n"
+    "                  started, then as run; '' the default version):\n"
+    "                  with --status pending, those that wait for a\n"
+    "                  runtime of V (duro runtimes: who has what)\n"
     "  --since T       created at or after T (2026-05-01T12:00:00Z,\n"
     "                  2026-05-01, 2h, '30m ago')\n"
     "  --until T       created before T\n"
@@ -54,8 +58,10 @@ int cmd_list(cli *c, int argc, char **argv)
         {"since", required_argument, NULL, 'S'},
         {"until", required_argument, NULL, 'U'},
         {"limit", required_argument, NULL, 'l'},
+        {"version", required_argument, NULL, 'v'},
         {0}};
     duro_instance_filter filter = {0};
+    const char *version = NULL;
     uint64_t limit = 100;
     int ch, status = EXIT_OK;
     while ((ch = cli_getopt(c, argc, argv, opts, list_help, &status)) != -1) {
@@ -68,6 +74,9 @@ int cmd_list(cli *c, int argc, char **argv)
             break;
         case 'n':
             filter.name = optarg;
+            break;
+        case 'v':
+            version = optarg;
             break;
         case 'S':
             bad = args_time(c, "--since", optarg, &filter.created_after_ms);
@@ -103,6 +112,7 @@ int cmd_list(cli *c, int argc, char **argv)
     q.order = DURO_ORDER_ID;
     q.status_mask = filter.status_mask;
     q.name = filter.name;
+    q.orchestration_version = version;
     q.created_after_ms = filter.created_after_ms;
     q.created_before_ms = filter.created_before_ms;
     q.count_max = limit > LIST_COUNT_CAP ? (int64_t)limit : LIST_COUNT_CAP;
@@ -375,9 +385,13 @@ static void print_card(const cli *c, const duro_instance_info *in)
                   ? text_short(in->cancel_reason, 120, buf, sizeof(buf))
                   : NULL);
     card_text("cancelled_by:", applied ? in->cancelled_by : NULL);
+    /* whole (a problem is at most DURO_ERROR_MESSAGE_MAX bytes): a
+     * version's wait ends with the live runtimes and what they have */
+    char problem[TEXT_ESCAPE_SIZE];
     card_line("last_problem:",
               in->last_problem
-                  ? text_short(in->last_problem, 200, buf, sizeof(buf))
+                  ? text_short(in->last_problem, DURO_ERROR_MESSAGE_MAX,
+                               problem, sizeof(problem))
                   : NULL);
     card_time(c, "last_problem_at:", in->last_problem_ms);
     card_time(c, "next_attempt:", in->next_attempt_ms);
@@ -895,6 +909,158 @@ int cmd_wait(cli *c, int argc, char **argv)
     duro_free(info);
     duro_client_destroy(client);
     return status;
+}
+
+/* ---- runtimes ------------------------------------------------------------ */
+
+static const char runtimes_help[] =
+    "usage: duro runtimes [--name N] [--json]\n"
+    "\n"
+    "Lists the live runtimes - those whose last heartbeat is recent (a\n"
+    "runtime writes one every 10 s and counts as gone after 3 missed) -\n"
+    "oldest first, with the orchestration versions each runs: which\n"
+    "runtimes can run the instances `duro list --version V` shows.\n"
+    "  --name N   only orchestration N's versions (and the runtimes that\n"
+    "             have none of it, as \"none\")\n";
+
+/* The versions of orchestration `name` (NULL: every one, "name@version")
+ * that r registers, joined with ", ", into out[size]; "none" when it has
+ * none. */
+static const char *runtime_versions(const duro_runtime_info *r,
+                                    const char *name, char *out, size_t size)
+{
+    out[0] = '\0';
+    size_t used = 0;
+    for (size_t i = 0; i < r->orchestration_count && used + 1 < size; i++) {
+        const duro_runtime_orchestration *o = &r->orchestrations[i];
+        if (name != NULL && strcmp(o->name, name) != 0)
+            continue;
+        const char *v = o->version[0] != '\0' ? o->version : "(default)";
+        int n = name != NULL ? snprintf(out + used, size - used, "%s%s",
+                                        used > 0 ? ", " : "", v)
+                             : snprintf(out + used, size - used, "%s%s@%s",
+                                        used > 0 ? ", " : "", o->name, v);
+        if (n < 0)
+            break;
+        used += (size_t)n < size - used ? (size_t)n : size - used - 1;
+    }
+    if (used == 0)
+        snprintf(out, size, "none");
+    return out;
+}
+
+static json_t *json_runtime(const duro_runtime_info *r, const char *name)
+{
+    json_t *o = json_object();
+    jset(o, "runtime_id", jstr(r->runtime_id));
+    jset(o, "host", jstr(r->host));
+    jset(o, "pid", jint(r->pid));
+    jset_time(o, "started", r->started_ms);
+    jset_time(o, "heartbeat", r->heartbeat_ms);
+    jset(o, "heartbeat_every_ms", jint(r->heartbeat_every_ms));
+    json_t *orchs = json_array();
+    for (size_t i = 0; i < r->orchestration_count; i++) {
+        const duro_runtime_orchestration *e = &r->orchestrations[i];
+        if (name != NULL && strcmp(e->name, name) != 0)
+            continue;
+        json_t *x = json_object();
+        jset(x, "name", jstr(e->name));
+        jset(x, "version", jstr(e->version));
+        json_array_append_new(orchs, x);
+    }
+    jset(o, "orchestrations", orchs);
+    json_t *acts = json_array();
+    for (size_t i = 0; i < r->activity_count; i++)
+        json_array_append_new(acts, jstr(r->activities[i]));
+    jset(o, "activities", acts);
+    return o;
+}
+
+int cmd_runtimes(cli *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        CLI_COMMON_OPTIONS, {"name", required_argument, NULL, 'n'}, {0}};
+    const char *name = NULL;
+    int ch, status = EXIT_OK;
+    while ((ch = cli_getopt(c, argc, argv, opts, runtimes_help, &status)) !=
+           -1) {
+        if (ch == -2)
+            return status;
+        if (ch == 'n')
+            name = optarg;
+    }
+    if (optind < argc) {
+        char quoted[TEXT_QUOTE_SIZE];
+        return cli_usage(c, "unexpected argument '%s'",
+                         text_quote(argv[optind], quoted, sizeof(quoted)));
+    }
+    if (name != NULL && name[0] == '\0')
+        return cli_usage(c, "--name must not be empty");
+    duro_client *client;
+    if ((status = cli_open(c, CLI_OPEN_READ, &client)) != EXIT_OK)
+        return status;
+    duro_runtime_list *list = NULL;
+    int rc = duro_client_runtimes(client, &list);
+    if (rc != DURO_OK) {
+        duro_client_destroy(client);
+        return cli_error_rc(c, rc, "listing the live runtimes");
+    }
+    int out_failed = 0;
+    if (c->json) {
+        json_t *doc = json_object();
+        json_t *arr = json_array();
+        for (size_t i = 0; i < list->count; i++)
+            json_array_append_new(arr, json_runtime(&list->items[i], name));
+        jset(doc, "runtimes", arr);
+        jset_time(doc, "read", list->read_ms);
+        out_failed = json_print(doc) != 0;
+    } else if (list->count == 0) {
+        fputs("no live runtimes\n", stderr);
+    } else {
+        size_t w_rt = 7, w_started = 7, w_beat = 9;
+        char label[TEXT_ESCAPE_SIZE + 32], host[TEXT_ESCAPE_SIZE];
+        char started[96], t[64], age[32], beat[32];
+        for (size_t i = 0; i < list->count; i++) {
+            const duro_runtime_info *r = &list->items[i];
+            snprintf(
+                label, sizeof(label), "%s:%lld",
+                text_escape(r->host[0] ? r->host : "?", host, sizeof(host)),
+                (long long)r->pid);
+            size_t w = text_width(label);
+            w_rt = w > w_rt ? w : w_rt;
+            snprintf(started, sizeof(started), "%s (%s)",
+                     text_local_time(r->started_ms, t, sizeof(t)),
+                     text_age(c->now_ms, r->started_ms, age, sizeof(age)));
+            w = text_width(started);
+            w_started = w > w_started ? w : w_started;
+        }
+        text_pad("RUNTIME", w_rt + 2);
+        text_pad("STARTED", w_started + 2);
+        text_pad("HEARTBEAT", w_beat + 2);
+        fputs(name != NULL ? "VERSIONS\n" : "ORCHESTRATIONS\n", stdout);
+        for (size_t i = 0; i < list->count; i++) {
+            const duro_runtime_info *r = &list->items[i];
+            snprintf(
+                label, sizeof(label), "%s:%lld",
+                text_escape(r->host[0] ? r->host : "?", host, sizeof(host)),
+                (long long)r->pid);
+            text_pad(label, w_rt + 2);
+            snprintf(started, sizeof(started), "%s (%s)",
+                     text_local_time(r->started_ms, t, sizeof(t)),
+                     text_age(c->now_ms, r->started_ms, age, sizeof(age)));
+            text_pad(started, w_started + 2);
+            text_pad(
+                text_age(list->read_ms, r->heartbeat_ms, beat, sizeof(beat)),
+                w_beat + 2);
+            char versions[2048], shown[TEXT_ESCAPE_SIZE];
+            puts(text_escape(
+                runtime_versions(r, name, versions, sizeof(versions)), shown,
+                sizeof(shown)));
+        }
+    }
+    duro_runtime_list_free(list);
+    duro_client_destroy(client);
+    return out_failed ? EXIT_FAILED : EXIT_OK;
 }
 
 /* ---- version ------------------------------------------------------------- */

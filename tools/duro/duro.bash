@@ -63,7 +63,7 @@ _duro_trim()
 _duro_complete()
 {
     local verbs="list status history start raise wait cancel terminate
-        suspend resume delete purge prune metrics version ui"
+        suspend resume delete purge prune metrics runtimes version ui"
     local common="--db --json --help"
 
     verb=""
@@ -137,7 +137,7 @@ _duro_complete()
 
     local opts=""
     case $verb in
-    list) opts="--status --name --since --until --limit" ;;
+    list) opts="--status --name --version --since --until --limit" ;;
     status) opts="" ;;
     history) opts="--execution --export" ;;
     start) opts="--input --version --delay" ;;
@@ -153,6 +153,7 @@ _duro_complete()
     purge) opts="--before --status --name --dry-run --yes" ;;
     prune) opts="--keep" ;;
     metrics) opts="--output" ;;
+    runtimes) opts="--name" ;;
     ui) opts="--listen --token-file --tokens-file --operator --login-code-ttl --session-ttl --read-only" ;;
     version) opts="" ;;
     esac

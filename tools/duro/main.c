@@ -29,6 +29,7 @@ static const verb verbs[] = {
     {"purge", cmd_purge, "delete finished instances older than a time"},
     {"prune", cmd_prune, "delete all but the last N executions"},
     {"metrics", cmd_metrics, "the store's gauges in Prometheus text"},
+    {"runtimes", cmd_runtimes, "the live runtimes and the versions they run"},
     {"version", cmd_version, "print the versions of duro and libduro"},
 #ifdef DURO_HAVE_UI
     {"ui", cmd_ui, "serve the web console on 127.0.0.1"},

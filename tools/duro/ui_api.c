@@ -476,7 +476,8 @@ static int needs_attention(const duro_instance_info *info)
 typedef struct list_args {
     uint32_t status_mask; /* 0: any */
     const char *name, *name_prefix, *name_contains, *id_prefix;
-    char *parent; /* parent=REF decoded (caller frees) */
+    const char *version; /* exact orchestration version; "" the default */
+    char *parent;        /* parent=REF decoded (caller frees) */
     int64_t created_after_ms, created_before_ms;
     int attention;
     int order; /* duro_instance_order */
@@ -536,6 +537,10 @@ static int parse_list_args(ui_request *r, int paged, list_args *a, int *rc)
     a->name_prefix = arg(r, "name_prefix");
     a->name_contains = arg(r, "name_contains");
     a->id_prefix = arg(r, "id_prefix");
+    /* "version=" is a filter, the default version's: only an absent
+     * version selects any */
+    a->version =
+        MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "version");
     if (parse_time(arg(r, "created_after"), &a->created_after_ms) != 0 ||
         parse_time(arg(r, "created_before"), &a->created_before_ms) != 0) {
         *rc = ui_send_error(r, 400, "bad_argument",
@@ -562,7 +567,7 @@ static int parse_list_args(ui_request *r, int paged, list_args *a, int *rc)
     }
     if (a->id_prefix != NULL &&
         (a->name_prefix != NULL || a->name_contains != NULL ||
-         a->parent != NULL)) {
+         a->parent != NULL || a->version != NULL)) {
         *rc = ui_send_error(r, 400, "bad_argument",
                             "id_prefix goes with status, name, created_*, "
                             "attention and the id order only");
@@ -613,6 +618,7 @@ static duro_instance_query query_of(const list_args *a, uint32_t mask)
     q.name = a->name;
     q.name_prefix = a->name_prefix;
     q.name_contains = a->name_contains;
+    q.orchestration_version = a->version;
     q.parent_instance = a->parent;
     q.created_after_ms = a->created_after_ms;
     q.created_before_ms = a->created_before_ms;
@@ -908,10 +914,9 @@ static int list_by_query(ui_request *r, const list_args *a)
 }
 
 static const char *const list_known[] = {
-    "status",    "name",   "name_prefix",   "name_contains",
-    "id_prefix", "parent", "created_after", "created_before",
-    "attention", "order",  "limit",         "cursor",
-    "count",     NULL};
+    "status", "name",          "name_prefix",    "name_contains", "id_prefix",
+    "parent", "created_after", "created_before", "attention",     "order",
+    "limit",  "cursor",        "count",          "version",       NULL};
 
 static int get_instances(ui_request *r, json_t *body)
 {
@@ -931,10 +936,11 @@ static int get_instances(ui_request *r, json_t *body)
 static int get_counts(ui_request *r, json_t *body)
 {
     (void)body;
-    static const char *const known[] = {
-        "name",           "name_prefix", "name_contains",
-        "id_prefix",      "parent",      "created_after",
-        "created_before", "attention",   NULL};
+    static const char *const known[] = {"name",           "name_prefix",
+                                        "name_contains",  "id_prefix",
+                                        "parent",         "created_after",
+                                        "created_before", "attention",
+                                        "version",        NULL};
     int rc = 0;
     list_args a;
     if (known_args(r, known, &rc) != 0 || parse_list_args(r, 0, &a, &rc) != 0)
@@ -959,8 +965,9 @@ static int get_counts(ui_request *r, json_t *body)
         memcpy(by, all.by, sizeof(by));
         capped = all.counted > COUNT_CAP;
     } else if (a.name_prefix == NULL && a.name_contains == NULL &&
-               a.parent == NULL && a.created_after_ms == 0 &&
-               a.created_before_ms == 0 && !a.attention) {
+               a.parent == NULL && a.version == NULL &&
+               a.created_after_ms == 0 && a.created_before_ms == 0 &&
+               !a.attention) {
         /* no filter, or an exact name: the store's counts */
         duro_store_stats *st = NULL;
         drc = duro_client_store_stats(r->srv->client, &st);

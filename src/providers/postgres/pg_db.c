@@ -282,7 +282,20 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
      * page has room for the new version; full pages made 6 of 10 of those
      * updates write an entry in both indexes. New pages only: no rewrite,
      * no lock but the ALTER's own (SHARE UPDATE EXCLUSIVE). */
-    "ALTER TABLE orchestrator_queue SET (fillfactor = 50);"};
+    "ALTER TABLE orchestrator_queue SET (fillfactor = 50);",
+    /* 7 (SQLite's 8): the live runtimes (provider contract version 12): a
+     * row per runtime, written at its start and at each heartbeat,
+     * deleted at its clean stop or, once it missed three heartbeats, by
+     * another's write; what it registers is JSON text, read whole. */
+    "CREATE TABLE runtimes("
+    " runtime_id text COLLATE \"C\" PRIMARY KEY,"
+    " host text COLLATE \"C\" NOT NULL,"
+    " pid bigint NOT NULL,"
+    " started_ms bigint NOT NULL,"
+    " heartbeat_ms bigint NOT NULL,"
+    " heartbeat_every_ms bigint NOT NULL,"
+    " orchestrations text NOT NULL,"
+    " activities text NOT NULL);"};
 
 /* libpq's message on one line, as a log line needs it: each run of
  * whitespace (its "\n\tThis probably means ...") becomes one space, and

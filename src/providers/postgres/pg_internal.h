@@ -15,7 +15,7 @@
 #include "providers/sql/adapt.h"
 #include "providers/sql/sql.h"
 
-#define DURO__PG_SCHEMA_VERSION 6 /* what this code creates and reads */
+#define DURO__PG_SCHEMA_VERSION 7 /* what this code creates and reads */
 #define DURO__PG_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__PG_POOL_MAX 64      /* most connections */
 #define DURO__PG_PARAM_MAX 29     /* most parameters of a statement */
@@ -470,6 +470,11 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "$18::bigint, $19::bigint)")                                             \
     X(OQ_UNTAG, "UPDATE orchestrator_queue SET lock_token = NULL "             \
                 "WHERE instance_id = $1::text AND lock_token = $2::text")      \
+    /* pass_orchestration_item: the fetch did not count */                     \
+    X(OQ_UNTAG_UNCOUNT,                                                        \
+      "UPDATE orchestrator_queue SET lock_token = NULL, "                      \
+      "fetch_count = GREATEST(fetch_count - 1, 0) "                            \
+      "WHERE instance_id = $1::text AND lock_token = $2::text")                \
     /* an ack that ends the instance: nothing queued for it is live */         \
     X(OQ_DELETE_INSTANCE,                                                      \
       "DELETE FROM orchestrator_queue WHERE instance_id = $1::text")           \
@@ -741,7 +746,28 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "DELETE FROM executions WHERE instance_id = $1::text "                   \
       "AND execution_id <= $2::bigint AND status IN (" DURO__ENDED_SQL ", 6)") \
     DURO__PG_BULK_STATEMENTS(X)                                                \
-    DURO__PG_QUERY_STATEMENTS(X)
+    DURO__PG_QUERY_STATEMENTS(X)                                               \
+    DURO__PG_RUNTIME_STATEMENTS(X)
+
+/* The live runtimes (sql/runtimes.c; provider contract version 12), as
+ * SQLite's. */
+#define DURO__PG_RUNTIME_STATEMENTS(X)                                         \
+    X(RUNTIME_UPSERT,                                                          \
+      "INSERT INTO runtimes(" DURO__SQL_RUNTIME_COLUMNS ") "                   \
+      "VALUES($1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, "        \
+      "$6::bigint, $7::text, $8::text) "                                       \
+      "ON CONFLICT(runtime_id) DO UPDATE SET host = excluded.host, "           \
+      "pid = excluded.pid, started_ms = excluded.started_ms, "                 \
+      "heartbeat_ms = excluded.heartbeat_ms, "                                 \
+      "heartbeat_every_ms = excluded.heartbeat_every_ms, "                     \
+      "orchestrations = excluded.orchestrations, "                             \
+      "activities = excluded.activities")                                      \
+    X(RUNTIME_EXPIRE,                                                          \
+      "DELETE FROM runtimes WHERE NOT (" DURO__SQL_RUNTIME_LIVE "$1::bigint)") \
+    X(RUNTIME_DELETE, "DELETE FROM runtimes WHERE runtime_id = $1::text")      \
+    X(RUNTIME_LIST, "SELECT " DURO__SQL_RUNTIME_COLUMNS " FROM runtimes "      \
+                    "WHERE " DURO__SQL_RUNTIME_LIVE "$1::bigint "              \
+                    "ORDER BY started_ms, runtime_id")
 
 /* Operations on many instances (sql/many.c). cancel_instances,
  * control_instances and the deletes of a purge name their instances in
@@ -1091,7 +1117,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
 
 /* query_instances (sql/manage.c; the plan and its bounds: query.c), as
  * SQLite's (sqlite_internal.h, DURO__SQLITE_QUERY_STATEMENTS): the same
- * parameters ($1 .. $19), paths and shapes. Text compares bytewise: the
+ * parameters ($1 .. $21), paths and shapes. Text compares bytewise: the
  * columns are COLLATE "C", which the parameters take from them. strpos
  * finds a substring of valid UTF-8 where its bytes are. These statements
  * are planned at each run with their values (statement_per_call in
@@ -1104,7 +1130,11 @@ void duro__pg_config_free(duro__pg_config *cfg);
  * key, stepping over the 100,000 instances created before its first
  * match) - and the planner weighs the created bounds with the column's
  * statistics, so none needs SQLite's unary + to keep a range off the
- * wrong index. */
+ * wrong index. The version ($21) is such a filter too: off, it is gone
+ * from the plan, which keeps its index-only scans. Every parameter is sent
+ * as text (text_types in pg_db.c): a text one needs no cast, and a status
+ * range (7 of them in one statement) none of the characters a cast takes,
+ * to stay within C's 4095 characters. */
 #define DURO__PG_Q_FILTER                                                      \
     "($1::text IS NULL OR i.name = $1::text) "                                 \
     "AND ($5::text IS NULL OR i.parent_instance = $5::text) "                  \
@@ -1112,8 +1142,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "AND ($9::bigint = 0 OR (($9::bigint >> i.status) & 1) = 1) "              \
     "AND " DURO__PG_Q_FILTER_ARM
 #define DURO__PG_Q_FILTER_ARM                                                  \
-    "($2::text IS NULL OR (i.name >= $2::text AND i.name < $3::text)) "        \
-    "AND ($4::text IS NULL OR strpos(i.name, $4::text) > 0) "                  \
+    "($21 IS NULL OR i.version = $21) "                                        \
+    "AND ($2 IS NULL OR (i.name >= $2 AND i.name < $3)) "                      \
+    "AND ($4 IS NULL OR strpos(i.name, $4) > 0) "                              \
     "AND ($7::bigint < 0 OR i.created_ms >= $7::bigint) "                      \
     "AND ($8::bigint = 9223372036854775807 OR i.created_ms < $8::bigint) "
 #define DURO__PG_Q_KEYSET_ID "i.instance_id > $11::text "

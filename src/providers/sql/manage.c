@@ -370,7 +370,7 @@ static const duro__sql_stmt_id query_counts[DURO__QUERY_PATHS] = {
     DURO__SQL_QUERY_COUNT_PREFIX, DURO__SQL_QUERY_COUNT_PARENT,
     DURO__SQL_QUERY_COUNT_PROBLEM};
 
-/* Binds what a plan's statement s uses of parameters 1 .. 20 (a
+/* Binds what a plan's statement s uses of parameters 1 .. 21 (a
  * statement's parameters end at the highest it names). */
 static void bind_plan(duro__sql_store *p, duro__sql_conn *c, duro__sql_stmt *s,
                       const duro__instance_plan *q)
@@ -392,6 +392,8 @@ static void bind_plan(duro__sql_store *p, duro__sql_conn *c, duro__sql_stmt *s,
         duro__sql_bind_i64(p, c, s, 13 + k, q->arms[k]);
     if (n >= 20) /* negative: every match */
         p->dialect->bind_limit(c, s, 20, q->count_rows);
+    if (n >= 21)
+        duro__sql_bind_text(p, c, s, 21, q->version);
 }
 
 /* The page of plan (and its total when counted) on a reader: both from

@@ -48,6 +48,10 @@ void duro__sql_fill_methods(duro_provider *m)
     m->wait_for_work = duro__sql_wait_for_work;
     m->wake = duro__sql_wake;
     m->next_due = duro__sql_next_due_any;
+    m->register_runtime = duro__sql_register_runtime;
+    m->list_runtimes = duro__sql_list_runtimes;
+    m->remove_runtime = duro__sql_remove_runtime;
+    m->pass_orchestration_item = duro__sql_pass_orchestration_item;
 }
 
 duro__sql_store *duro__sql_store_of(duro_provider *p, const char *dialect)

@@ -991,6 +991,14 @@ int duro__sql_abandon_orch(duro__sql_store *st, int64_t ready_id,
                            const char *lock_token, int64_t delay_ms,
                            const char *op, duro_error *err)
 {
+    return duro__sql_release_orch(st, ready_id, lock_token, delay_ms, 0, op,
+                                  err);
+}
+
+int duro__sql_release_orch(duro__sql_store *st, int64_t ready_id,
+                           const char *lock_token, int64_t delay_ms,
+                           int uncount, const char *op, duro_error *err)
+{
     int64_t now = duro__wall_ms();
     duro__sql_conn *c;
     int rc = duro__sql_write_begin(st, op, &c, err);
@@ -999,8 +1007,9 @@ int duro__sql_abandon_orch(duro__sql_store *st, int64_t ready_id,
     duro__sql_lock_holder h;
     rc = duro__sql_hold_lock(st, c, ready_id, lock_token, now, &h, op, err);
     if (rc == DURO_OK) {
-        duro__sql_stmt *s =
-            duro__sql_prepare(st, c, DURO__SQL_OQ_UNTAG, op, err);
+        duro__sql_stmt *s = duro__sql_prepare(
+            st, c, uncount ? DURO__SQL_OQ_UNTAG_UNCOUNT : DURO__SQL_OQ_UNTAG,
+            op, err);
         rc = s != NULL ? DURO_OK : err->code;
         if (rc == DURO_OK) {
             duro__sql_bind_text(st, c, s, 1, h.instance_id);
@@ -1556,11 +1565,12 @@ int duro__sql_abandon_work_item(duro_provider *base, const char *lock_token,
     return rc;
 }
 
-int duro__sql_abandon_orchestration_item(duro_provider *base,
-                                         const char *lock_token,
-                                         int64_t delay_ms, duro_error *err)
+/* abandon_orchestration_item, and (uncount) pass_orchestration_item. */
+static int release_orchestration_item(duro_provider *base,
+                                      const char *lock_token, int64_t delay_ms,
+                                      int uncount, const char *op,
+                                      duro_error *err)
 {
-    static const char op[] = "abandon_orchestration_item";
     duro_error local;
     DURO__SQL_ERR_INIT(err, local);
     duro__sql_store *st = duro__sql_of(base);
@@ -1571,12 +1581,30 @@ int duro__sql_abandon_orchestration_item(duro_provider *base,
     if (duro__sql_parse_token(lock_token, 'o', &ready_id) != 0)
         return duro__sql_lock_lost(
             st, op, "not an orchestration lock token of this store", err);
-    rc = duro__sql_abandon_orch(st, ready_id, lock_token, delay_ms, op, err);
+    rc = duro__sql_release_orch(st, ready_id, lock_token, delay_ms, uncount, op,
+                                err);
     /* The caller lets the token go either way: when the store could not be
-     * reached (or waited for), a store that can abandons it again later. */
+     * reached (or waited for), a store that can abandons it again later
+     * (a pass then counts: the fetch count is a bound, not a ledger). */
     if (rc != DURO_OK && err->retryable && st->dialect->abandon_failed != NULL)
         st->dialect->abandon_failed(st, 'o', lock_token, delay_ms);
     return rc;
+}
+
+int duro__sql_abandon_orchestration_item(duro_provider *base,
+                                         const char *lock_token,
+                                         int64_t delay_ms, duro_error *err)
+{
+    return release_orchestration_item(base, lock_token, delay_ms, 0,
+                                      "abandon_orchestration_item", err);
+}
+
+int duro__sql_pass_orchestration_item(duro_provider *base,
+                                      const char *lock_token, int64_t delay_ms,
+                                      duro_error *err)
+{
+    return release_orchestration_item(base, lock_token, delay_ms, 1,
+                                      "pass_orchestration_item", err);
 }
 
 /* A fetch is an ack of no turns with one fetch (the same transaction). */

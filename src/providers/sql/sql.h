@@ -718,6 +718,11 @@ int duro__sql_hold_lock(duro__sql_store *st, duro__sql_conn *c,
 int duro__sql_abandon_orch(duro__sql_store *st, int64_t ready_id,
                            const char *lock_token, int64_t delay_ms,
                            const char *op, duro_error *err);
+/* The same; with uncount the fetch count of the messages it held goes back
+ * by one (pass_orchestration_item). */
+int duro__sql_release_orch(duro__sql_store *st, int64_t ready_id,
+                           const char *lock_token, int64_t delay_ms,
+                           int uncount, const char *op, duro_error *err);
 
 /* Input checks of a work item (for the worker queue when `worker`) and of
  * an ack: DURO_OK or err (not retryable). */
@@ -931,5 +936,16 @@ int duro__sql_check_work_item_locks(duro_provider *base,
 int duro__sql_abandon_orchestration_item(duro_provider *base,
                                          const char *lock_token,
                                          int64_t delay_ms, duro_error *err);
+int duro__sql_pass_orchestration_item(duro_provider *base,
+                                      const char *lock_token, int64_t delay_ms,
+                                      duro_error *err);
+
+/* sql/runtimes.c: the live runtimes (provider contract version 12). */
+int duro__sql_register_runtime(duro_provider *base,
+                               const duro_runtime_info *info, duro_error *err);
+int duro__sql_list_runtimes(duro_provider *base, duro_runtime_list **out,
+                            duro_error *err);
+int duro__sql_remove_runtime(duro_provider *base, const char *runtime_id,
+                             duro_error *err);
 
 #endif

@@ -43,6 +43,7 @@
     X(OQ_FETCHED)                                                              \
     X(OQ_DELETE_TAGGED)                                                        \
     X(OQ_UNTAG)                                                                \
+    X(OQ_UNTAG_UNCOUNT)                                                        \
     X(OQ_DELETE_INSTANCE)                                                      \
     X(OQ_DELETE_EXECUTION)                                                     \
     X(OQ_MIN_VISIBLE)                                                          \
@@ -155,7 +156,11 @@
     X(QUERY_COUNT_PREFIX)                                                      \
     X(QUERY_COUNT_PARENT)                                                      \
     X(QUERY_COUNT_PROBLEM)                                                     \
-    X(CONTROL_EVENTS)
+    X(CONTROL_EVENTS)                                                          \
+    X(RUNTIME_UPSERT)                                                          \
+    X(RUNTIME_EXPIRE)                                                          \
+    X(RUNTIME_DELETE)                                                          \
+    X(RUNTIME_LIST)
 
 /* The operators' query indexes (provider contract version 10), the same
  * DDL in both stores' migrations (SQLite's 7, PostgreSQL's 5); each ends
@@ -205,6 +210,15 @@
     DURO__SQL_Q3(X, Q, PREFIX)                                                 \
     DURO__SQL_Q3(X, Q, PARENT)                                                 \
     DURO__SQL_Q3(X, Q, PROBLEM)
+
+/* The live runtimes (provider contract version 12): a row is live while
+ * heartbeat_ms + DURO_RUNTIME_MISSED_HEARTBEATS (3) x heartbeat_every_ms
+ * is not before the time the statement binds, written after it. The same
+ * SQL in both stores. */
+#define DURO__SQL_RUNTIME_LIVE "heartbeat_ms + 3 * heartbeat_every_ms >= "
+#define DURO__SQL_RUNTIME_COLUMNS                                              \
+    "runtime_id, host, pid, started_ms, heartbeat_ms, heartbeat_every_ms, "    \
+    "orchestrations, activities"
 
 /* The statements both stores spell alike. */
 #define DURO__SQL_END_STATEMENTS(X)                                            \

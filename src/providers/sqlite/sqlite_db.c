@@ -205,7 +205,21 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
      * OrchestrationTerminated 19, ExecutionSuspended 20, ExecutionResumed
      * 21), so the other history inserts pay nothing. Building them reads
      * each table once. */
-    DURO__SQL_DDL_QUERY_INDEXES " WHERE " DURO__SQLITE_CONTROL_KIND ";"};
+    DURO__SQL_DDL_QUERY_INDEXES " WHERE " DURO__SQLITE_CONTROL_KIND ";",
+    /* 8: the live runtimes (provider contract version 12): a row per
+     * runtime, written at its start and at each heartbeat, deleted at its
+     * clean stop or, once it missed three heartbeats, by another's write.
+     * What it registers is JSON text (sql/runtimes.c), read whole. A
+     * handful of rows: no index but the key. */
+    "CREATE TABLE runtimes("
+    " runtime_id TEXT PRIMARY KEY,"
+    " host TEXT NOT NULL,"
+    " pid INTEGER NOT NULL,"
+    " started_ms INTEGER NOT NULL,"
+    " heartbeat_ms INTEGER NOT NULL,"
+    " heartbeat_every_ms INTEGER NOT NULL,"
+    " orchestrations TEXT NOT NULL,"
+    " activities TEXT NOT NULL) WITHOUT ROWID;"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */

@@ -16,7 +16,7 @@
 #include "providers/sql/adapt.h"
 #include "providers/sql/sql.h"
 
-#define DURO__SQLITE_SCHEMA_VERSION 7 /* what this code creates and reads */
+#define DURO__SQLITE_SCHEMA_VERSION 8 /* what this code creates and reads */
 #define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__SQLITE_POOL_MAX 64      /* most reader connections */
 
@@ -233,6 +233,10 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                         "WHERE instance_id = ?1 AND lock_token = ?2")          \
     X(OQ_UNTAG, "UPDATE orchestrator_queue SET lock_token = NULL "             \
                 "WHERE instance_id = ?1 AND lock_token = ?2")                  \
+    /* pass_orchestration_item: the fetch did not count */                     \
+    X(OQ_UNTAG_UNCOUNT, "UPDATE orchestrator_queue SET lock_token = NULL, "    \
+                        "fetch_count = MAX(fetch_count - 1, 0) "               \
+                        "WHERE instance_id = ?1 AND lock_token = ?2")          \
     /* an ack that ends the instance: nothing queued for it is live */         \
     X(OQ_DELETE_INSTANCE,                                                      \
       "DELETE FROM orchestrator_queue WHERE instance_id = ?1")                 \
@@ -339,7 +343,26 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                         "AND execution_id <= ?2 "                              \
                         "AND status IN (" DURO__ENDED_SQL ", 6)")              \
     DURO__SQLITE_BULK_STATEMENTS(X)                                            \
-    DURO__SQLITE_QUERY_STATEMENTS(X)
+    DURO__SQLITE_QUERY_STATEMENTS(X)                                           \
+    DURO__SQLITE_RUNTIME_STATEMENTS(X)
+
+/* The live runtimes (sql/runtimes.c; provider contract version 12). */
+#define DURO__SQLITE_RUNTIME_STATEMENTS(X)                                     \
+    X(RUNTIME_UPSERT,                                                          \
+      "INSERT INTO runtimes(" DURO__SQL_RUNTIME_COLUMNS ") "                   \
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "                                \
+      "ON CONFLICT(runtime_id) DO UPDATE SET host = excluded.host, "           \
+      "pid = excluded.pid, started_ms = excluded.started_ms, "                 \
+      "heartbeat_ms = excluded.heartbeat_ms, "                                 \
+      "heartbeat_every_ms = excluded.heartbeat_every_ms, "                     \
+      "orchestrations = excluded.orchestrations, "                             \
+      "activities = excluded.activities")                                      \
+    X(RUNTIME_EXPIRE,                                                          \
+      "DELETE FROM runtimes WHERE NOT (" DURO__SQL_RUNTIME_LIVE "?1)")         \
+    X(RUNTIME_DELETE, "DELETE FROM runtimes WHERE runtime_id = ?1")            \
+    X(RUNTIME_LIST, "SELECT " DURO__SQL_RUNTIME_COLUMNS " FROM runtimes "      \
+                    "WHERE " DURO__SQL_RUNTIME_LIVE "?1 "                      \
+                    "ORDER BY started_ms, runtime_id")
 
 /* Operations on many instances (sql/many.c). A batch names its
  * instances in ?1, a JSON array read with json_each: plain ids for
@@ -671,11 +694,16 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
  * 1: only with a problem, ?7 and ?8 created from (inclusive) and until
  * (exclusive), ?9 statuses checked row by row (0: any), ?10 and ?11 the
  * keyset (the rows after (?10, ?11) in the order), ?12 the rows to read
- * (a page and one), ?13 .. ?19 the statuses of a STATUS path (0: none).
+ * (a page and one), ?13 .. ?19 the statuses of a STATUS path (0: none),
+ * ?21 the orchestration version (NULL: any; query version 3).
  * A path writes the term its index serves as it is; every other filter is
  * a term that its NULL or 0 parameter makes true (DURO__SQLITE_Q_FILTER),
- * which no index serves. The created bounds are an index range in the
- * created order only: elsewhere a unary + keeps the planner on the
+ * which no index serves. The version (?21) is read through the primary
+ * key in a subquery of i.instance_id, only when asked for: named in the
+ * term itself, a column the query indexes lack would make every path's
+ * index non-covering, and the planner would leave the (name, status,
+ * created) ranges for worse ones. The created bounds are an index range
+ * in the created order only: elsewhere a unary + keeps the planner on the
  * order's index. Ordered paths (ALL and NAME by id, and each status range
  * of STATUS and NAME_STATUS, which newest first serve ALL and NAME too,
  * with every status) read their index in the order and stop after ?12
@@ -695,7 +723,9 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
 #define DURO__SQLITE_Q_FILTER_ARM(cr)                                          \
     "(?2 IS NULL OR (i.name >= ?2 AND i.name < ?3)) "                          \
     "AND (?4 IS NULL OR instr(CAST(i.name AS BLOB), CAST(?4 AS BLOB)) > 0) "   \
-    "AND " cr "i.created_ms >= ?7 AND " cr "i.created_ms < ?8 "
+    "AND " cr "i.created_ms >= ?7 AND " cr "i.created_ms < ?8 "                \
+    "AND (?21 IS NULL OR (SELECT version FROM instances "                      \
+    "WHERE instance_id = i.instance_id) = ?21) "
 /* per order: the keyset, the ORDER BY, the sort key, the outer ORDER BY
  * of a joined page, the created bounds' prefix */
 #define DURO__SQLITE_Q_KEYSET_ID "i.instance_id > ?11 "
