@@ -81,7 +81,9 @@ DURO_API char *duro_arena_strdup(duro_arena *a, const char *s);
 typedef enum duro_work_kind {
     /* orchestrator queue */
     DURO_WORK_START = 1,              /* instance_id, name, version, payload
-                                         (input), parent_*; execution 1 */
+                                         (input), parent_*; execution 1;
+                                         (version 12) fire_at_ms: the
+                                         instance's deadline, 0: none */
     DURO_WORK_ACTIVITY_COMPLETED = 2, /* instance_id, execution_id,
                                          source_id (activity id), payload */
     DURO_WORK_ACTIVITY_FAILED = 3,    /* ... error, category */
@@ -105,13 +107,17 @@ typedef enum duro_work_kind {
                                           requested_by */
     DURO_WORK_SUSPEND_INSTANCE = 12,   /* instance_id, reason,
                                           requested_by */
-    DURO_WORK_RESUME_INSTANCE = 13     /* instance_id, reason,
+    DURO_WORK_RESUME_INSTANCE = 13,    /* instance_id, reason,
                                           requested_by */
+    /* orchestrator queue, version 12 */
+    DURO_WORK_DEADLINE = 14 /* instance_id, fire_at_ms (the deadline);
+                               execution 0: whatever execution is current
+                               when it comes (it spans continue-as-new) */
 } duro_work_kind;
 
 /* The largest duro_work_kind; every kind from DURO_WORK_START to it but
  * DURO_WORK_ACTIVITY_EXECUTE belongs on the orchestrator queue. */
-#define DURO_WORK_KIND_MAX 13
+#define DURO_WORK_KIND_MAX 14
 
 /* Flags of a DURO_WORK_START item: */
 /* an existing instance of the same name is not an error (see
@@ -231,6 +237,8 @@ DURO_API const char *duro_event_kind_name(int kind);
 #define DURO_REASON_CONTINUED_AS_NEW "continued_as_new"
 #define DURO_REASON_TASK_CANCELLED "task_cancelled"
 #define DURO_REASON_INSTANCE_TERMINATED "instance_terminated"
+/* the instance's deadline passed (version 12) */
+#define DURO_REASON_DEADLINE "deadline"
 
 typedef struct duro_event {
     uint64_t event_id; /* 1-based position in the execution */
@@ -292,6 +300,10 @@ typedef struct duro_instance_info {
     int64_t last_problem_ms;     /* when it was recorded; 0: none */
     int64_t next_attempt_ms;     /* when the runtime tries again; 0: no
                                     retry planned (or no problem) */
+    /* Appended in version 12: when the instance times out (wall ms since
+     * the epoch; 0: no deadline), from its START or the DEADLINE message
+     * a turn enqueued (see version 12). */
+    int64_t deadline_ms;
 } duro_instance_info;
 
 /* What a turn writes to the instance and execution rows. NULL strings and
@@ -818,7 +830,7 @@ typedef enum duro_queue {
  * bytes as given, so that a store written by an earlier duro, which may
  * hold such text, can still be read and worked on. */
 
-#define DURO_PROVIDER_VERSION 11
+#define DURO_PROVIDER_VERSION 12
 
 typedef struct duro_provider duro_provider;
 
@@ -1495,6 +1507,29 @@ struct duro_provider {
      * gains from more turns a statement (PostgreSQL's: 64); one that runs a
      * statement a row in process does not (SQLite's: 16). */
     int turn_batch;
+
+    /* --- version 12 -----------------------------------------------------
+     * Instance deadlines; no new method. A version-12 provider:
+     *  - accepts DURO_WORK_DEADLINE on the orchestrator queue (from
+     *    enqueue_for_orchestrator and from an ack's orchestrator_items)
+     *    with fire_at_ms > 0, and in the same transaction sets the
+     *    instance row's deadline to its fire_at_ms (duro_instance_info's
+     *    deadline_ms); a DEADLINE for an instance that does not exist is
+     *    stored and dropped by its turn, as any message;
+     *  - for a START whose fire_at_ms > 0 that creates its instance,
+     *    writes that deadline on the new row and enqueues, in the same
+     *    transaction, a DEADLINE message for it (execution 0, visible at
+     *    fire_at_ms, or at once when that has passed); a START that
+     *    creates nothing (idempotent, or a child that exists) enqueues
+     *    none. A negative fire_at_ms on either kind, or a DEADLINE without
+     *    one, fails DURO_INVALID;
+     *  - returns deadline_ms in every duro_instance_info (0: none).
+     * A DEADLINE is not a control request: it does not keep a cancel,
+     * terminate or suspend from deciding an unbegun instance at once
+     * (version 9), and it goes with the rest of the queue when the
+     * instance ends; continue-as-new keeps it (execution 0). Callers send
+     * DEADLINE messages and deadlines on START items only to a provider
+     * whose version is 12 or more. */
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

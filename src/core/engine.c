@@ -1155,7 +1155,8 @@ const char *duro__engine_end_reason(int status)
 static void terminate(duro_orch *e, int status, const char *output,
                       const char *error, int category)
 {
-    const char *reason = duro__engine_end_reason(status);
+    const char *reason =
+        e->end_reason != NULL ? e->end_reason : duro__engine_end_reason(status);
     uint64_t count = e->tracker.count;
     for (uint64_t id = 1; id <= count && !e->oom; id++) {
         duro__slot s = e->tracker.slots[id];
@@ -1579,17 +1580,66 @@ static int begin_execution(duro_orch *e, const duro__turn_input *in)
     ev.ref_instance = e->parent_instance;
     if (append_event(e, &ev) == 0)
         return DURO_NOMEM;
+    /* The registration's deadline, for an instance started without one:
+     * from this first turn, a DEADLINE message like the one a start with a
+     * deadline enqueues (execution 0: it spans continue-as-new). Live
+     * only: the message is queued, never replayed. */
+    if (s != NULL && s->kind == DURO_WORK_START && s->fire_at_ms == 0 &&
+        e->cfg.timeout_ms > 0) {
+        duro_outbound *o = duro__engine_push_outbound(e);
+        if (o == NULL)
+            return DURO_NOMEM;
+        o->item.kind = DURO_WORK_DEADLINE;
+        o->item.instance_id = e->instance_id;
+        o->item.fire_at_ms = duro__add_ms(e->turn_now, e->cfg.timeout_ms);
+        o->delay_ms = e->cfg.timeout_ms;
+    }
     return DURO_OK;
 }
 
+/* ms since the epoch as RFC 3339 UTC with milliseconds, into b[32]
+ * (civil-from-days: no time zone, no locale, the same on every host). */
+static void format_utc(char *b, size_t size, int64_t ms)
+{
+    int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+    int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400;
+    int64_t rem = secs - days * 86400;
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    int64_t day = doy - (153 * mp + 2) / 5 + 1;
+    int64_t month = mp < 10 ? mp + 3 : mp - 9;
+    int64_t year = yoe + era * 400 + (month <= 2);
+    snprintf(b, size, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ",
+             (long long)year, (long long)month, (long long)day,
+             (long long)(rem / 3600), (long long)(rem / 60 % 60),
+             (long long)(rem % 60), (long long)(ms - secs * 1000));
+}
+
 /* Ends the execution at once, without the code, for the message that
- * stops it: a terminate, or a cancel the code does not take part in. */
+ * stops it: a terminate, the instance's deadline, or a cancel the code
+ * does not take part in. */
 static void stop_now(duro_orch *e, const duro_work_item *stop)
 {
     if (stop->kind == DURO_WORK_TERMINATE_INSTANCE) {
         e->end_by = stop->requested_by;
         terminate(e, DURO_STATUS_TERMINATED, NULL,
                   str_or(stop->reason, "terminated"), DURO_CATEGORY_CANCELLED);
+        return;
+    }
+    if (stop->kind == DURO_WORK_DEADLINE) {
+        /* Failed with category timeout: the instance did not finish in
+         * time (a cancel or terminate is someone's request); what it left
+         * outstanding is cancelled with reason "deadline" */
+        char at[40];
+        format_utc(at, sizeof(at), stop->fire_at_ms);
+        e->end_reason = DURO_REASON_DEADLINE;
+        terminate(e, DURO_STATUS_FAILED, NULL,
+                  duro__engine_sprintf(e, "deadline of %s passed", at),
+                  DURO_CATEGORY_TIMEOUT);
         return;
     }
     const char *reason = stop->reason;
@@ -1685,10 +1735,10 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
             return rc;
     }
 
-    /* What ends the execution without running code: a terminate, and a
-     * cancel that the code does not take part in - it does not observe
-     * cancellation, must not run, the instance is suspended, or the
-     * execution only begins in this turn. */
+    /* What ends the execution without running code: a terminate, the
+     * instance's deadline, and a cancel that the code does not take part
+     * in - it does not observe cancellation, must not run, the instance is
+     * suspended, or the execution only begins in this turn. */
     int codeless_cancel =
         !has_code(e) || !e->cfg.observe_cancel || in->suspended || begins;
     const duro_work_item *stop = NULL;
@@ -1696,6 +1746,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     for (size_t i = 0; i < in->message_count && stop == NULL; i++) {
         const duro_work_item *m = &in->messages[i];
         if (m->kind == DURO_WORK_TERMINATE_INSTANCE ||
+            m->kind == DURO_WORK_DEADLINE ||
             (m->kind == DURO_WORK_CANCEL_INSTANCE && codeless_cancel))
             stop = m;
         resumes |= m->kind == DURO_WORK_RESUME_INSTANCE;

@@ -282,7 +282,13 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
      * page has room for the new version; full pages made 6 of 10 of those
      * updates write an entry in both indexes. New pages only: no rewrite,
      * no lock but the ALTER's own (SHARE UPDATE EXCLUSIVE). */
-    "ALTER TABLE orchestrator_queue SET (fillfactor = 50);"};
+    "ALTER TABLE orchestrator_queue SET (fillfactor = 50);",
+    /* 7 (SQLite's 8): the instance's deadline (provider contract version
+     * 12), shown by status; the DEADLINE message on the queue is what ends
+     * the instance at it. A constant default: no table rewrite, and rows
+     * written before read 0, "none". */
+    "ALTER TABLE instances"
+    " ADD COLUMN deadline_ms bigint NOT NULL DEFAULT 0;"};
 
 /* libpq's message on one line, as a log line needs it: each run of
  * whitespace (its "\n\tThis probably means ...") becomes one space, and

@@ -205,7 +205,13 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
      * OrchestrationTerminated 19, ExecutionSuspended 20, ExecutionResumed
      * 21), so the other history inserts pay nothing. Building them reads
      * each table once. */
-    DURO__SQL_DDL_QUERY_INDEXES " WHERE " DURO__SQLITE_CONTROL_KIND ";"};
+    DURO__SQL_DDL_QUERY_INDEXES " WHERE " DURO__SQLITE_CONTROL_KIND ";",
+    /* 8: the instance's deadline (provider contract version 12), shown by
+     * status; the DEADLINE message on the queue is what ends the instance
+     * at it. Rows written before read 0, "none". (Written beside the
+     * worker-versioning helper's migration 8: renumbered at the merge.) */
+    "ALTER TABLE instances"
+    " ADD COLUMN deadline_ms INTEGER NOT NULL DEFAULT 0;"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */
