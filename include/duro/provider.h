@@ -1509,13 +1509,16 @@ struct duro_provider {
     int turn_batch;
 
     /* --- version 12 -----------------------------------------------------
-     * Instance deadlines; no new method. A version-12 provider:
+     * Instance deadlines; no new method. An instance has at most one
+     * deadline, set once. A version-12 provider:
      *  - accepts DURO_WORK_DEADLINE on the orchestrator queue (from
      *    enqueue_for_orchestrator and from an ack's orchestrator_items)
-     *    with fire_at_ms > 0, and in the same transaction sets the
-     *    instance row's deadline to its fire_at_ms (duro_instance_info's
-     *    deadline_ms); a DEADLINE for an instance that does not exist is
-     *    stored and dropped by its turn, as any message;
+     *    with fire_at_ms > 0: when the instance exists and has no
+     *    deadline, it sets the instance row's deadline to fire_at_ms
+     *    (duro_instance_info's deadline_ms) and enqueues the message, in
+     *    one transaction; otherwise it enqueues nothing and succeeds (a
+     *    turn may send the registration's deadline without knowing
+     *    whether the start gave one);
      *  - for a START whose fire_at_ms > 0 that creates its instance,
      *    writes that deadline on the new row and enqueues, in the same
      *    transaction, a DEADLINE message for it (execution 0, visible at

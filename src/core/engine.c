@@ -1092,6 +1092,25 @@ static void drain_held(duro_orch *e)
     }
 }
 
+/* The registration's deadline (cfg.timeout_ms), from the turn whose code
+ * starts execution 1 live: a DEADLINE message like the one a start with a
+ * deadline enqueues (execution 0: it spans continue-as-new). Never
+ * replayed: the message is queued, not recorded. A store keeps an
+ * instance's first deadline only, so a start's own wins. */
+static int send_registered_deadline(duro_orch *e)
+{
+    if (e->cfg.timeout_ms <= 0 || e->execution_id != 1)
+        return DURO_OK;
+    duro_outbound *o = duro__engine_push_outbound(e);
+    if (o == NULL)
+        return DURO_NOMEM;
+    o->item.kind = DURO_WORK_DEADLINE;
+    o->item.instance_id = e->instance_id;
+    o->item.fire_at_ms = duro__add_ms(e->turn_now, e->cfg.timeout_ms);
+    o->delay_ms = e->cfg.timeout_ms;
+    return DURO_OK;
+}
+
 /* An input event, recorded (replay) or new (the turn appended it), reaches
  * an engine whose code runs. */
 static void take_event(duro_orch *e, const duro_event *ev)
@@ -1110,8 +1129,11 @@ static void take_event(duro_orch *e, const duro_event *ev)
         } else if (ev->kind == DURO_EVENT_EXECUTION_RESUMED) {
             e->suspended = 0;
             if (e->start_deferred && !e->code_started) {
-                /* suspended before it began: the code starts here */
-                if (start_code(e) != DURO_OK) {
+                /* suspended before it began: the code starts here (and
+                 * the registration's deadline runs from here, live) */
+                if ((!e->replay_segment &&
+                     send_registered_deadline(e) != DURO_OK) ||
+                    start_code(e) != DURO_OK) {
                     if (!e->driver_error)
                         e->oom = 1;
                     return;
@@ -1580,20 +1602,8 @@ static int begin_execution(duro_orch *e, const duro__turn_input *in)
     ev.ref_instance = e->parent_instance;
     if (append_event(e, &ev) == 0)
         return DURO_NOMEM;
-    /* The registration's deadline, for an instance started without one:
-     * from this first turn, a DEADLINE message like the one a start with a
-     * deadline enqueues (execution 0: it spans continue-as-new). Live
-     * only: the message is queued, never replayed. */
-    if (s != NULL && s->kind == DURO_WORK_START && s->fire_at_ms == 0 &&
-        e->cfg.timeout_ms > 0) {
-        duro_outbound *o = duro__engine_push_outbound(e);
-        if (o == NULL)
-            return DURO_NOMEM;
-        o->item.kind = DURO_WORK_DEADLINE;
-        o->item.instance_id = e->instance_id;
-        o->item.fire_at_ms = duro__add_ms(e->turn_now, e->cfg.timeout_ms);
-        o->delay_ms = e->cfg.timeout_ms;
-    }
+    if (s != NULL && s->kind == DURO_WORK_START && s->fire_at_ms == 0)
+        return send_registered_deadline(e);
     return DURO_OK;
 }
 

@@ -9833,6 +9833,16 @@ PV_TEST(a_deadline_message_spans_continue_as_new_and_ends_with_the_instance)
     duro_orch_item_free(a);
     CHECK_EQ(deadline_of(p, "r"), at);
     CHECK_EQ(count(p, ORCH, "r"), 1);
+    /* set once: a second DEADLINE is dropped, as is one for no instance */
+    duro_work_item again = work(DURO_WORK_DEADLINE, "r");
+    again.fire_at_ms = at - 60000;
+    enqueue(p, &again, 0);
+    CHECK_EQ(deadline_of(p, "r"), at);
+    CHECK_EQ(count(p, ORCH, "r"), 1);
+    again.instance_id = "nobody";
+    enqueue(p, &again, 0);
+    CHECK_EQ(count(p, ORCH, "nobody"), 0);
+    expect_no_instance(p, "nobody");
 
     /* continue-as-new keeps it (execution 0) */
     a = poke(p, "r");

@@ -373,6 +373,37 @@ TEST(the_registration_gives_a_default_deadline)
     deadline_done(&f);
 }
 
+/* A deadline is not held back by a suspension: it ends the instance as
+ * it would a running one. The registration's deadline of an instance
+ * suspended before it began runs from the resume, where its code starts. */
+TEST(a_deadline_ends_a_suspended_instance_too)
+{
+    rt_fixture f;
+    setup(&f, "dl_suspended.db");
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    rt_start_instance(&f, "sb", "SleepyBounded", NULL);
+    CHECK_OK(duro_client_suspend(f.client, "sb", "not yet", "ops"));
+    CHECK_EQ(rt_status(&f, "sb"), DURO_STATUS_SUSPENDED); /* at once */
+    rt_start(&f);
+    start_with(&f, "s2", "Sleepy", NULL, 0, 800);
+    WAIT_UNTIL(rt_count_events(&f, "s2", DURO_EVENT_TIMER_CREATED) == 1,
+               WAIT_MS);
+    CHECK_OK(duro_client_suspend(f.client, "s2", NULL, NULL));
+    rt_wait_status(&f, "s2", DURO_STATUS_SUSPENDED, WAIT_MS);
+    check_timed_out(&f, "s2");
+
+    CHECK_EQ(rt_status(&f, "sb"), DURO_STATUS_SUSPENDED);
+    duro_instance_info *info = NULL;
+    CHECK_OK(duro_client_get_status(f.client, "sb", &info));
+    CHECK_EQ(info->deadline_ms, 0); /* nothing ran: no deadline yet */
+    duro_free(info);
+    int64_t resumed = wall_ms();
+    CHECK_OK(duro_client_resume(f.client, "sb", NULL, NULL));
+    int64_t d = check_timed_out(&f, "sb");
+    CHECK(d >= resumed + 400 - 50); /* from the resume's turn */
+    deadline_done(&f);
+}
+
 TEST(bad_deadlines_are_refused)
 {
     rt_fixture f;
@@ -414,4 +445,5 @@ TEST_MAIN(T(a_deadline_cancels_the_running_activity_and_fails_the_instance),
           T(a_deadline_already_passed_ends_the_instance_without_its_code),
           T(an_instance_that_finishes_first_keeps_no_deadline_message),
           T(the_registration_gives_a_default_deadline),
+          T(a_deadline_ends_a_suspended_instance_too),
           T(bad_deadlines_are_refused))

@@ -245,9 +245,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(INSTANCE_CREATE,                                                         \
       "INSERT INTO instances(instance_id, name, version, status, "             \
       "execution_id, created_ms, updated_ms, category, parent_instance, "      \
-      "parent_execution, parent_event_id, deadline_ms) "                       \
+      "parent_execution, parent_event_id) "                                    \
       "VALUES($1::text, $2::text, $3::text, 1, 0, $4::bigint, $4::bigint, 0, " \
-      "$5::text, $6::bigint, $7::bigint, $8::bigint) "                         \
+      "$5::text, $6::bigint, $7::bigint) "                                     \
       "ON CONFLICT(instance_id) DO NOTHING")                                   \
     X(INSTANCE_CURRENT, "SELECT execution_id, status FROM instances "          \
                         "WHERE instance_id = $1::text")                        \
@@ -287,9 +287,10 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "cancel_reason = $3::text, cancelled_by = $4::text "                     \
       "WHERE instance_id = $1::text AND status IN (" DURO__LIVE_SQL ") "       \
       "AND cancel_requested_ms IS NULL")                                       \
-    /* a DEADLINE message names the instance's deadline (version 12) */        \
-    X(INSTANCE_SET_DEADLINE, "UPDATE instances SET deadline_ms = $2::bigint "  \
-                             "WHERE instance_id = $1::text")                   \
+    /* a DEADLINE message sets the instance's deadline, once (version 12) */   \
+    X(INSTANCE_SET_DEADLINE,                                                   \
+      "UPDATE instances SET deadline_ms = $2::bigint "                         \
+      "WHERE instance_id = $1::text AND deadline_ms = 0")                      \
     /* as SQLite's: only a live instance changes */                            \
     X(INSTANCE_SET_PROBLEM,                                                    \
       "UPDATE instances SET "                                                  \

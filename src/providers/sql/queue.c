@@ -209,7 +209,6 @@ static int create_instance(duro__sql_store *st, duro__sql_conn *c,
     duro__sql_bind_text(st, c, s, 5, parent);
     duro__sql_bind_u64(st, c, s, 6, parent != NULL ? it->parent_execution : 0);
     duro__sql_bind_u64(st, c, s, 7, parent != NULL ? it->parent_event_id : 0);
-    duro__sql_bind_i64(st, c, s, 8, it->fire_at_ms > 0 ? it->fire_at_ms : 0);
     int rc = duro__sql_run(st, c, s, op, err);
     if (rc == DURO_OK)
         *created = duro__sql_changes(st, c) > 0;
@@ -218,7 +217,8 @@ static int create_instance(duro__sql_store *st, duro__sql_conn *c,
 
 /* The DEADLINE message of a START that created its instance with a
  * deadline (version 12): execution 0, so continue-as-new keeps it; visible
- * at the deadline, or at once when that has passed. */
+ * at the deadline, or at once when that has passed. Its insert writes the
+ * deadline on the new row. */
 static int enqueue_deadline(duro__sql_store *st, duro__sql_conn *c,
                             const duro_work_item *start, int64_t now,
                             const char *op, duro_error *err)
@@ -268,11 +268,27 @@ int duro__sql_insert_message(duro__sql_store *st, duro__sql_conn *c,
                              int64_t visible_at, const char *op,
                              duro_error *err)
 {
-    duro__sql_stmt *s = duro__sql_prepare(st, c, DURO__SQL_OQ_INSERT, op, err);
+    duro__sql_stmt *s;
+    int rc;
+    if (it->kind == DURO_WORK_DEADLINE) {
+        /* An instance has one deadline, set once (version 12): by its
+         * start, or by a turn from its registration; a DEADLINE for an
+         * instance that has one (or does not exist) is dropped here. */
+        s = duro__sql_prepare(st, c, DURO__SQL_INSTANCE_SET_DEADLINE, op, err);
+        if (s == NULL)
+            return err->code;
+        duro__sql_bind_text(st, c, s, 1, it->instance_id);
+        duro__sql_bind_i64(st, c, s, 2, it->fire_at_ms);
+        if ((rc = duro__sql_run(st, c, s, op, err)) != DURO_OK)
+            return rc;
+        if (duro__sql_changes(st, c) == 0)
+            return DURO_OK;
+    }
+    s = duro__sql_prepare(st, c, DURO__SQL_OQ_INSERT, op, err);
     if (s == NULL)
         return err->code;
     duro__sql_bind_message(st, c, s, it, now, visible_at);
-    int rc = duro__sql_run(st, c, s, op, err);
+    rc = duro__sql_run(st, c, s, op, err);
     if (rc != DURO_OK)
         return rc;
     if (it->kind == DURO_WORK_CANCEL_INSTANCE) {
@@ -286,15 +302,6 @@ int duro__sql_insert_message(duro__sql_store *st, duro__sql_conn *c,
         duro__sql_bind_i64(st, c, s, 2, now);
         duro__sql_bind_text(st, c, s, 3, it->reason);
         duro__sql_bind_text(st, c, s, 4, it->requested_by);
-        if ((rc = duro__sql_run(st, c, s, op, err)) != DURO_OK)
-            return rc;
-    } else if (it->kind == DURO_WORK_DEADLINE) {
-        /* status shows the deadline the message holds (version 12) */
-        s = duro__sql_prepare(st, c, DURO__SQL_INSTANCE_SET_DEADLINE, op, err);
-        if (s == NULL)
-            return err->code;
-        duro__sql_bind_text(st, c, s, 1, it->instance_id);
-        duro__sql_bind_i64(st, c, s, 2, it->fire_at_ms);
         if ((rc = duro__sql_run(st, c, s, op, err)) != DURO_OK)
             return rc;
     }

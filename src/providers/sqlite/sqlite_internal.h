@@ -110,8 +110,8 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(INSTANCE_CREATE,                                                         \
       "INSERT INTO instances(instance_id, name, version, status, "             \
       "execution_id, created_ms, updated_ms, category, parent_instance, "      \
-      "parent_execution, parent_event_id, deadline_ms) "                       \
-      "VALUES(?1, ?2, ?3, 1, 0, ?4, ?4, 0, ?5, ?6, ?7, ?8) "                   \
+      "parent_execution, parent_event_id) "                                    \
+      "VALUES(?1, ?2, ?3, 1, 0, ?4, ?4, 0, ?5, ?6, ?7) "                       \
       "ON CONFLICT(instance_id) DO NOTHING")                                   \
     X(INSTANCE_CURRENT,                                                        \
       "SELECT execution_id, status FROM instances WHERE instance_id = ?1")     \
@@ -155,9 +155,10 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "cancelled_by = ?4 WHERE instance_id = ?1 "                              \
       "AND " DURO__SQLITE_LIVE_STATUS " "                                      \
       "AND cancel_requested_ms IS NULL")                                       \
-    /* a DEADLINE message names the instance's deadline (version 12) */        \
+    /* a DEADLINE message sets the instance's deadline, once (version 12) */   \
     X(INSTANCE_SET_DEADLINE,                                                   \
-      "UPDATE instances SET deadline_ms = ?2 WHERE instance_id = ?1")          \
+      "UPDATE instances SET deadline_ms = ?2 WHERE instance_id = ?1 "          \
+      "AND deadline_ms = 0")                                                   \
     /* only a live instance (Pending, Running, Suspended) changes: an ended    \
      * one keeps the problem it ended with; the row always matches             \
      * (NOT_FOUND only when there is none) */                                  \
