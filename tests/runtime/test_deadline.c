@@ -243,6 +243,8 @@ TEST(a_deadline_cancels_the_running_activity_and_fails_the_instance)
         CHECK_STR(c->reason, DURO_REASON_DEADLINE);
     CHECK_EQ(h->events[h->count - 1].kind, DURO_EVENT_ORCHESTRATION_FAILED);
     CHECK_EQ(h->events[h->count - 1].category, DURO_CATEGORY_TIMEOUT);
+    /* today's code replays it: the deadline's ending is not the code's */
+    CHECK_OK(duro_replay_history(f.reg, h, NULL));
     duro_history_free(h);
     /* nothing of it is left queued */
     duro_store_stats *st = NULL;
@@ -276,6 +278,7 @@ TEST(a_deadline_ends_the_children_too)
     CHECK(c != NULL);
     if (c != NULL)
         CHECK_STR(c->reason, DURO_REASON_DEADLINE);
+    CHECK_OK(duro_replay_history(f.reg, h, NULL));
     duro_history_free(h);
     deadline_done(&f);
 }
