@@ -431,6 +431,16 @@ TEST(bad_deadlines_are_refused)
     CHECK(strstr(duro_errmsg(), "year 9999") != NULL);
     /* nothing was created */
     CHECK_EQ(rt_status(&f, "x"), DURO_STATUS_NOT_FOUND);
+    /* a caller built against options version 1 has no such fields: what
+     * lies beyond them is not read */
+    so.version = 1;
+    so.deadline_ms = -5;
+    so.timeout_ms = -5;
+    CHECK_OK(duro_client_start(f.client, "v1", "Busy", NULL, &so));
+    duro_instance_info *info = NULL;
+    CHECK_OK(duro_client_get_status(f.client, "v1", &info));
+    CHECK_EQ(info->deadline_ms, 0);
+    duro_free(info);
     duro_orchestration_options oo;
     duro_orchestration_options_init(&oo);
     oo.timeout_ms = -1;
