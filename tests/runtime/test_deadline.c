@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "faulty_provider.h"
 #include "rt_util.h"
 #ifdef DEADLINE_PG
 #include "pg_util.h"
@@ -407,6 +408,46 @@ TEST(a_deadline_ends_a_suspended_instance_too)
     deadline_done(&f);
 }
 
+/* A store older than contract version 12 has no DEADLINE message: a
+ * start's deadline is refused, naming why, and a registration's is not
+ * sent. */
+TEST(an_older_store_refuses_a_start_deadline_and_gets_no_registered_one)
+{
+    rt_fixture f;
+    setup(&f, "dl_older.db");
+    duro_provider *inner = NULL;
+    duro_error e;
+    CHECK_PRC(duro_provider_open(f.url, &inner, &e), DURO_OK, &e);
+    duro_provider *w = faulty_provider_wrap_version(inner, 1, 11);
+    CHECK(w != NULL);
+    duro_client *old = NULL;
+    CHECK_OK(duro_client_create_with_provider(w, &old));
+    duro_start_options so;
+    duro_start_options_init(&so);
+    so.timeout_ms = 1000;
+    CHECK_EQ(duro_client_start(old, "o1", "Sleepy", NULL, &so),
+             DURO_UNSUPPORTED);
+    CHECK(strstr(duro_errmsg(), "version 12") != NULL);
+    CHECK_OK(duro_client_start(old, "o2", "SleepyBounded", NULL, NULL));
+    duro_runtime *rt = NULL;
+    CHECK_OK(duro_runtime_create_with_provider(w, f.reg, &f.opts, &rt));
+    CHECK_OK(duro_runtime_start(rt));
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    WAIT_UNTIL(rt_count_events(&f, "o2", DURO_EVENT_TIMER_CREATED) == 1,
+               WAIT_MS);
+    /* the first turn committed: it sent no deadline */
+    duro_instance_info *info = NULL;
+    CHECK_OK(duro_client_get_status(f.client, "o2", &info));
+    CHECK_EQ(info->deadline_ms, 0);
+    CHECK_EQ(info->status, DURO_STATUS_RUNNING);
+    duro_free(info);
+    duro_runtime_destroy(rt);
+    duro_client_destroy(old);
+    duro_provider_close(w);
+    CHECK_EQ(rt_status(&f, "o1"), DURO_STATUS_NOT_FOUND);
+    deadline_done(&f);
+}
+
 TEST(bad_deadlines_are_refused)
 {
     rt_fixture f;
@@ -459,4 +500,5 @@ TEST_MAIN(T(a_deadline_cancels_the_running_activity_and_fails_the_instance),
           T(an_instance_that_finishes_first_keeps_no_deadline_message),
           T(the_registration_gives_a_default_deadline),
           T(a_deadline_ends_a_suspended_instance_too),
+          T(an_older_store_refuses_a_start_deadline_and_gets_no_registered_one),
           T(bad_deadlines_are_refused))
