@@ -159,6 +159,15 @@ static int orch_chain(duro_orch *o, const char *in, duro_result *out)
     return duro_ok(out, "woke");
 }
 
+/* Observes its cancel and cleans up with an activity that blocks too. */
+static int orch_careful(duro_orch *o, const char *in, duro_result *out)
+{
+    duro_await(o, duro_call_activity(o, "Block", in));
+    if (duro_cancel_requested(o))
+        duro_await(o, duro_call_activity(o, "Block", "cleanup"));
+    return duro_ok(out, "done");
+}
+
 static int orch_quick(duro_orch *o, const char *in, duro_result *out)
 {
     duro_await(o, duro_call_activity(o, "Echo", in));
@@ -181,6 +190,10 @@ static void setup(rt_fixture *f, const char *db)
                                              NULL));
     duro_orchestration_options oo;
     duro_orchestration_options_init(&oo);
+    oo.observe_cancel = 1;
+    CHECK_OK(duro_registry_add_orchestration_ex(f->reg, "Careful", NULL,
+                                                orch_careful, NULL, &oo));
+    oo.observe_cancel = 0;
     oo.timeout_ms = 400;
     CHECK_OK(duro_registry_add_orchestration_ex(f->reg, "SleepyBounded", NULL,
                                                 orch_sleepy, NULL, &oo));
@@ -408,6 +421,24 @@ TEST(a_deadline_ends_a_suspended_instance_too)
     deadline_done(&f);
 }
 
+/* A cleanup after an observed cancel is bounded by the deadline too: the
+ * instance fails at it, the cleanup's activity cancelled with "deadline". */
+TEST(a_deadline_ends_a_cleanup_after_a_cancel)
+{
+    rt_fixture f;
+    setup(&f, "dl_cleanup.db");
+    rt_start(&f);
+    start_with(&f, "k1", "Careful", "k1", 0, 3000);
+    WAIT_UNTIL(atomic_load(&seen.block_started) == 1, WAIT_MS);
+    CHECK_OK(duro_client_cancel(f.client, "k1", "changed my mind", "ops"));
+    WAIT_UNTIL(atomic_load(&seen.block_started) == 2, WAIT_MS);
+    check_timed_out(&f, "k1");
+    WAIT_UNTIL(atomic_load(&seen.block_cancelled) == 2, WAIT_MS);
+    CHECK_EQ(reason_seen(DURO_REASON_INSTANCE_CANCELLED), 1);
+    CHECK_EQ(reason_seen(DURO_REASON_DEADLINE), 1);
+    deadline_done(&f);
+}
+
 /* A store older than contract version 12 has no DEADLINE message: a
  * start's deadline is refused, naming why, and a registration's is not
  * sent. */
@@ -500,5 +531,6 @@ TEST_MAIN(T(a_deadline_cancels_the_running_activity_and_fails_the_instance),
           T(an_instance_that_finishes_first_keeps_no_deadline_message),
           T(the_registration_gives_a_default_deadline),
           T(a_deadline_ends_a_suspended_instance_too),
+          T(a_deadline_ends_a_cleanup_after_a_cancel),
           T(an_older_store_refuses_a_start_deadline_and_gets_no_registered_one),
           T(bad_deadlines_are_refused))
