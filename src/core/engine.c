@@ -1602,13 +1602,12 @@ static int begin_execution(duro_orch *e, const duro__turn_input *in)
     ev.ref_instance = e->parent_instance;
     if (append_event(e, &ev) == 0)
         return DURO_NOMEM;
-    if (s != NULL && s->kind == DURO_WORK_START && s->fire_at_ms == 0)
-        return send_registered_deadline(e);
     return DURO_OK;
 }
 
-/* ms since the epoch as RFC 3339 UTC with milliseconds, into b[32]
- * (civil-from-days: no time zone, no locale, the same on every host). */
+/* ms since the epoch as RFC 3339 UTC with milliseconds (24 characters
+ * for years 0 to 9999), into b[size] (civil-from-days: no time zone, no
+ * locale, the same on every host). */
 static void format_utc(char *b, size_t size, int64_t ms)
 {
     int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
@@ -1774,6 +1773,11 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
                       in->terminate_category);
         return finish_turn(e);
     }
+    /* An instance started without a deadline that begins here, and goes
+     * on, gets the registration's (one that ends at once needs none). */
+    if (begins && in->start != NULL && in->start->kind == DURO_WORK_START &&
+        in->start->fire_at_ms == 0 && send_registered_deadline(e) != DURO_OK)
+        return DURO_NOMEM;
 
     if (in->suspended && !resumes && (!e->code_started || !has_code(e))) {
         /* A suspended instance runs no code: the batch is recorded in
