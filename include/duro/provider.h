@@ -144,7 +144,9 @@ typedef struct duro_work_item {
     const char *parent_instance; /* start: the parent, NULL if none */
     uint64_t parent_execution;   /* start: the parent's execution */
     uint64_t parent_event_id;    /* start: the parent's scheduling event */
-    int64_t fire_at_ms;          /* timer fired: when it was due */
+    int64_t fire_at_ms;          /* timer fired: when it was due;
+                                    (version 12) START, DEADLINE: the
+                                    instance's deadline */
     uint32_t attempt;            /* activity execute: retry-policy attempt */
     uint32_t flags;              /* DURO_START_* */
     /* Appended in version 6 (see the note on version 6 below): on an
