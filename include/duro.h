@@ -178,6 +178,15 @@ typedef struct duro_orchestration_options {
                                    take (from the cancel's turn) before the
                                    instance is terminated; 0: the runtime's
                                    cleanup_timeout_ms */
+    /* Read when version >= 2 (duro_orchestration_options_init sets 2): */
+    int64_t timeout_ms; /* the deadline of an instance started without
+                           one (duro_start_options.deadline_ms,
+                           timeout_ms): this long after its first turn
+                           the instance ends Failed with category
+                           DURO_CATEGORY_TIMEOUT (docs/lifecycle.md,
+                           "Deadlines"); 0 (default): none. Needs a
+                           store of provider contract version 12 (the
+                           built-in ones); ignored on an older one */
 } duro_orchestration_options;
 
 /** Sets version and every default. NULL is a no-op. @note Any thread. */
@@ -185,7 +194,8 @@ DURO_API void duro_orchestration_options_init(duro_orchestration_options *o);
 
 /** duro_registry_add_orchestration() with options (@p opts NULL:
  * defaults). DURO_INVALID also for an unset opts->version or a negative
- * cleanup_timeout_ms. @note One thread at a time per registry. */
+ * cleanup_timeout_ms or timeout_ms. @note One thread at a time per
+ * registry. */
 DURO_API int
 duro_registry_add_orchestration_ex(duro_registry *r, const char *name,
                                    const char *version,
@@ -1193,6 +1203,18 @@ typedef struct duro_start_options {
                          version, input and status are not compared); one
                          of another name still is DURO_ALREADY_EXISTS */
     int64_t delay_ms; /* start later */
+    /* Read when version >= 2 (duro_start_options_init sets 2). At most
+     * one of the two; neither (0, the default): no deadline of the
+     * start's own (the orchestration's registered timeout_ms, if any,
+     * applies). When the deadline passes the instance ends Failed with
+     * category DURO_CATEGORY_TIMEOUT, its outstanding activities and
+     * children cancelled with reason DURO_REASON_DEADLINE; it spans
+     * continue-as-new (docs/lifecycle.md, "Deadlines"). */
+    int64_t deadline_ms; /* absolute: wall-clock ms since the epoch; one
+                            already passed ends the instance at its first
+                            turn, without running its code */
+    int64_t timeout_ms;  /* relative: ms after the start is due (now +
+                            delay_ms) */
 } duro_start_options;
 
 /** Sets version and every default. NULL is a no-op. @note Any thread. */
@@ -1209,8 +1231,13 @@ DURO_API void duro_start_options_init(duro_start_options *o);
  * DURO_INVALID for an empty id or name, for @p opts whose version is not
  * set (< 1: call duro_start_options_init() first), and for an id, name,
  * opts->orchestration_version or input that is not valid UTF-8 (no
- * instance is created); DURO_TOO_LARGE for oversized input or an id, name
- * or opts->orchestration_version over 1024 bytes.
+ * instance is created), for a negative opts->deadline_ms or timeout_ms, for
+ * both deadline_ms and timeout_ms given, and for a deadline past the year 9999;
+ * DURO_UNSUPPORTED for a deadline on a store older than provider contract
+ * version 12; DURO_TOO_LARGE for oversized input or an id, name or
+ * opts->orchestration_version over 1024 bytes. The deadline is stored with the
+ * instance (duro_instance_info's deadline_ms) and kept by the store as a
+ * message due then, in the start's transaction: it holds across restarts.
  * Unknown orchestration names are noticed by the runtime, which retries
  * before it fails the instance (configuration error): during a rolling
  * deploy another process sharing the store may have the orchestration

@@ -81,7 +81,9 @@ DURO_API char *duro_arena_strdup(duro_arena *a, const char *s);
 typedef enum duro_work_kind {
     /* orchestrator queue */
     DURO_WORK_START = 1,              /* instance_id, name, version, payload
-                                         (input), parent_*; execution 1 */
+                                         (input), parent_*; execution 1;
+                                         (version 12) fire_at_ms: the
+                                         instance's deadline, 0: none */
     DURO_WORK_ACTIVITY_COMPLETED = 2, /* instance_id, execution_id,
                                          source_id (activity id), payload */
     DURO_WORK_ACTIVITY_FAILED = 3,    /* ... error, category */
@@ -105,13 +107,17 @@ typedef enum duro_work_kind {
                                           requested_by */
     DURO_WORK_SUSPEND_INSTANCE = 12,   /* instance_id, reason,
                                           requested_by */
-    DURO_WORK_RESUME_INSTANCE = 13     /* instance_id, reason,
+    DURO_WORK_RESUME_INSTANCE = 13,    /* instance_id, reason,
                                           requested_by */
+    /* orchestrator queue, version 12 */
+    DURO_WORK_DEADLINE = 14 /* instance_id, fire_at_ms (the deadline);
+                               execution 0: whatever execution is current
+                               when it comes (it spans continue-as-new) */
 } duro_work_kind;
 
 /* The largest duro_work_kind; every kind from DURO_WORK_START to it but
  * DURO_WORK_ACTIVITY_EXECUTE belongs on the orchestrator queue. */
-#define DURO_WORK_KIND_MAX 13
+#define DURO_WORK_KIND_MAX 14
 
 /* Flags of a DURO_WORK_START item: */
 /* an existing instance of the same name is not an error (see
@@ -138,7 +144,9 @@ typedef struct duro_work_item {
     const char *parent_instance; /* start: the parent, NULL if none */
     uint64_t parent_execution;   /* start: the parent's execution */
     uint64_t parent_event_id;    /* start: the parent's scheduling event */
-    int64_t fire_at_ms;          /* timer fired: when it was due */
+    int64_t fire_at_ms;          /* timer fired: when it was due;
+                                    (version 12) START, DEADLINE: the
+                                    instance's deadline */
     uint32_t attempt;            /* activity execute: retry-policy attempt */
     uint32_t flags;              /* DURO_START_* */
     /* Appended in version 6 (see the note on version 6 below): on an
@@ -231,6 +239,8 @@ DURO_API const char *duro_event_kind_name(int kind);
 #define DURO_REASON_CONTINUED_AS_NEW "continued_as_new"
 #define DURO_REASON_TASK_CANCELLED "task_cancelled"
 #define DURO_REASON_INSTANCE_TERMINATED "instance_terminated"
+/* the instance's deadline passed (version 12) */
+#define DURO_REASON_DEADLINE "deadline"
 
 typedef struct duro_event {
     uint64_t event_id; /* 1-based position in the execution */
@@ -292,6 +302,10 @@ typedef struct duro_instance_info {
     int64_t last_problem_ms;     /* when it was recorded; 0: none */
     int64_t next_attempt_ms;     /* when the runtime tries again; 0: no
                                     retry planned (or no problem) */
+    /* Appended in version 12: when the instance times out (wall ms since
+     * the epoch; 0: no deadline), from its START or the DEADLINE message
+     * a turn enqueued (see version 12). */
+    int64_t deadline_ms;
 } duro_instance_info;
 
 /* What a turn writes to the instance and execution rows. NULL strings and
@@ -1575,8 +1589,8 @@ struct duro_provider {
     int (*next_due)(duro_provider *p, int64_t *due_ms, int *any,
                     duro_error *err);
 
-    /* Also version 12: the live runtimes (see duro_runtime_info), and an abandon that does
-     * not count the delivery. Callers do without them (report
+    /* Also version 12: the live runtimes (see duro_runtime_info), and an
+     * abandon that does not count the delivery. Callers do without them (report
      * DURO_UNSUPPORTED, or behave as before) when the version is below 12
      * or a pointer is NULL.
      *
@@ -1621,6 +1635,31 @@ struct duro_provider {
      * transaction contract and errors as abandon_orchestration_item. */
     int (*pass_orchestration_item)(duro_provider *p, const char *lock_token,
                                    int64_t delay_ms, duro_error *err);
+
+    /* Also version 12: instance deadlines; no new method. An instance has at
+     * most one deadline, set once. A version-12 provider:
+     *  - accepts DURO_WORK_DEADLINE on the orchestrator queue (from
+     *    enqueue_for_orchestrator and from an ack's orchestrator_items)
+     *    with fire_at_ms > 0: when the instance exists and has no
+     *    deadline, it sets the instance row's deadline to fire_at_ms
+     *    (duro_instance_info's deadline_ms) and enqueues the message, in
+     *    one transaction; otherwise it enqueues nothing and succeeds (a
+     *    turn may send the registration's deadline without knowing
+     *    whether the start gave one);
+     *  - for a START whose fire_at_ms > 0 that creates its instance,
+     *    writes that deadline on the new row and enqueues, in the same
+     *    transaction, a DEADLINE message for it (execution 0, visible at
+     *    fire_at_ms, or at once when that has passed); a START that
+     *    creates nothing (idempotent, or a child that exists) enqueues
+     *    none. A negative fire_at_ms on either kind, or a DEADLINE without
+     *    one, fails DURO_INVALID;
+     *  - returns deadline_ms in every duro_instance_info (0: none).
+     * A DEADLINE is not a control request: it does not keep a cancel,
+     * terminate or suspend from deciding an unbegun instance at once
+     * (version 9), and it goes with the rest of the queue when the
+     * instance ends; continue-as-new keeps it (execution 0). Callers send
+     * DEADLINE messages and deadlines on START items only to a provider
+     * whose version is 12 or more. */
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

@@ -691,12 +691,17 @@ class Registry:
         version: Optional[str] = None,
         observe_cancel: bool = False,
         cleanup_timeout: float = 0.0,
+        timeout: float = 0.0,
     ) -> Callable[[Callable], Callable]:
         """Decorator: registers an ``async def f(ctx, input)``. With
         ``observe_cancel`` a cancel is delivered to the code: its pending
         awaits raise ``TaskCancelled``, ``ctx.cancel_requested`` turns True,
         and it may run cleanup work (within ``cleanup_timeout`` seconds, 0:
-        the runtime's default) before the instance ends Cancelled."""
+        the runtime's default) before the instance ends Cancelled. With
+        ``timeout`` (seconds), an instance started without a deadline of
+        its own gets one that long after its first turn: when it passes,
+        the instance ends Failed with category timeout
+        (docs/lifecycle.md, "Deadlines")."""
 
         def deco(fn: Callable) -> Callable:
             self._native.add_orchestration(
@@ -705,6 +710,7 @@ class Registry:
                 _orchestration_starter(fn),
                 observe_cancel,
                 int(cleanup_timeout * 1000),
+                int(timeout * 1000),
             )
             return fn
 
@@ -880,6 +886,7 @@ class InstanceInfo:
     cancel_requested_ms: int = 0
     last_problem_ms: int = 0
     next_attempt_ms: int = 0
+    deadline_ms: int = 0
 
     @property
     def created(self) -> Optional[_dt.datetime]:
@@ -895,6 +902,11 @@ class InstanceInfo:
     def finished(self) -> Optional[_dt.datetime]:
         """``finished_ms`` as a UTC datetime, None while live."""
         return _when(self.finished_ms)
+
+    @property
+    def deadline(self) -> Optional[_dt.datetime]:
+        """``deadline_ms`` as a UTC datetime, None without a deadline."""
+        return _when(self.deadline_ms)
 
     @classmethod
     def _from(cls, d: Dict[str, Any]) -> "InstanceInfo":
@@ -921,6 +933,7 @@ class InstanceInfo:
             cancel_requested_ms=d["cancel_requested_ms"],
             last_problem_ms=d["last_problem_ms"],
             next_attempt_ms=d["next_attempt_ms"],
+            deadline_ms=d.get("deadline_ms", 0),
         )
 
 
@@ -1240,11 +1253,31 @@ class Client:
         version: Optional[str] = None,
         delay: float = 0.0,
         idempotent: bool = False,
+        deadline: Optional[_dt.datetime] = None,
+        timeout: float = 0.0,
     ) -> str:
         """Creates instance ``instance_id`` of ``orchestration``; returns
-        the id."""
+        the id. ``deadline`` (an aware datetime) or ``timeout`` (seconds
+        after the start is due, after ``delay``), at most one: when it
+        passes, the instance ends Failed with category timeout, its
+        activities and children cancelled (docs/lifecycle.md,
+        "Deadlines")."""
+        deadline_ms = 0
+        if deadline is not None:
+            if deadline.tzinfo is None:
+                raise ValueError("deadline must be an aware datetime")
+            deadline_ms = int(deadline.timestamp() * 1000)
+            if deadline_ms <= 0:
+                raise ValueError("deadline must be after the epoch")
         self._native.start(
-            instance_id, orchestration, _encode(input), version, int(delay * 1000), idempotent
+            instance_id,
+            orchestration,
+            _encode(input),
+            version,
+            int(delay * 1000),
+            idempotent,
+            deadline_ms,
+            int(timeout * 1000),
         )
         return instance_id
 

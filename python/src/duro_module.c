@@ -1261,9 +1261,9 @@ static PyObject *reg_add_orchestration(PyObject *self, PyObject *args)
     const char *name, *version;
     PyObject *fn;
     int observe_cancel = 0;
-    long long cleanup_timeout_ms = 0;
-    if (!PyArg_ParseTuple(args, "szO|pL", &name, &version, &fn, &observe_cancel,
-                          &cleanup_timeout_ms))
+    long long cleanup_timeout_ms = 0, timeout_ms = 0;
+    if (!PyArg_ParseTuple(args, "szO|pLL", &name, &version, &fn,
+                          &observe_cancel, &cleanup_timeout_ms, &timeout_ms))
         return NULL;
     if (!r->r)
         return raise_duro(DURO_INVALID, "Registry not initialized");
@@ -1271,6 +1271,7 @@ static PyObject *reg_add_orchestration(PyObject *self, PyObject *args)
     duro_orchestration_options_init(&opts);
     opts.observe_cancel = observe_cancel;
     opts.cleanup_timeout_ms = cleanup_timeout_ms;
+    opts.timeout_ms = timeout_ms;
     int rc = duro_registry_add_driven_orchestration(r->r, name, version,
                                                     &python_driver, fn, &opts);
     if (rc)
@@ -1579,10 +1580,10 @@ static PyObject *client_start(PyObject *self, PyObject *args)
 {
     client_object *cl = (client_object *)self;
     const char *id, *name, *input, *version;
-    long long delay_ms;
+    long long delay_ms, deadline_ms = 0, timeout_ms = 0;
     int idempotent;
-    if (!PyArg_ParseTuple(args, "sszzLp", &id, &name, &input, &version,
-                          &delay_ms, &idempotent))
+    if (!PyArg_ParseTuple(args, "sszzLp|LL", &id, &name, &input, &version,
+                          &delay_ms, &idempotent, &deadline_ms, &timeout_ms))
         return NULL;
     if (client_check(cl) < 0)
         return NULL;
@@ -1591,6 +1592,8 @@ static PyObject *client_start(PyObject *self, PyObject *args)
     o.orchestration_version = version;
     o.delay_ms = delay_ms;
     o.idempotent = idempotent;
+    o.deadline_ms = deadline_ms;
+    o.timeout_ms = timeout_ms;
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = duro_client_start(cl->c, id, name, input, &o);
@@ -1733,14 +1736,15 @@ static PyObject *info_dict(const duro_instance_info *i)
         return NULL;
     /* the rest of duro_instance_info (issue 24's typed rows) */
     PyObject *more = Py_BuildValue(
-        "{sLsNsKsNsNsLsLsL}", "updated_ms", (long long)i->updated_ms,
+        "{sLsNsKsNsNsLsLsLsL}", "updated_ms", (long long)i->updated_ms,
         "parent_instance", str_or_none(i->parent_instance), "history_count",
         (unsigned long long)i->history_count, "cancel_reason",
         str_or_none(i->cancel_reason), "cancelled_by",
         str_or_none(i->cancelled_by), "cancel_requested_ms",
         (long long)i->cancel_requested_ms, "last_problem_ms",
         (long long)i->last_problem_ms, "next_attempt_ms",
-        (long long)i->next_attempt_ms);
+        (long long)i->next_attempt_ms, "deadline_ms",
+        (long long)i->deadline_ms);
     if (!more || PyDict_Update(d, more) < 0) {
         Py_XDECREF(more);
         Py_DECREF(d);

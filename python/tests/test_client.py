@@ -403,6 +403,48 @@ def test_start_with_delay_and_version(db):
         assert client.start("V", "pinned", idempotent=True) == "pinned"
 
 
+# --- deadlines ------------------------------------------------------------------
+
+
+def test_a_deadline_fails_the_instance_with_category_timeout(db):
+    import datetime
+
+    reg = duro.Registry()
+
+    @reg.orchestration("Sleepy")
+    async def sleepy(ctx, _):
+        await ctx.timer(3600)
+        return "woke"
+
+    @reg.orchestration("Bounded", timeout=0.3)
+    async def bounded(ctx, _):
+        await ctx.timer(3600)
+        return "woke"
+
+    client = duro.Client(db)
+    with pytest.raises(duro.InvalidArgument):
+        client.start("Sleepy", "bad", timeout=-1.0)
+    with pytest.raises(duro.InvalidArgument):
+        client.start("Sleepy", "bad", timeout=1.0,
+                     deadline=datetime.datetime.now(datetime.timezone.utc))
+    with pytest.raises(ValueError):
+        client.start("Sleepy", "bad", deadline=datetime.datetime.now())
+    assert client.status("bad").status == "NotFound"
+    with duro.Runtime(db, reg):
+        client.start("Sleepy", "s", timeout=0.4)
+        client.start("Bounded", "b")
+        at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
+        client.start("Sleepy", "later", deadline=at)
+        assert client.status("s").deadline is not None
+        assert abs(client.status("later").deadline_ms - at.timestamp() * 1000) < 2
+        for i in ("s", "b"):
+            info = client.wait(i, timeout=30)
+            assert (info.status, info.category) == ("Failed", "timeout")
+            assert info.error.startswith("deadline of ") and info.error.endswith("Z passed")
+            assert info.deadline_ms > 0
+        assert client.status("later").status == "Running"
+
+
 # --- typed history ------------------------------------------------------------
 
 

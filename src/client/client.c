@@ -98,7 +98,40 @@ void duro_start_options_init(duro_start_options *o)
     if (o == NULL)
         return;
     memset(o, 0, sizeof(*o));
-    o->version = 1;
+    o->version = 2; /* 2: deadline_ms, timeout_ms */
+}
+
+/* The deadline opts asks for (wall ms; 0: none) into *deadline, or
+ * DURO_INVALID naming the field at fault. */
+static int start_deadline(const duro_start_options *opts, int64_t delay,
+                          int64_t *deadline)
+{
+    *deadline = 0;
+    if (opts == NULL || opts->version < 2)
+        return DURO_OK;
+    if (opts->deadline_ms < 0 || opts->timeout_ms < 0)
+        return duro__fail(DURO_INVALID, "start options: %s is negative (%lld)",
+                          opts->deadline_ms < 0 ? "deadline_ms" : "timeout_ms",
+                          (long long)(opts->deadline_ms < 0
+                                          ? opts->deadline_ms
+                                          : opts->timeout_ms));
+    if (opts->deadline_ms > 0 && opts->timeout_ms > 0)
+        return duro__fail(DURO_INVALID,
+                          "start options: deadline_ms and timeout_ms are both "
+                          "set; give the deadline one way");
+    int64_t at = opts->deadline_ms;
+    if (opts->timeout_ms > 0)
+        at = duro__add_ms(duro__add_ms(duro__wall_ms(), delay),
+                          opts->timeout_ms);
+    /* 9999-12-31T23:59:59.999Z: what RFC 3339 can write, and far from
+     * overflowing any sum a store makes with it */
+    if (at > INT64_C(253402300799999))
+        return duro__fail(DURO_INVALID,
+                          "start options: the deadline (%lld ms) is past the "
+                          "year 9999",
+                          (long long)at);
+    *deadline = at;
+    return DURO_OK;
 }
 
 int duro_client_start(duro_client *c, const char *instance_id,
@@ -135,6 +168,14 @@ int duro_client_start(duro_client *c, const char *instance_id,
             item.flags |= DURO_START_IDEMPOTENT;
         delay = opts->delay_ms > 0 ? opts->delay_ms : 0;
     }
+    if ((rc = start_deadline(opts, delay, &item.fire_at_ms)) != DURO_OK)
+        return rc;
+    if (item.fire_at_ms > 0 && c->provider->version < 12)
+        return duro__fail(DURO_UNSUPPORTED,
+                          "a start with a deadline needs a store of provider "
+                          "contract version 12; this one (%s) is version %d",
+                          c->provider->name ? c->provider->name : "?",
+                          c->provider->version);
     duro_error err;
     if (c->provider->enqueue_for_orchestrator(c->provider, &item, delay,
                                               &err) != DURO_OK)

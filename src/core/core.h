@@ -169,6 +169,10 @@ typedef struct duro__engine_config {
     const duro__logger *logger; /* replay-safe duro_log goes here */
     int observe_cancel;         /* a cancel is delivered to the code */
     int64_t cleanup_timeout_ms; /* observe_cancel: the cleanup deadline */
+    int64_t timeout_ms;         /* the registration's deadline, from the
+                                   first turn of an instance started
+                                   without one; 0: none (the runtime sets
+                                   it only for a version-12 provider) */
     const char *version;        /* the registration's version, taken for an
                                    execution whose OrchestrationStarted
                                    names none (begun by a store, not a

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/tz.h"
 #include "core/engine_internal.h"
 
 struct duro_task duro__misuse_task = {
@@ -1092,6 +1093,25 @@ static void drain_held(duro_orch *e)
     }
 }
 
+/* The registration's deadline (cfg.timeout_ms), from the turn whose code
+ * starts execution 1 live: a DEADLINE message like the one a start with a
+ * deadline enqueues (execution 0: it spans continue-as-new). Never
+ * replayed: the message is queued, not recorded. A store keeps an
+ * instance's first deadline only, so a start's own wins. */
+static int send_registered_deadline(duro_orch *e)
+{
+    if (e->cfg.timeout_ms <= 0 || e->execution_id != 1)
+        return DURO_OK;
+    duro_outbound *o = duro__engine_push_outbound(e);
+    if (o == NULL)
+        return DURO_NOMEM;
+    o->item.kind = DURO_WORK_DEADLINE;
+    o->item.instance_id = e->instance_id;
+    o->item.fire_at_ms = duro__add_ms(e->turn_now, e->cfg.timeout_ms);
+    o->delay_ms = e->cfg.timeout_ms;
+    return DURO_OK;
+}
+
 /* An input event, recorded (replay) or new (the turn appended it), reaches
  * an engine whose code runs. */
 static void take_event(duro_orch *e, const duro_event *ev)
@@ -1110,8 +1130,11 @@ static void take_event(duro_orch *e, const duro_event *ev)
         } else if (ev->kind == DURO_EVENT_EXECUTION_RESUMED) {
             e->suspended = 0;
             if (e->start_deferred && !e->code_started) {
-                /* suspended before it began: the code starts here */
-                if (start_code(e) != DURO_OK) {
+                /* suspended before it began: the code starts here (and
+                 * the registration's deadline runs from here, live) */
+                if ((!e->replay_segment &&
+                     send_registered_deadline(e) != DURO_OK) ||
+                    start_code(e) != DURO_OK) {
                     if (!e->driver_error)
                         e->oom = 1;
                     return;
@@ -1155,7 +1178,8 @@ const char *duro__engine_end_reason(int status)
 static void terminate(duro_orch *e, int status, const char *output,
                       const char *error, int category)
 {
-    const char *reason = duro__engine_end_reason(status);
+    const char *reason =
+        e->end_reason != NULL ? e->end_reason : duro__engine_end_reason(status);
     uint64_t count = e->tracker.count;
     for (uint64_t id = 1; id <= count && !e->oom; id++) {
         duro__slot s = e->tracker.slots[id];
@@ -1582,14 +1606,43 @@ static int begin_execution(duro_orch *e, const duro__turn_input *in)
     return DURO_OK;
 }
 
+/* ms since the epoch as RFC 3339 UTC with milliseconds (24 characters
+ * for years 0 to 9999), into b[size] (base/tz.c's civil calendar: no time
+ * zone, no locale, the same on every host). */
+static void format_utc(char *b, size_t size, int64_t ms)
+{
+    int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+    int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400;
+    int rem = (int)(secs - days * 86400);
+    int64_t year;
+    int month, day;
+    duro__civil_from_days(days, &year, &month, &day);
+    snprintf(b, size, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ", (long long)year,
+             month, day, rem / 3600, rem / 60 % 60, rem % 60,
+             (int)(ms - secs * 1000));
+}
+
 /* Ends the execution at once, without the code, for the message that
- * stops it: a terminate, or a cancel the code does not take part in. */
+ * stops it: a terminate, the instance's deadline, or a cancel the code
+ * does not take part in. */
 static void stop_now(duro_orch *e, const duro_work_item *stop)
 {
     if (stop->kind == DURO_WORK_TERMINATE_INSTANCE) {
         e->end_by = stop->requested_by;
         terminate(e, DURO_STATUS_TERMINATED, NULL,
                   str_or(stop->reason, "terminated"), DURO_CATEGORY_CANCELLED);
+        return;
+    }
+    if (stop->kind == DURO_WORK_DEADLINE) {
+        /* Failed with category timeout: the instance did not finish in
+         * time (a cancel or terminate is someone's request); what it left
+         * outstanding is cancelled with reason "deadline" */
+        char at[40];
+        format_utc(at, sizeof(at), stop->fire_at_ms);
+        e->end_reason = DURO_REASON_DEADLINE;
+        terminate(e, DURO_STATUS_FAILED, NULL,
+                  duro__engine_sprintf(e, "deadline of %s passed", at),
+                  DURO_CATEGORY_TIMEOUT);
         return;
     }
     const char *reason = stop->reason;
@@ -1685,10 +1738,10 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
             return rc;
     }
 
-    /* What ends the execution without running code: a terminate, and a
-     * cancel that the code does not take part in - it does not observe
-     * cancellation, must not run, the instance is suspended, or the
-     * execution only begins in this turn. */
+    /* What ends the execution without running code: a terminate, the
+     * instance's deadline, and a cancel that the code does not take part
+     * in - it does not observe cancellation, must not run, the instance is
+     * suspended, or the execution only begins in this turn. */
     int codeless_cancel =
         !has_code(e) || !e->cfg.observe_cancel || in->suspended || begins;
     const duro_work_item *stop = NULL;
@@ -1696,6 +1749,7 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     for (size_t i = 0; i < in->message_count && stop == NULL; i++) {
         const duro_work_item *m = &in->messages[i];
         if (m->kind == DURO_WORK_TERMINATE_INSTANCE ||
+            m->kind == DURO_WORK_DEADLINE ||
             (m->kind == DURO_WORK_CANCEL_INSTANCE && codeless_cancel))
             stop = m;
         resumes |= m->kind == DURO_WORK_RESUME_INSTANCE;
@@ -1713,6 +1767,11 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
                       in->terminate_category);
         return finish_turn(e);
     }
+    /* An instance started without a deadline that begins here, and goes
+     * on, gets the registration's (one that ends at once needs none). */
+    if (begins && in->start != NULL && in->start->kind == DURO_WORK_START &&
+        in->start->fire_at_ms == 0 && send_registered_deadline(e) != DURO_OK)
+        return DURO_NOMEM;
 
     if (in->suspended && !resumes && (!e->code_started || !has_code(e))) {
         /* A suspended instance runs no code: the batch is recorded in

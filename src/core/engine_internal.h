@@ -167,6 +167,8 @@ struct duro_orch {
     held_input *held_head, *held_tail;
     int codeless;       /* this turn was decided without the code: never kept */
     const char *end_by; /* requested_by of OrchestrationTerminated */
+    const char *end_reason; /* the ending's cancellations' reason when not
+                               the status's (DURO_REASON_DEADLINE) */
 
     /* driven code (cfg.driver.step set) */
     void *driver_state;  /* what the driver's start made */

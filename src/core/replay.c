@@ -49,17 +49,24 @@ static int is_cancel_request(int kind)
  * terminal event - are not replayed but compared with what the replay
  * decides. For an ending decided without the code, the inputs its turn
  * recorded before it (same turn time, not commands: the code never saw
- * them) are left out too. */
+ * them) are left out too. A failure of category timeout may be the
+ * instance's deadline, whose cancellations say "deadline". */
 static size_t replayed_part(const duro_event *ev, size_t n, int from_code)
 {
     const duro_event *last = &ev[n - 1];
     if (!duro__event_is_terminal(last->kind))
         return n;
     const char *reason = duro__engine_end_reason(status_of(last->kind));
+    const char *deadline = last->kind == DURO_EVENT_ORCHESTRATION_FAILED &&
+                                   last->category == DURO_CATEGORY_TIMEOUT
+                               ? DURO_REASON_DEADLINE
+                               : NULL;
     size_t end = n - 1;
     while (end > 1) {
         const duro_event *e = &ev[end - 1];
-        if (is_cancel_request(e->kind) && str_eq(e->reason, reason))
+        if (is_cancel_request(e->kind) &&
+            (str_eq(e->reason, reason) ||
+             (deadline != NULL && str_eq(e->reason, deadline))))
             end--;
         else if (!from_code && e->timestamp_ms == last->timestamp_ms &&
                  !duro__event_is_command(e->kind))

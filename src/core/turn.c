@@ -56,7 +56,8 @@ void duro__plan_turn(const duro_orch_item *item, duro__plan *plan)
                  m->execution_id == item->execution_id + 1 && cont == NULL)
             cont = m;
         else if (m->kind == DURO_WORK_CANCEL_INSTANCE ||
-                 m->kind == DURO_WORK_TERMINATE_INSTANCE)
+                 m->kind == DURO_WORK_TERMINATE_INSTANCE ||
+                 m->kind == DURO_WORK_DEADLINE)
             has_cancel = 1;
     }
     switch (item->status) {
@@ -70,8 +71,8 @@ void duro__plan_turn(const duro_orch_item *item, duro__plan *plan)
             plan->execution_id = 1;
             plan->start = start;
         } else if (has_cancel && item->execution_id == 0) {
-            /* Cancelled before its (delayed) START became visible: the
-             * execution begins and ends in this turn. */
+            /* Cancelled, or past its deadline, before its (delayed) START
+             * became visible: the execution begins and ends in this turn. */
             plan->action = DURO__PLAN_START;
             plan->execution_id = 1;
         } else if (item->execution_id == 0) {

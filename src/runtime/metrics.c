@@ -32,7 +32,8 @@ static const char *const reason_names[DURO__REASON_COUNT] = {
     "lock_lost",
     "shutdown",
     "instance_deleted",
-    "other"};
+    "other",
+    DURO_REASON_DEADLINE};
 _Static_assert(sizeof(reason_names) / sizeof(reason_names[0]) ==
                    DURO__REASON_COUNT,
                "reasons");
@@ -98,7 +99,7 @@ static size_t reason_index(const char *reason)
 {
     if (reason == NULL)
         return REASON_OTHER;
-    for (size_t i = 0; i < REASON_OTHER; i++)
+    for (size_t i = 0; i < DURO__REASON_COUNT; i++)
         if (strcmp(reason, reason_names[i]) == 0)
             return i;
     return REASON_OTHER;

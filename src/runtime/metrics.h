@@ -43,7 +43,7 @@ enum {
 /* The fixed set of cancellation reasons (label reason): the DURO_REASON_*
  * strings, lock_lost, shutdown, instance_deleted, and other for any other
  * string. */
-#define DURO__REASON_COUNT 11
+#define DURO__REASON_COUNT 12
 
 typedef struct duro__orch_series {
     char *label; /* the label value, escaped, valid UTF-8 */

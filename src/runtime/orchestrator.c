@@ -269,12 +269,13 @@ static int batch_has(const duro_orch_item *item, int kind)
     return 0;
 }
 
-/* A batch that ends the instance (a cancel or a terminate) is decided
- * without code when need be. */
+/* A batch that ends the instance (a cancel, a terminate, its deadline) is
+ * decided without code when need be. */
 static int batch_stops(const duro_orch_item *item)
 {
     return batch_has(item, DURO_WORK_CANCEL_INSTANCE) ||
-           batch_has(item, DURO_WORK_TERMINATE_INSTANCE);
+           batch_has(item, DURO_WORK_TERMINATE_INSTANCE) ||
+           batch_has(item, DURO_WORK_DEADLINE);
 }
 
 /* The turn can be decided without the orchestration's code: it stops the
@@ -357,6 +358,8 @@ static int get_engine(turn_ctx *c, const duro__orch_entry *code,
     cfg.logger = &rt->logger;
     if (cfg.cleanup_timeout_ms <= 0)
         cfg.cleanup_timeout_ms = rt->opts.cleanup_timeout_ms;
+    if (rt->provider->version < 12) /* no DEADLINE messages to send */
+        cfg.timeout_ms = 0;
     return duro__engine_create(&cfg, item->instance_id, c->plan.execution_id,
                                out);
 }

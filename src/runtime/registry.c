@@ -43,7 +43,7 @@ void duro_orchestration_options_init(duro_orchestration_options *o)
     if (o == NULL)
         return;
     memset(o, 0, sizeof(*o));
-    o->version = 1;
+    o->version = 2; /* 2: timeout_ms */
 }
 
 /* Adds an orchestration run by C function fn, or (fn NULL) by driver. */
@@ -65,6 +65,10 @@ static int add_orchestration(duro_registry *r, const char *name,
                           "duro_orchestration_options_init() first");
     if (opts->cleanup_timeout_ms < 0)
         return duro__fail(DURO_INVALID, "cleanup_timeout_ms is negative");
+    if (opts->version >= 2 && opts->timeout_ms < 0)
+        return duro__fail(
+            DURO_INVALID, "orchestration '%s': timeout_ms is negative (%lld)",
+            name != NULL ? name : "", (long long)opts->timeout_ms);
     if (version == NULL)
         version = "";
     /* A version the store cannot hold would fail every turn of every
@@ -94,6 +98,7 @@ static int add_orchestration(duro_registry *r, const char *name,
     e->opts = defaults;
     e->opts.observe_cancel = opts->observe_cancel != 0;
     e->opts.cleanup_timeout_ms = opts->cleanup_timeout_ms;
+    e->opts.timeout_ms = opts->version >= 2 ? opts->timeout_ms : 0;
     if (e->name == NULL || e->version == NULL) {
         duro__free(e->name);
         duro__free(e->version);
@@ -237,5 +242,6 @@ void duro__registry_engine_config(const duro__orch_entry *e,
     cfg->user = e->user;
     cfg->observe_cancel = e->opts.observe_cancel;
     cfg->cleanup_timeout_ms = e->opts.cleanup_timeout_ms;
+    cfg->timeout_ms = e->opts.timeout_ms;
     cfg->version = e->version;
 }

@@ -171,7 +171,8 @@ TEST(registry_and_initializers)
     C(duro_orchestration_options_init)(NULL);
     duro_orchestration_options oo;
     duro_orchestration_options_init(&oo);
-    CHECK_EQ(oo.version, 1);
+    CHECK_EQ(oo.version, 2); /* 2: timeout_ms */
+    CHECK_EQ(oo.timeout_ms, 0);
     CHECK_EQ(oo.observe_cancel, 0);
     CHECK_RC(C(duro_registry_add_orchestration_ex)(NULL, "X", NULL, orch_echo,
                                                    NULL, &oo),
@@ -296,7 +297,9 @@ TEST(registry_and_initializers)
     free(v3);
     duro_start_options so;
     duro_start_options_init(&so);
-    CHECK_EQ(so.version, 1);
+    CHECK_EQ(so.version, 2); /* 2: deadline_ms, timeout_ms */
+    CHECK_EQ(so.deadline_ms, 0);
+    CHECK_EQ(so.timeout_ms, 0);
     duro_retry_policy rp;
     duro_retry_policy_init(&rp);
     CHECK_EQ(rp.max_attempts, 3);

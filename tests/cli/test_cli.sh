@@ -645,7 +645,8 @@ contains "$tmp/out" "started e-1"
 echo "== the read verbs open read-only: an older schema is not migrated"
 cp "$tmp/store.db" "$tmp/older.db"
 [ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/older.db-wal"
-"$fixture" sql "$tmp/older.db" "DROP TABLE runtimes;
+"$fixture" sql "$tmp/older.db" "ALTER TABLE instances DROP COLUMN deadline_ms;
+    DELETE FROM duro_schema WHERE version = 9; DROP TABLE runtimes;
     DELETE FROM duro_schema WHERE version = 8; DROP INDEX instances_status_created;
     DROP INDEX instances_status_updated;
     DROP INDEX instances_name_status_created;
@@ -725,6 +726,24 @@ run 0 start Hello new-2 --input "@$tmp/input.json" --delay 1h --json
 json 'd["id"] == "new-2" and d["delay_ms"] == 3600000'
 run 2 start Hello new-3 --input "@$tmp/no-such-file"
 run 2 start Hello new-3 --delay soon
+# --deadline: a duration after the start, or an RFC 3339 time; status shows it
+run 0 start Hello dl-1 --deadline 2h --json
+json 'rfc.match(d["deadline"]) and abs(d["deadline_ms"] - __import__("time").time() * 1000 - 7200000) < 60000'
+run 0 status dl-1 --json
+json 'rfc.match(d["deadline"]) and d["deadline_ms"] > 0 and d["status"] == "pending"'
+run 0 status dl-1
+grep -q '^deadline: .*(in ' "$tmp/out" || fail "status shows no deadline: $(cat "$tmp/out")"
+run 0 start Hello dl-2 --deadline 2030-01-01T00:00:00Z --delay 1h --json
+json 'd["deadline"] == "2030-01-01T00:00:00.000Z" and d["deadline_ms"] == 1893456000000'
+run 0 start Hello dl-3 --deadline 30m
+contains "$tmp/out" "started dl-3 (Hello), deadline "
+run 2 start Hello dl-4 --deadline soon
+one_line
+contains "$tmp/err" "--deadline: bad deadline"
+run 2 start Hello dl-4 --deadline 0s
+run 0 status hello-1 --json
+json 'd["deadline"] is None and d["deadline_ms"] is None'
+run 0 delete dl-1 dl-2 dl-3 --force
 run 2 start Hello
 run 0 --db "sqlite:$tmp/fresh.db" start Hello first
 [ -e "$tmp/fresh.db" ] || fail "start did not create its database"

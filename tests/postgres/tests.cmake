@@ -258,6 +258,15 @@ if(DURO_POSTGRES)
     ${PROJECT_SOURCE_DIR}/tests/runtime/test_lifecycle.c LABELS runtime tsan)
   target_compile_definitions(test_pg_lifecycle PRIVATE LIFECYCLE_PG)
   target_link_libraries(test_pg_lifecycle PRIVATE duro_rt_util)
+  # Instance deadlines on the server: test_deadline's file.
+  duro_pg_test(test_pg_deadline
+    ${PROJECT_SOURCE_DIR}/tests/runtime/test_deadline.c
+    ${PROJECT_SOURCE_DIR}/tests/provider_validation/faulty_provider.c
+    LABELS runtime tsan)
+  target_include_directories(test_pg_deadline PRIVATE
+    ${PROJECT_SOURCE_DIR}/tests/provider_validation)
+  target_compile_definitions(test_pg_deadline PRIVATE DEADLINE_PG)
+  target_link_libraries(test_pg_deadline PRIVATE duro_rt_util)
 endif()
 
 # duro's text rule on the server, which refuses invalid UTF-8 itself

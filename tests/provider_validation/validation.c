@@ -709,10 +709,10 @@ void pv_snapshot_take(duro_provider *p, pv_snapshot *s)
         sb_str(&b, "last_problem", in->last_problem);
         sb_printf(&b,
                   " cancel_requested=%lld finished=%lld problem_at=%lld "
-                  "next_attempt=%lld\n",
+                  "next_attempt=%lld deadline=%lld\n",
                   (long long)in->cancel_requested_ms,
                   (long long)in->finished_ms, (long long)in->last_problem_ms,
-                  (long long)in->next_attempt_ms);
+                  (long long)in->next_attempt_ms, (long long)in->deadline_ms);
         uint64_t ex = 0;
         int rc = p->latest_execution_id(p, in->instance_id, &ex, &e);
         sb_printf(&b, "  latest rc=%s execution=%llu\n", duro_errname(rc),
@@ -10233,6 +10233,204 @@ PV_TEST(fault_sweep_runtimes)
 }
 
 /* ========================================================================
+ * Version 12: instance deadlines. A START may carry the instance's
+ * deadline (fire_at_ms): the store writes it on the instance row and
+ * enqueues a DEADLINE message due then, in the start's transaction; a
+ * DEADLINE an ack sends sets the row's deadline; the message spans
+ * continue-as-new and goes with the queue when the instance ends. */
+
+static void require_v12_deadline(duro_provider *p)
+{
+    CHECK_MSG(p->version >= 12, "provider '%s' is version %d: no deadlines",
+              p->name, p->version);
+}
+
+static void start_with_deadline(duro_provider *p, const char *id,
+                                int64_t deadline, uint32_t flags)
+{
+    duro_work_item w = work(DURO_WORK_START, id);
+    w.name = "orch";
+    w.fire_at_ms = deadline;
+    w.flags = flags;
+    enqueue(p, &w, 0);
+}
+
+static int64_t deadline_of(duro_provider *p, const char *id)
+{
+    const duro_instance_info *in;
+    duro_instance_list *l = status_of(p, id, &in);
+    int64_t d = in->deadline_ms;
+    duro_instance_list_free(l);
+    return d;
+}
+
+PV_TEST(a_start_with_a_deadline_keeps_it_and_queues_its_message)
+{
+    duro_provider *p = pv_open();
+    require_v12_deadline(p);
+    int64_t now = duro_now_ms();
+    int64_t later = now + 3600000, past = now - 1000;
+    start_with_deadline(p, "f", later, 0);
+    start_with_deadline(p, "past", past, 0);
+    start(p, "none");
+    CHECK_EQ(deadline_of(p, "f"), later);
+    CHECK_EQ(deadline_of(p, "past"), past);
+    CHECK_EQ(deadline_of(p, "none"), 0);
+    CHECK_EQ(count(p, ORCH, "f"), 2); /* START, DEADLINE due in an hour */
+    CHECK_EQ(count(p, ORCH, "none"), 1);
+    /* an idempotent start of an existing instance changes nothing */
+    start_with_deadline(p, "f", now + 60000, DURO_START_IDEMPOTENT);
+    CHECK_EQ(count(p, ORCH, "f"), 2);
+    CHECK_EQ(deadline_of(p, "f"), later);
+
+    /* a deadline already passed: its message comes with the START */
+    duro_orch_item *item = fetch_orch_for(p, "past", LOCK_LONG);
+    CHECK_EQ(item->message_count, 2);
+    int starts = 0, deadlines = 0;
+    for (size_t i = 0; i < item->message_count; i++) {
+        const duro_work_item *m = &item->messages[i];
+        starts += m->kind == DURO_WORK_START && m->fire_at_ms == past;
+        deadlines += m->kind == DURO_WORK_DEADLINE && m->fire_at_ms == past &&
+                     m->execution_id == 0;
+    }
+    CHECK_EQ(starts, 1);
+    CHECK_EQ(deadlines, 1);
+    abandon_orch(p, item, 0);
+    duro_orch_item_free(item);
+    /* f's DEADLINE is not due: only its START is fetched */
+    item = fetch_orch_for(p, "f", LOCK_LONG);
+    CHECK_EQ(item->message_count, 1);
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_START);
+    CHECK_EQ(item->messages[0].fire_at_ms, later);
+    abandon_orch(p, item, 0);
+    duro_orch_item_free(item);
+    pv_close(p);
+}
+
+PV_TEST(a_deadline_message_spans_continue_as_new_and_ends_with_the_instance)
+{
+    duro_provider *p = pv_open();
+    require_v12_deadline(p);
+    begin(p, "r", 0);
+    CHECK_EQ(deadline_of(p, "r"), 0);
+    /* a turn sends the instance's deadline (a registration's default) */
+    int64_t at = duro_now_ms() + 3600000;
+    duro_orch_item *a = poke(p, "r");
+    duro_event d = event(a->history_total + 1, DURO_EVENT_EVENT_RAISED);
+    d.name = "poke";
+    duro_outbound out;
+    memset(&out, 0, sizeof(out));
+    out.item = work(DURO_WORK_DEADLINE, "r");
+    out.item.fire_at_ms = at;
+    out.delay_ms = 3600000;
+    duro_orch_ack ak = ack_of(1, &d, 1, NULL);
+    ak.orchestrator_items = &out;
+    ak.orchestrator_item_count = 1;
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    CHECK_EQ(deadline_of(p, "r"), at);
+    CHECK_EQ(count(p, ORCH, "r"), 1);
+    /* set once: a second DEADLINE is dropped, as is one for no instance */
+    duro_work_item again = work(DURO_WORK_DEADLINE, "r");
+    again.fire_at_ms = at - 60000;
+    enqueue(p, &again, 0);
+    CHECK_EQ(deadline_of(p, "r"), at);
+    CHECK_EQ(count(p, ORCH, "r"), 1);
+    again.instance_id = "nobody";
+    enqueue(p, &again, 0);
+    CHECK_EQ(count(p, ORCH, "nobody"), 0);
+    expect_no_instance(p, "nobody");
+
+    /* continue-as-new keeps it (execution 0) */
+    a = poke(p, "r");
+    uint64_t h = a->history_total;
+    duro_event dc[2] = {event(h + 1, DURO_EVENT_EVENT_RAISED),
+                        event(h + 2, DURO_EVENT_CONTINUED_AS_NEW)};
+    dc[0].name = "poke";
+    memset(&out, 0, sizeof(out));
+    out.item = work(DURO_WORK_CONTINUE_AS_NEW, "r");
+    out.item.execution_id = 2;
+    out.item.name = "orch";
+    duro_instance_meta m = meta(DURO_STATUS_CONTINUED_AS_NEW);
+    ak = ack_of(1, dc, 2, &m);
+    ak.orchestrator_items = &out;
+    ak.orchestrator_item_count = 1;
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    CHECK_EQ(count(p, ORCH, "r"), 2); /* CONTINUE_AS_NEW, DEADLINE */
+    CHECK_EQ(deadline_of(p, "r"), at);
+
+    /* execution 2 ends: nothing of the instance stays queued */
+    a = fetch_orch_expect(p, "r", LOCK_LONG);
+    CHECK_EQ(a->message_count, 1);
+    duro_event de[2] = {event(1, DURO_EVENT_ORCHESTRATION_STARTED),
+                        event(2, DURO_EVENT_ORCHESTRATION_COMPLETED)};
+    de[0].name = "orch";
+    m = meta(DURO_STATUS_COMPLETED);
+    m.name = "orch";
+    ak = ack_of(2, de, 2, &m);
+    ack(p, a->lock_token, &ak);
+    duro_orch_item_free(a);
+    CHECK_EQ(count(p, ORCH, "r"), 0);
+    CHECK_EQ(deadline_of(p, "r"), at);
+    expect_no_orch(p);
+    pv_close(p);
+}
+
+PV_TEST(a_queued_deadline_does_not_keep_a_request_from_deciding_at_once)
+{
+    duro_provider *p = pv_open();
+    require_v12_deadline(p);
+    require_v9(p);
+    int64_t at = duro_now_ms() + 3600000;
+    start_with_deadline(p, "u", at, 0);
+    const char *ids[] = {"u"};
+    duro_cancel_result cr;
+    duro_error e;
+    CHECK_PRC(p->cancel_instances(p, ids, 1, "no", "ops", &cr, &e), DURO_OK,
+              &e);
+    CHECK_EQ(cr.outcome, DURO_CANCEL_CANCELLED);
+    CHECK_EQ(count(p, ORCH, "u"), 0);
+    CHECK_EQ(deadline_of(p, "u"), at);
+    pv_close(p);
+}
+
+PV_TEST(deadlines_refuse_bad_input_and_change_nothing)
+{
+    duro_provider *p = pv_open();
+    require_v12_deadline(p);
+    duro_error e;
+    duro_work_item w = work(DURO_WORK_DEADLINE, "x");
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_INVALID, 0, &e);
+    w.fire_at_ms = -5;
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_INVALID, 0, &e);
+    w = work(DURO_WORK_START, "x");
+    w.name = "orch";
+    w.fire_at_ms = -1;
+    CHECK_PFAIL(p->enqueue_for_orchestrator(p, &w, 0, &e), DURO_INVALID, 0, &e);
+    expect_no_instance(p, "x");
+    CHECK_EQ(count(p, ORCH, "x"), 0);
+    /* in an ack: the turn is refused whole */
+    begin(p, "y", 0);
+    duro_orch_item *a = poke(p, "y");
+    duro_event d = event(a->history_total + 1, DURO_EVENT_EVENT_RAISED);
+    d.name = "poke";
+    duro_outbound out;
+    memset(&out, 0, sizeof(out));
+    out.item = work(DURO_WORK_DEADLINE, "y");
+    duro_orch_ack ak = ack_of(1, &d, 1, NULL);
+    ak.orchestrator_items = &out;
+    ak.orchestrator_item_count = 1;
+    CHECK_PFAIL(p->ack_orchestration_item(p, a->lock_token, &ak, &e),
+                DURO_INVALID, 0, &e);
+    CHECK_EQ(history_len(p, "y", 1), 1);
+    CHECK_EQ(deadline_of(p, "y"), 0);
+    abandon_orch(p, a, 0);
+    duro_orch_item_free(a);
+    pv_close(p);
+}
+
+/* ========================================================================
  * The table. */
 
 typedef enum needs {
@@ -10419,6 +10617,11 @@ static const pv_case suite[] = {
     C(pass_orchestration_item_does_not_count_the_fetch),
     C(query_instances_filters_by_orchestration_version),
     C_NEEDS(fault_sweep_runtimes, NEEDS_INJECT),
+    /* version 12: instance deadlines */
+    C(a_start_with_a_deadline_keeps_it_and_queues_its_message),
+    C(a_deadline_message_spans_continue_as_new_and_ends_with_the_instance),
+    C(a_queued_deadline_does_not_keep_a_request_from_deciding_at_once),
+    C(deadlines_refuse_bad_input_and_change_nothing),
 };
 
 int pv_main(int argc, char **argv, const pv_factory *f, const test_case *extra,

@@ -42,6 +42,12 @@ duro_runtime_test(test_orch_api ${CMAKE_CURRENT_LIST_DIR}/test_orch_api.c)
 # Cancel with cleanup, terminate, suspend and resume end to end (the same
 # file runs on PostgreSQL as test_pg_lifecycle, tests/postgres/tests.cmake).
 duro_runtime_test(test_lifecycle ${CMAKE_CURRENT_LIST_DIR}/test_lifecycle.c)
+# Instance deadlines end to end (the same file runs on PostgreSQL as
+# test_pg_deadline, tests/postgres/tests.cmake).
+duro_runtime_test(test_deadline ${CMAKE_CURRENT_LIST_DIR}/test_deadline.c
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
+target_include_directories(test_deadline PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
 # kill -9 during a cleanup (forked runtime processes; not labelled tsan).
 duro_add_test(test_cleanup_crash LABELS runtime TIMEOUT 300
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cleanup_crash.c)

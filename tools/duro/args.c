@@ -73,6 +73,27 @@ int args_duration(cli *c, const char *option, const char *text, int64_t *ms)
     return 0;
 }
 
+int args_deadline(cli *c, const char *option, const char *text,
+                  int64_t *deadline_ms, int64_t *timeout_ms)
+{
+    *deadline_ms = 0;
+    *timeout_ms = 0;
+    if (args_parse_iso(text, deadline_ms) == 0 && *deadline_ms > 0)
+        return 0;
+    *deadline_ms = 0;
+    if (parse_duration(text, strlen(text), timeout_ms) == 0 && *timeout_ms > 0)
+        return 0;
+    *timeout_ms = 0;
+    char quoted[TEXT_QUOTE_SIZE];
+    cli_usage(c,
+              "%s: bad deadline '%s' (expected a valid RFC 3339 time like "
+              "2026-05-01T12:00:00Z or with an offset like +02:00, a date "
+              "like 2026-05-01 (local), or a duration after the start like "
+              "30m, 2h, 7d)",
+              option, text_quote(text, quoted, sizeof(quoted)));
+    return -1;
+}
+
 /* Reads exactly n digits at *p. */
 static int digits(const char **p, int n, int *out)
 {

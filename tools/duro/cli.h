@@ -123,6 +123,11 @@ int args_time(cli *c, const char *option, const char *text, int64_t *ms);
  * the date does not exist. */
 int args_parse_iso(const char *s, int64_t *ms);
 int args_duration(cli *c, const char *option, const char *text, int64_t *ms);
+/* A deadline: an RFC 3339 time or date (*deadline_ms), or a duration after
+ * the start, more than 0 (*timeout_ms); the other is 0. -1 after a usage
+ * error. */
+int args_deadline(cli *c, const char *option, const char *text,
+                  int64_t *deadline_ms, int64_t *timeout_ms);
 int args_status_mask(cli *c, const char *option, const char *text,
                      uint32_t *mask);
 int args_uint(cli *c, const char *option, const char *text, uint64_t max,

@@ -337,6 +337,7 @@ static void print_card(const cli *c, const duro_instance_info *in)
     card_time(c, "created:", in->created_ms);
     card_time(c, "updated:", in->updated_ms);
     card_time(c, "finished:", in->finished_ms);
+    card_time(c, "deadline:", in->deadline_ms);
     card_line("output:", in->output
                              ? text_short(in->output, 120, buf, sizeof(buf))
                              : NULL);

@@ -7,13 +7,18 @@
 
 static const char start_help[] =
     "usage: duro start NAME ID [--input TEXT|@FILE] [--version V]\n"
-    "                  [--delay DURATION] [--json]\n"
+    "                  [--delay DURATION] [--deadline WHEN] [--json]\n"
     "\n"
     "Starts instance ID of orchestration NAME (pending until a runtime\n"
     "runs its first turn). Creates the database when it does not exist.\n"
     "  --input TEXT   the input; @FILE reads it from FILE (@- : stdin)\n"
     "  --version V    run version V (default: the highest registered)\n"
-    "  --delay D      start after D (30s, 5m, 2h)\n";
+    "  --delay D      start after D (30s, 5m, 2h)\n"
+    "  --deadline W   end the instance (failed, timeout) if it has not\n"
+    "                 finished by W: an RFC 3339 time (2026-05-01T12:00:00Z)\n"
+    "                 or a duration after its start (30m, 2h, 7d; after\n"
+    "                 the --delay); its activities and children are\n"
+    "                 cancelled with reason 'deadline'\n";
 
 int cmd_start(cli *c, int argc, char **argv)
 {
@@ -22,6 +27,7 @@ int cmd_start(cli *c, int argc, char **argv)
         {"input", required_argument, NULL, 'i'},
         {"version", required_argument, NULL, 'v'},
         {"delay", required_argument, NULL, 'd'},
+        {"deadline", required_argument, NULL, 'D'},
         {0}};
     duro_start_options so;
     duro_start_options_init(&so);
@@ -36,6 +42,10 @@ int cmd_start(cli *c, int argc, char **argv)
             so.orchestration_version = optarg;
         else if (ch == 'd' &&
                  args_duration(c, "--delay", optarg, &so.delay_ms) != 0)
+            return EXIT_USAGE;
+        else if (ch == 'D' &&
+                 args_deadline(c, "--deadline", optarg, &so.deadline_ms,
+                               &so.timeout_ms) != 0)
             return EXIT_USAGE;
     }
     if (argc - optind != 2)
@@ -53,6 +63,13 @@ int cmd_start(cli *c, int argc, char **argv)
     }
     int rc = duro_client_start(client, id, name, input, &so);
     free(input);
+    int64_t deadline = so.deadline_ms;
+    if (rc == DURO_OK && so.timeout_ms > 0) {
+        duro_instance_info *info = NULL;
+        if (duro_client_get_status(client, id, &info) == DURO_OK)
+            deadline = info->deadline_ms;
+        duro_free(info);
+    }
     duro_client_destroy(client);
     char shown[TEXT_ESCAPE_SIZE], name_shown[TEXT_ESCAPE_SIZE];
     if (rc == DURO_ALREADY_EXISTS)
@@ -72,6 +89,9 @@ int cmd_start(cli *c, int argc, char **argv)
         jset(doc, "version",
              jstr(so.orchestration_version ? so.orchestration_version : ""));
         jset(doc, "delay_ms", jint(so.delay_ms));
+        /* what the store keeps: a duration's deadline as the library
+         * reckoned it, read back */
+        jset_time(doc, "deadline", deadline);
         jset(doc, "status", jstr("pending"));
         json_print(doc);
     } else {
@@ -80,6 +100,11 @@ int cmd_start(cli *c, int argc, char **argv)
         if (so.delay_ms > 0) {
             char d[32];
             printf(", first turn in %s", text_duration(so.delay_ms, d, 32));
+        }
+        if (deadline != 0) {
+            char t[64], age[32];
+            printf(", deadline %s (%s)", text_local_time(deadline, t, 64),
+                   text_age(c->now_ms, deadline, age, 32));
         }
         fputc('\n', stdout);
     }

@@ -121,7 +121,7 @@ _duro_complete()
         return
         ;;
     --name | --since | --until | --limit | --version | --delay | --timeout | \
-        --reason | --by | --before | --keep | --execution | --listen)
+        --deadline | --reason | --by | --before | --keep | --execution | --listen)
         return
         ;;
     esac
@@ -140,7 +140,7 @@ _duro_complete()
     list) opts="--status --name --version --since --until --limit" ;;
     status) opts="" ;;
     history) opts="--execution --export" ;;
-    start) opts="--input --version --delay" ;;
+    start) opts="--input --version --delay --deadline" ;;
     raise) opts="--event-id" ;;
     wait) opts="--timeout" ;;
     cancel | terminate)

@@ -108,6 +108,7 @@ json_t *json_instance(const duro_instance_info *i)
     jset_time(o, "created_at", i->created_ms);
     jset_time(o, "updated_at", i->updated_ms);
     jset_time(o, "finished_at", i->finished_ms);
+    jset_time(o, "deadline", i->deadline_ms);
     jset(o, "output", jpayload(i->output));
     jset(o, "error", jstr(i->error));
     jset(o, "category",

@@ -295,7 +295,13 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
     " heartbeat_ms bigint NOT NULL,"
     " heartbeat_every_ms bigint NOT NULL,"
     " orchestrations text NOT NULL,"
-    " activities text NOT NULL);"};
+    " activities text NOT NULL);",
+    /* 8 (SQLite's 9): the instance's deadline (provider contract version
+     * 12), shown by status; the DEADLINE message on the queue is what ends
+     * the instance at it. A constant default: no table rewrite, and rows
+     * written before read 0, "none". */
+    "ALTER TABLE instances"
+    " ADD COLUMN deadline_ms bigint NOT NULL DEFAULT 0;"};
 
 /* libpq's message on one line, as a log line needs it: each run of
  * whitespace (its "\n\tThis probably means ...") becomes one space, and

@@ -15,7 +15,7 @@
 #include "providers/sql/adapt.h"
 #include "providers/sql/sql.h"
 
-#define DURO__PG_SCHEMA_VERSION 7 /* what this code creates and reads */
+#define DURO__PG_SCHEMA_VERSION 8 /* what this code creates and reads */
 #define DURO__PG_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__PG_POOL_MAX 64      /* most connections */
 #define DURO__PG_PARAM_MAX 29     /* most parameters of a statement */
@@ -66,7 +66,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
     "WHERE h.instance_id = i.instance_id AND h.execution_id = "                \
     "i.execution_id), "                                                        \
     "i.cancel_reason, i.cancelled_by, i.cancel_requested_ms, i.finished_ms, "  \
-    "i.last_problem, i.last_problem_ms, i.next_attempt_ms "
+    "i.last_problem, i.last_problem_ms, i.next_attempt_ms, i.deadline_ms "
 #define DURO__PG_INFO_COLUMNS DURO__PG_INFO_SELECT "FROM instances AS i "
 
 #define DURO__PG_LIST_FILTER                                                   \
@@ -287,6 +287,10 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "cancel_reason = $3::text, cancelled_by = $4::text "                     \
       "WHERE instance_id = $1::text AND status IN (" DURO__LIVE_SQL ") "       \
       "AND cancel_requested_ms IS NULL")                                       \
+    /* a DEADLINE message sets the instance's deadline, once (version 12) */   \
+    X(INSTANCE_SET_DEADLINE,                                                   \
+      "UPDATE instances SET deadline_ms = $2::bigint "                         \
+      "WHERE instance_id = $1::text AND deadline_ms = 0")                      \
     /* as SQLite's: only a live instance changes */                            \
     X(INSTANCE_SET_PROBLEM,                                                    \
       "UPDATE instances SET "                                                  \

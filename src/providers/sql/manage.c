@@ -212,6 +212,7 @@ static int read_info(duro__sql_store *p, duro_arena *a, duro__sql_stmt *s,
     in->finished_ms = duro__sql_column_int64(p, s, 16);
     in->last_problem_ms = duro__sql_column_int64(p, s, 18);
     in->next_attempt_ms = duro__sql_column_int64(p, s, 19);
+    in->deadline_ms = duro__sql_column_int64(p, s, 20);
     if (duro__sql_column_text(p, a, s, 13, &in->cancel_reason) ||
         duro__sql_column_text(p, a, s, 14, &in->cancelled_by) ||
         duro__sql_column_text(p, a, s, 17, &in->last_problem) ||

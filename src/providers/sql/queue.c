@@ -95,6 +95,17 @@ int duro__sql_check_work_item(const duro__sql_store *st,
         (rc = duro__sql_check_payload(st, "payload", it->payload, err)) ||
         (rc = duro__sql_check_payload(st, "error", it->error, err)))
         return rc;
+    /* a deadline (version 12): a START's is optional, a DEADLINE's is what
+     * it is */
+    if ((it->kind == DURO_WORK_START || it->kind == DURO_WORK_DEADLINE) &&
+        (it->fire_at_ms < 0 ||
+         (it->kind == DURO_WORK_DEADLINE && it->fire_at_ms == 0)))
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "%s: deadline (fire_at_ms) is %lld; it must be "
+                              "a time after the epoch, in ms",
+                              it->kind == DURO_WORK_START ? "START"
+                                                          : "DEADLINE",
+                              (long long)it->fire_at_ms);
     return DURO_OK;
 }
 
@@ -204,6 +215,23 @@ static int create_instance(duro__sql_store *st, duro__sql_conn *c,
     return rc;
 }
 
+/* The DEADLINE message of a START that created its instance with a
+ * deadline (version 12): execution 0, so continue-as-new keeps it; visible
+ * at the deadline, or at once when that has passed. Its insert writes the
+ * deadline on the new row. */
+static int enqueue_deadline(duro__sql_store *st, duro__sql_conn *c,
+                            const duro_work_item *start, int64_t now,
+                            const char *op, duro_error *err)
+{
+    if (start->fire_at_ms <= 0)
+        return DURO_OK;
+    duro_work_item d = {.kind = DURO_WORK_DEADLINE,
+                        .instance_id = start->instance_id,
+                        .fire_at_ms = start->fire_at_ms};
+    return duro__sql_insert_message(st, c, &d, now,
+                                    DURO__MAX(now, start->fire_at_ms), op, err);
+}
+
 void duro__sql_bind_message(duro__sql_store *st, duro__sql_conn *c,
                             duro__sql_stmt *s, const duro_work_item *it,
                             int64_t now, int64_t visible_at)
@@ -240,11 +268,27 @@ int duro__sql_insert_message(duro__sql_store *st, duro__sql_conn *c,
                              int64_t visible_at, const char *op,
                              duro_error *err)
 {
-    duro__sql_stmt *s = duro__sql_prepare(st, c, DURO__SQL_OQ_INSERT, op, err);
+    duro__sql_stmt *s;
+    int rc;
+    if (it->kind == DURO_WORK_DEADLINE) {
+        /* An instance has one deadline, set once (version 12): by its
+         * start, or by a turn from its registration; a DEADLINE for an
+         * instance that has one (or does not exist) is dropped here. */
+        s = duro__sql_prepare(st, c, DURO__SQL_INSTANCE_SET_DEADLINE, op, err);
+        if (s == NULL)
+            return err->code;
+        duro__sql_bind_text(st, c, s, 1, it->instance_id);
+        duro__sql_bind_i64(st, c, s, 2, it->fire_at_ms);
+        if ((rc = duro__sql_run(st, c, s, op, err)) != DURO_OK)
+            return rc;
+        if (duro__sql_changes(st, c) == 0)
+            return DURO_OK;
+    }
+    s = duro__sql_prepare(st, c, DURO__SQL_OQ_INSERT, op, err);
     if (s == NULL)
         return err->code;
     duro__sql_bind_message(st, c, s, it, now, visible_at);
-    int rc = duro__sql_run(st, c, s, op, err);
+    rc = duro__sql_run(st, c, s, op, err);
     if (rc != DURO_OK)
         return rc;
     if (it->kind == DURO_WORK_CANCEL_INSTANCE) {
@@ -489,10 +533,12 @@ int duro__sql_enqueue_outbound(duro__sql_store *st, duro__sql_conn *c,
         return duro__sql_insert_message(st, c, it, now, visible_at, op, err);
     int created = 0;
     int rc = create_instance(st, c, it, now, &created, op, err);
+    if (rc == DURO_OK && created &&
+        (rc = duro__sql_insert_message(st, c, it, now, visible_at, op, err)) ==
+            DURO_OK)
+        rc = enqueue_deadline(st, c, it, now, op, err);
     if (rc != DURO_OK || created)
-        return rc != DURO_OK ? rc
-                             : duro__sql_insert_message(st, c, it, now,
-                                                        visible_at, op, err);
+        return rc;
     /* The child exists already: drop the START; an attached child's parent
      * learns it through a failure of its scheduling event. */
     const char *parent = duro__sql_nonempty(it->parent_instance);
@@ -678,7 +724,10 @@ int duro__sql_enqueue_in_transaction(duro__sql_store *st, duro__sql_conn *c,
         if (rc != DURO_OK || *skip)
             return rc;
     }
-    return duro__sql_insert_message(st, c, item, now, visible_at, op, err);
+    int rc = duro__sql_insert_message(st, c, item, now, visible_at, op, err);
+    if (rc == DURO_OK && item->kind == DURO_WORK_START)
+        rc = enqueue_deadline(st, c, item, now, op, err);
+    return rc;
 }
 
 /* ---- rows, and the worker queue's claim and row updates ----------------- */

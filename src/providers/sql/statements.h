@@ -19,6 +19,7 @@
     X(INSTANCE_WRITE_META)                                                     \
     X(INSTANCE_FETCH_META)                                                     \
     X(INSTANCE_CANCEL_REQUEST)                                                 \
+    X(INSTANCE_SET_DEADLINE)                                                   \
     X(INSTANCE_SET_PROBLEM)                                                    \
     X(INSTANCE_INFO)                                                           \
     X(LIST_ALL)                                                                \

@@ -219,7 +219,12 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
     " heartbeat_ms INTEGER NOT NULL,"
     " heartbeat_every_ms INTEGER NOT NULL,"
     " orchestrations TEXT NOT NULL,"
-    " activities TEXT NOT NULL) WITHOUT ROWID;"};
+    " activities TEXT NOT NULL) WITHOUT ROWID;",
+    /* 9: the instance's deadline (provider contract version 12), shown by
+     * status; the DEADLINE message on the queue is what ends the instance
+     * at it. Rows written before read 0, "none". */
+    "ALTER TABLE instances"
+    " ADD COLUMN deadline_ms INTEGER NOT NULL DEFAULT 0;"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */

@@ -16,7 +16,7 @@
 #include "providers/sql/adapt.h"
 #include "providers/sql/sql.h"
 
-#define DURO__SQLITE_SCHEMA_VERSION 8 /* what this code creates and reads */
+#define DURO__SQLITE_SCHEMA_VERSION 9 /* what this code creates and reads */
 #define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__SQLITE_POOL_MAX 64      /* most reader connections */
 
@@ -76,7 +76,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     "WHERE h.instance_id = i.instance_id AND h.execution_id = "                \
     "i.execution_id), "                                                        \
     "i.cancel_reason, i.cancelled_by, i.cancel_requested_ms, i.finished_ms, "  \
-    "i.last_problem, i.last_problem_ms, i.next_attempt_ms "
+    "i.last_problem, i.last_problem_ms, i.next_attempt_ms, i.deadline_ms "
 #define DURO__SQLITE_INFO_COLUMNS                                              \
     DURO__SQLITE_INFO_SELECT "FROM instances AS i "
 
@@ -155,6 +155,10 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "cancelled_by = ?4 WHERE instance_id = ?1 "                              \
       "AND " DURO__SQLITE_LIVE_STATUS " "                                      \
       "AND cancel_requested_ms IS NULL")                                       \
+    /* a DEADLINE message sets the instance's deadline, once (version 12) */   \
+    X(INSTANCE_SET_DEADLINE,                                                   \
+      "UPDATE instances SET deadline_ms = ?2 WHERE instance_id = ?1 "          \
+      "AND deadline_ms = 0")                                                   \
     /* only a live instance (Pending, Running, Suspended) changes: an ended    \
      * one keeps the problem it ended with; the row always matches             \
      * (NOT_FOUND only when there is none) */                                  \

@@ -382,6 +382,7 @@ export function showInstance(view, ref, opts = {}) {
       row("Created", when(info.created_at, info.created_at_ms, now)),
       row("Updated", when(info.updated_at, info.updated_at_ms, now)),
       row("Finished", info.finished_at && when(info.finished_at, info.finished_at_ms, now)),
+      row("Deadline", info.deadline && when(info.deadline, info.deadline_ms, now)),
       row("Cancel reason", user(info.cancel_reason)),
       row("Cancel requested by", user(info.cancelled_by)),
       row("Cancel requested", info.cancel_requested_at &&
