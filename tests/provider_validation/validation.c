@@ -10105,6 +10105,7 @@ PV_TEST(pass_orchestration_item_does_not_count_the_fetch)
     duro_orch_item *it = fetch_orch_expect(p, "a", 30000);
     CHECK_EQ(it->attempt, 1);
     abandon_orch(p, it, 0); /* an abandon counts */
+    duro_orch_item_free(it);
     it = fetch_orch_expect(p, "a", 30000);
     CHECK_EQ(it->attempt, 2);
     /* a pass with a delay hides the instance as an abandon does */
