@@ -1059,6 +1059,7 @@ class EventKind(str, enum.Enum):
     EXECUTION_SUSPENDED = "ExecutionSuspended"
     EXECUTION_RESUMED = "ExecutionResumed"
     PATCH_MARKER = "PatchMarker"
+    EXECUTION_RESET = "ExecutionReset"
 
     def __str__(self) -> str:
         return self.value

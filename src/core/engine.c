@@ -1097,6 +1097,9 @@ static void drain_held(duro_orch *e)
 static void take_event(duro_orch *e, const duro_event *ev)
 {
     switch (ev->kind) {
+    case DURO_EVENT_EXECUTION_RESET:
+        /* a reset began this execution here (provider version 13): who
+         * and why, for history; nothing for the code, which waits on */
     case DURO_EVENT_EXECUTION_SUSPENDED:
     case DURO_EVENT_EXECUTION_RESUMED:
     case DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED:

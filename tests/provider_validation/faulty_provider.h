@@ -57,6 +57,7 @@ typedef enum faulty_method {
     FAULTY_LIST_CONTROL_EVENTS,
     /* version 12: a read; an after-commit fault drops the answer */
     FAULTY_NEXT_DUE,
+    FAULTY_RESET_INSTANCE,
     FAULTY_METHOD_COUNT
 } faulty_method;
 

@@ -3495,6 +3495,8 @@ static const unsigned event_fields[DURO_EVENT_KIND_MAX + 1] = {
     [DURO_EVENT_EXECUTION_SUSPENDED] = F_REASON | F_REQUESTED_BY,
     [DURO_EVENT_EXECUTION_RESUMED] = F_REASON | F_REQUESTED_BY,
     [DURO_EVENT_PATCH_MARKER] = F_NAME,
+    /* version 13 */
+    [DURO_EVENT_EXECUTION_RESET] = F_REASON | F_REQUESTED_BY | F_REF | F_FLAGS,
 };
 
 /* Strings live in a static table so expected events outlive the call. */
@@ -9841,6 +9843,310 @@ PV_TEST(fault_sweep_next_due)
 }
 
 /* ========================================================================
+ * Version 13: reset_instance, an ended instance continued in a new
+ * execution from a turn boundary of its current one. */
+
+static void require_v13(duro_provider *p)
+{
+    require_v12(p);
+    CHECK_MSG(p->version >= 13 && p->reset_instance != NULL,
+              "provider '%s' (version %d) lacks the version-13 method", p->name,
+              p->version);
+}
+
+/* `id` Failed at execution 1 with, after begin's Started (1) and two
+ * ActivityScheduled (2, 3): EventRaised (4), ActivityCompleted of 2 (5),
+ * TimerCreated firing in an hour (6), ActivityFailed of 3 (7),
+ * OrchestrationFailed (8). Turn boundaries: 3, 4 and 6; the last good
+ * point (before the first failure, 7) is 6. Its worker rows are gone. */
+static void failed_instance(duro_provider *p, const char *id)
+{
+    begin(p, id, 2);
+    duro_orch_item *item = poke(p, id);
+    duro_event d[5];
+    d[0] = event(4, DURO_EVENT_EVENT_RAISED);
+    d[0].name = "poke";
+    d[0].payload = "\"poke\"";
+    d[1] = event(5, DURO_EVENT_ACTIVITY_COMPLETED);
+    d[1].source_event_id = 2;
+    d[1].payload = "\"two\"";
+    d[2] = event(6, DURO_EVENT_TIMER_CREATED);
+    d[2].fire_at_ms = duro_now_ms() + HOUR_MS;
+    d[3] = event(7, DURO_EVENT_ACTIVITY_FAILED);
+    d[3].source_event_id = 3;
+    d[3].error = "broken";
+    d[3].category = DURO_CATEGORY_APPLICATION;
+    d[4] = event(8, DURO_EVENT_ORCHESTRATION_FAILED);
+    d[4].error = "broken";
+    d[4].category = DURO_CATEGORY_APPLICATION;
+    duro_instance_meta m = meta(DURO_STATUS_FAILED);
+    m.error = "broken";
+    m.category = DURO_CATEGORY_APPLICATION;
+    duro_orch_ack a = ack_of(1, d, 5, &m);
+    duro_activity_ref refs[2] = {ref(id, 1, 2), ref(id, 1, 3)};
+    a.cancelled_activities = refs;
+    a.cancelled_activity_count = 2;
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+}
+
+static duro_reset_request reset_req(const char *id, uint64_t to)
+{
+    duro_reset_request r;
+    memset(&r, 0, sizeof(r));
+    r.version = 1;
+    r.instance_id = id;
+    r.to_event_id = to;
+    return r;
+}
+
+/* reset_instance fails with `code` (not retryable) and a message holding
+ * `text`. */
+static void expect_reset_refused(duro_provider *p, const duro_reset_request *r,
+                                 int code, const char *text)
+{
+    duro_error e;
+    duro_reset_result out;
+    memset(&out, 0xff, sizeof(out));
+    CHECK_PFAIL(p->reset_instance(p, r, &out, &e), code, 0, &e);
+    CHECK_MSG(strstr(e.message, text) != NULL, "'%s' does not say '%s'",
+              e.message, text);
+    CHECK_EQ(out.execution_id, 0);
+    CHECK_EQ(out.to_event_id, 0);
+}
+
+PV_TEST(reset_instance_keeps_a_prefix_and_makes_its_pending_work_live)
+{
+    duro_provider *p = pv_open();
+    require_v13(p);
+    failed_instance(p, "x");
+    duro_history *old = history(p, "x", 1);
+    CHECK_EQ(old->count, 8);
+    CHECK_EQ(count(p, WORKER, "x"), 0);
+
+    /* A dry run decides and changes nothing. */
+    duro_reset_request r = reset_req("x", 4);
+    r.dry_run = 1;
+    duro_error e;
+    duro_reset_result out;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.status, DURO_STATUS_FAILED);
+    CHECK_EQ(out.from_execution, 1);
+    CHECK_EQ(out.execution_id, 2);
+    CHECK_EQ(out.to_event_id, 4);
+    CHECK_EQ(out.activities, 2);
+    CHECK_EQ(out.timers, 0);
+    CHECK_EQ(latest(p, "x"), 1);
+    CHECK_EQ(count(p, WORKER, "x"), 0);
+
+    /* The reset: events 1 .. 4 copied as stored, then ExecutionReset. */
+    r.dry_run = 0;
+    r.execution_id = 1;
+    r.reason = "fixed the activity";
+    r.requested_by = "ops";
+    int64_t before = duro_now_ms();
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.execution_id, 2);
+    CHECK_EQ(out.activities, 2);
+    CHECK_EQ(latest(p, "x"), 2);
+    duro_history *h = history(p, "x", 2);
+    CHECK_EQ(h->count, 5);
+    for (size_t i = 0; i < 4; i++) {
+        CHECK_EQ(h->events[i].event_id, i + 1);
+        CHECK_EQ(h->events[i].kind, old->events[i].kind);
+        CHECK_EQ(h->events[i].timestamp_ms, old->events[i].timestamp_ms);
+        CHECK_STR(h->events[i].payload ? h->events[i].payload : "",
+                  old->events[i].payload ? old->events[i].payload : "");
+    }
+    const duro_event *re = &h->events[4];
+    CHECK_EQ(re->kind, DURO_EVENT_EXECUTION_RESET);
+    CHECK_EQ(re->event_id, 5);
+    CHECK_STR(re->reason, "fixed the activity");
+    CHECK_STR(re->requested_by, "ops");
+    CHECK_EQ(re->ref_execution, 1);
+    CHECK_EQ(re->ref_event_id, 4);
+    CHECK_EQ(re->flags, 0);
+    CHECK_INT(re->timestamp_ms, >=, before);
+    duro_history_free(h);
+    /* Execution 1 stays readable, whole. */
+    CHECK_EQ(history_len(p, "x", 1), 8);
+    duro_history_free(old);
+
+    duro_instance_list *l = get(p, "x");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_RUNNING);
+    CHECK_EQ(l->items[0].execution_id, 2);
+    CHECK(l->items[0].error == NULL);
+    CHECK_EQ(l->items[0].finished_ms, 0);
+    CHECK_STR(l->items[0].name, "orch");
+    duro_instance_list_free(l);
+
+    /* Both activities are live again, for execution 2, as scheduled. */
+    CHECK_EQ(count(p, WORKER, "x"), 2);
+    uint64_t seen = 0;
+    for (int i = 0; i < 2; i++) {
+        duro_worker_item *w = fetch_work(p, LOCK_LONG);
+        CHECK(w != NULL);
+        CHECK_STR(w->item.instance_id, "x");
+        CHECK_EQ(w->item.execution_id, 2);
+        CHECK_STR(w->item.name, "act");
+        CHECK_STR(w->item.payload, "act-input");
+        CHECK_EQ(w->attempt, 1);
+        seen |= 1u << w->item.source_id;
+        duro_worker_item_free(w);
+    }
+    CHECK_EQ(seen, (1u << 2) | (1u << 3));
+
+    /* Now Running: a second reset is refused. */
+    r.execution_id = 0;
+    expect_reset_refused(p, &r, DURO_INVALID_STATE, "is Running");
+}
+
+PV_TEST(reset_instance_rewind_goes_to_the_last_good_point)
+{
+    duro_provider *p = pv_open();
+    require_v13(p);
+    failed_instance(p, "y");
+    duro_reset_request r = reset_req("y", 0);
+    r.rewind = 1;
+    r.requested_by = "ops";
+    duro_error e;
+    duro_reset_result out;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.to_event_id, 6);
+    CHECK_EQ(out.activities, 1); /* 3 failed; 2 completed */
+    CHECK_EQ(out.timers, 1);
+    duro_history *h = history(p, "y", 2);
+    CHECK_EQ(h->count, 7);
+    CHECK_EQ(h->events[6].kind, DURO_EVENT_EXECUTION_RESET);
+    CHECK_EQ(h->events[6].flags, DURO_RESET_REWIND);
+    CHECK_EQ(h->events[6].ref_event_id, 6);
+    duro_history_free(h);
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    CHECK_EQ(w->item.source_id, 3);
+    CHECK_EQ(w->item.execution_id, 2);
+    duro_worker_item_free(w);
+    /* The timer's message waits for its fire time, an hour away. */
+    CHECK_EQ(count(p, ORCH, "y"), 1);
+    expect_no_orch(p);
+
+    /* Rewind only a Failed instance; a reset of a Completed one works. */
+    begin(p, "done", 0);
+    finish(p, "done");
+    r = reset_req("done", 0);
+    r.rewind = 1;
+    expect_reset_refused(p, &r, DURO_INVALID_STATE, "only a Failed instance");
+    r.rewind = 0;
+    r.to_event_id = 1;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.status, DURO_STATUS_COMPLETED);
+    CHECK_EQ(history_len(p, "done", 2), 2);
+}
+
+PV_TEST(reset_instance_refuses_what_could_not_replay)
+{
+    duro_provider *p = pv_open();
+    require_v13(p);
+    duro_error e;
+    duro_reset_result out;
+    duro_reset_request r = reset_req("x", 4);
+    CHECK_PFAIL(p->reset_instance(p, NULL, &out, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->reset_instance(p, &r, NULL, &e), DURO_INVALID, 0, &e);
+    r.version = 0;
+    expect_reset_refused(p, &r, DURO_INVALID, "version");
+    r = reset_req("", 4);
+    CHECK_PFAIL(p->reset_instance(p, &r, &out, &e), DURO_INVALID, 0, &e);
+    r = reset_req(NULL, 4);
+    CHECK_PFAIL(p->reset_instance(p, &r, &out, &e), DURO_INVALID, 0, &e);
+    r = reset_req("ghost", 4);
+    expect_reset_refused(p, &r, DURO_NOT_FOUND, "does not exist");
+    r = reset_req("x", 4);
+    r.rewind = 1;
+    expect_reset_refused(p, &r, DURO_INVALID, "to_event_id must be 0");
+
+    begin(p, "live", 1);
+    r = reset_req("live", 1);
+    expect_reset_refused(p, &r, DURO_INVALID_STATE, "only an ended instance");
+
+    failed_instance(p, "x");
+    r = reset_req("x", 5); /* 6 is the code's answer to 5 */
+    expect_reset_refused(p, &r, DURO_INVALID, "inside a turn");
+    expect_reset_refused(p, &r, DURO_INVALID, "events 4 and 6");
+    r.to_event_id = 1;
+    expect_reset_refused(p, &r, DURO_INVALID, "event 3");
+    r.to_event_id = 8;
+    expect_reset_refused(p, &r, DURO_INVALID, "ending");
+    r.to_event_id = 9;
+    expect_reset_refused(p, &r, DURO_NOT_FOUND, "has no event 9");
+    r.to_event_id = 4;
+    r.execution_id = 2;
+    expect_reset_refused(p, &r, DURO_INVALID_STATE, "current execution is 1");
+
+    /* A child without a result by the point, and a suspension. */
+    begin(p, "parent", 0);
+    duro_orch_item *item = poke(p, "parent");
+    duro_event d[6];
+    d[0] = event(2, DURO_EVENT_EVENT_RAISED);
+    d[0].name = "poke";
+    d[1] = event(3, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED);
+    d[1].name = "orch";
+    d[1].ref_instance = "kid";
+    d[2] = event(4, DURO_EVENT_EXECUTION_SUSPENDED);
+    d[3] = event(5, DURO_EVENT_EVENT_RAISED);
+    d[3].name = "poke";
+    d[4] = event(6, DURO_EVENT_ORCHESTRATION_TERMINATED);
+    duro_instance_meta m = meta(DURO_STATUS_TERMINATED);
+    duro_orch_ack a = ack_of(1, d, 5, &m);
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+    r = reset_req("parent", 3);
+    expect_reset_refused(p, &r, DURO_INVALID, "sub-orchestration 'kid'");
+    r.to_event_id = 4;
+    expect_reset_refused(p, &r, DURO_INVALID, "suspension of event 4");
+    r.to_event_id = 1; /* before the child: fine */
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.status, DURO_STATUS_TERMINATED);
+    CHECK_EQ(out.activities + out.timers, 0);
+
+    /* Refusals changed nothing. */
+    CHECK_EQ(latest(p, "x"), 1);
+    CHECK_EQ(latest(p, "live"), 1);
+    CHECK_EQ(count(p, WORKER, "x"), 0);
+}
+
+typedef struct sweep_reset_arg {
+    duro_reset_request r;
+    duro_reset_result out;
+} sweep_reset_arg;
+
+static int sweep_reset(duro_provider *p, void *arg, duro_error *e)
+{
+    sweep_reset_arg *a = arg;
+    int rc = p->reset_instance(p, &a->r, &a->out, e);
+    if (rc != DURO_OK)
+        CHECK_EQ(a->out.execution_id, 0);
+    return rc;
+}
+
+PV_TEST(fault_sweep_reset_instance)
+{
+    duro_provider *p = pv_open();
+    require_v13(p);
+    failed_instance(p, "z");
+    sweep_reset_arg arg;
+    memset(&arg, 0, sizeof(arg));
+    arg.r = reset_req("z", 0);
+    arg.r.rewind = 1;
+    /* every failing step left the store as it was: all or nothing */
+    fault_sweep(p, "reset_instance", sweep_reset, &arg);
+    CHECK_EQ(arg.out.execution_id, 2);
+    CHECK_EQ(latest(p, "z"), 2);
+    CHECK_EQ(history_len(p, "z", 2), 7);
+    CHECK_EQ(count(p, WORKER, "z"), 1);
+    CHECK_EQ(count(p, ORCH, "z"), 1);
+}
+
+/* ========================================================================
  * The table. */
 
 typedef enum needs {
@@ -10020,6 +10326,11 @@ static const pv_case suite[] = {
     /* version 12: what a virtual clock skips to */
     C(next_due_is_the_earliest_visibility_or_lock_expiry_of_both_queues),
     C_NEEDS(fault_sweep_next_due, NEEDS_INJECT),
+    /* version 13: reset and rewind */
+    C(reset_instance_keeps_a_prefix_and_makes_its_pending_work_live),
+    C(reset_instance_rewind_goes_to_the_last_good_point),
+    C(reset_instance_refuses_what_could_not_replay),
+    C_NEEDS(fault_sweep_reset_instance, NEEDS_INJECT),
 };
 
 int pv_main(int argc, char **argv, const pv_factory *f, const test_case *extra,

@@ -48,6 +48,7 @@ void duro__sql_fill_methods(duro_provider *m)
     m->wait_for_work = duro__sql_wait_for_work;
     m->wake = duro__sql_wake;
     m->next_due = duro__sql_next_due_any;
+    m->reset_instance = duro__sql_reset_instance;
 }
 
 duro__sql_store *duro__sql_store_of(duro_provider *p, const char *dialect)

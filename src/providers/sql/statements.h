@@ -155,7 +155,8 @@
     X(QUERY_COUNT_PREFIX)                                                      \
     X(QUERY_COUNT_PARENT)                                                      \
     X(QUERY_COUNT_PROBLEM)                                                     \
-    X(CONTROL_EVENTS)
+    X(CONTROL_EVENTS)                                                          \
+    X(RESET_INSTANCE)
 
 /* The operators' query indexes (provider contract version 10), the same
  * DDL in both stores' migrations (SQLite's 7, PostgreSQL's 5); each ends
