@@ -42,6 +42,9 @@ duro_runtime_test(test_orch_api ${CMAKE_CURRENT_LIST_DIR}/test_orch_api.c)
 # Cancel with cleanup, terminate, suspend and resume end to end (the same
 # file runs on PostgreSQL as test_pg_lifecycle, tests/postgres/tests.cmake).
 duro_runtime_test(test_lifecycle ${CMAKE_CURRENT_LIST_DIR}/test_lifecycle.c)
+# Reset and rewind end to end (the same file runs on PostgreSQL as
+# test_pg_rewind, tests/postgres/tests.cmake).
+duro_runtime_test(test_rewind ${CMAKE_CURRENT_LIST_DIR}/test_rewind.c)
 # kill -9 during a cleanup (forked runtime processes; not labelled tsan).
 duro_add_test(test_cleanup_crash LABELS runtime TIMEOUT 300
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cleanup_crash.c)
