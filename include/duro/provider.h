@@ -490,6 +490,9 @@ typedef struct duro_reset_result {
     uint32_t activities;     /* activities enqueued again (scheduled in the
                                 kept events with no completion there) */
     uint32_t timers;         /* timers armed again (created, not fired) */
+    uint32_t children;       /* sub-orchestrations without a result in the
+                                kept events: rewound with their parent, or
+                                given their result again */
 } duro_reset_result;
 
 /** Frees a bulk result; NULL is a no-op.
@@ -1578,7 +1581,18 @@ struct duro_provider {
      * TimerCreated with no TimerFired a DURO_WORK_TIMER_FIRED message,
      * visible at its fire time (at once when that has passed); event
      * subscriptions need nothing. Messages already queued for the
-     * instance stay (a turn of n+1 drops those naming n).
+     * instance stay (a turn of n+1 drops those naming n). An attached
+     * sub-orchestration scheduled without a result there (nor a cancel
+     * request) must have ended: with a rewind, a Failed child is rewound
+     * too, in the same transaction and by the same rules, its parent
+     * link (its OrchestrationStarted's ref_execution and its row's
+     * parent_execution) moved to n+1 so that its result reaches the new
+     * execution; otherwise its ending is sent to n+1 as the child's
+     * ending would send it (DURO_WORK_CHILD_COMPLETED with its output,
+     * DURO_WORK_CHILD_FAILED with its error, or "child 'ID' was
+     * cancelled: REASON" / "was terminated"). A child that is live (its
+     * result would go to execution n), missing, or more than 16 levels
+     * of rewound children deep is refused (DURO_INVALID).
      *
      * P must be a turn boundary: 1 <= P, P before the execution's
      * terminal event, and event P + 1 an input (a completion, failure,
@@ -1589,9 +1603,7 @@ struct duro_provider {
      * point inside a turn (P + 1 a decision of the code) fails
      * DURO_INVALID naming the nearest boundaries before and after it.
      * Refused too (DURO_INVALID, changing nothing): events 1 .. P that
-     * leave an attached sub-orchestration without a result (its result
-     * would go to execution n: reset to a point before it was scheduled
-     * or after its result), or that end inside a suspension.
+     * end inside a suspension, and the children above.
      *
      * Errors (not retryable unless storage's; out zero): DURO_INVALID for
      * a NULL r or out, r->version < 1, a NULL or empty instance id, a

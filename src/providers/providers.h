@@ -51,6 +51,9 @@ typedef struct duro__reset_plan {
     size_t activity_count;
     size_t *timers; /* TimerCreated with no TimerFired */
     size_t timer_count;
+    size_t *children; /* attached SubOrchestrationScheduled with no
+                         result and no cancel request */
+    size_t child_count;
 } duro__reset_plan;
 
 /* Decides the plan for a reset of ev[0..n) (instance `id`, execution

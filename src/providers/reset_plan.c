@@ -119,10 +119,12 @@ void duro__reset_plan_free(duro__reset_plan *plan)
         return;
     duro__free(plan->activities);
     duro__free(plan->timers);
+    duro__free(plan->children);
     memset(plan, 0, sizeof(*plan));
 }
 
-/* What events 1 .. p leave pending, into plan; a refusal in err. */
+/* What events 1 .. p leave pending, into plan (the stores decide what
+ * becomes of a child: sql/reset.c); a refusal in err. */
 static int pending(const duro_event *ev, uint64_t p, const char *id,
                    uint64_t execution, duro__reset_plan *plan, duro_error *err)
 {
@@ -130,7 +132,9 @@ static int pending(const duro_event *ev, uint64_t p, const char *id,
     unsigned char *open = duro__calloc((size_t)p + 1, 1);
     plan->activities = duro__malloc(((size_t)p + 1) * sizeof(size_t));
     plan->timers = duro__malloc(((size_t)p + 1) * sizeof(size_t));
-    if (open == NULL || plan->activities == NULL || plan->timers == NULL) {
+    plan->children = duro__malloc(((size_t)p + 1) * sizeof(size_t));
+    if (open == NULL || plan->activities == NULL || plan->timers == NULL ||
+        plan->children == NULL) {
         duro__free(open);
         return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
     }
@@ -183,15 +187,7 @@ static int pending(const duro_event *ev, uint64_t p, const char *id,
         else if (s->kind == DURO_EVENT_TIMER_CREATED)
             plan->timers[plan->timer_count++] = (size_t)(e - 1);
         else
-            rc = duro_error_set(
-                err, DURO_INVALID, 0,
-                "cannot reset instance '%s' execution %" PRIu64
-                " to event %" PRIu64 ": sub-orchestration '%s' (event "
-                "%" PRIu64 ") has no result by then, and its result would go "
-                "to execution %" PRIu64 "; reset to a point before event "
-                "%" PRIu64 " or after its result",
-                id, execution, p, s->ref_instance ? s->ref_instance : "", e,
-                execution, e);
+            plan->children[plan->child_count++] = (size_t)(e - 1);
     }
     duro__free(open);
     return rc;

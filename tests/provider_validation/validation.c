@@ -10114,6 +10114,166 @@ PV_TEST(reset_instance_refuses_what_could_not_replay)
     CHECK_EQ(count(p, WORKER, "x"), 0);
 }
 
+/* Child `kid` of `parent` (execution 1, scheduled at event 3) that has
+ * run: Started, ActivityScheduled (2), then by `status` OrchestrationCompleted
+ * "kid-out" (Completed), ActivityFailed and OrchestrationFailed "kid broke"
+ * (Failed), or nothing more (Running). */
+static void child_of(duro_provider *p, const char *parent, const char *kid,
+                     int status)
+{
+    duro_work_item w = work(DURO_WORK_START, kid);
+    w.name = "orch";
+    w.parent_instance = parent;
+    w.parent_execution = 1;
+    w.parent_event_id = 3;
+    enqueue(p, &w, 0);
+    duro_orch_item *item = fetch_orch_for(p, kid, LOCK_LONG);
+    duro_event d[4];
+    d[0] = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    d[0].name = "orch";
+    d[0].ref_instance = parent;
+    d[0].ref_execution = 1;
+    d[0].ref_event_id = 3;
+    d[1] = event(2, DURO_EVENT_ACTIVITY_SCHEDULED);
+    d[1].name = "act";
+    d[1].payload = "act-input";
+    d[1].attempt = 1;
+    size_t n = 2;
+    duro_instance_meta m = meta(status);
+    m.name = "orch";
+    m.parent_instance = parent;
+    m.parent_execution = 1;
+    m.parent_event_id = 3;
+    if (status == DURO_STATUS_COMPLETED) {
+        d[n] = event(3, DURO_EVENT_ORCHESTRATION_COMPLETED);
+        d[n++].payload = "\"kid-out\"";
+        m.output = "\"kid-out\"";
+    } else if (status == DURO_STATUS_FAILED) {
+        d[n] = event(3, DURO_EVENT_ACTIVITY_FAILED);
+        d[n].source_event_id = 2;
+        d[n++].error = "act broke";
+        d[n] = event(4, DURO_EVENT_ORCHESTRATION_FAILED);
+        d[n].error = "kid broke";
+        d[n++].category = DURO_CATEGORY_APPLICATION;
+        m.error = "kid broke";
+        m.category = DURO_CATEGORY_APPLICATION;
+    }
+    duro_orch_ack a = ack_of(1, d, n, &m);
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+}
+
+/* `parent` Failed at execution 1: Started, EventRaised (2),
+ * SubOrchestrationScheduled of `kid` (3), SubOrchestrationFailed (4),
+ * OrchestrationFailed (5); the last good point is 3. */
+static void parent_of(duro_provider *p, const char *parent, const char *kid)
+{
+    begin(p, parent, 0);
+    duro_orch_item *item = poke(p, parent);
+    duro_event d[4];
+    d[0] = event(2, DURO_EVENT_EVENT_RAISED);
+    d[0].name = "poke";
+    d[1] = event(3, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED);
+    d[1].name = "orch";
+    d[1].ref_instance = kid;
+    d[2] = event(4, DURO_EVENT_SUB_ORCHESTRATION_FAILED);
+    d[2].source_event_id = 3;
+    d[2].error = "kid broke";
+    d[3] = event(5, DURO_EVENT_ORCHESTRATION_FAILED);
+    d[3].error = "kid broke";
+    duro_instance_meta m = meta(DURO_STATUS_FAILED);
+    m.error = "kid broke";
+    duro_orch_ack a = ack_of(1, d, 4, &m);
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+}
+
+/* The one message queued for `id`, fetched and checked. */
+static void expect_child_message(duro_provider *p, const char *id, int kind,
+                                 const char *payload, const char *error)
+{
+    CHECK_EQ(count(p, ORCH, id), 1);
+    duro_orch_item *item = fetch_orch_for(p, id, LOCK_LONG);
+    CHECK_EQ(item->message_count, 1);
+    const duro_work_item *w = &item->messages[0];
+    CHECK_EQ(w->kind, kind);
+    CHECK_EQ(w->execution_id, 2);
+    CHECK_EQ(w->source_id, 3);
+    if (payload != NULL)
+        CHECK_STR(w->payload, payload);
+    if (error != NULL)
+        CHECK(w->error != NULL && strstr(w->error, error) != NULL);
+    abandon_orch(p, item, 0);
+    duro_orch_item_free(item);
+}
+
+PV_TEST(reset_instance_settles_children_without_a_result)
+{
+    duro_provider *p = pv_open();
+    require_v13(p);
+    duro_error e;
+    duro_reset_result out;
+
+    /* An ended child gets its ending sent to the new execution. */
+    parent_of(p, "p1", "k1");
+    child_of(p, "p1", "k1", DURO_STATUS_COMPLETED);
+    duro_reset_request r = reset_req("p1", 3);
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.children, 1);
+    expect_child_message(p, "p1", DURO_WORK_CHILD_COMPLETED, "\"kid-out\"",
+                         NULL);
+    CHECK_EQ(latest(p, "k1"), 1);
+
+    parent_of(p, "p2", "k2");
+    child_of(p, "p2", "k2", DURO_STATUS_FAILED);
+    r = reset_req("p2", 3);
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    expect_child_message(p, "p2", DURO_WORK_CHILD_FAILED, NULL, "kid broke");
+    CHECK_EQ(latest(p, "k2"), 1);
+
+    /* A rewind rewinds a Failed child with its parent, re-linked to the
+     * parent's new execution; a dry run first changes nothing. */
+    parent_of(p, "p3", "k3");
+    child_of(p, "p3", "k3", DURO_STATUS_FAILED);
+    r = reset_req("p3", 0);
+    r.rewind = 1;
+    r.dry_run = 1;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.to_event_id, 3);
+    CHECK_EQ(out.children, 1);
+    CHECK_EQ(latest(p, "k3"), 1);
+    CHECK_EQ(latest(p, "p3"), 1);
+    CHECK_EQ(count(p, WORKER, "k3"), 0);
+    r.dry_run = 0;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(latest(p, "p3"), 2);
+    CHECK_EQ(latest(p, "k3"), 2);
+    CHECK_EQ(count(p, ORCH, "p3"), 0);
+    duro_history *h = history(p, "k3", 2);
+    CHECK_EQ(h->count, 3);
+    CHECK_STR(h->events[0].ref_instance, "p3");
+    CHECK_EQ(h->events[0].ref_execution, 2);
+    CHECK_EQ(h->events[2].kind, DURO_EVENT_EXECUTION_RESET);
+    CHECK_EQ(h->events[2].flags, DURO_RESET_REWIND);
+    duro_history_free(h);
+    duro_instance_list *l = get(p, "k3");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_RUNNING);
+    duro_instance_list_free(l);
+    duro_worker_item *wi = fetch_work(p, LOCK_LONG);
+    CHECK(wi != NULL);
+    CHECK_STR(wi->item.instance_id, "k3");
+    CHECK_EQ(wi->item.execution_id, 2);
+    duro_worker_item_free(wi);
+
+    /* A live child is refused: its result would go to execution 1. */
+    parent_of(p, "p4", "k4");
+    child_of(p, "p4", "k4", DURO_STATUS_RUNNING);
+    r = reset_req("p4", 0);
+    r.rewind = 1;
+    expect_reset_refused(p, &r, DURO_INVALID, "is Running");
+    CHECK_EQ(latest(p, "p4"), 1);
+}
+
 typedef struct sweep_reset_arg {
     duro_reset_request r;
     duro_reset_result out;
@@ -10144,6 +10304,15 @@ PV_TEST(fault_sweep_reset_instance)
     CHECK_EQ(history_len(p, "z", 2), 7);
     CHECK_EQ(count(p, WORKER, "z"), 1);
     CHECK_EQ(count(p, ORCH, "z"), 1);
+    /* a rewind that rewinds a child too: both or neither */
+    parent_of(p, "zp", "zk");
+    child_of(p, "zp", "zk", DURO_STATUS_FAILED);
+    memset(&arg, 0, sizeof(arg));
+    arg.r = reset_req("zp", 0);
+    arg.r.rewind = 1;
+    fault_sweep(p, "reset_instance (with a child)", sweep_reset, &arg);
+    CHECK_EQ(latest(p, "zp"), 2);
+    CHECK_EQ(latest(p, "zk"), 2);
 }
 
 /* ========================================================================
@@ -10330,6 +10499,7 @@ static const pv_case suite[] = {
     C(reset_instance_keeps_a_prefix_and_makes_its_pending_work_live),
     C(reset_instance_rewind_goes_to_the_last_good_point),
     C(reset_instance_refuses_what_could_not_replay),
+    C(reset_instance_settles_children_without_a_result),
     C_NEEDS(fault_sweep_reset_instance, NEEDS_INJECT),
 };
 

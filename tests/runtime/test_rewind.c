@@ -122,6 +122,17 @@ static int orch_steps(duro_orch *o, const char *in, duro_result *out)
                                      duro_task_output(e)));
 }
 
+/* Runs Pay as a child and returns its output; fails when it does. */
+static int orch_parent(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    duro_task *kid = duro_call_sub_orchestration(
+        o, "Pay", NULL, duro_sprintf(o, "%s-kid", duro_instance_id(o)), NULL);
+    if (duro_await(o, kid) != DURO_OK)
+        return duro_fail(out, duro_task_error(kid));
+    return duro_ok(out, duro_sprintf(o, "parent:%s", duro_task_output(kid)));
+}
+
 /* Waits for event "go", then echoes it. */
 static int orch_wait(duro_orch *o, const char *in, duro_result *out)
 {
@@ -147,6 +158,8 @@ static void setup(rt_fixture *f, const char *db)
                                              NULL));
     CHECK_OK(
         duro_registry_add_orchestration(f->reg, "Wait", NULL, orch_wait, NULL));
+    CHECK_OK(duro_registry_add_orchestration(f->reg, "Parent", NULL,
+                                             orch_parent, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Echo", act_echo, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Flaky", act_flaky, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Count", act_count, NULL));
@@ -238,6 +251,37 @@ TEST(rewind_retries_the_failed_activity_and_the_instance_completes)
     /* Completed now: a rewind is refused, a reset is not. */
     CHECK_REFUSED(duro_client_rewind(f.client, "p1", NULL, NULL),
                   DURO_INVALID_STATE, "only a Failed instance");
+    store_done(&f);
+}
+
+TEST(rewind_of_a_parent_rewinds_its_failed_child)
+{
+    rt_fixture f;
+    setup(&f, "rewind_parent.db");
+    rt_start(&f);
+    rt_start_instance(&f, "par", "Parent", NULL);
+    duro_instance_info *info = rt_wait(&f, "par", WAIT_MS);
+    CHECK_EQ(info->status, DURO_STATUS_FAILED);
+    duro_free(info);
+    info = rt_wait(&f, "par-kid", WAIT_MS);
+    CHECK_EQ(info->status, DURO_STATUS_FAILED);
+    duro_free(info);
+
+    atomic_store(&fixed, 1);
+    duro_reset_result r;
+    CHECK_OK(duro_client_rewind(f.client, "par", NULL, &r));
+    CHECK_EQ(r.children, 1);
+    info = rt_wait(&f, "par", WAIT_MS);
+    CHECK_EQ(info->status, DURO_STATUS_COMPLETED);
+    CHECK_STR(info->output, "parent:a+fixed-b+c");
+    CHECK_EQ(info->execution_id, 2);
+    duro_free(info);
+    info = rt_wait(&f, "par-kid", WAIT_MS);
+    CHECK_EQ(info->status, DURO_STATUS_COMPLETED);
+    CHECK_EQ(info->execution_id, 2);
+    duro_free(info);
+    /* the child kept its first activity: a ran once, then c */
+    CHECK_EQ(atomic_load(&echo_runs), 2);
     store_done(&f);
 }
 
@@ -414,6 +458,7 @@ TEST(rewind_by_filter_with_a_dry_run)
 }
 
 TEST_MAIN(T(rewind_retries_the_failed_activity_and_the_instance_completes),
+          T(rewind_of_a_parent_rewinds_its_failed_child),
           T(reset_to_an_event_in_the_middle_reruns_the_current_code_from_there),
           T(reset_refuses_what_could_not_replay_and_bad_input),
           T(rewind_by_filter_with_a_dry_run))
