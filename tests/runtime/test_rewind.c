@@ -2,12 +2,17 @@
  * instance rewound after its activity is fixed completes, keeping the
  * history before the failure; a reset to an event in the middle re-runs
  * the code from there with the code registered now; the refusals and bad
- * input. Real runtime on a real store: a SQLite file, or - built with
- * REWIND_PG - a fresh schema on the PostgreSQL server of the tests. Waits
- * are deadline-based; nothing is asserted about time. */
+ * input; two resets of one execution racing (one wins), and a kill -9 in
+ * the middle of resets (each all or nothing). Real runtime on a real store: a
+ * SQLite file, or - built with REWIND_PG - a fresh schema on the PostgreSQL
+ * server of the tests. Waits are deadline-based; nothing is asserted about
+ * time. */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rt_util.h"
@@ -457,8 +462,177 @@ TEST(rewind_by_filter_with_a_dry_run)
     store_done(&f);
 }
 
+/* Two resets of the same execution at once: the compare-and-set lets
+ * exactly one win; the other is refused, changing nothing. */
+typedef struct racer {
+    rt_fixture *f;
+    pthread_barrier_t *go;
+    int rc;
+} racer;
+
+static void *race_reset(void *arg)
+{
+    racer *r = arg;
+    duro_reset_options o;
+    duro_reset_options_init(&o);
+    o.execution_id = 1;
+    o.to_event_id = 2;
+    pthread_barrier_wait(r->go);
+    r->rc = duro_client_reset(r->f->client, "race", &o, NULL);
+    return NULL;
+}
+
+TEST(two_resets_of_one_execution_racing_one_wins)
+{
+    rt_fixture f;
+    setup(&f, "rewind_race.db");
+    rt_start(&f);
+    rt_start_instance(&f, "race", "Pay", NULL);
+    duro_free(rt_wait(&f, "race", WAIT_MS));
+    rt_stop(&f); /* nothing runs the reset instance meanwhile */
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    racer a = {&f, &go, -1}, b = {&f, &go, -1};
+    pthread_t ta, tb;
+    CHECK(pthread_create(&ta, NULL, race_reset, &a) == 0);
+    CHECK(pthread_create(&tb, NULL, race_reset, &b) == 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    pthread_barrier_destroy(&go);
+    CHECK_MSG((a.rc == DURO_OK) != (b.rc == DURO_OK),
+              "one reset must win and one be refused: %s and %s",
+              duro_errname(a.rc), duro_errname(b.rc));
+    CHECK_EQ(a.rc == DURO_OK ? b.rc : a.rc, DURO_INVALID_STATE);
+    duro_instance_info *info = NULL;
+    CHECK_OK(duro_client_get_status(f.client, "race", &info));
+    CHECK_EQ(info->execution_id, 2);
+    duro_free(info);
+    duro_history *h = history_of(&f, "race", 2);
+    CHECK_EQ(h->count, 3); /* Started, Scheduled a, ExecutionReset */
+    duro_history_free(h);
+    store_done(&f);
+}
+
+#ifndef REWIND_PG
+#define KILL_INSTANCES 120
+
+/* The child of a kill round: rewinds kill-0 .. kill-119 in turn, writing a
+ * byte to `out` after each; the parent kills it at some point. */
+static void rewind_all(const char *url, int out)
+{
+    duro_client *c = NULL;
+    if (duro_client_create(url, &c) != DURO_OK)
+        _exit(3);
+    for (int i = 0; i < KILL_INSTANCES; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "kill-%d", i);
+        if (duro_client_rewind(c, id, NULL, NULL) != DURO_OK)
+            _exit(4);
+        if (write(out, "r", 1) != 1)
+            _exit(5);
+    }
+    _exit(0);
+}
+
+/* kill -9 while another process rewinds instance after instance: every
+ * instance is then either untouched (Failed at execution 1, nothing of
+ * execution 2) or rewound whole (Running at execution 2, its history and
+ * its activity's row there) - never a part. */
+TEST(a_kill_during_resets_leaves_each_whole_or_untouched)
+{
+    rt_fixture f;
+    setup(&f, "rewind_kill.db");
+    rt_start(&f);
+    for (int i = 0; i < KILL_INSTANCES; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "kill-%d", i);
+        rt_start_instance(&f, id, "Pay", NULL);
+    }
+    for (int i = 0; i < KILL_INSTANCES; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "kill-%d", i);
+        duro_free(rt_wait(&f, id, WAIT_MS));
+    }
+    rt_stop(&f);
+    duro_client_destroy(f.client);
+    f.client = NULL;
+
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        rewind_all(f.url, fds[1]);
+    }
+    close(fds[1]);
+    /* let a few rewinds commit, then kill it inside a later one */
+    char got;
+    int done = 0;
+    while (done < 7 && read(fds[0], &got, 1) == 1)
+        done++;
+    kill(pid, SIGKILL);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    close(fds[0]);
+    CHECK_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+              "the rewinding process ended before the kill (status %d)", st);
+
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    duro_provider *p = NULL;
+    duro_error e;
+    CHECK_PRC(duro_provider_open(f.url, &p, &e), DURO_OK, &e);
+    int rewound = 0;
+    for (int i = 0; i < KILL_INSTANCES; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "kill-%d", i);
+        duro_instance_info *info = NULL;
+        CHECK_OK(duro_client_get_status(f.client, id, &info));
+        uint64_t rows = 99;
+        CHECK_PRC(p->count_messages(p, DURO_QUEUE_WORKER, id, &rows, &e),
+                  DURO_OK, &e);
+        duro_history *two = NULL;
+        int hrc = duro_client_read_history(f.client, id, 2, &two);
+        if (info->execution_id == 2) {
+            rewound++;
+            CHECK_OK(hrc);
+            CHECK_EQ(info->status, DURO_STATUS_RUNNING);
+            CHECK_EQ(two->count, 5);
+            CHECK_EQ(two->events[4].kind, DURO_EVENT_EXECUTION_RESET);
+            CHECK_EQ(rows, 1);
+        } else {
+            CHECK_EQ(info->execution_id, 1);
+            CHECK_EQ(info->status, DURO_STATUS_FAILED);
+            CHECK_RC(hrc, DURO_NOT_FOUND); /* no execution 2 at all */
+            CHECK_EQ(rows, 0);
+        }
+        duro_history_free(two);
+        duro_free(info);
+    }
+    CHECK_INT(rewound, >=, 7);
+    CHECK_INT(rewound, <, KILL_INSTANCES);
+    duro_provider_close(p);
+
+    /* what the kill left runs on: the rewound ones fail again */
+    rt_start(&f);
+    for (int i = 0; i < KILL_INSTANCES; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "kill-%d", i);
+        duro_instance_info *info = rt_wait(&f, id, WAIT_MS);
+        CHECK_EQ(info->status, DURO_STATUS_FAILED);
+        duro_free(info);
+    }
+    store_done(&f);
+}
+#define KILL_CASE , T(a_kill_during_resets_leaves_each_whole_or_untouched)
+#else
+#define KILL_CASE
+#endif
+
 TEST_MAIN(T(rewind_retries_the_failed_activity_and_the_instance_completes),
           T(rewind_of_a_parent_rewinds_its_failed_child),
           T(reset_to_an_event_in_the_middle_reruns_the_current_code_from_there),
           T(reset_refuses_what_could_not_replay_and_bad_input),
-          T(rewind_by_filter_with_a_dry_run))
+          T(rewind_by_filter_with_a_dry_run),
+          T(two_resets_of_one_execution_racing_one_wins) KILL_CASE)
