@@ -252,6 +252,19 @@ TEST(rewind_retries_the_failed_activity_and_the_instance_completes)
     CHECK_EQ(again->count, 6);
     duro_history_free(again);
     duro_history_free(before);
+    /* the reset execution replays without a store (ExecutionReset is an
+     * input with no effect), and so does the exported document of both */
+    duro_history *two = history_of(&f, "p1", 2);
+    CHECK_OK(duro_replay_history(f.reg, two, NULL));
+    duro_history_free(two);
+    char *doc = NULL;
+    CHECK_OK(duro_client_export_history(f.client, "p1", &doc));
+    CHECK(strstr(doc, "\"kind\":\"ExecutionReset\"") != NULL);
+    CHECK(strstr(doc, "\"ref_event_id\":4") != NULL);
+    duro_replay_divergence div;
+    int rrc = duro_replay_json(f.reg, doc, strlen(doc), NULL, &div);
+    duro_free(doc);
+    CHECK_OK(rrc);
 
     /* Completed now: a rewind is refused, a reset is not. */
     CHECK_REFUSED(duro_client_rewind(f.client, "p1", NULL, NULL),
