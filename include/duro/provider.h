@@ -1599,9 +1599,9 @@ struct duro_provider {
      * fired timer, raised event, child result, cancel request,
      * suspension, resume, ExecutionReset or OrchestrationTerminated):
      * inputs reach the code one at a time, and the decisions after one
-     * are the code's answer to it, kept or dropped whole. A
-     * point inside a turn (P + 1 a decision of the code) fails
-     * DURO_INVALID naming the nearest boundaries before and after it.
+     * are the code's answer to it, kept or dropped whole. A point inside
+     * a turn (P + 1 a decision of the code) fails DURO_INVALID naming the
+     * nearest boundaries before and after it.
      * Refused too (DURO_INVALID, changing nothing): events 1 .. P that
      * end inside a suspension, and the children above.
      *
@@ -1613,7 +1613,9 @@ struct duro_provider {
      * DURO_INVALID_STATE for an instance that is live (Pending, Running,
      * Suspended), not Failed for a rewind, or whose current execution is
      * not r->execution_id (another reset came first). With r->dry_run
-     * the same checks and *out, nothing written. */
+     * the same checks and *out, nothing written (the reads still run in
+     * a write transaction, rolled back: a dry run of a store opened
+     * read-only fails). Any thread; blocks on storage I/O. */
     int (*reset_instance)(duro_provider *p, const duro_reset_request *r,
                           duro_reset_result *out, duro_error *err);
 };

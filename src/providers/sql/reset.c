@@ -12,12 +12,6 @@
 #include "providers/providers.h"
 #include "providers/sql/sql.h"
 
-static int ended(int status)
-{
-    return status == DURO_STATUS_COMPLETED || status == DURO_STATUS_FAILED ||
-           status == DURO_STATUS_CANCELLED || status == DURO_STATUS_TERMINATED;
-}
-
 static int check_request(const duro__sql_store *st, const duro_reset_request *r,
                          duro_reset_result *out, duro_error *err)
 {
@@ -113,7 +107,7 @@ static int check_state(const duro_reset_request *r, uint64_t execution,
                               "Failed instance can be rewound (reset takes "
                               "any ended one)",
                               r->instance_id, duro_status_name(status));
-    if (!ended(status))
+    if (!duro_status_is_terminal(status))
         return duro_error_set(err, DURO_INVALID_STATE, 0,
                               "cannot %s instance '%s': it is %s; only an "
                               "ended instance (Completed, Failed, Cancelled, "
@@ -253,7 +247,7 @@ static int settle_child(duro__sql_store *st, duro__sql_conn *c,
             r->instance_id, from, kid, sched->event_id);
     if (rc != DURO_OK)
         return rc;
-    if (!ended(kid_status) || kid_execution == 0)
+    if (!duro_status_is_terminal(kid_status) || kid_execution == 0)
         return duro_error_set(
             err, DURO_INVALID, 0,
             "cannot reset instance '%s' execution %" PRIu64
