@@ -1595,9 +1595,11 @@ struct duro_provider {
      * of rewound children deep is refused (DURO_INVALID).
      *
      * P must be a turn boundary: 1 <= P, P before the execution's
-     * terminal event, and event P + 1 an input (a completion, failure,
-     * fired timer, raised event, child result, cancel request,
-     * suspension, resume, ExecutionReset or OrchestrationTerminated):
+     * ending (its terminal event and the cancel requests with the
+     * ending's reason just before it), and event P + 1 an input (a
+     * completion, failure, fired timer, raised event, child result,
+     * cancel request, suspension, resume, ExecutionReset, or a
+     * terminate's events, decided without code):
      * inputs reach the code one at a time, and the decisions after one
      * are the code's answer to it, kept or dropped whole. A point inside
      * a turn (P + 1 a decision of the code) fails DURO_INVALID naming the

@@ -42,19 +42,62 @@ static int is_terminal(int kind)
            kind == DURO_EVENT_ORCHESTRATION_TERMINATED;
 }
 
-/* The events a reset may keep: all but a terminal last one. */
+/* The reason an ending gives the cancel requests it decides (as the
+ * engine's duro__engine_end_reason does); NULL for a kind that ends
+ * nothing. */
+static const char *end_reason(int kind)
+{
+    switch (kind) {
+    case DURO_EVENT_ORCHESTRATION_COMPLETED:
+        return DURO_REASON_INSTANCE_COMPLETED;
+    case DURO_EVENT_ORCHESTRATION_FAILED:
+        return DURO_REASON_INSTANCE_FAILED;
+    case DURO_EVENT_ORCHESTRATION_CANCELLED:
+        return DURO_REASON_INSTANCE_CANCELLED;
+    case DURO_EVENT_ORCHESTRATION_TERMINATED:
+        return DURO_REASON_INSTANCE_TERMINATED;
+    case DURO_EVENT_CONTINUED_AS_NEW:
+        return DURO_REASON_CONTINUED_AS_NEW;
+    default:
+        return NULL;
+    }
+}
+
+static int is_cancel_request(int kind)
+{
+    return kind == DURO_EVENT_ACTIVITY_CANCEL_REQUESTED ||
+           kind == DURO_EVENT_SUB_ORCHESTRATION_CANCEL_REQUESTED;
+}
+
+/* How many events a reset may keep at most: all of a live execution's;
+ * of an ended one, those before its ending - the terminal event and the
+ * cancel requests of what was outstanding, which the ending decided just
+ * before it (with its reason). */
 static size_t keepable(const duro_event *ev, size_t n)
 {
-    return n > 0 && is_terminal(ev[n - 1].kind) ? n - 1 : n;
+    if (n == 0 || !is_terminal(ev[n - 1].kind))
+        return n;
+    const char *reason = end_reason(ev[n - 1].kind);
+    size_t end = n - 1;
+    while (end > 1 && is_cancel_request(ev[end - 1].kind) &&
+           ev[end - 1].reason != NULL &&
+           strcmp(ev[end - 1].reason, reason) == 0)
+        end--;
+    return end;
 }
 
 /* 1 when events 1 .. p end at a turn boundary: event p + 1 is an input
- * (or there is none). */
+ * (or there is none). A terminate is one: decided without the code, its
+ * cancel requests and OrchestrationTerminated record an operator's
+ * request, not the code's answer to the input before them. */
 static int boundary(const duro_event *ev, size_t n, uint64_t p)
 {
-    if (p < 1 || p > keepable(ev, n))
+    size_t keep = keepable(ev, n);
+    if (p < 1 || p > keep)
         return 0;
-    return p == n || !is_decision(ev[p].kind);
+    if (p == n || !is_decision(ev[p].kind))
+        return 1;
+    return p == keep && ev[n - 1].kind == DURO_EVENT_ORCHESTRATION_TERMINATED;
 }
 
 /* The nearest boundary before p (0: none) and after it (0: none). */
@@ -105,7 +148,7 @@ static uint64_t last_good(const duro_event *ev, size_t n, uint64_t *failure)
             break;
         }
     if (f == n + 1 && keepable(ev, n) < n)
-        f = n;
+        f = keepable(ev, n) + 1; /* the ending's first event */
     *failure = f;
     for (uint64_t q = f; q-- > 1;)
         if (boundary(ev, n, q))
@@ -229,7 +272,7 @@ int duro__reset_decide(const duro_event *ev, size_t n, const char *id,
         return duro_error_set(
             err, DURO_INVALID, 0,
             "cannot reset instance '%s' execution %" PRIu64 " to event %" PRIu64
-            ": it is the execution's ending (%s)%s",
+            ": it is part of the execution's ending (%s)%s",
             id, execution, to, duro_event_kind_name(ev[to - 1].kind), near);
     } else if (!boundary(ev, n, to)) {
         nearest(ev, n, to, &before, &after);

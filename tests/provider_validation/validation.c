@@ -10041,6 +10041,37 @@ PV_TEST(reset_instance_rewind_goes_to_the_last_good_point)
     CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
     CHECK_EQ(out.status, DURO_STATUS_COMPLETED);
     CHECK_EQ(history_len(p, "done", 2), 2);
+
+    /* Terminated while its activity ran: the cancel request and
+     * OrchestrationTerminated are the terminate's, not the code's answer,
+     * so the point before them is a boundary, and the points among them
+     * are not. */
+    begin(p, "term", 1);
+    duro_orch_item *item = poke(p, "term");
+    duro_event d[2];
+    d[0] = event(3, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED);
+    d[0].source_event_id = 2;
+    d[0].reason = DURO_REASON_INSTANCE_TERMINATED;
+    d[1] = event(4, DURO_EVENT_ORCHESTRATION_TERMINATED);
+    d[1].reason = "stop";
+    duro_instance_meta m = meta(DURO_STATUS_TERMINATED);
+    duro_orch_ack a = ack_of(1, d, 2, &m);
+    duro_activity_ref cancelled = ref("term", 1, 2);
+    a.cancelled_activities = &cancelled;
+    a.cancelled_activity_count = 1;
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+    r = reset_req("term", 3);
+    expect_reset_refused(p, &r, DURO_INVALID, "part of the execution's ending");
+    expect_reset_refused(p, &r, DURO_INVALID,
+                         "nearest point a reset may "
+                         "keep up to is event 2");
+    r.to_event_id = 0;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.status, DURO_STATUS_TERMINATED);
+    CHECK_EQ(out.to_event_id, 2);
+    CHECK_EQ(out.activities, 1);
+    CHECK_EQ(count(p, WORKER, "term"), 1);
 }
 
 PV_TEST(reset_instance_refuses_what_could_not_replay)

@@ -138,6 +138,24 @@ static int orch_parent(duro_orch *o, const char *in, duro_result *out)
     return duro_ok(out, duro_sprintf(o, "parent:%s", duro_task_output(kid)));
 }
 
+/* Holds until cancelled (30 s at most), or returns at once once fixed. */
+static int act_hold(duro_activity *a, const char *in, duro_result *out)
+{
+    (void)in;
+    if (atomic_load(&fixed))
+        return duro_ok(out, "held");
+    if (duro_activity_wait_cancelled(a, WAIT_MS))
+        return duro_fail(out, "cancelled");
+    return duro_ok(out, "not cancelled");
+}
+
+static int orch_hang(duro_orch *o, const char *in, duro_result *out)
+{
+    duro_task *t = duro_call_activity(o, "Hold", in);
+    duro_await(o, t);
+    return duro_ok(out, duro_task_output(t));
+}
+
 /* Waits for event "go", then echoes it. */
 static int orch_wait(duro_orch *o, const char *in, duro_result *out)
 {
@@ -165,6 +183,9 @@ static void setup(rt_fixture *f, const char *db)
         duro_registry_add_orchestration(f->reg, "Wait", NULL, orch_wait, NULL));
     CHECK_OK(duro_registry_add_orchestration(f->reg, "Parent", NULL,
                                              orch_parent, NULL));
+    CHECK_OK(
+        duro_registry_add_orchestration(f->reg, "Hang", NULL, orch_hang, NULL));
+    CHECK_OK(duro_registry_add_activity(f->reg, "Hold", act_hold, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Echo", act_echo, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Flaky", act_flaky, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Count", act_count, NULL));
@@ -300,6 +321,34 @@ TEST(rewind_of_a_parent_rewinds_its_failed_child)
     duro_free(info);
     /* the child kept its first activity: a ran once, then c */
     CHECK_EQ(atomic_load(&echo_runs), 2);
+    store_done(&f);
+}
+
+TEST(a_terminated_instance_reset_runs_its_cancelled_activity_again)
+{
+    rt_fixture f;
+    setup(&f, "rewind_term.db");
+    rt_start(&f);
+    rt_start_instance(&f, "h1", "Hang", NULL);
+    WAIT_UNTIL(rt_count_events(&f, "h1", DURO_EVENT_ACTIVITY_SCHEDULED) == 1,
+               WAIT_MS);
+    CHECK_OK(duro_client_terminate(f.client, "h1", "stuck", "ops"));
+    duro_instance_info *info = rt_wait(&f, "h1", WAIT_MS);
+    CHECK_EQ(info->status, DURO_STATUS_TERMINATED);
+    duro_free(info);
+    /* Started, Scheduled, its cancel request, Terminated: the last good
+     * point is before the terminate's events */
+    atomic_store(&fixed, 1);
+    duro_reset_options o;
+    duro_reset_options_init(&o);
+    duro_reset_result r;
+    CHECK_OK(duro_client_reset(f.client, "h1", &o, &r));
+    CHECK_EQ(r.to_event_id, 2);
+    CHECK_EQ(r.activities, 1);
+    info = rt_wait(&f, "h1", WAIT_MS);
+    CHECK_EQ(info->status, DURO_STATUS_COMPLETED);
+    CHECK_STR(info->output, "held");
+    duro_free(info);
     store_done(&f);
 }
 
@@ -645,6 +694,7 @@ TEST(a_kill_during_resets_leaves_each_whole_or_untouched)
 
 TEST_MAIN(T(rewind_retries_the_failed_activity_and_the_instance_completes),
           T(rewind_of_a_parent_rewinds_its_failed_child),
+          T(a_terminated_instance_reset_runs_its_cancelled_activity_again),
           T(reset_to_an_event_in_the_middle_reruns_the_current_code_from_there),
           T(reset_refuses_what_could_not_replay_and_bad_input),
           T(rewind_by_filter_with_a_dry_run),
