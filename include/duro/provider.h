@@ -202,8 +202,8 @@ typedef enum duro_event_kind {
      * change, live, and took its new path */
     DURO_EVENT_PATCH_MARKER = 22, /* name (the change id) */
     /* version 13: the execution was begun by a reset (or rewind) of an
-     * earlier one, whose events before it it copies; an input with no
-     * effect on the code */
+     * earlier one, whose events before it it copies; no effect on the
+     * code, which replay passes wherever it stands */
     DURO_EVENT_EXECUTION_RESET = 23 /* reason, requested_by, ref_execution
                                        (the execution reset), ref_event_id
                                        (the last event kept), flags
@@ -1581,7 +1581,10 @@ struct duro_provider {
      * TimerCreated with no TimerFired a DURO_WORK_TIMER_FIRED message,
      * visible at its fire time (at once when that has passed); event
      * subscriptions need nothing. Messages already queued for the
-     * instance stay (a turn of n+1 drops those naming n). An attached
+     * instance stay (a turn of n+1 drops those naming n), and a
+     * DURO_WORK_RESUME_INSTANCE {reason, requested_by} is enqueued, visible
+     * at once, so that a turn of n+1 runs now (a resume of an execution
+     * that is not suspended records nothing). An attached
      * sub-orchestration scheduled without a result there (nor a cancel
      * request) must have ended: with a rewind, a Failed child is rewound
      * too, in the same transaction and by the same rules, its parent

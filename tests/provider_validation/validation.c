@@ -10026,7 +10026,18 @@ PV_TEST(reset_instance_rewind_goes_to_the_last_good_point)
     CHECK_EQ(w->item.source_id, 3);
     CHECK_EQ(w->item.execution_id, 2);
     duro_worker_item_free(w);
-    /* The timer's message waits for its fire time, an hour away. */
+    /* A resume (which records nothing: the execution is not suspended)
+     * makes a turn run at once; the timer's message waits for its fire
+     * time, an hour away. */
+    CHECK_EQ(count(p, ORCH, "y"), 2);
+    duro_orch_item *item = fetch_orch_expect(p, "y", LOCK_LONG);
+    CHECK_EQ(item->execution_id, 2);
+    CHECK_EQ(item->message_count, 1);
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_RESUME_INSTANCE);
+    CHECK_STR(item->messages[0].requested_by, "ops");
+    duro_orch_ack none = ack_of(2, NULL, 0, NULL);
+    ack(p, item->lock_token, &none);
+    duro_orch_item_free(item);
     CHECK_EQ(count(p, ORCH, "y"), 1);
     expect_no_orch(p);
 
@@ -10047,7 +10058,7 @@ PV_TEST(reset_instance_rewind_goes_to_the_last_good_point)
      * so the point before them is a boundary, and the points among them
      * are not. */
     begin(p, "term", 1);
-    duro_orch_item *item = poke(p, "term");
+    item = poke(p, "term");
     duro_event d[2];
     d[0] = event(3, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED);
     d[0].source_event_id = 2;
@@ -10219,14 +10230,17 @@ static void parent_of(duro_provider *p, const char *parent, const char *kid)
     duro_orch_item_free(item);
 }
 
-/* The one message queued for `id`, fetched and checked. */
+/* The child's message queued for `id` (beside the reset's resume),
+ * fetched and checked. */
 static void expect_child_message(duro_provider *p, const char *id, int kind,
                                  const char *payload, const char *error)
 {
-    CHECK_EQ(count(p, ORCH, id), 1);
+    CHECK_EQ(count(p, ORCH, id), 2);
     duro_orch_item *item = fetch_orch_for(p, id, LOCK_LONG);
-    CHECK_EQ(item->message_count, 1);
+    CHECK_EQ(item->message_count, 2);
     const duro_work_item *w = &item->messages[0];
+    if (w->kind == DURO_WORK_RESUME_INSTANCE)
+        w = &item->messages[1];
     CHECK_EQ(w->kind, kind);
     CHECK_EQ(w->execution_id, 2);
     CHECK_EQ(w->source_id, 3);
@@ -10279,7 +10293,8 @@ PV_TEST(reset_instance_settles_children_without_a_result)
     CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
     CHECK_EQ(latest(p, "p3"), 2);
     CHECK_EQ(latest(p, "k3"), 2);
-    CHECK_EQ(count(p, ORCH, "p3"), 0);
+    CHECK_EQ(count(p, ORCH, "p3"), 1); /* its resume only */
+    CHECK_EQ(count(p, ORCH, "k3"), 1);
     duro_history *h = history(p, "k3", 2);
     CHECK_EQ(h->count, 3);
     CHECK_STR(h->events[0].ref_instance, "p3");
@@ -10334,7 +10349,7 @@ PV_TEST(fault_sweep_reset_instance)
     CHECK_EQ(latest(p, "z"), 2);
     CHECK_EQ(history_len(p, "z", 2), 7);
     CHECK_EQ(count(p, WORKER, "z"), 1);
-    CHECK_EQ(count(p, ORCH, "z"), 1);
+    CHECK_EQ(count(p, ORCH, "z"), 2); /* the timer, the resume */
     /* a rewind that rewinds a child too: both or neither */
     parent_of(p, "zp", "zk");
     child_of(p, "zp", "zk", DURO_STATUS_FAILED);

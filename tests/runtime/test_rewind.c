@@ -352,6 +352,40 @@ TEST(a_terminated_instance_reset_runs_its_cancelled_activity_again)
     store_done(&f);
 }
 
+/* Terminated before it began (a delayed start, decided in the request's
+ * transaction): history is Started and Terminated, and no code ever ran.
+ * Reset to its start, nothing is pending, yet its code must run: the
+ * reset's resume makes a turn run at once. */
+TEST(an_instance_terminated_before_it_began_runs_its_code_after_a_reset)
+{
+    rt_fixture f;
+    setup(&f, "rewind_unbegun.db");
+    rt_start(&f);
+    duro_start_options so;
+    duro_start_options_init(&so);
+    so.delay_ms = 3600 * 1000;
+    CHECK_OK(duro_client_start(f.client, "late", "Pay", NULL, &so));
+    CHECK_OK(duro_client_terminate(f.client, "late", "never mind", "ops"));
+    duro_instance_info *info = rt_wait(&f, "late", WAIT_MS);
+    CHECK_EQ(info->status, DURO_STATUS_TERMINATED);
+    duro_free(info);
+    CHECK_EQ(rt_count_events(&f, "late", DURO_EVENT_ACTIVITY_SCHEDULED), 0);
+    atomic_store(&fixed, 1);
+    duro_reset_options o;
+    duro_reset_options_init(&o);
+    o.to_event_id = 1;
+    duro_reset_result r;
+    CHECK_OK(duro_client_reset(f.client, "late", &o, &r));
+    CHECK_EQ(r.activities + r.timers + r.children, 0);
+    info = rt_wait(&f, "late", WAIT_MS);
+    CHECK_MSG(info->status == DURO_STATUS_COMPLETED, "ended %s: %s",
+              duro_status_name(info->status),
+              info->error ? info->error : "");
+    CHECK_STR(info->output, "a+fixed-b+c");
+    duro_free(info);
+    store_done(&f);
+}
+
 TEST(reset_to_an_event_in_the_middle_reruns_the_current_code_from_there)
 {
     rt_fixture f;
@@ -695,6 +729,7 @@ TEST(a_kill_during_resets_leaves_each_whole_or_untouched)
 TEST_MAIN(T(rewind_retries_the_failed_activity_and_the_instance_completes),
           T(rewind_of_a_parent_rewinds_its_failed_child),
           T(a_terminated_instance_reset_runs_its_cancelled_activity_again),
+          T(an_instance_terminated_before_it_began_runs_its_code_after_a_reset),
           T(reset_to_an_event_in_the_middle_reruns_the_current_code_from_there),
           T(reset_refuses_what_could_not_replay_and_bad_input),
           T(rewind_by_filter_with_a_dry_run),

@@ -297,7 +297,7 @@ static int settle_child(duro__sql_store *st, duro__sql_conn *c,
 }
 
 /* The writes of the reset, in order: the instance row (its CAS), the
- * execution row, history, worker rows, timer messages, children. */
+ * execution row, history, worker rows, timer messages, the wake-up. */
 static int write_reset(duro__sql_store *st, duro__sql_conn *c,
                        const reset_step *step, const duro_event *ev,
                        const duro__reset_plan *plan, uint64_t from,
@@ -352,6 +352,18 @@ static int write_reset(duro__sql_store *st, duro__sql_conn *c,
                              .fire_at_ms = t->fire_at_ms};
         rc = duro__sql_insert_message(st, c, &it, now,
                                       DURO__MAX(now, t->fire_at_ms), op, err);
+    }
+    /* A turn of n+1 at once, whatever is pending: the code answers there
+     * an input the kept events hold unanswered (one a turn decided
+     * without code recorded, before a terminate), and a nondeterminism of
+     * the current code shows now, not at the next message. A resume of
+     * an execution that is not suspended records nothing. */
+    if (rc == DURO_OK) {
+        duro_work_item wake = {.kind = DURO_WORK_RESUME_INSTANCE,
+                               .instance_id = r->instance_id,
+                               .reason = r->reason,
+                               .requested_by = r->requested_by};
+        rc = duro__sql_insert_message(st, c, &wake, now, now, op, err);
     }
     return rc;
 }
