@@ -379,8 +379,7 @@ TEST(an_instance_terminated_before_it_began_runs_its_code_after_a_reset)
     CHECK_EQ(r.activities + r.timers + r.children, 0);
     info = rt_wait(&f, "late", WAIT_MS);
     CHECK_MSG(info->status == DURO_STATUS_COMPLETED, "ended %s: %s",
-              duro_status_name(info->status),
-              info->error ? info->error : "");
+              duro_status_name(info->status), info->error ? info->error : "");
     CHECK_STR(info->output, "a+fixed-b+c");
     duro_free(info);
     store_done(&f);
