@@ -1447,6 +1447,116 @@ DURO_API int duro_client_control_matching(duro_client *c, int control,
                                           const duro_bulk_options *opts,
                                           duro_bulk_result **out);
 
+/* Where a reset or rewind goes and who asks (duro_client_reset(),
+ * duro_client_rewind(), duro_client_reset_matching()). */
+typedef struct duro_reset_options {
+    int version;
+    uint64_t to_event_id;     /* the last event kept; 0: the last good point
+                                 (the latest turn boundary before the first
+                                 failure, or before the ending when nothing
+                                 failed). A rewind takes only 0 */
+    uint64_t execution_id;    /* the execution to_event_id is in, which must
+                                 still be the current one (a reset that
+                                 another overtook fails); 0: the current */
+    const char *reason;       /* recorded on ExecutionReset; may be NULL */
+    const char *requested_by; /* likewise */
+    int dry_run;              /* 1: check and report, change nothing */
+} duro_reset_options;
+
+/** Sets version and every default (the last good point of the current
+ * execution, a real run). NULL is a no-op. @note Any thread. */
+DURO_API void duro_reset_options_init(duro_reset_options *o);
+
+/** Resets an ended instance (Completed, Failed, Cancelled or Terminated):
+ * a new execution n+1 whose history is its current execution n's events 1
+ * .. opts->to_event_id (as they were), then ExecutionReset {reason,
+ * requested_by, ref_execution n, ref_event_id}; the code then continues
+ * from there with the code registered now. The instance is Running again
+ * (output, error and finish time cleared); execution n stays readable
+ * (duro_client_read_history() with n). What the kept events leave pending
+ * is live again in the same transaction: activities scheduled without a
+ * result run again (same name, input and attempt), timers not fired fire
+ * (at once when their time has passed), event waits wait. The point must
+ * be a turn boundary - the event after it an input (a completion, a fired
+ * timer, a raised event, a child's result, a control request) -, because
+ * the decisions a turn takes after an input are one set: a point inside
+ * a turn is refused, naming the nearest valid points. Refused too: a
+ * point that leaves a sub-orchestration without its result (the child
+ * would report to execution n; reset to before it was scheduled or after
+ * its result), a point inside a suspension, and a live instance (Pending,
+ * Running, Suspended: terminate it first). One transaction, with a
+ * compare-and-set on the execution: two resets of the same execution
+ * never both succeed. @p opts NULL: defaults. @p out (may be NULL)
+ * receives what was (with opts->dry_run: would be) done.
+ * @return DURO_OK; DURO_INVALID for a NULL client, a NULL or empty id, a
+ * point that is refused (the message says why and where one may go);
+ * DURO_TOO_LARGE for an id, reason or requester over 1024 bytes;
+ * DURO_NOT_FOUND for an unknown instance or event id; DURO_INVALID_STATE
+ * for a live instance or one whose current execution is not
+ * opts->execution_id; DURO_UNSUPPORTED for a provider older than version
+ * 13; a storage error otherwise (nothing changed).
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_reset(duro_client *c, const char *instance_id,
+                               const duro_reset_options *opts,
+                               duro_reset_result *out);
+
+/** Rewinds a Failed instance: a reset to the last good point (the latest
+ * turn boundary before its current execution's first failure), so the
+ * activities (or child) that failed run again and the orchestration
+ * continues from there, the history before the failure kept; the
+ * ExecutionReset carries DURO_RESET_REWIND. opts->to_event_id must be 0.
+ * Errors as duro_client_reset(); DURO_INVALID_STATE for an instance that
+ * is not Failed.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_rewind(duro_client *c, const char *instance_id,
+                                const duro_reset_options *opts,
+                                duro_reset_result *out);
+
+/* One instance of a reset or rewind by filter. */
+typedef struct duro_reset_item {
+    const char *instance_id;
+    int rc;                   /* DURO_OK, or why it was refused */
+    const char *message;      /* the refusal's message; NULL with DURO_OK */
+    duro_reset_result result; /* with DURO_OK: what was (would be) done */
+} duro_reset_item;
+
+/* What duro_client_reset_matching() did, in one arena. */
+typedef struct duro_reset_list {
+    duro_arena *arena;
+    duro_reset_item *items; /* in id order */
+    size_t count;
+    size_t reset; /* of count, how many were (would be) reset */
+} duro_reset_list;
+
+/** Frees a reset list; NULL is a no-op.
+ * @note One thread, after the last use of the list. */
+DURO_API void duro_reset_list_free(duro_reset_list *l);
+
+/** duro_client_reset(), or duro_client_rewind() when @p rewind is 1, for
+ * every instance @p filter selects (name, created range; status_mask
+ * within Completed, Failed, Cancelled and Terminated, 0: Failed; version
+ * and finished_before_ms must be unset), each in its own transaction, at
+ * most @p max of them (1 .. DURO_BULK_BATCH_MAX; 0: that). The set is
+ * read once when the call starts. Each instance gets an item: reset, or
+ * refused with its code and message (a refusal of one does not stop the
+ * others). With opts->dry_run nothing changes and each item says where
+ * the instance would be reset to. opts->to_event_id and
+ * opts->execution_id must be 0 (the last good point of each). *out
+ * (caller-owned, free with duro_reset_list_free()).
+ * @return DURO_OK (whatever the items say); DURO_INVALID for a NULL
+ * client, @p filter or @p out, a live status, a version, a
+ * finished_before_ms, a to_event_id or execution_id, @p max over
+ * DURO_BULK_BATCH_MAX; DURO_TOO_LARGE as duro_client_reset();
+ * DURO_UNSUPPORTED for a provider older than version 13; a storage error
+ * of the query (*out NULL, nothing changed). A storage error of one
+ * instance's reset is its item's rc, and the others go on.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_reset_matching(duro_client *c,
+                                        const duro_bulk_filter *filter,
+                                        int rewind,
+                                        const duro_reset_options *opts,
+                                        size_t max, duro_reset_list **out);
+
 /** Deletes finished instances for retention: every instance @p filter
  * selects, where filter->finished_before_ms is required and
  * filter->status_mask may hold only the finished statuses Completed,

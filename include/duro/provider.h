@@ -208,10 +208,17 @@ typedef enum duro_event_kind {
     DURO_EVENT_EXECUTION_RESUMED = 21,        /* reason, requested_by */
     /* a command with no side effect: the code asked duro_patched() for a
      * change, live, and took its new path */
-    DURO_EVENT_PATCH_MARKER = 22 /* name (the change id) */
+    DURO_EVENT_PATCH_MARKER = 22, /* name (the change id) */
+    /* version 13: the execution was begun by a reset (or rewind) of an
+     * earlier one, whose events before it it copies; no effect on the
+     * code, which replay passes wherever it stands */
+    DURO_EVENT_EXECUTION_RESET = 23 /* reason, requested_by, ref_execution
+                                       (the execution reset), ref_event_id
+                                       (the last event kept), flags
+                                       (DURO_RESET_REWIND) */
 } duro_event_kind;
 
-#define DURO_EVENT_KIND_MAX 22
+#define DURO_EVENT_KIND_MAX 23
 
 /* Flag of an OrchestrationCancelRequested event: the cancellation was
  * delivered to the code, which may clean up before the instance ends
@@ -226,6 +233,9 @@ typedef enum duro_event_kind {
  * transaction; the event follows OrchestrationStarted, and the code starts
  * at the ExecutionResumed that ends the suspension. */
 #define DURO_SUSPEND_BEFORE_START 0x20u
+/* Flag of an ExecutionReset event (provider version 13): the reset was a
+ * rewind (reset_instance with rewind set). */
+#define DURO_RESET_REWIND 0x40u
 
 /** "ActivityScheduled", ...; never NULL. @note Any thread. */
 DURO_API const char *duro_event_kind_name(int kind);
@@ -461,6 +471,43 @@ typedef struct duro_bulk_result {
                          before their code ran (see
                          DURO_CANCEL_CANCELLED); 0 for a purge */
 } duro_bulk_result;
+
+/* A reset or rewind of one instance (reset_instance, version 13; the
+ * client's duro_client_reset() and duro_client_rewind()). */
+typedef struct duro_reset_request {
+    int version;             /* 1 */
+    const char *instance_id; /* required */
+    uint64_t execution_id;   /* the execution to_event_id is in; it must be
+                                the instance's current one when the
+                                transaction runs (a compare-and-set: a
+                                reset that another one overtook fails); 0:
+                                whichever is current */
+    uint64_t to_event_id;    /* the last event the new execution keeps; 0:
+                                the last good point, the latest turn
+                                boundary before the execution's first
+                                failure (ActivityFailed,
+                                SubOrchestrationFailed), or before its
+                                ending when nothing failed */
+    int rewind;              /* 1: a rewind: only a Failed instance, to the
+                                last good point (to_event_id must be 0) */
+    int dry_run;             /* 1: decide and report, change nothing */
+    const char *reason;      /* recorded on ExecutionReset; may be NULL */
+    const char *requested_by; /* likewise */
+} duro_reset_request;
+
+/* What a reset did (or, in a dry run, would do). */
+typedef struct duro_reset_result {
+    int status;              /* the instance's duro_status before */
+    uint64_t from_execution; /* the execution reset */
+    uint64_t execution_id;   /* the new one: from_execution + 1 */
+    uint64_t to_event_id;    /* the last event kept */
+    uint32_t activities;     /* activities enqueued again (scheduled in the
+                                kept events with no completion there) */
+    uint32_t timers;         /* timers armed again (created, not fired) */
+    uint32_t children;       /* sub-orchestrations without a result in the
+                                kept events: rewound with their parent, or
+                                given their result again */
+} duro_reset_result;
 
 /** Frees a bulk result; NULL is a no-op.
  * @note One thread, after the last use of the result. */
@@ -893,7 +940,7 @@ DURO_API void duro_runtime_list_free(duro_runtime_list *list);
  * bytes as given, so that a store written by an earlier duro, which may
  * hold such text, can still be read and worked on. */
 
-#define DURO_PROVIDER_VERSION 12
+#define DURO_PROVIDER_VERSION 13
 
 typedef struct duro_provider duro_provider;
 
@@ -1660,6 +1707,71 @@ struct duro_provider {
      * instance ends; continue-as-new keeps it (execution 0). Callers send
      * DEADLINE messages and deadlines on START items only to a provider
      * whose version is 12 or more. */
+
+    /* --- version 13 -----------------------------------------------------
+     * Reset and rewind: an ended instance continues in a new execution
+     * from a turn boundary of its current one. Version 13 adds the event
+     * kind DURO_EVENT_EXECUTION_RESET. Callers report DURO_UNSUPPORTED
+     * when the version is below 13 or the pointer is NULL. */
+
+    /* One transaction, all or nothing: execution n+1 of r->instance_id
+     * (n its current execution, which r->execution_id, when not 0, must
+     * be), whose history is n's events 1 .. P (P = r->to_event_id, or the
+     * last good point when 0; each event copied as stored, its times
+     * too) and then ExecutionReset{reason, requested_by, ref_execution n,
+     * ref_event_id P, flags DURO_RESET_REWIND for a rewind} at P + 1,
+     * stamped now. The instance's current execution becomes n+1, its
+     * status Running; its output, error, finish time, last problem and
+     * recorded cancel request are cleared; n's row and history stay
+     * (read_history with n). What events 1 .. P leave pending is made
+     * live in the same transaction: each ActivityScheduled with no
+     * completion, failure or cancel request among them gets a worker row
+     * (execution n+1, its event id, name, input, attempt); each
+     * TimerCreated with no TimerFired a DURO_WORK_TIMER_FIRED message,
+     * visible at its fire time (at once when that has passed); event
+     * subscriptions need nothing. Messages already queued for the
+     * instance stay (a turn of n+1 drops those naming n), and a
+     * DURO_WORK_RESUME_INSTANCE {reason, requested_by} is enqueued, visible
+     * at once, so that a turn of n+1 runs now (a resume of an execution
+     * that is not suspended records nothing). An attached
+     * sub-orchestration scheduled without a result there (nor a cancel
+     * request) must have ended: with a rewind, a Failed child is rewound
+     * too, in the same transaction and by the same rules, its parent
+     * link (its OrchestrationStarted's ref_execution and its row's
+     * parent_execution) moved to n+1 so that its result reaches the new
+     * execution; otherwise its ending is sent to n+1 as the child's
+     * ending would send it (DURO_WORK_CHILD_COMPLETED with its output,
+     * DURO_WORK_CHILD_FAILED with its error, or "child 'ID' was
+     * cancelled: REASON" / "was terminated"). A child that is live (its
+     * result would go to execution n), missing, or more than 16 levels
+     * of rewound children deep is refused (DURO_INVALID).
+     *
+     * P must be a turn boundary: 1 <= P, P before the execution's
+     * ending (its terminal event and the cancel requests with the
+     * ending's reason just before it), and event P + 1 an input (a
+     * completion, failure, fired timer, raised event, child result,
+     * cancel request, suspension, resume, ExecutionReset, or a
+     * terminate's events, decided without code):
+     * inputs reach the code one at a time, and the decisions after one
+     * are the code's answer to it, kept or dropped whole. A point inside
+     * a turn (P + 1 a decision of the code) fails DURO_INVALID naming the
+     * nearest boundaries before and after it.
+     * Refused too (DURO_INVALID, changing nothing): events 1 .. P that
+     * end inside a suspension, and the children above.
+     *
+     * Errors (not retryable unless storage's; out zero): DURO_INVALID for
+     * a NULL r or out, r->version < 1, a NULL or empty instance id, a
+     * rewind with a to_event_id, the refusals above; DURO_TOO_LARGE for
+     * an id, reason or requested_by over 1024 bytes; DURO_NOT_FOUND for
+     * an unknown instance or a to_event_id past the execution's history;
+     * DURO_INVALID_STATE for an instance that is live (Pending, Running,
+     * Suspended), not Failed for a rewind, or whose current execution is
+     * not r->execution_id (another reset came first). With r->dry_run
+     * the same checks and *out, nothing written (the reads still run in
+     * a write transaction, rolled back: a dry run of a store opened
+     * read-only fails). Any thread; blocks on storage I/O. */
+    int (*reset_instance)(duro_provider *p, const duro_reset_request *r,
+                          duro_reset_result *out, duro_error *err);
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

@@ -51,6 +51,7 @@ __all__ = [
     "Outcome",
     "ManyResult",
     "BulkResult",
+    "ResetResult",
     "EventKind",
     "HistoryEvent",
     "Error",
@@ -1002,6 +1003,24 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class ResetResult:
+    """What ``Client.reset`` or ``Client.rewind`` did (with ``dry_run``:
+    would do). ``status`` is the instance's status before ("Failed", ...);
+    execution ``execution_id`` (``from_execution`` + 1) keeps events 1 ..
+    ``to_event_id`` of ``from_execution``; ``activities``, ``timers`` and
+    ``children`` are what runs again (docs/lifecycle.md)."""
+
+    status: str
+    from_execution: int
+    execution_id: int
+    to_event_id: int
+    activities: int
+    timers: int
+    children: int
+    dry_run: bool
+
+
+@dataclass(frozen=True)
 class ManyResult:
     """The outcomes of a cancel, terminate, suspend or resume of many ids
     (duro_client_cancel_many, duro_client_control_many), one per id given,
@@ -1072,6 +1091,7 @@ class EventKind(str, enum.Enum):
     EXECUTION_SUSPENDED = "ExecutionSuspended"
     EXECUTION_RESUMED = "ExecutionResumed"
     PATCH_MARKER = "PatchMarker"
+    EXECUTION_RESET = "ExecutionReset"
 
     def __str__(self) -> str:
         return self.value
@@ -1504,6 +1524,68 @@ class Client:
         return self._verb(
             "resume", instance_id, reason, requested_by, where, dry_run, max_ids
         )
+
+    def reset(
+        self,
+        instance_id: str,
+        to_event: Optional[int] = None,
+        *,
+        execution: Optional[int] = None,
+        reason: Optional[str] = None,
+        requested_by: Optional[str] = None,
+        dry_run: bool = False,
+    ) -> ResetResult:
+        """Resets an ended instance (duro_client_reset): a new execution
+        keeps its current execution's events up to ``to_event`` (None: the
+        last good point, before the first failure) and continues from there
+        with the code registered now; what those events leave pending runs
+        again. ``execution``: the execution ``to_event`` is in, which must
+        still be the current one. A point inside a turn is refused
+        (``InvalidArgument``, naming the nearest valid points); a live
+        instance, or one another reset overtook, raises ``InvalidState``;
+        an unknown instance or event ``NotFound``. ``dry_run``: checks and reports, changes
+        nothing."""
+        return self._reset(
+            False, instance_id, to_event, execution, reason, requested_by, dry_run
+        )
+
+    def rewind(
+        self,
+        instance_id: str,
+        *,
+        reason: Optional[str] = None,
+        requested_by: Optional[str] = None,
+        dry_run: bool = False,
+    ) -> ResetResult:
+        """Rewinds a Failed instance (duro_client_rewind): a reset to its
+        last good point, so the failed activities (or child) run again and
+        it continues from there, the history before the failure kept. Any
+        other status raises ``InvalidState``."""
+        return self._reset(True, instance_id, None, None, reason, requested_by, dry_run)
+
+    def _reset(
+        self,
+        rewind: bool,
+        instance_id: str,
+        to_event: Optional[int],
+        execution: Optional[int],
+        reason: Optional[str],
+        requested_by: Optional[str],
+        dry_run: bool,
+    ) -> ResetResult:
+        for name, v in (("to_event", to_event), ("execution", execution)):
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise ValueError(f"{name} must be an event or execution id (>= 1), not {v!r}")
+        row = self._native.reset_instance(
+            rewind,
+            instance_id,
+            to_event or 0,
+            execution or 0,
+            reason,
+            requested_by,
+            dry_run,
+        )
+        return ResetResult(*row, dry_run=bool(dry_run))
 
     def _verb(
         self,

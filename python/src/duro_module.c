@@ -1654,6 +1654,42 @@ static PyObject *client_terminate(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* reset_instance(rewind, id, to_event, execution, reason, by, dry_run) ->
+ * (status, from_execution, execution_id, to_event_id, activities, timers,
+ * children): duro_client_reset or duro_client_rewind. */
+static PyObject *client_reset(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id, *reason, *by;
+    int rewind, dry_run;
+    unsigned long long to_event, execution;
+    if (!PyArg_ParseTuple(args, "psKKzzp", &rewind, &id, &to_event, &execution,
+                          &reason, &by, &dry_run))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    duro_reset_options o;
+    duro_reset_options_init(&o);
+    o.to_event_id = to_event;
+    o.execution_id = execution;
+    o.reason = reason;
+    o.requested_by = by;
+    o.dry_run = dry_run;
+    duro_reset_result r;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = rewind ? duro_client_rewind(cl->c, id, &o, &r)
+                : duro_client_reset(cl->c, id, &o, &r);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, rewind ? "Client.rewind" : "Client.reset");
+    return Py_BuildValue("(sKKKIII)", duro_status_name(r.status),
+                         (unsigned long long)r.from_execution,
+                         (unsigned long long)r.execution_id,
+                         (unsigned long long)r.to_event_id, r.activities,
+                         r.timers, r.children);
+}
+
 static PyObject *client_suspend_resume(PyObject *self, PyObject *args)
 {
     client_object *cl = (client_object *)self;
@@ -2203,6 +2239,7 @@ static PyMethodDef client_methods[] = {
     {"raise_event", client_raise_event, METH_VARARGS, NULL},
     {"cancel", client_cancel, METH_VARARGS, NULL},
     {"terminate", client_terminate, METH_VARARGS, NULL},
+    {"reset_instance", client_reset, METH_VARARGS, NULL},
     {"status", client_status, METH_VARARGS, NULL},
     {"wait", client_wait, METH_VARARGS, NULL},
     {"history", client_history, METH_VARARGS, NULL},

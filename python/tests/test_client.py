@@ -564,3 +564,51 @@ def test_typed_history_of_failures_and_control_requests(db):
     assert (info.cancel_reason, info.cancelled_by) == ("enough", "carol")
     assert info.cancel_requested_ms > 0 and info.finished_ms > 0
     assert info.finished is not None and info.history_count == len(h)
+
+
+def test_rewind_and_reset(db):
+    """A Failed instance rewound once its activity is fixed completes in
+    execution 2, the failure kept in execution 1; resets refused with
+    duro's errors."""
+    fixed = {"on": False}
+    reg = duro.Registry()
+
+    @reg.activity("Flaky")
+    def flaky(ctx, x):
+        if not fixed["on"]:
+            raise RuntimeError("flaky is broken")
+        return x + 1
+
+    @reg.orchestration("Job")
+    async def job(ctx, x):
+        return await ctx.call_activity("Flaky", x)
+
+    with duro.Runtime(db, reg):
+        client = duro.Client(db)
+        client.start("Job", "j1", 1)
+        assert client.wait("j1", timeout=20).status == "Failed"
+        r = client.rewind("j1", dry_run=True)
+        assert r == duro.ResetResult("Failed", 1, 2, 2, 1, 0, 0, True), r
+        assert client.status("j1").status == "Failed"
+        fixed["on"] = True
+        r = client.rewind("j1", reason="fixed", requested_by="py")
+        assert (r.execution_id, r.activities, r.dry_run) == (2, 1, False)
+        info = client.wait("j1", timeout=20)
+        assert (info.status, info.output) == ("Completed", 2)
+        assert duro.EventKind.EXECUTION_RESET in kinds(client, "j1")
+        reset = [e for e in client.history("j1") if e.kind == "ExecutionReset"][0]
+        assert (reset.reason, reset.requested_by) == ("fixed", "py")
+        with pytest.raises(duro.InvalidState):
+            client.rewind("j1")  # Completed now
+        with pytest.raises(duro.InvalidArgument, match="inside a turn"):
+            client.reset("j1", 1)
+        with pytest.raises(duro.NotFound):
+            client.reset("j1", 99)
+        with pytest.raises(duro.InvalidState, match="current execution is 2"):
+            client.reset("j1", 2, execution=1)
+        with pytest.raises(ValueError):
+            client.reset("j1", 0)
+        # back to the start of execution 2: Flaky runs again
+        r = client.reset("j1", 3, execution=2)
+        assert r.execution_id == 3
+        assert client.wait("j1", timeout=20).output == 2

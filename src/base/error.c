@@ -92,7 +92,8 @@ const char *duro_event_kind_name(int kind)
                                         "OrchestrationTerminated",
                                         "ExecutionSuspended",
                                         "ExecutionResumed",
-                                        "PatchMarker"};
+                                        "PatchMarker",
+                                        "ExecutionReset"};
     if (kind < 0 || (size_t)kind >= DURO__ARRAY_LEN(names))
         return "Unknown";
     return names[kind];

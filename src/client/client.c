@@ -1111,3 +1111,221 @@ int duro_client_metrics_format(duro_client *c, char *buf, size_t size,
     duro__client_metrics_text(&c->metrics, buf, size);
     return DURO_OK;
 }
+
+/* ---- reset and rewind (provider version 13) ---------------------------- */
+
+#define HAS_V13(p, m) ((p)->version >= 13 && (p)->m != NULL)
+#define ENDED_MASK                                                             \
+    ((1u << DURO_STATUS_COMPLETED) | (1u << DURO_STATUS_FAILED) |              \
+     (1u << DURO_STATUS_CANCELLED) | (1u << DURO_STATUS_TERMINATED))
+
+void duro_reset_options_init(duro_reset_options *o)
+{
+    if (o == NULL)
+        return;
+    memset(o, 0, sizeof(*o));
+    o->version = 1;
+}
+
+/* The request for a reset (rewind 0) or rewind (1) of one instance. */
+static duro_reset_request reset_request(const char *instance_id, int rewind,
+                                        const duro_reset_options *o)
+{
+    duro_reset_request r;
+    memset(&r, 0, sizeof(r));
+    r.version = 1;
+    r.instance_id = instance_id;
+    r.rewind = rewind;
+    r.to_event_id = o->to_event_id;
+    r.execution_id = o->execution_id;
+    r.reason = o->reason;
+    r.requested_by = o->requested_by;
+    r.dry_run = o->dry_run != 0;
+    return r;
+}
+
+static int reset_one(duro_client *c, const char *instance_id, int rewind,
+                     const duro_reset_options *opts, duro_reset_result *out,
+                     const char *what)
+{
+    if (out != NULL)
+        memset(out, 0, sizeof(*out));
+    int rc = enter(c, "instance id", instance_id);
+    duro_reset_options defaults;
+    duro_reset_options_init(&defaults);
+    const duro_reset_options *o = opts != NULL ? opts : &defaults;
+    if (rc == DURO_OK)
+        rc = check_reason(o->reason, o->requested_by);
+    if (rc != DURO_OK)
+        return rc;
+    if (o->version < 1)
+        return duro__fail(DURO_INVALID,
+                          "%s: options not initialized "
+                          "(duro_reset_options_init)",
+                          what);
+    if (rewind && o->to_event_id != 0)
+        return duro__fail(DURO_INVALID,
+                          "%s: a rewind goes to the last good point; "
+                          "to_event_id must be 0",
+                          what);
+    duro_provider *p = c->provider;
+    if (!HAS_V13(p, reset_instance))
+        return unsupported(c, what, 13);
+    duro_reset_request r = reset_request(instance_id, rewind, o);
+    duro_reset_result res;
+    duro_error err;
+    if (p->reset_instance(p, &r, &res, &err) != DURO_OK)
+        return duro__fail_from(&err);
+    if (out != NULL)
+        *out = res;
+    return DURO_OK;
+}
+
+int duro_client_reset(duro_client *c, const char *instance_id,
+                      const duro_reset_options *opts, duro_reset_result *out)
+{
+    return reset_one(c, instance_id, 0, opts, out, "duro_client_reset");
+}
+
+int duro_client_rewind(duro_client *c, const char *instance_id,
+                       const duro_reset_options *opts, duro_reset_result *out)
+{
+    return reset_one(c, instance_id, 1, opts, out, "duro_client_rewind");
+}
+
+void duro_reset_list_free(duro_reset_list *l)
+{
+    if (l == NULL)
+        return;
+    duro_arena_destroy(l->arena);
+    duro__free(l);
+}
+
+/* The checks of duro_client_reset_matching() after enter_bulk's. */
+static int check_reset_filter(const duro_bulk_filter *f,
+                              const duro_reset_options *o, size_t max)
+{
+    if ((f->status_mask & ~ENDED_MASK) != 0)
+        return duro__fail(DURO_INVALID,
+                          "status_mask 0x%x: only ended instances (Completed, "
+                          "Failed, Cancelled, Terminated) can be reset",
+                          (unsigned)f->status_mask);
+    if (f->version != NULL || f->finished_before_ms != 0)
+        return duro__fail(DURO_INVALID,
+                          "a reset by filter takes name, statuses and the "
+                          "created range only (no version or "
+                          "finished_before_ms)");
+    if (f->created_after_ms < 0 || f->created_before_ms < 0)
+        return duro__fail(DURO_INVALID, "a negative created bound");
+    if (o->version < 1)
+        return duro__fail(DURO_INVALID, "options not initialized "
+                                        "(duro_reset_options_init)");
+    if (o->to_event_id != 0 || o->execution_id != 0)
+        return duro__fail(DURO_INVALID,
+                          "a reset by filter goes to each instance's last "
+                          "good point: to_event_id and execution_id must be 0");
+    if (max > DURO_BULK_BATCH_MAX)
+        return duro__fail(DURO_INVALID, "max %zu is over %d", max,
+                          DURO_BULK_BATCH_MAX);
+    return check_reason(o->reason, o->requested_by);
+}
+
+/* The ids the filter selects, at most max, in id order, into l's arena. */
+static int matching_ids(duro_provider *p, const duro_bulk_filter *f, size_t max,
+                        duro_reset_list *l, duro_error *err)
+{
+    duro_instance_query q;
+    duro_instance_query_init(&q);
+    q.status_mask =
+        f->status_mask != 0 ? f->status_mask : 1u << DURO_STATUS_FAILED;
+    q.name = f->name;
+    q.created_after_ms = f->created_after_ms;
+    q.created_before_ms = f->created_before_ms;
+    q.order = DURO_ORDER_ID;
+    q.limit = max < DURO_QUERY_LIMIT_MAX ? max : DURO_QUERY_LIMIT_MAX;
+    l->items = duro_arena_alloc(l->arena, max * sizeof(*l->items));
+    if (l->items == NULL)
+        return duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+    char *cursor = NULL;
+    int rc = DURO_OK;
+    while (rc == DURO_OK && l->count < max) {
+        q.cursor = cursor;
+        duro_instance_page *page = NULL;
+        rc = p->query_instances(p, &q, &page, err);
+        if (rc != DURO_OK)
+            break;
+        for (size_t i = 0; i < page->count && l->count < max; i++) {
+            const char *id =
+                duro_arena_strdup(l->arena, page->items[i].instance_id);
+            if (id == NULL)
+                rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+            else
+                l->items[l->count++].instance_id = id;
+        }
+        duro__free(cursor);
+        cursor = NULL;
+        if (rc == DURO_OK && page->next_cursor != NULL) {
+            cursor = duro__strdup(page->next_cursor);
+            if (cursor == NULL)
+                rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+        }
+        int more = page->next_cursor != NULL;
+        duro_instance_page_free(page);
+        if (!more)
+            break;
+    }
+    duro__free(cursor);
+    return rc;
+}
+
+int duro_client_reset_matching(duro_client *c, const duro_bulk_filter *filter,
+                               int rewind, const duro_reset_options *opts,
+                               size_t max, duro_reset_list **out)
+{
+    if (out == NULL)
+        return duro__fail(DURO_INVALID, "out is NULL");
+    *out = NULL;
+    int rc = enter(c, NULL, NULL);
+    if (rc != DURO_OK)
+        return rc;
+    if (filter == NULL)
+        return duro__fail(DURO_INVALID, "filter is NULL");
+    if (filter->name && strlen(filter->name) > ID_MAX)
+        return duro__fail(DURO_TOO_LARGE, "name filter longer than %d bytes",
+                          ID_MAX);
+    duro_reset_options defaults;
+    duro_reset_options_init(&defaults);
+    const duro_reset_options *o = opts != NULL ? opts : &defaults;
+    if ((rc = check_reset_filter(filter, o, max)) != DURO_OK)
+        return rc;
+    duro_provider *p = c->provider;
+    if (!HAS_V13(p, reset_instance) || p->query_instances == NULL)
+        return unsupported(c, "duro_client_reset_matching", 13);
+    duro_reset_list *l = duro__calloc(1, sizeof(*l));
+    if (l == NULL || (l->arena = duro_arena_create()) == NULL) {
+        duro__free(l);
+        return duro__fail(DURO_NOMEM, "out of memory");
+    }
+    duro_error err;
+    if (matching_ids(p, filter, max != 0 ? max : DURO_BULK_BATCH_MAX, l,
+                     &err) != DURO_OK) {
+        duro_reset_list_free(l);
+        return duro__fail_from(&err);
+    }
+    for (size_t i = 0; i < l->count; i++) {
+        duro_reset_item *it = &l->items[i];
+        duro_reset_request r = reset_request(it->instance_id, rewind, o);
+        it->rc = p->reset_instance(p, &r, &it->result, &err);
+        if (it->rc == DURO_OK) {
+            l->reset++;
+        } else {
+            it->message = duro_arena_strdup(l->arena, err.message);
+            if (it->message == NULL) {
+                duro_reset_list_free(l);
+                return duro__fail(DURO_NOMEM, "out of memory");
+            }
+        }
+    }
+    *out = l;
+    return DURO_OK;
+}

@@ -259,6 +259,28 @@ static uint64_t append_event(duro_orch *e, const duro_event *ev)
     return copy.event_id;
 }
 
+/* Passes the ExecutionReset events at the replay position (provider
+ * version 13): a reset cut history there, after a turn boundary, and the
+ * code goes on from it - waiting for an input, or, when the kept events
+ * end with an input the code never answered (one a turn decided without
+ * code recorded), answering it now. So the event is transparent wherever
+ * the code stands: it is applied to the tracker and passed before any
+ * command is matched, before an input is taken and before the code's
+ * return is checked against history. */
+static void pass_resets(duro_orch *e)
+{
+    while (!e->oom && e->replay_pos < e->replay_count &&
+           e->replay[e->replay_pos].kind == DURO_EVENT_EXECUTION_RESET) {
+        const duro_event *h = &e->replay[e->replay_pos];
+        if (duro__tracker_apply(&e->tracker, h, e->arena) != DURO_OK) {
+            e->oom = 1;
+            return;
+        }
+        e->now = h->timestamp_ms;
+        e->replay_pos++;
+    }
+}
+
 /* Issues a command: during replay it must equal the next history event;
  * live it is appended. Returns the event id (0 on nondeterminism or OOM) and
  * sets *live when it was appended, so the caller enqueues its side effects
@@ -268,6 +290,7 @@ static uint64_t issue(duro_orch *e, const duro_event *want, int *live)
     *live = 0;
     if (e->nondet || e->oom || e->bad_text != NULL)
         return 0;
+    pass_resets(e);
     if (e->replay_pos < e->replay_count) {
         const duro_event *h = &e->replay[e->replay_pos];
         char a[160], b[160];
@@ -332,6 +355,7 @@ int duro__engine_patch(duro_orch *e, const char *id, int deprecated)
     const char *own = duro__engine_strdup(e, id);
     if (own == NULL)
         return 0;
+    pass_resets(e);
     if (e->replay_pos < e->replay_count) {
         const duro_event *h = &e->replay[e->replay_pos];
         patched = h->kind == DURO_EVENT_PATCH_MARKER && str_eq(h->name, id);
@@ -1064,6 +1088,7 @@ static void observe_cancel(duro_orch *e, const char *reason, const char *by)
     if (e->oom || e->nondet || e->cfg.cleanup_timeout_ms <= 0)
         return;
     int64_t fire_at = duro__add_ms(e->now, e->cfg.cleanup_timeout_ms);
+    pass_resets(e);
     if (e->replay_pos < e->replay_count) {
         const duro_event *h = &e->replay[e->replay_pos];
         if (h->kind == DURO_EVENT_TIMER_CREATED &&
@@ -1117,6 +1142,10 @@ static int send_registered_deadline(duro_orch *e)
 static void take_event(duro_orch *e, const duro_event *ev)
 {
     switch (ev->kind) {
+    case DURO_EVENT_EXECUTION_RESET:
+        /* a reset began this execution here (provider version 13; the
+         * replay passes it before this: pass_resets): nothing for the
+         * code */
     case DURO_EVENT_EXECUTION_SUSPENDED:
     case DURO_EVENT_EXECUTION_RESUMED:
     case DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED:
@@ -1807,6 +1836,9 @@ int duro__engine_turn(duro_orch *e, const duro__turn_input *in, duro__turn *out)
     }
     while (!e->nondet && !e->oom && !e->driver_error &&
            e->replay_pos < e->replay_count) {
+        pass_resets(e);
+        if (e->oom || e->replay_pos == e->replay_count)
+            break;
         const duro_event *h = &e->replay[e->replay_pos];
         char b[160];
         if (e->code_done || e->deadline_passed) {

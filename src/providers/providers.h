@@ -43,6 +43,29 @@ _Static_assert(DURO_WORK_CANCEL_INSTANCE == 8 &&
     ((kind) == DURO_WORK_CANCEL_INSTANCE ||                                    \
      (kind) == DURO_WORK_TERMINATE_INSTANCE)
 
+/* A reset's plan (reset_plan.c): the point P kept up to and what events 1 .. P
+ * leave pending, as indexes into the history read. */
+typedef struct duro__reset_plan {
+    uint64_t point;
+    size_t *activities; /* ActivityScheduled with no completion */
+    size_t activity_count;
+    size_t *timers; /* TimerCreated with no TimerFired */
+    size_t timer_count;
+    size_t *children; /* attached SubOrchestrationScheduled with no
+                         result and no cancel request */
+    size_t child_count;
+} duro__reset_plan;
+
+/* Decides the plan for a reset of ev[0..n) (instance `id`, execution
+ * `execution`, dense event ids from 1) to `to` (0: the last good point;
+ * provider.h, reset_instance): DURO_OK, or DURO_INVALID / DURO_NOT_FOUND /
+ * DURO_NOMEM in err, with a message naming the nearest valid points.
+ * Free the plan with duro__reset_plan_free(). Pure; any thread. */
+int duro__reset_decide(const duro_event *ev, size_t n, const char *id,
+                       uint64_t execution, uint64_t to, duro__reset_plan *plan,
+                       duro_error *err);
+void duro__reset_plan_free(duro__reset_plan *plan);
+
 /* Copies url into out[size] (always terminated, cut to fit) with every
  * secret it may hold replaced by "***": the userinfo's password
  * (scheme://user:***@host/..., whole when it holds unescaped '@', '/' or

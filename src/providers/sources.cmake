@@ -5,6 +5,7 @@ list(APPEND DURO_SOURCES
   src/providers/bulk.c
   src/providers/open.c
   src/providers/query.c
+  src/providers/reset_plan.c
   src/providers/url.c
   src/providers/sql/history.c
   src/providers/sql/manage.c
@@ -14,6 +15,7 @@ list(APPEND DURO_SOURCES
   src/providers/sql/notify.c
   src/providers/sql/pool.c
   src/providers/sql/queue.c
+  src/providers/sql/reset.c
   src/providers/sql/runtimes.c
   src/providers/sql/shared.c
   src/providers/sql/stats.c

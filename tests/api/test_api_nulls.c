@@ -521,6 +521,42 @@ TEST(client_functions)
                                           NULL, NULL, &br));
     CHECK_EQ(br->count, 0);
     duro_bulk_result_free(br);
+    /* reset and rewind (version 13) */
+    duro_reset_options ro;
+    C(duro_reset_options_init)(NULL);
+    C(duro_reset_options_init)(&ro);
+    CHECK_EQ(ro.version, 1);
+    duro_reset_result rr;
+    CHECK_RC(C(duro_client_reset)(NULL, "x", &ro, &rr), DURO_INVALID);
+    CHECK_RC(duro_client_reset(c, NULL, &ro, &rr), DURO_INVALID);
+    CHECK_RC(duro_client_reset(c, "", &ro, &rr), DURO_INVALID);
+    CHECK_RC(duro_client_reset(c, "no such instance", NULL, NULL),
+             DURO_NOT_FOUND);
+    CHECK_RC(C(duro_client_rewind)(NULL, "x", &ro, &rr), DURO_INVALID);
+    CHECK_RC(duro_client_rewind(c, NULL, NULL, NULL), DURO_INVALID);
+    CHECK_RC(duro_client_rewind(c, "no such instance", NULL, &rr),
+             DURO_NOT_FOUND);
+    CHECK_EQ(rr.execution_id, 0);
+    ro.to_event_id = 3;
+    CHECK_RC(duro_client_rewind(c, "x", &ro, &rr), DURO_INVALID);
+    ro.to_event_id = 0;
+    duro_reset_list *rl = (duro_reset_list *)&f;
+    CHECK_RC(C(duro_client_reset_matching)(NULL, &none, 0, &ro, 0, &rl),
+             DURO_INVALID);
+    CHECK(rl == NULL);
+    CHECK_RC(duro_client_reset_matching(c, NULL, 0, &ro, 0, &rl), DURO_INVALID);
+    CHECK_RC(duro_client_reset_matching(c, &none, 0, &ro, 0, NULL),
+             DURO_INVALID);
+    none.status_mask = 1u << DURO_STATUS_RUNNING;
+    CHECK_RC(duro_client_reset_matching(c, &none, 1, &ro, 0, &rl),
+             DURO_INVALID);
+    none.status_mask = 0;
+    CHECK_RC(duro_client_reset_matching(c, &none, 1, &ro, 501, &rl),
+             DURO_INVALID);
+    CHECK_OK(duro_client_reset_matching(c, &none, 1, NULL, 0, &rl));
+    CHECK_EQ(rl->count, 0);
+    C(duro_reset_list_free)(rl);
+    duro_reset_list_free(NULL);
     none.finished_before_ms = INT64_MAX;
     br = (duro_bulk_result *)&f;
     CHECK_RC(C(duro_client_purge)(NULL, &none, &bo, &br), DURO_INVALID);
@@ -603,13 +639,13 @@ TEST(client_functions)
     CHECK_EQ(pg->total, -1);
     C(duro_instance_page_free)(pg);
     C(duro_instance_page_free)(NULL);
-    duro_runtime_list *rl = (duro_runtime_list *)&f;
-    CHECK_RC(C(duro_client_runtimes)(NULL, &rl), DURO_INVALID);
-    CHECK(rl == NULL);
+    duro_runtime_list *rtl = (duro_runtime_list *)&f;
+    CHECK_RC(C(duro_client_runtimes)(NULL, &rtl), DURO_INVALID);
+    CHECK(rtl == NULL);
     CHECK_RC(duro_client_runtimes(c, NULL), DURO_INVALID);
-    CHECK_OK(duro_client_runtimes(c, &rl));
-    CHECK(rl != NULL);
-    C(duro_runtime_list_free)(rl);
+    CHECK_OK(duro_client_runtimes(c, &rtl));
+    CHECK(rtl != NULL);
+    C(duro_runtime_list_free)(rtl);
     C(duro_runtime_list_free)(NULL);
     duro_instance_query unset;
     memset(&unset, 0, sizeof(unset));

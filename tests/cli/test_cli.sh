@@ -863,6 +863,80 @@ cmp -s "$tmp/queues-before.txt" "$tmp/queues-after.txt" ||
 run 0 list --status suspended,terminated --json
 json 'd["total"] == 0'
 
+echo "== reset and rewind"
+# on a copy: boom-1 failed (Started, Explode scheduled, failed, Failed)
+cp "$tmp/store.db" "$tmp/reset.db"
+[ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/reset.db-wal"
+rdb="sqlite:$tmp/reset.db"
+run 0 --db "$rdb" rewind boom-1 --dry-run
+contains "$tmp/out" "boom-1: would be rewound to event 2 of execution 1 (was failed); execution 2 would go on from there (1 activity again)"
+run 0 --db "$rdb" rewind boom-1 --dry-run --json
+json 'd["dry_run"] is True and d["results"] == [{"id": "boom-1", "ok": True, "status": "failed", "from_execution": 1, "execution": 2, "to_event": 2, "activities": 1, "timers": 0, "children": 0}]'
+run 0 --db "$rdb" reset --name Boom --since 2000-01-01T00:00:00Z --dry-run
+contains "$tmp/out" "would reset 1 instance of Boom"
+contains "$tmp/out" "boom-1: would be reset to event 2 of execution 1"
+run 0 --db "$rdb" status boom-1 --json
+json 'd["status"] == "failed" and d["execution_id"] == 1'
+# refusals: inside a turn, unknown event, the ending, not failed, live
+run 1 --db "$rdb" reset boom-1 --to 1
+one_line
+contains "$tmp/err" "inside a turn (event 2, ActivityScheduled, is a decision of the same turn); the nearest point a reset may keep up to is event 2"
+run 3 --db "$rdb" reset boom-1 --to 99
+contains "$tmp/err" "has no event 99"
+run 1 --db "$rdb" reset boom-1 --to 4 --json
+json 'd["error"]["code"] == "invalid" and "ending" in d["error"]["message"]'
+run 4 --db "$rdb" rewind hello-1
+contains "$tmp/err" "only a Failed instance can be rewound"
+run 4 --db "$rdb" reset wait-1 --last-good
+contains "$tmp/err" "it is Running; only an ended instance"
+run 3 --db "$rdb" rewind nope
+contains "$tmp/err" "instance 'nope' does not exist"
+# bad command lines
+run 2 reset boom-1
+contains "$tmp/err" "say where: --to EVENT or --last-good"
+run 2 reset boom-1 --to 2 --last-good
+run 2 reset boom-1 --to 0
+run 2 reset boom-1 --to x
+run 2 rewind boom-1 --to 2
+run 2 rewind --name Boom --status failed
+run 2 reset --status failed
+run 2 reset boom-1 --name Boom
+run 2 reset --name Boom --to 2
+run 2 reset --name Boom --status running
+contains "$tmp/err" "only completed, failed, cancelled and terminated instances can be reset"
+run 2 reset --name Boom --max 501
+run 2 reset boom-1 hello-1 --to 2
+run 2 reset "" --to 2
+run 2 reset --name "" --dry-run
+run 0 --db "$rdb" list --json
+cp "$tmp/out" "$tmp/reset-before.json"
+# nothing above changed the store
+run 0 --db "$rdb" rewind boom-1 --dry-run
+run 0 --db "$rdb" list --json
+cmp -s "$tmp/out" "$tmp/reset-before.json" || fail "a dry run or a refused reset changed the store"
+# the rewind: recorded who and why; the old execution stays readable
+run 0 --db "$rdb" rewind boom-1 --reason "capacitor cooled" --by user:ops
+contains "$tmp/out" "boom-1: rewound to event 2 of execution 1 (was failed); execution 2 goes on from there (1 activity again)"
+run 0 --db "$rdb" status boom-1 --json
+json 'd["status"] == "running" and d["execution_id"] == 2'
+run 0 --db "$rdb" history boom-1 --execution 1 --json
+json '[e["kind"] for e in d["events"]][-1] == "OrchestrationFailed"'
+run 0 --db "$rdb" history boom-1
+contains "$tmp/out" "ExecutionReset"
+contains "$tmp/out" "rewind of execution 1 after event 2"
+contains "$tmp/out" "capacitor cooled"
+run 0 --db "$rdb" history boom-1 --json
+json '[e["kind"] for e in d["events"]] == ["OrchestrationStarted", "ActivityScheduled", "ExecutionReset"] and d["events"][2]["requested_by"] == "user:ops"'
+# a runtime runs the activity again: it fails again, in execution 2
+"$fixture" run "$rdb" boom-1=failed || fail "cli_fixture run boom-1=failed (after the rewind)"
+run 0 --db "$rdb" history boom-1 --json
+json 'd["execution_id"] == 2 and [e["kind"] for e in d["events"]][-2:] == ["ActivityFailed", "OrchestrationFailed"]'
+# a reset of execution 1, which is no longer current: overtaken
+run 4 --db "$rdb" reset boom-1 --to 2 --execution 1
+contains "$tmp/err" "its current execution is 2"
+run 0 --db "$rdb" reset boom-1 --last-good --execution 2 --json
+json 'd["dry_run"] is False and d["results"][0]["execution"] == 3 and d["results"][0]["to_event"] == 3'
+
 echo "== cancel"
 run 0 list --json
 cp "$tmp/out" "$tmp/before.json"
@@ -1571,7 +1645,7 @@ run 2 --db "$vdb" runtimes extra
 
 echo "== man page and completion"
 for verb in list status history start raise wait cancel terminate suspend resume \
-    delete purge prune metrics runtimes version; do
+    reset rewind delete purge prune metrics runtimes version; do
     grep -q "^\.SS $verb" "$tooldir/duro.1" || fail "duro.1 has no section for $verb"
 done
 for word in "EXIT STATUS" "JSON OUTPUT" '"truncated"' '"dry_run"' NO_COLOR; do
@@ -1581,7 +1655,7 @@ done
 # lines list, and no other (the common --db, --json and --help aside)
 if [ "$have_python" = 1 ]; then
     for verb in list status history start raise wait cancel terminate \
-        suspend resume delete purge prune metrics runtimes version ui; do
+        suspend resume reset rewind delete purge prune metrics runtimes version ui; do
         "$duro" "$verb" --help | sed -n '1,/^$/p' >"$tmp/usage.$verb"
     done
     # a duro built without the console has no ui usage: its synopsis
@@ -1600,8 +1674,8 @@ for entry in synopsis.split(".br"):
             o.replace("\\-", "-") for o in re.findall(r"\\-\\-[a-z\\-]+[a-z]", entry))
 bad = []
 for verb in ["list", "status", "history", "start", "raise", "wait", "cancel",
-             "terminate", "suspend", "resume", "delete", "purge", "prune",
-             "metrics", "runtimes", "version", "ui"]:
+             "terminate", "suspend", "resume", "reset", "rewind", "delete",
+             "purge", "prune", "metrics", "runtimes", "version", "ui"]:
     usage = open("%s/usage.%s" % (sys.argv[2], verb), encoding="utf-8").read()
     in_help = set(re.findall(r"--[a-z][a-z-]*[a-z]", usage)) - {"--json", "--db", "--help"}
     common = {"--json", "--db", "--help"}
@@ -1622,7 +1696,8 @@ if command -v bash >/dev/null 2>&1; then
     [ "$(complete_words duro cancel --status '')" = "pending running suspended" ] ||
         fail "completion of cancel --status: $(complete_words duro cancel --status '')"
     for pair in "terminate:pending running suspended" "suspend:pending running" \
-        "resume:suspended" "purge:completed failed cancelled terminated"; do
+        "resume:suspended" "purge:completed failed cancelled terminated" \
+        "reset:completed failed cancelled terminated"; do
         verb=${pair%%:*}
         [ "$(complete_words duro "$verb" --status '')" = "${pair#*:}" ] ||
             fail "completion of $verb --status: $(complete_words duro "$verb" --status '')"
@@ -1650,7 +1725,7 @@ fi
 
 # README's synopsis of the duro command names every verb the man page has
 for verb in list status history start raise wait cancel terminate suspend resume \
-    delete purge prune metrics version ui; do
+    reset rewind delete purge prune metrics version ui; do
     sed -n '/^## Operating a store: the `duro` command/,/^## /p' "$tooldir/../../README.md" |
         grep -q "duro $verb\|duro terminate|suspend|resume\|duro [a-z]*|$verb" ||
         fail "README's duro synopsis lacks $verb"

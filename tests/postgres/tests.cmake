@@ -269,6 +269,15 @@ if(DURO_POSTGRES)
   target_link_libraries(test_pg_deadline PRIVATE duro_rt_util)
 endif()
 
+# Reset and rewind end to end on the server: test_rewind's file, built
+# with REWIND_PG (a fresh schema per test).
+if(DURO_POSTGRES)
+  duro_pg_test(test_pg_rewind
+    ${PROJECT_SOURCE_DIR}/tests/runtime/test_rewind.c LABELS runtime tsan)
+  target_compile_definitions(test_pg_rewind PRIVATE REWIND_PG)
+  target_link_libraries(test_pg_rewind PRIVATE duro_rt_util)
+endif()
+
 # duro's text rule on the server, which refuses invalid UTF-8 itself
 # (22021): test_utf8's file built with UTF8_PG (a fresh schema per test).
 if(DURO_POSTGRES)

@@ -72,6 +72,7 @@ static const char *const method_names[FAULTY_METHOD_COUNT] = {
     "list_runtimes",
     "remove_runtime",
     "pass_orchestration_item",
+    "reset_instance",
 };
 
 const char *faulty_method_name(int method)
@@ -1034,6 +1035,24 @@ static int faulty_pass_orchestration_item(duro_provider *p,
                   lost(fp, &f, rc, 0), err);
 }
 
+static int faulty_reset_instance(duro_provider *p, const duro_reset_request *r,
+                                 duro_reset_result *out, duro_error *err)
+{
+    faulty_provider *fp = from(p);
+    fault f;
+    decide(fp, FAULTY_RESET_INSTANCE, -1, &f);
+    if (before(&f)) {
+        if (out != NULL)
+            memset(out, 0, sizeof(*out));
+        return report(fp, &f, FAULTY_RESET_INSTANCE, err);
+    }
+    int rc = fp->inner->reset_instance(fp->inner, r, out, err);
+    int struck = lost(fp, &f, rc, 0);
+    if (struck && out != NULL)
+        memset(out, 0, sizeof(*out));
+    return finish(fp, &f, FAULTY_RESET_INSTANCE, rc, struck, err);
+}
+
 /* Passed through: the waits it tells of are not faults of their own. */
 static int faulty_wait_for_cancellations(duro_provider *p, int64_t max_wait_ms,
                                          duro_error *err)
@@ -1129,6 +1148,8 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
         FORWARD(remove_runtime);
         FORWARD(pass_orchestration_item);
     }
+    if (fp->base.version >= 13)
+        FORWARD(reset_instance);
     return &fp->base;
 }
 

@@ -61,6 +61,7 @@ typedef enum faulty_method {
     FAULTY_LIST_RUNTIMES,
     FAULTY_REMOVE_RUNTIME,
     FAULTY_PASS_ORCHESTRATION_ITEM,
+    FAULTY_RESET_INSTANCE,
     FAULTY_METHOD_COUNT
 } faulty_method;
 

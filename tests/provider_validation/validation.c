@@ -3495,6 +3495,8 @@ static const unsigned event_fields[DURO_EVENT_KIND_MAX + 1] = {
     [DURO_EVENT_EXECUTION_SUSPENDED] = F_REASON | F_REQUESTED_BY,
     [DURO_EVENT_EXECUTION_RESUMED] = F_REASON | F_REQUESTED_BY,
     [DURO_EVENT_PATCH_MARKER] = F_NAME,
+    /* version 13 */
+    [DURO_EVENT_EXECUTION_RESET] = F_REASON | F_REQUESTED_BY | F_REF | F_FLAGS,
 };
 
 /* Strings live in a static table so expected events outlive the call. */
@@ -10432,6 +10434,525 @@ PV_TEST(deadlines_refuse_bad_input_and_change_nothing)
 }
 
 /* ========================================================================
+ * Version 13: reset_instance, an ended instance continued in a new
+ * execution from a turn boundary of its current one. */
+
+static void require_v13(duro_provider *p)
+{
+    require_v12(p);
+    CHECK_MSG(p->version >= 13 && p->reset_instance != NULL,
+              "provider '%s' (version %d) lacks the version-13 method", p->name,
+              p->version);
+}
+
+/* `id` Failed at execution 1 with, after begin's Started (1) and two
+ * ActivityScheduled (2, 3): EventRaised (4), ActivityCompleted of 2 (5),
+ * TimerCreated firing in an hour (6), ActivityFailed of 3 (7),
+ * OrchestrationFailed (8). Turn boundaries: 3, 4 and 6; the last good
+ * point (before the first failure, 7) is 6. Its worker rows are gone. */
+static void failed_instance(duro_provider *p, const char *id)
+{
+    begin(p, id, 2);
+    duro_orch_item *item = poke(p, id);
+    duro_event d[5];
+    d[0] = event(4, DURO_EVENT_EVENT_RAISED);
+    d[0].name = "poke";
+    d[0].payload = "\"poke\"";
+    d[1] = event(5, DURO_EVENT_ACTIVITY_COMPLETED);
+    d[1].source_event_id = 2;
+    d[1].payload = "\"two\"";
+    d[2] = event(6, DURO_EVENT_TIMER_CREATED);
+    d[2].fire_at_ms = duro_now_ms() + HOUR_MS;
+    d[3] = event(7, DURO_EVENT_ACTIVITY_FAILED);
+    d[3].source_event_id = 3;
+    d[3].error = "broken";
+    d[3].category = DURO_CATEGORY_APPLICATION;
+    d[4] = event(8, DURO_EVENT_ORCHESTRATION_FAILED);
+    d[4].error = "broken";
+    d[4].category = DURO_CATEGORY_APPLICATION;
+    duro_instance_meta m = meta(DURO_STATUS_FAILED);
+    m.error = "broken";
+    m.category = DURO_CATEGORY_APPLICATION;
+    duro_orch_ack a = ack_of(1, d, 5, &m);
+    duro_activity_ref refs[2] = {ref(id, 1, 2), ref(id, 1, 3)};
+    a.cancelled_activities = refs;
+    a.cancelled_activity_count = 2;
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+}
+
+static duro_reset_request reset_req(const char *id, uint64_t to)
+{
+    duro_reset_request r;
+    memset(&r, 0, sizeof(r));
+    r.version = 1;
+    r.instance_id = id;
+    r.to_event_id = to;
+    return r;
+}
+
+/* reset_instance fails with `code` (not retryable) and a message holding
+ * `text`. */
+static void expect_reset_refused(duro_provider *p, const duro_reset_request *r,
+                                 int code, const char *text)
+{
+    duro_error e;
+    duro_reset_result out;
+    memset(&out, 0xff, sizeof(out));
+    CHECK_PFAIL(p->reset_instance(p, r, &out, &e), code, 0, &e);
+    CHECK_MSG(strstr(e.message, text) != NULL, "'%s' does not say '%s'",
+              e.message, text);
+    CHECK_EQ(out.execution_id, 0);
+    CHECK_EQ(out.to_event_id, 0);
+}
+
+PV_TEST(reset_instance_keeps_a_prefix_and_makes_its_pending_work_live)
+{
+    duro_provider *p = pv_open();
+    require_v13(p);
+    failed_instance(p, "x");
+    duro_history *old = history(p, "x", 1);
+    CHECK_EQ(old->count, 8);
+    CHECK_EQ(count(p, WORKER, "x"), 0);
+
+    /* A dry run decides and changes nothing. */
+    duro_reset_request r = reset_req("x", 4);
+    r.dry_run = 1;
+    duro_error e;
+    duro_reset_result out;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.status, DURO_STATUS_FAILED);
+    CHECK_EQ(out.from_execution, 1);
+    CHECK_EQ(out.execution_id, 2);
+    CHECK_EQ(out.to_event_id, 4);
+    CHECK_EQ(out.activities, 2);
+    CHECK_EQ(out.timers, 0);
+    CHECK_EQ(latest(p, "x"), 1);
+    CHECK_EQ(count(p, WORKER, "x"), 0);
+
+    /* The reset: events 1 .. 4 copied as stored, then ExecutionReset. */
+    r.dry_run = 0;
+    r.execution_id = 1;
+    r.reason = "fixed the activity";
+    r.requested_by = "ops";
+    int64_t before = duro_now_ms();
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.execution_id, 2);
+    CHECK_EQ(out.activities, 2);
+    CHECK_EQ(latest(p, "x"), 2);
+    duro_history *h = history(p, "x", 2);
+    CHECK_EQ(h->count, 5);
+    for (size_t i = 0; i < 4; i++) {
+        CHECK_EQ(h->events[i].event_id, i + 1);
+        CHECK_EQ(h->events[i].kind, old->events[i].kind);
+        CHECK_EQ(h->events[i].timestamp_ms, old->events[i].timestamp_ms);
+        CHECK_STR(h->events[i].payload ? h->events[i].payload : "",
+                  old->events[i].payload ? old->events[i].payload : "");
+    }
+    const duro_event *re = &h->events[4];
+    CHECK_EQ(re->kind, DURO_EVENT_EXECUTION_RESET);
+    CHECK_EQ(re->event_id, 5);
+    CHECK_STR(re->reason, "fixed the activity");
+    CHECK_STR(re->requested_by, "ops");
+    CHECK_EQ(re->ref_execution, 1);
+    CHECK_EQ(re->ref_event_id, 4);
+    CHECK_EQ(re->flags, 0);
+    CHECK_INT(re->timestamp_ms, >=, before);
+    duro_history_free(h);
+    /* Execution 1 stays readable, whole. */
+    CHECK_EQ(history_len(p, "x", 1), 8);
+    duro_history_free(old);
+
+    duro_instance_list *l = get(p, "x");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_RUNNING);
+    CHECK_EQ(l->items[0].execution_id, 2);
+    CHECK(l->items[0].error == NULL);
+    CHECK_EQ(l->items[0].finished_ms, 0);
+    CHECK_STR(l->items[0].name, "orch");
+    duro_instance_list_free(l);
+
+    /* Both activities are live again, for execution 2, as scheduled. */
+    CHECK_EQ(count(p, WORKER, "x"), 2);
+    uint64_t seen = 0;
+    for (int i = 0; i < 2; i++) {
+        duro_worker_item *w = fetch_work(p, LOCK_LONG);
+        CHECK(w != NULL);
+        CHECK_STR(w->item.instance_id, "x");
+        CHECK_EQ(w->item.execution_id, 2);
+        CHECK_STR(w->item.name, "act");
+        CHECK_STR(w->item.payload, "act-input");
+        CHECK_EQ(w->attempt, 1);
+        seen |= 1u << w->item.source_id;
+        duro_worker_item_free(w);
+    }
+    CHECK_EQ(seen, (1u << 2) | (1u << 3));
+
+    /* Now Running: a second reset is refused. */
+    r.execution_id = 0;
+    expect_reset_refused(p, &r, DURO_INVALID_STATE, "is Running");
+}
+
+PV_TEST(reset_instance_rewind_goes_to_the_last_good_point)
+{
+    duro_provider *p = pv_open();
+    require_v13(p);
+    failed_instance(p, "y");
+    duro_reset_request r = reset_req("y", 0);
+    r.rewind = 1;
+    r.requested_by = "ops";
+    duro_error e;
+    duro_reset_result out;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.to_event_id, 6);
+    CHECK_EQ(out.activities, 1); /* 3 failed; 2 completed */
+    CHECK_EQ(out.timers, 1);
+    duro_history *h = history(p, "y", 2);
+    CHECK_EQ(h->count, 7);
+    CHECK_EQ(h->events[6].kind, DURO_EVENT_EXECUTION_RESET);
+    CHECK_EQ(h->events[6].flags, DURO_RESET_REWIND);
+    CHECK_EQ(h->events[6].ref_event_id, 6);
+    duro_history_free(h);
+    duro_worker_item *w = fetch_work(p, LOCK_LONG);
+    CHECK(w != NULL);
+    CHECK_EQ(w->item.source_id, 3);
+    CHECK_EQ(w->item.execution_id, 2);
+    duro_worker_item_free(w);
+    /* A resume (which records nothing: the execution is not suspended)
+     * makes a turn run at once; the timer's message waits for its fire
+     * time, an hour away. */
+    CHECK_EQ(count(p, ORCH, "y"), 2);
+    duro_orch_item *item = fetch_orch_expect(p, "y", LOCK_LONG);
+    CHECK_EQ(item->execution_id, 2);
+    CHECK_EQ(item->message_count, 1);
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_RESUME_INSTANCE);
+    CHECK_STR(item->messages[0].requested_by, "ops");
+    duro_orch_ack none = ack_of(2, NULL, 0, NULL);
+    ack(p, item->lock_token, &none);
+    duro_orch_item_free(item);
+    CHECK_EQ(count(p, ORCH, "y"), 1);
+    expect_no_orch(p);
+
+    /* Rewind only a Failed instance; a reset of a Completed one works. */
+    begin(p, "done", 0);
+    finish(p, "done");
+    r = reset_req("done", 0);
+    r.rewind = 1;
+    expect_reset_refused(p, &r, DURO_INVALID_STATE, "only a Failed instance");
+    r.rewind = 0;
+    r.to_event_id = 1;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.status, DURO_STATUS_COMPLETED);
+    CHECK_EQ(history_len(p, "done", 2), 2);
+
+    /* Terminated while its activity ran: the cancel request and
+     * OrchestrationTerminated are the terminate's, not the code's answer,
+     * so the point before them is a boundary, and the points among them
+     * are not. */
+    begin(p, "term", 1);
+    item = poke(p, "term");
+    duro_event d[2];
+    d[0] = event(3, DURO_EVENT_ACTIVITY_CANCEL_REQUESTED);
+    d[0].source_event_id = 2;
+    d[0].reason = DURO_REASON_INSTANCE_TERMINATED;
+    d[1] = event(4, DURO_EVENT_ORCHESTRATION_TERMINATED);
+    d[1].reason = "stop";
+    duro_instance_meta m = meta(DURO_STATUS_TERMINATED);
+    duro_orch_ack a = ack_of(1, d, 2, &m);
+    duro_activity_ref cancelled = ref("term", 1, 2);
+    a.cancelled_activities = &cancelled;
+    a.cancelled_activity_count = 1;
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+    r = reset_req("term", 3);
+    expect_reset_refused(p, &r, DURO_INVALID, "part of the execution's ending");
+    expect_reset_refused(p, &r, DURO_INVALID,
+                         "nearest point a reset may "
+                         "keep up to is event 2");
+    r.to_event_id = 0;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.status, DURO_STATUS_TERMINATED);
+    CHECK_EQ(out.to_event_id, 2);
+    CHECK_EQ(out.activities, 1);
+    CHECK_EQ(count(p, WORKER, "term"), 1);
+}
+
+PV_TEST(reset_instance_refuses_what_could_not_replay)
+{
+    duro_provider *p = pv_open();
+    require_v13(p);
+    duro_error e;
+    duro_reset_result out;
+    duro_reset_request r = reset_req("x", 4);
+    CHECK_PFAIL(p->reset_instance(p, NULL, &out, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->reset_instance(p, &r, NULL, &e), DURO_INVALID, 0, &e);
+    r.version = 0;
+    expect_reset_refused(p, &r, DURO_INVALID, "version");
+    r = reset_req("", 4);
+    CHECK_PFAIL(p->reset_instance(p, &r, &out, &e), DURO_INVALID, 0, &e);
+    r = reset_req(NULL, 4);
+    CHECK_PFAIL(p->reset_instance(p, &r, &out, &e), DURO_INVALID, 0, &e);
+    r = reset_req("ghost", 4);
+    expect_reset_refused(p, &r, DURO_NOT_FOUND, "does not exist");
+    r = reset_req("x", 4);
+    r.rewind = 1;
+    expect_reset_refused(p, &r, DURO_INVALID, "to_event_id must be 0");
+
+    begin(p, "live", 1);
+    r = reset_req("live", 1);
+    expect_reset_refused(p, &r, DURO_INVALID_STATE, "only an ended instance");
+
+    failed_instance(p, "x");
+    r = reset_req("x", 5); /* 6 is the code's answer to 5 */
+    expect_reset_refused(p, &r, DURO_INVALID, "inside a turn");
+    expect_reset_refused(p, &r, DURO_INVALID, "events 4 and 6");
+    r.to_event_id = 1;
+    expect_reset_refused(p, &r, DURO_INVALID, "event 3");
+    r.to_event_id = 8;
+    expect_reset_refused(p, &r, DURO_INVALID, "ending");
+    r.to_event_id = 9;
+    expect_reset_refused(p, &r, DURO_NOT_FOUND, "has no event 9");
+    r.to_event_id = 4;
+    r.execution_id = 2;
+    expect_reset_refused(p, &r, DURO_INVALID_STATE, "current execution is 1");
+
+    /* A child without a result by the point, and a suspension. */
+    begin(p, "parent", 0);
+    duro_orch_item *item = poke(p, "parent");
+    duro_event d[6];
+    d[0] = event(2, DURO_EVENT_EVENT_RAISED);
+    d[0].name = "poke";
+    d[1] = event(3, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED);
+    d[1].name = "orch";
+    d[1].ref_instance = "kid";
+    d[2] = event(4, DURO_EVENT_EXECUTION_SUSPENDED);
+    d[3] = event(5, DURO_EVENT_EVENT_RAISED);
+    d[3].name = "poke";
+    d[4] = event(6, DURO_EVENT_ORCHESTRATION_TERMINATED);
+    duro_instance_meta m = meta(DURO_STATUS_TERMINATED);
+    duro_orch_ack a = ack_of(1, d, 5, &m);
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+    r = reset_req("parent", 3);
+    expect_reset_refused(p, &r, DURO_INVALID, "sub-orchestration 'kid'");
+    r.to_event_id = 4;
+    expect_reset_refused(p, &r, DURO_INVALID, "suspension of event 4");
+    r.to_event_id = 1; /* before the child: fine */
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.status, DURO_STATUS_TERMINATED);
+    CHECK_EQ(out.activities + out.timers, 0);
+
+    /* Refusals changed nothing. */
+    CHECK_EQ(latest(p, "x"), 1);
+    CHECK_EQ(latest(p, "live"), 1);
+    CHECK_EQ(count(p, WORKER, "x"), 0);
+}
+
+/* Child `kid` of `parent` (execution 1, scheduled at event 3) that has
+ * run: Started, ActivityScheduled (2), then by `status` OrchestrationCompleted
+ * "kid-out" (Completed), ActivityFailed and OrchestrationFailed "kid broke"
+ * (Failed), or nothing more (Running). */
+static void child_of(duro_provider *p, const char *parent, const char *kid,
+                     int status)
+{
+    duro_work_item w = work(DURO_WORK_START, kid);
+    w.name = "orch";
+    w.parent_instance = parent;
+    w.parent_execution = 1;
+    w.parent_event_id = 3;
+    enqueue(p, &w, 0);
+    duro_orch_item *item = fetch_orch_for(p, kid, LOCK_LONG);
+    duro_event d[4];
+    d[0] = event(1, DURO_EVENT_ORCHESTRATION_STARTED);
+    d[0].name = "orch";
+    d[0].ref_instance = parent;
+    d[0].ref_execution = 1;
+    d[0].ref_event_id = 3;
+    d[1] = event(2, DURO_EVENT_ACTIVITY_SCHEDULED);
+    d[1].name = "act";
+    d[1].payload = "act-input";
+    d[1].attempt = 1;
+    size_t n = 2;
+    duro_instance_meta m = meta(status);
+    m.name = "orch";
+    m.parent_instance = parent;
+    m.parent_execution = 1;
+    m.parent_event_id = 3;
+    if (status == DURO_STATUS_COMPLETED) {
+        d[n] = event(3, DURO_EVENT_ORCHESTRATION_COMPLETED);
+        d[n++].payload = "\"kid-out\"";
+        m.output = "\"kid-out\"";
+    } else if (status == DURO_STATUS_FAILED) {
+        d[n] = event(3, DURO_EVENT_ACTIVITY_FAILED);
+        d[n].source_event_id = 2;
+        d[n++].error = "act broke";
+        d[n] = event(4, DURO_EVENT_ORCHESTRATION_FAILED);
+        d[n].error = "kid broke";
+        d[n++].category = DURO_CATEGORY_APPLICATION;
+        m.error = "kid broke";
+        m.category = DURO_CATEGORY_APPLICATION;
+    }
+    duro_orch_ack a = ack_of(1, d, n, &m);
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+}
+
+/* `parent` Failed at execution 1: Started, EventRaised (2),
+ * SubOrchestrationScheduled of `kid` (3), SubOrchestrationFailed (4),
+ * OrchestrationFailed (5); the last good point is 3. */
+static void parent_of(duro_provider *p, const char *parent, const char *kid)
+{
+    begin(p, parent, 0);
+    duro_orch_item *item = poke(p, parent);
+    duro_event d[4];
+    d[0] = event(2, DURO_EVENT_EVENT_RAISED);
+    d[0].name = "poke";
+    d[1] = event(3, DURO_EVENT_SUB_ORCHESTRATION_SCHEDULED);
+    d[1].name = "orch";
+    d[1].ref_instance = kid;
+    d[2] = event(4, DURO_EVENT_SUB_ORCHESTRATION_FAILED);
+    d[2].source_event_id = 3;
+    d[2].error = "kid broke";
+    d[3] = event(5, DURO_EVENT_ORCHESTRATION_FAILED);
+    d[3].error = "kid broke";
+    duro_instance_meta m = meta(DURO_STATUS_FAILED);
+    m.error = "kid broke";
+    duro_orch_ack a = ack_of(1, d, 4, &m);
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+}
+
+/* The child's message queued for `id` (beside the reset's resume),
+ * fetched and checked. */
+static void expect_child_message(duro_provider *p, const char *id, int kind,
+                                 const char *payload, const char *error)
+{
+    CHECK_EQ(count(p, ORCH, id), 2);
+    duro_orch_item *item = fetch_orch_for(p, id, LOCK_LONG);
+    CHECK_EQ(item->message_count, 2);
+    const duro_work_item *w = &item->messages[0];
+    if (w->kind == DURO_WORK_RESUME_INSTANCE)
+        w = &item->messages[1];
+    CHECK_EQ(w->kind, kind);
+    CHECK_EQ(w->execution_id, 2);
+    CHECK_EQ(w->source_id, 3);
+    if (payload != NULL)
+        CHECK_STR(w->payload, payload);
+    if (error != NULL)
+        CHECK(w->error != NULL && strstr(w->error, error) != NULL);
+    abandon_orch(p, item, 0);
+    duro_orch_item_free(item);
+}
+
+PV_TEST(reset_instance_settles_children_without_a_result)
+{
+    duro_provider *p = pv_open();
+    require_v13(p);
+    duro_error e;
+    duro_reset_result out;
+
+    /* An ended child gets its ending sent to the new execution. */
+    parent_of(p, "p1", "k1");
+    child_of(p, "p1", "k1", DURO_STATUS_COMPLETED);
+    duro_reset_request r = reset_req("p1", 3);
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.children, 1);
+    expect_child_message(p, "p1", DURO_WORK_CHILD_COMPLETED, "\"kid-out\"",
+                         NULL);
+    CHECK_EQ(latest(p, "k1"), 1);
+
+    parent_of(p, "p2", "k2");
+    child_of(p, "p2", "k2", DURO_STATUS_FAILED);
+    r = reset_req("p2", 3);
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    expect_child_message(p, "p2", DURO_WORK_CHILD_FAILED, NULL, "kid broke");
+    CHECK_EQ(latest(p, "k2"), 1);
+
+    /* A rewind rewinds a Failed child with its parent, re-linked to the
+     * parent's new execution; a dry run first changes nothing. */
+    parent_of(p, "p3", "k3");
+    child_of(p, "p3", "k3", DURO_STATUS_FAILED);
+    r = reset_req("p3", 0);
+    r.rewind = 1;
+    r.dry_run = 1;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.to_event_id, 3);
+    CHECK_EQ(out.children, 1);
+    CHECK_EQ(latest(p, "k3"), 1);
+    CHECK_EQ(latest(p, "p3"), 1);
+    CHECK_EQ(count(p, WORKER, "k3"), 0);
+    r.dry_run = 0;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(latest(p, "p3"), 2);
+    CHECK_EQ(latest(p, "k3"), 2);
+    CHECK_EQ(count(p, ORCH, "p3"), 1); /* its resume only */
+    CHECK_EQ(count(p, ORCH, "k3"), 1);
+    duro_history *h = history(p, "k3", 2);
+    CHECK_EQ(h->count, 3);
+    CHECK_STR(h->events[0].ref_instance, "p3");
+    CHECK_EQ(h->events[0].ref_execution, 2);
+    CHECK_EQ(h->events[2].kind, DURO_EVENT_EXECUTION_RESET);
+    CHECK_EQ(h->events[2].flags, DURO_RESET_REWIND);
+    duro_history_free(h);
+    duro_instance_list *l = get(p, "k3");
+    CHECK_EQ(l->items[0].status, DURO_STATUS_RUNNING);
+    duro_instance_list_free(l);
+    duro_worker_item *wi = fetch_work(p, LOCK_LONG);
+    CHECK(wi != NULL);
+    CHECK_STR(wi->item.instance_id, "k3");
+    CHECK_EQ(wi->item.execution_id, 2);
+    duro_worker_item_free(wi);
+
+    /* A live child is refused: its result would go to execution 1. */
+    parent_of(p, "p4", "k4");
+    child_of(p, "p4", "k4", DURO_STATUS_RUNNING);
+    r = reset_req("p4", 0);
+    r.rewind = 1;
+    expect_reset_refused(p, &r, DURO_INVALID, "is Running");
+    CHECK_EQ(latest(p, "p4"), 1);
+}
+
+typedef struct sweep_reset_arg {
+    duro_reset_request r;
+    duro_reset_result out;
+} sweep_reset_arg;
+
+static int sweep_reset(duro_provider *p, void *arg, duro_error *e)
+{
+    sweep_reset_arg *a = arg;
+    int rc = p->reset_instance(p, &a->r, &a->out, e);
+    if (rc != DURO_OK)
+        CHECK_EQ(a->out.execution_id, 0);
+    return rc;
+}
+
+PV_TEST(fault_sweep_reset_instance)
+{
+    duro_provider *p = pv_open();
+    require_v13(p);
+    failed_instance(p, "z");
+    sweep_reset_arg arg;
+    memset(&arg, 0, sizeof(arg));
+    arg.r = reset_req("z", 0);
+    arg.r.rewind = 1;
+    /* every failing step left the store as it was: all or nothing */
+    fault_sweep(p, "reset_instance", sweep_reset, &arg);
+    CHECK_EQ(arg.out.execution_id, 2);
+    CHECK_EQ(latest(p, "z"), 2);
+    CHECK_EQ(history_len(p, "z", 2), 7);
+    CHECK_EQ(count(p, WORKER, "z"), 1);
+    CHECK_EQ(count(p, ORCH, "z"), 2); /* the timer, the resume */
+    /* a rewind that rewinds a child too: both or neither */
+    parent_of(p, "zp", "zk");
+    child_of(p, "zp", "zk", DURO_STATUS_FAILED);
+    memset(&arg, 0, sizeof(arg));
+    arg.r = reset_req("zp", 0);
+    arg.r.rewind = 1;
+    fault_sweep(p, "reset_instance (with a child)", sweep_reset, &arg);
+    CHECK_EQ(latest(p, "zp"), 2);
+    CHECK_EQ(latest(p, "zk"), 2);
+}
+
+/* ========================================================================
  * The table. */
 
 typedef enum needs {
@@ -10623,6 +11144,12 @@ static const pv_case suite[] = {
     C(a_deadline_message_spans_continue_as_new_and_ends_with_the_instance),
     C(a_queued_deadline_does_not_keep_a_request_from_deciding_at_once),
     C(deadlines_refuse_bad_input_and_change_nothing),
+    /* version 13: reset and rewind */
+    C(reset_instance_keeps_a_prefix_and_makes_its_pending_work_live),
+    C(reset_instance_rewind_goes_to_the_last_good_point),
+    C(reset_instance_refuses_what_could_not_replay),
+    C(reset_instance_settles_children_without_a_result),
+    C_NEEDS(fault_sweep_reset_instance, NEEDS_INJECT),
 };
 
 int pv_main(int argc, char **argv, const pv_factory *f, const test_case *extra,

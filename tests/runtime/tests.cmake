@@ -48,6 +48,9 @@ duro_runtime_test(test_deadline ${CMAKE_CURRENT_LIST_DIR}/test_deadline.c
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation/faulty_provider.c)
 target_include_directories(test_deadline PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../provider_validation)
+# Reset and rewind end to end (the same file runs on PostgreSQL as
+# test_pg_rewind, tests/postgres/tests.cmake).
+duro_runtime_test(test_rewind ${CMAKE_CURRENT_LIST_DIR}/test_rewind.c)
 # kill -9 during a cleanup (forked runtime processes; not labelled tsan).
 duro_add_test(test_cleanup_crash LABELS runtime TIMEOUT 300
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cleanup_crash.c)

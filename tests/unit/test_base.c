@@ -45,7 +45,7 @@ TEST(event_kind_names)
               "ExecutionSuspended");
     CHECK_STR(duro_event_kind_name(DURO_EVENT_EXECUTION_RESUMED),
               "ExecutionResumed");
-    CHECK_STR(duro_event_kind_name(DURO_EVENT_KIND_MAX), "PatchMarker");
+    CHECK_STR(duro_event_kind_name(DURO_EVENT_KIND_MAX), "ExecutionReset");
     CHECK_STR(duro_event_kind_name(DURO_EVENT_KIND_MAX + 1), "Unknown");
 }
 

@@ -5,3 +5,4 @@ duro_add_test(test_engine_cache LABELS unit tsan SOURCES unit/test_engine_cache.
 duro_add_test(test_activity_token LABELS unit tsan SOURCES unit/test_activity_token.c)
 duro_add_test(test_cron LABELS unit SOURCES unit/test_cron.c)
 duro_add_test(test_schedule LABELS unit SOURCES unit/test_schedule.c)
+duro_add_test(test_reset_plan LABELS unit SOURCES unit/test_reset_plan.c)

@@ -248,6 +248,8 @@ int cmd_cancel(cli *c, int argc, char **argv);
 int cmd_terminate(cli *c, int argc, char **argv);
 int cmd_suspend(cli *c, int argc, char **argv);
 int cmd_resume(cli *c, int argc, char **argv);
+int cmd_reset(cli *c, int argc, char **argv);  /* cmd_reset.c */
+int cmd_rewind(cli *c, int argc, char **argv); /* cmd_reset.c */
 int cmd_delete(cli *c, int argc, char **argv);
 int cmd_purge(cli *c, int argc, char **argv);
 int cmd_prune(cli *c, int argc, char **argv);

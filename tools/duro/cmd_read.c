@@ -1,6 +1,7 @@
 /* cmd_read.c - the verbs that only look: list, status, history, wait,
  * runtimes and version. They open the store with create=0, so a missing
  * database file is an error and is never created. Single-threaded. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -650,6 +651,16 @@ static void event_details(const cli *c, const duro_history *h,
     case DURO_EVENT_EVENT_RAISED:
         snprintf(out, size, "payload=%s",
                  text_short(e->payload, 60, a, sizeof(a)));
+        break;
+    case DURO_EVENT_EXECUTION_RESET:
+        snprintf(out, size,
+                 "%s of execution %" PRIu64 " after event %" PRIu64
+                 " reason=\"%s\" by=%s",
+                 e->flags & DURO_RESET_REWIND ? "rewind" : "reset",
+                 e->ref_execution, e->ref_event_id,
+                 text_short(e->reason, 80, a, sizeof(a)),
+                 e->requested_by ? text_short(e->requested_by, 60, b, sizeof(b))
+                                 : "-");
         break;
     case DURO_EVENT_PATCH_MARKER:
         /* the change id is the name column; said again so that a reader

@@ -63,7 +63,7 @@ _duro_trim()
 _duro_complete()
 {
     local verbs="list status history start raise wait cancel terminate
-        suspend resume delete purge prune metrics runtimes version ui"
+        suspend resume reset rewind delete purge prune metrics runtimes version ui"
     local common="--db --json --help"
 
     verb=""
@@ -91,7 +91,7 @@ _duro_complete()
         suspend) statuses="pending running" ;;
         cancel | terminate) statuses="pending running suspended" ;;
         resume) statuses="suspended" ;;
-        purge) statuses="completed failed cancelled terminated" ;;
+        purge | reset) statuses="completed failed cancelled terminated" ;;
         esac
         # a comma-separated list: complete the last element with the
         # statuses not given yet
@@ -121,7 +121,8 @@ _duro_complete()
         return
         ;;
     --name | --since | --until | --limit | --version | --delay | --timeout | \
-        --deadline | --reason | --by | --before | --keep | --execution | --listen)
+        --deadline | --reason | --by | --before | --keep | --execution | --listen | \
+        --to | --max)
         return
         ;;
     esac
@@ -148,6 +149,13 @@ _duro_complete()
         ;;
     suspend | resume)
         opts="--reason --by --dry-run --name --status --before"
+        ;;
+    reset)
+        opts="--to --last-good --execution --reason --by --dry-run --name
+            --status --since --before --max --yes"
+        ;;
+    rewind)
+        opts="--reason --by --dry-run --name --since --before --max --yes"
         ;;
     delete) opts="--force" ;;
     purge) opts="--before --status --name --dry-run --yes" ;;

@@ -25,6 +25,8 @@ static const verb verbs[] = {
     {"terminate", cmd_terminate, "end instances at once, running no code"},
     {"suspend", cmd_suspend, "pause instances until they are resumed"},
     {"resume", cmd_resume, "continue suspended instances"},
+    {"reset", cmd_reset, "continue an ended instance from an earlier event"},
+    {"rewind", cmd_rewind, "retry a failed instance from its last good point"},
     {"delete", cmd_delete, "delete instances and their children"},
     {"purge", cmd_purge, "delete finished instances older than a time"},
     {"prune", cmd_prune, "delete all but the last N executions"},

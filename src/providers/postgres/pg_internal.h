@@ -1237,7 +1237,21 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "AND ($1::bigint = 0 OR (($1::bigint >> h.kind) & 1) = 1) "              \
       "AND ($2::text IS NULL OR h.requested_by = $2::text) "                   \
       "ORDER BY h.timestamp_ms DESC, h.instance_id DESC, "                     \
-      "h.execution_id DESC, h.event_id DESC LIMIT $8::bigint")
+      "h.execution_id DESC, h.event_id DESC LIMIT $8::bigint")                 \
+    /* a reset (version 13): the ended instance $1 at execution $3 moves to   \
+     * execution $2, Running, its ending and requests cleared, a rewound     \
+     * child's parent link moved to $5 (0: kept); 0 rows when another      \
+     * reset or a turn changed it first (the compare-and-set) */             \
+    X(RESET_INSTANCE,                                                          \
+      "UPDATE instances SET status = 2, execution_id = $2::bigint, "           \
+      "output = NULL, error = NULL, category = 0, updated_ms = $4::bigint, "   \
+      "finished_ms = NULL, last_problem = NULL, last_problem_ms = NULL, "      \
+      "next_attempt_ms = NULL, cancel_requested_ms = NULL, "                   \
+      "cancel_reason = NULL, cancelled_by = NULL, "                            \
+      "parent_execution = CASE WHEN $5::bigint <> 0 THEN $5::bigint "          \
+      "ELSE parent_execution END "                                             \
+      "WHERE instance_id = $1::text AND execution_id = $3::bigint "            \
+      "AND status IN (3, 4, 5, 8)")
 
 /* The ids are the shared list's (statements.h); the texts above are this
  * dialect's. */

@@ -52,6 +52,7 @@ void duro__sql_fill_methods(duro_provider *m)
     m->list_runtimes = duro__sql_list_runtimes;
     m->remove_runtime = duro__sql_remove_runtime;
     m->pass_orchestration_item = duro__sql_pass_orchestration_item;
+    m->reset_instance = duro__sql_reset_instance;
 }
 
 duro__sql_store *duro__sql_store_of(duro_provider *p, const char *dialect)

@@ -631,6 +631,9 @@ int duro__sql_next_due(duro__sql_store *st, duro_queue queue, int64_t *out,
 /* The provider's next_due (version 12): the earliest of both queues'. */
 int duro__sql_next_due_any(duro_provider *p, int64_t *due_ms, int *any,
                            duro_error *err);
+/* sql/reset.c: reset_instance (version 13). */
+int duro__sql_reset_instance(duro_provider *base, const duro_reset_request *r,
+                             duro_reset_result *out, duro_error *err);
 /* sql/many.c: cancel_instances, control_instances, cancel_matching,
  * control_matching, purge_instances. */
 

@@ -161,7 +161,8 @@
     X(RUNTIME_UPSERT)                                                          \
     X(RUNTIME_EXPIRE)                                                          \
     X(RUNTIME_DELETE)                                                          \
-    X(RUNTIME_LIST)
+    X(RUNTIME_LIST)                                                          \
+    X(RESET_INSTANCE)
 
 /* The operators' query indexes (provider contract version 10), the same
  * DDL in both stores' migrations (SQLite's 7, PostgreSQL's 5); each ends

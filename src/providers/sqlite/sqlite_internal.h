@@ -848,7 +848,20 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "AND (?1 = 0 OR ((?1 >> h.kind) & 1)) "                                  \
       "AND (?2 IS NULL OR h.requested_by = ?2) "                               \
       "ORDER BY h.timestamp_ms DESC, h.instance_id DESC, "                     \
-      "h.execution_id DESC, h.event_id DESC LIMIT ?8")
+      "h.execution_id DESC, h.event_id DESC LIMIT ?8")                         \
+    /* a reset (version 13): the ended instance ?1 at execution ?3 moves to   \
+     * execution ?2, Running, its ending and requests cleared, a rewound     \
+     * child's parent link moved to ?5 (0: kept); 0 rows when another      \
+     * reset or a turn changed it first (the compare-and-set) */             \
+    X(RESET_INSTANCE,                                                          \
+      "UPDATE instances SET status = 2, execution_id = ?2, output = NULL, "    \
+      "error = NULL, category = 0, updated_ms = ?4, finished_ms = NULL, "      \
+      "last_problem = NULL, last_problem_ms = NULL, next_attempt_ms = NULL, "  \
+      "cancel_requested_ms = NULL, cancel_reason = NULL, "                     \
+      "cancelled_by = NULL, parent_execution = "                               \
+      "CASE WHEN ?5 <> 0 THEN ?5 ELSE parent_execution END "                   \
+      "WHERE instance_id = ?1 AND execution_id = ?3 "                          \
+      "AND status IN (3, 4, 5, 8)")
 
 /* The ids are the shared list's (statements.h); the texts above are this
  * dialect's. */
