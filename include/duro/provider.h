@@ -475,23 +475,23 @@ typedef struct duro_bulk_result {
 /* A reset or rewind of one instance (reset_instance, version 13; the
  * client's duro_client_reset() and duro_client_rewind()). */
 typedef struct duro_reset_request {
-    int version;             /* 1 */
-    const char *instance_id; /* required */
-    uint64_t execution_id;   /* the execution to_event_id is in; it must be
-                                the instance's current one when the
-                                transaction runs (a compare-and-set: a
-                                reset that another one overtook fails); 0:
-                                whichever is current */
-    uint64_t to_event_id;    /* the last event the new execution keeps; 0:
-                                the last good point, the latest turn
-                                boundary before the execution's first
-                                failure (ActivityFailed,
-                                SubOrchestrationFailed), or before its
-                                ending when nothing failed */
-    int rewind;              /* 1: a rewind: only a Failed instance, to the
-                                last good point (to_event_id must be 0) */
-    int dry_run;             /* 1: decide and report, change nothing */
-    const char *reason;      /* recorded on ExecutionReset; may be NULL */
+    int version;              /* 1 */
+    const char *instance_id;  /* required */
+    uint64_t execution_id;    /* the execution to_event_id is in; it must be
+                                 the instance's current one when the
+                                 transaction runs (a compare-and-set: a
+                                 reset that another one overtook fails); 0:
+                                 whichever is current */
+    uint64_t to_event_id;     /* the last event the new execution keeps; 0:
+                                 the last good point, the latest turn
+                                 boundary before the execution's first
+                                 failure (ActivityFailed,
+                                 SubOrchestrationFailed), or before its
+                                 ending when nothing failed */
+    int rewind;               /* 1: a rewind: only a Failed instance, to the
+                                 last good point (to_event_id must be 0) */
+    int dry_run;              /* 1: decide and report, change nothing */
+    const char *reason;       /* recorded on ExecutionReset; may be NULL */
     const char *requested_by; /* likewise */
 } duro_reset_request;
 

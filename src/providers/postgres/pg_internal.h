@@ -1238,10 +1238,10 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "AND ($2::text IS NULL OR h.requested_by = $2::text) "                   \
       "ORDER BY h.timestamp_ms DESC, h.instance_id DESC, "                     \
       "h.execution_id DESC, h.event_id DESC LIMIT $8::bigint")                 \
-    /* a reset (version 13): the ended instance $1 at execution $3 moves to   \
-     * execution $2, Running, its ending and requests cleared, a rewound     \
-     * child's parent link moved to $5 (0: kept); 0 rows when another      \
-     * reset or a turn changed it first (the compare-and-set) */             \
+    /* a reset (version 13): the ended instance $1 at execution $3 moves to    \
+     * execution $2, Running, its ending and requests cleared, a rewound       \
+     * child's parent link moved to $5 (0: kept); 0 rows when another          \
+     * reset or a turn changed it first (the compare-and-set) */               \
     X(RESET_INSTANCE,                                                          \
       "UPDATE instances SET status = 2, execution_id = $2::bigint, "           \
       "output = NULL, error = NULL, category = 0, updated_ms = $4::bigint, "   \

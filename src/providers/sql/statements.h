@@ -161,7 +161,7 @@
     X(RUNTIME_UPSERT)                                                          \
     X(RUNTIME_EXPIRE)                                                          \
     X(RUNTIME_DELETE)                                                          \
-    X(RUNTIME_LIST)                                                          \
+    X(RUNTIME_LIST)                                                            \
     X(RESET_INSTANCE)
 
 /* The operators' query indexes (provider contract version 10), the same

@@ -849,10 +849,10 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "AND (?2 IS NULL OR h.requested_by = ?2) "                               \
       "ORDER BY h.timestamp_ms DESC, h.instance_id DESC, "                     \
       "h.execution_id DESC, h.event_id DESC LIMIT ?8")                         \
-    /* a reset (version 13): the ended instance ?1 at execution ?3 moves to   \
-     * execution ?2, Running, its ending and requests cleared, a rewound     \
-     * child's parent link moved to ?5 (0: kept); 0 rows when another      \
-     * reset or a turn changed it first (the compare-and-set) */             \
+    /* a reset (version 13): the ended instance ?1 at execution ?3 moves to    \
+     * execution ?2, Running, its ending and requests cleared, a rewound       \
+     * child's parent link moved to ?5 (0: kept); 0 rows when another          \
+     * reset or a turn changed it first (the compare-and-set) */               \
     X(RESET_INSTANCE,                                                          \
       "UPDATE instances SET status = 2, execution_id = ?2, output = NULL, "    \
       "error = NULL, category = 0, updated_ms = ?4, finished_ms = NULL, "      \
