@@ -126,3 +126,15 @@ void duro_control_event_list_free(duro_control_event_list *list)
     if (list != NULL)
         duro_arena_destroy(list->arena);
 }
+
+void duro_schedule_list_free(duro_schedule_list *list)
+{
+    if (list != NULL)
+        duro_arena_destroy(list->arena);
+}
+
+void duro_schedule_fire_list_free(duro_schedule_fire_list *list)
+{
+    if (list != NULL)
+        duro_arena_destroy(list->arena);
+}

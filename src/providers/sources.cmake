@@ -14,6 +14,7 @@ list(APPEND DURO_SOURCES
   src/providers/sql/notify.c
   src/providers/sql/pool.c
   src/providers/sql/queue.c
+  src/providers/sql/schedules.c
   src/providers/sql/shared.c
   src/providers/sql/stats.c
   src/providers/sql/store.c)

@@ -671,6 +671,8 @@ TEST(client_functions)
     CHECK_INT(el->count, >=, 1); /* w3's cancel */
     C(duro_control_event_list_free)(el);
     C(duro_control_event_list_free)(NULL);
+    C(duro_schedule_list_free)(NULL);
+    C(duro_schedule_fire_list_free)(NULL);
     duro_control_event_query eunset;
     memset(&eunset, 0, sizeof(eunset));
     el = (duro_control_event_list *)&f;

@@ -644,7 +644,8 @@ contains "$tmp/out" "started e-1"
 echo "== the read verbs open read-only: an older schema is not migrated"
 cp "$tmp/store.db" "$tmp/older.db"
 [ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/older.db-wal"
-"$fixture" sql "$tmp/older.db" "DROP INDEX instances_status_created;
+"$fixture" sql "$tmp/older.db" "DROP TABLE schedule_fires; DROP TABLE schedules;
+    DELETE FROM duro_schema WHERE version = 8; DROP INDEX instances_status_created;
     DROP INDEX instances_status_updated;
     DROP INDEX instances_name_status_created;
     DROP INDEX instances_name_status_updated; DROP INDEX history_control;

@@ -244,13 +244,19 @@ PV_TEST(concurrent_opens_of_a_fresh_schema_migrate_once)
     char sql[160];
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 6); /* migrations 1 to 6, once each */
+    CHECK_EQ(query_int(c, sql), 7); /* migrations 1 to 7, once each */
     PQfinish(c);
 }
+
+/* A version-7 schema back to version 6: migration 7's schedules go. */
+#define UNDO_PG_MIGRATION_7                                                    \
+    "DROP TABLE schedule_fires; DROP TABLE schedules; "                        \
+    "DELETE FROM duro_schema WHERE version = 7; "
 
 /* Takes a version-6 schema (search_path set to it) back to version 5:
  * orchestrator_queue's fillfactor as version 5 made it. */
 #define UNDO_PG_MIGRATION_6                                                    \
+    UNDO_PG_MIGRATION_7                                                        \
     "ALTER TABLE orchestrator_queue RESET (fillfactor); "                      \
     "DELETE FROM duro_schema WHERE version = 6; "
 
@@ -537,7 +543,7 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 6);
+    CHECK_EQ(query_int(c, sql), 7);
 
     /* a schema without duro_schema, empty or another application's, is
      * no store: create=0 creates nothing in it */
@@ -573,7 +579,7 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 6);
+    CHECK_EQ(query_int(c, sql), 7);
     PQfinish(c);
 }
 
@@ -660,7 +666,7 @@ PV_TEST(migration_6_upgrades_a_version_5_store_in_place)
 
     duro_provider *q = pv_open_same(); /* migrates */
     CHECK(q != NULL);
-    CHECK_EQ(query_int(c, sql), 6);
+    CHECK_EQ(query_int(c, sql), 7);
     snprintf(sql, sizeof(sql), QUEUE_FILLFACTOR_50, schema);
     CHECK_EQ(query_int(c, sql), 1);
     PQfinish(c);
@@ -769,7 +775,7 @@ PV_TEST(migration_2_adds_activity_run_times)
     CHECK_EQ(query_int(c, sql), 4);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 6);
+    CHECK_EQ(query_int(c, sql), 7);
     /* migration 6: room in orchestrator_queue's pages */
     snprintf(sql, sizeof(sql), QUEUE_FILLFACTOR_50, schema);
     CHECK_EQ(query_int(c, sql), 1);

@@ -360,8 +360,14 @@ TEST(url_create_0_never_creates)
 
 /* Takes a version-4 database back to version 3: migration 4's columns
  * go. */
+/* Back to version 7: migration 8's schedules go. */
+#define DOWNGRADE_TO_7                                                         \
+    "DROP TABLE schedule_fires;"                                               \
+    "DROP TABLE schedules;"                                                    \
+    "DELETE FROM duro_schema WHERE version = 8;"
 /* Back to version 6: migration 7's indexes go. */
 #define DOWNGRADE_TO_6                                                         \
+    DOWNGRADE_TO_7                                                             \
     "DROP INDEX instances_status_created;"                                     \
     "DROP INDEX instances_status_updated;"                                     \
     "DROP INDEX instances_name_status_created;"                                \
@@ -624,7 +630,7 @@ TEST(mode_ro_reads_and_never_writes)
     /* create=0 without mode=ro still migrates */
     p = open_url(url_with("ro.db", "?create=0"));
     duro_provider_close(p);
-    CHECK_EQ(raw_count(path, "SELECT MAX(version) FROM duro_schema"), 7);
+    CHECK_EQ(raw_count(path, "SELECT MAX(version) FROM duro_schema"), 8);
 }
 
 TEST(schema_version_recorded_and_newer_refused)
@@ -633,8 +639,8 @@ TEST(schema_version_recorded_and_newer_refused)
     duro_provider *p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     sqlite3 *db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 7);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 7);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 8);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 8);
     /* Back to version 1 (without migrations 2 and 3): reopening migrates. */
     CHECK_EQ(sqlite3_exec(db, downgrade_to_2, NULL, NULL, NULL), SQLITE_OK);
     CHECK_EQ(sqlite3_exec(db,
@@ -644,7 +650,7 @@ TEST(schema_version_recorded_and_newer_refused)
              SQLITE_OK);
     sqlite3_close(db);
 
-    /* Reopening migrates 1 -> 7; reopening an up-to-date one changes
+    /* Reopening migrates 1 -> 8; reopening an up-to-date one changes
      * nothing. */
     p = open_url(test_sqlite_url("schema.db"));
     start(p, "kept", "orch");
@@ -652,7 +658,7 @@ TEST(schema_version_recorded_and_newer_refused)
     p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 7);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 8);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN "
                          "('history_activity_cancel', 'instances_finished', "
                          "'instances_name_status', 'instances_problem', "
@@ -831,7 +837,7 @@ TEST(migration_4_adds_activity_run_times)
 
     p = open_url(test_sqlite_url("migrate4.db"));
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 7);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 8);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM pragma_table_info('history') "
                          "WHERE name IN ('started_ms', 'finished_ms')"),
              2);
@@ -2549,7 +2555,7 @@ TEST(concurrent_opens_of_a_new_file)
         duro_provider *p = open_url(url);
         duro_provider_close(p);
         sqlite3 *db = raw_open(test_path(name));
-        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 7);
+        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 8);
         sqlite3_close(db);
     }
 }

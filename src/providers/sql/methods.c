@@ -48,6 +48,14 @@ void duro__sql_fill_methods(duro_provider *m)
     m->wait_for_work = duro__sql_wait_for_work;
     m->wake = duro__sql_wake;
     m->next_due = duro__sql_next_due_any;
+    m->create_schedule = duro__sql_create_schedule;
+    m->update_schedule = duro__sql_update_schedule;
+    m->delete_schedule = duro__sql_delete_schedule;
+    m->get_schedule = duro__sql_get_schedule;
+    m->list_schedules = duro__sql_list_schedules;
+    m->due_schedules = duro__sql_due_schedules;
+    m->apply_schedule = duro__sql_apply_schedule;
+    m->list_schedule_fires = duro__sql_list_schedule_fires;
 }
 
 duro__sql_store *duro__sql_store_of(duro_provider *p, const char *dialect)
