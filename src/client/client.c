@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "client/client_internal.h"
 #include "client/client_metrics.h"
 #include "core/core.h"
 #include "duro.h"
@@ -1045,4 +1046,14 @@ int duro_client_metrics_format(duro_client *c, char *buf, size_t size,
     }
     duro__client_metrics_text(&c->metrics, buf, size);
     return DURO_OK;
+}
+
+duro_provider *duro__client_provider(duro_client *c)
+{
+    return c->provider;
+}
+
+int duro__client_enter(duro_client *c)
+{
+    return enter(c, NULL, NULL);
 }

@@ -6,5 +6,6 @@ list(APPEND DURO_SOURCES
   src/core/result.c
   src/core/retry.c
   src/core/schedule.c
+  src/core/schedule_spec.c
   src/core/tracker.c
   src/core/turn.c)
