@@ -1486,9 +1486,76 @@ for url in 'postgresql://app:s3cret@db.invalid/orders?bogus=1' \
     done
 done
 
+echo "== schedule"
+sdb="sqlite:$tmp/sched.db"
+run 0 --db "$sdb" schedule create nightly --orchestration Report \
+    --cron '30 2 * * *' --zone Europe/Berlin --dry-run
+contains "$tmp/out" "would create schedule nightly"
+contains "$tmp/out" "T01:30:00.000Z"
+[ ! -e "$tmp/sched.db" ] || fail "a dry run created the store"
+run 0 --db "$sdb" schedule create nightly --orchestration Report \
+    --cron '30 2 * * *' --zone Europe/Berlin --input '{"k":1}' --json
+json 'd["created"] is True and d["dry_run"] is False and len(d["next_fires"]) == 5'
+json 'd["spec"]["time_zone"] == "Europe/Berlin" and d["spec"]["input"] == {"k": 1}'
+run 1 --db "$sdb" schedule create nightly --orchestration Report --every 1h
+contains "$tmp/err" "already exists"
+run 0 --db "$sdb" schedule create hourly --orchestration Report --every 1h \
+    --overlap buffer-one --catchup 2h --paused --note "not yet"
+contains "$tmp/out" "paused"
+run 0 --db "$sdb" schedule list --json
+json '[s["id"] for s in d["schedules"]] == ["hourly", "nightly"]'
+json 'd["schedules"][0]["spec"]["paused"] is True and d["schedules"][0]["spec"]["note"] == "not yet"'
+run 0 --db "$sdb" schedule resume hourly --dry-run
+contains "$tmp/out" "would resume schedule hourly"
+run 0 --db "$sdb" schedule describe hourly --json
+json 'd["spec"]["paused"] is True and d["spec"]["overlap"] == "buffer-one"'
+run 0 --db "$sdb" schedule resume hourly
+run 0 --db "$sdb" schedule trigger nightly --json
+json 'd["instance"].startswith("nightly@trigger-") and d["action"] == "triggered"'
+run 0 --db "$sdb" schedule describe nightly --next 3 --fires 5 --json
+json 'len(d["next_fires"]) == 3 and d["recent_fires"][0]["action"] == "started"'
+json 'd["recent_fires"][0]["instance_status"] == "pending" and d["fires"] == 1'
+run 0 --db "$sdb" schedule describe nightly
+contains "$tmp/out" "cron          30 2 * * * in Europe/Berlin"
+contains "$tmp/out" "started  nightly@trigger-"
+run 0 --db "$sdb" schedule pause nightly --note holidays
+contains "$tmp/out" "instances it already started are not touched"
+run 0 --db "$sdb" schedule delete nightly --dry-run --json
+json 'd["dry_run"] is True and d["note"] == "instances it already started are not touched"'
+run 0 --db "$sdb" schedule delete nightly
+contains "$tmp/out" "deleted schedule nightly"
+contains "$tmp/out" "instances it already started are not touched"
+run 0 --db "$sdb" list
+contains "$tmp/out" "nightly@trigger-"
+run 3 --db "$sdb" schedule delete nightly
+run 3 --db "$sdb" schedule describe nightly --json
+json 'd["error"]["code"] == "not_found"'
+run 0 --db "$sdb" schedule update hourly --orchestration Report --cron '@daily'
+contains "$tmp/out" "updated schedule hourly"
+# bad input: a clear error each
+run 2 --db "$sdb" schedule create bad --orchestration R --cron '61 * * * *'
+contains "$tmp/err" "field 1 (minute): 61 is out of range 0-59"
+run 3 --db "$sdb" schedule create bad --orchestration R --cron '@daily' --zone Mars/Base
+contains "$tmp/err" "time zone 'Mars/Base' is not in the tz database"
+run 2 --db "$sdb" schedule create bad --orchestration R --every 1h --cron '@daily'
+contains "$tmp/err" "both a cron expression and an interval"
+run 2 --db "$sdb" schedule create bad --orchestration R --every 1h --overlap sometimes
+contains "$tmp/err" "--overlap: 'sometimes' is none of"
+run 2 --db "$sdb" schedule create bad --orchestration R --every 1h --note x
+contains "$tmp/err" "--note goes with --paused"
+run 2 --db "$sdb" schedule pause hourly --cron x
+run 2 --db "$sdb" schedule list extra
+run 2 --db "$sdb" schedule
+contains "$tmp/err" "expected a verb"
+run 2 --db "$sdb" schedule frobnicate x
+contains "$tmp/err" "unknown verb 'frobnicate'"
+run 2 --db "$sdb" schedule trigger
+run 0 schedule --help
+contains "$tmp/out" "terminate-other"
+
 echo "== man page and completion"
 for verb in list status history start raise wait cancel terminate suspend resume \
-    delete purge prune metrics version; do
+    delete purge prune schedule metrics version; do
     grep -q "^\.SS $verb" "$tooldir/duro.1" || fail "duro.1 has no section for $verb"
 done
 for word in "EXIT STATUS" "JSON OUTPUT" '"truncated"' '"dry_run"' NO_COLOR; do
@@ -1498,7 +1565,7 @@ done
 # lines list, and no other (the common --db, --json and --help aside)
 if [ "$have_python" = 1 ]; then
     for verb in list status history start raise wait cancel terminate \
-        suspend resume delete purge prune metrics version ui; do
+        suspend resume delete purge prune schedule metrics version ui; do
         "$duro" "$verb" --help | sed -n '1,/^$/p' >"$tmp/usage.$verb"
     done
     # a duro built without the console has no ui usage: its synopsis
@@ -1518,7 +1585,7 @@ for entry in synopsis.split(".br"):
 bad = []
 for verb in ["list", "status", "history", "start", "raise", "wait", "cancel",
              "terminate", "suspend", "resume", "delete", "purge", "prune",
-             "metrics", "version", "ui"]:
+             "schedule", "metrics", "version", "ui"]:
     usage = open("%s/usage.%s" % (sys.argv[2], verb), encoding="utf-8").read()
     in_help = set(re.findall(r"--[a-z][a-z-]*[a-z]", usage)) - {"--json", "--db", "--help"}
     common = {"--json", "--db", "--help"}
