@@ -5,9 +5,13 @@
  * offset, the virtual clock duro_test_env moves); trigger, pause, resume,
  * delete; and bad input for every schedule function. */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "core/schedule_spec.h"
@@ -61,6 +65,16 @@ static int64_t skips_of(duro_client *c, const char *id)
     int64_t fires, skips;
     counters(c, id, &fires, &skips);
     return skips;
+}
+
+/* The time of the newest fire of schedule id (0: none). */
+static int64_t last_fire_time(duro_client *c, const char *id)
+{
+    duro_schedule_description *d = NULL;
+    CHECK_OK(duro_client_schedule_describe(c, id, 0, 1, &d));
+    int64_t t = d != NULL && d->fire_count > 0 ? d->fires[0].time_ms : 0;
+    duro_schedule_info_free(d);
+    return t;
 }
 
 static int status_of(duro_client *c, const char *instance)
@@ -453,6 +467,98 @@ TEST(dst_changes_in_a_named_zone_fire_once_a_day)
     rt_done(&f);
 }
 
+/* ---- kill -9 around fire times ------------------------------------------ */
+
+#define KILL_ROUNDS 6
+
+/* A child process running a runtime on the store until it is killed. */
+static pid_t spawn_runtime(const char *url)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    duro_registry *reg = NULL;
+    duro_runtime_options o;
+    rt_default_options(&o);
+    duro_runtime *rt = NULL;
+    if (duro_registry_create(&reg) != DURO_OK ||
+        duro_registry_add_orchestration(reg, "Tick", NULL, orch_tick, NULL) !=
+            DURO_OK ||
+        duro_runtime_create(url, reg, &o, &rt) != DURO_OK ||
+        duro_runtime_start(rt) != DURO_OK)
+        _exit(3);
+    for (;;)
+        pause(); /* until SIGKILL */
+}
+
+/* Runtimes in child processes killed with SIGKILL at random instants
+ * after a fire (mid-apply, mid-turn, while sleeping), one after another,
+ * then a survivor: every fire time from the first to the last has
+ * exactly one instance, none is lost (the downtimes are well within the
+ * catch-up window) and none is counted twice. */
+TEST(kill_9_around_fire_times_loses_and_doubles_no_fire)
+{
+    rt_fixture f;
+    rt_init(&f, "kill.db");
+    register_all(&f);
+    CHECK_OK(duro_client_create(f.url, &f.client));
+    duro_schedule_spec spec;
+    duro_schedule_spec_init(&spec);
+    spec.interval_ms = 100;
+    spec.orchestration = "Tick";
+    spec.overlap = DURO_OVERLAP_ALLOW_ALL;
+    CHECK_OK(duro_client_schedule_create(f.client, "k", &spec));
+    unsigned seed = (unsigned)time(NULL);
+    fprintf(stderr, "  seed %u\n", seed);
+    srand(seed);
+    for (int round = 0; round < KILL_ROUNDS; round++) {
+        int64_t before = fires_of(f.client, "k");
+        pid_t pid = spawn_runtime(f.url);
+        CHECK(pid > 0);
+        WAIT_UNTIL(fires_of(f.client, "k") > before, WAIT_MS);
+        /* The kill instant, random within a fire interval and a half:
+         * the chaos of the test, not a synchronisation. */
+        usleep((useconds_t)(rand() % 150) * 1000);
+        CHECK_EQ(kill(pid, SIGKILL), 0);
+        int st = 0;
+        CHECK_EQ(waitpid(pid, &st, 0), pid);
+        CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    }
+    /* The survivor makes the fires of the downtime since the last kill,
+     * then a few more. */
+    int64_t killed_at = duro__wall_ms();
+    rt_start(&f);
+    WAIT_UNTIL(fires_of(f.client, "k") > 0 &&
+                   last_fire_time(f.client, "k") > killed_at + 300,
+               WAIT_MS);
+    CHECK_OK(duro_client_schedule_pause(f.client, "k", NULL));
+    rt_stop(&f);
+    duro_schedule_description *d = NULL;
+    CHECK_OK(duro_client_schedule_describe(f.client, "k", 0,
+                                           DURO_SCHEDULE_FIRES_KEPT, &d));
+    int64_t fires = d->schedules[0].fires;
+    CHECK_EQ(d->schedules[0].skips, 0);
+    CHECK_INT(fires, <, DURO_SCHEDULE_FIRES_KEPT); /* the log holds all */
+    CHECK_EQ((int64_t)d->fire_count, fires);
+    for (size_t i = 0; i < d->fire_count; i++) {
+        CHECK_EQ(d->fires[i].action, DURO_SCHEDULE_START);
+        if (i > 0)
+            CHECK_EQ(d->fires[i - 1].time_ms - d->fires[i].time_ms, 100);
+        char id[DURO__FIRE_ID_MAX];
+        duro__schedule_fire_id("k", d->fires[i].time_ms, 0, id);
+        CHECK_STR(d->fires[i].instance_id, id);
+    }
+    duro_schedule_info_free(d);
+    duro_instance_filter all;
+    memset(&all, 0, sizeof(all));
+    all.name = "Tick";
+    duro_instance_list *list = NULL;
+    CHECK_OK(duro_client_list(f.client, &all, &list));
+    CHECK_EQ((int64_t)list->count, fires);
+    duro_instance_list_free(list);
+    rt_done(&f);
+}
+
 /* ---- bad input ---------------------------------------------------------- */
 
 static void expect_spec_refused(duro_client *c, const duro_schedule_spec *s,
@@ -594,4 +700,5 @@ TEST_MAIN(T(several_runtimes_start_one_instance_per_fire_time),
           T(trigger_starts_one_now_and_pause_resume_delete_keep_instances),
           T(catch_up_after_downtime_makes_the_fires_within_the_window),
           T(dst_changes_in_a_named_zone_fire_once_a_day),
+          T(kill_9_around_fire_times_loses_and_doubles_no_fire),
           T(every_schedule_function_refuses_bad_input))
