@@ -467,6 +467,53 @@ TEST(dst_changes_in_a_named_zone_fire_once_a_day)
     rt_done(&f);
 }
 
+/* duro_test_env skips to a schedule's fire times as to the queues' due
+ * times: a daily schedule fires at each midnight while the test waits for
+ * a two-and-a-half-day timer, each fire at its time. */
+static int orch_wait_days(duro_orch *o, const char *in, duro_result *out)
+{
+    (void)in;
+    duro_await(o, duro_timer(o, 60 * HOUR_MS));
+    return duro_ok(out, "rested");
+}
+
+TEST(the_test_env_skips_to_fire_times)
+{
+    duro_registry *r = NULL;
+    CHECK_OK(duro_registry_create(&r));
+    CHECK_OK(duro_registry_add_orchestration(r, "Tick", NULL, orch_tick, NULL));
+    CHECK_OK(
+        duro_registry_add_orchestration(r, "Rest", NULL, orch_wait_days, NULL));
+    duro_test_env *env = NULL;
+    CHECK_OK(duro_test_env_create(r, NULL, &env));
+    duro_registry_destroy(r);
+    CHECK_OK(duro_test_env_start(env));
+    duro_client *c = duro_test_env_client(env);
+    duro_schedule_spec spec;
+    duro_schedule_spec_init(&spec);
+    spec.cron = "@daily";
+    spec.orchestration = "Tick";
+    CHECK_OK(duro_client_schedule_create(c, "daily", &spec));
+    CHECK_OK(duro_client_start(c, "rest", "Rest", NULL, NULL));
+    duro_instance_info *info = NULL;
+    CHECK_OK(duro_test_env_wait(env, "rest", WAIT_MS, &info));
+    CHECK_STR(info->output, "rested");
+    duro_free(info);
+    CHECK_INT(duro_test_env_skipped_ms(env), >=, 60 * HOUR_MS - WAIT_MS);
+    duro_schedule_description *d = NULL;
+    CHECK_OK(duro_client_schedule_describe(c, "daily", 0, 10, &d));
+    CHECK_INT(d->fire_count, >=, 2);
+    CHECK_INT(d->fire_count, <=, 3);
+    for (size_t i = 0; i < d->fire_count; i++) {
+        CHECK_EQ(d->fires[i].action, DURO_SCHEDULE_START);
+        CHECK_EQ(d->fires[i].time_ms % (24 * HOUR_MS), 0);
+        /* started at its time, not caught up later */
+        CHECK_INT(d->fires[i].recorded_ms - d->fires[i].time_ms, <, 5000);
+    }
+    duro_schedule_info_free(d);
+    duro_test_env_destroy(env);
+}
+
 /* ---- kill -9 around fire times ------------------------------------------ */
 
 #define KILL_ROUNDS 6
@@ -700,5 +747,6 @@ TEST_MAIN(T(several_runtimes_start_one_instance_per_fire_time),
           T(trigger_starts_one_now_and_pause_resume_delete_keep_instances),
           T(catch_up_after_downtime_makes_the_fires_within_the_window),
           T(dst_changes_in_a_named_zone_fire_once_a_day),
+          T(the_test_env_skips_to_fire_times),
           T(kill_9_around_fire_times_loses_and_doubles_no_fire),
           T(every_schedule_function_refuses_bad_input))
