@@ -182,8 +182,8 @@ static void fire_one(duro__schedules *s, const duro_schedule_record *r,
             a->reason = reason;
             a->requested_by = by;
         } else if (a->kind == DURO_SCHEDULE_SKIP) {
-            skips += a->count > 0 ? (uint64_t)a->count
-                                  : (uint64_t)DURO__SCHEDULE_COUNT_MAX;
+            /* -1 (more than the planner counts) as the store counts it */
+            skips += a->count > 0 ? (uint64_t)a->count : 1;
         }
     }
     duro_schedule_record next;
