@@ -781,7 +781,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "COALESCE(i.status, 0), s.paused, s.note, s.fires, s.skips, "            \
       "s.created_ms, s.updated_ms FROM schedules AS s LEFT JOIN instances "    \
       "AS i ON i.instance_id = s.last_instance_id WHERE s.paused = 0 AND "     \
-      "s.due_ms <= $1::bigint ORDER BY s.due_ms, s.id LIMIT $2::bigint")       \
+      "s.due_ms <= $1::bigint ORDER BY s.due_ms LIMIT $2::bigint")             \
     X(SCHEDULE_NEXT_DUE,                                                       \
       "SELECT MIN(due_ms) FROM schedules WHERE paused = 0 AND due_ms > "       \
       "$1::bigint")                                                            \

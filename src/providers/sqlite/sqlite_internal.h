@@ -377,7 +377,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "IFNULL(i.status, 0), s.paused, s.note, s.fires, s.skips, "              \
       "s.created_ms, s.updated_ms FROM schedules AS s LEFT JOIN instances "    \
       "AS i ON i.instance_id = s.last_instance_id WHERE s.paused = 0 AND "     \
-      "s.due_ms <= ?1 ORDER BY s.due_ms, s.id LIMIT ?2")                       \
+      "s.due_ms <= ?1 ORDER BY s.due_ms LIMIT ?2")                             \
     X(SCHEDULE_NEXT_DUE,                                                       \
       "SELECT MIN(due_ms) FROM schedules WHERE paused = 0 AND due_ms > ?1")    \
     X(SCHEDULE_CLAIM,                                                          \
