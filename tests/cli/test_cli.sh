@@ -202,7 +202,7 @@ for line in text[:-1].split("\n"):
         key = (m.group(1), m.group(3))
         assert key not in seen_series, "series twice: " + line
         seen_series.add(key)
-assert seen_families == {"duro_instances", "duro_instances_stuck", "duro_queue_messages", "duro_queue_oldest_ready_age_seconds", "duro_store_size_bytes"}, seen_families
+assert seen_families == {"duro_instances", "duro_instances_stuck", "duro_queue_messages", "duro_queue_oldest_ready_age_seconds", "duro_store_size_bytes", "duro_schedules", "duro_schedule_overdue_seconds"}, seen_families
 PY
         fail "metrics exposition: $(cat "$tmp/pyerr")"
 fi
@@ -236,7 +236,7 @@ run 0 metrics --output "$tmp/scrape.prom"
 [ "$(stat -c %a "$tmp/new.prom")" = 644 ] ||
     fail "metrics --output made a new file with mode $(stat -c %a "$tmp/new.prom") under umask 022"
 run 0 metrics --json
-json 'set(d) == {"at", "at_ms", "instances", "stuck", "queues", "store_size_bytes"}'
+json 'set(d) == {"at", "at_ms", "instances", "stuck", "queues", "store_size_bytes", "schedules"}'
 json '{"orchestration": "Waiter", "status": "running", "count": 3} in d["instances"]'
 json 'd["queues"]["orchestrator"]["delayed"] == 1 and d["queues"]["worker"]["ready"] == 0 and d["queues"]["worker"]["oldest_ready_ms"] is None'
 run 2 metrics --json --output "$tmp/x.prom"
@@ -1532,6 +1532,12 @@ run 3 --db "$sdb" schedule describe nightly --json
 json 'd["error"]["code"] == "not_found"'
 run 0 --db "$sdb" schedule update hourly --orchestration Report --cron '@daily'
 contains "$tmp/out" "updated schedule hourly"
+run 0 --db "$sdb" metrics
+contains "$tmp/out" 'duro_schedules{state="active"} 1'
+contains "$tmp/out" 'duro_schedules{state="paused"} 0'
+contains "$tmp/out" 'duro_schedule_overdue_seconds 0.000'
+run 0 --db "$sdb" metrics --json
+json 'd["schedules"] == {"active": 1, "paused": 0, "overdue_ms": 0}'
 # bad input: a clear error each
 run 2 --db "$sdb" schedule create bad --orchestration R --cron '61 * * * *'
 contains "$tmp/err" "field 1 (minute): 61 is out of range 0-59"
