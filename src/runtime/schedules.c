@@ -212,13 +212,12 @@ static void fire_one(duro__schedules *s, const duro_schedule_record *r,
                                   memory_order_relaxed);
     } else if (rc != DURO_CONFLICT && rc != DURO_NOT_FOUND) {
         /* CONFLICT: another runtime applied its plan of this state first;
-         * NOT_FOUND: deleted meanwhile. Both are read again next round. */
-        duro__log(&rt->logger, err.retryable ? DURO_LOG_WARN : DURO_LOG_ERROR,
-                  "schedule '%s': applying its fires failed (retried next "
-                  "round): %s",
-                  r->id, err.message);
-        if (err.retryable)
-            DURO__COUNT(rt, m_storage_retries);
+         * NOT_FOUND: deleted meanwhile. Both are read again next round.
+         * A failure is logged as the turn threads' fetches are: once per
+         * outage at WARN (ERROR), the rest at DEBUG. */
+        duro__runtime_storage_failed(rt, DURO_QUEUE_ORCHESTRATOR,
+                                     "applying a schedule's fires", &err,
+                                     rt->opts.poll_interval_ms);
     }
 }
 
@@ -234,11 +233,12 @@ static int round_once(duro__schedules *s, int64_t now, int64_t *next_due,
     int rc =
         rt->provider->due_schedules(rt->provider, now, DUE_MAX, &due, &err);
     if (rc != DURO_OK) {
-        duro__log(&rt->logger, err.retryable ? DURO_LOG_WARN : DURO_LOG_ERROR,
-                  "reading the due schedules failed (retried in %lld ms): %s",
-                  (long long)rt->opts.poll_interval_ms, err.message);
+        duro__runtime_storage_failed(rt, DURO_QUEUE_ORCHESTRATOR,
+                                     "reading the due schedules", &err,
+                                     rt->opts.poll_interval_ms);
         return rc;
     }
+    duro__runtime_storage_ok(rt, DURO_QUEUE_ORCHESTRATOR);
     *next_due = due->next_due_ms;
     /* Planned at the earlier of the two clock readings: a clock set back
      * meanwhile (a test's virtual clock) must not make a schedule created
