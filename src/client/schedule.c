@@ -216,7 +216,11 @@ static int pause_change(loaded *l, duro_schedule_record *r, void *arg,
 
 int duro_client_schedule_pause(duro_client *c, const char *id, const char *note)
 {
-    return change(c, id, pause_change, (void *)(size_t)note);
+    int rc = duro__client_enter(c);
+    if (rc == DURO_OK)
+        rc = duro__check_utf8("note", note);
+    return rc != DURO_OK ? rc
+                         : change(c, id, pause_change, (void *)(size_t)note);
 }
 
 static int resume_change(loaded *l, duro_schedule_record *r, void *arg,

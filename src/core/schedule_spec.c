@@ -96,6 +96,20 @@ static int check_fields(const char *id, const duro_schedule_spec *s,
     if (s->paused != 0 && s->paused != 1)
         return duro_error_set(err, DURO_INVALID, 0, "paused %d (0 or 1)",
                               s->paused);
+    /* Text is checked where it enters duro (architecture.md). */
+    int rc;
+    if ((rc = duro__check_utf8_err("schedule id", id, err)) != DURO_OK ||
+        (rc = duro__check_utf8_err("cron expression", s->cron, err)) !=
+            DURO_OK ||
+        (rc = duro__check_utf8_err("time zone", s->time_zone, err)) !=
+            DURO_OK ||
+        (rc = duro__check_utf8_err("orchestration name", s->orchestration,
+                                   err)) != DURO_OK ||
+        (rc = duro__check_utf8_err("orchestration version",
+                                   s->orchestration_version, err)) != DURO_OK ||
+        (rc = duro__check_utf8_err("input", s->input, err)) != DURO_OK ||
+        (rc = duro__check_utf8_err("note", s->note, err)) != DURO_OK)
+        return rc;
     return DURO_OK;
 }
 

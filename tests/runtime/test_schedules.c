@@ -683,6 +683,15 @@ TEST(every_schedule_function_refuses_bad_input)
     s = ok;
     s.paused = 7;
     expect_spec_refused(c, &s, DURO_INVALID, "paused");
+    s = ok;
+    s.input = "\"caf\xe9\"";
+    expect_spec_refused(c, &s, DURO_INVALID, "input is not valid UTF-8");
+    s = ok;
+    s.orchestration = "T\xff"
+                      "ck";
+    expect_spec_refused(c, &s, DURO_INVALID, "orchestration name");
+    CHECK_RC(duro_client_schedule_create(c, "s\xc3", &ok), DURO_INVALID);
+    CHECK_RC(duro_client_schedule_pause(c, "none", "n\xc0te"), DURO_INVALID);
     size_t n = 0;
     CHECK_RC(duro_schedule_spec_next_times(&ok, 0, NULL, 1, &n), DURO_INVALID);
     CHECK_RC(duro_schedule_spec_next_times(&ok, 0, NULL, 0, NULL),
