@@ -71,7 +71,7 @@ int main(int argc, char **argv)
     time_t deadline = time(NULL) + 10;
     size_t started = 0;
     while (started < FIRES && time(NULL) < deadline) {
-        duro_schedule_info_free(d);
+        duro_schedule_description_free(d);
         if ((d = describe(client)) == NULL)
             break;
         started = (size_t)d->schedules[0].fires;
@@ -96,7 +96,7 @@ int main(int argc, char **argv)
         if (rc != DURO_OK)
             goto done;
     }
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     d = describe(client);
     if (d == NULL) {
         rc = DURO_FAILED;
@@ -130,7 +130,7 @@ int main(int argc, char **argv)
         printf("deleted the schedule; %s is still there\n", first);
 
 done:
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     duro_client_destroy(client);
     duro_runtime_destroy(rt);
     duro_registry_destroy(reg);

@@ -1710,7 +1710,8 @@ typedef struct duro_schedule_fire {
 } duro_schedule_fire;
 
 /** Schedules (duro_client_schedule_list) or one with its detail
- * (duro_client_schedule_describe). Free with duro_schedule_info_free(). */
+ * (duro_client_schedule_describe). Free with duro_schedule_description_free().
+ */
 typedef struct duro_schedule_description {
     duro_schedule_info *schedules;
     size_t count;
@@ -1722,7 +1723,7 @@ typedef struct duro_schedule_description {
 } duro_schedule_description;
 
 /** Every schedule, in id order. Caller-owned *out: free with
- * duro_schedule_info_free(). DURO_INVALID for a NULL client or out.
+ * duro_schedule_description_free(). DURO_INVALID for a NULL client or out.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_schedule_list(duro_client *c,
                                        duro_schedule_description **out);
@@ -1730,7 +1731,7 @@ DURO_API int duro_client_schedule_list(duro_client *c,
 /** Schedule @p id (count 1) with its next @p next_count fire times (at
  * most 100) and its @p fire_count most recent fires with their
  * instances' status (at most DURO_SCHEDULE_FIRES_KEPT). Caller-owned
- * *out: free with duro_schedule_info_free(). DURO_NOT_FOUND for an
+ * *out: free with duro_schedule_description_free(). DURO_NOT_FOUND for an
  * unknown schedule.
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_schedule_describe(duro_client *c, const char *id,
@@ -1738,7 +1739,7 @@ DURO_API int duro_client_schedule_describe(duro_client *c, const char *id,
                                            duro_schedule_description **out);
 
 /** Frees a description; NULL is a no-op. @note Any thread. */
-DURO_API void duro_schedule_info_free(duro_schedule_description *d);
+DURO_API void duro_schedule_description_free(duro_schedule_description *d);
 
 /** The fire times of @p spec after @p after_ms, up to @p max into @p out
  * (*count of them): what create or update would make, without a store

@@ -396,7 +396,7 @@ static duro_schedule_description *new_description(void)
     return d;
 }
 
-void duro_schedule_info_free(duro_schedule_description *d)
+void duro_schedule_description_free(duro_schedule_description *d)
 {
     if (d != NULL)
         duro_arena_destroy(d->internal_);
@@ -422,7 +422,7 @@ int duro_client_schedule_list(duro_client *c, duro_schedule_description **out)
         duro_schedule_list *page = NULL;
         duro_error err;
         if (p->list_schedules(p, after, LIST_PAGE, &page, &err) != DURO_OK) {
-            duro_schedule_info_free(d);
+            duro_schedule_description_free(d);
             return duro__fail_from(&err);
         }
         for (size_t i = 0; i < page->count && rc == DURO_OK; i++) {
@@ -446,7 +446,7 @@ int duro_client_schedule_list(duro_client *c, duro_schedule_description **out)
         size_t got = page->count;
         duro_schedule_list_free(page);
         if (rc != DURO_OK) {
-            duro_schedule_info_free(d);
+            duro_schedule_description_free(d);
             return rc;
         }
         if (got < LIST_PAGE)
@@ -485,7 +485,7 @@ int duro_client_schedule_describe(duro_client *c, const char *id,
         (next_count > 0 && (d->next_times = duro_arena_alloc(
                                 a, next_count * sizeof(int64_t))) == NULL)) {
         unload(&l);
-        duro_schedule_info_free(d);
+        duro_schedule_description_free(d);
         return duro__fail(DURO_NOMEM, "out of memory");
     }
     rc = info_of(a, l.r, &d->schedules[0]);
@@ -526,7 +526,7 @@ int duro_client_schedule_describe(duro_client *c, const char *id,
     }
     duro_schedule_fire_list_free(fires);
     if (rc != DURO_OK) {
-        duro_schedule_info_free(d);
+        duro_schedule_description_free(d);
         return rc;
     }
     *out = d;

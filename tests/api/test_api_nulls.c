@@ -695,7 +695,7 @@ TEST(client_functions)
     CHECK_RC(C(duro_client_schedule_describe)(NULL, "s", 1, 1, &sd),
              DURO_INVALID);
     CHECK_RC(duro_client_schedule_describe(c, "s", 1, 1, NULL), DURO_INVALID);
-    C(duro_schedule_info_free)(NULL);
+    C(duro_schedule_description_free)(NULL);
     size_t sn = 1;
     CHECK_RC(C(duro_schedule_spec_next_times)(NULL, 0, NULL, 0, &sn),
              DURO_INVALID);

@@ -32,7 +32,7 @@ static int64_t fires_named(duro_client *c, const char *id)
     if (duro_client_schedule_describe(c, id, 0, 0, &d) != DURO_OK)
         return -1;
     int64_t n = d->schedules[0].fires;
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     return n;
 }
 
@@ -98,7 +98,7 @@ TEST(several_runtimes_on_postgres_start_one_instance_per_fire_time)
         CHECK_OK(duro_client_get_status(c, d->fires[i].instance_id, &info));
         duro_free(info);
     }
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     duro_instance_filter all;
     memset(&all, 0, sizeof(all));
     all.name = "Tick";
@@ -178,7 +178,7 @@ TEST(kill_9_around_fire_times_on_postgres_loses_and_doubles_no_fire)
         if (i > 0)
             CHECK_EQ(d->fires[i - 1].time_ms - d->fires[i].time_ms, 100);
     }
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     duro_instance_filter all;
     memset(&all, 0, sizeof(all));
     all.name = "Tick";

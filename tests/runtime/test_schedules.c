@@ -50,7 +50,7 @@ static void counters(duro_client *c, const char *id, int64_t *fires,
     *fires = d != NULL ? d->schedules[0].fires : -1;
     if (skips != NULL)
         *skips = d != NULL ? d->schedules[0].skips : -1;
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
 }
 
 static int64_t fires_of(duro_client *c, const char *id)
@@ -73,7 +73,7 @@ static int64_t last_fire_time(duro_client *c, const char *id)
     duro_schedule_description *d = NULL;
     CHECK_OK(duro_client_schedule_describe(c, id, 0, 1, &d));
     int64_t t = d != NULL && d->fire_count > 0 ? d->fires[0].time_ms : 0;
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     return t;
 }
 
@@ -157,7 +157,7 @@ TEST(several_runtimes_start_one_instance_per_fire_time)
     CHECK_OK(duro_client_list(c, &all, &list));
     CHECK_EQ((int64_t)list->count, fires);
     duro_instance_list_free(list);
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     for (int i = 0; i < RUNTIMES; i++)
         rt_done(&f[i]);
 }
@@ -189,7 +189,7 @@ static void first_started(duro_client *c, char *out)
     for (size_t i = 0; i < d->fire_count; i++)
         if (d->fires[i].action == DURO_SCHEDULE_START)
             snprintf(out, DURO__FIRE_ID_MAX, "%s", d->fires[i].instance_id);
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
 }
 
 TEST(overlap_skip_starts_nothing_while_the_last_runs)
@@ -221,7 +221,7 @@ TEST(overlap_buffer_one_starts_one_when_the_last_ends)
     CHECK_OK(duro_client_schedule_describe(f.client, "h", 0, 0, &d));
     int64_t buffered = d->schedules[0].buffered_ms;
     CHECK(buffered > 0);
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     CHECK_OK(duro_client_raise_event(f.client, first, "go", NULL));
     WAIT_UNTIL(fires_of(f.client, "h") >= 2, WAIT_MS);
     /* The buffered fire is the one that started. */
@@ -245,7 +245,7 @@ TEST(overlap_allow_all_starts_every_fire)
     for (size_t i = 0; i < d->fire_count; i++)
         live += d->fires[i].action == DURO_SCHEDULE_START;
     CHECK_INT(live, >=, 4);
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     rt_done(&f);
 }
 
@@ -312,26 +312,26 @@ TEST(trigger_starts_one_now_and_pause_resume_delete_keep_instances)
     CHECK_EQ(d->fire_count, 1);
     CHECK_STR(d->fires[0].instance_id, id);
     CHECK_EQ(d->fires[0].instance_status, DURO_STATUS_COMPLETED);
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
 
     CHECK_OK(duro_client_schedule_resume(f.client, "t"));
     CHECK_OK(duro_client_schedule_describe(f.client, "t", 3, 0, &d));
     CHECK_EQ(d->schedules[0].spec.paused, 0);
     CHECK_EQ(d->next_count, 3);
     CHECK_INT(d->next_times[1] - d->next_times[0], >=, 365LL * 86400 * 1000);
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
 
     CHECK_OK(duro_client_schedule_list(f.client, &d));
     CHECK_EQ(d->count, 1);
     CHECK_STR(d->schedules[0].id, "t");
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
 
     CHECK_OK(duro_client_schedule_delete(f.client, "t"));
     CHECK_RC(duro_client_schedule_delete(f.client, "t"), DURO_NOT_FOUND);
     CHECK_EQ(status_of(f.client, id), DURO_STATUS_COMPLETED);
     CHECK_OK(duro_client_schedule_list(f.client, &d));
     CHECK_EQ(d->count, 0);
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     rt_done(&f);
 }
 
@@ -434,7 +434,7 @@ TEST(dst_changes_in_a_named_zone_fire_once_a_day)
     CHECK_EQ(d->next_times[0], mar28 + 90 * 60 * 1000); /* 01:30Z (CET) */
     CHECK_EQ(d->next_times[1], mar28 + 25 * HOUR_MS);   /* gap end */
     CHECK_EQ(d->next_times[2], mar28 + 48 * HOUR_MS + 30 * 60 * 1000);
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     static const char *const spring[] = {"dst@2026-03-28T01:30:00Z",
                                          "dst@2026-03-29T01:00:00Z",
                                          "dst@2026-03-30T00:30:00Z"};
@@ -510,7 +510,7 @@ TEST(the_test_env_skips_to_fire_times)
         /* started at its time, not caught up later */
         CHECK_INT(d->fires[i].recorded_ms - d->fires[i].time_ms, <, 5000);
     }
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     duro_test_env_destroy(env);
 }
 
@@ -595,7 +595,7 @@ TEST(kill_9_around_fire_times_loses_and_doubles_no_fire)
         duro__schedule_fire_id("k", d->fires[i].time_ms, 0, id);
         CHECK_STR(d->fires[i].instance_id, id);
     }
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     duro_instance_filter all;
     memset(&all, 0, sizeof(all));
     all.name = "Tick";
@@ -733,7 +733,7 @@ TEST(every_schedule_function_refuses_bad_input)
     CHECK_RC(duro_client_schedule_describe(c, "none", 1, 1, NULL),
              DURO_INVALID);
     CHECK_RC(duro_client_schedule_describe(NULL, "x", 1, 1, &d), DURO_INVALID);
-    duro_schedule_info_free(NULL);
+    duro_schedule_description_free(NULL);
     duro_schedule_spec_init(NULL);
     /* An update with a bad spec changes nothing. */
     CHECK_OK(duro_client_schedule_create(c, "good", &ok));
@@ -743,7 +743,7 @@ TEST(every_schedule_function_refuses_bad_input)
     CHECK_OK(duro_client_schedule_describe(c, "good", 1, 0, &d));
     CHECK_EQ(d->schedules[0].spec.interval_ms, 1000);
     CHECK(d->schedules[0].spec.cron == NULL);
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     duro_client_destroy(c);
 }
 

@@ -218,7 +218,7 @@ static int read_schedule_gauges(duro_client *client, int64_t now,
         if (due != 0 && now - due > g->overdue_ms)
             g->overdue_ms = now - due;
     }
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     return DURO_OK;
 }
 

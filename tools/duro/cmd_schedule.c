@@ -408,7 +408,7 @@ static int change(cli *c, int argc, char **argv, change_kind kind)
     }
     duro_client_destroy(client);
     if (rc != DURO_OK) {
-        duro_schedule_info_free(d);
+        duro_schedule_description_free(d);
         return cli_error_rc(c, rc, text_quote(id, shown, sizeof(shown)));
     }
     const char *untouched = kind == PAUSE || kind == DELETE
@@ -438,7 +438,7 @@ static int change(cli *c, int argc, char **argv, change_kind kind)
         if (untouched != NULL)
             printf("%s\n", untouched);
     }
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     return EXIT_OK;
 }
 
@@ -502,7 +502,7 @@ static int list(cli *c, int argc, char **argv)
                    (long long)s->fires, (long long)s->skips);
         }
     }
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     return EXIT_OK;
 }
 
@@ -593,7 +593,7 @@ static int describe(cli *c, int argc, char **argv)
         if (d->fire_count == 0)
             printf("  none\n");
     }
-    duro_schedule_info_free(d);
+    duro_schedule_description_free(d);
     return EXIT_OK;
 }
 
