@@ -826,10 +826,10 @@ typedef enum duro_queue {
  * runtimes that plan the same state only one writes its plan; the others
  * get DURO_CONFLICT and read again. See docs/schedules.md. */
 
-#define DURO_SCHEDULE_ID_MAX                                                   \
-    200                              /* bytes of a schedule id: the ids of its \
-                                        fires' instances add about 30 */
-#define DURO_SCHEDULE_FIRES_KEPT 100 /* fires-log entries kept a schedule */
+/* Bytes of a schedule id: the ids of its fires' instances add about 30. */
+#define DURO_SCHEDULE_ID_MAX 200
+/* Fires-log entries a store keeps per schedule (the newest). */
+#define DURO_SCHEDULE_FIRES_KEPT 100
 
 /* A schedule as stored. Text fields are borrowed from the list's arena on
  * reads; borrowed for the call on writes. */

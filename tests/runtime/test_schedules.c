@@ -148,7 +148,7 @@ TEST(several_runtimes_start_one_instance_per_fire_time)
     for (int64_t t = first; t <= last; t += 250) {
         char id[DURO__FIRE_ID_MAX];
         duro__schedule_fire_id("every", t, 0, id);
-        rt_wait(&f[0], id, WAIT_MS);
+        duro_free(rt_wait(&f[0], id, WAIT_MS));
     }
     duro_instance_filter all;
     memset(&all, 0, sizeof(all));
@@ -201,7 +201,7 @@ TEST(overlap_skip_starts_nothing_while_the_last_runs)
     char first[DURO__FIRE_ID_MAX];
     first_started(f.client, first);
     CHECK_OK(duro_client_raise_event(f.client, first, "go", NULL));
-    rt_wait(&f, first, WAIT_MS);
+    duro_free(rt_wait(&f, first, WAIT_MS));
     /* Once it ended, the next fire starts one again. */
     WAIT_UNTIL(fires_of(f.client, "h") >= 2, WAIT_MS);
     CHECK_OK(duro_client_schedule_delete(f.client, "h"));
@@ -381,7 +381,7 @@ TEST(catch_up_after_downtime_makes_the_fires_within_the_window)
         char id[DURO__FIRE_ID_MAX];
         duro__schedule_fire_id("c", 1798761600000LL + h * HOUR_MS, 0, id);
         if (h >= 8)
-            rt_wait(&f, id, WAIT_MS);
+            duro_free(rt_wait(&f, id, WAIT_MS));
         else
             CHECK_EQ(status_of(f.client, id), DURO_STATUS_NOT_FOUND);
     }
