@@ -1031,6 +1031,12 @@ typedef struct duro_runtime_options {
                                  evicted first (their next turn replays);
                                  default 256 MiB; 0: no bound but
                                  fiber_cache_size */
+    /* version 5 */
+    int schedules; /* 1 (default): a thread of this runtime fires the
+                      store's schedules when they are due (with any number
+                      of runtimes each fire starts one instance; see
+                      docs/schedules.md); 0: it does not. A runtime with
+                      orchestration_concurrency 0 never fires them. */
 } duro_runtime_options;
 
 /** Sets version and every default of the first @p size bytes of @p o (the
@@ -1129,6 +1135,10 @@ typedef struct duro_metrics {
      * or the turn, runs again */
     uint64_t activity_acks_given_up;
     uint64_t turn_acks_given_up;
+    uint64_t schedule_fires;      /* instances started for schedules */
+    uint64_t schedule_skips;      /* schedule fires skipped */
+    uint64_t schedule_lag_max_ms; /* the latest a fire started after its
+                                     due time */
 } duro_metrics;
 
 /** Copies the counters: all zero for a NULL @p rt; a NULL @p out is a
@@ -1726,6 +1736,174 @@ DURO_API int duro_client_control_events(duro_client *c,
  * a storage error otherwise (*out NULL).
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_runtimes(duro_client *c, duro_runtime_list **out);
+
+/* ---- schedules --------------------------------------------------------
+ * A schedule starts an instance of an orchestration at each of its fire
+ * times - a cron expression in a time zone, or a fixed interval - with a
+ * deterministic instance id, exactly once across every runtime on the
+ * store (docs/schedules.md). Runtimes fire them (duro_runtime_options
+ * .schedules); the client creates and manages them. */
+
+/** What a fire does while the instance of the last one still runs. Values
+ * are stored: append-only. */
+typedef enum duro_overlap {
+    DURO_OVERLAP_SKIP = 0,           /* skip the fire (the default) */
+    DURO_OVERLAP_BUFFER_ONE = 1,     /* start it when the last ends; one at
+                                        most waits, later ones are skipped */
+    DURO_OVERLAP_ALLOW_ALL = 2,      /* start it anyway */
+    DURO_OVERLAP_CANCEL_OTHER = 3,   /* cancel the last, start it */
+    DURO_OVERLAP_TERMINATE_OTHER = 4 /* terminate the last, start it */
+} duro_overlap;
+
+#define DURO_SCHEDULE_CATCHUP_DEFAULT_MS (365LL * 24 * 3600 * 1000)
+
+/** A schedule's spec. Strings are borrowed for the call. */
+typedef struct duro_schedule_spec {
+    int version;               /* set by duro_schedule_spec_init() */
+    const char *cron;          /* 5 or 6 fields, or a macro (@daily); NULL or
+                                  "": every interval_ms */
+    int64_t interval_ms;       /* without cron: > 0; fires at offset_ms +
+                                  k * interval_ms since the epoch */
+    int64_t offset_ms;         /* 0 .. interval_ms - 1 */
+    const char *time_zone;     /* the cron expression's zone by tz database
+                                  name ("Europe/Berlin"); NULL or "": UTC */
+    const char *orchestration; /* name to start (required) */
+    const char *orchestration_version; /* NULL: the default */
+    const char *input;                 /* each instance's input; NULL: none */
+    int overlap;                       /* duro_overlap; default SKIP */
+    int64_t catchup_window_ms;         /* a fire due longer ago than this (a
+                                          downtime) is skipped, not made; >= 1000;
+                                          default 365 days */
+    int64_t jitter_ms; /* each fire is due up to this much after its
+                          time (the same in every runtime); >= 0 */
+    int paused;        /* 1: created paused */
+    const char *note;  /* with paused: why */
+    int64_t start_ms;  /* no fire before it; 0: none */
+    int64_t end_ms;    /* no fire at or after it; 0: none */
+} duro_schedule_spec;
+
+/** Sets version and every default. NULL is a no-op. @note Any thread. */
+DURO_API void duro_schedule_spec_init(duro_schedule_spec *s);
+
+/** Creates schedule @p id with @p spec; its first fire is the first fire
+ * time after now. The instance of the fire at time T is
+ * "<id>@<T as 2026-11-29T02:00:00Z>" (with .mmm when T is not whole
+ * seconds); of a trigger "<id>@trigger-<now, the same form>".
+ * @return DURO_OK; DURO_INVALID for a NULL client or spec, spec->version
+ * not set, an empty id or one holding '@', neither cron nor a positive
+ * interval_ms (or both), a cron expression that does not parse (the
+ * message says which field and why), an offset outside 0 .. interval_ms-1,
+ * an unknown overlap, a catch-up window under 1000 ms, a negative jitter,
+ * start or end time, end before start, an empty orchestration name;
+ * DURO_NOT_FOUND for a time zone the tz database does not hold (named);
+ * DURO_TOO_LARGE for an id over DURO_SCHEDULE_ID_MAX bytes;
+ * DURO_ALREADY_EXISTS when the id is taken; DURO_UNSUPPORTED with a store
+ * older than provider contract version 13.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_schedule_create(duro_client *c, const char *id,
+                                         const duro_schedule_spec *spec);
+
+/** Replaces the spec of schedule @p id; its next fire is recomputed from
+ * now (fires already decided stand). The errors of create;
+ * DURO_NOT_FOUND for an unknown schedule.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_schedule_update(duro_client *c, const char *id,
+                                         const duro_schedule_spec *spec);
+
+/** Pauses schedule @p id (with @p note, may be NULL): it fires no more
+ * until resumed. Instances it started are not touched.
+ * DURO_NOT_FOUND for an unknown schedule.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_schedule_pause(duro_client *c, const char *id,
+                                        const char *note);
+
+/** Resumes schedule @p id: its next fire is the first fire time after now
+ * (the fire times of the pause are not made). DURO_NOT_FOUND for an
+ * unknown schedule.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_schedule_resume(duro_client *c, const char *id);
+
+/** Fires schedule @p id now, paused or not, under its overlap policy: an
+ * instance "<id>@trigger-<now>" starts unless the policy skips it (the
+ * last instance runs and overlap is SKIP, or BUFFER_ONE with a fire
+ * buffered) or buffers it. @p instance_id (may be NULL) gets the started
+ * instance's id, "" when none started; it holds @p size bytes.
+ * DURO_NOT_FOUND for an unknown schedule.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_schedule_trigger(duro_client *c, const char *id,
+                                          char *instance_id, size_t size);
+
+/** Deletes schedule @p id and its fires log. Instances it started are not
+ * touched. DURO_NOT_FOUND for an unknown schedule.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_schedule_delete(duro_client *c, const char *id);
+
+/** One schedule as described. Text is borrowed from the description. */
+typedef struct duro_schedule_info {
+    const char *id;
+    duro_schedule_spec spec;      /* as stored */
+    int64_t next_ms;              /* the next fire time not yet decided; 0: none
+                                     (past end_ms) */
+    int64_t buffered_ms;          /* a buffered fire's time; 0: none */
+    const char *last_instance_id; /* NULL: none yet */
+    int last_status;              /* its status; DURO_STATUS_NOT_FOUND: none */
+    int64_t fires;                /* instances started */
+    int64_t skips;                /* fires skipped */
+    int64_t created_ms, updated_ms;
+} duro_schedule_info;
+
+/** One entry of a schedule's recent fires. */
+typedef struct duro_schedule_fire {
+    int action;              /* 1 started, 2 skipped, 3 buffered, 4 stopped
+                                the last (duro/provider.h's
+                                duro_schedule_action_kind) */
+    int64_t time_ms;         /* the fire's time */
+    int64_t count;           /* skipped: how many (-1: more than counted) */
+    const char *instance_id; /* started or stopped; else NULL */
+    int instance_status;     /* its status now */
+    const char *why;         /* skipped: why */
+    int64_t recorded_ms;
+} duro_schedule_fire;
+
+/** Schedules (duro_client_schedule_list) or one with its detail
+ * (duro_client_schedule_describe). Free with duro_schedule_description_free().
+ */
+typedef struct duro_schedule_description {
+    duro_schedule_info *schedules;
+    size_t count;
+    int64_t *next_times; /* describe: the next fire times, planned */
+    size_t next_count;
+    duro_schedule_fire *fires; /* describe: recent fires, newest first */
+    size_t fire_count;
+    void *internal_; /* the library's */
+} duro_schedule_description;
+
+/** Every schedule, in id order. Caller-owned *out: free with
+ * duro_schedule_description_free(). DURO_INVALID for a NULL client or out.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_schedule_list(duro_client *c,
+                                       duro_schedule_description **out);
+
+/** Schedule @p id (count 1) with its next @p next_count fire times (at
+ * most 100) and its @p fire_count most recent fires with their
+ * instances' status (at most DURO_SCHEDULE_FIRES_KEPT). Caller-owned
+ * *out: free with duro_schedule_description_free(). DURO_NOT_FOUND for an
+ * unknown schedule.
+ * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
+DURO_API int duro_client_schedule_describe(duro_client *c, const char *id,
+                                           size_t next_count, size_t fire_count,
+                                           duro_schedule_description **out);
+
+/** Frees a description; NULL is a no-op. @note Any thread. */
+DURO_API void duro_schedule_description_free(duro_schedule_description *d);
+
+/** The fire times of @p spec after @p after_ms, up to @p max into @p out
+ * (*count of them): what create or update would make, without a store
+ * (`duro schedule create --dry-run`). The errors of create's checks.
+ * @note Any thread. */
+DURO_API int duro_schedule_spec_next_times(const duro_schedule_spec *spec,
+                                           int64_t after_ms, int64_t *out,
+                                           size_t max, size_t *count);
 
 /** The store's gauges, for monitoring (`duro metrics`): instances by
  * orchestration name and status, Pending and Running instances with a

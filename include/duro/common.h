@@ -49,7 +49,8 @@ extern "C" {
     X(DURO_UNSUPPORTED, 19, "not supported")                                   \
     X(DURO_SCHEMA, 20, "unsupported schema version")                           \
     X(DURO_POISON, 21, "poison message")                                       \
-    X(DURO_FAILED, 22, "failed")
+    X(DURO_FAILED, 22, "failed")                                               \
+    X(DURO_CONFLICT, 23, "changed meanwhile, read it again")
 
 enum duro_error_code {
 #define DURO__X(name, value, text) name = value,

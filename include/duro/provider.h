@@ -940,6 +940,101 @@ DURO_API void duro_runtime_list_free(duro_runtime_list *list);
  * bytes as given, so that a store written by an earlier duro, which may
  * hold such text, can still be read and worked on. */
 
+/* ---- schedules (version 13) ---------------------------------------------
+ * A schedule is a row the store keeps for the client and the runtimes'
+ * firing threads: its spec, opaque text to the store (the client's JSON),
+ * and the state the planner (src/core/schedule.h) goes on from. Every
+ * write of the state is a compare-and-set on row_version, so of the
+ * runtimes that plan the same state only one writes its plan; the others
+ * get DURO_CONFLICT and read again. See docs/schedules.md. */
+
+/* Bytes of a schedule id: the ids of its fires' instances add about 30. */
+#define DURO_SCHEDULE_ID_MAX 200
+/* Fires-log entries a store keeps per schedule (the newest). */
+#define DURO_SCHEDULE_FIRES_KEPT 100
+
+/* A schedule as stored. Text fields are borrowed from the list's arena on
+ * reads; borrowed for the call on writes. */
+typedef struct duro_schedule_record {
+    const char *id;
+    const char *spec;             /* the spec (JSON text of the client) */
+    int64_t spec_version;         /* 1 at create; an update raises it */
+    int64_t row_version;          /* raised by every write: the key of the
+                                     compare-and-set (read only) */
+    int64_t next_ms;              /* the first fire not yet decided; 0: no
+                                     more */
+    int64_t due_ms;               /* when due_schedules returns it (its next
+                                     fire's jittered time, or a buffered
+                                     fire's); 0: never */
+    int64_t buffered_ms;          /* a buffered fire's time; 0: none */
+    const char *last_instance_id; /* the instance of the last fire started;
+                                     NULL: none (read only) */
+    int last_status;              /* its status (DURO_STATUS_NOT_FOUND when
+                                     none or gone; read only) */
+    int paused;                   /* 1: due_schedules skips it */
+    const char *note;             /* why it was paused (or NULL) */
+    int64_t fires;                /* instances it started (read only) */
+    int64_t skips;                /* fires it skipped (read only) */
+    int64_t created_ms;           /* read only */
+    int64_t updated_ms;           /* read only */
+} duro_schedule_record;
+
+/* Schedules in one arena: free with duro_schedule_list_free(). */
+typedef struct duro_schedule_list {
+    duro_arena *arena;
+    duro_schedule_record *items;
+    size_t count;
+    int64_t next_due_ms; /* due_schedules: the earliest due_ms after now of
+                            the schedules not paused, 0: none */
+} duro_schedule_list;
+
+/** Frees a list and everything in it; NULL is a no-op.
+ * @note One thread, after the last use of the list. */
+DURO_API void duro_schedule_list_free(duro_schedule_list *list);
+
+/* What a fire did, in the fires log and in apply_schedule's actions. The
+ * values are the planner's (DURO__FIRE_*) and are stored: append only. */
+typedef enum duro_schedule_action_kind {
+    DURO_SCHEDULE_START = 1,    /* started instance_id */
+    DURO_SCHEDULE_SKIP = 2,     /* skipped `count` fires, the first at
+                                   time_ms, for `why` */
+    DURO_SCHEDULE_BUFFER = 3,   /* kept the fire for when the last ends */
+    DURO_SCHEDULE_STOP_LAST = 4 /* cancelled or terminated instance_id */
+} duro_schedule_action_kind;
+
+/* One action of apply_schedule, and one fires-log entry. */
+typedef struct duro_schedule_action {
+    int kind;                 /* duro_schedule_action_kind */
+    int64_t time_ms;          /* the fire's time */
+    int64_t count;            /* SKIP: fires skipped (>= 1; -1: more than
+                                 counted); 1 otherwise */
+    const char *why;          /* SKIP: why (static text); START: NULL or
+                                 "trigger" */
+    const char *instance_id;  /* START: the instance to create; STOP_LAST:
+                                 the instance to stop */
+    const char *name;         /* START: orchestration name */
+    const char *version;      /* START: its version (NULL: default) */
+    const char *input;        /* START: input (NULL: none) */
+    int terminate;            /* STOP_LAST: 1 terminates, 0 cancels */
+    const char *reason;       /* STOP_LAST: the request's reason */
+    const char *requested_by; /* STOP_LAST: who asks */
+    int64_t recorded_ms;      /* read: when the entry was written */
+    int instance_status;      /* read: the instance's status now
+                                 (DURO_STATUS_NOT_FOUND: none or gone) */
+} duro_schedule_action;
+
+/* Fires-log entries in one arena, newest first: free with
+ * duro_schedule_fire_list_free(). */
+typedef struct duro_schedule_fire_list {
+    duro_arena *arena;
+    duro_schedule_action *items;
+    size_t count;
+} duro_schedule_fire_list;
+
+/** Frees a list and everything in it; NULL is a no-op.
+ * @note One thread, after the last use of the list. */
+DURO_API void duro_schedule_fire_list_free(duro_schedule_fire_list *list);
+
 #define DURO_PROVIDER_VERSION 13
 
 typedef struct duro_provider duro_provider;
@@ -1772,6 +1867,82 @@ struct duro_provider {
      * read-only fails). Any thread; blocks on storage I/O. */
     int (*reset_instance)(duro_provider *p, const duro_reset_request *r,
                           duro_reset_result *out, duro_error *err);
+
+    /* --- version 13 -----------------------------------------------------
+     * Schedules (see duro_schedule_record). Every method checks its input
+     * and fails, not retryably and changing nothing: DURO_INVALID for a
+     * NULL record, id, spec or out, an empty id, a negative time or count,
+     * spec_version < 1, paused other than 0 or 1, a limit of 0; DURO_TOO_LARGE
+     * for an id over DURO_SCHEDULE_ID_MAX bytes, a spec or note over the
+     * store's payload limit. Busy storage fails retryably. Any thread. */
+
+    /* Inserts r (its id, spec, spec_version, next_ms, due_ms, buffered_ms,
+     * paused, note) with row_version 1 and no fires, in one transaction.
+     * DURO_ALREADY_EXISTS when the id is taken. */
+    int (*create_schedule)(duro_provider *p, const duro_schedule_record *r,
+                           duro_error *err);
+
+    /* Writes r's spec, spec_version, next_ms, due_ms, buffered_ms, paused
+     * and note when the row's row_version is expected_row_version, raising
+     * it (*row_version, when not NULL, gets the new one). DURO_CONFLICT
+     * when the version differs, DURO_NOT_FOUND without the row; nothing
+     * changes then. */
+    int (*update_schedule)(duro_provider *p, const duro_schedule_record *r,
+                           int64_t expected_row_version, int64_t *row_version,
+                           duro_error *err);
+
+    /* Deletes the schedule and its fires log in one transaction; the
+     * instances it started are not touched. DURO_NOT_FOUND without it. */
+    int (*delete_schedule)(duro_provider *p, const char *id, duro_error *err);
+
+    /* The schedule `id`, with its last instance's status: *out holds one
+     * record (free with duro_schedule_list_free()). DURO_NOT_FOUND without
+     * it. Read-only, one snapshot. */
+    int (*get_schedule)(duro_provider *p, const char *id,
+                        duro_schedule_list **out, duro_error *err);
+
+    /* Up to `limit` schedules in id order, those after after_id (NULL or
+     * "": from the first), with their last instances' status. Read-only. */
+    int (*list_schedules)(duro_provider *p, const char *after_id, size_t limit,
+                          duro_schedule_list **out, duro_error *err);
+
+    /* Up to `limit` schedules not paused whose due_ms is at or before now_ms
+     * (due_ms 0 is never), earliest first, with their last instances'
+     * status (a live one makes the planner skip, buffer or stop); and in
+     * (*out)->next_due_ms the earliest due_ms after now_ms of the others
+     * (0: none), so a firing thread knows how long to sleep. Read-only, one
+     * snapshot; reads an index of due_ms of the schedules not paused. */
+    int (*due_schedules)(duro_provider *p, int64_t now_ms, size_t limit,
+                         duro_schedule_list **out, duro_error *err);
+
+    /* One transaction: when the schedule's row_version is
+     * expected_row_version, writes after->next_ms, due_ms and buffered_ms,
+     * raises row_version (*row_version gets it when not NULL), and applies
+     * the n actions in order: START creates the instance and its start
+     * message as enqueue_for_orchestrator does with DURO_START_IDEMPOTENT
+     * (an instance of that id and name already there is left as it is: a
+     * fire applied twice starts one instance; of another name, the fire
+     * is logged SKIP "instance id taken") and makes it the schedule's
+     * last instance, counted in fires; SKIP adds count (or 1 for -1) to
+     * skips; STOP_LAST requests a cancel or terminate of instance_id as
+     * cancel_instances and control_instances do (nothing when it has
+     * ended). Every action is appended to the fires log, which keeps the
+     * newest DURO_SCHEDULE_FIRES_KEPT. DURO_CONFLICT when the version
+     * differs (another runtime applied its plan: read again), DURO_NOT_FOUND
+     * without the row; nothing changes then. DURO_INVALID also for an
+     * unknown kind, a START without instance_id or name, a STOP_LAST
+     * without instance_id, n > 0 with NULL actions. */
+    int (*apply_schedule)(duro_provider *p, const char *id,
+                          int64_t expected_row_version,
+                          const duro_schedule_action *actions, size_t n,
+                          const duro_schedule_record *after,
+                          int64_t *row_version, duro_error *err);
+
+    /* The newest `limit` entries of the schedule's fires log, newest first,
+     * each with its instance's status now. An unknown schedule has none
+     * (DURO_OK, count 0). Read-only. */
+    int (*list_schedule_fires)(duro_provider *p, const char *id, size_t limit,
+                               duro_schedule_fire_list **out, duro_error *err);
 };
 
 /** Opens a provider for a database URL: "sqlite:path", "sqlite::memory:",

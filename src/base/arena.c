@@ -132,3 +132,15 @@ void duro_runtime_list_free(duro_runtime_list *list)
     if (list != NULL)
         duro_arena_destroy(list->arena);
 }
+
+void duro_schedule_list_free(duro_schedule_list *list)
+{
+    if (list != NULL)
+        duro_arena_destroy(list->arena);
+}
+
+void duro_schedule_fire_list_free(duro_schedule_fire_list *list)
+{
+    if (list != NULL)
+        duro_arena_destroy(list->arena);
+}

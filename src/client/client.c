@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "client/client_internal.h"
 #include "client/client_metrics.h"
 #include "core/core.h"
 #include "duro.h"
@@ -1328,4 +1329,14 @@ int duro_client_reset_matching(duro_client *c, const duro_bulk_filter *filter,
     }
     *out = l;
     return DURO_OK;
+}
+
+duro_provider *duro__client_provider(duro_client *c)
+{
+    return c->provider;
+}
+
+int duro__client_enter(duro_client *c)
+{
+    return enter(c, NULL, NULL);
 }

@@ -5,6 +5,7 @@ list(APPEND DURO_SOURCES
   src/core/replay.c
   src/core/result.c
   src/core/retry.c
-  src/core/schedule.c
+  src/core/schedule_plan.c
+  src/core/schedule_spec.c
   src/core/tracker.c
   src/core/turn.c)

@@ -17,6 +17,7 @@ list(APPEND DURO_SOURCES
   src/providers/sql/queue.c
   src/providers/sql/reset.c
   src/providers/sql/runtimes.c
+  src/providers/sql/schedules.c
   src/providers/sql/shared.c
   src/providers/sql/stats.c
   src/providers/sql/store.c)

@@ -432,6 +432,9 @@ void duro__metrics_totals(duro__metrics *m, duro_metrics *out)
     out->nondeterminism_errors = LOAD(m->m_nondeterminism);
     out->activity_acks_given_up = LOAD(m->m_acks_given_up);
     out->turn_acks_given_up = LOAD(m->m_turn_acks_given_up);
+    out->schedule_fires = LOAD(m->m_schedule_fires);
+    out->schedule_skips = LOAD(m->m_schedule_skips);
+    out->schedule_lag_max_ms = (uint64_t)LOAD(m->m_schedule_lag_max_ms);
 }
 
 /* Where the text goes: a stream, or a caller's buffer (the text is
@@ -535,6 +538,19 @@ static void sample(sink *s, const char *name, const label *labels, size_t n,
 {
     sample_start(s, name, NULL, labels, n);
     put_u64(s, v);
+    puts_(s, "\n");
+}
+
+/* A gauge of milliseconds, written in seconds ("1.234"). */
+static void sample_seconds(sink *s, const char *name, int64_t ms)
+{
+    if (ms < 0)
+        ms = 0;
+    char text[40];
+    snprintf(text, sizeof(text), "%lld.%03lld", (long long)(ms / 1000),
+             (long long)(ms % 1000));
+    sample_start(s, name, NULL, NULL, 0);
+    puts_(s, text);
     puts_(s, "\n");
 }
 
@@ -706,6 +722,27 @@ static void write_all(duro__metrics *m, sink *s)
            "Turns not committed: the store kept failing until the instance "
            "lock's deadline or a shutdown's; the turn runs again.");
     sample(s, name, NULL, 0, LOAD(m->m_turn_acks_given_up));
+
+    name = "duro_schedule_fires_total";
+    family(s, name, "counter",
+           "Instances this runtime started for schedules' fires.");
+    sample(s, name, NULL, 0, LOAD(m->m_schedule_fires));
+
+    name = "duro_schedule_skips_total";
+    family(s, name, "counter",
+           "Schedule fires this runtime skipped (overlap, missed beyond the "
+           "catch-up window).");
+    sample(s, name, NULL, 0, LOAD(m->m_schedule_skips));
+
+    name = "duro_schedule_lag_max_seconds";
+    family(s, name, "gauge",
+           "The latest a schedule's fire started after its due time.");
+    sample_seconds(s, name, LOAD(m->m_schedule_lag_max_ms));
+
+    name = "duro_schedule_lag_last_seconds";
+    family(s, name, "gauge",
+           "How late the last fire this runtime started was.");
+    sample_seconds(s, name, LOAD(m->m_schedule_lag_last_ms));
 }
 
 int duro__metrics_expose(duro__metrics *m, FILE *f, char *buf, size_t size,

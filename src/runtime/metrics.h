@@ -88,6 +88,11 @@ typedef struct duro__metrics {
      * kept failing until the lock's deadline (duro__lock_deadline) or a
      * shutdown's; they run again */
     _Atomic uint64_t m_acks_given_up, m_turn_acks_given_up;
+    /* schedules (schedule_firing.c): instances started and fires skipped by
+     * this runtime's plans, and how late a fire started after its due time (the
+     * largest, and the last) */
+    _Atomic uint64_t m_schedule_fires, m_schedule_skips;
+    _Atomic int64_t m_schedule_lag_max_ms, m_schedule_lag_last_ms;
 } duro__metrics;
 
 /* Builds the tables from the runtime's registry copy (which must outlive

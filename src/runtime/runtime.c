@@ -15,7 +15,7 @@
 static void set_defaults(duro_runtime_options *o)
 {
     memset(o, 0, sizeof(*o));
-    o->version = 4;
+    o->version = 5;
     o->orchestration_concurrency = 2;
     o->worker_concurrency = 8;
     o->orchestration_lock_timeout_ms = 30000;
@@ -34,6 +34,7 @@ static void set_defaults(duro_runtime_options *o)
     o->orchestration_batch = 0; /* the store's (its turn_batch) */
     o->keep_executions = 10;
     o->fiber_cache_bytes = (size_t)256 * 1024 * 1024;
+    o->schedules = 1;
 }
 
 /* Where each version's struct ends (its last field's end; a caller's
@@ -43,7 +44,8 @@ static const size_t options_end[] = {
     offsetof(duro_runtime_options, cleanup_timeout_ms),  /* 1 */
     offsetof(duro_runtime_options, orchestration_batch), /* 2 */
     offsetof(duro_runtime_options, keep_executions),     /* 3 */
-    sizeof(duro_runtime_options),                        /* 4 */
+    offsetof(duro_runtime_options, schedules),           /* 4 */
+    sizeof(duro_runtime_options),                        /* 5 */
 };
 
 void duro_runtime_options_init_size(duro_runtime_options *o, size_t size)
@@ -52,7 +54,7 @@ void duro_runtime_options_init_size(duro_runtime_options *o, size_t size)
         return;
     duro_runtime_options d;
     set_defaults(&d);
-    int v = 4;
+    int v = 5;
     while (v > 1 && size < options_end[v])
         v--;
     d.version = v;
@@ -109,6 +111,8 @@ static int check_options(const duro_runtime_options *o)
                           (long long)(o->worker_lock_timeout_ms / 2));
     if (o->poll_interval_ms < 1)
         return duro__fail(DURO_INVALID, "poll_interval_ms must be >= 1");
+    if (o->version >= 5 && o->schedules != 0 && o->schedules != 1)
+        return duro__fail(DURO_INVALID, "schedules must be 0 or 1");
     if (o->max_attempts < 1)
         return duro__fail(DURO_INVALID, "max_attempts must be >= 1");
     if (o->cancel_grace_ms < 0 || o->unknown_name_retry_ms < 0)
@@ -147,7 +151,7 @@ static int create(duro_provider *p, int owns, const duro_registry *reg,
     duro_runtime *rt = duro__calloc(1, sizeof(*rt));
     if (rt == NULL)
         return duro__fail(DURO_NOMEM, "out of memory");
-    if (opts->version >= 4) {
+    if (opts->version >= 5) {
         rt->opts = *opts;
     } else {
         /* a caller built against an older version has no fields past its
@@ -284,6 +288,10 @@ int duro_runtime_start(duro_runtime *rt)
         }
         rt->orch_thread_count++;
     }
+    if ((rc = duro__schedules_start(rt)) != DURO_OK) {
+        duro_runtime_shutdown(rt, 0);
+        return rc;
+    }
     return DURO_OK;
 }
 
@@ -308,6 +316,7 @@ int duro_runtime_shutdown(duro_runtime *rt, int64_t timeout_ms)
     atomic_store(&rt->stop_flag, 1);
     pthread_mutex_unlock(&rt->lock);
     rt->provider->wake(rt->provider, 1);
+    duro__schedules_stop(rt);
     for (int i = 0; i < rt->orch_thread_count; i++)
         pthread_join(rt->orch_threads[i], NULL);
     rt->orch_thread_count = 0;

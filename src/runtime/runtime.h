@@ -150,6 +150,9 @@ struct duro_runtime {
      * anything meanwhile (services.c). */
     _Atomic uint64_t loops;
 
+    /* the schedule firing thread (schedule_firing.c); NULL when not started */
+    struct duro__schedules *schedules;
+
     /* counters and histograms, updated with relaxed atomics (metrics.c) */
     duro__metrics metrics;
 
@@ -226,6 +229,14 @@ void duro__runtime_loop_leave(duro_runtime *rt);
 void duro__runtime_wait_for_work(duro_runtime *rt, duro_queue queue);
 /* rt->loops now (*mark), and whether every loop thread is idle in it. */
 int duro__runtime_loops_idle(duro_runtime *rt, uint64_t *mark);
+
+/* The schedule firing thread (schedule_firing.c): started by duro_runtime_start
+ * unless opts.schedules is 0, orchestration_concurrency is 0 or the store
+ * has no schedules (provider version < 13); stopped by shutdown after
+ * stop_flag is set. */
+typedef struct duro__schedules duro__schedules;
+int duro__schedules_start(duro_runtime *rt);
+void duro__schedules_stop(duro_runtime *rt);
 
 /* Sleeps up to ms unless the runtime is stopping (returns early). */
 void duro__runtime_pause(duro_runtime *rt, int64_t ms);

@@ -8,6 +8,7 @@ list(APPEND DURO_SOURCES
   src/runtime/replay_json.c
   src/runtime/replayer.c
   src/runtime/runtime.c
+  src/runtime/schedule_firing.c
   src/runtime/services.c
   src/runtime/test_env.c
   src/runtime/worker.c)

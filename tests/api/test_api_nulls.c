@@ -265,7 +265,8 @@ TEST(registry_and_initializers)
     C(duro_retry_policy_init)(NULL);
     duro_runtime_options ro;
     duro_runtime_options_init(&ro);
-    CHECK_EQ(ro.version, 4);
+    CHECK_EQ(ro.version, 5);
+    CHECK_EQ(ro.schedules, 1);
     CHECK_EQ(ro.cleanup_timeout_ms, 300000);
     CHECK_EQ(ro.orchestration_batch, 0); /* the store's choice */
     CHECK_EQ(ro.keep_executions, 10);
@@ -718,6 +719,36 @@ TEST(client_functions)
     CHECK_INT(el->count, >=, 1); /* w3's cancel */
     C(duro_control_event_list_free)(el);
     C(duro_control_event_list_free)(NULL);
+    C(duro_schedule_list_free)(NULL);
+    C(duro_schedule_fire_list_free)(NULL);
+    /* schedules: NULL client and spec (test_schedules covers the rest) */
+    C(duro_schedule_spec_init)(NULL);
+    duro_schedule_spec ss;
+    duro_schedule_spec_init(&ss);
+    ss.interval_ms = 1000;
+    ss.orchestration = "o";
+    CHECK_RC(C(duro_client_schedule_create)(NULL, "s", &ss), DURO_INVALID);
+    CHECK_RC(duro_client_schedule_create(c, "s", NULL), DURO_INVALID);
+    CHECK_RC(C(duro_client_schedule_update)(NULL, "s", &ss), DURO_INVALID);
+    CHECK_RC(C(duro_client_schedule_pause)(NULL, "s", NULL), DURO_INVALID);
+    CHECK_RC(C(duro_client_schedule_resume)(NULL, "s"), DURO_INVALID);
+    CHECK_RC(C(duro_client_schedule_trigger)(NULL, "s", NULL, 0), DURO_INVALID);
+    CHECK_RC(C(duro_client_schedule_delete)(NULL, "s"), DURO_INVALID);
+    CHECK_RC(duro_client_schedule_delete(c, NULL), DURO_INVALID);
+    duro_schedule_description *sd = (duro_schedule_description *)&f;
+    CHECK_RC(C(duro_client_schedule_list)(NULL, &sd), DURO_INVALID);
+    CHECK(sd == NULL);
+    CHECK_RC(duro_client_schedule_list(c, NULL), DURO_INVALID);
+    CHECK_RC(C(duro_client_schedule_describe)(NULL, "s", 1, 1, &sd),
+             DURO_INVALID);
+    CHECK_RC(duro_client_schedule_describe(c, "s", 1, 1, NULL), DURO_INVALID);
+    C(duro_schedule_description_free)(NULL);
+    size_t sn = 1;
+    CHECK_RC(C(duro_schedule_spec_next_times)(NULL, 0, NULL, 0, &sn),
+             DURO_INVALID);
+    CHECK_EQ(sn, 0);
+    CHECK_RC(duro_schedule_spec_next_times(&ss, 0, NULL, 0, NULL),
+             DURO_INVALID);
     duro_control_event_query eunset;
     memset(&eunset, 0, sizeof(eunset));
     el = (duro_control_event_list *)&f;

@@ -202,7 +202,7 @@ for line in text[:-1].split("\n"):
         key = (m.group(1), m.group(3))
         assert key not in seen_series, "series twice: " + line
         seen_series.add(key)
-assert seen_families == {"duro_instances", "duro_instances_stuck", "duro_queue_messages", "duro_queue_oldest_ready_age_seconds", "duro_store_size_bytes"}, seen_families
+assert seen_families == {"duro_instances", "duro_instances_stuck", "duro_queue_messages", "duro_queue_oldest_ready_age_seconds", "duro_store_size_bytes", "duro_schedules", "duro_schedule_overdue_seconds"}, seen_families
 PY
         fail "metrics exposition: $(cat "$tmp/pyerr")"
 fi
@@ -236,7 +236,7 @@ run 0 metrics --output "$tmp/scrape.prom"
 [ "$(stat -c %a "$tmp/new.prom")" = 644 ] ||
     fail "metrics --output made a new file with mode $(stat -c %a "$tmp/new.prom") under umask 022"
 run 0 metrics --json
-json 'set(d) == {"at", "at_ms", "instances", "stuck", "queues", "store_size_bytes"}'
+json 'set(d) == {"at", "at_ms", "instances", "stuck", "queues", "store_size_bytes", "schedules"}'
 json '{"orchestration": "Waiter", "status": "running", "count": 3} in d["instances"]'
 json 'd["queues"]["orchestrator"]["delayed"] == 1 and d["queues"]["worker"]["ready"] == 0 and d["queues"]["worker"]["oldest_ready_ms"] is None'
 run 2 metrics --json --output "$tmp/x.prom"
@@ -645,7 +645,9 @@ contains "$tmp/out" "started e-1"
 echo "== the read verbs open read-only: an older schema is not migrated"
 cp "$tmp/store.db" "$tmp/older.db"
 [ -e "$tmp/store.db-wal" ] && cp "$tmp/store.db-wal" "$tmp/older.db-wal"
-"$fixture" sql "$tmp/older.db" "ALTER TABLE instances DROP COLUMN deadline_ms;
+"$fixture" sql "$tmp/older.db" "DROP TABLE schedule_fires; DROP TABLE schedules;
+    DELETE FROM duro_schema WHERE version = 10;
+    ALTER TABLE instances DROP COLUMN deadline_ms;
     DELETE FROM duro_schema WHERE version = 9; DROP TABLE runtimes;
     DELETE FROM duro_schema WHERE version = 8; DROP INDEX instances_status_created;
     DROP INDEX instances_status_updated;
@@ -1643,9 +1645,82 @@ contains "$tmp/out" "host-b:99 has 1, 2"
 contains "$tmp/out" "waits for version '2' of 'Order'"
 run 2 --db "$vdb" runtimes extra
 
+echo "== schedule"
+sdb="sqlite:$tmp/sched.db"
+run 0 --db "$sdb" schedule create nightly --orchestration Report \
+    --cron '30 2 * * *' --zone Europe/Berlin --dry-run
+contains "$tmp/out" "would create schedule nightly"
+contains "$tmp/out" "T01:30:00.000Z"
+[ ! -e "$tmp/sched.db" ] || fail "a dry run created the store"
+run 0 --db "$sdb" schedule create nightly --orchestration Report \
+    --cron '30 2 * * *' --zone Europe/Berlin --input '{"k":1}' --json
+json 'd["created"] is True and d["dry_run"] is False and len(d["next_fires"]) == 5'
+json 'd["spec"]["time_zone"] == "Europe/Berlin" and d["spec"]["input"] == {"k": 1}'
+run 1 --db "$sdb" schedule create nightly --orchestration Report --every 1h
+contains "$tmp/err" "already exists"
+run 0 --db "$sdb" schedule create hourly --orchestration Report --every 1h \
+    --overlap buffer-one --catchup 2h --paused --note "not yet"
+contains "$tmp/out" "paused"
+run 0 --db "$sdb" schedule list --json
+json '[s["id"] for s in d["schedules"]] == ["hourly", "nightly"]'
+json 'd["schedules"][0]["spec"]["paused"] is True and d["schedules"][0]["spec"]["note"] == "not yet"'
+run 0 --db "$sdb" schedule resume hourly --dry-run
+contains "$tmp/out" "would resume schedule hourly"
+run 0 --db "$sdb" schedule describe hourly --json
+json 'd["spec"]["paused"] is True and d["spec"]["overlap"] == "buffer-one"'
+run 0 --db "$sdb" schedule resume hourly
+run 0 --db "$sdb" schedule trigger nightly --json
+json 'd["instance"].startswith("nightly@trigger-") and d["action"] == "triggered"'
+run 0 --db "$sdb" schedule describe nightly --next 3 --fires 5 --json
+json 'len(d["next_fires"]) == 3 and d["recent_fires"][0]["action"] == "started"'
+json 'd["recent_fires"][0]["instance_status"] == "pending" and d["fires"] == 1'
+run 0 --db "$sdb" schedule describe nightly
+contains "$tmp/out" "cron          30 2 * * * in Europe/Berlin"
+contains "$tmp/out" "started  nightly@trigger-"
+run 0 --db "$sdb" schedule pause nightly --note holidays
+contains "$tmp/out" "instances it already started are not touched"
+run 0 --db "$sdb" schedule delete nightly --dry-run --json
+json 'd["dry_run"] is True and d["note"] == "instances it already started are not touched"'
+run 0 --db "$sdb" schedule delete nightly
+contains "$tmp/out" "deleted schedule nightly"
+contains "$tmp/out" "instances it already started are not touched"
+run 0 --db "$sdb" list
+contains "$tmp/out" "nightly@trigger-"
+run 3 --db "$sdb" schedule delete nightly
+run 3 --db "$sdb" schedule describe nightly --json
+json 'd["error"]["code"] == "not_found"'
+run 0 --db "$sdb" schedule update hourly --orchestration Report --cron '@daily'
+contains "$tmp/out" "updated schedule hourly"
+run 0 --db "$sdb" metrics
+contains "$tmp/out" 'duro_schedules{state="active"} 1'
+contains "$tmp/out" 'duro_schedules{state="paused"} 0'
+contains "$tmp/out" 'duro_schedule_overdue_seconds 0.000'
+run 0 --db "$sdb" metrics --json
+json 'd["schedules"] == {"active": 1, "paused": 0, "overdue_ms": 0}'
+# bad input: a clear error each
+run 2 --db "$sdb" schedule create bad --orchestration R --cron '61 * * * *'
+contains "$tmp/err" "field 1 (minute): 61 is out of range 0-59"
+run 3 --db "$sdb" schedule create bad --orchestration R --cron '@daily' --zone Mars/Base
+contains "$tmp/err" "time zone 'Mars/Base' is not in the tz database"
+run 2 --db "$sdb" schedule create bad --orchestration R --every 1h --cron '@daily'
+contains "$tmp/err" "both a cron expression and an interval"
+run 2 --db "$sdb" schedule create bad --orchestration R --every 1h --overlap sometimes
+contains "$tmp/err" "--overlap: 'sometimes' is none of"
+run 2 --db "$sdb" schedule create bad --orchestration R --every 1h --note x
+contains "$tmp/err" "--note goes with --paused"
+run 2 --db "$sdb" schedule pause hourly --cron x
+run 2 --db "$sdb" schedule list extra
+run 2 --db "$sdb" schedule
+contains "$tmp/err" "expected a verb"
+run 2 --db "$sdb" schedule frobnicate x
+contains "$tmp/err" "unknown verb 'frobnicate'"
+run 2 --db "$sdb" schedule trigger
+run 0 schedule --help
+contains "$tmp/out" "terminate-other"
+
 echo "== man page and completion"
 for verb in list status history start raise wait cancel terminate suspend resume \
-    reset rewind delete purge prune metrics runtimes version; do
+    reset rewind delete purge prune schedule metrics runtimes version; do
     grep -q "^\.SS $verb" "$tooldir/duro.1" || fail "duro.1 has no section for $verb"
 done
 for word in "EXIT STATUS" "JSON OUTPUT" '"truncated"' '"dry_run"' NO_COLOR; do
@@ -1655,7 +1730,7 @@ done
 # lines list, and no other (the common --db, --json and --help aside)
 if [ "$have_python" = 1 ]; then
     for verb in list status history start raise wait cancel terminate \
-        suspend resume reset rewind delete purge prune metrics runtimes version ui; do
+        suspend resume reset rewind delete purge prune schedule metrics runtimes version ui; do
         "$duro" "$verb" --help | sed -n '1,/^$/p' >"$tmp/usage.$verb"
     done
     # a duro built without the console has no ui usage: its synopsis
@@ -1675,7 +1750,7 @@ for entry in synopsis.split(".br"):
 bad = []
 for verb in ["list", "status", "history", "start", "raise", "wait", "cancel",
              "terminate", "suspend", "resume", "reset", "rewind", "delete",
-             "purge", "prune", "metrics", "runtimes", "version", "ui"]:
+             "purge", "prune", "schedule", "metrics", "runtimes", "version", "ui"]:
     usage = open("%s/usage.%s" % (sys.argv[2], verb), encoding="utf-8").read()
     in_help = set(re.findall(r"--[a-z][a-z-]*[a-z]", usage)) - {"--json", "--db", "--help"}
     common = {"--json", "--db", "--help"}

@@ -72,7 +72,9 @@ typed 'duro --db sqlite:/tmp/x.db stat\t\n' \
     "duro --db=sqlite:$tmp/completion-t\\t te\\t\\n" \
     "duro --db sqlite:/tmp/x.db start Hello x-1 --input @$tmp/completion-t\\t\\n" \
     'duro --db sqlite:/tmp/x.db list --status running,su\t\n' \
-    'duro --db sqlite:/tmp/x.db cancel --name N --wa\t\n'
+    'duro --db sqlite:/tmp/x.db cancel --name N --wa\t\n' \
+    'duro --db sqlite:/tmp/x.db sche\t des\t n1\n' \
+    'duro --db sqlite:/tmp/x.db schedule create n2 --cr\t "@daily" --overl\t ter\t --dry\t\n'
 ran '<--db><sqlite:/tmp/x.db><status>'
 ran '<--db><sqlite:/tmp/x.db><start>'
 ran "<--db><sqlite:$tmp/completion-target.db><list>"
@@ -81,6 +83,8 @@ ran "<--db=sqlite:$tmp/completion-target.db><terminate>"
 ran "<--db><sqlite:/tmp/x.db><start><Hello><x-1><--input><@$tmp/completion-target.db>"
 ran '<--db><sqlite:/tmp/x.db><list><--status><running,suspended>'
 ran '<--db><sqlite:/tmp/x.db><cancel><--name><N><--wait>'
+ran '<--db><sqlite:/tmp/x.db><schedule><describe><n1>'
+ran '<--db><sqlite:/tmp/x.db><schedule><create><n2><--cron><@daily><--overlap><terminate-other><--dry-run>'
 
 echo "test_completion: $checks checks, $failures failed"
 [ "$failures" = 0 ]

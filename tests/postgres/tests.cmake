@@ -136,6 +136,13 @@ if(DURO_POSTGRES)
     LABELS runtime tsan)
 endif()
 
+# Schedules on a PostgreSQL store: three runtimes start one instance per
+# fire time.
+if(DURO_POSTGRES)
+  duro_pg_test(test_pg_schedules ${CMAKE_CURRENT_LIST_DIR}/test_pg_schedules.c
+    LABELS runtime tsan)
+endif()
+
 # duro_test_env on a PostgreSQL store: its wait skips a month and hours of
 # retry backoff through the provider's next_due and counted wake-ups.
 if(DURO_POSTGRES)

@@ -73,6 +73,14 @@ static const char *const method_names[FAULTY_METHOD_COUNT] = {
     "remove_runtime",
     "pass_orchestration_item",
     "reset_instance",
+    "create_schedule",
+    "update_schedule",
+    "delete_schedule",
+    "get_schedule",
+    "list_schedules",
+    "due_schedules",
+    "apply_schedule",
+    "list_schedule_fires",
 };
 
 const char *faulty_method_name(int method)
@@ -1053,6 +1061,103 @@ static int faulty_reset_instance(duro_provider *p, const duro_reset_request *r,
     return finish(fp, &f, FAULTY_RESET_INSTANCE, rc, struck, err);
 }
 
+/* A write of version 13: the store's answer, or a fault before or after. */
+#define FAULTY_WRITE(M, CALL)                                                  \
+    faulty_provider *fp = from(p);                                             \
+    fault f;                                                                   \
+    decide(fp, M, -1, &f);                                                     \
+    if (before(&f))                                                            \
+        return report(fp, &f, M, err);                                         \
+    int rc = CALL;                                                             \
+    int struck = lost(fp, &f, rc, 0);                                          \
+    return finish(fp, &f, M, rc, struck, err)
+
+/* A read of version 13: an after-commit fault frees the answer. */
+#define FAULTY_READ(M, FREE, CALL)                                             \
+    faulty_provider *fp = from(p);                                             \
+    fault f;                                                                   \
+    decide(fp, M, -1, &f);                                                     \
+    if (before(&f)) {                                                          \
+        if (out != NULL)                                                       \
+            *out = NULL;                                                       \
+        return report(fp, &f, M, err);                                         \
+    }                                                                          \
+    int rc = CALL;                                                             \
+    int struck = lost(fp, &f, rc, 0);                                          \
+    if (struck && out != NULL) {                                               \
+        FREE(*out);                                                            \
+        *out = NULL;                                                           \
+    }                                                                          \
+    return finish(fp, &f, M, rc, struck, err)
+
+static int faulty_create_schedule(duro_provider *p,
+                                  const duro_schedule_record *r,
+                                  duro_error *err)
+{
+    FAULTY_WRITE(FAULTY_CREATE_SCHEDULE,
+                 fp->inner->create_schedule(fp->inner, r, err));
+}
+
+static int faulty_update_schedule(duro_provider *p,
+                                  const duro_schedule_record *r,
+                                  int64_t expected, int64_t *row_version,
+                                  duro_error *err)
+{
+    FAULTY_WRITE(
+        FAULTY_UPDATE_SCHEDULE,
+        fp->inner->update_schedule(fp->inner, r, expected, row_version, err));
+}
+
+static int faulty_delete_schedule(duro_provider *p, const char *id,
+                                  duro_error *err)
+{
+    FAULTY_WRITE(FAULTY_DELETE_SCHEDULE,
+                 fp->inner->delete_schedule(fp->inner, id, err));
+}
+
+static int faulty_apply_schedule(duro_provider *p, const char *id,
+                                 int64_t expected,
+                                 const duro_schedule_action *actions, size_t n,
+                                 const duro_schedule_record *after,
+                                 int64_t *row_version, duro_error *err)
+{
+    FAULTY_WRITE(FAULTY_APPLY_SCHEDULE,
+                 fp->inner->apply_schedule(fp->inner, id, expected, actions, n,
+                                           after, row_version, err));
+}
+
+static int faulty_get_schedule(duro_provider *p, const char *id,
+                               duro_schedule_list **out, duro_error *err)
+{
+    FAULTY_READ(FAULTY_GET_SCHEDULE, duro_schedule_list_free,
+                fp->inner->get_schedule(fp->inner, id, out, err));
+}
+
+static int faulty_list_schedules(duro_provider *p, const char *after_id,
+                                 size_t limit, duro_schedule_list **out,
+                                 duro_error *err)
+{
+    FAULTY_READ(
+        FAULTY_LIST_SCHEDULES, duro_schedule_list_free,
+        fp->inner->list_schedules(fp->inner, after_id, limit, out, err));
+}
+
+static int faulty_due_schedules(duro_provider *p, int64_t now_ms, size_t limit,
+                                duro_schedule_list **out, duro_error *err)
+{
+    FAULTY_READ(FAULTY_DUE_SCHEDULES, duro_schedule_list_free,
+                fp->inner->due_schedules(fp->inner, now_ms, limit, out, err));
+}
+
+static int faulty_list_schedule_fires(duro_provider *p, const char *id,
+                                      size_t limit,
+                                      duro_schedule_fire_list **out,
+                                      duro_error *err)
+{
+    FAULTY_READ(FAULTY_LIST_SCHEDULE_FIRES, duro_schedule_fire_list_free,
+                fp->inner->list_schedule_fires(fp->inner, id, limit, out, err));
+}
+
 /* Passed through: the waits it tells of are not faults of their own. */
 static int faulty_wait_for_cancellations(duro_provider *p, int64_t max_wait_ms,
                                          duro_error *err)
@@ -1150,6 +1255,16 @@ duro_provider *faulty_provider_wrap_version(duro_provider *inner, int own_inner,
     }
     if (fp->base.version >= 13)
         FORWARD(reset_instance);
+    if (fp->base.version >= 13) {
+        FORWARD(create_schedule);
+        FORWARD(update_schedule);
+        FORWARD(delete_schedule);
+        FORWARD(get_schedule);
+        FORWARD(list_schedules);
+        FORWARD(due_schedules);
+        FORWARD(apply_schedule);
+        FORWARD(list_schedule_fires);
+    }
     return &fp->base;
 }
 

@@ -62,6 +62,16 @@ typedef enum faulty_method {
     FAULTY_REMOVE_RUNTIME,
     FAULTY_PASS_ORCHESTRATION_ITEM,
     FAULTY_RESET_INSTANCE,
+    /* version 13: schedules; an after-commit fault of a read drops the
+     * list, of a write loses the answer (the write stands) */
+    FAULTY_CREATE_SCHEDULE,
+    FAULTY_UPDATE_SCHEDULE,
+    FAULTY_DELETE_SCHEDULE,
+    FAULTY_GET_SCHEDULE,
+    FAULTY_LIST_SCHEDULES,
+    FAULTY_DUE_SCHEDULES,
+    FAULTY_APPLY_SCHEDULE,
+    FAULTY_LIST_SCHEDULE_FIRES,
     FAULTY_METHOD_COUNT
 } faulty_method;
 

@@ -244,13 +244,19 @@ PV_TEST(concurrent_opens_of_a_fresh_schema_migrate_once)
     char sql[160];
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 8); /* migrations 1 to 8, once each */
+    CHECK_EQ(query_int(c, sql), 9); /* migrations 1 to 9, once each */
     PQfinish(c);
 }
 
-/* Takes a version-8 schema (search_path set to it) back to version 7:
- * migration 8's deadline column goes. */
+/* Takes a version-9 schema (search_path set to it) back to version 8:
+ * migration 9's schedules go. */
+#define UNDO_PG_MIGRATION_9                                                    \
+    "DROP TABLE schedule_fires; DROP TABLE schedules; "                        \
+    "DELETE FROM duro_schema WHERE version = 9; "
+
+/* ... and back to version 7: migration 8's deadline column goes. */
 #define UNDO_PG_MIGRATION_8                                                    \
+    UNDO_PG_MIGRATION_9                                                        \
     "ALTER TABLE instances DROP COLUMN deadline_ms; "                          \
     "DELETE FROM duro_schema WHERE version = 8; "
 
@@ -550,7 +556,7 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 8);
+    CHECK_EQ(query_int(c, sql), 9);
 
     /* a schema without duro_schema, empty or another application's, is
      * no store: create=0 creates nothing in it */
@@ -586,7 +592,7 @@ PV_TEST(create_0_never_creates_a_schema_but_migrates_one)
     duro_provider_close(p);
     snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 8);
+    CHECK_EQ(query_int(c, sql), 9);
     PQfinish(c);
 }
 
@@ -673,7 +679,7 @@ PV_TEST(migration_6_upgrades_a_version_5_store_in_place)
 
     duro_provider *q = pv_open_same(); /* migrates */
     CHECK(q != NULL);
-    CHECK_EQ(query_int(c, sql), 8);
+    CHECK_EQ(query_int(c, sql), 9);
     snprintf(sql, sizeof(sql), QUEUE_FILLFACTOR_50, schema);
     CHECK_EQ(query_int(c, sql), 1);
     PQfinish(c);
@@ -734,7 +740,7 @@ PV_TEST(migration_7_adds_the_live_runtimes)
 
     p = pv_open_same(); /* migrates */
     CHECK(p != NULL);
-    CHECK_EQ(query_int(c, sql), 8);
+    CHECK_EQ(query_int(c, sql), 9);
     PQfinish(c);
     if (p == NULL)
         return;
@@ -831,7 +837,7 @@ PV_TEST(migration_2_adds_activity_run_times)
     CHECK_EQ(query_int(c, sql), 4);
     snprintf(sql, sizeof(sql), "SELECT MAX(version) FROM \"%s\".duro_schema",
              schema);
-    CHECK_EQ(query_int(c, sql), 8);
+    CHECK_EQ(query_int(c, sql), 9);
     /* migration 6: room in orchestrator_queue's pages */
     snprintf(sql, sizeof(sql), QUEUE_FILLFACTOR_50, schema);
     CHECK_EQ(query_int(c, sql), 1);

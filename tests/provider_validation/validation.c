@@ -677,6 +677,49 @@ static int compare_entries(const void *a, const void *b)
 
 #define SNAPSHOT_MAX_ITEMS 4096
 
+/* Version 13: every schedule (every field) and its fires log. */
+static void dump_schedules(strbuf *b, duro_provider *p)
+{
+    if (p->version < 13 || p->list_schedules == NULL)
+        return;
+    duro_error e;
+    duro_schedule_list *l = NULL;
+    CHECK_PRC(p->list_schedules(p, NULL, 100000, &l, &e), DURO_OK, &e);
+    for (size_t i = 0; l != NULL && i < l->count; i++) {
+        const duro_schedule_record *r = &l->items[i];
+        sb_printf(b, "schedule");
+        sb_str(b, "id", r->id);
+        sb_str(b, "spec", r->spec);
+        sb_str(b, "last", r->last_instance_id);
+        sb_str(b, "note", r->note);
+        sb_printf(b,
+                  " spec_version=%lld row_version=%lld next=%lld due=%lld "
+                  "buffered=%lld last_status=%d paused=%d fires=%lld "
+                  "skips=%lld created=%lld updated=%lld\n",
+                  (long long)r->spec_version, (long long)r->row_version,
+                  (long long)r->next_ms, (long long)r->due_ms,
+                  (long long)r->buffered_ms, r->last_status, r->paused,
+                  (long long)r->fires, (long long)r->skips,
+                  (long long)r->created_ms, (long long)r->updated_ms);
+        duro_schedule_fire_list *f = NULL;
+        CHECK_PRC(p->list_schedule_fires(p, r->id, 100000, &f, &e), DURO_OK,
+                  &e);
+        for (size_t k = 0; f != NULL && k < f->count; k++) {
+            const duro_schedule_action *a = &f->items[k];
+            sb_printf(b,
+                      "  fire kind=%d time=%lld count=%lld status=%d "
+                      "recorded=%lld",
+                      a->kind, (long long)a->time_ms, (long long)a->count,
+                      a->instance_status, (long long)a->recorded_ms);
+            sb_str(b, "instance", a->instance_id);
+            sb_str(b, "why", a->why);
+            sb_printf(b, "\n");
+        }
+        duro_schedule_fire_list_free(f);
+    }
+    duro_schedule_list_free(l);
+}
+
 void pv_snapshot_take(duro_provider *p, pv_snapshot *s)
 {
     memset(s, 0, sizeof(*s));
@@ -737,6 +780,7 @@ void pv_snapshot_take(duro_provider *p, pv_snapshot *s)
     sb_printf(&b, "total orchestrator=%llu worker=%llu\n",
               (unsigned long long)count(p, ORCH, NULL),
               (unsigned long long)count(p, WORKER, NULL));
+    dump_schedules(&b, p);
 
     /* Visible orchestrator messages: fetch every instance, then abandon. */
     snap_entry *entries = calloc(SNAPSHOT_MAX_ITEMS, sizeof(*entries));
@@ -10953,6 +10997,532 @@ PV_TEST(fault_sweep_reset_instance)
 }
 
 /* ========================================================================
+ * Version 13: schedules. */
+
+static void require_v13_schedules(duro_provider *p)
+{
+    require_v12(p);
+    CHECK_MSG(p->version >= 13 && p->create_schedule != NULL &&
+                  p->update_schedule != NULL && p->delete_schedule != NULL &&
+                  p->get_schedule != NULL && p->list_schedules != NULL &&
+                  p->due_schedules != NULL && p->apply_schedule != NULL &&
+                  p->list_schedule_fires != NULL,
+              "provider '%s' (version %d) lacks the version-13 methods",
+              p->name, p->version);
+}
+
+/* A schedule record with a spec, due at `due`. */
+static duro_schedule_record sched(const char *id, int64_t next, int64_t due)
+{
+    duro_schedule_record r;
+    memset(&r, 0, sizeof(r));
+    r.id = id;
+    r.spec = "{\"interval_ms\":1000}";
+    r.spec_version = 1;
+    r.next_ms = next;
+    r.due_ms = due;
+    return r;
+}
+
+static void create_sched(duro_provider *p, const char *id, int64_t next,
+                         int64_t due)
+{
+    duro_error e;
+    duro_schedule_record r = sched(id, next, due);
+    CHECK_PRC(p->create_schedule(p, &r, &e), DURO_OK, &e);
+}
+
+/* The schedule `id` (free the list). */
+static duro_schedule_list *get_sched(duro_provider *p, const char *id)
+{
+    duro_error e;
+    duro_schedule_list *l = NULL;
+    CHECK_PRC(p->get_schedule(p, id, &l, &e), DURO_OK, &e);
+    CHECK(l != NULL);
+    CHECK_EQ(l->count, 1);
+    CHECK_STR(l->items[0].id, id);
+    return l;
+}
+
+static duro_schedule_action start_action(const char *instance, int64_t t)
+{
+    duro_schedule_action a;
+    memset(&a, 0, sizeof(a));
+    a.kind = DURO_SCHEDULE_START;
+    a.time_ms = t;
+    a.count = 1;
+    a.instance_id = instance;
+    a.name = "orch";
+    a.version = "1.0";
+    a.input = "\"tick\"";
+    return a;
+}
+
+PV_TEST(schedules_are_created_read_listed_updated_and_deleted)
+{
+    duro_provider *p = pv_open();
+    require_v13_schedules(p);
+    duro_error e;
+    int64_t before = duro_now_ms();
+    duro_schedule_record r = sched("s1", 5000, 5100);
+    r.paused = 1;
+    r.note = "maintenance";
+    CHECK_PRC(p->create_schedule(p, &r, &e), DURO_OK, &e);
+    CHECK_PFAIL(p->create_schedule(p, &r, &e), DURO_ALREADY_EXISTS, 0, &e);
+    create_sched(p, "s0", 7000, 7000);
+    create_sched(p, "s2", 0, 0);
+
+    duro_schedule_list *l = get_sched(p, "s1");
+    const duro_schedule_record *g = &l->items[0];
+    CHECK_STR(g->spec, r.spec);
+    CHECK_EQ(g->spec_version, 1);
+    CHECK_EQ(g->row_version, 1);
+    CHECK_EQ(g->next_ms, 5000);
+    CHECK_EQ(g->due_ms, 5100);
+    CHECK_EQ(g->buffered_ms, 0);
+    CHECK(g->last_instance_id == NULL);
+    CHECK_EQ(g->last_status, DURO_STATUS_NOT_FOUND);
+    CHECK_EQ(g->paused, 1);
+    CHECK_STR(g->note, "maintenance");
+    CHECK_EQ(g->fires, 0);
+    CHECK_EQ(g->skips, 0);
+    CHECK_INT(g->created_ms, >=, before);
+    CHECK_EQ(g->updated_ms, g->created_ms);
+    duro_schedule_list_free(l);
+
+    /* Pages in id order. */
+    CHECK_PRC(p->list_schedules(p, NULL, 2, &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->count, 2);
+    CHECK_STR(l->items[0].id, "s0");
+    CHECK_STR(l->items[1].id, "s1");
+    duro_schedule_list_free(l);
+    CHECK_PRC(p->list_schedules(p, "s1", 2, &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->count, 1);
+    CHECK_STR(l->items[0].id, "s2");
+    duro_schedule_list_free(l);
+
+    /* An update at the row's version raises it; at another, conflicts. */
+    r.spec = "{\"interval_ms\":2000}";
+    r.spec_version = 2;
+    r.paused = 0;
+    r.note = NULL;
+    int64_t version = 0;
+    CHECK_PRC(p->update_schedule(p, &r, 1, &version, &e), DURO_OK, &e);
+    CHECK_EQ(version, 2);
+    CHECK_PFAIL(p->update_schedule(p, &r, 1, &version, &e), DURO_CONFLICT, 0,
+                &e);
+    r.id = "nope";
+    CHECK_PFAIL(p->update_schedule(p, &r, 1, NULL, &e), DURO_NOT_FOUND, 0, &e);
+    l = get_sched(p, "s1");
+    CHECK_STR(l->items[0].spec, "{\"interval_ms\":2000}");
+    CHECK_EQ(l->items[0].spec_version, 2);
+    CHECK_EQ(l->items[0].row_version, 2);
+    CHECK_EQ(l->items[0].paused, 0);
+    CHECK(l->items[0].note == NULL);
+    duro_schedule_list_free(l);
+
+    CHECK_PRC(p->delete_schedule(p, "s1", &e), DURO_OK, &e);
+    CHECK_PFAIL(p->delete_schedule(p, "s1", &e), DURO_NOT_FOUND, 0, &e);
+    l = NULL;
+    CHECK_PFAIL(p->get_schedule(p, "s1", &l, &e), DURO_NOT_FOUND, 0, &e);
+    CHECK(l == NULL);
+}
+
+PV_TEST(due_schedules_are_the_unpaused_ones_due_by_now_earliest_first)
+{
+    duro_provider *p = pv_open();
+    require_v13_schedules(p);
+    duro_error e;
+    create_sched(p, "late", 3000, 3000);
+    create_sched(p, "early", 1000, 1200);
+    create_sched(p, "never", 0, 0);
+    duro_schedule_record r = sched("paused", 500, 500);
+    r.paused = 1;
+    CHECK_PRC(p->create_schedule(p, &r, &e), DURO_OK, &e);
+
+    duro_schedule_list *l = NULL;
+    CHECK_PRC(p->due_schedules(p, 1199, 10, &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->count, 0);
+    CHECK_EQ(l->next_due_ms, 1200);
+    duro_schedule_list_free(l);
+    CHECK_PRC(p->due_schedules(p, 5000, 10, &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->count, 2);
+    CHECK_STR(l->items[0].id, "early");
+    CHECK_STR(l->items[1].id, "late");
+    CHECK_EQ(l->next_due_ms, 0);
+    duro_schedule_list_free(l);
+    CHECK_PRC(p->due_schedules(p, 5000, 1, &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->count, 1);
+    CHECK_STR(l->items[0].id, "early");
+    duro_schedule_list_free(l);
+    CHECK_PRC(p->due_schedules(p, 2000, 10, &l, &e), DURO_OK, &e);
+    CHECK_EQ(l->count, 1);
+    CHECK_EQ(l->next_due_ms, 3000);
+    duro_schedule_list_free(l);
+}
+
+PV_TEST(apply_schedule_starts_each_fire_once_and_logs_it)
+{
+    duro_provider *p = pv_open();
+    require_v13_schedules(p);
+    duro_error e;
+    create_sched(p, "s", 1000, 1000);
+    duro_schedule_action acts[3];
+    acts[0] = start_action("s@1", 1000);
+    memset(&acts[1], 0, sizeof(acts[1]));
+    acts[1].kind = DURO_SCHEDULE_SKIP;
+    acts[1].time_ms = 2000;
+    acts[1].count = 3;
+    acts[1].why = "missed";
+    memset(&acts[2], 0, sizeof(acts[2]));
+    acts[2].kind = DURO_SCHEDULE_BUFFER;
+    acts[2].time_ms = 5000;
+    acts[2].count = 1;
+    duro_schedule_record after = sched("s", 6000, 6010);
+    after.buffered_ms = 5000;
+    int64_t version = 0;
+    CHECK_PRC(p->apply_schedule(p, "s", 1, acts, 3, &after, &version, &e),
+              DURO_OK, &e);
+    CHECK_EQ(version, 2);
+    /* The same plan again, from the same version: another runtime's. */
+    CHECK_PFAIL(p->apply_schedule(p, "s", 1, acts, 3, &after, NULL, &e),
+                DURO_CONFLICT, 0, &e);
+    CHECK_PFAIL(p->apply_schedule(p, "x", 1, acts, 3, &after, NULL, &e),
+                DURO_NOT_FOUND, 0, &e);
+
+    /* The instance and its start message, as an enqueued start. */
+    duro_instance_list *in = get(p, "s@1");
+    CHECK_EQ(in->items[0].status, DURO_STATUS_PENDING);
+    CHECK_STR(in->items[0].name, "orch");
+    duro_instance_list_free(in);
+    duro_orch_item *item = fetch_orch_for(p, "s@1", LOCK_LONG);
+    CHECK_EQ(item->message_count, 1);
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_START);
+    CHECK_STR(item->messages[0].payload, "\"tick\"");
+    CHECK_STR(item->messages[0].version, "1.0");
+    abandon_orch(p, item, 0);
+    duro_orch_item_free(item);
+
+    duro_schedule_list *l = get_sched(p, "s");
+    const duro_schedule_record *g = &l->items[0];
+    CHECK_EQ(g->row_version, 2);
+    CHECK_EQ(g->next_ms, 6000);
+    CHECK_EQ(g->due_ms, 6010);
+    CHECK_EQ(g->buffered_ms, 5000);
+    CHECK_STR(g->last_instance_id, "s@1");
+    CHECK_EQ(g->last_status, DURO_STATUS_PENDING);
+    CHECK_EQ(g->fires, 1);
+    CHECK_EQ(g->skips, 3);
+    duro_schedule_list_free(l);
+
+    duro_schedule_fire_list *f = NULL;
+    CHECK_PRC(p->list_schedule_fires(p, "s", 10, &f, &e), DURO_OK, &e);
+    CHECK_EQ(f->count, 3);
+    CHECK_EQ(f->items[0].kind, DURO_SCHEDULE_BUFFER);
+    CHECK_EQ(f->items[1].kind, DURO_SCHEDULE_SKIP);
+    CHECK_EQ(f->items[1].count, 3);
+    CHECK_STR(f->items[1].why, "missed");
+    CHECK_EQ(f->items[2].kind, DURO_SCHEDULE_START);
+    CHECK_STR(f->items[2].instance_id, "s@1");
+    CHECK_EQ(f->items[2].instance_status, DURO_STATUS_PENDING);
+    CHECK_EQ(f->items[2].time_ms, 1000);
+    duro_schedule_fire_list_free(f);
+
+    /* A fire applied twice (its instance there already) starts nothing
+     * more; an id taken by another orchestration is logged as skipped. */
+    duro_work_item other = work(DURO_WORK_START, "s@taken");
+    other.name = "other";
+    enqueue(p, &other, 0);
+    duro_schedule_action again[2] = {start_action("s@1", 1000),
+                                     start_action("s@taken", 7000)};
+    after.buffered_ms = 0;
+    CHECK_PRC(p->apply_schedule(p, "s", 2, again, 2, &after, &version, &e),
+              DURO_OK, &e);
+    CHECK_EQ(count(p, ORCH, "s@1"), 1);
+    CHECK_EQ(count(p, ORCH, "s@taken"), 1);
+    l = get_sched(p, "s");
+    CHECK_EQ(l->items[0].fires, 1);
+    CHECK_EQ(l->items[0].skips, 4);
+    CHECK_STR(l->items[0].last_instance_id, "s@1");
+    duro_schedule_list_free(l);
+    CHECK_PRC(p->list_schedule_fires(p, "s", 1, &f, &e), DURO_OK, &e);
+    CHECK_EQ(f->count, 1);
+    CHECK_EQ(f->items[0].kind, DURO_SCHEDULE_SKIP);
+    CHECK_STR(f->items[0].why, "instance id taken");
+    duro_schedule_fire_list_free(f);
+
+    /* Deleting the schedule leaves its instances. */
+    CHECK_PRC(p->delete_schedule(p, "s", &e), DURO_OK, &e);
+    in = get(p, "s@1");
+    duro_instance_list_free(in);
+    CHECK_PRC(p->list_schedule_fires(p, "s", 10, &f, &e), DURO_OK, &e);
+    CHECK_EQ(f->count, 0);
+    duro_schedule_fire_list_free(f);
+}
+
+PV_TEST(apply_schedule_stops_the_last_instance_and_keeps_the_newest_fires)
+{
+    duro_provider *p = pv_open();
+    require_v13_schedules(p);
+    duro_error e;
+    create_sched(p, "s", 1000, 1000);
+    begin(p, "run", 0);
+    duro_schedule_action a;
+    memset(&a, 0, sizeof(a));
+    a.kind = DURO_SCHEDULE_STOP_LAST;
+    a.time_ms = 1000;
+    a.count = 1;
+    a.instance_id = "run";
+    a.terminate = 1;
+    a.reason = "schedule s: overlap policy";
+    a.requested_by = "schedule:s";
+    duro_schedule_record after = sched("s", 2000, 2000);
+    CHECK_PRC(p->apply_schedule(p, "s", 1, &a, 1, &after, NULL, &e), DURO_OK,
+              &e);
+    duro_orch_item *item = fetch_orch_for(p, "run", LOCK_LONG);
+    CHECK_EQ(item->message_count, 1);
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_TERMINATE_INSTANCE);
+    CHECK_STR(item->messages[0].reason, "schedule s: overlap policy");
+    CHECK_STR(item->messages[0].requested_by, "schedule:s");
+    abandon_orch(p, item, 0);
+    duro_orch_item_free(item);
+    /* A cancel of an instance that has not begun decides it at once. */
+    start(p, "fresh");
+    a.instance_id = "fresh";
+    a.terminate = 0;
+    CHECK_PRC(p->apply_schedule(p, "s", 2, &a, 1, &after, NULL, &e), DURO_OK,
+              &e);
+    expect_status(p, "fresh", DURO_STATUS_CANCELLED);
+
+    /* The log keeps the newest DURO_SCHEDULE_FIRES_KEPT entries. */
+    int64_t version = 3;
+    duro_schedule_action skip;
+    memset(&skip, 0, sizeof(skip));
+    skip.kind = DURO_SCHEDULE_SKIP;
+    skip.count = 1;
+    skip.why = "overlap";
+    for (int i = 0; i < DURO_SCHEDULE_FIRES_KEPT + 5; i++) {
+        skip.time_ms = 10000 + i;
+        CHECK_PRC(
+            p->apply_schedule(p, "s", version, &skip, 1, &after, &version, &e),
+            DURO_OK, &e);
+    }
+    duro_schedule_fire_list *f = NULL;
+    CHECK_PRC(p->list_schedule_fires(p, "s", 1000, &f, &e), DURO_OK, &e);
+    CHECK_EQ(f->count, (size_t)DURO_SCHEDULE_FIRES_KEPT);
+    CHECK_EQ(f->items[0].time_ms, 10000 + DURO_SCHEDULE_FIRES_KEPT + 4);
+    CHECK_EQ(f->items[f->count - 1].time_ms, 10005);
+    duro_schedule_fire_list_free(f);
+    duro_schedule_list *l = get_sched(p, "s");
+    CHECK_EQ(l->items[0].skips, DURO_SCHEDULE_FIRES_KEPT + 5);
+    duro_schedule_list_free(l);
+}
+
+PV_TEST(schedule_methods_refuse_bad_input_and_change_nothing)
+{
+    duro_provider *p = pv_open();
+    require_v13_schedules(p);
+    duro_error e;
+    create_sched(p, "s", 1000, 1000);
+    pv_snapshot snap;
+    pv_snapshot_take(p, &snap);
+    char long_id[DURO_SCHEDULE_ID_MAX + 2];
+    memset(long_id, 'x', sizeof(long_id) - 1);
+    long_id[sizeof(long_id) - 1] = '\0';
+
+    duro_schedule_record r = sched("t", 1, 1);
+    CHECK_PFAIL(p->create_schedule(p, NULL, &e), DURO_INVALID, 0, &e);
+    r.id = NULL;
+    CHECK_PFAIL(p->create_schedule(p, &r, &e), DURO_INVALID, 0, &e);
+    r.id = "";
+    CHECK_PFAIL(p->create_schedule(p, &r, &e), DURO_INVALID, 0, &e);
+    r.id = long_id;
+    CHECK_PFAIL(p->create_schedule(p, &r, &e), DURO_TOO_LARGE, 0, &e);
+    r = sched("t", 1, 1);
+    r.spec = NULL;
+    CHECK_PFAIL(p->create_schedule(p, &r, &e), DURO_INVALID, 0, &e);
+    r = sched("t", -1, 1);
+    CHECK_PFAIL(p->create_schedule(p, &r, &e), DURO_INVALID, 0, &e);
+    r = sched("t", 1, 1);
+    r.spec_version = 0;
+    CHECK_PFAIL(p->create_schedule(p, &r, &e), DURO_INVALID, 0, &e);
+    r = sched("t", 1, 1);
+    r.paused = 2;
+    CHECK_PFAIL(p->create_schedule(p, &r, &e), DURO_INVALID, 0, &e);
+    r = sched("s", 1, 1);
+    CHECK_PFAIL(p->update_schedule(p, &r, 0, NULL, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->update_schedule(p, NULL, 1, NULL, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->delete_schedule(p, NULL, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->delete_schedule(p, "", &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->delete_schedule(p, long_id, &e), DURO_TOO_LARGE, 0, &e);
+
+    duro_schedule_list *l = NULL;
+    CHECK_PFAIL(p->get_schedule(p, "s", NULL, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->get_schedule(p, NULL, &l, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->list_schedules(p, NULL, 0, &l, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->list_schedules(p, NULL, 1, NULL, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->due_schedules(p, -1, 1, &l, &e), DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->due_schedules(p, 0, 0, &l, &e), DURO_INVALID, 0, &e);
+    CHECK(l == NULL);
+    duro_schedule_fire_list *f = NULL;
+    CHECK_PFAIL(p->list_schedule_fires(p, NULL, 1, &f, &e), DURO_INVALID, 0,
+                &e);
+    CHECK_PFAIL(p->list_schedule_fires(p, "s", 0, &f, &e), DURO_INVALID, 0, &e);
+    CHECK(f == NULL);
+
+    duro_schedule_record after = sched("s", 2000, 2000);
+    duro_schedule_action a = start_action("s@1", 1000);
+    CHECK_PFAIL(p->apply_schedule(p, "s", 1, &a, 1, NULL, NULL, &e),
+                DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->apply_schedule(p, "s", 1, NULL, 1, &after, NULL, &e),
+                DURO_INVALID, 0, &e);
+    CHECK_PFAIL(p->apply_schedule(p, "s", 0, &a, 1, &after, NULL, &e),
+                DURO_INVALID, 0, &e);
+    a.kind = 99;
+    CHECK_PFAIL(p->apply_schedule(p, "s", 1, &a, 1, &after, NULL, &e),
+                DURO_INVALID, 0, &e);
+    a = start_action(NULL, 1000);
+    CHECK_PFAIL(p->apply_schedule(p, "s", 1, &a, 1, &after, NULL, &e),
+                DURO_INVALID, 0, &e);
+    a = start_action("s@1", 1000);
+    a.name = NULL;
+    CHECK_PFAIL(p->apply_schedule(p, "s", 1, &a, 1, &after, NULL, &e),
+                DURO_INVALID, 0, &e);
+    a = start_action("s@1", -5);
+    CHECK_PFAIL(p->apply_schedule(p, "s", 1, &a, 1, &after, NULL, &e),
+                DURO_INVALID, 0, &e);
+    memset(&a, 0, sizeof(a));
+    a.kind = DURO_SCHEDULE_STOP_LAST;
+    CHECK_PFAIL(p->apply_schedule(p, "s", 1, &a, 1, &after, NULL, &e),
+                DURO_INVALID, 0, &e);
+    a.instance_id = "x";
+    a.terminate = 2;
+    CHECK_PFAIL(p->apply_schedule(p, "s", 1, &a, 1, &after, NULL, &e),
+                DURO_INVALID, 0, &e);
+    memset(&a, 0, sizeof(a));
+    a.kind = DURO_SCHEDULE_SKIP;
+    a.count = 0;
+    CHECK_PFAIL(p->apply_schedule(p, "s", 1, &a, 1, &after, NULL, &e),
+                DURO_INVALID, 0, &e);
+    after.next_ms = -1;
+    CHECK_PFAIL(p->apply_schedule(p, "s", 1, NULL, 0, &after, NULL, &e),
+                DURO_INVALID, 0, &e);
+    PV_EXPECT_UNCHANGED(p, &snap);
+    pv_snapshot_free(&snap);
+}
+
+/* Two handles (two processes) apply the same plan from the same version at
+ * once, again and again: one wins each round, the other conflicts, and
+ * each fire has one instance. */
+typedef struct apply_racer {
+    duro_provider *p;
+    int round;
+    int rc;
+} apply_racer;
+
+static void *apply_race(void *arg)
+{
+    apply_racer *r = arg;
+    char instance[32];
+    snprintf(instance, sizeof(instance), "s@%d", r->round);
+    duro_schedule_action a = start_action(instance, r->round * 1000);
+    duro_schedule_record after = sched("s", (r->round + 1) * 1000, 1);
+    duro_error e;
+    r->rc =
+        r->p->apply_schedule(r->p, "s", r->round + 1, &a, 1, &after, NULL, &e);
+    return NULL;
+}
+
+PV_TEST(apply_schedule_from_two_handles_at_once_applies_one_plan)
+{
+    duro_provider *p = pv_open();
+    require_v13_schedules(p);
+    duro_provider *q = pv_open_same();
+    create_sched(p, "s", 0, 1);
+    for (int round = 0; round < 20; round++) {
+        apply_racer racers[2] = {{p, round, -1}, {q, round, -1}};
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+            CHECK_EQ(pthread_create(&t[i], NULL, apply_race, &racers[i]), 0);
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+        int won = (racers[0].rc == DURO_OK) + (racers[1].rc == DURO_OK);
+        CHECK_MSG(won == 1, "round %d: %s and %s", round,
+                  duro_errname(racers[0].rc), duro_errname(racers[1].rc));
+        for (int i = 0; i < 2; i++)
+            CHECK_MSG(racers[i].rc == DURO_OK || racers[i].rc == DURO_CONFLICT,
+                      "round %d: %s", round, duro_errname(racers[i].rc));
+    }
+    duro_schedule_list *l = get_sched(p, "s");
+    CHECK_EQ(l->items[0].fires, 20);
+    CHECK_EQ(l->items[0].row_version, 21);
+    duro_schedule_list_free(l);
+    CHECK_EQ(count(p, ORCH, NULL), 20);
+    pv_close(q);
+}
+
+static int sweep_apply_schedule(duro_provider *p, void *arg, duro_error *e)
+{
+    (void)arg;
+    duro_schedule_action a[2] = {start_action("s@2", 2000)};
+    memset(&a[1], 0, sizeof(a[1]));
+    a[1].kind = DURO_SCHEDULE_STOP_LAST;
+    a[1].time_ms = 2000;
+    a[1].count = 1;
+    a[1].instance_id = "s@1";
+    a[1].reason = "overlap";
+    a[1].requested_by = "schedule:s";
+    duro_schedule_record after = sched("s", 3000, 3000);
+    return p->apply_schedule(p, "s", 2, a, 2, &after, NULL, e);
+}
+
+PV_TEST(fault_sweep_apply_schedule)
+{
+    duro_provider *p = pv_open();
+    require_v13_schedules(p);
+    duro_error e;
+    create_sched(p, "s", 1000, 1000);
+    duro_schedule_action a = start_action("s@1", 1000);
+    duro_schedule_record after = sched("s", 2000, 2000);
+    CHECK_PRC(p->apply_schedule(p, "s", 1, &a, 1, &after, NULL, &e), DURO_OK,
+              &e);
+    fault_sweep(p, "apply_schedule", sweep_apply_schedule, NULL);
+    duro_schedule_list *l = get_sched(p, "s");
+    CHECK_EQ(l->items[0].fires, 2);
+    CHECK_STR(l->items[0].last_instance_id, "s@2");
+    duro_schedule_list_free(l);
+}
+
+static int sweep_create_schedule(duro_provider *p, void *arg, duro_error *e)
+{
+    (void)arg;
+    duro_schedule_record r = sched("n", 9000, 9000);
+    return p->create_schedule(p, &r, e);
+}
+
+static int sweep_due_schedules(duro_provider *p, void *arg, duro_error *e)
+{
+    (void)arg;
+    duro_schedule_list *l = NULL;
+    int rc = p->due_schedules(p, 5000, 10, &l, e);
+    if (rc == DURO_OK)
+        CHECK_EQ(l->count, 1);
+    else
+        CHECK(l == NULL);
+    duro_schedule_list_free(l);
+    return rc;
+}
+
+PV_TEST(fault_sweep_schedule_writes_and_reads)
+{
+    duro_provider *p = pv_open();
+    require_v13_schedules(p);
+    create_sched(p, "s", 1000, 1000);
+    fault_sweep(p, "create_schedule", sweep_create_schedule, NULL);
+    fault_sweep(p, "due_schedules", sweep_due_schedules, NULL);
+}
+
+/* ========================================================================
  * The table. */
 
 typedef enum needs {
@@ -11150,6 +11720,16 @@ static const pv_case suite[] = {
     C(reset_instance_refuses_what_could_not_replay),
     C(reset_instance_settles_children_without_a_result),
     C_NEEDS(fault_sweep_reset_instance, NEEDS_INJECT),
+    /* version 13: schedules */
+    C(schedules_are_created_read_listed_updated_and_deleted),
+    C(due_schedules_are_the_unpaused_ones_due_by_now_earliest_first),
+    C(apply_schedule_starts_each_fire_once_and_logs_it),
+    C(apply_schedule_stops_the_last_instance_and_keeps_the_newest_fires),
+    C(schedule_methods_refuse_bad_input_and_change_nothing),
+    C_NEEDS(apply_schedule_from_two_handles_at_once_applies_one_plan,
+            NEEDS_SECOND_HANDLE),
+    C_NEEDS(fault_sweep_apply_schedule, NEEDS_INJECT),
+    C_NEEDS(fault_sweep_schedule_writes_and_reads, NEEDS_INJECT),
 };
 
 int pv_main(int argc, char **argv, const pv_factory *f, const test_case *extra,

@@ -11,6 +11,8 @@ function(duro_runtime_test name)
 endfunction()
 
 duro_runtime_test(test_smoke ${CMAKE_CURRENT_LIST_DIR}/test_smoke.c)
+# Schedules: several runtimes, overlap, catch-up and DST on a moved clock.
+duro_runtime_test(test_schedules ${CMAKE_CURRENT_LIST_DIR}/test_schedules.c)
 # duro_test_env: the virtual clock that skips while a test waits.
 duro_runtime_test(test_test_env ${CMAKE_CURRENT_LIST_DIR}/test_test_env.c)
 duro_runtime_test(test_cancel ${CMAKE_CURRENT_LIST_DIR}/test_cancel.c

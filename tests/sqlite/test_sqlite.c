@@ -360,8 +360,15 @@ TEST(url_create_0_never_creates)
 
 /* Takes a version-4 database back to version 3: migration 4's columns
  * go. */
+/* Back to version 9: migration 10's schedules go. */
+#define DOWNGRADE_TO_9                                                         \
+    "DROP TABLE schedule_fires;"                                               \
+    "DROP TABLE schedules;"                                                    \
+    "DELETE FROM duro_schema WHERE version = 10;"
+
 /* Back to version 8: migration 9's deadline column goes. */
 #define DOWNGRADE_TO_8                                                         \
+    DOWNGRADE_TO_9                                                             \
     "ALTER TABLE instances DROP COLUMN deadline_ms;"                           \
     "DELETE FROM duro_schema WHERE version = 9;"
 
@@ -635,7 +642,7 @@ TEST(mode_ro_reads_and_never_writes)
     /* create=0 without mode=ro still migrates */
     p = open_url(url_with("ro.db", "?create=0"));
     duro_provider_close(p);
-    CHECK_EQ(raw_count(path, "SELECT MAX(version) FROM duro_schema"), 9);
+    CHECK_EQ(raw_count(path, "SELECT MAX(version) FROM duro_schema"), 10);
 }
 
 TEST(schema_version_recorded_and_newer_refused)
@@ -644,8 +651,8 @@ TEST(schema_version_recorded_and_newer_refused)
     duro_provider *p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     sqlite3 *db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 9);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 9);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 10);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 10);
     /* Back to version 1 (without migrations 2 and 3): reopening migrates. */
     CHECK_EQ(sqlite3_exec(db, downgrade_to_2, NULL, NULL, NULL), SQLITE_OK);
     CHECK_EQ(sqlite3_exec(db,
@@ -663,7 +670,7 @@ TEST(schema_version_recorded_and_newer_refused)
     p = open_url(test_sqlite_url("schema.db"));
     duro_provider_close(p);
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 9);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 10);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN "
                          "('history_activity_cancel', 'instances_finished', "
                          "'instances_name_status', 'instances_problem', "
@@ -804,9 +811,9 @@ TEST(migration_3_fills_in_cancellations_and_finish_times)
     duro_provider_close(p);
 }
 
-/* Migrations 8 and 9 add the table of live runtimes and the deadline
- * column to a version-7 store in place: what it held stays, and runtimes
- * register in it at once. */
+/* Migrations 8, 9 and 10 add the table of live runtimes, the deadline
+ * column and the schedules to a version-7 store in place: what it held
+ * stays, and runtimes register in it at once. */
 TEST(migration_8_adds_the_live_runtimes)
 {
     const char *path = test_path("migrate8.db");
@@ -822,11 +829,13 @@ TEST(migration_8_adds_the_live_runtimes)
 
     p = open_url(test_sqlite_url("migrate8.db"));
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 9);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 10);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM instances"), 1);
     /* and migration 9's deadline column, read 0 ("none") by the row
-     * written before it */
+     * written before it, and migration 10's schedules, empty */
     CHECK_EQ(raw_int(db, "SELECT deadline_ms FROM instances"), 0);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM schedules"), 0);
+    CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM schedule_fires"), 0);
     sqlite3_close(db);
     duro_runtime_orchestration o = {"orch", "2"};
     duro_runtime_info r = {.runtime_id = "rt",
@@ -883,7 +892,7 @@ TEST(migration_4_adds_activity_run_times)
 
     p = open_url(test_sqlite_url("migrate4.db"));
     db = raw_open(path);
-    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 9);
+    CHECK_EQ(raw_int(db, "SELECT MAX(version) FROM duro_schema"), 10);
     CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM pragma_table_info('history') "
                          "WHERE name IN ('started_ms', 'finished_ms')"),
              2);
@@ -2601,7 +2610,7 @@ TEST(concurrent_opens_of_a_new_file)
         duro_provider *p = open_url(url);
         duro_provider_close(p);
         sqlite3 *db = raw_open(test_path(name));
-        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 9);
+        CHECK_EQ(raw_int(db, "SELECT COUNT(*) FROM duro_schema"), 10);
         sqlite3_close(db);
     }
 }

@@ -1,10 +1,10 @@
-/* test_schedule.c - the schedule planner (src/core/schedule.c): fire times
+/* test_schedule.c - the schedule planner (src/core/schedule_plan.c): fire times
  * of intervals and cron expressions within start and end, jitter, and the
  * plans of each overlap policy, of the catch-up window after downtime
  * (counted, and beyond counting), of a buffered fire, and of a plan cut at
  * its maximum and continued. */
 #include "base/base.h"
-#include "core/schedule.h"
+#include "core/schedule_plan.h"
 #include "test.h"
 
 #define MIN 60000LL

@@ -254,6 +254,7 @@ int cmd_delete(cli *c, int argc, char **argv);
 int cmd_purge(cli *c, int argc, char **argv);
 int cmd_prune(cli *c, int argc, char **argv);
 int cmd_metrics(cli *c, int argc, char **argv);
+int cmd_schedule(cli *c, int argc, char **argv); /* cmd_schedule.c */
 int cmd_version(cli *c, int argc, char **argv);
 int cmd_runtimes(cli *c, int argc, char **argv);
 int cmd_ui(cli *c, int argc, char **argv); /* ui_server.c, or ui_none.c */

@@ -30,6 +30,11 @@ static const char metrics_help[] =
     "  duro_queue_oldest_ready_age_seconds{queue}  how long the oldest\n"
     "                                              ready item has waited\n"
     "  duro_store_size_bytes                       database and WAL files\n"
+    "  duro_schedules{state}                       schedules active, paused\n"
+    "  duro_schedule_overdue_seconds               how long the most overdue\n"
+    "                                              active schedule's fire has\n"
+    "                                              waited (0: none; no\n"
+    "                                              runtime firing them?)\n"
     "  --output FILE   write FILE atomically (a temporary file, then\n"
     "                  rename), e.g. for node_exporter's textfile collector;\n"
     "                  it keeps the mode of the FILE it replaces (new: 0666\n"
@@ -183,11 +188,61 @@ json_t *metrics_json(const duro_store_stats *st)
     return doc;
 }
 
+/* The schedules' gauges: how many are active and paused, and how long the
+ * most overdue fire of an active one has waited (a fire not made while it
+ * is due: no runtime fires the store's schedules). */
+typedef struct schedule_gauges {
+    int known; /* 0: the store has no schedules (an older provider) */
+    int64_t active, paused, overdue_ms;
+} schedule_gauges;
+
+static int read_schedule_gauges(duro_client *client, int64_t now,
+                                schedule_gauges *g)
+{
+    memset(g, 0, sizeof(*g));
+    duro_schedule_description *d = NULL;
+    int rc = duro_client_schedule_list(client, &d);
+    if (rc == DURO_UNSUPPORTED)
+        return DURO_OK;
+    if (rc != DURO_OK)
+        return rc;
+    g->known = 1;
+    for (size_t i = 0; i < d->count; i++) {
+        const duro_schedule_info *s = &d->schedules[i];
+        if (s->spec.paused) {
+            g->paused++;
+            continue;
+        }
+        g->active++;
+        int64_t due = s->buffered_ms != 0 ? 0 : s->next_ms;
+        if (due != 0 && now - due > g->overdue_ms)
+            g->overdue_ms = now - due;
+    }
+    duro_schedule_description_free(d);
+    return DURO_OK;
+}
+
+static void write_schedule_gauges(FILE *f, const schedule_gauges *g)
+{
+    if (!g->known)
+        return;
+    family(f, "duro_schedules", "Schedules, active or paused.");
+    fprintf(f, "duro_schedules{state=\"active\"} %lld\n", (long long)g->active);
+    fprintf(f, "duro_schedules{state=\"paused\"} %lld\n", (long long)g->paused);
+    family(f, "duro_schedule_overdue_seconds",
+           "How long the most overdue fire of an active schedule has "
+           "waited (0: none is late; a long wait: no runtime fires them).");
+    fprintf(f, "duro_schedule_overdue_seconds %lld.%03lld\n",
+            (long long)(g->overdue_ms / 1000),
+            (long long)(g->overdue_ms % 1000));
+}
+
 /* Writes the text to `path` through a temporary file in its directory and a
  * rename, so a reader never sees half of it. The file gets the mode of the
  * one it replaces, else 0666 less the umask, as a plain write would: not
  * mkstemp's 0600, which the collector (often another user) cannot read. */
-static int write_file(cli *c, const char *path, const duro_store_stats *st)
+static int write_file(cli *c, const char *path, const duro_store_stats *st,
+                      const schedule_gauges *g)
 {
     size_t n = strlen(path) + 16;
     char *tmp = malloc(n);
@@ -219,6 +274,7 @@ static int write_file(cli *c, const char *path, const duro_store_stats *st)
         return cli_error(c, EXIT_FAILED, "io", "cannot write %s", path);
     }
     metrics_write_text(f, st);
+    write_schedule_gauges(f, g);
     int bad = ferror(f) | fflush(f) | fsync(fileno(f));
     bad |= fclose(f);
     if (bad != 0 || rename(tmp, path) != 0) {
@@ -257,15 +313,27 @@ int cmd_metrics(cli *c, int argc, char **argv)
     if ((status = cli_open(c, CLI_OPEN_READ, &client)) != EXIT_OK)
         return status;
     duro_store_stats *st = NULL;
+    schedule_gauges g;
     int rc = duro_client_store_stats(client, &st);
+    if (rc == DURO_OK)
+        rc = read_schedule_gauges(client, st->now_ms, &g);
     if (rc != DURO_OK) {
         status = cli_error_rc(c, rc, "reading the store's statistics");
     } else if (c->json) {
-        json_print(metrics_json(st));
+        json_t *doc = metrics_json(st);
+        if (g.known) {
+            json_t *s = json_object();
+            jset(s, "active", jint(g.active));
+            jset(s, "paused", jint(g.paused));
+            jset(s, "overdue_ms", jint(g.overdue_ms));
+            jset(doc, "schedules", s);
+        }
+        json_print(doc);
     } else if (output != NULL) {
-        status = write_file(c, output, st);
+        status = write_file(c, output, st, &g);
     } else {
         metrics_write_text(stdout, st);
+        write_schedule_gauges(stdout, &g);
         if (fflush(stdout) != 0)
             status = cli_error(c, EXIT_FAILED, "io", "cannot write stdout");
     }

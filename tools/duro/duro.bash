@@ -63,7 +63,7 @@ _duro_trim()
 _duro_complete()
 {
     local verbs="list status history start raise wait cancel terminate
-        suspend resume reset rewind delete purge prune metrics runtimes version ui"
+        suspend resume reset rewind delete purge prune schedule metrics runtimes version ui"
     local common="--db --json --help"
 
     verb=""
@@ -120,6 +120,15 @@ _duro_complete()
         fi
         return
         ;;
+    --overlap)
+        COMPREPLY=($(compgen -W "skip buffer-one allow-all cancel-other
+            terminate-other" -- "$cur"))
+        return
+        ;;
+    --orchestration | --cron | --every | --offset | --zone | --catchup | \
+        --jitter | --note | --start | --end | --next | --fires)
+        return
+        ;;
     --name | --since | --until | --limit | --version | --delay | --timeout | \
         --deadline | --reason | --by | --before | --keep | --execution | --listen | \
         --to | --max)
@@ -137,6 +146,42 @@ _duro_complete()
     fi
 
     local opts=""
+    if [[ $verb == schedule ]]; then
+        # the sub-verb: the first word after "schedule"
+        local sub="" j
+        for ((j = i + 1; j < cword; j++)); do
+            case ${words[j]} in
+            --db) ((j++)) ;;
+            -*) ;;
+            *) sub=${words[j]}; break ;;
+            esac
+        done
+        if [[ -z $sub ]]; then
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "$common" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "create update pause resume trigger
+                    delete list describe" -- "$cur"))
+            fi
+            return
+        fi
+        case $sub in
+        create | update)
+            opts="--orchestration --cron --every --offset --zone --input
+                --version --overlap --catchup --jitter --paused --note
+                --start --end --dry-run"
+            ;;
+        pause) opts="--note --dry-run" ;;
+        resume | trigger | delete) opts="--dry-run" ;;
+        describe) opts="--next --fires" ;;
+        esac
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "$opts $common" -- "$cur"))
+        elif [[ $cur == @* ]]; then
+            COMPREPLY=($(compgen -P @ -f -- "${cur#@}"))
+        fi
+        return
+    fi
     case $verb in
     list) opts="--status --name --version --since --until --limit" ;;
     status) opts="" ;;

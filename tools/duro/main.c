@@ -30,6 +30,7 @@ static const verb verbs[] = {
     {"delete", cmd_delete, "delete instances and their children"},
     {"purge", cmd_purge, "delete finished instances older than a time"},
     {"prune", cmd_prune, "delete all but the last N executions"},
+    {"schedule", cmd_schedule, "create, change and inspect schedules"},
     {"metrics", cmd_metrics, "the store's gauges in Prometheus text"},
     {"runtimes", cmd_runtimes, "the live runtimes and the versions they run"},
     {"version", cmd_version, "print the versions of duro and libduro"},

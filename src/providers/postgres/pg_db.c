@@ -301,7 +301,39 @@ static const char *const migrations[DURO__PG_SCHEMA_VERSION] = {
      * the instance at it. A constant default: no table rewrite, and rows
      * written before read 0, "none". */
     "ALTER TABLE instances"
-    " ADD COLUMN deadline_ms bigint NOT NULL DEFAULT 0;"};
+    " ADD COLUMN deadline_ms bigint NOT NULL DEFAULT 0;",
+
+    /* 9 (SQLite's 10): schedules (provider contract version 13): a
+     * schedule's spec and state with a row version for the compare-and-set
+     * of a plan, a partial index of the due ones, and the fires log. */
+    "CREATE TABLE schedules("
+    " id text COLLATE \"C\" PRIMARY KEY,"
+    " spec text NOT NULL,"
+    " spec_version bigint NOT NULL,"
+    " row_version bigint NOT NULL,"
+    " next_ms bigint NOT NULL,"
+    " due_ms bigint,"
+    " buffered_ms bigint NOT NULL,"
+    " last_instance_id text COLLATE \"C\","
+    " paused int NOT NULL,"
+    " note text,"
+    " fires bigint NOT NULL,"
+    " skips bigint NOT NULL,"
+    " created_ms bigint NOT NULL,"
+    " updated_ms bigint NOT NULL);"
+    "CREATE INDEX schedules_due ON schedules(due_ms)"
+    " WHERE paused = 0 AND due_ms IS NOT NULL;"
+    "CREATE TABLE schedule_fires("
+    " seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " schedule_id text COLLATE \"C\" NOT NULL,"
+    " time_ms bigint NOT NULL,"
+    " action int NOT NULL,"
+    " count bigint NOT NULL,"
+    " instance_id text COLLATE \"C\","
+    " why text,"
+    " recorded_ms bigint NOT NULL);"
+    "CREATE INDEX schedule_fires_schedule ON schedule_fires(schedule_id, "
+    "seq);"};
 
 /* libpq's message on one line, as a log line needs it: each run of
  * whitespace (its "\n\tThis probably means ...") becomes one space, and

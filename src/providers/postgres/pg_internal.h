@@ -15,7 +15,7 @@
 #include "providers/sql/adapt.h"
 #include "providers/sql/sql.h"
 
-#define DURO__PG_SCHEMA_VERSION 8 /* what this code creates and reads */
+#define DURO__PG_SCHEMA_VERSION 9 /* what this code creates and reads */
 #define DURO__PG_NAME_MAX 1024    /* bytes of a name, id or reason */
 #define DURO__PG_POOL_MAX 64      /* most connections */
 #define DURO__PG_PARAM_MAX 29     /* most parameters of a statement */
@@ -751,7 +751,8 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "AND execution_id <= $2::bigint AND status IN (" DURO__ENDED_SQL ", 6)") \
     DURO__PG_BULK_STATEMENTS(X)                                                \
     DURO__PG_QUERY_STATEMENTS(X)                                               \
-    DURO__PG_RUNTIME_STATEMENTS(X)
+    DURO__PG_RUNTIME_STATEMENTS(X)                                             \
+    DURO__PG_SCHEDULE_STATEMENTS(X)
 
 /* The live runtimes (sql/runtimes.c; provider contract version 12), as
  * SQLite's. */
@@ -772,6 +773,70 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(RUNTIME_LIST, "SELECT " DURO__SQL_RUNTIME_COLUMNS " FROM runtimes "      \
                     "WHERE " DURO__SQL_RUNTIME_LIVE "$1::bigint "              \
                     "ORDER BY started_ms, runtime_id")
+
+/* Schedules (sql/schedules.c, provider contract version 13). */
+#define DURO__PG_SCHEDULE_STATEMENTS(X)                                        \
+    X(SCHEDULE_CREATE,                                                         \
+      "INSERT INTO schedules(id, spec, spec_version, row_version, next_ms, "   \
+      "due_ms, buffered_ms, paused, note, fires, skips, created_ms, "          \
+      "updated_ms) VALUES($1::text, $2::text, $3::bigint, 1, $4::bigint, "     \
+      "NULLIF($5::bigint, 0), $6::bigint, $7::int, $8::text, 0, 0, "           \
+      "$9::bigint, $9::bigint) ON CONFLICT(id) DO NOTHING")                    \
+    X(SCHEDULE_UPDATE,                                                         \
+      "UPDATE schedules SET spec = $2::text, spec_version = $3::bigint, "      \
+      "next_ms = $4::bigint, due_ms = NULLIF($5::bigint, 0), buffered_ms = "   \
+      "$6::bigint, paused = $7::int, note = $8::text, updated_ms = "           \
+      "$9::bigint, row_version = $10::bigint + 1 WHERE id = $1::text AND "     \
+      "row_version = $10::bigint")                                             \
+    X(SCHEDULE_EXISTS, "SELECT 1 FROM schedules WHERE id = $1::text")          \
+    X(SCHEDULE_DELETE, "DELETE FROM schedules WHERE id = $1::text")            \
+    X(SCHEDULE_FIRES_DELETE,                                                   \
+      "DELETE FROM schedule_fires WHERE schedule_id = $1::text")               \
+    X(SCHEDULE_GET,                                                            \
+      "SELECT s.id, s.spec, s.spec_version, s.row_version, s.next_ms, "        \
+      "COALESCE(s.due_ms, 0), s.buffered_ms, s.last_instance_id, "             \
+      "COALESCE(i.status, 0), s.paused, s.note, s.fires, s.skips, "            \
+      "s.created_ms, s.updated_ms FROM schedules AS s LEFT JOIN instances "    \
+      "AS i ON i.instance_id = s.last_instance_id WHERE s.id = $1::text")      \
+    X(SCHEDULE_LIST,                                                           \
+      "SELECT s.id, s.spec, s.spec_version, s.row_version, s.next_ms, "        \
+      "COALESCE(s.due_ms, 0), s.buffered_ms, s.last_instance_id, "             \
+      "COALESCE(i.status, 0), s.paused, s.note, s.fires, s.skips, "            \
+      "s.created_ms, s.updated_ms FROM schedules AS s LEFT JOIN instances "    \
+      "AS i ON i.instance_id = s.last_instance_id WHERE s.id > $1::text "      \
+      "ORDER BY s.id LIMIT $2::bigint")                                        \
+    X(SCHEDULE_DUE,                                                            \
+      "SELECT s.id, s.spec, s.spec_version, s.row_version, s.next_ms, "        \
+      "COALESCE(s.due_ms, 0), s.buffered_ms, s.last_instance_id, "             \
+      "COALESCE(i.status, 0), s.paused, s.note, s.fires, s.skips, "            \
+      "s.created_ms, s.updated_ms FROM schedules AS s LEFT JOIN instances "    \
+      "AS i ON i.instance_id = s.last_instance_id WHERE s.paused = 0 AND "     \
+      "s.due_ms <= $1::bigint ORDER BY s.due_ms LIMIT $2::bigint")             \
+    X(SCHEDULE_NEXT_DUE,                                                       \
+      "SELECT MIN(due_ms) FROM schedules WHERE paused = 0 AND due_ms > "       \
+      "$1::bigint")                                                            \
+    X(SCHEDULE_CLAIM,                                                          \
+      "UPDATE schedules SET row_version = $2::bigint + 1 WHERE id = "          \
+      "$1::text AND row_version = $2::bigint")                                 \
+    X(SCHEDULE_APPLY,                                                          \
+      "UPDATE schedules SET next_ms = $2::bigint, due_ms = "                   \
+      "NULLIF($3::bigint, 0), buffered_ms = $4::bigint, last_instance_id = "   \
+      "COALESCE($5::text, last_instance_id), fires = fires + $6::bigint, "     \
+      "skips = skips + $7::bigint, updated_ms = $8::bigint WHERE id = "        \
+      "$1::text")                                                              \
+    X(SCHEDULE_FIRE_INSERT,                                                    \
+      "INSERT INTO schedule_fires(schedule_id, time_ms, action, count, "       \
+      "instance_id, why, recorded_ms) VALUES($1::text, $2::bigint, $3::int, "  \
+      "$4::bigint, $5::text, $6::text, $7::bigint)")                           \
+    X(SCHEDULE_FIRES_TRIM,                                                     \
+      "DELETE FROM schedule_fires WHERE schedule_id = $1::text AND seq <= "    \
+      "(SELECT seq FROM schedule_fires WHERE schedule_id = $1::text ORDER "    \
+      "BY seq DESC LIMIT 1 OFFSET $2::bigint)")                                \
+    X(SCHEDULE_FIRES_LIST,                                                     \
+      "SELECT f.action, f.time_ms, f.count, f.why, f.instance_id, "            \
+      "f.recorded_ms, COALESCE(i.status, 0) FROM schedule_fires AS f LEFT "    \
+      "JOIN instances AS i ON i.instance_id = f.instance_id WHERE "            \
+      "f.schedule_id = $1::text ORDER BY f.seq DESC LIMIT $2::bigint")
 
 /* Operations on many instances (sql/many.c). cancel_instances,
  * control_instances and the deletes of a purge name their instances in

@@ -277,6 +277,28 @@ static int request_instances(duro_provider *base, const duro__bulk_request *r,
     return rc;
 }
 
+int duro__sql_request_one_in_transaction(duro__sql_store *st, duro__sql_conn *c,
+                                         int terminate, const char *instance_id,
+                                         const char *reason,
+                                         const char *requested_by, int64_t now,
+                                         size_t *woken, const char *op,
+                                         duro_error *err)
+{
+    duro__bulk_request control = duro__bulk_control(DURO_CONTROL_TERMINATE);
+    const duro__bulk_request *r = terminate ? &control : &duro__bulk_cancel;
+    duro__strbuf ids = {0};
+    if (id_list(st, &instance_id, 1, &ids) != DURO_OK) {
+        duro__free(ids.s);
+        return nomem(err);
+    }
+    duro__bulk_decision found = {0};
+    int rc = request_instances_in_transaction(st, c, r, &instance_id, ids.s, 1,
+                                              reason, requested_by, now, &found,
+                                              woken, op, err);
+    duro__free(ids.s);
+    return rc;
+}
+
 int duro__sql_cancel_instances(duro_provider *base,
                                const char *const *instance_ids, size_t count,
                                const char *reason, const char *requested_by,

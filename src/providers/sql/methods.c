@@ -53,6 +53,14 @@ void duro__sql_fill_methods(duro_provider *m)
     m->remove_runtime = duro__sql_remove_runtime;
     m->pass_orchestration_item = duro__sql_pass_orchestration_item;
     m->reset_instance = duro__sql_reset_instance;
+    m->create_schedule = duro__sql_create_schedule;
+    m->update_schedule = duro__sql_update_schedule;
+    m->delete_schedule = duro__sql_delete_schedule;
+    m->get_schedule = duro__sql_get_schedule;
+    m->list_schedules = duro__sql_list_schedules;
+    m->due_schedules = duro__sql_due_schedules;
+    m->apply_schedule = duro__sql_apply_schedule;
+    m->list_schedule_fires = duro__sql_list_schedule_fires;
 }
 
 duro__sql_store *duro__sql_store_of(duro_provider *p, const char *dialect)

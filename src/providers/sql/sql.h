@@ -634,6 +634,39 @@ int duro__sql_next_due_any(duro_provider *p, int64_t *due_ms, int *any,
 /* sql/reset.c: reset_instance (version 13). */
 int duro__sql_reset_instance(duro_provider *base, const duro_reset_request *r,
                              duro_reset_result *out, duro_error *err);
+/* A cancel (terminate 0) or terminate of one instance inside the caller's
+ * write transaction, as cancel_instances and control_instances decide it
+ * (nothing for an ended or unknown instance); *woken: messages sent
+ * (sql/many.c; a schedule's overlap policy, sql/schedules.c). */
+int duro__sql_request_one_in_transaction(duro__sql_store *st, duro__sql_conn *c,
+                                         int terminate, const char *instance_id,
+                                         const char *reason,
+                                         const char *requested_by, int64_t now,
+                                         size_t *woken, const char *op,
+                                         duro_error *err);
+/* sql/schedules.c: the schedule methods of provider contract version 13. */
+int duro__sql_create_schedule(duro_provider *p, const duro_schedule_record *r,
+                              duro_error *err);
+int duro__sql_update_schedule(duro_provider *p, const duro_schedule_record *r,
+                              int64_t expected_row_version,
+                              int64_t *row_version, duro_error *err);
+int duro__sql_delete_schedule(duro_provider *p, const char *id,
+                              duro_error *err);
+int duro__sql_get_schedule(duro_provider *p, const char *id,
+                           duro_schedule_list **out, duro_error *err);
+int duro__sql_list_schedules(duro_provider *p, const char *after_id,
+                             size_t limit, duro_schedule_list **out,
+                             duro_error *err);
+int duro__sql_due_schedules(duro_provider *p, int64_t now_ms, size_t limit,
+                            duro_schedule_list **out, duro_error *err);
+int duro__sql_apply_schedule(duro_provider *p, const char *id,
+                             int64_t expected_row_version,
+                             const duro_schedule_action *actions, size_t n,
+                             const duro_schedule_record *after,
+                             int64_t *row_version, duro_error *err);
+int duro__sql_list_schedule_fires(duro_provider *p, const char *id,
+                                  size_t limit, duro_schedule_fire_list **out,
+                                  duro_error *err);
 /* sql/many.c: cancel_instances, control_instances, cancel_matching,
  * control_matching, purge_instances. */
 

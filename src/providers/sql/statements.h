@@ -157,6 +157,21 @@
     X(QUERY_COUNT_PREFIX)                                                      \
     X(QUERY_COUNT_PARENT)                                                      \
     X(QUERY_COUNT_PROBLEM)                                                     \
+    /* schedules (sql/schedules.c) */                                          \
+    X(SCHEDULE_CREATE)                                                         \
+    X(SCHEDULE_UPDATE)                                                         \
+    X(SCHEDULE_EXISTS)                                                         \
+    X(SCHEDULE_DELETE)                                                         \
+    X(SCHEDULE_FIRES_DELETE)                                                   \
+    X(SCHEDULE_GET)                                                            \
+    X(SCHEDULE_LIST)                                                           \
+    X(SCHEDULE_DUE)                                                            \
+    X(SCHEDULE_NEXT_DUE)                                                       \
+    X(SCHEDULE_CLAIM)                                                          \
+    X(SCHEDULE_APPLY)                                                          \
+    X(SCHEDULE_FIRE_INSERT)                                                    \
+    X(SCHEDULE_FIRES_TRIM)                                                     \
+    X(SCHEDULE_FIRES_LIST)                                                     \
     X(CONTROL_EVENTS)                                                          \
     X(RUNTIME_UPSERT)                                                          \
     X(RUNTIME_EXPIRE)                                                          \

@@ -224,7 +224,41 @@ static const char *const migrations[DURO__SQLITE_SCHEMA_VERSION] = {
      * status; the DEADLINE message on the queue is what ends the instance
      * at it. Rows written before read 0, "none". */
     "ALTER TABLE instances"
-    " ADD COLUMN deadline_ms INTEGER NOT NULL DEFAULT 0;"};
+    " ADD COLUMN deadline_ms INTEGER NOT NULL DEFAULT 0;",
+
+    /* 10: schedules (provider contract version 13): a schedule's spec and
+     * the state its fires are planned from, with a row version for the
+     * compare-and-set of a plan; the due ones are read from a partial index
+     * of due_ms (paused ones and those with no more fires are not in it);
+     * and the fires log, the newest entries of each schedule. */
+    "CREATE TABLE schedules("
+    " id TEXT PRIMARY KEY NOT NULL,"
+    " spec TEXT NOT NULL,"
+    " spec_version INTEGER NOT NULL,"
+    " row_version INTEGER NOT NULL,"
+    " next_ms INTEGER NOT NULL,"
+    " due_ms INTEGER,"
+    " buffered_ms INTEGER NOT NULL,"
+    " last_instance_id TEXT,"
+    " paused INTEGER NOT NULL,"
+    " note TEXT,"
+    " fires INTEGER NOT NULL,"
+    " skips INTEGER NOT NULL,"
+    " created_ms INTEGER NOT NULL,"
+    " updated_ms INTEGER NOT NULL);"
+    "CREATE INDEX schedules_due ON schedules(due_ms)"
+    " WHERE paused = 0 AND due_ms IS NOT NULL;"
+    "CREATE TABLE schedule_fires("
+    " seq INTEGER PRIMARY KEY,"
+    " schedule_id TEXT NOT NULL,"
+    " time_ms INTEGER NOT NULL,"
+    " action INTEGER NOT NULL,"
+    " count INTEGER NOT NULL,"
+    " instance_id TEXT,"
+    " why TEXT,"
+    " recorded_ms INTEGER NOT NULL);"
+    "CREATE INDEX schedule_fires_schedule ON schedule_fires(schedule_id, "
+    "seq);"};
 
 /* Runs SQL text that returns no rows, outside the statement cache (open and
  * migration only). */

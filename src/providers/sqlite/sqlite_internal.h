@@ -16,9 +16,9 @@
 #include "providers/sql/adapt.h"
 #include "providers/sql/sql.h"
 
-#define DURO__SQLITE_SCHEMA_VERSION 9 /* what this code creates and reads */
-#define DURO__SQLITE_NAME_MAX 1024    /* bytes of a name, id or reason */
-#define DURO__SQLITE_POOL_MAX 64      /* most reader connections */
+#define DURO__SQLITE_SCHEMA_VERSION 10 /* what this code creates and reads */
+#define DURO__SQLITE_NAME_MAX 1024     /* bytes of a name, id or reason */
+#define DURO__SQLITE_POOL_MAX 64       /* most reader connections */
 
 /* Membership in a constant set, by comparisons. SQLite codes `x IN (a, b,
  * c)` - a list of more than two constants - as a probe of an ephemeral
@@ -348,7 +348,8 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
                         "AND status IN (" DURO__ENDED_SQL ", 6)")              \
     DURO__SQLITE_BULK_STATEMENTS(X)                                            \
     DURO__SQLITE_QUERY_STATEMENTS(X)                                           \
-    DURO__SQLITE_RUNTIME_STATEMENTS(X)
+    DURO__SQLITE_RUNTIME_STATEMENTS(X)                                         \
+    DURO__SQLITE_SCHEDULE_STATEMENTS(X)
 
 /* The live runtimes (sql/runtimes.c; provider contract version 12). */
 #define DURO__SQLITE_RUNTIME_STATEMENTS(X)                                     \
@@ -367,6 +368,65 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
     X(RUNTIME_LIST, "SELECT " DURO__SQL_RUNTIME_COLUMNS " FROM runtimes "      \
                     "WHERE " DURO__SQL_RUNTIME_LIVE "?1 "                      \
                     "ORDER BY started_ms, runtime_id")
+
+/* Schedules (sql/schedules.c, provider contract version 13). */
+#define DURO__SQLITE_SCHEDULE_STATEMENTS(X)                                    \
+    X(SCHEDULE_CREATE,                                                         \
+      "INSERT INTO schedules(id, spec, spec_version, row_version, next_ms, "   \
+      "due_ms, buffered_ms, paused, note, fires, skips, created_ms, "          \
+      "updated_ms) VALUES(?1, ?2, ?3, 1, ?4, NULLIF(?5, 0), ?6, ?7, ?8, 0, "   \
+      "0, ?9, ?9) ON CONFLICT(id) DO NOTHING")                                 \
+    X(SCHEDULE_UPDATE,                                                         \
+      "UPDATE schedules SET spec = ?2, spec_version = ?3, next_ms = ?4, "      \
+      "due_ms = NULLIF(?5, 0), buffered_ms = ?6, paused = ?7, note = ?8, "     \
+      "updated_ms = ?9, row_version = ?10 + 1 WHERE id = ?1 AND row_version "  \
+      "= ?10")                                                                 \
+    X(SCHEDULE_EXISTS, "SELECT 1 FROM schedules WHERE id = ?1")                \
+    X(SCHEDULE_DELETE, "DELETE FROM schedules WHERE id = ?1")                  \
+    X(SCHEDULE_FIRES_DELETE,                                                   \
+      "DELETE FROM schedule_fires WHERE schedule_id = ?1")                     \
+    X(SCHEDULE_GET,                                                            \
+      "SELECT s.id, s.spec, s.spec_version, s.row_version, s.next_ms, "        \
+      "IFNULL(s.due_ms, 0), s.buffered_ms, s.last_instance_id, "               \
+      "IFNULL(i.status, 0), s.paused, s.note, s.fires, s.skips, "              \
+      "s.created_ms, s.updated_ms FROM schedules AS s LEFT JOIN instances "    \
+      "AS i ON i.instance_id = s.last_instance_id WHERE s.id = ?1")            \
+    X(SCHEDULE_LIST,                                                           \
+      "SELECT s.id, s.spec, s.spec_version, s.row_version, s.next_ms, "        \
+      "IFNULL(s.due_ms, 0), s.buffered_ms, s.last_instance_id, "               \
+      "IFNULL(i.status, 0), s.paused, s.note, s.fires, s.skips, "              \
+      "s.created_ms, s.updated_ms FROM schedules AS s LEFT JOIN instances "    \
+      "AS i ON i.instance_id = s.last_instance_id WHERE s.id > ?1 ORDER BY "   \
+      "s.id LIMIT ?2")                                                         \
+    X(SCHEDULE_DUE,                                                            \
+      "SELECT s.id, s.spec, s.spec_version, s.row_version, s.next_ms, "        \
+      "IFNULL(s.due_ms, 0), s.buffered_ms, s.last_instance_id, "               \
+      "IFNULL(i.status, 0), s.paused, s.note, s.fires, s.skips, "              \
+      "s.created_ms, s.updated_ms FROM schedules AS s LEFT JOIN instances "    \
+      "AS i ON i.instance_id = s.last_instance_id WHERE s.paused = 0 AND "     \
+      "s.due_ms <= ?1 ORDER BY s.due_ms LIMIT ?2")                             \
+    X(SCHEDULE_NEXT_DUE,                                                       \
+      "SELECT MIN(due_ms) FROM schedules WHERE paused = 0 AND due_ms > ?1")    \
+    X(SCHEDULE_CLAIM,                                                          \
+      "UPDATE schedules SET row_version = ?2 + 1 WHERE id = ?1 AND "           \
+      "row_version = ?2")                                                      \
+    X(SCHEDULE_APPLY,                                                          \
+      "UPDATE schedules SET next_ms = ?2, due_ms = NULLIF(?3, 0), "            \
+      "buffered_ms = ?4, last_instance_id = COALESCE(?5, last_instance_id), "  \
+      "fires = fires + ?6, skips = skips + ?7, updated_ms = ?8 WHERE id = "    \
+      "?1")                                                                    \
+    X(SCHEDULE_FIRE_INSERT,                                                    \
+      "INSERT INTO schedule_fires(schedule_id, time_ms, action, count, "       \
+      "instance_id, why, recorded_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)")     \
+    X(SCHEDULE_FIRES_TRIM,                                                     \
+      "DELETE FROM schedule_fires WHERE schedule_id = ?1 AND seq <= (SELECT "  \
+      "seq FROM schedule_fires WHERE schedule_id = ?1 ORDER BY seq DESC "      \
+      "LIMIT 1 OFFSET ?2)")                                                    \
+    X(SCHEDULE_FIRES_LIST,                                                     \
+      "SELECT f.action, f.time_ms, f.count, f.why, f.instance_id, "            \
+      "f.recorded_ms, IFNULL(i.status, 0) FROM schedule_fires AS f LEFT "      \
+      "JOIN instances AS i ON i.instance_id = f.instance_id WHERE "            \
+      "f.schedule_id = ?1 ORDER BY f.seq DESC LIMIT ?2")
 
 /* Operations on many instances (sql/many.c). A batch names its
  * instances in ?1, a JSON array read with json_each: plain ids for

@@ -1,4 +1,4 @@
-/* schedule.h - the schedule planner: a schedule's fire times (a cron
+/* schedule_plan.h - the schedule planner: a schedule's fire times (a cron
  * expression in a zone, or a fixed interval, between its start and end
  * times), their jitter, and what is due at a moment - which fires start an
  * instance, which are skipped and why, which is buffered, when the last
@@ -6,8 +6,8 @@
  * window. Pure: the caller reads the schedule's state from the store, plans,
  * and writes the plan and the state after it in one transaction, so every
  * runtime that plans the same state plans the same fires. Any thread. */
-#ifndef DURO_CORE_SCHEDULE_H
-#define DURO_CORE_SCHEDULE_H
+#ifndef DURO_CORE_SCHEDULE_PLAN_H
+#define DURO_CORE_SCHEDULE_PLAN_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,8 +1,9 @@
-/* schedule.c - the schedule planner of schedule.h. Pure; any thread. */
+/* schedule_plan.c - the schedule planner of schedule_plan.h. Pure; any thread.
+ */
 #include <string.h>
 
 #include "base/base.h"
-#include "core/schedule.h"
+#include "core/schedule_plan.h"
 
 int duro__schedule_next(const duro__schedule_rule *r, int64_t after_ms,
                         int64_t *next_ms)
