@@ -1894,6 +1894,12 @@ static void test_reset(unsigned port, unsigned ro_port, const char *auth,
     s = req(port, "POST", "/api/v1/rewind", hdr, "{}", buf, sizeof(buf));
     CHECK(s == 400 && strstr(buf, "ref is required") != NULL,
           "rewind without ref: %d %s", s, body_of(buf));
+    /* the execution the caller looked at must still be the current one */
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\",\"execution_id\":2}", fref);
+    s = req(port, "POST", "/api/v1/rewind", hdr, body, buf, sizeof(buf));
+    CHECK(s == 409 && strstr(buf, "invalid_state") != NULL,
+          "rewind of an execution that is not the current one: %d %s", s,
+          body_of(buf));
     /* a live instance: terminate it first */
     snprintf(body, sizeof(body), "{\"ref\":\"%s\"}", wref);
     s = req(port, "POST", "/api/v1/reset", hdr, body, buf, sizeof(buf));
@@ -1916,7 +1922,8 @@ static void test_reset(unsigned port, unsigned ro_port, const char *auth,
     /* the rewind: the activity, fixed, runs again and the instance
      * completes in execution 2, which records who and why */
     fixed = 1;
-    snprintf(body, sizeof(body), "{\"ref\":\"%s\",\"reason\":\"fixed\"}", fref);
+    snprintf(body, sizeof(body),
+             "{\"ref\":\"%s\",\"reason\":\"fixed\",\"execution_id\":1}", fref);
     s = req(port, "POST", "/api/v1/rewind", hdr, body, buf, sizeof(buf));
     doc = json_loads(body_of(buf), 0, &jerr);
     CHECK(s == 200 && doc != NULL &&

@@ -1584,16 +1584,19 @@ static int body_id(ui_request *r, json_t *body, const char *key, uint64_t *out,
 }
 
 /* reset {ref, execution_id, to_event_id, reason, dry_run} and rewind {ref,
- * reason, dry_run}: one id through duro_client_reset / duro_client_rewind,
- * as `duro reset` and `duro rewind`. A point the library refuses
- * (DURO_INVALID: inside a turn, a child without its result, ...) is 409
- * with its message whole: the request was well formed, the history is what
- * refuses it, and the message names the points one may go to. */
+ * execution_id, reason, dry_run}: one id through duro_client_reset /
+ * duro_client_rewind, as `duro reset` and `duro rewind`; execution_id is
+ * the execution the caller looked at (a page's dry run), so that an apply
+ * another reset overtook is refused rather than done to a newer one. A point
+ * the library refuses (DURO_INVALID: inside a turn, a child without its result,
+ * ...) is 409 with its message whole: the request was well formed, the history
+ * is what refuses it, and the message names the points one may go to. */
 static int post_reset_verb(ui_request *r, json_t *body, int rewind)
 {
     static const char *const reset_keys[] = {
         "ref", "execution_id", "to_event_id", "reason", "dry_run", NULL};
-    static const char *const rewind_keys[] = {"ref", "reason", "dry_run", NULL};
+    static const char *const rewind_keys[] = {"ref", "execution_id", "reason",
+                                              "dry_run", NULL};
     int rc = 0;
     const char *ref, *reason;
     duro_reset_options o;

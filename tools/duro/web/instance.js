@@ -183,7 +183,8 @@ export function showInstance(view, ref, opts = {}) {
     if (!r.ok) return;
     busy.forEach((b) => { b.disabled = true; });
     try {
-      const body = verb === "rewind" ? {}
+      // the execution the dry run saw: another reset in between is refused
+      const body = verb === "rewind" ? { execution_id: plan.from_execution }
         : { execution_id: point.execution_id, to_event_id: plan.to_event_id };
       if (r.reason) body.reason = r.reason;
       const done = await post(verb, Object.assign({ ref }, body));
