@@ -6,7 +6,9 @@
 // reads only the new events when the history grows. Then, over the seeded store alone, the
 // timeline of fan-1 (10,002 events) stays windowed and is read once, in
 // pages; retry-1 is one row of three attempts; the axis has ticks and
-// zoom in / Fit change and restore the scale.
+// zoom in / Fit change and restore the scale. And a rewind and a reset
+// to an event from the page, a refused point said before anything
+// changes.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { HOSTILE_SHOWN, api, apiText, openPage, ref, screenshot, startInstance, startUi,
