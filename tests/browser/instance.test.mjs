@@ -6,7 +6,9 @@
 // reads only the new events when the history grows. Then, over the seeded store alone, the
 // timeline of fan-1 (10,002 events) stays windowed and is read once, in
 // pages; retry-1 is one row of three attempts; the axis has ticks and
-// zoom in / Fit change and restore the scale.
+// zoom in / Fit change and restore the scale. And a rewind and a reset
+// to an event from the page, a refused point said before anything
+// changes.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { HOSTILE_SHOWN, api, apiText, openPage, ref, screenshot, startInstance, startUi,
@@ -434,6 +436,108 @@ test("timeline: 10,000 events, retries as attempts, axis and zoom", async (t) =>
       document.querySelector("#timeline-view").textContent === "showing all");
     assert.deepEqual(await scale(), fit);
     assert.equal(await page.evaluate(() => document.activeElement.textContent), "Fit");
+  });
+
+  assert.deepEqual(problems, []);
+});
+
+// Rewind and reset from the page, over the seeded store alone (no runtime:
+// the instance stays where the reset leaves it, running in its new
+// execution): boom-1 (failed) rewound after the dialog, which says where
+// it goes from the API's dry run; hello-1 (completed) reset to event 2,
+// after event 1 (inside the first turn) was refused with the library's
+// message and nothing changed; a read-only console offers neither.
+test("rewind and reset to here", async (t) => {
+  const ui = await startUi(t);
+  const { page, problems } = await openPage(t);
+  await page.goto(ui.url);
+  await page.locator("#rows tr[data-ref]").first().waitFor();
+  const execution = (want) => field(page, "Execution").filter({ hasText: new RegExp("^" + want + "$") })
+    .waitFor();
+
+  await t.test("rewind a failed instance", async () => {
+    await open(page, "boom-1");
+    await statusBecomes(page, "failed");
+    const rewind = page.locator("#do-rewind");
+    await rewind.waitFor();
+    for (const id of ["#do-cancel", "#do-terminate", "#do-suspend", "#do-raise"]) {
+      assert.equal(await page.locator(id).isHidden(), true, id);
+    }
+    // keyboard: the button takes the focus and Enter opens the dialog
+    await rewind.focus();
+    await page.keyboard.press("Enter");
+    const dialog = page.locator("#rewind-dialog");
+    await dialog.waitFor();
+    assert.match(await dialog.textContent(),
+      /keeps the events up to event 2 of execution 1 .*\(1 activity again\)/);
+    assert.equal(await page.locator("#rewind-id").textContent(), "boom-1");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "rewind-keep");
+    await page.locator("#rewind-reason").fill("capacitor replaced");
+    await page.locator("#confirm-rewind").click();
+    await page.locator("#status")
+      .filter({ hasText: /^rewound to event 2 of execution 1; execution 2 goes on from there \(1 activity again\)$/ })
+      .waitFor();
+    await statusBecomes(page, "running");
+    await execution(2);
+    assert.equal(await rewind.isHidden(), true);
+    // the new execution's history: the kept events, then who reset it and why
+    const reset = page.locator("#events tr", { hasText: "ExecutionReset" });
+    await reset.waitFor();
+    assert.match(await reset.textContent(), /reason: capacitor replaced; by ui:/);
+    assert.equal(await page.locator("#events .reset-here").count(), 0, "a live instance");
+    // and on the timeline, a marked moment
+    await page.locator("#timeline .tl-mark")
+      .filter({ hasText: /^reset by ui:\S+ — "capacitor replaced"/ }).waitFor();
+    await screenshot(page, "instance-rewound");
+  });
+
+  await t.test("reset to here: a refusal first, then a reset", async () => {
+    await open(page, "hello-1");
+    await statusBecomes(page, "completed");
+    assert.equal(await page.locator("#do-rewind").isHidden(), true, "not failed");
+    const here = (n) => page.locator(`#events tr[data-event="${n}"] button.reset-here`);
+    await here(1).waitFor();
+    const before = problems.length;
+    await here(1).click();
+    await page.locator("#status.error")
+      .filter({ hasText: /^Refused: reset: cannot reset instance 'hello-1' execution 1 to event 1: it is inside a turn .*event 2$/ })
+      .waitFor();
+    assert.equal(await page.locator("dialog").count(), 0, "no dialog for a refused point");
+    await statusBecomes(page, "completed");
+    await execution(1);
+    // the refusal's 409 is this test's doing
+    problems.splice(before, Infinity, ...problems.slice(before)
+      .filter((x) => !/status of 409/.test(x)));
+
+    await here(2).click();
+    const dialog = page.locator("#reset-dialog");
+    await dialog.waitFor();
+    assert.match(await dialog.textContent(), /^Reset this instance to event 2\?/);
+    assert.match(await dialog.textContent(), /Execution 2 keeps the events up to event 2 of execution 1/);
+    // "Keep it" changes nothing
+    await page.locator("#reset-keep").click();
+    await dialog.waitFor({ state: "detached" });
+    await execution(1);
+    await here(2).click();
+    await page.locator("#confirm-reset").click();
+    await page.locator("#status")
+      .filter({ hasText: /^reset to event 2 of execution 1; execution 2 goes on from there/ }).waitFor();
+    await statusBecomes(page, "running");
+    await execution(2);
+    await page.locator("#events tr", { hasText: "ExecutionReset" })
+      .filter({ hasText: "reset from duro ui" }).waitFor();
+  });
+
+  await t.test("read-only: neither action is offered", async () => {
+    const ro = await startUi(t, { readOnly: true });
+    const { page: roPage, problems: roProblems } = await openPage(t);
+    await roPage.goto(ro.url);
+    await roPage.locator("#rows tr[data-ref]").first().waitFor();
+    await open(roPage, "boom-1");
+    await roPage.locator("#events tr[data-event]").first().waitFor();
+    assert.equal(await roPage.locator("#do-rewind").isHidden(), true);
+    assert.equal(await roPage.locator("#events .reset-here").count(), 0);
+    assert.deepEqual(roProblems, []);
   });
 
   assert.deepEqual(problems, []);

@@ -349,8 +349,29 @@ static int fail_now(duro_orch *o, const char *input, duro_result *out)
     return duro_fail(out, "failed on purpose");
 }
 
-/* A runtime in this process for Big, Waiter, Parent and Fail (other
- * instances fail as unregistered: started last). */
+/* Fixable's activity: fails until the test "fixes" it (sets fixed), so
+ * that a rewind of a failed Fixable instance then completes it. Runs on a
+ * worker thread. */
+static _Atomic int fixed;
+static int flip(duro_activity *a, const char *input, duro_result *out)
+{
+    (void)a;
+    if (!fixed)
+        return duro_fail(out, "not fixed yet");
+    return duro_ok(out, input);
+}
+
+/* Fixable: calls Flip once, fails with its error. */
+static int fixable(duro_orch *o, const char *input, duro_result *out)
+{
+    duro_task *t = duro_call_activity(o, "Flip", input);
+    if (duro_await(o, t) != DURO_OK)
+        return duro_fail(out, duro_task_error(t));
+    return duro_ok(out, duro_task_output(t));
+}
+
+/* A runtime in this process for Big, Waiter, Parent, Fail and Fixable
+ * (other instances fail as unregistered: started last). */
 static duro_registry *registry;
 static duro_runtime *runtime;
 
@@ -365,6 +386,9 @@ static void start_runtime(const char *db)
                                         NULL) != DURO_OK ||
         duro_registry_add_orchestration(registry, "Fail", NULL, fail_now,
                                         NULL) != DURO_OK ||
+        duro_registry_add_orchestration(registry, "Fixable", NULL, fixable,
+                                        NULL) != DURO_OK ||
+        duro_registry_add_activity(registry, "Flip", flip, NULL) != DURO_OK ||
         duro_runtime_create(db, registry, NULL, &runtime) != DURO_OK ||
         duro_runtime_start(runtime) != DURO_OK)
         die("runtime: %s", duro_errmsg());
@@ -1791,6 +1815,189 @@ static void test_views_query(unsigned port, const char *auth,
     (void)client;
 }
 
+/* POST reset and rewind, with a runtime running: a dry run changes
+ * nothing; a rewind of a failed instance runs its failed activity again
+ * (fixed now: it completes) in execution 2; a reset to an explicit point
+ * makes execution 3; refusals carry the library's message (409: inside a
+ * turn, an execution another reset overtook, a live instance, an
+ * instance that is not failed; 404: no such instance or event; 400: an
+ * unknown key or a bad number); --read-only refuses (403). */
+static void test_reset(unsigned port, unsigned ro_port, const char *auth,
+                       duro_client *client)
+{
+    char hdr[256];
+    snprintf(hdr, sizeof(hdr), "Content-Type: application/json\r\n%s", auth);
+    static char buf[1 << 16];
+    char body[1024], fref[64], wref[64];
+    json_error_t jerr;
+    int s;
+    fixed = 0;
+    if (duro_client_start(client, "fix-1", "Fixable", "\"x\"", NULL) !=
+            DURO_OK ||
+        duro_client_start(client, "live-1", "Waiter", NULL, NULL) != DURO_OK)
+        die("start fix-1, live-1: %s", duro_errmsg());
+    CHECK(wait_status(client, "fix-1", DURO_STATUS_FAILED) == 0,
+          "fix-1 did not fail");
+    CHECK(wait_status(client, "live-1", DURO_STATUS_RUNNING) == 0,
+          "live-1 did not run");
+    ref_of("fix-1", fref);
+    ref_of("live-1", wref);
+
+    /* a dry run says where it would go and changes nothing */
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\",\"dry_run\":true}", fref);
+    s = req(port, "POST", "/api/v1/rewind", hdr, body, buf, sizeof(buf));
+    json_t *doc = json_loads(body_of(buf), 0, &jerr);
+    CHECK(s == 200 && doc != NULL &&
+              json_is_true(json_object_get(doc, "dry_run")) &&
+              json_integer_value(json_object_get(doc, "from_execution")) == 1 &&
+              json_integer_value(json_object_get(doc, "execution_id")) == 2 &&
+              json_integer_value(json_object_get(doc, "to_event_id")) > 0 &&
+              json_integer_value(json_object_get(doc, "activities")) == 1 &&
+              strcmp(json_string_value(json_object_get(doc, "was")),
+                     "failed") == 0,
+          "rewind dry run: %d %s", s, body_of(buf));
+    json_int_t point =
+        doc ? json_integer_value(json_object_get(doc, "to_event_id")) : 0;
+    json_decref(doc);
+    duro_instance_info *info = status_of(client, "fix-1");
+    CHECK(info->status == DURO_STATUS_FAILED && info->execution_id == 1,
+          "a dry run changed fix-1: status %d execution %llu", info->status,
+          (unsigned long long)info->execution_id);
+    duro_free(info);
+
+    /* bad bodies: 400 naming the key, nothing changed */
+    const char *bad[][2] = {
+        {"/api/v1/rewind", "{\"ref\":\"%s\",\"to_event_id\":1}"},
+        {"/api/v1/rewind", "{\"ref\":\"%s\",\"resaon\":\"x\"}"},
+        {"/api/v1/reset", "{\"ref\":\"%s\",\"to_event_id\":-1}"},
+        {"/api/v1/reset", "{\"ref\":\"%s\",\"to_event_id\":\"2\"}"},
+        {"/api/v1/reset", "{\"ref\":\"%s\",\"execution_id\":1.5}"},
+        {"/api/v1/reset", "{\"ref\":\"%s\",\"dry_run\":1}"},
+        {"/api/v1/reset", "{\"ref\":\"%s\",\"reason\":\"\"}"},
+    };
+    const char *named[] = {"'to_event_id'", "'resaon'",     "to_event_id",
+                           "to_event_id",   "execution_id", "dry_run",
+                           "reason"};
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        const char *at = strstr(bad[k][1], "%s");
+        snprintf(body, sizeof(body), "%.*s%s%s", (int)(at - bad[k][1]),
+                 bad[k][1], fref, at + 2);
+        s = req(port, "POST", bad[k][0], hdr, body, buf, sizeof(buf));
+        CHECK(s == 400 && strstr(buf, "bad_argument") != NULL &&
+                  strstr(buf, named[k]) != NULL,
+              "%s %s: %d %s", bad[k][0], body, s, body_of(buf));
+    }
+    s = req(port, "POST", "/api/v1/rewind", hdr, "{\"ref\":\"bm9uZQ\"}", buf,
+            sizeof(buf));
+    CHECK(s == 404 && strstr(buf, "not_found") != NULL,
+          "rewind of no such instance: %d %s", s, body_of(buf));
+    s = req(port, "POST", "/api/v1/rewind", hdr, "{}", buf, sizeof(buf));
+    CHECK(s == 400 && strstr(buf, "ref is required") != NULL,
+          "rewind without ref: %d %s", s, body_of(buf));
+    /* the execution the caller looked at must still be the current one */
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\",\"execution_id\":2}", fref);
+    s = req(port, "POST", "/api/v1/rewind", hdr, body, buf, sizeof(buf));
+    CHECK(s == 409 && strstr(buf, "invalid_state") != NULL,
+          "rewind of an execution that is not the current one: %d %s", s,
+          body_of(buf));
+    /* a live instance: terminate it first */
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\"}", wref);
+    s = req(port, "POST", "/api/v1/reset", hdr, body, buf, sizeof(buf));
+    CHECK(s == 409 && strstr(buf, "invalid_state") != NULL,
+          "reset of a running instance: %d %s", s, body_of(buf));
+    /* --read-only */
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\"}", fref);
+    s = req(ro_port, "POST", "/api/v1/rewind", hdr, body, buf, sizeof(buf));
+    CHECK(s == 403 && strstr(buf, "read_only") != NULL,
+          "read-only rewind: %d %s", s, body_of(buf));
+    s = req(ro_port, "POST", "/api/v1/reset", hdr, body, buf, sizeof(buf));
+    CHECK(s == 403 && strstr(buf, "read_only") != NULL,
+          "read-only reset: %d %s", s, body_of(buf));
+    info = status_of(client, "fix-1");
+    CHECK(info->status == DURO_STATUS_FAILED && info->execution_id == 1,
+          "a refusal changed fix-1: status %d execution %llu", info->status,
+          (unsigned long long)info->execution_id);
+    duro_free(info);
+
+    /* the rewind: the activity, fixed, runs again and the instance
+     * completes in execution 2, which records who and why */
+    fixed = 1;
+    snprintf(body, sizeof(body),
+             "{\"ref\":\"%s\",\"reason\":\"fixed\",\"execution_id\":1}", fref);
+    s = req(port, "POST", "/api/v1/rewind", hdr, body, buf, sizeof(buf));
+    doc = json_loads(body_of(buf), 0, &jerr);
+    CHECK(s == 200 && doc != NULL &&
+              json_is_false(json_object_get(doc, "dry_run")) &&
+              json_integer_value(json_object_get(doc, "execution_id")) == 2 &&
+              json_integer_value(json_object_get(doc, "to_event_id")) ==
+                  point &&
+              strncmp(json_string_value(json_object_get(doc, "requested_by")),
+                      "ui:", 3) == 0 &&
+              strcmp(json_string_value(json_object_get(doc, "reason")),
+                     "fixed") == 0,
+          "rewind: %d %s", s, body_of(buf));
+    json_decref(doc);
+    CHECK(wait_completed(client, "fix-1") == 0,
+          "fix-1 did not complete after its rewind");
+    info = status_of(client, "fix-1");
+    CHECK(info->execution_id == 2, "fix-1 is in execution %llu, not 2",
+          (unsigned long long)info->execution_id);
+    duro_free(info);
+    /* a completed instance is not failed: no rewind */
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\"}", fref);
+    s = req(port, "POST", "/api/v1/rewind", hdr, body, buf, sizeof(buf));
+    CHECK(s == 409 && strstr(buf, "invalid_state") != NULL,
+          "rewind of a completed instance: %d %s", s, body_of(buf));
+
+    /* reset: event 1 is inside the first turn, refused with the
+     * library's message whole (409); an event past the end is 404; an
+     * execution that is no longer the current one is 409 */
+    snprintf(body, sizeof(body),
+             "{\"ref\":\"%s\",\"to_event_id\":1,\"execution_id\":2}", fref);
+    s = req(port, "POST", "/api/v1/reset", hdr, body, buf, sizeof(buf));
+    CHECK(s == 409 && strstr(buf, "\"invalid\"") != NULL &&
+              strstr(buf, "inside a turn") != NULL &&
+              strstr(buf, "fix-1") != NULL,
+          "reset inside a turn: %d %s", s, body_of(buf));
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\",\"to_event_id\":9999}", fref);
+    s = req(port, "POST", "/api/v1/reset", hdr, body, buf, sizeof(buf));
+    CHECK(s == 404 && strstr(buf, "9999") != NULL, "reset past the end: %d %s",
+          s, body_of(buf));
+    snprintf(body, sizeof(body),
+             "{\"ref\":\"%s\",\"to_event_id\":%lld,\"execution_id\":1}", fref,
+             (long long)point);
+    s = req(port, "POST", "/api/v1/reset", hdr, body, buf, sizeof(buf));
+    CHECK(s == 409 && strstr(buf, "invalid_state") != NULL,
+          "reset of an overtaken execution: %d %s", s, body_of(buf));
+    /* to the same point of execution 2, explicitly: execution 3 */
+    snprintf(body, sizeof(body),
+             "{\"ref\":\"%s\",\"to_event_id\":%lld,\"execution_id\":2,"
+             "\"dry_run\":true}",
+             fref, (long long)point);
+    s = req(port, "POST", "/api/v1/reset", hdr, body, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"execution_id\":3") != NULL &&
+              strstr(buf, "\"was\":\"completed\"") != NULL,
+          "reset dry run: %d %s", s, body_of(buf));
+    body[strlen(body) - strlen(",\"dry_run\":true}")] = '\0';
+    strcat(body, "}");
+    s = req(port, "POST", "/api/v1/reset", hdr, body, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"execution_id\":3") != NULL &&
+              strstr(buf, "reset from duro ui") != NULL,
+          "reset: %d %s", s, body_of(buf));
+    int64_t deadline = now_ms() + 30000;
+    int done = 0;
+    while (!done && now_ms() < deadline) {
+        info = status_of(client, "fix-1");
+        done = info->execution_id == 3 && info->status == DURO_STATUS_COMPLETED;
+        duro_free(info);
+        if (!done) {
+            struct pollfd none;
+            poll(&none, 0, 10);
+        }
+    }
+    CHECK(done, "fix-1 did not complete execution 3");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -2402,6 +2609,7 @@ int main(int argc, char **argv)
         char *output = NULL;
         CHECK(make_big(client, &output) == 0, "big-1 did not complete");
         test_views_runtime(port, auth, client);
+        test_reset(port, ro_port, auth, client);
         char big_ref[64];
         ref_of("big-1", big_ref);
         s = req(port, "GET", "/api/v1/instances?id_prefix=big-", auth, NULL,

@@ -1562,6 +1562,115 @@ static int post_raise(ui_request *r, json_t *body)
     return ui_send_json(r, 200, doc);
 }
 
+/* An id of the body (to_event_id, execution_id): absent or 0 is 0 (the
+ * default), else a positive integer; anything else queues 400 naming the
+ * key and returns -1. */
+static int body_id(ui_request *r, json_t *body, const char *key, uint64_t *out,
+                   int *rc)
+{
+    json_t *v = json_object_get(body, key);
+    *out = 0;
+    if (v == NULL)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0) {
+        *rc = ui_send_error(r, 400, "bad_argument",
+                            "%s must be an integer of at least 0 (leave it "
+                            "out, or 0, for the default)",
+                            key);
+        return -1;
+    }
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+/* reset {ref, execution_id, to_event_id, reason, dry_run} and rewind {ref,
+ * execution_id, reason, dry_run}: one id through duro_client_reset /
+ * duro_client_rewind, as `duro reset` and `duro rewind`; execution_id is
+ * the execution the caller looked at (a page's dry run), so that an apply
+ * another reset overtook is refused rather than done to a newer one. A point
+ * the library refuses (DURO_INVALID: inside a turn, a child without its result,
+ * ...) is 409 with its message whole: the request was well formed, the history
+ * is what refuses it, and the message names the points one may go to. */
+static int post_reset_verb(ui_request *r, json_t *body, int rewind)
+{
+    static const char *const reset_keys[] = {
+        "ref", "execution_id", "to_event_id", "reason", "dry_run", NULL};
+    static const char *const rewind_keys[] = {"ref", "execution_id", "reason",
+                                              "dry_run", NULL};
+    int rc = 0;
+    const char *ref, *reason;
+    duro_reset_options o;
+    duro_reset_options_init(&o);
+    if (known_keys(r, body, "body", rewind ? rewind_keys : reset_keys, &rc) !=
+            0 ||
+        body_text(r, body, "", "ref", &ref, &rc) != 0 ||
+        body_text(r, body, "", "reason", &reason, &rc) != 0 ||
+        body_id(r, body, "to_event_id", &o.to_event_id, &rc) != 0 ||
+        body_id(r, body, "execution_id", &o.execution_id, &rc) != 0)
+        return rc;
+    json_t *dj = json_object_get(body, "dry_run");
+    if (dj != NULL && !json_is_boolean(dj))
+        return ui_send_error(r, 400, "bad_argument",
+                             "dry_run must be true or false");
+    char *id = need_ref(r, ref, &rc);
+    if (id == NULL)
+        return rc;
+    const char *verb = rewind ? "rewind" : "reset";
+    o.reason = reason != NULL ? reason
+               : rewind       ? "rewound from duro ui"
+                              : "reset from duro ui";
+    o.requested_by = r->who->requester;
+    o.dry_run = json_is_true(dj);
+    duro_reset_result res = {0};
+    int drc = rewind ? duro_client_rewind(r->srv->client, id, &o, &res)
+                     : duro_client_reset(r->srv->client, id, &o, &res);
+    if (drc == DURO_INVALID) {
+        const char *detail = duro_errmsg();
+        rc = ui_send_error(
+            r, 409, "invalid", "%s: %s", verb,
+            detail != NULL && *detail != '\0' ? detail : duro_strerror(drc));
+        free(id);
+        return rc;
+    }
+    if (drc != DURO_OK) {
+        free(id);
+        return send_rc(r, drc, verb);
+    }
+    if (!o.dry_run) {
+        char what[96];
+        snprintf(what, sizeof(what),
+                 "to event %llu of execution %llu; execution %llu",
+                 (unsigned long long)res.to_event_id,
+                 (unsigned long long)res.from_execution,
+                 (unsigned long long)res.execution_id);
+        log_action(r, verb, id, what);
+    }
+    json_t *doc = json_object();
+    jset(doc, "ref", jstr(ref));
+    jset(doc, "id", jstr(id));
+    jset(doc, "dry_run", json_boolean(o.dry_run));
+    jset(doc, "was", jstr(status_word(res.status)));
+    jset(doc, "from_execution", jint((int64_t)res.from_execution));
+    jset(doc, "execution_id", jint((int64_t)res.execution_id));
+    jset(doc, "to_event_id", jint((int64_t)res.to_event_id));
+    jset(doc, "activities", jint(res.activities));
+    jset(doc, "timers", jint(res.timers));
+    jset(doc, "children", jint(res.children));
+    jset(doc, "requested_by", jstr(r->who->requester));
+    jset(doc, "reason", jstr(o.reason));
+    free(id);
+    return ui_send_json(r, 200, doc);
+}
+
+static int post_reset(ui_request *r, json_t *body)
+{
+    return post_reset_verb(r, body, 0);
+}
+static int post_rewind(ui_request *r, json_t *body)
+{
+    return post_reset_verb(r, body, 1);
+}
+
 /* bulk/cancel with filter.id_prefix: what cancel_matching does, over the
  * listing (the provider's bulk filter has no prefix): Pending and Running
  * instances with no cancellation requested yet, counted (dry run) or
@@ -1932,6 +2041,8 @@ static const ui_route routes[] = {
     {"POST", "/api/v1/suspend", 1, post_suspend, 0},
     {"POST", "/api/v1/resume", 1, post_resume, 0},
     {"POST", "/api/v1/raise-event", 1, post_raise, 0},
+    {"POST", "/api/v1/reset", 1, post_reset, 0},
+    {"POST", "/api/v1/rewind", 1, post_rewind, 0},
     {"POST", "/api/v1/bulk/cancel", 1, post_bulk_cancel, 0},
     {"POST", "/api/v1/bulk/control", 1, post_bulk_control, 0},
     /* sign-in (ui_auth.c) */

@@ -6,7 +6,10 @@
 // output and custom status as previews with their sizes and the whole
 // value on demand, the actions (cancel with a reason, terminate and suspend, each after a
 // confirmation whose Enter key cannot confirm; resume; raise an event
-// with a JSON payload checked first; none in a read-only session) and
+// with a JSON payload checked first; on an ended instance, "Rewind…" when
+// it failed and "Reset to here…" on each event, each checked by the API's
+// dry run before its confirmation, so that a refused point is said and
+// nothing changes; none in a read-only session) and
 // its events, paged. After an action the card is fetched again at once
 // and the result announced in the role="status" region; the card is also
 // refreshed every 2 s while the tab is visible (the events too, when
@@ -19,6 +22,8 @@ const CHILDREN_PAGE = 20; // children listed at once
 import { timeline } from "./timeline.js";
 
 const PREVIEW = 200; // characters of a payload shown in the events table
+// The statuses of an ended instance: no action but rewind and reset.
+const ENDED = ["completed", "failed", "cancelled", "terminated"];
 
 function row(label, value) {
   if (value === null || value === undefined || value === "") return null;
@@ -129,6 +134,75 @@ export function showInstance(view, ref, opts = {}) {
   const resume = button("Resume", { id: "do-resume",
     onclick: () => act("resume", {}) });
 
+  // " (1 activity and 2 timers again)" of a reset's answer, or "".
+  function again(r) {
+    const parts = [[r.activities, "activity", "activities"], [r.timers, "timer", "timers"],
+      [r.children, "child", "children"]].filter(([n]) => n > 0)
+      .map(([n, one, more]) => n + " " + (n === 1 ? one : more));
+    if (parts.length === 0) return "";
+    const last = parts.pop();
+    return " (" + (parts.length ? parts.join(", ") + " and " : "") + last + " again)";
+  }
+
+  // Rewind (verb "rewind", point {}) or reset to an event (verb "reset",
+  // point {execution_id, to_event_id}): the API's dry run first, so that
+  // a refused point (inside a turn, a child without its result...) is
+  // said, whole, before anything changes; then a confirmation with a
+  // reason that says where it goes and what runs again; then the reset,
+  // and the page shows the new execution.
+  let goingBack = false; // one reset or rewind at a time
+  async function backInTime(verb, point) {
+    if (goingBack) return;
+    goingBack = true;
+    try {
+      await goBack(verb, point);
+    } finally {
+      goingBack = false;
+    }
+  }
+  async function goBack(verb, point) {
+    busy.forEach((b) => { b.disabled = true; });
+    let plan;
+    try {
+      plan = await post(verb, Object.assign({ ref, dry_run: true }, point));
+    } catch (e) {
+      say("Refused: " + e.message, true);
+      return;
+    } finally {
+      busy.forEach((b) => { b.disabled = false; });
+    }
+    const where = "event " + plan.to_event_id + " of execution " + plan.from_execution;
+    const r = await confirmAction({ id: verb,
+      title: verb === "rewind" ? "Rewind this failed instance?" : "Reset this instance to event " +
+        plan.to_event_id + "?",
+      text: idLine(verb, "Execution " + plan.execution_id + " keeps the events up to " + where +
+        " and goes on from there with the code registered now" + again(plan) +
+        "; execution " + plan.from_execution + " stays readable."),
+      reason: verb === "rewind" ? "rewound from duro ui" : "reset from duro ui",
+      yes: verb === "rewind" ? "Rewind" : "Reset to event " + plan.to_event_id });
+    if (!r.ok) return;
+    busy.forEach((b) => { b.disabled = true; });
+    try {
+      // the execution the dry run saw: another reset in between is refused
+      const body = verb === "rewind" ? { execution_id: plan.from_execution }
+        : { execution_id: point.execution_id, to_event_id: plan.to_event_id };
+      if (r.reason) body.reason = r.reason;
+      const done = await post(verb, Object.assign({ ref }, body));
+      say((verb === "rewind" ? "rewound" : "reset") + " to event " + done.to_event_id +
+        " of execution " + done.from_execution + "; execution " + done.execution_id +
+        " goes on from there" + again(done));
+    } catch (e) {
+      say("Refused: " + e.message, true);
+    } finally {
+      busy.forEach((b) => { b.disabled = false; });
+      events.paged = false;
+      seen = -1;
+      await refresh();
+    }
+  }
+  const rewind = button("Rewind…", { id: "do-rewind", hidden: true,
+    onclick: () => backInTime("rewind", {}) });
+
   // Raise an event: the payload must be JSON (empty: none).
   const evName = h("input", { id: "event-name", required: true, autocomplete: "off" });
   const evPayload = h("textarea", { id: "event-payload", rows: "2",
@@ -157,7 +231,7 @@ export function showInstance(view, ref, opts = {}) {
   button("Raise event", { type: "submit", id: "do-raise" }));
 
   const actions = h("section", { "aria-label": "Actions", class: "actions",
-    hidden: readOnly }, cancelForm, h("p", {}, terminate, " ", suspend, " ", resume),
+    hidden: readOnly }, cancelForm, h("p", {}, terminate, " ", suspend, " ", resume, " ", rewind),
   raiseForm);
 
   const tl = timeline(ref);
@@ -305,6 +379,7 @@ export function showInstance(view, ref, opts = {}) {
       this.paged = append;
       const p = await get("history?" + query({ ref, after: append ? this.after : 0,
         limit: 100 }));
+      const ended = !!info && ENDED.includes(info.status);
       if (!append) {
         const started = p.events.find((e) => e.kind === "OrchestrationStarted");
         input = started && started.payload !== undefined ? { preview: started.payload,
@@ -326,9 +401,16 @@ export function showInstance(view, ref, opts = {}) {
           cell.append(" ", h("button", { type: "button", class: "link",
             onclick: () => showPayload(e.event_id, p.execution_id) }, "whole"));
         }
-        return h("tr", {}, h("td", {}, "#" + e.event_id),
+        // an ended instance's events are points it may be reset to (the
+        // dry run says which are not)
+        const reset = ended && !readOnly ? h("button", { type: "button", class: "link reset-here",
+          title: "Reset to event " + e.event_id + " (asks first)",
+          onclick: () => backInTime("reset", { execution_id: p.execution_id,
+            to_event_id: e.event_id }) }, "Reset to here…") : null;
+        return h("tr", { "data-event": String(e.event_id) }, h("td", {}, "#" + e.event_id),
           h("td", { title: e.offset_ms + " ms" }, offset(e.offset_ms)), h("td", {}, e.kind),
-          h("td", {}, e.name ? userText(e.name) : ""), h("td", {}, details), cell);
+          h("td", {}, e.name ? userText(e.name) : ""), h("td", {}, details), cell,
+          h("td", {}, reset));
       });
       if (append) evRows.append(...made);
       else evRows.replaceChildren(...made);
@@ -362,8 +444,7 @@ export function showInstance(view, ref, opts = {}) {
       return;
     }
     title.replaceChildren(userText(info.id));
-    const finished = ["completed", "failed", "cancelled", "terminated"]
-      .includes(info.status);
+    const finished = ENDED.includes(info.status);
     // Pending, its first turn not run: no execution and no history yet.
     const neverRan = info.execution_id === 0;
     const now = Date.now();
@@ -408,12 +489,13 @@ export function showInstance(view, ref, opts = {}) {
     actions.hidden = readOnly; // --read-only: the server refuses every action
     suspend.hidden = finished || info.status === "suspended";
     resume.hidden = info.status !== "suspended";
+    rewind.hidden = info.status !== "failed";
     // New history: reload the events, unless more pages were opened.
     if (info.history_count !== seen && !neverRan) {
       seen = info.history_count;
       if (!events.paged) events.first().then(drawValues);
     } else if (neverRan) {
-      evRows.replaceChildren(h("tr", {}, h("td", { colspan: "6" },
+      evRows.replaceChildren(h("tr", {}, h("td", { colspan: "7" },
         "No events yet: its first turn has not run.")));
     }
     // The timeline reads only the events it has not read (none when the
@@ -450,7 +532,7 @@ export function showInstance(view, ref, opts = {}) {
       h("div", { class: "scroll-x" }, h("table", { id: "events-table" },
         h("caption", {}, "Events"),
         h("thead", {}, h("tr", {}, ["#", "Offset", "Kind", "Name", "Details",
-          "Payload"].map((c) => h("th", { scope: "col" }, c)))),
+          "Payload", "Reset"].map((c) => h("th", { scope: "col" }, c)))),
         evRows)),
       evMore, full));
   full.setAttribute("tabindex", "-1");

@@ -10,8 +10,10 @@
 // dashed line through them; every activity or child it cut carries a ✕
 // with its own reason (ActivityCancelRequested, SubOrchestrationCancel-
 // Requested). A patch marker (duro_patched took a change's new path) is a
-// marked moment too, named by its change id. A timer that never fired in a finished execution shows as
-// "not fired" (the history records no timer cancellation).
+// marked moment too, named by its change id, and so is the ExecutionReset
+// that began a reset or rewound execution (its requester and reason). A
+// timer that never fired in a finished execution shows as "not fired"
+// (the history records no timer cancellation).
 //
 // Retries. A call under a retry policy records one ActivityScheduled per
 // attempt, with attempt = 1, 2, 3..., and nothing linking the attempts of
@@ -69,6 +71,7 @@ const MARKS = {
   OrchestrationCancelRequested: "cancel requested",
   OrchestrationTerminated: "terminated",
   PatchMarker: "patch",
+  ExecutionReset: "reset", // where a reset or rewind took this execution on
 };
 
 // A queue whose shift() is O(1).
