@@ -111,12 +111,13 @@ TEST(several_runtimes_on_postgres_start_one_instance_per_fire_time)
     pg_test_drop_schema(schema);
 }
 
-/* A child process running a runtime on the store until it is killed. */
-static pid_t spawn_runtime(const char *url)
+/* The environment variable that makes this program a runtime on the
+ * store it names instead of the tests (spawn_runtime). */
+#define RUNTIME_URL_ENV "DURO_TEST_PG_SCHEDULE_RUNTIME_URL"
+
+/* A runtime on `url` until the process is killed: the child's whole life. */
+static int run_runtime(const char *url)
 {
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
     duro_registry *reg = NULL;
     duro_runtime_options o;
     duro_runtime_options_init(&o);
@@ -128,9 +129,24 @@ static pid_t spawn_runtime(const char *url)
             DURO_OK ||
         duro_runtime_create(url, reg, &o, &rt) != DURO_OK ||
         duro_runtime_start(rt) != DURO_OK)
-        _exit(3);
+        return 3;
     for (;;)
         pause(); /* until SIGKILL */
+}
+
+/* A child process running a runtime on the store until it is killed: this
+ * program again (fork, then exec), so the child starts with one thread -
+ * the parent's client has threads of its own (its LISTEN connection), and
+ * a process forked from threads may not start new ones (POSIX; TSan
+ * refuses it). */
+static pid_t spawn_runtime(const char *url)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    setenv(RUNTIME_URL_ENV, url, 1);
+    execl("/proc/self/exe", "test_pg_schedules", (char *)NULL);
+    _exit(4);
 }
 
 TEST(kill_9_around_fire_times_on_postgres_loses_and_doubles_no_fire)
@@ -190,5 +206,13 @@ TEST(kill_9_around_fire_times_on_postgres_loses_and_doubles_no_fire)
     pg_test_drop_schema(schema);
 }
 
-TEST_MAIN(T(several_runtimes_on_postgres_start_one_instance_per_fire_time),
-          T(kill_9_around_fire_times_on_postgres_loses_and_doubles_no_fire))
+int main(int argc, char **argv)
+{
+    const char *url = getenv(RUNTIME_URL_ENV);
+    if (url != NULL)
+        return run_runtime(url);
+    static const test_case tests[] = {
+        T(several_runtimes_on_postgres_start_one_instance_per_fire_time),
+        T(kill_9_around_fire_times_on_postgres_loses_and_doubles_no_fire)};
+    return test_run(argc, argv, tests, sizeof(tests) / sizeof(tests[0]));
+}
