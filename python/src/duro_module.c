@@ -1810,6 +1810,22 @@ static PyObject *client_status(PyObject *self, PyObject *args)
     return d;
 }
 
+/* A wait's answer, (code, info dict or None): DURO_OK or DURO_TIMEOUT;
+ * raises for any other code (`what` names the call). Frees info. */
+static PyObject *wait_answer(int rc, duro_instance_info *info, const char *what)
+{
+    if (rc && rc != DURO_TIMEOUT) {
+        raise_duro(rc, what); /* reads duro_errmsg() first */
+        duro_free(info);
+        return NULL;
+    }
+    PyObject *d = info ? info_dict(info) : Py_NewRef(Py_None);
+    duro_free(info);
+    if (!d)
+        return NULL;
+    return Py_BuildValue("(iN)", rc, d);
+}
+
 /* (code, info dict or None): the caller decides what a timeout means. */
 static PyObject *client_wait(PyObject *self, PyObject *args)
 {
@@ -1825,16 +1841,7 @@ static PyObject *client_wait(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     rc = duro_client_wait(cl->c, id, timeout_ms, &info);
     Py_END_ALLOW_THREADS
-    if (rc && rc != DURO_TIMEOUT) {
-        raise_duro(rc, "Client.wait"); /* reads duro_errmsg() first */
-        duro_free(info);
-        return NULL;
-    }
-    PyObject *d = info ? info_dict(info) : Py_NewRef(Py_None);
-    duro_free(info);
-    if (!d)
-        return NULL;
-    return Py_BuildValue("(iN)", rc, d);
+    return wait_answer(rc, info, "Client.wait");
 }
 
 static PyObject *client_history(PyObject *self, PyObject *args)
@@ -2383,16 +2390,7 @@ static PyObject *env_wait(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     rc = duro_test_env_wait(e->env, id, timeout_ms, &info);
     Py_END_ALLOW_THREADS
-    if (rc && rc != DURO_TIMEOUT) {
-        raise_duro(rc, "TestEnv.wait"); /* reads duro_errmsg() first */
-        duro_free(info);
-        return NULL;
-    }
-    PyObject *d = info ? info_dict(info) : Py_NewRef(Py_None);
-    duro_free(info);
-    if (!d)
-        return NULL;
-    return Py_BuildValue("(iN)", rc, d);
+    return wait_answer(rc, info, "TestEnv.wait");
 }
 
 static PyObject *env_close(PyObject *self, PyObject *unused)

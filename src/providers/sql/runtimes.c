@@ -173,10 +173,7 @@ int duro__sql_register_runtime(duro_provider *base,
         rc = upsert(st, c, info, orchs.s, acts.s, now, op, err);
         if (rc == DURO_OK)
             rc = expire(st, c, now, op, err);
-        if (rc == DURO_OK)
-            rc = duro__sql_write_commit(st, c, op, err);
-        else
-            duro__sql_write_rollback(st, c);
+        rc = duro__sql_write_end(st, c, rc, op, err);
     }
     duro__free(orchs.s);
     duro__free(acts.s);
@@ -206,11 +203,7 @@ int duro__sql_remove_runtime(duro_provider *base, const char *runtime_id,
     int found = rc == DURO_OK && duro__sql_changes(st, c) > 0;
     if (rc == DURO_OK)
         rc = expire(st, c, duro__wall_ms(), op, err);
-    if (rc != DURO_OK) {
-        duro__sql_write_rollback(st, c);
-        return rc;
-    }
-    if ((rc = duro__sql_write_commit(st, c, op, err)) != DURO_OK)
+    if ((rc = duro__sql_write_end(st, c, rc, op, err)) != DURO_OK)
         return rc;
     if (!found)
         return duro_error_set(err, DURO_NOT_FOUND, 0,

@@ -101,6 +101,23 @@ static int conflict_or_missing(duro__sql_store *st, duro__sql_conn *c,
                           st->dialect->name, op, id, expected);
 }
 
+/* Binds a record's columns, ?1 .. ?9 (?9 now), for SCHEDULE_CREATE and
+ * SCHEDULE_UPDATE. */
+static void bind_record(duro__sql_store *st, duro__sql_conn *c,
+                        duro__sql_stmt *s, const duro_schedule_record *r,
+                        int64_t now)
+{
+    duro__sql_bind_text(st, c, s, 1, r->id);
+    duro__sql_bind_text(st, c, s, 2, r->spec);
+    duro__sql_bind_i64(st, c, s, 3, r->spec_version);
+    duro__sql_bind_i64(st, c, s, 4, r->next_ms);
+    duro__sql_bind_i64(st, c, s, 5, r->due_ms);
+    duro__sql_bind_i64(st, c, s, 6, r->buffered_ms);
+    duro__sql_bind_i64(st, c, s, 7, r->paused);
+    duro__sql_bind_text(st, c, s, 8, r->note);
+    duro__sql_bind_i64(st, c, s, 9, now);
+}
+
 int duro__sql_create_schedule(duro_provider *base,
                               const duro_schedule_record *r, duro_error *err)
 {
@@ -120,26 +137,14 @@ int duro__sql_create_schedule(duro_provider *base,
     if (s == NULL) {
         rc = err->code;
     } else {
-        duro__sql_bind_text(st, c, s, 1, r->id);
-        duro__sql_bind_text(st, c, s, 2, r->spec);
-        duro__sql_bind_i64(st, c, s, 3, r->spec_version);
-        duro__sql_bind_i64(st, c, s, 4, r->next_ms);
-        duro__sql_bind_i64(st, c, s, 5, r->due_ms);
-        duro__sql_bind_i64(st, c, s, 6, r->buffered_ms);
-        duro__sql_bind_i64(st, c, s, 7, r->paused);
-        duro__sql_bind_text(st, c, s, 8, r->note);
-        duro__sql_bind_i64(st, c, s, 9, now);
+        bind_record(st, c, s, r, now);
         rc = duro__sql_run(st, c, s, op, err);
         if (rc == DURO_OK && duro__sql_changes(st, c) == 0)
             rc = duro_error_set(err, DURO_ALREADY_EXISTS, 0,
                                 "%s %s: schedule '%s' already exists",
                                 st->dialect->name, op, r->id);
     }
-    if (rc != DURO_OK) {
-        duro__sql_write_rollback(st, c);
-        return rc;
-    }
-    return duro__sql_write_commit(st, c, op, err);
+    return duro__sql_write_end(st, c, rc, op, err);
 }
 
 int duro__sql_update_schedule(duro_provider *base,
@@ -168,26 +173,14 @@ int duro__sql_update_schedule(duro_provider *base,
     if (s == NULL) {
         rc = err->code;
     } else {
-        duro__sql_bind_text(st, c, s, 1, r->id);
-        duro__sql_bind_text(st, c, s, 2, r->spec);
-        duro__sql_bind_i64(st, c, s, 3, r->spec_version);
-        duro__sql_bind_i64(st, c, s, 4, r->next_ms);
-        duro__sql_bind_i64(st, c, s, 5, r->due_ms);
-        duro__sql_bind_i64(st, c, s, 6, r->buffered_ms);
-        duro__sql_bind_i64(st, c, s, 7, r->paused);
-        duro__sql_bind_text(st, c, s, 8, r->note);
-        duro__sql_bind_i64(st, c, s, 9, now);
+        bind_record(st, c, s, r, now);
         duro__sql_bind_i64(st, c, s, 10, expected_row_version);
         rc = duro__sql_run(st, c, s, op, err);
         if (rc == DURO_OK && duro__sql_changes(st, c) == 0)
             rc = conflict_or_missing(st, c, r->id, expected_row_version, op,
                                      err);
     }
-    if (rc != DURO_OK) {
-        duro__sql_write_rollback(st, c);
-        return rc;
-    }
-    if ((rc = duro__sql_write_commit(st, c, op, err)) != DURO_OK)
+    if ((rc = duro__sql_write_end(st, c, rc, op, err)) != DURO_OK)
         return rc;
     if (row_version != NULL)
         *row_version = expected_row_version + 1;
@@ -228,11 +221,7 @@ int duro__sql_delete_schedule(duro_provider *base, const char *id,
             rc = duro__sql_run(st, c, s, op, err);
         }
     }
-    if (rc != DURO_OK) {
-        duro__sql_write_rollback(st, c);
-        return rc;
-    }
-    return duro__sql_write_commit(st, c, op, err);
+    return duro__sql_write_end(st, c, rc, op, err);
 }
 
 /* ---- reads -------------------------------------------------------------- */
@@ -716,11 +705,7 @@ int duro__sql_apply_schedule(duro_provider *base, const char *id,
     size_t sent = 0;
     rc = apply_in_transaction(st, c, id, expected_row_version, actions, n,
                               after, now, &sent, op, err);
-    if (rc != DURO_OK) {
-        duro__sql_write_rollback(st, c);
-        return rc;
-    }
-    if ((rc = duro__sql_write_commit(st, c, op, err)) != DURO_OK)
+    if ((rc = duro__sql_write_end(st, c, rc, op, err)) != DURO_OK)
         return rc;
     if (sent > 0)
         duro__sql_signal(st, DURO_QUEUE_ORCHESTRATOR, sent);

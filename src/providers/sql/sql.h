@@ -374,6 +374,17 @@ static inline void duro__sql_write_rollback(duro__sql_store *st,
 {
     st->dialect->write_rollback(st, c);
 }
+/* Ends a method's write transaction by its outcome so far: rc when it
+ * failed (rolled back), else the commit's. */
+static inline int duro__sql_write_end(duro__sql_store *st, duro__sql_conn *c,
+                                      int rc, const char *op, duro_error *err)
+{
+    if (rc != DURO_OK) {
+        duro__sql_write_rollback(st, c);
+        return rc;
+    }
+    return duro__sql_write_commit(st, c, op, err);
+}
 static inline duro__sql_conn *duro__sql_reader_acquire(duro__sql_store *st)
 {
     return st->dialect->reader_acquire(st);
