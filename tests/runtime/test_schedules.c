@@ -493,6 +493,7 @@ TEST(the_test_env_skips_to_fire_times)
     duro_schedule_spec_init(&spec);
     spec.cron = "@daily";
     spec.orchestration = "Tick";
+    int64_t created = duro_now_ms();
     CHECK_OK(duro_client_schedule_create(c, "daily", &spec));
     CHECK_OK(duro_client_start(c, "rest", "Rest", NULL, NULL));
     duro_instance_info *info = NULL;
@@ -502,8 +503,11 @@ TEST(the_test_env_skips_to_fire_times)
     CHECK_INT(duro_test_env_skipped_ms(env), >=, 60 * HOUR_MS - WAIT_MS);
     duro_schedule_description *d = NULL;
     CHECK_OK(duro_client_schedule_describe(c, "daily", 0, 10, &d));
+    /* at most one a midnight the clock passed since the schedule was made */
+    int64_t midnights =
+        duro_now_ms() / (24 * HOUR_MS) - created / (24 * HOUR_MS);
     CHECK_INT(d->fire_count, >=, 2);
-    CHECK_INT(d->fire_count, <=, 3);
+    CHECK_INT(d->fire_count, <=, midnights);
     for (size_t i = 0; i < d->fire_count; i++) {
         CHECK_EQ(d->fires[i].action, DURO_SCHEDULE_START);
         CHECK_EQ(d->fires[i].time_ms % (24 * HOUR_MS), 0);
@@ -518,12 +522,13 @@ TEST(the_test_env_skips_to_fire_times)
 
 #define KILL_ROUNDS 6
 
-/* A child process running a runtime on the store until it is killed. */
-static pid_t spawn_runtime(const char *url)
+/* The environment variable that makes this program a runtime on the
+ * store it names instead of the tests (spawn_runtime). */
+#define RUNTIME_URL_ENV "DURO_TEST_SCHEDULE_RUNTIME_URL"
+
+/* A runtime on `url` until the process is killed: the child's whole life. */
+static int run_runtime(const char *url)
 {
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
     duro_registry *reg = NULL;
     duro_runtime_options o;
     rt_default_options(&o);
@@ -533,9 +538,23 @@ static pid_t spawn_runtime(const char *url)
             DURO_OK ||
         duro_runtime_create(url, reg, &o, &rt) != DURO_OK ||
         duro_runtime_start(rt) != DURO_OK)
-        _exit(3);
+        return 3;
     for (;;)
         pause(); /* until SIGKILL */
+}
+
+/* A child process running a runtime on the store until it is killed: this
+ * program again (fork, then exec), so the child starts with one thread
+ * whatever threads the parent has (a process forked from threads may not
+ * start new ones; TSan refuses it). */
+static pid_t spawn_runtime(const char *url)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    setenv(RUNTIME_URL_ENV, url, 1);
+    execl("/proc/self/exe", "test_schedules", (char *)NULL);
+    _exit(4);
 }
 
 /* Runtimes in child processes killed with SIGKILL at random instants
@@ -747,15 +766,23 @@ TEST(every_schedule_function_refuses_bad_input)
     duro_client_destroy(c);
 }
 
-TEST_MAIN(T(several_runtimes_start_one_instance_per_fire_time),
-          T(overlap_skip_starts_nothing_while_the_last_runs),
-          T(overlap_buffer_one_starts_one_when_the_last_ends),
-          T(overlap_allow_all_starts_every_fire),
-          T(overlap_cancel_other_cancels_the_last),
-          T(overlap_terminate_other_terminates_the_last),
-          T(trigger_starts_one_now_and_pause_resume_delete_keep_instances),
-          T(catch_up_after_downtime_makes_the_fires_within_the_window),
-          T(dst_changes_in_a_named_zone_fire_once_a_day),
-          T(the_test_env_skips_to_fire_times),
-          T(kill_9_around_fire_times_loses_and_doubles_no_fire),
-          T(every_schedule_function_refuses_bad_input))
+int main(int argc, char **argv)
+{
+    const char *url = getenv(RUNTIME_URL_ENV);
+    if (url != NULL)
+        return run_runtime(url);
+    static const test_case tests[] = {
+        T(several_runtimes_start_one_instance_per_fire_time),
+        T(overlap_skip_starts_nothing_while_the_last_runs),
+        T(overlap_buffer_one_starts_one_when_the_last_ends),
+        T(overlap_allow_all_starts_every_fire),
+        T(overlap_cancel_other_cancels_the_last),
+        T(overlap_terminate_other_terminates_the_last),
+        T(trigger_starts_one_now_and_pause_resume_delete_keep_instances),
+        T(catch_up_after_downtime_makes_the_fires_within_the_window),
+        T(dst_changes_in_a_named_zone_fire_once_a_day),
+        T(the_test_env_skips_to_fire_times),
+        T(kill_9_around_fire_times_loses_and_doubles_no_fire),
+        T(every_schedule_function_refuses_bad_input)};
+    return test_run(argc, argv, tests, sizeof(tests) / sizeof(tests[0]));
+}
