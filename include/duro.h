@@ -1471,10 +1471,21 @@ typedef struct duro_reset_options {
     const char *reason;       /* recorded on ExecutionReset; may be NULL */
     const char *requested_by; /* likewise */
     int dry_run;              /* 1: check and report, change nothing */
+    /* version 2 */
+    int64_t deadline_ms; /* the deadline the new execution runs under: 0
+                            keeps the instance's own (re-armed; refused
+                            when it has passed: give a new one or none);
+                            a wall-clock ms time after now: a new one;
+                            DURO_DEADLINE_NONE: none. Children rewound with
+                            the instance take the same choice */
 } duro_reset_options;
 
+/* duro_reset_options.deadline_ms: the reset instance runs without one. */
+#define DURO_DEADLINE_NONE (-1)
+
 /** Sets version and every default (the last good point of the current
- * execution, a real run). NULL is a no-op. @note Any thread. */
+ * execution, the instance's own deadline, a real run). NULL is a no-op.
+ * @note Any thread. */
 DURO_API void duro_reset_options_init(duro_reset_options *o);
 
 /** Resets an ended instance (Completed, Failed, Cancelled or Terminated):
@@ -1496,14 +1507,19 @@ DURO_API void duro_reset_options_init(duro_reset_options *o);
  * its result), a point inside a suspension, and a live instance (Pending,
  * Running, Suspended: terminate it first). One transaction, with a
  * compare-and-set on the execution: two resets of the same execution
- * never both succeed. @p opts NULL: defaults. @p out (may be NULL)
+ * never both succeed. The new execution runs under the instance's
+ * deadline (its DEADLINE re-armed) unless opts->deadline_ms gives another
+ * or none. @p opts NULL: defaults. @p out (may be NULL)
  * receives what was (with opts->dry_run: would be) done.
  * @return DURO_OK; DURO_INVALID for a NULL client, a NULL or empty id, a
  * point that is refused (the message says why and where one may go);
  * DURO_TOO_LARGE for an id, reason or requester over 1024 bytes;
  * DURO_NOT_FOUND for an unknown instance or event id; DURO_INVALID_STATE
- * for a live instance or one whose current execution is not
- * opts->execution_id; DURO_UNSUPPORTED for a provider older than version
+ * for a live instance, one whose current execution is not
+ * opts->execution_id, or one whose deadline has passed while
+ * opts->deadline_ms keeps it (it would end again at once: give a new
+ * deadline or DURO_DEADLINE_NONE); DURO_INVALID for a deadline_ms that is
+ * negative (but DURO_DEADLINE_NONE) or already passed; DURO_UNSUPPORTED for a provider older than version
  * 13; a storage error otherwise (nothing changed).
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_reset(duro_client *c, const char *instance_id,

@@ -475,7 +475,7 @@ typedef struct duro_bulk_result {
 /* A reset or rewind of one instance (reset_instance, version 13; the
  * client's duro_client_reset() and duro_client_rewind()). */
 typedef struct duro_reset_request {
-    int version;              /* 1 */
+    int version;              /* 1 or 2 (deadline_ms) */
     const char *instance_id;  /* required */
     uint64_t execution_id;    /* the execution to_event_id is in; it must be
                                  the instance's current one when the
@@ -493,6 +493,13 @@ typedef struct duro_reset_request {
     int dry_run;              /* 1: decide and report, change nothing */
     const char *reason;       /* recorded on ExecutionReset; may be NULL */
     const char *requested_by; /* likewise */
+    /* version 2 */
+    int64_t deadline_ms; /* the deadline execution n+1 runs under: 0 the
+                            instance's own (its DEADLINE message enqueued
+                            again; refused with DURO_INVALID_STATE when it
+                            has passed), > 0 a new one (after now), -1
+                            (DURO_DEADLINE_NONE) none; a child rewound
+                            with it takes the same */
 } duro_reset_request;
 
 /* What a reset did (or, in a dry run, would do). */

@@ -1257,6 +1257,22 @@ def _wait_handling_signals(native: Any, instance_id: str, ms: int) -> Any:
             return code, info
 
 
+
+def _reset_deadline(deadline: Optional[_dt.datetime], no_deadline: bool) -> int:
+    """duro_reset_options.deadline_ms: 0 keeps the instance's, -1 none."""
+    if no_deadline:
+        if deadline is not None:
+            raise ValueError("deadline or no_deadline, not both")
+        return -1
+    if deadline is None:
+        return 0
+    if deadline.tzinfo is None:
+        raise ValueError("deadline must be an aware datetime")
+    ms = int(deadline.timestamp() * 1000)
+    if ms <= 0:
+        raise ValueError("deadline must be after the epoch")
+    return ms
+
 class Client:
     """Starts, signals, cancels and watches instances on the store at
     ``url``. Every call releases the GIL while it waits on the store."""
@@ -1534,6 +1550,8 @@ class Client:
         reason: Optional[str] = None,
         requested_by: Optional[str] = None,
         dry_run: bool = False,
+        deadline: Optional[_dt.datetime] = None,
+        no_deadline: bool = False,
     ) -> ResetResult:
         """Resets an ended instance (duro_client_reset): a new execution
         keeps its current execution's events up to ``to_event`` (None: the
@@ -1544,9 +1562,18 @@ class Client:
         (``InvalidArgument``, naming the nearest valid points); a live
         instance, or one another reset overtook, raises ``InvalidState``;
         an unknown instance or event ``NotFound``. ``dry_run``: checks and reports, changes
-        nothing."""
+        nothing. The new execution keeps the instance's deadline (one that
+        has passed raises ``InvalidState``) unless ``deadline`` (an aware
+        datetime) gives a new one or ``no_deadline`` drops it."""
         return self._reset(
-            False, instance_id, to_event, execution, reason, requested_by, dry_run
+            False,
+            instance_id,
+            to_event,
+            execution,
+            reason,
+            requested_by,
+            dry_run,
+            _reset_deadline(deadline, no_deadline),
         )
 
     def rewind(
@@ -1556,12 +1583,24 @@ class Client:
         reason: Optional[str] = None,
         requested_by: Optional[str] = None,
         dry_run: bool = False,
+        deadline: Optional[_dt.datetime] = None,
+        no_deadline: bool = False,
     ) -> ResetResult:
         """Rewinds a Failed instance (duro_client_rewind): a reset to its
         last good point, so the failed activities (or child) run again and
         it continues from there, the history before the failure kept. Any
-        other status raises ``InvalidState``."""
-        return self._reset(True, instance_id, None, None, reason, requested_by, dry_run)
+        other status raises ``InvalidState``. ``deadline`` and
+        ``no_deadline`` as for ``reset``."""
+        return self._reset(
+            True,
+            instance_id,
+            None,
+            None,
+            reason,
+            requested_by,
+            dry_run,
+            _reset_deadline(deadline, no_deadline),
+        )
 
     def _reset(
         self,
@@ -1572,6 +1611,7 @@ class Client:
         reason: Optional[str],
         requested_by: Optional[str],
         dry_run: bool,
+        deadline_ms: int,
     ) -> ResetResult:
         for name, v in (("to_event", to_event), ("execution", execution)):
             if v is not None and (not isinstance(v, int) or v < 1):
@@ -1584,6 +1624,7 @@ class Client:
             reason,
             requested_by,
             dry_run,
+            deadline_ms,
         )
         return ResetResult(*row, dry_run=bool(dry_run))
 

@@ -1654,7 +1654,8 @@ static PyObject *client_terminate(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* reset_instance(rewind, id, to_event, execution, reason, by, dry_run) ->
+/* reset_instance(rewind, id, to_event, execution, reason, by, dry_run,
+ * deadline_ms) ->
  * (status, from_execution, execution_id, to_event_id, activities, timers,
  * children): duro_client_reset or duro_client_rewind. */
 static PyObject *client_reset(PyObject *self, PyObject *args)
@@ -1663,8 +1664,9 @@ static PyObject *client_reset(PyObject *self, PyObject *args)
     const char *id, *reason, *by;
     int rewind, dry_run;
     unsigned long long to_event, execution;
-    if (!PyArg_ParseTuple(args, "psKKzzp", &rewind, &id, &to_event, &execution,
-                          &reason, &by, &dry_run))
+    long long deadline_ms;
+    if (!PyArg_ParseTuple(args, "psKKzzpL", &rewind, &id, &to_event, &execution,
+                          &reason, &by, &dry_run, &deadline_ms))
         return NULL;
     if (client_check(cl) < 0)
         return NULL;
@@ -1675,6 +1677,7 @@ static PyObject *client_reset(PyObject *self, PyObject *args)
     o.reason = reason;
     o.requested_by = by;
     o.dry_run = dry_run;
+    o.deadline_ms = deadline_ms;
     duro_reset_result r;
     int rc;
     Py_BEGIN_ALLOW_THREADS

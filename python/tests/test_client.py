@@ -612,3 +612,17 @@ def test_rewind_and_reset(db):
         r = client.reset("j1", 3, execution=2)
         assert r.execution_id == 3
         assert client.wait("j1", timeout=20).output == 2
+        # deadlines: a new one, then one that has passed is refused
+        # unless dropped
+        soon = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
+        r = client.reset("j1", 3, execution=3, deadline=soon)
+        assert client.status("j1").deadline_ms == int(soon.timestamp() * 1000)
+        assert client.wait("j1", timeout=20).status == "Completed"
+        with pytest.raises(duro.InvalidArgument, match="already passed"):
+            client.rewind("j1", deadline=dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc))
+        with pytest.raises(ValueError):
+            client.reset("j1", 3, deadline=soon, no_deadline=True)
+        r = client.reset("j1", 3, no_deadline=True)
+        assert r.execution_id == 5
+        assert client.status("j1").deadline_ms == 0
+        assert client.wait("j1", timeout=20).status == "Completed"

@@ -107,6 +107,19 @@ static int64_t floor_div(int64_t a, int64_t b)
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
+void duro__format_utc(char *b, size_t size, int64_t ms)
+{
+    int64_t secs = floor_div(ms, 1000);
+    int64_t days = floor_div(secs, 86400);
+    int rem = (int)(secs - days * 86400);
+    int64_t year;
+    int month, day;
+    duro__civil_from_days(days, &year, &month, &day);
+    snprintf(b, size, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ", (long long)year,
+             month, day, rem / 3600, rem / 60 % 60, rem % 60,
+             (int)(ms - secs * 1000));
+}
+
 /* ---- the footer's rule ---------------------------------------------- */
 
 /* Day of the year (0 = January 1) that d names in `year`. */

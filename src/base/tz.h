@@ -56,4 +56,9 @@ void duro__civil_from_days(int64_t days, int64_t *year, int *month, int *day);
 int duro__weekday(int64_t days);
 int duro__days_in_month(int64_t year, int month);
 
+/* ms since the epoch as RFC 3339 UTC with milliseconds (24 characters
+ * for years 0 to 9999), into b[size] (the civil calendar above: no time
+ * zone, no locale, the same on every host). */
+void duro__format_utc(char *b, size_t size, int64_t ms);
+
 #endif

@@ -1125,7 +1125,7 @@ void duro_reset_options_init(duro_reset_options *o)
     if (o == NULL)
         return;
     memset(o, 0, sizeof(*o));
-    o->version = 1;
+    o->version = 2; /* 2: deadline_ms */
 }
 
 /* The request for a reset (rewind 0) or rewind (1) of one instance. */
@@ -1134,15 +1134,42 @@ static duro_reset_request reset_request(const char *instance_id, int rewind,
 {
     duro_reset_request r;
     memset(&r, 0, sizeof(r));
-    r.version = 1;
+    r.version = 2;
     r.instance_id = instance_id;
     r.rewind = rewind;
+    r.deadline_ms = o->version >= 2 ? o->deadline_ms : 0;
     r.to_event_id = o->to_event_id;
     r.execution_id = o->execution_id;
     r.reason = o->reason;
     r.requested_by = o->requested_by;
     r.dry_run = o->dry_run != 0;
     return r;
+}
+
+/* opts->deadline_ms: 0, DURO_DEADLINE_NONE, or a time after now and
+ * before the year 10000. */
+static int check_reset_deadline(const duro_reset_options *o)
+{
+    if (o->version < 2 || o->deadline_ms == 0 ||
+        o->deadline_ms == DURO_DEADLINE_NONE)
+        return DURO_OK;
+    if (o->deadline_ms < 0)
+        return duro__fail(DURO_INVALID,
+                          "reset options: deadline_ms is %lld (0 keeps the "
+                          "instance's, DURO_DEADLINE_NONE (-1) drops it, a "
+                          "time after now sets a new one)",
+                          (long long)o->deadline_ms);
+    if (o->deadline_ms > INT64_C(253402300799999))
+        return duro__fail(DURO_INVALID,
+                          "reset options: the deadline (%lld ms) is past the "
+                          "year 9999",
+                          (long long)o->deadline_ms);
+    if (o->deadline_ms <= duro__wall_ms())
+        return duro__fail(DURO_INVALID,
+                          "reset options: the new deadline (%lld ms) has "
+                          "already passed",
+                          (long long)o->deadline_ms);
+    return DURO_OK;
 }
 
 static int reset_one(duro_client *c, const char *instance_id, int rewind,
@@ -1169,6 +1196,8 @@ static int reset_one(duro_client *c, const char *instance_id, int rewind,
                           "%s: a rewind goes to the last good point; "
                           "to_event_id must be 0",
                           what);
+    if ((rc = check_reset_deadline(o)) != DURO_OK)
+        return rc;
     duro_provider *p = c->provider;
     if (!HAS_V13(p, reset_instance))
         return unsupported(c, what, 13);
@@ -1228,7 +1257,8 @@ static int check_reset_filter(const duro_bulk_filter *f,
     if (max > DURO_BULK_BATCH_MAX)
         return duro__fail(DURO_INVALID, "max %zu is over %d", max,
                           DURO_BULK_BATCH_MAX);
-    return check_reason(o->reason, o->requested_by);
+    int rc = check_reset_deadline(o);
+    return rc != DURO_OK ? rc : check_reason(o->reason, o->requested_by);
 }
 
 /* The ids the filter selects, at most max, in id order, into l's arena. */

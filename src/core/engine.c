@@ -1635,22 +1635,6 @@ static int begin_execution(duro_orch *e, const duro__turn_input *in)
     return DURO_OK;
 }
 
-/* ms since the epoch as RFC 3339 UTC with milliseconds (24 characters
- * for years 0 to 9999), into b[size] (base/tz.c's civil calendar: no time
- * zone, no locale, the same on every host). */
-static void format_utc(char *b, size_t size, int64_t ms)
-{
-    int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
-    int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400;
-    int rem = (int)(secs - days * 86400);
-    int64_t year;
-    int month, day;
-    duro__civil_from_days(days, &year, &month, &day);
-    snprintf(b, size, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ", (long long)year,
-             month, day, rem / 3600, rem / 60 % 60, rem % 60,
-             (int)(ms - secs * 1000));
-}
-
 /* Ends the execution at once, without the code, for the message that
  * stops it: a terminate, the instance's deadline, or a cancel the code
  * does not take part in. */
@@ -1667,7 +1651,7 @@ static void stop_now(duro_orch *e, const duro_work_item *stop)
          * time (a cancel or terminate is someone's request); what it left
          * outstanding is cancelled with reason "deadline" */
         char at[40];
-        format_utc(at, sizeof(at), stop->fire_at_ms);
+        duro__format_utc(at, sizeof(at), stop->fire_at_ms);
         e->end_reason = DURO_REASON_DEADLINE;
         terminate(e, DURO_STATUS_FAILED, NULL,
                   duro__engine_sprintf(e, "deadline of %s passed", at),

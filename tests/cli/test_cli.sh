@@ -938,6 +938,32 @@ run 4 --db "$rdb" reset boom-1 --to 2 --execution 1
 contains "$tmp/err" "its current execution is 2"
 run 0 --db "$rdb" reset boom-1 --last-good --execution 2 --json
 json 'd["dry_run"] is False and d["results"][0]["execution"] == 3 and d["results"][0]["to_event"] == 3'
+# deadlines: a rewind keeps the instance's own, or takes a new one or none
+"$fixture" run "$rdb" boom-1=failed || fail "cli_fixture run boom-1=failed (after the reset)"
+run 0 --db "$rdb" rewind boom-1 --deadline 2h --json
+json 'd["results"][0]["execution"] == 4'
+run 0 --db "$rdb" status boom-1 --json
+json 'rfc.match(d["deadline"]) and abs(d["deadline_ms"] - __import__("time").time() * 1000 - 7200000) < 60000'
+rewind_deadline=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["deadline_ms"])' "$tmp/out")
+"$fixture" run "$rdb" boom-1=failed || fail "cli_fixture run boom-1=failed (under a deadline)"
+run 0 --db "$rdb" rewind boom-1
+run 0 --db "$rdb" status boom-1 --json
+json "d['execution_id'] == 5 and d['deadline_ms'] == $rewind_deadline"
+"$fixture" run "$rdb" boom-1=failed || fail "cli_fixture run boom-1=failed (the deadline kept)"
+# one that has passed is refused (it would end again at once), unless
+# replaced or dropped
+"$fixture" sql "$tmp/reset.db" "UPDATE instances SET deadline_ms = 1000 WHERE instance_id = 'boom-1'" ||
+    fail "cli_fixture sql"
+run 4 --db "$rdb" rewind boom-1 --dry-run
+contains "$tmp/err" "its deadline (1970-01-01T00:00:01.000Z) has passed, so it would end again at once; give it a new deadline or none"
+run 1 --db "$rdb" rewind boom-1 --deadline 2000-01-01T00:00:00Z
+contains "$tmp/err" "the new deadline (946684800000 ms) has already passed"
+run 2 rewind boom-1 --deadline 2h --no-deadline
+contains "$tmp/err" "--deadline or --no-deadline, not both"
+run 2 rewind boom-1 --deadline soon
+run 0 --db "$rdb" rewind boom-1 --no-deadline
+run 0 --db "$rdb" status boom-1 --json
+json 'd["execution_id"] == 6 and d["deadline_ms"] is None and d["status"] == "running"'
 
 echo "== cancel"
 run 0 list --json

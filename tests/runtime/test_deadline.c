@@ -2,8 +2,9 @@
  * passing while an activity runs (the activity learns "deadline", the
  * instance ends Failed with category timeout), its child ended with it,
  * a deadline surviving a runtime's restart, spanning continue-as-new,
- * already passed at the start, the registration's default, and the start
- * options that are refused. Real runtime on a real store: a SQLite file,
+ * already passed at the start, the registration's default, kept or
+ * replaced by a rewind or reset, and the start and reset options that are
+ * refused. Real runtime on a real store: a SQLite file,
  * or - built with DEADLINE_PG - a fresh schema on the PostgreSQL server of
  * the tests. Deadlines are short real ones (hundreds of ms); waits are on
  * conditions with their own deadlines. */
@@ -113,6 +114,16 @@ static int act_block(duro_activity *a, const char *in, duro_result *out)
     return duro_fail(out, "cancelled");
 }
 
+/* Fails while the gate is closed, then runs as Block. */
+static _Atomic int gate_closed;
+
+static int act_gate(duro_activity *a, const char *in, duro_result *out)
+{
+    if (atomic_load(&gate_closed))
+        return duro_fail(out, "gate closed");
+    return act_block(a, in, out);
+}
+
 static int act_echo(duro_activity *a, const char *in, duro_result *out)
 {
     (void)a;
@@ -168,6 +179,15 @@ static int orch_careful(duro_orch *o, const char *in, duro_result *out)
     return duro_ok(out, "done");
 }
 
+/* Through the gate: fails when it fails. */
+static int orch_gated(duro_orch *o, const char *in, duro_result *out)
+{
+    duro_task *g = duro_call_activity(o, "Gate", in);
+    if (duro_await(o, g) != DURO_OK)
+        return duro_fail(out, duro_task_error(g));
+    return duro_ok(out, "through");
+}
+
 static int orch_quick(duro_orch *o, const char *in, duro_result *out)
 {
     duro_await(o, duro_call_activity(o, "Echo", in));
@@ -199,6 +219,9 @@ static void setup(rt_fixture *f, const char *db)
                                                 orch_sleepy, NULL, &oo));
     CHECK_OK(duro_registry_add_activity(f->reg, "Block", act_block, NULL));
     CHECK_OK(duro_registry_add_activity(f->reg, "Echo", act_echo, NULL));
+    CHECK_OK(duro_registry_add_orchestration(f->reg, "Gated", NULL, orch_gated,
+                                             NULL));
+    CHECK_OK(duro_registry_add_activity(f->reg, "Gate", act_gate, NULL));
 }
 
 static void start_with(rt_fixture *f, const char *id, const char *orch,
@@ -479,6 +502,136 @@ TEST(an_older_store_refuses_a_start_deadline_and_gets_no_registered_one)
     deadline_done(&f);
 }
 
+/* The instance's current execution and deadline. */
+static void instance_now(rt_fixture *f, const char *id, uint64_t *execution,
+                         int64_t *deadline)
+{
+    duro_instance_info *info = NULL;
+    CHECK_OK(duro_client_get_status(f->client, id, &info));
+    if (info == NULL)
+        return;
+    *execution = info->execution_id;
+    *deadline = info->deadline_ms;
+    duro_free(info);
+}
+
+/* Messages the store holds for later (a DEADLINE is one until it is due). */
+static uint64_t delayed_messages(rt_fixture *f)
+{
+    duro_store_stats *st = NULL;
+    CHECK_OK(duro_client_store_stats(f->client, &st));
+    uint64_t n = st != NULL ? st->orchestrator_delayed : 0;
+    duro_free(st);
+    return n;
+}
+
+TEST(a_rewind_before_the_deadline_runs_under_the_same_deadline)
+{
+    rt_fixture f;
+    setup(&f, "dl_rewind_keep.db");
+    rt_start(&f);
+    atomic_store(&gate_closed, 1);
+    /* long enough for the gate's failure to come first on a loaded
+     * machine; the rewound execution then waits for it */
+    start_with(&f, "g1", "Gated", "g1", 0, 5000);
+    duro_instance_info *info = rt_wait(&f, "g1", WAIT_MS);
+    CHECK_EQ(info->status, DURO_STATUS_FAILED);
+    CHECK_EQ(info->category, DURO_CATEGORY_APPLICATION);
+    int64_t deadline = info->deadline_ms;
+    CHECK(deadline > 0);
+    duro_free(info);
+    /* the ending dropped the DEADLINE message */
+    CHECK_EQ(delayed_messages(&f), 0);
+    atomic_store(&gate_closed, 0);
+    duro_reset_options ro;
+    duro_reset_options_init(&ro);
+    ro.reason = "gate open";
+    CHECK_OK(duro_client_rewind(f.client, "g1", &ro, NULL));
+    uint64_t execution = 0;
+    int64_t now_deadline = 0;
+    instance_now(&f, "g1", &execution, &now_deadline);
+    CHECK_EQ(execution, 2);
+    CHECK_EQ(now_deadline, deadline);
+    /* the gate now blocks until the same deadline ends it */
+    WAIT_UNTIL(atomic_load(&seen.block_started) == 1, WAIT_MS);
+    CHECK_EQ(check_timed_out(&f, "g1"), deadline);
+    WAIT_UNTIL(atomic_load(&seen.block_cancelled) == 1, WAIT_MS);
+    CHECK_EQ(reason_seen(DURO_REASON_DEADLINE), 1);
+    deadline_done(&f);
+}
+
+TEST(a_reset_after_the_deadline_needs_a_new_one_or_none)
+{
+    rt_fixture f;
+    setup(&f, "dl_reset_passed.db");
+    rt_start(&f);
+    start_with(&f, "p1", "Busy", "p1", 0, 300);
+    WAIT_UNTIL(atomic_load(&seen.block_started) == 1, WAIT_MS);
+    int64_t first = check_timed_out(&f, "p1");
+    WAIT_UNTIL(atomic_load(&seen.block_cancelled) == 1, WAIT_MS);
+
+    /* keeping the passed deadline would end it again at once: refused,
+     * dry run or not, saying what to do, and nothing changes */
+    duro_reset_options ro;
+    duro_reset_options_init(&ro);
+    for (int dry = 0; dry < 2; dry++) {
+        ro.dry_run = dry;
+        CHECK_EQ(duro_client_rewind(f.client, "p1", &ro, NULL),
+                 DURO_INVALID_STATE);
+        CHECK(strstr(duro_errmsg(), "deadline") != NULL &&
+              strstr(duro_errmsg(), "has passed") != NULL &&
+              strstr(duro_errmsg(), "new deadline or none") != NULL);
+        CHECK_EQ(duro_client_reset(f.client, "p1", &ro, NULL),
+                 DURO_INVALID_STATE);
+    }
+    ro.dry_run = 0;
+    /* options of version 1 have no deadline_ms: the instance's is kept */
+    ro.version = 1;
+    ro.deadline_ms = wall_ms() + 60000;
+    CHECK_EQ(duro_client_rewind(f.client, "p1", &ro, NULL), DURO_INVALID_STATE);
+    ro.version = 2;
+    /* a deadline that is not one */
+    ro.deadline_ms = -5;
+    CHECK_EQ(duro_client_rewind(f.client, "p1", &ro, NULL), DURO_INVALID);
+    CHECK(strstr(duro_errmsg(), "deadline_ms is -5") != NULL);
+    ro.deadline_ms = wall_ms() - 1000;
+    CHECK_EQ(duro_client_rewind(f.client, "p1", &ro, NULL), DURO_INVALID);
+    CHECK(strstr(duro_errmsg(), "already passed") != NULL);
+    uint64_t execution = 0;
+    int64_t deadline = 0;
+    instance_now(&f, "p1", &execution, &deadline);
+    CHECK_EQ(execution, 1);
+    CHECK_EQ(deadline, first);
+    CHECK_EQ(rt_status(&f, "p1"), DURO_STATUS_FAILED);
+
+    /* a new deadline: the rewound execution ends at it */
+    atomic_store(&seen.block_started, 0);
+    atomic_store(&seen.block_cancelled, 0);
+    int64_t second = wall_ms() + 400;
+    ro.deadline_ms = second;
+    CHECK_OK(duro_client_rewind(f.client, "p1", &ro, NULL));
+    instance_now(&f, "p1", &execution, &deadline);
+    CHECK_EQ(execution, 2);
+    CHECK_EQ(deadline, second);
+    WAIT_UNTIL(atomic_load(&seen.block_started) == 1, WAIT_MS);
+    CHECK_EQ(check_timed_out(&f, "p1"), second);
+    WAIT_UNTIL(atomic_load(&seen.block_cancelled) == 1, WAIT_MS);
+
+    /* none: it runs on with no deadline, and none is queued */
+    atomic_store(&seen.block_started, 0);
+    ro.deadline_ms = DURO_DEADLINE_NONE;
+    CHECK_OK(duro_client_reset(f.client, "p1", &ro, NULL));
+    instance_now(&f, "p1", &execution, &deadline);
+    CHECK_EQ(execution, 3);
+    CHECK_EQ(deadline, 0);
+    WAIT_UNTIL(atomic_load(&seen.block_started) == 1, WAIT_MS);
+    CHECK_EQ(rt_status(&f, "p1"), DURO_STATUS_RUNNING);
+    CHECK_EQ(delayed_messages(&f), 0);
+    CHECK_OK(duro_client_terminate(f.client, "p1", "test over", NULL));
+    rt_wait_status(&f, "p1", DURO_STATUS_TERMINATED, WAIT_MS);
+    deadline_done(&f);
+}
+
 TEST(bad_deadlines_are_refused)
 {
     rt_fixture f;
@@ -533,4 +686,6 @@ TEST_MAIN(T(a_deadline_cancels_the_running_activity_and_fails_the_instance),
           T(a_deadline_ends_a_suspended_instance_too),
           T(a_deadline_ends_a_cleanup_after_a_cancel),
           T(an_older_store_refuses_a_start_deadline_and_gets_no_registered_one),
+          T(a_rewind_before_the_deadline_runs_under_the_same_deadline),
+          T(a_reset_after_the_deadline_needs_a_new_one_or_none),
           T(bad_deadlines_are_refused))

@@ -1874,10 +1874,12 @@ static void test_reset(unsigned port, unsigned ro_port, const char *auth,
         {"/api/v1/reset", "{\"ref\":\"%s\",\"execution_id\":1.5}"},
         {"/api/v1/reset", "{\"ref\":\"%s\",\"dry_run\":1}"},
         {"/api/v1/reset", "{\"ref\":\"%s\",\"reason\":\"\"}"},
+        {"/api/v1/rewind", "{\"ref\":\"%s\",\"deadline_ms\":-2}"},
+        {"/api/v1/reset", "{\"ref\":\"%s\",\"deadline_ms\":\"1h\"}"},
     };
     const char *named[] = {"'to_event_id'", "'resaon'",     "to_event_id",
                            "to_event_id",   "execution_id", "dry_run",
-                           "reason"};
+                           "reason",        "deadline_ms",  "deadline_ms"};
     for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
         const char *at = strstr(bad[k][1], "%s");
         snprintf(body, sizeof(body), "%.*s%s%s", (int)(at - bad[k][1]),
@@ -1978,12 +1980,21 @@ static void test_reset(unsigned port, unsigned ro_port, const char *auth,
     CHECK(s == 200 && strstr(buf, "\"execution_id\":3") != NULL &&
               strstr(buf, "\"was\":\"completed\"") != NULL,
           "reset dry run: %d %s", s, body_of(buf));
+    /* with a new deadline, which status then shows */
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    int64_t until = (int64_t)wall.tv_sec * 1000 + 3600000;
     body[strlen(body) - strlen(",\"dry_run\":true}")] = '\0';
-    strcat(body, "}");
+    snprintf(body + strlen(body), sizeof(body) - strlen(body),
+             ",\"deadline_ms\":%lld}", (long long)until);
     s = req(port, "POST", "/api/v1/reset", hdr, body, buf, sizeof(buf));
     CHECK(s == 200 && strstr(buf, "\"execution_id\":3") != NULL &&
               strstr(buf, "reset from duro ui") != NULL,
           "reset: %d %s", s, body_of(buf));
+    info = status_of(client, "fix-1");
+    CHECK(info->deadline_ms == until, "fix-1's deadline is %lld, not %lld",
+          (long long)info->deadline_ms, (long long)until);
+    duro_free(info);
     int64_t deadline = now_ms() + 30000;
     int done = 0;
     while (!done && now_ms() < deadline) {

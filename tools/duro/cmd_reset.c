@@ -17,10 +17,11 @@
 
 static const char reset_help[] =
     "usage: duro reset ID (--to EVENT | --last-good) [--execution N]\n"
-    "                  [--reason R] [--by WHO] [--dry-run] [--json]\n"
+    "                  [--deadline WHEN | --no-deadline] [--reason R]\n"
+    "                  [--by WHO] [--dry-run] [--json]\n"
     "       duro reset --name N [--status S] [--since T] [--before T]\n"
-    "                  [--max K] [--reason R] [--by WHO] [--dry-run] [--yes]\n"
-    "                  [--json]\n"
+    "                  [--max K] [--deadline WHEN | --no-deadline]\n"
+    "                  [--reason R] [--by WHO] [--dry-run] [--yes] [--json]\n"
     "\n"
     "Resets an ended instance (completed, failed, cancelled or terminated):\n"
     "a new execution keeps its current execution's events up to EVENT and\n"
@@ -37,6 +38,11 @@ static const char reset_help[] =
     "  --last-good    the last turn boundary before the first failure\n"
     "  --execution N  EVENT is in execution N, which must still be the\n"
     "                 current one (another reset came first otherwise)\n"
+    "  --deadline W   the new execution's deadline: a time (RFC 3339, or\n"
+    "                 a date) or a duration from now (30m, 2h, 7d); without\n"
+    "                 it the instance keeps its own, and one that has\n"
+    "                 passed is refused (it would end again at once)\n"
+    "  --no-deadline  the new execution runs without a deadline\n"
     "  --reason R     why (recorded on the ExecutionReset event)\n"
     "  --by WHO       who asks (default: user:NAME, your login name)\n"
     "  --dry-run      change nothing; show where each would be reset to\n"
@@ -50,20 +56,27 @@ static const char reset_help[] =
     "  -y, --yes      do not ask: by --name on a terminal it shows the count\n"
     "                 and asks \"Reset N instances of NAME? [y/N]\" first\n"
     "Exit status: 0 when every instance was (would be) reset; one id: 3 not\n"
-    "found (the instance or the event), 4 live or overtaken by another\n"
-    "reset, 1 refused (the message says why); by --name: 1 when any was\n"
-    "refused.\n";
+    "found (the instance or the event), 4 live, overtaken by another\n"
+    "reset or past its deadline, 1 refused (the message says why); by\n"
+    "--name: 1 when any was refused.\n";
 
 static const char rewind_help[] =
-    "usage: duro rewind ID [--reason R] [--by WHO] [--dry-run] [--json]\n"
+    "usage: duro rewind ID [--deadline WHEN | --no-deadline] [--reason R]\n"
+    "                   [--by WHO] [--dry-run] [--json]\n"
     "       duro rewind --name N [--since T] [--before T] [--max K]\n"
-    "                   [--reason R] [--by WHO] [--dry-run] [--yes] [--json]\n"
+    "                   [--deadline WHEN | --no-deadline] [--reason R]\n"
+    "                   [--by WHO] [--dry-run] [--yes] [--json]\n"
     "\n"
     "Rewinds a failed instance: a reset to its last good point, the latest\n"
     "turn boundary before its first failure, so that the activities (or\n"
     "the child, rewound with it) that failed run again and the\n"
     "orchestration continues from there; the history before the failure\n"
     "is kept. Only a failed instance can be rewound.\n"
+    "  --deadline W   the new execution's deadline: a time (RFC 3339, or\n"
+    "                 a date) or a duration from now (30m, 2h, 7d); without\n"
+    "                 it the instance keeps its own, and one that has\n"
+    "                 passed is refused (it would end again at once)\n"
+    "  --no-deadline  the new execution runs without a deadline\n"
     "  --reason R     why (recorded on the ExecutionReset event)\n"
     "  --by WHO       who asks (default: user:NAME, your login name)\n"
     "  --dry-run      change nothing; show where each would be rewound to\n"
@@ -75,8 +88,8 @@ static const char rewind_help[] =
     "  -y, --yes      do not ask: by --name on a terminal it shows the count\n"
     "                 and asks \"Rewind N instances of NAME? [y/N]\" first\n"
     "Exit status: 0 when every instance was (would be) rewound; one id: 3\n"
-    "not found, 4 not failed (or overtaken by another reset), 1 refused;\n"
-    "by --name: 1 when any was refused.\n";
+    "not found, 4 not failed (or overtaken by another reset, or past its\n"
+    "deadline), 1 refused; by --name: 1 when any was refused.\n";
 
 /* "reset" or "rewind" and their forms. */
 typedef struct reset_verb {
@@ -256,11 +269,14 @@ static int reset_verb_run(cli *c, const reset_verb *v, int argc, char **argv)
         {"before", required_argument, NULL, 'B'},
         {"max", required_argument, NULL, 'm'},
         {"yes", no_argument, NULL, 'y'},
+        {"deadline", required_argument, NULL, 'D'},
+        {"no-deadline", no_argument, NULL, 'X'},
         {0}};
     duro_bulk_filter filter = {0};
     duro_reset_options o;
     duro_reset_options_init(&o);
     int last_good = 0, has_to = 0, query_options = 0, yes = 0;
+    int has_deadline = 0; /* 1 --deadline, 2 --no-deadline */
     uint64_t max = 0;
     int ch, status = EXIT_OK;
     while ((ch = cli_getopt(c, argc, argv, opts, v->help, &status)) != -1) {
@@ -329,10 +345,25 @@ static int reset_verb_run(cli *c, const reset_verb *v, int argc, char **argv)
         case 'y':
             yes = 1;
             break;
+        case 'D': {
+            int64_t after = 0;
+            bad =
+                args_deadline(c, "--deadline", optarg, &o.deadline_ms, &after);
+            if (!bad && after > 0)
+                o.deadline_ms = c->now_ms + after;
+            has_deadline |= 1;
+            break;
+        }
+        case 'X':
+            o.deadline_ms = DURO_DEADLINE_NONE;
+            has_deadline |= 2;
+            break;
         }
         if (bad)
             return EXIT_USAGE;
     }
+    if (has_deadline == 3)
+        return cli_usage(c, "--deadline or --no-deadline, not both");
     size_t count = (size_t)(argc - optind);
     if (filter.name != NULL && count > 0)
         return cli_usage(c, "give an instance id or --name, not both");

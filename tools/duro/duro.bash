@@ -196,11 +196,12 @@ _duro_complete()
         opts="--reason --by --dry-run --name --status --before"
         ;;
     reset)
-        opts="--to --last-good --execution --reason --by --dry-run --name
-            --status --since --before --max --yes"
+        opts="--to --last-good --execution --deadline --no-deadline --reason
+            --by --dry-run --name --status --since --before --max --yes"
         ;;
     rewind)
-        opts="--reason --by --dry-run --name --since --before --max --yes"
+        opts="--deadline --no-deadline --reason --by --dry-run --name --since
+            --before --max --yes"
         ;;
     delete) opts="--force" ;;
     purge) opts="--before --status --name --dry-run --yes" ;;

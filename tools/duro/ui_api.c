@@ -1583,9 +1583,12 @@ static int body_id(ui_request *r, json_t *body, const char *key, uint64_t *out,
     return 0;
 }
 
-/* reset {ref, execution_id, to_event_id, reason, dry_run} and rewind {ref,
- * execution_id, reason, dry_run}: one id through duro_client_reset /
- * duro_client_rewind, as `duro reset` and `duro rewind`; execution_id is
+/* reset {ref, execution_id, to_event_id, deadline_ms, reason, dry_run} and
+ * rewind {ref, execution_id, deadline_ms, reason, dry_run}: one id through
+ * duro_client_reset /
+ * duro_client_rewind, as `duro reset` and `duro rewind`; deadline_ms is
+ * duro_reset_options' (0 or absent: the instance's own, -1: none, else a
+ * new one, ms since the epoch); execution_id is
  * the execution the caller looked at (a page's dry run), so that an apply
  * another reset overtook is refused rather than done to a newer one. A point
  * the library refuses (DURO_INVALID: inside a turn, a child without its result,
@@ -1594,9 +1597,10 @@ static int body_id(ui_request *r, json_t *body, const char *key, uint64_t *out,
 static int post_reset_verb(ui_request *r, json_t *body, int rewind)
 {
     static const char *const reset_keys[] = {
-        "ref", "execution_id", "to_event_id", "reason", "dry_run", NULL};
-    static const char *const rewind_keys[] = {"ref", "execution_id", "reason",
-                                              "dry_run", NULL};
+        "ref",    "execution_id", "to_event_id", "deadline_ms",
+        "reason", "dry_run",      NULL};
+    static const char *const rewind_keys[] = {
+        "ref", "execution_id", "deadline_ms", "reason", "dry_run", NULL};
     int rc = 0;
     const char *ref, *reason;
     duro_reset_options o;
@@ -1612,6 +1616,12 @@ static int post_reset_verb(ui_request *r, json_t *body, int rewind)
     if (dj != NULL && !json_is_boolean(dj))
         return ui_send_error(r, 400, "bad_argument",
                              "dry_run must be true or false");
+    json_t *dl = json_object_get(body, "deadline_ms");
+    if (dl != NULL && (!json_is_integer(dl) || json_integer_value(dl) < -1))
+        return ui_send_error(r, 400, "bad_argument",
+                             "deadline_ms must be 0 (the instance's own), -1 "
+                             "(none) or a time in ms since the epoch");
+    o.deadline_ms = dl != NULL ? (int64_t)json_integer_value(dl) : 0;
     char *id = need_ref(r, ref, &rc);
     if (id == NULL)
         return rc;

@@ -249,8 +249,9 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "VALUES($1::text, $2::text, $3::text, 1, 0, $4::bigint, $4::bigint, 0, " \
       "$5::text, $6::bigint, $7::bigint) "                                     \
       "ON CONFLICT(instance_id) DO NOTHING")                                   \
-    X(INSTANCE_CURRENT, "SELECT execution_id, status FROM instances "          \
-                        "WHERE instance_id = $1::text")                        \
+    X(INSTANCE_CURRENT,                                                        \
+      "SELECT execution_id, status, deadline_ms FROM instances "               \
+      "WHERE instance_id = $1::text")                                          \
     /* an idempotent START of an existing instance compares the names */       \
     X(INSTANCE_NAME,                                                           \
       "SELECT name FROM instances WHERE instance_id = $1::text")               \
@@ -1305,14 +1306,15 @@ void duro__pg_config_free(duro__pg_config *cfg);
       "h.execution_id DESC, h.event_id DESC LIMIT $8::bigint")                 \
     /* a reset (version 13): the ended instance $1 at execution $3 moves to    \
      * execution $2, Running, its ending and requests cleared, a rewound       \
-     * child's parent link moved to $5 (0: kept); 0 rows when another          \
+     * child's parent link moved to $5 (0: kept), its deadline cleared (a      \
+     * DEADLINE message sets the one it runs under); 0 rows when another       \
      * reset or a turn changed it first (the compare-and-set) */               \
     X(RESET_INSTANCE,                                                          \
       "UPDATE instances SET status = 2, execution_id = $2::bigint, "           \
       "output = NULL, error = NULL, category = 0, updated_ms = $4::bigint, "   \
       "finished_ms = NULL, last_problem = NULL, last_problem_ms = NULL, "      \
       "next_attempt_ms = NULL, cancel_requested_ms = NULL, "                   \
-      "cancel_reason = NULL, cancelled_by = NULL, "                            \
+      "cancel_reason = NULL, cancelled_by = NULL, deadline_ms = 0, "           \
       "parent_execution = CASE WHEN $5::bigint <> 0 THEN $5::bigint "          \
       "ELSE parent_execution END "                                             \
       "WHERE instance_id = $1::text AND execution_id = $3::bigint "            \

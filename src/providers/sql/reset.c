@@ -3,13 +3,15 @@
  * decides the point and what stays pending (providers/reset_plan.c), and
  * writes execution n+1 - its history, the instance row (a compare-and-set
  * on the execution), a worker row per pending activity, a message per
- * pending timer, and for each child without a result its rewind (the same
- * steps, one level down) or its ending sent again. Any thread. */
+ * pending timer, the DEADLINE message of the deadline it runs under, and
+ * for each child without a result its rewind (the same steps, one level
+ * down) or its ending sent again. Any thread. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "providers/providers.h"
+#include "base/tz.h"
 #include "providers/sql/sql.h"
 
 static int check_request(const duro__sql_store *st, const duro_reset_request *r,
@@ -29,6 +31,15 @@ static int check_request(const duro__sql_store *st, const duro_reset_request *r,
         rc = duro__sql_check_name(st, "reason", r->reason, 0, err);
     if (rc == DURO_OK)
         rc = duro__sql_check_name(st, "requested_by", r->requested_by, 0, err);
+    if (rc == DURO_OK && r->version >= 2 && r->deadline_ms != 0 &&
+        r->deadline_ms != -1 &&
+        (r->deadline_ms < 0 || r->deadline_ms > INT64_C(253402300799999) ||
+         r->deadline_ms <= duro__wall_ms()))
+        rc = duro_error_set(err, DURO_INVALID, 0,
+                            "%s reset_instance: deadline_ms %" PRId64
+                            " is neither 0 (keep), -1 (none) nor a time "
+                            "after now before the year 10000",
+                            st->dialect->name, r->deadline_ms);
     if (rc == DURO_OK && r->rewind && r->to_event_id != 0)
         rc = duro_error_set(err, DURO_INVALID, 0,
                             "%s reset_instance: a rewind goes to the last good "
@@ -72,10 +83,11 @@ static int lock_ready(duro__sql_store *st, duro__sql_conn *c, const char *id,
     return rc;
 }
 
-/* The instance's status and current execution; DURO_NOT_FOUND when none. */
+/* The instance's status, current execution and deadline (0: none);
+ * DURO_NOT_FOUND when none. */
 static int read_current(duro__sql_store *st, duro__sql_conn *c, const char *id,
-                        uint64_t *execution, int *status, const char *op,
-                        duro_error *err)
+                        uint64_t *execution, int *status, int64_t *deadline,
+                        const char *op, duro_error *err)
 {
     duro__sql_stmt *s =
         duro__sql_prepare(st, c, DURO__SQL_INSTANCE_CURRENT, op, err);
@@ -92,6 +104,7 @@ static int read_current(duro__sql_store *st, duro__sql_conn *c, const char *id,
         return duro__sql_error(st, c, rc, op, err);
     *execution = (uint64_t)duro__sql_column_int64(st, s, 0);
     *status = duro__sql_column_int(st, s, 1);
+    *deadline = duro__sql_column_int64(st, s, 2);
     duro__sql_reset(st, s);
     return DURO_OK;
 }
@@ -127,6 +140,25 @@ static int check_state(const duro_reset_request *r, uint64_t execution,
                               verb, r->instance_id, r->execution_id, execution,
                               r->rewind ? "rewound" : "reset");
     return DURO_OK;
+}
+
+/* The deadline execution n+1 runs under (0: none) into *out: the
+ * request's, else the instance's own `stored`, which must not have
+ * passed - a reset would end at its first turn, so the caller chooses. */
+static int decide_deadline(const duro_reset_request *r, int64_t stored,
+                           int64_t now, int64_t *out, duro_error *err)
+{
+    int64_t want = r->version >= 2 ? r->deadline_ms : 0;
+    *out = want == -1 ? 0 : want > 0 ? want : stored;
+    if (want != 0 || stored <= 0 || stored > now)
+        return DURO_OK;
+    char at[40];
+    duro__format_utc(at, sizeof(at), stored);
+    return duro_error_set(err, DURO_INVALID_STATE, 0,
+                          "cannot %s instance '%s': its deadline (%s) has "
+                          "passed, so it would end again at once; give it a "
+                          "new deadline or none",
+                          r->rewind ? "rewind" : "reset", r->instance_id, at);
 }
 
 /* Execution n+1's history: events 1 .. P of `ev` and the ExecutionReset. */
@@ -235,9 +267,11 @@ static int settle_child(duro__sql_store *st, duro__sql_conn *c,
     const char *kid = sched->ref_instance ? sched->ref_instance : "";
     uint64_t kid_execution = 0;
     int kid_status = 0;
-    int rc = kid[0] == '\0' ? DURO_NOT_FOUND
-                            : read_current(st, c, kid, &kid_execution,
-                                           &kid_status, step->op, err);
+    int64_t kid_deadline = 0;
+    int rc = kid[0] == '\0'
+                 ? DURO_NOT_FOUND
+                 : read_current(st, c, kid, &kid_execution, &kid_status,
+                                &kid_deadline, step->op, err);
     if (rc == DURO_NOT_FOUND)
         return duro_error_set(
             err, DURO_INVALID, 0,
@@ -301,7 +335,7 @@ static int settle_child(duro__sql_store *st, duro__sql_conn *c,
 static int write_reset(duro__sql_store *st, duro__sql_conn *c,
                        const reset_step *step, const duro_event *ev,
                        const duro__reset_plan *plan, uint64_t from,
-                       duro_error *err)
+                       int64_t deadline, duro_error *err)
 {
     const duro_reset_request *r = step->r;
     const char *op = step->op;
@@ -353,6 +387,16 @@ static int write_reset(duro__sql_store *st, duro__sql_conn *c,
         rc = duro__sql_insert_message(st, c, &it, now,
                                       DURO__MAX(now, t->fire_at_ms), op, err);
     }
+    /* The deadline: RESET_INSTANCE cleared the row's, and its DEADLINE
+     * message (the one a start enqueues; the instance's ending dropped
+     * it) sets it again, so status shows what execution n+1 runs under */
+    if (rc == DURO_OK && deadline > 0) {
+        duro_work_item d = {.kind = DURO_WORK_DEADLINE,
+                            .instance_id = r->instance_id,
+                            .fire_at_ms = deadline};
+        rc = duro__sql_insert_message(st, c, &d, now, DURO__MAX(now, deadline),
+                                      op, err);
+    }
     /* A turn of n+1 at once, whatever is pending: the code answers there
      * an input the kept events hold unanswered (one a turn decided
      * without code recorded, before a terminate), and a nondeterminism of
@@ -375,14 +419,18 @@ static int reset_in_transaction(duro__sql_store *st, duro__sql_conn *c,
     const duro_reset_request *r = step->r;
     uint64_t from = 0;
     int status = 0;
+    int64_t stored_deadline = 0, deadline = 0;
     duro_event *ev = NULL;
     size_t n = 0;
     duro__reset_plan plan = {0};
     int rc = lock_ready(st, c, r->instance_id, step->op, err);
     if (rc == DURO_OK)
-        rc = read_current(st, c, r->instance_id, &from, &status, step->op, err);
+        rc = read_current(st, c, r->instance_id, &from, &status,
+                          &stored_deadline, step->op, err);
     if (rc == DURO_OK)
         rc = check_state(r, from, status, err);
+    if (rc == DURO_OK)
+        rc = decide_deadline(r, stored_deadline, step->now, &deadline, err);
     if (rc == DURO_OK)
         rc = duro__sql_read_events(st, c, step->arena, r->instance_id, from, 0,
                                    &ev, &n, step->op, err);
@@ -399,7 +447,7 @@ static int reset_in_transaction(duro__sql_store *st, duro__sql_conn *c,
     for (size_t i = 0; i < plan.child_count && rc == DURO_OK; i++)
         rc = settle_child(st, c, step, &ev[plan.children[i]], from, err);
     if (rc == DURO_OK && !r->dry_run)
-        rc = write_reset(st, c, step, ev, &plan, from, err);
+        rc = write_reset(st, c, step, ev, &plan, from, deadline, err);
     if (rc == DURO_OK)
         *out = (duro_reset_result){.status = status,
                                    .from_execution = from,

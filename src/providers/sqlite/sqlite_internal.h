@@ -114,7 +114,8 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "VALUES(?1, ?2, ?3, 1, 0, ?4, ?4, 0, ?5, ?6, ?7) "                       \
       "ON CONFLICT(instance_id) DO NOTHING")                                   \
     X(INSTANCE_CURRENT,                                                        \
-      "SELECT execution_id, status FROM instances WHERE instance_id = ?1")     \
+      "SELECT execution_id, status, deadline_ms FROM instances "               \
+      "WHERE instance_id = ?1")                                                \
     /* an idempotent START of an existing instance compares the names */       \
     X(INSTANCE_NAME, "SELECT name FROM instances WHERE instance_id = ?1")      \
     X(INSTANCE_SET_CURRENT,                                                    \
@@ -911,14 +912,15 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
       "h.execution_id DESC, h.event_id DESC LIMIT ?8")                         \
     /* a reset (version 13): the ended instance ?1 at execution ?3 moves to    \
      * execution ?2, Running, its ending and requests cleared, a rewound       \
-     * child's parent link moved to ?5 (0: kept); 0 rows when another          \
+     * child's parent link moved to ?5 (0: kept), its deadline cleared (a      \
+     * DEADLINE message sets the one it runs under); 0 rows when another       \
      * reset or a turn changed it first (the compare-and-set) */               \
     X(RESET_INSTANCE,                                                          \
       "UPDATE instances SET status = 2, execution_id = ?2, output = NULL, "    \
       "error = NULL, category = 0, updated_ms = ?4, finished_ms = NULL, "      \
       "last_problem = NULL, last_problem_ms = NULL, next_attempt_ms = NULL, "  \
       "cancel_requested_ms = NULL, cancel_reason = NULL, "                     \
-      "cancelled_by = NULL, parent_execution = "                               \
+      "cancelled_by = NULL, deadline_ms = 0, parent_execution = "              \
       "CASE WHEN ?5 <> 0 THEN ?5 ELSE parent_execution END "                   \
       "WHERE instance_id = ?1 AND execution_id = ?3 "                          \
       "AND status IN (3, 4, 5, 8)")
