@@ -1268,6 +1268,11 @@ static void terminate(duro_orch *e, int status, const char *output,
         term.kind = DURO_EVENT_ORCHESTRATION_FAILED;
         term.error = str_or(error, "failed");
         term.category = category ? category : DURO_CATEGORY_APPLICATION;
+        /* the deadline's ending says so: a reset may cut before it as
+         * before a terminate (providers/reset_plan.c) */
+        if (e->end_reason != NULL &&
+            strcmp(e->end_reason, DURO_REASON_DEADLINE) == 0)
+            term.reason = DURO_REASON_DEADLINE;
         break;
     }
     append_event(e, &term);

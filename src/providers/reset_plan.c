@@ -42,12 +42,27 @@ static int is_terminal(int kind)
            kind == DURO_EVENT_ORCHESTRATION_TERMINATED;
 }
 
-/* The reason an ending gives the cancel requests it decides (as the
- * engine's duro__engine_end_reason does); NULL for a kind that ends
- * nothing. */
-static const char *end_reason(int kind)
+/* 1 for an ending the runtime decided without the code, on a request:
+ * a terminate, or the instance's deadline (OrchestrationFailed with reason
+ * "deadline"; the engine records it since the deadline could be reset
+ * past, and an older history's deadline ending reads as a failure). */
+static int stopped_without_code(const duro_event *end)
 {
-    switch (kind) {
+    return end->kind == DURO_EVENT_ORCHESTRATION_TERMINATED ||
+           (end->kind == DURO_EVENT_ORCHESTRATION_FAILED &&
+            end->reason != NULL &&
+            strcmp(end->reason, DURO_REASON_DEADLINE) == 0);
+}
+
+/* The reason an ending gives the cancel requests it decides (as the
+ * engine's duro__engine_end_reason does, and "deadline" for the
+ * deadline's); NULL for a kind that ends nothing. */
+static const char *end_reason(const duro_event *end)
+{
+    if (stopped_without_code(end) &&
+        end->kind == DURO_EVENT_ORCHESTRATION_FAILED)
+        return DURO_REASON_DEADLINE;
+    switch (end->kind) {
     case DURO_EVENT_ORCHESTRATION_COMPLETED:
         return DURO_REASON_INSTANCE_COMPLETED;
     case DURO_EVENT_ORCHESTRATION_FAILED:
@@ -77,7 +92,7 @@ static size_t keepable(const duro_event *ev, size_t n)
 {
     if (n == 0 || !is_terminal(ev[n - 1].kind))
         return n;
-    const char *reason = end_reason(ev[n - 1].kind);
+    const char *reason = end_reason(&ev[n - 1]);
     size_t end = n - 1;
     while (end > 1 && is_cancel_request(ev[end - 1].kind) &&
            ev[end - 1].reason != NULL &&
@@ -87,9 +102,9 @@ static size_t keepable(const duro_event *ev, size_t n)
 }
 
 /* 1 when events 1 .. p end at a turn boundary: event p + 1 is an input
- * (or there is none). A terminate is one: decided without the code, its
- * cancel requests and OrchestrationTerminated record an operator's
- * request, not the code's answer to the input before them. */
+ * (or there is none). A terminate or a deadline is one: decided without
+ * the code, its cancel requests and ending record a request, not the
+ * code's answer to the input before them. */
 static int boundary(const duro_event *ev, size_t n, uint64_t p)
 {
     size_t keep = keepable(ev, n);
@@ -97,7 +112,7 @@ static int boundary(const duro_event *ev, size_t n, uint64_t p)
         return 0;
     if (p == n || !is_decision(ev[p].kind))
         return 1;
-    return p == keep && ev[n - 1].kind == DURO_EVENT_ORCHESTRATION_TERMINATED;
+    return p == keep && stopped_without_code(&ev[n - 1]);
 }
 
 /* The nearest boundary before p (0: none) and after it (0: none). */

@@ -526,7 +526,7 @@ TEST(client_functions)
     duro_reset_options ro;
     C(duro_reset_options_init)(NULL);
     C(duro_reset_options_init)(&ro);
-    CHECK_EQ(ro.version, 1);
+    CHECK_EQ(ro.version, 2);
     duro_reset_result rr;
     CHECK_RC(C(duro_client_reset)(NULL, "x", &ro, &rr), DURO_INVALID);
     CHECK_RC(duro_client_reset(c, NULL, &ro, &rr), DURO_INVALID);

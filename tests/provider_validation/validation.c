@@ -10636,6 +10636,153 @@ PV_TEST(reset_instance_keeps_a_prefix_and_makes_its_pending_work_live)
     expect_reset_refused(p, &r, DURO_INVALID_STATE, "is Running");
 }
 
+/* A reset's new execution runs under the instance's deadline (its
+ * DEADLINE message, which the ending dropped, queued again), a new one, or
+ * none (request version 2). */
+PV_TEST(reset_instance_runs_under_the_instance_deadline)
+{
+    duro_provider *p = pv_open();
+    require_v13(p);
+    /* a deadline an hour away, set before the instance failed: its
+     * ending dropped the DEADLINE message, the row keeps the time */
+    int64_t at = duro_now_ms() + 3600000;
+    duro_work_item dl = work(DURO_WORK_DEADLINE, "k");
+    begin(p, "k", 2);
+    dl.fire_at_ms = at;
+    enqueue(p, &dl, 3600000);
+    CHECK_EQ(deadline_of(p, "k"), at);
+    CHECK_EQ(count(p, ORCH, "k"), 1);
+    duro_orch_item *item = poke(p, "k");
+    duro_event d[2] = {
+        event(item->history_total + 1, DURO_EVENT_EVENT_RAISED),
+        event(item->history_total + 2, DURO_EVENT_ORCHESTRATION_FAILED)};
+    d[0].name = "poke";
+    d[1].error = "broken";
+    d[1].category = DURO_CATEGORY_APPLICATION;
+    duro_instance_meta m = meta(DURO_STATUS_FAILED);
+    m.error = "broken";
+    m.category = DURO_CATEGORY_APPLICATION;
+    duro_orch_ack a = ack_of(1, d, 2, &m);
+    duro_activity_ref refs[2] = {ref("k", 1, 2), ref("k", 1, 3)};
+    a.cancelled_activities = refs;
+    a.cancelled_activity_count = 2;
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+    CHECK_EQ(count(p, ORCH, "k"), 0);
+    CHECK_EQ(deadline_of(p, "k"), at);
+
+    /* request version 1, and 2 with 0: the instance's own, queued again
+     * (a dry run queues nothing) */
+    duro_reset_request r = reset_req("k", 3);
+    r.dry_run = 1;
+    duro_error e;
+    duro_reset_result out;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(count(p, ORCH, "k"), 0);
+    r.dry_run = 0;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.execution_id, 2);
+    CHECK_EQ(deadline_of(p, "k"), at);
+    /* the wake-up (RESUME, now) and the DEADLINE (in an hour, execution
+     * 0: it spans the executions) */
+    CHECK_EQ(count(p, ORCH, "k"), 2);
+    item = fetch_orch_for(p, "k", LOCK_LONG);
+    CHECK_EQ(item->message_count, 1);
+    CHECK_EQ(item->messages[0].kind, DURO_WORK_RESUME_INSTANCE);
+    /* it fails again */
+    uint64_t h = item->history_total;
+    d[0] = event(h + 1, DURO_EVENT_EVENT_RAISED);
+    d[0].name = "poke";
+    d[1] = event(h + 2, DURO_EVENT_ORCHESTRATION_FAILED);
+    d[1].error = "broken";
+    d[1].category = DURO_CATEGORY_APPLICATION;
+    a = ack_of(2, d, 2, &m);
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+    CHECK_EQ(count(p, ORCH, "k"), 0);
+
+    /* a new one (version 2) replaces it */
+    r = reset_req("k", 3);
+    r.version = 2;
+    r.deadline_ms = at + 60000;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.execution_id, 3);
+    CHECK_EQ(deadline_of(p, "k"), at + 60000);
+    CHECK_EQ(count(p, ORCH, "k"), 2);
+    item = fetch_orch_for(p, "k", LOCK_LONG);
+    CHECK_EQ(item->message_count, 1);
+    h = item->history_total;
+    d[0] = event(h + 1, DURO_EVENT_EVENT_RAISED);
+    d[0].name = "poke";
+    d[1] = event(h + 2, DURO_EVENT_ORCHESTRATION_FAILED);
+    d[1].error = "broken";
+    d[1].category = DURO_CATEGORY_APPLICATION;
+    a = ack_of(3, d, 2, &m);
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+
+    /* -1: none, nothing queued but the wake-up */
+    r.deadline_ms = -1;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.execution_id, 4);
+    CHECK_EQ(deadline_of(p, "k"), 0);
+    CHECK_EQ(count(p, ORCH, "k"), 1);
+    pv_close(p);
+}
+
+PV_TEST(reset_instance_refuses_a_deadline_that_has_passed)
+{
+    duro_provider *p = pv_open();
+    require_v13(p);
+    /* a deadline already passed at the start: the first turn ends it,
+     * as the engine records it (reason "deadline": a reset may keep
+     * event 1, before the ending decided without the code) */
+    int64_t past = duro_now_ms() - 1000;
+    start_with_deadline(p, "q", past, 0);
+    duro_orch_item *item = fetch_orch_for(p, "q", LOCK_LONG);
+    duro_event d[2] = {event(1, DURO_EVENT_ORCHESTRATION_STARTED),
+                       event(2, DURO_EVENT_ORCHESTRATION_FAILED)};
+    d[0].name = "orch";
+    d[1].error = "deadline passed";
+    d[1].category = DURO_CATEGORY_TIMEOUT;
+    d[1].reason = DURO_REASON_DEADLINE;
+    duro_instance_meta m = meta(DURO_STATUS_FAILED);
+    m.name = "orch";
+    m.error = "deadline passed";
+    m.category = DURO_CATEGORY_TIMEOUT;
+    duro_orch_ack a = ack_of(1, d, 2, &m);
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+    CHECK_EQ(deadline_of(p, "q"), past);
+
+    /* kept (version 1, or 2 with 0), dry run or not: refused */
+    duro_reset_request r = reset_req("q", 1);
+    expect_reset_refused(p, &r, DURO_INVALID_STATE, "has passed");
+    r.version = 2;
+    r.dry_run = 1;
+    expect_reset_refused(p, &r, DURO_INVALID_STATE,
+                         "give it a new deadline or none");
+    r.dry_run = 0;
+    /* not a deadline: refused as bad input */
+    r.deadline_ms = -2;
+    expect_reset_refused(p, &r, DURO_INVALID, "deadline_ms -2");
+    r.deadline_ms = past;
+    expect_reset_refused(p, &r, DURO_INVALID, "after now");
+    r.deadline_ms = INT64_MAX;
+    expect_reset_refused(p, &r, DURO_INVALID, "year 10000");
+    CHECK_EQ(latest(p, "q"), 1);
+    CHECK_EQ(deadline_of(p, "q"), past);
+    CHECK_EQ(count(p, ORCH, "q"), 0);
+    /* a new one or none is taken */
+    r.deadline_ms = -1;
+    duro_error e;
+    duro_reset_result out;
+    CHECK_PRC(p->reset_instance(p, &r, &out, &e), DURO_OK, &e);
+    CHECK_EQ(out.execution_id, 2);
+    CHECK_EQ(deadline_of(p, "q"), 0);
+    pv_close(p);
+}
+
 PV_TEST(reset_instance_rewind_goes_to_the_last_good_point)
 {
     duro_provider *p = pv_open();
@@ -11717,6 +11864,8 @@ static const pv_case suite[] = {
     /* version 13: reset and rewind */
     C(reset_instance_keeps_a_prefix_and_makes_its_pending_work_live),
     C(reset_instance_rewind_goes_to_the_last_good_point),
+    C(reset_instance_runs_under_the_instance_deadline),
+    C(reset_instance_refuses_a_deadline_that_has_passed),
     C(reset_instance_refuses_what_could_not_replay),
     C(reset_instance_settles_children_without_a_result),
     C_NEEDS(fault_sweep_reset_instance, NEEDS_INJECT),

@@ -609,7 +609,13 @@ TEST(a_reset_after_the_deadline_needs_a_new_one_or_none)
     atomic_store(&seen.block_cancelled, 0);
     int64_t second = wall_ms() + 400;
     ro.deadline_ms = second;
-    CHECK_OK(duro_client_rewind(f.client, "p1", &ro, NULL));
+    /* the deadline's ending was decided without the code: the rewind goes
+     * to where the code waited (Block scheduled, event 4), not to before
+     * the turn that scheduled it */
+    duro_reset_result res;
+    CHECK_OK(duro_client_rewind(f.client, "p1", &ro, &res));
+    CHECK_EQ(res.to_event_id, 4);
+    CHECK_EQ(res.activities, 1);
     instance_now(&f, "p1", &execution, &deadline);
     CHECK_EQ(execution, 2);
     CHECK_EQ(deadline, second);
@@ -629,6 +635,39 @@ TEST(a_reset_after_the_deadline_needs_a_new_one_or_none)
     CHECK_EQ(delayed_messages(&f), 0);
     CHECK_OK(duro_client_terminate(f.client, "p1", "test over", NULL));
     rt_wait_status(&f, "p1", DURO_STATUS_TERMINATED, WAIT_MS);
+    deadline_done(&f);
+}
+
+TEST(an_instance_its_deadline_ended_while_it_slept_rewinds_to_its_timer)
+{
+    rt_fixture f;
+    setup(&f, "dl_rewind_sleep.db");
+    rt_start(&f);
+    start_with(&f, "s1", "Sleepy", NULL, 0, 300);
+    check_timed_out(&f, "s1");
+    /* the ending records why: reason "deadline" */
+    duro_history *h = rt_history(&f, "s1");
+    CHECK_EQ(h->events[h->count - 1].kind, DURO_EVENT_ORCHESTRATION_FAILED);
+    CHECK(h->events[h->count - 1].reason != NULL &&
+          strcmp(h->events[h->count - 1].reason, DURO_REASON_DEADLINE) == 0);
+    uint64_t timer_event = h->events[h->count - 2].event_id;
+    CHECK_EQ(h->events[h->count - 2].kind, DURO_EVENT_TIMER_CREATED);
+    duro_history_free(h);
+    /* the point before the deadline's ending is a boundary: the hour's
+     * timer is armed again, and the new deadline ends it once more */
+    duro_reset_options ro;
+    duro_reset_options_init(&ro);
+    int64_t next = wall_ms() + 400;
+    ro.deadline_ms = next;
+    duro_reset_result res;
+    CHECK_OK(duro_client_rewind(f.client, "s1", &ro, &res));
+    CHECK_EQ(res.to_event_id, timer_event);
+    CHECK_EQ(res.timers, 1);
+    CHECK_EQ(check_timed_out(&f, "s1"), next);
+    h = rt_history(&f, "s1");
+    CHECK_EQ(h->events[h->count - 1].kind, DURO_EVENT_ORCHESTRATION_FAILED);
+    CHECK_OK(duro_replay_history(f.reg, h, NULL));
+    duro_history_free(h);
     deadline_done(&f);
 }
 
@@ -688,4 +727,5 @@ TEST_MAIN(T(a_deadline_cancels_the_running_activity_and_fails_the_instance),
           T(an_older_store_refuses_a_start_deadline_and_gets_no_registered_one),
           T(a_rewind_before_the_deadline_runs_under_the_same_deadline),
           T(a_reset_after_the_deadline_needs_a_new_one_or_none),
+          T(an_instance_its_deadline_ended_while_it_slept_rewinds_to_its_timer),
           T(bad_deadlines_are_refused))
