@@ -3,8 +3,9 @@
 // schedule created from the form (a bad cron refused with the library's
 // message, under the form, before anything is stored; the confirmation
 // lists the next fire times on the zone's clock), listed, paused with a
-// note, triggered, its fire followed to its instance's page, deleted
-// (its instance stays). A read-only session sees no action.
+// note, edited (the form prefilled), triggered, its fire followed to its
+// instance's page, deleted (its instance stays). A read-only session sees
+// no action.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -83,6 +84,23 @@ test("schedules", async (t) => {
     await page.locator("#do-resume").waitFor();
     assert.equal(await page.locator("#do-pause").count(), 0);
     await page.locator("#next-fires li", { hasText: "none while it is paused" }).waitFor();
+  });
+
+  await t.test("edited: the form comes prefilled, the spec is replaced", async () => {
+    await page.locator("#do-edit").click();
+    assert.equal(await page.locator("#sf-cron").inputValue(), "30 2 * * *");
+    assert.equal(await page.locator("#sf-zone").inputValue(), "Europe/Berlin");
+    assert.equal(await page.locator("#sf-input").inputValue(), '{"scope":"all"}');
+    assert.equal(await page.locator("#sf-overlap").inputValue(), "allow-all");
+    assert.equal(await page.locator("#sf-paused").isChecked(), true);
+    assert.equal(await page.locator("#sf-note").inputValue(), "data migration");
+    await page.locator("#sf-cron").fill("45 3 * * *");
+    await page.locator("#sf-submit").click();
+    await page.locator("#schedule-update-dialog").waitFor();
+    await page.locator("#confirm-schedule-update").click();
+    await field(page, "Rule").filter({ hasText: "45 3 * * * (Europe/Berlin)" }).waitFor();
+    assert.match(await field(page, "State").textContent(), /^paused: data migration$/);
+    assert.equal(await page.locator("#schedule-form").count(), 0);
   });
 
   let fireId = null;
