@@ -1893,6 +1893,7 @@ static void test_schedules_api(unsigned port, unsigned ro_port,
         {"{\"spec\":{\"cron\":\"1 2 * * *\",\"orchestration\":\"Hello\"}}",
          "id is required"},
         {"{\"id\":\"b\"}", "spec is required"},
+        {"{\"id\":\"b\",\"spec\":\"30 2 * * *\"}", "spec must be an object"},
     };
     for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
         s = post_json(port, auth, "/api/v1/schedule/create", bad[k][0], buf,

@@ -186,35 +186,18 @@ static int spec_time(json_t *o, const char *key, int64_t *out, char *err,
     return 0;
 }
 
-/* A spec from JSON @p o of json_schedule_spec's keys (json.c; any left out
- * is the default; "start" as RFC 3339 or "start_ms", "end" the same;
- * "input" a string as its text, another value as its compact JSON, into
+/* A spec from JSON object @p o, whose keys are spec_keys (the caller
+ * checked them; any left out is the default; "start" as RFC 3339 or "start_ms",
+ * "end" the same; "input" a string as its text, another value as its compact
+ * JSON, into
  * *@p input: caller frees with free()). Strings are borrowed from @p o. 0,
- * or -1 with @p err saying what is wrong (an unknown key, a wrong type, an
- * unknown overlap word): the library checks the rest. */
+ * or -1 with @p err saying what is wrong (a wrong type, an unknown overlap
+ * word): the library checks the rest. */
 static int spec_read(json_t *o, duro_schedule_spec *s, char **input, char *err,
                      size_t size)
 {
     duro_schedule_spec_init(s);
     *input = NULL;
-    if (!json_is_object(o)) {
-        snprintf(err, size, "spec must be an object");
-        return -1;
-    }
-    const char *key;
-    json_t *value;
-    json_object_foreach(o, key, value)
-    {
-        size_t i = 0;
-        while (spec_keys[i] != NULL && strcmp(spec_keys[i], key) != 0)
-            i++;
-        if (spec_keys[i] == NULL) {
-            char shown[TEXT_QUOTE_SIZE];
-            snprintf(err, size, "unknown key '%s' in the spec",
-                     text_quote(key, shown, sizeof(shown)));
-            return -1;
-        }
-    }
     const char *overlap;
     if (spec_text(o, "cron", &s->cron, err, size) != 0 ||
         spec_text(o, "time_zone", &s->time_zone, err, size) != 0 ||
@@ -384,9 +367,15 @@ static int post_create_or_update(ui_request *r, json_t *body, int update)
     json_t *sj = json_object_get(body, "spec");
     duro_schedule_spec spec;
     char *input = NULL, err[512];
-    if (sj == NULL) {
+    if (!json_is_object(sj)) {
         free(id);
-        return ui_send_error(r, 400, "bad_argument", "spec is required");
+        return ui_send_error(r, 400, "bad_argument",
+                             sj == NULL ? "spec is required"
+                                        : "spec must be an object");
+    }
+    if (ui_known_keys(r, sj, "spec", spec_keys, &rc) != 0) {
+        free(id);
+        return rc;
     }
     if (spec_read(sj, &spec, &input, err, sizeof(err)) != 0) {
         free(id);
