@@ -76,7 +76,7 @@ test("schedules", async (t) => {
     assert.equal(await page.locator("#next-fires li").count(), 5);
     await page.locator("#do-pause").click();
     await page.locator("#schedule-pause-dialog").waitFor();
-    await page.locator("#schedule-pause-reason").fill("data migration");
+    await page.getByLabel("Note").fill("data migration");
     await page.locator("#confirm-schedule-pause").click();
     await field(page, "State").filter({ hasText: "paused: data migration" }).waitFor();
     assert.match(await page.locator("#status").textContent(),

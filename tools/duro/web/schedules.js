@@ -339,7 +339,7 @@ export function showSchedule(view, ref, opts = {}) {
   const pause = button("Pause…", { id: "do-pause", onclick: async () => {
     const r = await confirmAction({ id: "schedule-pause", title: "Pause this schedule?",
       text: idLine("It fires no more until it is resumed; the instances it started run on."),
-      reason: "why (shown on the schedule)", yes: "Pause" });
+      reason: "why (shown on the schedule)", label: "Note", yes: "Pause" });
     if (r.ok && await act("pause", r.reason ? { note: r.reason } : {})) load();
   } });
   const resume = button("Resume", { id: "do-resume", onclick: async () => {
