@@ -1921,6 +1921,17 @@ DURO_API int duro_schedule_spec_next_times(const duro_schedule_spec *spec,
                                            int64_t after_ms, int64_t *out,
                                            size_t max, size_t *count);
 
+/** The UTC offset, in seconds east of UTC (*@p offset_s), of the time zone
+ * named @p time_zone (a tz database name as a schedule's; NULL or "" is
+ * UTC) at the instant @p at_ms: how a schedule's fire times read on its
+ * zone's wall clock (`duro ui` shows them so).
+ * @return DURO_OK; DURO_INVALID for a NULL offset_s or a name that is not
+ * one (*offset_s 0); DURO_NOT_FOUND for a zone the tz database does not
+ * hold (named).
+ * @note Any thread. */
+DURO_API int duro_time_zone_offset(const char *time_zone, int64_t at_ms,
+                                   int32_t *offset_s);
+
 /** The store's gauges, for monitoring (`duro metrics`): instances by
  * orchestration name and status, Pending and Running instances with a
  * problem by name, the two queues' ready, delayed and locked counts with

@@ -318,3 +318,27 @@ int duro_schedule_spec_next_times(const duro_schedule_spec *spec,
     duro__schedule_compiled_free(&c);
     return DURO_OK;
 }
+
+int duro_time_zone_offset(const char *time_zone, int64_t at_ms,
+                          int32_t *offset_s)
+{
+    if (offset_s != NULL)
+        *offset_s = 0;
+    if (offset_s == NULL)
+        return duro__fail(DURO_INVALID, "offset_s is NULL");
+    const char *zone = empty(time_zone) ? "UTC" : time_zone;
+    duro__tz *z = NULL;
+    duro_error err;
+    int rc = duro__tz_load(zone, &z, &err);
+    if (rc == DURO_NOT_FOUND)
+        return duro__fail(rc, "time zone '%.300s' is not in the tz database",
+                          zone);
+    if (rc != DURO_OK)
+        return duro__fail(rc, "time zone '%.300s': %s", zone, err.message);
+    /* seconds, rounded down: an instant before the epoch is in the second
+     * that began before it */
+    int64_t t = at_ms >= 0 ? at_ms / 1000 : -((-at_ms + 999) / 1000);
+    *offset_s = duro__tz_offset(z, t);
+    duro__tz_free(z);
+    return DURO_OK;
+}

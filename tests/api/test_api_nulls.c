@@ -749,6 +749,13 @@ TEST(client_functions)
     CHECK_EQ(sn, 0);
     CHECK_RC(duro_schedule_spec_next_times(&ss, 0, NULL, 0, NULL),
              DURO_INVALID);
+    int32_t zoff = 7;
+    CHECK_RC(C(duro_time_zone_offset)("UTC", 0, NULL), DURO_INVALID);
+    CHECK_RC(duro_time_zone_offset("../etc/passwd", 0, &zoff), DURO_INVALID);
+    CHECK_EQ(zoff, 0);
+    CHECK_RC(duro_time_zone_offset("Nowhere/Atlantis", 0, &zoff),
+             DURO_NOT_FOUND);
+    CHECK_ERRMSG("Nowhere/Atlantis");
     duro_control_event_query eunset;
     memset(&eunset, 0, sizeof(eunset));
     el = (duro_control_event_list *)&f;

@@ -1815,6 +1815,323 @@ static void test_views_query(unsigned port, const char *auth,
     (void)client;
 }
 
+/* POST @p path with @p body (JSON) on @p port; the status, the response in
+ * @p buf. */
+static int post_json(unsigned port, const char *auth, const char *path,
+                     const char *body, char *buf, size_t size)
+{
+    char hdr[512];
+    snprintf(hdr, sizeof(hdr), "Content-Type: application/json\r\n%s", auth);
+    return req(port, "POST", path, hdr, body, buf, size);
+}
+
+/* The schedules' routes: create (a dry run stores nothing), list,
+ * describe (times in the schedule's zone, fires with their instances'
+ * refs), update, pause with a note, resume, trigger, delete; a bad spec is
+ * 400 with the library's message, a taken id 409, an unknown one 404,
+ * unknown keys 400, and --read-only refuses every change. */
+static void test_schedules_api(unsigned port, unsigned ro_port,
+                               const char *auth, duro_client *client)
+{
+    static char buf[1 << 16];
+    char body[2048], ref[64], iref[256], path[512];
+    json_error_t jerr;
+    int s;
+    const char *spec = "{\"cron\":\"30 2 * * *\",\"time_zone\":"
+                       "\"Europe/Berlin\",\"orchestration\":\"Hello\","
+                       "\"input\":{\"a\":1},\"overlap\":\"allow-all\"}";
+    ref_of("nightly", ref);
+
+    /* a dry run: the next fire times, 02:30 on Berlin's clock, nothing
+     * stored */
+    snprintf(body, sizeof(body),
+             "{\"id\":\"nightly\",\"spec\":%s,\"dry_run\":true}", spec);
+    s = post_json(port, auth, "/api/v1/schedule/create", body, buf,
+                  sizeof(buf));
+    json_t *doc = json_loads(body_of(buf), 0, &jerr);
+    json_t *first = json_array_get(json_object_get(doc, "next_fire_times"), 0);
+    const char *local = json_string_value(json_object_get(first, "time_local"));
+    CHECK(s == 200 && json_is_true(json_object_get(doc, "dry_run")) &&
+              json_is_false(json_object_get(doc, "created")) &&
+              json_array_size(json_object_get(doc, "next_fire_times")) == 5 &&
+              local != NULL && strstr(local, " 02:30 +0") != NULL &&
+              json_integer_value(json_object_get(first, "time_ms")) > 0,
+          "create dry run: %d %s", s, body_of(buf));
+    json_decref(doc);
+    duro_schedule_description *d = NULL;
+    CHECK(duro_client_schedule_describe(client, "nightly", 0, 0, &d) ==
+              DURO_NOT_FOUND,
+          "a dry run created the schedule");
+    duro_schedule_description_free(d);
+
+    /* bad specs: 400 with the library's message; bad bodies name the key */
+    const char *bad[][2] = {
+        {"{\"id\":\"b\",\"spec\":{\"cron\":\"61 2 * * *\",\"orchestration\":"
+         "\"Hello\"}}",
+         "61 is out of range"},
+        {"{\"id\":\"b\",\"spec\":{\"cron\":\"1 2 * * *\",\"time_zone\":"
+         "\"Mars/Base\",\"orchestration\":\"Hello\"}}",
+         "Mars/Base"},
+        {"{\"id\":\"b\",\"spec\":{\"interval_ms\":60000,\"offset_ms\":60000,"
+         "\"orchestration\":\"Hello\"}}",
+         "offset"},
+        {"{\"id\":\"b\",\"spec\":{\"cron\":\"1 2 * * *\",\"overlap\":"
+         "\"sometimes\",\"orchestration\":\"Hello\"}}",
+         "'sometimes' is none of"},
+        {"{\"id\":\"b\",\"spec\":{\"cron\":\"1 2 * * *\",\"orchestration\":"
+         "\"Hello\",\"crom\":\"x\"}}",
+         "unknown key 'crom' in the spec"},
+        {"{\"id\":\"b\",\"spec\":{\"cron\":\"1 2 * * *\",\"orchestration\":"
+         "\"Hello\"},\"dryrun\":true}",
+         "unknown key 'dryrun' in the body"},
+        {"{\"id\":\"b\",\"spec\":{\"cron\":\"1 2 * * *\",\"orchestration\":"
+         "\"Hello\",\"interval_ms\":\"1h\"}}",
+         "spec.interval_ms must be an integer"},
+        {"{\"id\":\"b\",\"spec\":{\"cron\":\"1 2 * * *\",\"orchestration\":"
+         "\"Hello\",\"note\":\"why\"}}",
+         "spec.note goes with spec.paused"},
+        {"{\"spec\":{\"cron\":\"1 2 * * *\",\"orchestration\":\"Hello\"}}",
+         "id is required"},
+        {"{\"id\":\"b\"}", "spec is required"},
+        {"{\"id\":\"b\",\"spec\":\"30 2 * * *\"}", "spec must be an object"},
+    };
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        s = post_json(port, auth, "/api/v1/schedule/create", bad[k][0], buf,
+                      sizeof(buf));
+        CHECK(s == 400 && strstr(buf, bad[k][1]) != NULL, "create %s: %d %s",
+              bad[k][0], s, body_of(buf));
+    }
+    CHECK(duro_client_schedule_describe(client, "b", 0, 0, &d) ==
+              DURO_NOT_FOUND,
+          "a refused create stored schedule b");
+    duro_schedule_description_free(d);
+
+    /* create, then the same id again: 409 (a dry run says so too) */
+    snprintf(body, sizeof(body), "{\"id\":\"nightly\",\"spec\":%s}", spec);
+    s = post_json(port, auth, "/api/v1/schedule/create", body, buf,
+                  sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"created\":true") != NULL &&
+              strstr(buf, "\"requested_by\":\"ui:") != NULL,
+          "create: %d %s", s, body_of(buf));
+    s = post_json(port, auth, "/api/v1/schedule/create", body, buf,
+                  sizeof(buf));
+    CHECK(s == 409 && strstr(buf, "already_exists") != NULL &&
+              strstr(buf, "nightly") != NULL,
+          "create again: %d %s", s, body_of(buf));
+    snprintf(body, sizeof(body),
+             "{\"id\":\"nightly\",\"spec\":%s,\"dry_run\":true}", spec);
+    s = post_json(port, auth, "/api/v1/schedule/create", body, buf,
+                  sizeof(buf));
+    CHECK(s == 409 && strstr(buf, "already_exists") != NULL,
+          "create dry run of a taken id: %d %s", s, body_of(buf));
+
+    /* list and describe */
+    s = req(port, "GET", "/api/v1/schedules", auth, NULL, buf, sizeof(buf));
+    doc = json_loads(body_of(buf), 0, &jerr);
+    json_t *item = json_array_get(json_object_get(doc, "schedules"), 0);
+    CHECK(s == 200 && item != NULL &&
+              strcmp(json_string_value(json_object_get(item, "ref")), ref) ==
+                  0 &&
+              strcmp(json_string_value(json_object_get(
+                         json_object_get(item, "spec"), "overlap")),
+                     "allow-all") == 0 &&
+              json_integer_value(json_object_get(item, "next_ms")) > 0 &&
+              strstr(json_string_value(json_object_get(item, "next_local")),
+                     " 02:30 +0") != NULL,
+          "list: %d %s", s, body_of(buf));
+    json_decref(doc);
+    snprintf(path, sizeof(path), "/api/v1/schedule?ref=%s&next=3", ref);
+    s = req(port, "GET", path, auth, NULL, buf, sizeof(buf));
+    doc = json_loads(body_of(buf), 0, &jerr);
+    CHECK(s == 200 &&
+              json_array_size(json_object_get(doc, "next_fire_times")) == 3 &&
+              json_array_size(json_object_get(doc, "recent_fires")) == 0 &&
+              strcmp(json_string_value(json_object_get(doc, "input_text")),
+                     "{\"a\":1}") == 0,
+          "describe: %d %s", s, body_of(buf));
+    json_decref(doc);
+    const char *refused[] = {"/api/v1/schedule?ref=bm9uZQ",
+                             "/api/v1/schedule?ref=*",
+                             "/api/v1/schedule",
+                             "/api/v1/schedule?ref=bmlnaHRseQ&nxt=3",
+                             "/api/v1/schedule?ref=bmlnaHRseQ&next=101",
+                             "/api/v1/schedules?all=1"};
+    const int refused_status[] = {404, 400, 400, 400, 400, 400};
+    for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
+        s = req(port, "GET", refused[k], auth, NULL, buf, sizeof(buf));
+        CHECK(s == refused_status[k], "GET %s: %d %s", refused[k], s,
+              body_of(buf));
+    }
+
+    /* update: a dry run changes nothing; the real one replaces the spec; an
+     * unknown schedule is 404 */
+    snprintf(body, sizeof(body),
+             "{\"ref\":\"%s\",\"spec\":{\"interval_ms\":3600000,"
+             "\"orchestration\":\"Hello\"},\"dry_run\":true}",
+             ref);
+    s = post_json(port, auth, "/api/v1/schedule/update", body, buf,
+                  sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"updated\":false") != NULL,
+          "update dry run: %d %s", s, body_of(buf));
+    CHECK(duro_client_schedule_describe(client, "nightly", 0, 0, &d) ==
+                  DURO_OK &&
+              d->schedules[0].spec.cron != NULL,
+          "an update's dry run changed the spec");
+    duro_schedule_description_free(d);
+    snprintf(body, sizeof(body),
+             "{\"ref\":\"%s\",\"spec\":{\"interval_ms\":3600000,"
+             "\"orchestration\":\"Hello\",\"overlap\":\"allow-all\"}}",
+             ref);
+    s = post_json(port, auth, "/api/v1/schedule/update", body, buf,
+                  sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"updated\":true") != NULL, "update: %d %s",
+          s, body_of(buf));
+    d = NULL;
+    CHECK(duro_client_schedule_describe(client, "nightly", 0, 0, &d) ==
+                  DURO_OK &&
+              d->schedules[0].spec.cron == NULL &&
+              d->schedules[0].spec.interval_ms == 3600000,
+          "the update did not replace the spec");
+    duro_schedule_description_free(d);
+    s = post_json(port, auth, "/api/v1/schedule/update",
+                  "{\"ref\":\"bm9uZQ\",\"spec\":{\"interval_ms\":1000,"
+                  "\"orchestration\":\"Hello\"}}",
+                  buf, sizeof(buf));
+    CHECK(s == 404 && strstr(buf, "not_found") != NULL,
+          "update of no such schedule: %d %s", s, body_of(buf));
+    snprintf(body, sizeof(body),
+             "{\"ref\":\"%s\",\"spec\":{\"cron\":\"* * 31 2 * * *\","
+             "\"orchestration\":\"Hello\"}}",
+             ref);
+    s = post_json(port, auth, "/api/v1/schedule/update", body, buf,
+                  sizeof(buf));
+    CHECK(s == 400 && strstr(buf, "bad_spec") != NULL &&
+              strstr(buf, "cron expression") != NULL,
+          "update with a bad cron: %d %s", s, body_of(buf));
+
+    /* pause with a note, resume, trigger; unknown keys and ids refused */
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\",\"note\":\"data migration\"}",
+             ref);
+    s = post_json(port, auth, "/api/v1/schedule/pause", body, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"action\":\"paused\"") != NULL &&
+              strstr(buf, "not touched") != NULL,
+          "pause: %d %s", s, body_of(buf));
+    CHECK(duro_client_schedule_describe(client, "nightly", 0, 0, &d) ==
+                  DURO_OK &&
+              d->schedules[0].spec.paused &&
+              strcmp(d->schedules[0].spec.note, "data migration") == 0,
+          "pause did not pause with the note");
+    duro_schedule_description_free(d);
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\",\"dry_run\":true}", ref);
+    s = post_json(port, auth, "/api/v1/schedule/resume", body, buf,
+                  sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"was_paused\":true") != NULL,
+          "resume dry run: %d %s", s, body_of(buf));
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\"}", ref);
+    s = post_json(port, auth, "/api/v1/schedule/resume", body, buf,
+                  sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"action\":\"resumed\"") != NULL,
+          "resume: %d %s", s, body_of(buf));
+    s = post_json(port, auth, "/api/v1/schedule/trigger", body, buf,
+                  sizeof(buf));
+    doc = json_loads(body_of(buf), 0, &jerr);
+    const char *fire = json_string_value(json_object_get(doc, "instance"));
+    CHECK(s == 200 && fire != NULL &&
+              strncmp(fire, "nightly@trigger-", 16) == 0,
+          "trigger: %d %s", s, body_of(buf));
+    if (fire != NULL)
+        ref_of(fire, iref);
+    else
+        iref[0] = '\0';
+    CHECK(doc != NULL &&
+              strcmp(json_string_value(json_object_get(doc, "instance_ref")),
+                     iref) == 0,
+          "trigger's instance_ref: %s", body_of(buf));
+    duro_instance_info *info = fire != NULL ? status_of(client, fire) : NULL;
+    CHECK(info != NULL, "the trigger's instance does not exist");
+    duro_free(info);
+    json_decref(doc);
+    snprintf(path, sizeof(path), "/api/v1/schedule?ref=%s", ref);
+    s = req(port, "GET", path, auth, NULL, buf, sizeof(buf));
+    doc = json_loads(body_of(buf), 0, &jerr);
+    json_t *f0 = json_array_get(json_object_get(doc, "recent_fires"), 0);
+    CHECK(s == 200 && f0 != NULL &&
+              strcmp(json_string_value(json_object_get(f0, "action")),
+                     "started") == 0 &&
+              strcmp(json_string_value(json_object_get(f0, "instance_ref")),
+                     iref) == 0 &&
+              json_string_value(json_object_get(f0, "instance_status")) != NULL,
+          "the trigger's fire: %d %s", s, body_of(buf));
+    json_decref(doc);
+    const char *bad_change[][3] = {
+        {"/api/v1/schedule/pause", "{\"ref\":\"%s\",\"reason\":\"x\"}",
+         "unknown key 'reason'"},
+        {"/api/v1/schedule/resume", "{\"ref\":\"%s\",\"note\":\"x\"}",
+         "unknown key 'note'"},
+        {"/api/v1/schedule/trigger", "{\"ref\":\"%s\",\"dry_run\":1}",
+         "dry_run must be true or false"},
+        {"/api/v1/schedule/pause", "{\"ref\":\"%s\",\"note\":\"\"}",
+         "note is empty"},
+        {"/api/v1/schedule/delete", "{}", "ref is required"},
+        {"/api/v1/schedule/delete", "{\"ref\":\"*\"}",
+         "not base64url of a schedule id"},
+    };
+    for (size_t k = 0; k < sizeof(bad_change) / sizeof(bad_change[0]); k++) {
+        const char *at = strstr(bad_change[k][1], "%s");
+        if (at != NULL)
+            snprintf(body, sizeof(body), "%.*s%s%s",
+                     (int)(at - bad_change[k][1]), bad_change[k][1], ref,
+                     at + 2);
+        else
+            snprintf(body, sizeof(body), "%s", bad_change[k][1]);
+        s = post_json(port, auth, bad_change[k][0], body, buf, sizeof(buf));
+        CHECK(s == 400 && strstr(buf, bad_change[k][2]) != NULL, "%s %s: %d %s",
+              bad_change[k][0], body, s, body_of(buf));
+    }
+    const char *verbs[] = {"pause", "resume", "trigger", "delete"};
+    for (size_t k = 0; k < 4; k++) {
+        snprintf(path, sizeof(path), "/api/v1/schedule/%s", verbs[k]);
+        s = post_json(port, auth, path, "{\"ref\":\"bm9uZQ\"}", buf,
+                      sizeof(buf));
+        CHECK(s == 404 && strstr(buf, "not_found") != NULL,
+              "%s of no such schedule: %d %s", verbs[k], s, body_of(buf));
+        /* --read-only refuses every change */
+        snprintf(body, sizeof(body), "{\"ref\":\"%s\"}", ref);
+        s = post_json(ro_port, auth, path, body, buf, sizeof(buf));
+        CHECK(s == 403 && strstr(buf, "read_only") != NULL,
+              "read-only %s: %d %s", verbs[k], s, body_of(buf));
+    }
+    snprintf(body, sizeof(body), "{\"id\":\"ro\",\"spec\":%s}", spec);
+    s = post_json(ro_port, auth, "/api/v1/schedule/create", body, buf,
+                  sizeof(buf));
+    CHECK(s == 403 && strstr(buf, "read_only") != NULL,
+          "read-only create: %d %s", s, body_of(buf));
+    s = req(ro_port, "GET", "/api/v1/schedules", auth, NULL, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"read_only\":true") != NULL,
+          "read-only list: %d %s", s, body_of(buf));
+
+    /* delete: the dry run keeps it; the delete leaves its instance */
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\",\"dry_run\":true}", ref);
+    s = post_json(port, auth, "/api/v1/schedule/delete", body, buf,
+                  sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "not touched") != NULL,
+          "delete dry run: %d %s", s, body_of(buf));
+    snprintf(body, sizeof(body), "{\"ref\":\"%s\"}", ref);
+    s = post_json(port, auth, "/api/v1/schedule/delete", body, buf,
+                  sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "\"action\":\"deleted\"") != NULL,
+          "delete: %d %s", s, body_of(buf));
+    CHECK(duro_client_schedule_describe(client, "nightly", 0, 0, &d) ==
+              DURO_NOT_FOUND,
+          "delete left the schedule");
+    duro_schedule_description_free(d);
+    s = req(port, "GET", "/api/v1/instances?id_prefix=nightly%40trigger-", auth,
+            NULL, buf, sizeof(buf));
+    CHECK(s == 200 && strstr(buf, "nightly@trigger-") != NULL,
+          "the triggered instance went with its schedule: %d %s", s,
+          body_of(buf));
+}
+
 /* POST reset and rewind, with a runtime running: a dry run changes
  * nothing; a rewind of a failed instance runs its failed activity again
  * (fixed now: it completes) in execution 2; a reset to an explicit point
@@ -2799,6 +3116,7 @@ int main(int argc, char **argv)
               "0.0.0.0 read-only ui did not stop");
     }
 
+    test_schedules_api(port, ro_port, auth, client);
     test_operators(client, db);
     test_lifetimes(port);
     test_backoff();

@@ -184,6 +184,17 @@ void history_deciders(const duro_history *h, const char *cancelled_by,
  * give requested_by to the events whose text shows who decided them. */
 json_t *json_event(const duro_event *e, int64_t start_ms, const char *requester,
                    const char *terminator);
+/* A schedule's overlap policy as a word ("skip", "buffer-one", "allow-all",
+ * "cancel-other", "terminate-other"; "unknown"), and back (-1: none). */
+const char *schedule_overlap_word(int overlap);
+int schedule_overlap_parse(const char *word);
+/* A fire's action: "started", "skipped", "buffered", "stopped". */
+const char *schedule_action_word(int action);
+/* A schedule's spec, a listed schedule and one of its fires as `duro
+ * schedule ... --json` shows them. */
+json_t *json_schedule_spec(const duro_schedule_spec *s);
+json_t *json_schedule_info(const duro_schedule_info *s);
+json_t *json_schedule_fire(const duro_schedule_fire *f);
 /* Prints @p doc (indented, a newline after) on stdout and frees it. 0, or
  * -1 when it could not be written. */
 int json_print(json_t *doc);

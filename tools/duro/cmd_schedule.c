@@ -32,30 +32,6 @@ static const char schedule_help[] =
     "pausing a schedule never touches the instances it started.\n"
     "All verbs take --json and --db URL.\n";
 
-static const char *const overlap_words[] = {"skip", "buffer-one", "allow-all",
-                                            "cancel-other", "terminate-other"};
-
-static const char *overlap_word(int o)
-{
-    return o >= 0 && o <= 4 ? overlap_words[o] : "unknown";
-}
-
-static const char *action_word(int a)
-{
-    switch (a) {
-    case 1:
-        return "started";
-    case 2:
-        return "skipped";
-    case 3:
-        return "buffered";
-    case 4:
-        return "stopped";
-    default:
-        return "unknown";
-    }
-}
-
 /* RFC 3339 UTC with ms of ms, into buf. */
 static const char *utc(int64_t ms, char *buf, size_t size)
 {
@@ -181,10 +157,7 @@ static int parse(cli *c, int argc, char **argv, unsigned takes, spec_args *a)
             s->orchestration_version = optarg;
             break;
         case OPT_OVERLAP: {
-            int found = -1;
-            for (int i = 0; i < 5; i++)
-                if (strcmp(optarg, overlap_words[i]) == 0)
-                    found = i;
+            int found = schedule_overlap_parse(optarg);
             if (found < 0)
                 return cli_usage(c,
                                  "--overlap: '%s' is none of skip, "
@@ -246,28 +219,6 @@ static int one_id(cli *c, int argc, char **argv, const char **id)
         return cli_usage(c, "%s expects one schedule id", argv[0]);
     *id = argv[optind];
     return EXIT_OK;
-}
-
-static json_t *json_spec(const duro_schedule_spec *s)
-{
-    json_t *o = json_object();
-    jset(o, "cron", s->cron != NULL ? jstr(s->cron) : json_null());
-    jset(o, "interval_ms", jint(s->interval_ms));
-    jset(o, "offset_ms", jint(s->offset_ms));
-    jset(o, "time_zone", jstr(s->time_zone != NULL ? s->time_zone : "UTC"));
-    jset(o, "orchestration", jstr(s->orchestration));
-    jset(
-        o, "orchestration_version",
-        jstr(s->orchestration_version != NULL ? s->orchestration_version : ""));
-    jset(o, "input", s->input != NULL ? jpayload(s->input) : json_null());
-    jset(o, "overlap", jstr(overlap_word(s->overlap)));
-    jset(o, "catchup_window_ms", jint(s->catchup_window_ms));
-    jset(o, "jitter_ms", jint(s->jitter_ms));
-    jset(o, "paused", json_boolean(s->paused));
-    jset(o, "note", s->note != NULL ? jstr(s->note) : json_null());
-    jset_time(o, "start", s->start_ms);
-    jset_time(o, "end", s->end_ms);
-    return o;
 }
 
 static json_t *json_times(const int64_t *t, size_t n)
@@ -342,7 +293,7 @@ static int create_or_update(cli *c, int argc, char **argv, int update)
         jset(doc, "id", jstr(id));
         jset(doc, "dry_run", json_boolean(a.dry_run));
         jset(doc, update ? "updated" : "created", json_boolean(!a.dry_run));
-        jset(doc, "spec", json_spec(&a.spec));
+        jset(doc, "spec", json_schedule_spec(&a.spec));
         jset(doc, "next_fires", json_times(next, a.spec.paused ? 0 : n));
         json_print(doc);
     } else {
@@ -444,25 +395,6 @@ static int change(cli *c, int argc, char **argv, change_kind kind)
 
 /* ---- list and describe -------------------------------------------------- */
 
-static json_t *json_info(const duro_schedule_info *s)
-{
-    json_t *o = json_object();
-    jset(o, "id", jstr(s->id));
-    jset(o, "spec", json_spec(&s->spec));
-    jset_time(o, "next", s->spec.paused ? 0 : s->next_ms);
-    jset_time(o, "buffered", s->buffered_ms);
-    jset(o, "last_instance",
-         s->last_instance_id != NULL ? jstr(s->last_instance_id) : json_null());
-    jset(o, "last_status",
-         s->last_instance_id != NULL ? jstr(status_word(s->last_status))
-                                     : json_null());
-    jset(o, "fires", jint(s->fires));
-    jset(o, "skips", jint(s->skips));
-    jset_time(o, "created", s->created_ms);
-    jset_time(o, "updated", s->updated_ms);
-    return o;
-}
-
 static int list(cli *c, int argc, char **argv)
 {
     spec_args a;
@@ -482,7 +414,7 @@ static int list(cli *c, int argc, char **argv)
     if (c->json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < d->count; i++)
-            json_array_append_new(arr, json_info(&d->schedules[i]));
+            json_array_append_new(arr, json_schedule_info(&d->schedules[i]));
         json_t *doc = json_object();
         jset(doc, "schedules", arr);
         json_print(doc);
@@ -527,27 +459,11 @@ static int describe(cli *c, int argc, char **argv)
         return cli_error_rc(c, rc, text_quote(id, shown, sizeof(shown)));
     const duro_schedule_info *s = &d->schedules[0];
     if (c->json) {
-        json_t *doc = json_info(s);
+        json_t *doc = json_schedule_info(s);
         jset(doc, "next_fires", json_times(d->next_times, d->next_count));
         json_t *fires = json_array();
-        for (size_t i = 0; i < d->fire_count; i++) {
-            const duro_schedule_fire *f = &d->fires[i];
-            json_t *o = json_object();
-            jset(o, "action", jstr(action_word(f->action)));
-            jset_time(o, "time", f->time_ms);
-            jset(o, "count", jint(f->count));
-            jset(o, "instance",
-                 f->instance_id != NULL ? jstr(f->instance_id) : json_null());
-            jset(o, "instance_status",
-                 f->instance_id != NULL
-                     ? jstr(f->instance_status == 0
-                                ? "gone"
-                                : status_word(f->instance_status))
-                     : json_null());
-            jset(o, "why", f->why != NULL ? jstr(f->why) : json_null());
-            jset_time(o, "recorded", f->recorded_ms);
-            json_array_append_new(fires, o);
-        }
+        for (size_t i = 0; i < d->fire_count; i++)
+            json_array_append_new(fires, json_schedule_fire(&d->fires[i]));
         jset(doc, "recent_fires", fires);
         json_print(doc);
     } else {
@@ -562,7 +478,7 @@ static int describe(cli *c, int argc, char **argv)
                    text_duration(p->interval_ms, t, sizeof(t)));
         printf("orchestration %s\n",
                text_escape(p->orchestration, shown, sizeof(shown)));
-        printf("overlap       %s\n", overlap_word(p->overlap));
+        printf("overlap       %s\n", schedule_overlap_word(p->overlap));
         printf("state         %s%s%s\n", p->paused ? "paused" : "active",
                p->paused && p->note != NULL ? ": " : "",
                p->paused && p->note != NULL ? p->note : "");
@@ -578,7 +494,7 @@ static int describe(cli *c, int argc, char **argv)
         for (size_t i = 0; i < d->fire_count; i++) {
             const duro_schedule_fire *f = &d->fires[i];
             printf("  %s  %-8s %s%s%s\n", utc(f->time_ms, t, sizeof(t)),
-                   action_word(f->action),
+                   schedule_action_word(f->action),
                    f->instance_id != NULL
                        ? text_escape(f->instance_id, shown, sizeof(shown))
                        : "",

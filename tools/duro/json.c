@@ -1,7 +1,7 @@
 /* json.c - the JSON side of the duro command, on jansson: strings made valid
  * UTF-8 (jansson refuses anything else), payloads embedded as JSON when they
  * parse, times as RFC 3339 UTC plus integer milliseconds, the instance
- * object, and printing one document. Single-threaded. */
+ * object, a schedule's objects, and printing one document. Single-threaded. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -166,4 +166,99 @@ json_t *json_bulk(const duro_bulk_result *r, int dry_run)
     jset(doc, "count", jint((int64_t)r->count));
     jset(doc, "ids", ids);
     return doc;
+}
+
+/* ---- schedules ----------------------------------------------------------- */
+
+static const char *const overlap_words[] = {"skip", "buffer-one", "allow-all",
+                                            "cancel-other", "terminate-other"};
+#define OVERLAPS (int)(sizeof(overlap_words) / sizeof(overlap_words[0]))
+
+const char *schedule_overlap_word(int overlap)
+{
+    return overlap >= 0 && overlap < OVERLAPS ? overlap_words[overlap]
+                                              : "unknown";
+}
+
+int schedule_overlap_parse(const char *word)
+{
+    for (int i = 0; word != NULL && i < OVERLAPS; i++)
+        if (strcmp(word, overlap_words[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *schedule_action_word(int action)
+{
+    switch (action) {
+    case 1:
+        return "started";
+    case 2:
+        return "skipped";
+    case 3:
+        return "buffered";
+    case 4:
+        return "stopped";
+    default:
+        return "unknown";
+    }
+}
+
+json_t *json_schedule_spec(const duro_schedule_spec *s)
+{
+    json_t *o = checked(json_object());
+    jset(o, "cron", s->cron != NULL ? jstr(s->cron) : json_null());
+    jset(o, "interval_ms", jint(s->interval_ms));
+    jset(o, "offset_ms", jint(s->offset_ms));
+    jset(o, "time_zone", jstr(s->time_zone != NULL ? s->time_zone : "UTC"));
+    jset(o, "orchestration", jstr(s->orchestration));
+    jset(
+        o, "orchestration_version",
+        jstr(s->orchestration_version != NULL ? s->orchestration_version : ""));
+    jset(o, "input", s->input != NULL ? jpayload(s->input) : json_null());
+    jset(o, "overlap", jstr(schedule_overlap_word(s->overlap)));
+    jset(o, "catchup_window_ms", jint(s->catchup_window_ms));
+    jset(o, "jitter_ms", jint(s->jitter_ms));
+    jset(o, "paused", json_boolean(s->paused));
+    jset(o, "note", s->note != NULL ? jstr(s->note) : json_null());
+    jset_time(o, "start", s->start_ms);
+    jset_time(o, "end", s->end_ms);
+    return o;
+}
+
+json_t *json_schedule_info(const duro_schedule_info *s)
+{
+    json_t *o = checked(json_object());
+    jset(o, "id", jstr(s->id));
+    jset(o, "spec", json_schedule_spec(&s->spec));
+    jset_time(o, "next", s->spec.paused ? 0 : s->next_ms);
+    jset_time(o, "buffered", s->buffered_ms);
+    jset(o, "last_instance",
+         s->last_instance_id != NULL ? jstr(s->last_instance_id) : json_null());
+    jset(o, "last_status",
+         s->last_instance_id != NULL ? jstr(status_word(s->last_status))
+                                     : json_null());
+    jset(o, "fires", jint(s->fires));
+    jset(o, "skips", jint(s->skips));
+    jset_time(o, "created", s->created_ms);
+    jset_time(o, "updated", s->updated_ms);
+    return o;
+}
+
+json_t *json_schedule_fire(const duro_schedule_fire *f)
+{
+    json_t *o = checked(json_object());
+    jset(o, "action", jstr(schedule_action_word(f->action)));
+    jset_time(o, "time", f->time_ms);
+    jset(o, "count", jint(f->count));
+    jset(o, "instance",
+         f->instance_id != NULL ? jstr(f->instance_id) : json_null());
+    jset(o, "instance_status",
+         f->instance_id != NULL
+             ? jstr(f->instance_status == 0 ? "gone"
+                                            : status_word(f->instance_status))
+             : json_null());
+    jset(o, "why", f->why != NULL ? jstr(f->why) : json_null());
+    jset_time(o, "recorded", f->recorded_ms);
+    return o;
 }

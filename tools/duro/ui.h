@@ -3,7 +3,8 @@
  * block is in (ui_door.c), one request (the gate that enforces every
  * safety rule before routing, ui_safety.c), who may sign in and how
  * (operators, sessions, login codes, the failure backoff: ui_auth.c), the
- * JSON API and /metrics (ui_api.c) and the embedded assets (ui_assets.c,
+ * JSON API and /metrics (ui_api.c, the schedules' routes in ui_schedules.c,
+ * what the routes share in ui_args.c) and the embedded assets (ui_assets.c,
  * with the table embed.c generates). Requests run on MHD's pool threads,
  * concurrently: ui_server is read-only after start, ui_auth has its own
  * lock, and the client is thread-safe (duro.h). */
@@ -145,8 +146,51 @@ int ui_route_needs(const ui_route *route);
 /* Runs the route; @p body is the parsed JSON object of a POST (NULL for
  * GET). */
 int ui_route_run(const ui_route *route, ui_request *r, json_t *body);
+/* The routes of ui_schedules.c (docs/ui-api.md "Schedules"). */
+int ui_get_schedules(ui_request *r, json_t *body);
+int ui_get_schedule(ui_request *r, json_t *body);
+int ui_post_schedule_create(ui_request *r, json_t *body);
+int ui_post_schedule_update(ui_request *r, json_t *body);
+int ui_post_schedule_pause(ui_request *r, json_t *body);
+int ui_post_schedule_resume(ui_request *r, json_t *body);
+int ui_post_schedule_trigger(ui_request *r, json_t *body);
+int ui_post_schedule_delete(ui_request *r, json_t *body);
+
+/* ---- ui_args.c ----------------------------------------------------------- */
+
 /* base64url (no padding) of @p len bytes; caller frees. */
 char *ui_ref_encode(const char *bytes, size_t len);
+/* The id of a ref (caller frees), or NULL when it is not base64url of a
+ * non-empty id without NUL. */
+char *ui_ref_decode(const char *ref);
+/* The value of query argument @p key, NULL when absent or empty. */
+const char *ui_arg(ui_request *r, const char *key);
+/* An unsigned integer argument (@p dflt when absent); -1 after queueing a
+ * 400 in *@p rc. */
+int ui_arg_uint(ui_request *r, const char *key, uint64_t dflt, uint64_t max,
+                uint64_t *out, int *rc);
+/* The id of ?ref= (or body "ref"), caller frees; NULL after queueing the
+ * 400 in *@p rc ("ref is not base64url of @p what id": "an instance"). */
+char *ui_need_ref(ui_request *r, const char *ref, const char *what, int *rc);
+/* The error response of a failed duro call @p rc (the HTTP status follows
+ * the code), its message "@p what: duro_errmsg()". */
+int ui_send_rc(ui_request *r, int rc, const char *what);
+/* 0 when every query argument is in @p known (NULL-ended); else queues 400
+ * naming the first other one and returns -1. */
+int ui_known_args(ui_request *r, const char *const *known, int *rc);
+/* The text of @p key in @p obj (@p where: "" or "filter." for messages):
+ * *@p out NULL when absent, else a non-empty string without NUL; any other
+ * value queues 400 naming the key and returns -1. */
+int ui_body_text(ui_request *r, json_t *obj, const char *where, const char *key,
+                 const char **out, int *rc);
+/* 0 when every key of @p obj is in @p known (NULL-ended); else queues 400
+ * naming the first other one (in @p where: "body", "filter") and returns
+ * -1. */
+int ui_known_keys(ui_request *r, json_t *obj, const char *where,
+                  const char *const *known, int *rc);
+/* "duro ui: WHAT ID by ui:NAME: OUTCOME" on stderr. */
+void ui_log_action(ui_request *r, const char *what, const char *id,
+                   const char *outcome);
 
 /* ---- ui_auth.c ----------------------------------------------------------- */
 

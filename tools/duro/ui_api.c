@@ -1,7 +1,8 @@
 /* ui_api.c - the routes of duro ui behind the gate (ui_safety.c): the JSON
  * API /api/v1/... (docs/ui-api.md) and /metrics. Instance ids travel as
  * refs, base64url of the id's bytes, in ?ref= or a JSON body, never in the
- * path. Shapes are the CLI's (json.c, duro history --json, duro metrics
+ * path (ui_args.c). The schedules' routes are in ui_schedules.c. Shapes are the
+ * CLI's (json.c, duro history --json, duro metrics
  * --json) plus "ref". Actions go through the client calls the CLI uses,
  * requested_by "ui:NAME" of the operator signed in (r->who). Runs on MHD's
  * pool threads. */
@@ -26,73 +27,6 @@ struct ui_route {
     int (*run)(ui_request *r, json_t *body);
     int control; /* cancel: 0; else a duro_control */
 };
-
-/* ---- refs ---------------------------------------------------------------- */
-
-static const char b64[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-char *ui_ref_encode(const char *bytes, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)bytes;
-    char *out = malloc(len / 3 * 4 + 5);
-    if (out == NULL)
-        abort();
-    size_t o = 0, i = 0;
-    for (; i + 2 < len; i += 3) {
-        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-        out[o++] = b64[v >> 18];
-        out[o++] = b64[(v >> 12) & 63];
-        out[o++] = b64[(v >> 6) & 63];
-        out[o++] = b64[v & 63];
-    }
-    if (len - i == 1) {
-        uint32_t v = (uint32_t)s[i] << 16;
-        out[o++] = b64[v >> 18];
-        out[o++] = b64[(v >> 12) & 63];
-    } else if (len - i == 2) {
-        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
-        out[o++] = b64[v >> 18];
-        out[o++] = b64[(v >> 12) & 63];
-        out[o++] = b64[(v >> 6) & 63];
-    }
-    out[o] = '\0';
-    return out;
-}
-
-/* The id of a ref (caller frees), or NULL when it is not base64url of a
- * non-empty id without NUL. */
-static char *ref_decode(const char *ref)
-{
-    size_t len = ref != NULL ? strlen(ref) : 0;
-    if (len == 0 || len % 4 == 1 || len > 4096)
-        return NULL;
-    char *out = malloc(len / 4 * 3 + 3);
-    if (out == NULL)
-        abort();
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        const char *p = strchr(b64, ref[i]);
-        if (ref[i] == '\0' || p == NULL) {
-            free(out);
-            return NULL;
-        }
-        acc = acc << 6 | (uint32_t)(p - b64);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((acc >> bits) & 0xFF);
-        }
-    }
-    out[o] = '\0';
-    if (strlen(out) != o || o == 0) {
-        free(out);
-        return NULL;
-    }
-    return out;
-}
 
 /* Sets @p key of @p o to @p text (NULL: null) cut to at most @p max bytes
  * at a UTF-8 boundary, "<key>_bytes" to its whole length (null when NULL)
@@ -169,35 +103,6 @@ static json_t *instance_json(const duro_instance_info *info, int listed)
     return o;
 }
 
-/* ---- arguments ----------------------------------------------------------- */
-
-static const char *arg(ui_request *r, const char *key)
-{
-    const char *v =
-        MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
-    return v != NULL && *v != '\0' ? v : NULL;
-}
-
-/* An unsigned integer argument; -1 after queueing a 400 in *rc. */
-static int arg_uint(ui_request *r, const char *key, uint64_t dflt, uint64_t max,
-                    uint64_t *out, int *rc)
-{
-    const char *v = arg(r, key);
-    *out = dflt;
-    if (v == NULL)
-        return 0;
-    char *end = NULL;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (*v < '0' || *v > '9' || *end != '\0' || n > max) {
-        *rc = ui_send_error(r, 400, "bad_argument",
-                            "%s: expected an integer from 0 to %llu", key,
-                            (unsigned long long)max);
-        return -1;
-    }
-    *out = n;
-    return 0;
-}
-
 /* Milliseconds since the epoch, or RFC 3339 UTC
  * (2026-05-01T12:00:00[.123]Z, a date that exists); 0 when absent. */
 static int parse_time(const char *v, int64_t *ms)
@@ -244,46 +149,6 @@ static int parse_statuses(const char *text, uint32_t *mask)
     return 0;
 }
 
-/* The instance of ?ref= (or body "ref"); NULL after queueing the error. */
-static char *need_ref(ui_request *r, const char *ref, int *rc)
-{
-    if (ref == NULL) {
-        *rc = ui_send_error(r, 400, "bad_argument",
-                            "ref is required (base64url of the id)");
-        return NULL;
-    }
-    char *id = ref_decode(ref);
-    if (id == NULL)
-        *rc = ui_send_error(r, 400, "bad_argument",
-                            "ref is not base64url of an instance id");
-    return id;
-}
-
-/* The error of a failed duro call: 404 not found, 409 invalid state,
- * else 500; the code as the CLI's (duro_errname, lowercase). */
-static int send_rc(ui_request *r, int rc, const char *what)
-{
-    const char *detail = duro_errmsg();
-    if (detail == NULL || *detail == '\0')
-        detail = duro_strerror(rc);
-    char code[64];
-    const char *name = duro_errname(rc);
-    if (strncmp(name, "DURO_", 5) == 0)
-        name += 5;
-    size_t i = 0;
-    for (; name[i] && i + 1 < sizeof(code); i++)
-        code[i] =
-            (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
-    code[i] = '\0';
-    unsigned status = rc == DURO_NOT_FOUND       ? 404
-                      : rc == DURO_INVALID_STATE ? 409
-                      : rc == DURO_INVALID       ? 400
-                      : rc == DURO_TOO_LARGE     ? 400
-                      : rc == DURO_UNSUPPORTED   ? 501
-                                                 : 500;
-    return ui_send_error(r, status, code, "%s: %s", what, detail);
-}
-
 /* ---- GET ----------------------------------------------------------------- */
 
 static int get_summary(ui_request *r, json_t *body)
@@ -292,7 +157,7 @@ static int get_summary(ui_request *r, json_t *body)
     duro_store_stats *st = NULL;
     int rc = duro_client_store_stats(r->srv->client, &st);
     if (rc != DURO_OK)
-        return send_rc(r, rc, "reading the store's statistics");
+        return ui_send_rc(r, rc, "reading the store's statistics");
     json_t *doc = metrics_json(st);
     json_t *counts = json_object();
     uint64_t by[DURO_STATUS_TERMINATED + 1] = {0}, total = 0;
@@ -487,69 +352,35 @@ typedef struct list_args {
 } list_args;
 
 /* The first argument of the request not in its route's list, or NULL. */
-typedef struct unknown_arg {
-    const char *const *known;
-    const char *key;
-} unknown_arg;
-
-static enum MHD_Result find_unknown_arg(void *cls, enum MHD_ValueKind kind,
-                                        const char *key, const char *value)
-{
-    unknown_arg *u = cls;
-    (void)kind;
-    (void)value;
-    for (size_t i = 0; u->known[i] != NULL; i++)
-        if (strcmp(u->known[i], key) == 0)
-            return MHD_YES;
-    u->key = key;
-    return MHD_NO;
-}
-
-/* 0 when every argument is in @p known (NULL-ended); else queues 400
- * naming the first other one (a misspelt filter, "nmae=", must not list
- * everything) and returns -1. */
-static int known_args(ui_request *r, const char *const *known, int *rc)
-{
-    unknown_arg unknown = {known, NULL};
-    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, find_unknown_arg,
-                              &unknown);
-    if (unknown.key == NULL)
-        return 0;
-    char shown[TEXT_QUOTE_SIZE];
-    *rc = ui_send_error(r, 400, "bad_argument", "unknown parameter '%s'",
-                        text_quote(unknown.key, shown, sizeof(shown)));
-    return -1;
-}
-
 /* Reads the filter (and, with @p paged, order, limit, cursor and count)
  * into @p a; -1 after queueing a 400 in *rc. */
 static int parse_list_args(ui_request *r, int paged, list_args *a, int *rc)
 {
     memset(a, 0, sizeof(*a));
-    if (parse_statuses(arg(r, "status"), &a->status_mask) != 0) {
+    if (parse_statuses(ui_arg(r, "status"), &a->status_mask) != 0) {
         *rc = ui_send_error(r, 400, "bad_argument",
                             "status: a comma-separated list of pending, "
                             "running, suspended, completed, failed, "
                             "cancelled, terminated");
         return -1;
     }
-    a->name = arg(r, "name");
-    a->name_prefix = arg(r, "name_prefix");
-    a->name_contains = arg(r, "name_contains");
-    a->id_prefix = arg(r, "id_prefix");
+    a->name = ui_arg(r, "name");
+    a->name_prefix = ui_arg(r, "name_prefix");
+    a->name_contains = ui_arg(r, "name_contains");
+    a->id_prefix = ui_arg(r, "id_prefix");
     /* "version=" is a filter, the default version's: only an absent
      * version selects any */
     a->version =
         MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "version");
-    if (parse_time(arg(r, "created_after"), &a->created_after_ms) != 0 ||
-        parse_time(arg(r, "created_before"), &a->created_before_ms) != 0) {
+    if (parse_time(ui_arg(r, "created_after"), &a->created_after_ms) != 0 ||
+        parse_time(ui_arg(r, "created_before"), &a->created_before_ms) != 0) {
         *rc = ui_send_error(r, 400, "bad_argument",
                             "created_after/created_before: milliseconds "
                             "since the epoch or RFC 3339 UTC "
                             "(2026-05-01T12:00:00Z)");
         return -1;
     }
-    const char *attention = arg(r, "attention");
+    const char *attention = ui_arg(r, "attention");
     if (attention != NULL && strcmp(attention, "1") != 0) {
         *rc = ui_send_error(r, 400, "bad_argument",
                             "attention: 1 (failed, or live with a recorded "
@@ -557,8 +388,8 @@ static int parse_list_args(ui_request *r, int paged, list_args *a, int *rc)
         return -1;
     }
     a->attention = attention != NULL;
-    if (arg(r, "parent") != NULL) {
-        a->parent = ref_decode(arg(r, "parent"));
+    if (ui_arg(r, "parent") != NULL) {
+        a->parent = ui_ref_decode(ui_arg(r, "parent"));
         if (a->parent == NULL) {
             *rc = ui_send_error(r, 400, "bad_argument",
                                 "parent: the ref of an instance");
@@ -578,15 +409,15 @@ static int parse_list_args(ui_request *r, int paged, list_args *a, int *rc)
     if (!paged)
         return 0;
     uint64_t limit;
-    const char *order = arg(r, "order");
-    const char *count = arg(r, "count");
-    if (arg_uint(r, "limit", 50, PAGE_MAX, &limit, rc) != 0) {
+    const char *order = ui_arg(r, "order");
+    const char *count = ui_arg(r, "count");
+    if (ui_arg_uint(r, "limit", 50, PAGE_MAX, &limit, rc) != 0) {
         free(a->parent);
         a->parent = NULL;
         return -1;
     }
     a->limit = limit == 0 ? 50 : (size_t)limit;
-    a->cursor = arg(r, "cursor");
+    a->cursor = ui_arg(r, "cursor");
     a->order = order == NULL || strcmp(order, "id") == 0 ? DURO_ORDER_ID
                : strcmp(order, "created") == 0 ? DURO_ORDER_CREATED_DESC
                : strcmp(order, "updated") == 0 ? DURO_ORDER_UPDATED_DESC
@@ -757,7 +588,7 @@ static int list_by_prefix(ui_request *r, const list_args *a)
     filter.created_before_ms = a->created_before_ms;
     char *after = NULL;
     if (a->cursor != NULL) {
-        after = ref_decode(a->cursor);
+        after = ui_ref_decode(a->cursor);
         if (after == NULL)
             return ui_send_error(r, 400, "bad_argument",
                                  "cursor: not a cursor this API returned");
@@ -784,7 +615,7 @@ static int list_by_prefix(ui_request *r, const list_args *a)
     if (rc != DURO_OK) {
         free(pg.last);
         json_decref(pg.items);
-        return send_rc(r, rc, "listing instances");
+        return ui_send_rc(r, rc, "listing instances");
     }
     json_t *doc = json_object();
     jset(doc, "instances", pg.items);
@@ -900,7 +731,7 @@ static int list_by_query(ui_request *r, const list_args *a)
     if (rc != DURO_OK) {
         free(next);
         json_decref(items);
-        return send_rc(r, rc, "listing instances");
+        return ui_send_rc(r, rc, "listing instances");
     }
     json_t *doc = json_object();
     jset(doc, "instances", items);
@@ -923,7 +754,7 @@ static int get_instances(ui_request *r, json_t *body)
     (void)body;
     int rc = 0;
     list_args a;
-    if (known_args(r, list_known, &rc) != 0 ||
+    if (ui_known_args(r, list_known, &rc) != 0 ||
         parse_list_args(r, 1, &a, &rc) != 0)
         return rc;
     rc = a.id_prefix != NULL ? list_by_prefix(r, &a) : list_by_query(r, &a);
@@ -943,7 +774,8 @@ static int get_counts(ui_request *r, json_t *body)
                                         "version",        NULL};
     int rc = 0;
     list_args a;
-    if (known_args(r, known, &rc) != 0 || parse_list_args(r, 0, &a, &rc) != 0)
+    if (ui_known_args(r, known, &rc) != 0 ||
+        parse_list_args(r, 0, &a, &rc) != 0)
         return rc;
     uint64_t by[DURO_STATUS_TERMINATED + 1] = {0};
     int capped = 0;
@@ -990,7 +822,7 @@ static int get_counts(ui_request *r, json_t *body)
     }
     free(a.parent);
     if (drc != DURO_OK)
-        return send_rc(r, drc, "counting instances");
+        return ui_send_rc(r, drc, "counting instances");
     json_t *counts = json_object();
     uint64_t total = 0;
     for (int s = 1; s <= DURO_STATUS_TERMINATED; s++) {
@@ -1025,11 +857,11 @@ static int get_control_events(ui_request *r, json_t *body)
     static const char *const known[] = {
         "action", "requested_by", "since", "until", "limit", "cursor", NULL};
     int rc = 0;
-    if (known_args(r, known, &rc) != 0)
+    if (ui_known_args(r, known, &rc) != 0)
         return rc;
     duro_control_event_query q;
     duro_control_event_query_init(&q);
-    for (const char *t = arg(r, "action"); t != NULL && *t;) {
+    for (const char *t = ui_arg(r, "action"); t != NULL && *t;) {
         size_t len = strcspn(t, ","), k = 0;
         while (k < 4 && (strlen(control_kinds[k].word) != len ||
                          strncmp(control_kinds[k].word, t, len) != 0))
@@ -1042,20 +874,20 @@ static int get_control_events(ui_request *r, json_t *body)
         t += len + (t[len] == ',');
     }
     uint64_t limit;
-    if (arg_uint(r, "limit", 50, PAGE_MAX, &limit, &rc) != 0)
+    if (ui_arg_uint(r, "limit", 50, PAGE_MAX, &limit, &rc) != 0)
         return rc;
     q.limit = limit == 0 ? 50 : (size_t)limit;
-    q.requested_by = arg(r, "requested_by");
-    q.cursor = arg(r, "cursor");
-    if (parse_time(arg(r, "since"), &q.since_ms) != 0 ||
-        parse_time(arg(r, "until"), &q.until_ms) != 0)
+    q.requested_by = ui_arg(r, "requested_by");
+    q.cursor = ui_arg(r, "cursor");
+    if (parse_time(ui_arg(r, "since"), &q.since_ms) != 0 ||
+        parse_time(ui_arg(r, "until"), &q.until_ms) != 0)
         return ui_send_error(r, 400, "bad_argument",
                              "since/until: milliseconds since the epoch or "
                              "RFC 3339 UTC (2026-05-01T12:00:00Z)");
     duro_control_event_list *list = NULL;
     int drc = duro_client_control_events(r->srv->client, &q, &list);
     if (drc != DURO_OK)
-        return send_rc(r, drc, "reading the control requests");
+        return ui_send_rc(r, drc, "reading the control requests");
     json_t *events = json_array();
     for (size_t i = 0; i < list->count; i++) {
         const duro_control_event *e = &list->items[i];
@@ -1097,13 +929,13 @@ static int get_instance(ui_request *r, json_t *body)
 {
     (void)body;
     int rc = 0;
-    char *id = need_ref(r, arg(r, "ref"), &rc);
+    char *id = ui_need_ref(r, ui_arg(r, "ref"), "an instance", &rc);
     if (id == NULL)
         return rc;
     duro_instance_info *info = NULL;
     int drc = duro_client_get_status(r->srv->client, id, &info);
     if (drc != DURO_OK)
-        rc = send_rc(r, drc, "reading the instance");
+        rc = ui_send_rc(r, drc, "reading the instance");
     else if (info->status == DURO_STATUS_NOT_FOUND)
         rc = ui_send_error(r, 404, "not_found", "no such instance");
     else
@@ -1129,13 +961,13 @@ static int get_history(ui_request *r, json_t *body)
     (void)body;
     int rc = 0;
     uint64_t execution, after, limit;
-    if (arg_uint(r, "execution", 0, UINT64_MAX / 2, &execution, &rc) != 0 ||
-        arg_uint(r, "after", 0, UINT64_MAX / 2, &after, &rc) != 0 ||
-        arg_uint(r, "limit", PAGE_MAX, PAGE_MAX, &limit, &rc) != 0)
+    if (ui_arg_uint(r, "execution", 0, UINT64_MAX / 2, &execution, &rc) != 0 ||
+        ui_arg_uint(r, "after", 0, UINT64_MAX / 2, &after, &rc) != 0 ||
+        ui_arg_uint(r, "limit", PAGE_MAX, PAGE_MAX, &limit, &rc) != 0)
         return rc;
     if (limit == 0)
         limit = PAGE_MAX;
-    char *id = need_ref(r, arg(r, "ref"), &rc);
+    char *id = ui_need_ref(r, ui_arg(r, "ref"), "an instance", &rc);
     if (id == NULL)
         return rc;
     duro_history *h = NULL;
@@ -1144,7 +976,7 @@ static int get_history(ui_request *r, json_t *body)
         /* Pending, its first turn not run: no execution, no events yet
          * (as duro history says), not an error. */
         json_t *doc = json_object();
-        jset(doc, "ref", jstr(arg(r, "ref")));
+        jset(doc, "ref", jstr(ui_arg(r, "ref")));
         jset(doc, "instance_id", jstr(id));
         jset(doc, "execution_id", jint(0));
         jset(doc, "events", json_array());
@@ -1154,7 +986,7 @@ static int get_history(ui_request *r, json_t *body)
     }
     if (drc != DURO_OK) {
         free(id);
-        return send_rc(r, drc, "reading the history");
+        return ui_send_rc(r, drc, "reading the history");
     }
     int64_t start = h->count > 0 ? h->events[0].timestamp_ms : 0;
     /* who decided a cancellation, as duro history --json says */
@@ -1191,7 +1023,7 @@ static int get_history(ui_request *r, json_t *body)
     for (; i < h->count; i++)
         more |= h->events[i].event_id > after;
     json_t *doc = json_object();
-    jset(doc, "ref", jstr(arg(r, "ref")));
+    jset(doc, "ref", jstr(ui_arg(r, "ref")));
     jset(doc, "instance_id", jstr(id));
     jset(doc, "execution_id", jint((int64_t)h->execution_id));
     jset(doc, "events", events);
@@ -1229,10 +1061,10 @@ static int get_payload(ui_request *r, json_t *body)
                                          "error", NULL};
     int rc = 0;
     uint64_t execution, event;
-    if (arg_uint(r, "execution", 0, UINT64_MAX / 2, &execution, &rc) != 0 ||
-        arg_uint(r, "event", 0, UINT64_MAX / 2, &event, &rc) != 0)
+    if (ui_arg_uint(r, "execution", 0, UINT64_MAX / 2, &execution, &rc) != 0 ||
+        ui_arg_uint(r, "event", 0, UINT64_MAX / 2, &event, &rc) != 0)
         return rc;
-    const char *field = arg(r, "field");
+    const char *field = ui_arg(r, "field");
     size_t f = 0;
     while (field != NULL && fields[f] != NULL && strcmp(fields[f], field) != 0)
         f++;
@@ -1245,7 +1077,7 @@ static int get_payload(ui_request *r, json_t *body)
                              "execution: only with event or field=input (the "
                              "instance's output, custom status and error are "
                              "its current execution's)");
-    char *id = need_ref(r, arg(r, "ref"), &rc);
+    char *id = ui_need_ref(r, ui_arg(r, "ref"), "an instance", &rc);
     if (id == NULL)
         return rc;
     char file[64];
@@ -1257,7 +1089,7 @@ static int get_payload(ui_request *r, json_t *body)
                            : f == 2       ? info->custom_status
                                           : info->error;
         if (drc != DURO_OK)
-            rc = send_rc(r, drc, "reading the instance");
+            rc = ui_send_rc(r, drc, "reading the instance");
         else if (info->status == DURO_STATUS_NOT_FOUND)
             rc = ui_send_error(r, 404, "not_found", "no such instance");
         else if (text == NULL)
@@ -1281,7 +1113,7 @@ static int get_payload(ui_request *r, json_t *body)
     }
     free(id);
     if (drc != DURO_OK)
-        return send_rc(r, drc, "reading the history");
+        return ui_send_rc(r, drc, "reading the history");
     const duro_event *e = NULL;
     for (size_t i = 0; i < h->count && e == NULL; i++)
         if (field != NULL
@@ -1311,7 +1143,7 @@ static int get_metrics(ui_request *r, json_t *body)
     duro_store_stats *st = NULL;
     int rc = duro_client_store_stats(r->srv->client, &st);
     if (rc != DURO_OK)
-        return send_rc(r, rc, "reading the store's statistics");
+        return ui_send_rc(r, rc, "reading the store's statistics");
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -1329,49 +1161,6 @@ static int get_metrics(ui_request *r, json_t *body)
 }
 
 /* ---- actions ------------------------------------------------------------- */
-
-/* The text of @p key in @p obj (a body or its filter, @p where: "" or
- * "filter."): *@p out is NULL when the key is absent (no filter on it, or
- * the default), else a non-empty string without NUL. Any other value
- * (a number, an array, null, "") queues 400 naming the key and returns -1:
- * a filter mistake must never widen a bulk action to every instance. */
-static int body_text(ui_request *r, json_t *obj, const char *where,
-                     const char *key, const char **out, int *rc)
-{
-    json_t *v = json_object_get(obj, key);
-    *out = NULL;
-    if (v == NULL)
-        return 0;
-    if (!json_is_string(v)) {
-        *rc = ui_send_error(r, 400, "bad_argument",
-                            "%s%s must be a string (leave it out for "
-                            "none)",
-                            where, key);
-        return -1;
-    }
-    if (json_string_length(v) == 0) {
-        *rc =
-            ui_send_error(r, 400, "bad_argument",
-                          "%s%s is empty (leave it out for none)", where, key);
-        return -1;
-    }
-    if (strlen(json_string_value(v)) != json_string_length(v)) {
-        *rc = ui_send_error(r, 400, "bad_argument", "%s%s holds a NUL", where,
-                            key);
-        return -1;
-    }
-    *out = json_string_value(v);
-    return 0;
-}
-
-static void log_action(ui_request *r, const char *what, const char *id,
-                       const char *outcome)
-{
-    char shown[256];
-    fprintf(stderr, "duro ui: %s %s by %s: %s\n", what,
-            text_short(id, 80, shown, sizeof(shown)), r->who->requester,
-            outcome);
-}
 
 static const char *control_name(int control)
 {
@@ -1402,31 +1191,6 @@ static const char *default_reason(int control)
     }
 }
 
-/* 0 when every key of @p obj is in @p known (NULL-ended); else queues 400
- * naming the first other one (in @p where: "body", "filter") and returns
- * -1. A misspelt filter key ("nmae") must not widen a bulk action to
- * every instance. */
-static int known_keys(ui_request *r, json_t *obj, const char *where,
-                      const char *const *known, int *rc)
-{
-    const char *key;
-    json_t *value;
-    json_object_foreach(obj, key, value)
-    {
-        size_t i = 0;
-        while (known[i] != NULL && strcmp(known[i], key) != 0)
-            i++;
-        if (known[i] == NULL) {
-            char shown[TEXT_QUOTE_SIZE];
-            *rc = ui_send_error(r, 400, "bad_argument",
-                                "unknown key '%s' in the %s",
-                                text_quote(key, shown, sizeof(shown)), where);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* cancel, terminate, suspend, resume {ref, reason}: one id through
  * duro_client_cancel_many / duro_client_control_many, as the CLI. */
 static int post_control(ui_request *r, json_t *body, int control)
@@ -1434,11 +1198,11 @@ static int post_control(ui_request *r, json_t *body, int control)
     static const char *const body_keys[] = {"ref", "reason", NULL};
     int rc = 0;
     const char *ref, *reason;
-    if (known_keys(r, body, "body", body_keys, &rc) != 0 ||
-        body_text(r, body, "", "ref", &ref, &rc) != 0 ||
-        body_text(r, body, "", "reason", &reason, &rc) != 0)
+    if (ui_known_keys(r, body, "body", body_keys, &rc) != 0 ||
+        ui_body_text(r, body, "", "ref", &ref, &rc) != 0 ||
+        ui_body_text(r, body, "", "reason", &reason, &rc) != 0)
         return rc;
-    char *id = need_ref(r, ref, &rc);
+    char *id = ui_need_ref(r, ref, "an instance", &rc);
     if (id == NULL)
         return rc;
     const char *verb = control_name(control);
@@ -1464,9 +1228,9 @@ static int post_control(ui_request *r, json_t *body, int control)
     }
     if (drc != DURO_OK) {
         free(id);
-        return send_rc(r, drc, verb);
+        return ui_send_rc(r, drc, verb);
     }
-    log_action(r, verb, id, name);
+    ui_log_action(r, verb, id, name);
     int not_found = control == 0 ? outcome == DURO_CANCEL_NOT_FOUND
                                  : outcome == DURO_CONTROL_OUTCOME_NOT_FOUND;
     int finished = control == 0 ? outcome == DURO_CANCEL_NOT_CANCELLABLE
@@ -1523,14 +1287,14 @@ static int post_raise(ui_request *r, json_t *body)
                                             "event_id", NULL};
     int rc = 0;
     const char *ref, *name, *event_id;
-    if (known_keys(r, body, "body", body_keys, &rc) != 0 ||
-        body_text(r, body, "", "ref", &ref, &rc) != 0 ||
-        body_text(r, body, "", "name", &name, &rc) != 0 ||
-        body_text(r, body, "", "event_id", &event_id, &rc) != 0)
+    if (ui_known_keys(r, body, "body", body_keys, &rc) != 0 ||
+        ui_body_text(r, body, "", "ref", &ref, &rc) != 0 ||
+        ui_body_text(r, body, "", "name", &name, &rc) != 0 ||
+        ui_body_text(r, body, "", "event_id", &event_id, &rc) != 0)
         return rc;
     if (name == NULL)
         return ui_send_error(r, 400, "bad_argument", "name is required");
-    char *id = need_ref(r, ref, &rc);
+    char *id = ui_need_ref(r, ref, "an instance", &rc);
     if (id == NULL)
         return rc;
     json_t *p = json_object_get(body, "payload");
@@ -1551,9 +1315,9 @@ static int post_raise(ui_request *r, json_t *body)
     free(payload);
     if (drc != DURO_OK) {
         free(id);
-        return send_rc(r, drc, "raising the event");
+        return ui_send_rc(r, drc, "raising the event");
     }
-    log_action(r, "raise-event", id, "raised");
+    ui_log_action(r, "raise-event", id, "raised");
     json_t *doc = json_object();
     jset(doc, "ref", jstr(ref));
     jset(doc, "id", jstr(id));
@@ -1605,10 +1369,10 @@ static int post_reset_verb(ui_request *r, json_t *body, int rewind)
     const char *ref, *reason;
     duro_reset_options o;
     duro_reset_options_init(&o);
-    if (known_keys(r, body, "body", rewind ? rewind_keys : reset_keys, &rc) !=
-            0 ||
-        body_text(r, body, "", "ref", &ref, &rc) != 0 ||
-        body_text(r, body, "", "reason", &reason, &rc) != 0 ||
+    if (ui_known_keys(r, body, "body", rewind ? rewind_keys : reset_keys,
+                      &rc) != 0 ||
+        ui_body_text(r, body, "", "ref", &ref, &rc) != 0 ||
+        ui_body_text(r, body, "", "reason", &reason, &rc) != 0 ||
         body_id(r, body, "to_event_id", &o.to_event_id, &rc) != 0 ||
         body_id(r, body, "execution_id", &o.execution_id, &rc) != 0)
         return rc;
@@ -1622,7 +1386,7 @@ static int post_reset_verb(ui_request *r, json_t *body, int rewind)
                              "deadline_ms must be 0 (the instance's own), -1 "
                              "(none) or a time in ms since the epoch");
     o.deadline_ms = dl != NULL ? (int64_t)json_integer_value(dl) : 0;
-    char *id = need_ref(r, ref, &rc);
+    char *id = ui_need_ref(r, ref, "an instance", &rc);
     if (id == NULL)
         return rc;
     const char *verb = rewind ? "rewind" : "reset";
@@ -1644,7 +1408,7 @@ static int post_reset_verb(ui_request *r, json_t *body, int rewind)
     }
     if (drc != DURO_OK) {
         free(id);
-        return send_rc(r, drc, verb);
+        return ui_send_rc(r, drc, verb);
     }
     if (!o.dry_run) {
         char what[96];
@@ -1653,7 +1417,7 @@ static int post_reset_verb(ui_request *r, json_t *body, int rewind)
                  (unsigned long long)res.to_event_id,
                  (unsigned long long)res.from_execution,
                  (unsigned long long)res.execution_id);
-        log_action(r, verb, id, what);
+        ui_log_action(r, verb, id, what);
     }
     json_t *doc = json_object();
     jset(doc, "ref", jstr(ref));
@@ -1766,18 +1530,18 @@ static int post_bulk_cancel(ui_request *r, json_t *body)
         "id_prefix", NULL};
     int rc = 0;
     json_t *f = json_object_get(body, "filter");
-    if (known_keys(r, body, "body", body_keys, &rc) != 0)
+    if (ui_known_keys(r, body, "body", body_keys, &rc) != 0)
         return rc;
     if (f != NULL && !json_is_object(f))
         return ui_send_error(r, 400, "bad_argument",
                              "filter must be an object");
-    if (f != NULL && known_keys(r, f, "filter", filter_keys, &rc) != 0)
+    if (f != NULL && ui_known_keys(r, f, "filter", filter_keys, &rc) != 0)
         return rc;
     duro_bulk_filter filter = {0};
     const char *prefix, *reason;
-    if (body_text(r, f, "filter.", "name", &filter.name, &rc) != 0 ||
-        body_text(r, f, "filter.", "id_prefix", &prefix, &rc) != 0 ||
-        body_text(r, body, "", "reason", &reason, &rc) != 0)
+    if (ui_body_text(r, f, "filter.", "name", &filter.name, &rc) != 0 ||
+        ui_body_text(r, f, "filter.", "id_prefix", &prefix, &rc) != 0 ||
+        ui_body_text(r, body, "", "reason", &reason, &rc) != 0)
         return rc;
     json_t *st = json_object_get(f, "status");
     if (json_is_array(st) && json_array_size(st) == 0)
@@ -1899,7 +1663,7 @@ static int post_bulk_cancel(ui_request *r, json_t *body)
     }
     if (drc != DURO_OK) {
         json_decref(sample);
-        return send_rc(r, drc, dry_run ? "counting" : "cancelling");
+        return ui_send_rc(r, drc, dry_run ? "counting" : "cancelling");
     }
     json_t *doc = json_object();
     jset(doc, "dry_run", json_boolean(dry_run));
@@ -1915,11 +1679,11 @@ static int post_bulk_cancel(ui_request *r, json_t *body)
         char what[64];
         snprintf(what, sizeof(what), "%llu cancelled",
                  (unsigned long long)done);
-        log_action(r, "bulk cancel",
-                   prefix        ? prefix
-                   : filter.name ? filter.name
-                                 : "(any name)",
-                   what);
+        ui_log_action(r, "bulk cancel",
+                      prefix        ? prefix
+                      : filter.name ? filter.name
+                                    : "(any name)",
+                      what);
         jset(doc, "cancelled", jint((int64_t)done));
     }
     jset(doc, "as_of_ms", jint(bound));
@@ -1936,9 +1700,9 @@ static int post_bulk_control(ui_request *r, json_t *body)
     static const char *const body_keys[] = {"action", "refs", "reason", NULL};
     int rc = 0;
     const char *action, *reason;
-    if (known_keys(r, body, "body", body_keys, &rc) != 0 ||
-        body_text(r, body, "", "action", &action, &rc) != 0 ||
-        body_text(r, body, "", "reason", &reason, &rc) != 0)
+    if (ui_known_keys(r, body, "body", body_keys, &rc) != 0 ||
+        ui_body_text(r, body, "", "action", &action, &rc) != 0 ||
+        ui_body_text(r, body, "", "reason", &reason, &rc) != 0)
         return rc;
     int control = -1;
     if (action != NULL && strcmp(action, "cancel") == 0)
@@ -1964,7 +1728,8 @@ static int post_bulk_control(ui_request *r, json_t *body)
     size_t got = 0;
     for (; got < n; got++) {
         json_t *v = json_array_get(refs, got);
-        ids[got] = json_is_string(v) ? ref_decode(json_string_value(v)) : NULL;
+        ids[got] =
+            json_is_string(v) ? ui_ref_decode(json_string_value(v)) : NULL;
         if (ids[got] == NULL) {
             rc = ui_send_error(r, 400, "bad_argument",
                                "refs[%zu] is not base64url of an instance id",
@@ -1994,7 +1759,7 @@ static int post_bulk_control(ui_request *r, json_t *body)
                                            r->who->requester, tres);
         }
         if (drc != DURO_OK)
-            rc = send_rc(r, drc, control_name(control));
+            rc = ui_send_rc(r, drc, control_name(control));
     }
     if (got == n && drc == DURO_OK) {
         json_t *results = json_array();
@@ -2017,8 +1782,9 @@ static int post_bulk_control(ui_request *r, json_t *body)
         }
         char what[64];
         snprintf(what, sizeof(what), "%zu of %zu changed", changed, n);
-        log_action(r, control == 0 ? "bulk cancel" : "bulk control",
-                   control == 0 ? "(selected)" : control_name(control), what);
+        ui_log_action(r, control == 0 ? "bulk cancel" : "bulk control",
+                      control == 0 ? "(selected)" : control_name(control),
+                      what);
         json_t *doc = json_object();
         jset(doc, "action", jstr(control_name(control)));
         jset(doc, "requested_by", jstr(r->who->requester));
@@ -2055,6 +1821,15 @@ static const ui_route routes[] = {
     {"POST", "/api/v1/rewind", 1, post_rewind, 0},
     {"POST", "/api/v1/bulk/cancel", 1, post_bulk_cancel, 0},
     {"POST", "/api/v1/bulk/control", 1, post_bulk_control, 0},
+    /* schedules (ui_schedules.c) */
+    {"GET", "/api/v1/schedules", 0, ui_get_schedules, 0},
+    {"GET", "/api/v1/schedule", 0, ui_get_schedule, 0},
+    {"POST", "/api/v1/schedule/create", 1, ui_post_schedule_create, 0},
+    {"POST", "/api/v1/schedule/update", 1, ui_post_schedule_update, 0},
+    {"POST", "/api/v1/schedule/pause", 1, ui_post_schedule_pause, 0},
+    {"POST", "/api/v1/schedule/resume", 1, ui_post_schedule_resume, 0},
+    {"POST", "/api/v1/schedule/trigger", 1, ui_post_schedule_trigger, 0},
+    {"POST", "/api/v1/schedule/delete", 1, ui_post_schedule_delete, 0},
     /* sign-in (ui_auth.c) */
     {"POST", "/api/v1/session", 0, ui_auth_post_session, 0},
     {"POST", "/api/v1/logout", 0, ui_auth_post_logout, 0},

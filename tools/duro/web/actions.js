@@ -11,15 +11,17 @@ import { when } from "./fmt.js";
 
 const ACTIONS = ["cancel", "terminate", "suspend", "resume"];
 
-// The links between the instances page and this one; @p here is the
-// current one ("instances" or "actions"), shown as text.
+// The links between the instances page, this one and the schedules
+// (schedules.js); @p here is the current one ("instances", "actions" or
+// "schedules"), shown as text.
 export function listNav(here) {
   const item = (key, href, text) => (key === here
     ? h("span", { "aria-current": "page" }, text)
     : h("a", { href, id: "nav-" + key }, text));
   return h("nav", { class: "views", "aria-label": "Views" },
     item("instances", "#/", "Instances"), " · ",
-    item("actions", "#/actions", "Recent actions"));
+    item("actions", "#/actions", "Recent actions"), " · ",
+    item("schedules", "#/schedules", "Schedules"));
 }
 
 export function showActions(view, params) {

@@ -1,6 +1,7 @@
 // app.js - duro ui: signs in, then routes on the fragment: "#/"
-// (instances, filters in its query) or "#/instance?ref=REF" (one
-// instance). Ids travel as refs (base64url of the id's bytes), never as
+// (instances, filters in its query), "#/instance?ref=REF" (one
+// instance), "#/actions" (recent actions), "#/schedules" (the schedules)
+// or "#/schedule?ref=REF" (one schedule). Ids travel as refs (base64url of the id's bytes), never as
 // display strings.
 //
 // Signing in gives a session id (never the token) kept in this tab's
@@ -13,6 +14,7 @@ import { get, post, say, h, session, whenSignedOut } from "./dom.js";
 import { showList } from "./list.js";
 import { showInstance } from "./instance.js";
 import { showActions } from "./actions.js";
+import { showSchedules, showSchedule } from "./schedules.js";
 
 let stopPage = null;
 let readOnly = false; // the session's, from the session or summary answer
@@ -127,6 +129,10 @@ function route() {
     stopPage = showInstance(view, params.get("ref"), { readOnly });
   } else if (path === "/actions") {
     stopPage = showActions(view, params);
+  } else if (path === "/schedules") {
+    stopPage = showSchedules(view, { readOnly });
+  } else if (path === "/schedule" && params.get("ref")) {
+    stopPage = showSchedule(view, params.get("ref"), { readOnly });
   } else {
     stopPage = showList(view, params);
   }

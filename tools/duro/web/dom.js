@@ -206,7 +206,8 @@ export function staleBanner(region) {
 // Escape closes it. The destructive button acts only when clicked or
 // activated once focused (Tab to it, then Enter or Space).
 //   opts: {id, title, text, ids (up to 5 shown, "… and N more"),
-//          reason: placeholder (a reason box) or undefined, yes, no}
+//          reason: placeholder (a reason box) or undefined, label (the
+//          box's, "Reason" by default), yes, no}
 // Resolves {ok, reason}. Elements: #ID-dialog, #ID-keep, #confirm-ID,
 // #ID-reason, #ID-ids (an <ul> of ids).
 export function confirmAction(opts) {
@@ -230,7 +231,8 @@ export function confirmAction(opts) {
     h("h3", { id: opts.id + "-title" }, opts.title),
     h("p", {}, opts.text),
     list,
-    reason && h("p", {}, h("label", { for: opts.id + "-reason" }, "Reason "), reason),
+    reason && h("p", {}, h("label", { for: opts.id + "-reason" },
+      (opts.label || "Reason") + " "), reason),
     h("p", {}, keep, " ", yes));
     d.addEventListener("close", () => {
       d.remove();
