@@ -1519,8 +1519,8 @@ DURO_API void duro_reset_options_init(duro_reset_options *o);
  * opts->execution_id, or one whose deadline has passed while
  * opts->deadline_ms keeps it (it would end again at once: give a new
  * deadline or DURO_DEADLINE_NONE); DURO_INVALID for a deadline_ms that is
- * negative (but DURO_DEADLINE_NONE) or already passed; DURO_UNSUPPORTED for a provider older than version
- * 13; a storage error otherwise (nothing changed).
+ * negative (but DURO_DEADLINE_NONE) or already passed; DURO_UNSUPPORTED for a
+ * provider older than version 13; a storage error otherwise (nothing changed).
  * @note Any thread, concurrently; not from orchestration code (DURO_MISUSE). */
 DURO_API int duro_client_reset(duro_client *c, const char *instance_id,
                                const duro_reset_options *opts,
