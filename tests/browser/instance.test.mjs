@@ -528,6 +528,36 @@ test("rewind and reset to here", async (t) => {
       .filter({ hasText: "reset from duro ui" }).waitFor();
   });
 
+  await t.test("a rewind past the instance's deadline takes a new one", async () => {
+    // boom-1 as if its deadline had passed (1 s after the epoch)
+    const ui2 = await startUi(t, {
+      sql: "UPDATE instances SET deadline_ms = 1000 WHERE instance_id = 'boom-1'" });
+    const { page: p2, problems: p2Problems } = await openPage(t);
+    await p2.goto(ui2.url);
+    await p2.locator("#rows tr[data-ref]").first().waitFor();
+    await open(p2, "boom-1");
+    await statusBecomes(p2, "failed");
+    await p2.locator("#do-rewind").click();
+    const dialog = p2.locator("#rewind-dialog");
+    await dialog.waitFor();
+    assert.match(await dialog.textContent(), /Deadline .*\(the instance's has passed\)/);
+    const choice = p2.locator("#rewind-deadline");
+    // keeping it is not offered: it would end the instance again at once
+    assert.deepEqual(await choice.locator("option").allTextContents(),
+      ["none", "1 hour from now", "1 day from now", "7 days from now"]);
+    assert.equal(await choice.inputValue(), "-1");
+    await choice.selectOption({ label: "1 day from now" });
+    const asked = Date.now();
+    await p2.locator("#confirm-rewind").click();
+    await p2.locator("#status").filter({ hasText: /^rewound to event 2 of execution 1/ }).waitFor();
+    await statusBecomes(p2, "running");
+    const info = await api(p2, "instance?ref=" + ref("boom-1"));
+    assert.ok(info.deadline_ms >= asked + 86400000 - 60000 &&
+      info.deadline_ms <= Date.now() + 86400000, String(info.deadline_ms));
+    await field(p2, "Deadline").filter({ hasText: /\(in (1 d|23 h)/ }).waitFor();
+    assert.deepEqual(p2Problems, []);
+  });
+
   await t.test("read-only: neither action is offered", async () => {
     const ro = await startUi(t, { readOnly: true });
     const { page: roPage, problems: roProblems } = await openPage(t);

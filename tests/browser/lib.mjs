@@ -71,6 +71,12 @@ export async function startUi(t, opts = {}) {
     if (existsSync(seed + ext)) copyFileSync(seed + ext, join(dir, "s.db" + ext));
   }
   const db = "sqlite:" + join(dir, "s.db");
+  if (opts.sql) {
+    // a change to this test's copy of the seed (cli_fixture sql)
+    const r = spawnSync(env("DURO_FIXTURE"), ["sql", join(dir, "s.db"), opts.sql],
+      { encoding: "utf8" });
+    if (r.status !== 0) throw new Error("cli_fixture sql: " + r.stderr);
+  }
   writeFileSync(join(dir, "token"), TOKEN + "\n");
   const ui = spawn(env("DURO_BIN"), ["--db", db, "ui", "--listen", "127.0.0.1:0",
     "--token-file", join(dir, "token"), ...(opts.readOnly ? ["--read-only"] : []),

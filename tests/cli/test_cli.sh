@@ -1676,7 +1676,10 @@ sdb="sqlite:$tmp/sched.db"
 run 0 --db "$sdb" schedule create nightly --orchestration Report \
     --cron '30 2 * * *' --zone Europe/Berlin --dry-run
 contains "$tmp/out" "would create schedule nightly"
-contains "$tmp/out" "T01:30:00.000Z"
+# the fire times on the zone's wall clock (02:30 in winter and summer),
+# then in UTC
+grep -Eq '^  [0-9]{4}-[0-9]{2}-[0-9]{2} 02:30 \+0[12]:00 Europe/Berlin  \([0-9-]{10}T0[01]:30:00\.000Z\)$' "$tmp/out" ||
+    fail "next fires not on Berlin's clock: $(cat "$tmp/out")"
 [ ! -e "$tmp/sched.db" ] || fail "a dry run created the store"
 run 0 --db "$sdb" schedule create nightly --orchestration Report \
     --cron '30 2 * * *' --zone Europe/Berlin --input '{"k":1}' --json

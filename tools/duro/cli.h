@@ -207,6 +207,11 @@ int json_print_nested(json_t *v, int depth);
 
 /* "2026-05-01 12:03:04 +0200" (local time) into buf; "-" for 0. */
 const char *text_local_time(int64_t ms, char *buf, size_t size);
+/* @p ms as the wall clock of time zone @p zone (a tz database name; NULL
+ * or "": UTC) reads it, "2026-03-29 03:00 +02:00" (seconds only when not
+ * 0), into buf; "" when the zone cannot be read. */
+const char *text_zone_time(const char *zone, int64_t ms, char *buf,
+                           size_t size);
 /* "3m ago", "in 2h", "just now"; "-" for 0. */
 const char *text_age(int64_t now_ms, int64_t ms, char *buf, size_t size);
 /* "1.206s", "45ms", "3m12s". */

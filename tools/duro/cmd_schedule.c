@@ -230,12 +230,19 @@ static json_t *json_times(const int64_t *t, size_t n)
     return arr;
 }
 
-static void print_times(const int64_t *t, size_t n)
+/* Fire times as the schedule's zone reads them (a Berlin 02:00 cron
+ * fires at "02:00 +01:00"), and in UTC. */
+static void print_times(const int64_t *t, size_t n,
+                        const duro_schedule_spec *spec)
 {
-    char buf[64], local[64];
+    const char *zone = spec->time_zone != NULL && *spec->time_zone != '\0'
+                           ? spec->time_zone
+                           : "UTC";
+    char buf[64], local[96];
     for (size_t i = 0; i < n; i++)
-        printf("  %s  (%s)\n", utc(t[i], buf, sizeof(buf)),
-               text_local_time(t[i], local, sizeof(local)));
+        printf("  %s %s  (%s)\n",
+               text_zone_time(zone, t[i], local, sizeof(local)), zone,
+               utc(t[i], buf, sizeof(buf)));
     if (n == 0)
         printf("  none\n");
 }
@@ -306,7 +313,7 @@ static int create_or_update(cli *c, int argc, char **argv, int update)
             printf("paused: it fires once resumed\n");
         else {
             printf("next fires:\n");
-            print_times(next, n);
+            print_times(next, n, &a.spec);
         }
     }
     free(a.input);
@@ -489,7 +496,7 @@ static int describe(cli *c, int argc, char **argv)
                    text_escape(s->last_instance_id, shown, sizeof(shown)),
                    status_word(s->last_status));
         printf("next fires:\n");
-        print_times(d->next_times, d->next_count);
+        print_times(d->next_times, d->next_count, p);
         printf("recent fires:\n");
         for (size_t i = 0; i < d->fire_count; i++) {
             const duro_schedule_fire *f = &d->fires[i];

@@ -10,6 +10,26 @@
 
 #include "cli.h"
 
+const char *text_zone_time(const char *zone, int64_t ms, char *buf, size_t size)
+{
+    int32_t offset;
+    buf[0] = '\0';
+    if (duro_time_zone_offset(zone, ms, &offset) != DURO_OK)
+        return buf;
+    int64_t s = (ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000)) + offset;
+    time_t t = (time_t)s;
+    struct tm tm;
+    if (gmtime_r(&t, &tm) == NULL)
+        return buf;
+    char clock[48];
+    strftime(clock, sizeof(clock),
+             tm.tm_sec != 0 ? "%Y-%m-%d %H:%M:%S" : "%Y-%m-%d %H:%M", &tm);
+    int32_t a = offset < 0 ? -offset : offset;
+    snprintf(buf, size, "%s %c%02d:%02d", clock, offset < 0 ? '-' : '+',
+             (int)(a / 3600), (int)(a / 60 % 60));
+    return buf;
+}
+
 const char *text_local_time(int64_t ms, char *buf, size_t size)
 {
     if (ms == 0) {

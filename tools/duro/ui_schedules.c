@@ -21,30 +21,6 @@
 /* ---- times ----------------------------------------------------------------
  */
 
-/* @p ms as the wall clock of @p zone reads it, "2026-03-29 03:00 +02:00"
- * (seconds only when not 0), into @p buf; "" when the zone cannot be
- * read. */
-static const char *zone_text(const char *zone, int64_t ms, char *buf,
-                             size_t size)
-{
-    int32_t offset;
-    buf[0] = '\0';
-    if (duro_time_zone_offset(zone, ms, &offset) != DURO_OK)
-        return buf;
-    int64_t s = (ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000)) + offset;
-    time_t t = (time_t)s;
-    struct tm tm;
-    if (gmtime_r(&t, &tm) == NULL)
-        return buf;
-    char clock[48];
-    strftime(clock, sizeof(clock),
-             tm.tm_sec != 0 ? "%Y-%m-%d %H:%M:%S" : "%Y-%m-%d %H:%M", &tm);
-    int32_t a = offset < 0 ? -offset : offset;
-    snprintf(buf, size, "%s %c%02d:%02d", clock, offset < 0 ? '-' : '+',
-             (int)(a / 3600), (int)(a / 60 % 60));
-    return buf;
-}
-
 /* Sets "KEY" and "KEY_ms" (jset_time) and "KEY_local", the time in the
  * schedule's zone (null for 0). */
 static void set_zoned(json_t *o, const char *key, int64_t ms, const char *zone)
@@ -53,7 +29,7 @@ static void set_zoned(json_t *o, const char *key, int64_t ms, const char *zone)
     snprintf(local_key, sizeof(local_key), "%s_local", key);
     jset_time(o, key, ms);
     jset(o, local_key,
-         ms != 0 && *zone_text(zone, ms, text, sizeof(text)) != '\0'
+         ms != 0 && *text_zone_time(zone, ms, text, sizeof(text)) != '\0'
              ? jstr(text)
              : json_null());
 }

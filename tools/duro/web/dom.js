@@ -207,7 +207,8 @@ export function staleBanner(region) {
 // activated once focused (Tab to it, then Enter or Space).
 //   opts: {id, title, text, ids (up to 5 shown, "… and N more"),
 //          reason: placeholder (a reason box) or undefined, label (the
-//          box's, "Reason" by default), yes, no}
+//          box's, "Reason" by default), extra (an element shown above
+//          the reason box, e.g. a choice the caller reads), yes, no}
 // Resolves {ok, reason}. Elements: #ID-dialog, #ID-keep, #confirm-ID,
 // #ID-reason, #ID-ids (an <ul> of ids).
 export function confirmAction(opts) {
@@ -231,6 +232,7 @@ export function confirmAction(opts) {
     h("h3", { id: opts.id + "-title" }, opts.title),
     h("p", {}, opts.text),
     list,
+    opts.extra || null,
     reason && h("p", {}, h("label", { for: opts.id + "-reason" },
       (opts.label || "Reason") + " "), reason),
     h("p", {}, keep, " ", yes));

@@ -160,11 +160,36 @@ export function showInstance(view, ref, opts = {}) {
       goingBack = false;
     }
   }
+  // The deadline the new execution runs under, for an instance that has
+  // one: its own (re-armed) while it is ahead; once it has passed the
+  // library refuses to keep it (the instance would end again at once), so
+  // the operator picks none (the default) or a new one from now. The API
+  // takes deadline_ms: 0 keeps, -1 none, else a time.
+  function deadlineChoice(verb) {
+    if (!info || !(info.deadline_ms > 0)) return null;
+    const passed = info.deadline_ms <= Date.now();
+    const choices = [[-1, "none"], [3600000, "1 hour from now"],
+      [86400000, "1 day from now"], [7 * 86400000, "7 days from now"]];
+    if (!passed) choices.unshift([0, "keep the instance's"]);
+    const select = h("select", { id: verb + "-deadline" },
+      choices.map(([v, text]) => h("option", { value: String(v) }, text)));
+    return { passed, select,
+      row: h("p", {}, h("label", { for: verb + "-deadline" }, "Deadline "), select,
+        passed ? " (the instance's has passed)" : ""),
+      value() {
+        const v = Number(select.value);
+        return v > 0 ? Date.now() + v : v;
+      } };
+  }
   async function goBack(verb, point) {
     busy.forEach((b) => { b.disabled = true; });
     let plan;
+    const deadline = deadlineChoice(verb);
     try {
-      plan = await post(verb, Object.assign({ ref, dry_run: true }, point));
+      // past its deadline, the dry run asks without it: the point's own
+      // refusals are what it is for
+      plan = await post(verb, Object.assign({ ref, dry_run: true },
+        deadline && deadline.passed ? { deadline_ms: -1 } : {}, point));
     } catch (e) {
       say("Refused: " + e.message, true);
       return;
@@ -179,6 +204,7 @@ export function showInstance(view, ref, opts = {}) {
         " and goes on from there with the code registered now" + again(plan) +
         "; execution " + plan.from_execution + " stays readable."),
       reason: verb === "rewind" ? "rewound from duro ui" : "reset from duro ui",
+      extra: deadline && deadline.row,
       yes: verb === "rewind" ? "Rewind" : "Reset to event " + plan.to_event_id });
     if (!r.ok) return;
     busy.forEach((b) => { b.disabled = true; });
@@ -187,6 +213,7 @@ export function showInstance(view, ref, opts = {}) {
       const body = verb === "rewind" ? { execution_id: plan.from_execution }
         : { execution_id: point.execution_id, to_event_id: plan.to_event_id };
       if (r.reason) body.reason = r.reason;
+      if (deadline) body.deadline_ms = deadline.value();
       const done = await post(verb, Object.assign({ ref }, body));
       say((verb === "rewind" ? "rewound" : "reset") + " to event " + done.to_event_id +
         " of execution " + done.from_execution + "; execution " + done.execution_id +
