@@ -10636,6 +10636,28 @@ PV_TEST(reset_instance_keeps_a_prefix_and_makes_its_pending_work_live)
     expect_reset_refused(p, &r, DURO_INVALID_STATE, "is Running");
 }
 
+/* Acks the locked `item` (execution `execution`) with a raised event and
+ * OrchestrationFailed, cancelling the activities `refs` (count n) it left
+ * outstanding. */
+static void fail_turn(duro_provider *p, duro_orch_item *item,
+                      uint64_t execution, duro_activity_ref *refs, size_t n)
+{
+    uint64_t h = item->history_total;
+    duro_event d[2] = {event(h + 1, DURO_EVENT_EVENT_RAISED),
+                       event(h + 2, DURO_EVENT_ORCHESTRATION_FAILED)};
+    d[0].name = "poke";
+    d[1].error = "broken";
+    d[1].category = DURO_CATEGORY_APPLICATION;
+    duro_instance_meta m = meta(DURO_STATUS_FAILED);
+    m.error = "broken";
+    m.category = DURO_CATEGORY_APPLICATION;
+    duro_orch_ack a = ack_of(execution, d, 2, &m);
+    a.cancelled_activities = refs;
+    a.cancelled_activity_count = n;
+    ack(p, item->lock_token, &a);
+    duro_orch_item_free(item);
+}
+
 /* A reset's new execution runs under the instance's deadline (its
  * DEADLINE message, which the ending dropped, queued again), a new one, or
  * none (request version 2). */
@@ -10652,22 +10674,8 @@ PV_TEST(reset_instance_runs_under_the_instance_deadline)
     enqueue(p, &dl, 3600000);
     CHECK_EQ(deadline_of(p, "k"), at);
     CHECK_EQ(count(p, ORCH, "k"), 1);
-    duro_orch_item *item = poke(p, "k");
-    duro_event d[2] = {
-        event(item->history_total + 1, DURO_EVENT_EVENT_RAISED),
-        event(item->history_total + 2, DURO_EVENT_ORCHESTRATION_FAILED)};
-    d[0].name = "poke";
-    d[1].error = "broken";
-    d[1].category = DURO_CATEGORY_APPLICATION;
-    duro_instance_meta m = meta(DURO_STATUS_FAILED);
-    m.error = "broken";
-    m.category = DURO_CATEGORY_APPLICATION;
-    duro_orch_ack a = ack_of(1, d, 2, &m);
     duro_activity_ref refs[2] = {ref("k", 1, 2), ref("k", 1, 3)};
-    a.cancelled_activities = refs;
-    a.cancelled_activity_count = 2;
-    ack(p, item->lock_token, &a);
-    duro_orch_item_free(item);
+    fail_turn(p, poke(p, "k"), 1, refs, 2);
     CHECK_EQ(count(p, ORCH, "k"), 0);
     CHECK_EQ(deadline_of(p, "k"), at);
 
@@ -10686,19 +10694,11 @@ PV_TEST(reset_instance_runs_under_the_instance_deadline)
     /* the wake-up (RESUME, now) and the DEADLINE (in an hour, execution
      * 0: it spans the executions) */
     CHECK_EQ(count(p, ORCH, "k"), 2);
-    item = fetch_orch_for(p, "k", LOCK_LONG);
+    duro_orch_item *item = fetch_orch_for(p, "k", LOCK_LONG);
     CHECK_EQ(item->message_count, 1);
     CHECK_EQ(item->messages[0].kind, DURO_WORK_RESUME_INSTANCE);
     /* it fails again */
-    uint64_t h = item->history_total;
-    d[0] = event(h + 1, DURO_EVENT_EVENT_RAISED);
-    d[0].name = "poke";
-    d[1] = event(h + 2, DURO_EVENT_ORCHESTRATION_FAILED);
-    d[1].error = "broken";
-    d[1].category = DURO_CATEGORY_APPLICATION;
-    a = ack_of(2, d, 2, &m);
-    ack(p, item->lock_token, &a);
-    duro_orch_item_free(item);
+    fail_turn(p, item, 2, NULL, 0);
     CHECK_EQ(count(p, ORCH, "k"), 0);
 
     /* a new one (version 2) replaces it */
@@ -10711,15 +10711,7 @@ PV_TEST(reset_instance_runs_under_the_instance_deadline)
     CHECK_EQ(count(p, ORCH, "k"), 2);
     item = fetch_orch_for(p, "k", LOCK_LONG);
     CHECK_EQ(item->message_count, 1);
-    h = item->history_total;
-    d[0] = event(h + 1, DURO_EVENT_EVENT_RAISED);
-    d[0].name = "poke";
-    d[1] = event(h + 2, DURO_EVENT_ORCHESTRATION_FAILED);
-    d[1].error = "broken";
-    d[1].category = DURO_CATEGORY_APPLICATION;
-    a = ack_of(3, d, 2, &m);
-    ack(p, item->lock_token, &a);
-    duro_orch_item_free(item);
+    fail_turn(p, item, 3, NULL, 0);
 
     /* -1: none, nothing queued but the wake-up */
     r.deadline_ms = -1;
