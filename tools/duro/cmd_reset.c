@@ -15,6 +15,14 @@
     (BIT(DURO_STATUS_COMPLETED) | BIT(DURO_STATUS_FAILED) |                    \
      BIT(DURO_STATUS_CANCELLED) | BIT(DURO_STATUS_TERMINATED))
 
+/* The deadline options of both verbs. */
+#define DEADLINE_HELP                                                          \
+    "  --deadline W   the new execution's deadline: a time (RFC 3339, or\n"    \
+    "                 a date) or a duration from now (30m, 2h, 7d); without\n" \
+    "                 it the instance keeps its own, and one that has\n"       \
+    "                 passed is refused (it would end again at once)\n"        \
+    "  --no-deadline  the new execution runs without a deadline\n"
+
 static const char reset_help[] =
     "usage: duro reset ID (--to EVENT | --last-good) [--execution N]\n"
     "                  [--deadline WHEN | --no-deadline] [--reason R]\n"
@@ -37,12 +45,8 @@ static const char reset_help[] =
     "  --to EVENT     the last event kept (an event id of duro history)\n"
     "  --last-good    the last turn boundary before the first failure\n"
     "  --execution N  EVENT is in execution N, which must still be the\n"
-    "                 current one (another reset came first otherwise)\n"
-    "  --deadline W   the new execution's deadline: a time (RFC 3339, or\n"
-    "                 a date) or a duration from now (30m, 2h, 7d); without\n"
-    "                 it the instance keeps its own, and one that has\n"
-    "                 passed is refused (it would end again at once)\n"
-    "  --no-deadline  the new execution runs without a deadline\n"
+    "                 current one (another reset came first "
+    "otherwise)\n" DEADLINE_HELP
     "  --reason R     why (recorded on the ExecutionReset event)\n"
     "  --by WHO       who asks (default: user:NAME, your login name)\n"
     "  --dry-run      change nothing; show where each would be reset to\n"
@@ -71,12 +75,7 @@ static const char rewind_help[] =
     "turn boundary before its first failure, so that the activities (or\n"
     "the child, rewound with it) that failed run again and the\n"
     "orchestration continues from there; the history before the failure\n"
-    "is kept. Only a failed instance can be rewound.\n"
-    "  --deadline W   the new execution's deadline: a time (RFC 3339, or\n"
-    "                 a date) or a duration from now (30m, 2h, 7d); without\n"
-    "                 it the instance keeps its own, and one that has\n"
-    "                 passed is refused (it would end again at once)\n"
-    "  --no-deadline  the new execution runs without a deadline\n"
+    "is kept. Only a failed instance can be rewound.\n" DEADLINE_HELP
     "  --reason R     why (recorded on the ExecutionReset event)\n"
     "  --by WHO       who asks (default: user:NAME, your login name)\n"
     "  --dry-run      change nothing; show where each would be rewound to\n"

@@ -254,46 +254,30 @@ static int decode(duro_arena *a, const char *orchs, const char *acts,
     return 0;
 }
 
-/* Steps RUNTIME_LIST (bound) into list. */
-static int read_runtimes(duro__sql_store *st, duro__sql_conn *c,
-                         duro__sql_stmt *s, duro_runtime_list *list,
-                         const char *op, duro_error *err)
+/* One row of RUNTIME_LIST into *item (a duro_runtime_info). */
+static int runtime_row(duro__sql_store *st, duro__sql_stmt *s, duro_arena *a,
+                       void *item, const char *op, duro_error *err)
 {
-    duro_arena *a = list->arena;
-    size_t cap = 0;
-    int step;
-    while ((step = duro__sql_step(st, c, s)) == DURO__SQL_ROW) {
-        if (list->count == cap) {
-            list->items = duro__sql_arena_grow(a, list->items, list->count,
-                                               &cap, sizeof(*list->items));
-            if (list->items == NULL)
-                return nomem(err);
-        }
-        duro_runtime_info *r = &list->items[list->count];
-        memset(r, 0, sizeof(*r));
-        r->pid = duro__sql_column_int64(st, s, 2);
-        r->started_ms = duro__sql_column_int64(st, s, 3);
-        r->heartbeat_ms = duro__sql_column_int64(st, s, 4);
-        r->heartbeat_every_ms = duro__sql_column_int64(st, s, 5);
-        const char *orchs, *acts;
-        if (duro__sql_column_text(st, a, s, 0, &r->runtime_id) ||
-            duro__sql_column_text(st, a, s, 1, &r->host) ||
-            duro__sql_column_text(st, a, s, 6, &orchs) ||
-            duro__sql_column_text(st, a, s, 7, &acts))
-            return nomem(err);
-        int bad = decode(a, orchs, acts, r);
-        if (bad == -1)
-            return nomem(err);
-        if (bad != 0)
-            return duro_error_set(err, DURO_STORAGE, 0,
-                                  "%s %s: the row of runtime '%s' holds what "
-                                  "no runtime writes (its registrations are "
-                                  "not duro's JSON)",
-                                  st->dialect->name, op, r->runtime_id);
-        list->count++;
-    }
-    if (step != DURO__SQL_DONE)
-        return duro__sql_error(st, c, step, op, err);
+    duro_runtime_info *r = item;
+    r->pid = duro__sql_column_int64(st, s, 2);
+    r->started_ms = duro__sql_column_int64(st, s, 3);
+    r->heartbeat_ms = duro__sql_column_int64(st, s, 4);
+    r->heartbeat_every_ms = duro__sql_column_int64(st, s, 5);
+    const char *orchs, *acts;
+    if (duro__sql_column_text(st, a, s, 0, &r->runtime_id) ||
+        duro__sql_column_text(st, a, s, 1, &r->host) ||
+        duro__sql_column_text(st, a, s, 6, &orchs) ||
+        duro__sql_column_text(st, a, s, 7, &acts))
+        return nomem(err);
+    int bad = decode(a, orchs, acts, r);
+    if (bad == -1)
+        return nomem(err);
+    if (bad != 0)
+        return duro_error_set(err, DURO_STORAGE, 0,
+                              "%s %s: the row of runtime '%s' holds what "
+                              "no runtime writes (its registrations are "
+                              "not duro's JSON)",
+                              st->dialect->name, op, r->runtime_id);
     return DURO_OK;
 }
 
@@ -323,7 +307,8 @@ int duro__sql_list_runtimes(duro_provider *base, duro_runtime_list **out,
     int rc = s != NULL ? DURO_OK : err->code;
     if (rc == DURO_OK) {
         duro__sql_bind_i64(st, c, s, 1, list->read_ms);
-        rc = read_runtimes(st, c, s, list, op, err);
+        rc = duro__sql_read_rows(st, c, s, a, &list->items, &list->count,
+                                 sizeof(*list->items), runtime_row, op, err);
     }
     duro__sql_reader_release(st, c);
     if (rc != DURO_OK) {

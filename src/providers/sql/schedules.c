@@ -226,48 +226,29 @@ int duro__sql_delete_schedule(duro_provider *base, const char *id,
 
 /* ---- reads -------------------------------------------------------------- */
 
-/* Steps s (SCHEDULE_GET, _LIST or _DUE) into list. */
-static int read_schedules(duro__sql_store *st, duro__sql_conn *c,
-                          duro__sql_stmt *s, duro_schedule_list *list,
-                          const char *op, duro_error *err)
+/* One row of SCHEDULE_GET, _LIST or _DUE into *item (a
+ * duro_schedule_record). */
+static int schedule_row(duro__sql_store *st, duro__sql_stmt *s, duro_arena *a,
+                        void *item, const char *op, duro_error *err)
 {
-    duro_arena *a = list->arena;
-    size_t cap = 0;
-    int step;
-    while ((step = duro__sql_step(st, c, s)) == DURO__SQL_ROW) {
-        if (list->count == cap) {
-            list->items = duro__sql_arena_grow(a, list->items, list->count,
-                                               &cap, sizeof(*list->items));
-            if (list->items == NULL) {
-                duro__sql_reset(st, s);
-                return nomem(err);
-            }
-        }
-        duro_schedule_record *r = &list->items[list->count];
-        memset(r, 0, sizeof(*r));
-        r->spec_version = duro__sql_column_int64(st, s, 2);
-        r->row_version = duro__sql_column_int64(st, s, 3);
-        r->next_ms = duro__sql_column_int64(st, s, 4);
-        r->due_ms = duro__sql_column_int64(st, s, 5);
-        r->buffered_ms = duro__sql_column_int64(st, s, 6);
-        r->last_status = duro__sql_column_int(st, s, 8);
-        r->paused = duro__sql_column_int(st, s, 9);
-        r->fires = duro__sql_column_int64(st, s, 11);
-        r->skips = duro__sql_column_int64(st, s, 12);
-        r->created_ms = duro__sql_column_int64(st, s, 13);
-        r->updated_ms = duro__sql_column_int64(st, s, 14);
-        if (duro__sql_column_text(st, a, s, 0, &r->id) ||
-            duro__sql_column_text(st, a, s, 1, &r->spec) ||
-            duro__sql_column_text(st, a, s, 7, &r->last_instance_id) ||
-            duro__sql_column_text(st, a, s, 10, &r->note)) {
-            duro__sql_reset(st, s);
-            return nomem(err);
-        }
-        list->count++;
-    }
-    if (step != DURO__SQL_DONE)
-        return duro__sql_error(st, c, step, op, err);
-    duro__sql_reset(st, s);
+    (void)op;
+    duro_schedule_record *r = item;
+    r->spec_version = duro__sql_column_int64(st, s, 2);
+    r->row_version = duro__sql_column_int64(st, s, 3);
+    r->next_ms = duro__sql_column_int64(st, s, 4);
+    r->due_ms = duro__sql_column_int64(st, s, 5);
+    r->buffered_ms = duro__sql_column_int64(st, s, 6);
+    r->last_status = duro__sql_column_int(st, s, 8);
+    r->paused = duro__sql_column_int(st, s, 9);
+    r->fires = duro__sql_column_int64(st, s, 11);
+    r->skips = duro__sql_column_int64(st, s, 12);
+    r->created_ms = duro__sql_column_int64(st, s, 13);
+    r->updated_ms = duro__sql_column_int64(st, s, 14);
+    if (duro__sql_column_text(st, a, s, 0, &r->id) ||
+        duro__sql_column_text(st, a, s, 1, &r->spec) ||
+        duro__sql_column_text(st, a, s, 7, &r->last_instance_id) ||
+        duro__sql_column_text(st, a, s, 10, &r->note))
+        return nomem(err);
     return DURO_OK;
 }
 
@@ -318,7 +299,9 @@ static int read_list(duro_provider *base, const read_args *q, const char *op,
             duro__sql_bind_i64(st, c, s, i++, q->number);
         if (q->limit > 0)
             duro__sql_bind_i64(st, c, s, i++, q->limit);
-        rc = read_schedules(st, c, s, list, op, err);
+        rc = duro__sql_read_rows(st, c, s, list->arena, &list->items,
+                                 &list->count, sizeof(*list->items),
+                                 schedule_row, op, err);
     }
     if (rc == DURO_OK && q->next_due) {
         s = duro__sql_prepare(st, c, DURO__SQL_SCHEDULE_NEXT_DUE, op, err);
@@ -428,6 +411,23 @@ int duro__sql_due_schedules(duro_provider *base, int64_t now_ms, size_t limit,
     return read_list(base, &q, op, out, err);
 }
 
+/* One row of SCHEDULE_FIRES_LIST into *item (a duro_schedule_action). */
+static int fire_row(duro__sql_store *st, duro__sql_stmt *s, duro_arena *a,
+                    void *item, const char *op, duro_error *err)
+{
+    (void)op;
+    duro_schedule_action *f = item;
+    f->kind = duro__sql_column_int(st, s, 0);
+    f->time_ms = duro__sql_column_int64(st, s, 1);
+    f->count = duro__sql_column_int64(st, s, 2);
+    f->recorded_ms = duro__sql_column_int64(st, s, 5);
+    f->instance_status = duro__sql_column_int(st, s, 6);
+    if (duro__sql_column_text(st, a, s, 3, &f->why) ||
+        duro__sql_column_text(st, a, s, 4, &f->instance_id))
+        return nomem(err);
+    return DURO_OK;
+}
+
 int duro__sql_list_schedule_fires(duro_provider *base, const char *id,
                                   size_t limit, duro_schedule_fire_list **out,
                                   duro_error *err)
@@ -458,35 +458,8 @@ int duro__sql_list_schedule_fires(duro_provider *base, const char *id,
     if (rc == DURO_OK) {
         duro__sql_bind_text(st, c, s, 1, id);
         duro__sql_bind_i64(st, c, s, 2, (int64_t)limit);
-        size_t cap = 0;
-        int step, oom = 0;
-        while (!oom && (step = duro__sql_step(st, c, s)) == DURO__SQL_ROW) {
-            if (list->count == cap) {
-                list->items = duro__sql_arena_grow(a, list->items, list->count,
-                                                   &cap, sizeof(*list->items));
-                if (list->items == NULL) {
-                    oom = 1;
-                    break;
-                }
-            }
-            duro_schedule_action *f = &list->items[list->count];
-            memset(f, 0, sizeof(*f));
-            f->kind = duro__sql_column_int(st, s, 0);
-            f->time_ms = duro__sql_column_int64(st, s, 1);
-            f->count = duro__sql_column_int64(st, s, 2);
-            f->recorded_ms = duro__sql_column_int64(st, s, 5);
-            f->instance_status = duro__sql_column_int(st, s, 6);
-            if (duro__sql_column_text(st, a, s, 3, &f->why) ||
-                duro__sql_column_text(st, a, s, 4, &f->instance_id))
-                oom = 1;
-            else
-                list->count++;
-        }
-        if (oom)
-            rc = nomem(err);
-        else if (step != DURO__SQL_DONE)
-            rc = duro__sql_error(st, c, step, op, err);
-        duro__sql_reset(st, s);
+        rc = duro__sql_read_rows(st, c, s, a, &list->items, &list->count,
+                                 sizeof(*list->items), fire_row, op, err);
     }
     duro__sql_reader_release(st, c);
     if (rc != DURO_OK) {

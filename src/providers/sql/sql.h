@@ -450,6 +450,20 @@ int duro__sql_check_payload(const duro__sql_store *st, const char *what,
 void *duro__sql_arena_grow(duro_arena *a, void *old, size_t count, size_t *cap,
                            size_t elem);
 
+/* Fills *item (zeroed, `size` bytes, in arena a) from the row s stands on:
+ * DURO_OK, or an error in err (DURO_NOMEM: duro__sql_read_rows says so). */
+typedef int (*duro__sql_row_fn)(duro__sql_store *st, duro__sql_stmt *s,
+                                duro_arena *a, void *item, const char *op,
+                                duro_error *err);
+
+/* Steps s to its end, a row at a time, appending an item of `size` bytes
+ * filled by row() to the arena array *items of *count; resets s however
+ * it ends. DURO_OK, DURO_NOMEM, row()'s error or the step's. */
+int duro__sql_read_rows(duro__sql_store *st, duro__sql_conn *c,
+                        duro__sql_stmt *s, duro_arena *a, void *items,
+                        size_t *count, size_t size, duro__sql_row_fn row,
+                        const char *op, duro_error *err);
+
 /* Clears err on entry, pointing it at `local` when the caller passed NULL. */
 #define DURO__SQL_ERR_INIT(err, local)                                         \
     do {                                                                       \

@@ -113,6 +113,34 @@ void *duro__sql_arena_grow(duro_arena *a, void *old, size_t count, size_t *cap,
     return grown;
 }
 
+int duro__sql_read_rows(duro__sql_store *st, duro__sql_conn *c,
+                        duro__sql_stmt *s, duro_arena *a, void *items,
+                        size_t *count, size_t size, duro__sql_row_fn row,
+                        const char *op, duro_error *err)
+{
+    void **array = items; /* the caller's `T *` as a `void *` */
+    size_t cap = *count;
+    int rc = DURO_OK, step;
+    while ((step = duro__sql_step(st, c, s)) == DURO__SQL_ROW) {
+        if (*count == cap) {
+            *array = duro__sql_arena_grow(a, *array, *count, &cap, size);
+            if (*array == NULL) {
+                rc = duro_error_set(err, DURO_NOMEM, 0, "out of memory");
+                break;
+            }
+        }
+        void *item = (char *)*array + *count * size;
+        memset(item, 0, size);
+        if ((rc = row(st, s, a, item, op, err)) != DURO_OK)
+            break;
+        (*count)++;
+    }
+    if (rc == DURO_OK && step != DURO__SQL_DONE)
+        rc = duro__sql_error(st, c, step, op, err);
+    duro__sql_reset(st, s);
+    return rc;
+}
+
 int duro__sql_fault_due(duro__sql_store *st, uint64_t *step)
 {
     uint64_t n = atomic_fetch_add(&st->steps, 1) + 1;
