@@ -1796,6 +1796,12 @@ typedef struct duro_schedule_spec {
     const char *note;  /* with paused: why */
     int64_t start_ms;  /* no fire before it; 0: none */
     int64_t end_ms;    /* no fire at or after it; 0: none */
+    /* version 2 */
+    int64_t timeout_ms; /* each instance a fire (or a trigger) starts gets
+                           a deadline this long after it is started (as
+                           duro_start_options.timeout_ms); 0: none of the
+                           schedule's (the orchestration's registration
+                           may still give one) */
 } duro_schedule_spec;
 
 /** Sets version and every default. NULL is a no-op. @note Any thread. */

@@ -1028,6 +1028,8 @@ typedef struct duro_schedule_action {
     int64_t recorded_ms;      /* read: when the entry was written */
     int instance_status;      /* read: the instance's status now
                                  (DURO_STATUS_NOT_FOUND: none or gone) */
+    int64_t deadline_ms;      /* START: the instance's deadline (wall ms; 0:
+                                 none), as a START message's fire_at_ms */
 } duro_schedule_action;
 
 /* Fires-log entries in one arena, newest first: free with

@@ -330,6 +330,9 @@ int duro_client_schedule_trigger(duro_client *c, const char *id,
             a[n].instance_id = fire_id;
             a[n].name = l.spec.orchestration;
             a[n].version = l.spec.orchestration_version;
+            a[n].deadline_ms = l.spec.timeout_ms > 0
+                                   ? duro__add_ms(now, l.spec.timeout_ms)
+                                   : 0;
             a[n++].input = l.spec.input;
         }
         after.due_ms = duro__schedule_due(&l.compiled.rule, after.next_ms,

@@ -13,7 +13,7 @@ void duro_schedule_spec_init(duro_schedule_spec *s)
     if (s == NULL)
         return;
     memset(s, 0, sizeof(*s));
-    s->version = 1;
+    s->version = 2; /* 2: timeout_ms */
     s->overlap = DURO_OVERLAP_SKIP;
     s->catchup_window_ms = DURO_SCHEDULE_CATCHUP_DEFAULT_MS;
 }
@@ -93,6 +93,13 @@ static int check_fields(const char *id, const duro_schedule_spec *s,
                               "end_ms %" PRId64
                               " is not after start_ms %" PRId64,
                               s->end_ms, s->start_ms);
+    /* 9999-12-31 from 1970 and a margin: what a deadline may reach */
+    if (s->version >= 2 &&
+        (s->timeout_ms < 0 || s->timeout_ms > INT64_C(253402300799999)))
+        return duro_error_set(err, DURO_INVALID, 0,
+                              "timeout_ms %" PRId64
+                              " is negative or past the year 9999",
+                              s->timeout_ms);
     if (s->paused != 0 && s->paused != 1)
         return duro_error_set(err, DURO_INVALID, 0, "paused %d (0 or 1)",
                               s->paused);
@@ -206,6 +213,8 @@ void duro__schedule_spec_json(const duro_schedule_spec *s, duro__strbuf *b)
     add_int(b, "jitter_ms", s->jitter_ms);
     add_int(b, "start_ms", s->start_ms);
     add_int(b, "end_ms", s->end_ms);
+    if (s->version >= 2 && s->timeout_ms > 0)
+        add_int(b, "timeout_ms", s->timeout_ms);
     duro__strbuf_add(b, "}", 1);
 }
 
@@ -252,7 +261,9 @@ int duro__schedule_spec_parse(const char *json, duro_arena *a,
         get_int(o, "catchup_window_ms", &out->catchup_window_ms) ||
         get_int(o, "jitter_ms", &out->jitter_ms) ||
         get_int(o, "start_ms", &out->start_ms) ||
-        get_int(o, "end_ms", &out->end_ms) || overlap < 0 || overlap > 100)
+        get_int(o, "end_ms", &out->end_ms) ||
+        get_int(o, "timeout_ms", &out->timeout_ms) || overlap < 0 ||
+        overlap > 100)
         return duro_error_set(err, DURO_INVALID, 0,
                               "a stored schedule spec has a field of the "
                               "wrong type");

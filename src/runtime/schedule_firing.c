@@ -169,6 +169,9 @@ static void fire_one(duro__schedules *s, const duro_schedule_record *r,
             a->name = c->spec.orchestration;
             a->version = c->spec.orchestration_version;
             a->input = c->spec.input;
+            a->deadline_ms = c->spec.timeout_ms > 0
+                                 ? duro__add_ms(now, c->spec.timeout_ms)
+                                 : 0;
             last = ids[i];
             starts++;
             int64_t late =

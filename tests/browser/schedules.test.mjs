@@ -48,6 +48,7 @@ test("schedules", async (t) => {
     await page.locator("#sf-zone").fill("Europe/Berlin");
     await page.locator("#sf-input").fill('{"scope":"all"}');
     await page.locator("#sf-overlap").selectOption("allow-all");
+    await page.locator("#sf-timeout").fill("2h");
     await page.locator("#sf-submit").click();
     const dialog = page.locator("#schedule-create-dialog");
     await dialog.waitFor();
@@ -65,6 +66,7 @@ test("schedules", async (t) => {
     assert.match(await row.textContent(), /active/);
     const s = await api(page, "schedule?ref=" + ref(ID));
     assert.equal(s.spec.overlap, "allow-all");
+    assert.equal(s.spec.timeout_ms, 7200000);
     assert.equal(s.input_text, '{"scope":"all"}');
     await screenshot(page, "schedules-list");
   });
@@ -94,6 +96,7 @@ test("schedules", async (t) => {
     assert.equal(await page.locator("#sf-overlap").inputValue(), "allow-all");
     assert.equal(await page.locator("#sf-paused").isChecked(), true);
     assert.equal(await page.locator("#sf-note").inputValue(), "data migration");
+    assert.equal(await page.locator("#sf-timeout").inputValue(), "2h");
     await page.locator("#sf-cron").fill("45 3 * * *");
     await page.locator("#sf-submit").click();
     await page.locator("#schedule-update-dialog").waitFor();
@@ -115,9 +118,14 @@ test("schedules", async (t) => {
     assert.match(await page.locator("#status").textContent(), /triggered: started /);
     assert.match(await page.locator("#fire-rows tr").first().textContent(), /started/);
     await screenshot(page, "schedule-describe");
+    const asked = Date.now();
     await link.click();
     await page.locator("h2.id", { hasText: fireId }).waitFor();
     await page.locator('#card dd[data-field="Status"]', { hasText: "pending" }).waitFor();
+    // the schedule's timeout: the instance's deadline, 2 h after its start
+    const info = await api(page, "instance?ref=" + ref(fireId));
+    assert.ok(info.deadline_ms > asked + 7200000 - 60000 && info.deadline_ms <= Date.now() + 7200000,
+      String(info.deadline_ms));
   });
 
   await t.test("deleted; its instance stays", async () => {

@@ -1688,7 +1688,7 @@ json 'd["spec"]["time_zone"] == "Europe/Berlin" and d["spec"]["input"] == {"k": 
 run 1 --db "$sdb" schedule create nightly --orchestration Report --every 1h
 contains "$tmp/err" "already exists"
 run 0 --db "$sdb" schedule create hourly --orchestration Report --every 1h \
-    --overlap buffer-one --catchup 2h --paused --note "not yet"
+    --overlap buffer-one --catchup 2h --paused --note "not yet" --timeout 90m
 contains "$tmp/out" "paused"
 run 0 --db "$sdb" schedule list --json
 json '[s["id"] for s in d["schedules"]] == ["hourly", "nightly"]'
@@ -1696,7 +1696,10 @@ json 'd["schedules"][0]["spec"]["paused"] is True and d["schedules"][0]["spec"][
 run 0 --db "$sdb" schedule resume hourly --dry-run
 contains "$tmp/out" "would resume schedule hourly"
 run 0 --db "$sdb" schedule describe hourly --json
-json 'd["spec"]["paused"] is True and d["spec"]["overlap"] == "buffer-one"'
+json 'd["spec"]["paused"] is True and d["spec"]["overlap"] == "buffer-one" and d["spec"]["timeout_ms"] == 5400000'
+run 0 --db "$sdb" schedule describe hourly
+contains "$tmp/out" "timeout       1h30m (each instance's deadline after its start)"
+run 2 --db "$sdb" schedule create late --orchestration Report --every 1h --timeout soon
 run 0 --db "$sdb" schedule resume hourly
 run 0 --db "$sdb" schedule trigger nightly --json
 json 'd["instance"].startswith("nightly@trigger-") and d["action"] == "triggered"'

@@ -518,6 +518,82 @@ TEST(the_test_env_skips_to_fire_times)
     duro_test_env_destroy(env);
 }
 
+/* The instance of the schedule's newest fire that is not a trigger, into
+ * buf; 0 while there is none. */
+static int fired_instance(duro_client *c, const char *id, char *buf,
+                          size_t size)
+{
+    duro_schedule_description *d = NULL;
+    if (duro_client_schedule_describe(c, id, 0, 10, &d) != DURO_OK)
+        return 0;
+    int found = 0;
+    for (size_t k = 0; k < d->fire_count && !found; k++)
+        if (d->fires[k].action == DURO_SCHEDULE_START &&
+            d->fires[k].instance_id != NULL &&
+            strstr(d->fires[k].instance_id, "@trigger-") == NULL) {
+            snprintf(buf, size, "%s", d->fires[k].instance_id);
+            found = 1;
+        }
+    duro_schedule_description_free(d);
+    return found;
+}
+
+/* A schedule's timeout_ms: each instance a fire or a trigger starts has a
+ * deadline that long after its start, and ends at it (Failed, timeout);
+ * on the virtual clock, so the hours pass at once. */
+TEST(a_schedule_timeout_is_each_fired_instance_deadline)
+{
+    duro_registry *r = NULL;
+    CHECK_OK(duro_registry_create(&r));
+    CHECK_OK(
+        duro_registry_add_orchestration(r, "Rest", NULL, orch_wait_days, NULL));
+    duro_test_env *env = NULL;
+    CHECK_OK(duro_test_env_create(r, NULL, &env));
+    duro_registry_destroy(r);
+    CHECK_OK(duro_test_env_start(env));
+    duro_client *c = duro_test_env_client(env);
+    duro_schedule_spec spec;
+    duro_schedule_spec_init(&spec);
+    spec.interval_ms = 24 * HOUR_MS;
+    spec.orchestration = "Rest";
+    spec.overlap = DURO_OVERLAP_ALLOW_ALL;
+    spec.timeout_ms = 2 * HOUR_MS;
+    CHECK_OK(duro_client_schedule_create(c, "bounded", &spec));
+    duro_schedule_description *d = NULL;
+    CHECK_OK(duro_client_schedule_describe(c, "bounded", 0, 0, &d));
+    CHECK_EQ(d->schedules[0].spec.timeout_ms, 2 * HOUR_MS);
+    duro_schedule_description_free(d);
+    char id[DURO_SCHEDULE_ID_MAX + 64];
+    int64_t before = duro_now_ms();
+    CHECK_OK(duro_client_schedule_trigger(c, "bounded", id, sizeof(id)));
+    duro_instance_info *info = NULL;
+    CHECK_OK(duro_test_env_wait(env, id, WAIT_MS, &info));
+    CHECK_EQ(info->status, DURO_STATUS_FAILED);
+    CHECK_EQ(info->category, DURO_CATEGORY_TIMEOUT);
+    CHECK_INT(info->deadline_ms, >=, before + 2 * HOUR_MS);
+    CHECK_INT(info->deadline_ms - info->created_ms, <=, 2 * HOUR_MS + 1000);
+    duro_free(info);
+    /* the next fire's instance too */
+    CHECK_OK(duro_client_schedule_describe(c, "bounded", 0, 0, &d));
+    char fire[DURO_SCHEDULE_ID_MAX + 64] = "";
+    int64_t next = d->schedules[0].next_ms;
+    duro_schedule_description_free(d);
+    CHECK_INT(next, >, 0);
+    /* the clock moved past the next fire time: its instance appears
+     * (the firing thread wakes), found in the fires log */
+    CHECK_OK(duro_test_env_advance(env, 25 * HOUR_MS));
+    duro_instance_info *last = NULL;
+    WAIT_UNTIL(fired_instance(c, "bounded", fire, sizeof(fire)), WAIT_MS);
+    CHECK(fire[0] != '\0');
+    CHECK_OK(duro_test_env_wait(env, fire, WAIT_MS, &last));
+    CHECK_EQ(last->status, DURO_STATUS_FAILED);
+    CHECK_EQ(last->category, DURO_CATEGORY_TIMEOUT);
+    CHECK_INT(last->deadline_ms - last->created_ms, >=, 2 * HOUR_MS - 1000);
+    CHECK_INT(last->deadline_ms - last->created_ms, <=, 2 * HOUR_MS + 1000);
+    duro_free(last);
+    duro_test_env_destroy(env);
+}
+
 /* ---- kill -9 around fire times ------------------------------------------ */
 
 #define KILL_ROUNDS 6
@@ -696,6 +772,20 @@ TEST(every_schedule_function_refuses_bad_input)
     s.jitter_ms = -1;
     expect_spec_refused(c, &s, DURO_INVALID, "negative");
     s = ok;
+    s.timeout_ms = -1;
+    expect_spec_refused(c, &s, DURO_INVALID, "timeout_ms");
+    s.timeout_ms = INT64_MAX;
+    expect_spec_refused(c, &s, DURO_INVALID, "year 9999");
+    /* a spec of version 1 has no timeout_ms: what lies there is not read */
+    s.version = 1;
+    s.timeout_ms = -1;
+    CHECK_OK(duro_client_schedule_create(c, "v1", &s));
+    duro_schedule_description *v1 = NULL;
+    CHECK_OK(duro_client_schedule_describe(c, "v1", 0, 0, &v1));
+    CHECK_EQ(v1->schedules[0].spec.timeout_ms, 0);
+    duro_schedule_description_free(v1);
+    CHECK_OK(duro_client_schedule_delete(c, "v1"));
+    s = ok;
     s.start_ms = 5000;
     s.end_ms = 4000;
     expect_spec_refused(c, &s, DURO_INVALID, "end_ms");
@@ -782,6 +872,7 @@ int main(int argc, char **argv)
         T(catch_up_after_downtime_makes_the_fires_within_the_window),
         T(dst_changes_in_a_named_zone_fire_once_a_day),
         T(the_test_env_skips_to_fire_times),
+        T(a_schedule_timeout_is_each_fired_instance_deadline),
         T(kill_9_around_fire_times_loses_and_doubles_no_fire),
         T(every_schedule_function_refuses_bad_input)};
     return test_run(argc, argv, tests, sizeof(tests) / sizeof(tests[0]));

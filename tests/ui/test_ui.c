@@ -1839,7 +1839,8 @@ static void test_schedules_api(unsigned port, unsigned ro_port,
     int s;
     const char *spec = "{\"cron\":\"30 2 * * *\",\"time_zone\":"
                        "\"Europe/Berlin\",\"orchestration\":\"Hello\","
-                       "\"input\":{\"a\":1},\"overlap\":\"allow-all\"}";
+                       "\"input\":{\"a\":1},\"overlap\":\"allow-all\","
+                       "\"timeout_ms\":7200000}";
     ref_of("nightly", ref);
 
     /* a dry run: the next fire times, 02:30 on Berlin's clock, nothing
@@ -1892,6 +1893,9 @@ static void test_schedules_api(unsigned port, unsigned ro_port,
          "spec.note goes with spec.paused"},
         {"{\"spec\":{\"cron\":\"1 2 * * *\",\"orchestration\":\"Hello\"}}",
          "id is required"},
+        {"{\"id\":\"b\",\"spec\":{\"cron\":\"1 2 * * *\",\"orchestration\":"
+         "\"Hello\",\"timeout_ms\":-1}}",
+         "timeout_ms -1 is negative"},
         {"{\"id\":\"b\"}", "spec is required"},
         {"{\"id\":\"b\",\"spec\":\"30 2 * * *\"}", "spec must be an object"},
     };
@@ -1913,6 +1917,11 @@ static void test_schedules_api(unsigned port, unsigned ro_port,
     CHECK(s == 200 && strstr(buf, "\"created\":true") != NULL &&
               strstr(buf, "\"requested_by\":\"ui:") != NULL,
           "create: %d %s", s, body_of(buf));
+    CHECK(duro_client_schedule_describe(client, "nightly", 0, 0, &d) ==
+                  DURO_OK &&
+              d->schedules[0].spec.timeout_ms == 7200000,
+          "the spec's timeout_ms was not stored");
+    duro_schedule_description_free(d);
     s = post_json(port, auth, "/api/v1/schedule/create", body, buf,
                   sizeof(buf));
     CHECK(s == 409 && strstr(buf, "already_exists") != NULL &&

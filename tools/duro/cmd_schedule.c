@@ -15,8 +15,9 @@ static const char schedule_help[] =
     "  create ID --orchestration NAME (--cron EXPR | --every DURATION)\n"
     "         [--offset DURATION] [--zone TZ] [--input TEXT|@FILE]\n"
     "         [--version V] [--overlap POLICY] [--catchup DURATION]\n"
-    "         [--jitter DURATION] [--paused [--note TEXT]] [--start TIME]\n"
-    "         [--end TIME] [--dry-run]\n"
+    "         [--jitter DURATION] [--timeout DURATION] [--paused [--note "
+    "TEXT]]\n"
+    "         [--start TIME] [--end TIME] [--dry-run]\n"
     "  update ID (the options of create: the spec is replaced) [--dry-run]\n"
     "  pause ID [--note TEXT] [--dry-run]\n"
     "  resume ID [--dry-run]\n"
@@ -28,7 +29,9 @@ static const char schedule_help[] =
     "Every fire starts one instance, ID@<fire time in UTC>, whatever the\n"
     "number of runtimes on the store. POLICY: skip (default), buffer-one,\n"
     "allow-all, cancel-other, terminate-other. --catchup: fires due longer\n"
-    "ago than this after a downtime are skipped (default 365d). Deleting or\n"
+    "ago than this after a downtime are skipped (default 365d). --timeout:\n"
+    "each instance it starts has a deadline this long after its start\n"
+    "(failed, timeout, when it passes; duro start --deadline). Deleting or\n"
     "pausing a schedule never touches the instances it started.\n"
     "All verbs take --json and --db URL.\n";
 
@@ -64,6 +67,7 @@ enum {
     OPT_OVERLAP,
     OPT_CATCHUP,
     OPT_JITTER,
+    OPT_TIMEOUT,
     OPT_PAUSED,
     OPT_NOTE,
     OPT_START,
@@ -86,6 +90,7 @@ static const struct option all_opts[] = {
     {"overlap", required_argument, NULL, OPT_OVERLAP},
     {"catchup", required_argument, NULL, OPT_CATCHUP},
     {"jitter", required_argument, NULL, OPT_JITTER},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"paused", no_argument, NULL, OPT_PAUSED},
     {"note", required_argument, NULL, OPT_NOTE},
     {"start", required_argument, NULL, OPT_START},
@@ -173,6 +178,10 @@ static int parse(cli *c, int argc, char **argv, unsigned takes, spec_args *a)
             break;
         case OPT_JITTER:
             if (args_duration(c, "--jitter", optarg, &s->jitter_ms) != 0)
+                return EXIT_USAGE;
+            break;
+        case OPT_TIMEOUT:
+            if (args_duration(c, "--timeout", optarg, &s->timeout_ms) != 0)
                 return EXIT_USAGE;
             break;
         case OPT_PAUSED:
@@ -486,6 +495,10 @@ static int describe(cli *c, int argc, char **argv)
         printf("orchestration %s\n",
                text_escape(p->orchestration, shown, sizeof(shown)));
         printf("overlap       %s\n", schedule_overlap_word(p->overlap));
+        if (p->timeout_ms > 0)
+            printf("timeout       %s (each instance's deadline after its "
+                   "start)\n",
+                   text_duration(p->timeout_ms, t, sizeof(t)));
         printf("state         %s%s%s\n", p->paused ? "paused" : "active",
                p->paused && p->note != NULL ? ": " : "",
                p->paused && p->note != NULL ? p->note : "");

@@ -126,7 +126,7 @@ _duro_complete()
         return
         ;;
     --orchestration | --cron | --every | --offset | --zone | --catchup | \
-        --jitter | --note | --start | --end | --next | --fires)
+        --jitter | --timeout | --note | --start | --end | --next | --fires)
         return
         ;;
     --name | --since | --until | --limit | --version | --delay | --timeout | \
@@ -168,8 +168,8 @@ _duro_complete()
         case $sub in
         create | update)
             opts="--orchestration --cron --every --offset --zone --input
-                --version --overlap --catchup --jitter --paused --note
-                --start --end --dry-run"
+                --version --overlap --catchup --jitter --timeout --paused
+                --note --start --end --dry-run"
             ;;
         pause) opts="--note --dry-run" ;;
         resume | trigger | delete) opts="--dry-run" ;;

@@ -219,6 +219,7 @@ json_t *json_schedule_spec(const duro_schedule_spec *s)
     jset(o, "overlap", jstr(schedule_overlap_word(s->overlap)));
     jset(o, "catchup_window_ms", jint(s->catchup_window_ms));
     jset(o, "jitter_ms", jint(s->jitter_ms));
+    jset(o, "timeout_ms", jint(s->version >= 2 ? s->timeout_ms : 0));
     jset(o, "paused", json_boolean(s->paused));
     jset(o, "note", s->note != NULL ? jstr(s->note) : json_null());
     jset_time(o, "start", s->start_ms);

@@ -80,23 +80,13 @@ static json_t *schedule_json(const duro_schedule_info *s)
 /* ---- the spec from JSON -------------------------------------------------- */
 
 /* The keys json_schedule_spec writes: the ones a spec is read from. */
-static const char *const spec_keys[] = {"cron",
-                                        "interval_ms",
-                                        "offset_ms",
-                                        "time_zone",
-                                        "orchestration",
-                                        "orchestration_version",
-                                        "input",
-                                        "overlap",
-                                        "catchup_window_ms",
-                                        "jitter_ms",
-                                        "paused",
-                                        "note",
-                                        "start",
-                                        "start_ms",
-                                        "end",
-                                        "end_ms",
-                                        NULL};
+static const char *const spec_keys[] = {
+    "cron",      "interval_ms",   "offset_ms",
+    "time_zone", "orchestration", "orchestration_version",
+    "input",     "overlap",       "catchup_window_ms",
+    "jitter_ms", "timeout_ms",    "paused",
+    "note",      "start",         "start_ms",
+    "end",       "end_ms",        NULL};
 
 /* A string field: *out NULL when absent or null, else its text (borrowed).
  * -1 with @p err set for another type or a NUL inside. */
@@ -187,6 +177,7 @@ static int spec_read(json_t *o, duro_schedule_spec *s, char **input, char *err,
         spec_int(o, "catchup_window_ms", &s->catchup_window_ms, err, size) !=
             0 ||
         spec_int(o, "jitter_ms", &s->jitter_ms, err, size) != 0 ||
+        spec_int(o, "timeout_ms", &s->timeout_ms, err, size) != 0 ||
         spec_time(o, "start", &s->start_ms, err, size) != 0 ||
         spec_time(o, "end", &s->end_ms, err, size) != 0)
         return -1;

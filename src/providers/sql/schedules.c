@@ -554,6 +554,7 @@ static int start_fire(duro__sql_store *st, duro__sql_conn *c,
     item.name = a->name;
     item.version = a->version;
     item.payload = a->input;
+    item.fire_at_ms = a->deadline_ms; /* a START's deadline (version 12) */
     item.flags = DURO_START_IDEMPOTENT;
     int skip = 0;
     *taken = 0;

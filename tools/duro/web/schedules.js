@@ -170,6 +170,8 @@ function scheduleForm(current, done) {
     { placeholder: "365d" });
   const jitter = input("sf-jitter", spec ? durationText(spec.jitter_ms) : "",
     { placeholder: "0" });
+  const timeout = input("sf-timeout", spec && spec.timeout_ms ? durationText(spec.timeout_ms) : "",
+    { placeholder: "none" });
   const start = input("sf-start", spec && spec.start ? spec.start : "",
     { placeholder: "2026-05-01T00:00:00Z" });
   const end = input("sf-end", spec && spec.end ? spec.end : "",
@@ -200,7 +202,8 @@ function scheduleForm(current, done) {
   // The spec the form says, or a message for a duration that is not one.
   function specOf() {
     const s = { orchestration: orch.value, overlap: overlap.value, paused: paused.checked };
-    const durations = [["catchup_window_ms", catchup, "Catch-up"], ["jitter_ms", jitter, "Jitter"]];
+    const durations = [["catchup_window_ms", catchup, "Catch-up"], ["jitter_ms", jitter, "Jitter"],
+      ["timeout_ms", timeout, "Timeout"]];
     if (kind.value === "cron") {
       s.cron = cron.value;
       if (zone.value.trim() !== "") s.time_zone = zone.value.trim();
@@ -271,6 +274,7 @@ function scheduleForm(current, done) {
   field("sf-overlap", "While the last still runs", overlap),
   field("sf-catchup", "Catch-up window", catchup, "after a downtime, older fires are skipped"),
   field("sf-jitter", "Jitter", jitter),
+  field("sf-timeout", "Timeout", timeout, "each instance's deadline after its start"),
   field("sf-start", "Start (UTC)", start),
   field("sf-end", "End (UTC)", end),
   h("p", { class: "field" }, paused, h("label", { for: "sf-paused" }, " Paused "),
@@ -383,6 +387,7 @@ export function showSchedule(view, ref, opts = {}) {
           p.paused && p.note ? [": ", userText(p.note)] : null]),
         ...row("Catch-up window", durationText(p.catchup_window_ms)),
         ...row("Jitter", p.jitter_ms ? durationText(p.jitter_ms) : "none"),
+        ...row("Timeout", p.timeout_ms ? durationText(p.timeout_ms) + " after each start" : "none"),
         ...row("Start", p.start ? h("time", { datetime: p.start }, p.start) : "none"),
         ...row("End", p.end ? h("time", { datetime: p.end }, p.end) : "none"),
         ...row("Fires", s.fires + " started, " + s.skips + " skipped"),
