@@ -477,7 +477,9 @@ static int orch_wait_days(duro_orch *o, const char *in, duro_result *out)
     return duro_ok(out, "rested");
 }
 
-TEST(the_test_env_skips_to_fire_times)
+/* A started test environment on a temporary SQLite store whose registry
+ * has Tick and Rest. */
+static duro_test_env *started_env(void)
 {
     duro_registry *r = NULL;
     CHECK_OK(duro_registry_create(&r));
@@ -488,6 +490,12 @@ TEST(the_test_env_skips_to_fire_times)
     CHECK_OK(duro_test_env_create(r, NULL, &env));
     duro_registry_destroy(r);
     CHECK_OK(duro_test_env_start(env));
+    return env;
+}
+
+TEST(the_test_env_skips_to_fire_times)
+{
+    duro_test_env *env = started_env();
     duro_client *c = duro_test_env_client(env);
     duro_schedule_spec spec;
     duro_schedule_spec_init(&spec);
@@ -543,14 +551,7 @@ static int fired_instance(duro_client *c, const char *id, char *buf,
  * on the virtual clock, so the hours pass at once. */
 TEST(a_schedule_timeout_is_each_fired_instance_deadline)
 {
-    duro_registry *r = NULL;
-    CHECK_OK(duro_registry_create(&r));
-    CHECK_OK(
-        duro_registry_add_orchestration(r, "Rest", NULL, orch_wait_days, NULL));
-    duro_test_env *env = NULL;
-    CHECK_OK(duro_test_env_create(r, NULL, &env));
-    duro_registry_destroy(r);
-    CHECK_OK(duro_test_env_start(env));
+    duro_test_env *env = started_env();
     duro_client *c = duro_test_env_client(env);
     duro_schedule_spec spec;
     duro_schedule_spec_init(&spec);
