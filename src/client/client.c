@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "base/tz.h"
 #include "client/client_internal.h"
 #include "client/client_metrics.h"
 #include "core/core.h"
@@ -1164,11 +1165,14 @@ static int check_reset_deadline(const duro_reset_options *o)
                           "reset options: the deadline (%lld ms) is past the "
                           "year 9999",
                           (long long)o->deadline_ms);
-    if (o->deadline_ms <= duro__wall_ms())
+    if (o->deadline_ms <= duro__wall_ms()) {
+        char at[40];
+        duro__format_utc(at, sizeof(at), o->deadline_ms);
         return duro__fail(DURO_INVALID,
-                          "reset options: the new deadline (%lld ms) has "
-                          "already passed",
-                          (long long)o->deadline_ms);
+                          "reset options: the new deadline (%s) has already "
+                          "passed",
+                          at);
+    }
     return DURO_OK;
 }
 

@@ -957,7 +957,7 @@ json "d['execution_id'] == 5 and d['deadline_ms'] == $rewind_deadline"
 run 4 --db "$rdb" rewind boom-1 --dry-run
 contains "$tmp/err" "its deadline (1970-01-01T00:00:01.000Z) has passed, so it would end again at once; give it a new deadline or none"
 run 1 --db "$rdb" rewind boom-1 --deadline 2000-01-01T00:00:00Z
-contains "$tmp/err" "the new deadline (946684800000 ms) has already passed"
+contains "$tmp/err" "the new deadline (2000-01-01T00:00:00.000Z) has already passed"
 run 2 rewind boom-1 --deadline 2h --no-deadline
 contains "$tmp/err" "--deadline or --no-deadline, not both"
 run 2 rewind boom-1 --deadline soon
