@@ -951,8 +951,9 @@ typedef struct duro_runtime_options {
     int version;
     int orchestration_concurrency;         /* turn threads; default 2; 0: this
                                               runtime runs activities only */
-    int worker_concurrency;                /* activity slots; default 8; 0: this
-                                              runtime runs orchestrations only */
+    int worker_concurrency;                /* activity slots; default 16; 0:
+                                              this runtime runs orchestrations
+                                              only */
     int64_t orchestration_lock_timeout_ms; /* default 30000; a turn's ack
                                               is retried through an outage
                                               until its lock's deadline */

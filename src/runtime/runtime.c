@@ -17,7 +17,7 @@ static void set_defaults(duro_runtime_options *o)
     memset(o, 0, sizeof(*o));
     o->version = 5;
     o->orchestration_concurrency = 2;
-    o->worker_concurrency = 8;
+    o->worker_concurrency = 16;
     o->orchestration_lock_timeout_ms = 30000;
     o->worker_lock_timeout_ms = 30000;
     o->lock_renewal_ms = 2000;
@@ -194,6 +194,16 @@ static int create(duro_provider *p, int owns, const duro_registry *reg,
     return DURO_OK;
 }
 
+int duro__pool_concurrency(int orchestration_concurrency,
+                           int worker_concurrency, int others)
+{
+    if (orchestration_concurrency < 0 || worker_concurrency < 0 ||
+        orchestration_concurrency > 256 || worker_concurrency > 4096)
+        return 0;
+    return orchestration_concurrency +
+           DURO__MIN(worker_concurrency, DURO__POOL_SLOTS) + others;
+}
+
 int duro_runtime_create(const char *url, const duro_registry *reg,
                         const duro_runtime_options *opts, duro_runtime **out)
 {
@@ -202,19 +212,18 @@ int duro_runtime_create(const char *url, const duro_registry *reg,
     *out = NULL;
     if (reg == NULL)
         return duro__fail(DURO_INVALID, "registry is NULL");
-    /* Threads that may use the store at once: every turn thread and worker
-     * slot, and the activity manager (renewals, cancellation checks). A
-     * provider with a connection pool sizes it from this. Options that
-     * create() will refuse size nothing. */
+    /* Threads that may use the store at once: every turn thread, the worker
+     * slots up to DURO__POOL_SLOTS (duro__pool_concurrency) and the activity
+     * manager (renewals, cancellation checks). A provider with a connection
+     * pool sizes it from this. Options that create() will refuse size
+     * nothing. */
     duro_runtime_options defaults;
     duro_runtime_options_init(&defaults);
     /* Fields of version 1 only: a caller's struct of an older version is
      * shorter than this one, and must not be read past its end. */
     const duro_runtime_options *o = opts != NULL ? opts : &defaults;
-    int oc = o->orchestration_concurrency, wc = o->worker_concurrency;
-    int concurrency = 0;
-    if (oc >= 0 && wc >= 0 && oc <= 256 && wc <= 4096)
-        concurrency = oc + wc + 1;
+    int concurrency = duro__pool_concurrency(o->orchestration_concurrency,
+                                             o->worker_concurrency, 1);
     duro_provider *p;
     duro_error err;
     int rc = duro__provider_open_for(url, concurrency, &p, &err);

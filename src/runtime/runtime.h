@@ -255,6 +255,19 @@ int64_t duro__runtime_deadline(duro_runtime *rt);
 #define DURO__LOCK_MARGIN_MS 1000
 int64_t duro__lock_deadline(int64_t locked_ms, int64_t timeout_ms);
 
+/* The store calls a runtime may make at once, which sizes a provider's
+ * connection pool (PostgreSQL's default pool=): one per turn thread, one
+ * per worker slot up to DURO__POOL_SLOTS, and `others` (the activity
+ * manager; a test environment's client too). Slots beyond DURO__POOL_SLOTS
+ * share the connections: a slot holds one only for a store call (an ack,
+ * a fetch), not while its activity runs, and with 16 slots 8 connections
+ * carried the chain benchmark as fast as 16 did (bench/RESULTS.md, stop
+ * 35), while each connection is a server process a DBA pays for.
+ * 0 for options that create() refuses: they size nothing. */
+#define DURO__POOL_SLOTS 8
+int duro__pool_concurrency(int orchestration_concurrency,
+                           int worker_concurrency, int others);
+
 /* Sleeps ms between two attempts of a retry that still runs while the
  * runtime stops (an activity's ack): the whole ms before a shutdown, never
  * past its deadline once one has begun (also when it begins during the

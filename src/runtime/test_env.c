@@ -145,12 +145,8 @@ int duro_test_env_create(const duro_registry *reg,
         rc = make_temp_store(&env->dir, &url);
     if (rc == DURO_OK) {
         /* the runtime's threads, its manager and the client */
-        int concurrency = 0;
-        if (ro.orchestration_concurrency >= 0 && ro.worker_concurrency >= 0 &&
-            ro.orchestration_concurrency <= 256 &&
-            ro.worker_concurrency <= 4096)
-            concurrency =
-                ro.orchestration_concurrency + ro.worker_concurrency + 2;
+        int concurrency = duro__pool_concurrency(ro.orchestration_concurrency,
+                                                 ro.worker_concurrency, 2);
         duro_error err;
         rc = duro__provider_open_for(url != NULL ? url : opts->url, concurrency,
                                      &env->provider, &err);

@@ -81,8 +81,8 @@ TEST(pool_sized_from_runtime_concurrency)
     PGconn *c = pg_test_connect();
     if (c == NULL)
         return;
-    /* 3 + 10 + 1 pooled, and the listener */
-    check_runtime_pool(c, "duro_pool_rt", "", 15);
+    /* 3 + 8 + 1 pooled (slots past 8 share them), and the listener */
+    check_runtime_pool(c, "duro_pool_rt", "", 13);
     /* pool= wins */
     check_runtime_pool(c, "duro_pool_url", "&pool=4", 5);
     /* a client keeps the default pool of 5 */
