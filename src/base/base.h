@@ -135,6 +135,18 @@ void duro__deadline_ts(struct timespec *ts, int64_t ms);
 #include <pthread.h>
 int duro__cond_init_monotonic(pthread_cond_t *c);
 
+/* One waiting thread on a word of its own (Linux futex): wake_wait sleeps
+ * while *word holds `value` (returning at once when it does not, and
+ * possibly spuriously: loop on the word); wake_one wakes the thread
+ * sleeping on word, if any. The word is the whole protocol: its writer
+ * publishes with a release store before wake_one, its waiter reads with an
+ * acquire load. No lock is involved, so a waiter woken does not go back to
+ * sleep on a mutex its waker still holds (a condition variable's wait
+ * re-takes one), and wake_one may run after the waiter saw the word change
+ * and returned: waking an address nobody sleeps on is harmless. */
+void duro__wake_wait(_Atomic int *word, int value);
+void duro__wake_one(_Atomic int *word);
+
 /* Logging: one process-wide default sink (stderr) unless a runtime sets its
  * own. A duro__logger is embedded in the handles that log. */
 typedef struct duro__logger {

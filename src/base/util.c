@@ -7,7 +7,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -358,4 +360,19 @@ int duro__check_utf8_err(const char *what, const char *s, duro_error *err)
     char why[64];
     return duro_error_set(err, DURO_INVALID, 0, "%s %s", what,
                           duro__utf8_problem(s, at, why, sizeof(why)));
+}
+
+void duro__wake_wait(_Atomic int *word, int value)
+{
+    if (atomic_load_explicit(word, memory_order_acquire) != value)
+        return;
+    /* EAGAIN: the word changed before the kernel looked; EINTR: a signal;
+     * either way the caller looks at the word again */
+    (void)syscall(SYS_futex, (int *)word, FUTEX_WAIT_PRIVATE, value, NULL, NULL,
+                  0);
+}
+
+void duro__wake_one(_Atomic int *word)
+{
+    (void)syscall(SYS_futex, (int *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }

@@ -857,10 +857,10 @@ static void group_hand_over(duro__sqlite_provider *p)
     p->group_leading = 0;
     duro__sqlite_grouped *head = p->group_head;
     if (head != NULL) {
-        pthread_mutex_lock(&head->wait_lock);
-        head->may_lead = 1;
-        pthread_cond_signal(&head->cond);
-        pthread_mutex_unlock(&head->wait_lock);
+        /* Not taken, so nobody sets it done meanwhile: group_lock held */
+        atomic_store_explicit(&head->state, DURO__GROUP_MAY_LEAD,
+                              memory_order_release);
+        duro__wake_one(&head->state);
     }
 }
 
@@ -914,7 +914,8 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
             atomic_fetch_sub(&p->group_urgent, 1);
         self->rc = rc;
         *self->err = begin_err;
-        self->done = 1;
+        atomic_store_explicit(&self->state, DURO__GROUP_DONE,
+                              memory_order_relaxed); /* this thread's */
         group_hand_over(p);
         pthread_mutex_unlock(&p->group_lock);
         return;
@@ -980,16 +981,18 @@ static void group_lead(duro__sqlite_provider *p, const char *op,
         /* One write alone keeps its failure; with company, a failure that
          * broke the transaction is tried again by each, alone. */
         duro__sqlite_grouped *g = batch[i];
+        g->alone = broken && n > 1;
         if (g == self) {
-            g->alone = broken && n > 1;
-            g->done = 1;
+            atomic_store_explicit(&g->state, DURO__GROUP_DONE,
+                                  memory_order_relaxed);
             continue;
         }
-        pthread_mutex_lock(&g->wait_lock);
-        g->alone = broken && n > 1;
-        g->done = 1;
-        pthread_cond_signal(&g->cond);
-        pthread_mutex_unlock(&g->wait_lock);
+        /* g's thread may return as soon as it sees DONE, and g (on its
+         * stack) is gone: nothing of g is touched after the store but the
+         * wake of its address (harmless, duro__wake_one) */
+        atomic_store_explicit(&g->state, DURO__GROUP_DONE,
+                              memory_order_release);
+        duro__wake_one(&g->state);
     }
     if (committed)
         duro__sqlite_checkpoint(p);
@@ -1020,13 +1023,10 @@ int duro__sqlite_write_grouped(duro__sqlite_provider *p, const char *op,
     if (p->cfg.read_only)
         return refuse_read_only(p, op, g->err);
     g->rc = DURO_OK;
-    g->done = 0;
+    atomic_init(&g->state, DURO__GROUP_WAITING);
     g->alone = 0;
     g->taken = 0;
-    g->may_lead = 0;
     g->link = NULL;
-    pthread_mutex_init(&g->wait_lock, NULL);
-    pthread_cond_init(&g->cond, NULL);
     pthread_mutex_lock(&p->group_lock);
     if (p->group_tail != NULL)
         p->group_tail->link = g;
@@ -1043,24 +1043,26 @@ int duro__sqlite_write_grouped(duro__sqlite_provider *p, const char *op,
             pthread_mutex_unlock(&p->group_lock);
             group_linger(p, company);
             group_lead(p, op, g);
-            if (g->done) /* this thread's own write: set by it */
+            if (atomic_load_explicit(&g->state, memory_order_relaxed) ==
+                DURO__GROUP_DONE) /* this thread's own write: set by it */
                 break;
             pthread_mutex_lock(&p->group_lock);
             continue;
         }
         pthread_mutex_unlock(&p->group_lock);
-        pthread_mutex_lock(&g->wait_lock);
-        while (!g->done && !g->may_lead)
-            pthread_cond_wait(&g->cond, &g->wait_lock);
-        int done = g->done;
-        g->may_lead = 0;
-        pthread_mutex_unlock(&g->wait_lock);
-        if (done)
+        int state;
+        while ((state = atomic_load_explicit(
+                    &g->state, memory_order_acquire)) == DURO__GROUP_WAITING)
+            duro__wake_wait(&g->state, DURO__GROUP_WAITING);
+        /* handed the lead: back to waiting, unless a leader took the write
+         * and set it done in between (then the CAS fails: done) */
+        if (state == DURO__GROUP_DONE ||
+            !atomic_compare_exchange_strong_explicit(
+                &g->state, &state, DURO__GROUP_WAITING, memory_order_acquire,
+                memory_order_acquire))
             break;
         pthread_mutex_lock(&p->group_lock);
     }
-    pthread_cond_destroy(&g->cond);
-    pthread_mutex_destroy(&g->wait_lock);
     if (g->alone)
         return group_alone(p, op, g);
     return g->rc;

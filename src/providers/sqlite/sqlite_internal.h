@@ -1050,6 +1050,7 @@ int duro__sqlite_write_begin_urgent(duro__sqlite_provider *p, const char *op,
  * err and its own fields around it, and calls duro__sqlite_write_grouped;
  * the rest is the provider's. */
 typedef struct duro__sqlite_grouped duro__sqlite_grouped;
+enum { DURO__GROUP_WAITING, DURO__GROUP_MAY_LEAD, DURO__GROUP_DONE };
 struct duro__sqlite_grouped {
     /* The write, inside the transaction on the writer c (under write_lock,
      * on whichever thread leads it); returns DURO_OK or fills err. With a
@@ -1065,19 +1066,19 @@ struct duro__sqlite_grouped {
      * for (a turn that cancels activities): while it is queued no leader
      * waits for company */
     int urgent;
-    /* the provider's. A waiting thread sleeps on its own wait_lock and
-     * cond, not on group_lock: a leader tells each write of its batch the
-     * outcome after it has handed the lead on and let group_lock go, so a
-     * woken writer neither waits for group_lock nor holds up the next
-     * leader. */
+    /* the provider's. A waiting thread sleeps on its own word (state,
+     * duro__wake_wait), not on group_lock nor any lock: a leader tells each
+     * write of its batch the outcome after it has handed the lead on and
+     * let group_lock go, so a woken writer neither waits for group_lock nor
+     * holds up the next leader, and it does not go back to sleep on a lock
+     * its waker holds (a condition variable's wait re-takes its mutex:
+     * half the slots' context switches once). rc and alone are written
+     * before state becomes DONE (release) and read after (acquire). */
     int rc;
-    int done;     /* under wait_lock (the leader's own: its thread's): the
-                     outcome is known */
-    int alone;    /* idem: the shared transaction failed: run again alone */
-    int taken;    /* under group_lock: in a leader's batch */
-    int may_lead; /* under wait_lock: handed the lead (the queue's head) */
-    pthread_mutex_t wait_lock;
-    pthread_cond_t cond; /* done or may_lead set */
+    int alone;         /* the shared transaction failed: run again alone */
+    int taken;         /* under group_lock: in a leader's batch */
+    _Atomic int state; /* DURO__GROUP_WAITING, _MAY_LEAD (handed the lead:
+                          the queue's head), _DONE (the outcome is known) */
     duro__sqlite_grouped *link;
 };
 
