@@ -90,7 +90,6 @@ void *duro__vec_push(void **data, size_t *count, size_t *cap, size_t elem_size);
 /* Makes the allocation `n` calls from now fail (n >= 1), and every one after
  * it when `sticky`; n == 0 turns injection off. For tests. */
 void duro__alloc_fail_after(uint64_t n, int sticky);
-uint64_t duro__alloc_count(void); /* allocations so far, for tests */
 
 /* Thread-local detail of the last failure, read by duro_errmsg(). Returns rc
  * so a failing call can `return duro__fail(rc, "...")`. */
