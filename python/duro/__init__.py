@@ -68,6 +68,10 @@ __all__ = [
     "replay_json",
     "replay_file",
     "TestEnv",
+    "ScheduleInfo",
+    "ScheduleFire",
+    "ScheduleDescription",
+    "schedule_next_fires",
 ]
 
 __version__ = _duro.DURO_VERSION
@@ -1020,6 +1024,190 @@ class ResetResult:
     dry_run: bool
 
 
+# ---------------------------------------------------------------------------
+# schedules (docs/schedules.md)
+
+# duro_overlap by value (stored: append-only), and duro_schedule_fire.action
+_OVERLAPS = ("skip", "buffer_one", "allow_all", "cancel_other", "terminate_other")
+_FIRE_ACTIONS = {1: "started", 2: "skipped", 3: "buffered", 4: "stopped"}
+
+
+def _invalid(what: str, detail: str) -> "InvalidArgument":
+    """InvalidArgument as the extension raises it for DURO_INVALID."""
+    e = InvalidArgument(f"{what}: {detail} (DURO_INVALID)")
+    e.code = _duro.DURO_INVALID
+    e.errname = "DURO_INVALID"
+    return e
+
+
+def _seconds_ms(seconds: float) -> int:
+    return int(round(float(seconds) * 1000))
+
+
+def _aware_ms(name: str, t: "Optional[Time]") -> int:
+    """``_ms`` of a schedule's time; a naive datetime is refused (as a
+    start's deadline is): it names no instant."""
+    if isinstance(t, _dt.datetime) and t.tzinfo is None:
+        raise ValueError(f"{name} must be an aware datetime")
+    return _ms(t)
+
+
+def _schedule_spec(
+    what: str,
+    orchestration: str,
+    cron: Optional[str],
+    every: Optional[float],
+    offset: float,
+    time_zone: Optional[str],
+    input: Any,
+    version: Optional[str],
+    overlap: str,
+    catchup_window: Optional[float],
+    jitter: float,
+    paused: bool,
+    note: Optional[str],
+    start: "Optional[Time]",
+    end: "Optional[Time]",
+    timeout: float,
+) -> tuple:
+    """The tuple the extension reads into a duro_schedule_spec (one place
+    for create, update and schedule_next_fires). Only the translation
+    happens here; libduro checks every value (both cron and every, or
+    neither, a bad cron, an offset out of range, ...)."""
+    if overlap not in _OVERLAPS:
+        raise _invalid(what, f"overlap {overlap!r} is none of {', '.join(_OVERLAPS)}")
+    return (
+        cron,
+        0 if every is None else _seconds_ms(every),
+        _seconds_ms(offset),
+        time_zone,
+        orchestration,
+        version,
+        _encode(input),
+        _OVERLAPS.index(overlap),
+        None if catchup_window is None else _seconds_ms(catchup_window),
+        _seconds_ms(jitter),
+        bool(paused),
+        note,
+        _aware_ms("start", start),
+        _aware_ms("end", end),
+        _seconds_ms(timeout),
+    )
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    """A schedule as stored (duro_schedule_info). The spec's fields as
+    ``Client.create_schedule`` takes them: ``cron`` (None for an interval
+    schedule) or ``every`` (seconds; None for a cron schedule), ``offset``,
+    ``catchup_window``, ``jitter`` and ``timeout`` in seconds (``timeout``
+    0: none), ``time_zone`` (None: UTC), ``input`` decoded from JSON,
+    ``overlap`` by name, ``start``/``end`` (None: no bound). Then its state:
+    ``next_fire`` the next fire time not yet decided (None past ``end``),
+    ``buffered`` a buffered fire's time, ``last_instance_id`` and
+    ``last_status`` (a status name) of the last instance it started (None
+    before the first), ``fires`` (instances started) and ``skips`` (fires
+    skipped). Times are aware UTC datetimes."""
+
+    id: str
+    orchestration: str
+    version: Optional[str]
+    cron: Optional[str]
+    every: Optional[float]
+    offset: float
+    time_zone: Optional[str]
+    input: Any
+    overlap: str
+    catchup_window: float
+    jitter: float
+    paused: bool
+    note: Optional[str]
+    start: Optional[_dt.datetime]
+    end: Optional[_dt.datetime]
+    timeout: float
+    next_fire: Optional[_dt.datetime]
+    buffered: Optional[_dt.datetime]
+    last_instance_id: Optional[str]
+    last_status: Optional[str]
+    fires: int
+    skips: int
+    created: Optional[_dt.datetime]
+    updated: Optional[_dt.datetime]
+
+    @classmethod
+    def _from(cls, d: Dict[str, Any]) -> "ScheduleInfo":
+        overlap = d["overlap"]
+        return cls(
+            id=d["id"],
+            orchestration=d["orchestration"],
+            version=d["version"],
+            cron=d["cron"] or None,
+            every=d["interval_ms"] / 1000.0 if not d["cron"] else None,
+            offset=d["offset_ms"] / 1000.0,
+            time_zone=d["time_zone"] or None,
+            input=_decode(d["input"]),
+            overlap=_OVERLAPS[overlap] if 0 <= overlap < len(_OVERLAPS) else str(overlap),
+            catchup_window=d["catchup_window_ms"] / 1000.0,
+            jitter=d["jitter_ms"] / 1000.0,
+            paused=bool(d["paused"]),
+            note=d["note"],
+            start=_when(d["start_ms"]),
+            end=_when(d["end_ms"]),
+            timeout=d["timeout_ms"] / 1000.0,
+            next_fire=_when(d["next_ms"]),
+            buffered=_when(d["buffered_ms"]),
+            last_instance_id=d["last_instance_id"],
+            last_status=d["last_status"],
+            fires=d["fires"],
+            skips=d["skips"],
+            created=_when(d["created_ms"]),
+            updated=_when(d["updated_ms"]),
+        )
+
+
+@dataclass(frozen=True)
+class ScheduleFire:
+    """One entry of a schedule's recent fires (duro_schedule_fire).
+    ``action``: "started" (``instance_id`` started), "skipped" (``count``
+    fires, -1: more than counted; ``why`` says why), "buffered" (to start
+    when the last instance ends) or "stopped" (the last instance,
+    ``instance_id``, cancelled or terminated by the overlap policy).
+    ``time`` is the fire's time, ``recorded`` when it was decided;
+    ``instance_status`` the instance's status now (a name; None without an
+    instance)."""
+
+    action: str
+    time: Optional[_dt.datetime]
+    count: int
+    instance_id: Optional[str]
+    instance_status: Optional[str]
+    why: Optional[str]
+    recorded: Optional[_dt.datetime]
+
+    @classmethod
+    def _from(cls, d: Dict[str, Any]) -> "ScheduleFire":
+        return cls(
+            action=_FIRE_ACTIONS.get(d["action"], str(d["action"])),
+            time=_when(d["time_ms"]),
+            count=d["count"],
+            instance_id=d["instance_id"],
+            instance_status=d["instance_status"],
+            why=d["why"],
+            recorded=_when(d["recorded_ms"]),
+        )
+
+
+@dataclass(frozen=True)
+class ScheduleDescription:
+    """``Client.describe_schedule``: the ``schedule``, its ``next_fires``
+    as planned now (aware UTC datetimes; none while paused) and its
+    ``recent_fires``, newest first."""
+
+    schedule: ScheduleInfo
+    next_fires: List[_dt.datetime]
+    recent_fires: List[ScheduleFire]
+
+
 @dataclass(frozen=True)
 class ManyResult:
     """The outcomes of a cancel, terminate, suspend or resume of many ids
@@ -1822,6 +2010,140 @@ class Client:
         docs/history-json.md), what ``duro history --export`` writes."""
         return self._native.export_history(instance_id)
 
+    def create_schedule(
+        self,
+        schedule_id: str,
+        orchestration: str,
+        *,
+        cron: Optional[str] = None,
+        every: Optional[float] = None,
+        offset: float = 0.0,
+        time_zone: Optional[str] = None,
+        input: Any = None,
+        version: Optional[str] = None,
+        overlap: str = "skip",
+        catchup_window: Optional[float] = None,
+        jitter: float = 0.0,
+        paused: bool = False,
+        note: Optional[str] = None,
+        start: "Optional[Time]" = None,
+        end: "Optional[Time]" = None,
+        timeout: float = 0.0,
+    ) -> None:
+        """Creates schedule ``schedule_id`` (duro_client_schedule_create;
+        docs/schedules.md): every runtime on the store with schedules on
+        starts an instance of ``orchestration`` (``version``; ``input``
+        JSON-encoded) at each fire time, exactly once across them, as
+        instance "<schedule_id>@<fire time, RFC 3339 UTC>". Fire times come
+        from ``cron`` (5 or 6 fields or a macro such as "@daily", read in
+        ``time_zone``, a tz database name; None: UTC) or from ``every``
+        (seconds; fires at ``offset`` + k * ``every`` since the epoch):
+        exactly one of the two. ``overlap``: what a fire does while the
+        last instance still runs, one of "skip" (the default),
+        "buffer_one", "allow_all", "cancel_other", "terminate_other".
+        ``catchup_window`` (seconds, None: 365 days): a fire due longer ago
+        than this after a downtime is skipped; ``jitter`` (seconds): each
+        fire is due up to this much after its time; ``paused`` (with
+        ``note``): created paused; ``start``/``end`` (aware datetimes or
+        seconds since the epoch): no fire before ``start`` or from ``end``
+        on; ``timeout`` (seconds, 0: none): each instance's deadline after
+        its start.
+
+        Refused: an unknown ``overlap`` (``InvalidArgument`` naming the
+        choices), a naive datetime (``ValueError``), and what libduro
+        refuses with its message: both ``cron`` and ``every`` or neither,
+        a cron expression that does not parse (naming the field), an
+        ``offset`` outside 0 .. ``every``, a catch-up window under 1 s, a
+        negative jitter, ``end`` before ``start``, an empty or '@'-holding
+        id, an empty orchestration name (``InvalidArgument``); a time zone
+        the tz database does not hold (``NotFound``); an id over 200 bytes
+        (``Error``, DURO_TOO_LARGE); a taken id (``AlreadyExists``)."""
+        spec = _schedule_spec(
+            "Client.create_schedule", orchestration, cron, every, offset,
+            time_zone, input, version, overlap, catchup_window, jitter,
+            paused, note, start, end, timeout,
+        )
+        self._native.schedule_put(False, schedule_id, spec)
+
+    def update_schedule(
+        self,
+        schedule_id: str,
+        orchestration: str,
+        *,
+        cron: Optional[str] = None,
+        every: Optional[float] = None,
+        offset: float = 0.0,
+        time_zone: Optional[str] = None,
+        input: Any = None,
+        version: Optional[str] = None,
+        overlap: str = "skip",
+        catchup_window: Optional[float] = None,
+        jitter: float = 0.0,
+        paused: bool = False,
+        note: Optional[str] = None,
+        start: "Optional[Time]" = None,
+        end: "Optional[Time]" = None,
+        timeout: float = 0.0,
+    ) -> None:
+        """Replaces the whole spec of schedule ``schedule_id``
+        (duro_client_schedule_update): every keyword as for
+        ``create_schedule``, a keyword left out takes its default, not the
+        old value. The next fire is recomputed from now; fires already
+        decided stand. The refusals of ``create_schedule``, and
+        ``NotFound`` for an unknown schedule."""
+        spec = _schedule_spec(
+            "Client.update_schedule", orchestration, cron, every, offset,
+            time_zone, input, version, overlap, catchup_window, jitter,
+            paused, note, start, end, timeout,
+        )
+        self._native.schedule_put(True, schedule_id, spec)
+
+    def pause_schedule(self, schedule_id: str, note: Optional[str] = None) -> None:
+        """Pauses schedule ``schedule_id`` (``note``: why): it fires no
+        more until resumed; instances it started are not touched.
+        ``NotFound`` for an unknown schedule."""
+        self._native.schedule_pause(schedule_id, note)
+
+    def resume_schedule(self, schedule_id: str) -> None:
+        """Resumes schedule ``schedule_id``: its next fire is the first
+        fire time after now (the pause's fire times are not made up).
+        ``NotFound`` for an unknown schedule."""
+        self._native.schedule_verb(0, schedule_id)
+
+    def trigger_schedule(self, schedule_id: str) -> Optional[str]:
+        """Fires schedule ``schedule_id`` now, paused or not, under its
+        overlap policy: returns the started instance's id,
+        "<schedule_id>@trigger-<now>", or None when the policy started
+        none (it skipped or buffered the fire: describe's recent fires say
+        which). ``NotFound`` for an unknown schedule."""
+        return self._native.schedule_trigger(schedule_id)
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        """Deletes schedule ``schedule_id`` and its fires log; instances it
+        started are not touched. ``NotFound`` for an unknown schedule."""
+        self._native.schedule_verb(1, schedule_id)
+
+    def list_schedules(self) -> List[ScheduleInfo]:
+        """Every schedule on the store, in id order."""
+        return [ScheduleInfo._from(d) for d in self._native.schedule_list()]
+
+    def describe_schedule(
+        self, schedule_id: str, next: int = 5, fires: int = 10
+    ) -> ScheduleDescription:
+        """Schedule ``schedule_id`` with its ``next`` fire times as planned
+        now (at most 100; none while paused) and its ``fires`` most recent
+        fires, newest first, with their instances' status now (at most
+        100). ``NotFound`` for an unknown schedule; ``InvalidArgument``
+        for a count out of range."""
+        schedules, next_ms, recent = self._native.schedule_describe(
+            schedule_id, next, fires
+        )
+        return ScheduleDescription(
+            ScheduleInfo._from(schedules[0]),
+            [_dt.datetime.fromtimestamp(ms / 1000.0, tz=_dt.timezone.utc) for ms in next_ms],
+            [ScheduleFire._from(d) for d in recent],
+        )
+
     def close(self) -> None:
         """Releases the client's connection."""
         self._native.close()
@@ -1926,6 +2248,46 @@ def replay_file(registry: Registry, path: str) -> None:
     """``replay_json`` over the file at ``path`` (duro_replay_file): the
     replay test a team runs in CI over histories kept from production."""
     _duro.replay_file(registry._native, path)
+
+
+def schedule_next_fires(
+    orchestration: str,
+    *,
+    cron: Optional[str] = None,
+    every: Optional[float] = None,
+    offset: float = 0.0,
+    time_zone: Optional[str] = None,
+    input: Any = None,
+    version: Optional[str] = None,
+    overlap: str = "skip",
+    catchup_window: Optional[float] = None,
+    jitter: float = 0.0,
+    paused: bool = False,
+    note: Optional[str] = None,
+    start: "Optional[Time]" = None,
+    end: "Optional[Time]" = None,
+    timeout: float = 0.0,
+    after: "Optional[Time]" = None,
+    count: int = 5,
+) -> List[_dt.datetime]:
+    """The first ``count`` fire times (aware UTC datetimes) after ``after``
+    (an aware datetime or seconds since the epoch; None: now) of the spec
+    ``Client.create_schedule`` takes, without a store
+    (duro_schedule_spec_next_times; ``duro schedule create --dry-run``):
+    fewer when ``end`` comes first. The refusals of ``create_schedule``'s
+    checks (``InvalidArgument``, ``NotFound`` for an unknown time zone,
+    ``ValueError`` for a naive datetime), and ``InvalidArgument`` for a
+    ``count`` outside 0 .. 10000."""
+    spec = _schedule_spec(
+        "schedule_next_fires", orchestration, cron, every, offset, time_zone,
+        input, version, overlap, catchup_window, jitter, paused, note, start,
+        end, timeout,
+    )
+    after_ms = int(time.time() * 1000) if after is None else _aware_ms("after", after)
+    return [
+        _dt.datetime.fromtimestamp(ms / 1000.0, tz=_dt.timezone.utc)
+        for ms in _duro.schedule_next_times(spec, after_ms, count)
+    ]
 
 
 def _debug_counters() -> Dict[str, int]:

@@ -91,11 +91,10 @@ static PyGILState_STATE gil_ensure(void)
     return PyGILState_Ensure();
 }
 
-/* Raises duro.Error (or the subclass registered for @p code) with the
- * text of duro_errmsg() when there is one. Returns NULL. */
-static PyObject *raise_duro(int code, const char *what)
+/* Raises duro.Error (or the subclass registered for @p code) with
+ * @p detail (NULL or "": duro_strerror's text). Returns NULL. */
+static PyObject *raise_duro_text(int code, const char *what, const char *detail)
 {
-    const char *detail = duro_errmsg();
     PyObject *cls = NULL;
     PyObject *key = PyLong_FromLong(code);
     if (key && error_classes)
@@ -127,6 +126,13 @@ static PyObject *raise_duro(int code, const char *what)
     PyErr_SetObject(cls, exc);
     Py_DECREF(exc);
     return NULL;
+}
+
+/* Raises duro.Error (or the subclass registered for @p code) with the
+ * text of duro_errmsg() when there is one. Returns NULL. */
+static PyObject *raise_duro(int code, const char *what)
+{
+    return raise_duro_text(code, what, duro_errmsg());
 }
 
 static PyObject *str_or_none(const char *s)
@@ -2220,6 +2226,264 @@ static PyObject *client_query(PyObject *self, PyObject *args)
     return t;
 }
 
+/* ------------------------------------------------------------------------
+ * Client: schedules (docs/schedules.md). A spec travels from the Python
+ * layer as one tuple (duro._schedule_spec builds it); every description
+ * is turned into dicts and lists before it is freed. */
+
+/* Fills @p s from @p t, the tuple (cron, interval_ms, offset_ms, time_zone,
+ * orchestration, version, input, overlap, catchup_window_ms or None,
+ * jitter_ms, paused, note, start_ms, end_ms, timeout_ms). The strings are
+ * borrowed from the tuple's str objects: the caller keeps @p t alive (an
+ * argument of the call) until the duro call has returned. libduro checks
+ * every value. Returns -1 with an exception set. */
+static int schedule_spec_parse(PyObject *t, duro_schedule_spec *s)
+{
+    duro_schedule_spec_init(s);
+    long long interval, offset, jitter, start, end, timeout;
+    PyObject *catchup;
+    if (!PyTuple_Check(t)) {
+        PyErr_SetString(PyExc_TypeError, "a schedule spec must be a tuple");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(t, "zLLzszziOLpzLLL", &s->cron, &interval, &offset,
+                          &s->time_zone, &s->orchestration,
+                          &s->orchestration_version, &s->input, &s->overlap,
+                          &catchup, &jitter, &s->paused, &s->note, &start, &end,
+                          &timeout))
+        return -1;
+    s->interval_ms = interval;
+    s->offset_ms = offset;
+    s->jitter_ms = jitter;
+    s->start_ms = start;
+    s->end_ms = end;
+    s->timeout_ms = timeout;
+    if (catchup != Py_None) {
+        long long ms = PyLong_AsLongLong(catchup);
+        if (ms == -1 && PyErr_Occurred())
+            return -1;
+        s->catchup_window_ms = ms;
+    }
+    return 0;
+}
+
+/* schedule_put(update, id, spec): duro_client_schedule_create or
+ * duro_client_schedule_update. */
+static PyObject *client_schedule_put(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    int update;
+    const char *id;
+    PyObject *spec_tuple;
+    if (!PyArg_ParseTuple(args, "psO", &update, &id, &spec_tuple))
+        return NULL;
+    duro_schedule_spec spec;
+    if (schedule_spec_parse(spec_tuple, &spec) < 0 || client_check(cl) < 0)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = update ? duro_client_schedule_update(cl->c, id, &spec)
+                : duro_client_schedule_create(cl->c, id, &spec);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, update ? "Client.update_schedule"
+                                     : "Client.create_schedule");
+    Py_RETURN_NONE;
+}
+
+static PyObject *client_schedule_pause(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id, *note;
+    if (!PyArg_ParseTuple(args, "sz", &id, &note))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_schedule_pause(cl->c, id, note);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.pause_schedule");
+    Py_RETURN_NONE;
+}
+
+/* schedule_verb(verb, id): 0 resume, 1 delete. */
+static PyObject *client_schedule_verb(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    int verb;
+    const char *id;
+    if (!PyArg_ParseTuple(args, "is", &verb, &id))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = verb ? duro_client_schedule_delete(cl->c, id)
+              : duro_client_schedule_resume(cl->c, id);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, verb ? "Client.delete_schedule"
+                                   : "Client.resume_schedule");
+    Py_RETURN_NONE;
+}
+
+/* The started instance's id, None when the overlap policy started none
+ * (duro gives "" then). */
+static PyObject *client_schedule_trigger(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id;
+    if (!PyArg_ParseTuple(args, "s", &id))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    /* a trigger's id: the schedule's, "@trigger-" and an RFC 3339 time */
+    char started[DURO_SCHEDULE_ID_MAX + 64];
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_schedule_trigger(cl->c, id, started, sizeof(started));
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.trigger_schedule");
+    if (!started[0])
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(started);
+}
+
+/* A schedule as a dict: the spec's fields as stored (times in ms, overlap
+ * as its number), last_status None for none, every string copied. */
+static PyObject *schedule_info_dict(const duro_schedule_info *i)
+{
+    const duro_schedule_spec *s = &i->spec;
+    PyObject *d = Py_BuildValue(
+        "{sNsNsNsNsLsLsNsNsisLsLsOsNsLsLsL}", "id", str_or_none(i->id),
+        "orchestration", str_or_none(s->orchestration), "version",
+        str_or_none(s->orchestration_version), "cron", str_or_none(s->cron),
+        "interval_ms", (long long)s->interval_ms, "offset_ms",
+        (long long)s->offset_ms, "time_zone", str_or_none(s->time_zone),
+        "input", str_or_none(s->input), "overlap", s->overlap,
+        "catchup_window_ms", (long long)s->catchup_window_ms, "jitter_ms",
+        (long long)s->jitter_ms, "paused", s->paused ? Py_True : Py_False,
+        "note", str_or_none(s->note), "start_ms", (long long)s->start_ms,
+        "end_ms", (long long)s->end_ms, "timeout_ms", (long long)s->timeout_ms);
+    if (!d)
+        return NULL;
+    PyObject *more = Py_BuildValue(
+        "{sLsLsNsNsLsLsLsL}", "next_ms", (long long)i->next_ms, "buffered_ms",
+        (long long)i->buffered_ms, "last_instance_id",
+        str_or_none(i->last_instance_id), "last_status",
+        i->last_status == DURO_STATUS_NOT_FOUND
+            ? Py_NewRef(Py_None)
+            : PyUnicode_FromString(duro_status_name(i->last_status)),
+        "fires", (long long)i->fires, "skips", (long long)i->skips,
+        "created_ms", (long long)i->created_ms, "updated_ms",
+        (long long)i->updated_ms);
+    if (!more || PyDict_Update(d, more) < 0) {
+        Py_XDECREF(more);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(more);
+    return d;
+}
+
+static PyObject *schedule_fire_dict(const duro_schedule_fire *f)
+{
+    return Py_BuildValue(
+        "{sisLsLsNsNsNsL}", "action", f->action, "time_ms",
+        (long long)f->time_ms, "count", (long long)f->count, "instance_id",
+        str_or_none(f->instance_id), "instance_status",
+        f->instance_id && f->instance_status != DURO_STATUS_NOT_FOUND
+            ? PyUnicode_FromString(duro_status_name(f->instance_status))
+            : Py_NewRef(Py_None),
+        "why", str_or_none(f->why), "recorded_ms", (long long)f->recorded_ms);
+}
+
+/* (schedules, next_times, fires) of @p d as lists of dicts and of ms, all
+ * copied: nothing of @p d outlives it. */
+static PyObject *schedule_description_tuple(const duro_schedule_description *d)
+{
+    PyObject *schedules = PyList_New((Py_ssize_t)d->count);
+    PyObject *next = PyList_New((Py_ssize_t)d->next_count);
+    PyObject *fires = PyList_New((Py_ssize_t)d->fire_count);
+    if (!schedules || !next || !fires)
+        goto fail;
+    for (size_t i = 0; i < d->count; i++) {
+        PyObject *v = schedule_info_dict(&d->schedules[i]);
+        if (!v)
+            goto fail;
+        PyList_SetItem(schedules, (Py_ssize_t)i, v);
+    }
+    for (size_t i = 0; i < d->next_count; i++) {
+        PyObject *v = PyLong_FromLongLong((long long)d->next_times[i]);
+        if (!v)
+            goto fail;
+        PyList_SetItem(next, (Py_ssize_t)i, v);
+    }
+    for (size_t i = 0; i < d->fire_count; i++) {
+        PyObject *v = schedule_fire_dict(&d->fires[i]);
+        if (!v)
+            goto fail;
+        PyList_SetItem(fires, (Py_ssize_t)i, v);
+    }
+    return Py_BuildValue("(NNN)", schedules, next, fires);
+fail:
+    Py_XDECREF(schedules);
+    Py_XDECREF(next);
+    Py_XDECREF(fires);
+    return NULL;
+}
+
+/* schedule_list() -> the schedules' dicts, in id order. */
+static PyObject *client_schedule_list(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    client_object *cl = (client_object *)self;
+    if (client_check(cl) < 0)
+        return NULL;
+    duro_schedule_description *d = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_schedule_list(cl->c, &d);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.list_schedules");
+    PyObject *t = schedule_description_tuple(d);
+    duro_schedule_description_free(d);
+    if (!t)
+        return NULL;
+    PyObject *schedules = Py_NewRef(PyTuple_GetItem(t, 0));
+    Py_DECREF(t);
+    return schedules;
+}
+
+/* schedule_describe(id, next_count, fire_count) -> (schedules, next_times,
+ * fires); a negative count reaches duro as the huge size_t it converts to,
+ * which duro refuses (DURO_INVALID). */
+static PyObject *client_schedule_describe(PyObject *self, PyObject *args)
+{
+    client_object *cl = (client_object *)self;
+    const char *id;
+    Py_ssize_t next_count, fire_count;
+    if (!PyArg_ParseTuple(args, "snn", &id, &next_count, &fire_count))
+        return NULL;
+    if (client_check(cl) < 0)
+        return NULL;
+    duro_schedule_description *d = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_client_schedule_describe(cl->c, id, (size_t)next_count,
+                                       (size_t)fire_count, &d);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return raise_duro(rc, "Client.describe_schedule");
+    PyObject *t = schedule_description_tuple(d);
+    duro_schedule_description_free(d);
+    return t;
+}
+
 static PyObject *client_close(PyObject *self, PyObject *unused)
 {
     (void)unused;
@@ -2261,6 +2525,12 @@ static PyMethodDef client_methods[] = {
     {"matching", client_matching, METH_VARARGS, NULL},
     {"delete", client_delete, METH_VARARGS, NULL},
     {"query", client_query, METH_VARARGS, NULL},
+    {"schedule_put", client_schedule_put, METH_VARARGS, NULL},
+    {"schedule_pause", client_schedule_pause, METH_VARARGS, NULL},
+    {"schedule_verb", client_schedule_verb, METH_VARARGS, NULL},
+    {"schedule_trigger", client_schedule_trigger, METH_VARARGS, NULL},
+    {"schedule_list", client_schedule_list, METH_NOARGS, NULL},
+    {"schedule_describe", client_schedule_describe, METH_VARARGS, NULL},
     {"close", client_close, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
@@ -2550,7 +2820,55 @@ static PyObject *mod_replay_file(PyObject *self, PyObject *args)
     return mod_replay_exported(args, 1);
 }
 
+/* At most this many fire times per schedule_next_times call: the buffer is
+ * the binding's, so the binding bounds it (describe's own bound is 100). */
+#define NEXT_TIMES_MAX 10000
+
+/* schedule_next_times(spec, after_ms, count) -> [ms, ...]
+ * (duro_schedule_spec_next_times: no store). */
+static PyObject *mod_schedule_next_times(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *spec_tuple;
+    long long after_ms;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "OLn", &spec_tuple, &after_ms, &count))
+        return NULL;
+    duro_schedule_spec spec;
+    if (schedule_spec_parse(spec_tuple, &spec) < 0)
+        return NULL;
+    if (count < 0 || count > NEXT_TIMES_MAX) {
+        char detail[96];
+        snprintf(detail, sizeof(detail), "count %zd is not in 0 .. %d", count,
+                 NEXT_TIMES_MAX);
+        return raise_duro_text(DURO_INVALID, "schedule_next_fires", detail);
+    }
+    int64_t *times = PyMem_Malloc(((size_t)count + 1) * sizeof(int64_t));
+    if (!times)
+        return PyErr_NoMemory();
+    size_t n = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = duro_schedule_spec_next_times(&spec, after_ms, times, (size_t)count,
+                                       &n);
+    Py_END_ALLOW_THREADS
+    PyObject *list =
+        rc ? raise_duro(rc, "schedule_next_fires") : PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        PyObject *v = PyLong_FromLongLong((long long)times[i]);
+        if (!v) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SetItem(list, (Py_ssize_t)i, v);
+    }
+    PyMem_Free(times);
+    return list;
+}
+
 static PyMethodDef mod_methods[] = {
+    {"schedule_next_times", mod_schedule_next_times, METH_VARARGS,
+     "duro_schedule_spec_next_times(spec, after_ms, count)."},
     {"status_code", mod_status_code, METH_VARARGS,
      "duro_status_parse(name): the status's code, -1 when unknown."},
     {"event_kind_name", mod_event_kind_name, METH_VARARGS,
