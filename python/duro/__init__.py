@@ -749,7 +749,9 @@ class Runtime:
     their defaults (-1, 0, None) keep duro's (duro_runtime_options);
     durations are in seconds. ``cancel_grace`` is how long a cancelled
     activity may take to return before its worker slot gets a new thread
-    and the old one is abandoned (default 10)."""
+    and the old one is abandoned (default 10). ``schedules``: whether a
+    thread of this runtime fires the store's due schedules (default True;
+    docs/schedules.md); False leaves them to other runtimes."""
 
     def __init__(
         self,
@@ -765,6 +767,7 @@ class Runtime:
         lock_renewal: float = 0.0,
         orchestration_lock_timeout: float = 0.0,
         cancel_grace: Optional[float] = None,
+        schedules: bool = True,
     ) -> None:
         self._native = _duro.Runtime(
             url,
@@ -778,6 +781,7 @@ class Runtime:
             lock_renewal_ms=int(lock_renewal * 1000),
             orchestration_lock_timeout_ms=int(orchestration_lock_timeout * 1000),
             cancel_grace_ms=-1 if cancel_grace is None else int(cancel_grace * 1000),
+            schedules=bool(schedules),
         )
         self._registry = registry
         _live_runtimes.add(self)

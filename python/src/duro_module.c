@@ -1342,14 +1342,17 @@ static int rt_init(PyObject *self, PyObject *args, PyObject *kw)
                              "lock_renewal_ms",
                              "orchestration_lock_timeout_ms",
                              "cancel_grace_ms",
+                             "schedules",
                              NULL};
     const char *url;
     PyObject *reg;
     int oc = -1, wc = -1, cache = -1, level = -1, poll = -1;
     long long worker_lock = 0, renewal = 0, orch_lock = 0, grace = -1;
-    if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "sO|iiiiiLLLL", kwlist, &url, &reg, &oc, &wc, &cache,
-            &level, &poll, &worker_lock, &renewal, &orch_lock, &grace))
+    int schedules = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|iiiiiLLLLp", kwlist, &url,
+                                     &reg, &oc, &wc, &cache, &level, &poll,
+                                     &worker_lock, &renewal, &orch_lock, &grace,
+                                     &schedules))
         return -1;
     if (!PyObject_TypeCheck(reg, reg_type)) {
         PyErr_SetString(PyExc_TypeError, "registry must be a duro.Registry");
@@ -1379,6 +1382,7 @@ static int rt_init(PyObject *self, PyObject *args, PyObject *kw)
         o.orchestration_lock_timeout_ms = orch_lock;
     if (grace >= 0)
         o.cancel_grace_ms = grace;
+    o.schedules = schedules;
     duro_runtime *r = NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS

@@ -286,3 +286,28 @@ def test_unknown_schedule_is_not_found_for_every_verb(db):
         with pytest.raises(duro.NotFound) as e:
             call()
         assert e.value.errname == "DURO_NOT_FOUND", verb
+
+
+# --- a runtime that does not fire them ----------------------------------
+
+
+def test_a_runtime_with_schedules_off_leaves_them_to_others(db):
+    client = duro.Client(db)
+    client.create_schedule("tick", "Quick", every=0.2, input=1)
+    due = client.describe_schedule("tick").schedule.next_fire
+    with duro.Runtime(db, registry(), schedules=False):
+        # Past the first fire time by more than two intervals (a runtime
+        # that fires wakes for a due schedule, it does not wait that long):
+        # this one made none. Waiting can only miss a fire made late, never
+        # see one that was not made.
+        margin = dt.timedelta(seconds=0.5)
+        while dt.datetime.now(dt.timezone.utc) < due + margin:
+            time.sleep(0.05)
+        assert client.describe_schedule("tick").schedule.fires == 0
+        # the same store, a runtime that fires: the schedule was due
+        with duro.Runtime(db, registry()):
+            wait_for(
+                lambda: client.describe_schedule("tick").schedule.fires > 0,
+                "a fire by the runtime with schedules on",
+            )
+    client.delete_schedule("tick")
