@@ -9,18 +9,7 @@ import duro
 import pytest
 
 from duro import _duro
-from helpers import kinds
-
-
-def wait_for(cond, what, seconds=30):
-    """Polls cond() until it is true, failing after the deadline."""
-    deadline = time.monotonic() + seconds
-    while True:
-        v = cond()
-        if v:
-            return v
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
+from helpers import kinds, wait_for
 
 
 def waiter_registry():

@@ -3,23 +3,12 @@
 cancels nothing (ctx.first), and the sub-orchestration options C offers
 (instance id, version)."""
 import threading
-import time
 
 import duro
 import pytest
+from helpers import wait_for
 
 K = duro.EventKind
-
-
-def wait_for(cond, what, seconds=30):
-    """Polls cond() until it is true, failing after the deadline."""
-    deadline = time.monotonic() + seconds
-    while True:
-        v = cond()
-        if v:
-            return v
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
 
 
 def kinds(client, instance_id):

@@ -9,20 +9,10 @@ import zoneinfo
 
 import duro
 import pytest
+from helpers import wait_for
 
 # "<id>@2026-11-29T02:00:00Z", with .mmm when the time is not whole seconds
 RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z"
-
-
-def wait_for(cond, what, seconds=30):
-    """Polls cond() until it is true, failing after the deadline."""
-    deadline = time.monotonic() + seconds
-    while True:
-        v = cond()
-        if v:
-            return v
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
 
 
 def registry():
