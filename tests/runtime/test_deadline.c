@@ -16,48 +16,12 @@
 #include <unistd.h>
 
 #include "faulty_provider.h"
-#include "rt_util.h"
 #ifdef DEADLINE_PG
-#include "pg_util.h"
+#define RT_STORE_PG
 #endif
+#include "rt_store.h"
 
 #define WAIT_MS 30000
-
-/* ------------------------------------------------------------------------
- * the store of each test */
-
-#ifdef DEADLINE_PG
-static char schema[64];
-
-static void deadline_init(rt_fixture *f, const char *name)
-{
-    rt_init(f, name);
-    snprintf(schema, sizeof(schema), "dl_%ld_%s", (long)getpid(), name);
-    for (char *p = schema; *p; p++)
-        if (*p == '.' || *p == '-')
-            *p = '_';
-    static char url[4300];
-    snprintf(url, sizeof(url), "%s%cschema=%s", pg_test_url(),
-             strchr(pg_test_url(), '?') ? '&' : '?', schema);
-    f->url = url;
-}
-
-static void deadline_done(rt_fixture *f)
-{
-    rt_done(f);
-    pg_test_drop_schema(schema);
-}
-#else
-static void deadline_init(rt_fixture *f, const char *name)
-{
-    rt_init(f, name);
-}
-
-static void deadline_done(rt_fixture *f)
-{
-    rt_done(f);
-}
-#endif
 
 static int64_t wall_ms(void)
 {
@@ -197,7 +161,7 @@ static int orch_quick(duro_orch *o, const char *in, duro_result *out)
 static void setup(rt_fixture *f, const char *db)
 {
     reset_seen();
-    deadline_init(f, db);
+    rt_store_init(f, "dl", db);
     CHECK_OK(
         duro_registry_add_orchestration(f->reg, "Busy", NULL, orch_busy, NULL));
     CHECK_OK(duro_registry_add_orchestration(f->reg, "Parent", NULL,
@@ -288,7 +252,7 @@ TEST(a_deadline_cancels_the_running_activity_and_fails_the_instance)
     CHECK_OK(duro_client_store_stats(f.client, &st));
     CHECK_EQ(st->orchestrator_ready + st->orchestrator_delayed, 0);
     duro_free(st);
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(a_deadline_ends_the_children_too)
@@ -317,7 +281,7 @@ TEST(a_deadline_ends_the_children_too)
         CHECK_STR(c->reason, DURO_REASON_DEADLINE);
     CHECK_OK(duro_replay_history(f.reg, h, NULL));
     duro_history_free(h);
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(a_deadline_survives_a_restart_of_the_runtime)
@@ -332,7 +296,7 @@ TEST(a_deadline_survives_a_restart_of_the_runtime)
     /* a new runtime on the same store still ends it at its deadline */
     rt_start(&f);
     check_timed_out(&f, "s1");
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(a_deadline_spans_continue_as_new)
@@ -347,7 +311,7 @@ TEST(a_deadline_spans_continue_as_new)
     CHECK_EQ(info->execution_id, 4); /* it ended the last of the chain */
     CHECK_EQ(info->deadline_ms, d);
     duro_free(info);
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(a_deadline_already_passed_ends_the_instance_without_its_code)
@@ -371,7 +335,7 @@ TEST(a_deadline_already_passed_ends_the_instance_without_its_code)
     check_timed_out(&f, "early");
     CHECK_EQ(rt_status(&f, "late"), DURO_STATUS_PENDING);
     CHECK_EQ(atomic_load(&seen.echo_runs), 0);
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(an_instance_that_finishes_first_keeps_no_deadline_message)
@@ -388,7 +352,7 @@ TEST(an_instance_that_finishes_first_keeps_no_deadline_message)
     CHECK_OK(duro_client_store_stats(f.client, &st));
     CHECK_EQ(st->orchestrator_ready + st->orchestrator_delayed, 0);
     duro_free(st);
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(the_registration_gives_a_default_deadline)
@@ -410,7 +374,7 @@ TEST(the_registration_gives_a_default_deadline)
     CHECK_OK(duro_client_get_status(f.client, "r2", &info));
     CHECK(info->deadline_ms > wall_ms() + 3000000);
     duro_free(info);
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 /* A deadline is not held back by a suspension: it ends the instance as
@@ -441,7 +405,7 @@ TEST(a_deadline_ends_a_suspended_instance_too)
     CHECK_OK(duro_client_resume(f.client, "sb", NULL, NULL));
     int64_t d = check_timed_out(&f, "sb");
     CHECK(d >= resumed + 400 - 50); /* from the resume's turn */
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 /* A cleanup after an observed cancel is bounded by the deadline too: the
@@ -459,7 +423,7 @@ TEST(a_deadline_ends_a_cleanup_after_a_cancel)
     WAIT_UNTIL(atomic_load(&seen.block_cancelled) == 2, WAIT_MS);
     CHECK_EQ(reason_seen(DURO_REASON_INSTANCE_CANCELLED), 1);
     CHECK_EQ(reason_seen(DURO_REASON_DEADLINE), 1);
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 /* A store older than contract version 12 has no DEADLINE message: a
@@ -499,7 +463,7 @@ TEST(an_older_store_refuses_a_start_deadline_and_gets_no_registered_one)
     duro_client_destroy(old);
     duro_provider_close(w);
     CHECK_EQ(rt_status(&f, "o1"), DURO_STATUS_NOT_FOUND);
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 /* The instance's current execution and deadline. */
@@ -557,7 +521,7 @@ TEST(a_rewind_before_the_deadline_runs_under_the_same_deadline)
     CHECK_EQ(check_timed_out(&f, "g1"), deadline);
     WAIT_UNTIL(atomic_load(&seen.block_cancelled) == 1, WAIT_MS);
     CHECK_EQ(reason_seen(DURO_REASON_DEADLINE), 1);
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(a_reset_after_the_deadline_needs_a_new_one_or_none)
@@ -635,7 +599,7 @@ TEST(a_reset_after_the_deadline_needs_a_new_one_or_none)
     CHECK_EQ(delayed_messages(&f), 0);
     CHECK_OK(duro_client_terminate(f.client, "p1", "test over", NULL));
     rt_wait_status(&f, "p1", DURO_STATUS_TERMINATED, WAIT_MS);
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(an_instance_its_deadline_ended_while_it_slept_rewinds_to_its_timer)
@@ -668,7 +632,7 @@ TEST(an_instance_its_deadline_ended_while_it_slept_rewinds_to_its_timer)
     CHECK_EQ(h->events[h->count - 1].kind, DURO_EVENT_ORCHESTRATION_FAILED);
     CHECK_OK(duro_replay_history(f.reg, h, NULL));
     duro_history_free(h);
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(bad_deadlines_are_refused)
@@ -712,7 +676,7 @@ TEST(bad_deadlines_are_refused)
                                                 NULL, &oo),
              DURO_INVALID);
     CHECK(strstr(duro_errmsg(), "timeout_ms is negative") != NULL);
-    deadline_done(&f);
+    rt_store_done(&f);
 }
 
 TEST_MAIN(T(a_deadline_cancels_the_running_activity_and_fails_the_instance),

@@ -11,51 +11,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "rt_util.h"
 #ifdef LIFECYCLE_PG
-#include "pg_util.h"
+#define RT_STORE_PG
 #endif
+#include "rt_store.h"
 
 #define WAIT_MS 30000
-
-/* ------------------------------------------------------------------------
- * the store of each test */
-
-#ifdef LIFECYCLE_PG
-static char schemas[32][64];
-static int schema_count;
-
-static void lifecycle_init(rt_fixture *f, const char *name)
-{
-    rt_init(f, name);
-    char *schema = schemas[schema_count++ % 32];
-    snprintf(schema, 64, "life_%ld_%s", (long)getpid(), name);
-    for (char *p = schema; *p; p++)
-        if (*p == '.' || *p == '-')
-            *p = '_';
-    static char urls[32][4300];
-    char *url = urls[(schema_count - 1) % 32];
-    snprintf(url, 4300, "%s%cschema=%s", pg_test_url(),
-             strchr(pg_test_url(), '?') ? '&' : '?', schema);
-    f->url = url;
-}
-
-static void lifecycle_done(rt_fixture *f)
-{
-    rt_done(f);
-    pg_test_drop_schema(schemas[(schema_count - 1) % 32]);
-}
-#else
-static void lifecycle_init(rt_fixture *f, const char *name)
-{
-    rt_init(f, name);
-}
-
-static void lifecycle_done(rt_fixture *f)
-{
-    rt_done(f);
-}
-#endif
 
 /* ------------------------------------------------------------------------
  * what the activities saw */
@@ -228,7 +189,7 @@ static int orch_echo_then(duro_orch *o, const char *in, duro_result *out)
 static void setup(rt_fixture *f, const char *db, int64_t cleanup_ms)
 {
     reset_seen();
-    lifecycle_init(f, db);
+    rt_store_init(f, "life", db);
     duro_orchestration_options oo;
     duro_orchestration_options_init(&oo);
     oo.observe_cancel = 1;
@@ -303,7 +264,7 @@ TEST(cancel_runs_the_compensations_of_an_observing_orchestration)
     rt_final_metrics(&f, &m);
     CHECK_EQ(m.orchestrations_cancelled, 1);
     CHECK_EQ(m.orchestrations_terminated, 0);
-    lifecycle_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(a_second_cancel_during_the_cleanup_changes_nothing)
@@ -337,7 +298,7 @@ TEST(a_second_cancel_during_the_cleanup_changes_nothing)
     CHECK_EQ(rt_count_events(&f, "slow-1",
                              DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED),
              1);
-    lifecycle_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(a_cleanup_past_its_deadline_is_terminated)
@@ -366,7 +327,7 @@ TEST(a_cleanup_past_its_deadline_is_terminated)
     duro_metrics m;
     rt_final_metrics(&f, &m);
     CHECK_EQ(m.orchestrations_terminated, 1);
-    lifecycle_done(&f);
+    rt_store_done(&f);
 }
 
 /* ------------------------------------------------------------------------
@@ -418,7 +379,7 @@ TEST(terminate_ends_at_once_without_code_and_terminates_children)
              DURO_INVALID_STATE);
     CHECK_EQ(duro_client_cancel(f.client, "p1", NULL, NULL),
              DURO_INVALID_STATE);
-    lifecycle_done(&f);
+    rt_store_done(&f);
 }
 
 static int has_problem(rt_fixture *f, const char *id)
@@ -445,7 +406,7 @@ TEST(terminate_works_on_an_orchestration_that_is_not_registered)
     CHECK_STR(info->error, "no such code");
     CHECK(info->last_problem == NULL); /* the ending cleared it */
     duro_free(info);
-    lifecycle_done(&f);
+    rt_store_done(&f);
 }
 
 /* ------------------------------------------------------------------------
@@ -501,7 +462,7 @@ TEST(suspend_keeps_messages_in_order_until_resume)
     duro_history_free(h);
     CHECK_EQ(duro_client_terminate(f.client, "g1", NULL, NULL),
              DURO_INVALID_STATE); /* Completed */
-    lifecycle_done(&f);
+    rt_store_done(&f);
 }
 
 /* With no runtime holding it, an instance that has not begun is suspended
@@ -571,7 +532,7 @@ TEST(an_instance_suspended_before_its_first_turn_runs_no_code_until_resumed)
     CHECK_STR(info->output, "gate+after+a+b");
     duro_free(info);
     CHECK_EQ(atomic_load(&seen.gate_started), 2); /* not g5 */
-    lifecycle_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(a_suspended_instance_stays_suspended_across_a_restart)
@@ -598,7 +559,7 @@ TEST(a_suspended_instance_stays_suspended_across_a_restart)
     CHECK_EQ(info->status, DURO_STATUS_COMPLETED);
     CHECK_STR(info->output, "gate+after+a+b");
     duro_free(info);
-    lifecycle_done(&f);
+    rt_store_done(&f);
 }
 
 /* A cancel queued behind the completion that lets an observing
@@ -651,7 +612,7 @@ TEST(a_cancel_queued_behind_the_completion_that_ends_the_code_cancels)
                      DURO_EVENT_ORCHESTRATION_CANCELLED);
         }
         duro_history_free(h);
-        lifecycle_done(&f);
+        rt_store_done(&f);
     }
 }
 
@@ -685,7 +646,7 @@ TEST(cancel_and_terminate_work_on_a_suspended_instance)
         rt_find_event(h, DURO_EVENT_ORCHESTRATION_CANCEL_REQUESTED, 0);
     CHECK(req != NULL && req->flags == 0);
     duro_history_free(h);
-    lifecycle_done(&f);
+    rt_store_done(&f);
 }
 
 TEST_MAIN(

@@ -15,51 +15,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rt_util.h"
 #ifdef REWIND_PG
-#include "pg_util.h"
+#define RT_STORE_PG
 #endif
+#include "rt_store.h"
 
 #define WAIT_MS 30000
-
-/* ------------------------------------------------------------------------
- * the store of each test */
-
-#ifdef REWIND_PG
-static char schemas[32][64];
-static int schema_count;
-
-static void store_init(rt_fixture *f, const char *name)
-{
-    rt_init(f, name);
-    char *schema = schemas[schema_count++ % 32];
-    snprintf(schema, 64, "rew_%ld_%s", (long)getpid(), name);
-    for (char *p = schema; *p; p++)
-        if (*p == '.' || *p == '-')
-            *p = '_';
-    static char urls[32][4300];
-    char *url = urls[(schema_count - 1) % 32];
-    snprintf(url, 4300, "%s%cschema=%s", pg_test_url(),
-             strchr(pg_test_url(), '?') ? '&' : '?', schema);
-    f->url = url;
-}
-
-static void store_done(rt_fixture *f)
-{
-    rt_done(f);
-    pg_test_drop_schema(schemas[(schema_count - 1) % 32]);
-}
-#else
-static void store_init(rt_fixture *f, const char *name)
-{
-    rt_init(f, name);
-}
-
-static void store_done(rt_fixture *f)
-{
-    rt_done(f);
-}
-#endif
 
 /* ------------------------------------------------------------------------
  * activities and orchestrations */
@@ -174,7 +135,7 @@ static void setup(rt_fixture *f, const char *db)
     atomic_store(&flaky_runs, 0);
     atomic_store(&counter, 0);
     atomic_store(&variant, 1);
-    store_init(f, db);
+    rt_store_init(f, "rew", db);
     CHECK_OK(
         duro_registry_add_orchestration(f->reg, "Pay", NULL, orch_pay, NULL));
     CHECK_OK(duro_registry_add_orchestration(f->reg, "Steps", NULL, orch_steps,
@@ -290,7 +251,7 @@ TEST(rewind_retries_the_failed_activity_and_the_instance_completes)
     /* Completed now: a rewind is refused, a reset is not. */
     CHECK_REFUSED(duro_client_rewind(f.client, "p1", NULL, NULL),
                   DURO_INVALID_STATE, "only a Failed instance");
-    store_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(rewind_of_a_parent_rewinds_its_failed_child)
@@ -321,7 +282,7 @@ TEST(rewind_of_a_parent_rewinds_its_failed_child)
     duro_free(info);
     /* the child kept its first activity: a ran once, then c */
     CHECK_EQ(atomic_load(&echo_runs), 2);
-    store_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(a_terminated_instance_reset_runs_its_cancelled_activity_again)
@@ -349,7 +310,7 @@ TEST(a_terminated_instance_reset_runs_its_cancelled_activity_again)
     CHECK_EQ(info->status, DURO_STATUS_COMPLETED);
     CHECK_STR(info->output, "held");
     duro_free(info);
-    store_done(&f);
+    rt_store_done(&f);
 }
 
 /* Terminated before it began (a delayed start, decided in the request's
@@ -382,7 +343,7 @@ TEST(an_instance_terminated_before_it_began_runs_its_code_after_a_reset)
               duro_status_name(info->status), info->error ? info->error : "");
     CHECK_STR(info->output, "a+fixed-b+c");
     duro_free(info);
-    store_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(reset_to_an_event_in_the_middle_reruns_the_current_code_from_there)
@@ -434,7 +395,7 @@ TEST(reset_to_an_event_in_the_middle_reruns_the_current_code_from_there)
     CHECK_EQ(info->execution_id, 3);
     CHECK_STR(info->output, "3/v2");
     duro_free(info);
-    store_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(reset_refuses_what_could_not_replay_and_bad_input)
@@ -500,7 +461,7 @@ TEST(reset_refuses_what_could_not_replay_and_bad_input)
     CHECK_EQ(info->status, DURO_STATUS_COMPLETED);
     CHECK_STR(info->output, "\"again\"");
     duro_free(info);
-    store_done(&f);
+    rt_store_done(&f);
 }
 
 TEST(rewind_by_filter_with_a_dry_run)
@@ -554,7 +515,7 @@ TEST(rewind_by_filter_with_a_dry_run)
         CHECK_STR(info->output, "a+fixed-b+c");
         duro_free(info);
     }
-    store_done(&f);
+    rt_store_done(&f);
 }
 
 /* Two resets of the same execution at once: the compare-and-set lets
@@ -605,7 +566,7 @@ TEST(two_resets_of_one_execution_racing_one_wins)
     duro_history *h = history_of(&f, "race", 2);
     CHECK_EQ(h->count, 3); /* Started, Scheduled a, ExecutionReset */
     duro_history_free(h);
-    store_done(&f);
+    rt_store_done(&f);
 }
 
 #ifndef REWIND_PG
@@ -718,7 +679,7 @@ TEST(a_kill_during_resets_leaves_each_whole_or_untouched)
         CHECK_EQ(info->status, DURO_STATUS_FAILED);
         duro_free(info);
     }
-    store_done(&f);
+    rt_store_done(&f);
 }
 #define KILL_CASE , T(a_kill_during_resets_leaves_each_whole_or_untouched)
 #else

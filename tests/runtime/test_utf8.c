@@ -12,48 +12,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "rt_util.h"
 #ifdef UTF8_PG
-#include "pg_util.h"
+#define RT_STORE_PG
 #endif
+#include "rt_store.h"
 
 #define WAIT_MS 30000
-
-/* ------------------------------------------------------------------------
- * the store of each test */
-
-#ifdef UTF8_PG
-static char schema[64];
-
-static void utf8_init(rt_fixture *f, const char *name)
-{
-    rt_init(f, name);
-    snprintf(schema, sizeof(schema), "utf8_%ld_%s", (long)getpid(), name);
-    for (char *p = schema; *p; p++)
-        if (*p == '.' || *p == '-')
-            *p = '_';
-    static char url[4300];
-    snprintf(url, sizeof(url), "%s%cschema=%s", pg_test_url(),
-             strchr(pg_test_url(), '?') ? '&' : '?', schema);
-    f->url = url;
-}
-
-static void utf8_done(rt_fixture *f)
-{
-    rt_done(f);
-    pg_test_drop_schema(schema);
-}
-#else
-static void utf8_init(rt_fixture *f, const char *name)
-{
-    rt_init(f, name);
-}
-
-static void utf8_done(rt_fixture *f)
-{
-    rt_done(f);
-}
-#endif
 
 /* ------------------------------------------------------------------------
  * what the store holds */
@@ -370,7 +334,7 @@ static void check_failed_once(rt_fixture *f, const char *id,
 TEST(an_activity_returning_invalid_utf8_fails_once_naming_the_cause)
 {
     rt_fixture f;
-    utf8_init(&f, "act.db");
+    rt_store_init(&f, "utf8", "act.db");
     register_all(&f);
     rt_start(&f);
     atomic_store(&runs_bad_output, 0);
@@ -395,7 +359,7 @@ TEST(an_activity_returning_invalid_utf8_fails_once_naming_the_cause)
     rt_final_metrics(&f, &m);
     CHECK_EQ(m.poison_messages, 0);
     CHECK_EQ(m.activities_failed, 3);
-    utf8_done(&f);
+    rt_store_done(&f);
 }
 
 /* An orchestration whose output, custom status or continue-as-new input
@@ -403,7 +367,7 @@ TEST(an_activity_returning_invalid_utf8_fails_once_naming_the_cause)
 TEST(an_orchestration_with_invalid_utf8_results_fails_with_a_clear_reason)
 {
     rt_fixture f;
-    utf8_init(&f, "orch.db");
+    rt_store_init(&f, "utf8", "orch.db");
     register_all(&f);
     rt_start(&f);
     static const struct {
@@ -446,7 +410,7 @@ TEST(an_orchestration_with_invalid_utf8_results_fails_with_a_clear_reason)
     rt_final_metrics(&f, &m);
     CHECK_EQ(m.poison_messages, 0);
     CHECK_EQ(m.orchestrations_failed, 3);
-    utf8_done(&f);
+    rt_store_done(&f);
 }
 
 /* Activity, retry, child, detached start and event-wait calls given text
@@ -456,7 +420,7 @@ TEST(an_orchestration_with_invalid_utf8_results_fails_with_a_clear_reason)
 TEST(context_calls_refuse_invalid_utf8_and_record_nothing)
 {
     rt_fixture f;
-    utf8_init(&f, "calls.db");
+    rt_store_init(&f, "utf8", "calls.db");
     register_all(&f);
     rt_start(&f);
     rt_start_instance(&f, "calls-1", "BadCalls", NULL);
@@ -475,7 +439,7 @@ TEST(context_calls_refuse_invalid_utf8_and_record_nothing)
     duro_history_free(h);
     CHECK_EQ(rt_status(&f, "kid-1"), DURO_STATUS_NOT_FOUND);
     check_store_is_utf8(&f);
-    utf8_done(&f);
+    rt_store_done(&f);
 }
 
 /* Client calls refuse text that is not UTF-8 with DURO_INVALID, naming
@@ -484,7 +448,7 @@ TEST(context_calls_refuse_invalid_utf8_and_record_nothing)
 TEST(client_calls_refuse_invalid_utf8_and_change_nothing)
 {
     rt_fixture f;
-    utf8_init(&f, "client.db");
+    rt_store_init(&f, "utf8", "client.db");
     register_all(&f);
     rt_start(&f);
     duro_client *c = f.client;
@@ -573,7 +537,7 @@ TEST(client_calls_refuse_invalid_utf8_and_change_nothing)
     CHECK_EQ(rt_count_kind(h, DURO_EVENT_EXECUTION_SUSPENDED), 0);
     duro_history_free(h);
     check_store_is_utf8(&f);
-    utf8_done(&f);
+    rt_store_done(&f);
 }
 
 #ifndef UTF8_PG
@@ -587,7 +551,7 @@ TEST(client_calls_refuse_invalid_utf8_and_change_nothing)
 TEST(an_instance_stored_by_an_earlier_duro_replays_and_fails_clearly)
 {
     rt_fixture f;
-    utf8_init(&f, "legacy.db");
+    rt_store_init(&f, "utf8", "legacy.db");
     register_all(&f);
     duro_provider *p = NULL;
     duro_error e;
@@ -657,7 +621,7 @@ TEST(an_instance_stored_by_an_earlier_duro_replays_and_fails_clearly)
     duro_metrics m;
     rt_final_metrics(&f, &m);
     CHECK_EQ(m.nondeterminism_errors, 0);
-    utf8_done(&f);
+    rt_store_done(&f);
 }
 #define SQLITE_ONLY_TESTS                                                      \
     , T(an_instance_stored_by_an_earlier_duro_replays_and_fails_clearly)
