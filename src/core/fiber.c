@@ -313,8 +313,15 @@ static void fiber_main(duro__fiber *f)
 
 /* ---- stacks and the stack pool ---------------------------------------- */
 
-#define POOL_CLASSES 8    /* distinct stack sizes kept at once */
-#define POOL_PER_CLASS 64 /* stacks kept per size */
+#define POOL_CLASSES 8 /* distinct stack sizes kept at once */
+/* Stacks kept per size (fiber.h): the stacks of a burst of instances that
+ * end together go back to the pool, not to munmap, whose TLB shootdown
+ * interrupts every CPU the process runs on (~16 us a stack on the 2-core VM
+ * of bench/RESULTS.md, on the turn thread that ended the instance), and the
+ * next burst takes them. A pooled stack keeps the pages its fiber touched:
+ * never more than the live fibers held a moment before.
+ * duro__fiber_pool_trim() unmaps them. */
+#define POOL_PER_CLASS DURO__FIBER_POOL_PER_SIZE
 
 typedef struct pool_class {
     size_t size;  /* usable bytes of every stack here; 0 = unused */

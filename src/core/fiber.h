@@ -72,6 +72,11 @@ size_t duro__fiber_stack_size(const duro__fiber *f);
  * @note Any thread. */
 void *duro__fiber_stack_base(const duro__fiber *f);
 
+/* Stacks of one size the process-wide pool keeps for reuse (freed ones past
+ * it are unmapped): a runtime's default fiber_cache_size, so the fibers of
+ * instances that end together go back to the pool. */
+#define DURO__FIBER_POOL_PER_SIZE 1024
+
 /* Counters of the process-wide pool of fiber stacks. */
 typedef struct duro__fiber_pool_stats {
     uint64_t stacks_mapped;   /* mmap calls that made a new stack */

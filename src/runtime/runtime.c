@@ -357,6 +357,9 @@ void duro_runtime_destroy(duro_runtime *rt)
         duro_runtime_shutdown(rt, rt->opts.cancel_grace_ms);
     duro__workers_free(rt);
     duro__cache_destroy(rt->cache);
+    /* the stacks of its fibers, pooled as they were destroyed, go back to
+     * the kernel (another runtime of the process maps them again) */
+    duro__fiber_pool_trim();
     duro__metrics_free(&rt->metrics);
     duro_registry_destroy(rt->registry);
     if (rt->owns_provider)
