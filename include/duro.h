@@ -951,7 +951,7 @@ typedef struct duro_runtime_options {
     int version;
     int orchestration_concurrency;         /* turn threads; default 2; 0: this
                                               runtime runs activities only */
-    int worker_concurrency;                /* activity slots; default 16; 0:
+    int worker_concurrency;                /* activity slots; default 24; 0:
                                               this runtime runs orchestrations
                                               only */
     int64_t orchestration_lock_timeout_ms; /* default 30000; a turn's ack
@@ -1012,8 +1012,8 @@ typedef struct duro_runtime_options {
                                 (with a provider that can; one at a time
                                 otherwise); 1 .. 1024, 1 turns one instance
                                 per transaction; default 0: the store's
-                                choice (its provider's turn_batch: 16 on
-                                SQLite, 64 on PostgreSQL; else 16) */
+                                choice (its provider's turn_batch: 64 on
+                                SQLite and on PostgreSQL; else 16) */
     /* version 4 */
     uint32_t keep_executions; /* executions of a continue-as-new chain kept
                                  per instance: when a turn ends execution n

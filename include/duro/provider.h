@@ -1720,8 +1720,8 @@ struct duro_provider {
      * orchestration_batch to the store (0, the default): what this store
      * runs best with. 1 .. 1024; 0 or a version below 11: the runtime's
      * own default, 16. A store of set-based statements over the network
-     * gains from more turns a statement (PostgreSQL's: 64); one that runs a
-     * statement a row in process does not (SQLite's: 16). */
+     * gains from more turns a statement (PostgreSQL's: 64); SQLite's group
+     * commit from more turns a commit (64 as well). */
     int turn_batch;
 
     /* --- version 12 -----------------------------------------------------

@@ -17,7 +17,7 @@ static void set_defaults(duro_runtime_options *o)
     memset(o, 0, sizeof(*o));
     o->version = 5;
     o->orchestration_concurrency = 2;
-    o->worker_concurrency = 16;
+    o->worker_concurrency = 24;
     o->orchestration_lock_timeout_ms = 30000;
     o->worker_lock_timeout_ms = 30000;
     o->lock_renewal_ms = 2000;

@@ -197,9 +197,10 @@ const duro__sql_dialect duro__sqlite_dialect = {
     /* h-dups: the in-process wake-up (sql/notify.c) */
     .wake_counted = 0,      /* a commit ends every wait before it */
     .due_held_retry_ms = 0, /* due already: the wait returns at once */
-    /* a statement a row, in process: larger batches only hold the writer
-     * longer (chain the same at 16, 32 and 64; bench/RESULTS.md) */
-    .turn_batch = 16,
+    /* one turn write carries every instance the slots made ready since the
+     * last commit (24 slots by default): the chain 4 % faster at 64 than at
+     * 16 with 16 slots, 11 % with 24 (bench/RESULTS.md, stop 36) */
+    .turn_batch = 64,
     DURO__SQL_DIALECT_NAMED(sqlite), /* this file's, sqlite_*.c's (adapt.h) */
     DURO__SQL_ADAPTED                /* the casts of sql/adapt.h */
 };
