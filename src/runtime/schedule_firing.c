@@ -169,9 +169,6 @@ static void fire_one(duro__schedules *s, const duro_schedule_record *r,
             a->name = c->spec.orchestration;
             a->version = c->spec.orchestration_version;
             a->input = c->spec.input;
-            a->deadline_ms = c->spec.timeout_ms > 0
-                                 ? duro__add_ms(now, c->spec.timeout_ms)
-                                 : 0;
             last = ids[i];
             starts++;
             int64_t late =
@@ -195,6 +192,14 @@ static void fire_one(duro__schedules *s, const duro_schedule_record *r,
     next.next_ms = after.next_ms;
     next.buffered_ms = after.buffered_ms;
     next.due_ms = duro__schedule_due(rule, after.next_ms, after.buffered_ms);
+    /* A start's deadline runs from its start, which the store records when
+     * it applies the plan: read the clock again now, not at the round's
+     * beginning (the due schedules were read and the plan made since; a
+     * test's virtual clock may have been moved meanwhile). */
+    int64_t start_ms = duro__wall_ms();
+    for (size_t i = 0; i < n && c->spec.timeout_ms > 0; i++)
+        if (acts[i].kind == DURO_SCHEDULE_START)
+            acts[i].deadline_ms = duro__add_ms(start_ms, c->spec.timeout_ms);
     duro_error err;
     duro_error_clear(&err);
     int rc = rt->provider->apply_schedule(rt->provider, r->id, r->row_version,

@@ -651,18 +651,26 @@ TEST(an_orchestration_version_another_live_runtime_has_is_left_to_it)
     CHECK_OK(duro_client_runtimes(a.client, &live));
     CHECK_EQ(live->count, 1);
     duro_runtime_list_free(live);
-    i = start_v2_and_wait_problem(&a, "y", "then the instance fails");
-    CHECK_MSG(strstr(i->last_problem, "version '2' of 'Order'") != NULL &&
-                  strstr(i->last_problem, " (this one) has 1") != NULL &&
-                  strstr(i->last_problem, "1, 2") == NULL,
-              "'%s'", i->last_problem);
-    duro_free(i);
+    /* Between its two attempts (5 ms apart) the status says "attempt 1 of
+     * 2, then the instance fails"; a poll may miss that on a loaded
+     * machine, so what A alone says is checked where it stays: in the
+     * error the instance fails with, and in its problem. */
+    duro_start_options so;
+    duro_start_options_init(&so);
+    so.orchestration_version = "2";
+    CHECK_OK(duro_client_start(a.client, "y", "Order", "in", &so));
     i = rt_wait(&a, "y", WAIT_MS);
     CHECK_EQ(i->status, DURO_STATUS_FAILED);
     CHECK_EQ(i->category, DURO_CATEGORY_CONFIGURATION);
-    CHECK_MSG(i->error != NULL &&
-                  strstr(i->error, "no live runtime has it") != NULL,
-              "'%s'", i->error ? i->error : "(null)");
+    const char *texts[2] = {i->error, i->last_problem};
+    for (int k = 0; k < 2; k++)
+        CHECK_MSG(texts[k] != NULL &&
+                      strstr(texts[k], "version '2' is not registered") !=
+                          NULL &&
+                      strstr(texts[k], "no live runtime has it") != NULL &&
+                      strstr(texts[k], " (this one) has 1") != NULL &&
+                      strstr(texts[k], "1, 2") == NULL,
+                  "'%s'", texts[k] ? texts[k] : "(null)");
     duro_free(i);
     rt_done(&c);
     rt_done(&b);

@@ -556,6 +556,9 @@ TEST(a_schedule_timeout_is_each_fired_instance_deadline)
     duro_schedule_spec spec;
     duro_schedule_spec_init(&spec);
     spec.interval_ms = 24 * HOUR_MS;
+    /* the first fire half a day ahead: none falls in the trigger's two
+     * hours, so every fire is planned after the clock's moves below */
+    spec.offset_ms = (duro_now_ms() + 12 * HOUR_MS) % (24 * HOUR_MS);
     spec.orchestration = "Rest";
     spec.overlap = DURO_OVERLAP_ALLOW_ALL;
     spec.timeout_ms = 2 * HOUR_MS;

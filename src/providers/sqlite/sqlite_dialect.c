@@ -198,8 +198,9 @@ const duro__sql_dialect duro__sqlite_dialect = {
     .wake_counted = 0,      /* a commit ends every wait before it */
     .due_held_retry_ms = 0, /* due already: the wait returns at once */
     /* one turn write carries every instance the slots made ready since the
-     * last commit (24 slots by default): the chain 4 % faster at 64 than at
-     * 16 with 16 slots, 11 % with 24 (bench/RESULTS.md, stop 36) */
+     * last commit: chain / floor 0.284 at 16 slots and a batch of 16, 0.297
+     * at 16 and 64, 0.302-0.316 at 24 (the default) and 64
+     * (bench/RESULTS.md, stop 36) */
     .turn_batch = 64,
     DURO__SQL_DIALECT_NAMED(sqlite), /* this file's, sqlite_*.c's (adapt.h) */
     DURO__SQL_ADAPTED                /* the casts of sql/adapt.h */
