@@ -761,13 +761,7 @@ void duro__pg_config_free(duro__pg_config *cfg);
     X(RUNTIME_UPSERT,                                                          \
       "INSERT INTO runtimes(" DURO__SQL_RUNTIME_COLUMNS ") "                   \
       "VALUES($1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, "        \
-      "$6::bigint, $7::text, $8::text) "                                       \
-      "ON CONFLICT(runtime_id) DO UPDATE SET host = excluded.host, "           \
-      "pid = excluded.pid, started_ms = excluded.started_ms, "                 \
-      "heartbeat_ms = excluded.heartbeat_ms, "                                 \
-      "heartbeat_every_ms = excluded.heartbeat_every_ms, "                     \
-      "orchestrations = excluded.orchestrations, "                             \
-      "activities = excluded.activities")                                      \
+      "$6::bigint, $7::text, $8::text) " DURO__SQL_RUNTIME_UPSERT_SET)         \
     X(RUNTIME_EXPIRE,                                                          \
       "DELETE FROM runtimes WHERE NOT (" DURO__SQL_RUNTIME_LIVE "$1::bigint)") \
     X(RUNTIME_DELETE, "DELETE FROM runtimes WHERE runtime_id = $1::text")      \

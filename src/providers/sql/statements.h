@@ -236,6 +236,15 @@
 #define DURO__SQL_RUNTIME_COLUMNS                                              \
     "runtime_id, host, pid, started_ms, heartbeat_ms, heartbeat_every_ms, "    \
     "orchestrations, activities"
+/* A runtime's row written again (its start after a crash under the same
+ * id, every heartbeat): every column but the key. */
+#define DURO__SQL_RUNTIME_UPSERT_SET                                           \
+    "ON CONFLICT(runtime_id) DO UPDATE SET host = excluded.host, "             \
+    "pid = excluded.pid, started_ms = excluded.started_ms, "                   \
+    "heartbeat_ms = excluded.heartbeat_ms, "                                   \
+    "heartbeat_every_ms = excluded.heartbeat_every_ms, "                       \
+    "orchestrations = excluded.orchestrations, "                               \
+    "activities = excluded.activities"
 
 /* The statements both stores spell alike. */
 #define DURO__SQL_END_STATEMENTS(X)                                            \

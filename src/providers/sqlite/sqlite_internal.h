@@ -356,13 +356,7 @@ void duro__sqlite_config_free(duro__sqlite_config *cfg);
 #define DURO__SQLITE_RUNTIME_STATEMENTS(X)                                     \
     X(RUNTIME_UPSERT,                                                          \
       "INSERT INTO runtimes(" DURO__SQL_RUNTIME_COLUMNS ") "                   \
-      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "                                \
-      "ON CONFLICT(runtime_id) DO UPDATE SET host = excluded.host, "           \
-      "pid = excluded.pid, started_ms = excluded.started_ms, "                 \
-      "heartbeat_ms = excluded.heartbeat_ms, "                                 \
-      "heartbeat_every_ms = excluded.heartbeat_every_ms, "                     \
-      "orchestrations = excluded.orchestrations, "                             \
-      "activities = excluded.activities")                                      \
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) " DURO__SQL_RUNTIME_UPSERT_SET)  \
     X(RUNTIME_EXPIRE,                                                          \
       "DELETE FROM runtimes WHERE NOT (" DURO__SQL_RUNTIME_LIVE "?1)")         \
     X(RUNTIME_DELETE, "DELETE FROM runtimes WHERE runtime_id = ?1")            \
