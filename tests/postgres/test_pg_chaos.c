@@ -3,8 +3,9 @@
  * chains of 5 Steps, and 30 "Linger" chains that end only when cancelled)
  * on a cluster of this test's own, while this process, the client,
  *   - kills every backend of duro's (application_name "duro": the
- *     runtimes', the client's, their listeners) every 2 s, with
- *     pg_terminate_backend, from start to end;
+ *     runtimes', the client's, their listeners) with pg_terminate_backend
+ *     0.5 s in and then every 2 s, to the end (the first fault waits for a
+ *     round that killed some);
  *   - restarts the server (pg-cluster restart: pg_ctl stop, then start)
  *     -m fast once 10 % of the activities have run, -m immediate (a crash:
  *     crash recovery, claims and activity acks that were committed without
@@ -32,6 +33,7 @@
 #include "pg_own_cluster.h"
 #include "test.h"
 
+#define KILL_FIRST_MS 500 /* the killer's first round, once workers run */
 #define KILL_EVERY_MS 2000
 #define STOP_MS 10000           /* the server stopped this long */
 #define STAGE_DEADLINE_MS 90000 /* for the run to reach each next fault */
@@ -93,8 +95,8 @@ static void *killer_main(void *arg)
     chaos *x = arg;
     PGconn *conn = NULL;
     pthread_mutex_lock(&x->lock);
-    while (!x->stop) {
-        pause_locked(x, KILL_EVERY_MS);
+    for (int64_t wait = KILL_FIRST_MS; !x->stop; wait = KILL_EVERY_MS) {
+        pause_locked(x, wait);
         if (x->stop)
             break;
         pthread_mutex_unlock(&x->lock);
@@ -252,6 +254,21 @@ static void await_runs(chaos *x, long runs, const char *before)
     }
 }
 
+/* Waits until the killer has terminated a backend of duro's (its first
+ * round comes KILL_FIRST_MS in): the first fault waits for it, so that a
+ * run fast enough to end within a few of the killer's rounds (the others
+ * falling in the outages) still meets one. */
+static void await_kill(chaos *x)
+{
+    int64_t deadline = test_now_ms() + STAGE_DEADLINE_MS;
+    pthread_mutex_lock(&x->lock);
+    while (x->killed == 0 && !x->stop && test_now_ms() < deadline)
+        pause_locked(x, 20);
+    long killed = x->killed;
+    pthread_mutex_unlock(&x->lock);
+    CHAOS_CHECK(killed > 0, "no backend killed in %d ms", STAGE_DEADLINE_MS);
+}
+
 TEST(chains_end_exactly_through_killed_backends_restarts_and_a_stop)
 {
     int64_t t0 = test_now_ms();
@@ -314,6 +331,8 @@ TEST(chains_end_exactly_through_killed_backends_restarts_and_a_stop)
         snprintf(what, sizeof(what), "%s -m %s", faults[i].verb,
                  faults[i].mode);
         await_runs(&x, (long)RUNS * faults[i].percent / 100, what);
+        if (i == 0)
+            await_kill(&x);
         rc = pg_own_cluster(faults[i].verb, faults[i].mode);
         fprintf(stderr, "  %s at %ld activity runs, %lld ms in: %d\n", what,
                 crash_log_lines(x.log), (long long)(test_now_ms() - t0), rc);
